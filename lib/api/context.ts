@@ -1,0 +1,44 @@
+import type { Db } from "@/lib/db/database.ts";
+import type { Role } from "./permissions.ts";
+
+export interface RequestContext {
+  db: Db;
+  dbKind: "pglite" | "postgres";
+  requestId: string;
+  now: () => Date;
+}
+
+export interface AuthUser {
+  id: string;
+  email: string;
+  name: string;
+}
+
+export interface Credential {
+  type: "api_key" | "access_token" | "session";
+  id?: string;
+}
+
+export interface AuthContext extends RequestContext {
+  user: AuthUser;
+  credential: Credential;
+}
+
+export interface HubRecord {
+  id: string;
+  name: string;
+  slug: string;
+  hubType: string;
+  ownerId: string;
+  allowContributorTopics: boolean;
+  allowContributorDreams: boolean;
+  contributorDeletePolicy: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The context of a request that acts on one hub (X-Hub-ID, or the personal hub). */
+export interface HubContext extends AuthContext {
+  hub: HubRecord;
+  role: Role;
+}

@@ -1,0 +1,50 @@
+/** Every error code the API can answer with, and its HTTP status. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  invalid_json: 400,
+  invalid_limit: 400,
+  invalid_cursor: 400,
+  personal_hub: 400,
+  cannot_change_owner: 400,
+  ownership_transfer_required: 400,
+  last_member_delete_required: 400,
+  no_email: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  slug_taken: 409,
+  already_member: 409,
+  transfer_exists: 409,
+  invite_limit_reached: 409,
+  expired: 410,
+  revoked: 410,
+  used: 410,
+  canceled: 410,
+  body_too_large: 413,
+  file_too_large: 413,
+  unsupported_content_type: 415,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** The one error type domain code throws; the route wrapper turns it into the envelope. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}

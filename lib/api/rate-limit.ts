@@ -1,0 +1,99 @@
+import { Ratelimit } from "@upstash/ratelimit";
+import { Redis } from "@upstash/redis";
+import { config } from "@/lib/config.ts";
+
+export type Bucket = "regular" | "heavy" | "light";
+
+export interface RateLimitResult {
+  success: boolean;
+  limit: number;
+  remaining: number;
+  /** Unix time (ms) at which the window resets. */
+  reset: number;
+}
+
+export interface RateLimiter {
+  limit(bucket: Bucket, identity: string): Promise<RateLimitResult>;
+}
+
+export const WINDOW_MS = 60_000;
+
+/**
+ * Sliding window over two fixed windows (the previous window's count is
+ * weighted by how much of it still overlaps), the same approximation Upstash
+ * uses, so both backends behave alike. Memory stays bounded: one entry per
+ * identity and bucket, dropped when two windows old.
+ */
+export class MemoryRateLimiter implements RateLimiter {
+  private readonly windows = new Map<string, { start: number; current: number; previous: number }>();
+  private sweptAt = 0;
+
+  constructor(
+    private readonly caps: Record<Bucket, number>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async limit(bucket: Bucket, identity: string): Promise<RateLimitResult> {
+    const now = this.now();
+    const cap = this.caps[bucket];
+    const start = Math.floor(now / WINDOW_MS) * WINDOW_MS;
+    const key = `${bucket}:${identity}`;
+    let entry = this.windows.get(key);
+    if (!entry || entry.start < start - WINDOW_MS) entry = { start, current: 0, previous: 0 };
+    else if (entry.start < start) entry = { start, current: 0, previous: entry.current };
+    const overlap = 1 - (now - start) / WINDOW_MS;
+    const used = Math.floor(entry.previous * overlap) + entry.current;
+    const success = used < cap;
+    if (success) entry.current += 1;
+    this.windows.set(key, entry);
+    this.sweep(start);
+    return { success, limit: cap, remaining: Math.max(0, cap - used - (success ? 1 : 0)), reset: start + WINDOW_MS };
+  }
+
+  private sweep(start: number): void {
+    if (start === this.sweptAt) return;
+    this.sweptAt = start;
+    for (const [key, entry] of this.windows) if (entry.start < start - WINDOW_MS) this.windows.delete(key);
+  }
+}
+
+/** Shared limits across instances through Upstash Redis (REST). */
+export class UpstashRateLimiter implements RateLimiter {
+  private readonly limiters: Record<Bucket, Ratelimit>;
+
+  constructor(caps: Record<Bucket, number>, redis: Redis) {
+    const make = (bucket: Bucket) =>
+      new Ratelimit({ redis, limiter: Ratelimit.slidingWindow(caps[bucket], "60 s"), prefix: `engram:rl:${bucket}`, analytics: false });
+    this.limiters = { regular: make("regular"), heavy: make("heavy"), light: make("light") };
+  }
+
+  async limit(bucket: Bucket, identity: string): Promise<RateLimitResult> {
+    const result = await this.limiters[bucket].limit(identity);
+    return { success: result.success, limit: result.limit, remaining: result.remaining, reset: result.reset };
+  }
+}
+
+const globalForLimiter = globalThis as unknown as { __engramLimiter?: RateLimiter };
+
+export function rateLimiter(): RateLimiter {
+  if (!globalForLimiter.__engramLimiter) {
+    const { rateLimits, upstash } = config();
+    globalForLimiter.__engramLimiter = upstash
+      ? new UpstashRateLimiter(rateLimits, new Redis({ url: upstash.url, token: upstash.token }))
+      : new MemoryRateLimiter(rateLimits);
+  }
+  return globalForLimiter.__engramLimiter;
+}
+
+/** Tests swap the limiter (or reset it after changing the environment). */
+export function setRateLimiter(limiter: RateLimiter | undefined): void {
+  globalForLimiter.__engramLimiter = limiter;
+}
+
+export function rateLimitHeaders(result: RateLimitResult): Record<string, string> {
+  return {
+    "X-RateLimit-Limit": String(result.limit),
+    "X-RateLimit-Remaining": String(result.remaining),
+    "X-RateLimit-Reset": String(Math.ceil(result.reset / 1000)),
+  };
+}

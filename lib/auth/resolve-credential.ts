@@ -1,0 +1,42 @@
+import { ApiError } from "@/lib/api/errors.ts";
+import type { AuthUser, Credential } from "@/lib/api/context.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import type { Db } from "@/lib/db/database.ts";
+import { ACCESS_TOKEN_PREFIX, verifyAccessToken } from "./access-token.ts";
+import { hashSecret } from "./hash-secret.ts";
+import { API_KEY_PREFIX } from "./create-api-key.ts";
+
+/** last_used_at is refreshed at most this often, so auth stays one indexed read. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/** Turns an `Authorization: Bearer …` header into the calling user, or throws unauthorized. */
+export async function resolveCredential(
+  db: Db,
+  authorization: string | null,
+  now: Date,
+): Promise<{ user: AuthUser; credential: Credential }> {
+  const match = authorization?.match(/^Bearer\s+(\S+)\s*$/i);
+  if (!match) throw new ApiError("unauthorized", "Missing credential: send Authorization: Bearer <api key>");
+  const token = match[1]!;
+
+  if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
+    const check = verifyAccessToken(await serverSecret(db), token, now.getTime());
+    if (!check.ok) throw new ApiError("unauthorized", check.reason === "expired" ? "Access token expired" : "Invalid access token");
+    const user = await db.user.findUnique({ where: { id: check.userId }, select: { id: true, email: true, name: true } });
+    if (!user) throw new ApiError("unauthorized", "Invalid access token");
+    return { user, credential: { type: "access_token" } };
+  }
+
+  if (!token.startsWith(API_KEY_PREFIX)) throw new ApiError("unauthorized", "Invalid API key");
+  const key = await db.apiKey.findUnique({
+    where: { keyHash: hashSecret(token) },
+    select: { id: true, revokedAt: true, expiresAt: true, lastUsedAt: true, user: { select: { id: true, email: true, name: true } } },
+  });
+  if (!key) throw new ApiError("unauthorized", "Invalid API key");
+  if (key.revokedAt) throw new ApiError("unauthorized", "API key has been revoked");
+  if (key.expiresAt && key.expiresAt <= now) throw new ApiError("unauthorized", "API key has expired");
+  if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
+    await db.apiKey.update({ where: { id: key.id }, data: { lastUsedAt: now } });
+  }
+  return { user: key.user, credential: { type: "api_key", id: key.id } };
+}

@@ -1,0 +1,67 @@
+import path from "node:path";
+import { PrismaClient } from "./generated/client.ts";
+import { migrate } from "./migrate.ts";
+
+export type Db = InstanceType<typeof PrismaClient>;
+
+/** Raw access used only by the migration runner and lib/recall. */
+export interface SqlRunner {
+  exec(sql: string): Promise<void>;
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+}
+
+export interface Database {
+  kind: "pglite" | "postgres";
+  prisma: Db;
+  sql: SqlRunner;
+  /** PGlite only: a snapshot of the whole data directory (tests start from one). */
+  dump?: () => Promise<Blob>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** postgres:// URL; when absent the embedded PGlite database is used. */
+  url?: string;
+  /** PGlite data directory, or "memory://" for a throwaway database. */
+  dataDir?: string;
+  /** PGlite only: start from this data-directory snapshot. */
+  template?: Blob;
+  /** Apply pending migrations before returning (default true). */
+  migrate?: boolean;
+}
+
+/** Opens the embedded database (PGlite + pgvector) or a PostgreSQL server, migrated. */
+export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
+  const database = options.url
+    ? await (await import("./postgres.ts")).openPostgres(options.url)
+    : await (await import("./pglite.ts")).openPglite(options.dataDir ?? defaultDataDir(), options.template);
+  if (options.migrate !== false) await migrate(database.sql);
+  return database;
+}
+
+export function defaultDataDir(): string {
+  return path.resolve(process.env.ENGRAM_DATA_DIR ?? path.join(process.cwd(), ".data"), "pglite");
+}
+
+const globalForDb = globalThis as unknown as { __engramDb?: Promise<Database> };
+
+/**
+ * The process-wide database. Kept on globalThis because Next bundles route
+ * handlers and instrumentation separately, and one PGlite directory must
+ * never be opened twice in one process.
+ */
+export function getDatabase(): Promise<Database> {
+  globalForDb.__engramDb ??= openDatabase({ url: process.env.DATABASE_URL || undefined }).catch((error) => {
+    globalForDb.__engramDb = undefined;
+    throw error;
+  });
+  return globalForDb.__engramDb;
+}
+
+/** Lets tests install their own database as the process-wide one. */
+export function setDatabase(database: Database | undefined): void {
+  globalForDb.__engramDb = database ? Promise.resolve(database) : undefined;
+}
+
+/** A client or an interactive transaction: domain helpers that compose take either. */
+export type DbClient = Db | Parameters<Parameters<Db["$transaction"]>[0]>[0];

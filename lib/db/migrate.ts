@@ -1,0 +1,70 @@
+import { createHash, randomUUID } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import type { SqlRunner } from "./database.ts";
+
+export interface AppliedMigration {
+  name: string;
+  checksum: string;
+}
+
+/** Same table Prisma Migrate keeps, so `prisma migrate deploy` sees these as applied. */
+const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+    "id"                    VARCHAR(36) PRIMARY KEY NOT NULL,
+    "checksum"              VARCHAR(64) NOT NULL,
+    "finished_at"           TIMESTAMPTZ,
+    "migration_name"        VARCHAR(255) NOT NULL,
+    "logs"                  TEXT,
+    "rolled_back_at"        TIMESTAMPTZ,
+    "started_at"            TIMESTAMPTZ NOT NULL DEFAULT now(),
+    "applied_steps_count"   INTEGER NOT NULL DEFAULT 0
+)`;
+
+export function migrationsDir(): string {
+  return process.env.ENGRAM_MIGRATIONS_DIR ?? path.join(process.cwd(), "prisma", "migrations");
+}
+
+export function listMigrations(dir = migrationsDir()): { name: string; sql: string; checksum: string }[] {
+  if (!existsSync(dir)) throw new Error(`Migrations folder not found: ${dir}`);
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(path.join(dir, entry.name, "migration.sql")))
+    .map((entry) => entry.name)
+    .sort()
+    .map((name) => {
+      const sql = readFileSync(path.join(dir, name, "migration.sql"), "utf8");
+      return { name, sql, checksum: createHash("sha256").update(sql).digest("hex") };
+    });
+}
+
+/**
+ * Applies pending migrations in order, each in its own transaction, and
+ * records them exactly as Prisma Migrate would. Refuses to run when an applied
+ * migration was edited afterwards or a previous one failed half-way.
+ */
+export async function migrate(sql: SqlRunner, dir = migrationsDir()): Promise<AppliedMigration[]> {
+  await sql.exec(MIGRATIONS_TABLE);
+  const rows = await sql.query<{ migration_name: string; checksum: string; finished_at: Date | null; rolled_back_at: Date | null }>(
+    `SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations"`,
+  );
+  const applied = new Map(rows.filter((r) => r.rolled_back_at === null).map((r) => [r.migration_name, r]));
+  const done: AppliedMigration[] = [];
+  for (const migration of listMigrations(dir)) {
+    const previous = applied.get(migration.name);
+    if (previous) {
+      if (previous.finished_at === null) throw new Error(`Migration ${migration.name} failed earlier; resolve it before starting`);
+      if (previous.checksum !== migration.checksum) throw new Error(`Migration ${migration.name} was modified after it was applied`);
+      continue;
+    }
+    await sql.exec(`BEGIN;\n${migration.sql}\n;COMMIT;`).catch(async (error) => {
+      await sql.exec("ROLLBACK").catch(() => undefined);
+      throw new Error(`Migration ${migration.name} failed: ${(error as Error).message}`);
+    });
+    await sql.query(
+      `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count)
+       VALUES ($1, $2, now(), $3, now(), 1)`,
+      [randomUUID(), migration.checksum, migration.name],
+    );
+    done.push({ name: migration.name, checksum: migration.checksum });
+  }
+  return done;
+}

@@ -1,0 +1,28 @@
+import { mkdirSync } from "node:fs";
+import { PGlite } from "@electric-sql/pglite";
+import { vector } from "@electric-sql/pglite-pgvector";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import { PrismaClient } from "./generated/client.ts";
+import type { Database } from "./database.ts";
+
+/** Embedded PostgreSQL (WASM) with pgvector; one instance per process and directory. */
+export async function openPglite(dataDir: string, template?: Blob): Promise<Database> {
+  if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
+  const pg = await PGlite.create(dataDir, { extensions: { vector }, ...(template && { loadDataDir: template }) });
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pg) });
+  return {
+    kind: "pglite",
+    prisma,
+    sql: {
+      exec: async (sql) => {
+        await pg.exec(sql);
+      },
+      query: async <T,>(sql: string, params: unknown[] = []) => (await pg.query<T>(sql, params)).rows,
+    },
+    dump: async () => (await pg.dumpDataDir("none")) as Blob,
+    close: async () => {
+      await prisma.$disconnect();
+      await pg.close();
+    },
+  };
+}

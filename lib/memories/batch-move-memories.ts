@@ -1,0 +1,78 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { can, canEditMemory } from "@/lib/api/permissions.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { isUuid } from "@/lib/ids.ts";
+import type { Skipped } from "./batch-delete-memories.ts";
+
+/**
+ * Moves memories to another hub and/or topic. The target hub is `hub_id`, or
+ * the topic's hub when only `topic_id` is given; a topic must belong to the
+ * target hub. Chunks and attachments follow their memory. One transaction.
+ */
+export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]; hub_id?: string; topic_id?: string }) {
+  const ids = [...new Set(input.ids)];
+  const memberships = new Map((await readableHubs(ctx)).map((m) => [m.hub.id, m]));
+
+  const topic = input.topic_id
+    ? isUuid(input.topic_id)
+      ? await ctx.db.topic.findFirst({ where: { id: input.topic_id, hubId: { in: [...memberships.keys()] } } })
+      : null
+    : undefined;
+  if (topic === null) throw new ApiError("not_found", "Topic not found");
+  const targetHubId = input.hub_id ?? topic!.hubId;
+  const target = isUuid(targetHubId) ? memberships.get(targetHubId) : undefined;
+  if (!target) throw new ApiError("not_found", "Hub not found");
+  if (!can(target.role, "memories.write")) {
+    throw new ApiError("forbidden", `Your role (${target.role}) does not allow adding memories to hub "${target.hub.name}"`);
+  }
+  if (topic && topic.hubId !== target.hub.id) {
+    throw new ApiError("invalid_request", "topic_id must belong to the target hub", { issues: [{ path: "topic_id", message: "belongs to another hub" }] });
+  }
+
+  return ctx.db.$transaction(async (tx) => {
+    const found = await tx.memory.findMany({
+      where: { id: { in: ids.filter(isUuid) }, hubId: { in: [...memberships.keys()] } },
+      select: { id: true, hubId: true, ownerId: true, sourcePath: true, topicId: true },
+    });
+    const byId = new Map(found.map((m) => [m.id, m]));
+    const movingPaths = found.filter((m) => m.hubId !== target.hub.id && m.sourcePath).map((m) => m.sourcePath!);
+    const takenPaths = new Set(
+      movingPaths.length
+        ? (await tx.memory.findMany({ where: { hubId: target.hub.id, sourcePath: { in: movingPaths } }, select: { sourcePath: true } })).map(
+            (m) => m.sourcePath,
+          )
+        : [],
+    );
+    const skipped: Skipped[] = [];
+    const seenPaths = new Set<string>();
+    let moved = 0;
+    for (const id of ids) {
+      const memory = byId.get(id);
+      const membership = memory && memberships.get(memory.hubId);
+      if (!memory || !membership) {
+        skipped.push({ id, reason: "not_found" });
+        continue;
+      }
+      if (!canEditMemory(membership.role, memory.ownerId === ctx.user.id)) {
+        skipped.push({ id, reason: "forbidden" });
+        continue;
+      }
+      const changesHub = memory.hubId !== target.hub.id;
+      if (changesHub && memory.sourcePath && (takenPaths.has(memory.sourcePath) || seenPaths.has(memory.sourcePath))) {
+        // The target hub already holds a memory for this source_path.
+        skipped.push({ id, reason: "conflict" });
+        continue;
+      }
+      if (memory.sourcePath) seenPaths.add(memory.sourcePath);
+      const topicId = topic ? topic.id : changesHub ? null : memory.topicId;
+      await tx.memory.update({ where: { id }, data: { hubId: target.hub.id, topicId, updatedAt: ctx.now() } });
+      if (changesHub) {
+        await tx.chunk.updateMany({ where: { memoryId: id }, data: { hubId: target.hub.id } });
+        await tx.attachment.updateMany({ where: { memoryId: id }, data: { hubId: target.hub.id } });
+      }
+      moved += 1;
+    }
+    return { moved, skipped };
+  });
+}

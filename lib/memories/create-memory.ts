@@ -1,0 +1,160 @@
+import { createHash } from "node:crypto";
+import type { HubContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { DbClient } from "@/lib/db/database.ts";
+import { isUniqueViolation } from "@/lib/db/errors.ts";
+import type { Memory } from "@/lib/db/generated/client.ts";
+import { newId } from "@/lib/ids.ts";
+import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
+import { inferContentType } from "@/lib/processing/infer-content-type.ts";
+import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
+import { deriveTitle } from "./derive-title.ts";
+import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
+import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
+
+export interface CreateMemoryResult {
+  memory: MemoryObject;
+  /** false when an existing memory was returned (same content) or updated (same source_path). */
+  created: boolean;
+}
+
+export function contentHash(content: string): string {
+  return createHash("sha256").update(content, "utf8").digest("hex");
+}
+
+export function assertContentSize(content: string): void {
+  const bytes = Buffer.byteLength(content, "utf8");
+  if (bytes > MAX_CONTENT_BYTES) {
+    throw new ApiError("body_too_large", `content is ${bytes} bytes; the limit is ${MAX_CONTENT_BYTES}`, { max_bytes: MAX_CONTENT_BYTES });
+  }
+}
+
+/**
+ * Stores a memory in the context's hub. Re-pushing the same source_path
+ * updates that memory in place (version +1 when the content changed);
+ * re-pushing identical content returns the existing memory untouched.
+ */
+export async function createMemory(ctx: HubContext, input: CreateMemoryBody): Promise<CreateMemoryResult> {
+  assertContentSize(input.content);
+  const source = input.source ?? "api";
+  if (input.created_at && source !== "import") {
+    throw new ApiError("invalid_request", 'created_at is only accepted with source "import"', {
+      issues: [{ path: "created_at", message: 'only accepted with source "import"' }],
+    });
+  }
+  const now = ctx.now();
+  const createdAt = input.created_at ? new Date(input.created_at) : now;
+  if (createdAt.getTime() > now.getTime() + 5 * 60_000) {
+    throw new ApiError("invalid_request", "created_at must not be in the future", { issues: [{ path: "created_at", message: "in the future" }] });
+  }
+  if (input.file_ref) {
+    throw new ApiError("invalid_request", "file_ref does not name an upload of this hub", { issues: [{ path: "file_ref", message: "unknown upload" }] });
+  }
+
+  const hash = contentHash(input.content);
+  const attempt = () =>
+    ctx.db.$transaction(async (tx) => {
+      await lockForTransaction(tx, `memory:${ctx.hub.id}:${input.source_path ?? hash}`);
+      if (input.source_path) {
+        const existing = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, sourcePath: input.source_path } });
+        if (existing) return { memory: await reingest(tx, existing, input, hash, now), created: false };
+      }
+      const duplicate = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, contentHash: hash }, orderBy: { createdAt: "asc" } });
+      if (duplicate) return { memory: duplicate, created: false };
+      return { memory: await insert(tx, ctx, input, hash, source, createdAt, now), created: true };
+    });
+
+  let result: { memory: Memory; created: boolean };
+  try {
+    result = await attempt();
+  } catch (error) {
+    // A concurrent push of the same source_path won the unique index; now it is an update.
+    if (!isUniqueViolation(error)) throw error;
+    result = await attempt();
+  }
+  afterMemoryWrite(result.memory);
+  return { memory: serializeMemory(result.memory), created: result.created };
+}
+
+async function insert(
+  tx: DbClient,
+  ctx: HubContext,
+  input: CreateMemoryBody,
+  hash: string,
+  source: string,
+  createdAt: Date,
+  now: Date,
+): Promise<Memory> {
+  const contentType = input.content_type ?? inferContentType(input.content, input.source_path);
+  const kind = input.kind ?? classifyKind(input.content, contentType, input.hint);
+  return tx.memory.create({
+    data: {
+      id: newId(createdAt.getTime()),
+      hubId: ctx.hub.id,
+      ownerId: ctx.user.id,
+      title: input.title ?? deriveTitle(input.content),
+      titleDerived: input.title === undefined,
+      content: input.content,
+      contentType,
+      contentHash: hash,
+      tags: input.tags ?? [],
+      kind,
+      kindLocked: input.kind !== undefined,
+      stability: input.stability ?? classifyStability(input.content, kind, contentType, input.hint),
+      stabilityLocked: input.stability !== undefined,
+      boundary: "private",
+      state: "active",
+      source,
+      sourceAgent: input.source_agent,
+      assistedByAgent: input.assisted_by_agent,
+      initiationType: input.initiation_type,
+      sourcePath: input.source_path,
+      hint: input.hint,
+      hubReason: input.hub_reason,
+      projectContext: input.project_context,
+      processingStatus: "pending",
+      createdAt,
+      updatedAt: now,
+    },
+  });
+}
+
+/** Same hub and source_path: update in place; identical content and fields change nothing. */
+async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody, hash: string, now: Date): Promise<Memory> {
+  const contentChanged = existing.contentHash !== hash;
+  const contentType = input.content_type ?? (contentChanged ? inferContentType(input.content, input.source_path) : existing.contentType);
+  const kindLocked = existing.kindLocked || input.kind !== undefined;
+  const stabilityLocked = existing.stabilityLocked || input.stability !== undefined;
+  const kind = input.kind ?? (contentChanged && !kindLocked ? classifyKind(input.content, contentType, input.hint) : existing.kind);
+  const changes = {
+    content: input.content,
+    contentHash: hash,
+    contentType,
+    title: input.title ?? (existing.titleDerived && contentChanged ? deriveTitle(input.content) : existing.title),
+    titleDerived: input.title === undefined ? existing.titleDerived : false,
+    tags: input.tags ?? existing.tags,
+    kind,
+    kindLocked,
+    stability:
+      input.stability ??
+      (contentChanged && !stabilityLocked ? classifyStability(input.content, kind, contentType, input.hint) : existing.stability),
+    stabilityLocked,
+    hint: input.hint ?? existing.hint,
+    sourceAgent: input.source_agent ?? existing.sourceAgent,
+    assistedByAgent: input.assisted_by_agent ?? existing.assistedByAgent,
+    hubReason: input.hub_reason ?? existing.hubReason,
+  };
+  const unchanged =
+    !contentChanged &&
+    (Object.keys(changes) as (keyof typeof changes)[]).every((key) => JSON.stringify(changes[key]) === JSON.stringify(existing[key]));
+  if (unchanged) return existing;
+  return tx.memory.update({
+    where: { id: existing.id },
+    data: {
+      ...changes,
+      ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
+      updatedAt: now,
+    },
+  });
+}

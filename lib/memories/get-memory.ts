@@ -1,0 +1,16 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { serializeMemoryWithContent } from "./serialize-memory.ts";
+
+/** One memory with content and attachments; reading it counts as an access. */
+export async function getMemory(ctx: AuthContext, id: string) {
+  const where = { id, hub: { members: { some: { userId: ctx.user.id } } } };
+  const updated = isUuid(id)
+    ? await ctx.db.memory.updateManyAndReturn({ where, data: { accessCount: { increment: 1 }, lastAccessedAt: ctx.now() } })
+    : [];
+  const memory = updated[0];
+  if (!memory) throw new ApiError("not_found", "Memory not found");
+  const attachments = await ctx.db.attachment.findMany({ where: { memoryId: memory.id }, orderBy: { createdAt: "asc" } });
+  return serializeMemoryWithContent({ ...memory, attachments });
+}

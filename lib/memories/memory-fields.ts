@@ -1,0 +1,106 @@
+import { z } from "zod";
+
+export const KINDS = ["episodic", "semantic", "procedural", "rationale"] as const;
+export const STABILITIES = ["volatile", "evolving", "stable"] as const;
+export const CONTENT_TYPES = ["text", "markdown", "code", "chat", "transcript", "file", "structured", "link"] as const;
+export const SOURCES = ["cli", "import", "hook", "web", "api", "sdk", "mcp", "extraction"] as const;
+export const INITIATION_TYPES = ["human_direct", "human_requested_agent", "agent_proactive", "agent_automatic", "import", "unknown"] as const;
+export const STATES = ["active", "processing", "archived"] as const;
+
+export type Kind = (typeof KINDS)[number];
+export type Stability = (typeof STABILITIES)[number];
+export type ContentType = (typeof CONTENT_TYPES)[number];
+
+/** Documented limits (decisions.md). */
+export const MAX_CONTENT_BYTES = 3 * 1024 * 1024;
+export const MAX_TAGS = 50;
+export const MAX_TAG_LENGTH = 64;
+export const MAX_TITLE_LENGTH = 200;
+export const MAX_BATCH_IDS = 100;
+
+const tagsSchema = z
+  .array(z.string().trim().min(1, "tags must not be empty").max(MAX_TAG_LENGTH, `tags are at most ${MAX_TAG_LENGTH} characters`))
+  .max(MAX_TAGS, `at most ${MAX_TAGS} tags`)
+  .transform((tags) => [...new Set(tags)]);
+
+const titleSchema = z.string().trim().min(1, "title must not be empty").max(MAX_TITLE_LENGTH, `title is at most ${MAX_TITLE_LENGTH} characters`);
+
+const shortText = (max: number) => z.string().trim().min(1).max(max);
+
+export const projectContextSchema = z.strictObject({
+  repo: z.string().max(300).optional(),
+  project: z.string().max(300).optional(),
+  branch: z.string().max(300).optional(),
+});
+
+export const fileRefSchema = z.strictObject({
+  object_key: z.string().min(1).max(500),
+  filename: z.string().min(1).max(255),
+  content_type: z.string().min(1).max(100),
+  size_bytes: z.int().min(0),
+});
+
+export const createMemoryBodySchema = z.object({
+  content: z.string().min(1, "content must not be empty"),
+  title: titleSchema.optional(),
+  hint: z.string().max(2000).optional(),
+  kind: z.enum(KINDS).optional(),
+  stability: z.enum(STABILITIES).optional(),
+  tags: tagsSchema.optional(),
+  content_type: z.enum(CONTENT_TYPES).optional(),
+  source: z.enum(SOURCES).optional(),
+  source_agent: shortText(100).optional(),
+  assisted_by_agent: shortText(100).optional(),
+  initiation_type: z.enum(INITIATION_TYPES).optional(),
+  source_path: z
+    .string()
+    .trim()
+    .min(1)
+    .max(1024)
+    .refine((path) => !path.includes("\0"), "source_path must not contain NUL")
+    .optional(),
+  hub_reason: z.string().max(2000).optional(),
+  project_context: projectContextSchema.optional(),
+  file_ref: fileRefSchema.optional(),
+  created_at: z.iso.datetime({ offset: true }).optional(),
+});
+export type CreateMemoryBody = z.output<typeof createMemoryBodySchema>;
+
+export const updateMemoryBodySchema = z
+  .object({
+    title: titleSchema.optional(),
+    content: z.string().min(1, "content must not be empty").optional(),
+    content_type: z.enum(CONTENT_TYPES).optional(),
+    kind: z.enum(KINDS).optional(),
+    stability: z.enum(STABILITIES).optional(),
+    tags: tagsSchema.optional(),
+    hint: z.string().max(2000).optional(),
+    state: z.enum(["active", "archived"]).optional(),
+  })
+  .refine((body) => Object.values(body).some((value) => value !== undefined), {
+    message: "provide at least one of title, content, content_type, kind, stability, tags, hint, state",
+  });
+export type UpdateMemoryBody = z.output<typeof updateMemoryBodySchema>;
+
+export const listMemoriesQuerySchema = z.object({
+  limit: z.string().optional(),
+  cursor: z.string().optional(),
+  sort: z.enum(["newest", "relevant"]).default("newest"),
+  hub_id: z.string().optional(),
+  topic_id: z.string().optional(),
+});
+export type ListMemoriesQuery = z.output<typeof listMemoriesQuerySchema>;
+
+const idsSchema = z
+  .array(z.string().min(1).max(100))
+  .min(1, "ids must name at least one memory")
+  .max(MAX_BATCH_IDS, `at most ${MAX_BATCH_IDS} ids per batch`);
+
+export const batchDeleteBodySchema = z.object({ ids: idsSchema });
+
+export const batchMoveBodySchema = z
+  .object({ ids: idsSchema, hub_id: z.string().min(1).optional(), topic_id: z.string().min(1).optional() })
+  .refine((body) => body.hub_id !== undefined || body.topic_id !== undefined, {
+    message: "provide hub_id, topic_id or both",
+    path: ["hub_id"],
+  });

@@ -1,0 +1,51 @@
+import type { Memory, Attachment } from "@/lib/db/generated/client.ts";
+
+/** The Memory object of the API (create, list, patch); `withContent` adds content and attachments (get). */
+export function serializeMemory(memory: Omit<Memory, "content">) {
+  return {
+    id: memory.id,
+    hub_id: memory.hubId,
+    owner_id: memory.ownerId,
+    title: memory.title,
+    content_type: memory.contentType,
+    content_hash: memory.contentHash,
+    summary: memory.summary,
+    tags: memory.tags,
+    kind: memory.kind,
+    stability: memory.stability,
+    boundary: memory.boundary,
+    state: memory.state,
+    source: memory.source,
+    source_agent: memory.sourceAgent,
+    assisted_by_agent: memory.assistedByAgent,
+    initiation_type: memory.initiationType,
+    source_path: memory.sourcePath,
+    hub_reason: memory.hubReason,
+    project_context: memory.projectContext,
+    topic_id: memory.topicId,
+    version: memory.version,
+    access_count: memory.accessCount,
+    processing_status: memory.processingStatus,
+    processing_error: memory.processingError,
+    processed_at: memory.processedAt?.toISOString() ?? null,
+    created_at: memory.createdAt.toISOString(),
+    updated_at: memory.updatedAt.toISOString(),
+  };
+}
+
+export type MemoryObject = ReturnType<typeof serializeMemory>;
+
+export function serializeMemoryWithContent(memory: Memory & { attachments: Attachment[] }) {
+  return {
+    ...serializeMemory(memory),
+    content: memory.content,
+    attachments: memory.attachments.map((a) => ({
+      id: a.id,
+      filename: a.filename,
+      content_type: a.contentType,
+      size_bytes: a.sizeBytes,
+      sha256: a.sha256,
+      created_at: a.createdAt.toISOString(),
+    })),
+  };
+}

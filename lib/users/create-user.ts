@@ -1,0 +1,60 @@
+import { randomBytes } from "node:crypto";
+import type { Db, DbClient } from "@/lib/db/database.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { newId } from "@/lib/ids.ts";
+import { isUniqueViolation } from "@/lib/db/errors.ts";
+
+export interface CreateUserInput {
+  email: string;
+  name: string;
+  passwordHash?: string;
+}
+
+type NewUser = Awaited<ReturnType<typeof insertUser>>;
+
+/**
+ * Creates a user together with their personal hub (owner membership) and
+ * whatever `extra` adds, in one transaction; a taken email is a conflict.
+ */
+export async function createUser<T = undefined>(
+  db: Db,
+  input: CreateUserInput,
+  now: Date,
+  extra?: (tx: DbClient, created: NewUser) => Promise<T>,
+): Promise<NewUser & { extra: T }> {
+  try {
+    return await db.$transaction(async (tx) => {
+      const created = await insertUser(tx, input, now);
+      return { ...created, extra: (extra ? await extra(tx, created) : undefined) as T };
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new ApiError("conflict", "A user with this email already exists");
+    throw error;
+  }
+}
+
+async function insertUser(tx: DbClient, input: CreateUserInput, now: Date) {
+  const user = await tx.user.create({
+    data: {
+      id: newId(now.getTime()),
+      email: input.email.trim().toLowerCase(),
+      name: input.name.trim(),
+      passwordHash: input.passwordHash,
+      createdAt: now,
+      updatedAt: now,
+    },
+  });
+  const hub = await tx.hub.create({
+    data: {
+      id: newId(now.getTime()),
+      name: "Personal",
+      slug: `personal-${randomBytes(6).toString("hex")}`,
+      hubType: "personal",
+      ownerId: user.id,
+      createdAt: now,
+      updatedAt: now,
+      members: { create: { userId: user.id, role: "owner", joinedAt: now } },
+    },
+  });
+  return { user, hub };
+}

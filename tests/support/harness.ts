@@ -1,0 +1,101 @@
+import { readFileSync } from "node:fs";
+import { inject } from "vitest";
+import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { insertApiKey } from "@/lib/auth/create-api-key.ts";
+import { createUser } from "@/lib/users/create-user.ts";
+import { dispatch } from "./router.ts";
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  headers?: Record<string, string>;
+  /** Send this exact body text instead of JSON-encoding `body`. */
+  raw?: string;
+}
+
+const BASE = "http://engram.test";
+
+export async function call(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<ApiResponse> {
+  const headers = new Headers(options.headers);
+  let payload: string | undefined = options.raw;
+  if (payload === undefined && body !== undefined) payload = JSON.stringify(body);
+  if (payload !== undefined && !headers.has("content-type")) headers.set("content-type", "application/json");
+  const res = await dispatch(new Request(`${BASE}${path}`, { method, headers, body: payload }));
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+export interface Client {
+  id: string;
+  email: string;
+  name: string;
+  key: string;
+  personalHubId: string;
+  get(path: string, options?: RequestOptions): Promise<ApiResponse>;
+  post(path: string, body?: unknown, options?: RequestOptions): Promise<ApiResponse>;
+  patch(path: string, body?: unknown, options?: RequestOptions): Promise<ApiResponse>;
+  put(path: string, body?: unknown, options?: RequestOptions): Promise<ApiResponse>;
+  delete(path: string, options?: RequestOptions): Promise<ApiResponse>;
+}
+
+export function clientFor(key: string | undefined) {
+  const auth = (options: RequestOptions = {}) =>
+    key === undefined ? options : { ...options, headers: { authorization: `Bearer ${key}`, ...options.headers } };
+  return {
+    get: (path: string, options?: RequestOptions) => call("GET", path, undefined, auth(options)),
+    post: (path: string, body?: unknown, options?: RequestOptions) => call("POST", path, body, auth(options)),
+    patch: (path: string, body?: unknown, options?: RequestOptions) => call("PATCH", path, body, auth(options)),
+    put: (path: string, body?: unknown, options?: RequestOptions) => call("PUT", path, body, auth(options)),
+    delete: (path: string, options?: RequestOptions) => call("DELETE", path, undefined, auth(options)),
+  };
+}
+
+export interface Harness {
+  database: Database;
+  db: Database["prisma"];
+  user(name: string): Promise<Client>;
+  /** Requests with no credential unless the options add one. */
+  anonymous: ReturnType<typeof clientFor>;
+  close(): Promise<void>;
+}
+
+let template: Blob | undefined;
+
+/** A fresh, migrated embedded database installed as the app's database, plus helpers to call the API. */
+export async function createHarness(): Promise<Harness> {
+  template ??= new Blob([readFileSync(inject("dbTemplate"))]);
+  const database = await openDatabase({ dataDir: "memory://", template });
+  setDatabase(database);
+  setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+  let counter = 0;
+  return {
+    database,
+    db: database.prisma,
+    async user(name: string) {
+      counter += 1;
+      const email = `${name.toLowerCase()}-${counter}@example.test`;
+      const now = new Date();
+      const { user, hub, extra } = await createUser(database.prisma, { email, name }, now, (tx, created) =>
+        insertApiKey(tx, created.user.id, "test", now),
+      );
+      return { id: user.id, email, name, key: extra.key, personalHubId: hub.id, ...clientFor(extra.key) };
+    },
+    anonymous: clientFor(undefined),
+    async close() {
+      setDatabase(undefined);
+      await database.close();
+    },
+  };
+}
