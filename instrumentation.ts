@@ -1,0 +1,7 @@
+// Runs once when the server starts (Node runtime only): open and migrate the
+// database before the first request, then start background work.
+export async function register(): Promise<void> {
+  if (process.env.NEXT_RUNTIME !== "nodejs") return;
+  const { startServer } = await import("./lib/system/start-server.ts");
+  await startServer();
+}

@@ -1,0 +1,21 @@
+import { getDatabase } from "@/lib/db/database.ts";
+import { config } from "@/lib/config.ts";
+
+/**
+ * Server start-up: open (and migrate) the database so the first request does
+ * not pay for it, and tell the operator how to get a first user on a fresh install.
+ */
+export async function startServer(): Promise<void> {
+  const started = Date.now();
+  const database = await getDatabase();
+  const users = await database.prisma.user.count();
+  console.log(`engram: ${database.kind} database ready in ${Date.now() - started} ms`);
+  if (users === 0) {
+    const port = process.env.PORT ?? "3000";
+    console.log(
+      config().adminToken
+        ? `engram: no users yet — create the first one: curl -X POST http://localhost:${port}/v1/admin/users -H "Authorization: Bearer $ENGRAM_ADMIN_TOKEN" -H "Content-Type: application/json" -d '{"email":"you@example.com","name":"You"}'  (or sign up at http://localhost:${port}/)`
+        : `engram: no users yet — sign up at http://localhost:${port}/ or restart with ENGRAM_ADMIN_TOKEN set and POST /v1/admin/users to create the first user and API key`,
+    );
+  }
+}

@@ -1,0 +1,22 @@
+// npm start — serve the API and dashboard. Builds first when there is no
+// production build yet, so `npm install && npm start` works on a fresh clone.
+import { spawnSync, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
+
+const root = path.resolve(import.meta.dirname, "..");
+const nextBin = path.join(root, "node_modules", "next", "dist", "bin", "next");
+
+if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
+  console.log("engram: no production build found — building once (this takes a minute or two)…");
+  const build = spawnSync(process.execPath, [path.join(root, "scripts", "generate.mjs")], { cwd: root, stdio: "inherit" });
+  if (build.status !== 0) process.exit(build.status ?? 1);
+  const next = spawnSync(process.execPath, [nextBin, "build"], { cwd: root, stdio: "inherit" });
+  if (next.status !== 0) process.exit(next.status ?? 1);
+}
+
+const port = process.env.PORT ?? "3000";
+const host = process.env.HOSTNAME ?? "0.0.0.0";
+const server = spawn(process.execPath, [nextBin, "start", "-p", port, "-H", host], { cwd: root, stdio: "inherit" });
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal));
+server.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
