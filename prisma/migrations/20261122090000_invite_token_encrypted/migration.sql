@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "invites" ADD COLUMN     "token_encrypted" TEXT;
