@@ -1,0 +1,179 @@
+import { existsSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import path from "node:path";
+
+/** Turns texts into normalised 384-dimensional vectors (cosine similarity = dot product). */
+export interface Embedder {
+  /** Stable identifier of provider + model; a change means stored vectors must be re-embedded. */
+  id: string;
+  dimensions: 384;
+  embed(texts: string[], kind?: "query" | "document"): Promise<number[][]>;
+}
+
+export type EmbeddingsStatus = "not_loaded" | "loading" | "ready" | "unavailable" | "disabled";
+
+export interface EmbeddingsInfo {
+  provider: "local" | "openai" | "none";
+  model: string;
+  status: EmbeddingsStatus;
+  /** Why the embedder is unavailable (present only then). */
+  reason?: string;
+}
+
+export const EMBEDDING_DIMENSIONS = 384;
+export const LOCAL_MODEL_ID = "Xenova/all-MiniLM-L6-v2";
+const LOCAL_MODEL_FILE = "onnx/model_quantized.onnx";
+/** all-MiniLM-L6-v2 was trained on sequences of at most 256 word pieces; longer input only costs time. */
+export const LOCAL_MAX_TOKENS = 256;
+const LOCAL_BATCH_SIZE = 32;
+
+interface EmbedderState {
+  promise?: Promise<Embedder | null>;
+  info: EmbeddingsInfo;
+}
+
+const globalForEmbedder = globalThis as unknown as { __engramEmbedder?: EmbedderState };
+
+function state(): EmbedderState {
+  globalForEmbedder.__engramEmbedder ??= { info: initialInfo() };
+  return globalForEmbedder.__engramEmbedder;
+}
+
+function providerName(): EmbeddingsInfo["provider"] {
+  const raw = (process.env.ENGRAM_EMBEDDINGS_PROVIDER || "local").toLowerCase();
+  if (raw === "local" || raw === "openai" || raw === "none") return raw;
+  throw new Error(`ENGRAM_EMBEDDINGS_PROVIDER must be local, openai or none, got "${raw}"`);
+}
+
+function initialInfo(): EmbeddingsInfo {
+  const provider = providerName();
+  if (provider === "none") return { provider, model: "", status: "disabled" };
+  if (provider === "openai") return { provider, model: openAiModelName(), status: "not_loaded" };
+  return { provider, model: LOCAL_MODEL_ID, status: "not_loaded" };
+}
+
+export function openAiModelName(): string {
+  return process.env.ENGRAM_EMBEDDING_MODEL || "text-embedding-3-small";
+}
+
+/** Where the local model files live: $ENGRAM_MODEL_DIR or <project>/.cache/models. */
+export function localModelDir(): string {
+  return path.resolve(process.env.ENGRAM_MODEL_DIR || path.join(process.cwd(), ".cache", "models"));
+}
+
+export function localModelPresent(): boolean {
+  return existsSync(path.join(localModelDir(), LOCAL_MODEL_ID, LOCAL_MODEL_FILE));
+}
+
+/**
+ * The process-wide embedder, or null when no model can be loaded (recall then
+ * runs lexical-only). Loaded once, lazily; kept on globalThis because Next
+ * bundles route handlers and instrumentation separately.
+ */
+export function getEmbedder(): Promise<Embedder | null> {
+  const s = state();
+  s.promise ??= loadEmbedder(s);
+  return s.promise;
+}
+
+/** What /v1/health reports about embeddings; never triggers a load. */
+export function embeddingsInfo(): EmbeddingsInfo {
+  return { ...state().info };
+}
+
+/** Tests: install an embedder (or null for "none available"), or undefined to reload from the environment. */
+export function setEmbedder(embedder: Embedder | null | undefined): void {
+  if (embedder === undefined) {
+    globalForEmbedder.__engramEmbedder = { info: initialInfo() };
+    return;
+  }
+  globalForEmbedder.__engramEmbedder = {
+    promise: Promise.resolve(embedder),
+    info: embedder
+      ? { provider: embedder.id.startsWith("openai:") ? "openai" : "local", model: embedder.id.replace(/^[^:]+:/, ""), status: "ready" }
+      : { provider: "none", model: "", status: "unavailable", reason: "disabled by setEmbedder(null)" },
+  };
+}
+
+async function loadEmbedder(s: EmbedderState): Promise<Embedder | null> {
+  const info = s.info;
+  if (info.provider === "none") {
+    console.warn("[engram] embeddings: disabled (ENGRAM_EMBEDDINGS_PROVIDER=none); recall is lexical-only");
+    return null;
+  }
+  s.info = { ...info, status: "loading" };
+  try {
+    const embedder =
+      info.provider === "openai"
+        ? (await import("./openai-embedder.ts")).createOpenAiEmbedder()
+        : await createLocalEmbedder();
+    s.info = { ...info, status: "ready" };
+    return embedder;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    s.info = { ...info, status: "unavailable", reason };
+    const fix = info.provider === "local" ? " Run `npm run models` to install the local model." : "";
+    console.error(`[engram] embeddings: ${info.provider} model ${info.model} is not loadable (${reason}); recall is lexical-only.${fix}`);
+    return null;
+  }
+}
+
+function threadCount(): number {
+  const raw = process.env.ENGRAM_EMBED_THREADS;
+  if (raw) {
+    const n = Number(raw);
+    if (Number.isInteger(n) && n >= 1) return n;
+  }
+  // Explicit: ONNX Runtime's own default (0) measured slower here under contention.
+  return Math.max(1, Math.min(4, availableParallelism()));
+}
+
+/** The default: all-MiniLM-L6-v2 (int8 ONNX) through transformers.js + onnxruntime-node, in process. */
+async function createLocalEmbedder(): Promise<Embedder> {
+  const { env, pipeline, mean_pooling } = await import("@huggingface/transformers");
+  const present = localModelPresent();
+  env.localModelPath = localModelDir();
+  env.allowLocalModels = true;
+  // Only a production server without the files may fetch them; tests and benchmarks must use the local copy.
+  env.allowRemoteModels = !present && process.env.NODE_ENV === "production" && process.env.ENGRAM_MODELS_OFFLINE !== "1";
+  env.cacheDir = localModelDir();
+  if (!present && !env.allowRemoteModels) {
+    throw new Error(`model files not found under ${path.join(localModelDir(), LOCAL_MODEL_ID)}`);
+  }
+  const extractor = await pipeline("feature-extraction", LOCAL_MODEL_ID, {
+    dtype: "q8",
+    session_options: { intraOpNumThreads: threadCount(), interOpNumThreads: 1 },
+  });
+  const { tokenizer, model } = extractor;
+
+  // One inference at a time: parallel runs only fight over the same cores.
+  let queue: Promise<unknown> = Promise.resolve();
+  const runBatch = async (batch: string[]): Promise<number[][]> => {
+    const inputs = tokenizer(batch, { padding: true, truncation: true, max_length: LOCAL_MAX_TOKENS });
+    const output = await model(inputs);
+    const pooled = mean_pooling(output.last_hidden_state, inputs.attention_mask).normalize(2, -1);
+    return pooled.tolist() as number[][];
+  };
+
+  return {
+    id: `local:${LOCAL_MODEL_ID}`,
+    dimensions: EMBEDDING_DIMENSIONS,
+    async embed(texts) {
+      if (texts.length === 0) return [];
+      const job = queue.then(async () => {
+        // Similar lengths per batch keep padding (wasted compute) small. The int8 model quantises
+        // activations per batch, so a text's vector varies slightly (cos > 0.99) with its batch-mates.
+        const order = texts.map((_, i) => i).sort((a, b) => texts[a]!.length - texts[b]!.length);
+        const vectors: number[][] = new Array(texts.length);
+        for (let start = 0; start < order.length; start += LOCAL_BATCH_SIZE) {
+          const indexes = order.slice(start, start + LOCAL_BATCH_SIZE);
+          const result = await runBatch(indexes.map((i) => texts[i] || " "));
+          indexes.forEach((i, k) => (vectors[i] = result[k]!));
+        }
+        return vectors;
+      });
+      queue = job.catch(() => undefined);
+      return job;
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { embeddingsInfo, getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
+
+const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
+
+describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () => {
+  afterAll(() => setEmbedder(undefined));
+
+  it("loads once per process and reports ready", async () => {
+    expect(embeddingsInfo().status).toBe("not_loaded");
+    const [a, b] = await Promise.all([getEmbedder(), getEmbedder()]);
+    expect(a).not.toBeNull();
+    expect(a).toBe(b);
+    expect(a!.id).toBe("local:Xenova/all-MiniLM-L6-v2");
+    expect(embeddingsInfo()).toEqual({ provider: "local", model: "Xenova/all-MiniLM-L6-v2", status: "ready" });
+  });
+
+  it("returns normalised 384-dimensional vectors in input order", async () => {
+    const embedder = (await getEmbedder())!;
+    const texts = ["a much longer sentence about database migrations and rollbacks", "short", ""];
+    const vectors = await embedder.embed(texts);
+    expect(vectors).toHaveLength(3);
+    for (const v of vectors) {
+      expect(v).toHaveLength(384);
+      expect(dot(v, v)).toBeCloseTo(1, 4);
+    }
+    // Batching reorders by length internally; the result must still match each input.
+    const [single] = await embedder.embed([texts[0]!]);
+    expect(dot(single!, vectors[0]!)).toBeGreaterThan(0.99);
+    expect(await embedder.embed([])).toEqual([]);
+  });
+
+  it("scores paraphrases above unrelated pairs", async () => {
+    const embedder = (await getEmbedder())!;
+    const pairs: [string, string, string][] = [
+      ["How do I roll back a bad release?", "Steps to revert a broken deployment", "The cafeteria serves lasagne on Fridays"],
+      ["A man is eating food.", "A man is eating a piece of bread.", "The girl is carrying a baby."],
+      ["The database is running out of disk space", "Postgres storage volume is almost full", "Our logo uses a teal colour"],
+      ["food", "bread", "horse"],
+    ];
+    for (const [anchor, paraphrase, unrelated] of pairs) {
+      const [a, p, u] = await embedder.embed([anchor, paraphrase, unrelated], "document");
+      expect(dot(a!, p!), `${anchor} ~ ${paraphrase}`).toBeGreaterThan(dot(a!, u!) + 0.15);
+    }
+  });
+
+  it("is null with a clear reason when the model files are missing", async () => {
+    const previous = process.env.ENGRAM_MODEL_DIR;
+    process.env.ENGRAM_MODEL_DIR = "/nonexistent/engram-models";
+    try {
+      setEmbedder(undefined);
+      expect(await getEmbedder()).toBeNull();
+      const info = embeddingsInfo();
+      expect(info.status).toBe("unavailable");
+      expect(info.reason).toContain("/nonexistent/engram-models");
+    } finally {
+      if (previous === undefined) delete process.env.ENGRAM_MODEL_DIR;
+      else process.env.ENGRAM_MODEL_DIR = previous;
+      setEmbedder(undefined);
+    }
+  });
+});
