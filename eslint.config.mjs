@@ -5,7 +5,7 @@ const config = [
   ...nextVitals,
   ...nextTs,
   {
-    ignores: [".next/**", "node_modules/**", "lib/db/generated/**", ".data/**", ".cache/**", "next-env.d.ts"],
+    ignores: [".next/**", "node_modules/**", "lib/db/generated/**", ".data/**", ".cache/**", "tmp-scratch/**", "next-env.d.ts"],
   },
   {
     rules: {

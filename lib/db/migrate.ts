@@ -21,17 +21,18 @@ const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
 )`;
 
 export function migrationsDir(): string {
-  return process.env.ENGRAM_MIGRATIONS_DIR ?? path.join(process.cwd(), "prisma", "migrations");
+  return process.env.ENGRAM_MIGRATIONS_DIR ?? path.join(/*turbopackIgnore: true*/ process.cwd(), "prisma", "migrations");
 }
 
 export function listMigrations(dir = migrationsDir()): { name: string; sql: string; checksum: string }[] {
-  if (!existsSync(dir)) throw new Error(`Migrations folder not found: ${dir}`);
-  return readdirSync(dir, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory() && existsSync(path.join(dir, entry.name, "migration.sql")))
+  // The folder is read at run time, not bundled: keep the bundler from tracing it.
+  if (!existsSync(/*turbopackIgnore: true*/ dir)) throw new Error(`Migrations folder not found: ${dir}`);
+  return readdirSync(/*turbopackIgnore: true*/ dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(/*turbopackIgnore: true*/ path.join(dir, entry.name, "migration.sql")))
     .map((entry) => entry.name)
     .sort()
     .map((name) => {
-      const sql = readFileSync(path.join(dir, name, "migration.sql"), "utf8");
+      const sql = readFileSync(/*turbopackIgnore: true*/ path.join(dir, name, "migration.sql"), "utf8");
       return { name, sql, checksum: createHash("sha256").update(sql).digest("hex") };
     });
 }

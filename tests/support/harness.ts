@@ -73,10 +73,20 @@ export interface Harness {
 
 let template: Blob | undefined;
 
-/** A fresh, migrated embedded database installed as the app's database, plus helpers to call the API. */
-export async function createHarness(): Promise<Harness> {
+/** A fresh, migrated embedded database snapshot (PGlite data directory). */
+export function templateSnapshot(): Blob {
   template ??= new Blob([readFileSync(inject("dbTemplate"))]);
-  const database = await openDatabase({ dataDir: "memory://", template });
+  return template;
+}
+
+/**
+ * A fresh, migrated embedded database installed as the app's database, plus
+ * helpers to call the API. With `url`, the app talks to that PostgreSQL server instead.
+ */
+export async function createHarness(options: { url?: string } = {}): Promise<Harness> {
+  const database = options.url
+    ? await openDatabase({ url: options.url })
+    : await openDatabase({ dataDir: "memory://", template: templateSnapshot() });
   setDatabase(database);
   setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
   let counter = 0;
