@@ -1,6 +1,7 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { newId, isUuid } from "@/lib/ids.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
+import { hasSessionCookie, resolveSession } from "@/lib/auth/session.ts";
 import type { AuthContext, HubContext, RequestContext } from "./context.ts";
 import { errorResponse } from "./envelope.ts";
 import { ApiError } from "./errors.ts";
@@ -36,7 +37,12 @@ export function withAuth<P extends Params>(
   handler: (ctx: never, req: Request, params: P) => Promise<Response>,
 ): RouteHandler {
   return handle(options.bucket ?? "regular", async (base, req, params, limit) => {
-    const { user, credential } = await resolveCredential(base.db, req.headers.get("authorization"), base.now());
+    // The dashboard's session cookie counts only when no Authorization header was sent.
+    const authorization = req.headers.get("authorization");
+    const { user, credential } =
+      !authorization && hasSessionCookie(req)
+        ? await resolveSession(base.db, req, base.now())
+        : await resolveCredential(base.db, authorization, base.now());
     const authCtx: AuthContext = { ...base, user, credential };
     await limit(user.id);
     const ctx = options.permission ? await resolveHub(authCtx, req, options.permission) : authCtx;

@@ -1,0 +1,16 @@
+import { cookies } from "next/headers";
+import { getDatabase } from "@/lib/db/database.ts";
+import { sessionTokenFrom, sessionUserId } from "./session.ts";
+
+/** The signed-in dashboard user for server components, or null. */
+export async function sessionUser(): Promise<{ id: string; email: string; name: string } | null> {
+  const jar = await cookies();
+  const header = jar
+    .getAll()
+    .map((cookie) => `${cookie.name}=${encodeURIComponent(cookie.value)}`)
+    .join("; ");
+  const { prisma } = await getDatabase();
+  const userId = await sessionUserId(prisma, sessionTokenFrom(header));
+  if (!userId) return null;
+  return prisma.user.findUnique({ where: { id: userId }, select: { id: true, email: true, name: true } });
+}
