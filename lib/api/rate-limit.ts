@@ -10,6 +10,8 @@ export interface RateLimitResult {
   remaining: number;
   /** Unix time (ms) at which the window resets. */
   reset: number;
+  /** When refused: milliseconds until the next window. */
+  retryAfterMs: number;
 }
 
 export interface RateLimiter {
@@ -47,7 +49,8 @@ export class MemoryRateLimiter implements RateLimiter {
     if (success) entry.current += 1;
     this.windows.set(key, entry);
     this.sweep(start);
-    return { success, limit: cap, remaining: Math.max(0, cap - used - (success ? 1 : 0)), reset: start + WINDOW_MS };
+    const reset = start + WINDOW_MS;
+    return { success, limit: cap, remaining: Math.max(0, cap - used - (success ? 1 : 0)), reset, retryAfterMs: reset - now };
   }
 
   private sweep(start: number): void {
@@ -68,8 +71,9 @@ export class UpstashRateLimiter implements RateLimiter {
   }
 
   async limit(bucket: Bucket, identity: string): Promise<RateLimitResult> {
-    const result = await this.limiters[bucket].limit(identity);
-    return { success: result.success, limit: result.limit, remaining: result.remaining, reset: result.reset };
+    const { success, limit, remaining, reset } = await this.limiters[bucket].limit(identity);
+    const result = { success, limit, remaining, reset };
+    return { ...result, retryAfterMs: Math.max(0, result.reset - Date.now()) };
   }
 }
 

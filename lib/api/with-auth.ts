@@ -80,7 +80,7 @@ function handle(
       const limit: Limit = async (identity) => {
         limited = await rateLimiter().limit(bucket, identity);
         if (!limited.success) {
-          const retryAfter = Math.max(1, Math.ceil((limited.reset - Date.now()) / 1000));
+          const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
           throw new ApiError(
             "rate_limited",
             `Rate limit of ${limited.limit} requests per minute exceeded; retry in ${retryAfter}s`,

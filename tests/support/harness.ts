@@ -4,6 +4,7 @@ import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { createUser } from "@/lib/users/create-user.ts";
+import { newId } from "@/lib/ids.ts";
 import { dispatch } from "./router.ts";
 
 export interface ApiResponse<T = any> {
@@ -66,6 +67,8 @@ export interface Harness {
   database: Database;
   db: Database["prisma"];
   user(name: string): Promise<Client>;
+  /** A team hub owned by `owner` with the given members, written straight to the database. */
+  teamHub(owner: Client, members?: [Client, "admin" | "contributor" | "viewer"][], settings?: { contributorDeletePolicy?: string }): Promise<string>;
   /** Requests with no credential unless the options add one. */
   anonymous: ReturnType<typeof clientFor>;
   close(): Promise<void>;
@@ -101,6 +104,21 @@ export async function createHarness(options: { url?: string } = {}): Promise<Har
         insertApiKey(tx, created.user.id, "test", now),
       );
       return { id: user.id, email, name, key: extra.key, personalHubId: hub.id, ...clientFor(extra.key) };
+    },
+    async teamHub(owner, members = [], settings = {}) {
+      counter += 1;
+      const hub = await database.prisma.hub.create({
+        data: {
+          id: newId(),
+          name: `Team ${counter}`,
+          slug: `team-${counter}-${Date.now().toString(36)}`,
+          hubType: "team",
+          ownerId: owner.id,
+          contributorDeletePolicy: settings.contributorDeletePolicy ?? "own",
+          members: { create: [{ userId: owner.id, role: "owner" }, ...members.map(([m, role]) => ({ userId: m.id, role }))] },
+        },
+      });
+      return hub.id;
     },
     anonymous: clientFor(undefined),
     async close() {

@@ -1,0 +1,137 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { issueAccessToken } from "@/lib/auth/access-token.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { resetConfig } from "@/lib/config.ts";
+import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
+
+let h: Harness;
+let ann: Client;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+afterAll(() => h.close());
+afterEach(() => {
+  delete process.env.ENGRAM_ADMIN_TOKEN;
+  resetConfig();
+});
+
+describe("credentials", () => {
+  test("no credential, malformed header and unknown keys are 401 unauthorized", async () => {
+    const cases: Record<string, string>[] = [{}, { authorization: "Basic abc" }, { authorization: "Bearer" }, { authorization: "Bearer egk_nope" }, { authorization: "Bearer something" }];
+    for (const headers of cases) {
+      const res = await h.anonymous.get("/v1/memories", { headers });
+      expect(res.status, JSON.stringify(headers)).toBe(401);
+      expect(res.body.error.code).toBe("unauthorized");
+      expect(res.headers.get("content-type")).toContain("application/json");
+    }
+  });
+
+  test("revoked and expired keys stop working at once", async () => {
+    const created = await ann.post("/v1/auth/api-keys", { name: "short", expires_in_days: 1 });
+    expect(created.status).toBe(201);
+    const key = created.body.data.key as string;
+    expect((await clientFor(key).get("/v1/auth/me")).status).toBe(200);
+    await h.db.apiKey.update({ where: { id: created.body.data.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    const expired = await clientFor(key).get("/v1/auth/me");
+    expect(expired.status).toBe(401);
+    expect(expired.body.error.message).toMatch(/expired/);
+
+    const other = (await ann.post("/v1/auth/api-keys", { name: "revoke me" })).body.data;
+    expect((await clientFor(other.key).get("/v1/auth/me")).status).toBe(200);
+    const revoked = await ann.delete(`/v1/auth/api-keys/${other.id}`);
+    expect(revoked.body).toEqual({ data: { id: other.id, revoked: true } });
+    const after = await clientFor(other.key).get("/v1/auth/me");
+    expect(after.status).toBe(401);
+    expect(after.body.error.message).toMatch(/revoked/);
+  });
+
+  test("signed access tokens work; expired or tampered ones do not", async () => {
+    const secret = await serverSecret(h.db);
+    const token = issueAccessToken(secret, ann.id, Date.now());
+    const me = await clientFor(token).get("/v1/auth/me");
+    expect(me.status).toBe(200);
+    expect(me.body.data).toMatchObject({ id: ann.id, credential: { type: "access_token" } });
+    expect((await clientFor(issueAccessToken(secret, ann.id, Date.now() - 2 * 3600_000)).get("/v1/auth/me")).status).toBe(401);
+    const [body, sig] = token.slice(4).split(".");
+    const forged = `eat_${Buffer.from(JSON.stringify({ sub: ann.id, exp: 9999999999 })).toString("base64url")}.${sig}`;
+    expect((await clientFor(forged).get("/v1/auth/me")).status).toBe(401);
+    expect(body).toBeTruthy();
+  });
+});
+
+describe("API keys", () => {
+  test("create shows the secret once; list never does; last_used_at is recorded", async () => {
+    const created = await ann.post("/v1/auth/api-keys", { name: "laptop" });
+    expect(created.status).toBe(201);
+    const key = created.body.data;
+    expect(key.key).toMatch(/^egk_[A-Za-z0-9_-]{43}$/);
+    expect(key).toMatchObject({ name: "laptop", prefix: key.key.slice(0, 10), expires_at: null });
+    const stored = await h.db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+    expect(stored.keyHash).not.toContain(key.key);
+    expect(stored.keyHash).toHaveLength(64);
+    await clientFor(key.key).get("/v1/auth/me");
+    const list = await ann.get("/v1/auth/api-keys");
+    expect(list.status).toBe(200);
+    expect(list.text).not.toContain(key.key);
+    const listed = list.body.data.api_keys.find((k: { id: string }) => k.id === key.id);
+    expect(listed.last_used_at).not.toBeNull();
+    expect(list.body.data).toHaveProperty("next_cursor");
+  });
+
+  test("validation and ownership", async () => {
+    expect((await ann.post("/v1/auth/api-keys", {})).status).toBe(400);
+    expect((await ann.post("/v1/auth/api-keys", { name: "x", expires_in_days: 0 })).status).toBe(400);
+    expect((await ann.post("/v1/auth/api-keys", { name: "x", scopes: ["all"] })).status).toBe(400);
+    const bob = await h.user("Bob");
+    const bobs = (await bob.post("/v1/auth/api-keys", { name: "bob" })).body.data;
+    expect((await ann.delete(`/v1/auth/api-keys/${bobs.id}`)).status).toBe(404);
+    expect((await ann.delete(`/v1/auth/api-keys/not-an-id`)).status).toBe(404);
+    expect((await clientFor(bobs.key).get("/v1/auth/me")).status).toBe(200);
+  });
+});
+
+describe("GET/PATCH /v1/auth/me", () => {
+  test("returns the user and personal hub; rename works", async () => {
+    const me = await ann.get("/v1/auth/me");
+    expect(me.body.data).toMatchObject({ id: ann.id, email: ann.email, name: "Ann", personal_hub_id: ann.personalHubId, credential: { type: "api_key" } });
+    const renamed = await ann.patch("/v1/auth/me", { name: "Ann Lee" });
+    expect(renamed.body.data.name).toBe("Ann Lee");
+    expect((await ann.patch("/v1/auth/me", { name: "" })).status).toBe(400);
+  });
+});
+
+describe("POST /v1/admin/users", () => {
+  test("is 404 while ENGRAM_ADMIN_TOKEN is unset", async () => {
+    const res = await h.anonymous.post("/v1/admin/users", { email: "x@example.test", name: "X" }, { headers: { authorization: "Bearer anything" } });
+    expect(res.status).toBe(404);
+  });
+
+  test("creates a user, personal hub and working key with the admin token", async () => {
+    process.env.ENGRAM_ADMIN_TOKEN = "s3cret-admin";
+    resetConfig();
+    const wrong = await h.anonymous.post("/v1/admin/users", { email: "op@example.test", name: "Op" }, { headers: { authorization: "Bearer nope" } });
+    expect(wrong.status).toBe(401);
+    const admin = { headers: { authorization: "Bearer s3cret-admin" } };
+    const res = await h.anonymous.post("/v1/admin/users", { email: "Op@Example.test", name: "Op" }, admin);
+    expect(res.status).toBe(201);
+    const { user, api_key, personal_hub_id } = res.body.data;
+    expect(user).toMatchObject({ email: "op@example.test", name: "Op" });
+    const me = await clientFor(api_key).get("/v1/auth/me");
+    expect(me.body.data).toMatchObject({ id: user.id, personal_hub_id });
+    const hub = await h.db.hub.findUniqueOrThrow({ where: { id: personal_hub_id }, include: { members: true } });
+    expect(hub).toMatchObject({ hubType: "personal", ownerId: user.id });
+    expect(hub.members).toEqual([expect.objectContaining({ userId: user.id, role: "owner" })]);
+    const dup = await h.anonymous.post("/v1/admin/users", { email: "op@example.test", name: "Again" }, admin);
+    expect(dup.status).toBe(409);
+    expect(await h.db.user.count({ where: { email: "op@example.test" } })).toBe(1);
+    expect((await h.anonymous.post("/v1/admin/users", { email: "not-an-email", name: "X" }, admin)).status).toBe(400);
+  });
+});
+
+test("GET /v1/health is public", async () => {
+  const res = await h.anonymous.get("/v1/health");
+  expect(res.status).toBe(200);
+  expect(res.body.data).toMatchObject({ status: "ok", version: expect.any(String), database: "pglite" });
+});

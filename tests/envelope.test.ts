@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { openDatabase, setDatabase } from "@/lib/db/database.ts";
+import { listRouteFiles } from "./support/router.ts";
+import { createHarness, templateSnapshot, type Client, type Harness } from "./support/harness.ts";
+
+let h: Harness;
+let ann: Client;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+afterAll(() => h.close());
+
+describe("envelope and headers", () => {
+  test("success carries data, no-store and a request id; a client's request id is echoed", async () => {
+    const res = await ann.get("/v1/auth/me", { headers: { "x-request-id": "req-123" } });
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.headers.get("x-request-id")).toBe("req-123");
+    expect(Object.keys(res.body)).toEqual(["data"]);
+    const generated = await ann.get("/v1/auth/me", { headers: { "x-request-id": "bad id with spaces" } });
+    expect(generated.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test("unknown /v1 paths are JSON not_found for every method", async () => {
+    for (const method of ["get", "post", "patch", "delete"] as const) {
+      const res = method === "get" || method === "delete" ? await ann[method]("/v1/does/not/exist") : await ann[method]("/v1/nothing", {});
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe("not_found");
+    }
+  });
+
+  test("every route file answers unimplemented methods with a JSON 405", async () => {
+    const { readFileSync } = await import("node:fs");
+    for (const route of listRouteFiles()) {
+      const source = readFileSync(route.file, "utf8");
+      if (route.pattern.includes("[...")) continue;
+      const mod = (await import(route.file)) as Record<string, unknown>;
+      for (const method of ["GET", "POST", "PUT", "PATCH", "DELETE"]) {
+        expect(typeof mod[method], `${route.pattern} exports ${method}`).toBe("function");
+      }
+      expect(source, route.pattern).toMatch(/methodsNotAllowed\(/);
+    }
+    const res = await ann.put("/v1/memories", {});
+    expect(res.status).toBe(405);
+    expect(res.body.error.code).toBe("method_not_allowed");
+    expect(res.headers.get("allow")).toBe("GET, POST");
+  });
+
+  test("an unexpected failure is a generic 500 that leaks nothing", async () => {
+    const broken = await openDatabase({ dataDir: "memory://", template: templateSnapshot() });
+    await broken.close();
+    setDatabase(broken);
+    try {
+      const res = await ann.get("/v1/memories");
+      expect(res.status).toBe(500);
+      expect(res.body.error.code).toBe("internal");
+      expect(res.body.error.message).toMatch(/^Internal error \(request [0-9a-f-]+\)$/);
+      expect(res.text).not.toMatch(/prisma|pglite|stack|at \w+ \(/i);
+    } finally {
+      setDatabase(h.database);
+    }
+  });
+});
+
+describe("rate limits", () => {
+  test("headers on every limited response; 429 with Retry-After once the bucket is spent", async () => {
+    let now = Date.parse("2026-01-01T00:00:30Z");
+    setRateLimiter(new MemoryRateLimiter({ regular: 3, heavy: 1, light: 2 }, () => now));
+    try {
+      const first = await ann.get("/v1/memories");
+      expect(first.headers.get("x-ratelimit-limit")).toBe("3");
+      expect(first.headers.get("x-ratelimit-remaining")).toBe("2");
+      expect(Number(first.headers.get("x-ratelimit-reset"))).toBe(Date.parse("2026-01-01T00:01:00Z") / 1000);
+      await ann.get("/v1/memories");
+      await ann.get("/v1/memories");
+      const limited = await ann.get("/v1/memories");
+      expect(limited.status).toBe(429);
+      expect(limited.body.error.code).toBe("rate_limited");
+      expect(limited.body.error.details).toMatchObject({ limit: 3, retry_after: expect.any(Number) });
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(limited.headers.get("x-ratelimit-remaining")).toBe("0");
+      // other buckets and other users are independent
+      expect((await ann.get("/v1/auth/me")).status).toBe(200);
+      const bob = await h.user("Bob");
+      expect((await bob.get("/v1/memories")).status).toBe(200);
+      expect(Number(limited.headers.get("retry-after"))).toBe(30);
+      // still spent later in the same window; the next window frees it as the old one slides out
+      now += 20_000;
+      expect((await ann.get("/v1/memories")).status).toBe(429);
+      now += 55_000;
+      expect((await ann.get("/v1/memories")).status).toBe(200);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1e6, heavy: 1e6, light: 1e6 }));
+    }
+  });
+
+  test("public routes are limited per client address", async () => {
+    setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 5, light: 1 }));
+    try {
+      const a = { headers: { "x-forwarded-for": "10.0.0.1" } };
+      expect((await h.anonymous.get("/v1/health", a)).status).toBe(200);
+      expect((await h.anonymous.get("/v1/health", a)).status).toBe(429);
+      expect((await h.anonymous.get("/v1/health", { headers: { "x-forwarded-for": "10.0.0.2" } })).status).toBe(200);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1e6, heavy: 1e6, light: 1e6 }));
+    }
+  });
+});

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+let h: Harness;
+let ann: Client;
+let bob: Client;
+let team: string;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+  team = await h.teamHub(bob, [[ann, "viewer"]]);
+  for (let i = 0; i < 7; i++) await ann.post("/v1/memories", { content: `ann personal ${i}` });
+  for (let i = 0; i < 3; i++) await bob.post("/v1/memories", { content: `team memory ${i}` }, { headers: { "x-hub-id": team } });
+  await bob.post("/v1/memories", { content: "bob private" });
+});
+afterAll(() => h.close());
+
+const ids = (res: { body: { data: { memories: { id: string }[] } } }) => res.body.data.memories.map((m) => m.id);
+
+describe("GET /v1/memories", () => {
+  test("lists every readable hub newest first, without content, with total", async () => {
+    const res = await ann.get("/v1/memories");
+    expect(res.status).toBe(200);
+    const { memories, total, has_more, next_cursor } = res.body.data;
+    expect(total).toBe(10);
+    expect(memories).toHaveLength(10);
+    expect(has_more).toBe(false);
+    expect(next_cursor).toBe("");
+    expect(memories[0].content).toBeUndefined();
+    expect(res.text).not.toContain("bob private");
+    const times = memories.map((m: { created_at: string }) => m.created_at);
+    expect([...times].sort().reverse()).toEqual(times);
+  });
+
+  test("hub_id narrows; a foreign hub is 404 and a slug is 400", async () => {
+    const res = await ann.get(`/v1/memories?hub_id=${team}`);
+    expect(res.body.data.total).toBe(3);
+    expect(res.body.data.memories.every((m: { hub_id: string }) => m.hub_id === team)).toBe(true);
+    expect((await ann.get(`/v1/memories?hub_id=${bob.personalHubId}`)).status).toBe(404);
+    const slug = await ann.get(`/v1/memories?hub_id=my-team`);
+    expect(slug.status).toBe(400);
+    expect(slug.body.error.code).toBe("invalid_request");
+  });
+
+  test("pages with a cursor and ends with an empty next_cursor", async () => {
+    const seen: string[] = [];
+    let cursor = "";
+    let pages = 0;
+    do {
+      const res = await ann.get(`/v1/memories?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      expect(res.status).toBe(200);
+      seen.push(...ids(res));
+      cursor = res.body.data.next_cursor;
+      expect(res.body.data.has_more).toBe(cursor !== "");
+      pages += 1;
+    } while (cursor);
+    expect(pages).toBe(4);
+    expect(new Set(seen).size).toBe(10);
+  });
+
+  test("limit: default 20, clamped to 100, invalid values are invalid_limit", async () => {
+    for (let i = 0; i < 15; i++) await ann.post("/v1/memories", { content: `filler ${i}` });
+    expect((await ann.get("/v1/memories")).body.data.memories).toHaveLength(20);
+    expect((await ann.get("/v1/memories?limit=1000")).body.data.memories).toHaveLength(25);
+    for (const bad of ["0", "-1", "abc", "2.5"]) {
+      const res = await ann.get(`/v1/memories?limit=${bad}`);
+      expect(res.status, bad).toBe(400);
+      expect(res.body.error.code).toBe("invalid_limit");
+    }
+  });
+
+  test("tampered, foreign and other-sort cursors are invalid_cursor", async () => {
+    const first = await ann.get("/v1/memories?limit=2");
+    const cursor: string = first.body.data.next_cursor;
+    const [payload, sig] = cursor.split(".");
+    const decoded = JSON.parse(Buffer.from(payload!, "base64url").toString());
+    decoded.p[0] = "2099-01-01T00:00:00.000Z";
+    const forged = `${Buffer.from(JSON.stringify(decoded)).toString("base64url")}.${sig}`;
+    for (const bad of [forged, "garbage", `${cursor}x`, cursor.replace(".", "")]) {
+      const res = await ann.get(`/v1/memories?cursor=${encodeURIComponent(bad)}`);
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("invalid_cursor");
+    }
+    expect((await bob.get(`/v1/memories?cursor=${encodeURIComponent(cursor)}`)).body.error.code).toBe("invalid_cursor");
+    expect((await ann.get(`/v1/memories?sort=relevant&cursor=${encodeURIComponent(cursor)}`)).body.error.code).toBe("invalid_cursor");
+    const keys = await ann.post("/v1/auth/api-keys", { name: "k" });
+    expect(keys.status).toBe(201);
+    await ann.post("/v1/auth/api-keys", { name: "k2" });
+    const keyCursor = (await ann.get("/v1/auth/api-keys?limit=1")).body.data.next_cursor;
+    expect((await ann.get(`/v1/memories?cursor=${encodeURIComponent(keyCursor)}`)).body.error.code).toBe("invalid_cursor");
+  });
+
+  test("sort=relevant orders by access_count, then newest", async () => {
+    const all = ids(await ann.get(`/v1/memories?hub_id=${team}`));
+    const [newest, middle, oldest] = all as [string, string, string];
+    await ann.get(`/v1/memories/${oldest}`);
+    await ann.get(`/v1/memories/${oldest}`);
+    await ann.get(`/v1/memories/${middle}`);
+    const res = await ann.get(`/v1/memories?hub_id=${team}&sort=relevant`);
+    expect(ids(res)).toEqual([oldest, middle, newest]);
+    const paged = await ann.get(`/v1/memories?hub_id=${team}&sort=relevant&limit=2`);
+    const rest = await ann.get(`/v1/memories?hub_id=${team}&sort=relevant&limit=2&cursor=${encodeURIComponent(paged.body.data.next_cursor)}`);
+    expect([...ids(paged), ...ids(rest)]).toEqual([oldest, middle, newest]);
+    expect((await ann.get("/v1/memories?sort=oldest")).status).toBe(400);
+  });
+
+  test("topic_id filters", async () => {
+    const topic = await h.db.topic.create({ data: { id: crypto.randomUUID(), hubId: team, name: "Ops" } });
+    const [first] = ids(await ann.get(`/v1/memories?hub_id=${team}`));
+    await h.db.memory.update({ where: { id: first }, data: { topicId: topic.id } });
+    expect(ids(await ann.get(`/v1/memories?topic_id=${topic.id}`))).toEqual([first]);
+    expect((await ann.get(`/v1/memories?topic_id=unknown`)).body.data.memories).toEqual([]);
+  });
+
+  test("walking pages while others insert: no duplicates, no gaps", async () => {
+    const walker = await h.user("Walker");
+    const hub = await h.teamHub(walker);
+    const push = (content: string) => walker.post("/v1/memories", { content }, { headers: { "x-hub-id": hub } });
+    for (let i = 0; i < 40; i++) await push(`initial ${i}`);
+    const initial = new Set(ids(await walker.get(`/v1/memories?hub_id=${hub}&limit=100`)));
+    expect(initial.size).toBe(40);
+    const seen: string[] = [];
+    let cursor = "";
+    let n = 0;
+    do {
+      const [res] = await Promise.all([
+        walker.get(`/v1/memories?hub_id=${hub}&limit=7${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`),
+        push(`concurrent ${n++}`),
+        push(`concurrent ${n++}`),
+      ]);
+      seen.push(...ids(res));
+      cursor = res.body.data.next_cursor;
+    } while (cursor);
+    expect(new Set(seen).size).toBe(seen.length);
+    for (const id of initial) expect(seen).toContain(id);
+  });
+});

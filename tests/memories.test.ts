@@ -1,0 +1,344 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createHash } from "node:crypto";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+let h: Harness;
+let ann: Client;
+let bob: Client;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+});
+afterAll(() => h.close());
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+describe("POST /v1/memories", () => {
+  test("creates in the personal hub with derived title, hash, classification and 201", async () => {
+    const content = "# Release process\n\nRun the migrations first, then deploy the web tier.";
+    const res = await ann.post("/v1/memories", { content, tags: ["ops", "ops", "release"] });
+    expect(res.status).toBe(201);
+    const m = res.body.data;
+    expect(m).toMatchObject({
+      hub_id: ann.personalHubId,
+      owner_id: ann.id,
+      title: "Release process",
+      content_type: "markdown",
+      content_hash: sha256(content),
+      tags: ["ops", "release"],
+      boundary: "private",
+      state: "active",
+      source: "api",
+      version: 1,
+      summary: expect.any(String),
+    });
+    expect(["episodic", "semantic", "procedural", "rationale"]).toContain(m.kind);
+    expect(["volatile", "evolving", "stable"]).toContain(m.stability);
+    expect(m.content).toBeUndefined();
+    expect(m.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(new Date(m.created_at).toISOString()).toBe(m.created_at);
+  });
+
+  test("title from the first non-empty line when there is no heading, trimmed to 80 chars", async () => {
+    const line = "word ".repeat(40).trim();
+    const res = await ann.post("/v1/memories", { content: `\n\n  ${line}\nsecond line` });
+    expect(res.status).toBe(201);
+    expect(res.body.data.title.length).toBeLessThanOrEqual(80);
+    expect(line.startsWith(res.body.data.title.replace(/…$/, ""))).toBe(true);
+  });
+
+  test("honours explicit fields and infers content_type from source_path", async () => {
+    const res = await ann.post("/v1/memories", {
+      content: "export function add(a: number, b: number) {\n  return a + b;\n}\n",
+      title: "Adder",
+      kind: "procedural",
+      stability: "stable",
+      source: "cli",
+      source_agent: "claude-code",
+      initiation_type: "agent_proactive",
+      source_path: "src/math/add.ts",
+      project_context: { repo: "acme/app", branch: "main" },
+      hub_reason: "shared helper",
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({
+      title: "Adder",
+      kind: "procedural",
+      stability: "stable",
+      source: "cli",
+      source_agent: "claude-code",
+      content_type: "code",
+      source_path: "src/math/add.ts",
+      project_context: { repo: "acme/app", branch: "main" },
+    });
+  });
+
+  test("same content in the same hub returns the existing memory with 200 and writes nothing", async () => {
+    const first = await ann.post("/v1/memories", { content: "dedup me by hash" });
+    const again = await ann.post("/v1/memories", { content: "dedup me by hash", title: "other title" });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(200);
+    expect(again.body.data.id).toBe(first.body.data.id);
+    expect(await h.db.memory.count({ where: { contentHash: sha256("dedup me by hash") } })).toBe(1);
+    // another user's identical content is their own memory
+    const bobs = await bob.post("/v1/memories", { content: "dedup me by hash" });
+    expect(bobs.status).toBe(201);
+    expect(bobs.body.data.id).not.toBe(first.body.data.id);
+  });
+
+  test("same source_path updates in place: version bump on change, unchanged otherwise", async () => {
+    const v1 = await ann.post("/v1/memories", { content: "# Notes\n\nv1", source_path: "docs/notes.md" });
+    expect(v1.status).toBe(201);
+    const same = await ann.post("/v1/memories", { content: "# Notes\n\nv1", source_path: "docs/notes.md" });
+    expect(same.status).toBe(200);
+    expect(same.body.data).toMatchObject({ id: v1.body.data.id, version: 1, updated_at: v1.body.data.updated_at });
+    const v2 = await ann.post("/v1/memories", { content: "# Notes v2\n\nchanged", source_path: "docs/notes.md" });
+    expect(v2.status).toBe(200);
+    expect(v2.body.data).toMatchObject({ id: v1.body.data.id, version: 2, title: "Notes v2", content_hash: sha256("# Notes v2\n\nchanged") });
+    const got = await ann.get(`/v1/memories/${v1.body.data.id}`);
+    expect(got.body.data.content).toBe("# Notes v2\n\nchanged");
+    expect(await h.db.memory.count({ where: { sourcePath: "docs/notes.md" } })).toBe(1);
+  });
+
+  test("concurrent pushes of one source_path end as one memory", async () => {
+    const results = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => ann.post("/v1/memories", { content: `racing ${i}`, source_path: "race/path.md" })),
+    );
+    for (const r of results) expect([200, 201]).toContain(r.status);
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(await h.db.memory.count({ where: { sourcePath: "race/path.md", hubId: ann.personalHubId } })).toBe(1);
+  });
+
+  test("source import keeps created_at; other sources may not set it", async () => {
+    const at = "2024-03-05T10:11:12.000Z";
+    const imported = await ann.post("/v1/memories", { content: "imported history", source: "import", created_at: at });
+    expect(imported.status).toBe(201);
+    expect(imported.body.data.created_at).toBe(at);
+    const rejected = await ann.post("/v1/memories", { content: "not an import", created_at: at });
+    expect(rejected.status).toBe(400);
+    expect(rejected.body.error.code).toBe("invalid_request");
+    const future = await ann.post("/v1/memories", { content: "from the future", source: "import", created_at: "2999-01-01T00:00:00Z" });
+    expect(future.status).toBe(400);
+  });
+
+  test("limits: content over 3 MiB is 413, tags and title bounded", async () => {
+    const big = await ann.post("/v1/memories", { content: "x".repeat(3 * 1024 * 1024 + 1) });
+    expect(big.status).toBe(413);
+    expect(big.body.error.code).toBe("body_too_large");
+    const atLimit = await ann.post("/v1/memories", { content: "y".repeat(3 * 1024 * 1024) });
+    expect(atLimit.status).toBe(201);
+    const tooMany = await ann.post("/v1/memories", { content: "tags", tags: Array.from({ length: 51 }, (_, i) => `t${i}`) });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error.details.issues[0].path).toBe("tags");
+    const fifty = await ann.post("/v1/memories", { content: "fifty tags", tags: Array.from({ length: 50 }, (_, i) => `t${i}`) });
+    expect(fifty.status).toBe(201);
+    const longTag = await ann.post("/v1/memories", { content: "tags", tags: ["x".repeat(65)] });
+    expect(longTag.status).toBe(400);
+    const longTitle = await ann.post("/v1/memories", { content: "title", title: "t".repeat(201) });
+    expect(longTitle.status).toBe(400);
+    expect(longTitle.body.error.details.issues[0].path).toBe("title");
+    const huge = await ann.post("/v1/memories", undefined, { raw: JSON.stringify({ content: "z".repeat(9 * 1024 * 1024) }) });
+    expect(huge.status).toBe(413);
+  });
+
+  test.each([
+    [{}, "content"],
+    [{ content: "" }, "content"],
+    [{ content: 42 }, "content"],
+    [{ content: "x", kind: "fact" }, "kind"],
+    [{ content: "x", stability: "forever" }, "stability"],
+    [{ content: "x", content_type: "pdf" }, "content_type"],
+    [{ content: "x", source: "email" }, "source"],
+    [{ content: "x", initiation_type: "robot" }, "initiation_type"],
+    [{ content: "x", tags: "ops" }, "tags"],
+    [{ content: "x", tags: [""] }, "tags.0"],
+    [{ content: "x", project_context: { repo: 1 } }, "project_context.repo"],
+    [{ content: "x", project_context: "acme" }, "project_context"],
+    [{ content: "x", created_at: "yesterday", source: "import" }, "created_at"],
+    [{ content: "x", title: "" }, "title"],
+  ])("invalid field %j → 400 invalid_request at %s", async (body, path) => {
+    const res = await ann.post("/v1/memories", body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    expect(res.body.error.details.issues.map((i: { path: string }) => i.path)).toContain(path);
+  });
+
+  test("malformed JSON and non-object bodies are invalid_json", async () => {
+    for (const raw of ["{not json", "[1,2]", "\"text\"", "", "null"]) {
+      const res = await ann.post("/v1/memories", undefined, { raw });
+      expect(res.status, raw).toBe(400);
+      expect(res.body.error.code, raw).toBe("invalid_json");
+    }
+  });
+
+  test("X-Hub-ID: a hub the caller is not in is 404; a viewer may not push (403)", async () => {
+    const team = await h.teamHub(bob, [[ann, "viewer"]]);
+    const foreign = await ann.post("/v1/memories", { content: "x" }, { headers: { "x-hub-id": (await h.teamHub(bob)) } });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe("not_found");
+    const bogus = await ann.post("/v1/memories", { content: "x" }, { headers: { "x-hub-id": "not-a-uuid" } });
+    expect(bogus.status).toBe(404);
+    const asViewer = await ann.post("/v1/memories", { content: "viewer push" }, { headers: { "x-hub-id": team } });
+    expect(asViewer.status).toBe(403);
+    expect(asViewer.body.error.code).toBe("forbidden");
+    const asOwner = await bob.post("/v1/memories", { content: "team note" }, { headers: { "x-hub-id": team } });
+    expect(asOwner.status).toBe(201);
+    expect(asOwner.body.data.hub_id).toBe(team);
+  });
+});
+
+describe("GET /v1/memories/{id}", () => {
+  test("returns content and attachments and counts the access", async () => {
+    const created = (await ann.post("/v1/memories", { content: "read me twice" })).body.data;
+    const first = await ann.get(`/v1/memories/${created.id}`);
+    expect(first.status).toBe(200);
+    expect(first.body.data).toMatchObject({ id: created.id, content: "read me twice", attachments: [], access_count: 1 });
+    const second = await ann.get(`/v1/memories/${created.id}`);
+    expect(second.body.data.access_count).toBe(2);
+    expect(second.body.data.updated_at).toBe(created.updated_at);
+  });
+
+  test("another user's memory, a random id and a malformed id are all not_found", async () => {
+    const mine = (await ann.post("/v1/memories", { content: "private to ann" })).body.data;
+    for (const id of [mine.id, "01900000-0000-7000-8000-000000000000", "nope"]) {
+      const res = await bob.get(`/v1/memories/${id}`);
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe("not_found");
+      expect(res.text).not.toContain("private to ann");
+    }
+  });
+});
+
+describe("PATCH /v1/memories/{id}", () => {
+  test("changes title and tags without a version bump; content bumps version and re-hashes", async () => {
+    const m = (await ann.post("/v1/memories", { content: "# Original\n\nbody" })).body.data;
+    const titled = await ann.patch(`/v1/memories/${m.id}`, { title: "Renamed", tags: ["a"] });
+    expect(titled.status).toBe(200);
+    expect(titled.body.data).toMatchObject({ title: "Renamed", tags: ["a"], version: 1 });
+    const changed = await ann.patch(`/v1/memories/${m.id}`, { content: "# New heading\n\nnew body" });
+    expect(changed.body.data).toMatchObject({ version: 2, content_hash: sha256("# New heading\n\nnew body"), title: "Renamed", processing_status: "pending" });
+    const sameContent = await ann.patch(`/v1/memories/${m.id}`, { content: "# New heading\n\nnew body" });
+    expect(sameContent.body.data.version).toBe(2);
+  });
+
+  test("a derived title follows content changes", async () => {
+    const m = (await ann.post("/v1/memories", { content: "# First\n\nbody" })).body.data;
+    const changed = await ann.patch(`/v1/memories/${m.id}`, { content: "# Second\n\nbody" });
+    expect(changed.body.data.title).toBe("Second");
+  });
+
+  test("archive and restore; invalid state and empty bodies are 400", async () => {
+    const m = (await ann.post("/v1/memories", { content: "archive me" })).body.data;
+    expect((await ann.patch(`/v1/memories/${m.id}`, { state: "archived" })).body.data.state).toBe("archived");
+    expect((await ann.patch(`/v1/memories/${m.id}`, { state: "active" })).body.data.state).toBe("active");
+    for (const body of [{ state: "processing" }, { state: "deleted" }, {}, { titel: "typo" }, { kind: "fact" }]) {
+      const res = await ann.patch(`/v1/memories/${m.id}`, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+  });
+
+  test("roles: contributor edits own only, viewer none, admin anyone's; outsiders get 404", async () => {
+    const carl = await h.user("Carl");
+    const vera = await h.user("Vera");
+    const adam = await h.user("Adam");
+    const team = await h.teamHub(bob, [[carl, "contributor"], [vera, "viewer"], [adam, "admin"]]);
+    const bobs = (await bob.post("/v1/memories", { content: "bob's team note" }, { headers: { "x-hub-id": team } })).body.data;
+    const carls = (await carl.post("/v1/memories", { content: "carl's team note" }, { headers: { "x-hub-id": team } })).body.data;
+    expect((await carl.patch(`/v1/memories/${carls.id}`, { title: "mine" })).status).toBe(200);
+    expect((await carl.patch(`/v1/memories/${bobs.id}`, { title: "theirs" })).status).toBe(403);
+    expect((await vera.patch(`/v1/memories/${carls.id}`, { title: "viewer" })).status).toBe(403);
+    expect((await adam.patch(`/v1/memories/${carls.id}`, { title: "admin edit" })).status).toBe(200);
+    expect((await ann.patch(`/v1/memories/${carls.id}`, { title: "outsider" })).status).toBe(404);
+  });
+});
+
+describe("DELETE and batch operations", () => {
+  test("DELETE hard-deletes with a data envelope; again is 404", async () => {
+    const m = (await ann.post("/v1/memories", { content: "delete me" })).body.data;
+    const res = await ann.delete(`/v1/memories/${m.id}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ data: { id: m.id, deleted: true } });
+    expect(await h.db.memory.findUnique({ where: { id: m.id } })).toBeNull();
+    expect((await ann.delete(`/v1/memories/${m.id}`)).status).toBe(404);
+  });
+
+  test("contributor_delete_policy decides contributors' deletes", async () => {
+    const carl = await h.user("Carl");
+    const none = await h.teamHub(bob, [[carl, "contributor"]], { contributorDeletePolicy: "none" });
+    const any = await h.teamHub(bob, [[carl, "contributor"]], { contributorDeletePolicy: "any" });
+    const own = await h.teamHub(bob, [[carl, "contributor"]]);
+    const push = async (who: Client, hub: string, content: string) =>
+      (await who.post("/v1/memories", { content }, { headers: { "x-hub-id": hub } })).body.data.id as string;
+    expect((await carl.delete(`/v1/memories/${await push(carl, none, "n1")}`)).status).toBe(403);
+    expect((await carl.delete(`/v1/memories/${await push(bob, any, "a1")}`)).status).toBe(200);
+    expect((await carl.delete(`/v1/memories/${await push(carl, own, "o1")}`)).status).toBe(200);
+    expect((await carl.delete(`/v1/memories/${await push(bob, own, "o2")}`)).status).toBe(403);
+  });
+
+  test("batch-delete deletes what it may and reports the rest", async () => {
+    const vera = await h.user("Vera");
+    const team = await h.teamHub(bob, [[vera, "viewer"]]);
+    const mine = (await vera.post("/v1/memories", { content: "vera personal" })).body.data.id;
+    const teamNote = (await bob.post("/v1/memories", { content: "team only" }, { headers: { "x-hub-id": team } })).body.data.id;
+    const annNote = (await ann.post("/v1/memories", { content: "ann only" })).body.data.id;
+    const res = await vera.post("/v1/memories/batch-delete", { ids: [mine, teamNote, annNote, "garbage", mine] });
+    expect(res.status).toBe(200);
+    expect(res.body.data.deleted).toBe(1);
+    expect(res.body.data.skipped).toEqual([
+      { id: teamNote, reason: "forbidden" },
+      { id: annNote, reason: "not_found" },
+      { id: "garbage", reason: "not_found" },
+    ]);
+    expect(await h.db.memory.count({ where: { id: { in: [teamNote, annNote] } } })).toBe(2);
+  });
+
+  test("batch limits: 1..100 ids", async () => {
+    expect((await ann.post("/v1/memories/batch-delete", { ids: [] })).status).toBe(400);
+    const tooMany = await ann.post("/v1/memories/batch-delete", { ids: Array.from({ length: 101 }, (_, i) => `id${i}`) });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error.details.issues[0].path).toBe("ids");
+    expect((await ann.post("/v1/memories/batch-move", { ids: ["x"] })).status).toBe(400);
+  });
+
+  test("batch-move moves memories with their chunks to a hub and topic", async () => {
+    const team = await h.teamHub(bob, [[ann, "contributor"]]);
+    const topic = await h.db.topic.create({ data: { id: crypto.randomUUID(), hubId: team, name: "Runbooks" } });
+    const a = (await ann.post("/v1/memories", { content: "move me 1" })).body.data.id;
+    const b = (await ann.post("/v1/memories", { content: "move me 2", source_path: "x/y.md" })).body.data.id;
+    await h.db.chunk.create({ data: { id: crypto.randomUUID(), memoryId: a, hubId: ann.personalHubId, position: 0, content: "move me 1" } });
+    const bobs = (await bob.post("/v1/memories", { content: "bob's own" })).body.data.id;
+    const res = await ann.post("/v1/memories/batch-move", { ids: [a, b, bobs], hub_id: team, topic_id: topic.id });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ moved: 2, skipped: [{ id: bobs, reason: "not_found" }] });
+    const moved = await ann.get(`/v1/memories/${a}`);
+    expect(moved.body.data).toMatchObject({ hub_id: team, topic_id: topic.id });
+    expect((await h.db.chunk.findFirstOrThrow({ where: { memoryId: a } })).hubId).toBe(team);
+    const listed = await ann.get(`/v1/memories?hub_id=${team}&topic_id=${topic.id}`);
+    expect(listed.body.data.memories.map((m: { id: string }) => m.id).sort()).toEqual([a, b].sort());
+  });
+
+  test("batch-move checks the target: not a member 404, viewer 403, foreign topic 400", async () => {
+    const vera = await h.user("Vera");
+    const viewing = await h.teamHub(bob, [[vera, "viewer"]]);
+    const other = await h.teamHub(bob, [[vera, "contributor"]]);
+    const topic = await h.db.topic.create({ data: { id: crypto.randomUUID(), hubId: viewing, name: "T" } });
+    const m = (await vera.post("/v1/memories", { content: "vera's" })).body.data.id;
+    expect((await vera.post("/v1/memories/batch-move", { ids: [m], hub_id: await h.teamHub(bob) })).status).toBe(404);
+    expect((await vera.post("/v1/memories/batch-move", { ids: [m], hub_id: viewing })).status).toBe(403);
+    const foreignTopic = await vera.post("/v1/memories/batch-move", { ids: [m], hub_id: other, topic_id: topic.id });
+    expect(foreignTopic.status).toBe(400);
+    expect((await vera.post("/v1/memories/batch-move", { ids: [m], topic_id: crypto.randomUUID() })).status).toBe(404);
+    expect((await vera.get(`/v1/memories/${m}`)).body.data.hub_id).toBe(vera.personalHubId);
+  });
+
+  test("moving into a hub that already has the source_path skips with conflict", async () => {
+    const team = await h.teamHub(ann);
+    await ann.post("/v1/memories", { content: "team copy", source_path: "dup/path.md" }, { headers: { "x-hub-id": team } });
+    const personal = (await ann.post("/v1/memories", { content: "personal copy", source_path: "dup/path.md" })).body.data.id;
+    const res = await ann.post("/v1/memories/batch-move", { ids: [personal], hub_id: team });
+    expect(res.body.data).toEqual({ moved: 0, skipped: [{ id: personal, reason: "conflict" }] });
+  });
+});
