@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { PGlite } from "@electric-sql/pglite";
+import { vector } from "@electric-sql/pglite-pgvector";
+import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+/**
+ * The DATABASE_URL path: the app talks the Postgres wire protocol through
+ * node-postgres and @prisma/adapter-pg. No pgvector server can be installed
+ * here, so a fresh PGlite (with pgvector) is served over a local socket and
+ * migrated from scratch by the app itself.
+ */
+let pg: PGlite;
+let server: PGLiteSocketServer;
+let h: Harness;
+let ann: Client;
+let bob: Client;
+
+beforeAll(async () => {
+  pg = await PGlite.create("memory://", { extensions: { vector } });
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  server = new PGLiteSocketServer({ db: pg, port, host: "127.0.0.1", maxConnections: 4 });
+  await server.start();
+  process.env.ENGRAM_DB_POOL_SIZE = "1";
+  h = await createHarness({ url: `postgresql://postgres:postgres@127.0.0.1:${port}/postgres?sslmode=disable` });
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+});
+afterAll(async () => {
+  await h?.close();
+  await server?.stop();
+  await pg?.close();
+  delete process.env.ENGRAM_DB_POOL_SIZE;
+});
+
+describe("on PostgreSQL over the wire (DATABASE_URL)", () => {
+  test("health reports postgres and migrations are recorded", async () => {
+    const res = await h.anonymous.get("/v1/health");
+    expect(res.body.data.database).toBe("postgres");
+    const rows = await h.database.sql.query<{ migration_name: string }>(`SELECT migration_name FROM _prisma_migrations`);
+    expect(rows.length).toBeGreaterThan(0);
+  });
+
+  test("the memories API works end to end", async () => {
+    const created = await ann.post("/v1/memories", { content: "# Wire\n\nover a socket", tags: ["net"], source_path: "wire.md" });
+    expect(created.status).toBe(201);
+    const again = await ann.post("/v1/memories", { content: "# Wire\n\nchanged", source_path: "wire.md" });
+    expect(again.body.data).toMatchObject({ id: created.body.data.id, version: 2 });
+    const got = await ann.get(`/v1/memories/${created.body.data.id}`);
+    expect(got.body.data).toMatchObject({ content: "# Wire\n\nchanged", access_count: 1, tags: ["net"] });
+    for (let i = 0; i < 5; i++) await ann.post("/v1/memories", { content: `note ${i}` });
+    const page1 = await ann.get("/v1/memories?limit=4");
+    const page2 = await ann.get(`/v1/memories?limit=4&cursor=${encodeURIComponent(page1.body.data.next_cursor)}`);
+    expect(page1.body.data.total).toBe(6);
+    expect([...page1.body.data.memories, ...page2.body.data.memories].map((m: { id: string }) => m.id)).toHaveLength(6);
+    expect((await bob.get(`/v1/memories/${created.body.data.id}`)).status).toBe(404);
+    const patched = await ann.patch(`/v1/memories/${created.body.data.id}`, { state: "archived", title: "Archived" });
+    expect(patched.body.data).toMatchObject({ state: "archived", title: "Archived" });
+    const del = await ann.post("/v1/memories/batch-delete", { ids: [created.body.data.id] });
+    expect(del.body.data.deleted).toBe(1);
+  });
+
+  test("errors map the same way (unique violations, validation)", async () => {
+    const key = await ann.post("/v1/auth/api-keys", { name: "wire" });
+    expect(key.status).toBe(201);
+    expect((await ann.post("/v1/memories", { content: "" })).status).toBe(400);
+    const vec = await h.database.sql.query<{ d: number }>(`SELECT '[1,0,0]'::vector <=> '[0,1,0]'::vector AS d`);
+    expect(Number(vec[0]!.d)).toBeCloseTo(1);
+  });
+});

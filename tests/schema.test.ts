@@ -1,0 +1,123 @@
+import { createHash } from "node:crypto";
+import { cpSync, mkdtempSync, appendFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { openDatabase, type Database } from "@/lib/db/database.ts";
+import { listMigrations, migrate } from "@/lib/db/migrate.ts";
+import { newId } from "@/lib/ids.ts";
+import { templateSnapshot } from "./support/harness.ts";
+
+let database: Database;
+beforeAll(async () => {
+  database = await openDatabase({ dataDir: "memory://", template: templateSnapshot() });
+});
+afterAll(() => database.close());
+
+describe("schema and migrations agree", () => {
+  test("every model round-trips through the generated client", async () => {
+    const db = database.prisma;
+    const now = new Date("2026-02-03T04:05:06.789Z");
+    const user = await db.user.create({ data: { id: newId(), email: "rt@example.test", name: "RT", passwordHash: "h", image: "i", createdAt: now, updatedAt: now } });
+    const hub = await db.hub.create({
+      data: { id: newId(), name: "H", slug: "rt-hub", hubType: "team", ownerId: user.id, allowContributorTopics: true, allowContributorDreams: true, contributorDeletePolicy: "any", createdAt: now, updatedAt: now },
+    });
+    const rows = {
+      oauthAccount: await db.oAuthAccount.create({ data: { id: newId(), userId: user.id, provider: "github", providerAccountId: "42", createdAt: now } }),
+      apiKey: await db.apiKey.create({ data: { id: newId(), userId: user.id, name: "k", prefix: "egk_ab", keyHash: "f".repeat(64), createdAt: now, expiresAt: now, lastUsedAt: now, revokedAt: now } }),
+      hubMember: await db.hubMember.create({ data: { hubId: hub.id, userId: user.id, role: "owner", joinedAt: now, lastVisitedAt: now } }),
+      topic: await db.topic.create({ data: { id: newId(), hubId: hub.id, name: "T", createdBy: user.id, createdAt: now, updatedAt: now } }),
+    };
+    const memory = await db.memory.create({
+      data: {
+        id: newId(), hubId: hub.id, ownerId: user.id, topicId: rows.topic.id, title: "t", titleDerived: true, content: "c", contentType: "markdown",
+        contentHash: "a".repeat(64), summary: "s", tags: ["x", "y"], kind: "semantic", kindLocked: true, stability: "stable", stabilityLocked: true,
+        boundary: "private", state: "active", source: "cli", sourceAgent: "a", assistedByAgent: "b", initiationType: "import", sourcePath: "p.md",
+        hint: "h", hubReason: "r", projectContext: { repo: "x" }, fileRef: { object_key: "k" }, version: 3, accessCount: 4, lastAccessedAt: now,
+        processingStatus: "done", processingAttempts: 1, processingError: "e", processingStartedAt: now, processedAt: now, createdAt: now, updatedAt: now,
+      },
+    });
+    const more = {
+      chunk: await db.chunk.create({ data: { id: newId(), memoryId: memory.id, hubId: hub.id, position: 0, content: "c", headingChain: "A > B", tokenCount: 3, createdAt: now } }),
+      invite: await db.invite.create({ data: { id: newId(), hubId: hub.id, role: "viewer", email: "e@x.test", tokenHash: "t".repeat(64), createdBy: user.id, createdAt: now, expiresAt: now } }),
+      transfer: await db.ownershipTransfer.create({ data: { id: newId(), hubId: hub.id, fromUserId: user.id, targetUserId: user.id, createdAt: now, expiresAt: now } }),
+      attachment: await db.attachment.create({ data: { id: newId(), memoryId: memory.id, hubId: hub.id, objectKey: "o/k", filename: "f.txt", contentType: "text/plain", sizeBytes: 5, sha256: "s", createdAt: now } }),
+      mail: await db.mailOutbox.create({ data: { id: newId(), toAddress: "a@b.test", subject: "s", body: "b", kind: "invite", hubId: hub.id, createdAt: now } }),
+      event: await db.event.create({ data: { id: newId(), type: "memory.created", hubId: hub.id, actorId: user.id, entityId: memory.id, createdAt: now } }),
+      setting: await db.setting.create({ data: { key: "rt", value: "v", createdAt: now } }),
+    };
+    expect(await db.user.findUnique({ where: { id: user.id } })).toEqual(user);
+    expect(await db.hub.findUnique({ where: { id: hub.id } })).toEqual(hub);
+    expect(await db.memory.findUnique({ where: { id: memory.id } })).toEqual(memory);
+    expect(await db.oAuthAccount.findUnique({ where: { id: rows.oauthAccount.id } })).toEqual(rows.oauthAccount);
+    expect(await db.apiKey.findUnique({ where: { id: rows.apiKey.id } })).toEqual(rows.apiKey);
+    expect(await db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: user.id } } })).toEqual(rows.hubMember);
+    expect(await db.topic.findUnique({ where: { id: rows.topic.id } })).toEqual(rows.topic);
+    expect(await db.chunk.findUnique({ where: { id: more.chunk.id } })).toEqual(more.chunk);
+    expect(await db.invite.findUnique({ where: { id: more.invite.id } })).toEqual(more.invite);
+    expect(await db.ownershipTransfer.findUnique({ where: { id: more.transfer.id } })).toEqual(more.transfer);
+    expect(await db.attachment.findUnique({ where: { id: more.attachment.id } })).toEqual(more.attachment);
+    expect(await db.mailOutbox.findUnique({ where: { id: more.mail.id } })).toEqual(more.mail);
+    expect(await db.event.findUnique({ where: { id: more.event.id } })).toEqual(more.event);
+    expect(await db.setting.findUnique({ where: { key: "rt" } })).toEqual(more.setting);
+    // Every model was exercised: a new model without a round-trip here fails this test.
+    const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
+    expect(models.sort()).toEqual(
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "setting", "topic", "user"].sort(),
+    );
+    // Deleting the hub cascades to everything that lives in it.
+    await db.hub.delete({ where: { id: hub.id } });
+    expect(await db.memory.count({ where: { hubId: hub.id } })).toBe(0);
+    expect(await db.chunk.count({ where: { hubId: hub.id } })).toBe(0);
+  });
+
+  test("pgvector, the HNSW and full-text indexes and the partial unique indexes exist", async () => {
+    const indexes = await database.sql.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'`);
+    const byName = new Map(indexes.map((i) => [i.indexname, i.indexdef]));
+    expect(byName.get("chunks_embedding_hnsw_idx")).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
+    expect(byName.get("chunks_search_vector_idx")).toMatch(/USING gin/);
+    expect(byName.get("ownership_transfers_one_pending")).toMatch(/WHERE \(state = 'pending'::text\)/);
+    const [{ type }] = await database.sql.query<{ type: string }>(
+      `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'`,
+    ) as [{ type: string }];
+    expect(type).toBe("vector(384)");
+  });
+
+  test("migrations are recorded as Prisma Migrate records them", async () => {
+    const rows = await database.sql.query<{ migration_name: string; checksum: string; finished_at: Date | null; applied_steps_count: number }>(
+      `SELECT migration_name, checksum, finished_at, applied_steps_count FROM _prisma_migrations ORDER BY migration_name`,
+    );
+    const files = listMigrations();
+    expect(rows.map((r) => r.migration_name)).toEqual(files.map((f) => f.name));
+    for (const [i, row] of rows.entries()) {
+      expect(row.checksum).toBe(createHash("sha256").update(files[i]!.sql).digest("hex"));
+      expect(row.finished_at).not.toBeNull();
+      expect(row.applied_steps_count).toBe(1);
+    }
+    expect(await migrate(database.sql)).toEqual([]);
+  });
+
+  test("an edited applied migration or a broken new one stops start-up without half-applying", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
+    try {
+      cpSync(path.join(process.cwd(), "prisma", "migrations"), dir, { recursive: true });
+      const db = await openDatabase({ dataDir: "memory://", template: templateSnapshot(), migrate: false });
+      try {
+        const broken = path.join(dir, "99990101000000_broken");
+        cpSync(path.join(dir, listMigrations(dir)[0]!.name), broken, { recursive: true });
+        const { writeFileSync } = await import("node:fs");
+        writeFileSync(path.join(broken, "migration.sql"), `CREATE TABLE "half_done" (id int);\nSELECT * FROM no_such_table;`);
+        await expect(migrate(db.sql, dir)).rejects.toThrow(/99990101000000_broken failed/);
+        const [{ exists }] = (await db.sql.query<{ exists: boolean }>(`SELECT to_regclass('half_done') IS NOT NULL AS exists`)) as [{ exists: boolean }];
+        expect(exists).toBe(false);
+        rmSync(broken, { recursive: true });
+        appendFileSync(path.join(dir, listMigrations(dir)[0]!.name, "migration.sql"), "\n-- edited\n");
+        await expect(migrate(db.sql, dir)).rejects.toThrow(/was modified after it was applied/);
+      } finally {
+        await db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
