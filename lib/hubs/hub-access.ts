@@ -1,6 +1,6 @@
 import type { AuthContext, HubRecord } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { isRole, type Role } from "@/lib/api/permissions.ts";
+import { can, isRole, type Permission, type Role } from "@/lib/api/permissions.ts";
 import { isUuid } from "@/lib/ids.ts";
 
 export interface Membership {
@@ -21,4 +21,27 @@ export async function membershipOrThrow(ctx: Pick<AuthContext, "db" | "user">, h
     : null;
   if (!row || !isRole(row.role)) throw new ApiError("not_found", "Hub not found");
   return { hub: row.hub, role: row.role };
+}
+
+/**
+ * The caller's membership of one hub, required to grant `permission` there:
+ * not a member → not_found (never reveal the hub), member without the role → forbidden.
+ * Read fresh on every request so role changes and removals apply immediately.
+ */
+export async function hubPermissionOrThrow(
+  ctx: Pick<AuthContext, "db" | "user">,
+  hubId: string,
+  permission: Permission,
+  action: string,
+): Promise<Membership> {
+  const membership = await membershipOrThrow(ctx, hubId);
+  if (!can(membership.role, permission, membership.hub)) {
+    throw new ApiError("forbidden", `Your role (${membership.role}) does not allow you to ${action} in hub "${membership.hub.name}"`);
+  }
+  return membership;
+}
+
+/** Personal hubs have exactly one member and cannot be shared, left, transferred or deleted. */
+export function assertTeamHub(hub: HubRecord, action: string): void {
+  if (hub.hubType === "personal") throw new ApiError("personal_hub", `A personal hub cannot be ${action}`);
 }

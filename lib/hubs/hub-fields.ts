@@ -1,0 +1,56 @@
+import { z } from "zod";
+import { MANAGED_ROLES } from "@/lib/api/permissions.ts";
+
+/** Documented limits of hubs (docs/hubs.md). */
+export const MAX_HUB_NAME_LENGTH = 100;
+/** Members embedded in hub detail; the full list is GET /v1/hubs/:id/members. */
+export const DETAIL_MEMBERS_LIMIT = 100;
+export const TRANSFER_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+export const SLUG_RE = /^[a-z0-9][a-z0-9-]{1,46}[a-z0-9]$/;
+/** Personal hubs are `personal-<hex>`; no team hub may take that shape. */
+export const RESERVED_SLUG_PREFIX = "personal-";
+export const DELETE_POLICIES = ["none", "own", "any"] as const;
+
+export function slugProblem(slug: string): string | undefined {
+  if (!SLUG_RE.test(slug)) return "3 to 48 lowercase letters, digits or '-', starting and ending with a letter or digit";
+  if (slug.startsWith(RESERVED_SLUG_PREFIX)) return `the "${RESERVED_SLUG_PREFIX}" prefix is reserved for personal hubs`;
+  return undefined;
+}
+
+const slugSchema = z.string().superRefine((slug, ctx) => {
+  const problem = slugProblem(slug);
+  if (problem) ctx.addIssue({ code: "custom", message: `slug must be ${problem.startsWith("the") ? "valid: " : ""}${problem}` });
+});
+
+const nameSchema = z
+  .string()
+  .trim()
+  .min(1, "name must not be empty")
+  .max(MAX_HUB_NAME_LENGTH, `name is at most ${MAX_HUB_NAME_LENGTH} characters`);
+
+const settings = {
+  allow_contributor_topics: z.boolean().optional(),
+  allow_contributor_dreams: z.boolean().optional(),
+  contributor_delete_policy: z.enum(DELETE_POLICIES).optional(),
+};
+
+export const createHubBodySchema = z.strictObject({ name: nameSchema, slug: slugSchema.optional(), ...settings });
+export type CreateHubBody = z.output<typeof createHubBodySchema>;
+
+export const updateHubBodySchema = z
+  .strictObject({ name: nameSchema.optional(), slug: slugSchema.optional(), ...settings })
+  .refine((body) => Object.values(body).some((value) => value !== undefined), "give at least one field to change");
+export type UpdateHubBody = z.output<typeof updateHubBodySchema>;
+
+export const checkSlugQuerySchema = z.object({ slug: z.string({ error: "slug is required" }).max(200) });
+
+export const listQuerySchema = z.object({ limit: z.string().optional(), cursor: z.string().optional() });
+export type ListQuery = z.output<typeof listQuerySchema>;
+
+export const addMemberBodySchema = z.strictObject({ user_id: z.uuid("user_id must be a user id"), role: z.enum(MANAGED_ROLES) });
+export type AddMemberBody = z.output<typeof addMemberBodySchema>;
+
+export const updateMemberBodySchema = z.strictObject({ role: z.enum(MANAGED_ROLES) });
+
+export const createTransferBodySchema = z.strictObject({ target_user_id: z.uuid("target_user_id must be a user id") });

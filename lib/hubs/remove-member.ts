@@ -1,0 +1,23 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { can } from "@/lib/api/permissions.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { dropMembership } from "./drop-membership.ts";
+import { hubPermissionOrThrow, membershipOrThrow } from "./hub-access.ts";
+
+/**
+ * Removes a member. Admins remove contributors and viewers, the owner anyone
+ * but themself; any non-owner may remove their own membership (same as leave).
+ */
+export async function removeMember(ctx: AuthContext, hubId: string, userId: string) {
+  const self = userId === ctx.user.id;
+  const { hub, role } = self ? await membershipOrThrow(ctx, hubId) : await hubPermissionOrThrow(ctx, hubId, "hub.manage", "remove members");
+  const target = isUuid(userId) ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId } } }) : null;
+  if (!target) throw new ApiError("not_found", "Member not found");
+  if (target.role === "owner") {
+    throw new ApiError("cannot_change_owner", "The owner cannot be removed; transfer ownership first, or delete the hub");
+  }
+  if (!self && target.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can remove admins");
+  if (!(await dropMembership(ctx.db, hub.id, userId, ctx.now()))) throw new ApiError("not_found", "Member not found");
+  return { user_id: userId, removed: true as const };
+}

@@ -1,0 +1,28 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { can, type Role } from "@/lib/api/permissions.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { hubPermissionOrThrow } from "./hub-access.ts";
+import { serializeMember } from "./serialize-hub.ts";
+
+/**
+ * Changes a member's role. The owner's role only changes through a transfer;
+ * promoting to or demoting from admin is the owner's alone.
+ */
+export async function updateMember(ctx: AuthContext, hubId: string, userId: string, input: { role: Exclude<Role, "owner"> }) {
+  const { hub, role } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "change member roles");
+  const target = isUuid(userId) ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId } } }) : null;
+  if (!target) throw new ApiError("not_found", "Member not found");
+  if (target.role === "owner") throw new ApiError("cannot_change_owner", "The owner's role changes only through an ownership transfer");
+  if ((target.role === "admin" || input.role === "admin") && !can(role, "admins.manage")) {
+    throw new ApiError("forbidden", "Only the hub owner can promote or demote admins");
+  }
+  // Conditional on the role we checked: a concurrent change (or transfer) makes this a conflict, not a silent overwrite.
+  const { count } = await ctx.db.hubMember.updateMany({ where: { hubId: hub.id, userId, role: target.role }, data: { role: input.role } });
+  if (count === 0) throw new ApiError("conflict", "The member changed while you were editing; reload and try again");
+  const member = await ctx.db.hubMember.findUniqueOrThrow({
+    where: { hubId_userId: { hubId: hub.id, userId } },
+    include: { user: { select: { name: true, email: true } } },
+  });
+  return serializeMember(member);
+}

@@ -1,0 +1,57 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { can } from "@/lib/api/permissions.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { DbClient } from "@/lib/db/database.ts";
+import { assertTeamHub, hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { newId } from "@/lib/ids.ts";
+import { INVITE_TTL_MS, MAX_ACTIVE_INVITES, type CreateInviteBody } from "./invite-fields.ts";
+import { inviteToken } from "./invite-token.ts";
+import { sendInviteEmail } from "./send-invite-email.ts";
+import { serializeInvite } from "./serialize-invite.ts";
+
+/**
+ * Throws invite_limit_reached when the hub already has the maximum of usable
+ * invites. Call under the hub's invite lock so concurrent creates count each other.
+ */
+export async function assertInviteRoom(tx: DbClient, hubId: string, now: Date): Promise<void> {
+  await lockForTransaction(tx, `invites:${hubId}`);
+  const active = await tx.invite.count({ where: { hubId, state: "active", expiresAt: { gt: now } } });
+  if (active >= MAX_ACTIVE_INVITES) {
+    throw new ApiError("invite_limit_reached", `A hub can have at most ${MAX_ACTIVE_INVITES} active invites; revoke one first`, {
+      limit: MAX_ACTIVE_INVITES,
+    });
+  }
+}
+
+/** A join link for the hub (admins invite contributors and viewers, the owner also admins); mailed when `email` is given. */
+export async function createInvite(ctx: AuthContext, hubId: string, input: CreateInviteBody) {
+  const { hub, role } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "invite members");
+  assertTeamHub(hub, "shared");
+  if (input.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can invite admins");
+  const now = ctx.now();
+  const issued = inviteToken(await serverSecret(ctx.db));
+  const invite = await ctx.db.$transaction(async (tx) => {
+    await assertInviteRoom(tx, hub.id, now);
+    return tx.invite.create({
+      data: {
+        id: newId(now.getTime()),
+        hubId: hub.id,
+        role: input.role,
+        email: input.email?.toLowerCase(),
+        tokenHash: issued.tokenHash,
+        tokenEncrypted: issued.tokenEncrypted,
+        state: "active",
+        createdBy: ctx.user.id,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
+        lastSentAt: input.email ? now : null,
+      },
+    });
+  });
+  if (!invite.email) return serializeInvite(invite, now, issued.token);
+  // The invite exists either way; a failed e-mail is reported, not fatal (the link is in this response).
+  const delivery = await sendInviteEmail(ctx.db, { ...invite, email: invite.email }, issued.token, { hubName: hub.name, inviterName: ctx.user.name }, now);
+  return { ...serializeInvite(invite, now, issued.token), delivery };
+}

@@ -1,0 +1,20 @@
+import { ApiError } from "@/lib/api/errors.ts";
+import type { DbClient } from "@/lib/db/database.ts";
+import type { Invite } from "@/lib/db/generated/client.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { inviteState } from "./serialize-invite.ts";
+
+/** An invite of this hub (the caller's membership is checked before). */
+export async function inviteOrThrow(db: DbClient, hubId: string, inviteId: string): Promise<Invite> {
+  const invite = isUuid(inviteId) ? await db.invite.findFirst({ where: { id: inviteId, hubId } }) : null;
+  if (!invite) throw new ApiError("not_found", "Invite not found");
+  return invite;
+}
+
+/** 410 for an invite that can no longer be used: revoked, used (accepted) or expired. */
+export function assertInviteUsable(invite: Pick<Invite, "state" | "expiresAt">, now: Date, allowExpired = false): void {
+  const state = inviteState(invite, now);
+  if (state === "revoked") throw new ApiError("revoked", "This invite was revoked", { state });
+  if (state === "accepted") throw new ApiError("used", "This invite has already been used", { state });
+  if (state === "expired" && !allowExpired) throw new ApiError("expired", "This invite has expired; ask for a new one", { state });
+}

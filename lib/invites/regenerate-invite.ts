@@ -1,0 +1,37 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { can } from "@/lib/api/permissions.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { assertInviteRoom } from "./create-invite.ts";
+import { INVITE_TTL_MS } from "./invite-fields.ts";
+import { assertInviteUsable, inviteOrThrow } from "./invite-or-throw.ts";
+import { inviteToken } from "./invite-token.ts";
+import { inviteState, serializeInvite } from "./serialize-invite.ts";
+
+/**
+ * A new token (the old link dies in the same write) and a fresh 7-day expiry.
+ * Works on active and expired invites; revoked and used ones stay dead.
+ */
+export async function regenerateInvite(ctx: AuthContext, hubId: string, inviteId: string) {
+  const { hub, role } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "regenerate invites");
+  const invite = await inviteOrThrow(ctx.db, hub.id, inviteId);
+  if (invite.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can manage admin invites");
+  const now = ctx.now();
+  assertInviteUsable(invite, now, true);
+  const issued = inviteToken(await serverSecret(ctx.db));
+  const updated = await ctx.db.$transaction(async (tx) => {
+    // An expired invite coming back to life takes one of the hub's active slots.
+    if (inviteState(invite, now) === "expired") await assertInviteRoom(tx, hub.id, now);
+    const rows = await tx.invite.updateManyAndReturn({
+      where: { id: invite.id, state: "active", tokenHash: invite.tokenHash },
+      data: { tokenHash: issued.tokenHash, tokenEncrypted: issued.tokenEncrypted, expiresAt: new Date(now.getTime() + INVITE_TTL_MS) },
+    });
+    if (rows.length === 0) {
+      assertInviteUsable(await tx.invite.findUniqueOrThrow({ where: { id: invite.id } }), now, true);
+      throw new ApiError("conflict", "The invite changed meanwhile; reload and try again");
+    }
+    return rows[0]!;
+  });
+  return serializeInvite(updated, now, issued.token);
+}

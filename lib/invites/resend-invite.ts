@@ -1,0 +1,49 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { can } from "@/lib/api/permissions.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { RESEND_INTERVAL_MS } from "./invite-fields.ts";
+import { assertInviteUsable, inviteOrThrow } from "./invite-or-throw.ts";
+import { revealInviteToken } from "./invite-token.ts";
+import { sendInviteEmail } from "./send-invite-email.ts";
+import { serializeInvite } from "./serialize-invite.ts";
+
+/**
+ * Mails the same link again (at most once a minute per invite). A relay
+ * failure is 503 with the outbox id; the throttle slot is given back.
+ */
+export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: string) {
+  const { hub, role } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "resend invites");
+  const invite = await inviteOrThrow(ctx.db, hub.id, inviteId);
+  if (invite.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can manage admin invites");
+  const now = ctx.now();
+  assertInviteUsable(invite, now);
+  if (!invite.email) throw new ApiError("no_email", "This invite has no e-mail address; share its link instead");
+  const token = revealInviteToken(await serverSecret(ctx.db), invite.tokenEncrypted, invite.tokenHash);
+  if (!token) throw new ApiError("conflict", "This invite's link can no longer be recovered (the instance secret changed); regenerate it");
+
+  const earliest = new Date(now.getTime() - RESEND_INTERVAL_MS);
+  const { count } = await ctx.db.invite.updateMany({
+    where: { id: invite.id, state: "active", tokenHash: invite.tokenHash, OR: [{ lastSentAt: null }, { lastSentAt: { lte: earliest } }] },
+    data: { lastSentAt: now },
+  });
+  if (count === 0) {
+    const current = await ctx.db.invite.findUniqueOrThrow({ where: { id: invite.id } });
+    assertInviteUsable(current, now);
+    if (current.tokenHash !== invite.tokenHash) throw new ApiError("conflict", "The invite was regenerated meanwhile; reload and try again");
+    const retryAfter = Math.max(1, Math.ceil(((current.lastSentAt?.getTime() ?? 0) + RESEND_INTERVAL_MS - now.getTime()) / 1000));
+    throw new ApiError(
+      "rate_limited",
+      `This invite was e-mailed less than a minute ago; retry in ${retryAfter}s`,
+      { limit: 1, retry_after: retryAfter },
+      { "Retry-After": String(retryAfter) },
+    );
+  }
+  const delivery = await sendInviteEmail(ctx.db, { ...invite, email: invite.email }, token, { hubName: hub.name, inviterName: ctx.user.name }, now);
+  if (delivery.status === "failed") {
+    await ctx.db.invite.updateMany({ where: { id: invite.id, lastSentAt: now }, data: { lastSentAt: invite.lastSentAt } });
+    throw new ApiError("unavailable", "The mail server did not accept the invitation; try again later", { outbox_id: delivery.outbox_id });
+  }
+  return { ...serializeInvite({ ...invite, lastSentAt: now }, now), delivery };
+}

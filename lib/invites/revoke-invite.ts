@@ -1,0 +1,19 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { assertInviteUsable, inviteOrThrow } from "./invite-or-throw.ts";
+
+/** Kills the link at once; revoking twice is harmless, a used invite is 410 used. */
+export async function revokeInvite(ctx: AuthContext, hubId: string, inviteId: string) {
+  const { hub } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "revoke invites");
+  const invite = await inviteOrThrow(ctx.db, hub.id, inviteId);
+  const now = ctx.now();
+  if (invite.state !== "revoked") {
+    const { count } = await ctx.db.invite.updateMany({ where: { id: invite.id, state: "active" }, data: { state: "revoked", revokedAt: now } });
+    // Lost a race with an accept (or a concurrent revoke): report what it is now.
+    if (count === 0) {
+      const current = await ctx.db.invite.findUniqueOrThrow({ where: { id: invite.id } });
+      if (current.state !== "revoked") assertInviteUsable(current, now, true);
+    }
+  }
+  return { id: invite.id, revoked: true as const };
+}

@@ -1,0 +1,58 @@
+import nodemailer, { type Transporter } from "nodemailer";
+import type { DbClient } from "@/lib/db/database.ts";
+import { newId } from "@/lib/ids.ts";
+
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+  /** What the mail is about, e.g. "invite". */
+  kind: string;
+  hubId?: string;
+}
+
+export interface MailDelivery {
+  outbox_id: string;
+  /** smtp when SMTP_URL is set; otherwise the message is kept in the outbox and logged. */
+  transport: "smtp" | "outbox";
+  status: "sent" | "logged" | "failed";
+  error?: string;
+}
+
+const DEFAULT_FROM = "Engram <engram@localhost>";
+const globalForMail = globalThis as unknown as { __engramSmtp?: { url: string; transporter: Transporter } };
+
+function smtpTransport(url: string): Transporter {
+  if (globalForMail.__engramSmtp?.url !== url) {
+    // Short timeouts: a request waits for the relay, and a dead relay must not hang it for minutes.
+    const transporter = nodemailer.createTransport(url, { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 });
+    globalForMail.__engramSmtp = { url, transporter };
+  }
+  return globalForMail.__engramSmtp.transporter;
+}
+
+/**
+ * Every mail goes through the mail_outbox table first. With SMTP_URL it is
+ * sent at once and the row records sent_at or the error; without it (the
+ * embedded default) the row is the delivery and the message is logged.
+ */
+export async function sendMail(db: DbClient, message: MailMessage, now: Date): Promise<MailDelivery> {
+  const row = await db.mailOutbox.create({
+    data: { id: newId(now.getTime()), toAddress: message.to, subject: message.subject, body: message.text, kind: message.kind, hubId: message.hubId, createdAt: now },
+  });
+  const url = process.env.SMTP_URL;
+  if (!url) {
+    console.info(`[mail] ${message.kind} to ${message.to} (outbox ${row.id}; set SMTP_URL to send): ${message.subject}\n${message.text}`);
+    return { outbox_id: row.id, transport: "outbox", status: "logged" };
+  }
+  try {
+    await smtpTransport(url).sendMail({ from: process.env.MAIL_FROM || DEFAULT_FROM, to: message.to, subject: message.subject, text: message.text });
+    await db.mailOutbox.update({ where: { id: row.id }, data: { sentAt: new Date() } });
+    return { outbox_id: row.id, transport: "smtp", status: "sent" };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    console.error(`[mail] sending outbox ${row.id} failed: ${reason}`);
+    await db.mailOutbox.update({ where: { id: row.id }, data: { error: reason.slice(0, 1000) } });
+    return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox" };
+  }
+}
