@@ -1,0 +1,388 @@
+import net from "node:net";
+import { createHash } from "node:crypto";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { resetConfig } from "@/lib/config.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+let h: Harness;
+beforeAll(async () => {
+  process.env.ENGRAM_PUBLIC_URL = "https://engram.example.com/";
+  resetConfig();
+  h = await createHarness();
+});
+afterAll(async () => {
+  delete process.env.ENGRAM_PUBLIC_URL;
+  resetConfig();
+  await h?.close();
+});
+afterEach(() => {
+  delete process.env.SMTP_URL;
+});
+
+const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
+
+interface Received {
+  from: string;
+  to: string[];
+  data: string;
+}
+
+/** A tiny SMTP server speaking just enough of RFC 5321 for nodemailer; `rejectRcpt` makes it refuse recipients. */
+async function startSmtp(options: { rejectRcpt?: boolean } = {}) {
+  const messages: Received[] = [];
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.setEncoding("utf8");
+    socket.write("220 smtp.test ESMTP ready\r\n");
+    let buffer = "";
+    let inData = false;
+    let current: Received = { from: "", to: [], data: "" };
+    socket.on("data", (chunk: string) => {
+      buffer += chunk;
+      for (;;) {
+        if (inData) {
+          const end = buffer.indexOf("\r\n.\r\n");
+          if (end < 0) return;
+          current.data = buffer.slice(0, end);
+          buffer = buffer.slice(end + 5);
+          inData = false;
+          messages.push(current);
+          current = { from: "", to: [], data: "" };
+          socket.write("250 2.0.0 queued\r\n");
+          continue;
+        }
+        const eol = buffer.indexOf("\r\n");
+        if (eol < 0) return;
+        const line = buffer.slice(0, eol);
+        buffer = buffer.slice(eol + 2);
+        const verb = line.split(" ")[0]!.toUpperCase();
+        if (verb === "EHLO" || verb === "HELO") socket.write("250-smtp.test\r\n250 8BITMIME\r\n");
+        else if (verb === "MAIL") {
+          current.from = line;
+          socket.write("250 2.1.0 ok\r\n");
+        } else if (verb === "RCPT") {
+          if (options.rejectRcpt) socket.write("550 5.1.1 no such user\r\n");
+          else {
+            current.to.push(line);
+            socket.write("250 2.1.5 ok\r\n");
+          }
+        } else if (verb === "DATA") {
+          inData = true;
+          socket.write("354 end with <CRLF>.<CRLF>\r\n");
+        } else if (verb === "QUIT") socket.end("221 2.0.0 bye\r\n");
+        else if (verb === "RSET" || verb === "NOOP") socket.write("250 2.0.0 ok\r\n");
+        else socket.write("502 5.5.2 not implemented\r\n");
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    url: `smtp://127.0.0.1:${port}`,
+    messages,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** The message body with quoted-printable soft breaks undone. */
+const decoded = (data: string) => data.replace(/=\r\n/g, "").replace(/=3D/g, "=");
+
+async function team(owner: Client) {
+  const res = await owner.post("/v1/hubs", { name: `Invites ${Math.random().toString(36).slice(2, 8)}` });
+  expect(res.status).toBe(201);
+  return res.body.data as { id: string; name: string; slug: string };
+}
+
+describe("create and list", () => {
+  it("creates an invite with a one-time token stored only hashed and a public invite_url", async () => {
+    const own = await h.user("Owner");
+    const hub = await team(own);
+    const res = await own.post(`/v1/hubs/${hub.id}/invites`);
+    expect(res.status).toBe(201);
+    const invite = res.body.data;
+    expect(invite).toMatchObject({ hub_id: hub.id, role: "contributor", email: null, created_by: own.id, state: "active", last_sent_at: null });
+    expect(invite.token).toMatch(/^egi_[A-Za-z0-9_-]{43}$/);
+    expect(invite.invite_url).toBe(`https://engram.example.com/invite/${invite.token}`);
+    expect(new Date(invite.expires_at).getTime() - new Date(invite.created_at).getTime()).toBe(7 * 24 * 3600 * 1000);
+    const row = await h.db.invite.findUniqueOrThrow({ where: { id: invite.id } });
+    expect(row.tokenHash).toBe(sha256(invite.token));
+    expect(JSON.stringify(row)).not.toContain(invite.token);
+
+    const list = await own.get(`/v1/hubs/${hub.id}/invites`);
+    expect(list.status).toBe(200);
+    expect(list.body.data.invites).toHaveLength(1);
+    expect(list.body.data.invites[0]).not.toHaveProperty("token");
+    expect(list.body.data.invites[0]).not.toHaveProperty("invite_url");
+    expect(list.text).not.toContain(invite.token);
+  });
+
+  it("follows roles: admins invite contributors and viewers, only the owner invites admins", async () => {
+    const own = await h.user("Owner");
+    const adm = await h.user("Admin");
+    const con = await h.user("Contrib");
+    const out = await h.user("Out");
+    const hub = await team(own);
+    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: adm.id, role: "admin" });
+    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: con.id, role: "contributor" });
+    expect((await adm.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(201);
+    expect((await adm.post(`/v1/hubs/${hub.id}/invites`, { role: "admin" })).status).toBe(403);
+    expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "admin" })).status).toBe(201);
+    expect((await con.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(403);
+    expect((await con.get(`/v1/hubs/${hub.id}/invites`)).status).toBe(403);
+    expect((await out.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(404);
+    expect((await out.get(`/v1/hubs/${hub.id}/invites`)).status).toBe(404);
+    for (const body of [{ role: "owner" }, { role: "viewer", email: "nope" }, { role: "viewer", extra: true }]) {
+      const res = await own.post(`/v1/hubs/${hub.id}/invites`, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+  });
+
+  it("allows at most 20 active invites, counting concurrent creates; revoking frees a slot", async () => {
+    const own = await h.user("Owner");
+    const hub = await team(own);
+    const ids: string[] = [];
+    for (let i = 0; i < 18; i++) ids.push((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.data.id);
+    const racing = await Promise.all([0, 1, 2, 3].map(() => own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })));
+    expect(racing.map((r) => r.status).sort()).toEqual([201, 201, 409, 409]);
+    const refused = racing.find((r) => r.status === 409)!;
+    expect(refused.body.error).toMatchObject({ code: "invite_limit_reached", details: { limit: 20 } });
+    expect(await h.db.invite.count({ where: { hubId: hub.id } })).toBe(20);
+
+    const p1 = await own.get(`/v1/hubs/${hub.id}/invites?limit=15`);
+    expect(p1.body.data.invites).toHaveLength(15);
+    const p2 = await own.get(`/v1/hubs/${hub.id}/invites?limit=15&cursor=${p1.body.data.next_cursor}`);
+    expect(p2.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+    expect(new Set([...p1.body.data.invites, ...p2.body.data.invites].map((i: { id: string }) => i.id)).size).toBe(20);
+
+    const revoked = await own.delete(`/v1/hubs/${hub.id}/invites/${ids[0]}`);
+    expect(revoked.body.data).toEqual({ id: ids[0], revoked: true });
+    expect((await own.delete(`/v1/hubs/${hub.id}/invites/${ids[0]}`)).status).toBe(200);
+    expect((await own.get(`/v1/hubs/${hub.id}/invites?limit=100`)).body.data.invites).toHaveLength(19);
+    expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(201);
+  });
+});
+
+describe("public view and accept", () => {
+  it("shows the join page data without a credential, and 404 for unknown tokens", async () => {
+    const own = await h.user("Owner");
+    const hub = await team(own);
+    const invite = (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.data;
+    const res = await h.anonymous.get(`/v1/invites/${invite.token}`);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({
+      invite: { role: "viewer", expires_at: invite.expires_at, state: "active" },
+      hub: { id: hub.id, name: hub.name, slug: hub.slug },
+      member_count: 1,
+      invited_by: { name: "Owner" },
+    });
+    expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
+    expect((await h.anonymous.get(`/v1/invites/egi_${"x".repeat(43)}`)).status).toBe(404);
+    expect((await h.anonymous.get("/v1/invites/garbage")).status).toBe(404);
+  });
+
+  it("rate-limits the public view per client address", async () => {
+    const own = await h.user("Owner");
+    const hub = await team(own);
+    const token = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data.token;
+    setRateLimiter(new MemoryRateLimiter({ regular: 3, heavy: 3, light: 3 }));
+    try {
+      const from = (ip: string) => h.anonymous.get(`/v1/invites/${token}`, { headers: { "x-forwarded-for": ip } });
+      for (let i = 0; i < 3; i++) expect((await from("203.0.113.7")).status).toBe(200);
+      const limited = await from("203.0.113.7");
+      expect(limited.status).toBe(429);
+      expect(limited.body.error.code).toBe("rate_limited");
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect((await from("198.51.100.1")).status).toBe(200);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+    }
+  });
+
+  it("accept joins with the invite's role once; used, revoked, expired and already-member answers", async () => {
+    const own = await h.user("Owner");
+    const bob = await h.user("Bob");
+    const cat = await h.user("Cat");
+    const hub = await team(own);
+    const invite = (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.data;
+
+    expect((await h.anonymous.post(`/v1/invites/${invite.token}/accept`)).status).toBe(401);
+    const member = await own.post(`/v1/invites/${invite.token}/accept`);
+    expect(member.status).toBe(409);
+    expect(member.body.error.code).toBe("already_member");
+
+    const accepted = await bob.post(`/v1/invites/${invite.token}/accept`);
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.data.role).toBe("viewer");
+    expect(accepted.body.data.hub).toMatchObject({ id: hub.id, name: hub.name, slug: hub.slug, hub_type: "team" });
+    expect((await bob.get(`/v1/hubs/${hub.id}`)).body.data.role).toBe("viewer");
+
+    const reused = await cat.post(`/v1/invites/${invite.token}/accept`);
+    expect(reused.status).toBe(410);
+    expect(reused.body.error.code).toBe("used");
+    expect((await h.anonymous.get(`/v1/invites/${invite.token}`)).body.data.invite.state).toBe("accepted");
+    expect((await own.delete(`/v1/hubs/${hub.id}/invites/${invite.id}`)).body.error.code).toBe("used");
+
+    const revoked = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data;
+    await own.delete(`/v1/hubs/${hub.id}/invites/${revoked.id}`);
+    const r = await cat.post(`/v1/invites/${revoked.token}/accept`);
+    expect([r.status, r.body.error.code]).toEqual([410, "revoked"]);
+
+    const old = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data;
+    await h.db.invite.update({ where: { id: old.id }, data: { expiresAt: new Date(Date.now() - 1) } });
+    const e = await cat.post(`/v1/invites/${old.token}/accept`);
+    expect([e.status, e.body.error.code]).toEqual([410, "expired"]);
+    expect((await h.anonymous.get(`/v1/invites/${old.token}`)).body.data.invite.state).toBe("expired");
+    expect((await own.get(`/v1/hubs/${hub.id}/invites`)).body.data.invites.map((i: { id: string }) => i.id)).not.toContain(old.id);
+    expect(await h.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: cat.id } } })).toBeNull();
+  });
+
+  it("two simultaneous accepts of one invite: exactly one membership, the other 410 used", async () => {
+    const own = await h.user("Owner");
+    const hub = await team(own);
+    const token = (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "contributor" })).body.data.token;
+    const racers = [await h.user("R1"), await h.user("R2"), await h.user("R3")];
+    const results = await Promise.all(racers.map((u) => u.post(`/v1/invites/${token}/accept`)));
+    expect(results.map((r) => r.status).sort()).toEqual([200, 410, 410]);
+    expect(results.filter((r) => r.status === 410).every((r) => r.body.error.code === "used")).toBe(true);
+    expect(await h.db.hubMember.count({ where: { hubId: hub.id, userId: { in: racers.map((u) => u.id) } } })).toBe(1);
+  });
+});
+
+describe("regenerate and resend", () => {
+  it("regenerate issues a new token and kills the old one; revives an expired invite, not a revoked one", async () => {
+    const own = await h.user("Owner");
+    const bob = await h.user("Bob");
+    const hub = await team(own);
+    const invite = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data;
+    const fresh = await own.post(`/v1/hubs/${hub.id}/invites/${invite.id}/regenerate`);
+    expect(fresh.status).toBe(200);
+    expect(fresh.body.data.id).toBe(invite.id);
+    expect(fresh.body.data.token).not.toBe(invite.token);
+    expect(fresh.body.data.invite_url).toContain(fresh.body.data.token);
+    expect((await h.anonymous.get(`/v1/invites/${invite.token}`)).status).toBe(404);
+    expect((await bob.post(`/v1/invites/${invite.token}/accept`)).status).toBe(404);
+    expect((await bob.post(`/v1/invites/${fresh.body.data.token}/accept`)).status).toBe(200);
+    expect((await own.post(`/v1/hubs/${hub.id}/invites/${invite.id}/regenerate`)).body.error.code).toBe("used");
+
+    const expired = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data;
+    await h.db.invite.update({ where: { id: expired.id }, data: { expiresAt: new Date(Date.now() - 1) } });
+    const revived = await own.post(`/v1/hubs/${hub.id}/invites/${expired.id}/regenerate`);
+    expect(revived.body.data.state).toBe("active");
+    expect(new Date(revived.body.data.expires_at).getTime()).toBeGreaterThan(Date.now() + 6 * 24 * 3600 * 1000);
+
+    const revoked = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data;
+    await own.delete(`/v1/hubs/${hub.id}/invites/${revoked.id}`);
+    const dead = await own.post(`/v1/hubs/${hub.id}/invites/${revoked.id}/regenerate`);
+    expect([dead.status, dead.body.error.code]).toEqual([410, "revoked"]);
+    expect((await own.post(`/v1/hubs/${hub.id}/invites/${crypto.randomUUID()}/regenerate`)).status).toBe(404);
+  });
+
+  it("resend needs an e-mail; the embedded default keeps the message in mail_outbox with the same link", async () => {
+    const own = await h.user("Owner");
+    const hub = await team(own);
+    const bare = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data;
+    const noEmail = await own.post(`/v1/hubs/${hub.id}/invites/${bare.id}/resend`);
+    expect([noEmail.status, noEmail.body.error.code]).toEqual([400, "no_email"]);
+
+    const created = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: "Guest@Example.test" });
+    const invite = created.body.data;
+    expect(invite.email).toBe("guest@example.test");
+    expect(invite.delivery).toMatchObject({ transport: "outbox", status: "logged" });
+    const tooSoon = await own.post(`/v1/hubs/${hub.id}/invites/${invite.id}/resend`);
+    expect(tooSoon.status).toBe(429);
+    expect(tooSoon.headers.get("retry-after")).toBeTruthy();
+
+    await h.db.invite.update({ where: { id: invite.id }, data: { lastSentAt: new Date(Date.now() - 61_000) } });
+    const resent = await own.post(`/v1/hubs/${hub.id}/invites/${invite.id}/resend`);
+    expect(resent.status).toBe(200);
+    expect(resent.body.data).not.toHaveProperty("token");
+    expect(resent.body.data.delivery).toMatchObject({ transport: "outbox", status: "logged" });
+    const outbox = await h.db.mailOutbox.findMany({ where: { hubId: hub.id }, orderBy: { createdAt: "asc" } });
+    expect(outbox).toHaveLength(2);
+    for (const mail of outbox) {
+      expect(mail).toMatchObject({ toAddress: "guest@example.test", kind: "invite", sentAt: null, error: null });
+      expect(mail.body).toContain(invite.invite_url);
+    }
+    expect(outbox[1]!.id).toBe(resent.body.data.delivery.outbox_id);
+  });
+
+  it("with SMTP_URL, create and resend deliver the same link over SMTP", async () => {
+    const smtp = await startSmtp();
+    process.env.SMTP_URL = smtp.url;
+    process.env.MAIL_FROM = "Engram <hub@engram.test>";
+    try {
+      const own = await h.user("Owner");
+      const hub = await team(own);
+      const created = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "contributor", email: "dev@example.test" });
+      expect(created.status).toBe(201);
+      expect(created.body.data.delivery).toMatchObject({ transport: "smtp", status: "sent" });
+      await h.db.invite.update({ where: { id: created.body.data.id }, data: { lastSentAt: new Date(Date.now() - 61_000) } });
+      const resent = await own.post(`/v1/hubs/${hub.id}/invites/${created.body.data.id}/resend`);
+      expect(resent.status).toBe(200);
+      expect(resent.body.data.delivery).toMatchObject({ transport: "smtp", status: "sent" });
+
+      expect(smtp.messages).toHaveLength(2);
+      for (const message of smtp.messages) {
+        expect(message.from).toContain("<hub@engram.test>");
+        expect(message.to).toEqual(["RCPT TO:<dev@example.test>"]);
+        const body = decoded(message.data);
+        expect(body).toMatch(/^Subject: .*Owner_invited_you_to/m);
+        expect(body).toContain(`Owner invited you to join the hub "${hub.name}" on Engram as a contributor.`);
+        expect(body).toContain(created.body.data.invite_url);
+      }
+      const rows = await h.db.mailOutbox.findMany({ where: { hubId: hub.id } });
+      expect(rows.every((row) => row.sentAt !== null && row.error === null)).toBe(true);
+    } finally {
+      delete process.env.MAIL_FROM;
+      await smtp.close();
+    }
+  });
+
+  it("an SMTP refusal answers 503 and leaves the error in the outbox", async () => {
+    const smtp = await startSmtp({ rejectRcpt: true });
+    process.env.SMTP_URL = smtp.url;
+    try {
+      const own = await h.user("Owner");
+      const hub = await team(own);
+      const created = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: "nobody@example.test" });
+      expect(created.status).toBe(201);
+      expect(created.body.data.delivery).toMatchObject({ transport: "smtp", status: "failed" });
+      await h.db.invite.update({ where: { id: created.body.data.id }, data: { lastSentAt: new Date(Date.now() - 61_000) } });
+      const resent = await own.post(`/v1/hubs/${hub.id}/invites/${created.body.data.id}/resend`);
+      expect(resent.status).toBe(503);
+      expect(resent.body.error.code).toBe("unavailable");
+      const row = await h.db.mailOutbox.findUniqueOrThrow({ where: { id: resent.body.error.details.outbox_id } });
+      expect(row.sentAt).toBeNull();
+      expect(row.error).toMatch(/550/);
+      // The throttle slot was handed back, so a retry is not refused as too soon.
+      const invite = await h.db.invite.findUniqueOrThrow({ where: { id: created.body.data.id } });
+      expect(Date.now() - invite.lastSentAt!.getTime()).toBeGreaterThanOrEqual(60_000);
+    } finally {
+      await smtp.close();
+    }
+  });
+
+  it("admins cannot regenerate or resend admin invites; contributors manage none", async () => {
+    const own = await h.user("Owner");
+    const adm = await h.user("Admin");
+    const con = await h.user("Contrib");
+    const hub = await team(own);
+    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: adm.id, role: "admin" });
+    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: con.id, role: "contributor" });
+    const adminInvite = (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "admin", email: "a@example.test" })).body.data;
+    expect((await adm.post(`/v1/hubs/${hub.id}/invites/${adminInvite.id}/regenerate`)).status).toBe(403);
+    expect((await adm.post(`/v1/hubs/${hub.id}/invites/${adminInvite.id}/resend`)).status).toBe(403);
+    expect((await con.delete(`/v1/hubs/${hub.id}/invites/${adminInvite.id}`)).status).toBe(403);
+    expect((await adm.delete(`/v1/hubs/${hub.id}/invites/${adminInvite.id}`)).status).toBe(200);
+    const other = await team(adm);
+    expect((await adm.delete(`/v1/hubs/${other.id}/invites/${adminInvite.id}`)).status).toBe(404);
+  });
+});
