@@ -1,0 +1,5 @@
+import { HubMemories } from "@/components/hub-memories.tsx";
+
+export default function HubPage() {
+  return <HubMemories />;
+}

@@ -1,0 +1,161 @@
+"use client";
+
+import Link from "next/link";
+import { useState } from "react";
+import { signInErrorMessage, signInWithPassword, signInWithProvider, signUpAccount } from "@/lib/web/auth-client.ts";
+import { Button, ErrorNotice, TextInput } from "./ui.tsx";
+
+interface Provider {
+  id: string;
+  name: string;
+}
+
+function AuthCard({ title, children }: { title: string; children: React.ReactNode }) {
+  return (
+    <main className="flex min-h-screen items-start justify-center px-4 py-12 sm:items-center">
+      <div className="w-full max-w-sm rounded-xl border border-slate-200 bg-white p-6 shadow-sm">
+        <p className="mb-1 text-lg font-semibold text-indigo-700">Engram</p>
+        <h1 className="mb-5 text-2xl font-semibold">{title}</h1>
+        {children}
+      </div>
+    </main>
+  );
+}
+
+function ProviderButtons({ providers, callbackUrl }: { providers: Provider[]; callbackUrl: string }) {
+  if (providers.length === 0) return null;
+  return (
+    <div className="mt-5 flex flex-col gap-2 border-t border-slate-200 pt-5">
+      {providers.map((provider) => (
+        <Button key={provider.id} onClick={() => signInWithProvider(provider.id, callbackUrl)}>
+          Continue with {provider.name}
+        </Button>
+      ))}
+    </div>
+  );
+}
+
+export function SignInForm({
+  callbackUrl,
+  initialError,
+  providers,
+  signUpOpen,
+}: {
+  callbackUrl: string;
+  initialError?: string;
+  providers: Provider[];
+  signUpOpen: boolean;
+}) {
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>(signInErrorMessage(initialError));
+  return (
+    <AuthCard title="Sign in">
+      <form
+        className="flex flex-col gap-4"
+        onSubmit={async (event) => {
+          event.preventDefault();
+          setBusy(true);
+          setError(undefined);
+          try {
+            window.location.assign(await signInWithPassword(email, password, callbackUrl));
+          } catch (caught) {
+            setError((caught as Error).message);
+            setBusy(false);
+          }
+        }}
+      >
+        <TextInput label="Email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+        <TextInput
+          label="Password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+        />
+        <ErrorNotice error={error} />
+        <Button type="submit" variant="primary" busy={busy}>
+          Sign in
+        </Button>
+      </form>
+      <ProviderButtons providers={providers} callbackUrl={callbackUrl} />
+      <p className="mt-5 text-sm text-slate-600">
+        {signUpOpen ? (
+          <>
+            New here?{" "}
+            <Link className="text-indigo-700 underline" href={`/sign-up?callbackUrl=${encodeURIComponent(callbackUrl)}`}>
+              Create an account
+            </Link>
+          </>
+        ) : (
+          "Sign-up is closed on this instance; ask an administrator for an account."
+        )}
+      </p>
+    </AuthCard>
+  );
+}
+
+export function SignUpForm({ callbackUrl, providers, open }: { callbackUrl: string; providers: Provider[]; open: boolean }) {
+  const [name, setName] = useState("");
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  if (!open) {
+    return (
+      <AuthCard title="Sign-up is closed">
+        <p className="text-sm text-slate-600">This Engram instance does not accept new accounts. Ask an administrator to create one for you.</p>
+        <p className="mt-4 text-sm">
+          <Link className="text-indigo-700 underline" href={`/sign-in?callbackUrl=${encodeURIComponent(callbackUrl)}`}>
+            Sign in
+          </Link>
+        </p>
+      </AuthCard>
+    );
+  }
+  return (
+    <AuthCard title="Create your account">
+      <form
+        className="flex flex-col gap-4"
+        onSubmit={async (event) => {
+          event.preventDefault();
+          setBusy(true);
+          setError(undefined);
+          try {
+            await signUpAccount({ name, email, password });
+            window.location.assign(await signInWithPassword(email, password, callbackUrl));
+          } catch (caught) {
+            setError((caught as Error).message);
+            setBusy(false);
+          }
+        }}
+      >
+        <TextInput label="Name" autoComplete="name" required maxLength={100} value={name} onChange={(e) => setName(e.target.value)} />
+        <TextInput label="Email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+        <TextInput
+          label="Password"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={8}
+          hint="At least 8 characters."
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+        />
+        <ErrorNotice error={error} />
+        <Button type="submit" variant="primary" busy={busy}>
+          Create account
+        </Button>
+      </form>
+      <ProviderButtons providers={providers} callbackUrl={callbackUrl} />
+      <p className="mt-5 text-sm text-slate-600">
+        Already have an account?{" "}
+        <Link className="text-indigo-700 underline" href={`/sign-in?callbackUrl=${encodeURIComponent(callbackUrl)}`}>
+          Sign in
+        </Link>
+      </p>
+    </AuthCard>
+  );
+}

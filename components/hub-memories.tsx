@@ -1,0 +1,191 @@
+"use client";
+
+import Link from "next/link";
+import { useEffect, useState } from "react";
+import { api } from "@/lib/web/api.ts";
+import { formatAge, plural } from "@/lib/web/format.ts";
+import { roleCan, type Memory, type Page, type Topic } from "@/lib/web/types.ts";
+import { useApi } from "@/lib/web/use-api.ts";
+import { useHub } from "./hub-frame.tsx";
+import { isProcessing, ProcessingBadge } from "./memory-badges.tsx";
+import { PushMemory } from "./push-memory.tsx";
+import { RecallBox } from "./recall-box.tsx";
+import { Badge, Button, EmptyState, ErrorNotice, LoadingRows, Notice } from "./ui.tsx";
+
+const PAGE_SIZE = 20;
+const POLL_MS = 3000;
+type MemoryPage = Page & { memories: Memory[]; total: number };
+
+export function HubMemories() {
+  const { hubId, data: hub } = useHub();
+  const [sort, setSort] = useState<"newest" | "relevant">("newest");
+  const [topicId, setTopicId] = useState("");
+  // Cursor stack: the cursors of the pages before the current one, for Previous.
+  const [cursors, setCursors] = useState<string[]>([]);
+  const [cursor, setCursor] = useState("");
+  const [pushed, setPushed] = useState<Memory>();
+  const params = new URLSearchParams({ hub_id: hubId, limit: String(PAGE_SIZE), sort });
+  if (topicId) params.set("topic_id", topicId);
+  if (cursor) params.set("cursor", cursor);
+  const list = useApi<MemoryPage>(`/v1/memories?${params}`);
+  const topics = useTopics(hubId);
+  const { reload } = list;
+
+  const pending = list.data?.memories.some(isProcessing) ?? false;
+  useEffect(() => {
+    if (!pending) return;
+    const timer = setTimeout(reload, POLL_MS);
+    return () => clearTimeout(timer);
+  }, [pending, reload, list.data]);
+
+  const restart = () => {
+    setCursors([]);
+    setCursor("");
+  };
+
+  return (
+    <div className="flex flex-col gap-5">
+      <RecallBox hubId={hubId} />
+      {roleCan(hub?.role, "write") && (
+        <div className="flex flex-col gap-2">
+          <PushMemory
+            hubId={hubId}
+            onPushed={(memory) => {
+              setPushed(memory);
+              restart();
+              setSort("newest");
+              reload();
+            }}
+          />
+          {pushed && <Notice>Pushed “{pushed.title}”. It is searchable now; its summary and embeddings follow in a few seconds.</Notice>}
+        </div>
+      )}
+      <section aria-labelledby="memories-heading">
+        <div className="mb-3 flex flex-wrap items-end justify-between gap-3">
+          <h2 id="memories-heading" className="text-base font-semibold">
+            Memories{list.data ? <span className="ml-2 text-sm font-normal text-slate-500">{list.data.total.toLocaleString()} total</span> : null}
+          </h2>
+          <div className="flex flex-wrap gap-2">
+            <label className="flex items-center gap-2 text-sm text-slate-700">
+              Sort
+              <select
+                value={sort}
+                onChange={(e) => {
+                  setSort(e.target.value as "newest" | "relevant");
+                  restart();
+                }}
+                className="rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
+              >
+                <option value="newest">Newest</option>
+                <option value="relevant">Most used</option>
+              </select>
+            </label>
+            {topics.length > 0 && (
+              <label className="flex items-center gap-2 text-sm text-slate-700">
+                Topic
+                <select
+                  value={topicId}
+                  onChange={(e) => {
+                    setTopicId(e.target.value);
+                    restart();
+                  }}
+                  className="max-w-[12rem] rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
+                >
+                  <option value="">All topics</option>
+                  {topics.map((topic) => (
+                    <option key={topic.id} value={topic.id}>
+                      {topic.name}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            )}
+          </div>
+        </div>
+        {list.error && !list.data ? (
+          <ErrorNotice error={list.error} onRetry={list.reload} />
+        ) : !list.data ? (
+          <LoadingRows rows={8} height="h-[4.75rem]" label="Loading memories…" />
+        ) : list.data.memories.length === 0 ? (
+          <EmptyState title={topicId ? "No memories in this topic" : "No memories yet"}>
+            {roleCan(hub?.role, "write") ? "Push one above, or send one from an agent with the API." : "Memories pushed to this hub will show up here."}
+          </EmptyState>
+        ) : (
+          <>
+            {list.error && <ErrorNotice error={list.error} onRetry={list.reload} />}
+            <ul className="flex flex-col gap-2" aria-busy={list.loading}>
+              {list.data.memories.map((memory) => (
+                <MemoryRow key={memory.id} memory={memory} />
+              ))}
+            </ul>
+            <nav aria-label="Pages" className="mt-4 flex items-center justify-between gap-2">
+              <Button
+                disabled={cursors.length === 0 || list.loading}
+                onClick={() => {
+                  setCursor(cursors[cursors.length - 1] ?? "");
+                  setCursors(cursors.slice(0, -1));
+                }}
+              >
+                ← Newer
+              </Button>
+              <span className="text-sm text-slate-500">Page {cursors.length + 1}</span>
+              <Button
+                disabled={!list.data.has_more || list.loading}
+                onClick={() => {
+                  setCursors([...cursors, cursor]);
+                  setCursor(list.data!.next_cursor);
+                }}
+              >
+                Older →
+              </Button>
+            </nav>
+          </>
+        )}
+      </section>
+    </div>
+  );
+}
+
+function MemoryRow({ memory }: { memory: Memory }) {
+  return (
+    <li data-testid="memory-row" className="flex h-[4.75rem] flex-col justify-center gap-1 overflow-hidden rounded-lg border border-slate-200 bg-white px-4 shadow-sm">
+      <div className="flex min-w-0 items-center gap-2">
+        <Link href={`/memories/${memory.id}`} className="truncate font-medium text-indigo-700 hover:underline">
+          {memory.title}
+        </Link>
+        <ProcessingBadge memory={memory} />
+      </div>
+      <div className="flex min-w-0 items-center gap-2 overflow-hidden whitespace-nowrap text-xs text-slate-500">
+        <Badge>{memory.kind}</Badge>
+        <span>{memory.stability}</span>
+        <span aria-hidden>·</span>
+        <time dateTime={memory.created_at} title={memory.created_at}>
+          {formatAge(memory.created_at)}
+        </time>
+        <span aria-hidden>·</span>
+        <span>{plural(memory.access_count, "read")}</span>
+        {memory.tags.slice(0, 4).map((tag) => (
+          <span key={tag} className="rounded bg-slate-100 px-1.5 py-0.5 text-slate-600">
+            #{tag}
+          </span>
+        ))}
+      </div>
+    </li>
+  );
+}
+
+/** Topics of the hub for the filter; the filter hides itself when there are none. */
+function useTopics(hubId: string): Topic[] {
+  const [topics, setTopics] = useState<Topic[]>([]);
+  useEffect(() => {
+    const controller = new AbortController();
+    api<{ topics: (Topic & { topic_id?: string; topic_name?: string })[] }>(`/v1/topics?hub_id=${encodeURIComponent(hubId)}&limit=100`, {
+      signal: controller.signal,
+      hubId,
+    })
+      .then((data) => setTopics(data.topics.map((t) => ({ id: t.id ?? t.topic_id, name: t.name ?? t.topic_name })).filter((t) => t.id && t.name) as Topic[]))
+      .catch(() => setTopics([]));
+    return () => controller.abort();
+  }, [hubId]);
+  return topics;
+}

@@ -1,0 +1,33 @@
+import ReactMarkdown, { type Components } from "react-markdown";
+import remarkGfm from "remark-gfm";
+
+/**
+ * Memory content is untrusted: raw HTML is dropped (skipHtml, no rehype-raw), react-markdown's
+ * default URL filter strips javascript: and similar links, and images are shown as links so
+ * opening a memory never fetches from a third-party server.
+ */
+const components: Components = {
+  a: ({ href, children }) => (
+    <a href={href} target="_blank" rel="noopener noreferrer nofollow">
+      {children}
+    </a>
+  ),
+  img: ({ src, alt }) =>
+    typeof src === "string" && src ? (
+      <a href={src} target="_blank" rel="noopener noreferrer nofollow">
+        [image: {alt || src}]
+      </a>
+    ) : (
+      <span>[image: {alt}]</span>
+    ),
+};
+
+export function Markdown({ children }: { children: string }) {
+  return (
+    <div className="prose-memory">
+      <ReactMarkdown remarkPlugins={[remarkGfm]} skipHtml components={components}>
+        {children}
+      </ReactMarkdown>
+    </div>
+  );
+}

@@ -1,0 +1,80 @@
+/** Browser-side sign-in and sign-out against next-auth's endpoints (no next-auth/react needed). */
+async function csrfToken(): Promise<string> {
+  const res = await fetch("/api/auth/csrf", { credentials: "same-origin", cache: "no-store" });
+  if (!res.ok) throw new Error("Could not start sign-in; reload the page and try again");
+  const body = (await res.json()) as { csrfToken: string };
+  return body.csrfToken;
+}
+
+function form(values: Record<string, string>): URLSearchParams {
+  return new URLSearchParams(values);
+}
+
+const SIGN_IN_ERRORS: Record<string, string> = {
+  CredentialsSignin: "Wrong email or password",
+  OAuthAccountNotLinked: "That email already has an account; sign in with your password instead",
+  OAuthNoEmail: "Your provider did not share an email address",
+  SignupClosed: "Sign-up is closed on this instance; ask an administrator for an account",
+  AccessDenied: "Access denied",
+  Configuration: "Sign-in is misconfigured on this server; check the server logs",
+};
+
+export function signInErrorMessage(code: string | null | undefined): string | undefined {
+  if (!code) return undefined;
+  return SIGN_IN_ERRORS[code] ?? "Sign-in failed; try again";
+}
+
+/** Resolves to the URL to go to next; throws with a readable message on failure. */
+export async function signInWithPassword(email: string, password: string, callbackUrl: string): Promise<string> {
+  const res = await fetch("/api/auth/callback/credentials", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: form({ email, password, csrfToken: await csrfToken(), callbackUrl, json: "true" }),
+  });
+  const body = (await res.json().catch(() => ({}))) as { url?: string };
+  const url = body.url ? new URL(body.url, window.location.origin) : undefined;
+  const error = url?.searchParams.get("error");
+  if (!res.ok || !url || error) throw new Error(signInErrorMessage(error ?? "CredentialsSignin"));
+  return url.origin === window.location.origin ? `${url.pathname}${url.search}` : "/hubs";
+}
+
+/** Starts an OAuth sign-in: a real form POST so the browser follows the provider redirect. */
+export async function signInWithProvider(provider: string, callbackUrl: string): Promise<void> {
+  const token = await csrfToken();
+  const element = document.createElement("form");
+  element.method = "POST";
+  element.action = `/api/auth/signin/${encodeURIComponent(provider)}`;
+  for (const [name, value] of Object.entries({ csrfToken: token, callbackUrl })) {
+    const input = document.createElement("input");
+    input.type = "hidden";
+    input.name = name;
+    input.value = value;
+    element.appendChild(input);
+  }
+  document.body.appendChild(element);
+  element.submit();
+}
+
+export async function signOut(): Promise<void> {
+  await fetch("/api/auth/signout", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: form({ csrfToken: await csrfToken(), callbackUrl: "/sign-in", json: "true" }),
+  });
+  // A full load, not a client navigation: every cached view of the signed-in user must go.
+  // eslint-disable-next-line @next/next/no-location-assign-relative-destination
+  window.location.assign("/sign-in");
+}
+
+export async function signUpAccount(input: { email: string; name: string; password: string }): Promise<void> {
+  const res = await fetch("/api/auth/sign-up", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(input),
+  });
+  const body = (await res.json().catch(() => undefined)) as { error?: { message: string } } | undefined;
+  if (!res.ok) throw new Error(body?.error?.message ?? `Sign-up failed (${res.status})`);
+}

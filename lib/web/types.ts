@@ -1,0 +1,154 @@
+/** Shapes of the /v1 payloads the dashboard reads (decisions.md). */
+export type Role = "owner" | "admin" | "contributor" | "viewer";
+
+export interface Hub {
+  id: string;
+  name: string;
+  slug: string;
+  hub_type: "personal" | "team";
+  owner_id: string;
+  allow_contributor_topics: boolean;
+  allow_contributor_dreams: boolean;
+  contributor_delete_policy: "none" | "own" | "any";
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Page {
+  next_cursor: string;
+  has_more: boolean;
+}
+
+export interface HubListEntry {
+  hub: Hub;
+  role: Role;
+  memory_count: number;
+  member_count: number;
+}
+
+export interface Member {
+  user_id: string;
+  role: Role;
+  name: string;
+  email: string;
+  joined_at: string;
+}
+
+export interface Transfer {
+  id: string;
+  hub_id: string;
+  from_user_id: string;
+  target_user_id: string;
+  state: string;
+  created_at: string;
+  expires_at: string;
+  resolved_at: string | null;
+}
+
+export interface HubDetail {
+  hub: Hub;
+  role: Role;
+  members: Member[];
+  counts: { memories: number; members: number; topics: number; invites: number };
+  pending_transfer: Transfer | null;
+}
+
+export interface Invite {
+  id: string;
+  hub_id: string;
+  role: Role;
+  email?: string | null;
+  invite_url: string;
+  token?: string;
+  created_by: string;
+  created_at: string;
+  expires_at: string;
+  state: string;
+}
+
+export interface PublicInvite {
+  invite: { role: Role; expires_at: string; state: string };
+  hub: { id: string; name: string; slug: string };
+  member_count: number;
+  invited_by: { name: string };
+}
+
+export interface Memory {
+  id: string;
+  hub_id: string;
+  owner_id: string;
+  title: string;
+  content_type: string;
+  summary: string;
+  tags: string[];
+  kind: string;
+  stability: string;
+  state: string;
+  source: string;
+  source_agent: string | null;
+  topic_id: string | null;
+  version: number;
+  access_count: number;
+  processing_status: string;
+  processing_error: string | null;
+  processed_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MemoryWithContent extends Memory {
+  content: string;
+  attachments: { id: string; filename: string; content_type: string; size_bytes: number; created_at: string }[];
+}
+
+export interface RecalledMemory {
+  id: string;
+  title: string;
+  summary: string;
+  chunk_content: string;
+  heading_chain: string;
+  relevance_score: number;
+  kind: string;
+  stability: string;
+  source: string;
+  age: string;
+  created_at: string;
+  hub_id?: string;
+  hub_name?: string;
+  topic_id?: string;
+  topic_name?: string;
+}
+
+export interface RecallResult {
+  memories: RecalledMemory[];
+  query_metadata: { intent: string; kinds_searched: string[]; total_candidates: number; reranked: boolean; latency_ms: number };
+}
+
+export interface Topic {
+  id: string;
+  name: string;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+}
+
+export interface Me {
+  id: string;
+  email: string;
+  name: string;
+  personal_hub_id: string | null;
+}
+
+/** What the dashboard offers a role; the API enforces the same table. */
+export function roleCan(role: Role | undefined, action: "write" | "manage" | "own"): boolean {
+  if (!role) return false;
+  if (action === "own") return role === "owner";
+  if (action === "manage") return role === "owner" || role === "admin";
+  return role !== "viewer";
+}
