@@ -1,0 +1,287 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clientFor, createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
+import { listRouteFiles } from "./support/router.ts";
+
+/**
+ * Every /v1 route × method, called as each identity, must answer the status in
+ * ROUTES and never show data of a hub the caller cannot read. A route file
+ * (or method) without a row here fails "every route has a row": add one.
+ */
+
+const IDENTITIES = ["anonymous", "invalid_key", "non_member", "viewer", "contributor", "admin", "owner"] as const;
+type Identity = (typeof IDENTITIES)[number];
+type Expect = Record<Identity, number>;
+
+interface Fixture {
+  hubId: string;
+  hubName: string;
+  hubSlug: string;
+  secretTitle: string;
+  secretContent: string;
+  secretMemoryId: string;
+  inviteId: string;
+  inviteToken: string;
+  users: Record<"viewer" | "contributor" | "admin" | "owner" | "non_member" | "spare", Client>;
+  /** Filled by a row's setup. */
+  extra: Record<string, string>;
+}
+
+interface Row {
+  path: (f: Fixture) => string;
+  body?: (f: Fixture, me: Client | undefined) => unknown;
+  headers?: (f: Fixture) => Record<string, string>;
+  setup?: (f: Fixture) => Promise<void>;
+  expect: Expect;
+  /** Identities outside the hub that may legitimately see it here (the invite token is the capability). */
+  reveals?: Identity[];
+}
+
+// Status shorthands: what each identity gets when the route works on the fixture hub.
+const unauth = { anonymous: 401, invalid_key: 401 };
+const anyUser = (status: number): Expect => ({ ...unauth, non_member: status, viewer: status, contributor: status, admin: status, owner: status });
+const publicRoute = (status: number): Expect => ({ ...anyUser(status), anonymous: status, invalid_key: status });
+const hubRead = (status: number): Expect => ({ ...anyUser(status), non_member: 404 });
+const hubWrite = (status: number): Expect => ({ ...hubRead(status), viewer: 403 });
+const hubManage = (status: number): Expect => ({ ...hubWrite(status), contributor: 403 });
+const hubOwn = (status: number): Expect => ({ ...hubManage(status), admin: 403 });
+
+const hub = (f: Fixture) => `/v1/hubs/${f.hubId}`;
+const inHub = (f: Fixture) => ({ "x-hub-id": f.hubId });
+
+const ROUTES: Record<string, Row> = {
+  // Foundation
+  "GET /v1/health": { path: () => "/v1/health", expect: publicRoute(200) },
+  "POST /v1/admin/users": { path: () => "/v1/admin/users", body: () => ({ email: "x@example.test", name: "X" }), expect: publicRoute(404) },
+  "GET /v1/auth/me": { path: () => "/v1/auth/me", expect: anyUser(200) },
+  "PATCH /v1/auth/me": { path: () => "/v1/auth/me", body: (_f, me) => ({ name: me?.name ?? "Nobody" }), expect: anyUser(200) },
+  "GET /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", expect: anyUser(200) },
+  "POST /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", body: () => ({ name: "extra" }), expect: anyUser(201) },
+  "DELETE /v1/auth/api-keys/[id]": {
+    setup: async (f) => {
+      f.extra.keyId = (await f.users.owner.post("/v1/auth/api-keys", { name: "spare" })).body.data.id;
+    },
+    path: (f) => `/v1/auth/api-keys/${f.extra.keyId}`,
+    expect: { ...anyUser(404), owner: 200 },
+  },
+  ...Object.fromEntries(
+    ["GET", "POST", "PUT", "PATCH", "DELETE"].map((m) => [`${m} /v1/[...path]`, { path: () => "/v1/no-such-endpoint", expect: publicRoute(404) }]),
+  ),
+
+  // Memories
+  "POST /v1/memories": { path: () => "/v1/memories", headers: inHub, body: () => ({ content: `new ${randomBytes(4).toString("hex")}` }), expect: hubWrite(201) },
+  "GET /v1/memories": { path: (f) => `/v1/memories?hub_id=${f.hubId}`, expect: hubRead(200) },
+  "GET /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, expect: hubRead(200) },
+  "PATCH /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, body: () => ({ tags: ["x"] }), expect: { ...hubManage(200) } },
+  "DELETE /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, expect: hubManage(200) },
+  "POST /v1/memories/batch-delete": { path: () => "/v1/memories/batch-delete", body: (f) => ({ ids: [f.secretMemoryId] }), expect: anyUser(200) },
+  "POST /v1/memories/batch-move": {
+    path: () => "/v1/memories/batch-move",
+    body: (f) => ({ ids: [f.secretMemoryId], hub_id: f.hubId }),
+    expect: hubWrite(200),
+  },
+  // Recall narrows hub_ids to the readable hubs instead of answering 404 (lib/recall's choice); the leak check still applies.
+  "POST /v1/recall": { path: () => "/v1/recall", body: (f) => ({ query: "classified content", hub_ids: [f.hubId], no_rerank: true }), expect: anyUser(200) },
+
+  // Hubs
+  "GET /v1/hubs": { path: () => "/v1/hubs", expect: anyUser(200) },
+  "POST /v1/hubs": { path: () => "/v1/hubs", body: () => ({ name: "Another hub" }), expect: anyUser(201) },
+  "GET /v1/hubs/check-slug": { path: () => "/v1/hubs/check-slug?slug=some-free-slug", expect: anyUser(200) },
+  "GET /v1/hubs/[id]": { path: hub, expect: hubRead(200) },
+  "PATCH /v1/hubs/[id]": { path: hub, body: () => ({ allow_contributor_topics: true }), expect: hubManage(200) },
+  "DELETE /v1/hubs/[id]": { path: hub, expect: hubOwn(200) },
+  "GET /v1/hubs/[id]/summary": { path: (f) => `${hub(f)}/summary`, expect: hubRead(200) },
+  "POST /v1/hubs/[id]/visit": { path: (f) => `${hub(f)}/visit`, expect: hubRead(200) },
+  "GET /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, expect: hubRead(200) },
+  "POST /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, body: (f) => ({ user_id: f.users.spare.id, role: "viewer" }), expect: hubManage(201) },
+  "PATCH /v1/hubs/[id]/members/[user_id]": {
+    path: (f) => `${hub(f)}/members/${f.users.viewer.id}`,
+    body: () => ({ role: "contributor" }),
+    expect: hubManage(200),
+  },
+  // A viewer removing themself is leaving, which any non-owner may do.
+  "DELETE /v1/hubs/[id]/members/[user_id]": { path: (f) => `${hub(f)}/members/${f.users.viewer.id}`, expect: { ...hubManage(200), viewer: 200 } },
+  "POST /v1/hubs/[id]/leave": { path: (f) => `${hub(f)}/leave`, expect: { ...hubRead(200), owner: 400 } },
+  "POST /v1/hubs/[id]/ownership-transfer": {
+    path: (f) => `${hub(f)}/ownership-transfer`,
+    body: (f) => ({ target_user_id: f.users.admin.id }),
+    expect: hubOwn(201),
+  },
+  "POST /v1/hubs/[id]/ownership-transfer/[transfer_id]/accept": {
+    setup: offerToAdmin,
+    path: (f) => `${hub(f)}/ownership-transfer/${f.extra.transferId}/accept`,
+    expect: { ...hubRead(403), admin: 200 },
+  },
+  "POST /v1/hubs/[id]/ownership-transfer/[transfer_id]/cancel": {
+    setup: offerToAdmin,
+    path: (f) => `${hub(f)}/ownership-transfer/${f.extra.transferId}/cancel`,
+    expect: { ...hubRead(403), admin: 200, owner: 200 },
+  },
+  "GET /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, expect: hubManage(200) },
+  "POST /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, body: () => ({ role: "viewer" }), expect: hubManage(201) },
+  "DELETE /v1/hubs/[id]/invites/[invite_id]": { path: (f) => `${hub(f)}/invites/${f.inviteId}`, expect: hubManage(200) },
+  "POST /v1/hubs/[id]/invites/[invite_id]/regenerate": { path: (f) => `${hub(f)}/invites/${f.inviteId}/regenerate`, expect: hubManage(200) },
+  "POST /v1/hubs/[id]/invites/[invite_id]/resend": { path: (f) => `${hub(f)}/invites/${f.inviteId}/resend`, expect: hubManage(200) },
+  "GET /v1/invites/[token]": { path: (f) => `/v1/invites/${f.inviteToken}`, expect: publicRoute(200), reveals: ["anonymous", "invalid_key", "non_member"] },
+  "POST /v1/invites/[token]/accept": {
+    path: (f) => `/v1/invites/${f.inviteToken}/accept`,
+    expect: { ...unauth, non_member: 200, viewer: 409, contributor: 409, admin: 409, owner: 409 },
+    reveals: ["non_member"],
+  },
+};
+
+async function offerToAdmin(f: Fixture) {
+  const res = await f.users.owner.post(`${hub(f)}/ownership-transfer`, { target_user_id: f.users.admin.id });
+  expect(res.status).toBe(201);
+  f.extra.transferId = res.body.data.id;
+}
+
+let h: Harness;
+let users: Fixture["users"];
+let foreign: { hubId: string; title: string; content: string };
+/** anonymous and invalid_key cannot change anything, so they share one fixture. */
+let shared: Fixture;
+
+beforeAll(async () => {
+  h = await createHarness();
+  users = {
+    owner: await h.user("Owner"),
+    admin: await h.user("Admin"),
+    contributor: await h.user("Contributor"),
+    viewer: await h.user("Viewer"),
+    non_member: await h.user("Outsider"),
+    spare: await h.user("Spare"),
+  };
+  // A hub nobody in the table belongs to: its data must never appear anywhere.
+  const stranger = await h.user("Stranger");
+  const other = await stranger.post("/v1/hubs", { name: `Foreign ${randomBytes(4).toString("hex")}` });
+  const tag = randomBytes(6).toString("hex");
+  foreign = { hubId: other.body.data.id, title: `Foreign title ${tag}`, content: `Foreign content ${tag}` };
+  expect((await stranger.post("/v1/memories", { title: foreign.title, content: foreign.content }, { headers: { "x-hub-id": foreign.hubId } })).status).toBe(201);
+  shared = await buildFixture();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function buildFixture(): Promise<Fixture> {
+  const tag = randomBytes(6).toString("hex");
+  const created = await users.owner.post("/v1/hubs", { name: `Secret hub ${tag}` });
+  expect(created.status).toBe(201);
+  const hubId = created.body.data.id;
+  for (const role of ["admin", "contributor", "viewer"] as const) {
+    expect((await users.owner.post(`/v1/hubs/${hubId}/members`, { user_id: users[role].id, role })).status).toBe(201);
+  }
+  const secretTitle = `Secret title ${tag}`;
+  const secretContent = `Classified content ${tag}`;
+  const memory = await users.owner.post("/v1/memories", { title: secretTitle, content: secretContent }, { headers: { "x-hub-id": hubId } });
+  expect(memory.status).toBe(201);
+  const invite = await users.owner.post(`/v1/hubs/${hubId}/invites`, { role: "viewer", email: `guest-${tag}@example.test` });
+  expect(invite.status).toBe(201);
+  // Past the resend throttle, so resend answers on permissions alone.
+  await h.db.invite.update({ where: { id: invite.body.data.id }, data: { lastSentAt: new Date(Date.now() - 120_000) } });
+  return {
+    hubId,
+    hubName: created.body.data.name,
+    hubSlug: created.body.data.slug,
+    secretTitle,
+    secretContent,
+    secretMemoryId: memory.body.data.id,
+    inviteId: invite.body.data.id,
+    inviteToken: invite.body.data.token,
+    users,
+    extra: {},
+  };
+}
+
+function clientOf(identity: Identity): Client | ReturnType<typeof clientFor> {
+  if (identity === "anonymous") return h.anonymous;
+  if (identity === "invalid_key") return clientFor(`egk_${randomBytes(32).toString("base64url")}`);
+  return users[identity];
+}
+
+async function send(method: string, row: Row, f: Fixture, identity: Identity): Promise<ApiResponse> {
+  const client = clientOf(identity);
+  const me = identity === "anonymous" || identity === "invalid_key" ? undefined : users[identity];
+  const options = { headers: row.headers?.(f) ?? {} };
+  const path = row.path(f);
+  const body = row.body?.(f, me);
+  switch (method) {
+    case "GET":
+      return client.get(path, options);
+    case "POST":
+      return client.post(path, body, options);
+    case "PUT":
+      return client.put(path, body, options);
+    case "PATCH":
+      return client.patch(path, body, options);
+    default:
+      return client.delete(path, options);
+  }
+}
+
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+/** Methods each route file really implements: the methodsNotAllowed ones answer 405 method_not_allowed. */
+async function discoverRoutes() {
+  const implemented: string[] = [];
+  const refused: { key: string; pattern: string; method: string }[] = [];
+  for (const route of listRouteFiles()) {
+    const mod = (await import(route.file)) as Record<string, unknown>;
+    for (const method of METHODS) {
+      const handler = mod[method] as ((req: Request, ctx: { params: Promise<Record<string, string>> }) => Promise<Response>) | undefined;
+      if (!handler) continue;
+      const res = await handler(new Request(`http://engram.test${route.pattern}`, { method }), { params: Promise.resolve({}) });
+      const body = (await res.json().catch(() => undefined)) as { error?: { code?: string } } | undefined;
+      const key = `${method} ${route.pattern}`;
+      if (res.status === 405 && body?.error?.code === "method_not_allowed") refused.push({ key, pattern: route.pattern, method });
+      else implemented.push(key);
+    }
+  }
+  return { implemented, refused };
+}
+
+describe("route table", () => {
+  it("has exactly one row per implemented /v1 route and method", async () => {
+    const { implemented } = await discoverRoutes();
+    const missing = implemented.filter((key) => !(key in ROUTES));
+    const stale = Object.keys(ROUTES).filter((key) => !implemented.includes(key));
+    expect(missing, "add these to ROUTES in tests/security.test.ts").toEqual([]);
+    expect(stale, "these rows name no implemented route").toEqual([]);
+  });
+
+  it("answers JSON 405 with Allow for every method a route does not implement", async () => {
+    const { refused } = await discoverRoutes();
+    expect(refused.length).toBeGreaterThan(20);
+    for (const { pattern, method } of refused) {
+      const path = pattern.replace(/\[\.\.\.\w+\]/g, "x").replace(/\[\w+\]/g, "00000000-0000-7000-8000-000000000000");
+      const res = await send(method, { path: () => path, body: () => ({}), expect: publicRoute(405) }, shared, "owner");
+      expect(res.status, `${method} ${pattern}`).toBe(405);
+      expect(res.body.error.code).toBe("method_not_allowed");
+      expect(res.headers.get("allow")).toBeTruthy();
+    }
+  });
+});
+
+describe.each(Object.entries(ROUTES))("%s", (key, row) => {
+  const method = key.split(" ")[0]!;
+  it.each(IDENTITIES)("as %s", async (identity) => {
+    const f = identity === "anonymous" || identity === "invalid_key" ? shared : await buildFixture();
+    // Unauthenticated calls never reach the resource, so they need no per-row setup.
+    if (row.setup && f !== shared) await row.setup(f);
+    const res = await send(method, row, f, identity);
+    expect(res.status, `${key} as ${identity}: ${res.text.slice(0, 300)}`).toBe(row.expect[identity]);
+    expect(res.headers.get("content-type") ?? "", `${key} answers JSON`).toContain("application/json");
+    if (res.status >= 400) expect(typeof res.body?.error?.code).toBe("string");
+
+    const text = res.text;
+    for (const secret of [foreign.hubId, foreign.title, foreign.content]) expect(text, `${key} as ${identity} leaks another hub`).not.toContain(secret);
+    expect(text, `${key} as ${identity} shows a stored invite token`).not.toContain(f.inviteToken);
+    const outsider = identity === "anonymous" || identity === "invalid_key" || identity === "non_member";
+    if (outsider && !row.reveals?.includes(identity)) {
+      for (const secret of [f.hubId, f.hubName, f.hubSlug, f.secretTitle, f.secretContent]) {
+        expect(text, `${key} as ${identity} leaks the hub`).not.toContain(secret);
+      }
+    }
+  });
+});
