@@ -13,15 +13,33 @@ export interface ChunkInput {
 /**
  * Replaces a memory's chunks with their lexical and vector index entries.
  * The only writer of chunks.search_vector and chunks.embedding.
+ *
+ * Each chunk's lexical entry also carries the memory's title: a section that
+ * never repeats what the document is about would otherwise be unfindable by it.
+ * One multi-row INSERT so the BM25 statistics triggers run once per memory.
  */
 export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: string }, chunks: ChunkInput[]): Promise<void> {
   await tx.$executeRaw`DELETE FROM chunks WHERE memory_id = ${memory.id}::uuid`;
-  for (const chunk of chunks) {
-    const embedding = chunk.embedding ? `[${chunk.embedding.join(",")}]` : null;
-    await tx.$executeRaw`
-      INSERT INTO chunks (id, memory_id, hub_id, position, content, heading_chain, token_count, search_vector, embedding)
-      VALUES (${newId()}::uuid, ${memory.id}::uuid, ${memory.hubId}::uuid, ${chunk.position}, ${chunk.content}, ${chunk.headingChain},
-              ${chunk.tokenCount}, to_tsvector('simple', left(${`${chunk.headingChain}\n${chunk.content}`}, 200000)),
-              ${embedding}::vector)`;
-  }
+  if (chunks.length === 0) return;
+  const ids = chunks.map(() => newId());
+  const embeddings = chunks.map((chunk) => (chunk.embedding ? `[${chunk.embedding.join(",")}]` : null));
+  await tx.$executeRawUnsafe(
+    `INSERT INTO chunks (id, memory_id, hub_id, position, content, heading_chain, token_count, search_vector, search_length, embedding)
+     SELECT c.id, $1::uuid, $2::uuid, c.position, c.content, c.heading_chain, c.token_count, c.vec, engram_tsvector_length(c.vec), c.embedding::vector
+     FROM (
+       SELECT u.id, u.position, u.content, u.heading_chain, u.token_count, u.embedding,
+              engram_document_tsvector(coalesce(m.title, '') || E'\\n' || u.heading_chain || E'\\n' || u.content) AS vec
+       FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::int[], $8::text[])
+              AS u(id, position, content, heading_chain, token_count, embedding)
+       LEFT JOIN memories m ON m.id = $1::uuid
+     ) AS c`,
+    memory.id,
+    memory.hubId,
+    ids,
+    chunks.map((chunk) => chunk.position),
+    chunks.map((chunk) => chunk.content),
+    chunks.map((chunk) => chunk.headingChain),
+    chunks.map((chunk) => chunk.tokenCount),
+    embeddings,
+  );
 }

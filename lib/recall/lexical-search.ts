@@ -1,0 +1,151 @@
+import type { DbClient } from "@/lib/db/database.ts";
+import { searchScope, type SearchScope } from "./search-scope.ts";
+
+/** BM25 parameters (the usual defaults; chunks are short and similar in length). */
+const K1 = 1.2;
+const B = 0.75;
+/** Most chunks that are read and scored per query; bounds the cost of very common words. */
+const MAX_CANDIDATES = 4000;
+/** Unprocessed memories scored whole (read-your-writes). */
+const MAX_UNINDEXED_CANDIDATES = 500;
+/** Candidates re-scored with exact term frequencies. */
+const RESCORED = 200;
+/** At most this many query terms are used (the rarest); a pasted paragraph must not cost more. */
+const MAX_TERMS = 32;
+
+export interface QueryTerm {
+  term: string;
+  df: number;
+  idf: number;
+}
+
+export interface LexicalStats {
+  terms: QueryTerm[];
+  /** Chunks in the searched hubs. */
+  chunkCount: number;
+  averageLength: number;
+  /** Sum of idf over terms that occur somewhere in the searched hubs: the best a document can match. */
+  findableIdf: number;
+}
+
+export interface LexicalHit {
+  /** null for a memory that is not chunked yet (matched as a whole). */
+  chunkId: string | null;
+  memoryId: string;
+  /** BM25 with exact term frequencies and length normalisation. */
+  bm25: number;
+  /** Sum of idf of the query terms the chunk contains. */
+  matchedIdf: number;
+  matchedTerms: string[];
+}
+
+export interface LexicalResult {
+  stats: LexicalStats;
+  hits: LexicalHit[];
+  candidates: number;
+}
+
+/** Analyses the query with the index's own analyser and reads BM25 statistics of the searched hubs. */
+export async function lexicalStats(db: DbClient, text: string, hubIds: string[]): Promise<LexicalStats> {
+  const rows = await db.$queryRawUnsafe<{ term: string | null; df: number; n: number; total: number }[]>(
+    `WITH h AS (
+       SELECT coalesce(sum(chunk_count), 0)::float8 AS n, coalesce(sum(total_length), 0)::float8 AS total
+       FROM recall_hub_stats WHERE hub_id = ANY($2::uuid[])
+     ), t AS (SELECT unnest(tsvector_to_array(engram_tsvector($1))) AS term)
+     SELECT t.term,
+            coalesce((SELECT sum(s.df) FROM recall_term_stats s WHERE s.hub_id = ANY($2::uuid[]) AND s.term = t.term), 0)::float8 AS df,
+            h.n, h.total
+     FROM h LEFT JOIN t ON true`,
+    text,
+    hubIds,
+  );
+  const n = rows[0]?.n ?? 0;
+  const total = rows[0]?.total ?? 0;
+  const terms = rows
+    .filter((row): row is typeof row & { term: string } => row.term !== null)
+    .map((row) => {
+      const df = Number(row.df);
+      const docs = Math.max(n, df);
+      return { term: row.term, df, idf: Math.log(1 + (docs - df + 0.5) / (df + 0.5)) };
+    })
+    .sort((a, b) => a.df - b.df || a.term.localeCompare(b.term))
+    .slice(0, MAX_TERMS);
+  return {
+    terms,
+    chunkCount: n,
+    averageLength: n > 0 ? Math.max(total / n, 1) : 1,
+    findableIdf: terms.filter((t) => t.df > 0).reduce((sum, t) => sum + t.idf, 0),
+  };
+}
+
+/**
+ * Terms that select candidates: OR semantics (a document needs only some of
+ * the words), but only over the rarer words while there are some, so a query
+ * with one common word does not read a third of the index. Every query term
+ * still counts in the score.
+ */
+function driverTerms(stats: LexicalStats): QueryTerm[] {
+  const present = stats.terms.filter((t) => t.df > 0);
+  const drivers: QueryTerm[] = [];
+  let budget = 0;
+  for (const term of present) {
+    if (drivers.length > 0 && budget + term.df > MAX_CANDIDATES && term.df > stats.chunkCount * 0.02) break;
+    drivers.push(term);
+    budget += term.df;
+  }
+  return drivers;
+}
+
+/** BM25 over chunks (and over whole memories not chunked yet) within the scope. */
+export async function lexicalSearch(db: DbClient, stats: LexicalStats, scope: SearchScope, limit: number): Promise<LexicalResult> {
+  if (stats.terms.length === 0) return { stats, hits: [], candidates: 0 };
+  const drivers = driverTerms(stats);
+  const params: unknown[] = [
+    stats.terms.map((t) => t.term),
+    stats.terms.map((t) => t.idf),
+    drivers.map((t) => t.term),
+    // Unchunked memories are matched on every term: words new to the hub are exactly what they may hold.
+    stats.terms.map((t) => t.term),
+    stats.averageLength,
+  ];
+  const chunkScope = searchScope(scope, params);
+  const memoryScope = searchScope(scope, params);
+  const norm = (len: string) => `(1 - ${B} + ${B} * ${len} / $5::float8)`;
+  const rows = await db.$queryRawUnsafe<{ chunk_id: string | null; memory_id: string; matched_idf: number; matched_terms: string[] | null; bm25: number | null; candidates: bigint | number }[]>(
+    `WITH q AS MATERIALIZED (
+       SELECT t.term, t.idf, engram_terms_tsquery(ARRAY[t.term], ' | ') AS tsq FROM unnest($1::text[], $2::float8[]) AS t(term, idf)
+     ), cand AS (
+       SELECT c.id AS chunk_id, c.memory_id, c.search_vector AS vec, greatest(c.search_length, 1) AS len
+       FROM chunks c JOIN memories m ON m.id = c.memory_id
+       WHERE c.search_vector @@ engram_terms_tsquery($3::text[], ' | ') AND c.hub_id = ANY($6::uuid[]) AND ${chunkScope}
+       LIMIT ${MAX_CANDIDATES}
+     ), mcand AS (
+       SELECT NULL::uuid AS chunk_id, m.id AS memory_id, m.search_vector AS vec, greatest(engram_tsvector_length(m.search_vector), 1) AS len
+       FROM memories m
+       WHERE m.processing_status IN ('pending', 'running') AND m.search_vector @@ engram_terms_tsquery($4::text[], ' | ') AND ${memoryScope}
+       LIMIT ${MAX_UNINDEXED_CANDIDATES}
+     ), pre AS (
+       SELECT a.chunk_id, a.memory_id, a.vec, a.len, m.matched_idf, m.matched_terms
+       FROM (SELECT * FROM cand UNION ALL SELECT * FROM mcand) AS a,
+            LATERAL (SELECT coalesce(sum(q.idf), 0) AS matched_idf, array_agg(q.term) AS matched_terms FROM q WHERE a.vec @@ q.tsq) AS m
+     ), top AS (
+       SELECT * FROM pre ORDER BY matched_idf / ${norm("len")} DESC LIMIT ${RESCORED}
+     )
+     SELECT top.chunk_id, top.memory_id, top.matched_idf, top.matched_terms,
+            (SELECT sum(q.idf * x.tf * ${K1 + 1} / (x.tf + ${K1} * ${norm("top.len")}))
+             FROM (SELECT u.lexeme, greatest(coalesce(array_length(u.positions, 1), 1), 1)::float8 AS tf FROM unnest(top.vec) AS u) AS x
+             JOIN q ON q.term = x.lexeme) AS bm25,
+            (SELECT count(*) FROM pre) AS candidates
+     FROM top`,
+    ...params,
+  );
+  const hits = rows
+    .map((row) => ({ chunkId: row.chunk_id, memoryId: row.memory_id, bm25: Number(row.bm25 ?? 0), matchedIdf: Number(row.matched_idf), matchedTerms: row.matched_terms ?? [] }))
+    .sort((a, b) => b.bm25 - a.bm25)
+    .slice(0, limit);
+  // A term no chunk holds can still be matched by a memory that is not chunked yet: then it is findable too.
+  const findable = new Set(stats.terms.filter((t) => t.df > 0).map((t) => t.term));
+  for (const row of rows) for (const term of row.matched_terms ?? []) findable.add(term);
+  const findableIdf = stats.terms.filter((t) => findable.has(t.term)).reduce((sum, t) => sum + t.idf, 0);
+  return { stats: { ...stats, findableIdf }, hits, candidates: Number(rows[0]?.candidates ?? 0) };
+}

@@ -1,0 +1,26 @@
+import { z } from "zod";
+import { KINDS, SOURCES, projectContextSchema } from "@/lib/memories/memory-fields.ts";
+
+export const RECALL_DEFAULT_LIMIT = 10;
+export const RECALL_MAX_LIMIT = 50;
+export const MAX_QUERY_CHARS = 4000;
+export const MAX_HUB_IDS = 100;
+
+export const recallBodySchema = z.object({
+  query: z.string().trim().min(1, "query must not be empty").max(MAX_QUERY_CHARS, `query is at most ${MAX_QUERY_CHARS} characters`),
+  limit: z.int("limit must be an integer").min(1, "limit must be at least 1").optional(),
+  hub_ids: z.array(z.uuid("hub_ids must be hub ids (not slugs)")).max(MAX_HUB_IDS, `at most ${MAX_HUB_IDS} hub_ids`).optional(),
+  kind: z.enum(KINDS).optional(),
+  // Accepted for compatibility; recall does not filter by tags.
+  tags: z.array(z.string().max(64)).max(50).optional(),
+  topic_id: z.uuid("topic_id must be a topic id").optional(),
+  no_rerank: z.boolean().optional(),
+  // Accepted for compatibility; archived and processing memories are never recalled.
+  include_archived: z.boolean().optional(),
+  source: z.enum([...SOURCES, "ui", "tool", "other"]).or(z.string().max(64)).optional(),
+  working_dir: z.string().max(1024).optional(),
+  project_context: projectContextSchema.optional(),
+  created_after: z.iso.datetime({ offset: true, message: "created_after must be an RFC 3339 timestamp" }).optional(),
+  created_before: z.iso.datetime({ offset: true, message: "created_before must be an RFC 3339 timestamp" }).optional(),
+});
+export type RecallBody = z.output<typeof recallBodySchema>;

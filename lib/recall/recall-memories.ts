@@ -1,0 +1,244 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { getEmbedder } from "@/lib/ai/embedder.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { analyzeQuery, type Intent, type QueryMember } from "./analyze-query.ts";
+import { embedQuery } from "./embed-query.ts";
+import { lexicalSearch, lexicalStats } from "./lexical-search.ts";
+import { loadCandidateFacts, loadRecalled, type CandidateFacts, type RecalledMemory } from "./load-recalled.ts";
+import { RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT, type RecallBody } from "./recall-fields.ts";
+import { recordAccess } from "./record-access.ts";
+import { RELEVANCE_FLOOR, relevanceScore } from "./relevance-score.ts";
+import { rerankWithinBudget } from "./reranker.ts";
+import type { SearchScope } from "./search-scope.ts";
+import { chunkSimilarities, vectorSearch } from "./vector-search.ts";
+
+export interface RecallInput extends RecallBody {
+  /** The X-Hub-ID header: that hub's memories rank a little higher. */
+  preferred_hub_id?: string;
+}
+
+export interface RecallFilters {
+  hub_ids: string[];
+  kind: string | null;
+  topic_id: string | null;
+  created_after: string | null;
+  created_before: string | null;
+  author: { id: string; name: string } | null;
+  /** The query words that became created_* bounds, when any did. */
+  time_phrase?: string;
+  /** The query words that became the author filter, when any did. */
+  author_phrase?: string;
+}
+
+export interface RecallResult {
+  memories: RecalledMemory[];
+  query_metadata: {
+    intent: Intent;
+    kinds_searched: string[];
+    total_candidates: number;
+    reranked: boolean;
+    rerank_reason?: string;
+    latency_ms: number;
+    filters: RecallFilters;
+  };
+}
+
+/** How many chunks each leg contributes before fusion. */
+const LEG_DEPTH = 100;
+/** How many memories go to the reranker (its cost grows with this). */
+const RERANK_DEPTH = 30;
+/** How much the reranker's judgement weighs against the first-stage score. */
+const RERANK_WEIGHT = 0.6;
+
+const INTENT_KIND: Partial<Record<Intent, string>> = { how_to: "procedural", why: "rationale", what_is: "semantic", temporal: "episodic" };
+const BOOST = { preferredHub: 0.03, project: 0.04, repo: 0.05, branch: 0.01, intentKind: 0.02 };
+
+interface Scored {
+  memoryId: string;
+  chunkId: string | null;
+  similarity: number | null;
+  coverage: number;
+  bm25: number;
+  score: number;
+}
+
+/**
+ * Hybrid recall over the caller's hubs: BM25 over chunks (and over memories
+ * not chunked yet) + HNSW cosine over chunk embeddings, fused into one
+ * calibrated score per chunk; one entry per memory (its best chunk), optional
+ * rerank, floor, limit.
+ */
+export async function recallMemories(ctx: AuthContext, input: RecallInput): Promise<RecallResult> {
+  const started = performance.now();
+  const now = ctx.now();
+  const limit = Math.min(input.limit ?? RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT);
+
+  const memberships = await readableHubs(ctx);
+  const readable = new Map(memberships.map((m) => [m.hub.id, m.hub]));
+  const hubIds = input.hub_ids ? [...new Set(input.hub_ids)].filter((id) => readable.has(id)) : [...readable.keys()];
+
+  const members = mentionsSomeone(input.query) ? await hubMembers(ctx, hubIds) : [];
+  const analysis = analyzeQuery(input.query, now, members);
+  const createdAfter = latest(input.created_after ? new Date(input.created_after) : undefined, analysis.createdAfter);
+  const createdBefore = earliest(input.created_before ? new Date(input.created_before) : undefined, analysis.createdBefore);
+  const scope: SearchScope = {
+    hubIds,
+    kind: input.kind,
+    topicId: input.topic_id,
+    createdAfter,
+    createdBefore,
+    ownerId: analysis.author?.id,
+  };
+  const filters: RecallFilters = {
+    hub_ids: hubIds,
+    kind: input.kind ?? null,
+    topic_id: input.topic_id ?? null,
+    created_after: createdAfter?.toISOString() ?? null,
+    created_before: createdBefore?.toISOString() ?? null,
+    author: analysis.author ? { id: analysis.author.id, name: analysis.author.name } : null,
+    ...(analysis.timePhrase && { time_phrase: analysis.timePhrase }),
+    ...(analysis.author && { author_phrase: analysis.author.phrase }),
+  };
+  const metadata = (fields: Pick<RecallResult["query_metadata"], "total_candidates" | "reranked" | "rerank_reason">) => ({
+    intent: analysis.intent,
+    kinds_searched: input.kind ? [input.kind] : ["all"],
+    ...fields,
+    latency_ms: Math.round((performance.now() - started) * 10) / 10,
+    filters,
+  });
+
+  const emptyScope = hubIds.length === 0 || (createdAfter && createdBefore && createdAfter >= createdBefore);
+  if (emptyScope) {
+    return { memories: [], query_metadata: metadata({ total_candidates: 0, reranked: false, rerank_reason: "no_candidates" }) };
+  }
+
+  // The query embedding runs on ONNX threads while the database does the lexical leg.
+  const vectorPromise = getEmbedder().then((embedder) => (embedder ? embedQuery(embedder, analysis.searchText) : null));
+  vectorPromise.catch(() => undefined);
+  const stats = await lexicalStats(ctx.db, analysis.searchText, hubIds);
+  const lexical = await lexicalSearch(ctx.db, stats, scope, LEG_DEPTH);
+  const vector = await vectorPromise.catch((error) => {
+    console.error("[engram] recall: query embedding failed; lexical only", error);
+    return null;
+  });
+  const vectorHits = vector ? await vectorSearch(ctx.db, vector, scope, Math.max(LEG_DEPTH, limit * 4), stats.chunkCount) : [];
+
+  const similarities = new Map(vectorHits.map((hit) => [hit.chunkId, hit.similarity]));
+  const missing = lexical.hits.flatMap((hit) => (hit.chunkId && !similarities.has(hit.chunkId) ? [hit.chunkId] : []));
+  if (vector && missing.length > 0) for (const [id, sim] of await chunkSimilarities(ctx.db, vector, missing)) similarities.set(id, sim);
+
+  const idfMass = lexical.stats.findableIdf;
+  const chunkScores = new Map<string, Omit<Scored, "score">>();
+  for (const hit of lexical.hits) {
+    const key = hit.chunkId ?? `memory:${hit.memoryId}`;
+    chunkScores.set(key, {
+      memoryId: hit.memoryId,
+      chunkId: hit.chunkId,
+      similarity: hit.chunkId ? (similarities.get(hit.chunkId) ?? null) : null,
+      coverage: idfMass > 0 ? hit.matchedIdf / idfMass : 0,
+      bm25: idfMass > 0 ? hit.bm25 / idfMass : 0,
+    });
+  }
+  for (const hit of vectorHits) {
+    if (chunkScores.has(hit.chunkId)) continue;
+    chunkScores.set(hit.chunkId, { memoryId: hit.memoryId, chunkId: hit.chunkId, similarity: hit.similarity, coverage: 0, bm25: 0 });
+  }
+  const lexicalChunkIds = new Set(lexical.hits.map((hit) => hit.chunkId));
+  const totalCandidates = lexical.candidates + vectorHits.filter((hit) => !lexicalChunkIds.has(hit.chunkId)).length;
+
+  const facts = await loadCandidateFacts(ctx.db, [...new Set([...chunkScores.values()].map((c) => c.memoryId))], analysis.entities);
+  const best = new Map<string, Scored & { rank: number }>();
+  for (const candidate of chunkScores.values()) {
+    const fact = facts.get(candidate.memoryId);
+    if (!fact) continue;
+    const score = relevanceScore({
+      similarity: candidate.similarity,
+      coverage: candidate.coverage,
+      bm25: candidate.bm25,
+      missingEntities: fact.missingEntities,
+      entities: analysis.entities.length,
+    });
+    if (score < RELEVANCE_FLOOR) continue;
+    const rank = Math.min(1, score + boost(fact, input, analysis.intent));
+    const previous = best.get(candidate.memoryId);
+    if (!previous || rank > previous.rank) best.set(candidate.memoryId, { ...candidate, score: rank, rank });
+  }
+  let ranked = [...best.values()].sort((a, b) => b.rank - a.rank || a.memoryId.localeCompare(b.memoryId));
+
+  let reranked = false;
+  let rerankReason: string | undefined;
+  const pool = ranked.slice(0, Math.max(limit, Math.min(RERANK_DEPTH, ranked.length)));
+  if (pool.length > 0 && !input.no_rerank) {
+    const passages = await loadRecalled(ctx.db, pool, { now, withHub: false });
+    const outcome = await rerankWithinBudget(
+      analysis.searchText,
+      passages.map((p) => `${p.title}\n${p.heading_chain}\n${p.chunk_content}`.slice(0, 4000)),
+      { noRerank: false },
+    );
+    if (outcome.reranked) {
+      reranked = true;
+      const byMemory = new Map(passages.map((p, i) => [p.id, outcome.scores[i] ?? 0]));
+      ranked = pool
+        .map((item) => {
+          const blended = (1 - RERANK_WEIGHT) * item.rank + RERANK_WEIGHT * (byMemory.get(item.memoryId) ?? 0);
+          return { ...item, score: blended, rank: blended };
+        })
+        .filter((item) => item.rank >= RELEVANCE_FLOOR)
+        .sort((a, b) => b.rank - a.rank || a.memoryId.localeCompare(b.memoryId));
+    } else {
+      rerankReason = outcome.reason;
+    }
+  } else {
+    rerankReason = input.no_rerank ? "disabled_by_request" : "no_candidates";
+  }
+
+  const top = ranked.slice(0, limit);
+  const memories = await loadRecalled(ctx.db, top, { now, withHub: hubIds.length > 1 });
+  recordAccess(ctx.db, memories.map((m) => m.id), now);
+  return {
+    memories,
+    query_metadata: metadata({ total_candidates: totalCandidates, reranked, ...(rerankReason && { rerank_reason: rerankReason }) }),
+  };
+}
+
+function boost(fact: CandidateFacts, input: RecallInput, intent: Intent): number {
+  let total = 0;
+  if (input.preferred_hub_id && fact.hubId === input.preferred_hub_id) total += BOOST.preferredHub;
+  const wanted = input.project_context;
+  const have = fact.projectContext;
+  if (wanted && have) {
+    const same = (a?: string, b?: string) => Boolean(a && b && a.trim().toLowerCase() === b.trim().toLowerCase());
+    if (same(wanted.repo, have.repo)) total += BOOST.repo;
+    if (same(wanted.project, have.project)) total += BOOST.project;
+    if (same(wanted.branch, have.branch)) total += BOOST.branch;
+  }
+  if (INTENT_KIND[intent] === fact.kind) total += BOOST.intentKind;
+  return total;
+}
+
+/** Author cues need the members' names; most queries have none, so skip that read. */
+function mentionsSomeone(query: string): boolean {
+  return /\b(by|from|did)\s+\S|\S(?:'s|’s)\s|\b(wrote|pushed|said|added|noted|decided|recorded|logged|saved|shared|posted|mentioned|documented|reported)\b/i.test(query);
+}
+
+async function hubMembers(ctx: AuthContext, hubIds: string[]): Promise<QueryMember[]> {
+  const rows = await ctx.db.hubMember.findMany({
+    where: { hubId: { in: hubIds } },
+    select: { user: { select: { id: true, name: true } } },
+    distinct: ["userId"],
+    take: 2000,
+  });
+  return rows.map((row) => row.user);
+}
+
+function latest(a?: Date, b?: Date): Date | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return a > b ? a : b;
+}
+
+function earliest(a?: Date, b?: Date): Date | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return a < b ? a : b;
+}

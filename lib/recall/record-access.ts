@@ -1,0 +1,48 @@
+import type { Db } from "@/lib/db/database.ts";
+
+interface Pending {
+  db: Db;
+  counts: Map<string, number>;
+  at: Date;
+}
+
+const globalForAccess = globalThis as unknown as { __engramAccess?: { pending: Pending | null; flushing: Promise<void> } };
+const queue = (globalForAccess.__engramAccess ??= { pending: null, flushing: Promise.resolve() });
+
+/**
+ * Counts memories returned by recall as accessed without making the request
+ * wait: ids are batched and written in one UPDATE after the response.
+ */
+export function recordAccess(db: Db, memoryIds: string[], at: Date): void {
+  if (memoryIds.length === 0) return;
+  if (queue.pending && queue.pending.db !== db) void flushAccess();
+  if (!queue.pending) {
+    queue.pending = { db, counts: new Map(), at };
+    setTimeout(() => void flushAccess(), 0);
+  }
+  for (const id of memoryIds) queue.pending.counts.set(id, (queue.pending.counts.get(id) ?? 0) + 1);
+  queue.pending.at = at;
+}
+
+/** Writes the batched counts; resolves when every count recorded so far is stored. */
+export function flushAccess(): Promise<void> {
+  const batch = queue.pending;
+  queue.pending = null;
+  if (batch) {
+    const ids = [...batch.counts.keys()];
+    const increments = ids.map((id) => batch.counts.get(id)!);
+    queue.flushing = queue.flushing.then(() =>
+      batch.db
+        .$executeRawUnsafe(
+          `UPDATE memories AS m SET access_count = m.access_count + u.n, last_accessed_at = $3::timestamptz
+           FROM unnest($1::uuid[], $2::int[]) AS u(id, n) WHERE m.id = u.id`,
+          ids,
+          increments,
+          batch.at.toISOString(),
+        )
+        .then(() => undefined)
+        .catch((error) => console.error("[engram] recall: recording access counts failed", error)),
+    );
+  }
+  return queue.flushing;
+}
