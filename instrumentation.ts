@@ -4,4 +4,6 @@ export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   const { startServer } = await import("./lib/system/start-server.ts");
   await startServer();
+  // Background processing (issue 4): embedded runner or Inngest, plus the sweeper that resumes unfinished work.
+  await (await import("./lib/processing/start-background-processing.ts")).startBackgroundProcessing();
 }

@@ -146,34 +146,96 @@ async function createLocalEmbedder(): Promise<Embedder> {
   });
   const { tokenizer, model } = extractor;
 
-  // One inference at a time: parallel runs only fight over the same cores.
-  let queue: Promise<unknown> = Promise.resolve();
   const runBatch = async (batch: string[]): Promise<number[][]> => {
     const inputs = tokenizer(batch, { padding: true, truncation: true, max_length: LOCAL_MAX_TOKENS });
     const output = await model(inputs);
     const pooled = mean_pooling(output.last_hidden_state, inputs.attention_mask).normalize(2, -1);
     return pooled.tolist() as number[][];
   };
-
+  const batcher = new EmbeddingBatcher(runBatch, LOCAL_BATCH_SIZE);
   return {
     id: `local:${LOCAL_MODEL_ID}`,
     dimensions: EMBEDDING_DIMENSIONS,
-    async embed(texts) {
-      if (texts.length === 0) return [];
-      const job = queue.then(async () => {
-        // Similar lengths per batch keep padding (wasted compute) small. The int8 model quantises
-        // activations per batch, so a text's vector varies slightly (cos > 0.99) with its batch-mates.
-        const order = texts.map((_, i) => i).sort((a, b) => texts[a]!.length - texts[b]!.length);
-        const vectors: number[][] = new Array(texts.length);
-        for (let start = 0; start < order.length; start += LOCAL_BATCH_SIZE) {
-          const indexes = order.slice(start, start + LOCAL_BATCH_SIZE);
-          const result = await runBatch(indexes.map((i) => texts[i] || " "));
-          indexes.forEach((i, k) => (vectors[i] = result[k]!));
-        }
-        return vectors;
-      });
-      queue = job.catch(() => undefined);
-      return job;
-    },
+    embed: (texts, kind = "document") => batcher.embed(texts, kind),
   };
+}
+
+interface EmbedRequest {
+  texts: string[];
+  vectors: number[][];
+  /** Texts of this request not yet embedded, in input order. */
+  next: number;
+  done: number;
+  resolve(vectors: number[][]): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * One inference at a time (parallel runs only fight over the same cores),
+ * but every run fills its batch from all waiting callers: chunks of many
+ * memories share a batch, which is where the throughput comes from. Queries
+ * (recall) jump ahead of documents (background indexing), so a search
+ * waits for at most the batch already running.
+ */
+export class EmbeddingBatcher {
+  private readonly queries: EmbedRequest[] = [];
+  private readonly documents: EmbedRequest[] = [];
+  private running = false;
+
+  constructor(
+    private readonly runBatch: (texts: string[]) => Promise<number[][]>,
+    private readonly batchSize: number,
+  ) {}
+
+  embed(texts: string[], kind: "query" | "document"): Promise<number[][]> {
+    if (texts.length === 0) return Promise.resolve([]);
+    return new Promise((resolve, reject) => {
+      const request: EmbedRequest = { texts: texts.map((t) => t || " "), vectors: new Array(texts.length), next: 0, done: 0, resolve, reject };
+      (kind === "query" ? this.queries : this.documents).push(request);
+      void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      for (;;) {
+        const batch = this.take();
+        if (batch.length === 0) break;
+        // Similar lengths in a batch keep padding (wasted compute) small. The int8 model quantises
+        // activations per batch, so a text's vector varies slightly (cos > 0.99) with its batch-mates.
+        batch.sort((a, b) => a.text.length - b.text.length);
+        try {
+          const vectors = await this.runBatch(batch.map((item) => item.text));
+          batch.forEach((item, k) => {
+            item.request.vectors[item.index] = vectors[k]!;
+            if (++item.request.done === item.request.texts.length) item.request.resolve(item.request.vectors);
+          });
+        } catch (error) {
+          for (const request of new Set(batch.map((item) => item.request))) {
+            request.next = request.texts.length; // drop its remaining texts
+            request.reject(error);
+          }
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private take(): { request: EmbedRequest; index: number; text: string }[] {
+    const batch: { request: EmbedRequest; index: number; text: string }[] = [];
+    for (const list of [this.queries, this.documents]) {
+      while (batch.length < this.batchSize && list.length > 0) {
+        const request = list[0]!;
+        while (batch.length < this.batchSize && request.next < request.texts.length) {
+          batch.push({ request, index: request.next, text: request.texts[request.next]! });
+          request.next++;
+        }
+        if (request.next >= request.texts.length) list.shift();
+      }
+    }
+    return batch;
+  }
 }

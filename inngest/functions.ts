@@ -1,0 +1,81 @@
+import { getDatabase } from "@/lib/db/database.ts";
+import { findPendingMemories } from "@/lib/processing/embedded-runner.ts";
+import { claimMemory, describeError } from "@/lib/processing/process-memory.ts";
+import { processingConfig } from "@/lib/processing/processing-config.ts";
+import { failMemory, PROCESSING_STEPS, StaleJobError, type StepContext } from "@/lib/processing/processing-steps.ts";
+import { inngest, MEMORY_PROCESS_EVENT } from "./client.ts";
+
+const db = async () => (await getDatabase()).prisma;
+
+/** Step retries per run; a memory that keeps failing then ends `failed` (onFailure). */
+const RETRIES = 4;
+
+/**
+ * Processes one memory: each step of the shared pipeline is an Inngest step,
+ * so a retry resumes at the step that failed. The database stays the record:
+ * the claim makes duplicate events harmless, and every write is discarded
+ * if the content changed meanwhile.
+ */
+export const processMemoryFunction = inngest.createFunction(
+  {
+    id: "process-memory",
+    name: "Process memory",
+    triggers: [{ event: MEMORY_PROCESS_EVENT }],
+    concurrency: { limit: 4 },
+    retries: RETRIES,
+    onFailure: async ({ event, error }) => {
+      const id = (event.data.event.data as { id?: string }).id;
+      if (!id) return;
+      const client = await db();
+      const row = await client.memory.findUnique({ where: { id }, select: { id: true, hubId: true, version: true, contentHash: true, processingStatus: true } });
+      // Only the run that holds the memory may fail it; a newer version is pending and has its own run.
+      if (!row || row.processingStatus !== "running") return;
+      await failMemory({ db: client, memory: row, now: () => new Date() }, describeError(error), { indexed: false });
+    },
+  },
+  async ({ event, step }) => {
+    const id = (event.data as { id?: string }).id;
+    if (typeof id !== "string") return { status: "invalid" as const };
+    const config = processingConfig();
+    const claim = await step.run("claim", async () => {
+      const now = new Date();
+      return claimMemory(await db(), id, { ...config, now, staleBefore: new Date(now.getTime() - config.staleMs) });
+    });
+    if (!claim) return { status: "skipped" as const };
+    for (const processingStep of PROCESSING_STEPS) {
+      const result = await step.run(processingStep.name, async () => {
+        const ctx: StepContext = { db: await db(), memory: claim.memory, now: () => new Date() };
+        try {
+          await processingStep.run(ctx);
+          return "ok" as const;
+        } catch (error) {
+          if (error instanceof StaleJobError) return "stale" as const;
+          // Visible on the memory while Inngest retries the step.
+          await ctx.db.memory.updateMany({
+            where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running" },
+            data: { processingError: describeError(error) },
+          });
+          throw error;
+        }
+      });
+      if (result === "stale") return { status: "stale" as const };
+    }
+    return { status: "done" as const };
+  },
+);
+
+/** Safety net for lost events and dead workers: re-sends events for whatever the database says is waiting. */
+export const sweepProcessingFunction = inngest.createFunction(
+  { id: "sweep-processing", name: "Resume pending memory processing", triggers: [{ cron: "*/5 * * * *" }] },
+  async ({ step }) => {
+    const ids = await step.run("find-pending", async () => {
+      const now = new Date();
+      const config = processingConfig();
+      return findPendingMemories(await db(), new Date(now.getTime() - config.staleMs), config.retryBaseMs * 0.8);
+    });
+    if (ids.length) await step.sendEvent("enqueue", ids.map((memoryId) => ({ name: MEMORY_PROCESS_EVENT, data: { id: memoryId } })));
+    return { enqueued: ids.length };
+  },
+);
+
+export const functions = [processMemoryFunction, sweepProcessingFunction];

@@ -1,0 +1,176 @@
+import type { Db } from "@/lib/db/database.ts";
+import { claimMemory, processMemory } from "./process-memory.ts";
+import type { ProcessingConfig } from "./processing-config.ts";
+
+/** Sweeps take this many candidates at a time; the next sweep follows as soon as they drain. */
+const SWEEP_PAGE = 200;
+
+/** Memories waiting for a worker: pending ones, and running ones whose worker is presumed dead. */
+export async function findPendingMemories(db: Db, staleBefore: Date, retryFloorMs: number, limit = SWEEP_PAGE, now = new Date()): Promise<string[]> {
+  const rows = await db.memory.findMany({
+    where: {
+      OR: [
+        // Failed attempts wait at least the first backoff step (claimMemory checks the exact delay).
+        { processingStatus: "pending", OR: [{ processingAttempts: 0 }, { processingStartedAt: { lt: new Date(now.getTime() - retryFloorMs) } }] },
+        { processingStatus: "running", OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] },
+      ],
+    },
+    orderBy: { updatedAt: "asc" },
+    take: limit,
+    select: { id: true },
+  });
+  return rows.map((row) => row.id);
+}
+
+export interface EmbeddedRunnerOptions extends ProcessingConfig {
+  db: () => Promise<Db>;
+  /**
+   * The embedded database can be opened by one process only, so at start-up
+   * every `running` row belongs to a process that died: resume them at once
+   * instead of waiting for the stale timeout.
+   */
+  exclusiveDatabase: boolean;
+}
+
+/**
+ * The in-process runner: a bounded queue of memory ids fed by writes, retry
+ * timers and a periodic sweep of the database (the durable record). Jobs
+ * run concurrently so their chunks share embedding batches.
+ */
+export class EmbeddedRunner {
+  private readonly queued = new Set<string>();
+  private readonly active = new Set<string>();
+  private readonly again = new Set<string>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly startedAt = new Date();
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private idleWaiters: (() => void)[] = [];
+  private stopped = false;
+  /** Jobs finished since start, by outcome (reported in logs and by the benchmark). */
+  readonly stats = { done: 0, stale: 0, retried: 0, failed: 0 };
+
+  constructor(private readonly options: EmbeddedRunnerOptions) {}
+
+  start(): void {
+    void this.sweep();
+    this.sweepTimer = setInterval(() => void this.sweep(), this.options.sweepMs);
+    this.sweepTimer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.sweepTimer);
+    clearTimeout(this.followUp);
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    this.queued.clear();
+    this.notifyIdle();
+  }
+
+  enqueue(id: string): void {
+    if (this.stopped) return;
+    if (this.active.has(id)) this.again.add(id);
+    else this.queued.add(id);
+    this.pump();
+  }
+
+  /** Resolves when nothing is queued or running (retry timers may still be pending). */
+  idle(): Promise<void> {
+    if (this.isIdle()) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  get size(): { queued: number; active: number } {
+    return { queued: this.queued.size, active: this.active.size };
+  }
+
+  private notifyIdle(): void {
+    if (this.isIdle()) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  private isIdle(): boolean {
+    return this.queued.size === 0 && this.active.size === 0 && !this.sweeping;
+  }
+
+  private staleBefore(now: Date): Date {
+    const timeout = now.getTime() - this.options.staleMs;
+    return new Date(this.options.exclusiveDatabase ? Math.max(timeout, this.startedAt.getTime()) : timeout);
+  }
+
+  /** Enqueues what the database says is waiting; pages through a backlog as the queue drains. */
+  sweep(): Promise<void> {
+    this.sweeping ??= (async () => {
+      try {
+        if (this.queued.size >= SWEEP_PAGE) return;
+        const db = await this.options.db();
+        const ids = await findPendingMemories(db, this.staleBefore(new Date()), this.options.retryBaseMs * 0.8);
+        for (const id of ids) if (!this.active.has(id)) this.queued.add(id);
+        this.backlog = ids.length === SWEEP_PAGE;
+      } catch (error) {
+        console.error("[engram] processing: sweep failed", error);
+      } finally {
+        this.sweeping = undefined;
+        this.pump();
+        this.notifyIdle();
+      }
+    })();
+    return this.sweeping;
+  }
+
+  private backlog = false;
+  private followUp: NodeJS.Timeout | undefined;
+
+  /** A backlog is paged through one sweep per second at most, so rows that cannot be claimed yet never spin. */
+  private sweepSoon(): void {
+    if (this.followUp || this.stopped) return;
+    this.followUp = setTimeout(() => {
+      this.followUp = undefined;
+      void this.sweep();
+    }, 1000);
+    this.followUp.unref();
+  }
+
+  private pump(): void {
+    while (!this.stopped && this.active.size < this.options.concurrency && this.queued.size > 0) {
+      const id = this.queued.values().next().value!;
+      this.queued.delete(id);
+      this.active.add(id);
+      void this.run(id).finally(() => {
+        this.active.delete(id);
+        if (this.again.delete(id)) this.queued.add(id);
+        if (this.queued.size === 0 && this.backlog) this.sweepSoon();
+        this.pump();
+        this.notifyIdle();
+      });
+    }
+  }
+
+  private async run(id: string): Promise<void> {
+    try {
+      const db = await this.options.db();
+      const now = new Date();
+      const claim = await claimMemory(db, id, { ...this.options, now, staleBefore: this.staleBefore(now) });
+      if (!claim) return;
+      const outcome = await processMemory(db, claim, this.options);
+      if (outcome.status === "done") this.stats.done++;
+      else if (outcome.status === "stale") this.stats.stale++;
+      else if (outcome.status === "failed") {
+        this.stats.failed++;
+        console.error(`[engram] processing: memory ${id} failed after ${claim.attempt} attempts: ${outcome.error}`);
+      } else {
+        this.stats.retried++;
+        console.warn(`[engram] processing: memory ${id} attempt ${claim.attempt} failed (${outcome.error}); retrying in ${outcome.delayMs} ms`);
+        const timer = setTimeout(() => {
+          this.timers.delete(timer);
+          this.enqueue(id);
+        }, outcome.delayMs);
+        timer.unref();
+        this.timers.add(timer);
+      }
+    } catch (error) {
+      // Claim or bookkeeping failed (database unavailable): the row keeps its status and the sweeper returns to it.
+      console.error(`[engram] processing: memory ${id} could not be processed now`, error);
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import type { Db } from "@/lib/db/database.ts";
+import { failMemory, PROCESSING_STEPS, StaleJobError, type MemoryVersion, type StepContext } from "./processing-steps.ts";
+import { retryDelayMs, type ProcessingConfig } from "./processing-config.ts";
+
+export interface Claim {
+  memory: MemoryVersion;
+  /** 1-based attempt number of this run. */
+  attempt: number;
+}
+
+export interface ClaimOptions {
+  now: Date;
+  /** `running` rows started before this are orphans of a dead worker and may be taken over. */
+  staleBefore: Date;
+  maxAttempts: number;
+  retryBaseMs: number;
+}
+
+/**
+ * Takes a pending (or orphaned running) memory for processing: status
+ * `running`, attempts +1, started now. Optimistic: the update only succeeds if
+ * the row is exactly as read, so two workers never both claim one version.
+ * A memory that already used all its attempts (e.g. it crashed the process
+ * each time) is marked failed instead. Returns null when there is nothing to do.
+ */
+export async function claimMemory(db: Db, id: string, options: ClaimOptions): Promise<Claim | null> {
+  const row = await db.memory.findUnique({
+    where: { id },
+    select: {
+      id: true,
+      hubId: true,
+      version: true,
+      contentHash: true,
+      processingStatus: true,
+      processingAttempts: true,
+      processingStartedAt: true,
+      processingError: true,
+    },
+  });
+  if (!row) return null;
+  const orphaned = row.processingStatus === "running" && (!row.processingStartedAt || row.processingStartedAt < options.staleBefore);
+  if (row.processingStatus !== "pending" && !orphaned) return null;
+  if (row.processingStatus === "pending" && row.processingAttempts > 0 && row.processingStartedAt) {
+    // Waiting out the backoff of a failed attempt; the retry timer or the sweeper comes back later.
+    const due = row.processingStartedAt.getTime() + retryDelayMs(row.processingAttempts, options.retryBaseMs, () => 0);
+    if (due > options.now.getTime()) return null;
+  }
+  const memory: MemoryVersion = { id: row.id, hubId: row.hubId, version: row.version, contentHash: row.contentHash };
+  if (row.processingAttempts >= options.maxAttempts) {
+    const reason = orphaned
+      ? `processing was interrupted ${row.processingAttempts} times (the worker stopped mid-job)`
+      : (row.processingError ?? `gave up after ${row.processingAttempts} attempts`);
+    await failMemory({ db, memory, now: () => options.now }, reason, { indexed: false });
+    return null;
+  }
+  const { count } = await db.memory.updateMany({
+    where: {
+      id: row.id,
+      version: row.version,
+      contentHash: row.contentHash,
+      processingStatus: row.processingStatus,
+      processingAttempts: row.processingAttempts,
+    },
+    data: { processingStatus: "running", processingStartedAt: options.now, processingAttempts: { increment: 1 } },
+  });
+  return count === 1 ? { memory, attempt: row.processingAttempts + 1 } : null;
+}
+
+export type JobOutcome =
+  | { status: "done" }
+  | { status: "stale" }
+  | { status: "retry"; delayMs: number; error: string }
+  | { status: "failed"; error: string };
+
+/** Records a failed attempt: back to `pending` with the reason (retried after a backoff), or `failed` for good. */
+export async function recordFailure(
+  ctx: StepContext,
+  attempt: number,
+  error: unknown,
+  config: Pick<ProcessingConfig, "maxAttempts" | "retryBaseMs">,
+  indexed: boolean,
+): Promise<JobOutcome> {
+  const message = describeError(error);
+  if (attempt >= config.maxAttempts) {
+    await failMemory(ctx, message, { indexed });
+    return { status: "failed", error: message };
+  }
+  await ctx.db.memory.updateMany({
+    where: { id: ctx.memory.id, version: ctx.memory.version, contentHash: ctx.memory.contentHash },
+    data: { processingStatus: "pending", processingError: message.slice(0, 1000), processingStartedAt: ctx.now() },
+  });
+  return { status: "retry", delayMs: retryDelayMs(attempt, config.retryBaseMs), error: message };
+}
+
+/** Runs every step for a claimed memory (the embedded runner's job). */
+export async function processMemory(db: Db, claim: Claim, config: Pick<ProcessingConfig, "maxAttempts" | "retryBaseMs">): Promise<JobOutcome> {
+  const ctx: StepContext = { db, memory: claim.memory, now: () => new Date() };
+  let indexed = false;
+  try {
+    for (const step of PROCESSING_STEPS) {
+      await step.run(ctx);
+      if (step.name === "index") indexed = true;
+    }
+    return { status: "done" };
+  } catch (error) {
+    if (error instanceof StaleJobError) return { status: "stale" };
+    try {
+      return await recordFailure(ctx, claim.attempt, error, config, indexed);
+    } catch (recordError) {
+      // Even this write failed (database gone?): the row stays `running` and the sweeper resumes it later.
+      console.error(`[engram] processing: could not record the failure of memory ${claim.memory.id}`, recordError);
+      return { status: "retry", delayMs: retryDelayMs(claim.attempt, config.retryBaseMs), error: describeError(error) };
+    }
+  }
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return `${error.name === "Error" ? "" : `${error.name}: `}${error.message}`.split("\n")[0]!.slice(0, 1000);
+  return String(error).slice(0, 1000);
+}

@@ -1,0 +1,42 @@
+/** Background processing settings (all optional; documented in docs/processing.md). */
+export interface ProcessingConfig {
+  /** Memories processed at once by the embedded runner (their chunks share embedding batches). */
+  concurrency: number;
+  /** Attempts before a memory ends `failed`; a crash mid-job counts as an attempt. */
+  maxAttempts: number;
+  /** A `running` memory not finished after this long is presumed orphaned and resumed. */
+  staleMs: number;
+  /** How often the sweeper looks for pending and orphaned memories. */
+  sweepMs: number;
+  /** First retry delay; each further retry doubles it (capped at 5 minutes). */
+  retryBaseMs: number;
+}
+
+function positiveInt(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
+  return value;
+}
+
+export function processingConfig(): ProcessingConfig {
+  return {
+    concurrency: positiveInt("ENGRAM_PROCESSING_CONCURRENCY", 16),
+    maxAttempts: positiveInt("ENGRAM_PROCESSING_MAX_ATTEMPTS", 5),
+    staleMs: positiveInt("ENGRAM_PROCESSING_STALE_SECONDS", 300) * 1000,
+    sweepMs: positiveInt("ENGRAM_PROCESSING_SWEEP_SECONDS", 30) * 1000,
+    retryBaseMs: positiveInt("ENGRAM_PROCESSING_RETRY_BASE_MS", 2000),
+  };
+}
+
+/** Delay after failed attempt n (1-based): base, 2×base, 4×base, … capped at 5 minutes, with ±20% jitter. */
+export function retryDelayMs(attempt: number, baseMs: number, random: () => number = Math.random): number {
+  const base = Math.min(300_000, baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/** Whether background work goes through Inngest instead of the embedded in-process runner. */
+export function inngestEnabled(): boolean {
+  return Boolean(process.env.INNGEST_EVENT_KEY || process.env.INNGEST_DEV);
+}

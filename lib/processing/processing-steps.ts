@@ -1,0 +1,154 @@
+import { chatModel, classifyWithModel, summarizeWithModel } from "@/lib/ai/chat-model.ts";
+import { getEmbedder } from "@/lib/ai/embedder.ts";
+import type { Db } from "@/lib/db/database.ts";
+import type { Memory } from "@/lib/db/generated/client.ts";
+import { replaceChunks } from "@/lib/recall/store-chunks.ts";
+import { chunkContent, type ChunkDraft } from "./chunk-content.ts";
+import { classifyKind, classifyStability } from "./classify-heuristic.ts";
+import { inferContentType } from "./infer-content-type.ts";
+import { summarizeContent } from "./summarize-content.ts";
+
+/** The content a job was started for; every write checks it is still current. */
+export interface MemoryVersion {
+  id: string;
+  hubId: string;
+  version: number;
+  contentHash: string;
+}
+
+/** The memory changed (or was deleted) after the job started; the newer write schedules its own job. */
+export class StaleJobError extends Error {
+  constructor(memory: MemoryVersion) {
+    super(`memory ${memory.id} changed after version ${memory.version}; result discarded`);
+  }
+}
+
+export interface StepContext {
+  db: Db;
+  memory: MemoryVersion;
+  now: () => Date;
+}
+
+export type StepName = "classify" | "index" | "summarise" | "complete";
+
+export interface ProcessingStep {
+  name: StepName;
+  /** Idempotent: re-running a step for the same version writes the same result. */
+  run(ctx: StepContext): Promise<void>;
+}
+
+const currentWhere = (m: MemoryVersion) => ({ id: m.id, version: m.version, contentHash: m.contentHash });
+
+async function loadCurrent(ctx: StepContext): Promise<Memory> {
+  const memory = await ctx.db.memory.findFirst({ where: currentWhere(ctx.memory) });
+  if (!memory) throw new StaleJobError(ctx.memory);
+  return memory;
+}
+
+/** Writes `data` only if the memory is still at the job's version. */
+async function writeIfCurrent(ctx: StepContext, data: Parameters<Db["memory"]["updateMany"]>[0]["data"]): Promise<void> {
+  const { count } = await ctx.db.memory.updateMany({ where: currentWhere(ctx.memory), data });
+  if (count === 0) throw new StaleJobError(ctx.memory);
+}
+
+/** Text handed to the embedding model: the section path gives a chunk its context. */
+export function embeddingText(chunk: ChunkDraft): string {
+  return chunk.headingChain ? `${chunk.headingChain}\n${chunk.content}` : chunk.content;
+}
+
+/** Chunks (with vectors when a model is available) replace the memory's index entries atomically. */
+export async function storeChunks(ctx: StepContext, chunks: ChunkDraft[], vectors: number[][] | null): Promise<void> {
+  await ctx.db.$transaction(async (tx) => {
+    // The guarded update also locks the row, so a concurrent content change waits for us and then wins.
+    const { count } = await tx.memory.updateMany({ where: currentWhere(ctx.memory), data: { processingStatus: "running" } });
+    if (count === 0) throw new StaleJobError(ctx.memory);
+    await replaceChunks(
+      tx,
+      ctx.memory,
+      chunks.map((chunk, i) => ({ ...chunk, embedding: vectors?.[i] ?? null })),
+    );
+  });
+}
+
+const classify: ProcessingStep = {
+  name: "classify",
+  async run(ctx) {
+    const memory = await loadCurrent(ctx);
+    const contentType = memory.contentType || inferContentType(memory.content, memory.sourcePath);
+    if (memory.kindLocked && memory.stabilityLocked && contentType === memory.contentType) return;
+    const model = chatModel();
+    const guess = model
+      ? await classifyWithModel(model, { ...memory, contentType })
+      : (() => {
+          const kind = classifyKind(memory.content, contentType, memory.hint);
+          return { kind, stability: classifyStability(memory.content, kind, contentType, memory.hint) };
+        })();
+    const kind = memory.kindLocked ? memory.kind : guess.kind;
+    const stability = memory.stabilityLocked ? memory.stability : guess.stability;
+    if (kind === memory.kind && stability === memory.stability && contentType === memory.contentType) return;
+    await writeIfCurrent(ctx, { kind, stability, contentType });
+  },
+};
+
+const index: ProcessingStep = {
+  name: "index",
+  async run(ctx) {
+    const memory = await loadCurrent(ctx);
+    const chunks = chunkContent(memory.content, memory.contentType);
+    const embedder = await getEmbedder();
+    const vectors = embedder && chunks.length ? await embedder.embed(chunks.map(embeddingText), "document") : null;
+    await storeChunks(ctx, chunks, vectors);
+  },
+};
+
+const summarise: ProcessingStep = {
+  name: "summarise",
+  async run(ctx) {
+    const memory = await loadCurrent(ctx);
+    const model = chatModel();
+    const summary = model ? await summarizeWithModel(model, memory) : summarizeContent(memory.content, memory.contentType, memory.title);
+    if (summary !== memory.summary) await writeIfCurrent(ctx, { summary });
+  },
+};
+
+const complete: ProcessingStep = {
+  name: "complete",
+  async run(ctx) {
+    const memory = await loadCurrent(ctx);
+    await writeIfCurrent(ctx, {
+      processingStatus: "done",
+      processingError: null,
+      processedAt: ctx.now(),
+      // Files and links wait in "processing" until their text is indexed.
+      ...(memory.state === "processing" && { state: "active" }),
+    });
+  },
+};
+
+/** The pipeline both runners execute, in order. */
+export const PROCESSING_STEPS: readonly ProcessingStep[] = [classify, index, summarise, complete];
+
+/**
+ * The memory gave up: it ends `failed` with the reason, stays readable, and
+ * keeps whatever could be indexed — at least lexical chunks and a heuristic
+ * summary, so recall still finds it by its words.
+ */
+export async function failMemory(ctx: StepContext, reason: string, options: { indexed: boolean }): Promise<void> {
+  const memory = await ctx.db.memory.findFirst({ where: currentWhere(ctx.memory) });
+  if (!memory) return;
+  try {
+    if (!options.indexed) await storeChunks(ctx, chunkContent(memory.content, memory.contentType), null);
+  } catch (error) {
+    if (!(error instanceof StaleJobError)) console.error(`[engram] processing: lexical fallback for memory ${memory.id} failed`, error);
+  }
+  await ctx.db.memory.updateMany({
+    where: currentWhere(ctx.memory),
+    data: {
+      processingStatus: "failed",
+      processingError: reason.slice(0, 1000),
+      processedAt: ctx.now(),
+      ...(memory.summary ? {} : { summary: summarizeContent(memory.content, memory.contentType, memory.title) }),
+      ...(memory.state === "processing" && { state: "active" }),
+    },
+  });
+}

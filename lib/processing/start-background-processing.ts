@@ -1,0 +1,77 @@
+import { getEmbedder } from "@/lib/ai/embedder.ts";
+import { getDatabase } from "@/lib/db/database.ts";
+import { onMemoryWrite } from "./after-memory-write.ts";
+import { EmbeddedRunner, findPendingMemories } from "./embedded-runner.ts";
+import { inngestEnabled, processingConfig } from "./processing-config.ts";
+
+interface BackgroundState {
+  started?: Promise<void>;
+  runner?: EmbeddedRunner;
+  stop?: () => void;
+}
+
+const globalForBackground = globalThis as unknown as { __engramBackground?: BackgroundState };
+const state = (globalForBackground.__engramBackground ??= {});
+
+/**
+ * Starts background processing once per process (later calls return the
+ * same promise): with Inngest configured, writes and a periodic sweep turn
+ * into Inngest events; otherwise the embedded runner processes memories in
+ * process. Either way the sweep resumes whatever a crash, restart or lost
+ * event left pending. The embedding model loads in the background; a missing
+ * model is logged once and never blocks writes.
+ */
+export function startBackgroundProcessing(): Promise<void> {
+  state.started ??= start().catch((error) => {
+    state.started = undefined;
+    throw error;
+  });
+  return state.started;
+}
+
+/** The embedded runner, when that is the active mode (tests and the benchmark wait on it). */
+export function backgroundRunner(): EmbeddedRunner | undefined {
+  return state.runner;
+}
+
+/** Stops the runner and forgets it (tests; a later start begins afresh). */
+export function stopBackgroundProcessing(): void {
+  state.stop?.();
+  Object.assign(state, { started: undefined, runner: undefined, stop: undefined });
+}
+
+async function start(): Promise<void> {
+  const config = processingConfig();
+  const database = await getDatabase();
+  void getEmbedder();
+  if (inngestEnabled()) {
+    const { inngest, MEMORY_PROCESS_EVENT } = await import("@/inngest/client.ts");
+    const send = (ids: string[]) =>
+      inngest.send(ids.map((id) => ({ name: MEMORY_PROCESS_EVENT, data: { id } }))).catch((error: unknown) => {
+        // The row stays pending; the next sweep sends it again.
+        console.error(`[engram] processing: could not send ${ids.length} event(s) to Inngest`, error);
+      });
+    const unsubscribe = onMemoryWrite((memory) => void send([memory.id]));
+    const sweep = async () => {
+      const ids = await findPendingMemories(database.prisma, new Date(Date.now() - config.staleMs), config.retryBaseMs * 0.8);
+      if (ids.length) await send(ids);
+    };
+    void sweep().catch((error) => console.error("[engram] processing: sweep failed", error));
+    const timer = setInterval(() => void sweep().catch((error) => console.error("[engram] processing: sweep failed", error)), config.sweepMs);
+    timer.unref();
+    state.stop = () => {
+      unsubscribe();
+      clearInterval(timer);
+    };
+    console.log("[engram] processing: background jobs run on Inngest");
+    return;
+  }
+  const runner = new EmbeddedRunner({ ...config, db: async () => (await getDatabase()).prisma, exclusiveDatabase: database.kind === "pglite" });
+  const unsubscribe = onMemoryWrite((memory) => runner.enqueue(memory.id));
+  runner.start();
+  state.runner = runner;
+  state.stop = () => {
+    unsubscribe();
+    runner.stop();
+  };
+}

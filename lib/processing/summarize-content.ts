@@ -1,0 +1,99 @@
+import { firstDefinition, sentences } from "./chunk-content.ts";
+
+export const SUMMARY_MAX_CHARS = 300;
+
+/**
+ * A one- or two-sentence extractive summary taken from the content itself:
+ * the opening prose (headings, code, tables and markup stripped), skipping a
+ * sentence that merely repeats the title. Code and conversations get a
+ * descriptive sentence built from what they contain.
+ */
+export function summarizeContent(content: string, contentType: string, title: string): string {
+  const text = content.replace(/\r\n?/g, "\n");
+  if (contentType === "code") return summarizeCode(text);
+  if (contentType === "chat" || contentType === "transcript") return summarizeChat(text);
+  if (contentType === "link") return clip(`Link to ${text.trim().split(/\s+/)[0] ?? ""}.`);
+  const prose = proseOf(text, contentType);
+  const picked: string[] = [];
+  const titleKey = normalize(title);
+  for (const sentence of sentences(prose)) {
+    if (normalize(sentence) === titleKey) continue;
+    picked.push(sentence);
+    const length = picked.join(" ").length;
+    if (picked.length === 2 || length >= 160) break;
+  }
+  if (picked.length > 0) return clip(picked.join(" "));
+  // No prose at all (only headings, lists of names, a table): describe it by its headings.
+  const headings = [...text.matchAll(/^\s{0,3}#{1,6}\s+(.+)$/gm)].map((m) => m[1]!.trim()).filter((h) => normalize(h) !== titleKey);
+  if (headings.length) return clip(`Covers ${listOf(headings.slice(0, 4))}.`);
+  const firstLine = text.split("\n").map((l) => l.trim()).find((l) => l && normalize(l) !== titleKey);
+  return clip(firstLine ?? text.trim());
+}
+
+/** Prose only: no fenced code, headings, tables, HTML or link/emphasis markup. */
+function proseOf(text: string, contentType: string): string {
+  let body = text;
+  if (contentType === "markdown") {
+    body = body
+      .replace(/^\s{0,3}(```|~~~)[\s\S]*?^\s{0,3}\1.*$/gm, "\n")
+      .replace(/^---\n[\s\S]*?\n---\n/, "") // front matter
+      .replace(/^\s{0,3}#{1,6}\s+.*$/gm, "\n")
+      .replace(/^\s*\|.*\|\s*$/gm, "\n")
+      .replace(/<[^>]+>/g, "")
+      .replace(/!\[[^\]]*\]\([^)]*\)/g, "")
+      .replace(/\[([^\]]+)\]\([^)]*\)/g, "$1")
+      .replace(/[*_`]{1,3}([^*_`\n]+)[*_`]{1,3}/g, "$1")
+      .replace(/^\s*>\s?/gm, "");
+  }
+  // List items become sentences of their own so they never run together.
+  return body
+    .split("\n")
+    .map((line) => line.replace(/^\s*([-*+]|\d+[.)])\s+/, "").trim())
+    .map((line) => (line && !/[.!?:;…]$/.test(line) ? `${line}.` : line))
+    .join("\n")
+    .replace(/\n{2,}/g, "\n\n")
+    .replace(/(?<!\n)\n(?!\n)/g, " ");
+}
+
+function summarizeCode(text: string): string {
+  const definitions = [...text.matchAll(/^(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:def|class|function\*?|func|fn|pub fn|struct|interface|type|enum|trait)\s+([A-Za-z_$][\w$]*)/gm)]
+    .map((m) => m[1]!)
+    .filter((name, i, all) => all.indexOf(name) === i);
+  const comment = leadingComment(text);
+  const what = definitions.length
+    ? `Code defining ${listOf(definitions.slice(0, 5).map((d) => `\`${d}\``))}${definitions.length > 5 ? ` and ${definitions.length - 5} more` : ""}.`
+    : `Code starting with \`${(firstDefinition(text) ?? text.trim().split("\n")[0] ?? "").slice(0, 80)}\`.`;
+  return clip(comment ? `${comment} ${what}` : what);
+}
+
+function leadingComment(text: string): string | undefined {
+  const match = /^\s*(?:\/\*\*?([\s\S]*?)\*\/|((?:\s*(?:\/\/|#)(?!!).*\n?)+)|"""([\s\S]*?)""")/.exec(text);
+  if (!match) return undefined;
+  const raw = (match[1] ?? match[2] ?? match[3] ?? "").replace(/^\s*(\*|\/\/|#)\s?/gm, "").replace(/\s+/g, " ").trim();
+  const first = sentences(raw)[0];
+  return first && first.length > 10 ? (/[.!?]$/.test(first) ? first : `${first}.`) : undefined;
+}
+
+function summarizeChat(text: string): string {
+  const turns = [...text.matchAll(/^\s*(?:\[[^\]]{1,40}\]\s*)?([A-Za-z][\w .'-]{0,30}):\s+(.+)$/gm)];
+  const speakers = [...new Set(turns.map((t) => t[1]!.trim()))];
+  const opening = turns[0]?.[2]?.trim();
+  const topic = opening ? ` It opens with: "${sentences(opening)[0]?.slice(0, 160) ?? opening.slice(0, 160)}"` : "";
+  return clip(`Conversation between ${listOf(speakers.slice(0, 4))}${speakers.length > 4 ? " and others" : ""} (${turns.length} turns).${topic}`);
+}
+
+function listOf(items: string[]): string {
+  if (items.length <= 1) return items[0] ?? "";
+  return `${items.slice(0, -1).join(", ")} and ${items.at(-1)}`;
+}
+
+function normalize(text: string): string {
+  return text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+}
+
+function clip(text: string): string {
+  const clean = text.replace(/\s+/g, " ").trim();
+  if (clean.length <= SUMMARY_MAX_CHARS) return clean;
+  const cut = clean.slice(0, SUMMARY_MAX_CHARS - 1);
+  return `${cut.slice(0, Math.max(cut.lastIndexOf(" "), SUMMARY_MAX_CHARS / 2))}…`;
+}

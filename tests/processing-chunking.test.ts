@@ -1,0 +1,163 @@
+import { describe, expect, it } from "vitest";
+import { chunkContent, CHUNK_MAX_TOKENS } from "@/lib/processing/chunk-content.ts";
+import { estimateTokens } from "@/lib/processing/estimate-tokens.ts";
+import { summarizeContent } from "@/lib/processing/summarize-content.ts";
+
+const para = (topic: string, n: number) =>
+  Array.from({ length: n }, (_, i) => `The ${topic} step ${i + 1} checks that every service reports healthy before traffic moves on.`).join(" ");
+
+const runbook = [
+  "# Release process",
+  "",
+  "How we ship the monolith every Tuesday.",
+  "",
+  "## Preparation",
+  "",
+  para("preparation", 12),
+  "",
+  para("preparation review", 10),
+  "",
+  "## Rollback",
+  "",
+  "Roll back when the error rate doubles.",
+  "",
+  para("rollback", 14),
+  "",
+  "```bash",
+  "# a heading inside code is not a heading",
+  "kubectl rollout undo deployment/api",
+  "```",
+  "",
+  "### Database",
+  "",
+  para("database restore", 12),
+].join("\n");
+
+describe("chunkContent", () => {
+  it("keeps a small memory in one chunk", () => {
+    const chunks = chunkContent("# Deploy\n\nRun migrations first, then deploy.", "markdown");
+    expect(chunks).toEqual([
+      { position: 0, content: "# Deploy\n\nRun migrations first, then deploy.", headingChain: "Deploy", tokenCount: expect.any(Number) },
+    ]);
+    expect(chunkContent("   \n  ", "text")).toEqual([]);
+  });
+
+  it("splits markdown at headings with the heading chain, in bounded sections", () => {
+    const chunks = chunkContent(runbook, "markdown");
+    expect(chunks.length).toBeGreaterThanOrEqual(4);
+    expect(chunks.map((c) => c.position)).toEqual(chunks.map((_, i) => i));
+    const chains = chunks.map((c) => c.headingChain);
+    expect(chains).toContain("Release process > Preparation");
+    expect(chains).toContain("Release process > Rollback");
+    expect(chains).toContain("Release process > Rollback > Database");
+    expect(chains.some((c) => c.includes("heading inside code"))).toBe(false);
+    for (const chunk of chunks) {
+      expect(chunk.tokenCount).toBeLessThanOrEqual(CHUNK_MAX_TOKENS);
+      expect(chunk.tokenCount).toBe(estimateTokens(chunk.content));
+    }
+    // The code fence stays whole and in its section.
+    const fence = chunks.find((c) => c.content.includes("kubectl rollout undo"))!;
+    expect(fence.content).toContain("```bash");
+    expect(fence.content.match(/```/g)).toHaveLength(2);
+    expect(fence.headingChain).toBe("Release process > Rollback");
+    // Nothing is lost: every paragraph's words appear in some chunk.
+    for (const word of ["Tuesday", "doubles", "preparation review step 10", "database restore step 12"]) {
+      expect(chunks.some((c) => c.content.includes(word)), word).toBe(true);
+    }
+  });
+
+  it("splits code at top-level definitions and names the chunk after them", () => {
+    const fn = (name: string) =>
+      [`export function ${name}(input: string): string {`, ...Array.from({ length: 9 }, (_, i) => `  const v${i} = input.replace(/x${i}/g, "${name}-${i}");`), "  return input;", "}"].join("\n");
+    const code = [fn("alpha"), "", fn("beta"), "", fn("gamma")].join("\n");
+    const chunks = chunkContent(code, "code");
+    expect(chunks.length).toBeGreaterThanOrEqual(2);
+    for (const chunk of chunks) {
+      expect(chunk.content.startsWith("export function")).toBe(true);
+      expect(chunk.headingChain).toMatch(/^export function (alpha|beta|gamma)\(input: string\): string$/);
+    }
+    expect(chunks.map((c) => c.content).join("\n\n")).toBe(code);
+  });
+
+  it("cuts a function longer than a chunk at lines, keeping its name and indentation", () => {
+    const body = Array.from({ length: 60 }, (_, i) => `    total += weights[${i}] * values[${i}] + offset_${i};`);
+    const code = ["def weighted_total(values, weights):", "    total = 0", ...body, "    return total"].join("\n");
+    const chunks = chunkContent(code, "python");
+    expect(chunks.length).toBeGreaterThan(1);
+    const coded = chunkContent(code, "code");
+    expect(coded.length).toBeGreaterThan(1);
+    for (const chunk of coded) {
+      expect(chunk.headingChain).toBe("def weighted_total(values, weights)");
+      expect(chunk.tokenCount).toBeLessThanOrEqual(CHUNK_MAX_TOKENS);
+    }
+    expect(coded[1]!.content.startsWith("    ")).toBe(true);
+    expect(coded.map((c) => c.content).join("\n")).toBe(code);
+  });
+
+  it("keeps chat turns whole", () => {
+    const turns = Array.from({ length: 40 }, (_, i) => `${i % 2 ? "assistant" : "user"}: ${para(`turn ${i}`, 2)}`);
+    const chunks = chunkContent(turns.join("\n"), "chat");
+    expect(chunks.length).toBeGreaterThan(3);
+    for (const chunk of chunks) {
+      expect(chunk.content).toMatch(/^(user|assistant): /);
+      for (const line of chunk.content.split("\n")) expect(turns).toContain(line);
+    }
+  });
+
+  it("splits plain text at sentence ends, never mid-sentence", () => {
+    const text = para("plain", 80);
+    const chunks = chunkContent(text, "text");
+    expect(chunks.length).toBeGreaterThan(2);
+    for (const chunk of chunks) {
+      expect(chunk.content).toMatch(/^The plain step \d+/);
+      expect(chunk.content).toMatch(/on\.$/);
+      expect(chunk.tokenCount).toBeGreaterThan(80);
+    }
+  });
+
+  it("bounds pathological input: one enormous line", () => {
+    const chunks = chunkContent("x".repeat(200_000), "text");
+    expect(chunks.length).toBeGreaterThan(10);
+    for (const chunk of chunks) expect(chunk.tokenCount).toBeLessThanOrEqual(CHUNK_MAX_TOKENS);
+  });
+});
+
+describe("estimateTokens", () => {
+  it("is close to the model tokenizer on prose and code", async () => {
+    const { AutoTokenizer, env } = await import("@huggingface/transformers");
+    env.localModelPath = `${process.cwd()}/.cache/models`;
+    env.allowRemoteModels = false;
+    const tokenizer = await AutoTokenizer.from_pretrained("Xenova/all-MiniLM-L6-v2");
+    const code = "export async function claimMemory(db: Db, id: string) {\n  const row = await db.memory.findUnique({ where: { id } });\n}";
+    for (const sample of [runbook, code, para("sample", 20)]) {
+      const real = tokenizer.encode(sample, { add_special_tokens: false }).length;
+      const estimate = estimateTokens(sample);
+      expect(Math.abs(estimate - real) / real, `${estimate} vs ${real}`).toBeLessThan(0.2);
+    }
+  });
+});
+
+describe("summarizeContent", () => {
+  it("summarises markdown from its prose, never just the title", () => {
+    const summary = summarizeContent(runbook, "markdown", "Release process");
+    expect(summary).toBe("How we ship the monolith every Tuesday. The preparation step 1 checks that every service reports healthy before traffic moves on.");
+    const titled = summarizeContent("# Rollback\n\nRollback.\n\nRevert with `kubectl rollout undo` when errors double.", "markdown", "Rollback");
+    expect(titled).toBe("Revert with kubectl rollout undo when errors double.");
+  });
+
+  it("is at most 300 characters and one or two sentences", () => {
+    const summary = summarizeContent(para("long", 30), "text", "x");
+    expect(summary.length).toBeLessThanOrEqual(300);
+    expect(summary.split(/(?<=\.) /).length).toBeLessThanOrEqual(2);
+  });
+
+  it("describes code by its leading comment and definitions", () => {
+    const summary = summarizeContent("// Parses release notes into sections.\nexport function parseNotes() {}\nclass Section {}\n", "code", "notes.ts");
+    expect(summary).toBe("Parses release notes into sections. Code defining `parseNotes` and `Section`.");
+  });
+
+  it("describes a conversation by its speakers and opening", () => {
+    const summary = summarizeContent("Ann: Why is the deploy red? It failed twice.\nBob: The migration timed out.\nAnn: Ok.", "chat", "x");
+    expect(summary).toBe('Conversation between Ann and Bob (3 turns). It opens with: "Why is the deploy red?"');
+  });
+});

@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
+import { getEmbedder } from "@/lib/ai/embedder.ts";
+
+let h: Harness;
+let ann: Client;
+
+const section = (topic: string, n: number) =>
+  Array.from({ length: n }, (_, i) => `The ${topic} check ${i + 1} confirms every service reports healthy before traffic moves on.`).join(" ");
+const runbook = [
+  "# Release process",
+  "Every Tuesday we ship the monolith after the freeze.",
+  "## Preparation",
+  "1. Freeze the release branch.\n2. Run the database migrations.\n3. Deploy the canary and watch it.",
+  section("preparation", 14),
+  "## Rollback",
+  "Roll back when the error rate doubles within ten minutes of a deploy.",
+  section("rollback", 14),
+].join("\n\n");
+
+async function processed(client: Client, id: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await client.get(`/v1/memories/${id}`);
+    if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
+    if (Date.now() > deadline) throw new Error(`memory ${id} still ${res.body.data.processing_status}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function chunksOf(id: string) {
+  return h.database.sql.query<{ position: number; content: string; heading_chain: string; token_count: number; has_vector: boolean; dims: number | null; lexical: boolean }>(
+    `SELECT position, content, heading_chain, token_count, embedding IS NOT NULL AS has_vector, vector_dims(embedding) AS dims,
+            search_vector IS NOT NULL AND search_vector <> ''::tsvector AS lexical
+       FROM chunks WHERE memory_id = $1 ORDER BY position`,
+    [id],
+  );
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  await startBackgroundProcessing();
+});
+afterAll(async () => {
+  stopBackgroundProcessing();
+  await h.close();
+});
+
+describe("background processing (embedded runner, real model, real database)", () => {
+  it("creates answer at once; classify, chunk, embed and summarise follow", async () => {
+    const res = await ann.post("/v1/memories", { content: runbook });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ state: "active", processing_status: "pending", summary: "", processed_at: null });
+
+    const memory = await processed(ann, res.body.data.id);
+    expect(memory.processing_status).toBe("done");
+    expect(memory.processing_error).toBeNull();
+    expect(Date.parse(memory.processed_at)).toBeGreaterThanOrEqual(Date.parse(memory.created_at));
+    expect(memory.kind).toBe("procedural");
+    expect(memory.summary).toBe("Every Tuesday we ship the monolith after the freeze. Freeze the release branch.");
+
+    const chunks = await chunksOf(memory.id);
+    expect(chunks.map((c) => c.heading_chain)).toEqual(["Release process > Preparation", "Release process > Rollback"]);
+    expect(chunks[0]!.content).toContain("Every Tuesday"); // the short intro joins the first section
+    for (const chunk of chunks) {
+      expect(chunk).toMatchObject({ has_vector: true, dims: 384, lexical: true });
+      expect(chunk.token_count).toBeGreaterThan(0);
+    }
+  });
+
+  it("stores vectors that find the right chunk by meaning", async () => {
+    const res = await ann.post("/v1/memories", { content: runbook.replace("Tuesday", "Wednesday") });
+    await processed(ann, res.body.data.id);
+    const [query] = await (await getEmbedder())!.embed(["when should we revert a bad release?"], "query");
+    const [best] = await h.database.sql.query<{ heading_chain: string }>(
+      `SELECT heading_chain FROM chunks WHERE memory_id = $1 ORDER BY embedding <=> $2::vector LIMIT 1`,
+      [res.body.data.id, `[${query!.join(",")}]`],
+    );
+    expect(best!.heading_chain).toBe("Release process > Rollback");
+  });
+
+  it("respects a kind and stability the client gave", async () => {
+    const res = await ann.post("/v1/memories", { content: runbook.replace("Tuesday", "Monday"), kind: "rationale", stability: "volatile" });
+    const memory = await processed(ann, res.body.data.id);
+    expect(memory).toMatchObject({ kind: "rationale", stability: "volatile", processing_status: "done" });
+  });
+
+  it("infers content_type from source_path and chunks code by function", async () => {
+    const fn = (name: string) => [`def ${name}(rows):`, ...Array.from({ length: 12 }, (_, i) => `    rows = [r for r in rows if r.get("${name}_${i}")]`), "    return rows"].join("\n");
+    const res = await ann.post("/v1/memories", { content: [fn("keep_active"), fn("drop_archived"), fn("dedupe")].join("\n\n"), source_path: "etl/filters.py" });
+    const memory = await processed(ann, res.body.data.id);
+    expect(memory.content_type).toBe("code");
+    expect(memory.summary).toBe("Code defining `keep_active`, `drop_archived` and `dedupe`.");
+    const chains = (await chunksOf(memory.id)).map((c) => c.heading_chain);
+    expect(chains).toEqual(["def keep_active(rows)", "def drop_archived(rows)", "def dedupe(rows)"]);
+  });
+
+  it("re-processes after a content PATCH, replacing the old chunks", async () => {
+    const res = await ann.post("/v1/memories", { content: "# Cache\n\nThe cache TTL is five minutes." });
+    const first = await processed(ann, res.body.data.id);
+    expect(first.summary).toBe("The cache TTL is five minutes.");
+    const patched = await ann.patch(`/v1/memories/${first.id}`, { content: "# Cache\n\nThe cache TTL is now one hour, set in config/cache.yml." });
+    expect(patched.body.data).toMatchObject({ version: 2, processing_status: "pending" });
+    const second = await processed(ann, first.id);
+    expect(second.summary).toBe("The cache TTL is now one hour, set in config/cache.yml.");
+    const chunks = await chunksOf(first.id);
+    expect(chunks).toHaveLength(1);
+    expect(chunks[0]!.content).toContain("one hour");
+  });
+
+  it("discards the result of a job that started before the content changed", async () => {
+    const runner = backgroundRunner()!;
+    await runner.idle();
+    stopBackgroundProcessing(); // this test drives the steps by hand
+    try {
+      const res = await ann.post("/v1/memories", { content: "Deploy keys rotate every 90 days." });
+      const id = res.body.data.id;
+      const now = new Date();
+      const options = { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 };
+      const claim = (await claimMemory(h.db, id, options))!;
+      expect(claim).toMatchObject({ attempt: 1, memory: { id, version: 1 } });
+      expect(await claimMemory(h.db, id, options)).toBeNull(); // claimed once only
+      await ann.patch(`/v1/memories/${id}`, { content: "Deploy keys rotate every 30 days since the audit." });
+      expect(await processMemory(h.db, claim, options)).toEqual({ status: "stale" });
+      expect(await chunksOf(id)).toHaveLength(0);
+      const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+      expect(row).toMatchObject({ version: 2, processingStatus: "pending", summary: "" });
+      const fresh = (await claimMemory(h.db, id, { ...options, now: new Date() }))!;
+      expect(await processMemory(h.db, fresh, options)).toEqual({ status: "done" });
+      expect((await chunksOf(id))[0]!.content).toContain("30 days");
+    } finally {
+      await startBackgroundProcessing();
+    }
+  });
+
+  it("the sweeper resumes pending work and orphaned running jobs", async () => {
+    await backgroundRunner()!.idle();
+    stopBackgroundProcessing();
+    const a = (await ann.post("/v1/memories", { content: "Left pending while no runner was listening." })).body.data.id;
+    const b = (await ann.post("/v1/memories", { content: "Claimed by a worker that died." })).body.data.id;
+    await h.db.memory.update({ where: { id: b }, data: { processingStatus: "running", processingAttempts: 1, processingStartedAt: new Date(Date.now() - 60_000) } });
+    await startBackgroundProcessing();
+    expect((await processed(ann, a)).processing_status).toBe("done");
+    const resumed = await processed(ann, b);
+    expect(resumed.processing_status).toBe("done");
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: b } })).processingAttempts).toBe(2);
+  });
+
+  it("a memory that crashed its worker every time ends failed, readable and lexically indexed", async () => {
+    await backgroundRunner()!.idle();
+    stopBackgroundProcessing();
+    const id = (await ann.post("/v1/memories", { content: "Poison pill memory about the quarterly budget." })).body.data.id;
+    await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 5, processingStartedAt: new Date(Date.now() - 60_000) } });
+    await startBackgroundProcessing();
+    const memory = await processed(ann, id);
+    expect(memory.processing_status).toBe("failed");
+    expect(memory.processing_error).toBe("processing was interrupted 5 times (the worker stopped mid-job)");
+    expect(memory.state).toBe("active");
+    expect(memory.summary).toBe("Poison pill memory about the quarterly budget.");
+    expect(await chunksOf(id)).toEqual([expect.objectContaining({ has_vector: false, lexical: true })]);
+    expect((await ann.get(`/v1/memories/${id}`)).status).toBe(200);
+  });
+
+  it("health reports the embedding model", async () => {
+    const res = await h.anonymous.get("/v1/health");
+    expect(res.body.data.embeddings).toEqual({ provider: "local", model: "Xenova/all-MiniLM-L6-v2", status: "ready" });
+  });
+});
