@@ -1,0 +1,175 @@
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { embeddingsInfo, getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
+import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+
+/**
+ * A local stand-in for the OpenAI HTTP API (embeddings and chat completions):
+ * deterministic bag-of-words vectors, and structured replies for the chat
+ * model. It records what it was sent so the tests can check the requests.
+ */
+interface FakeOpenAi {
+  url: string;
+  requests: { path: string; auth: string | undefined; body: any }[];
+  failEmbeddings: boolean;
+  close(): Promise<void>;
+}
+
+function bagOfWords(text: string, dimensions: number): number[] {
+  const vector = new Array<number>(dimensions).fill(0);
+  for (const word of text.toLowerCase().match(/[a-z]+/g) ?? []) {
+    let hash = 0;
+    for (const ch of word) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
+    vector[hash % dimensions]! += 1;
+  }
+  return vector; // deliberately not normalised: the provider must normalise
+}
+
+async function readBody(req: IncomingMessage): Promise<any> {
+  let raw = "";
+  for await (const chunk of req) raw += chunk;
+  return raw ? JSON.parse(raw) : undefined;
+}
+
+async function startFakeOpenAi(): Promise<FakeOpenAi> {
+  const fake = { requests: [], failEmbeddings: false } as unknown as FakeOpenAi;
+  const server: Server = createServer(async (req, res) => {
+    const body = await readBody(req);
+    fake.requests.push({ path: req.url ?? "", auth: req.headers.authorization, body });
+    const reply = (status: number, payload: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify(payload));
+    };
+    if (req.url === "/v1/embeddings") {
+      if (fake.failEmbeddings) return reply(400, { error: { message: "model overloaded for this key", type: "invalid_request_error" } });
+      const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
+      return reply(200, {
+        object: "list",
+        model: body.model,
+        data: inputs.map((text, index) => ({ object: "embedding", index, embedding: bagOfWords(text, body.dimensions ?? 1536) })),
+        usage: { prompt_tokens: 1, total_tokens: 1 },
+      });
+    }
+    if (req.url === "/v1/chat/completions") {
+      const name = body.response_format?.json_schema?.name;
+      const content =
+        name === "memory_classification"
+          ? { kind: "rationale", stability: "stable" }
+          : { summary: "Explains why the team moved session storage from Redis to Postgres." };
+      return reply(200, {
+        id: "chatcmpl-1",
+        object: "chat.completion",
+        created: Math.floor(Date.now() / 1000),
+        model: body.model,
+        choices: [{ index: 0, message: { role: "assistant", content: JSON.stringify(content) }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 },
+      });
+    }
+    reply(404, { error: { message: "not found" } });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  fake.close = () => new Promise((resolve) => server.close(() => resolve()));
+  return fake;
+}
+
+let h: Harness;
+let ann: Client;
+let fake: FakeOpenAi;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  fake = await startFakeOpenAi();
+  Object.assign(process.env, {
+    ENGRAM_EMBEDDINGS_PROVIDER: "openai",
+    ENGRAM_EMBEDDING_MODEL: "text-embedding-3-small",
+    OPENAI_API_KEY: "sk-test-key",
+    OPENAI_BASE_URL: fake.url,
+    ENGRAM_CHAT_MODEL: "gpt-test-mini",
+    ENGRAM_PROCESSING_MAX_ATTEMPTS: "2",
+    ENGRAM_PROCESSING_RETRY_BASE_MS: "50",
+  });
+  setEmbedder(undefined);
+  h = await createHarness();
+  ann = await h.user("Ann");
+  await startBackgroundProcessing();
+});
+
+afterAll(async () => {
+  stopBackgroundProcessing();
+  process.env = saved;
+  setEmbedder(undefined);
+  await h.close();
+  await fake.close();
+});
+
+async function processed(id: string) {
+  for (let i = 0; i < 400; i++) {
+    const res = await ann.get(`/v1/memories/${id}`);
+    if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error("not processed");
+}
+
+const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
+
+describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
+  it("embeds through /v1/embeddings with 384 dimensions and normalises", async () => {
+    const embedder = (await getEmbedder())!;
+    expect(embedder.id).toBe("openai:text-embedding-3-small");
+    const [a, b, c] = await embedder.embed(["rotate the deploy keys", "deploy keys rotate", "lunch menu on friday"], "query");
+    for (const v of [a!, b!, c!]) {
+      expect(v).toHaveLength(384);
+      expect(dot(v, v)).toBeCloseTo(1, 6);
+    }
+    expect(dot(a!, b!)).toBeGreaterThan(dot(a!, c!));
+    const request = fake.requests.find((r) => r.path === "/v1/embeddings")!;
+    expect(request.auth).toBe("Bearer sk-test-key");
+    expect(request.body).toMatchObject({ model: "text-embedding-3-small", dimensions: 384, input: ["rotate the deploy keys", "deploy keys rotate", "lunch menu on friday"] });
+    expect(embeddingsInfo()).toEqual({ provider: "openai", model: "text-embedding-3-small", status: "ready" });
+  });
+
+  it("classifies and summarises with the configured chat model, embeds chunks with the provider", async () => {
+    fake.requests.length = 0;
+    const res = await ann.post("/v1/memories", { content: "Session storage moved from Redis to Postgres to drop one moving part." });
+    const memory = await processed(res.body.data.id);
+    expect(memory).toMatchObject({
+      processing_status: "done",
+      kind: "rationale",
+      stability: "stable",
+      summary: "Explains why the team moved session storage from Redis to Postgres.",
+    });
+    const chats = fake.requests.filter((r) => r.path === "/v1/chat/completions");
+    expect(chats).toHaveLength(2);
+    expect(chats[0]!.body.model).toBe("gpt-test-mini");
+    expect(chats[0]!.body.response_format.type).toBe("json_schema");
+    expect(JSON.stringify(chats[0]!.body.messages)).toContain("Session storage moved from Redis to Postgres");
+    const [row] = await h.database.sql.query<{ dims: number }>(`SELECT vector_dims(embedding) AS dims FROM chunks WHERE memory_id = $1`, [memory.id]);
+    expect(row!.dims).toBe(384);
+  });
+
+  it("a provider that keeps failing: retried, then failed with the reason; still readable and lexically indexed", async () => {
+    fake.failEmbeddings = true;
+    try {
+      const res = await ann.post("/v1/memories", { content: "Quarterly budget review notes for the platform team." });
+      const memory = await processed(res.body.data.id);
+      expect(memory.processing_status).toBe("failed");
+      expect(memory.processing_error).toContain("model overloaded for this key");
+      // The pipeline stopped before its summarise step; the local heuristic fills in.
+      expect(memory.summary).toBe("Quarterly budget review notes for the platform team.");
+      const row = await h.db.memory.findUniqueOrThrow({ where: { id: memory.id } });
+      expect(row.processingAttempts).toBe(2);
+      const chunks = await h.database.sql.query<{ has_vector: boolean; content: string }>(
+        `SELECT embedding IS NOT NULL AS has_vector, content FROM chunks WHERE memory_id = $1`,
+        [memory.id],
+      );
+      expect(chunks).toEqual([{ has_vector: false, content: "Quarterly budget review notes for the platform team." }]);
+      expect(backgroundRunner()!.stats.retried).toBeGreaterThanOrEqual(1);
+    } finally {
+      fake.failEmbeddings = false;
+    }
+  });
+});

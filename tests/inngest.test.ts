@@ -1,0 +1,76 @@
+import { InngestTestEngine } from "@inngest/test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { MEMORY_PROCESS_EVENT } from "@/inngest/client.ts";
+import { processMemoryFunction, sweepProcessingFunction } from "@/inngest/functions.ts";
+
+// No runner is started here: memories stay pending until an Inngest function processes them.
+let h: Harness;
+let ann: Client;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+afterAll(async () => h.close());
+
+const runFor = (id: string) =>
+  new InngestTestEngine({ function: processMemoryFunction, events: [{ name: MEMORY_PROCESS_EVENT, data: { id } }] }).execute();
+
+const content = [
+  "# Incident 42",
+  "Yesterday the queue workers stalled for an hour after the broker upgrade.",
+  "## Timeline",
+  Array.from({ length: 30 }, (_, i) => `At step ${i} the on-call engineer restarted worker ${i} and watched the backlog drain.`).join(" "),
+].join("\n\n");
+
+describe("Inngest functions (@inngest/test, real steps against the real database)", () => {
+  it("process-memory runs claim, classify, index, summarise and complete as steps", async () => {
+    const id = (await ann.post("/v1/memories", { content })).body.data.id;
+    const { result, ctx } = await runFor(id);
+    expect(result).toEqual({ status: "done" });
+    expect(ctx.step.run).toHaveBeenCalledWith("claim", expect.any(Function));
+    for (const name of ["classify", "index", "summarise", "complete"]) expect(ctx.step.run).toHaveBeenCalledWith(name, expect.any(Function));
+
+    const memory = (await ann.get(`/v1/memories/${id}`)).body.data;
+    expect(memory).toMatchObject({ processing_status: "done", kind: "episodic", processing_error: null });
+    expect(memory.summary).toBe("Yesterday the queue workers stalled for an hour after the broker upgrade. At step 0 the on-call engineer restarted worker 0 and watched the backlog drain.");
+    const chunks = await h.database.sql.query<{ heading_chain: string; dims: number }>(
+      `SELECT heading_chain, vector_dims(embedding) AS dims FROM chunks WHERE memory_id = $1 ORDER BY position`,
+      [id],
+    );
+    expect(chunks.length).toBeGreaterThanOrEqual(2);
+    expect(chunks.every((c) => c.dims === 384)).toBe(true);
+    expect(chunks.at(-1)!.heading_chain).toBe("Incident 42 > Timeline");
+  });
+
+  it("a duplicate or late event is harmless: nothing to claim", async () => {
+    const id = (await ann.post("/v1/memories", { content: "Duplicate event target." })).body.data.id;
+    expect((await runFor(id)).result).toEqual({ status: "done" });
+    const processedAt = (await h.db.memory.findUniqueOrThrow({ where: { id } })).processedAt;
+    expect((await runFor(id)).result).toEqual({ status: "skipped" });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).processedAt).toEqual(processedAt);
+    expect((await runFor("01a1ff23-0000-7000-8000-000000000000")).result).toEqual({ status: "skipped" });
+  });
+
+  it("sweep-processing re-sends events for pending and orphaned memories", async () => {
+    const pending = (await ann.post("/v1/memories", { content: "Waiting for its event." })).body.data.id;
+    const orphan = (await ann.post("/v1/memories", { content: "Its worker died." })).body.data.id;
+    await h.db.memory.update({ where: { id: orphan }, data: { processingStatus: "running", processingStartedAt: new Date(Date.now() - 3_600_000) } });
+    const fresh = (await ann.post("/v1/memories", { content: "Running right now." })).body.data.id;
+    await h.db.memory.update({ where: { id: fresh }, data: { processingStatus: "running", processingStartedAt: new Date() } });
+
+    // Sending reaches Inngest Cloud, so that one step is mocked with the official test tool.
+    const { result, ctx } = await new InngestTestEngine({
+      function: sweepProcessingFunction,
+      steps: [{ id: "enqueue", handler: () => ({ ids: ["evt-1", "evt-2"] }) }],
+    }).execute();
+    expect(result).toEqual({ enqueued: 2 });
+    expect(ctx.step.sendEvent).toHaveBeenCalledWith("enqueue", [
+      { name: MEMORY_PROCESS_EVENT, data: { id: pending } },
+      { name: MEMORY_PROCESS_EVENT, data: { id: orphan } },
+    ]);
+    expect((await runFor(orphan)).result).toEqual({ status: "done" });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: orphan } })).processingStatus).toBe("done");
+  });
+});
