@@ -39,7 +39,15 @@ describe("schema and migrations agree", () => {
     });
     const more = {
       chunk: await db.chunk.create({ data: { id: newId(), memoryId: memory.id, hubId: hub.id, position: 0, content: "c", headingChain: "A > B", tokenCount: 3, createdAt: now } }),
-      invite: await db.invite.create({ data: { id: newId(), hubId: hub.id, role: "viewer", email: "e@x.test", tokenHash: "t".repeat(64), createdBy: user.id, createdAt: now, expiresAt: now } }),
+      invite: await db.invite.create({
+        data: { id: newId(), hubId: hub.id, role: "viewer", email: "e@x.test", tokenHash: "t".repeat(64), tokenEncrypted: "enc", createdBy: user.id, createdAt: now, expiresAt: now },
+      }),
+      termStat: await db.recallTermStat.create({ data: { hubId: hub.id, term: "round-trip-term", df: 7 } }),
+      hubStat: await db.recallHubStat.upsert({
+        where: { hubId: hub.id },
+        create: { hubId: hub.id, chunkCount: 5, totalLength: 123n },
+        update: { chunkCount: 5, totalLength: 123n },
+      }),
       transfer: await db.ownershipTransfer.create({ data: { id: newId(), hubId: hub.id, fromUserId: user.id, targetUserId: user.id, createdAt: now, expiresAt: now } }),
       attachment: await db.attachment.create({ data: { id: newId(), memoryId: memory.id, hubId: hub.id, objectKey: "o/k", filename: "f.txt", contentType: "text/plain", sizeBytes: 5, sha256: "s", createdAt: now } }),
       mail: await db.mailOutbox.create({ data: { id: newId(), toAddress: "a@b.test", subject: "s", body: "b", kind: "invite", hubId: hub.id, createdAt: now } }),
@@ -60,10 +68,12 @@ describe("schema and migrations agree", () => {
     expect(await db.mailOutbox.findUnique({ where: { id: more.mail.id } })).toEqual(more.mail);
     expect(await db.event.findUnique({ where: { id: more.event.id } })).toEqual(more.event);
     expect(await db.setting.findUnique({ where: { key: "rt" } })).toEqual(more.setting);
+    expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
+    expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "setting", "topic", "user"].sort(),
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "topic", "user"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });
