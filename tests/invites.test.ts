@@ -355,7 +355,7 @@ describe("regenerate and resend", () => {
       const created = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: "nobody@example.test" });
       expect(created.status).toBe(201);
       expect(created.body.data.delivery).toMatchObject({ transport: "smtp", status: "failed" });
-      await h.db.invite.update({ where: { id: created.body.data.id }, data: { lastSentAt: new Date(Date.now() - 61_000) } });
+      expect(created.body.data.last_sent_at).toBeNull();
       const resent = await own.post(`/v1/hubs/${hub.id}/invites/${created.body.data.id}/resend`);
       expect(resent.status).toBe(503);
       expect(resent.body.error.code).toBe("unavailable");
@@ -363,8 +363,10 @@ describe("regenerate and resend", () => {
       expect(row.sentAt).toBeNull();
       expect(row.error).toMatch(/550/);
       // The throttle slot was handed back, so a retry is not refused as too soon.
-      const invite = await h.db.invite.findUniqueOrThrow({ where: { id: created.body.data.id } });
-      expect(Date.now() - invite.lastSentAt!.getTime()).toBeGreaterThanOrEqual(60_000);
+      expect((await h.db.invite.findUniqueOrThrow({ where: { id: created.body.data.id } })).lastSentAt).toBeNull();
+      const retry = await own.post(`/v1/hubs/${hub.id}/invites/${created.body.data.id}/resend`);
+      expect(retry.status).toBe(503);
+      expect(await h.db.mailOutbox.count({ where: { hubId: hub.id, error: { not: null } } })).toBe(3);
     } finally {
       await smtp.close();
     }

@@ -53,5 +53,10 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
   if (!invite.email) return serializeInvite(invite, now, issued.token);
   // The invite exists either way; a failed e-mail is reported, not fatal (the link is in this response).
   const delivery = await sendInviteEmail(ctx.db, { ...invite, email: invite.email }, issued.token, { hubName: hub.name, inviterName: ctx.user.name }, now);
+  if (delivery.status === "failed") {
+    // Nothing went out, so a resend must not be throttled.
+    await ctx.db.invite.updateMany({ where: { id: invite.id, lastSentAt: now }, data: { lastSentAt: null } });
+    return { ...serializeInvite({ ...invite, lastSentAt: null }, now, issued.token), delivery };
+  }
   return { ...serializeInvite(invite, now, issued.token), delivery };
 }
