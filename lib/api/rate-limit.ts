@@ -60,20 +60,43 @@ export class MemoryRateLimiter implements RateLimiter {
   }
 }
 
-/** Shared limits across instances through Upstash Redis (REST). */
+/**
+ * Shared limits across instances through Upstash Redis (REST). When Redis
+ * cannot be reached the request is let through (and logged): an outage of
+ * the limiter must not take the whole API down.
+ */
 export class UpstashRateLimiter implements RateLimiter {
   private readonly limiters: Record<Bucket, Ratelimit>;
+  private lastFailureLog = 0;
 
-  constructor(caps: Record<Bucket, number>, redis: Redis) {
+  constructor(
+    private readonly caps: Record<Bucket, number>,
+    redis: Redis,
+  ) {
     const make = (bucket: Bucket) =>
-      new Ratelimit({ redis, limiter: Ratelimit.slidingWindow(caps[bucket], "60 s"), prefix: `engram:rl:${bucket}`, analytics: false });
+      new Ratelimit({
+        redis,
+        limiter: Ratelimit.slidingWindow(caps[bucket], "60 s"),
+        prefix: `engram:rl:${bucket}`,
+        analytics: false,
+        // A slow Redis must not hold requests hostage: past this the request passes.
+        timeout: 1000,
+      });
     this.limiters = { regular: make("regular"), heavy: make("heavy"), light: make("light") };
   }
 
   async limit(bucket: Bucket, identity: string): Promise<RateLimitResult> {
-    const { success, limit, remaining, reset } = await this.limiters[bucket].limit(identity);
-    const result = { success, limit, remaining, reset };
-    return { ...result, retryAfterMs: Math.max(0, result.reset - Date.now()) };
+    try {
+      const { success, limit, remaining, reset } = await this.limiters[bucket].limit(identity);
+      return { success, limit, remaining, reset, retryAfterMs: Math.max(0, reset - Date.now()) };
+    } catch (error) {
+      if (Date.now() - this.lastFailureLog > 60_000) {
+        this.lastFailureLog = Date.now();
+        console.error("rate limiter: Upstash Redis is unavailable, letting requests through", error);
+      }
+      const cap = this.caps[bucket];
+      return { success: true, limit: cap, remaining: cap, reset: Date.now() + WINDOW_MS, retryAfterMs: 0 };
+    }
   }
 }
 
@@ -83,7 +106,7 @@ export function rateLimiter(): RateLimiter {
   if (!globalForLimiter.__engramLimiter) {
     const { rateLimits, upstash } = config();
     globalForLimiter.__engramLimiter = upstash
-      ? new UpstashRateLimiter(rateLimits, new Redis({ url: upstash.url, token: upstash.token }))
+      ? new UpstashRateLimiter(rateLimits, new Redis({ url: upstash.url, token: upstash.token, retry: { retries: 1, backoff: () => 50 } }))
       : new MemoryRateLimiter(rateLimits);
   }
   return globalForLimiter.__engramLimiter;

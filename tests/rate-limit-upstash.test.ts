@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { rateLimiter, setRateLimiter, UpstashRateLimiter } from "@/lib/api/rate-limit.ts";
+import { resetConfig } from "@/lib/config.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { startUpstashFake, type UpstashFake } from "./support/upstash-fake.ts";
+
+let fake: UpstashFake;
+let h: Harness;
+let ann: Client;
+
+beforeAll(async () => {
+  fake = await startUpstashFake();
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+afterAll(async () => {
+  for (const key of ["UPSTASH_REDIS_REST_URL", "UPSTASH_REDIS_REST_TOKEN", "ENGRAM_RATE_LIMIT_REGULAR"]) delete process.env[key];
+  resetConfig();
+  await h.close();
+  await fake.stop();
+});
+
+test("with UPSTASH_REDIS_REST_URL/TOKEN set, limits are kept in Redis through @upstash/ratelimit", async () => {
+  process.env.UPSTASH_REDIS_REST_URL = fake.url;
+  process.env.UPSTASH_REDIS_REST_TOKEN = fake.token;
+  process.env.ENGRAM_RATE_LIMIT_REGULAR = "3";
+  resetConfig();
+  setRateLimiter(undefined);
+  expect(rateLimiter()).toBeInstanceOf(UpstashRateLimiter);
+
+  const statuses: number[] = [];
+  let last;
+  for (let i = 0; i < 4; i++) {
+    last = await ann.get("/v1/memories");
+    statuses.push(last.status);
+  }
+  expect(statuses).toEqual([200, 200, 200, 429]);
+  expect(last!.headers.get("x-ratelimit-limit")).toBe("3");
+  expect(last!.headers.get("x-ratelimit-remaining")).toBe("0");
+  expect(Number(last!.headers.get("retry-after"))).toBeGreaterThan(0);
+  expect(last!.body.error).toMatchObject({ code: "rate_limited", details: { limit: 3 } });
+  expect(fake.commands.some((c) => c === "evalsha" || c === "eval")).toBe(true);
+
+  // A second process sharing the same Redis sees the same window.
+  setRateLimiter(undefined);
+  expect((await ann.get("/v1/memories")).status).toBe(429);
+});
+
+test("an unreachable Redis lets requests through instead of failing them", async () => {
+  process.env.UPSTASH_REDIS_REST_URL = "http://127.0.0.1:9";
+  process.env.UPSTASH_REDIS_REST_TOKEN = fake.token;
+  resetConfig();
+  setRateLimiter(undefined);
+  const res = await ann.get("/v1/auth/me");
+  expect(res.status).toBe(200);
+  expect(res.headers.get("x-ratelimit-limit")).toBe("600");
+});
