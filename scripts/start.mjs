@@ -13,6 +13,9 @@ if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
   if (build.status !== 0) process.exit(build.status ?? 1);
   const next = spawnSync(process.execPath, [nextBin, "build"], { cwd: root, stdio: "inherit" });
   if (next.status !== 0) process.exit(next.status ?? 1);
+  const tsx = path.join(root, "node_modules", "tsx", "dist", "cli.mjs");
+  const template = spawnSync(process.execPath, [tsx, path.join(root, "scripts", "db-template.ts")], { cwd: root, stdio: "inherit" });
+  if (template.status !== 0) process.exit(template.status ?? 1);
 }
 
 const port = process.env.PORT ?? "3000";

@@ -1,4 +1,5 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { PrismaPGlite } from "pglite-prisma-adapter";
@@ -7,7 +8,11 @@ import type { Database } from "./database.ts";
 
 /** Embedded PostgreSQL (WASM) with pgvector; one instance per process and directory. */
 export async function openPglite(dataDir: string, template?: Blob): Promise<Database> {
-  if (!dataDir.startsWith("memory://")) mkdirSync(dataDir, { recursive: true });
+  if (!dataDir.startsWith("memory://")) {
+    mkdirSync(dataDir, { recursive: true });
+    // First start on an empty directory: begin from the build's migrated snapshot instead of initdb.
+    if (!template && !existsSync(path.join(dataDir, "PG_VERSION"))) template = (await import("./pglite-template.ts")).readBuildTemplate();
+  }
   const pg = await PGlite.create(dataDir, { extensions: { vector }, ...(template && { loadDataDir: template }) });
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pg) });
   return {
