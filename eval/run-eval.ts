@@ -14,6 +14,7 @@ import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { openDatabase, setDatabase } from "@/lib/db/database.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
+import { setRecallTrace, type RecallTraceEntry } from "@/lib/recall/recall-memories.ts";
 import { setReranker } from "@/lib/recall/reranker.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { dispatch } from "../tests/support/router.ts";
@@ -24,6 +25,8 @@ const args = process.argv.slice(2);
 const lexicalOnly = args.includes("--lexical");
 const verbose = args.includes("--verbose");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
+/** Writes every scored candidate with its grade, for re-fitting the score model (see docs/recall.md). */
+const dumpOut = args.includes("--dump") ? args[args.indexOf("--dump") + 1] : undefined;
 
 /** CI floors. Hybrid must meet the issue's targets; lexical-only is the no-model fallback. */
 const FLOORS = lexicalOnly
@@ -115,8 +118,17 @@ async function main() {
   const memoryByKey = new Map(MEMORIES.map((m) => [m.key, m]));
   const annReadable = new Set((Object.keys(HUB_MEMBERS) as HubKey[]).filter((hub) => HUB_MEMBERS[hub].includes("ann")));
   const reports: Report[] = [];
+  const dump: unknown[] = [];
   for (const query of QUERIES) {
     const text = typeof query.query === "function" ? query.query(new Date()) : query.query;
+    if (dumpOut) {
+      setRecallTrace((_q, entries: RecallTraceEntry[]) => {
+        for (const entry of entries) {
+          const key = keyById.get(entry.memoryId) ?? "?";
+          dump.push({ query: query.id, category: query.category, key, grade: query.relevant[key] ?? 0, harmful: isHarmful(query, key, memoryByKey.get(key), annReadable), ...entry });
+        }
+      });
+    }
     const res = await users.ann.call("POST", "/v1/recall", {
       query: text,
       limit: 20,
@@ -176,6 +188,7 @@ async function main() {
     `${summary.mode}: nDCG@5 ${summary.ndcg5.toFixed(3)}  nDCG@10 ${summary.ndcg10.toFixed(3)}  MRR@10 ${summary.mrr10.toFixed(3)}  Recall@20 ${summary.recall20.toFixed(3)}  harmful ${summary.harmful}  negatives clean ${summary.negatives_clean}  expectation failures ${summary.expectation_failures}`,
   );
   if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ summary, reports }, null, 2));
+  if (dumpOut) writeFileSync(dumpOut, JSON.stringify(dump));
 
   const failures = [
     summary.ndcg10 < FLOORS.ndcg10 && `nDCG@10 ${summary.ndcg10.toFixed(3)} < ${FLOORS.ndcg10}`,

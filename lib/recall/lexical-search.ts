@@ -10,6 +10,8 @@ const MAX_CANDIDATES = 4000;
 const MAX_UNINDEXED_CANDIDATES = 500;
 /** Candidates re-scored with exact term frequencies. */
 const RESCORED = 200;
+/** An entity whose rarest word is in more than this share of chunks is not specific enough to require. */
+const SPECIFIC_ENTITY_SHARE = 0.05;
 /** At most this many query terms are used (the rarest); a pasted paragraph must not cost more. */
 const MAX_TERMS = 32;
 
@@ -24,8 +26,13 @@ export interface LexicalStats {
   /** Chunks in the searched hubs. */
   chunkCount: number;
   averageLength: number;
-  /** Sum of idf over terms that occur somewhere in the searched hubs: the best a document can match. */
-  findableIdf: number;
+  /** Sum of idf over all query terms: what a document matching every word would have. */
+  queryIdf: number;
+  /**
+   * The query's entities that are specific in these hubs (rare or unseen words),
+   * each as its analysed lexemes. Common words that happen to be capitalised are dropped.
+   */
+  entities: { text: string; lexemes: string[] }[];
 }
 
 export interface LexicalHit {
@@ -46,7 +53,7 @@ export interface LexicalResult {
 }
 
 /** Analyses the query with the index's own analyser and reads BM25 statistics of the searched hubs. */
-export async function lexicalStats(db: DbClient, text: string, hubIds: string[]): Promise<LexicalStats> {
+export async function lexicalStats(db: DbClient, text: string, hubIds: string[], entities: string[] = []): Promise<LexicalStats> {
   const rows = await db.$queryRawUnsafe<{ term: string | null; df: number; n: number; total: number }[]>(
     `WITH h AS (
        SELECT coalesce(sum(chunk_count), 0)::float8 AS n, coalesce(sum(total_length), 0)::float8 AS total
@@ -61,6 +68,12 @@ export async function lexicalStats(db: DbClient, text: string, hubIds: string[])
   );
   const n = rows[0]?.n ?? 0;
   const total = rows[0]?.total ?? 0;
+  const analysed = entities.length
+    ? await db.$queryRawUnsafe<{ idx: number; lexemes: string[] }[]>(
+        `SELECT e.idx::int AS idx, tsvector_to_array(engram_tsvector(e.text)) AS lexemes FROM unnest($1::text[]) WITH ORDINALITY AS e(text, idx)`,
+        entities,
+      )
+    : [];
   const terms = rows
     .filter((row): row is typeof row & { term: string } => row.term !== null)
     .map((row) => {
@@ -70,11 +83,19 @@ export async function lexicalStats(db: DbClient, text: string, hubIds: string[])
     })
     .sort((a, b) => a.df - b.df || a.term.localeCompare(b.term))
     .slice(0, MAX_TERMS);
+  const dfOf = new Map(rows.map((row) => [row.term, Number(row.df)]));
+  const specific = analysed.flatMap((row) => {
+    const lexemes = row.lexemes ?? [];
+    if (lexemes.length === 0) return [];
+    const rarest = Math.min(...lexemes.map((lexeme) => dfOf.get(lexeme) ?? 0));
+    return rarest <= Math.max(1, n * SPECIFIC_ENTITY_SHARE) ? [{ text: entities[row.idx - 1]!, lexemes }] : [];
+  });
   return {
     terms,
     chunkCount: n,
     averageLength: n > 0 ? Math.max(total / n, 1) : 1,
-    findableIdf: terms.filter((t) => t.df > 0).reduce((sum, t) => sum + t.idf, 0),
+    queryIdf: terms.reduce((sum, t) => sum + t.idf, 0),
+    entities: specific,
   };
 }
 
@@ -143,9 +164,5 @@ export async function lexicalSearch(db: DbClient, stats: LexicalStats, scope: Se
     .map((row) => ({ chunkId: row.chunk_id, memoryId: row.memory_id, bm25: Number(row.bm25 ?? 0), matchedIdf: Number(row.matched_idf), matchedTerms: row.matched_terms ?? [] }))
     .sort((a, b) => b.bm25 - a.bm25)
     .slice(0, limit);
-  // A term no chunk holds can still be matched by a memory that is not chunked yet: then it is findable too.
-  const findable = new Set(stats.terms.filter((t) => t.df > 0).map((t) => t.term));
-  for (const row of rows) for (const term of row.matched_terms ?? []) findable.add(term);
-  const findableIdf = stats.terms.filter((t) => findable.has(t.term)).reduce((sum, t) => sum + t.idf, 0);
-  return { stats: { ...stats, findableIdf }, hits, candidates: Number(rows[0]?.candidates ?? 0) };
+  return { stats, hits, candidates: Number(rows[0]?.candidates ?? 0) };
 }

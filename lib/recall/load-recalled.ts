@@ -17,20 +17,33 @@ export interface CandidateFacts {
   missingEntities: number;
 }
 
-/** Per-memory facts that ranking needs beyond the chunk scores. */
-export async function loadCandidateFacts(db: DbClient, memoryIds: string[], entities: string[]): Promise<Map<string, CandidateFacts>> {
+/**
+ * Per-memory facts that ranking needs beyond the chunk scores. An entity counts
+ * as mentioned when at least half of its analysed words occur in the memory.
+ */
+export async function loadCandidateFacts(
+  db: DbClient,
+  memoryIds: string[],
+  entities: { lexemes: string[] }[],
+): Promise<Map<string, CandidateFacts>> {
   if (memoryIds.length === 0) return new Map();
+  const index = entities.flatMap((entity, i) => entity.lexemes.map(() => i));
+  const lexemes = entities.flatMap((entity) => entity.lexemes);
   const rows = await db.$queryRawUnsafe<
     { id: string; hub_id: string; kind: string; created_at: Date; project_context: unknown; missing: bigint | number }[]
   >(
     `WITH e AS MATERIALIZED (
-       SELECT engram_terms_tsquery(tsvector_to_array(engram_tsvector(x)), ' & ') AS tsq FROM unnest($2::text[]) AS x
+       SELECT x.idx, engram_terms_tsquery(ARRAY[x.lexeme], ' | ') AS tsq FROM unnest($2::int[], $3::text[]) AS x(idx, lexeme)
      )
      SELECT m.id, m.hub_id, m.kind, m.created_at, m.project_context,
-            (SELECT count(*) FROM e WHERE e.tsq IS NOT NULL AND NOT (coalesce(m.search_vector, ''::tsvector) @@ e.tsq)) AS missing
+            (SELECT count(*) FROM (
+               SELECT e.idx FROM e GROUP BY e.idx
+               HAVING avg(CASE WHEN coalesce(m.search_vector, ''::tsvector) @@ e.tsq THEN 1 ELSE 0 END) < 0.5
+             ) AS absent) AS missing
      FROM memories m WHERE m.id = ANY($1::uuid[])`,
     memoryIds,
-    entities,
+    index,
+    lexemes,
   );
   return new Map(
     rows.map((row) => [

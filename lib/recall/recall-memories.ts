@@ -7,7 +7,7 @@ import { lexicalSearch, lexicalStats } from "./lexical-search.ts";
 import { loadCandidateFacts, loadRecalled, type CandidateFacts, type RecalledMemory } from "./load-recalled.ts";
 import { RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT, type RecallBody } from "./recall-fields.ts";
 import { recordAccess } from "./record-access.ts";
-import { RELEVANCE_FLOOR, relevanceScore } from "./relevance-score.ts";
+import { DERIVED_FILTER_FLOOR, RELEVANCE_FLOOR, relevanceLogit, relevanceScore } from "./relevance-score.ts";
 import { rerankWithinBudget } from "./reranker.ts";
 import type { SearchScope } from "./search-scope.ts";
 import { chunkSimilarities, vectorSearch } from "./vector-search.ts";
@@ -52,6 +52,24 @@ const RERANK_WEIGHT = 0.6;
 
 const INTENT_KIND: Partial<Record<Intent, string>> = { how_to: "procedural", why: "rationale", what_is: "semantic", temporal: "episodic" };
 const BOOST = { preferredHub: 0.03, project: 0.04, repo: 0.05, branch: 0.01, intentKind: 0.02 };
+
+export interface RecallTraceEntry {
+  memoryId: string;
+  chunkId: string | null;
+  similarity: number | null;
+  coverage: number;
+  bm25: number;
+  missingEntities: number;
+  entities: number;
+  score: number;
+}
+
+const globalForTrace = globalThis as unknown as { __engramRecallTrace?: (query: string, entries: RecallTraceEntry[]) => void };
+
+/** The eval's tuning hook: every scored candidate (before the floor) of every recall. */
+export function setRecallTrace(trace: ((query: string, entries: RecallTraceEntry[]) => void) | undefined): void {
+  globalForTrace.__engramRecallTrace = trace;
+}
 
 interface Scored {
   memoryId: string;
@@ -115,7 +133,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   // The query embedding runs on ONNX threads while the database does the lexical leg.
   const vectorPromise = getEmbedder().then((embedder) => (embedder ? embedQuery(embedder, analysis.searchText) : null));
   vectorPromise.catch(() => undefined);
-  const stats = await lexicalStats(ctx.db, analysis.searchText, hubIds);
+  const stats = await lexicalStats(ctx.db, analysis.searchText, hubIds, analysis.entities);
   const lexical = await lexicalSearch(ctx.db, stats, scope, LEG_DEPTH);
   const vector = await vectorPromise.catch((error) => {
     console.error("[engram] recall: query embedding failed; lexical only", error);
@@ -127,7 +145,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   const missing = lexical.hits.flatMap((hit) => (hit.chunkId && !similarities.has(hit.chunkId) ? [hit.chunkId] : []));
   if (vector && missing.length > 0) for (const [id, sim] of await chunkSimilarities(ctx.db, vector, missing)) similarities.set(id, sim);
 
-  const idfMass = lexical.stats.findableIdf;
+  const idfMass = stats.queryIdf;
   const chunkScores = new Map<string, Omit<Scored, "score">>();
   for (const hit of lexical.hits) {
     const key = hit.chunkId ?? `memory:${hit.memoryId}`;
@@ -146,23 +164,34 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   const lexicalChunkIds = new Set(lexical.hits.map((hit) => hit.chunkId));
   const totalCandidates = lexical.candidates + vectorHits.filter((hit) => !lexicalChunkIds.has(hit.chunkId)).length;
 
-  const facts = await loadCandidateFacts(ctx.db, [...new Set([...chunkScores.values()].map((c) => c.memoryId))], analysis.entities);
+  const facts = await loadCandidateFacts(ctx.db, [...new Set([...chunkScores.values()].map((c) => c.memoryId))], stats.entities);
+  // A time or author phrase is itself the question ("what did Mira push last week"): list what
+  // matches it, ranked by the rest of the query, instead of demanding the rest match on its own.
+  const floor = analysis.timePhrase || analysis.author ? DERIVED_FILTER_FLOOR : RELEVANCE_FLOOR;
   const best = new Map<string, Scored & { rank: number }>();
-  for (const candidate of chunkScores.values()) {
+  const traced: RecallTraceEntry[] = [];
+  const evaluated = [...chunkScores.values()].flatMap((candidate) => {
     const fact = facts.get(candidate.memoryId);
-    if (!fact) continue;
-    const score = relevanceScore({
+    if (!fact) return [];
+    const evidence = {
       similarity: candidate.similarity,
       coverage: candidate.coverage,
       bm25: candidate.bm25,
       missingEntities: fact.missingEntities,
-      entities: analysis.entities.length,
-    });
-    if (score < RELEVANCE_FLOOR) continue;
+      entities: stats.entities.length,
+    };
+    return [{ candidate, fact, evidence, logit: relevanceLogit(evidence) }];
+  });
+  const bestLogit = Math.max(...evaluated.map((e) => e.logit));
+  for (const { candidate, fact, evidence, logit } of evaluated) {
+    const score = relevanceScore(logit, bestLogit);
+    if (globalForTrace.__engramRecallTrace) traced.push({ memoryId: candidate.memoryId, chunkId: candidate.chunkId, ...evidence, score });
+    if (score < floor) continue;
     const rank = Math.min(1, score + boost(fact, input, analysis.intent));
     const previous = best.get(candidate.memoryId);
     if (!previous || rank > previous.rank) best.set(candidate.memoryId, { ...candidate, score: rank, rank });
   }
+  globalForTrace.__engramRecallTrace?.(input.query, traced);
   let ranked = [...best.values()].sort((a, b) => b.rank - a.rank || a.memoryId.localeCompare(b.memoryId));
 
   let reranked = false;
@@ -183,7 +212,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
           const blended = (1 - RERANK_WEIGHT) * item.rank + RERANK_WEIGHT * (byMemory.get(item.memoryId) ?? 0);
           return { ...item, score: blended, rank: blended };
         })
-        .filter((item) => item.rank >= RELEVANCE_FLOOR)
+        .filter((item) => item.rank >= floor)
         .sort((a, b) => b.rank - a.rank || a.memoryId.localeCompare(b.memoryId));
     } else {
       rerankReason = outcome.reason;

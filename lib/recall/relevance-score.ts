@@ -3,9 +3,7 @@
  * depend on the query, so 0.7 means the same thing for every query.
  *
  * - similarity: cosine between the query and the chunk embeddings (absolute).
- * - coverage: share of the query's findable idf mass that the chunk contains
- *   (terms that occur nowhere in the searched hubs cannot be matched by any
- *   memory and are left out, so vocabulary mismatch does not count against one).
+ * - coverage: share of the query's idf mass that the chunk contains.
  * - bm25: BM25 divided by the same idf mass (≈ coverage, adjusted for term
  *   frequency and chunk length).
  * - missing entities: identifiers and proper names of the query the memory
@@ -24,17 +22,26 @@ export interface RelevanceEvidence {
 }
 
 export const SCORE_MODEL = {
-  hybrid: { bias: -5.4, similarity: 8.0, coverage: 2.2, bm25: 0.8, missingEntity: 1.6 },
+  hybrid: { bias: -4.0, similarity: 10.0, coverage: 2.0, bm25: 0.5, missingEntity: 2.0 },
   // No embeddings (no model, or the memory is not embedded yet): words are all the evidence there is.
-  lexical: { bias: -3.2, similarity: 0, coverage: 4.2, bm25: 1.2, missingEntity: 1.6 },
+  lexical: { bias: -3.2, similarity: 0, coverage: 4.2, bm25: 1.2, missingEntity: 2.0 },
 };
 
+/**
+ * A candidate far below the query's best one is less likely to be what was
+ * asked for, whatever its absolute evidence: its logit loses this share of the gap.
+ */
+export const GAP_WEIGHT = 0.3;
+
 /** Results scoring below this are dropped: an unrelated query returns nothing. */
-export const RELEVANCE_FLOOR = 0.35;
+export const RELEVANCE_FLOOR = 0.3;
+/** The floor when the query's own time or author phrase already selects what is wanted. */
+export const DERIVED_FILTER_FLOOR = 0.02;
 
-const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
+export const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 
-export function relevanceScore(evidence: RelevanceEvidence): number {
+/** The model's log-odds; `relevanceScore` turns them into 0..1 given the query's best candidate. */
+export function relevanceLogit(evidence: RelevanceEvidence): number {
   const model = evidence.similarity === null ? SCORE_MODEL.lexical : SCORE_MODEL.hybrid;
   const missingShare = evidence.entities > 0 ? evidence.missingEntities / evidence.entities : 0;
   const z =
@@ -43,5 +50,9 @@ export function relevanceScore(evidence: RelevanceEvidence): number {
     model.coverage * Math.min(evidence.coverage, 1) +
     model.bm25 * Math.min(evidence.bm25, 1.5) -
     model.missingEntity * Math.min(evidence.missingEntities, 2) * (0.5 + 0.5 * missingShare);
-  return sigmoid(z);
+  return z;
+}
+
+export function relevanceScore(logit: number, bestLogit: number): number {
+  return sigmoid(logit - GAP_WEIGHT * Math.max(0, bestLogit - logit));
 }
