@@ -41,6 +41,10 @@ export function stopBackgroundProcessing(): void {
 }
 
 async function start(): Promise<void> {
+  if (process.env.ENGRAM_PROCESSING === "off") {
+    console.warn("[engram] processing: disabled (ENGRAM_PROCESSING=off); new memories stay pending until it is enabled");
+    return;
+  }
   const config = processingConfig();
   const database = await getDatabase();
   void getEmbedder();

@@ -1,0 +1,66 @@
+import { getEmbedder } from "@/lib/ai/embedder.ts";
+import type { Db } from "@/lib/db/database.ts";
+import { PROCESSING_STEPS, StaleJobError } from "./processing-steps.ts";
+
+export interface ReembedOptions {
+  /** Memories indexed at once; their chunks share embedding batches. */
+  concurrency?: number;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface ReembedResult {
+  total: number;
+  reembedded: number;
+  /** Changed while being re-embedded: the runner indexes their new version. */
+  skipped: number;
+  embedder: string;
+}
+
+const PAGE = 200;
+const indexStep = PROCESSING_STEPS.find((step) => step.name === "index")!;
+
+/**
+ * Re-chunks and re-embeds every processed memory with the current embedding
+ * model (after a model or provider change, or once a model became available
+ * for memories indexed lexical-only). Uses the pipeline's own index step, so
+ * the result is exactly what processing would write. Pending and running
+ * memories are left to the runner.
+ */
+export async function reembedMemories(db: Db, options: ReembedOptions = {}): Promise<ReembedResult> {
+  const embedder = await getEmbedder();
+  if (!embedder) throw new Error("No embedding model is available; see the log line above (npm run models installs the local one)");
+  const concurrency = options.concurrency ?? 16;
+  const where = { processingStatus: { in: ["done", "failed"] } };
+  const total = await db.memory.count({ where });
+  let done = 0;
+  let reembedded = 0;
+  let skipped = 0;
+  let cursor: string | undefined;
+  for (;;) {
+    const page = await db.memory.findMany({
+      where: { ...where, ...(cursor && { id: { gt: cursor } }) },
+      orderBy: { id: "asc" },
+      take: PAGE,
+      select: { id: true, hubId: true, version: true, contentHash: true },
+    });
+    if (page.length === 0) break;
+    cursor = page.at(-1)!.id;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(concurrency, page.length) }, async () => {
+        while (next < page.length) {
+          const memory = page[next++]!;
+          try {
+            await indexStep.run({ db, memory, now: () => new Date() });
+            reembedded++;
+          } catch (error) {
+            if (!(error instanceof StaleJobError)) throw error;
+            skipped++;
+          }
+          options.onProgress?.(++done, total);
+        }
+      }),
+    );
+  }
+  return { total, reembedded, skipped, embedder: embedder.id };
+}
