@@ -29,6 +29,9 @@ describe("envelope and headers", () => {
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe("not_found");
     }
+    const root = await ann.get("/v1");
+    expect(root.status).toBe(404);
+    expect(root.body.error.code).toBe("not_found");
   });
 
   test("every route file answers unimplemented methods with a JSON 405", async () => {

@@ -65,7 +65,7 @@ const ROUTES: Record<string, Row> = {
     expect: { ...anyUser(404), owner: 200 },
   },
   ...Object.fromEntries(
-    ["GET", "POST", "PUT", "PATCH", "DELETE"].map((m) => [`${m} /v1/[...path]`, { path: () => "/v1/no-such-endpoint", expect: publicRoute(404) }]),
+    ["GET", "POST", "PUT", "PATCH", "DELETE"].map((m) => [`${m} /v1/[[...path]]`, { path: () => "/v1/no-such-endpoint", expect: publicRoute(404) }]),
   ),
 
   // Memories

@@ -30,6 +30,11 @@ function match(route: RouteFile, parts: string[]): Record<string, string | strin
   const params: Record<string, string | string[]> = {};
   for (let i = 0; i < route.segments.length; i++) {
     const seg = route.segments[i]!;
+    const optional = seg.match(/^\[\[\.\.\.(\w+)\]\]$/);
+    if (optional) {
+      params[optional[1]!] = parts.slice(i);
+      return params;
+    }
     const catchAll = seg.match(/^\[\.\.\.(\w+)\]$/);
     if (catchAll) {
       if (i >= parts.length) return null;
@@ -47,7 +52,7 @@ function match(route: RouteFile, parts: string[]): Record<string, string | strin
 
 /** Static segments beat dynamic ones, which beat catch-alls — Next's precedence. */
 function rank(route: RouteFile): number[] {
-  return route.segments.map((s) => (s.startsWith("[...") ? 2 : s.startsWith("[") ? 1 : 0));
+  return route.segments.map((s) => (s.startsWith("[[...") ? 3 : s.startsWith("[...") ? 2 : s.startsWith("[") ? 1 : 0));
 }
 
 function compare(a: RouteFile, b: RouteFile): number {
