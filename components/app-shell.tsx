@@ -47,6 +47,9 @@ export function AppShell({ user, children }: { user: SessionUser; children: Reac
                 <Link
                   key={item.href}
                   href={item.href}
+                  // Every page here is dynamic: prefetching would query the embedded database
+                  // and compete with the current page's own API calls on first load.
+                  prefetch={false}
                   aria-current={active ? "page" : undefined}
                   className={`rounded-md px-3 py-1.5 text-sm font-medium ${active ? "bg-indigo-50 text-indigo-700" : "text-slate-700 hover:bg-slate-100"}`}
                 >

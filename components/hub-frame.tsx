@@ -24,8 +24,10 @@ export function HubFrame({ hubId, children }: { hubId: string; children: ReactNo
   const pathname = usePathname();
   const me = useMe();
   useEffect(() => {
-    // Read receipt for hub notifications; failing to record it must not disturb the page.
-    api(`/v1/hubs/${encodeURIComponent(hubId)}/visit`, { method: "POST" }).catch(() => undefined);
+    // Read receipt for hub notifications, sent after the page's own data so it never delays it;
+    // failing to record it must not disturb the page.
+    const timer = setTimeout(() => api(`/v1/hubs/${encodeURIComponent(hubId)}/visit`, { method: "POST" }).catch(() => undefined), 1500);
+    return () => clearTimeout(timer);
   }, [hubId]);
 
   const detail = state.data;
@@ -43,7 +45,7 @@ export function HubFrame({ hubId, children }: { hubId: string; children: ReactNo
           ← All hubs
         </Link>
         {/* Fixed-height header: the name arriving must not push the page down. */}
-        <div className="flex min-h-[3.25rem] flex-wrap items-center gap-x-3 gap-y-1">
+        <div className="flex min-h-[3.5rem] flex-wrap items-center gap-x-3 gap-y-1">
           {detail ? (
             <>
               <h1 className="break-all text-2xl font-semibold">{detail.hub.name}</h1>
@@ -72,6 +74,7 @@ export function HubFrame({ hubId, children }: { hubId: string; children: ReactNo
               <Link
                 key={tab.href}
                 href={tab.href}
+                prefetch={false}
                 aria-current={active ? "page" : undefined}
                 className={`-mb-px whitespace-nowrap border-b-2 px-3 py-2 text-sm font-medium ${active ? "border-indigo-600 text-indigo-700" : "border-transparent text-slate-600 hover:text-slate-900"}`}
               >

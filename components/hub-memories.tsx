@@ -17,7 +17,7 @@ const POLL_MS = 3000;
 type MemoryPage = Page & { memories: Memory[]; total: number };
 
 export function HubMemories() {
-  const { hubId, data: hub } = useHub();
+  const { hubId, data: hub, reload: reloadHub } = useHub();
   const [sort, setSort] = useState<"newest" | "relevant">("newest");
   const [topicId, setTopicId] = useState("");
   // Cursor stack: the cursors of the pages before the current one, for Previous.
@@ -47,7 +47,7 @@ export function HubMemories() {
     <div className="flex flex-col gap-5">
       <RecallBox hubId={hubId} />
       {roleCan(hub?.role, "write") && (
-        <div className="flex flex-col gap-2">
+        <div className="flex flex-col items-start gap-2 [&>*]:w-full sm:[&>button]:w-auto">
           <PushMemory
             hubId={hubId}
             onPushed={(memory) => {
@@ -55,6 +55,7 @@ export function HubMemories() {
               restart();
               setSort("newest");
               reload();
+              reloadHub();
             }}
           />
           {pushed && <Notice>Pushed “{pushed.title}”. It is searchable now; its summary and embeddings follow in a few seconds.</Notice>}
@@ -150,7 +151,7 @@ function MemoryRow({ memory }: { memory: Memory }) {
   return (
     <li data-testid="memory-row" className="flex h-[4.75rem] flex-col justify-center gap-1 overflow-hidden rounded-lg border border-slate-200 bg-white px-4 shadow-sm">
       <div className="flex min-w-0 items-center gap-2">
-        <Link href={`/memories/${memory.id}`} className="truncate font-medium text-indigo-700 hover:underline">
+        <Link prefetch={false} href={`/memories/${memory.id}`} className="truncate font-medium text-indigo-700 hover:underline">
           {memory.title}
         </Link>
         <ProcessingBadge memory={memory} />

@@ -41,6 +41,7 @@ export function HubsPage() {
               <li key={hub.id}>
                 <Link
                   href={`/hubs/${hub.id}`}
+                  prefetch={false}
                   className="flex h-full flex-col gap-2 rounded-lg border border-slate-200 bg-white p-4 shadow-sm hover:border-indigo-300"
                 >
                   <span className="flex items-center justify-between gap-2">

@@ -7,6 +7,12 @@ import remarkGfm from "remark-gfm";
  * opening a memory never fetches from a third-party server.
  */
 const components: Components = {
+  // The page title is the only h1; content headings move down one level (sizes follow in CSS).
+  h1: ({ children }) => <h2 data-level="1">{children}</h2>,
+  h2: ({ children }) => <h3 data-level="2">{children}</h3>,
+  h3: ({ children }) => <h4 data-level="3">{children}</h4>,
+  h4: ({ children }) => <h5 data-level="4">{children}</h5>,
+  h5: ({ children }) => <h6 data-level="5">{children}</h6>,
   a: ({ href, children }) => (
     <a href={href} target="_blank" rel="noopener noreferrer nofollow">
       {children}

@@ -83,7 +83,7 @@ export function RecallBox({ hubId }: { hubId: string }) {
                 {result.memories.map((memory) => (
                   <li key={memory.id} className="rounded-md border border-slate-200 p-3">
                     <div className="flex flex-wrap items-center gap-2">
-                      <Link href={`/memories/${memory.id}`} className="font-medium text-indigo-700 hover:underline">
+                      <Link prefetch={false} href={`/memories/${memory.id}`} className="font-medium text-indigo-700 hover:underline">
                         {memory.title}
                       </Link>
                       <Badge tone="indigo" title="Relevance score (0 to 1)">
