@@ -53,5 +53,8 @@ it("without a model, memories still process (lexical-only) and health says why; 
   const result = await reembedMemories(h.db, { onProgress: (done) => progress.push(done) });
   expect(result).toEqual({ total: 2, reembedded: 2, skipped: 0, embedder: "local:Xenova/all-MiniLM-L6-v2" });
   expect(progress).toEqual([1, 2]);
-  for (const id of ids) expect(await vectors(id)).toEqual([{ n: 1, with_vector: 1 }]);
+  for (const id of ids) {
+    expect(await vectors(id)).toEqual([{ n: 1, with_vector: 1 }]);
+    expect((await ann.get(`/v1/memories/${id}`)).body.data.processing_status).toBe("done");
+  }
 });

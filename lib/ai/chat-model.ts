@@ -3,6 +3,8 @@ import { generateText, Output, type LanguageModel } from "ai";
 import { z } from "zod";
 import { KINDS, STABILITIES } from "@/lib/memories/memory-fields.ts";
 
+let warned = false;
+
 /** Characters of a memory sent to the chat model: enough to judge it, bounded in cost. */
 const PROMPT_CONTENT_CHARS = 12_000;
 
@@ -15,7 +17,12 @@ export function chatModel(): LanguageModel | null {
   const name = process.env.ENGRAM_CHAT_MODEL;
   if (!name) return null;
   const apiKey = process.env.OPENAI_API_KEY;
-  if (!apiKey) throw new Error("ENGRAM_CHAT_MODEL is set but OPENAI_API_KEY is not");
+  if (!apiKey) {
+    // A half-configured model must not fail every memory: say so once and keep the heuristics.
+    if (!warned) console.warn("[engram] chat model: ENGRAM_CHAT_MODEL is set but OPENAI_API_KEY is not; using local heuristics");
+    warned = true;
+    return null;
+  }
   return createOpenAI({ apiKey, baseURL: process.env.OPENAI_BASE_URL || undefined }).chat(name);
 }
 

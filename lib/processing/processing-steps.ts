@@ -59,12 +59,14 @@ export function embeddingText(chunk: ChunkDraft): string {
 /** Chunks (with vectors when a model is available) replace the memory's index entries atomically. */
 export async function storeChunks(ctx: StepContext, chunks: ChunkDraft[], vectors: number[][] | null): Promise<void> {
   await ctx.db.$transaction(async (tx) => {
-    // The guarded update also locks the row, so a concurrent content change waits for us and then wins.
-    const { count } = await tx.memory.updateMany({ where: currentWhere(ctx.memory), data: { processingStatus: "running" } });
+    // A no-op guarded update: it locks the row, so a concurrent content change waits for us and then wins.
+    const { count } = await tx.memory.updateMany({ where: currentWhere(ctx.memory), data: { version: ctx.memory.version } });
     if (count === 0) throw new StaleJobError(ctx.memory);
+    // Read under that lock: the memory may have moved to another hub since the job started.
+    const { hubId } = await tx.memory.findUniqueOrThrow({ where: { id: ctx.memory.id }, select: { hubId: true } });
     await replaceChunks(
       tx,
-      ctx.memory,
+      { id: ctx.memory.id, hubId },
       chunks.map((chunk, i) => ({ ...chunk, embedding: vectors?.[i] ?? null })),
     );
   });
