@@ -27,6 +27,12 @@ export interface StepContext {
   db: Db;
   memory: MemoryVersion;
   now: () => Date;
+  /**
+   * The row as the job last read or wrote it. Steps run in one process share
+   * it (one read per job instead of one per step); every write is still
+   * guarded by version and content hash, so a stale copy can never win.
+   */
+  loaded?: Memory;
 }
 
 export type StepName = "classify" | "index" | "summarise" | "complete";
@@ -40,15 +46,20 @@ export interface ProcessingStep {
 const currentWhere = (m: MemoryVersion) => ({ id: m.id, version: m.version, contentHash: m.contentHash });
 
 async function loadCurrent(ctx: StepContext): Promise<Memory> {
+  if (ctx.loaded) return ctx.loaded;
   const memory = await ctx.db.memory.findFirst({ where: currentWhere(ctx.memory) });
   if (!memory) throw new StaleJobError(ctx.memory);
+  ctx.loaded = memory;
   return memory;
 }
 
+type MemoryChanges = Partial<Pick<Memory, "kind" | "stability" | "contentType" | "summary" | "processingStatus" | "processingError" | "processedAt" | "state">>;
+
 /** Writes `data` only if the memory is still at the job's version. */
-async function writeIfCurrent(ctx: StepContext, data: Parameters<Db["memory"]["updateMany"]>[0]["data"]): Promise<void> {
+async function writeIfCurrent(ctx: StepContext, data: MemoryChanges): Promise<void> {
   const { count } = await ctx.db.memory.updateMany({ where: currentWhere(ctx.memory), data });
   if (count === 0) throw new StaleJobError(ctx.memory);
+  if (ctx.loaded) Object.assign(ctx.loaded, data);
 }
 
 /** Text handed to the embedding model: the section path gives a chunk its context. */
