@@ -60,3 +60,40 @@ describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () =>
     }
   });
 });
+
+describe("EmbeddingBatcher (cross-call batching in front of the model)", () => {
+  it("fills batches from every waiting caller, queries first, results back in order", async () => {
+    const { EmbeddingBatcher } = await import("@/lib/ai/embedder.ts");
+    const batches: string[][] = [];
+    let release: () => void = () => {};
+    const run = async (texts: string[]) => {
+      batches.push(texts);
+      if (batches.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      return texts.map((t) => [Number(t.split(":")[1])]);
+    };
+    const batcher = new EmbeddingBatcher(run, 4);
+    const docs = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}:${i}`);
+    const a = batcher.embed(docs("a", 3), "document");
+    const b = batcher.embed(docs("bb", 3), "document");
+    await new Promise((r) => setTimeout(r, 0));
+    const q = batcher.embed(["q:7"], "query"); // arrives while the first batch runs
+    release();
+    expect(await a).toEqual([[0], [1], [2]]);
+    expect(await b).toEqual([[0], [1], [2]]);
+    expect(await q).toEqual([[7]]);
+    expect(batches.map((batch) => batch.length)).toEqual([4, 3]);
+    expect(batches[1]![0]).toBe("q:7"); // the query jumped ahead of the remaining documents
+  });
+
+  it("rejects only the callers whose batch failed", async () => {
+    const { EmbeddingBatcher } = await import("@/lib/ai/embedder.ts");
+    const batcher = new EmbeddingBatcher(async (texts) => {
+      if (texts.includes("boom")) throw new Error("inference failed");
+      return texts.map(() => [1]);
+    }, 2);
+    const bad = batcher.embed(["boom", "x"], "document");
+    const good = batcher.embed(["y", "z"], "document");
+    await expect(bad).rejects.toThrow("inference failed");
+    expect(await good).toEqual([[1], [1]]);
+  });
+});

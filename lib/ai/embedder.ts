@@ -193,7 +193,8 @@ export class EmbeddingBatcher {
     return new Promise((resolve, reject) => {
       const request: EmbedRequest = { texts: texts.map((t) => t || " "), vectors: new Array(texts.length), next: 0, done: 0, resolve, reject };
       (kind === "query" ? this.queries : this.documents).push(request);
-      void this.drain();
+      // Started on the next turn of the event loop, so callers arriving together share the first batch.
+      setImmediate(() => void this.drain());
     });
   }
 
