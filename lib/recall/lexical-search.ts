@@ -4,12 +4,18 @@ import { searchScope, type SearchScope } from "./search-scope.ts";
 /** BM25 parameters (the usual defaults; chunks are short and similar in length). */
 const K1 = 1.2;
 const B = 0.75;
+/** Postings (sum of df) that single words may contribute to the candidate set. */
+const CANDIDATE_BUDGET = 1000;
+/** Commoner words beyond the budget select in pairs; at most this many of them. */
+const MAX_PAIRED_TERMS = 6;
 /** Most chunks that are read and scored per query; bounds the cost of very common words. */
-const MAX_CANDIDATES = 4000;
+const MAX_CANDIDATES = 2000;
 /** Unprocessed memories scored whole (read-your-writes). */
 const MAX_UNINDEXED_CANDIDATES = 500;
 /** Candidates re-scored with exact term frequencies. */
-const RESCORED = 200;
+const RESCORED = 80;
+/** Candidates kept by the cheap first cut. */
+const PRE_RANKED = 300;
 /** An entity whose rarest word is in more than this share of chunks is not specific enough to require. */
 const SPECIFIC_ENTITY_SHARE = 0.05;
 /** At most this many query terms are used (the rarest); a pasted paragraph must not cost more. */
@@ -100,31 +106,42 @@ export async function lexicalStats(db: DbClient, text: string, hubIds: string[],
 }
 
 /**
- * Terms that select candidates: OR semantics (a document needs only some of
- * the words), but only over the rarer words while there are some, so a query
- * with one common word does not read a third of the index. Every query term
- * still counts in the score.
+ * The tsquery that selects candidates: OR semantics (a document needs only
+ * some of the words). Rare words select on their own; once their postings
+ * fill the budget, the commoner words only select documents holding two of
+ * them, so one common word never makes the query read half the index. Every
+ * query term still counts in the score.
  */
-function driverTerms(stats: LexicalStats): QueryTerm[] {
+function candidateQuery(stats: LexicalStats): { singles: string[]; pairs: [string, string][] } {
   const present = stats.terms.filter((t) => t.df > 0);
-  const drivers: QueryTerm[] = [];
+  const singles: string[] = [];
   let budget = 0;
-  for (const term of present) {
-    if (drivers.length > 0 && budget + term.df > MAX_CANDIDATES && term.df > stats.chunkCount * 0.02) break;
-    drivers.push(term);
+  let index = 0;
+  for (; index < present.length; index++) {
+    const term = present[index]!;
+    if (singles.length > 0 && budget + term.df > CANDIDATE_BUDGET) break;
+    singles.push(term.term);
     budget += term.df;
   }
-  return drivers;
+  const rest = present.slice(index, index + MAX_PAIRED_TERMS).map((t) => t.term);
+  const pairs: [string, string][] = [];
+  for (let i = 0; i < rest.length; i++) for (let j = i + 1; j < rest.length; j++) pairs.push([rest[i]!, rest[j]!]);
+  return { singles, pairs };
+}
+
+/** A lexeme in tsquery syntax: quoted, so it is taken as is (no parsing, no stemming). */
+function quoteLexeme(term: string): string {
+  return `'${term.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
 }
 
 /** BM25 over chunks (and over whole memories not chunked yet) within the scope. */
 export async function lexicalSearch(db: DbClient, stats: LexicalStats, scope: SearchScope, limit: number): Promise<LexicalResult> {
   if (stats.terms.length === 0) return { stats, hits: [], candidates: 0 };
-  const drivers = driverTerms(stats);
+  const selector = candidateQuery(stats);
   const params: unknown[] = [
     stats.terms.map((t) => t.term),
     stats.terms.map((t) => t.idf),
-    drivers.map((t) => t.term),
+    [...selector.singles.map(quoteLexeme), ...selector.pairs.map(([a, b]) => `(${quoteLexeme(a)} & ${quoteLexeme(b)})`)].join(" | ") || null,
     // Unchunked memories are matched on every term: words new to the hub are exactly what they may hold.
     stats.terms.map((t) => t.term),
     stats.averageLength,
@@ -138,7 +155,8 @@ export async function lexicalSearch(db: DbClient, stats: LexicalStats, scope: Se
      ), cand AS (
        SELECT c.id AS chunk_id, c.memory_id, c.search_vector AS vec, greatest(c.search_length, 1) AS len
        FROM chunks c JOIN memories m ON m.id = c.memory_id
-       WHERE c.search_vector @@ engram_terms_tsquery($3::text[], ' | ') AND c.hub_id = ANY($6::uuid[]) AND ${chunkScope}
+       WHERE c.search_vector @@ $3::tsquery
+         AND c.hub_id = ANY($6::uuid[]) AND ${chunkScope}
        LIMIT ${MAX_CANDIDATES}
      ), mcand AS (
        SELECT NULL::uuid AS chunk_id, m.id AS memory_id, m.search_vector AS vec, greatest(engram_tsvector_length(m.search_vector), 1) AS len
@@ -146,17 +164,24 @@ export async function lexicalSearch(db: DbClient, stats: LexicalStats, scope: Se
        WHERE m.processing_status IN ('pending', 'running') AND m.search_vector @@ engram_terms_tsquery($4::text[], ' | ') AND ${memoryScope}
        LIMIT ${MAX_UNINDEXED_CANDIDATES}
      ), pre AS (
-       SELECT a.chunk_id, a.memory_id, a.vec, a.len, m.matched_idf, m.matched_terms
-       FROM (SELECT * FROM cand UNION ALL SELECT * FROM mcand) AS a,
-            LATERAL (SELECT coalesce(sum(q.idf), 0) AS matched_idf, array_agg(q.term) AS matched_terms FROM q WHERE a.vec @@ q.tsq) AS m
+       -- A cheap first cut (one ts_rank call per candidate: words of the selecting query count
+       -- double, as they are the rare ones) before exact BM25 on the survivors.
+       SELECT a.chunk_id, a.memory_id, a.vec, a.len
+       FROM (SELECT * FROM cand UNION ALL SELECT * FROM mcand) AS a
+       ORDER BY 2 * ts_rank(a.vec, coalesce($3::tsquery, engram_terms_tsquery($4::text[], ' | ')), 1) + ts_rank(a.vec, engram_terms_tsquery($4::text[], ' | '), 1) DESC
+       LIMIT ${PRE_RANKED}
+     ), scored AS (
+       SELECT p.chunk_id, p.memory_id, p.vec, p.len, m.matched_idf, m.matched_terms
+       FROM pre AS p,
+            LATERAL (SELECT coalesce(sum(q.idf), 0) AS matched_idf, array_agg(q.term) AS matched_terms FROM q WHERE p.vec @@ q.tsq) AS m
      ), top AS (
-       SELECT * FROM pre ORDER BY matched_idf / ${norm("len")} DESC LIMIT ${RESCORED}
+       SELECT * FROM scored ORDER BY matched_idf / ${norm("len")} DESC LIMIT ${RESCORED}
      )
      SELECT top.chunk_id, top.memory_id, top.matched_idf, top.matched_terms,
             (SELECT sum(q.idf * x.tf * ${K1 + 1} / (x.tf + ${K1} * ${norm("top.len")}))
              FROM (SELECT u.lexeme, greatest(coalesce(array_length(u.positions, 1), 1), 1)::float8 AS tf FROM unnest(top.vec) AS u) AS x
              JOIN q ON q.term = x.lexeme) AS bm25,
-            (SELECT count(*) FROM pre) AS candidates
+            (SELECT count(*) FROM cand) + (SELECT count(*) FROM mcand) AS candidates
      FROM top`,
     ...params,
   );

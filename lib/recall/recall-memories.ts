@@ -8,7 +8,7 @@ import { loadCandidateFacts, loadRecalled, type CandidateFacts, type RecalledMem
 import { RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT, type RecallBody } from "./recall-fields.ts";
 import { recordAccess } from "./record-access.ts";
 import { DERIVED_FILTER_FLOOR, RELEVANCE_FLOOR, relevanceLogit, relevanceScore } from "./relevance-score.ts";
-import { rerankWithinBudget } from "./reranker.ts";
+import { getReranker, rerankWithinBudget } from "./reranker.ts";
 import type { SearchScope } from "./search-scope.ts";
 import { chunkSimilarities, vectorSearch } from "./vector-search.ts";
 
@@ -43,8 +43,8 @@ export interface RecallResult {
   };
 }
 
-/** How many chunks each leg contributes before fusion. */
-const LEG_DEPTH = 100;
+/** How many chunks each leg contributes before fusion (the vector leg: at least 3 per requested result). */
+const LEG_DEPTH = 40;
 /** How many memories go to the reranker (its cost grows with this). */
 const RERANK_DEPTH = 30;
 /** How much the reranker's judgement weighs against the first-stage score. */
@@ -134,12 +134,12 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   const vectorPromise = getEmbedder().then((embedder) => (embedder ? embedQuery(embedder, analysis.searchText) : null));
   vectorPromise.catch(() => undefined);
   const stats = await lexicalStats(ctx.db, analysis.searchText, hubIds, analysis.entities);
-  const lexical = await lexicalSearch(ctx.db, stats, scope, LEG_DEPTH);
+  const lexical = await lexicalSearch(ctx.db, stats, scope, LEG_DEPTH * 2);
   const vector = await vectorPromise.catch((error) => {
     console.error("[engram] recall: query embedding failed; lexical only", error);
     return null;
   });
-  const vectorHits = vector ? await vectorSearch(ctx.db, vector, scope, Math.max(LEG_DEPTH, limit * 4), stats.chunkCount) : [];
+  const vectorHits = vector ? await vectorSearch(ctx.db, vector, scope, Math.max(LEG_DEPTH, limit * 3), stats.chunkCount) : [];
 
   const similarities = new Map(vectorHits.map((hit) => [hit.chunkId, hit.similarity]));
   const missing = lexical.hits.flatMap((hit) => (hit.chunkId && !similarities.has(hit.chunkId) ? [hit.chunkId] : []));
@@ -164,10 +164,15 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   const lexicalChunkIds = new Set(lexical.hits.map((hit) => hit.chunkId));
   const totalCandidates = lexical.candidates + vectorHits.filter((hit) => !lexicalChunkIds.has(hit.chunkId)).length;
 
-  const facts = await loadCandidateFacts(ctx.db, [...new Set([...chunkScores.values()].map((c) => c.memoryId))], stats.entities);
   // A time or author phrase is itself the question ("what did Mira push last week"): list what
   // matches it, ranked by the rest of the query, instead of demanding the rest match on its own.
   const floor = analysis.timePhrase || analysis.author ? DERIVED_FILTER_FLOOR : RELEVANCE_FLOOR;
+  // Entity checks and boosts only lower or reorder: memories that cannot reach the floor even
+  // without a penalty need no facts.
+  const hopeful = [...chunkScores.values()].filter(
+    (c) => relevanceScore(relevanceLogit({ ...c, missingEntities: 0, entities: 0 }), Number.NEGATIVE_INFINITY) >= floor,
+  );
+  const facts = await loadCandidateFacts(ctx.db, [...new Set(hopeful.map((c) => c.memoryId))], stats.entities);
   const best = new Map<string, Scored & { rank: number }>();
   const traced: RecallTraceEntry[] = [];
   const evaluated = [...chunkScores.values()].flatMap((candidate) => {
@@ -197,7 +202,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   let reranked = false;
   let rerankReason: string | undefined;
   const pool = ranked.slice(0, Math.max(limit, Math.min(RERANK_DEPTH, ranked.length)));
-  if (pool.length > 0 && !input.no_rerank) {
+  if (pool.length > 0 && !input.no_rerank && getReranker()) {
     const passages = await loadRecalled(ctx.db, pool, { now, withHub: false });
     const outcome = await rerankWithinBudget(
       analysis.searchText,
@@ -218,7 +223,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
       rerankReason = outcome.reason;
     }
   } else {
-    rerankReason = input.no_rerank ? "disabled_by_request" : "no_candidates";
+    rerankReason = input.no_rerank ? "disabled_by_request" : pool.length === 0 ? "no_candidates" : "no_reranker_configured";
   }
 
   const top = ranked.slice(0, limit);

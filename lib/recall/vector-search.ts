@@ -1,8 +1,11 @@
 import type { DbClient } from "@/lib/db/database.ts";
 import type { SearchScope } from "./search-scope.ts";
 
-/** Below this many chunks in scope an exact scan is both fast and complete. */
-const EXACT_SCAN_MAX_CHUNKS = 5000;
+/**
+ * Below this many chunks in scope an exact scan is complete and still cheap
+ * (~50 ms for 6k chunks in embedded WASM Postgres, against ~5 ms for HNSW).
+ */
+const EXACT_SCAN_MAX_CHUNKS = 800;
 
 export interface VectorHit {
   chunkId: string;
