@@ -46,10 +46,12 @@ export function HubMemories() {
   return (
     <div className="flex flex-col gap-5">
       <RecallBox hubId={hubId} />
-      {roleCan(hub?.role, "write") && (
+      {/* Shown (disabled) while the role loads so the list below does not jump when it arrives. */}
+      {(!hub || roleCan(hub.role, "write")) && (
         <div className="flex flex-col items-start gap-2 [&>*]:w-full sm:[&>button]:w-auto">
           <PushMemory
             hubId={hubId}
+            disabled={!hub}
             onPushed={(memory) => {
               setPushed(memory);
               restart();

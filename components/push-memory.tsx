@@ -11,7 +11,7 @@ export function parseTags(raw: string): string[] {
 }
 
 /** Markdown editor (write / preview) that pushes into this hub. */
-export function PushMemory({ hubId, onPushed }: { hubId: string; onPushed: (memory: Memory) => void }) {
+export function PushMemory({ hubId, onPushed, disabled }: { hubId: string; onPushed: (memory: Memory) => void; disabled?: boolean }) {
   const [open, setOpen] = useState(false);
   const [title, setTitle] = useState("");
   const [tags, setTags] = useState("");
@@ -22,7 +22,7 @@ export function PushMemory({ hubId, onPushed }: { hubId: string; onPushed: (memo
 
   if (!open) {
     return (
-      <Button variant="primary" onClick={() => setOpen(true)}>
+      <Button variant="primary" disabled={disabled} onClick={() => setOpen(true)}>
         Push a memory
       </Button>
     );

@@ -11,6 +11,23 @@ export interface ApiState<T> {
   setData: (update: (current: T | undefined) => T | undefined) => void;
 }
 
+/**
+ * Requests started during render, keyed by reload version and path. Starting at render
+ * rather than in the effect lets the request overlap hydration, which on a first page
+ * load is most of the wait.
+ */
+const inflight = new Map<string, Promise<unknown>>();
+
+function request<T>(key: string, path: string): Promise<T> {
+  let pending = inflight.get(key) as Promise<T> | undefined;
+  if (!pending) {
+    pending = api<T>(path);
+    pending.catch(() => undefined);
+    inflight.set(key, pending);
+  }
+  return pending;
+}
+
 /** Loads a GET endpoint (null: nothing yet) and keeps its data, error and loading state. */
 export function useApi<T>(path: string | null): ApiState<T> {
   const [data, setDataState] = useState<T>();
@@ -20,21 +37,27 @@ export function useApi<T>(path: string | null): ApiState<T> {
   const [settled, setSettled] = useState<string>();
   const key = path === null ? null : `${version}:${path}`;
 
+  if (typeof window !== "undefined" && path !== null && key !== null && settled !== key) request<T>(key, path);
+
   useEffect(() => {
     if (path === null || key === null) return;
-    const controller = new AbortController();
-    api<T>(path, { signal: controller.signal })
+    let current = true;
+    request<T>(key, path)
       .then((result) => {
+        if (!current) return;
         setDataState(result);
         setError(undefined);
         setSettled(key);
       })
       .catch((caught: Error) => {
-        if (caught.name === "AbortError") return;
+        if (!current) return;
         setError(caught);
         setSettled(key);
-      });
-    return () => controller.abort();
+      })
+      .finally(() => inflight.delete(key));
+    return () => {
+      current = false;
+    };
   }, [path, key]);
 
   const reload = useCallback(() => setVersion((v) => v + 1), []);
