@@ -170,7 +170,9 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   // Entity checks and boosts only lower or reorder: memories that cannot reach the floor even
   // without a penalty need no facts.
   const hopeful = [...chunkScores.values()].filter(
-    (c) => relevanceScore(relevanceLogit({ ...c, missingEntities: 0, entities: 0 }), Number.NEGATIVE_INFINITY) >= floor,
+    (c) =>
+      globalForTrace.__engramRecallTrace !== undefined ||
+      relevanceScore(relevanceLogit({ ...c, missingEntities: 0, entities: 0 }), Number.NEGATIVE_INFINITY) >= floor,
   );
   const facts = await loadCandidateFacts(ctx.db, [...new Set(hopeful.map((c) => c.memoryId))], stats.entities);
   const best = new Map<string, Scored & { rank: number }>();

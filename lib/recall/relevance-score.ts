@@ -24,7 +24,7 @@ export interface RelevanceEvidence {
 export const SCORE_MODEL = {
   hybrid: { bias: -4.0, similarity: 10.0, coverage: 2.0, bm25: 0.5, missingEntity: 2.0 },
   // No embeddings (no model, or the memory is not embedded yet): words are all the evidence there is.
-  lexical: { bias: -3.2, similarity: 0, coverage: 4.2, bm25: 1.2, missingEntity: 2.0 },
+  lexical: { bias: -1.9, similarity: 0, coverage: 4.0, bm25: 0.5, missingEntity: 2.0 },
 };
 
 /**
