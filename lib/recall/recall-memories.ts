@@ -203,9 +203,12 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
 
   let reranked = false;
   let rerankReason: string | undefined;
+  const withHub = hubIds.length > 1;
+  let loaded: Map<string, RecalledMemory> | undefined;
   const pool = ranked.slice(0, Math.max(limit, Math.min(RERANK_DEPTH, ranked.length)));
   if (pool.length > 0 && !input.no_rerank && getReranker()) {
-    const passages = await loadRecalled(ctx.db, pool, { now, withHub: false });
+    const passages = await loadRecalled(ctx.db, pool, { now, withHub });
+    loaded = new Map(passages.map((p) => [p.id, p]));
     const outcome = await rerankWithinBudget(
       analysis.searchText,
       passages.map((p) => `${p.title}\n${p.heading_chain}\n${p.chunk_content}`.slice(0, 4000)),
@@ -229,7 +232,13 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   }
 
   const top = ranked.slice(0, limit);
-  const memories = await loadRecalled(ctx.db, top, { now, withHub: hubIds.length > 1 });
+  // The reranked pool already holds every entry's fields; only the scores changed.
+  const memories = loaded
+    ? top.flatMap((item) => {
+        const entry = loaded!.get(item.memoryId);
+        return entry ? [{ ...entry, relevance_score: Math.round(item.score * 1000) / 1000 }] : [];
+      })
+    : await loadRecalled(ctx.db, top, { now, withHub });
   recordAccess(ctx.db, memories.map((m) => m.id), now);
   return {
     memories,
