@@ -18,7 +18,8 @@ import { setRecallTrace, type RecallTraceEntry } from "@/lib/recall/recall-memor
 import { setReranker } from "@/lib/recall/reranker.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { dispatch } from "../tests/support/router.ts";
-import { indexMemories } from "../tests/recall-helpers.ts";
+import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
+import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { HUB_MEMBERS, MEMORIES, QUERIES, USER_NAMES, type EvalQuery, type HubKey, type UserKey } from "./corpus.ts";
 
 const args = process.argv.slice(2);
@@ -108,7 +109,14 @@ async function main() {
     idByKey.set(memory.key, res.body.data.id);
     keyById.set(res.body.data.id, memory.key);
   }
-  await indexMemories(database.prisma, [...idByKey.values()]);
+  // The real background pipeline (classify, chunk, embed, summarise), run to completion here.
+  const config = processingConfig();
+  for (const id of idByKey.values()) {
+    const claim = await claimMemory(database.prisma, id, { now: new Date(), staleBefore: new Date(0), maxAttempts: config.maxAttempts, retryBaseMs: config.retryBaseMs });
+    if (!claim) throw new Error(`memory ${keyById.get(id)} could not be claimed for processing`);
+    const outcome = await processMemory(database.prisma, claim, config);
+    if (outcome.status !== "done") throw new Error(`processing ${keyById.get(id)}: ${JSON.stringify(outcome)}`);
+  }
   for (const memory of MEMORIES.filter((m) => m.archived)) {
     const res = await users[memory.author].call("PATCH", `/v1/memories/${idByKey.get(memory.key)}`, { state: "archived" });
     if (res.status !== 200) throw new Error(`archive ${memory.key}: ${res.status}`);

@@ -10,8 +10,9 @@
  *   never mentions — the signature of a near miss ("rotate the Stripe key"
  *   answered with "rotate the Twilio key").
  *
- * Weights were fitted by hand against the eval corpus (eval/), then rounded;
- * see docs/recall.md for how to re-check calibration.
+ * Weights were fitted by grid search against the eval corpus (eval/, real
+ * pipeline chunks), choosing the widest gap between the best near-miss trap
+ * and the weakest true answer, then rounded; see docs/recall.md.
  */
 export interface RelevanceEvidence {
   similarity: number | null;
@@ -22,7 +23,7 @@ export interface RelevanceEvidence {
 }
 
 export const SCORE_MODEL = {
-  hybrid: { bias: -4.0, similarity: 10.0, coverage: 2.0, bm25: 0.5, missingEntity: 2.0 },
+  hybrid: { bias: -4.5, similarity: 12.0, coverage: 3.0, bm25: 0, missingEntity: 3.0 },
   // No embeddings (no model, or the memory is not embedded yet): words are all the evidence there is.
   lexical: { bias: -1.9, similarity: 0, coverage: 4.0, bm25: 0.5, missingEntity: 2.0 },
 };
@@ -34,7 +35,7 @@ export const SCORE_MODEL = {
 export const GAP_WEIGHT = 0.3;
 
 /** Results scoring below this are dropped: an unrelated query returns nothing. */
-export const RELEVANCE_FLOOR = 0.3;
+export const RELEVANCE_FLOOR = 0.31;
 /** The floor when the query's own time or author phrase already selects what is wanted. */
 export const DERIVED_FILTER_FLOOR = 0.02;
 
