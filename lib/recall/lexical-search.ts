@@ -1,21 +1,21 @@
 import type { DbClient } from "@/lib/db/database.ts";
-import { searchScope, type SearchScope } from "./search-scope.ts";
+import type { SearchScope } from "./search-scope.ts";
 
 /** BM25 parameters (the usual defaults; chunks are short and similar in length). */
 const K1 = 1.2;
 const B = 0.75;
 /** Postings (sum of df) that single words may contribute to the candidate set. */
-const CANDIDATE_BUDGET = 1000;
+const CANDIDATE_BUDGET = 800;
 /** Commoner words beyond the budget select in pairs; at most this many of them. */
 const MAX_PAIRED_TERMS = 6;
 /** Most chunks that are read and scored per query; bounds the cost of very common words. */
-const MAX_CANDIDATES = 2000;
+const MAX_CANDIDATES = 1500;
 /** Unprocessed memories scored whole (read-your-writes). */
 const MAX_UNINDEXED_CANDIDATES = 500;
 /** Candidates re-scored with exact term frequencies. */
-const RESCORED = 80;
+const RESCORED = 50;
 /** Candidates kept by the cheap first cut. */
-const PRE_RANKED = 300;
+const PRE_RANKED = 150;
 /** An entity whose rarest word is in more than this share of chunks is not specific enough to require. */
 const SPECIFIC_ENTITY_SHARE = 0.05;
 /** At most this many query terms are used (the rarest); a pasted paragraph must not cost more. */
@@ -138,52 +138,28 @@ function quoteLexeme(term: string): string {
 export async function lexicalSearch(db: DbClient, stats: LexicalStats, scope: SearchScope, limit: number): Promise<LexicalResult> {
   if (stats.terms.length === 0) return { stats, hits: [], candidates: 0 };
   const selector = candidateQuery(stats);
-  const params: unknown[] = [
+  const rows = await db.$queryRawUnsafe<{ chunk_id: string | null; memory_id: string; matched_idf: number; matched_terms: string[] | null; bm25: number | null; candidates: bigint | number }[]>(
+    `SELECT chunk_id, memory_id, matched_idf, matched_terms, bm25, candidates
+     FROM engram_lexical_search($1::text[], $2::float8[], $3::tsquery, $4::tsquery, $5::float8, $6::uuid[], $7::text, $8::uuid,
+                                $9::timestamptz, $10::timestamptz, $11::uuid, $12::int, $13::int, $14::int, $15::int, $16::float8, $17::float8)`,
     stats.terms.map((t) => t.term),
     stats.terms.map((t) => t.idf),
     [...selector.singles.map(quoteLexeme), ...selector.pairs.map(([a, b]) => `(${quoteLexeme(a)} & ${quoteLexeme(b)})`)].join(" | ") || null,
     // Unchunked memories are matched on every term: words new to the hub are exactly what they may hold.
-    stats.terms.map((t) => t.term),
+    stats.terms.map((t) => quoteLexeme(t.term)).join(" | "),
     stats.averageLength,
-  ];
-  const chunkScope = searchScope(scope, params);
-  const memoryScope = searchScope(scope, params);
-  const norm = (len: string) => `(1 - ${B} + ${B} * ${len} / $5::float8)`;
-  const rows = await db.$queryRawUnsafe<{ chunk_id: string | null; memory_id: string; matched_idf: number; matched_terms: string[] | null; bm25: number | null; candidates: bigint | number }[]>(
-    `WITH q AS MATERIALIZED (
-       SELECT t.term, t.idf, engram_terms_tsquery(ARRAY[t.term], ' | ') AS tsq FROM unnest($1::text[], $2::float8[]) AS t(term, idf)
-     ), cand AS (
-       SELECT c.id AS chunk_id, c.memory_id, c.search_vector AS vec, greatest(c.search_length, 1) AS len
-       FROM chunks c JOIN memories m ON m.id = c.memory_id
-       WHERE c.search_vector @@ $3::tsquery
-         AND c.hub_id = ANY($6::uuid[]) AND ${chunkScope}
-       LIMIT ${MAX_CANDIDATES}
-     ), mcand AS (
-       SELECT NULL::uuid AS chunk_id, m.id AS memory_id, m.search_vector AS vec, greatest(engram_tsvector_length(m.search_vector), 1) AS len
-       FROM memories m
-       WHERE m.processing_status IN ('pending', 'running') AND m.search_vector @@ engram_terms_tsquery($4::text[], ' | ') AND ${memoryScope}
-       LIMIT ${MAX_UNINDEXED_CANDIDATES}
-     ), pre AS (
-       -- A cheap first cut (one ts_rank call per candidate: words of the selecting query count
-       -- double, as they are the rare ones) before exact BM25 on the survivors.
-       SELECT a.chunk_id, a.memory_id, a.vec, a.len
-       FROM (SELECT * FROM cand UNION ALL SELECT * FROM mcand) AS a
-       ORDER BY 2 * ts_rank(a.vec, coalesce($3::tsquery, engram_terms_tsquery($4::text[], ' | ')), 1) + ts_rank(a.vec, engram_terms_tsquery($4::text[], ' | '), 1) DESC
-       LIMIT ${PRE_RANKED}
-     ), scored AS (
-       SELECT p.chunk_id, p.memory_id, p.vec, p.len, m.matched_idf, m.matched_terms
-       FROM pre AS p,
-            LATERAL (SELECT coalesce(sum(q.idf), 0) AS matched_idf, array_agg(q.term) AS matched_terms FROM q WHERE p.vec @@ q.tsq) AS m
-     ), top AS (
-       SELECT * FROM scored ORDER BY matched_idf / ${norm("len")} DESC LIMIT ${RESCORED}
-     )
-     SELECT top.chunk_id, top.memory_id, top.matched_idf, top.matched_terms,
-            (SELECT sum(q.idf * x.tf * ${K1 + 1} / (x.tf + ${K1} * ${norm("top.len")}))
-             FROM (SELECT u.lexeme, greatest(coalesce(array_length(u.positions, 1), 1), 1)::float8 AS tf FROM unnest(top.vec) AS u) AS x
-             JOIN q ON q.term = x.lexeme) AS bm25,
-            (SELECT count(*) FROM cand) + (SELECT count(*) FROM mcand) AS candidates
-     FROM top`,
-    ...params,
+    scope.hubIds,
+    scope.kind ?? null,
+    scope.topicId ?? null,
+    scope.createdAfter?.toISOString() ?? null,
+    scope.createdBefore?.toISOString() ?? null,
+    scope.ownerId ?? null,
+    MAX_CANDIDATES,
+    MAX_UNINDEXED_CANDIDATES,
+    PRE_RANKED,
+    RESCORED,
+    K1,
+    B,
   );
   const hits = rows
     .map((row) => ({ chunkId: row.chunk_id, memoryId: row.memory_id, bm25: Number(row.bm25 ?? 0), matchedIdf: Number(row.matched_idf), matchedTerms: row.matched_terms ?? [] }))

@@ -133,6 +133,9 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   // The query embedding runs on ONNX threads while the database does the lexical leg.
   const vectorPromise = getEmbedder().then((embedder) => (embedder ? embedQuery(embedder, analysis.searchText) : null));
   vectorPromise.catch(() => undefined);
+  // Embedded Postgres runs on this thread: let the embedder start its batch (it starts on a later
+  // turn of the event loop) before the database takes the thread, so inference overlaps the SQL.
+  if (ctx.dbKind === "pglite") for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
   const stats = await lexicalStats(ctx.db, analysis.searchText, hubIds, analysis.entities);
   const lexical = await lexicalSearch(ctx.db, stats, scope, LEG_DEPTH * 2);
   const vector = await vectorPromise.catch((error) => {
