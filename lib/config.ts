@@ -8,7 +8,8 @@ export interface EngramConfig {
   upstash: { url: string; token: string } | undefined;
 }
 
-function positiveInt(name: string, fallback: number): number {
+/** A whole-number setting ≥ 1 from the environment; a bad value stops start-up with a clear message. */
+export function positiveIntEnv(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
@@ -25,9 +26,9 @@ export function loadConfig(): EngramConfig {
     secret: process.env.ENGRAM_SECRET || undefined,
     publicUrl: process.env.ENGRAM_PUBLIC_URL || undefined,
     rateLimits: {
-      regular: positiveInt("ENGRAM_RATE_LIMIT_REGULAR", 300),
-      heavy: positiveInt("ENGRAM_RATE_LIMIT_HEAVY", 60),
-      light: positiveInt("ENGRAM_RATE_LIMIT_LIGHT", 600),
+      regular: positiveIntEnv("ENGRAM_RATE_LIMIT_REGULAR", 300),
+      heavy: positiveIntEnv("ENGRAM_RATE_LIMIT_HEAVY", 60),
+      light: positiveIntEnv("ENGRAM_RATE_LIMIT_LIGHT", 600),
     },
     upstash: upstashUrl && upstashToken ? { url: upstashUrl, token: upstashToken } : undefined,
   };

@@ -1,3 +1,5 @@
+import { positiveIntEnv } from "@/lib/config.ts";
+
 /** Background processing settings (all optional; documented in docs/processing.md). */
 export interface ProcessingConfig {
   /** Memories processed at once by the embedded runner (their chunks share embedding batches). */
@@ -12,21 +14,13 @@ export interface ProcessingConfig {
   retryBaseMs: number;
 }
 
-function positiveInt(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
-
 export function processingConfig(): ProcessingConfig {
   return {
-    concurrency: positiveInt("ENGRAM_PROCESSING_CONCURRENCY", 16),
-    maxAttempts: positiveInt("ENGRAM_PROCESSING_MAX_ATTEMPTS", 5),
-    staleMs: positiveInt("ENGRAM_PROCESSING_STALE_SECONDS", 300) * 1000,
-    sweepMs: positiveInt("ENGRAM_PROCESSING_SWEEP_SECONDS", 30) * 1000,
-    retryBaseMs: positiveInt("ENGRAM_PROCESSING_RETRY_BASE_MS", 2000),
+    concurrency: positiveIntEnv("ENGRAM_PROCESSING_CONCURRENCY", 16),
+    maxAttempts: positiveIntEnv("ENGRAM_PROCESSING_MAX_ATTEMPTS", 5),
+    staleMs: positiveIntEnv("ENGRAM_PROCESSING_STALE_SECONDS", 300) * 1000,
+    sweepMs: positiveIntEnv("ENGRAM_PROCESSING_SWEEP_SECONDS", 30) * 1000,
+    retryBaseMs: positiveIntEnv("ENGRAM_PROCESSING_RETRY_BASE_MS", 2000),
   };
 }
 
