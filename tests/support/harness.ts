@@ -5,6 +5,7 @@ import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { newId } from "@/lib/ids.ts";
+import { flushAccess } from "@/lib/recall/record-access.ts";
 import { dispatch } from "./router.ts";
 
 export interface ApiResponse<T = any> {
@@ -122,6 +123,8 @@ export async function createHarness(options: { url?: string } = {}): Promise<Har
     },
     anonymous: clientFor(undefined),
     async close() {
+      // Recall writes access counts after responding; let them land before the database goes away.
+      await flushAccess();
       setDatabase(undefined);
       await database.close();
     },
