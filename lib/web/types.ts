@@ -1,3 +1,5 @@
+import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
+
 /** Shapes of the /v1 payloads the dashboard reads (decisions.md). */
 export type Role = "owner" | "admin" | "contributor" | "viewer";
 
@@ -101,23 +103,9 @@ export interface MemoryWithContent extends Memory {
   attachments: { id: string; filename: string; content_type: string; size_bytes: number; created_at: string }[];
 }
 
-export interface RecalledMemory {
-  id: string;
-  title: string;
-  summary: string;
-  chunk_content: string;
-  heading_chain: string;
-  relevance_score: number;
-  kind: string;
-  stability: string;
-  source: string;
-  age: string;
-  created_at: string;
-  hub_id?: string;
-  hub_name?: string;
-  topic_id?: string;
-  topic_name?: string;
-}
+// Wire shapes shared with the server code (type-only imports: nothing server-side reaches the browser bundle).
+export type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
+export type { ApiKeyObject as ApiKey } from "@/lib/auth/serialize-api-key.ts";
 
 export interface RecallResult {
   memories: RecalledMemory[];
@@ -129,14 +117,6 @@ export interface Topic {
   name: string;
 }
 
-export interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-}
 
 export interface Me {
   id: string;
