@@ -129,7 +129,19 @@ const ROUTES: Record<string, Row> = {
     expect: { ...unauth, non_member: 200, viewer: 409, contributor: 409, admin: 409, owner: 409 },
     reveals: ["non_member"],
   },
+
+  // Topics (the fixture hub keeps allow_contributor_topics off)
+  "GET /v1/topics": { path: (f) => `/v1/topics?hub_id=${f.hubId}`, expect: hubRead(200) },
+  "POST /v1/topics": { path: () => "/v1/topics", body: (f) => ({ name: `topic ${randomBytes(4).toString("hex")}`, hub_id: f.hubId }), expect: hubManage(201) },
+  "PATCH /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, body: () => ({ name: "Renamed" }), expect: hubManage(200) },
+  "DELETE /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, expect: hubManage(200) },
 };
+
+async function ownerTopic(f: Fixture) {
+  const res = await f.users.owner.post("/v1/topics", { name: "Fixture topic", hub_id: f.hubId });
+  expect(res.status).toBe(201);
+  f.extra.topicId = res.body.data.id;
+}
 
 async function offerToAdmin(f: Fixture) {
   const res = await f.users.owner.post(`${hub(f)}/ownership-transfer`, { target_user_id: f.users.admin.id });
