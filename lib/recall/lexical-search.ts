@@ -1,5 +1,5 @@
 import type { DbClient } from "@/lib/db/database.ts";
-import type { SearchScope } from "./search-scope.ts";
+import { scopeArguments, type SearchScope } from "./search-scope.ts";
 
 /** BM25 parameters (the usual defaults; chunks are short and similar in length). */
 const K1 = 1.2;
@@ -148,12 +148,7 @@ export async function lexicalSearch(db: DbClient, stats: LexicalStats, scope: Se
     // Unchunked memories are matched on every term: words new to the hub are exactly what they may hold.
     stats.terms.map((t) => quoteLexeme(t.term)).join(" | "),
     stats.averageLength,
-    scope.hubIds,
-    scope.kind ?? null,
-    scope.topicId ?? null,
-    scope.createdAfter?.toISOString() ?? null,
-    scope.createdBefore?.toISOString() ?? null,
-    scope.ownerId ?? null,
+    ...scopeArguments(scope),
     MAX_CANDIDATES,
     MAX_UNINDEXED_CANDIDATES,
     PRE_RANKED,

@@ -8,17 +8,18 @@ export interface SearchScope {
   ownerId?: string;
 }
 
-/** Appends the scope's values to `params` and returns the matching SQL condition over memories `alias`. */
-export function searchScope(scope: SearchScope, params: unknown[], alias = "m"): string {
-  const param = (value: unknown, cast: string) => {
-    params.push(value);
-    return `$${params.length}::${cast}`;
-  };
-  const conditions = [`${alias}.hub_id = ANY(${param(scope.hubIds, "uuid[]")})`, `${alias}.state = 'active'`];
-  if (scope.kind) conditions.push(`${alias}.kind = ${param(scope.kind, "text")}`);
-  if (scope.topicId) conditions.push(`${alias}.topic_id = ${param(scope.topicId, "uuid")}`);
-  if (scope.createdAfter) conditions.push(`${alias}.created_at >= ${param(scope.createdAfter.toISOString(), "timestamptz")}`);
-  if (scope.createdBefore) conditions.push(`${alias}.created_at < ${param(scope.createdBefore.toISOString(), "timestamptz")}`);
-  if (scope.ownerId) conditions.push(`${alias}.owner_id = ${param(scope.ownerId, "uuid")}`);
-  return conditions.join(" AND ");
+/**
+ * The scope as the positional arguments of the search functions
+ * (`engram_lexical_search`, `engram_vector_search`): hub ids, kind, topic,
+ * created after, created before, owner — absent filters are NULL.
+ */
+export function scopeArguments(scope: SearchScope): [string[], string | null, string | null, string | null, string | null, string | null] {
+  return [
+    scope.hubIds,
+    scope.kind ?? null,
+    scope.topicId ?? null,
+    scope.createdAfter?.toISOString() ?? null,
+    scope.createdBefore?.toISOString() ?? null,
+    scope.ownerId ?? null,
+  ];
 }

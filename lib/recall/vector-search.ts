@@ -1,5 +1,5 @@
 import type { DbClient } from "@/lib/db/database.ts";
-import type { SearchScope } from "./search-scope.ts";
+import { scopeArguments, type SearchScope } from "./search-scope.ts";
 
 /**
  * Below this many chunks in scope an exact scan is complete and still cheap
@@ -24,12 +24,7 @@ export async function vectorSearch(db: DbClient, vector: number[], scope: Search
     `SELECT chunk_id, memory_id, similarity
      FROM engram_vector_search($1::vector, $2::uuid[], $3::text, $4::uuid, $5::timestamptz, $6::timestamptz, $7::uuid, $8::int, $9::boolean)`,
     vectorLiteral(vector),
-    scope.hubIds,
-    scope.kind ?? null,
-    scope.topicId ?? null,
-    scope.createdAfter?.toISOString() ?? null,
-    scope.createdBefore?.toISOString() ?? null,
-    scope.ownerId ?? null,
+    ...scopeArguments(scope),
     limit,
     chunkCount <= EXACT_SCAN_MAX_CHUNKS,
   );
