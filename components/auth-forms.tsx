@@ -2,6 +2,7 @@
 
 import Link from "next/link";
 import { useState } from "react";
+import { useAction } from "@/lib/web/use-action.ts";
 import { signInErrorMessage, signInWithPassword, signInWithProvider, signUpAccount } from "@/lib/web/auth-client.ts";
 import { Button, ErrorNotice, TextInput } from "./ui.tsx";
 
@@ -48,22 +49,14 @@ export function SignInForm({
 }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | undefined>(signInErrorMessage(initialError));
+  const { busy, error, run } = useAction(signInErrorMessage(initialError));
   return (
     <AuthCard title="Sign in">
       <form
         className="flex flex-col gap-4"
         onSubmit={async (event) => {
           event.preventDefault();
-          setBusy(true);
-          setError(undefined);
-          try {
-            window.location.assign(await signInWithPassword(email, password, callbackUrl));
-          } catch (caught) {
-            setError((caught as Error).message);
-            setBusy(false);
-          }
+          await run(async () => window.location.assign(await signInWithPassword(email, password, callbackUrl)), { navigates: true });
         }}
       >
         <TextInput label="Email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
@@ -101,8 +94,7 @@ export function SignUpForm({ callbackUrl, providers, open }: { callbackUrl: stri
   const [name, setName] = useState("");
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string>();
+  const { busy, error, run } = useAction();
   if (!open) {
     return (
       <AuthCard title="Sign-up is closed">
@@ -121,15 +113,13 @@ export function SignUpForm({ callbackUrl, providers, open }: { callbackUrl: stri
         className="flex flex-col gap-4"
         onSubmit={async (event) => {
           event.preventDefault();
-          setBusy(true);
-          setError(undefined);
-          try {
-            await signUpAccount({ name, email, password });
-            window.location.assign(await signInWithPassword(email, password, callbackUrl));
-          } catch (caught) {
-            setError((caught as Error).message);
-            setBusy(false);
-          }
+          await run(
+            async () => {
+              await signUpAccount({ name, email, password });
+              window.location.assign(await signInWithPassword(email, password, callbackUrl));
+            },
+            { navigates: true },
+          );
         }}
       >
         <TextInput label="Name" autoComplete="name" required maxLength={100} value={name} onChange={(e) => setName(e.target.value)} />

@@ -2,6 +2,7 @@
 
 import { useRouter } from "next/navigation";
 import { useState } from "react";
+import { useAction } from "@/lib/web/use-action.ts";
 import { api } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
 import { roleCan, type Member, type Page, type Role, type Transfer } from "@/lib/web/types.ts";
@@ -168,8 +169,7 @@ export function HubMembers() {
 function StartTransfer({ members, onStarted }: { members: Member[]; onStarted: () => void }) {
   const hub = useHub();
   const [target, setTarget] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
   return (
     <Card title="Transfer ownership">
       {members.length === 0 ? (
@@ -179,16 +179,10 @@ function StartTransfer({ members, onStarted }: { members: Member[]; onStarted: (
           className="flex flex-col gap-3 sm:flex-row sm:items-end"
           onSubmit={async (event) => {
             event.preventDefault();
-            setBusy(true);
-            setError(undefined);
-            try {
+            await run(async () => {
               await api(`/v1/hubs/${hub.hubId}/ownership-transfer`, { method: "POST", body: { target_user_id: target } });
               onStarted();
-            } catch (caught) {
-              setError(caught);
-            } finally {
-              setBusy(false);
-            }
+            });
           }}
         >
           <label className="flex flex-1 flex-col gap-1 text-sm font-medium text-slate-700">

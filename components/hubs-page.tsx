@@ -3,6 +3,7 @@
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
+import { useAction } from "@/lib/web/use-action.ts";
 import { api } from "@/lib/web/api.ts";
 import { plural } from "@/lib/web/format.ts";
 import type { Hub, HubListEntry, Page } from "@/lib/web/types.ts";
@@ -88,23 +89,17 @@ export function HubsPage() {
 function CreateHub() {
   const router = useRouter();
   const [name, setName] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
   return (
     <Card title="Create a team hub">
       <form
         className="flex flex-col gap-3 sm:flex-row sm:items-end"
         onSubmit={async (event) => {
           event.preventDefault();
-          setBusy(true);
-          setError(undefined);
-          try {
+          await run(async () => {
             const hub = await api<Hub>("/v1/hubs", { method: "POST", body: { name } });
             router.push(`/hubs/${hub.id}`);
-          } catch (caught) {
-            setError(caught);
-            setBusy(false);
-          }
+          }, { navigates: true });
         }}
       >
         <div className="flex-1">

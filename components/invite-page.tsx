@@ -3,6 +3,7 @@
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
+import { useAction } from "@/lib/web/use-action.ts";
 import { api, ApiClientError } from "@/lib/web/api.ts";
 import { formatDate, plural } from "@/lib/web/format.ts";
 import type { Hub, PublicInvite } from "@/lib/web/types.ts";
@@ -44,8 +45,7 @@ function DeadInvite({ state }: { state: string }) {
 export function InvitePage({ token, user, signUpOpen }: { token: string; user: { name: string } | null; signUpOpen: boolean }) {
   const router = useRouter();
   const invite = useApi<PublicInvite>(`/v1/invites/${encodeURIComponent(token)}`);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
   const [alreadyIn, setAlreadyIn] = useState(false);
   const back = `/invite/${encodeURIComponent(token)}`;
 
@@ -95,18 +95,18 @@ export function InvitePage({ token, user, signUpOpen }: { token: string; user: {
               <Button
                 variant="primary"
                 busy={busy}
-                onClick={async () => {
-                  setBusy(true);
-                  setError(undefined);
-                  try {
-                    const joined = await api<{ hub: Hub }>(`/v1/invites/${encodeURIComponent(token)}/accept`, { method: "POST" });
-                    router.push(`/hubs/${joined.hub.id}`);
-                  } catch (caught) {
-                    if (caught instanceof ApiClientError && caught.code === "already_member") setAlreadyIn(true);
-                    else setError(caught);
-                    setBusy(false);
-                  }
-                }}
+                onClick={() =>
+                  run(async () => {
+                    try {
+                      const joined = await api<{ hub: Hub }>(`/v1/invites/${encodeURIComponent(token)}/accept`, { method: "POST" });
+                      router.push(`/hubs/${joined.hub.id}`);
+                    } catch (caught) {
+                      // Already in the hub is not an error: the page offers the way in instead.
+                      if (!(caught instanceof ApiClientError && caught.code === "already_member")) throw caught;
+                      setAlreadyIn(true);
+                    }
+                  })
+                }
               >
                 Join {hub.name} as {user.name}
               </Button>

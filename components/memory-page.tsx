@@ -3,6 +3,7 @@
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
+import { useAction } from "@/lib/web/use-action.ts";
 import { api } from "@/lib/web/api.ts";
 import { formatAge, formatDate } from "@/lib/web/format.ts";
 import { roleCan, type HubDetail, type HubListEntry, type MemoryWithContent, type Page } from "@/lib/web/types.ts";
@@ -98,8 +99,7 @@ export function MemoryPage({ id }: { id: string }) {
 function EditMemory({ memory, onSaved }: { memory: MemoryWithContent; onSaved: () => void }) {
   const [title, setTitle] = useState(memory.title);
   const [tags, setTags] = useState(memory.tags.join(", "));
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
   const [saved, setSaved] = useState(false);
   return (
     <Card title="Edit">
@@ -107,18 +107,12 @@ function EditMemory({ memory, onSaved }: { memory: MemoryWithContent; onSaved: (
         className="flex flex-col gap-3"
         onSubmit={async (event) => {
           event.preventDefault();
-          setBusy(true);
-          setError(undefined);
           setSaved(false);
-          try {
+          await run(async () => {
             await api(`/v1/memories/${memory.id}`, { method: "PATCH", body: { title: title.trim(), tags: parseTags(tags) } });
             setSaved(true);
             onSaved();
-          } catch (caught) {
-            setError(caught);
-          } finally {
-            setBusy(false);
-          }
+          });
         }}
       >
         <TextInput label="Title" required maxLength={200} value={title} onChange={(e) => setTitle(e.target.value)} />
@@ -137,8 +131,7 @@ function MoveMemory({ memory }: { memory: MemoryWithContent }) {
   const router = useRouter();
   const hubs = useApi<Page & { hubs: HubListEntry[] }>("/v1/hubs?limit=100");
   const [target, setTarget] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
   const targets = (hubs.data?.hubs ?? []).filter((entry) => entry.hub.id !== memory.hub_id && roleCan(entry.role, "write"));
   return (
     <Card title="Move to another hub">
@@ -153,19 +146,14 @@ function MoveMemory({ memory }: { memory: MemoryWithContent }) {
           className="flex flex-col gap-3"
           onSubmit={async (event) => {
             event.preventDefault();
-            setBusy(true);
-            setError(undefined);
-            try {
+            await run(async () => {
               const result = await api<{ moved: number; skipped: { id: string; reason: string }[] }>("/v1/memories/batch-move", {
                 method: "POST",
                 body: { ids: [memory.id], hub_id: target },
               });
               if (result.moved !== 1) throw new Error(`Not moved: ${result.skipped[0]?.reason ?? "unknown reason"}`);
               router.push(`/hubs/${target}`);
-            } catch (caught) {
-              setError(caught);
-              setBusy(false);
-            }
+            }, { navigates: true });
           }}
         >
           <label className="flex flex-col gap-1 text-sm font-medium text-slate-700">
@@ -192,8 +180,7 @@ function MoveMemory({ memory }: { memory: MemoryWithContent }) {
 function DeleteMemory({ memory }: { memory: MemoryWithContent }) {
   const router = useRouter();
   const [open, setOpen] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
   return (
     <Card title="Delete">
       <Button variant="danger" onClick={() => setOpen(true)}>
@@ -207,15 +194,10 @@ function DeleteMemory({ memory }: { memory: MemoryWithContent }) {
         error={error}
         onClose={() => setOpen(false)}
         onConfirm={async () => {
-          setBusy(true);
-          setError(undefined);
-          try {
+          await run(async () => {
             await api(`/v1/memories/${memory.id}`, { method: "DELETE" });
             router.push(`/hubs/${memory.hub_id}`);
-          } catch (caught) {
-            setError(caught);
-            setBusy(false);
-          }
+          }, { navigates: true });
         }}
       >
         “{memory.title}”, its chunks and attachments are removed for good. This cannot be undone.

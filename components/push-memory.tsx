@@ -1,6 +1,7 @@
 "use client";
 
 import { useState } from "react";
+import { useAction } from "@/lib/web/use-action.ts";
 import { api } from "@/lib/web/api.ts";
 import type { Memory } from "@/lib/web/types.ts";
 import { Markdown } from "./markdown.tsx";
@@ -17,8 +18,7 @@ export function PushMemory({ hubId, onPushed, disabled }: { hubId: string; onPus
   const [tags, setTags] = useState("");
   const [content, setContent] = useState("");
   const [tab, setTab] = useState<"write" | "preview">("write");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
 
   if (!open) {
     return (
@@ -36,9 +36,7 @@ export function PushMemory({ hubId, onPushed, disabled }: { hubId: string; onPus
         className="flex flex-col gap-3"
         onSubmit={async (event) => {
           event.preventDefault();
-          setBusy(true);
-          setError(undefined);
-          try {
+          await run(async () => {
             const memory = await api<Memory>("/v1/memories", {
               method: "POST",
               hubId,
@@ -57,11 +55,7 @@ export function PushMemory({ hubId, onPushed, disabled }: { hubId: string; onPus
             setTab("write");
             setOpen(false);
             onPushed(memory);
-          } catch (caught) {
-            setError(caught);
-          } finally {
-            setBusy(false);
-          }
+          });
         }}
       >
         <div className="grid gap-3 sm:grid-cols-2">

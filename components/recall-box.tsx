@@ -2,6 +2,7 @@
 
 import Link from "next/link";
 import { useState } from "react";
+import { useAction } from "@/lib/web/use-action.ts";
 import { api } from "@/lib/web/api.ts";
 import type { RecallResult } from "@/lib/web/types.ts";
 import { Badge, Button, ErrorNotice, LoadingRows } from "./ui.tsx";
@@ -12,8 +13,7 @@ const KINDS = ["", "episodic", "semantic", "procedural", "rationale"];
 export function RecallBox({ hubId }: { hubId: string }) {
   const [query, setQuery] = useState("");
   const [kind, setKind] = useState("");
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
   const [result, setResult] = useState<RecallResult>();
   const [asked, setAsked] = useState("");
 
@@ -28,16 +28,10 @@ export function RecallBox({ hubId }: { hubId: string }) {
         onSubmit={async (event) => {
           event.preventDefault();
           if (!query.trim()) return;
-          setBusy(true);
-          setError(undefined);
-          try {
+          await run(async () => {
             setResult(await api<RecallResult>("/v1/recall", { method: "POST", body: { query, hub_ids: [hubId], limit: 10, ...(kind && { kind }) } }));
             setAsked(query);
-          } catch (caught) {
-            setError(caught);
-          } finally {
-            setBusy(false);
-          }
+          });
         }}
       >
         <label htmlFor="recall-query" className="sr-only">
