@@ -3,6 +3,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { indexMemories } from "./recall-helpers.ts";
 
 /**
  * The DATABASE_URL path: the app talks the Postgres wire protocol through
@@ -58,6 +59,27 @@ describe("on PostgreSQL over the wire (DATABASE_URL)", () => {
     expect(patched.body.data).toMatchObject({ state: "archived", title: "Archived" });
     const del = await ann.post("/v1/memories/batch-delete", { ids: [created.body.data.id] });
     expect(del.body.data.deleted).toBe(1);
+  });
+
+  test("recall works through node-postgres: indexed and just-pushed memories, entities, filters", async () => {
+    const push = async (content: string, extra: Record<string, unknown> = {}) => (await ann.post("/v1/memories", { content, ...extra })).body.data.id as string;
+    const stripe = await push("# Rotating the Stripe key\n\nRotate STRIPE_SECRET_KEY in the vault, then redeploy the billing worker.", { kind: "procedural" });
+    const twilio = await push("# Rotating the Twilio key\n\nRotate the Twilio auth token in the vault every quarter.", { kind: "procedural" });
+    await indexMemories(h.database.prisma, [stripe, twilio]);
+    const fresh = await push("The wire protocol smoke test uses pglite-socket on a random port.");
+
+    const res = await ann.post("/v1/recall", { query: "how do I rotate the Stripe key?" });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const { memories, query_metadata } = res.body.data;
+    expect(memories[0]).toMatchObject({ id: stripe, kind: "procedural", heading_chain: "Rotating the Stripe key" });
+    expect(typeof memories[0].relevance_score).toBe("number");
+    expect(memories.map((m: { id: string }) => m.id)).not.toContain(twilio);
+    expect(query_metadata.total_candidates).toBeGreaterThan(0);
+
+    const unchunked = await ann.post("/v1/recall", { query: "pglite-socket smoke test" });
+    expect(unchunked.body.data.memories[0]).toMatchObject({ id: fresh });
+    const filtered = await ann.post("/v1/recall", { query: "rotate the key in the vault", kind: "episodic" });
+    expect(filtered.body.data.memories).toEqual([]);
   });
 
   test("errors map the same way (unique violations, validation)", async () => {

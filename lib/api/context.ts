@@ -1,8 +1,10 @@
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, SqlRunner } from "@/lib/db/database.ts";
 import type { Role } from "./permissions.ts";
 
 export interface RequestContext {
   db: Db;
+  /** The driver itself, for lib/recall's read-only SQL (no ORM round trip on the hot path). */
+  sql: SqlRunner;
   dbKind: "pglite" | "postgres";
   requestId: string;
   now: () => Date;

@@ -76,7 +76,7 @@ function handle(
         console.error(`[${requestId}] database unavailable`, error);
         throw new ApiError("unavailable", "The database is not available; try again shortly");
       });
-      const base: RequestContext = { db: database.prisma, dbKind: database.kind, requestId, now: () => new Date() };
+      const base: RequestContext = { db: database.prisma, sql: database.sql, dbKind: database.kind, requestId, now: () => new Date() };
       const limit: Limit = async (identity) => {
         limited = await rateLimiter().limit(bucket, identity);
         if (!limited.success) {

@@ -1,4 +1,4 @@
-import type { DbClient } from "@/lib/db/database.ts";
+import type { SqlRunner } from "@/lib/db/database.ts";
 import { scopeArguments, type SearchScope } from "./search-scope.ts";
 
 /** BM25 parameters (the usual defaults; chunks are short and similar in length). */
@@ -58,28 +58,26 @@ export interface LexicalResult {
   candidates: number;
 }
 
-/** Analyses the query with the index's own analyser and reads BM25 statistics of the searched hubs. */
-export async function lexicalStats(db: DbClient, text: string, hubIds: string[], entities: string[] = []): Promise<LexicalStats> {
-  const rows = await db.$queryRawUnsafe<{ term: string | null; df: number; n: number; total: number }[]>(
+/** Analyses the query (and its entities) with the index's own analyser and reads BM25 statistics of the searched hubs, in one statement. */
+export async function lexicalStats(sql: SqlRunner, text: string, hubIds: string[], entities: string[] = []): Promise<LexicalStats> {
+  const all = await sql.query<{ term: string | null; df: number; n: number; total: number; idx: number | null; lexemes: string[] | null }>(
     `WITH h AS (
        SELECT coalesce(sum(chunk_count), 0)::float8 AS n, coalesce(sum(total_length), 0)::float8 AS total
        FROM recall_hub_stats WHERE hub_id = ANY($2::uuid[])
      ), t AS (SELECT unnest(tsvector_to_array(engram_tsvector($1))) AS term)
      SELECT t.term,
             coalesce((SELECT sum(s.df) FROM recall_term_stats s WHERE s.hub_id = ANY($2::uuid[]) AND s.term = t.term), 0)::float8 AS df,
-            h.n, h.total
-     FROM h LEFT JOIN t ON true`,
-    text,
-    hubIds,
+            h.n, h.total, NULL::int AS idx, NULL::text[] AS lexemes
+     FROM h LEFT JOIN t ON true
+     UNION ALL
+     SELECT NULL, NULL, NULL, NULL, e.idx::int, tsvector_to_array(engram_tsvector(e.text))
+     FROM unnest($3::text[]) WITH ORDINALITY AS e(text, idx)`,
+    [text, hubIds, entities],
   );
-  const n = rows[0]?.n ?? 0;
-  const total = rows[0]?.total ?? 0;
-  const analysed = entities.length
-    ? await db.$queryRawUnsafe<{ idx: number; lexemes: string[] }[]>(
-        `SELECT e.idx::int AS idx, tsvector_to_array(engram_tsvector(e.text)) AS lexemes FROM unnest($1::text[]) WITH ORDINALITY AS e(text, idx)`,
-        entities,
-      )
-    : [];
+  const rows = all.filter((row) => row.idx === null);
+  const analysed = all.flatMap((row) => (row.idx === null ? [] : [{ idx: Number(row.idx), lexemes: row.lexemes }])).sort((a, b) => a.idx - b.idx);
+  const n = Number(rows[0]?.n ?? 0);
+  const total = Number(rows[0]?.total ?? 0);
   const terms = rows
     .filter((row): row is typeof row & { term: string } => row.term !== null)
     .map((row) => {
@@ -135,13 +133,14 @@ function quoteLexeme(term: string): string {
 }
 
 /** BM25 over chunks (and over whole memories not chunked yet) within the scope. */
-export async function lexicalSearch(db: DbClient, stats: LexicalStats, scope: SearchScope, limit: number): Promise<LexicalResult> {
+export async function lexicalSearch(sql: SqlRunner, stats: LexicalStats, scope: SearchScope, limit: number): Promise<LexicalResult> {
   if (stats.terms.length === 0) return { stats, hits: [], candidates: 0 };
   const selector = candidateQuery(stats);
-  const rows = await db.$queryRawUnsafe<{ chunk_id: string | null; memory_id: string; matched_idf: number; matched_terms: string[] | null; bm25: number | null; candidates: bigint | number }[]>(
+  const rows = await sql.query<{ chunk_id: string | null; memory_id: string; matched_idf: number; matched_terms: string[] | null; bm25: number | null; candidates: bigint | number | string }>(
     `SELECT chunk_id, memory_id, matched_idf, matched_terms, bm25, candidates
      FROM engram_lexical_search($1::text[], $2::float8[], $3::tsquery, $4::tsquery, $5::float8, $6::uuid[], $7::text, $8::uuid,
                                 $9::timestamptz, $10::timestamptz, $11::uuid, $12::int, $13::int, $14::int, $15::int, $16::float8, $17::float8)`,
+    [
     stats.terms.map((t) => t.term),
     stats.terms.map((t) => t.idf),
     [...selector.singles.map(quoteLexeme), ...selector.pairs.map(([a, b]) => `(${quoteLexeme(a)} & ${quoteLexeme(b)})`)].join(" | ") || null,
@@ -155,6 +154,7 @@ export async function lexicalSearch(db: DbClient, stats: LexicalStats, scope: Se
     RESCORED,
     K1,
     B,
+    ],
   );
   const hits = rows
     .map((row) => ({ chunkId: row.chunk_id, memoryId: row.memory_id, bm25: Number(row.bm25 ?? 0), matchedIdf: Number(row.matched_idf), matchedTerms: row.matched_terms ?? [] }))

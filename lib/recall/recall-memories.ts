@@ -4,13 +4,13 @@ import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { analyzeQuery, type Intent, type QueryMember } from "./analyze-query.ts";
 import { embedQuery } from "./embed-query.ts";
 import { lexicalSearch, lexicalStats } from "./lexical-search.ts";
-import { loadCandidateFacts, loadRecalled, type CandidateFacts, type RecalledMemory } from "./load-recalled.ts";
+import { loadCandidates, type CandidateFacts } from "./load-candidates.ts";
+import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
 import { RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT, type RecallBody } from "./recall-fields.ts";
 import { recordAccess } from "./record-access.ts";
 import { DERIVED_FILTER_FLOOR, RELEVANCE_FLOOR, relevanceLogit, relevanceScore } from "./relevance-score.ts";
 import { getReranker, rerankWithinBudget } from "./reranker.ts";
 import type { SearchScope } from "./search-scope.ts";
-import { chunkSimilarities, vectorSearch } from "./vector-search.ts";
 
 export interface RecallInput extends RecallBody {
   /** The X-Hub-ID header: that hub's memories rank a little higher. */
@@ -91,12 +91,17 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   const now = ctx.now();
   const limit = Math.min(input.limit ?? RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT);
 
+  // Without an author cue the query's analysis needs nothing from the database: start the query
+  // embedding now, so inference overlaps the hub lookups instead of waiting behind the SQL.
+  const someone = mentionsSomeone(input.query);
+  let analysis = someone ? undefined : analyzeQuery(input.query, now, []);
+  let vectorPromise = analysis ? await embedInBackground(ctx, analysis.searchText) : undefined;
+
   const memberships = await readableHubs(ctx);
   const readable = new Map(memberships.map((m) => [m.hub.id, m.hub]));
   const hubIds = input.hub_ids ? [...new Set(input.hub_ids)].filter((id) => readable.has(id)) : [...readable.keys()];
 
-  const members = mentionsSomeone(input.query) ? await hubMembers(ctx, hubIds) : [];
-  const analysis = analyzeQuery(input.query, now, members);
+  analysis ??= analyzeQuery(input.query, now, someone ? await hubMembers(ctx, hubIds) : []);
   const createdAfter = latest(input.created_after ? new Date(input.created_after) : undefined, analysis.createdAfter);
   const createdBefore = earliest(input.created_before ? new Date(input.created_before) : undefined, analysis.createdBefore);
   const scope: SearchScope = {
@@ -130,23 +135,22 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
     return { memories: [], query_metadata: metadata({ total_candidates: 0, reranked: false, rerank_reason: "no_candidates" }) };
   }
 
-  // The query embedding runs on ONNX threads while the database does the lexical leg.
-  const vectorPromise = getEmbedder().then((embedder) => (embedder ? embedQuery(embedder, analysis.searchText) : null));
-  vectorPromise.catch(() => undefined);
-  // Embedded Postgres runs on this thread: let the embedder start its batch (it starts on a later
-  // turn of the event loop) before the database takes the thread, so inference overlaps the SQL.
-  if (ctx.dbKind === "pglite") for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
-  const stats = await lexicalStats(ctx.db, analysis.searchText, hubIds, analysis.entities);
-  const lexical = await lexicalSearch(ctx.db, stats, scope, LEG_DEPTH * 2);
-  const vector = await vectorPromise.catch((error) => {
+  vectorPromise ??= await embedInBackground(ctx, analysis.searchText);
+  const stats = await lexicalStats(ctx.sql, analysis.searchText, hubIds, analysis.entities);
+  const lexical = await lexicalSearch(ctx.sql, stats, scope, LEG_DEPTH * 2);
+  const vector = await vectorPromise.vector.catch((error) => {
     console.error("[engram] recall: query embedding failed; lexical only", error);
     return null;
   });
-  const vectorHits = vector ? await vectorSearch(ctx.db, vector, scope, Math.max(LEG_DEPTH, limit * 3), stats.chunkCount) : [];
-
-  const similarities = new Map(vectorHits.map((hit) => [hit.chunkId, hit.similarity]));
-  const missing = lexical.hits.flatMap((hit) => (hit.chunkId && !similarities.has(hit.chunkId) ? [hit.chunkId] : []));
-  if (vector && missing.length > 0) for (const [id, sim] of await chunkSimilarities(ctx.db, vector, missing)) similarities.set(id, sim);
+  const { similarities, vectorHits, facts } = await loadCandidates(ctx.sql, {
+    vector,
+    scope,
+    k: Math.max(LEG_DEPTH, limit * 3),
+    chunkCount: stats.chunkCount,
+    chunkIds: lexical.hits.flatMap((hit) => (hit.chunkId ? [hit.chunkId] : [])),
+    memoryIds: lexical.hits.flatMap((hit) => (hit.chunkId ? [] : [hit.memoryId])),
+    entities: stats.entities,
+  });
 
   const idfMass = stats.queryIdf;
   const chunkScores = new Map<string, Omit<Scored, "score">>();
@@ -170,14 +174,6 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   // A time or author phrase is itself the question ("what did Mira push last week"): list what
   // matches it, ranked by the rest of the query, instead of demanding the rest match on its own.
   const floor = analysis.timePhrase || analysis.author ? DERIVED_FILTER_FLOOR : RELEVANCE_FLOOR;
-  // Entity checks and boosts only lower or reorder: memories that cannot reach the floor even
-  // without a penalty need no facts.
-  const hopeful = [...chunkScores.values()].filter(
-    (c) =>
-      globalForTrace.__engramRecallTrace !== undefined ||
-      relevanceScore(relevanceLogit({ ...c, missingEntities: 0, entities: 0 }), Number.NEGATIVE_INFINITY) >= floor,
-  );
-  const facts = await loadCandidateFacts(ctx.db, [...new Set(hopeful.map((c) => c.memoryId))], stats.entities);
   const best = new Map<string, Scored & { rank: number }>();
   const traced: RecallTraceEntry[] = [];
   const evaluated = [...chunkScores.values()].flatMap((candidate) => {
@@ -210,7 +206,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   let loaded: Map<string, RecalledMemory> | undefined;
   const pool = ranked.slice(0, Math.max(limit, Math.min(RERANK_DEPTH, ranked.length)));
   if (pool.length > 0 && !input.no_rerank && getReranker()) {
-    const passages = await loadRecalled(ctx.db, pool, { now, withHub });
+    const passages = await loadRecalled(ctx.sql, pool, { now, withHub });
     loaded = new Map(passages.map((p) => [p.id, p]));
     const outcome = await rerankWithinBudget(
       analysis.searchText,
@@ -241,7 +237,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
         const entry = loaded!.get(item.memoryId);
         return entry ? [{ ...entry, relevance_score: Math.round(item.score * 1000) / 1000 }] : [];
       })
-    : await loadRecalled(ctx.db, top, { now, withHub });
+    : await loadRecalled(ctx.sql, top, { now, withHub });
   recordAccess(ctx.db, memories.map((m) => m.id), now);
   return {
     memories,
@@ -262,6 +258,18 @@ function boost(fact: CandidateFacts, input: RecallInput, intent: Intent): number
   }
   if (INTENT_KIND[intent] === fact.kind) total += BOOST.intentKind;
   return total;
+}
+
+/**
+ * Starts the query embedding on ONNX threads and returns its pending result (null: no embedder).
+ * Embedded Postgres runs on this thread and its statements never yield to the event loop: let the
+ * embedder start its batch (on a later turn of the loop) before the database takes the thread.
+ */
+async function embedInBackground(ctx: AuthContext, text: string): Promise<{ vector: Promise<number[] | null> }> {
+  const vector = getEmbedder().then((embedder) => (embedder ? embedQuery(embedder, text) : null));
+  vector.catch(() => undefined);
+  if (ctx.dbKind === "pglite") for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+  return { vector };
 }
 
 /** Author cues need the members' names; most queries have none, so skip that read. */

@@ -30,7 +30,7 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
   if (centroid?.vector) {
     const vector = JSON.parse(centroid.vector) as number[];
     const norm = Math.hypot(...vector) || 1;
-    const hits = await vectorSearch(ctx.db, vector.map((x) => x / norm), scope, MAX_RELATED * 8 + Number(centroid.chunks), Number.POSITIVE_INFINITY);
+    const hits = await vectorSearch(ctx.sql, vector.map((x) => x / norm), scope, MAX_RELATED * 8 + Number(centroid.chunks), Number.POSITIVE_INFINITY);
     for (const hit of hits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
       const score = sigmoid(relevanceLogit({ similarity: hit.similarity, coverage: 0, bm25: 0, missingEntities: 0, entities: 0 }));
@@ -38,8 +38,8 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     }
   } else {
     const text = `${memory.title}\n${memory.summary || memory.content.slice(0, 400)}`;
-    const stats = await lexicalStats(ctx.db, text, hubIds);
-    const { hits } = await lexicalSearch(ctx.db, stats, scope, MAX_RELATED * 8);
+    const stats = await lexicalStats(ctx.sql, text, hubIds);
+    const { hits } = await lexicalSearch(ctx.sql, stats, scope, MAX_RELATED * 8);
     for (const hit of hits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
       const score = sigmoid(relevanceLogit({ similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), missingEntities: 0, entities: 0 }));
@@ -50,5 +50,5 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     .sort((a, b) => b[1].score - a[1].score)
     .slice(0, MAX_RELATED)
     .map(([memoryId, pick]) => ({ memoryId, ...pick }));
-  return loadRecalled(ctx.db, top, { now: ctx.now(), withHub: hubIds.length > 1 });
+  return loadRecalled(ctx.sql, top, { now: ctx.now(), withHub: hubIds.length > 1 });
 }
