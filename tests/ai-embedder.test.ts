@@ -1,5 +1,9 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { embeddingsInfo, getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
+import { embedWorkerScript, localEmbedderThread } from "@/lib/ai/local-embedder-thread.ts";
 
 const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
 
@@ -44,6 +48,22 @@ describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () =>
     }
   });
 
+  it("runs the model in a worker thread; the main-thread fallback gives the same vectors", async () => {
+    expect(embedWorkerScript()).toMatch(/local-embedder-worker\.mjs$/);
+    const texts = ["rotate the staging database credentials", "如何回滚生产部署"];
+    const threaded = await (await getEmbedder())!.embed(texts, "query");
+    process.env.ENGRAM_EMBED_WORKER = "0";
+    try {
+      expect(embedWorkerScript()).toBeNull();
+      setEmbedder(undefined);
+      const inline = await (await getEmbedder())!.embed(texts, "query");
+      texts.forEach((_, i) => expect(dot(threaded[i]!, inline[i]!)).toBeGreaterThan(0.999));
+    } finally {
+      delete process.env.ENGRAM_EMBED_WORKER;
+      setEmbedder(undefined);
+    }
+  });
+
   it("is null with a clear reason when the model files are missing", async () => {
     const previous = process.env.ENGRAM_MODEL_DIR;
     process.env.ENGRAM_MODEL_DIR = "/nonexistent/engram-models";
@@ -58,6 +78,38 @@ describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () =>
       else process.env.ENGRAM_MODEL_DIR = previous;
       setEmbedder(undefined);
     }
+  });
+});
+
+describe("the embedding worker thread (protocol, failures)", () => {
+  const options = { modelId: "m", modelDir: "/nowhere", allowRemote: false, threads: 1, maxTokens: 8 };
+  const script = (body: string) => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), "engram-worker-")), "worker.mjs");
+    writeFileSync(file, `import { parentPort } from "node:worker_threads";\nimport { existsSync, writeFileSync } from "node:fs";\n${body}`);
+    return file;
+  };
+
+  it("rejects with the worker's reason when the model cannot load", async () => {
+    const file = script(`parentPort.postMessage({ ready: false, error: "no model here" });`);
+    await expect(localEmbedderThread(file, options)).rejects.toThrow("no model here");
+  });
+
+  it("fails the batch of a worker that dies, then starts a new one for the next batch", async () => {
+    // The first worker crashes on its first batch; the next one answers (a marker file tells them apart).
+    const marker = path.join(mkdtempSync(path.join(tmpdir(), "engram-marker-")), "crashed");
+    const file = script(`
+      parentPort.postMessage({ ready: true });
+      parentPort.on("message", ({ id, texts }) => {
+        if (!existsSync(${JSON.stringify(marker)})) { writeFileSync(${JSON.stringify(marker)}, "1"); process.exit(3); }
+        const data = new Float32Array(texts.length * 2).map((_, i) => i);
+        parentPort.postMessage({ id, data, dims: 2 }, [data.buffer]);
+      });`);
+    const run = await localEmbedderThread(file, options);
+    await expect(run(["a"])).rejects.toThrow(/exited/);
+    expect(await run(["a", "b"])).toEqual([
+      [0, 1],
+      [2, 3],
+    ]);
   });
 });
 

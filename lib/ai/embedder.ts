@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
+import { embedWorkerScript, localEmbedderThread, type LocalModelOptions, type RunBatch } from "./local-embedder-thread.ts";
 
 /** Turns texts into normalised 384-dimensional vectors (cosine similarity = dot product). */
 export interface Embedder {
@@ -129,35 +130,45 @@ function threadCount(): number {
   return Math.max(1, Math.min(4, availableParallelism() - 1));
 }
 
-/** The default: all-MiniLM-L6-v2 (int8 ONNX) through transformers.js + onnxruntime-node, in process. */
+/**
+ * The default: all-MiniLM-L6-v2 (int8 ONNX) through transformers.js + onnxruntime-node, in process:
+ * in a worker thread when its script is present, else in the main thread.
+ */
 async function createLocalEmbedder(): Promise<Embedder> {
-  const { env, pipeline, mean_pooling } = await import("@huggingface/transformers");
   const present = localModelPresent();
-  env.localModelPath = localModelDir();
-  env.allowLocalModels = true;
   // Only a production server without the files may fetch them; tests and benchmarks must use the local copy.
-  env.allowRemoteModels = !present && process.env.NODE_ENV === "production" && process.env.ENGRAM_MODELS_OFFLINE !== "1";
-  env.cacheDir = localModelDir();
-  if (!present && !env.allowRemoteModels) {
+  const allowRemote = !present && process.env.NODE_ENV === "production" && process.env.ENGRAM_MODELS_OFFLINE !== "1";
+  if (!present && !allowRemote) {
     throw new Error(`model files not found under ${path.join(localModelDir(), LOCAL_MODEL_ID)}`);
   }
-  const extractor = await pipeline("feature-extraction", LOCAL_MODEL_ID, {
-    dtype: "q8",
-    session_options: { intraOpNumThreads: threadCount(), interOpNumThreads: 1 },
-  });
-  const { tokenizer, model } = extractor;
-
-  const runBatch = async (batch: string[]): Promise<number[][]> => {
-    const inputs = tokenizer(batch, { padding: true, truncation: true, max_length: LOCAL_MAX_TOKENS });
-    const output = await model(inputs);
-    const pooled = mean_pooling(output.last_hidden_state, inputs.attention_mask).normalize(2, -1);
-    return pooled.tolist() as number[][];
-  };
+  const options: LocalModelOptions = { modelId: LOCAL_MODEL_ID, modelDir: localModelDir(), allowRemote, threads: threadCount(), maxTokens: LOCAL_MAX_TOKENS };
+  const script = embedWorkerScript();
+  const runBatch = script ? await localEmbedderThread(script, options) : await inThreadModel(options);
   const batcher = new EmbeddingBatcher(runBatch, LOCAL_BATCH_SIZE);
   return {
     id: `local:${LOCAL_MODEL_ID}`,
     dimensions: EMBEDDING_DIMENSIONS,
     embed: (texts, kind = "document") => batcher.embed(texts, kind),
+  };
+}
+
+/** The model in the main thread (no worker script): same steps as lib/ai/local-embedder-worker.mjs. */
+async function inThreadModel(options: LocalModelOptions): Promise<RunBatch> {
+  const { env, pipeline, mean_pooling } = await import("@huggingface/transformers");
+  env.localModelPath = options.modelDir;
+  env.allowLocalModels = true;
+  env.allowRemoteModels = options.allowRemote;
+  env.cacheDir = options.modelDir;
+  const extractor = await pipeline("feature-extraction", options.modelId, {
+    dtype: "q8",
+    session_options: { intraOpNumThreads: options.threads, interOpNumThreads: 1 },
+  });
+  const { tokenizer, model } = extractor;
+  return async (batch) => {
+    const inputs = tokenizer(batch, { padding: true, truncation: true, max_length: options.maxTokens });
+    const output = await model(inputs);
+    const pooled = mean_pooling(output.last_hidden_state, inputs.attention_mask).normalize(2, -1);
+    return pooled.tolist() as number[][];
   };
 }
 

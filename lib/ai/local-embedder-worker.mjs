@@ -1,0 +1,49 @@
+// The local embedding model in its own thread. Tokenising, inference and
+// pooling all run here, so the main thread (HTTP, and the embedded database,
+// which runs on it) never waits for them. Plain ESM: Node loads this file
+// directly, outside the Next bundle.
+//
+// workerData: { modelId, modelDir, allowRemote, threads, maxTokens }
+// in:  { id, texts }            out: { id, data: Float32Array (texts × dims) } | { id, error }
+// first message out: { ready: true, dims } or { ready: false, error }
+import { parentPort, workerData } from "node:worker_threads";
+
+const { modelId, modelDir, allowRemote, threads, maxTokens } = workerData;
+
+async function load() {
+  const { env, pipeline, mean_pooling } = await import("@huggingface/transformers");
+  env.localModelPath = modelDir;
+  env.allowLocalModels = true;
+  env.allowRemoteModels = allowRemote;
+  env.cacheDir = modelDir;
+  const extractor = await pipeline("feature-extraction", modelId, {
+    dtype: "q8",
+    session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 },
+  });
+  const { tokenizer, model } = extractor;
+  return async (texts) => {
+    const inputs = tokenizer(texts, { padding: true, truncation: true, max_length: maxTokens });
+    const output = await model(inputs);
+    const pooled = mean_pooling(output.last_hidden_state, inputs.attention_mask).normalize(2, -1);
+    return { data: Float32Array.from(pooled.data), dims: pooled.dims[1] };
+  };
+}
+
+try {
+  const embed = await load();
+  parentPort.postMessage({ ready: true });
+  // One batch at a time: the caller's batcher already queues and groups requests.
+  let chain = Promise.resolve();
+  parentPort.on("message", ({ id, texts }) => {
+    chain = chain.then(async () => {
+      try {
+        const { data, dims } = await embed(texts);
+        parentPort.postMessage({ id, data, dims }, [data.buffer]);
+      } catch (error) {
+        parentPort.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
+      }
+    });
+  });
+} catch (error) {
+  parentPort.postMessage({ ready: false, error: error instanceof Error ? error.message : String(error) });
+}
