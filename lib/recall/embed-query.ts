@@ -22,3 +22,8 @@ export async function embedQuery(embedder: Embedder, text: string): Promise<numb
   if (cache.size > CACHE_SIZE) cache.delete(cache.keys().next().value!);
   return vector;
 }
+
+/** Benchmarks: forget cached query vectors, so a repeated query is embedded again. */
+export function clearQueryVectorCache(): void {
+  cache.clear();
+}

@@ -1,15 +1,18 @@
 import type { SqlRunner } from "@/lib/db/database.ts";
-import { scopeArguments, type SearchScope } from "./search-scope.ts";
+import { filterArguments, type SearchScope } from "./search-scope.ts";
 
 /** BM25 parameters (the usual defaults; chunks are short and similar in length). */
 const K1 = 1.2;
 const B = 0.75;
 /** Postings (sum of df) that single words may contribute to the candidate set. */
-const CANDIDATE_BUDGET = 800;
+const CANDIDATE_BUDGET = 600;
 /** Commoner words beyond the budget select in pairs; at most this many of them. */
 const MAX_PAIRED_TERMS = 6;
-/** Most chunks that are read and scored per query; bounds the cost of very common words. */
-const MAX_CANDIDATES = 1500;
+/**
+ * Most chunks that are read and scored per query; bounds the cost of very common words. Chunks
+ * holding a selecting (rarer) word come first, so the cap drops pair-only matches first.
+ */
+const MAX_CANDIDATES = 600;
 /** Unprocessed memories scored whole (read-your-writes). */
 const MAX_UNINDEXED_CANDIDATES = 500;
 /** Candidates re-scored with exact term frequencies. */
@@ -28,6 +31,8 @@ export interface QueryTerm {
 }
 
 export interface LexicalStats {
+  /** The hubs searched. */
+  hubIds: string[];
   terms: QueryTerm[];
   /** Chunks in the searched hubs. */
   chunkCount: number;
@@ -58,107 +63,97 @@ export interface LexicalResult {
   candidates: number;
 }
 
-/** Analyses the query (and its entities) with the index's own analyser and reads BM25 statistics of the searched hubs, in one statement. */
-export async function lexicalStats(sql: SqlRunner, text: string, hubIds: string[], entities: string[] = []): Promise<LexicalStats> {
-  const all = await sql.query<{ term: string | null; df: number; n: number; total: number; idx: number | null; lexemes: string[] | null }>(
-    `WITH h AS (
-       SELECT coalesce(sum(chunk_count), 0)::float8 AS n, coalesce(sum(total_length), 0)::float8 AS total
-       FROM recall_hub_stats WHERE hub_id = ANY($2::uuid[])
-     ), t AS (SELECT unnest(tsvector_to_array(engram_tsvector($1))) AS term)
-     SELECT t.term,
-            coalesce((SELECT sum(s.df) FROM recall_term_stats s WHERE s.hub_id = ANY($2::uuid[]) AND s.term = t.term), 0)::float8 AS df,
-            h.n, h.total, NULL::int AS idx, NULL::text[] AS lexemes
-     FROM h LEFT JOIN t ON true
-     UNION ALL
-     SELECT NULL, NULL, NULL, NULL, e.idx::int, tsvector_to_array(engram_tsvector(e.text))
-     FROM unnest($3::text[]) WITH ORDINALITY AS e(text, idx)`,
-    [text, hubIds, entities],
+export interface LexicalQuery {
+  /** The caller: the search covers the hubs they belong to, intersected with hubIds when given. */
+  userId?: string;
+  /** Without userId, the hubs to search, already scoped by the caller. */
+  hubIds?: string[];
+  text: string;
+  /** Identifiers and names in the query (checked against the hubs' vocabulary for specificity). */
+  entities?: string[];
+}
+
+type Row = {
+  hub_id: string | null;
+  term: string | null;
+  df: number | null;
+  idf: number | null;
+  n: number | null;
+  avgdl: number | null;
+  entity_idx: number | null;
+  lexemes: string[] | null;
+  chunk_id: string | null;
+  memory_id: string | null;
+  matched_idf: number | null;
+  matched_terms: string[] | null;
+  bm25: number | null;
+  candidates: bigint | number | string | null;
+};
+
+/**
+ * BM25 over chunks (and over whole memories not chunked yet) in one statement
+ * (engram_lexical_search): resolves the hubs, analyses the query with the
+ * index's own analyser, reads the hubs' statistics and searches. OR semantics:
+ * a chunk needs only some of the words; rare words select on their own, the
+ * commoner ones in pairs once the postings budget is spent.
+ */
+export async function lexicalSearch(
+  sql: SqlRunner,
+  query: LexicalQuery,
+  filters: Omit<SearchScope, "hubIds">,
+  limit: number,
+): Promise<LexicalResult> {
+  const entities = query.entities ?? [];
+  const rows = await sql.query<Row>(
+    `SELECT hub_id, term, df, idf, n, avgdl, entity_idx, lexemes, chunk_id, memory_id, matched_idf, matched_terms, bm25, candidates
+     FROM engram_lexical_search($1::uuid, $2::uuid[], $3::text, $4::text[], $5::text, $6::uuid, $7::timestamptz, $8::timestamptz, $9::uuid,
+                                $10::int, $11::float8, $12::int, $13::int, $14::int, $15::int, $16::int, $17::float8, $18::float8)`,
+    [
+      query.userId ?? null,
+      query.hubIds ?? null,
+      query.text,
+      entities,
+      ...filterArguments(filters),
+      MAX_TERMS,
+      CANDIDATE_BUDGET,
+      MAX_PAIRED_TERMS,
+      MAX_CANDIDATES,
+      MAX_UNINDEXED_CANDIDATES,
+      PRE_RANKED,
+      RESCORED,
+      K1,
+      B,
+    ],
   );
-  const rows = all.filter((row) => row.idx === null);
-  const analysed = all.flatMap((row) => (row.idx === null ? [] : [{ idx: Number(row.idx), lexemes: row.lexemes }])).sort((a, b) => a.idx - b.idx);
-  const n = Number(rows[0]?.n ?? 0);
-  const total = Number(rows[0]?.total ?? 0);
-  const terms = rows
-    .filter((row): row is typeof row & { term: string } => row.term !== null)
-    .map((row) => {
-      const df = Number(row.df);
-      const docs = Math.max(n, df);
-      return { term: row.term, df, idf: Math.log(1 + (docs - df + 0.5) / (df + 0.5)) };
-    })
-    .sort((a, b) => a.df - b.df || a.term.localeCompare(b.term))
-    .slice(0, MAX_TERMS);
-  const dfOf = new Map(rows.map((row) => [row.term, Number(row.df)]));
-  const specific = analysed.flatMap((row) => {
-    const lexemes = row.lexemes ?? [];
-    if (lexemes.length === 0) return [];
-    const rarest = Math.min(...lexemes.map((lexeme) => dfOf.get(lexeme) ?? 0));
-    return rarest <= Math.max(1, n * SPECIFIC_ENTITY_SHARE) ? [{ text: entities[row.idx - 1]!, lexemes }] : [];
-  });
-  return {
+  const hubIds: string[] = [];
+  const terms: QueryTerm[] = [];
+  const analysed: { idx: number; lexemes: string[]; df: number }[] = [];
+  const hits: LexicalHit[] = [];
+  let candidates = 0;
+  let chunkCount = 0;
+  let averageLength = 1;
+  for (const row of rows) {
+    if (row.hub_id) {
+      hubIds.push(row.hub_id);
+      chunkCount = Number(row.n);
+      averageLength = Number(row.avgdl);
+    } else if (row.term !== null) terms.push({ term: row.term, df: Number(row.df), idf: Number(row.idf) });
+    else if (row.entity_idx !== null) analysed.push({ idx: Number(row.entity_idx), lexemes: row.lexemes ?? [], df: Number(row.df) });
+    else if (row.memory_id) {
+      hits.push({ chunkId: row.chunk_id, memoryId: row.memory_id, bm25: Number(row.bm25 ?? 0), matchedIdf: Number(row.matched_idf), matchedTerms: row.matched_terms ?? [] });
+      candidates = Number(row.candidates ?? 0);
+    }
+  }
+  const specific = analysed
+    .sort((a, b) => a.idx - b.idx)
+    .flatMap((row) => (row.lexemes.length > 0 && row.df <= Math.max(1, chunkCount * SPECIFIC_ENTITY_SHARE) ? [{ text: entities[row.idx - 1]!, lexemes: row.lexemes }] : []));
+  const stats: LexicalStats = {
+    hubIds,
     terms,
-    chunkCount: n,
-    averageLength: n > 0 ? Math.max(total / n, 1) : 1,
+    chunkCount,
+    averageLength,
     queryIdf: terms.reduce((sum, t) => sum + t.idf, 0),
     entities: specific,
   };
-}
-
-/**
- * The tsquery that selects candidates: OR semantics (a document needs only
- * some of the words). Rare words select on their own; once their postings
- * fill the budget, the commoner words only select documents holding two of
- * them, so one common word never makes the query read half the index. Every
- * query term still counts in the score.
- */
-function candidateQuery(stats: LexicalStats): { singles: string[]; pairs: [string, string][] } {
-  const present = stats.terms.filter((t) => t.df > 0);
-  const singles: string[] = [];
-  let budget = 0;
-  let index = 0;
-  for (; index < present.length; index++) {
-    const term = present[index]!;
-    if (singles.length > 0 && budget + term.df > CANDIDATE_BUDGET) break;
-    singles.push(term.term);
-    budget += term.df;
-  }
-  const rest = present.slice(index, index + MAX_PAIRED_TERMS).map((t) => t.term);
-  const pairs: [string, string][] = [];
-  for (let i = 0; i < rest.length; i++) for (let j = i + 1; j < rest.length; j++) pairs.push([rest[i]!, rest[j]!]);
-  return { singles, pairs };
-}
-
-/** A lexeme in tsquery syntax: quoted, so it is taken as is (no parsing, no stemming). */
-function quoteLexeme(term: string): string {
-  return `'${term.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
-}
-
-/** BM25 over chunks (and over whole memories not chunked yet) within the scope. */
-export async function lexicalSearch(sql: SqlRunner, stats: LexicalStats, scope: SearchScope, limit: number): Promise<LexicalResult> {
-  if (stats.terms.length === 0) return { stats, hits: [], candidates: 0 };
-  const selector = candidateQuery(stats);
-  const rows = await sql.query<{ chunk_id: string | null; memory_id: string; matched_idf: number; matched_terms: string[] | null; bm25: number | null; candidates: bigint | number | string }>(
-    `SELECT chunk_id, memory_id, matched_idf, matched_terms, bm25, candidates
-     FROM engram_lexical_search($1::text[], $2::float8[], $3::tsquery, $4::tsquery, $5::float8, $6::uuid[], $7::text, $8::uuid,
-                                $9::timestamptz, $10::timestamptz, $11::uuid, $12::int, $13::int, $14::int, $15::int, $16::float8, $17::float8)`,
-    [
-    stats.terms.map((t) => t.term),
-    stats.terms.map((t) => t.idf),
-    [...selector.singles.map(quoteLexeme), ...selector.pairs.map(([a, b]) => `(${quoteLexeme(a)} & ${quoteLexeme(b)})`)].join(" | ") || null,
-    // Unchunked memories are matched on every term: words new to the hub are exactly what they may hold.
-    stats.terms.map((t) => quoteLexeme(t.term)).join(" | "),
-    stats.averageLength,
-    ...scopeArguments(scope),
-    MAX_CANDIDATES,
-    MAX_UNINDEXED_CANDIDATES,
-    PRE_RANKED,
-    RESCORED,
-    K1,
-    B,
-    ],
-  );
-  const hits = rows
-    .map((row) => ({ chunkId: row.chunk_id, memoryId: row.memory_id, bm25: Number(row.bm25 ?? 0), matchedIdf: Number(row.matched_idf), matchedTerms: row.matched_terms ?? [] }))
-    .sort((a, b) => b.bm25 - a.bm25)
-    .slice(0, limit);
-  return { stats, hits, candidates: Number(rows[0]?.candidates ?? 0) };
+  return { stats, hits: hits.sort((a, b) => b.bm25 - a.bm25).slice(0, limit), candidates };
 }

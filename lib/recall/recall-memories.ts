@@ -1,9 +1,9 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
-import { analyzeQuery, type Intent, type QueryMember } from "./analyze-query.ts";
+import { analyzeQuery, type Intent, type QueryAnalysis, type QueryMember } from "./analyze-query.ts";
 import { embedQuery } from "./embed-query.ts";
-import { lexicalSearch, lexicalStats } from "./lexical-search.ts";
+import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates, type CandidateFacts } from "./load-candidates.ts";
 import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
 import { RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT, type RecallBody } from "./recall-fields.ts";
@@ -91,27 +91,42 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   const now = ctx.now();
   const limit = Math.min(input.limit ?? RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT);
 
-  // Without an author cue the query's analysis needs nothing from the database: start the query
-  // embedding now, so inference overlaps the hub lookups instead of waiting behind the SQL.
-  const someone = mentionsSomeone(input.query);
-  let analysis = someone ? undefined : analyzeQuery(input.query, now, []);
-  let vectorPromise = analysis ? await embedInBackground(ctx, analysis.searchText) : undefined;
-
-  const memberships = await readableHubs(ctx);
-  const readable = new Map(memberships.map((m) => [m.hub.id, m.hub]));
-  const hubIds = input.hub_ids ? [...new Set(input.hub_ids)].filter((id) => readable.has(id)) : [...readable.keys()];
-
-  analysis ??= analyzeQuery(input.query, now, someone ? await hubMembers(ctx, hubIds) : []);
+  // An author cue needs the members' names before the query can be analysed. Without one (most
+  // queries) the analysis needs nothing from the database, and the lexical statement also
+  // resolves the caller's hubs.
+  let scoped: string[] | undefined;
+  let analysis: QueryAnalysis;
+  if (mentionsSomeone(input.query)) {
+    const readable = new Set((await readableHubs(ctx)).map((m) => m.hub.id));
+    scoped = input.hub_ids ? [...new Set(input.hub_ids)].filter((id) => readable.has(id)) : [...readable];
+    analysis = analyzeQuery(input.query, now, await hubMembers(ctx, scoped));
+  } else {
+    analysis = analyzeQuery(input.query, now, []);
+  }
   const createdAfter = latest(input.created_after ? new Date(input.created_after) : undefined, analysis.createdAfter);
   const createdBefore = earliest(input.created_before ? new Date(input.created_before) : undefined, analysis.createdBefore);
-  const scope: SearchScope = {
-    hubIds,
-    kind: input.kind,
-    topicId: input.topic_id,
-    createdAfter,
-    createdBefore,
-    ownerId: analysis.author?.id,
-  };
+  const noDates = Boolean(createdAfter && createdBefore && createdAfter >= createdBefore);
+
+  const searchFilters = { kind: input.kind, topicId: input.topic_id, createdAfter, createdBefore, ownerId: analysis.author?.id };
+
+  // Inference overlaps the SQL from here on.
+  const embedding = noDates || scoped?.length === 0 ? undefined : await embedInBackground(ctx, analysis.searchText);
+  const lexical = embedding
+    ? await lexicalSearch(
+        ctx.sql,
+        {
+          ...(scoped ? { hubIds: scoped } : { userId: ctx.user.id, hubIds: input.hub_ids }),
+          text: analysis.searchText,
+          entities: analysis.entities,
+        },
+        searchFilters,
+        LEG_DEPTH * 2,
+      )
+    : undefined;
+  const found = lexical?.stats.hubIds ?? scoped ?? [];
+  const order = new Map((input.hub_ids ?? []).map((id, i) => [id, i]));
+  const hubIds = input.hub_ids ? [...found].sort((x, y) => order.get(x)! - order.get(y)!) : found;
+  const scope: SearchScope = { hubIds, ...searchFilters };
   const filters: RecallFilters = {
     hub_ids: hubIds,
     kind: input.kind ?? null,
@@ -130,15 +145,12 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
     filters,
   });
 
-  const emptyScope = hubIds.length === 0 || (createdAfter && createdBefore && createdAfter >= createdBefore);
-  if (emptyScope) {
+  if (!embedding || !lexical || hubIds.length === 0) {
     return { memories: [], query_metadata: metadata({ total_candidates: 0, reranked: false, rerank_reason: "no_candidates" }) };
   }
 
-  vectorPromise ??= await embedInBackground(ctx, analysis.searchText);
-  const stats = await lexicalStats(ctx.sql, analysis.searchText, hubIds, analysis.entities);
-  const lexical = await lexicalSearch(ctx.sql, stats, scope, LEG_DEPTH * 2);
-  const vector = await vectorPromise.vector.catch((error) => {
+  const stats = lexical.stats;
+  const vector = await embedding.vector.catch((error) => {
     console.error("[engram] recall: query embedding failed; lexical only", error);
     return null;
   });

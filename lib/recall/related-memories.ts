@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
-import { lexicalSearch, lexicalStats } from "./lexical-search.ts";
+import { lexicalSearch } from "./lexical-search.ts";
 import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
 import { RELEVANCE_FLOOR, relevanceLogit, sigmoid } from "./relevance-score.ts";
 import { vectorSearch } from "./vector-search.ts";
@@ -38,8 +38,7 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     }
   } else {
     const text = `${memory.title}\n${memory.summary || memory.content.slice(0, 400)}`;
-    const stats = await lexicalStats(ctx.sql, text, hubIds);
-    const { hits } = await lexicalSearch(ctx.sql, stats, scope, MAX_RELATED * 8);
+    const { stats, hits } = await lexicalSearch(ctx.sql, { hubIds, text }, {}, MAX_RELATED * 8);
     for (const hit of hits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
       const score = sigmoid(relevanceLogit({ similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), missingEntities: 0, entities: 0 }));

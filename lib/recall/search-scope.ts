@@ -8,18 +8,23 @@ export interface SearchScope {
   ownerId?: string;
 }
 
+type FilterArguments = [string | null, string | null, string | null, string | null, string | null];
+
+/** The optional filters as positional SQL arguments: kind, topic, created after, created before, owner (absent: NULL). */
+export function filterArguments(filters: Omit<SearchScope, "hubIds">): FilterArguments {
+  return [
+    filters.kind ?? null,
+    filters.topicId ?? null,
+    filters.createdAfter?.toISOString() ?? null,
+    filters.createdBefore?.toISOString() ?? null,
+    filters.ownerId ?? null,
+  ];
+}
+
 /**
  * The scope as the positional arguments of the search functions
- * (`engram_lexical_search`, `engram_vector_search`): hub ids, kind, topic,
- * created after, created before, owner — absent filters are NULL.
+ * (engram_vector_search, engram_recall_candidates): hub ids, then the filters.
  */
-export function scopeArguments(scope: SearchScope): [string[], string | null, string | null, string | null, string | null, string | null] {
-  return [
-    scope.hubIds,
-    scope.kind ?? null,
-    scope.topicId ?? null,
-    scope.createdAfter?.toISOString() ?? null,
-    scope.createdBefore?.toISOString() ?? null,
-    scope.ownerId ?? null,
-  ];
+export function scopeArguments(scope: SearchScope): [string[], ...FilterArguments] {
+  return [scope.hubIds, ...filterArguments(scope)];
 }
