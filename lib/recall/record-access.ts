@@ -10,18 +10,28 @@ const globalForAccess = globalThis as unknown as { __engramAccess?: { pending: P
 const queue = (globalForAccess.__engramAccess ??= { pending: null, flushing: Promise.resolve() });
 
 /**
+ * How long recorded accesses wait to be written: under load, one UPDATE then
+ * covers many recalls instead of one each (the counts only order
+ * sort=relevant, which tolerates a quarter-second lag).
+ */
+const FLUSH_DELAY_MS = 250;
+/** A batch this large is written at once. */
+const FLUSH_AT_IDS = 500;
+
+/**
  * Counts memories returned by recall as accessed without making the request
- * wait: ids are batched and written in one UPDATE after the response.
+ * wait: ids are batched and written in one UPDATE shortly after the response.
  */
 export function recordAccess(db: Db, memoryIds: string[], at: Date): void {
   if (memoryIds.length === 0) return;
   if (queue.pending && queue.pending.db !== db) void flushAccess();
   if (!queue.pending) {
     queue.pending = { db, counts: new Map(), at };
-    setTimeout(() => void flushAccess(), 0);
+    setTimeout(() => void flushAccess(), FLUSH_DELAY_MS);
   }
   for (const id of memoryIds) queue.pending.counts.set(id, (queue.pending.counts.get(id) ?? 0) + 1);
   queue.pending.at = at;
+  if (queue.pending.counts.size >= FLUSH_AT_IDS) void flushAccess();
 }
 
 /** Writes the batched counts; resolves when every count recorded so far is stored. */
