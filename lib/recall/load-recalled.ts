@@ -52,16 +52,9 @@ export async function loadRecalled(
       heading_chain: string;
     }
   >(
-    `SELECT m.id, m.title, m.summary, m.kind, m.stability, m.source, m.created_at, m.hub_id, h.name AS hub_name,
-            m.topic_id, t.name AS topic_name,
-            CASE WHEN c.id IS NULL THEN left(m.content, ${EXCERPT_CHARS}) ELSE c.content END AS chunk_content,
-            coalesce(c.heading_chain, '') AS heading_chain
-     FROM unnest($1::uuid[], $2::uuid[]) AS p(memory_id, chunk_id)
-     JOIN memories m ON m.id = p.memory_id
-     JOIN hubs h ON h.id = m.hub_id
-     LEFT JOIN topics t ON t.id = m.topic_id
-     LEFT JOIN chunks c ON c.id = p.chunk_id AND c.memory_id = m.id`,
-    [picks.map((p) => p.memoryId), picks.map((p) => p.chunkId)],
+    `SELECT id, title, summary, kind, stability, source, created_at, hub_id, hub_name, topic_id, topic_name, chunk_content, heading_chain
+     FROM engram_recall_entries($1::uuid[], $2::uuid[], $3::int)`,
+    [picks.map((p) => p.memoryId), picks.map((p) => p.chunkId), EXCERPT_CHARS],
   );
   const byId = new Map(rows.map((row) => [row.id, row]));
   return picks.flatMap((pick) => {
