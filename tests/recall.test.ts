@@ -134,6 +134,19 @@ describe("POST /v1/recall — retrieval", () => {
     expect(data.memories.map((m) => m.id)).toContain(ids.pool);
   });
 
+  it("keeps a rare word's match when common words fill the candidate cap", async () => {
+    // 650 chunks share two common query words (more than the 600-chunk cap); the one chunk with
+    // the rare word is written last, so a cap that cut in table order would drop it.
+    const cara = await h.user("Cara");
+    const common: string[] = [];
+    for (let i = 0; i < 650; i++) common.push(await push(cara, `Pipeline note ${i}: the deploy pipeline ran for build ${i}.`));
+    const rare = await push(cara, "The quokka deploy pipeline runs only on Tuesdays.");
+    await indexMemories(h.db, [...common, rare], { embed: false });
+    const data = await recall(cara, { query: "quokka deploy pipeline" });
+    expect(data.memories[0].id).toBe(rare);
+    expect(data.query_metadata.total_candidates).toBeLessThanOrEqual(600);
+  }, 60_000);
+
   it("finds Chinese text by overlapping character bigrams, even without embeddings", async () => {
     const embedder = await getEmbedder();
     setEmbedder(null);
@@ -274,6 +287,7 @@ describe("POST /v1/recall — read-your-writes, access counts, statistics", () =
   });
 
   it("counts recalled memories as accessed, after the response", async () => {
+    await flushAccess(); // earlier tests' recalls, still batched
     const before = (await ann.get(`/v1/memories?hub_id=${teamHub}&limit=100`)).body.data.memories.find((m: any) => m.id === ids.econn).access_count;
     await recall(ann, { query: "ECONNRESET" });
     await flushAccess();
