@@ -1,4 +1,5 @@
 import { getDatabase } from "@/lib/db/database.ts";
+import { startEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
 import { config } from "@/lib/config.ts";
 
 /**
@@ -10,6 +11,7 @@ export async function startServer(): Promise<void> {
   const database = await getDatabase();
   const users = await database.prisma.user.count();
   console.log(`engram: ${database.kind} database ready in ${Date.now() - started} ms`);
+  startEmbeddedMaintenance(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(
