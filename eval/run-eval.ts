@@ -13,6 +13,7 @@ import { setEmbedder, getEmbedder } from "@/lib/ai/embedder.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { openDatabase, setDatabase } from "@/lib/db/database.ts";
+import { lexicalBaseline, type LexicalRanker } from "@/lib/recall/lexical-baselines.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { setRecallTrace, type RecallTraceEntry } from "@/lib/recall/recall-memories.ts";
 import { setReranker } from "@/lib/recall/reranker.ts";
@@ -195,7 +196,28 @@ async function main() {
   console.log(
     `${summary.mode}: nDCG@5 ${summary.ndcg5.toFixed(3)}  nDCG@10 ${summary.ndcg10.toFixed(3)}  MRR@10 ${summary.mrr10.toFixed(3)}  Recall@20 ${summary.recall20.toFixed(3)}  harmful ${summary.harmful}  negatives clean ${summary.negatives_clean}  expectation failures ${summary.expectation_failures}`,
   );
-  if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ summary, reports }, null, 2));
+
+  // The lexical leg's ranking against PostgreSQL's own rankers, on the queries plain words can answer
+  // (no filters, time or author phrases); a memory ranks by its best chunk.
+  const plain = QUERIES.filter((q) => ["paraphrase", "identifier", "keyword", "multilingual"].includes(q.category) && !q.hub_ids && !q.kind);
+  const rankers: LexicalRanker[] = ["bm25", "ts_rank", "ts_rank_cd", "and_ts_rank_cd"];
+  const comparison = [];
+  for (const ranker of rankers) {
+    let ndcg10 = 0;
+    let empty = 0;
+    for (const query of plain) {
+      const text = typeof query.query === "function" ? query.query(new Date()) : query.query;
+      const ids = await lexicalBaseline(database.sql, ranker, [...annReadable].map((hub) => hubIds[hub]), text, 20);
+      if (ids.length === 0) empty++;
+      ndcg10 += scoreQuery(query, ids.map((id) => keyById.get(id) ?? "?")).ndcg10 ?? 0;
+    }
+    comparison.push({ ranker, ndcg10: ndcg10 / plain.length, empty });
+  }
+  console.log(
+    `lexical rankers alone, ${plain.length} plain-word queries (nDCG@10; queries with no result): ` +
+      comparison.map((c) => `${c.ranker} ${c.ndcg10.toFixed(3)} (${c.empty})`).join(", "),
+  );
+  if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ summary, reports, lexical_rankers: comparison }, null, 2));
   if (dumpOut) writeFileSync(dumpOut, JSON.stringify(dump));
 
   const failures = [
