@@ -26,7 +26,6 @@ const MAX_TERMS = 32;
 
 export interface QueryTerm {
   term: string;
-  df: number;
   idf: number;
 }
 
@@ -36,7 +35,6 @@ export interface LexicalStats {
   terms: QueryTerm[];
   /** Chunks in the searched hubs. */
   chunkCount: number;
-  averageLength: number;
   /** Sum of idf over all query terms: what a document matching every word would have. */
   queryIdf: number;
   /**
@@ -79,7 +77,6 @@ type Row = {
   df: number | null;
   idf: number | null;
   n: number | null;
-  avgdl: number | null;
   entity_idx: number | null;
   lexemes: string[] | null;
   chunk_id: string | null;
@@ -105,7 +102,7 @@ export async function lexicalSearch(
 ): Promise<LexicalResult> {
   const entities = query.entities ?? [];
   const rows = await sql.query<Row>(
-    `SELECT hub_id, term, df, idf, n, avgdl, entity_idx, lexemes, chunk_id, memory_id, matched_idf, matched_terms, bm25, candidates
+    `SELECT hub_id, term, df, idf, n, entity_idx, lexemes, chunk_id, memory_id, matched_idf, matched_terms, bm25, candidates
      FROM engram_lexical_search($1::uuid, $2::uuid[], $3::text, $4::text[], $5::text, $6::uuid, $7::timestamptz, $8::timestamptz, $9::uuid,
                                 $10::int, $11::float8, $12::int, $13::int, $14::int, $15::int, $16::int, $17::float8, $18::float8)`,
     [
@@ -131,13 +128,11 @@ export async function lexicalSearch(
   const hits: LexicalHit[] = [];
   let candidates = 0;
   let chunkCount = 0;
-  let averageLength = 1;
   for (const row of rows) {
     if (row.hub_id) {
       hubIds.push(row.hub_id);
       chunkCount = Number(row.n);
-      averageLength = Number(row.avgdl);
-    } else if (row.term !== null) terms.push({ term: row.term, df: Number(row.df), idf: Number(row.idf) });
+    } else if (row.term !== null) terms.push({ term: row.term, idf: Number(row.idf) });
     else if (row.entity_idx !== null) analysed.push({ idx: Number(row.entity_idx), lexemes: row.lexemes ?? [], df: Number(row.df) });
     else if (row.memory_id) {
       hits.push({ chunkId: row.chunk_id, memoryId: row.memory_id, bm25: Number(row.bm25 ?? 0), matchedIdf: Number(row.matched_idf), matchedTerms: row.matched_terms ?? [] });
@@ -151,7 +146,6 @@ export async function lexicalSearch(
     hubIds,
     terms,
     chunkCount,
-    averageLength,
     queryIdf: terms.reduce((sum, t) => sum + t.idf, 0),
     entities: specific,
   };

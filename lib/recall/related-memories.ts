@@ -3,9 +3,9 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { lexicalSearch } from "./lexical-search.ts";
+import { loadCandidates } from "./load-candidates.ts";
 import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
 import { RELEVANCE_FLOOR, relevanceLogit, sigmoid } from "./relevance-score.ts";
-import { vectorSearch } from "./vector-search.ts";
 
 export const MAX_RELATED = 5;
 
@@ -22,16 +22,24 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
   if (!memory) throw new ApiError("not_found", "Memory not found");
 
   const scope = { hubIds };
-  const [centroid] = await ctx.db.$queryRawUnsafe<{ vector: string | null; chunks: bigint | number }[]>(
+  const [centroid] = await ctx.sql.query<{ vector: string | null; chunks: bigint | number | string }>(
     `SELECT avg(embedding)::text AS vector, count(*) AS chunks FROM chunks WHERE memory_id = $1::uuid AND embedding IS NOT NULL`,
-    memory.id,
+    [memory.id],
   );
   const picks = new Map<string, { chunkId: string | null; score: number }>();
   if (centroid?.vector) {
     const vector = JSON.parse(centroid.vector) as number[];
     const norm = Math.hypot(...vector) || 1;
-    const hits = await vectorSearch(ctx.sql, vector.map((x) => x / norm), scope, MAX_RELATED * 8 + Number(centroid.chunks), Number.POSITIVE_INFINITY);
-    for (const hit of hits) {
+    const { vectorHits } = await loadCandidates(ctx.sql, {
+      vector: vector.map((x) => x / norm),
+      scope,
+      k: MAX_RELATED * 8 + Number(centroid.chunks),
+      chunkCount: Number.POSITIVE_INFINITY,
+      chunkIds: [],
+      memoryIds: [],
+      entities: [],
+    });
+    for (const hit of vectorHits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
       const score = sigmoid(relevanceLogit({ similarity: hit.similarity, coverage: 0, bm25: 0, missingEntities: 0, entities: 0 }));
       if (score >= RELEVANCE_FLOOR) picks.set(hit.memoryId, { chunkId: hit.chunkId, score });

@@ -23,7 +23,7 @@ export function filterArguments(filters: Omit<SearchScope, "hubIds">): FilterArg
 
 /**
  * The scope as the positional arguments of the search functions
- * (engram_vector_search, engram_recall_candidates): hub ids, then the filters.
+ * (engram_recall_candidates): hub ids, then the filters.
  */
 export function scopeArguments(scope: SearchScope): [string[], ...FilterArguments] {
   return [scope.hubIds, ...filterArguments(scope)];
