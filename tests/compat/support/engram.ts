@@ -214,7 +214,7 @@ export function scratchHome(): string {
 export function memax(engram: Engram, args: string[], options: CliOptions = {}): Promise<CliResult> {
   const cli = inject("memaxCli");
   const home = options.home ?? scratchHome();
-  const env: NodeJS.ProcessEnv = {
+  const env: Record<string, string | undefined> = {
     PATH: process.env.PATH,
     HOME: home,
     USERPROFILE: home,
