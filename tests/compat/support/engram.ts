@@ -227,7 +227,7 @@ export function memax(engram: Engram, args: string[], options: CliOptions = {}):
     ...options.env,
   };
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { cwd: options.cwd ?? home, env, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [cli, ...args], { cwd: options.cwd ?? home, env: env as NodeJS.ProcessEnv, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
