@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
-import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { readableHubs, scopedHubIds } from "@/lib/hubs/hub-access.ts";
 import { analyzeQuery, type Intent, type QueryAnalysis, type QueryMember } from "./analyze-query.ts";
 import { embedQuery } from "./embed-query.ts";
 import { lexicalSearch } from "./lexical-search.ts";
@@ -88,6 +88,8 @@ interface Scored {
  */
 export async function recallMemories(ctx: AuthContext, input: RecallInput): Promise<RecallResult> {
   const started = performance.now();
+  // A key limited to some hubs searches only those (the resolver's rule; the SQL intersects with membership).
+  input = { ...input, hub_ids: scopedHubIds(ctx.credential, input.hub_ids) };
   const now = ctx.now();
   const limit = Math.min(input.limit ?? RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT);
 
