@@ -191,6 +191,21 @@ describe("a read-only key", () => {
   });
 });
 
+describe("PATCH /v1/auth/api-keys/{id}", () => {
+  test("assigns an agent, clears it with \"\", marks a key standalone", async () => {
+    const created = (await ann.post("/v1/auth/api-keys", { name: "script" })).body.data;
+    const key = clientFor(created.key);
+    expect((await ann.patch(`/v1/auth/api-keys/${created.id}`, { agent_name: "hermes" })).body.data).toEqual({ id: created.id, agent_name: "hermes", standalone: false });
+    expect((await push(key, "attributed to hermes now")).source_agent).toBe("hermes");
+    expect((await ann.patch(`/v1/auth/api-keys/${created.id}`, { agent_name: "" })).body.data.agent_name).toBe("");
+    expect((await push(key, "no agent any more")).source_agent).toBeNull();
+    expect((await ann.patch(`/v1/auth/api-keys/${created.id}`, { standalone: true })).body.data).toEqual({ id: created.id, agent_name: "", standalone: true });
+    expect((await ann.get("/v1/auth/api-keys")).body.data.find((k: any) => k.id === created.id)).toMatchObject({ standalone: true, agent_name: "" });
+    expect((await ann.patch(`/v1/auth/api-keys/${created.id}`, {})).status).toBe(400);
+    expect((await bob.patch(`/v1/auth/api-keys/${created.id}`, { standalone: false })).status).toBe(404);
+  });
+});
+
 describe("a key with agent_name", () => {
   test("its pushes carry source_agent = agent_name, whatever the body claims", async () => {
     const key = clientFor((await ann.post("/v1/auth/api-keys", { name: "cursor", agent_name: "cursor" })).body.data.key);

@@ -21,7 +21,7 @@ type Identity = (typeof IDENTITIES)[number];
 type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<(typeof KEY_IDENTITIES)[number], number>>;
 
 /** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
-const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "POST /v1/auth/api-keys", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
+const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
 /** POSTs that only read. */
 const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/hubs/[id]/visit"]);
 
@@ -79,6 +79,15 @@ const ROUTES: Record<string, Row> = {
   "PATCH /v1/auth/me": { path: () => "/v1/auth/me", body: (_f, me) => ({ name: me?.name ?? "Nobody" }), expect: anyUser(200) },
   "GET /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", expect: anyUser(200) },
   "POST /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", body: () => ({ name: "extra" }), expect: anyUser(201) },
+  // Someone else's key is simply not found.
+  "PATCH /v1/auth/api-keys/[id]": {
+    setup: async (f) => {
+      f.extra.keyId = (await f.users.owner.post("/v1/auth/api-keys", { name: "spare" })).body.data.id;
+    },
+    path: (f) => `/v1/auth/api-keys/${f.extra.keyId}`,
+    body: () => ({ agent_name: "cursor" }),
+    expect: { ...anyUser(404), owner: 200 },
+  },
   // Idempotent: someone else's key answers 200 { revoked: false } (and stays valid: see auth.test.ts).
   "DELETE /v1/auth/api-keys/[id]": {
     setup: async (f) => {

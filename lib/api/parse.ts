@@ -63,11 +63,20 @@ function objectDef(schema: z.ZodType): Def | undefined {
   return undefined;
 }
 
+/** A field declared with `.meta({ keepEmpty: true })`, where `""` is a value (e.g. "clear this"). */
+function keepsEmpty(schema: z.ZodType): boolean {
+  for (let current: z.ZodType | undefined = schema, depth = 0; current && depth < 10; depth++) {
+    if ((current.meta() as { keepEmpty?: boolean } | undefined)?.keepEmpty) return true;
+    current = defOf(current).innerType;
+  }
+  return false;
+}
+
 /**
  * Lenient in form, strict in meaning — the one place it is done, for every body and query:
  * a field the schema does not know is dropped (and reported), whatever kind of object the
  * schema is (strict ones included; an object with a catchall keeps its extra keys), and `""`
- * in a field that may be absent means absent. Nested objects get the same treatment. What is
+ * in a field that may be absent means absent (unless the field is marked `keepEmpty`). Nested objects get the same treatment. What is
  * left is validated as declared, so known fields keep their errors.
  */
 export function lenientInput(schema: z.ZodType, value: unknown, ignored: string[] = [], prefix = ""): unknown {
@@ -82,7 +91,7 @@ export function lenientInput(schema: z.ZodType, value: unknown, ignored: string[
       else ignored.push(prefix + key);
       continue;
     }
-    if (field === "" && fieldSchema.safeParse(undefined).success) continue;
+    if (field === "" && fieldSchema.safeParse(undefined).success && !keepsEmpty(fieldSchema)) continue;
     out[key] = lenientInput(fieldSchema, field, ignored, `${prefix}${key}.`);
   }
   return out;

@@ -41,7 +41,7 @@ export function serializeApiKey(row: ApiKey, slugs: ReadonlyMap<string, string> 
     hub_ids: restricted ? row.hubIds : [],
     hub_scope_mode: restricted ? "hub_allowlist" : "all_accessible",
     agent_name: row.agentName ?? "",
-    standalone: false,
+    standalone: row.standalone,
     permissions: row.permissions,
     default_permissions: row.permissions,
     trust_level: row.trustLevel,
