@@ -1,4 +1,5 @@
 import net from "node:net";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { createHash } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
@@ -194,7 +195,7 @@ describe("public view and accept", () => {
     const token = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data.token;
     setRateLimiter(new MemoryRateLimiter({ regular: 3, heavy: 3, light: 3 }));
     try {
-      const from = (ip: string) => h.anonymous.get(`/v1/invites/${token}`, { headers: { "x-forwarded-for": ip } });
+      const from = (ip: string) => h.anonymous.get(`/v1/invites/${token}`, { headers: { [SOCKET_ADDRESS_HEADER]: ip } });
       for (let i = 0; i < 3; i++) expect((await from("203.0.113.7")).status).toBe(200);
       const limited = await from("203.0.113.7");
       expect(limited.status).toBe(429);

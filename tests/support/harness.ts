@@ -23,6 +23,9 @@ export interface RequestOptions {
 
 const BASE = "http://engram.test";
 
+/** Every bucket a different (high) limit, so X-RateLimit-Limit tells which bucket a route used. */
+export const HARNESS_LIMITS = { regular: 1_000_000, heavy: 200_000, light: 50_000 } as const;
+
 export async function call(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<ApiResponse> {
   const headers = new Headers(options.headers);
   let payload: string | undefined = options.raw;
@@ -92,7 +95,7 @@ export async function createHarness(options: { url?: string } = {}): Promise<Har
     ? await openDatabase({ url: options.url })
     : await openDatabase({ dataDir: "memory://", template: templateSnapshot() });
   setDatabase(database);
-  setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+  setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
   let counter = 0;
   return {
     database,
