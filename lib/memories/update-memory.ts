@@ -1,8 +1,10 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import type { DbClient } from "@/lib/db/database.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canEditMemory } from "@/lib/api/permissions.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
+import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { assertContentSize, contentHash } from "./create-memory.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
@@ -50,25 +52,35 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody) 
   const stability =
     input.stability ?? (reclassify && !stabilityLocked ? classifyStability(content, kind, contentType, hint) : memory.stability);
 
-  const [updated] = await ctx.db.memory.updateManyAndReturn({
-    where: { id: memory.id, hubId: memory.hubId, updatedAt: memory.updatedAt, ...memoryWriteGuard(ctx.user.id, "edit") },
-    data: {
-      title: input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title),
-      titleDerived: input.title !== undefined ? false : memory.titleDerived,
-      content,
-      contentHash: hash,
-      contentType,
-      tags: input.tags ?? memory.tags,
-      hint,
-      kind,
-      kindLocked,
-      stability,
-      stabilityLocked,
-      state: input.state ?? memory.state,
-      ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
-      // Strictly later than the row read, so the updated_at check above always tells two writes apart.
-      updatedAt: new Date(Math.max(ctx.now().getTime(), memory.updatedAt.getTime() + 1)),
-    },
-  });
+  const growth = contentChanged ? Buffer.byteLength(content, "utf8") - Buffer.byteLength(memory.content, "utf8") : 0;
+  // Growing content is checked against the owner's and the hub's storage quota in the write's transaction.
+  const write = (db: DbClient) =>
+    db.memory.updateManyAndReturn({
+      where: { id: memory.id, hubId: memory.hubId, updatedAt: memory.updatedAt, ...memoryWriteGuard(ctx.user.id, "edit") },
+      data: {
+        title: input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title),
+        titleDerived: input.title !== undefined ? false : memory.titleDerived,
+        content,
+        contentHash: hash,
+        contentType,
+        tags: input.tags ?? memory.tags,
+        hint,
+        kind,
+        kindLocked,
+        stability,
+        stabilityLocked,
+        state: input.state ?? memory.state,
+        ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
+        // Strictly later than the row read, so the updated_at check above always tells two writes apart.
+        updatedAt: new Date(Math.max(ctx.now().getTime(), memory.updatedAt.getTime() + 1)),
+      },
+    });
+  const [updated] =
+    growth > 0
+      ? await ctx.db.$transaction(async (tx) => {
+          await assertStorageQuota(tx, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
+          return write(tx);
+        })
+      : await write(ctx.db);
   return updated;
 }
