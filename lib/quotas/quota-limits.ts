@@ -37,7 +37,7 @@ export function parseQuota(name: string, value: string | undefined, fallback: nu
   return n === 0 ? null : n;
 }
 
-export function quotaLimits(env: NodeJS.ProcessEnv = process.env): QuotaLimits {
+export function quotaLimits(env: Record<string, string | undefined> = process.env): QuotaLimits {
   return {
     user: {
       bytes: parseQuota("ENGRAM_QUOTA_USER_BYTES", env.ENGRAM_QUOTA_USER_BYTES, DEFAULT_QUOTAS.user.bytes, true),

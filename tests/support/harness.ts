@@ -67,6 +67,22 @@ export function clientFor(key: string | undefined) {
   };
 }
 
+/**
+ * Waits until a memory's background processing has finished, then reads it once through the API.
+ * The waiting reads the row's status straight from the database: polling GET /v1/memories/:id would
+ * count every poll as an access and change access_count while waiting.
+ */
+export async function waitProcessed(db: Database["prisma"], client: { get: Client["get"] }, id: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const row = await db.memory.findUnique({ where: { id }, select: { processingStatus: true } });
+    if (row && ["done", "failed"].includes(row.processingStatus)) break;
+    if (Date.now() > deadline) throw new Error(`memory ${id} still ${row?.processingStatus ?? "missing"}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return (await client.get(`/v1/memories/${id}`)).body.data;
+}
+
 export interface Harness {
   database: Database;
   db: Database["prisma"];
