@@ -19,6 +19,7 @@ export default async function setup({ provide }: { provide: (key: string, value:
     provide("redisServer", ensureRedisServer({ logLine: say }) as string);
   } catch (error) {
     const message = error instanceof Fail ? (error as Error).message : String((error as Error)?.stack ?? error);
+    process.stderr.write(`\n[npm test] cannot start: ${message}\n\n`);
     throw new Error(`npm test cannot start: ${message}`);
   }
   const file = path.join(process.cwd(), "node_modules", ".cache", "engram-tests", `template-${migrationsDigest()}.tar`);
