@@ -159,8 +159,32 @@ const ROUTES: Record<string, Row> = {
   // Topics (the fixture hub keeps allow_contributor_topics off)
   "GET /v1/topics": { path: (f) => `/v1/topics?hub_id=${f.hubId}`, expect: hubRead(200) },
   "POST /v1/topics": { path: () => "/v1/topics", body: (f) => ({ name: `topic ${randomBytes(4).toString("hex")}`, hub_id: f.hubId }), expect: hubManage(201) },
+  "GET /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, expect: hubRead(200) },
   "PATCH /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, body: () => ({ name: "Renamed" }), expect: hubManage(200) },
   "DELETE /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, expect: hubManage(200) },
+  "GET /v1/topics/archived": { path: (f) => `/v1/topics/archived?hub_id=${f.hubId}`, expect: hubRead(200) },
+  "POST /v1/topics/reorder": {
+    setup: ownerTopic,
+    path: () => "/v1/topics/reorder",
+    body: (f) => ({ operations: [{ topic_id: f.extra.topicId, position: 3 }] }),
+    // A topic of a hub the caller cannot read is not found; the fallback hub (their personal one) has no such topic.
+    expect: { ...hubManage(200), non_member: 404 },
+  },
+  "POST /v1/topics/[id]/archive": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/archive`, expect: hubManage(200) },
+  "POST /v1/topics/[id]/restore": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/restore`, expect: hubManage(200) },
+  "GET /v1/topics/[id]/memories": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/memories`, expect: hubRead(200) },
+  // Filing someone else's memory is for managers; the fixture memory is the owner's.
+  "POST /v1/topics/[id]/memories": {
+    setup: ownerTopic,
+    path: (f) => `/v1/topics/${f.extra.topicId}/memories`,
+    body: (f) => ({ memory_id: f.secretMemoryId }),
+    expect: hubManage(200),
+  },
+  "DELETE /v1/topics/[id]/memories/[memory_id]": {
+    setup: ownerTopic,
+    path: (f) => `/v1/topics/${f.extra.topicId}/memories/${f.secretMemoryId}`,
+    expect: hubManage(200),
+  },
 };
 
 async function ownerTopic(f: Fixture) {

@@ -128,6 +128,19 @@ export interface Topic {
   name: string;
 }
 
+/** A node of GET /v1/topics (the whole tree of one hub). */
+export interface TopicNode extends Topic {
+  parent_id: string | null;
+  memory_count: number;
+  total_memory_count: number;
+  children: TopicNode[];
+}
+
+export interface TopicTree {
+  topics: TopicNode[];
+  unassigned_count: number;
+}
+
 
 export interface Me {
   id: string;
