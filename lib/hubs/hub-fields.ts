@@ -55,11 +55,11 @@ const settings = {
 export const createHubBodySchema = z.strictObject({ name: nameSchema, slug: slugSchema.optional(), ...settings });
 export type CreateHubBody = z.output<typeof createHubBodySchema>;
 
-/** `""` clears an appearance field (back to the default). */
+/** `""` clears an appearance field (back to the default), so the lenient parser must keep it. */
 const appearance = {
-  icon: z.string().trim().max(MAX_HUB_ICON_LENGTH, `icon is at most ${MAX_HUB_ICON_LENGTH} characters`).optional(),
-  accent: z.union([z.enum(HUB_ACCENTS), z.literal("")]).optional(),
-  header_aurora_mode: z.union([z.enum(HEADER_AURORA_MODES), z.literal("")]).optional(),
+  icon: z.string().trim().max(MAX_HUB_ICON_LENGTH, `icon is at most ${MAX_HUB_ICON_LENGTH} characters`).meta({ keepEmpty: true }).optional(),
+  accent: z.union([z.enum(HUB_ACCENTS), z.literal("")]).meta({ keepEmpty: true }).optional(),
+  header_aurora_mode: z.union([z.enum(HEADER_AURORA_MODES), z.literal("")]).meta({ keepEmpty: true }).optional(),
   // A partial merge into hub.settings; null deletes a key's override.
   settings: z.strictObject(Object.fromEntries(HUB_SETTING_KEYS.map((key) => [key, z.boolean().nullable().optional()])) as Record<(typeof HUB_SETTING_KEYS)[number], z.ZodOptional<z.ZodNullable<z.ZodBoolean>>>).optional(),
 };

@@ -1,15 +1,18 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { membershipWhere } from "./hub-access.ts";
 import { MAX_HUBS_PER_USER } from "./hub-fields.ts";
 import { serializeHub } from "./serialize-hub.ts";
 
 /**
- * Every hub the caller belongs to, oldest first (ids are time-ordered), with
- * role and counts, as one array: the Memax clients iterate it whole. Bounded
- * by MAX_HUBS_PER_USER, which creating, joining and adding enforce.
+ * Every hub the caller belongs to (and the credential reaches), oldest first
+ * (ids are time-ordered), with role and counts, as one array: the Memax
+ * clients iterate it whole. Bounded by MAX_HUBS_PER_USER, which creating,
+ * joining and adding enforce.
  */
 export async function listHubs(ctx: AuthContext) {
   const rows = await ctx.db.hubMember.findMany({
-    where: { userId: ctx.user.id },
+    // The resolver's filter: a key limited to some hubs lists only those.
+    where: membershipWhere(ctx),
     orderBy: { hubId: "asc" },
     // The cap is enforced on every way in; `take` only guards against rows from before it existed.
     take: MAX_HUBS_PER_USER,

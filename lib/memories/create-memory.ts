@@ -49,8 +49,16 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody): Pr
     throw new ApiError("invalid_request", "created_at must not be in the future", { issues: [{ path: "created_at", message: "in the future" }] });
   }
   if (input.file_ref) {
-    throw new ApiError("invalid_request", "file_ref does not name an upload of this hub", { issues: [{ path: "file_ref", message: "unknown upload" }] });
+    // Accepted by the schema (sha256, no size_bytes, empty content) so the request is understood,
+    // but nothing can be uploaded yet, so no file_ref can name a stored file.
+    throw new ApiError(
+      "invalid_request",
+      "file_ref cannot be honoured: this server does not accept uploads yet (POST /v1/uploads), so no file_ref names a stored file; send the file's text as content instead",
+      { issues: [{ path: "file_ref", message: "uploads are not supported yet" }] },
+    );
   }
+  // A key issued for an agent pushes as that agent, whatever the body claims.
+  if (ctx.credential.agentName) input = { ...input, source_agent: ctx.credential.agentName };
 
   const hash = contentHash(input.content);
   const attempt = () =>

@@ -14,7 +14,7 @@ import { topicHubId } from "./topic-hub.ts";
  * X-Hub-ID, else the personal hub. The parent must be an active topic of that
  * hub, the new topic at most 5 levels deep, its name free among its siblings.
  */
-export async function createTopic(ctx: AuthContext, input: CreateTopicBody, hubHeader: string | null) {
+export async function createTopic(ctx: AuthContext, input: CreateTopicBody) {
   let hubId = input.hub_id;
   if (!hubId && input.parent_id) {
     const parent = isUuid(input.parent_id)
@@ -23,7 +23,7 @@ export async function createTopic(ctx: AuthContext, input: CreateTopicBody, hubH
     if (!parent) throw new ApiError("invalid_parent", "The parent topic does not exist in this hub", { parent_id: input.parent_id });
     hubId = parent.hubId;
   }
-  const { hub } = await hubPermissionOrThrow(ctx, await topicHubId(ctx, hubId, hubHeader), "topics.manage", "create topics");
+  const { hub } = await hubPermissionOrThrow(ctx, await topicHubId(ctx, hubId), "topics.manage", "create topics");
   const now = ctx.now();
   const parentId = input.parent_id ?? null;
   try {

@@ -10,12 +10,12 @@ import { topicHubId } from "./topic-hub.ts";
  * at once, all or nothing. Each operation is checked against the tree as the
  * earlier ones left it: the same rules as a single move.
  */
-export async function reorderTopics(ctx: AuthContext, input: ReorderBody, hubHeader: string | null) {
+export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
   const first = await ctx.db.topic.findFirst({
     where: { id: input.operations[0]!.topic_id, hub: { members: { some: { userId: ctx.user.id } } } },
     select: { hubId: true },
   });
-  const hubId = first?.hubId ?? (await topicHubId(ctx, undefined, hubHeader));
+  const hubId = first?.hubId ?? (await topicHubId(ctx, undefined));
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "topics.manage", "reorder topics");
   const now = ctx.now();
   const updated = await ctx.db.$transaction(async (tx) => {

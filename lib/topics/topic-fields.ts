@@ -34,11 +34,12 @@ export const createTopicBodySchema = z.strictObject({
 });
 export type CreateTopicBody = z.output<typeof createTopicBodySchema>;
 
+// In an update, "" is a value: it clears a description or icon, and moves a topic to the root.
 export const updateTopicBodySchema = z.strictObject({
   name: nameSchema.optional(),
-  description: description.optional(),
-  icon: icon.optional(),
-  parent_id: parentId.optional(),
+  description: description.meta({ keepEmpty: true }).optional(),
+  icon: icon.meta({ keepEmpty: true }).optional(),
+  parent_id: parentId.meta({ keepEmpty: true }).optional(),
   position: position.optional(),
   pinned: z.boolean().optional(),
 });
@@ -55,7 +56,7 @@ export const assignMemoryBodySchema = z.strictObject({
 
 export const reorderBodySchema = z.strictObject({
   operations: z
-    .array(z.strictObject({ topic_id: z.uuid("topic_id must be a topic id"), position, parent_id: parentId.optional() }))
+    .array(z.strictObject({ topic_id: z.uuid("topic_id must be a topic id"), position, parent_id: parentId.meta({ keepEmpty: true }).optional() }))
     .min(1, "give at least one operation")
     .max(MAX_REORDER_OPERATIONS, `at most ${MAX_REORDER_OPERATIONS} operations`),
 });

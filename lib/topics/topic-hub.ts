@@ -1,11 +1,11 @@
 import type { AuthContext } from "@/lib/api/context.ts";
-import { ApiError } from "@/lib/api/errors.ts";
+import { targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 
-/** The hub a topic call targets: hub_id, else the X-Hub-ID header, else the caller's personal hub. */
-export async function topicHubId(ctx: AuthContext, explicit: string | undefined, header: string | null): Promise<string> {
-  const chosen = explicit ?? (header?.trim() || undefined);
-  if (chosen) return chosen;
-  const hub = await ctx.db.hub.findFirst({ where: { ownerId: ctx.user.id, hubType: "personal" }, select: { id: true } });
-  if (!hub) throw new ApiError("not_found", "Hub not found");
-  return hub.id;
+/**
+ * The hub a topic call targets: hub_id when given, else the request's hub
+ * (X-Hub-ID, else the personal hub, else the first hub a restricted key reaches).
+ */
+export async function topicHubId(ctx: AuthContext, explicit: string | undefined): Promise<string> {
+  if (explicit) return explicit;
+  return (await targetHubOrThrow(ctx, ctx.hubHeader, "memories.read")).hub.id;
 }

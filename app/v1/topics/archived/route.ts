@@ -8,7 +8,7 @@ import { topicHubId } from "@/lib/topics/topic-hub.ts";
 // GET /v1/topics/archived — a hub's archived topics, most recently archived first
 export const GET = withAuth({}, async (ctx, req) => {
   const { hub_id } = parseQuery(req, topicHubQuerySchema);
-  return ok(await listArchivedTopics(ctx, await topicHubId(ctx, hub_id, req.headers.get("x-hub-id"))));
+  return ok(await listArchivedTopics(ctx, await topicHubId(ctx, hub_id)));
 });
 
 export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");

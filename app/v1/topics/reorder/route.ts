@@ -5,6 +5,6 @@ import { reorderTopics } from "@/lib/topics/reorder-topics.ts";
 import { reorderBodySchema } from "@/lib/topics/topic-fields.ts";
 
 // POST /v1/topics/reorder — new positions (and parents) for many topics of one hub, all or nothing
-export const POST = withAuth({}, async (ctx, req) => ok(await reorderTopics(ctx, await parseJson(req, reorderBodySchema), req.headers.get("x-hub-id"))));
+export const POST = withAuth({}, async (ctx, req) => ok(await reorderTopics(ctx, await parseJson(req, reorderBodySchema))));
 
 export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
