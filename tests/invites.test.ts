@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 let h: Harness;
 beforeAll(async () => {
@@ -110,7 +111,19 @@ describe("create and list", () => {
     const res = await own.post(`/v1/hubs/${hub.id}/invites`);
     expect(res.status).toBe(201);
     const invite = res.body.data;
-    expect(invite).toMatchObject({ hub_id: hub.id, role: "contributor", email: null, created_by: own.id, state: "active", last_sent_at: null });
+    expect(invite).toMatchObject({
+      hub_id: hub.id,
+      role: "contributor",
+      email: null,
+      created_by: own.id,
+      invited_by: own.id,
+      invitee_user_id: null,
+      invitee_email: null,
+      state: "active",
+      last_sent_at: null,
+      email_enqueued_at: null,
+      accepted_by: null,
+    });
     expect(invite.token).toMatch(/^egi_[A-Za-z0-9_-]{43}$/);
     expect(invite.invite_url).toBe(`https://engram.example.com/invite/${invite.token}`);
     expect(new Date(invite.expires_at).getTime() - new Date(invite.created_at).getTime()).toBe(7 * 24 * 3600 * 1000);
@@ -120,9 +133,11 @@ describe("create and list", () => {
 
     const list = await own.get(`/v1/hubs/${hub.id}/invites`);
     expect(list.status).toBe(200);
-    expect(list.body.data.invites).toHaveLength(1);
-    expect(list.body.data.invites[0]).not.toHaveProperty("token");
-    expect(list.body.data.invites[0]).not.toHaveProperty("invite_url");
+    // One array: at most 20 active invites per hub.
+    expect(list.body.data).toHaveLength(1);
+    expect(list.body.data[0]).toMatchObject({ id: invite.id, role: "contributor", invited_by: own.id });
+    expect(list.body.data[0]).not.toHaveProperty("token");
+    expect(list.body.data[0]).not.toHaveProperty("invite_url");
     expect(list.text).not.toContain(invite.token);
   });
 
@@ -132,8 +147,8 @@ describe("create and list", () => {
     const con = await h.user("Contrib");
     const out = await h.user("Out");
     const hub = await team(own);
-    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: adm.id, role: "admin" });
-    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: con.id, role: "contributor" });
+    await addMemberByEmailInvite(own, hub.id, adm, "admin");
+    await addMemberByEmailInvite(own, hub.id, con, "contributor");
     expect((await adm.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(201);
     expect((await adm.post(`/v1/hubs/${hub.id}/invites`, { role: "admin" })).status).toBe(403);
     expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "admin" })).status).toBe(201);
@@ -159,16 +174,17 @@ describe("create and list", () => {
     expect(refused.body.error).toMatchObject({ code: "invite_limit_reached", details: { limit: 20 } });
     expect(await h.db.invite.count({ where: { hubId: hub.id } })).toBe(20);
 
-    const p1 = await own.get(`/v1/hubs/${hub.id}/invites?limit=15`);
-    expect(p1.body.data.invites).toHaveLength(15);
-    const p2 = await own.get(`/v1/hubs/${hub.id}/invites?limit=15&cursor=${p1.body.data.next_cursor}`);
-    expect(p2.body.data).toMatchObject({ has_more: false, next_cursor: "" });
-    expect(new Set([...p1.body.data.invites, ...p2.body.data.invites].map((i: { id: string }) => i.id)).size).toBe(20);
+    // The whole list in one array, newest first, whatever limit a client sends.
+    const all = await own.get(`/v1/hubs/${hub.id}/invites?limit=5`);
+    expect(all.body.data).toHaveLength(20);
+    expect(new Set(all.body.data.map((i: { id: string }) => i.id)).size).toBe(20);
+    const created = all.body.data.map((i: { created_at: string }) => i.created_at);
+    expect(created).toEqual([...created].sort().reverse());
 
     const revoked = await own.delete(`/v1/hubs/${hub.id}/invites/${ids[0]}`);
-    expect(revoked.body.data).toEqual({ id: ids[0], revoked: true });
+    expect(revoked.body.data).toEqual({ id: ids[0], invite_id: ids[0], revoked: true, status: "revoked" });
     expect((await own.delete(`/v1/hubs/${hub.id}/invites/${ids[0]}`)).status).toBe(200);
-    expect((await own.get(`/v1/hubs/${hub.id}/invites?limit=100`)).body.data.invites).toHaveLength(19);
+    expect((await own.get(`/v1/hubs/${hub.id}/invites`)).body.data).toHaveLength(19);
     expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(201);
   });
 });
@@ -181,10 +197,11 @@ describe("public view and accept", () => {
     const res = await h.anonymous.get(`/v1/invites/${invite.token}`);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({
-      invite: { role: "viewer", expires_at: invite.expires_at, state: "active" },
-      hub: { id: hub.id, name: hub.name, slug: hub.slug },
+      invite: { id: invite.id, hub_id: hub.id, role: "viewer", created_at: invite.created_at, expires_at: invite.expires_at, state: "active" },
+      hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: "team" },
       member_count: 1,
-      invited_by: { name: "Owner" },
+      // The inviter's name as a string (Memax SDK InviteDetails).
+      invited_by: "Owner",
     });
     expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
     expect((await h.anonymous.get(`/v1/invites/egi_${"x".repeat(43)}`)).status).toBe(404);
@@ -243,7 +260,7 @@ describe("public view and accept", () => {
     const e = await cat.post(`/v1/invites/${old.token}/accept`);
     expect([e.status, e.body.error.code]).toEqual([410, "expired"]);
     expect((await h.anonymous.get(`/v1/invites/${old.token}`)).body.data.invite.state).toBe("expired");
-    expect((await own.get(`/v1/hubs/${hub.id}/invites`)).body.data.invites.map((i: { id: string }) => i.id)).not.toContain(old.id);
+    expect((await own.get(`/v1/hubs/${hub.id}/invites`)).body.data.map((i: { id: string }) => i.id)).not.toContain(old.id);
     expect(await h.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: cat.id } } })).toBeNull();
   });
 
@@ -401,8 +418,8 @@ describe("regenerate and resend", () => {
     const adm = await h.user("Admin");
     const con = await h.user("Contrib");
     const hub = await team(own);
-    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: adm.id, role: "admin" });
-    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: con.id, role: "contributor" });
+    await addMemberByEmailInvite(own, hub.id, adm, "admin");
+    await addMemberByEmailInvite(own, hub.id, con, "contributor");
     const adminInvite = (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "admin", email: "a@example.test" })).body.data;
     expect((await adm.post(`/v1/hubs/${hub.id}/invites/${adminInvite.id}/regenerate`)).status).toBe(403);
     expect((await adm.post(`/v1/hubs/${hub.id}/invites/${adminInvite.id}/resend`)).status).toBe(403);

@@ -6,6 +6,7 @@ import { flushAccess } from "@/lib/recall/record-access.ts";
 import { createHttpReranker, setReranker } from "@/lib/recall/reranker.ts";
 import { createHarness, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";
 import { indexMemories } from "./recall-helpers.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 let h: Harness;
 let ann: Client;
@@ -37,7 +38,7 @@ beforeAll(async () => {
   const hub = await ann.post("/v1/hubs", { name: "Platform team" });
   expect(hub.status).toBe(201);
   teamHub = hub.body.data.hub?.id ?? hub.body.data.id;
-  expect((await ann.post(`/v1/hubs/${teamHub}/members`, { user_id: mira.id, role: "contributor" })).status).toBe(201);
+  expect((await addMemberByEmailInvite(ann, teamHub, mira, "contributor")).status).toBe(201);
 
   ids.deploy = await push(
     mira,
