@@ -443,6 +443,8 @@ describe("hardening cases", () => {
       delete process.env.ENGRAM_QUOTA_HUB_MEMORIES;
     }
   });
+});
+
 // Every fixture is a new hub for the same six users: drop them as we go, or the hubs-per-user cap (100) fills up.
 afterEach(async () => {
   await h.db.hub.deleteMany({ where: { hubType: "team", id: { notIn: [shared.hubId, foreign.hubId] } } });
