@@ -433,11 +433,11 @@ describe("hardening cases", () => {
 
   it.each(IDENTITIES)("POST /v1/memories past the hub's memory quota as %s", async (identity) => {
     const f = await buildFixture();
-    const expected: Expect = { ...hubWrite(413) };
+    const row: Row = { path: () => "/v1/memories", headers: inHub, body: () => ({ content: `over ${randomBytes(4).toString("hex")}` }), expect: hubWrite(413) };
     process.env.ENGRAM_QUOTA_HUB_MEMORIES = String(await h.db.memory.count({ where: { hubId: f.hubId } }));
     try {
-      const res = await send("POST", { path: () => "/v1/memories", headers: inHub, body: () => ({ content: `over ${randomBytes(4).toString("hex")}` }), expect: expected }, f, identity);
-      expect(res.status).toBe(expected[identity]);
+      const res = await send("POST", row, f, identity);
+      expect(res.status).toBe(expectedStatus("POST /v1/memories", row, identity));
       if (res.status === 413) expect(res.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "hub", resource: "memories" } });
     } finally {
       delete process.env.ENGRAM_QUOTA_HUB_MEMORIES;
