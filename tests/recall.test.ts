@@ -4,8 +4,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { createHttpReranker, setReranker } from "@/lib/recall/reranker.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";
 import { indexMemories } from "./recall-helpers.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 let h: Harness;
 let ann: Client;
@@ -37,7 +38,7 @@ beforeAll(async () => {
   const hub = await ann.post("/v1/hubs", { name: "Platform team" });
   expect(hub.status).toBe(201);
   teamHub = hub.body.data.hub?.id ?? hub.body.data.id;
-  expect((await ann.post(`/v1/hubs/${teamHub}/members`, { user_id: mira.id, role: "contributor" })).status).toBe(201);
+  expect((await addMemberByEmailInvite(ann, teamHub, mira, "contributor")).status).toBe(201);
 
   ids.deploy = await push(
     mira,
@@ -108,7 +109,7 @@ describe("POST /v1/recall — request validation", () => {
 
   it("counts against the heavy rate-limit bucket", async () => {
     const res = await ann.post("/v1/recall", { query: "deploy" });
-    expect(res.headers.get("x-ratelimit-limit")).toBe("1000000");
+    expect(res.headers.get("x-ratelimit-limit")).toBe(String(HARNESS_LIMITS.heavy));
     expect(res.headers.get("x-ratelimit-remaining")).not.toBeNull();
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 /** Memory endpoints enforce hub membership and the role table of decisions.md. */
 let h: Harness;
@@ -16,7 +17,7 @@ beforeAll(async () => {
   out = await h.user("Out");
   hubId = (await own.post("/v1/hubs", { name: "Memories team" })).body.data.id;
   for (const [user, role] of [[adm, "admin"], [con, "contributor"], [con2, "contributor"], [vie, "viewer"]] as const) {
-    expect((await own.post(`/v1/hubs/${hubId}/members`, { user_id: user.id, role })).status).toBe(201);
+    expect((await addMemberByEmailInvite(own, hubId, user, role)).status).toBe(201);
   }
 });
 afterAll(async () => {

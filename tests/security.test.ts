@@ -1,7 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { clientFor, createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { listRouteFiles } from "./support/router.ts";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { HARNESS_LIMITS } from "./support/harness.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 /**
  * Every /v1 route × method, called as each identity, must answer the status in
@@ -57,7 +61,17 @@ interface Row {
   expect: Expect;
   /** Identities outside the hub that may legitimately see it here (the invite token is the capability). */
   reveals?: Identity[];
+  /** Strings an identity must not see in the response (e.g. other members' e-mail addresses). */
+  hides?: Partial<Record<Identity, (f: Fixture) => string[]>>;
 }
+
+/** A row key is "METHOD /pattern", optionally followed by " — variant" for a second case of the same route. */
+const routeOf = (key: string) => key.split(" — ")[0]!;
+
+/** Contributors and viewers get other members' e-mails masked (issue 18, item 5). */
+const otherMembersEmails = (self: "viewer" | "contributor") => (f: Fixture) =>
+  (["owner", "admin", "contributor", "viewer"] as const).filter((r) => r !== self).map((r) => f.users[r].email);
+const memberEmailsHidden = { viewer: otherMembersEmails("viewer"), contributor: otherMembersEmails("contributor") };
 
 // Status shorthands: what each identity gets when the route works on the fixture hub.
 const unauth = { anonymous: 401, invalid_key: 401 };
@@ -120,13 +134,28 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/hubs": { path: () => "/v1/hubs", expect: anyUser(200) },
   "POST /v1/hubs": { path: () => "/v1/hubs", body: () => ({ name: "Another hub" }), expect: anyUser(201) },
   "GET /v1/hubs/check-slug": { path: () => "/v1/hubs/check-slug?slug=some-free-slug", expect: anyUser(200) },
-  "GET /v1/hubs/[id]": { path: hub, expect: hubRead(200) },
+  "GET /v1/hubs/[id]": { path: hub, expect: hubRead(200), hides: memberEmailsHidden },
   "PATCH /v1/hubs/[id]": { path: hub, body: () => ({ allow_contributor_topics: true }), expect: hubManage(200) },
   "DELETE /v1/hubs/[id]": { path: hub, expect: hubOwn(200) },
   "GET /v1/hubs/[id]/summary": { path: (f) => `${hub(f)}/summary`, expect: hubRead(200) },
   "POST /v1/hubs/[id]/visit": { path: (f) => `${hub(f)}/visit`, expect: hubRead(200) },
-  "GET /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, expect: hubRead(200) },
-  "POST /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, body: (f) => ({ user_id: f.users.spare.id, role: "viewer" }), expect: hubManage(201) },
+  "GET /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, expect: hubRead(200), hides: memberEmailsHidden },
+  "POST /v1/hubs/[id]/members": {
+    // The owner e-mailed Spare an invite, so managers can find them by id.
+    setup: async (f) => {
+      expect((await f.users.owner.post(`${hub(f)}/invites`, { role: "viewer", email: f.users.spare.email })).status).toBe(201);
+    },
+    path: (f) => `${hub(f)}/members`,
+    body: (f) => ({ user_id: f.users.spare.id, role: "viewer" }),
+    expect: hubManage(201),
+  },
+  // Issue 18 item 5: a bare user id finds nobody, and the answer never carries their e-mail.
+  "POST /v1/hubs/[id]/members — a user the adder cannot find": {
+    path: (f) => `${hub(f)}/members`,
+    body: (f) => ({ user_id: f.users.spare.id, role: "viewer" }),
+    expect: { ...hubManage(404) },
+    hides: Object.fromEntries(IDENTITIES.map((i) => [i, (f: Fixture) => [f.users.spare.email]])),
+  },
   "PATCH /v1/hubs/[id]/members/[user_id]": {
     path: (f) => `${hub(f)}/members/${f.users.viewer.id}`,
     body: () => ({ role: "contributor" }),
@@ -166,8 +195,32 @@ const ROUTES: Record<string, Row> = {
   // Topics (the fixture hub keeps allow_contributor_topics off)
   "GET /v1/topics": { path: (f) => `/v1/topics?hub_id=${f.hubId}`, expect: hubRead(200) },
   "POST /v1/topics": { path: () => "/v1/topics", body: (f) => ({ name: `topic ${randomBytes(4).toString("hex")}`, hub_id: f.hubId }), expect: hubManage(201) },
+  "GET /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, expect: hubRead(200) },
   "PATCH /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, body: () => ({ name: "Renamed" }), expect: hubManage(200) },
   "DELETE /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, expect: hubManage(200) },
+  "GET /v1/topics/archived": { path: (f) => `/v1/topics/archived?hub_id=${f.hubId}`, expect: hubRead(200) },
+  "POST /v1/topics/reorder": {
+    setup: ownerTopic,
+    path: () => "/v1/topics/reorder",
+    body: (f) => ({ operations: [{ topic_id: f.extra.topicId, position: 3 }] }),
+    // A topic of a hub the caller cannot read is not found; the fallback hub (their personal one) has no such topic.
+    expect: { ...hubManage(200), non_member: 404 },
+  },
+  "POST /v1/topics/[id]/archive": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/archive`, expect: hubManage(200) },
+  "POST /v1/topics/[id]/restore": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/restore`, expect: hubManage(200) },
+  "GET /v1/topics/[id]/memories": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/memories`, expect: hubRead(200) },
+  // Filing someone else's memory is for managers; the fixture memory is the owner's.
+  "POST /v1/topics/[id]/memories": {
+    setup: ownerTopic,
+    path: (f) => `/v1/topics/${f.extra.topicId}/memories`,
+    body: (f) => ({ memory_id: f.secretMemoryId }),
+    expect: hubManage(200),
+  },
+  "DELETE /v1/topics/[id]/memories/[memory_id]": {
+    setup: ownerTopic,
+    path: (f) => `/v1/topics/${f.extra.topicId}/memories/${f.secretMemoryId}`,
+    expect: hubManage(200),
+  },
 };
 
 async function ownerTopic(f: Fixture) {
@@ -188,6 +241,8 @@ let limitedKeys: Record<(typeof KEY_IDENTITIES)[number], string>;
 let foreign: { hubId: string; title: string; content: string };
 /** anonymous and invalid_key cannot change anything, so they share one fixture. */
 let shared: Fixture;
+/** Every invite token the fixtures created (each with an e-mail, so each went through the outbox). */
+const issuedTokens: string[] = [];
 
 beforeAll(async () => {
   h = await createHarness();
@@ -222,7 +277,7 @@ async function buildFixture(): Promise<Fixture> {
   expect(created.status).toBe(201);
   const hubId = created.body.data.id;
   for (const role of ["admin", "contributor", "viewer"] as const) {
-    expect((await users.owner.post(`/v1/hubs/${hubId}/members`, { user_id: users[role].id, role })).status).toBe(201);
+    expect((await addMemberByEmailInvite(users.owner, hubId, users[role], role)).status).toBe(201);
   }
   const secretTitle = `Secret title ${tag}`;
   const secretContent = `Classified content ${tag}`;
@@ -230,6 +285,7 @@ async function buildFixture(): Promise<Fixture> {
   expect(memory.status).toBe(201);
   const invite = await users.owner.post(`/v1/hubs/${hubId}/invites`, { role: "viewer", email: `guest-${tag}@example.test` });
   expect(invite.status).toBe(201);
+  issuedTokens.push(invite.body.data.token);
   // Past the resend throttle, so resend answers on permissions alone.
   await h.db.invite.update({ where: { id: invite.body.data.id }, data: { lastSentAt: new Date(Date.now() - 120_000) } });
   return {
@@ -303,8 +359,9 @@ async function discoverRoutes() {
 describe("route table", () => {
   it("has exactly one row per implemented /v1 route and method", async () => {
     const { implemented } = await discoverRoutes();
-    const missing = implemented.filter((key) => !(key in ROUTES));
-    const stale = Object.keys(ROUTES).filter((key) => !implemented.includes(key));
+    const covered = new Set(Object.keys(ROUTES).map(routeOf));
+    const missing = implemented.filter((key) => !covered.has(key));
+    const stale = Object.keys(ROUTES).filter((key) => !implemented.includes(routeOf(key)));
     expect(missing, "add these to ROUTES in tests/security.test.ts").toEqual([]);
     expect(stale, "these rows name no implemented route").toEqual([]);
   });
@@ -344,5 +401,51 @@ describe.each(Object.entries(ROUTES))("%s", (key, row) => {
         expect(text, `${key} as ${identity} leaks the hub`).not.toContain(secret);
       }
     }
+    for (const hidden of row.hides?.[identity]?.(f) ?? []) expect(text, `${key} as ${identity} shows ${hidden}`).not.toContain(hidden);
   });
+});
+
+// Issue 18: cases that are not one route × one identity. Each has its own focused test file too
+// (client-address, sign-in-throttle, security-races, quotas, invites); these rows keep them in the matrix.
+describe("hardening cases", () => {
+  it.each([
+    ["GET", "/v1/health"],
+    ["POST", "/v1/admin/users"],
+    ["GET", "/v1/invites/egi_not-a-real-token"],
+  ])("%s %s: rotating X-Forwarded-For does not buy a fresh per-IP budget", async (method, path) => {
+    setRateLimiter(new MemoryRateLimiter({ regular: 1, heavy: 1, light: 1 }));
+    try {
+      const from = (xff: string) => ({ headers: { [SOCKET_ADDRESS_HEADER]: "198.51.100.99", "x-forwarded-for": xff } });
+      const call = (xff: string) => (method === "GET" ? h.anonymous.get(path, from(xff)) : h.anonymous.post(path, {}, from(xff)));
+      expect((await call("203.0.113.1")).status).not.toBe(429);
+      expect((await call("203.0.113.2")).status).toBe(429);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  });
+
+  it("no invite token the fixtures issued is readable in mail_outbox", async () => {
+    expect(issuedTokens.length).toBeGreaterThan(0);
+    const bodies = (await h.db.mailOutbox.findMany({ select: { body: true } })).map((m) => m.body).join("\n");
+    expect(bodies).toContain("[redacted]");
+    for (const token of issuedTokens) expect(bodies).not.toContain(token);
+  });
+
+  it.each(IDENTITIES)("POST /v1/memories past the hub's memory quota as %s", async (identity) => {
+    const f = await buildFixture();
+    const expected: Expect = { ...hubWrite(413) };
+    process.env.ENGRAM_QUOTA_HUB_MEMORIES = String(await h.db.memory.count({ where: { hubId: f.hubId } }));
+    try {
+      const res = await send("POST", { path: () => "/v1/memories", headers: inHub, body: () => ({ content: `over ${randomBytes(4).toString("hex")}` }), expect: expected }, f, identity);
+      expect(res.status).toBe(expected[identity]);
+      if (res.status === 413) expect(res.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "hub", resource: "memories" } });
+    } finally {
+      delete process.env.ENGRAM_QUOTA_HUB_MEMORIES;
+    }
+  });
+});
+
+// Every fixture is a new hub for the same six users: drop them as we go, or the hubs-per-user cap (100) fills up.
+afterEach(async () => {
+  await h.db.hub.deleteMany({ where: { hubType: "team", id: { notIn: [shared.hubId, foreign.hubId] } } });
 });

@@ -54,6 +54,10 @@ export interface HubRecord {
   contributorDeletePolicy: string;
   createdAt: Date;
   updatedAt: Date;
+  icon: string | null;
+  accent: string | null;
+  headerAuroraMode: string | null;
+  settings: unknown;
 }
 
 /** The context of a request that acts on one hub (X-Hub-ID, or the personal hub). */

@@ -10,5 +10,5 @@ export async function visitHub(ctx: AuthContext, hubId: string) {
     ? await ctx.db.hubMember.updateMany({ where: { AND: [{ hubId }, membershipWhere(ctx)] }, data: { lastVisitedAt: visitedAt } })
     : { count: 0 };
   if (count === 0) throw new ApiError("not_found", "Hub not found");
-  return { hub_id: hubId, visited_at: visitedAt.toISOString() };
+  return { hub_id: hubId, visited_at: visitedAt.toISOString(), status: "ok" as const };
 }
