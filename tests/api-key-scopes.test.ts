@@ -212,6 +212,7 @@ describe("a key with agent_name", () => {
     expect((await push(key, "pushed by the cursor agent")).source_agent).toBe("cursor");
     const claimed = await key.post("/v1/memories", { content: "claims to be someone else", source_agent: "claude-code" });
     expect(claimed.body.data.source_agent).toBe("cursor");
+    expect(claimed.headers.get("x-engram-warning")).toBe('source_agent ignored: this API key pushes as "cursor"');
     // A plain key keeps what the client sends.
     expect((await ann.post("/v1/memories", { content: "from a plain key", source_agent: "claude-code" })).body.data.source_agent).toBe("claude-code");
   });
