@@ -55,9 +55,15 @@ describe("credentials", () => {
     expect(me.body.data).toMatchObject({ user: { id: ann.id }, credential: { type: "access_token", scopes: ["read", "write"], hub_scope_mode: "all_accessible" } });
     expect((await clientFor(issueAccessToken(secret, ann.id, Date.now() - 2 * 3600_000)).get("/v1/auth/me")).status).toBe(401);
     const [body, sig] = token.slice(4).split(".");
-    const forged = `eat_${Buffer.from(JSON.stringify({ sub: ann.id, exp: 9999999999 })).toString("base64url")}.${sig}`;
+    // The forgery keeps the real signature but signs a different payload (a later expiry).
+    const claims = JSON.parse(Buffer.from(body!, "base64url").toString("utf8")) as { sub: string; exp: number };
+    expect(claims.sub).toBe(ann.id);
+    expect(claims.exp).toBeLessThan(9999999999);
+    const forged = `eat_${Buffer.from(JSON.stringify({ ...claims, exp: 9999999999 })).toString("base64url")}.${sig}`;
     expect((await clientFor(forged).get("/v1/auth/me")).status).toBe(401);
-    expect(body).toBeTruthy();
+    // A flipped signature character fails too.
+    const flipped = `eat_${body}.${sig!.slice(0, -1)}${sig!.endsWith("A") ? "B" : "A"}`;
+    expect((await clientFor(flipped).get("/v1/auth/me")).status).toBe(401);
   });
 });
 

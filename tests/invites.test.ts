@@ -1,6 +1,9 @@
 import net from "node:net";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { createHash } from "node:crypto";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -211,7 +214,7 @@ describe("public view and accept", () => {
     const token = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data.token;
     setRateLimiter(new MemoryRateLimiter({ regular: 3, heavy: 3, light: 3 }));
     try {
-      const from = (ip: string) => h.anonymous.get(`/v1/invites/${token}`, { headers: { "x-forwarded-for": ip } });
+      const from = (ip: string) => h.anonymous.get(`/v1/invites/${token}`, { headers: { [SOCKET_ADDRESS_HEADER]: ip } });
       for (let i = 0; i < 3; i++) expect((await from("203.0.113.7")).status).toBe(200);
       const limited = await from("203.0.113.7");
       expect(limited.status).toBe(429);
@@ -302,7 +305,9 @@ describe("regenerate and resend", () => {
     expect((await own.post(`/v1/hubs/${hub.id}/invites/${crypto.randomUUID()}/regenerate`)).status).toBe(404);
   });
 
-  it("resend needs an e-mail; the embedded default keeps the message in mail_outbox with the same link", async () => {
+  it("resend needs an e-mail; the embedded default keeps the message in mail_outbox, its link redacted there and in the log", async () => {
+    const logged: string[] = [];
+    const info = vi.spyOn(console, "info").mockImplementation((...args: unknown[]) => void logged.push(args.join(" ")));
     const own = await h.user("Owner");
     const hub = await team(own);
     const bare = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data;
@@ -324,11 +329,29 @@ describe("regenerate and resend", () => {
     expect(resent.body.data.delivery).toMatchObject({ transport: "outbox", status: "logged" });
     const outbox = await h.db.mailOutbox.findMany({ where: { hubId: hub.id }, orderBy: { createdAt: "asc" } });
     expect(outbox).toHaveLength(2);
+    info.mockRestore();
+    // Issue 18 #1: the link is a bearer capability; neither the table nor the log may hold it.
+    const link = `/invite/${invite.token}`;
+    expect(logged.filter((line) => line.includes("[mail] invite"))).toHaveLength(2);
+    for (const line of logged) expect(line).not.toContain(invite.token);
     for (const mail of outbox) {
       expect(mail).toMatchObject({ toAddress: "guest@example.test", kind: "invite", sentAt: null, error: null });
-      expect(mail.body).toContain(invite.invite_url);
+      expect(mail.body).not.toContain(invite.token);
+      expect(mail.body).toContain(`/invite/${invite.token.slice(0, 8)}…[redacted]`);
+      expect(invite.invite_url).toContain(link);
     }
+    expect(logged.join("\n")).toContain(`/invite/${invite.token.slice(0, 8)}…[redacted]`);
     expect(outbox[1]!.id).toBe(resent.body.data.delivery.outbox_id);
+  });
+
+  it("the migration scrubs invite links that older versions left in mail_outbox", async () => {
+    const token = `egi_${"A".repeat(43)}`;
+    const id = crypto.randomUUID();
+    await h.db.mailOutbox.create({ data: { id, toAddress: "old@example.test", subject: "s", body: `Open http://x/invite/${token}\nbye`, kind: "invite" } });
+    const sql = readFileSync(path.join(process.cwd(), "prisma/migrations/20261122163600_redact_mail_outbox/migration.sql"), "utf8");
+    await h.database.sql.exec(sql);
+    const row = await h.db.mailOutbox.findUniqueOrThrow({ where: { id } });
+    expect(row.body).toBe("Open http://x/invite/egi_AAAA…[redacted]\nbye");
   });
 
   it("with SMTP_URL, create and resend deliver the same link over SMTP", async () => {
@@ -357,6 +380,7 @@ describe("regenerate and resend", () => {
       }
       const rows = await h.db.mailOutbox.findMany({ where: { hubId: hub.id } });
       expect(rows.every((row) => row.sentAt !== null && row.error === null)).toBe(true);
+      for (const row of rows) expect(row.body).not.toContain(created.body.data.token);
     } finally {
       delete process.env.MAIL_FROM;
       await smtp.close();

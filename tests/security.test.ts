@@ -2,6 +2,9 @@ import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { clientFor, createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { listRouteFiles } from "./support/router.ts";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { HARNESS_LIMITS } from "./support/harness.ts";
 import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 /**
@@ -238,6 +241,8 @@ let limitedKeys: Record<(typeof KEY_IDENTITIES)[number], string>;
 let foreign: { hubId: string; title: string; content: string };
 /** anonymous and invalid_key cannot change anything, so they share one fixture. */
 let shared: Fixture;
+/** Every invite token the fixtures created (each with an e-mail, so each went through the outbox). */
+const issuedTokens: string[] = [];
 
 beforeAll(async () => {
   h = await createHarness();
@@ -280,6 +285,7 @@ async function buildFixture(): Promise<Fixture> {
   expect(memory.status).toBe(201);
   const invite = await users.owner.post(`/v1/hubs/${hubId}/invites`, { role: "viewer", email: `guest-${tag}@example.test` });
   expect(invite.status).toBe(201);
+  issuedTokens.push(invite.body.data.token);
   // Past the resend throttle, so resend answers on permissions alone.
   await h.db.invite.update({ where: { id: invite.body.data.id }, data: { lastSentAt: new Date(Date.now() - 120_000) } });
   return {
@@ -396,6 +402,46 @@ describe.each(Object.entries(ROUTES))("%s", (key, row) => {
       }
     }
     for (const hidden of row.hides?.[identity]?.(f) ?? []) expect(text, `${key} as ${identity} shows ${hidden}`).not.toContain(hidden);
+  });
+});
+
+// Issue 18: cases that are not one route × one identity. Each has its own focused test file too
+// (client-address, sign-in-throttle, security-races, quotas, invites); these rows keep them in the matrix.
+describe("hardening cases", () => {
+  it.each([
+    ["GET", "/v1/health"],
+    ["POST", "/v1/admin/users"],
+    ["GET", "/v1/invites/egi_not-a-real-token"],
+  ])("%s %s: rotating X-Forwarded-For does not buy a fresh per-IP budget", async (method, path) => {
+    setRateLimiter(new MemoryRateLimiter({ regular: 1, heavy: 1, light: 1 }));
+    try {
+      const from = (xff: string) => ({ headers: { [SOCKET_ADDRESS_HEADER]: "198.51.100.99", "x-forwarded-for": xff } });
+      const call = (xff: string) => (method === "GET" ? h.anonymous.get(path, from(xff)) : h.anonymous.post(path, {}, from(xff)));
+      expect((await call("203.0.113.1")).status).not.toBe(429);
+      expect((await call("203.0.113.2")).status).toBe(429);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  });
+
+  it("no invite token the fixtures issued is readable in mail_outbox", async () => {
+    expect(issuedTokens.length).toBeGreaterThan(0);
+    const bodies = (await h.db.mailOutbox.findMany({ select: { body: true } })).map((m) => m.body).join("\n");
+    expect(bodies).toContain("[redacted]");
+    for (const token of issuedTokens) expect(bodies).not.toContain(token);
+  });
+
+  it.each(IDENTITIES)("POST /v1/memories past the hub's memory quota as %s", async (identity) => {
+    const f = await buildFixture();
+    const expected: Expect = { ...hubWrite(413) };
+    process.env.ENGRAM_QUOTA_HUB_MEMORIES = String(await h.db.memory.count({ where: { hubId: f.hubId } }));
+    try {
+      const res = await send("POST", { path: () => "/v1/memories", headers: inHub, body: () => ({ content: `over ${randomBytes(4).toString("hex")}` }), expect: expected }, f, identity);
+      expect(res.status).toBe(expected[identity]);
+      if (res.status === 413) expect(res.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "hub", resource: "memories" } });
+    } finally {
+      delete process.env.ENGRAM_QUOTA_HUB_MEMORIES;
+    }
   });
 });
 

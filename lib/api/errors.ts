@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
   canceled: 410,
   body_too_large: 413,
   file_too_large: 413,
+  // A storage quota (lib/quotas) is full: retrying will not help, so 413 rather than 429.
+  quota_exceeded: 413,
   unsupported_content_type: 415,
   rate_limited: 429,
   internal: 500,

@@ -3,6 +3,7 @@ import { newId } from "@/lib/ids.ts";
 import { credentialWrites, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
 import { hasSessionCookie, resolveSession } from "@/lib/auth/session.ts";
+import { clientAddress } from "./client-address.ts";
 import type { AuthContext, HubContext, RequestContext } from "./context.ts";
 import { errorResponse } from "./envelope.ts";
 import { ApiError } from "./errors.ts";
@@ -163,10 +164,6 @@ function flattenParams(params: Record<string, string | string[] | undefined> | u
     else if (Array.isArray(value)) flat[key] = value.join("/");
   }
   return flat;
-}
-
-function clientAddress(req: Request): string {
-  return req.headers.get("x-forwarded-for")?.split(",")[0]?.trim() || req.headers.get("x-real-ip") || "local";
 }
 
 /** 405 JSON handlers for the methods a route file does not implement. */

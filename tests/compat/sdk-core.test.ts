@@ -178,7 +178,7 @@ describe("auth and account", () => {
     expect((await sdk.auth.me()).user.display_name).toBe("Ann Lovelace");
   });
 
-  it("createKey, listKeys, revokeKey with scopes, hubs and an agent", async () => {
+  it("createKey, listKeys, updateKey, revokeKey with scopes, hubs and an agent", async () => {
     const key = await sdk.auth.createKey({ name: "team agent", hubId: team, agentName: "cursor", scopes: ["read", "write"], trustLevel: "elevated", expiresInDays: 7 });
     expect(key).toMatchObject({
       name: "team agent",
@@ -203,6 +203,10 @@ describe("auth and account", () => {
     const listed = keys.find((k: any) => k.id === key.id);
     expect(listed).toMatchObject({ name: "team agent", scopes: ["read", "write"], scope: key.scope, hub_id: team, agent_name: "cursor", last_used: isoTime });
     expect(listed).not.toHaveProperty("key");
+
+    expect(await sdk.auth.updateKey(key.id, { agent_name: "" })).toEqual({ id: key.id, agent_name: "", standalone: false });
+    expect(await sdk.auth.updateKey(key.id, { standalone: true })).toEqual({ id: key.id, agent_name: "", standalone: true });
+    expect((await asAgent.push("now pushed without an agent")).source_agent).toBeNull();
 
     expect(await sdk.auth.revokeKey(key.id)).toEqual({ revoked: true, skipped: [] });
     expect(await sdk.auth.revokeKey(key.id)).toEqual({ revoked: false, skipped: [{ id: key.id, reason: "not_found" }] });
