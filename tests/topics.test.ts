@@ -328,6 +328,8 @@ describe("tree", () => {
     expect((await ann.patch(`/v1/topics/${root.id}`, { name: "No" })).body.error.code).toBe("topic_archived");
     expect((await ann.post("/v1/topics", { name: "Under", parent_id: root.id })).body.error.code).toBe("parent_archived");
     expect((await ann.post(`/v1/topics/${kid.id}/memories`, { memory_id: m })).body.error.code).toBe("topic_archived");
+    const move = await ann.post("/v1/memories/batch-move", { ids: [m], topic_id: root.id });
+    expect([move.status, move.body.error.code]).toEqual([409, "topic_archived"]);
 
     // Restoring the child alone re-plants it at the root, under a parent that is still hidden.
     const kidBack = await ann.post(`/v1/topics/${kid.id}/restore`);

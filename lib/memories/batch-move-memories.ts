@@ -20,6 +20,8 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
       : null
     : undefined;
   if (topic === null) throw new ApiError("not_found", "Topic not found");
+  // An archived topic is read-only until restored (docs/topics.md).
+  if (topic?.archivedAt) throw new ApiError("topic_archived", "This topic is archived; restore it first", { topic_id: topic.id });
   const targetHubId = input.hub_id ?? topic!.hubId;
   const target = isUuid(targetHubId) ? memberships.get(targetHubId) : undefined;
   if (!target) throw new ApiError("not_found", "Hub not found");
