@@ -207,7 +207,7 @@ async function main() {
     let empty = 0;
     for (const query of plain) {
       const text = typeof query.query === "function" ? query.query(new Date()) : query.query;
-      const ids = await lexicalBaseline(database.sql, ranker, [...annReadable].map((hub) => hubIds[hub]), text, 20);
+      const ids = await lexicalBaseline(database.sql, ranker, users.ann.id, [...annReadable].map((hub) => hubIds[hub]), text, 20);
       if (ids.length === 0) empty++;
       ndcg10 += scoreQuery(query, ids.map((id) => keyById.get(id) ?? "?")).ndcg10 ?? 0;
     }

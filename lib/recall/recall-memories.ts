@@ -1,7 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
-import { analyzeQuery, type Intent, type QueryAnalysis, type QueryMember } from "./analyze-query.ts";
+import { analyzeQuery, mentionsSomeone, type Intent, type QueryAnalysis, type QueryMember } from "./analyze-query.ts";
 import { embedQuery } from "./embed-query.ts";
 import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates, type CandidateFacts } from "./load-candidates.ts";
@@ -115,7 +115,8 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
     ? await lexicalSearch(
         ctx.sql,
         {
-          ...(scoped ? { hubIds: scoped } : { userId: ctx.user.id, hubIds: input.hub_ids }),
+          userId: ctx.user.id,
+          hubIds: scoped ?? input.hub_ids,
           text: analysis.searchText,
           entities: analysis.entities,
         },
@@ -155,6 +156,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
     return null;
   });
   const { similarities, vectorHits, facts } = await loadCandidates(ctx.sql, {
+    userId: ctx.user.id,
     vector,
     scope,
     k: Math.max(LEG_DEPTH, limit * 3),
@@ -282,11 +284,6 @@ async function embedInBackground(ctx: AuthContext, text: string): Promise<{ vect
   vector.catch(() => undefined);
   if (ctx.dbKind === "pglite") for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
   return { vector };
-}
-
-/** Author cues need the members' names; most queries have none, so skip that read. */
-function mentionsSomeone(query: string): boolean {
-  return /\b(by|from|did)\s+\S|\S(?:'s|’s)\s|\b(wrote|pushed|said|added|noted|decided|recorded|logged|saved|shared|posted|mentioned|documented|reported)\b/i.test(query);
 }
 
 async function hubMembers(ctx: AuthContext, hubIds: string[]): Promise<QueryMember[]> {

@@ -31,6 +31,7 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     const vector = JSON.parse(centroid.vector) as number[];
     const norm = Math.hypot(...vector) || 1;
     const { vectorHits } = await loadCandidates(ctx.sql, {
+      userId: ctx.user.id,
       vector: vector.map((x) => x / norm),
       scope,
       k: MAX_RELATED * 8 + Number(centroid.chunks),
@@ -46,7 +47,7 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     }
   } else {
     const text = `${memory.title}\n${memory.summary || memory.content.slice(0, 400)}`;
-    const { stats, hits } = await lexicalSearch(ctx.sql, { hubIds, text }, {}, MAX_RELATED * 8);
+    const { stats, hits } = await lexicalSearch(ctx.sql, { userId: ctx.user.id, hubIds, text }, {}, MAX_RELATED * 8);
     for (const hit of hits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
       const score = sigmoid(relevanceLogit({ similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), missingEntities: 0, entities: 0 }));
