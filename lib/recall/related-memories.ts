@@ -5,7 +5,7 @@ import { isUuid } from "@/lib/ids.ts";
 import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates } from "./load-candidates.ts";
 import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
-import { RELEVANCE_FLOOR, relevanceLogit, sigmoid } from "./relevance-score.ts";
+import { RELEVANCE_FLOOR, fusedRank, relevanceLogit, sigmoid } from "./relevance-score.ts";
 
 export const MAX_RELATED = 5;
 
@@ -42,7 +42,8 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     });
     for (const hit of vectorHits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
-      const score = sigmoid(relevanceLogit({ similarity: hit.similarity, coverage: 0, bm25: 0, missingEntities: 0, entities: 0 }));
+      const fused = fusedRank([picks.size + 1], 1);
+      const score = sigmoid(relevanceLogit({ similarity: hit.similarity, coverage: 0, bm25: 0, fused, missingEntities: 0, entities: 0 }));
       if (score >= RELEVANCE_FLOOR) picks.set(hit.memoryId, { chunkId: hit.chunkId, score });
     }
   } else {
@@ -50,7 +51,9 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     const { stats, hits } = await lexicalSearch(ctx.sql, { userId: ctx.user.id, hubIds, text }, {}, MAX_RELATED * 8);
     for (const hit of hits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
-      const score = sigmoid(relevanceLogit({ similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), missingEntities: 0, entities: 0 }));
+      const fused = fusedRank([picks.size + 1], 1);
+      const evidence = { similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), fused, missingEntities: 0, entities: 0 };
+      const score = sigmoid(relevanceLogit(evidence));
       if (score >= RELEVANCE_FLOOR) picks.set(hit.memoryId, { chunkId: hit.chunkId, score });
     }
   }

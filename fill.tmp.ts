@@ -1,0 +1,11 @@
+import { getEmbedder } from "@/lib/ai/embedder.ts";
+import { chunkContent } from "@/lib/processing/chunk-content.ts";
+import { embeddingText } from "@/lib/processing/processing-steps.ts";
+import { embedCached } from "./eval/embedding-cache.ts";
+import { loadScifact, scifactDir } from "./eval/scifact.ts";
+const { docs } = loadScifact(scifactDir()!);
+const texts = docs.flatMap((d) => chunkContent(d.content, "markdown")).map(embeddingText);
+const e = (await getEmbedder())!;
+const t = Date.now();
+await embedCached(e, "scifact", texts, (d, n) => console.log(d, n, ((Date.now() - t) / 1000).toFixed(0)));
+process.exit(0);
