@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Embedder } from "@/lib/ai/embedder.ts";
 
@@ -10,11 +10,14 @@ import type { Embedder } from "@/lib/ai/embedder.ts";
  */
 export async function embedCached(embedder: Embedder, name: string, texts: string[], onProgress?: (done: number, total: number) => void): Promise<number[][]> {
   const dir = path.join(process.cwd(), ".cache", "eval");
-  const file = path.join(dir, `${name}-${embedder.id.replace(/[^A-Za-z0-9._-]+/g, "_")}.bin`);
+  const model = embedder.id.replace(/[^A-Za-z0-9._-]+/g, "_");
+  const file = path.join(dir, `${name}-${model}.bin`);
   const dims = embedder.dimensions;
   const cache = new Map<string, Float32Array>();
-  if (existsSync(file)) {
-    const buffer = readFileSync(file);
+  // Also read the parts other runs filled (`${name}-part…`), e.g. two processes sharing the work.
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith(`${name}-`) && f.endsWith(`-${model}.bin`)) : [];
+  for (const found of files) {
+    const buffer = readFileSync(path.join(dir, found));
     const record = 20 + dims * 4;
     for (let offset = 0; offset + record <= buffer.length; offset += record) {
       const key = buffer.subarray(offset, offset + 20).toString("hex");

@@ -56,7 +56,7 @@ export const SCORE_MODEL = {
  */
 export const RELEVANCE_FLOOR = 0.05;
 /** The floor when the query's own time or author phrase already selects what is wanted. */
-export const DERIVED_FILTER_FLOOR = 0.02;
+export const DERIVED_FILTER_FLOOR = 0;
 
 export const sigmoid = (z: number) => 1 / (1 + Math.exp(-z));
 
