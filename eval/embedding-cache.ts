@@ -39,7 +39,7 @@ export async function embedCached(embedder: Embedder, name: string, texts: strin
     const vectors = await embedder.embed(batch.map((key) => textByKey.get(key)!), "document");
     batch.forEach((key, j) => cache.set(key, Float32Array.from(vectors[j]!)));
     onProgress?.(Math.min(i + BATCH, missing.length), missing.length);
-    if ((i / BATCH) % 20 === 19) save();
+    if ((i / BATCH) % 4 === 3) save();
   }
   if (missing.length > 0) save();
   return keys.map((key) => Array.from(cache.get(key)!));
