@@ -42,7 +42,22 @@ const QUESTION_WORDS = new Set([
   "list", "tell", "give", "explain", "any", "has", "have", "there", "it", "this", "that", "with", "from", "by", "about",
 ]);
 
-const AUTHOR_VERBS = "push|pushed|write|wrote|written|say|said|add|added|note|noted|decide|decided|record|recorded|log|logged|save|saved|share|shared|post|posted|mention|mentioned|find|found|learn|learned|document|documented|report|reported|figure|figured";
+/** The verbs that make a name an author cue ("what Mira found", "did Mira push"); the one list both checks use. */
+export const AUTHOR_VERB_LIST = [
+  "push", "pushed", "write", "wrote", "written", "say", "said", "add", "added", "note", "noted", "decide", "decided", "record", "recorded",
+  "log", "logged", "save", "saved", "share", "shared", "post", "posted", "mention", "mentioned", "find", "found", "learn", "learned",
+  "document", "documented", "report", "reported", "figure", "figured",
+] as const;
+const AUTHOR_VERBS = AUTHOR_VERB_LIST.join("|");
+const MENTIONS_SOMEONE = new RegExp(`\\b(by|from|did)\\s+\\S|\\S(?:'s|’s)(?=\\s|$)|\\b(${AUTHOR_VERBS})\\b`, "i");
+
+/**
+ * Whether the query may hold an author cue (any cue extractAuthor knows). Cheap, and never
+ * false when extractAuthor could match: recall skips reading the members' names otherwise.
+ */
+export function mentionsSomeone(query: string): boolean {
+  return MENTIONS_SOMEONE.test(query);
+}
 
 /** `timeZone` (X-Timezone) places "today", "yesterday", "this week", "in March" on the caller's calendar. */
 export function analyzeQuery(query: string, now: Date, members: QueryMember[], timeZone?: string): QueryAnalysis {

@@ -5,7 +5,7 @@ import { isUuid } from "@/lib/ids.ts";
 import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates } from "./load-candidates.ts";
 import { serializeMemory, type MemoryObject } from "@/lib/memories/serialize-memory.ts";
-import { RELEVANCE_FLOOR, relevanceLogit, sigmoid } from "./relevance-score.ts";
+import { RELEVANCE_FLOOR, fusedRank, relevanceLogit, sigmoid } from "./relevance-score.ts";
 
 export const MAX_RELATED = 5;
 
@@ -38,6 +38,7 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rel
     const vector = JSON.parse(centroid.vector) as number[];
     const norm = Math.hypot(...vector) || 1;
     const { vectorHits } = await loadCandidates(ctx.sql, {
+      userId: ctx.user.id,
       vector: vector.map((x) => x / norm),
       scope,
       k: MAX_RELATED * 8 + Number(centroid.chunks),
@@ -48,15 +49,18 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rel
     });
     for (const hit of vectorHits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
-      const score = sigmoid(relevanceLogit({ similarity: hit.similarity, coverage: 0, bm25: 0, missingEntities: 0, entities: 0 }));
+      const fused = fusedRank([picks.size + 1], 1);
+      const score = sigmoid(relevanceLogit({ similarity: hit.similarity, coverage: 0, bm25: 0, fused, missingEntities: 0, entities: 0 }));
       if (score >= RELEVANCE_FLOOR) picks.set(hit.memoryId, { chunkId: hit.chunkId, score });
     }
   } else {
     const text = `${memory.title}\n${memory.summary || memory.content.slice(0, 400)}`;
-    const { stats, hits } = await lexicalSearch(ctx.sql, { hubIds, text }, {}, MAX_RELATED * 8);
+    const { stats, hits } = await lexicalSearch(ctx.sql, { userId: ctx.user.id, hubIds, text }, {}, MAX_RELATED * 8);
     for (const hit of hits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
-      const score = sigmoid(relevanceLogit({ similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), missingEntities: 0, entities: 0 }));
+      const fused = fusedRank([picks.size + 1], 1);
+      const evidence = { similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), fused, missingEntities: 0, entities: 0 };
+      const score = sigmoid(relevanceLogit(evidence));
       if (score >= RELEVANCE_FLOOR) picks.set(hit.memoryId, { chunkId: hit.chunkId, score });
     }
   }
