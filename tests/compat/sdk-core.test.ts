@@ -20,7 +20,10 @@ beforeAll(async () => {
   sdk = new Memax({ apiUrl: engram.url, apiKey: ann.key, maxRetries: 0 });
   // A team hub with Bob as contributor, made through the API (hub methods are tested with the hubs work).
   team = (await ann.api("POST", "/v1/hubs", { name: "Platform" })).body.data.id;
-  expect((await ann.api("POST", `/v1/hubs/${team}/members`, { user_id: bob.id, role: "contributor" })).status).toBe(201);
+  // Bob joins through an invite (adding by user id needs a shared hub first).
+  const invite = await ann.api("POST", `/v1/hubs/${team}/invites`, { role: "contributor" });
+  expect(invite.status, JSON.stringify(invite.body)).toBe(201);
+  expect((await bob.api("POST", `/v1/invites/${invite.body.data.token}/accept`)).status).toBe(200);
 });
 afterAll(async () => {
   await engram?.stop();
