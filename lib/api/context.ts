@@ -19,6 +19,16 @@ export interface AuthUser {
 export interface Credential {
   type: "api_key" | "access_token" | "session";
   id?: string;
+  /** OAuth access tokens: what the user consented to (their grant). Absent = no restriction. */
+  grant?: CredentialGrant;
+}
+
+export interface CredentialGrant {
+  /** null = every hub the user can read. */
+  hubIds: readonly string[] | null;
+  write: boolean;
+  resource: string;
+  clientId: string;
 }
 
 export interface AuthContext extends RequestContext {

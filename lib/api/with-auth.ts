@@ -15,6 +15,11 @@ export type RouteHandler = (req: Request, context: NextContext) => Promise<Respo
 interface Options {
   /** Rate-limit bucket (default regular). */
   bucket?: Bucket;
+  /**
+   * Bearer-only endpoints (MCP): no session cookie, OAuth access tokens accepted when bound
+   * to one of these resources, and `challenge` becomes the WWW-Authenticate of every 401.
+   */
+  bearer?: { resources: (req: Request) => string[]; challenge: (req: Request) => string };
 }
 
 interface HubOptions extends Options {
@@ -38,16 +43,28 @@ export function withAuth<P extends Params>(
 ): RouteHandler {
   return handle(options.bucket ?? "regular", async (base, req, params, limit) => {
     // The dashboard's session cookie counts only when no Authorization header was sent.
-    const authorization = req.headers.get("authorization");
-    const { user, credential } =
-      !authorization && hasSessionCookie(req)
-        ? await resolveSession(base.db, req, base.now())
-        : await resolveCredential(base.db, authorization, base.now());
-    const authCtx: AuthContext = { ...base, user, credential };
-    await limit(user.id);
-    const ctx = options.permission ? await resolveHub(authCtx, req, options.permission) : authCtx;
+    const authCtx = await authenticate(base, req, options.bearer);
+    await limit(authCtx.user.id);
+    const ctx = options.permission ? await resolveHub(authCtx, req.headers.get("x-hub-id")?.trim() || undefined, options.permission) : authCtx;
     return (handler as (ctx: AuthContext, req: Request, params: P) => Promise<Response>)(ctx, req, params as P);
   });
+}
+
+/** The caller of a request: its bearer credential, or (not on bearer-only endpoints) the dashboard session. */
+export async function authenticate(base: RequestContext, req: Request, bearer?: Options["bearer"]): Promise<AuthContext> {
+  const authorization = req.headers.get("authorization");
+  try {
+    const { user, credential } =
+      !bearer && !authorization && hasSessionCookie(req)
+        ? await resolveSession(base.db, req, base.now())
+        : await resolveCredential(base.db, authorization, base.now(), { resources: bearer?.resources(req) });
+    return { ...base, user, credential };
+  } catch (error) {
+    if (bearer && error instanceof ApiError && error.code === "unauthorized") {
+      throw new ApiError(error.code, error.message, error.details, { ...error.headers, "WWW-Authenticate": bearer.challenge(req) });
+    }
+    throw error;
+  }
 }
 
 /** A route that needs no credential; rate-limited per client address. */
@@ -107,14 +124,18 @@ export function toErrorResponse(error: unknown, requestId: string): Response {
   return errorResponse(new ApiError("internal", `Internal error (request ${requestId})`));
 }
 
-async function resolveHub(ctx: AuthContext, req: Request, permission: Permission): Promise<HubContext> {
-  const header = req.headers.get("x-hub-id")?.trim();
+/** The hub a request acts on (an id, else the personal hub), requiring `permission` there. */
+export async function resolveHub(ctx: AuthContext, header: string | undefined, permission: Permission): Promise<HubContext> {
   const membership = header
     ? isUuid(header)
       ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: header, userId: ctx.user.id } }, include: { hub: true } })
       : null
     : await ctx.db.hubMember.findFirst({ where: { userId: ctx.user.id, hub: { hubType: "personal", ownerId: ctx.user.id } }, include: { hub: true } });
   if (!membership || !isRole(membership.role)) throw new ApiError("not_found", "Hub not found");
+  // An OAuth grant narrows the user's own access to the hubs and scope they consented to.
+  const grant = ctx.credential.grant;
+  if (grant?.hubIds && !grant.hubIds.includes(membership.hubId)) throw new ApiError("not_found", "Hub not found");
+  if (grant && !grant.write && permission !== "memories.read") throw new ApiError("forbidden", "This connection was granted read-only access");
   if (!can(membership.role, permission, membership.hub)) {
     throw new ApiError("forbidden", `Your role (${membership.role}) does not allow this in hub "${membership.hub.name}"`);
   }

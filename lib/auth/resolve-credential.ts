@@ -9,11 +9,20 @@ import { API_KEY_PREFIX } from "./create-api-key.ts";
 /** last_used_at is refreshed at most this often, so auth stays one indexed read. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
+export interface ResolveOptions {
+  /**
+   * The resource identifiers (RFC 8707) this endpoint answers for. OAuth access tokens are
+   * bound to the resource they were issued for and are refused anywhere else.
+   */
+  resources?: readonly string[];
+}
+
 /** Turns an `Authorization: Bearer …` header into the calling user, or throws unauthorized. */
 export async function resolveCredential(
   db: Db,
   authorization: string | null,
   now: Date,
+  options: ResolveOptions = {},
 ): Promise<{ user: AuthUser; credential: Credential }> {
   const match = authorization?.match(/^Bearer\s+(\S+)\s*$/i);
   if (!match) throw new ApiError("unauthorized", "Missing credential: send Authorization: Bearer <api key>");
@@ -22,9 +31,31 @@ export async function resolveCredential(
   if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
     const check = verifyAccessToken(await serverSecret(db), token, now.getTime());
     if (!check.ok) throw new ApiError("unauthorized", check.reason === "expired" ? "Access token expired" : "Invalid access token");
-    const user = await db.user.findUnique({ where: { id: check.userId }, select: { id: true, email: true, name: true } });
-    if (!user) throw new ApiError("unauthorized", "Invalid access token");
-    return { user, credential: { type: "access_token" } };
+    if (!options.resources?.includes(check.resource)) {
+      throw new ApiError("unauthorized", `This access token was issued for ${check.resource}; it is not valid here`);
+    }
+    const grant = await db.oAuthGrant.findUnique({
+      where: { id: check.grantId },
+      select: { userId: true, clientId: true, hubIds: true, allHubs: true, scope: true, revokedAt: true, lastUsedAt: true, user: { select: { id: true, email: true, name: true } } },
+    });
+    if (!grant || grant.userId !== check.userId) throw new ApiError("unauthorized", "Invalid access token");
+    if (grant.revokedAt) throw new ApiError("unauthorized", "Access token revoked: its grant was revoked");
+    if (!grant.lastUsedAt || now.getTime() - grant.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
+      await db.oAuthGrant.update({ where: { id: check.grantId }, data: { lastUsedAt: now } });
+    }
+    return {
+      user: grant.user,
+      credential: {
+        type: "access_token",
+        id: check.grantId,
+        grant: {
+          hubIds: grant.allHubs ? null : grant.hubIds,
+          write: grant.scope.split(" ").includes("write"),
+          resource: check.resource,
+          clientId: grant.clientId,
+        },
+      },
+    };
   }
 
   if (!token.startsWith(API_KEY_PREFIX)) throw new ApiError("unauthorized", "Invalid API key");

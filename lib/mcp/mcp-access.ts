@@ -1,0 +1,54 @@
+import type { AuthContext, HubContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import type { Permission } from "@/lib/api/permissions.ts";
+import { resolveHub } from "@/lib/api/with-auth.ts";
+import { readableHubs, type Membership } from "@/lib/hubs/hub-access.ts";
+import { isUuid } from "@/lib/ids.ts";
+
+/**
+ * What an MCP caller may reach: the hubs of its memberships, narrowed by the OAuth grant it
+ * signed in with (API keys are narrowed by withAuth's credential checks, which MCP shares).
+ */
+export async function reachableHubs(ctx: AuthContext): Promise<Membership[]> {
+  const all = await readableHubs(ctx);
+  const allowed = ctx.credential.grant?.hubIds;
+  return allowed ? all.filter((m) => allowed.includes(m.hub.id)) : all;
+}
+
+/** The hub ids a call may touch when the credential is narrowed, or undefined when it is not. */
+export async function narrowedHubIds(ctx: AuthContext): Promise<string[] | undefined> {
+  if (!ctx.credential.grant?.hubIds) return undefined;
+  return (await reachableHubs(ctx)).map((m) => m.hub.id);
+}
+
+export function assertReachable(ctx: AuthContext, hubId: string, what = "Hub"): void {
+  const allowed = ctx.credential.grant?.hubIds;
+  if (allowed && !allowed.includes(hubId)) throw new ApiError("not_found", `${what} not found`);
+}
+
+export function assertWriteScope(ctx: AuthContext): void {
+  if (ctx.credential.grant && !ctx.credential.grant.write) {
+    throw new ApiError("forbidden", "This connection was granted read-only access; reconnect and allow write access to change memories");
+  }
+}
+
+/** `hub_id` as tools take it: a hub id, a hub slug, or "personal"; resolved to a hub id the caller belongs to. */
+export async function hubIdFromRef(ctx: AuthContext, ref: string | undefined): Promise<string | undefined> {
+  const value = ref?.trim();
+  if (!value) return undefined;
+  if (isUuid(value)) return value;
+  const membership = await ctx.db.hubMember.findFirst({
+    where: value.toLowerCase() === "personal" ? { userId: ctx.user.id, hub: { hubType: "personal", ownerId: ctx.user.id } } : { userId: ctx.user.id, hub: { slug: value } },
+    select: { hubId: true },
+  });
+  if (!membership) throw new ApiError("not_found", `Hub "${value}" not found`);
+  return membership.hubId;
+}
+
+/** The hub a write goes to (given, or the personal hub) with `permission` required there — withAuth's own resolver. */
+export async function hubForWrite(ctx: AuthContext, ref: string | undefined, permission: Permission): Promise<HubContext> {
+  assertWriteScope(ctx);
+  const hubCtx = await resolveHub(ctx, await hubIdFromRef(ctx, ref), permission);
+  assertReachable(ctx, hubCtx.hub.id);
+  return hubCtx;
+}
