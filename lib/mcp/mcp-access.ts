@@ -32,16 +32,15 @@ export function assertWriteScope(ctx: AuthContext): void {
   }
 }
 
-/** `hub_id` as tools take it: a hub id, a hub slug, or "personal"; resolved to a hub id the caller belongs to. */
+/** `hub_id` as tools take it: a hub id, a hub slug, or "personal"; resolved to a hub the caller belongs to and the credential reaches. */
 export async function hubIdFromRef(ctx: AuthContext, ref: string | undefined): Promise<string | undefined> {
   const value = ref?.trim();
   if (!value) return undefined;
-  if (isUuid(value)) return value;
-  const membership = await ctx.db.hubMember.findFirst({
-    where: value.toLowerCase() === "personal" ? { userId: ctx.user.id, hub: { hubType: "personal", ownerId: ctx.user.id } } : { userId: ctx.user.id, hub: { slug: value } },
-    select: { hubId: true },
-  });
+  const hub =
+    value.toLowerCase() === "personal" ? { hubType: "personal", ownerId: ctx.user.id } : isUuid(value) ? { id: value } : { slug: value };
+  const membership = await ctx.db.hubMember.findFirst({ where: { userId: ctx.user.id, hub }, select: { hubId: true } });
   if (!membership) throw new ApiError("not_found", `Hub "${value}" not found`);
+  assertReachable(ctx, membership.hubId);
   return membership.hubId;
 }
 

@@ -209,11 +209,11 @@ async function hubMembers(env: ToolEnv, args: { hub_id: string }): Promise<ToolO
 
 async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }): Promise<ToolOutput> {
   const { ctx } = env;
-  let hubId = await hubIdFromRef(ctx, args.hub_id);
+  const hubId = await hubIdFromRef(ctx, args.hub_id);
   if (hubId) assertReachable(ctx, hubId);
   const narrowed = hubId ? undefined : await narrowedHubIds(ctx);
   const pages = narrowed ? await Promise.all(narrowed.map((id) => listTopics(ctx, { hub_id: id, limit: "100" }))) : [await listTopics(ctx, { hub_id: hubId, limit: "100" })];
-  let found = pages.flatMap((p) => p.topics);
+  const found = pages.flatMap((p) => p.topics);
   if (args.topic_id) {
     const topic = found.find((t) => t.id === args.topic_id);
     if (!topic) throw new ApiError("not_found", "Topic not found");
