@@ -228,7 +228,7 @@ describe("tools", () => {
     const invalid = await client.callTool({ name: "engram_recall", arguments: { query: "" } });
     expect(invalid.isError).toBe(true);
     const unknownHub = await client.callTool({ name: "engram_push", arguments: { content: "x", hub_id: "no-such-slug" } });
-    expect(text(unknownHub)).toContain('Hub "no-such-slug" not found');
+    expect(text(unknownHub)).toContain("Error (not_found): Hub not found");
   });
 });
 

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clientFor, createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { listRouteFiles } from "./support/router.ts";
+import { newId } from "@/lib/ids.ts";
 
 /**
  * Every /v1 route × method, called as each identity, must answer the status in
@@ -62,6 +63,14 @@ const ROUTES: Record<string, Row> = {
       f.extra.keyId = (await f.users.owner.post("/v1/auth/api-keys", { name: "spare" })).body.data.id;
     },
     path: (f) => `/v1/auth/api-keys/${f.extra.keyId}`,
+    expect: { ...anyUser(404), owner: 200 },
+  },
+  "GET /v1/auth/oauth-grants": { path: () => "/v1/auth/oauth-grants", expect: anyUser(200) },
+  "DELETE /v1/auth/oauth-grants/[id]": {
+    setup: async (f) => {
+      f.extra.grantId = await ownerGrant(f);
+    },
+    path: (f) => `/v1/auth/oauth-grants/${f.extra.grantId}`,
     expect: { ...anyUser(404), owner: 200 },
   },
   ...Object.fromEntries(
@@ -136,6 +145,16 @@ const ROUTES: Record<string, Row> = {
   "PATCH /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, body: () => ({ name: "Renamed" }), expect: hubManage(200) },
   "DELETE /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, expect: hubManage(200) },
 };
+
+/** A connected app of the owner's, written straight to the database (tests/oauth.test.ts drives the real flow). */
+async function ownerGrant(f: Fixture): Promise<string> {
+  const clientId = `ec_${randomBytes(6).toString("hex")}`;
+  await h.db.oAuthClient.create({ data: { id: clientId, name: "Matrix app", redirectUris: ["http://127.0.0.1/cb"], kind: "registered" } });
+  const grant = await h.db.oAuthGrant.create({
+    data: { id: newId(), userId: f.users.owner.id, clientId, hubIds: [], allHubs: true, scope: "read write", resource: "http://engram.test/mcp" },
+  });
+  return grant.id;
+}
 
 async function ownerTopic(f: Fixture) {
   const res = await f.users.owner.post("/v1/topics", { name: "Fixture topic", hub_id: f.hubId });

@@ -39,7 +39,8 @@ export async function hubIdFromRef(ctx: AuthContext, ref: string | undefined): P
   const hub =
     value.toLowerCase() === "personal" ? { hubType: "personal", ownerId: ctx.user.id } : isUuid(value) ? { id: value } : { slug: value };
   const membership = await ctx.db.hubMember.findFirst({ where: { userId: ctx.user.id, hub }, select: { hubId: true } });
-  if (!membership) throw new ApiError("not_found", `Hub "${value}" not found`);
+  // The caller knows what they asked for; the message never repeats it (nothing to confirm or deny).
+  if (!membership) throw new ApiError("not_found", "Hub not found: engram_hubs lists the hubs this connection can use");
   assertReachable(ctx, membership.hubId);
   return membership.hubId;
 }
