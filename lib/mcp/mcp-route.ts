@@ -8,7 +8,7 @@ import { serveMcp } from "./serve-mcp.ts";
  * endpoint's resource), never the dashboard cookie; a 401 points clients at the OAuth metadata.
  */
 export function mcpRoute(path: string, tools: ToolDef[]): RouteHandler {
-  return withAuth(
+  const handler = withAuth(
     {
       bearer: {
         resources: (req) => [resourceFor(publicOrigin(req), path)],
@@ -17,4 +17,28 @@ export function mcpRoute(path: string, tools: ToolDef[]): RouteHandler {
     },
     (ctx, req) => serveMcp(ctx, req, tools, publicOrigin(req)),
   );
+  // Browser-based clients (e.g. the MCP Inspector) call cross-origin; only bearer credentials count here, so CORS is open.
+  return async (req, context) => {
+    const response = await handler(req, context);
+    for (const [name, value] of Object.entries(MCP_CORS)) response.headers.set(name, value);
+    return response;
+  };
+}
+
+const MCP_CORS = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Expose-Headers": "WWW-Authenticate, Mcp-Session-Id, X-Request-Id",
+};
+
+/** Preflight of the MCP endpoints. */
+export async function mcpPreflight(): Promise<Response> {
+  return new Response(null, {
+    status: 204,
+    headers: {
+      ...MCP_CORS,
+      "Access-Control-Allow-Methods": "POST, OPTIONS",
+      "Access-Control-Allow-Headers": "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
+      "Access-Control-Max-Age": "86400",
+    },
+  });
 }

@@ -3,9 +3,13 @@ import { config } from "@/lib/config.ts";
 /** MCP endpoints, each its own protected resource (RFC 8707 / RFC 9728). */
 export const MCP_PATHS = ["/mcp", "/mcp/chatgpt"] as const;
 
+const HOST = /^[a-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/i;
+
 /**
- * This instance's public origin: ENGRAM_PUBLIC_URL when set (behind a proxy), otherwise the
- * origin the request was addressed to.
+ * This instance's public origin: ENGRAM_PUBLIC_URL when set, otherwise the origin the client
+ * addressed (Host, or X-Forwarded-Host/-Proto from a proxy). `next start` reports every request
+ * as localhost in `req.url`, so the headers are the truth about what the client used. A forged
+ * Host only changes what that same client is told: tokens stay bound to the MCP path and signed.
  */
 export function publicOrigin(req: Request): string {
   const configured = config().publicUrl;
@@ -16,7 +20,12 @@ export function publicOrigin(req: Request): string {
       // A malformed setting falls back to the request's own origin.
     }
   }
-  return new URL(req.url).origin;
+  const url = new URL(req.url);
+  const first = (name: string) => req.headers.get(name)?.split(",")[0]?.trim() || undefined;
+  const host = first("x-forwarded-host") ?? first("host");
+  const proto = first("x-forwarded-proto") ?? url.protocol.slice(0, -1);
+  if (!host || !HOST.test(host) || (proto !== "http" && proto !== "https")) return url.origin;
+  return `${proto}://${host.toLowerCase()}`;
 }
 
 export function resourceFor(origin: string, path: string): string {
