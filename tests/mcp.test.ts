@@ -90,6 +90,9 @@ describe("protocol", () => {
     expect(call.status).toBe(200);
     expect(call.body.result.content[0].text).toContain("Personal");
     expect((await fetch(`${server.url}/mcp`, { headers: { authorization: `Bearer ${ann.key}` } })).status).toBe(405);
+    const preflight = await fetch(`${server.url}/mcp`, { method: "OPTIONS", headers: { origin: "http://inspector.example", "access-control-request-method": "POST" } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("mcp-protocol-version");
     const garbage = await fetch(`${server.url}/mcp`, { method: "POST", headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json" }, body: "{not json" });
     expect(garbage.status).toBe(400);
     expect(((await garbage.json()) as any).error.code).toBe(-32700);

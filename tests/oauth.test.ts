@@ -242,6 +242,9 @@ describe("discovery", () => {
       expect(await res.json()).toMatchObject({ resource: `${server.url}${resource}`, authorization_servers: [server.url], bearer_methods_supported: ["header"] });
     }
     expect((await fetch(`${server.url}/.well-known/oauth-protected-resource/elsewhere`)).status).toBe(404);
+    // Behind a proxy the metadata names the URL the client used (next start reports every request as localhost).
+    const proxied = await fetch(`${server.url}/.well-known/oauth-protected-resource/mcp`, { headers: { "x-forwarded-host": "engram.example", "x-forwarded-proto": "https" } });
+    expect(await proxied.json()).toMatchObject({ resource: "https://engram.example/mcp", authorization_servers: ["https://engram.example"] });
     const as = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
     expect(as).toMatchObject({
       issuer: server.url,

@@ -14,7 +14,7 @@ import { formatAge } from "@/lib/recall/format-age.ts";
 import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
 import { listTopics } from "@/lib/topics/list-topics.ts";
-import { assertReachable, assertWriteScope, hubForWrite, hubIdFromRef, narrowedHubIds, reachableHubs } from "./mcp-access.ts";
+import { assertReachable, assertWriteScope, hubForWrite, hubIdFromRef, narrowedHubIds } from "./mcp-access.ts";
 
 /** What a tool returns: markdown for the model, and the same facts as structured content. */
 export interface ToolOutput {
@@ -190,9 +190,9 @@ async function forget(env: ToolEnv, args: { id: string }): Promise<ToolOutput> {
 }
 
 async function hubs(env: ToolEnv): Promise<ToolOutput> {
-  const reachable = new Set((await reachableHubs(env.ctx)).map((m) => m.hub.id));
+  const allowed = env.ctx.credential.grant?.hubIds;
   const page = await listHubs(env.ctx, { limit: "100" });
-  const entries = page.hubs.filter((h) => reachable.has(h.hub.id));
+  const entries = allowed ? page.hubs.filter((h) => allowed.includes(h.hub.id)) : page.hubs;
   const text = entries
     .map((h) => `- **${h.hub.name}** (${h.hub.hub_type}) — slug \`${h.hub.slug}\`, id \`${h.hub.id}\`, your role ${h.role}, ${h.memory_count} memories, ${h.member_count} members`)
     .join("\n");

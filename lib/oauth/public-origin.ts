@@ -25,7 +25,8 @@ export function publicOrigin(req: Request): string {
   const host = first("x-forwarded-host") ?? first("host");
   const proto = first("x-forwarded-proto") ?? url.protocol.slice(0, -1);
   if (!host || !HOST.test(host) || (proto !== "http" && proto !== "https")) return url.origin;
-  return `${proto}://${host.toLowerCase()}`;
+  // URL normalises case and default ports (https://x:443 → https://x), as clients do.
+  return new URL(`${proto}://${host}`).origin;
 }
 
 export function resourceFor(origin: string, path: string): string {
