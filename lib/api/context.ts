@@ -19,16 +19,19 @@ export interface AuthUser {
 export interface Credential {
   type: "api_key" | "access_token" | "session";
   id?: string;
-  /** OAuth access tokens: what the user consented to (their grant). Absent = no restriction. */
-  grant?: CredentialGrant;
+  /**
+   * What this credential may reach beyond the user's own roles (absent = everything the user can):
+   * an OAuth grant's consented hubs and read/write. Key scopes and hub restrictions belong here too.
+   */
+  access?: CredentialAccess;
+  /** OAuth access tokens: the client and resource (RFC 8707) they were issued for. */
+  oauth?: { clientId: string; resource: string };
 }
 
-export interface CredentialGrant {
+export interface CredentialAccess {
   /** null = every hub the user can read. */
   hubIds: readonly string[] | null;
   write: boolean;
-  resource: string;
-  clientId: string;
 }
 
 export interface AuthContext extends RequestContext {

@@ -132,10 +132,10 @@ export async function resolveHub(ctx: AuthContext, header: string | undefined, p
       : null
     : await ctx.db.hubMember.findFirst({ where: { userId: ctx.user.id, hub: { hubType: "personal", ownerId: ctx.user.id } }, include: { hub: true } });
   if (!membership || !isRole(membership.role)) throw new ApiError("not_found", "Hub not found");
-  // An OAuth grant narrows the user's own access to the hubs and scope they consented to.
-  const grant = ctx.credential.grant;
-  if (grant?.hubIds && !grant.hubIds.includes(membership.hubId)) throw new ApiError("not_found", "Hub not found");
-  if (grant && !grant.write && permission !== "memories.read") throw new ApiError("forbidden", "This connection was granted read-only access");
+  // A restricted credential (an OAuth grant) narrows the user's own access to what was consented to.
+  const access = ctx.credential.access;
+  if (access?.hubIds && !access.hubIds.includes(membership.hubId)) throw new ApiError("not_found", "Hub not found");
+  if (access && !access.write && permission !== "memories.read") throw new ApiError("forbidden", "This credential has read-only access");
   if (!can(membership.role, permission, membership.hub)) {
     throw new ApiError("forbidden", `Your role (${membership.role}) does not allow this in hub "${membership.hub.name}"`);
   }

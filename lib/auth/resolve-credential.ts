@@ -48,12 +48,8 @@ export async function resolveCredential(
       credential: {
         type: "access_token",
         id: check.grantId,
-        grant: {
-          hubIds: grant.allHubs ? null : grant.hubIds,
-          write: grant.scope.split(" ").includes("write"),
-          resource: check.resource,
-          clientId: grant.clientId,
-        },
+        access: { hubIds: grant.allHubs ? null : grant.hubIds, write: grant.scope.split(" ").includes("write") },
+        oauth: { clientId: grant.clientId, resource: check.resource },
       },
     };
   }

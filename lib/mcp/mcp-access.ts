@@ -6,28 +6,28 @@ import { readableHubs, type Membership } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 
 /**
- * What an MCP caller may reach: the hubs of its memberships, narrowed by the OAuth grant it
- * signed in with (API keys are narrowed by withAuth's credential checks, which MCP shares).
+ * What an MCP caller may reach: the hubs of its memberships, narrowed by its credential's
+ * access (an OAuth grant's consented hubs; API-key restrictions when they fill the same field).
  */
 export async function reachableHubs(ctx: AuthContext): Promise<Membership[]> {
   const all = await readableHubs(ctx);
-  const allowed = ctx.credential.grant?.hubIds;
+  const allowed = ctx.credential.access?.hubIds;
   return allowed ? all.filter((m) => allowed.includes(m.hub.id)) : all;
 }
 
 /** The hub ids a call may touch when the credential is narrowed, or undefined when it is not. */
 export async function narrowedHubIds(ctx: AuthContext): Promise<string[] | undefined> {
-  if (!ctx.credential.grant?.hubIds) return undefined;
+  if (!ctx.credential.access?.hubIds) return undefined;
   return (await reachableHubs(ctx)).map((m) => m.hub.id);
 }
 
 export function assertReachable(ctx: AuthContext, hubId: string, what = "Hub"): void {
-  const allowed = ctx.credential.grant?.hubIds;
+  const allowed = ctx.credential.access?.hubIds;
   if (allowed && !allowed.includes(hubId)) throw new ApiError("not_found", `${what} not found`);
 }
 
 export function assertWriteScope(ctx: AuthContext): void {
-  if (ctx.credential.grant && !ctx.credential.grant.write) {
+  if (ctx.credential.access && !ctx.credential.access.write) {
     throw new ApiError("forbidden", "This connection was granted read-only access; reconnect and allow write access to change memories");
   }
 }

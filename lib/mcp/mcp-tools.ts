@@ -190,7 +190,7 @@ async function forget(env: ToolEnv, args: { id: string }): Promise<ToolOutput> {
 }
 
 async function hubs(env: ToolEnv): Promise<ToolOutput> {
-  const allowed = env.ctx.credential.grant?.hubIds;
+  const allowed = env.ctx.credential.access?.hubIds;
   const page = await listHubs(env.ctx, { limit: "100" });
   const entries = allowed ? page.hubs.filter((h) => allowed.includes(h.hub.id)) : page.hubs;
   const text = entries

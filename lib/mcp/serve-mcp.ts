@@ -81,7 +81,7 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
   }
   applyAliases(body);
   const env: ToolEnv = { ctx, origin };
-  const authInfo: AuthInfo = { token: "", clientId: ctx.credential.grant?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
+  const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
   const forward = new Request(req.url, { method: "POST", headers: req.headers, body: text });
   if (await isLegacyRequest(forward, body)) {
     const server = buildServer(env, tools);
