@@ -70,6 +70,7 @@ try {
 
   // Same query, both paths, alternating order, one request at a time: the difference is MCP's cost.
   const times = { rest: [], mcp: [] };
+  const paired = [];
   for (let round = 0; round < WARMUP + ROUNDS; round++) {
     const query = QUERIES[round % QUERIES.length];
     const order = round % 2 === 0 ? ["rest", "mcp"] : ["mcp", "rest"];
@@ -79,6 +80,7 @@ try {
       ids[side] = await (side === "rest" ? rest(query) : mcp(query));
       if (round >= WARMUP) times[side].push(performance.now() - started);
     }
+    if (round >= WARMUP) paired.push(times.mcp.at(-1) - times.rest.at(-1));
     if (JSON.stringify(ids.rest) !== JSON.stringify(ids.mcp)) throw new Error(`different results for "${query}"`);
   }
   const r = summarize(times.rest);
@@ -86,8 +88,11 @@ try {
   const fmt = (s) => `p50=${s.p50.toFixed(2)} ms  p95=${s.p95.toFixed(2)} ms  p99=${s.p99.toFixed(2)} ms  (${(1000 / (s.p50 || 1)).toFixed(0)} req/s at p50, 1 client)`;
   console.log(`POST /v1/recall             n=${r.count}  ${fmt(r)}`);
   console.log(`tools/call engram_recall    n=${m.count}  ${fmt(m)}`);
-  const delta = m.p50 - r.p50;
-  console.log(`MCP adds ${delta.toFixed(2)} ms at p50 (${(m.p95 - r.p95).toFixed(2)} ms at p95); target ≤ 5 ms at p50: ${delta <= 5 ? "met" : "MISSED"}`);
+  // The median of per-round differences (same query, back to back) cancels most of the drift a busy machine adds.
+  const pairedSorted = [...paired].sort((a, b) => a - b);
+  const pairedP50 = pairedSorted[Math.floor(pairedSorted.length / 2)];
+  console.log(`MCP adds ${(m.p50 - r.p50).toFixed(2)} ms at p50 (${(m.p95 - r.p95).toFixed(2)} ms at p95); median paired difference ${pairedP50.toFixed(2)} ms`);
+  console.log(`target ≤ 5 ms at p50 (paired): ${pairedP50 <= 5 ? "met" : "MISSED"}`);
 } finally {
   await server.stop();
 }
