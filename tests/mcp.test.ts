@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { encode } from "next-auth/jwt";
 import { sessionSecret } from "@/lib/auth/session.ts";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { createHarness, type Client as ApiClient, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
 import { indexMemories } from "./recall-helpers.ts";
@@ -109,6 +110,24 @@ describe("protocol", () => {
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toContain("resource_metadata=");
     await expect(connect(`egk_${randomBytes(32).toString("base64url")}`)).rejects.toThrow();
+  });
+});
+
+describe("rate limits", () => {
+  it("engram_recall counts against the heavy bucket, other tools do not", async () => {
+    setRateLimiter(new MemoryRateLimiter({ regular: 1_000, heavy: 2, light: 1_000 }));
+    try {
+      const recall = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } };
+      const headers = { "mcp-protocol-version": "2025-03-26" };
+      expect((await raw(recall, headers)).status).toBe(200);
+      expect((await raw(recall, headers)).status).toBe(200);
+      const limited = await raw(recall, headers);
+      expect(limited.status).toBe(429);
+      expect(limited.body.error.code).toBe("rate_limited");
+      expect((await raw({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "engram_hubs", arguments: {} } }, headers)).status).toBe(200);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+    }
   });
 });
 

@@ -1,6 +1,7 @@
 import { createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { rateLimiter } from "@/lib/api/rate-limit.ts";
 import { VERSION } from "@/lib/config.ts";
 import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
 
@@ -65,6 +66,20 @@ function applyAliases(message: unknown): void {
   }
 }
 
+/** Tools doing model work count against the heavy bucket too, as their REST endpoints do. */
+const HEAVY_TOOLS = new Set(["engram_recall", "search"]);
+
+async function chargeHeavyTools(ctx: AuthContext, message: unknown): Promise<void> {
+  const messages = Array.isArray(message) ? message : [message];
+  const heavy = messages.some((m) => (m as { method?: unknown })?.method === "tools/call" && HEAVY_TOOLS.has(String((m as { params?: { name?: unknown } }).params?.name)));
+  if (!heavy) return;
+  const limited = await rateLimiter().limit("heavy", ctx.user.id);
+  if (!limited.success) {
+    const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
+    throw new ApiError("rate_limited", `Recall rate limit of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, { limit: limited.limit, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+  }
+}
+
 /**
  * Serves one Streamable HTTP POST statelessly with JSON responses: 2026-07-28 traffic through
  * the SDK's per-request handler, 2025-era traffic (2025-03-26 … 2025-11-25) through the SDK's
@@ -80,6 +95,7 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
     return jsonRpcError(400, -32700, "Parse error: the body is not JSON");
   }
   applyAliases(body);
+  await chargeHeavyTools(ctx, body);
   const env: ToolEnv = { ctx, origin };
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
   const forward = new Request(req.url, { method: "POST", headers: req.headers, body: text });
