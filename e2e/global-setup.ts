@@ -41,7 +41,7 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   }
   mkdirSync(ARTIFACTS, { recursive: true });
   const dataDir = mkdtempSync(path.join(tmpdir(), "engram-e2e-"));
-  const port = await freePort();
+  const port = Number(process.env.E2E_PORT) || (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const log = createWriteStream(path.join(ARTIFACTS, "server.log"));
   // No NEXTAUTH_URL / NEXTAUTH_SECRET / ENGRAM_SECRET: the zero-configuration start is what is tested.

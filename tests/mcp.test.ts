@@ -115,7 +115,9 @@ describe("protocol", () => {
 
 describe("rate limits", () => {
   it("engram_recall counts against the heavy bucket, other tools do not", async () => {
-    setRateLimiter(new MemoryRateLimiter({ regular: 1_000, heavy: 2, light: 1_000 }));
+    // A frozen clock: a minute boundary between the calls would otherwise let the sliding window admit one more.
+    const frozen = Date.now();
+    setRateLimiter(new MemoryRateLimiter({ regular: 1_000, heavy: 2, light: 1_000 }, () => frozen));
     try {
       const recall = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } };
       const headers = { "mcp-protocol-version": "2025-03-26" };
