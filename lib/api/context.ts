@@ -8,6 +8,8 @@ export interface RequestContext {
   dbKind: "pglite" | "postgres";
   requestId: string;
   now: () => Date;
+  /** The caller's IANA time zone (X-Timezone), for calendar phrases and ages; UTC when absent. */
+  timeZone?: string;
 }
 
 export interface AuthUser {
@@ -16,27 +18,31 @@ export interface AuthUser {
   name: string;
 }
 
+export const KEY_SCOPES = ["read", "write"] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/** How the caller authenticated, and what that credential itself allows (lib/hubs/hub-access.ts enforces it). */
 export interface Credential {
   type: "api_key" | "access_token" | "session";
   id?: string;
-  /**
-   * What this credential may reach beyond the user's own roles (absent = everything the user can):
-   * an OAuth grant's consented hubs and read/write. Key scopes and hub restrictions belong here too.
-   */
-  access?: CredentialAccess;
-  /** OAuth access tokens: the client and resource (RFC 8707) they were issued for. */
+  /** Sessions and access tokens: read and write. An API key: what it was issued with. */
+  scopes: readonly KeyScope[];
+  /** null: every hub the user belongs to; otherwise only these (an API key's allowlist). */
+  hubIds: readonly string[] | null;
+  /** An API key issued for an agent: the source_agent of its pushes. */
+  agentName?: string;
+  /** OAuth access tokens: the client and the resource (RFC 8707) they were issued for. */
   oauth?: { clientId: string; resource: string };
 }
 
-export interface CredentialAccess {
-  /** null = every hub the user can read. */
-  hubIds: readonly string[] | null;
-  write: boolean;
-}
+/** A credential that may do anything its user may (sessions, access tokens). */
+export const FULL_ACCESS = { scopes: KEY_SCOPES, hubIds: null } as const;
 
 export interface AuthContext extends RequestContext {
   user: AuthUser;
   credential: Credential;
+  /** The X-Hub-ID header (parsed only by withAuth): the hub a request targets or prefers. */
+  hubHeader?: string;
 }
 
 export interface HubRecord {
@@ -50,6 +56,10 @@ export interface HubRecord {
   contributorDeletePolicy: string;
   createdAt: Date;
   updatedAt: Date;
+  icon: string | null;
+  accent: string | null;
+  headerAuroraMode: string | null;
+  settings: unknown;
 }
 
 /** The context of a request that acts on one hub (X-Hub-ID, or the personal hub). */

@@ -10,6 +10,8 @@ import { serveMcp } from "./serve-mcp.ts";
 export function mcpRoute(path: string, tools: ToolDef[]): RouteHandler {
   const handler = withAuth(
     {
+      // Every call is a POST; read-only credentials are refused per tool (writes), not per request.
+      reads: true,
       bearer: {
         resources: (req) => [resourceFor(publicOrigin(req), path)],
         challenge: (req) => bearerChallenge(publicOrigin(req), path, req.headers.get("authorization") ? "invalid_token" : undefined),

@@ -14,6 +14,7 @@ import { formatAge } from "@/lib/recall/format-age.ts";
 import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
 import { listTopics } from "@/lib/topics/list-topics.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { assertReachable, assertWriteScope, hubForWrite, hubIdFromRef, narrowedHubIds } from "./mcp-access.ts";
 
 /** What a tool returns: markdown for the model, and the same facts as structured content. */
@@ -190,9 +191,8 @@ async function forget(env: ToolEnv, args: { id: string }): Promise<ToolOutput> {
 }
 
 async function hubs(env: ToolEnv): Promise<ToolOutput> {
-  const allowed = env.ctx.credential.access?.hubIds;
-  const page = await listHubs(env.ctx, { limit: "100" });
-  const entries = allowed ? page.hubs.filter((h) => allowed.includes(h.hub.id)) : page.hubs;
+  // listHubs is the resolver's view: a credential limited to some hubs lists only those.
+  const entries = await listHubs(env.ctx);
   const text = entries
     .map((h) => `- **${h.hub.name}** (${h.hub.hub_type}) — slug \`${h.hub.slug}\`, id \`${h.hub.id}\`, your role ${h.role}, ${h.memory_count} memories, ${h.member_count} members`)
     .join("\n");
@@ -207,23 +207,31 @@ async function hubMembers(env: ToolEnv, args: { hub_id: string }): Promise<ToolO
   return { text: `Members:\n\n${text}${page.has_more ? "\n…and more" : ""}`, structured: page };
 }
 
+type TopicNode = Awaited<ReturnType<typeof listTopics>>["topics"][number];
+
 async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }): Promise<ToolOutput> {
   const { ctx } = env;
   const hubId = await hubIdFromRef(ctx, args.hub_id);
-  if (hubId) assertReachable(ctx, hubId);
-  const narrowed = hubId ? undefined : await narrowedHubIds(ctx);
-  const pages = narrowed ? await Promise.all(narrowed.map((id) => listTopics(ctx, { hub_id: id, limit: "100" }))) : [await listTopics(ctx, { hub_id: hubId, limit: "100" })];
-  const found = pages.flatMap((p) => p.topics);
+  const hubIds = hubId ? [hubId] : (await readableHubs(ctx)).map((m) => m.hub.id);
+  const trees = await Promise.all(hubIds.map(async (id) => ({ hub_id: id, ...(await listTopics(ctx, id)) })));
+  const flat: { topic: TopicNode; depth: number }[] = [];
+  const walk = (nodes: TopicNode[], depth: number) => {
+    for (const node of nodes) {
+      flat.push({ topic: node, depth });
+      walk(node.children, depth + 1);
+    }
+  };
+  for (const tree of trees) walk(tree.topics, 0);
   if (args.topic_id) {
-    const topic = found.find((t) => t.id === args.topic_id);
+    const topic = flat.find((f) => f.topic.id === args.topic_id)?.topic;
     if (!topic) throw new ApiError("not_found", "Topic not found");
     const page = await listMemories(ctx, { sort: "newest", hub_id: topic.hub_id, topic_id: topic.id, limit: "50" });
     const now = ctx.now();
     const body = page.memories.map((m) => memoryLine(m, now)).join("\n");
     return { text: `Topic **${topic.name}** (${page.total} memories):\n\n${body || "(none)"}`, structured: { topic, memories: page.memories, total: page.total } };
   }
-  const text = found.map((t) => `- **${t.name}** — id \`${t.id}\`, hub \`${t.hub_id}\`, ${t.memory_count} memories`).join("\n");
-  return { text: found.length ? `Topics:\n\n${text}` : "No topics yet.", structured: { topics: found } };
+  const text = flat.map(({ topic, depth }) => `${"  ".repeat(depth)}- **${topic.name}** — id \`${topic.id}\`, hub \`${topic.hub_id}\`, ${topic.total_memory_count} memories`).join("\n");
+  return { text: flat.length ? `Topics:\n\n${text}` : "No topics yet.", structured: { hubs: trees } };
 }
 
 const captureInput = z.object({

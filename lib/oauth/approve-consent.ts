@@ -1,10 +1,13 @@
 import { randomBytes } from "node:crypto";
-import type { AuthUser } from "@/lib/api/context.ts";
+import { FULL_ACCESS, type AuthUser, type Credential } from "@/lib/api/context.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
 import type { AuthorizeRequest } from "./authorize-request.ts";
+
+/** The consent page acts through the dashboard session: everything the user can. */
+const FULL_ACCESS_CREDENTIAL: Credential = { type: "session", ...FULL_ACCESS };
 
 export const CODE_TTL_MS = 5 * 60 * 1000;
 export const CODE_PREFIX = "eac_";
@@ -20,7 +23,7 @@ export async function approveConsent(db: Db, user: AuthUser, request: AuthorizeR
   let hubIds: string[] = [];
   if (consent.hubIds) {
     // Only hubs the user belongs to right now can be granted.
-    const mine = new Set((await readableHubs({ db, user })).map((m) => m.hub.id));
+    const mine = new Set((await readableHubs({ db, user, credential: FULL_ACCESS_CREDENTIAL })).map((m) => m.hub.id));
     hubIds = [...new Set(consent.hubIds)].filter((id) => mine.has(id));
   }
   const code = `${CODE_PREFIX}${randomBytes(32).toString("base64url")}`;

@@ -1,4 +1,4 @@
-import type { AuthUser, RequestContext } from "@/lib/api/context.ts";
+import { FULL_ACCESS, type AuthUser, type RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { assertSameOrigin, sessionTokenFrom, sessionUserId } from "@/lib/auth/session.ts";
@@ -36,7 +36,7 @@ export async function showAuthorize(ctx: RequestContext, req: Request): Promise<
   const params = new URLSearchParams(url.searchParams);
   params.set("redirect_uri", check.request.redirectUri);
   const csrf = consentToken(await serverSecret(ctx.db), user.id, params, ctx.now().getTime());
-  return consentPage({ request: check.request, params, user, hubs: await readableHubs({ db: ctx.db, user }), csrf });
+  return consentPage({ request: check.request, params, user, hubs: await readableHubs({ db: ctx.db, user, credential: { type: "session", ...FULL_ACCESS } }), csrf });
 }
 
 /** POST /oauth/authorize: the consent form. Allow → a grant and a code; deny → access_denied. */
