@@ -5,6 +5,7 @@ import { issueAccessToken } from "@/lib/auth/access-token.ts";
 import { newId } from "@/lib/ids.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { listRouteFiles, routerFor } from "./support/router.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 /**
  * /mcp, /mcp/chatgpt and every OAuth route × identities: the status each gets, and MCP tool
@@ -100,7 +101,7 @@ beforeAll(async () => {
   const tag = randomBytes(6).toString("hex");
   const created = await users.owner.post("/v1/hubs", { name: `Secret hub ${tag}` });
   for (const role of ["admin", "contributor", "viewer"] as const) {
-    expect((await users.owner.post(`/v1/hubs/${created.body.data.id}/members`, { user_id: users[role].id, role })).status).toBe(201);
+    expect((await addMemberByEmailInvite(users.owner, created.body.data.id, users[role], role)).status).toBe(201);
   }
   const secretTitle = `Secret title ${tag}`;
   const secretContent = `Classified content ${tag}`;
