@@ -256,6 +256,32 @@ describe("tools", () => {
   });
 });
 
+describe("API key scopes and hub restrictions (the one hub-access resolver)", () => {
+  it("a read-only key reads but cannot write; a hub-limited key reaches only its hubs", async () => {
+    const readOnly = await ann.post("/v1/auth/api-keys", { name: "mcp read", scopes: ["read"] });
+    expect(readOnly.status).toBe(201);
+    const reader = await connect(readOnly.body.data.key);
+    expect((await reader.callTool({ name: "engram_hubs", arguments: {} })).isError).toBeFalsy();
+    const push = await reader.callTool({ name: "engram_push", arguments: { content: "read-only push" } });
+    expect(push.isError).toBe(true);
+    expect(data(push).error.code).toBe("forbidden");
+
+    const personal = (await ann.post("/v1/memories", { content: `personal only ${randomBytes(4).toString("hex")}` })).body.data;
+    expect((await ann.post("/v1/memories", { content: `team ${randomBytes(4).toString("hex")}` }, { headers: { "x-hub-id": teamHubId } })).status).toBe(201);
+    const limited = await ann.post("/v1/auth/api-keys", { name: "mcp team", hub_ids: [teamHubId] });
+    expect(limited.status).toBe(201);
+    const agent = await connect(limited.body.data.key);
+    const hubs = data(await agent.callTool({ name: "engram_hubs", arguments: {} })).hubs.map((x: any) => x.hub.id);
+    expect(hubs).toEqual([teamHubId]);
+    const got = await agent.callTool({ name: "engram_get", arguments: { id: personal.id } });
+    expect(data(got).error.code).toBe("not_found");
+    const intoPersonal = await agent.callTool({ name: "engram_push", arguments: { content: "x", hub_id: "personal" } });
+    expect(data(intoPersonal).error.code).toBe("not_found");
+    const listed = await agent.callTool({ name: "engram_list", arguments: {} });
+    expect(new Set(data(listed).memories.map((m: { hub_id: string }) => m.hub_id))).toEqual(new Set([teamHubId]));
+  });
+});
+
 describe("/mcp/chatgpt", () => {
   it("search returns one text item of results with dashboard urls; fetch returns the document", async () => {
     const tag = randomBytes(4).toString("hex");
