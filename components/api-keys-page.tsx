@@ -5,6 +5,7 @@ import { api } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
 import type { ApiKey } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
+import { ConnectedApps } from "./connected-apps.tsx";
 import { Button, Card, ConfirmDialog, CopyButton, EmptyState, ErrorNotice, LoadingRows, PageHeader, Select, TextInput } from "./ui.tsx";
 
 export function ApiKeysPage() {
@@ -114,6 +115,7 @@ export function ApiKeysPage() {
             </ul>
           )}
         </Card>
+        <ConnectedApps />
       </div>
       <ConfirmDialog
         open={revoking !== undefined}

@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { issueAccessToken } from "@/lib/auth/access-token.ts";
+import { POST as POST_MCP } from "@/app/mcp/route.ts";
+import { newId } from "@/lib/ids.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -47,23 +49,23 @@ describe("credentials", () => {
     expect(after.body.error.message).toMatch(/revoked/);
   });
 
-  test("signed access tokens work; expired or tampered ones do not", async () => {
+  // Access tokens come only from the OAuth token endpoint, name their grant and are bound to an
+  // MCP resource (tests/oauth.test.ts drives the flow); REST never accepts them.
+  test("access tokens are refused on REST; forged, expired or grant-less ones everywhere", async () => {
     const secret = await serverSecret(h.db);
-    const token = issueAccessToken(secret, ann.id, Date.now());
-    const me = await clientFor(token).get("/v1/auth/me");
-    expect(me.status).toBe(200);
-    expect(me.body.data).toMatchObject({ user: { id: ann.id }, credential: { type: "access_token", scopes: ["read", "write"], hub_scope_mode: "all_accessible" } });
-    expect((await clientFor(issueAccessToken(secret, ann.id, Date.now() - 2 * 3600_000)).get("/v1/auth/me")).status).toBe(401);
-    const [body, sig] = token.slice(4).split(".");
-    // The forgery keeps the real signature but signs a different payload (a later expiry).
-    const claims = JSON.parse(Buffer.from(body!, "base64url").toString("utf8")) as { sub: string; exp: number };
-    expect(claims.sub).toBe(ann.id);
-    expect(claims.exp).toBeLessThan(9999999999);
-    const forged = `eat_${Buffer.from(JSON.stringify({ ...claims, exp: 9999999999 })).toString("base64url")}.${sig}`;
-    expect((await clientFor(forged).get("/v1/auth/me")).status).toBe(401);
-    // A flipped signature character fails too.
-    const flipped = `eat_${body}.${sig!.slice(0, -1)}${sig!.endsWith("A") ? "B" : "A"}`;
-    expect((await clientFor(flipped).get("/v1/auth/me")).status).toBe(401);
+    const mcp = "http://engram.test/mcp";
+    const orphan = issueAccessToken(secret, { userId: ann.id, grantId: "00000000-0000-7000-8000-000000000000", resource: mcp }, Date.now());
+    const rest = await clientFor(orphan).get("/v1/auth/me");
+    expect(rest.status).toBe(401);
+    expect(rest.body.error.message).toMatch(/issued for/);
+    const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
+    const viaMcp = async (token: string) =>
+      (await POST_MCP(new Request(mcp, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify(initialize) }), { params: Promise.resolve({}) })).status;
+    expect(await viaMcp(orphan)).toBe(401);
+    expect(await viaMcp(issueAccessToken(secret, { userId: ann.id, grantId: newId(), resource: mcp }, Date.now() - 2 * 3600_000))).toBe(401);
+    const sig = orphan.slice(4).split(".")[1];
+    const forged = `eat_${Buffer.from(JSON.stringify({ sub: ann.id, gid: newId(), aud: mcp, exp: 9999999999 })).toString("base64url")}.${sig}`;
+    expect(await viaMcp(forged)).toBe(401);
   });
 });
 

@@ -53,8 +53,18 @@ describe("schema and migrations agree", () => {
       mail: await db.mailOutbox.create({ data: { id: newId(), toAddress: "a@b.test", subject: "s", body: "b", kind: "invite", hubId: hub.id, createdAt: now } }),
       event: await db.event.create({ data: { id: newId(), type: "memory.created", hubId: hub.id, actorId: user.id, entityId: memory.id, createdAt: now } }),
       setting: await db.setting.create({ data: { key: "rt", value: "v", createdAt: now } }),
+      oauthClient: await db.oAuthClient.create({ data: { id: "https://client.example/meta.json", name: "C", redirectUris: ["http://127.0.0.1/cb"], kind: "metadata_document", clientUri: "https://client.example", createdAt: now, fetchedAt: now } }),
       storageUsage: await db.storageUsage.create({ data: { scope: "user", scopeId: newId(), bytes: 5_000_000_000n, memories: 3 } }),
     };
+    const grant = await db.oAuthGrant.create({
+      data: { id: newId(), userId: user.id, clientId: more.oauthClient.id, hubIds: [hub.id], allHubs: false, scope: "read write", resource: "http://x/mcp", createdAt: now, lastUsedAt: now, revokedAt: now, revokedReason: "r" },
+    });
+    const code = await db.oAuthCode.create({ data: { codeHash: "c".repeat(64), grantId: grant.id, redirectUri: "http://127.0.0.1/cb", codeChallenge: "x", resource: "http://x/mcp", expiresAt: now, usedAt: now } });
+    const refresh = await db.oAuthRefreshToken.create({ data: { tokenHash: "r".repeat(64), grantId: grant.id, createdAt: now, expiresAt: now, usedAt: now } });
+    expect(await db.oAuthClient.findUnique({ where: { id: more.oauthClient.id } })).toEqual(more.oauthClient);
+    expect(await db.oAuthGrant.findUnique({ where: { id: grant.id } })).toEqual(grant);
+    expect(await db.oAuthCode.findUnique({ where: { codeHash: code.codeHash } })).toEqual(code);
+    expect(await db.oAuthRefreshToken.findUnique({ where: { tokenHash: refresh.tokenHash } })).toEqual(refresh);
     expect(await db.user.findUnique({ where: { id: user.id } })).toEqual(user);
     expect(await db.hub.findUnique({ where: { id: hub.id } })).toEqual(hub);
     expect(await db.memory.findUnique({ where: { id: memory.id } })).toEqual(memory);
@@ -75,7 +85,7 @@ describe("schema and migrations agree", () => {
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "user"].sort(),
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "user"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

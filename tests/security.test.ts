@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { clientFor, createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { listRouteFiles } from "./support/router.ts";
+import { newId } from "@/lib/ids.ts";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { HARNESS_LIMITS } from "./support/harness.ts";
@@ -109,6 +110,14 @@ const ROUTES: Record<string, Row> = {
     },
     path: (f) => `/v1/auth/api-keys/${f.extra.keyId}`,
     expect: anyUser(200),
+  },
+  "GET /v1/auth/oauth-grants": { path: () => "/v1/auth/oauth-grants", expect: anyUser(200) },
+  "DELETE /v1/auth/oauth-grants/[id]": {
+    setup: async (f) => {
+      f.extra.grantId = await ownerGrant(f);
+    },
+    path: (f) => `/v1/auth/oauth-grants/${f.extra.grantId}`,
+    expect: { ...anyUser(404), owner: 200 },
   },
   ...Object.fromEntries(
     ["GET", "POST", "PUT", "PATCH", "DELETE"].map((m) => [`${m} /v1/[[...path]]`, { path: () => "/v1/no-such-endpoint", expect: publicRoute(404) }]),
@@ -222,6 +231,16 @@ const ROUTES: Record<string, Row> = {
     expect: hubManage(200),
   },
 };
+
+/** A connected app of the owner's, written straight to the database (tests/oauth.test.ts drives the real flow). */
+async function ownerGrant(f: Fixture): Promise<string> {
+  const clientId = `ec_${randomBytes(6).toString("hex")}`;
+  await h.db.oAuthClient.create({ data: { id: clientId, name: "Matrix app", redirectUris: ["http://127.0.0.1/cb"], kind: "registered" } });
+  const grant = await h.db.oAuthGrant.create({
+    data: { id: newId(), userId: f.users.owner.id, clientId, hubIds: [], allHubs: true, scope: "read write", resource: "http://engram.test/mcp" },
+  });
+  return grant.id;
+}
 
 async function ownerTopic(f: Fixture) {
   const res = await f.users.owner.post("/v1/topics", { name: "Fixture topic", hub_id: f.hubId });

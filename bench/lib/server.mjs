@@ -31,12 +31,12 @@ async function freePort() {
 }
 
 /** Starts `next start` from the existing build; never builds. */
-export async function startServer({ env = {} } = {}) {
+export async function startServer({ env = {}, port: fixedPort } = {}) {
   if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
     throw new Error("No production build: run `npm run build` first (benchmarks never build).");
   }
   const dataDir = mkdtempSync(path.join(tmpdir(), "engram-bench-"));
-  const port = await freePort();
+  const port = fixedPort ?? (await freePort());
   const adminToken = "bench-admin-token";
   const started = performance.now();
   const child = spawn(process.execPath, [path.join(root, "node_modules", "next", "dist", "bin", "next"), "start", "-p", String(port), "-H", "127.0.0.1"], {

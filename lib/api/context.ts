@@ -31,6 +31,8 @@ export interface Credential {
   hubIds: readonly string[] | null;
   /** An API key issued for an agent: the source_agent of its pushes. */
   agentName?: string;
+  /** OAuth access tokens: the client and the resource (RFC 8707) they were issued for. */
+  oauth?: { clientId: string; resource: string };
 }
 
 /** A credential that may do anything its user may (sessions, access tokens). */

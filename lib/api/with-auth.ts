@@ -22,6 +22,11 @@ interface Options {
   reads?: boolean;
   /** Manages the account itself (API keys, profile, new hubs): needs a credential limited to no hubs and not read-only. */
   account?: boolean;
+  /**
+   * Bearer-only endpoints (MCP): no session cookie, OAuth access tokens accepted when bound
+   * to one of these resources, and `challenge` becomes the WWW-Authenticate of every 401.
+   */
+  bearer?: { resources: (req: Request) => string[]; challenge: (req: Request) => string };
 }
 
 interface HubOptions extends Options {
@@ -44,14 +49,8 @@ export function withAuth<P extends Params>(
   handler: (ctx: never, req: Request, params: P) => Promise<Response>,
 ): RouteHandler {
   return handle(options.bucket ?? "regular", async (base, req, params, limit) => {
-    // The dashboard's session cookie counts only when no Authorization header was sent.
-    const authorization = req.headers.get("authorization");
-    const { user, credential } =
-      !authorization && hasSessionCookie(req)
-        ? await resolveSession(base.db, req, base.now())
-        : await resolveCredential(base.db, authorization, base.now());
-    const hubHeader = req.headers.get("x-hub-id")?.trim() || undefined;
-    const authCtx: AuthContext = { ...base, user, credential, hubHeader };
+    const authCtx = await authenticate(base, req, options.bearer);
+    const { user, credential } = authCtx;
     await limit(user.id);
     if (!credentialWrites(credential) && !options.reads && !READ_METHODS.has(req.method)) {
       throw new ApiError("forbidden", "This API key is read-only (scopes: read); it cannot make changes");
@@ -62,6 +61,25 @@ export function withAuth<P extends Params>(
     const ctx = options.permission ? await resolveHub(authCtx, options.permission) : authCtx;
     return (handler as (ctx: AuthContext, req: Request, params: P) => Promise<Response>)(ctx, req, params as P);
   });
+}
+
+/** The caller of a request: its bearer credential, or (not on bearer-only endpoints) the dashboard session. */
+export async function authenticate(base: RequestContext, req: Request, bearer?: Options["bearer"]): Promise<AuthContext> {
+  // The dashboard's session cookie counts only when no Authorization header was sent.
+  const authorization = req.headers.get("authorization");
+  try {
+    const { user, credential } =
+      !bearer && !authorization && hasSessionCookie(req)
+        ? await resolveSession(base.db, req, base.now())
+        : await resolveCredential(base.db, authorization, base.now(), { resources: bearer?.resources(req) });
+    const hubHeader = req.headers.get("x-hub-id")?.trim() || undefined;
+    return { ...base, user, credential, hubHeader };
+  } catch (error) {
+    if (bearer && error instanceof ApiError && error.code === "unauthorized") {
+      throw new ApiError(error.code, error.message, error.details, { ...error.headers, "WWW-Authenticate": bearer.challenge(req) });
+    }
+    throw error;
+  }
 }
 
 /** A route that needs no credential; rate-limited per client address. */

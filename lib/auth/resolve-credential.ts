@@ -1,5 +1,5 @@
 import { ApiError } from "@/lib/api/errors.ts";
-import { FULL_ACCESS, KEY_SCOPES, type AuthUser, type Credential, type KeyScope } from "@/lib/api/context.ts";
+import { KEY_SCOPES, type AuthUser, type Credential, type KeyScope } from "@/lib/api/context.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { ACCESS_TOKEN_PREFIX, verifyAccessToken } from "./access-token.ts";
@@ -9,11 +9,20 @@ import { API_KEY_PREFIX } from "./create-api-key.ts";
 /** last_used_at is refreshed at most this often, so auth stays one indexed read. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
+export interface ResolveOptions {
+  /**
+   * The resource identifiers (RFC 8707) this endpoint answers for. OAuth access tokens are
+   * bound to the resource they were issued for and are refused anywhere else.
+   */
+  resources?: readonly string[];
+}
+
 /** Turns an `Authorization: Bearer …` header into the calling user, or throws unauthorized. */
 export async function resolveCredential(
   db: Db,
   authorization: string | null,
   now: Date,
+  options: ResolveOptions = {},
 ): Promise<{ user: AuthUser; credential: Credential }> {
   const match = authorization?.match(/^Bearer\s+(\S+)\s*$/i);
   if (!match) throw new ApiError("unauthorized", "Missing credential: send Authorization: Bearer <api key>");
@@ -22,9 +31,29 @@ export async function resolveCredential(
   if (token.startsWith(ACCESS_TOKEN_PREFIX)) {
     const check = verifyAccessToken(await serverSecret(db), token, now.getTime());
     if (!check.ok) throw new ApiError("unauthorized", check.reason === "expired" ? "Access token expired" : "Invalid access token");
-    const user = await db.user.findUnique({ where: { id: check.userId }, select: { id: true, email: true, name: true } });
-    if (!user) throw new ApiError("unauthorized", "Invalid access token");
-    return { user, credential: { type: "access_token", ...FULL_ACCESS } };
+    if (!options.resources?.includes(check.resource)) {
+      throw new ApiError("unauthorized", `This access token was issued for ${check.resource}; it is not valid here`);
+    }
+    const grant = await db.oAuthGrant.findUnique({
+      where: { id: check.grantId },
+      select: { userId: true, clientId: true, hubIds: true, allHubs: true, scope: true, revokedAt: true, lastUsedAt: true, user: { select: { id: true, email: true, name: true } } },
+    });
+    if (!grant || grant.userId !== check.userId) throw new ApiError("unauthorized", "Invalid access token");
+    if (grant.revokedAt) throw new ApiError("unauthorized", "Access token revoked: its grant was revoked");
+    if (!grant.lastUsedAt || now.getTime() - grant.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
+      await db.oAuthGrant.update({ where: { id: check.grantId }, data: { lastUsedAt: now } });
+    }
+    // The grant's consented hubs and read/write become the credential's own limits, enforced by lib/hubs/hub-access.ts.
+    return {
+      user: grant.user,
+      credential: {
+        type: "access_token",
+        id: check.grantId,
+        scopes: grant.scope.split(" ").includes("write") ? KEY_SCOPES : ["read"],
+        hubIds: grant.allHubs ? null : grant.hubIds,
+        oauth: { clientId: grant.clientId, resource: check.resource },
+      },
+    };
   }
 
   if (!token.startsWith(API_KEY_PREFIX)) throw new ApiError("unauthorized", "Invalid API key");

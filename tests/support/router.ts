@@ -1,4 +1,4 @@
-import { readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 
 type Handler = (req: Request, ctx: { params: Promise<Record<string, string | string[]>> }) => Promise<Response>;
@@ -69,7 +69,17 @@ const routes = listRouteFiles().sort(compare);
 const modules = new Map<string, Promise<Record<string, unknown>>>();
 
 /** Dispatches a Request to the real route handler module, as Next would. */
-export async function dispatch(req: Request): Promise<Response> {
+export function dispatch(req: Request): Promise<Response> {
+  return dispatchTo(routes, req);
+}
+
+/** Every route under these app directories (e.g. v1, mcp, oauth, .well-known), in Next's precedence. */
+export function routerFor(dirs: string[]): (req: Request) => Promise<Response> {
+  const table = dirs.filter((dir) => existsSync(path.join(APP_DIR, dir))).flatMap((dir) => listRouteFiles(path.join(APP_DIR, dir))).sort(compare);
+  return (req) => dispatchTo(table, req);
+}
+
+async function dispatchTo(routes: RouteFile[], req: Request): Promise<Response> {
   const parts = new URL(req.url).pathname.split("/").filter(Boolean);
   for (const route of routes) {
     const params = match(route, parts);

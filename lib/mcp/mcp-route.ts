@@ -1,0 +1,46 @@
+import { withAuth, type RouteHandler } from "@/lib/api/with-auth.ts";
+import { bearerChallenge, publicOrigin, resourceFor } from "@/lib/oauth/public-origin.ts";
+import type { ToolDef } from "./mcp-tools.ts";
+import { serveMcp } from "./serve-mcp.ts";
+
+/**
+ * An MCP endpoint: bearer credentials only (API keys, or OAuth access tokens bound to this
+ * endpoint's resource), never the dashboard cookie; a 401 points clients at the OAuth metadata.
+ */
+export function mcpRoute(path: string, tools: ToolDef[]): RouteHandler {
+  const handler = withAuth(
+    {
+      // Every call is a POST; read-only credentials are refused per tool (writes), not per request.
+      reads: true,
+      bearer: {
+        resources: (req) => [resourceFor(publicOrigin(req), path)],
+        challenge: (req) => bearerChallenge(publicOrigin(req), path, req.headers.get("authorization") ? "invalid_token" : undefined),
+      },
+    },
+    (ctx, req) => serveMcp(ctx, req, tools, publicOrigin(req)),
+  );
+  // Browser-based clients (e.g. the MCP Inspector) call cross-origin; only bearer credentials count here, so CORS is open.
+  return async (req, context) => {
+    const response = await handler(req, context);
+    for (const [name, value] of Object.entries(MCP_CORS)) response.headers.set(name, value);
+    return response;
+  };
+}
+
+const MCP_CORS = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Expose-Headers": "WWW-Authenticate, Mcp-Session-Id, X-Request-Id",
+};
+
+/** Preflight of the MCP endpoints. */
+export async function mcpPreflight(): Promise<Response> {
+  return new Response(null, {
+    status: 204,
+    headers: {
+      ...MCP_CORS,
+      "Access-Control-Allow-Methods": "POST, OPTIONS",
+      "Access-Control-Allow-Headers": "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
+      "Access-Control-Max-Age": "86400",
+    },
+  });
+}

@@ -1,0 +1,357 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { listHubs } from "@/lib/hubs/list-hubs.ts";
+import { listMembers } from "@/lib/hubs/list-members.ts";
+import { createMemory } from "@/lib/memories/create-memory.ts";
+import { deleteMemory } from "@/lib/memories/delete-memory.ts";
+import { findMemoryOrThrow } from "@/lib/memories/find-memory.ts";
+import { getMemory } from "@/lib/memories/get-memory.ts";
+import { listMemories } from "@/lib/memories/list-memories.ts";
+import { INITIATION_TYPES, MAX_TAGS, MAX_TAG_LENGTH, MAX_TITLE_LENGTH, projectContextSchema } from "@/lib/memories/memory-fields.ts";
+import type { MemoryObject } from "@/lib/memories/serialize-memory.ts";
+import { formatAge } from "@/lib/recall/format-age.ts";
+import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
+import { recallMemories } from "@/lib/recall/recall-memories.ts";
+import { listTopics } from "@/lib/topics/list-topics.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { assertReachable, assertWriteScope, hubForWrite, hubIdFromRef, narrowedHubIds } from "./mcp-access.ts";
+
+/** What a tool returns: markdown for the model, and the same facts as structured content. */
+export interface ToolOutput {
+  text: string;
+  structured: Record<string, unknown>;
+}
+
+export interface ToolEnv {
+  ctx: AuthContext;
+  /** Public origin of this instance, for dashboard links. */
+  origin: string;
+}
+
+export interface ToolDef<S extends z.ZodObject = z.ZodObject> {
+  name: string;
+  title: string;
+  description: string;
+  input: S;
+  annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: false };
+  run(env: ToolEnv, args: z.output<S>): Promise<ToolOutput>;
+}
+
+const read = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false } as const;
+const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false } as const;
+const destroy = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } as const;
+
+const hubRef = z.string().max(200).describe('Hub id, hub slug, or "personal"');
+const memoryId = z.string().min(1).max(100).describe("Memory id");
+const EXCERPT_CHARS = 600;
+
+function define<S extends z.ZodObject>(def: ToolDef<S>): ToolDef {
+  return def as unknown as ToolDef;
+}
+
+export function memoryUrl(origin: string, id: string): string {
+  return `${origin}/memories/${id}`;
+}
+
+function excerpt(text: string, max = EXCERPT_CHARS): string {
+  const flat = text.replace(/\s+\n/g, "\n").trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max).trimEnd()}…`;
+}
+
+function quote(text: string): string {
+  return text
+    .split("\n")
+    .map((line) => `> ${line}`)
+    .join("\n");
+}
+
+function memoryLine(m: MemoryObject, now: Date): string {
+  return `- **${m.title}** — ${m.kind ?? "unclassified"}, ${formatAge(new Date(m.created_at), now)}, id \`${m.id}\`${m.summary ? `\n  ${excerpt(m.summary, 200)}` : ""}`;
+}
+
+const recallInput = z.object({
+  query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("What to look for, in natural language"),
+  limit: z.coerce.number().int().min(1).max(RECALL_MAX_LIMIT).optional().describe(`Most results to return (default 10, at most ${RECALL_MAX_LIMIT})`),
+  topic_id: z.string().uuid().optional().describe("Only memories filed under this topic"),
+  hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
+  project_context: projectContextSchema.optional().describe("The current repo/project/branch, to rank matching memories higher"),
+});
+
+async function recall(env: ToolEnv, args: z.output<typeof recallInput>): Promise<ToolOutput> {
+  const { ctx } = env;
+  const preferred = await hubIdFromRef(ctx, args.hub_id);
+  const narrowed = await narrowedHubIds(ctx);
+  if (narrowed?.length === 0) {
+    return { text: `No memories match "${args.query}" (this connection reaches no hubs).`, structured: { memories: [], query: args.query } };
+  }
+  const result = await recallMemories(ctx, {
+    query: args.query,
+    limit: args.limit,
+    topic_id: args.topic_id,
+    project_context: args.project_context,
+    hub_ids: narrowed,
+    preferred_hub_id: preferred,
+    source: "mcp",
+  });
+  const lines = result.memories.map(
+    (m, i) =>
+      `${i + 1}. **${m.title}** — ${m.kind}, score ${m.relevance_score.toFixed(2)}, ${m.age}${m.hub_name ? `, hub ${m.hub_name}` : ""}, id \`${m.id}\`\n${quote(excerpt(m.chunk_content || m.summary))}`,
+  );
+  const text = lines.length
+    ? `${lines.length} memor${lines.length === 1 ? "y" : "ies"} for "${args.query}":\n\n${lines.join("\n\n")}\n\nUse engram_get with an id for the full content.`
+    : `No memories match "${args.query}".`;
+  return { text, structured: { query: args.query, memories: result.memories, query_metadata: result.query_metadata } };
+}
+
+const pushInput = z.object({
+  content: z.string().min(1).describe("The knowledge to save (markdown welcome)"),
+  title: z.string().trim().min(1).max(MAX_TITLE_LENGTH).optional().describe("Short title (derived from the content when omitted)"),
+  hint: z.string().max(2000).optional().describe("What this is, to guide classification (e.g. 'meeting notes from the product review')"),
+  tags: z.array(z.string().trim().min(1).max(MAX_TAG_LENGTH)).max(MAX_TAGS).optional(),
+  hub_id: hubRef.optional().describe('Where to save it: a hub id, slug, or "personal" (default: your personal hub)'),
+  hub_reason: z.string().max(2000).optional().describe("Why this belongs in that hub"),
+  initiation_type: z.enum(INITIATION_TYPES).optional().describe("Who asked for this save (default agent_proactive)"),
+  project_context: projectContextSchema.optional(),
+});
+
+async function push(env: ToolEnv, args: Omit<z.output<typeof pushInput>, "initiation_type"> & { initiation_type?: z.output<typeof pushInput>["initiation_type"] }, extra: { source_agent?: string } = {}): Promise<ToolOutput> {
+  const hubCtx = await hubForWrite(env.ctx, args.hub_id, "memories.write");
+  const { memory, created } = await createMemory(hubCtx, {
+    content: args.content,
+    title: args.title,
+    hint: args.hint,
+    tags: args.tags ? [...new Set(args.tags)] : undefined,
+    hub_reason: args.hub_reason,
+    project_context: args.project_context,
+    source: "mcp",
+    initiation_type: args.initiation_type ?? "agent_proactive",
+    ...extra,
+  });
+  const verb = created ? "Saved" : "Already saved (same content)";
+  return {
+    text: `${verb}: **${memory.title}** in hub ${hubCtx.hub.name}, id \`${memory.id}\`. It is classified and indexed in the background; recall finds it within seconds.`,
+    structured: { memory, created, url: memoryUrl(env.origin, memory.id) },
+  };
+}
+
+/** The memory, if it lives in a hub this credential reaches. */
+async function reachableMemory(ctx: AuthContext, id: string) {
+  const found = await findMemoryOrThrow(ctx, id);
+  assertReachable(ctx, found.memory.hubId, "Memory");
+  return found;
+}
+
+async function get(env: ToolEnv, args: { id: string }): Promise<ToolOutput> {
+  await reachableMemory(env.ctx, args.id);
+  const memory = await getMemory(env.ctx, args.id);
+  const tags = memory.tags.length ? `, tags ${memory.tags.join(", ")}` : "";
+  const text = `# ${memory.title}\n\n${memory.kind ?? "unclassified"}, ${memory.content_type}, ${formatAge(new Date(memory.created_at), env.ctx.now())}${tags}, id \`${memory.id}\`\n\n${memory.content}`;
+  return { text, structured: { memory, url: memoryUrl(env.origin, memory.id) } };
+}
+
+const listInput = z.object({
+  limit: z.coerce.number().int().min(1).max(100).optional().describe("Page size (default 20, at most 100)"),
+  cursor: z.string().max(2000).optional().describe("next_cursor of the previous page"),
+  sort: z.enum(["newest", "relevant"]).optional().describe("newest first (default) or most used first"),
+  hub_id: hubRef.optional(),
+  topic_id: z.string().uuid().optional(),
+});
+
+async function list(env: ToolEnv, args: z.output<typeof listInput>): Promise<ToolOutput> {
+  const { ctx } = env;
+  let hubId = await hubIdFromRef(ctx, args.hub_id);
+  if (hubId) assertReachable(ctx, hubId);
+  else {
+    const narrowed = await narrowedHubIds(ctx);
+    if (narrowed && narrowed.length !== 1) {
+      if (narrowed.length === 0) return { text: "No memories (this connection reaches no hubs).", structured: { memories: [], next_cursor: "", has_more: false, total: 0 } };
+      throw new ApiError("invalid_request", `This connection reaches ${narrowed.length} hubs: pass hub_id (see engram_hubs)`);
+    }
+    hubId = narrowed?.[0];
+  }
+  const page = await listMemories(ctx, {
+    limit: args.limit === undefined ? undefined : String(args.limit),
+    cursor: args.cursor,
+    sort: args.sort ?? "newest",
+    hub_id: hubId,
+    topic_id: args.topic_id,
+  });
+  const now = ctx.now();
+  const body = page.memories.map((m) => memoryLine(m, now)).join("\n");
+  const more = page.has_more ? `\n\nMore: call again with cursor "${page.next_cursor}".` : "";
+  return { text: `${page.memories.length} of ${page.total} memories:\n\n${body || "(none)"}${more}`, structured: page };
+}
+
+async function forget(env: ToolEnv, args: { id: string }): Promise<ToolOutput> {
+  assertWriteScope(env.ctx);
+  const { memory } = await reachableMemory(env.ctx, args.id);
+  const result = await deleteMemory(env.ctx, args.id);
+  return { text: `Deleted **${memory.title}** (id \`${result.id}\`).`, structured: result };
+}
+
+async function hubs(env: ToolEnv): Promise<ToolOutput> {
+  // listHubs is the resolver's view: a credential limited to some hubs lists only those.
+  const entries = await listHubs(env.ctx);
+  const text = entries
+    .map((h) => `- **${h.hub.name}** (${h.hub.hub_type}) — slug \`${h.hub.slug}\`, id \`${h.hub.id}\`, your role ${h.role}, ${h.memory_count} memories, ${h.member_count} members`)
+    .join("\n");
+  return { text: entries.length ? `Your hubs:\n\n${text}` : "This connection reaches no hubs.", structured: { hubs: entries } };
+}
+
+async function hubMembers(env: ToolEnv, args: { hub_id: string }): Promise<ToolOutput> {
+  const hubId = (await hubIdFromRef(env.ctx, args.hub_id))!;
+  assertReachable(env.ctx, hubId);
+  const page = await listMembers(env.ctx, hubId, { limit: "100" });
+  const text = page.members.map((m) => `- ${m.name} (${m.role})`).join("\n");
+  return { text: `Members:\n\n${text}${page.has_more ? "\n…and more" : ""}`, structured: page };
+}
+
+type TopicNode = Awaited<ReturnType<typeof listTopics>>["topics"][number];
+
+async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }): Promise<ToolOutput> {
+  const { ctx } = env;
+  const hubId = await hubIdFromRef(ctx, args.hub_id);
+  const hubIds = hubId ? [hubId] : (await readableHubs(ctx)).map((m) => m.hub.id);
+  const trees = await Promise.all(hubIds.map(async (id) => ({ hub_id: id, ...(await listTopics(ctx, id)) })));
+  const flat: { topic: TopicNode; depth: number }[] = [];
+  const walk = (nodes: TopicNode[], depth: number) => {
+    for (const node of nodes) {
+      flat.push({ topic: node, depth });
+      walk(node.children, depth + 1);
+    }
+  };
+  for (const tree of trees) walk(tree.topics, 0);
+  if (args.topic_id) {
+    const topic = flat.find((f) => f.topic.id === args.topic_id)?.topic;
+    if (!topic) throw new ApiError("not_found", "Topic not found");
+    const page = await listMemories(ctx, { sort: "newest", hub_id: topic.hub_id, topic_id: topic.id, limit: "50" });
+    const now = ctx.now();
+    const body = page.memories.map((m) => memoryLine(m, now)).join("\n");
+    return { text: `Topic **${topic.name}** (${page.total} memories):\n\n${body || "(none)"}`, structured: { topic, memories: page.memories, total: page.total } };
+  }
+  const text = flat.map(({ topic, depth }) => `${"  ".repeat(depth)}- **${topic.name}** — id \`${topic.id}\`, hub \`${topic.hub_id}\`, ${topic.total_memory_count} memories`).join("\n");
+  return { text: flat.length ? `Topics:\n\n${text}` : "No topics yet.", structured: { hubs: trees } };
+}
+
+const captureInput = z.object({
+  summary: z.string().trim().min(1).max(20_000).describe("What was accomplished in this session"),
+  decisions: z.array(z.string().trim().min(1).max(2000)).max(100).optional().describe("Decisions made, one per item"),
+  learnings: z.array(z.string().trim().min(1).max(2000)).max(100).optional().describe("Things learned, one per item"),
+  hub_id: hubRef.optional(),
+});
+
+async function capture(env: ToolEnv, args: z.output<typeof captureInput>): Promise<ToolOutput> {
+  const section = (heading: string, items?: string[]) => (items?.length ? `\n\n## ${heading}\n\n${items.map((i) => `- ${i}`).join("\n")}` : "");
+  const content = `## Summary\n\n${args.summary}${section("Decisions", args.decisions)}${section("Learnings", args.learnings)}`;
+  const firstLine = args.summary.split("\n")[0]!.slice(0, 150);
+  return push(env, { content, title: `Session: ${firstLine}`, tags: ["session-capture"], hub_id: args.hub_id, hint: "An agent's end-of-session capture" });
+}
+
+/** The standard tool set of /mcp. */
+export const ENGRAM_TOOLS: ToolDef[] = [
+  define({
+    name: "engram_recall",
+    title: "Recall memories",
+    description:
+      "Search the memories of every hub this connection reaches with a natural-language query; returns the best excerpts ranked by relevance. Use it before answering questions about the project, the team's decisions or past work.",
+    input: recallInput,
+    annotations: read,
+    run: recall,
+  }),
+  define({
+    name: "engram_push",
+    title: "Save a memory",
+    description: "Save a piece of knowledge (a decision, a how-to, notes, code) to Engram. It is classified, chunked and indexed automatically.",
+    input: pushInput,
+    annotations: write,
+    run: (env, args) => push(env, args),
+  }),
+  define({ name: "engram_get", title: "Read a memory", description: "The full content of one memory by id.", input: z.object({ id: memoryId }), annotations: read, run: get }),
+  define({
+    name: "engram_list",
+    title: "List memories",
+    description: "Browse memories, newest (or most used) first, one page at a time.",
+    input: listInput,
+    annotations: read,
+    run: list,
+  }),
+  define({ name: "engram_forget", title: "Delete a memory", description: "Permanently delete one memory by id.", input: z.object({ id: memoryId }), annotations: destroy, run: forget }),
+  define({ name: "engram_hubs", title: "List hubs", description: "The hubs this connection reaches, with slugs, ids and your role.", input: z.object({}), annotations: read, run: hubs }),
+  define({
+    name: "engram_hub_members",
+    title: "List hub members",
+    description: "The members of one hub and their roles.",
+    input: z.object({ hub_id: hubRef }),
+    annotations: read,
+    run: hubMembers,
+  }),
+  define({
+    name: "engram_topics",
+    title: "List topics",
+    description: "The topics memories are filed under, optionally for one hub or one topic.",
+    input: z.object({ topic_id: z.string().uuid().optional(), hub_id: hubRef.optional() }),
+    annotations: read,
+    run: topics,
+  }),
+  define({
+    name: "engram_capture",
+    title: "Capture this session",
+    description: "At the end of a significant work session, save its summary, decisions and learnings as one memory.",
+    input: captureInput,
+    annotations: write,
+    run: capture,
+  }),
+];
+
+const CHATGPT_NAMES: Record<string, string> = {
+  engram_push: "save_memory",
+  engram_list: "list_memories",
+  engram_forget: "delete_memory",
+  engram_hubs: "list_hubs",
+  engram_hub_members: "list_hub_members",
+  engram_topics: "list_topics",
+  engram_capture: "capture_session",
+};
+
+/** ChatGPT connectors and deep research: search + fetch with their fixed shapes, then the rest under plain names. */
+export const CHATGPT_TOOLS: ToolDef[] = [
+  define({
+    name: "search",
+    title: "Search memories",
+    description: "Search Engram memories. Returns ids, titles and links; use fetch for the full text.",
+    input: z.object({ query: z.string().trim().min(1).max(MAX_QUERY_CHARS) }),
+    annotations: read,
+    run: async (env, args) => {
+      const found = await recall(env, { query: args.query, limit: 10 });
+      const memories = (found.structured.memories as { id: string; title: string }[]).map((m) => ({ id: m.id, title: m.title, url: memoryUrl(env.origin, m.id) }));
+      // ChatGPT reads exactly one text item holding this JSON.
+      return { text: JSON.stringify({ results: memories }), structured: { results: memories } };
+    },
+  }),
+  define({
+    name: "fetch",
+    title: "Fetch a memory",
+    description: "The full text of one memory found by search.",
+    input: z.object({ id: memoryId }),
+    annotations: read,
+    run: async (env, args) => {
+      await reachableMemory(env.ctx, args.id);
+      const m = await getMemory(env.ctx, args.id);
+      const doc = {
+        id: m.id,
+        title: m.title,
+        text: m.content,
+        url: memoryUrl(env.origin, m.id),
+        metadata: { kind: m.kind, hub_id: m.hub_id, tags: m.tags, content_type: m.content_type, created_at: m.created_at },
+      };
+      return { text: JSON.stringify(doc), structured: doc };
+    },
+  }),
+  ...ENGRAM_TOOLS.filter((t) => CHATGPT_NAMES[t.name]).map((t) => ({ ...t, name: CHATGPT_NAMES[t.name]! })),
+];
+
+/** memax_* names map onto engram_* ones (agents configured for the contract's original product). */
+export function toolAlias(name: string): string | undefined {
+  return name.startsWith("memax_") ? `engram_${name.slice("memax_".length)}` : undefined;
+}

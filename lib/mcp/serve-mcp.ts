@@ -1,0 +1,113 @@
+import { createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { rateLimiter } from "@/lib/api/rate-limit.ts";
+import { VERSION } from "@/lib/config.ts";
+import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
+
+/** MCP request bodies are bounded like REST ones (content itself is capped at 3 MiB). */
+const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
+
+const INSTRUCTIONS =
+  "Engram is the user's (and their team's) memory. Recall before answering questions about past work, decisions or the project; " +
+  "save durable knowledge (decisions, how-tos, findings) with a push; capture a summary at the end of a significant session.";
+
+/** One McpServer per request (stateless): tools close over the caller's context. */
+function buildServer(env: ToolEnv, tools: ToolDef[]): McpServer {
+  const server = new McpServer({ name: "engram", version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  for (const tool of tools) {
+    server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: tool.annotations }, async (args: unknown) => {
+      try {
+        const out = await tool.run(env, args as never);
+        return { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
+      } catch (error) {
+        // Domain errors are results the model can read and act on, not transport failures.
+        const known = error instanceof ApiError ? error : undefined;
+        if (!known) console.error(`[${env.ctx.requestId}] MCP tool ${tool.name} failed`, error);
+        const code = known?.code ?? "internal";
+        const message = known?.message ?? `Internal error (request ${env.ctx.requestId})`;
+        return { isError: true, content: [{ type: "text" as const, text: `Error (${code}): ${message}` }], structuredContent: { error: { code, message } } };
+      }
+    });
+  }
+  return server;
+}
+
+const handlers = new Map<ToolDef[], ReturnType<typeof createMcpHandler>>();
+
+/** The current protocol revision (per-request envelope), answered with plain JSON. */
+function modernHandler(tools: ToolDef[]) {
+  let handler = handlers.get(tools);
+  if (!handler) {
+    handler = createMcpHandler(({ authInfo }) => buildServer(authInfo!.extra!.env as ToolEnv, tools), { legacy: "reject", responseMode: "json" });
+    handlers.set(tools, handler);
+  }
+  return handler;
+}
+
+function jsonRpcError(status: number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: "2.0", id: null, error: { code, message } }, { status });
+}
+
+async function readBounded(req: Request): Promise<string | undefined> {
+  if (Number(req.headers.get("content-length") ?? 0) > MAX_MCP_BODY_BYTES) return undefined;
+  const text = await req.text();
+  return Buffer.byteLength(text) > MAX_MCP_BODY_BYTES ? undefined : text;
+}
+
+/** Rewrites memax_* tool names to engram_* ones: accepted on tools/call, never listed. */
+function applyAliases(message: unknown): void {
+  const messages = Array.isArray(message) ? message : [message];
+  for (const m of messages) {
+    if (m && typeof m === "object" && (m as { method?: unknown }).method === "tools/call") {
+      const params = (m as { params?: { name?: unknown } }).params;
+      if (params && typeof params.name === "string") params.name = toolAlias(params.name) ?? params.name;
+    }
+  }
+}
+
+/** Tools doing model work count against the heavy bucket too, as their REST endpoints do. */
+const HEAVY_TOOLS = new Set(["engram_recall", "search"]);
+
+async function chargeHeavyTools(ctx: AuthContext, message: unknown): Promise<void> {
+  const messages = Array.isArray(message) ? message : [message];
+  const heavy = messages.some((m) => (m as { method?: unknown })?.method === "tools/call" && HEAVY_TOOLS.has(String((m as { params?: { name?: unknown } }).params?.name)));
+  if (!heavy) return;
+  const limited = await rateLimiter().limit("heavy", ctx.user.id);
+  if (!limited.success) {
+    const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
+    throw new ApiError("rate_limited", `Recall rate limit of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, { limit: limited.limit, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+  }
+}
+
+/**
+ * Serves one Streamable HTTP POST statelessly with JSON responses: 2026-07-28 traffic through
+ * the SDK's per-request handler, 2025-era traffic (2025-03-26 … 2025-11-25) through the SDK's
+ * web-standard transport with enableJsonResponse.
+ */
+export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string): Promise<Response> {
+  const text = await readBounded(req);
+  if (text === undefined) return jsonRpcError(413, -32600, `Request body exceeds ${MAX_MCP_BODY_BYTES} bytes`);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return jsonRpcError(400, -32700, "Parse error: the body is not JSON");
+  }
+  applyAliases(body);
+  await chargeHeavyTools(ctx, body);
+  const env: ToolEnv = { ctx, origin };
+  const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
+  const forward = new Request(req.url, { method: "POST", headers: req.headers, body: text });
+  if (await isLegacyRequest(forward, body)) {
+    const server = buildServer(env, tools);
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(forward, { parsedBody: body, authInfo });
+    } finally {
+      void server.close().catch(() => undefined);
+    }
+  }
+  return modernHandler(tools).fetch(forward, { parsedBody: body, authInfo });
+}

@@ -1,0 +1,55 @@
+import { randomBytes } from "node:crypto";
+import { FULL_ACCESS, type AuthUser, type Credential } from "@/lib/api/context.ts";
+import { hashSecret } from "@/lib/auth/hash-secret.ts";
+import type { Db } from "@/lib/db/database.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { newId } from "@/lib/ids.ts";
+import type { AuthorizeRequest } from "./authorize-request.ts";
+
+/** The consent page acts through the dashboard session: everything the user can. */
+const FULL_ACCESS_CREDENTIAL: Credential = { type: "session", ...FULL_ACCESS };
+
+export const CODE_TTL_MS = 5 * 60 * 1000;
+export const CODE_PREFIX = "eac_";
+
+export interface Consent {
+  /** null = every hub, including ones joined later. */
+  hubIds: string[] | null;
+  write: boolean;
+}
+
+/** The user allowed the client: a grant with what they picked, and a single-use code for it. */
+export async function approveConsent(db: Db, user: AuthUser, request: AuthorizeRequest, consent: Consent, now: Date): Promise<string> {
+  let hubIds: string[] = [];
+  if (consent.hubIds) {
+    // Only hubs the user belongs to right now can be granted.
+    const mine = new Set((await readableHubs({ db, user, credential: FULL_ACCESS_CREDENTIAL })).map((m) => m.hub.id));
+    hubIds = [...new Set(consent.hubIds)].filter((id) => mine.has(id));
+  }
+  const code = `${CODE_PREFIX}${randomBytes(32).toString("base64url")}`;
+  await db.$transaction(async (tx) => {
+    const grant = await tx.oAuthGrant.create({
+      data: {
+        id: newId(),
+        userId: user.id,
+        clientId: request.client.id,
+        hubIds,
+        allHubs: consent.hubIds === null,
+        scope: consent.write && request.wantsWrite ? "read write" : "read",
+        resource: request.resource,
+        createdAt: now,
+      },
+    });
+    await tx.oAuthCode.create({
+      data: {
+        codeHash: hashSecret(code),
+        grantId: grant.id,
+        redirectUri: request.redirectUri,
+        codeChallenge: request.codeChallenge,
+        resource: request.resource,
+        expiresAt: new Date(now.getTime() + CODE_TTL_MS),
+      },
+    });
+  });
+  return code;
+}

@@ -1,0 +1,71 @@
+import { FULL_ACCESS, type AuthUser, type RequestContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { assertSameOrigin, sessionTokenFrom, sessionUserId } from "@/lib/auth/session.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { approveConsent } from "./approve-consent.ts";
+import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck } from "./authorize-request.ts";
+import { AUTHORIZE_FIELDS, consentPage, errorPage } from "./consent-page.ts";
+import { checkConsentToken, consentToken } from "./consent-token.ts";
+import { publicOrigin } from "./public-origin.ts";
+
+async function sessionUser(ctx: RequestContext, req: Request): Promise<AuthUser | undefined> {
+  const userId = await sessionUserId(ctx.db, sessionTokenFrom(req.headers.get("cookie")));
+  if (!userId) return undefined;
+  return (await ctx.db.user.findUnique({ where: { id: userId }, select: { id: true, email: true, name: true } })) ?? undefined;
+}
+
+function redirect(location: string, status = 302): Response {
+  return new Response(null, { status, headers: { location, "cache-control": "no-store", "referrer-policy": "no-referrer" } });
+}
+
+/** Errors go back to the client only once its redirect URI is verified; before that the user sees them. */
+function failure(check: Extract<AuthorizeCheck, { ok: false }>, origin: string): Response {
+  if (!check.redirectUri) return errorPage("This sign-in link is not valid", `${check.error.description} (${check.error.error})`);
+  return redirect(redirectWith(check.redirectUri, { error: check.error.error, error_description: check.error.description, state: check.state, iss: origin }));
+}
+
+/** GET /oauth/authorize: validate, sign in if needed, then show the consent page. */
+export async function showAuthorize(ctx: RequestContext, req: Request): Promise<Response> {
+  const origin = publicOrigin(req);
+  const url = new URL(req.url);
+  const check = await checkAuthorizeRequest(ctx.db, url.searchParams, origin, ctx.now());
+  if (!check.ok) return failure(check, origin);
+  const user = await sessionUser(ctx, req);
+  if (!user) return redirect(`/sign-in?callbackUrl=${encodeURIComponent(`/oauth/authorize${url.search}`)}`);
+  const params = new URLSearchParams(url.searchParams);
+  params.set("redirect_uri", check.request.redirectUri);
+  const csrf = consentToken(await serverSecret(ctx.db), user.id, params, ctx.now().getTime());
+  return consentPage({ request: check.request, params, user, hubs: await readableHubs({ db: ctx.db, user, credential: { type: "session", ...FULL_ACCESS } }), csrf });
+}
+
+/** POST /oauth/authorize: the consent form. Allow → a grant and a code; deny → access_denied. */
+export async function submitAuthorize(ctx: RequestContext, req: Request): Promise<Response> {
+  const origin = publicOrigin(req);
+  const form = new URLSearchParams(await req.text());
+  const user = await sessionUser(ctx, req);
+  if (!user) return errorPage("Signed out", "Your session ended; start connecting the app again.", 401);
+  try {
+    assertSameOrigin(req);
+  } catch (error) {
+    if (error instanceof ApiError) return errorPage("Refused", error.message, 403);
+    throw error;
+  }
+  const params = new URLSearchParams();
+  for (const name of AUTHORIZE_FIELDS) {
+    const values = form.getAll(name);
+    for (const value of values) params.append(name, value);
+  }
+  if (!checkConsentToken(await serverSecret(ctx.db), user.id, params, form.get("csrf"), ctx.now().getTime())) {
+    return errorPage("This consent form expired", "Go back to the app and connect again.", 403);
+  }
+  const check = await checkAuthorizeRequest(ctx.db, params, origin, ctx.now());
+  if (!check.ok) return failure(check, origin);
+  const { request } = check;
+  if (form.get("decision") !== "allow") {
+    return redirect(redirectWith(request.redirectUri, { error: "access_denied", error_description: "The user denied access", state: request.state, iss: origin }), 303);
+  }
+  const hubIds = form.get("hubs") === "selected" ? form.getAll("hub_ids") : null;
+  const code = await approveConsent(ctx.db, user, request, { hubIds, write: form.get("access") === "write" }, ctx.now());
+  return redirect(redirectWith(request.redirectUri, { code, state: request.state, iss: origin }), 303);
+}

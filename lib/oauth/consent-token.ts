@@ -1,0 +1,22 @@
+import { sign, verify } from "@/lib/api/server-secret.ts";
+
+/** A consent form is good for this long after it was shown. */
+const CONSENT_TTL_MS = 15 * 60 * 1000;
+
+function payload(userId: string, params: URLSearchParams, issuedAt: number): string {
+  const fields = ["client_id", "redirect_uri", "code_challenge", "resource", "state"].map((name) => params.get(name) ?? "");
+  return `consent:${userId}:${issuedAt}:${JSON.stringify(fields)}`;
+}
+
+/** Binds the consent form to this user and this exact authorization request (CSRF). */
+export function consentToken(secret: Buffer, userId: string, params: URLSearchParams, nowMs: number): string {
+  return `${nowMs}.${sign(secret, payload(userId, params, nowMs), 32)}`;
+}
+
+export function checkConsentToken(secret: Buffer, userId: string, params: URLSearchParams, token: string | null, nowMs: number): boolean {
+  const [issued, signature, extra] = (token ?? "").split(".");
+  const issuedAt = Number(issued);
+  if (!signature || extra !== undefined || !Number.isSafeInteger(issuedAt)) return false;
+  if (nowMs - issuedAt > CONSENT_TTL_MS || issuedAt > nowMs + 60_000) return false;
+  return verify(secret, payload(userId, params, issuedAt), signature, 32);
+}

@@ -1,0 +1,90 @@
+import type { Db } from "@/lib/db/database.ts";
+import { OAuthError } from "./oauth-error.ts";
+import { MAX_REDIRECT_URIS, assertRedirectUri, isLoopbackHost } from "./redirect-uri.ts";
+
+export interface OAuthClientInfo {
+  id: string;
+  name: string;
+  redirectUris: string[];
+  kind: string;
+  clientUri: string | null;
+}
+
+/** Client ID metadata documents are re-read at most this often. */
+const METADATA_TTL_MS = 24 * 60 * 60 * 1000;
+const METADATA_TIMEOUT_MS = 5000;
+const METADATA_MAX_BYTES = 64 * 1024;
+
+/** A client_id that is a URL names a client ID metadata document. */
+export function isMetadataDocumentId(clientId: string): boolean {
+  return /^https?:\/\//i.test(clientId);
+}
+
+/**
+ * The client behind a client_id: a registered one (RFC 7591), or the client ID metadata
+ * document at that https URL, fetched and cached. Unknown → invalid_client.
+ */
+export async function findClient(db: Db, clientId: string | null | undefined, now: Date): Promise<OAuthClientInfo> {
+  if (!clientId || clientId.length > 2000) throw new OAuthError("invalid_request", "client_id is required");
+  const stored = await db.oAuthClient.findUnique({ where: { id: clientId } });
+  if (!isMetadataDocumentId(clientId)) {
+    if (!stored) throw new OAuthError("invalid_client", "Unknown client_id: register the client first");
+    return stored;
+  }
+  if (stored && stored.fetchedAt && now.getTime() - stored.fetchedAt.getTime() < METADATA_TTL_MS) return stored;
+  const doc = await fetchMetadataDocument(clientId);
+  const data = { name: doc.name, redirectUris: doc.redirectUris, kind: "metadata_document", clientUri: doc.clientUri, fetchedAt: now };
+  return db.oAuthClient.upsert({ where: { id: clientId }, create: { id: clientId, ...data }, update: data });
+}
+
+function assertMetadataUrl(clientId: string): URL {
+  let url: URL;
+  try {
+    url = new URL(clientId);
+  } catch {
+    throw new OAuthError("invalid_client", "client_id is not a valid URL");
+  }
+  // Plain http only for loopback documents, and only when the operator allows it (local development and tests).
+  const insecureOk = url.protocol === "http:" && isLoopbackHost(url.hostname) && process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA === "1";
+  if ((url.protocol !== "https:" && !insecureOk) || url.pathname === "/" || url.hash || url.username || url.password) {
+    throw new OAuthError("invalid_client", "A client ID metadata document URL must be https with a path, no fragment and no credentials");
+  }
+  return url;
+}
+
+async function fetchMetadataDocument(clientId: string): Promise<{ name: string; redirectUris: string[]; clientUri: string | null }> {
+  const url = assertMetadataUrl(clientId);
+  let text: string;
+  try {
+    const res = await fetch(url, { headers: { accept: "application/json" }, redirect: "error", signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
+    if (!res.ok) throw new Error(`status ${res.status}`);
+    const declared = Number(res.headers.get("content-length") ?? 0);
+    if (declared > METADATA_MAX_BYTES) throw new Error("too large");
+    text = await res.text();
+    if (Buffer.byteLength(text) > METADATA_MAX_BYTES) throw new Error("too large");
+  } catch (error) {
+    throw new OAuthError("invalid_client", `Could not fetch the client ID metadata document (${(error as Error).message})`);
+  }
+  let doc: Record<string, unknown>;
+  try {
+    doc = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    throw new OAuthError("invalid_client", "The client ID metadata document is not JSON");
+  }
+  if (doc.client_id !== clientId) throw new OAuthError("invalid_client", "The metadata document's client_id does not match its URL");
+  const uris = doc.redirect_uris;
+  if (!Array.isArray(uris) || uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
+    throw new OAuthError("invalid_client", `The metadata document needs 1 to ${MAX_REDIRECT_URIS} redirect_uris`);
+  }
+  let redirectUris: string[];
+  try {
+    redirectUris = uris.map(assertRedirectUri);
+  } catch (error) {
+    throw new OAuthError("invalid_client", `The metadata document has a bad redirect URI: ${(error as Error).message}`);
+  }
+  const method = doc.token_endpoint_auth_method;
+  if (method !== undefined && method !== "none") throw new OAuthError("invalid_client", "Only public clients (token_endpoint_auth_method none) are supported");
+  const name = typeof doc.client_name === "string" && doc.client_name.trim() ? doc.client_name.trim().slice(0, 200) : url.host;
+  const clientUri = typeof doc.client_uri === "string" ? doc.client_uri.slice(0, 2000) : null;
+  return { name, redirectUris, clientUri };
+}

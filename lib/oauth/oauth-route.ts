@@ -1,0 +1,52 @@
+import type { RequestContext } from "@/lib/api/context.ts";
+import { withPublic, type RouteHandler } from "@/lib/api/with-auth.ts";
+import { OAuthError, oauthErrorResponse } from "./oauth-error.ts";
+
+const CORS = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+  "Access-Control-Allow-Headers": "authorization, content-type, mcp-protocol-version",
+  "Access-Control-Max-Age": "86400",
+};
+
+/**
+ * An OAuth endpoint: no credential, rate-limited per address, errors as RFC 6749 JSON.
+ * Browser-based MCP clients call these cross-origin; they carry no cookies, so CORS is open.
+ */
+export function oauthRoute(handler: (ctx: RequestContext, req: Request) => Promise<Response>, options: { cors?: boolean } = {}): RouteHandler {
+  return withPublic({ bucket: "light" }, async (ctx, req) => {
+    let response: Response;
+    try {
+      response = await handler(ctx, req);
+    } catch (error) {
+      response = oauthErrorResponse(error, ctx.requestId);
+    }
+    if (options.cors !== false) for (const [name, value] of Object.entries(CORS)) response.headers.set(name, value);
+    return response;
+  });
+}
+
+/** Preflight answer for the CORS-enabled OAuth and MCP endpoints. */
+export async function corsPreflight(): Promise<Response> {
+  return new Response(null, { status: 204, headers: CORS });
+}
+
+const MAX_FORM_BYTES = 64 * 1024;
+
+/** An OAuth request body: form-encoded (the standard) or JSON (some clients), as URLSearchParams. */
+export async function readOAuthParams(req: Request): Promise<URLSearchParams> {
+  const text = await req.text();
+  if (Buffer.byteLength(text) > MAX_FORM_BYTES) throw new OAuthError("invalid_request", "Request body too large");
+  const type = req.headers.get("content-type") ?? "";
+  if (!type.includes("application/json")) return new URLSearchParams(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new OAuthError("invalid_request", "The body is not valid JSON");
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) throw new OAuthError("invalid_request", "The body must be an object");
+  const params = new URLSearchParams();
+  for (const [key, v] of Object.entries(value)) if (typeof v === "string") params.set(key, v);
+  return params;
+}

@@ -1,0 +1,36 @@
+import { randomBytes } from "node:crypto";
+import type { Db } from "@/lib/db/database.ts";
+import { OAuthError } from "./oauth-error.ts";
+import { MAX_REDIRECT_URIS, assertRedirectUri } from "./redirect-uri.ts";
+
+/** RFC 7591 dynamic client registration for public clients (PKCE, no client secret). */
+export async function registerClient(db: Db, body: unknown, now: Date) {
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw new OAuthError("invalid_client_metadata", "The body must be a JSON object of client metadata");
+  const meta = body as Record<string, unknown>;
+  const uris = meta.redirect_uris;
+  if (!Array.isArray(uris) || uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
+    throw new OAuthError("invalid_redirect_uri", `redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
+  }
+  const redirectUris = [...new Set(uris.map(assertRedirectUri))];
+  const grantTypes = meta.grant_types ?? ["authorization_code", "refresh_token"];
+  if (!Array.isArray(grantTypes) || grantTypes.some((g) => g !== "authorization_code" && g !== "refresh_token")) {
+    throw new OAuthError("invalid_client_metadata", "grant_types may only be authorization_code and refresh_token");
+  }
+  const responseTypes = meta.response_types ?? ["code"];
+  if (!Array.isArray(responseTypes) || responseTypes.some((r) => r !== "code")) throw new OAuthError("invalid_client_metadata", 'response_types may only be ["code"]');
+  const name = typeof meta.client_name === "string" && meta.client_name.trim() ? meta.client_name.trim().slice(0, 200) : "Unnamed MCP client";
+  const clientUri = typeof meta.client_uri === "string" && /^https?:\/\//.test(meta.client_uri) ? meta.client_uri.slice(0, 2000) : null;
+  const id = `ec_${randomBytes(18).toString("base64url")}`;
+  await db.oAuthClient.create({ data: { id, name, redirectUris, kind: "registered", clientUri, createdAt: now } });
+  // Confidential auth methods are answered with "none": this server issues no client secrets (RFC 7591 §3.2.1 lets it choose).
+  return {
+    client_id: id,
+    client_id_issued_at: Math.floor(now.getTime() / 1000),
+    client_name: name,
+    redirect_uris: redirectUris,
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+    ...(clientUri && { client_uri: clientUri }),
+  };
+}

@@ -1,0 +1,303 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { encode } from "next-auth/jwt";
+import { sessionSecret } from "@/lib/auth/session.ts";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { createHarness, type Client as ApiClient, type Harness } from "./support/harness.ts";
+import { startAppServer } from "./support/app-server.ts";
+import { indexMemories } from "./recall-helpers.ts";
+
+/**
+ * The MCP SDK's own client against the real route handlers behind a real HTTP listener
+ * (tests/support/app-server.ts): the same handler code `next start` serves, without a
+ * production build per test run, on a fresh embedded database.
+ */
+
+let h: Harness;
+let server: { url: string; close(): Promise<void> };
+let ann: ApiClient;
+let bob: ApiClient;
+let teamHubId: string;
+let teamSlug: string;
+let bobHubId: string;
+const open: Client[] = [];
+
+beforeAll(async () => {
+  h = await createHarness();
+  server = await startAppServer(3510);
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+  teamHubId = await h.teamHub(ann);
+  teamSlug = (await h.db.hub.findUniqueOrThrow({ where: { id: teamHubId } })).slug;
+  bobHubId = await h.teamHub(bob);
+});
+afterAll(async () => {
+  for (const client of open) await client.close().catch(() => undefined);
+  await server?.close();
+  await h?.close();
+});
+
+async function connect(key: string | undefined, options: { path?: string; negotiation?: "legacy" | "auto" } = {}) {
+  const client = new Client({ name: "engram-test", version: "1.0.0" }, { versionNegotiation: { mode: options.negotiation ?? "legacy" } });
+  const transport = new StreamableHTTPClientTransport(new URL(`${server.url}${options.path ?? "/mcp"}`), {
+    requestInit: key ? { headers: { authorization: `Bearer ${key}` } } : undefined,
+  });
+  await client.connect(transport);
+  open.push(client);
+  return client;
+}
+
+type Result = Awaited<ReturnType<Client["callTool"]>>;
+const text = (r: Result) => (r.content as { type: string; text: string }[]).map((c) => c.text).join("\n");
+const data = <T = any>(r: Result) => r.structuredContent as T;
+
+async function raw(body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${server.url}/mcp`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, type: res.headers.get("content-type"), body: (await res.json().catch(() => undefined)) as any };
+}
+
+describe("protocol", () => {
+  it("lists the tools with annotations, and no memax_* aliases", async () => {
+    const client = await connect(ann.key);
+    expect(client.getServerVersion()?.name).toBe("engram");
+    const { tools } = await client.listTools();
+    const byName = new Map(tools.map((t) => [t.name, t]));
+    expect([...byName.keys()].sort()).toEqual(
+      ["engram_capture", "engram_forget", "engram_get", "engram_hub_members", "engram_hubs", "engram_list", "engram_push", "engram_recall", "engram_topics"].sort(),
+    );
+    expect(byName.get("engram_recall")!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+    expect(byName.get("engram_push")!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
+    expect(byName.get("engram_forget")!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    expect(byName.get("engram_recall")!.inputSchema.required).toEqual(["query"]);
+    expect(tools.some((t) => t.name.startsWith("memax_"))).toBe(false);
+  });
+
+  it("answers the 2026-07-28 revision and 2025-03-26 initialize, statelessly, in JSON", async () => {
+    const modern = await connect(ann.key, { negotiation: "auto" });
+    expect((await modern.listTools()).tools).toHaveLength(9);
+    expect(data(await modern.callTool({ name: "engram_hubs", arguments: {} })).hubs.length).toBeGreaterThan(0);
+
+    const init = await raw({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "old", version: "1" } } });
+    expect(init.status).toBe(200);
+    expect(init.type).toContain("application/json");
+    expect(init.body.result.protocolVersion).toBe("2025-03-26");
+    // No session: a tools/call needs nothing from an earlier request.
+    const call = await raw({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "engram_hubs", arguments: {} } }, { "mcp-protocol-version": "2025-03-26" });
+    expect(call.status).toBe(200);
+    expect(call.body.result.content[0].text).toContain("Personal");
+    expect((await fetch(`${server.url}/mcp`, { headers: { authorization: `Bearer ${ann.key}` } })).status).toBe(405);
+    const preflight = await fetch(`${server.url}/mcp`, { method: "OPTIONS", headers: { origin: "http://inspector.example", "access-control-request-method": "POST" } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("mcp-protocol-version");
+    const garbage = await fetch(`${server.url}/mcp`, { method: "POST", headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json" }, body: "{not json" });
+    expect(garbage.status).toBe(400);
+    expect(((await garbage.json()) as any).error.code).toBe(-32700);
+  });
+
+  it("refuses the dashboard cookie and a bad key with 401", async () => {
+    const cookie = `next-auth.session-token=${await encode({ token: { sub: ann.id }, secret: await sessionSecret(h.db) })}`;
+    // Cross-site pages could ride the cookie; MCP takes bearer credentials only.
+    const res = await fetch(`${server.url}/mcp`, {
+      method: "POST",
+      headers: { cookie, origin: server.url, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toContain("resource_metadata=");
+    await expect(connect(`egk_${randomBytes(32).toString("base64url")}`)).rejects.toThrow();
+  });
+});
+
+describe("rate limits", () => {
+  it("engram_recall counts against the heavy bucket, other tools do not", async () => {
+    // A frozen clock: a minute boundary between the calls would otherwise let the sliding window admit one more.
+    const frozen = Date.now();
+    setRateLimiter(new MemoryRateLimiter({ regular: 1_000, heavy: 2, light: 1_000 }, () => frozen));
+    try {
+      const recall = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } };
+      const headers = { "mcp-protocol-version": "2025-03-26" };
+      expect((await raw(recall, headers)).status).toBe(200);
+      expect((await raw(recall, headers)).status).toBe(200);
+      const limited = await raw(recall, headers);
+      expect(limited.status).toBe(429);
+      expect(limited.body.error.code).toBe("rate_limited");
+      expect((await raw({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "engram_hubs", arguments: {} } }, headers)).status).toBe(200);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+    }
+  });
+});
+
+describe("tools", () => {
+  it("push → recall → get → forget", async () => {
+    const client = await connect(ann.key);
+    const tag = randomBytes(4).toString("hex");
+    const pushed = await client.callTool({
+      name: "engram_push",
+      arguments: { content: `# Deploys ${tag}\n\nWe deploy the zephyr service with blue-green switches on Fridays.`, tags: ["ops"], hub_id: teamSlug },
+    });
+    expect(pushed.isError).toBeFalsy();
+    const memory = data(pushed).memory;
+    expect(memory).toMatchObject({ hub_id: teamHubId, source: "mcp", tags: ["ops"] });
+    expect(text(pushed)).toContain(memory.id);
+    await indexMemories(h.db, [memory.id]);
+
+    const recalled = await client.callTool({ name: "engram_recall", arguments: { query: `how do we deploy zephyr ${tag}` } });
+    expect(recalled.isError).toBeFalsy();
+    expect(data(recalled).memories[0].id).toBe(memory.id);
+    expect(text(recalled)).toMatch(new RegExp(`1\\. \\*\\*Deploys ${tag}\\*\\* — \\w+, score \\d\\.\\d\\d, just now, hub Team \\d+, id \`${memory.id}\``));
+    expect(text(recalled)).toContain("> We deploy the zephyr service");
+    // The same query over REST finds the same memory first: one implementation.
+    const rest = await ann.post("/v1/recall", { query: `how do we deploy zephyr ${tag}` });
+    expect(rest.body.data.memories[0].id).toBe(memory.id);
+
+    const got = await client.callTool({ name: "engram_get", arguments: { id: memory.id } });
+    expect(text(got)).toContain("blue-green switches");
+    expect(data(got).memory.content).toContain("zephyr");
+    expect(data(got).url).toBe(`${server.url}/memories/${memory.id}`);
+
+    const forgot = await client.callTool({ name: "engram_forget", arguments: { id: memory.id } });
+    expect(data(forgot)).toEqual({ id: memory.id, deleted: true });
+    expect((await ann.get(`/v1/memories/${memory.id}`)).status).toBe(404);
+    const gone = await client.callTool({ name: "engram_get", arguments: { id: memory.id } });
+    expect(gone.isError).toBe(true);
+    expect(data(gone).error.code).toBe("not_found");
+  });
+
+  it("lists with a cursor", async () => {
+    const carol = await h.user("Carol");
+    for (let i = 0; i < 5; i++) expect((await carol.post("/v1/memories", { content: `list item ${i} ${randomBytes(3).toString("hex")}` })).status).toBe(201);
+    const client = await connect(carol.key);
+    const first = await client.callTool({ name: "engram_list", arguments: { limit: 2 } });
+    expect(data(first).memories).toHaveLength(2);
+    expect(data(first).has_more).toBe(true);
+    expect(data(first).total).toBe(5);
+    expect(text(first)).toContain(data(first).next_cursor);
+    const seen = new Set(data(first).memories.map((m: { id: string }) => m.id));
+    let cursor = data(first).next_cursor;
+    while (cursor) {
+      const next = await client.callTool({ name: "engram_list", arguments: { limit: 2, cursor } });
+      for (const m of data(next).memories) seen.add(m.id);
+      cursor = data(next).next_cursor;
+    }
+    expect(seen.size).toBe(5);
+    const bad = await client.callTool({ name: "engram_list", arguments: { cursor: "forged.cursor" } });
+    expect(bad.isError).toBe(true);
+    expect(data(bad).error.code).toBe("invalid_cursor");
+  });
+
+  it("hubs, members, topics and capture; hub_id takes an id, a slug or personal", async () => {
+    const client = await connect(ann.key);
+    const hubs = data(await client.callTool({ name: "engram_hubs", arguments: {} })).hubs.map((x: any) => x.hub.id);
+    expect(hubs).toEqual(expect.arrayContaining([ann.personalHubId, teamHubId]));
+    expect(hubs).not.toContain(bobHubId);
+    const members = await client.callTool({ name: "engram_hub_members", arguments: { hub_id: teamSlug } });
+    expect(text(members)).toContain("Ann");
+    expect((await ann.post("/v1/topics", { name: "Runbooks", hub_id: teamHubId })).status).toBe(201);
+    const topics = await client.callTool({ name: "engram_topics", arguments: { hub_id: teamHubId } });
+    expect(text(topics)).toContain("Runbooks");
+    const capture = await client.callTool({ name: "engram_capture", arguments: { summary: "Moved CI to arm runners", decisions: ["Use arm64"], learnings: ["Builds are 30% faster"] } });
+    const captured = data(capture).memory;
+    expect(captured).toMatchObject({ hub_id: ann.personalHubId, tags: ["session-capture"] });
+    const full = data(await client.callTool({ name: "engram_get", arguments: { id: captured.id } })).memory.content;
+    expect(full).toContain("## Decisions\n\n- Use arm64");
+    expect(full).toContain("## Learnings\n\n- Builds are 30% faster");
+    const personal = await client.callTool({ name: "engram_push", arguments: { content: `personal ${randomBytes(3).toString("hex")}`, hub_id: "personal" } });
+    expect(data(personal).memory.hub_id).toBe(ann.personalHubId);
+  });
+
+  it("accepts memax_* names on tools/call", async () => {
+    const client = await connect(ann.key);
+    const res = await client.callTool({ name: "memax_hubs", arguments: {} });
+    expect(res.isError).toBeFalsy();
+    expect(data(res).hubs.length).toBeGreaterThan(0);
+  });
+
+  it("never reaches a hub the credential cannot, and errors are isError results", async () => {
+    const secret = `bob-only ${randomBytes(4).toString("hex")} quasar`;
+    const bobMemory = (await bob.post("/v1/memories", { content: secret }, { headers: { "x-hub-id": bobHubId } })).body.data;
+    await indexMemories(h.db, [bobMemory.id]);
+    const client = await connect(ann.key);
+    const attempts: [string, Record<string, unknown>][] = [
+      ["engram_get", { id: bobMemory.id }],
+      ["engram_forget", { id: bobMemory.id }],
+      ["engram_push", { content: "intrusion", hub_id: bobHubId }],
+      ["engram_list", { hub_id: bobHubId }],
+      ["engram_hub_members", { hub_id: bobHubId }],
+      ["engram_topics", { hub_id: bobHubId }],
+      ["memax_get", { id: bobMemory.id }],
+    ];
+    for (const [name, args] of attempts) {
+      const res = await client.callTool({ name, arguments: args });
+      expect(res.isError, name).toBe(true);
+      expect(data(res).error.code, name).toBe("not_found");
+      expect(JSON.stringify(res)).not.toContain(secret);
+    }
+    const recall = await client.callTool({ name: "engram_recall", arguments: { query: secret, hub_id: bobHubId } });
+    expect(recall.isError).toBe(true);
+    const recallAll = await client.callTool({ name: "engram_recall", arguments: { query: secret } });
+    expect(JSON.stringify(recallAll)).not.toContain(bobMemory.id);
+    expect((await bob.get(`/v1/memories/${bobMemory.id}`)).status).toBe(200);
+
+    // Role checks hold too: a viewer cannot push into the hub.
+    const viewerHub = await h.teamHub(bob, [[ann, "viewer"]]);
+    const viewerPush = await client.callTool({ name: "engram_push", arguments: { content: "viewer push", hub_id: viewerHub } });
+    expect(data(viewerPush).error.code).toBe("forbidden");
+    // Bad arguments are tool errors too, not transport failures.
+    const invalid = await client.callTool({ name: "engram_recall", arguments: { query: "" } });
+    expect(invalid.isError).toBe(true);
+    const unknownHub = await client.callTool({ name: "engram_push", arguments: { content: "x", hub_id: "no-such-slug" } });
+    expect(text(unknownHub)).toContain("Error (not_found): Hub not found");
+  });
+});
+
+describe("API key scopes and hub restrictions (the one hub-access resolver)", () => {
+  it("a read-only key reads but cannot write; a hub-limited key reaches only its hubs", async () => {
+    const readOnly = await ann.post("/v1/auth/api-keys", { name: "mcp read", scopes: ["read"] });
+    expect(readOnly.status).toBe(201);
+    const reader = await connect(readOnly.body.data.key);
+    expect((await reader.callTool({ name: "engram_hubs", arguments: {} })).isError).toBeFalsy();
+    const push = await reader.callTool({ name: "engram_push", arguments: { content: "read-only push" } });
+    expect(push.isError).toBe(true);
+    expect(data(push).error.code).toBe("forbidden");
+
+    const personal = (await ann.post("/v1/memories", { content: `personal only ${randomBytes(4).toString("hex")}` })).body.data;
+    expect((await ann.post("/v1/memories", { content: `team ${randomBytes(4).toString("hex")}` }, { headers: { "x-hub-id": teamHubId } })).status).toBe(201);
+    const limited = await ann.post("/v1/auth/api-keys", { name: "mcp team", hub_ids: [teamHubId] });
+    expect(limited.status).toBe(201);
+    const agent = await connect(limited.body.data.key);
+    const hubs = data(await agent.callTool({ name: "engram_hubs", arguments: {} })).hubs.map((x: any) => x.hub.id);
+    expect(hubs).toEqual([teamHubId]);
+    const got = await agent.callTool({ name: "engram_get", arguments: { id: personal.id } });
+    expect(data(got).error.code).toBe("not_found");
+    const intoPersonal = await agent.callTool({ name: "engram_push", arguments: { content: "x", hub_id: "personal" } });
+    expect(data(intoPersonal).error.code).toBe("not_found");
+    const listed = await agent.callTool({ name: "engram_list", arguments: {} });
+    expect(new Set(data(listed).memories.map((m: { hub_id: string }) => m.hub_id))).toEqual(new Set([teamHubId]));
+  });
+});
+
+describe("/mcp/chatgpt", () => {
+  it("search returns one text item of results with dashboard urls; fetch returns the document", async () => {
+    const tag = randomBytes(4).toString("hex");
+    const memory = (await ann.post("/v1/memories", { title: `Chat ${tag}`, content: `The nebula pipeline ${tag} retries three times.` })).body.data;
+    await indexMemories(h.db, [memory.id]);
+    const client = await connect(ann.key, { path: "/mcp/chatgpt" });
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(["search", "fetch", "save_memory", "list_memories", "delete_memory", "list_hubs"]));
+    const found = await client.callTool({ name: "search", arguments: { query: `nebula pipeline ${tag}` } });
+    expect(found.content).toHaveLength(1);
+    const results = JSON.parse(text(found)).results;
+    expect(results[0]).toEqual({ id: memory.id, title: `Chat ${tag}`, url: `${server.url}/memories/${memory.id}` });
+    const fetched = await client.callTool({ name: "fetch", arguments: { id: memory.id } });
+    const doc = JSON.parse(text(fetched));
+    expect(doc).toMatchObject({ id: memory.id, title: `Chat ${tag}`, url: `${server.url}/memories/${memory.id}` });
+    expect(doc.text).toContain("retries three times");
+    expect(doc.metadata.hub_id).toBe(ann.personalHubId);
+  });
+});

@@ -1,0 +1,43 @@
+import { createServer, type Server } from "node:http";
+import { routerFor } from "./router.ts";
+
+/**
+ * The real route handlers behind a real HTTP listener on 127.0.0.1, so HTTP clients (the MCP
+ * SDK's client, OAuth flows) talk to Engram over the wire without a production build.
+ */
+export async function startAppServer(port: number, dirs = ["v1", "mcp", "oauth", ".well-known"]): Promise<{ url: string; close(): Promise<void> }> {
+  const dispatch = routerFor(dirs);
+  const server: Server = createServer(async (req, res) => {
+    try {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const headers = new Headers();
+      for (const [name, value] of Object.entries(req.headers)) {
+        if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+        else if (value !== undefined) headers.set(name, value);
+      }
+      const body = chunks.length && req.method !== "GET" && req.method !== "HEAD" ? Buffer.concat(chunks) : undefined;
+      const response = await dispatch(new Request(`http://127.0.0.1:${port}${req.url}`, { method: req.method, headers, body }));
+      const out: Record<string, string | string[]> = {};
+      response.headers.forEach((value, name) => {
+        if (name === "set-cookie") return;
+        out[name] = value;
+      });
+      const cookies = response.headers.getSetCookie();
+      if (cookies.length) out["set-cookie"] = cookies;
+      res.writeHead(response.status, out);
+      res.end(Buffer.from(await response.arrayBuffer()));
+    } catch (error) {
+      console.error("app server", error);
+      res.writeHead(500).end();
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve());
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
