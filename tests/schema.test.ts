@@ -70,10 +70,26 @@ describe("schema and migrations agree", () => {
     expect(await db.setting.findUnique({ where: { key: "rt" } })).toEqual(more.setting);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
     expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
+    // Agent configs and sessions (issue 15).
+    const config = await db.agentConfig.create({
+      data: { id: newId(), ownerId: user.id, agent: "claude-code", filePath: "CLAUDE.md", scope: "global", content: "c", contentHash: "h", sizeBytes: 1, version: 2, deletedAt: now, contentExpiresAt: now, createdAt: now, updatedAt: now },
+    });
+    const configVersion = await db.agentConfigVersion.create({ data: { id: newId(), configId: config.id, version: 2, content: "c", contentHash: "h", deviceId: "d", createdAt: now } });
+    const configDevice = await db.agentConfigDevice.create({ data: { configId: config.id, deviceId: "d", syncedVersion: 2, syncedHash: "h", deleted: true, removed: true, localPath: "/p", updatedAt: now } });
+    const session = await db.agentSession.create({
+      data: { id: newId(), ownerId: user.id, agent: "codex", sessionId: "s1", title: "t", projectPath: "/p", deviceId: "d", contentType: "application/jsonl", contentHash: "h", sizeBytes: 1, storeKey: "k", createdAt: now, updatedAt: now },
+    });
+    const blob = await db.agentSessionBlob.create({ data: { key: "k", content: "c", createdAt: now } });
+    expect(await db.agentConfig.findUnique({ where: { id: config.id } })).toEqual(config);
+    expect(await db.agentConfigVersion.findUnique({ where: { id: configVersion.id } })).toEqual(configVersion);
+    expect(await db.agentConfigDevice.findUnique({ where: { configId_deviceId: { configId: config.id, deviceId: "d" } } })).toEqual(configDevice);
+    expect(await db.agentSession.findUnique({ where: { id: session.id } })).toEqual(session);
+    expect(await db.agentSessionBlob.findUnique({ where: { key: "k" } })).toEqual(blob);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "topic", "user"].sort(),
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "topic", "user",
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });
