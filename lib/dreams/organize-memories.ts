@@ -22,7 +22,7 @@ export interface OrganizePlan {
 }
 
 /** Open clusters at most: bounds the work to n × this comparisons. */
-const MAX_OPEN_CLUSTERS = 300;
+const MAX_OPEN_CLUSTERS = 150;
 
 class Centroid {
   readonly sum: Float32Array;

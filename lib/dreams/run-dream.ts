@@ -3,6 +3,7 @@ import { newId } from "@/lib/ids.ts";
 import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import type { DreamConfig } from "./dream-config.ts";
+import { archiveSuperseded, assignTopics, insertOrganizeActions } from "./bulk-updates.ts";
 import { buildDreamReport } from "./dream-report-text.ts";
 import { findSimilarPairs, olderNewer, type DreamMemory } from "./find-similar-pairs.ts";
 import { organizeMemories } from "./organize-memories.ts";
@@ -18,6 +19,8 @@ export interface DreamDeps {
   now?: () => Date;
   /** Tests: called after each committed batch (throw to simulate a crash there). */
   afterBatch?: (phase: DreamPhase, batch: number) => void | Promise<void>;
+  /** The hub's memories as loaded by the first phase of this attempt; later phases reuse them. */
+  cache?: { memories?: DreamMemory[] };
 }
 
 /** Another worker took the run over (its heartbeat looked dead): stop without touching it. */
@@ -58,9 +61,10 @@ export async function executeDreamRun(deps: DreamDeps, runId: string, owner: str
   const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
   let timedOut = false;
   const startIndex = run.phase === "done" ? DREAM_PHASES.length : Math.max(0, DREAM_PHASES.indexOf(run.phase as DreamPhase));
+  const cached = { ...deps, cache: deps.cache ?? {} };
   for (const phase of DREAM_PHASES.slice(startIndex)) {
     try {
-      await runDreamPhase(deps, runId, owner, phase, startedAt);
+      await runDreamPhase(cached, runId, owner, phase, startedAt);
     } catch (error) {
       if (!(error instanceof OutOfTimeError)) throw error;
       timedOut = true;
@@ -120,6 +124,20 @@ export async function runDreamPhase(deps: DreamDeps, runId: string, owner: strin
 }
 
 async function loadMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory[]> {
+  if (deps.cache?.memories) return deps.cache.memories;
+  const memories = await readMemories(deps, hubId);
+  if (deps.cache) deps.cache.memories = memories;
+  return memories;
+}
+
+/** Memories archived by this attempt leave the cached set. */
+function forget(deps: DreamDeps, ids: Iterable<string>): void {
+  if (!deps.cache?.memories) return;
+  const gone = new Set(ids);
+  deps.cache.memories = deps.cache.memories.filter((m) => !gone.has(m.id));
+}
+
+async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory[]> {
   const [rows, embeddings] = await Promise.all([
     deps.db.memory.findMany({ where: { hubId, state: "active" }, select: { id: true, title: true, content: true, updatedAt: true, topicId: true } }),
     memoryEmbeddings(deps.sql, hubId),
@@ -152,9 +170,12 @@ async function exclusions(db: Db, hubId: string) {
 const excerpt = (text: string) => (text.length > 280 ? `${text.slice(0, 277)}…` : text);
 
 async function similarPhase(ctx: BatchContext, hubId: string) {
+  const t0 = performance.now();
   const memories = await loadMemories(ctx.deps, hubId);
   const excluded = await exclusions(ctx.deps.db, hubId);
+  const t1 = performance.now();
   const { pairs, candidates } = findSimilarPairs(memories, ctx.deps.config);
+  const t2 = performance.now();
   const touched = new Set<string>();
   const actions: { type: "merge" | "contradiction"; older: DreamMemory; newer: DreamMemory; cosine: number; reason: string; details: object }[] = [];
   for (const pair of pairs) {
@@ -185,34 +206,33 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   const contentOf = new Map(contents.map((c) => [c.id, c.content]));
   for (const batch of chunked(final, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, now) => {
+      const rows = [];
+      const archived = await archiveSuperseded(tx, batch.filter((a) => a.type === "merge").map((a) => ({ older: a.older.id, newer: a.newer.id })), now);
       for (const action of batch) {
-        if (action.type === "merge") {
-          const archived = await tx.memory.updateMany({ where: { id: action.older.id, state: "active" }, data: { state: "archived", supersededBy: action.newer.id, updatedAt: now } });
-          if (archived.count === 0) continue;
-        }
+        if (action.type === "merge" && !archived.has(action.older.id)) continue;
         const details =
           action.type === "contradiction"
             ? { ...action.details, a: { id: action.older.id, title: action.older.title, excerpt: excerpt(contentOf.get(action.older.id) ?? "") }, b: { id: action.newer.id, title: action.newer.title, excerpt: excerpt(contentOf.get(action.newer.id) ?? "") } }
             : action.details;
-        await tx.dreamAction.create({
-          data: {
-            id: newId(now.getTime()),
-            runId: ctx.runId,
-            hubId,
-            actionType: action.type,
-            state: action.type === "merge" ? "applied" : "pending_review",
-            sourceMemoryIds: [action.older.id, action.newer.id],
-            resultMemoryId: action.type === "merge" ? action.newer.id : null,
-            reason: action.reason,
-            similarity: Math.round(action.cosine * 1000) / 1000,
-            details,
-            createdAt: now,
-          },
+        rows.push({
+          id: newId(now.getTime()),
+          runId: ctx.runId,
+          hubId,
+          actionType: action.type,
+          state: action.type === "merge" ? "applied" : "pending_review",
+          sourceMemoryIds: [action.older.id, action.newer.id],
+          resultMemoryId: action.type === "merge" ? action.newer.id : null,
+          reason: action.reason,
+          similarity: Math.round(action.cosine * 1000) / 1000,
+          details,
+          createdAt: now,
         });
       }
+      if (rows.length) await tx.dreamAction.createMany({ data: rows });
     });
   }
-  return { scanned: memories.length, candidates, attempted: pairs.length, actions: final.length, embedded: memories.filter((m) => m.embedding).length };
+  forget(ctx.deps, final.filter((a) => a.type === "merge").map((a) => a.older.id));
+  return { scanned: memories.length, candidates, attempted: pairs.length, actions: final.length, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
 }
 
 async function stalePhase(ctx: BatchContext, hubId: string) {
@@ -250,11 +270,14 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
       });
     });
   }
+  forget(ctx.deps, stale.map((row) => row.id));
   return { candidates: rows.length, actions: stale.length };
 }
 
 async function organizePhase(ctx: BatchContext, hubId: string) {
+  const t0 = performance.now();
   const memories = await loadMemories(ctx.deps, hubId);
+  const t1 = performance.now();
   const excluded = await exclusions(ctx.deps.db, hubId);
   const topics = await ctx.deps.db.topic.findMany({ where: { hubId }, select: { id: true, name: true } });
   const df = new Map<string, number>();
@@ -266,52 +289,47 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
     { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - topics.length) },
     ctx.deps.config,
   );
+  const t2 = performance.now();
   const topicName = new Map(topics.map((t) => [t.id, t.name]));
   type Move = { memoryId: string; topicId: string | null; newTopic?: string; first?: boolean };
   const moves: Move[] = [...plan.assign].map(([memoryId, topicId]) => ({ memoryId, topicId }));
   for (const created of plan.create) created.memoryIds.forEach((memoryId, i) => moves.push({ memoryId, topicId: null, newTopic: created.name, first: i === 0 }));
   const createdIds = new Map<string, string>();
-  for (const batch of chunked(moves, ctx.deps.config.batchSize)) {
+  // Organize writes are cheap per row: larger batches, fewer transactions.
+  for (const batch of chunked(moves, ctx.deps.config.batchSize * 5)) {
     await commitBatch(ctx, async (tx, now) => {
+      const created = new Set<string>();
+      for (const move of batch) {
+        if (!move.newTopic || createdIds.has(move.newTopic)) continue;
+        const existing = await tx.topic.findFirst({ where: { hubId, name: move.newTopic }, select: { id: true } });
+        const topicId = existing?.id ?? newId(now.getTime());
+        if (!existing) {
+          await tx.topic.create({ data: { id: topicId, hubId, name: move.newTopic, createdBy: null, createdAt: now, updatedAt: now } });
+          created.add(topicId);
+        }
+        createdIds.set(move.newTopic, topicId);
+        topicName.set(topicId, move.newTopic);
+      }
+      // Only memories still unsorted and active at write time move (an edit since the scan wins).
+      const target = (move: Move) => (move.newTopic ? createdIds.get(move.newTopic)! : move.topicId!);
+      const moved = await assignTopics(tx, batch.map((move) => ({ memoryId: move.memoryId, topicId: target(move) })));
       const actions = [];
       for (const move of batch) {
-        let topicId = move.topicId;
-        let createdTopic = false;
-        if (move.newTopic) {
-          topicId = createdIds.get(move.newTopic) ?? null;
-          if (!topicId) {
-            const existing = await tx.topic.findFirst({ where: { hubId, name: move.newTopic }, select: { id: true } });
-            topicId = existing?.id ?? newId(now.getTime());
-            if (!existing) {
-              await tx.topic.create({ data: { id: topicId, hubId, name: move.newTopic, createdBy: null, createdAt: now, updatedAt: now } });
-              createdTopic = true;
-            }
-            createdIds.set(move.newTopic, topicId);
-            topicName.set(topicId, move.newTopic);
-          }
-        }
-        const moved = await tx.memory.updateMany({ where: { id: move.memoryId, state: "active", topicId: null }, data: { topicId } });
-        if (moved.count === 0) continue;
+        if (!moved.has(move.memoryId)) continue;
+        const topicId = target(move);
         actions.push({
           id: newId(now.getTime()),
-          runId: ctx.runId,
-          hubId,
-          actionType: "organize",
-          state: "applied",
-          sourceMemoryIds: [move.memoryId],
-          resultMemoryId: move.memoryId,
-          fromTopicId: null,
-          toTopicId: topicId,
-          createdTopic,
-          reason: move.newTopic ? `grouped with similar memories into the new topic "${move.newTopic}"` : `closest to the topic "${topicName.get(topicId!)}"`,
-          details: { topic_name: topicName.get(topicId!) },
-          createdAt: now,
+          memoryId: move.memoryId,
+          topicId,
+          topicName: topicName.get(topicId) ?? "",
+          createdTopic: created.delete(topicId),
+          reason: move.newTopic ? `grouped with similar memories into the new topic "${move.newTopic}"` : `closest to the topic "${topicName.get(topicId)}"`,
         });
       }
-      if (actions.length) await tx.dreamAction.createMany({ data: actions });
+      await insertOrganizeActions(tx, ctx.runId, hubId, actions, now);
     });
   }
-  return { candidates: unsorted.length, actions: moves.length, topics_created: plan.create.length };
+  return { candidates: unsorted.length, actions: moves.length, topics_created: plan.create.length, load_ms: Math.round(t1 - t0), cluster_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
 }
 
 /** Counts, the markdown report, the terminal status and the dream.completed event. */

@@ -39,7 +39,8 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       if (restored.count === 0) throw new ApiError("conflict", "The memory is no longer archived (or was deleted)");
     } else if (action.actionType === "organize") {
       await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId } });
-      if (action.toTopicId && action.createdTopic) {
+      // A topic a dream created goes away once undoing empties it.
+      if (action.toTopicId && (await tx.dreamAction.count({ where: { hubId: action.hubId, toTopicId: action.toTopicId, createdTopic: true } })) > 0) {
         const left = await tx.memory.count({ where: { topicId: action.toTopicId } });
         if (left === 0) await tx.topic.deleteMany({ where: { id: action.toTopicId, hubId: action.hubId } });
       }
