@@ -6,4 +6,6 @@ export async function register(): Promise<void> {
   await startServer();
   // Background processing (issue 4): embedded runner or Inngest, plus the sweeper that resumes unfinished work.
   await (await import("./lib/processing/start-background-processing.ts")).startBackgroundProcessing();
+  // Dreams (issue 15): the in-process worker and daily schedule, unless Inngest runs them.
+  await (await import("./lib/dreams/dream-runner.ts")).startDreams();
 }

@@ -35,6 +35,7 @@ export function HubFrame({ hubId, children }: { hubId: string; children: ReactNo
   const tabs = [
     { href: base, label: "Memories" },
     { href: `${base}/members`, label: "Members" },
+    { href: `${base}/dreams`, label: "Dreams" },
     ...(roleCan(detail?.role, "manage") ? [{ href: `${base}/settings`, label: "Settings" }] : []),
   ];
 

@@ -82,10 +82,37 @@ describe("schema and migrations agree", () => {
     expect(await db.storageUsage.findUnique({ where: { scope_scopeId: { scope: "user", scopeId: more.storageUsage.scopeId } } })).toEqual(more.storageUsage);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
     expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
+    // Agent configs and sessions (issue 15).
+    const config = await db.agentConfig.create({
+      data: { id: newId(), ownerId: user.id, agent: "claude-code", filePath: "CLAUDE.md", scope: "global", content: "c", contentHash: "h", sizeBytes: 1, version: 2, deletedAt: now, contentExpiresAt: now, createdAt: now, updatedAt: now },
+    });
+    const configVersion = await db.agentConfigVersion.create({ data: { id: newId(), configId: config.id, version: 2, content: "c", contentHash: "h", deviceId: "d", createdAt: now } });
+    const configDevice = await db.agentConfigDevice.create({ data: { configId: config.id, deviceId: "d", syncedVersion: 2, syncedHash: "h", deleted: true, removed: true, localPath: "/p", updatedAt: now } });
+    const session = await db.agentSession.create({
+      data: { id: newId(), ownerId: user.id, agent: "codex", sessionId: "s1", title: "t", projectPath: "/p", deviceId: "d", contentType: "application/jsonl", contentHash: "h", sizeBytes: 1, storeKey: "k", createdAt: now, updatedAt: now },
+    });
+    const blob = await db.agentSessionBlob.create({ data: { key: "k", content: "c", createdAt: now } });
+    expect(await db.agentConfig.findUnique({ where: { id: config.id } })).toEqual(config);
+    expect(await db.agentConfigVersion.findUnique({ where: { id: configVersion.id } })).toEqual(configVersion);
+    expect(await db.agentConfigDevice.findUnique({ where: { configId_deviceId: { configId: config.id, deviceId: "d" } } })).toEqual(configDevice);
+    expect(await db.agentSession.findUnique({ where: { id: session.id } })).toEqual(session);
+    expect(await db.agentSessionBlob.findUnique({ where: { key: "k" } })).toEqual(blob);
+    // Dreams (issue 15).
+    const dreamRun = await db.dreamRun.create({
+      data: { id: newId(), hubId: hub.id, triggeredBy: user.id, mode: "maintenance", status: "completed", phase: "done", progress: { a: 1 }, memoriesScanned: 3, phaseMetrics: { similar: { candidates: 2 } }, report: "r", error: "e", attempts: 1, leaseOwner: "w", heartbeatAt: now, startedAt: now, finishedAt: now, createdAt: now },
+    });
+    const dreamAction = await db.dreamAction.create({
+      data: { id: newId(), runId: dreamRun.id, hubId: hub.id, actionType: "merge", state: "applied", sourceMemoryIds: [memory.id, memory.id], resultMemoryId: memory.id, fromTopicId: rows.topic.id, toTopicId: rows.topic.id, createdTopic: true, reason: "r", similarity: 0.5, details: { k: "v" }, resolution: "undone", resolvedBy: user.id, resolvedAt: now, createdAt: now },
+    });
+    await db.memory.update({ where: { id: memory.id }, data: { supersededBy: memory.id } });
+    expect((await db.memory.findUniqueOrThrow({ where: { id: memory.id } })).supersededBy).toBe(memory.id);
+    expect(await db.dreamRun.findUnique({ where: { id: dreamRun.id } })).toEqual(dreamRun);
+    expect(await db.dreamAction.findUnique({ where: { id: dreamAction.id } })).toEqual(dreamAction);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "user"].sort(),
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "user",
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

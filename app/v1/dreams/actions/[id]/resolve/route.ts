@@ -1,0 +1,11 @@
+import { ok } from "@/lib/api/envelope.ts";
+import { parseJson } from "@/lib/api/parse.ts";
+import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
+import { resolveDreamAction, resolveDreamActionBodySchema } from "@/lib/dreams/undo-dream-action.ts";
+
+// POST /v1/dreams/actions/:id/resolve — settle a contradiction: keep_a, keep_b or keep_both
+export const POST = withAuth<{ id: string }>({}, async (ctx, req, params) =>
+  ok(await resolveDreamAction(ctx, params.id, (await parseJson(req, resolveDreamActionBodySchema)).resolution)),
+);
+
+export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");

@@ -1,0 +1,24 @@
+import { z } from "zod";
+import { agentSchema } from "@/lib/configs/config-fields.ts";
+
+/** Documented limits of agent sessions (docs/configs.md). */
+export const MAX_SESSION_BYTES = 5 * 1024 * 1024;
+
+export const putAgentSessionBodySchema = z.object({
+  agent: agentSchema,
+  session_id: z.string({ error: "session_id is required" }).trim().min(1, "session_id must not be empty").max(200, "session_id is at most 200 characters"),
+  content: z.string({ error: "content is required" }),
+  title: z.string().max(200, "title is at most 200 characters").optional(),
+  project_path: z.string().max(4096).optional(),
+  device_id: z.string().max(128).optional(),
+  content_type: z.string().max(100).optional(),
+});
+export type PutAgentSessionBody = z.output<typeof putAgentSessionBodySchema>;
+
+export const listAgentSessionsQuerySchema = z.object({
+  agent: agentSchema.optional(),
+  session_id: z.string().max(200).optional(),
+  limit: z.string().optional(),
+  cursor: z.string().optional(),
+});
+export type ListAgentSessionsQuery = z.output<typeof listAgentSessionsQuerySchema>;

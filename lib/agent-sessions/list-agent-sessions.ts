@@ -1,0 +1,36 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import type { ListAgentSessionsQuery } from "./agent-session-fields.ts";
+import { serializeAgentSession } from "./serialize-agent-session.ts";
+import { databaseSessionStore } from "./session-store.ts";
+
+const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
+
+/**
+ * GET /v1/agent-sessions: the caller's sessions, newest first (agent narrows).
+ * With session_id the matching sessions carry their content.
+ */
+export async function listAgentSessions(ctx: AuthContext, query: ListAgentSessionsQuery) {
+  const limit = parseLimit(query.limit);
+  const secret = await serverSecret(ctx.db);
+  const list = `agent-sessions:${query.agent ?? ""}:${query.session_id ?? ""}`;
+  const after = query.cursor ? decodeCursor(secret, list, ctx.user.id, query.cursor, positionSchema) : undefined;
+  const rows = await ctx.db.agentSession.findMany({
+    where: {
+      ownerId: ctx.user.id,
+      ...(query.agent && { agent: query.agent }),
+      ...(query.session_id && { sessionId: query.session_id }),
+      ...(after && { OR: [{ updatedAt: { lt: new Date(after[0]) } }, { updatedAt: new Date(after[0]), id: { lt: after[1] } }] }),
+    },
+    orderBy: [{ updatedAt: "desc" }, { id: "desc" }],
+    take: limit + 1,
+  });
+  const result = page("sessions", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.updatedAt.toISOString(), last.id]));
+  const store = databaseSessionStore(ctx.db);
+  const sessions = await Promise.all(
+    result.sessions.map(async (row) => serializeAgentSession(row, query.session_id ? ((await store.get(row.storeKey)) ?? "") : undefined)),
+  );
+  return { ...result, sessions };
+}

@@ -1,0 +1,52 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import type { AckConfigsBody, LocalDeleteBody } from "./config-fields.ts";
+import { recordDeviceSync } from "./upsert-config.ts";
+
+/**
+ * POST /v1/configs/ack: the device reports what it now holds after a sync
+ * (pulled or unchanged files at a version, or a deletion it carried out). This
+ * is the base the next sync decides from. Entries for unknown files are skipped.
+ */
+export async function ackConfigs(ctx: AuthContext, input: AckConfigsBody) {
+  const now = ctx.now();
+  let acknowledged = 0;
+  const skipped: { agent: string; file_path: string; scope: string; reason: string }[] = [];
+  await ctx.db.$transaction(async (tx) => {
+    for (const entry of input.configs) {
+      const config = await tx.agentConfig.findUnique({
+        where: { ownerId_agent_filePath_scope: { ownerId: ctx.user.id, agent: entry.agent, filePath: entry.file_path, scope: entry.scope } },
+        select: { id: true, version: true },
+      });
+      if (!config) {
+        skipped.push({ agent: entry.agent, file_path: entry.file_path, scope: entry.scope, reason: "not_found" });
+        continue;
+      }
+      if (entry.version > config.version) {
+        skipped.push({ agent: entry.agent, file_path: entry.file_path, scope: entry.scope, reason: "unknown_version" });
+        continue;
+      }
+      await recordDeviceSync(
+        tx,
+        config.id,
+        input.device_id,
+        entry.deleted
+          ? { version: entry.version, hash: null, deleted: true, localPath: entry.local_path ?? null }
+          : { version: entry.version, hash: entry.content_hash ?? null, localPath: entry.local_path ?? null },
+        now,
+      );
+      acknowledged += 1;
+    }
+  });
+  return { acknowledged, skipped };
+}
+
+/** POST /v1/configs/local-delete: the file leaves this device only; sync will not bring it back here. */
+export async function localDeleteConfig(ctx: AuthContext, input: LocalDeleteBody) {
+  const config = await ctx.db.agentConfig.findUnique({
+    where: { ownerId_agent_filePath_scope: { ownerId: ctx.user.id, agent: input.agent, filePath: input.file_path, scope: input.scope } },
+  });
+  if (!config || config.deletedAt) throw new ApiError("not_found", "Config not found");
+  await recordDeviceSync(ctx.db, config.id, input.device_id, { version: config.version, hash: config.contentHash, removed: true, localPath: input.local_path ?? null }, ctx.now());
+  return { agent: config.agent, file_path: config.filePath, scope: config.scope, device_id: input.device_id, removed: true };
+}

@@ -1,0 +1,67 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { MAX_CONFIGS_PER_USER, type ListConfigsQuery } from "./config-fields.ts";
+import { serializeConfig, serializeDeletedConfig } from "./serialize-config.ts";
+
+/** Default page: the CLI lists without a cursor, so one page holds a typical account's files. */
+const DEFAULT_CONFIG_PAGE = 100;
+const positionSchema = z.tuple([z.string(), z.string(), z.string(), z.uuid()]);
+
+/** GET /v1/configs: the caller's live configs (agent and scope narrow), by agent, path, scope. */
+export async function listConfigs(ctx: AuthContext, query: ListConfigsQuery) {
+  const limit = parseLimit(query.limit, DEFAULT_CONFIG_PAGE, MAX_CONFIGS_PER_USER);
+  const secret = await serverSecret(ctx.db);
+  const list = `configs:${query.agent ?? ""}:${query.scope ?? ""}`;
+  const after = query.cursor ? decodeCursor(secret, list, ctx.user.id, query.cursor, positionSchema) : undefined;
+  const rows = await ctx.db.agentConfig.findMany({
+    where: {
+      ownerId: ctx.user.id,
+      deletedAt: null,
+      ...(query.agent && { agent: query.agent }),
+      ...(query.scope && { scope: query.scope }),
+      ...(after && {
+        OR: [
+          { agent: { gt: after[0] } },
+          { agent: after[0], filePath: { gt: after[1] } },
+          { agent: after[0], filePath: after[1], scope: { gt: after[2] } },
+          { agent: after[0], filePath: after[1], scope: after[2], id: { gt: after[3] } },
+        ],
+      }),
+    },
+    orderBy: [{ agent: "asc" }, { filePath: "asc" }, { scope: "asc" }, { id: "asc" }],
+    take: limit + 1,
+  });
+  const result = page("configs", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.agent, last.filePath, last.scope, last.id]));
+  return { ...result, configs: result.configs.map(serializeConfig) };
+}
+
+/** GET /v1/configs/:id: one live config of the caller, with its content. */
+export async function getConfig(ctx: AuthContext, id: string) {
+  const config = isUuid(id) ? await ctx.db.agentConfig.findFirst({ where: { id, ownerId: ctx.user.id, deletedAt: null } }) : null;
+  if (!config) throw new ApiError("not_found", "Config not found");
+  return serializeConfig(config);
+}
+
+/** GET /v1/configs/deleted: deletion records whose content can still be restored (at most the per-user cap). */
+export async function listDeletedConfigs(ctx: AuthContext) {
+  const rows = await ctx.db.agentConfig.findMany({
+    where: { ownerId: ctx.user.id, deletedAt: { not: null }, contentExpiresAt: { gt: ctx.now() } },
+    orderBy: [{ deletedAt: "desc" }, { id: "desc" }],
+    take: MAX_CONFIGS_PER_USER,
+  });
+  return { configs: rows.map(serializeDeletedConfig) };
+}
+
+/** GET /v1/configs/:id/versions: the stored versions of one config, newest first, without content. */
+export async function listConfigVersions(ctx: AuthContext, id: string) {
+  const config = isUuid(id) ? await ctx.db.agentConfig.findFirst({ where: { id, ownerId: ctx.user.id }, select: { id: true } }) : null;
+  if (!config) throw new ApiError("not_found", "Config not found");
+  const rows = await ctx.db.agentConfigVersion.findMany({ where: { configId: id }, orderBy: { version: "desc" } });
+  return {
+    versions: rows.map((row) => ({ version: row.version, content_hash: row.contentHash, size_bytes: Buffer.byteLength(row.content, "utf8"), device_id: row.deviceId, created_at: row.createdAt.toISOString() })),
+  };
+}

@@ -1,0 +1,121 @@
+import { createHash } from "node:crypto";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { DbClient } from "@/lib/db/database.ts";
+import { newId } from "@/lib/ids.ts";
+import { MAX_CONFIG_BYTES, MAX_CONFIGS_PER_USER, MAX_VERSIONS_KEPT, type UpsertConfigBody } from "./config-fields.ts";
+import { serializeConfig } from "./serialize-config.ts";
+
+export function hashContent(content: string): string {
+  return createHash("sha256").update(content, "utf8").digest("hex");
+}
+
+export function assertConfigSize(content: string): number {
+  const size = Buffer.byteLength(content, "utf8");
+  if (size > MAX_CONFIG_BYTES) {
+    throw new ApiError("file_too_large", `A config file is at most ${MAX_CONFIG_BYTES / 1024} KiB; this one is ${Math.ceil(size / 1024)} KiB`, {
+      max_bytes: MAX_CONFIG_BYTES,
+      size_bytes: size,
+    });
+  }
+  return size;
+}
+
+/** Serialises writes to one config key of one owner (and creations against the per-user cap). */
+export function lockConfigKey(tx: DbClient, ownerId: string, agent: string, filePath: string, scope: string): Promise<void> {
+  return lockForTransaction(tx, `agent-config:${ownerId}:${agent}:${filePath}:${scope}`);
+}
+
+/**
+ * PUT /v1/configs: stores a new version of one file (last writer wins; every
+ * version stays in the history). The same content again is not a new version.
+ * With device_id, that device's sync base becomes this version: it has it.
+ */
+export async function upsertConfig(ctx: AuthContext, input: UpsertConfigBody) {
+  const size = assertConfigSize(input.content);
+  const hash = hashContent(input.content);
+  const now = ctx.now();
+  const { config, created } = await ctx.db.$transaction(async (tx) => {
+    await lockConfigKey(tx, ctx.user.id, input.agent, input.file_path, input.scope);
+    const existing = await tx.agentConfig.findUnique({
+      where: { ownerId_agent_filePath_scope: { ownerId: ctx.user.id, agent: input.agent, filePath: input.file_path, scope: input.scope } },
+    });
+    let config;
+    let created = false;
+    if (!existing) {
+      await lockForTransaction(tx, `agent-config-count:${ctx.user.id}`);
+      const count = await tx.agentConfig.count({ where: { ownerId: ctx.user.id } });
+      if (count >= MAX_CONFIGS_PER_USER) {
+        throw new ApiError("conflict", `An account can sync at most ${MAX_CONFIGS_PER_USER} config files; delete some first`, { limit: MAX_CONFIGS_PER_USER });
+      }
+      config = await tx.agentConfig.create({
+        data: {
+          id: newId(now.getTime()),
+          ownerId: ctx.user.id,
+          agent: input.agent,
+          filePath: input.file_path,
+          scope: input.scope,
+          content: input.content,
+          contentHash: hash,
+          sizeBytes: size,
+          version: 1,
+          createdAt: now,
+          updatedAt: now,
+        },
+      });
+      created = true;
+    } else if (existing.deletedAt === null && existing.contentHash === hash) {
+      config = existing;
+    } else {
+      // A changed file, or a deleted one pushed again (kept locally, or recreated): a new version either way.
+      config = await tx.agentConfig.update({
+        where: { id: existing.id },
+        data: { content: input.content, contentHash: hash, sizeBytes: size, version: existing.version + 1, deletedAt: null, contentExpiresAt: null, updatedAt: now },
+      });
+    }
+    if (created || config !== existing) await recordVersion(tx, config, input.device_id ?? null, now);
+    if (input.device_id) {
+      await recordDeviceSync(tx, config.id, input.device_id, { version: config.version, hash, localPath: input.local_path ?? null }, now);
+    }
+    return { config, created };
+  });
+  return { config: serializeConfig(config), created };
+}
+
+export async function recordVersion(
+  tx: DbClient,
+  config: { id: string; version: number; content: string; contentHash: string },
+  deviceId: string | null,
+  now: Date,
+): Promise<void> {
+  await tx.agentConfigVersion.create({
+    data: { id: newId(now.getTime()), configId: config.id, version: config.version, content: config.content, contentHash: config.contentHash, deviceId, createdAt: now },
+  });
+  if (config.version > MAX_VERSIONS_KEPT) {
+    await tx.agentConfigVersion.deleteMany({ where: { configId: config.id, version: { lte: config.version - MAX_VERSIONS_KEPT } } });
+  }
+}
+
+/** This device now holds `version` (hash null: it holds the deletion). */
+export async function recordDeviceSync(
+  tx: DbClient,
+  configId: string,
+  deviceId: string,
+  state: { version: number; hash: string | null; deleted?: boolean; removed?: boolean; localPath?: string | null },
+  now: Date,
+): Promise<void> {
+  const data = {
+    syncedVersion: state.version,
+    syncedHash: state.hash,
+    deleted: state.deleted ?? false,
+    removed: state.removed ?? false,
+    ...(state.localPath !== undefined && state.localPath !== null && { localPath: state.localPath }),
+    updatedAt: now,
+  };
+  await tx.agentConfigDevice.upsert({
+    where: { configId_deviceId: { configId, deviceId } },
+    create: { configId, deviceId, ...data },
+    update: data,
+  });
+}

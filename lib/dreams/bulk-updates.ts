@@ -1,0 +1,60 @@
+import type { DbClient } from "@/lib/db/database.ts";
+
+// A dream writes hundreds to thousands of rows per run. One parameterised
+// statement per batch (instead of one ORM round trip per row) keeps a 10k-memory
+// run inside its time budget; each returns the ids it actually changed, so a
+// memory edited or archived since the scan is left alone and gets no action.
+
+/** Archives each `older` as superseded by its `newer`, if still active. */
+export async function archiveSuperseded(tx: DbClient, pairs: { older: string; newer: string }[], now: Date): Promise<Set<string>> {
+  if (pairs.length === 0) return new Set();
+  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+    `UPDATE memories m SET state = 'archived', superseded_by = u.newer, updated_at = $3
+       FROM unnest($1::uuid[], $2::uuid[]) AS u(older, newer)
+      WHERE m.id = u.older AND m.state = 'active'
+      RETURNING m.id::text AS id`,
+    pairs.map((p) => p.older),
+    pairs.map((p) => p.newer),
+    now,
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Puts each memory into its topic, if still active and unsorted. */
+export async function assignTopics(tx: DbClient, moves: { memoryId: string; topicId: string }[]): Promise<Set<string>> {
+  if (moves.length === 0) return new Set();
+  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+    `UPDATE memories m SET topic_id = u.topic_id
+       FROM unnest($1::uuid[], $2::uuid[]) AS u(id, topic_id)
+      WHERE m.id = u.id AND m.state = 'active' AND m.topic_id IS NULL
+      RETURNING m.id::text AS id`,
+    moves.map((m) => m.memoryId),
+    moves.map((m) => m.topicId),
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Records organize actions (one memory each) in one statement. */
+export async function insertOrganizeActions(
+  tx: DbClient,
+  runId: string,
+  hubId: string,
+  actions: { id: string; memoryId: string; topicId: string; topicName: string; createdTopic: boolean; reason: string }[],
+  now: Date,
+): Promise<void> {
+  if (actions.length === 0) return;
+  await tx.$executeRawUnsafe(
+    `INSERT INTO dream_actions (id, run_id, hub_id, action_type, state, source_memory_ids, result_memory_id, to_topic_id, created_topic, reason, details, created_at)
+     SELECT u.id, $1::uuid, $2::uuid, 'organize', 'applied', ARRAY[u.memory_id], u.memory_id, u.topic_id, u.created_topic, u.reason, jsonb_build_object('topic_name', u.topic_name), $3
+       FROM unnest($4::uuid[], $5::uuid[], $6::uuid[], $7::boolean[], $8::text[], $9::text[]) AS u(id, memory_id, topic_id, created_topic, reason, topic_name)`,
+    runId,
+    hubId,
+    now,
+    actions.map((a) => a.id),
+    actions.map((a) => a.memoryId),
+    actions.map((a) => a.topicId),
+    actions.map((a) => a.createdTopic),
+    actions.map((a) => a.reason),
+    actions.map((a) => a.topicName),
+  );
+}

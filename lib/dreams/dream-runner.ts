@@ -1,0 +1,178 @@
+import { randomUUID } from "node:crypto";
+import { getDatabase, type Db } from "@/lib/db/database.ts";
+import { inngestEnabled } from "@/lib/processing/processing-config.ts";
+import { dreamConfig, type DreamConfig } from "./dream-config.ts";
+import { claimDreamRun, executeDreamRun, LostLeaseError } from "./run-dream.ts";
+
+export const DREAM_RUN_EVENT = "engram/dream.run";
+
+/** Hubs due a scheduled run: written to since their last run, and not dreamt of for `intervalHours`. */
+export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 100): Promise<string[]> {
+  const since = new Date(now.getTime() - intervalHours * 3_600_000);
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT h.id FROM hubs h
+     WHERE EXISTS (SELECT 1 FROM memories m WHERE m.hub_id = h.id AND m.state = 'active'
+                     AND m.updated_at > coalesce((SELECT max(r.created_at) FROM dream_runs r WHERE r.hub_id = h.id), '-infinity'::timestamptz))
+       AND NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.hub_id = h.id AND (r.created_at > ${since} OR r.status IN ('queued', 'running')))
+     ORDER BY h.id LIMIT ${limit}`;
+  return rows.map((row) => row.id);
+}
+
+/** Runs waiting for a worker: queued ones, and running ones whose worker stopped heartbeating. */
+export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number): Promise<{ id: string; hubId: string }[]> {
+  return db.dreamRun.findMany({
+    where: { OR: [{ status: "queued" }, { status: "running", OR: [{ heartbeatAt: { lt: new Date(now.getTime() - staleRunMs) } }, { heartbeatAt: null }] }] },
+    orderBy: { createdAt: "asc" },
+    take: 100,
+    select: { id: true, hubId: true },
+  });
+}
+
+/** A run that threw (not a crash) ends failed with the message; the next trigger starts afresh. */
+async function failRun(db: Db, runId: string, owner: string, error: unknown): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { status: "failed", error: message.slice(0, 500), finishedAt: new Date() } });
+}
+
+/** Claims and runs one run to its end; false when another worker holds it. */
+export async function runDreamRunOnce(db: Db, runId: string, options: { owner?: string; config?: DreamConfig } = {}): Promise<boolean> {
+  const database = await getDatabase();
+  const config = options.config ?? dreamConfig();
+  const owner = options.owner ?? `worker-${randomUUID()}`;
+  if (!(await claimDreamRun(db, runId, owner, new Date(), config.staleRunMs))) return false;
+  try {
+    await executeDreamRun({ db, sql: database.sql, config }, runId, owner);
+  } catch (error) {
+    if (error instanceof LostLeaseError) return false;
+    console.error(`[engram] dreams: run ${runId} failed`, error);
+    await failRun(db, runId, owner, error);
+  }
+  return true;
+}
+
+/**
+ * The in-process dream worker: one run at a time for the whole process (a run
+ * is CPU-heavy and the embedded database has one connection), fed by triggers,
+ * an hourly schedule of due hubs, and a sweep that resumes crashed runs.
+ */
+export class DreamRunner {
+  private readonly queue: string[] = [];
+  private running: Promise<void> | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private waiters: (() => void)[] = [];
+  private stopped = false;
+  private readonly owner = `process-${randomUUID()}`;
+
+  constructor(private readonly options: { db: () => Promise<Db>; config?: DreamConfig; schedule: boolean; exclusiveDatabase: boolean }) {}
+
+  start(): void {
+    void this.sweep();
+    const sweep = setInterval(() => void this.sweep(), 60_000);
+    sweep.unref();
+    this.timers.push(sweep);
+    if (this.options.schedule) {
+      const schedule = setInterval(() => void this.schedule(), 3_600_000);
+      schedule.unref();
+      this.timers.push(schedule);
+      void this.schedule();
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    this.queue.length = 0;
+  }
+
+  enqueue(runId: string): void {
+    if (this.stopped || this.queue.includes(runId)) return;
+    this.queue.push(runId);
+    this.pump();
+  }
+
+  idle(): Promise<void> {
+    if (!this.running && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  private pump(): void {
+    if (this.running || this.stopped) return;
+    const next = this.queue.shift();
+    if (!next) {
+      for (const resolve of this.waiters.splice(0)) resolve();
+      return;
+    }
+    this.running = (async () => {
+      try {
+        const config = this.options.config ?? dreamConfig();
+        // With the embedded database this process is the only one: a `running` run from before is a crashed one.
+        const effective = this.options.exclusiveDatabase ? { ...config, staleRunMs: 0 } : config;
+        await runDreamRunOnce(await this.options.db(), next, { owner: this.owner, config: effective });
+      } catch (error) {
+        console.error(`[engram] dreams: run ${next} could not run now`, error);
+      } finally {
+        this.running = undefined;
+        this.pump();
+      }
+    })();
+  }
+
+  async sweep(): Promise<void> {
+    try {
+      const config = this.options.config ?? dreamConfig();
+      const db = await this.options.db();
+      const runs = await pendingDreamRuns(db, new Date(), this.options.exclusiveDatabase ? 0 : config.staleRunMs);
+      for (const run of runs) this.enqueue(run.id);
+    } catch (error) {
+      console.error("[engram] dreams: sweep failed", error);
+    }
+  }
+
+  async schedule(): Promise<void> {
+    try {
+      const config = this.options.config ?? dreamConfig();
+      const db = await this.options.db();
+      const { queueDreamRun } = await import("./trigger-dream.ts");
+      for (const hubId of await dueHubs(db, new Date(), config.intervalHours)) await queueDreamRun(db, hubId, null, new Date());
+    } catch (error) {
+      console.error("[engram] dreams: schedule failed", error);
+    }
+  }
+}
+
+const globalForDreams = globalThis as unknown as { __engramDreams?: { runner?: DreamRunner } };
+const state = (globalForDreams.__engramDreams ??= {});
+
+/** Starts the in-process worker (server start-up), unless Inngest runs dreams or ENGRAM_DREAMS=off. */
+export async function startDreams(): Promise<void> {
+  if (process.env.ENGRAM_DREAMS === "off" || inngestEnabled() || state.runner) return;
+  const database = await getDatabase();
+  state.runner = new DreamRunner({
+    db: async () => (await getDatabase()).prisma,
+    schedule: process.env.ENGRAM_DREAM_SCHEDULE !== "off",
+    exclusiveDatabase: database.kind === "pglite",
+  });
+  state.runner.start();
+}
+
+export function dreamRunner(): DreamRunner | undefined {
+  return state.runner;
+}
+
+export function stopDreams(): void {
+  state.runner?.stop();
+  state.runner = undefined;
+}
+
+/** Hands a queued run to whichever worker is active: an Inngest event, or the in-process runner. */
+export async function kickDreamRun(hubId: string, runId: string): Promise<void> {
+  if (inngestEnabled()) {
+    const { inngest } = await import("@/inngest/client.ts");
+    await inngest.send({ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }).catch((error: unknown) => {
+      // The run stays queued; the scheduled function's sweep sends it again.
+      console.error(`[engram] dreams: could not send run ${runId} to Inngest`, error);
+    });
+    return;
+  }
+  state.runner?.enqueue(runId);
+}

@@ -1,0 +1,355 @@
+import type { Db, SqlRunner } from "@/lib/db/database.ts";
+import { newId } from "@/lib/ids.ts";
+import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
+import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
+import type { DreamConfig } from "./dream-config.ts";
+import { archiveSuperseded, assignTopics, insertOrganizeActions } from "./bulk-updates.ts";
+import { buildDreamReport } from "./dream-report-text.ts";
+import { findSimilarPairs, olderNewer, type DreamMemory } from "./find-similar-pairs.ts";
+import { organizeMemories } from "./organize-memories.ts";
+import { textFeatures } from "./text-features.ts";
+
+export const DREAM_PHASES = ["similar", "stale", "organize"] as const;
+export type DreamPhase = (typeof DREAM_PHASES)[number];
+
+export interface DreamDeps {
+  db: Db;
+  sql: SqlRunner;
+  config: DreamConfig;
+  now?: () => Date;
+  /** Tests: called after each committed batch (throw to simulate a crash there). */
+  afterBatch?: (phase: DreamPhase, batch: number) => void | Promise<void>;
+  /** The hub's memories as loaded by the first phase of this attempt; later phases reuse them. */
+  cache?: { memories?: DreamMemory[] };
+}
+
+/** Another worker took the run over (its heartbeat looked dead): stop without touching it. */
+export class LostLeaseError extends Error {}
+class OutOfTimeError extends Error {}
+
+type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
+
+/** Characters of a memory the word checks read: bounded cost for very long memories. */
+const FEATURE_CHARS = 4000;
+
+/**
+ * Takes a queued run, or a running one whose worker stopped heartbeating
+ * (crashed): returns whether this worker now holds it.
+ */
+export async function claimDreamRun(db: Db, runId: string, owner: string, now: Date, staleRunMs: number): Promise<boolean> {
+  const claimed = await db.dreamRun.updateMany({
+    where: {
+      id: runId,
+      OR: [{ status: "queued" }, { status: "running", OR: [{ heartbeatAt: { lt: new Date(now.getTime() - staleRunMs) } }, { heartbeatAt: null }, { leaseOwner: owner }] }],
+    },
+    data: { status: "running", leaseOwner: owner, heartbeatAt: now, attempts: { increment: 1 } },
+  });
+  if (claimed.count === 0) return false;
+  await db.dreamRun.updateMany({ where: { id: runId, startedAt: null }, data: { startedAt: now } });
+  return true;
+}
+
+/**
+ * Runs (or resumes) a claimed run to the end: each phase from the one it
+ * stopped in, each batch of actions committed together with the run's
+ * progress, so a crash loses at most the batch in flight and a resume redoes
+ * nothing (phases skip what is already archived, sorted or flagged).
+ */
+export async function executeDreamRun(deps: DreamDeps, runId: string, owner: string): Promise<string> {
+  const now = deps.now ?? (() => new Date());
+  const startedAt = now().getTime();
+  const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+  let timedOut = false;
+  const startIndex = run.phase === "done" ? DREAM_PHASES.length : Math.max(0, DREAM_PHASES.indexOf(run.phase as DreamPhase));
+  const cached = { ...deps, cache: deps.cache ?? {} };
+  for (const phase of DREAM_PHASES.slice(startIndex)) {
+    try {
+      await runDreamPhase(cached, runId, owner, phase, startedAt);
+    } catch (error) {
+      if (!(error instanceof OutOfTimeError)) throw error;
+      timedOut = true;
+      break;
+    }
+  }
+  return finishDreamRun(deps, runId, owner, timedOut);
+}
+
+interface BatchContext {
+  deps: DreamDeps;
+  runId: string;
+  owner: string;
+  phase: DreamPhase;
+  startedAt: number;
+  batches: number;
+}
+
+/** One transaction: the batch's writes, then the heartbeat that proves this worker still holds the run. */
+async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Promise<void>): Promise<void> {
+  const now = (ctx.deps.now ?? (() => new Date()))();
+  if (now.getTime() - ctx.startedAt > ctx.deps.config.maxRunMs) throw new OutOfTimeError();
+  await ctx.deps.db.$transaction(async (tx) => {
+    const held = await tx.dreamRun.updateMany({ where: { id: ctx.runId, status: "running", leaseOwner: ctx.owner }, data: { heartbeatAt: now } });
+    if (held.count === 0) throw new LostLeaseError(`dream run ${ctx.runId} is no longer held by ${ctx.owner}`);
+    await write(tx, now);
+  });
+  ctx.batches += 1;
+  await ctx.deps.afterBatch?.(ctx.phase, ctx.batches);
+}
+
+function chunked<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Runs one phase and records it done (the Inngest function runs each phase as a step). */
+export async function runDreamPhase(deps: DreamDeps, runId: string, owner: string, phase: DreamPhase, startedAt = Date.now()): Promise<void> {
+  const phaseStart = performance.now();
+  const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+  const ctx: BatchContext = { deps, runId, owner, phase, startedAt, batches: 0 };
+  const metrics: Record<string, number> =
+    phase === "similar" ? await similarPhase(ctx, run.hubId) : phase === "stale" ? await stalePhase(ctx, run.hubId) : await organizePhase(ctx, run.hubId);
+  const next = DREAM_PHASES[DREAM_PHASES.indexOf(phase) + 1] ?? "done";
+  const previous = (run.phaseMetrics ?? {}) as Record<string, Record<string, number>>;
+  await commitBatch({ ...ctx }, async (tx) => {
+    await tx.dreamRun.update({
+      where: { id: runId },
+      data: {
+        phase: next,
+        phaseMetrics: { ...previous, [phase]: { ...metrics, batches: ctx.batches, duration_ms: Math.round(performance.now() - phaseStart) } },
+        ...(phase === "similar" && { memoriesScanned: metrics.scanned ?? 0 }),
+      },
+    });
+  });
+}
+
+async function loadMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory[]> {
+  if (deps.cache?.memories) return deps.cache.memories;
+  const memories = await readMemories(deps, hubId);
+  if (deps.cache) deps.cache.memories = memories;
+  return memories;
+}
+
+/** Memories archived by this attempt leave the cached set. */
+function forget(deps: DreamDeps, ids: Iterable<string>): void {
+  if (!deps.cache?.memories) return;
+  const gone = new Set(ids);
+  deps.cache.memories = deps.cache.memories.filter((m) => !gone.has(m.id));
+}
+
+async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory[]> {
+  const [rows, embeddings] = await Promise.all([
+    deps.db.memory.findMany({ where: { hubId, state: "active" }, select: { id: true, title: true, content: true, updatedAt: true, topicId: true } }),
+    memoryEmbeddings(deps.sql, hubId),
+  ]);
+  return rows.map((row) => ({
+    id: row.id,
+    title: row.title,
+    updatedAt: row.updatedAt,
+    topicId: row.topicId,
+    features: textFeatures(`${row.title}\n${row.content.slice(0, FEATURE_CHARS)}`),
+    embedding: embeddings.get(row.id),
+  }));
+}
+
+/** Pairs and memories the owner already ruled on: an undone merge or archive is not redone, a flagged pair not flagged again. */
+async function exclusions(db: Db, hubId: string) {
+  const rows = await db.dreamAction.findMany({
+    where: { hubId, OR: [{ state: "undone" }, { actionType: "contradiction" }] },
+    select: { actionType: true, sourceMemoryIds: true, state: true },
+  });
+  const pairs = new Set<string>();
+  const memories = new Map<string, Set<string>>();
+  for (const row of rows) {
+    if (row.actionType === "merge" || row.actionType === "contradiction") pairs.add([...row.sourceMemoryIds].sort().join(":"));
+    else for (const id of row.sourceMemoryIds) memories.set(row.actionType, (memories.get(row.actionType) ?? new Set()).add(id));
+  }
+  return { pairs, archive: memories.get("archive") ?? new Set<string>(), organize: memories.get("organize") ?? new Set<string>() };
+}
+
+const excerpt = (text: string) => (text.length > 280 ? `${text.slice(0, 277)}…` : text);
+
+async function similarPhase(ctx: BatchContext, hubId: string) {
+  const t0 = performance.now();
+  const memories = await loadMemories(ctx.deps, hubId);
+  const excluded = await exclusions(ctx.deps.db, hubId);
+  const t1 = performance.now();
+  const { pairs, candidates } = findSimilarPairs(memories, ctx.deps.config);
+  const t2 = performance.now();
+  const touched = new Set<string>();
+  const actions: { type: "merge" | "contradiction"; older: DreamMemory; newer: DreamMemory; cosine: number; reason: string; details: object }[] = [];
+  for (const pair of pairs) {
+    const key = [pair.a.id, pair.b.id].sort().join(":");
+    if (excluded.pairs.has(key)) continue;
+    const [older, newer] = olderNewer(pair.a, pair.b);
+    if (pair.verdict.kind === "duplicate") {
+      // One merge per memory per run; chains settle over the next runs.
+      if (touched.has(older.id) || touched.has(newer.id)) continue;
+      touched.add(older.id);
+      touched.add(newer.id);
+      actions.push({ type: "merge", older, newer, cosine: pair.cosine, reason: `"${older.title}" is a ${pair.verdict.reason} of the newer "${newer.title}"`, details: { archived_id: older.id, kept_id: newer.id } });
+    } else {
+      actions.push({
+        type: "contradiction",
+        older,
+        newer,
+        cosine: pair.cosine,
+        reason: `"${older.title}" and "${newer.title}" disagree: ${pair.verdict.reason}`,
+        details: { key: pair.verdict.key, values: pair.verdict.values, a: { id: older.id, title: older.title }, b: { id: newer.id, title: newer.title }, options: ["keep_a", "keep_b", "keep_both"] },
+      });
+    }
+  }
+  // Contradictions whose side was just merged away are moot.
+  const archivedNow = new Set(actions.filter((a) => a.type === "merge").map((a) => a.older.id));
+  const final = actions.filter((a) => a.type === "merge" || (!archivedNow.has(a.older.id) && !archivedNow.has(a.newer.id)));
+  const contents = await ctx.deps.db.memory.findMany({ where: { id: { in: final.filter((a) => a.type === "contradiction").flatMap((a) => [a.older.id, a.newer.id]) } }, select: { id: true, content: true } });
+  const contentOf = new Map(contents.map((c) => [c.id, c.content]));
+  for (const batch of chunked(final, ctx.deps.config.batchSize)) {
+    await commitBatch(ctx, async (tx, now) => {
+      const rows = [];
+      const archived = await archiveSuperseded(tx, batch.filter((a) => a.type === "merge").map((a) => ({ older: a.older.id, newer: a.newer.id })), now);
+      for (const action of batch) {
+        if (action.type === "merge" && !archived.has(action.older.id)) continue;
+        const details =
+          action.type === "contradiction"
+            ? { ...action.details, a: { id: action.older.id, title: action.older.title, excerpt: excerpt(contentOf.get(action.older.id) ?? "") }, b: { id: action.newer.id, title: action.newer.title, excerpt: excerpt(contentOf.get(action.newer.id) ?? "") } }
+            : action.details;
+        rows.push({
+          id: newId(now.getTime()),
+          runId: ctx.runId,
+          hubId,
+          actionType: action.type,
+          state: action.type === "merge" ? "applied" : "pending_review",
+          sourceMemoryIds: [action.older.id, action.newer.id],
+          resultMemoryId: action.type === "merge" ? action.newer.id : null,
+          reason: action.reason,
+          similarity: Math.round(action.cosine * 1000) / 1000,
+          details,
+          createdAt: now,
+        });
+      }
+      if (rows.length) await tx.dreamAction.createMany({ data: rows });
+    });
+  }
+  forget(ctx.deps, final.filter((a) => a.type === "merge").map((a) => a.older.id));
+  return { scanned: memories.length, candidates, attempted: pairs.length, actions: final.length, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
+}
+
+async function stalePhase(ctx: BatchContext, hubId: string) {
+  const now = (ctx.deps.now ?? (() => new Date()))();
+  const cutoff = new Date(now.getTime() - ctx.deps.config.staleDays * 86_400_000);
+  const excluded = await exclusions(ctx.deps.db, hubId);
+  const rows = await ctx.deps.db.memory.findMany({
+    where: { hubId, state: "active", accessCount: 0, lastAccessedAt: null, stability: { not: "stable" }, updatedAt: { lt: cutoff }, createdAt: { lt: cutoff } },
+    select: { id: true, title: true, updatedAt: true },
+    orderBy: [{ updatedAt: "asc" }, { id: "asc" }],
+    take: ctx.deps.config.maxStalePerRun + excluded.archive.size,
+  });
+  const stale = rows.filter((row) => !excluded.archive.has(row.id)).slice(0, ctx.deps.config.maxStalePerRun);
+  for (const batch of chunked(stale, ctx.deps.config.batchSize)) {
+    await commitBatch(ctx, async (tx, at) => {
+      const ids = batch.map((row) => row.id);
+      // Only rows still stale at write time (a read or edit since the scan saves them).
+      const still = await tx.memory.findMany({ where: { id: { in: ids }, state: "active", accessCount: 0, updatedAt: { lt: cutoff } }, select: { id: true } });
+      const keep = new Set(still.map((row) => row.id));
+      const archive = batch.filter((row) => keep.has(row.id));
+      if (archive.length === 0) return;
+      await tx.memory.updateMany({ where: { id: { in: archive.map((row) => row.id) } }, data: { state: "archived", updatedAt: at } });
+      await tx.dreamAction.createMany({
+        data: archive.map((row) => ({
+          id: newId(at.getTime()),
+          runId: ctx.runId,
+          hubId,
+          actionType: "archive",
+          state: "applied",
+          sourceMemoryIds: [row.id],
+          reason: `"${row.title}" was never read and has not changed for ${Math.floor((at.getTime() - row.updatedAt.getTime()) / 86_400_000)} days`,
+          details: { previous_updated_at: row.updatedAt.toISOString() },
+          createdAt: at,
+        })),
+      });
+    });
+  }
+  forget(ctx.deps, stale.map((row) => row.id));
+  return { candidates: rows.length, actions: stale.length };
+}
+
+async function organizePhase(ctx: BatchContext, hubId: string) {
+  const t0 = performance.now();
+  const memories = await loadMemories(ctx.deps, hubId);
+  const t1 = performance.now();
+  const excluded = await exclusions(ctx.deps.db, hubId);
+  const topics = await ctx.deps.db.topic.findMany({ where: { hubId }, select: { id: true, name: true } });
+  const df = new Map<string, number>();
+  for (const m of memories) for (const w of m.features.words) df.set(w, (df.get(w) ?? 0) + 1);
+  const byTopic = new Map<string, Float32Array[]>();
+  for (const m of memories) if (m.topicId && m.embedding) byTopic.set(m.topicId, [...(byTopic.get(m.topicId) ?? []), m.embedding]);
+  const unsorted = memories.flatMap((m) => (!m.topicId && m.embedding && !excluded.organize.has(m.id) ? [{ id: m.id, embedding: m.embedding, words: m.features.words }] : []));
+  const plan = organizeMemories(
+    { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - topics.length) },
+    ctx.deps.config,
+  );
+  const t2 = performance.now();
+  const topicName = new Map(topics.map((t) => [t.id, t.name]));
+  type Move = { memoryId: string; topicId: string | null; newTopic?: string; first?: boolean };
+  const moves: Move[] = [...plan.assign].map(([memoryId, topicId]) => ({ memoryId, topicId }));
+  for (const created of plan.create) created.memoryIds.forEach((memoryId, i) => moves.push({ memoryId, topicId: null, newTopic: created.name, first: i === 0 }));
+  const createdIds = new Map<string, string>();
+  // Organize writes are cheap per row: larger batches, fewer transactions.
+  for (const batch of chunked(moves, ctx.deps.config.batchSize * 5)) {
+    await commitBatch(ctx, async (tx, now) => {
+      const created = new Set<string>();
+      for (const move of batch) {
+        if (!move.newTopic || createdIds.has(move.newTopic)) continue;
+        const existing = await tx.topic.findFirst({ where: { hubId, name: move.newTopic }, select: { id: true } });
+        const topicId = existing?.id ?? newId(now.getTime());
+        if (!existing) {
+          await tx.topic.create({ data: { id: topicId, hubId, name: move.newTopic, createdBy: null, createdAt: now, updatedAt: now } });
+          created.add(topicId);
+        }
+        createdIds.set(move.newTopic, topicId);
+        topicName.set(topicId, move.newTopic);
+      }
+      // Only memories still unsorted and active at write time move (an edit since the scan wins).
+      const target = (move: Move) => (move.newTopic ? createdIds.get(move.newTopic)! : move.topicId!);
+      const moved = await assignTopics(tx, batch.map((move) => ({ memoryId: move.memoryId, topicId: target(move) })));
+      const actions = [];
+      for (const move of batch) {
+        if (!moved.has(move.memoryId)) continue;
+        const topicId = target(move);
+        actions.push({
+          id: newId(now.getTime()),
+          memoryId: move.memoryId,
+          topicId,
+          topicName: topicName.get(topicId) ?? "",
+          createdTopic: created.delete(topicId),
+          reason: move.newTopic ? `grouped with similar memories into the new topic "${move.newTopic}"` : `closest to the topic "${topicName.get(topicId)}"`,
+        });
+      }
+      await insertOrganizeActions(tx, ctx.runId, hubId, actions, now);
+    });
+  }
+  return { candidates: unsorted.length, actions: moves.length, topics_created: plan.create.length, load_ms: Math.round(t1 - t0), cluster_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
+}
+
+/** Counts, the markdown report, the terminal status and the dream.completed event. */
+export async function finishDreamRun(deps: DreamDeps, runId: string, owner: string, timedOut: boolean): Promise<string> {
+  const now = (deps.now ?? (() => new Date()))();
+  const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+  const hub = await deps.db.hub.findUnique({ where: { id: run.hubId }, select: { name: true } });
+  const actions = await deps.db.dreamAction.findMany({ where: { runId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }], take: 5000 });
+  const status = timedOut ? "partial_failed" : "completed";
+  const durationMs = now.getTime() - (run.startedAt ?? run.createdAt).getTime();
+  const report = buildDreamReport({ hubName: hub?.name ?? "hub", scanned: run.memoriesScanned, durationMs, actions, timedOut });
+  const done = await deps.db.$transaction(async (tx) => {
+    const updated = await tx.dreamRun.updateMany({
+      where: { id: runId, status: "running", leaseOwner: owner },
+      data: { status, phase: timedOut ? run.phase : "done", report, finishedAt: now, heartbeatAt: now, ...(timedOut && { error: `stopped after the ${Math.round(deps.config.maxRunMs / 1000)} s budget; the next run continues` }) },
+    });
+    if (updated.count === 0) return false;
+    await tx.event.create({ data: { id: newId(now.getTime()), type: "dream.completed", hubId: run.hubId, actorId: run.triggeredBy, entityId: runId, createdAt: now } });
+    return true;
+  });
+  if (!done) throw new LostLeaseError(`dream run ${runId} is no longer held by ${owner}`);
+  return status;
+}

@@ -1,0 +1,76 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { serializeDreamAction } from "./serialize-dream.ts";
+
+export const resolveDreamActionBodySchema = z.object({ resolution: z.enum(["keep_a", "keep_b", "keep_both"], { error: "resolution is keep_a, keep_b or keep_both" }) });
+
+async function actionOrThrow(ctx: AuthContext, actionId: string, verb: string) {
+  const action = isUuid(actionId) ? await ctx.db.dreamAction.findUnique({ where: { id: actionId } }) : null;
+  if (!action) throw new ApiError("not_found", "Dream action not found");
+  await hubPermissionOrThrow(ctx, action.hubId, "dreams.trigger", verb).catch((error: unknown) => {
+    if (error instanceof ApiError && error.code === "not_found") throw new ApiError("not_found", "Dream action not found");
+    throw error;
+  });
+  return action;
+}
+
+/**
+ * POST /v1/dreams/actions/:id/undo: puts back what the action changed — a
+ * merge is split (the archived memory returns, superseded_by cleared), an
+ * archived memory is restored, an organized memory leaves the topic (a topic
+ * the run created goes when it empties), a resolved review reopens. Undone
+ * actions are not redone by later runs.
+ */
+export async function undoDreamAction(ctx: AuthContext, actionId: string) {
+  const action = await actionOrThrow(ctx, actionId, "undo dream actions");
+  if (action.state === "undone") throw new ApiError("conflict", "This action was already undone");
+  if (action.actionType === "contradiction" && action.state === "pending_review") throw new ApiError("conflict", "Nothing to undo: this review is still open; resolve it instead");
+  const now = ctx.now();
+  const updated = await ctx.db.$transaction(async (tx) => {
+    const [first, second] = action.sourceMemoryIds;
+    if (action.actionType === "merge") {
+      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+      if (restored.count === 0) throw new ApiError("conflict", "The merged memory was changed or deleted since; nothing to split");
+    } else if (action.actionType === "archive") {
+      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived" }, data: { state: "active", updatedAt: now } });
+      if (restored.count === 0) throw new ApiError("conflict", "The memory is no longer archived (or was deleted)");
+    } else if (action.actionType === "organize") {
+      await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId } });
+      // A topic a dream created goes away once undoing empties it.
+      if (action.toTopicId && (await tx.dreamAction.count({ where: { hubId: action.hubId, toTopicId: action.toTopicId, createdTopic: true } })) > 0) {
+        const left = await tx.memory.count({ where: { topicId: action.toTopicId } });
+        if (left === 0) await tx.topic.deleteMany({ where: { id: action.toTopicId, hubId: action.hubId } });
+      }
+    } else if (action.actionType === "contradiction") {
+      // Reopen the review: the side archived by keep_a / keep_b comes back.
+      const loser = action.resolution === "keep_a" ? second : action.resolution === "keep_b" ? first : undefined;
+      const winner = action.resolution === "keep_a" ? first : second;
+      if (loser) await tx.memory.updateMany({ where: { id: loser, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+      return tx.dreamAction.update({ where: { id: action.id }, data: { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null } });
+    }
+    return tx.dreamAction.update({ where: { id: action.id }, data: { state: "undone", resolution: "undone", resolvedBy: ctx.user.id, resolvedAt: now } });
+  });
+  return serializeDreamAction(updated);
+}
+
+/** POST /v1/dreams/actions/:id/resolve: a contradiction review — keep A (B archived), keep B (A archived), or keep both. */
+export async function resolveDreamAction(ctx: AuthContext, actionId: string, resolution: "keep_a" | "keep_b" | "keep_both") {
+  const action = await actionOrThrow(ctx, actionId, "resolve dream reviews");
+  if (action.actionType !== "contradiction") throw new ApiError("invalid_request", "Only contradiction reviews are resolved; undo other actions");
+  if (action.state !== "pending_review") throw new ApiError("conflict", `This review was already resolved (${action.resolution})`);
+  const now = ctx.now();
+  const [a, b] = action.sourceMemoryIds;
+  const updated = await ctx.db.$transaction(async (tx) => {
+    if (resolution !== "keep_both") {
+      const [keep, drop] = resolution === "keep_a" ? [a!, b!] : [b!, a!];
+      await tx.memory.updateMany({ where: { id: drop, hubId: action.hubId, state: "active" }, data: { state: "archived", supersededBy: keep, updatedAt: now } });
+    }
+    const changed = await tx.dreamAction.updateMany({ where: { id: action.id, state: "pending_review" }, data: { state: "resolved", resolution, resolvedBy: ctx.user.id, resolvedAt: now } });
+    if (changed.count === 0) throw new ApiError("conflict", "This review was resolved meanwhile");
+    return tx.dreamAction.findUniqueOrThrow({ where: { id: action.id } });
+  });
+  return serializeDreamAction(updated);
+}

@@ -1,0 +1,222 @@
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const sha = (s: string) => createHash("sha256").update(s).digest("hex");
+const file = { agent: "claude-code", file_path: "CLAUDE.md", scope: "global" };
+
+/** A device: a manifest of files it holds, and the CLI's sync → act → ack loop. */
+class Device {
+  files = new Map<string, string>();
+  constructor(
+    readonly client: Client,
+    readonly id: string,
+  ) {}
+  manifest() {
+    return [...this.files].map(([path, content]) => ({ ...file, file_path: path, content_hash: sha(content), updated_at: new Date().toISOString() }));
+  }
+  async plan() {
+    const res = await this.client.post("/v1/configs/sync", { device_id: this.id, configs: this.manifest() });
+    expect(res.status, res.text).toBe(200);
+    return res.body.data.actions as { action: string; reason: string; file_path: string; config_id?: string; version?: number }[];
+  }
+  /** Carries out push, pull, unchanged and delete_local like `memax agents sync`; conflicts are returned. */
+  async sync() {
+    const actions = await this.plan();
+    const acks: object[] = [];
+    for (const a of actions) {
+      if (a.action === "push") {
+        const res = await this.client.put("/v1/configs", { ...file, file_path: a.file_path, content: this.files.get(a.file_path), device_id: this.id });
+        expect([200, 201]).toContain(res.status);
+      } else if (a.action === "pull") {
+        const res = await this.client.get(`/v1/configs/${a.config_id}`);
+        this.files.set(a.file_path, res.body.data.content);
+        acks.push({ ...file, file_path: a.file_path, content_hash: res.body.data.content_hash, version: a.version });
+      } else if (a.action === "unchanged" && this.files.has(a.file_path)) {
+        acks.push({ ...file, file_path: a.file_path, content_hash: sha(this.files.get(a.file_path)!), version: a.version });
+      } else if (a.action === "delete_local") {
+        this.files.delete(a.file_path);
+        acks.push({ ...file, file_path: a.file_path, version: a.version, deleted: true });
+      }
+    }
+    if (acks.length) expect((await this.client.post("/v1/configs/ack", { device_id: this.id, configs: acks })).status).toBe(200);
+    return actions;
+  }
+}
+
+describe("PUT and GET /v1/configs", () => {
+  it("stores versions, lists by agent and scope, and keeps the same content as one version", async () => {
+    const ann = await h.user("Ann");
+    const first = await ann.put("/v1/configs", { ...file, content: "# Rules\n" });
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.data).toMatchObject({ ...file, owner_id: ann.id, content: "# Rules\n", content_hash: sha("# Rules\n"), version: 1 });
+    const same = await ann.put("/v1/configs", { ...file, content: "# Rules\n" });
+    expect(same.status).toBe(200);
+    expect(same.body.data.version).toBe(1);
+    const second = await ann.put("/v1/configs", { ...file, content: "# Rules v2\n" });
+    expect(second.body.data).toMatchObject({ id: first.body.data.id, version: 2 });
+    await ann.put("/v1/configs", { agent: "cursor", file_path: ".cursorrules", scope: "project:github.com/acme/app", content: "x" });
+    const all = await ann.get("/v1/configs");
+    expect(all.body.data.configs.map((c: { agent: string }) => c.agent)).toEqual(["claude-code", "cursor"]);
+    expect(all.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+    const cursor = await ann.get("/v1/configs?agent=cursor&scope=project:github.com/acme/app");
+    expect(cursor.body.data.configs).toHaveLength(1);
+    expect((await ann.get("/v1/configs?scope=global")).body.data.configs).toHaveLength(1);
+    const versions = await ann.get(`/v1/configs/${first.body.data.id}/versions`);
+    expect(versions.body.data.versions.map((v: { version: number }) => v.version)).toEqual([2, 1]);
+    // Another user sees none of it.
+    const bob = await h.user("Bob");
+    expect((await bob.get("/v1/configs")).body.data.configs).toEqual([]);
+    expect((await bob.get(`/v1/configs/${first.body.data.id}`)).status).toBe(404);
+    expect((await bob.delete(`/v1/configs/${first.body.data.id}`)).status).toBe(404);
+  });
+
+  it("pages with a cursor", async () => {
+    const ann = await h.user("Pager");
+    for (const name of ["a.md", "b.md", "c.md"]) await ann.put("/v1/configs", { ...file, agent: "codex", file_path: name, content: name });
+    const one = await ann.get("/v1/configs?limit=2");
+    expect(one.body.data.configs.map((c: { file_path: string }) => c.file_path)).toEqual(["a.md", "b.md"]);
+    expect(one.body.data.has_more).toBe(true);
+    const two = await ann.get(`/v1/configs?limit=2&cursor=${encodeURIComponent(one.body.data.next_cursor)}`);
+    expect(two.body.data.configs.map((c: { file_path: string }) => c.file_path)).toEqual(["c.md"]);
+    expect((await ann.get("/v1/configs?cursor=nope")).status).toBe(400);
+  });
+
+  it("rejects files over 512 KiB and bad identities, writing nothing", async () => {
+    const ann = await h.user("Big");
+    const big = await ann.put("/v1/configs", { ...file, content: "x".repeat(512 * 1024 + 1) });
+    expect(big.status).toBe(413);
+    expect(big.body.error.code).toBe("file_too_large");
+    expect((await ann.put("/v1/configs", { ...file, content: "x".repeat(512 * 1024) })).status).toBe(201);
+    for (const bad of [{ file_path: "../etc/passwd" }, { file_path: "/abs" }, { scope: "elsewhere" }, { scope: "profile:../x" }, { agent: "" }]) {
+      const res = await ann.put("/v1/configs", { ...file, ...bad, content: "x" });
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+    expect((await ann.get("/v1/configs")).body.data.configs).toHaveLength(1);
+    expect((await h.anonymous.get("/v1/configs")).status).toBe(401);
+  });
+});
+
+describe("POST /v1/configs/sync between two devices", () => {
+  it("edits in turn travel; edits at once conflict; the clock is never consulted", async () => {
+    const ann = await h.user("Sync");
+    const laptop = new Device(ann, "laptop");
+    const desktop = new Device(ann, "desktop");
+    laptop.files.set("CLAUDE.md", "v1");
+    expect(await laptop.sync()).toMatchObject([{ action: "push", reason: "local_only" }]);
+    expect(await desktop.sync()).toMatchObject([{ action: "pull", reason: "cloud_only", version: 1 }]);
+    expect(desktop.files.get("CLAUDE.md")).toBe("v1");
+    // In turn: desktop edits and syncs, then laptop pulls.
+    desktop.files.set("CLAUDE.md", "v2 from desktop");
+    expect(await desktop.sync()).toMatchObject([{ action: "push", reason: "local_newer" }]);
+    expect(await laptop.sync()).toMatchObject([{ action: "pull", reason: "cloud_newer", version: 2 }]);
+    expect(laptop.files.get("CLAUDE.md")).toBe("v2 from desktop");
+    expect(await laptop.sync()).toMatchObject([{ action: "unchanged", reason: "in_sync" }]);
+    // At once: both edit before either syncs.
+    laptop.files.set("CLAUDE.md", "v3 laptop");
+    desktop.files.set("CLAUDE.md", "v3 desktop");
+    expect(await laptop.sync()).toMatchObject([{ action: "push", reason: "local_newer" }]);
+    expect(await desktop.sync()).toMatchObject([{ action: "conflict", reason: "both_changed", config_id: expect.any(String) }]);
+    // A manifest timestamp far in the future or past changes nothing.
+    for (const updated_at of ["2099-01-01T00:00:00Z", "1970-01-01T00:00:00Z"]) {
+      const res = await ann.post("/v1/configs/sync", { device_id: "desktop", configs: [{ ...file, content_hash: sha("v3 desktop"), updated_at }] });
+      expect(res.body.data.actions).toMatchObject([{ action: "conflict", reason: "both_changed" }]);
+    }
+    // Keep local resolves it; the laptop then pulls the desktop's text.
+    await ann.put("/v1/configs", { ...file, content: "v3 desktop", device_id: "desktop" });
+    expect(await desktop.sync()).toMatchObject([{ action: "unchanged" }]);
+    expect(await laptop.sync()).toMatchObject([{ action: "pull", reason: "cloud_newer", version: 4 }]);
+  });
+
+  it("a deletion everywhere reaches the other device; a local change to the deleted file conflicts; restore brings it back", async () => {
+    const ann = await h.user("Deleter");
+    const a = new Device(ann, "a");
+    const b = new Device(ann, "b");
+    a.files.set("CLAUDE.md", "keep me");
+    a.files.set("MEMORY.md", "notes");
+    await a.sync();
+    await b.sync();
+    const list = (await ann.get("/v1/configs")).body.data.configs as { id: string; file_path: string; version: number }[];
+    const claude = list.find((c) => c.file_path === "CLAUDE.md")!;
+    const memory = list.find((c) => c.file_path === "MEMORY.md")!;
+    const res = await ann.post("/v1/configs/batch-delete", { ids: [claude.id, memory.id, "00000000-0000-7000-8000-000000000000"] });
+    expect(res.body.data).toEqual({ deleted: 2, skipped: [{ id: "00000000-0000-7000-8000-000000000000", reason: "not_found" }] });
+    // A acks the deletion as the CLI does (version + 1).
+    await ann.post("/v1/configs/ack", { device_id: "a", configs: [{ ...file, version: claude.version + 1, deleted: true }, { ...file, file_path: "MEMORY.md", version: memory.version + 1, deleted: true }] });
+    a.files.clear();
+    b.files.set("MEMORY.md", "notes, edited on b");
+    const plan = await b.sync();
+    expect(plan).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ file_path: "CLAUDE.md", action: "delete_local", reason: "deleted_in_cloud", version: 2 }),
+        expect.objectContaining({ file_path: "MEMORY.md", action: "conflict", reason: "modified_locally_deleted_in_cloud" }),
+      ]),
+    );
+    expect(plan.find((p) => p.file_path === "MEMORY.md")!.config_id).toBeUndefined();
+    expect(b.files.has("CLAUDE.md")).toBe(false);
+    expect(await a.sync()).toEqual([]);
+    expect((await ann.get("/v1/configs")).body.data.configs).toEqual([]);
+    const deleted = await ann.get("/v1/configs/deleted");
+    expect(deleted.body.data.configs).toHaveLength(2);
+    expect(deleted.body.data.configs[0]).toMatchObject({ agent: "claude-code", version: 2, deleted_content_hash: expect.any(String), content_expires_at: expect.any(String) });
+    const restored = await ann.post("/v1/configs/restore", { agent: "claude-code", file_path: "CLAUDE.md", scope: "global", device_id: "a" });
+    expect(restored.status, restored.text).toBe(200);
+    expect(restored.body.data).toMatchObject({ content: "keep me", version: 3 });
+    expect((await ann.post("/v1/configs/restore", { agent: "claude-code", file_path: "CLAUDE.md" })).status).toBe(409);
+    // Both devices get it back as a cloud-only file.
+    expect(await a.sync()).toMatchObject([{ file_path: "CLAUDE.md", action: "pull", reason: "cloud_only" }]);
+    // A file created again after an acknowledged deletion is pushed, not deleted.
+    const c = new Device(ann, "c");
+    await ann.post("/v1/configs/ack", { device_id: "c", configs: [{ ...file, file_path: "MEMORY.md", version: 2, deleted: true }] });
+    c.files.set("MEMORY.md", "brand new");
+    expect(await c.plan()).toEqual(expect.arrayContaining([expect.objectContaining({ file_path: "MEMORY.md", action: "push", reason: "recreated_after_delete" })]));
+  });
+
+  it("local-delete keeps a file off one device only", async () => {
+    const ann = await h.user("Local");
+    const a = new Device(ann, "a");
+    const b = new Device(ann, "b");
+    a.files.set("CLAUDE.md", "shared");
+    await a.sync();
+    await b.sync();
+    const res = await ann.post("/v1/configs/local-delete", { ...file, device_id: "b" });
+    expect(res.status, res.text).toBe(200);
+    b.files.clear();
+    expect(await b.sync()).toMatchObject([{ action: "unchanged", reason: "removed_on_device" }]);
+    a.files.set("CLAUDE.md", "shared v2");
+    expect(await a.sync()).toMatchObject([{ action: "push" }]);
+    expect(await b.sync()).toMatchObject([{ action: "unchanged", reason: "removed_on_device" }]);
+    expect((await ann.post("/v1/configs/local-delete", { ...file, file_path: "NOPE.md", device_id: "b" })).status).toBe(404);
+  });
+
+  it("validates the manifest", async () => {
+    const ann = await h.user("Manifest");
+    const entry = { ...file, content_hash: sha("x"), updated_at: "" };
+    expect((await ann.post("/v1/configs/sync", { device_id: "d", configs: [entry, entry] })).status).toBe(400);
+    expect((await ann.post("/v1/configs/sync", { device_id: "d", configs: [{ ...entry, content_hash: "zz" }] })).status).toBe(400);
+    expect((await ann.post("/v1/configs/sync", { configs: [] })).status).toBe(400);
+    expect((await ann.post("/v1/configs/sync", { device_id: "d", configs: [] })).body.data).toEqual({ actions: [] });
+  });
+});
+
+describe("POST /v1/configs/merge", () => {
+  it("keeps every line of both sides, shared lines once", async () => {
+    const ann = await h.user("Merge");
+    const res = await ann.post("/v1/configs/merge", {
+      cloud_content: "# Rules\n- use pnpm\n- tabs\n",
+      local_content: "# Rules\n- use pnpm\n- run tests first\n- tabs\n",
+      file_path: "CLAUDE.md",
+      agent: "claude-code",
+    });
+    expect(res.body.data.merged_content).toBe("# Rules\n- use pnpm\n- run tests first\n- tabs\n");
+  });
+});

@@ -1,0 +1,324 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InngestTestEngine } from "@inngest/test";
+import { dreamConfig } from "@/lib/dreams/dream-config.ts";
+import { DREAM_RUN_EVENT, dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
+import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
+import { indexMemories } from "./recall-helpers.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+let h: Harness;
+let owner: Client;
+beforeAll(async () => {
+  h = await createHarness();
+  owner = await h.user("Owner");
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const DAY = 86_400_000;
+
+/** The planted hub: every memory with its role in the test. */
+const PLANTED = {
+  dupOld1: "Use pnpm, not npm, for installing dependencies in the web repo.",
+  dupNew1: "In the web repo we install dependencies with pnpm instead of npm.",
+  dupOld2: "Deploys to production happen every Tuesday after the standup, using the release script.",
+  dupNew2: "Production deploys happen each Tuesday after standup with the release script.",
+  contraOld: "The API request timeout is 30 seconds.",
+  contraNew: "The API request timeout is 60 seconds.",
+  // Near-miss pairs: similar wording, a different key entity. Never merged.
+  stripeLong: "To rotate the Stripe API key, open the Stripe dashboard, create a new restricted key and update STRIPE_KEY in Vault.",
+  twilioLong: "To rotate the Twilio API key, open the Twilio console, create a new key and update TWILIO_KEY in Vault.",
+  stripeShort: "Rotate the Stripe key every 90 days.",
+  twilioShort: "Rotate the Twilio key every 90 days.",
+  staging: "The staging database runs on Postgres 15 in eu-west-1.",
+  production: "The production database runs on Postgres 15 in eu-west-1.",
+  // Stale: old, never read, not stable.
+  stale1: "Temporary note: the office wifi password changes next week.",
+  stale2: "Reminder to renew the conference booth reservation before the deadline.",
+  staleStable: "Our company was founded in 2014 in Lisbon.",
+  staleRead: "The legacy billing export lives in the finance shared drive.",
+  // Organize: an existing Frontend topic, unsorted memories that belong to it, and an unsorted Kubernetes cluster.
+  front1: "React components live in src/components and use CSS modules for styling.",
+  front2: "Every React component needs a Storybook story and a unit test with React Testing Library.",
+  front3: "The frontend uses React 19 with the new compiler enabled for all pages.",
+  frontUnsorted1: "New React components should be function components with hooks, styled with CSS modules.",
+  frontUnsorted2: "React pages in the frontend load data with server components and Suspense boundaries.",
+  k8s1: "Kubernetes pods in the cluster are autoscaled with the horizontal pod autoscaler on CPU.",
+  k8s2: "Each Kubernetes deployment sets pod resource requests and limits for CPU and memory.",
+  k8s3: "Kubernetes pod logs are shipped from the cluster to Loki by a DaemonSet.",
+  k8s4: "Restart a stuck Kubernetes pod with kubectl rollout restart on its deployment.",
+} as const;
+type Key = keyof typeof PLANTED;
+
+async function seedHub(): Promise<{ hubId: string; ids: Record<Key, string>; frontendTopic: string }> {
+  const hubId = await h.teamHub(owner);
+  const ids = {} as Record<Key, string>;
+  const base = Date.now() - 10 * DAY;
+  let i = 0;
+  for (const key of Object.keys(PLANTED) as Key[]) {
+    const res = await owner.post("/v1/memories", { content: PLANTED[key], stability: key === "staleStable" ? "stable" : "evolving" }, { headers: { "x-hub-id": hubId } });
+    expect(res.status, res.text).toBe(201);
+    ids[key] = res.body.data.id;
+    // Older memories first: "Old" before "New" in every pair.
+    const at = key.startsWith("stale") ? new Date(Date.now() - 200 * DAY) : new Date(base + i++ * 60_000);
+    await h.db.memory.update({ where: { id: ids[key] }, data: { createdAt: at, updatedAt: at } });
+  }
+  await h.db.memory.update({ where: { id: ids.staleRead }, data: { accessCount: 3, lastAccessedAt: new Date(Date.now() - 100 * DAY) } });
+  const topic = await owner.post("/v1/topics", { name: "Frontend", hub_id: hubId });
+  for (const key of ["front1", "front2", "front3"] as const) await h.db.memory.update({ where: { id: ids[key] }, data: { topicId: topic.body.data.id } });
+  await indexMemories(h.db, Object.values(ids));
+  return { hubId, ids, frontendTopic: topic.body.data.id };
+}
+
+async function trigger(client: Client, hubId: string) {
+  return client.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+}
+
+describe("a dream run over a planted hub", () => {
+  let hubId: string;
+  let ids: Record<Key, string>;
+  let frontendTopic: string;
+  let runId: string;
+
+  beforeAll(async () => {
+    ({ hubId, ids, frontendTopic } = await seedHub());
+    const res = await trigger(owner, hubId);
+    expect(res.status, res.text).toBe(202);
+    expect(res.body.data).toEqual({ status: "queued", run_id: expect.any(String) });
+    runId = res.body.data.run_id;
+    expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+  }, 180_000);
+
+  const memory = (key: Key) => h.db.memory.findUniqueOrThrow({ where: { id: ids[key] } });
+
+  it("merges near-duplicates: the newer kept, the older archived with superseded_by", async () => {
+    for (const [older, newer] of [["dupOld1", "dupNew1"], ["dupOld2", "dupNew2"]] as const) {
+      expect(await memory(older)).toMatchObject({ state: "archived", supersededBy: ids[newer] });
+      expect(await memory(newer)).toMatchObject({ state: "active", supersededBy: null });
+    }
+    const merges = await h.db.dreamAction.findMany({ where: { runId, actionType: "merge" } });
+    expect(merges.map((m) => m.sourceMemoryIds).sort()).toEqual([[ids.dupOld1, ids.dupNew1], [ids.dupOld2, ids.dupNew2]].sort());
+  });
+
+  it("flags the contradiction for review and changes neither side", async () => {
+    const reviews = await h.db.dreamAction.findMany({ where: { runId, actionType: "contradiction" } });
+    expect(reviews).toHaveLength(1);
+    expect(reviews[0]).toMatchObject({ state: "pending_review", sourceMemoryIds: [ids.contraOld, ids.contraNew] });
+    expect(reviews[0]!.details).toMatchObject({ values: ["30 seconds", "60 seconds"], options: ["keep_a", "keep_b", "keep_both"], a: { id: ids.contraOld, excerpt: PLANTED.contraOld } });
+    expect((await memory("contraOld")).state).toBe("active");
+    expect((await memory("contraNew")).state).toBe("active");
+  });
+
+  it("never merges or flags near-miss pairs that differ in a key entity", async () => {
+    const nearMiss = [ids.stripeLong, ids.twilioLong, ids.stripeShort, ids.twilioShort, ids.staging, ids.production];
+    for (const id of nearMiss) expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).state).toBe("active");
+    const touching = await h.db.dreamAction.findMany({ where: { runId, actionType: { in: ["merge", "contradiction"] }, sourceMemoryIds: { hasSome: nearMiss } } });
+    expect(touching).toEqual([]);
+  });
+
+  it("archives stale memories, but not stable or read ones", async () => {
+    expect((await memory("stale1")).state).toBe("archived");
+    expect((await memory("stale2")).state).toBe("archived");
+    expect((await memory("staleStable")).state).toBe("active");
+    expect((await memory("staleRead")).state).toBe("active");
+    expect(await h.db.dreamAction.count({ where: { runId, actionType: "archive" } })).toBe(2);
+  });
+
+  it("sorts unsorted memories into the existing topic and a new named one", async () => {
+    expect((await memory("frontUnsorted1")).topicId).toBe(frontendTopic);
+    expect((await memory("frontUnsorted2")).topicId).toBe(frontendTopic);
+    const k8s = await Promise.all((["k8s1", "k8s2", "k8s3", "k8s4"] as const).map(memory));
+    const topicId = k8s[0]!.topicId;
+    expect(topicId).not.toBeNull();
+    expect(topicId).not.toBe(frontendTopic);
+    expect(k8s.filter((m) => m.topicId === topicId).length).toBeGreaterThanOrEqual(3);
+    const topic = await h.db.topic.findUniqueOrThrow({ where: { id: topicId! } });
+    expect(topic.name).toMatch(/Kubernetes|Pod/);
+  });
+
+  it("lists the run with counts and a markdown report, through the API", async () => {
+    const list = await owner.get(`/v1/dreams?hub_id=${hubId}`);
+    expect(list.status).toBe(200);
+    const run = list.body.data.runs[0];
+    expect(run).toMatchObject({ id: runId, hub_id: hubId, status: "completed", duplicates_merged: 2, contradictions_found: 1, memories_archived: 2, memories_scanned: Object.keys(PLANTED).length });
+    expect(run.memories_organized).toBeGreaterThanOrEqual(5);
+    expect(run.report.split("\n")[0]).toMatch(/^Merged 2 near-duplicates, flagged 1 contradiction for review, archived 2 stale memories, organized \d+ memories/);
+    expect(run.report).toContain("## Contradictions to review (1)");
+    expect(run.phase_metrics.similar).toMatchObject({ candidates: expect.any(Number), duration_ms: expect.any(Number) });
+    const report = await owner.get("/v1/dreams/report", { headers: { "x-hub-id": hubId } });
+    expect(report.body.data).toMatchObject({ has_run: true, run: { id: runId }, intelligence: { latest_run: { merged: 2, contradictions_found: 1, archived: 2 }, pending_review: { contradictions: 1, total: 1 } } });
+    const actions = await owner.get(`/v1/dreams/${runId}/actions?type=merge`);
+    expect(actions.body.data.actions).toHaveLength(2);
+    const none = await owner.get("/v1/dreams/report");
+    expect(none.body.data).toMatchObject({ has_run: false, intelligence: { pending_review: { total: 0 } } });
+    const stranger = await h.user("Stranger");
+    expect((await stranger.get(`/v1/dreams/${runId}`)).status).toBe(404);
+    expect((await stranger.get(`/v1/dreams?hub_id=${hubId}`)).status).toBe(404);
+  });
+
+  it("undoes every kind of action, resolves the review, and the next run does not redo what was undone", async () => {
+    const merge = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge", sourceMemoryIds: { has: ids.dupOld1 } } });
+    const undone = await owner.post(`/v1/dreams/actions/${merge.id}/undo`);
+    expect(undone.status, undone.text).toBe(200);
+    expect(undone.body.data).toMatchObject({ state: "undone", resolution: "undone" });
+    expect(await memory("dupOld1")).toMatchObject({ state: "active", supersededBy: null });
+    expect((await owner.post(`/v1/dreams/actions/${merge.id}/undo`)).status).toBe(409);
+
+    const archive = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "archive", sourceMemoryIds: { has: ids.stale1 } } });
+    expect((await owner.post(`/v1/dreams/actions/${archive.id}/undo`)).status).toBe(200);
+    expect((await memory("stale1")).state).toBe("active");
+
+    // Undoing every organize into the new topic removes the topic the run created.
+    const k8sTopic = (await memory("k8s1")).topicId!;
+    for (const action of await h.db.dreamAction.findMany({ where: { runId, actionType: "organize", toTopicId: k8sTopic } })) {
+      expect((await owner.post(`/v1/dreams/actions/${action.id}/undo`)).status).toBe(200);
+    }
+    expect((await memory("k8s1")).topicId).toBeNull();
+    expect(await h.db.topic.findUnique({ where: { id: k8sTopic } })).toBeNull();
+
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/undo`)).status).toBe(409);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_a_and_b" })).status).toBe(400);
+    const resolved = await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_b" });
+    expect(resolved.body.data).toMatchObject({ state: "resolved", resolution: "keep_b" });
+    expect(await memory("contraOld")).toMatchObject({ state: "archived", supersededBy: ids.contraNew });
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_a" })).status).toBe(409);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/undo`)).body.data).toMatchObject({ state: "pending_review", resolution: null });
+    expect((await memory("contraOld")).state).toBe("active");
+
+    // A second run: the undone merge, archive and organize stay undone; the open review is not flagged twice.
+    const second = (await trigger(owner, hubId)).body.data.run_id;
+    await runDreamRunOnce(h.db, second);
+    const again = await h.db.dreamAction.findMany({ where: { runId: second } });
+    expect(again.filter((a) => a.actionType === "merge")).toEqual([]);
+    expect(again.filter((a) => a.actionType === "contradiction")).toEqual([]);
+    expect(again.filter((a) => a.actionType === "archive" && a.sourceMemoryIds.includes(ids.stale1))).toEqual([]);
+    expect(again.filter((a) => a.actionType === "organize" && a.sourceMemoryIds.includes(ids.k8s1))).toEqual([]);
+    expect((await memory("dupOld1")).state).toBe("active");
+  });
+});
+
+describe("runs: one at a time, permissions, crash and resume, time budget", () => {
+  it("two concurrent triggers make one run", async () => {
+    const hubId = await h.teamHub(owner);
+    const [a, b] = await Promise.all([trigger(owner, hubId), trigger(owner, hubId)]);
+    expect([a.status, b.status]).toEqual([202, 202]);
+    expect(new Set([a.body.data.run_id, b.body.data.run_id]).size).toBe(1);
+    expect([a.body.data.status, b.body.data.status].sort()).toEqual(["already_running", "queued"]);
+    expect(await h.db.dreamRun.count({ where: { hubId } })).toBe(1);
+    // Two workers race for it: one runs it.
+    const results = await Promise.all([runDreamRunOnce(h.db, a.body.data.run_id, { owner: "w1" }), runDreamRunOnce(h.db, a.body.data.run_id, { owner: "w2" })]);
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: a.body.data.run_id } })).status).toBe("completed");
+    // Finished: the next trigger starts a new run.
+    expect((await trigger(owner, hubId)).body.data.status).toBe("queued");
+  });
+
+  it("follows the roles table: owner and admin, contributors only when the hub allows it", async () => {
+    const admin = await h.user("Admin");
+    const contributor = await h.user("Contrib");
+    const viewer = await h.user("Viewer");
+    const outsider = await h.user("Outsider");
+    const hubId = await h.teamHub(owner, [[admin, "admin"], [contributor, "contributor"], [viewer, "viewer"]]);
+    expect((await trigger(contributor, hubId)).status).toBe(403);
+    expect((await trigger(viewer, hubId)).status).toBe(403);
+    expect((await trigger(outsider, hubId)).status).toBe(404);
+    expect((await trigger(admin, hubId)).status).toBe(202);
+    await h.db.dreamRun.deleteMany({ where: { hubId } });
+    await h.db.hub.update({ where: { id: hubId }, data: { allowContributorDreams: true } });
+    expect((await trigger(contributor, hubId)).status).toBe(202);
+    // Personal hub by default.
+    expect((await contributor.post("/v1/dreams/trigger")).status).toBe(202);
+    expect((await viewer.get(`/v1/dreams?hub_id=${hubId}`)).body.data.runs).toHaveLength(1);
+  });
+
+  it("a run that crashes mid-phase resumes where it stopped and ends like an uninterrupted run", async () => {
+    const clean = await seedHub();
+    const crashed = await seedHub();
+    const config = dreamConfig({ batchSize: 1 });
+    const cleanRun = (await trigger(owner, clean.hubId)).body.data.run_id;
+    await runDreamRunOnce(h.db, cleanRun, { config });
+
+    const runId = (await trigger(owner, crashed.hubId)).body.data.run_id;
+    expect(await claimDreamRun(h.db, runId, "doomed", new Date(), config.staleRunMs)).toBe(true);
+    let batches = 0;
+    const crash = new Error("simulated crash");
+    await expect(
+      executeDreamRun(
+        {
+          db: h.db,
+          sql: h.database.sql,
+          config,
+          afterBatch: () => {
+            if (++batches === 2) throw crash;
+          },
+        },
+        runId,
+        "doomed",
+      ),
+    ).rejects.toBe(crash);
+    const dead = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+    expect(dead).toMatchObject({ status: "running", phase: "similar", leaseOwner: "doomed" });
+    expect(await h.db.dreamAction.count({ where: { runId } })).toBe(2);
+    // Another worker cannot take it while the heartbeat is fresh…
+    expect(await claimDreamRun(h.db, runId, "rescuer", new Date(), 60_000)).toBe(false);
+    // …and takes it once the heartbeat is stale; the dead worker's lease is gone.
+    expect(await claimDreamRun(h.db, runId, "rescuer", new Date(Date.now() + 120_000), 60_000)).toBe(true);
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, runId, "rescuer")).toBe("completed");
+    const count = async (id: string) => {
+      const rows = await h.db.dreamAction.groupBy({ by: ["actionType"], where: { runId: id }, _count: { _all: true } });
+      return Object.fromEntries(rows.map((r) => [r.actionType, r._count._all]));
+    };
+    expect(await count(runId)).toEqual(await count(cleanRun));
+    const resumed = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+    expect(resumed).toMatchObject({ status: "completed", phase: "done", attempts: 2 });
+    // No memory was acted on twice.
+    const merges = await h.db.dreamAction.findMany({ where: { runId, actionType: { in: ["merge", "organize", "archive"] } } });
+    const acted = merges.flatMap((m) => (m.actionType === "merge" ? [m.sourceMemoryIds[0]!] : m.sourceMemoryIds).map((id) => `${m.actionType}:${id}`));
+    expect(new Set(acted).size).toBe(acted.length);
+  }, 180_000);
+
+  it("a run out of time stops cleanly as partial_failed", async () => {
+    const { hubId } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    await runDreamRunOnce(h.db, runId, { config: dreamConfig({ maxRunMs: 0 }) });
+    const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+    expect(run).toMatchObject({ status: "partial_failed", error: expect.stringMatching(/budget/) });
+    expect(run.report).toMatch(/time budget/);
+  }, 120_000);
+});
+
+describe("schedule and Inngest functions (@inngest/test)", () => {
+  it("due hubs are those written to since their last run and not run within the interval", async () => {
+    const hubId = await h.teamHub(owner);
+    await owner.post("/v1/memories", { content: "Scheduled dreams need a write first." }, { headers: { "x-hub-id": hubId } });
+    expect(await dueHubs(h.db, new Date(), 24, 10_000)).toContain(hubId);
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    expect(await dueHubs(h.db, new Date(), 24, 10_000)).not.toContain(hubId);
+    await runDreamRunOnce(h.db, runId);
+    // A day later with no new writes: still not due.
+    expect(await dueHubs(h.db, new Date(Date.now() + 2 * DAY), 24, 10_000)).not.toContain(hubId);
+  });
+
+  it("dream-run runs claim, each phase and finish as steps; dream-schedule queues due hubs", async () => {
+    const { hubId } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    const { result, ctx } = await new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] }).execute();
+    expect(result).toEqual({ status: "completed" });
+    for (const name of ["claim", "phase-similar", "phase-stale", "phase-organize", "finish"]) expect(ctx.step.run).toHaveBeenCalledWith(name, expect.any(Function));
+    expect(await h.db.dreamAction.count({ where: { runId, actionType: "merge" } })).toBe(2);
+    const again = await new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] }).execute();
+    expect(again.result).toEqual({ status: "skipped" });
+
+    const fresh = await h.teamHub(owner);
+    await owner.post("/v1/memories", { content: "A hub the schedule should pick up." }, { headers: { "x-hub-id": fresh } });
+    // Sending reaches Inngest Cloud, so that one step is mocked with the official test tool.
+    const scheduled = await new InngestTestEngine({ function: dreamScheduleFunction, steps: [{ id: "run", handler: () => ({ ids: ["evt-1"] }) }] }).execute();
+    expect((scheduled.result as { queued: number }).queued).toBeGreaterThanOrEqual(1);
+    const queued = await h.db.dreamRun.findFirstOrThrow({ where: { hubId: fresh } });
+    expect(queued).toMatchObject({ status: "queued", triggeredBy: null });
+    expect(scheduled.ctx.step.sendEvent).toHaveBeenCalledWith("run", expect.arrayContaining([{ name: DREAM_RUN_EVENT, data: { hub_id: fresh, run_id: queued.id } }]));
+  }, 180_000);
+});
