@@ -37,11 +37,16 @@ export const fileRefSchema = z.strictObject({
   object_key: z.string().min(1).max(500),
   filename: z.string().min(1).max(255),
   content_type: z.string().min(1).max(100),
-  size_bytes: z.int().min(0),
+  size_bytes: z.int().min(0).optional(),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, "sha256 must be 64 hex digits")
+    .optional(),
 });
 
 export const createMemoryBodySchema = z.object({
-  content: z.string().min(1, "content must not be empty"),
+  // May be empty (or absent) with a file_ref: the file's text becomes the content.
+  content: z.string().default(""),
   title: titleSchema.optional(),
   hint: z.string().max(2000).optional(),
   kind: z.enum(KINDS).optional(),
@@ -63,7 +68,7 @@ export const createMemoryBodySchema = z.object({
   project_context: projectContextSchema.optional(),
   file_ref: fileRefSchema.optional(),
   created_at: z.iso.datetime({ offset: true }).optional(),
-});
+}).refine((body) => body.content.length > 0 || body.file_ref !== undefined, { message: "content must not be empty", path: ["content"] });
 export type CreateMemoryBody = z.output<typeof createMemoryBodySchema>;
 
 export const updateMemoryBodySchema = z
