@@ -44,8 +44,9 @@ async function intent(client: Client, filename: string, contentType: string, siz
   return res.body.data;
 }
 
-async function put(url: string, headers: Record<string, string>, body: BodyInit | null) {
-  const res = await dispatch(new Request(url, { method: "PUT", headers, body, duplex: "half" } as RequestInit));
+async function put(url: string, headers: Record<string, string>, body: Buffer | ReadableStream<Uint8Array>) {
+  const payload = Buffer.isBuffer(body) ? new Uint8Array(body) : body;
+  const res = await dispatch(new Request(url, { method: "PUT", headers, body: payload, duplex: "half" } as RequestInit));
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }

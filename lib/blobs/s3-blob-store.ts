@@ -27,6 +27,9 @@ export class S3BlobStore implements BlobStore {
       region: options.region,
       endpoint: options.endpoint,
       forcePathStyle: options.forcePathStyle,
+      // Checksums only when an operation needs them: R2, MinIO and older S3 clones reject the newer defaults.
+      requestChecksumCalculation: "WHEN_REQUIRED",
+      responseChecksumValidation: "WHEN_REQUIRED",
       ...(options.accessKeyId && options.secretAccessKey && { credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey } }),
     });
   }
