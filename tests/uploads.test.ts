@@ -91,6 +91,14 @@ describe("POST /v1/uploads", () => {
     expect(i.upload_url).toMatch(/^http:\/\/engram\.test\/v1\/blobs\/uploads\//);
   });
 
+  it("signs URLs for the origin the client used (a browser upload stays same-origin)", async () => {
+    const body = { filename: "a.txt", content_type: "text/plain", size_bytes: 3, purpose: "memory_attachment" };
+    const direct = await ann.post("/v1/uploads", body, { headers: { host: "127.0.0.1:3000" } });
+    expect(direct.body.data.upload_url).toMatch(/^http:\/\/127\.0\.0\.1:3000\/v1\/blobs\//);
+    const proxied = await ann.post("/v1/uploads", body, { headers: { "x-forwarded-host": "memory.example.org", "x-forwarded-proto": "https" } });
+    expect(proxied.body.data.upload_url).toMatch(/^https:\/\/memory\.example\.org\/v1\/blobs\//);
+  });
+
   it("refuses a type outside the list with 415 and an oversize file with 413, with details", async () => {
     const exe = await ann.post("/v1/uploads", { filename: "x.exe", content_type: "application/x-msdownload", size_bytes: 10, purpose: "memory_attachment" });
     expect(exe.status).toBe(415);

@@ -188,7 +188,10 @@ async function checkTarget(url: URL, policy: FetchPolicy): Promise<ResolvedAddre
   for (const { address } of addresses) {
     const allowed = policy.allow.includes(`${address}:${port}`) || policy.allow.includes(`[${address}]:${port}`);
     if (isBlockedAddress(address) && !allowed) {
-      throw new LinkFetchError(`Refused: ${host} resolves to a private, loopback or link-local address`, true);
+      throw new LinkFetchError(
+        family ? `Refused: ${host} is a private, loopback or link-local address` : `Refused: ${host} resolves to a private, loopback or link-local address`,
+        true,
+      );
     }
   }
   return addresses[0]!;
