@@ -186,7 +186,7 @@ test("sign up → hub → push → recall → invite → join → role change �
     await shot(a, "09-api-keys");
     const me = await a.request.get("/v1/auth/me", { headers: { authorization: `Bearer ${key}` } });
     expect(me.status()).toBe(200);
-    expect((await me.json()).data.email).toBe(ann.email);
+    expect((await me.json()).data.user.email).toBe(ann.email);
     figures.apiKey = key;
   });
 

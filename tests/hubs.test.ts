@@ -62,7 +62,7 @@ describe("create, list, detail, summary", () => {
 
   it("validates name and slug, reserves the personal- prefix and pads short names", async () => {
     const ann = await h.user("Ann");
-    for (const body of [{}, { name: "" }, { name: "x".repeat(101) }, { name: "A", slug: "UPPER" }, { name: "A", slug: "ab" }, { name: "A", slug: "personal-x1" }, { name: "A", extra: 1 }]) {
+    for (const body of [{}, { name: "" }, { name: "x".repeat(101) }, { name: "A", slug: "UPPER" }, { name: "A", slug: "ab" }, { name: "A", slug: "personal-x1" }]) {
       const res = await ann.post("/v1/hubs", body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.code).toBe("invalid_request");

@@ -372,17 +372,22 @@ describe("POST /v1/recall — rerank", () => {
 });
 
 describe("GET /v1/memories/{id}/related", () => {
-  it("returns up to five similar memories in the recall entry shape, never itself", async () => {
+  it("returns up to five similar memories as { memory, similarity }, never itself", async () => {
     const res = await ann.get(`/v1/memories/${ids.deploy}/related`);
     expect(res.status).toBe(200);
     expect(Array.isArray(res.body.data)).toBe(true);
     expect(res.body.data.length).toBeLessThanOrEqual(5);
-    expect(res.body.data.map((m: any) => m.id)).not.toContain(ids.deploy);
-    expect(res.body.data.map((m: any) => m.id)).not.toContain(ids.bobSecret);
-    expect(res.body.data.map((m: any) => m.id)).toContain(ids.old);
+    const relatedIds = res.body.data.map((entry: any) => entry.memory.id);
+    expect(relatedIds).not.toContain(ids.deploy);
+    expect(relatedIds).not.toContain(ids.bobSecret);
+    expect(relatedIds).toContain(ids.old);
     for (const entry of res.body.data) {
-      expect(entry).toMatchObject({ id: expect.any(String), chunk_content: expect.any(String), relevance_score: expect.any(Number), age: expect.any(String) });
+      expect(entry).toMatchObject({ memory: { id: expect.any(String), hub_id: expect.any(String), title: expect.any(String) }, similarity: expect.any(Number) });
+      expect(entry.similarity).toBeGreaterThan(0);
+      expect(entry.similarity).toBeLessThanOrEqual(1);
     }
+    const scores = res.body.data.map((entry: any) => entry.similarity);
+    expect(scores).toEqual([...scores].sort((a: number, b: number) => b - a));
   });
 
   it("is not_found for a memory the caller cannot read, and for a bad id", async () => {
@@ -395,6 +400,6 @@ describe("GET /v1/memories/{id}/related", () => {
     const id = await push(ann, "# Rollback checklist\n\nkubectl rollout undo the api deployment, then check the ReplicaSet.", teamHub);
     const res = await ann.get(`/v1/memories/${id}/related`);
     expect(res.status).toBe(200);
-    expect(res.body.data.map((m: any) => m.id)).toContain(ids.deploy);
+    expect(res.body.data.map((entry: any) => entry.memory.id)).toContain(ids.deploy);
   });
 });

@@ -14,9 +14,31 @@ import { dispatch, listRouteFiles } from "./support/router.ts";
  * (or method) without a row here fails "every route has a row": add one.
  */
 
-const IDENTITIES = ["anonymous", "invalid_key", "non_member", "viewer", "contributor", "admin", "owner"] as const;
+const BASE_IDENTITIES = ["anonymous", "invalid_key", "non_member", "viewer", "contributor", "admin", "owner"] as const;
+/**
+ * The owner's own API keys, limited: `hub_key` reaches only the owner's personal hub (so the
+ * fixture hub must look exactly as it does to a non-member), `read_key` is read-only (owner's
+ * reads, 403 on every write). Their statuses follow from the others unless a row says otherwise.
+ */
+const KEY_IDENTITIES = ["hub_key", "read_key"] as const;
+const IDENTITIES = [...BASE_IDENTITIES, ...KEY_IDENTITIES] as const;
 type Identity = (typeof IDENTITIES)[number];
-type Expect = Record<Identity, number>;
+type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<(typeof KEY_IDENTITIES)[number], number>>;
+
+/** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
+const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
+/** POSTs that only read. */
+const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/hubs/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url"]);
+
+function expectedStatus(key: string, row: Row, identity: Identity): number {
+  const given = row.expect[identity as keyof Expect];
+  if (given !== undefined) return given;
+  if (key.includes("[[...path]]")) return 404;
+  // Public routes do not look at the credential.
+  if (row.expect.anonymous !== 401) return row.expect.owner;
+  if (identity === "hub_key") return ACCOUNT_ROUTES.has(key) ? 403 : row.expect.non_member;
+  return key.startsWith("GET ") || READ_POSTS.has(key) ? row.expect.owner : 403;
+}
 
 interface Fixture {
   hubId: string;
@@ -64,12 +86,22 @@ const ROUTES: Record<string, Row> = {
   "PATCH /v1/auth/me": { path: () => "/v1/auth/me", body: (_f, me) => ({ name: me?.name ?? "Nobody" }), expect: anyUser(200) },
   "GET /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", expect: anyUser(200) },
   "POST /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", body: () => ({ name: "extra" }), expect: anyUser(201) },
+  // Someone else's key is simply not found.
+  "PATCH /v1/auth/api-keys/[id]": {
+    setup: async (f) => {
+      f.extra.keyId = (await f.users.owner.post("/v1/auth/api-keys", { name: "spare" })).body.data.id;
+    },
+    path: (f) => `/v1/auth/api-keys/${f.extra.keyId}`,
+    body: () => ({ agent_name: "cursor" }),
+    expect: { ...anyUser(404), owner: 200 },
+  },
+  // Idempotent: someone else's key answers 200 { revoked: false } (and stays valid: see auth.test.ts).
   "DELETE /v1/auth/api-keys/[id]": {
     setup: async (f) => {
       f.extra.keyId = (await f.users.owner.post("/v1/auth/api-keys", { name: "spare" })).body.data.id;
     },
     path: (f) => `/v1/auth/api-keys/${f.extra.keyId}`,
-    expect: { ...anyUser(404), owner: 200 },
+    expect: anyUser(200),
   },
   ...Object.fromEntries(
     ["GET", "POST", "PUT", "PATCH", "DELETE"].map((m) => [`${m} /v1/[[...path]]`, { path: () => "/v1/no-such-endpoint", expect: publicRoute(404) }]),
@@ -147,7 +179,8 @@ const ROUTES: Record<string, Row> = {
     path: (f) => `${hub(f)}/ownership-transfer/${f.extra.transferId}/cancel`,
     expect: { ...hubRead(403), admin: 200, owner: 200 },
   },
-  "GET /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, expect: hubManage(200) },
+  // A read-only key acts as a viewer: it reads memories, topics and members, not the hub's management data.
+  "GET /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, expect: { ...hubManage(200), read_key: 403 } },
   "POST /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, body: () => ({ role: "viewer" }), expect: hubManage(201) },
   "DELETE /v1/hubs/[id]/invites/[invite_id]": { path: (f) => `${hub(f)}/invites/${f.inviteId}`, expect: hubManage(200) },
   "POST /v1/hubs/[id]/invites/[invite_id]/regenerate": { path: (f) => `${hub(f)}/invites/${f.inviteId}/regenerate`, expect: hubManage(200) },
@@ -155,7 +188,7 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/invites/[token]": { path: (f) => `/v1/invites/${f.inviteToken}`, expect: publicRoute(200), reveals: ["anonymous", "invalid_key", "non_member"] },
   "POST /v1/invites/[token]/accept": {
     path: (f) => `/v1/invites/${f.inviteToken}/accept`,
-    expect: { ...unauth, non_member: 200, viewer: 409, contributor: 409, admin: 409, owner: 409 },
+    expect: { ...unauth, non_member: 200, viewer: 409, contributor: 409, admin: 409, owner: 409, hub_key: 409 },
     reveals: ["non_member"],
   },
 
@@ -194,6 +227,7 @@ async function offerToAdmin(f: Fixture) {
 
 let h: Harness;
 let users: Fixture["users"];
+let limitedKeys: Record<(typeof KEY_IDENTITIES)[number], string>;
 let foreign: { hubId: string; title: string; content: string };
 /** anonymous and invalid_key cannot change anything, so they share one fixture. */
 let shared: Fixture;
@@ -218,6 +252,11 @@ beforeAll(async () => {
   foreign = { hubId: other.body.data.id, title: `Foreign title ${tag}`, content: `Foreign content ${tag}` };
   expect((await stranger.post("/v1/memories", { title: foreign.title, content: foreign.content }, { headers: { "x-hub-id": foreign.hubId } })).status).toBe(201);
   shared = await buildFixture();
+  const hubKey = await users.owner.post("/v1/auth/api-keys", { name: "personal only", hub_id: users.owner.personalHubId });
+  const readKey = await users.owner.post("/v1/auth/api-keys", { name: "read only", scopes: ["read"] });
+  expect([hubKey.status, readKey.status]).toEqual([201, 201]);
+  expect(hubKey.body.data).toMatchObject({ hub_scope_mode: "hub_allowlist", hub_ids: [users.owner.personalHubId] });
+  limitedKeys = { hub_key: hubKey.body.data.key, read_key: readKey.body.data.key };
 });
 afterAll(async () => {
   await h?.close();
@@ -258,12 +297,19 @@ async function buildFixture(): Promise<Fixture> {
 function clientOf(identity: Identity): Client | ReturnType<typeof clientFor> {
   if (identity === "anonymous") return h.anonymous;
   if (identity === "invalid_key") return clientFor(`egk_${randomBytes(32).toString("base64url")}`);
+  if (identity === "hub_key" || identity === "read_key") return clientFor(limitedKeys[identity]);
+  return users[identity];
+}
+
+function userOf(identity: Identity): Client | undefined {
+  if (identity === "anonymous" || identity === "invalid_key") return undefined;
+  if (identity === "hub_key" || identity === "read_key") return users.owner;
   return users[identity];
 }
 
 async function send(method: string, row: Row, f: Fixture, identity: Identity): Promise<ApiResponse> {
   const client = clientOf(identity);
-  const me = identity === "anonymous" || identity === "invalid_key" ? undefined : users[identity];
+  const me = userOf(identity);
   const options = { headers: row.headers?.(f) ?? {} };
   const path = row.path(f);
   const body = row.body?.(f, me);
@@ -331,7 +377,7 @@ describe.each(Object.entries(ROUTES))("%s", (key, row) => {
     // Unauthenticated calls never reach the resource, so they need no per-row setup.
     if (row.setup && f !== shared) await row.setup(f);
     const res = await send(method, row, f, identity);
-    expect(res.status, `${key} as ${identity}: ${res.text.slice(0, 300)}`).toBe(row.expect[identity]);
+    expect(res.status, `${key} as ${identity}: ${res.text.slice(0, 300)}`).toBe(expectedStatus(key, row, identity));
     const type = res.status < 300 && row.contentType ? row.contentType : "application/json";
     expect(res.headers.get("content-type") ?? "", `${key} answers ${type}`).toContain(type);
     if (res.status >= 400) expect(typeof res.body?.error?.code).toBe("string");
@@ -339,8 +385,10 @@ describe.each(Object.entries(ROUTES))("%s", (key, row) => {
     const text = res.text;
     for (const secret of [foreign.hubId, foreign.title, foreign.content]) expect(text, `${key} as ${identity} leaks another hub`).not.toContain(secret);
     expect(text, `${key} as ${identity} shows a stored invite token`).not.toContain(f.inviteToken);
-    const outsider = identity === "anonymous" || identity === "invalid_key" || identity === "non_member";
-    if (outsider && !row.reveals?.includes(identity)) {
+    const outsider = identity === "anonymous" || identity === "invalid_key" || identity === "non_member" || identity === "hub_key";
+    // A key limited to other hubs sees what a non-member would.
+    const revealed = row.reveals?.includes(identity === "hub_key" ? "non_member" : identity);
+    if (outsider && !revealed) {
       for (const secret of [f.hubId, f.hubName, f.hubSlug, f.secretTitle, f.secretContent]) {
         expect(text, `${key} as ${identity} leaks the hub`).not.toContain(secret);
       }

@@ -69,8 +69,10 @@ describe("Memax SDK: uploads, push with fileRef, attachments", () => {
     const put = await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(pdf) }));
     expect(put.status).toBe(200);
     const sha256 = createHash("sha256").update(pdf).digest("hex");
-    // The body memax.memories.push sends with a fileRef (its empty-string defaults need compat-core's lenient parsing).
-    const pushed = (await ann.post("/v1/memories", { content: "", file_ref: { object_key: intent.object_key, filename: intent.filename, content_type: intent.content_type, sha256 }, content_type: "file" })).body.data;
+    const pushed = await memax.memories.push("", {
+      fileRef: { object_key: intent.object_key, filename: intent.filename, content_type: intent.content_type, sha256 },
+      contentType: "file",
+    });
     expect(pushed).toMatchObject({ title: "shipping.pdf", state: "processing" });
     const memory = await processed(pushed.id);
     expect(memory.content).toContain("twenty kilograms travel by freight");
@@ -80,7 +82,7 @@ describe("Memax SDK: uploads, push with fileRef, attachments", () => {
     const png = makePng(3, 2);
     const image = await memax.uploads.create({ filename: "dot.png", content_type: "image/png", size_bytes: png.length, purpose: "memory_attachment" });
     expect((await dispatch(new Request(image.upload_url, { method: "PUT", headers: image.headers, body: new Uint8Array(png) }))).status).toBe(200);
-    const pic = await processed((await ann.post("/v1/memories", { content: "", file_ref: image.file_ref })).body.data.id);
+    const pic = await processed((await memax.memories.push("", { fileRef: { object_key: image.object_key, filename: "dot.png", content_type: "image/png", size_bytes: png.length } })).id);
     const view = await memax.memories.attachmentViewURL(pic.id, pic.attachments[0].id);
     expect(view.expires_at).toBeGreaterThan(Date.now() / 1000);
     expect((await dispatch(new Request(view.url))).status).toBe(200);

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
+import { membershipWhere } from "./hub-access.ts";
 import type { ListQuery } from "./hub-fields.ts";
 import { serializeHub } from "./serialize-hub.ts";
 
@@ -11,7 +12,8 @@ export async function listHubs(ctx: AuthContext, query: ListQuery) {
   const secret = await serverSecret(ctx.db);
   const after = query.cursor ? decodeCursor(secret, "hubs", ctx.user.id, query.cursor, z.uuid()) : undefined;
   const rows = await ctx.db.hubMember.findMany({
-    where: { userId: ctx.user.id, ...(after && { hubId: { gt: after } }) },
+    // The resolver's filter: a key limited to some hubs lists only those.
+    where: { AND: [membershipWhere(ctx), ...(after ? [{ hubId: { gt: after } }] : [])] },
     orderBy: { hubId: "asc" },
     take: limit + 1,
     include: { hub: { include: { _count: { select: { memories: true, members: true } } } } },

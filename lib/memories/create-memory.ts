@@ -49,11 +49,14 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody): Pr
   if (createdAt.getTime() > now.getTime() + 5 * 60_000) {
     throw new ApiError("invalid_request", "created_at must not be in the future", { issues: [{ path: "created_at", message: "in the future" }] });
   }
+  // A key issued for an agent pushes as that agent, whatever the body claims.
+  if (ctx.credential.agentName) input = { ...input, source_agent: ctx.credential.agentName };
   // Files and links start in `processing`; the pipeline's extract step reads them.
   const file = input.file_ref ? await resolveFileRef(ctx, input.file_ref) : null;
   const link = file ? null : linkTarget(input);
   if (link) input = { ...input, content: link, content_type: "link", source_path: input.source_path ?? link };
-  const hash = file ? contentHash(`file:${file.sha256}\n${input.content}`) : contentHash(input.content);
+  const hash = file ? contentHash(`file:${file.sha256}
+${input.content}`) : contentHash(input.content);
   const attempt = () =>
     ctx.db.$transaction(async (tx) => {
       await lockForTransaction(tx, `memory:${ctx.hub.id}:${input.source_path ?? hash}`);

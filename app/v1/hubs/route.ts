@@ -9,6 +9,6 @@ import { listHubs } from "@/lib/hubs/list-hubs.ts";
 export const GET = withAuth({}, async (ctx, req) => ok(await listHubs(ctx, parseQuery(req, listQuerySchema))));
 
 // POST /v1/hubs — create a team hub owned by the caller
-export const POST = withAuth({}, async (ctx, req) => ok(await createHub(ctx, await parseJson(req, createHubBodySchema)), 201));
+export const POST = withAuth({ account: true }, async (ctx, req) => ok(await createHub(ctx, await parseJson(req, createHubBodySchema)), 201));
 
 export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");

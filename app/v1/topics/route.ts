@@ -11,7 +11,7 @@ export const GET = withAuth({}, async (ctx, req) => ok(await listTopics(ctx, par
 // POST /v1/topics — create a topic in hub_id, else the X-Hub-ID hub, else the personal hub
 export const POST = withAuth({}, async (ctx, req) => {
   const body = await parseJson(req, createTopicBodySchema);
-  const hubId = body.hub_id ?? (req.headers.get("x-hub-id")?.trim() || undefined);
+  const hubId = body.hub_id ?? ctx.hubHeader;
   return ok(await createTopic(ctx, { name: body.name, hubId }), 201);
 });
 
