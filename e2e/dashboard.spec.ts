@@ -110,7 +110,7 @@ test("sign up → hub → push → recall → invite → join → role change �
     await expect(row.getByText("ready")).toBeVisible({ timeout: 60_000 });
     await row.getByRole("link").click();
     await expect(a.getByRole("heading", { level: 1, name: "release-checklist.md" })).toBeVisible();
-    await expect(a.getByText("tag the release candidate")).toBeVisible();
+    await expect(a.getByText("tag the release candidate").first()).toBeVisible();
     const download = a.getByRole("link", { name: "Download release-checklist.md" });
     const response = await a.request.get((await download.getAttribute("href"))!);
     expect(response.status()).toBe(200);
