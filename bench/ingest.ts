@@ -1,5 +1,5 @@
 // npm run bench:ingest — create→processed latency and sustained processing throughput for ~5 KB
-// markdown memories, on a fresh on-disk embedded database with the local MiniLM model. Never part of npm test.
+// markdown memories (`-- --files`: 20-page PDFs through uploads, see bench/ingest-files.ts), on a fresh on-disk embedded database with the local MiniLM model. Never part of npm test.
 //
 // Drives the real route handler (POST /v1/memories) in process, with the embedded runner started
 // exactly as the server starts it, and reads processed_at from the database.
@@ -20,6 +20,12 @@ import { openDatabase, setDatabase } from "@/lib/db/database.ts";
 import { backgroundRunner, startBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { markdownMemory } from "./ingest-corpus.ts";
+
+// `--files`: the upload→processed benchmark for PDFs instead (bench/ingest-files.ts).
+if (process.argv.includes("--files")) {
+  await import("./ingest-files.ts");
+  process.exit(0);
+}
 
 const LATENCY_COUNT = Number(process.env.BENCH_LATENCY_COUNT ?? 50);
 const BURST = Number(process.env.BENCH_BURST ?? 2000);

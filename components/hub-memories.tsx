@@ -10,6 +10,7 @@ import { useHub } from "./hub-frame.tsx";
 import { isProcessing, ProcessingBadge } from "./memory-badges.tsx";
 import { PushMemory } from "./push-memory.tsx";
 import { RecallBox } from "./recall-box.tsx";
+import { UploadFiles } from "./upload-files.tsx";
 import { Badge, Button, EmptyState, ErrorNotice, LoadingRows, Notice } from "./ui.tsx";
 
 const PAGE_SIZE = 20;
@@ -61,6 +62,16 @@ export function HubMemories() {
             }}
           />
           {pushed && <Notice>Pushed “{pushed.title}”. It is searchable now; its summary and embeddings follow in a few seconds.</Notice>}
+          <UploadFiles
+            hubId={hubId}
+            disabled={!hub}
+            onUploaded={() => {
+              restart();
+              setSort("newest");
+              reload();
+              reloadHub();
+            }}
+          />
         </div>
       )}
       <section aria-labelledby="memories-heading">

@@ -7,6 +7,14 @@ export function isProcessing(memory: Pick<Memory, "state" | "processing_status">
 }
 
 export function ProcessingBadge({ memory }: { memory: Pick<Memory, "state" | "processing_status" | "processing_error"> }) {
+  if (memory.processing_status === "done" && memory.processing_error) {
+    // Processed, but part of a file or link could not be read.
+    return (
+      <Badge tone="amber" title={memory.processing_error}>
+        ready, partly read
+      </Badge>
+    );
+  }
   if (memory.processing_error || memory.processing_status === "failed") {
     return (
       <Badge tone="red" title={memory.processing_error ?? "Processing failed"}>

@@ -2,7 +2,7 @@
 
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { useAction } from "@/lib/web/use-action.ts";
 import { api } from "@/lib/web/api.ts";
 import { formatAge, formatDate } from "@/lib/web/format.ts";
@@ -10,7 +10,7 @@ import { roleCan, type HubDetail, type HubListEntry, type MemoryWithContent } fr
 import { useApi } from "@/lib/web/use-api.ts";
 import { useMe } from "./app-shell.tsx";
 import { Markdown } from "./markdown.tsx";
-import { ProcessingBadge } from "./memory-badges.tsx";
+import { isProcessing, ProcessingBadge } from "./memory-badges.tsx";
 import { parseTags } from "./push-memory.tsx";
 import { Badge, Button, Card, ConfirmDialog, ErrorNotice, LoadingRows, Notice, PageHeader, TextInput } from "./ui.tsx";
 
@@ -18,6 +18,14 @@ export function MemoryPage({ id }: { id: string }) {
   const me = useMe();
   const memory = useApi<MemoryWithContent>(`/v1/memories/${encodeURIComponent(id)}`);
   const hub = useApi<HubDetail>(memory.data ? `/v1/hubs/${memory.data.hub_id}` : null);
+  // Files and links are read in the background: follow the state until it settles.
+  const waiting = memory.data ? isProcessing(memory.data) : false;
+  const { reload } = memory;
+  useEffect(() => {
+    if (!waiting) return;
+    const timer = setTimeout(reload, 2000);
+    return () => clearTimeout(timer);
+  }, [waiting, reload, memory.data]);
 
   if (memory.error && !memory.data) {
     return (
@@ -86,6 +94,23 @@ export function MemoryPage({ id }: { id: string }) {
             </dl>
             {m.processing_error && <p className="mt-2 text-xs text-red-700">Processing error: {m.processing_error}</p>}
           </Card>
+          {m.attachments.length > 0 && (
+            <Card title="Original file">
+              <ul className="flex flex-col gap-2 text-sm">
+                {m.attachments.map((a) => (
+                  <li key={a.id} className="flex flex-col gap-0.5">
+                    <a className="break-all font-medium text-sky-700 hover:underline" href={`/v1/memories/${m.id}/attachments/${a.id}/download`} download={a.filename}>
+                      Download {a.filename}
+                    </a>
+                    <span className="text-xs text-slate-500">
+                      {a.content_type} · {formatBytes(a.size_bytes)}
+                      {a.width && a.height ? ` · ${a.width}×${a.height}` : ""}
+                    </span>
+                  </li>
+                ))}
+              </ul>
+            </Card>
+          )}
           {hub.error && <ErrorNotice error={hub.error} onRetry={hub.reload} />}
           {canEdit && <EditMemory memory={m} onSaved={memory.reload} />}
           {canEdit && <MoveMemory memory={m} />}
@@ -207,4 +232,10 @@ function DeleteMemory({ memory }: { memory: MemoryWithContent }) {
       </p>
     </Card>
   );
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }

@@ -102,6 +102,23 @@ test("sign up → hub → push → recall → invite → join → role change �
     await a.getByRole("link", { name: "← Platform team" }).click();
   });
 
+  await test.step("Ann drops a file into the hub; it is read, and the original downloads unchanged", async () => {
+    const bytes = Buffer.from("# Release checklist\n\nFreeze the branch, tag the release candidate and notify support before the rollout.\n");
+    await a.getByLabel("Choose files to upload").setInputFiles({ name: "release-checklist.md", mimeType: "text/markdown", buffer: bytes });
+    await expect(a.getByText("uploaded — reading its text…")).toBeVisible();
+    const row = a.getByTestId("memory-row").filter({ hasText: "release-checklist.md" });
+    await expect(row.getByText("ready")).toBeVisible({ timeout: 60_000 });
+    await row.getByRole("link").click();
+    await expect(a.getByRole("heading", { level: 1, name: "release-checklist.md" })).toBeVisible();
+    await expect(a.getByText("tag the release candidate").first()).toBeVisible();
+    const download = a.getByRole("link", { name: "Download release-checklist.md" });
+    const response = await a.request.get((await download.getAttribute("href"))!);
+    expect(response.status()).toBe(200);
+    expect(Buffer.from(await response.body()).equals(bytes)).toBe(true);
+    await shot(a, "04b-file-memory");
+    await a.getByRole("link", { name: "← Platform team" }).click();
+  });
+
   let inviteLink = "";
   await test.step("Ann invites a contributor and copies the link", async () => {
     await a.goto(`${hubUrl}/members`);

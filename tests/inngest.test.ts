@@ -25,12 +25,12 @@ const content = [
 ].join("\n\n");
 
 describe("Inngest functions (@inngest/test, real steps against the real database)", () => {
-  it("process-memory runs claim, classify, index, summarise and complete as steps", async () => {
+  it("process-memory runs claim, extract, classify, index, summarise and complete as steps", async () => {
     const id = (await ann.post("/v1/memories", { content })).body.data.id;
     const { result, ctx } = await runFor(id);
     expect(result).toEqual({ status: "done" });
     expect(ctx.step.run).toHaveBeenCalledWith("claim", expect.any(Function));
-    for (const name of ["classify", "index", "summarise", "complete"]) expect(ctx.step.run).toHaveBeenCalledWith(name, expect.any(Function));
+    for (const name of ["extract", "classify", "index", "summarise", "complete"]) expect(ctx.step.run).toHaveBeenCalledWith(name, expect.any(Function));
 
     const memory = (await ann.get(`/v1/memories/${id}`)).body.data;
     expect(memory).toMatchObject({ processing_status: "done", kind: "episodic", processing_error: null });

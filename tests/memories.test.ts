@@ -207,7 +207,7 @@ describe("POST /v1/memories", () => {
     expect((await ann.post("/v1/memories", { content: "x", project_context: tooMany })).status).toBe(400);
   });
 
-  test("file_ref with sha256, no size_bytes and empty content is understood, and refused clearly (no uploads yet)", async () => {
+  test("file_ref with sha256, no size_bytes and empty content is understood; an unknown object is refused clearly", async () => {
     const before = await h.db.memory.count();
     const res = await ann.post("/v1/memories", {
       content: "",
@@ -215,7 +215,7 @@ describe("POST /v1/memories", () => {
     });
     expect(res.status).toBe(400);
     expect(res.body.error.details.issues[0].path).toBe("file_ref");
-    expect(res.body.error.message).toMatch(/uploads/);
+    expect(res.body.error.message).toMatch(/not name an upload of yours/);
     // Without file_ref, empty content is still an error about content.
     const empty = await ann.post("/v1/memories", { content: "" });
     expect(empty.body.error.details.issues[0].path).toBe("content");

@@ -55,6 +55,9 @@ describe("schema and migrations agree", () => {
       setting: await db.setting.create({ data: { key: "rt", value: "v", createdAt: now } }),
       oauthClient: await db.oAuthClient.create({ data: { id: "https://client.example/meta.json", name: "C", redirectUris: ["http://127.0.0.1/cb"], kind: "metadata_document", clientUri: "https://client.example", createdAt: now, fetchedAt: now } }),
       storageUsage: await db.storageUsage.create({ data: { scope: "user", scopeId: newId(), bytes: 5_000_000_000n, memories: 3 } }),
+      upload: await db.upload.create({
+        data: { id: newId(), ownerId: user.id, objectKey: "uploads/u/1", filename: "f.pdf", contentType: "application/pdf", sizeBytes: 9, purpose: "memory_attachment", createdAt: now, expiresAt: now, attachedAt: now },
+      }),
     };
     const grant = await db.oAuthGrant.create({
       data: { id: newId(), userId: user.id, clientId: more.oauthClient.id, hubIds: [hub.id], allHubs: false, scope: "read write", resource: "http://x/mcp", createdAt: now, lastUsedAt: now, revokedAt: now, revokedReason: "r" },
@@ -80,6 +83,7 @@ describe("schema and migrations agree", () => {
     expect(await db.event.findUnique({ where: { id: more.event.id } })).toEqual(more.event);
     expect(await db.setting.findUnique({ where: { key: "rt" } })).toEqual(more.setting);
     expect(await db.storageUsage.findUnique({ where: { scope_scopeId: { scope: "user", scopeId: more.storageUsage.scopeId } } })).toEqual(more.storageUsage);
+    expect(await db.upload.findUnique({ where: { id: more.upload.id } })).toEqual(more.upload);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
     expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
     // Agent configs and sessions (issue 15).
@@ -112,7 +116,7 @@ describe("schema and migrations agree", () => {
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

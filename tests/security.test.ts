@@ -1,7 +1,12 @@
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { clientFor, createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
-import { listRouteFiles } from "./support/router.ts";
+import { dispatch, listRouteFiles } from "./support/router.ts";
 import { newId } from "@/lib/ids.ts";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
@@ -28,7 +33,7 @@ type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<
 /** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
 const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
 /** POSTs that only read. */
-const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/hubs/[id]/visit"]);
+const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/hubs/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url"]);
 
 function expectedStatus(key: string, row: Row, identity: Identity): number {
   const given = row.expect[identity as keyof Expect];
@@ -64,6 +69,8 @@ interface Row {
   reveals?: Identity[];
   /** Strings an identity must not see in the response (e.g. other members' e-mail addresses). */
   hides?: Partial<Record<Identity, (f: Fixture) => string[]>>;
+  /** A success that is not JSON (a file download) has this content type. */
+  contentType?: string;
 }
 
 /** A row key is "METHOD /pattern", optionally followed by " — variant" for a second case of the same route. */
@@ -138,6 +145,28 @@ const ROUTES: Record<string, Row> = {
   },
   // Recall narrows hub_ids to the readable hubs instead of answering 404 (lib/recall's choice); the leak check still applies.
   "POST /v1/recall": { path: () => "/v1/recall", body: (f) => ({ query: "classified content", hub_ids: [f.hubId], no_rerank: true }), expect: anyUser(200) },
+
+  // Files
+  "POST /v1/uploads": {
+    path: () => "/v1/uploads",
+    headers: inHub,
+    body: () => ({ filename: "a.txt", content_type: "text/plain", size_bytes: 5, purpose: "memory_attachment" }),
+    expect: hubWrite(201),
+  },
+  "GET /v1/memories/[id]/attachments/[attachmentId]/download": {
+    setup: ownerFile,
+    path: (f) => `/v1/memories/${f.extra.fileMemoryId}/attachments/${f.extra.attachmentId}/download`,
+    expect: hubRead(200),
+    contentType: "image/png",
+  },
+  "POST /v1/memories/[id]/attachments/[attachmentId]/view-url": {
+    setup: ownerFile,
+    path: (f) => `/v1/memories/${f.extra.fileMemoryId}/attachments/${f.extra.attachmentId}/view-url`,
+    expect: hubRead(200),
+  },
+  // The embedded store's signed URLs: the signature is the capability, a credential adds nothing.
+  "PUT /v1/blobs/[...key]": { path: (f) => `/v1/blobs/uploads/${f.users.owner.id}/x?op=put&type=text/plain&size=5&expires=9999999999&sig=forged`, expect: publicRoute(403) },
+  "GET /v1/blobs/[...key]": { path: (f) => `/v1/blobs/uploads/${f.users.owner.id}/x?op=get&expires=9999999999&sig=forged`, expect: publicRoute(403) },
 
   // Hubs
   "GET /v1/hubs": { path: () => "/v1/hubs", expect: anyUser(200) },
@@ -248,6 +277,20 @@ async function ownerTopic(f: Fixture) {
   f.extra.topicId = res.body.data.id;
 }
 
+/** A file memory (a PNG) the owner uploaded into the fixture hub. */
+async function ownerFile(f: Fixture) {
+  const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC", "base64");
+  const owner = f.users.owner;
+  const intent = await owner.post("/v1/uploads", { filename: "dot.png", content_type: "image/png", size_bytes: png.length }, { headers: inHub(f) });
+  expect(intent.status).toBe(201);
+  const put = await dispatch(new Request(intent.body.data.upload_url, { method: "PUT", headers: intent.body.data.headers, body: new Uint8Array(png) }));
+  expect(put.status).toBe(200);
+  const memory = await owner.post("/v1/memories", { file_ref: intent.body.data.file_ref }, { headers: inHub(f) });
+  expect(memory.status).toBe(201);
+  f.extra.fileMemoryId = memory.body.data.id;
+  f.extra.attachmentId = (await h.db.attachment.findFirstOrThrow({ where: { memoryId: memory.body.data.id } })).id;
+}
+
 async function offerToAdmin(f: Fixture) {
   const res = await f.users.owner.post(`${hub(f)}/ownership-transfer`, { target_user_id: f.users.admin.id });
   expect(res.status).toBe(201);
@@ -262,8 +305,11 @@ let foreign: { hubId: string; title: string; content: string };
 let shared: Fixture;
 /** Every invite token the fixtures created (each with an e-mail, so each went through the outbox). */
 const issuedTokens: string[] = [];
+let blobDir: string;
 
 beforeAll(async () => {
+  blobDir = mkdtempSync(path.join(tmpdir(), "engram-security-blobs-"));
+  setBlobStore(new LocalBlobStore(blobDir));
   h = await createHarness();
   users = {
     owner: await h.user("Owner"),
@@ -288,6 +334,8 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await h?.close();
+  setBlobStore(undefined);
+  rmSync(blobDir, { recursive: true, force: true });
 });
 
 async function buildFixture(): Promise<Fixture> {
@@ -406,7 +454,8 @@ describe.each(Object.entries(ROUTES))("%s", (key, row) => {
     if (row.setup && f !== shared) await row.setup(f);
     const res = await send(method, row, f, identity);
     expect(res.status, `${key} as ${identity}: ${res.text.slice(0, 300)}`).toBe(expectedStatus(key, row, identity));
-    expect(res.headers.get("content-type") ?? "", `${key} answers JSON`).toContain("application/json");
+    const type = res.status < 300 && row.contentType ? row.contentType : "application/json";
+    expect(res.headers.get("content-type") ?? "", `${key} answers ${type}`).toContain(type);
     if (res.status >= 400) expect(typeof res.body?.error?.code).toBe("string");
 
     const text = res.text;

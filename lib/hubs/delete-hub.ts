@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
 
 /**
@@ -11,7 +12,13 @@ import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
 export async function deleteHub(ctx: AuthContext, hubId: string) {
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "hub.own", "delete the hub");
   assertTeamHub(hub, "deleted");
-  const { count } = await ctx.db.hub.deleteMany({ where: { id: hub.id, ownerId: ctx.user.id, hubType: "team" } });
-  if (count === 0) throw new ApiError("forbidden", "Only the hub owner can delete the hub");
+  const keys = await ctx.db.$transaction(async (tx) => {
+    const detached = await detachUploads(tx, { hubId: hub.id });
+    const { count } = await tx.hub.deleteMany({ where: { id: hub.id, ownerId: ctx.user.id, hubType: "team" } });
+    if (count === 0) throw new ApiError("forbidden", "Only the hub owner can delete the hub");
+    return detached;
+  });
+  // The files of its memories go after the commit (the upload sweep retries any that fail).
+  await removeBlobs(ctx.db, keys);
   return { id: hub.id, hub_id: hub.id, deleted: true as const };
 }

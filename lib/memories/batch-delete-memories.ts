@@ -2,6 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { canDeleteMemory } from "@/lib/api/permissions.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 
 export interface Skipped {
   id: string;
@@ -12,7 +13,7 @@ export interface Skipped {
 export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string[] }) {
   const ids = [...new Set(input.ids)];
   const memberships = new Map((await readableHubs(ctx)).map((m) => [m.hub.id, m]));
-  return ctx.db.$transaction(async (tx) => {
+  const { keys, ...result } = await ctx.db.$transaction(async (tx) => {
     const found = await tx.memory.findMany({
       where: { id: { in: ids.filter(isUuid) }, hubId: { in: [...memberships.keys()] } },
       select: { id: true, hubId: true, ownerId: true },
@@ -27,7 +28,10 @@ export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string
       else if (!canDeleteMemory(membership.role, memory.ownerId === ctx.user.id, membership.hub)) skipped.push({ id, reason: "not_owned" });
       else deletable.push(id);
     }
+    const keys = deletable.length ? await detachUploads(tx, { memoryId: { in: deletable } }) : [];
     const { count } = deletable.length ? await tx.memory.deleteMany({ where: { id: { in: deletable } } }) : { count: 0 };
-    return { deleted: count, skipped };
+    return { deleted: count, skipped, keys };
   });
+  await removeBlobs(ctx.db, keys);
+  return result;
 }

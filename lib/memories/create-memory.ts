@@ -10,6 +10,7 @@ import { classifyKind, classifyStability } from "@/lib/processing/classify-heuri
 import { inferContentType } from "@/lib/processing/infer-content-type.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
+import { resolveFileRef, type VerifiedFile } from "@/lib/uploads/resolve-file-ref.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
@@ -49,29 +50,28 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody): Pr
   if (createdAt.getTime() > now.getTime() + 5 * 60_000) {
     throw new ApiError("invalid_request", "created_at must not be in the future", { issues: [{ path: "created_at", message: "in the future" }] });
   }
-  if (input.file_ref) {
-    // Accepted by the schema (sha256, no size_bytes, empty content) so the request is understood,
-    // but nothing can be uploaded yet, so no file_ref can name a stored file.
-    throw new ApiError(
-      "invalid_request",
-      "file_ref cannot be honoured: this server does not accept uploads yet (POST /v1/uploads), so no file_ref names a stored file; send the file's text as content instead",
-      { issues: [{ path: "file_ref", message: "uploads are not supported yet" }] },
-    );
-  }
   // A key issued for an agent pushes as that agent, whatever the body claims.
   if (ctx.credential.agentName) input = { ...input, source_agent: ctx.credential.agentName };
-
-  const hash = contentHash(input.content);
+  // Files and links start in `processing`; the pipeline's extract step reads them.
+  const file = input.file_ref ? await resolveFileRef(ctx, input.file_ref) : null;
+  const link = file ? null : linkTarget(input);
+  if (link) input = { ...input, content: link, content_type: "link", source_path: input.source_path ?? link };
+  const hash = file ? contentHash(`file:${file.sha256}
+${input.content}`) : contentHash(input.content);
   const attempt = () =>
     ctx.db.$transaction(async (tx) => {
       await lockForTransaction(tx, `memory:${ctx.hub.id}:${input.source_path ?? hash}`);
       if (input.source_path) {
         const existing = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, sourcePath: input.source_path } });
+        if (existing && file) throw new ApiError("conflict", "A memory with this source_path exists; files are added as new memories", { memory_id: existing.id });
+        if (existing && link) return { memory: await refetchLink(tx, existing, input, hash, now), created: false };
         if (existing) return { memory: await reingest(tx, existing, input, hash, now), created: false };
       }
       const duplicate = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, contentHash: hash }, orderBy: { createdAt: "asc" } });
       if (duplicate) return { memory: duplicate, created: false };
-      return { memory: await insert(tx, ctx, input, hash, source, createdAt, now), created: true };
+      const memory = await insert(tx, ctx, input, hash, source, createdAt, now, file);
+      if (file) await attachFile(tx, memory, file, now);
+      return { memory, created: true };
     });
 
   let result: { memory: Memory; created: boolean };
@@ -94,17 +94,20 @@ async function insert(
   source: string,
   createdAt: Date,
   now: Date,
+  file: VerifiedFile | null,
 ): Promise<Memory> {
   await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8"), memories: 1 });
-  const contentType = input.content_type ?? inferContentType(input.content, input.source_path);
+  const contentType = file ? "file" : (input.content_type ?? inferContentType(input.content, input.source_path));
+  const waits = file !== null || contentType === "link";
   const kind = input.kind ?? classifyKind(input.content, contentType, input.hint);
   return tx.memory.create({
     data: {
       id: newId(createdAt.getTime()),
       hubId: ctx.hub.id,
       ownerId: ctx.user.id,
-      title: input.title ?? deriveTitle(input.content),
-      titleDerived: input.title === undefined,
+      title: input.title ?? (file ? file.filename.slice(0, 200) : contentType === "link" ? input.content.slice(0, 200) : deriveTitle(input.content)),
+      // A file keeps its filename; a link's title comes from the page.
+      titleDerived: input.title === undefined && !file,
       content: input.content,
       contentType,
       contentHash: hash,
@@ -114,7 +117,7 @@ async function insert(
       stability: input.stability ?? classifyStability(input.content, kind, contentType, input.hint),
       stabilityLocked: input.stability !== undefined,
       boundary: "private",
-      state: "active",
+      state: waits ? "processing" : "active",
       source,
       sourceAgent: input.source_agent,
       assistedByAgent: input.assisted_by_agent,
@@ -123,6 +126,9 @@ async function insert(
       hint: input.hint,
       hubReason: input.hub_reason,
       projectContext: input.project_context,
+      ...(file && {
+        fileRef: { object_key: file.upload.objectKey, filename: file.filename, content_type: file.contentType, size_bytes: file.sizeBytes, sha256: file.sha256 },
+      }),
       processingStatus: "pending",
       createdAt,
       updatedAt: now,
@@ -169,6 +175,67 @@ async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody,
       ...changes,
       ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
       updatedAt: now,
+    },
+  });
+}
+
+/** A link memory: content_type "link", or content that is one bare http(s) URL. Returns the URL. */
+function linkTarget(input: CreateMemoryBody): string | null {
+  const text = input.content.trim();
+  if (input.content_type !== "link" && (input.content_type !== undefined || !/^https?:\/\/\S+$/i.test(text))) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ApiError("invalid_request", "A link's content must be one http(s) URL", { issues: [{ path: "content", message: "not a URL" }] });
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ApiError("invalid_request", "Only http and https links can be fetched", { issues: [{ path: "content", message: "not http(s)" }] });
+  }
+  url.hash = "";
+  return url.toString();
+}
+
+/** The same link again: fetch it afresh (new version, back to `processing`). */
+async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBody, hash: string, now: Date): Promise<Memory> {
+  return tx.memory.update({
+    where: { id: existing.id },
+    data: {
+      content: input.content,
+      contentHash: hash,
+      contentType: "link",
+      ...(input.title !== undefined && { title: input.title, titleDerived: false }),
+      tags: input.tags ?? existing.tags,
+      hint: input.hint ?? existing.hint,
+      state: "processing",
+      extractedAt: null,
+      extractionError: null,
+      version: { increment: 1 },
+      processingStatus: "pending",
+      processingAttempts: 0,
+      processingError: null,
+      updatedAt: now,
+    },
+  });
+}
+
+/** The upload becomes the memory's original; the conditional update makes a second attach lose. */
+async function attachFile(tx: DbClient, memory: Memory, file: VerifiedFile, now: Date): Promise<void> {
+  const { count } = await tx.upload.updateMany({ where: { id: file.upload.id, attachedAt: null }, data: { attachedAt: now } });
+  if (count === 0) throw new ApiError("conflict", "This upload is already attached to a memory; upload the file again", { object_key: file.upload.objectKey });
+  await tx.attachment.create({
+    data: {
+      id: newId(now.getTime()),
+      memoryId: memory.id,
+      hubId: memory.hubId,
+      objectKey: file.upload.objectKey,
+      filename: file.filename,
+      contentType: file.contentType,
+      sizeBytes: file.sizeBytes,
+      sha256: file.sha256,
+      width: file.width,
+      height: file.height,
+      createdAt: now,
     },
   });
 }

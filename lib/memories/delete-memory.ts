@@ -1,19 +1,36 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canDeleteMemory } from "@/lib/api/permissions.ts";
+import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 
-/** Hard delete of the memory with its chunks and attachments (cascade). */
+const CHANGED = Symbol("changed");
+
+/** Hard delete of the memory with its chunks and attachments (cascade), then the attachments' files. */
 export async function deleteMemory(ctx: AuthContext, id: string): Promise<{ id: string; deleted: true }> {
   for (;;) {
     const { memory, role } = await findMemoryOrThrow(ctx, id);
     if (!canDeleteMemory(role, memory.ownerId === ctx.user.id, memory.hub)) {
       throw new ApiError("forbidden", `Your role (${role}) does not allow deleting this memory`);
     }
-    // One conditional statement: the permission is checked again by the DELETE itself.
-    const { count } = await ctx.db.memory.deleteMany({ where: { id: memory.id, hubId: memory.hubId, ...memoryWriteGuard(ctx.user.id, "delete") } });
-    if (count === 1) return { id: memory.id, deleted: true };
+    // One conditional statement: the permission is checked again by the DELETE itself; the
+    // attachments' uploads are detached in the same transaction and their files go after the commit.
+    const keys = await ctx.db
+      .$transaction(async (tx) => {
+        const detached = await detachUploads(tx, { memoryId: { in: [memory.id] } });
+        const { count } = await tx.memory.deleteMany({ where: { id: memory.id, hubId: memory.hubId, ...memoryWriteGuard(ctx.user.id, "delete") } });
+        if (count !== 1) throw CHANGED;
+        return detached;
+      })
+      .catch((error: unknown) => {
+        if (error === CHANGED) return null;
+        throw error;
+      });
+    if (keys) {
+      await removeBlobs(ctx.db, keys);
+      return { id: memory.id, deleted: true };
+    }
     // Something changed in between (role, policy, hub): look again and answer for the new state.
   }
 }

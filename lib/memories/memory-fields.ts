@@ -52,8 +52,8 @@ export const fileRefSchema = z.object({
 });
 
 export const createMemoryBodySchema = z.object({
-  // May be empty when file_ref carries the body (see refine below).
-  content: z.string(),
+  // May be empty or absent when file_ref carries the body (see refine below).
+  content: z.string().default(""),
   title: titleSchema.optional(),
   hint: z.string().max(2000).optional(),
   kind: z.enum(KINDS).optional(),

@@ -39,13 +39,25 @@ export function serializeMemoryWithContent(memory: Memory & { attachments: Attac
   return {
     ...serializeMemory(memory),
     content: memory.content,
-    attachments: memory.attachments.map((a) => ({
-      id: a.id,
-      filename: a.filename,
-      content_type: a.contentType,
-      size_bytes: a.sizeBytes,
-      sha256: a.sha256,
-      created_at: a.createdAt.toISOString(),
-    })),
+    attachments: memory.attachments.map((a) => serializeAttachment(a, memory.ownerId)),
+  };
+}
+
+/** Memax's MemoryAttachment: the original file of a file memory. */
+export function serializeAttachment(a: Attachment, ownerId: string) {
+  return {
+    id: a.id,
+    memory_id: a.memoryId,
+    owner_id: ownerId,
+    kind: "original" as const,
+    filename: a.filename,
+    content_type: a.contentType,
+    size_bytes: a.sizeBytes,
+    sha256: a.sha256,
+    width: a.width,
+    height: a.height,
+    // Raster images only: SVG or HTML must never render inline from a signed URL.
+    inline_eligible: ["image/png", "image/jpeg", "image/gif", "image/webp"].includes(a.contentType),
+    created_at: a.createdAt.toISOString(),
   };
 }

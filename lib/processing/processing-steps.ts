@@ -3,6 +3,7 @@ import { getEmbedder } from "@/lib/ai/embedder.ts";
 import type { Db } from "@/lib/db/database.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
 import { replaceChunks } from "@/lib/recall/store-chunks.ts";
+import { extractMemoryText, needsExtraction } from "@/lib/extraction/extract-memory-text.ts";
 import { chunkContent, type ChunkDraft } from "./chunk-content.ts";
 import { classifyKind, classifyStability } from "./classify-heuristic.ts";
 import { inferContentType } from "./infer-content-type.ts";
@@ -35,7 +36,7 @@ export interface StepContext {
   loaded?: Memory;
 }
 
-export type StepName = "classify" | "index" | "summarise" | "complete";
+export type StepName = "extract" | "classify" | "index" | "summarise" | "complete";
 
 export interface ProcessingStep {
   name: StepName;
@@ -53,7 +54,7 @@ async function loadCurrent(ctx: StepContext): Promise<Memory> {
   return memory;
 }
 
-type MemoryChanges = Partial<Pick<Memory, "kind" | "stability" | "contentType" | "summary" | "processingStatus" | "processingError" | "processedAt" | "state">>;
+type MemoryChanges = Partial<Pick<Memory, "content" | "title" | "extractedAt" | "extractionError" | "kind" | "stability" | "contentType" | "summary" | "processingStatus" | "processingError" | "processedAt" | "state">>;
 
 /** Writes `data` only if the memory is still at the job's version. */
 async function writeIfCurrent(ctx: StepContext, data: MemoryChanges): Promise<void> {
@@ -83,6 +84,25 @@ export async function storeChunks(ctx: StepContext, chunks: ChunkDraft[], vector
   });
 }
 
+/** Extracted file and link text is markdown, whatever the memory's content_type says. */
+const textFormat = (memory: Pick<Memory, "contentType" | "extractedAt">) => (memory.extractedAt ? "markdown" : memory.contentType);
+
+/** Files and links: their text becomes the content (once per version) before anything else runs. */
+const extract: ProcessingStep = {
+  name: "extract",
+  async run(ctx) {
+    const memory = await loadCurrent(ctx);
+    if (!needsExtraction(memory)) return;
+    const result = await extractMemoryText(memory);
+    await writeIfCurrent(ctx, {
+      content: result.content,
+      ...(memory.titleDerived && result.title && { title: result.title.slice(0, 200) }),
+      extractedAt: ctx.now(),
+      extractionError: result.error,
+    });
+  },
+};
+
 const classify: ProcessingStep = {
   name: "classify",
   async run(ctx) {
@@ -107,7 +127,7 @@ const index: ProcessingStep = {
   name: "index",
   async run(ctx) {
     const memory = await loadCurrent(ctx);
-    const chunks = chunkContent(memory.content, memory.contentType);
+    const chunks = chunkContent(memory.content, textFormat(memory));
     const embedder = await getEmbedder();
     const vectors = embedder && chunks.length ? await embedder.embed(chunks.map(embeddingText), "document") : null;
     await storeChunks(ctx, chunks, vectors);
@@ -119,7 +139,7 @@ const summarise: ProcessingStep = {
   async run(ctx) {
     const memory = await loadCurrent(ctx);
     const model = chatModel();
-    const summary = model ? await summarizeWithModel(model, memory) : summarizeContent(memory.content, memory.contentType, memory.title);
+    const summary = model ? await summarizeWithModel(model, memory) : summarizeContent(memory.content, textFormat(memory), memory.title);
     if (summary !== memory.summary) await writeIfCurrent(ctx, { summary });
   },
 };
@@ -130,7 +150,8 @@ const complete: ProcessingStep = {
     const memory = await loadCurrent(ctx);
     await writeIfCurrent(ctx, {
       processingStatus: "done",
-      processingError: null,
+      // What extraction could not read stays visible once the rest succeeded.
+      processingError: memory.extractionError,
       processedAt: ctx.now(),
       // Files and links wait in "processing" until their text is indexed.
       ...(memory.state === "processing" && { state: "active" }),
@@ -139,7 +160,7 @@ const complete: ProcessingStep = {
 };
 
 /** The pipeline both runners execute, in order. */
-export const PROCESSING_STEPS: readonly ProcessingStep[] = [classify, index, summarise, complete];
+export const PROCESSING_STEPS: readonly ProcessingStep[] = [extract, classify, index, summarise, complete];
 
 /**
  * The memory gave up: it ends `failed` with the reason, stays readable, and
@@ -150,7 +171,7 @@ export async function failMemory(ctx: StepContext, reason: string, options: { in
   const memory = await ctx.db.memory.findFirst({ where: currentWhere(ctx.memory) });
   if (!memory) return;
   try {
-    if (!options.indexed) await storeChunks(ctx, chunkContent(memory.content, memory.contentType), null);
+    if (!options.indexed) await storeChunks(ctx, chunkContent(memory.content, textFormat(memory)), null);
   } catch (error) {
     if (!(error instanceof StaleJobError)) console.error(`[engram] processing: lexical fallback for memory ${memory.id} failed`, error);
   }
@@ -160,7 +181,7 @@ export async function failMemory(ctx: StepContext, reason: string, options: { in
       processingStatus: "failed",
       processingError: reason.slice(0, 1000),
       processedAt: ctx.now(),
-      ...(memory.summary ? {} : { summary: summarizeContent(memory.content, memory.contentType, memory.title) }),
+      ...(memory.summary ? {} : { summary: summarizeContent(memory.content, textFormat(memory), memory.title) }),
       ...(memory.state === "processing" && { state: "active" }),
     },
   });

@@ -1,5 +1,6 @@
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { getDatabase } from "@/lib/db/database.ts";
+import { startUploadSweeper } from "@/lib/uploads/sweep-uploads.ts";
 import { onMemoryWrite } from "./after-memory-write.ts";
 import { EmbeddedRunner, findPendingMemories } from "./embedded-runner.ts";
 import { inngestEnabled, processingConfig } from "./processing-config.ts";
@@ -48,6 +49,7 @@ async function start(): Promise<void> {
   const config = processingConfig();
   const database = await getDatabase();
   void getEmbedder();
+  const stopUploadSweeper = startUploadSweeper(async () => (await getDatabase()).prisma);
   if (inngestEnabled()) {
     const { inngest, MEMORY_PROCESS_EVENT } = await import("@/inngest/client.ts");
     const send = (ids: string[]) =>
@@ -66,6 +68,7 @@ async function start(): Promise<void> {
     state.stop = () => {
       unsubscribe();
       clearInterval(timer);
+      stopUploadSweeper();
     };
     console.log("[engram] processing: background jobs run on Inngest");
     return;
@@ -77,5 +80,6 @@ async function start(): Promise<void> {
   state.stop = () => {
     unsubscribe();
     runner.stop();
+    stopUploadSweeper();
   };
 }

@@ -111,7 +111,16 @@ export interface Memory {
 
 export interface MemoryWithContent extends Memory {
   content: string;
-  attachments: { id: string; filename: string; content_type: string; size_bytes: number; created_at: string }[];
+  attachments: {
+    id: string;
+    filename: string;
+    content_type: string;
+    size_bytes: number;
+    width?: number | null;
+    height?: number | null;
+    inline_eligible?: boolean;
+    created_at: string;
+  }[];
 }
 
 // Wire shapes shared with the server code (type-only imports: nothing server-side reaches the browser bundle).

@@ -1,0 +1,24 @@
+import { Readable } from "node:stream";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { blobStore, contentDisposition } from "@/lib/blobs/blob-store.ts";
+import { findAttachmentOrThrow } from "./find-attachment.ts";
+
+/** The original file, streamed from storage with its name (never rendered inline here). */
+export async function downloadAttachment(ctx: AuthContext, memoryId: string, attachmentId: string): Promise<Response> {
+  const attachment = await findAttachmentOrThrow(ctx, memoryId, attachmentId);
+  const store = await blobStore();
+  const info = await store.head(attachment.objectKey);
+  if (!info) throw new ApiError("not_found", "The attachment's file is missing from storage");
+  const stream = await store.read(attachment.objectKey);
+  return new Response(Readable.toWeb(stream) as ReadableStream, {
+    headers: {
+      "content-type": attachment.contentType,
+      "content-length": String(info.size),
+      "content-disposition": contentDisposition("attachment", attachment.filename),
+      "x-content-type-options": "nosniff",
+      "cache-control": "private, no-store",
+      ...(attachment.sha256 && { digest: `sha-256=${Buffer.from(attachment.sha256, "hex").toString("base64")}` }),
+    },
+  });
+}

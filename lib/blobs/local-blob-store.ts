@@ -1,0 +1,176 @@
+import { createHash, randomBytes } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { Readable, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { serverSecret, sign, verify } from "@/lib/api/server-secret.ts";
+import { getDatabase } from "@/lib/db/database.ts";
+import { assertValidKey, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+
+interface Meta {
+  size: number;
+  content_type: string;
+  sha256: string;
+}
+
+export type UploadCheck =
+  | { ok: true; contentType: string; size: number }
+  | { ok: false; reason: "invalid_signature" | "expired" };
+
+export type DownloadCheck =
+  | { ok: true; filename: string; contentType: string; inline: boolean }
+  | { ok: false; reason: "invalid_signature" | "expired" };
+
+/** Thrown by `receive` when the bytes do not match what was signed. */
+export class UploadRejected extends Error {
+  constructor(
+    readonly status: 400 | 409 | 413,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+const signingKey = async () => (await serverSecret((await getDatabase()).prisma));
+
+/**
+ * The embedded blob store: files under one directory on local disk, each with
+ * a small JSON sidecar (size, type, sha256). Upload and download URLs point at
+ * Engram itself (/v1/blobs/<key>) and carry an HMAC over the operation, key,
+ * type, size and expiry, so a URL cannot be reused for another key, another
+ * type, another size, or after it expires.
+ */
+export class LocalBlobStore implements BlobStore {
+  readonly kind = "local" as const;
+
+  constructor(
+    readonly root: string,
+    private readonly secret: () => Promise<Buffer> = signingKey,
+  ) {}
+
+  private file(key: string): string {
+    assertValidKey(key);
+    return path.join(this.root, ...key.split("/"));
+  }
+
+  async signUpload(key: string, options: SignUploadOptions): Promise<SignedUpload> {
+    const expires = Math.floor(Date.now() / 1000) + options.expiresIn;
+    const payload = uploadPayload(key, options.contentType, options.sizeBytes, expires);
+    const sig = sign(await this.secret(), payload, 32);
+    const query = new URLSearchParams({ op: "put", type: options.contentType, size: String(options.sizeBytes), expires: String(expires), sig });
+    return { url: `${trimSlash(options.baseUrl)}/v1/blobs/${encodeKey(key)}?${query}`, method: "PUT", headers: { "Content-Type": options.contentType } };
+  }
+
+  async signDownload(key: string, options: SignDownloadOptions): Promise<string> {
+    const expires = Math.floor(Date.now() / 1000) + options.expiresIn;
+    const disposition = options.inline ? "inline" : "attachment";
+    const sig = sign(await this.secret(), downloadPayload(key, options.filename, options.contentType, disposition, expires), 32);
+    const query = new URLSearchParams({ op: "get", filename: options.filename, type: options.contentType, disposition, expires: String(expires), sig });
+    return `${trimSlash(options.baseUrl)}/v1/blobs/${encodeKey(key)}?${query}`;
+  }
+
+  /** Checks a signed upload URL's query for this key. */
+  async checkUpload(key: string, query: URLSearchParams, now = Date.now()): Promise<UploadCheck> {
+    const type = query.get("type") ?? "";
+    const size = Number(query.get("size"));
+    const expires = Number(query.get("expires"));
+    const sig = query.get("sig") ?? "";
+    if (query.get("op") !== "put" || !Number.isInteger(size) || !Number.isInteger(expires)) return { ok: false, reason: "invalid_signature" };
+    if (!verify(await this.secret(), uploadPayload(key, type, size, expires), sig, 32)) return { ok: false, reason: "invalid_signature" };
+    if (expires * 1000 < now) return { ok: false, reason: "expired" };
+    return { ok: true, contentType: type, size };
+  }
+
+  async checkDownload(key: string, query: URLSearchParams, now = Date.now()): Promise<DownloadCheck> {
+    const filename = query.get("filename") ?? "";
+    const type = query.get("type") ?? "";
+    const disposition = query.get("disposition") ?? "";
+    const expires = Number(query.get("expires"));
+    const sig = query.get("sig") ?? "";
+    if (query.get("op") !== "get" || !Number.isInteger(expires)) return { ok: false, reason: "invalid_signature" };
+    if (!verify(await this.secret(), downloadPayload(key, filename, type, disposition, expires), sig, 32)) return { ok: false, reason: "invalid_signature" };
+    if (expires * 1000 < now) return { ok: false, reason: "expired" };
+    return { ok: true, filename, contentType: type, inline: disposition === "inline" };
+  }
+
+  /**
+   * Streams a signed upload to disk: never more than one chunk in memory, the
+   * byte count and sha256 kept on the way, the file renamed into place only
+   * when exactly `size` bytes arrived. An object is written once.
+   */
+  async receive(key: string, body: ReadableStream<Uint8Array> | null, expected: { contentType: string; size: number }): Promise<Meta> {
+    const target = this.file(key);
+    if (await exists(target)) throw new UploadRejected(409, "This object was already uploaded; request a new upload URL", { object_key: key });
+    await mkdir(path.dirname(target), { recursive: true });
+    const temp = `${target}.part-${randomBytes(6).toString("hex")}`;
+    const hash = createHash("sha256");
+    let received = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        received += chunk.length;
+        if (received > expected.size) {
+          callback(new UploadRejected(413, `The upload is larger than the ${expected.size} bytes it was signed for`, { size_bytes: expected.size }));
+          return;
+        }
+        hash.update(chunk);
+        callback(null, chunk);
+      },
+    });
+    try {
+      const source = body ? Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>) : Readable.from([]);
+      await pipeline(source, meter, createWriteStream(temp, { flags: "wx" }));
+      if (received !== expected.size) {
+        throw new UploadRejected(400, `Truncated upload: received ${received} of ${expected.size} bytes`, { received_bytes: received, size_bytes: expected.size });
+      }
+      const meta: Meta = { size: received, content_type: expected.contentType, sha256: hash.digest("hex") };
+      await writeFile(`${target}.meta.json`, JSON.stringify(meta));
+      await rename(temp, target);
+      return meta;
+    } catch (error) {
+      await rm(temp, { force: true });
+      if (error instanceof UploadRejected) throw error;
+      // The client went away mid-body: whatever arrived is discarded.
+      throw new UploadRejected(400, `The upload did not complete: ${(error as Error).message}`, { received_bytes: received, size_bytes: expected.size });
+    }
+  }
+
+  async head(key: string): Promise<BlobInfo | null> {
+    const target = this.file(key);
+    try {
+      const [info, meta] = await Promise.all([stat(target), readFile(`${target}.meta.json`, "utf8")]);
+      const parsed = JSON.parse(meta) as Meta;
+      return { size: info.size, contentType: parsed.content_type, sha256: parsed.sha256 };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw error;
+    }
+  }
+
+  async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    const target = this.file(key);
+    await stat(target);
+    return createReadStream(target, range ? { start: range.start, end: range.end } : {});
+  }
+
+  async delete(key: string): Promise<void> {
+    const target = this.file(key);
+    await Promise.all([rm(target, { force: true }), rm(`${target}.meta.json`, { force: true })]);
+  }
+}
+
+const uploadPayload = (key: string, type: string, size: number, expires: number) => `blob-put\n${key}\n${type}\n${size}\n${expires}`;
+const downloadPayload = (key: string, filename: string, type: string, disposition: string, expires: number) =>
+  `blob-get\n${key}\n${filename}\n${type}\n${disposition}\n${expires}`;
+const trimSlash = (url: string) => url.replace(/\/+$/, "");
+const encodeKey = (key: string) => key.split("/").map(encodeURIComponent).join("/");
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}

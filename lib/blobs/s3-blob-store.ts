@@ -1,0 +1,83 @@
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from "@aws-sdk/client-s3";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { Readable } from "node:stream";
+import { assertValidKey, contentDisposition, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+
+export interface S3Options {
+  bucket: string;
+  endpoint?: string;
+  region: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  /** MinIO and most local S3 servers want path-style URLs. */
+  forcePathStyle: boolean;
+}
+
+/**
+ * S3-compatible storage (AWS S3, Cloudflare R2, MinIO). The client PUTs
+ * straight to the bucket with a presigned URL whose signature covers the key,
+ * Content-Type and Content-Length, so the bytes never pass through Engram.
+ */
+export class S3BlobStore implements BlobStore {
+  readonly kind = "s3" as const;
+  private readonly client: S3Client;
+
+  constructor(private readonly options: S3Options) {
+    this.client = new S3Client({
+      region: options.region,
+      endpoint: options.endpoint,
+      forcePathStyle: options.forcePathStyle,
+      // Checksums only when an operation needs them: R2, MinIO and older S3 clones reject the newer defaults.
+      requestChecksumCalculation: "WHEN_REQUIRED",
+      responseChecksumValidation: "WHEN_REQUIRED",
+      ...(options.accessKeyId && options.secretAccessKey && { credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey } }),
+    });
+  }
+
+  async signUpload(key: string, options: SignUploadOptions): Promise<SignedUpload> {
+    assertValidKey(key);
+    const command = new PutObjectCommand({ Bucket: this.options.bucket, Key: key, ContentType: options.contentType, ContentLength: options.sizeBytes });
+    const url = await getSignedUrl(this.client, command, { expiresIn: options.expiresIn, signableHeaders: new Set(["content-type", "content-length"]) });
+    return { url, method: "PUT", headers: { "Content-Type": options.contentType } };
+  }
+
+  async signDownload(key: string, options: SignDownloadOptions): Promise<string> {
+    assertValidKey(key);
+    const command = new GetObjectCommand({
+      Bucket: this.options.bucket,
+      Key: key,
+      ResponseContentType: options.contentType,
+      ResponseContentDisposition: contentDisposition(options.inline ? "inline" : "attachment", options.filename),
+    });
+    return getSignedUrl(this.client, command, { expiresIn: options.expiresIn });
+  }
+
+  async head(key: string): Promise<BlobInfo | null> {
+    assertValidKey(key);
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.options.bucket, Key: key }));
+      return { size: out.ContentLength ?? 0, contentType: out.ContentType };
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw error;
+    }
+  }
+
+  async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    assertValidKey(key);
+    const out = await this.client.send(
+      new GetObjectCommand({ Bucket: this.options.bucket, Key: key, ...(range && { Range: `bytes=${range.start}-${range.end}` }) }),
+    );
+    if (!out.Body) throw new Error(`object ${key} has no body`);
+    return out.Body instanceof Readable ? out.Body : Readable.fromWeb(out.Body.transformToWebStream() as import("node:stream/web").ReadableStream);
+  }
+
+  async delete(key: string): Promise<void> {
+    assertValidKey(key);
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.options.bucket, Key: key }));
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  return error instanceof S3ServiceException && (error.$metadata.httpStatusCode === 404 || error.name === "NotFound" || error.name === "NoSuchKey");
+}

@@ -1,0 +1,70 @@
+import { generateText } from "ai";
+import { chatModel } from "@/lib/ai/chat-model.ts";
+import { blobStore, readAll } from "@/lib/blobs/blob-store.ts";
+import type { Memory } from "@/lib/db/generated/client.ts";
+import { readLink } from "@/lib/links/read-link.ts";
+import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
+import { isImageType } from "@/lib/uploads/upload-limits.ts";
+import { extractText, type Extracted } from "./extract-text.ts";
+
+interface StoredFileRef {
+  object_key: string;
+  filename: string;
+  content_type: string;
+  size_bytes: number;
+}
+
+/** Does this memory wait for extraction (a file or a link not read yet)? */
+export function needsExtraction(memory: Pick<Memory, "fileRef" | "contentType" | "extractedAt">): boolean {
+  return memory.extractedAt === null && (memory.fileRef !== null || memory.contentType === "link");
+}
+
+/**
+ * The text a file or link memory is indexed by. A file's note (the content it
+ * was created with) comes first, then the file's text; a link's content
+ * becomes the page. Whatever could not be read is reported in `error`.
+ */
+export async function extractMemoryText(memory: Memory): Promise<{ content: string; title?: string; error: string | null }> {
+  if (memory.fileRef === null) {
+    const page = await readLink(memory.content.trim());
+    return { content: page.text ? clip(page.text) : memory.content, title: page.title, error: page.error ?? null };
+  }
+  const ref = memory.fileRef as unknown as StoredFileRef;
+  const bytes = await readAll(await blobStore(), ref.object_key);
+  // A file the parser chokes on will not parse on a retry either: report it, index what there is.
+  const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint) : extractText(bytes, ref.content_type)).catch(
+    (error: Error): Extracted => ({ text: "", error: `The file could not be read: ${error.message}`.slice(0, 500) }),
+  );
+  const note = memory.content.trim();
+  const text = extracted.text || (isImageType(ref.content_type) ? [`# ${ref.filename}`, memory.hint ?? ""].filter(Boolean).join("\n\n") : "");
+  const content = [note, text].filter(Boolean).join("\n\n") || ref.filename;
+  return { content: clip(content), title: extracted.title, error: extracted.error ?? null };
+}
+
+/** The chat model's reading of an image when one is configured; otherwise no text. */
+async function describeImage(bytes: Buffer, ref: StoredFileRef, hint: string | null): Promise<Extracted> {
+  const model = chatModel();
+  if (!model) return { text: "", error: "No text was found in the image (no vision model is configured)" };
+  const { text } = await generateText({
+    model,
+    messages: [
+      {
+        role: "user",
+        content: [
+          {
+            type: "text",
+            text: `Transcribe any text in this image, then describe what it shows in a few sentences, for search. File: ${ref.filename}.${hint ? ` Note: ${hint}` : ""}`,
+          },
+          { type: "image", image: bytes, mediaType: ref.content_type },
+        ],
+      },
+    ],
+  });
+  return text.trim() ? { text: `# ${ref.filename}\n\n${text.trim()}` } : { text: "", error: "No text was found in the image" };
+}
+
+/** Extracted text is bounded like pushed content. */
+function clip(text: string): string {
+  if (Buffer.byteLength(text, "utf8") <= MAX_CONTENT_BYTES) return text;
+  return Buffer.from(text, "utf8").subarray(0, MAX_CONTENT_BYTES).toString("utf8").replace(/\uFFFD$/, "");
+}

@@ -1,0 +1,28 @@
+import { extractText, type Extracted } from "@/lib/extraction/extract-text.ts";
+import { htmlToMarkdown } from "@/lib/extraction/html-to-markdown.ts";
+import { normalizeContentType } from "@/lib/uploads/upload-limits.ts";
+import { LinkFetchError, safeFetch } from "./safe-fetch.ts";
+
+/**
+ * A link memory's page as readable markdown, titled from the page. Failures
+ * (refused, unreachable, not text) come back as `error`, never thrown: the
+ * memory then keeps its URL as content and says why.
+ */
+export async function readLink(url: string): Promise<Extracted> {
+  try {
+    const page = await safeFetch(url);
+    const type = normalizeContentType(page.contentType) || "text/html";
+    if (type === "text/html" || type === "application/xhtml+xml") {
+      const doc = htmlToMarkdown(page.body.toString("utf8"));
+      if (!doc.markdown) return { text: "", title: doc.title || undefined, error: "No readable text was found on the page" };
+      return { text: doc.markdown, title: doc.title || undefined };
+    }
+    if (type === "application/pdf" || type.startsWith("text/") || type === "application/json") {
+      return extractText(page.body, type.startsWith("text/") && type !== "text/html" ? "text/plain" : type);
+    }
+    return { text: "", error: `The link serves ${type}, which has no readable text` };
+  } catch (error) {
+    if (error instanceof LinkFetchError) return { text: "", error: error.message };
+    return { text: "", error: `The page could not be read: ${(error as Error).message}` };
+  }
+}

@@ -1,0 +1,70 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { blobStore } from "@/lib/blobs/blob-store.ts";
+import { newId } from "@/lib/ids.ts";
+import { ALLOWED_UPLOAD_TYPES, isAllowedType, maxUploadBytes, normalizeContentType, UPLOAD_PURPOSES, UPLOAD_URL_TTL_SECONDS } from "./upload-limits.ts";
+
+export const createUploadBodySchema = z.object({
+  filename: z
+    .string()
+    .trim()
+    .min(1, "filename must not be empty")
+    .max(255)
+    .refine((name) => !/[\0/\\]/.test(name), "filename must not contain slashes or NUL"),
+  content_type: z.string().trim().min(1).max(200),
+  size_bytes: z.int().min(1, "size_bytes must be at least 1"),
+  purpose: z.enum(UPLOAD_PURPOSES).default("memory_attachment"),
+});
+export type CreateUploadBody = z.output<typeof createUploadBodySchema>;
+
+/**
+ * An upload intent: checks type and size, records who may attach the object,
+ * and hands out a signed PUT target (Engram itself for the embedded store, the
+ * bucket for S3). The object key is Engram's, never the client's.
+ */
+export async function createUpload(ctx: AuthContext, input: CreateUploadBody, baseUrl: string) {
+  const contentType = normalizeContentType(input.content_type);
+  if (!isAllowedType(contentType)) {
+    throw new ApiError("unsupported_content_type", `Files of type ${contentType} cannot be uploaded`, {
+      content_type: contentType,
+      allowed: ALLOWED_UPLOAD_TYPES,
+    });
+  }
+  const maxBytes = maxUploadBytes();
+  if (input.size_bytes > maxBytes) {
+    throw new ApiError("file_too_large", `The file is ${input.size_bytes} bytes; the limit is ${maxBytes}`, { size_bytes: input.size_bytes, max_bytes: maxBytes });
+  }
+  const now = ctx.now();
+  const id = newId(now.getTime());
+  const objectKey = `uploads/${ctx.user.id}/${id}`;
+  const store = await blobStore();
+  const signed = await store.signUpload(objectKey, { contentType, sizeBytes: input.size_bytes, expiresIn: UPLOAD_URL_TTL_SECONDS, baseUrl });
+  await ctx.db.upload.create({
+    data: {
+      id,
+      ownerId: ctx.user.id,
+      objectKey,
+      filename: input.filename,
+      contentType,
+      sizeBytes: input.size_bytes,
+      purpose: input.purpose,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + UPLOAD_URL_TTL_SECONDS * 1000),
+    },
+  });
+  const fileRef = { object_key: objectKey, filename: input.filename, content_type: contentType, size_bytes: input.size_bytes };
+  return {
+    object_key: objectKey,
+    upload_url: signed.url,
+    method: signed.method,
+    headers: signed.headers,
+    filename: input.filename,
+    content_type: contentType,
+    size_bytes: input.size_bytes,
+    purpose: input.purpose,
+    max_bytes: maxBytes,
+    expires_in: UPLOAD_URL_TTL_SECONDS,
+    file_ref: fileRef,
+  };
+}

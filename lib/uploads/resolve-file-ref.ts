@@ -1,0 +1,84 @@
+import { createHash } from "node:crypto";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { blobStore, readHead } from "@/lib/blobs/blob-store.ts";
+import type { Upload } from "@/lib/db/generated/client.ts";
+import { imageSize, matchesDeclared, sniffFileType } from "./sniff-file-type.ts";
+import { isAllowedType, isImageType, normalizeContentType } from "./upload-limits.ts";
+
+export interface FileRefInput {
+  object_key: string;
+  filename: string;
+  content_type: string;
+  size_bytes?: number;
+  sha256?: string;
+}
+
+export interface VerifiedFile {
+  upload: Upload;
+  filename: string;
+  contentType: string;
+  sizeBytes: number;
+  sha256: string;
+  width: number | null;
+  height: number | null;
+}
+
+const SNIFF_BYTES = 64 * 1024;
+
+const refError = (message: string, details: Record<string, unknown> = {}) =>
+  new ApiError("invalid_request", message, { issues: [{ path: "file_ref", message }], ...details });
+
+/**
+ * Checks a create's file_ref against what was really stored: the caller's own
+ * upload, present, of the promised size (and sha256 when given), and of the
+ * type it claims to be — judged from its bytes, not its name.
+ */
+export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promise<VerifiedFile> {
+  // Another user's object is indistinguishable from one that does not exist.
+  const upload = await ctx.db.upload.findFirst({ where: { objectKey: ref.object_key, ownerId: ctx.user.id } });
+  if (!upload) throw refError("file_ref does not name an upload of yours");
+  if (upload.attachedAt) throw new ApiError("conflict", "This upload is already attached to a memory; upload the file again", { object_key: ref.object_key });
+  const declared = normalizeContentType(ref.content_type);
+  if (declared !== upload.contentType) {
+    throw refError(`file_ref content_type ${declared} differs from the upload's ${upload.contentType}`);
+  }
+  const store = await blobStore();
+  const info = await store.head(upload.objectKey);
+  if (!info) throw refError("The file has not been uploaded yet (PUT it to upload_url first)", { object_key: upload.objectKey });
+  if (info.size !== upload.sizeBytes || (ref.size_bytes !== undefined && info.size !== ref.size_bytes)) {
+    throw refError(`The stored file is ${info.size} bytes, not ${ref.size_bytes ?? upload.sizeBytes}`, {
+      size_bytes: info.size,
+      expected_size_bytes: ref.size_bytes ?? upload.sizeBytes,
+    });
+  }
+  const sha256 = info.sha256 ?? (await hashObject(upload.objectKey));
+  if (ref.sha256 !== undefined && ref.sha256.toLowerCase() !== sha256) {
+    throw refError("The stored file's sha256 differs from file_ref.sha256", { sha256 });
+  }
+  const contentType = upload.contentType;
+  const head = await readHead(store, upload.objectKey, SNIFF_BYTES, info.size);
+  const sniffed = sniffFileType(head);
+  if (!isAllowedType(contentType) || !matchesDeclared(contentType, sniffed)) {
+    throw new ApiError("unsupported_content_type", `The file's bytes are not ${contentType} (they look like ${sniffed})`, {
+      content_type: contentType,
+      detected: sniffed,
+    });
+  }
+  const size = isImageType(contentType) ? imageSize(head, contentType) : null;
+  return {
+    upload,
+    filename: ref.filename || upload.filename,
+    contentType,
+    sizeBytes: info.size,
+    sha256,
+    width: size?.width ?? null,
+    height: size?.height ?? null,
+  };
+}
+
+async function hashObject(key: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const part of await (await blobStore()).read(key)) hash.update(part as Uint8Array);
+  return hash.digest("hex");
+}

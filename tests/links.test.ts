@@ -1,0 +1,188 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { currentFetchPolicy, DEFAULT_FETCH_POLICY, isBlockedAddress, safeFetch, setLinkFetchPolicyForTests, type FetchPolicy } from "@/lib/links/safe-fetch.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+/**
+ * Link memories and the SSRF guard. Every server here listens on 127.0.0.1;
+ * addresses like 10.x and 169.254.169.254 are refused before any connection
+ * is attempted, so no traffic ever leaves the machine.
+ */
+let h: Harness;
+let ann: Client;
+let site: http.Server;
+let inside: http.Server;
+let sitePort = 0;
+let insidePort = 0;
+const hits = { site: 0, inside: 0 };
+let pageVersion = 1;
+
+function listen(server: http.Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve((server.address() as AddressInfo).port));
+  });
+}
+
+const article = (version: number) => `<!doctype html><html><head><title>Kiln maintenance guide v${version}</title></head><body>
+<header><a href="/">Home</a> <a href="/about">About</a></header>
+<article><h1>Kiln maintenance guide</h1>
+<p>${"Let the kiln cool for a full day before opening it, or the glaze will craze. ".repeat(3)}</p>
+<h2>Elements</h2><p>Replace the heating elements when a firing to cone six takes more than ${version === 1 ? "nine" : "eleven"} hours.</p>
+</article><footer>© Potters</footer></body></html>`;
+
+beforeAll(async () => {
+  site = http.createServer((req, res) => {
+    hits.site += 1;
+    if (req.url === "/article") return res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(article(pageVersion));
+    if (req.url === "/to-inside") return res.writeHead(302, { location: `http://127.0.0.1:${insidePort}/secret` }).end();
+    if (req.url === "/to-metadata") return res.writeHead(301, { location: "http://169.254.169.254/latest/meta-data/" }).end();
+    if (req.url === "/to-ipv6") return res.writeHead(307, { location: `http://[::1]:${insidePort}/secret` }).end();
+    if (req.url === "/to-private-name") return res.writeHead(302, { location: `http://intranet.example:${insidePort}/secret` }).end();
+    if (req.url?.startsWith("/loop")) return res.writeHead(302, { location: `/loop${Number(req.url.slice(5) || 0) + 1}` }).end();
+    if (req.url === "/huge") {
+      res.writeHead(200, { "content-type": "text/plain" });
+      const chunk = "x".repeat(64 * 1024);
+      for (let i = 0; i < 100; i++) res.write(chunk);
+      return res.end();
+    }
+    if (req.url === "/slow") return void setTimeout(() => res.writeHead(200).end("late"), 3000);
+    res.writeHead(404).end();
+  });
+  inside = http.createServer((_req, res) => {
+    hits.inside += 1;
+    res.writeHead(200, { "content-type": "text/plain" }).end("internal secret");
+  });
+  sitePort = await listen(site, 3811);
+  insidePort = await listen(inside, 3812);
+  h = await createHarness();
+  ann = await h.user("Ann");
+  await startBackgroundProcessing();
+});
+afterAll(async () => {
+  setLinkFetchPolicyForTests(undefined);
+  stopBackgroundProcessing();
+  await h?.close();
+  await Promise.all([site, inside].map((s) => new Promise((r) => s.close(r))));
+});
+
+/** A fake resolver: names used here map to loopback or private addresses, nothing is looked up. */
+const fakeDns: Record<string, string[]> = {
+  "public.example": ["127.0.0.1"],
+  "intranet.example": ["10.1.2.3"],
+  "metadata.example": ["169.254.169.254"],
+  "loopback6.example": ["::1"],
+  "mixed.example": ["203.0.114.7", "127.0.0.1"],
+};
+const resolve: FetchPolicy["resolve"] = async (name) => {
+  const answers = fakeDns[name];
+  if (!answers) throw new Error(`no such host ${name}`);
+  return answers.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+};
+/** The test-only allowance: the "public" site is the loopback server on sitePort, nothing else. */
+const testPolicy = (extra: Partial<FetchPolicy> = {}): FetchPolicy => ({ ...DEFAULT_FETCH_POLICY, resolve, allow: [`127.0.0.1:${sitePort}`], ...extra });
+
+describe("SSRF guard", () => {
+  it("classifies private, loopback, link-local and reserved addresses", () => {
+    for (const address of ["127.0.0.1", "127.9.9.9", "10.0.0.1", "10.255.255.255", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "::", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "224.0.0.1"]) {
+      expect(isBlockedAddress(address), address).toBe(true);
+    }
+    for (const address of ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1", "::ffff:8.8.8.8"]) {
+      expect(isBlockedAddress(address), address).toBe(false);
+    }
+  });
+
+  it("the default policy allows nothing private; the test allowance is explicit", () => {
+    expect(DEFAULT_FETCH_POLICY.allow).toEqual([]);
+    setLinkFetchPolicyForTests(undefined);
+    expect(currentFetchPolicy().allow).toEqual([]);
+  });
+
+  it("refuses 127.0.0.1, 10.x, 169.254.169.254 and [::1] by address, without connecting", async () => {
+    const before = { ...hits };
+    for (const url of [`http://127.0.0.1:${sitePort}/article`, "http://10.0.0.8/", "http://169.254.169.254/latest/meta-data/", `http://[::1]:${insidePort}/`, "http://[::ffff:127.0.0.1]/"]) {
+      await expect(safeFetch(url, { ...DEFAULT_FETCH_POLICY, resolve }), url).rejects.toMatchObject({ refused: true });
+    }
+    expect(hits).toEqual(before);
+  });
+
+  it("refuses hostnames whose DNS answers are private (any answer)", async () => {
+    for (const name of ["public.example", "intranet.example", "metadata.example", "loopback6.example", "mixed.example"]) {
+      await expect(safeFetch(`http://${name}:${sitePort}/article`, { ...DEFAULT_FETCH_POLICY, resolve }), name).rejects.toThrow(/resolves to a private/);
+    }
+    expect(hits.site).toBe(0);
+  });
+
+  it("follows a redirect hop only to allowed addresses: loopback, metadata, [::1] and private names are refused", async () => {
+    const policy = testPolicy();
+    const page = await safeFetch(`http://public.example:${sitePort}/article`, policy);
+    expect(page.body.toString()).toContain("Kiln maintenance guide");
+    for (const path of ["/to-inside", "/to-metadata", "/to-ipv6", "/to-private-name"]) {
+      await expect(safeFetch(`http://public.example:${sitePort}${path}`, policy), path).rejects.toThrow(/Refused/);
+    }
+    expect(hits.inside).toBe(0);
+  });
+
+  it("stops after 5 redirects, at 5 MiB and at the time limit", async () => {
+    const policy = testPolicy();
+    await expect(safeFetch(`http://127.0.0.1:${sitePort}/loop`, policy)).rejects.toThrow(/Too many redirects/);
+    await expect(safeFetch(`http://127.0.0.1:${sitePort}/huge`, { ...policy, maxBytes: 1024 * 1024 })).rejects.toThrow(/larger than/);
+    await expect(safeFetch(`http://127.0.0.1:${sitePort}/slow`, { ...policy, timeoutMs: 300 })).rejects.toThrow(/did not load within/);
+    await expect(safeFetch("file:///etc/passwd", policy)).rejects.toMatchObject({ refused: true });
+    expect(DEFAULT_FETCH_POLICY).toMatchObject({ maxRedirects: 5, timeoutMs: 10_000, maxBytes: 5 * 1024 * 1024 });
+  });
+});
+
+async function processed(id: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await ann.get(`/v1/memories/${id}`);
+    if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
+    if (Date.now() > deadline) throw new Error(`memory ${id} still ${res.body.data.processing_status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("link memories", () => {
+  it("fetches the page in the background, titles it, and re-adding the URL refreshes it", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const url = `http://127.0.0.1:${sitePort}/article`;
+    const res = await ann.post("/v1/memories", { content: url, content_type: "link" });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.data).toMatchObject({ state: "processing", content_type: "link", source_path: url });
+    const memory = await processed(res.body.data.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null, title: "Kiln maintenance guide v1" });
+    expect(memory.content).toContain("Let the kiln cool");
+    expect(memory.content).toContain("nine hours");
+    expect(memory.content).not.toContain("© Potters");
+
+    const recall = await ann.post("/v1/recall", { query: "when should kiln heating elements be replaced" });
+    expect(recall.body.data.memories.map((m: { id: string }) => m.id)).toContain(memory.id);
+
+    pageVersion = 2;
+    const again = await ann.post("/v1/memories", { content: `${url}\n` });
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ id: memory.id, state: "processing", version: memory.version + 1 });
+    const refreshed = await processed(memory.id);
+    expect(refreshed.content).toContain("eleven hours");
+    expect(refreshed.title).toBe("Kiln maintenance guide v2");
+  });
+
+  it("a refused link ends active with the URL and a processing_error", async () => {
+    setLinkFetchPolicyForTests(undefined);
+    const res = await ann.post("/v1/memories", { content: "http://169.254.169.254/latest/meta-data/iam" });
+    expect(res.status).toBe(201);
+    expect(res.body.data.content_type).toBe("link");
+    const memory = await processed(res.body.data.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done" });
+    expect(memory.processing_error).toMatch(/Refused/);
+    expect(memory.content).toBe("http://169.254.169.254/latest/meta-data/iam");
+  });
+
+  it("refuses a link whose content is not an http(s) URL", async () => {
+    const res = await ann.post("/v1/memories", { content: "ftp://example.test/file", content_type: "link" });
+    expect(res.status).toBe(400);
+  });
+});

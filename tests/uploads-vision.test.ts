@@ -1,0 +1,81 @@
+import { createServer, type Server } from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { makePng } from "./support/make-files.ts";
+import { dispatch } from "./support/router.ts";
+
+/** With a chat model configured, an image is read by the model's vision (a local fake of the OpenAI API). */
+const PORT = 3841;
+let server: Server;
+const visionRequests: unknown[] = [];
+let h: Harness;
+let ann: Client;
+let blobDir: string;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  server = createServer(async (req, res) => {
+    let raw = "";
+    for await (const chunk of req) raw += chunk;
+    const body = JSON.parse(raw || "{}");
+    const name = body.response_format?.json_schema?.name;
+    const parts = body.messages?.flatMap((m: { content: unknown }) => (Array.isArray(m.content) ? m.content : [])) ?? [];
+    const image = parts.find((p: { type: string }) => p.type === "image_url");
+    if (image) visionRequests.push(image);
+    const content = image
+      ? "Whiteboard: the on-call rotation swaps every Thursday at noon."
+      : JSON.stringify(name === "memory_classification" ? { kind: "semantic", stability: "stable" } : { summary: "An on-call whiteboard photo." });
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({
+        id: "chatcmpl-1",
+        object: "chat.completion",
+        created: Math.floor(Date.now() / 1000),
+        model: body.model,
+        choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(PORT, "127.0.0.1", resolve));
+  Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-test-vision", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: `http://127.0.0.1:${PORT}/v1` });
+  blobDir = mkdtempSync(path.join(tmpdir(), "engram-vision-blobs-"));
+  setBlobStore(new LocalBlobStore(blobDir));
+  h = await createHarness();
+  ann = await h.user("Ann");
+  await startBackgroundProcessing();
+});
+afterAll(async () => {
+  stopBackgroundProcessing();
+  process.env = saved;
+  setBlobStore(undefined);
+  await h?.close();
+  await new Promise((r) => server.close(r));
+  rmSync(blobDir, { recursive: true, force: true });
+});
+
+describe("images with a vision model", () => {
+  it("the model's transcription becomes the content; no processing_error", async () => {
+    const png = makePng(16, 9);
+    const intent = (await ann.post("/v1/uploads", { filename: "board.png", content_type: "image/png", size_bytes: png.length })).body.data;
+    expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(png) }))).status).toBe(200);
+    const created = await ann.post("/v1/memories", { file_ref: intent.file_ref });
+    expect(created.status).toBe(201);
+    let memory;
+    for (let i = 0; i < 600; i++) {
+      memory = (await ann.get(`/v1/memories/${created.body.data.id}`)).body.data;
+      if (["done", "failed"].includes(memory.processing_status)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+    expect(memory.content).toContain("on-call rotation swaps every Thursday");
+    expect(visionRequests).toHaveLength(1);
+    expect(JSON.stringify(visionRequests[0])).toContain("data:image/png;base64,");
+  });
+});

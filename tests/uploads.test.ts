@@ -1,0 +1,361 @@
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
+import { DOCX_TYPE } from "@/lib/uploads/upload-limits.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { makeDocx, makePdf, makePng } from "./support/make-files.ts";
+import { dispatch } from "./support/router.ts";
+
+/**
+ * Files end to end against the embedded blob store on a temporary directory:
+ * intent → signed PUT (streamed to disk) → create with file_ref → extraction
+ * in the background pipeline → recall → download of the same bytes.
+ */
+let h: Harness;
+let ann: Client;
+let bob: Client;
+let blobDir: string;
+
+beforeAll(async () => {
+  blobDir = mkdtempSync(path.join(tmpdir(), "engram-blobs-"));
+  setBlobStore(new LocalBlobStore(blobDir));
+  h = await createHarness();
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+  await startBackgroundProcessing();
+});
+afterAll(async () => {
+  stopBackgroundProcessing();
+  setBlobStore(undefined);
+  await h?.close();
+  rmSync(blobDir, { recursive: true, force: true });
+});
+
+async function intent(client: Client, filename: string, contentType: string, size: number) {
+  const res = await client.post("/v1/uploads", { filename, content_type: contentType, size_bytes: size, purpose: "memory_attachment" });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data;
+}
+
+async function put(url: string, headers: Record<string, string>, body: Buffer | ReadableStream<Uint8Array>) {
+  const payload = Buffer.isBuffer(body) ? new Uint8Array(body) : body;
+  const res = await dispatch(new Request(url, { method: "PUT", headers, body: payload, duplex: "half" } as RequestInit));
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Intent, PUT, create: returns the created memory. */
+async function upload(client: Client, filename: string, contentType: string, bytes: Buffer, extra: Record<string, unknown> = {}) {
+  const i = await intent(client, filename, contentType, bytes.length);
+  const sent = await put(i.upload_url, i.headers, bytes);
+  expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+  const res = await client.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, sha256: sha256(bytes) }, ...extra });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data;
+}
+
+const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+async function processed(client: Client, id: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await client.get(`/v1/memories/${id}`);
+    if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
+    if (Date.now() > deadline) throw new Error(`memory ${id} still ${res.body.data.processing_status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("POST /v1/uploads", () => {
+  it("answers the decided shape with a signed PUT target", async () => {
+    const i = await intent(ann, "notes.pdf", "application/pdf", 1234);
+    expect(i).toMatchObject({
+      method: "PUT",
+      headers: { "Content-Type": "application/pdf" },
+      filename: "notes.pdf",
+      content_type: "application/pdf",
+      size_bytes: 1234,
+      purpose: "memory_attachment",
+      max_bytes: 25 * 1024 * 1024,
+      expires_in: 900,
+      file_ref: { object_key: i.object_key, filename: "notes.pdf", content_type: "application/pdf", size_bytes: 1234 },
+    });
+    expect(i.object_key).toContain(ann.id);
+    expect(i.upload_url).toMatch(/^http:\/\/engram\.test\/v1\/blobs\/uploads\//);
+  });
+
+  it("signs URLs for the origin the client used (a browser upload stays same-origin)", async () => {
+    const body = { filename: "a.txt", content_type: "text/plain", size_bytes: 3, purpose: "memory_attachment" };
+    const direct = await ann.post("/v1/uploads", body, { headers: { host: "127.0.0.1:3000" } });
+    expect(direct.body.data.upload_url).toMatch(/^http:\/\/127\.0\.0\.1:3000\/v1\/blobs\//);
+    const proxied = await ann.post("/v1/uploads", body, { headers: { "x-forwarded-host": "memory.example.org", "x-forwarded-proto": "https" } });
+    expect(proxied.body.data.upload_url).toMatch(/^https:\/\/memory\.example\.org\/v1\/blobs\//);
+  });
+
+  it("refuses a type outside the list with 415 and an oversize file with 413, with details", async () => {
+    const exe = await ann.post("/v1/uploads", { filename: "x.exe", content_type: "application/x-msdownload", size_bytes: 10, purpose: "memory_attachment" });
+    expect(exe.status).toBe(415);
+    expect(exe.body.error).toMatchObject({ code: "unsupported_content_type", details: { content_type: "application/x-msdownload" } });
+    expect(exe.body.error.details.allowed).toContain("application/pdf");
+    const big = await ann.post("/v1/uploads", { filename: "big.pdf", content_type: "application/pdf", size_bytes: 25 * 1024 * 1024 + 1, purpose: "memory_attachment" });
+    expect(big.status).toBe(413);
+    expect(big.body.error).toMatchObject({ code: "file_too_large", details: { size_bytes: 25 * 1024 * 1024 + 1, max_bytes: 25 * 1024 * 1024 } });
+    expect((await ann.post("/v1/uploads", { filename: "", content_type: "text/plain", size_bytes: 1 })).status).toBe(400);
+    expect((await h.anonymous.post("/v1/uploads", { filename: "a.txt", content_type: "text/plain", size_bytes: 1 })).status).toBe(401);
+  });
+});
+
+describe("the embedded store's signed URLs", () => {
+  it("refuse another key, a changed size or type, a replay after expiry, and a second PUT", async () => {
+    const bytes = Buffer.from("hello signed world\n");
+    const a = await intent(ann, "a.txt", "text/plain", bytes.length);
+    const b = await intent(ann, "b.txt", "text/plain", bytes.length);
+    // a's signature on b's key
+    const forged = a.upload_url.replace(a.object_key, b.object_key);
+    expect((await put(forged, a.headers, bytes)).status).toBe(403);
+    const resized = a.upload_url.replace(`size=${bytes.length}`, `size=${bytes.length + 5}`);
+    expect((await put(resized, a.headers, Buffer.concat([bytes, Buffer.from("12345")]))).status).toBe(403);
+    expect((await put(a.upload_url, { "Content-Type": "text/html" }, bytes)).status).toBe(403);
+    // Expired: the same URL checked an hour later.
+    const store = new LocalBlobStore(blobDir);
+    const query = new URL(a.upload_url).searchParams;
+    expect(await store.checkUpload(a.object_key, query, Date.now() + 3600_000)).toEqual({ ok: false, reason: "expired" });
+    expect(await store.checkUpload(b.object_key, query)).toEqual({ ok: false, reason: "invalid_signature" });
+    // A tampered expiry breaks the signature.
+    const later = a.upload_url.replace(/expires=\d+/, `expires=${Math.floor(Date.now() / 1000) + 99999}`);
+    expect((await put(later, a.headers, bytes)).status).toBe(403);
+    expect((await put(a.upload_url, a.headers, bytes)).status).toBe(200);
+    const again = await put(a.upload_url, a.headers, bytes);
+    expect(again.status).toBe(409);
+  });
+
+  it("an expired URL is refused over HTTP too", async () => {
+    const bytes = Buffer.from("late");
+    const i = await intent(ann, "late.txt", "text/plain", bytes.length);
+    // Re-sign the same key with an expiry in the past through the store itself.
+    const store = new LocalBlobStore(blobDir);
+    const expired = await store.signUpload(i.object_key, { contentType: "text/plain", sizeBytes: bytes.length, expiresIn: -10, baseUrl: "http://engram.test" });
+    const res = await put(expired.url, expired.headers, bytes);
+    expect(res.status).toBe(403);
+    expect(res.body.error.details.reason).toBe("expired");
+  });
+
+  it("a truncated or oversized body is discarded, nothing is left on disk", async () => {
+    const i = await intent(ann, "cut.txt", "text/plain", 100);
+    const short = await put(i.upload_url, { "Content-Type": "text/plain" }, streamOf([Buffer.alloc(60, 97)]));
+    expect(short.status).toBe(400);
+    expect(short.body.error.message).toMatch(/Truncated upload: received 60 of 100/);
+    const long = await put(i.upload_url, { "Content-Type": "text/plain" }, streamOf([Buffer.alloc(80, 97), Buffer.alloc(80, 97)]));
+    expect(long.status).toBe(413);
+    const userDir = path.join(blobDir, "uploads", ann.id);
+    expect(readdirSync(userDir).filter((f) => f.includes(i.object_key.split("/").pop()))).toEqual([]);
+    const create = await ann.post("/v1/memories", { content: "", file_ref: i.file_ref });
+    expect(create.status).toBe(400);
+    expect(create.body.error.message).toMatch(/not been uploaded/);
+  });
+
+  it("streams a 25 MiB upload to disk chunk by chunk", async () => {
+    const size = 25 * 1024 * 1024;
+    const i = await intent(ann, "big.txt", "text/plain", size);
+    const chunk = Buffer.alloc(256 * 1024, 98);
+    const hash = createHash("sha256");
+    const userDir = path.join(blobDir, "uploads", ann.id);
+    const id = i.object_key.split("/").pop();
+    let produced = 0;
+    let onDiskAt20MiB = -1;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (produced >= size) return controller.close();
+        if (produced === 20 * 1024 * 1024) {
+          // Before the client has sent the rest, most of what it sent is already on disk.
+          const part = readdirSync(userDir).find((f) => f.startsWith(`${id}.part-`));
+          onDiskAt20MiB = part ? (await stat(path.join(userDir, part))).size : 0;
+        }
+        produced += chunk.length;
+        hash.update(chunk);
+        controller.enqueue(new Uint8Array(chunk));
+      },
+    });
+    const res = await put(i.upload_url, i.headers, body);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ size_bytes: size, sha256: hash.digest("hex") });
+    expect(onDiskAt20MiB).toBeGreaterThan(16 * 1024 * 1024);
+  });
+});
+
+function streamOf(parts: Buffer[]): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    start(controller) {
+      for (const part of parts) controller.enqueue(new Uint8Array(part));
+      controller.close();
+    },
+  });
+}
+
+describe("create with file_ref", () => {
+  it("a two-page PDF: processing → active, page 2 is recalled, the download is the same bytes", async () => {
+    const pdf = await makePdf([
+      ["Quarterly planning notes", "The roadmap review happens on Mondays."],
+      ["Appendix", "The zephyrine turbine inspection is due every fortnight in hangar nine."],
+    ]);
+    const created = await upload(ann, "planning.pdf", "application/pdf", pdf);
+    expect(created).toMatchObject({ title: "planning.pdf", content_type: "file", state: "processing", processing_status: "pending" });
+    const memory = await processed(ann, created.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+    expect(memory.content).toContain("## Page 2");
+    expect(memory.content).toContain("zephyrine turbine inspection");
+    expect(memory.attachments).toEqual([
+      expect.objectContaining({
+        memory_id: created.id,
+        owner_id: ann.id,
+        kind: "original",
+        filename: "planning.pdf",
+        content_type: "application/pdf",
+        size_bytes: pdf.length,
+        sha256: sha256(pdf),
+        inline_eligible: false,
+      }),
+    ]);
+    const recall = await ann.post("/v1/recall", { query: "when is the zephyrine turbine inspection due" });
+    expect(recall.status).toBe(200);
+    const hit = recall.body.data.memories.find((m: { id: string }) => m.id === created.id);
+    expect(hit, JSON.stringify(recall.body.data.memories.map((m: { title: string }) => m.title))).toBeDefined();
+    expect(hit.chunk_content).toContain("zephyrine");
+
+    const download = await dispatch(
+      new Request(`http://engram.test/v1/memories/${created.id}/attachments/${memory.attachments[0].id}/download`, { headers: { authorization: `Bearer ${ann.key}` } }),
+    );
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-type")).toBe("application/pdf");
+    expect(download.headers.get("content-disposition")).toMatch(/^attachment; filename="planning.pdf"/);
+    expect(Buffer.from(await download.arrayBuffer()).equals(pdf)).toBe(true);
+  });
+
+  it("a DOCX becomes markdown whose headings are the chunks' heading_chain", async () => {
+    const docx = await makeDocx([
+      { heading: 1, text: "Incident handbook" },
+      { text: "Read this before you are on call." },
+      { heading: 2, text: "Paging policy" },
+      { text: "Page the secondary when the primary has not acknowledged within fifteen minutes." },
+    ]);
+    const created = await upload(ann, "handbook.docx", DOCX_TYPE, docx);
+    const memory = await processed(ann, created.id);
+    expect(memory.processing_error).toBeNull();
+    expect(memory.content).toMatch(/^# Incident handbook/m);
+    expect(memory.content).toMatch(/^## Paging policy/m);
+    const chunks = await h.database.sql.query<{ heading_chain: string; content: string }>(`SELECT heading_chain, content FROM chunks WHERE memory_id = $1`, [created.id]);
+    expect(chunks.some((c) => c.heading_chain.includes("Paging policy") || c.heading_chain.includes("Incident handbook"))).toBe(true);
+  });
+
+  it("HTML goes through Readability; CSV and JSON are read as text", async () => {
+    const html = Buffer.from(
+      `<html><head><title>Deploy guide</title></head><body><nav>Home | About</nav><article><h1>Deploy guide</h1>` +
+        `<p>${"Blue green deploys keep the previous fleet warm until the health checks of the new fleet pass. ".repeat(4)}</p>` +
+        `<p>Rollback means pointing the balancer at the previous fleet.</p></article><script>alert(1)</script></body></html>`,
+    );
+    const page = await processed(ann, (await upload(ann, "guide.html", "text/html", html)).id);
+    expect(page.content).toContain("Blue green deploys");
+    expect(page.content).not.toContain("alert(1)");
+    const csv = await processed(ann, (await upload(ann, "people.csv", "text/csv", Buffer.from("name,team\nOrla,platform\nIvo,billing\n"))).id);
+    expect(csv.content).toContain("Orla,platform");
+    const json = await processed(ann, (await upload(ann, "conf.json", "application/json", Buffer.from('{"retention_days": 30}'))).id);
+    expect(json.content).toContain("retention_days");
+  });
+
+  it("a PNG keeps its size; with no vision model it is active with a processing_error, never stuck", async () => {
+    const png = makePng(32, 20);
+    const created = await upload(ann, "diagram.png", "image/png", png, { hint: "architecture sketch" });
+    const memory = await processed(ann, created.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done" });
+    expect(memory.processing_error).toMatch(/No text was found in the image/);
+    expect(memory.content).toContain("diagram.png");
+    expect(memory.attachments[0]).toMatchObject({ width: 32, height: 20, inline_eligible: true });
+    const view = await ann.post(`/v1/memories/${created.id}/attachments/${memory.attachments[0].id}/view-url`);
+    expect(view.status).toBe(200);
+    expect(view.body.data.expires_at).toBeGreaterThan(Date.now() / 1000);
+    const shown = await dispatch(new Request(view.body.data.url));
+    expect(shown.status).toBe(200);
+    expect(shown.headers.get("content-disposition")).toMatch(/^inline/);
+    expect(Buffer.from(await shown.arrayBuffer()).equals(png)).toBe(true);
+    // The view URL is for that file only.
+    const other = view.body.data.url.replace(/filename=[^&]+/, "filename=evil.html");
+    expect((await dispatch(new Request(other))).status).toBe(403);
+  });
+
+  it("an empty text file ends active with a processing_error", async () => {
+    const created = await upload(ann, "blank.txt", "text/plain", Buffer.from("   \n"));
+    const memory = await processed(ann, created.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: "The file is empty" });
+  });
+
+  it("refuses a .png that is really a PDF, a wrong sha256, a wrong size and another user's upload", async () => {
+    const pdf = await makePdf([["not a picture"]]);
+    const i = await intent(ann, "photo.png", "image/png", pdf.length);
+    expect((await put(i.upload_url, i.headers, pdf)).status).toBe(200);
+    const fake = await ann.post("/v1/memories", { file_ref: i.file_ref });
+    expect(fake.status).toBe(415);
+    expect(fake.body.error).toMatchObject({ code: "unsupported_content_type", details: { content_type: "image/png", detected: "application/pdf" } });
+
+    const text = Buffer.from("some notes\n");
+    const t = await intent(ann, "n.txt", "text/plain", text.length);
+    expect((await put(t.upload_url, t.headers, text)).status).toBe(200);
+    const badHash = await ann.post("/v1/memories", { file_ref: { ...t.file_ref, sha256: "0".repeat(64) } });
+    expect(badHash.status).toBe(400);
+    expect(badHash.body.error.message).toMatch(/sha256/);
+    const badSize = await ann.post("/v1/memories", { file_ref: { ...t.file_ref, size_bytes: 3 } });
+    expect(badSize.status).toBe(400);
+    const stolen = await bob.post("/v1/memories", { file_ref: t.file_ref });
+    expect(stolen.status).toBe(400);
+    expect(stolen.body.error.message).toMatch(/not name an upload of yours/);
+    // Without size_bytes and sha256, with empty content: accepted.
+    const { size_bytes: _omit, ...noSize } = t.file_ref;
+    const ok = await ann.post("/v1/memories", { content: "", file_ref: noSize });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    expect(ok.body.data.title).toBe("n.txt");
+    // Attached once only.
+    expect((await ann.post("/v1/memories", { content: "again", file_ref: noSize })).status).toBe(409);
+  });
+
+  it("deleting the memory deletes its file; unattached uploads are swept after 24 hours", async () => {
+    const bytes = Buffer.from("to be deleted\n");
+    const created = await upload(ann, "gone.txt", "text/plain", bytes);
+    await processed(ann, created.id);
+    const key = (await h.db.attachment.findFirstOrThrow({ where: { memoryId: created.id } })).objectKey;
+    const file = path.join(blobDir, ...key.split("/"));
+    expect(existsSync(file)).toBe(true);
+    expect((await ann.delete(`/v1/memories/${created.id}`)).status).toBe(200);
+    expect(existsSync(file)).toBe(false);
+    expect(await h.db.upload.count({ where: { objectKey: key } })).toBe(0);
+
+    const lonely = await intent(ann, "lonely.txt", "text/plain", 4);
+    expect((await put(lonely.upload_url, lonely.headers, Buffer.from("solo"))).status).toBe(200);
+    const lonelyFile = path.join(blobDir, ...lonely.object_key.split("/"));
+    await sweepUploads(h.db, new Date(Date.now() + 23 * 3600_000));
+    expect(existsSync(lonelyFile)).toBe(true);
+    await sweepUploads(h.db, new Date(Date.now() + 25 * 3600_000));
+    expect(existsSync(lonelyFile)).toBe(false);
+    expect(await h.db.upload.count({ where: { objectKey: lonely.object_key } })).toBe(0);
+  });
+
+  it("deleting a hub deletes the files of its memories", async () => {
+    const hubId = await h.teamHub(ann);
+    const bytes = Buffer.from("team file\n");
+    const i = await intent(ann, "team.txt", "text/plain", bytes.length);
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+    const created = await ann.post("/v1/memories", { file_ref: i.file_ref }, { headers: { "x-hub-id": hubId } });
+    expect(created.status).toBe(201);
+    await processed(ann, created.body.data.id);
+    const file = path.join(blobDir, ...i.object_key.split("/"));
+    expect(existsSync(file)).toBe(true);
+    expect((await ann.delete(`/v1/hubs/${hubId}`)).status).toBe(200);
+    expect(existsSync(file)).toBe(false);
+    await backgroundRunner()?.idle();
+  });
+});
