@@ -53,6 +53,11 @@ describe("schema and migrations agree", () => {
       mail: await db.mailOutbox.create({ data: { id: newId(), toAddress: "a@b.test", subject: "s", body: "b", kind: "invite", hubId: hub.id, createdAt: now } }),
       event: await db.event.create({ data: { id: newId(), type: "memory.created", hubId: hub.id, actorId: user.id, entityId: memory.id, createdAt: now } }),
       setting: await db.setting.create({ data: { key: "rt", value: "v", createdAt: now } }),
+      notification: await db.notification.create({
+        data: { id: newId(), userId: user.id, hubId: hub.id, kind: "hub_invite", status: "resolved", resolution: "accepted", priority: 2, sourceKind: "invite", sourceId: "s", payload: { a: 1 }, createdAt: now, seenAt: now, resolvedAt: now, expiresAt: now },
+      }),
+      userSetting: await db.userSetting.create({ data: { userId: user.id, theme: "dark", locale: "zh", notificationsEnabled: false, updatedAt: now } }),
+      usageCounter: await db.usageCounter.create({ data: { userId: user.id, periodStart: now, pushes: 1, recalls: 2, asks: 3 } }),
     };
     expect(await db.user.findUnique({ where: { id: user.id } })).toEqual(user);
     expect(await db.hub.findUnique({ where: { id: hub.id } })).toEqual(hub);
@@ -68,12 +73,15 @@ describe("schema and migrations agree", () => {
     expect(await db.mailOutbox.findUnique({ where: { id: more.mail.id } })).toEqual(more.mail);
     expect(await db.event.findUnique({ where: { id: more.event.id } })).toEqual(more.event);
     expect(await db.setting.findUnique({ where: { key: "rt" } })).toEqual(more.setting);
+    expect(await db.notification.findUnique({ where: { id: more.notification.id } })).toEqual(more.notification);
+    expect(await db.userSetting.findUnique({ where: { userId: user.id } })).toEqual(more.userSetting);
+    expect(await db.usageCounter.findUnique({ where: { userId_periodStart: { userId: user.id, periodStart: now } } })).toEqual(more.usageCounter);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
     expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "topic", "user"].sort(),
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "topic", "user", "notification", "userSetting", "usageCounter"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });
