@@ -5,6 +5,7 @@ import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
 import type { AddMemberBody } from "./hub-fields.ts";
 import { serializeMember } from "./serialize-hub.ts";
+import { onMemberJoined } from "@/lib/notifications/notify.ts";
 
 /** Adds an existing user directly; admins add contributors and viewers, only the owner adds admins. */
 export async function addMember(ctx: AuthContext, hubId: string, input: AddMemberBody) {
@@ -14,9 +15,13 @@ export async function addMember(ctx: AuthContext, hubId: string, input: AddMembe
   const user = await ctx.db.user.findUnique({ where: { id: input.user_id }, select: { id: true } });
   if (!user) throw new ApiError("not_found", "User not found");
   try {
-    const member = await ctx.db.hubMember.create({
-      data: { hubId: hub.id, userId: user.id, role: input.role, joinedAt: ctx.now() },
-      include: { user: { select: { name: true, email: true } } },
+    const member = await ctx.db.$transaction(async (tx) => {
+      const created = await tx.hubMember.create({
+        data: { hubId: hub.id, userId: user.id, role: input.role, joinedAt: ctx.now() },
+        include: { user: { select: { name: true, email: true } } },
+      });
+      await onMemberJoined(tx, { hub, userId: user.id, role: input.role, actorId: ctx.user.id, now: ctx.now() });
+      return created;
     });
     return serializeMember(member);
   } catch (error) {

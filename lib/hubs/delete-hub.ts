@@ -1,6 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /**
  * Owner only. Removes the hub with its memories, chunks, topics, invites,
@@ -11,7 +12,13 @@ import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
 export async function deleteHub(ctx: AuthContext, hubId: string) {
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "hub.own", "delete the hub");
   assertTeamHub(hub, "deleted");
-  const { count } = await ctx.db.hub.deleteMany({ where: { id: hub.id, ownerId: ctx.user.id, hubType: "team" } });
+  const { count } = await ctx.db.$transaction(async (tx) => {
+    // Its members are gone with it, so they are named as the event's audience.
+    const members = await tx.hubMember.findMany({ where: { hubId: hub.id }, select: { userId: true } });
+    const result = await tx.hub.deleteMany({ where: { id: hub.id, ownerId: ctx.user.id, hubType: "team" } });
+    if (result.count) await emitEvent(tx, { type: "hub.deleted", hubId: hub.id, actorId: ctx.user.id, entityId: hub.id, userIds: members.map((m) => m.userId) });
+    return result;
+  });
   if (count === 0) throw new ApiError("forbidden", "Only the hub owner can delete the hub");
   return { id: hub.id, deleted: true as const };
 }

@@ -2,6 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { canDeleteMemory } from "@/lib/api/permissions.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 export interface Skipped {
   id: string;
@@ -28,6 +29,7 @@ export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string
       else deletable.push(id);
     }
     const { count } = deletable.length ? await tx.memory.deleteMany({ where: { id: { in: deletable } } }) : { count: 0 };
+    await emitEvent(tx, deletable.map((id) => ({ type: "memory.deleted" as const, hubId: byId.get(id)!.hubId, actorId: ctx.user.id, entityId: id })));
     return { deleted: count, skipped };
   });
 }

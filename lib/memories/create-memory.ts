@@ -12,6 +12,7 @@ import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 export interface CreateMemoryResult {
   memory: MemoryObject;
@@ -58,11 +59,17 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody): Pr
       await lockForTransaction(tx, `memory:${ctx.hub.id}:${input.source_path ?? hash}`);
       if (input.source_path) {
         const existing = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, sourcePath: input.source_path } });
-        if (existing) return { memory: await reingest(tx, existing, input, hash, now), created: false };
+        if (existing) {
+          const memory = await reingest(tx, existing, input, hash, now);
+          if (memory !== existing) await emitEvent(tx, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
+          return { memory, created: false };
+        }
       }
       const duplicate = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, contentHash: hash }, orderBy: { createdAt: "asc" } });
       if (duplicate) return { memory: duplicate, created: false };
-      return { memory: await insert(tx, ctx, input, hash, source, createdAt, now), created: true };
+      const memory = await insert(tx, ctx, input, hash, source, createdAt, now);
+      await emitEvent(tx, { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
+      return { memory, created: true };
     });
 
   let result: { memory: Memory; created: boolean };

@@ -8,6 +8,7 @@ import { deriveTitle } from "./derive-title.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import type { UpdateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory } from "./serialize-memory.ts";
+import { eventsStatement } from "@/lib/events/emit-event.ts";
 
 /** Partial update; a content change bumps the version, re-hashes and re-processes. */
 export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMemoryBody) {
@@ -31,7 +32,8 @@ export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMe
   const stability =
     input.stability ?? (reclassify && !stabilityLocked ? classifyStability(content, kind, contentType, hint) : memory.stability);
 
-  const updated = await ctx.db.memory.update({
+  const [updated] = await ctx.db.$transaction([
+    ctx.db.memory.update({
     where: { id: memory.id },
     data: {
       title: input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title),
@@ -49,7 +51,9 @@ export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMe
       ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
       updatedAt: ctx.now(),
     },
-  });
+  }),
+    eventsStatement(ctx.db, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id }),
+  ]);
   afterMemoryWrite(updated);
   return serializeMemory(updated);
 }

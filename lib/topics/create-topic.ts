@@ -6,6 +6,7 @@ import { newId } from "@/lib/ids.ts";
 import { assertTopicNameFree } from "./assert-topic-name-free.ts";
 import { serializeTopic } from "./serialize-topic.ts";
 import { MAX_TOPICS_PER_HUB } from "./topic-fields.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 export interface CreateTopicInput {
   name: string;
@@ -27,9 +28,11 @@ export async function createTopic(ctx: AuthContext, input: CreateTopicInput) {
           limit: MAX_TOPICS_PER_HUB,
         });
       }
-      return tx.topic.create({
+      const created = await tx.topic.create({
         data: { id: newId(now.getTime()), hubId: hub.id, name: input.name, createdBy: ctx.user.id, createdAt: now, updatedAt: now },
       });
+      await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id, entityId: created.id });
+      return created;
     });
     return serializeTopic(topic, 0);
   } catch (error) {

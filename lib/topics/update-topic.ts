@@ -6,6 +6,7 @@ import { serializeTopic } from "./serialize-topic.ts";
 import type { UpdateTopicBody } from "./topic-fields.ts";
 import { topicMemoryCounts } from "./topic-memory-counts.ts";
 import { topicOrThrow } from "./topic-or-throw.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /** Renames a topic; its memories keep it. A change of case only is allowed. */
 export async function updateTopic(ctx: AuthContext, id: string, input: UpdateTopicBody) {
@@ -13,6 +14,7 @@ export async function updateTopic(ctx: AuthContext, id: string, input: UpdateTop
   try {
     const updated = await ctx.db.$transaction(async (tx) => {
       await assertTopicNameFree(tx, topic.hubId, input.name, topic.id);
+      await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: topic.id });
       return tx.topic.update({ where: { id: topic.id }, data: { name: input.name, updatedAt: ctx.now() } });
     });
     const counts = await topicMemoryCounts(ctx.db, [updated.id]);
