@@ -11,9 +11,13 @@ import { countUsage } from "@/lib/usage/count-usage.ts";
 export const POST = withAuth({ bucket: "heavy" }, async (ctx, req) => {
   const body = await parseJson(req, askBodySchema);
   const input = { ...body, preferred_hub_id: req.headers.get("x-hub-id")?.trim() || undefined };
+  if (wantsEventStream(req)) {
+    await countUsage(ctx, "asks");
+    return streamAsk(ctx, input, req.signal);
+  }
+  const result = await askQuestion(ctx, input, req.signal);
   await countUsage(ctx, "asks");
-  if (wantsEventStream(req)) return streamAsk(ctx, input, req.signal);
-  return ok(await askQuestion(ctx, input, req.signal));
+  return ok(result);
 });
 
 export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
