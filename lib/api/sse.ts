@@ -80,7 +80,7 @@ export function sseResponse(run: (writer: SseWriter) => Promise<void> | void, in
     status: 200,
     headers: {
       "Content-Type": "text/event-stream; charset=utf-8",
-      "Cache-Control": "no-store",
+      "Cache-Control": "no-store, no-transform",
       Connection: "keep-alive",
       "X-Accel-Buffering": "no",
       ...init.headers,
