@@ -108,7 +108,10 @@ export function NotificationBell() {
   return (
     <div className="relative" ref={panel}>
       <Button variant="ghost" aria-label={`Notifications${unseen ? ` (${unseen} unseen)` : ""}`} aria-expanded={open} onClick={() => setOpen(!open)}>
-        <span aria-hidden>🔔</span>
+        <svg aria-hidden viewBox="0 0 24 24" className="h-5 w-5" fill="none" stroke="currentColor" strokeWidth="1.8" strokeLinecap="round" strokeLinejoin="round">
+          <path d="M6 8a6 6 0 1 1 12 0c0 7 3 9 3 9H3s3-2 3-9" />
+          <path d="M10.3 21a1.94 1.94 0 0 0 3.4 0" />
+        </svg>
         {unseen > 0 && (
           <span data-testid="notification-count" className="rounded-full bg-red-600 px-1.5 text-xs font-semibold text-white">
             {unseen}
