@@ -16,6 +16,8 @@ import path from "node:path";
 import { POST as askRoute } from "@/app/v1/ask/route.ts";
 import { GET as streamRoute } from "@/app/v1/events/stream/route.ts";
 import { POST as pushRoute } from "@/app/v1/memories/route.ts";
+import { POST as recallRoute } from "@/app/v1/recall/route.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
@@ -105,19 +107,43 @@ const ask = (query: string, accept = "application/json") =>
     { params: Promise.resolve({}) },
   );
 
-// 1. Extractive ask, JSON. A warm-up pass, then the measured pass with query vectors recomputed.
-let answered = 0;
+// 0. Recall alone on the same queries: ask's own cost is the difference.
 for (const q of queries.slice(0, 30)) await (await ask(q)).json();
+clearQueryVectorCache();
+const recallWall: number[] = [];
+for (const q of queries) {
+  const started = performance.now();
+  const res = await recallRoute(
+    new Request("http://bench.test/v1/recall", {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({ query: q, limit: 10 }),
+    }),
+    { params: Promise.resolve({}) },
+  );
+  await res.json();
+  recallWall.push(performance.now() - started);
+  await flushAccess();
+}
+
+// 1. Extractive ask, JSON, with query vectors recomputed.
+let answered = 0;
 clearQueryVectorCache();
 const askWall: number[] = [];
 const askServer: number[] = [];
+const askRetrieval: number[] = [];
+const askSynthesis: number[] = [];
 for (const q of queries) {
   const started = performance.now();
   const res = await ask(q);
-  const json = (await res.json()) as { data: { citations: unknown[]; metadata: { total_latency_ms: number } } };
+  const json = (await res.json()) as {
+    data: { citations: unknown[]; metadata: { total_latency_ms: number; retrieval_latency_ms: number; synthesis_latency_ms: number } };
+  };
   askWall.push(performance.now() - started);
   if (res.status !== 200) throw new Error(JSON.stringify(json));
   askServer.push(json.data.metadata.total_latency_ms);
+  askRetrieval.push(json.data.metadata.retrieval_latency_ms);
+  askSynthesis.push(json.data.metadata.synthesis_latency_ms);
   if (json.data.citations.length) answered++;
   await flushAccess();
 }
@@ -193,14 +219,39 @@ for (let i = 0; i < EVENTS; i++) {
     afterResponse.push(t - responded);
   }
 }
+// The same, timed from the moment the writing transaction is about to commit (its last statement done).
+const afterCommit: number[] = [];
+for (let i = 0; i < EVENTS; i++) {
+  const entityId = newId();
+  let committing = 0;
+  await database.prisma.$transaction(async (tx) => {
+    await emitEvent(tx, { type: "memory.created", hubId: hub.id, actorId: user.id, entityId });
+    committing = performance.now();
+  });
+  const deadline = performance.now() + 2000;
+  while ((received.get(entityId)?.length ?? 0) < SUBSCRIBERS && performance.now() < deadline) await new Promise((r) => setImmediate(r));
+  const times = received.get(entityId) ?? [];
+  if (times.length < SUBSCRIBERS) throw new Error(`event ${entityId} reached ${times.length}/${SUBSCRIBERS} subscribers`);
+  for (const t of times) afterCommit.push(t - committing);
+}
 for (const reader of streams) await reader.cancel();
 
 const results = {
   memories: MEMORY_COUNT,
-  ask_extractive_json: { wall_ms: summary(askWall), server_total_ms: summary(askServer), answered_share: round((answered / queries.length) * 100) },
+  load_average_1m: (await import("node:os")).loadavg()[0],
+  recall_json_wall_ms: summary(recallWall),
+  ask_extractive_json: {
+    wall_ms: summary(askWall),
+    server_total_ms: summary(askServer),
+    retrieval_ms: summary(askRetrieval),
+    synthesis_ms: summary(askSynthesis),
+    answered_share: round((answered / queries.length) * 100),
+  },
   ask_sse: { first_byte_ms: summary(firstByte), done_ms: summary(sseTotal) },
   events: {
     subscribers: SUBSCRIBERS,
+    // Transaction about to commit → event parsed by each connected client (commit, NOTIFY, membership check, SSE write).
+    commit_to_client_ms: summary(afterCommit),
     // Upper bound of commit → client: measured from the start of the push request (the commit is inside it).
     push_start_to_client_ms: summary(afterStart),
     // Negative: the event reached the stream before the push's HTTP response was built.
