@@ -39,8 +39,9 @@ export function parseTypes(raw: string[] | undefined): Set<EventType> | null {
  * Each event carries `id: <seq>` for resuming.
  */
 export async function openEventStream(ctx: AuthContext, input: EventStreamInput): Promise<Response> {
-  const types = parseTypes(input.types);
+  // A hub the caller cannot read is not found, whatever else is wrong with the request.
   if (input.hubId) await membershipOrThrow(ctx, input.hubId);
+  const types = parseTypes(input.types);
   const resumeFrom = input.lastEventId && /^\d{1,19}$/.test(input.lastEventId.trim()) ? BigInt(input.lastEventId.trim()) : null;
   const database = await getDatabase();
   const userId = ctx.user.id;

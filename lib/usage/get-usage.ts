@@ -3,7 +3,7 @@ import { config, positiveIntEnv } from "@/lib/config.ts";
 import { MAX_ACTIVE_INVITES } from "@/lib/invites/invite-fields.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
-import { periodEnd, periodStart } from "./count-usage.ts";
+import { flushUsage, periodEnd, periodStart } from "./count-usage.ts";
 
 /** -1 means unlimited (Memax's convention): a self-hosted install has no plan caps. */
 const UNLIMITED = -1;
@@ -15,6 +15,7 @@ const DEFAULT_UPLOAD_MAX_BYTES = 25 * 1024 * 1024;
  * rest its `UsageWithLimits`.
  */
 export async function getUsage(ctx: AuthContext) {
+  await flushUsage();
   const now = ctx.now();
   const start = periodStart(now);
   const [counter, memories, storage] = await Promise.all([
