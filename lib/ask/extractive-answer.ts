@@ -1,11 +1,31 @@
-import { getEmbedder } from "@/lib/ai/embedder.ts";
+import { getEmbedder, type Embedder } from "@/lib/ai/embedder.ts";
 import { embedQuery } from "@/lib/recall/embed-query.ts";
 import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
 
 /** Sources whose sentences are considered (recall's best first). */
 const SOURCE_DEPTH = 5;
 /** Sentences embedded per answer: bounds the model's work to one small batch. */
-const MAX_SENTENCES = 32;
+const MAX_SENTENCES = 24;
+/** Sentence vectors kept (LRU): the same memories answer many questions, so most sentences are embedded once. */
+const SENTENCE_CACHE_SIZE = 4096;
+const globalForSentences = globalThis as unknown as { __engramSentenceVectors?: Map<string, number[]> };
+const sentenceCache = (globalForSentences.__engramSentenceVectors ??= new Map());
+
+async function embedSentences(embedder: Embedder, texts: string[]): Promise<number[][]> {
+  const keys = texts.map((text) => `${embedder.id}\u0000${text}`);
+  const missing = [...new Set(keys.filter((key) => !sentenceCache.has(key)))];
+  if (missing.length) {
+    const vectors = await embedder.embed(missing.map((key) => key.slice(key.indexOf("\u0000") + 1)), "document");
+    missing.forEach((key, i) => sentenceCache.set(key, vectors[i]!));
+    while (sentenceCache.size > SENTENCE_CACHE_SIZE) sentenceCache.delete(sentenceCache.keys().next().value!);
+  }
+  return keys.map((key) => {
+    const vector = sentenceCache.get(key)!;
+    sentenceCache.delete(key);
+    sentenceCache.set(key, vector);
+    return vector;
+  });
+}
 const MIN_SENTENCE_CHARS = 12;
 const MAX_SENTENCE_CHARS = 400;
 const MAX_PICKED = 4;
@@ -101,7 +121,7 @@ export async function extractSentences(query: string, sources: RecalledMemory[])
   let similarities: number[] | null = null;
   if (embedder) {
     try {
-      const [queryVector, vectors] = await Promise.all([embedQuery(embedder, query), embedder.embed(bounded.map((c) => c.text), "document")]);
+      const [queryVector, vectors] = await Promise.all([embedQuery(embedder, query), embedSentences(embedder, bounded.map((c) => c.text))]);
       similarities = vectors.map((v) => dot(queryVector, v));
     } catch (error) {
       console.error("[engram] ask: sentence embedding failed; word overlap only", error);
