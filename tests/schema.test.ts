@@ -58,6 +58,7 @@ describe("schema and migrations agree", () => {
       }),
       userSetting: await db.userSetting.create({ data: { userId: user.id, theme: "dark", locale: "zh", notificationsEnabled: false, updatedAt: now } }),
       usageCounter: await db.usageCounter.create({ data: { userId: user.id, periodStart: now, pushes: 1, recalls: 2, asks: 3 } }),
+      storageUsage: await db.storageUsage.create({ data: { scope: "user", scopeId: newId(), bytes: 5_000_000_000n, memories: 3 } }),
     };
     expect(await db.user.findUnique({ where: { id: user.id } })).toEqual(user);
     expect(await db.hub.findUnique({ where: { id: hub.id } })).toEqual(hub);
@@ -76,12 +77,13 @@ describe("schema and migrations agree", () => {
     expect(await db.notification.findUnique({ where: { id: more.notification.id } })).toEqual(more.notification);
     expect(await db.userSetting.findUnique({ where: { userId: user.id } })).toEqual(more.userSetting);
     expect(await db.usageCounter.findUnique({ where: { userId_periodStart: { userId: user.id, periodStart: now } } })).toEqual(more.usageCounter);
+    expect(await db.storageUsage.findUnique({ where: { scope_scopeId: { scope: "user", scopeId: more.storageUsage.scopeId } } })).toEqual(more.storageUsage);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
     expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "topic", "user", "notification", "userSetting", "usageCounter"].sort(),
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "notification", "userSetting", "usageCounter", "topic", "user"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

@@ -1,4 +1,5 @@
 import { positiveIntEnv } from "@/lib/config.ts";
+import { onMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import type { Database, SqlRunner } from "./database.ts";
 
 /**
@@ -18,7 +19,21 @@ interface TableActivity {
   live: number;
 }
 
-const globalForMaintenance = globalThis as unknown as { __engramMaintenance?: NodeJS.Timeout };
+/** Analyse a table once this many rows changed since its last analysis… (autovacuum_analyze_threshold) */
+const ANALYZE_MIN_CHANGED = 50;
+/** …plus this share of its live rows (autovacuum_analyze_scale_factor). */
+const ANALYZE_SHARE = 0.1;
+/** Writes noted since the last check that make a check worth its ~1 ms. */
+const WRITES_PER_CHECK = 50;
+/** A check runs this long after the write that made it due, so a burst is analysed once. */
+const CHECK_DELAY_MS = 500;
+/** And every this often regardless, for writers that note nothing (batch SQL, moves, deletes). */
+const CHECK_EVERY_MS = 15_000;
+
+const globalForMaintenance = globalThis as unknown as {
+  __engramMaintenance?: NodeJS.Timeout;
+  __engramAnalyze?: { sql: SqlRunner; pending: number; scheduled?: NodeJS.Timeout; running?: Promise<string[]>; timer: NodeJS.Timeout };
+};
 
 /**
  * What autovacuum does on a PostgreSQL server, for the embedded database,
@@ -36,6 +51,62 @@ export function startEmbeddedMaintenance(database: Database): void {
   );
   timer.unref();
   globalForMaintenance.__engramMaintenance = timer;
+
+  // Fresh planner statistics without waiting for the vacuum pass: the autoanalyze half of
+  // autovacuum. Checked after bursts of writes (memories created, chunks stored) and every 15 s.
+  const check = setInterval(() => void runAnalyzeCheck(), CHECK_EVERY_MS);
+  check.unref();
+  globalForMaintenance.__engramAnalyze = { sql: database.sql, pending: 0, timer: check };
+  onMemoryWrite(() => noteTableWrites(1));
+}
+
+/**
+ * Writers tell maintenance how many rows they wrote; once enough did, a statistics check runs
+ * shortly after (no-op unless the embedded database's maintenance is running).
+ */
+export function noteTableWrites(rows: number): void {
+  const state = globalForMaintenance.__engramAnalyze;
+  if (!state) return;
+  state.pending += rows;
+  if (state.pending < WRITES_PER_CHECK || state.scheduled) return;
+  state.scheduled = setTimeout(() => void runAnalyzeCheck(), CHECK_DELAY_MS);
+  state.scheduled.unref();
+}
+
+/** The statistics check (single-flight); resolves to the tables it analysed. */
+export function runAnalyzeCheck(): Promise<string[]> {
+  const state = globalForMaintenance.__engramAnalyze;
+  if (!state) return Promise.resolve([]);
+  if (state.scheduled) clearTimeout(state.scheduled);
+  state.scheduled = undefined;
+  state.pending = 0;
+  state.running ??= analyzeIfDue(state.sql)
+    .catch((error) => {
+      console.error("[engram] database statistics check failed", error);
+      return [];
+    })
+    .finally(() => {
+      state.running = undefined;
+    });
+  return state.running;
+}
+
+/**
+ * ANALYZE the busy tables whose rows changed by more than 50 + 10 % since their last analysis,
+ * like PostgreSQL's autoanalyze: after a bulk import the planner knows the tables are large (a
+ * never-analysed table is planned as if it were nearly empty), so recall uses its indexes.
+ */
+export async function analyzeIfDue(sql: SqlRunner): Promise<string[]> {
+  await sql.exec(`SELECT pg_stat_force_next_flush()`);
+  const rows = await sql.query<TableActivity>(
+    `SELECT relname, n_mod_since_analyze::int AS changed, n_live_tup::int AS live
+     FROM pg_stat_user_tables WHERE relname = ANY($1::text[])`,
+    [[...TABLES]],
+  );
+  const due = rows.filter((row) => row.changed >= ANALYZE_MIN_CHANGED + ANALYZE_SHARE * row.live).map((row) => row.relname);
+  for (const table of due) await sql.exec(`ANALYZE "${table}"`);
+  if (due.length > 0) await sql.exec(`SELECT pg_stat_force_next_flush()`);
+  return due;
 }
 
 /** One maintenance pass; returns the tables it vacuumed. */

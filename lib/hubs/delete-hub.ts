@@ -20,5 +20,5 @@ export async function deleteHub(ctx: AuthContext, hubId: string) {
     return result;
   });
   if (count === 0) throw new ApiError("forbidden", "Only the hub owner can delete the hub");
-  return { id: hub.id, deleted: true as const };
+  return { id: hub.id, hub_id: hub.id, deleted: true as const };
 }

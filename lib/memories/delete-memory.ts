@@ -2,17 +2,23 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canDeleteMemory } from "@/lib/api/permissions.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
-import { eventsStatement } from "@/lib/events/emit-event.ts";
+import { memoryWriteGuard } from "./memory-write-guard.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /** Hard delete of the memory with its chunks and attachments (cascade). */
 export async function deleteMemory(ctx: AuthContext, id: string): Promise<{ id: string; deleted: true }> {
-  const { memory, role } = await findMemoryOrThrow(ctx, id);
-  if (!canDeleteMemory(role, memory.ownerId === ctx.user.id, memory.hub)) {
-    throw new ApiError("forbidden", `Your role (${role}) does not allow deleting this memory`);
+  for (;;) {
+    const { memory, role } = await findMemoryOrThrow(ctx, id);
+    if (!canDeleteMemory(role, memory.ownerId === ctx.user.id, memory.hub)) {
+      throw new ApiError("forbidden", `Your role (${role}) does not allow deleting this memory`);
+    }
+    // One conditional statement: the permission is checked again by the DELETE itself.
+    const { count } = await ctx.db.$transaction(async (tx) => {
+      const result = await tx.memory.deleteMany({ where: { id: memory.id, hubId: memory.hubId, ...memoryWriteGuard(ctx.user.id, "delete") } });
+      if (result.count === 1) await emitEvent(tx, { type: "memory.deleted", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
+      return result;
+    });
+    if (count === 1) return { id: memory.id, deleted: true };
+    // Something changed in between (role, policy, hub): look again and answer for the new state.
   }
-  await ctx.db.$transaction([
-    ctx.db.memory.delete({ where: { id: memory.id } }),
-    eventsStatement(ctx.db, { type: "memory.deleted", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id }),
-  ]);
-  return { id: memory.id, deleted: true };
 }

@@ -62,9 +62,9 @@ export interface LexicalResult {
 }
 
 export interface LexicalQuery {
-  /** The caller: the search covers the hubs they belong to, intersected with hubIds when given. */
-  userId?: string;
-  /** Without userId, the hubs to search, already scoped by the caller. */
+  /** The caller (required): the search covers only the hubs they belong to. */
+  userId: string;
+  /** Narrows the search to these hubs (intersected with the caller's memberships in SQL). */
   hubIds?: string[];
   text: string;
   /** Identifiers and names in the query (checked against the hubs' vocabulary for specificity). */
@@ -106,7 +106,7 @@ export async function lexicalSearch(
      FROM engram_lexical_search($1::uuid, $2::uuid[], $3::text, $4::text[], $5::text, $6::uuid, $7::timestamptz, $8::timestamptz, $9::uuid,
                                 $10::int, $11::float8, $12::int, $13::int, $14::int, $15::int, $16::int, $17::float8, $18::float8)`,
     [
-      query.userId ?? null,
+      query.userId,
       query.hubIds ?? null,
       query.text,
       entities,

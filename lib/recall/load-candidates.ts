@@ -25,6 +25,8 @@ export interface Candidates {
 }
 
 export interface CandidatesInput {
+  /** The caller (required): the SQL searches only hubs they belong to, whatever scope.hubIds says. */
+  userId: string;
   /** The query embedding; null: no vector leg (similarities stay unknown). */
   vector: number[] | null;
   scope: SearchScope;
@@ -57,9 +59,10 @@ export async function loadCandidates(sql: SqlRunner, input: CandidatesInput): Pr
     missing_entities: number;
   }>(
     `SELECT chunk_id, memory_id, similarity, from_vector, hub_id, kind, project_context, missing_entities
-     FROM engram_recall_candidates($1::vector, $2::uuid[], $3::text, $4::uuid, $5::timestamptz, $6::timestamptz, $7::uuid, $8::int, $9::boolean,
-                                   $10::uuid[], $11::uuid[], $12::int[], $13::text[])`,
+     FROM engram_recall_candidates($1::uuid, $2::vector, $3::uuid[], $4::text, $5::uuid, $6::timestamptz, $7::timestamptz, $8::uuid, $9::int, $10::boolean,
+                                   $11::uuid[], $12::uuid[], $13::int[], $14::text[])`,
     [
+      input.userId,
       input.vector ? vectorLiteral(input.vector) : null,
       ...scopeArguments(input.scope),
       input.vector ? input.k : 0,

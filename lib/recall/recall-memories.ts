@@ -1,14 +1,14 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
-import { readableHubs } from "@/lib/hubs/hub-access.ts";
-import { analyzeQuery, type Intent, type QueryAnalysis, type QueryMember } from "./analyze-query.ts";
+import { readableHubs, scopedHubIds } from "@/lib/hubs/hub-access.ts";
+import { analyzeQuery, mentionsSomeone, type Intent, type QueryAnalysis, type QueryMember } from "./analyze-query.ts";
 import { embedQuery } from "./embed-query.ts";
 import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates, type CandidateFacts } from "./load-candidates.ts";
 import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
 import { RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT, type RecallBody } from "./recall-fields.ts";
 import { recordAccess } from "./record-access.ts";
-import { DERIVED_FILTER_FLOOR, RELEVANCE_FLOOR, relevanceLogit, relevanceScore } from "./relevance-score.ts";
+import { DERIVED_FILTER_FLOOR, RELEVANCE_FLOOR, entityDemotion, fusedRank, monotoneScores, relevanceLogit, sigmoid } from "./relevance-score.ts";
 import { getReranker, rerankWithinBudget } from "./reranker.ts";
 import type { SearchScope } from "./search-scope.ts";
 
@@ -59,25 +59,55 @@ export interface RecallTraceEntry {
   similarity: number | null;
   coverage: number;
   bm25: number;
+  fused: number;
   missingEntities: number;
   entities: number;
   score: number;
 }
 
-const globalForTrace = globalThis as unknown as { __engramRecallTrace?: (query: string, entries: RecallTraceEntry[]) => void };
+const globalForTrace = globalThis as unknown as {
+  __engramRecallTrace?: (query: string, entries: RecallTraceEntry[]) => void;
+  __engramRecallMode?: RecallMode;
+};
 
 /** The eval's tuning hook: every scored candidate (before the floor) of every recall. */
 export function setRecallTrace(trace: ((query: string, entries: RecallTraceEntry[]) => void) | undefined): void {
   globalForTrace.__engramRecallTrace = trace;
 }
 
-interface Scored {
+interface Candidate {
   memoryId: string;
   chunkId: string | null;
   similarity: number | null;
   coverage: number;
   bm25: number;
+  rawBm25: number;
+}
+
+interface Scored extends Candidate {
   score: number;
+  /** The sort key: the fused order (or one leg's score in a single-leg eval mode). */
+  rank: number;
+}
+
+/**
+ * Which legs rank (the eval's columns: BM25 only, vectors only, fused) and whether the floor
+ * applies. Production always uses the default; the eval switches it in-process.
+ */
+export interface RecallMode {
+  legs: "hybrid" | "lexical" | "vector";
+  floor: boolean;
+}
+const DEFAULT_MODE: RecallMode = { legs: "hybrid", floor: true };
+
+/** The eval's switch between its columns; undefined restores the default. */
+export function setRecallMode(mode: RecallMode | undefined): void {
+  globalForTrace.__engramRecallMode = mode;
+}
+
+function ranksOf(scores: Map<string, number>): Map<string, number> {
+  const sorted = [...scores.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  return new Map(sorted.map(([id], i) => [id, i + 1]));
 }
 
 /**
@@ -88,6 +118,8 @@ interface Scored {
  */
 export async function recallMemories(ctx: AuthContext, input: RecallInput): Promise<RecallResult> {
   const started = performance.now();
+  // A key limited to some hubs searches only those (the resolver's rule; the SQL intersects with membership).
+  input = { ...input, hub_ids: scopedHubIds(ctx.credential, input.hub_ids) };
   const now = ctx.now();
   const limit = Math.min(input.limit ?? RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT);
 
@@ -99,9 +131,9 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   if (mentionsSomeone(input.query)) {
     const readable = new Set((await readableHubs(ctx)).map((m) => m.hub.id));
     scoped = input.hub_ids ? [...new Set(input.hub_ids)].filter((id) => readable.has(id)) : [...readable];
-    analysis = analyzeQuery(input.query, now, await hubMembers(ctx, scoped));
+    analysis = analyzeQuery(input.query, now, await hubMembers(ctx, scoped), ctx.timeZone);
   } else {
-    analysis = analyzeQuery(input.query, now, []);
+    analysis = analyzeQuery(input.query, now, [], ctx.timeZone);
   }
   const createdAfter = latest(input.created_after ? new Date(input.created_after) : undefined, analysis.createdAfter);
   const createdBefore = earliest(input.created_before ? new Date(input.created_before) : undefined, analysis.createdBefore);
@@ -115,7 +147,8 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
     ? await lexicalSearch(
         ctx.sql,
         {
-          ...(scoped ? { hubIds: scoped } : { userId: ctx.user.id, hubIds: input.hub_ids }),
+          userId: ctx.user.id,
+          hubIds: scoped ?? input.hub_ids,
           text: analysis.searchText,
           entities: analysis.entities,
         },
@@ -155,6 +188,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
     return null;
   });
   const { similarities, vectorHits, facts } = await loadCandidates(ctx.sql, {
+    userId: ctx.user.id,
     vector,
     scope,
     k: Math.max(LEG_DEPTH, limit * 3),
@@ -165,52 +199,80 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   });
 
   const idfMass = stats.queryIdf;
-  const chunkScores = new Map<string, Omit<Scored, "score">>();
-  for (const hit of lexical.hits) {
-    const key = hit.chunkId ?? `memory:${hit.memoryId}`;
-    chunkScores.set(key, {
-      memoryId: hit.memoryId,
-      chunkId: hit.chunkId,
-      similarity: hit.chunkId ? (similarities.get(hit.chunkId) ?? null) : null,
-      coverage: idfMass > 0 ? hit.matchedIdf / idfMass : 0,
-      bm25: idfMass > 0 ? hit.bm25 / idfMass : 0,
-    });
+  const mode = globalForTrace.__engramRecallMode ?? DEFAULT_MODE;
+  const chunkScores = new Map<string, Candidate>();
+  if (mode.legs !== "vector") {
+    for (const hit of lexical.hits) {
+      const key = hit.chunkId ?? `memory:${hit.memoryId}`;
+      chunkScores.set(key, {
+        memoryId: hit.memoryId,
+        chunkId: hit.chunkId,
+        similarity: hit.chunkId ? (similarities.get(hit.chunkId) ?? null) : null,
+        coverage: idfMass > 0 ? hit.matchedIdf / idfMass : 0,
+        bm25: idfMass > 0 ? hit.bm25 / idfMass : 0,
+        rawBm25: hit.bm25,
+      });
+    }
   }
-  for (const hit of vectorHits) {
-    if (chunkScores.has(hit.chunkId)) continue;
-    chunkScores.set(hit.chunkId, { memoryId: hit.memoryId, chunkId: hit.chunkId, similarity: hit.similarity, coverage: 0, bm25: 0 });
+  if (mode.legs !== "lexical") {
+    for (const hit of vectorHits) {
+      if (chunkScores.has(hit.chunkId)) continue;
+      chunkScores.set(hit.chunkId, { memoryId: hit.memoryId, chunkId: hit.chunkId, similarity: hit.similarity, coverage: 0, bm25: 0, rawBm25: 0 });
+    }
   }
   const lexicalChunkIds = new Set(lexical.hits.map((hit) => hit.chunkId));
   const totalCandidates = lexical.candidates + vectorHits.filter((hit) => !lexicalChunkIds.has(hit.chunkId)).length;
 
+  // Each leg ranks memories by their best chunk; reciprocal-rank fusion orders them.
+  const vectorChunkIds = new Set(vectorHits.map((hit) => hit.chunkId));
+  const lexicalBest = new Map<string, number>();
+  const vectorBest = new Map<string, number>();
+  for (const candidate of chunkScores.values()) {
+    if (candidate.rawBm25 > 0) lexicalBest.set(candidate.memoryId, Math.max(lexicalBest.get(candidate.memoryId) ?? 0, candidate.rawBm25));
+    // The vector leg is what the index returned; in hybrid mode a lexical hit's own cosine counts too.
+    const inVectorLeg = candidate.chunkId !== null && (mode.legs === "hybrid" || vectorChunkIds.has(candidate.chunkId));
+    if (candidate.similarity !== null && inVectorLeg) {
+      vectorBest.set(candidate.memoryId, Math.max(vectorBest.get(candidate.memoryId) ?? -1, candidate.similarity));
+    }
+  }
+  const lexicalRank = ranksOf(lexicalBest);
+  const vectorRank = ranksOf(vectorBest);
+  const legs = (mode.legs !== "vector" ? 1 : 0) + (mode.legs !== "lexical" && vector ? 1 : 0);
+
   // A time or author phrase is itself the question ("what did Mira push last week"): list what
   // matches it, ranked by the rest of the query, instead of demanding the rest match on its own.
-  const floor = analysis.timePhrase || analysis.author ? DERIVED_FILTER_FLOOR : RELEVANCE_FLOOR;
-  const best = new Map<string, Scored & { rank: number }>();
+  const floor = !mode.floor ? -1 : analysis.timePhrase || analysis.author ? DERIVED_FILTER_FLOOR : RELEVANCE_FLOOR;
+  const best = new Map<string, Scored>();
   const traced: RecallTraceEntry[] = [];
-  const evaluated = [...chunkScores.values()].flatMap((candidate) => {
+  for (const candidate of chunkScores.values()) {
     const fact = facts.get(candidate.memoryId);
-    if (!fact) return [];
+    if (!fact) continue;
+    const fused = fusedRank([lexicalRank.get(candidate.memoryId), vectorRank.get(candidate.memoryId)], legs);
     const evidence = {
       similarity: candidate.similarity,
       coverage: candidate.coverage,
       bm25: candidate.bm25,
+      fused,
       missingEntities: fact.missingEntities,
       entities: stats.entities.length,
     };
-    return [{ candidate, fact, evidence, logit: relevanceLogit(evidence) }];
-  });
-  const bestLogit = Math.max(...evaluated.map((e) => e.logit));
-  for (const { candidate, fact, evidence, logit } of evaluated) {
-    const score = relevanceScore(logit, bestLogit);
+    const score = sigmoid(relevanceLogit(evidence));
     if (globalForTrace.__engramRecallTrace) traced.push({ memoryId: candidate.memoryId, chunkId: candidate.chunkId, ...evidence, score });
     if (score < floor) continue;
-    const rank = Math.min(1, score + boost(fact, input, analysis.intent));
+    const order =
+      mode.legs === "lexical" ? (lexicalBest.get(candidate.memoryId) ?? 0) :
+      mode.legs === "vector" ? (vectorBest.get(candidate.memoryId) ?? -1) :
+      fused * entityDemotion(fact.missingEntities, stats.entities.length) + boost(fact, input, analysis.intent);
     const previous = best.get(candidate.memoryId);
-    if (!previous || rank > previous.rank) best.set(candidate.memoryId, { ...candidate, score: rank, rank });
+    // The memory's entry shows its best-scoring chunk; its place comes from the fused order.
+    if (!previous || score > previous.score) best.set(candidate.memoryId, { ...candidate, score, rank: order });
   }
   globalForTrace.__engramRecallTrace?.(input.query, traced);
-  let ranked = [...best.values()].sort((a, b) => b.rank - a.rank || a.memoryId.localeCompare(b.memoryId));
+  // Ties in the fused order (first in one leg, second in the other) go to the stronger evidence.
+  let ranked = [...best.values()].sort((a, b) => b.rank - a.rank || b.score - a.score || a.memoryId.localeCompare(b.memoryId));
+  // Scores fall along the order; boosts (capped at 1) lift what they lift in the order too.
+  const shown = monotoneScores(ranked.map((item) => item.score));
+  ranked = ranked.map((item, i) => ({ ...item, score: Math.min(1, shown[i]! + boost(facts.get(item.memoryId)!, input, analysis.intent)) }));
 
   let reranked = false;
   let rerankReason: string | undefined;
@@ -218,7 +280,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   let loaded: Map<string, RecalledMemory> | undefined;
   const pool = ranked.slice(0, Math.max(limit, Math.min(RERANK_DEPTH, ranked.length)));
   if (pool.length > 0 && !input.no_rerank && getReranker()) {
-    const passages = await loadRecalled(ctx.sql, pool, { now, withHub });
+    const passages = await loadRecalled(ctx.sql, pool, { now, withHub, timeZone: ctx.timeZone });
     loaded = new Map(passages.map((p) => [p.id, p]));
     const outcome = await rerankWithinBudget(
       analysis.searchText,
@@ -230,7 +292,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
       const byMemory = new Map(passages.map((p, i) => [p.id, outcome.scores[i] ?? 0]));
       ranked = pool
         .map((item) => {
-          const blended = (1 - RERANK_WEIGHT) * item.rank + RERANK_WEIGHT * (byMemory.get(item.memoryId) ?? 0);
+          const blended = (1 - RERANK_WEIGHT) * item.score + RERANK_WEIGHT * (byMemory.get(item.memoryId) ?? 0);
           return { ...item, score: blended, rank: blended };
         })
         .filter((item) => item.rank >= floor)
@@ -249,7 +311,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
         const entry = loaded!.get(item.memoryId);
         return entry ? [{ ...entry, relevance_score: Math.round(item.score * 1000) / 1000 }] : [];
       })
-    : await loadRecalled(ctx.sql, top, { now, withHub });
+    : await loadRecalled(ctx.sql, top, { now, withHub, timeZone: ctx.timeZone });
   recordAccess(ctx.db, memories.map((m) => m.id), now);
   return {
     memories,
@@ -282,11 +344,6 @@ async function embedInBackground(ctx: AuthContext, text: string): Promise<{ vect
   vector.catch(() => undefined);
   if (ctx.dbKind === "pglite") for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
   return { vector };
-}
-
-/** Author cues need the members' names; most queries have none, so skip that read. */
-function mentionsSomeone(query: string): boolean {
-  return /\b(by|from|did)\s+\S|\S(?:'s|’s)\s|\b(wrote|pushed|said|added|noted|decided|recorded|logged|saved|shared|posted|mentioned|documented|reported)\b/i.test(query);
 }
 
 async function hubMembers(ctx: AuthContext, hubIds: string[]): Promise<QueryMember[]> {

@@ -4,17 +4,24 @@ import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates } from "./load-candidates.ts";
-import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
-import { RELEVANCE_FLOOR, relevanceLogit, sigmoid } from "./relevance-score.ts";
+import { serializeMemory, type MemoryObject } from "@/lib/memories/serialize-memory.ts";
+import { RELEVANCE_FLOOR, fusedRank, relevanceLogit, sigmoid } from "./relevance-score.ts";
 
 export const MAX_RELATED = 5;
+
+export interface RelatedMemory {
+  /** The Memory object of lists (no content). */
+  memory: MemoryObject;
+  /** Recall's calibrated 0..1 relevance scale. */
+  similarity: number;
+}
 
 /**
  * Up to five other memories of the caller's hubs closest to this one: by the
  * centroid of its chunk embeddings, or — not embedded yet — by its title and
- * opening words. Same entry shape and score scale as recall.
+ * opening words. `[{ memory, similarity }]`, on recall's score scale.
  */
-export async function relatedMemories(ctx: AuthContext, id: string): Promise<RecalledMemory[]> {
+export async function relatedMemories(ctx: AuthContext, id: string): Promise<RelatedMemory[]> {
   const hubIds = (await readableHubs(ctx)).map((m) => m.hub.id);
   const memory = isUuid(id)
     ? await ctx.db.memory.findFirst({ where: { id, hubId: { in: hubIds } }, select: { id: true, title: true, summary: true, content: true } })
@@ -31,6 +38,7 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     const vector = JSON.parse(centroid.vector) as number[];
     const norm = Math.hypot(...vector) || 1;
     const { vectorHits } = await loadCandidates(ctx.sql, {
+      userId: ctx.user.id,
       vector: vector.map((x) => x / norm),
       scope,
       k: MAX_RELATED * 8 + Number(centroid.chunks),
@@ -41,15 +49,18 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     });
     for (const hit of vectorHits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
-      const score = sigmoid(relevanceLogit({ similarity: hit.similarity, coverage: 0, bm25: 0, missingEntities: 0, entities: 0 }));
+      const fused = fusedRank([picks.size + 1], 1);
+      const score = sigmoid(relevanceLogit({ similarity: hit.similarity, coverage: 0, bm25: 0, fused, missingEntities: 0, entities: 0 }));
       if (score >= RELEVANCE_FLOOR) picks.set(hit.memoryId, { chunkId: hit.chunkId, score });
     }
   } else {
     const text = `${memory.title}\n${memory.summary || memory.content.slice(0, 400)}`;
-    const { stats, hits } = await lexicalSearch(ctx.sql, { hubIds, text }, {}, MAX_RELATED * 8);
+    const { stats, hits } = await lexicalSearch(ctx.sql, { userId: ctx.user.id, hubIds, text }, {}, MAX_RELATED * 8);
     for (const hit of hits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
-      const score = sigmoid(relevanceLogit({ similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), missingEntities: 0, entities: 0 }));
+      const fused = fusedRank([picks.size + 1], 1);
+      const evidence = { similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), fused, missingEntities: 0, entities: 0 };
+      const score = sigmoid(relevanceLogit(evidence));
       if (score >= RELEVANCE_FLOOR) picks.set(hit.memoryId, { chunkId: hit.chunkId, score });
     }
   }
@@ -57,5 +68,11 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     .sort((a, b) => b[1].score - a[1].score)
     .slice(0, MAX_RELATED)
     .map(([memoryId, pick]) => ({ memoryId, ...pick }));
-  return loadRecalled(ctx.sql, top, { now: ctx.now(), withHub: hubIds.length > 1 });
+  const rows = new Map(
+    (await ctx.db.memory.findMany({ where: { id: { in: top.map((t) => t.memoryId) }, hubId: { in: hubIds } }, omit: { content: true } })).map((row) => [row.id, row]),
+  );
+  return top.flatMap(({ memoryId, score }) => {
+    const row = rows.get(memoryId);
+    return row ? [{ memory: serializeMemory(row), similarity: Math.round(score * 1e4) / 1e4 }] : [];
+  });
 }

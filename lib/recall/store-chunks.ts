@@ -1,4 +1,5 @@
 import type { DbClient } from "@/lib/db/database.ts";
+import { noteTableWrites } from "@/lib/db/embedded-maintenance.ts";
 import { newId } from "@/lib/ids.ts";
 
 export interface ChunkInput {
@@ -42,4 +43,6 @@ export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: s
     chunks.map((chunk) => chunk.tokenCount),
     embeddings,
   );
+  // Statistics follow bulk indexing (embedded database: autoanalyze's job).
+  noteTableWrites(chunks.length);
 }

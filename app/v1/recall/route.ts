@@ -6,10 +6,9 @@ import { recallMemories } from "@/lib/recall/recall-memories.ts";
 import { countUsage } from "@/lib/usage/count-usage.ts";
 
 // POST /v1/recall — hybrid search over every hub the caller can read (X-Hub-ID ranks that hub first)
-export const POST = withAuth({ bucket: "heavy" }, async (ctx, req) => {
+export const POST = withAuth({ bucket: "heavy", reads: true }, async (ctx, req) => {
   const body = await parseJson(req, recallBodySchema);
-  const preferred = req.headers.get("x-hub-id")?.trim() || undefined;
-  const result = await recallMemories(ctx, { ...body, preferred_hub_id: preferred });
+  const result = await recallMemories(ctx, { ...body, preferred_hub_id: ctx.hubHeader });
   await countUsage(ctx, "recalls");
   return ok(result);
 });
