@@ -30,11 +30,12 @@ describe("GET/PATCH /v1/settings", () => {
     expect((await bob.get("/v1/settings")).body.data.theme).toBe("system");
   });
 
-  it("refuses unknown keys and bad values, saving nothing", async () => {
-    const unknown = await ann.patch("/v1/settings", { theme: "light", dreams_enabled: true });
-    expect(unknown.status).toBe(400);
-    expect(unknown.body.error.code).toBe("invalid_request");
-    expect(JSON.stringify(unknown.body.error.details.issues)).toMatch(/dreams_enabled/);
+  it("refuses bad values (saving nothing) and ignores unknown keys with a warning", async () => {
+    // Unknown keys follow the API-wide rule (decisions.md): ignored and named in X-Engram-Warning, never saved.
+    const unknown = await ann.patch("/v1/settings", { theme: "dark", dreams_enabled: true });
+    expect(unknown.status).toBe(200);
+    expect(unknown.headers.get("x-engram-warning") ?? "").toMatch(/dreams_enabled/);
+    expect(unknown.body.data).not.toHaveProperty("dreams_enabled");
     expect((await ann.patch("/v1/settings", { theme: "purple" })).status).toBe(400);
     expect((await ann.patch("/v1/settings", { notifications_enabled: "yes" })).status).toBe(400);
     expect((await ann.patch("/v1/settings", { locale: "English!" })).status).toBe(400);

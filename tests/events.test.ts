@@ -93,6 +93,8 @@ describe("GET /v1/events/stream", () => {
 
   it("a member removed mid-stream stops receiving at once", async () => {
     const carl = await h.user("Carl");
+    // Adding someone by id needs them findable: an invite to their e-mail does it.
+    await ann.post(`/v1/hubs/${hub}/invites`, { email: carl.email });
     expect((await ann.post(`/v1/hubs/${hub}/members`, { user_id: carl.id, role: "viewer" })).status).toBe(201);
     const carlStream = await stream(carl);
     const annStream = await stream(ann);

@@ -99,7 +99,10 @@ describe("notifications", () => {
 
   it("a member added by an admin: the owner is told", async () => {
     const hub = await createTeamHub(ann, "Admin adds");
+    // Adding someone by id needs them findable: an invite to their e-mail does it (and is then used up).
+    await ann.post(`/v1/hubs/${hub}/invites`, { email: bob.email, role: "admin" });
     expect((await ann.post(`/v1/hubs/${hub}/members`, { user_id: bob.id, role: "admin" })).status).toBe(201);
+    await bob.post(`/v1/hubs/${hub}/invites`, { email: cid.email });
     expect((await bob.post(`/v1/hubs/${hub}/members`, { user_id: cid.id, role: "contributor" })).status).toBe(201);
     const joined = (await inbox(ann, `?hub=${hub}&kind=hub_member_joined`)).map((n) => n.payload.member.id);
     expect(joined).toEqual([cid.id]);
@@ -110,6 +113,7 @@ describe("notifications", () => {
 
   it("ownership transfer: the target decides from the notification, the previous owner hears of the result", async () => {
     const hub = await createTeamHub(ann, "Transfer hub");
+    await ann.post(`/v1/hubs/${hub}/invites`, { email: bob.email, role: "admin" });
     await ann.post(`/v1/hubs/${hub}/members`, { user_id: bob.id, role: "admin" });
     const offer = await ann.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: bob.id });
     expect(offer.status, offer.text).toBe(201);

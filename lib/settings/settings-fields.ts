@@ -9,6 +9,7 @@ export const updateSettingsBodySchema = z.strictObject({
   locale: z
     .string()
     .regex(/^$|^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, "locale must be a language tag such as en, zh or pt-BR, or \"\" to clear it")
+    .meta({ keepEmpty: true })
     .optional(),
   notifications_enabled: z.boolean().optional(),
 });
