@@ -250,6 +250,7 @@ const ROUTES: Record<string, Row> = {
 
 /** A receipt notification of the fixture hub's owner (the spare user joined). */
 async function ownerNotification(f: Fixture) {
+  await f.users.owner.post(`/v1/hubs/${f.hubId}/invites`, { email: f.users.spare.email, role: "viewer" });
   await f.users.admin.post(`/v1/hubs/${f.hubId}/members`, { user_id: f.users.spare.id, role: "viewer" });
   const list = await f.users.owner.get(`/v1/notifications?hub=${f.hubId}&kind=hub_member_joined`);
   f.extra.notificationId = list.body.data.notifications[0].id;

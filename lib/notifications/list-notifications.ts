@@ -43,12 +43,15 @@ export function notificationScope(ctx: AuthContext, input: { hub?: string; statu
       : status === "expired"
         ? { OR: [{ status: "expired" }, { status: "pending", expiresAt: { lte: now } }] }
         : { status };
+  const hubIds = ctx.credential.hubIds;
   return {
     userId: ctx.user.id,
     ...(input.hub && { hubId: input.hub }),
+
     ...(input.kinds?.length && { kind: { in: input.kinds } }),
     ...(since && { createdAt: { gte: since } }),
-    AND: [byStatus],
+    // A key limited to some hubs sees only their notifications (and those about no hub).
+    AND: [byStatus, ...(hubIds ? [{ OR: [{ hubId: null }, { hubId: { in: [...hubIds] } }] }] : [])],
   };
 }
 

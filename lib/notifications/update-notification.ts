@@ -3,6 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { acceptTransfer } from "@/lib/hubs/accept-transfer.ts";
 import { cancelTransfer } from "@/lib/hubs/cancel-transfer.ts";
+import { credentialReaches } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { acceptInvite } from "@/lib/invites/accept-invite.ts";
 import { revealInviteToken } from "@/lib/invites/invite-token.ts";
@@ -12,7 +13,8 @@ import { notificationScope } from "./list-notifications.ts";
 
 async function ownOrThrow(ctx: AuthContext, id: string) {
   const row = isUuid(id) ? await ctx.db.notification.findFirst({ where: { id, userId: ctx.user.id } }) : null;
-  if (!row) throw new ApiError("not_found", "Notification not found");
+  // A key limited to some hubs does not see notifications about the others.
+  if (!row || (row.hubId && !credentialReaches(ctx.credential, row.hubId))) throw new ApiError("not_found", "Notification not found");
   return row;
 }
 
