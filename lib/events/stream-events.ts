@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { sseResponse } from "@/lib/api/sse.ts";
 import { getDatabase } from "@/lib/db/database.ts";
-import { membershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
+import { credentialReaches, membershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
 import { eventBus } from "./event-bus.ts";
 import { eventData, EVENT_TYPES, type EventRecord, type EventType } from "./event-types.ts";
 import { eventsRetentionMs } from "./prune-events.ts";
@@ -46,7 +46,9 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
   const database = await getDatabase();
   const userId = ctx.user.id;
   const accepts = (event: { type: string; hub_id: string | null }) =>
-    (!types || types.has(event.type as EventType)) && (!input.hubId || event.hub_id === null || event.hub_id === input.hubId);
+    (!types || types.has(event.type as EventType)) &&
+    (!input.hubId || event.hub_id === null || event.hub_id === input.hubId) &&
+    (event.hub_id === null || credentialReaches(ctx.credential, event.hub_id));
 
   return sseResponse(async (sse) => {
     let lastSeq = resumeFrom ?? 0n;
