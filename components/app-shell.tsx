@@ -4,6 +4,8 @@ import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
 import { signOut } from "@/lib/web/auth-client.ts";
+import { LiveEventsProvider } from "@/lib/web/live-events.tsx";
+import { NotificationBell } from "./notification-bell.tsx";
 import { Button } from "./ui.tsx";
 
 const NAV = [
@@ -31,6 +33,7 @@ export function AppShell({ user, children }: { user: SessionUser; children: Reac
   const [leaving, setLeaving] = useState(false);
   return (
     <UserContext.Provider value={user}>
+    <LiveEventsProvider>
     <div className="flex min-h-screen flex-col">
       <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:rounded focus:bg-white focus:px-3 focus:py-2">
         Skip to content
@@ -59,6 +62,7 @@ export function AppShell({ user, children }: { user: SessionUser; children: Reac
             })}
           </nav>
           <div className="ml-auto flex items-center gap-2">
+            <NotificationBell />
             <span className="hidden text-sm text-slate-600 sm:inline" title={user.email}>
               {user.name}
             </span>
@@ -79,6 +83,7 @@ export function AppShell({ user, children }: { user: SessionUser; children: Reac
         {children}
       </main>
     </div>
+    </LiveEventsProvider>
     </UserContext.Provider>
   );
 }

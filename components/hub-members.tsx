@@ -7,6 +7,7 @@ import { api } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
 import { roleCan, type Member, type Page, type Role, type Transfer } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
+import { useLiveEvents } from "@/lib/web/live-events.tsx";
 import { useMe } from "./app-shell.tsx";
 import { useHub } from "./hub-frame.tsx";
 import { HubInvites } from "./hub-invites.tsx";
@@ -31,6 +32,8 @@ export function HubMembers() {
     members.reload();
     hub.reload();
   };
+  // Joins, role changes, removals and transfers by anyone show up without a reload.
+  useLiveEvents(["member.*", "invite.accepted", "transfer.*", "hub.updated"], refresh, { hubId: hub.hubId });
 
   async function act(key: string, run: () => Promise<unknown>, after?: () => void) {
     setBusy(key);

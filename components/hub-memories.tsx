@@ -11,6 +11,8 @@ import { isProcessing, ProcessingBadge } from "./memory-badges.tsx";
 import { PushMemory } from "./push-memory.tsx";
 import { RecallBox } from "./recall-box.tsx";
 import { UploadFiles } from "./upload-files.tsx";
+import { AskBox } from "./ask-box.tsx";
+import { useLiveEvents } from "@/lib/web/live-events.tsx";
 import { Badge, Button, EmptyState, ErrorNotice, LoadingRows, Notice } from "./ui.tsx";
 
 const PAGE_SIZE = 20;
@@ -31,6 +33,11 @@ export function HubMemories() {
   const list = useApi<MemoryPage>(`/v1/memories?${params}`);
   const topics = useTopics(hubId);
   const { reload } = list;
+  // Another person's push, edit, move or delete shows up without a reload.
+  useLiveEvents(["memory.*", "hub.updated"], () => {
+    reload();
+    reloadHub();
+  }, { hubId });
 
   const pending = list.data?.memories.some(isProcessing) ?? false;
   useEffect(() => {
@@ -46,6 +53,7 @@ export function HubMemories() {
 
   return (
     <div className="flex flex-col gap-5">
+      <AskBox hubId={hubId} />
       <RecallBox hubId={hubId} />
       {/* Shown (disabled) while the role loads so the list below does not jump when it arrives. */}
       {(!hub || roleCan(hub.role, "write")) && (

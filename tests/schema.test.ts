@@ -54,6 +54,11 @@ describe("schema and migrations agree", () => {
       event: await db.event.create({ data: { id: newId(), type: "memory.created", hubId: hub.id, actorId: user.id, entityId: memory.id, createdAt: now } }),
       setting: await db.setting.create({ data: { key: "rt", value: "v", createdAt: now } }),
       oauthClient: await db.oAuthClient.create({ data: { id: "https://client.example/meta.json", name: "C", redirectUris: ["http://127.0.0.1/cb"], kind: "metadata_document", clientUri: "https://client.example", createdAt: now, fetchedAt: now } }),
+      notification: await db.notification.create({
+        data: { id: newId(), userId: user.id, hubId: hub.id, kind: "hub_invite", status: "resolved", resolution: "accepted", priority: 2, sourceKind: "invite", sourceId: "s", payload: { a: 1 }, createdAt: now, seenAt: now, resolvedAt: now, expiresAt: now },
+      }),
+      userSetting: await db.userSetting.create({ data: { userId: user.id, theme: "dark", locale: "zh", notificationsEnabled: false, updatedAt: now } }),
+      usageCounter: await db.usageCounter.create({ data: { userId: user.id, periodStart: now, pushes: 1, recalls: 2, asks: 3 } }),
       storageUsage: await db.storageUsage.create({ data: { scope: "user", scopeId: newId(), bytes: 5_000_000_000n, memories: 3 } }),
       upload: await db.upload.create({
         data: { id: newId(), ownerId: user.id, objectKey: "uploads/u/1", filename: "f.pdf", contentType: "application/pdf", sizeBytes: 9, purpose: "memory_attachment", createdAt: now, expiresAt: now, attachedAt: now },
@@ -82,6 +87,9 @@ describe("schema and migrations agree", () => {
     expect(await db.mailOutbox.findUnique({ where: { id: more.mail.id } })).toEqual(more.mail);
     expect(await db.event.findUnique({ where: { id: more.event.id } })).toEqual(more.event);
     expect(await db.setting.findUnique({ where: { key: "rt" } })).toEqual(more.setting);
+    expect(await db.notification.findUnique({ where: { id: more.notification.id } })).toEqual(more.notification);
+    expect(await db.userSetting.findUnique({ where: { userId: user.id } })).toEqual(more.userSetting);
+    expect(await db.usageCounter.findUnique({ where: { userId_periodStart: { userId: user.id, periodStart: now } } })).toEqual(more.usageCounter);
     expect(await db.storageUsage.findUnique({ where: { scope_scopeId: { scope: "user", scopeId: more.storageUsage.scopeId } } })).toEqual(more.storageUsage);
     expect(await db.upload.findUnique({ where: { id: more.upload.id } })).toEqual(more.upload);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
@@ -116,7 +124,7 @@ describe("schema and migrations agree", () => {
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

@@ -259,6 +259,31 @@ const ROUTES: Record<string, Row> = {
     path: (f) => `/v1/topics/${f.extra.topicId}/memories/${f.secretMemoryId}`,
     expect: hubManage(200),
   },
+
+  // Ask, events, notifications, account
+  "POST /v1/ask": { path: () => "/v1/ask", body: () => ({ query: "classified content", no_rerank: true }), expect: anyUser(200) },
+  // A 200 here is an event stream (tests/events.test.ts); an unknown type after the hub check keeps this row JSON.
+  "GET /v1/events/stream": { path: (f) => `/v1/events/stream?hub_id=${f.hubId}&types=no.such.type`, expect: hubRead(400) },
+  "GET /v1/notifications": { path: (f) => `/v1/notifications?hub=${f.hubId}`, expect: anyUser(200) },
+  "GET /v1/notifications/summary": { path: (f) => `/v1/notifications/summary?hub=${f.hubId}`, expect: anyUser(200) },
+  "POST /v1/notifications/seen": { path: () => "/v1/notifications/seen", body: () => ({ kinds: ["hub_member_joined"] }), expect: anyUser(200) },
+  "POST /v1/notifications/dismiss": { path: () => "/v1/notifications/dismiss", body: () => ({ kinds: ["hub_member_joined"] }), expect: anyUser(200) },
+  "POST /v1/notifications/[id]/seen": { setup: ownerNotification, path: (f) => `/v1/notifications/${f.extra.notificationId}/seen`, expect: { ...anyUser(404), owner: 200 } },
+  "POST /v1/notifications/[id]/dismiss": {
+    setup: ownerNotification,
+    path: (f) => `/v1/notifications/${f.extra.notificationId}/dismiss`,
+    expect: { ...anyUser(404), owner: 200 },
+  },
+  "POST /v1/notifications/[id]/resolve": {
+    setup: ownerNotification,
+    path: (f) => `/v1/notifications/${f.extra.notificationId}/resolve`,
+    body: () => ({ action: "accept" }),
+    // A receipt has no actions: the owner learns that; nobody else learns it exists.
+    expect: { ...anyUser(404), owner: 400 },
+  },
+  "GET /v1/settings": { path: () => "/v1/settings", expect: anyUser(200) },
+  "PATCH /v1/settings": { path: () => "/v1/settings", body: () => ({ theme: "dark" }), expect: anyUser(200) },
+  "GET /v1/usage": { path: () => "/v1/usage", expect: anyUser(200) },
 };
 
 /** A connected app of the owner's, written straight to the database (tests/oauth.test.ts drives the real flow). */
@@ -269,6 +294,14 @@ async function ownerGrant(f: Fixture): Promise<string> {
     data: { id: newId(), userId: f.users.owner.id, clientId, hubIds: [], allHubs: true, scope: "read write", resource: "http://engram.test/mcp" },
   });
   return grant.id;
+}
+
+/** A receipt notification of the fixture hub's owner (the spare user joined). */
+async function ownerNotification(f: Fixture) {
+  await f.users.owner.post(`/v1/hubs/${f.hubId}/invites`, { email: f.users.spare.email, role: "viewer" });
+  await f.users.admin.post(`/v1/hubs/${f.hubId}/members`, { user_id: f.users.spare.id, role: "viewer" });
+  const list = await f.users.owner.get(`/v1/notifications?hub=${f.hubId}&kind=hub_member_joined`);
+  f.extra.notificationId = list.body.data.notifications[0].id;
 }
 
 async function ownerTopic(f: Fixture) {

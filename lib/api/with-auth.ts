@@ -132,7 +132,8 @@ function handle(
     } catch (error) {
       response = toErrorResponse(error, requestId);
     }
-    response.headers.set("Cache-Control", "no-store");
+    // An event stream keeps its "no-transform": without it the server's gzip would buffer the events.
+    if (!response.headers.get("cache-control")?.includes("no-transform")) response.headers.set("Cache-Control", "no-store");
     response.headers.set("X-Request-Id", requestId);
     const warning = warningHeader(req);
     if (warning) response.headers.set("X-Engram-Warning", warning);

@@ -14,6 +14,12 @@ export interface Database {
   kind: "pglite" | "postgres";
   prisma: Db;
   sql: SqlRunner;
+  /**
+   * LISTEN on a channel: `onPayload` gets each NOTIFY payload after its transaction commits;
+   * `onReconnect` runs when a lost listening connection is back (NOTIFYs in between were missed).
+   * Returns the unlisten.
+   */
+  listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
   /** PGlite only: a snapshot of the whole data directory (tests start from one). */
   dump?: () => Promise<Blob>;
   close(): Promise<void>;

@@ -24,6 +24,8 @@ export async function openPglite(dataDir: string, template?: Blob): Promise<Data
       },
       query: async <T,>(sql: string, params: unknown[] = []) => (await pg.query<T>(sql, params)).rows,
     },
+    // In-process: PGlite delivers a NOTIFY to its listeners when the notifying transaction commits.
+    listen: async (channel, onPayload) => pg.listen(channel, onPayload),
     dump: async () => (await pg.dumpDataDir("none")) as Blob,
     close: async () => {
       await prisma.$disconnect();

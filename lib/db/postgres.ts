@@ -16,9 +16,54 @@ export async function openPostgres(connectionString: string): Promise<Database> 
       },
       query: async <T,>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as T[],
     },
+    listen: (channel, onPayload, onReconnect) => listenPostgres(connectionString, channel, onPayload, onReconnect),
     close: async () => {
       await prisma.$disconnect();
       await pool.end();
     },
+  };
+}
+
+/**
+ * One dedicated connection per listener (LISTEN needs a session, not a pooled
+ * client). A dropped connection is re-established after a pause; NOTIFYs sent
+ * meanwhile are lost, which is why event streams replay from the table.
+ */
+async function listenPostgres(
+  connectionString: string,
+  channel: string,
+  onPayload: (payload: string) => void,
+  onReconnect?: () => void,
+): Promise<() => Promise<void>> {
+  let client: pg.Client | undefined;
+  let stopped = false;
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client({ connectionString });
+    next.on("notification", (message) => {
+      if (message.channel === channel && message.payload !== undefined) onPayload(message.payload);
+    });
+    next.on("error", (error) => {
+      console.error(`[engram] LISTEN ${channel}: connection lost; reconnecting`, error.message);
+      void next.end().catch(() => undefined);
+      if (client === next) client = undefined;
+      if (!stopped) setTimeout(() => void reconnect(), 1000).unref();
+    });
+    await next.connect();
+    await next.query(`LISTEN "${channel.replaceAll('"', "")}"`);
+    if (stopped) await next.end();
+    else client = next;
+  };
+  const reconnect = async (): Promise<void> => {
+    try {
+      await connect();
+      onReconnect?.();
+    } catch {
+      if (!stopped) setTimeout(() => void reconnect(), 2000).unref();
+    }
+  };
+  await connect();
+  return async () => {
+    stopped = true;
+    await client?.end().catch(() => undefined);
   };
 }

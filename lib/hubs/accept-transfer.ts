@@ -3,6 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { membershipOrThrow } from "./hub-access.ts";
 import { serializeTransfer } from "./serialize-hub.ts";
 import { assertTransferPending, transferOrThrow } from "./transfer-or-throw.ts";
+import { onTransferResolved } from "@/lib/notifications/notify.ts";
 
 /**
  * The target accepts: they become owner (hubs.owner_id too), the previous
@@ -39,6 +40,7 @@ export async function acceptTransfer(ctx: AuthContext, hubId: string, transferId
     if (moved.count !== 1 || promoted.count !== 1 || demoted.count !== 1) {
       throw new ApiError("conflict", "The hub's ownership or membership changed since this transfer was offered");
     }
+    await onTransferResolved(tx, transfer, hub, "accepted", ctx.user.id, now);
     return claimed[0]!;
   });
   return serializeTransfer(accepted, now);

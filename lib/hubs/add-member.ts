@@ -7,6 +7,7 @@ import { assertHubRoom } from "./assert-hub-room.ts";
 import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
 import type { AddMemberBody } from "./hub-fields.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
+import { onMemberJoined } from "@/lib/notifications/notify.ts";
 
 /**
  * Adds an existing user directly; admins add contributors and viewers, only the
@@ -47,6 +48,7 @@ export async function addMember(ctx: AuthContext, hubId: string, input: AddMembe
       if (invite) {
         await tx.invite.updateMany({ where: { id: invite.id, state: "active" }, data: { state: "accepted", acceptedBy: user.id, acceptedAt: now } });
       }
+      await onMemberJoined(tx, { hub, userId: user.id, role: input.role, actorId: ctx.user.id, now, inviteId: invite?.id });
       return created;
     });
     return serializeMember(member, { id: ctx.user.id, role });

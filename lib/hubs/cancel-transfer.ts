@@ -3,6 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { membershipOrThrow } from "./hub-access.ts";
 import { serializeTransfer } from "./serialize-hub.ts";
 import { assertTransferPending, transferOrThrow } from "./transfer-or-throw.ts";
+import { onTransferResolved } from "@/lib/notifications/notify.ts";
 
 /** The current owner withdraws the offer, or the target declines it; only while pending. */
 export async function cancelTransfer(ctx: AuthContext, hubId: string, transferId: string) {
@@ -13,9 +14,13 @@ export async function cancelTransfer(ctx: AuthContext, hubId: string, transferId
   }
   const now = ctx.now();
   assertTransferPending(transfer, now);
-  const canceled = await ctx.db.ownershipTransfer.updateManyAndReturn({
-    where: { id: transfer.id, state: "pending", expiresAt: { gt: now } },
-    data: { state: "canceled", resolvedAt: now },
+  const canceled = await ctx.db.$transaction(async (tx) => {
+    const rows = await tx.ownershipTransfer.updateManyAndReturn({
+      where: { id: transfer.id, state: "pending", expiresAt: { gt: now } },
+      data: { state: "canceled", resolvedAt: now },
+    });
+    if (rows.length) await onTransferResolved(tx, transfer, hub, "canceled", ctx.user.id, now);
+    return rows;
   });
   if (canceled.length === 0) {
     assertTransferPending(await ctx.db.ownershipTransfer.findUniqueOrThrow({ where: { id: transfer.id } }), now);

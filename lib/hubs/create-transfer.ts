@@ -5,6 +5,7 @@ import { newId } from "@/lib/ids.ts";
 import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
 import { TRANSFER_TTL_MS } from "./hub-fields.ts";
 import { serializeTransfer } from "./serialize-hub.ts";
+import { onTransferCreated } from "@/lib/notifications/notify.ts";
 
 const invalidTarget = (message: string) => new ApiError("invalid_request", message, { issues: [{ path: "target_user_id", message }] });
 
@@ -29,7 +30,7 @@ export async function createTransfer(ctx: AuthContext, hubId: string, input: { t
       });
       const pending = await tx.ownershipTransfer.findFirst({ where: { hubId: hub.id, state: "pending" }, select: { id: true } });
       if (pending) throw transferExists(pending.id);
-      return tx.ownershipTransfer.create({
+      const created = await tx.ownershipTransfer.create({
         data: {
           id: newId(now.getTime()),
           hubId: hub.id,
@@ -40,6 +41,8 @@ export async function createTransfer(ctx: AuthContext, hubId: string, input: { t
           expiresAt: new Date(now.getTime() + TRANSFER_TTL_MS),
         },
       });
+      await onTransferCreated(tx, created, hub);
+      return created;
     });
     return serializeTransfer(transfer, now);
   } catch (error) {

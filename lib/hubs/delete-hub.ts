@@ -2,6 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /**
  * Owner only. Removes the hub with its memories, chunks, topics, invites,
@@ -13,9 +14,12 @@ export async function deleteHub(ctx: AuthContext, hubId: string) {
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "hub.own", "delete the hub");
   assertTeamHub(hub, "deleted");
   const keys = await ctx.db.$transaction(async (tx) => {
+    // Its members are gone with it, so they are named as the event's audience.
+    const members = await tx.hubMember.findMany({ where: { hubId: hub.id }, select: { userId: true } });
     const detached = await detachUploads(tx, { hubId: hub.id });
     const { count } = await tx.hub.deleteMany({ where: { id: hub.id, ownerId: ctx.user.id, hubType: "team" } });
     if (count === 0) throw new ApiError("forbidden", "Only the hub owner can delete the hub");
+    await emitEvent(tx, { type: "hub.deleted", hubId: hub.id, actorId: ctx.user.id, entityId: hub.id, userIds: members.map((m) => m.userId) });
     return detached;
   });
   // The files of its memories go after the commit (the upload sweep retries any that fail).

@@ -18,6 +18,6 @@ export async function removeMember(ctx: AuthContext, hubId: string, userId: stri
     throw new ApiError("cannot_change_owner", "The owner cannot be removed; transfer ownership first, or delete the hub");
   }
   if (!self && target.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can remove admins");
-  if (!(await dropMembership(ctx.db, hub.id, userId, ctx.now()))) throw new ApiError("not_found", "Member not found");
+  if (!(await dropMembership(ctx.db, hub.id, userId, ctx.now(), ctx.user.id))) throw new ApiError("not_found", "Member not found");
   return { user_id: userId, removed: true as const, status: "removed" as const };
 }

@@ -5,6 +5,7 @@ import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { hubPermissionOrThrow } from "./hub-access.ts";
 import type { UpdateHubBody } from "./hub-fields.ts";
 import { hubSettings, serializeHub } from "./serialize-hub.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /**
  * Name, slug, contributor permissions, appearance (icon, accent, header aurora
@@ -34,6 +35,7 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
           else if (value !== undefined) settings[key] = value;
         }
       }
+      await emitEvent(tx, { type: "hub.updated", hubId: hub.id, actorId: ctx.user.id, entityId: hub.id });
       return tx.hub.update({
         where: { id: hub.id },
         data: {

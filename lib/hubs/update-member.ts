@@ -4,6 +4,7 @@ import { can, type Role } from "@/lib/api/permissions.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { hubPermissionOrThrow } from "./hub-access.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /**
  * Changes a member's role. The owner's role only changes through a transfer;
@@ -18,7 +19,11 @@ export async function updateMember(ctx: AuthContext, hubId: string, userId: stri
     throw new ApiError("forbidden", "Only the hub owner can promote or demote admins");
   }
   // Conditional on the role we checked: a concurrent change (or transfer) makes this a conflict, not a silent overwrite.
-  const { count } = await ctx.db.hubMember.updateMany({ where: { hubId: hub.id, userId, role: target.role }, data: { role: input.role } });
+  const { count } = await ctx.db.$transaction(async (tx) => {
+    const result = await tx.hubMember.updateMany({ where: { hubId: hub.id, userId, role: target.role }, data: { role: input.role } });
+    if (result.count) await emitEvent(tx, { type: "member.updated", hubId: hub.id, actorId: ctx.user.id, entityId: userId });
+    return result;
+  });
   if (count === 0) throw new ApiError("conflict", "The member changed while you were editing; reload and try again");
   const member = await ctx.db.hubMember.findUniqueOrThrow({
     where: { hubId_userId: { hubId: hub.id, userId } },

@@ -6,6 +6,7 @@ import { assertHubRoom } from "@/lib/hubs/assert-hub-room.ts";
 import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
 import { assertInviteUsable } from "./invite-or-throw.ts";
 import { looksLikeInviteToken } from "./invite-token.ts";
+import { onMemberJoined } from "@/lib/notifications/notify.ts";
 
 /**
  * Joins the caller to the invite's hub with its role. Single use: the invite
@@ -35,6 +36,7 @@ export async function acceptInvite(ctx: AuthContext, token: string) {
         throw new ApiError("used", "This invite has already been used");
       }
       const member = await tx.hubMember.create({ data: { hubId: invite.hubId, userId: ctx.user.id, role: invite.role, joinedAt: now }, include: { hub: true } });
+      await onMemberJoined(tx, { hub: member.hub, userId: ctx.user.id, role: member.role, actorId: ctx.user.id, now, inviteId: invite.id });
       return { hub: serializeHub(member.hub), role: member.role };
     });
   } catch (error) {

@@ -10,6 +10,7 @@ import { INVITE_TTL_MS, MAX_ACTIVE_INVITES, type CreateInviteBody } from "./invi
 import { inviteToken } from "./invite-token.ts";
 import { sendInviteEmail } from "./send-invite-email.ts";
 import { serializeInvite } from "./serialize-invite.ts";
+import { onInviteCreated } from "@/lib/notifications/notify.ts";
 
 /**
  * Throws invite_limit_reached when the hub already has the maximum of usable
@@ -40,7 +41,7 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
   const invitee = input.inviteeUserId ? await ctx.db.user.findUnique({ where: { id: input.inviteeUserId }, select: { id: true } }) : null;
   const invite = await ctx.db.$transaction(async (tx) => {
     await assertInviteRoom(tx, hub.id, now);
-    return tx.invite.create({
+    const created = await tx.invite.create({
       data: {
         id: newId(now.getTime()),
         hubId: hub.id,
@@ -56,6 +57,8 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
         inviteeUserId: invitee?.id ?? null,
       },
     });
+    await onInviteCreated(tx, created, hub);
+    return created;
   });
   if (!invite.email) return serializeInvite(invite, now, issued.token);
   // The invite exists either way; a failed e-mail is reported, not fatal (the link is in this response).

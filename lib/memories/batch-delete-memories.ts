@@ -3,6 +3,7 @@ import { canDeleteMemory } from "@/lib/api/permissions.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 export interface Skipped {
   id: string;
@@ -30,6 +31,7 @@ export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string
     }
     const keys = deletable.length ? await detachUploads(tx, { memoryId: { in: deletable } }) : [];
     const { count } = deletable.length ? await tx.memory.deleteMany({ where: { id: { in: deletable } } }) : { count: 0 };
+    await emitEvent(tx, deletable.map((id) => ({ type: "memory.deleted" as const, hubId: byId.get(id)!.hubId, actorId: ctx.user.id, entityId: id })));
     return { deleted: count, skipped, keys };
   });
   await removeBlobs(ctx.db, keys);

@@ -4,6 +4,7 @@ import { canEditMemory } from "@/lib/api/permissions.ts";
 import { allows, forbiddenFor, readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
+import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 
 /**
  * Moves memories to another hub and/or topic. The target hub is `hub_id`, or
@@ -47,6 +48,7 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
     const skipped: Skipped[] = [];
     const seenPaths = new Set<string>();
     let moved = 0;
+    const movedEvents: EmitEventInput[] = [];
     for (const id of ids) {
       const memory = byId.get(id);
       const membership = memory && memberships.get(memory.hubId);
@@ -73,7 +75,9 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
         await tx.attachment.updateMany({ where: { memoryId: id }, data: { hubId: target.hub.id } });
       }
       moved += 1;
+      movedEvents.push({ type: "memory.updated", hubId: target.hub.id, actorId: ctx.user.id, entityId: id }, ...(changesHub ? [{ type: "memory.deleted" as const, hubId: memory.hubId, actorId: ctx.user.id, entityId: id }] : []));
     }
+    await emitEvent(tx, movedEvents);
     return { moved, skipped };
   });
 }

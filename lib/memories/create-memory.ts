@@ -14,6 +14,7 @@ import { resolveFileRef, type VerifiedFile } from "@/lib/uploads/resolve-file-re
 import { deriveTitle } from "./derive-title.ts";
 import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 export interface CreateMemoryResult {
   memory: MemoryObject;
@@ -64,13 +65,17 @@ ${input.content}`) : contentHash(input.content);
       if (input.source_path) {
         const existing = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, sourcePath: input.source_path } });
         if (existing && file) throw new ApiError("conflict", "A memory with this source_path exists; files are added as new memories", { memory_id: existing.id });
-        if (existing && link) return { memory: await refetchLink(tx, existing, input, hash, now), created: false };
-        if (existing) return { memory: await reingest(tx, existing, input, hash, now), created: false };
+        if (existing) {
+          const memory = link ? await refetchLink(tx, existing, input, hash, now) : await reingest(tx, existing, input, hash, now);
+          if (memory !== existing) await emitEvent(tx, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
+          return { memory, created: false };
+        }
       }
       const duplicate = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, contentHash: hash }, orderBy: { createdAt: "asc" } });
       if (duplicate) return { memory: duplicate, created: false };
       const memory = await insert(tx, ctx, input, hash, source, createdAt, now, file);
       if (file) await attachFile(tx, memory, file, now);
+      await emitEvent(tx, { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
       return { memory, created: true };
     });
 

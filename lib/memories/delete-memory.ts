@@ -4,6 +4,7 @@ import { canDeleteMemory } from "@/lib/api/permissions.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 const CHANGED = Symbol("changed");
 
@@ -21,6 +22,7 @@ export async function deleteMemory(ctx: AuthContext, id: string): Promise<{ id: 
         const detached = await detachUploads(tx, { memoryId: { in: [memory.id] } });
         const { count } = await tx.memory.deleteMany({ where: { id: memory.id, hubId: memory.hubId, ...memoryWriteGuard(ctx.user.id, "delete") } });
         if (count !== 1) throw CHANGED;
+        await emitEvent(tx, { type: "memory.deleted", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
         return detached;
       })
       .catch((error: unknown) => {

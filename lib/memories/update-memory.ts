@@ -11,6 +11,7 @@ import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import type { UpdateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory } from "./serialize-memory.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 const ATTEMPTS = 5;
 
@@ -54,8 +55,8 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody) 
 
   const growth = contentChanged ? Buffer.byteLength(content, "utf8") - Buffer.byteLength(memory.content, "utf8") : 0;
   // Growing content is checked against the owner's and the hub's storage quota in the write's transaction.
-  const write = (db: DbClient) =>
-    db.memory.updateManyAndReturn({
+  const write = async (db: DbClient) => {
+    const rows = await db.memory.updateManyAndReturn({
       where: { id: memory.id, hubId: memory.hubId, updatedAt: memory.updatedAt, ...memoryWriteGuard(ctx.user.id, "edit") },
       data: {
         title: input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title),
@@ -75,12 +76,15 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody) 
         updatedAt: new Date(Math.max(ctx.now().getTime(), memory.updatedAt.getTime() + 1)),
       },
     });
+    if (rows.length) await emitEvent(db, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
+    return rows;
+  };
   const [updated] =
     growth > 0
       ? await ctx.db.$transaction(async (tx) => {
           await assertStorageQuota(tx, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
           return write(tx);
         })
-      : await write(ctx.db);
+      : await ctx.db.$transaction((tx) => write(tx));
   return updated;
 }

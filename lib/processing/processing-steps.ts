@@ -1,6 +1,8 @@
 import { chatModel, classifyWithModel, summarizeWithModel } from "@/lib/ai/chat-model.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, DbClient } from "@/lib/db/database.ts";
+import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
+import { notifyProcessingFailed } from "@/lib/notifications/notify.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
 import { replaceChunks } from "@/lib/recall/store-chunks.ts";
 import { extractMemoryText, needsExtraction } from "@/lib/extraction/extract-memory-text.ts";
@@ -56,10 +58,14 @@ async function loadCurrent(ctx: StepContext): Promise<Memory> {
 
 type MemoryChanges = Partial<Pick<Memory, "content" | "title" | "extractedAt" | "extractionError" | "kind" | "stability" | "contentType" | "summary" | "processingStatus" | "processingError" | "processedAt" | "state">>;
 
-/** Writes `data` only if the memory is still at the job's version. */
-async function writeIfCurrent(ctx: StepContext, data: MemoryChanges): Promise<void> {
-  const { count } = await ctx.db.memory.updateMany({ where: currentWhere(ctx.memory), data });
-  if (count === 0) throw new StaleJobError(ctx.memory);
+/** Writes `data` only if the memory is still at the job's version (and records `event` with it). */
+async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: EmitEventInput): Promise<void> {
+  const write = async (db: DbClient) => {
+    const { count } = await db.memory.updateMany({ where: currentWhere(ctx.memory), data });
+    if (count === 0) throw new StaleJobError(ctx.memory);
+    if (event) await emitEvent(db, event);
+  };
+  await (event ? ctx.db.$transaction(write) : write(ctx.db));
   if (ctx.loaded) Object.assign(ctx.loaded, data);
 }
 
@@ -155,7 +161,7 @@ const complete: ProcessingStep = {
       processedAt: ctx.now(),
       // Files and links wait in "processing" until their text is indexed.
       ...(memory.state === "processing" && { state: "active" }),
-    });
+    }, { type: "memory.processed", hubId: memory.hubId, entityId: memory.id });
   },
 };
 
@@ -175,14 +181,18 @@ export async function failMemory(ctx: StepContext, reason: string, options: { in
   } catch (error) {
     if (!(error instanceof StaleJobError)) console.error(`[engram] processing: lexical fallback for memory ${memory.id} failed`, error);
   }
-  await ctx.db.memory.updateMany({
-    where: currentWhere(ctx.memory),
-    data: {
-      processingStatus: "failed",
-      processingError: reason.slice(0, 1000),
-      processedAt: ctx.now(),
-      ...(memory.summary ? {} : { summary: summarizeContent(memory.content, textFormat(memory), memory.title) }),
-      ...(memory.state === "processing" && { state: "active" }),
-    },
+  // The failure and its notification to the owner commit together.
+  await ctx.db.$transaction(async (tx) => {
+    const { count } = await tx.memory.updateMany({
+      where: currentWhere(ctx.memory),
+      data: {
+        processingStatus: "failed",
+        processingError: reason.slice(0, 1000),
+        processedAt: ctx.now(),
+        ...(memory.summary ? {} : { summary: summarizeContent(memory.content, textFormat(memory), memory.title) }),
+        ...(memory.state === "processing" && { state: "active" }),
+      },
+    });
+    if (count > 0) await notifyProcessingFailed(tx, memory, reason);
   });
 }

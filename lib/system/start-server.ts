@@ -1,6 +1,7 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { startEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
 import { config } from "@/lib/config.ts";
+import { startEventsPrune } from "@/lib/events/prune-events.ts";
 
 /**
  * Server start-up: open (and migrate) the database so the first request does
@@ -12,6 +13,7 @@ export async function startServer(): Promise<void> {
   const users = await database.prisma.user.count();
   console.log(`engram: ${database.kind} database ready in ${Date.now() - started} ms`);
   startEmbeddedMaintenance(database);
+  startEventsPrune(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(

@@ -7,6 +7,7 @@ import { HubTopics } from "./hub-topics.ts";
 import { serializeTopic } from "./serialize-topic.ts";
 import { MAX_TOPIC_DEPTH, MAX_TOPICS_PER_HUB, type CreateTopicBody } from "./topic-fields.ts";
 import { topicHubId } from "./topic-hub.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /**
  * A new topic; needs topics.manage in its hub (owner, admin, or contributor
@@ -39,6 +40,7 @@ export async function createTopic(ctx: AuthContext, input: CreateTopicBody) {
         }
       }
       topics.assertNameFree(parentId, input.name);
+      await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id });
       return tx.topic.create({
         data: {
           id: newId(now.getTime()),

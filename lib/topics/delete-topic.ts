@@ -1,6 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { HubTopics } from "./hub-topics.ts";
 import { topicOrThrow } from "./topic-or-throw.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /**
  * Deletes a topic and its whole branch (like archive, a branch goes as one).
@@ -13,6 +14,7 @@ export async function deleteTopic(ctx: AuthContext, id: string) {
     const branch = (await HubTopics.lockAndLoad(tx, topic.hubId)).subtree(topic.id).map((row) => row.id);
     // deleteMany: a concurrent delete of the same topic is not an error, the outcome is the same.
     await tx.topic.deleteMany({ where: { id: { in: branch }, hubId: topic.hubId } });
+    await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: topic.id });
     return branch;
   });
   return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: ids.length };

@@ -6,6 +6,7 @@ import { serializeTopic } from "./serialize-topic.ts";
 import type { UpdateTopicBody } from "./topic-fields.ts";
 import { topicMemoryCounts } from "./topic-memory-counts.ts";
 import { assertNotArchived, topicOrThrow } from "./topic-or-throw.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /**
  * Renames, describes, re-icons, pins, reorders or moves a topic (with its
@@ -29,6 +30,7 @@ export async function updateTopic(ctx: AuthContext, id: string, input: UpdateTop
       const name = input.name ?? current.name;
       if (moves || name !== current.name) topics.assertNameFree(parentId, name, current.id);
       const renamed = input.name !== undefined && input.name !== current.name;
+      await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: current.id });
       return tx.topic.update({
         where: { id: current.id },
         data: {

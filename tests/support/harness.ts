@@ -6,6 +6,7 @@ import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { newId } from "@/lib/ids.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
+import { flushUsage } from "@/lib/usage/count-usage.ts";
 import { dispatch } from "./router.ts";
 
 export interface ApiResponse<T = any> {
@@ -144,6 +145,7 @@ export async function createHarness(options: { url?: string } = {}): Promise<Har
     async close() {
       // Recall writes access counts after responding; let them land before the database goes away.
       await flushAccess();
+      await flushUsage();
       setDatabase(undefined);
       await database.close();
     },

@@ -5,6 +5,7 @@ import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
 import { listMemories } from "@/lib/memories/list-memories.ts";
 import { createMemoryBodySchema, listMemoriesQuerySchema } from "@/lib/memories/memory-fields.ts";
+import { countUsage } from "@/lib/usage/count-usage.ts";
 
 // POST /v1/memories — push a memory into X-Hub-ID's hub, or the caller's personal hub
 export const POST = withAuth({ permission: "memories.write" }, async (ctx, req) => {
@@ -12,6 +13,7 @@ export const POST = withAuth({ permission: "memories.write" }, async (ctx, req) 
   const agent = ctx.credential.agentName;
   if (agent && body.source_agent && body.source_agent !== agent) addWarning(req, `source_agent ignored: this API key pushes as "${agent}"`);
   const result = await createMemory(ctx, body);
+  await countUsage(ctx, "pushes");
   return ok(result.memory, result.created ? 201 : 200);
 });
 

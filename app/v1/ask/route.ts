@@ -1,0 +1,23 @@
+import { ok } from "@/lib/api/envelope.ts";
+import { parseJson } from "@/lib/api/parse.ts";
+import { wantsEventStream } from "@/lib/api/sse.ts";
+import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
+import { askBodySchema } from "@/lib/ask/ask-fields.ts";
+import { askQuestion } from "@/lib/ask/ask-question.ts";
+import { streamAsk } from "@/lib/ask/stream-ask.ts";
+import { countUsage } from "@/lib/usage/count-usage.ts";
+
+// POST /v1/ask — an answer from recall's sources with citations; SSE with Accept: text/event-stream
+export const POST = withAuth({ bucket: "heavy" }, async (ctx, req) => {
+  const body = await parseJson(req, askBodySchema);
+  const input = { ...body, preferred_hub_id: req.headers.get("x-hub-id")?.trim() || undefined };
+  if (wantsEventStream(req)) {
+    await countUsage(ctx, "asks");
+    return streamAsk(ctx, input, req.signal);
+  }
+  const result = await askQuestion(ctx, input, req.signal);
+  await countUsage(ctx, "asks");
+  return ok(result);
+});
+
+export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");

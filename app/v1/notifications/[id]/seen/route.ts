@@ -1,0 +1,8 @@
+import { ok } from "@/lib/api/envelope.ts";
+import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
+import { markNotificationSeen } from "@/lib/notifications/update-notification.ts";
+
+// POST /v1/notifications/:id/seen — idempotent
+export const POST = withAuth<{ id: string }>({}, async (ctx, _req, params) => ok(await markNotificationSeen(ctx, params.id)));
+
+export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");

@@ -1,0 +1,22 @@
+import { ok } from "@/lib/api/envelope.ts";
+import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
+import { listNotifications } from "@/lib/notifications/list-notifications.ts";
+
+// GET /v1/notifications — the caller's notifications, newest first (?hub, status, kind (repeatable), unseen_only, since, limit, cursor)
+export const GET = withAuth({ bucket: "light" }, async (ctx, req) => {
+  const q = new URL(req.url).searchParams;
+  const kinds = q.getAll("kind").flatMap((k) => k.split(",")).map((k) => k.trim()).filter(Boolean);
+  return ok(
+    await listNotifications(ctx, {
+      hub: q.get("hub") || q.get("hub_id") || undefined,
+      status: q.get("status") || undefined,
+      kinds,
+      unseenOnly: q.get("unseen_only") === "true" || q.get("unseen_only") === "1",
+      since: q.get("since") || undefined,
+      limit: q.get("limit"),
+      cursor: q.get("cursor") || undefined,
+    }),
+  );
+});
+
+export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");

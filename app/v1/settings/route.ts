@@ -1,0 +1,13 @@
+import { ok } from "@/lib/api/envelope.ts";
+import { parseJson } from "@/lib/api/parse.ts";
+import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
+import { updateSettingsBodySchema } from "@/lib/settings/settings-fields.ts";
+import { getSettings, updateSettings } from "@/lib/settings/user-settings.ts";
+
+// GET /v1/settings — the caller's preferences (theme, locale, notifications_enabled)
+export const GET = withAuth({ bucket: "light" }, async (ctx) => ok(await getSettings(ctx)));
+
+// PATCH /v1/settings — known keys only; an unknown key is a 400 naming it
+export const PATCH = withAuth({}, async (ctx, req) => ok(await updateSettings(ctx, await parseJson(req, updateSettingsBodySchema))));
+
+export const { POST, PUT, DELETE } = methodsNotAllowed("GET", "PATCH");

@@ -1,0 +1,90 @@
+import { expect, test, type Browser, type Page } from "@playwright/test";
+import path from "node:path";
+
+const ARTIFACTS = path.resolve(import.meta.dirname, "artifacts");
+const stamp = Date.now();
+const ann = { name: "Ann Live", email: `ann-live-${stamp}@example.test`, password: "ann-password-1" };
+const bob = { name: "Bob Live", email: `bob-live-${stamp}@example.test`, password: "bob-password-1" };
+
+async function newPage(browser: Browser) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL: process.env.E2E_BASE_URL });
+  return context.newPage();
+}
+
+async function signUp(page: Page, who: { name: string; email: string; password: string }) {
+  await page.goto("/sign-up");
+  await page.getByLabel("Name").fill(who.name);
+  await page.getByLabel("Email").fill(who.email);
+  await page.getByLabel("Password").fill(who.password);
+  await page.getByRole("button", { name: "Create account" }).click();
+  await expect(page).toHaveURL(/\/hubs$/);
+}
+
+/** The page's own session calls the API (what the dashboard's buttons do), returning `data`. */
+async function apiAs(page: Page, method: string, url: string, body?: unknown, hubId?: string) {
+  return page.evaluate(
+    async ({ method, url, body, hubId }) => {
+      const res = await fetch(url, {
+        method,
+        headers: { "content-type": "application/json", ...(hubId ? { "x-hub-id": hubId } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const json = await res.json();
+      if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
+      return json.data;
+    },
+    { method, url, body, hubId },
+  );
+}
+
+test("live: a memory pushed by another member appears without a reload; the bell counts an invite; ask streams a cited answer", async ({ browser }) => {
+  const a = await newPage(browser);
+  const b = await newPage(browser);
+  await signUp(a, ann);
+  await signUp(b, bob);
+  const bobMe = await apiAs(b, "GET", "/v1/auth/me");
+  const created = await apiAs(a, "POST", "/v1/hubs", { name: `Live hub ${stamp}` });
+  const hubId: string = created.hub?.id ?? created.id;
+  await apiAs(a, "POST", `/v1/hubs/${hubId}/members`, { user_id: bobMe.user?.id ?? bobMe.id, role: "contributor" });
+
+  await test.step("Ann watches the hub; Bob pushes; the row appears without navigation", async () => {
+    await a.goto(`/hubs/${hubId}`);
+    await expect(a.getByRole("heading", { name: "Memories" })).toBeVisible();
+    const navigations: string[] = [];
+    a.on("framenavigated", (frame) => {
+      if (frame === a.mainFrame()) navigations.push(frame.url());
+    });
+    await a.waitForTimeout(500);
+    const title = `Deploy checklist from Bob ${stamp}`;
+    await apiAs(b, "POST", "/v1/memories", { content: `# ${title}\n\nRun the database migrations before restarting the api pods.` }, hubId);
+    await expect(a.getByTestId("memory-row").filter({ hasText: title })).toBeVisible({ timeout: 10_000 });
+    expect(navigations).toEqual([]);
+    await a.screenshot({ path: path.join(ARTIFACTS, "live-01-pushed-by-bob.png"), fullPage: true });
+  });
+
+  await test.step("Bob's bell counts Ann's invite live, and he can accept it from the panel", async () => {
+    await b.goto("/hubs");
+    await expect(b.getByRole("button", { name: /^Notifications/ })).toBeVisible();
+    const second = await apiAs(a, "POST", "/v1/hubs", { name: `Second hub ${stamp}` });
+    await apiAs(a, "POST", `/v1/hubs/${second.hub?.id ?? second.id}/invites`, { role: "viewer", email: bob.email });
+    await expect(b.getByTestId("notification-count")).toHaveText("1", { timeout: 10_000 });
+    await b.getByRole("button", { name: /^Notifications/ }).click();
+    await expect(b.getByRole("dialog", { name: "Notifications" })).toContainText("invited you");
+    await b.getByRole("button", { name: "Accept" }).click();
+    await expect(b.getByRole("dialog", { name: "Notifications" })).toContainText("Nothing new.");
+    await expect(b.getByTestId("notification-count")).toHaveCount(0);
+  });
+
+  await test.step("Ann asks; the answer streams in with a citation linking to the memory", async () => {
+    await a.getByLabel("Your question").fill("what do we run before restarting the api pods?");
+    await a.getByRole("button", { name: "Ask", exact: true }).click();
+    const answer = a.getByTestId("ask-answer");
+    await expect(answer).toContainText("migrations", { timeout: 20_000 });
+    await expect(a.getByText("extractive")).toBeVisible();
+    const citation = answer.getByRole("link", { name: "[1]" });
+    await expect(citation).toBeVisible();
+    await a.screenshot({ path: path.join(ARTIFACTS, "live-02-ask.png"), fullPage: true });
+    await citation.click();
+    await expect(a).toHaveURL(/\/memories\//);
+  });
+});

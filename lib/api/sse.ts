@@ -1,0 +1,89 @@
+/** One server-sent event: `id:` (optional), `event:`, one `data:` line of JSON. */
+export function formatSse(event: string, data: unknown, id?: string): string {
+  return `${id ? `id: ${id}\n` : ""}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** True when the client asked for server-sent events. */
+export function wantsEventStream(req: Request): boolean {
+  return (req.headers.get("accept") ?? "").toLowerCase().includes("text/event-stream");
+}
+
+export interface SseWriter {
+  /** Sends one event; false once the client has gone. */
+  send(event: string, data: unknown, id?: string): boolean;
+  /** A comment line (keeps proxies from buffering or timing out). */
+  comment(text: string): boolean;
+  close(): void;
+  readonly closed: boolean;
+  /** Aborted when the client disconnects or the stream is closed. */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * A text/event-stream Response whose body `run` writes. The first bytes (a
+ * comment) go out at once, so clients see the stream open before any work.
+ */
+export function sseResponse(run: (writer: SseWriter) => Promise<void> | void, init: { headers?: Record<string, string> } = {}): Response {
+  const encoder = new TextEncoder();
+  const abort = new AbortController();
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let closed = false;
+  const write = (text: string) => {
+    if (closed) return false;
+    try {
+      controller.enqueue(encoder.encode(text));
+      return true;
+    } catch {
+      finish();
+      return false;
+    }
+  };
+  const finish = () => {
+    if (closed) return;
+    closed = true;
+    abort.abort();
+    try {
+      controller.close();
+    } catch {
+      // already closed or errored by the client going away
+    }
+  };
+  const writer: SseWriter = {
+    send: (event, data, id) => write(formatSse(event, data, id)),
+    comment: (text) => write(`: ${text}\n\n`),
+    close: finish,
+    get closed() {
+      return closed;
+    },
+    signal: abort.signal,
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    start(c) {
+      controller = c;
+      write(": stream open\n\n");
+      queueMicrotask(() => {
+        Promise.resolve()
+          .then(() => run(writer))
+          .catch((error: unknown) => {
+            console.error("[engram] event stream failed", error);
+            writer.send("error", { code: "internal", message: "The stream failed on the server" });
+          })
+          .finally(() => undefined);
+      });
+    },
+    cancel() {
+      closed = true;
+      abort.abort();
+    },
+  });
+  return new Response(stream, {
+    status: 200,
+    headers: {
+      "Content-Type": "text/event-stream; charset=utf-8",
+      "Cache-Control": "no-store, no-transform",
+      Connection: "keep-alive",
+      "X-Accel-Buffering": "no",
+      ...init.headers,
+    },
+  });
+}

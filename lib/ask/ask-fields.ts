@@ -1,0 +1,16 @@
+import { z } from "zod";
+import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
+
+export const askBodySchema = z.object({
+  query: z.string().trim().min(1, "query must not be empty").max(MAX_QUERY_CHARS, `query is at most ${MAX_QUERY_CHARS} characters`),
+  limit: z.int("limit must be an integer").min(1, "limit must be at least 1").max(RECALL_MAX_LIMIT * 100).optional(),
+  topic_id: z.uuid("topic_id must be a topic id").optional(),
+  no_rerank: z.boolean().optional(),
+  locale: z.string().max(16).optional(),
+  // Memax clients send "auto" | "haiku" | "sonnet"; the server's configured model answers either way.
+  model: z.string().max(64).optional(),
+});
+export type AskBody = z.output<typeof askBodySchema>;
+
+/** Sources handed to the answer step: recall's best, no more (beyond that they only add noise and cost). */
+export const ASK_DEFAULT_LIMIT = 10;

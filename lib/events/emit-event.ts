@@ -1,0 +1,58 @@
+import type { DbClient } from "@/lib/db/database.ts";
+import { newId } from "@/lib/ids.ts";
+import { EVENTS_CHANNEL, type EventType } from "./event-types.ts";
+
+export interface EmitEventInput {
+  type: EventType;
+  hubId?: string | null;
+  actorId?: string | null;
+  entityId?: string | null;
+  /** Deliver to exactly these users instead of the hub's members (hub.deleted, notification.created). */
+  userIds?: string[];
+}
+
+/** Arbitrary constant key of the transaction-scoped lock that orders event numbers by commit. */
+const EVENTS_LOCK = 0x656e6772;
+
+/**
+ * The statement that records events (one row each) and NOTIFYs them; for a
+ * batch transaction: `db.$transaction([db.memory.update(…), eventsStatement(db, […])])`.
+ */
+export function eventsStatement(db: DbClient, events: EmitEventInput | EmitEventInput[]) {
+  const rows = (Array.isArray(events) ? events : [events]).map((event) => ({
+    id: newId(),
+    type: event.type,
+    hub_id: event.hubId ?? null,
+    actor_id: event.actorId ?? null,
+    entity_id: event.entityId ?? null,
+    user_ids: event.userIds ?? [],
+  }));
+  return db.$queryRaw`
+    WITH locked AS (SELECT pg_advisory_xact_lock(${EVENTS_LOCK}::bigint) AS ok),
+    inserted AS (
+      INSERT INTO events (id, type, hub_id, actor_id, entity_id, user_ids, created_at)
+      SELECT (e.item->>'id')::uuid, e.item->>'type', (e.item->>'hub_id')::uuid, (e.item->>'actor_id')::uuid, e.item->>'entity_id',
+             ARRAY(SELECT json_array_elements_text(e.item->'user_ids'))::uuid[], clock_timestamp()
+      FROM locked, json_array_elements(${JSON.stringify(rows)}::json) WITH ORDINALITY AS e(item, ord)
+      ORDER BY e.ord
+      RETURNING id, seq, type, hub_id, actor_id, entity_id, user_ids,
+                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
+    )
+    SELECT pg_notify(${EVENTS_CHANNEL}, json_build_object(
+             'id', id, 'seq', seq::text, 'type', type, 'hub_id', hub_id, 'actor_id', actor_id,
+             'entity_id', entity_id, 'user_ids', user_ids, 'created_at', created_at)::text)::text AS notified
+    FROM inserted ORDER BY seq`;
+}
+
+/**
+ * Records events inside the caller's transaction — call it last there: it
+ * holds a lock until commit. Written with the change it describes, or not at
+ * all; subscribers hear of it through NOTIFY, which PostgreSQL (and PGlite)
+ * deliver only when the transaction commits. The lock makes `seq` (the replay
+ * cursor) increase in commit order, so a client resuming after seq N never
+ * misses a smaller one that committed later.
+ */
+export async function emitEvent(tx: DbClient, events: EmitEventInput | EmitEventInput[]): Promise<void> {
+  if (Array.isArray(events) && events.length === 0) return;
+  await eventsStatement(tx, events);
+}

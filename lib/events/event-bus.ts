@@ -1,0 +1,101 @@
+import type { Database } from "@/lib/db/database.ts";
+import { EVENTS_CHANNEL, type EventRecord } from "./event-types.ts";
+
+export interface EventSubscriber {
+  userId: string;
+  /** The subscriber's own filters (types, hub), before any access check. */
+  accepts(event: EventRecord): boolean;
+  /** Called in commit order with events the user can read now. */
+  deliver(event: EventRecord): void;
+  /** The listening connection was lost and is back: events may have been missed. */
+  resync(): void;
+}
+
+/**
+ * One LISTEN per process and database, fanned out to every open stream. Each
+ * event is checked against current hub membership when it is delivered (one
+ * query per event for all its candidate subscribers), so a member removed a
+ * moment ago receives nothing more.
+ */
+export class EventBus {
+  private readonly subscribers = new Set<EventSubscriber>();
+  private listening?: Promise<void>;
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(private readonly database: Database) {}
+
+  async subscribe(subscriber: EventSubscriber): Promise<() => void> {
+    this.subscribers.add(subscriber);
+    try {
+      await this.start();
+    } catch (error) {
+      this.subscribers.delete(subscriber);
+      throw error;
+    }
+    return () => {
+      this.subscribers.delete(subscriber);
+    };
+  }
+
+  get size(): number {
+    return this.subscribers.size;
+  }
+
+  private start(): Promise<void> {
+    this.listening ??= this.database
+      .listen(
+        EVENTS_CHANNEL,
+        (payload) => this.receive(payload),
+        () => {
+          for (const subscriber of this.subscribers) subscriber.resync();
+        },
+      )
+      .then(() => undefined)
+      .catch((error: unknown) => {
+        this.listening = undefined;
+        throw error;
+      });
+    return this.listening;
+  }
+
+  private receive(payload: string): void {
+    let event: EventRecord;
+    try {
+      event = JSON.parse(payload) as EventRecord;
+    } catch {
+      console.error("[engram] events: unreadable notification payload", payload.slice(0, 200));
+      return;
+    }
+    // Serial: deliveries keep commit order even though each waits for a membership check.
+    this.queue = this.queue.then(() => this.dispatch(event)).catch((error: unknown) => console.error("[engram] events: delivery failed", error));
+  }
+
+  private async dispatch(event: EventRecord): Promise<void> {
+    const candidates = [...this.subscribers].filter((s) => s.accepts(event));
+    if (candidates.length === 0) return;
+    const allowed = await this.audience(event, [...new Set(candidates.map((c) => c.userId))]);
+    for (const subscriber of candidates) if (allowed.has(subscriber.userId)) subscriber.deliver(event);
+  }
+
+  private async audience(event: EventRecord, userIds: string[]): Promise<Set<string>> {
+    if (event.user_ids?.length) return new Set(event.user_ids);
+    if (!event.hub_id) return new Set();
+    const rows = await this.database.prisma.hubMember.findMany({
+      where: { hubId: event.hub_id, userId: { in: userIds } },
+      select: { userId: true },
+    });
+    return new Set(rows.map((row) => row.userId));
+  }
+}
+
+const buses = new WeakMap<Database, EventBus>();
+
+/** The process's bus for this database. */
+export function eventBus(database: Database): EventBus {
+  let bus = buses.get(database);
+  if (!bus) {
+    bus = new EventBus(database);
+    buses.set(database, bus);
+  }
+  return bus;
+}

@@ -1,0 +1,37 @@
+import { positiveIntEnv } from "@/lib/config.ts";
+import type { Database } from "@/lib/db/database.ts";
+
+/** Rows deleted per statement: a prune never holds locks for long. */
+const PRUNE_BATCH = 2000;
+const PRUNE_EVERY_MS = 10 * 60_000;
+
+/** How long events stay replayable: ENGRAM_EVENTS_RETENTION_HOURS, default 48 (never under 24). */
+export function eventsRetentionMs(): number {
+  return Math.max(24, positiveIntEnv("ENGRAM_EVENTS_RETENTION_HOURS", 48)) * 3_600_000;
+}
+
+/** Deletes events past retention in bounded batches (at most `maxBatches` statements). Returns rows deleted. */
+export async function pruneEvents(database: Database, now = new Date(), maxBatches = 50): Promise<number> {
+  const cutoff = new Date(now.getTime() - eventsRetentionMs());
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const old = await database.prisma.event.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, take: PRUNE_BATCH });
+    if (old.length === 0) break;
+    const { count } = await database.prisma.event.deleteMany({ where: { id: { in: old.map((row) => row.id) } } });
+    total += count;
+    if (old.length < PRUNE_BATCH) break;
+  }
+  return total;
+}
+
+const globalForPrune = globalThis as unknown as { __engramEventsPrune?: NodeJS.Timeout };
+
+/** Prunes old events every 10 minutes for the life of the process. */
+export function startEventsPrune(database: Database): void {
+  if (globalForPrune.__engramEventsPrune) return;
+  const run = () => void pruneEvents(database).catch((error: unknown) => console.error("[engram] events: prune failed", error));
+  const timer = setInterval(run, PRUNE_EVERY_MS);
+  timer.unref();
+  globalForPrune.__engramEventsPrune = timer;
+  run();
+}

@@ -1,0 +1,105 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { DECISION_KINDS, NOTIFICATION_KINDS, NOTIFICATION_STATUSES, RECEIPT_KINDS } from "./notification-kinds.ts";
+import { serializeNotification } from "./serialize-notification.ts";
+
+export const NOTIFICATIONS_DEFAULT_LIMIT = 50;
+export const NOTIFICATIONS_MAX_LIMIT = 500;
+
+export interface ListNotificationsInput {
+  hub?: string;
+  status?: string;
+  kinds?: string[];
+  unseenOnly?: boolean;
+  since?: string;
+  limit?: string | null;
+  cursor?: string;
+}
+
+const invalid = (path: string, message: string) => new ApiError("invalid_request", `Query is invalid: ${path}: ${message}`, { issues: [{ path, message }] });
+
+/** The where clause shared by the list, the summary and the bulk updates. */
+export function notificationScope(ctx: AuthContext, input: { hub?: string; status?: string; kinds?: string[]; since?: string }): Prisma.NotificationWhereInput {
+  const now = ctx.now();
+  if (input.hub !== undefined && !isUuid(input.hub)) throw invalid("hub", "must be a hub id");
+  if (input.status !== undefined && !(NOTIFICATION_STATUSES as readonly string[]).includes(input.status)) {
+    throw invalid("status", `one of ${NOTIFICATION_STATUSES.join(", ")}`);
+  }
+  let since: Date | undefined;
+  if (input.since !== undefined) {
+    since = new Date(input.since);
+    if (Number.isNaN(since.getTime())) throw invalid("since", "must be an RFC 3339 timestamp");
+  }
+  const status = input.status ?? "pending";
+  const live = { OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] };
+  const byStatus: Prisma.NotificationWhereInput =
+    status === "pending"
+      ? { status: "pending", ...live }
+      : status === "expired"
+        ? { OR: [{ status: "expired" }, { status: "pending", expiresAt: { lte: now } }] }
+        : { status };
+  const hubIds = ctx.credential.hubIds;
+  return {
+    userId: ctx.user.id,
+    ...(input.hub && { hubId: input.hub }),
+
+    ...(input.kinds?.length && { kind: { in: input.kinds } }),
+    ...(since && { createdAt: { gte: since } }),
+    // A key limited to some hubs sees only their notifications (and those about no hub).
+    AND: [byStatus, ...(hubIds ? [{ OR: [{ hubId: null }, { hubId: { in: [...hubIds] } }] }] : [])],
+  };
+}
+
+/** GET /v1/notifications: the caller's rows, newest first (default: pending ones). */
+export async function listNotifications(ctx: AuthContext, input: ListNotificationsInput) {
+  const limit = parseLimit(input.limit, NOTIFICATIONS_DEFAULT_LIMIT, NOTIFICATIONS_MAX_LIMIT);
+  const secret = await serverSecret(ctx.db);
+  const list = `notifications:${input.hub ?? ""}:${input.status ?? "pending"}:${(input.kinds ?? []).join(",")}:${input.unseenOnly ? 1 : 0}`;
+  const after = input.cursor ? decodeCursor(secret, list, ctx.user.id, input.cursor, z.tuple([z.iso.datetime(), z.uuid()])) : null;
+  const where: Prisma.NotificationWhereInput = {
+    ...notificationScope(ctx, input),
+    ...(input.unseenOnly && { seenAt: null }),
+    ...(after && {
+      OR: [{ createdAt: { lt: new Date(after[0]) } }, { createdAt: new Date(after[0]), id: { lt: after[1] } }],
+    }),
+  };
+  const rows = await ctx.db.notification.findMany({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], take: limit + 1 });
+  const now = ctx.now();
+  const result = page("notifications", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.createdAt.toISOString(), last.id]));
+  return { ...result, notifications: result.notifications.map((row) => serializeNotification(row, now)) };
+}
+
+/** GET /v1/notifications/summary: badge counts, every known kind present (zeros included). */
+export async function notificationSummary(ctx: AuthContext, input: { hub?: string }) {
+  const groups = await ctx.db.notification.groupBy({
+    by: ["kind"],
+    where: notificationScope(ctx, { hub: input.hub, status: "pending" }),
+    _count: { _all: true },
+  });
+  const unseen = await ctx.db.notification.groupBy({
+    by: ["kind"],
+    where: { ...notificationScope(ctx, { hub: input.hub, status: "pending" }), seenAt: null },
+    _count: { _all: true },
+  });
+  const byKind: Record<string, { pending: number; unseen: number }> = {};
+  for (const kind of NOTIFICATION_KINDS) byKind[kind] = { pending: 0, unseen: 0 };
+  for (const g of groups) (byKind[g.kind] ??= { pending: 0, unseen: 0 }).pending = g._count._all;
+  for (const g of unseen) (byKind[g.kind] ??= { pending: 0, unseen: 0 }).unseen = g._count._all;
+  const sum = (kinds: readonly string[], field: "pending" | "unseen") => kinds.reduce((n, k) => n + (byKind[k]?.[field] ?? 0), 0);
+  const receipts = Object.keys(byKind).filter((k) => !(DECISION_KINDS as readonly string[]).includes(k));
+  return {
+    needs_action_pending: sum(DECISION_KINDS, "pending"),
+    needs_action_unseen: sum(DECISION_KINDS, "unseen"),
+    updates_pending: sum(receipts, "pending"),
+    updates_unseen: sum(receipts, "unseen"),
+    unseen_total: sum(Object.keys(byKind), "unseen"),
+    by_kind: byKind,
+  };
+}
+
+export { RECEIPT_KINDS };

@@ -1,0 +1,137 @@
+import type { DbClient } from "@/lib/db/database.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
+import { createNotification } from "./create-notification.ts";
+
+/**
+ * The notifications (and events) each hub, invite, transfer and processing
+ * operation records, so those operations add one line inside their own
+ * transaction. Everything here runs in the caller's transaction.
+ */
+
+interface HubRef {
+  id: string;
+  name: string;
+}
+
+async function person(tx: DbClient, id: string) {
+  const user = await tx.user.findUnique({ where: { id }, select: { id: true, name: true, image: true } });
+  return { id, display: user?.name ?? "", ...(user?.image && { avatar_url: user.image }) };
+}
+
+/** Marks pending decision rows about `source` as resolved (the decision was taken elsewhere: link, API, dashboard). */
+async function resolvePending(tx: DbClient, where: { kind: string; sourceId: string; userId?: string }, resolution: string, now: Date) {
+  await tx.notification.updateMany({ where: { ...where, status: "pending" }, data: { status: "resolved", resolution, resolvedAt: now } });
+}
+
+/** A memory's processing gave up: `memory.processed` for the hub, a notification for its owner. */
+export async function notifyProcessingFailed(tx: DbClient, memory: { id: string; hubId: string; ownerId: string; title: string }, reason: string) {
+  await createNotification(tx, {
+    userId: memory.ownerId,
+    hubId: memory.hubId,
+    kind: "memory_processing_failed",
+    sourceKind: "memory",
+    sourceId: memory.id,
+    priority: 1,
+    payload: { memory: { id: memory.id, title: memory.title }, error: reason.slice(0, 500) },
+  });
+  await emitEvent(tx, { type: "memory.processed", hubId: memory.hubId, entityId: memory.id });
+}
+
+/** Someone joined (added directly, or through an invite): `member.added`, and the hub's owner and admins hear of it. */
+export async function onMemberJoined(tx: DbClient, input: { hub: HubRef; userId: string; role: string; actorId: string; now: Date; inviteId?: string }) {
+  const managers = await tx.hubMember.findMany({ where: { hubId: input.hub.id, role: { in: ["owner", "admin"] } }, select: { userId: true } });
+  const member = await person(tx, input.userId);
+  for (const { userId } of managers) {
+    if (userId === input.userId || userId === input.actorId) continue;
+    await createNotification(tx, {
+      userId,
+      hubId: input.hub.id,
+      kind: "hub_member_joined",
+      sourceKind: "hub_member",
+      sourceId: input.userId,
+      actorId: input.actorId,
+      payload: { hub: { id: input.hub.id, name: input.hub.name }, member, role: input.role },
+      now: input.now,
+    });
+  }
+  if (input.inviteId) {
+    await resolvePending(tx, { kind: "hub_invite", sourceId: input.inviteId, userId: input.userId }, "accepted", input.now);
+    await emitEvent(tx, { type: "invite.accepted", hubId: input.hub.id, actorId: input.userId, entityId: input.inviteId });
+  }
+  await emitEvent(tx, { type: "member.added", hubId: input.hub.id, actorId: input.actorId, entityId: input.userId });
+}
+
+/** An invite addressed to an e-mail of an existing account lands in that person's notifications. */
+export async function onInviteCreated(
+  tx: DbClient,
+  invite: { id: string; hubId: string; role: string; email: string | null; expiresAt: Date; createdBy: string },
+  hub: HubRef,
+  inviteeUserId?: string | null,
+) {
+  const invitee = inviteeUserId
+    ? { id: inviteeUserId }
+    : invite.email
+      ? await tx.user.findUnique({ where: { email: invite.email.toLowerCase() }, select: { id: true } })
+      : null;
+  if (!invitee || invitee.id === invite.createdBy) return;
+  if (await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: invitee.id } } })) return;
+  await createNotification(tx, {
+    userId: invitee.id,
+    hubId: hub.id,
+    kind: "hub_invite",
+    sourceKind: "invite",
+    sourceId: invite.id,
+    priority: 2,
+    actorId: invite.createdBy,
+    expiresAt: invite.expiresAt,
+    payload: { hub: { id: hub.id, name: hub.name }, inviter: await person(tx, invite.createdBy), role: invite.role, expires_at: invite.expiresAt.toISOString() },
+  });
+}
+
+/** An ownership offer: `transfer.created` for the hub, a decision for its target. */
+export async function onTransferCreated(
+  tx: DbClient,
+  transfer: { id: string; hubId: string; fromUserId: string; targetUserId: string; expiresAt: Date },
+  hub: HubRef,
+) {
+  await createNotification(tx, {
+    userId: transfer.targetUserId,
+    hubId: hub.id,
+    kind: "hub_ownership_transfer",
+    sourceKind: "transfer",
+    sourceId: transfer.id,
+    priority: 2,
+    actorId: transfer.fromUserId,
+    expiresAt: transfer.expiresAt,
+    payload: { hub: { id: hub.id, name: hub.name }, initiator: await person(tx, transfer.fromUserId), role: "owner", expires_at: transfer.expiresAt.toISOString() },
+  });
+  await emitEvent(tx, { type: "transfer.created", hubId: hub.id, actorId: transfer.fromUserId, entityId: transfer.id });
+}
+
+/** An offer accepted (the previous owner hears of it) or canceled/declined (the target's decision row closes). */
+export async function onTransferResolved(
+  tx: DbClient,
+  transfer: { id: string; hubId: string; fromUserId: string; targetUserId: string },
+  hub: HubRef,
+  outcome: "accepted" | "canceled",
+  actorId: string,
+  now: Date,
+) {
+  await resolvePending(tx, { kind: "hub_ownership_transfer", sourceId: transfer.id }, outcome === "accepted" ? "accepted" : "declined", now);
+  if (outcome === "accepted") {
+    const [newOwner, oldOwner] = [await person(tx, transfer.targetUserId), await person(tx, transfer.fromUserId)];
+    {
+      await createNotification(tx, {
+        userId: transfer.fromUserId,
+        hubId: hub.id,
+        kind: "hub_ownership_transferred",
+        sourceKind: "transfer",
+        sourceId: transfer.id,
+        actorId,
+        payload: { hub: { id: hub.id, name: hub.name }, new_owner: newOwner, old_owner: oldOwner },
+        now,
+      });
+    }
+  }
+  await emitEvent(tx, { type: outcome === "accepted" ? "transfer.accepted" : "transfer.canceled", hubId: hub.id, actorId, entityId: transfer.id });
+}

@@ -1,0 +1,89 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { acceptTransfer } from "@/lib/hubs/accept-transfer.ts";
+import { cancelTransfer } from "@/lib/hubs/cancel-transfer.ts";
+import { credentialReaches } from "@/lib/hubs/hub-access.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { acceptInvite } from "@/lib/invites/accept-invite.ts";
+import { revealInviteToken } from "@/lib/invites/invite-token.ts";
+import { isDecisionKind, RESOLVE_ACTIONS } from "./notification-kinds.ts";
+import { effectiveStatus } from "./serialize-notification.ts";
+import { notificationScope } from "./list-notifications.ts";
+
+async function ownOrThrow(ctx: AuthContext, id: string) {
+  const row = isUuid(id) ? await ctx.db.notification.findFirst({ where: { id, userId: ctx.user.id } }) : null;
+  // A key limited to some hubs does not see notifications about the others.
+  if (!row || (row.hubId && !credentialReaches(ctx.credential, row.hubId))) throw new ApiError("not_found", "Notification not found");
+  return row;
+}
+
+/** POST /v1/notifications/:id/seen — idempotent; the first time is kept. */
+export async function markNotificationSeen(ctx: AuthContext, id: string) {
+  const row = await ownOrThrow(ctx, id);
+  if (!row.seenAt) await ctx.db.notification.updateMany({ where: { id: row.id, seenAt: null }, data: { seenAt: ctx.now() } });
+  return { status: "seen" as const };
+}
+
+/** POST /v1/notifications/:id/dismiss — receipts only; a decision is taken through /resolve. */
+export async function dismissNotification(ctx: AuthContext, id: string) {
+  const row = await ownOrThrow(ctx, id);
+  if (isDecisionKind(row.kind)) {
+    throw new ApiError("dismiss_not_applicable_to_decision", `A ${row.kind} notification needs a decision: POST /v1/notifications/${row.id}/resolve`, {
+      actions: Object.keys(RESOLVE_ACTIONS[row.kind] ?? {}),
+    });
+  }
+  const now = ctx.now();
+  if (row.status === "pending") {
+    await ctx.db.notification.updateMany({ where: { id: row.id, status: "pending" }, data: { status: "dismissed", resolvedAt: now, seenAt: row.seenAt ?? now } });
+  }
+  return { status: "dismissed" as const };
+}
+
+/**
+ * POST /v1/notifications/:id/resolve {action} — takes the decision through the
+ * same domain function as the direct API (accepting an invite joins the hub;
+ * a transfer moves ownership), which also closes this row.
+ */
+export async function resolveNotification(ctx: AuthContext, id: string, action: string) {
+  const row = await ownOrThrow(ctx, id);
+  const allowed = RESOLVE_ACTIONS[row.kind];
+  const resolution = allowed?.[action];
+  if (!allowed || !resolution) {
+    throw new ApiError("invalid_action_for_notification_kind", `"${action}" is not an action of a ${row.kind} notification`, {
+      actions: Object.keys(allowed ?? {}),
+    });
+  }
+  const now = ctx.now();
+  const status = effectiveStatus(row, now);
+  if (status === "expired") throw new ApiError("expired", "This notification has expired");
+  if (status !== "pending") throw new ApiError("conflict", `This notification is already ${status}`, { status, resolution: row.resolution });
+
+  if (row.kind === "hub_invite" && action === "accept") {
+    const invite = row.sourceId && isUuid(row.sourceId) ? await ctx.db.invite.findUnique({ where: { id: row.sourceId } }) : null;
+    const token = invite && revealInviteToken(await serverSecret(ctx.db), invite.tokenEncrypted, invite.tokenHash);
+    if (!invite || !token) throw new ApiError("revoked", "This invite is no longer valid");
+    await acceptInvite(ctx, token);
+  } else if (row.kind === "hub_ownership_transfer" && row.hubId && row.sourceId && action !== "dismiss") {
+    if (action === "accept") await acceptTransfer(ctx, row.hubId, row.sourceId);
+    else await cancelTransfer(ctx, row.hubId, row.sourceId);
+  }
+  // The domain call above closed the row when it had one; otherwise (decline an invite, dismiss) close it here.
+  await ctx.db.notification.updateMany({ where: { id: row.id, status: "pending" }, data: { status: "resolved", resolution, resolvedAt: now, seenAt: row.seenAt ?? now } });
+  return { status: "resolved", action, resolution };
+}
+
+/** POST /v1/notifications/seen and /dismiss {kinds, since, hub} — receipts only. */
+export async function bulkUpdateNotifications(ctx: AuthContext, op: "seen" | "dismiss", input: { hub?: string; kinds: string[]; since?: string }) {
+  const decisions = input.kinds.filter(isDecisionKind);
+  if (decisions.length) {
+    throw new ApiError("bulk_not_allowed_for_decision_kind", `Decisions are taken one by one: ${decisions.join(", ")}`, { kinds: decisions });
+  }
+  const now = ctx.now();
+  const where = { ...notificationScope(ctx, { hub: input.hub, kinds: input.kinds, since: input.since }), ...(op === "seen" && { seenAt: null }) };
+  const { count } = await ctx.db.notification.updateMany({
+    where,
+    data: op === "seen" ? { seenAt: now } : { status: "dismissed", resolvedAt: now },
+  });
+  return { affected: count };
+}

@@ -1,0 +1,16 @@
+import { z } from "zod";
+
+export const THEMES = ["system", "light", "dark"] as const;
+
+/** PATCH /v1/settings: the known keys only — anything else is a 400 naming it (a typo must not look saved). */
+export const updateSettingsBodySchema = z.strictObject({
+  theme: z.enum(THEMES).optional(),
+  // "" clears it (clients then follow the browser); otherwise a language tag such as "en", "zh" or "pt-BR".
+  locale: z
+    .string()
+    .regex(/^$|^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, "locale must be a language tag such as en, zh or pt-BR, or \"\" to clear it")
+    .meta({ keepEmpty: true })
+    .optional(),
+  notifications_enabled: z.boolean().optional(),
+});
+export type UpdateSettingsBody = z.output<typeof updateSettingsBodySchema>;

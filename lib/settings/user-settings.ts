@@ -1,0 +1,36 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import type { UserSetting } from "@/lib/db/generated/client.ts";
+import type { UpdateSettingsBody } from "./settings-fields.ts";
+
+const DEFAULTS = { theme: "system", locale: "", notificationsEnabled: true };
+
+function serializeSettings(row: Pick<UserSetting, "theme" | "locale" | "notificationsEnabled"> & { updatedAt?: Date | null }) {
+  return {
+    theme: row.theme,
+    locale: row.locale,
+    notifications_enabled: row.notificationsEnabled,
+    updated_at: row.updatedAt ? row.updatedAt.toISOString() : null,
+  };
+}
+
+/** GET /v1/settings — defaults until the person changes something. */
+export async function getSettings(ctx: AuthContext) {
+  const row = await ctx.db.userSetting.findUnique({ where: { userId: ctx.user.id } });
+  return serializeSettings(row ?? { ...DEFAULTS, updatedAt: null });
+}
+
+/** PATCH /v1/settings — merges the given keys. */
+export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody) {
+  const data = {
+    ...(input.theme !== undefined && { theme: input.theme }),
+    ...(input.locale !== undefined && { locale: input.locale }),
+    ...(input.notifications_enabled !== undefined && { notificationsEnabled: input.notifications_enabled }),
+    updatedAt: ctx.now(),
+  };
+  const row = await ctx.db.userSetting.upsert({
+    where: { userId: ctx.user.id },
+    create: { userId: ctx.user.id, ...DEFAULTS, ...data },
+    update: data,
+  });
+  return serializeSettings(row);
+}

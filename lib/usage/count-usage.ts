@@ -1,0 +1,74 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import type { Db } from "@/lib/db/database.ts";
+
+export type UsageCounterName = "pushes" | "recalls" | "asks";
+
+/** How long counts wait in memory before one write per user (keeps a write off every request). */
+const FLUSH_DELAY_MS = 250;
+
+/** First instant of the calendar month (UTC) containing `at`: the usage period. */
+export function periodStart(at: Date): Date {
+  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+}
+
+export function periodEnd(at: Date): Date {
+  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1));
+}
+
+interface Pending {
+  db: Db;
+  userId: string;
+  periodStart: Date;
+  counts: Record<UsageCounterName, number>;
+}
+
+interface UsageState {
+  pending: Map<string, Pending>;
+  timer?: NodeJS.Timeout;
+  flushing?: Promise<void>;
+}
+const globalForUsage = globalThis as unknown as { __engramUsage?: UsageState };
+const state: UsageState = (globalForUsage.__engramUsage ??= { pending: new Map() });
+
+/** Counts one successful call against the caller's current period; written within 250 ms, batched per user. */
+export async function countUsage(ctx: AuthContext, counter: UsageCounterName): Promise<void> {
+  const start = periodStart(ctx.now());
+  const key = `${ctx.user.id}:${start.toISOString()}`;
+  let entry = state.pending.get(key);
+  if (!entry || entry.db !== ctx.db) {
+    if (entry) await flushUsage();
+    entry = { db: ctx.db, userId: ctx.user.id, periodStart: start, counts: { pushes: 0, recalls: 0, asks: 0 } };
+    state.pending.set(key, entry);
+  }
+  entry.counts[counter] += 1;
+  state.timer ??= setTimeout(() => void flushUsage(), FLUSH_DELAY_MS);
+}
+
+/** Writes every pending count now (GET /v1/usage and shutdown call it; a failure is logged, never thrown). */
+export async function flushUsage(): Promise<void> {
+  if (state.timer) clearTimeout(state.timer);
+  state.timer = undefined;
+  await state.flushing;
+  const batch = [...state.pending.values()];
+  state.pending.clear();
+  if (batch.length === 0) return;
+  state.flushing = (async () => {
+    for (const entry of batch) {
+      try {
+        await entry.db.usageCounter.upsert({
+          where: { userId_periodStart: { userId: entry.userId, periodStart: entry.periodStart } },
+          create: { userId: entry.userId, periodStart: entry.periodStart, ...entry.counts },
+          update: {
+            pushes: { increment: entry.counts.pushes },
+            recalls: { increment: entry.counts.recalls },
+            asks: { increment: entry.counts.asks },
+          },
+        });
+      } catch (error) {
+        console.error(`[engram] usage: could not record counts of user ${entry.userId}`, error);
+      }
+    }
+  })();
+  await state.flushing;
+  state.flushing = undefined;
+}

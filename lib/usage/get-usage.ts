@@ -1,0 +1,64 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { config, positiveIntEnv } from "@/lib/config.ts";
+import { MAX_ACTIVE_INVITES } from "@/lib/invites/invite-fields.ts";
+import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
+import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
+import { flushUsage, periodEnd, periodStart } from "./count-usage.ts";
+
+/** -1 means unlimited (Memax's convention): a self-hosted install has no plan caps. */
+const UNLIMITED = -1;
+const DEFAULT_UPLOAD_MAX_BYTES = 25 * 1024 * 1024;
+
+/**
+ * GET /v1/usage — this month's (UTC) calls, what the caller stores, and the
+ * limits this server enforces. The flat counters match Memax's `Usage`; the
+ * rest its `UsageWithLimits`.
+ */
+export async function getUsage(ctx: AuthContext) {
+  await flushUsage();
+  const now = ctx.now();
+  const start = periodStart(now);
+  const [counter, memories, storage] = await Promise.all([
+    ctx.db.usageCounter.findUnique({ where: { userId_periodStart: { userId: ctx.user.id, periodStart: start } } }),
+    ctx.db.memory.count({ where: { ownerId: ctx.user.id } }),
+    // Bytes stored: memory text plus attachments, of the memories this person pushed.
+    ctx.db.$queryRaw<{ content: bigint | null; files: bigint | null }[]>`
+      SELECT (SELECT sum(octet_length(content)) FROM memories WHERE owner_id = ${ctx.user.id}::uuid) AS content,
+             (SELECT sum(a.size_bytes) FROM attachments a JOIN memories m ON m.id = a.memory_id WHERE m.owner_id = ${ctx.user.id}::uuid) AS files`,
+  ]);
+  const { rateLimits } = config();
+  const storageBytes = Number(storage[0]?.content ?? 0n) + Number(storage[0]?.files ?? 0n);
+  return {
+    user_id: ctx.user.id,
+    period_start: start.toISOString(),
+    period_end: periodEnd(now).toISOString(),
+    push_count: counter?.pushes ?? 0,
+    recall_count: counter?.recalls ?? 0,
+    ask_count: counter?.asks ?? 0,
+    memory_count: memories,
+    storage_bytes: storageBytes,
+    plan: "self_hosted",
+    plan_display_name: "Self-hosted",
+    limits: {
+      plan_id: "self_hosted",
+      plan_display_name: "Self-hosted",
+      memory_limit: UNLIMITED,
+      push_limit: UNLIMITED,
+      recall_limit: UNLIMITED,
+      ask_limit: UNLIMITED,
+      ask_model: process.env.ENGRAM_CHAT_MODEL && process.env.OPENAI_API_KEY ? process.env.ENGRAM_CHAT_MODEL : "extractive",
+      dreams_enabled: true,
+      review_inbox: true,
+      max_team_hubs: UNLIMITED,
+      max_hub_members: UNLIMITED,
+      storage_bytes_limit: UNLIMITED,
+      max_attachment_bytes: positiveIntEnv("ENGRAM_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES),
+      max_memory_content_bytes: MAX_CONTENT_BYTES,
+      max_active_invites_per_hub: MAX_ACTIVE_INVITES,
+      max_topics_per_hub: MAX_TOPICS_PER_HUB,
+      rate_limit_rpm: rateLimits.regular,
+      rate_limit_heavy_rpm: rateLimits.heavy,
+      rate_limit_light_rpm: rateLimits.light,
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { resetConfig } from "@/lib/config.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
+
+let h: Harness;
+let ann: Client;
+let bob: Client;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+});
+afterAll(async () => {
+  delete process.env.ENGRAM_RATE_LIMIT_HEAVY;
+  resetConfig();
+  await h?.close();
+});
+
+describe("GET/PATCH /v1/settings", () => {
+  it("starts from defaults and merges known keys", async () => {
+    expect((await ann.get("/v1/settings")).body.data).toEqual({ theme: "system", locale: "", notifications_enabled: true, updated_at: null });
+    const res = await ann.patch("/v1/settings", { theme: "dark", notifications_enabled: false });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ theme: "dark", locale: "", notifications_enabled: false, updated_at: expect.any(String) });
+    expect((await ann.patch("/v1/settings", { locale: "zh" })).body.data).toMatchObject({ theme: "dark", locale: "zh", notifications_enabled: false });
+    expect((await ann.patch("/v1/settings", { locale: "" })).body.data.locale).toBe("");
+    // Per user.
+    expect((await bob.get("/v1/settings")).body.data.theme).toBe("system");
+  });
+
+  it("refuses bad values (saving nothing) and ignores unknown keys with a warning", async () => {
+    // Unknown keys follow the API-wide rule (decisions.md): ignored and named in X-Engram-Warning, never saved.
+    const unknown = await ann.patch("/v1/settings", { theme: "dark", dreams_enabled: true });
+    expect(unknown.status).toBe(200);
+    expect(unknown.headers.get("x-engram-warning") ?? "").toMatch(/dreams_enabled/);
+    expect(unknown.body.data).not.toHaveProperty("dreams_enabled");
+    expect((await ann.patch("/v1/settings", { theme: "purple" })).status).toBe(400);
+    expect((await ann.patch("/v1/settings", { notifications_enabled: "yes" })).status).toBe(400);
+    expect((await ann.patch("/v1/settings", { locale: "English!" })).status).toBe(400);
+    expect((await ann.patch("/v1/settings", [])).body.error.code).toBe("invalid_json");
+    expect((await ann.get("/v1/settings")).body.data.theme).toBe("dark");
+    expect((await h.anonymous.get("/v1/settings")).status).toBe(401);
+  });
+});
+
+describe("GET /v1/usage", () => {
+  it("counts pushes, recalls and asks of the period, memories and storage, and reports the limits", async () => {
+    process.env.ENGRAM_RATE_LIMIT_HEAVY = "42";
+    resetConfig();
+    const contents = ["first note about deploys", "second note about rollbacks", "third — ünïcödé"];
+    for (const content of contents) expect((await bob.post("/v1/memories", { content })).status).toBe(201);
+    // A duplicate is not a new push into storage but is still a push call.
+    expect((await bob.post("/v1/memories", { content: contents[0] })).status).toBe(200);
+    await bob.post("/v1/recall", { query: "deploys" });
+    await bob.post("/v1/recall", { query: "rollbacks" });
+    await bob.post("/v1/ask", { query: "how do rollbacks work?" });
+    // Refused calls are not counted.
+    expect((await bob.post("/v1/recall", { query: "" })).status).toBe(400);
+    const usage = (await bob.get("/v1/usage")).body.data;
+    const now = new Date();
+    expect(usage).toMatchObject({
+      user_id: bob.id,
+      period_start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString(),
+      push_count: 4,
+      recall_count: 2,
+      ask_count: 1,
+      memory_count: 3,
+      storage_bytes: contents.reduce((n, c) => n + Buffer.byteLength(c), 0),
+      plan: "self_hosted",
+    });
+    expect(usage.limits).toMatchObject({
+      memory_limit: -1,
+      max_team_hubs: -1,
+      rate_limit_rpm: 300,
+      rate_limit_heavy_rpm: 42,
+      rate_limit_light_rpm: 600,
+      max_attachment_bytes: 25 * 1024 * 1024,
+      max_memory_content_bytes: 3 * 1024 * 1024,
+    });
+    // Another user's numbers are their own.
+    expect((await ann.get("/v1/usage")).body.data).toMatchObject({ push_count: 0, recall_count: 0, ask_count: 0, memory_count: 0 });
+  });
+
+  it("Memax's SDK reads settings and usage", async () => {
+    const { Memax } = await loadMemaxSdk();
+    const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: bob.key, fetch: routeFetch });
+    expect((await sdk.settings.update({ theme: "light" })).theme).toBe("light");
+    expect((await sdk.settings.get()).theme).toBe("light");
+    const usage = await sdk.settings.usage();
+    expect(usage.push_count).toBe(4);
+    expect(usage.limits.rate_limit_heavy_rpm).toBe(42);
+  });
+});

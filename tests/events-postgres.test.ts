@@ -1,0 +1,83 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase, type Database } from "@/lib/db/database.ts";
+import { eventBus } from "@/lib/events/event-bus.ts";
+import type { EventRecord } from "@/lib/events/event-types.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { openEventStream } from "./support/sse-client.ts";
+
+/**
+ * The PostgreSQL path of the event stream: LISTEN/NOTIFY between separate
+ * connection pools, i.e. what two server processes sharing one database see.
+ * Needs a real server (PGlite serves one session only):
+ *   ENGRAM_TEST_POSTGRES_URL=$(../shared/tools/pg-server start | tail -1 | cut -d= -f2-) npx vitest run tests/events-postgres.test.ts
+ */
+const serverUrl = process.env.ENGRAM_TEST_POSTGRES_URL;
+
+describe.skipIf(!serverUrl)("events on PostgreSQL (LISTEN/NOTIFY across processes)", () => {
+  let admin: pg.Client;
+  let dbName: string;
+  let url: string;
+  let h: Harness;
+  let other: Database;
+  let ann: Client;
+  let bob: Client;
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    dbName = `engram_events_${Date.now().toString(36)}`;
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const parsed = new URL(serverUrl!);
+    parsed.pathname = `/${dbName}`;
+    url = parsed.toString();
+    h = await createHarness({ url });
+    // A second "server process": its own pool and its own LISTEN connection.
+    other = await openDatabase({ url, migrate: false });
+    ann = await h.user("Ann");
+    bob = await h.user("Bob");
+  });
+
+  afterAll(async () => {
+    await h?.close();
+    await other?.close();
+    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin?.end();
+  });
+
+  it("a write through one process reaches the other's subscribers after commit, in order", async () => {
+    const received: EventRecord[] = [];
+    const unsubscribe = await eventBus(other).subscribe({ userId: ann.id, accepts: () => true, deliver: (e) => received.push(e), resync: () => undefined });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await ann.post("/v1/memories", { content: `note ${i}` });
+      ids.push(res.body.data.id);
+    }
+    const deadline = Date.now() + 5000;
+    while (received.length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    unsubscribe();
+    expect(received.map((e) => e.entity_id)).toEqual(ids);
+    const seqs = received.map((e) => BigInt(e.seq));
+    expect(seqs.every((s, i) => i === 0 || s > seqs[i - 1]!)).toBe(true);
+  });
+
+  it("the SSE stream filters by membership and replays with Last-Event-ID", async () => {
+    const hub = await h.teamHub(ann, [[bob, "viewer"]]);
+    const annStream = await openEventStream(ann.key);
+    const bobStream = await openEventStream(bob.key, `?hub_id=${hub}`);
+    await annStream.waitFor((e) => e.event === "ready");
+    await bobStream.waitFor((e) => e.event === "ready");
+    const shared = (await ann.post("/v1/memories", { content: "shared note" }, { headers: { "x-hub-id": hub } })).body.data.id;
+    const own = (await ann.post("/v1/memories", { content: "private note" })).body.data.id;
+    const first = await bobStream.waitFor((e) => e.data?.entity_id === shared);
+    await annStream.waitFor((e) => e.data?.entity_id === own);
+    await bobStream.close();
+    const missed = (await ann.post("/v1/memories", { content: "while bob was away" }, { headers: { "x-hub-id": hub } })).body.data.id;
+    const resumed = await openEventStream(bob.key, `?hub_id=${hub}`, { "last-event-id": first.id! });
+    await resumed.waitFor((e) => e.data?.entity_id === missed);
+    expect(resumed.payload().map((e) => e.data.entity_id)).toEqual([missed]);
+    expect(bobStream.payload().map((e) => e.data.entity_id)).not.toContain(own);
+    await annStream.close();
+    await resumed.close();
+  });
+});

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { openEventStream, type SseStream } from "./support/sse-client.ts";
+
+let h: Harness;
+let ann: Client;
+let mira: Client;
+let bob: Client;
+let hub: string;
+const open: SseStream[] = [];
+
+async function stream(client: Client, query = "", headers: Record<string, string> = {}) {
+  const s = await openEventStream(client.key, query, headers);
+  open.push(s);
+  if (s.status === 200) await s.waitFor((e) => e.event === "ready");
+  return s;
+}
+
+async function push(client: Client, content: string, hubId: string) {
+  const res = await client.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data.id as string;
+}
+
+/** Events reach every stream through the bus asynchronously: a later marker event proves earlier ones were not held back. */
+async function settle(client: Client, s: SseStream, hubId: string) {
+  const marker = await push(client, `marker ${Math.random()}`, hubId);
+  await s.waitFor((e) => e.event === "memory.created" && e.data.entity_id === marker);
+  return marker;
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  mira = await h.user("Mira");
+  bob = await h.user("Bob");
+  hub = await h.teamHub(ann, [[mira, "contributor"]]);
+});
+
+afterAll(async () => {
+  for (const s of open) await s.close();
+  await h?.close();
+});
+
+describe("GET /v1/events/stream", () => {
+  it("sends ready first, then the events of hubs the caller reads — and nothing of others", async () => {
+    const annStream = await stream(ann);
+    const bobStream = await stream(bob);
+    expect(annStream.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(annStream.events[0]).toMatchObject({ event: "ready", data: { user_id: ann.id } });
+
+    const id = await push(mira, "# Runbook\n\nRestart with kubectl.", hub);
+    const created = await annStream.waitFor((e) => e.event === "memory.created");
+    expect(created.data).toEqual({ id: expect.any(String), type: "memory.created", hub_id: hub, actor_id: mira.id, entity_id: id, created_at: expect.any(String) });
+    expect(created.id).toMatch(/^\d+$/);
+    // Bob reads only his own hub: a marker there arrives, Mira's push never did.
+    const marker = await settle(bob, bobStream, bob.personalHubId);
+    expect(bobStream.payload().map((e) => e.data.entity_id)).toEqual([marker]);
+    expect(annStream.payload().map((e) => e.data.entity_id)).not.toContain(marker);
+  });
+
+  it("filters by hub_id and types; an unreadable hub is not found, an unknown type a 400", async () => {
+    const filtered = await stream(ann, `?hub_id=${hub}&types=memory.deleted`);
+    const all = await stream(ann, `?types=memory.*`);
+    const id = await push(ann, "to be deleted", hub);
+    await push(ann, "elsewhere", ann.personalHubId);
+    expect((await ann.delete(`/v1/memories/${id}`)).status).toBe(200);
+    await filtered.waitFor((e) => e.event === "memory.deleted" && e.data.entity_id === id);
+    await all.waitFor((e) => e.event === "memory.deleted" && e.data.entity_id === id);
+    expect(filtered.payload().map((e) => e.event)).toEqual(["memory.deleted"]);
+    expect(all.payload().map((e) => e.event)).toEqual(["memory.created", "memory.created", "memory.deleted"]);
+    expect((await stream(bob, `?hub_id=${hub}`)).status).toBe(404);
+    const bad = await stream(ann, "?types=memory.exploded");
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.text!).error.code).toBe("invalid_request");
+    expect((await openEventStream("egk_nope")).status).toBe(401);
+  });
+
+  it("replays everything missed after a dropped connection (Last-Event-ID), in order, without duplicates", async () => {
+    const first = await stream(mira, `?hub_id=${hub}`);
+    const a = await push(ann, "before the drop", hub);
+    const seen = await first.waitFor((e) => e.data?.entity_id === a);
+    await first.close();
+    const missed = [];
+    for (let i = 0; i < 5; i++) missed.push(await push(ann, `while away ${i}`, hub));
+    const resumed = await stream(mira, `?hub_id=${hub}`, { "last-event-id": seen.id! });
+    const after = await push(ann, "after the reconnect", hub);
+    await resumed.waitFor((e) => e.data?.entity_id === after);
+    expect(resumed.payload().map((e) => e.data.entity_id)).toEqual([...missed, after]);
+    const seqs = resumed.payload().map((e) => BigInt(e.id!));
+    expect([...seqs].sort((x, y) => (x < y ? -1 : 1))).toEqual(seqs);
+  });
+
+  it("a member removed mid-stream stops receiving at once", async () => {
+    const carl = await h.user("Carl");
+    // Adding someone by id needs them findable: an invite to their e-mail does it.
+    await ann.post(`/v1/hubs/${hub}/invites`, { email: carl.email });
+    expect((await ann.post(`/v1/hubs/${hub}/members`, { user_id: carl.id, role: "viewer" })).status).toBe(201);
+    const carlStream = await stream(carl);
+    const annStream = await stream(ann);
+    const before = await push(ann, "carl can see this", hub);
+    await carlStream.waitFor((e) => e.data?.entity_id === before);
+    expect((await ann.delete(`/v1/hubs/${hub}/members/${carl.id}`)).status).toBe(200);
+    const secret = await push(ann, "carl must not see this", hub);
+    await annStream.waitFor((e) => e.data?.entity_id === secret);
+    await settle(carl, carlStream, carl.personalHubId);
+    expect(carlStream.payload().map((e) => e.data.entity_id)).not.toContain(secret);
+    // Nor does a resume with an old cursor hand it over.
+    const resumed = await stream(carl, "", { "last-event-id": "0" });
+    await settle(carl, resumed, carl.personalHubId);
+    expect(resumed.payload().map((e) => e.data.entity_id)).not.toContain(secret);
+  });
+});

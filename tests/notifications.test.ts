@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { failMemory } from "@/lib/processing/processing-steps.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
+import { openEventStream, type SseStream } from "./support/sse-client.ts";
+
+let h: Harness;
+let ann: Client;
+let bob: Client;
+let cid: Client;
+const streams: SseStream[] = [];
+
+async function inbox(client: Client, query = "") {
+  const res = await client.get(`/v1/notifications${query}`);
+  expect(res.status, res.text).toBe(200);
+  return res.body.data.notifications as any[];
+}
+
+async function createTeamHub(owner: Client, name: string) {
+  const res = await owner.post("/v1/hubs", { name });
+  expect(res.status, res.text).toBe(201);
+  return (res.body.data.hub?.id ?? res.body.data.id) as string;
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+  cid = await h.user("Cid");
+});
+
+afterAll(async () => {
+  for (const s of streams) await s.close();
+  await h?.close();
+});
+
+describe("notifications", () => {
+  it("an invite to an existing account's e-mail lands in their inbox, live, and accepting it joins the hub", async () => {
+    const hub = await createTeamHub(ann, "Invites hub");
+    const bobStream = await openEventStream(bob.key);
+    const cidStream = await openEventStream(cid.key);
+    const annStream = await openEventStream(ann.key);
+    streams.push(bobStream, cidStream, annStream);
+    for (const s of [bobStream, cidStream, annStream]) await s.waitFor((e) => e.event === "ready");
+
+    const invite = await ann.post(`/v1/hubs/${hub}/invites`, { role: "viewer", email: bob.email.toUpperCase() });
+    expect(invite.status, invite.text).toBe(201);
+    const [n] = await inbox(bob);
+    expect(n).toMatchObject({
+      audience: "user",
+      recipient_user_id: bob.id,
+      hub_id: hub,
+      kind: "hub_invite",
+      status: "pending",
+      source_kind: "invite",
+      source_id: invite.body.data.id,
+      payload: { hub: { id: hub, name: "Invites hub" }, inviter: { id: ann.id, display: "Ann" }, role: "viewer", expires_at: expect.any(String) },
+    });
+    expect(n.seen_at).toBeUndefined();
+    const live = await bobStream.waitFor((e) => e.event === "notification.created");
+    expect(live.data).toMatchObject({ entity_id: n.id, hub_id: hub, actor_id: ann.id });
+    expect(await inbox(cid)).toEqual([]);
+
+    // Dismiss is for receipts; an unknown action names the allowed ones.
+    const dismiss = await bob.post(`/v1/notifications/${n.id}/dismiss`);
+    expect(dismiss.status).toBe(400);
+    expect(dismiss.body.error.code).toBe("dismiss_not_applicable_to_decision");
+    const wrong = await bob.post(`/v1/notifications/${n.id}/resolve`, { action: "merge" });
+    expect(wrong.body.error).toMatchObject({ code: "invalid_action_for_notification_kind", details: { actions: ["accept", "decline"] } });
+    expect((await cid.post(`/v1/notifications/${n.id}/resolve`, { action: "accept" })).status).toBe(404);
+
+    const resolved = await bob.post(`/v1/notifications/${n.id}/resolve`, { action: "accept" });
+    expect(resolved.status, resolved.text).toBe(200);
+    expect(resolved.body.data).toEqual({ status: "resolved", action: "accept", resolution: "accepted" });
+    const detail = await bob.get(`/v1/hubs/${hub}`);
+    expect(detail.status).toBe(200);
+    expect(detail.body.data.role).toBe("viewer");
+    expect(await inbox(bob)).toEqual([]);
+    expect((await inbox(bob, "?status=resolved"))[0]).toMatchObject({ id: n.id, status: "resolved", resolution: "accepted", resolved_at: expect.any(String) });
+    expect((await bob.post(`/v1/notifications/${n.id}/resolve`, { action: "accept" })).body.error.code).toBe("conflict");
+
+    // The owner hears that Bob joined; nobody else does.
+    const joined = (await inbox(ann)).find((x) => x.kind === "hub_member_joined");
+    expect(joined).toMatchObject({ hub_id: hub, payload: { member: { id: bob.id, display: "Bob" }, role: "viewer" } });
+    await annStream.waitFor((e) => e.event === "notification.created" && e.data.entity_id === joined.id);
+    await annStream.waitFor((e) => e.event === "invite.accepted" && e.data.entity_id === invite.body.data.id);
+    await annStream.waitFor((e) => e.event === "member.added" && e.data.entity_id === bob.id);
+    expect(cidStream.payload()).toEqual([]);
+  });
+
+  it("declining an invite closes it without joining", async () => {
+    const hub = await createTeamHub(ann, "Declined hub");
+    await ann.post(`/v1/hubs/${hub}/invites`, { email: cid.email });
+    const [n] = await inbox(cid);
+    const res = await cid.post(`/v1/notifications/${n.id}/resolve`, { action: "decline" });
+    expect(res.body.data).toEqual({ status: "resolved", action: "decline", resolution: "declined" });
+    expect((await cid.get(`/v1/hubs/${hub}`)).status).toBe(404);
+  });
+
+  it("a member added by an admin: the owner is told", async () => {
+    const hub = await createTeamHub(ann, "Admin adds");
+    // Adding someone by id needs them findable: an invite to their e-mail does it (and is then used up).
+    await ann.post(`/v1/hubs/${hub}/invites`, { email: bob.email, role: "admin" });
+    expect((await ann.post(`/v1/hubs/${hub}/members`, { user_id: bob.id, role: "admin" })).status).toBe(201);
+    await bob.post(`/v1/hubs/${hub}/invites`, { email: cid.email });
+    expect((await bob.post(`/v1/hubs/${hub}/members`, { user_id: cid.id, role: "contributor" })).status).toBe(201);
+    const joined = (await inbox(ann, `?hub=${hub}&kind=hub_member_joined`)).map((n) => n.payload.member.id);
+    expect(joined).toEqual([cid.id]);
+    // Bob (the admin who added Cid) is not told about his own action; Cid gets nothing for being added.
+    expect(await inbox(bob, `?hub=${hub}`)).toEqual([]);
+    expect(await inbox(cid, `?hub=${hub}`)).toEqual([]);
+  });
+
+  it("ownership transfer: the target decides from the notification, the previous owner hears of the result", async () => {
+    const hub = await createTeamHub(ann, "Transfer hub");
+    await ann.post(`/v1/hubs/${hub}/invites`, { email: bob.email, role: "admin" });
+    await ann.post(`/v1/hubs/${hub}/members`, { user_id: bob.id, role: "admin" });
+    const offer = await ann.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: bob.id });
+    expect(offer.status, offer.text).toBe(201);
+    const [n] = await inbox(bob, `?hub=${hub}`);
+    expect(n).toMatchObject({ kind: "hub_ownership_transfer", source_id: offer.body.data.id, payload: { initiator: { id: ann.id }, hub: { id: hub } } });
+    expect((await bob.post(`/v1/notifications/${n.id}/resolve`, { action: "accept" })).body.data.resolution).toBe("accepted");
+    expect((await bob.get(`/v1/hubs/${hub}`)).body.data.role).toBe("owner");
+    const done = (await inbox(ann, `?hub=${hub}&kind=hub_ownership_transferred`))[0];
+    expect(done.payload).toMatchObject({ new_owner: { id: bob.id }, old_owner: { id: ann.id } });
+
+    // A declined offer is canceled; a withdrawn one closes the target's row.
+    const second = await bob.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: ann.id });
+    const [m] = await inbox(ann, `?hub=${hub}&kind=hub_ownership_transfer`);
+    expect((await ann.post(`/v1/notifications/${m.id}/resolve`, { action: "decline" })).status).toBe(200);
+    const transfer = await bob.get(`/v1/hubs/${hub}`);
+    expect(transfer.body.data.pending_transfer ?? null).toBeNull();
+    expect(second.status).toBe(201);
+    const third = await bob.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: ann.id });
+    expect((await bob.post(`/v1/hubs/${hub}/ownership-transfer/${third.body.data.id}/cancel`)).status).toBe(200);
+    expect(await inbox(ann, `?hub=${hub}&kind=hub_ownership_transfer`)).toEqual([]);
+  });
+
+  it("a memory whose processing failed notifies its owner", async () => {
+    const res = await cid.post("/v1/memories", { content: "# Scan\n\nunreadable attachment" });
+    const memory = await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } });
+    await failMemory({ db: h.db, memory, now: () => new Date() }, "Error: extraction failed", { indexed: false });
+    const [n] = await inbox(cid, "?kind=memory_processing_failed");
+    expect(n).toMatchObject({ kind: "memory_processing_failed", source_id: memory.id, payload: { memory: { id: memory.id, title: "Scan" }, error: "Error: extraction failed" } });
+  });
+
+  it("seen, dismiss, unseen_only, summary, cursor pages and validation", async () => {
+    const summaryBefore = (await ann.get("/v1/notifications/summary")).body.data;
+    expect(summaryBefore.by_kind.hub_invite).toEqual({ pending: 0, unseen: 0 });
+    const receipts = await inbox(ann);
+    expect(receipts.length).toBeGreaterThanOrEqual(3);
+    expect(summaryBefore.updates_unseen).toBe(receipts.length);
+    const first = receipts[0];
+    expect((await ann.post(`/v1/notifications/${first.id}/seen`)).body.data).toEqual({ status: "seen" });
+    expect((await ann.post(`/v1/notifications/${first.id}/seen`)).body.data).toEqual({ status: "seen" });
+    expect((await inbox(ann, "?unseen_only=true")).map((n) => n.id)).not.toContain(first.id);
+    expect((await ann.get("/v1/notifications/summary")).body.data.updates_unseen).toBe(receipts.length - 1);
+    expect((await ann.post(`/v1/notifications/${first.id}/dismiss`)).body.data).toEqual({ status: "dismissed" });
+    expect((await inbox(ann)).map((n) => n.id)).not.toContain(first.id);
+    expect((await inbox(ann, "?status=dismissed")).map((n) => n.id)).toEqual([first.id]);
+
+    const p1 = await ann.get("/v1/notifications?limit=1");
+    expect(p1.body.data.has_more).toBe(true);
+    const p2 = await ann.get(`/v1/notifications?limit=1&cursor=${encodeURIComponent(p1.body.data.next_cursor)}`);
+    expect(p2.body.data.notifications[0].id).not.toBe(p1.body.data.notifications[0].id);
+    expect((await bob.get(`/v1/notifications?limit=1&cursor=${encodeURIComponent(p1.body.data.next_cursor)}`)).body.error.code).toBe("invalid_cursor");
+    expect((await ann.get("/v1/notifications?status=bogus")).status).toBe(400);
+    expect((await ann.get("/v1/notifications?limit=0")).body.error.code).toBe("invalid_limit");
+    expect((await ann.post(`/v1/notifications/not-an-id/seen`)).status).toBe(404);
+
+    const bulk = await ann.post("/v1/notifications/seen", { kinds: ["hub_member_joined", "hub_ownership_transferred"] });
+    expect(bulk.body.data.affected).toBeGreaterThan(0);
+    expect((await ann.post("/v1/notifications/dismiss", { kinds: ["hub_invite"] })).body.error.code).toBe("bulk_not_allowed_for_decision_kind");
+  });
+
+  it("Memax's SDK reads the list and the summary", async () => {
+    const { Memax } = await loadMemaxSdk();
+    const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: ann.key, fetch: routeFetch });
+    const list = await sdk.notifications.list({ kind: ["hub_member_joined"], limit: 5 });
+    expect(list.notifications.length).toBeGreaterThan(0);
+    expect(list.notifications.every((n: any) => n.kind === "hub_member_joined")).toBe(true);
+    const summary = await sdk.notifications.summary();
+    expect(typeof summary.needs_action_pending).toBe("number");
+    expect(await sdk.notifications.markSeen(list.notifications[0].id)).toEqual({ status: "seen" });
+  });
+});
