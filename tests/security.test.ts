@@ -218,7 +218,7 @@ const ROUTES: Record<string, Row> = {
   },
   "POST /v1/configs/merge": { path: () => "/v1/configs/merge", body: () => ({ local_content: "a", cloud_content: "b" }), expect: anyUser(200) },
   "GET /v1/agent-sessions": { path: () => "/v1/agent-sessions", expect: anyUser(200) },
-  "PUT /v1/agent-sessions": { path: () => "/v1/agent-sessions", body: () => ({ agent: "codex", session_id: "s-1", content: "{}" }), expect: { ...anyUser(201) } },
+  "PUT /v1/agent-sessions": { path: () => "/v1/agent-sessions", body: () => ({ agent: "codex", session_id: `s-${randomBytes(4).toString("hex")}`, content: "{}" }), expect: anyUser(201) },
 
   // Dreams (the fixture hub keeps allow_contributor_dreams off)
   "GET /v1/dreams": { path: (f) => `/v1/dreams?hub_id=${f.hubId}`, expect: hubRead(200) },
