@@ -33,7 +33,7 @@ type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<
 /** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
 const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
 /** POSTs that only read. */
-const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/hubs/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url"]);
+const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/hubs/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge"]);
 
 function expectedStatus(key: string, row: Row, identity: Identity): number {
   const given = row.expect[identity as keyof Expect];
@@ -230,6 +230,47 @@ const ROUTES: Record<string, Row> = {
     reveals: ["non_member"],
   },
 
+  // Agent configs and sessions belong to the caller, not to a hub: another user's config is not found.
+  // A key limited to hubs still reaches its owner's configs.
+  "GET /v1/configs": { path: () => "/v1/configs", expect: anyUser(200) },
+  "PUT /v1/configs": { path: () => "/v1/configs", body: () => ({ agent: "cursor", file_path: `r-${randomBytes(4).toString("hex")}.md`, scope: "global", content: "x" }), expect: anyUser(201) },
+  "GET /v1/configs/[id]": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
+  "DELETE /v1/configs/[id]": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
+  "GET /v1/configs/[id]/versions": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}/versions`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
+  "POST /v1/configs/sync": { path: () => "/v1/configs/sync", body: () => ({ device_id: "d", configs: [] }), expect: anyUser(200) },
+  "POST /v1/configs/ack": { path: () => "/v1/configs/ack", body: () => ({ device_id: "d", configs: [] }), expect: anyUser(200) },
+  "POST /v1/configs/local-delete": {
+    setup: ownerConfig,
+    path: () => "/v1/configs/local-delete",
+    body: (f) => ({ device_id: "d", agent: "claude-code", file_path: f.extra.configPath, scope: "global" }),
+    expect: { ...anyUser(404), owner: 200, hub_key: 200 },
+  },
+  "POST /v1/configs/batch-delete": { setup: ownerConfig, path: () => "/v1/configs/batch-delete", body: (f) => ({ ids: [f.extra.configId] }), expect: anyUser(200) },
+  "GET /v1/configs/deleted": { path: () => "/v1/configs/deleted", expect: anyUser(200) },
+  "POST /v1/configs/restore": {
+    setup: ownerDeletedConfig,
+    path: () => "/v1/configs/restore",
+    body: (f) => ({ agent: "claude-code", file_path: f.extra.configPath, scope: "global" }),
+    expect: { ...anyUser(404), owner: 200, hub_key: 200 },
+  },
+  "POST /v1/configs/merge": { path: () => "/v1/configs/merge", body: () => ({ local_content: "a", cloud_content: "b" }), expect: anyUser(200) },
+  "GET /v1/agent-sessions": { path: () => "/v1/agent-sessions", expect: anyUser(200) },
+  "PUT /v1/agent-sessions": { path: () => "/v1/agent-sessions", body: () => ({ agent: "codex", session_id: `s-${randomBytes(4).toString("hex")}`, content: "{}" }), expect: anyUser(201) },
+
+  // Dreams (the fixture hub keeps allow_contributor_dreams off)
+  "GET /v1/dreams": { path: (f) => `/v1/dreams?hub_id=${f.hubId}`, expect: hubRead(200) },
+  "GET /v1/dreams/report": { path: () => "/v1/dreams/report", headers: inHub, expect: hubRead(200) },
+  "POST /v1/dreams/trigger": { path: () => "/v1/dreams/trigger", headers: inHub, expect: hubManage(202) },
+  "GET /v1/dreams/[id]": { setup: (f) => dreamAction(f, "archive"), path: (f) => `/v1/dreams/${f.extra.runId}`, expect: hubRead(200) },
+  "GET /v1/dreams/[id]/actions": { setup: (f) => dreamAction(f, "archive"), path: (f) => `/v1/dreams/${f.extra.runId}/actions`, expect: hubRead(200) },
+  "POST /v1/dreams/actions/[id]/undo": { setup: (f) => dreamAction(f, "archive"), path: (f) => `/v1/dreams/actions/${f.extra.actionId}/undo`, expect: hubManage(200) },
+  "POST /v1/dreams/actions/[id]/resolve": {
+    setup: (f) => dreamAction(f, "contradiction"),
+    path: (f) => `/v1/dreams/actions/${f.extra.actionId}/resolve`,
+    body: () => ({ resolution: "keep_both" }),
+    expect: hubManage(200),
+  },
+
   // Topics (the fixture hub keeps allow_contributor_topics off)
   "GET /v1/topics": { path: (f) => `/v1/topics?hub_id=${f.hubId}`, expect: hubRead(200) },
   "POST /v1/topics": { path: () => "/v1/topics", body: (f) => ({ name: `topic ${randomBytes(4).toString("hex")}`, hub_id: f.hubId }), expect: hubManage(201) },
@@ -322,6 +363,33 @@ async function ownerFile(f: Fixture) {
   expect(memory.status).toBe(201);
   f.extra.fileMemoryId = memory.body.data.id;
   f.extra.attachmentId = (await h.db.attachment.findFirstOrThrow({ where: { memoryId: memory.body.data.id } })).id;
+}
+
+/** A config of the owner's (configs belong to a user, not a hub). */
+async function ownerConfig(f: Fixture) {
+  f.extra.configPath = `f-${randomBytes(4).toString("hex")}.md`;
+  const res = await f.users.owner.put("/v1/configs", { agent: "claude-code", file_path: f.extra.configPath, scope: "global", content: "rules" });
+  expect(res.status).toBe(201);
+  f.extra.configId = res.body.data.id;
+}
+
+async function ownerDeletedConfig(f: Fixture) {
+  await ownerConfig(f);
+  expect((await f.users.owner.delete(`/v1/configs/${f.extra.configId}`)).status).toBe(200);
+}
+
+/** A dream run of the fixture hub with one action on the secret memory. */
+async function dreamAction(f: Fixture, type: "archive" | "contradiction") {
+  const run = await f.users.owner.post("/v1/dreams/trigger", undefined, { headers: inHub(f) });
+  expect(run.status).toBe(202);
+  const runId: string = run.body.data.run_id;
+  f.extra.runId = runId;
+  const id = newId();
+  if (type === "archive") await h.db.memory.update({ where: { id: f.secretMemoryId }, data: { state: "archived" } });
+  await h.db.dreamAction.create({
+    data: { id, runId, hubId: f.hubId, actionType: type, state: type === "archive" ? "applied" : "pending_review", sourceMemoryIds: type === "archive" ? [f.secretMemoryId] : [f.secretMemoryId, f.secretMemoryId], reason: "fixture" },
+  });
+  f.extra.actionId = id;
 }
 
 async function offerToAdmin(f: Fixture) {
