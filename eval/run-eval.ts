@@ -7,7 +7,7 @@
  *   fixture   eval/corpus.ts: 65 memories, 51 queries; the corpus the entity demotion was fitted on
  *   ops-chat  eval/ops-chat-corpus.ts: support chat transcripts, generated; fitted on nothing
  *   scifact   BEIR SciFact from ../shared/datasets/scifact: 5,183 abstracts, 300 queries;
- *             calibration fitted on its odd query ids, reported on all
+ *             fitted on nothing (its odd query ids are reserved for fitting the calibration)
  *
  *   npm run eval                      all corpora
  *   npm run eval -- --corpus fixture  some corpora (comma-separated)
