@@ -4,6 +4,8 @@ export default defineConfig({
   resolve: { alias: { "@": import.meta.dirname } },
   test: {
     include: ["tests/**/*.test.ts"],
+    // The real-client tests need a production build: `npm run test:compat` (vitest.compat.config.ts).
+    exclude: ["tests/compat/**", "node_modules/**"],
     globalSetup: ["tests/support/global-setup.ts"],
     environment: "node",
     testTimeout: 60_000,

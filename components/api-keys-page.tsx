@@ -3,15 +3,13 @@
 import { useState } from "react";
 import { api } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
-import type { ApiKey, Page } from "@/lib/web/types.ts";
+import type { ApiKey } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { Button, Card, ConfirmDialog, CopyButton, EmptyState, ErrorNotice, LoadingRows, PageHeader, Select, TextInput } from "./ui.tsx";
 
-type KeyPage = Page & { api_keys: ApiKey[] };
-
 export function ApiKeysPage() {
-  const [cursor, setCursor] = useState("");
-  const keys = useApi<KeyPage>(`/v1/auth/api-keys?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+  // A plain array: at most 100 active keys per user.
+  const keys = useApi<ApiKey[]>("/v1/auth/api-keys");
   const [name, setName] = useState("");
   const [expires, setExpires] = useState("");
   const [busy, setBusy] = useState<string>();
@@ -37,7 +35,6 @@ export function ApiKeysPage() {
                 });
                 setCreated(key);
                 setName("");
-                setCursor("");
                 keys.reload();
               } catch (caught) {
                 setError(caught);
@@ -89,14 +86,21 @@ export function ApiKeysPage() {
             <ErrorNotice error={keys.error} onRetry={keys.reload} />
           ) : !keys.data ? (
             <LoadingRows rows={2} height="h-14" label="Loading keys…" />
-          ) : keys.data.api_keys.length === 0 ? (
+          ) : keys.data.length === 0 ? (
             <EmptyState title="No API keys">Create one above to connect an agent.</EmptyState>
           ) : (
             <ul className="divide-y divide-slate-100">
-              {keys.data.api_keys.map((key) => (
+              {keys.data.map((key) => (
                 <li key={key.id} className="flex flex-wrap items-center gap-3 py-3">
                   <div className="min-w-0 flex-1">
-                    <p className="font-medium">{key.name}</p>
+                    <p className="font-medium">
+                      {key.name}
+                      {!key.scopes.includes("write") && <span className="ml-2 rounded bg-slate-100 px-1.5 py-0.5 text-xs text-slate-600">read-only</span>}
+                      {key.hub_scope_mode === "hub_allowlist" && (
+                        <span className="ml-2 rounded bg-sky-50 px-1.5 py-0.5 text-xs text-sky-700">hubs: {key.scope || "none left"}</span>
+                      )}
+                      {key.agent_name && <span className="ml-2 rounded bg-violet-50 px-1.5 py-0.5 text-xs text-violet-700">agent: {key.agent_name}</span>}
+                    </p>
                     <p className="text-xs text-slate-500">
                       <span className="font-mono">{key.prefix}…</span> · created {formatDate(key.created_at)} · last used {formatDate(key.last_used_at)} ·{" "}
                       {key.expires_at ? `expires ${formatDate(key.expires_at)}` : "never expires"}
@@ -108,16 +112,6 @@ export function ApiKeysPage() {
                 </li>
               ))}
             </ul>
-          )}
-          {(cursor || keys.data?.has_more) && (
-            <div className="mt-3 flex justify-between">
-              <Button disabled={!cursor} onClick={() => setCursor("")}>
-                First page
-              </Button>
-              <Button disabled={!keys.data?.has_more} onClick={() => setCursor(keys.data!.next_cursor)}>
-                More keys →
-              </Button>
-            </div>
           )}
         </Card>
       </div>

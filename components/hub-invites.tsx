@@ -3,11 +3,9 @@
 import { useState } from "react";
 import { api } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
-import type { Invite, Page } from "@/lib/web/types.ts";
+import type { Invite } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { Badge, Button, Card, CopyButton, EmptyState, ErrorNotice, LoadingRows, Select, TextInput } from "./ui.tsx";
-
-type InvitePage = Page & { invites: Invite[] };
 
 /** The join link of a fresh or regenerated invite, on this dashboard's own address. */
 function joinLink(invite: Invite): string | undefined {
@@ -16,8 +14,8 @@ function joinLink(invite: Invite): string | undefined {
 }
 
 export function HubInvites({ hubId, canInviteAdmins }: { hubId: string; canInviteAdmins: boolean }) {
-  const [cursor, setCursor] = useState("");
-  const invites = useApi<InvitePage>(`/v1/hubs/${hubId}/invites?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+  // One array: a hub has at most 20 active invites.
+  const invites = useApi<Invite[]>(`/v1/hubs/${hubId}/invites`);
   const [role, setRole] = useState("contributor");
   const [email, setEmail] = useState("");
   const [busy, setBusy] = useState<string>();
@@ -70,11 +68,11 @@ export function HubInvites({ hubId, canInviteAdmins }: { hubId: string; canInvit
           <ErrorNotice error={invites.error} onRetry={invites.reload} />
         ) : !invites.data ? (
           <LoadingRows rows={2} height="h-14" label="Loading invites…" />
-        ) : invites.data.invites.length === 0 ? (
+        ) : invites.data.length === 0 ? (
           <EmptyState title="No active invites">Create one to get a join link.</EmptyState>
         ) : (
           <ul className="divide-y divide-slate-100">
-            {invites.data.invites.map((invite) => (
+            {invites.data.map((invite) => (
               <li key={invite.id} className="flex flex-col gap-2 py-3">
                 <div className="flex flex-wrap items-center gap-2">
                   <Badge tone="indigo">{invite.role}</Badge>
@@ -115,16 +113,6 @@ export function HubInvites({ hubId, canInviteAdmins }: { hubId: string; canInvit
               </li>
             ))}
           </ul>
-        )}
-        {(cursor || invites.data?.has_more) && (
-          <div className="mt-3 flex justify-between">
-            <Button disabled={!cursor} onClick={() => setCursor("")}>
-              First page
-            </Button>
-            <Button disabled={!invites.data?.has_more} onClick={() => setCursor(invites.data!.next_cursor)}>
-              More invites →
-            </Button>
-          </div>
         )}
       </div>
     </Card>

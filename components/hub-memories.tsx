@@ -4,7 +4,7 @@ import Link from "next/link";
 import { useEffect, useState } from "react";
 import { api } from "@/lib/web/api.ts";
 import { formatAge, plural } from "@/lib/web/format.ts";
-import { roleCan, type Memory, type Page, type Topic } from "@/lib/web/types.ts";
+import { roleCan, type Memory, type Page, type Topic, type TopicNode, type TopicTree } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { useHub } from "./hub-frame.tsx";
 import { isProcessing, ProcessingBadge } from "./memory-badges.tsx";
@@ -177,16 +177,21 @@ function MemoryRow({ memory }: { memory: Memory }) {
   );
 }
 
-/** Topics of the hub for the filter; the filter hides itself when there are none. */
+/** The tree flattened in display order, each topic named by its path ("Backend / Deploys"). */
+function flattenTopics(nodes: TopicNode[], prefix = ""): Topic[] {
+  return nodes.flatMap((node) => {
+    const name = prefix ? `${prefix} / ${node.name}` : node.name;
+    return [{ id: node.id, name }, ...flattenTopics(node.children, name)];
+  });
+}
+
+/** Topics of the hub for the filter (the whole tree, one request); the filter hides itself when there are none. */
 function useTopics(hubId: string): Topic[] {
   const [topics, setTopics] = useState<Topic[]>([]);
   useEffect(() => {
     const controller = new AbortController();
-    api<{ topics: (Topic & { topic_id?: string; topic_name?: string })[] }>(`/v1/topics?hub_id=${encodeURIComponent(hubId)}&limit=100`, {
-      signal: controller.signal,
-      hubId,
-    })
-      .then((data) => setTopics(data.topics.map((t) => ({ id: t.id ?? t.topic_id, name: t.name ?? t.topic_name })).filter((t) => t.id && t.name) as Topic[]))
+    api<TopicTree>(`/v1/topics?hub_id=${encodeURIComponent(hubId)}`, { signal: controller.signal, hubId })
+      .then((data) => setTopics(flattenTopics(data.topics)))
       .catch(() => setTopics([]));
     return () => controller.abort();
   }, [hubId]);

@@ -6,21 +6,14 @@ import { useState } from "react";
 import { useAction } from "@/lib/web/use-action.ts";
 import { api } from "@/lib/web/api.ts";
 import { plural } from "@/lib/web/format.ts";
-import type { Hub, HubListEntry, Page } from "@/lib/web/types.ts";
+import type { Hub, HubListEntry } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { Button, Card, EmptyState, ErrorNotice, LoadingRows, PageHeader, RoleBadge, TextInput } from "./ui.tsx";
 
-type HubPage = Page & { hubs: HubListEntry[] };
-
 export function HubsPage() {
-  const first = useApi<HubPage>("/v1/hubs?limit=50");
-  const [more, setMore] = useState<HubListEntry[]>([]);
-  const [cursor, setCursor] = useState<string>();
-  const [loadingMore, setLoadingMore] = useState(false);
-  const [moreError, setMoreError] = useState<unknown>();
-  const next = cursor ?? first.data?.next_cursor;
-  const hasMore = cursor !== undefined ? cursor !== "" : first.data?.has_more;
-  const hubs = [...(first.data?.hubs ?? []), ...more];
+  // One array: the server caps hubs per user (docs/hubs.md), so there is no next page.
+  const first = useApi<HubListEntry[]>("/v1/hubs");
+  const hubs = first.data ?? [];
 
   return (
     <>
@@ -57,29 +50,6 @@ export function HubsPage() {
               </li>
             ))}
           </ul>
-        )}
-        {hasMore && next && (
-          <div className="mt-4 flex flex-col items-center gap-2">
-            <ErrorNotice error={moreError} />
-            <Button
-              busy={loadingMore}
-              onClick={async () => {
-                setLoadingMore(true);
-                setMoreError(undefined);
-                try {
-                  const pageData = await api<HubPage>(`/v1/hubs?limit=50&cursor=${encodeURIComponent(next)}`);
-                  setMore((current) => [...current, ...pageData.hubs]);
-                  setCursor(pageData.has_more ? pageData.next_cursor : "");
-                } catch (error) {
-                  setMoreError(error);
-                } finally {
-                  setLoadingMore(false);
-                }
-              }}
-            >
-              Load more hubs
-            </Button>
-          </div>
         )}
       </section>
     </>

@@ -70,7 +70,7 @@ export function InvitePage({ token, user, signUpOpen }: { token: string; user: {
 
   return (
     <Frame>
-      <p className="text-sm text-slate-600">{invited_by.name} invited you to join</p>
+      <p className="text-sm text-slate-600">{invited_by} invited you to join</p>
       <h1 className="mt-1 break-words text-2xl font-semibold">{hub.name}</h1>
       <dl className="mt-4 grid grid-cols-[auto_1fr] gap-x-4 gap-y-2 text-sm">
         <dt className="text-slate-500">Your role</dt>
@@ -80,7 +80,7 @@ export function InvitePage({ token, user, signUpOpen }: { token: string; user: {
         <dt className="text-slate-500">Members</dt>
         <dd>{plural(member_count, "member")}</dd>
         <dt className="text-slate-500">Invited by</dt>
-        <dd>{invited_by.name}</dd>
+        <dd>{invited_by}</dd>
         <dt className="text-slate-500">Expires</dt>
         <dd>{formatDate(details.expires_at)}</dd>
       </dl>

@@ -6,7 +6,7 @@ import { useState } from "react";
 import { useAction } from "@/lib/web/use-action.ts";
 import { api } from "@/lib/web/api.ts";
 import { formatAge, formatDate } from "@/lib/web/format.ts";
-import { roleCan, type HubDetail, type HubListEntry, type MemoryWithContent, type Page } from "@/lib/web/types.ts";
+import { roleCan, type HubDetail, type HubListEntry, type MemoryWithContent } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { useMe } from "./app-shell.tsx";
 import { Markdown } from "./markdown.tsx";
@@ -129,10 +129,10 @@ function EditMemory({ memory, onSaved }: { memory: MemoryWithContent; onSaved: (
 
 function MoveMemory({ memory }: { memory: MemoryWithContent }) {
   const router = useRouter();
-  const hubs = useApi<Page & { hubs: HubListEntry[] }>("/v1/hubs?limit=100");
+  const hubs = useApi<HubListEntry[]>("/v1/hubs");
   const [target, setTarget] = useState("");
   const { busy, error, run } = useAction();
-  const targets = (hubs.data?.hubs ?? []).filter((entry) => entry.hub.id !== memory.hub_id && roleCan(entry.role, "write"));
+  const targets = (hubs.data ?? []).filter((entry) => entry.hub.id !== memory.hub_id && roleCan(entry.role, "write"));
   return (
     <Card title="Move to another hub">
       {hubs.error ? (

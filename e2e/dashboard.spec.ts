@@ -1,6 +1,6 @@
 import { expect, test, type Browser, type Page } from "@playwright/test";
 import { writeFileSync } from "node:fs";
-import { availableParallelism, loadavg } from "node:os";
+import { cpus } from "node:os";
 import path from "node:path";
 
 const ARTIFACTS = path.resolve(import.meta.dirname, "artifacts");
@@ -169,7 +169,7 @@ test("sign up → hub → push → recall → invite → join → role change �
     await shot(a, "09-api-keys");
     const me = await a.request.get("/v1/auth/me", { headers: { authorization: `Bearer ${key}` } });
     expect(me.status()).toBe(200);
-    expect((await me.json()).data.email).toBe(ann.email);
+    expect((await me.json()).data.user.email).toBe(ann.email);
     figures.apiKey = key;
   });
 
@@ -257,18 +257,23 @@ test("sign up → hub → push → recall → invite → join → role change �
       await new Promise((r) => setTimeout(r, 3000));
     }
     await measure("warmup");
-    // The machine is shared: take the median of five cold loads (fresh context, empty cache).
+    // The budget is for a quiet machine: each cold load (fresh context, empty cache) waits until the
+    // CPUs are mostly idle, then the median of five is held to the budget as it is.
     const runs = [];
-    for (let i = 0; i < 5; i++) runs.push(await measure(i === 4 ? "hub1000" : `hub1000_run${i + 1}`));
+    const quiet: { waited_ms: number; busy: number }[] = [];
+    const quietDeadline = Date.now() + Number(process.env.E2E_QUIET_WAIT_MS ?? 300_000);
+    for (let i = 0; i < 5; i++) {
+      quiet.push(await untilQuiet(quietDeadline));
+      runs.push(await measure(i === 4 ? "hub1000" : `hub1000_run${i + 1}`));
+    }
+    figures.hub1000_quiet = quiet;
     const sorted = runs.map((r) => r.contentMs).sort((x, y) => x - y);
     figures.hub1000_median_ms = sorted[2];
     figures.hub1000_runs_ms = runs.map((r) => r.contentMs);
     writeFileSync(path.join(ARTIFACTS, "figures.json"), JSON.stringify(figures, null, 2));
-    // The target is 1 s on this machine. When other work saturates the CPUs (load per core
-    // above 1.5) the browser itself is starved, so the budget doubles and the figures say so.
-    const loadPerCore = loadavg()[0]! / availableParallelism();
-    const budget = Number(process.env.E2E_HUB_LOAD_BUDGET_MS ?? 1000) * (loadPerCore > 1.5 ? 2 : 1);
-    figures.hub1000_budget = { budget_ms: budget, load_per_core: Math.round(loadPerCore * 100) / 100 };
+    // The target is 1 s on this machine, measured quiet (above): never relaxed for load.
+    const budget = Number(process.env.E2E_HUB_LOAD_BUDGET_MS ?? 1000);
+    figures.hub1000_budget = { budget_ms: budget };
     writeFileSync(path.join(ARTIFACTS, "figures.json"), JSON.stringify(figures, null, 2));
     expect(sorted[2]).toBeLessThanOrEqual(budget);
     for (const run of runs) expect(run.settled).toBeLessThan(0.1);
@@ -277,3 +282,29 @@ test("sign up → hub → push → recall → invite → join → role change �
   figures.clsMainFlow = await a.evaluate(() => (window as unknown as { __cls: number }).__cls);
   writeFileSync(path.join(ARTIFACTS, "figures.json"), JSON.stringify(figures, null, 2));
 });
+
+/** Share of all CPUs busy over `ms` (from /proc/stat through os.cpus()). */
+async function cpuBusy(ms: number): Promise<number> {
+  const sample = () => cpus().reduce((acc, c) => ({ idle: acc.idle + c.times.idle, total: acc.total + Object.values(c.times).reduce((a, b) => a + b, 0) }), { idle: 0, total: 0 });
+  const a = sample();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = sample();
+  const total = b.total - a.total;
+  return total > 0 ? 1 - (b.idle - a.idle) / total : 0;
+}
+
+/**
+ * Waits until less than E2E_QUIET_BUSY (default 0.35) of the CPUs are busy over a second, or until
+ * `deadline` (E2E_QUIET_WAIT_MS, default 5 minutes, for all five runs together); past it the run is
+ * measured anyway and the figures say how busy the machine was.
+ */
+async function untilQuiet(deadline: number): Promise<{ waited_ms: number; busy: number }> {
+  const threshold = Number(process.env.E2E_QUIET_BUSY ?? 0.35);
+  const started = Date.now();
+  for (;;) {
+    const busy = await cpuBusy(1000);
+    if (busy < threshold || Date.now() > deadline) {
+      return { waited_ms: Date.now() - started, busy: Math.round(busy * 100) / 100 };
+    }
+  }
+}

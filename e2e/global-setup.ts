@@ -41,7 +41,8 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   }
   mkdirSync(ARTIFACTS, { recursive: true });
   const dataDir = mkdtempSync(path.join(tmpdir(), "engram-e2e-"));
-  const port = await freePort();
+  // E2E_PORT pins the port (e.g. to stay inside a range reserved on a shared machine).
+  const port = process.env.E2E_PORT ? Number(process.env.E2E_PORT) : await freePort();
   const url = `http://127.0.0.1:${port}`;
   const log = createWriteStream(path.join(ARTIFACTS, "server.log"));
   // No NEXTAUTH_URL / NEXTAUTH_SECRET / ENGRAM_SECRET: the zero-configuration start is what is tested.

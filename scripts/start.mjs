@@ -20,6 +20,11 @@ if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
 
 const port = process.env.PORT ?? "3000";
 const host = process.env.HOSTNAME ?? "0.0.0.0";
-const server = spawn(process.execPath, [nextBin, "start", "-p", port, "-H", host], { cwd: root, stdio: "inherit" });
+// scripts/server.mjs (Next's handler in our own HTTP server) tells route handlers the socket address.
+const server = spawn(process.execPath, [path.join(root, "scripts", "server.mjs")], {
+  cwd: root,
+  stdio: "inherit",
+  env: { ...process.env, PORT: port, HOSTNAME: host, NODE_ENV: "production" },
+});
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => server.kill(signal));
 server.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

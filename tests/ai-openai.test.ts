@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { embeddingsInfo, getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 
@@ -105,14 +105,7 @@ afterAll(async () => {
   await fake.close();
 });
 
-async function processed(id: string) {
-  for (let i = 0; i < 400; i++) {
-    const res = await ann.get(`/v1/memories/${id}`);
-    if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error("not processed");
-}
+const processed = (id: string) => waitProcessed(h.db, ann, id, 10_000);
 
 const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
 

@@ -41,7 +41,7 @@ describe("credentials", () => {
     const other = (await ann.post("/v1/auth/api-keys", { name: "revoke me" })).body.data;
     expect((await clientFor(other.key).get("/v1/auth/me")).status).toBe(200);
     const revoked = await ann.delete(`/v1/auth/api-keys/${other.id}`);
-    expect(revoked.body).toEqual({ data: { id: other.id, revoked: true } });
+    expect(revoked.body).toEqual({ data: { id: other.id, revoked: true, skipped: [] } });
     const after = await clientFor(other.key).get("/v1/auth/me");
     expect(after.status).toBe(401);
     expect(after.body.error.message).toMatch(/revoked/);
@@ -52,12 +52,18 @@ describe("credentials", () => {
     const token = issueAccessToken(secret, ann.id, Date.now());
     const me = await clientFor(token).get("/v1/auth/me");
     expect(me.status).toBe(200);
-    expect(me.body.data).toMatchObject({ id: ann.id, credential: { type: "access_token" } });
+    expect(me.body.data).toMatchObject({ user: { id: ann.id }, credential: { type: "access_token", scopes: ["read", "write"], hub_scope_mode: "all_accessible" } });
     expect((await clientFor(issueAccessToken(secret, ann.id, Date.now() - 2 * 3600_000)).get("/v1/auth/me")).status).toBe(401);
     const [body, sig] = token.slice(4).split(".");
-    const forged = `eat_${Buffer.from(JSON.stringify({ sub: ann.id, exp: 9999999999 })).toString("base64url")}.${sig}`;
+    // The forgery keeps the real signature but signs a different payload (a later expiry).
+    const claims = JSON.parse(Buffer.from(body!, "base64url").toString("utf8")) as { sub: string; exp: number };
+    expect(claims.sub).toBe(ann.id);
+    expect(claims.exp).toBeLessThan(9999999999);
+    const forged = `eat_${Buffer.from(JSON.stringify({ ...claims, exp: 9999999999 })).toString("base64url")}.${sig}`;
     expect((await clientFor(forged).get("/v1/auth/me")).status).toBe(401);
-    expect(body).toBeTruthy();
+    // A flipped signature character fails too.
+    const flipped = `eat_${body}.${sig!.slice(0, -1)}${sig!.endsWith("A") ? "B" : "A"}`;
+    expect((await clientFor(flipped).get("/v1/auth/me")).status).toBe(401);
   });
 });
 
@@ -75,9 +81,12 @@ describe("API keys", () => {
     const list = await ann.get("/v1/auth/api-keys");
     expect(list.status).toBe(200);
     expect(list.text).not.toContain(key.key);
-    const listed = list.body.data.api_keys.find((k: { id: string }) => k.id === key.id);
+    // A plain array (bounded by the per-user cap), Memax's shape.
+    expect(Array.isArray(list.body.data)).toBe(true);
+    const listed = list.body.data.find((k: { id: string }) => k.id === key.id);
     expect(listed.last_used_at).not.toBeNull();
-    expect(list.body.data).toHaveProperty("next_cursor");
+    expect(listed.last_used).toBe(listed.last_used_at);
+    expect(listed).toMatchObject({ scopes: ["read", "write"], scope: "all", hub_id: null, hub_ids: [], hub_scope_mode: "all_accessible" });
   });
 
   test("validation and ownership", async () => {
@@ -86,19 +95,38 @@ describe("API keys", () => {
     expect((await ann.post("/v1/auth/api-keys", { name: "x", scopes: ["all"] })).status).toBe(400);
     const bob = await h.user("Bob");
     const bobs = (await bob.post("/v1/auth/api-keys", { name: "bob" })).body.data;
-    expect((await ann.delete(`/v1/auth/api-keys/${bobs.id}`)).status).toBe(404);
-    expect((await ann.delete(`/v1/auth/api-keys/not-an-id`)).status).toBe(404);
+    // Revoking someone else's key, an unknown one or a bad id changes nothing: 200 { revoked: false }.
+    for (const id of [bobs.id, "not-an-id", "01900000-0000-7000-8000-000000000000"]) {
+      const res = await ann.delete(`/v1/auth/api-keys/${id}`);
+      expect(res.status).toBe(200);
+      expect(res.body.data).toEqual({ id, revoked: false, skipped: [{ id, reason: "not_found" }] });
+    }
     expect((await clientFor(bobs.key).get("/v1/auth/me")).status).toBe(200);
+    // Revoked once; the second time is { revoked: false }.
+    expect((await bob.delete(`/v1/auth/api-keys/${bobs.id}`)).body.data.revoked).toBe(true);
+    expect((await clientFor(bobs.key).get("/v1/auth/me")).status).toBe(401);
   });
 });
 
 describe("GET/PATCH /v1/auth/me", () => {
   test("returns the user and personal hub; rename works", async () => {
     const me = await ann.get("/v1/auth/me");
-    expect(me.body.data).toMatchObject({ id: ann.id, email: ann.email, name: "Ann", personal_hub_id: ann.personalHubId, credential: { type: "api_key" } });
-    const renamed = await ann.patch("/v1/auth/me", { name: "Ann Lee" });
-    expect(renamed.body.data.name).toBe("Ann Lee");
+    expect(me.body.data).toMatchObject({
+      user: { id: ann.id, email: ann.email, name: "Ann", display_name: "Ann", avatar_url: "", plan: "self_hosted", personal_plan_id: "self_hosted", can_create_hub: true },
+      hubs: [{ hub: { id: ann.personalHubId, hub_type: "personal" }, role: "owner", memory_count: 0 }],
+      connected_providers: [],
+      usage: { user_id: ann.id, push_count: 0, recall_count: 0, ask_count: 0 },
+      personal_hub_id: ann.personalHubId,
+      credential: { type: "api_key", scopes: ["read", "write"], hub_scope_mode: "all_accessible", hub_ids: [], agent_name: "" },
+    });
+    expect(me.body.data.user.created_at).toMatch(/Z$/);
+    const renamed = await ann.patch("/v1/auth/me", { display_name: "Ann Lee" });
+    expect(renamed.body.data).toMatchObject({ status: "updated", display_name: "Ann Lee", user: { name: "Ann Lee", display_name: "Ann Lee" } });
+    expect((await ann.get("/v1/auth/me")).body.data.user.display_name).toBe("Ann Lee");
+    // Engram's original field still works.
+    expect((await ann.patch("/v1/auth/me", { name: "Ann" })).body.data.user.name).toBe("Ann");
     expect((await ann.patch("/v1/auth/me", { name: "" })).status).toBe(400);
+    expect((await ann.patch("/v1/auth/me", { display_name: "x".repeat(101) })).status).toBe(400);
   });
 });
 
@@ -119,7 +147,7 @@ describe("POST /v1/admin/users", () => {
     const { user, api_key, personal_hub_id } = res.body.data;
     expect(user).toMatchObject({ email: "op@example.test", name: "Op" });
     const me = await clientFor(api_key).get("/v1/auth/me");
-    expect(me.body.data).toMatchObject({ id: user.id, personal_hub_id });
+    expect(me.body.data).toMatchObject({ user: { id: user.id }, personal_hub_id });
     const hub = await h.db.hub.findUniqueOrThrow({ where: { id: personal_hub_id }, include: { members: true } });
     expect(hub).toMatchObject({ hubType: "personal", ownerId: user.id });
     expect(hub.members).toEqual([expect.objectContaining({ userId: user.id, role: "owner" })]);

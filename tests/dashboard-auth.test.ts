@@ -36,8 +36,8 @@ describe("browser session on /v1", () => {
   it("authenticates a GET with the session cookie alone", async () => {
     const res = await call("GET", "/v1/auth/me", undefined, { headers: { cookie: await sessionCookie(ann.id) } });
     expect(res.status).toBe(200);
-    expect(res.body.data.id).toBe(ann.id);
-    expect(res.body.data.credential).toEqual({ type: "session" });
+    expect(res.body.data.user.id).toBe(ann.id);
+    expect(res.body.data.credential).toMatchObject({ type: "session", scopes: ["read", "write"], hub_scope_mode: "all_accessible" });
   });
 
   it("accepts the __Secure- cookie served over https and other cookies around it", async () => {
@@ -104,7 +104,7 @@ describe("browser session on /v1", () => {
     const bob = await h.user("Bob");
     const both = await bob.get("/v1/auth/me", { headers: { cookie: await sessionCookie(ann.id) } });
     expect(both.status).toBe(200);
-    expect(both.body.data.id).toBe(bob.id);
+    expect(both.body.data.user.id).toBe(bob.id);
     expect(both.body.data.credential.type).toBe("api_key");
   });
 });

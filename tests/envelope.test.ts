@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { openDatabase, setDatabase } from "@/lib/db/database.ts";
 import { listRouteFiles } from "./support/router.ts";
@@ -102,10 +103,10 @@ describe("rate limits", () => {
   test("public routes are limited per client address", async () => {
     setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 5, light: 1 }));
     try {
-      const a = { headers: { "x-forwarded-for": "10.0.0.1" } };
+      const a = { headers: { [SOCKET_ADDRESS_HEADER]: "10.0.0.1" } };
       expect((await h.anonymous.get("/v1/health", a)).status).toBe(200);
       expect((await h.anonymous.get("/v1/health", a)).status).toBe(429);
-      expect((await h.anonymous.get("/v1/health", { headers: { "x-forwarded-for": "10.0.0.2" } })).status).toBe(200);
+      expect((await h.anonymous.get("/v1/health", { headers: { [SOCKET_ADDRESS_HEADER]: "10.0.0.2" } })).status).toBe(200);
     } finally {
       setRateLimiter(new MemoryRateLimiter({ regular: 1e6, heavy: 1e6, light: 1e6 }));
     }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 let h: Harness;
 beforeAll(async () => {
@@ -16,7 +17,7 @@ async function teamHub(owner: Client, body: Record<string, unknown> = {}) {
 }
 
 async function addMember(owner: Client, hubId: string, member: Client, role: string) {
-  const res = await owner.post(`/v1/hubs/${hubId}/members`, { user_id: member.id, role });
+  const res = await addMemberByEmailInvite(owner, hubId, member, role);
   expect(res.status).toBe(201);
   return res.body.data;
 }
@@ -41,9 +42,9 @@ describe("create, list, detail, summary", () => {
     await ann.post("/v1/memories", { content: "# One" }, { headers: { "x-hub-id": hub.id } });
     const list = await ann.get("/v1/hubs");
     expect(list.status).toBe(200);
-    expect(list.body.data.has_more).toBe(false);
-    expect(list.body.data.next_cursor).toBe("");
-    const entries = list.body.data.hubs;
+    // A plain array (the Memax clients iterate it), bounded by the hubs-per-user cap.
+    expect(Array.isArray(list.body.data)).toBe(true);
+    const entries = list.body.data;
     expect(entries.map((e: { hub: { hub_type: string } }) => e.hub.hub_type).sort()).toEqual(["personal", "team"]);
     const team = entries.find((e: { hub: { id: string } }) => e.hub.id === hub.id);
     expect(team).toEqual({ hub, role: "owner", memory_count: 1, member_count: 1 });
@@ -62,7 +63,7 @@ describe("create, list, detail, summary", () => {
 
   it("validates name and slug, reserves the personal- prefix and pads short names", async () => {
     const ann = await h.user("Ann");
-    for (const body of [{}, { name: "" }, { name: "x".repeat(101) }, { name: "A", slug: "UPPER" }, { name: "A", slug: "ab" }, { name: "A", slug: "personal-x1" }, { name: "A", extra: 1 }]) {
+    for (const body of [{}, { name: "" }, { name: "x".repeat(101) }, { name: "A", slug: "UPPER" }, { name: "A", slug: "ab" }, { name: "A", slug: "personal-x1" }]) {
       const res = await ann.post("/v1/hubs", body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.code).toBe("invalid_request");
@@ -102,39 +103,67 @@ describe("create, list, detail, summary", () => {
     expect(detail.status).toBe(200);
     expect(detail.body.data.role).toBe("viewer");
     expect(detail.body.data.hub.id).toBe(hub.id);
+    // A viewer sees the owner's e-mail masked, and their own in full.
+    const masked = `${ann.email[0]}•••@example.test`;
     expect(detail.body.data.members).toEqual([
-      expect.objectContaining({ user_id: ann.id, role: "owner", name: "Ann", email: ann.email }),
-      expect.objectContaining({ user_id: bob.id, role: "viewer", name: "Bob", email: bob.email }),
+      { user_id: ann.id, role: "owner", name: "Ann", email: masked, user_name: "Ann", user_email: masked, user_avatar_url: "", joined_at: expect.any(String) },
+      { user_id: bob.id, role: "viewer", name: "Bob", email: bob.email, user_name: "Bob", user_email: bob.email, user_avatar_url: "", joined_at: expect.any(String) },
     ]);
+    expect(detail.text).not.toContain(ann.email);
+    const ownerView = await ann.get(`/v1/hubs/${hub.id}`);
+    expect(ownerView.body.data.members.map((m: { user_email: string }) => m.user_email)).toEqual([ann.email, bob.email]);
     expect(detail.body.data.counts).toEqual({ memories: 0, members: 2, topics: 0, invites: 1 });
-    expect(detail.body.data.pending_transfer).toMatchObject({ id: transfer.body.data.id, state: "pending", target_user_id: bob.id });
+    expect(detail.body.data.pending_transfer).toMatchObject({
+      id: transfer.body.data.id,
+      state: "pending",
+      target_user_id: bob.id,
+      initiated_by: ann.id,
+      accepted_at: null,
+      cancelled_at: null,
+    });
 
-    const summary = await bob.get(`/v1/hubs/${hub.id}/summary`);
-    expect(summary.body.data).toEqual({ hub_id: hub.id, name: hub.name, role: "viewer", counts: { memories: 0, members: 2, topics: 0, invites: 1 } });
+    const summary = await bob.get(`/v1/hubs/${hub.id}/summary`, { headers: { "x-timezone": "Asia/Tokyo" } });
+    expect(summary.body.data).toEqual({
+      hub: detail.body.data.hub,
+      role: "viewer",
+      stats: { memories: 0, topics: 0, inbox: 0, pending_review: 0, members: 2, team_activity: 0 },
+      members_preview: [
+        { user_id: ann.id, user_name: "Ann", user_avatar_url: "" },
+        { user_id: bob.id, user_name: "Bob", user_avatar_url: "" },
+      ],
+      header: { state: "first_time", greeting_key: expect.stringMatching(/^firstTime[AB]$/), greeting_params: { name: "Bob" }, time_bucket: expect.any(String) },
+      hub_id: hub.id,
+      name: hub.name,
+      counts: { memories: 0, members: 2, topics: 0, invites: 1 },
+    });
+    // Ann pushes: Bob's header turns to team activity, counted since his last visit.
+    await bob.post(`/v1/hubs/${hub.id}/visit`);
+    await h.db.hubMember.update({ where: { hubId_userId: { hubId: hub.id, userId: bob.id } }, data: { lastVisitedAt: new Date(Date.now() - 60_000) } });
+    await ann.post("/v1/memories", { content: "Fresh news" }, { headers: { "x-hub-id": hub.id } });
+    const after = (await bob.get(`/v1/hubs/${hub.id}/summary`)).body.data;
+    expect(after.stats).toMatchObject({ memories: 1, inbox: 1, team_activity: 1 });
+    expect(after.header).toMatchObject({ state: "team_activity", greeting_params: { name: "Bob", count: "1" } });
   });
 
-  it("paginates hubs and members with signed cursors", async () => {
+  it("lists every hub as one array, capped at 100 hubs per user on create, accept and add; paginates members", async () => {
     const ann = await h.user("Ann");
     const ids = [];
-    for (let i = 0; i < 4; i++) ids.push((await teamHub(ann)).id);
-    const seen: string[] = [];
-    let cursor = "";
-    do {
-      const res = await ann.get(`/v1/hubs?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
-      expect(res.status).toBe(200);
-      expect(res.body.data.hubs.length).toBeLessThanOrEqual(2);
-      seen.push(...res.body.data.hubs.map((e: { hub: { id: string } }) => e.hub.id));
-      cursor = res.body.data.next_cursor;
-      expect(res.body.data.has_more).toBe(cursor !== "");
-    } while (cursor);
-    expect(seen).toHaveLength(5);
-    expect(new Set(seen)).toEqual(new Set([ann.personalHubId, ...ids]));
+    for (let i = 0; i < 3; i++) ids.push((await teamHub(ann)).id);
+    const all = await ann.get("/v1/hubs?limit=1");
+    expect(all.body.data.map((e: { hub: { id: string } }) => e.hub.id)).toEqual([ann.personalHubId, ...ids]);
 
-    expect((await ann.get("/v1/hubs?limit=0")).body.error.code).toBe("invalid_limit");
-    expect((await ann.get("/v1/hubs?cursor=forged.cursor")).body.error.code).toBe("invalid_cursor");
-    const bob = await h.user("Bob");
-    const first = await ann.get("/v1/hubs?limit=1");
-    expect((await bob.get(`/v1/hubs?cursor=${first.body.data.next_cursor}`)).body.error.code).toBe("invalid_cursor");
+    // Fill Cal up to the cap straight in the database, then every way in is refused.
+    const cal = await h.user("Cal");
+    for (let i = 0; i < 99; i++) await h.teamHub(cal);
+    expect((await cal.get("/v1/hubs")).body.data).toHaveLength(100);
+    const refused = await cal.post("/v1/hubs", { name: "One too many" });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: "hub_limit_reached", details: { limit: 100 } });
+    const annHub = ids[0]!;
+    const invite = await ann.post(`/v1/hubs/${annHub}/invites`, { role: "viewer", email: cal.email });
+    expect((await cal.post(`/v1/invites/${invite.body.data.token}/accept`)).body.error.code).toBe("hub_limit_reached");
+    expect((await ann.post(`/v1/hubs/${annHub}/members`, { user_id: cal.id, role: "viewer" })).body.error.code).toBe("hub_limit_reached");
+    expect(await h.db.hubMember.count({ where: { userId: cal.id } })).toBe(100);
 
     const hub = await teamHub(ann);
     const extra = [await h.user("M1"), await h.user("M2"), await h.user("M3")];
@@ -179,7 +208,10 @@ describe("update and delete", () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toMatchObject({ name: "Renamed", slug: "renamed-hub", allow_contributor_topics: true, allow_contributor_dreams: true, contributor_delete_policy: "any" });
     expect((await cy.patch(`/v1/hubs/${hub.id}`, { name: "No" })).status).toBe(403);
-    expect((await ann.patch(`/v1/hubs/${hub.id}`, {})).body.error.code).toBe("invalid_request");
+    // An empty patch changes nothing and answers the hub (clients may send only fields a server ignores).
+    const noop = await ann.patch(`/v1/hubs/${hub.id}`, {});
+    expect(noop.status).toBe(200);
+    expect(noop.body.data).toMatchObject({ id: hub.id, name: "Renamed" });
     expect((await ann.patch(`/v1/hubs/${hub.id}`, { contributor_delete_policy: "all" })).body.error.code).toBe("invalid_request");
     const other = await teamHub(ann);
     const clash = await ann.patch(`/v1/hubs/${other.id}`, { slug: "renamed-hub" });
@@ -188,6 +220,40 @@ describe("update and delete", () => {
     const personal = await ann.patch(`/v1/hubs/${ann.personalHubId}`, { slug: "my-own" });
     expect(personal.body.error.code).toBe("personal_hub");
     expect((await ann.patch(`/v1/hubs/${ann.personalHubId}`, { name: "Mine" })).body.data.name).toBe("Mine");
+  });
+
+  it("stores icon, accent, header aurora mode and settings (merged; null deletes, \"\" clears)", async () => {
+    const ann = await h.user("Ann");
+    const hub = await teamHub(ann);
+    const res = await ann.patch(`/v1/hubs/${hub.id}`, {
+      icon: "rocket",
+      accent: "violet",
+      header_aurora_mode: "time",
+      settings: { dreams_enabled: true, dreams_merge_enabled: false },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ icon: "rocket", accent: "violet", header_aurora_mode: "time", settings: { dreams_enabled: true, dreams_merge_enabled: false } });
+    const merged = await ann.patch(`/v1/hubs/${hub.id}`, { settings: { dreams_merge_enabled: null, dreams_archive_enabled: true }, accent: "", header_aurora_mode: "" });
+    expect(merged.body.data.settings).toEqual({ dreams_enabled: true, dreams_archive_enabled: true });
+    expect(merged.body.data).not.toHaveProperty("accent");
+    expect(merged.body.data).not.toHaveProperty("header_aurora_mode");
+    expect(merged.body.data.icon).toBe("rocket");
+    const row = await h.db.hub.findUniqueOrThrow({ where: { id: hub.id } });
+    expect(row).toMatchObject({ icon: "rocket", accent: null, headerAuroraMode: null, settings: { dreams_enabled: true, dreams_archive_enabled: true } });
+    // The list and detail carry the same hub object.
+    const listed = (await ann.get("/v1/hubs")).body.data.find((e: { hub: { id: string } }) => e.hub.id === hub.id);
+    expect(listed.hub).toEqual(merged.body.data);
+    // A settings key this server does not know is ignored (and reported), like any unknown field.
+    const unknown = await ann.patch(`/v1/hubs/${hub.id}`, { settings: { unknown_key: true } });
+    expect(unknown.status).toBe(200);
+    expect(unknown.headers.get("x-engram-warning")).toContain("settings.unknown_key");
+    expect(unknown.body.data.settings).toEqual({ dreams_enabled: true, dreams_archive_enabled: true });
+    for (const body of [{ accent: "pink" }, { header_aurora_mode: "loud" }, { settings: { dreams_enabled: "yes" } }, { icon: "x".repeat(65) }]) {
+      const bad = await ann.patch(`/v1/hubs/${hub.id}`, body);
+      expect(bad.status, JSON.stringify(body)).toBe(400);
+    }
+    const personal = await ann.patch(`/v1/hubs/${ann.personalHubId}`, { header_aurora_mode: "none" });
+    expect(personal.body.error.code).toBe("personal_hub");
   });
 
   it("delete is owner only and cascades memories, chunks, topics, invites, attachments and transfers", async () => {
@@ -211,7 +277,7 @@ describe("update and delete", () => {
     expect(byAdmin.body.error.code).toBe("forbidden");
     const res = await ann.delete(`/v1/hubs/${hub.id}`);
     expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ id: hub.id, deleted: true });
+    expect(res.body.data).toEqual({ id: hub.id, hub_id: hub.id, deleted: true });
     for (const count of [
       h.db.memory.count({ where: { hubId: hub.id } }),
       h.db.chunk.count({ where: { hubId: hub.id } }),
@@ -289,11 +355,63 @@ describe("members", () => {
     await own.patch(`${base}/${adm2.id}`, { role: "admin" });
     expect(await code(adm.delete(`${base}/${adm2.id}`))).toBe("403 forbidden");
     const removed = await adm.delete(`${base}/${vie.id}`);
-    expect(removed.body.data).toEqual({ user_id: vie.id, removed: true });
+    expect(removed.body.data).toEqual({ user_id: vie.id, removed: true, status: "removed" });
     expect((await own.delete(`${base}/${adm2.id}`)).status).toBe(200);
-    expect((await con.delete(`${base}/${con.id}`)).body.data).toEqual({ user_id: con.id, removed: true });
+    expect((await con.delete(`${base}/${con.id}`)).body.data).toEqual({ user_id: con.id, removed: true, status: "removed" });
     const left = await h.db.hubMember.findMany({ where: { hubId: hub.id }, orderBy: { role: "asc" } });
     expect(left.map((m) => `${m.userId}:${m.role}`).sort()).toEqual([`${adm.id}:admin`, `${own.id}:owner`].sort());
+  });
+
+  it("adding by user id needs the adder to find the person: an e-mailed invite, or a hub they manage together", async () => {
+    const ann = await h.user("Ann");
+    const stranger = await h.user("Stranger");
+    const known = await h.user("Known");
+    const hub = await teamHub(ann);
+    const base = `/v1/hubs/${hub.id}/members`;
+    // A user id alone finds nobody: same answer as an id that does not exist, and no e-mail comes back.
+    const blind = await ann.post(base, { user_id: stranger.id, role: "viewer" });
+    expect(blind.status).toBe(404);
+    expect(blind.body.error.code).toBe("not_found");
+    expect(blind.text).not.toContain(stranger.email);
+    expect(await h.db.hubMember.count({ where: { hubId: hub.id } })).toBe(1);
+    // A link-only invite, or one addressed to another e-mail, does not count.
+    await ann.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" });
+    await ann.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: "someone-else@example.test" });
+    expect((await ann.post(base, { user_id: stranger.id, role: "viewer" })).status).toBe(404);
+    // An invite e-mailed to their address does, and is used up by the add.
+    const invite = await ann.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: stranger.email.toUpperCase() });
+    const added = await ann.post(base, { user_id: stranger.id, role: "contributor" });
+    expect(added.status).toBe(201);
+    expect(added.body.data).toMatchObject({ user_id: stranger.id, role: "contributor", user_email: stranger.email });
+    expect((await h.db.invite.findUniqueOrThrow({ where: { id: invite.body.data.id } })).state).toBe("accepted");
+    // Sharing a hub as a mere member is not enough: there the e-mail is masked, so adding must not reveal it.
+    const other = await h.teamHub(known, [[ann, "viewer"]]);
+    expect((await ann.post(base, { user_id: known.id, role: "viewer" })).status).toBe(404);
+    // Managing a hub together is: an admin there already sees the address.
+    await h.db.hubMember.update({ where: { hubId_userId: { hubId: other, userId: ann.id } }, data: { role: "admin" } });
+    expect((await ann.post(base, { user_id: known.id, role: "viewer" })).status).toBe(201);
+  });
+
+  it("member e-mails go to owners and admins; contributors and viewers see them masked, except their own", async () => {
+    const ann = await h.user("Ann");
+    const ada = await h.user("Ada");
+    const cy = await h.user("Cy");
+    const vi = await h.user("Vi");
+    const hub = await h.teamHub(ann, [[ada, "admin"], [cy, "contributor"], [vi, "viewer"]]);
+    const everyone = [ann, ada, cy, vi];
+    for (const [viewer, seesAll] of [[ann, true], [ada, true], [cy, false], [vi, false]] as const) {
+      for (const path of [`/v1/hubs/${hub}`, `/v1/hubs/${hub}/members`]) {
+        const res = await viewer.get(path);
+        expect(res.status).toBe(200);
+        for (const member of everyone) {
+          const row = res.body.data.members.find((m: { user_id: string }) => m.user_id === member.id);
+          const visible = seesAll || member.id === viewer.id;
+          expect(row.user_email, `${viewer.name} reading ${member.name} on ${path}`).toBe(visible ? member.email : `${member.email[0]}•••@example.test`);
+          expect(row.email).toBe(row.user_email);
+          if (!visible) expect(res.text).not.toContain(member.email);
+        }
+      }
+    }
   });
 
   it("leave: members leave, the owner must transfer first or delete when alone", async () => {
@@ -305,7 +423,7 @@ describe("members", () => {
     expect(blocked.status).toBe(400);
     expect(blocked.body.error.code).toBe("ownership_transfer_required");
     const left = await vie.post(`/v1/hubs/${hub.id}/leave`);
-    expect(left.body.data).toEqual({ hub_id: hub.id, left: true });
+    expect(left.body.data).toEqual({ hub_id: hub.id, left: true, status: "left" });
     expect((await vie.get(`/v1/hubs/${hub.id}`)).status).toBe(404);
     expect((await vie.post(`/v1/hubs/${hub.id}/leave`)).status).toBe(404);
     const alone = await own.post(`/v1/hubs/${hub.id}/leave`);
@@ -378,7 +496,7 @@ describe("ownership transfer", () => {
     expect(roles).toEqual({ [own.id]: "admin", [ada.id]: "owner", [vie.id]: "viewer" });
     // Powers moved with the role, on the next request.
     expect((await own.delete(`/v1/hubs/${hub.id}`)).status).toBe(403);
-    expect((await own.post(`/v1/hubs/${hub.id}/leave`)).body.data).toEqual({ hub_id: hub.id, left: true });
+    expect((await own.post(`/v1/hubs/${hub.id}/leave`)).body.data).toEqual({ hub_id: hub.id, left: true, status: "left" });
 
     const twice = await ada.post(`/v1/hubs/${hub.id}/ownership-transfer/${t.id}/accept`);
     expect(twice.status).toBe(409);

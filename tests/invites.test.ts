@@ -1,9 +1,13 @@
 import net from "node:net";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { createHash } from "node:crypto";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 let h: Harness;
 beforeAll(async () => {
@@ -107,7 +111,19 @@ describe("create and list", () => {
     const res = await own.post(`/v1/hubs/${hub.id}/invites`);
     expect(res.status).toBe(201);
     const invite = res.body.data;
-    expect(invite).toMatchObject({ hub_id: hub.id, role: "contributor", email: null, created_by: own.id, state: "active", last_sent_at: null });
+    expect(invite).toMatchObject({
+      hub_id: hub.id,
+      role: "contributor",
+      email: null,
+      created_by: own.id,
+      invited_by: own.id,
+      invitee_user_id: null,
+      invitee_email: null,
+      state: "active",
+      last_sent_at: null,
+      email_enqueued_at: null,
+      accepted_by: null,
+    });
     expect(invite.token).toMatch(/^egi_[A-Za-z0-9_-]{43}$/);
     expect(invite.invite_url).toBe(`https://engram.example.com/invite/${invite.token}`);
     expect(new Date(invite.expires_at).getTime() - new Date(invite.created_at).getTime()).toBe(7 * 24 * 3600 * 1000);
@@ -117,9 +133,11 @@ describe("create and list", () => {
 
     const list = await own.get(`/v1/hubs/${hub.id}/invites`);
     expect(list.status).toBe(200);
-    expect(list.body.data.invites).toHaveLength(1);
-    expect(list.body.data.invites[0]).not.toHaveProperty("token");
-    expect(list.body.data.invites[0]).not.toHaveProperty("invite_url");
+    // One array: at most 20 active invites per hub.
+    expect(list.body.data).toHaveLength(1);
+    expect(list.body.data[0]).toMatchObject({ id: invite.id, role: "contributor", invited_by: own.id });
+    expect(list.body.data[0]).not.toHaveProperty("token");
+    expect(list.body.data[0]).not.toHaveProperty("invite_url");
     expect(list.text).not.toContain(invite.token);
   });
 
@@ -129,8 +147,8 @@ describe("create and list", () => {
     const con = await h.user("Contrib");
     const out = await h.user("Out");
     const hub = await team(own);
-    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: adm.id, role: "admin" });
-    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: con.id, role: "contributor" });
+    await addMemberByEmailInvite(own, hub.id, adm, "admin");
+    await addMemberByEmailInvite(own, hub.id, con, "contributor");
     expect((await adm.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(201);
     expect((await adm.post(`/v1/hubs/${hub.id}/invites`, { role: "admin" })).status).toBe(403);
     expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "admin" })).status).toBe(201);
@@ -138,7 +156,7 @@ describe("create and list", () => {
     expect((await con.get(`/v1/hubs/${hub.id}/invites`)).status).toBe(403);
     expect((await out.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(404);
     expect((await out.get(`/v1/hubs/${hub.id}/invites`)).status).toBe(404);
-    for (const body of [{ role: "owner" }, { role: "viewer", email: "nope" }, { role: "viewer", extra: true }]) {
+    for (const body of [{ role: "owner" }, { role: "viewer", email: "nope" }]) {
       const res = await own.post(`/v1/hubs/${hub.id}/invites`, body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.code).toBe("invalid_request");
@@ -156,16 +174,17 @@ describe("create and list", () => {
     expect(refused.body.error).toMatchObject({ code: "invite_limit_reached", details: { limit: 20 } });
     expect(await h.db.invite.count({ where: { hubId: hub.id } })).toBe(20);
 
-    const p1 = await own.get(`/v1/hubs/${hub.id}/invites?limit=15`);
-    expect(p1.body.data.invites).toHaveLength(15);
-    const p2 = await own.get(`/v1/hubs/${hub.id}/invites?limit=15&cursor=${p1.body.data.next_cursor}`);
-    expect(p2.body.data).toMatchObject({ has_more: false, next_cursor: "" });
-    expect(new Set([...p1.body.data.invites, ...p2.body.data.invites].map((i: { id: string }) => i.id)).size).toBe(20);
+    // The whole list in one array, newest first, whatever limit a client sends.
+    const all = await own.get(`/v1/hubs/${hub.id}/invites?limit=5`);
+    expect(all.body.data).toHaveLength(20);
+    expect(new Set(all.body.data.map((i: { id: string }) => i.id)).size).toBe(20);
+    const created = all.body.data.map((i: { created_at: string }) => i.created_at);
+    expect(created).toEqual([...created].sort().reverse());
 
     const revoked = await own.delete(`/v1/hubs/${hub.id}/invites/${ids[0]}`);
-    expect(revoked.body.data).toEqual({ id: ids[0], revoked: true });
+    expect(revoked.body.data).toEqual({ id: ids[0], invite_id: ids[0], revoked: true, status: "revoked" });
     expect((await own.delete(`/v1/hubs/${hub.id}/invites/${ids[0]}`)).status).toBe(200);
-    expect((await own.get(`/v1/hubs/${hub.id}/invites?limit=100`)).body.data.invites).toHaveLength(19);
+    expect((await own.get(`/v1/hubs/${hub.id}/invites`)).body.data).toHaveLength(19);
     expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(201);
   });
 });
@@ -178,10 +197,11 @@ describe("public view and accept", () => {
     const res = await h.anonymous.get(`/v1/invites/${invite.token}`);
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({
-      invite: { role: "viewer", expires_at: invite.expires_at, state: "active" },
-      hub: { id: hub.id, name: hub.name, slug: hub.slug },
+      invite: { id: invite.id, hub_id: hub.id, role: "viewer", created_at: invite.created_at, expires_at: invite.expires_at, state: "active" },
+      hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: "team" },
       member_count: 1,
-      invited_by: { name: "Owner" },
+      // The inviter's name as a string (Memax SDK InviteDetails).
+      invited_by: "Owner",
     });
     expect(res.headers.get("x-ratelimit-limit")).toBeTruthy();
     expect((await h.anonymous.get(`/v1/invites/egi_${"x".repeat(43)}`)).status).toBe(404);
@@ -194,7 +214,7 @@ describe("public view and accept", () => {
     const token = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data.token;
     setRateLimiter(new MemoryRateLimiter({ regular: 3, heavy: 3, light: 3 }));
     try {
-      const from = (ip: string) => h.anonymous.get(`/v1/invites/${token}`, { headers: { "x-forwarded-for": ip } });
+      const from = (ip: string) => h.anonymous.get(`/v1/invites/${token}`, { headers: { [SOCKET_ADDRESS_HEADER]: ip } });
       for (let i = 0; i < 3; i++) expect((await from("203.0.113.7")).status).toBe(200);
       const limited = await from("203.0.113.7");
       expect(limited.status).toBe(429);
@@ -240,7 +260,7 @@ describe("public view and accept", () => {
     const e = await cat.post(`/v1/invites/${old.token}/accept`);
     expect([e.status, e.body.error.code]).toEqual([410, "expired"]);
     expect((await h.anonymous.get(`/v1/invites/${old.token}`)).body.data.invite.state).toBe("expired");
-    expect((await own.get(`/v1/hubs/${hub.id}/invites`)).body.data.invites.map((i: { id: string }) => i.id)).not.toContain(old.id);
+    expect((await own.get(`/v1/hubs/${hub.id}/invites`)).body.data.map((i: { id: string }) => i.id)).not.toContain(old.id);
     expect(await h.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: cat.id } } })).toBeNull();
   });
 
@@ -285,7 +305,9 @@ describe("regenerate and resend", () => {
     expect((await own.post(`/v1/hubs/${hub.id}/invites/${crypto.randomUUID()}/regenerate`)).status).toBe(404);
   });
 
-  it("resend needs an e-mail; the embedded default keeps the message in mail_outbox with the same link", async () => {
+  it("resend needs an e-mail; the embedded default keeps the message in mail_outbox, its link redacted there and in the log", async () => {
+    const logged: string[] = [];
+    const info = vi.spyOn(console, "info").mockImplementation((...args: unknown[]) => void logged.push(args.join(" ")));
     const own = await h.user("Owner");
     const hub = await team(own);
     const bare = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data;
@@ -307,11 +329,29 @@ describe("regenerate and resend", () => {
     expect(resent.body.data.delivery).toMatchObject({ transport: "outbox", status: "logged" });
     const outbox = await h.db.mailOutbox.findMany({ where: { hubId: hub.id }, orderBy: { createdAt: "asc" } });
     expect(outbox).toHaveLength(2);
+    info.mockRestore();
+    // Issue 18 #1: the link is a bearer capability; neither the table nor the log may hold it.
+    const link = `/invite/${invite.token}`;
+    expect(logged.filter((line) => line.includes("[mail] invite"))).toHaveLength(2);
+    for (const line of logged) expect(line).not.toContain(invite.token);
     for (const mail of outbox) {
       expect(mail).toMatchObject({ toAddress: "guest@example.test", kind: "invite", sentAt: null, error: null });
-      expect(mail.body).toContain(invite.invite_url);
+      expect(mail.body).not.toContain(invite.token);
+      expect(mail.body).toContain(`/invite/${invite.token.slice(0, 8)}…[redacted]`);
+      expect(invite.invite_url).toContain(link);
     }
+    expect(logged.join("\n")).toContain(`/invite/${invite.token.slice(0, 8)}…[redacted]`);
     expect(outbox[1]!.id).toBe(resent.body.data.delivery.outbox_id);
+  });
+
+  it("the migration scrubs invite links that older versions left in mail_outbox", async () => {
+    const token = `egi_${"A".repeat(43)}`;
+    const id = crypto.randomUUID();
+    await h.db.mailOutbox.create({ data: { id, toAddress: "old@example.test", subject: "s", body: `Open http://x/invite/${token}\nbye`, kind: "invite" } });
+    const sql = readFileSync(path.join(process.cwd(), "prisma/migrations/20261122163600_redact_mail_outbox/migration.sql"), "utf8");
+    await h.database.sql.exec(sql);
+    const row = await h.db.mailOutbox.findUniqueOrThrow({ where: { id } });
+    expect(row.body).toBe("Open http://x/invite/egi_AAAA…[redacted]\nbye");
   });
 
   it("with SMTP_URL, create and resend deliver the same link over SMTP", async () => {
@@ -340,6 +380,7 @@ describe("regenerate and resend", () => {
       }
       const rows = await h.db.mailOutbox.findMany({ where: { hubId: hub.id } });
       expect(rows.every((row) => row.sentAt !== null && row.error === null)).toBe(true);
+      for (const row of rows) expect(row.body).not.toContain(created.body.data.token);
     } finally {
       delete process.env.MAIL_FROM;
       await smtp.close();
@@ -377,8 +418,8 @@ describe("regenerate and resend", () => {
     const adm = await h.user("Admin");
     const con = await h.user("Contrib");
     const hub = await team(own);
-    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: adm.id, role: "admin" });
-    await own.post(`/v1/hubs/${hub.id}/members`, { user_id: con.id, role: "contributor" });
+    await addMemberByEmailInvite(own, hub.id, adm, "admin");
+    await addMemberByEmailInvite(own, hub.id, con, "contributor");
     const adminInvite = (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "admin", email: "a@example.test" })).body.data;
     expect((await adm.post(`/v1/hubs/${hub.id}/invites/${adminInvite.id}/regenerate`)).status).toBe(403);
     expect((await adm.post(`/v1/hubs/${hub.id}/invites/${adminInvite.id}/resend`)).status).toBe(403);

@@ -150,19 +150,84 @@ describe("POST /v1/memories", () => {
     [{ content: "x", kind: "fact" }, "kind"],
     [{ content: "x", stability: "forever" }, "stability"],
     [{ content: "x", content_type: "pdf" }, "content_type"],
-    [{ content: "x", source: "email" }, "source"],
+    [{ content: "x", source: "s".repeat(65) }, "source"],
+    [{ content: "x", source: 7 }, "source"],
     [{ content: "x", initiation_type: "robot" }, "initiation_type"],
     [{ content: "x", tags: "ops" }, "tags"],
     [{ content: "x", tags: [""] }, "tags.0"],
     [{ content: "x", project_context: { repo: 1 } }, "project_context.repo"],
     [{ content: "x", project_context: "acme" }, "project_context"],
     [{ content: "x", created_at: "yesterday", source: "import" }, "created_at"],
-    [{ content: "x", title: "" }, "title"],
+    [{ content: "x", title: "   " }, "title"],
+    [{ content: "x", file_ref: { object_key: "k", filename: "a.pdf", content_type: "application/pdf", sha256: "nothex" } }, "file_ref.sha256"],
+    [{ content: "x", project_context: { working_dir: 5 } }, "project_context.working_dir"],
   ])("invalid field %j → 400 invalid_request at %s", async (body, path) => {
     const res = await ann.post("/v1/memories", body);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("invalid_request");
     expect(res.body.error.details.issues.map((i: { path: string }) => i.path)).toContain(path);
+  });
+
+  test("lenient input: empty optional strings are absent, unknown fields are ignored with a warning", async () => {
+    // What Memax's SDK sends for `push("…")` with no options, plus fields this server does not know.
+    const res = await ann.post("/v1/memories", {
+      content: "# Lenient push\n\nThe SDK sends empty strings for unset options.",
+      title: "",
+      hint: "",
+      tags: [],
+      source: "sdk",
+      source_agent: "",
+      assisted_by_agent: "",
+      initiation_type: "",
+      source_path: "",
+      hub_reason: "",
+      content_type: "markdown",
+      future_field: { anything: true },
+      ttl: "7d",
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.data).toMatchObject({ title: "Lenient push", source: "sdk", source_agent: null, assisted_by_agent: null, initiation_type: null, source_path: null });
+    expect(res.headers.get("x-engram-warning")).toBe("ignored unknown fields: future_field, ttl");
+    const stored = await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } });
+    expect(stored).toMatchObject({ hint: null, hubReason: null, titleDerived: true });
+    // Nothing ignored, no warning.
+    expect((await ann.post("/v1/memories", { content: "plain push, nothing ignored" })).headers.get("x-engram-warning")).toBeNull();
+  });
+
+  test("source is free-form (≤ 64 chars); project_context keeps extra string keys", async () => {
+    const res = await ann.post("/v1/memories", {
+      content: "captured by an MCP tool",
+      source: "mcp/capture",
+      project_context: { repo: "github.com/acme/api", working_dir: "/home/ann/api", git_remote: "git@github.com:acme/api.git" },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.data.source).toBe("mcp/capture");
+    expect(res.body.data.project_context).toEqual({ repo: "github.com/acme/api", working_dir: "/home/ann/api", git_remote: "git@github.com:acme/api.git" });
+    const tooMany = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, "v"]));
+    expect((await ann.post("/v1/memories", { content: "x", project_context: tooMany })).status).toBe(400);
+  });
+
+  test("file_ref with sha256, no size_bytes and empty content is understood, and refused clearly (no uploads yet)", async () => {
+    const before = await h.db.memory.count();
+    const res = await ann.post("/v1/memories", {
+      content: "",
+      file_ref: { object_key: "uploads/abc", filename: "spec.pdf", content_type: "application/pdf", sha256: "a".repeat(64) },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.details.issues[0].path).toBe("file_ref");
+    expect(res.body.error.message).toMatch(/uploads/);
+    // Without file_ref, empty content is still an error about content.
+    const empty = await ann.post("/v1/memories", { content: "" });
+    expect(empty.body.error.details.issues[0].path).toBe("content");
+    expect(await h.db.memory.count()).toBe(before);
+  });
+
+  test("X-Timezone: an unknown zone is ignored with a warning; a valid one is accepted silently", async () => {
+    const bad = await ann.get("/v1/memories?limit=1", { headers: { "x-timezone": "Mars/Olympus_Mons" } });
+    expect(bad.status).toBe(200);
+    expect(bad.headers.get("x-engram-warning")).toMatch(/X-Timezone/);
+    const good = await ann.get("/v1/memories?limit=1", { headers: { "x-timezone": "Asia/Tokyo" } });
+    expect(good.headers.get("x-engram-warning")).toBeNull();
   });
 
   test("malformed JSON and non-object bodies are invalid_json", async () => {
@@ -288,7 +353,7 @@ describe("DELETE and batch operations", () => {
     expect(res.status).toBe(200);
     expect(res.body.data.deleted).toBe(1);
     expect(res.body.data.skipped).toEqual([
-      { id: teamNote, reason: "forbidden" },
+      { id: teamNote, reason: "not_owned" },
       { id: annNote, reason: "not_found" },
       { id: "garbage", reason: "not_found" },
     ]);

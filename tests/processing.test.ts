@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
@@ -20,15 +20,7 @@ const runbook = [
   section("rollback", 14),
 ].join("\n\n");
 
-async function processed(client: Client, id: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await client.get(`/v1/memories/${id}`);
-    if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
-    if (Date.now() > deadline) throw new Error(`memory ${id} still ${res.body.data.processing_status}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const processed = (client: Client, id: string, timeoutMs = 30_000) => waitProcessed(h.db, client, id, timeoutMs);
 
 async function chunksOf(id: string) {
   return h.database.sql.query<{ position: number; content: string; heading_chain: string; token_count: number; has_vector: boolean; dims: number | null; lexical: boolean }>(
@@ -58,6 +50,8 @@ describe("background processing (embedded runner, real model, real database)", (
     const memory = await processed(ann, res.body.data.id);
     expect(memory.processing_status).toBe("done");
     expect(memory.processing_error).toBeNull();
+    // Waiting did not read the memory through the API: the one read is the one above.
+    expect(memory.access_count).toBe(1);
     expect(Date.parse(memory.processed_at)).toBeGreaterThanOrEqual(Date.parse(memory.created_at));
     expect(memory.kind).toBe("procedural");
     expect(memory.summary).toBe("Every Tuesday we ship the monolith after the freeze. Freeze the release branch.");

@@ -4,8 +4,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { createHttpReranker, setReranker } from "@/lib/recall/reranker.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";
 import { indexMemories } from "./recall-helpers.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 let h: Harness;
 let ann: Client;
@@ -37,7 +38,7 @@ beforeAll(async () => {
   const hub = await ann.post("/v1/hubs", { name: "Platform team" });
   expect(hub.status).toBe(201);
   teamHub = hub.body.data.hub?.id ?? hub.body.data.id;
-  expect((await ann.post(`/v1/hubs/${teamHub}/members`, { user_id: mira.id, role: "contributor" })).status).toBe(201);
+  expect((await addMemberByEmailInvite(ann, teamHub, mira, "contributor")).status).toBe(201);
 
   ids.deploy = await push(
     mira,
@@ -108,7 +109,7 @@ describe("POST /v1/recall — request validation", () => {
 
   it("counts against the heavy rate-limit bucket", async () => {
     const res = await ann.post("/v1/recall", { query: "deploy" });
-    expect(res.headers.get("x-ratelimit-limit")).toBe("1000000");
+    expect(res.headers.get("x-ratelimit-limit")).toBe(String(HARNESS_LIMITS.heavy));
     expect(res.headers.get("x-ratelimit-remaining")).not.toBeNull();
   });
 });
@@ -372,17 +373,22 @@ describe("POST /v1/recall — rerank", () => {
 });
 
 describe("GET /v1/memories/{id}/related", () => {
-  it("returns up to five similar memories in the recall entry shape, never itself", async () => {
+  it("returns up to five similar memories as { memory, similarity }, never itself", async () => {
     const res = await ann.get(`/v1/memories/${ids.deploy}/related`);
     expect(res.status).toBe(200);
     expect(Array.isArray(res.body.data)).toBe(true);
     expect(res.body.data.length).toBeLessThanOrEqual(5);
-    expect(res.body.data.map((m: any) => m.id)).not.toContain(ids.deploy);
-    expect(res.body.data.map((m: any) => m.id)).not.toContain(ids.bobSecret);
-    expect(res.body.data.map((m: any) => m.id)).toContain(ids.old);
+    const relatedIds = res.body.data.map((entry: any) => entry.memory.id);
+    expect(relatedIds).not.toContain(ids.deploy);
+    expect(relatedIds).not.toContain(ids.bobSecret);
+    expect(relatedIds).toContain(ids.old);
     for (const entry of res.body.data) {
-      expect(entry).toMatchObject({ id: expect.any(String), chunk_content: expect.any(String), relevance_score: expect.any(Number), age: expect.any(String) });
+      expect(entry).toMatchObject({ memory: { id: expect.any(String), hub_id: expect.any(String), title: expect.any(String) }, similarity: expect.any(Number) });
+      expect(entry.similarity).toBeGreaterThan(0);
+      expect(entry.similarity).toBeLessThanOrEqual(1);
     }
+    const scores = res.body.data.map((entry: any) => entry.similarity);
+    expect(scores).toEqual([...scores].sort((a: number, b: number) => b - a));
   });
 
   it("is not_found for a memory the caller cannot read, and for a bad id", async () => {
@@ -395,6 +401,6 @@ describe("GET /v1/memories/{id}/related", () => {
     const id = await push(ann, "# Rollback checklist\n\nkubectl rollout undo the api deployment, then check the ReplicaSet.", teamHub);
     const res = await ann.get(`/v1/memories/${id}/related`);
     expect(res.status).toBe(200);
-    expect(res.body.data.map((m: any) => m.id)).toContain(ids.deploy);
+    expect(res.body.data.map((entry: any) => entry.memory.id)).toContain(ids.deploy);
   });
 });

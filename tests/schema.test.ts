@@ -53,6 +53,7 @@ describe("schema and migrations agree", () => {
       mail: await db.mailOutbox.create({ data: { id: newId(), toAddress: "a@b.test", subject: "s", body: "b", kind: "invite", hubId: hub.id, createdAt: now } }),
       event: await db.event.create({ data: { id: newId(), type: "memory.created", hubId: hub.id, actorId: user.id, entityId: memory.id, createdAt: now } }),
       setting: await db.setting.create({ data: { key: "rt", value: "v", createdAt: now } }),
+      storageUsage: await db.storageUsage.create({ data: { scope: "user", scopeId: newId(), bytes: 5_000_000_000n, memories: 3 } }),
     };
     expect(await db.user.findUnique({ where: { id: user.id } })).toEqual(user);
     expect(await db.hub.findUnique({ where: { id: hub.id } })).toEqual(hub);
@@ -68,12 +69,13 @@ describe("schema and migrations agree", () => {
     expect(await db.mailOutbox.findUnique({ where: { id: more.mail.id } })).toEqual(more.mail);
     expect(await db.event.findUnique({ where: { id: more.event.id } })).toEqual(more.event);
     expect(await db.setting.findUnique({ where: { key: "rt" } })).toEqual(more.setting);
+    expect(await db.storageUsage.findUnique({ where: { scope_scopeId: { scope: "user", scopeId: more.storageUsage.scopeId } } })).toEqual(more.storageUsage);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
     expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "topic", "user"].sort(),
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "user"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 /** Memory endpoints enforce hub membership and the role table of decisions.md. */
 let h: Harness;
@@ -16,7 +17,7 @@ beforeAll(async () => {
   out = await h.user("Out");
   hubId = (await own.post("/v1/hubs", { name: "Memories team" })).body.data.id;
   for (const [user, role] of [[adm, "admin"], [con, "contributor"], [con2, "contributor"], [vie, "viewer"]] as const) {
-    expect((await own.post(`/v1/hubs/${hubId}/members`, { user_id: user.id, role })).status).toBe(201);
+    expect((await addMemberByEmailInvite(own, hubId, user, role)).status).toBe(201);
   }
 });
 afterAll(async () => {
@@ -43,7 +44,7 @@ describe("viewer", () => {
     expect((await vie.post("/v1/memories", { content: "nope" }, { headers: { "x-hub-id": hubId } })).status).toBe(403);
     expect((await vie.patch(`/v1/memories/${id}`, { title: "x" })).status).toBe(403);
     expect((await vie.delete(`/v1/memories/${id}`)).status).toBe(403);
-    expect((await vie.post("/v1/memories/batch-delete", { ids: [id] })).body.data).toEqual({ deleted: 0, skipped: [{ id, reason: "forbidden" }] });
+    expect((await vie.post("/v1/memories/batch-delete", { ids: [id] })).body.data).toEqual({ deleted: 0, skipped: [{ id, reason: "not_owned" }] });
     expect((await vie.post("/v1/memories/batch-move", { ids: [id], hub_id: hubId })).status).toBe(403);
     const mine = await push(vie, vie.personalHubId);
     expect((await vie.post("/v1/memories/batch-move", { ids: [mine], hub_id: hubId })).status).toBe(403);
@@ -57,7 +58,7 @@ describe("contributor", () => {
     const theirs = await push(con2);
     expect((await con.patch(`/v1/memories/${mine}`, { title: "Mine" })).body.data.title).toBe("Mine");
     expect((await con.patch(`/v1/memories/${theirs}`, { title: "Taken" })).status).toBe(403);
-    expect((await con.post("/v1/memories/batch-move", { ids: [theirs], hub_id: hubId })).body.data.skipped).toEqual([{ id: theirs, reason: "forbidden" }]);
+    expect((await con.post("/v1/memories/batch-move", { ids: [theirs], hub_id: hubId })).body.data.skipped).toEqual([{ id: theirs, reason: "not_owned" }]);
   });
 
   it("deletes by contributor_delete_policy: none = nothing, own = their own, any = anyone's", async () => {
@@ -69,7 +70,7 @@ describe("contributor", () => {
     expect((await con.delete(`/v1/memories/${a}`)).body.data).toEqual({ id: a, deleted: true });
     const other = await push(con2);
     expect((await con.delete(`/v1/memories/${other}`)).status).toBe(403);
-    expect((await con.post("/v1/memories/batch-delete", { ids: [other] })).body.data.skipped).toEqual([{ id: other, reason: "forbidden" }]);
+    expect((await con.post("/v1/memories/batch-delete", { ids: [other] })).body.data.skipped).toEqual([{ id: other, reason: "not_owned" }]);
 
     await setPolicy("any");
     expect((await con.delete(`/v1/memories/${other}`)).status).toBe(200);

@@ -1,7 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { clientFor, createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { listRouteFiles } from "./support/router.ts";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { HARNESS_LIMITS } from "./support/harness.ts";
+import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 /**
  * Every /v1 route × method, called as each identity, must answer the status in
@@ -9,9 +13,31 @@ import { listRouteFiles } from "./support/router.ts";
  * (or method) without a row here fails "every route has a row": add one.
  */
 
-const IDENTITIES = ["anonymous", "invalid_key", "non_member", "viewer", "contributor", "admin", "owner"] as const;
+const BASE_IDENTITIES = ["anonymous", "invalid_key", "non_member", "viewer", "contributor", "admin", "owner"] as const;
+/**
+ * The owner's own API keys, limited: `hub_key` reaches only the owner's personal hub (so the
+ * fixture hub must look exactly as it does to a non-member), `read_key` is read-only (owner's
+ * reads, 403 on every write). Their statuses follow from the others unless a row says otherwise.
+ */
+const KEY_IDENTITIES = ["hub_key", "read_key"] as const;
+const IDENTITIES = [...BASE_IDENTITIES, ...KEY_IDENTITIES] as const;
 type Identity = (typeof IDENTITIES)[number];
-type Expect = Record<Identity, number>;
+type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<(typeof KEY_IDENTITIES)[number], number>>;
+
+/** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
+const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
+/** POSTs that only read. */
+const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/hubs/[id]/visit"]);
+
+function expectedStatus(key: string, row: Row, identity: Identity): number {
+  const given = row.expect[identity as keyof Expect];
+  if (given !== undefined) return given;
+  if (key.includes("[[...path]]")) return 404;
+  // Public routes do not look at the credential.
+  if (row.expect.anonymous !== 401) return row.expect.owner;
+  if (identity === "hub_key") return ACCOUNT_ROUTES.has(key) ? 403 : row.expect.non_member;
+  return key.startsWith("GET ") || READ_POSTS.has(key) ? row.expect.owner : 403;
+}
 
 interface Fixture {
   hubId: string;
@@ -35,7 +61,17 @@ interface Row {
   expect: Expect;
   /** Identities outside the hub that may legitimately see it here (the invite token is the capability). */
   reveals?: Identity[];
+  /** Strings an identity must not see in the response (e.g. other members' e-mail addresses). */
+  hides?: Partial<Record<Identity, (f: Fixture) => string[]>>;
 }
+
+/** A row key is "METHOD /pattern", optionally followed by " — variant" for a second case of the same route. */
+const routeOf = (key: string) => key.split(" — ")[0]!;
+
+/** Contributors and viewers get other members' e-mails masked (issue 18, item 5). */
+const otherMembersEmails = (self: "viewer" | "contributor") => (f: Fixture) =>
+  (["owner", "admin", "contributor", "viewer"] as const).filter((r) => r !== self).map((r) => f.users[r].email);
+const memberEmailsHidden = { viewer: otherMembersEmails("viewer"), contributor: otherMembersEmails("contributor") };
 
 // Status shorthands: what each identity gets when the route works on the fixture hub.
 const unauth = { anonymous: 401, invalid_key: 401 };
@@ -57,12 +93,22 @@ const ROUTES: Record<string, Row> = {
   "PATCH /v1/auth/me": { path: () => "/v1/auth/me", body: (_f, me) => ({ name: me?.name ?? "Nobody" }), expect: anyUser(200) },
   "GET /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", expect: anyUser(200) },
   "POST /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", body: () => ({ name: "extra" }), expect: anyUser(201) },
+  // Someone else's key is simply not found.
+  "PATCH /v1/auth/api-keys/[id]": {
+    setup: async (f) => {
+      f.extra.keyId = (await f.users.owner.post("/v1/auth/api-keys", { name: "spare" })).body.data.id;
+    },
+    path: (f) => `/v1/auth/api-keys/${f.extra.keyId}`,
+    body: () => ({ agent_name: "cursor" }),
+    expect: { ...anyUser(404), owner: 200 },
+  },
+  // Idempotent: someone else's key answers 200 { revoked: false } (and stays valid: see auth.test.ts).
   "DELETE /v1/auth/api-keys/[id]": {
     setup: async (f) => {
       f.extra.keyId = (await f.users.owner.post("/v1/auth/api-keys", { name: "spare" })).body.data.id;
     },
     path: (f) => `/v1/auth/api-keys/${f.extra.keyId}`,
-    expect: { ...anyUser(404), owner: 200 },
+    expect: anyUser(200),
   },
   ...Object.fromEntries(
     ["GET", "POST", "PUT", "PATCH", "DELETE"].map((m) => [`${m} /v1/[[...path]]`, { path: () => "/v1/no-such-endpoint", expect: publicRoute(404) }]),
@@ -88,13 +134,28 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/hubs": { path: () => "/v1/hubs", expect: anyUser(200) },
   "POST /v1/hubs": { path: () => "/v1/hubs", body: () => ({ name: "Another hub" }), expect: anyUser(201) },
   "GET /v1/hubs/check-slug": { path: () => "/v1/hubs/check-slug?slug=some-free-slug", expect: anyUser(200) },
-  "GET /v1/hubs/[id]": { path: hub, expect: hubRead(200) },
+  "GET /v1/hubs/[id]": { path: hub, expect: hubRead(200), hides: memberEmailsHidden },
   "PATCH /v1/hubs/[id]": { path: hub, body: () => ({ allow_contributor_topics: true }), expect: hubManage(200) },
   "DELETE /v1/hubs/[id]": { path: hub, expect: hubOwn(200) },
   "GET /v1/hubs/[id]/summary": { path: (f) => `${hub(f)}/summary`, expect: hubRead(200) },
   "POST /v1/hubs/[id]/visit": { path: (f) => `${hub(f)}/visit`, expect: hubRead(200) },
-  "GET /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, expect: hubRead(200) },
-  "POST /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, body: (f) => ({ user_id: f.users.spare.id, role: "viewer" }), expect: hubManage(201) },
+  "GET /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, expect: hubRead(200), hides: memberEmailsHidden },
+  "POST /v1/hubs/[id]/members": {
+    // The owner e-mailed Spare an invite, so managers can find them by id.
+    setup: async (f) => {
+      expect((await f.users.owner.post(`${hub(f)}/invites`, { role: "viewer", email: f.users.spare.email })).status).toBe(201);
+    },
+    path: (f) => `${hub(f)}/members`,
+    body: (f) => ({ user_id: f.users.spare.id, role: "viewer" }),
+    expect: hubManage(201),
+  },
+  // Issue 18 item 5: a bare user id finds nobody, and the answer never carries their e-mail.
+  "POST /v1/hubs/[id]/members — a user the adder cannot find": {
+    path: (f) => `${hub(f)}/members`,
+    body: (f) => ({ user_id: f.users.spare.id, role: "viewer" }),
+    expect: { ...hubManage(404) },
+    hides: Object.fromEntries(IDENTITIES.map((i) => [i, (f: Fixture) => [f.users.spare.email]])),
+  },
   "PATCH /v1/hubs/[id]/members/[user_id]": {
     path: (f) => `${hub(f)}/members/${f.users.viewer.id}`,
     body: () => ({ role: "contributor" }),
@@ -118,7 +179,8 @@ const ROUTES: Record<string, Row> = {
     path: (f) => `${hub(f)}/ownership-transfer/${f.extra.transferId}/cancel`,
     expect: { ...hubRead(403), admin: 200, owner: 200 },
   },
-  "GET /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, expect: hubManage(200) },
+  // A read-only key acts as a viewer: it reads memories, topics and members, not the hub's management data.
+  "GET /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, expect: { ...hubManage(200), read_key: 403 } },
   "POST /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, body: () => ({ role: "viewer" }), expect: hubManage(201) },
   "DELETE /v1/hubs/[id]/invites/[invite_id]": { path: (f) => `${hub(f)}/invites/${f.inviteId}`, expect: hubManage(200) },
   "POST /v1/hubs/[id]/invites/[invite_id]/regenerate": { path: (f) => `${hub(f)}/invites/${f.inviteId}/regenerate`, expect: hubManage(200) },
@@ -126,15 +188,39 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/invites/[token]": { path: (f) => `/v1/invites/${f.inviteToken}`, expect: publicRoute(200), reveals: ["anonymous", "invalid_key", "non_member"] },
   "POST /v1/invites/[token]/accept": {
     path: (f) => `/v1/invites/${f.inviteToken}/accept`,
-    expect: { ...unauth, non_member: 200, viewer: 409, contributor: 409, admin: 409, owner: 409 },
+    expect: { ...unauth, non_member: 200, viewer: 409, contributor: 409, admin: 409, owner: 409, hub_key: 409 },
     reveals: ["non_member"],
   },
 
   // Topics (the fixture hub keeps allow_contributor_topics off)
   "GET /v1/topics": { path: (f) => `/v1/topics?hub_id=${f.hubId}`, expect: hubRead(200) },
   "POST /v1/topics": { path: () => "/v1/topics", body: (f) => ({ name: `topic ${randomBytes(4).toString("hex")}`, hub_id: f.hubId }), expect: hubManage(201) },
+  "GET /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, expect: hubRead(200) },
   "PATCH /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, body: () => ({ name: "Renamed" }), expect: hubManage(200) },
   "DELETE /v1/topics/[id]": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}`, expect: hubManage(200) },
+  "GET /v1/topics/archived": { path: (f) => `/v1/topics/archived?hub_id=${f.hubId}`, expect: hubRead(200) },
+  "POST /v1/topics/reorder": {
+    setup: ownerTopic,
+    path: () => "/v1/topics/reorder",
+    body: (f) => ({ operations: [{ topic_id: f.extra.topicId, position: 3 }] }),
+    // A topic of a hub the caller cannot read is not found; the fallback hub (their personal one) has no such topic.
+    expect: { ...hubManage(200), non_member: 404 },
+  },
+  "POST /v1/topics/[id]/archive": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/archive`, expect: hubManage(200) },
+  "POST /v1/topics/[id]/restore": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/restore`, expect: hubManage(200) },
+  "GET /v1/topics/[id]/memories": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/memories`, expect: hubRead(200) },
+  // Filing someone else's memory is for managers; the fixture memory is the owner's.
+  "POST /v1/topics/[id]/memories": {
+    setup: ownerTopic,
+    path: (f) => `/v1/topics/${f.extra.topicId}/memories`,
+    body: (f) => ({ memory_id: f.secretMemoryId }),
+    expect: hubManage(200),
+  },
+  "DELETE /v1/topics/[id]/memories/[memory_id]": {
+    setup: ownerTopic,
+    path: (f) => `/v1/topics/${f.extra.topicId}/memories/${f.secretMemoryId}`,
+    expect: hubManage(200),
+  },
 };
 
 async function ownerTopic(f: Fixture) {
@@ -151,9 +237,12 @@ async function offerToAdmin(f: Fixture) {
 
 let h: Harness;
 let users: Fixture["users"];
+let limitedKeys: Record<(typeof KEY_IDENTITIES)[number], string>;
 let foreign: { hubId: string; title: string; content: string };
 /** anonymous and invalid_key cannot change anything, so they share one fixture. */
 let shared: Fixture;
+/** Every invite token the fixtures created (each with an e-mail, so each went through the outbox). */
+const issuedTokens: string[] = [];
 
 beforeAll(async () => {
   h = await createHarness();
@@ -172,6 +261,11 @@ beforeAll(async () => {
   foreign = { hubId: other.body.data.id, title: `Foreign title ${tag}`, content: `Foreign content ${tag}` };
   expect((await stranger.post("/v1/memories", { title: foreign.title, content: foreign.content }, { headers: { "x-hub-id": foreign.hubId } })).status).toBe(201);
   shared = await buildFixture();
+  const hubKey = await users.owner.post("/v1/auth/api-keys", { name: "personal only", hub_id: users.owner.personalHubId });
+  const readKey = await users.owner.post("/v1/auth/api-keys", { name: "read only", scopes: ["read"] });
+  expect([hubKey.status, readKey.status]).toEqual([201, 201]);
+  expect(hubKey.body.data).toMatchObject({ hub_scope_mode: "hub_allowlist", hub_ids: [users.owner.personalHubId] });
+  limitedKeys = { hub_key: hubKey.body.data.key, read_key: readKey.body.data.key };
 });
 afterAll(async () => {
   await h?.close();
@@ -183,7 +277,7 @@ async function buildFixture(): Promise<Fixture> {
   expect(created.status).toBe(201);
   const hubId = created.body.data.id;
   for (const role of ["admin", "contributor", "viewer"] as const) {
-    expect((await users.owner.post(`/v1/hubs/${hubId}/members`, { user_id: users[role].id, role })).status).toBe(201);
+    expect((await addMemberByEmailInvite(users.owner, hubId, users[role], role)).status).toBe(201);
   }
   const secretTitle = `Secret title ${tag}`;
   const secretContent = `Classified content ${tag}`;
@@ -191,6 +285,7 @@ async function buildFixture(): Promise<Fixture> {
   expect(memory.status).toBe(201);
   const invite = await users.owner.post(`/v1/hubs/${hubId}/invites`, { role: "viewer", email: `guest-${tag}@example.test` });
   expect(invite.status).toBe(201);
+  issuedTokens.push(invite.body.data.token);
   // Past the resend throttle, so resend answers on permissions alone.
   await h.db.invite.update({ where: { id: invite.body.data.id }, data: { lastSentAt: new Date(Date.now() - 120_000) } });
   return {
@@ -210,12 +305,19 @@ async function buildFixture(): Promise<Fixture> {
 function clientOf(identity: Identity): Client | ReturnType<typeof clientFor> {
   if (identity === "anonymous") return h.anonymous;
   if (identity === "invalid_key") return clientFor(`egk_${randomBytes(32).toString("base64url")}`);
+  if (identity === "hub_key" || identity === "read_key") return clientFor(limitedKeys[identity]);
+  return users[identity];
+}
+
+function userOf(identity: Identity): Client | undefined {
+  if (identity === "anonymous" || identity === "invalid_key") return undefined;
+  if (identity === "hub_key" || identity === "read_key") return users.owner;
   return users[identity];
 }
 
 async function send(method: string, row: Row, f: Fixture, identity: Identity): Promise<ApiResponse> {
   const client = clientOf(identity);
-  const me = identity === "anonymous" || identity === "invalid_key" ? undefined : users[identity];
+  const me = userOf(identity);
   const options = { headers: row.headers?.(f) ?? {} };
   const path = row.path(f);
   const body = row.body?.(f, me);
@@ -257,8 +359,9 @@ async function discoverRoutes() {
 describe("route table", () => {
   it("has exactly one row per implemented /v1 route and method", async () => {
     const { implemented } = await discoverRoutes();
-    const missing = implemented.filter((key) => !(key in ROUTES));
-    const stale = Object.keys(ROUTES).filter((key) => !implemented.includes(key));
+    const covered = new Set(Object.keys(ROUTES).map(routeOf));
+    const missing = implemented.filter((key) => !covered.has(key));
+    const stale = Object.keys(ROUTES).filter((key) => !implemented.includes(routeOf(key)));
     expect(missing, "add these to ROUTES in tests/security.test.ts").toEqual([]);
     expect(stale, "these rows name no implemented route").toEqual([]);
   });
@@ -283,18 +386,66 @@ describe.each(Object.entries(ROUTES))("%s", (key, row) => {
     // Unauthenticated calls never reach the resource, so they need no per-row setup.
     if (row.setup && f !== shared) await row.setup(f);
     const res = await send(method, row, f, identity);
-    expect(res.status, `${key} as ${identity}: ${res.text.slice(0, 300)}`).toBe(row.expect[identity]);
+    expect(res.status, `${key} as ${identity}: ${res.text.slice(0, 300)}`).toBe(expectedStatus(key, row, identity));
     expect(res.headers.get("content-type") ?? "", `${key} answers JSON`).toContain("application/json");
     if (res.status >= 400) expect(typeof res.body?.error?.code).toBe("string");
 
     const text = res.text;
     for (const secret of [foreign.hubId, foreign.title, foreign.content]) expect(text, `${key} as ${identity} leaks another hub`).not.toContain(secret);
     expect(text, `${key} as ${identity} shows a stored invite token`).not.toContain(f.inviteToken);
-    const outsider = identity === "anonymous" || identity === "invalid_key" || identity === "non_member";
-    if (outsider && !row.reveals?.includes(identity)) {
+    const outsider = identity === "anonymous" || identity === "invalid_key" || identity === "non_member" || identity === "hub_key";
+    // A key limited to other hubs sees what a non-member would.
+    const revealed = row.reveals?.includes(identity === "hub_key" ? "non_member" : identity);
+    if (outsider && !revealed) {
       for (const secret of [f.hubId, f.hubName, f.hubSlug, f.secretTitle, f.secretContent]) {
         expect(text, `${key} as ${identity} leaks the hub`).not.toContain(secret);
       }
     }
+    for (const hidden of row.hides?.[identity]?.(f) ?? []) expect(text, `${key} as ${identity} shows ${hidden}`).not.toContain(hidden);
   });
+});
+
+// Issue 18: cases that are not one route × one identity. Each has its own focused test file too
+// (client-address, sign-in-throttle, security-races, quotas, invites); these rows keep them in the matrix.
+describe("hardening cases", () => {
+  it.each([
+    ["GET", "/v1/health"],
+    ["POST", "/v1/admin/users"],
+    ["GET", "/v1/invites/egi_not-a-real-token"],
+  ])("%s %s: rotating X-Forwarded-For does not buy a fresh per-IP budget", async (method, path) => {
+    setRateLimiter(new MemoryRateLimiter({ regular: 1, heavy: 1, light: 1 }));
+    try {
+      const from = (xff: string) => ({ headers: { [SOCKET_ADDRESS_HEADER]: "198.51.100.99", "x-forwarded-for": xff } });
+      const call = (xff: string) => (method === "GET" ? h.anonymous.get(path, from(xff)) : h.anonymous.post(path, {}, from(xff)));
+      expect((await call("203.0.113.1")).status).not.toBe(429);
+      expect((await call("203.0.113.2")).status).toBe(429);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  });
+
+  it("no invite token the fixtures issued is readable in mail_outbox", async () => {
+    expect(issuedTokens.length).toBeGreaterThan(0);
+    const bodies = (await h.db.mailOutbox.findMany({ select: { body: true } })).map((m) => m.body).join("\n");
+    expect(bodies).toContain("[redacted]");
+    for (const token of issuedTokens) expect(bodies).not.toContain(token);
+  });
+
+  it.each(IDENTITIES)("POST /v1/memories past the hub's memory quota as %s", async (identity) => {
+    const f = await buildFixture();
+    const row: Row = { path: () => "/v1/memories", headers: inHub, body: () => ({ content: `over ${randomBytes(4).toString("hex")}` }), expect: hubWrite(413) };
+    process.env.ENGRAM_QUOTA_HUB_MEMORIES = String(await h.db.memory.count({ where: { hubId: f.hubId } }));
+    try {
+      const res = await send("POST", row, f, identity);
+      expect(res.status).toBe(expectedStatus("POST /v1/memories", row, identity));
+      if (res.status === 413) expect(res.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "hub", resource: "memories" } });
+    } finally {
+      delete process.env.ENGRAM_QUOTA_HUB_MEMORIES;
+    }
+  });
+});
+
+// Every fixture is a new hub for the same six users: drop them as we go, or the hubs-per-user cap (100) fills up.
+afterEach(async () => {
+  await h.db.hub.deleteMany({ where: { hubType: "team", id: { notIn: [shared.hubId, foreign.hubId] } } });
 });

@@ -32,8 +32,17 @@ describe("create", () => {
     expect(t).toEqual({
       id: expect.any(String),
       hub_id: ann.personalHubId,
+      owner_id: ann.id,
+      parent_id: null,
       name: "Deploys",
+      description: "",
+      icon: "",
+      position: 0,
+      pinned: false,
+      user_modified: false,
       memory_count: 0,
+      total_memory_count: 0,
+      children: [],
       created_by: ann.id,
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       updated_at: t.created_at,
@@ -90,18 +99,21 @@ describe("create", () => {
     expect(await h.db.topic.count({ where: { hubId: team } })).toBe(1);
   });
 
-  it("refuses a duplicate name in the same hub (ignoring case) but allows it in another hub", async () => {
+  it("refuses a duplicate name among siblings (ignoring case) but allows it under another parent or hub", async () => {
     const ann = await h.user("Ann");
     const team = await h.teamHub(ann);
     const first = await topic(ann, "Runbooks");
     for (const name of ["Runbooks", " runbooks "]) {
       const dup = await ann.post("/v1/topics", { name });
       expect(dup.status).toBe(409);
-      expect(dup.body.error.code).toBe("conflict");
-      expect(dup.body.error.details).toEqual({ topic_id: first.id });
+      expect(dup.body.error.code).toBe("duplicate_name");
+      expect(dup.body.error.details).toEqual({ topic_id: first.id, parent_id: null });
     }
     expect((await topic(ann, "Runbooks", team)).hub_id).toBe(team);
-    expect(await h.db.topic.count({ where: { hubId: ann.personalHubId } })).toBe(1);
+    const nested = await ann.post("/v1/topics", { name: "runbooks", parent_id: first.id });
+    expect(nested.status).toBe(201);
+    expect(nested.body.data).toMatchObject({ parent_id: first.id, hub_id: ann.personalHubId });
+    expect(await h.db.topic.count({ where: { hubId: ann.personalHubId } })).toBe(2);
   });
 
   it(`allows at most ${MAX_TOPICS_PER_HUB} topics per hub`, async () => {
@@ -130,7 +142,11 @@ describe("create", () => {
       [{ name: "x".repeat(101) }, "name"],
       [{ name: 42 }, "name"],
       [{ name: "ok", hub_id: "my-team-slug" }, "hub_id"],
-      [{ name: "ok", color: "red" }, ""],
+      [{ name: "ok", parent_id: "nope" }, "parent_id"],
+      [{ name: "ok", position: -1 }, "position"],
+      [{ name: "ok", pinned: "yes" }, "pinned"],
+      [{ name: "ok", icon: "x".repeat(65) }, "icon"],
+      [{ name: "ok", description: "x".repeat(2001) }, "description"],
     ];
     for (const [body, path] of cases) {
       const res = await ann.post("/v1/topics", body);
@@ -150,89 +166,229 @@ describe("create", () => {
   });
 });
 
-describe("list", () => {
-  it("lists every readable hub's topics by name with memory counts, or one hub with hub_id", async () => {
+describe("tree", () => {
+  it("lists one hub's whole tree with own and branch memory counts and the unassigned count", async () => {
     const ann = await h.user("Ann");
     const vera = await h.user("Vera");
     const outsider = await h.user("Otto");
     const team = await h.teamHub(ann, [[vera, "viewer"]]);
-    const deploys = await topic(ann, "deploys", team);
-    const alpha = await topic(ann, "Alpha", team);
-    const personal = await topic(ann, "Beta");
-    const hidden = await topic(outsider, "Outsider's");
+    const eng = (await ann.post("/v1/topics", { name: "Engineering", hub_id: team, icon: "cpu", description: "All things eng" })).body.data;
+    const deploys = (await ann.post("/v1/topics", { name: "Deploys", parent_id: eng.id, pinned: true })).body.data;
+    const alpha = (await ann.post("/v1/topics", { name: "Alpha", parent_id: eng.id })).body.data;
+    const zeta = (await ann.post("/v1/topics", { name: "Zeta", hub_id: team, position: 0 })).body.data;
+    // The parent's hub is the hub; positions follow creation order among siblings.
+    expect(deploys).toMatchObject({ hub_id: team, parent_id: eng.id, position: 0, pinned: true });
+    expect(alpha.position).toBe(1);
+    const m1 = await memory(ann, "one", team);
+    const m2 = await memory(ann, "two", team);
+    await memory(ann, "three", team);
+    await ann.post("/v1/memories/batch-move", { ids: [m1], topic_id: deploys.id });
+    await ann.post("/v1/memories/batch-move", { ids: [m2], topic_id: eng.id });
+    await topic(ann, "Personal only");
 
-    const ids = [await memory(ann, "one", team), await memory(ann, "two", team), await memory(ann, "three", team)];
-    const moved = await ann.post("/v1/memories/batch-move", { ids: ids.slice(0, 2), topic_id: deploys.id });
-    expect(moved.body.data).toEqual({ moved: 2, skipped: [] });
-    const pm = await memory(ann, "personal note");
-    expect((await ann.post("/v1/memories/batch-move", { ids: [pm], topic_id: personal.id })).body.data.moved).toBe(1);
+    const res = await vera.get(`/v1/topics?hub_id=${team}`);
+    expect(res.status).toBe(200);
+    const tree = res.body.data;
+    expect(tree.unassigned_count).toBe(1);
+    // Siblings by position, then name: both roots sit at position 0.
+    expect(tree.topics.map((t: { name: string }) => t.name)).toEqual(["Engineering", "Zeta"]);
+    const engNode = tree.topics.find((t: { id: string }) => t.id === eng.id);
+    expect(engNode).toMatchObject({ name: "Engineering", icon: "cpu", description: "All things eng", parent_id: null, memory_count: 1, total_memory_count: 2 });
+    expect(engNode.children.map((c: { name: string; memory_count: number; children: unknown[] }) => [c.name, c.memory_count, c.children])).toEqual([
+      ["Deploys", 1, []],
+      ["Alpha", 0, []],
+    ]);
+    expect(tree.topics.find((t: { id: string }) => t.id === zeta.id)).toMatchObject({ memory_count: 0, total_memory_count: 0, children: [] });
+    // The same tree through X-Hub-ID; without either it is the personal hub's.
+    expect((await vera.get("/v1/topics", { headers: { "x-hub-id": team } })).body.data).toEqual(tree);
+    expect((await ann.get("/v1/topics")).body.data.topics.map((t: { name: string }) => t.name)).toEqual(["Personal only"]);
+    // The whole tree, whatever paging a client asks for.
+    expect((await vera.get(`/v1/topics?hub_id=${team}&limit=1`)).body.data.topics).toHaveLength(2);
 
-    const all = await ann.get("/v1/topics");
-    expect(all.status).toBe(200);
-    expect(all.body.data.has_more).toBe(false);
-    expect(all.body.data.next_cursor).toBe("");
-    const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-    const expected = [
-      { ...alpha, memory_count: 0 },
-      { ...personal, memory_count: 1 },
-      { ...deploys, memory_count: 2 },
-    ].sort((a, b) => byName(a.name, b.name));
-    expect(all.body.data.topics.map((t: { id: string }) => t.id)).toEqual(expected.map((t) => t.id));
-    for (const t of expected) expect(all.body.data.topics).toContainEqual(expect.objectContaining({ id: t.id, memory_count: t.memory_count }));
-    expect(all.text).not.toContain(hidden.id);
-
-    const one = await ann.get(`/v1/topics?hub_id=${team}`);
-    expect(one.status).toBe(200);
-    expect(one.body.data.topics.map((t: { hub_id: string }) => t.hub_id)).toEqual([team, team]);
-
-    // Viewers read topics too, with the same counts.
-    const asViewer = await vera.get(`/v1/topics?hub_id=${team}`);
-    expect(asViewer.status).toBe(200);
-    expect(asViewer.body.data.topics).toEqual(one.body.data.topics);
-
-    const notMember = await outsider.get(`/v1/topics?hub_id=${team}`);
-    expect(notMember.status).toBe(404);
-    expect(notMember.text).not.toContain(deploys.name);
-    const slug = await ann.get("/v1/topics?hub_id=team-slug");
-    expect(slug.status).toBe(400);
-    expect(slug.body.error.code).toBe("invalid_request");
-
-    // The memories list filters by the topic now that one exists.
-    const listed = await ann.get(`/v1/memories?topic_id=${deploys.id}`);
-    expect(listed.body.data.memories.map((m: { id: string }) => m.id).sort()).toEqual(ids.slice(0, 2).sort());
+    const outside = await outsider.get(`/v1/topics?hub_id=${team}`);
+    expect(outside.status).toBe(404);
+    expect(outside.text).not.toContain("Engineering");
+    expect((await ann.get("/v1/topics?hub_id=my-slug")).status).toBe(400);
   });
 
-  it("paginates with a signed cursor, name then id, bound to its list and user", async () => {
+  it("gets one topic, and pages the memories filed under it", async () => {
     const ann = await h.user("Ann");
-    const bob = await h.user("Bob");
+    const vera = await h.user("Vera");
+    const outsider = await h.user("Otto");
+    const team = await h.teamHub(ann, [[vera, "viewer"]]);
+    const parent = await topic(ann, "Parent", team);
+    const child = (await ann.post("/v1/topics", { name: "Child", parent_id: parent.id })).body.data;
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await memory(ann, `filed ${i}`, team));
+    await ann.post("/v1/memories/batch-move", { ids, topic_id: parent.id });
+    const inChild = await memory(ann, "in the child", team);
+    await ann.post("/v1/memories/batch-move", { ids: [inChild], topic_id: child.id });
+
+    const got = await vera.get(`/v1/topics/${parent.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body.data).toMatchObject({ id: parent.id, name: "Parent", memory_count: 3, total_memory_count: 4, parent_id: null });
+    expect((await outsider.get(`/v1/topics/${parent.id}`)).status).toBe(404);
+    expect((await ann.get(`/v1/topics/${newId()}`)).status).toBe(404);
+
+    const p1 = await vera.get(`/v1/topics/${parent.id}/memories?limit=2`);
+    expect(p1.status).toBe(200);
+    expect(p1.body.data.memories).toHaveLength(2);
+    expect(p1.body.data.has_more).toBe(true);
+    const p2 = await vera.get(`/v1/topics/${parent.id}/memories?limit=2&cursor=${encodeURIComponent(p1.body.data.next_cursor)}`);
+    expect(p2.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+    const seen = [...p1.body.data.memories, ...p2.body.data.memories].map((m: { id: string }) => m.id);
+    expect(seen.sort()).toEqual([...ids].sort());
+    expect(p1.body.data.memories[0]).toMatchObject({ topic_id: parent.id, hub_id: team });
+    expect(p1.body.data.memories[0]).not.toHaveProperty("content");
+    // A cursor of one topic's list is refused on another's.
+    expect((await vera.get(`/v1/topics/${child.id}/memories?cursor=${encodeURIComponent(p1.body.data.next_cursor)}`)).body.error.code).toBe("invalid_cursor");
+    expect((await outsider.get(`/v1/topics/${parent.id}/memories`)).status).toBe(404);
+  });
+
+  it("nests at most 5 levels and refuses parents in other hubs", async () => {
+    const ann = await h.user("Ann");
     const team = await h.teamHub(ann);
-    const names = Array.from({ length: 7 }, (_, i) => `topic ${String.fromCharCode(103 - i)}`); // g..a, created out of order
-    for (const name of names) await topic(ann, name, team);
+    let parent: string | undefined;
+    const chain: string[] = [];
+    for (let level = 0; level < 5; level++) {
+      const res = await ann.post("/v1/topics", { name: `L${level}`, hub_id: team, ...(parent && { parent_id: parent }) });
+      expect(res.status, res.text).toBe(201);
+      parent = res.body.data.id;
+      chain.push(parent!);
+    }
+    const deep = await ann.post("/v1/topics", { name: "L5", parent_id: parent });
+    expect(deep.status).toBe(400);
+    expect(deep.body.error.code).toBe("max_depth");
+    const elsewhere = await ann.post("/v1/topics", { name: "X", hub_id: ann.personalHubId, parent_id: chain[0] });
+    expect(elsewhere.body.error.code).toBe("invalid_parent");
+    expect((await ann.post("/v1/topics", { name: "X", parent_id: newId() })).body.error.code).toBe("invalid_parent");
+    expect(await h.db.topic.count({ where: { hubId: team } })).toBe(5);
+  });
 
-    const seen: string[] = [];
-    let cursor = "";
-    let pages = 0;
-    do {
-      const res = await ann.get(`/v1/topics?hub_id=${team}&limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
-      expect(res.status).toBe(200);
-      pages += 1;
-      seen.push(...res.body.data.topics.map((t: { name: string }) => t.name));
-      expect(res.body.data.has_more).toBe(res.body.data.next_cursor !== "");
-      if (cursor === "") expect(res.body.data.topics).toHaveLength(3);
-      cursor = res.body.data.next_cursor;
-    } while (cursor);
-    expect(pages).toBe(3);
-    expect(seen).toEqual([...names].sort());
+  it("moves branches: no cycles, no deeper than 5 levels, names free at the destination, root with null or \"\"", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const make = async (name: string, parent_id?: string) => (await ann.post("/v1/topics", { name, hub_id: team, ...(parent_id && { parent_id }) })).body.data.id as string;
+    const a = await make("A");
+    const b = await make("B", a);
+    const c = await make("C", b);
+    const d = await make("D");
+    const e = await make("E", d);
+    await make("F", e);
+    const dupe = await make("C", d);
 
-    const first = await ann.get(`/v1/topics?hub_id=${team}&limit=2`);
-    const next = first.body.data.next_cursor as string;
-    expect((await bob.get(`/v1/topics?limit=2&cursor=${encodeURIComponent(next)}`)).body.error.code).toBe("invalid_cursor");
-    expect((await ann.get(`/v1/topics?limit=2&cursor=${encodeURIComponent(next)}`)).body.error.code).toBe("invalid_cursor");
-    const tampered = `${next.slice(0, -2)}${next.endsWith("AA") ? "BB" : "AA"}`;
-    expect((await ann.get(`/v1/topics?hub_id=${team}&cursor=${encodeURIComponent(tampered)}`)).status).toBe(400);
-    expect((await ann.get("/v1/topics?limit=0")).body.error.code).toBe("invalid_limit");
-    expect((await ann.get("/v1/topics?limit=abc")).body.error.code).toBe("invalid_limit");
-    expect((await ann.get(`/v1/topics?hub_id=${team}&limit=1000`)).body.data.topics).toHaveLength(7);
+    expect((await ann.patch(`/v1/topics/${a}`, { parent_id: c })).body.error.code).toBe("cycle_detected");
+    expect((await ann.patch(`/v1/topics/${a}`, { parent_id: a })).body.error.code).toBe("cycle_detected");
+    // A (3 levels) under F (level 2) would reach level 5.
+    const tooDeep = await ann.patch(`/v1/topics/${a}`, { parent_id: (await h.db.topic.findFirstOrThrow({ where: { hubId: team, name: "F" } })).id });
+    expect(tooDeep.status).toBe(400);
+    expect(tooDeep.body.error.code).toBe("max_depth_subtree");
+    expect((await ann.patch(`/v1/topics/${c}`, { parent_id: d })).body.error.code).toBe("duplicate_name");
+    expect((await ann.patch(`/v1/topics/${a}`, { parent_id: ann.personalHubId })).body.error.code).toBe("invalid_parent");
+
+    const moved = await ann.patch(`/v1/topics/${b}`, { parent_id: e });
+    expect(moved.status).toBe(200);
+    expect(moved.body.data).toMatchObject({ parent_id: e, user_modified: true });
+    expect((await h.db.topic.findUniqueOrThrow({ where: { id: c } })).parentId).toBe(b);
+    expect((await ann.patch(`/v1/topics/${b}`, { parent_id: "" })).body.data.parent_id).toBeNull();
+    expect((await ann.patch(`/v1/topics/${dupe}`, { parent_id: null, position: 7, pinned: true, icon: "star", description: "d" })).body.data).toMatchObject({
+      parent_id: null,
+      position: 7,
+      pinned: true,
+      icon: "star",
+      description: "d",
+    });
+    const tree = (await ann.get(`/v1/topics?hub_id=${team}`)).body.data.topics;
+    // A move to a new parent lands last among its new siblings unless a position is given.
+    expect(tree.map((t: { name: string }) => t.name)).toEqual(["A", "D", "B", "C"]);
+  });
+
+  it("archives and restores whole branches; archived topics are read-only and leave the tree", async () => {
+    const ann = await h.user("Ann");
+    const vera = await h.user("Vera");
+    const team = await h.teamHub(ann, [[vera, "viewer"]]);
+    const root = await topic(ann, "Root", team);
+    const kid = (await ann.post("/v1/topics", { name: "Kid", parent_id: root.id })).body.data;
+    const m = await memory(ann, "kept", team);
+    await ann.post("/v1/memories/batch-move", { ids: [m], topic_id: kid.id });
+
+    expect((await vera.post(`/v1/topics/${root.id}/archive`)).status).toBe(403);
+    const archived = await ann.post(`/v1/topics/${root.id}/archive`);
+    expect(archived.body.data).toEqual({ topic_id: root.id, archived_count: 2 });
+    expect((await ann.post(`/v1/topics/${root.id}/archive`)).body.data).toEqual({ topic_id: root.id, archived_count: 0 });
+    expect((await ann.get(`/v1/topics?hub_id=${team}`)).body.data).toEqual({ topics: [], unassigned_count: 0 });
+    const list = await vera.get(`/v1/topics/archived?hub_id=${team}`);
+    expect(list.body.data.topics.map((t: { id: string; archived_at: string }) => [t.id, typeof t.archived_at])).toEqual(
+      expect.arrayContaining([
+        [root.id, "string"],
+        [kid.id, "string"],
+      ]),
+    );
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: m } })).topicId).toBe(kid.id);
+    expect((await ann.patch(`/v1/topics/${root.id}`, { name: "No" })).body.error.code).toBe("topic_archived");
+    expect((await ann.post("/v1/topics", { name: "Under", parent_id: root.id })).body.error.code).toBe("parent_archived");
+    expect((await ann.post(`/v1/topics/${kid.id}/memories`, { memory_id: m })).body.error.code).toBe("topic_archived");
+    const move = await ann.post("/v1/memories/batch-move", { ids: [m], topic_id: root.id });
+    expect([move.status, move.body.error.code]).toEqual([409, "topic_archived"]);
+
+    // Restoring the child alone re-plants it at the root, under a parent that is still hidden.
+    const kidBack = await ann.post(`/v1/topics/${kid.id}/restore`);
+    expect(kidBack.body.data).toEqual({ topic_id: kid.id, restored_count: 1 });
+    expect((await ann.get(`/v1/topics/${kid.id}`)).body.data).toMatchObject({ parent_id: null, memory_count: 1 });
+    expect((await ann.post(`/v1/topics/${root.id}/restore`)).body.data).toEqual({ topic_id: root.id, restored_count: 1 });
+    expect((await ann.post(`/v1/topics/${root.id}/restore`)).body.data).toEqual({ topic_id: root.id, restored_count: 0 });
+    expect((await ann.get(`/v1/topics/archived?hub_id=${team}`)).body.data.topics).toEqual([]);
+    const names = (await ann.get(`/v1/topics?hub_id=${team}`)).body.data.topics.map((t: { name: string }) => t.name).sort();
+    expect(names).toEqual(["Kid", "Root"]);
+  });
+
+  it("assigns and unassigns memories, reorders many topics at once", async () => {
+    const ann = await h.user("Ann");
+    const carl = await h.user("Carl");
+    const vera = await h.user("Vera");
+    const team = await h.teamHub(ann, [
+      [carl, "contributor"],
+      [vera, "viewer"],
+    ]);
+    const t = await topic(ann, "Inbox zero", team);
+    const u = await topic(ann, "Other", team);
+    const mine = await memory(carl, "carl's own", team);
+    const annS = await memory(ann, "ann's", team);
+    const personal = await memory(ann, "elsewhere");
+
+    const assigned = await carl.post(`/v1/topics/${t.id}/memories`, { memory_id: mine, confidence: 0.9 });
+    expect(assigned.status).toBe(200);
+    expect(assigned.body.data).toEqual({ topic_id: t.id, memory_id: mine, assigned: true, previous_topic_id: null });
+    expect((await carl.post(`/v1/topics/${t.id}/memories`, { memory_id: annS })).status).toBe(403);
+    expect((await vera.post(`/v1/topics/${t.id}/memories`, { memory_id: mine })).status).toBe(403);
+    expect((await ann.post(`/v1/topics/${t.id}/memories`, { memory_id: personal })).status).toBe(404);
+    expect((await ann.get(`/v1/topics/${t.id}`)).body.data.memory_count).toBe(1);
+
+    expect((await ann.delete(`/v1/topics/${u.id}/memories/${mine}`)).body.data).toEqual({ topic_id: u.id, memory_id: mine, unassigned: false });
+    expect((await carl.delete(`/v1/topics/${t.id}/memories/${mine}`)).body.data).toEqual({ topic_id: t.id, memory_id: mine, unassigned: true });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: mine } })).topicId).toBeNull();
+
+    const reordered = await ann.post("/v1/topics/reorder", {
+      operations: [
+        { topic_id: u.id, position: 0 },
+        { topic_id: t.id, position: 1, parent_id: u.id },
+      ],
+    });
+    expect(reordered.status).toBe(200);
+    expect(reordered.body.data).toEqual({ hub_id: team, updated: 2 });
+    const tree = (await ann.get(`/v1/topics?hub_id=${team}`)).body.data.topics;
+    expect(tree).toHaveLength(1);
+    expect(tree[0]).toMatchObject({ id: u.id, children: [expect.objectContaining({ id: t.id, position: 1 })] });
+    // All or nothing: a cycle in the second operation leaves the first undone.
+    const bad = await ann.post("/v1/topics/reorder", {
+      operations: [
+        { topic_id: t.id, position: 5 },
+        { topic_id: u.id, position: 0, parent_id: t.id },
+      ],
+    });
+    expect(bad.body.error.code).toBe("cycle_detected");
+    expect((await h.db.topic.findUniqueOrThrow({ where: { id: t.id } })).position).toBe(1);
+    expect((await vera.post("/v1/topics/reorder", { operations: [{ topic_id: t.id, position: 0 }] })).status).toBe(403);
   });
 });
 
@@ -262,7 +418,7 @@ describe("rename", () => {
 
     const dup = await ann.patch(`/v1/topics/${t.id}`, { name: "taken" });
     expect(dup.status).toBe(409);
-    expect(dup.body.error.code).toBe("conflict");
+    expect(dup.body.error.code).toBe("duplicate_name");
 
     expect((await carl.patch(`/v1/topics/${t.id}`, { name: "Carl's" })).status).toBe(403);
     expect((await vera.patch(`/v1/topics/${t.id}`, { name: "Vera's" })).status).toBe(403);
@@ -271,8 +427,11 @@ describe("rename", () => {
     expect(stranger.text).not.toContain("NEW NAME");
     expect((await ann.patch(`/v1/topics/${newId()}`, { name: "x" })).status).toBe(404);
     expect((await ann.patch("/v1/topics/not-an-id", { name: "x" })).status).toBe(404);
-    expect((await ann.patch(`/v1/topics/${t.id}`, { name: "" })).status).toBe(400);
-    expect((await ann.patch(`/v1/topics/${t.id}`, {})).status).toBe(400);
+    // "" in an optional field means absent: the name stays.
+    expect((await ann.patch(`/v1/topics/${t.id}`, { name: "" })).body.data.name).toBe("NEW NAME");
+    expect((await ann.patch(`/v1/topics/${t.id}`, { name: "   " })).status).toBe(400);
+    // An empty patch changes nothing.
+    expect((await ann.patch(`/v1/topics/${t.id}`, {})).body.data.name).toBe("NEW NAME");
 
     await h.db.hub.update({ where: { id: team }, data: { allowContributorTopics: true } });
     expect((await carl.patch(`/v1/topics/${t.id}`, { name: "Carl's" })).status).toBe(200);
@@ -282,22 +441,25 @@ describe("rename", () => {
 });
 
 describe("delete", () => {
-  it("deletes the topic; its memories stay, without a topic", async () => {
+  it("deletes the topic with its subtopics; their memories stay, without a topic", async () => {
     const ann = await h.user("Ann");
     const vera = await h.user("Vera");
     const outsider = await h.user("Otto");
     const team = await h.teamHub(ann, [[vera, "viewer"]]);
     const t = await topic(ann, "Doomed", team);
+    const sub = (await ann.post("/v1/topics", { name: "Sub", parent_id: t.id })).body.data;
     const ids = [await memory(ann, "first", team), await memory(ann, "second", team)];
-    await ann.post("/v1/memories/batch-move", { ids, topic_id: t.id });
+    await ann.post("/v1/memories/batch-move", { ids: [ids[0]], topic_id: t.id });
+    await ann.post("/v1/memories/batch-move", { ids: [ids[1]], topic_id: sub.id });
 
     expect((await vera.delete(`/v1/topics/${t.id}`)).status).toBe(403);
     expect((await outsider.delete(`/v1/topics/${t.id}`)).status).toBe(404);
 
     const res = await ann.delete(`/v1/topics/${t.id}`);
     expect(res.status).toBe(200);
-    expect(res.body.data).toEqual({ id: t.id, deleted: true });
+    expect(res.body.data).toEqual({ id: t.id, topic_id: t.id, deleted: true, deleted_count: 2 });
     expect(await h.db.topic.findUnique({ where: { id: t.id } })).toBeNull();
+    expect(await h.db.topic.findUnique({ where: { id: sub.id } })).toBeNull();
     expect((await ann.delete(`/v1/topics/${t.id}`)).status).toBe(404);
 
     const listed = await ann.get(`/v1/memories?hub_id=${team}`);
@@ -305,12 +467,13 @@ describe("delete", () => {
     expect(memories.map((m) => m.id).sort()).toEqual([...ids].sort());
     const rows = await h.db.memory.findMany({ where: { id: { in: ids } } });
     expect(rows.map((r) => r.topicId)).toEqual([null, null]);
-    expect((await ann.get("/v1/topics")).body.data.topics).toEqual([]);
+    expect((await ann.get(`/v1/topics?hub_id=${team}`)).body.data).toEqual({ topics: [], unassigned_count: 2 });
   });
 
   it("answers 405 for methods the routes do not implement", async () => {
     const ann = await h.user("Ann");
     expect((await ann.put("/v1/topics", {})).status).toBe(405);
-    expect((await ann.get(`/v1/topics/${newId()}`)).status).toBe(405);
+    expect((await ann.post(`/v1/topics/${newId()}`, {})).status).toBe(405);
+    expect((await ann.get(`/v1/topics/${newId()}/archive`)).status).toBe(405);
   });
 });

@@ -8,6 +8,8 @@ export interface RequestContext {
   dbKind: "pglite" | "postgres";
   requestId: string;
   now: () => Date;
+  /** The caller's IANA time zone (X-Timezone), for calendar phrases and ages; UTC when absent. */
+  timeZone?: string;
 }
 
 export interface AuthUser {
@@ -16,14 +18,29 @@ export interface AuthUser {
   name: string;
 }
 
+export const KEY_SCOPES = ["read", "write"] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];
+
+/** How the caller authenticated, and what that credential itself allows (lib/hubs/hub-access.ts enforces it). */
 export interface Credential {
   type: "api_key" | "access_token" | "session";
   id?: string;
+  /** Sessions and access tokens: read and write. An API key: what it was issued with. */
+  scopes: readonly KeyScope[];
+  /** null: every hub the user belongs to; otherwise only these (an API key's allowlist). */
+  hubIds: readonly string[] | null;
+  /** An API key issued for an agent: the source_agent of its pushes. */
+  agentName?: string;
 }
+
+/** A credential that may do anything its user may (sessions, access tokens). */
+export const FULL_ACCESS = { scopes: KEY_SCOPES, hubIds: null } as const;
 
 export interface AuthContext extends RequestContext {
   user: AuthUser;
   credential: Credential;
+  /** The X-Hub-ID header (parsed only by withAuth): the hub a request targets or prefers. */
+  hubHeader?: string;
 }
 
 export interface HubRecord {
@@ -37,6 +54,10 @@ export interface HubRecord {
   contributorDeletePolicy: string;
   createdAt: Date;
   updatedAt: Date;
+  icon: string | null;
+  accent: string | null;
+  headerAuroraMode: string | null;
+  settings: unknown;
 }
 
 /** The context of a request that acts on one hub (X-Hub-ID, or the personal hub). */

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ApiError } from "./errors.ts";
+import { addWarning } from "./warnings.ts";
 
 /** Largest JSON body any endpoint accepts; content limits are checked after parsing. */
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
@@ -42,7 +43,71 @@ async function readBody(req: Request, maxBytes: number): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** Parses a JSON body against a schema: invalid_json, body_too_large or invalid_request. */
+interface Def {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  catchall?: z.ZodType;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+}
+
+const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: Def } })._zod.def;
+
+/** The object schema under optional/default/pipe/… wrappers, if the schema is one. */
+function objectDef(schema: z.ZodType): Def | undefined {
+  for (let current: z.ZodType | undefined = schema, depth = 0; current && depth < 10; depth++) {
+    const def = defOf(current);
+    if (def.type === "object") return def;
+    current = def.type === "pipe" ? def.in : def.innerType;
+  }
+  return undefined;
+}
+
+/** A field declared with `.meta({ keepEmpty: true })`, where `""` is a value (e.g. "clear this"). */
+function keepsEmpty(schema: z.ZodType): boolean {
+  for (let current: z.ZodType | undefined = schema, depth = 0; current && depth < 10; depth++) {
+    if ((current.meta() as { keepEmpty?: boolean } | undefined)?.keepEmpty) return true;
+    current = defOf(current).innerType;
+  }
+  return false;
+}
+
+/**
+ * Lenient in form, strict in meaning — the one place it is done, for every body and query:
+ * a field the schema does not know is dropped (and reported), whatever kind of object the
+ * schema is (strict ones included; an object with a catchall keeps its extra keys), and `""`
+ * in a field that may be absent means absent (unless the field is marked `keepEmpty`). Nested objects get the same treatment. What is
+ * left is validated as declared, so known fields keep their errors.
+ */
+export function lenientInput(schema: z.ZodType, value: unknown, ignored: string[] = [], prefix = ""): unknown {
+  const def = objectDef(schema);
+  if (!def?.shape || value === null || typeof value !== "object" || Array.isArray(value)) return value;
+  const keepsExtra = def.catchall !== undefined && defOf(def.catchall).type !== "never";
+  const out: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(value as Record<string, unknown>)) {
+    const fieldSchema = Object.hasOwn(def.shape, key) ? def.shape[key] : undefined;
+    if (!fieldSchema) {
+      if (keepsExtra) out[key] = field;
+      else ignored.push(prefix + key);
+      continue;
+    }
+    if (field === "" && fieldSchema.safeParse(undefined).success && !keepsEmpty(fieldSchema)) continue;
+    out[key] = lenientInput(fieldSchema, field, ignored, `${prefix}${key}.`);
+  }
+  return out;
+}
+
+function lenientOrWarn(req: Request, schema: z.ZodType, value: unknown, what: string): unknown {
+  const ignored: string[] = [];
+  const result = lenientInput(schema, value, ignored);
+  if (ignored.length) {
+    const names = ignored.slice(0, 10).map((name) => (name.length > 40 ? `${name.slice(0, 37)}...` : name));
+    addWarning(req, `ignored unknown ${what}: ${names.join(", ")}${ignored.length > 10 ? ` (+${ignored.length - 10} more)` : ""}`);
+  }
+  return result;
+}
+
+/** Parses a JSON body against a schema (leniently, see lenientInput): invalid_json, body_too_large or invalid_request. */
 export async function parseJson<S extends z.ZodType>(
   req: Request,
   schema: S,
@@ -63,11 +128,11 @@ export async function parseJson<S extends z.ZodType>(
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new ApiError("invalid_json", "Request body must be a JSON object");
   }
-  return parseWith(schema, value);
+  return parseWith(schema, lenientOrWarn(req, schema, value, "fields"));
 }
 
 /** Parses query parameters (each as its last string value) against a schema. */
 export function parseQuery<S extends z.ZodType>(req: Request, schema: S): z.output<S> {
   const params = Object.fromEntries(new URL(req.url).searchParams.entries());
-  return parseWith(schema, params, "Query is invalid");
+  return parseWith(schema, lenientOrWarn(req, schema, params, "query parameters"), "Query is invalid");
 }

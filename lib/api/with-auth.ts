@@ -1,12 +1,15 @@
 import { getDatabase } from "@/lib/db/database.ts";
-import { newId, isUuid } from "@/lib/ids.ts";
+import { newId } from "@/lib/ids.ts";
+import { credentialWrites, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
 import { hasSessionCookie, resolveSession } from "@/lib/auth/session.ts";
+import { clientAddress } from "./client-address.ts";
 import type { AuthContext, HubContext, RequestContext } from "./context.ts";
 import { errorResponse } from "./envelope.ts";
 import { ApiError } from "./errors.ts";
-import { can, isRole, type Permission } from "./permissions.ts";
+import type { Permission } from "./permissions.ts";
 import { rateLimiter, rateLimitHeaders, type Bucket, type RateLimitResult } from "./rate-limit.ts";
+import { addWarning, warningHeader } from "./warnings.ts";
 
 type Params = Record<string, string>;
 type NextContext = { params: Promise<Record<string, string | string[] | undefined>> };
@@ -15,6 +18,10 @@ export type RouteHandler = (req: Request, context: NextContext) => Promise<Respo
 interface Options {
   /** Rate-limit bucket (default regular). */
   bucket?: Bucket;
+  /** A POST that only reads (recall): allowed for read-only API keys. */
+  reads?: boolean;
+  /** Manages the account itself (API keys, profile, new hubs): needs a credential limited to no hubs and not read-only. */
+  account?: boolean;
 }
 
 interface HubOptions extends Options {
@@ -43,9 +50,16 @@ export function withAuth<P extends Params>(
       !authorization && hasSessionCookie(req)
         ? await resolveSession(base.db, req, base.now())
         : await resolveCredential(base.db, authorization, base.now());
-    const authCtx: AuthContext = { ...base, user, credential };
+    const hubHeader = req.headers.get("x-hub-id")?.trim() || undefined;
+    const authCtx: AuthContext = { ...base, user, credential, hubHeader };
     await limit(user.id);
-    const ctx = options.permission ? await resolveHub(authCtx, req, options.permission) : authCtx;
+    if (!credentialWrites(credential) && !options.reads && !READ_METHODS.has(req.method)) {
+      throw new ApiError("forbidden", "This API key is read-only (scopes: read); it cannot make changes");
+    }
+    if (options.account && (credential.hubIds !== null || !credentialWrites(credential))) {
+      throw new ApiError("forbidden", "This API key is limited to some hubs or to reading; account settings need an unrestricted key");
+    }
+    const ctx = options.permission ? await resolveHub(authCtx, options.permission) : authCtx;
     return (handler as (ctx: AuthContext, req: Request, params: P) => Promise<Response>)(ctx, req, params as P);
   });
 }
@@ -76,7 +90,14 @@ function handle(
         console.error(`[${requestId}] database unavailable`, error);
         throw new ApiError("unavailable", "The database is not available; try again shortly");
       });
-      const base: RequestContext = { db: database.prisma, sql: database.sql, dbKind: database.kind, requestId, now: () => new Date() };
+      const base: RequestContext = {
+        db: database.prisma,
+        sql: database.sql,
+        dbKind: database.kind,
+        requestId,
+        now: () => new Date(),
+        timeZone: timeZoneFrom(req),
+      };
       const limit: Limit = async (identity) => {
         limited = await rateLimiter().limit(bucket, identity);
         if (!limited.success) {
@@ -95,6 +116,8 @@ function handle(
     }
     response.headers.set("Cache-Control", "no-store");
     response.headers.set("X-Request-Id", requestId);
+    const warning = warningHeader(req);
+    if (warning) response.headers.set("X-Engram-Warning", warning);
     if (limited) for (const [name, value] of Object.entries(rateLimitHeaders(limited))) response.headers.set(name, value);
     return response;
   };
@@ -107,18 +130,26 @@ export function toErrorResponse(error: unknown, requestId: string): Response {
   return errorResponse(new ApiError("internal", `Internal error (request ${requestId})`));
 }
 
-async function resolveHub(ctx: AuthContext, req: Request, permission: Permission): Promise<HubContext> {
-  const header = req.headers.get("x-hub-id")?.trim();
-  const membership = header
-    ? isUuid(header)
-      ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: header, userId: ctx.user.id } }, include: { hub: true } })
-      : null
-    : await ctx.db.hubMember.findFirst({ where: { userId: ctx.user.id, hub: { hubType: "personal", ownerId: ctx.user.id } }, include: { hub: true } });
-  if (!membership || !isRole(membership.role)) throw new ApiError("not_found", "Hub not found");
-  if (!can(membership.role, permission, membership.hub)) {
-    throw new ApiError("forbidden", `Your role (${membership.role}) does not allow this in hub "${membership.hub.name}"`);
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+async function resolveHub(ctx: AuthContext, permission: Permission): Promise<HubContext> {
+  const { hub, role } = await targetHubOrThrow(ctx, ctx.hubHeader, permission);
+  return { ...ctx, hub, role };
+}
+
+/** X-Timezone: an IANA zone for dates in answers (`age`, "yesterday"); an unknown one is ignored with a warning. */
+function timeZoneFrom(req: Request): string | undefined {
+  const zone = req.headers.get("x-timezone")?.trim();
+  if (!zone) return undefined;
+  if (zone.length <= 64) {
+    try {
+      return new Intl.DateTimeFormat("en-US", { timeZone: zone }).resolvedOptions().timeZone;
+    } catch {
+      // not a zone this runtime knows
+    }
   }
-  return { ...ctx, hub: membership.hub, role: membership.role };
+  addWarning(req, `ignored X-Timezone: not an IANA time zone`);
+  return undefined;
 }
 
 function requestIdFrom(req: Request): string {
@@ -133,10 +164,6 @@ function flattenParams(params: Record<string, string | string[] | undefined> | u
     else if (Array.isArray(value)) flat[key] = value.join("/");
   }
   return flat;
-}
-
-function clientAddress(req: Request): string {
-  return req.headers.get("x-forwarded-for")?.split(",")[0]?.trim() || req.headers.get("x-real-ip") || "local";
 }
 
 /** 405 JSON handlers for the methods a route file does not implement. */

@@ -1,29 +1,82 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
+import { KEY_SCOPES } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
 import { hashSecret } from "./hash-secret.ts";
 import { serializeApiKey, type ApiKeyObject } from "./serialize-api-key.ts";
 
 export const API_KEY_PREFIX = "egk_";
 
-export const createApiKeyBodySchema = z.strictObject({
+/** Active (not revoked) keys one user may hold; creating one more is a 409 conflict. */
+export const MAX_API_KEYS_PER_USER = 100;
+export const MAX_KEY_HUBS = 20;
+export const TRUST_LEVELS = ["public", "standard", "elevated", "admin"] as const;
+
+export const createApiKeyBodySchema = z.object({
   name: z.string().trim().min(1).max(100),
   expires_in_days: z.int().min(1).max(3650).optional(),
+  hub_id: z.uuid("hub_id must be a hub id (not a slug)").optional(),
+  hub_ids: z.array(z.uuid("hub_ids must be hub ids (not slugs)")).max(MAX_KEY_HUBS, `at most ${MAX_KEY_HUBS} hub_ids`).optional(),
+  // [] (what Memax's CLI sends without --grant) means the default: read and write.
+  scopes: z.array(z.enum(KEY_SCOPES, { message: 'scopes must be "read" and/or "write"' })).max(2).optional(),
+  agent_name: z.string().trim().min(1).max(100).optional(),
+  permissions: z.array(z.string().trim().min(1).max(100)).max(50).optional(),
+  trust_level: z.enum(TRUST_LEVELS).optional(),
 });
 
-/** Issues a key: returned once in full, stored only as its SHA-256. */
-export async function createApiKey(
-  ctx: Pick<AuthContext, "db" | "user" | "now">,
-  input: z.output<typeof createApiKeyBodySchema>,
-): Promise<ApiKeyObject & { key: string }> {
-  const { key, row } = await insertApiKey(ctx.db, ctx.user.id, input.name, ctx.now(), input.expires_in_days);
-  return { ...serializeApiKey(row), key };
+export interface ApiKeyOptions {
+  expiresInDays?: number;
+  scopes?: readonly string[];
+  /** Restrict the key to these hubs (already checked to be the user's). */
+  hubIds?: readonly string[];
+  agentName?: string;
+  permissions?: readonly string[];
+  trustLevel?: string;
 }
 
-export async function insertApiKey(db: DbClient, userId: string, name: string, now: Date, expiresInDays?: number) {
+/**
+ * Issues a key: returned once in full, stored only as its SHA-256. It can be limited to some of
+ * the caller's hubs and to reading; lib/hubs/hub-access.ts enforces both on every request.
+ */
+export async function createApiKey(
+  ctx: Pick<AuthContext, "db" | "user" | "now" | "credential">,
+  input: z.output<typeof createApiKeyBodySchema>,
+): Promise<ApiKeyObject & { key: string }> {
+  const wanted = [...new Set([...(input.hub_id ? [input.hub_id] : []), ...(input.hub_ids ?? [])])];
+  if (wanted.length > MAX_KEY_HUBS) throw new ApiError("invalid_request", `A key can be limited to at most ${MAX_KEY_HUBS} hubs`);
+  const mine = new Map((await readableHubs(ctx)).map((m) => [m.hub.id, m.hub.slug]));
+  const unknown = wanted.find((id) => !mine.has(id));
+  if (unknown) throw new ApiError("not_found", `Hub not found: ${unknown}`);
+
+  const { key, row } = await ctx.db.$transaction(async (tx) => {
+    await lockForTransaction(tx, `api-keys:${ctx.user.id}`);
+    const active = await tx.apiKey.count({ where: { userId: ctx.user.id, revokedAt: null } });
+    if (active >= MAX_API_KEYS_PER_USER) {
+      throw new ApiError("conflict", `You have ${active} API keys; the limit is ${MAX_API_KEYS_PER_USER}. Revoke one first.`, {
+        limit: MAX_API_KEYS_PER_USER,
+      });
+    }
+    return insertApiKey(tx, ctx.user.id, input.name, ctx.now(), {
+      expiresInDays: input.expires_in_days,
+      scopes: input.scopes?.length ? input.scopes : undefined,
+      hubIds: wanted,
+      agentName: input.agent_name,
+      permissions: input.permissions,
+      trustLevel: input.trust_level,
+    });
+  });
+  return { ...serializeApiKey(row, mine), key };
+}
+
+export async function insertApiKey(db: DbClient, userId: string, name: string, now: Date, options: ApiKeyOptions | number = {}) {
+  const opts: ApiKeyOptions = typeof options === "number" ? { expiresInDays: options } : options;
   const key = `${API_KEY_PREFIX}${randomBytes(32).toString("base64url")}`;
+  const hubIds = [...new Set(opts.hubIds ?? [])];
   const row = await db.apiKey.create({
     data: {
       id: newId(now.getTime()),
@@ -32,7 +85,13 @@ export async function insertApiKey(db: DbClient, userId: string, name: string, n
       prefix: key.slice(0, API_KEY_PREFIX.length + 6),
       keyHash: hashSecret(key),
       createdAt: now,
-      expiresAt: expiresInDays ? new Date(now.getTime() + expiresInDays * 86_400_000) : null,
+      expiresAt: opts.expiresInDays ? new Date(now.getTime() + opts.expiresInDays * 86_400_000) : null,
+      scopes: opts.scopes ? KEY_SCOPES.filter((scope) => opts.scopes!.includes(scope)) : [...KEY_SCOPES],
+      hubScopeMode: hubIds.length ? "hub_allowlist" : "all_accessible",
+      hubIds,
+      agentName: opts.agentName ?? null,
+      permissions: [...new Set(opts.permissions ?? [])],
+      trustLevel: opts.trustLevel ?? null,
     },
   });
   return { key, row };

@@ -1,29 +1,19 @@
-import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
-import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
-import { serverSecret } from "@/lib/api/server-secret.ts";
-import { serializeApiKey } from "./serialize-api-key.ts";
+import { MAX_API_KEYS_PER_USER } from "./create-api-key.ts";
+import { serializeApiKey, type ApiKeyObject } from "./serialize-api-key.ts";
 
-const positionSchema = z.tuple([z.string(), z.string()]);
-
-/** The caller's keys that are not revoked, newest first, without secrets. */
-export async function listApiKeys(ctx: AuthContext, query: { limit?: string; cursor?: string }) {
-  const limit = parseLimit(query.limit);
-  const secret = await serverSecret(ctx.db);
-  const after = query.cursor ? decodeCursor(secret, "api_keys", ctx.user.id, query.cursor, positionSchema) : undefined;
+/**
+ * The caller's keys that are not revoked, newest first, without secrets: a plain array (the
+ * clients iterate it), bounded by MAX_API_KEYS_PER_USER active keys per user.
+ */
+export async function listApiKeys(ctx: AuthContext): Promise<ApiKeyObject[]> {
   const rows = await ctx.db.apiKey.findMany({
-    where: {
-      userId: ctx.user.id,
-      revokedAt: null,
-      ...(after && {
-        OR: [{ createdAt: { lt: new Date(after[0]) } }, { createdAt: new Date(after[0]), id: { lt: after[1] } }],
-      }),
-    },
+    where: { userId: ctx.user.id, revokedAt: null },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-    take: limit + 1,
+    take: MAX_API_KEYS_PER_USER,
   });
-  const result = page("api_keys", rows, limit, (last) =>
-    encodeCursor(secret, "api_keys", ctx.user.id, [last.createdAt.toISOString(), last.id]),
-  );
-  return { ...result, api_keys: result.api_keys.map(serializeApiKey) };
+  const hubIds = [...new Set(rows.flatMap((row) => row.hubIds))];
+  const hubs = hubIds.length ? await ctx.db.hub.findMany({ where: { id: { in: hubIds } }, select: { id: true, slug: true } }) : [];
+  const slugs = new Map(hubs.map((hub) => [hub.id, hub.slug]));
+  return rows.map((row) => serializeApiKey(row, slugs));
 }

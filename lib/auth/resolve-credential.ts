@@ -1,5 +1,5 @@
 import { ApiError } from "@/lib/api/errors.ts";
-import type { AuthUser, Credential } from "@/lib/api/context.ts";
+import { FULL_ACCESS, KEY_SCOPES, type AuthUser, type Credential, type KeyScope } from "@/lib/api/context.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { ACCESS_TOKEN_PREFIX, verifyAccessToken } from "./access-token.ts";
@@ -24,13 +24,23 @@ export async function resolveCredential(
     if (!check.ok) throw new ApiError("unauthorized", check.reason === "expired" ? "Access token expired" : "Invalid access token");
     const user = await db.user.findUnique({ where: { id: check.userId }, select: { id: true, email: true, name: true } });
     if (!user) throw new ApiError("unauthorized", "Invalid access token");
-    return { user, credential: { type: "access_token" } };
+    return { user, credential: { type: "access_token", ...FULL_ACCESS } };
   }
 
   if (!token.startsWith(API_KEY_PREFIX)) throw new ApiError("unauthorized", "Invalid API key");
   const key = await db.apiKey.findUnique({
     where: { keyHash: hashSecret(token) },
-    select: { id: true, revokedAt: true, expiresAt: true, lastUsedAt: true, user: { select: { id: true, email: true, name: true } } },
+    select: {
+      id: true,
+      revokedAt: true,
+      expiresAt: true,
+      lastUsedAt: true,
+      scopes: true,
+      hubScopeMode: true,
+      hubIds: true,
+      agentName: true,
+      user: { select: { id: true, email: true, name: true } },
+    },
   });
   if (!key) throw new ApiError("unauthorized", "Invalid API key");
   if (key.revokedAt) throw new ApiError("unauthorized", "API key has been revoked");
@@ -38,5 +48,15 @@ export async function resolveCredential(
   if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
     await db.apiKey.update({ where: { id: key.id }, data: { lastUsedAt: now } });
   }
-  return { user: key.user, credential: { type: "api_key", id: key.id } };
+  return {
+    user: key.user,
+    credential: {
+      type: "api_key",
+      id: key.id,
+      scopes: key.scopes.filter((scope): scope is KeyScope => (KEY_SCOPES as readonly string[]).includes(scope)),
+      // An allowlist whose hubs are all gone reaches nothing; it never widens to every hub.
+      hubIds: key.hubScopeMode === "hub_allowlist" ? key.hubIds : null,
+      ...(key.agentName && { agentName: key.agentName }),
+    },
+  };
 }

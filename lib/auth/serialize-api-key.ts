@@ -1,29 +1,54 @@
+import type { ApiKey } from "@/lib/db/generated/client.ts";
+
+export type HubScopeMode = "all_accessible" | "hub_allowlist";
+
+/** A key as the API shows it (never the secret); Memax's field names (SDK types ApiKey / ApiKeyListItem). */
 export interface ApiKeyObject {
   id: string;
   name: string;
   prefix: string;
+  /** "all" for every hub the user belongs to, else the allowlisted hubs' slugs, comma-separated. */
+  scope: string;
+  /** "read" and/or "write". */
+  scopes: string[];
+  /** The first allowlisted hub (Memax's single-hub field), or null. */
+  hub_id: string | null;
+  hub_ids: string[];
+  hub_scope_mode: HubScopeMode;
+  agent_name: string;
+  standalone: boolean;
+  permissions: string[];
+  default_permissions: string[];
+  trust_level: string | null;
   created_at: string;
   expires_at: string | null;
+  last_used: string | null;
   last_used_at: string | null;
   revoked_at: string | null;
 }
 
-export function serializeApiKey(row: {
-  id: string;
-  name: string;
-  prefix: string;
-  createdAt: Date;
-  expiresAt: Date | null;
-  lastUsedAt: Date | null;
-  revokedAt: Date | null;
-}): ApiKeyObject {
+/** `slugs` maps hub id → slug for the key's allowlist (a hub deleted since is left out). */
+export function serializeApiKey(row: ApiKey, slugs: ReadonlyMap<string, string> = new Map()): ApiKeyObject {
+  const restricted = row.hubScopeMode === "hub_allowlist";
+  const lastUsed = row.lastUsedAt?.toISOString() ?? null;
   return {
     id: row.id,
     name: row.name,
     prefix: row.prefix,
+    scope: restricted ? row.hubIds.map((id) => slugs.get(id)).filter(Boolean).join(",") : "all",
+    scopes: row.scopes,
+    hub_id: restricted ? (row.hubIds[0] ?? null) : null,
+    hub_ids: restricted ? row.hubIds : [],
+    hub_scope_mode: restricted ? "hub_allowlist" : "all_accessible",
+    agent_name: row.agentName ?? "",
+    standalone: row.standalone,
+    permissions: row.permissions,
+    default_permissions: row.permissions,
+    trust_level: row.trustLevel,
     created_at: row.createdAt.toISOString(),
     expires_at: row.expiresAt?.toISOString() ?? null,
-    last_used_at: row.lastUsedAt?.toISOString() ?? null,
+    last_used: lastUsed,
+    last_used_at: lastUsed,
     revoked_at: row.revokedAt?.toISOString() ?? null,
   };
 }

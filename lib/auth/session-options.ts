@@ -2,12 +2,14 @@ import type { AuthOptions } from "next-auth";
 import CredentialsProvider from "next-auth/providers/credentials";
 import GitHubProvider from "next-auth/providers/github";
 import GoogleProvider from "next-auth/providers/google";
+import { clientAddress } from "@/lib/api/client-address.ts";
 import { rateLimiter } from "@/lib/api/rate-limit.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { verifyPassword } from "./password.ts";
 import { SESSION_MAX_AGE_SECONDS, sessionSecret } from "./session.ts";
+import { checkSignIn, recordSignIn } from "./sign-in-throttle.ts";
 import { signUpOpen } from "./sign-up.ts";
 
 /**
@@ -27,6 +29,31 @@ export function oauthProviders(): { id: "github" | "google"; name: string }[] {
   return enabled;
 }
 
+/**
+ * The password check behind next-auth's credentials provider. Throttled per client address (a
+ * request bucket, which fails open) and by failed attempts per account and per address with
+ * backoff (lib/auth/sign-in-throttle.ts, which fails closed). Errors are next-auth error codes the
+ * sign-in form turns into messages.
+ */
+export async function authorizePassword(
+  db: Db,
+  credentials: Record<string, string> | undefined,
+  headers: Record<string, unknown> | Headers,
+): Promise<{ id: string; email: string; name: string } | null> {
+  const email = credentials?.email?.trim().toLowerCase();
+  const password = credentials?.password;
+  if (!email || !password) return null;
+  const plain = headers instanceof Headers ? headers : new Headers(Object.entries(headers).filter((e): e is [string, string] => typeof e[1] === "string"));
+  const address = clientAddress(new Request("http://engram.internal/", { headers: plain }));
+  if (!(await rateLimiter().limit("heavy", `sign-in:ip:${address}`)).success) throw new Error("TooManyAttempts");
+  const verdict = await checkSignIn(email, address);
+  if (!verdict.allowed) throw new Error(verdict.reason === "locked" ? "TooManyAttempts" : "SignInUnavailable");
+  const user = await db.user.findUnique({ where: { email } });
+  const ok = await verifyPassword(password, user?.passwordHash);
+  await recordSignIn(email, address, ok && !!user);
+  return ok && user ? { id: user.id, email: user.email, name: user.name } : null;
+}
+
 /** next-auth configuration: JWT sessions in an encrypted cookie, users in our own tables. */
 export async function sessionOptions(db: Db): Promise<AuthOptions> {
   configureAuthUrl();
@@ -35,17 +62,7 @@ export async function sessionOptions(db: Db): Promise<AuthOptions> {
       id: "credentials",
       name: "Email and password",
       credentials: { email: { label: "Email", type: "email" }, password: { label: "Password", type: "password" } },
-      async authorize(credentials) {
-        const email = credentials?.email?.trim().toLowerCase();
-        const password = credentials?.password;
-        if (!email || !password) return null;
-        // Per-account guessing is capped (heavy bucket: 60 tries a minute by default).
-        const limit = await rateLimiter().limit("heavy", `sign-in:${email}`);
-        if (!limit.success) throw new Error("Too many sign-in attempts; wait a minute and try again");
-        const user = await db.user.findUnique({ where: { email } });
-        if (!(await verifyPassword(password, user?.passwordHash))) return null;
-        return { id: user!.id, email: user!.email, name: user!.name };
-      },
+      authorize: (credentials, req) => authorizePassword(db, credentials, req?.headers ?? {}),
     }),
   ];
   if (process.env.GITHUB_CLIENT_ID && process.env.GITHUB_CLIENT_SECRET) {

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { decode } from "next-auth/jwt";
-import type { AuthUser, Credential } from "@/lib/api/context.ts";
+import { FULL_ACCESS, type AuthUser, type Credential } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { Db } from "@/lib/db/database.ts";
@@ -80,7 +80,7 @@ export async function resolveSession(db: Db, req: Request, _now: Date): Promise<
   const user = await db.user.findUnique({ where: { id: userId }, select: { id: true, email: true, name: true } });
   if (!user) throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
   if (!SAFE_METHODS.has(req.method.toUpperCase())) assertSameOrigin(req);
-  return { user, credential: { type: "session" } };
+  return { user, credential: { type: "session", ...FULL_ACCESS } };
 }
 
 /**

@@ -2,23 +2,54 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { can } from "@/lib/api/permissions.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { assertHubRoom } from "./assert-hub-room.ts";
 import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
 import type { AddMemberBody } from "./hub-fields.ts";
-import { serializeMember } from "./serialize-hub.ts";
+import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 
-/** Adds an existing user directly; admins add contributors and viewers, only the owner adds admins. */
+/**
+ * Adds an existing user directly; admins add contributors and viewers, only the
+ * owner adds admins. A user id alone is not enough: the adder must already be
+ * able to find the person, or this would add strangers and hand out their
+ * e-mail addresses. Either this hub has a usable invite e-mailed to the
+ * person's address (the adder typed it), or the adder is owner or admin of
+ * another hub the person belongs to (where the adder already sees it).
+ * Anyone else is "User not found", whether or not the id exists.
+ */
 export async function addMember(ctx: AuthContext, hubId: string, input: AddMemberBody) {
   const { hub, role } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "add members");
   assertTeamHub(hub, "shared");
   if (input.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can add admins");
-  const user = await ctx.db.user.findUnique({ where: { id: input.user_id }, select: { id: true } });
-  if (!user) throw new ApiError("not_found", "User not found");
-  try {
-    const member = await ctx.db.hubMember.create({
-      data: { hubId: hub.id, userId: user.id, role: input.role, joinedAt: ctx.now() },
-      include: { user: { select: { name: true, email: true } } },
+  const notFound = () => new ApiError("not_found", "User not found");
+  const user = isUuid(input.user_id) ? await ctx.db.user.findUnique({ where: { id: input.user_id }, select: { id: true, email: true } }) : null;
+  if (!user) throw notFound();
+  const now = ctx.now();
+  const invite = await ctx.db.invite.findFirst({
+    where: { hubId: hub.id, state: "active", expiresAt: { gt: now }, email: { equals: user.email, mode: "insensitive" } },
+    select: { id: true },
+  });
+  if (!invite) {
+    const shared = await ctx.db.hubMember.findFirst({
+      where: { userId: user.id, hub: { members: { some: { userId: ctx.user.id, role: { in: ["owner", "admin"] } } } } },
+      select: { hubId: true },
     });
-    return serializeMember(member);
+    if (!shared) throw notFound();
+  }
+  try {
+    const member = await ctx.db.$transaction(async (tx) => {
+      await assertHubRoom(tx, user.id, "they");
+      const created = await tx.hubMember.create({
+        data: { hubId: hub.id, userId: user.id, role: input.role, joinedAt: now },
+        include: { user: memberUserSelect },
+      });
+      // The invite that made them findable has done its job.
+      if (invite) {
+        await tx.invite.updateMany({ where: { id: invite.id, state: "active" }, data: { state: "accepted", acceptedBy: user.id, acceptedAt: now } });
+      }
+      return created;
+    });
+    return serializeMember(member, { id: ctx.user.id, role });
   } catch (error) {
     if (isUniqueViolation(error)) throw new ApiError("already_member", "This user is already a member of the hub");
     throw error;

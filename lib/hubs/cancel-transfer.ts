@@ -21,5 +21,6 @@ export async function cancelTransfer(ctx: AuthContext, hubId: string, transferId
     assertTransferPending(await ctx.db.ownershipTransfer.findUniqueOrThrow({ where: { id: transfer.id } }), now);
     throw new ApiError("conflict", "This ownership transfer is no longer pending");
   }
-  return serializeTransfer(canceled[0]!, now);
+  // `status` and `transfer_id` are what the Memax SDK reads back.
+  return { ...serializeTransfer(canceled[0]!, now), status: "canceled" as const, transfer_id: transfer.id };
 }

@@ -2,6 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
+import { assertHubRoom } from "./assert-hub-room.ts";
 import { deriveSlug } from "./derive-slug.ts";
 import type { CreateHubBody } from "./hub-fields.ts";
 import { serializeHub } from "./serialize-hub.ts";
@@ -20,24 +21,28 @@ export async function createHub(ctx: AuthContext, input: CreateHubBody) {
     const slug = input.slug ?? deriveSlug(input.name, attempt > 0);
     if (input.slug === undefined && attempt === 0 && (await ctx.db.hub.findUnique({ where: { slug }, select: { id: true } }))) continue;
     try {
-      const hub = await ctx.db.hub.create({
-        data: {
-          id: newId(now.getTime()),
-          name: input.name,
-          slug,
-          hubType: "team",
-          ownerId: ctx.user.id,
-          allowContributorTopics: input.allow_contributor_topics ?? false,
-          allowContributorDreams: input.allow_contributor_dreams ?? false,
-          contributorDeletePolicy: input.contributor_delete_policy ?? "own",
-          createdAt: now,
-          updatedAt: now,
-          members: { create: { userId: ctx.user.id, role: "owner", joinedAt: now } },
-        },
+      const hub = await ctx.db.$transaction(async (tx) => {
+        await assertHubRoom(tx, ctx.user.id);
+        return tx.hub.create({
+          data: {
+            id: newId(now.getTime()),
+            name: input.name,
+            slug,
+            hubType: "team",
+            ownerId: ctx.user.id,
+            allowContributorTopics: input.allow_contributor_topics ?? false,
+            allowContributorDreams: input.allow_contributor_dreams ?? false,
+            contributorDeletePolicy: input.contributor_delete_policy ?? "own",
+            createdAt: now,
+            updatedAt: now,
+            members: { create: { userId: ctx.user.id, role: "owner", joinedAt: now } },
+          },
+        });
       });
       return serializeHub(hub);
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
+      // A unique violation aborted the transaction; the next attempt starts a new one.
       if (input.slug !== undefined) throw new ApiError("slug_taken", `The slug "${input.slug}" is already taken`, { slug: input.slug });
     }
   }

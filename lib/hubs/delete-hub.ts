@@ -13,5 +13,5 @@ export async function deleteHub(ctx: AuthContext, hubId: string) {
   assertTeamHub(hub, "deleted");
   const { count } = await ctx.db.hub.deleteMany({ where: { id: hub.id, ownerId: ctx.user.id, hubType: "team" } });
   if (count === 0) throw new ApiError("forbidden", "Only the hub owner can delete the hub");
-  return { id: hub.id, deleted: true as const };
+  return { id: hub.id, hub_id: hub.id, deleted: true as const };
 }

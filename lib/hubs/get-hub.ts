@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { membershipOrThrow } from "./hub-access.ts";
 import { hubCounts } from "./hub-counts.ts";
 import { DETAIL_MEMBERS_LIMIT } from "./hub-fields.ts";
-import { serializeHub, serializeMember, serializeTransfer } from "./serialize-hub.ts";
+import { memberUserSelect, serializeHub, serializeMember, serializeTransfer } from "./serialize-hub.ts";
 
 /** Hub detail: settings, the caller's role, the first members, counts and the pending transfer. */
 export async function getHub(ctx: AuthContext, hubId: string) {
@@ -13,15 +13,16 @@ export async function getHub(ctx: AuthContext, hubId: string) {
       where: { hubId: hub.id },
       orderBy: [{ joinedAt: "asc" }, { userId: "asc" }],
       take: DETAIL_MEMBERS_LIMIT,
-      include: { user: { select: { name: true, email: true } } },
+      include: { user: memberUserSelect },
     }),
     hubCounts(ctx.db, hub.id, now),
     ctx.db.ownershipTransfer.findFirst({ where: { hubId: hub.id, state: "pending", expiresAt: { gt: now } } }),
   ]);
+  const viewer = { id: ctx.user.id, role };
   return {
     hub: serializeHub(hub),
     role,
-    members: members.map(serializeMember),
+    members: members.map((member) => serializeMember(member, viewer)),
     members_has_more: counts.members > members.length,
     counts,
     pending_transfer: pending ? serializeTransfer(pending, now) : null,

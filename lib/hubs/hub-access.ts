@@ -1,44 +1,139 @@
-import type { AuthContext, HubRecord } from "@/lib/api/context.ts";
+import type { AuthContext, Credential, HubRecord } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { can, isRole, type Permission, type Role } from "@/lib/api/permissions.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
+
+/**
+ * The one hub-access resolver. Every question "may this caller, with this credential, do X in
+ * hub H?" is answered here: withAuth (X-Hub-ID and the default hub), the hub/topic/invite domain
+ * functions, memory lookups (findMemoryOrThrow, get), batch operations, lists and recall's scope.
+ *
+ * Two things decide: the caller's membership (role, read fresh on every request so changes apply
+ * at once) and the credential (an API key may be limited to a hub allowlist and/or to reading).
+ * A hub outside either is not found; a read-only credential acts as a viewer.
+ */
+
+type Caller = Pick<AuthContext, "db" | "user" | "credential">;
 
 export interface Membership {
   hub: HubRecord;
+  /** The role this request acts with: the member's role, or viewer for a read-only credential. */
   role: Role;
+  /** The member's role in the hub, whatever the credential. */
+  memberRole: Role;
 }
 
-/** Every hub the caller belongs to, with their role: the read scope of lists and recall. */
-export async function readableHubs(ctx: Pick<AuthContext, "db" | "user">): Promise<Membership[]> {
-  const rows = await ctx.db.hubMember.findMany({ where: { userId: ctx.user.id }, include: { hub: true } });
-  return rows.flatMap((row) => (isRole(row.role) ? [{ hub: row.hub, role: row.role }] : []));
+/** Whether the credential may write at all (API keys issued with scopes: ["read"] may not). */
+export function credentialWrites(credential: Credential): boolean {
+  return credential.scopes.includes("write");
 }
 
-/** The caller's membership of one hub; a hub they do not belong to is simply not found. */
-export async function membershipOrThrow(ctx: Pick<AuthContext, "db" | "user">, hubId: string): Promise<Membership> {
+/** Whether the credential's hub allowlist (if any) includes this hub. */
+export function credentialReaches(credential: Credential, hubId: string): boolean {
+  return credential.hubIds === null || credential.hubIds.includes(hubId);
+}
+
+/** The role a member acts with under this credential. */
+export function effectiveRole(credential: Credential, role: Role): Role {
+  return credentialWrites(credential) ? role : "viewer";
+}
+
+function toMembership(credential: Credential, row: { role: string; hub: HubRecord }): Membership | undefined {
+  if (!isRole(row.role) || !credentialReaches(credential, row.hub.id)) return undefined;
+  return { hub: row.hub, role: effectiveRole(credential, row.role), memberRole: row.role };
+}
+
+/** Prisma filter for hub ids the credential reaches (combine with a membership condition). */
+function allowlistWhere(credential: Credential): { hubId?: { in: string[] } } {
+  return credential.hubIds === null ? {} : { hubId: { in: [...credential.hubIds] } };
+}
+
+/** Prisma filter: memories in hubs the caller belongs to and the credential reaches. */
+export function memoryAccessWhere(ctx: Caller): Prisma.MemoryWhereInput {
+  return { hub: { members: { some: { userId: ctx.user.id } } }, ...allowlistWhere(ctx.credential) };
+}
+
+/** Prisma filter: the caller's hub_members rows that the credential reaches. */
+export function membershipWhere(ctx: Caller): Prisma.HubMemberWhereInput {
+  return { userId: ctx.user.id, ...allowlistWhere(ctx.credential) };
+}
+
+/** Every hub the caller may read with this credential, with the role they act with: the scope of lists and recall. */
+export async function readableHubs(ctx: Caller): Promise<Membership[]> {
+  const rows = await ctx.db.hubMember.findMany({ where: membershipWhere(ctx), include: { hub: true } });
+  return rows.flatMap((row) => toMembership(ctx.credential, row) ?? []);
+}
+
+/** The caller's membership of one hub; a hub they do not belong to (or the key does not reach) is simply not found. */
+export async function membershipOrThrow(ctx: Caller, hubId: string): Promise<Membership> {
   const row = isUuid(hubId)
     ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId, userId: ctx.user.id } }, include: { hub: true } })
     : null;
-  if (!row || !isRole(row.role)) throw new ApiError("not_found", "Hub not found");
-  return { hub: row.hub, role: row.role };
+  const membership = row ? toMembership(ctx.credential, row) : undefined;
+  if (!membership) throw new ApiError("not_found", "Hub not found");
+  return membership;
+}
+
+/** Whether this membership grants `permission` under the request's credential. */
+export function allows(membership: Membership, permission: Permission): boolean {
+  return can(membership.role, permission, membership.hub);
+}
+
+/** forbidden, naming the cause: the member's role, or a read-only credential. */
+export function forbiddenFor(membership: Membership, action: string): ApiError {
+  if (membership.role !== membership.memberRole) {
+    return new ApiError("forbidden", `This API key is read-only: it cannot ${action}`);
+  }
+  return new ApiError("forbidden", `Your role (${membership.role}) does not allow you to ${action} in hub "${membership.hub.name}"`);
 }
 
 /**
  * The caller's membership of one hub, required to grant `permission` there:
- * not a member → not_found (never reveal the hub), member without the role → forbidden.
- * Read fresh on every request so role changes and removals apply immediately.
+ * not a member (or outside the key's hubs) → not_found (never reveal the hub),
+ * member without the role (or a read-only key) → forbidden.
  */
-export async function hubPermissionOrThrow(
-  ctx: Pick<AuthContext, "db" | "user">,
-  hubId: string,
-  permission: Permission,
-  action: string,
-): Promise<Membership> {
+export async function hubPermissionOrThrow(ctx: Caller, hubId: string, permission: Permission, action: string): Promise<Membership> {
   const membership = await membershipOrThrow(ctx, hubId);
-  if (!can(membership.role, permission, membership.hub)) {
-    throw new ApiError("forbidden", `Your role (${membership.role}) does not allow you to ${action} in hub "${membership.hub.name}"`);
-  }
+  if (!allows(membership, permission)) throw forbiddenFor(membership, action);
   return membership;
+}
+
+/**
+ * The hub a request acts on (withAuth's `permission` routes): the X-Hub-ID hub, else the
+ * caller's personal hub — or, for a key limited to other hubs, the first hub it was issued for.
+ */
+export async function targetHubOrThrow(ctx: Caller, hubHeader: string | undefined, permission: Permission): Promise<Membership> {
+  let membership: Membership;
+  if (hubHeader) {
+    membership = await membershipOrThrow(ctx, hubHeader);
+  } else {
+    const personal = await ctx.db.hubMember.findFirst({
+      where: { userId: ctx.user.id, hub: { hubType: "personal", ownerId: ctx.user.id } },
+      include: { hub: true },
+    });
+    const reached = personal ? toMembership(ctx.credential, personal) : undefined;
+    if (reached) membership = reached;
+    else if (ctx.credential.hubIds?.length) membership = await firstAllowedHub(ctx, ctx.credential.hubIds);
+    else throw new ApiError("not_found", "Hub not found");
+  }
+  if (!allows(membership, permission)) throw forbiddenFor(membership, "do this");
+  return membership;
+}
+
+async function firstAllowedHub(ctx: Caller, hubIds: readonly string[]): Promise<Membership> {
+  for (const hubId of hubIds) {
+    const found = await membershipOrThrow(ctx, hubId).catch(() => undefined);
+    if (found) return found;
+  }
+  throw new ApiError("not_found", "Hub not found: this API key reaches no hub you belong to; send X-Hub-ID");
+}
+
+/** Recall's scope: the requested hubs (or all) narrowed to the key's allowlist; undefined = every hub the caller belongs to. */
+export function scopedHubIds(credential: Credential, requested: string[] | undefined): string[] | undefined {
+  if (credential.hubIds === null) return requested;
+  const allowed = credential.hubIds;
+  return requested ? requested.filter((id) => allowed.includes(id)) : [...allowed];
 }
 
 /** Personal hubs have exactly one member and cannot be shared, left, transferred or deleted. */

@@ -6,6 +6,23 @@ export const MAX_HUB_NAME_LENGTH = 100;
 /** Members embedded in hub detail; the full list is GET /v1/hubs/:id/members. */
 export const DETAIL_MEMBERS_LIMIT = 100;
 export const TRANSFER_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+/**
+ * Hubs one user may belong to (personal hub included). GET /v1/hubs returns
+ * them all as one array, so this cap is what keeps that response bounded;
+ * creating, joining or being added past it is 409 hub_limit_reached.
+ */
+export const MAX_HUBS_PER_USER = 100;
+export const MAX_HUB_ICON_LENGTH = 64;
+export const HUB_ACCENTS = ["violet", "blue", "green", "amber", "rose", "slate"] as const;
+export const HEADER_AURORA_MODES = ["none", "signature", "time"] as const;
+/** The per-hub dream settings a client may set (Memax's HubSettings allow-list). */
+export const HUB_SETTING_KEYS = [
+  "dreams_enabled",
+  "dreams_merge_enabled",
+  "dreams_archive_enabled",
+  "dreams_organize_enabled",
+  "dreams_restructure_enabled",
+] as const;
 
 export const SLUG_RE = /^[a-z0-9][a-z0-9-]{1,46}[a-z0-9]$/;
 /** Personal hubs are `personal-<hex>`; no team hub may take that shape. */
@@ -38,9 +55,17 @@ const settings = {
 export const createHubBodySchema = z.strictObject({ name: nameSchema, slug: slugSchema.optional(), ...settings });
 export type CreateHubBody = z.output<typeof createHubBodySchema>;
 
-export const updateHubBodySchema = z
-  .strictObject({ name: nameSchema.optional(), slug: slugSchema.optional(), ...settings })
-  .refine((body) => Object.values(body).some((value) => value !== undefined), "give at least one field to change");
+/** `""` clears an appearance field (back to the default), so the lenient parser must keep it. */
+const appearance = {
+  icon: z.string().trim().max(MAX_HUB_ICON_LENGTH, `icon is at most ${MAX_HUB_ICON_LENGTH} characters`).meta({ keepEmpty: true }).optional(),
+  accent: z.union([z.enum(HUB_ACCENTS), z.literal("")]).meta({ keepEmpty: true }).optional(),
+  header_aurora_mode: z.union([z.enum(HEADER_AURORA_MODES), z.literal("")]).meta({ keepEmpty: true }).optional(),
+  // A partial merge into hub.settings; null deletes a key's override.
+  settings: z.strictObject(Object.fromEntries(HUB_SETTING_KEYS.map((key) => [key, z.boolean().nullable().optional()])) as Record<(typeof HUB_SETTING_KEYS)[number], z.ZodOptional<z.ZodNullable<z.ZodBoolean>>>).optional(),
+};
+
+// An empty patch is a no-op that returns the hub (clients may send only fields this server ignores).
+export const updateHubBodySchema = z.strictObject({ name: nameSchema.optional(), slug: slugSchema.optional(), ...settings, ...appearance });
 export type UpdateHubBody = z.output<typeof updateHubBodySchema>;
 
 export const checkSlugQuerySchema = z.object({ slug: z.string({ error: "slug is required" }).max(200) });

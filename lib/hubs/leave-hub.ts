@@ -17,5 +17,5 @@ export async function leaveHub(ctx: AuthContext, hubId: string) {
   if (!(await dropMembership(ctx.db, hub.id, ctx.user.id, ctx.now()))) {
     throw new ApiError("conflict", "Your membership changed meanwhile (you may have just become the owner); reload and try again");
   }
-  return { hub_id: hub.id, left: true as const };
+  return { hub_id: hub.id, left: true as const, status: "left" as const };
 }

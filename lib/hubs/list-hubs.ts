@@ -1,29 +1,27 @@
-import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
-import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
-import { serverSecret } from "@/lib/api/server-secret.ts";
-import type { ListQuery } from "./hub-fields.ts";
+import { membershipWhere } from "./hub-access.ts";
+import { MAX_HUBS_PER_USER } from "./hub-fields.ts";
 import { serializeHub } from "./serialize-hub.ts";
 
-/** Every hub the caller belongs to, oldest first (ids are time-ordered), with role and counts. */
-export async function listHubs(ctx: AuthContext, query: ListQuery) {
-  const limit = parseLimit(query.limit);
-  const secret = await serverSecret(ctx.db);
-  const after = query.cursor ? decodeCursor(secret, "hubs", ctx.user.id, query.cursor, z.uuid()) : undefined;
+/**
+ * Every hub the caller belongs to (and the credential reaches), oldest first
+ * (ids are time-ordered), with role and counts, as one array: the Memax
+ * clients iterate it whole. Bounded by MAX_HUBS_PER_USER, which creating,
+ * joining and adding enforce.
+ */
+export async function listHubs(ctx: AuthContext) {
   const rows = await ctx.db.hubMember.findMany({
-    where: { userId: ctx.user.id, ...(after && { hubId: { gt: after } }) },
+    // The resolver's filter: a key limited to some hubs lists only those.
+    where: membershipWhere(ctx),
     orderBy: { hubId: "asc" },
-    take: limit + 1,
+    // The cap is enforced on every way in; `take` only guards against rows from before it existed.
+    take: MAX_HUBS_PER_USER,
     include: { hub: { include: { _count: { select: { memories: true, members: true } } } } },
   });
-  const result = page("hubs", rows, limit, (last) => encodeCursor(secret, "hubs", ctx.user.id, last.hubId));
-  return {
-    ...result,
-    hubs: result.hubs.map(({ hub: { _count, ...hub }, role }) => ({
-      hub: serializeHub(hub),
-      role,
-      memory_count: _count.memories,
-      member_count: _count.members,
-    })),
-  };
+  return rows.map(({ hub: { _count, ...hub }, role }) => ({
+    hub: serializeHub(hub),
+    role,
+    memory_count: _count.memories,
+    member_count: _count.members,
+  }));
 }

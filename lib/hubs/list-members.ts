@@ -4,13 +4,13 @@ import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/paginati
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { membershipOrThrow } from "./hub-access.ts";
 import type { ListQuery } from "./hub-fields.ts";
-import { serializeMember } from "./serialize-hub.ts";
+import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 
 const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
-/** Members of a hub the caller belongs to, in joining order. */
+/** Members of a hub the caller belongs to, in joining order (e-mails masked unless the caller manages the hub). */
 export async function listMembers(ctx: AuthContext, hubId: string, query: ListQuery) {
-  const { hub } = await membershipOrThrow(ctx, hubId);
+  const { hub, role } = await membershipOrThrow(ctx, hubId);
   const limit = parseLimit(query.limit);
   const secret = await serverSecret(ctx.db);
   const list = `members:${hub.id}`;
@@ -24,8 +24,8 @@ export async function listMembers(ctx: AuthContext, hubId: string, query: ListQu
     },
     orderBy: [{ joinedAt: "asc" }, { userId: "asc" }],
     take: limit + 1,
-    include: { user: { select: { name: true, email: true } } },
+    include: { user: memberUserSelect },
   });
   const result = page("members", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.joinedAt.toISOString(), last.userId]));
-  return { ...result, members: result.members.map(serializeMember) };
+  return { ...result, members: result.members.map((member) => serializeMember(member, { id: ctx.user.id, role })) };
 }

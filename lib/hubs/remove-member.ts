@@ -19,5 +19,5 @@ export async function removeMember(ctx: AuthContext, hubId: string, userId: stri
   }
   if (!self && target.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can remove admins");
   if (!(await dropMembership(ctx.db, hub.id, userId, ctx.now()))) throw new ApiError("not_found", "Member not found");
-  return { user_id: userId, removed: true as const };
+  return { user_id: userId, removed: true as const, status: "removed" as const };
 }

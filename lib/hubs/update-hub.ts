@@ -1,27 +1,54 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { hubPermissionOrThrow } from "./hub-access.ts";
 import type { UpdateHubBody } from "./hub-fields.ts";
-import { serializeHub } from "./serialize-hub.ts";
+import { hubSettings, serializeHub } from "./serialize-hub.ts";
 
-/** Name, slug and contributor permissions; owner or admin. A personal hub keeps its slug. */
+/**
+ * Name, slug, contributor permissions, appearance (icon, accent, header aurora
+ * mode; "" clears one) and a partial merge into `settings` (null deletes a
+ * key); owner or admin. A personal hub keeps its slug, and takes its aurora
+ * mode from the user's settings, not the hub.
+ */
 export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHubBody) {
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "change hub settings");
   if (input.slug !== undefined && input.slug !== hub.slug && hub.hubType === "personal") {
     throw new ApiError("personal_hub", "A personal hub's slug cannot be changed");
   }
+  if (input.header_aurora_mode && hub.hubType === "personal") {
+    throw new ApiError("personal_hub", "A personal hub's header aurora mode is a user setting, not a hub setting");
+  }
+  const clearable = (value: string | undefined) => (value === undefined ? undefined : value === "" ? null : value);
   try {
-    const updated = await ctx.db.hub.update({
-      where: { id: hub.id },
-      data: {
-        name: input.name,
-        slug: input.slug,
-        allowContributorTopics: input.allow_contributor_topics,
-        allowContributorDreams: input.allow_contributor_dreams,
-        contributorDeletePolicy: input.contributor_delete_policy,
-        updatedAt: ctx.now(),
-      },
+    const updated = await ctx.db.$transaction(async (tx) => {
+      let settings: Record<string, boolean> | undefined;
+      if (input.settings) {
+        // Read-merge-write under the hub's lock, so two partial patches both land.
+        await lockForTransaction(tx, `hub-settings:${hub.id}`);
+        const current = await tx.hub.findUniqueOrThrow({ where: { id: hub.id }, select: { settings: true } });
+        settings = hubSettings(current.settings);
+        for (const [key, value] of Object.entries(input.settings)) {
+          if (value === null) delete settings[key];
+          else if (value !== undefined) settings[key] = value;
+        }
+      }
+      return tx.hub.update({
+        where: { id: hub.id },
+        data: {
+          name: input.name,
+          slug: input.slug,
+          allowContributorTopics: input.allow_contributor_topics,
+          allowContributorDreams: input.allow_contributor_dreams,
+          contributorDeletePolicy: input.contributor_delete_policy,
+          icon: clearable(input.icon),
+          accent: clearable(input.accent),
+          headerAuroraMode: clearable(input.header_aurora_mode),
+          settings,
+          updatedAt: ctx.now(),
+        },
+      });
     });
     return serializeHub(updated);
   } catch (error) {

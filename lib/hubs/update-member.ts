@@ -3,7 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { can, type Role } from "@/lib/api/permissions.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { hubPermissionOrThrow } from "./hub-access.ts";
-import { serializeMember } from "./serialize-hub.ts";
+import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 
 /**
  * Changes a member's role. The owner's role only changes through a transfer;
@@ -22,7 +22,8 @@ export async function updateMember(ctx: AuthContext, hubId: string, userId: stri
   if (count === 0) throw new ApiError("conflict", "The member changed while you were editing; reload and try again");
   const member = await ctx.db.hubMember.findUniqueOrThrow({
     where: { hubId_userId: { hubId: hub.id, userId } },
-    include: { user: { select: { name: true, email: true } } },
+    include: { user: memberUserSelect },
   });
-  return serializeMember(member);
+  // `status` is what the Memax SDK reads back.
+  return { ...serializeMember(member, { id: ctx.user.id, role }), status: "updated" as const };
 }

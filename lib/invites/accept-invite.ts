@@ -2,6 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
+import { assertHubRoom } from "@/lib/hubs/assert-hub-room.ts";
 import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
 import { assertInviteUsable } from "./invite-or-throw.ts";
 import { looksLikeInviteToken } from "./invite-token.ts";
@@ -22,6 +23,7 @@ export async function acceptInvite(ctx: AuthContext, token: string) {
   if (await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: invite.hubId, userId: ctx.user.id } } })) throw alreadyMember();
   try {
     return await ctx.db.$transaction(async (tx) => {
+      await assertHubRoom(tx, ctx.user.id);
       const { count } = await tx.invite.updateMany({
         where: { id: invite.id, tokenHash, state: "active", expiresAt: { gt: now } },
         data: { state: "accepted", acceptedBy: ctx.user.id, acceptedAt: now },

@@ -25,13 +25,19 @@ export async function assertInviteRoom(tx: DbClient, hubId: string, now: Date): 
   }
 }
 
-/** A join link for the hub (admins invite contributors and viewers, the owner also admins); mailed when `email` is given. */
+/**
+ * A join link for the hub (admins invite contributors and viewers, the owner
+ * also admins); mailed when `email` is given. An invite addressed to a user id
+ * records it when the account exists; an unknown id gives a plain link invite
+ * (the Memax SDK's contract), so the answer does not reveal which ids exist.
+ */
 export async function createInvite(ctx: AuthContext, hubId: string, input: CreateInviteBody) {
   const { hub, role } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "invite members");
   assertTeamHub(hub, "shared");
   if (input.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can invite admins");
   const now = ctx.now();
   const issued = inviteToken(await serverSecret(ctx.db));
+  const invitee = input.inviteeUserId ? await ctx.db.user.findUnique({ where: { id: input.inviteeUserId }, select: { id: true } }) : null;
   const invite = await ctx.db.$transaction(async (tx) => {
     await assertInviteRoom(tx, hub.id, now);
     return tx.invite.create({
@@ -47,6 +53,7 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
         createdAt: now,
         expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
         lastSentAt: input.email ? now : null,
+        inviteeUserId: invitee?.id ?? null,
       },
     });
   });

@@ -4,19 +4,34 @@ import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { looksLikeInviteToken } from "./invite-token.ts";
 import { inviteState } from "./serialize-invite.ts";
 
-/** What the join page shows to whoever holds the link (no credential); dead invites report their state. */
+/**
+ * What the join page shows to whoever holds the link (no credential); dead
+ * invites report their state. `invited_by` is the inviter's name, a string
+ * (the Memax SDK's InviteDetails); nothing here names an e-mail address.
+ */
 export async function getPublicInvite(ctx: RequestContext, token: string) {
   const invite = looksLikeInviteToken(token)
     ? await ctx.db.invite.findUnique({
         where: { tokenHash: hashSecret(token) },
-        include: { hub: { select: { id: true, name: true, slug: true, _count: { select: { members: true } } } }, creator: { select: { name: true } } },
+        include: {
+          hub: { select: { id: true, name: true, slug: true, hubType: true, icon: true, accent: true, _count: { select: { members: true } } } },
+          creator: { select: { name: true } },
+        },
       })
     : null;
   if (!invite) throw new ApiError("not_found", "Invite not found");
+  const { hub } = invite;
   return {
-    invite: { role: invite.role, expires_at: invite.expiresAt.toISOString(), state: inviteState(invite, ctx.now()) },
-    hub: { id: invite.hub.id, name: invite.hub.name, slug: invite.hub.slug },
-    member_count: invite.hub._count.members,
-    invited_by: { name: invite.creator.name },
+    invite: {
+      id: invite.id,
+      hub_id: invite.hubId,
+      role: invite.role,
+      created_at: invite.createdAt.toISOString(),
+      expires_at: invite.expiresAt.toISOString(),
+      state: inviteState(invite, ctx.now()),
+    },
+    hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: hub.hubType, ...(hub.icon && { icon: hub.icon }), ...(hub.accent && { accent: hub.accent }) },
+    member_count: hub._count.members,
+    invited_by: invite.creator.name,
   };
 }

@@ -1,14 +1,33 @@
 import { z } from "zod";
 import { MANAGED_ROLES } from "@/lib/api/permissions.ts";
 
-/** Documented limits of invites (docs/hubs.md). */
+/** Documented limits of invites (docs/hubs.md). The active cap also bounds GET /v1/hubs/:id/invites, which is one array. */
 export const MAX_ACTIVE_INVITES = 20;
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
-/** One e-mail per invite per minute, so resend cannot be used to spam an address. */
-export const RESEND_INTERVAL_MS = 60_000;
+/**
+ * One e-mail per invite per minute, so resend cannot be used to spam an
+ * address. ENGRAM_INVITE_RESEND_SECONDS changes the interval (the client
+ * compatibility tests set 0 to resend right after creating).
+ */
+export const RESEND_INTERVAL_MS = resendIntervalMs(process.env.ENGRAM_INVITE_RESEND_SECONDS);
 
-export const createInviteBodySchema = z.strictObject({
-  role: z.enum(MANAGED_ROLES).default("contributor"),
-  email: z.email("email must be an e-mail address").max(254).optional(),
-});
+function resendIntervalMs(value: string | undefined): number {
+  const seconds = value === undefined || value.trim() === "" ? 60 : Number(value);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 60_000;
+}
+
+const emailSchema = z.email("email must be an e-mail address").max(254);
+
+export const createInviteBodySchema = z
+  .strictObject({
+    role: z.enum(MANAGED_ROLES).default("contributor"),
+    email: emailSchema.optional(),
+    // The Memax SDK's addressed invite: a user id wins over an e-mail when both are given.
+    invitee: z.strictObject({ user_id: z.uuid("invitee.user_id must be a user id").optional(), email: emailSchema.optional() }).optional(),
+  })
+  .transform(({ invitee, ...body }) => ({
+    role: body.role,
+    email: invitee?.user_id ? undefined : (invitee?.email ?? body.email),
+    inviteeUserId: invitee?.user_id,
+  }));
 export type CreateInviteBody = z.output<typeof createInviteBodySchema>;

@@ -45,5 +45,6 @@ export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: st
     await ctx.db.invite.updateMany({ where: { id: invite.id, lastSentAt: now }, data: { lastSentAt: invite.lastSentAt } });
     throw new ApiError("unavailable", "The mail server did not accept the invitation; try again later", { outbox_id: delivery.outbox_id });
   }
-  return { ...serializeInvite({ ...invite, lastSentAt: now }, now), delivery };
+  // `status` and `email_enqueued_at` are what the Memax SDK reads back.
+  return { ...serializeInvite({ ...invite, lastSentAt: now }, now), delivery, status: delivery.status, email_enqueued_at: now.toISOString() };
 }

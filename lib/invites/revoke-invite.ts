@@ -15,5 +15,5 @@ export async function revokeInvite(ctx: AuthContext, hubId: string, inviteId: st
       if (current.state !== "revoked") assertInviteUsable(current, now, true);
     }
   }
-  return { id: invite.id, revoked: true as const };
+  return { id: invite.id, invite_id: invite.id, revoked: true as const, status: "revoked" as const };
 }

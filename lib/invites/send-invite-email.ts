@@ -28,6 +28,7 @@ export async function sendInviteEmail(
       ].join("\n"),
       kind: "invite",
       hubId: invite.hubId,
+      secrets: [token],
     },
     now,
   );

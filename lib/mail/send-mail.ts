@@ -9,6 +9,22 @@ export interface MailMessage {
   /** What the mail is about, e.g. "invite". */
   kind: string;
   hubId?: string;
+  /**
+   * Bearer secrets inside `text` (e.g. an invite token). Only the SMTP delivery carries them: the
+   * outbox row and the log get `redact(secret)` instead, so neither is a usable capability.
+   */
+  secrets?: string[];
+}
+
+/** What the outbox and the log show for a secret: enough to tell links apart, useless to follow. */
+export function redact(secret: string): string {
+  return `${secret.slice(0, 8)}…[redacted]`;
+}
+
+function redacted(message: MailMessage): string {
+  let text = message.text;
+  for (const secret of message.secrets ?? []) if (secret) text = text.split(secret).join(redact(secret));
+  return text;
 }
 
 export interface MailDelivery {
@@ -34,15 +50,18 @@ function smtpTransport(url: string): Transporter {
 /**
  * Every mail goes through the mail_outbox table first. With SMTP_URL it is
  * sent at once and the row records sent_at or the error; without it (the
- * embedded default) the row is the delivery and the message is logged.
+ * embedded default) the row is the record and the message is logged. The row
+ * and the log never hold the message's secrets (issue 18 #1): whoever needs the
+ * link without SMTP gets it from the API answer that created it.
  */
 export async function sendMail(db: DbClient, message: MailMessage, now: Date): Promise<MailDelivery> {
+  const safeText = redacted(message);
   const row = await db.mailOutbox.create({
-    data: { id: newId(now.getTime()), toAddress: message.to, subject: message.subject, body: message.text, kind: message.kind, hubId: message.hubId, createdAt: now },
+    data: { id: newId(now.getTime()), toAddress: message.to, subject: message.subject, body: safeText, kind: message.kind, hubId: message.hubId, createdAt: now },
   });
   const url = process.env.SMTP_URL;
   if (!url) {
-    console.info(`[mail] ${message.kind} to ${message.to} (outbox ${row.id}; set SMTP_URL to send): ${message.subject}\n${message.text}`);
+    console.info(`[mail] ${message.kind} to ${message.to} (outbox ${row.id}; set SMTP_URL to send): ${message.subject}\n${safeText}`);
     return { outbox_id: row.id, transport: "outbox", status: "logged" };
   }
   try {
@@ -50,7 +69,7 @@ export async function sendMail(db: DbClient, message: MailMessage, now: Date): P
     await db.mailOutbox.update({ where: { id: row.id }, data: { sentAt: new Date() } });
     return { outbox_id: row.id, transport: "smtp", status: "sent" };
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = redacted({ ...message, text: error instanceof Error ? error.message : String(error) });
     console.error(`[mail] sending outbox ${row.id} failed: ${reason}`);
     await db.mailOutbox.update({ where: { id: row.id }, data: { error: reason.slice(0, 1000) } });
     return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox" };

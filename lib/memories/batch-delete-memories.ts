@@ -5,7 +5,7 @@ import { isUuid } from "@/lib/ids.ts";
 
 export interface Skipped {
   id: string;
-  reason: "not_found" | "forbidden" | "conflict";
+  reason: "not_found" | "not_owned" | "conflict";
 }
 
 /** Deletes every listed memory the caller may delete, in one transaction; reports the rest. */
@@ -24,7 +24,7 @@ export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string
       const memory = byId.get(id);
       const membership = memory && memberships.get(memory.hubId);
       if (!memory || !membership) skipped.push({ id, reason: "not_found" });
-      else if (!canDeleteMemory(membership.role, memory.ownerId === ctx.user.id, membership.hub)) skipped.push({ id, reason: "forbidden" });
+      else if (!canDeleteMemory(membership.role, memory.ownerId === ctx.user.id, membership.hub)) skipped.push({ id, reason: "not_owned" });
       else deletable.push(id);
     }
     const { count } = deletable.length ? await tx.memory.deleteMany({ where: { id: { in: deletable } } }) : { count: 0 };

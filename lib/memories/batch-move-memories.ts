@@ -1,7 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { can, canEditMemory } from "@/lib/api/permissions.ts";
-import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { canEditMemory } from "@/lib/api/permissions.ts";
+import { allows, forbiddenFor, readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
 
@@ -20,12 +20,12 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
       : null
     : undefined;
   if (topic === null) throw new ApiError("not_found", "Topic not found");
+  // An archived topic is read-only until restored (docs/topics.md).
+  if (topic?.archivedAt) throw new ApiError("topic_archived", "This topic is archived; restore it first", { topic_id: topic.id });
   const targetHubId = input.hub_id ?? topic!.hubId;
   const target = isUuid(targetHubId) ? memberships.get(targetHubId) : undefined;
   if (!target) throw new ApiError("not_found", "Hub not found");
-  if (!can(target.role, "memories.write")) {
-    throw new ApiError("forbidden", `Your role (${target.role}) does not allow adding memories to hub "${target.hub.name}"`);
-  }
+  if (!allows(target, "memories.write")) throw forbiddenFor(target, "add memories");
   if (topic && topic.hubId !== target.hub.id) {
     throw new ApiError("invalid_request", "topic_id must belong to the target hub", { issues: [{ path: "topic_id", message: "belongs to another hub" }] });
   }
@@ -55,7 +55,7 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
         continue;
       }
       if (!canEditMemory(membership.role, memory.ownerId === ctx.user.id)) {
-        skipped.push({ id, reason: "forbidden" });
+        skipped.push({ id, reason: "not_owned" });
         continue;
       }
       const changesHub = memory.hubId !== target.hub.id;
@@ -65,7 +65,8 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
         continue;
       }
       if (memory.sourcePath) seenPaths.add(memory.sourcePath);
-      const topicId = topic ? topic.id : changesHub ? null : memory.topicId;
+      // No topic_id: the memories leave their topic (a hub_id-only move to their own hub just clears it).
+      const topicId = topic ? topic.id : null;
       await tx.memory.update({ where: { id }, data: { hubId: target.hub.id, topicId, updatedAt: ctx.now() } });
       if (changesHub) {
         await tx.chunk.updateMany({ where: { memoryId: id }, data: { hubId: target.hub.id } });

@@ -9,6 +9,7 @@ import { newId } from "@/lib/ids.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
 import { inferContentType } from "@/lib/processing/infer-content-type.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
+import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
@@ -49,8 +50,16 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody): Pr
     throw new ApiError("invalid_request", "created_at must not be in the future", { issues: [{ path: "created_at", message: "in the future" }] });
   }
   if (input.file_ref) {
-    throw new ApiError("invalid_request", "file_ref does not name an upload of this hub", { issues: [{ path: "file_ref", message: "unknown upload" }] });
+    // Accepted by the schema (sha256, no size_bytes, empty content) so the request is understood,
+    // but nothing can be uploaded yet, so no file_ref can name a stored file.
+    throw new ApiError(
+      "invalid_request",
+      "file_ref cannot be honoured: this server does not accept uploads yet (POST /v1/uploads), so no file_ref names a stored file; send the file's text as content instead",
+      { issues: [{ path: "file_ref", message: "uploads are not supported yet" }] },
+    );
   }
+  // A key issued for an agent pushes as that agent, whatever the body claims.
+  if (ctx.credential.agentName) input = { ...input, source_agent: ctx.credential.agentName };
 
   const hash = contentHash(input.content);
   const attempt = () =>
@@ -86,6 +95,7 @@ async function insert(
   createdAt: Date,
   now: Date,
 ): Promise<Memory> {
+  await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8"), memories: 1 });
   const contentType = input.content_type ?? inferContentType(input.content, input.source_path);
   const kind = input.kind ?? classifyKind(input.content, contentType, input.hint);
   return tx.memory.create({
@@ -149,6 +159,10 @@ async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody,
     !contentChanged &&
     (Object.keys(changes) as (keyof typeof changes)[]).every((key) => JSON.stringify(changes[key]) === JSON.stringify(existing[key]));
   if (unchanged) return existing;
+  if (contentChanged) {
+    const growth = Buffer.byteLength(input.content, "utf8") - Buffer.byteLength(existing.content, "utf8");
+    await assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
+  }
   return tx.memory.update({
     where: { id: existing.id },
     data: {

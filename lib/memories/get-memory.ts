@@ -1,11 +1,12 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { memoryAccessWhere } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { serializeMemoryWithContent } from "./serialize-memory.ts";
 
 /** One memory with content and attachments; reading it counts as an access. */
 export async function getMemory(ctx: AuthContext, id: string) {
-  const where = { id, hub: { members: { some: { userId: ctx.user.id } } } };
+  const where = { id, ...memoryAccessWhere(ctx) };
   const updated = isUuid(id)
     ? await ctx.db.memory.updateManyAndReturn({ where, data: { accessCount: { increment: 1 }, lastAccessedAt: ctx.now() } })
     : [];

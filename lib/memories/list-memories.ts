@@ -12,14 +12,19 @@ import { serializeMemory } from "./serialize-memory.ts";
 const newestPosition = z.tuple([z.iso.datetime(), z.uuid()]);
 const relevantPosition = z.tuple([z.int().min(0), z.iso.datetime(), z.uuid()]);
 
-/** Memories of every hub the caller can read (or one, with hub_id), keyset-paginated. */
+/**
+ * Memories of every hub the caller can read (or one: hub_id, else the X-Hub-ID header),
+ * filtered by kind, topic, creation time and pusher; keyset-paginated.
+ */
 export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   const limit = parseLimit(query.limit);
-  if (query.hub_id !== undefined && !isUuid(query.hub_id)) {
-    throw new ApiError("invalid_request", "hub_id must be a hub id (not a slug)", { issues: [{ path: "hub_id", message: "not a hub id" }] });
+  const hubId = query.hub_id ?? ctx.hubHeader;
+  if (hubId !== undefined && !isUuid(hubId)) {
+    const path = query.hub_id !== undefined ? "hub_id" : "X-Hub-ID";
+    throw new ApiError("invalid_request", `${path} must be a hub id (not a slug)`, { issues: [{ path, message: "not a hub id" }] });
   }
-  const hubIds = query.hub_id
-    ? [(await membershipOrThrow(ctx, query.hub_id)).hub.id]
+  const hubIds = hubId
+    ? [(await membershipOrThrow(ctx, hubId)).hub.id]
     : (await readableHubs(ctx)).map((membership) => membership.hub.id);
   const secret = await serverSecret(ctx.db);
   const list = `memories:${query.sort}`;
@@ -27,6 +32,14 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   const scope: Prisma.MemoryWhereInput = {
     hubId: { in: hubIds },
     ...(query.topic_id !== undefined && { topicId: isUuid(query.topic_id) ? query.topic_id : "00000000-0000-0000-0000-000000000000" }),
+    ...(query.kind && { kind: query.kind }),
+    ...(query.actor && { ownerId: query.actor }),
+    ...((query.created_after || query.created_before) && {
+      createdAt: {
+        ...(query.created_after && { gt: new Date(query.created_after) }),
+        ...(query.created_before && { lt: new Date(query.created_before) }),
+      },
+    }),
   };
   let after: Prisma.MemoryWhereInput | undefined;
   if (query.cursor) {

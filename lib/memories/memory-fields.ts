@@ -27,28 +27,40 @@ const titleSchema = z.string().trim().min(1, "title must not be empty").max(MAX_
 
 const shortText = (max: number) => z.string().trim().min(1).max(max);
 
-export const projectContextSchema = z.strictObject({
-  repo: z.string().max(300).optional(),
-  project: z.string().max(300).optional(),
-  branch: z.string().max(300).optional(),
-});
+/** Free-form client label (`sdk`, `cli`, `mcp/capture`, …); at most this many characters. */
+export const MAX_SOURCE_LENGTH = 64;
+export const sourceSchema = z.string().trim().min(1).max(MAX_SOURCE_LENGTH, `source is at most ${MAX_SOURCE_LENGTH} characters`);
 
-export const fileRefSchema = z.strictObject({
+/** repo/project/branch drive recall boosts; clients add other string keys (working_dir, …), kept as sent. */
+export const MAX_PROJECT_CONTEXT_KEYS = 32;
+export const projectContextSchema = z
+  .object({
+    repo: z.string().max(300).optional(),
+    project: z.string().max(300).optional(),
+    branch: z.string().max(300).optional(),
+  })
+  .catchall(z.string().max(1000, "project_context values are at most 1000 characters"))
+  .refine((context) => Object.keys(context).length <= MAX_PROJECT_CONTEXT_KEYS, `project_context has at most ${MAX_PROJECT_CONTEXT_KEYS} keys`)
+  .refine((context) => Object.keys(context).every((key) => key.length <= 100), "project_context keys are at most 100 characters");
+
+export const fileRefSchema = z.object({
   object_key: z.string().min(1).max(500),
   filename: z.string().min(1).max(255),
   content_type: z.string().min(1).max(100),
-  size_bytes: z.int().min(0),
+  size_bytes: z.int().min(0).optional(),
+  sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, "sha256 must be 64 hex digits").optional(),
 });
 
 export const createMemoryBodySchema = z.object({
-  content: z.string().min(1, "content must not be empty"),
+  // May be empty when file_ref carries the body (see refine below).
+  content: z.string(),
   title: titleSchema.optional(),
   hint: z.string().max(2000).optional(),
   kind: z.enum(KINDS).optional(),
   stability: z.enum(STABILITIES).optional(),
   tags: tagsSchema.optional(),
   content_type: z.enum(CONTENT_TYPES).optional(),
-  source: z.enum(SOURCES).optional(),
+  source: sourceSchema.optional(),
   source_agent: shortText(100).optional(),
   assisted_by_agent: shortText(100).optional(),
   initiation_type: z.enum(INITIATION_TYPES).optional(),
@@ -63,6 +75,9 @@ export const createMemoryBodySchema = z.object({
   project_context: projectContextSchema.optional(),
   file_ref: fileRefSchema.optional(),
   created_at: z.iso.datetime({ offset: true }).optional(),
+}).refine((body) => body.content.length > 0 || body.file_ref !== undefined, {
+  message: "content must not be empty (unless file_ref names the file)",
+  path: ["content"],
 });
 export type CreateMemoryBody = z.output<typeof createMemoryBodySchema>;
 
@@ -82,12 +97,19 @@ export const updateMemoryBodySchema = z
   });
 export type UpdateMemoryBody = z.output<typeof updateMemoryBodySchema>;
 
+const timestampSchema = (name: string) => z.iso.datetime({ offset: true, message: `${name} must be an RFC 3339 timestamp` });
+
 export const listMemoriesQuerySchema = z.object({
   limit: z.string().optional(),
   cursor: z.string().optional(),
   sort: z.enum(["newest", "relevant"]).default("newest"),
   hub_id: z.string().optional(),
   topic_id: z.string().optional(),
+  kind: z.enum(KINDS).optional(),
+  created_after: timestampSchema("created_after").optional(),
+  created_before: timestampSchema("created_before").optional(),
+  /** The pusher's user id. */
+  actor: z.uuid("actor must be a user id").optional(),
 });
 export type ListMemoriesQuery = z.output<typeof listMemoriesQuerySchema>;
 

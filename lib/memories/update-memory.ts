@@ -1,17 +1,38 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import type { DbClient } from "@/lib/db/database.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canEditMemory } from "@/lib/api/permissions.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
+import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { assertContentSize, contentHash } from "./create-memory.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
+import { memoryWriteGuard } from "./memory-write-guard.ts";
 import type { UpdateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory } from "./serialize-memory.ts";
 
-/** Partial update; a content change bumps the version, re-hashes and re-processes. */
+const ATTEMPTS = 5;
+
+/**
+ * Partial update; a content change bumps the version, re-hashes and re-processes. The write is one
+ * conditional statement (issue 18 #7): it re-checks the caller's permission and that the row is the
+ * one read (updated_at), so a concurrent role change cannot be bypassed and a concurrent edit is not
+ * silently overwritten; either makes it look again.
+ */
 export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMemoryBody) {
   if (input.content !== undefined) assertContentSize(input.content);
+  for (let attempt = 1; ; attempt++) {
+    const updated = await tryUpdate(ctx, id, input);
+    if (updated) {
+      afterMemoryWrite(updated);
+      return serializeMemory(updated);
+    }
+    if (attempt >= ATTEMPTS) throw new ApiError("conflict", "The memory kept changing while this update was applied; try again");
+  }
+}
+
+async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody) {
   const { memory, role } = await findMemoryOrThrow(ctx, id);
   if (!canEditMemory(role, memory.ownerId === ctx.user.id)) {
     throw new ApiError("forbidden", `Your role (${role}) does not allow editing this memory`);
@@ -31,25 +52,35 @@ export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMe
   const stability =
     input.stability ?? (reclassify && !stabilityLocked ? classifyStability(content, kind, contentType, hint) : memory.stability);
 
-  const updated = await ctx.db.memory.update({
-    where: { id: memory.id },
-    data: {
-      title: input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title),
-      titleDerived: input.title !== undefined ? false : memory.titleDerived,
-      content,
-      contentHash: hash,
-      contentType,
-      tags: input.tags ?? memory.tags,
-      hint,
-      kind,
-      kindLocked,
-      stability,
-      stabilityLocked,
-      state: input.state ?? memory.state,
-      ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
-      updatedAt: ctx.now(),
-    },
-  });
-  afterMemoryWrite(updated);
-  return serializeMemory(updated);
+  const growth = contentChanged ? Buffer.byteLength(content, "utf8") - Buffer.byteLength(memory.content, "utf8") : 0;
+  // Growing content is checked against the owner's and the hub's storage quota in the write's transaction.
+  const write = (db: DbClient) =>
+    db.memory.updateManyAndReturn({
+      where: { id: memory.id, hubId: memory.hubId, updatedAt: memory.updatedAt, ...memoryWriteGuard(ctx.user.id, "edit") },
+      data: {
+        title: input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title),
+        titleDerived: input.title !== undefined ? false : memory.titleDerived,
+        content,
+        contentHash: hash,
+        contentType,
+        tags: input.tags ?? memory.tags,
+        hint,
+        kind,
+        kindLocked,
+        stability,
+        stabilityLocked,
+        state: input.state ?? memory.state,
+        ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
+        // Strictly later than the row read, so the updated_at check above always tells two writes apart.
+        updatedAt: new Date(Math.max(ctx.now().getTime(), memory.updatedAt.getTime() + 1)),
+      },
+    });
+  const [updated] =
+    growth > 0
+      ? await ctx.db.$transaction(async (tx) => {
+          await assertStorageQuota(tx, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
+          return write(tx);
+        })
+      : await write(ctx.db);
+  return updated;
 }

@@ -1,3 +1,5 @@
+import { fromZoneWallClock, toZoneWallClock } from "./zone-offset.ts";
+
 /** What recall understood from the natural-language query, before any database work. */
 export const INTENTS = ["how_to", "why", "what_is", "where", "debug", "reference", "temporal", "general"] as const;
 export type Intent = (typeof INTENTS)[number];
@@ -57,11 +59,12 @@ export function mentionsSomeone(query: string): boolean {
   return MENTIONS_SOMEONE.test(query);
 }
 
-export function analyzeQuery(query: string, now: Date, members: QueryMember[]): QueryAnalysis {
+/** `timeZone` (X-Timezone) places "today", "yesterday", "this week", "in March" on the caller's calendar. */
+export function analyzeQuery(query: string, now: Date, members: QueryMember[], timeZone?: string): QueryAnalysis {
   let text = ` ${query.replace(/\s+/g, " ").trim()} `;
   const analysis: QueryAnalysis = { intent: "general", searchText: "", entities: [] };
 
-  const time = extractTime(text, now);
+  const time = extractZonedTime(text, now, timeZone);
   if (time) {
     analysis.createdAfter = time.after;
     analysis.createdBefore = time.before;
@@ -103,6 +106,19 @@ interface TimeMatch {
 
 function startOfDay(date: Date): Date {
   return new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()));
+}
+
+/** Time phrases on the caller's calendar: computed on wall-clock time, turned back into instants. */
+function extractZonedTime(text: string, now: Date, timeZone: string | undefined): TimeMatch | undefined {
+  if (!timeZone) return extractTime(text, now);
+  const found = extractTime(text, toZoneWallClock(now, timeZone));
+  return (
+    found && {
+      phrase: found.phrase,
+      after: found.after && fromZoneWallClock(found.after, timeZone),
+      before: found.before && fromZoneWallClock(found.before, timeZone),
+    }
+  );
 }
 
 /** Simple English time phrases, in UTC, relative to `now`. */

@@ -32,7 +32,7 @@ export interface RecalledMemory {
 export async function loadRecalled(
   sql: SqlRunner,
   picks: (RecallPick & { score: number })[],
-  options: { now: Date; withHub: boolean },
+  options: { now: Date; withHub: boolean; timeZone?: string },
 ): Promise<RecalledMemory[]> {
   if (picks.length === 0) return [];
   const rows = await sql.query<
@@ -71,7 +71,7 @@ export async function loadRecalled(
       kind: row.kind,
       stability: row.stability,
       source: row.source,
-      age: formatAge(createdAt, options.now),
+      age: formatAge(createdAt, options.now, options.timeZone),
       created_at: createdAt.toISOString(),
     };
     if (options.withHub) {

@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
-import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { readableHubs, scopedHubIds } from "@/lib/hubs/hub-access.ts";
 import { analyzeQuery, mentionsSomeone, type Intent, type QueryAnalysis, type QueryMember } from "./analyze-query.ts";
 import { embedQuery } from "./embed-query.ts";
 import { lexicalSearch } from "./lexical-search.ts";
@@ -118,6 +118,8 @@ function ranksOf(scores: Map<string, number>): Map<string, number> {
  */
 export async function recallMemories(ctx: AuthContext, input: RecallInput): Promise<RecallResult> {
   const started = performance.now();
+  // A key limited to some hubs searches only those (the resolver's rule; the SQL intersects with membership).
+  input = { ...input, hub_ids: scopedHubIds(ctx.credential, input.hub_ids) };
   const now = ctx.now();
   const limit = Math.min(input.limit ?? RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT);
 
@@ -129,9 +131,9 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   if (mentionsSomeone(input.query)) {
     const readable = new Set((await readableHubs(ctx)).map((m) => m.hub.id));
     scoped = input.hub_ids ? [...new Set(input.hub_ids)].filter((id) => readable.has(id)) : [...readable];
-    analysis = analyzeQuery(input.query, now, await hubMembers(ctx, scoped));
+    analysis = analyzeQuery(input.query, now, await hubMembers(ctx, scoped), ctx.timeZone);
   } else {
-    analysis = analyzeQuery(input.query, now, []);
+    analysis = analyzeQuery(input.query, now, [], ctx.timeZone);
   }
   const createdAfter = latest(input.created_after ? new Date(input.created_after) : undefined, analysis.createdAfter);
   const createdBefore = earliest(input.created_before ? new Date(input.created_before) : undefined, analysis.createdBefore);
@@ -278,7 +280,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   let loaded: Map<string, RecalledMemory> | undefined;
   const pool = ranked.slice(0, Math.max(limit, Math.min(RERANK_DEPTH, ranked.length)));
   if (pool.length > 0 && !input.no_rerank && getReranker()) {
-    const passages = await loadRecalled(ctx.sql, pool, { now, withHub });
+    const passages = await loadRecalled(ctx.sql, pool, { now, withHub, timeZone: ctx.timeZone });
     loaded = new Map(passages.map((p) => [p.id, p]));
     const outcome = await rerankWithinBudget(
       analysis.searchText,
@@ -309,7 +311,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
         const entry = loaded!.get(item.memoryId);
         return entry ? [{ ...entry, relevance_score: Math.round(item.score * 1000) / 1000 }] : [];
       })
-    : await loadRecalled(ctx.sql, top, { now, withHub });
+    : await loadRecalled(ctx.sql, top, { now, withHub, timeZone: ctx.timeZone });
   recordAccess(ctx.db, memories.map((m) => m.id), now);
   return {
     memories,

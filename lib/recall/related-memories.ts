@@ -4,17 +4,24 @@ import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates } from "./load-candidates.ts";
-import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
+import { serializeMemory, type MemoryObject } from "@/lib/memories/serialize-memory.ts";
 import { RELEVANCE_FLOOR, fusedRank, relevanceLogit, sigmoid } from "./relevance-score.ts";
 
 export const MAX_RELATED = 5;
 
+export interface RelatedMemory {
+  /** The Memory object of lists (no content). */
+  memory: MemoryObject;
+  /** Recall's calibrated 0..1 relevance scale. */
+  similarity: number;
+}
+
 /**
  * Up to five other memories of the caller's hubs closest to this one: by the
  * centroid of its chunk embeddings, or — not embedded yet — by its title and
- * opening words. Same entry shape and score scale as recall.
+ * opening words. `[{ memory, similarity }]`, on recall's score scale.
  */
-export async function relatedMemories(ctx: AuthContext, id: string): Promise<RecalledMemory[]> {
+export async function relatedMemories(ctx: AuthContext, id: string): Promise<RelatedMemory[]> {
   const hubIds = (await readableHubs(ctx)).map((m) => m.hub.id);
   const memory = isUuid(id)
     ? await ctx.db.memory.findFirst({ where: { id, hubId: { in: hubIds } }, select: { id: true, title: true, summary: true, content: true } })
@@ -61,5 +68,11 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rec
     .sort((a, b) => b[1].score - a[1].score)
     .slice(0, MAX_RELATED)
     .map(([memoryId, pick]) => ({ memoryId, ...pick }));
-  return loadRecalled(ctx.sql, top, { now: ctx.now(), withHub: hubIds.length > 1 });
+  const rows = new Map(
+    (await ctx.db.memory.findMany({ where: { id: { in: top.map((t) => t.memoryId) }, hubId: { in: hubIds } }, omit: { content: true } })).map((row) => [row.id, row]),
+  );
+  return top.flatMap(({ memoryId, score }) => {
+    const row = rows.get(memoryId);
+    return row ? [{ memory: serializeMemory(row), similarity: Math.round(score * 1e4) / 1e4 }] : [];
+  });
 }

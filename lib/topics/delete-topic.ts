@@ -1,10 +1,19 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { HubTopics } from "./hub-topics.ts";
 import { topicOrThrow } from "./topic-or-throw.ts";
 
-/** Deletes a topic; its memories stay, without a topic (the foreign key sets topic_id to null). */
+/**
+ * Deletes a topic and its whole branch (like archive, a branch goes as one).
+ * Memories are never deleted with a topic: those filed under the branch stay
+ * in the hub, without a topic (the foreign key sets topic_id to null).
+ */
 export async function deleteTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "delete topics");
-  // deleteMany: a concurrent delete of the same topic is not an error, the outcome is the same.
-  await ctx.db.topic.deleteMany({ where: { id: topic.id, hubId: topic.hubId } });
-  return { id: topic.id, deleted: true as const };
+  const ids = await ctx.db.$transaction(async (tx) => {
+    const branch = (await HubTopics.lockAndLoad(tx, topic.hubId)).subtree(topic.id).map((row) => row.id);
+    // deleteMany: a concurrent delete of the same topic is not an error, the outcome is the same.
+    await tx.topic.deleteMany({ where: { id: { in: branch }, hubId: topic.hubId } });
+    return branch;
+  });
+  return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: ids.length };
 }

@@ -1,33 +1,44 @@
-import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
-import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
-import { serverSecret } from "@/lib/api/server-secret.ts";
-import { membershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
-import { serializeTopic } from "./serialize-topic.ts";
-import type { ListTopicsQuery } from "./topic-fields.ts";
+import { membershipOrThrow } from "@/lib/hubs/hub-access.ts";
+import { serializeTopic, type TopicRow } from "./serialize-topic.ts";
+import { MAX_TOPICS_PER_HUB } from "./topic-fields.ts";
 import { topicMemoryCounts } from "./topic-memory-counts.ts";
 
-const positionSchema = z.tuple([z.string(), z.uuid()]);
+export type TopicTree = ReturnType<typeof serializeTopic> & { total_memory_count: number; children: TopicTree[] };
 
-/** Topics of every hub the caller can read (or one, with hub_id), by name then id, with memory counts. */
-export async function listTopics(ctx: AuthContext, query: ListTopicsQuery) {
-  const limit = parseLimit(query.limit);
-  const hubIds = query.hub_id
-    ? [(await membershipOrThrow(ctx, query.hub_id)).hub.id]
-    : (await readableHubs(ctx)).map((membership) => membership.hub.id);
-  const secret = await serverSecret(ctx.db);
-  // The scope is part of the list name, so a cursor of one hub's list is refused on another's.
-  const list = `topics:${query.hub_id ?? "all"}`;
-  const after = query.cursor ? decodeCursor(secret, list, ctx.user.id, query.cursor, positionSchema) : undefined;
-  const rows = await ctx.db.topic.findMany({
-    where: {
-      hubId: { in: hubIds },
-      ...(after && { OR: [{ name: { gt: after[0] } }, { name: after[0], id: { gt: after[1] } }] }),
-    },
-    orderBy: [{ name: "asc" }, { id: "asc" }],
-    take: limit + 1,
-  });
-  const result = page("topics", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.name, last.id]));
-  const counts = await topicMemoryCounts(ctx.db, result.topics.map((topic) => topic.id));
-  return { ...result, topics: result.topics.map((topic) => serializeTopic(topic, counts.get(topic.id) ?? 0)) };
+/** Siblings in the order people arrange them: position, then name, then id. */
+export function bySiblingOrder(a: TopicRow, b: TopicRow): number {
+  return a.position - b.position || a.name.localeCompare(b.name) || a.id.localeCompare(b.id);
+}
+
+/**
+ * One hub's active topics as a tree, with memories per topic (`memory_count`)
+ * and per branch (`total_memory_count`), and the hub's memories without a
+ * topic (`unassigned_count`). Whole, not paginated: a hub holds at most 500
+ * topics, nested at most 5 deep. Archived branches are left out
+ * (GET /v1/topics/archived lists them).
+ */
+export async function listTopics(ctx: AuthContext, hubId: string) {
+  const { hub } = await membershipOrThrow(ctx, hubId);
+  const [rows, counts] = await Promise.all([
+    ctx.db.topic.findMany({ where: { hubId: hub.id, archivedAt: null }, take: MAX_TOPICS_PER_HUB }),
+    topicMemoryCounts(ctx.db, hub.id),
+  ]);
+  const byParent = new Map<string | null, TopicRow[]>();
+  const ids = new Set(rows.map((row) => row.id));
+  for (const row of rows) {
+    // A parent that is gone or archived cannot hide an active topic: it shows at the root.
+    const parent = row.parentId && ids.has(row.parentId) ? row.parentId : null;
+    byParent.set(parent, [...(byParent.get(parent) ?? []), row]);
+  }
+  const build = (parent: string | null, seen: Set<string>): TopicTree[] =>
+    (byParent.get(parent) ?? [])
+      .filter((row) => !seen.has(row.id))
+      .sort(bySiblingOrder)
+      .map((row) => {
+        const children = build(row.id, new Set([...seen, row.id]));
+        const own = counts.get(row.id) ?? 0;
+        return { ...serializeTopic(row, own), total_memory_count: own + children.reduce((sum, child) => sum + child.total_memory_count, 0), children };
+      });
+  return { topics: build(null, new Set()), unassigned_count: counts.get(null) ?? 0 };
 }

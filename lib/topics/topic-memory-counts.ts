@@ -1,8 +1,7 @@
 import type { DbClient } from "@/lib/db/database.ts";
 
-/** Memories per topic for a page of topics, in one grouped query. */
-export async function topicMemoryCounts(db: DbClient, topicIds: string[]): Promise<Map<string, number>> {
-  if (topicIds.length === 0) return new Map();
-  const groups = await db.memory.groupBy({ by: ["topicId"], where: { topicId: { in: topicIds } }, _count: { _all: true } });
-  return new Map(groups.flatMap((group) => (group.topicId ? [[group.topicId, group._count._all] as const] : [])));
+/** Memories per topic of one hub, in one grouped query; `null` is the unassigned count. */
+export async function topicMemoryCounts(db: DbClient, hubId: string): Promise<Map<string | null, number>> {
+  const groups = await db.memory.groupBy({ by: ["topicId"], where: { hubId }, _count: { _all: true } });
+  return new Map(groups.map((group) => [group.topicId, group._count._all] as const));
 }

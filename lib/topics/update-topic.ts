@@ -1,24 +1,52 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
-import { assertTopicNameFree } from "./assert-topic-name-free.ts";
+import { HubTopics } from "./hub-topics.ts";
 import { serializeTopic } from "./serialize-topic.ts";
 import type { UpdateTopicBody } from "./topic-fields.ts";
 import { topicMemoryCounts } from "./topic-memory-counts.ts";
-import { topicOrThrow } from "./topic-or-throw.ts";
+import { assertNotArchived, topicOrThrow } from "./topic-or-throw.ts";
 
-/** Renames a topic; its memories keep it. A change of case only is allowed. */
+/**
+ * Renames, describes, re-icons, pins, reorders or moves a topic (with its
+ * branch); its memories stay. A move is checked against the whole tree: the
+ * parent must be an active topic of the same hub (invalid_parent), not inside
+ * the branch (cycle_detected), and the branch must stay within 5 levels
+ * (max_depth_subtree). A rename or move marks the topic user_modified.
+ * Archived topics are read-only (topic_archived).
+ */
 export async function updateTopic(ctx: AuthContext, id: string, input: UpdateTopicBody) {
-  const { topic } = await topicOrThrow(ctx, id, "rename topics");
+  const { topic } = await topicOrThrow(ctx, id, "change topics");
   try {
     const updated = await ctx.db.$transaction(async (tx) => {
-      await assertTopicNameFree(tx, topic.hubId, input.name, topic.id);
-      return tx.topic.update({ where: { id: topic.id }, data: { name: input.name, updatedAt: ctx.now() } });
+      const topics = await HubTopics.lockAndLoad(tx, topic.hubId);
+      const current = topics.byId.get(topic.id);
+      if (!current) throw new ApiError("not_found", "Topic not found");
+      assertNotArchived(current);
+      const parentId = input.parent_id === undefined ? current.parentId : input.parent_id;
+      const moves = parentId !== current.parentId;
+      if (moves) topics.assertMove(current.id, parentId);
+      const name = input.name ?? current.name;
+      if (moves || name !== current.name) topics.assertNameFree(parentId, name, current.id);
+      const renamed = input.name !== undefined && input.name !== current.name;
+      return tx.topic.update({
+        where: { id: current.id },
+        data: {
+          name: input.name,
+          description: input.description,
+          icon: input.icon,
+          pinned: input.pinned,
+          parentId,
+          position: input.position ?? (moves ? topics.nextPosition(parentId) : undefined),
+          ...((renamed || moves) && { userModified: true }),
+          updatedAt: ctx.now(),
+        },
+      });
     });
-    const counts = await topicMemoryCounts(ctx.db, [updated.id]);
+    const counts = await topicMemoryCounts(ctx.db, updated.hubId);
     return serializeTopic(updated, counts.get(updated.id) ?? 0);
   } catch (error) {
-    if (isUniqueViolation(error)) throw new ApiError("conflict", `This hub already has a topic named "${input.name}"`);
+    if (isUniqueViolation(error)) throw new ApiError("duplicate_name", `A topic named "${input.name}" already exists here`);
     // Deleted by someone else between the check and the update.
     if ((error as { code?: unknown })?.code === "P2025") throw new ApiError("not_found", "Topic not found");
     throw error;

@@ -1,25 +1,92 @@
 import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
 
-export const updateMeBodySchema = z.strictObject({ name: z.string().trim().min(1).max(100) });
+/** A self-hosted instance has one plan: everything, bounded only by the documented limits. */
+export const SELF_HOSTED_PLAN = "self_hosted";
 
-/** The calling user, their personal hub and how they authenticated. */
+const nameSchema = z.string().trim().min(1).max(100);
+
+// `display_name` is Memax's field; `name` is Engram's original one. Both rename the user.
+export const updateMeBodySchema = z
+  .object({ display_name: nameSchema.optional(), name: nameSchema.optional() })
+  .refine((body) => body.display_name !== undefined || body.name !== undefined, { message: "provide display_name", path: ["display_name"] });
+
+/** First day of the caller's current month (UTC) and of the next: the usage period. */
+function period(now: Date): { start: Date; end: Date } {
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return { start, end };
+}
+
+/**
+ * The calling user (Memax's User fields), the hubs this credential reaches with role and memory
+ * count, linked sign-in providers, this month's usage, the personal hub and the credential.
+ */
 export async function getMe(ctx: AuthContext) {
-  const [user, personal] = await Promise.all([
+  const now = ctx.now();
+  const { start, end } = period(now);
+  const [user, memberships, providers, pushes] = await Promise.all([
     ctx.db.user.findUniqueOrThrow({ where: { id: ctx.user.id } }),
-    ctx.db.hub.findFirst({ where: { ownerId: ctx.user.id, hubType: "personal" }, select: { id: true } }),
+    readableHubs(ctx),
+    ctx.db.oAuthAccount.findMany({ where: { userId: ctx.user.id }, select: { provider: true }, distinct: ["provider"] }),
+    ctx.db.memory.count({ where: { ownerId: ctx.user.id, createdAt: { gte: start, lt: end } } }),
   ]);
+  const counts = memberships.length
+    ? await ctx.db.memory.groupBy({ by: ["hubId"], where: { hubId: { in: memberships.map((m) => m.hub.id) } }, _count: { _all: true } })
+    : [];
+  const countOf = new Map(counts.map((row) => [row.hubId, row._count._all]));
+  const personal = memberships.find((m) => m.hub.hubType === "personal" && m.hub.ownerId === ctx.user.id);
+  const personalHubId =
+    personal?.hub.id ?? (await ctx.db.hub.findFirst({ where: { ownerId: ctx.user.id, hubType: "personal" }, select: { id: true } }))?.id ?? null;
+  const unrestricted = ctx.credential.hubIds === null && ctx.credential.scopes.includes("write");
   return {
-    id: user.id,
-    email: user.email,
-    name: user.name,
-    created_at: user.createdAt.toISOString(),
-    personal_hub_id: personal?.id ?? null,
-    credential: ctx.credential,
+    user: {
+      id: user.id,
+      email: user.email,
+      name: user.name,
+      display_name: user.name,
+      avatar_url: user.image ?? "",
+      plan: SELF_HOSTED_PLAN,
+      personal_plan_id: SELF_HOSTED_PLAN,
+      // Hub creation is an account action: keys limited to some hubs or to reading cannot.
+      can_create_hub: unrestricted,
+      created_at: user.createdAt.toISOString(),
+      updated_at: user.updatedAt.toISOString(),
+    },
+    hubs: memberships
+      .sort((a, b) => (a.hub.hubType === b.hub.hubType ? a.hub.id.localeCompare(b.hub.id) : a.hub.hubType === "personal" ? -1 : 1))
+      .map((m) => ({ hub: serializeHub(m.hub), role: m.role, memory_count: countOf.get(m.hub.id) ?? 0 })),
+    connected_providers: providers.map((p) => p.provider),
+    // push_count: memories this user created this month. Recalls and asks are not counted yet
+    // (the usage counters belong to GET /v1/usage), so they read 0.
+    usage: {
+      user_id: user.id,
+      period_start: start.toISOString(),
+      period_end: end.toISOString(),
+      push_count: pushes,
+      recall_count: 0,
+      ask_count: 0,
+    },
+    personal_hub_id: personalHubId,
+    credential: {
+      type: ctx.credential.type,
+      ...(ctx.credential.id && { id: ctx.credential.id }),
+      scopes: [...ctx.credential.scopes],
+      hub_scope_mode: ctx.credential.hubIds === null ? "all_accessible" : "hub_allowlist",
+      hub_ids: ctx.credential.hubIds === null ? [] : [...ctx.credential.hubIds],
+      agent_name: ctx.credential.agentName ?? "",
+    },
   };
 }
 
+/** Renames the calling user; answers Memax's `{ status, display_name }` plus the updated user. */
 export async function updateMe(ctx: AuthContext, input: z.output<typeof updateMeBodySchema>) {
-  await ctx.db.user.update({ where: { id: ctx.user.id }, data: { name: input.name } });
-  return getMe({ ...ctx, user: { ...ctx.user, name: input.name } });
+  const name = input.display_name ?? input.name;
+  if (!name) throw new ApiError("invalid_request", "provide display_name");
+  await ctx.db.user.update({ where: { id: ctx.user.id }, data: { name } });
+  const me = await getMe({ ...ctx, user: { ...ctx.user, name } });
+  return { status: "updated", display_name: name, user: me.user };
 }

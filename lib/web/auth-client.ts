@@ -17,6 +17,8 @@ const SIGN_IN_ERRORS: Record<string, string> = {
   SignupClosed: "Sign-up is closed on this instance; ask an administrator for an account",
   AccessDenied: "Access denied",
   Configuration: "Sign-in is misconfigured on this server; check the server logs",
+  TooManyAttempts: "Too many sign-in attempts; wait a little and try again",
+  SignInUnavailable: "Sign-in is briefly unavailable; try again in a moment",
 };
 
 export function signInErrorMessage(code: string | null | undefined): string | undefined {
@@ -32,7 +34,9 @@ export async function signInWithPassword(email: string, password: string, callba
     headers: { "content-type": "application/x-www-form-urlencoded" },
     body: form({ email, password, csrfToken: await csrfToken(), callbackUrl, json: "true" }),
   });
-  const body = (await res.json().catch(() => ({}))) as { url?: string };
+  const body = (await res.json().catch(() => ({}))) as { url?: string; error?: { message?: string } };
+  // 429 (too many failed attempts) and 503 (throttle unavailable) carry their own message.
+  if ((res.status === 429 || res.status === 503) && body.error?.message) throw new Error(body.error.message);
   const url = body.url ? new URL(body.url, window.location.origin) : undefined;
   const error = url?.searchParams.get("error");
   if (!res.ok || !url || error) throw new Error(signInErrorMessage(error ?? "CredentialsSignin"));

@@ -12,6 +12,10 @@ export interface Hub {
   allow_contributor_topics: boolean;
   allow_contributor_dreams: boolean;
   contributor_delete_policy: "none" | "own" | "any";
+  icon?: string;
+  accent?: string;
+  header_aurora_mode?: string;
+  settings: Record<string, boolean>;
   created_at: string;
   updated_at: string;
 }
@@ -32,7 +36,10 @@ export interface Member {
   user_id: string;
   role: Role;
   name: string;
+  /** Masked ("a•••@example.com") unless the viewer is an owner or admin, or it is their own row. */
   email: string;
+  user_name: string;
+  user_email: string;
   joined_at: string;
 }
 
@@ -40,11 +47,14 @@ export interface Transfer {
   id: string;
   hub_id: string;
   from_user_id: string;
+  initiated_by: string;
   target_user_id: string;
   state: string;
   created_at: string;
   expires_at: string;
   resolved_at: string | null;
+  accepted_at: string | null;
+  cancelled_at: string | null;
 }
 
 export interface HubDetail {
@@ -69,10 +79,11 @@ export interface Invite {
 }
 
 export interface PublicInvite {
-  invite: { role: Role; expires_at: string; state: string };
-  hub: { id: string; name: string; slug: string };
+  invite: { id: string; hub_id: string; role: Role; created_at: string; expires_at: string; state: string };
+  hub: { id: string; name: string; slug: string; hub_type: "personal" | "team" };
   member_count: number;
-  invited_by: { name: string };
+  /** The inviter's name. */
+  invited_by: string;
 }
 
 export interface Memory {
@@ -115,6 +126,19 @@ export interface RecallResult {
 export interface Topic {
   id: string;
   name: string;
+}
+
+/** A node of GET /v1/topics (the whole tree of one hub). */
+export interface TopicNode extends Topic {
+  parent_id: string | null;
+  memory_count: number;
+  total_memory_count: number;
+  children: TopicNode[];
+}
+
+export interface TopicTree {
+  topics: TopicNode[];
+  unassigned_count: number;
 }
 
 

@@ -23,6 +23,9 @@ export interface RequestOptions {
 
 const BASE = "http://engram.test";
 
+/** Every bucket a different (high) limit, so X-RateLimit-Limit tells which bucket a route used. */
+export const HARNESS_LIMITS = { regular: 1_000_000, heavy: 200_000, light: 50_000 } as const;
+
 export async function call(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<ApiResponse> {
   const headers = new Headers(options.headers);
   let payload: string | undefined = options.raw;
@@ -64,6 +67,22 @@ export function clientFor(key: string | undefined) {
   };
 }
 
+/**
+ * Waits until a memory's background processing has finished, then reads it once through the API.
+ * The waiting reads the row's status straight from the database: polling GET /v1/memories/:id would
+ * count every poll as an access and change access_count while waiting.
+ */
+export async function waitProcessed(db: Database["prisma"], client: { get: Client["get"] }, id: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const row = await db.memory.findUnique({ where: { id }, select: { processingStatus: true } });
+    if (row && ["done", "failed"].includes(row.processingStatus)) break;
+    if (Date.now() > deadline) throw new Error(`memory ${id} still ${row?.processingStatus ?? "missing"}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return (await client.get(`/v1/memories/${id}`)).body.data;
+}
+
 export interface Harness {
   database: Database;
   db: Database["prisma"];
@@ -92,7 +111,7 @@ export async function createHarness(options: { url?: string } = {}): Promise<Har
     ? await openDatabase({ url: options.url })
     : await openDatabase({ dataDir: "memory://", template: templateSnapshot() });
   setDatabase(database);
-  setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+  setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
   let counter = 0;
   return {
     database,

@@ -2,10 +2,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { connect, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
+import { inject } from "vitest";
 
 /**
- * A local stand-in for Upstash's REST API: a real redis-server (Debian's
- * package) behind a small HTTP front that speaks Upstash's JSON protocol
+ * A local stand-in for Upstash's REST API: a real redis-server (the one on the
+ * PATH, or the PyPI wheel's that the global setup fetched; see scripts/redis-server.mjs) behind a small HTTP front that speaks Upstash's JSON protocol
  * (POST / with a command array, POST /pipeline with several, base64 results
  * when asked). Upstash is a paid service; this is only its wire format.
  */
@@ -98,10 +99,10 @@ async function waitForPort(port: number, deadline: number): Promise<Socket> {
 
 export async function startUpstashFake(): Promise<UpstashFake> {
   const redisPort = 30000 + Math.floor(Math.random() * 20000);
-  const redis: ChildProcess = spawn("redis-server", ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+  const redis: ChildProcess = spawn(inject("redisServer"), ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
     stdio: "ignore",
   });
-  const failed = new Promise<never>((_, reject) => redis.once("error", (e) => reject(new Error(`redis-server could not start (apt-get install redis-server): ${e.message}`))));
+  const failed = new Promise<never>((_, reject) => redis.once("error", (e) => reject(new Error(`redis-server could not start: ${e.message}`))));
   const socket = await Promise.race([waitForPort(redisPort, Date.now() + 10_000), failed]);
   const conn = new RedisConnection(socket);
   const token = "fake-upstash-token";
@@ -119,11 +120,12 @@ export async function startUpstashFake(): Promise<UpstashFake> {
     const run = async (command: (string | number)[]) => {
       const name = String(command[0]).toLowerCase();
       commands.push(name);
-      // Upstash accepts a script flag that open-source Redis 7.0 rejects; drop it (evalsha then misses and the client sends eval).
+      // Upstash accepts a script flag that open-source Redis 7.0 rejects, and Redis 6 knows no
+      // shebang line at all: drop it (evalsha then misses and the client sends eval).
       if (name === "eval" || (name === "script" && String(command[1]).toLowerCase() === "load")) {
         const at = name === "eval" ? 1 : 2;
         command = [...command];
-        command[at] = String(command[at]).replace(/^#!lua flags=allow-key-locking\s*\n/, "#!lua\n");
+        command[at] = String(command[at]).replace(/^#!lua[^\n]*\n/, "");
       }
       const result = await conn.send(command);
       return result && typeof result === "object" && !Array.isArray(result) ? result : { result: toUpstash(result, base64) };

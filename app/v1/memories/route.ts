@@ -1,5 +1,6 @@
 import { ok } from "@/lib/api/envelope.ts";
 import { parseJson, parseQuery } from "@/lib/api/parse.ts";
+import { addWarning } from "@/lib/api/warnings.ts";
 import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
 import { listMemories } from "@/lib/memories/list-memories.ts";
@@ -7,7 +8,10 @@ import { createMemoryBodySchema, listMemoriesQuerySchema } from "@/lib/memories/
 
 // POST /v1/memories — push a memory into X-Hub-ID's hub, or the caller's personal hub
 export const POST = withAuth({ permission: "memories.write" }, async (ctx, req) => {
-  const result = await createMemory(ctx, await parseJson(req, createMemoryBodySchema));
+  const body = await parseJson(req, createMemoryBodySchema);
+  const agent = ctx.credential.agentName;
+  if (agent && body.source_agent && body.source_agent !== agent) addWarning(req, `source_agent ignored: this API key pushes as "${agent}"`);
+  const result = await createMemory(ctx, body);
   return ok(result.memory, result.created ? 201 : 200);
 });
 

@@ -5,10 +5,9 @@ import { recallBodySchema } from "@/lib/recall/recall-fields.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
 
 // POST /v1/recall — hybrid search over every hub the caller can read (X-Hub-ID ranks that hub first)
-export const POST = withAuth({ bucket: "heavy" }, async (ctx, req) => {
+export const POST = withAuth({ bucket: "heavy", reads: true }, async (ctx, req) => {
   const body = await parseJson(req, recallBodySchema);
-  const preferred = req.headers.get("x-hub-id")?.trim() || undefined;
-  return ok(await recallMemories(ctx, { ...body, preferred_hub_id: preferred }));
+  return ok(await recallMemories(ctx, { ...body, preferred_hub_id: ctx.hubHeader }));
 });
 
 export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");

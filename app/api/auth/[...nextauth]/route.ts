@@ -1,14 +1,34 @@
 import NextAuth from "next-auth";
 import type { NextRequest } from "next/server";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
+import { clientAddress } from "@/lib/api/client-address.ts";
+import { checkSignIn, signInRefusal } from "@/lib/auth/sign-in-throttle.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 
 type Context = { params: Promise<{ nextauth: string[] }> };
 
 // GET|POST /api/auth/* — next-auth's sign-in, callback, csrf, session and sign-out endpoints
 async function handler(req: NextRequest, context: Context): Promise<Response> {
+  const refused = await throttledPasswordSignIn(req, context);
+  if (refused) return refused;
   const { prisma } = await getDatabase();
   return NextAuth(req, context, await sessionOptions(prisma));
 }
 
 export { handler as GET, handler as POST };
+
+/** A locked password sign-in is answered here with a real 429 (or 503 when the throttle's store is down). */
+async function throttledPasswordSignIn(req: NextRequest, context: Context): Promise<Response | undefined> {
+  const [action, provider] = (await context.params).nextauth ?? [];
+  if (req.method !== "POST" || action !== "callback" || provider !== "credentials") return undefined;
+  const form = await req.clone().formData().catch(() => undefined);
+  const email = form?.get("email");
+  if (typeof email !== "string" || !email.trim()) return undefined;
+  const verdict = await checkSignIn(email, clientAddress(req));
+  if (verdict.allowed) return undefined;
+  const { status, code, message } = signInRefusal(verdict);
+  return Response.json(
+    { error: { code, message, details: { retry_after: verdict.retryAfter } }, url: `/sign-in?error=${verdict.reason === "locked" ? "TooManyAttempts" : "SignInUnavailable"}` },
+    { status, headers: { "Retry-After": String(verdict.retryAfter), "Cache-Control": "no-store" } },
+  );
+}

@@ -1,15 +1,14 @@
 import { ok } from "@/lib/api/envelope.ts";
-import { parseJson, parseQuery } from "@/lib/api/parse.ts";
+import { parseJson } from "@/lib/api/parse.ts";
 import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
-import { listQuerySchema } from "@/lib/hubs/hub-fields.ts";
 import { createInvite } from "@/lib/invites/create-invite.ts";
 import { createInviteBodySchema } from "@/lib/invites/invite-fields.ts";
 import { listInvites } from "@/lib/invites/list-invites.ts";
 
 type Params = { id: string };
 
-// GET /v1/hubs/{id}/invites — usable invites, without tokens (owner or admin)
-export const GET = withAuth<Params>({}, async (ctx, req, { id }) => ok(await listInvites(ctx, id, parseQuery(req, listQuerySchema))));
+// GET /v1/hubs/{id}/invites — usable invites, without tokens, one array (≤ 20 per hub; owner or admin)
+export const GET = withAuth<Params>({}, async (ctx, _req, { id }) => ok(await listInvites(ctx, id)));
 
 // POST /v1/hubs/{id}/invites — create a join link; the token is shown in this response only
 export const POST = withAuth<Params>({}, async (ctx, req, { id }) =>

@@ -6,10 +6,10 @@ import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { indexMemories } from "./recall-helpers.ts";
 
 /**
- * The DATABASE_URL path: the app talks the Postgres wire protocol through
- * node-postgres and @prisma/adapter-pg. No pgvector server can be installed
- * here, so a fresh PGlite (with pgvector) is served over a local socket and
- * migrated from scratch by the app itself.
+ * The DATABASE_URL code path (node-postgres and @prisma/adapter-pg speaking the wire protocol),
+ * against PGlite served over a local socket and migrated from scratch by the app itself. This is
+ * PGlite behind a socket, not a PostgreSQL server: it proves the driver path, not PostgreSQL's own
+ * behaviour (locking, concurrency); a real server is the production issue's test.
  */
 let pg: PGlite;
 let server: PGLiteSocketServer;
@@ -34,7 +34,7 @@ afterAll(async () => {
   delete process.env.ENGRAM_DB_POOL_SIZE;
 });
 
-describe("on PostgreSQL over the wire (DATABASE_URL)", () => {
+describe("the DATABASE_URL driver path, against PGlite behind a socket", () => {
   test("health reports postgres and migrations are recorded", async () => {
     const res = await h.anonymous.get("/v1/health");
     expect(res.body.data.database).toBe("postgres");

@@ -1,0 +1,169 @@
+import { Redis } from "@upstash/redis";
+import { config } from "@/lib/config.ts";
+
+/**
+ * Password guessing limits (issue 18 #3). Failed sign-ins are counted per account (e-mail) and per
+ * client address; past a few free failures each further one locks that key for twice as long as the
+ * last (30 s, 1 min, 2 min … 15 min). A success clears the account's count, never the address's
+ * (an attacker with one real account must not be able to reset their address).
+ *
+ * The counts live where the request buckets live: in this process, or in Upstash Redis when it is
+ * configured, so every instance sees them. Unlike the request buckets, these FAIL CLOSED: when
+ * Upstash cannot be reached, sign-in with a password is refused (503) rather than left unlimited.
+ */
+export interface ThrottleState {
+  failures: number;
+  /** Unix ms until which the key is locked (0: not locked). */
+  until: number;
+}
+
+export interface ThrottleStore {
+  get(keys: string[]): Promise<(ThrottleState | undefined)[]>;
+  /** Counts one more failure and stores the lock the policy gives for it. */
+  fail(key: string, lockFor: (failures: number) => number, ttlMs: number, now: number): Promise<ThrottleState>;
+  clear(key: string): Promise<void>;
+}
+
+interface Policy {
+  free: number;
+  /** How long an idle key is remembered. */
+  ttlMs: number;
+}
+
+const BASE_LOCK_MS = 30_000;
+const MAX_LOCK_MS = 15 * 60_000;
+
+function envInt(name: string, fallback: number): number {
+  const value = Number(process.env[name]);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+/** ENGRAM_SIGNIN_ACCOUNT_FAILURES (5) and ENGRAM_SIGNIN_IP_FAILURES (20): failures before the first lock. */
+function policies(): { account: Policy; address: Policy } {
+  return {
+    account: { free: envInt("ENGRAM_SIGNIN_ACCOUNT_FAILURES", 5), ttlMs: 24 * 3600_000 },
+    address: { free: envInt("ENGRAM_SIGNIN_IP_FAILURES", 20), ttlMs: 3600_000 },
+  };
+}
+
+/** The lock after the `failures`-th failure: none before `free` of them, then 30 s doubling to 15 min. */
+export function lockMs(failures: number, free: number): number {
+  if (failures < free) return 0;
+  return Math.min(MAX_LOCK_MS, BASE_LOCK_MS * 2 ** Math.min(failures - free, 20));
+}
+
+export class MemoryThrottleStore implements ThrottleStore {
+  private readonly entries = new Map<string, ThrottleState & { expires: number }>();
+
+  async get(keys: string[]) {
+    const now = Date.now();
+    return keys.map((key) => {
+      const entry = this.entries.get(key);
+      return entry && entry.expires > now ? { failures: entry.failures, until: entry.until } : undefined;
+    });
+  }
+
+  async fail(key: string, lockFor: (failures: number) => number, ttlMs: number, now: number) {
+    const previous = this.entries.get(key);
+    const failures = (previous && previous.expires > now ? previous.failures : 0) + 1;
+    const lock = lockFor(failures);
+    const state = { failures, until: lock ? now + lock : 0, expires: now + Math.max(ttlMs, lock) };
+    this.entries.set(key, state);
+    if (this.entries.size > 100_000) for (const [k, v] of this.entries) if (v.expires <= now) this.entries.delete(k);
+    return { failures, until: state.until };
+  }
+
+  async clear(key: string) {
+    this.entries.delete(key);
+  }
+}
+
+export class UpstashThrottleStore implements ThrottleStore {
+  constructor(private readonly redis: Redis) {}
+
+  private static key(key: string) {
+    return `engram:signin:${key}`;
+  }
+
+  async get(keys: string[]) {
+    const rows = await Promise.all(keys.map((key) => this.redis.hgetall<Record<string, unknown>>(UpstashThrottleStore.key(key))));
+    return rows.map((row) => (row && row.n !== undefined ? { failures: Number(row.n), until: Number(row.until ?? 0) } : undefined));
+  }
+
+  async fail(key: string, lockFor: (failures: number) => number, ttlMs: number, now: number) {
+    const k = UpstashThrottleStore.key(key);
+    const failures = await this.redis.hincrby(k, "n", 1);
+    const lock = lockFor(failures);
+    const until = lock ? now + lock : 0;
+    await this.redis.pipeline().hset(k, { until }).pexpire(k, Math.max(ttlMs, lock)).exec();
+    return { failures, until };
+  }
+
+  async clear(key: string) {
+    await this.redis.del(UpstashThrottleStore.key(key));
+  }
+}
+
+const globalForThrottle = globalThis as unknown as { __engramSignInThrottle?: ThrottleStore };
+
+export function signInThrottleStore(): ThrottleStore {
+  if (!globalForThrottle.__engramSignInThrottle) {
+    const { upstash } = config();
+    globalForThrottle.__engramSignInThrottle = upstash
+      ? new UpstashThrottleStore(new Redis({ url: upstash.url, token: upstash.token, retry: { retries: 1, backoff: () => 50 } }))
+      : new MemoryThrottleStore();
+  }
+  return globalForThrottle.__engramSignInThrottle;
+}
+
+/** Tests swap the store (or reset it after changing the environment). */
+export function setSignInThrottleStore(store: ThrottleStore | undefined): void {
+  globalForThrottle.__engramSignInThrottle = store;
+}
+
+export type SignInVerdict =
+  | { allowed: true }
+  | { allowed: false; reason: "locked"; retryAfter: number }
+  | { allowed: false; reason: "unavailable"; retryAfter: number };
+
+const keysFor = (email: string, address: string) => ({ account: `acct:${email.trim().toLowerCase()}`, address: `ip:${address}` });
+
+/** Whether a password attempt for `email` from `address` may be checked at all. Fails closed. */
+export async function checkSignIn(email: string, address: string, now = Date.now()): Promise<SignInVerdict> {
+  const { account, address: ip } = keysFor(email, address);
+  let states: (ThrottleState | undefined)[];
+  try {
+    states = await signInThrottleStore().get([account, ip]);
+  } catch (error) {
+    console.error("sign-in throttle: its store is unreachable; refusing password sign-in until it is back", error);
+    return { allowed: false, reason: "unavailable", retryAfter: 30 };
+  }
+  const until = Math.max(0, ...states.map((s) => s?.until ?? 0));
+  return until > now ? { allowed: false, reason: "locked", retryAfter: Math.max(1, Math.ceil((until - now) / 1000)) } : { allowed: true };
+}
+
+/** Records the outcome of a checked attempt. */
+export async function recordSignIn(email: string, address: string, success: boolean, now = Date.now()): Promise<void> {
+  const { account, address: ip } = keysFor(email, address);
+  const store = signInThrottleStore();
+  const { account: accountPolicy, address: addressPolicy } = policies();
+  try {
+    if (success) {
+      await store.clear(account);
+      return;
+    }
+    await Promise.all([
+      store.fail(account, (n) => lockMs(n, accountPolicy.free), accountPolicy.ttlMs, now),
+      store.fail(ip, (n) => lockMs(n, addressPolicy.free), addressPolicy.ttlMs, now),
+    ]);
+  } catch (error) {
+    console.error("sign-in throttle: could not record a sign-in attempt", error);
+  }
+}
+
+/** The message the sign-in form shows for a refusal. */
+export function signInRefusal(verdict: Exclude<SignInVerdict, { allowed: true }>): { status: 429 | 503; code: string; message: string } {
+  return verdict.reason === "locked"
+    ? { status: 429, code: "rate_limited", message: `Too many failed sign-in attempts; try again in ${verdict.retryAfter} s` }
+    : { status: 503, code: "unavailable", message: `Sign-in is briefly unavailable; try again in ${verdict.retryAfter} s` };
+}

@@ -1,0 +1,27 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { isUuid } from "@/lib/ids.ts";
+
+export const updateApiKeyBodySchema = z
+  .object({
+    // "" clears the assignment (Memax's contract), so it is a value here, not "absent".
+    agent_name: z.string().trim().max(100).meta({ keepEmpty: true }).optional(),
+    standalone: z.boolean().optional(),
+  })
+  .refine((body) => body.agent_name !== undefined || body.standalone !== undefined, { message: "provide agent_name or standalone", path: ["agent_name"] });
+
+/** Re-attributes one of the caller's active keys: its agent (what its pushes are credited to) or the standalone flag. */
+export async function updateApiKey(ctx: AuthContext, id: string, input: z.output<typeof updateApiKeyBodySchema>) {
+  const where = { id, userId: ctx.user.id, revokedAt: null };
+  const found = isUuid(id) ? await ctx.db.apiKey.findFirst({ where, select: { id: true } }) : null;
+  if (!found) throw new ApiError("not_found", "API key not found");
+  const row = await ctx.db.apiKey.update({
+    where: { id: found.id },
+    data: {
+      ...(input.agent_name !== undefined && { agentName: input.agent_name || null }),
+      ...(input.standalone !== undefined && { standalone: input.standalone }),
+    },
+  });
+  return { id: row.id, agent_name: row.agentName ?? "", standalone: row.standalone };
+}

@@ -1,0 +1,89 @@
+import { ApiError } from "@/lib/api/errors.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { DbClient } from "@/lib/db/database.ts";
+import type { TopicRow } from "./serialize-topic.ts";
+import { MAX_TOPIC_DEPTH } from "./topic-fields.ts";
+
+/**
+ * A hub's whole topic set (≤ 500 rows), for checks that need the tree: depth,
+ * cycles, sibling names, subtrees. Loaded under the hub's topic lock inside
+ * the writing transaction, so concurrent edits see each other.
+ */
+export class HubTopics {
+  readonly byId: Map<string, TopicRow>;
+
+  constructor(readonly rows: TopicRow[]) {
+    this.byId = new Map(rows.map((row) => [row.id, row]));
+  }
+
+  static async lockAndLoad(tx: DbClient, hubId: string): Promise<HubTopics> {
+    await lockForTransaction(tx, `topics:${hubId}`);
+    return new HubTopics(await tx.topic.findMany({ where: { hubId } }));
+  }
+
+  /** 0 for a root. */
+  depth(id: string): number {
+    let depth = 0;
+    for (let node = this.byId.get(id); node?.parentId; node = this.byId.get(node.parentId)) depth += 1;
+    return depth;
+  }
+
+  children(id: string | null): TopicRow[] {
+    return this.rows.filter((row) => row.parentId === id);
+  }
+
+  /** The topic and every descendant. */
+  subtree(id: string): TopicRow[] {
+    const out: TopicRow[] = [];
+    const stack = [id];
+    while (stack.length) {
+      const current = this.byId.get(stack.pop()!);
+      if (!current) continue;
+      out.push(current);
+      for (const child of this.children(current.id)) stack.push(child.id);
+    }
+    return out;
+  }
+
+  /** Levels below the topic, counting itself as 1. */
+  height(id: string): number {
+    const kids = this.children(id);
+    return 1 + (kids.length ? Math.max(...kids.map((kid) => this.height(kid.id))) : 0);
+  }
+
+  /** duplicate_name when a sibling under `parentId` already has this name (ignoring case). */
+  assertNameFree(parentId: string | null, name: string, exceptId?: string): void {
+    const lower = name.toLowerCase();
+    const taken = this.children(parentId).find((row) => row.id !== exceptId && row.name.toLowerCase() === lower);
+    if (taken) {
+      throw new ApiError("duplicate_name", `A topic named "${taken.name}" already exists here`, { topic_id: taken.id, parent_id: parentId });
+    }
+  }
+
+  /** The parent of a new or moved topic: in this hub, and active. */
+  parentOrThrow(parentId: string): TopicRow {
+    const parent = this.byId.get(parentId);
+    if (!parent) throw new ApiError("invalid_parent", "The parent topic does not exist in this hub", { parent_id: parentId });
+    if (parent.archivedAt) throw new ApiError("parent_archived", "The parent topic is archived; restore it first", { parent_id: parentId });
+    return parent;
+  }
+
+  nextPosition(parentId: string | null): number {
+    const siblings = this.children(parentId);
+    return siblings.length ? Math.max(...siblings.map((row) => row.position)) + 1 : 0;
+  }
+
+  /** Validates moving `id` (with its subtree) under `parentId`. */
+  assertMove(id: string, parentId: string | null): void {
+    if (parentId === null) return;
+    if (parentId === id || this.subtree(id).some((row) => row.id === parentId)) {
+      throw new ApiError("cycle_detected", "A topic cannot move under itself or one of its descendants", { parent_id: parentId });
+    }
+    this.parentOrThrow(parentId);
+    if (this.depth(parentId) + this.height(id) >= MAX_TOPIC_DEPTH) {
+      throw new ApiError("max_depth_subtree", `Topics nest at most ${MAX_TOPIC_DEPTH} levels deep; this branch would go deeper`, {
+        max_depth: MAX_TOPIC_DEPTH,
+      });
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { HubTopics } from "./hub-topics.ts";
+import type { ReorderBody } from "./topic-fields.ts";
+import { topicHubId } from "./topic-hub.ts";
+
+/**
+ * Applies position (and optionally parent) changes to many topics of one hub
+ * at once, all or nothing. Each operation is checked against the tree as the
+ * earlier ones left it: the same rules as a single move.
+ */
+export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
+  const first = await ctx.db.topic.findFirst({
+    where: { id: input.operations[0]!.topic_id, hub: { members: { some: { userId: ctx.user.id } } } },
+    select: { hubId: true },
+  });
+  const hubId = first?.hubId ?? (await topicHubId(ctx, undefined));
+  const { hub } = await hubPermissionOrThrow(ctx, hubId, "topics.manage", "reorder topics");
+  const now = ctx.now();
+  const updated = await ctx.db.$transaction(async (tx) => {
+    const topics = await HubTopics.lockAndLoad(tx, hub.id);
+    for (const [index, op] of input.operations.entries()) {
+      const topic = topics.byId.get(op.topic_id);
+      if (!topic) throw new ApiError("not_found", "Topic not found", { index, topic_id: op.topic_id });
+      if (topic.archivedAt) throw new ApiError("topic_archived", "This topic is archived; restore it first", { index, topic_id: topic.id });
+      const parentId = op.parent_id === undefined ? topic.parentId : op.parent_id;
+      if (parentId !== topic.parentId) {
+        topics.assertMove(topic.id, parentId);
+        topics.assertNameFree(parentId, topic.name, topic.id);
+      }
+      const row = await tx.topic.update({
+        where: { id: topic.id },
+        data: { position: op.position, parentId, ...(parentId !== topic.parentId && { userModified: true }), updatedAt: now },
+      });
+      topics.byId.set(row.id, row);
+      topics.rows.splice(topics.rows.findIndex((r) => r.id === row.id), 1, row);
+    }
+    return input.operations.length;
+  });
+  return { hub_id: hub.id, updated };
+}

@@ -1,0 +1,67 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
+import { canEditMemory } from "@/lib/api/permissions.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { serializeMemory } from "@/lib/memories/serialize-memory.ts";
+import { assertNotArchived, readableTopicOrThrow } from "./topic-or-throw.ts";
+
+const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
+
+/** Memories filed under exactly this topic (not its subtopics), newest first, keyset-paginated. */
+export async function listTopicMemories(ctx: AuthContext, topicId: string, query: { limit?: string; cursor?: string }) {
+  const { topic } = await readableTopicOrThrow(ctx, topicId);
+  const limit = parseLimit(query.limit);
+  const secret = await serverSecret(ctx.db);
+  // The topic is part of the list name, so a cursor of one topic's list is refused on another's.
+  const list = `topic-memories:${topic.id}`;
+  const after = query.cursor ? decodeCursor(secret, list, ctx.user.id, query.cursor, positionSchema) : undefined;
+  const rows = await ctx.db.memory.findMany({
+    where: {
+      hubId: topic.hubId,
+      topicId: topic.id,
+      ...(after && { OR: [{ createdAt: { lt: new Date(after[0]) } }, { createdAt: new Date(after[0]), id: { lt: after[1] } }] }),
+    },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    take: limit + 1,
+    omit: { content: true },
+  });
+  const result = page("memories", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.createdAt.toISOString(), last.id]));
+  return { ...result, memories: result.memories.map(serializeMemory) };
+}
+
+/** A memory of the topic's hub that the caller may edit (owners of it, or managers). */
+async function editableMemoryOrThrow(ctx: AuthContext, hubId: string, memoryId: string, role: Parameters<typeof canEditMemory>[0]) {
+  const memory = isUuid(memoryId) ? await ctx.db.memory.findFirst({ where: { id: memoryId, hubId }, select: { id: true, ownerId: true, topicId: true } }) : null;
+  if (!memory) throw new ApiError("not_found", "Memory not found in this topic's hub");
+  if (!canEditMemory(role, memory.ownerId === ctx.user.id)) {
+    throw new ApiError("forbidden", `Your role (${role}) does not allow you to file this memory`);
+  }
+  return memory;
+}
+
+/**
+ * Files a memory under the topic (POST /v1/topics/:id/memories, the Memax
+ * SDK's assignMemory). The memory must be in the topic's hub and editable by
+ * the caller; an archived topic takes no memories. Replaces any earlier topic
+ * (a memory has one); `confidence` is accepted and recorded nowhere — Engram
+ * has no automatic filer whose guesses it would gate.
+ */
+export async function assignTopicMemory(ctx: AuthContext, topicId: string, input: { memory_id: string }) {
+  const { topic, membership } = await readableTopicOrThrow(ctx, topicId);
+  assertNotArchived(topic);
+  const memory = await editableMemoryOrThrow(ctx, topic.hubId, input.memory_id, membership.role);
+  const { count } = await ctx.db.memory.updateMany({ where: { id: memory.id, hubId: topic.hubId }, data: { topicId: topic.id, updatedAt: ctx.now() } });
+  if (count === 0) throw new ApiError("not_found", "Memory not found in this topic's hub");
+  return { topic_id: topic.id, memory_id: memory.id, assigned: true as const, previous_topic_id: memory.topicId };
+}
+
+/** Takes a memory out of the topic; a memory filed elsewhere (or nowhere) is left as it is. */
+export async function unassignTopicMemory(ctx: AuthContext, topicId: string, memoryId: string) {
+  const { topic, membership } = await readableTopicOrThrow(ctx, topicId);
+  const memory = await editableMemoryOrThrow(ctx, topic.hubId, memoryId, membership.role);
+  const { count } = await ctx.db.memory.updateMany({ where: { id: memory.id, topicId: topic.id }, data: { topicId: null, updatedAt: ctx.now() } });
+  return { topic_id: topic.id, memory_id: memory.id, unassigned: count > 0 };
+}

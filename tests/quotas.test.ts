@@ -1,0 +1,104 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { quotaLimits, DEFAULT_QUOTAS } from "@/lib/quotas/quota-limits.ts";
+import { storageQuotaReport, storageUsage } from "@/lib/quotas/storage-usage.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// Issue 18: storage quotas per user and per hub (bytes and memories), env-configurable.
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterEach(() => {
+  for (const key of ["ENGRAM_QUOTA_USER_BYTES", "ENGRAM_QUOTA_USER_MEMORIES", "ENGRAM_QUOTA_HUB_BYTES", "ENGRAM_QUOTA_HUB_MEMORIES"]) delete process.env[key];
+});
+afterAll(async () => {
+  await h.close();
+});
+
+let n = 0;
+const push = (user: Client, content: string, hubId?: string) =>
+  user.post("/v1/memories", { content: `${content} #${++n}` }, hubId ? { headers: { "x-hub-id": hubId } } : {});
+const bytes = (size: number) => "x".repeat(size);
+
+describe("storage quotas", () => {
+  it("reads limits from the environment, with binary suffixes and 0 for unlimited", () => {
+    expect(quotaLimits({})).toEqual(DEFAULT_QUOTAS);
+    expect(quotaLimits({ ENGRAM_QUOTA_USER_BYTES: "512MiB", ENGRAM_QUOTA_HUB_BYTES: "2G", ENGRAM_QUOTA_USER_MEMORIES: "0" })).toMatchObject({
+      user: { bytes: 512 * 1024 ** 2, memories: null },
+      hub: { bytes: 2 * 1024 ** 3 },
+    });
+    expect(() => quotaLimits({ ENGRAM_QUOTA_HUB_MEMORIES: "lots" })).toThrow(/ENGRAM_QUOTA_HUB_MEMORIES/);
+  });
+
+  it("refuses the push past a user's memory quota with 413 quota_exceeded; deleting frees room", async () => {
+    process.env.ENGRAM_QUOTA_USER_MEMORIES = "3";
+    const ann = await h.user("Ann");
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await push(ann, "# Note")).body.data.id);
+    const refused = await push(ann, "# One too many");
+    expect(refused.status).toBe(413);
+    expect(refused.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "user", resource: "memories", limit: 3, used: 3 } });
+    expect(await h.db.memory.count({ where: { ownerId: ann.id } })).toBe(3);
+    expect((await ann.delete(`/v1/memories/${ids[0]}`)).status).toBe(200);
+    expect((await push(ann, "# Room again")).status).toBe(201);
+  });
+
+  it("counts content bytes per user across hubs, on push and on edits that grow content", async () => {
+    process.env.ENGRAM_QUOTA_USER_BYTES = "1000";
+    const bob = await h.user("Bob");
+    const first = await push(bob, bytes(600));
+    expect(first.status).toBe(201);
+    const team = await h.teamHub(bob);
+    const refused = await push(bob, bytes(600), team);
+    expect(refused.status).toBe(413);
+    expect(refused.body.error.details).toMatchObject({ scope: "user", resource: "bytes", limit: 1000 });
+    const grow = await bob.patch(`/v1/memories/${first.body.data.id}`, { content: bytes(1200) });
+    expect([grow.status, grow.body.error?.code]).toEqual([413, "quota_exceeded"]);
+    // Shrinking is always allowed, and frees room.
+    expect((await bob.patch(`/v1/memories/${first.body.data.id}`, { content: bytes(100) })).status).toBe(200);
+    expect((await push(bob, bytes(600), team)).status).toBe(201);
+    expect(await storageUsage(h.db, "user", bob.id)).toEqual({ bytes: expect.any(Number), memories: 2 });
+  });
+
+  it("limits a hub whatever its members' own quotas", async () => {
+    process.env.ENGRAM_QUOTA_HUB_MEMORIES = "2";
+    const own = await h.user("Owner");
+    const con = await h.user("Con");
+    const team = await h.teamHub(own, [[con, "contributor"]]);
+    expect((await push(own, "# a", team)).status).toBe(201);
+    expect((await push(con, "# b", team)).status).toBe(201);
+    const refused = await push(con, "# c", team);
+    expect(refused.status).toBe(413);
+    expect(refused.body.error.details).toMatchObject({ scope: "hub", resource: "memories", limit: 2 });
+    // Their personal hubs are other hubs.
+    expect((await push(con, "# personal")).status).toBe(201);
+  });
+
+  it("holds under concurrent pushes: never more than the quota", async () => {
+    process.env.ENGRAM_QUOTA_USER_MEMORIES = "3";
+    const cat = await h.user("Cat");
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => push(cat, `# Parallel ${i}`)));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(3);
+    expect(results.filter((r) => r.status === 413)).toHaveLength(3);
+    expect(await h.db.memory.count({ where: { ownerId: cat.id } })).toBe(3);
+  });
+
+  it("keeps the counters exact through pushes, edits, moves and deletes, and reports them for /v1/usage", async () => {
+    process.env.ENGRAM_QUOTA_HUB_BYTES = "1MiB";
+    const dan = await h.user("Dan");
+    const team = await h.teamHub(dan);
+    const a = (await push(dan, "# A\n\nalpha")).body.data;
+    const b = (await push(dan, "# B\n\nbeta beta", team)).body.data;
+    await dan.patch(`/v1/memories/${a.id}`, { content: "# A\n\nalpha, longer now" });
+    expect((await dan.post("/v1/memories/batch-move", { ids: [a.id], hub_id: team })).status).toBe(200);
+    const rows = await h.db.memory.findMany({ where: { ownerId: dan.id } });
+    const total = rows.reduce((sum, m) => sum + Buffer.byteLength(m.content, "utf8"), 0);
+    const report = await storageQuotaReport(h.db, dan.id, [team, dan.personalHubId]);
+    expect(report.user).toMatchObject({ used_memories: 2, used_bytes: total, limit_memories: 100_000 });
+    expect(report.hubs[team]).toEqual({ used_memories: 2, used_bytes: total, limit_bytes: 1024 ** 2, limit_memories: 500_000 });
+    expect(report.hubs[dan.personalHubId]).toMatchObject({ used_memories: 0, used_bytes: 0 });
+    await dan.delete(`/v1/memories/${b.id}`);
+    expect((await storageUsage(h.db, "hub", team)).memories).toBe(1);
+  });
+});

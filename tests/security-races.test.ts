@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setDatabase } from "@/lib/db/database.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// Issue 18, finding 7: update-memory and delete-memory checked the caller's role in one statement and
+// wrote in another. These tests put a concurrent change (the caller demoted or removed) exactly
+// between the two, by running it right after the permission read returns.
+
+let h: Harness;
+let own: Client, con: Client;
+let hubId: string;
+
+/** Runs `between` once, right after the next memory lookup (the permission check) returns. */
+function interleave(between: () => Promise<unknown>) {
+  let armed = true;
+  const db = h.database.prisma.$extends({
+    query: {
+      memory: {
+        async findFirst({ args, query }) {
+          const found = await query(args);
+          if (armed) {
+            armed = false;
+            await between();
+          }
+          return found;
+        },
+      },
+    },
+  });
+  setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  own = await h.user("Owner");
+  con = await h.user("Con");
+});
+afterAll(async () => {
+  setDatabase(h.database);
+  await h.close();
+});
+
+async function setup(policy: "own" | "any" = "own") {
+  setDatabase(h.database);
+  hubId = await h.teamHub(own, [[con, "contributor"]], { contributorDeletePolicy: policy });
+  const res = await con.post("/v1/memories", { content: "# Mine\n\nwritten by the contributor" }, { headers: { "x-hub-id": hubId } });
+  expect(res.status).toBe(201);
+  return res.body.data.id as string;
+}
+const demote = () => h.db.hubMember.update({ where: { hubId_userId: { hubId, userId: con.id } }, data: { role: "viewer" } });
+const remove = () => h.db.hubMember.delete({ where: { hubId_userId: { hubId, userId: con.id } } });
+
+describe("check-then-write races on one memory", () => {
+  it("an edit whose author is demoted to viewer mid-request is refused, and the memory is unchanged", async () => {
+    const id = await setup();
+    interleave(demote);
+    const res = await con.patch(`/v1/memories/${id}`, { title: "edited after demotion" });
+    setDatabase(h.database);
+    expect(res.status).toBe(403);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).title).toBe("Mine");
+  });
+
+  it("an edit whose author is removed from the hub mid-request is not found, and the memory is unchanged", async () => {
+    const id = await setup();
+    interleave(remove);
+    const res = await con.patch(`/v1/memories/${id}`, { content: "# Replaced\n\nby a former member" });
+    setDatabase(h.database);
+    expect(res.status).toBe(404);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).content).toContain("written by the contributor");
+  });
+
+  it("a delete whose author is demoted mid-request is refused, and the memory stays", async () => {
+    const id = await setup();
+    interleave(demote);
+    const res = await con.delete(`/v1/memories/${id}`);
+    setDatabase(h.database);
+    expect(res.status).toBe(403);
+    expect(await h.db.memory.count({ where: { id } })).toBe(1);
+  });
+
+  it("a delete allowed by policy 'any' is refused when the policy turns 'none' mid-request", async () => {
+    const id = await setup("any");
+    const other = await own.post("/v1/memories", { content: "# Owner's\n\nnot the contributor's" }, { headers: { "x-hub-id": hubId } });
+    interleave(() => h.db.hub.update({ where: { id: hubId }, data: { contributorDeletePolicy: "none" } }));
+    const res = await con.delete(`/v1/memories/${other.body.data.id}`);
+    setDatabase(h.database);
+    expect(res.status).toBe(403);
+    expect(await h.db.memory.count({ where: { id: other.body.data.id } })).toBe(1);
+    expect(id).toBeTruthy();
+  });
+
+  it("two concurrent edits of different fields both land (no lost update)", async () => {
+    const id = await setup();
+    setDatabase(h.database);
+    const [a, b] = await Promise.all([
+      con.patch(`/v1/memories/${id}`, { title: "New title" }),
+      con.patch(`/v1/memories/${id}`, { tags: ["race"] }),
+    ]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+    expect(row.title).toBe("New title");
+    expect(row.tags).toEqual(["race"]);
+  });
+});

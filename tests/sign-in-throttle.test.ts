@@ -1,0 +1,106 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { NextRequest } from "next/server";
+import { POST as nextAuthPost } from "@/app/api/auth/[...nextauth]/route.ts";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { hashPassword } from "@/lib/auth/password.ts";
+import { authorizePassword } from "@/lib/auth/session-options.ts";
+import { checkSignIn, lockMs, MemoryThrottleStore, setSignInThrottleStore, UpstashThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
+import { Redis } from "@upstash/redis";
+import { createHarness, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
+
+// Issue 18, finding 3: sign-in was throttled per e-mail only (60 a minute), with no per-address cap.
+
+let h: Harness;
+let email: string;
+const PASSWORD = "correct horse battery";
+
+beforeAll(async () => {
+  h = await createHarness();
+  const ann = await h.user("Ann");
+  email = ann.email;
+  await h.db.user.update({ where: { id: ann.id }, data: { passwordHash: await hashPassword(PASSWORD) } });
+});
+afterEach(() => {
+  delete process.env.ENGRAM_SIGNIN_IP_FAILURES;
+  setSignInThrottleStore(new MemoryThrottleStore());
+  setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+});
+afterAll(async () => {
+  setSignInThrottleStore(undefined);
+  await h.close();
+});
+
+const from = (address: string) => ({ [SOCKET_ADDRESS_HEADER]: address });
+const attempt = (password: string, address = "198.51.100.1", who = email) => authorizePassword(h.db, { email: who, password }, from(address));
+
+describe("sign-in throttling", () => {
+  it("locks an account after 5 failures, even for the right password, with a lock that doubles", async () => {
+    setSignInThrottleStore(new MemoryThrottleStore());
+    for (let i = 0; i < 5; i++) expect(await attempt("wrong password", `198.51.100.${i}`)).toBeNull();
+    // The 5 failures came from 5 addresses: the account itself is what is locked now.
+    await expect(attempt(PASSWORD, "203.0.113.50")).rejects.toThrow("TooManyAttempts");
+    const locked = await checkSignIn(email, "203.0.113.51");
+    expect(locked).toMatchObject({ allowed: false, reason: "locked" });
+    expect(locked.allowed === false && locked.retryAfter).toBeGreaterThan(25);
+    expect(await checkSignIn(email, "203.0.113.51", Date.now() + 31_000)).toEqual({ allowed: true });
+    expect([4, 5, 6, 7, 20].map((n) => lockMs(n, 5))).toEqual([0, 30_000, 60_000, 120_000, 900_000]);
+  });
+
+  it("a success clears the account's count", async () => {
+    setSignInThrottleStore(new MemoryThrottleStore());
+    for (let i = 0; i < 4; i++) expect(await attempt("wrong password")).toBeNull();
+    expect(await attempt(PASSWORD)).toMatchObject({ email });
+    for (let i = 0; i < 4; i++) expect(await attempt("wrong password")).toBeNull();
+    expect(await attempt(PASSWORD)).toMatchObject({ email });
+  });
+
+  it("locks an address that guesses across many accounts, and a success does not reset it", async () => {
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    setSignInThrottleStore(new MemoryThrottleStore());
+    for (let i = 0; i < 2; i++) expect(await attempt("guess", "203.0.113.9", `victim-${i}@example.test`)).toBeNull();
+    expect(await attempt(PASSWORD, "203.0.113.9")).toMatchObject({ email }); // the attacker's own account
+    expect(await attempt("guess", "203.0.113.9", "victim-2@example.test")).toBeNull();
+    await expect(attempt("guess", "203.0.113.9", "victim-3@example.test")).rejects.toThrow("TooManyAttempts");
+    // Another address is unaffected.
+    expect(await attempt(PASSWORD, "203.0.113.10")).toMatchObject({ email });
+  });
+
+  it("caps password attempts per address in the request bucket too (X-Forwarded-For does not rotate it)", async () => {
+    setRateLimiter(new MemoryRateLimiter({ regular: 100, heavy: 2, light: 100 }));
+    const spoofed = (i: number) => authorizePassword(h.db, { email, password: PASSWORD }, { ...from("198.51.100.77"), "x-forwarded-for": `10.9.9.${i}` });
+    expect(await spoofed(1)).toMatchObject({ email });
+    expect(await spoofed(2)).toMatchObject({ email });
+    await expect(spoofed(3)).rejects.toThrow("TooManyAttempts");
+  });
+
+  it("the sign-in endpoint answers a locked account with a clear 429 and Retry-After", async () => {
+    setSignInThrottleStore(new MemoryThrottleStore());
+    for (let i = 0; i < 5; i++) await attempt("wrong password");
+    const req = new NextRequest("http://engram.test/api/auth/callback/credentials", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...from("198.51.100.1") },
+      body: new URLSearchParams({ email, password: PASSWORD, csrfToken: "x", json: "true" }).toString(),
+    });
+    const res = await nextAuthPost(req, { params: Promise.resolve({ nextauth: ["callback", "credentials"] }) });
+    expect(res.status).toBe(429);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    const body = await res.json();
+    expect(body.error).toMatchObject({ code: "rate_limited" });
+    expect(body.error.message).toMatch(/Too many failed sign-in attempts; try again in \d+ s/);
+    expect(body.url).toBe("/sign-in?error=TooManyAttempts");
+  });
+
+  it("fails closed when Upstash is unreachable: password sign-in is refused (503), not unlimited", async () => {
+    setSignInThrottleStore(new UpstashThrottleStore(new Redis({ url: "http://127.0.0.1:9", token: "t", retry: false })));
+    await expect(attempt(PASSWORD)).rejects.toThrow("SignInUnavailable");
+    const req = new NextRequest("http://engram.test/api/auth/callback/credentials", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...from("198.51.100.1") },
+      body: new URLSearchParams({ email, password: PASSWORD, csrfToken: "x", json: "true" }).toString(),
+    });
+    const res = await nextAuthPost(req, { params: Promise.resolve({ nextauth: ["callback", "credentials"] }) });
+    expect(res.status).toBe(503);
+    expect((await res.json()).error.code).toBe("unavailable");
+  });
+});
