@@ -1,6 +1,6 @@
 /**
  * BEIR SciFact (5,183 abstracts, 300 test claims; ../shared/datasets/scifact) as an eval corpus.
- * Nothing in recall is fitted on its even-numbered query ids; the calibration uses the odd ones
+ * Nothing in recall is fitted on it; its odd query ids are reserved for fitting the calibration
  * (see lib/recall/relevance-score.ts).
  *
  * The fast path still goes through the real storage and recall code: memories are inserted in
