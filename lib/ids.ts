@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 
 /** A time-ordered UUID (version 7): 48-bit millisecond timestamp, then randomness. */
 export function newId(now = Date.now()): string {
@@ -8,6 +8,15 @@ export function newId(now = Date.now()): string {
   bytes[8] = (bytes[8]! & 0x3f) | 0x80;
   const hex = bytes.toString("hex");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * A random UUID (version 4) for records that clients name by a short id prefix: Memax's CLI shows
+ * and resolves topics by their first 8 characters, which a time-ordered id shares with every
+ * other id made in the same ~65 seconds.
+ */
+export function newRandomId(): string {
+  return randomUUID();
 }
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
-import { isUuid, newId } from "@/lib/ids.ts";
+import { isUuid, newRandomId } from "@/lib/ids.ts";
 import { HubTopics } from "./hub-topics.ts";
 import { serializeTopic } from "./serialize-topic.ts";
 import { MAX_TOPIC_DEPTH, MAX_TOPICS_PER_HUB, type CreateTopicBody } from "./topic-fields.ts";
@@ -43,7 +43,7 @@ export async function createTopic(ctx: AuthContext, input: CreateTopicBody) {
       await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id });
       return tx.topic.create({
         data: {
-          id: newId(now.getTime()),
+          id: newRandomId(),
           hubId: hub.id,
           parentId,
           name: input.name,
