@@ -2,6 +2,7 @@
 
 import Link from "next/link";
 import { useEffect, useRef, useState } from "react";
+import { whenIdle } from "@/lib/web/when-idle.ts";
 import { api, errorMessage } from "@/lib/web/api.ts";
 import { formatAge } from "@/lib/web/format.ts";
 import { useLiveEvents } from "@/lib/web/live-events.tsx";
@@ -69,11 +70,14 @@ export function NotificationBell() {
 
   useEffect(() => {
     let current = true;
-    api<Summary>("/v1/notifications/summary")
-      .then((data) => current && setSummary(data))
-      .catch(() => undefined);
+    const cancel = whenIdle(() => {
+      api<Summary>("/v1/notifications/summary")
+        .then((data) => current && setSummary(data))
+        .catch(() => undefined);
+    });
     return () => {
       current = false;
+      cancel();
     };
   }, [version]);
   useEffect(() => {

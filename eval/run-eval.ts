@@ -320,6 +320,9 @@ async function runFixture(): Promise<CorpusResult> {
     if (created.status !== 201) throw new Error(`hub create failed: ${JSON.stringify(created.body)}`);
     hubIds[hub] = created.body.data.hub?.id ?? created.body.data.id;
     for (const member of rest) {
+      // Adding by id needs a person the adder can find: an invite to their address comes first.
+      const invited = await users[owner!].call("POST", `/v1/hubs/${hubIds[hub]}/invites`, { role: "viewer", email: `${member}@eval.test` });
+      if (invited.status !== 201) throw new Error(`invite failed: ${JSON.stringify(invited.body)}`);
       const added = await users[owner!].call("POST", `/v1/hubs/${hubIds[hub]}/members`, { user_id: users[member].id, role: "contributor" });
       if (added.status !== 201) throw new Error(`member add failed: ${JSON.stringify(added.body)}`);
     }

@@ -1,6 +1,7 @@
 "use client";
 
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from "react";
+import { whenIdle } from "./when-idle.ts";
 
 /** One delivered event (the `data:` of /v1/events/stream). */
 export interface LiveEvent {
@@ -55,20 +56,32 @@ export function LiveEventsProvider({ children }: { children: ReactNode }) {
     connected: false,
   }));
   useEffect(() => {
-    const source = new EventSource("/v1/events/stream");
-    const onEvent = (message: MessageEvent<string>) => {
-      let event: LiveEvent;
-      try {
-        event = JSON.parse(message.data) as LiveEvent;
-      } catch {
-        return;
-      }
-      for (const listener of listeners.current) listener(event);
+    const connect = (): EventSource => {
+      const source = new EventSource("/v1/events/stream");
+      const onEvent = (message: MessageEvent<string>) => {
+        let event: LiveEvent;
+        try {
+          event = JSON.parse(message.data) as LiveEvent;
+        } catch {
+          return;
+        }
+        for (const listener of listeners.current) listener(event);
+      };
+      for (const type of EVENT_TYPES) source.addEventListener(type, onEvent as EventListener);
+      source.addEventListener("ready", () => setConnected(true));
+      source.onerror = () => setConnected(false);
+      return source;
     };
-    for (const type of EVENT_TYPES) source.addEventListener(type, onEvent as EventListener);
-    source.addEventListener("ready", () => setConnected(true));
-    source.onerror = () => setConnected(false);
-    return () => source.close();
+    // The stream opens once the first content is up; Last-Event-ID is not needed for that gap
+    // because lists load their current state themselves.
+    let source: EventSource | undefined;
+    const cancel = whenIdle(() => {
+      source = connect();
+    });
+    return () => {
+      cancel();
+      source?.close();
+    };
   }, []);
   return <LiveEventsContext.Provider value={{ ...value, connected }}>{children}</LiveEventsContext.Provider>;
 }
