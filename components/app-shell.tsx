@@ -1,12 +1,15 @@
 "use client";
 
+import dynamic from "next/dynamic";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { createContext, useContext, useEffect, useState, type ReactNode } from "react";
 import { signOut } from "@/lib/web/auth-client.ts";
 import { LiveEventsProvider } from "@/lib/web/live-events.tsx";
-import { NotificationBell } from "./notification-bell.tsx";
 import { Button } from "./ui.tsx";
+
+// The bell is secondary to the page: its code loads after the first content.
+const NotificationBell = dynamic(() => import("./notification-bell.tsx").then((m) => m.NotificationBell), { ssr: false });
 
 const NAV = [
   { href: "/hubs", label: "Hubs" },

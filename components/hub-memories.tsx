@@ -1,5 +1,6 @@
 "use client";
 
+import dynamic from "next/dynamic";
 import Link from "next/link";
 import { useEffect, useState } from "react";
 import { api } from "@/lib/web/api.ts";
@@ -10,8 +11,9 @@ import { useHub } from "./hub-frame.tsx";
 import { isProcessing, ProcessingBadge } from "./memory-badges.tsx";
 import { PushMemory } from "./push-memory.tsx";
 import { RecallBox } from "./recall-box.tsx";
-import { UploadFiles } from "./upload-files.tsx";
-import { AskBox } from "./ask-box.tsx";
+// Secondary panels load after the list: they are not needed for the first content.
+const UploadFiles = dynamic(() => import("./upload-files.tsx").then((m) => m.UploadFiles), { ssr: false });
+const AskBox = dynamic(() => import("./ask-box.tsx").then((m) => m.AskBox), { ssr: false });
 import { useLiveEvents } from "@/lib/web/live-events.tsx";
 import { Badge, Button, EmptyState, ErrorNotice, LoadingRows, Notice } from "./ui.tsx";
 

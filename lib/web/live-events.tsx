@@ -1,6 +1,7 @@
 "use client";
 
 import { createContext, useContext, useEffect, useRef, useState, type ReactNode } from "react";
+import { EVENT_TYPES } from "@/lib/events/event-types.ts";
 import { whenIdle } from "./when-idle.ts";
 
 /** One delivered event (the `data:` of /v1/events/stream). */
@@ -19,25 +20,6 @@ interface LiveEvents {
   subscribe(listener: Listener): () => void;
   connected: boolean;
 }
-
-const EVENT_TYPES = [
-  "memory.created",
-  "memory.updated",
-  "memory.processed",
-  "memory.deleted",
-  "hub.updated",
-  "hub.deleted",
-  "member.added",
-  "member.updated",
-  "member.removed",
-  "invite.accepted",
-  "transfer.created",
-  "transfer.accepted",
-  "transfer.canceled",
-  "topic.changed",
-  "dream.completed",
-  "notification.created",
-];
 
 const LiveEventsContext = createContext<LiveEvents | null>(null);
 
