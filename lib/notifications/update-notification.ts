@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
@@ -74,6 +75,13 @@ export async function resolveNotification(ctx: AuthContext, id: string, action: 
 }
 
 /** POST /v1/notifications/seen and /dismiss {kinds, since, hub} — receipts only. */
+/** Body of POST /v1/notifications/seen and /dismiss (bulk, receipt kinds only). */
+export const bulkNotificationsBodySchema = z.object({
+  kinds: z.array(z.string().min(1).max(64)).min(1, "name at least one kind").max(50),
+  since: z.iso.datetime({ offset: true }).optional(),
+  hub: z.uuid().optional(),
+});
+
 export async function bulkUpdateNotifications(ctx: AuthContext, op: "seen" | "dismiss", input: { hub?: string; kinds: string[]; since?: string }) {
   const decisions = input.kinds.filter(isDecisionKind);
   if (decisions.length) {
