@@ -20,6 +20,8 @@ export interface Database {
    * Returns the unlisten.
    */
   listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
+  /** PGlite only: the foreground-first queue in front of its one connection (lib/db/statement-scheduler.ts). */
+  scheduler?: import("./statement-scheduler.ts").StatementScheduler;
   /** PGlite only: a snapshot of the whole data directory (tests start from one). */
   dump?: () => Promise<Blob>;
   close(): Promise<void>;

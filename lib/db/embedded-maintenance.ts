@@ -1,5 +1,6 @@
 import { positiveIntEnv } from "@/lib/config.ts";
 import { onMemoryWrite } from "@/lib/processing/after-memory-write.ts";
+import { runAsBackground } from "./background-work.ts";
 import type { Database, SqlRunner } from "./database.ts";
 
 /**
@@ -46,7 +47,7 @@ export function startEmbeddedMaintenance(database: Database): void {
   if (database.kind !== "pglite" || globalForMaintenance.__engramMaintenance) return;
   const everyMs = positiveIntEnv("ENGRAM_MAINTENANCE_MINUTES", 10) * 60_000;
   const timer = setInterval(
-    () => void maintainEmbeddedDatabase(database.sql).catch((error) => console.error("[engram] database maintenance failed", error)),
+    () => void runAsBackground(() => maintainEmbeddedDatabase(database.sql)).catch((error) => console.error("[engram] database maintenance failed", error)),
     everyMs,
   );
   timer.unref();
@@ -80,7 +81,7 @@ export function runAnalyzeCheck(): Promise<string[]> {
   if (state.scheduled) clearTimeout(state.scheduled);
   state.scheduled = undefined;
   state.pending = 0;
-  state.running ??= analyzeIfDue(state.sql)
+  state.running ??= runAsBackground(() => analyzeIfDue(state.sql))
     .catch((error) => {
       console.error("[engram] database statistics check failed", error);
       return [];

@@ -4,7 +4,9 @@ import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "./generated/client.ts";
+import { backgroundSharePercent, isBackgroundWork } from "./background-work.ts";
 import type { Database } from "./database.ts";
+import { StatementScheduler } from "./statement-scheduler.ts";
 
 /** Embedded PostgreSQL (WASM) with pgvector; one instance per process and directory. */
 export async function openPglite(dataDir: string, template?: Blob): Promise<Database> {
@@ -14,16 +16,24 @@ export async function openPglite(dataDir: string, template?: Blob): Promise<Data
     if (!template && !existsSync(path.join(dataDir, "PG_VERSION"))) template = (await import("./pglite-template.ts")).readBuildTemplate();
   }
   const pg = await PGlite.create(dataDir, { extensions: { vector }, ...(template && { loadDataDir: template }) });
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pg) });
+  const scheduler = new StatementScheduler({
+    backgroundShare: backgroundSharePercent() / 100,
+    foregroundWindowMs: 1000,
+    lingerMs: 2,
+    maxBackgroundWaitMs: 1000,
+  });
+  const scheduled = scheduledPglite(pg, scheduler);
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(scheduled) });
   return {
     kind: "pglite",
     prisma,
     sql: {
       exec: async (sql) => {
-        await pg.exec(sql);
+        await scheduled.exec(sql);
       },
-      query: async <T,>(sql: string, params: unknown[] = []) => (await pg.query<T>(sql, params)).rows,
+      query: async <T,>(sql: string, params: unknown[] = []) => (await scheduled.query<T>(sql, params)).rows,
     },
+    scheduler,
     // In-process: PGlite delivers a NOTIFY to its listeners when the notifying transaction commits.
     listen: async (channel, onPayload) => pg.listen(channel, onPayload),
     dump: async () => (await pg.dumpDataDir("none")) as Blob,
@@ -32,4 +42,24 @@ export async function openPglite(dataDir: string, template?: Blob): Promise<Data
       await pg.close();
     },
   };
+}
+
+/**
+ * The PGlite instance as Prisma and lib/recall see it: every statement and transaction takes its
+ * turn through the scheduler (foreground before background), then PGlite's own queue, now empty.
+ */
+function scheduledPglite(pg: PGlite, scheduler: StatementScheduler): PGlite {
+  const turn =
+    <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> =>
+      scheduler.run(isBackgroundWork(), () => method.apply(pg, args));
+  const wrapped: Partial<PGlite> = { query: turn(pg.query) as PGlite["query"], exec: turn(pg.exec), transaction: turn(pg.transaction) as PGlite["transaction"] };
+  return new Proxy(pg, {
+    get(target, property) {
+      if (property in wrapped) return wrapped[property as keyof typeof wrapped];
+      const value: unknown = Reflect.get(target, property, target);
+      // PGlite's methods use private fields: call them on the instance, never on the proxy.
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }

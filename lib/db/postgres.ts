@@ -1,12 +1,14 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/client.ts";
+import { backgroundConnections, isBackgroundWork } from "./background-work.ts";
 import type { Database } from "./database.ts";
 
 /** A PostgreSQL ≥ 15 server with pgvector, via node-postgres. */
 export async function openPostgres(connectionString: string): Promise<Database> {
-  const pool = new pg.Pool({ connectionString, max: Number(process.env.ENGRAM_DB_POOL_SIZE ?? 10) });
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  const size = Number(process.env.ENGRAM_DB_POOL_SIZE ?? 10);
+  const pool = new pg.Pool({ connectionString, max: size });
+  const prisma = new PrismaClient({ adapter: new PrismaPg(boundedBackground(pool, backgroundConnections(size))) });
   return {
     kind: "postgres",
     prisma,
@@ -22,6 +24,61 @@ export async function openPostgres(connectionString: string): Promise<Database> 
       await pool.end();
     },
   };
+}
+
+/**
+ * The pool as Prisma sees it: background work (the pipeline) holds at most `limit` connections at
+ * once, so requests never queue behind a backlog of chunk writes for a connection.
+ */
+function boundedBackground(pool: pg.Pool, limit: number): pg.Pool {
+  let held = 0;
+  const waiting: (() => void)[] = [];
+  const acquire = async (): Promise<() => void> => {
+    if (held >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    else held++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = waiting.shift();
+      if (next) next(); // the slot passes straight to the next waiter
+      else held--;
+    };
+  };
+  const query = async (...args: unknown[]) => {
+    if (!isBackgroundWork()) return (pool.query as (...a: unknown[]) => Promise<unknown>)(...args);
+    const release = await acquire();
+    try {
+      return await (pool.query as (...a: unknown[]) => Promise<unknown>)(...args);
+    } finally {
+      release();
+    }
+  };
+  const connect = async () => {
+    if (!isBackgroundWork()) return pool.connect();
+    const release = await acquire();
+    try {
+      const client = await pool.connect();
+      const releaseClient = client.release.bind(client);
+      client.release = (error?: Error | boolean) => {
+        client.release = releaseClient; // the pool hands this client out again, maybe to a request
+        release();
+        releaseClient(error);
+      };
+      return client;
+    } catch (error) {
+      release();
+      throw error;
+    }
+  };
+  return new Proxy(pool, {
+    get(target, property) {
+      if (property === "query") return query;
+      if (property === "connect") return connect;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { runAsBackground } from "@/lib/db/background-work.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { claimMemory, processMemory } from "./process-memory.ts";
 import type { ProcessingConfig } from "./processing-config.ts";
@@ -104,7 +105,7 @@ export class EmbeddedRunner {
       try {
         if (this.queued.size >= SWEEP_PAGE) return;
         const db = await this.options.db();
-        const ids = await findPendingMemories(db, this.staleBefore(new Date()), this.options.retryBaseMs * 0.8);
+        const ids = await runAsBackground(() => findPendingMemories(db, this.staleBefore(new Date()), this.options.retryBaseMs * 0.8));
         for (const id of ids) if (!this.active.has(id)) this.queued.add(id);
         this.backlog = ids.length === SWEEP_PAGE;
       } catch (error) {
@@ -136,7 +137,8 @@ export class EmbeddedRunner {
       const id = this.queued.values().next().value!;
       this.queued.delete(id);
       this.active.add(id);
-      void this.run(id).finally(() => {
+      // Background work: requests' statements go first (lib/db/background-work.ts).
+      void runAsBackground(() => this.run(id)).finally(() => {
         this.active.delete(id);
         if (this.again.delete(id)) this.queued.add(id);
         if (this.queued.size === 0 && this.backlog) this.sweepSoon();

@@ -46,6 +46,12 @@ export interface ProcessingStep {
   run(ctx: StepContext): Promise<void>;
 }
 
+/**
+ * The pipeline's transactions queue behind requests (lib/db/statement-scheduler.ts) and behind each
+ * other's chunk writes: waiting for a turn is normal for background work, not a reason to fail.
+ */
+export const BACKGROUND_TRANSACTION = { maxWait: 60_000, timeout: 60_000 } as const;
+
 const currentWhere = (m: MemoryVersion) => ({ id: m.id, version: m.version, contentHash: m.contentHash });
 
 async function loadCurrent(ctx: StepContext): Promise<Memory> {
@@ -65,7 +71,7 @@ async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: Emi
     if (count === 0) throw new StaleJobError(ctx.memory);
     if (event) await emitEvent(db, event);
   };
-  await (event ? ctx.db.$transaction(write) : write(ctx.db));
+  await (event ? ctx.db.$transaction(write, BACKGROUND_TRANSACTION) : write(ctx.db));
   if (ctx.loaded) Object.assign(ctx.loaded, data);
 }
 
@@ -87,7 +93,7 @@ export async function storeChunks(ctx: StepContext, chunks: ChunkDraft[], vector
       { id: ctx.memory.id, hubId },
       chunks.map((chunk, i) => ({ ...chunk, embedding: vectors?.[i] ?? null })),
     );
-  });
+  }, BACKGROUND_TRANSACTION);
 }
 
 /** Extracted file and link text is markdown, whatever the memory's content_type says. */
@@ -194,5 +200,5 @@ export async function failMemory(ctx: StepContext, reason: string, options: { in
       },
     });
     if (count > 0) await notifyProcessingFailed(tx, memory, reason);
-  });
+  }, BACKGROUND_TRANSACTION);
 }

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { isBackgroundWork, runAsBackground } from "@/lib/db/background-work.ts";
+import { StatementScheduler } from "@/lib/db/statement-scheduler.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// Issue 16 item 6: requests stay fast while the pipeline is busy. On the embedded database (one
+// connection) foreground statements go before queued background ones, and background work gets a
+// bounded share of the connection while requests arrive.
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const options = { backgroundShare: 0.5, foregroundWindowMs: 1000, lingerMs: 2, maxBackgroundWaitMs: 1000 };
+
+describe("StatementScheduler", () => {
+  test("a foreground turn goes before every background turn queued before it", async () => {
+    const scheduler = new StatementScheduler(options);
+    const order: string[] = [];
+    const turn = (name: string, background: boolean, ms: number) =>
+      scheduler.run(background, async () => {
+        order.push(`${name}+`);
+        await sleep(ms);
+        order.push(`${name}-`);
+      });
+    const running = turn("b1", true, 20);
+    const queued = [turn("b2", true, 5), turn("b3", true, 5)];
+    await sleep(5);
+    const request = turn("f1", false, 1);
+    await Promise.all([running, ...queued, request]);
+    // f1 waited only for the background turn already running, never for the queued ones.
+    expect(order.slice(0, 4)).toEqual(["b1+", "b1-", "f1+", "f1-"]);
+    expect(order).toHaveLength(8);
+    expect(scheduler.stats).toMatchObject({ foregroundTurns: 1, backgroundTurns: 3 });
+  });
+
+  test("never two turns at once, whatever the mix", async () => {
+    const scheduler = new StatementScheduler({ ...options, lingerMs: 0 });
+    let inside = 0;
+    let most = 0;
+    await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        scheduler.run(i % 3 !== 0, async () => {
+          most = Math.max(most, ++inside);
+          await sleep(i % 4);
+          inside--;
+        }),
+      ),
+    );
+    expect(most).toBe(1);
+    expect(scheduler.waiting).toEqual({ foreground: 0, background: 0 });
+  });
+
+  test("while requests arrive, background gets about its share of the connection; alone it runs back to back", async () => {
+    const scheduler = new StatementScheduler(options);
+    const background = async (until: number) => {
+      let turns = 0;
+      while (performance.now() < until) {
+        await scheduler.run(true, () => sleep(10));
+        turns++;
+      }
+      return turns;
+    };
+    // Alone: back to back (~10 ms a turn).
+    const aloneTurns = await background(performance.now() + 300);
+    // With a request every 20 ms the connection stays free half the time for requests.
+    const until = performance.now() + 600;
+    const requests = (async () => {
+      const waits: number[] = [];
+      while (performance.now() < until) {
+        const t0 = performance.now();
+        await scheduler.run(false, async () => undefined);
+        waits.push(performance.now() - t0);
+        await sleep(20);
+      }
+      return waits;
+    })();
+    const sharedTurns = await background(until);
+    const waits = await requests;
+    expect(aloneTurns).toBeGreaterThan(15);
+    // 600 ms at most 50 % → ≤ 30 turns of 10 ms, well below back to back (≈ 2 × aloneTurns).
+    expect(sharedTurns).toBeLessThanOrEqual(32);
+    expect(sharedTurns).toBeGreaterThan(5);
+    // A request waits at most for the one background turn running (10 ms), plus timer slack.
+    expect(Math.max(...waits)).toBeLessThan(40);
+  });
+
+  test("background work that waited too long goes next even while requests keep coming", async () => {
+    const scheduler = new StatementScheduler({ ...options, maxBackgroundWaitMs: 50 });
+    let stop = false;
+    const requests = Promise.all(
+      Array.from({ length: 3 }, async () => {
+        while (!stop) await scheduler.run(false, () => sleep(2));
+      }),
+    );
+    await sleep(5);
+    const t0 = performance.now();
+    await scheduler.run(true, async () => undefined);
+    const waited = performance.now() - t0;
+    stop = true;
+    await requests;
+    expect(waited).toBeLessThan(200);
+  });
+});
+
+describe("the embedded database schedules by background mark", () => {
+  let h: Harness;
+  let ann: Client;
+  beforeAll(async () => {
+    h = await createHarness();
+    ann = await h.user("Ann");
+  });
+  afterAll(() => h.close());
+
+  test("Prisma queries and transactions inside runAsBackground count as background turns; requests as foreground", async () => {
+    const scheduler = h.database.scheduler!;
+    expect(scheduler).toBeDefined();
+    const before = { ...scheduler.stats };
+    await runAsBackground(async () => {
+      expect(isBackgroundWork()).toBe(true);
+      await h.database.prisma.memory.count();
+      await h.database.prisma.$transaction(async (tx) => {
+        await tx.memory.count();
+        await tx.hub.count();
+      });
+      await h.database.sql.query("SELECT 1");
+    });
+    expect(scheduler.stats.backgroundTurns - before.backgroundTurns).toBe(3);
+    const fg = scheduler.stats.foregroundTurns;
+    expect((await ann.post("/v1/memories", { content: "scheduled as a request" })).status).toBe(201);
+    expect(scheduler.stats.foregroundTurns).toBeGreaterThan(fg);
+    expect(scheduler.stats.backgroundTurns - before.backgroundTurns).toBe(3);
+    expect(isBackgroundWork()).toBe(false);
+  });
+
+  test("a request's statements overtake a queue of background writes", async () => {
+    // 30 background transactions queued at once, then one request: it finishes long before they do.
+    let backgroundDone = 0;
+    const background = runAsBackground(() =>
+      Promise.all(
+        Array.from({ length: 30 }, () =>
+          h.database.prisma.$transaction(async (tx) => {
+            await tx.$executeRawUnsafe("SELECT pg_sleep(0.01)");
+            backgroundDone++;
+          }),
+        ),
+      ),
+    );
+    await sleep(15);
+    const res = await ann.post("/v1/memories", { content: "a request while the pipeline writes" });
+    expect(res.status).toBe(201);
+    expect(backgroundDone).toBeLessThan(15);
+    await background;
+    expect(backgroundDone).toBe(30);
+  });
+});
