@@ -94,12 +94,13 @@ export async function recordFailure(
 
 /** Runs every step for a claimed memory (the embedded runner's job). */
 export async function processMemory(db: Db, claim: Claim, config: Pick<ProcessingConfig, "maxAttempts" | "retryBaseMs">): Promise<JobOutcome> {
-  const ctx: StepContext = { db, memory: claim.memory, now: () => new Date() };
+  // All steps in one go: their writes commit together with `complete` (see StepContext.deferred).
+  const ctx: StepContext = { db, memory: claim.memory, now: () => new Date(), deferred: { changes: {} } };
   let indexed = false;
   try {
     for (const step of PROCESSING_STEPS) {
       await step.run(ctx);
-      if (step.name === "index") indexed = true;
+      if (step.name === "complete") indexed = true;
     }
     return { status: "done" };
   } catch (error) {

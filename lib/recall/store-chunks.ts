@@ -23,7 +23,7 @@ export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: s
   await tx.$executeRaw`DELETE FROM chunks WHERE memory_id = ${memory.id}::uuid`;
   if (chunks.length === 0) return;
   const ids = chunks.map(() => newId());
-  const embeddings = chunks.map((chunk) => (chunk.embedding ? `[${chunk.embedding.join(",")}]` : null));
+  const embeddings = chunks.map((chunk) => (chunk.embedding ? vectorLiteral(chunk.embedding) : null));
   await tx.$executeRawUnsafe(
     `INSERT INTO chunks (id, memory_id, hub_id, position, content, heading_chain, token_count, search_vector, search_length, embedding)
      SELECT c.id, $1::uuid, $2::uuid, c.position, c.content, c.heading_chain, c.token_count, c.vec, engram_tsvector_length(c.vec), c.embedding::vector
@@ -45,4 +45,13 @@ export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: s
   );
   // Statistics follow bulk indexing (embedded database: autoanalyze's job).
   noteTableWrites(chunks.length);
+}
+
+/**
+ * pgvector stores float4: nine significant digits identify every float4 exactly, so the stored
+ * vector is the same as with JavaScript's 17-digit doubles, and the text the database parses
+ * (per chunk, on the pipeline's turn) is ~40 % shorter.
+ */
+export function vectorLiteral(vector: number[]): string {
+  return `[${vector.map((x) => x.toPrecision(9)).join(",")}]`;
 }
