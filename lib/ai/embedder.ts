@@ -131,6 +131,18 @@ function threadCount(): number {
 }
 
 /**
+ * ENGRAM_EMBED_NICE (default 10, 0 = off): how much lower than the server's own threads the local
+ * model's worker thread runs (Linux niceness), so indexing never slows requests down.
+ */
+function embedNice(): number {
+  const raw = process.env.ENGRAM_EMBED_NICE;
+  if (raw === undefined || raw === "") return 10;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0 || n > 19) throw new Error(`ENGRAM_EMBED_NICE must be an integer from 0 to 19, got "${raw}"`);
+  return n;
+}
+
+/**
  * The default: all-MiniLM-L6-v2 (int8 ONNX) through transformers.js + onnxruntime-node, in process:
  * in a worker thread when its script is present, else in the main thread.
  */
@@ -141,14 +153,23 @@ async function createLocalEmbedder(): Promise<Embedder> {
   if (!present && !allowRemote) {
     throw new Error(`model files not found under ${path.join(localModelDir(), LOCAL_MODEL_ID)}`);
   }
-  const options: LocalModelOptions = { modelId: LOCAL_MODEL_ID, modelDir: localModelDir(), allowRemote, threads: threadCount(), maxTokens: LOCAL_MAX_TOKENS };
+  const options: LocalModelOptions = {
+    modelId: LOCAL_MODEL_ID,
+    modelDir: localModelDir(),
+    allowRemote,
+    threads: threadCount(),
+    maxTokens: LOCAL_MAX_TOKENS,
+    nice: embedNice(),
+  };
   const script = embedWorkerScript();
   const runBatch = script ? await localEmbedderThread(script, options) : await inThreadModel(options);
   const batcher = new EmbeddingBatcher(runBatch, LOCAL_BATCH_SIZE);
   return {
     id: `local:${LOCAL_MODEL_ID}`,
     dimensions: EMBEDDING_DIMENSIONS,
-    embed: (texts, kind = "document") => batcher.embed(texts, kind),
+    // The tokenizer keeps the first LOCAL_MAX_TOKENS word pieces; the model never reads the rest of a
+    // longer text, so it is not even copied to the worker (a word piece is rarely over 12 characters).
+    embed: (texts, kind = "document") => batcher.embed(texts.map((text) => text.slice(0, LOCAL_MAX_TOKENS * 12)), kind),
   };
 }
 

@@ -9,6 +9,8 @@ export interface LocalModelOptions {
   allowRemote: boolean;
   threads: number;
   maxTokens: number;
+  /** Niceness of the worker thread (0 = normal priority). */
+  nice?: number;
 }
 
 export type RunBatch = (texts: string[]) => Promise<number[][]>;

@@ -3,12 +3,25 @@
 // which runs on it) never waits for them. Plain ESM: Node loads this file
 // directly, outside the Next bundle.
 //
-// workerData: { modelId, modelDir, allowRemote, threads, maxTokens }
+// workerData: { modelId, modelDir, allowRemote, threads, maxTokens, nice }
 // in:  { id, texts }            out: { id, data: Float32Array (texts × dims) } | { id, error }
 // first message out: { ready: true, dims } or { ready: false, error }
+import { readlinkSync } from "node:fs";
+import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
 
-const { modelId, modelDir, allowRemote, threads, maxTokens } = workerData;
+const { modelId, modelDir, allowRemote, threads, maxTokens, nice } = workerData;
+
+// Background work yields the CPU: this thread (and ONNX Runtime's threads, which inherit it when the
+// model loads below) runs at a lower priority than the event loop and the database, so requests are
+// not slowed by indexing; idle cores are still used in full. Linux only (a thread id is a pid there).
+if (nice > 0) {
+  try {
+    setPriority(Number(readlinkSync("/proc/thread-self").split("/").pop()), nice);
+  } catch {
+    // not Linux, or not allowed: run at normal priority
+  }
+}
 
 async function load() {
   const { env, pipeline, mean_pooling } = await import("@huggingface/transformers");

@@ -1,0 +1,253 @@
+// npm run bench:foreground — issue 16 items 6 and 7 in one command. Never part of npm test.
+//
+// 1. Fair foreground: 500 ~5 KB markdown memories are pushed (the import), then, while the
+//    pipeline processes them, a single client creates memories one after another; its
+//    POST /v1/memories latency is reported as p50/p95 against the targets (p50 ≤ 15 ms,
+//    p95 ≤ 60 ms), next to the same client on an idle server.
+// 2. Cheaper ingest: the same import timed from the first push to the last memory processed,
+//    with the local model (target ≥ 10 memories/s) and with ENGRAM_EMBEDDINGS_PROVIDER=openai
+//    against a local fake OpenAI embeddings server that answers in 50 ms (target ≥ 50/s).
+//
+// Drives the real route handler in process, with the embedded runner started as the server
+// starts it. Database: DATABASE_URL (a PostgreSQL server: each phase gets a fresh database on it,
+// dropped afterwards) or, without it, a fresh embedded database in a temporary directory.
+//
+//   BENCH_IMPORT        memories in the import (default 500)
+//   BENCH_PHASES        which phases, comma-separated: foreground,local,openai (default all)
+//   BENCH_CLIENT_PAUSE  ms the single client waits between its creates (default 100)
+//   BENCH_FAKE_PORT     port of the fake OpenAI server (default 3151)
+//   plus every ENGRAM_* setting of the server (ENGRAM_BACKGROUND_DB_PERCENT, …).
+import { createServer, type Server } from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { POST as createMemoryRoute } from "@/app/v1/memories/route.ts";
+import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
+import { setRateLimiter, MemoryRateLimiter } from "@/lib/api/rate-limit.ts";
+import { insertApiKey } from "@/lib/auth/create-api-key.ts";
+import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
+import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { createUser } from "@/lib/users/create-user.ts";
+import { markdownMemory } from "./ingest-corpus.ts";
+
+const IMPORT = Number(process.env.BENCH_IMPORT ?? 500);
+const PHASES = (process.env.BENCH_PHASES ?? "foreground,local,openai").split(",").map((p) => p.trim());
+const CLIENT_PAUSE_MS = Number(process.env.BENCH_CLIENT_PAUSE ?? 100);
+const FAKE_PORT = Number(process.env.BENCH_FAKE_PORT ?? 3151);
+const FAKE_DELAY_MS = 50;
+const PUSHERS = 8;
+const TARGETS = { createP50: 15, createP95: 60, localRate: 10, openaiRate: 50 };
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+const stats = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { n: sorted.length, p50: percentile(sorted, 50), p95: percentile(sorted, 95), max: sorted.at(-1) ?? NaN };
+};
+const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
+
+/** A fresh database for one phase, and how to get rid of it. */
+async function freshDatabase(): Promise<{ database: Database; label: string; drop: () => Promise<void> }> {
+  const url = process.env.DATABASE_URL;
+  if (!url) {
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-bench-fg-"));
+    const database = await openDatabase({ dataDir: dir });
+    return { database, label: "embedded (PGlite)", drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const name = `engram_bench_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  const database = await openDatabase({ url: target.toString() });
+  return {
+    database,
+    label: "PostgreSQL",
+    drop: async () => {
+      const again = new pg.Client({ connectionString: url });
+      await again.connect();
+      await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await again.end();
+    },
+  };
+}
+
+/** The fake: POST /v1/embeddings answers after 50 ms with deterministic vectors of the requested size. */
+function startFakeOpenAi(): Promise<Server> {
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+    req.on("end", () => {
+      const input = JSON.parse(body) as { input: string[] | string; dimensions?: number; model: string };
+      const texts = Array.isArray(input.input) ? input.input : [input.input];
+      const dims = input.dimensions ?? 1536;
+      const data = texts.map((text, index) => {
+        let seed = 2166136261;
+        for (let i = 0; i < text.length; i++) seed = Math.imul(seed ^ text.charCodeAt(i), 16777619) >>> 0;
+        const embedding = Array.from({ length: dims }, () => {
+          seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+          return seed / 4294967296 - 0.5;
+        });
+        return { object: "embedding", index, embedding };
+      });
+      setTimeout(() => {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ object: "list", data, model: input.model, usage: { prompt_tokens: 0, total_tokens: 0 } }));
+      }, FAKE_DELAY_MS);
+    });
+  });
+  return new Promise((resolve) => server.listen(FAKE_PORT, "127.0.0.1", () => resolve(server)));
+}
+
+interface Phase {
+  database: Database;
+  create(content: string): Promise<{ id: string; ms: number }>;
+  waitProcessed(ids: string[]): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** A fresh database, a user with a key, the embedder for `provider` loaded and the runner started. */
+async function startPhase(provider: "local" | "openai"): Promise<Phase & { label: string }> {
+  process.env.ENGRAM_EMBEDDINGS_PROVIDER = provider;
+  setEmbedder(undefined);
+  const { database, label, drop } = await freshDatabase();
+  setDatabase(database);
+  const now = new Date();
+  const { extra } = await createUser(database.prisma, { email: "bench@example.test", name: "Bench" }, now, (tx, created) =>
+    insertApiKey(tx, created.user.id, "bench", now),
+  );
+  if (!(await getEmbedder())) throw new Error(`the ${provider} embedder did not load (local: run \`npm run models\` first)`);
+  await startBackgroundProcessing();
+  if (!backgroundRunner()) throw new Error("the embedded runner did not start (ENGRAM_PROCESSING=off or Inngest configured?)");
+  const create = async (content: string) => {
+    const t0 = performance.now();
+    const res = await createMemoryRoute(
+      new Request("http://bench.local/v1/memories", {
+        method: "POST",
+        headers: { authorization: `Bearer ${extra.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ content }),
+      }),
+      { params: Promise.resolve({}) },
+    );
+    const ms = performance.now() - t0;
+    if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`);
+    return { id: ((await res.json()) as { data: { id: string } }).data.id, ms };
+  };
+  /** Resolves with the time the last of `ids` was processed (ms since epoch); throws on a failed one. */
+  const waitProcessed = async (ids: string[]) => {
+    for (;;) {
+      const rows = await database.prisma.memory.findMany({
+        where: { id: { in: ids }, processingStatus: { in: ["done", "failed"] } },
+        select: { processingStatus: true, processedAt: true },
+      });
+      const failed = rows.filter((row) => row.processingStatus === "failed").length;
+      if (failed) throw new Error(`${failed} memories failed processing`);
+      if (rows.length === ids.length) return Math.max(...rows.map((row) => row.processedAt!.getTime()));
+      await sleep(100);
+    }
+  };
+  return {
+    database,
+    label,
+    create,
+    waitProcessed,
+    close: async () => {
+      stopBackgroundProcessing();
+      await database.close();
+      await drop();
+    },
+  };
+}
+
+/** Pushes the import with a few concurrent clients; returns the ids in push order. */
+async function pushImport(phase: Phase, offset: number): Promise<string[]> {
+  const ids: string[] = new Array(IMPORT);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: PUSHERS }, async () => {
+      while (next < IMPORT) {
+        const i = next++;
+        ids[i] = (await phase.create(markdownMemory(offset + i))).id;
+      }
+    }),
+  );
+  return ids;
+}
+
+/** A short note from the single client (~600 bytes), unique per call. */
+const note = (i: number) => `Note ${i} from the foreground client. ${markdownMemory(900_000 + i, 500)}`;
+
+setRateLimiter(new MemoryRateLimiter({ regular: 1e9, heavy: 1e9, light: 1e9 }));
+console.log(`bench:foreground — ${cpus().length} cores, load average ${load()}, import of ${IMPORT} ~5 KB markdown memories, database ${process.env.DATABASE_URL ? "PostgreSQL (DATABASE_URL)" : "embedded (PGlite)"}`);
+const results: { name: string; ok: boolean; line: string }[] = [];
+
+if (PHASES.includes("foreground")) {
+  const phase = await startPhase((process.env.BENCH_FOREGROUND_PROVIDER as "local" | "openai" | undefined) ?? "local");
+  let i = 0;
+  // The client alone (the pipeline idle between its own notes).
+  const alone: number[] = [];
+  for (let k = 0; k < 30; k++) {
+    alone.push((await phase.create(note(i++))).ms);
+    await sleep(CLIENT_PAUSE_MS);
+  }
+  await backgroundRunner()!.idle();
+  const ids = await pushImport(phase, 0);
+  // The client while the pipeline works through the import.
+  const busy: number[] = [];
+  let draining = true;
+  const drained = phase.waitProcessed(ids).finally(() => (draining = false));
+  while (draining) {
+    busy.push((await phase.create(note(i++))).ms);
+    await sleep(CLIENT_PAUSE_MS);
+  }
+  await drained;
+  const a = stats(alone);
+  const b = stats(busy);
+  const ok = b.p50 <= TARGETS.createP50 && b.p95 <= TARGETS.createP95;
+  const line =
+    `foreground (${phase.label}): single-client create alone p50=${a.p50.toFixed(1)} ms p95=${a.p95.toFixed(1)} ms | ` +
+    `during the import p50=${b.p50.toFixed(1)} ms p95=${b.p95.toFixed(1)} ms max=${b.max.toFixed(1)} ms (n=${b.n}) ` +
+    `[target p50 ≤ ${TARGETS.createP50}, p95 ≤ ${TARGETS.createP95}] ${verdict(ok)} | load ${load()}`;
+  console.log(line);
+  const scheduler = phase.database.scheduler?.stats;
+  if (scheduler) console.log(`  scheduler: ${JSON.stringify({ ...scheduler, backgroundMs: Math.round(scheduler.backgroundMs) })}`);
+  results.push({ name: "foreground", ok, line });
+  await phase.close();
+}
+
+for (const provider of ["local", "openai"] as const) {
+  if (!PHASES.includes(provider)) continue;
+  const fake = provider === "openai" ? await startFakeOpenAi() : undefined;
+  if (fake) {
+    process.env.OPENAI_BASE_URL = `http://127.0.0.1:${FAKE_PORT}/v1`;
+    process.env.OPENAI_API_KEY = "bench-fake-key";
+  }
+  const phase = await startPhase(provider);
+  const started = Date.now();
+  const cpuBefore = process.cpuUsage();
+  const ids = await pushImport(phase, 10_000);
+  const pushedMs = Date.now() - started;
+  const last = await phase.waitProcessed(ids);
+  const rate = IMPORT / ((last - started) / 1000);
+  // CPU time of this process (all threads) per memory, pushes included: independent of other load.
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuMsPerMemory = (cpu.user + cpu.system) / 1000 / IMPORT;
+  const target = provider === "local" ? TARGETS.localRate : TARGETS.openaiRate;
+  const chunks = await phase.database.sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM chunks`);
+  const ok = rate >= target;
+  const line =
+    `ingest (${phase.label}, ${provider === "local" ? "local model" : `fake OpenAI, ${FAKE_DELAY_MS} ms a request`}): ${IMPORT} memories ` +
+    `pushed in ${(pushedMs / 1000).toFixed(1)} s, all processed after ${((last - started) / 1000).toFixed(1)} s → ${rate.toFixed(1)} memories/s ` +
+    `(${(chunks[0]!.n / IMPORT).toFixed(1)} chunks each; ${cpuMsPerMemory.toFixed(0)} ms CPU per memory) [target ≥ ${target}/s] ${verdict(ok)} | load ${load()}`;
+  console.log(line);
+  results.push({ name: provider, ok, line });
+  await phase.close();
+  fake?.close();
+}
+
+console.log(`\n${results.every((r) => r.ok) ? "all targets met" : `missed: ${results.filter((r) => !r.ok).map((r) => r.name).join(", ")}`} (load average ${load()}; figures under load are not the targets' conditions)`);
+process.exit(0);
