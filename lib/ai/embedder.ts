@@ -131,6 +131,21 @@ function threadCount(): number {
 }
 
 /**
+ * ENGRAM_EMBED_MAX_TOKENS (default 256, the model's own limit): word pieces of a text the local model
+ * reads. Chunks are up to ~320 pieces, so 256 already drops a long chunk's tail; 128 (what the model
+ * was fine-tuned on) roughly halves the embedding work per chunk, and with it the cost of ingest,
+ * at the price of vectors that describe only each chunk's first ~100 words (the lexical leg still
+ * indexes every word).
+ */
+export function embedMaxTokens(): number {
+  const raw = process.env.ENGRAM_EMBED_MAX_TOKENS;
+  if (raw === undefined || raw === "") return LOCAL_MAX_TOKENS;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 32 || n > LOCAL_MAX_TOKENS) throw new Error(`ENGRAM_EMBED_MAX_TOKENS must be an integer from 32 to ${LOCAL_MAX_TOKENS}, got "${raw}"`);
+  return n;
+}
+
+/**
  * ENGRAM_EMBED_NICE (default 10, 0 = off): how much lower than the server's own threads the local
  * model's worker thread runs (Linux niceness), so indexing never slows requests down.
  */
@@ -158,7 +173,7 @@ async function createLocalEmbedder(): Promise<Embedder> {
     modelDir: localModelDir(),
     allowRemote,
     threads: threadCount(),
-    maxTokens: LOCAL_MAX_TOKENS,
+    maxTokens: embedMaxTokens(),
     nice: embedNice(),
   };
   const script = embedWorkerScript();
