@@ -151,3 +151,60 @@ describe("the embedded database schedules by background mark", () => {
     expect(backgroundDone).toBe(30);
   });
 });
+
+/**
+ * PostgreSQL: background work holds at most ENGRAM_BACKGROUND_DB_CONNECTIONS of the pool, so a request
+ * finds a free connection while the pipeline is busy. Needs a real server:
+ *   ENGRAM_TEST_POSTGRES_URL=$(../shared/tools/pg-server start | tail -1 | cut -d= -f2-) npx vitest run tests/statement-scheduler.test.ts
+ */
+const serverUrl = process.env.ENGRAM_TEST_POSTGRES_URL;
+describe.skipIf(!serverUrl)("PostgreSQL: a bounded number of connections for background work", () => {
+  let admin: import("pg").Client;
+  let dbName: string;
+  let h: Harness;
+  beforeAll(async () => {
+    const pg = (await import("pg")).default;
+    admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    dbName = `engram_sched_${Date.now().toString(36)}`;
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const parsed = new URL(serverUrl!);
+    parsed.pathname = `/${dbName}`;
+    h = await createHarness({ url: parsed.toString() });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin?.end();
+  });
+
+  test("12 background transactions use at most 2 of the 10 connections; a request meanwhile does not wait for their queue", async () => {
+    // Open a few connections first, so the request below does not pay for connecting.
+    await Promise.all(Array.from({ length: 4 }, () => h.database.prisma.$executeRawUnsafe("SELECT pg_sleep(0.05)")));
+    let inside = 0;
+    let most = 0;
+    let finished = 0;
+    const background = runAsBackground(() =>
+      Promise.all(
+        Array.from({ length: 12 }, () =>
+          h.database.prisma.$transaction(
+            async (tx) => {
+              most = Math.max(most, ++inside);
+              await tx.$executeRawUnsafe("SELECT pg_sleep(0.1)");
+              inside--;
+              finished++;
+            },
+            { maxWait: 60_000 },
+          ),
+        ),
+      ),
+    );
+    await sleep(30);
+    await h.database.prisma.user.count();
+    const finishedWhenRequestDone = finished;
+    await background;
+    expect(most).toBe(2);
+    // Six rounds of two: a request queued behind them would see all 12 finished.
+    expect(finishedWhenRequestDone).toBeLessThanOrEqual(4);
+  });
+});
