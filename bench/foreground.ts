@@ -156,7 +156,9 @@ async function startPhase(provider: "local" | "openai"): Promise<Phase & { label
     create,
     waitProcessed,
     close: async () => {
+      const runner = backgroundRunner();
       stopBackgroundProcessing();
+      await runner?.idle(); // jobs already running finish before their database closes
       await database.close();
       await drop();
     },
