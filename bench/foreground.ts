@@ -158,7 +158,8 @@ async function startPhase(provider: "local" | "openai"): Promise<Phase & { label
     close: async () => {
       const runner = backgroundRunner();
       stopBackgroundProcessing();
-      await runner?.idle(); // jobs already running finish before their database closes
+      // Jobs already running finish before their database closes (bounded: never hang the bench).
+      await Promise.race([runner?.idle(), sleep(10_000)]);
       await database.close();
       await drop();
     },
