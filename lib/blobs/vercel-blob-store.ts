@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import { BlobNotFoundError, del, head, issueSignedToken, presignUrl, type DelegationOperation } from "@vercel/blob";
+import { BlobNotFoundError, del, head, issueSignedToken, presignUrl, put, type DelegationOperation } from "@vercel/blob";
 import { assertValidKey, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
 
 export interface VercelBlobOptions {
@@ -77,6 +77,11 @@ export class VercelBlobStore implements BlobStore {
       throw new Error(`vercel blob: reading ${key} failed with HTTP ${res.status}`);
     }
     return Readable.fromWeb(res.body as import("node:stream/web").ReadableStream);
+  }
+
+  async write(key: string, bytes: Buffer, contentType: string): Promise<void> {
+    assertValidKey(key);
+    await put(key, bytes, { access: this.options.access, token: this.options.token, contentType, addRandomSuffix: false, allowOverwrite: true });
   }
 
   async delete(key: string): Promise<void> {
