@@ -148,14 +148,17 @@ export async function startVercelBlobFake(): Promise<VercelBlobFake> {
     }
     if (req.method === "PUT" && route === "") {
       const pathname = url.searchParams.get("pathname") ?? "";
-      const delegation = verifyPresigned(url, "put", pathname);
+      // Server-side puts (the SDK's put() with the read-write token) carry no delegation.
+      const serverSide = !url.searchParams.has("vercel-blob-delegation") && req.headers.authorization !== undefined;
+      if (serverSide) bearer(req);
+      const delegation: Partial<Delegation> = serverSide ? {} : verifyPresigned(url, "put", pathname);
       const contentType = String(req.headers["x-content-type"] ?? req.headers["content-type"] ?? "application/octet-stream");
       const allowed = [...(delegation.allowedContentTypes ?? []), ...(url.searchParams.get("vercel-blob-allowed-content-types")?.split(",") ?? [])];
       if (allowed.length && !allowed.includes(contentType)) throw new Refusal(400, "bad_request", `contentType ${contentType} is not allowed`);
       const bytes = await body(req);
       const max = Math.min(delegation.maximumSizeInBytes ?? Infinity, Number(url.searchParams.get("vercel-blob-maximum-size-in-bytes") ?? Infinity));
       if (bytes.length > max) throw new Refusal(400, "bad_request", `File is too large: the file length cannot be greater than ${max} bytes`);
-      if (objects.has(pathname) && url.searchParams.get("vercel-blob-allow-overwrite") !== "true") throw new Refusal(400, "bad_request", "This blob already exists");
+      if (objects.has(pathname) && url.searchParams.get("vercel-blob-allow-overwrite") !== "true" && req.headers["x-allow-overwrite"] !== "1") throw new Refusal(400, "bad_request", "This blob already exists");
       objects.set(pathname, { bytes, contentType, uploadedAt: new Date() });
       return json(res, 200, { url: blobUrl(pathname), downloadUrl: `${blobUrl(pathname)}?download=1`, pathname, contentType, contentDisposition: `inline; filename="${pathname.split("/").pop()}"` });
     }
