@@ -1,0 +1,95 @@
+// npm run fuzz — Schemathesis (PyPI) against /v1/openapi.json on the built server: every operation,
+// with a valid API key, on a fresh embedded database. Fails on any 5xx, any response the document
+// does not allow (status, content type, schema) and any body that is not Engram's envelope.
+//
+// End to end: a Python venv with Schemathesis under .cache/ (created once), the production build
+// (built once if missing), a server on FUZZ_PORT (default 3130), a user and key from the admin
+// bootstrap, the run, and teardown. Bounded by FUZZ_MAX_EXAMPLES (cases per operation and phase,
+// default 25) and FUZZ_MAX_TIME (seconds, optional). FUZZ_SEED makes a run reproducible.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { root, startServer } from "../bench/lib/server.mjs";
+
+const SCHEMATHESIS_VERSION = "4.32.5";
+const venv = path.join(root, ".cache", "schemathesis-venv");
+const bin = (name) => path.join(venv, "bin", name);
+const say = (line) => console.log(`[fuzz] ${line}`);
+
+function run(command, args, options = {}) {
+  const result = spawnSync(command, args, { stdio: "inherit", cwd: root, ...options });
+  if (result.error) throw result.error;
+  return result.status ?? 1;
+}
+
+function ensureSchemathesis() {
+  const installed = existsSync(bin("schemathesis"))
+    ? spawnSync(bin("schemathesis"), ["--version"], { encoding: "utf8" }).stdout.trim()
+    : "";
+  if (installed.endsWith(SCHEMATHESIS_VERSION)) return;
+  say(`installing schemathesis ${SCHEMATHESIS_VERSION} into ${path.relative(root, venv)} (once)`);
+  if (!existsSync(bin("python"))) {
+    mkdirSync(path.dirname(venv), { recursive: true });
+    if (run("python3", ["-m", "venv", venv]) !== 0) throw new Error("python3 -m venv failed (Debian: apt-get install python3-venv)");
+  }
+  if (run(bin("pip"), ["install", "-q", "--disable-pip-version-check", `schemathesis==${SCHEMATHESIS_VERSION}`]) !== 0) throw new Error("pip install schemathesis failed");
+}
+
+function ensureBuild() {
+  if (existsSync(path.join(root, ".next", "BUILD_ID"))) return;
+  say("no production build: npm run build (once)");
+  if (run("npm", ["run", "build"]) !== 0) throw new Error("npm run build failed");
+}
+
+ensureSchemathesis();
+ensureBuild();
+
+const port = Number(process.env.FUZZ_PORT ?? 3130);
+const maxExamples = process.env.FUZZ_MAX_EXAMPLES ?? "25";
+// The pipeline (chunking, embedding) is not what is fuzzed and would take the CPU; FUZZ_PROCESSING=on keeps it.
+const server = await startServer({ port, env: process.env.FUZZ_PROCESSING === "on" ? {} : { ENGRAM_PROCESSING: "off" } });
+say(`server on ${server.base} (fresh embedded database), key for bench@example.test`);
+const reportDir = path.join(root, ".cache", "fuzz-report");
+let status = 1;
+try {
+  const args = [
+    "run",
+    `${server.base}/v1/openapi.json`,
+    "--checks",
+    "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,engram_envelope",
+    "--phases",
+    process.env.FUZZ_PHASES ?? "examples,coverage,fuzzing",
+    "--max-examples",
+    maxExamples,
+    "--workers",
+    process.env.FUZZ_WORKERS ?? "2",
+    "--header",
+    `Authorization: Bearer ${server.apiKey}`,
+    // An event stream never ends: documented, not fuzzed (tests/events.test.ts drives it).
+    "--exclude-path",
+    "/v1/events/stream",
+    "--request-timeout",
+    "30",
+    "--suppress-health-check",
+    "all",
+    "--continue-on-failure",
+    "--report",
+    "junit",
+    "--report-dir",
+    reportDir,
+    "--output-truncate",
+    "true",
+    ...(process.env.FUZZ_SEED ? ["--seed", process.env.FUZZ_SEED] : []),
+    ...(process.env.FUZZ_MAX_TIME ? ["--max-time", process.env.FUZZ_MAX_TIME] : []),
+  ];
+  say(`schemathesis ${args.slice(2).join(" ").replace(/Bearer \S+/, "Bearer egk_…")}`);
+  status = run(bin("schemathesis"), args, { env: { ...process.env, SCHEMATHESIS_HOOKS: path.join(root, "bench", "fuzz", "hooks.py"), NO_COLOR: "1" } });
+  if (status !== 0) {
+    const errors = server.log().split("\n").filter((line) => /unhandled error|Error:/.test(line));
+    if (errors.length) say(`server errors logged:\n${errors.slice(0, 40).join("\n")}`);
+  }
+} finally {
+  await server.stop();
+}
+say(status === 0 ? "PASS: no server errors, schema violations or envelope-less bodies" : `FAIL (schemathesis exit ${status}); report in ${path.relative(root, reportDir)}`);
+process.exit(status);
