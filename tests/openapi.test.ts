@@ -194,6 +194,17 @@ describe("responses match the document", () => {
     expect((await call(ann, "delete", "/v1/topics/{id}", { id: root.body.data.id })).body.data.deleted_count).toBe(2);
   });
 
+  // Regressions found by `npm run fuzz`: each was a 500 before its fix.
+  it("refuses NUL characters in bodies and queries with a 400 envelope instead of failing in the database", async () => {
+    const kinds = await call(ann, "post", "/v1/notifications/seen", {}, { kinds: ["invite_accepted\u0000"] });
+    expect(kinds.status).toBe(400);
+    expect(kinds.body.error).toMatchObject({ code: "invalid_request", details: { issues: [{ path: "kinds.0" }] } });
+    expect((await call(ann, "post", "/v1/notifications/dismiss", {}, { kinds: ["x"], "k\u0000": 1 })).status).toBe(400);
+    expect((await call(ann, "post", "/v1/memories", {}, { content: "before\u0000after" })).status).toBe(400);
+    expect((await call(ann, "get", "/v1/memories", { query: "topic_id=a%00b" })).status).toBe(400);
+    expect((await call(ann, "post", "/v1/notifications/seen", {}, { kinds: ["invite_accepted"] })).status).toBe(200);
+  });
+
   it("the validator fails a body that drifted from the document", async () => {
     const res = await call(ann, "get", "/v1/memories", { query: "limit=1" });
     const memory = res.body.data.memories[0] as Json;
