@@ -96,6 +96,7 @@ const inHub = (f: Fixture) => ({ "x-hub-id": f.hubId });
 const ROUTES: Record<string, Row> = {
   // Foundation
   "GET /v1/health": { path: () => "/v1/health", expect: publicRoute(200) },
+  "GET /v1/openapi.json": { path: () => "/v1/openapi.json", expect: publicRoute(200) },
   "POST /v1/admin/users": { path: () => "/v1/admin/users", body: () => ({ email: "x@example.test", name: "X" }), expect: publicRoute(404) },
   "GET /v1/auth/me": { path: () => "/v1/auth/me", expect: anyUser(200) },
   "PATCH /v1/auth/me": { path: () => "/v1/auth/me", body: (_f, me) => ({ name: me?.name ?? "Nobody" }), expect: anyUser(200) },

@@ -1,4 +1,5 @@
 import type { Notification } from "@/lib/db/generated/client.ts";
+import type { NotificationObject } from "./notification-object.ts";
 
 /** Pending rows past their expiry read as expired (no sweep needed for correctness). */
 export function effectiveStatus(row: Pick<Notification, "status" | "expiresAt">, now: Date): string {
@@ -6,7 +7,7 @@ export function effectiveStatus(row: Pick<Notification, "status" | "expiresAt">,
 }
 
 /** The wire shape of Memax's SDK `Notification` (audience "user": every Engram notification names its recipient). */
-export function serializeNotification(row: Notification, now: Date) {
+export function serializeNotification(row: Notification, now: Date): NotificationObject {
   return {
     id: row.id,
     audience: "user" as const,

@@ -100,3 +100,6 @@ export async function bulkUpdateNotifications(ctx: AuthContext, op: "seen" | "di
   });
   return { affected: count };
 }
+
+/** POST /v1/notifications/{id}/resolve: the action to take (accept, decline, …). */
+export const resolveNotificationBodySchema = z.object({ action: z.string().min(1, "action is required").max(64) });
