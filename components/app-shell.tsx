@@ -14,6 +14,7 @@ const NotificationBell = dynamic(() => import("./notification-bell.tsx").then((m
 const NAV = [
   { href: "/hubs", label: "Hubs" },
   { href: "/api-keys", label: "API keys" },
+  { href: "/api-reference", label: "API" },
 ];
 
 export interface SessionUser {

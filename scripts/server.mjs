@@ -16,7 +16,16 @@ const app = next({ dev: false, dir: root, hostname, port });
 const handle = app.getRequestHandler();
 await app.prepare();
 
+// Next's handlers know these methods only; any other (TRACE, CONNECT, PROPFIND, …) made Next answer a
+// plain-text 500. They get the API's 405 envelope instead (found by `npm run fuzz`).
+const KNOWN_METHODS = new Set(["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"]);
+
 const server = createServer((req, res) => {
+  if (!KNOWN_METHODS.has(req.method ?? "")) {
+    res.writeHead(405, { "content-type": "application/json", allow: [...KNOWN_METHODS].join(", "), "cache-control": "no-store" });
+    res.end(JSON.stringify({ error: { code: "method_not_allowed", message: `${req.method} is not supported` } }));
+    return;
+  }
   req.headers[SOCKET_ADDRESS_HEADER] = req.socket.remoteAddress ?? "";
   handle(req, res).catch((error) => {
     console.error("request failed", error);

@@ -1,12 +1,25 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readAll, setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import { newId } from "@/lib/ids.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 
 let h: Harness;
+let blobs: LocalBlobStore;
+let blobDir: string;
 beforeAll(async () => {
+  blobDir = mkdtempSync(path.join(tmpdir(), "engram-sessions-"));
+  blobs = new LocalBlobStore(blobDir);
+  setBlobStore(blobs);
   h = await createHarness();
 });
 afterAll(async () => {
+  setBlobStore(undefined);
   await h?.close();
+  rmSync(blobDir, { recursive: true, force: true });
 });
 
 describe("/v1/agent-sessions", () => {
@@ -40,5 +53,40 @@ describe("/v1/agent-sessions", () => {
     expect(big.status).toBe(413);
     expect((await ann.put("/v1/agent-sessions", { agent: "codex", content: "x" })).status).toBe(400);
     expect((await ann.get("/v1/agent-sessions")).body.data.sessions).toEqual([]);
+  });
+
+  it("keeps session files in the upload store; a replaced version's object is deleted", async () => {
+    const ann = await h.user("Store");
+    const first = await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "st-1", content: "one\n" });
+    expect(first.status, first.text).toBe(201);
+    const row1 = await h.db.agentSession.findUniqueOrThrow({ where: { id: first.body.data.id } });
+    expect(row1.storeKey.split("/")).toHaveLength(4);
+    expect((await readAll(blobs, row1.storeKey)).toString("utf8")).toBe("one\n");
+    expect(await h.db.agentSessionBlob.count({ where: { key: { startsWith: `agent-sessions/${row1.ownerId}/` } } })).toBe(0);
+    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "st-1", content: "one\ntwo\n" })).status).toBe(200);
+    const row2 = await h.db.agentSession.findUniqueOrThrow({ where: { id: first.body.data.id } });
+    expect(row2.storeKey).not.toBe(row1.storeKey);
+    expect(await blobs.head(row1.storeKey)).toBeNull();
+    expect((await readAll(blobs, row2.storeKey)).toString("utf8")).toBe("one\ntwo\n");
+    expect((await ann.get("/v1/agent-sessions?session_id=st-1")).body.data.sessions[0].content).toBe("one\ntwo\n");
+  });
+
+  it("sessions stored in the database before the move stay readable and move to the upload store on their next write", async () => {
+    const ann = await h.user("Legacy");
+    const me = (await h.db.user.findFirstOrThrow({ where: { name: "Legacy" } })).id;
+    const id = newId();
+    const key = `agent-sessions/${me}/${id}`;
+    await h.db.agentSessionBlob.create({ data: { key, content: "legacy transcript\n" } });
+    await h.db.agentSession.create({
+      data: { id, ownerId: me, agent: "claude-code", sessionId: "old-1", contentType: "application/x-ndjson", contentHash: "x", sizeBytes: 18, storeKey: key },
+    });
+    const read = await ann.get("/v1/agent-sessions?session_id=old-1");
+    expect(read.status, read.text).toBe(200);
+    expect(read.body.data.sessions[0].content).toBe("legacy transcript\n");
+    expect((await ann.put("/v1/agent-sessions", { agent: "claude-code", session_id: "old-1", content: "new transcript\n" })).status).toBe(200);
+    expect(await h.db.agentSessionBlob.findUnique({ where: { key } })).toBeNull();
+    const row = await h.db.agentSession.findUniqueOrThrow({ where: { id } });
+    expect((await readAll(blobs, row.storeKey)).toString("utf8")).toBe("new transcript\n");
+    expect((await ann.get("/v1/agent-sessions?session_id=old-1")).body.data.sessions[0].content).toBe("new transcript\n");
   });
 });

@@ -96,6 +96,7 @@ const inHub = (f: Fixture) => ({ "x-hub-id": f.hubId });
 const ROUTES: Record<string, Row> = {
   // Foundation
   "GET /v1/health": { path: () => "/v1/health", expect: publicRoute(200) },
+  "GET /v1/openapi.json": { path: () => "/v1/openapi.json", expect: publicRoute(200) },
   "POST /v1/admin/users": { path: () => "/v1/admin/users", body: () => ({ email: "x@example.test", name: "X" }), expect: publicRoute(404) },
   "GET /v1/auth/me": { path: () => "/v1/auth/me", expect: anyUser(200) },
   "PATCH /v1/auth/me": { path: () => "/v1/auth/me", body: (_f, me) => ({ name: me?.name ?? "Nobody" }), expect: anyUser(200) },
@@ -325,6 +326,7 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/settings": { path: () => "/v1/settings", expect: anyUser(200) },
   "PATCH /v1/settings": { path: () => "/v1/settings", body: () => ({ theme: "dark" }), expect: anyUser(200) },
   "GET /v1/usage": { path: () => "/v1/usage", expect: anyUser(200) },
+  "GET /v1/usage/dreams": { path: (f) => `/v1/usage/dreams?hub_id=${f.hubId}`, expect: hubRead(200) },
 };
 
 /** A connected app of the owner's, written straight to the database (tests/oauth.test.ts drives the real flow). */

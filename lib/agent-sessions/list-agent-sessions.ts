@@ -4,7 +4,7 @@ import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/paginati
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { ListAgentSessionsQuery } from "./agent-session-fields.ts";
 import { serializeAgentSession } from "./serialize-agent-session.ts";
-import { databaseSessionStore } from "./session-store.ts";
+import { sessionStoreFor } from "./session-store.ts";
 
 const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
@@ -28,9 +28,8 @@ export async function listAgentSessions(ctx: AuthContext, query: ListAgentSessio
     take: limit + 1,
   });
   const result = page("sessions", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.updatedAt.toISOString(), last.id]));
-  const store = databaseSessionStore(ctx.db);
   const sessions = await Promise.all(
-    result.sessions.map(async (row) => serializeAgentSession(row, query.session_id ? ((await store.get(row.storeKey)) ?? "") : undefined)),
+    result.sessions.map(async (row) => serializeAgentSession(row, query.session_id ? ((await (await sessionStoreFor(ctx.db, row.storeKey)).get(row.storeKey)) ?? "") : undefined)),
   );
   return { ...result, sessions };
 }

@@ -5,7 +5,8 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { newId } from "@/lib/ids.ts";
 import { MAX_SESSION_BYTES, type PutAgentSessionBody } from "./agent-session-fields.ts";
 import { serializeAgentSession } from "./serialize-agent-session.ts";
-import { databaseSessionStore } from "./session-store.ts";
+import { blobStore } from "@/lib/blobs/blob-store.ts";
+import { blobSessionStore, databaseSessionStore, isDatabaseSessionKey, sessionStoreKey } from "./session-store.ts";
 
 /** PUT /v1/agent-sessions: stores (or replaces) one session file of one agent, keyed by session_id. */
 export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBody) {
@@ -15,27 +16,42 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
   }
   const hash = createHash("sha256").update(input.content, "utf8").digest("hex");
   const now = ctx.now();
-  const { row, created } = await ctx.db.$transaction(async (tx) => {
-    await lockForTransaction(tx, `agent-session:${ctx.user.id}:${input.agent}:${input.session_id}`);
-    const existing = await tx.agentSession.findUnique({ where: { ownerId_agent_sessionId: { ownerId: ctx.user.id, agent: input.agent, sessionId: input.session_id } } });
-    const id = existing?.id ?? newId(now.getTime());
-    const store = databaseSessionStore(tx);
-    const storeKey = `agent-sessions/${ctx.user.id}/${id}`;
-    await store.put(storeKey, input.content);
-    const data = {
-      title: input.title ?? existing?.title ?? "",
-      projectPath: input.project_path ?? existing?.projectPath ?? null,
-      deviceId: input.device_id ?? existing?.deviceId ?? null,
-      contentType: input.content_type ?? existing?.contentType ?? "application/x-ndjson",
-      contentHash: hash,
-      sizeBytes: size,
-      storeKey,
-      updatedAt: now,
-    };
-    const row = existing
-      ? await tx.agentSession.update({ where: { id }, data })
-      : await tx.agentSession.create({ data: { id, ownerId: ctx.user.id, agent: input.agent, sessionId: input.session_id, createdAt: now, ...data } });
-    return { row, created: !existing };
-  });
+  // The bytes go to the upload store first, under a key of their own; the row then points at them.
+  const store = blobSessionStore(await blobStore());
+  const storeKey = sessionStoreKey(ctx.user.id, newId(now.getTime()), hash);
+  await store.put(storeKey, input.content);
+  let previousKey: string | undefined;
+  const result = await ctx.db
+    .$transaction(async (tx) => {
+      await lockForTransaction(tx, `agent-session:${ctx.user.id}:${input.agent}:${input.session_id}`);
+      const existing = await tx.agentSession.findUnique({ where: { ownerId_agent_sessionId: { ownerId: ctx.user.id, agent: input.agent, sessionId: input.session_id } } });
+      const id = existing?.id ?? newId(now.getTime());
+      previousKey = existing?.storeKey;
+      // A file still in the database (stored before the move) goes with the row's switch.
+      if (previousKey && isDatabaseSessionKey(previousKey)) await databaseSessionStore(tx).delete(previousKey);
+      const data = {
+        title: input.title ?? existing?.title ?? "",
+        projectPath: input.project_path ?? existing?.projectPath ?? null,
+        deviceId: input.device_id ?? existing?.deviceId ?? null,
+        contentType: input.content_type ?? existing?.contentType ?? "application/x-ndjson",
+        contentHash: hash,
+        sizeBytes: size,
+        storeKey,
+        updatedAt: now,
+      };
+      const row = existing
+        ? await tx.agentSession.update({ where: { id }, data })
+        : await tx.agentSession.create({ data: { id, ownerId: ctx.user.id, agent: input.agent, sessionId: input.session_id, createdAt: now, ...data } });
+      return { row, created: !existing };
+    })
+    .catch(async (error: unknown) => {
+      await store.delete(storeKey).catch(() => undefined);
+      throw error;
+    });
+  const { row, created } = result;
+  // The previous version's object is no longer referenced (best effort: a leftover is only bytes).
+  if (previousKey && !isDatabaseSessionKey(previousKey) && previousKey !== storeKey) {
+    await store.delete(previousKey).catch((error: unknown) => console.error(`[engram] agent session: deleting ${previousKey} failed`, error));
+  }
   return { session: serializeAgentSession(row), created };
 }

@@ -1,6 +1,7 @@
 import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, Output, type LanguageModel } from "ai";
 import { z } from "zod";
+import { positiveIntEnv } from "@/lib/config.ts";
 import { KINDS, STABILITIES } from "@/lib/memories/memory-fields.ts";
 
 let warned = false;
@@ -75,4 +76,53 @@ export async function summarizeWithModel(model: LanguageModel, memory: MemoryTex
     maxRetries: 1,
   });
   return output.summary.trim();
+}
+
+/** Dream merges and topic names: each call is bounded in time (ENGRAM_DREAM_MODEL_TIMEOUT_MS, default 30 s) and in output, and any failure falls back. */
+const dreamModelTimeoutMs = () => positiveIntEnv("ENGRAM_DREAM_MODEL_TIMEOUT_MS", 30_000);
+/** A merge is only rewritten when both sides fit the prompt whole (a truncated side would lose facts). */
+export const MERGE_MAX_INPUT_CHARS = 8_000;
+
+export const mergedMemorySchema = z.object({
+  content: z.string().min(1).describe("one note holding every fact, step and value of both notes, without repetition"),
+});
+
+export const topicNameSchema = z.object({
+  name: z.string().min(1).max(60).describe("a short topic name of one to four words, e.g. 'Kubernetes operations'"),
+});
+
+/**
+ * Rewrites the newer of two near-duplicate notes so it holds both; returns
+ * null when the reply is empty or longer than both notes together (a model
+ * that pads or invents is not trusted with the kept memory).
+ */
+export async function mergeWithModel(model: LanguageModel, older: MemoryText, newer: MemoryText): Promise<string | null> {
+  const bound = older.content.length + newer.content.length + 200;
+  const { output } = await generateText({
+    model,
+    output: Output.object({ schema: mergedMemorySchema, name: "merged_memory" }),
+    system:
+      "You merge two near-duplicate notes from a team memory into one. Keep every fact, step, name and value from both; where they differ, prefer the NEWER note and keep the older detail only if it does not conflict. Do not add anything that is in neither note. Keep the newer note's format and language. Answer with the merged note only.",
+    prompt: `OLDER NOTE\n${describe(older)}\n\nNEWER NOTE\n${describe(newer)}`,
+    maxRetries: 0,
+    maxOutputTokens: Math.min(4_000, Math.ceil(bound / 2) + 64),
+    abortSignal: AbortSignal.timeout(dreamModelTimeoutMs()),
+  });
+  const content = output.content.trim();
+  return content && content.length <= bound ? content : null;
+}
+
+/** A name for a new topic from (at most 20 of) its memories' titles; null if unusable. */
+export async function nameTopicWithModel(model: LanguageModel, titles: string[], fallback: string): Promise<string | null> {
+  const { output } = await generateText({
+    model,
+    output: Output.object({ schema: topicNameSchema, name: "topic_name" }),
+    system: "You name a topic that groups related notes in a team memory. Answer with a short, specific name of one to four words, in the notes' language.",
+    prompt: `Notes in the topic:\n${titles.slice(0, 20).map((t) => `- ${t.slice(0, 120)}`).join("\n")}\n\nDistinctive words: ${fallback}`,
+    maxRetries: 0,
+    maxOutputTokens: 60,
+    abortSignal: AbortSignal.timeout(dreamModelTimeoutMs()),
+  });
+  const name = output.name.replace(/\s+/g, " ").trim().replace(/^["'“]|["'”.]$/g, "");
+  return name && name.length <= 60 ? name : null;
 }

@@ -1,31 +1,11 @@
+import type { z } from "zod";
 import type { ApiKey } from "@/lib/db/generated/client.ts";
+import type { apiKeyObjectSchema } from "./api-key-object.ts";
 
 export type HubScopeMode = "all_accessible" | "hub_allowlist";
 
-/** A key as the API shows it (never the secret); Memax's field names (SDK types ApiKey / ApiKeyListItem). */
-export interface ApiKeyObject {
-  id: string;
-  name: string;
-  prefix: string;
-  /** "all" for every hub the user belongs to, else the allowlisted hubs' slugs, comma-separated. */
-  scope: string;
-  /** "read" and/or "write". */
-  scopes: string[];
-  /** The first allowlisted hub (Memax's single-hub field), or null. */
-  hub_id: string | null;
-  hub_ids: string[];
-  hub_scope_mode: HubScopeMode;
-  agent_name: string;
-  standalone: boolean;
-  permissions: string[];
-  default_permissions: string[];
-  trust_level: string | null;
-  created_at: string;
-  expires_at: string | null;
-  last_used: string | null;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
+/** A key as the API shows it (never the secret): lib/auth/api-key-object.ts. */
+export type ApiKeyObject = z.output<typeof apiKeyObjectSchema>;
 
 /** `slugs` maps hub id → slug for the key's allowlist (a hub deleted since is left out). */
 export function serializeApiKey(row: ApiKey, slugs: ReadonlyMap<string, string> = new Map()): ApiKeyObject {

@@ -154,6 +154,21 @@ export class LocalBlobStore implements BlobStore {
     return createReadStream(target, range ? { start: range.start, end: range.end } : {});
   }
 
+  async write(key: string, bytes: Buffer, contentType: string): Promise<void> {
+    const target = this.file(key);
+    await mkdir(path.dirname(target), { recursive: true });
+    const temp = `${target}.part-${randomBytes(6).toString("hex")}`;
+    const meta: Meta = { size: bytes.length, content_type: contentType, sha256: createHash("sha256").update(bytes).digest("hex") };
+    try {
+      await writeFile(temp, bytes, { flag: "wx" });
+      await writeFile(`${target}.meta.json`, JSON.stringify(meta));
+      await rename(temp, target);
+    } catch (error) {
+      await rm(temp, { force: true });
+      throw error;
+    }
+  }
+
   async delete(key: string): Promise<void> {
     const target = this.file(key);
     await Promise.all([rm(target, { force: true }), rm(`${target}.meta.json`, { force: true })]);

@@ -33,6 +33,8 @@ export interface DreamConfig {
   staleRunMs: number;
   /** Scheduled runs: at most one per hub per this many hours, for hubs with new writes. */
   intervalHours: number;
+  /** With a chat model: at most this many model calls (merge rewrites) per run. */
+  maxModelCallsPerRun: number;
 }
 
 export function dreamConfig(overrides: Partial<DreamConfig> = {}): DreamConfig {
@@ -51,6 +53,7 @@ export function dreamConfig(overrides: Partial<DreamConfig> = {}): DreamConfig {
     maxRunMs: positiveIntEnv("ENGRAM_DREAM_MAX_SECONDS", 300) * 1000,
     staleRunMs: positiveIntEnv("ENGRAM_DREAM_STALE_SECONDS", 120) * 1000,
     intervalHours: positiveIntEnv("ENGRAM_DREAM_INTERVAL_HOURS", 24),
+    maxModelCallsPerRun: positiveIntEnv("ENGRAM_DREAM_MAX_MODEL_CALLS", 100),
     ...overrides,
   };
 }

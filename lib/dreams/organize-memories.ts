@@ -116,7 +116,7 @@ export function topicName(members: { words: Set<string> }[], df: Map<string, num
   return words.length ? words.join(" & ") : "Unsorted notes";
 }
 
-function uniqueName(name: string, taken: Set<string>): string {
+export function uniqueName(name: string, taken: Set<string>): string {
   if (!taken.has(name.toLowerCase())) return name;
   for (let i = 2; ; i++) if (!taken.has(`${name} ${i}`.toLowerCase())) return `${name} ${i}`;
 }

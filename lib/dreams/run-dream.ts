@@ -1,12 +1,17 @@
 import type { Db, SqlRunner } from "@/lib/db/database.ts";
+import { chatModel, mergeWithModel, MERGE_MAX_INPUT_CHARS, nameTopicWithModel } from "@/lib/ai/chat-model.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 import { newId } from "@/lib/ids.ts";
+import { contentHash } from "@/lib/memories/create-memory.ts";
+import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
+import { onContradictionsFlagged } from "@/lib/notifications/notify.ts";
 import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import type { DreamConfig } from "./dream-config.ts";
 import { archiveSuperseded, assignTopics, insertOrganizeActions } from "./bulk-updates.ts";
 import { buildDreamReport } from "./dream-report-text.ts";
 import { findSimilarPairs, olderNewer, type DreamMemory } from "./find-similar-pairs.ts";
-import { organizeMemories } from "./organize-memories.ts";
+import { organizeMemories, uniqueName } from "./organize-memories.ts";
 import { textFeatures } from "./text-features.ts";
 
 export const DREAM_PHASES = ["similar", "stale", "organize"] as const;
@@ -204,16 +209,35 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   const final = actions.filter((a) => a.type === "merge" || (!archivedNow.has(a.older.id) && !archivedNow.has(a.newer.id)));
   const contents = await ctx.deps.db.memory.findMany({ where: { id: { in: final.filter((a) => a.type === "contradiction").flatMap((a) => [a.older.id, a.newer.id]) } }, select: { id: true, content: true } });
   const contentOf = new Map(contents.map((c) => [c.id, c.content]));
+  const titleOf = new Map(final.flatMap((a) => [[a.older.id, a.older.title] as const, [a.newer.id, a.newer.title] as const]));
+  const hub = await ctx.deps.db.hub.findUniqueOrThrow({ where: { id: hubId }, select: { id: true, name: true } });
+  const rewrites = await rewriteMerges(ctx, final.filter((a) => a.type === "merge"));
+  const rewritten: string[] = [];
   for (const batch of chunked(final, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, now) => {
       const rows = [];
       const archived = await archiveSuperseded(tx, batch.filter((a) => a.type === "merge").map((a) => ({ older: a.older.id, newer: a.newer.id })), now);
+      const kept: string[] = [];
       for (const action of batch) {
         if (action.type === "merge" && !archived.has(action.older.id)) continue;
+        let rewrite: object = {};
+        const merged = action.type === "merge" ? rewrites.get(action.newer.id) : undefined;
+        if (merged && "content" in merged) {
+          // Only over the content the model read: an edit since then wins and the merge keeps the newer as it is.
+          const hash = contentHash(merged.content);
+          const changed = await tx.memory.updateMany({
+            where: { id: action.newer.id, hubId, state: "active", contentHash: merged.originalHash },
+            data: { content: merged.content, contentHash: hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, updatedAt: now },
+          });
+          if (changed.count === 1) {
+            kept.push(action.newer.id);
+            rewrite = { rewritten: true, model: merged.model, original_content: merged.original, original_content_hash: merged.originalHash, merged_content_hash: hash };
+          } else rewrite = { rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it" };
+        } else if (merged) rewrite = { rewritten: false, rewrite_skipped: merged.skipped };
         const details =
           action.type === "contradiction"
             ? { ...action.details, a: { id: action.older.id, title: action.older.title, excerpt: excerpt(contentOf.get(action.older.id) ?? "") }, b: { id: action.newer.id, title: action.newer.title, excerpt: excerpt(contentOf.get(action.newer.id) ?? "") } }
-            : action.details;
+            : { ...action.details, ...rewrite };
         rows.push({
           id: newId(now.getTime()),
           runId: ctx.runId,
@@ -229,10 +253,66 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         });
       }
       if (rows.length) await tx.dreamAction.createMany({ data: rows });
+      // Last in the transaction: the notifications' events hold a lock until commit.
+      const reviews = rows.flatMap((row) =>
+        row.actionType === "contradiction"
+          ? [{ id: row.id, runId: row.runId, hubId, reason: row.reason, similarity: row.similarity, a: { id: row.sourceMemoryIds[0]!, title: titleOf.get(row.sourceMemoryIds[0]!) ?? "" }, b: { id: row.sourceMemoryIds[1]!, title: titleOf.get(row.sourceMemoryIds[1]!) ?? "" } }]
+          : [],
+      );
+      await onContradictionsFlagged(tx, hub, reviews, now);
+      if (kept.length) await emitEvent(tx, kept.map((id) => ({ type: "memory.updated", hubId, actorId: null, entityId: id })));
+      rewritten.push(...kept);
     });
   }
   forget(ctx.deps, final.filter((a) => a.type === "merge").map((a) => a.older.id));
-  return { scanned: memories.length, candidates, attempted: pairs.length, actions: final.length, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
+  // Rewritten memories are chunked and embedded again, like any content edit.
+  for (const id of rewritten) afterMemoryWrite({ id, hubId, processingStatus: "pending" });
+  return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: final.length, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
+}
+
+type MergeRewrite = { content: string; original: string; originalHash: string; model: string } | { skipped: string };
+
+/**
+ * With a chat model configured, each merge's kept memory is rewritten to hold
+ * both memories (issue 15). Bounded: both sides must fit the prompt whole, at
+ * most `maxModelCallsPerRun` calls, none after half the run's time budget,
+ * each with its own timeout; any failure keeps the newer memory as it is.
+ */
+async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; newer: DreamMemory }[]): Promise<Map<string, MergeRewrite>> {
+  const out = new Map<string, MergeRewrite>();
+  const model = merges.length ? chatModel() : null;
+  if (!model) return out;
+  const name = process.env.ENGRAM_CHAT_MODEL ?? "chat";
+  const rows = await ctx.deps.db.memory.findMany({
+    where: { id: { in: merges.flatMap((m) => [m.older.id, m.newer.id]) } },
+    select: { id: true, title: true, content: true, contentType: true, contentHash: true },
+  });
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const now = ctx.deps.now ?? (() => new Date());
+  const todo = merges.slice(0, ctx.deps.config.maxModelCallsPerRun);
+  for (const group of chunked(todo, 4)) {
+    if (now().getTime() - ctx.startedAt > ctx.deps.config.maxRunMs / 2) break;
+    await Promise.all(
+      group.map(async ({ older, newer }) => {
+        const a = byId.get(older.id);
+        const b = byId.get(newer.id);
+        if (!a || !b) return;
+        if (a.content.length > MERGE_MAX_INPUT_CHARS || b.content.length > MERGE_MAX_INPUT_CHARS) {
+          out.set(newer.id, { skipped: `too long to rewrite (over ${MERGE_MAX_INPUT_CHARS} characters)` });
+          return;
+        }
+        try {
+          const content = await mergeWithModel(model, a, b);
+          out.set(newer.id, content ? { content, original: b.content, originalHash: b.contentHash, model: name } : { skipped: "the model's merge was empty or longer than both memories" });
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          console.error(`[engram] dream: chat model merge failed; keeping the newer memory: ${message}`);
+          out.set(newer.id, { skipped: `chat model failed: ${message}`.slice(0, 300) });
+        }
+      }),
+    );
+  }
+  return out;
 }
 
 async function stalePhase(ctx: BatchContext, hubId: string) {
@@ -289,6 +369,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
     { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - topics.length) },
     ctx.deps.config,
   );
+  await nameTopics(plan.create, memories, topics);
   const t2 = performance.now();
   const topicName = new Map(topics.map((t) => [t.id, t.name]));
   type Move = { memoryId: string; topicId: string | null; newTopic?: string; first?: boolean };
@@ -330,6 +411,30 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
     });
   }
   return { candidates: unsorted.length, actions: moves.length, topics_created: plan.create.length, load_ms: Math.round(t1 - t0), cluster_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
+}
+
+/**
+ * With a chat model configured, new topics are named by it from their
+ * memories' titles (the distinctive-terms name is the fallback on any failure).
+ */
+async function nameTopics(create: { name: string; memoryIds: string[] }[], memories: DreamMemory[], topics: { name: string }[]): Promise<void> {
+  const model = create.length ? chatModel() : null;
+  if (!model) return;
+  const titleOf = new Map(memories.map((m) => [m.id, m.title]));
+  const taken = new Set(topics.map((t) => t.name.toLowerCase()));
+  const named = await Promise.all(
+    create.map((topic) =>
+      nameTopicWithModel(model, topic.memoryIds.map((id) => titleOf.get(id) ?? "").filter(Boolean), topic.name).catch((error: unknown) => {
+        console.error(`[engram] dream: chat model topic name failed; keeping "${topic.name}": ${error instanceof Error ? error.message : String(error)}`);
+        return null;
+      }),
+    ),
+  );
+  // Names stay unique within the hub and this run, whoever chose them.
+  create.forEach((topic, i) => {
+    topic.name = uniqueName(named[i] ?? topic.name, taken);
+    taken.add(topic.name.toLowerCase());
+  });
 }
 
 /** Counts, the markdown report, the terminal status and the dream.completed event. */

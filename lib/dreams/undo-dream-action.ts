@@ -2,7 +2,11 @@ import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
+import { RESOLVE_ACTIONS } from "@/lib/notifications/notification-kinds.ts";
+import { onReviewReopened, onReviewResolved } from "@/lib/notifications/notify.ts";
 import { serializeDreamAction } from "./serialize-dream.ts";
 
 export const resolveDreamActionBodySchema = z.object({ resolution: z.enum(["keep_a", "keep_b", "keep_both"], { error: "resolution is keep_a, keep_b or keep_both" }) });
@@ -29,11 +33,24 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
   if (action.state === "undone") throw new ApiError("conflict", "This action was already undone");
   if (action.actionType === "contradiction" && action.state === "pending_review") throw new ApiError("conflict", "Nothing to undo: this review is still open; resolve it instead");
   const now = ctx.now();
+  let reprocess: string | undefined;
   const updated = await ctx.db.$transaction(async (tx) => {
     const [first, second] = action.sourceMemoryIds;
     if (action.actionType === "merge") {
       const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second! }, data: { state: "active", supersededBy: null, updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The merged memory was changed or deleted since; nothing to split");
+      // A kept memory the chat model rewrote gets its own content back, byte for byte — unless it was edited since (that edit wins).
+      const details = (action.details ?? {}) as { rewritten?: boolean; original_content?: string; original_content_hash?: string; merged_content_hash?: string };
+      if (details.rewritten && typeof details.original_content === "string" && details.original_content_hash && details.merged_content_hash) {
+        const back = await tx.memory.updateMany({
+          where: { id: second!, hubId: action.hubId, contentHash: details.merged_content_hash },
+          data: { content: details.original_content, contentHash: details.original_content_hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, updatedAt: now },
+        });
+        if (back.count === 1) {
+          reprocess = second!;
+          await emitEvent(tx, { type: "memory.updated", hubId: action.hubId, actorId: ctx.user.id, entityId: second! });
+        }
+      }
     } else if (action.actionType === "archive") {
       const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived" }, data: { state: "active", updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The memory is no longer archived (or was deleted)");
@@ -49,10 +66,12 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const loser = action.resolution === "keep_a" ? second : action.resolution === "keep_b" ? first : undefined;
       const winner = action.resolution === "keep_a" ? first : second;
       if (loser) await tx.memory.updateMany({ where: { id: loser, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+      await onReviewReopened(tx, action.id);
       return tx.dreamAction.update({ where: { id: action.id }, data: { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null } });
     }
     return tx.dreamAction.update({ where: { id: action.id }, data: { state: "undone", resolution: "undone", resolvedBy: ctx.user.id, resolvedAt: now } });
   });
+  if (reprocess) afterMemoryWrite({ id: reprocess, hubId: action.hubId, processingStatus: "pending" });
   return serializeDreamAction(updated);
 }
 
@@ -70,6 +89,7 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
     }
     const changed = await tx.dreamAction.updateMany({ where: { id: action.id, state: "pending_review" }, data: { state: "resolved", resolution, resolvedBy: ctx.user.id, resolvedAt: now } });
     if (changed.count === 0) throw new ApiError("conflict", "This review was resolved meanwhile");
+    await onReviewResolved(tx, action.id, RESOLVE_ACTIONS.review_contradiction![resolution]!, now);
     return tx.dreamAction.findUniqueOrThrow({ where: { id: action.id } });
   });
   return serializeDreamAction(updated);

@@ -1,8 +1,9 @@
 import type { HubRecord } from "@/lib/api/context.ts";
 import type { Role } from "@/lib/api/permissions.ts";
+import type { HubObject, MemberObject, TransferObject } from "./hub-object.ts";
 
 /** The hub object of decisions.md, with the Memax SDK's appearance fields (omitted while unset). */
-export function serializeHub(hub: HubRecord) {
+export function serializeHub(hub: HubRecord): HubObject {
   return {
     id: hub.id,
     name: hub.name,
@@ -50,7 +51,7 @@ interface MemberRow {
  * `user_email`, `user_avatar_url`) read it. E-mail addresses go to the hub's
  * owner and admins, and to each member for their own row; others see them masked.
  */
-export function serializeMember(row: MemberRow, viewer: { id: string; role: Role | undefined }) {
+export function serializeMember(row: MemberRow, viewer: { id: string; role: Role | undefined }): MemberObject {
   const email = seesMemberEmails(viewer.role) || row.userId === viewer.id ? row.user.email : maskEmail(row.user.email);
   return {
     user_id: row.userId,
@@ -83,7 +84,7 @@ export function transferState(row: TransferRow, now: Date): string {
   return row.state === "pending" && row.expiresAt <= now ? "expired" : row.state;
 }
 
-export function serializeTransfer(row: TransferRow, now: Date) {
+export function serializeTransfer(row: TransferRow, now: Date): TransferObject {
   const state = transferState(row, now);
   const resolvedAt = row.resolvedAt?.toISOString() ?? null;
   return {

@@ -1,5 +1,6 @@
 import type { Invite } from "@/lib/db/generated/client.ts";
 import { inviteUrl } from "./invite-token.ts";
+import type { InviteObject } from "./invite-object.ts";
 
 /** An active invite past its expiry reads as `expired`. */
 export function inviteState(invite: Pick<Invite, "state" | "expiresAt">, now: Date): string {
@@ -11,7 +12,7 @@ export function inviteState(invite: Pick<Invite, "state" | "expiresAt">, now: Da
  * regenerate (the stored token is hashed). Engram's names and the Memax SDK's
  * (`invited_by`, `invitee_email`, `email_enqueued_at`, `accepted_by`) side by side.
  */
-export function serializeInvite(invite: Invite, now: Date, token?: string) {
+export function serializeInvite(invite: Invite, now: Date, token?: string): InviteObject {
   const lastSent = invite.lastSentAt?.toISOString() ?? null;
   return {
     id: invite.id,

@@ -1,7 +1,8 @@
 import type { Memory, Attachment } from "@/lib/db/generated/client.ts";
+import type { AttachmentObject, MemoryObject, MemoryWithContent } from "./memory-object.ts";
 
 /** The Memory object of the API (create, list, patch); `withContent` adds content and attachments (get). */
-export function serializeMemory(memory: Omit<Memory, "content">) {
+export function serializeMemory(memory: Omit<Memory, "content">): MemoryObject {
   return {
     id: memory.id,
     hub_id: memory.hubId,
@@ -21,7 +22,7 @@ export function serializeMemory(memory: Omit<Memory, "content">) {
     initiation_type: memory.initiationType,
     source_path: memory.sourcePath,
     hub_reason: memory.hubReason,
-    project_context: memory.projectContext,
+    project_context: memory.projectContext as Record<string, string> | null,
     topic_id: memory.topicId,
     version: memory.version,
     access_count: memory.accessCount,
@@ -33,9 +34,9 @@ export function serializeMemory(memory: Omit<Memory, "content">) {
   };
 }
 
-export type MemoryObject = ReturnType<typeof serializeMemory>;
+export type { MemoryObject };
 
-export function serializeMemoryWithContent(memory: Memory & { attachments: Attachment[] }) {
+export function serializeMemoryWithContent(memory: Memory & { attachments: Attachment[] }): MemoryWithContent {
   return {
     ...serializeMemory(memory),
     content: memory.content,
@@ -44,7 +45,7 @@ export function serializeMemoryWithContent(memory: Memory & { attachments: Attac
 }
 
 /** Memax's MemoryAttachment: the original file of a file memory. */
-export function serializeAttachment(a: Attachment, ownerId: string) {
+export function serializeAttachment(a: Attachment, ownerId: string): AttachmentObject {
   return {
     id: a.id,
     memory_id: a.memoryId,

@@ -7,6 +7,7 @@ import type { Prisma } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { DECISION_KINDS, NOTIFICATION_KINDS, NOTIFICATION_STATUSES, RECEIPT_KINDS } from "./notification-kinds.ts";
 import { serializeNotification } from "./serialize-notification.ts";
+import type { NotificationSummary } from "./notification-object.ts";
 
 export const NOTIFICATIONS_DEFAULT_LIMIT = 50;
 export const NOTIFICATIONS_MAX_LIMIT = 500;
@@ -75,7 +76,7 @@ export async function listNotifications(ctx: AuthContext, input: ListNotificatio
 }
 
 /** GET /v1/notifications/summary: badge counts, every known kind present (zeros included). */
-export async function notificationSummary(ctx: AuthContext, input: { hub?: string }) {
+export async function notificationSummary(ctx: AuthContext, input: { hub?: string }): Promise<NotificationSummary> {
   const groups = await ctx.db.notification.groupBy({
     by: ["kind"],
     where: notificationScope(ctx, { hub: input.hub, status: "pending" }),

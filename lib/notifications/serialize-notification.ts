@@ -1,4 +1,5 @@
 import type { Notification } from "@/lib/db/generated/client.ts";
+import type { NotificationObject } from "./notification-object.ts";
 
 /** Pending rows past their expiry read as expired (no sweep needed for correctness). */
 export function effectiveStatus(row: Pick<Notification, "status" | "expiresAt">, now: Date): string {
@@ -6,7 +7,7 @@ export function effectiveStatus(row: Pick<Notification, "status" | "expiresAt">,
 }
 
 /** The wire shape of Memax's SDK `Notification` (audience "user": every Engram notification names its recipient). */
-export function serializeNotification(row: Notification, now: Date) {
+export function serializeNotification(row: Notification, now: Date): NotificationObject {
   return {
     id: row.id,
     audience: "user" as const,
@@ -18,6 +19,8 @@ export function serializeNotification(row: Notification, now: Date) {
     priority: row.priority,
     source_kind: row.sourceKind,
     ...(row.sourceId && { source_id: row.sourceId }),
+    // Rows a dream produced name their run (Memax's `dream_run_id`).
+    ...(typeof (row.payload as { dream_run_id?: unknown })?.dream_run_id === "string" && { dream_run_id: (row.payload as { dream_run_id: string }).dream_run_id }),
     payload: row.payload as Record<string, unknown>,
     created_at: row.createdAt.toISOString(),
     ...(row.expiresAt && { expires_at: row.expiresAt.toISOString() }),

@@ -1,4 +1,5 @@
 import type { Topic } from "@/lib/db/generated/client.ts";
+import type { TopicObject } from "./topic-object.ts";
 
 export type TopicRow = Topic;
 
@@ -6,7 +7,7 @@ export type TopicRow = Topic;
  * The topic object: Engram's fields and the Memax SDK's Topic side by side.
  * `archived_at` is present only on archived topics.
  */
-export function serializeTopic(topic: TopicRow, memoryCount: number) {
+export function serializeTopic(topic: TopicRow, memoryCount: number): TopicObject {
   return {
     id: topic.id,
     hub_id: topic.hubId,

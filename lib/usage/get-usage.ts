@@ -4,6 +4,7 @@ import { MAX_ACTIVE_INVITES } from "@/lib/invites/invite-fields.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { flushUsage, periodEnd, periodStart } from "./count-usage.ts";
+import type { UsageObject } from "./usage-object.ts";
 
 /** -1 means unlimited (Memax's convention): a self-hosted install has no plan caps. */
 const UNLIMITED = -1;
@@ -14,7 +15,7 @@ const DEFAULT_UPLOAD_MAX_BYTES = 25 * 1024 * 1024;
  * limits this server enforces. The flat counters match Memax's `Usage`; the
  * rest its `UsageWithLimits`.
  */
-export async function getUsage(ctx: AuthContext) {
+export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
   await flushUsage();
   const now = ctx.now();
   const start = periodStart(now);

@@ -1,0 +1,12 @@
+import { z } from "zod";
+
+/** GET /v1/dreams: hub_id narrows to one hub; limit and cursor page. */
+export const listDreamsQuerySchema = z.object({ hub_id: z.string().optional(), limit: z.string().optional(), cursor: z.string().optional() });
+
+/** GET /v1/dreams/{id}/actions: limit, cursor and optional filters. */
+export const listDreamActionsQuerySchema = z.object({
+  limit: z.string().optional(),
+  cursor: z.string().optional(),
+  type: z.enum(["merge", "contradiction", "archive", "organize"]).optional(),
+  state: z.enum(["applied", "undone", "pending_review", "resolved"]).optional(),
+});

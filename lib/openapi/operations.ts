@@ -1,0 +1,327 @@
+import { z } from "zod";
+import { listAgentSessionsQuerySchema, putAgentSessionBodySchema } from "@/lib/agent-sessions/agent-session-fields.ts";
+import { askBodySchema } from "@/lib/ask/ask-fields.ts";
+import { apiKeyObjectSchema, createdApiKeySchema } from "@/lib/auth/api-key-object.ts";
+import { createApiKeyBodySchema } from "@/lib/auth/create-api-key.ts";
+import { updateApiKeyBodySchema } from "@/lib/auth/update-api-key.ts";
+import {
+  ackConfigsBodySchema,
+  batchDeleteConfigsBodySchema,
+  listConfigsQuerySchema,
+  localDeleteBodySchema,
+  mergeConfigsBodySchema,
+  restoreConfigBodySchema,
+  syncConfigsBodySchema,
+  upsertConfigBodySchema,
+} from "@/lib/configs/config-fields.ts";
+import { listDreamActionsQuerySchema, listDreamsQuerySchema } from "@/lib/dreams/dream-fields.ts";
+import { resolveDreamActionBodySchema } from "@/lib/dreams/undo-dream-action.ts";
+import {
+  addMemberBodySchema,
+  checkSlugQuerySchema,
+  createHubBodySchema,
+  createTransferBodySchema,
+  listQuerySchema,
+  updateHubBodySchema,
+  updateMemberBodySchema,
+} from "@/lib/hubs/hub-fields.ts";
+import { hubListEntrySchema, hubObjectSchema, memberObjectSchema, transferObjectSchema } from "@/lib/hubs/hub-object.ts";
+import { createInviteBodySchema } from "@/lib/invites/invite-fields.ts";
+import { inviteObjectSchema } from "@/lib/invites/invite-object.ts";
+import {
+  batchDeleteBodySchema,
+  batchMoveBodySchema,
+  createMemoryBodySchema,
+  listMemoriesQuerySchema,
+  updateMemoryBodySchema,
+} from "@/lib/memories/memory-fields.ts";
+import { memoryObjectSchema, memoryWithContentSchema } from "@/lib/memories/memory-object.ts";
+import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notifications/notification-object.ts";
+import { bulkNotificationsBodySchema, resolveNotificationBodySchema } from "@/lib/notifications/update-notification.ts";
+import { recallBodySchema } from "@/lib/recall/recall-fields.ts";
+import { recallResponseSchema } from "@/lib/recall/recall-object.ts";
+import { updateSettingsBodySchema } from "@/lib/settings/settings-fields.ts";
+import {
+  assignMemoryBodySchema,
+  createTopicBodySchema,
+  reorderBodySchema,
+  topicHubQuerySchema,
+  updateTopicBodySchema,
+} from "@/lib/topics/topic-fields.ts";
+import { topicNodeSchema, topicObjectSchema, topicWithTotalSchema } from "@/lib/topics/topic-object.ts";
+import { createUploadBodySchema } from "@/lib/uploads/create-upload.ts";
+import { usageObjectSchema } from "@/lib/usage/usage-object.ts";
+import { adminCreateUserBodySchema } from "@/lib/users/admin-create-user.ts";
+import { updateMeBodySchema } from "@/lib/users/get-me.ts";
+
+export type Method = "get" | "post" | "put" | "patch" | "delete";
+
+/** One documented operation: the zod schemas its route parses with, and the data its envelope carries. */
+export interface Operation {
+  method: Method;
+  /** OpenAPI path, `{name}` for path parameters. */
+  path: string;
+  tag: string;
+  summary: string;
+  /** key: API key (or the dashboard session); none: public; admin: ENGRAM_ADMIN_TOKEN. Default key. */
+  auth?: "key" | "none" | "admin";
+  /** The X-Hub-ID header picks (or ranks first) a hub. */
+  hubHeader?: boolean;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** An empty body is accepted (treated as {}). */
+  bodyOptional?: boolean;
+  /** Success statuses (default [200]). */
+  statuses?: number[];
+  /** The `data` of the success envelope; omitted: a JSON object not described further. */
+  data?: z.ZodType;
+  /** sse: text/event-stream; sse-or-json: SSE with Accept: text/event-stream, else the envelope; binary: a file. */
+  produces?: "json" | "sse" | "sse-or-json" | "binary";
+  /** Extra request headers the route reads. */
+  headers?: { name: string; description: string }[];
+  /** Path parameters that are not plain ids (catch-alls). */
+  pathParams?: Record<string, string>;
+}
+
+const cursorPage = <K extends string>(key: K, item: z.ZodType) =>
+  z.object({ [key]: z.array(item), next_cursor: z.string().meta({ description: '"" on the last page' }), has_more: z.boolean() } as Record<K | "next_cursor" | "has_more", z.ZodType>);
+
+/**
+ * GET /v1/notifications reads its query by hand (kind may repeat); this schema documents what it accepts.
+ * The route is app/v1/notifications/route.ts.
+ */
+const listNotificationsQuerySchema = z.object({
+  hub: z.string().optional().meta({ description: "Only this hub's notifications (hub_id is accepted too)" }),
+  status: z.string().optional().meta({ description: "pending, resolved, dismissed or expired" }),
+  kind: z.string().optional().meta({ description: "A kind, or several comma-separated (the parameter may repeat)" }),
+  unseen_only: z.enum(["true", "false", "1", "0"]).optional(),
+  since: z.string().optional().meta({ description: "RFC 3339 timestamp" }),
+  limit: z.string().optional(),
+  cursor: z.string().optional(),
+});
+const notificationSummaryQuerySchema = z.object({ hub: z.string().optional().meta({ description: "Only this hub's counts" }) });
+const eventStreamQuerySchema = z.object({
+  hub_id: z.string().optional(),
+  types: z.string().optional().meta({ description: "Event types, comma-separated; `prefix.*` matches a family" }),
+  last_event_id: z.string().optional().meta({ description: "Resume after this event (the Last-Event-ID header wins)" }),
+});
+
+const deleted = z.object({ id: z.string(), deleted: z.literal(true) });
+
+/** Every operation under /v1 (tests/openapi-coverage.test.ts fails when a route file exports one not listed here). */
+export const OPERATIONS: Operation[] = [
+  // System
+  { method: "get", path: "/v1/health", tag: "System", summary: "Liveness and database check", auth: "none" },
+  { method: "get", path: "/v1/openapi.json", tag: "System", summary: "This OpenAPI 3.1 document", auth: "none" },
+  { method: "post", path: "/v1/admin/users", tag: "System", summary: "Bootstrap a user and their first API key (ENGRAM_ADMIN_TOKEN; 404 when unset)", auth: "admin", body: adminCreateUserBodySchema, statuses: [201] },
+  { method: "get", path: "/v1/usage", tag: "Account", summary: "This month's pushes, recalls and asks, storage, and the server's limits", data: usageObjectSchema },
+  { method: "get", path: "/v1/settings", tag: "Account", summary: "The caller's preferences" },
+  { method: "patch", path: "/v1/settings", tag: "Account", summary: "Change preferences (known keys only)", body: updateSettingsBodySchema },
+
+  // Auth
+  { method: "get", path: "/v1/auth/me", tag: "Account", summary: "Who the credential belongs to" },
+  { method: "patch", path: "/v1/auth/me", tag: "Account", summary: "Rename the calling user", body: updateMeBodySchema },
+  { method: "get", path: "/v1/auth/api-keys", tag: "API keys", summary: "The caller's active keys, without secrets (at most 100)", data: z.array(apiKeyObjectSchema) },
+  { method: "post", path: "/v1/auth/api-keys", tag: "API keys", summary: "Issue a key; the secret is in this response only", body: createApiKeyBodySchema, statuses: [201], data: createdApiKeySchema },
+  {
+    method: "patch",
+    path: "/v1/auth/api-keys/{id}",
+    tag: "API keys",
+    summary: "Set the key's agent name or standalone flag",
+    body: updateApiKeyBodySchema,
+    data: z.object({ id: z.string(), agent_name: z.string(), standalone: z.boolean() }),
+  },
+  {
+    method: "delete",
+    path: "/v1/auth/api-keys/{id}",
+    tag: "API keys",
+    summary: "Revoke one of the caller's keys",
+    data: z.object({ id: z.string(), revoked: z.boolean(), skipped: z.array(z.object({ id: z.string(), reason: z.string() })) }),
+  },
+  { method: "get", path: "/v1/auth/oauth-grants", tag: "API keys", summary: "Apps connected through OAuth (MCP clients)" },
+  { method: "delete", path: "/v1/auth/oauth-grants/{id}", tag: "API keys", summary: "Disconnect an app: its tokens stop working at once" },
+
+  // Memories
+  { method: "post", path: "/v1/memories", tag: "Memories", summary: "Push a memory (201 when new, 200 when it deduplicated)", hubHeader: true, body: createMemoryBodySchema, statuses: [200, 201], data: memoryObjectSchema },
+  {
+    method: "get",
+    path: "/v1/memories",
+    tag: "Memories",
+    summary: "Memories of every readable hub (or hub_id), newest or most used first",
+    query: listMemoriesQuerySchema,
+    data: cursorPage("memories", memoryObjectSchema).extend({ total: z.int() }),
+  },
+  { method: "get", path: "/v1/memories/{id}", tag: "Memories", summary: "One memory with content and attachments", data: memoryWithContentSchema },
+  { method: "patch", path: "/v1/memories/{id}", tag: "Memories", summary: "Change title, tags, content, classification or archive state", body: updateMemoryBodySchema, data: memoryObjectSchema },
+  { method: "delete", path: "/v1/memories/{id}", tag: "Memories", summary: "Delete a memory with its chunks and attachments", data: deleted },
+  {
+    method: "get",
+    path: "/v1/memories/{id}/related",
+    tag: "Memories",
+    summary: "Up to five similar memories",
+    data: z.array(z.object({ memory: memoryObjectSchema, similarity: z.number() })),
+  },
+  { method: "post", path: "/v1/memories/batch-delete", tag: "Memories", summary: "Delete up to 100 memories; the rest are reported as skipped", body: batchDeleteBodySchema },
+  { method: "post", path: "/v1/memories/batch-move", tag: "Memories", summary: "Move up to 100 memories to another hub and/or topic", body: batchMoveBodySchema },
+  { method: "get", path: "/v1/memories/{id}/attachments/{attachmentId}/download", tag: "Memories", summary: "The original file, streamed", produces: "binary" },
+  { method: "post", path: "/v1/memories/{id}/attachments/{attachmentId}/view-url", tag: "Memories", summary: "A short-lived signed URL to show an image inline" },
+  { method: "post", path: "/v1/uploads", tag: "Memories", summary: "A signed PUT target for a file a memory will then attach", hubHeader: true, body: createUploadBodySchema, statuses: [201] },
+  {
+    method: "put",
+    path: "/v1/blobs/{key}",
+    tag: "Memories",
+    summary: "The embedded blob store receives an upload through its signed URL",
+    auth: "none",
+    pathParams: { key: "The object key (may contain slashes)" },
+    headers: [],
+  },
+  { method: "get", path: "/v1/blobs/{key}", tag: "Memories", summary: "The embedded blob store serves a file through its signed URL", auth: "none", produces: "binary", pathParams: { key: "The object key (may contain slashes)" } },
+
+  // Recall and ask
+  { method: "post", path: "/v1/recall", tag: "Recall", summary: "Hybrid search over every hub the caller can read", hubHeader: true, body: recallBodySchema, data: recallResponseSchema },
+  { method: "post", path: "/v1/ask", tag: "Recall", summary: "An answer from recall's sources with citations (SSE with Accept: text/event-stream)", hubHeader: true, body: askBodySchema, produces: "sse-or-json" },
+  { method: "get", path: "/v1/events/stream", tag: "Recall", summary: "Server-sent events of the caller's hubs", query: eventStreamQuerySchema, produces: "sse", headers: [{ name: "Last-Event-ID", description: "Resume after this event" }] },
+
+  // Hubs
+  { method: "get", path: "/v1/hubs", tag: "Hubs", summary: "Every hub the caller belongs to, with role and counts (at most 100)", data: z.array(hubListEntrySchema) },
+  { method: "post", path: "/v1/hubs", tag: "Hubs", summary: "Create a team hub owned by the caller", body: createHubBodySchema, statuses: [201], data: hubObjectSchema },
+  { method: "get", path: "/v1/hubs/check-slug", tag: "Hubs", summary: "Whether a slug is free for a new hub", query: checkSlugQuerySchema },
+  {
+    method: "get",
+    path: "/v1/hubs/{id}",
+    tag: "Hubs",
+    summary: "Settings, the first 100 members, the caller's role, counts and any pending transfer",
+    data: z.object({
+      hub: hubObjectSchema,
+      role: z.string(),
+      members: z.array(memberObjectSchema),
+      members_has_more: z.boolean(),
+      counts: z.record(z.string(), z.int()),
+      pending_transfer: transferObjectSchema.nullable(),
+    }),
+  },
+  { method: "patch", path: "/v1/hubs/{id}", tag: "Hubs", summary: "Rename, change the slug or contributor permissions", body: updateHubBodySchema, data: hubObjectSchema },
+  { method: "delete", path: "/v1/hubs/{id}", tag: "Hubs", summary: "Delete a team hub and everything in it (owner only)", data: z.object({ id: z.string(), hub_id: z.string(), deleted: z.literal(true) }) },
+  { method: "get", path: "/v1/hubs/{id}/summary", tag: "Hubs", summary: "Counts, stats, greeting and the caller's role" },
+  { method: "post", path: "/v1/hubs/{id}/visit", tag: "Hubs", summary: "Record that the caller looked at the hub" },
+  { method: "post", path: "/v1/hubs/{id}/leave", tag: "Hubs", summary: "End the caller's own membership" },
+  { method: "get", path: "/v1/hubs/{id}/members", tag: "Members", summary: "All members, paginated", query: listQuerySchema, data: cursorPage("members", memberObjectSchema) },
+  { method: "post", path: "/v1/hubs/{id}/members", tag: "Members", summary: "Add a user the caller can find (invited by e-mail) with a role", body: addMemberBodySchema, statuses: [201], data: memberObjectSchema },
+  {
+    method: "patch",
+    path: "/v1/hubs/{id}/members/{user_id}",
+    tag: "Members",
+    summary: "Change a member's role",
+    body: updateMemberBodySchema,
+    data: memberObjectSchema.extend({ status: z.literal("updated") }),
+  },
+  {
+    method: "delete",
+    path: "/v1/hubs/{id}/members/{user_id}",
+    tag: "Members",
+    summary: "Remove a member from the hub",
+    data: z.object({ user_id: z.string(), removed: z.literal(true), status: z.literal("removed") }),
+  },
+  { method: "post", path: "/v1/hubs/{id}/ownership-transfer", tag: "Members", summary: "Offer the hub to another member (owner only, 7 days)", body: createTransferBodySchema, statuses: [201] },
+  { method: "post", path: "/v1/hubs/{id}/ownership-transfer/{transfer_id}/accept", tag: "Members", summary: "The target takes over the hub" },
+  { method: "post", path: "/v1/hubs/{id}/ownership-transfer/{transfer_id}/cancel", tag: "Members", summary: "The owner withdraws or the target declines" },
+
+  // Invites
+  { method: "get", path: "/v1/hubs/{id}/invites", tag: "Invites", summary: "Usable invites, without tokens (at most 20 per hub)", data: z.array(inviteObjectSchema) },
+  {
+    method: "post",
+    path: "/v1/hubs/{id}/invites",
+    tag: "Invites",
+    summary: "Create a join link; the token is in this response only",
+    body: createInviteBodySchema,
+    bodyOptional: true,
+    statuses: [201],
+    data: inviteObjectSchema.extend({ delivery: z.object({ status: z.string() }).loose().optional() }),
+  },
+  { method: "delete", path: "/v1/hubs/{id}/invites/{invite_id}", tag: "Invites", summary: "Revoke an invite" },
+  { method: "post", path: "/v1/hubs/{id}/invites/{invite_id}/regenerate", tag: "Invites", summary: "New token and expiry; the old link dies", data: inviteObjectSchema },
+  { method: "post", path: "/v1/hubs/{id}/invites/{invite_id}/resend", tag: "Invites", summary: "E-mail the same link again" },
+  {
+    method: "get",
+    path: "/v1/invites/{token}",
+    tag: "Invites",
+    summary: "What the join page shows (public; rate-limited per client address)",
+    auth: "none",
+    data: z.object({
+      invite: z.object({ id: z.string(), hub_id: z.string(), role: z.string(), created_at: z.string(), expires_at: z.string(), state: z.string() }),
+      hub: z.object({ id: z.string(), name: z.string(), slug: z.string(), hub_type: z.string(), icon: z.string().optional(), accent: z.string().optional() }),
+      member_count: z.int(),
+      invited_by: z.string(),
+    }),
+  },
+  { method: "post", path: "/v1/invites/{token}/accept", tag: "Invites", summary: "Join the invite's hub with its role (single use)", data: z.object({ hub: hubObjectSchema, role: z.string() }) },
+
+  // Topics
+  {
+    method: "get",
+    path: "/v1/topics",
+    tag: "Topics",
+    summary: "One hub's whole topic tree with memory counts",
+    hubHeader: true,
+    query: topicHubQuerySchema,
+    data: z.object({ topics: z.array(topicNodeSchema), unassigned_count: z.int() }),
+  },
+  { method: "post", path: "/v1/topics", tag: "Topics", summary: "Create a topic", hubHeader: true, body: createTopicBodySchema, statuses: [201], data: topicNodeSchema },
+  { method: "get", path: "/v1/topics/archived", tag: "Topics", summary: "A hub's archived topics, most recently archived first", hubHeader: true, query: topicHubQuerySchema },
+  { method: "post", path: "/v1/topics/reorder", tag: "Topics", summary: "New positions (and parents) for many topics of one hub, all or nothing", body: reorderBodySchema },
+  { method: "get", path: "/v1/topics/{id}", tag: "Topics", summary: "One topic with its memory counts", data: topicWithTotalSchema },
+  { method: "patch", path: "/v1/topics/{id}", tag: "Topics", summary: "Rename, describe, pin, reorder or move a topic", body: updateTopicBodySchema, data: topicObjectSchema },
+  {
+    method: "delete",
+    path: "/v1/topics/{id}",
+    tag: "Topics",
+    summary: "Delete a topic and its subtopics; their memories stay",
+    data: z.object({ id: z.string(), topic_id: z.string(), deleted: z.literal(true), deleted_count: z.int() }),
+  },
+  { method: "post", path: "/v1/topics/{id}/archive", tag: "Topics", summary: "Archive a topic and its subtopics" },
+  { method: "post", path: "/v1/topics/{id}/restore", tag: "Topics", summary: "Bring back an archived topic and its subtopics" },
+  { method: "get", path: "/v1/topics/{id}/memories", tag: "Topics", summary: "The memories filed under this topic, paginated", query: listQuerySchema },
+  { method: "post", path: "/v1/topics/{id}/memories", tag: "Topics", summary: "File a memory of the topic's hub under it", body: assignMemoryBodySchema },
+  { method: "delete", path: "/v1/topics/{id}/memories/{memory_id}", tag: "Topics", summary: "Take a memory out of this topic" },
+
+  // Notifications
+  {
+    method: "get",
+    path: "/v1/notifications",
+    tag: "Notifications",
+    summary: "The caller's notifications, newest first",
+    query: listNotificationsQuerySchema,
+    data: cursorPage("notifications", notificationObjectSchema),
+  },
+  { method: "get", path: "/v1/notifications/summary", tag: "Notifications", summary: "Pending and unseen counts by kind", query: notificationSummaryQuerySchema, data: notificationSummarySchema },
+  { method: "post", path: "/v1/notifications/seen", tag: "Notifications", summary: "Mark receipt kinds seen in bulk", hubHeader: true, body: bulkNotificationsBodySchema },
+  { method: "post", path: "/v1/notifications/dismiss", tag: "Notifications", summary: "Dismiss receipt kinds in bulk", hubHeader: true, body: bulkNotificationsBodySchema },
+  { method: "post", path: "/v1/notifications/{id}/seen", tag: "Notifications", summary: "Mark one notification seen (idempotent)" },
+  { method: "post", path: "/v1/notifications/{id}/dismiss", tag: "Notifications", summary: "Dismiss a receipt (decisions go through resolve)" },
+  { method: "post", path: "/v1/notifications/{id}/resolve", tag: "Notifications", summary: "Accept or decline an invite or an ownership transfer", body: resolveNotificationBodySchema },
+
+  // Dreams
+  { method: "get", path: "/v1/dreams", tag: "Dreams", summary: "Dream runs of every readable hub, newest first", query: listDreamsQuerySchema },
+  { method: "post", path: "/v1/dreams/trigger", tag: "Dreams", summary: "Queue a dream run for the hub (one at a time per hub)", hubHeader: true, statuses: [202] },
+  { method: "get", path: "/v1/dreams/report", tag: "Dreams", summary: "The hub's latest run with its actions and open reviews", hubHeader: true },
+  { method: "get", path: "/v1/dreams/{id}", tag: "Dreams", summary: "One dream run with its counts and report" },
+  { method: "get", path: "/v1/dreams/{id}/actions", tag: "Dreams", summary: "Everything the run did, in order", query: listDreamActionsQuerySchema },
+  { method: "post", path: "/v1/dreams/actions/{id}/resolve", tag: "Dreams", summary: "Settle a contradiction", body: resolveDreamActionBodySchema },
+  { method: "post", path: "/v1/dreams/actions/{id}/undo", tag: "Dreams", summary: "Undo one dream action" },
+
+  // Agent sessions and configs
+  { method: "get", path: "/v1/agent-sessions", tag: "Agent configs", summary: "The caller's agent sessions, newest first", query: listAgentSessionsQuerySchema },
+  { method: "put", path: "/v1/agent-sessions", tag: "Agent configs", summary: "Store or replace one agent session file (201 when new)", body: putAgentSessionBodySchema, statuses: [200, 201] },
+  { method: "get", path: "/v1/configs", tag: "Agent configs", summary: "The caller's synced agent configs, with content", query: listConfigsQuerySchema },
+  { method: "put", path: "/v1/configs", tag: "Agent configs", summary: "Store a new version of one config file (201 when new)", body: upsertConfigBodySchema, statuses: [200, 201] },
+  { method: "get", path: "/v1/configs/deleted", tag: "Agent configs", summary: "Deleted configs that can still be restored" },
+  { method: "post", path: "/v1/configs/sync", tag: "Agent configs", summary: "One action per file from the device's manifest", body: syncConfigsBodySchema },
+  { method: "post", path: "/v1/configs/ack", tag: "Agent configs", summary: "The device reports the versions it now holds", body: ackConfigsBodySchema },
+  { method: "post", path: "/v1/configs/merge", tag: "Agent configs", summary: "A line-level union of two versions", body: mergeConfigsBodySchema },
+  { method: "post", path: "/v1/configs/restore", tag: "Agent configs", summary: "Bring a deleted config back as a new version", body: restoreConfigBodySchema },
+  { method: "post", path: "/v1/configs/local-delete", tag: "Agent configs", summary: "Remove a config from one device only", body: localDeleteBodySchema },
+  { method: "post", path: "/v1/configs/batch-delete", tag: "Agent configs", summary: "Delete configs everywhere", body: batchDeleteConfigsBodySchema },
+  { method: "get", path: "/v1/configs/{id}", tag: "Agent configs", summary: "One config with its content" },
+  { method: "delete", path: "/v1/configs/{id}", tag: "Agent configs", summary: "Delete everywhere (restorable for 30 days)" },
+  { method: "get", path: "/v1/configs/{id}/versions", tag: "Agent configs", summary: "The stored versions of one config, newest first" },
+];

@@ -1,0 +1,157 @@
+// npm run fuzz — Schemathesis (PyPI) against /v1/openapi.json on the built server: every operation,
+// with a valid API key, on a fresh embedded database. Fails on any 5xx, any response the document
+// does not allow (status, content type, schema) and any body that is not Engram's envelope.
+//
+// End to end: a Python venv with Schemathesis under .cache/ (created once), the production build
+// (built once if missing), a server on FUZZ_PORT (default 3130), a user and key from the admin
+// bootstrap, the run, and teardown. Bounded by FUZZ_MAX_EXAMPLES (cases per operation and phase,
+// default 25) and FUZZ_MAX_TIME (seconds, optional). FUZZ_SEED makes a run reproducible.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+const root = path.resolve(import.meta.dirname, "..");
+
+const SCHEMATHESIS_VERSION = "4.32.5";
+const venv = path.join(root, ".cache", "schemathesis-venv");
+const bin = (name) => path.join(venv, "bin", name);
+const say = (line) => console.log(`[fuzz] ${line}`);
+
+function run(command, args, options = {}) {
+  const result = spawnSync(command, args, { stdio: "inherit", cwd: root, ...options });
+  if (result.error) throw result.error;
+  return result.status ?? 1;
+}
+
+function ensureSchemathesis() {
+  const installed = existsSync(bin("schemathesis"))
+    ? spawnSync(bin("schemathesis"), ["--version"], { encoding: "utf8" }).stdout.trim()
+    : "";
+  if (installed.endsWith(SCHEMATHESIS_VERSION)) return;
+  say(`installing schemathesis ${SCHEMATHESIS_VERSION} into ${path.relative(root, venv)} (once)`);
+  if (!existsSync(bin("python"))) {
+    mkdirSync(path.dirname(venv), { recursive: true });
+    if (run("python3", ["-m", "venv", venv]) !== 0) throw new Error("python3 -m venv failed (Debian: apt-get install python3-venv)");
+  }
+  if (run(bin("pip"), ["install", "-q", "--disable-pip-version-check", `schemathesis==${SCHEMATHESIS_VERSION}`]) !== 0) throw new Error("pip install schemathesis failed");
+}
+
+function ensureBuild() {
+  if (existsSync(path.join(root, ".next", "BUILD_ID"))) return;
+  say("no production build: npm run build (once)");
+  if (run("npm", ["run", "build"]) !== 0) throw new Error("npm run build failed");
+}
+
+/** The production server exactly as `npm start` runs it (scripts/server.mjs), on a fresh embedded database. */
+async function startServer({ port, env }) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "engram-fuzz-"));
+  const adminToken = `fuzz-admin-${process.pid}`;
+  const child = spawn(process.execPath, [path.join(root, "scripts", "server.mjs")], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOSTNAME: "127.0.0.1",
+      NODE_ENV: "production",
+      ENGRAM_DATA_DIR: dataDir,
+      ENGRAM_ADMIN_TOKEN: adminToken,
+      // The fuzzer is one client sending thousands of requests a minute; limits are not under test here.
+      ENGRAM_RATE_LIMIT_REGULAR: "1000000000",
+      ENGRAM_RATE_LIMIT_HEAVY: "1000000000",
+      ENGRAM_RATE_LIMIT_LIGHT: "1000000000",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let log = "";
+  child.stdout.on("data", (d) => (log += d));
+  child.stderr.on("data", (d) => (log += d));
+  const base = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null) {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited early:\n${log}`);
+    const healthy = await fetch(`${base}/v1/health`).then((res) => res.ok, () => false);
+    if (healthy) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`server not healthy after 120 s:\n${log}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const res = await fetch(`${base}/v1/admin/users`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+    body: JSON.stringify({ email: "fuzz@example.test", name: "Fuzz" }),
+  });
+  const { data } = await res.json();
+  if (!data?.api_key) {
+    await stop();
+    throw new Error(`admin bootstrap failed (${res.status})`);
+  }
+  return { base, apiKey: data.api_key, log: () => log, stop };
+}
+
+ensureSchemathesis();
+ensureBuild();
+
+const port = Number(process.env.FUZZ_PORT ?? 3130);
+const maxExamples = process.env.FUZZ_MAX_EXAMPLES ?? "25";
+// The pipeline (chunking, embedding) is not what is fuzzed and would take the CPU; FUZZ_PROCESSING=on keeps it.
+const server = await startServer({ port, env: process.env.FUZZ_PROCESSING === "on" ? {} : { ENGRAM_PROCESSING: "off" } });
+say(`server (scripts/server.mjs, as npm start) on ${server.base}, fresh embedded database, key for fuzz@example.test`);
+const reportDir = path.join(root, ".cache", "fuzz-report");
+let status = 1;
+try {
+  const args = [
+    "run",
+    `${server.base}/v1/openapi.json`,
+    "--checks",
+    "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,engram_envelope",
+    "--phases",
+    process.env.FUZZ_PHASES ?? "examples,coverage,fuzzing",
+    "--max-examples",
+    maxExamples,
+    "--workers",
+    process.env.FUZZ_WORKERS ?? "1",
+    "--header",
+    `Authorization: Bearer ${server.apiKey}`,
+    // An event stream never ends: documented, not fuzzed (tests/events.test.ts drives it).
+    "--exclude-path",
+    "/v1/events/stream",
+    // Schemathesis reuses ids it saw in responses: it would find the run's own key and revoke it,
+    // leaving every later request a 401 (tests/api-key-scopes.test.ts and tests/openapi.test.ts cover revoking).
+    "--exclude-operation-id",
+    "deleteAuthApiKeysById",
+    "--request-timeout",
+    "30",
+    "--suppress-health-check",
+    "all",
+    "--continue-on-failure",
+    "--report",
+    "junit",
+    "--report-dir",
+    reportDir,
+    "--output-truncate",
+    "true",
+    ...(process.env.FUZZ_SEED ? ["--seed", process.env.FUZZ_SEED] : []),
+    ...(process.env.FUZZ_MAX_TIME ? ["--max-time", process.env.FUZZ_MAX_TIME] : []),
+  ];
+  say(`schemathesis ${args.slice(2).join(" ").replace(/Bearer \S+/, "Bearer egk_…")}`);
+  status = run(bin("schemathesis"), args, { env: { ...process.env, SCHEMATHESIS_HOOKS: path.join(root, "bench", "fuzz", "hooks.py"), NO_COLOR: "1" } });
+  if (status !== 0) {
+    const errors = server.log().split("\n").filter((line) => /unhandled error|Error:/.test(line));
+    if (errors.length) say(`server errors logged:\n${errors.slice(0, 40).join("\n")}`);
+  }
+} finally {
+  await server.stop();
+}
+say(status === 0 ? "PASS: no server errors, schema violations or envelope-less bodies" : `FAIL (schemathesis exit ${status}); report in ${path.relative(root, reportDir)}`);
+process.exit(status);

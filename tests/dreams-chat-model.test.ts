@@ -1,0 +1,144 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { contentHash } from "@/lib/memories/create-memory.ts";
+import { indexMemories } from "./recall-helpers.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
+
+// Dreams with a chat model (issue 15): merges rewrite the kept memory to hold
+// both, new topics are named by the model; any model failure falls back.
+
+const DUP_OLD = "Use pnpm, not npm, for installing dependencies in the web repo.";
+const DUP_NEW = "In the web repo we install dependencies with pnpm instead of npm.";
+const K8S = [
+  "Kubernetes pods in the cluster are autoscaled with the horizontal pod autoscaler on CPU.",
+  "Each Kubernetes deployment sets pod resource requests and limits for CPU and memory.",
+  "Kubernetes pod logs are shipped from the cluster to Loki by a DaemonSet.",
+  "Restart a stuck Kubernetes pod with kubectl rollout restart on its deployment.",
+];
+const DAY = 86_400_000;
+
+/** The fake model's merge: the newer note, then the older one, read back from the prompt it was sent. */
+function fakeMerge(body: any): { content: string } {
+  const prompt: string = body.messages.at(-1).content;
+  const [, older, newer] = /OLDER NOTE\n[\s\S]*?Content:\n([\s\S]*?)\n\nNEWER NOTE\n[\s\S]*?Content:\n([\s\S]*)$/.exec(prompt) ?? [];
+  return { content: `${newer} Also noted earlier: ${older}` };
+}
+
+let h: Harness;
+let owner: Client;
+let fake: FakeOpenAiChat;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  fake = await startFakeOpenAiChat((schema, body) =>
+    schema === "merged_memory"
+      ? fakeMerge(body)
+      : schema === "topic_name"
+        ? { name: "Kubernetes operations" }
+        : schema === "memory_classification"
+          ? { kind: "semantic", stability: "evolving" }
+          : { summary: "A note." },
+  );
+  process.env.ENGRAM_CHAT_MODEL = "gpt-fake";
+  process.env.OPENAI_API_KEY = "sk-test";
+  process.env.OPENAI_BASE_URL = fake.url;
+  h = await createHarness();
+  owner = await h.user("Owner");
+});
+afterEach(() => {
+  fake.mode = "ok";
+  delete process.env.ENGRAM_DREAM_MODEL_TIMEOUT_MS;
+});
+afterAll(async () => {
+  for (const key of ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"]) {
+    if (saved[key] === undefined) delete process.env[key];
+    else process.env[key] = saved[key];
+  }
+  await h?.close();
+  await fake?.close();
+});
+
+async function seedAndRun() {
+  const hubId = await h.teamHub(owner);
+  const ids: string[] = [];
+  const base = Date.now() - 10 * DAY;
+  for (const [i, content] of [DUP_OLD, DUP_NEW, ...K8S].entries()) {
+    const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+    expect(res.status, res.text).toBe(201);
+    ids.push(res.body.data.id);
+    const at = new Date(base + i * 60_000);
+    await h.db.memory.update({ where: { id: res.body.data.id }, data: { createdAt: at, updatedAt: at } });
+  }
+  await indexMemories(h.db, ids);
+  fake.requests.length = 0;
+  const res = await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+  expect(res.status, res.text).toBe(202);
+  const runId: string = res.body.data.run_id;
+  expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+  const [older, newer, k8s] = ids as [string, string, string];
+  return { hubId, runId, older, newer, k8s };
+}
+
+const memory = (id: string) => h.db.memory.findUniqueOrThrow({ where: { id } });
+const schemasSent = () => fake.requests.map((r) => r.response_format?.json_schema?.name);
+
+describe("dreams with a chat model (a local fake of the OpenAI API)", () => {
+  it("a merge rewrites the kept memory to hold both; undo restores both memories exactly", async () => {
+    const { runId, older, newer, k8s } = await seedAndRun();
+    const merged = `${DUP_NEW} Also noted earlier: ${DUP_OLD}`;
+    expect(await memory(older)).toMatchObject({ state: "archived", supersededBy: newer, content: DUP_OLD });
+    const kept = await memory(newer);
+    expect(kept).toMatchObject({ state: "active", content: merged, contentHash: contentHash(merged), version: 2 });
+    // The prompt held both memories whole, and the call was bounded.
+    const mergeRequest = fake.requests.find((r) => r.response_format?.json_schema?.name === "merged_memory");
+    expect(mergeRequest.messages.at(-1).content).toContain(DUP_OLD);
+    expect(mergeRequest.messages.at(-1).content).toContain(DUP_NEW);
+    expect(mergeRequest.max_tokens ?? mergeRequest.max_completion_tokens).toBeGreaterThan(0);
+
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge" } });
+    expect(action.details).toMatchObject({ kept_id: newer, archived_id: older, rewritten: true, model: "gpt-fake", original_content: DUP_NEW, original_content_hash: contentHash(DUP_NEW) });
+
+    // The new topic is named by the model.
+    const topic = await h.db.topic.findUniqueOrThrow({ where: { id: (await memory(k8s)).topicId! } });
+    expect(topic.name).toBe("Kubernetes operations");
+
+    const undone = await owner.post(`/v1/dreams/actions/${action.id}/undo`);
+    expect(undone.status, undone.text).toBe(200);
+    expect(await memory(older)).toMatchObject({ state: "active", supersededBy: null, content: DUP_OLD });
+    expect(await memory(newer)).toMatchObject({ state: "active", content: DUP_NEW, contentHash: contentHash(DUP_NEW) });
+  }, 180_000);
+
+  it("undo after the kept memory was edited splits the merge and keeps the edit", async () => {
+    const { runId, older, newer } = await seedAndRun();
+    const edited = await owner.patch(`/v1/memories/${newer}`, { content: "We use pnpm 9 in the web repo." });
+    expect(edited.status, edited.text).toBe(200);
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge" } });
+    expect((await owner.post(`/v1/dreams/actions/${action.id}/undo`)).status).toBe(200);
+    expect(await memory(older)).toMatchObject({ state: "active", content: DUP_OLD });
+    expect((await memory(newer)).content).toBe("We use pnpm 9 in the web repo.");
+  }, 180_000);
+
+  it("a failing model falls back: the newer kept as it is, topics named from their distinctive terms", async () => {
+    fake.mode = "error";
+    const { runId, older, newer, k8s } = await seedAndRun();
+    expect(schemasSent()).toContain("merged_memory");
+    expect(await memory(older)).toMatchObject({ state: "archived", supersededBy: newer });
+    expect(await memory(newer)).toMatchObject({ state: "active", content: DUP_NEW, version: 1 });
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge" } });
+    expect(action.details).toMatchObject({ rewritten: false, rewrite_skipped: expect.stringMatching(/chat model failed/) });
+    expect(action.details).not.toHaveProperty("original_content");
+    const topic = await h.db.topic.findUniqueOrThrow({ where: { id: (await memory(k8s)).topicId! } });
+    expect(topic.name).not.toBe("Kubernetes operations");
+    expect(topic.name).toMatch(/^[A-Z][a-z0-9]+ & [A-Z][a-z0-9]+$/);
+  }, 180_000);
+
+  it("a model that does not answer in time falls back the same way", async () => {
+    fake.mode = "hang";
+    process.env.ENGRAM_DREAM_MODEL_TIMEOUT_MS = "300";
+    const { runId, newer } = await seedAndRun();
+    expect(await memory(newer)).toMatchObject({ content: DUP_NEW, version: 1 });
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge" } });
+    expect(action.details).toMatchObject({ rewritten: false });
+  }, 180_000);
+});
