@@ -6,6 +6,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
+import { PostgresThrottleStore } from "@/lib/auth/postgres-throttle-store.ts";
 import { openDatabase, type Database } from "@/lib/db/database.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 
@@ -189,15 +190,16 @@ describe.skipIf(!serverUrl)("several server processes on one PostgreSQL database
     const parsed = new URL(serverUrl!);
     parsed.pathname = `/${dbName}`;
     url = parsed.toString();
+    fake = new FakeEmbeddings();
+    await fake.start();
+    // Both start at once on the empty database: they migrate it in turn (one applies, the other finds it done).
+    await Promise.all([startProc("A"), startProc("B")]);
     database = await openDatabase({ url });
     const now = new Date();
     const make = async (email: string) =>
       (await createUser(database.prisma, { email, name: email.split("@")[0]! }, now, (tx, created) => insertApiKey(tx, created.user.id, "test", now))).extra.key;
     annKey = await make("ann@example.test");
     rlKey = await make("rl@example.test");
-    fake = new FakeEmbeddings();
-    await fake.start();
-    await Promise.all([startProc("A"), startProc("B")]);
   });
 
   afterAll(async () => {
@@ -211,7 +213,14 @@ describe.skipIf(!serverUrl)("several server processes on one PostgreSQL database
     }
     await fake?.close();
     await database?.close();
-    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    // Closed pools finish hanging up asynchronously: a forced drop would reach a client mid-goodbye as an unhandled error.
+    if (admin) {
+      await until("the database's connections to close", async () => {
+        const { rows } = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1", [dbName]);
+        return rows[0].n === 0;
+      }, 10_000).catch(() => undefined);
+      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    }
     await admin?.end();
   });
 
@@ -277,6 +286,18 @@ describe.skipIf(!serverUrl)("several server processes on one PostgreSQL database
     await reading;
   });
 
+  it("agrees on the signing secret: a list cursor from one process pages on the other", async () => {
+    for (let i = 0; i < 3; i++) expect((await request("A", annKey, "POST", "/v1/memories", { content: `Cursor page note ${i}.` })).status).toBe(201);
+    const first = await request("A", annKey, "GET", "/v1/memories?limit=2");
+    expect(first.status).toBe(200);
+    expect(first.body.data.next_cursor).toBeTruthy();
+    const next = await request("B", annKey, "GET", `/v1/memories?limit=2&cursor=${encodeURIComponent(first.body.data.next_cursor)}`);
+    expect(next.status).toBe(200);
+    const firstIds = first.body.data.memories.map((m: { id: string }) => m.id);
+    expect(next.body.data.memories.length).toBeGreaterThanOrEqual(1);
+    for (const m of next.body.data.memories) expect(firstIds).not.toContain(m.id);
+  });
+
   it("shares each user's rate limit between the processes (PostgreSQL counters by default)", async () => {
     // Stay inside one 60 s window, so the sliding window's weighting of the previous one plays no part.
     const intoWindow = Date.now() % 60_000;
@@ -292,6 +313,25 @@ describe.skipIf(!serverUrl)("several server processes on one PostgreSQL database
     expect(refused.body.error.code).toBe("rate_limited");
     expect(refused.headers.get("x-ratelimit-limit")).toBe(String(HEAVY_CAP));
     expect(refused.headers.get("x-ratelimit-remaining")).toBe("0");
+  });
+
+  it("shares sign-in failure locks through PostgreSQL: a lock earned through one pool holds on another", async () => {
+    const other = await openDatabase({ url, migrate: false });
+    try {
+      const storeA = new PostgresThrottleStore(async () => database.prisma);
+      const storeB = new PostgresThrottleStore(async () => other.prisma);
+      const now = Date.now();
+      const lockAfter3 = (failures: number) => (failures >= 3 ? 30_000 : 0);
+      // Concurrent failures from both "processes" are each counted once.
+      const states = await Promise.all([storeA, storeB, storeA, storeB].map((store) => store.fail("acct:mp@example.test", lockAfter3, 60_000, now)));
+      expect(states.map((s) => s.failures).sort()).toEqual([1, 2, 3, 4]);
+      const [seen] = await storeB.get(["acct:mp@example.test"]);
+      expect(seen).toEqual({ failures: 4, until: now + 30_000 });
+      await storeA.clear("acct:mp@example.test");
+      expect(await storeB.get(["acct:mp@example.test"])).toEqual([undefined]);
+    } finally {
+      await other.close();
+    }
   });
 
   it("finishes the job of a process killed with kill -9 on the other, once its lease expires", async () => {

@@ -1,7 +1,7 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/client.ts";
-import type { Database } from "./database.ts";
+import type { Database, SqlRunner } from "./database.ts";
 
 /** A PostgreSQL ≥ 15 server with pgvector, via node-postgres. */
 export async function openPostgres(connectionString: string): Promise<Database> {
@@ -66,4 +66,29 @@ async function listenPostgres(
     stopped = true;
     await client?.end().catch(() => undefined);
   };
+}
+
+/** Arbitrary constant key of the session lock that serialises migrations between processes starting together. */
+const MIGRATION_LOCK = 0x656e6d67;
+
+/**
+ * Runs `fn` (the migration runner) on one dedicated connection holding a session advisory lock, so
+ * several processes starting at once on a fresh database migrate one after the other: the first applies
+ * the migrations, the others then find them applied.
+ */
+export async function withMigrationLock<T>(connectionString: string, fn: (sql: SqlRunner) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK]);
+    return await fn({
+      exec: async (sql) => {
+        await client.query(sql);
+      },
+      query: async <R,>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[],
+    });
+  } finally {
+    // Ending the session releases the lock even if the unlock is never sent.
+    await client.end().catch(() => undefined);
+  }
 }

@@ -9,3 +9,14 @@ CREATE UNLOGGED TABLE "rate_limit_windows" (
     CONSTRAINT "rate_limit_windows_pkey" PRIMARY KEY ("key", "window_start")
 );
 CREATE INDEX "rate_limit_windows_window_start_idx" ON "rate_limit_windows"("window_start");
+
+-- Failed password sign-ins per account and per address (lib/auth/postgres-throttle-store.ts), shared the same way.
+-- Logged: a lock must survive a database restart.
+CREATE TABLE "sign_in_throttle" (
+    "key" TEXT NOT NULL,
+    "failures" INTEGER NOT NULL,
+    "until_ms" BIGINT NOT NULL,
+    "expires_ms" BIGINT NOT NULL,
+    CONSTRAINT "sign_in_throttle_pkey" PRIMARY KEY ("key")
+);
+CREATE INDEX "sign_in_throttle_expires_ms_idx" ON "sign_in_throttle"("expires_ms");
