@@ -6,6 +6,9 @@ import type { Database, SqlRunner } from "./database.ts";
 /** A PostgreSQL ≥ 15 server with pgvector, via node-postgres. */
 export async function openPostgres(connectionString: string): Promise<Database> {
   const pool = new pg.Pool({ connectionString, max: Number(process.env.ENGRAM_DB_POOL_SIZE ?? 10) });
+  // An idle connection dropped by the server (restart, failover, idle timeout) is discarded by the pool; without a
+  // listener its 'error' event would be thrown and take the whole process down.
+  pool.on("error", (error) => console.error("[engram] database: an idle connection was lost", error.message));
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   return {
     kind: "postgres",
