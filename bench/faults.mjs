@@ -87,6 +87,9 @@ for (const kind of DATABASES) {
     console.error(server.log().slice(-4000));
     throw error;
   } finally {
+    // The server's own account of the run (errors behind any 5xx), next to the figures.
+    mkdirSync(path.join(root, "bench", "results"), { recursive: true });
+    writeFileSync(path.join(root, "bench", "results", `faults-${kind}-server.log`), server.log());
     await server.destroy();
     if (pgs) pgs.start(); // whatever happened, leave the cluster running as found
     await database?.drop();
