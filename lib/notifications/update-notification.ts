@@ -82,13 +82,14 @@ export const bulkNotificationsBodySchema = z.object({
   hub: z.uuid().optional(),
 });
 
+/** The `hub` field narrows; without it the X-Hub-ID header (as withAuth parsed it) does. */
 export async function bulkUpdateNotifications(ctx: AuthContext, op: "seen" | "dismiss", input: { hub?: string; kinds: string[]; since?: string }) {
   const decisions = input.kinds.filter(isDecisionKind);
   if (decisions.length) {
     throw new ApiError("bulk_not_allowed_for_decision_kind", `Decisions are taken one by one: ${decisions.join(", ")}`, { kinds: decisions });
   }
   const now = ctx.now();
-  const where = { ...notificationScope(ctx, { hub: input.hub, kinds: input.kinds, since: input.since }), ...(op === "seen" && { seenAt: null }) };
+  const where = { ...notificationScope(ctx, { hub: input.hub ?? ctx.hubHeader, kinds: input.kinds, since: input.since }), ...(op === "seen" && { seenAt: null }) };
   const { count } = await ctx.db.notification.updateMany({
     where,
     data: op === "seen" ? { seenAt: now } : { status: "dismissed", resolvedAt: now },
