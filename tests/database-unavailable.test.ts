@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
-import { isDatabaseUnavailable } from "@/lib/db/errors.ts";
+import { isDatabaseUnavailable, isTransactionExpired } from "@/lib/db/errors.ts";
 import { dispatch } from "./support/router.ts";
 
 /**
@@ -32,4 +32,11 @@ it("tells a lost connection from a request's own database error", async () => {
   expect(isDatabaseUnavailable(Object.assign(new Error("duplicate key"), { code: "23505" }))).toBe(false);
   expect(isDatabaseUnavailable(Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }))).toBe(true);
   expect(isDatabaseUnavailable(new Error("Connection terminated unexpectedly"))).toBe(true);
+});
+
+it("tells an expired (timed-out) transaction from other transaction errors", () => {
+  // The shape Prisma 7 gives when a transaction outlives its timeout (seen in bench:faults under load).
+  const expired = Object.assign(new Error("Transaction API error: A query cannot be executed on an expired transaction."), { code: "P2028", meta: { operation: "query", timeout: 5000, timeTaken: 6092 } });
+  expect(isTransactionExpired(expired)).toBe(true);
+  expect(isTransactionExpired(Object.assign(new Error("Transaction already closed"), { code: "P2028", meta: {} }))).toBe(false);
 });

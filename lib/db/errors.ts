@@ -30,3 +30,13 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (typeof e.message === "string" && /^Connection terminated/.test(e.message)) return true;
   return e.cause !== undefined && e.cause !== error ? isDatabaseUnavailable(e.cause, depth + 1) : false;
 }
+
+/**
+ * Whether an interactive transaction outlived its time limit (Prisma P2028 with a timeout): the database
+ * was too busy to finish it (lock waits, a saturated pool). Nothing was written; the API answers 503.
+ */
+export function isTransactionExpired(error: unknown): boolean {
+  if (!error || typeof error !== "object") return false;
+  const e = error as { code?: unknown; meta?: { timeout?: unknown } };
+  return e.code === "P2028" && typeof e.meta?.timeout === "number";
+}
