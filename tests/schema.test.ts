@@ -94,6 +94,11 @@ describe("schema and migrations agree", () => {
     expect(await db.upload.findUnique({ where: { id: more.upload.id } })).toEqual(more.upload);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
     expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
+    // Shared rate-limit counters (issue 16, several processes on PostgreSQL).
+    const window = await db.rateLimitWindow.create({ data: { key: "regular:user:x", windowStart: 1_700_000_040_000n, count: 3, allowed: false } });
+    expect(await db.rateLimitWindow.findUnique({ where: { key_windowStart: { key: window.key, windowStart: window.windowStart } } })).toEqual(window);
+    const throttle = await db.signInThrottle.create({ data: { key: "acct:x@example.test", failures: 6, untilMs: 1_700_000_030_000n, expiresMs: 1_700_086_400_000n } });
+    expect(await db.signInThrottle.findUnique({ where: { key: throttle.key } })).toEqual(throttle);
     // Agent configs and sessions (issue 15).
     const config = await db.agentConfig.create({
       data: { id: newId(), ownerId: user.id, agent: "claude-code", filePath: "CLAUDE.md", scope: "global", content: "c", contentHash: "h", sizeBytes: 1, version: 2, deletedAt: now, contentExpiresAt: now, createdAt: now, updatedAt: now },
@@ -124,7 +129,7 @@ describe("schema and migrations agree", () => {
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

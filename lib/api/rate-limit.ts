@@ -1,6 +1,8 @@
 import { Ratelimit } from "@upstash/ratelimit";
 import { Redis } from "@upstash/redis";
 import { config } from "@/lib/config.ts";
+import { getDatabase } from "@/lib/db/database.ts";
+import { PostgresRateLimiter } from "./postgres-rate-limit.ts";
 
 export type Bucket = "regular" | "heavy" | "light";
 
@@ -107,9 +109,23 @@ export function rateLimiter(): RateLimiter {
     const { rateLimits, upstash } = config();
     globalForLimiter.__engramLimiter = upstash
       ? new UpstashRateLimiter(rateLimits, new Redis({ url: upstash.url, token: upstash.token, retry: { retries: 1, backoff: () => 50 } }))
-      : new MemoryRateLimiter(rateLimits);
+      : rateLimitStore() === "postgres"
+        ? new PostgresRateLimiter(rateLimits, async () => (await getDatabase()).prisma)
+        : new MemoryRateLimiter(rateLimits);
   }
   return globalForLimiter.__engramLimiter;
+}
+
+/**
+ * Without Upstash: PostgreSQL (DATABASE_URL) keeps the counters in the database, so several server
+ * processes share each user's budget; the embedded database (one process only) keeps them in memory.
+ * ENGRAM_RATE_LIMIT_STORE=memory|postgres overrides (memory: one process, no database write per request).
+ */
+export function rateLimitStore(): "memory" | "postgres" {
+  const store = process.env.ENGRAM_RATE_LIMIT_STORE;
+  if (store === "memory" || store === "postgres") return store;
+  if (store) throw new Error(`ENGRAM_RATE_LIMIT_STORE must be "memory" or "postgres", got "${store}"`);
+  return process.env.DATABASE_URL ? "postgres" : "memory";
 }
 
 /** Tests swap the limiter (or reset it after changing the environment). */

@@ -1,4 +1,5 @@
 import { getDatabase } from "@/lib/db/database.ts";
+import { isDatabaseUnavailable, isTransactionExpired } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
 import { credentialWrites, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
@@ -145,6 +146,16 @@ function handle(
 /** Any throw becomes the envelope; unknown errors are logged and never leak. */
 export function toErrorResponse(error: unknown, requestId: string): Response {
   if (error instanceof ApiError) return errorResponse(error);
+  if (isDatabaseUnavailable(error)) {
+    // A database restart or failover, not a bug: 503 tells clients to retry.
+    console.error(`[${requestId}] database unavailable`, error instanceof Error ? error.message.split("\n").at(-1) : error);
+    return errorResponse(new ApiError("unavailable", "The database is not available; try again shortly", undefined, { "Retry-After": "2" }));
+  }
+  if (isTransactionExpired(error)) {
+    // Overload, not a bug: the transaction rolled back whole, so the same request can simply be retried.
+    console.error(`[${requestId}] database busy: transaction expired`, error instanceof Error ? error.message.split("\n").at(-1) : error);
+    return errorResponse(new ApiError("unavailable", "The database is too busy to finish this request; try again shortly", undefined, { "Retry-After": "2" }));
+  }
   console.error(`[${requestId}] unhandled error`, error);
   return errorResponse(new ApiError("internal", `Internal error (request ${requestId})`));
 }

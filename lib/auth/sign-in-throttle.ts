@@ -1,5 +1,8 @@
 import { Redis } from "@upstash/redis";
 import { config } from "@/lib/config.ts";
+import { rateLimitStore } from "@/lib/api/rate-limit.ts";
+import { getDatabase } from "@/lib/db/database.ts";
+import { PostgresThrottleStore } from "./postgres-throttle-store.ts";
 
 /**
  * Password guessing limits (issue 18 #3). Failed sign-ins are counted per account (e-mail) and per
@@ -111,7 +114,9 @@ export function signInThrottleStore(): ThrottleStore {
     const { upstash } = config();
     globalForThrottle.__engramSignInThrottle = upstash
       ? new UpstashThrottleStore(new Redis({ url: upstash.url, token: upstash.token, retry: { retries: 1, backoff: () => 50 } }))
-      : new MemoryThrottleStore();
+      : rateLimitStore() === "postgres"
+        ? new PostgresThrottleStore(async () => (await getDatabase()).prisma)
+        : new MemoryThrottleStore();
   }
   return globalForThrottle.__engramSignInThrottle;
 }

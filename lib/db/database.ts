@@ -43,7 +43,11 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
   const database = options.url
     ? await (await import("./postgres.ts")).openPostgres(options.url)
     : await (await import("./pglite.ts")).openPglite(options.dataDir ?? defaultDataDir(), options.template);
-  if (options.migrate !== false) await migrate(database.sql);
+  if (options.migrate !== false) {
+    // Processes starting together on PostgreSQL take turns (postgres.ts); PGlite has one process.
+    if (options.url) await (await import("./postgres.ts")).withMigrationLock(options.url, migrate);
+    else await migrate(database.sql);
+  }
   return database;
 }
 

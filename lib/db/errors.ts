@@ -7,3 +7,36 @@ export function isUniqueViolation(error: unknown): boolean {
   if (cause && (cause.kind === "UniqueConstraintViolation" || cause.originalCode === "23505")) return true;
   return e.cause !== undefined && e.cause !== error ? isUniqueViolation(e.cause) : false;
 }
+
+/** SQLSTATEs of a lost or refused connection: admin/crash shutdown, cannot connect now, connection exceptions. */
+const UNAVAILABLE_SQLSTATES = new Set(["57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006"]);
+const UNAVAILABLE_PRISMA_CODES = new Set(["P1001", "P1002", "P1017"]);
+const UNAVAILABLE_NODE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT"]);
+
+/**
+ * Whether an error means the database server could not be reached or dropped the connection (a restart,
+ * failover, network loss) rather than a fault of the request: the API answers 503, and a retry succeeds
+ * once the server is back.
+ */
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (!error || typeof error !== "object" || depth > 5) return false;
+  const e = error as { code?: unknown; message?: unknown; cause?: unknown; meta?: { driverAdapterError?: { cause?: { kind?: unknown; originalCode?: unknown; code?: unknown } } } };
+  if (typeof e.code === "string" && (UNAVAILABLE_PRISMA_CODES.has(e.code) || UNAVAILABLE_SQLSTATES.has(e.code) || UNAVAILABLE_NODE_CODES.has(e.code))) return true;
+  const cause = e.meta?.driverAdapterError?.cause;
+  if (cause) {
+    if (cause.kind === "DatabaseNotReachable" || cause.kind === "ConnectionClosed") return true;
+    if (typeof cause.originalCode === "string" && UNAVAILABLE_SQLSTATES.has(cause.originalCode)) return true;
+  }
+  if (typeof e.message === "string" && /^Connection terminated/.test(e.message)) return true;
+  return e.cause !== undefined && e.cause !== error ? isDatabaseUnavailable(e.cause, depth + 1) : false;
+}
+
+/**
+ * Whether an interactive transaction outlived its time limit (Prisma P2028 with a timeout): the database
+ * was too busy to finish it (lock waits, a saturated pool). Nothing was written; the API answers 503.
+ */
+export function isTransactionExpired(error: unknown): boolean {
+  if (!error || typeof error !== "object") return false;
+  const e = error as { code?: unknown; meta?: { timeout?: unknown } };
+  return e.code === "P2028" && typeof e.meta?.timeout === "number";
+}

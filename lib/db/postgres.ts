@@ -2,12 +2,15 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
 import { PrismaClient } from "./generated/client.ts";
 import { backgroundConnections, isBackgroundWork } from "./background-work.ts";
-import type { Database } from "./database.ts";
+import type { Database, SqlRunner } from "./database.ts";
 
 /** A PostgreSQL ≥ 15 server with pgvector, via node-postgres. */
 export async function openPostgres(connectionString: string): Promise<Database> {
   const size = Number(process.env.ENGRAM_DB_POOL_SIZE ?? 10);
   const pool = new pg.Pool({ connectionString, max: size });
+  // An idle connection dropped by the server (restart, failover, idle timeout) is discarded by the pool; without a
+  // listener its 'error' event would be thrown and take the whole process down.
+  pool.on("error", (error) => console.error("[engram] database: an idle connection was lost", error.message));
   const prisma = new PrismaClient({ adapter: new PrismaPg(boundedBackground(pool, backgroundConnections(size))) });
   return {
     kind: "postgres",
@@ -123,4 +126,29 @@ async function listenPostgres(
     stopped = true;
     await client?.end().catch(() => undefined);
   };
+}
+
+/** Arbitrary constant key of the session lock that serialises migrations between processes starting together. */
+const MIGRATION_LOCK = 0x656e6d67;
+
+/**
+ * Runs `fn` (the migration runner) on one dedicated connection holding a session advisory lock, so
+ * several processes starting at once on a fresh database migrate one after the other: the first applies
+ * the migrations, the others then find them applied.
+ */
+export async function withMigrationLock<T>(connectionString: string, fn: (sql: SqlRunner) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK]);
+    return await fn({
+      exec: async (sql) => {
+        await client.query(sql);
+      },
+      query: async <R,>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[],
+    });
+  } finally {
+    // Ending the session releases the lock even if the unlock is never sent.
+    await client.end().catch(() => undefined);
+  }
 }

@@ -1,5 +1,6 @@
 import { runAsBackground } from "@/lib/db/background-work.ts";
 import type { Db } from "@/lib/db/database.ts";
+import { JobLease } from "./job-lease.ts";
 import { claimMemory, processMemory } from "./process-memory.ts";
 import type { ProcessingConfig } from "./processing-config.ts";
 
@@ -51,7 +52,12 @@ export class EmbeddedRunner {
   /** Jobs finished since start, by outcome (reported in logs and by the benchmark). */
   readonly stats = { done: 0, stale: 0, retried: 0, failed: 0 };
 
-  constructor(private readonly options: EmbeddedRunnerOptions) {}
+  /** Renews the claims of running jobs, so other processes on the same database leave them alone. */
+  private readonly lease: JobLease;
+
+  constructor(private readonly options: EmbeddedRunnerOptions) {
+    this.lease = new JobLease(options.db, options.leaseMs);
+  }
 
   start(): void {
     void this.sweep();
@@ -63,6 +69,7 @@ export class EmbeddedRunner {
     this.stopped = true;
     clearInterval(this.sweepTimer);
     clearTimeout(this.followUp);
+    this.lease.stop();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     this.queued.clear();
@@ -95,7 +102,8 @@ export class EmbeddedRunner {
   }
 
   private staleBefore(now: Date): Date {
-    const timeout = now.getTime() - this.options.staleMs;
+    // Running jobs renew their lease (job-lease.ts): one not renewed for a whole lease has no live worker.
+    const timeout = now.getTime() - this.options.leaseMs;
     return new Date(this.options.exclusiveDatabase ? Math.max(timeout, this.startedAt.getTime()) : timeout);
   }
 
@@ -154,7 +162,8 @@ export class EmbeddedRunner {
       const now = new Date();
       const claim = await claimMemory(db, id, { ...this.options, now, staleBefore: this.staleBefore(now) });
       if (!claim) return;
-      const outcome = await processMemory(db, claim, this.options);
+      const signal = this.lease.hold(id, claim.attempt);
+      const outcome = await processMemory(db, claim, { ...this.options, signal }).finally(() => this.lease.release(id));
       if (outcome.status === "done") this.stats.done++;
       else if (outcome.status === "stale") this.stats.stale++;
       else if (outcome.status === "failed") {

@@ -60,6 +60,8 @@ export async function claimMemory(db: Db, id: string, options: ClaimOptions): Pr
       contentHash: row.contentHash,
       processingStatus: row.processingStatus,
       processingAttempts: row.processingAttempts,
+      // A takeover loses to a lease renewal that landed after the read (job-lease.ts).
+      ...(orphaned && { processingStartedAt: row.processingStartedAt }),
     },
     data: { processingStatus: "running", processingStartedAt: options.now, processingAttempts: { increment: 1 } },
   });
@@ -93,12 +95,18 @@ export async function recordFailure(
 }
 
 /** Runs every step for a claimed memory (the embedded runner's job). */
-export async function processMemory(db: Db, claim: Claim, config: Pick<ProcessingConfig, "maxAttempts" | "retryBaseMs">): Promise<JobOutcome> {
+export async function processMemory(
+  db: Db,
+  claim: Claim,
+  config: Pick<ProcessingConfig, "maxAttempts" | "retryBaseMs"> & { signal?: AbortSignal },
+): Promise<JobOutcome> {
   // All steps in one go: their writes commit together with `complete` (see StepContext.deferred).
   const ctx: StepContext = { db, memory: claim.memory, now: () => new Date(), deferred: { changes: {} } };
   let indexed = false;
   try {
     for (const step of PROCESSING_STEPS) {
+      // The lease was lost (another process took the memory over): its owner finishes the job, not us.
+      if (config.signal?.aborted) return { status: "stale" };
       await step.run(ctx);
       if (step.name === "complete") indexed = true;
     }

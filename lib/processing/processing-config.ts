@@ -6,8 +6,13 @@ export interface ProcessingConfig {
   concurrency: number;
   /** Attempts before a memory ends `failed`; a crash mid-job counts as an attempt. */
   maxAttempts: number;
-  /** A `running` memory not finished after this long is presumed orphaned and resumed. */
+  /** A `running` memory not finished after this long is presumed orphaned and resumed (Inngest runs, which renew no lease). */
   staleMs: number;
+  /**
+   * The embedded runner renews a running job's lease every third of this; a `running` memory whose lease
+   * was not renewed for this long belongs to a dead process and is taken over (several processes, one database).
+   */
+  leaseMs: number;
   /** How often the sweeper looks for pending and orphaned memories. */
   sweepMs: number;
   /** First retry delay; each further retry doubles it (capped at 5 minutes). */
@@ -19,6 +24,7 @@ export function processingConfig(): ProcessingConfig {
     concurrency: positiveIntEnv("ENGRAM_PROCESSING_CONCURRENCY", 16),
     maxAttempts: positiveIntEnv("ENGRAM_PROCESSING_MAX_ATTEMPTS", 5),
     staleMs: positiveIntEnv("ENGRAM_PROCESSING_STALE_SECONDS", 300) * 1000,
+    leaseMs: positiveIntEnv("ENGRAM_PROCESSING_LEASE_SECONDS", 30) * 1000,
     sweepMs: positiveIntEnv("ENGRAM_PROCESSING_SWEEP_SECONDS", 30) * 1000,
     retryBaseMs: positiveIntEnv("ENGRAM_PROCESSING_RETRY_BASE_MS", 2000),
   };

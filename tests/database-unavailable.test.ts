@@ -1,0 +1,42 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
+import { isDatabaseUnavailable, isTransactionExpired } from "@/lib/db/errors.ts";
+import { dispatch } from "./support/router.ts";
+
+/**
+ * A PostgreSQL server that is down (restart, failover) is a 503 with Retry-After, not a 500: the fault
+ * campaign (bench/faults.mjs) restarts the database under load and clients must know to retry. Nothing
+ * listens on 127.0.0.1:3149 (this branch's port range), so the driver's own "not reachable" error is real.
+ */
+let dead: Database;
+beforeAll(async () => {
+  dead = await openDatabase({ url: "postgres://postgres@127.0.0.1:3149/engram", migrate: false });
+  setDatabase(dead);
+});
+afterAll(async () => {
+  setDatabase(undefined);
+  await dead.close().catch(() => undefined);
+});
+
+it("answers 503 unavailable with Retry-After when the database cannot be reached", async () => {
+  const res = await dispatch(new Request("http://engram.test/v1/memories", { headers: { authorization: "Bearer egk_test_not_checked_yet" } }));
+  expect(res.status).toBe(503);
+  expect(res.headers.get("retry-after")).toBe("2");
+  const body = await res.json();
+  expect(body.error.code).toBe("unavailable");
+});
+
+it("tells a lost connection from a request's own database error", async () => {
+  const unreachable = await dead.prisma.user.count().catch((error: unknown) => error);
+  expect(isDatabaseUnavailable(unreachable)).toBe(true);
+  expect(isDatabaseUnavailable(Object.assign(new Error("duplicate key"), { code: "23505" }))).toBe(false);
+  expect(isDatabaseUnavailable(Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }))).toBe(true);
+  expect(isDatabaseUnavailable(new Error("Connection terminated unexpectedly"))).toBe(true);
+});
+
+it("tells an expired (timed-out) transaction from other transaction errors", () => {
+  // The shape Prisma 7 gives when a transaction outlives its timeout (seen in bench:faults under load).
+  const expired = Object.assign(new Error("Transaction API error: A query cannot be executed on an expired transaction."), { code: "P2028", meta: { operation: "query", timeout: 5000, timeTaken: 6092 } });
+  expect(isTransactionExpired(expired)).toBe(true);
+  expect(isTransactionExpired(Object.assign(new Error("Transaction already closed"), { code: "P2028", meta: {} }))).toBe(false);
+});
