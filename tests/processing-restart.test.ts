@@ -5,10 +5,15 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, expect, it } from "vitest";
 import { openDatabase } from "@/lib/db/database.ts";
+import { testPostgres } from "./support/harness.ts";
+import { createTestDatabase } from "./support/postgres.ts";
 
 const COUNT = 24;
-const dataDir = mkdtempSync(path.join(tmpdir(), "engram-restart-"));
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+// The children open the database by path (PGlite) or, under `npm run test:postgres`, by URL.
+const postgres = testPostgres();
+const copy = postgres ? await createTestDatabase(postgres) : undefined;
+const dataDir = copy?.url ?? mkdtempSync(path.join(tmpdir(), "engram-restart-"));
+afterAll(() => (copy ? copy.drop() : rmSync(dataDir, { recursive: true, force: true })));
 
 function child(...args: string[]): { proc: ChildProcess; lines: AsyncIterable<string>; exit: Promise<number | null> } {
   const proc = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "processing-restart-child.ts"), ...args], {
@@ -45,7 +50,7 @@ it("kill -9 in the middle of processing loses nothing: a restart finishes every 
   expect(await second.exit).toBe(0);
   expect(last).toEqual({ done: COUNT });
 
-  const database = await openDatabase({ dataDir });
+  const database = await openDatabase(copy ? { url: copy.url } : { dataDir });
   try {
     const memories = await database.prisma.memory.findMany({ select: { id: true, summary: true, processingAttempts: true, processingError: true } });
     expect(memories).toHaveLength(COUNT);

@@ -145,8 +145,24 @@ function handle(
 /** Any throw becomes the envelope; unknown errors are logged and never leak. */
 export function toErrorResponse(error: unknown, requestId: string): Response {
   if (error instanceof ApiError) return errorResponse(error);
+  if (isOverloaded(error)) {
+    console.warn(`[${requestId}] database busy`, (error as Error).message);
+    return errorResponse(new ApiError("unavailable", "The database is busy; try again shortly", undefined, { "Retry-After": "1" }));
+  }
   console.error(`[${requestId}] unhandled error`, error);
   return errorResponse(new ApiError("internal", `Internal error (request ${requestId})`));
+}
+
+/**
+ * No connection or transaction could be had in time (Prisma P2028), or PostgreSQL broke a deadlock
+ * (40P01): the request did nothing and may simply be retried, so 503 rather than a generic 500.
+ */
+function isOverloaded(error: unknown): boolean {
+  for (let e = error as { code?: unknown; cause?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: unknown } } } } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (e.code === "P2028" || e.code === "40P01" || e.meta?.driverAdapterError?.cause?.originalCode === "40P01") return true;
+    e = e.cause as typeof e;
+  }
+  return false;
 }
 
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);

@@ -6,7 +6,9 @@ import type { Database } from "./database.ts";
 /** A PostgreSQL ≥ 15 server with pgvector, via node-postgres. */
 export async function openPostgres(connectionString: string): Promise<Database> {
   const pool = new pg.Pool({ connectionString, max: Number(process.env.ENGRAM_DB_POOL_SIZE ?? 10) });
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  // Prisma's defaults (2 s to get a connection, 5 s per transaction) turn a burst of writes that
+  // queue on one row or advisory lock into 500s once the pool is busy; wait longer before giving up.
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: { maxWait: 10_000, timeout: 20_000 } });
   return {
     kind: "postgres",
     prisma,
