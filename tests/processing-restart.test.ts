@@ -18,7 +18,13 @@ afterAll(() => (copy ? copy.drop() : rmSync(dataDir, { recursive: true, force: t
 function child(...args: string[]): { proc: ChildProcess; lines: AsyncIterable<string>; exit: Promise<number | null> } {
   const proc = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "processing-restart-child.ts"), ...args], {
     cwd: process.cwd(),
-    env: { ...process.env, ENGRAM_PROCESSING_CONCURRENCY: "4" },
+    env: {
+      ...process.env,
+      ENGRAM_PROCESSING_CONCURRENCY: "4",
+      // On PostgreSQL another process could own a `running` job, so a restart resumes it only once it
+      // is stale (PGlite has one process: at once). Short here so the test does not wait 5 minutes.
+      ...(copy && { ENGRAM_PROCESSING_STALE_SECONDS: "20", ENGRAM_PROCESSING_SWEEP_SECONDS: "2" }),
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exit = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
