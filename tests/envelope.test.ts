@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
-import { openDatabase, setDatabase } from "@/lib/db/database.ts";
+import { setDatabase } from "@/lib/db/database.ts";
 import { listRouteFiles } from "./support/router.ts";
-import { createHarness, templateSnapshot, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, openTestDatabase, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
 let ann: Client;
@@ -71,7 +71,7 @@ describe("envelope and headers", () => {
   });
 
   test("an unexpected failure is a generic 500 that leaks nothing", async () => {
-    const broken = await openDatabase({ dataDir: "memory://", template: templateSnapshot() });
+    const broken = await openTestDatabase();
     await broken.close();
     setDatabase(broken);
     try {
@@ -79,7 +79,7 @@ describe("envelope and headers", () => {
       expect(res.status).toBe(500);
       expect(res.body.error.code).toBe("internal");
       expect(res.body.error.message).toMatch(/^Internal error \(request [0-9a-f-]+\)$/);
-      expect(res.text).not.toMatch(/prisma|pglite|stack|at \w+ \(/i);
+      expect(res.text).not.toMatch(/prisma|pglite|postgres|pool|stack|at \w+ \(/i);
     } finally {
       setDatabase(h.database);
     }

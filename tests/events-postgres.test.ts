@@ -1,48 +1,33 @@
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "@/lib/db/database.ts";
 import { eventBus } from "@/lib/events/event-bus.ts";
 import type { EventRecord } from "@/lib/events/event-types.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import { openEventStream } from "./support/sse-client.ts";
 
 /**
  * The PostgreSQL path of the event stream: LISTEN/NOTIFY between separate
  * connection pools, i.e. what two server processes sharing one database see.
- * Needs a real server (PGlite serves one session only):
- *   ENGRAM_TEST_POSTGRES_URL=$(../shared/tools/pg-server start | tail -1 | cut -d= -f2-) npx vitest run tests/events-postgres.test.ts
+ * Needs a real server (PGlite serves one session only): runs under `npm run test:postgres`
+ * (`npm run test:postgres -- tests/events-postgres.test.ts` alone) and is skipped by `npm test`.
  */
-const serverUrl = process.env.ENGRAM_TEST_POSTGRES_URL;
-
-describe.skipIf(!serverUrl)("events on PostgreSQL (LISTEN/NOTIFY across processes)", () => {
-  let admin: pg.Client;
-  let dbName: string;
-  let url: string;
+describe.skipIf(!testPostgres())("events on PostgreSQL (LISTEN/NOTIFY across processes)", () => {
   let h: Harness;
   let other: Database;
   let ann: Client;
   let bob: Client;
 
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: serverUrl });
-    await admin.connect();
-    dbName = `engram_events_${Date.now().toString(36)}`;
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    const parsed = new URL(serverUrl!);
-    parsed.pathname = `/${dbName}`;
-    url = parsed.toString();
-    h = await createHarness({ url });
+    h = await createHarness();
     // A second "server process": its own pool and its own LISTEN connection.
-    other = await openDatabase({ url, migrate: false });
+    other = await openDatabase({ url: h.url!, migrate: false });
     ann = await h.user("Ann");
     bob = await h.user("Bob");
   });
 
   afterAll(async () => {
-    await h?.close();
     await other?.close();
-    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin?.end();
+    await h?.close();
   });
 
   it("a write through one process reaches the other's subscribers after commit, in order", async () => {

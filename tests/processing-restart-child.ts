@@ -1,6 +1,7 @@
 // Child process for tests/processing-restart.test.ts (not a test itself):
 //   seed <dataDir> <count>   create a user and <count> memories through the HTTP handlers, then exit
 //   process <dataDir>        start background processing and report progress as JSON lines until all are done
+// <dataDir> is a PGlite data directory or, under `npm run test:postgres`, a postgres:// URL.
 import { openDatabase, setDatabase } from "@/lib/db/database.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { createUser } from "@/lib/users/create-user.ts";
@@ -8,7 +9,7 @@ import { startBackgroundProcessing } from "@/lib/processing/start-background-pro
 import { dispatch } from "./support/router.ts";
 
 const [mode, dataDir, countArg] = process.argv.slice(2);
-const database = await openDatabase({ dataDir: dataDir! });
+const database = await openDatabase(/^postgres(ql)?:/.test(dataDir!) ? { url: dataDir } : { dataDir: dataDir! });
 setDatabase(database);
 
 export function memoryText(i: number): string {

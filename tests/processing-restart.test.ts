@@ -5,15 +5,26 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, expect, it } from "vitest";
 import { openDatabase } from "@/lib/db/database.ts";
+import { testPostgres } from "./support/harness.ts";
+import { createTestDatabase } from "./support/postgres.ts";
 
 const COUNT = 24;
-const dataDir = mkdtempSync(path.join(tmpdir(), "engram-restart-"));
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+// The children open the database by path (PGlite) or, under `npm run test:postgres`, by URL.
+const postgres = testPostgres();
+const copy = postgres ? await createTestDatabase(postgres) : undefined;
+const dataDir = copy?.url ?? mkdtempSync(path.join(tmpdir(), "engram-restart-"));
+afterAll(() => (copy ? copy.drop() : rmSync(dataDir, { recursive: true, force: true })));
 
 function child(...args: string[]): { proc: ChildProcess; lines: AsyncIterable<string>; exit: Promise<number | null> } {
   const proc = spawn(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "processing-restart-child.ts"), ...args], {
     cwd: process.cwd(),
-    env: { ...process.env, ENGRAM_PROCESSING_CONCURRENCY: "4" },
+    env: {
+      ...process.env,
+      ENGRAM_PROCESSING_CONCURRENCY: "4",
+      // On PostgreSQL another process could own a `running` job, so a restart resumes it only once it
+      // is stale (PGlite has one process: at once). Short here so the test does not wait 5 minutes.
+      ...(copy && { ENGRAM_PROCESSING_STALE_SECONDS: "20", ENGRAM_PROCESSING_SWEEP_SECONDS: "2" }),
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exit = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
@@ -45,7 +56,7 @@ it("kill -9 in the middle of processing loses nothing: a restart finishes every 
   expect(await second.exit).toBe(0);
   expect(last).toEqual({ done: COUNT });
 
-  const database = await openDatabase({ dataDir });
+  const database = await openDatabase(copy ? { url: copy.url } : { dataDir });
   try {
     const memories = await database.prisma.memory.findMany({ select: { id: true, summary: true, processingAttempts: true, processingError: true } });
     expect(memories).toHaveLength(COUNT);

@@ -3,6 +3,7 @@ import { createHarness, waitProcessed, type Client, type Harness } from "./suppo
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
+import { processingConfig } from "@/lib/processing/processing-config.ts";
 
 let h: Harness;
 let ann: Client;
@@ -21,6 +22,11 @@ const runbook = [
 ].join("\n\n");
 
 const processed = (client: Client, id: string, timeoutMs = 30_000) => waitProcessed(h.db, client, id, timeoutMs);
+/**
+ * When a dead worker's `running` row started: the embedded database has one process, so any such row
+ * is orphaned at start-up; on PostgreSQL another process may own it until the stale timeout passes.
+ */
+const orphanedSince = () => new Date(Date.now() - (h.database.kind === "pglite" ? 60_000 : processingConfig().staleMs + 60_000));
 
 async function chunksOf(id: string) {
   return h.database.sql.query<{ position: number; content: string; heading_chain: string; token_count: number; has_vector: boolean; dims: number | null; lexical: boolean }>(
@@ -135,7 +141,7 @@ describe("background processing (embedded runner, real model, real database)", (
     stopBackgroundProcessing();
     const a = (await ann.post("/v1/memories", { content: "Left pending while no runner was listening." })).body.data.id;
     const b = (await ann.post("/v1/memories", { content: "Claimed by a worker that died." })).body.data.id;
-    await h.db.memory.update({ where: { id: b }, data: { processingStatus: "running", processingAttempts: 1, processingStartedAt: new Date(Date.now() - 60_000) } });
+    await h.db.memory.update({ where: { id: b }, data: { processingStatus: "running", processingAttempts: 1, processingStartedAt: orphanedSince() } });
     await startBackgroundProcessing();
     expect((await processed(ann, a)).processing_status).toBe("done");
     const resumed = await processed(ann, b);
@@ -147,7 +153,7 @@ describe("background processing (embedded runner, real model, real database)", (
     await backgroundRunner()!.idle();
     stopBackgroundProcessing();
     const id = (await ann.post("/v1/memories", { content: "Poison pill memory about the quarterly budget." })).body.data.id;
-    await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 5, processingStartedAt: new Date(Date.now() - 60_000) } });
+    await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 5, processingStartedAt: orphanedSince() } });
     await startBackgroundProcessing();
     const memory = await processed(ann, id);
     expect(memory.processing_status).toBe("failed");

@@ -140,7 +140,11 @@ describe("POST /v1/recall — retrieval", () => {
     // the rare word is written last, so a cap that cut in table order would drop it.
     const cara = await h.user("Cara");
     const common: string[] = [];
-    for (let i = 0; i < 650; i++) common.push(await push(cara, `Pipeline note ${i}: the deploy pipeline ran for build ${i}.`));
+    // Pushed a few at a time (a server with several connections takes them in parallel).
+    for (let i = 0; i < 650; i += 5) {
+      const batch = Array.from({ length: 5 }, (_, k) => push(cara, `Pipeline note ${i + k}: the deploy pipeline ran for build ${i + k}.`));
+      common.push(...(await Promise.all(batch)));
+    }
     const rare = await push(cara, "The quokka deploy pipeline runs only on Tuesdays.");
     await indexMemories(h.db, [...common, rare], { embed: false });
     const data = await recall(cara, { query: "quokka deploy pipeline" });

@@ -3,14 +3,14 @@ import { cpSync, mkdtempSync, appendFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { openDatabase, type Database } from "@/lib/db/database.ts";
+import type { Database } from "@/lib/db/database.ts";
 import { listMigrations, migrate } from "@/lib/db/migrate.ts";
 import { newId } from "@/lib/ids.ts";
-import { templateSnapshot } from "./support/harness.ts";
+import { openTestDatabase } from "./support/harness.ts";
 
 let database: Database;
 beforeAll(async () => {
-  database = await openDatabase({ dataDir: "memory://", template: templateSnapshot() });
+  database = await openTestDatabase();
 });
 afterAll(() => database.close());
 
@@ -167,7 +167,7 @@ describe("schema and migrations agree", () => {
     const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
     try {
       cpSync(path.join(process.cwd(), "prisma", "migrations"), dir, { recursive: true });
-      const db = await openDatabase({ dataDir: "memory://", template: templateSnapshot(), migrate: false });
+      const db = await openTestDatabase({ migrate: false });
       try {
         const broken = path.join(dir, "99990101000000_broken");
         cpSync(path.join(dir, listMigrations(dir)[0]!.name), broken, { recursive: true });

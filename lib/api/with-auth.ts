@@ -156,8 +156,25 @@ export function toErrorResponse(error: unknown, requestId: string): Response {
     console.error(`[${requestId}] database busy: transaction expired`, error instanceof Error ? error.message.split("\n").at(-1) : error);
     return errorResponse(new ApiError("unavailable", "The database is too busy to finish this request; try again shortly", undefined, { "Retry-After": "2" }));
   }
+  if (isOverloaded(error)) {
+    // A deadlock or a pool wait that timed out: rolled back whole, safe to retry.
+    console.warn(`[${requestId}] database busy`, (error as Error).message);
+    return errorResponse(new ApiError("unavailable", "The database is busy; try again shortly", undefined, { "Retry-After": "1" }));
+  }
   console.error(`[${requestId}] unhandled error`, error);
   return errorResponse(new ApiError("internal", `Internal error (request ${requestId})`));
+}
+
+/**
+ * No connection or transaction could be had in time (Prisma P2028), or PostgreSQL broke a deadlock
+ * (40P01): the request did nothing and may simply be retried, so 503 rather than a generic 500.
+ */
+function isOverloaded(error: unknown): boolean {
+  for (let e = error as { code?: unknown; cause?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: unknown } } } } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (e.code === "P2028" || e.code === "40P01" || e.meta?.driverAdapterError?.cause?.originalCode === "40P01") return true;
+    e = e.cause as typeof e;
+  }
+  return false;
 }
 
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);

@@ -11,7 +11,12 @@ export async function openPostgres(connectionString: string): Promise<Database> 
   // An idle connection dropped by the server (restart, failover, idle timeout) is discarded by the pool; without a
   // listener its 'error' event would be thrown and take the whole process down.
   pool.on("error", (error) => console.error("[engram] database: an idle connection was lost", error.message));
-  const prisma = new PrismaClient({ adapter: new PrismaPg(boundedBackground(pool, backgroundConnections(size))) });
+  // Prisma's defaults (2 s to get a connection, 5 s per transaction) turn a burst of writes that
+  // queue on one row or advisory lock into 500s once the pool is busy; wait longer before giving up.
+  const prisma = new PrismaClient({
+    adapter: new PrismaPg(boundedBackground(pool, backgroundConnections(size))),
+    transactionOptions: { maxWait: 10_000, timeout: 20_000 },
+  });
   return {
     kind: "postgres",
     prisma,

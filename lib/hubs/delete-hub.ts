@@ -1,7 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
-import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
+import { assertTeamHub, hubPermissionOrThrow, lockHubMembers } from "./hub-access.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /**
@@ -14,6 +14,8 @@ export async function deleteHub(ctx: AuthContext, hubId: string) {
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "hub.own", "delete the hub");
   assertTeamHub(hub, "deleted");
   const keys = await ctx.db.$transaction(async (tx) => {
+    // Pushes into the hub that are under way finish first; later ones find no membership.
+    await lockHubMembers(tx, hub.id);
     // Its members are gone with it, so they are named as the event's audience.
     const members = await tx.hubMember.findMany({ where: { hubId: hub.id }, select: { userId: true } });
     const detached = await detachUploads(tx, { hubId: hub.id });

@@ -1,20 +1,33 @@
 import type { Db } from "@/lib/db/database.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { lockHubMembers } from "./hub-access.ts";
+
+const NOT_REMOVED = Symbol("not removed");
 
 /**
  * Ends a non-owner's membership and cancels a pending ownership transfer aimed
  * at them, atomically. The owner row is never matched, so a concurrent transfer
  * that just made this user the owner wins. Returns whether a row was removed.
+ *
+ * The transfer row is written before the membership row: accepting a transfer locks them in that
+ * order too, so a leave racing an accept waits for it instead of deadlocking with it (issue 16).
  */
 export async function dropMembership(db: Db, hubId: string, userId: string, now: Date, actorId: string | null = userId): Promise<boolean> {
-  return db.$transaction(async (tx) => {
-    const { count } = await tx.hubMember.deleteMany({ where: { hubId, userId, role: { not: "owner" } } });
-    if (count === 0) return false;
-    await tx.ownershipTransfer.updateMany({
-      where: { hubId, targetUserId: userId, state: "pending" },
-      data: { state: "canceled", resolvedAt: now },
+  return db
+    .$transaction(async (tx) => {
+      await lockHubMembers(tx, hubId);
+      await tx.ownershipTransfer.updateMany({
+        where: { hubId, targetUserId: userId, state: "pending" },
+        data: { state: "canceled", resolvedAt: now },
+      });
+      const { count } = await tx.hubMember.deleteMany({ where: { hubId, userId, role: { not: "owner" } } });
+      // Nothing removed: undo the cancel too.
+      if (count === 0) throw NOT_REMOVED;
+      await emitEvent(tx, { type: "member.removed", hubId, actorId, entityId: userId });
+      return true;
+    })
+    .catch((error: unknown) => {
+      if (error === NOT_REMOVED) return false;
+      throw error;
     });
-    await emitEvent(tx, { type: "member.removed", hubId, actorId, entityId: userId });
-    return true;
-  });
 }

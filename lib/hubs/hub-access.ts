@@ -1,6 +1,8 @@
 import type { AuthContext, Credential, HubRecord } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { can, isRole, type Permission, type Role } from "@/lib/api/permissions.ts";
+import { lockForTransaction, lockForTransactionShared } from "@/lib/db/advisory-lock.ts";
+import type { DbClient } from "@/lib/db/database.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
 
@@ -97,6 +99,28 @@ export async function hubPermissionOrThrow(ctx: Caller, hubId: string, permissio
   const membership = await membershipOrThrow(ctx, hubId);
   if (!allows(membership, permission)) throw forbiddenFor(membership, action);
   return membership;
+}
+
+/** The key that orders writes into a hub against membership changes there (see lockMembershipOrThrow). */
+const membersKey = (hubId: string) => `hub-members:${hubId}`;
+
+/**
+ * Inside a writing transaction: the caller's membership of the hub read again under the hub's
+ * membership lock, held shared until commit (issue 16). A removal, demotion or hub deletion takes
+ * that lock exclusively (lockHubMembers), so it waits for writes already past this point and the
+ * writes after it see it: once it returns, no write it did not see can still land.
+ */
+export async function lockMembershipOrThrow(tx: DbClient, ctx: Caller, hub: HubRecord, permission: Permission, action: string): Promise<void> {
+  await lockForTransactionShared(tx, membersKey(hub.id));
+  const row = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: ctx.user.id } }, select: { role: true } });
+  const membership = row ? toMembership(ctx.credential, { role: row.role, hub }) : undefined;
+  if (!membership) throw new ApiError("not_found", "Hub not found");
+  if (!allows(membership, permission)) throw forbiddenFor(membership, action);
+}
+
+/** The exclusive side: taken by every transaction that removes, demotes or deletes members of a hub. */
+export async function lockHubMembers(tx: DbClient, hubId: string): Promise<void> {
+  await lockForTransaction(tx, membersKey(hubId));
 }
 
 /**

@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { can, type Role } from "@/lib/api/permissions.ts";
 import { isUuid } from "@/lib/ids.ts";
-import { hubPermissionOrThrow } from "./hub-access.ts";
+import { hubPermissionOrThrow, lockHubMembers } from "./hub-access.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 
@@ -20,6 +20,7 @@ export async function updateMember(ctx: AuthContext, hubId: string, userId: stri
   }
   // Conditional on the role we checked: a concurrent change (or transfer) makes this a conflict, not a silent overwrite.
   const { count } = await ctx.db.$transaction(async (tx) => {
+    await lockHubMembers(tx, hub.id);
     const result = await tx.hubMember.updateMany({ where: { hubId: hub.id, userId, role: target.role }, data: { role: input.role } });
     if (result.count) await emitEvent(tx, { type: "member.updated", hubId: hub.id, actorId: ctx.user.id, entityId: userId });
     return result;

@@ -1,9 +1,11 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canEditMemory } from "@/lib/api/permissions.ts";
-import { allows, forbiddenFor, readableHubs } from "@/lib/hubs/hub-access.ts";
+import { allows, forbiddenFor, lockMembershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
+import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
+import { memoryWriteGuard } from "./memory-write-guard.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 
 /**
@@ -32,8 +34,11 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
   }
 
   return ctx.db.$transaction(async (tx) => {
+    // The caller must still be able to write into the target when the moves commit.
+    await lockMembershipOrThrow(tx, ctx, target.hub, "memories.write", "add memories");
+    const locked = await lockMemoryRows(tx, ids.filter(isUuid), [...memberships.keys()]);
     const found = await tx.memory.findMany({
-      where: { id: { in: ids.filter(isUuid) }, hubId: { in: [...memberships.keys()] } },
+      where: { id: { in: locked }, hubId: { in: [...memberships.keys()] } },
       select: { id: true, hubId: true, ownerId: true, sourcePath: true, topicId: true },
     });
     const byId = new Map(found.map((m) => [m.id, m]));
@@ -45,38 +50,59 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
           )
         : [],
     );
-    const skipped: Skipped[] = [];
+    const reasons = new Map<string, Skipped["reason"]>();
     const seenPaths = new Set<string>();
-    let moved = 0;
-    const movedEvents: EmitEventInput[] = [];
+    const planned: { id: string; fromHubId: string; changesHub: boolean }[] = [];
     for (const id of ids) {
       const memory = byId.get(id);
       const membership = memory && memberships.get(memory.hubId);
       if (!memory || !membership) {
-        skipped.push({ id, reason: "not_found" });
+        reasons.set(id, "not_found");
         continue;
       }
       if (!canEditMemory(membership.role, memory.ownerId === ctx.user.id)) {
-        skipped.push({ id, reason: "not_owned" });
+        reasons.set(id, "not_owned");
         continue;
       }
       const changesHub = memory.hubId !== target.hub.id;
       if (changesHub && memory.sourcePath && (takenPaths.has(memory.sourcePath) || seenPaths.has(memory.sourcePath))) {
         // The target hub already holds a memory for this source_path.
-        skipped.push({ id, reason: "conflict" });
+        reasons.set(id, "conflict");
         continue;
       }
       if (memory.sourcePath) seenPaths.add(memory.sourcePath);
-      // No topic_id: the memories leave their topic (a hub_id-only move to their own hub just clears it).
-      const topicId = topic ? topic.id : null;
-      await tx.memory.update({ where: { id }, data: { hubId: target.hub.id, topicId, updatedAt: ctx.now() } });
-      if (changesHub) {
-        await tx.chunk.updateMany({ where: { memoryId: id }, data: { hubId: target.hub.id } });
-        await tx.attachment.updateMany({ where: { memoryId: id }, data: { hubId: target.hub.id } });
-      }
-      moved += 1;
-      movedEvents.push({ type: "memory.updated", hubId: target.hub.id, actorId: ctx.user.id, entityId: id }, ...(changesHub ? [{ type: "memory.deleted" as const, hubId: memory.hubId, actorId: ctx.user.id, entityId: id }] : []));
+      planned.push({ id, fromHubId: memory.hubId, changesHub });
     }
+    // No topic_id: the memories leave their topic (a hub_id-only move to their own hub just clears it).
+    const topicId = topic ? topic.id : null;
+    const done: typeof planned = [];
+    for (const move of planned) {
+      // Conditional on the state read above (still there, same hub, still editable by the caller): a
+      // concurrent delete, move or role change makes it match nothing and the memory is skipped.
+      const { count } = await tx.memory.updateMany({
+        where: { id: move.id, hubId: move.fromHubId, ...memoryWriteGuard(ctx.user.id, "edit") },
+        data: { hubId: target.hub.id, topicId, updatedAt: ctx.now() },
+      });
+      if (count === 0) reasons.set(move.id, "not_found");
+      else done.push(move);
+    }
+    const crossing = done.filter((move) => move.changesHub).map((move) => move.id);
+    if (crossing.length) {
+      await tx.chunk.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });
+      await tx.attachment.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });
+    }
+    const movedIds = new Set(done.map((move) => move.id));
+    const movedEvents: EmitEventInput[] = ids
+      .filter((id) => movedIds.has(id))
+      .flatMap((id) => {
+        const move = done.find((m) => m.id === id)!;
+        return [
+          { type: "memory.updated" as const, hubId: target.hub.id, actorId: ctx.user.id, entityId: id },
+          ...(move.changesHub ? [{ type: "memory.deleted" as const, hubId: move.fromHubId, actorId: ctx.user.id, entityId: id }] : []),
+        ];
+      });
+    const moved = done.length;
+    const skipped: Skipped[] = ids.flatMap((id) => (reasons.has(id) ? [{ id, reason: reasons.get(id)! }] : []));
     await emitEvent(tx, movedEvents);
     return { moved, skipped };
   });

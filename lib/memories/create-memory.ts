@@ -4,6 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
+import { lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
 import { newId } from "@/lib/ids.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
@@ -61,7 +62,11 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody): Pr
 ${input.content}`) : contentHash(input.content);
   const attempt = () =>
     ctx.db.$transaction(async (tx) => {
-      await lockForTransaction(tx, `memory:${ctx.hub.id}:${input.source_path ?? hash}`);
+      // The source_path's lock (if any) before the content's: a push with a path and one without can
+      // share a content hash, and each must see the other's memory (always in this order, no deadlock).
+      if (input.source_path) await lockForTransaction(tx, `memory:${ctx.hub.id}:path:${input.source_path}`);
+      await lockForTransaction(tx, `memory:${ctx.hub.id}:${hash}`);
+      await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories");
       if (input.source_path) {
         const existing = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, sourcePath: input.source_path } });
         if (existing && file) throw new ApiError("conflict", "A memory with this source_path exists; files are added as new memories", { memory_id: existing.id });

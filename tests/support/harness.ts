@@ -8,6 +8,7 @@ import { newId } from "@/lib/ids.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { flushUsage } from "@/lib/usage/count-usage.ts";
 import { dispatch } from "./router.ts";
+import { createTestDatabase } from "./postgres.ts";
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -86,6 +87,8 @@ export async function waitProcessed(db: Database["prisma"], client: { get: Clien
 
 export interface Harness {
   database: Database;
+  /** The database's postgres:// URL (a PostgreSQL test database or `options.url`); undefined on PGlite. */
+  url?: string;
   db: Database["prisma"];
   user(name: string): Promise<Client>;
   /** A team hub owned by `owner` with the given members, written straight to the database. */
@@ -103,19 +106,48 @@ export function templateSnapshot(): Blob {
   return template;
 }
 
+/** The PostgreSQL server and template of `npm run test:postgres`; undefined under `npm test` (PGlite). */
+export function testPostgres() {
+  return inject("postgres");
+}
+
 /**
- * A fresh, migrated embedded database installed as the app's database, plus
+ * A fresh, migrated test database: an in-memory PGlite from the snapshot under `npm test`, its own
+ * PostgreSQL database (a copy of the migrated template) under `npm run test:postgres`. Its close()
+ * also drops a PostgreSQL copy. `migrate: false` skips the (no-op) check for pending migrations.
+ */
+export async function openTestDatabase(options: { migrate?: boolean } = {}): Promise<Database & { url?: string }> {
+  const postgres = testPostgres();
+  if (!postgres) return openDatabase({ dataDir: "memory://", template: templateSnapshot(), migrate: options.migrate });
+  const copy = await createTestDatabase(postgres);
+  try {
+    const database = await openDatabase({ url: copy.url, migrate: options.migrate });
+    return {
+      ...database,
+      url: copy.url,
+      async close() {
+        await database.close();
+        await copy.drop();
+      },
+    };
+  } catch (error) {
+    await copy.drop();
+    throw error;
+  }
+}
+
+/**
+ * A fresh, migrated test database (see openTestDatabase) installed as the app's database, plus
  * helpers to call the API. With `url`, the app talks to that PostgreSQL server instead.
  */
 export async function createHarness(options: { url?: string } = {}): Promise<Harness> {
-  const database = options.url
-    ? await openDatabase({ url: options.url })
-    : await openDatabase({ dataDir: "memory://", template: templateSnapshot() });
+  const database = options.url ? await openDatabase({ url: options.url }) : await openTestDatabase();
   setDatabase(database);
   setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
   let counter = 0;
   return {
     database,
+    url: options.url ?? ("url" in database ? (database.url as string | undefined) : undefined),
     db: database.prisma,
     async user(name: string) {
       counter += 1;

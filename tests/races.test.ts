@@ -1,0 +1,250 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
+import { newRandomId } from "@/lib/ids.ts";
+import { indexMemories } from "./recall-helpers.ts";
+import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
+
+/**
+ * Races that only a server with several connections can lose (issue 16). Every request goes through
+ * the real route handlers; under `npm run test:postgres` they run truly at once on the harness's
+ * connection pool (ENGRAM_DB_POOL_SIZE, 10 by default), so a check-then-write without a lock, a
+ * conditional statement or a unique index shows up here. Under `npm test` PGlite runs one statement
+ * at a time: the same invariants are checked, but fewer interleavings are possible.
+ */
+let h: Harness;
+
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(() => h.close());
+
+const on = (hubId: string) => ({ headers: { "x-hub-id": hubId } });
+const statuses = (results: ApiResponse[]) => results.map((r) => r.status).sort((a, b) => a - b);
+const count = (results: ApiResponse[], status: number) => results.filter((r) => r.status === status).length;
+/** Requests from `workers` loops until `stop()` is true; every response with the time its request was sent. */
+async function hammer(workers: number, stop: () => boolean, send: (i: number) => Promise<ApiResponse>) {
+  const sent: { at: number; res: ApiResponse }[] = [];
+  let n = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (!stop()) {
+        const at = performance.now();
+        sent.push({ at, res: await send(n++) });
+        // PGlite answers through microtasks alone: let timers (the racing removal or revoke) run.
+        await new Promise((r) => setImmediate(r));
+      }
+    }),
+  );
+  return sent;
+}
+
+it("runs on the database the run asked for", async () => {
+  expect(h.database.kind).toBe(testPostgres() ? "postgres" : "pglite");
+});
+
+describe("invites and ownership", () => {
+  it("ten users accept one invite at once: one joins, nine get 410 used", async () => {
+    const own = await h.user("Owner");
+    const hub = await h.teamHub(own);
+    const token = (await own.post(`/v1/hubs/${hub}/invites`, { role: "contributor" })).body.data.token;
+    const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => h.user(`Racer${i}`)));
+    const results = await Promise.all(racers.map((u) => u.post(`/v1/invites/${token}/accept`)));
+    expect(statuses(results)).toEqual([200, ...Array(9).fill(410)]);
+    expect(results.filter((r) => r.status === 410).every((r) => r.body.error.code === "used")).toBe(true);
+    expect(await h.db.hubMember.count({ where: { hubId: hub } })).toBe(2);
+    expect(await h.db.invite.findFirstOrThrow({ where: { hubId: hub } })).toMatchObject({ state: "accepted" });
+  });
+
+  it("one user accepts one invite five times at once: one membership", async () => {
+    const own = await h.user("Owner");
+    const hub = await h.teamHub(own);
+    const token = (await own.post(`/v1/hubs/${hub}/invites`, { role: "viewer" })).body.data.token;
+    const eve = await h.user("Eve");
+    const results = await Promise.all(Array.from({ length: 5 }, () => eve.post(`/v1/invites/${token}/accept`)));
+    expect(count(results, 200)).toBe(1);
+    expect(results.every((r) => r.status === 200 || [409, 410].includes(r.status))).toBe(true);
+    expect(await h.db.hubMember.count({ where: { hubId: hub, userId: eve.id } })).toBe(1);
+  });
+
+  it("the target accepts a transfer five times while the owner cancels it: one outcome, one owner", async () => {
+    for (let round = 0; round < 3; round++) {
+      const own = await h.user("Owner");
+      const ada = await h.user("Ada");
+      const hub = await h.teamHub(own, [[ada, "admin"]]);
+      const transfer = (await own.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: ada.id })).body.data;
+      const results = await Promise.all([
+        ...Array.from({ length: 5 }, () => ada.post(`/v1/hubs/${hub}/ownership-transfer/${transfer.id}/accept`)),
+        own.post(`/v1/hubs/${hub}/ownership-transfer/${transfer.id}/cancel`),
+      ]);
+      expect(results.every((r) => r.status < 500), JSON.stringify(results.map((r) => r.body))).toBe(true);
+      const won = results.filter((r) => r.status === 200);
+      expect(won).toHaveLength(1);
+      const state = (await h.db.ownershipTransfer.findUniqueOrThrow({ where: { id: transfer.id } })).state;
+      const owners = await h.db.hubMember.findMany({ where: { hubId: hub, role: "owner" } });
+      const row = await h.db.hub.findUniqueOrThrow({ where: { id: hub } });
+      expect(owners).toHaveLength(1);
+      expect(row.ownerId).toBe(owners[0]!.userId);
+      expect(row.ownerId).toBe(state === "accepted" ? ada.id : own.id);
+      expect(state).toBe(won[0] === results[5] ? "canceled" : "accepted");
+    }
+  });
+
+  it("two transfers to different members accepted at once, each racing a leave: one owner at the end", async () => {
+    const own = await h.user("Owner");
+    const ada = await h.user("Ada");
+    const bea = await h.user("Bea");
+    const hub = await h.teamHub(own, [[ada, "admin"], [bea, "admin"]]);
+    const offered = await Promise.all([ada, bea].map((u) => own.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: u.id })));
+    expect(statuses(offered)).toEqual([201, 409]);
+    const transfer = offered.find((r) => r.status === 201)!.body.data;
+    const target = transfer.target_user_id === ada.id ? ada : bea;
+    const results = await Promise.all([target.post(`/v1/hubs/${hub}/ownership-transfer/${transfer.id}/accept`), target.post(`/v1/hubs/${hub}/leave`)]);
+    expect(results.every((r) => r.status < 500), JSON.stringify(results.map((r) => r.body))).toBe(true);
+    const owners = await h.db.hubMember.findMany({ where: { hubId: hub, role: "owner" } });
+    expect(owners).toHaveLength(1);
+    expect((await h.db.hub.findUniqueOrThrow({ where: { id: hub } })).ownerId).toBe(owners[0]!.userId);
+    // Whoever owns it is still a member; a target that left never became owner.
+    if (results[1]!.status === 200) expect(owners[0]!.userId).toBe(own.id);
+  });
+});
+
+describe("membership and credentials during use", () => {
+  it("a member removed while pushing: no push lands after the removal returns", async () => {
+    const own = await h.user("Owner");
+    const con = await h.user("Con");
+    const hub = await h.teamHub(own, [[con, "contributor"]]);
+    let removedAt = Infinity;
+    let landedAtRemoval = -1;
+    let landed = 0;
+    const removal = (async () => {
+      // Once pushes are flowing (some landed, more in flight), remove the member.
+      try {
+        for (const deadline = Date.now() + 30_000; landed < 3 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 5));
+        const res = await own.delete(`/v1/hubs/${hub}/members/${con.id}`);
+        expect(res.status, res.text).toBe(200);
+        landedAtRemoval = await h.db.memory.count({ where: { hubId: hub, ownerId: con.id } });
+        removedAt = performance.now();
+      } finally {
+        if (removedAt === Infinity) removedAt = -Infinity; // failed: stop the pushes
+      }
+    })();
+    const pushes = hammer(8, () => performance.now() > removedAt + 150, async (i) => {
+      const res = await con.post("/v1/memories", { content: `push ${i} while being removed` }, on(hub));
+      if (res.status === 201) landed += 1;
+      return res;
+    });
+    const [, sent] = await Promise.all([removal, pushes]);
+    const created = sent.filter((s) => s.res.status === 201);
+    expect(created.length, JSON.stringify(statuses(sent.map((s) => s.res)))).toBeGreaterThan(0);
+    expect(sent.every((s) => s.res.status === 201 || s.res.status === 404), JSON.stringify(sent.find((s) => ![201, 404].includes(s.res.status))?.res.body)).toBe(true);
+    expect(sent.filter((s) => s.at > removedAt).every((s) => s.res.status === 404)).toBe(true);
+    // Nothing committed after the removal returned; every 201 is one memory, every 404 none.
+    const memories = await h.db.memory.count({ where: { hubId: hub, ownerId: con.id } });
+    expect(memories).toBe(landedAtRemoval);
+    expect(memories).toBe(created.length);
+  });
+
+  it("an API key revoked while in use: every request sent after the revoke returned is 401", async () => {
+    const ann = await h.user("Ann");
+    const made = (await ann.post("/v1/auth/api-keys", { name: "busy" })).body.data;
+    const key = clientFor(made.key);
+    let revokedAt = Infinity;
+    const revoke = (async () => {
+      try {
+        await new Promise((r) => setTimeout(r, 150));
+        expect((await ann.delete(`/v1/auth/api-keys/${made.id}`)).body.data.revoked).toBe(true);
+        revokedAt = performance.now();
+      } finally {
+        if (revokedAt === Infinity) revokedAt = -Infinity; // failed: stop the requests
+      }
+    })();
+    const landedBefore = () => h.db.memory.count({ where: { ownerId: ann.id } });
+    const sent = hammer(8, () => performance.now() > revokedAt + 150, (i) => (i % 2 ? key.get("/v1/memories?limit=1") : key.post("/v1/memories", { content: `busy ${i}` })));
+    const [, requests] = await Promise.all([revoke, sent]);
+    expect(requests.filter((s) => s.at < revokedAt && s.res.status !== 401).length).toBeGreaterThan(0);
+    expect(requests.every((s) => [200, 201, 401].includes(s.res.status))).toBe(true);
+    const after = requests.filter((s) => s.at > revokedAt);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.every((s) => s.res.status === 401)).toBe(true);
+    expect(await landedBefore()).toBe(requests.filter((s) => s.res.status === 201).length);
+  });
+});
+
+describe("deduplication under concurrent creates", () => {
+  it("twenty creates of the same content: one memory, one 201", async () => {
+    const ann = await h.user("Ann");
+    const results = await Promise.all(Array.from({ length: 20 }, () => ann.post("/v1/memories", { content: "the same note, twenty times" })));
+    expect(statuses(results)).toEqual([...Array(19).fill(200), 201]);
+    expect(new Set(results.map((r) => r.body.data.id)).size).toBe(1);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(1);
+  });
+
+  it("twenty creates of one content, half with a source_path: still one memory", async () => {
+    const ann = await h.user("Ann");
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => ann.post("/v1/memories", { content: "notes from the offsite", ...(i % 2 && { source_path: "notes/offsite.md" }) })),
+    );
+    expect(count(results, 201)).toBe(1);
+    expect(results.every((r) => r.status === 200 || r.status === 201)).toBe(true);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(1);
+  });
+
+  it("twenty creates of one source_path with different contents: one memory, every content applied once", async () => {
+    const ann = await h.user("Ann");
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => ann.post("/v1/memories", { content: `version ${i} of the runbook`, source_path: "runbooks/deploy.md" })),
+    );
+    expect(statuses(results), JSON.stringify(results.filter((r) => r.status > 201).map((r) => r.body))).toEqual([...Array(19).fill(200), 201]);
+    const rows = await h.db.memory.findMany({ where: { hubId: ann.personalHubId } });
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.version).toBe(20);
+  });
+});
+
+describe("batch-move against concurrent deletes", () => {
+  it("each memory ends deleted or moved, never both or half; counts and recall statistics agree", async () => {
+    const own = await h.user("Owner");
+    const from = await h.teamHub(own);
+    const to = await h.teamHub(own);
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push((await own.post("/v1/memories", { content: `# Item ${i}\n\nmovable words number ${i}` }, on(from))).body.data.id);
+    await indexMemories(h.db, ids, { embed: false });
+    const doomed = ids.filter((_, i) => i % 3 === 0);
+    const [move, ...deletes] = await Promise.all([own.post("/v1/memories/batch-move", { ids, hub_id: to }), ...doomed.map((id) => own.delete(`/v1/memories/${id}`))]);
+    expect(move.status, JSON.stringify(move.body)).toBe(200);
+    expect(deletes.every((d) => d.status === 200), JSON.stringify(deletes.map((d) => d.body))).toBe(true);
+    const rows = await h.db.memory.findMany({ where: { id: { in: ids } } });
+    expect(rows.map((r) => r.id).sort()).toEqual(ids.filter((id) => !doomed.includes(id)).sort());
+    expect(rows.every((r) => r.hubId === to)).toBe(true);
+    const { moved, skipped } = move.body.data as { moved: number; skipped: { id: string; reason: string }[] };
+    expect(moved + skipped.length).toBe(ids.length);
+    expect(skipped.every((s) => s.reason === "not_found" && doomed.includes(s.id))).toBe(true);
+    // Chunks follow their memory; the per-hub lexical statistics match the chunks there.
+    const chunks = await h.db.chunk.findMany({ where: { memoryId: { in: ids } }, select: { memoryId: true, hubId: true } });
+    expect(chunks.every((c) => c.hubId === to)).toBe(true);
+    expect(new Set(chunks.map((c) => c.memoryId)).size).toBe(rows.length);
+    const stats = await h.database.sql.query<{ hub_id: string; chunk_count: number; actual: number }>(
+      `SELECT s.hub_id, s.chunk_count, (SELECT count(*)::int FROM chunks c WHERE c.hub_id = s.hub_id AND c.search_vector IS NOT NULL) AS actual
+         FROM recall_hub_stats s WHERE s.hub_id = ANY($1::uuid[])`,
+      [[from, to]],
+    );
+    for (const row of stats) expect(row.chunk_count, row.hub_id).toBe(row.actual);
+    expect((await own.get(`/v1/hubs/${from}`)).body.data.counts.memories).toBe(0);
+    expect((await own.get(`/v1/hubs/${to}`)).body.data.counts.memories).toBe(rows.length);
+  });
+});
+
+describe("limits under concurrent creates", () => {
+  it(`twenty topics created at once in a hub five short of ${MAX_TOPICS_PER_HUB}: exactly five land`, async () => {
+    const own = await h.user("Owner");
+    const hub = await h.teamHub(own);
+    const now = new Date();
+    await h.db.topic.createMany({
+      data: Array.from({ length: MAX_TOPICS_PER_HUB - 5 }, (_, i) => ({ id: newRandomId(), hubId: hub, name: `Seed ${i}`, position: i, createdBy: own.id, createdAt: now, updatedAt: now })),
+    });
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => own.post("/v1/topics", { name: `Racer ${i}`, hub_id: hub })));
+    expect(count(results, 201)).toBe(5);
+    expect(results.filter((r) => r.status !== 201).every((r) => r.status === 409 && r.body.error.details.limit === MAX_TOPICS_PER_HUB)).toBe(true);
+    expect(await h.db.topic.count({ where: { hubId: hub } })).toBe(MAX_TOPICS_PER_HUB);
+  });
+});
