@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { PostgresThrottleStore } from "@/lib/auth/postgres-throttle-store.ts";
 import { openDatabase, type Database } from "@/lib/db/database.ts";
@@ -22,7 +22,9 @@ import { createUser } from "@/lib/users/create-user.ts";
  *   ENGRAM_TEST_POSTGRES_URL=$(../shared/tools/pg-server start | tail -1 | cut -d= -f2-) npx vitest run tests/multi-process.test.ts
  * (DATABASE_URL pointing at PostgreSQL works too). Without one the suite is skipped, so `npm test` on PGlite is unaffected.
  */
-const serverUrl = process.env.ENGRAM_TEST_POSTGRES_URL || (process.env.DATABASE_URL?.startsWith("postgres") ? process.env.DATABASE_URL : undefined);
+// Under `npm run test:postgres` the run's own server (its global setup started pg-server).
+const serverUrl =
+  inject("postgres")?.adminUrl || process.env.ENGRAM_TEST_POSTGRES_URL || (process.env.DATABASE_URL?.startsWith("postgres") ? process.env.DATABASE_URL : undefined);
 if (!serverUrl) console.warn("tests/multi-process.test.ts skipped: set ENGRAM_TEST_POSTGRES_URL (or DATABASE_URL) to a PostgreSQL server, e.g. from ../shared/tools/pg-server start");
 
 // Short enough for a quick takeover, long enough that a renewal every third of it is never late on a loaded machine.
