@@ -1,6 +1,9 @@
+import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { allows, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { periodEnd, periodStart } from "@/lib/usage/count-usage.ts";
+
+export const dreamUsageQuerySchema = z.object({ hub_id: z.string().max(200).optional() });
 
 /**
  * GET /v1/usage/dreams — Memax's `DreamUsage` for one hub (`hub_id`, else
@@ -10,8 +13,8 @@ import { periodEnd, periodStart } from "@/lib/usage/count-usage.ts";
  * and on demand), and `allowed` says whether this caller may trigger one now
  * (the roles table's `dreams.trigger`, a writing credential).
  */
-export async function getDreamUsage(ctx: AuthContext, input: { hubId?: string; hubHeader?: string }) {
-  const membership = await targetHubOrThrow(ctx, input.hubId || input.hubHeader || undefined, "memories.read");
+export async function getDreamUsage(ctx: AuthContext, input: { hub_id?: string }) {
+  const membership = await targetHubOrThrow(ctx, input.hub_id || ctx.hubHeader, "memories.read");
   const now = ctx.now();
   const start = periodStart(now);
   const end = periodEnd(now);

@@ -51,6 +51,7 @@ import {
 import { topicNodeSchema, topicObjectSchema, topicWithTotalSchema } from "@/lib/topics/topic-object.ts";
 import { createUploadBodySchema } from "@/lib/uploads/create-upload.ts";
 import { usageObjectSchema } from "@/lib/usage/usage-object.ts";
+import { dreamUsageQuerySchema } from "@/lib/dreams/dream-usage.ts";
 import { adminCreateUserBodySchema } from "@/lib/users/admin-create-user.ts";
 import { updateMeBodySchema } from "@/lib/users/get-me.ts";
 
@@ -115,6 +116,7 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/openapi.json", tag: "System", summary: "This OpenAPI 3.1 document", auth: "none" },
   { method: "post", path: "/v1/admin/users", tag: "System", summary: "Bootstrap a user and their first API key (ENGRAM_ADMIN_TOKEN; 404 when unset)", auth: "admin", body: adminCreateUserBodySchema, statuses: [201] },
   { method: "get", path: "/v1/usage", tag: "Account", summary: "This month's pushes, recalls and asks, storage, and the server's limits", data: usageObjectSchema },
+  { method: "get", path: "/v1/usage/dreams", tag: "Account", summary: "This month's dream runs of a hub (hub_id, else X-Hub-ID, else the personal hub); self-hosted: no quota (limit -1)", hubHeader: true, query: dreamUsageQuerySchema },
   { method: "get", path: "/v1/settings", tag: "Account", summary: "The caller's preferences" },
   { method: "patch", path: "/v1/settings", tag: "Account", summary: "Change preferences (known keys only)", body: updateSettingsBodySchema },
 
