@@ -15,9 +15,12 @@
  *   npm run eval -- --json FILE       the per-query report
  *   npm run eval -- --dump FILE       every scored candidate with its grade (for eval/fit-calibration.ts)
  *   npm run eval -- --write-docs      replace the table in docs/recall.md
+ *   npm run eval -- --no-index-cache  re-index SciFact instead of using .cache/eval's snapshot
  *   npm run eval -- --scifact-docs N  development only: the first N abstracts and the queries they answer
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
@@ -282,14 +285,14 @@ function evaluate(name: CorpusName, docs: number, queries: Query[], ranked: Reco
     h.mrr10 < floor.mrr10 && `hybrid MRR@10 ${h.mrr10.toFixed(3)} < ${floor.mrr10}`,
     h.traps10 > floor.traps10 && `${h.traps10} near-miss traps in the top 10`,
   ].filter((x): x is string => Boolean(x));
-  // Targets (issue 10): the floor costs at most 1 point of Recall@20, and hybrid Recall@20 is at
-  // least BM25-only's. Not met yet on SciFact and ops-chat by the hand-set calibration (see
-  // docs/recall.md): reported, not failed, until the calibration is fitted.
+  // Targets (issue 10): the fused ranking is at least as good as its better leg on nDCG@10, its
+  // Recall@20 at least BM25-only's, and the floor costs at most 1 point of Recall@20.
   const floorCost = modes.hybrid_nofloor.recall20 - h.recall20;
-  const warnings = [
-    floorCost > 0.01 && `WARNING: the floor costs ${floorCost.toFixed(3)} of Recall@20 (target ≤ 0.01)`,
-    h.recall20 < modes.bm25.recall20 - 0.005 && `WARNING: hybrid Recall@20 ${h.recall20.toFixed(3)} < BM25-only ${modes.bm25.recall20.toFixed(3)}`,
-  ].filter((x): x is string => Boolean(x));
+  const bestLeg = Math.max(modes.bm25.ndcg10, modes.vectors.ndcg10);
+  if (floorCost > 0.01) failures.push(`the floor costs ${floorCost.toFixed(3)} of Recall@20 (target ≤ 0.01)`);
+  if (h.recall20 < modes.bm25.recall20 - 0.005) failures.push(`hybrid Recall@20 ${h.recall20.toFixed(3)} < BM25-only ${modes.bm25.recall20.toFixed(3)}`);
+  if (h.ndcg10 < bestLeg - 0.005) failures.push(`hybrid nDCG@10 ${h.ndcg10.toFixed(3)} < the better leg's ${bestLeg.toFixed(3)}`);
+  const warnings: string[] = [];
   return { name, docs, queries: queries.length, indexSeconds: times.index, querySeconds: times.query, modes, categories: byCategory, extra: warnings, failures };
 }
 
@@ -442,12 +445,34 @@ async function runScifact(): Promise<CorpusResult> {
   const docs = sample ? loaded.docs.slice(0, sample) : loaded.docs;
   const inSample = new Set(docs.map((d) => d.key));
   const scifactQueries = loaded.queries.filter((q) => Object.keys(q.relevant).every((key) => inSample.has(key)));
-  const database = await freshDatabase();
-  const client = await newUser(database, "scifact@eval.test", "SciFact Eval");
   const started = Date.now();
-  const keyById = await bulkIndex(database, await getEmbedder(), { userId: client.id, hubId: client.personalHubId }, "scifact", docs);
-  // The embedded database has no autovacuum: give the planner statistics after the bulk load.
-  await maintainEmbeddedDatabase(database.sql);
+  const embedder = await getEmbedder();
+  // Indexing 5,183 abstracts takes minutes on a loaded machine; the indexed database is kept as a
+  // snapshot keyed by everything that shapes the index (migrations, chunker, chunk writer, model),
+  // so a change to ranking code re-runs only the queries. `--no-index-cache` rebuilds.
+  const snapshot = indexSnapshotPath("scifact", docs.map((d) => d.key).join(","), embedder!.id);
+  let database: Database;
+  let client: Client;
+  let keyById: Map<string, string>;
+  if (!args.includes("--no-index-cache") && existsSync(`${snapshot}.tar`) && existsSync(`${snapshot}.json`)) {
+    database = await openDatabase({ dataDir: "memory://", template: new Blob([readFileSync(`${snapshot}.tar`)]) });
+    setDatabase(database);
+    const saved = JSON.parse(readFileSync(`${snapshot}.json`, "utf8")) as { key: string; id: string; hubId: string; keyById: [string, string][] };
+    client = makeClient(saved.key, saved.id, saved.hubId);
+    keyById = new Map(saved.keyById);
+    console.log(`  scifact: index snapshot ${path.basename(snapshot)}`);
+  } else {
+    database = await freshDatabase();
+    client = await newUser(database, "scifact@eval.test", "SciFact Eval");
+    keyById = await bulkIndex(database, embedder, { userId: client.id, hubId: client.personalHubId }, "scifact", docs);
+    // The embedded database has no autovacuum: give the planner statistics after the bulk load.
+    await maintainEmbeddedDatabase(database.sql);
+    if (database.dump) {
+      mkdirSync(path.dirname(snapshot), { recursive: true });
+      writeFileSync(`${snapshot}.tar`, Buffer.from(await (await database.dump()).arrayBuffer()));
+      writeFileSync(`${snapshot}.json`, JSON.stringify({ key: client.key, id: client.id, hubId: client.personalHubId, keyById: [...keyById] }));
+    }
+  }
   const indexSeconds = (Date.now() - started) / 1000;
   console.log(`  scifact: ${docs.length} abstracts indexed in ${indexSeconds.toFixed(0)} s`);
   const queries: Query[] = scifactQueries.map((q) => ({ id: q.id, category: Number(q.id) % 2 === 1 ? "odd ids (calibration)" : "even ids (held out)", text: q.text, relevant: q.relevant, traps: [] }));
@@ -456,6 +481,20 @@ async function runScifact(): Promise<CorpusResult> {
   const result = evaluate("scifact", docs.length, queries, ranked, { index: indexSeconds, query: (Date.now() - queryStarted) / 1000 }, ["odd ids (calibration)", "even ids (held out)"]);
   await database.close();
   return result;
+}
+
+/** Where an indexed corpus's database snapshot is cached: named by a hash of what shapes the index. */
+function indexSnapshotPath(name: string, docKeys: string, model: string): string {
+  const hash = createHash("sha256").update(docKeys).update(model);
+  const migrations = path.join(process.cwd(), "prisma", "migrations");
+  for (const dir of readdirSync(migrations).sort()) {
+    const file = path.join(migrations, dir, "migration.sql");
+    if (existsSync(file)) hash.update(dir).update(readFileSync(file));
+  }
+  for (const file of ["lib/processing/chunk-content.ts", "lib/processing/processing-steps.ts", "lib/recall/store-chunks.ts", "eval/scifact.ts"]) {
+    hash.update(readFileSync(path.join(process.cwd(), file)));
+  }
+  return path.join(process.cwd(), ".cache", "eval", `${name}-index-${hash.digest("hex").slice(0, 16)}`);
 }
 
 /**
