@@ -19,8 +19,8 @@ export function useHub() {
   return value;
 }
 
-export function HubFrame({ hubId, children }: { hubId: string; children: ReactNode }) {
-  const state = useApi<HubDetail>(`/v1/hubs/${encodeURIComponent(hubId)}`);
+export function HubFrame({ hubId, initial, children }: { hubId: string; initial?: HubDetail; children: ReactNode }) {
+  const state = useApi<HubDetail>(`/v1/hubs/${encodeURIComponent(hubId)}`, initial);
   const pathname = usePathname();
   const me = useMe();
   useEffect(() => {

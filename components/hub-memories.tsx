@@ -5,7 +5,7 @@ import Link from "next/link";
 import { useEffect, useState } from "react";
 import { api } from "@/lib/web/api.ts";
 import { formatAge, plural } from "@/lib/web/format.ts";
-import { roleCan, type Memory, type Page, type Topic, type TopicNode, type TopicTree } from "@/lib/web/types.ts";
+import { HUB_PAGE_SIZE, roleCan, type Memory, type Page, type Topic, type TopicNode, type TopicTree } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { useHub } from "./hub-frame.tsx";
 import { isProcessing, ProcessingBadge } from "./memory-badges.tsx";
@@ -17,11 +17,11 @@ const AskBox = dynamic(() => import("./ask-box.tsx").then((m) => m.AskBox), { ss
 import { useLiveEvents } from "@/lib/web/live-events.tsx";
 import { Badge, Button, EmptyState, ErrorNotice, LoadingRows, Notice } from "./ui.tsx";
 
-const PAGE_SIZE = 20;
 const POLL_MS = 3000;
-type MemoryPage = Page & { memories: Memory[]; total: number };
+export type MemoryPage = Page & { memories: Memory[]; total: number };
 
-export function HubMemories() {
+/** `initial`: the first page (newest, no topic) as the server read it. */
+export function HubMemories({ initial }: { initial?: MemoryPage }) {
   const { hubId, data: hub, reload: reloadHub } = useHub();
   const [sort, setSort] = useState<"newest" | "relevant">("newest");
   const [topicId, setTopicId] = useState("");
@@ -29,10 +29,10 @@ export function HubMemories() {
   const [cursors, setCursors] = useState<string[]>([]);
   const [cursor, setCursor] = useState("");
   const [pushed, setPushed] = useState<Memory>();
-  const params = new URLSearchParams({ hub_id: hubId, limit: String(PAGE_SIZE), sort });
+  const params = new URLSearchParams({ hub_id: hubId, limit: String(HUB_PAGE_SIZE), sort });
   if (topicId) params.set("topic_id", topicId);
   if (cursor) params.set("cursor", cursor);
-  const list = useApi<MemoryPage>(`/v1/memories?${params}`);
+  const list = useApi<MemoryPage>(`/v1/memories?${params}`, initial);
   const topics = useTopics(hubId);
   const { reload } = list;
   // Another person's push, edit, move or delete shows up without a reload.
@@ -183,7 +183,7 @@ function MemoryRow({ memory }: { memory: Memory }) {
         <Badge>{memory.kind}</Badge>
         <span>{memory.stability}</span>
         <span aria-hidden>·</span>
-        <time dateTime={memory.created_at} title={memory.created_at}>
+        <time dateTime={memory.created_at} title={memory.created_at} suppressHydrationWarning>
           {formatAge(memory.created_at)}
         </time>
         <span aria-hidden>·</span>

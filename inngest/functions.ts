@@ -5,6 +5,7 @@ import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { failMemory, PROCESSING_STEPS, StaleJobError, type StepContext } from "@/lib/processing/processing-steps.ts";
 import { inngest, MEMORY_PROCESS_EVENT } from "./client.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "./dream-functions.ts";
+import { sweepUploadsFunction } from "./upload-functions.ts";
 
 const db = async () => (await getDatabase()).prisma;
 
@@ -79,4 +80,4 @@ export const sweepProcessingFunction = inngest.createFunction(
   },
 );
 
-export const functions = [processMemoryFunction, sweepProcessingFunction, dreamRunFunction, dreamScheduleFunction];
+export const functions = [processMemoryFunction, sweepProcessingFunction, dreamRunFunction, dreamScheduleFunction, sweepUploadsFunction];

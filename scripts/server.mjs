@@ -24,6 +24,10 @@ const server = createServer((req, res) => {
     res.end(JSON.stringify({ error: { code: "internal", message: "Internal error" } }));
   });
 });
+// Idle keep-alive connections stay open longer than clients and proxies keep them (Node's 5 s
+// default races a client reusing a connection the moment the server closes it: ECONNRESET).
+server.keepAliveTimeout = 65_000;
+server.headersTimeout = 66_000;
 server.listen(port, hostname, () => console.log(`engram: listening on http://${hostname}:${port}`));
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, () => {

@@ -200,6 +200,95 @@ describe("a dream run over a planted hub", () => {
   });
 });
 
+describe("contradiction reviews reach the hub's owner and admins as notifications", () => {
+  it("each manager gets a review_contradiction; resolving it anywhere closes every copy, undo reopens them", async () => {
+    const admin = await h.user("Review admin");
+    const contributor = await h.user("Review contributor");
+    const hubId = await h.teamHub(owner, [[admin, "admin"], [contributor, "contributor"]]);
+    const pairs = [
+      ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."],
+      ["The maximum upload size for attachments is 10 MB.", "The maximum upload size for attachments is 50 MB."],
+    ];
+    const ids: string[][] = [];
+    const base = Date.now() - 5 * DAY;
+    for (const [i, pair] of pairs.entries()) {
+      const row: string[] = [];
+      for (const [j, content] of pair.entries()) {
+        const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+        expect(res.status, res.text).toBe(201);
+        const at = new Date(base + (i * 2 + j) * 60_000);
+        await h.db.memory.update({ where: { id: res.body.data.id }, data: { createdAt: at, updatedAt: at } });
+        row.push(res.body.data.id);
+      }
+      ids.push(row);
+    }
+    await indexMemories(h.db, ids.flat());
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    await runDreamRunOnce(h.db, runId);
+    const found = await h.db.dreamAction.findMany({ where: { runId, actionType: "contradiction" } });
+    expect(found).toHaveLength(2);
+    // reviews[i] is the review of pairs[i] (older memory first).
+    const reviews = ids.map((pair) => found.find((r) => r.sourceMemoryIds[0] === pair[0])!);
+    expect(reviews.map((r) => r?.sourceMemoryIds)).toEqual(ids);
+
+    const inbox = async (client: Client, query = "&status=pending") => (await client.get(`/v1/notifications?kind=review_contradiction&hub=${hubId}${query}`)).body.data.notifications as any[];
+    for (const manager of [owner, admin]) {
+      const rows = await inbox(manager);
+      expect(rows).toHaveLength(2);
+      const first = rows.find((n) => n.source_id === reviews[0]!.id);
+      expect(first).toMatchObject({
+        kind: "review_contradiction",
+        status: "pending",
+        hub_id: hubId,
+        recipient_user_id: manager.id,
+        source_kind: "dream_action",
+        dream_run_id: runId,
+        payload: { dream_run_id: runId, memory_a: { id: ids[0]![0], title: expect.any(String) }, memory_b: { id: ids[0]![1] }, similarity: expect.any(Number), reason: expect.stringContaining("disagree") },
+      });
+      const summary = await manager.get(`/v1/notifications/summary?hub=${hubId}`);
+      expect(summary.body.data.by_kind.review_contradiction).toEqual({ pending: 2, unseen: 2 });
+    }
+    expect(await inbox(contributor)).toEqual([]);
+    // Each creation was announced to its recipient on the event stream.
+    expect(await h.db.event.count({ where: { type: "notification.created", hubId, userIds: { has: admin.id } } })).toBe(2);
+
+    // A review is a decision: not dismissable in bulk or one by one, only resolved.
+    const adminFirst = (await inbox(admin)).find((n) => n.source_id === reviews[0]!.id);
+    expect((await admin.post(`/v1/notifications/${adminFirst.id}/dismiss`)).status).toBe(400);
+
+    // Resolved through the dream route: both managers' copies close with the resolution.
+    const resolved = await owner.post(`/v1/dreams/actions/${reviews[0]!.id}/resolve`, { resolution: "keep_b" });
+    expect(resolved.status, resolved.text).toBe(200);
+    for (const manager of [owner, admin]) {
+      const closed = (await inbox(manager, "&status=resolved")).filter((n) => n.source_id === reviews[0]!.id);
+      expect(closed).toEqual([expect.objectContaining({ status: "resolved", resolution: "kept_b", resolved_at: expect.any(String) })]);
+      expect((await inbox(manager)).map((n) => n.source_id)).toEqual([reviews[1]!.id]);
+    }
+    expect((await admin.post(`/v1/notifications/${adminFirst.id}/resolve`, { action: "keep_a" })).status).toBe(409);
+
+    // Undo reopens the review and every copy.
+    expect((await owner.post(`/v1/dreams/actions/${reviews[0]!.id}/undo`)).status).toBe(200);
+    for (const manager of [owner, admin]) expect((await inbox(manager)).map((n) => n.source_id).sort()).toEqual([reviews[0]!.id, reviews[1]!.id].sort());
+
+    // Resolved through the notification: the dream action is decided the same way (keep A archives B).
+    const second = (await inbox(admin)).find((n) => n.source_id === reviews[1]!.id);
+    expect((await admin.post(`/v1/notifications/${second.id}/resolve`, { action: "merge" })).status).toBe(400);
+    const viaInbox = await admin.post(`/v1/notifications/${second.id}/resolve`, { action: "keep_a" });
+    expect(viaInbox.status, viaInbox.text).toBe(200);
+    expect(viaInbox.body.data).toMatchObject({ status: "resolved", resolution: "kept_a" });
+    expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: reviews[1]!.id } })).toMatchObject({ state: "resolved", resolution: "keep_a", resolvedBy: admin.id });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: ids[1]![1]! } })).toMatchObject({ state: "archived", supersededBy: ids[1]![0] });
+    expect((await inbox(owner, "&status=resolved")).find((n) => n.source_id === reviews[1]!.id)).toMatchObject({ resolution: "kept_a" });
+
+    // Dismissing a copy closes only that one; the review stays open for the other manager and in the dream.
+    await owner.post(`/v1/dreams/actions/${reviews[1]!.id}/undo`);
+    const ownerCopy = (await inbox(owner)).find((n) => n.source_id === reviews[1]!.id);
+    expect((await owner.post(`/v1/notifications/${ownerCopy.id}/resolve`, { action: "dismiss" })).body.data).toMatchObject({ resolution: "dismissed" });
+    expect((await inbox(admin)).map((n) => n.source_id)).toContain(reviews[1]!.id);
+    expect((await h.db.dreamAction.findUniqueOrThrow({ where: { id: reviews[1]!.id } })).state).toBe("pending_review");
+  }, 180_000);
+});
+
 describe("runs: one at a time, permissions, crash and resume, time budget", () => {
   it("two concurrent triggers make one run", async () => {
     const hubId = await h.teamHub(owner);
@@ -214,6 +303,28 @@ describe("runs: one at a time, permissions, crash and resume, time budget", () =
     expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: a.body.data.run_id } })).status).toBe("completed");
     // Finished: the next trigger starts a new run.
     expect((await trigger(owner, hubId)).body.data.status).toBe("queued");
+  });
+
+  it("GET /v1/usage/dreams: this month's runs of the hub, unlimited, and whether the caller may trigger", async () => {
+    const viewer = await h.user("Quota viewer");
+    const hubId = await h.teamHub(owner, [[viewer, "viewer"]]);
+    const empty = await owner.get(`/v1/usage/dreams?hub_id=${hubId}`);
+    expect(empty.status, empty.text).toBe(200);
+    expect(empty.body.data).toMatchObject({ scope: "hub", hub_id: hubId, tier: "lucid", mode: "soft", limit: -1, used: 0, allowed: true, quota_source: "self_hosted" });
+    expect(empty.body.data).not.toHaveProperty("remaining");
+    expect(new Date(empty.body.data.period_start).getUTCDate()).toBe(1);
+    expect(new Date(empty.body.data.period_end) > new Date()).toBe(true);
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    await runDreamRunOnce(h.db, runId);
+    await trigger(owner, hubId);
+    // A run of an earlier month does not count.
+    await h.db.dreamRun.update({ where: { id: runId }, data: { createdAt: new Date(Date.now() - 40 * DAY) } });
+    expect((await owner.get("/v1/usage/dreams", { headers: { "x-hub-id": hubId } })).body.data.used).toBe(1);
+    expect((await viewer.get(`/v1/usage/dreams?hub_id=${hubId}`)).body.data).toMatchObject({ used: 1, allowed: false });
+    expect((await viewer.get("/v1/usage/dreams")).body.data).toMatchObject({ scope: "personal", used: 0, allowed: true });
+    expect((await viewer.get("/v1/usage/dreams")).body.data).not.toHaveProperty("hub_id");
+    const stranger = await h.user("Quota stranger");
+    expect((await stranger.get(`/v1/usage/dreams?hub_id=${hubId}`)).status).toBe(404);
   });
 
   it("follows the roles table: owner and admin, contributors only when the hub allows it", async () => {

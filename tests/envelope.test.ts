@@ -35,6 +35,24 @@ describe("envelope and headers", () => {
     expect(root.body.error.code).toBe("not_found");
   });
 
+  test("X-Hub-ID is parsed only by withAuth (routes and domain code use ctx.hubHeader)", async () => {
+    const { readFileSync, readdirSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const offenders: string[] = [];
+    const walk = (dir: string) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) walk(path);
+        else if (/\.tsx?$/.test(entry.name) && path !== join("lib", "api", "with-auth.ts")) {
+          if (/headers\.get\(\s*["'`]x-hub-id["'`]\s*\)/i.test(readFileSync(path, "utf8"))) offenders.push(path);
+        }
+      }
+    };
+    walk("app");
+    walk("lib");
+    expect(offenders).toEqual([]);
+  });
+
   test("every route file answers unimplemented methods with a JSON 405", async () => {
     const { readFileSync } = await import("node:fs");
     for (const route of listRouteFiles()) {

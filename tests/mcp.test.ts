@@ -68,18 +68,20 @@ describe("protocol", () => {
     const { tools } = await client.listTools();
     const byName = new Map(tools.map((t) => [t.name, t]));
     expect([...byName.keys()].sort()).toEqual(
-      ["engram_capture", "engram_forget", "engram_get", "engram_hub_members", "engram_hubs", "engram_list", "engram_push", "engram_recall", "engram_topics"].sort(),
+      ["engram_ask", "engram_capture", "engram_forget", "engram_get", "engram_hub_members", "engram_hubs", "engram_list", "engram_push", "engram_recall", "engram_topics"].sort(),
     );
     expect(byName.get("engram_recall")!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
     expect(byName.get("engram_push")!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
     expect(byName.get("engram_forget")!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
     expect(byName.get("engram_recall")!.inputSchema.required).toEqual(["query"]);
+    expect(byName.get("engram_ask")!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+    expect(byName.get("engram_ask")!.inputSchema.required).toEqual(["query"]);
     expect(tools.some((t) => t.name.startsWith("memax_"))).toBe(false);
   });
 
   it("answers the 2026-07-28 revision and 2025-03-26 initialize, statelessly, in JSON", async () => {
     const modern = await connect(ann.key, { negotiation: "auto" });
-    expect((await modern.listTools()).tools).toHaveLength(9);
+    expect((await modern.listTools()).tools).toHaveLength(10);
     expect(data(await modern.callTool({ name: "engram_hubs", arguments: {} })).hubs.length).toBeGreaterThan(0);
 
     const init = await raw({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "old", version: "1" } } });
@@ -127,6 +129,9 @@ describe("rate limits", () => {
       expect(limited.status).toBe(429);
       expect(limited.body.error.code).toBe("rate_limited");
       expect((await raw({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "engram_hubs", arguments: {} } }, headers)).status).toBe(200);
+      // Ask shares the bucket (as POST /v1/ask does), under its alias too.
+      const ask = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "memax_ask", arguments: { query: "anything" } } };
+      expect((await raw(ask, headers)).status).toBe(429);
     } finally {
       setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
     }
@@ -256,6 +261,60 @@ describe("tools", () => {
   });
 });
 
+describe("engram_ask", () => {
+  it("answers from the same domain function as POST /v1/ask, citing its sources, and reaches only the credential's hubs", async () => {
+    const tag = randomBytes(4).toString("hex");
+    const team = (await ann.post("/v1/memories", { title: `Backups ${tag}`, content: `The orion database ${tag} is backed up every night at 02:00 UTC to the cold bucket. Restores take about twenty minutes.` }, { headers: { "x-hub-id": teamHubId } })).body.data;
+    const personal = (await ann.post("/v1/memories", { title: `Orion notes ${tag}`, content: `My personal note: the orion database ${tag} backup window is 02:00 UTC at night.` })).body.data;
+    const bobSecret = (await bob.post("/v1/memories", { title: `Bob ${tag}`, content: `Bob's orion database ${tag} backup secret runs at 03:00 UTC every night.` }, { headers: { "x-hub-id": bobHubId } })).body.data;
+    await indexMemories(h.db, [team.id, personal.id, bobSecret.id]);
+    const query = `When is the orion database ${tag} backed up?`;
+
+    const client = await connect(ann.key);
+    const asked = await client.callTool({ name: "engram_ask", arguments: { query } });
+    expect(asked.isError).toBeFalsy();
+    const result = data(asked);
+    expect(result.metadata.model).toBe("extractive");
+    expect(result.answer).toMatch(/02:00 UTC.*\[\d\]/s);
+    expect(result.citations.length).toBeGreaterThan(0);
+    const citedIds = result.citations.map((c: { memory_id: string }) => c.memory_id);
+    expect(citedIds.every((id: string) => [team.id, personal.id].includes(id))).toBe(true);
+    expect(text(asked)).toContain(result.answer);
+    expect(text(asked)).toMatch(new RegExp(`\\[\\d\\] \\*\\*(Backups|Orion notes) ${tag}\\*\\*`));
+    for (const id of citedIds) expect(text(asked)).toContain(`id \`${id}\``);
+    expect(JSON.stringify(asked)).not.toContain(bobSecret.id);
+    // One implementation: REST answers the same question the same way.
+    const rest = await ann.post("/v1/ask", { query });
+    expect(rest.status, rest.text).toBe(200);
+    expect(rest.body.data.answer).toBe(result.answer);
+    expect(rest.body.data.sources.map((m: { id: string }) => m.id)).toEqual(result.sources.map((m: { id: string }) => m.id));
+
+    // A key limited to the team hub answers from that hub only; hub_id outside it is not found.
+    const limited = await ann.post("/v1/auth/api-keys", { name: "mcp ask team", hub_ids: [teamHubId], scopes: ["read"] });
+    const agent = await connect(limited.body.data.key);
+    const scoped = data(await agent.callTool({ name: "engram_ask", arguments: { query } }));
+    expect(scoped.sources.length).toBeGreaterThan(0);
+    const scopedIds = scoped.sources.map((m: { id: string }) => m.id);
+    expect(scopedIds).toContain(team.id);
+    expect(await h.db.memory.count({ where: { id: { in: scopedIds }, hubId: { not: teamHubId } } })).toBe(0);
+    const outside = await agent.callTool({ name: "engram_ask", arguments: { query, hub_id: "personal" } });
+    expect(outside.isError).toBe(true);
+    expect(data(outside).error.code).toBe("not_found");
+    const foreign = await client.callTool({ name: "engram_ask", arguments: { query, hub_id: bobHubId } });
+    expect(data(foreign).error.code).toBe("not_found");
+
+    // Nothing relevant: it says so rather than inventing an answer.
+    const nothing = data(await client.callTool({ name: "engram_ask", arguments: { query: `zzyzx quokka ${randomBytes(6).toString("hex")}` } }));
+    expect(nothing.answer).toMatch(/could not find/);
+    expect(nothing.citations).toEqual([]);
+    // Bad arguments are tool errors; the alias works; usage counts the asks.
+    expect((await client.callTool({ name: "engram_ask", arguments: { query: "" } })).isError).toBe(true);
+    expect((await client.callTool({ name: "memax_ask", arguments: { query } })).isError).toBeFalsy();
+    const usage = (await ann.get("/v1/usage")).body.data;
+    expect(usage.ask_count).toBeGreaterThanOrEqual(4);
+  });
+});
+
 describe("API key scopes and hub restrictions (the one hub-access resolver)", () => {
   it("a read-only key reads but cannot write; a hub-limited key reaches only its hubs", async () => {
     const readOnly = await ann.post("/v1/auth/api-keys", { name: "mcp read", scopes: ["read"] });
@@ -289,7 +348,7 @@ describe("/mcp/chatgpt", () => {
     await indexMemories(h.db, [memory.id]);
     const client = await connect(ann.key, { path: "/mcp/chatgpt" });
     const names = (await client.listTools()).tools.map((t) => t.name);
-    expect(names).toEqual(expect.arrayContaining(["search", "fetch", "save_memory", "list_memories", "delete_memory", "list_hubs"]));
+    expect(names).toEqual(expect.arrayContaining(["search", "fetch", "save_memory", "list_memories", "delete_memory", "list_hubs", "ask"]));
     const found = await client.callTool({ name: "search", arguments: { query: `nebula pipeline ${tag}` } });
     expect(found.content).toHaveLength(1);
     const results = JSON.parse(text(found)).results;

@@ -144,6 +144,25 @@ describe("notifications", () => {
     expect(n).toMatchObject({ kind: "memory_processing_failed", source_id: memory.id, payload: { memory: { id: memory.id, title: "Scan" }, error: "Error: extraction failed" } });
   });
 
+  it("bulk seen and dismiss are narrowed by X-Hub-ID when the body names no hub", async () => {
+    const dee = await h.user("Dee");
+    const team = await createTeamHub(dee, "Dee's team");
+    for (const hubId of [team, undefined]) {
+      const res = await dee.post("/v1/memories", { content: `# Scan ${hubId ?? "personal"}\n\nunreadable` }, hubId ? { headers: { "x-hub-id": hubId } } : {});
+      expect(res.status, res.text).toBe(201);
+      const memory = await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } });
+      await failMemory({ db: h.db, memory, now: () => new Date() }, "Error: extraction failed", { indexed: false });
+    }
+    const kinds = ["memory_processing_failed"];
+    expect((await dee.post("/v1/notifications/seen", { kinds }, { headers: { "x-hub-id": team } })).body.data).toEqual({ affected: 1 });
+    expect((await inbox(dee, "?unseen_only=true")).map((n) => n.hub_id)).not.toContain(team);
+    expect((await dee.post("/v1/notifications/dismiss", { kinds }, { headers: { "x-hub-id": team } })).body.data).toEqual({ affected: 1 });
+    expect((await inbox(dee)).length).toBe(1);
+    // A hub the caller cannot read narrows to nothing rather than revealing it.
+    expect((await bob.post("/v1/notifications/seen", { kinds }, { headers: { "x-hub-id": team } })).body.data.affected ?? 0).toBe(0);
+    expect((await dee.post("/v1/notifications/seen", { kinds })).body.data).toEqual({ affected: 1 });
+  });
+
   it("seen, dismiss, unseen_only, summary, cursor pages and validation", async () => {
     const summaryBefore = (await ann.get("/v1/notifications/summary")).body.data;
     expect(summaryBefore.by_kind.hub_invite).toEqual({ pending: 0, unseen: 0 });

@@ -182,6 +182,7 @@ const TOOL_CALLS: Record<string, { args: () => Record<string, unknown>; expect: 
   engram_hub_members: { args: () => ({ hub_id: hub.slug }), expect: members("ok") },
   engram_topics: { args: () => ({ hub_id: hub.id }), expect: members("ok") },
   engram_recall: { args: () => ({ query: "classified content", hub_id: hub.id }), expect: members("ok") },
+  engram_ask: { args: () => ({ query: "classified content", hub_id: hub.id }), expect: members("ok") },
   engram_push: { args: () => ({ content: `matrix push ${randomBytes(4).toString("hex")}`, hub_id: hub.id }), expect: { ...members("ok"), viewer: "forbidden", token_owner_read: "forbidden" } },
   // Deleting the owner's memory: contributors may delete only their own (policy "own"). Last, and read-only tokens first.
   engram_forget: { args: () => ({ id: hub.memoryId }), expect: { ...members("forbidden"), admin: "ok", owner: "ok", token_owner: "ok", token_owner_read: "forbidden" } },

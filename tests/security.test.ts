@@ -325,6 +325,7 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/settings": { path: () => "/v1/settings", expect: anyUser(200) },
   "PATCH /v1/settings": { path: () => "/v1/settings", body: () => ({ theme: "dark" }), expect: anyUser(200) },
   "GET /v1/usage": { path: () => "/v1/usage", expect: anyUser(200) },
+  "GET /v1/usage/dreams": { path: (f) => `/v1/usage/dreams?hub_id=${f.hubId}`, expect: hubRead(200) },
 };
 
 /** A connected app of the owner's, written straight to the database (tests/oauth.test.ts drives the real flow). */

@@ -4,6 +4,8 @@ import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InngestTestEngine } from "@inngest/test";
+import { sweepUploadsFunction } from "@/inngest/upload-functions.ts";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -342,6 +344,24 @@ describe("create with file_ref", () => {
     await sweepUploads(h.db, new Date(Date.now() + 25 * 3600_000));
     expect(existsSync(lonelyFile)).toBe(false);
     expect(await h.db.upload.count({ where: { objectKey: lonely.object_key } })).toBe(0);
+  });
+
+  it("with Inngest the sweep is the cron function sweep-uploads (@inngest/test), batch by batch", async () => {
+    const old = await intent(ann, "old.txt", "text/plain", 3);
+    expect((await put(old.upload_url, old.headers, Buffer.from("old"))).status).toBe(200);
+    const fresh = await intent(ann, "fresh.txt", "text/plain", 5);
+    expect((await put(fresh.upload_url, fresh.headers, Buffer.from("fresh"))).status).toBe(200);
+    await h.db.upload.updateMany({ where: { objectKey: old.object_key }, data: { createdAt: new Date(Date.now() - 25 * 3600_000) } });
+    const oldFile = path.join(blobDir, ...old.object_key.split("/"));
+    const freshFile = path.join(blobDir, ...fresh.object_key.split("/"));
+    const { result, ctx } = await new InngestTestEngine({ function: sweepUploadsFunction }).execute();
+    expect(result).toEqual({ removed: 1 });
+    expect(ctx.step.run).toHaveBeenCalledWith("sweep-0", expect.any(Function));
+    expect(ctx.step.run).toHaveBeenCalledTimes(1);
+    expect(existsSync(oldFile)).toBe(false);
+    expect(await h.db.upload.count({ where: { objectKey: old.object_key } })).toBe(0);
+    expect(existsSync(freshFile)).toBe(true);
+    expect(await h.db.upload.count({ where: { objectKey: fresh.object_key } })).toBe(1);
   });
 
   it("deleting a hub deletes the files of its memories", async () => {

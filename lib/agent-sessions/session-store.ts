@@ -1,10 +1,11 @@
 import type { DbClient } from "@/lib/db/database.ts";
 
 /**
- * Where agent session files live. Engram has no upload store yet, so the only
- * implementation keeps the bytes in the database (agent_session_blobs); an
- * object-store adapter (local disk, S3, Vercel Blob) implements the same three
- * calls when one exists.
+ * Where agent session files live. The blob stores of lib/blobs (local disk,
+ * S3, Vercel Blob) take bytes only from clients through signed URLs, so the
+ * one implementation keeps session files in the database (agent_session_blobs);
+ * a blob-backed store needs a server-side write on the BlobStore interface and
+ * implements these same three calls.
  */
 export interface SessionStore {
   put(key: string, content: string): Promise<void>;

@@ -10,6 +10,8 @@ import { buildPrompt, parseCitations, streamModelAnswer } from "./model-answer.t
 export interface AskInput extends AskBody {
   /** X-Hub-ID: a ranking hint, as for recall (ask searches every readable hub). */
   preferred_hub_id?: string;
+  /** Search only these hubs (still narrowed to what the credential reaches): MCP's consented hubs. */
+  hub_ids?: string[];
 }
 
 export interface AskCitation {
@@ -62,6 +64,7 @@ export async function startAsk(ctx: AuthContext, input: AskInput): Promise<AskRu
     topic_id: input.topic_id,
     no_rerank: input.no_rerank,
     preferred_hub_id: input.preferred_hub_id,
+    ...(input.hub_ids && { hub_ids: input.hub_ids }),
   });
   const sources = recalled.memories;
   const retrievalMs = performance.now() - started;

@@ -1,9 +1,13 @@
 import { cookies } from "next/headers";
+import { cache } from "react";
 import { getDatabase } from "@/lib/db/database.ts";
 import { sessionTokenFrom, sessionUserId } from "./session.ts";
 
-/** The signed-in dashboard user for server components, or null. */
-export async function sessionUser(): Promise<{ id: string; email: string; name: string } | null> {
+/**
+ * The signed-in dashboard user for server components, or null. Cached per request: the layouts
+ * and the page of one navigation render concurrently and each asks.
+ */
+export const sessionUser = cache(async (): Promise<{ id: string; email: string; name: string } | null> => {
   const jar = await cookies();
   const header = jar
     .getAll()
@@ -13,4 +17,4 @@ export async function sessionUser(): Promise<{ id: string; email: string; name: 
   const userId = await sessionUserId(prisma, sessionTokenFrom(header));
   if (!userId) return null;
   return prisma.user.findUnique({ where: { id: userId }, select: { id: true, email: true, name: true } });
-}
+});

@@ -34,10 +34,10 @@ export interface SignDownloadOptions {
 /**
  * Where the bytes of uploaded files live. The embedded default keeps them on
  * local disk and serves its own HMAC-signed URLs; S3-compatible storage
- * (AWS, R2, MinIO) is the production adapter. Keys are made by Engram only.
+ * (AWS, R2, MinIO) and Vercel Blob are the production adapters. Keys are made by Engram only.
  */
 export interface BlobStore {
-  readonly kind: "local" | "s3";
+  readonly kind: "local" | "s3" | "vercel";
   signUpload(key: string, options: SignUploadOptions): Promise<SignedUpload>;
   signDownload(key: string, options: SignDownloadOptions): Promise<string>;
   head(key: string): Promise<BlobInfo | null>;
@@ -60,10 +60,11 @@ export function defaultBlobDir(): string {
 
 const globalForBlobs = globalThis as unknown as { __engramBlobStore?: BlobStore };
 
-/** The configured store: S3-compatible when ENGRAM_S3_BUCKET is set, else local disk. */
+/** The configured store: S3-compatible when ENGRAM_S3_BUCKET is set, Vercel Blob when BLOB_READ_WRITE_TOKEN is, else local disk. */
 export async function blobStore(): Promise<BlobStore> {
   if (globalForBlobs.__engramBlobStore) return globalForBlobs.__engramBlobStore;
   const bucket = process.env.ENGRAM_S3_BUCKET;
+  const vercelToken = process.env.BLOB_READ_WRITE_TOKEN;
   const store: BlobStore = bucket
     ? new (await import("./s3-blob-store.ts")).S3BlobStore({
         bucket,
@@ -73,7 +74,9 @@ export async function blobStore(): Promise<BlobStore> {
         secretAccessKey: process.env.ENGRAM_S3_SECRET_ACCESS_KEY || undefined,
         forcePathStyle: process.env.ENGRAM_S3_FORCE_PATH_STYLE === "true" || process.env.ENGRAM_S3_FORCE_PATH_STYLE === "1",
       })
-    : new (await import("./local-blob-store.ts")).LocalBlobStore(defaultBlobDir());
+    : vercelToken
+      ? new (await import("./vercel-blob-store.ts")).VercelBlobStore({ token: vercelToken, access: process.env.ENGRAM_VERCEL_BLOB_ACCESS === "public" ? "public" : "private" })
+      : new (await import("./local-blob-store.ts")).LocalBlobStore(defaultBlobDir());
   globalForBlobs.__engramBlobStore ??= store;
   return globalForBlobs.__engramBlobStore;
 }

@@ -1,5 +1,6 @@
 import type { Db, SqlRunner } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
+import { onContradictionsFlagged } from "@/lib/notifications/notify.ts";
 import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import type { DreamConfig } from "./dream-config.ts";
@@ -204,6 +205,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   const final = actions.filter((a) => a.type === "merge" || (!archivedNow.has(a.older.id) && !archivedNow.has(a.newer.id)));
   const contents = await ctx.deps.db.memory.findMany({ where: { id: { in: final.filter((a) => a.type === "contradiction").flatMap((a) => [a.older.id, a.newer.id]) } }, select: { id: true, content: true } });
   const contentOf = new Map(contents.map((c) => [c.id, c.content]));
+  const titleOf = new Map(final.flatMap((a) => [[a.older.id, a.older.title] as const, [a.newer.id, a.newer.title] as const]));
+  const hub = await ctx.deps.db.hub.findUniqueOrThrow({ where: { id: hubId }, select: { id: true, name: true } });
   for (const batch of chunked(final, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, now) => {
       const rows = [];
@@ -229,6 +232,13 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         });
       }
       if (rows.length) await tx.dreamAction.createMany({ data: rows });
+      // Last in the transaction: the notifications' events hold a lock until commit.
+      const reviews = rows.flatMap((row) =>
+        row.actionType === "contradiction"
+          ? [{ id: row.id, runId: row.runId, hubId, reason: row.reason, similarity: row.similarity, a: { id: row.sourceMemoryIds[0]!, title: titleOf.get(row.sourceMemoryIds[0]!) ?? "" }, b: { id: row.sourceMemoryIds[1]!, title: titleOf.get(row.sourceMemoryIds[1]!) ?? "" } }]
+          : [],
+      );
+      await onContradictionsFlagged(tx, hub, reviews, now);
     });
   }
   forget(ctx.deps, final.filter((a) => a.type === "merge").map((a) => a.older.id));

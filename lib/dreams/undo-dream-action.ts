@@ -3,6 +3,8 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { RESOLVE_ACTIONS } from "@/lib/notifications/notification-kinds.ts";
+import { onReviewReopened, onReviewResolved } from "@/lib/notifications/notify.ts";
 import { serializeDreamAction } from "./serialize-dream.ts";
 
 export const resolveDreamActionBodySchema = z.object({ resolution: z.enum(["keep_a", "keep_b", "keep_both"], { error: "resolution is keep_a, keep_b or keep_both" }) });
@@ -49,6 +51,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const loser = action.resolution === "keep_a" ? second : action.resolution === "keep_b" ? first : undefined;
       const winner = action.resolution === "keep_a" ? first : second;
       if (loser) await tx.memory.updateMany({ where: { id: loser, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+      await onReviewReopened(tx, action.id);
       return tx.dreamAction.update({ where: { id: action.id }, data: { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null } });
     }
     return tx.dreamAction.update({ where: { id: action.id }, data: { state: "undone", resolution: "undone", resolvedBy: ctx.user.id, resolvedAt: now } });
@@ -70,6 +73,7 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
     }
     const changed = await tx.dreamAction.updateMany({ where: { id: action.id, state: "pending_review" }, data: { state: "resolved", resolution, resolvedBy: ctx.user.id, resolvedAt: now } });
     if (changed.count === 0) throw new ApiError("conflict", "This review was resolved meanwhile");
+    await onReviewResolved(tx, action.id, RESOLVE_ACTIONS.review_contradiction![resolution]!, now);
     return tx.dreamAction.findUniqueOrThrow({ where: { id: action.id } });
   });
   return serializeDreamAction(updated);

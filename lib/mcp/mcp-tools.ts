@@ -1,4 +1,8 @@
 import { z } from "zod";
+import { ASK_DEFAULT_LIMIT } from "@/lib/ask/ask-fields.ts";
+import { askQuestion } from "@/lib/ask/ask-question.ts";
+import { NOTHING_FOUND } from "@/lib/ask/extractive-answer.ts";
+import { countUsage } from "@/lib/usage/count-usage.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { listHubs } from "@/lib/hubs/list-hubs.ts";
@@ -234,6 +238,32 @@ async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }
   return { text: flat.length ? `Topics:\n\n${text}` : "No topics yet.", structured: { hubs: trees } };
 }
 
+const askInput = z.object({
+  query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("The question, in natural language"),
+  limit: z.coerce.number().int().min(1).max(RECALL_MAX_LIMIT).optional().describe(`Sources to answer from (default ${ASK_DEFAULT_LIMIT}, at most ${RECALL_MAX_LIMIT})`),
+  topic_id: z.string().uuid().optional().describe("Only memories filed under this topic"),
+  hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
+});
+
+/** POST /v1/ask's domain function: recall, then an answer that cites its sources as [n]. */
+async function ask(env: ToolEnv, args: z.output<typeof askInput>): Promise<ToolOutput> {
+  const { ctx } = env;
+  const preferred = await hubIdFromRef(ctx, args.hub_id);
+  const narrowed = await narrowedHubIds(ctx);
+  if (narrowed?.length === 0) {
+    return { text: `${NOTHING_FOUND} (this connection reaches no hubs)`, structured: { answer: NOTHING_FOUND, citations: [], sources: [] } };
+  }
+  const result = await askQuestion(ctx, { query: args.query, limit: args.limit, topic_id: args.topic_id, preferred_hub_id: preferred, hub_ids: narrowed });
+  await countUsage(ctx, "asks");
+  const cited = new Set(result.citations.map((c) => c.index));
+  const sources = result.sources
+    .map((m, i) => ({ m, n: i + 1 }))
+    .filter(({ n }) => cited.has(n))
+    .map(({ m, n }) => `[${n}] **${m.title}** — ${m.kind}, ${m.age}${m.hub_name ? `, hub ${m.hub_name}` : ""}, id \`${m.id}\``);
+  const text = sources.length ? `${result.answer}\n\nSources:\n${sources.join("\n")}\n\nUse engram_get with an id for the full content.` : result.answer;
+  return { text, structured: { ...result } };
+}
+
 const captureInput = z.object({
   summary: z.string().trim().min(1).max(20_000).describe("What was accomplished in this session"),
   decisions: z.array(z.string().trim().min(1).max(2000)).max(100).optional().describe("Decisions made, one per item"),
@@ -295,6 +325,15 @@ export const ENGRAM_TOOLS: ToolDef[] = [
     run: topics,
   }),
   define({
+    name: "engram_ask",
+    title: "Ask a question",
+    description:
+      "Answer a question from the memories of every hub this connection reaches: the answer is written only from the best matching memories and cites them as [n]; it says so when nothing relevant was found.",
+    input: askInput,
+    annotations: read,
+    run: ask,
+  }),
+  define({
     name: "engram_capture",
     title: "Capture this session",
     description: "At the end of a significant work session, save its summary, decisions and learnings as one memory.",
@@ -312,6 +351,7 @@ const CHATGPT_NAMES: Record<string, string> = {
   engram_hub_members: "list_hub_members",
   engram_topics: "list_topics",
   engram_capture: "capture_session",
+  engram_ask: "ask",
 };
 
 /** ChatGPT connectors and deep research: search + fetch with their fixed shapes, then the rest under plain names. */

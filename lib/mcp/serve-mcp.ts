@@ -67,7 +67,7 @@ function applyAliases(message: unknown): void {
 }
 
 /** Tools doing model work count against the heavy bucket too, as their REST endpoints do. */
-const HEAVY_TOOLS = new Set(["engram_recall", "search"]);
+const HEAVY_TOOLS = new Set(["engram_recall", "search", "engram_ask", "ask"]);
 
 async function chargeHeavyTools(ctx: AuthContext, message: unknown): Promise<void> {
   const messages = Array.isArray(message) ? message : [message];
@@ -76,7 +76,7 @@ async function chargeHeavyTools(ctx: AuthContext, message: unknown): Promise<voi
   const limited = await rateLimiter().limit("heavy", ctx.user.id);
   if (!limited.success) {
     const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
-    throw new ApiError("rate_limited", `Recall rate limit of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, { limit: limited.limit, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+    throw new ApiError("rate_limited", `Recall and ask rate limit of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, { limit: limited.limit, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
   }
 }
 

@@ -135,3 +135,58 @@ export async function onTransferResolved(
   }
   await emitEvent(tx, { type: outcome === "accepted" ? "transfer.accepted" : "transfer.canceled", hubId: hub.id, actorId, entityId: transfer.id });
 }
+
+/** A dream's contradiction review, as written to dream_actions. */
+export interface ContradictionReview {
+  id: string;
+  runId: string;
+  hubId: string;
+  reason: string;
+  similarity: number;
+  a: { id: string; title: string };
+  b: { id: string; title: string };
+}
+
+/**
+ * A dream flagged contradictions: each of the hub's owner and admins gets one
+ * `review_contradiction` decision per review (keep A / keep B / keep both),
+ * resolved through the dream's resolve route or the notification's.
+ */
+export async function onContradictionsFlagged(tx: DbClient, hub: HubRef, reviews: ContradictionReview[], now: Date) {
+  if (reviews.length === 0) return;
+  const managers = await tx.hubMember.findMany({ where: { hubId: hub.id, role: { in: ["owner", "admin"] } }, select: { userId: true } });
+  for (const review of reviews) {
+    for (const { userId } of managers) {
+      await createNotification(tx, {
+        userId,
+        hubId: hub.id,
+        kind: "review_contradiction",
+        sourceKind: "dream_action",
+        sourceId: review.id,
+        priority: 1,
+        payload: {
+          hub: { id: hub.id, name: hub.name },
+          dream_run_id: review.runId,
+          memory_a: review.a,
+          memory_b: review.b,
+          similarity: review.similarity,
+          reason: review.reason,
+        },
+        now,
+      });
+    }
+  }
+}
+
+/** A review was decided (by anyone, through either route): every recipient's row closes with that resolution. */
+export async function onReviewResolved(tx: DbClient, actionId: string, resolution: string, now: Date) {
+  await resolvePending(tx, { kind: "review_contradiction", sourceId: actionId }, resolution, now);
+}
+
+/** A decided review was undone: the rows closed by that decision are pending again (dismissed ones stay dismissed). */
+export async function onReviewReopened(tx: DbClient, actionId: string) {
+  await tx.notification.updateMany({
+    where: { kind: "review_contradiction", sourceId: actionId, status: "resolved", resolution: { in: ["kept_a", "kept_b", "kept_both"] } },
+    data: { status: "pending", resolution: null, resolvedAt: null },
+  });
+}

@@ -18,6 +18,8 @@ export function serializeNotification(row: Notification, now: Date) {
     priority: row.priority,
     source_kind: row.sourceKind,
     ...(row.sourceId && { source_id: row.sourceId }),
+    // Rows a dream produced name their run (Memax's `dream_run_id`).
+    ...(typeof (row.payload as { dream_run_id?: unknown })?.dream_run_id === "string" && { dream_run_id: (row.payload as { dream_run_id: string }).dream_run_id }),
     payload: row.payload as Record<string, unknown>,
     created_at: row.createdAt.toISOString(),
     ...(row.expiresAt && { expires_at: row.expiresAt.toISOString() }),

@@ -4,6 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { acceptTransfer } from "@/lib/hubs/accept-transfer.ts";
 import { cancelTransfer } from "@/lib/hubs/cancel-transfer.ts";
+import { resolveDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { credentialReaches } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { acceptInvite } from "@/lib/invites/accept-invite.ts";
@@ -44,7 +45,7 @@ export async function dismissNotification(ctx: AuthContext, id: string) {
 /**
  * POST /v1/notifications/:id/resolve {action} — takes the decision through the
  * same domain function as the direct API (accepting an invite joins the hub;
- * a transfer moves ownership), which also closes this row.
+ * a transfer moves ownership; a review keeps one side), which also closes this row.
  */
 export async function resolveNotification(ctx: AuthContext, id: string, action: string) {
   const row = await ownOrThrow(ctx, id);
@@ -68,6 +69,9 @@ export async function resolveNotification(ctx: AuthContext, id: string, action: 
   } else if (row.kind === "hub_ownership_transfer" && row.hubId && row.sourceId && action !== "dismiss") {
     if (action === "accept") await acceptTransfer(ctx, row.hubId, row.sourceId);
     else await cancelTransfer(ctx, row.hubId, row.sourceId);
+  } else if (row.kind === "review_contradiction" && row.sourceId && action !== "dismiss") {
+    // The same decision as POST /v1/dreams/actions/:id/resolve, which closes every recipient's row.
+    await resolveDreamAction(ctx, row.sourceId, action as "keep_a" | "keep_b" | "keep_both");
   }
   // The domain call above closed the row when it had one; otherwise (decline an invite, dismiss) close it here.
   await ctx.db.notification.updateMany({ where: { id: row.id, status: "pending" }, data: { status: "resolved", resolution, resolvedAt: now, seenAt: row.seenAt ?? now } });
@@ -82,13 +86,14 @@ export const bulkNotificationsBodySchema = z.object({
   hub: z.uuid().optional(),
 });
 
+/** The `hub` field narrows; without it the X-Hub-ID header (as withAuth parsed it) does. */
 export async function bulkUpdateNotifications(ctx: AuthContext, op: "seen" | "dismiss", input: { hub?: string; kinds: string[]; since?: string }) {
   const decisions = input.kinds.filter(isDecisionKind);
   if (decisions.length) {
     throw new ApiError("bulk_not_allowed_for_decision_kind", `Decisions are taken one by one: ${decisions.join(", ")}`, { kinds: decisions });
   }
   const now = ctx.now();
-  const where = { ...notificationScope(ctx, { hub: input.hub, kinds: input.kinds, since: input.since }), ...(op === "seen" && { seenAt: null }) };
+  const where = { ...notificationScope(ctx, { hub: input.hub ?? ctx.hubHeader, kinds: input.kinds, since: input.since }), ...(op === "seen" && { seenAt: null }) };
   const { count } = await ctx.db.notification.updateMany({
     where,
     data: op === "seen" ? { seenAt: now } : { status: "dismissed", resolvedAt: now },

@@ -49,7 +49,6 @@ async function start(): Promise<void> {
   const config = processingConfig();
   const database = await getDatabase();
   void getEmbedder();
-  const stopUploadSweeper = startUploadSweeper(async () => (await getDatabase()).prisma);
   if (inngestEnabled()) {
     const { inngest, MEMORY_PROCESS_EVENT } = await import("@/inngest/client.ts");
     const send = (ids: string[]) =>
@@ -65,14 +64,15 @@ async function start(): Promise<void> {
     void sweep().catch((error) => console.error("[engram] processing: sweep failed", error));
     const timer = setInterval(() => void sweep().catch((error) => console.error("[engram] processing: sweep failed", error)), config.sweepMs);
     timer.unref();
+    // The upload sweep is the Inngest cron function sweep-uploads here.
     state.stop = () => {
       unsubscribe();
       clearInterval(timer);
-      stopUploadSweeper();
     };
     console.log("[engram] processing: background jobs run on Inngest");
     return;
   }
+  const stopUploadSweeper = startUploadSweeper(async () => (await getDatabase()).prisma);
   const runner = new EmbeddedRunner({ ...config, db: async () => (await getDatabase()).prisma, exclusiveDatabase: database.kind === "pglite" });
   const unsubscribe = onMemoryWrite((memory) => runner.enqueue(memory.id));
   runner.start();

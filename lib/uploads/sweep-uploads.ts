@@ -2,7 +2,7 @@ import { blobStore } from "@/lib/blobs/blob-store.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
 import { UNATTACHED_UPLOAD_TTL_MS } from "./upload-limits.ts";
 
-const SWEEP_BATCH = 200;
+export const SWEEP_BATCH = 200;
 
 /**
  * Inside the transaction that deletes memories: their uploads become
@@ -45,7 +45,7 @@ export async function sweepUploads(db: Db, now = new Date()): Promise<number> {
   return stale.length;
 }
 
-/** Runs the sweep hourly in this process; returns the stop function. */
+/** Runs the sweep hourly in this process (without Inngest; with it, inngest/upload-functions.ts does); returns the stop function. */
 export function startUploadSweeper(db: () => Promise<Db>, everyMs = 60 * 60 * 1000): () => void {
   const run = async () => {
     try {

@@ -165,3 +165,6 @@ export function roleCan(role: Role | undefined, action: "write" | "manage" | "ow
   if (action === "manage") return role === "owner" || role === "admin";
   return role !== "viewer";
 }
+
+/** Memories per page of a hub's list (the server prefetches the first page with the same size). */
+export const HUB_PAGE_SIZE = 20;

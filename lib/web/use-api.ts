@@ -28,19 +28,24 @@ function request<T>(key: string, path: string): Promise<T> {
   return pending;
 }
 
-/** Loads a GET endpoint (null: nothing yet) and keeps its data, error and loading state. */
-export function useApi<T>(path: string | null): ApiState<T> {
-  const [data, setDataState] = useState<T>();
+/**
+ * Loads a GET endpoint (null: nothing yet) and keeps its data, error and loading state.
+ * `initial`: the first path's data as the server already read it (lib/web/prefetch.ts); the
+ * first render then needs no request, and reloads and other paths fetch as usual.
+ */
+export function useApi<T>(path: string | null, initial?: T): ApiState<T> {
+  const [data, setDataState] = useState<T | undefined>(initial);
   const [error, setError] = useState<Error>();
   const [version, setVersion] = useState(0);
-  // Loading is "the last settled request is not the current one", so no state is set inside the effect body.
-  const [settled, setSettled] = useState<string>();
   const key = path === null ? null : `${version}:${path}`;
+  // Loading is "the last settled request is not the current one", so no state is set inside the effect body.
+  const [prefetched] = useState(initial !== undefined && key !== null ? key : undefined);
+  const [settled, setSettled] = useState<string | undefined>(prefetched);
 
   if (typeof window !== "undefined" && path !== null && key !== null && settled !== key) request<T>(key, path);
 
   useEffect(() => {
-    if (path === null || key === null) return;
+    if (path === null || key === null || key === prefetched) return;
     let current = true;
     request<T>(key, path)
       .then((result) => {
@@ -58,7 +63,7 @@ export function useApi<T>(path: string | null): ApiState<T> {
     return () => {
       current = false;
     };
-  }, [path, key]);
+  }, [path, key, prefetched]);
 
   const reload = useCallback(() => setVersion((v) => v + 1), []);
   const setData = useCallback((update: (current: T | undefined) => T | undefined) => setDataState(update), []);

@@ -10,7 +10,7 @@ import { countUsage } from "@/lib/usage/count-usage.ts";
 // POST /v1/ask — an answer from recall's sources with citations; SSE with Accept: text/event-stream
 export const POST = withAuth({ bucket: "heavy" }, async (ctx, req) => {
   const body = await parseJson(req, askBodySchema);
-  const input = { ...body, preferred_hub_id: req.headers.get("x-hub-id")?.trim() || undefined };
+  const input = { ...body, preferred_hub_id: ctx.hubHeader };
   if (wantsEventStream(req)) {
     await countUsage(ctx, "asks");
     return streamAsk(ctx, input, req.signal);

@@ -6,7 +6,7 @@ import { bulkNotificationsBodySchema, bulkUpdateNotifications } from "@/lib/noti
 // POST /v1/notifications/dismiss — bulk for receipt kinds ({kinds, since?}; X-Hub-ID or hub narrows)
 export const POST = withAuth({}, async (ctx, req) => {
   const body = await parseJson(req, bulkNotificationsBodySchema);
-  return ok(await bulkUpdateNotifications(ctx, "dismiss", { ...body, hub: body.hub ?? (req.headers.get("x-hub-id")?.trim() || undefined) }));
+  return ok(await bulkUpdateNotifications(ctx, "dismiss", body));
 });
 
 export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");

@@ -1,0 +1,165 @@
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { makePdf, makePng } from "./support/make-files.ts";
+import { dispatch } from "./support/router.ts";
+import { startVercelBlobFake, type VercelBlobFake } from "./support/vercel-blob-fake.ts";
+
+/**
+ * The Vercel Blob adapter (@vercel/blob, unchanged) against a local fake of
+ * the Blob API that checks tokens and presigned-URL signatures the way the
+ * service does (tests/support/vercel-blob-fake.ts). The client PUTs straight
+ * to the API with the presigned URL; Engram verifies, extracts and serves it.
+ */
+let fake: VercelBlobFake;
+let h: Harness;
+let ann: Client;
+let bob: Client;
+const ENV_KEYS = ["BLOB_READ_WRITE_TOKEN", "VERCEL_BLOB_API_URL", "VERCEL_BLOB_RETRIES"] as const;
+
+beforeAll(async () => {
+  fake = await startVercelBlobFake();
+  Object.assign(process.env, { BLOB_READ_WRITE_TOKEN: fake.token, VERCEL_BLOB_API_URL: fake.apiUrl, VERCEL_BLOB_RETRIES: "0" });
+  setBlobStore(undefined);
+  h = await createHarness();
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+  await startBackgroundProcessing();
+});
+afterAll(async () => {
+  stopBackgroundProcessing();
+  for (const key of ENV_KEYS) delete process.env[key];
+  setBlobStore(undefined);
+  await h?.close();
+  await fake?.close();
+});
+
+const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+async function processed(client: Client, id: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await client.get(`/v1/memories/${id}`);
+    if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
+    if (Date.now() > deadline) throw new Error(`memory ${id} still ${res.body.data.processing_status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function intent(client: Client, filename: string, contentType: string, size: number) {
+  const res = await client.post("/v1/uploads", { filename, content_type: contentType, size_bytes: size, purpose: "memory_attachment" });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data;
+}
+
+const put = (i: { upload_url: string; headers: Record<string, string> }, bytes: Buffer, url = i.upload_url, headers = i.headers) =>
+  fetch(url, { method: "PUT", headers, body: new Uint8Array(bytes) });
+
+async function download(pathname: string, key: string): Promise<Buffer> {
+  const res = await dispatch(new Request(`http://engram.test${pathname}`, { headers: { authorization: `Bearer ${key}` } }));
+  expect(res.status).toBe(200);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+describe("Vercel Blob (local fake of its API)", () => {
+  it("is chosen by BLOB_READ_WRITE_TOKEN", async () => {
+    expect((await blobStore()).kind).toBe("vercel");
+  });
+
+  it("presigned PUT → create → extracted PDF → download of the same bytes → delete removes the object", async () => {
+    const pdf = await makePdf([["Cover page"], ["The vendor escrow account is reconciled on the third Thursday."]]);
+    const i = await intent(ann, "escrow.pdf", "application/pdf", pdf.length);
+    const target = new URL(i.upload_url);
+    expect(`${target.origin}${target.pathname}`).toBe(`${fake.apiUrl}/`);
+    expect(target.searchParams.get("pathname")).toBe(i.object_key);
+    expect(target.searchParams.get("vercel-blob-allowed-content-types")).toBe("application/pdf");
+    expect(target.searchParams.get("vercel-blob-maximum-size-in-bytes")).toBe(String(pdf.length));
+    expect(i.headers).toMatchObject({ "x-content-type": "application/pdf" });
+    const sent = await put(i, pdf);
+    expect(sent.status, await sent.text()).toBe(200);
+
+    const created = await ann.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, sha256: sha256(pdf) } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const memory = await processed(ann, created.body.data.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+    expect(memory.content).toContain("vendor escrow account");
+    const recall = await ann.post("/v1/recall", { query: "when is the vendor escrow account reconciled" });
+    expect(recall.body.data.memories.map((m: { id: string }) => m.id)).toContain(memory.id);
+
+    const bytes = await download(`/v1/memories/${memory.id}/attachments/${memory.attachments[0].id}/download`, ann.key);
+    expect(bytes.equals(pdf)).toBe(true);
+    expect(await (await blobStore()).head(i.object_key)).toMatchObject({ size: pdf.length, contentType: "application/pdf" });
+    expect((await ann.delete(`/v1/memories/${memory.id}`)).status).toBe(200);
+    expect(await (await blobStore()).head(i.object_key)).toBeNull();
+    expect(fake.objects.has(i.object_key)).toBe(false);
+  });
+
+  it("the presigned PUT is bound to its pathname, type, size and signature; no overwrite", async () => {
+    const text = Buffer.from("twelve bytes");
+    const i = await intent(ann, "t.txt", "text/plain", text.length);
+    // Another type, a larger body, a tampered parameter, another pathname: all refused by the service.
+    expect((await put(i, text, i.upload_url, { "x-content-type": "text/html" })).status).toBe(400);
+    expect((await put(i, Buffer.from("thirteen byte"))).status).toBe(400);
+    const tampered = new URL(i.upload_url);
+    tampered.searchParams.set("vercel-blob-maximum-size-in-bytes", "999999");
+    expect((await put(i, text, tampered.toString())).status).toBe(403);
+    const elsewhere = new URL(i.upload_url);
+    elsewhere.searchParams.set("pathname", `uploads/${bob.id}/stolen`);
+    expect((await put(i, text, elsewhere.toString())).status).toBe(403);
+    expect(fake.objects.has(i.object_key)).toBe(false);
+    expect((await put(i, text)).status).toBe(200);
+    expect((await put(i, text)).status).toBe(400);
+
+    // Engram's own checks hold as with every store: a short object is refused at create, and a sniffed type.
+    const short = await intent(ann, "s.txt", "text/plain", 20);
+    expect((await put(short, Buffer.from("only ten b"))).status).toBe(200);
+    const wrongSize = await ann.post("/v1/memories", { file_ref: short.file_ref });
+    expect(wrongSize.status).toBe(400);
+    expect(wrongSize.body.error.details).toMatchObject({ size_bytes: 10, expected_size_bytes: 20 });
+    const png = makePng(4, 4);
+    const p = await intent(ann, "real.pdf", "application/pdf", png.length);
+    expect((await put(p, png)).status).toBe(200);
+    const sniffed = await ann.post("/v1/memories", { file_ref: p.file_ref });
+    expect(sniffed.status).toBe(415);
+    expect((await bob.post("/v1/memories", { file_ref: p.file_ref })).status).toBe(400);
+  });
+
+  it("an expired upload URL is refused", async () => {
+    const store = await blobStore();
+    const signed = await store.signUpload(`uploads/${ann.id}/expiring`, { contentType: "text/plain", sizeBytes: 3, expiresIn: 1, baseUrl: "http://engram.test" });
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await fetch(signed.url, { method: "PUT", headers: signed.headers, body: "abc" })).status).toBe(403);
+  });
+
+  it("a view URL for an image is a presigned GET that renders inline; without the signature there is nothing", async () => {
+    const png = makePng(8, 6);
+    const i = await intent(ann, "pic.png", "image/png", png.length);
+    expect((await put(i, png)).status).toBe(200);
+    const created = await ann.post("/v1/memories", { file_ref: i.file_ref });
+    const memory = await processed(ann, created.body.data.id);
+    expect(memory.attachments[0]).toMatchObject({ width: 8, height: 6 });
+    const view = await ann.post(`/v1/memories/${memory.id}/attachments/${memory.attachments[0].id}/view-url`);
+    expect(view.status).toBe(200);
+    const url = new URL(view.body.data.url);
+    expect(url.hostname).toBe(`${fake.storeId}.private.blob.vercel-storage.com`);
+    expect(url.searchParams.has("download")).toBe(false);
+    const shown = await fetch(url);
+    expect(shown.status).toBe(200);
+    expect(shown.headers.get("content-type")).toBe("image/png");
+    expect(Buffer.from(await shown.arrayBuffer()).equals(png)).toBe(true);
+    expect((await fetch(`${url.origin}${url.pathname}`)).status).toBe(403);
+  });
+
+  it("unattached uploads are swept from the store after 24 hours", async () => {
+    const i = await intent(ann, "lonely.txt", "text/plain", 4);
+    expect((await put(i, Buffer.from("solo"))).status).toBe(200);
+    await sweepUploads(h.db, new Date(Date.now() + 23 * 3600_000));
+    expect(fake.objects.has(i.object_key)).toBe(true);
+    await sweepUploads(h.db, new Date(Date.now() + 25 * 3600_000));
+    expect(fake.objects.has(i.object_key)).toBe(false);
+    expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
+  });
+});
