@@ -29,11 +29,15 @@ const [file, fitSet = "scifact-odd"] = process.argv.slice(2);
 if (!file) throw new Error("usage: fit-calibration.ts DUMP [fit-set]");
 const rows = (JSON.parse(readFileSync(file, "utf8")) as Row[]).filter((r) => r.similarity !== null);
 
+const ALL_FEATURES = ["bias", "similarity", "coverage", "bm25", "fused", "missingEntity"];
+// FIT_WITHOUT=fused,bm25 fits a model without those features (their weight stays 0).
+const without = new Set((process.env.FIT_WITHOUT ?? "").split(",").filter(Boolean));
+const NAMES = ALL_FEATURES.filter((name) => !without.has(name));
 const features = (r: Row) => {
   const share = r.entities > 0 ? r.missingEntities / r.entities : 0;
-  return [1, Math.max(r.similarity ?? 0, 0), Math.min(r.coverage, 1), Math.min(r.bm25, 1.5), Math.min(r.fused, 1), -Math.min(r.missingEntities, 2) * (0.5 + 0.5 * share)];
+  const all = [1, Math.max(r.similarity ?? 0, 0), Math.min(r.coverage, 1), Math.min(r.bm25, 1.5), Math.min(r.fused, 1), -Math.min(r.missingEntities, 2) * (0.5 + 0.5 * share)];
+  return all.filter((_, i) => !without.has(ALL_FEATURES[i]!));
 };
-const NAMES = ["bias", "similarity", "coverage", "bm25", "fused", "missingEntity"];
 
 const part = (r: Row) => (r.corpus === "scifact" ? `scifact-${Number(r.query) % 2 === 1 ? "odd" : "even"}` : r.corpus);
 // One row per memory and query (its best chunk by the current model's order: highest fused, then similarity).
@@ -44,6 +48,12 @@ for (const r of rows) {
   if (!previous || (r.similarity ?? 0) + r.coverage > (previous.similarity ?? 0) + previous.coverage) best.set(id, r);
 }
 const data = [...best.values()];
+// Each candidate's place in its query's fused order: a floor costs Recall@20 only for relevant
+// memories in the top 20.
+const placeOf = new Map<Row, number>();
+const byQuery = new Map<string, Row[]>();
+for (const r of data) byQuery.set(`${r.corpus}|${r.query}`, [...(byQuery.get(`${r.corpus}|${r.query}`) ?? []), r]);
+for (const list of byQuery.values()) list.sort((a, b) => b.fused - a.fused).forEach((r, i) => placeOf.set(r, i + 1));
 const fitRows = data.filter((r) => part(r) === fitSet);
 if (fitRows.length === 0) throw new Error(`no rows in ${fitSet}`);
 
@@ -96,19 +106,19 @@ for (const p of parts) {
   console.log(`${p.padEnd(14)} log-loss ${(loss / subset.length).toFixed(3)}  ECE ${ece.toFixed(3)}  reliability ${bins.map((b) => (b.n ? `${(b.p / b.n).toFixed(2)}→${(b.y / b.n).toFixed(2)}(${b.n})` : "")).filter(Boolean).join(" ")}`);
 }
 
-// Floors: Recall@20 lost (among relevant memories that were candidates), unanswerable queries answered, traps kept.
+// Floors: relevant memories of the fused top 20 lost, unanswerable queries answered, traps kept.
 console.log("floor  " + parts.map((p) => p.padEnd(34)).join(""));
-for (const floor of [0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15, 0.2, 0.25, 0.3]) {
+for (const floor of [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15, 0.2]) {
   const cells = parts.map((p) => {
     const subset = data.filter((r) => part(r) === p);
-    const relevant = subset.filter((r) => r.grade > 0);
+    const relevant = subset.filter((r) => r.grade > 0 && placeOf.get(r)! <= 20);
     const lost = relevant.filter((r) => score(r) < floor).length;
     const negatives = new Set(subset.filter((r) => r.category === "negative").map((r) => r.query));
     const answered = new Set(subset.filter((r) => r.category === "negative" && score(r) >= floor).map((r) => r.query));
     const traps = subset.filter((r) => r.trap && score(r) >= floor).length;
     return `lost ${lost}/${relevant.length} neg ${answered.size}/${negatives.size} traps ${traps}`.padEnd(34);
   });
-  console.log(`${floor.toFixed(2)}   ${cells.join("")}`);
+  console.log(`${floor.toFixed(3)}  ${cells.join("")}`);
 }
 
 function solve(a: number[][], b: number[]): number[] {

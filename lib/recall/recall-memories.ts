@@ -8,7 +8,7 @@ import { loadCandidates, type CandidateFacts } from "./load-candidates.ts";
 import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
 import { RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT, type RecallBody } from "./recall-fields.ts";
 import { recordAccess } from "./record-access.ts";
-import { DERIVED_FILTER_FLOOR, RELEVANCE_FLOOR, entityDemotion, fusedRank, monotoneScores, relevanceLogit, sigmoid } from "./relevance-score.ts";
+import { ANSWERABLE_GAP, ANSWERABLE_LOGIT, DERIVED_FILTER_FLOOR, RELEVANCE_FLOOR, answerableLogit, fuseLegs, monotoneScores, normaliseLeg, relevanceLogit, sigmoid } from "./relevance-score.ts";
 import { getReranker, rerankWithinBudget } from "./reranker.ts";
 import type { SearchScope } from "./search-scope.ts";
 
@@ -63,6 +63,10 @@ export interface RecallTraceEntry {
   missingEntities: number;
   entities: number;
   score: number;
+  /** The ranking boosts (hub, project context, intent kind) of the memory. */
+  boost: number;
+  /** Whether the vector index returned this chunk (else its cosine came with a lexical hit). */
+  inVectorLeg: boolean;
 }
 
 const globalForTrace = globalThis as unknown as {
@@ -103,11 +107,6 @@ const DEFAULT_MODE: RecallMode = { legs: "hybrid", floor: true };
 /** The eval's switch between its columns; undefined restores the default. */
 export function setRecallMode(mode: RecallMode | undefined): void {
   globalForTrace.__engramRecallMode = mode;
-}
-
-function ranksOf(scores: Map<string, number>): Map<string, number> {
-  const sorted = [...scores.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
-  return new Map(sorted.map(([id], i) => [id, i + 1]));
 }
 
 /**
@@ -223,7 +222,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   const lexicalChunkIds = new Set(lexical.hits.map((hit) => hit.chunkId));
   const totalCandidates = lexical.candidates + vectorHits.filter((hit) => !lexicalChunkIds.has(hit.chunkId)).length;
 
-  // Each leg ranks memories by their best chunk; reciprocal-rank fusion orders them.
+  // Each leg scores memories by their best chunk; the normalised scores are fused (relevance-score.ts).
   const vectorChunkIds = new Set(vectorHits.map((hit) => hit.chunkId));
   const lexicalBest = new Map<string, number>();
   const vectorBest = new Map<string, number>();
@@ -235,19 +234,24 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
       vectorBest.set(candidate.memoryId, Math.max(vectorBest.get(candidate.memoryId) ?? -1, candidate.similarity));
     }
   }
-  const lexicalRank = ranksOf(lexicalBest);
-  const vectorRank = ranksOf(vectorBest);
-  const legs = (mode.legs !== "vector" ? 1 : 0) + (mode.legs !== "lexical" && vector ? 1 : 0);
+  const lexicalNorm = normaliseLeg(lexicalBest);
+  const vectorNorm = normaliseLeg(vectorBest);
+  const legs = { lexical: mode.legs !== "vector", vector: mode.legs !== "lexical" && vector !== null };
 
   // A time or author phrase is itself the question ("what did Mira push last week"): list what
   // matches it, ranked by the rest of the query, instead of demanding the rest match on its own.
-  const floor = !mode.floor ? -1 : analysis.timePhrase || analysis.author ? DERIVED_FILTER_FLOOR : RELEVANCE_FLOOR;
+  const derived = Boolean(analysis.timePhrase || analysis.author);
+  const floor = !mode.floor ? -1 : derived ? DERIVED_FILTER_FLOOR : RELEVANCE_FLOOR;
+  // An unrelated question (no candidate with enough evidence of its own) gets nothing.
+  let answerable = -Infinity;
+  const memoryGate = new Map<string, number>();
   const best = new Map<string, Scored>();
   const traced: RecallTraceEntry[] = [];
   for (const candidate of chunkScores.values()) {
     const fact = facts.get(candidate.memoryId);
     if (!fact) continue;
-    const fused = fusedRank([lexicalRank.get(candidate.memoryId), vectorRank.get(candidate.memoryId)], legs);
+    // A chunk not embedded yet (or a memory not chunked yet) is judged by the leg that can see it.
+    const fused = fuseLegs(lexicalNorm.get(candidate.memoryId), vectorNorm.get(candidate.memoryId), candidate.similarity === null ? { ...legs, vector: false } : legs);
     const evidence = {
       similarity: candidate.similarity,
       coverage: candidate.coverage,
@@ -257,18 +261,31 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
       entities: stats.entities.length,
     };
     const score = sigmoid(relevanceLogit(evidence));
-    if (globalForTrace.__engramRecallTrace) traced.push({ memoryId: candidate.memoryId, chunkId: candidate.chunkId, ...evidence, score });
-    if (score < floor) continue;
+    if (globalForTrace.__engramRecallTrace) {
+      const inVectorLeg = candidate.chunkId !== null && vectorChunkIds.has(candidate.chunkId);
+      traced.push({ memoryId: candidate.memoryId, chunkId: candidate.chunkId, ...evidence, score, boost: boost(fact, input, analysis.intent), inVectorLeg });
+    }
+    const gate = answerableLogit(evidence);
+    if (gate === null && score < floor) continue;
+    answerable = Math.max(answerable, gate ?? Infinity);
+    memoryGate.set(candidate.memoryId, Math.max(memoryGate.get(candidate.memoryId) ?? -Infinity, gate ?? Infinity));
     const order =
       mode.legs === "lexical" ? (lexicalBest.get(candidate.memoryId) ?? 0) :
       mode.legs === "vector" ? (vectorBest.get(candidate.memoryId) ?? -1) :
-      fused * entityDemotion(fact.missingEntities, stats.entities.length) + boost(fact, input, analysis.intent);
+      fused + boost(fact, input, analysis.intent);
     const previous = best.get(candidate.memoryId);
     // The memory's entry shows its best-scoring chunk; its place comes from the fused order.
     if (!previous || score > previous.score) best.set(candidate.memoryId, { ...candidate, score, rank: order });
   }
   globalForTrace.__engramRecallTrace?.(input.query, traced);
-  // Ties in the fused order (first in one leg, second in the other) go to the stronger evidence.
+  // The floor: nothing for an unrelated question; otherwise drop what is far weaker than the best.
+  if (mode.floor && !derived) {
+    for (const id of best.keys()) {
+      const gate = memoryGate.get(id)!;
+      if (answerable < ANSWERABLE_LOGIT || gate < answerable - ANSWERABLE_GAP) best.delete(id);
+    }
+  }
+  // Ties in the fused order go to the stronger evidence.
   let ranked = [...best.values()].sort((a, b) => b.rank - a.rank || b.score - a.score || a.memoryId.localeCompare(b.memoryId));
   // Scores fall along the order; boosts (capped at 1) lift what they lift in the order too.
   const shown = monotoneScores(ranked.map((item) => item.score));

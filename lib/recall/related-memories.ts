@@ -5,7 +5,7 @@ import { isUuid } from "@/lib/ids.ts";
 import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates } from "./load-candidates.ts";
 import { serializeMemory, type MemoryObject } from "@/lib/memories/serialize-memory.ts";
-import { RELEVANCE_FLOOR, fusedRank, relevanceLogit, sigmoid } from "./relevance-score.ts";
+import { ANSWERABLE_LOGIT, RELEVANCE_FLOOR, answerableLogit, normaliseLeg, relevanceLogit, sigmoid } from "./relevance-score.ts";
 
 export const MAX_RELATED = 5;
 
@@ -47,18 +47,22 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rel
       memoryIds: [],
       entities: [],
     });
+    // One leg: the fused value is its normalised similarity (as recall's with only that leg).
+    const normalised = normaliseLeg(new Map(vectorHits.filter((hit) => hit.memoryId !== memory.id).map((hit) => [hit.chunkId, hit.similarity])));
     for (const hit of vectorHits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
-      const fused = fusedRank([picks.size + 1], 1);
-      const score = sigmoid(relevanceLogit({ similarity: hit.similarity, coverage: 0, bm25: 0, fused, missingEntities: 0, entities: 0 }));
-      if (score >= RELEVANCE_FLOOR) picks.set(hit.memoryId, { chunkId: hit.chunkId, score });
+      const fused = normalised.get(hit.chunkId) ?? 0;
+      const evidence = { similarity: hit.similarity, coverage: 0, bm25: 0, fused, missingEntities: 0, entities: 0 };
+      // Unrelated neighbours (every memory has nearest ones) are not listed.
+      if ((answerableLogit(evidence) ?? -Infinity) >= ANSWERABLE_LOGIT) picks.set(hit.memoryId, { chunkId: hit.chunkId, score: sigmoid(relevanceLogit(evidence)) });
     }
   } else {
     const text = `${memory.title}\n${memory.summary || memory.content.slice(0, 400)}`;
     const { stats, hits } = await lexicalSearch(ctx.sql, { userId: ctx.user.id, hubIds, text }, {}, MAX_RELATED * 8);
+    const normalised = normaliseLeg(new Map(hits.filter((hit) => hit.memoryId !== memory.id).map((hit) => [hit.chunkId ?? hit.memoryId, hit.bm25])));
     for (const hit of hits) {
       if (hit.memoryId === memory.id || picks.has(hit.memoryId)) continue;
-      const fused = fusedRank([picks.size + 1], 1);
+      const fused = normalised.get(hit.chunkId ?? hit.memoryId) ?? 0;
       const evidence = { similarity: null, coverage: hit.matchedIdf / (stats.queryIdf || 1), bm25: hit.bm25 / (stats.queryIdf || 1), fused, missingEntities: 0, entities: 0 };
       const score = sigmoid(relevanceLogit(evidence));
       if (score >= RELEVANCE_FLOOR) picks.set(hit.memoryId, { chunkId: hit.chunkId, score });
