@@ -288,12 +288,10 @@ test("sign up → hub → push → recall → invite → join → role change �
     figures.hub1000_median_ms = sorted[2];
     figures.hub1000_runs_ms = runs.map((r) => r.contentMs);
     writeFileSync(path.join(ARTIFACTS, "figures.json"), JSON.stringify(figures, null, 2));
-    // The target is 1 s on this machine, measured quiet (above), and never relaxed for load. The
-    // features merged on 2026-11-22 (ask, uploads, live events, the bell) took the quiet median to
-    // 1.0–1.25 s (three runs: 1227, 1251, 1015 ms), so CI holds the page to 1.5 s until that
-    // regression is found; the figures file records every run against the 1 s target.
+    // The target is 1 s on this machine, measured quiet (above), and never relaxed for load. The hub's
+    // header and first page come in the HTML (server-side prefetch), so hydration is not on the path.
     figures.hub1000_target_ms = 1000;
-    const budget = Number(process.env.E2E_HUB_LOAD_BUDGET_MS ?? 1500);
+    const budget = Number(process.env.E2E_HUB_LOAD_BUDGET_MS ?? 1000);
     figures.hub1000_budget = { budget_ms: budget };
     writeFileSync(path.join(ARTIFACTS, "figures.json"), JSON.stringify(figures, null, 2));
     expect(sorted[2]).toBeLessThanOrEqual(budget);
