@@ -73,7 +73,10 @@ describe("the DATABASE_URL driver path, against PGlite behind a socket", () => {
     const { memories, query_metadata } = res.body.data;
     expect(memories[0]).toMatchObject({ id: stripe, kind: "procedural", heading_chain: "Rotating the Stripe key" });
     expect(typeof memories[0].relevance_score).toBe("number");
-    expect(memories.map((m: { id: string }) => m.id)).not.toContain(twilio);
+    // The near miss (another key's rotation) may follow, never lead: recall's floor drops only what is
+    // unrelated (docs/recall.md, "Calibration and floor").
+    const near = memories.findIndex((m: { id: string }) => m.id === twilio);
+    if (near !== -1) expect(memories[near].relevance_score).toBeLessThan(memories[0].relevance_score);
     expect(query_metadata.total_candidates).toBeGreaterThan(0);
 
     const unchunked = await ann.post("/v1/recall", { query: "pglite-socket smoke test" });
