@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { isBackgroundWork, runAsBackground } from "@/lib/db/background-work.ts";
 import { StatementScheduler } from "@/lib/db/statement-scheduler.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { postgresMode } from "./support/postgres.ts";
 
 // Issue 16 item 6: requests stay fast while the pipeline is busy. On the embedded database (one
 // connection) foreground statements go before queued background ones, and background work gets a
@@ -98,7 +99,8 @@ describe("StatementScheduler", () => {
   });
 });
 
-describe("the embedded database schedules by background mark", () => {
+// The embedded database's scheduler; `npm run test:postgres` runs the pool bound below instead.
+describe.skipIf(postgresMode())("the embedded database schedules by background mark", () => {
   let h: Harness;
   let ann: Client;
   beforeAll(async () => {
@@ -155,7 +157,8 @@ describe("the embedded database schedules by background mark", () => {
  * finds a free connection while the pipeline is busy. Needs a real server:
  *   ENGRAM_TEST_POSTGRES_URL=$(../shared/tools/pg-server start | tail -1 | cut -d= -f2-) npx vitest run tests/statement-scheduler.test.ts
  */
-const serverUrl = process.env.ENGRAM_TEST_POSTGRES_URL;
+// Under `npm run test:postgres`, the run's own server.
+const serverUrl = inject("postgres")?.adminUrl || process.env.ENGRAM_TEST_POSTGRES_URL;
 describe.skipIf(!serverUrl)("PostgreSQL: a bounded number of connections for background work", () => {
   let admin: import("pg").Client;
   let dbName: string;
