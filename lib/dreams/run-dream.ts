@@ -144,7 +144,9 @@ function forget(deps: DreamDeps, ids: Iterable<string>): void {
 
 async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory[]> {
   const [rows, embeddings] = await Promise.all([
-    deps.db.memory.findMany({ where: { hubId, state: "active" }, select: { id: true, title: true, content: true, updatedAt: true, topicId: true } }),
+    // A fixed order: clustering is greedy, and PostgreSQL's heap order changes as rows are updated,
+    // so without one a resumed run (or any rerun) could group the same memories differently.
+    deps.db.memory.findMany({ where: { hubId, state: "active" }, orderBy: { id: "asc" }, select: { id: true, title: true, content: true, updatedAt: true, topicId: true } }),
     memoryEmbeddings(deps.sql, hubId),
   ]);
   return rows.map((row) => ({
