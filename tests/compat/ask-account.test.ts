@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, loadSdk, memax, scratchHome, startEngram, type Engram, type EngramUser } from "./support/engram.ts";
+import { eventually, loadSdk, memax, pushProcessed, scratchHome, startEngram, type Engram, type EngramUser } from "./support/engram.ts";
 
 /**
  * Memax's CLI `ask` (streaming, --no-stream, --format json) and `dreams quota`, and its SDK's
@@ -32,12 +32,7 @@ describe("Memax CLI and SDK: ask, account, notifications, events", () => {
       "# Deploys\n\nThe web tier is deployed with blue-green switches on Tuesdays after the standup.",
       "# On-call\n\nThe on-call engineer rotates every Monday at 09:00 and carries the pager for a week.",
     ];
-    const ids: string[] = [];
-    for (const content of contents) ids.push((await ann.api("POST", "/v1/memories", { content })).body.data.id);
-    await eventually(async () => {
-      const all = await Promise.all(ids.map((id) => ann.api("GET", `/v1/memories/${id}`)));
-      return all.every((m) => m.body.data.processing_status === "done");
-    }, 120_000, "memories processed");
+    await pushProcessed(ann, contents);
   });
   afterAll(async () => {
     await engram?.stop();

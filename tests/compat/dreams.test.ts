@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, memax, scratchHome, startEngram, type Engram, type EngramUser } from "./support/engram.ts";
+import { eventually, memax, pushProcessed, scratchHome, startEngram, type Engram, type EngramUser } from "./support/engram.ts";
 
 // `memax dreams trigger|list|report` against the built server: memories pushed through the API
 // are embedded by the server's own background runner, and the run is done by its in-process worker.
@@ -24,13 +24,7 @@ describe("memax dreams", () => {
       "Rotate the Stripe key every 90 days.",
       "Rotate the Twilio key every 90 days.",
     ];
-    const ids: string[] = [];
-    for (const content of contents) ids.push((await ann.api("POST", "/v1/memories", { content })).body.data.id);
-    // Wait until the server's runner has embedded them all.
-    await eventually(async () => {
-      const all = await Promise.all(ids.map((id) => ann.api("GET", `/v1/memories/${id}`)));
-      return all.every((m) => m.body.data.processing_status === "done");
-    }, 120_000, "memories processed");
+    await pushProcessed(ann, contents);
   });
   afterAll(async () => {
     await engram?.stop();

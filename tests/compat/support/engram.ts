@@ -260,3 +260,18 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/**
+ * Pushes each content to the user's personal hub and waits until background processing has
+ * chunked and embedded them all. Polls the list (list reads do not count as accesses).
+ */
+export async function pushProcessed(user: EngramUser, contents: string[], timeoutMs = 120_000): Promise<string[]> {
+  const ids: string[] = [];
+  for (const content of contents) ids.push((await user.api("POST", "/v1/memories", { content })).body.data.id);
+  await eventually(async () => {
+    const list = await user.api("GET", `/v1/memories?hub_id=${user.personalHubId}&limit=100`);
+    const done = new Set(list.body.data.memories.filter((m: any) => m.processing_status === "done").map((m: any) => m.id));
+    return ids.every((id) => done.has(id));
+  }, timeoutMs, "memories processed");
+  return ids;
+}
