@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { blobStore, readAll, setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { checkAgentSessionsInStore } from "./support/agent-session-store-check.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { makePdf, makePng } from "./support/make-files.ts";
@@ -69,16 +70,7 @@ async function intent(client: Client, filename: string, contentType: string, siz
 
 describe("S3-compatible storage (s3rver)", () => {
   it("agent session files are written to the bucket server-side; a replaced version's object is deleted", async () => {
-    const first = await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "s3-1", content: "one\n" });
-    expect(first.status, first.text).toBe(201);
-    const key1 = (await h.db.agentSession.findUniqueOrThrow({ where: { id: first.body.data.id } })).storeKey;
-    const store = await blobStore();
-    expect((await readAll(store, key1)).toString("utf8")).toBe("one\n");
-    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "s3-1", content: "one\ntwo\n" })).status).toBe(200);
-    const key2 = (await h.db.agentSession.findUniqueOrThrow({ where: { id: first.body.data.id } })).storeKey;
-    expect(await store.head(key1)).toBeNull();
-    expect((await ann.get("/v1/agent-sessions?session_id=s3-1")).body.data.sessions[0].content).toBe("one\ntwo\n");
-    expect((await readAll(store, key2)).toString("utf8")).toBe("one\ntwo\n");
+    await checkAgentSessionsInStore(h, ann, "s3-1");
   });
 
   it("is chosen by ENGRAM_S3_BUCKET", async () => {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { blobStore, readAll, setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { checkAgentSessionsInStore } from "./support/agent-session-store-check.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -66,16 +67,7 @@ async function download(pathname: string, key: string): Promise<Buffer> {
 
 describe("Vercel Blob (local fake of its API)", () => {
   it("agent session files are written server-side with the token; a replaced version's object is deleted", async () => {
-    const first = await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "vb-1", content: "one\n" });
-    expect(first.status, first.text).toBe(201);
-    const key1 = (await h.db.agentSession.findUniqueOrThrow({ where: { id: first.body.data.id } })).storeKey;
-    const store = await blobStore();
-    expect((await readAll(store, key1)).toString("utf8")).toBe("one\n");
-    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "vb-1", content: "one\ntwo\n" })).status).toBe(200);
-    const key2 = (await h.db.agentSession.findUniqueOrThrow({ where: { id: first.body.data.id } })).storeKey;
-    expect(await store.head(key1)).toBeNull();
-    expect((await ann.get("/v1/agent-sessions?session_id=vb-1")).body.data.sessions[0].content).toBe("one\ntwo\n");
-    expect((await readAll(store, key2)).toString("utf8")).toBe("one\ntwo\n");
+    await checkAgentSessionsInStore(h, ann, "vb-1");
   });
 
   it("is chosen by BLOB_READ_WRITE_TOKEN", async () => {
