@@ -102,7 +102,8 @@ export async function hubPermissionOrThrow(ctx: Caller, hubId: string, permissio
 }
 
 /** The key that orders writes into a hub against membership changes there (see lockMembershipOrThrow). */
-const membersKey = (hubId: string) => `hub-members:${hubId}`;
+/** The advisory-lock key of a hub's membership (shared by writers, exclusive for removals). */
+export const hubMembersLockKey = (hubId: string) => `hub-members:${hubId}`;
 
 /**
  * Inside a writing transaction: the caller's membership of the hub read again under the hub's
@@ -110,8 +111,16 @@ const membersKey = (hubId: string) => `hub-members:${hubId}`;
  * that lock exclusively (lockHubMembers), so it waits for writes already past this point and the
  * writes after it see it: once it returns, no write it did not see can still land.
  */
-export async function lockMembershipOrThrow(tx: DbClient, ctx: Caller, hub: HubRecord, permission: Permission, action: string): Promise<void> {
-  await lockForTransactionShared(tx, membersKey(hub.id));
+export async function lockMembershipOrThrow(
+  tx: DbClient,
+  ctx: Caller,
+  hub: HubRecord,
+  permission: Permission,
+  action: string,
+  options: { locked?: boolean } = {},
+): Promise<void> {
+  // `locked`: the caller already took { shared: hubMembersLockKey(hub.id) } with its other locks.
+  if (!options.locked) await lockForTransactionShared(tx, hubMembersLockKey(hub.id));
   const row = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: ctx.user.id } }, select: { role: true } });
   const membership = row ? toMembership(ctx.credential, { role: row.role, hub }) : undefined;
   if (!membership) throw new ApiError("not_found", "Hub not found");
@@ -120,7 +129,7 @@ export async function lockMembershipOrThrow(tx: DbClient, ctx: Caller, hub: HubR
 
 /** The exclusive side: taken by every transaction that removes, demotes or deletes members of a hub. */
 export async function lockHubMembers(tx: DbClient, hubId: string): Promise<void> {
-  await lockForTransaction(tx, membersKey(hubId));
+  await lockForTransaction(tx, hubMembersLockKey(hubId));
 }
 
 /**
