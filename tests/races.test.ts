@@ -247,4 +247,25 @@ describe("limits under concurrent creates", () => {
     expect(results.filter((r) => r.status !== 201).every((r) => r.status === 409 && r.body.error.details.limit === MAX_TOPICS_PER_HUB)).toBe(true);
     expect(await h.db.topic.count({ where: { hubId: hub } })).toBe(MAX_TOPICS_PER_HUB);
   });
+
+  it("a user's memory quota under concurrent pushes: first writes (no counter row yet) and later ones both stop at the limit", async () => {
+    process.env.ENGRAM_QUOTA_USER_MEMORIES = "5";
+    try {
+      const own = await h.user("Quota");
+      const hub = await h.teamHub(own);
+      // The user's first memories: the counter rows do not exist until the first insert commits.
+      const first = await Promise.all(Array.from({ length: 12 }, (_, i) => own.post("/v1/memories", { content: `first wave ${i}` }, on(hub))));
+      expect(count(first, 201)).toBe(5);
+      expect(first.filter((r) => r.status !== 201).every((r) => r.status === 413 && r.body.error.code === "quota_exceeded")).toBe(true);
+      // Room for three more, then a second wave racing on the now existing (locked) rows.
+      const mine = (await own.get(`/v1/memories?hub_id=${hub}&limit=10`)).body.data.memories as { id: string }[];
+      for (const memory of mine.slice(0, 3)) expect((await own.delete(`/v1/memories/${memory.id}`)).status).toBe(200);
+      const second = await Promise.all(Array.from({ length: 12 }, (_, i) => own.post("/v1/memories", { content: `second wave ${i}` }, on(hub))));
+      expect(count(second, 201)).toBe(3);
+      expect(await h.db.memory.count({ where: { ownerId: own.id } })).toBe(5);
+      expect(await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: own.id } } })).toMatchObject({ memories: 5 });
+    } finally {
+      delete process.env.ENGRAM_QUOTA_USER_MEMORIES;
+    }
+  });
 });

@@ -10,7 +10,7 @@ import { newId } from "@/lib/ids.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
 import { inferContentType } from "@/lib/processing/infer-content-type.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
-import { assertStorageQuota, storageQuotaLockKeys } from "@/lib/quotas/assert-storage-quota.ts";
+import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { resolveFileRef, type VerifiedFile } from "@/lib/uploads/resolve-file-ref.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
@@ -64,13 +64,11 @@ ${input.content}`) : contentHash(input.content);
     ctx.db.$transaction(async (tx) => {
       // The source_path's lock (if any) before the content's: a push with a path and one without can
       // share a content hash, and each must see the other's memory (always in this order, no deadlock).
-      // Then the membership (shared) and the quotas, as lockMembershipOrThrow and assertStorageQuota
-      // would take them, all in one statement.
+      // Then the membership (shared, as lockMembershipOrThrow takes it), all in one statement.
       await lockForTransaction(tx, [
         ...(input.source_path ? [`memory:${ctx.hub.id}:path:${input.source_path}`] : []),
         `memory:${ctx.hub.id}:${hash}`,
         { shared: hubMembersLockKey(ctx.hub.id) },
-        ...storageQuotaLockKeys({ ownerId: ctx.user.id, hubId: ctx.hub.id }),
       ]);
       await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
       if (input.source_path) {
@@ -112,8 +110,7 @@ async function insert(
   now: Date,
   file: VerifiedFile | null,
 ): Promise<Memory> {
-  // The transaction already holds the quota locks (taken with the others at its start).
-  await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8"), memories: 1 }, { locked: true });
+  await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8"), memories: 1 });
   const contentType = file ? "file" : (input.content_type ?? inferContentType(input.content, input.source_path));
   const waits = file !== null || contentType === "link";
   const kind = input.kind ?? classifyKind(input.content, contentType, input.hint);

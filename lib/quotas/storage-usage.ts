@@ -12,18 +12,6 @@ export async function storageUsage(db: DbClient, scope: "user" | "hub", id: stri
   return { bytes: Number(row?.bytes ?? 0), memories: row?.memories ?? 0 };
 }
 
-/** A user's and a hub's usage in one read. */
-export async function storageUsages(db: DbClient, ids: { user: string; hub: string }): Promise<Record<"user" | "hub", StorageUsage>> {
-  const rows = await db.storageUsage.findMany({
-    where: { OR: [{ scope: "user", scopeId: ids.user }, { scope: "hub", scopeId: ids.hub }] },
-  });
-  const of = (scope: "user" | "hub", id: string) => {
-    const row = rows.find((r) => r.scope === scope && r.scopeId === id);
-    return { bytes: Number(row?.bytes ?? 0), memories: row?.memories ?? 0 };
-  };
-  return { user: of("user", ids.user), hub: of("hub", ids.hub) };
-}
-
 export interface QuotaReport {
   used_bytes: number;
   used_memories: number;
