@@ -17,7 +17,6 @@
 //   BENCH_CLIENT_PAUSE  ms the single client waits between its creates (default 100)
 //   BENCH_FAKE_PORT     port of the fake OpenAI server (default 3151)
 //   plus every ENGRAM_* setting of the server (ENGRAM_BACKGROUND_DB_PERCENT, …).
-import { createServer, type Server } from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
@@ -30,6 +29,8 @@ import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { markdownMemory } from "./ingest-corpus.ts";
+// @ts-expect-error plain ESM helper without types
+import { startFakeOpenAi } from "./lib/fake-openai.mjs";
 
 const IMPORT = Number(process.env.BENCH_IMPORT ?? 500);
 const PHASES = (process.env.BENCH_PHASES ?? "foreground,local,openai").split(",").map((p) => p.trim());
@@ -74,33 +75,6 @@ async function freshDatabase(): Promise<{ database: Database; label: string; dro
       await again.end();
     },
   };
-}
-
-/** The fake: POST /v1/embeddings answers after 50 ms with deterministic vectors of the requested size. */
-function startFakeOpenAi(): Promise<Server> {
-  const server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-    req.on("end", () => {
-      const input = JSON.parse(body) as { input: string[] | string; dimensions?: number; model: string };
-      const texts = Array.isArray(input.input) ? input.input : [input.input];
-      const dims = input.dimensions ?? 1536;
-      const data = texts.map((text, index) => {
-        let seed = 2166136261;
-        for (let i = 0; i < text.length; i++) seed = Math.imul(seed ^ text.charCodeAt(i), 16777619) >>> 0;
-        const embedding = Array.from({ length: dims }, () => {
-          seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
-          return seed / 4294967296 - 0.5;
-        });
-        return { object: "embedding", index, embedding };
-      });
-      setTimeout(() => {
-        res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify({ object: "list", data, model: input.model, usage: { prompt_tokens: 0, total_tokens: 0 } }));
-      }, FAKE_DELAY_MS);
-    });
-  });
-  return new Promise((resolve) => server.listen(FAKE_PORT, "127.0.0.1", () => resolve(server)));
 }
 
 interface Phase {
@@ -224,7 +198,7 @@ if (PHASES.includes("foreground")) {
 
 for (const provider of ["local", "openai"] as const) {
   if (!PHASES.includes(provider)) continue;
-  const fake = provider === "openai" ? await startFakeOpenAi() : undefined;
+  const fake: { close(): void } | undefined = provider === "openai" ? await startFakeOpenAi(FAKE_PORT, FAKE_DELAY_MS) : undefined;
   if (fake) {
     process.env.OPENAI_BASE_URL = `http://127.0.0.1:${FAKE_PORT}/v1`;
     process.env.OPENAI_API_KEY = "bench-fake-key";
