@@ -339,7 +339,12 @@ async function runFixture(): Promise<CorpusResult> {
   const idByKey = new Map<string, string>();
   const keyById = new Map<string, string>();
   for (const memory of MEMORIES) {
-    const createdAt = new Date(Date.now() - memory.daysAgo * 86_400_000 - 3_600_000);
+    // `daysAgo` whole days before now, less a little: at most an hour, and never more than half of
+    // today so far, so the memory stays on that UTC calendar day ("yesterday" is a calendar day; in
+    // the first hour after midnight a fixed hour moved it to the day before).
+    const now = Date.now();
+    const sinceMidnight = now % 86_400_000;
+    const createdAt = new Date(now - memory.daysAgo * 86_400_000 - Math.max(1, Math.min(3_600_000, Math.floor(sinceMidnight / 2))));
     const res = await users[memory.author].call(
       "POST",
       "/v1/memories",
