@@ -1,6 +1,11 @@
 import type { DbClient } from "./database.ts";
 
-/** A key to lock exclusively, or `{ shared: key }` for its shared side (lockForTransactionShared). */
+/**
+ * A key to lock exclusively, or `{ shared: key }` for its shared side: any number of shared holders
+ * at once, all excluded by one exclusive holder of the same key. A waiting exclusive request queues
+ * ahead of later shared ones, so a stream of shared holders cannot starve it (a row's FOR SHARE lock
+ * gives no such guarantee).
+ */
 export type LockKey = string | { shared: string };
 
 /**
@@ -18,8 +23,10 @@ export type LockKey = string | { shared: string };
 export async function lockForTransaction(tx: DbClient, keys: LockKey | LockKey[]): Promise<void> {
   const list = Array.isArray(keys) ? keys : [keys];
   if (list.length === 0) return;
-  if (list.length === 1 && typeof list[0] === "string") {
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${list[0]}, 0))`;
+  if (list.length === 1) {
+    const key = list[0]!;
+    if (typeof key === "string") await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtextextended(${key}, 0))`;
+    else await tx.$executeRaw`SELECT pg_advisory_xact_lock_shared(hashtextextended(${key.shared}, 0))`;
     return;
   }
   const names = list.map((key) => (typeof key === "string" ? key : key.shared));
@@ -29,14 +36,4 @@ export async function lockForTransaction(tx: DbClient, keys: LockKey | LockKey[]
     SELECT count(CASE WHEN k.shared THEN (SELECT 1 FROM pg_advisory_xact_lock_shared(hashtextextended(k.key, 0)))
                       ELSE (SELECT 1 FROM pg_advisory_xact_lock(hashtextextended(k.key, 0))) END)::int AS n
     FROM (SELECT u.key, u.shared FROM unnest(${names}::text[], ${shared}::boolean[]) WITH ORDINALITY AS u(key, shared, i) ORDER BY u.i OFFSET 0) AS k`;
-}
-
-/**
- * The shared side of a key: any number of holders at once, all excluded by one
- * lockForTransaction of the same key. A waiting exclusive request queues ahead of
- * later shared ones, so a stream of shared holders cannot starve it (a row's FOR
- * SHARE lock gives no such guarantee).
- */
-export async function lockForTransactionShared(tx: DbClient, key: string): Promise<void> {
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock_shared(hashtextextended(${key}, 0))`;
 }

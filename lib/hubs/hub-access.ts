@@ -1,7 +1,7 @@
 import type { AuthContext, Credential, HubRecord } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { can, isRole, type Permission, type Role } from "@/lib/api/permissions.ts";
-import { lockForTransaction, lockForTransactionShared } from "@/lib/db/advisory-lock.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
@@ -120,7 +120,7 @@ export async function lockMembershipOrThrow(
   options: { locked?: boolean } = {},
 ): Promise<void> {
   // `locked`: the caller already took { shared: hubMembersLockKey(hub.id) } with its other locks.
-  if (!options.locked) await lockForTransactionShared(tx, hubMembersLockKey(hub.id));
+  if (!options.locked) await lockForTransaction(tx, { shared: hubMembersLockKey(hub.id) });
   const row = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: ctx.user.id } }, select: { role: true } });
   const membership = row ? toMembership(ctx.credential, { role: row.role, hub }) : undefined;
   if (!membership) throw new ApiError("not_found", "Hub not found");
