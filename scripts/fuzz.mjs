@@ -6,10 +6,11 @@
 // (built once if missing), a server on FUZZ_PORT (default 3130), a user and key from the admin
 // bootstrap, the run, and teardown. Bounded by FUZZ_MAX_EXAMPLES (cases per operation and phase,
 // default 25) and FUZZ_MAX_TIME (seconds, optional). FUZZ_SEED makes a run reproducible.
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
+
+import { createBenchUser, engramServer } from "../bench/lib/campaign.mjs";
 
 const root = path.resolve(import.meta.dirname, "..");
 
@@ -45,58 +46,15 @@ function ensureBuild() {
 
 /** The production server exactly as `npm start` runs it (scripts/server.mjs), on a fresh embedded database. */
 async function startServer({ port, env }) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), "engram-fuzz-"));
-  const adminToken = `fuzz-admin-${process.pid}`;
-  const child = spawn(process.execPath, [path.join(root, "scripts", "server.mjs")], {
-    cwd: root,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOSTNAME: "127.0.0.1",
-      NODE_ENV: "production",
-      ENGRAM_DATA_DIR: dataDir,
-      ENGRAM_ADMIN_TOKEN: adminToken,
-      // The fuzzer is one client sending thousands of requests a minute; limits are not under test here.
-      ENGRAM_RATE_LIMIT_REGULAR: "1000000000",
-      ENGRAM_RATE_LIMIT_HEAVY: "1000000000",
-      ENGRAM_RATE_LIMIT_LIGHT: "1000000000",
-      ...env,
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let log = "";
-  child.stdout.on("data", (d) => (log += d));
-  child.stderr.on("data", (d) => (log += d));
-  const base = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode === null) {
-      child.kill("SIGTERM");
-      await new Promise((r) => child.once("exit", r));
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited early:\n${log}`);
-    const healthy = await fetch(`${base}/v1/health`).then((res) => res.ok, () => false);
-    if (healthy) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`server not healthy after 120 s:\n${log}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
+  // The fuzzer is one client sending thousands of requests a minute; the campaign server lifts the rate limits.
+  const server = engramServer({ port, extraEnv: env });
+  try {
+    await server.start();
+    return { base: server.base, apiKey: await createBenchUser(server.base, "fuzz@example.test"), log: server.log, stop: () => server.destroy() };
+  } catch (error) {
+    await server.destroy();
+    throw error;
   }
-  const res = await fetch(`${base}/v1/admin/users`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-    body: JSON.stringify({ email: "fuzz@example.test", name: "Fuzz" }),
-  });
-  const { data } = await res.json();
-  if (!data?.api_key) {
-    await stop();
-    throw new Error(`admin bootstrap failed (${res.status})`);
-  }
-  return { base, apiKey: data.api_key, log: () => log, stop };
 }
 
 ensureSchemathesis();

@@ -1,5 +1,18 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import { routerFor } from "./router.ts";
+
+/** A Node request (its body read whole) as the Fetch API Request the route handlers take. */
+export async function webRequest(req: IncomingMessage, origin: string, signal?: AbortSignal): Promise<Request> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  const body = chunks.length && req.method !== "GET" && req.method !== "HEAD" ? Buffer.concat(chunks) : undefined;
+  return new Request(`${origin}${req.url}`, { method: req.method, headers, body, signal });
+}
 
 /**
  * The real route handlers behind a real HTTP listener on 127.0.0.1, so HTTP clients (the MCP
@@ -9,15 +22,7 @@ export async function startAppServer(port: number, dirs = ["v1", "mcp", "oauth",
   const dispatch = routerFor(dirs);
   const server: Server = createServer(async (req, res) => {
     try {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(req.headers)) {
-        if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-        else if (value !== undefined) headers.set(name, value);
-      }
-      const body = chunks.length && req.method !== "GET" && req.method !== "HEAD" ? Buffer.concat(chunks) : undefined;
-      const response = await dispatch(new Request(`http://127.0.0.1:${port}${req.url}`, { method: req.method, headers, body }));
+      const response = await dispatch(await webRequest(req, `http://127.0.0.1:${port}`));
       const out: Record<string, string | string[]> = {};
       response.headers.forEach((value, name) => {
         if (name === "set-cookie") return;

@@ -6,6 +6,7 @@ import { createServer } from "node:http";
 import { Readable } from "node:stream";
 import { startBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { startServer } from "@/lib/system/start-server.ts";
+import { webRequest } from "./app-server.ts";
 import { dispatch } from "./router.ts";
 
 const port = Number(process.env.PORT);
@@ -14,17 +15,9 @@ await startBackgroundProcessing();
 
 const server = createServer(async (req, res) => {
   try {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (Array.isArray(value)) for (const v of value) headers.append(name, v);
-      else if (value !== undefined) headers.set(name, value);
-    }
-    const body = chunks.length && req.method !== "GET" && req.method !== "HEAD" ? Buffer.concat(chunks) : undefined;
     const abort = new AbortController();
     res.on("close", () => abort.abort());
-    const response = await dispatch(new Request(`http://127.0.0.1:${port}${req.url}`, { method: req.method, headers, body, signal: abort.signal }));
+    const response = await dispatch(await webRequest(req, `http://127.0.0.1:${port}`, abort.signal));
     res.writeHead(response.status, Object.fromEntries(response.headers));
     if (!response.body) return void res.end();
     Readable.fromWeb(response.body as import("node:stream/web").ReadableStream).on("error", () => res.destroy()).pipe(res);
