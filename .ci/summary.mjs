@@ -1,5 +1,7 @@
 // Adds up what the CI steps' test runners reported and prints one closing line,
-// "ci: N passed, N failed, N skipped", so the run's verdict counts tests and not only the exit code.
+// "N passed, N failed, N skipped", so the run's verdict counts tests and not only the exit code.
+// Only that last line has the closing-line shape: the per-step lines are worded differently, so a
+// reader that takes any "N passed, N failed" line cannot pick a step's partial (or zero) count.
 // Reads the step logs that .ci/run tees into the directory given as the first argument.
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -31,13 +33,17 @@ for (const file of readdirSync(dir).sort()) {
     const fuzz = line.match(/^\s*\d+ generated, (.+)$/);
     if (fuzz) {
       for (const [, n, what] of fuzz[1].matchAll(/(\d+) (passed|failed|skipped)/g)) counts[what] += Number(n);
+      continue;
     }
+    // bench:faults: one verdict per database, "PASS  pglite: 0 lost …" / "FAIL  postgres: …"
+    const campaign = line.match(/^(PASS|FAIL)  \w+: /);
+    if (campaign) counts[campaign[1] === "PASS" ? "passed" : "failed"] += 1;
   }
-  console.log(`[ci] ${file}: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`);
+  console.log(`[ci] ${file}: passed ${counts.passed}, failed ${counts.failed}, skipped ${counts.skipped}`);
   for (const key of Object.keys(totals)) totals[key] += counts[key];
 }
 
-console.log(`ci: ${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
+console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
 if (totals.passed === 0) {
   console.error("[ci] no test ran");
   process.exit(1);

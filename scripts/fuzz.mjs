@@ -6,7 +6,8 @@
 // (built once if missing), a server on FUZZ_PORT (default 3130), a user and key from the admin
 // bootstrap, the run, and teardown. Bounded by FUZZ_MAX_EXAMPLES (cases per operation and phase,
 // default 25) and FUZZ_MAX_TIME (seconds, optional). FUZZ_SEED makes a run reproducible.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { createInterface } from "node:readline";
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 
@@ -57,6 +58,23 @@ async function startServer({ port, env }) {
   }
 }
 
+/**
+ * Runs Schemathesis with its output passed through, except that its pytest-style banners
+ * ("===== 3 warnings in 39.6s =====") are reworded: CI verdict readers take such a line for
+ * pytest's closing line, and one that counts only warnings reads as "no test ran".
+ */
+function runSchemathesis(args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin("schemathesis"), args, { cwd: root, env, stdio: ["ignore", "pipe", "inherit"] });
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      const banner = line.match(/^=+ (.*?) =+$/);
+      console.log(banner ? `[fuzz] -- ${banner[1]} --` : line);
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve(code ?? 1));
+  });
+}
+
 ensureSchemathesis();
 ensureBuild();
 
@@ -103,7 +121,7 @@ try {
     ...(process.env.FUZZ_MAX_TIME ? ["--max-time", process.env.FUZZ_MAX_TIME] : []),
   ];
   say(`schemathesis ${args.slice(2).join(" ").replace(/Bearer \S+/, "Bearer egk_…")}`);
-  status = run(bin("schemathesis"), args, { env: { ...process.env, SCHEMATHESIS_HOOKS: path.join(root, "bench", "fuzz", "hooks.py"), NO_COLOR: "1" } });
+  status = await runSchemathesis(args, { ...process.env, SCHEMATHESIS_HOOKS: path.join(root, "bench", "fuzz", "hooks.py"), NO_COLOR: "1" });
   if (status !== 0) {
     const errors = server.log().split("\n").filter((line) => /unhandled error|Error:/.test(line));
     if (errors.length) say(`server errors logged:\n${errors.slice(0, 40).join("\n")}`);
