@@ -5,7 +5,8 @@
 // End to end: a Python venv with Schemathesis under .cache/ (created once), the production build
 // (built once if missing), a server on FUZZ_PORT (default 3130), a user and key from the admin
 // bootstrap, the run, and teardown. Bounded by FUZZ_MAX_EXAMPLES (cases per operation and phase,
-// default 25) and FUZZ_MAX_TIME (seconds, optional). FUZZ_SEED makes a run reproducible.
+// default 25) and FUZZ_MAX_TIME (seconds, optional). FUZZ_SEED makes a run reproducible;
+// FUZZ_REPORT=har keeps every request and response (default junit) in .cache/fuzz-report.
 import { spawn, spawnSync } from "node:child_process";
 import { createInterface } from "node:readline";
 import { existsSync, mkdirSync } from "node:fs";
@@ -112,7 +113,7 @@ try {
     "all",
     "--continue-on-failure",
     "--report",
-    "junit",
+    process.env.FUZZ_REPORT ?? "junit",
     "--report-dir",
     reportDir,
     "--output-truncate",

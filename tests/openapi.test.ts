@@ -194,6 +194,38 @@ describe("responses match the document", () => {
     expect((await call(ann, "delete", "/v1/topics/{id}", { id: root.body.data.id })).body.data.deleted_count).toBe(2);
   });
 
+  // Schemathesis reported these operations as "schema validation mismatch": bodies the document
+  // allowed were refused. The document now states those rules, and it and the route agree.
+  it("states the body rules the routes enforce: the document and the route accept and refuse the same bodies", async () => {
+    const memory = (await call(ann, "post", "/v1/memories", {}, { content: "Rules travel with the document." })).body.data.id as string;
+    const key = (await call(ann, "post", "/v1/auth/api-keys", {}, { name: "rules" })).body.data.id as string;
+    const cases: [method: "post" | "patch" | "put", template: string, values: Record<string, string>, body: Json, accepted: boolean][] = [
+      ["post", "/v1/memories", {}, {}, false],
+      ["post", "/v1/memories", {}, { content: "", tags: ["x"] }, false],
+      ["post", "/v1/memories", {}, { content: "A note." }, true],
+      ["patch", "/v1/memories/{id}", { id: memory }, {}, false],
+      ["patch", "/v1/memories/{id}", { id: memory }, { unknown: 1 }, false],
+      ["patch", "/v1/memories/{id}", { id: memory }, { hint: "a hint" }, true],
+      ["patch", "/v1/auth/me", {}, {}, false],
+      ["patch", "/v1/auth/me", {}, { display_name: "   " }, false],
+      ["patch", "/v1/auth/me", {}, { name: "Ann B" }, true],
+      ["patch", "/v1/auth/api-keys/{id}", { id: key }, {}, false],
+      ["patch", "/v1/auth/api-keys/{id}", { id: key }, { standalone: true }, true],
+      ["put", "/v1/configs", {}, { agent: "claude-code", file_path: "CLAUDE.md", scope: "", content: "# Rules\n" }, false],
+      ["put", "/v1/configs", {}, { agent: "claude-code", file_path: "CLAUDE.md", scope: "team", content: "# Rules\n" }, false],
+      ["put", "/v1/configs", {}, { agent: "claude-code", file_path: "CLAUDE.md", scope: "profile:../x", content: "# Rules\n" }, false],
+      ["put", "/v1/configs", {}, { agent: "claude-code", file_path: "CLAUDE.md", scope: "project:engram", content: "# Rules\n" }, true],
+      ["post", "/v1/uploads", {}, { filename: "a.exe", content_type: "application/x-msdownload", size_bytes: 10 }, false],
+      ["post", "/v1/uploads", {}, { filename: "a/b.txt", content_type: "text/plain", size_bytes: 10 }, false],
+      ["post", "/v1/uploads", {}, { filename: "notes.txt", content_type: "text/plain; charset=utf-8", size_bytes: 10 }, true],
+    ];
+    for (const [method, template, values, body, accepted] of cases) {
+      const res = await call(ann, method, template, values, body);
+      const refused = res.status === 400 || res.status === 415;
+      expect({ template, body, documented: validator.accepts(method, template, body), served: !refused }).toEqual({ template, body, documented: accepted, served: accepted });
+    }
+  });
+
   // Regressions found by `npm run fuzz`: each was a 500 before its fix.
   it("refuses NUL characters in bodies and queries with a 400 envelope instead of failing in the database", async () => {
     const kinds = await call(ann, "post", "/v1/notifications/seen", {}, { kinds: ["invite_accepted\u0000"] });

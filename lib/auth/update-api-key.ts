@@ -9,7 +9,9 @@ export const updateApiKeyBodySchema = z
     agent_name: z.string().trim().max(100).meta({ keepEmpty: true }).optional(),
     standalone: z.boolean().optional(),
   })
-  .refine((body) => body.agent_name !== undefined || body.standalone !== undefined, { message: "provide agent_name or standalone", path: ["agent_name"] });
+  .refine((body) => body.agent_name !== undefined || body.standalone !== undefined, { message: "provide agent_name or standalone", path: ["agent_name"] })
+  // The refine above, as the OpenAPI document can state it.
+  .meta({ anyOf: [{ required: ["agent_name"] }, { required: ["standalone"] }] });
 
 /** Re-attributes one of the caller's active keys: its agent (what its pushes are credited to) or the standalone flag. */
 export async function updateApiKey(ctx: AuthContext, id: string, input: z.output<typeof updateApiKeyBodySchema>) {

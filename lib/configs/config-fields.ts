@@ -10,8 +10,6 @@ export const DELETED_RETENTION_DAYS = 30;
 export const MAX_MANIFEST_ENTRIES = 1000;
 export const MAX_BATCH_IDS = 100;
 
-const SAFE_PROFILE = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-
 export const agentSchema = z
   .string({ error: "agent is required" })
   .trim()
@@ -23,18 +21,19 @@ export const filePathSchema = z
   .min(1, "file_path must not be empty")
   .max(512, "file_path is at most 512 characters")
   .refine((p) => !p.startsWith("/") && !p.includes("\\") && !p.includes("\0"), "file_path is a relative path with '/' separators")
-  .refine((p) => !p.split("/").some((segment) => segment === ".." || segment === ""), "file_path must not contain '..' or empty segments");
+  .refine((p) => !p.split("/").some((segment) => segment === ".." || segment === ""), "file_path must not contain '..' or empty segments")
+  // The two refines above, for the OpenAPI document: relative, '/'-separated, no empty or '..' segment.
+  .meta({ pattern: "^(?!(.*/)?\\.\\.(/|$))[^/\\\\\\u0000]+(/[^/\\\\\\u0000]+)*$" });
 
 export const scopeSchema = z
   .string({ error: "scope is required" })
   .trim()
   .max(600, "scope is at most 600 characters")
-  .refine(
-    (s) => s === "global" || (s.startsWith("project:") && s.length > "project:".length) || (s.startsWith("profile:") && SAFE_PROFILE.test(s.slice("profile:".length))),
-    'scope is "global", "project:<id>" or "profile:<name>"',
-  );
+  // A pattern rather than a refine, so the OpenAPI document states the rule: a project id is any
+  // text ([\s\S]), a profile name is file-name safe.
+  .regex(/^(global|project:[\s\S]+|profile:[A-Za-z0-9][A-Za-z0-9._-]*)$/, 'scope is "global", "project:<id>" or "profile:<name>"');
 
-const deviceIdSchema = z.string().trim().min(1, "device_id must not be empty").max(128, "device_id is at most 128 characters");
+const deviceIdSchema = z.string().trim().min(1, "device_id must not be empty").max(128, "device_id is at most 128 characters").regex(/\S/, "device_id must not be blank");
 const localPathSchema = z.string().max(4096, "local_path is at most 4096 characters");
 const hashSchema = z.string().trim().regex(/^[0-9a-f]{64}$/i, "content_hash is a hex SHA-256").transform((h) => h.toLowerCase());
 

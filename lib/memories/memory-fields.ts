@@ -78,8 +78,12 @@ export const createMemoryBodySchema = z.object({
 }).refine((body) => body.content.length > 0 || body.file_ref !== undefined, {
   message: "content must not be empty (unless file_ref names the file)",
   path: ["content"],
-});
+})
+  // The refine above, as the OpenAPI document can state it.
+  .meta({ anyOf: [{ required: ["content"], properties: { content: { minLength: 1 } } }, { required: ["file_ref"] }] });
 export type CreateMemoryBody = z.output<typeof createMemoryBodySchema>;
+
+const UPDATABLE_FIELDS = ["title", "content", "content_type", "kind", "stability", "tags", "hint", "state"];
 
 export const updateMemoryBodySchema = z
   .object({
@@ -94,7 +98,9 @@ export const updateMemoryBodySchema = z
   })
   .refine((body) => Object.values(body).some((value) => value !== undefined), {
     message: "provide at least one of title, content, content_type, kind, stability, tags, hint, state",
-  });
+  })
+  // The refine above, as the OpenAPI document can state it.
+  .meta({ anyOf: UPDATABLE_FIELDS.map((field) => ({ required: [field] })) });
 export type UpdateMemoryBody = z.output<typeof updateMemoryBodySchema>;
 
 const timestampSchema = (name: string) => z.iso.datetime({ offset: true, message: `${name} must be an RFC 3339 timestamp` });

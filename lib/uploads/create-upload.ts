@@ -11,8 +11,16 @@ export const createUploadBodySchema = z.object({
     .trim()
     .min(1, "filename must not be empty")
     .max(255)
-    .refine((name) => !/[\0/\\]/.test(name), "filename must not contain slashes or NUL"),
-  content_type: z.string().trim().min(1).max(200),
+    .refine((name) => !/[\0/\\]/.test(name), "filename must not contain slashes or NUL")
+    .meta({ pattern: "^[^/\\\\\\u0000]+$" }),
+  // The 415 for other types comes from createUpload (it names the allowed ones); the pattern tells
+  // OpenAPI readers the same thing up front.
+  content_type: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .meta({ pattern: `^(${ALLOWED_UPLOAD_TYPES.map((type) => type.replace(/[.+]/g, "\\$&")).join("|")})(;.*)?$` }),
   size_bytes: z.int().min(1, "size_bytes must be at least 1"),
   purpose: z.enum(UPLOAD_PURPOSES).default("memory_attachment"),
 });

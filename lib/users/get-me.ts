@@ -7,12 +7,15 @@ import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
 /** A self-hosted instance has one plan: everything, bounded only by the documented limits. */
 export const SELF_HOSTED_PLAN = "self_hosted";
 
-const nameSchema = z.string().trim().min(1).max(100);
+// `\S`: blank names fail min(1) once trimmed; the pattern says so in the OpenAPI document.
+const nameSchema = z.string().trim().min(1).max(100).regex(/\S/, "must not be blank");
 
 // `display_name` is Memax's field; `name` is Engram's original one. Both rename the user.
 export const updateMeBodySchema = z
   .object({ display_name: nameSchema.optional(), name: nameSchema.optional() })
-  .refine((body) => body.display_name !== undefined || body.name !== undefined, { message: "provide display_name", path: ["display_name"] });
+  .refine((body) => body.display_name !== undefined || body.name !== undefined, { message: "provide display_name", path: ["display_name"] })
+  // The refine above, as the OpenAPI document can state it.
+  .meta({ anyOf: [{ required: ["display_name"] }, { required: ["name"] }] });
 
 /** First day of the caller's current month (UTC) and of the next: the usage period. */
 function period(now: Date): { start: Date; end: Date } {

@@ -16,6 +16,14 @@ export function openApiValidator(document: Json = openApiDocument()) {
   const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, "~0").replace(/\//g, "~1")).join("/");
 
   return {
+    /** Whether the operation's documented request body schema admits `body`. */
+    accepts(method: string, pathTemplate: string, body: unknown): boolean {
+      const op = document.paths[pathTemplate]?.[method.toLowerCase()];
+      if (!op?.requestBody) throw new Error(`${method} ${pathTemplate} documents no request body`);
+      const ref = `${DOC_ID}#/${pointer("paths", pathTemplate, method.toLowerCase(), "requestBody", "content", "application/json", "schema")}`;
+      const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
+      return validate(body) as boolean;
+    },
     /** Throws with the validator's errors when `res` does not match the operation's documented response. */
     check(method: string, pathTemplate: string, res: ApiResponse): void {
       const op = document.paths[pathTemplate]?.[method.toLowerCase()];
