@@ -76,6 +76,43 @@ function runSchemathesis(args, env) {
   });
 }
 
+/**
+ * Real resources for path parameters. Random ids only ever reach the 404 branch; the hooks put these
+ * ids into most generated cases (bench/fuzz/hooks.py), so each operation's own logic is fuzzed too.
+ * Index k of every list belongs together (hub k, its invite k and transfer k).
+ */
+async function createFixtures(base, apiKey) {
+  const call = async (key, method, route, body) => {
+    const res = await fetch(`${base}${route}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+    const json = await res.json();
+    if (res.status >= 300) throw new Error(`fixture ${method} ${route}: ${res.status} ${JSON.stringify(json)}`);
+    return json.data;
+  };
+  const member = (await call(await createBenchUser(base, "fuzz-member@example.test"), "GET", "/v1/auth/me")).user;
+  const fixtures = { memories: [], hubs: [], members: [], invites: [], tokens: [], transfers: [], topics: [], configs: [], apiKeys: [] };
+  for (let k = 0; k < 3; k++) {
+    fixtures.memories.push((await call(apiKey, "POST", "/v1/memories", { content: `# Fixture ${k}\n\nThe fuzz run's memory number ${k}.`, tags: ["fuzz"] })).id);
+    const hub = await call(apiKey, "POST", "/v1/hubs", { name: `Fuzz hub ${k}` });
+    fixtures.hubs.push(hub.id);
+    // Adding someone directly needs an invite to their address first (or a hub shared with them).
+    if (k === 0) await call(apiKey, "POST", `/v1/hubs/${hub.id}/invites`, { role: "contributor", email: member.email });
+    await call(apiKey, "POST", `/v1/hubs/${hub.id}/members`, { user_id: member.id, role: "contributor" });
+    fixtures.members.push(member.id);
+    const invite = await call(apiKey, "POST", `/v1/hubs/${hub.id}/invites`, { role: "viewer", email: `fuzz-invitee-${k}@example.test` });
+    fixtures.invites.push(invite.id);
+    fixtures.tokens.push(invite.token);
+    fixtures.transfers.push((await call(apiKey, "POST", `/v1/hubs/${hub.id}/ownership-transfer`, { target_user_id: member.id })).id);
+    fixtures.topics.push((await call(apiKey, "POST", "/v1/topics", { name: `Fuzz topic ${k}` })).id);
+    fixtures.configs.push((await call(apiKey, "PUT", "/v1/configs", { agent: "claude-code", file_path: `fuzz-${k}.md`, scope: "global", content: `# Fuzz ${k}\n` })).id);
+    fixtures.apiKeys.push((await call(apiKey, "POST", "/v1/auth/api-keys", { name: `fuzz ${k}` })).id);
+  }
+  return fixtures;
+}
+
 ensureSchemathesis();
 ensureBuild();
 
@@ -87,6 +124,8 @@ say(`server (scripts/server.mjs, as npm start) on ${server.base}, fresh embedded
 const reportDir = path.join(root, ".cache", "fuzz-report");
 let status = 1;
 try {
+  const fixtures = await createFixtures(server.base, server.apiKey);
+  say(`fixtures for path parameters: ${Object.entries(fixtures).map(([kind, ids]) => `${ids.length} ${kind}`).join(", ")}`);
   const args = [
     "run",
     `${server.base}/v1/openapi.json`,
@@ -122,7 +161,12 @@ try {
     ...(process.env.FUZZ_MAX_TIME ? ["--max-time", process.env.FUZZ_MAX_TIME] : []),
   ];
   say(`schemathesis ${args.slice(2).join(" ").replace(/Bearer \S+/, "Bearer egk_…")}`);
-  status = await runSchemathesis(args, { ...process.env, SCHEMATHESIS_HOOKS: path.join(root, "bench", "fuzz", "hooks.py"), NO_COLOR: "1" });
+  status = await runSchemathesis(args, {
+    ...process.env,
+    SCHEMATHESIS_HOOKS: path.join(root, "bench", "fuzz", "hooks.py"),
+    ENGRAM_FUZZ_FIXTURES: JSON.stringify(fixtures),
+    NO_COLOR: "1",
+  });
   if (status !== 0) {
     const errors = server.log().split("\n").filter((line) => /unhandled error|Error:/.test(line));
     if (errors.length) say(`server errors logged:\n${errors.slice(0, 40).join("\n")}`);
