@@ -92,8 +92,9 @@ async function createFixtures(base, apiKey) {
     if (res.status >= 300) throw new Error(`fixture ${method} ${route}: ${res.status} ${JSON.stringify(json)}`);
     return json.data;
   };
-  const member = (await call(await createBenchUser(base, "fuzz-member@example.test"), "GET", "/v1/auth/me")).user;
-  const fixtures = { memories: [], hubs: [], members: [], invites: [], tokens: [], transfers: [], topics: [], configs: [], apiKeys: [] };
+  const memberKey = await createBenchUser(base, "fuzz-member@example.test");
+  const member = (await call(memberKey, "GET", "/v1/auth/me")).user;
+  const fixtures = { memories: [], hubs: [], members: [], invites: [], tokens: [], transfers: [], topics: [], configs: [], apiKeys: [], notifications: [] };
   for (let k = 0; k < 3; k++) {
     fixtures.memories.push((await call(apiKey, "POST", "/v1/memories", { content: `# Fixture ${k}\n\nThe fuzz run's memory number ${k}.`, tags: ["fuzz"] })).id);
     const hub = await call(apiKey, "POST", "/v1/hubs", { name: `Fuzz hub ${k}` });
@@ -110,6 +111,10 @@ async function createFixtures(base, apiKey) {
     fixtures.configs.push((await call(apiKey, "PUT", "/v1/configs", { agent: "claude-code", file_path: `fuzz-${k}.md`, scope: "global", content: `# Fuzz ${k}\n` })).id);
     fixtures.apiKeys.push((await call(apiKey, "POST", "/v1/auth/api-keys", { name: `fuzz ${k}` })).id);
   }
+  // A notification for the run's user: the member invites them to a hub of the member's own.
+  const theirs = await call(memberKey, "POST", "/v1/hubs", { name: "Fuzz member's hub" });
+  await call(memberKey, "POST", `/v1/hubs/${theirs.id}/invites`, { role: "viewer", email: "fuzz@example.test" });
+  fixtures.notifications = (await call(apiKey, "GET", "/v1/notifications?limit=3")).notifications.map((n) => n.id);
   return fixtures;
 }
 

@@ -28,6 +28,7 @@ BY_SEGMENT = {
     "topics": "topics",
     "configs": "configs",
     "api-keys": "apiKeys",
+    "notifications": "notifications",
 }
 BY_NAME = {"token": "tokens", "memory_id": "memories"}
 
