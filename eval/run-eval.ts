@@ -66,9 +66,11 @@ type ModeName = "bm25" | "vectors" | "hybrid" | "hybrid_nofloor";
  * transcripts, so places 8–10 of a "<product>: <problem>" query go to the same problem on other
  * products (the listed traps) whatever the order.
  */
-const FLOORS: Record<CorpusName, { ndcg10: number; recall20: number; mrr10: number; traps10: number }> = {
+const FLOORS: Record<CorpusName, { ndcg10: number; recall20: number; mrr10: number; traps10: number; categories?: Record<string, number> }> = {
   fixture: { ndcg10: 0.94, recall20: 0.96, mrr10: 0.92, traps10: 2 },
-  "ops-chat": { ndcg10: 0.76, recall20: 0.94, mrr10: 0.73, traps10: 30 },
+  // cross-language: 0.389 since questions the English-only model cannot read are ordered by the
+  // lexical leg (recall-memories.ts, mostlyOtherScript); 0.285 before.
+  "ops-chat": { ndcg10: 0.78, recall20: 0.94, mrr10: 0.75, traps10: 30, categories: { "cross-language": 0.36 } },
   scifact: { ndcg10: 0.7, recall20: 0.87, mrr10: 0.67, traps10: 0 },
 };
 
@@ -288,6 +290,9 @@ function evaluate(name: CorpusName, docs: number, queries: Query[], ranked: Reco
     h.recall20 < floor.recall20 && `hybrid Recall@20 ${h.recall20.toFixed(3)} < ${floor.recall20}`,
     h.mrr10 < floor.mrr10 && `hybrid MRR@10 ${h.mrr10.toFixed(3)} < ${floor.mrr10}`,
     h.traps10 > floor.traps10 && `${h.traps10} near-miss traps in the top 10`,
+    ...Object.entries(floor.categories ?? {}).map(
+      ([category, min]) => (byCategory[category]?.hybrid ?? 0) < min && `${category} hybrid nDCG@10 ${(byCategory[category]?.hybrid ?? 0).toFixed(3)} < ${min}`,
+    ),
   ].filter((x): x is string => Boolean(x));
   // Targets (issue 10): the fused ranking is at least as good as its better leg on nDCG@10, its
   // Recall@20 at least BM25-only's, and the floor costs at most 1 point of Recall@20.

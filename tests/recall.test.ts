@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
+import { mostlyOtherScript } from "@/lib/recall/recall-memories.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { createHttpReranker, setReranker } from "@/lib/recall/reranker.ts";
 import { createHarness, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";
@@ -161,6 +162,18 @@ describe("POST /v1/recall — retrieval", () => {
     } finally {
       setEmbedder(embedder);
     }
+  });
+
+  // The ordering it causes is measured by npm run eval (ops-chat cross-language, with its own floor).
+  it("tells a question the English-only model cannot read: most letters in another script", () => {
+    expect(mostlyOtherScript("Aero 空气净化器设备经常断开无线网络连接")).toBe(true);
+    expect(mostlyOtherScript("数据库备份保留多久")).toBe(true);
+    expect(mostlyOtherScript("Привет, где бэкапы?")).toBe(true);
+    expect(mostlyOtherScript("Vela smart lock: 电池")).toBe(false);
+    expect(mostlyOtherScript("TNF-α levels rise in sepsis")).toBe(false);
+    expect(mostlyOtherScript("Café crème brûlée")).toBe(false);
+    expect(mostlyOtherScript("ERR_42 / 0x1f")).toBe(false);
+    expect(mostlyOtherScript("")).toBe(false);
   });
 
   it("returns nothing for an unrelated query instead of noise", async () => {

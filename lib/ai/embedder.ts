@@ -8,6 +8,8 @@ export interface Embedder {
   /** Stable identifier of provider + model; a change means stored vectors must be re-embedded. */
   id: string;
   dimensions: 384;
+  /** The model learned English only (questions in other scripts get embeddings that say little). */
+  englishOnly?: boolean;
   embed(texts: string[], kind?: "query" | "document"): Promise<number[][]>;
 }
 
@@ -182,6 +184,8 @@ async function createLocalEmbedder(): Promise<Embedder> {
   return {
     id: `local:${LOCAL_MODEL_ID}`,
     dimensions: EMBEDDING_DIMENSIONS,
+    // all-MiniLM-L6-v2 was trained on English sentence pairs only.
+    englishOnly: true,
     // The tokenizer keeps the first LOCAL_MAX_TOKENS word pieces; the model never reads the rest of a
     // longer text, so it is not even copied to the worker (a word piece is rarely over 12 characters).
     embed: (texts, kind = "document") => batcher.embed(texts.map((text) => text.slice(0, LOCAL_MAX_TOKENS * 12)), kind),

@@ -236,7 +236,10 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   }
   const lexicalNorm = normaliseLeg(lexicalBest);
   const vectorNorm = normaliseLeg(vectorBest);
-  const legs = { lexical: mode.legs !== "vector", vector: mode.legs !== "lexical" && vector !== null };
+  // The order of a question the model cannot read comes from the lexical leg (see mostlyOtherScript);
+  // its cosines still count as evidence for the score and the floor, and the vector leg's finds stay in.
+  const unreadable = mode.legs === "hybrid" && (await getEmbedder())?.englishOnly === true && mostlyOtherScript(analysis.searchText);
+  const legs = { lexical: mode.legs !== "vector", vector: mode.legs !== "lexical" && vector !== null && !unreadable };
 
   // A time or author phrase is itself the question ("what did Mira push last week"): list what
   // matches it, ranked by the rest of the query, instead of demanding the rest match on its own.
@@ -361,6 +364,24 @@ async function embedInBackground(ctx: AuthContext, text: string): Promise<{ vect
   vector.catch(() => undefined);
   if (ctx.dbKind === "pglite") for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
   return { vector };
+}
+
+/**
+ * Whether most of the question's letters are in a script other than Latin (a CJK character counts
+ * as one letter, though it often is a whole word). An English-only model's embedding of such a
+ * question says little about it, and fused in, its cosines push down what the lexical leg found on
+ * its own (product names, identifiers, CJK bigrams in a memory written in that language): such a
+ * question is ordered by the lexical leg alone. Not fitted on any corpus: "most" is half, and the
+ * rule follows what the model was trained on. docs/recall.md has its effect.
+ */
+export function mostlyOtherScript(text: string): boolean {
+  let letters = 0;
+  let latin = 0;
+  for (const [char] of text.matchAll(/\p{L}/gu)) {
+    letters++;
+    if (/\p{Script=Latin}/u.test(char)) latin++;
+  }
+  return letters > 0 && latin / letters < 0.5;
 }
 
 async function hubMembers(ctx: AuthContext, hubIds: string[]): Promise<QueryMember[]> {
