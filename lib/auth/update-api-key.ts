@@ -1,17 +1,18 @@
 import { z } from "zod";
+import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { isUuid } from "@/lib/ids.ts";
 
-export const updateApiKeyBodySchema = z
-  .object({
+export const updateApiKeyBodySchema = atLeastOneOf(
+  z.object({
     // "" clears the assignment (Memax's contract), so it is a value here, not "absent".
     agent_name: z.string().trim().max(100).meta({ keepEmpty: true }).optional(),
     standalone: z.boolean().optional(),
-  })
-  .refine((body) => body.agent_name !== undefined || body.standalone !== undefined, { message: "provide agent_name or standalone", path: ["agent_name"] })
-  // The refine above, as the OpenAPI document can state it.
-  .meta({ anyOf: [{ required: ["agent_name"] }, { required: ["standalone"] }] });
+  }),
+  ["agent_name", "standalone"],
+  { message: "provide agent_name or standalone", path: ["agent_name"] },
+);
 
 /** Re-attributes one of the caller's active keys: its agent (what its pushes are credited to) or the standalone flag. */
 export async function updateApiKey(ctx: AuthContext, id: string, input: z.output<typeof updateApiKeyBodySchema>) {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 
 export const KINDS = ["episodic", "semantic", "procedural", "rationale"] as const;
 export const STABILITIES = ["volatile", "evolving", "stable"] as const;
@@ -83,10 +84,7 @@ export const createMemoryBodySchema = z.object({
   .meta({ anyOf: [{ required: ["content"], properties: { content: { minLength: 1 } } }, { required: ["file_ref"] }] });
 export type CreateMemoryBody = z.output<typeof createMemoryBodySchema>;
 
-const UPDATABLE_FIELDS = ["title", "content", "content_type", "kind", "stability", "tags", "hint", "state"];
-
-export const updateMemoryBodySchema = z
-  .object({
+const updateMemoryFields = z.object({
     title: titleSchema.optional(),
     content: z.string().min(1, "content must not be empty").optional(),
     content_type: z.enum(CONTENT_TYPES).optional(),
@@ -95,12 +93,11 @@ export const updateMemoryBodySchema = z
     tags: tagsSchema.optional(),
     hint: z.string().max(2000).optional(),
     state: z.enum(["active", "archived"]).optional(),
-  })
-  .refine((body) => Object.values(body).some((value) => value !== undefined), {
-    message: "provide at least one of title, content, content_type, kind, stability, tags, hint, state",
-  })
-  // The refine above, as the OpenAPI document can state it.
-  .meta({ anyOf: UPDATABLE_FIELDS.map((field) => ({ required: [field] })) });
+});
+const updatableFields = Object.keys(updateMemoryFields.shape) as (keyof typeof updateMemoryFields.shape)[];
+export const updateMemoryBodySchema = atLeastOneOf(updateMemoryFields, updatableFields, {
+  message: `provide at least one of ${updatableFields.join(", ")}`,
+});
 export type UpdateMemoryBody = z.output<typeof updateMemoryBodySchema>;
 
 const timestampSchema = (name: string) => z.iso.datetime({ offset: true, message: `${name} must be an RFC 3339 timestamp` });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
@@ -11,11 +12,10 @@ export const SELF_HOSTED_PLAN = "self_hosted";
 const nameSchema = z.string().trim().min(1).max(100).regex(/\S/, "must not be blank");
 
 // `display_name` is Memax's field; `name` is Engram's original one. Both rename the user.
-export const updateMeBodySchema = z
-  .object({ display_name: nameSchema.optional(), name: nameSchema.optional() })
-  .refine((body) => body.display_name !== undefined || body.name !== undefined, { message: "provide display_name", path: ["display_name"] })
-  // The refine above, as the OpenAPI document can state it.
-  .meta({ anyOf: [{ required: ["display_name"] }, { required: ["name"] }] });
+export const updateMeBodySchema = atLeastOneOf(z.object({ display_name: nameSchema.optional(), name: nameSchema.optional() }), ["display_name", "name"], {
+  message: "provide display_name",
+  path: ["display_name"],
+});
 
 /** First day of the caller's current month (UTC) and of the next: the usage period. */
 function period(now: Date): { start: Date; end: Date } {
