@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
-import { mostlyOtherScript } from "@/lib/recall/recall-memories.ts";
+import { mostlyOtherScript } from "@/lib/recall/mostly-other-script.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { createHttpReranker, setReranker } from "@/lib/recall/reranker.ts";
 import { createHarness, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";

@@ -6,6 +6,7 @@ import { embedQuery } from "./embed-query.ts";
 import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates, type CandidateFacts } from "./load-candidates.ts";
 import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
+import { mostlyOtherScript } from "./mostly-other-script.ts";
 import { RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT, type RecallBody } from "./recall-fields.ts";
 import { recordAccess } from "./record-access.ts";
 import { ANSWERABLE_GAP, ANSWERABLE_LOGIT, DERIVED_FILTER_FLOOR, RELEVANCE_FLOOR, answerableLogit, fuseLegs, monotoneScores, normaliseLeg, relevanceLogit, sigmoid } from "./relevance-score.ts";
@@ -364,24 +365,6 @@ async function embedInBackground(ctx: AuthContext, text: string): Promise<{ vect
   vector.catch(() => undefined);
   if (ctx.dbKind === "pglite") for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
   return { vector };
-}
-
-/**
- * Whether most of the question's letters are in a script other than Latin (a CJK character counts
- * as one letter, though it often is a whole word). An English-only model's embedding of such a
- * question says little about it, and fused in, its cosines push down what the lexical leg found on
- * its own (product names, identifiers, CJK bigrams in a memory written in that language): such a
- * question is ordered by the lexical leg alone. Not fitted on any corpus: "most" is half, and the
- * rule follows what the model was trained on. docs/recall.md has its effect.
- */
-export function mostlyOtherScript(text: string): boolean {
-  let letters = 0;
-  let latin = 0;
-  for (const [char] of text.matchAll(/\p{L}/gu)) {
-    letters++;
-    if (/\p{Script=Latin}/u.test(char)) latin++;
-  }
-  return letters > 0 && latin / letters < 0.5;
 }
 
 async function hubMembers(ctx: AuthContext, hubIds: string[]): Promise<QueryMember[]> {
