@@ -14,6 +14,7 @@ export function openApiValidator(document: Json = openApiDocument()) {
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
   ajv.addSchema({ $id: DOC_ID, components: document.components, paths: document.paths });
   const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, "~0").replace(/\//g, "~1")).join("/");
+  const validatorAt = (ref: string) => ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
 
   return {
     /** Whether the operation's documented request body schema admits `body`. */
@@ -21,7 +22,7 @@ export function openApiValidator(document: Json = openApiDocument()) {
       const op = document.paths[pathTemplate]?.[method.toLowerCase()];
       if (!op?.requestBody) throw new Error(`${method} ${pathTemplate} documents no request body`);
       const ref = `${DOC_ID}#/${pointer("paths", pathTemplate, method.toLowerCase(), "requestBody", "content", "application/json", "schema")}`;
-      const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
+      const validate = validatorAt(ref);
       return validate(body) as boolean;
     },
     /** Throws with the validator's errors when `res` does not match the operation's documented response. */
@@ -38,7 +39,7 @@ export function openApiValidator(document: Json = openApiDocument()) {
         op.responses[key].$ref !== undefined
           ? `${DOC_ID}#/${pointer("components", "responses", op.responses[key].$ref.split("/").pop(), "content", "application/json", "schema")}`
           : `${DOC_ID}#/${pointer("paths", pathTemplate, method.toLowerCase(), "responses", key, "content", "application/json", "schema")}`;
-      const validate = ajv.getSchema(ref) ?? ajv.compile({ $ref: ref });
+      const validate = validatorAt(ref);
       if (!validate(res.body)) {
         throw new Error(
           `${method} ${pathTemplate} → ${status}: body does not match the document:\n${JSON.stringify(validate.errors, null, 1).slice(0, 3000)}\nbody: ${res.text.slice(0, 1500)}`,
