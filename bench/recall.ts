@@ -15,6 +15,8 @@
 //   BENCH_DISTINCT   distinct embedded passages (default 800)
 //   BENCH_RERANK_MS  also measure with a local fake reranker answering after this many ms (default 40)
 //   BENCH_WARMUP     other recalls run first (default 100): model and plans warm
+//   BENCH_BREAKDOWN=1  also print the mean time per recall of each stage of the steady pass: the query
+//                    embedding and each raw SQL statement (lib/recall); the rest is Prisma and JS
 //
 // Each query set runs twice: "cold" is the first pass (pages may still be on disk), the reported
 // figures are the second pass (the buffer cache warm, as on a running server; query embeddings are
@@ -42,6 +44,7 @@ const PER_MEMORY = Number(process.env.BENCH_CHUNKS_PER_MEMORY ?? 2);
 const QUERY_COUNT = Number(process.env.BENCH_QUERIES ?? 200);
 const DISTINCT = Number(process.env.BENCH_DISTINCT ?? 800);
 const RERANK_MS = Number(process.env.BENCH_RERANK_MS ?? 40);
+const BREAKDOWN = process.env.BENCH_BREAKDOWN === "1";
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 100);
 
 // Deterministic randomness so runs are comparable.
@@ -122,6 +125,38 @@ async function load(database: Database, hubIds: string[], ownerId: string, chunk
   await database.sql.exec(`CREATE INDEX chunks_embedding_hnsw_idx ON chunks USING hnsw (embedding vector_cosine_ops)`);
   await database.sql.exec(`VACUUM ANALYZE`);
   console.log(`  HNSW build + analyze ${((Date.now() - indexStarted) / 1000).toFixed(0)} s`);
+}
+
+/** Wraps the raw SQL runner and the embedder to time each stage; `print` restores them. */
+function timeStages(database: Database, embedder: NonNullable<Awaited<ReturnType<typeof getEmbedder>>>) {
+  const totals = new Map<string, number>();
+  const add = (label: string, ms: number) => totals.set(label, (totals.get(label) ?? 0) + ms);
+  const query = database.sql.query.bind(database.sql);
+  const embed = embedder.embed.bind(embedder);
+  database.sql.query = async (text, params) => {
+    const started = performance.now();
+    try {
+      return await query(text, params);
+    } finally {
+      add(`sql: ${/(engram_\w+|FROM\s+\S+|UPDATE\s+\S+)/.exec(text)?.[1] ?? text.trim().slice(0, 40)}`, performance.now() - started);
+    }
+  };
+  embedder.embed = async (texts, kind) => {
+    const started = performance.now();
+    try {
+      return await embed(texts, kind);
+    } finally {
+      add("query embedding", performance.now() - started);
+    }
+  };
+  return {
+    print(count: number, server: { p50: number }) {
+      database.sql.query = query;
+      embedder.embed = embed;
+      console.log(`  stages, mean ms per recall (server latency_ms p50 ${server.p50}):`);
+      for (const [label, ms] of [...totals].sort((a, b) => b[1] - a[1])) console.log(`    ${(ms / count).toFixed(2).padStart(7)}  ${label}`);
+    },
+  };
 }
 
 function queryTexts(count: number): string[] {
@@ -226,7 +261,9 @@ for (const size of SIZES) {
   // Steady state, as on a server that has been running: the database's pages are in its buffer
   // cache. Query embeddings are computed again (their cache is cleared).
   clearQueryVectorCache();
+  const stages = BREAKDOWN ? timeStages(database, embedder!) : undefined;
   const noRerank = await measure(key, texts, { no_rerank: true });
+  if (stages) stages.print(texts.length, noRerank.server_latency_ms);
   setReranker(createHttpReranker({ baseUrl: rerankUrl, model: "bench-fake" }));
   await measure(key, rerankTexts, {});
   clearQueryVectorCache();
