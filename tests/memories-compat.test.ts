@@ -101,6 +101,35 @@ describe("POST /v1/memories/batch-move", () => {
   });
 });
 
+describe("POST /v1/memories/batch-move skip reasons (Memax's BatchMoveSkipReason)", () => {
+  test("a memory already in the target hub and topic is skipped as already_at_target", async () => {
+    const a = await push(ann, { content: "already where it belongs" }, team);
+    const res = await ann.post("/v1/memories/batch-move", { ids: [a], hub_id: team });
+    expect(res.body.data).toEqual({ moved: 0, skipped: [{ id: a, reason: "already_at_target" }] });
+  });
+
+  // A move to another hub deletes the memory from its source hub, so that hub's policy applies.
+  test("leaving a hub needs delete rights there: source_delete_forbidden under contributor_delete_policy none", async () => {
+    const setPolicy = async (policy: string) => expect((await ann.patch(`/v1/hubs/${team}`, { contributor_delete_policy: policy })).status).toBe(200);
+    const bobsPersonal = (await bob.get("/v1/auth/me")).body.data.personal_hub_id;
+    const topic = (await ann.post("/v1/topics", { name: "Bob's shelf", hub_id: team })).body.data.id;
+    const mine = await push(bob, { content: "bob's own team note, to take home" }, team);
+    try {
+      await setPolicy("none");
+      const refused = await bob.post("/v1/memories/batch-move", { ids: [mine], hub_id: bobsPersonal });
+      expect(refused.body.data).toEqual({ moved: 0, skipped: [{ id: mine, reason: "source_delete_forbidden" }] });
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id: mine } })).hubId).toBe(team);
+      // Within the hub (a topic) nothing leaves it: allowed.
+      expect((await bob.post("/v1/memories/batch-move", { ids: [mine], topic_id: topic })).body.data).toEqual({ moved: 1, skipped: [] });
+      await setPolicy("own");
+      expect((await bob.post("/v1/memories/batch-move", { ids: [mine], hub_id: bobsPersonal })).body.data).toEqual({ moved: 1, skipped: [] });
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id: mine } })).hubId).toBe(bobsPersonal);
+    } finally {
+      await setPolicy("own");
+    }
+  });
+});
+
 describe("X-Timezone", () => {
   // Tuning-free: pure calendar arithmetic, checked against hand-computed instants.
   const now = new Date("2026-03-10T03:30:00Z"); // 2026-03-09 20:30 in Los Angeles (PDT, UTC-7)

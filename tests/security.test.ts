@@ -33,7 +33,7 @@ type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<
 /** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
 const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "DELETE /v1/auth/oauth-grants/[id]", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
 /** POSTs that only read. */
-const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/hubs/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge"]);
+const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/ask", "POST /v1/hubs/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge"]);
 
 function expectedStatus(key: string, row: Row, identity: Identity): number {
   const given = row.expect[identity as keyof Expect];

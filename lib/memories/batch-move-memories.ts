@@ -1,12 +1,23 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { canEditMemory } from "@/lib/api/permissions.ts";
+import { canDeleteMemory, canEditMemory } from "@/lib/api/permissions.ts";
 import { allows, forbiddenFor, lockMembershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
+
+/**
+ * Why a memory was not moved (Memax's names): `already_at_target` (its hub and topic are already the
+ * target's) and `source_delete_forbidden` (the caller may edit it but not delete it from its hub:
+ * a move to another hub removes it from the source, so the source hub's contributor_delete_policy
+ * applies) come in addition to the batch delete's reasons.
+ */
+export interface MoveSkipped {
+  id: string;
+  reason: Skipped["reason"] | "already_at_target" | "source_delete_forbidden";
+}
 
 /**
  * Moves memories to another hub and/or topic. The target hub is `hub_id`, or
@@ -50,7 +61,9 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
           )
         : [],
     );
-    const reasons = new Map<string, Skipped["reason"]>();
+    // No topic_id: the memories leave their topic (a hub_id-only move to their own hub just clears it).
+    const topicId = topic ? topic.id : null;
+    const reasons = new Map<string, MoveSkipped["reason"]>();
     const seenPaths = new Set<string>();
     const planned: { id: string; fromHubId: string; changesHub: boolean }[] = [];
     for (const id of ids) {
@@ -65,6 +78,14 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
         continue;
       }
       const changesHub = memory.hubId !== target.hub.id;
+      if (!changesHub && memory.topicId === topicId) {
+        reasons.set(id, "already_at_target");
+        continue;
+      }
+      if (changesHub && !canDeleteMemory(membership.role, memory.ownerId === ctx.user.id, membership.hub)) {
+        reasons.set(id, "source_delete_forbidden");
+        continue;
+      }
       if (changesHub && memory.sourcePath && (takenPaths.has(memory.sourcePath) || seenPaths.has(memory.sourcePath))) {
         // The target hub already holds a memory for this source_path.
         reasons.set(id, "conflict");
@@ -73,14 +94,16 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
       if (memory.sourcePath) seenPaths.add(memory.sourcePath);
       planned.push({ id, fromHubId: memory.hubId, changesHub });
     }
-    // No topic_id: the memories leave their topic (a hub_id-only move to their own hub just clears it).
-    const topicId = topic ? topic.id : null;
     const done: typeof planned = [];
     for (const move of planned) {
-      // Conditional on the state read above (still there, same hub, still editable by the caller): a
-      // concurrent delete, move or role change makes it match nothing and the memory is skipped.
+      // Conditional on the state read above (still there, same hub, still editable, and for another hub
+      // still deletable, by the caller): a concurrent delete, move, role or policy change makes it
+      // match nothing and the memory is skipped.
+      const guard = move.changesHub
+        ? { AND: [memoryWriteGuard(ctx.user.id, "edit"), memoryWriteGuard(ctx.user.id, "delete")] }
+        : memoryWriteGuard(ctx.user.id, "edit");
       const { count } = await tx.memory.updateMany({
-        where: { id: move.id, hubId: move.fromHubId, ...memoryWriteGuard(ctx.user.id, "edit") },
+        where: { id: move.id, hubId: move.fromHubId, ...guard },
         data: { hubId: target.hub.id, topicId, updatedAt: ctx.now() },
       });
       if (count === 0) reasons.set(move.id, "not_found");
@@ -102,7 +125,7 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
         ];
       });
     const moved = done.length;
-    const skipped: Skipped[] = ids.flatMap((id) => (reasons.has(id) ? [{ id, reason: reasons.get(id)! }] : []));
+    const skipped: MoveSkipped[] = ids.flatMap((id) => (reasons.has(id) ? [{ id, reason: reasons.get(id)! }] : []));
     await emitEvent(tx, movedEvents);
     return { moved, skipped };
   });

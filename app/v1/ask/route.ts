@@ -8,7 +8,8 @@ import { streamAsk } from "@/lib/ask/stream-ask.ts";
 import { countUsage } from "@/lib/usage/count-usage.ts";
 
 // POST /v1/ask — an answer from recall's sources with citations; SSE with Accept: text/event-stream
-export const POST = withAuth({ bucket: "heavy" }, async (ctx, req) => {
+// Reads only (an answer from recall), so a read-only key may ask.
+export const POST = withAuth({ bucket: "heavy", reads: true }, async (ctx, req) => {
   const body = await parseJson(req, askBodySchema);
   const input = { ...body, preferred_hub_id: ctx.hubHeader };
   if (wantsEventStream(req)) {
