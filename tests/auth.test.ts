@@ -136,6 +136,10 @@ describe("POST /v1/admin/users", () => {
   test("is 404 while ENGRAM_ADMIN_TOKEN is unset", async () => {
     const res = await h.anonymous.post("/v1/admin/users", { email: "x@example.test", name: "X" }, { headers: { authorization: "Bearer anything" } });
     expect(res.status).toBe(404);
+    // Every method: the route does not exist without the token (with it, other methods are 405).
+    const other = await h.anonymous.get("/v1/admin/users");
+    expect([other.status, other.body.error.code]).toEqual([404, "not_found"]);
+    expect(other.headers.get("x-request-id")).toBeTruthy();
   });
 
   test("creates a user, personal hub and working key with the admin token", async () => {
@@ -146,6 +150,7 @@ describe("POST /v1/admin/users", () => {
     const admin = { headers: { authorization: "Bearer s3cret-admin" } };
     const res = await h.anonymous.post("/v1/admin/users", { email: "Op@Example.test", name: "Op" }, admin);
     expect(res.status).toBe(201);
+    expect((await h.anonymous.get("/v1/admin/users")).status).toBe(405);
     const { user, api_key, personal_hub_id } = res.body.data;
     expect(user).toMatchObject({ email: "op@example.test", name: "Op" });
     const me = await clientFor(api_key).get("/v1/auth/me");

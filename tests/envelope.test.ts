@@ -29,7 +29,11 @@ describe("envelope and headers", () => {
       const res = method === "get" || method === "delete" ? await ann[method]("/v1/does/not/exist") : await ann[method]("/v1/nothing", {});
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe("not_found");
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
     }
+    const echoed = await ann.get("/v1/does/not/exist", { headers: { "x-request-id": "req-404" } });
+    expect(echoed.headers.get("x-request-id")).toBe("req-404");
     const root = await ann.get("/v1");
     expect(root.status).toBe(404);
     expect(root.body.error.code).toBe("not_found");

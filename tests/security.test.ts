@@ -98,6 +98,11 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/health": { path: () => "/v1/health", expect: publicRoute(200) },
   "GET /v1/openapi.json": { path: () => "/v1/openapi.json", expect: publicRoute(200) },
   "POST /v1/admin/users": { path: () => "/v1/admin/users", body: () => ({ email: "x@example.test", name: "X" }), expect: publicRoute(404) },
+  // Without ENGRAM_ADMIN_TOKEN the route does not exist for any method (405 only once it is set).
+  "GET /v1/admin/users": { path: () => "/v1/admin/users", expect: publicRoute(404) },
+  "PUT /v1/admin/users": { path: () => "/v1/admin/users", body: () => ({}), expect: publicRoute(404) },
+  "PATCH /v1/admin/users": { path: () => "/v1/admin/users", body: () => ({}), expect: publicRoute(404) },
+  "DELETE /v1/admin/users": { path: () => "/v1/admin/users", expect: publicRoute(404) },
   "GET /v1/auth/me": { path: () => "/v1/auth/me", expect: anyUser(200) },
   "PATCH /v1/auth/me": { path: () => "/v1/auth/me", body: (_f, me) => ({ name: me?.name ?? "Nobody" }), expect: anyUser(200) },
   "GET /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", expect: anyUser(200) },

@@ -213,17 +213,35 @@ function flattenParams(params: Record<string, string | string[] | undefined> | u
   return flat;
 }
 
-/** 405 JSON handlers for the methods a route file does not implement. */
-export function methodsNotAllowed(...allowed: string[]): Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE", RouteHandler> {
+/** An error envelope for a request no wrapper handles (unknown paths, other methods), with the usual headers. */
+export function plainErrorResponse(req: Request, error: ApiError): Response {
+  const response = errorResponse(error);
+  response.headers.set("Cache-Control", "no-store");
+  response.headers.set("X-Request-Id", requestIdFrom(req));
+  return response;
+}
+
+/**
+ * 405 JSON handlers for the methods a route file does not implement. `exists` false (a route that
+ * is switched off, like the admin bootstrap without its token): 404 for every method, as for POST.
+ */
+export function methodsNotAllowed(...allowed: string[]): Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE", RouteHandler> & {
+  unless(exists: () => boolean): Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE", RouteHandler>;
+} {
   const handler: RouteHandler = async (req) => {
-    const requestId = requestIdFrom(req);
-    const response = errorResponse(
+    const response = plainErrorResponse(
+      req,
       new ApiError("method_not_allowed", `${req.method} is not supported here; use ${allowed.join(", ")}`, { allowed }),
     );
     response.headers.set("Allow", allowed.join(", "));
-    response.headers.set("Cache-Control", "no-store");
-    response.headers.set("X-Request-Id", requestId);
     return response;
   };
-  return { GET: handler, POST: handler, PUT: handler, PATCH: handler, DELETE: handler };
+  const handlers = { GET: handler, POST: handler, PUT: handler, PATCH: handler, DELETE: handler };
+  return {
+    ...handlers,
+    unless(exists) {
+      const gated: RouteHandler = async (req, context) => (exists() ? handler(req, context) : plainErrorResponse(req, new ApiError("not_found", "Not found")));
+      return { GET: gated, POST: gated, PUT: gated, PATCH: gated, DELETE: gated };
+    },
+  };
 }

@@ -2,6 +2,7 @@ import { ok } from "@/lib/api/envelope.ts";
 import { parseJson } from "@/lib/api/parse.ts";
 import { methodsNotAllowed, withPublic } from "@/lib/api/with-auth.ts";
 import { checkAdminToken } from "@/lib/auth/check-admin-token.ts";
+import { config } from "@/lib/config.ts";
 import { adminCreateUser, adminCreateUserBodySchema } from "@/lib/users/admin-create-user.ts";
 
 // POST /v1/admin/users — bootstrap a user and first API key with ENGRAM_ADMIN_TOKEN (404 when unset)
@@ -10,4 +11,5 @@ export const POST = withPublic({ bucket: "regular" }, async (ctx, req) => {
   return ok(await adminCreateUser(ctx, await parseJson(req, adminCreateUserBodySchema)), 201);
 });
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+// Without the token the route does not exist, whatever the method.
+export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST").unless(() => Boolean(config().adminToken));
