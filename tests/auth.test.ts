@@ -49,15 +49,36 @@ describe("credentials", () => {
     expect(after.body.error.message).toMatch(/revoked/);
   });
 
-  // Access tokens come only from the OAuth token endpoint, name their grant and are bound to an
-  // MCP resource (tests/oauth.test.ts drives the flow); REST never accepts them.
-  test("access tokens are refused on REST; forged, expired or grant-less ones everywhere", async () => {
+  // Access tokens come only from the OAuth token endpoint (tests/oauth.test.ts drives the flow) and
+  // name their grant. The spec and decisions.md: both kinds of credential work on every endpoint.
+  // Tokens of this server's resources work on REST within the grant's hubs and scope, but cannot
+  // manage credentials; tokens of another server, forged, expired or grant-less ones are refused.
+  test("access tokens work on REST within their grant; other servers', forged, expired or grant-less ones are refused", async () => {
     const secret = await serverSecret(h.db);
+    const tok = await h.user("Tok");
     const mcp = "http://engram.test/mcp";
+    const clientId = `ec_${newId().slice(0, 12)}`;
+    await h.db.oAuthClient.create({ data: { id: clientId, name: "REST check", redirectUris: ["http://127.0.0.1/cb"], kind: "registered" } });
+    const grantToken = async (scope: string, resource = mcp) => {
+      const grant = await h.db.oAuthGrant.create({ data: { id: newId(), userId: tok.id, clientId, hubIds: [], allHubs: true, scope, resource: mcp } });
+      return issueAccessToken(secret, { userId: tok.id, grantId: grant.id, resource }, Date.now());
+    };
+    const writer = clientFor(await grantToken("read write"));
+    const me = await writer.get("/v1/auth/me");
+    expect(me.status).toBe(200);
+    expect(me.body.data.user.id).toBe(tok.id);
+    expect((await writer.post("/v1/memories", { content: "pushed with an OAuth access token" })).status).toBe(201);
+    const minted = await writer.post("/v1/auth/api-keys", { name: "from a token" });
+    expect([minted.status, minted.body.error.code]).toEqual([403, "forbidden"]);
+    const reader = clientFor(await grantToken("read"));
+    expect((await reader.get("/v1/memories")).status).toBe(200);
+    expect((await reader.post("/v1/memories", { content: "a read-only grant cannot push" })).status).toBe(403);
+    const elsewhere = await clientFor(await grantToken("read write", "http://elsewhere.test/mcp")).get("/v1/auth/me");
+    expect(elsewhere.status).toBe(401);
+    expect(elsewhere.body.error.message).toMatch(/issued for/);
+
     const orphan = issueAccessToken(secret, { userId: ann.id, grantId: "00000000-0000-7000-8000-000000000000", resource: mcp }, Date.now());
-    const rest = await clientFor(orphan).get("/v1/auth/me");
-    expect(rest.status).toBe(401);
-    expect(rest.body.error.message).toMatch(/issued for/);
+    expect((await clientFor(orphan).get("/v1/auth/me")).status).toBe(401);
     const initialize = { jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "t", version: "1" } } };
     const viaMcp = async (token: string) =>
       (await POST_MCP(new Request(mcp, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify(initialize) }), { params: Promise.resolve({}) })).status;
@@ -66,6 +87,7 @@ describe("credentials", () => {
     const sig = orphan.slice(4).split(".")[1];
     const forged = `eat_${Buffer.from(JSON.stringify({ sub: ann.id, gid: newId(), aud: mcp, exp: 9999999999 })).toString("base64url")}.${sig}`;
     expect(await viaMcp(forged)).toBe(401);
+    expect((await clientFor(forged).get("/v1/auth/me")).status).toBe(401);
   });
 });
 

@@ -4,6 +4,7 @@ import { newId } from "@/lib/ids.ts";
 import { credentialWrites, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
 import { hasSessionCookie, resolveSession } from "@/lib/auth/session.ts";
+import { MCP_PATHS, publicOrigin, resourceFor } from "@/lib/oauth/public-origin.ts";
 import { clientAddress } from "./client-address.ts";
 import type { AuthContext, HubContext, RequestContext } from "./context.ts";
 import { errorResponse } from "./envelope.ts";
@@ -23,6 +24,11 @@ interface Options {
   reads?: boolean;
   /** Manages the account itself (API keys, profile, new hubs): needs a credential limited to no hubs and not read-only. */
   account?: boolean;
+  /**
+   * Issues, changes or revokes credentials (API keys, connected apps): not with an OAuth access
+   * token, whose one-hour, consented reach must not turn into a key that outlives its grant.
+   */
+  credentials?: boolean;
   /**
    * Bearer-only endpoints (MCP): no session cookie, OAuth access tokens accepted when bound
    * to one of these resources, and `challenge` becomes the WWW-Authenticate of every 401.
@@ -59,6 +65,9 @@ export function withAuth<P extends Params>(
     if (options.account && (credential.hubIds !== null || !credentialWrites(credential))) {
       throw new ApiError("forbidden", "This API key is limited to some hubs or to reading; account settings need an unrestricted key");
     }
+    if (options.credentials && credential.type === "access_token") {
+      throw new ApiError("forbidden", "An OAuth access token cannot manage API keys or connected apps; use an API key or the dashboard");
+    }
     const ctx = options.permission ? await resolveHub(authCtx, options.permission) : authCtx;
     return (handler as (ctx: AuthContext, req: Request, params: P) => Promise<Response>)(ctx, req, params as P);
   });
@@ -72,7 +81,7 @@ export async function authenticate(base: RequestContext, req: Request, bearer?: 
     const { user, credential } =
       !bearer && !authorization && hasSessionCookie(req)
         ? await resolveSession(base.db, req, base.now())
-        : await resolveCredential(base.db, authorization, base.now(), { resources: bearer?.resources(req) });
+        : await resolveCredential(base.db, authorization, base.now(), { resources: bearer ? bearer.resources(req) : serverResources(req) });
     const hubHeader = req.headers.get("x-hub-id")?.trim() || undefined;
     return { ...base, user, credential, hubHeader };
   } catch (error) {
@@ -81,6 +90,15 @@ export async function authenticate(base: RequestContext, req: Request, bearer?: 
     }
     throw error;
   }
+}
+
+/**
+ * On REST, OAuth access tokens issued for any of this server's resources (its MCP endpoints) count:
+ * the audience is this Engram server, and the grant's hubs and read/write limits still apply.
+ */
+function serverResources(req: Request): string[] {
+  const origin = publicOrigin(req);
+  return MCP_PATHS.map((path) => resourceFor(origin, path));
 }
 
 /** A route that needs no credential; rate-limited per client address. */

@@ -8,6 +8,6 @@ import { listApiKeys } from "@/lib/auth/list-api-keys.ts";
 export const GET = withAuth({}, async (ctx) => ok(await listApiKeys(ctx)));
 
 // POST /v1/auth/api-keys — issue a key (optionally limited to hubs and/or reading); the secret is in this response only
-export const POST = withAuth({ account: true }, async (ctx, req) => ok(await createApiKey(ctx, await parseJson(req, createApiKeyBodySchema)), 201));
+export const POST = withAuth({ account: true, credentials: true }, async (ctx, req) => ok(await createApiKey(ctx, await parseJson(req, createApiKeyBodySchema)), 201));
 
 export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
