@@ -76,6 +76,45 @@ describe("GET /v1/events/stream", () => {
     expect((await openEventStream("egk_nope")).status).toBe(401);
   });
 
+  // decisions.md's events: every change a client shows (the topic tree, where a memory is filed) is told.
+  it("tells of every topic change (topic.changed) and of filing a memory (memory.updated), one event each", async () => {
+    const s = await stream(ann, `?hub_id=${hub}&types=topic.changed,memory.updated`);
+    const memory = await push(ann, "a note to file", hub);
+    let topic = "";
+    let second = "";
+    const steps: [string, () => Promise<{ status: number }>, string, () => string | null][] = [
+      ["create", async () => {
+        const res = await ann.post("/v1/topics", { name: "Event shelf", hub_id: hub });
+        topic = res.body.data.id;
+        second = (await ann.post("/v1/topics", { name: "Second shelf", hub_id: hub })).body.data.id;
+        return res;
+      }, "topic.changed", () => null],
+      ["rename", () => ann.patch(`/v1/topics/${topic}`, { name: "Event shelf, renamed" }), "topic.changed", () => topic],
+      ["reorder", () => ann.post("/v1/topics/reorder", { operations: [{ topic_id: second, position: 0 }] }), "topic.changed", () => null],
+      ["file", () => ann.post(`/v1/topics/${topic}/memories`, { memory_id: memory }), "memory.updated", () => memory],
+      ["unfile", () => ann.delete(`/v1/topics/${topic}/memories/${memory}`), "memory.updated", () => memory],
+      ["archive", () => ann.post(`/v1/topics/${topic}/archive`, {}), "topic.changed", () => topic],
+      ["restore", () => ann.post(`/v1/topics/${topic}/restore`, {}), "topic.changed", () => topic],
+      ["delete", () => ann.delete(`/v1/topics/${topic}`), "topic.changed", () => topic],
+    ];
+    for (const [label, run, type, entity] of steps) {
+      const before = s.payload().length;
+      const res = await run();
+      expect(res.status, label).toBeLessThan(300);
+      // "create" made two topics: two events.
+      const expected = before + (label === "create" ? 2 : 1);
+      await s.waitFor(() => s.payload().length >= expected);
+      const last = s.payload()[expected - 1]!;
+      expect([label, last.event], label).toEqual([label, type]);
+      if (entity() !== null) expect(last.data.entity_id, label).toBe(entity());
+    }
+    // Doing nothing tells nothing: unfiling a memory that is not in the topic.
+    const settled = s.payload().length;
+    await ann.delete(`/v1/topics/${second}/memories/${memory}`);
+    await settle(ann, await stream(ann, `?hub_id=${hub}`), hub);
+    expect(s.payload().length).toBe(settled);
+  });
+
   it("replays everything missed after a dropped connection (Last-Event-ID), in order, without duplicates", async () => {
     const first = await stream(mira, `?hub_id=${hub}`);
     const a = await push(ann, "before the drop", hub);

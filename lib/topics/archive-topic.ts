@@ -1,6 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 import { HubTopics } from "./hub-topics.ts";
 import { topicOrThrow } from "./topic-or-throw.ts";
 
@@ -15,7 +16,10 @@ export async function archiveTopic(ctx: AuthContext, id: string) {
   const count = await ctx.db.$transaction(async (tx) => {
     const branch = (await HubTopics.lockAndLoad(tx, topic.hubId)).subtree(topic.id);
     const active = branch.filter((row) => !row.archivedAt).map((row) => row.id);
-    if (active.length) await tx.topic.updateMany({ where: { id: { in: active } }, data: { archivedAt: now, updatedAt: now } });
+    if (active.length) {
+      await tx.topic.updateMany({ where: { id: { in: active } }, data: { archivedAt: now, updatedAt: now } });
+      await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: topic.id });
+    }
     return active.length;
   });
   return { topic_id: topic.id, archived_count: count };
@@ -44,6 +48,7 @@ export async function restoreTopic(ctx: AuthContext, id: string) {
         await tx.topic.update({ where: { id: current.id }, data: { parentId: null, position: topics.nextPosition(null) } });
       }
       await tx.topic.updateMany({ where: { id: { in: archived } }, data: { archivedAt: null, updatedAt: now } });
+      await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: current.id });
       return archived.length;
     });
     return { topic_id: topic.id, restored_count: count };

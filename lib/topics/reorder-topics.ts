@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
 import { HubTopics } from "./hub-topics.ts";
 import type { ReorderBody } from "./topic-fields.ts";
@@ -36,6 +37,8 @@ export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
       topics.byId.set(row.id, row);
       topics.rows.splice(topics.rows.findIndex((r) => r.id === row.id), 1, row);
     }
+    // One event for the whole reorder: a client refetches the tree once.
+    await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id });
     return input.operations.length;
   });
   return { hub_id: hub.id, updated };
