@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
+import { errorResponse } from "@/lib/api/envelope.ts";
+import { ApiError } from "@/lib/api/errors.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { setDatabase } from "@/lib/db/database.ts";
 import { listRouteFiles } from "./support/router.ts";
@@ -22,6 +24,20 @@ describe("envelope and headers", () => {
     expect(Object.keys(res.body)).toEqual(["data"]);
     const generated = await ann.get("/v1/auth/me", { headers: { "x-request-id": "bad id with spaces" } });
     expect(generated.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  test("every invalid_request lists details.issues, even one raised without them", async () => {
+    const bare = await errorResponse(new ApiError("invalid_request", "Only contradiction reviews are resolved")).json();
+    expect(bare.error.details).toEqual({ issues: [{ path: "", message: "Only contradiction reviews are resolved" }] });
+    const kept = await errorResponse(new ApiError("invalid_request", "bad", { issues: [{ path: "name", message: "required" }], extra: 1 })).json();
+    expect(kept.error.details).toEqual({ issues: [{ path: "name", message: "required" }], extra: 1 });
+    const other = await errorResponse(new ApiError("conflict", "taken")).json();
+    expect(other.error.details).toBeUndefined();
+    // Through a route: more hubs than a key may name.
+    const hubs = Array.from({ length: 21 }, (_, i) => `00000000-0000-7000-8000-${String(i).padStart(12, "0")}`);
+    const tooMany = await ann.post("/v1/auth/api-keys", { name: "many", hub_ids: hubs });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body.error.details.issues.length).toBeGreaterThan(0);
   });
 
   test("unknown /v1 paths are JSON not_found for every method", async () => {

@@ -12,5 +12,9 @@ export function errorResponse(error: ApiError): Response {
     message: error.message,
   };
   if (error.details) body.details = error.details;
+  // Every validation failure lists its issues (decisions.md); one raised without them names the request as a whole.
+  if (error.code === "invalid_request" && !Array.isArray(body.details?.issues)) {
+    body.details = { ...body.details, issues: [{ path: "", message: error.message }] };
+  }
   return Response.json({ error: body }, { status: error.status, headers: error.headers });
 }
