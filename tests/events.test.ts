@@ -70,6 +70,8 @@ describe("GET /v1/events/stream", () => {
     expect(filtered.payload().map((e) => e.event)).toEqual(["memory.deleted"]);
     expect(all.payload().map((e) => e.event)).toEqual(["memory.created", "memory.created", "memory.deleted"]);
     expect((await stream(bob, `?hub_id=${hub}`)).status).toBe(404);
+    const flavoured = await stream(ann, `?hub_id=${hub}&flavour=vanilla`);
+    expect(flavoured.headers.get("x-engram-warning")).toBe("ignored unknown query parameters: flavour");
     const bad = await stream(ann, "?types=memory.exploded");
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.text!).error.code).toBe("invalid_request");

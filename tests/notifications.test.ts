@@ -164,6 +164,11 @@ describe("notifications", () => {
   });
 
   it("seen, dismiss, unseen_only, summary, cursor pages and validation", async () => {
+    // Unknown parameters are ignored with a warning, as on every list (decisions.md).
+    const flavoured = await ann.get("/v1/notifications?flavour=vanilla&kind=hub_invite&kind=hub_member_joined");
+    expect([flavoured.status, flavoured.headers.get("x-engram-warning")]).toEqual([200, "ignored unknown query parameters: flavour"]);
+    expect((await ann.get("/v1/notifications/summary?colour=red")).headers.get("x-engram-warning")).toBe("ignored unknown query parameters: colour");
+    expect((await ann.get("/v1/notifications/summary")).headers.get("x-engram-warning")).toBeNull();
     const summaryBefore = (await ann.get("/v1/notifications/summary")).body.data;
     expect(summaryBefore.by_kind.hub_invite).toEqual({ pending: 0, unseen: 0 });
     const receipts = await inbox(ann);

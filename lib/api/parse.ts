@@ -100,11 +100,14 @@ export function lenientInput(schema: z.ZodType, value: unknown, ignored: string[
 function lenientOrWarn(req: Request, schema: z.ZodType, value: unknown, what: string): unknown {
   const ignored: string[] = [];
   const result = lenientInput(schema, value, ignored);
-  if (ignored.length) {
-    const names = ignored.slice(0, 10).map((name) => (name.length > 40 ? `${name.slice(0, 37)}...` : name));
-    addWarning(req, `ignored unknown ${what}: ${names.join(", ")}${ignored.length > 10 ? ` (+${ignored.length - 10} more)` : ""}`);
-  }
+  warnIgnored(req, what, ignored);
   return result;
+}
+
+function warnIgnored(req: Request, what: string, ignored: string[]): void {
+  if (ignored.length === 0) return;
+  const names = ignored.slice(0, 10).map((name) => (name.length > 40 ? `${name.slice(0, 37)}...` : name));
+  addWarning(req, `ignored unknown ${what}: ${names.join(", ")}${ignored.length > 10 ? ` (+${ignored.length - 10} more)` : ""}`);
 }
 
 /** Parses a JSON body against a schema (leniently, see lenientInput): invalid_json, body_too_large or invalid_request. */
@@ -137,6 +140,18 @@ export function parseQuery<S extends z.ZodType>(req: Request, schema: S): z.outp
   const params = Object.fromEntries(new URL(req.url).searchParams.entries());
   refuseNul(params, "");
   return parseWith(schema, lenientOrWarn(req, schema, params, "query parameters"), "Query is invalid");
+}
+
+/**
+ * The query string of a route whose parameters repeat or take lists (`?kind=a&kind=b`), which a
+ * schema of single values does not describe: unknown names are ignored with the same warning as
+ * parseQuery's, and a NUL is refused the same way.
+ */
+export function queryParams(req: Request, known: readonly string[]): URLSearchParams {
+  const params = new URL(req.url).searchParams;
+  refuseNul(Object.fromEntries(params.entries()), "");
+  warnIgnored(req, "query parameters", [...new Set([...params.keys()].filter((name) => !known.includes(name)))]);
+  return params;
 }
 
 /**

@@ -1,10 +1,11 @@
 import { ok } from "@/lib/api/envelope.ts";
+import { queryParams } from "@/lib/api/parse.ts";
 import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
 import { listNotifications } from "@/lib/notifications/list-notifications.ts";
 
 // GET /v1/notifications — the caller's notifications, newest first (?hub, status, kind (repeatable), unseen_only, since, limit, cursor)
 export const GET = withAuth({ bucket: "light" }, async (ctx, req) => {
-  const q = new URL(req.url).searchParams;
+  const q = queryParams(req, ["hub", "hub_id", "status", "kind", "unseen_only", "since", "limit", "cursor"]);
   const kinds = q.getAll("kind").flatMap((k) => k.split(",")).map((k) => k.trim()).filter(Boolean);
   return ok(
     await listNotifications(ctx, {
