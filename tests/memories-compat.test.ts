@@ -155,6 +155,20 @@ describe("X-Timezone", () => {
     expect(formatAge(new Date("2026-03-10T03:00:00Z"), now, "Asia/Tokyo")).toBe("30 minutes ago");
   });
 
+  test("every unit of age, singular and plural (decisions.md's wording)", () => {
+    const ago = (ms: number) => formatAge(new Date(now.getTime() - ms), now);
+    const MIN = 60_000;
+    const HOUR = 60 * MIN;
+    const DAY = 24 * HOUR;
+    expect([ago(0), ago(59_000), ago(MIN), ago(2 * MIN), ago(59 * MIN)]).toEqual(["just now", "just now", "1 minute ago", "2 minutes ago", "59 minutes ago"]);
+    expect([ago(HOUR), ago(5 * HOUR), ago(23 * HOUR)]).toEqual(["1 hour ago", "5 hours ago", "23 hours ago"]);
+    expect([ago(29 * DAY)]).toEqual(["29 days ago"]);
+    expect([ago(30 * DAY), ago(95 * DAY), ago(364 * DAY)]).toEqual(["1 month ago", "3 months ago", "12 months ago"]);
+    expect([ago(365 * DAY), ago(3 * 365 * DAY)]).toEqual(["1 year ago", "3 years ago"]);
+    // A clock a little behind the stored time (another server's) is not "in the future".
+    expect(formatAge(new Date(now.getTime() + 5_000), now)).toBe("just now");
+  });
+
   test("recall applies it to its time filter", async () => {
     const res = await ann.post("/v1/recall", { query: "notes from yesterday", no_rerank: true }, { headers: { "x-timezone": "Asia/Tokyo" } });
     expect(res.status).toBe(200);
