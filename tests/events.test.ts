@@ -110,11 +110,13 @@ describe("GET /v1/events/stream", () => {
       expect([label, last.event], label).toEqual([label, type]);
       if (entity() !== null) expect(last.data.entity_id, label).toBe(entity());
     }
-    // Doing nothing tells nothing: unfiling a memory that is not in the topic.
+    // Doing nothing tells nothing: unfiling a memory that is not in the topic. The next event on
+    // the stream is the rename that follows it.
     const settled = s.payload().length;
-    await ann.delete(`/v1/topics/${second}/memories/${memory}`);
-    await settle(ann, await stream(ann, `?hub_id=${hub}`), hub);
-    expect(s.payload().length).toBe(settled);
+    expect((await ann.delete(`/v1/topics/${second}/memories/${memory}`)).body.data.unassigned).toBe(false);
+    expect((await ann.patch(`/v1/topics/${second}`, { name: "Second shelf, renamed" })).status).toBe(200);
+    await s.waitFor(() => s.payload().length > settled);
+    expect(s.payload().slice(settled).map((e) => [e.event, e.data.entity_id])).toEqual([["topic.changed", second]]);
   });
 
   it("replays everything missed after a dropped connection (Last-Event-ID), in order, without duplicates", async () => {

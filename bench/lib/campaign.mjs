@@ -50,11 +50,11 @@ export async function freshPostgresDatabase(serverUrl, label) {
   };
 }
 
-/** The built server (what `npm start` runs), restartable on the same database. Never builds. */
 // Extra node flags for the server process, e.g. BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof"
 // (Node refuses --cpu-prof in NODE_OPTIONS).
 const SERVER_NODE_ARGS = env("BENCH_SERVER_NODE_ARGS", "").split(/\s+/).filter(Boolean);
 
+/** The built server (what `npm start` runs), restartable on the same database. Never builds. */
 export function engramServer({ port, databaseUrl, extraEnv = {} }) {
   if (!existsSync(path.join(root, ".next", "BUILD_ID"))) throw new Error("No production build: run `npm run build` first (benchmarks never build).");
   const dataDir = databaseUrl ? undefined : mkdtempSync(path.join(tmpdir(), "engram-campaign-"));

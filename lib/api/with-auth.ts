@@ -239,13 +239,10 @@ export function plainErrorResponse(req: Request, error: ApiError): Response {
   return response;
 }
 
-/**
- * 405 JSON handlers for the methods a route file does not implement. `exists` false (a route that
- * is switched off, like the admin bootstrap without its token): 404 for every method, as for POST.
- */
-export function methodsNotAllowed(...allowed: string[]): Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE", RouteHandler> & {
-  unless(exists: () => boolean): Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE", RouteHandler>;
-} {
+type MethodHandlers = Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE", RouteHandler>;
+
+/** 405 JSON handlers for the methods a route file does not implement. */
+export function methodsNotAllowed(...allowed: string[]): MethodHandlers {
   const handler: RouteHandler = async (req) => {
     const response = plainErrorResponse(
       req,
@@ -254,12 +251,14 @@ export function methodsNotAllowed(...allowed: string[]): Record<"GET" | "POST" |
     response.headers.set("Allow", allowed.join(", "));
     return response;
   };
-  const handlers = { GET: handler, POST: handler, PUT: handler, PATCH: handler, DELETE: handler };
-  return {
-    ...handlers,
-    unless(exists) {
-      const gated: RouteHandler = async (req, context) => (exists() ? handler(req, context) : plainErrorResponse(req, new ApiError("not_found", "Not found")));
-      return { GET: gated, POST: gated, PUT: gated, PATCH: gated, DELETE: gated };
-    },
-  };
+  return { GET: handler, POST: handler, PUT: handler, PATCH: handler, DELETE: handler };
+}
+
+/** Handlers of a route that exists only while `enabled()` (the admin bootstrap and its token): otherwise 404, as for its main method. */
+export function onlyWhile(enabled: () => boolean, handlers: MethodHandlers): MethodHandlers {
+  const gate =
+    (handler: RouteHandler): RouteHandler =>
+    async (req, context) =>
+      enabled() ? handler(req, context) : plainErrorResponse(req, new ApiError("not_found", "Not found"));
+  return { GET: gate(handlers.GET), POST: gate(handlers.POST), PUT: gate(handlers.PUT), PATCH: gate(handlers.PATCH), DELETE: gate(handlers.DELETE) };
 }

@@ -54,7 +54,7 @@ export async function assignTopicMemory(ctx: AuthContext, topicId: string, input
   const { topic, membership } = await readableTopicOrThrow(ctx, topicId);
   assertNotArchived(topic);
   const memory = await editableMemoryOrThrow(ctx, topic.hubId, input.memory_id, membership.role);
-  const count = await updateAndTell(ctx, topic.hubId, memory.id, { id: memory.id, hubId: topic.hubId }, topic.id);
+  const count = await fileMemory(ctx, { id: memory.id, hubId: topic.hubId }, topic.id);
   if (count === 0) throw new ApiError("not_found", "Memory not found in this topic's hub");
   return { topic_id: topic.id, memory_id: memory.id, assigned: true as const, previous_topic_id: memory.topicId };
 }
@@ -63,15 +63,15 @@ export async function assignTopicMemory(ctx: AuthContext, topicId: string, input
 export async function unassignTopicMemory(ctx: AuthContext, topicId: string, memoryId: string) {
   const { topic, membership } = await readableTopicOrThrow(ctx, topicId);
   const memory = await editableMemoryOrThrow(ctx, topic.hubId, memoryId, membership.role);
-  const count = await updateAndTell(ctx, topic.hubId, memory.id, { id: memory.id, topicId: topic.id }, null);
+  const count = await fileMemory(ctx, { id: memory.id, hubId: topic.hubId, topicId: topic.id }, null);
   return { topic_id: topic.id, memory_id: memory.id, unassigned: count > 0 };
 }
 
-/** Files the memory (or takes it out) and, when it changed, says so on the event stream: one transaction. */
-function updateAndTell(ctx: AuthContext, hubId: string, memoryId: string, where: { id: string; hubId?: string; topicId?: string }, topicId: string | null) {
+/** Sets the topic of the memory `where` matches and, when one did, says so on the event stream: one transaction. */
+function fileMemory(ctx: AuthContext, where: { id: string; hubId: string; topicId?: string }, topicId: string | null) {
   return ctx.db.$transaction(async (tx) => {
     const { count } = await tx.memory.updateMany({ where, data: { topicId, updatedAt: ctx.now() } });
-    if (count > 0) await emitEvent(tx, { type: "memory.updated", hubId, actorId: ctx.user.id, entityId: memoryId });
+    if (count > 0) await emitEvent(tx, { type: "memory.updated", hubId: where.hubId, actorId: ctx.user.id, entityId: where.id });
     return count;
   });
 }

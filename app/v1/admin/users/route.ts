@@ -1,6 +1,6 @@
 import { ok } from "@/lib/api/envelope.ts";
 import { parseJson } from "@/lib/api/parse.ts";
-import { methodsNotAllowed, withPublic } from "@/lib/api/with-auth.ts";
+import { methodsNotAllowed, onlyWhile, withPublic } from "@/lib/api/with-auth.ts";
 import { checkAdminToken } from "@/lib/auth/check-admin-token.ts";
 import { config } from "@/lib/config.ts";
 import { adminCreateUser, adminCreateUserBodySchema } from "@/lib/users/admin-create-user.ts";
@@ -12,4 +12,4 @@ export const POST = withPublic({ bucket: "regular" }, async (ctx, req) => {
 });
 
 // Without the token the route does not exist, whatever the method.
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST").unless(() => Boolean(config().adminToken));
+export const { GET, PUT, PATCH, DELETE } = onlyWhile(() => Boolean(config().adminToken), methodsNotAllowed("POST"));
