@@ -17,18 +17,16 @@
 //   BENCH_CLIENT_PAUSE  ms the single client waits between its creates (default 100)
 //   BENCH_FAKE_PORT     port of the fake OpenAI server (default 3151)
 //   plus every ENGRAM_* setting of the server (ENGRAM_BACKGROUND_DB_PERCENT, …).
-import { mkdtempSync, rmSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
-import path from "node:path";
-import pg from "pg";
+import { cpus, loadavg } from "node:os";
 import { POST as createMemoryRoute } from "@/app/v1/memories/route.ts";
 import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
 import { setRateLimiter, MemoryRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
-import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
+import { setDatabase, type Database } from "@/lib/db/database.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { markdownMemory } from "./ingest-corpus.ts";
+import { freshDatabase } from "./lib/fresh-database.ts";
 // @ts-expect-error plain ESM helper without types
 import { startFakeOpenAi } from "./lib/fake-openai.mjs";
 
@@ -49,34 +47,6 @@ const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
 
-/** A fresh database for one phase, and how to get rid of it. */
-async function freshDatabase(): Promise<{ database: Database; label: string; drop: () => Promise<void> }> {
-  const url = process.env.DATABASE_URL;
-  if (!url) {
-    const dir = mkdtempSync(path.join(tmpdir(), "engram-bench-fg-"));
-    const database = await openDatabase({ dataDir: dir });
-    return { database, label: "embedded (PGlite)", drop: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const name = `engram_bench_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const target = new URL(url);
-  target.pathname = `/${name}`;
-  const database = await openDatabase({ url: target.toString() });
-  return {
-    database,
-    label: "PostgreSQL",
-    drop: async () => {
-      const again = new pg.Client({ connectionString: url });
-      await again.connect();
-      await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await again.end();
-    },
-  };
-}
-
 interface Phase {
   database: Database;
   create(content: string): Promise<{ id: string; ms: number }>;
@@ -88,7 +58,7 @@ interface Phase {
 async function startPhase(provider: "local" | "openai"): Promise<Phase & { label: string }> {
   process.env.ENGRAM_EMBEDDINGS_PROVIDER = provider;
   setEmbedder(undefined);
-  const { database, label, drop } = await freshDatabase();
+  const { database, label, drop } = await freshDatabase({ prefix: "bench-fg" });
   setDatabase(database);
   const now = new Date();
   const { extra } = await createUser(database.prisma, { email: "bench@example.test", name: "Bench" }, now, (tx, created) =>

@@ -1,6 +1,7 @@
 // npm run bench:recall — POST /v1/recall latency (server latency_ms and wall time, p50/p95) at
-// 10k and 100k chunks on a fresh on-disk embedded database (PGlite + pgvector), real local MiniLM
-// query embeddings. Never part of npm test.
+// 10k and 100k chunks on a fresh on-disk embedded database (PGlite + pgvector), or with
+// DATABASE_URL on a fresh database of that PostgreSQL server (dropped afterwards); real local
+// MiniLM query embeddings. Never part of npm test.
 //
 // Corpus: BENCH_DISTINCT distinct passages (built from the eval corpus's vocabulary) are embedded
 // with the real model; bulk chunks reuse those vectors with small random perturbations (re-
@@ -15,28 +16,29 @@
 //   BENCH_DISTINCT   distinct embedded passages (default 800)
 //   BENCH_RERANK_MS  also measure with a local fake reranker answering after this many ms (default 40)
 //   BENCH_WARMUP     other recalls run first (default 100): model and plans warm
+//   BENCH_KEEP_DIR   embedded only: keep the loaded database in <dir>-<size> and reuse it next time
 //   BENCH_BREAKDOWN=1  also print the mean time per recall of each stage of the steady pass: the query
 //                    embedding and each raw SQL statement (lib/recall); the rest is Prisma and JS
 //
 // Each query set runs twice: "cold" is the first pass (pages may still be on disk), the reported
 // figures are the second pass (the buffer cache warm, as on a running server; query embeddings are
 // computed again).
-import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { POST as recallRoute } from "@/app/v1/recall/route.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
-import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
+import { setDatabase, type Database } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
 import { clearQueryVectorCache } from "@/lib/recall/embed-query.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { createHttpReranker, setReranker } from "@/lib/recall/reranker.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { MEMORIES, QUERIES } from "../eval/corpus.ts";
+import { freshDatabase } from "./lib/fresh-database.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "10000,100000").split(",").map(Number);
 const KEEP = process.env.BENCH_KEEP_DIR;
@@ -121,8 +123,8 @@ async function load(database: Database, hubIds: string[], ownerId: string, chunk
   }
   process.stdout.write("\n");
   const indexStarted = Date.now();
-  await database.sql.exec(`SET maintenance_work_mem = '512MB'`);
-  await database.sql.exec(`CREATE INDEX chunks_embedding_hnsw_idx ON chunks USING hnsw (embedding vector_cosine_ops)`);
+  // One exec: on PostgreSQL the SET must reach the pooled connection that builds the index.
+  await database.sql.exec(`SET maintenance_work_mem = '512MB'; CREATE INDEX chunks_embedding_hnsw_idx ON chunks USING hnsw (embedding vector_cosine_ops)`);
   await database.sql.exec(`VACUUM ANALYZE`);
   console.log(`  HNSW build + analyze ${((Date.now() - indexStarted) / 1000).toFixed(0)} s`);
 }
@@ -222,16 +224,16 @@ const rerankUrl = `http://127.0.0.1:${(fake.address() as AddressInfo).port}`;
 
 const results: Record<string, unknown> = {};
 for (const size of SIZES) {
-  // BENCH_KEEP_DIR: keep the loaded database between runs (profiling); reused when present.
-  const dataDir = KEEP ? `${KEEP}-${size}` : mkdtempSync(path.join(tmpdir(), "engram-bench-recall-"));
-  const marker = path.join(dataDir, "bench.json");
-  const reuse = KEEP !== undefined && existsSync(marker);
-  const database = await openDatabase({ dataDir: path.join(dataDir, "pglite") });
+  // BENCH_KEEP_DIR: keep the loaded embedded database between runs (profiling); reused when present.
+  const keepDir = KEEP && !process.env.DATABASE_URL ? `${KEEP}-${size}` : undefined;
+  const marker = keepDir ? path.join(keepDir, "bench.json") : undefined;
+  const reuse = marker !== undefined && existsSync(marker);
+  const { database, label, drop } = await freshDatabase({ prefix: "bench-recall", dataDir: keepDir && path.join(keepDir, "pglite") });
   setDatabase(database);
   let key: string;
   if (reuse) {
     key = (JSON.parse(readFileSync(marker, "utf8")) as { key: string }).key;
-    console.log(`size ${size} chunks: reusing ${dataDir}`);
+    console.log(`size ${size} chunks: reusing ${keepDir}`);
   } else {
     const now = new Date();
     const { user, hub, extra } = await createUser(database.prisma, { email: `bench-${size}@example.test`, name: "Bench" }, now, (tx, created) =>
@@ -246,9 +248,9 @@ for (const size of SIZES) {
       if (i < 2) await database.prisma.hubMember.create({ data: { hubId: id, userId: user.id, role: "owner" } });
       hubIds.push(id);
     }
-    console.log(`size ${size} chunks (${Math.ceil(size / PER_MEMORY)} memories, ${PER_MEMORY} chunks each, 5 hubs, caller reads 3):`);
+    console.log(`size ${size} chunks (${Math.ceil(size / PER_MEMORY)} memories, ${PER_MEMORY} chunks each, 5 hubs, caller reads 3), ${label}:`);
     await load(database, hubIds, user.id, size, await distinctPassages());
-    if (KEEP) writeFileSync(marker, JSON.stringify({ key }));
+    if (marker) writeFileSync(marker, JSON.stringify({ key }));
   }
   const pool = queryTexts(QUERY_COUNT + 60 + WARMUP);
   const texts = pool.slice(0, QUERY_COUNT);
@@ -272,12 +274,12 @@ for (const size of SIZES) {
   console.log(JSON.stringify(results[`${size}_chunks`], null, 2));
   setDatabase(undefined);
   await database.close();
-  if (!KEEP) rmSync(dataDir, { recursive: true, force: true });
+  await drop();
 }
 fake.close();
 
 mkdirSync("bench/results", { recursive: true });
 const file = path.join("bench/results", `recall-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
-writeFileSync(file, JSON.stringify({ node: process.version, sizes: SIZES, per_memory: PER_MEMORY, queries: QUERY_COUNT, warmup: WARMUP, distinct: DISTINCT, results }, null, 2));
+writeFileSync(file, JSON.stringify({ node: process.version, database: process.env.DATABASE_URL ? "postgres" : "pglite", sizes: SIZES, per_memory: PER_MEMORY, queries: QUERY_COUNT, warmup: WARMUP, distinct: DISTINCT, results }, null, 2));
 console.log(`written ${file}`);
 process.exit(0);
