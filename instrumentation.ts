@@ -8,4 +8,7 @@ export async function register(): Promise<void> {
   await (await import("./lib/processing/start-background-processing.ts")).startBackgroundProcessing();
   // Dreams (issue 15): the in-process worker and daily schedule, unless Inngest runs them.
   await (await import("./lib/dreams/dream-runner.ts")).startDreams();
+  // scripts/server.mjs (plain JavaScript, same process) calls this on SIGTERM/SIGINT.
+  const { stopServer } = await import("./lib/system/stop-server.ts");
+  (globalThis as { __engramStopServer?: typeof stopServer }).__engramStopServer = stopServer;
 }

@@ -20,7 +20,15 @@ await app.prepare();
 // plain-text 500. They get the API's 405 envelope instead (found by `npm run fuzz`).
 const KNOWN_METHODS = new Set(["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"]);
 
+// Responses not finished yet: a graceful stop waits for them (event streams excepted).
+const inFlight = new Set();
+let stopping = false;
+
 const server = createServer((req, res) => {
+  inFlight.add(res);
+  res.once("close", () => inFlight.delete(res));
+  // While stopping, a request on a kept-alive connection is answered, and the connection closed after it.
+  if (stopping) res.setHeader("connection", "close");
   if (!KNOWN_METHODS.has(req.method ?? "")) {
     res.writeHead(405, { "content-type": "application/json", allow: [...KNOWN_METHODS].join(", "), "cache-control": "no-store" });
     res.end(JSON.stringify({ error: { code: "method_not_allowed", message: `${req.method} is not supported` } }));
@@ -38,9 +46,31 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;
 server.listen(port, hostname, () => console.log(`engram: listening on http://${hostname}:${port}`));
+// Graceful stop (a process manager's or a rolling deploy's SIGTERM, Ctrl-C): stop taking
+// connections, let the requests in progress answer, then give background jobs what is left of the
+// grace period and write what is batched in memory before closing the database
+// (lib/system/stop-server.ts). Event streams are closed; their clients reconnect elsewhere.
+const GRACE_MS = Math.max(0, Number(process.env.ENGRAM_SHUTDOWN_GRACE_SECONDS ?? 10)) * 1000;
+const isStream = (res) => res.headersSent && String(res.getHeader("content-type") ?? "").startsWith("text/event-stream");
 for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, () => {
+  process.on(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    const deadline = Date.now() + GRACE_MS;
+    // The last resort if something hangs (a statement that never returns).
+    setTimeout(() => process.exit(1), GRACE_MS + 10_000).unref();
+    console.log(`engram: ${signal}, stopping (requests in progress: ${[...inFlight].filter((res) => !isStream(res)).length})`);
     server.close();
-    process.exit(0);
+    while ([...inFlight].some((res) => !isStream(res)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    server.closeAllConnections();
+    try {
+      const stop = globalThis.__engramStopServer;
+      const result = stop ? await stop({ graceMs: Math.max(0, deadline - Date.now()) }) : { unfinishedJobs: 0 };
+      console.log(`engram: stopped${result.unfinishedJobs ? ` (${result.unfinishedJobs} background job(s) left for the next start or another process)` : ""}`);
+      process.exit(0);
+    } catch (error) {
+      console.error("engram: stopping failed", error);
+      process.exit(1);
+    }
   });
 }

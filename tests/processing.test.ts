@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
-import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { backgroundRunner, drainBackgroundProcessing, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
@@ -162,6 +162,21 @@ describe("background processing (embedded runner, real model, real database)", (
     expect(memory.summary).toBe("Poison pill memory about the quarterly budget.");
     expect(await chunksOf(id)).toEqual([expect.objectContaining({ has_vector: false, lexical: true })]);
     expect((await ann.get(`/v1/memories/${id}`)).status).toBe(200);
+  });
+
+  it("a graceful drain lets the job in progress finish and starts nothing new", async () => {
+    await backgroundRunner()!.idle();
+    const running = (await ann.post("/v1/memories", { content: "The staging cluster is rebuilt every Sunday night from the golden image." })).body.data.id;
+    expect(backgroundRunner()!.size.active).toBe(1);
+    expect(await drainBackgroundProcessing(30_000)).toBe(0);
+    // Finished when the drain returns, not later.
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: running } })).processingStatus).toBe("done");
+    expect(backgroundRunner()).toBeUndefined();
+    const later = (await ann.post("/v1/memories", { content: "Pushed after the drain: waits for the next start." })).body.data.id;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: later } })).processingStatus).toBe("pending");
+    await startBackgroundProcessing();
+    expect((await processed(ann, later)).processing_status).toBe("done");
   });
 
   it("health reports the embedding model", async () => {

@@ -55,7 +55,7 @@ export function defaultDataDir(): string {
   return path.resolve(process.env.ENGRAM_DATA_DIR ?? path.join(process.cwd(), ".data"), "pglite");
 }
 
-const globalForDb = globalThis as unknown as { __engramDb?: Promise<Database> };
+const globalForDb = globalThis as unknown as { __engramDb?: Promise<Database>; __engramDbClosed?: boolean };
 
 /**
  * The process-wide database. Kept on globalThis because Next bundles route
@@ -63,6 +63,8 @@ const globalForDb = globalThis as unknown as { __engramDb?: Promise<Database> };
  * never be opened twice in one process.
  */
 export function getDatabase(): Promise<Database> {
+  // After a graceful stop closed it, nothing may open the data directory again in this process.
+  if (globalForDb.__engramDbClosed) return Promise.reject(new Error("the database is closed (the server is stopping)"));
   globalForDb.__engramDb ??= openDatabase({ url: process.env.DATABASE_URL || undefined }).catch((error) => {
     globalForDb.__engramDb = undefined;
     throw error;
@@ -70,8 +72,18 @@ export function getDatabase(): Promise<Database> {
   return globalForDb.__engramDb;
 }
 
+/** Closes the process-wide database, if one was opened, for good (the server's graceful stop). */
+export async function closeDatabase(): Promise<void> {
+  const opened = globalForDb.__engramDb;
+  globalForDb.__engramDbClosed = true;
+  globalForDb.__engramDb = undefined;
+  const database = await opened?.catch(() => undefined);
+  await database?.close();
+}
+
 /** Lets tests install their own database as the process-wide one. */
 export function setDatabase(database: Database | undefined): void {
+  globalForDb.__engramDbClosed = false;
   globalForDb.__engramDb = database ? Promise.resolve(database) : undefined;
 }
 

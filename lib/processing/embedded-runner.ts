@@ -65,15 +65,36 @@ export class EmbeddedRunner {
     this.sweepTimer.unref();
   }
 
+  /** Stops at once: jobs in progress lose their lease and abort at their next step. */
   stop(): void {
+    this.halt();
+    this.lease.stop();
+    this.notifyIdle();
+  }
+
+  /** Takes no more work: no sweeps, no retries, nothing queued. */
+  private halt(): void {
     this.stopped = true;
     clearInterval(this.sweepTimer);
     clearTimeout(this.followUp);
-    this.lease.stop();
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     this.queued.clear();
-    this.notifyIdle();
+  }
+
+  /**
+   * Graceful stop: takes nothing new and gives the jobs in progress up to graceMs to finish (their
+   * leases keep being renewed meanwhile), then stops. Returns how many were cut short; their
+   * leases lapse and a sweep (another process, or this one after a restart) resumes them.
+   */
+  async drain(graceMs: number): Promise<number> {
+    this.halt();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.idle(), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+    const unfinished = this.active.size;
+    this.stop();
+    return unfinished;
   }
 
   enqueue(id: string): void {
@@ -98,7 +119,8 @@ export class EmbeddedRunner {
   }
 
   private isIdle(): boolean {
-    return this.queued.size === 0 && this.active.size === 0 && !this.sweeping;
+    // Once stopped, what a sweep still finds is never started: only the running jobs count.
+    return this.active.size === 0 && (this.stopped || (this.queued.size === 0 && !this.sweeping));
   }
 
   private staleBefore(now: Date): Date {
@@ -114,7 +136,7 @@ export class EmbeddedRunner {
         if (this.queued.size >= SWEEP_PAGE) return;
         const db = await this.options.db();
         const ids = await runAsBackground(() => findPendingMemories(db, this.staleBefore(new Date()), this.options.retryBaseMs * 0.8));
-        for (const id of ids) if (!this.active.has(id)) this.queued.add(id);
+        for (const id of ids) if (!this.active.has(id) && !this.stopped) this.queued.add(id);
         this.backlog = ids.length === SWEEP_PAGE;
       } catch (error) {
         console.error("[engram] processing: sweep failed", error);

@@ -8,7 +8,8 @@ import { inngestEnabled, processingConfig } from "./processing-config.ts";
 interface BackgroundState {
   started?: Promise<void>;
   runner?: EmbeddedRunner;
-  stop?: () => void;
+  /** Stops the write hook, the sweeps and the upload sweeper (not the runner itself). */
+  stopFeeds?: () => void;
 }
 
 const globalForBackground = globalThis as unknown as { __engramBackground?: BackgroundState };
@@ -35,10 +36,28 @@ export function backgroundRunner(): EmbeddedRunner | undefined {
   return state.runner;
 }
 
-/** Stops the runner and forgets it (tests; a later start begins afresh). */
+/** Stops the runner at once and forgets it (tests; a later start begins afresh). */
 export function stopBackgroundProcessing(): void {
-  state.stop?.();
-  Object.assign(state, { started: undefined, runner: undefined, stop: undefined });
+  const runner = state.runner;
+  forget();
+  runner?.stop();
+}
+
+/**
+ * Graceful stop (the server's SIGTERM): no new jobs, and the embedded runner's jobs in progress
+ * get up to graceMs to finish. Returns how many did not (resumed by a later sweep, here or in
+ * another process). With Inngest, its own retries cover an interrupted step.
+ */
+export async function drainBackgroundProcessing(graceMs: number): Promise<number> {
+  const runner = state.runner;
+  forget();
+  return runner ? runner.drain(graceMs) : 0;
+}
+
+/** Stops what feeds the runner (write hooks, sweeps, timers) and forgets the runner. */
+function forget(): void {
+  state.stopFeeds?.();
+  Object.assign(state, { started: undefined, runner: undefined, stopFeeds: undefined });
 }
 
 async function start(): Promise<void> {
@@ -65,7 +84,7 @@ async function start(): Promise<void> {
     const timer = setInterval(() => void sweep().catch((error) => console.error("[engram] processing: sweep failed", error)), config.sweepMs);
     timer.unref();
     // The upload sweep is the Inngest cron function sweep-uploads here.
-    state.stop = () => {
+    state.stopFeeds = () => {
       unsubscribe();
       clearInterval(timer);
     };
@@ -77,9 +96,8 @@ async function start(): Promise<void> {
   const unsubscribe = onMemoryWrite((memory) => runner.enqueue(memory.id));
   runner.start();
   state.runner = runner;
-  state.stop = () => {
+  state.stopFeeds = () => {
     unsubscribe();
-    runner.stop();
     stopUploadSweeper();
   };
 }

@@ -31,7 +31,15 @@ export interface Engram {
   user(name: string): Promise<EngramUser>;
   /** The server's output so far (for failure messages). */
   log(): string;
-  stop(): Promise<void>;
+  /** SIGTERM, as a process manager stops it; resolves with how it exited (SIGKILL after 10 s). */
+  stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface StartOptions {
+  /** Serve this data directory (kept on stop) instead of a fresh one (removed on stop). */
+  dataDir?: string;
+  /** Use this admin token (a restart on the same data directory). */
+  adminToken?: string;
 }
 
 function portFree(port: number): Promise<boolean> {
@@ -87,9 +95,10 @@ async function request(url: string, method: string, headers: Record<string, stri
  * Starts Engram's production build the way `npm start` does (scripts/start.mjs) on a fresh
  * embedded data directory and a free port, with an admin token for creating users.
  */
-export async function startEngram(env: Record<string, string> = {}): Promise<Engram> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), "engram-compat-"));
-  const adminToken = randomBytes(24).toString("base64url");
+export async function startEngram(env: Record<string, string> = {}, options: StartOptions = {}): Promise<Engram> {
+  const dataDir = options.dataDir ?? mkdtempSync(path.join(tmpdir(), "engram-compat-"));
+  const removeData = () => (options.dataDir ? undefined : rmSync(dataDir, { recursive: true, force: true }));
+  const adminToken = options.adminToken ?? randomBytes(24).toString("base64url");
   let output = "";
   let server: ChildProcess | undefined;
   let url = "";
@@ -143,7 +152,7 @@ export async function startEngram(env: Record<string, string> = {}): Promise<Eng
     }
   }
   if (!url || !server) {
-    rmSync(dataDir, { recursive: true, force: true });
+    removeData();
     throw new Error(`Engram did not start:\n${output.slice(-5000)}`);
   }
   const child = server;
@@ -171,7 +180,8 @@ export async function startEngram(env: Record<string, string> = {}): Promise<Eng
     async stop() {
       child.kill("SIGTERM");
       await exited(child);
-      rmSync(dataDir, { recursive: true, force: true });
+      removeData();
+      return { code: child.exitCode, signal: child.signalCode };
     },
   };
 }

@@ -1,0 +1,26 @@
+import { closeDatabase } from "@/lib/db/database.ts";
+import { stopDreams } from "@/lib/dreams/dream-runner.ts";
+import { drainBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { flushAccess } from "@/lib/recall/record-access.ts";
+import { flushUsage } from "@/lib/usage/count-usage.ts";
+
+export interface StopServerResult {
+  /** Background jobs still running when the grace period ended (resumed by a later sweep). */
+  unfinishedJobs: number;
+}
+
+/**
+ * The second half of a graceful stop (scripts/server.mjs calls it on SIGTERM or SIGINT, once the
+ * HTTP server has stopped taking requests and the ones in progress have answered): background
+ * jobs get up to graceMs to finish, the counters that are written in batches (access counts,
+ * usage) are written, and the database is closed cleanly, so nothing acknowledged is lost and the
+ * next start needs no recovery.
+ */
+export async function stopServer(options: { graceMs: number }): Promise<StopServerResult> {
+  stopDreams();
+  const unfinishedJobs = await drainBackgroundProcessing(options.graceMs);
+  await flushAccess();
+  await flushUsage();
+  await closeDatabase();
+  return { unfinishedJobs };
+}

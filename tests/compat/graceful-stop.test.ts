@@ -1,0 +1,88 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { request, type IncomingMessage } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { eventually, startEngram, type Engram } from "./support/engram.ts";
+
+/**
+ * SIGTERM, as a process manager or a rolling deploy sends it, to the built server (`npm start`):
+ * the request in progress is answered, an open event stream does not hold the stop up, counters
+ * batched in memory are written, the process exits 0, and a restart on the same data directory
+ * has everything that was acknowledged.
+ */
+describe("graceful stop of the built server", () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), "engram-compat-stop-"));
+  let engram: Engram | undefined;
+  afterAll(async () => {
+    await engram?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("answers the request in progress, writes what is batched, exits 0 and keeps everything", async () => {
+    const first = await startEngram({}, { dataDir });
+    engram = first;
+    const ada = await first.user("Ada");
+    const pushed = await ada.api("POST", "/v1/memories", { content: "# Backups\n\nThe orion database is backed up nightly at 02:00 UTC." });
+    expect(pushed.status).toBe(201);
+
+    // An event stream stays open through the stop; the server closes it instead of waiting for it.
+    const stream = await fetch(`${first.url}/v1/events/stream`, { headers: { authorization: `Bearer ${ada.key}` } });
+    expect(stream.status).toBe(200);
+    const streamEnded = (async () => {
+      const reader = stream.body!.getReader();
+      for (;;) if ((await reader.read().catch(() => ({ done: true }))).done) return true;
+    })();
+
+    // A push whose body is still arriving when SIGTERM comes.
+    const body = JSON.stringify({ content: "# Deploys\n\nThe web tier is deployed blue-green on Tuesdays after the standup." });
+    const { port } = new URL(first.url);
+    const slow = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/memories", headers: { authorization: `Bearer ${ada.key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } });
+    const answered = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      slow.on("response", (res: IncomingMessage) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      });
+      slow.on("error", reject);
+    });
+    slow.write(body.slice(0, 10));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    // A recall right before the signal: its usage count is still batched in memory (written within 250 ms).
+    const recall = await ada.api("POST", "/v1/recall", { query: "when is the orion database backed up?" });
+    expect(recall.status).toBe(200);
+    const stopped = first.stop();
+    await eventually(async () => /engram: SIGTERM, stopping \(requests in progress: 1\)/.test(first.log()), 10_000, "the server to start stopping");
+    // New connections are refused while it drains.
+    await expect(fetch(`${first.url}/v1/health`)).rejects.toThrow();
+    slow.end(body.slice(10));
+    const slowAnswer = await answered;
+    expect(slowAnswer.status, slowAnswer.text).toBe(201);
+    const slowId = JSON.parse(slowAnswer.text).data.id as string;
+
+    const started = Date.now();
+    const exit = await stopped;
+    engram = undefined;
+    expect(exit, first.log().slice(-3000)).toEqual({ code: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(8_000);
+    expect(first.log()).toMatch(/engram: stopped/);
+    expect(await streamEnded).toBe(true);
+
+    // The same data directory again: the key, both pushes and the counts are there, and the
+    // push that arrived during the stop gets processed (here or, had it been cut short, after the restart).
+    const second = await startEngram({}, { dataDir, adminToken: first.adminToken });
+    engram = second;
+    const again = (method: string, route: string) =>
+      fetch(`${second.url}${route}`, { method, headers: { authorization: `Bearer ${ada.key}` } }).then(async (res) => ({ status: res.status, body: await res.json() }));
+    const list = await again("GET", "/v1/memories?limit=100");
+    expect(list.status).toBe(200);
+    expect(list.body.data.memories.map((m: { id: string }) => m.id).sort()).toEqual([pushed.body.data.id, slowId].sort());
+    const usage = await again("GET", "/v1/usage");
+    expect(usage.body.data).toMatchObject({ push_count: 2, recall_count: 1 });
+    await eventually(async () => {
+      const memory = await again("GET", `/v1/memories/${slowId}`);
+      return memory.body.data.processing_status === "done";
+    }, 120_000, "the memory pushed during the stop to be processed");
+  });
+});
