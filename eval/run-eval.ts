@@ -31,6 +31,7 @@ import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { lexicalBaseline, type LexicalRanker } from "@/lib/recall/lexical-baselines.ts";
 import { setRecallMode, setRecallTrace, type RecallMode, type RecallTraceEntry } from "@/lib/recall/recall-memories.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
+import { flushUsage } from "@/lib/usage/count-usage.ts";
 import { setReranker } from "@/lib/recall/reranker.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { dispatch } from "../tests/support/router.ts";
@@ -236,7 +237,9 @@ async function runQueries(
     }
   }
   setRecallMode(undefined);
+  // Batched writes go to this corpus's database before it is closed.
   await flushAccess();
+  await flushUsage();
   return out;
 }
 

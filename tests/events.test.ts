@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { openEventStream, type SseStream } from "./support/sse-client.ts";
 
@@ -152,5 +153,22 @@ describe("GET /v1/events/stream", () => {
     const resumed = await stream(carl, "", { "last-event-id": "0" });
     await settle(carl, resumed, carl.personalHubId);
     expect(resumed.payload().map((e) => e.data.entity_id)).not.toContain(secret);
+  });
+
+  it("sends a ping every 25 s, and not before", async () => {
+    // Only the interval timers are simulated: the database, fetch and the stream's own I/O run for real.
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const s = await stream(ann);
+      vi.advanceTimersByTime(PING_INTERVAL_MS - 1);
+      await settle(ann, s, ann.personalHubId);
+      expect(s.events.filter((e) => e.event === "ping")).toEqual([]);
+      vi.advanceTimersByTime(1);
+      expect((await s.waitFor((e) => e.event === "ping")).data).toEqual({ time: expect.any(String) });
+      vi.advanceTimersByTime(PING_INTERVAL_MS);
+      await s.waitFor(() => s.events.filter((e) => e.event === "ping").length === 2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
