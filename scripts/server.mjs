@@ -64,9 +64,15 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
     while ([...inFlight].some((res) => !isStream(res)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
     server.closeAllConnections();
     try {
+      // Set by instrumentation.ts once the app has started; a stop during start-up has nothing to wind down.
       const stop = globalThis.__engramStopServer;
-      const result = stop ? await stop({ graceMs: Math.max(0, deadline - Date.now()) }) : { unfinishedJobs: 0 };
-      console.log(`engram: stopped${result.unfinishedJobs ? ` (${result.unfinishedJobs} background job(s) left for the next start or another process)` : ""}`);
+      if (!stop) {
+        console.log("engram: stopped before the app had started");
+        process.exit(0);
+      }
+      const { unfinishedJobs } = await stop({ graceMs: Math.max(0, deadline - Date.now()) });
+      const left = unfinishedJobs ? `; ${unfinishedJobs} background job(s) left for the next start or another process` : "";
+      console.log(`engram: stopped: counters written, database closed${left}`);
       process.exit(0);
     } catch (error) {
       console.error("engram: stopping failed", error);

@@ -66,7 +66,7 @@ describe("graceful stop of the built server", () => {
     engram = undefined;
     expect(exit, first.log().slice(-3000)).toEqual({ code: 0, signal: null });
     expect(Date.now() - started).toBeLessThan(8_000);
-    expect(first.log()).toMatch(/engram: stopped/);
+    expect(first.log()).toMatch(/engram: stopped: counters written, database closed\n/);
     expect(await streamEnded).toBe(true);
 
     // The same data directory again: the key, both pushes and the counts are there, and the
