@@ -3,7 +3,16 @@
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   const { startServer } = await import("./lib/system/start-server.ts");
-  await startServer();
+  try {
+    await startServer();
+  } catch (error) {
+    // Another process serves this embedded database: exit instead of listening with no database.
+    if (error instanceof Error && error.name === "DataDirInUseError") {
+      console.error(`engram: ${error.message}`);
+      process.exit(1);
+    }
+    throw error;
+  }
   // Background processing (issue 4): embedded runner or Inngest, plus the sweeper that resumes unfinished work.
   await (await import("./lib/processing/start-background-processing.ts")).startBackgroundProcessing();
   // Dreams (issue 15): the in-process worker and daily schedule, unless Inngest runs them.

@@ -5,17 +5,24 @@ import { vector } from "@electric-sql/pglite-pgvector";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "./generated/client.ts";
 import { backgroundSharePercent, isBackgroundWork } from "./background-work.ts";
+import { dataDirLock } from "./data-dir-lock.ts";
 import type { Database } from "./database.ts";
 import { StatementScheduler } from "./statement-scheduler.ts";
 
 /** Embedded PostgreSQL (WASM) with pgvector; one instance per process and directory. */
 export async function openPglite(dataDir: string, template?: Blob): Promise<Database> {
+  let release = () => {};
   if (!dataDir.startsWith("memory://")) {
     mkdirSync(dataDir, { recursive: true });
+    release = dataDirLock(dataDir);
+    process.once("exit", release);
     // First start on an empty directory: begin from the build's migrated snapshot instead of initdb.
     if (!template && !existsSync(path.join(dataDir, "PG_VERSION"))) template = (await import("./pglite-template.ts")).readBuildTemplate();
   }
-  const pg = await PGlite.create(dataDir, { extensions: { vector }, ...(template && { loadDataDir: template }) });
+  const pg = await PGlite.create(dataDir, { extensions: { vector }, ...(template && { loadDataDir: template }) }).catch((error: unknown) => {
+    release();
+    throw error;
+  });
   const scheduler = new StatementScheduler({
     backgroundShare: backgroundSharePercent() / 100,
     foregroundWindowMs: 1000,
@@ -40,6 +47,8 @@ export async function openPglite(dataDir: string, template?: Blob): Promise<Data
     close: async () => {
       await prisma.$disconnect();
       await pg.close();
+      release();
+      process.off("exit", release);
     },
   };
 }

@@ -9,9 +9,9 @@ import { eventually, startEngram, type Engram } from "./support/engram.ts";
  * SIGTERM, as a process manager or a rolling deploy sends it, to the built server (`npm start`):
  * the request in progress is answered, an open event stream does not hold the stop up, counters
  * batched in memory are written, the process exits 0, and a restart on the same data directory
- * has everything that was acknowledged.
+ * has everything that was acknowledged. And one embedded data directory serves one process.
  */
-describe("graceful stop of the built server", () => {
+describe("the built server's lifecycle: graceful stop, restart, one process per embedded data directory", () => {
   const dataDir = mkdtempSync(path.join(tmpdir(), "engram-compat-stop-"));
   let engram: Engram | undefined;
   afterAll(async () => {
@@ -84,5 +84,21 @@ describe("graceful stop of the built server", () => {
       const memory = await again("GET", `/v1/memories/${slowId}`);
       return memory.body.data.processing_status === "done";
     }, 120_000, "the memory pushed during the stop to be processed");
+  });
+
+  it("a second server on the same embedded data directory exits at once; the first keeps serving", async () => {
+    const shared = mkdtempSync(path.join(tmpdir(), "engram-compat-twice-"));
+    const owner = await startEngram({}, { dataDir: shared });
+    try {
+      const started = Date.now();
+      const second = startEngram({}, { dataDir: shared });
+      await expect(second).rejects.toThrow(/The embedded database in .* is in use by process \d+/);
+      expect(Date.now() - started).toBeLessThan(60_000);
+      const health = await fetch(`${owner.url}/v1/health`);
+      expect(health.status).toBe(200);
+    } finally {
+      expect(await owner.stop()).toEqual({ code: 0, signal: null });
+      rmSync(shared, { recursive: true, force: true });
+    }
   });
 });
