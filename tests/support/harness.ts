@@ -138,10 +138,15 @@ export async function openTestDatabase(options: { migrate?: boolean } = {}): Pro
 
 /**
  * A fresh, migrated test database (see openTestDatabase) installed as the app's database, plus
- * helpers to call the API. With `url`, the app talks to that PostgreSQL server instead.
+ * helpers to call the API. With `url`, the app talks to that PostgreSQL server instead; with
+ * `embedded`, to an in-memory embedded database even under `npm run test:postgres`.
  */
-export async function createHarness(options: { url?: string } = {}): Promise<Harness> {
-  const database = options.url ? await openDatabase({ url: options.url }) : await openTestDatabase();
+export async function createHarness(options: { url?: string; embedded?: boolean } = {}): Promise<Harness> {
+  const database = options.url
+    ? await openDatabase({ url: options.url })
+    : options.embedded
+      ? await openDatabase({ dataDir: "memory://", template: templateSnapshot() })
+      : await openTestDatabase();
   setDatabase(database);
   setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
   let counter = 0;

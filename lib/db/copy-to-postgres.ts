@@ -1,0 +1,117 @@
+import pg from "pg";
+import type { SqlRunner } from "./database.ts";
+
+/** Rows read and written per statement. */
+const BATCH_ROWS = 500;
+/** The migration runner's own table: the target has its own, written by the same migrations. */
+const SKIPPED_TABLES = new Set(["_prisma_migrations"]);
+
+export interface CopyTableResult {
+  table: string;
+  rows: number;
+}
+
+export interface CopyToPostgresOptions {
+  /** Called after each table (progress for the command line). */
+  onTable?: (result: CopyTableResult) => void;
+}
+
+/**
+ * Copies every row of an embedded database into an empty PostgreSQL database migrated to the same
+ * version (the way to grow from `npm start` on one machine to several processes on PostgreSQL).
+ *
+ * One transaction on the target, so a failure leaves it as empty as it was. Tables go parents
+ * first (foreign keys stay checked); a table that refers to itself (topics) goes in one statement,
+ * as foreign keys are checked at its end. The target's own triggers (full-text, BM25 statistics,
+ * storage usage) are off during the copy: what they maintain is copied as it is. Sequences continue
+ * after the copied rows, and every table's row count is compared before the commit.
+ */
+export async function copyToPostgres(source: SqlRunner, targetUrl: string, options: CopyToPostgresOptions = {}): Promise<CopyTableResult[]> {
+  const tables = await copyOrder(source);
+  const target = new pg.Client({ connectionString: targetUrl });
+  await target.connect();
+  try {
+    await target.query("BEGIN");
+    const occupied: string[] = [];
+    for (const { table } of tables) {
+      const { rows } = await target.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${ident(table)}) AS any`);
+      if (rows[0]?.any) occupied.push(table);
+    }
+    if (occupied.length > 0) throw new Error(`the target database is not empty (rows in ${occupied.join(", ")}); copy into a new, empty database`);
+    for (const { table } of tables) await target.query(`ALTER TABLE ${ident(table)} DISABLE TRIGGER USER`);
+
+    const results: CopyTableResult[] = [];
+    for (const { table, selfReferencing } of tables) {
+      let copied = 0;
+      let after = "(0,0)";
+      for (;;) {
+        // Keyset over the physical row id: nothing writes the source meanwhile (the copy holds its directory).
+        const rows = await source.query<{ ctid: string; row: string }>(
+          `SELECT t.ctid::text AS ctid, row_to_json(t)::text AS row FROM ${ident(table)} t WHERE t.ctid > $1::tid ORDER BY t.ctid${selfReferencing ? "" : ` LIMIT ${BATCH_ROWS}`}`,
+          [after],
+        );
+        if (rows.length === 0) break;
+        await target.query(`INSERT INTO ${ident(table)} SELECT * FROM json_populate_recordset(NULL::${ident(table)}, $1::json)`, [`[${rows.map((r) => r.row).join(",")}]`]);
+        copied += rows.length;
+        after = rows.at(-1)!.ctid;
+        if (selfReferencing) break;
+      }
+      const count = (await target.query<{ count: string }>(`SELECT count(*)::text AS count FROM ${ident(table)}`)).rows[0]?.count;
+      const expected = (await source.query<{ count: string }>(`SELECT count(*)::text AS count FROM ${ident(table)}`))[0]?.count;
+      if (Number(count) !== copied || Number(expected) !== copied) throw new Error(`${table}: read ${copied} rows of ${expected}, the target has ${count}`);
+      results.push({ table, rows: copied });
+      options.onTable?.({ table, rows: copied });
+    }
+
+    for (const { table } of tables) await target.query(`ALTER TABLE ${ident(table)} ENABLE TRIGGER USER`);
+    // Serial columns (the event stream's sequence) continue after the copied rows.
+    const serials = await target.query<{ table_name: string; column_name: string }>(
+      `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' AND column_default LIKE 'nextval(%'`,
+    );
+    for (const { table_name, column_name } of serials.rows) {
+      await target.query(
+        `SELECT setval(pg_get_serial_sequence($1, $2), coalesce((SELECT max(${ident(column_name)}) FROM ${ident(table_name)}), 0) + 1, false)`,
+        [ident(table_name), column_name],
+      );
+    }
+    await target.query("COMMIT");
+    await target.query("ANALYZE");
+    return results;
+  } catch (error) {
+    await target.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    await target.end();
+  }
+}
+
+/** The source's tables, each after the tables it refers to. */
+async function copyOrder(source: SqlRunner): Promise<{ table: string; selfReferencing: boolean }[]> {
+  const tables = (await source.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY 1`))
+    .map((row) => row.name)
+    .filter((name) => !SKIPPED_TABLES.has(name));
+  const references = await source.query<{ child: string; parent: string }>(
+    `SELECT c.conrelid::regclass::text AS child, c.confrelid::regclass::text AS parent FROM pg_constraint c WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace`,
+  );
+  const parents = new Map(tables.map((table) => [table, new Set<string>()]));
+  const selfReferencing = new Set<string>();
+  for (const { child, parent } of references) {
+    const [c, p] = [unquote(child), unquote(parent)];
+    if (c === p) selfReferencing.add(c);
+    else parents.get(c)?.add(p);
+  }
+  const ordered: string[] = [];
+  const placed = new Set<string>();
+  while (ordered.length < tables.length) {
+    const ready = tables.filter((table) => !placed.has(table) && [...parents.get(table)!].every((parent) => placed.has(parent) || !parents.has(parent)));
+    if (ready.length === 0) throw new Error(`foreign keys form a cycle among ${tables.filter((t) => !placed.has(t)).join(", ")}`);
+    for (const table of ready) {
+      ordered.push(table);
+      placed.add(table);
+    }
+  }
+  return ordered.map((table) => ({ table, selfReferencing: selfReferencing.has(table) }));
+}
+
+const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
+const unquote = (name: string) => (name.startsWith('"') ? name.slice(1, -1).replace(/""/g, '"') : name);

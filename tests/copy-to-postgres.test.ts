@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
+import { copyToPostgres } from "@/lib/db/copy-to-postgres.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { flushAccess } from "@/lib/recall/record-access.ts";
+import { flushUsage } from "@/lib/usage/count-usage.ts";
+import { createHarness, testPostgres, waitProcessed, type Client, type Harness } from "./support/harness.ts";
+import { createTestDatabase } from "./support/postgres.ts";
+
+/**
+ * `npm run db:copy-to-postgres`: an embedded install moved to PostgreSQL keeps working with the same
+ * keys, data and recall. Runs under `npm run test:postgres` (it needs a PostgreSQL server to copy into).
+ */
+const postgres = testPostgres();
+
+describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () => {
+  let h: Harness;
+  let ann: Client;
+  let bob: Client;
+  let hub: string;
+  const targets: { drop(): Promise<void> }[] = [];
+  let target: Database | undefined;
+  const newTarget = async () => {
+    const created = await createTestDatabase(postgres!);
+    targets.push(created);
+    return created.url;
+  };
+
+  beforeAll(async () => {
+    h = await createHarness({ embedded: true });
+    [ann, bob] = [await h.user("Ann"), await h.user("Bob")];
+    hub = await h.teamHub(ann, [[bob, "contributor"]]);
+    await startBackgroundProcessing();
+  });
+  afterAll(async () => {
+    stopBackgroundProcessing();
+    await flushAccess();
+    await flushUsage();
+    setDatabase(undefined);
+    await target?.close();
+    await h?.close();
+    for (const created of targets) await created.drop();
+  });
+
+  it("copies every table in one transaction; the same keys then read, recall and write on PostgreSQL", async () => {
+    const ops = (await ann.post("/v1/topics", { name: "Ops", hub_id: hub })).body.data;
+    const runbooks = (await ann.post("/v1/topics", { name: "Runbooks", hub_id: hub, parent_id: ops.id })).body.data;
+    const contents = [
+      "# Backups\n\nThe orion database is backed up nightly at 02:00 UTC to cold storage; a restore takes twenty minutes.",
+      "# Deploys\n\nThe web tier is deployed blue-green on Tuesdays after the standup.",
+      "# On-call\n\nThe on-call engineer rotates every Monday at 09:00.",
+    ];
+    const ids: string[] = [];
+    for (const content of contents) {
+      const res = await bob.post("/v1/memories", { content, topic_id: runbooks.id }, { headers: { "x-hub-id": hub } });
+      expect(res.status, res.text).toBe(201);
+      ids.push(res.body.data.id);
+    }
+    for (const id of ids) await waitProcessed(h.db, bob, id);
+    expect((await ann.post(`/v1/hubs/${hub}/invites`, { role: "viewer", email: "carl@example.test" })).status).toBe(201);
+    const question = { query: "when is the orion database backed up?", hub_ids: [hub] };
+    const before = (await ann.post("/v1/recall", question)).body.data.memories.map((m: any) => [m.id, m.relevance_score]);
+    expect(before[0][0]).toBe(ids[0]);
+    const topicsBefore = (await ann.get(`/v1/topics?hub_id=${hub}`)).body.data;
+    await flushAccess();
+    await flushUsage();
+    stopBackgroundProcessing();
+
+    const url = await newTarget();
+    const copied = await copyToPostgres(h.database.sql, url);
+    const rows = Object.fromEntries(copied.map((r) => [r.table, r.rows]));
+    expect(rows).toMatchObject({ users: 2, hubs: 3, hub_members: 4, topics: 2, memories: 3, invites: 1 });
+    expect(rows.chunks).toBeGreaterThanOrEqual(3);
+    expect(rows.events).toBeGreaterThan(0);
+    // Parents before children: the order the foreign keys need.
+    const order = copied.map((r) => r.table);
+    expect(order.indexOf("users")).toBeLessThan(order.indexOf("hubs"));
+    expect(order.indexOf("topics")).toBeLessThan(order.indexOf("memories"));
+    expect(order.indexOf("memories")).toBeLessThan(order.indexOf("chunks"));
+
+    target = await openDatabase({ url });
+    setDatabase(target);
+    expect((await ann.get("/v1/memories?limit=100")).body.data.memories.map((m: any) => m.id).sort()).toEqual([...ids].sort());
+    expect((await ann.get(`/v1/topics?hub_id=${hub}`)).body.data).toEqual(topicsBefore);
+    expect((await ann.get(`/v1/hubs/${hub}/invites`)).body.data).toHaveLength(1);
+    const after = (await ann.post("/v1/recall", question)).body.data.memories.map((m: any) => [m.id, m.relevance_score]);
+    expect(after).toEqual(before);
+    // Writing goes on: the event sequence continues after the copied events.
+    const max = (await target.sql.query<{ max: string }>(`SELECT max(seq)::text AS max FROM events`))[0]!.max;
+    const pushed = await ann.post("/v1/memories", { content: "Written on PostgreSQL after the copy." });
+    expect(pushed.status, pushed.text).toBe(201);
+    const seq = (await target.sql.query<{ seq: string }>(`SELECT seq::text AS seq FROM events WHERE entity_id = $1`, [pushed.body.data.id]))[0]!.seq;
+    expect(BigInt(seq)).toBeGreaterThan(BigInt(max));
+
+    // A second copy into the same (no longer empty) database is refused and changes nothing.
+    await expect(copyToPostgres(h.database.sql, url)).rejects.toThrow("the target database is not empty");
+  });
+
+  it("a copy that fails part-way leaves the target empty", async () => {
+    const url = await newTarget();
+    const broken = await openDatabase({ url, migrate: false });
+    try {
+      await broken.sql.exec(`ALTER TABLE chunks ADD CONSTRAINT refuse_all CHECK (false) NOT VALID`);
+    } finally {
+      await broken.close();
+    }
+    await expect(copyToPostgres(h.database.sql, url)).rejects.toThrow(/refuse_all/);
+    const check = await openDatabase({ url, migrate: false });
+    try {
+      const counts = await check.sql.query<{ users: number; memories: number }>(
+        `SELECT (SELECT count(*) FROM users)::int AS users, (SELECT count(*) FROM memories)::int AS memories`,
+      );
+      expect(counts).toEqual([{ users: 0, memories: 0 }]);
+    } finally {
+      await check.close();
+    }
+  });
+});
