@@ -50,7 +50,8 @@ server.listen(port, hostname, () => console.log(`engram: listening on http://${h
 // connections, let the requests in progress answer, then give background jobs what is left of the
 // grace period and write what is batched in memory before closing the database
 // (lib/system/stop-server.ts). Event streams are closed; their clients reconnect elsewhere.
-const GRACE_MS = Math.max(0, Number(process.env.ENGRAM_SHUTDOWN_GRACE_SECONDS ?? 10)) * 1000;
+const graceSeconds = Number(process.env.ENGRAM_SHUTDOWN_GRACE_SECONDS || 10);
+const GRACE_MS = (Number.isFinite(graceSeconds) && graceSeconds >= 0 ? graceSeconds : 10) * 1000;
 const isStream = (res) => res.headersSent && String(res.getHeader("content-type") ?? "").startsWith("text/event-stream");
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, async () => {
