@@ -67,7 +67,19 @@ describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () =
     stopBackgroundProcessing();
 
     const url = await newTarget();
+    const indexes = async () => {
+      const database = await openDatabase({ url, migrate: false });
+      try {
+        return (await database.sql.query<{ def: string }>(`SELECT indexdef AS def FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1`)).map((r) => r.def);
+      } finally {
+        await database.close();
+      }
+    };
+    const indexesBefore = await indexes();
     const copied = await copyToPostgres(h.database.sql, url);
+    // The secondary indexes dropped for the copy are all back, as the migrations made them.
+    expect(await indexes()).toEqual(indexesBefore);
+    expect(indexesBefore.some((def) => def.includes("USING hnsw"))).toBe(true);
     const rows = Object.fromEntries(copied.map((r) => [r.table, r.rows]));
     expect(rows).toMatchObject({ users: 2, hubs: 3, hub_members: 4, topics: 2, memories: 3, invites: 1 });
     expect(rows.chunks).toBeGreaterThanOrEqual(3);

@@ -23,8 +23,9 @@ export interface CopyToPostgresOptions {
  * One transaction on the target, so a failure leaves it as empty as it was. Tables go parents
  * first (foreign keys stay checked); a table that refers to itself (topics) goes in one statement,
  * as foreign keys are checked at its end. The target's own triggers (full-text, BM25 statistics,
- * storage usage) are off during the copy: what they maintain is copied as it is. Sequences continue
- * after the copied rows, and every table's row count is compared before the commit.
+ * storage usage) are off during the copy: what they maintain is copied as it is, and its secondary
+ * indexes are rebuilt after the rows are in. Sequences continue after the copied rows, and every
+ * table's row count is compared before the commit.
  */
 export async function copyToPostgres(source: SqlRunner, targetUrl: string, options: CopyToPostgresOptions = {}): Promise<CopyTableResult[]> {
   const tables = await copyOrder(source);
@@ -39,6 +40,18 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
     }
     if (occupied.length > 0) throw new Error(`the target database is not empty (rows in ${occupied.join(", ")}); copy into a new, empty database`);
     for (const { table } of tables) await target.query(`ALTER TABLE ${ident(table)} DISABLE TRIGGER USER`);
+    // Secondary indexes (HNSW, full-text, B-trees not behind a constraint) are built once after the
+    // rows are in, as pg_restore does: inserting 10k chunks into a live HNSW index took 39 s.
+    const indexes = (
+      await target.query<{ name: string; definition: string }>(
+        `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS definition
+         FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+         WHERE t.relnamespace = 'public'::regnamespace AND t.relname = ANY($1::text[])
+           AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)`,
+        [tables.map((t) => t.table)],
+      )
+    ).rows;
+    for (const index of indexes) await target.query(`DROP INDEX ${index.name}`);
 
     const results: CopyTableResult[] = [];
     for (const { table, selfReferencing } of tables) {
@@ -63,6 +76,8 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
       options.onTable?.({ table, rows: copied });
     }
 
+    await target.query(`SET LOCAL maintenance_work_mem = '256MB'`);
+    for (const index of indexes) await target.query(index.definition);
     for (const { table } of tables) await target.query(`ALTER TABLE ${ident(table)} ENABLE TRIGGER USER`);
     // Serial columns (the event stream's sequence) continue after the copied rows.
     const serials = await target.query<{ table_name: string; column_name: string }>(
