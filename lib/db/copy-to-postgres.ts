@@ -54,26 +54,10 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
     for (const index of indexes) await target.query(`DROP INDEX ${index.name}`);
 
     const results: CopyTableResult[] = [];
-    for (const { table, selfReferencing } of tables) {
-      let copied = 0;
-      let after = "(0,0)";
-      for (;;) {
-        // Keyset over the physical row id: nothing writes the source meanwhile (the copy holds its directory).
-        const rows = await source.query<{ ctid: string; row: string }>(
-          `SELECT t.ctid::text AS ctid, row_to_json(t)::text AS row FROM ${ident(table)} t WHERE t.ctid > $1::tid ORDER BY t.ctid${selfReferencing ? "" : ` LIMIT ${BATCH_ROWS}`}`,
-          [after],
-        );
-        if (rows.length === 0) break;
-        await target.query(`INSERT INTO ${ident(table)} SELECT * FROM json_populate_recordset(NULL::${ident(table)}, $1::json)`, [`[${rows.map((r) => r.row).join(",")}]`]);
-        copied += rows.length;
-        after = rows.at(-1)!.ctid;
-        if (selfReferencing) break;
-      }
-      const count = (await target.query<{ count: string }>(`SELECT count(*)::text AS count FROM ${ident(table)}`)).rows[0]?.count;
-      const expected = (await source.query<{ count: string }>(`SELECT count(*)::text AS count FROM ${ident(table)}`))[0]?.count;
-      if (Number(count) !== copied || Number(expected) !== copied) throw new Error(`${table}: read ${copied} rows of ${expected}, the target has ${count}`);
-      results.push({ table, rows: copied });
-      options.onTable?.({ table, rows: copied });
+    for (const table of tables) {
+      const result = await copyTable(source, target, table);
+      results.push(result);
+      options.onTable?.(result);
     }
 
     await target.query(`SET LOCAL maintenance_work_mem = '256MB'`);
@@ -98,6 +82,30 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
   } finally {
     await target.end();
   }
+}
+
+/**
+ * One table's rows, in batches over the physical row id (nothing writes the source meanwhile: the
+ * copy holds its directory); a self-referencing table in one statement. Counts are checked on both sides.
+ */
+async function copyTable(source: SqlRunner, target: pg.Client, { table, selfReferencing }: { table: string; selfReferencing: boolean }): Promise<CopyTableResult> {
+  let copied = 0;
+  let after = "(0,0)";
+  for (;;) {
+    const rows = await source.query<{ ctid: string; row: string }>(
+      `SELECT t.ctid::text AS ctid, row_to_json(t)::text AS row FROM ${ident(table)} t WHERE t.ctid > $1::tid ORDER BY t.ctid${selfReferencing ? "" : ` LIMIT ${BATCH_ROWS}`}`,
+      [after],
+    );
+    if (rows.length === 0) break;
+    await target.query(`INSERT INTO ${ident(table)} SELECT * FROM json_populate_recordset(NULL::${ident(table)}, $1::json)`, [`[${rows.map((r) => r.row).join(",")}]`]);
+    copied += rows.length;
+    after = rows.at(-1)!.ctid;
+    if (selfReferencing) break;
+  }
+  const count = (await target.query<{ count: string }>(`SELECT count(*)::text AS count FROM ${ident(table)}`)).rows[0]?.count;
+  const expected = (await source.query<{ count: string }>(`SELECT count(*)::text AS count FROM ${ident(table)}`))[0]?.count;
+  if (Number(count) !== copied || Number(expected) !== copied) throw new Error(`${table}: read ${copied} rows of ${expected}, the target has ${count}`);
+  return { table, rows: copied };
 }
 
 /** The source's tables, each after the tables it refers to. */

@@ -1,8 +1,7 @@
 import { ok } from "@/lib/api/envelope.ts";
 import { parseJson } from "@/lib/api/parse.ts";
 import { methodsNotAllowed, onlyWhile, withPublic } from "@/lib/api/with-auth.ts";
-import { checkAdminToken } from "@/lib/auth/check-admin-token.ts";
-import { config } from "@/lib/config.ts";
+import { adminRoutesEnabled, checkAdminToken } from "@/lib/auth/check-admin-token.ts";
 import { adminCreateUser, adminCreateUserBodySchema } from "@/lib/users/admin-create-user.ts";
 
 // POST /v1/admin/users — bootstrap a user and first API key with ENGRAM_ADMIN_TOKEN (404 when unset)
@@ -12,4 +11,4 @@ export const POST = withPublic({ bucket: "regular" }, async (ctx, req) => {
 });
 
 // Without the token the route does not exist, whatever the method.
-export const { GET, PUT, PATCH, DELETE } = onlyWhile(() => Boolean(config().adminToken), methodsNotAllowed("POST"));
+export const { GET, PUT, PATCH, DELETE } = onlyWhile(adminRoutesEnabled, methodsNotAllowed("POST"));
