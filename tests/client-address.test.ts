@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { POST as signUpRoute } from "@/app/api/auth/sign-up/route.ts";
 import { clientAddress, SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
-import { createHarness, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
+import { createHarness, frozenLimiter, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
 
 // Issue 18, finding 2: per-IP limits believed X-Forwarded-For from anyone.
 
@@ -56,7 +56,7 @@ describe("rotating X-Forwarded-For does not bypass per-IP limits", () => {
 
   it("sign-up (heavy bucket, per IP)", async () => {
     process.env.ENGRAM_ALLOW_SIGNUP = "true";
-    setRateLimiter(new MemoryRateLimiter({ regular: 100, heavy: 2, light: 100 }));
+    setRateLimiter(frozenLimiter({ regular: 100, heavy: 2, light: 100 }));
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await signUpRoute(
@@ -74,11 +74,11 @@ describe("rotating X-Forwarded-For does not bypass per-IP limits", () => {
   });
 
   it("the admin endpoint and invite lookup (both regular), per IP", async () => {
-    setRateLimiter(new MemoryRateLimiter({ regular: 2, heavy: 100, light: 100 }));
+    setRateLimiter(frozenLimiter({ regular: 2, heavy: 100, light: 100 }));
     const admin = [];
     for (let i = 0; i < 3; i++) admin.push((await h.anonymous.post("/v1/admin/users", { email: "x@example.test" }, { headers: from(`203.0.113.${i}`) })).status);
     expect(admin[2]).toBe(429);
-    setRateLimiter(new MemoryRateLimiter({ regular: 2, heavy: 100, light: 100 }));
+    setRateLimiter(frozenLimiter({ regular: 2, heavy: 100, light: 100 }));
     const lookups = [];
     for (let i = 0; i < 3; i++) lookups.push((await h.anonymous.get("/v1/invites/eginv_nothing", { headers: from(`203.0.113.${i}`) })).status);
     expect(lookups[2]).toBe(429);

@@ -5,7 +5,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { setDatabase } from "@/lib/db/database.ts";
 import { listRouteFiles } from "./support/router.ts";
-import { createHarness, openTestDatabase, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, frozenLimiter, openTestDatabase, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
 let ann: Client;
@@ -139,7 +139,7 @@ describe("rate limits", () => {
   });
 
   test("public routes are limited per client address", async () => {
-    setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 5, light: 1 }));
+    setRateLimiter(frozenLimiter({ regular: 5, heavy: 5, light: 1 }));
     try {
       const a = { headers: { [SOCKET_ADDRESS_HEADER]: "10.0.0.1" } };
       expect((await h.anonymous.get("/v1/health", a)).status).toBe(200);

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { resetConfig } from "@/lib/config.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, frozenLimiter, type Client, type Harness } from "./support/harness.ts";
 import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 let h: Harness;
@@ -212,7 +212,7 @@ describe("public view and accept", () => {
     const own = await h.user("Owner");
     const hub = await team(own);
     const token = (await own.post(`/v1/hubs/${hub.id}/invites`)).body.data.token;
-    setRateLimiter(new MemoryRateLimiter({ regular: 3, heavy: 3, light: 3 }));
+    setRateLimiter(frozenLimiter({ regular: 3, heavy: 3, light: 3 }));
     try {
       const from = (ip: string) => h.anonymous.get(`/v1/invites/${token}`, { headers: { [SOCKET_ADDRESS_HEADER]: ip } });
       for (let i = 0; i < 3; i++) expect((await from("203.0.113.7")).status).toBe(200);

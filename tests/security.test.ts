@@ -10,7 +10,7 @@ import { dispatch, listRouteFiles } from "./support/router.ts";
 import { newId } from "@/lib/ids.ts";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
-import { HARNESS_LIMITS } from "./support/harness.ts";
+import { frozenLimiter, HARNESS_LIMITS } from "./support/harness.ts";
 import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 /**
@@ -589,7 +589,7 @@ describe("hardening cases", () => {
     ["POST", "/v1/admin/users"],
     ["GET", "/v1/invites/egi_not-a-real-token"],
   ])("%s %s: rotating X-Forwarded-For does not buy a fresh per-IP budget", async (method, path) => {
-    setRateLimiter(new MemoryRateLimiter({ regular: 1, heavy: 1, light: 1 }));
+    setRateLimiter(frozenLimiter({ regular: 1, heavy: 1, light: 1 }));
     try {
       const from = (xff: string) => ({ headers: { [SOCKET_ADDRESS_HEADER]: "198.51.100.99", "x-forwarded-for": xff } });
       const call = (xff: string) => (method === "GET" ? h.anonymous.get(path, from(xff)) : h.anonymous.post(path, {}, from(xff)));

@@ -7,7 +7,7 @@ import { hashPassword } from "@/lib/auth/password.ts";
 import { authorizePassword } from "@/lib/auth/session-options.ts";
 import { checkSignIn, lockMs, MemoryThrottleStore, setSignInThrottleStore, UpstashThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
 import { Redis } from "@upstash/redis";
-import { createHarness, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
+import { createHarness, frozenLimiter, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
 
 // Issue 18, finding 3: sign-in was throttled per e-mail only (60 a minute), with no per-address cap.
 
@@ -67,7 +67,7 @@ describe("sign-in throttling", () => {
   });
 
   it("caps password attempts per address in the request bucket too (X-Forwarded-For does not rotate it)", async () => {
-    setRateLimiter(new MemoryRateLimiter({ regular: 100, heavy: 2, light: 100 }));
+    setRateLimiter(frozenLimiter({ regular: 100, heavy: 2, light: 100 }));
     const spoofed = (i: number) => authorizePassword(h.db, { email, password: PASSWORD }, { ...from("198.51.100.77"), "x-forwarded-for": `10.9.9.${i}` });
     expect(await spoofed(1)).toMatchObject({ email });
     expect(await spoofed(2)).toMatchObject({ email });

@@ -28,6 +28,18 @@ const BASE = "http://engram.test";
 /** Every bucket a different (high) limit, so X-RateLimit-Limit tells which bucket a route used. */
 export const HARNESS_LIMITS = { regular: 1_000_000, heavy: 200_000, light: 50_000 } as const;
 
+/** An instant 30 s into a rate-limit window (see frozenLimiter). */
+const MID_WINDOW = Date.parse("2026-01-01T00:00:30Z");
+
+/**
+ * A limiter with small caps for tests that spend a budget and expect the next call refused. Its clock
+ * stands still mid-window: with the real clock such a test fails when it straddles a minute boundary,
+ * where the sliding estimate counts only part of the previous window's calls.
+ */
+export function frozenLimiter(caps: ConstructorParameters<typeof MemoryRateLimiter>[0]): MemoryRateLimiter {
+  return new MemoryRateLimiter(caps, () => MID_WINDOW);
+}
+
 export async function call(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<ApiResponse> {
   const headers = new Headers(options.headers);
   let payload: string | undefined = options.raw;
