@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import path from "node:path";
 import { root } from "./lib/server.mjs";
-import { createBenchUser, engramServer, env, freshPostgresDatabase, PhaseStats, pgServer, printPhase, seed, startWorkload, verify } from "./lib/campaign.mjs";
+import { cpuMeter, createBenchUser, engramServer, env, freshPostgresDatabase, PhaseStats, pgServer, printPhase, seed, startWorkload, verify } from "./lib/campaign.mjs";
 
 const DURATION = Number(env("BENCH_DURATION", 300));
 const CLIENTS = Number(env("BENCH_CLIENTS", 32));
@@ -39,11 +39,13 @@ for (const kind of DATABASES) {
     const phase = new PhaseStats(`${kind} mixed`);
     const acked = [];
     const load0 = loadavg()[0];
+    const meter = cpuMeter(server.pid);
     const workload = startWorkload({ base: () => server.base, key, clients: CLIENTS, phase: () => phase, acked });
     await new Promise((r) => setTimeout(r, DURATION * 1000));
     await workload.stop();
     phase.end();
-    const summary = { database: kind, cold_start_ms: Math.round(coldMs), seed: SEED, load_average: [load0, loadavg()[0]], ...phase.summary() };
+    const measured = phase.summary();
+    const summary = { database: kind, cold_start_ms: Math.round(coldMs), seed: SEED, load_average: [load0, loadavg()[0]], ...measured, cpu: meter.perRequest(measured.requests) };
     printPhase(summary);
     const check = await verify(server.base, key, acked, 600_000);
     console.log(`  after: ${check.memories} memories, ${check.acknowledged} acknowledged writes, lost ${check.lost}, duplicated ${check.duplicated}, stuck ${check.stuck}, failed ${check.failed}`);

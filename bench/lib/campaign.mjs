@@ -2,8 +2,8 @@
 // on the embedded database or on pg-server's PostgreSQL, a mixed workload from N clients, and the checks
 // that every acknowledged write is present exactly once and every memory ends done or failed.
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { percentile, root } from "./server.mjs";
@@ -202,12 +202,58 @@ export class PhaseStats {
   }
 }
 
+/**
+ * CPU spent while a phase runs, to show where a request's time goes on this machine: the whole
+ * machine (every core, from /proc/stat), the Engram server process, and this benchmark's own client.
+ * The rest is the database (PGlite runs inside the server process) and background noise. Linux only;
+ * clock ticks are taken as 10 ms (USER_HZ 100, the kernel's fixed value for user space).
+ */
+export function cpuMeter(serverPid) {
+  const tick = 10;
+  const machine = () => {
+    const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+    return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * tick; // user nice system irq softirq steal
+  };
+  const server = () => {
+    const f = readFileSync(`/proc/${serverPid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(f[11]) + Number(f[12])) * tick;
+  };
+  const client = () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
+  const start = { machine: machine(), server: server(), client: client() };
+  return {
+    /** ms of CPU per request since the meter started, and the request rate the machine's cores allow at that cost. */
+    perRequest(requests) {
+      const used = { machine: machine() - start.machine, server: server() - start.server, client: client() - start.client };
+      const engram = Math.max(0, used.machine - used.client);
+      const perRequest = engram / Math.max(1, requests);
+      return {
+        cores: cpus().length,
+        engram_ms: perRequest,
+        server_process_ms: used.server / Math.max(1, requests),
+        other_ms: Math.max(0, engram - used.server) / Math.max(1, requests),
+        client_ms: used.client / Math.max(1, requests),
+        ceiling_rps: perRequest > 0 ? (cpus().length * 1000) / perRequest : Infinity,
+      };
+    },
+  };
+}
+
 export function printPhase(summary) {
   const f = (x) => (Number.isFinite(x) ? x.toFixed(1).padStart(7) : "      –");
   console.log(`\n[${summary.phase}] ${summary.seconds.toFixed(0)} s, ${summary.requests} requests, ${summary.rps.toFixed(0)} req/s, errors ${summary.errors} (5xx ${summary.server5xx})`);
   console.log(`  ${"op".padEnd(8)} ${"req".padStart(7)} ${"req/s".padStart(7)} ${"p50".padStart(7)} ${"p95".padStart(7)} ${"p99".padStart(7)}  errors / statuses`);
   for (const [op, r] of Object.entries(summary.ops)) {
     console.log(`  ${op.padEnd(8)} ${String(r.requests).padStart(7)} ${f(r.rps)} ${f(r.p50)} ${f(r.p95)} ${f(r.p99)}  ${r.errors} ${JSON.stringify(r.statuses)}`);
+  }
+  if (summary.cpu) {
+    const c = summary.cpu;
+    console.log(
+      `  CPU per request: ${c.engram_ms.toFixed(1)} ms (server process ${c.server_process_ms.toFixed(1)}, database and rest ${c.other_ms.toFixed(1)}; ` +
+        `benchmark client ${c.client_ms.toFixed(1)} excluded) -> at most ~${c.ceiling_rps.toFixed(0)} req/s on ${c.cores} cores`,
+    );
   }
 }
 
