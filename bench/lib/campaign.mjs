@@ -215,7 +215,8 @@ export function cpuMeter(serverPid) {
     return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * tick; // user nice system irq softirq steal
   };
   const server = () => {
-    const f = readFileSync(`/proc/${serverPid}/stat`, "utf8").split(") ")[1].split(" ");
+    const stat = readFileSync(`/proc/${serverPid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(") ") + 2).split(" "); // after "pid (comm) ", comm may hold ") "
     return (Number(f[11]) + Number(f[12])) * tick;
   };
   const client = () => {
@@ -228,14 +229,15 @@ export function cpuMeter(serverPid) {
     perRequest(requests) {
       const used = { machine: machine() - start.machine, server: server() - start.server, client: client() - start.client };
       const engram = Math.max(0, used.machine - used.client);
-      const perRequest = engram / Math.max(1, requests);
+      const n = Math.max(1, requests);
+      const cores = cpus().length;
       return {
-        cores: cpus().length,
-        engram_ms: perRequest,
-        server_process_ms: used.server / Math.max(1, requests),
-        other_ms: Math.max(0, engram - used.server) / Math.max(1, requests),
-        client_ms: used.client / Math.max(1, requests),
-        ceiling_rps: perRequest > 0 ? (cpus().length * 1000) / perRequest : Infinity,
+        cores,
+        engram_ms: engram / n,
+        server_process_ms: used.server / n,
+        other_ms: Math.max(0, engram - used.server) / n,
+        client_ms: used.client / n,
+        ceiling_rps: engram > 0 ? (cores * 1000 * n) / engram : Infinity,
       };
     },
   };
