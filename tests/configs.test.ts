@@ -72,6 +72,14 @@ describe("PUT and GET /v1/configs", () => {
     expect((await ann.get("/v1/configs?scope=global")).body.data.configs).toHaveLength(1);
     const versions = await ann.get(`/v1/configs/${first.body.data.id}/versions`);
     expect(versions.body.data.versions.map((v: { version: number }) => v.version)).toEqual([2, 1]);
+    expect(versions.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+    // Paginated like every list: one version a page, the cursor bound to this config's list.
+    const page1 = await ann.get(`/v1/configs/${first.body.data.id}/versions?limit=1`);
+    expect(page1.body.data).toMatchObject({ versions: [{ version: 2 }], has_more: true });
+    const page2 = await ann.get(`/v1/configs/${first.body.data.id}/versions?limit=1&cursor=${page1.body.data.next_cursor}`);
+    expect(page2.body.data).toMatchObject({ versions: [{ version: 1 }], has_more: false, next_cursor: "" });
+    expect((await ann.get(`/v1/configs/${first.body.data.id}/versions?limit=0`)).body.error.code).toBe("invalid_limit");
+    expect((await ann.get(`/v1/configs/${first.body.data.id}/versions?cursor=${(await ann.get("/v1/configs?limit=1")).body.data.next_cursor}`)).body.error?.code).toBe("invalid_cursor");
     // Another user sees none of it.
     const bob = await h.user("Bob");
     expect((await bob.get("/v1/configs")).body.data.configs).toEqual([]);
@@ -167,6 +175,11 @@ describe("POST /v1/configs/sync between two devices", () => {
     expect((await ann.get("/v1/configs")).body.data.configs).toEqual([]);
     const deleted = await ann.get("/v1/configs/deleted");
     expect(deleted.body.data.configs).toHaveLength(2);
+    expect(deleted.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+    const firstDeleted = await ann.get("/v1/configs/deleted?limit=1");
+    expect(firstDeleted.body.data).toMatchObject({ configs: [{ file_path: deleted.body.data.configs[0].file_path }], has_more: true });
+    const secondDeleted = await ann.get(`/v1/configs/deleted?limit=1&cursor=${firstDeleted.body.data.next_cursor}`);
+    expect(secondDeleted.body.data).toMatchObject({ configs: [{ file_path: deleted.body.data.configs[1].file_path }], has_more: false, next_cursor: "" });
     expect(deleted.body.data.configs[0]).toMatchObject({ agent: "claude-code", version: 2, deleted_content_hash: expect.any(String), content_expires_at: expect.any(String) });
     const restored = await ann.post("/v1/configs/restore", { agent: "claude-code", file_path: "CLAUDE.md", scope: "global", device_id: "a" });
     expect(restored.status, restored.text).toBe(200);

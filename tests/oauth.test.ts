@@ -293,10 +293,26 @@ describe("the OAuth dance, driven by the MCP SDK's client", () => {
   it("lists grants on the API and revoking one ends its tokens at once", async () => {
     const { provider, client } = await signInWithSdk({ hubs: [teamHubId], access: "read" });
     await client.close();
+    // A second connected app, so the list has pages to walk.
+    await (await signInWithSdk({ hubs: [teamHubId], access: "read" })).client.close();
     const listed = await ann.get("/v1/auth/oauth-grants");
     expect(listed.status).toBe(200);
     const grant = listed.body.data.grants.find((g: { client_id: string }) => g.client_id === provider.info!.client_id);
     expect(grant).toMatchObject({ client_name: "Test MCP client", hub_ids: [teamHubId], all_hubs: false, scopes: ["read"], resource: `${server.url}/mcp` });
+    // Paginated like every list: one grant a page walks the same grants, newest first.
+    const all = listed.body.data.grants.map((g: { id: string }) => g.id);
+    expect(all.length).toBeGreaterThan(1);
+    expect(listed.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+    const walked: string[] = [];
+    for (let cursor = "", pages = 0; pages === 0 || cursor; pages++) {
+      const res = await ann.get(`/v1/auth/oauth-grants?limit=1${cursor ? `&cursor=${cursor}` : ""}`);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data.grants).toHaveLength(1);
+      walked.push(res.body.data.grants[0].id);
+      expect(res.body.data.has_more).toBe(walked.length < all.length);
+      cursor = res.body.data.next_cursor;
+    }
+    expect(walked).toEqual(all);
     expect(await mcpStatus(provider.stored!.access_token)).toBe(200);
     expect((await ann.delete(`/v1/auth/oauth-grants/${grant.id}`)).body.data).toEqual({ id: grant.id, revoked: true });
     expect(await mcpStatus(provider.stored!.access_token)).toBe(401);

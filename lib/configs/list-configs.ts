@@ -4,12 +4,14 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { isUuid } from "@/lib/ids.ts";
-import { MAX_CONFIGS_PER_USER, type ListConfigsQuery } from "./config-fields.ts";
+import type { ListQuery } from "@/lib/hubs/hub-fields.ts";
+import { MAX_CONFIGS_PER_USER, MAX_VERSIONS_KEPT, type ListConfigsQuery } from "./config-fields.ts";
 import { serializeConfig, serializeDeletedConfig } from "./serialize-config.ts";
 
 /** Default page: the CLI lists without a cursor, so one page holds a typical account's files. */
 const DEFAULT_CONFIG_PAGE = 100;
 const positionSchema = z.tuple([z.string(), z.string(), z.string(), z.uuid()]);
+const deletedPositionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
 /** GET /v1/configs: the caller's live configs (agent and scope narrow), by agent, path, scope. */
 export async function listConfigs(ctx: AuthContext, query: ListConfigsQuery) {
@@ -46,22 +48,42 @@ export async function getConfig(ctx: AuthContext, id: string) {
   return serializeConfig(config);
 }
 
-/** GET /v1/configs/deleted: deletion records whose content can still be restored (at most the per-user cap). */
-export async function listDeletedConfigs(ctx: AuthContext) {
+/** GET /v1/configs/deleted: deletion records whose content can still be restored, newest deletion first. */
+export async function listDeletedConfigs(ctx: AuthContext, query: ListQuery) {
+  const limit = parseLimit(query.limit, DEFAULT_CONFIG_PAGE);
+  const secret = await serverSecret(ctx.db);
+  const after = query.cursor ? decodeCursor(secret, "configs:deleted", ctx.user.id, query.cursor, deletedPositionSchema) : undefined;
   const rows = await ctx.db.agentConfig.findMany({
-    where: { ownerId: ctx.user.id, deletedAt: { not: null }, contentExpiresAt: { gt: ctx.now() } },
+    where: {
+      ownerId: ctx.user.id,
+      deletedAt: { not: null },
+      contentExpiresAt: { gt: ctx.now() },
+      ...(after && { OR: [{ deletedAt: { lt: new Date(after[0]) } }, { deletedAt: new Date(after[0]), id: { lt: after[1] } }] }),
+    },
     orderBy: [{ deletedAt: "desc" }, { id: "desc" }],
-    take: MAX_CONFIGS_PER_USER,
+    take: limit + 1,
   });
-  return { configs: rows.map(serializeDeletedConfig) };
+  const result = page("configs", rows, limit, (last) => encodeCursor(secret, "configs:deleted", ctx.user.id, [last.deletedAt!.toISOString(), last.id]));
+  return { ...result, configs: result.configs.map(serializeDeletedConfig) };
 }
 
 /** GET /v1/configs/:id/versions: the stored versions of one config, newest first, without content. */
-export async function listConfigVersions(ctx: AuthContext, id: string) {
+export async function listConfigVersions(ctx: AuthContext, id: string, query: ListQuery) {
   const config = isUuid(id) ? await ctx.db.agentConfig.findFirst({ where: { id, ownerId: ctx.user.id }, select: { id: true } }) : null;
   if (!config) throw new ApiError("not_found", "Config not found");
-  const rows = await ctx.db.agentConfigVersion.findMany({ where: { configId: id }, orderBy: { version: "desc" } });
+  // One default page holds every kept version.
+  const limit = parseLimit(query.limit, MAX_VERSIONS_KEPT);
+  const secret = await serverSecret(ctx.db);
+  const list = `configs:versions:${id}`;
+  const before = query.cursor ? decodeCursor(secret, list, ctx.user.id, query.cursor, z.int()) : undefined;
+  const rows = await ctx.db.agentConfigVersion.findMany({
+    where: { configId: id, ...(before !== undefined && { version: { lt: before } }) },
+    orderBy: { version: "desc" },
+    take: limit + 1,
+  });
+  const result = page("versions", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, last.version));
   return {
-    versions: rows.map((row) => ({ version: row.version, content_hash: row.contentHash, size_bytes: Buffer.byteLength(row.content, "utf8"), device_id: row.deviceId, created_at: row.createdAt.toISOString() })),
+    ...result,
+    versions: result.versions.map((row) => ({ version: row.version, content_hash: row.contentHash, size_bytes: Buffer.byteLength(row.content, "utf8"), device_id: row.deviceId, created_at: row.createdAt.toISOString() })),
   };
 }

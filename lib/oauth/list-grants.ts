@@ -1,30 +1,46 @@
+import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import type { ListQuery } from "@/lib/hubs/hub-fields.ts";
 import { isUuid } from "@/lib/ids.ts";
 
-/** At most this many connected apps are listed (newest first); more is unusual and each can be revoked. */
-export const MAX_LISTED_GRANTS = 100;
+/** One default page: the dashboard lists the connected apps without a cursor. */
+const DEFAULT_GRANT_PAGE = 100;
+const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
-/** The caller's active OAuth grants: which app reaches which hubs, with what access. */
-export async function listGrants(ctx: Pick<AuthContext, "db" | "user">) {
+/** The caller's active OAuth grants, newest first: which app reaches which hubs, with what access. */
+export async function listGrants(ctx: Pick<AuthContext, "db" | "user">, query: ListQuery) {
+  const limit = parseLimit(query.limit, DEFAULT_GRANT_PAGE);
+  const secret = await serverSecret(ctx.db);
+  const after = query.cursor ? decodeCursor(secret, "oauth-grants", ctx.user.id, query.cursor, positionSchema) : undefined;
   const rows = await ctx.db.oAuthGrant.findMany({
-    where: { userId: ctx.user.id, revokedAt: null },
-    orderBy: { createdAt: "desc" },
-    take: MAX_LISTED_GRANTS,
+    where: {
+      userId: ctx.user.id,
+      revokedAt: null,
+      ...(after && { OR: [{ createdAt: { lt: new Date(after[0]) } }, { createdAt: new Date(after[0]), id: { lt: after[1] } }] }),
+    },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    take: limit + 1,
     include: { client: { select: { name: true, clientUri: true, kind: true } } },
   });
-  return rows.map((g) => ({
-    id: g.id,
-    client_id: g.clientId,
-    client_name: g.client.name,
-    client_uri: g.client.clientUri,
-    hub_ids: g.allHubs ? null : g.hubIds,
-    all_hubs: g.allHubs,
-    scopes: g.scope.split(" "),
-    resource: g.resource,
-    created_at: g.createdAt.toISOString(),
-    last_used_at: g.lastUsedAt?.toISOString() ?? null,
-  }));
+  const result = page("grants", rows, limit, (last) => encodeCursor(secret, "oauth-grants", ctx.user.id, [last.createdAt.toISOString(), last.id]));
+  return {
+    ...result,
+    grants: result.grants.map((g) => ({
+      id: g.id,
+      client_id: g.clientId,
+      client_name: g.client.name,
+      client_uri: g.client.clientUri,
+      hub_ids: g.allHubs ? null : g.hubIds,
+      all_hubs: g.allHubs,
+      scopes: g.scope.split(" "),
+      resource: g.resource,
+      created_at: g.createdAt.toISOString(),
+      last_used_at: g.lastUsedAt?.toISOString() ?? null,
+    })),
+  };
 }
 
 /** Revokes one of the caller's grants: its tokens stop working on the very next request. */

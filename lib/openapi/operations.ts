@@ -140,7 +140,7 @@ export const OPERATIONS: Operation[] = [
     summary: "Revoke one of the caller's keys",
     data: z.object({ id: z.string(), revoked: z.boolean(), skipped: z.array(z.object({ id: z.string(), reason: z.string() })) }),
   },
-  { method: "get", path: "/v1/auth/oauth-grants", tag: "API keys", summary: "Apps connected through OAuth (MCP clients)" },
+  { method: "get", path: "/v1/auth/oauth-grants", tag: "API keys", summary: "Apps connected through OAuth (MCP clients)", query: listQuerySchema },
   { method: "delete", path: "/v1/auth/oauth-grants/{id}", tag: "API keys", summary: "Disconnect an app: its tokens stop working at once" },
 
   // Memories
@@ -316,7 +316,7 @@ export const OPERATIONS: Operation[] = [
   { method: "put", path: "/v1/agent-sessions", tag: "Agent configs", summary: "Store or replace one agent session file (201 when new)", body: putAgentSessionBodySchema, statuses: [200, 201] },
   { method: "get", path: "/v1/configs", tag: "Agent configs", summary: "The caller's synced agent configs, with content", query: listConfigsQuerySchema },
   { method: "put", path: "/v1/configs", tag: "Agent configs", summary: "Store a new version of one config file (201 when new)", body: upsertConfigBodySchema, statuses: [200, 201] },
-  { method: "get", path: "/v1/configs/deleted", tag: "Agent configs", summary: "Deleted configs that can still be restored" },
+  { method: "get", path: "/v1/configs/deleted", tag: "Agent configs", summary: "Deleted configs that can still be restored", query: listQuerySchema },
   { method: "post", path: "/v1/configs/sync", tag: "Agent configs", summary: "One action per file from the device's manifest", body: syncConfigsBodySchema },
   { method: "post", path: "/v1/configs/ack", tag: "Agent configs", summary: "The device reports the versions it now holds", body: ackConfigsBodySchema },
   { method: "post", path: "/v1/configs/merge", tag: "Agent configs", summary: "A line-level union of two versions", body: mergeConfigsBodySchema },
@@ -325,5 +325,5 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/configs/batch-delete", tag: "Agent configs", summary: "Delete configs everywhere", body: batchDeleteConfigsBodySchema },
   { method: "get", path: "/v1/configs/{id}", tag: "Agent configs", summary: "One config with its content" },
   { method: "delete", path: "/v1/configs/{id}", tag: "Agent configs", summary: "Delete everywhere (restorable for 30 days)" },
-  { method: "get", path: "/v1/configs/{id}/versions", tag: "Agent configs", summary: "The stored versions of one config, newest first" },
+  { method: "get", path: "/v1/configs/{id}/versions", tag: "Agent configs", summary: "The stored versions of one config, newest first", query: listQuerySchema },
 ];
