@@ -207,4 +207,15 @@ describe("notifications", () => {
     expect(typeof summary.needs_action_pending).toBe("number");
     expect(await sdk.notifications.markSeen(list.notifications[0].id)).toEqual({ status: "seen" });
   });
+
+  it("an invite addressed to a user id lands in that user's inbox (Memax's invitee: { user_id })", async () => {
+    const dee = await h.user("Dee");
+    const hub = await createTeamHub(ann, "Invitee hub");
+    const invite = await ann.post(`/v1/hubs/${hub}/invites`, { role: "contributor", invitee: { user_id: dee.id } });
+    expect(invite.status, invite.text).toBe(201);
+    expect(invite.body.data).toMatchObject({ invitee_user_id: dee.id, email: null });
+    const mine = (await inbox(dee)).filter((n: { source_id: string }) => n.source_id === invite.body.data.id);
+    expect(mine).toMatchObject([{ recipient_user_id: dee.id, hub_id: hub, kind: "hub_invite", status: "pending", payload: { role: "contributor" } }]);
+    expect((await inbox(bob)).filter((n: { source_id: string }) => n.source_id === invite.body.data.id)).toEqual([]);
+  });
 });

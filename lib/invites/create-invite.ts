@@ -57,7 +57,7 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
         inviteeUserId: invitee?.id ?? null,
       },
     });
-    await onInviteCreated(tx, created, hub);
+    await onInviteCreated(tx, created, hub, created.inviteeUserId);
     return created;
   });
   if (!invite.email) return serializeInvite(invite, now, issued.token);

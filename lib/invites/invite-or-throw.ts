@@ -1,4 +1,5 @@
 import { ApiError } from "@/lib/api/errors.ts";
+import { can, type Role } from "@/lib/api/permissions.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { Invite } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
@@ -8,6 +9,16 @@ import { inviteState } from "./serialize-invite.ts";
 export async function inviteOrThrow(db: DbClient, hubId: string, inviteId: string): Promise<Invite> {
   const invite = isUuid(inviteId) ? await db.invite.findFirst({ where: { id: inviteId, hubId } }) : null;
   if (!invite) throw new ApiError("not_found", "Invite not found");
+  return invite;
+}
+
+/**
+ * An invite of this hub that the caller's role may revoke, regenerate or resend: an admin invite
+ * only by whoever may manage admins (the owner), as for creating one.
+ */
+export async function managedInviteOrThrow(db: DbClient, hubId: string, role: Role, inviteId: string): Promise<Invite> {
+  const invite = await inviteOrThrow(db, hubId, inviteId);
+  if (invite.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can manage admin invites");
   return invite;
 }
 

@@ -1,11 +1,10 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { can } from "@/lib/api/permissions.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
 import { assertInviteRoom } from "./create-invite.ts";
 import { INVITE_TTL_MS } from "./invite-fields.ts";
-import { assertInviteUsable, inviteOrThrow } from "./invite-or-throw.ts";
+import { assertInviteUsable, managedInviteOrThrow } from "./invite-or-throw.ts";
 import { inviteToken } from "./invite-token.ts";
 import { inviteState, serializeInvite } from "./serialize-invite.ts";
 
@@ -15,8 +14,7 @@ import { inviteState, serializeInvite } from "./serialize-invite.ts";
  */
 export async function regenerateInvite(ctx: AuthContext, hubId: string, inviteId: string) {
   const { hub, role } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "regenerate invites");
-  const invite = await inviteOrThrow(ctx.db, hub.id, inviteId);
-  if (invite.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can manage admin invites");
+  const invite = await managedInviteOrThrow(ctx.db, hub.id, role, inviteId);
   const now = ctx.now();
   assertInviteUsable(invite, now, true);
   const issued = inviteToken(await serverSecret(ctx.db));

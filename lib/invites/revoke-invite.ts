@@ -5,6 +5,7 @@ import { assertInviteUsable, inviteOrThrow } from "./invite-or-throw.ts";
 /** Kills the link at once; revoking twice is harmless, a used invite is 410 used. */
 export async function revokeInvite(ctx: AuthContext, hubId: string, inviteId: string) {
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "revoke invites");
+  // Any invite, admin ones included: an admin who sees a leaked admin link can kill it (the safe direction).
   const invite = await inviteOrThrow(ctx.db, hub.id, inviteId);
   const now = ctx.now();
   if (invite.state !== "revoked") {

@@ -61,7 +61,7 @@ export async function onMemberJoined(tx: DbClient, input: { hub: HubRef; userId:
   await emitEvent(tx, { type: "member.added", hubId: input.hub.id, actorId: input.actorId, entityId: input.userId });
 }
 
-/** An invite addressed to an e-mail of an existing account lands in that person's notifications. */
+/** An invite addressed to an existing account (by user id, or by its e-mail) lands in that person's notifications. */
 export async function onInviteCreated(
   tx: DbClient,
   invite: { id: string; hubId: string; role: string; email: string | null; expiresAt: Date; createdBy: string },
