@@ -94,6 +94,8 @@ describe("schema and migrations agree", () => {
     expect(await db.upload.findUnique({ where: { id: more.upload.id } })).toEqual(more.upload);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
     expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
+    const topicVisit = await db.topicVisit.create({ data: { topicId: rows.topic.id, userId: user.id, visitedAt: now } });
+    expect(await db.topicVisit.findUnique({ where: { topicId_userId: { topicId: rows.topic.id, userId: user.id } } })).toEqual(topicVisit);
     // Shared rate-limit counters (issue 16, several processes on PostgreSQL).
     const window = await db.rateLimitWindow.create({ data: { key: "regular:user:x", windowStart: 1_700_000_040_000n, count: 3, allowed: false } });
     expect(await db.rateLimitWindow.findUnique({ where: { key_windowStart: { key: window.key, windowStart: window.windowStart } } })).toEqual(window);
@@ -128,7 +130,7 @@ describe("schema and migrations agree", () => {
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "user",
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "topicVisit", "user",
         "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.

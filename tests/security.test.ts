@@ -33,7 +33,7 @@ type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<
 /** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
 const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "DELETE /v1/auth/oauth-grants/[id]", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
 /** POSTs that only read. */
-const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/ask", "POST /v1/hubs/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge"]);
+const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/ask", "POST /v1/hubs/[id]/visit", "POST /v1/topics/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge"]);
 
 function expectedStatus(key: string, row: Row, identity: Identity): number {
   const given = row.expect[identity as keyof Expect];
@@ -292,6 +292,7 @@ const ROUTES: Record<string, Row> = {
     expect: { ...hubManage(200), non_member: 404 },
   },
   "POST /v1/topics/[id]/archive": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/archive`, expect: hubManage(200) },
+  "POST /v1/topics/[id]/visit": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/visit`, expect: hubRead(200) },
   "POST /v1/topics/[id]/restore": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/restore`, expect: hubManage(200) },
   "GET /v1/topics/[id]/memories": { setup: ownerTopic, path: (f) => `/v1/topics/${f.extra.topicId}/memories`, expect: hubRead(200) },
   // Filing someone else's memory is for managers; the fixture memory is the owner's.

@@ -303,6 +303,28 @@ describe("tree", () => {
     expect(tree.map((t: { name: string }) => t.name)).toEqual(["A", "D", "B", "C"]);
   });
 
+  it("records each member's visit to a topic (Memax's topics.markVisit); outsiders get not_found", async () => {
+    const ann = await h.user("Ann");
+    const vera = await h.user("Vera");
+    const out = await h.user("Out");
+    const team = await h.teamHub(ann, [[vera, "viewer"]]);
+    const t = await topic(ann, "Visited", team);
+    const first = await vera.post(`/v1/topics/${t.id}/visit`, {});
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.data).toEqual({ topic_id: t.id, visited_at: expect.any(String), status: "ok" });
+    const again = await vera.post(`/v1/topics/${t.id}/visit`, {});
+    expect(new Date(again.body.data.visited_at).getTime()).toBeGreaterThanOrEqual(new Date(first.body.data.visited_at).getTime());
+    // One row per topic and member, holding the latest visit.
+    const rows = await h.db.topicVisit.findMany({ where: { topicId: t.id } });
+    expect(rows).toEqual([{ topicId: t.id, userId: vera.id, visitedAt: new Date(again.body.data.visited_at) }]);
+    expect((await out.post(`/v1/topics/${t.id}/visit`, {})).status).toBe(404);
+    expect((await out.post(`/v1/topics/not-a-uuid/visit`, {})).status).toBe(404);
+    expect(await h.db.topicVisit.count({ where: { userId: out.id } })).toBe(0);
+    // Gone with the topic.
+    expect((await ann.delete(`/v1/topics/${t.id}`)).status).toBe(200);
+    expect(await h.db.topicVisit.count({ where: { topicId: t.id } })).toBe(0);
+  });
+
   it("archives and restores whole branches; archived topics are read-only and leave the tree", async () => {
     const ann = await h.user("Ann");
     const vera = await h.user("Vera");

@@ -281,6 +281,7 @@ export const OPERATIONS: Operation[] = [
     data: z.object({ id: z.string(), topic_id: z.string(), deleted: z.literal(true), deleted_count: z.int() }),
   },
   { method: "post", path: "/v1/topics/{id}/archive", tag: "Topics", summary: "Archive a topic and its subtopics" },
+  { method: "post", path: "/v1/topics/{id}/visit", tag: "Topics", summary: "Record that the caller opened the topic" },
   { method: "post", path: "/v1/topics/{id}/restore", tag: "Topics", summary: "Bring back an archived topic and its subtopics" },
   { method: "get", path: "/v1/topics/{id}/memories", tag: "Topics", summary: "The memories filed under this topic, paginated", query: listQuerySchema },
   { method: "post", path: "/v1/topics/{id}/memories", tag: "Topics", summary: "File a memory of the topic's hub under it", body: assignMemoryBodySchema },
