@@ -71,8 +71,10 @@ describe("GET /v1/usage", () => {
       plan: "self_hosted",
     });
     expect(usage.limits).toMatchObject({
-      memory_limit: -1,
-      max_team_hubs: -1,
+      // The quotas enforced (lib/quotas defaults; 0 in the environment would make them -1).
+      memory_limit: 100_000,
+      storage_bytes_limit: 1024 ** 3,
+      max_team_hubs: 99,
       rate_limit_rpm: 300,
       rate_limit_heavy_rpm: 42,
       rate_limit_light_rpm: 600,

@@ -1,7 +1,9 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { config, positiveIntEnv } from "@/lib/config.ts";
+import { MAX_HUBS_PER_USER } from "@/lib/hubs/hub-fields.ts";
 import { MAX_ACTIVE_INVITES } from "@/lib/invites/invite-fields.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
+import { quotaLimits } from "@/lib/quotas/quota-limits.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { flushUsage, periodEnd, periodStart } from "./count-usage.ts";
 import type { UsageObject } from "./usage-object.ts";
@@ -28,6 +30,8 @@ export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
              (SELECT sum(a.size_bytes) FROM attachments a JOIN memories m ON m.id = a.memory_id WHERE m.owner_id = ${ctx.user.id}::uuid) AS files`,
   ]);
   const { rateLimits } = config();
+  // The limits this install enforces on the caller (lib/quotas); -1 only where there is none.
+  const quota = quotaLimits().user;
   const storageBytes = Number(storage[0]?.content ?? 0n) + Number(storage[0]?.files ?? 0n);
   return {
     user_id: ctx.user.id,
@@ -43,16 +47,17 @@ export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
     limits: {
       plan_id: "self_hosted",
       plan_display_name: "Self-hosted",
-      memory_limit: UNLIMITED,
+      memory_limit: quota.memories ?? UNLIMITED,
       push_limit: UNLIMITED,
       recall_limit: UNLIMITED,
       ask_limit: UNLIMITED,
       ask_model: process.env.ENGRAM_CHAT_MODEL && process.env.OPENAI_API_KEY ? process.env.ENGRAM_CHAT_MODEL : "extractive",
       dreams_enabled: true,
       review_inbox: true,
-      max_team_hubs: UNLIMITED,
+      // Every hub a user belongs to counts, the personal one included.
+      max_team_hubs: MAX_HUBS_PER_USER - 1,
       max_hub_members: UNLIMITED,
-      storage_bytes_limit: UNLIMITED,
+      storage_bytes_limit: quota.bytes ?? UNLIMITED,
       max_attachment_bytes: positiveIntEnv("ENGRAM_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES),
       max_memory_content_bytes: MAX_CONTENT_BYTES,
       max_active_invites_per_hub: MAX_ACTIVE_INVITES,
