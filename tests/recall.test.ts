@@ -292,6 +292,7 @@ describe("POST /v1/recall — isolation and filters", () => {
     for (let i = 0; i < 12; i++) await push(ann, `Kestrel migration note ${i}: the kestrel cluster moved rack ${i}.`, hubId);
     const byDefault = await recall(ann, { query: "kestrel cluster migration", hub_ids: [hubId] });
     expect(byDefault.memories).toHaveLength(10);
+    expect((await recall(ann, { query: "kestrel cluster migration", hub_ids: [hubId], limit: null })).memories).toHaveLength(10);
     const clamped = await recall(ann, { query: "kestrel cluster migration", hub_ids: [hubId], limit: 500 });
     expect(clamped.memories).toHaveLength(12);
   });

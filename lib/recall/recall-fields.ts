@@ -8,7 +8,8 @@ export const MAX_HUB_IDS = 100;
 
 export const recallBodySchema = z.object({
   query: z.string().trim().min(1, "query must not be empty").max(MAX_QUERY_CHARS, `query is at most ${MAX_QUERY_CHARS} characters`),
-  limit: z.int("limit must be an integer").min(1, "limit must be at least 1").optional(),
+  // null is the default too: Memax's CLI sends it for a --limit that is not a number (parseInt's NaN in JSON).
+  limit: z.int("limit must be an integer").min(1, "limit must be at least 1").nullish(),
   hub_ids: z.array(z.uuid("hub_ids must be hub ids (not slugs)")).max(MAX_HUB_IDS, `at most ${MAX_HUB_IDS} hub_ids`).optional(),
   kind: z.enum(KINDS).optional(),
   // Accepted for compatibility; recall does not filter by tags.
