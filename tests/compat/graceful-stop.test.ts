@@ -97,7 +97,9 @@ describe("the built server's lifecycle: graceful stop, restart, one process per 
       const health = await fetch(`${owner.url}/v1/health`);
       expect(health.status).toBe(200);
     } finally {
-      expect(await owner.stop()).toEqual({ code: 0, signal: null });
+      // On failure the message carries the server's last output (why the stop did not end with 0).
+      const stopped = await owner.stop();
+      expect(stopped, owner.log().slice(-4000)).toEqual({ code: 0, signal: null });
       rmSync(shared, { recursive: true, force: true });
     }
   });
