@@ -13,7 +13,7 @@ export async function inviteOrThrow(db: DbClient, hubId: string, inviteId: strin
 }
 
 /**
- * An invite of this hub that the caller's role may revoke, regenerate or resend: an admin invite
+ * An invite of this hub that the caller's role may regenerate or resend: an admin invite
  * only by whoever may manage admins (the owner), as for creating one.
  */
 export async function managedInviteOrThrow(db: DbClient, hubId: string, role: Role, inviteId: string): Promise<Invite> {
