@@ -4,6 +4,8 @@ import { backgroundRunner, drainBackgroundProcessing, startBackgroundProcessing,
 import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
+import { EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
+import { randomUUID } from "node:crypto";
 
 let h: Harness;
 let ann: Client;
@@ -147,6 +149,27 @@ describe("background processing (embedded runner, real model, real database)", (
     const resumed = await processed(ann, b);
     expect(resumed.processing_status).toBe("done");
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: b } })).processingAttempts).toBe(2);
+  });
+
+  it("sweeps keep coming after one that found the queue full (it settled at once and used to block every later sweep)", async () => {
+    await backgroundRunner()!.idle();
+    stopBackgroundProcessing();
+    // A runner fed by sweeps only (no write hook), one job at a time: 250 unknown ids fill its queue.
+    const runner = new EmbeddedRunner({ ...processingConfig(), concurrency: 1, sweepMs: 100, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    try {
+      for (let i = 0; i < 250; i++) runner.enqueue(randomUUID());
+      expect(runner.size.queued).toBeGreaterThanOrEqual(200);
+      await runner.sweep(); // finds the queue full and looks no further
+      const id = (await ann.post("/v1/memories", { content: "Only a later sweep can find this one." })).body.data.id;
+      runner.start();
+      await runner.idle();
+      const deadline = Date.now() + 30_000;
+      while ((await h.db.memory.findUniqueOrThrow({ where: { id } })).processingStatus !== "done" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).processingStatus).toBe("done");
+    } finally {
+      runner.stop();
+      await startBackgroundProcessing();
+    }
   });
 
   it("a memory that crashed its worker every time ends failed, readable and lexically indexed", async () => {

@@ -131,22 +131,28 @@ export class EmbeddedRunner {
 
   /** Enqueues what the database says is waiting; pages through a backlog as the queue drains. */
   sweep(): Promise<void> {
-    this.sweeping ??= (async () => {
-      try {
-        if (this.queued.size >= SWEEP_PAGE) return;
-        const db = await this.options.db();
-        const ids = await runAsBackground(() => findPendingMemories(db, this.staleBefore(new Date()), this.options.retryBaseMs * 0.8));
-        for (const id of ids) if (!this.active.has(id) && !this.stopped) this.queued.add(id);
-        this.backlog = ids.length === SWEEP_PAGE;
-      } catch (error) {
-        console.error("[engram] processing: sweep failed", error);
-      } finally {
-        this.sweeping = undefined;
-        this.pump();
-        this.notifyIdle();
-      }
-    })();
-    return this.sweeping;
+    if (this.sweeping) return this.sweeping;
+    // Cleared only after it is stored: a sweep that returns without awaiting (a full queue) settles
+    // synchronously, and clearing it inside would leave every later sweep waiting on a finished one.
+    const sweeping = this.sweepOnce().finally(() => {
+      this.sweeping = undefined;
+      this.pump();
+      this.notifyIdle();
+    });
+    this.sweeping = sweeping;
+    return sweeping;
+  }
+
+  private async sweepOnce(): Promise<void> {
+    try {
+      if (this.queued.size >= SWEEP_PAGE) return;
+      const db = await this.options.db();
+      const ids = await runAsBackground(() => findPendingMemories(db, this.staleBefore(new Date()), this.options.retryBaseMs * 0.8));
+      for (const id of ids) if (!this.active.has(id) && !this.stopped) this.queued.add(id);
+      this.backlog = ids.length === SWEEP_PAGE;
+    } catch (error) {
+      console.error("[engram] processing: sweep failed", error);
+    }
   }
 
   private backlog = false;
