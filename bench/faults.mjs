@@ -5,7 +5,8 @@
 // time between two faults). Never builds (`npm run build` first).
 //   BENCH_DURATION=300  seconds per database        BENCH_KILL_EVERY=30  seconds between kills
 //   BENCH_CLIENTS=32    BENCH_DATABASES=pglite,postgres    BENCH_SEED=0 (see bench/load.mjs)
-//   BENCH_SETTLE=300    seconds allowed afterwards for every memory to reach done or failed
+//   BENCH_SETTLE=300    seconds allowed afterwards for every memory to reach done or failed (longer while
+//                       memories keep finishing, up to 3x: see verify in bench/lib/campaign.mjs)
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import path from "node:path";
@@ -79,7 +80,7 @@ for (const kind of DATABASES) {
     for (const s of summaries) printPhase(s);
     const check = await verify(server.base, key, acked, SETTLE * 1000);
     console.log(
-      `\n  ${kind}: ${check.memories} memories, ${check.acknowledged} acknowledged writes — lost ${check.lost}, duplicated ${check.duplicated}, stuck ${check.stuck} (failed ${check.failed}${check.failed ? `: ${JSON.stringify(check.failures)}` : ""})`,
+      `\n  ${kind}: ${check.memories} memories, ${check.acknowledged} acknowledged writes — lost ${check.lost}, duplicated ${check.duplicated}, stuck ${check.stuck} (failed ${check.failed}${check.failed ? `: ${JSON.stringify(check.failures)}` : ""}); all settled ${check.stuck ? "not " : ""}within ${check.waited_s} s after the workload${check.stuck ? `; still unfinished: ${JSON.stringify(check.stuck_statuses)}` : ""}`,
     );
     const errors5xx = summaries.reduce((n, s) => n + s.server5xx, 0);
     results.push({ database: kind, faults, phases: summaries, check, server5xx: errors5xx, load_average_end: loadavg()[0] });

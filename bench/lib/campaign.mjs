@@ -336,19 +336,41 @@ export async function listAll(base, key) {
 }
 
 /**
- * Waits (up to `timeoutMs`) until no memory is pending or running, then checks the acknowledged writes:
- * each present, each source path exactly once. Returns the verdict and its numbers.
+ * Waits until no memory is pending or running, then checks the acknowledged writes: each present, each
+ * source path exactly once. Returns the verdict and its numbers.
+ *
+ * "Stuck" means no progress, not slow: on a machine shared with other suites (CI runs at load average
+ * 25-30) the embedded database's backlog can take longer than `timeoutMs` to drain while memories keep
+ * finishing. So the wait goes on past `timeoutMs` as long as the unfinished count keeps falling (at least
+ * one memory finished in the last `stallMs`), up to `timeoutMs * 3`; whatever is still pending or running
+ * then is stuck. Before `timeoutMs` a pause is no verdict (a retry's backoff, a lapsed lease's takeover).
  */
-export async function verify(base, key, acked, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
+export async function verify(base, key, acked, timeoutMs, { stallMs = 60_000, log = console.log } = {}) {
+  const started = Date.now();
+  const softDeadline = started + timeoutMs;
+  const hardDeadline = started + timeoutMs * 3;
   let memories;
   let unfinished;
+  let best = Infinity;
+  let lastProgress = Date.now();
+  let lastLog = 0;
   for (;;) {
     memories = await listAll(base, key);
     unfinished = memories.filter((m) => m.processing_status === "pending" || m.processing_status === "running");
-    if (unfinished.length === 0 || Date.now() > deadline) break;
+    if (unfinished.length < best) {
+      best = unfinished.length;
+      lastProgress = Date.now();
+    }
+    if (unfinished.length === 0) break;
+    const now = Date.now();
+    if (now > hardDeadline || (now > softDeadline && now - lastProgress > stallMs)) break;
+    if (now > softDeadline && now - lastLog >= 30_000) {
+      lastLog = now;
+      log(`  still draining after ${((now - started) / 1000).toFixed(0)} s: ${unfinished.length} unfinished, last one finished ${((now - lastProgress) / 1000).toFixed(0)} s ago`);
+    }
     await sleep(2000);
   }
+  const waitedS = Math.round((Date.now() - started) / 1000);
   const byId = new Map(memories.map((m) => [m.id, m]));
   const perPath = new Map();
   for (const m of memories) if (m.source_path) perPath.set(m.source_path, (perPath.get(m.source_path) ?? 0) + 1);
@@ -365,6 +387,8 @@ export async function verify(base, key, acked, timeoutMs) {
     stuck: unfinished.length,
     failed: failed.length,
     failures: failed.slice(0, 5).map((m) => m.processing_error),
+    waited_s: waitedS,
+    stuck_statuses: unfinished.slice(0, 5).map((m) => ({ id: m.id, status: m.processing_status, created_at: m.created_at })),
     pass: lost.length === 0 && duplicated.length === 0 && unfinished.length === 0,
   };
 }
