@@ -102,19 +102,24 @@ export class DreamRunner {
       for (const resolve of this.waiters.splice(0)) resolve();
       return;
     }
-    this.running = (async () => {
-      try {
-        const config = this.options.config ?? dreamConfig();
-        // With the embedded database this process is the only one: a `running` run from before is a crashed one.
-        const effective = this.options.exclusiveDatabase ? { ...config, staleRunMs: 0 } : config;
-        await runDreamRunOnce(await this.options.db(), next, { owner: this.owner, config: effective });
-      } catch (error) {
-        console.error(`[engram] dreams: run ${next} could not run now`, error);
-      } finally {
-        this.running = undefined;
-        this.pump();
-      }
-    })();
+    // Cleared only after it is stored: a run that fails before its first await settles synchronously
+    // (the same trap as the processing runner's sweep, embedded-runner.ts).
+    const running = this.runOnce(next).finally(() => {
+      this.running = undefined;
+      this.pump();
+    });
+    this.running = running;
+  }
+
+  private async runOnce(id: string): Promise<void> {
+    try {
+      const config = this.options.config ?? dreamConfig();
+      // With the embedded database this process is the only one: a `running` run from before is a crashed one.
+      const effective = this.options.exclusiveDatabase ? { ...config, staleRunMs: 0 } : config;
+      await runDreamRunOnce(await this.options.db(), id, { owner: this.owner, config: effective });
+    } catch (error) {
+      console.error(`[engram] dreams: run ${id} could not run now`, error);
+    }
   }
 
   async sweep(): Promise<void> {
