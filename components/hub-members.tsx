@@ -11,6 +11,7 @@ import { useLiveEvents } from "@/lib/web/live-events.tsx";
 import { useMe } from "./app-shell.tsx";
 import { useHub } from "./hub-frame.tsx";
 import { HubInvites } from "./hub-invites.tsx";
+import { HubMail } from "./hub-mail.tsx";
 import { Button, Card, ConfirmDialog, EmptyState, ErrorNotice, LoadingRows, RoleBadge } from "./ui.tsx";
 
 type MemberPage = Page & { members: Member[] };
@@ -134,6 +135,7 @@ export function HubMembers() {
         <StartTransfer members={(members.data?.members ?? []).filter((m) => m.user_id !== me.id)} onStarted={refresh} />
       )}
       {roleCan(role, "manage") && !personal && <HubInvites hubId={hub.hubId} canInviteAdmins={role === "owner"} />}
+      {roleCan(role, "manage") && !personal && <HubMail hubId={hub.hubId} />}
       {personal && <p className="text-sm text-slate-500">A personal hub has only you as a member; create a team hub to share memories.</p>}
 
       <ConfirmDialog

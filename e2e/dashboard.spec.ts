@@ -130,6 +130,16 @@ test("sign up → hub → push → recall → invite → join → role change �
     await shot(a, "05-members-invite");
   });
 
+  await test.step("an invite by e-mail shows in the hub's mail outbox (no SMTP here: logged)", async () => {
+    await a.getByLabel("Email (optional)").fill("carol@example.test");
+    await a.getByRole("button", { name: "Create invite" }).click();
+    await expect(a.getByText("carol@example.test").first()).toBeVisible();
+    await a.getByRole("button", { name: "Refresh" }).click();
+    const outbox = a.getByTestId("mail-outbox");
+    await expect(outbox.getByText("carol@example.test")).toBeVisible();
+    await expect(outbox.getByText("logged")).toBeVisible();
+  });
+
   const b = await newPage(browser, { width: 390, height: 844 });
   await test.step("Bob opens the invite on a phone, signs up and joins", async () => {
     await b.goto(new URL(inviteLink).pathname);

@@ -344,6 +344,35 @@ describe("regenerate and resend", () => {
     expect(outbox[1]!.id).toBe(resent.body.data.delivery.outbox_id);
   });
 
+  it("GET /v1/hubs/:id/mail lists the hub's outbox to its managers, newest first, paged, links redacted", async () => {
+    const own = await h.user("Owner");
+    const con = await h.user("Contrib");
+    const hub = await team(own);
+    const other = await team(own);
+    await addMemberByEmailInvite(own, hub.id, con, "contributor"); // its invite is the oldest mail
+    const sent = [];
+    for (const name of ["a", "b", "c"]) sent.push((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: `${name}@example.test` })).body.data);
+    await own.post(`/v1/hubs/${other.id}/invites`, { role: "viewer", email: "elsewhere@example.test" });
+
+    const first = await own.get(`/v1/hubs/${hub.id}/mail?limit=2`);
+    expect(first.status).toBe(200);
+    expect(first.body.data.mail.map((m: { to: string }) => m.to)).toEqual(["c@example.test", "b@example.test"]);
+    expect(first.body.data.has_more).toBe(true);
+    expect(first.body.data.mail[0]).toMatchObject({ kind: "invite", status: "logged", error: null, sent_at: null, subject: expect.stringContaining(hub.name) });
+    expect(first.body.data.mail[0].body).toContain(`/invite/${sent[2].token.slice(0, 8)}…[redacted]`);
+    expect(first.body.data.mail[0].body).not.toContain(sent[2].token);
+    const rest = await own.get(`/v1/hubs/${hub.id}/mail?limit=2&cursor=${encodeURIComponent(first.body.data.next_cursor)}`);
+    expect(rest.body.data.mail.map((m: { to: string }) => m.to)).toEqual(["a@example.test", con.email]);
+    expect(rest.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+    // A cursor from one hub's outbox is no cursor for another's.
+    const crossed = await own.get(`/v1/hubs/${other.id}/mail?cursor=${encodeURIComponent(first.body.data.next_cursor)}`);
+    expect([crossed.status, crossed.body.error.code]).toEqual([400, "invalid_cursor"]);
+
+    expect((await con.get(`/v1/hubs/${hub.id}/mail`)).status).toBe(403);
+    const outsider = await h.user("Outsider");
+    expect((await outsider.get(`/v1/hubs/${hub.id}/mail`)).status).toBe(404);
+  });
+
   it("the migration scrubs invite links that older versions left in mail_outbox", async () => {
     const token = `egi_${"A".repeat(43)}`;
     const id = crypto.randomUUID();

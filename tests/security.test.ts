@@ -225,6 +225,7 @@ const ROUTES: Record<string, Row> = {
   },
   // A read-only key acts as a viewer: it reads memories, topics and members, not the hub's management data.
   "GET /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, expect: { ...hubManage(200), read_key: 403 } },
+  "GET /v1/hubs/[id]/mail": { path: (f) => `${hub(f)}/mail`, expect: { ...hubManage(200), read_key: 403 } },
   "POST /v1/hubs/[id]/invites": { path: (f) => `${hub(f)}/invites`, body: () => ({ role: "viewer" }), expect: hubManage(201) },
   "DELETE /v1/hubs/[id]/invites/[invite_id]": { path: (f) => `${hub(f)}/invites/${f.inviteId}`, expect: hubManage(200) },
   "POST /v1/hubs/[id]/invites/[invite_id]/regenerate": { path: (f) => `${hub(f)}/invites/${f.inviteId}/regenerate`, expect: hubManage(200) },

@@ -229,6 +229,7 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/hubs/{id}/ownership-transfer/{transfer_id}/cancel", tag: "Members", summary: "The owner withdraws or the target declines" },
 
   // Invites
+  { method: "get", path: "/v1/hubs/{id}/mail", tag: "Invites", summary: "The hub's mail outbox (invites sent by e-mail), newest first; owner or admin", query: listQuerySchema },
   { method: "get", path: "/v1/hubs/{id}/invites", tag: "Invites", summary: "Usable invites, without tokens (at most 20 per hub)", data: z.array(inviteObjectSchema) },
   {
     method: "post",

@@ -65,6 +65,19 @@ export interface HubDetail {
   pending_transfer: Transfer | null;
 }
 
+/** GET /v1/hubs/:id/mail: one message of the hub's outbox (links redacted). */
+export interface OutboxMail {
+  id: string;
+  kind: string;
+  to: string;
+  subject: string;
+  body: string;
+  status: "sent" | "failed" | "logged";
+  error: string | null;
+  created_at: string;
+  sent_at: string | null;
+}
+
 export interface Invite {
   id: string;
   hub_id: string;
