@@ -198,7 +198,7 @@ describe("public view and accept", () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({
       invite: { id: invite.id, hub_id: hub.id, role: "viewer", created_at: invite.created_at, expires_at: invite.expires_at, state: "active" },
-      hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: "team" },
+      hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: "team", owner_id: own.id },
       member_count: 1,
       // The inviter's name as a string (Memax SDK InviteDetails).
       invited_by: "Owner",

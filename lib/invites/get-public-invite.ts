@@ -7,14 +7,15 @@ import { inviteState } from "./serialize-invite.ts";
 /**
  * What the join page shows to whoever holds the link (no credential); dead
  * invites report their state. `invited_by` is the inviter's name, a string
- * (the Memax SDK's InviteDetails); nothing here names an e-mail address.
+ * (the Memax SDK's InviteDetails); nothing here names an e-mail address. The hub carries `owner_id`
+ * because the SDK's Hub type requires it (an opaque id; the settings stay members-only).
  */
 export async function getPublicInvite(ctx: RequestContext, token: string) {
   const invite = looksLikeInviteToken(token)
     ? await ctx.db.invite.findUnique({
         where: { tokenHash: hashSecret(token) },
         include: {
-          hub: { select: { id: true, name: true, slug: true, hubType: true, icon: true, accent: true, _count: { select: { members: true } } } },
+          hub: { select: { id: true, name: true, slug: true, hubType: true, ownerId: true, icon: true, accent: true, _count: { select: { members: true } } } },
           creator: { select: { name: true } },
         },
       })
@@ -30,7 +31,7 @@ export async function getPublicInvite(ctx: RequestContext, token: string) {
       expires_at: invite.expiresAt.toISOString(),
       state: inviteState(invite, ctx.now()),
     },
-    hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: hub.hubType, ...(hub.icon && { icon: hub.icon }), ...(hub.accent && { accent: hub.accent }) },
+    hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: hub.hubType, owner_id: hub.ownerId, ...(hub.icon && { icon: hub.icon }), ...(hub.accent && { accent: hub.accent }) },
     member_count: hub._count.members,
     invited_by: invite.creator.name,
   };

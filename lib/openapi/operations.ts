@@ -252,7 +252,7 @@ export const OPERATIONS: Operation[] = [
     auth: "none",
     data: z.object({
       invite: z.object({ id: z.string(), hub_id: z.string(), role: z.string(), created_at: z.string(), expires_at: z.string(), state: z.string() }),
-      hub: z.object({ id: z.string(), name: z.string(), slug: z.string(), hub_type: z.string(), icon: z.string().optional(), accent: z.string().optional() }),
+      hub: z.object({ id: z.string(), name: z.string(), slug: z.string(), hub_type: z.string(), owner_id: z.string(), icon: z.string().optional(), accent: z.string().optional() }),
       member_count: z.int(),
       invited_by: z.string(),
     }),
