@@ -134,8 +134,12 @@ export function HubMembers() {
       {role === "owner" && !personal && !hub.data?.pending_transfer && (
         <StartTransfer members={(members.data?.members ?? []).filter((m) => m.user_id !== me.id)} onStarted={refresh} />
       )}
-      {roleCan(role, "manage") && !personal && <HubInvites hubId={hub.hubId} canInviteAdmins={role === "owner"} />}
-      {roleCan(role, "manage") && !personal && <HubMail hubId={hub.hubId} />}
+      {roleCan(role, "manage") && !personal && (
+        <>
+          <HubInvites hubId={hub.hubId} canInviteAdmins={role === "owner"} />
+          <HubMail hubId={hub.hubId} />
+        </>
+      )}
       {personal && <p className="text-sm text-slate-500">A personal hub has only you as a member; create a team hub to share memories.</p>}
 
       <ConfirmDialog

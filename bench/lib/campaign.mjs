@@ -345,7 +345,7 @@ export async function listAll(base, key) {
  * one memory finished in the last `stallMs`), up to `timeoutMs * 3`; whatever is still pending or running
  * then is stuck. Before `timeoutMs` a pause is no verdict (a retry's backoff, a lapsed lease's takeover).
  */
-export async function verify(base, key, acked, timeoutMs, { stallMs = 60_000, log = console.log } = {}) {
+export async function verify(base, key, acked, timeoutMs, { stallMs = 60_000 } = {}) {
   const started = Date.now();
   const softDeadline = started + timeoutMs;
   const hardDeadline = started + timeoutMs * 3;
@@ -366,7 +366,7 @@ export async function verify(base, key, acked, timeoutMs, { stallMs = 60_000, lo
     if (now > hardDeadline || (now > softDeadline && now - lastProgress > stallMs)) break;
     if (now > softDeadline && now - lastLog >= 30_000) {
       lastLog = now;
-      log(`  still draining after ${((now - started) / 1000).toFixed(0)} s: ${unfinished.length} unfinished, last one finished ${((now - lastProgress) / 1000).toFixed(0)} s ago`);
+      console.log(`  still draining after ${((now - started) / 1000).toFixed(0)} s: ${unfinished.length} unfinished, last one finished ${((now - lastProgress) / 1000).toFixed(0)} s ago`);
     }
     await sleep(2000);
   }

@@ -35,7 +35,8 @@ export async function listHubMail(ctx: AuthContext, hubId: string, query: ListQu
       to: row.toAddress,
       subject: row.subject,
       body: row.body,
-      // sent: the SMTP relay took it; failed: it refused (error says why); logged: kept here only (no SMTP_URL).
+      // sent: the SMTP relay took it; failed: it refused (error says why); logged: kept here only (no
+      // SMTP_URL; the row does not record the transport, so a send in progress reads the same).
       status: row.sentAt ? "sent" : row.error ? "failed" : "logged",
       error: row.error,
       created_at: row.createdAt.toISOString(),
