@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { embeddingsInfo, getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
+import { embeddingsInfo, getEmbedder, setEmbedder, settleEmbedderLoad } from "@/lib/ai/embedder.ts";
 import { embedWorkerScript, localEmbedderThread } from "@/lib/ai/local-embedder-thread.ts";
 
 const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
@@ -10,9 +10,15 @@ const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]
 describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () => {
   afterAll(() => setEmbedder(undefined));
 
-  it("loads once per process and reports ready", async () => {
+  it("loads once per process and reports ready; a graceful stop can wait for the load (and never starts one)", async () => {
     expect(embeddingsInfo().status).toBe("not_loaded");
-    const [a, b] = await Promise.all([getEmbedder(), getEmbedder()]);
+    await settleEmbedderLoad(60_000);
+    expect(embeddingsInfo().status).toBe("not_loaded");
+    const loading = getEmbedder();
+    expect(embeddingsInfo().status).toBe("loading");
+    await settleEmbedderLoad(60_000);
+    expect(embeddingsInfo().status).toBe("ready");
+    const [a, b] = await Promise.all([loading, getEmbedder()]);
     expect(a).not.toBeNull();
     expect(a).toBe(b);
     expect(a!.id).toBe("local:Xenova/all-MiniLM-L6-v2");

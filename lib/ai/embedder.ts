@@ -79,6 +79,19 @@ export function getEmbedder(): Promise<Embedder | null> {
   return s.promise;
 }
 
+/**
+ * Graceful stop: waits (up to `ms`) for a model load in progress to end; never starts one. Exiting
+ * while onnxruntime-node is still creating its session aborts the process (a native Napi::Error,
+ * SIGABRT: seen in 1 of 10 stops issued right after start-up).
+ */
+export async function settleEmbedderLoad(ms: number): Promise<void> {
+  const s = globalForEmbedder.__engramEmbedder;
+  if (!s?.promise || s.info.status !== "loading") return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([s.promise.then(() => undefined, () => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
 /** What /v1/health reports about embeddings; never triggers a load. */
 export function embeddingsInfo(): EmbeddingsInfo {
   return { ...state().info };

@@ -1,3 +1,4 @@
+import { settleEmbedderLoad } from "@/lib/ai/embedder.ts";
 import { closeDatabase } from "@/lib/db/database.ts";
 import { stopDreams } from "@/lib/dreams/dream-runner.ts";
 import { drainBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -17,10 +18,14 @@ export interface StopServerResult {
  * next start needs no recovery.
  */
 export async function stopServer(options: { graceMs: number }): Promise<StopServerResult> {
+  const deadline = Date.now() + options.graceMs;
   stopDreams();
   const unfinishedJobs = await drainBackgroundProcessing(options.graceMs);
   await flushAccess();
   await flushUsage();
   await closeDatabase();
+  // A stop right after start-up can come while the model is still loading; exiting then aborts.
+  // At least 5 s for it (a load takes 1-3 s at rest): scripts/server.mjs's last resort is 10 s past the grace.
+  await settleEmbedderLoad(Math.max(deadline - Date.now(), 5_000));
   return { unfinishedJobs };
 }
