@@ -13,7 +13,8 @@ function joinLink(invite: Invite): string | undefined {
   return invite.invite_url || undefined;
 }
 
-export function HubInvites({ hubId, canInviteAdmins }: { hubId: string; canInviteAdmins: boolean }) {
+/** `onChange`: an invite was created, regenerated, resent or revoked (the mail outbox may have grown). */
+export function HubInvites({ hubId, canInviteAdmins, onChange }: { hubId: string; canInviteAdmins: boolean; onChange?: () => void }) {
   // One array: a hub has at most 20 active invites.
   const invites = useApi<Invite[]>(`/v1/hubs/${hubId}/invites`);
   const [role, setRole] = useState("contributor");
@@ -32,6 +33,7 @@ export function HubInvites({ hubId, canInviteAdmins }: { hubId: string; canInvit
       const link = invite && typeof invite === "object" && "id" in invite ? joinLink(invite) : undefined;
       if (invite && link) setLinks((current) => ({ ...current, [invite.id]: link }));
       invites.reload();
+      onChange?.();
     } catch (caught) {
       setError(caught);
     } finally {

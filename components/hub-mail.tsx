@@ -1,6 +1,6 @@
 "use client";
 
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { formatDate } from "@/lib/web/format.ts";
 import type { OutboxMail, Page } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
@@ -13,10 +13,17 @@ const STATUS_HINT = {
   logged: "Not sent: this server has no SMTP_URL, so mail is kept here and in the server log",
 } as const;
 
-/** The hub's mail outbox: what invites by e-mail sent, or would have sent without SMTP. */
-export function HubMail({ hubId }: { hubId: string }) {
+/**
+ * The hub's mail outbox: what invites by e-mail sent, or would have sent without SMTP. `version`
+ * is bumped after an invite action (which may have sent mail) and reloads the list.
+ */
+export function HubMail({ hubId, version = 0 }: { hubId: string; version?: number }) {
   const [cursor, setCursor] = useState("");
   const mail = useApi<Page & { mail: OutboxMail[] }>(`/v1/hubs/${hubId}/mail?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+  const { reload } = mail;
+  useEffect(() => {
+    if (version > 0) reload();
+  }, [version, reload]);
   return (
     <Card title="Mail outbox" actions={<Button variant="ghost" onClick={mail.reload}>Refresh</Button>}>
       {mail.error && !mail.data ? (

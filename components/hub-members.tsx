@@ -26,6 +26,8 @@ export function HubMembers() {
   const [leaving, setLeaving] = useState(false);
   const [busy, setBusy] = useState<string>();
   const [error, setError] = useState<unknown>();
+  // The outbox reloads after an invite action, which is what may have sent mail.
+  const [mailVersion, setMailVersion] = useState(0);
   const role = hub.data?.role;
   const personal = hub.data?.hub.hub_type === "personal";
 
@@ -136,8 +138,8 @@ export function HubMembers() {
       )}
       {roleCan(role, "manage") && !personal && (
         <>
-          <HubInvites hubId={hub.hubId} canInviteAdmins={role === "owner"} />
-          <HubMail hubId={hub.hubId} />
+          <HubInvites hubId={hub.hubId} canInviteAdmins={role === "owner"} onChange={() => setMailVersion((v) => v + 1)} />
+          <HubMail hubId={hub.hubId} version={mailVersion} />
         </>
       )}
       {personal && <p className="text-sm text-slate-500">A personal hub has only you as a member; create a team hub to share memories.</p>}
