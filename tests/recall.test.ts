@@ -137,8 +137,8 @@ describe("POST /v1/recall — retrieval", () => {
   });
 
   it("keeps a rare word's match when common words fill the candidate cap", async () => {
-    // 650 chunks share two common query words (more than the 600-chunk cap); the one chunk with
-    // the rare word is written last, so a cap that cut in table order would drop it.
+    // 650 chunks share two common query words (more than the SQL leg's 600-chunk cap); the one chunk
+    // with the rare word is written last, so a cap that cut in table order would drop it.
     const cara = await h.user("Cara");
     const common: string[] = [];
     // Pushed a few at a time (a server with several connections takes them in parallel).
@@ -148,9 +148,14 @@ describe("POST /v1/recall — retrieval", () => {
     }
     const rare = await push(cara, "The quokka deploy pipeline runs only on Tuesdays.");
     await indexMemories(h.db, [...common, rare], { embed: false });
+    // A filter sends the lexical leg to SQL, which reads at most 600 candidates…
+    const filtered = await recall(cara, { query: "quokka deploy pipeline", created_after: "2000-01-01T00:00:00Z" });
+    expect(filtered.memories[0].id).toBe(rare);
+    expect(filtered.query_metadata.total_candidates).toBeLessThanOrEqual(600);
+    // …the in-process index scores every chunk that holds a query word.
     const data = await recall(cara, { query: "quokka deploy pipeline" });
     expect(data.memories[0].id).toBe(rare);
-    expect(data.query_metadata.total_candidates).toBeLessThanOrEqual(600);
+    expect(data.query_metadata.total_candidates).toBe(651);
   }, 60_000);
 
   it("finds Chinese text by overlapping character bigrams, even without embeddings", async () => {

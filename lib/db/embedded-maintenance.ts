@@ -5,10 +5,10 @@ import type { Database, SqlRunner } from "./database.ts";
 
 /**
  * The tables that churn: memories (processing state, access counts), chunks
- * (replaced on every re-processing) and the per-hub BM25 statistics (updated
- * by every chunk write).
+ * (replaced on every re-processing), the per-hub BM25 statistics (updated
+ * by every chunk write) and the lexical index's change log (pruned hourly).
  */
-const TABLES = ["memories", "chunks", "recall_term_stats", "recall_hub_stats"] as const;
+const TABLES = ["memories", "chunks", "recall_term_stats", "recall_hub_stats", "recall_index_changes"] as const;
 /** Vacuum a table once this many of its rows changed or died since its last vacuum… */
 const MIN_CHANGED_ROWS = 500;
 /** …and they are at least this share of its live rows (autovacuum's scale factor). */

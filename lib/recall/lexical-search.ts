@@ -1,4 +1,6 @@
+import { positiveIntEnv } from "@/lib/config.ts";
 import type { SqlRunner } from "@/lib/db/database.ts";
+import { lexicalIndexFor, type IndexChange, type IndexedTerm } from "./lexical-index.ts";
 import { filterArguments, type SearchScope } from "./search-scope.ts";
 
 /** BM25 parameters (the usual defaults; chunks are short and similar in length). */
@@ -23,6 +25,8 @@ const PRE_RANKED = 150;
 const SPECIFIC_ENTITY_SHARE = 0.05;
 /** At most this many query terms are used (the rarest); a pasted paragraph must not cost more. */
 const MAX_TERMS = 32;
+/** Index changes replayed per query; more than this (a process idle through a bulk import) rebuilds instead. */
+const MAX_CHANGES = 5000;
 
 export interface QueryTerm {
   term: string;
@@ -88,13 +92,95 @@ type Row = {
 };
 
 /**
- * BM25 over chunks (and over whole memories not chunked yet) in one statement
- * (engram_lexical_search): resolves the hubs, analyses the query with the
- * index's own analyser, reads the hubs' statistics and searches. OR semantics:
- * a chunk needs only some of the words; rare words select on their own, the
- * commoner ones in pairs once the postings budget is spent.
+ * BM25 over chunks (and over whole memories not chunked yet) in the caller's hubs. OR semantics: a
+ * chunk needs only some of the words. Unfiltered searches score every matching chunk in the
+ * process's inverted index (lexical-index.ts); filtered ones, hubs too large for the index, and
+ * ENGRAM_LEXICAL_INDEX=off use the SQL leg.
  */
 export async function lexicalSearch(
+  sql: SqlRunner,
+  query: LexicalQuery,
+  filters: Omit<SearchScope, "hubIds">,
+  limit: number,
+): Promise<LexicalResult> {
+  const filtered = filterArguments(filters).some((value) => value !== null);
+  if (!filtered && process.env.ENGRAM_LEXICAL_INDEX !== "off") {
+    const indexed = await indexedSearch(sql, query, limit);
+    if (indexed) return indexed;
+  }
+  return sqlSearch(sql, query, filters, limit);
+}
+
+/** Most documents (chunks, unchunked memories) one process keeps in its lexical index; larger scopes use SQL. */
+export function lexicalIndexCapacity(): number {
+  return positiveIntEnv("ENGRAM_LEXICAL_INDEX_MAX_CHUNKS", 200_000);
+}
+
+type TermsRow = {
+  hub_id: string | null;
+  hub_chunks: number | null;
+  term: string | null;
+  df: number | null;
+  idf: number | null;
+  n: number | null;
+  avgdl: number | null;
+  entity_idx: number | null;
+  lexemes: string[] | null;
+  change_hub: string | null;
+  change_memory: string | null;
+  change_id: string | number | null;
+  change_xid: string | null;
+  snapshot_xmin: string | null;
+  horizon: string | null;
+};
+
+/** The index path: statistics and the index's catch-up in one statement, then postings in memory. */
+async function indexedSearch(sql: SqlRunner, query: LexicalQuery, limit: number): Promise<LexicalResult | null> {
+  const index = lexicalIndexFor(sql);
+  const since = index.since;
+  const entities = query.entities ?? [];
+  const rows = await sql.query<TermsRow>(
+    `SELECT hub_id, hub_chunks, term, df, idf, n, avgdl, entity_idx, lexemes, change_hub, change_memory, change_id, change_xid, snapshot_xmin, horizon
+     FROM engram_lexical_terms($1::uuid, $2::uuid[], $3::text, $4::text[], $5::int, $6::xid8, $7::int)`,
+    [query.userId, query.hubIds ?? null, query.text, entities, MAX_TERMS, since?.toString() ?? null, MAX_CHANGES + 1],
+  );
+  const hubs: { id: string; chunks: number }[] = [];
+  const terms: IndexedTerm[] = [];
+  const analysed: { idx: number; lexemes: string[]; df: number }[] = [];
+  const changes: IndexChange[] = [];
+  let chunkCount = 0;
+  let avgdl = 1;
+  let snapshotXmin = 0n;
+  let horizon = 0n;
+  for (const row of rows) {
+    if (row.snapshot_xmin !== null) {
+      snapshotXmin = BigInt(row.snapshot_xmin);
+      horizon = BigInt(row.horizon ?? "0");
+      chunkCount = Number(row.n);
+      avgdl = Number(row.avgdl);
+    } else if (row.hub_id) hubs.push({ id: row.hub_id, chunks: Number(row.hub_chunks) });
+    else if (row.term !== null) terms.push({ term: row.term, idf: Number(row.idf) });
+    else if (row.entity_idx !== null) analysed.push({ idx: Number(row.entity_idx), lexemes: row.lexemes ?? [], df: Number(row.df) });
+    else if (row.change_id !== null) {
+      changes.push({ id: String(row.change_id), hubId: row.change_hub!, memoryId: row.change_memory!, xid: BigInt(row.change_xid!) });
+    }
+  }
+  const truncated = changes.length > MAX_CHANGES;
+  // Hubs too large for the index together are searched in SQL.
+  if (!(await index.sync({ since, snapshotXmin, horizon, changes: truncated ? [] : changes, truncated }, hubs, lexicalIndexCapacity()))) return null;
+  const hubIds = hubs.map((hub) => hub.id);
+  const stats = lexicalStats(hubIds, terms, chunkCount, analysed, entities);
+  if (terms.length === 0) return { stats, hits: [], candidates: 0 };
+  const { hits, candidates } = index.search(hubIds, terms, avgdl, K1, B, Math.min(limit, RESCORED));
+  return { stats, hits, candidates };
+}
+
+/**
+ * The SQL leg in one statement (engram_lexical_search): resolves the hubs, analyses the query
+ * with the index's own analyser, reads the hubs' statistics and searches. Rare words select on
+ * their own, the commoner ones in pairs once the postings budget is spent.
+ */
+async function sqlSearch(
   sql: SqlRunner,
   query: LexicalQuery,
   filters: Omit<SearchScope, "hubIds">,
@@ -139,15 +225,25 @@ export async function lexicalSearch(
       candidates = Number(row.candidates ?? 0);
     }
   }
+  const stats = lexicalStats(hubIds, terms, chunkCount, analysed, entities);
+  return { stats, hits: hits.sort((a, b) => b.bm25 - a.bm25).slice(0, limit), candidates };
+}
+
+function lexicalStats(
+  hubIds: string[],
+  terms: QueryTerm[],
+  chunkCount: number,
+  analysed: { idx: number; lexemes: string[]; df: number }[],
+  entities: string[],
+): LexicalStats {
   const specific = analysed
     .sort((a, b) => a.idx - b.idx)
     .flatMap((row) => (row.lexemes.length > 0 && row.df <= Math.max(1, chunkCount * SPECIFIC_ENTITY_SHARE) ? [{ text: entities[row.idx - 1]!, lexemes: row.lexemes }] : []));
-  const stats: LexicalStats = {
+  return {
     hubIds,
     terms,
     chunkCount,
     queryIdf: terms.reduce((sum, t) => sum + t.idf, 0),
     entities: specific,
   };
-  return { stats, hits: hits.sort((a, b) => b.bm25 - a.bm25).slice(0, limit), candidates };
 }

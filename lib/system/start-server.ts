@@ -2,6 +2,7 @@ import { getDatabase } from "@/lib/db/database.ts";
 import { startEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
 import { config } from "@/lib/config.ts";
 import { startEventsPrune } from "@/lib/events/prune-events.ts";
+import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
 
 /**
  * Server start-up: open (and migrate) the database so the first request does
@@ -14,6 +15,7 @@ export async function startServer(): Promise<void> {
   console.log(`engram: ${database.kind} database ready in ${Date.now() - started} ms`);
   startEmbeddedMaintenance(database);
   startEventsPrune(database);
+  startIndexChangesPrune(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(

@@ -1,0 +1,362 @@
+import type { SqlRunner } from "@/lib/db/database.ts";
+
+/**
+ * The lexical leg's in-memory inverted index (one per database handle in each server process).
+ *
+ * Why: on 10k chunks the SQL leg (engram_lexical_search) spends ~10 ms reading and ranking up to
+ * 600 candidate chunks' tsvectors, and stops there, which costs quality on corpora whose questions
+ * use common words. Postings in memory score exact BM25 over every matching chunk in ~1 ms.
+ *
+ * What it holds, per loaded hub: every chunk of an active memory (its stored search_vector) and
+ * every active memory not chunked yet (pending/running, matched whole: read-your-writes), the same
+ * documents the SQL leg reads. The statistics (df, idf, chunk count, average length) still come from
+ * the database on every query, so scores match the SQL leg's exactly.
+ *
+ * Coherence across processes: triggers append every change that affects those documents to
+ * recall_index_changes with the writing transaction's id. Each query reads the changes of
+ * transactions at or after the xmin of the snapshot of the previous catch-up (so a transaction
+ * that commits late is still seen) and reloads those memories. Pruning the log or a TRUNCATE
+ * raises recall_index_horizon; a process whose catch-up is older rebuilds.
+ */
+
+/** Postings of one term in one hub: document numbers and term frequencies. */
+class Postings {
+  docs = new Int32Array(4);
+  tfs = new Uint16Array(4);
+  size = 0;
+
+  push(doc: number, tf: number): void {
+    if (this.size === this.docs.length) {
+      const docs = new Int32Array(this.size * 2);
+      docs.set(this.docs);
+      this.docs = docs;
+      const tfs = new Uint16Array(this.size * 2);
+      tfs.set(this.tfs);
+      this.tfs = tfs;
+    }
+    this.docs[this.size] = doc;
+    this.tfs[this.size] = Math.min(tf, 65535);
+    this.size++;
+  }
+}
+
+export interface IndexedDocument {
+  /** null for a memory not chunked yet (indexed whole). */
+  chunkId: string | null;
+  memoryId: string;
+  /** The stored tsvector as text. */
+  vector: string;
+}
+
+/** One hub's documents. Removed documents are tombstoned; a hub with many tombstones is reloaded. */
+class HubIndex {
+  /** When a search last used it (the least recently used hub is evicted first). */
+  usedAt = 0;
+  chunkIds: (string | null)[] = [];
+  memoryIds: string[] = [];
+  lengths: number[] = [];
+  alive: boolean[] = [];
+  dead = 0;
+  postings = new Map<string, Postings>();
+  byMemory = new Map<string, number[]>();
+
+  get live(): number {
+    return this.chunkIds.length - this.dead;
+  }
+
+  add(document: IndexedDocument): void {
+    const doc = this.chunkIds.length;
+    let length = 0;
+    parseTsvector(document.vector, (lexeme, tf) => {
+      length += tf;
+      let postings = this.postings.get(lexeme);
+      if (!postings) this.postings.set(lexeme, (postings = new Postings()));
+      postings.push(doc, tf);
+    });
+    this.chunkIds.push(document.chunkId);
+    this.memoryIds.push(document.memoryId);
+    // The SQL leg's length: greatest(search_length, 1), search_length being the sum of term frequencies.
+    this.lengths.push(Math.max(length, 1));
+    this.alive.push(true);
+    const docs = this.byMemory.get(document.memoryId);
+    if (docs) docs.push(doc);
+    else this.byMemory.set(document.memoryId, [doc]);
+  }
+
+  removeMemory(memoryId: string): void {
+    const docs = this.byMemory.get(memoryId);
+    if (!docs) return;
+    for (const doc of docs) {
+      if (this.alive[doc]) {
+        this.alive[doc] = false;
+        this.dead++;
+      }
+    }
+    this.byMemory.delete(memoryId);
+  }
+}
+
+/**
+ * Calls `each(lexeme, tf)` for every lexeme of a tsvector's text form (`'word':1,4A 'it''s':2`):
+ * tf is its number of positions (1 without positions), as the SQL leg counts it.
+ */
+export function parseTsvector(text: string, each: (lexeme: string, tf: number) => void): void {
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    if (text.charCodeAt(i) !== 39) {
+      i++;
+      continue;
+    }
+    i++;
+    let lexeme = "";
+    let start = i;
+    while (i < n) {
+      const c = text.charCodeAt(i);
+      if (c === 39) {
+        // '' is a quote inside the lexeme; a lone ' ends it.
+        if (text.charCodeAt(i + 1) === 39) {
+          lexeme += text.slice(start, i + 1);
+          i += 2;
+          start = i;
+          continue;
+        }
+        break;
+      }
+      if (c === 92) {
+        lexeme += text.slice(start, i) + text.charAt(i + 1);
+        i += 2;
+        start = i;
+        continue;
+      }
+      i++;
+    }
+    lexeme += text.slice(start, i);
+    i++;
+    let tf = 1;
+    if (text.charCodeAt(i) === 58) {
+      i++;
+      while (i < n && text.charCodeAt(i) !== 32) {
+        if (text.charCodeAt(i) === 44) tf++;
+        i++;
+      }
+    }
+    each(lexeme, tf);
+  }
+}
+
+export interface IndexedTerm {
+  term: string;
+  idf: number;
+}
+
+export interface IndexedHit {
+  chunkId: string | null;
+  memoryId: string;
+  bm25: number;
+  matchedIdf: number;
+  matchedTerms: string[];
+}
+
+export interface IndexChange {
+  id: string;
+  hubId: string;
+  memoryId: string;
+  xid: bigint;
+}
+
+/** What one query's statistics statement told the index about the database's state. */
+export interface IndexCatchUp {
+  /** The `since` the statement was given (null: none). */
+  since: bigint | null;
+  /** xmin of the statement's snapshot: every transaction below it had finished. */
+  snapshotXmin: bigint;
+  horizon: bigint;
+  changes: IndexChange[];
+  /** True when the changes were cut at the statement's limit: rebuild rather than replay. */
+  truncated: boolean;
+}
+
+/** Most tombstoned documents in a hub before it is reloaded instead (share of its documents). */
+const MAX_DEAD_SHARE = 0.3;
+/** Memories reloaded per statement. */
+const RELOAD_BATCH = 500;
+
+export class LexicalIndex {
+  private hubs = new Map<string, HubIndex>();
+  private sinceXid: bigint | null = null;
+  /** Change rows already applied whose transactions are at or after `since` (they are read again). */
+  private applied = new Map<string, bigint>();
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly sql: SqlRunner) {}
+
+  /** What the next statistics statement should pass as p_since. */
+  get since(): bigint | null {
+    return this.sinceXid;
+  }
+
+  /** Documents held in all loaded hubs. */
+  get size(): number {
+    let total = 0;
+    for (const hub of this.hubs.values()) total += hub.live;
+    return total;
+  }
+
+  /**
+   * Applies a query's catch-up and loads the hubs it searches that are not loaded yet, evicting
+   * the least recently searched hubs to stay within `capacity` documents. Resolves false (nothing
+   * loaded) when the query's own hubs (`chunks`: their sizes from the statistics) exceed it.
+   * Serialised within the process, so two concurrent queries never reload a memory at once.
+   */
+  sync(catchUp: IndexCatchUp, hubs: { id: string; chunks: number }[], capacity: number): Promise<boolean> {
+    const run = this.queue.then(() => this.syncNow(catchUp, hubs, capacity));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async syncNow(catchUp: IndexCatchUp, hubs: { id: string; chunks: number }[], capacity: number): Promise<boolean> {
+    const wanted = new Set(hubs.map((hub) => hub.id));
+    const needed = hubs.reduce((sum, hub) => sum + (this.hubs.get(hub.id)?.live ?? hub.chunks), 0);
+    if (needed > capacity) return false;
+    // Rows this process never saw may have been pruned (or the tables truncated): start over.
+    if (catchUp.since !== null && (catchUp.horizon >= catchUp.since || catchUp.truncated)) this.clear();
+    // (Cleared since this query read its changes: the loads below are newer than them.)
+    if (this.sinceXid !== null || catchUp.since === null) {
+      const memories = new Set<string>();
+      for (const change of catchUp.changes) {
+        if (this.applied.has(change.id)) continue;
+        if (this.hubs.has(change.hubId)) memories.add(change.memoryId);
+      }
+      await this.reload([...memories]);
+    }
+    // Tombstones cost every search that walks their postings: reload such a hub from scratch.
+    for (const [id, hub] of this.hubs) if (hub.dead > 100 && hub.dead > MAX_DEAD_SHARE * hub.chunkIds.length) this.hubs.delete(id);
+    const missing = [...wanted].filter((id) => !this.hubs.has(id));
+    if (missing.length > 0) {
+      let size = this.size + hubs.reduce((sum, hub) => sum + (this.hubs.has(hub.id) ? 0 : hub.chunks), 0);
+      for (const [id, hub] of [...this.hubs].sort((x, y) => x[1].usedAt - y[1].usedAt)) {
+        if (size <= capacity) break;
+        if (wanted.has(id)) continue;
+        this.hubs.delete(id);
+        size -= hub.live;
+      }
+      await this.load(missing);
+    }
+    const now = performance.now();
+    for (const id of wanted) {
+      const hub = this.hubs.get(id);
+      if (hub) hub.usedAt = now;
+    }
+    if (this.sinceXid === null || catchUp.snapshotXmin > this.sinceXid) this.sinceXid = catchUp.snapshotXmin;
+    for (const change of catchUp.changes) if (change.xid >= this.sinceXid) this.applied.set(change.id, change.xid);
+    for (const [id, xid] of this.applied) if (xid < this.sinceXid) this.applied.delete(id);
+    return true;
+  }
+
+  private clear(): void {
+    this.hubs.clear();
+    this.applied.clear();
+    this.sinceXid = null;
+  }
+
+  private async load(hubIds: string[]): Promise<void> {
+    const fresh = new Map(hubIds.map((id) => [id, new HubIndex()]));
+    const rows = await this.sql.query<{ hub_id: string; chunk_id: string | null; memory_id: string; vec: string }>(
+      `SELECT c.hub_id, c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec
+       FROM chunks c JOIN memories m ON m.id = c.memory_id
+       WHERE c.hub_id = ANY($1::uuid[]) AND c.search_vector IS NOT NULL AND m.state = 'active' AND m.hub_id = c.hub_id
+       UNION ALL
+       SELECT m.hub_id, NULL, m.id, m.search_vector::text
+       FROM memories m
+       WHERE m.hub_id = ANY($1::uuid[]) AND m.processing_status IN ('pending', 'running') AND m.state = 'active' AND m.search_vector IS NOT NULL`,
+      [hubIds],
+    );
+    for (const row of rows) fresh.get(row.hub_id)?.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
+    for (const [id, hub] of fresh) this.hubs.set(id, hub);
+  }
+
+  private async reload(memoryIds: string[]): Promise<void> {
+    for (let i = 0; i < memoryIds.length; i += RELOAD_BATCH) {
+      const batch = memoryIds.slice(i, i + RELOAD_BATCH);
+      const rows = await this.sql.query<{ hub_id: string; chunk_id: string | null; memory_id: string; vec: string }>(
+        `SELECT c.hub_id, c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec
+         FROM chunks c JOIN memories m ON m.id = c.memory_id
+         WHERE c.memory_id = ANY($1::uuid[]) AND c.hub_id = ANY($2::uuid[]) AND c.search_vector IS NOT NULL
+           AND m.state = 'active' AND m.hub_id = c.hub_id
+         UNION ALL
+         SELECT m.hub_id, NULL, m.id, m.search_vector::text
+         FROM memories m
+         WHERE m.id = ANY($1::uuid[]) AND m.hub_id = ANY($2::uuid[]) AND m.processing_status IN ('pending', 'running')
+           AND m.state = 'active' AND m.search_vector IS NOT NULL`,
+        [batch, [...this.hubs.keys()]],
+      );
+      for (const memoryId of batch) for (const hub of this.hubs.values()) hub.removeMemory(memoryId);
+      for (const row of rows) this.hubs.get(row.hub_id)?.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
+    }
+  }
+
+  /**
+   * Exact BM25 (k1, b) of every document of `hubIds` holding any of `terms`, best first, at most
+   * `limit`. Ties go to the lower chunk (or memory) id, so the order is stable.
+   */
+  search(hubIds: string[], terms: IndexedTerm[], avgdl: number, k1: number, b: number, limit: number): { hits: IndexedHit[]; candidates: number } {
+    const hits: IndexedHit[] = [];
+    let candidates = 0;
+    for (const hubId of new Set(hubIds)) {
+      const hub = this.hubs.get(hubId);
+      if (!hub) continue;
+      const count = hub.chunkIds.length;
+      const bm25 = new Float64Array(count);
+      const matched = new Float64Array(count);
+      // One bit per query term (at most 32 terms, the SQL leg's cap too).
+      const mask = new Uint32Array(count);
+      const touched: number[] = [];
+      const norm = terms.length > 32 ? terms.slice(0, 32) : terms;
+      norm.forEach(({ term, idf }, t) => {
+        const postings = hub.postings.get(term);
+        if (!postings) return;
+        const { docs, tfs, size } = postings;
+        const bit = 1 << t;
+        for (let j = 0; j < size; j++) {
+          const doc = docs[j]!;
+          if (!hub.alive[doc]) continue;
+          const tf = tfs[j]!;
+          if (mask[doc] === 0) touched.push(doc);
+          mask[doc] = mask[doc]! | bit;
+          matched[doc] = matched[doc]! + idf;
+          bm25[doc] = bm25[doc]! + (idf * tf * (k1 + 1)) / (tf + k1 * (1 - b + (b * hub.lengths[doc]!) / avgdl));
+        }
+      });
+      candidates += touched.length;
+      touched.sort((x, y) => bm25[y]! - bm25[x]! || compareIds(hub, x, y));
+      for (const doc of touched.slice(0, limit)) {
+        const bits = mask[doc]!;
+        hits.push({
+          chunkId: hub.chunkIds[doc]!,
+          memoryId: hub.memoryIds[doc]!,
+          bm25: bm25[doc]!,
+          matchedIdf: matched[doc]!,
+          matchedTerms: norm.flatMap(({ term }, t) => ((bits >>> t) & 1 ? [term] : [])),
+        });
+      }
+    }
+    hits.sort((x, y) => y.bm25 - x.bm25 || (x.chunkId ?? x.memoryId).localeCompare(y.chunkId ?? y.memoryId));
+    return { hits: hits.slice(0, limit), candidates };
+  }
+}
+
+function compareIds(hub: HubIndex, x: number, y: number): number {
+  const a = hub.chunkIds[x] ?? hub.memoryIds[x]!;
+  const b = hub.chunkIds[y] ?? hub.memoryIds[y]!;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const indexes = new WeakMap<SqlRunner, LexicalIndex>();
+
+/** The process's index over one database handle (created empty; hubs load on first search). */
+export function lexicalIndexFor(sql: SqlRunner): LexicalIndex {
+  let index = indexes.get(sql);
+  if (!index) indexes.set(sql, (index = new LexicalIndex(sql)));
+  return index;
+}

@@ -1,0 +1,223 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SqlRunner } from "@/lib/db/database.ts";
+import { lexicalIndexFor, parseTsvector } from "@/lib/recall/lexical-index.ts";
+import { lexicalSearch, type LexicalQuery, type LexicalResult } from "@/lib/recall/lexical-search.ts";
+import { pruneIndexChanges } from "@/lib/recall/prune-index-changes.ts";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
+import { indexMemories } from "./recall-helpers.ts";
+
+// Issue 10 (latency): the lexical leg's in-process inverted index. On a corpus small enough that the
+// SQL leg's candidate caps never bind, both must return the same chunks with the same scores,
+// after every kind of write, in every process.
+
+let h: Harness;
+let ann: Client;
+let mira: Client;
+let teamHub: string;
+
+/** Another server process's view of the same database: its own index, the same connection. */
+function otherProcess(sql: SqlRunner): SqlRunner {
+  return { exec: (text) => sql.exec(text), query: (text, params) => sql.query(text, params) };
+}
+
+function summary(result: LexicalResult) {
+  return {
+    hubIds: result.stats.hubIds,
+    terms: result.stats.terms,
+    chunkCount: result.stats.chunkCount,
+    hits: result.hits
+      .map((hit) => ({ ...hit, bm25: Math.round(hit.bm25 * 1e9) / 1e9, matchedIdf: Math.round(hit.matchedIdf * 1e9) / 1e9 }))
+      .sort((a, b) => (a.chunkId ?? a.memoryId).localeCompare(b.chunkId ?? b.memoryId)),
+  };
+}
+
+async function sqlLeg(sql: SqlRunner, query: LexicalQuery): Promise<LexicalResult> {
+  process.env.ENGRAM_LEXICAL_INDEX = "off";
+  try {
+    return await lexicalSearch(sql, query, {}, 50);
+  } finally {
+    delete process.env.ENGRAM_LEXICAL_INDEX;
+  }
+}
+
+/** The index's answer, checked against the SQL leg's; returns the memories found. */
+async function search(client: Client, text: string, sql = h.database.sql): Promise<string[]> {
+  const query = { userId: client.id, text };
+  const indexed = await lexicalSearch(sql, query, {}, 50);
+  expect(summary(indexed)).toEqual(summary(await sqlLeg(sql, query)));
+  return [...new Set(indexed.hits.map((hit) => hit.memoryId))];
+}
+
+async function push(client: Client, content: string, hubId?: string): Promise<string> {
+  const res = await client.post("/v1/memories", { content }, hubId ? { headers: { "x-hub-id": hubId } } : {});
+  expect(res.status).toBe(201);
+  return res.body.data.id;
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  mira = await h.user("Mira");
+  teamHub = await h.teamHub(ann, [[mira, "contributor"]]);
+});
+
+afterAll(async () => {
+  await h.close();
+});
+
+describe("parseTsvector", () => {
+  it("reads every lexeme and its position count as the database stores them", async () => {
+    const texts = [
+      "It's O'Brien's café: the back\\slash path C:\\temp\\x and 'quoted' words, words, words.",
+      "数据库备份保留多久 getUserById ERR_CONN_RESET docker-compose.yml",
+      "",
+    ];
+    for (const text of texts) {
+      const [row] = await h.database.sql.query<{ vec: string }>(`SELECT engram_tsvector($1)::text AS vec`, [text]);
+      const expected = await h.database.sql.query<{ lexeme: string; tf: number }>(
+        `SELECT u.lexeme, greatest(coalesce(array_length(u.positions, 1), 1), 1) AS tf FROM unnest(engram_tsvector($1)) AS u ORDER BY u.lexeme`,
+        [text],
+      );
+      const parsed: { lexeme: string; tf: number }[] = [];
+      parseTsvector(row!.vec, (lexeme, tf) => parsed.push({ lexeme, tf }));
+      expect(parsed).toEqual(expected.map((e) => ({ lexeme: e.lexeme, tf: Number(e.tf) })));
+    }
+    const seen: [string, number][] = [];
+    parseTsvector(`'a''b':1,2A 'c\\\\d' 'e':3`, (lexeme, tf) => seen.push([lexeme, tf]));
+    expect(seen).toEqual([["a'b", 2], ["c\\d", 1], ["e", 1]]);
+  });
+});
+
+describe("the in-process lexical index", () => {
+  it("matches the SQL leg through creates, processing, edits, archiving, moves and deletes, in every process", async () => {
+    const second = otherProcess(h.database.sql);
+    const kiwi = await push(ann, "# Kiwi rollout\n\nThe kiwi deploy runs behind a feature flag on Tuesdays.");
+    const mango = await push(ann, "# Mango cache\n\nThe mango cache is warmed before the deploy.");
+    const shared = await push(mira, "# Team deploy notes\n\nEvery deploy is announced in the kiwi channel first.", teamHub);
+
+    // Not chunked yet: matched whole.
+    expect((await search(ann, "kiwi deploy")).sort()).toEqual([kiwi, mango, shared].sort());
+    expect((await search(ann, "kiwi deploy", second)).sort()).toEqual([kiwi, mango, shared].sort());
+    expect(await search(mira, "mango")).toEqual([]);
+
+    // Chunked: matched by chunk.
+    await indexMemories(h.db, [kiwi, mango, shared], { embed: false });
+    const chunked = await lexicalSearch(h.database.sql, { userId: ann.id, text: "kiwi" }, {}, 50);
+    expect(chunked.hits.every((hit) => hit.chunkId !== null)).toBe(true);
+    await search(ann, "kiwi deploy flag");
+
+    // An edit: the new words match the whole memory at once; its old chunks answer until re-processing replaces them.
+    const edited = await ann.patch(`/v1/memories/${mango}`, { content: "# Papaya cache\n\nThe papaya cache is warmed nightly." });
+    expect(edited.status).toBe(200);
+    expect(await search(ann, "papaya")).toEqual([mango]);
+    expect(await search(ann, "papaya", second)).toEqual([mango]);
+    expect(await search(ann, "mango")).toEqual([mango]);
+    await indexMemories(h.db, [mango], { embed: false });
+    expect(await search(ann, "mango", second)).toEqual([]);
+    expect(await search(ann, "mango")).toEqual([]);
+    expect(await search(ann, "papaya nightly")).toEqual([mango]);
+
+    // Archived: gone; active again: back.
+    expect((await ann.patch(`/v1/memories/${kiwi}`, { state: "archived" })).status).toBe(200);
+    expect(await search(ann, "feature flag", second)).toEqual([]);
+    expect(await search(ann, "feature flag")).toEqual([]);
+    expect((await ann.patch(`/v1/memories/${kiwi}`, { state: "active" })).status).toBe(200);
+    expect(await search(ann, "feature flag")).toEqual([kiwi]);
+
+    // Moved into the team hub: Mira finds it, in both processes.
+    expect(await search(mira, "feature flag")).toEqual([]);
+    const moved = await ann.post("/v1/memories/batch-move", { ids: [kiwi], hub_id: teamHub });
+    expect(moved.status).toBe(200);
+    expect(await search(mira, "feature flag")).toEqual([kiwi]);
+    expect(await search(mira, "feature flag", second)).toEqual([kiwi]);
+
+    // Deleted: gone.
+    expect((await ann.delete(`/v1/memories/${kiwi}`)).status).toBe(200);
+    expect(await search(mira, "feature flag")).toEqual([]);
+    expect(await search(ann, "feature flag", second)).toEqual([]);
+    expect((await search(ann, "deploy")).sort()).toEqual([shared]);
+  });
+
+  it("rebuilds after the change log was pruned past its last catch-up", async () => {
+    const stale = otherProcess(h.database.sql);
+    const first = await push(ann, "Quince jam needs pectin.");
+    expect(await search(ann, "quince", stale)).toEqual([first]);
+    const index = lexicalIndexFor(stale);
+    const since = index.since;
+    expect(since).not.toBeNull();
+    const second = await push(ann, "Quince trees flower late.");
+    // Both writes are older than a zero retention: pruned, and the horizon moves past `since`.
+    expect(await pruneIndexChanges(h.database.sql, 0)).toBeGreaterThan(0);
+    const [horizon] = await h.database.sql.query<{ xid: string }>(`SELECT xid::text AS xid FROM recall_index_horizon`);
+    expect(BigInt(horizon!.xid)).toBeGreaterThanOrEqual(since!);
+    // The stale process never read the second write's change row; it must rebuild, not miss it.
+    expect((await search(ann, "quince", stale)).sort()).toEqual([first, second].sort());
+    expect(index.since! > since!).toBe(true);
+  });
+
+  it("falls back to SQL for hubs that would overflow the index", async () => {
+    const sql = otherProcess(h.database.sql);
+    const id = await push(ann, "Rhubarb crumble for the offsite.");
+    process.env.ENGRAM_LEXICAL_INDEX_MAX_CHUNKS = "1";
+    try {
+      expect(await search(ann, "rhubarb", sql)).toEqual([id]);
+      expect(lexicalIndexFor(sql).size).toBe(0);
+    } finally {
+      delete process.env.ENGRAM_LEXICAL_INDEX_MAX_CHUNKS;
+    }
+  });
+
+  it("evicts the least recently searched hub to load another within its capacity", async () => {
+    const sql = otherProcess(h.database.sql);
+    await indexMemories(h.db, [await push(ann, "Damson gin, personal notes."), await push(mira, "Damson orchard visit, team notes.", teamHub)], { embed: false });
+    const counts = await h.database.sql.query<{ hub_id: string; chunk_count: number }>(
+      `SELECT hub_id, chunk_count FROM recall_hub_stats WHERE hub_id = ANY($1::uuid[])`,
+      [[ann.personalHubId, teamHub]],
+    );
+    const size = new Map(counts.map((row) => [row.hub_id, Number(row.chunk_count)]));
+    const personal = size.get(ann.personalHubId)!;
+    const team = size.get(teamHub)!;
+    process.env.ENGRAM_LEXICAL_INDEX_MAX_CHUNKS = String(Math.max(personal, team) + 1);
+    try {
+      const index = lexicalIndexFor(sql);
+      await lexicalSearch(sql, { userId: ann.id, hubIds: [ann.personalHubId], text: "damson" }, {}, 50);
+      const afterPersonal = index.size;
+      expect(afterPersonal).toBeGreaterThanOrEqual(personal);
+      // Both hubs together do not fit: SQL answers, and nothing is loaded or evicted.
+      expect(await search(ann, "damson", sql)).toHaveLength(2);
+      expect(index.size).toBe(afterPersonal);
+      const teamOnly = await lexicalSearch(sql, { userId: ann.id, hubIds: [teamHub], text: "damson" }, {}, 50);
+      expect(teamOnly.hits).toHaveLength(1);
+      // The team hub alone fits once the personal one is evicted.
+      expect(index.size).toBeLessThan(afterPersonal + team);
+      expect(index.size).toBeGreaterThanOrEqual(team);
+    } finally {
+      delete process.env.ENGRAM_LEXICAL_INDEX_MAX_CHUNKS;
+    }
+  });
+
+  // Several connections only: a transaction that commits after a catch-up whose snapshot it was
+  // running in must still reach the index (its change row has an xid at or above that xmin).
+  it.skipIf(!testPostgres())("sees a write whose transaction commits after a catch-up began", async () => {
+    const id = await push(ann, "Sorrel soup recipe.");
+    expect(await search(ann, "sorrel")).toEqual([id]);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let written!: () => void;
+    const wrote = new Promise<void>((resolve) => (written = resolve));
+    const slow = h.db.$transaction(
+      async (tx) => {
+        await tx.memory.update({ where: { id }, data: { content: "Tarragon soup recipe.", processingStatus: "pending" } });
+        written();
+        await gate;
+      },
+      { timeout: 30_000 },
+    );
+    await wrote;
+    // The index catches up while the edit is uncommitted: it still sees the old words.
+    expect(await search(ann, "sorrel")).toEqual([id]);
+    release();
+    await slow;
+    expect(await search(ann, "tarragon")).toEqual([id]);
+  });
+});
