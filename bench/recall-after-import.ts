@@ -7,6 +7,8 @@
 //   BENCH_IMPORT       memories imported (default 2000)
 //   BENCH_QUERIES      recalls per time slot (default 60)
 //   BENCH_NO_ANALYZE=1 do not start the maintenance (what a fresh server did before autoanalyze)
+//   BENCH_KEEP=1       keep the database directory (printed) for a closer look afterwards
+//   BENCH_BREAKDOWN=1  also print each slot's mean time per recall of the query embedding and each raw SQL statement
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -22,10 +24,12 @@ import { flushAccess } from "@/lib/recall/record-access.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { MEMORIES, QUERIES } from "../eval/corpus.ts";
 import { dispatch } from "../tests/support/router.ts";
+import { timeStages } from "./lib/time-stages.ts";
 
 const IMPORT = Number(process.env.BENCH_IMPORT ?? 2000);
 const QUERY_COUNT = Number(process.env.BENCH_QUERIES ?? 60);
 const NO_ANALYZE = process.env.BENCH_NO_ANALYZE === "1";
+const BREAKDOWN = process.env.BENCH_BREAKDOWN === "1";
 
 let seed = 7;
 const random = () => {
@@ -43,7 +47,8 @@ const sentences = MEMORIES.flatMap((m) => m.content.split(/(?<=[.!?])\s+|\n+/).f
 const shortMemory = (i: number) => `${sentences[Math.floor(random() * sentences.length)]} ${sentences[Math.floor(random() * sentences.length)]} (note ${i})`;
 const baseQueries = QUERIES.map((q) => (typeof q.query === "function" ? q.query(new Date()) : q.query));
 
-if (!(await getEmbedder())) throw new Error("No embedding model: run `npm run models` first");
+const embedder = await getEmbedder();
+if (!embedder) throw new Error("No embedding model: run `npm run models` first");
 setRateLimiter(new MemoryRateLimiter({ regular: 1e9, heavy: 1e9, light: 1e9 }));
 const dataDir = mkdtempSync(path.join(tmpdir(), "engram-bench-import-"));
 const database = await openDatabase({ dataDir: path.join(dataDir, "pglite") });
@@ -86,6 +91,7 @@ for (const at of [0, 20, 40, 60]) {
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   clearQueryVectorCache();
   const server: number[] = [];
+  const stages = BREAKDOWN ? timeStages(database, embedder) : undefined;
   for (let i = 0; i < QUERY_COUNT; i++) {
     const query = `${baseQueries[Math.floor(random() * baseQueries.length)]}`;
     const res = await call("/v1/recall", { query, no_rerank: true });
@@ -93,12 +99,14 @@ for (const at of [0, 20, 40, 60]) {
     server.push(res.body.data.query_metadata.latency_ms);
     await flushAccess();
   }
+  stages?.print(QUERY_COUNT, summary(server));
   slots[`t+${at}s`] = { server_latency_ms: summary(server), statistics: await stats() };
   console.log(`t+${at}s`, JSON.stringify(slots[`t+${at}s`]));
 }
 setDatabase(undefined);
 await database.close();
-rmSync(dataDir, { recursive: true, force: true });
+if (process.env.BENCH_KEEP === "1") console.log(`kept the database in ${dataDir}`);
+else rmSync(dataDir, { recursive: true, force: true });
 mkdirSync("bench/results", { recursive: true });
 const file = path.join("bench/results", `recall-after-import-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
 writeFileSync(file, JSON.stringify({ node: process.version, import: IMPORT, queries: QUERY_COUNT, no_analyze: NO_ANALYZE, slots }, null, 2));

@@ -39,6 +39,7 @@ import { createHttpReranker, setReranker } from "@/lib/recall/reranker.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { MEMORIES, QUERIES } from "../eval/corpus.ts";
 import { freshDatabase } from "./lib/fresh-database.ts";
+import { timeStages } from "./lib/time-stages.ts";
 
 const SIZES = (process.env.BENCH_SIZES ?? "10000,100000").split(",").map(Number);
 const KEEP = process.env.BENCH_KEEP_DIR;
@@ -130,37 +131,6 @@ async function load(database: Database, hubIds: string[], ownerId: string, chunk
 }
 
 /** Wraps the raw SQL runner and the embedder to time each stage; `print` restores them. */
-function timeStages(database: Database, embedder: NonNullable<Awaited<ReturnType<typeof getEmbedder>>>) {
-  const totals = new Map<string, number>();
-  const add = (label: string, ms: number) => totals.set(label, (totals.get(label) ?? 0) + ms);
-  const query = database.sql.query.bind(database.sql);
-  const embed = embedder.embed.bind(embedder);
-  database.sql.query = async (text, params) => {
-    const started = performance.now();
-    try {
-      return await query(text, params);
-    } finally {
-      add(`sql: ${/(engram_\w+|FROM\s+\S+|UPDATE\s+\S+)/.exec(text)?.[1] ?? text.trim().slice(0, 40)}`, performance.now() - started);
-    }
-  };
-  embedder.embed = async (texts, kind) => {
-    const started = performance.now();
-    try {
-      return await embed(texts, kind);
-    } finally {
-      add("query embedding", performance.now() - started);
-    }
-  };
-  return {
-    print(count: number, server: { p50: number }) {
-      database.sql.query = query;
-      embedder.embed = embed;
-      console.log(`  stages, mean ms per recall (server latency_ms p50 ${server.p50}):`);
-      for (const [label, ms] of [...totals].sort((a, b) => b[1] - a[1])) console.log(`    ${(ms / count).toFixed(2).padStart(7)}  ${label}`);
-    },
-  };
-}
-
 function queryTexts(count: number): string[] {
   const base = QUERIES.map((q) => (typeof q.query === "function" ? q.query(new Date()) : q.query));
   const texts = new Set(base);
