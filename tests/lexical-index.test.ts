@@ -15,9 +15,19 @@ let ann: Client;
 let mira: Client;
 let teamHub: string;
 
-/** Another server process's view of the same database: its own index, the same connection. */
-function otherProcess(sql: SqlRunner): SqlRunner {
-  return { exec: (text) => sql.exec(text), query: (text, params) => sql.query(text, params) };
+/**
+ * Another server process's view of the same database: its own index, the same connection.
+ * `afterQuery` runs after each statement, before its rows are returned.
+ */
+function otherProcess(sql: SqlRunner, afterQuery?: (text: string) => Promise<void>): SqlRunner {
+  return {
+    exec: (text) => sql.exec(text),
+    query: async (text, params) => {
+      const rows = await sql.query(text, params);
+      await afterQuery?.(text);
+      return rows as never;
+    },
+  };
 }
 
 function summary(result: LexicalResult) {
@@ -153,6 +163,35 @@ describe("the in-process lexical index", () => {
     // The stale process never read the second write's change row; it must rebuild, not miss it.
     expect((await search(ann, "quince", stale)).sort()).toEqual([first, second].sort());
     expect(index.since! > since!).toBe(true);
+  });
+
+  it("reads a large hub in the background, answering in SQL meanwhile, without missing writes made during the read", async () => {
+    // Writes land between the read's first and second page, and a search meanwhile (which moves
+    // the process's catch-up past them) must not make the index forget them.
+    let during = "";
+    let archived = "";
+    let pages = 0;
+    const sql: SqlRunner = otherProcess(h.database.sql, async (text) => {
+      if (!text.includes("WITH page AS MATERIALIZED") || ++pages !== 1) return;
+      during = await push(ann, "Another deploy, of the medlar service.");
+      expect((await ann.patch(`/v1/memories/${archived}`, { state: "archived" })).status).toBe(200);
+      expect(await search(ann, "deploy", sql)).toContain(during);
+    });
+    const older = await Promise.all(["alder", "birch", "cedar", "fir", "elder"].map((tree) => push(ann, `The ${tree} deploy went out on Monday.`)));
+    await indexMemories(h.db, older, { embed: false });
+    // Every hub counts as large here, and pages are 3 memories: the read takes many statements.
+    const index = lexicalIndexFor(sql, { inlineLoadMax: -1, loadPage: 3 });
+    // The first search starts the read and is answered in SQL (search() checks the answers agree).
+    const before = await search(ann, "deploy", sql);
+    archived = before.at(-1)!;
+    await index.settled();
+    expect(pages).toBeGreaterThan(1);
+    expect(index.size).toBeGreaterThan(0);
+    const after = await search(ann, "deploy", sql);
+    expect(after).toContain(during);
+    expect(after).not.toContain(archived);
+    expect((await ann.patch(`/v1/memories/${archived}`, { state: "active" })).status).toBe(200);
+    expect(await search(ann, "deploy", sql)).toContain(archived);
   });
 
   it("falls back to SQL for hubs that would overflow the index", async () => {

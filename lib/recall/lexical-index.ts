@@ -1,3 +1,4 @@
+import { runAsBackground } from "@/lib/db/background-work.ts";
 import type { SqlRunner } from "@/lib/db/database.ts";
 
 /**
@@ -24,6 +25,13 @@ class Postings {
   docs = new Int32Array(4);
   tfs = new Uint16Array(4);
   size = 0;
+
+  /** Drops the spare room of the last doubling (a loaded hub's postings are mostly final). */
+  trim(): void {
+    if (this.size === this.docs.length) return;
+    this.docs = this.docs.slice(0, this.size);
+    this.tfs = this.tfs.slice(0, this.size);
+  }
 
   push(doc: number, tf: number): void {
     if (this.size === this.docs.length) {
@@ -181,15 +189,26 @@ export interface IndexCatchUp {
 const MAX_DEAD_SHARE = 0.3;
 /** Memories reloaded per statement. */
 const RELOAD_BATCH = 500;
+/** Hubs this small (chunks) load within the search that needs them (~50 ms); larger ones in the background. */
+const INLINE_LOAD_MAX = 2000;
+/** Memories read per statement of a background load (the embedded database answers others in between). */
+const LOAD_PAGE = 500;
 
 export class LexicalIndex {
   private hubs = new Map<string, HubIndex>();
+  /** Hubs being read in the background, each with the memories that changed meanwhile. */
+  private loading = new Map<string, Set<string>>();
+  /** Bumped by clear(): a background load begun before it is discarded. */
+  private generation = 0;
   private sinceXid: bigint | null = null;
   /** Change rows already applied whose transactions are at or after `since` (they are read again). */
   private applied = new Map<string, bigint>();
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly sql: SqlRunner) {}
+  constructor(
+    private readonly sql: SqlRunner,
+    private readonly options: { inlineLoadMax: number; loadPage: number } = { inlineLoadMax: INLINE_LOAD_MAX, loadPage: LOAD_PAGE },
+  ) {}
 
   /** What the next statistics statement should pass as p_since. */
   get since(): bigint | null {
@@ -204,13 +223,19 @@ export class LexicalIndex {
   }
 
   /**
-   * Applies a query's catch-up and loads the hubs it searches that are not loaded yet, evicting
-   * the least recently searched hubs to stay within `capacity` documents. Resolves false (nothing
-   * loaded) when the query's own hubs (`chunks`: their sizes from the statistics) exceed it.
-   * Serialised within the process, so two concurrent queries never reload a memory at once.
+   * Applies a query's catch-up and makes sure the hubs it searches are held: small ones load at
+   * once, larger ones start loading in the background (the least recently searched hubs are
+   * evicted to stay within `capacity` documents). Resolves whether the index can answer the query
+   * now: false while a hub is still loading, or when the query's own hubs (`chunks`: their sizes
+   * from the statistics) exceed the capacity; the caller then searches in SQL.
    */
   sync(catchUp: IndexCatchUp, hubs: { id: string; chunks: number }[], capacity: number): Promise<boolean> {
-    const run = this.queue.then(() => this.syncNow(catchUp, hubs, capacity));
+    return this.locked(() => this.syncNow(catchUp, hubs, capacity));
+  }
+
+  /** Runs `fn` after every sync and install before it: the index changes one step at a time. */
+  private locked<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn);
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -227,21 +252,20 @@ export class LexicalIndex {
       for (const change of catchUp.changes) {
         if (this.applied.has(change.id)) continue;
         if (this.hubs.has(change.hubId)) memories.add(change.memoryId);
+        else this.loading.get(change.hubId)?.add(change.memoryId);
       }
       await this.reload([...memories]);
     }
     // Tombstones cost every search that walks their postings: reload such a hub from scratch.
     for (const [id, hub] of this.hubs) if (hub.dead > 100 && hub.dead > MAX_DEAD_SHARE * hub.chunkIds.length) this.hubs.delete(id);
-    const missing = [...wanted].filter((id) => !this.hubs.has(id));
-    if (missing.length > 0) {
-      let size = this.size + hubs.reduce((sum, hub) => sum + (this.hubs.has(hub.id) ? 0 : hub.chunks), 0);
-      for (const [id, hub] of [...this.hubs].sort((x, y) => x[1].usedAt - y[1].usedAt)) {
-        if (size <= capacity) break;
-        if (wanted.has(id)) continue;
-        this.hubs.delete(id);
-        size -= hub.live;
-      }
-      await this.load(missing);
+    const missing = hubs.filter((hub) => !this.hubs.has(hub.id));
+    let ready = missing.length === 0;
+    if (!ready && missing.reduce((sum, hub) => sum + hub.chunks, 0) <= this.options.inlineLoadMax) {
+      this.evict(missing.reduce((sum, hub) => sum + hub.chunks, 0), capacity, wanted);
+      await this.load(missing.map((hub) => hub.id));
+      ready = true;
+    } else {
+      for (const hub of missing) this.startLoad(hub, capacity);
     }
     const now = performance.now();
     for (const id of wanted) {
@@ -251,13 +275,95 @@ export class LexicalIndex {
     if (this.sinceXid === null || catchUp.snapshotXmin > this.sinceXid) this.sinceXid = catchUp.snapshotXmin;
     for (const change of catchUp.changes) if (change.xid >= this.sinceXid) this.applied.set(change.id, change.xid);
     for (const [id, xid] of this.applied) if (xid < this.sinceXid) this.applied.delete(id);
-    return true;
+    return ready;
   }
 
   private clear(): void {
     this.hubs.clear();
+    this.loading.clear();
+    this.generation++;
     this.applied.clear();
     this.sinceXid = null;
+  }
+
+  /** Drops the least recently searched hubs (never those in `keep`) until `incoming` more documents fit. */
+  private evict(incoming: number, capacity: number, keep: Set<string>): void {
+    let size = this.size + incoming;
+    for (const [id, hub] of [...this.hubs].sort((x, y) => x[1].usedAt - y[1].usedAt)) {
+      if (size <= capacity) break;
+      if (keep.has(id)) continue;
+      this.hubs.delete(id);
+      size -= hub.live;
+    }
+  }
+
+  /**
+   * Reads a hub in pages of memories (newest first) as background work, then installs it and
+   * reloads the memories that changed while it was read (every sync meanwhile noted them).
+   */
+  private startLoad(target: { id: string; chunks: number }, capacity: number): void {
+    if (this.loading.has(target.id)) return;
+    const changed = new Set<string>();
+    this.loading.set(target.id, changed);
+    const generation = this.generation;
+    const read = runAsBackground(async () => {
+      const hub = new HubIndex();
+      let cursor: { at: string; id: string } | null = null;
+      for (;;) {
+        const rows: { chunk_id: string | null; memory_id: string | null; vec: string | null; last_at: string | null; last_id: string | null; memories: number | null }[] =
+          await this.sql.query(
+            `WITH page AS MATERIALIZED (
+               SELECT m.id, m.created_at, m.processing_status, m.search_vector
+               FROM memories m
+               WHERE m.hub_id = $1::uuid AND m.state = 'active'
+                 AND ($2::timestamptz IS NULL OR (m.created_at, m.id) < ($2::timestamptz, $3::uuid))
+               ORDER BY m.created_at DESC, m.id DESC
+               LIMIT $4::int
+             )
+             SELECT c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec, NULL::text AS last_at, NULL::uuid AS last_id, NULL::int AS memories
+             FROM page p JOIN chunks c ON c.memory_id = p.id
+             WHERE c.hub_id = $1::uuid AND c.search_vector IS NOT NULL
+             UNION ALL
+             SELECT NULL, p.id, p.search_vector::text, NULL, NULL, NULL
+             FROM page p WHERE p.processing_status IN ('pending', 'running') AND p.search_vector IS NOT NULL
+             UNION ALL
+             (SELECT NULL, NULL, NULL, p.created_at::text, p.id, (SELECT count(*)::int FROM page)
+              FROM page p ORDER BY p.created_at, p.id LIMIT 1)`,
+            [target.id, cursor?.at ?? null, cursor?.id ?? null, this.options.loadPage],
+          );
+        let memories = 0;
+        for (const row of rows) {
+          if (row.last_id) {
+            cursor = { at: row.last_at!, id: row.last_id };
+            memories = Number(row.memories);
+          } else if (row.memory_id && row.vec !== null) hub.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
+        }
+        if (memories < this.options.loadPage) break;
+      }
+      for (const postings of hub.postings.values()) postings.trim();
+      return hub;
+    });
+    void read
+      .then((hub) =>
+        this.locked(async () => {
+          if (generation !== this.generation || this.loading.get(target.id) !== changed) return;
+          this.loading.delete(target.id);
+          this.evict(hub.live, capacity, new Set([target.id]));
+          hub.usedAt = performance.now();
+          this.hubs.set(target.id, hub);
+          await this.reload([...changed]);
+        }),
+      )
+      .catch((error: unknown) => {
+        if (this.loading.get(target.id) === changed) this.loading.delete(target.id);
+        console.error("[engram] recall: loading a hub into the lexical index failed; searching it in SQL", error);
+      });
+  }
+
+  /** Resolves once no hub is loading in the background (tests, benchmarks). */
+  async settled(): Promise<void> {
+    while (this.loading.size > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await this.locked(async () => undefined);
   }
 
   private async load(hubIds: string[]): Promise<void> {
@@ -273,7 +379,10 @@ export class LexicalIndex {
       [hubIds],
     );
     for (const row of rows) fresh.get(row.hub_id)?.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
-    for (const [id, hub] of fresh) this.hubs.set(id, hub);
+    for (const [id, hub] of fresh) {
+      for (const postings of hub.postings.values()) postings.trim();
+      this.hubs.set(id, hub);
+    }
   }
 
   private async reload(memoryIds: string[]): Promise<void> {
@@ -354,9 +463,12 @@ function compareIds(hub: HubIndex, x: number, y: number): number {
 
 const indexes = new WeakMap<SqlRunner, LexicalIndex>();
 
-/** The process's index over one database handle (created empty; hubs load on first search). */
-export function lexicalIndexFor(sql: SqlRunner): LexicalIndex {
+/**
+ * The process's index over one database handle (created empty, with `options` on first use;
+ * hubs load on first search).
+ */
+export function lexicalIndexFor(sql: SqlRunner, options?: ConstructorParameters<typeof LexicalIndex>[1]): LexicalIndex {
   let index = indexes.get(sql);
-  if (!index) indexes.set(sql, (index = new LexicalIndex(sql)));
+  if (!index) indexes.set(sql, (index = new LexicalIndex(sql, options)));
   return index;
 }
