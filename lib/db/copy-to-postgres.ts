@@ -3,8 +3,12 @@ import type { SqlRunner } from "./database.ts";
 
 /** Rows read and written per statement. */
 const BATCH_ROWS = 500;
-/** The migration runner's own table: the target has its own, written by the same migrations. */
-const SKIPPED_TABLES = new Set(["_prisma_migrations"]);
+/**
+ * Not copied: the migration runner's own table (the target has its own, written by the same
+ * migrations), and the lexical index's change log and horizon, whose transaction ids mean nothing
+ * in another database (the target's processes build their indexes from the copied rows).
+ */
+const SKIPPED_TABLES = new Set(["_prisma_migrations", "recall_index_changes", "recall_index_horizon"]);
 
 export interface CopyTableResult {
   table: string;
