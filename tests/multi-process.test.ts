@@ -288,6 +288,28 @@ describe.skipIf(!serverUrl)("several server processes on one PostgreSQL database
     await reading;
   });
 
+  it("keeps each process's lexical index current with the other's writes", async () => {
+    // The memory's processing is held, so it has no chunk or vector: only the lexical leg (B's
+    // in-memory index, answering on its own from B's first recall) can find it.
+    const release = fake.hold("holdmarker");
+    try {
+      const warm = await request("B", annKey, "POST", "/v1/recall", { query: "quillwort survey", no_rerank: true });
+      expect(warm.status).toBe(200);
+      const created = await request("A", annKey, "POST", "/v1/memories", { content: "The quillwort survey of the upper lake is due in May (holdmarker)." });
+      expect(created.status).toBe(201);
+      const id = created.body.data.id as string;
+      const found = await request("B", annKey, "POST", "/v1/recall", { query: "quillwort survey", no_rerank: true });
+      expect(found.status).toBe(200);
+      expect(found.body.data.memories[0]?.id).toBe(id);
+      expect((await request("A", annKey, "DELETE", `/v1/memories/${id}`)).status).toBe(200);
+      const gone = await request("B", annKey, "POST", "/v1/recall", { query: "quillwort survey", no_rerank: true });
+      expect(gone.status).toBe(200);
+      expect(gone.body.data.memories.map((m: { id: string }) => m.id)).not.toContain(id);
+    } finally {
+      release();
+    }
+  });
+
   it("agrees on the signing secret: a list cursor from one process pages on the other", async () => {
     for (let i = 0; i < 3; i++) expect((await request("A", annKey, "POST", "/v1/memories", { content: `Cursor page note ${i}.` })).status).toBe(201);
     const first = await request("A", annKey, "GET", "/v1/memories?limit=2");
