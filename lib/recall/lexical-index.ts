@@ -14,10 +14,11 @@ import type { SqlRunner } from "@/lib/db/database.ts";
  * the database on every query, so scores match the SQL leg's exactly.
  *
  * Coherence across processes: triggers append every change that affects those documents to
- * recall_index_changes with the writing transaction's id. Each query reads the changes of
- * transactions at or after the xmin of the snapshot of the previous catch-up (so a transaction
- * that commits late is still seen) and reloads those memories. Pruning the log or a TRUNCATE
- * raises recall_index_horizon; a process whose catch-up is older rebuilds.
+ * recall_index_changes with the writing transaction's id. Each query reads exactly the changes
+ * its process's previous catch-up could not see (transactions at or after that snapshot's xmax, or
+ * in progress then: a transaction that commits late is still seen) and reloads those memories.
+ * Pruning the log or a TRUNCATE raises recall_index_horizon; a process whose last catch-up is not
+ * past it rebuilds.
  */
 
 /** Postings of one term in one hub: document numbers and term frequencies. */
@@ -167,18 +168,26 @@ export interface IndexedHit {
 }
 
 export interface IndexChange {
-  id: string;
   hubId: string;
   memoryId: string;
-  xid: bigint;
+}
+
+/** A snapshot (pg_current_snapshot): what a catch-up saw, and so what the next one must read. */
+export interface IndexSnapshot {
+  /** Every transaction below it had finished. */
+  xmin: bigint;
+  /** Every transaction at or after it had not started. */
+  xmax: bigint;
+  /** Transactions in progress. */
+  xip: bigint[];
 }
 
 /** What one query's statistics statement told the index about the database's state. */
 export interface IndexCatchUp {
-  /** The `since` the statement was given (null: none). */
-  since: bigint | null;
-  /** xmin of the statement's snapshot: every transaction below it had finished. */
-  snapshotXmin: bigint;
+  /** The snapshot the statement read changes after (null: none, nothing was read). */
+  since: IndexSnapshot | null;
+  /** The statement's own snapshot. */
+  snapshot: IndexSnapshot;
   horizon: bigint;
   changes: IndexChange[];
   /** True when the changes were cut at the statement's limit: rebuild rather than replay. */
@@ -200,9 +209,7 @@ export class LexicalIndex {
   private loading = new Map<string, Set<string>>();
   /** Bumped by clear(): a background load begun before it is discarded. */
   private generation = 0;
-  private sinceXid: bigint | null = null;
-  /** Change rows already applied whose transactions are at or after `since` (they are read again). */
-  private applied = new Map<string, bigint>();
+  private cursor: IndexSnapshot | null = null;
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -210,9 +217,9 @@ export class LexicalIndex {
     private readonly options: { inlineLoadMax: number; loadPage: number } = { inlineLoadMax: INLINE_LOAD_MAX, loadPage: LOAD_PAGE },
   ) {}
 
-  /** What the next statistics statement should pass as p_since. */
-  get since(): bigint | null {
-    return this.sinceXid;
+  /** The snapshot of the last catch-up: the next statistics statement reads the changes it could not see. */
+  get since(): IndexSnapshot | null {
+    return this.cursor;
   }
 
   /** Documents held in all loaded hubs. */
@@ -245,12 +252,11 @@ export class LexicalIndex {
     const needed = hubs.reduce((sum, hub) => sum + (this.hubs.get(hub.id)?.live ?? hub.chunks), 0);
     if (needed > capacity) return false;
     // Rows this process never saw may have been pruned (or the tables truncated): start over.
-    if (catchUp.since !== null && (catchUp.horizon >= catchUp.since || catchUp.truncated)) this.clear();
+    if (catchUp.since !== null && (catchUp.horizon >= catchUp.since.xmin || catchUp.truncated)) this.clear();
     // (Cleared since this query read its changes: the loads below are newer than them.)
-    if (this.sinceXid !== null || catchUp.since === null) {
+    if (this.cursor !== null || catchUp.since === null) {
       const memories = new Set<string>();
       for (const change of catchUp.changes) {
-        if (this.applied.has(change.id)) continue;
         if (this.hubs.has(change.hubId)) memories.add(change.memoryId);
         else this.loading.get(change.hubId)?.add(change.memoryId);
       }
@@ -272,9 +278,11 @@ export class LexicalIndex {
       const hub = this.hubs.get(id);
       if (hub) hub.usedAt = now;
     }
-    if (this.sinceXid === null || catchUp.snapshotXmin > this.sinceXid) this.sinceXid = catchUp.snapshotXmin;
-    for (const change of catchUp.changes) if (change.xid >= this.sinceXid) this.applied.set(change.id, change.xid);
-    for (const [id, xid] of this.applied) if (xid < this.sinceXid) this.applied.delete(id);
+    // Concurrent queries may apply out of order: keep the later snapshot (it saw at least as much).
+    const next = catchUp.snapshot;
+    if (this.cursor === null || next.xmax > this.cursor.xmax || (next.xmax === this.cursor.xmax && next.xip.length <= this.cursor.xip.length)) {
+      this.cursor = next;
+    }
     return ready;
   }
 
@@ -282,8 +290,7 @@ export class LexicalIndex {
     this.hubs.clear();
     this.loading.clear();
     this.generation++;
-    this.applied.clear();
-    this.sinceXid = null;
+    this.cursor = null;
   }
 
   /** Drops the least recently searched hubs (never those in `keep`) until `incoming` more documents fit. */

@@ -1,6 +1,6 @@
 import { positiveIntEnv } from "@/lib/config.ts";
 import type { SqlRunner } from "@/lib/db/database.ts";
-import { lexicalIndexFor, type IndexChange, type IndexedTerm } from "./lexical-index.ts";
+import { lexicalIndexFor, type IndexChange, type IndexedTerm, type IndexSnapshot } from "./lexical-index.ts";
 import { filterArguments, type SearchScope } from "./search-scope.ts";
 
 /** BM25 parameters (the usual defaults; chunks are short and similar in length). */
@@ -129,8 +129,9 @@ type TermsRow = {
   change_hub: string | null;
   change_memory: string | null;
   change_id: string | number | null;
-  change_xid: string | null;
   snapshot_xmin: string | null;
+  snapshot_xmax: string | null;
+  snapshot_xip: string[] | null;
   horizon: string | null;
 };
 
@@ -140,9 +141,9 @@ async function indexedSearch(sql: SqlRunner, query: LexicalQuery, limit: number)
   const since = index.since;
   const entities = query.entities ?? [];
   const rows = await sql.query<TermsRow>(
-    `SELECT hub_id, hub_chunks, term, df, idf, n, avgdl, entity_idx, lexemes, change_hub, change_memory, change_id, change_xid, snapshot_xmin, horizon
-     FROM engram_lexical_terms($1::uuid, $2::uuid[], $3::text, $4::text[], $5::int, $6::xid8, $7::int)`,
-    [query.userId, query.hubIds ?? null, query.text, entities, MAX_TERMS, since?.toString() ?? null, MAX_CHANGES + 1],
+    `SELECT hub_id, hub_chunks, term, df, idf, n, avgdl, entity_idx, lexemes, change_hub, change_memory, change_id, snapshot_xmin, snapshot_xmax, snapshot_xip, horizon
+     FROM engram_lexical_terms($1::uuid, $2::uuid[], $3::text, $4::text[], $5::int, $6::xid8, $7::xid8[], $8::int)`,
+    [query.userId, query.hubIds ?? null, query.text, entities, MAX_TERMS, since?.xmax.toString() ?? null, since?.xip.map(String) ?? null, MAX_CHANGES + 1],
   );
   const hubs: { id: string; chunks: number }[] = [];
   const terms: IndexedTerm[] = [];
@@ -150,24 +151,22 @@ async function indexedSearch(sql: SqlRunner, query: LexicalQuery, limit: number)
   const changes: IndexChange[] = [];
   let chunkCount = 0;
   let avgdl = 1;
-  let snapshotXmin = 0n;
+  let snapshot: IndexSnapshot = { xmin: 0n, xmax: 0n, xip: [] };
   let horizon = 0n;
   for (const row of rows) {
     if (row.snapshot_xmin !== null) {
-      snapshotXmin = BigInt(row.snapshot_xmin);
+      snapshot = { xmin: BigInt(row.snapshot_xmin), xmax: BigInt(row.snapshot_xmax!), xip: (row.snapshot_xip ?? []).map((xid) => BigInt(xid)) };
       horizon = BigInt(row.horizon ?? "0");
       chunkCount = Number(row.n);
       avgdl = Number(row.avgdl);
     } else if (row.hub_id) hubs.push({ id: row.hub_id, chunks: Number(row.hub_chunks) });
     else if (row.term !== null) terms.push({ term: row.term, idf: Number(row.idf) });
     else if (row.entity_idx !== null) analysed.push({ idx: Number(row.entity_idx), lexemes: row.lexemes ?? [], df: Number(row.df) });
-    else if (row.change_id !== null) {
-      changes.push({ id: String(row.change_id), hubId: row.change_hub!, memoryId: row.change_memory!, xid: BigInt(row.change_xid!) });
-    }
+    else if (row.change_id !== null) changes.push({ hubId: row.change_hub!, memoryId: row.change_memory! });
   }
   const truncated = changes.length > MAX_CHANGES;
   // Hubs too large for the index together are searched in SQL.
-  if (!(await index.sync({ since, snapshotXmin, horizon, changes: truncated ? [] : changes, truncated }, hubs, lexicalIndexCapacity()))) return null;
+  if (!(await index.sync({ since, snapshot, horizon, changes: truncated ? [] : changes, truncated }, hubs, lexicalIndexCapacity()))) return null;
   const hubIds = hubs.map((hub) => hub.id);
   const stats = lexicalStats(hubIds, terms, chunkCount, analysed, entities);
   if (terms.length === 0) return { stats, hits: [], candidates: 0 };
