@@ -237,7 +237,10 @@ describe("the in-process lexical index", () => {
       expect(index.size).toBe(afterPersonal);
       const teamOnly = await lexicalSearch(sql, { userId: ann.id, hubIds: [teamHub], text: "damson" }, {}, 50);
       expect(teamOnly.hits).toHaveLength(1);
-      // The team hub alone fits once the personal one is evicted.
+      // The team hub alone fits once the personal one is evicted; a search still naming the evicted
+      // hub (one whose sync ran before the eviction) gets null, and its caller asks SQL.
+      expect(index.search([ann.personalHubId, teamHub], [{ term: "damson", idf: 1 }], 1, 1.2, 0.75, 10)).toBeNull();
+      expect(index.search([teamHub], [{ term: "damson", idf: 1 }], 1, 1.2, 0.75, 10)?.hits).toHaveLength(1);
       expect(index.size).toBeLessThan(afterPersonal + team);
       expect(index.size).toBeGreaterThanOrEqual(team);
     } finally {

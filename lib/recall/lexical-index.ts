@@ -414,14 +414,16 @@ export class LexicalIndex {
 
   /**
    * Exact BM25 (k1, b) of every document of `hubIds` holding any of `terms`, best first, at most
-   * `limit`. Ties go to the lower chunk (or memory) id, so the order is stable.
+   * `limit`. Ties go to the lower chunk (or memory) id, so the order is stable. Null when a hub is
+   * not held (any more).
    */
-  search(hubIds: string[], terms: IndexedTerm[], avgdl: number, k1: number, b: number, limit: number): { hits: IndexedHit[]; candidates: number } {
+  search(hubIds: string[], terms: IndexedTerm[], avgdl: number, k1: number, b: number, limit: number): { hits: IndexedHit[]; candidates: number } | null {
+    // A concurrent search may have evicted one of these hubs since this one's sync: let SQL answer.
+    const held = [...new Set(hubIds)].map((id) => this.hubs.get(id));
+    if (held.some((hub) => !hub)) return null;
     const hits: IndexedHit[] = [];
     let candidates = 0;
-    for (const hubId of new Set(hubIds)) {
-      const hub = this.hubs.get(hubId);
-      if (!hub) continue;
+    for (const hub of held as HubIndex[]) {
       const count = hub.chunkIds.length;
       const bm25 = new Float64Array(count);
       const matched = new Float64Array(count);

@@ -170,8 +170,8 @@ async function indexedSearch(sql: SqlRunner, query: LexicalQuery, limit: number)
   const hubIds = hubs.map((hub) => hub.id);
   const stats = lexicalStats(hubIds, terms, chunkCount, analysed, entities);
   if (terms.length === 0) return { stats, hits: [], candidates: 0 };
-  const { hits, candidates } = index.search(hubIds, terms, avgdl, K1, B, Math.min(limit, RESCORED));
-  return { stats, hits, candidates };
+  const found = index.search(hubIds, terms, avgdl, K1, B, Math.min(limit, RESCORED));
+  return found && { stats, ...found };
 }
 
 /**
