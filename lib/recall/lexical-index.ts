@@ -49,7 +49,7 @@ class Postings {
   }
 }
 
-export interface IndexedDocument {
+interface IndexedDocument {
   /** null for a memory not chunked yet (indexed whole). */
   chunkId: string | null;
   memoryId: string;
@@ -265,10 +265,11 @@ export class LexicalIndex {
     // Tombstones cost every search that walks their postings: reload such a hub from scratch.
     for (const [id, hub] of this.hubs) if (hub.dead > 100 && hub.dead > MAX_DEAD_SHARE * hub.chunkIds.length) this.hubs.delete(id);
     const missing = hubs.filter((hub) => !this.hubs.has(hub.id));
+    const missingChunks = missing.reduce((sum, hub) => sum + hub.chunks, 0);
     let ready = missing.length === 0;
-    if (!ready && missing.reduce((sum, hub) => sum + hub.chunks, 0) <= this.options.inlineLoadMax) {
-      this.evict(missing.reduce((sum, hub) => sum + hub.chunks, 0), capacity, wanted);
-      await this.load(missing.map((hub) => hub.id));
+    if (!ready && missingChunks <= this.options.inlineLoadMax) {
+      this.evict(missingChunks, capacity, wanted);
+      for (const hub of missing) this.hubs.set(hub.id, await this.readHub(hub.id));
       ready = true;
     } else {
       for (const hub of missing) this.startLoad(hub, capacity);
@@ -305,51 +306,15 @@ export class LexicalIndex {
   }
 
   /**
-   * Reads a hub in pages of memories (newest first) as background work, then installs it and
-   * reloads the memories that changed while it was read (every sync meanwhile noted them).
+   * Reads a hub as background work, then installs it and reloads the memories that changed while
+   * it was read (every sync meanwhile noted them).
    */
   private startLoad(target: { id: string; chunks: number }, capacity: number): void {
     if (this.loading.has(target.id)) return;
     const changed = new Set<string>();
     this.loading.set(target.id, changed);
     const generation = this.generation;
-    const read = runAsBackground(async () => {
-      const hub = new HubIndex();
-      let cursor: { at: string; id: string } | null = null;
-      for (;;) {
-        const rows: { chunk_id: string | null; memory_id: string | null; vec: string | null; last_at: string | null; last_id: string | null; memories: number | null }[] =
-          await this.sql.query(
-            `WITH page AS MATERIALIZED (
-               SELECT m.id, m.created_at, m.processing_status, m.search_vector
-               FROM memories m
-               WHERE m.hub_id = $1::uuid AND m.state = 'active'
-                 AND ($2::timestamptz IS NULL OR (m.created_at, m.id) < ($2::timestamptz, $3::uuid))
-               ORDER BY m.created_at DESC, m.id DESC
-               LIMIT $4::int
-             )
-             SELECT c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec, NULL::text AS last_at, NULL::uuid AS last_id, NULL::int AS memories
-             FROM page p JOIN chunks c ON c.memory_id = p.id
-             WHERE c.hub_id = $1::uuid AND c.search_vector IS NOT NULL
-             UNION ALL
-             SELECT NULL, p.id, p.search_vector::text, NULL, NULL, NULL
-             FROM page p WHERE p.processing_status IN ('pending', 'running') AND p.search_vector IS NOT NULL
-             UNION ALL
-             (SELECT NULL, NULL, NULL, p.created_at::text, p.id, (SELECT count(*)::int FROM page)
-              FROM page p ORDER BY p.created_at, p.id LIMIT 1)`,
-            [target.id, cursor?.at ?? null, cursor?.id ?? null, this.options.loadPage],
-          );
-        let memories = 0;
-        for (const row of rows) {
-          if (row.last_id) {
-            cursor = { at: row.last_at!, id: row.last_id };
-            memories = Number(row.memories);
-          } else if (row.memory_id && row.vec !== null) hub.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
-        }
-        if (memories < this.options.loadPage) break;
-      }
-      for (const postings of hub.postings.values()) postings.trim();
-      return hub;
-    });
+    const read = runAsBackground(() => this.readHub(target.id));
     void read
       .then((hub) =>
         this.locked(async () => {
@@ -373,23 +338,43 @@ export class LexicalIndex {
     await this.locked(async () => undefined);
   }
 
-  private async load(hubIds: string[]): Promise<void> {
-    const fresh = new Map(hubIds.map((id) => [id, new HubIndex()]));
-    const rows = await this.sql.query<{ hub_id: string; chunk_id: string | null; memory_id: string; vec: string }>(
-      `SELECT c.hub_id, c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec
-       FROM chunks c JOIN memories m ON m.id = c.memory_id
-       WHERE c.hub_id = ANY($1::uuid[]) AND c.search_vector IS NOT NULL AND m.state = 'active' AND m.hub_id = c.hub_id
-       UNION ALL
-       SELECT m.hub_id, NULL, m.id, m.search_vector::text
-       FROM memories m
-       WHERE m.hub_id = ANY($1::uuid[]) AND m.processing_status IN ('pending', 'running') AND m.state = 'active' AND m.search_vector IS NOT NULL`,
-      [hubIds],
-    );
-    for (const row of rows) fresh.get(row.hub_id)?.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
-    for (const [id, hub] of fresh) {
-      for (const postings of hub.postings.values()) postings.trim();
-      this.hubs.set(id, hub);
+  /** One hub's documents, read in pages of memories (newest first) so no statement is long. */
+  private async readHub(hubId: string): Promise<HubIndex> {
+    const hub = new HubIndex();
+    let cursor: { at: string; id: string } | null = null;
+    for (;;) {
+      const rows: { chunk_id: string | null; memory_id: string | null; vec: string | null; last_at: string | null; last_id: string | null; memories: number | null }[] =
+        await this.sql.query(
+          `WITH page AS MATERIALIZED (
+             SELECT m.id, m.created_at, m.processing_status, m.search_vector
+             FROM memories m
+             WHERE m.hub_id = $1::uuid AND m.state = 'active'
+               AND ($2::timestamptz IS NULL OR (m.created_at, m.id) < ($2::timestamptz, $3::uuid))
+             ORDER BY m.created_at DESC, m.id DESC
+             LIMIT $4::int
+           )
+           SELECT c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec, NULL::text AS last_at, NULL::uuid AS last_id, NULL::int AS memories
+           FROM page p JOIN chunks c ON c.memory_id = p.id
+           WHERE c.hub_id = $1::uuid AND c.search_vector IS NOT NULL
+           UNION ALL
+           SELECT NULL, p.id, p.search_vector::text, NULL, NULL, NULL
+           FROM page p WHERE p.processing_status IN ('pending', 'running') AND p.search_vector IS NOT NULL
+           UNION ALL
+           (SELECT NULL, NULL, NULL, p.created_at::text, p.id, (SELECT count(*)::int FROM page)
+            FROM page p ORDER BY p.created_at, p.id LIMIT 1)`,
+          [hubId, cursor?.at ?? null, cursor?.id ?? null, this.options.loadPage],
+        );
+      let memories = 0;
+      for (const row of rows) {
+        if (row.last_id) {
+          cursor = { at: row.last_at!, id: row.last_id };
+          memories = Number(row.memories);
+        } else if (row.memory_id && row.vec !== null) hub.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
+      }
+      if (memories < this.options.loadPage) break;
     }
+    for (const postings of hub.postings.values()) postings.trim();
+    return hub;
   }
 
   private async reload(memoryIds: string[]): Promise<void> {
