@@ -181,8 +181,13 @@ describe("the in-process lexical index", () => {
     // the process's catch-up past them) must not make the index forget them.
     let during = "";
     let pages = 0;
+    // The writes wait for the first search to finish: it compares its answer with the SQL leg's,
+    // and a write landing between the two would make them differ (CI saw it once).
+    let firstSearched = () => {};
+    const firstSearch = new Promise<void>((resolve) => (firstSearched = resolve));
     const sql: SqlRunner = otherProcess(h.database.sql, async (text) => {
       if (!text.includes("WITH page AS MATERIALIZED") || ++pages !== 1) return;
+      await firstSearch;
       during = await push(ann, "Another deploy, of the medlar service.");
       expect((await ann.patch(`/v1/memories/${archived}`, { state: "archived" })).status).toBe(200);
       expect(await search(ann, "deploy", sql)).toContain(during);
@@ -194,6 +199,7 @@ describe("the in-process lexical index", () => {
     const index = lexicalIndexFor(sql, { inlineLoadMax: -1, loadPage: 3 });
     // The first search starts the read and is answered in SQL (search() checks the answers agree).
     await search(ann, "deploy", sql);
+    firstSearched();
     await index.settled();
     expect(pages).toBeGreaterThan(1);
     expect(index.size).toBeGreaterThan(0);
