@@ -110,5 +110,20 @@ describe("planner statistics after a bulk import (embedded database)", () => {
     const vector = await vectorPlan(unitVector());
     expect(vector, vector).toMatch(/Index Scan using chunks_embedding_hnsw_idx/);
     expect(vector, vector).not.toMatch(/Seq Scan on chunks/);
+
+    // Memories not chunked yet are matched whole, found through an index on their status (the
+    // partial full-text index or the status index), never by reading every memory: the full-text
+    // index over every memory was never read, and is gone.
+    const unchunked = (
+      await h.database.sql.query<{ "QUERY PLAN": string }>(
+        `EXPLAIN SELECT m.id FROM memories m
+         WHERE m.processing_status IN ('pending', 'running') AND m.search_vector @@ to_tsquery('simple', 'zebra17') AND m.hub_id = ANY($1::uuid[])`,
+        [[ann.personalHubId]],
+      )
+    )
+      .map((row) => row["QUERY PLAN"])
+      .join("\n");
+    expect(unchunked, unchunked).toMatch(/memories_search_vector_unindexed_idx|memories_processing_status_updated_at_idx/);
+    expect(unchunked, unchunked).not.toMatch(/Seq Scan on memories/);
   }, 180_000);
 });
