@@ -40,6 +40,37 @@ describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () =>
     expect(await embedder.embed([])).toEqual([]);
   });
 
+  it("embeds a batch of mixed lengths in groups of similar length, each vector back at its text", async () => {
+    const embedder = (await getEmbedder())!;
+    const topics = ["kafka consumer lag", "the billing ledger", "rotating TLS certificates", "a pasta recipe", "the on-call rota", "quarterly hiring plans"];
+    // From a few words to past the model's 256 word pieces, shuffled so grouping must reorder them.
+    const texts = topics.flatMap((topic, i) => [1, 6, 30].map((n) => `Notes on ${topic}: ${Array.from({ length: n * (i + 1) }, (_, k) => `${topic.split(" ").at(-1)} detail ${k}`).join(", ")}.`));
+    texts.sort((a, b) => (a.length * 7919) % 13 - (b.length * 7919) % 13);
+    const batched = await embedder.embed(texts);
+    const alone = [];
+    for (const text of texts) alone.push((await embedder.embed([text]))[0]!);
+    texts.forEach((text, i) => {
+      expect(dot(batched[i]!, alone[i]!), text.slice(0, 40)).toBeGreaterThan(0.97);
+      for (let j = 0; j < texts.length; j++) if (j !== i && texts[j] !== text) expect(dot(batched[i]!, alone[j]!)).toBeLessThan(dot(batched[i]!, alone[i]!));
+    });
+  });
+
+  it("groups texts so no model call pads more than a tenth of its word pieces, at most 8 texts a call", async () => {
+    const { lengthGroups } = await import("@/lib/ai/embed-in-length-groups.mjs");
+    const lengths = [256, 12, 180, 105, 256, 3, 240, 176, 250, 234, 14, 90, 256, 256, 256, 256, 256, 256, 256, 256, 256, 100, 101, 99];
+    const groups = lengthGroups(lengths);
+    expect(groups.flat().sort((a, b) => a - b)).toEqual(lengths.map((_, i) => i));
+    for (const group of groups) {
+      const sizes = group.map((i) => lengths[i]!);
+      expect(group.length).toBeLessThanOrEqual(8);
+      const sum = sizes.reduce((a, b) => a + b, 0);
+      expect(Math.max(...sizes) * sizes.length).toBeLessThanOrEqual(sum * 1.1 + 1e-9);
+    }
+    // Similar lengths share calls: the eleven 256s take two, not one each.
+    expect(groups.filter((group) => group.some((i) => lengths[i] === 256))).toHaveLength(2);
+    expect(lengthGroups([])).toEqual([]);
+  });
+
   it("scores paraphrases above unrelated pairs", async () => {
     const embedder = (await getEmbedder())!;
     const pairs: [string, string, string][] = [

@@ -9,6 +9,7 @@
 import { readlinkSync } from "node:fs";
 import { setPriority } from "node:os";
 import { parentPort, workerData } from "node:worker_threads";
+import { embedInLengthGroups } from "./embed-in-length-groups.mjs";
 
 const { modelId, modelDir, allowRemote, threads, maxTokens, nice } = workerData;
 
@@ -35,10 +36,11 @@ async function load() {
   });
   const { tokenizer, model } = extractor;
   return async (texts) => {
-    const inputs = tokenizer(texts, { padding: true, truncation: true, max_length: maxTokens });
-    const output = await model(inputs);
-    const pooled = mean_pooling(output.last_hidden_state, inputs.attention_mask).normalize(2, -1);
-    return { data: Float32Array.from(pooled.data), dims: pooled.dims[1] };
+    const vectors = await embedInLengthGroups({ tokenizer, model, meanPooling: mean_pooling }, texts, maxTokens);
+    const dims = vectors[0]?.length ?? 0;
+    const data = new Float32Array(vectors.length * dims);
+    vectors.forEach((vector, i) => data.set(vector, i * dims));
+    return { data, dims };
   };
 }
 
