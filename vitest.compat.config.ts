@@ -15,5 +15,7 @@ export default defineConfig({
     hookTimeout: 180_000,
     pool: "forks",
     maxWorkers: Number(process.env.ENGRAM_COMPAT_WORKERS ?? 2),
+    // Two servers run at once on CI's two cores: one model thread each.
+    env: { ENGRAM_EMBED_THREADS: process.env.ENGRAM_EMBED_THREADS ?? "1" },
   },
 });

@@ -12,5 +12,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: "forks",
     maxWorkers: 2,
+    // Two test files run at once on CI's two cores: one model thread each (and in the servers they start).
+    env: { ENGRAM_EMBED_THREADS: process.env.ENGRAM_EMBED_THREADS ?? "1" },
   },
 });

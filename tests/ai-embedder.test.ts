@@ -47,7 +47,7 @@ describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () =>
     const texts = topics.flatMap((topic, i) => [1, 6, 30].map((n) => `Notes on ${topic}: ${Array.from({ length: n * (i + 1) }, (_, k) => `${topic.split(" ").at(-1)} detail ${k}`).join(", ")}.`));
     texts.sort((a, b) => (a.length * 7919) % 13 - (b.length * 7919) % 13);
     const batched = await embedder.embed(texts);
-    const alone = [];
+    const alone: number[][] = [];
     for (const text of texts) alone.push((await embedder.embed([text]))[0]!);
     texts.forEach((text, i) => {
       expect(dot(batched[i]!, alone[i]!), text.slice(0, 40)).toBeGreaterThan(0.97);
