@@ -1,16 +1,31 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { Embedder } from "@/lib/ai/embedder.ts";
+import { embedMaxTokens, LOCAL_MAX_TOKENS, type Embedder } from "@/lib/ai/embedder.ts";
+
+/** Files whose code shapes a local model's vectors: a change to them means the cached vectors are stale. */
+const LOCAL_EMBEDDING_CODE = ["lib/ai/embed-in-length-groups.mjs", "lib/ai/local-embedder-worker.mjs"];
+
+/**
+ * What a cached vector depends on besides its text: the embedder's id and, for the local model, the
+ * code that runs it and ENGRAM_EMBED_MAX_TOKENS (a vector computed from fewer word pieces is another vector).
+ */
+export function embeddingCacheId(embedder: Embedder): string {
+  if (!embedder.id.startsWith("local:")) return embedder.id;
+  const code = createHash("sha256");
+  for (const file of LOCAL_EMBEDDING_CODE) code.update(readFileSync(path.join(process.cwd(), file)));
+  const maxTokens = embedMaxTokens();
+  return `${embedder.id}-${code.digest("hex").slice(0, 8)}${maxTokens === LOCAL_MAX_TOKENS ? "" : `-max${maxTokens}`}`;
+}
 
 /**
  * Document embeddings for the eval's bulk corpora, computed in batches with the real embedder and
- * kept on disk (.cache/eval/<name>-<model>.bin) keyed by the text's hash, so a second run (or a
+ * kept on disk (.cache/eval/<name>-<model>.bin, see embeddingCacheId) keyed by the text's hash, so a second run (or a
  * change to ranking code) does not embed 8,000 chunks again. A clean clone computes them once.
  */
 export async function embedCached(embedder: Embedder, name: string, texts: string[], onProgress?: (done: number, total: number) => void): Promise<number[][]> {
   const dir = path.join(process.cwd(), ".cache", "eval");
-  const model = embedder.id.replace(/[^A-Za-z0-9._-]+/g, "_");
+  const model = embeddingCacheId(embedder).replace(/[^A-Za-z0-9._-]+/g, "_");
   const file = path.join(dir, `${name}-${model}.bin`);
   const dims = embedder.dimensions;
   const cache = new Map<string, Float32Array>();

@@ -38,6 +38,7 @@ import { createUser } from "@/lib/users/create-user.ts";
 import { dispatch } from "../tests/support/router.ts";
 import { HUB_MEMBERS, MEMORIES, QUERIES, USER_NAMES, type EvalQuery, type HubKey, type UserKey } from "./corpus.ts";
 import { buildOpsChatCorpus } from "./ops-chat-corpus.ts";
+import { embeddingCacheId } from "./embedding-cache.ts";
 import { bulkIndex, loadScifact, scifactDir } from "./scifact.ts";
 
 const args = process.argv.slice(2);
@@ -474,7 +475,7 @@ async function runScifact(): Promise<CorpusResult> {
   // Indexing 5,183 abstracts takes minutes on a loaded machine; the indexed database is kept as a
   // snapshot keyed by everything that shapes the index (migrations, chunker, chunk writer, model),
   // so a change to ranking code re-runs only the queries. `--no-index-cache` rebuilds.
-  const snapshot = indexSnapshotPath("scifact", docs.map((d) => d.key).join(","), embedder!.id);
+  const snapshot = indexSnapshotPath("scifact", docs.map((d) => d.key).join(","), embeddingCacheId(embedder!));
   let database: Database;
   let client: Client;
   let keyById: Map<string, string>;
