@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SqlRunner } from "@/lib/db/database.ts";
-import { lexicalIndexFor, parseTsvector } from "@/lib/recall/lexical-index.ts";
+import { bestDocuments, lexicalIndexFor, parseTsvector } from "@/lib/recall/lexical-index.ts";
 import { lexicalSearch, type LexicalQuery, type LexicalResult } from "@/lib/recall/lexical-search.ts";
 import { pruneIndexChanges } from "@/lib/recall/prune-index-changes.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
@@ -99,6 +99,19 @@ describe("parseTsvector", () => {
   });
 });
 
+describe("bestDocuments", () => {
+  it("returns the first few in order, as a full sort would, ties included", () => {
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const scores = Array.from({ length: 2000 }, () => Math.floor(random() * 50));
+    const order = (x: number, y: number) => scores[y]! - scores[x]! || x - y;
+    const docs = Array.from({ length: 2000 }, (_, i) => i).sort(() => random() - 0.5);
+    for (const limit of [0, 1, 2, 10, 50, 1999, 2000, 5000]) {
+      expect(bestDocuments(docs, limit, order)).toEqual([...docs].sort(order).slice(0, limit));
+    }
+  });
+});
+
 describe("the in-process lexical index", () => {
   it("matches the SQL leg through creates, processing, edits, archiving, moves and deletes, in every process", async () => {
     const second = otherProcess(h.database.sql);
@@ -147,6 +160,32 @@ describe("the in-process lexical index", () => {
     expect(await search(mira, "feature flag")).toEqual([]);
     expect(await search(ann, "feature flag", second)).toEqual([]);
     expect((await search(ann, "deploy")).sort()).toEqual([shared]);
+  });
+
+  it("keeps the best few of many matches: the first of the full ranking, which is the SQL leg's", async () => {
+    const quin = await h.user("Quin");
+    const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"];
+    // Different term frequencies and lengths, and many exact ties (one quokka, one other word).
+    const ids = [];
+    for (const [i, word] of words.entries()) {
+      ids.push(await push(quin, `quokka ${word}`));
+      ids.push(await push(quin, `${"quokka ".repeat(1 + (i % 4))}${word} ${words.slice(0, i).join(" ")}`));
+    }
+    await indexMemories(h.db, ids.slice(0, 12), { embed: false });
+    const sql = otherProcess(h.database.sql);
+    const query = { userId: quin.id, text: "quokka" };
+    // Every match fits under the limit: the index and the SQL leg return the same 24.
+    const all = await lexicalSearch(sql, query, {}, 50);
+    expect(summary(all)).toEqual(summary(await sqlLeg(sql, query)));
+    expect(all.hits).toHaveLength(24);
+    const key = (hit: { chunkId: string | null; memoryId: string }) => hit.chunkId ?? hit.memoryId;
+    const ranked = [...all.hits].sort((x, y) => y.bm25 - x.bm25 || (key(x) < key(y) ? -1 : 1)).map(key);
+    // Fewer than the matches: exactly the first of that ranking (ties to the lower id). The SQL leg
+    // cuts on an approximation before its exact BM25, so it is not the reference here.
+    for (const limit of [1, 3, 7, 23]) {
+      const top = await lexicalSearch(sql, query, {}, limit);
+      expect(top.hits.map(key), `limit ${limit}`).toEqual(ranked.slice(0, limit));
+    }
   });
 
   it("rebuilds after the change log was pruned past its last catch-up", async () => {

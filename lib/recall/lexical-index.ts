@@ -409,11 +409,7 @@ export class LexicalIndex {
     const hits: IndexedHit[] = [];
     let candidates = 0;
     for (const hub of held as HubIndex[]) {
-      const count = hub.chunkIds.length;
-      const bm25 = new Float64Array(count);
-      const matched = new Float64Array(count);
-      // One bit per query term (at most 32 terms, the SQL leg's cap too).
-      const mask = new Uint32Array(count);
+      const { bm25, matched, mask } = this.scratchFor(hub.chunkIds.length);
       const touched: number[] = [];
       const norm = terms.length > 32 ? terms.slice(0, 32) : terms;
       norm.forEach(({ term, idf }, t) => {
@@ -432,8 +428,7 @@ export class LexicalIndex {
         }
       });
       candidates += touched.length;
-      touched.sort((x, y) => bm25[y]! - bm25[x]! || compareIds(hub, x, y));
-      for (const doc of touched.slice(0, limit)) {
+      for (const doc of bestDocuments(touched, limit, (x, y) => bm25[y]! - bm25[x]! || compareIds(hub, x, y))) {
         const bits = mask[doc]!;
         hits.push({
           chunkId: hub.chunkIds[doc]!,
@@ -443,10 +438,67 @@ export class LexicalIndex {
           matchedTerms: norm.flatMap(({ term }, t) => ((bits >>> t) & 1 ? [term] : [])),
         });
       }
+      for (const doc of touched) {
+        bm25[doc] = 0;
+        matched[doc] = 0;
+        mask[doc] = 0;
+      }
     }
     hits.sort((x, y) => y.bm25 - x.bm25 || (x.chunkId ?? x.memoryId).localeCompare(y.chunkId ?? y.memoryId));
     return { hits: hits.slice(0, limit), candidates };
   }
+
+  /**
+   * Per-document accumulators for search(), kept between searches and zeroed after each hub: at
+   * 60k chunks, allocating them per query cost more than the scoring. (Searches are synchronous,
+   * so one set serves every search of the process.)
+   */
+  private scratch = { bm25: new Float64Array(0), matched: new Float64Array(0), mask: new Uint32Array(0) };
+
+  private scratchFor(count: number): { bm25: Float64Array; matched: Float64Array; mask: Uint32Array } {
+    if (this.scratch.bm25.length < count) {
+      const size = Math.max(count, this.scratch.bm25.length * 2);
+      // One bit per query term in mask (at most 32 terms, the SQL leg's cap too).
+      this.scratch = { bm25: new Float64Array(size), matched: new Float64Array(size), mask: new Uint32Array(size) };
+    }
+    return this.scratch;
+  }
+}
+
+/**
+ * The `limit` first of `docs` in `order`, sorted: a bounded heap instead of sorting every match
+ * (a query of common words matches tens of thousands of chunks in a large hub).
+ */
+export function bestDocuments(docs: number[], limit: number, order: (x: number, y: number) => number): number[] {
+  if (limit <= 0) return [];
+  // heap[0] is the last in `order` of those kept.
+  const heap: number[] = [];
+  const below = (i: number, j: number) => order(heap[i]!, heap[j]!) > 0;
+  const swap = (i: number, j: number) => ([heap[i], heap[j]] = [heap[j]!, heap[i]!]);
+  for (const doc of docs) {
+    if (heap.length < limit) {
+      heap.push(doc);
+      for (let i = heap.length - 1; i > 0; ) {
+        const parent = (i - 1) >> 1;
+        if (!below(i, parent)) break;
+        swap(i, parent);
+        i = parent;
+      }
+    } else if (order(doc, heap[0]!) < 0) {
+      heap[0] = doc;
+      for (let i = 0; ; ) {
+        const left = 2 * i + 1;
+        const right = left + 1;
+        let last = i;
+        if (left < heap.length && below(left, last)) last = left;
+        if (right < heap.length && below(right, last)) last = right;
+        if (last === i) break;
+        swap(i, last);
+        i = last;
+      }
+    }
+  }
+  return heap.sort(order);
 }
 
 function compareIds(hub: HubIndex, x: number, y: number): number {
