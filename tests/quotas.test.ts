@@ -50,11 +50,18 @@ describe("storage quotas", () => {
     const first = await push(bob, bytes(600));
     expect(first.status).toBe(201);
     const team = await h.teamHub(bob);
+    const before = await storageUsage(h.db, "user", bob.id);
     const refused = await push(bob, bytes(600), team);
     expect(refused.status).toBe(413);
-    expect(refused.body.error.details).toMatchObject({ scope: "user", resource: "bytes", limit: 1000 });
+    // `used` is what was used before the refused write, which is rolled back with its counters.
+    expect(refused.body.error.details).toMatchObject({ scope: "user", resource: "bytes", limit: 1000, used: before.bytes, requested: 600 + ` #${n}`.length });
+    expect(await storageUsage(h.db, "user", bob.id)).toEqual(before);
+    expect(await storageUsage(h.db, "hub", team)).toEqual({ bytes: 0, memories: 0 });
     const grow = await bob.patch(`/v1/memories/${first.body.data.id}`, { content: bytes(1200) });
     expect([grow.status, grow.body.error?.code]).toEqual([413, "quota_exceeded"]);
+    expect(grow.body.error.details).toMatchObject({ used: before.bytes, requested: 1200 - before.bytes });
+    expect(await storageUsage(h.db, "user", bob.id)).toEqual(before);
+    expect((await bob.get(`/v1/memories/${first.body.data.id}`)).body.data.content).toBe(`${bytes(600)} #${n - 1}`);
     // Shrinking is always allowed, and frees room.
     expect((await bob.patch(`/v1/memories/${first.body.data.id}`, { content: bytes(100) })).status).toBe(200);
     expect((await push(bob, bytes(600), team)).status).toBe(201);

@@ -14,15 +14,3 @@ export async function lockMemoryRows(tx: DbClient, ids: string[], hubIds: string
     SELECT id::text AS id FROM memories WHERE id = ANY(${ids}::uuid[]) AND hub_id = ANY(${hubIds}::uuid[]) ORDER BY id FOR UPDATE`;
   return rows.map((row) => row.id);
 }
-
-/**
- * A user's and a hub's storage counters, read and locked for the rest of the transaction (user row
- * first, the order the memories triggers update them in). Rows that do not exist yet are absent.
- */
-export async function lockStorageUsageRows(tx: DbClient, userId: string, hubId: string): Promise<{ scope: string; bytes: number; memories: number }[]> {
-  const rows = await tx.$queryRaw<{ scope: string; bytes: bigint | number; memories: number }[]>`
-    SELECT scope, bytes, memories FROM storage_usage
-    WHERE (scope = 'user' AND scope_id = ${userId}::uuid) OR (scope = 'hub' AND scope_id = ${hubId}::uuid)
-    ORDER BY scope DESC FOR UPDATE`;
-  return rows.map((row) => ({ scope: row.scope, bytes: Number(row.bytes), memories: Number(row.memories) }));
-}

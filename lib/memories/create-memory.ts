@@ -110,11 +110,10 @@ async function insert(
   now: Date,
   file: VerifiedFile | null,
 ): Promise<Memory> {
-  await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8"), memories: 1 });
   const contentType = file ? "file" : (input.content_type ?? inferContentType(input.content, input.source_path));
   const waits = file !== null || contentType === "link";
   const kind = input.kind ?? classifyKind(input.content, contentType, input.hint);
-  return tx.memory.create({
+  const memory = await tx.memory.create({
     data: {
       id: newId(createdAt.getTime()),
       hubId: ctx.hub.id,
@@ -148,6 +147,9 @@ async function insert(
       updatedAt: now,
     },
   });
+  // After the insert, whose trigger added it to the counters (see assertStorageQuota).
+  await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8"), memories: 1 });
+  return memory;
 }
 
 /** Same hub and source_path: update in place; identical content and fields change nothing. */
@@ -179,11 +181,7 @@ async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody,
     !contentChanged &&
     (Object.keys(changes) as (keyof typeof changes)[]).every((key) => JSON.stringify(changes[key]) === JSON.stringify(existing[key]));
   if (unchanged) return existing;
-  if (contentChanged) {
-    const growth = Buffer.byteLength(input.content, "utf8") - Buffer.byteLength(existing.content, "utf8");
-    await assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
-  }
-  return tx.memory.update({
+  const memory = await tx.memory.update({
     where: { id: existing.id },
     data: {
       ...changes,
@@ -191,6 +189,11 @@ async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody,
       updatedAt: now,
     },
   });
+  if (contentChanged) {
+    const growth = Buffer.byteLength(input.content, "utf8") - Buffer.byteLength(existing.content, "utf8");
+    await assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
+  }
+  return memory;
 }
 
 /** A link memory: content_type "link", or content that is one bare http(s) URL. Returns the URL. */

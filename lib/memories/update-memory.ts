@@ -82,8 +82,10 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody) 
   const [updated] =
     growth > 0
       ? await ctx.db.$transaction(async (tx) => {
-          await assertStorageQuota(tx, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
-          return write(tx);
+          const rows = await write(tx);
+          // After the write, whose trigger added the growth to the counters (see assertStorageQuota).
+          if (rows.length) await assertStorageQuota(tx, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
+          return rows;
         })
       : await ctx.db.$transaction((tx) => write(tx));
   return updated;

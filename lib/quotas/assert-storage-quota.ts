@@ -1,7 +1,5 @@
 import { ApiError } from "@/lib/api/errors.ts";
-import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
-import { lockStorageUsageRows } from "@/lib/db/row-lock.ts";
 import { quotaLimits } from "./quota-limits.ts";
 
 export interface StorageGrowth {
@@ -13,28 +11,28 @@ export interface StorageGrowth {
 }
 
 /**
- * Refuses a write that would take its owner or its hub past a storage quota (413 quota_exceeded).
- * Call inside the transaction that writes. It locks the two counter rows (which the write's
- * trigger updates anyway, so they would be held until commit regardless): concurrent writers of the
- * same user or hub are checked one after the other, never both against the same old total, and
- * the lock is held only from here on, not for the whole transaction. Shrinking writes are always
- * allowed.
+ * Refuses a write that took its owner or its hub past a storage quota (413 quota_exceeded), which
+ * rolls the write back. Call inside the write's transaction, AFTER the write: the memories
+ * trigger has then already added the growth to both counter rows and holds their row locks until
+ * commit, so concurrent writers of the same user or hub are counted one after the other (never
+ * both against the same old total), and what is read here includes this write. Checking first
+ * would lock the rows before the insert and hold them through it: every push into a hub then
+ * waited for the whole insert of the one before (measured in docs/operations.md). Shrinking
+ * writes are always allowed.
  */
 export async function assertStorageQuota(tx: DbClient, growth: StorageGrowth): Promise<void> {
   if (growth.bytes <= 0 && growth.memories <= 0) return;
   const limits = quotaLimits();
-  let rows = await lockStorageUsageRows(tx, growth.ownerId, growth.hubId);
-  if (rows.length < 2) {
-    // A first write of this user or hub: no row to lock yet, so concurrent first writers take turns
-    // on advisory locks, then read (and lock) what the previous one created.
-    await lockForTransaction(tx, [`quota:user:${growth.ownerId}`, `quota:hub:${growth.hubId}`]);
-    rows = await lockStorageUsageRows(tx, growth.ownerId, growth.hubId);
-  }
-  const usage = (scope: "user" | "hub") => rows.find((row) => row.scope === scope) ?? { bytes: 0, memories: 0 };
-  for (const scope of ["user", "hub"] as const) {
+  const scopes = (["user", "hub"] as const).filter((scope) => limits[scope].bytes !== null || limits[scope].memories !== null);
+  if (scopes.length === 0) return;
+  const rows = await tx.storageUsage.findMany({
+    where: { OR: scopes.map((scope) => ({ scope, scopeId: scope === "user" ? growth.ownerId : growth.hubId })) },
+  });
+  for (const scope of scopes) {
     const limit = limits[scope];
-    if (limit.bytes === null && limit.memories === null) continue;
-    const used = usage(scope);
+    const row = rows.find((r) => r.scope === scope);
+    // What was used before this write (the error reports it as before).
+    const used = { bytes: Number(row?.bytes ?? 0) - growth.bytes, memories: (row?.memories ?? 0) - growth.memories };
     const who = scope === "user" ? "Your account" : "This hub";
     if (limit.memories !== null && growth.memories > 0 && used.memories + growth.memories > limit.memories) {
       throw new ApiError("quota_exceeded", `${who} has reached its quota of ${limit.memories} memories; delete some to add more`, {
