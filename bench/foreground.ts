@@ -7,13 +7,16 @@
 // 2. Cheaper ingest: the same import timed from the first push to the last memory processed,
 //    with the local model (target ≥ 10 memories/s) and with ENGRAM_EMBEDDINGS_PROVIDER=openai
 //    against a local fake OpenAI embeddings server that answers in 50 ms (target ≥ 50/s).
+// 3. Pushes alone (phase `push`, no target in the issue): the import's concurrent clients — one
+//    user, one hub, PUSHERS at once — with the pipeline stopped, so what is timed is the create
+//    transactions and how long they wait on each other (the user's and hub's storage counters).
 //
 // Drives the real route handler in process, with the embedded runner started as the server
 // starts it. Database: DATABASE_URL (a PostgreSQL server: each phase gets a fresh database on it,
 // dropped afterwards) or, without it, a fresh embedded database in a temporary directory.
 //
 //   BENCH_IMPORT        memories in the import (default 500)
-//   BENCH_PHASES        which phases, comma-separated: foreground,local,openai (default all)
+//   BENCH_PHASES        which phases, comma-separated: foreground,local,openai,push (default all)
 //   BENCH_CLIENT_PAUSE  ms the single client waits between its creates (default 100)
 //   BENCH_FAKE_PORT     port of the fake OpenAI server (default 3151)
 //   plus every ENGRAM_* setting of the server (ENGRAM_BACKGROUND_DB_PERCENT, …).
@@ -31,7 +34,7 @@ import { freshDatabase } from "./lib/fresh-database.ts";
 import { startFakeOpenAi } from "./lib/fake-openai.mjs";
 
 const IMPORT = Number(process.env.BENCH_IMPORT ?? 500);
-const PHASES = (process.env.BENCH_PHASES ?? "foreground,local,openai").split(",").map((p) => p.trim());
+const PHASES = (process.env.BENCH_PHASES ?? "foreground,local,openai,push").split(",").map((p) => p.trim());
 const CLIENT_PAUSE_MS = Number(process.env.BENCH_CLIENT_PAUSE ?? 100);
 const FAKE_PORT = Number(process.env.BENCH_FAKE_PORT ?? 3151);
 const FAKE_DELAY_MS = 50;
@@ -55,7 +58,7 @@ interface Phase {
 }
 
 /** A fresh database, a user with a key, the embedder for `provider` loaded and the runner started. */
-async function startPhase(provider: "local" | "openai"): Promise<Phase & { label: string }> {
+async function startPhase(provider: "local" | "openai", options: { runner?: boolean } = {}): Promise<Phase & { label: string }> {
   process.env.ENGRAM_EMBEDDINGS_PROVIDER = provider;
   setEmbedder(undefined);
   const { database, label, drop } = await freshDatabase({ prefix: "bench-fg" });
@@ -65,8 +68,8 @@ async function startPhase(provider: "local" | "openai"): Promise<Phase & { label
     insertApiKey(tx, created.user.id, "bench", now),
   );
   if (!(await getEmbedder())) throw new Error(`the ${provider} embedder did not load (local: run \`npm run models\` first)`);
-  await startBackgroundProcessing();
-  if (!backgroundRunner()) throw new Error("the embedded runner did not start (ENGRAM_PROCESSING=off or Inngest configured?)");
+  if (options.runner !== false) await startBackgroundProcessing();
+  if (options.runner !== false && !backgroundRunner()) throw new Error("the embedded runner did not start (ENGRAM_PROCESSING=off or Inngest configured?)");
   const create = async (content: string) => {
     const t0 = performance.now();
     const res = await createMemoryRoute(
@@ -110,15 +113,17 @@ async function startPhase(provider: "local" | "openai"): Promise<Phase & { label
   };
 }
 
-/** Pushes the import with a few concurrent clients; returns the ids in push order. */
-async function pushImport(phase: Phase, offset: number): Promise<string[]> {
+/** Pushes the import with a few concurrent clients; returns the ids in push order (and each create's ms in `latencies`). */
+async function pushImport(phase: Phase, offset: number, latencies: number[] = []): Promise<string[]> {
   const ids: string[] = new Array(IMPORT);
   let next = 0;
   await Promise.all(
     Array.from({ length: PUSHERS }, async () => {
       while (next < IMPORT) {
         const i = next++;
-        ids[i] = (await phase.create(markdownMemory(offset + i))).id;
+        const created = await phase.create(markdownMemory(offset + i));
+        ids[i] = created.id;
+        latencies.push(created.ms);
       }
     }),
   );
@@ -194,6 +199,21 @@ for (const provider of ["local", "openai"] as const) {
   results.push({ name: provider, ok, line });
   await phase.close();
   fake?.close();
+}
+
+if (PHASES.includes("push")) {
+  const phase = await startPhase("local", { runner: false });
+  const latencies: number[] = [];
+  const started = performance.now();
+  await pushImport(phase, 20_000, latencies);
+  const seconds = (performance.now() - started) / 1000;
+  const s = stats(latencies);
+  const line =
+    `push (${phase.label}, pipeline stopped): ${IMPORT} memories from ${PUSHERS} concurrent clients of one user into one hub in ${seconds.toFixed(1)} s → ` +
+    `${(IMPORT / seconds).toFixed(1)} creates/s, each p50=${s.p50.toFixed(1)} ms p95=${s.p95.toFixed(1)} ms max=${s.max.toFixed(1)} ms | load ${load()}`;
+  console.log(line);
+  results.push({ name: "push", ok: true, line });
+  await phase.close();
 }
 
 console.log(`\n${results.every((r) => r.ok) ? "all targets met" : `missed: ${results.filter((r) => !r.ok).map((r) => r.name).join(", ")}`} (load average ${load()}; figures under load are not the targets' conditions)`);
