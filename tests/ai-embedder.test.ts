@@ -85,6 +85,26 @@ describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () =>
     }
   });
 
+  it("embeds queries on a thread of their own: a recall does not wait behind indexing", async () => {
+    const embedder = (await getEmbedder())!;
+    // Two batches' worth of long chunks for the indexing thread (seconds of model time)…
+    const chunks = Array.from({ length: 64 }, (_, i) => `Runbook ${i}: ${"restart the worker, check the queue depth, then page the on-call engineer. ".repeat(16)}`);
+    const started = performance.now();
+    const documents = embedder.embed(chunks, "document").then((vectors) => ({ vectors, ms: performance.now() - started }));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // …and a question asked meanwhile. Behind them it waited for the running batch and then shared
+    // its own with 31 more chunks: nearly all of the documents' time.
+    const asked = performance.now();
+    const [question] = await embedder.embed(["how do I restart the worker?"], "query");
+    const queryMs = performance.now() - asked;
+    const done = await documents;
+    expect(done.vectors).toHaveLength(64);
+    expect(queryMs).toBeLessThan(done.ms / 5);
+    // Both threads run the same model: a text is the same vector whichever embeds it.
+    const [again] = await embedder.embed(["how do I restart the worker?"], "document");
+    expect(dot(question!, again!)).toBeGreaterThan(0.99);
+  });
+
   it("runs the model in a worker thread; the main-thread fallback gives the same vectors", async () => {
     expect(embedWorkerScript()).toMatch(/local-embedder-worker\.mjs$/);
     const texts = ["rotate the staging database credentials", "如何回滚生产部署"];
