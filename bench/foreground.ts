@@ -3,7 +3,9 @@
 // 1. Fair foreground: 500 ~5 KB markdown memories are pushed (the import), then, while the
 //    pipeline processes them, a single client creates memories one after another; its
 //    POST /v1/memories latency is reported as p50/p95 against the targets (p50 ≤ 15 ms,
-//    p95 ≤ 60 ms), next to the same client on an idle server.
+//    p95 ≤ 60 ms), next to the same client on an idle server. After each create the client also
+//    recalls (no target in the issue; printed on the line below): a question must not queue behind
+//    the import's embeddings.
 // 2. Cheaper ingest: the same import timed from the first push to the last memory processed,
 //    with the local model (target ≥ 10 memories/s) and with ENGRAM_EMBEDDINGS_PROVIDER=openai
 //    against a local fake OpenAI embeddings server that answers in 50 ms (target ≥ 50/s).
@@ -22,6 +24,7 @@
 //   plus every ENGRAM_* setting of the server (ENGRAM_BACKGROUND_DB_PERCENT, …).
 import { cpus, loadavg } from "node:os";
 import { POST as createMemoryRoute } from "@/app/v1/memories/route.ts";
+import { POST as recallRoute } from "@/app/v1/recall/route.ts";
 import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
 import { setRateLimiter, MemoryRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
@@ -53,6 +56,8 @@ const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
 interface Phase {
   database: Database;
   create(content: string): Promise<{ id: string; ms: number }>;
+  /** A recall, timed (server-side latency_ms is the route's own; this is the whole handler). */
+  recall(query: string): Promise<number>;
   waitProcessed(ids: string[]): Promise<number>;
   close(): Promise<void>;
 }
@@ -84,6 +89,21 @@ async function startPhase(provider: "local" | "openai", options: { runner?: bool
     if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`);
     return { id: ((await res.json()) as { data: { id: string } }).data.id, ms };
   };
+  const recall = async (query: string) => {
+    const t0 = performance.now();
+    const res = await recallRoute(
+      new Request("http://bench.local/v1/recall", {
+        method: "POST",
+        headers: { authorization: `Bearer ${extra.key}`, "content-type": "application/json" },
+        body: JSON.stringify({ query, limit: 10 }),
+      }),
+      { params: Promise.resolve({}) },
+    );
+    const ms = performance.now() - t0;
+    if (res.status !== 200) throw new Error(`recall failed: ${res.status} ${await res.text()}`);
+    await res.json();
+    return ms;
+  };
   /** Resolves with the time the last of `ids` was processed (ms since epoch); throws on a failed one. */
   const waitProcessed = async (ids: string[]) => {
     for (;;) {
@@ -101,6 +121,7 @@ async function startPhase(provider: "local" | "openai", options: { runner?: bool
     database,
     label,
     create,
+    recall,
     waitProcessed,
     close: async () => {
       const runner = backgroundRunner();
@@ -130,6 +151,9 @@ async function pushImport(phase: Phase, offset: number, latencies: number[] = []
   return ids;
 }
 
+/** The single client's questions: the import's own subjects, varied so no two are alike. */
+const question = (k: number) => `${["how do we deploy", "why did billing fail", "where is the search runbook", "what does the auth service log"][k % 4]} step ${k}`;
+
 /** A short note from the single client (~600 bytes), unique per call. */
 const note = (i: number) => `Note ${i} from the foreground client. ${markdownMemory(900_000 + i, 500)}`;
 
@@ -142,18 +166,22 @@ if (PHASES.includes("foreground")) {
   let i = 0;
   // The client alone (the pipeline idle between its own notes).
   const alone: number[] = [];
+  const recallAlone: number[] = [];
   for (let k = 0; k < 30; k++) {
     alone.push((await phase.create(note(i++))).ms);
+    recallAlone.push(await phase.recall(question(k)));
     await sleep(CLIENT_PAUSE_MS);
   }
   await backgroundRunner()!.idle();
   const ids = await pushImport(phase, 0);
   // The client while the pipeline works through the import.
   const busy: number[] = [];
+  const recallBusy: number[] = [];
   let draining = true;
   const drained = phase.waitProcessed(ids).finally(() => (draining = false));
   while (draining) {
     busy.push((await phase.create(note(i++))).ms);
+    if (draining) recallBusy.push(await phase.recall(question(i)));
     await sleep(CLIENT_PAUSE_MS);
   }
   await drained;
@@ -165,6 +193,13 @@ if (PHASES.includes("foreground")) {
     `during the import p50=${b.p50.toFixed(1)} ms p95=${b.p95.toFixed(1)} ms max=${b.max.toFixed(1)} ms (n=${b.n}) ` +
     `[target p50 ≤ ${TARGETS.createP50}, p95 ≤ ${TARGETS.createP95}] ${verdict(ok)} | load ${load()}`;
   console.log(line);
+  // No target in the issue for this one; the same client's recall after each create.
+  const ra = stats(recallAlone);
+  const rb = stats(recallBusy);
+  console.log(
+    `  recall (same client, after each create): alone p50=${ra.p50.toFixed(1)} ms p95=${ra.p95.toFixed(1)} ms | ` +
+      `during the import p50=${rb.p50.toFixed(1)} ms p95=${rb.p95.toFixed(1)} ms max=${rb.max.toFixed(1)} ms (n=${rb.n})`,
+  );
   const scheduler = phase.database.scheduler?.stats;
   if (scheduler) console.log(`  scheduler: ${JSON.stringify({ ...scheduler, backgroundMs: Math.round(scheduler.backgroundMs) })}`);
   results.push({ name: "foreground", ok, line });
