@@ -11,6 +11,11 @@ export interface Embedder {
   dimensions: 384;
   /** The model learned English only (questions in other scripts get embeddings that say little). */
   englishOnly?: boolean;
+  /**
+   * `query`: a request is waiting for these vectors (a recall's question, an answer's candidate
+   * sentences); the local model embeds them on a thread of their own, never behind indexing.
+   * `document` (default): background indexing. The models here embed both kinds alike.
+   */
   embed(texts: string[], kind?: "query" | "document"): Promise<number[][]>;
 }
 

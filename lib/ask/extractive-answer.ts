@@ -15,7 +15,8 @@ async function embedSentences(embedder: Embedder, texts: string[]): Promise<numb
   const keys = texts.map((text) => `${embedder.id}\u0000${text}`);
   const missing = [...new Set(keys.filter((key) => !sentenceCache.has(key)))];
   if (missing.length) {
-    const vectors = await embedder.embed(missing.map((key) => key.slice(key.indexOf("\u0000") + 1)), "document");
+    // "query": the asker is waiting (the request's lane, not indexing's).
+    const vectors = await embedder.embed(missing.map((key) => key.slice(key.indexOf("\u0000") + 1)), "query");
     missing.forEach((key, i) => sentenceCache.set(key, vectors[i]!));
     while (sentenceCache.size > SENTENCE_CACHE_SIZE) sentenceCache.delete(sentenceCache.keys().next().value!);
   }
