@@ -75,35 +75,26 @@ async function startPhase(provider: "local" | "openai", options: { runner?: bool
   if (!(await getEmbedder())) throw new Error(`the ${provider} embedder did not load (local: run \`npm run models\` first)`);
   if (options.runner !== false) await startBackgroundProcessing();
   if (options.runner !== false && !backgroundRunner()) throw new Error("the embedded runner did not start (ENGRAM_PROCESSING=off or Inngest configured?)");
+  /** POSTs `body` to a route handler as the bench user; the parsed response data and the handler's ms. */
+  const post = async (route: typeof createMemoryRoute, url: string, body: unknown, expected: number) => {
+    const t0 = performance.now();
+    const res = await route(
+      new Request(`http://bench.local${url}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${extra.key}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
+      { params: Promise.resolve({}) },
+    );
+    const ms = performance.now() - t0;
+    if (res.status !== expected) throw new Error(`POST ${url} failed: ${res.status} ${await res.text()}`);
+    return { data: ((await res.json()) as { data: { id?: string } }).data, ms };
+  };
   const create = async (content: string) => {
-    const t0 = performance.now();
-    const res = await createMemoryRoute(
-      new Request("http://bench.local/v1/memories", {
-        method: "POST",
-        headers: { authorization: `Bearer ${extra.key}`, "content-type": "application/json" },
-        body: JSON.stringify({ content }),
-      }),
-      { params: Promise.resolve({}) },
-    );
-    const ms = performance.now() - t0;
-    if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`);
-    return { id: ((await res.json()) as { data: { id: string } }).data.id, ms };
+    const { data, ms } = await post(createMemoryRoute, "/v1/memories", { content }, 201);
+    return { id: data.id!, ms };
   };
-  const recall = async (query: string) => {
-    const t0 = performance.now();
-    const res = await recallRoute(
-      new Request("http://bench.local/v1/recall", {
-        method: "POST",
-        headers: { authorization: `Bearer ${extra.key}`, "content-type": "application/json" },
-        body: JSON.stringify({ query, limit: 10 }),
-      }),
-      { params: Promise.resolve({}) },
-    );
-    const ms = performance.now() - t0;
-    if (res.status !== 200) throw new Error(`recall failed: ${res.status} ${await res.text()}`);
-    await res.json();
-    return ms;
-  };
+  const recall = async (query: string) => (await post(recallRoute, "/v1/recall", { query, limit: 10 }, 200)).ms;
   /** Resolves with the time the last of `ids` was processed (ms since epoch); throws on a failed one. */
   const waitProcessed = async (ids: string[]) => {
     for (;;) {
