@@ -17,7 +17,7 @@ export interface StorageGrowth {
  * commit, so concurrent writers of the same user or hub are counted one after the other (never
  * both against the same old total), and what is read here includes this write. Checking first
  * would lock the rows before the insert and hold them through it: every push into a hub then
- * waited for the whole insert of the one before (measured in docs/operations.md). Shrinking
+ * waited for the whole insert of the one before (measured in docs/processing.md). Shrinking
  * writes are always allowed.
  */
 export async function assertStorageQuota(tx: DbClient, growth: StorageGrowth): Promise<void> {
