@@ -5,7 +5,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { setDatabase } from "@/lib/db/database.ts";
 import { listRouteFiles } from "./support/router.ts";
-import { createHarness, frozenLimiter, openTestDatabase, type Client, type Harness } from "./support/harness.ts";
+import { clientFor, createHarness, frozenLimiter, openTestDatabase, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
 let ann: Client;
@@ -133,6 +133,27 @@ describe("rate limits", () => {
       expect((await ann.get("/v1/memories")).status).toBe(429);
       now += 55_000;
       expect((await ann.get("/v1/memories")).status).toBe(200);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1e6, heavy: 1e6, light: 1e6 }));
+    }
+  });
+
+  test("the limit and the key's scope answer before the hub, though the hub is looked up beside them", async () => {
+    const unknownHub = { headers: { "x-hub-id": "00000000-0000-7000-8000-000000000009" } };
+    expect((await ann.post("/v1/memories", { content: "to nowhere" }, unknownHub)).status).toBe(404);
+    const readKey = await ann.post("/v1/auth/api-keys", { name: "reader", scopes: ["read"] });
+    const reader = clientFor(readKey.body.data.key);
+    const refused = await reader.post("/v1/memories", { content: "to nowhere" }, unknownHub);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.message).toMatch(/read-only/);
+    setRateLimiter(frozenLimiter({ regular: 1, heavy: 5, light: 5 }));
+    try {
+      expect((await ann.get("/v1/memories")).status).toBe(200);
+      const limited = await ann.post("/v1/memories", { content: "to nowhere" }, unknownHub);
+      expect(limited.status).toBe(429);
+      expect(limited.body.error.code).toBe("rate_limited");
+      // The hub lookup that ran beside the refused limit left nothing unhandled behind.
+      await new Promise((resolve) => setTimeout(resolve, 20));
     } finally {
       setRateLimiter(new MemoryRateLimiter({ regular: 1e6, heavy: 1e6, light: 1e6 }));
     }
