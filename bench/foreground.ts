@@ -9,7 +9,10 @@
 // 2. Cheaper ingest: the same import timed from the first push to the last memory processed,
 //    with the local model (target ≥ 10 memories/s) and with ENGRAM_EMBEDDINGS_PROVIDER=openai
 //    against a local fake OpenAI embeddings server that answers in 50 ms (target ≥ 50/s).
-// 3. Pushes alone (phase `push`, no target in the issue): the import's concurrent clients — one
+// 3. One client's creates alone (phase `create`, no target in the issue): processing off, through the
+//    rate limiter the server uses on that database (on PostgreSQL its counters table, a statement per
+//    request): p50/p95 and this process's CPU per create.
+// 4. Pushes alone (phase `push`, no target in the issue): the import's concurrent clients — one
 //    user, one hub, PUSHERS at once — with the pipeline stopped, so what is timed is the create
 //    transactions and how long they wait on each other (the user's and hub's storage counters).
 //
@@ -18,7 +21,7 @@
 // dropped afterwards) or, without it, a fresh embedded database in a temporary directory.
 //
 //   BENCH_IMPORT        memories in the import (default 500)
-//   BENCH_PHASES        which phases, comma-separated: foreground,local,openai,push (default all)
+//   BENCH_PHASES        which phases, comma-separated: foreground,local,openai,create,push (default all)
 //   BENCH_CLIENT_PAUSE  ms the single client waits between its creates (default 100)
 //   BENCH_FAKE_PORT     port of the fake OpenAI server (default 3151)
 //   plus every ENGRAM_* setting of the server (ENGRAM_BACKGROUND_DB_PERCENT, …).
@@ -26,6 +29,7 @@ import { cpus, loadavg } from "node:os";
 import { POST as createMemoryRoute } from "@/app/v1/memories/route.ts";
 import { POST as recallRoute } from "@/app/v1/recall/route.ts";
 import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
+import { PostgresRateLimiter } from "@/lib/api/postgres-rate-limit.ts";
 import { setRateLimiter, MemoryRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { setDatabase, type Database } from "@/lib/db/database.ts";
@@ -37,11 +41,12 @@ import { freshDatabase } from "./lib/fresh-database.ts";
 import { startFakeOpenAi } from "./lib/fake-openai.mjs";
 
 const IMPORT = Number(process.env.BENCH_IMPORT ?? 500);
-const PHASES = (process.env.BENCH_PHASES ?? "foreground,local,openai,push").split(",").map((p) => p.trim());
+const PHASES = (process.env.BENCH_PHASES ?? "foreground,local,openai,create,push").split(",").map((p) => p.trim());
 const CLIENT_PAUSE_MS = Number(process.env.BENCH_CLIENT_PAUSE ?? 100);
 const FAKE_PORT = Number(process.env.BENCH_FAKE_PORT ?? 3151);
 const FAKE_DELAY_MS = 50;
 const PUSHERS = 8;
+const CREATES = 300;
 const TARGETS = { createP50: 15, createP95: 60, localRate: 10, openaiRate: 50 };
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
@@ -148,7 +153,8 @@ const question = (k: number) => `${["how do we deploy", "why did billing fail", 
 /** A short note from the single client (~600 bytes), unique per call. */
 const note = (i: number) => `Note ${i} from the foreground client. ${markdownMemory(900_000 + i, 500)}`;
 
-setRateLimiter(new MemoryRateLimiter({ regular: 1e9, heavy: 1e9, light: 1e9 }));
+const CAPS = { regular: 1e9, heavy: 1e9, light: 1e9 };
+setRateLimiter(new MemoryRateLimiter(CAPS));
 console.log(`bench:foreground — ${cpus().length} cores, load average ${load()}, import of ${IMPORT} ~5 KB markdown memories, database ${process.env.DATABASE_URL ? "PostgreSQL (DATABASE_URL)" : "embedded (PGlite)"}`);
 const results: { name: string; ok: boolean; line: string }[] = [];
 
@@ -225,6 +231,28 @@ for (const provider of ["local", "openai"] as const) {
   results.push({ name: provider, ok, line });
   await phase.close();
   fake?.close();
+}
+
+if (PHASES.includes("create")) {
+  const phase = await startPhase("local", { runner: false });
+  setRateLimiter(phase.database.kind === "postgres" ? new PostgresRateLimiter(CAPS, async () => phase.database.prisma) : new MemoryRateLimiter(CAPS));
+  const latencies: number[] = [];
+  let cpuBefore = process.cpuUsage();
+  // The first 30 warm up (JIT, statement caches) and are not counted.
+  for (let k = 0; k < CREATES + 30; k++) {
+    if (k === 30) cpuBefore = process.cpuUsage();
+    const { ms } = await phase.create(note(k));
+    if (k >= 30) latencies.push(ms);
+  }
+  const cpu = process.cpuUsage(cpuBefore);
+  const s = stats(latencies);
+  const line =
+    `create (${phase.label}, processing off, the database's own rate limiter): ${CREATES} creates one after another, ` +
+    `p50=${s.p50.toFixed(1)} ms p95=${s.p95.toFixed(1)} ms, ${((cpu.user + cpu.system) / 1000 / CREATES).toFixed(1)} ms CPU each | load ${load()}`;
+  console.log(line);
+  results.push({ name: "create", ok: true, line });
+  setRateLimiter(new MemoryRateLimiter(CAPS));
+  await phase.close();
 }
 
 if (PHASES.includes("push")) {
