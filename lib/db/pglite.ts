@@ -1,8 +1,6 @@
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { PGlite, type QueryOptions, type Transaction } from "@electric-sql/pglite";
-
-type ParserTable = PGlite["parsers"];
 import { vector } from "@electric-sql/pglite-pgvector";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "./generated/client.ts";
@@ -10,6 +8,8 @@ import { backgroundSharePercent, isBackgroundWork } from "./background-work.ts";
 import { dataDirLock } from "./data-dir-lock.ts";
 import type { Database } from "./database.ts";
 import { StatementScheduler } from "./statement-scheduler.ts";
+
+type ParserTable = PGlite["parsers"];
 
 /** Embedded PostgreSQL (WASM) with pgvector; one instance per process and directory. */
 export async function openPglite(dataDir: string, template?: Blob): Promise<Database> {
@@ -64,27 +64,19 @@ function scheduledPglite(pg: PGlite, scheduler: StatementScheduler): PGlite {
     <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
     (...args: A): Promise<R> =>
       scheduler.run(isBackgroundWork(), () => method.apply(pg, args));
-  const parsed = withMergedParsers(pg);
-  const query = ((sql: string, params?: unknown[], options?: QueryOptions) => parsed(options, (merged) => pg.query(sql, params, merged))) as PGlite["query"];
+  const withParsers = mergedParsersQuery(pg);
   const transaction = (<T,>(callback: (tx: Transaction) => Promise<T>) =>
-    pg.transaction((tx) =>
-      callback(
-        new Proxy(tx, {
-          get(target, property) {
-            if (property === "query") return ((sql: string, params?: unknown[], options?: QueryOptions) => parsed(options, (merged) => target.query(sql, params, merged))) as Transaction["query"];
-            const value: unknown = Reflect.get(target, property, target);
-            return typeof value === "function" ? value.bind(target) : value;
-          },
-        }),
-      ),
-    )) as PGlite["transaction"];
-  const wrapped: Partial<PGlite> = { query: turn(query) as PGlite["query"], exec: turn(pg.exec), transaction: turn(transaction) as PGlite["transaction"] };
-  return new Proxy(pg, {
-    get(target, property) {
-      if (property in wrapped) return wrapped[property as keyof typeof wrapped];
-      const value: unknown = Reflect.get(target, property, target);
-      // PGlite's methods use private fields: call them on the instance, never on the proxy.
-      return typeof value === "function" ? value.bind(target) : value;
+    pg.transaction((tx) => callback(overriding(tx, { query: withParsers(tx) })))) as PGlite["transaction"];
+  return overriding(pg, { query: turn(withParsers(pg)) as PGlite["query"], exec: turn(pg.exec), transaction: turn(transaction) as PGlite["transaction"] });
+}
+
+/** `target` with some methods replaced. PGlite's methods use private fields: the others are called on the instance, never on the proxy. */
+function overriding<T extends object>(target: T, overrides: Partial<T>): T {
+  return new Proxy(target, {
+    get(instance, property) {
+      if (property in overrides) return overrides[property as keyof T];
+      const value: unknown = Reflect.get(instance, property, instance);
+      return typeof value === "function" ? value.bind(instance) : value;
     },
   });
 }
@@ -96,21 +88,22 @@ function scheduledPglite(pg: PGlite, scheduler: StatementScheduler): PGlite {
  * and put in PGlite's place for that one statement instead. Only inside a scheduler turn: nothing
  * else uses the connection until it ends, so no other statement sees the swapped table.
  */
-function withMergedParsers(pg: PGlite) {
+function mergedParsersQuery(pg: PGlite) {
   const cache = new WeakMap<object, WeakMap<object, ParserTable>>();
-  return async <R,>(options: QueryOptions | undefined, run: (options: QueryOptions | undefined) => Promise<R>): Promise<R> => {
-    const given = options?.parsers;
-    if (!given) return run(options);
-    const own = pg.parsers;
-    let byGiven = cache.get(own);
-    if (!byGiven) cache.set(own, (byGiven = new WeakMap()));
-    let merged = byGiven.get(given);
-    if (!merged) byGiven.set(given, (merged = { ...own, ...given }));
-    pg.parsers = merged;
-    try {
-      return await run({ ...options, parsers: undefined });
-    } finally {
-      pg.parsers = own;
-    }
-  };
+  return (queryable: Pick<Transaction, "query">): Transaction["query"] =>
+    (async (sql: string, params?: unknown[], options?: QueryOptions) => {
+      const given = options?.parsers;
+      if (!given) return queryable.query(sql, params, options);
+      const own = pg.parsers;
+      let byGiven = cache.get(own);
+      if (!byGiven) cache.set(own, (byGiven = new WeakMap()));
+      let merged = byGiven.get(given);
+      if (!merged) byGiven.set(given, (merged = { ...own, ...given }));
+      pg.parsers = merged;
+      try {
+        return await queryable.query(sql, params, { ...options, parsers: undefined });
+      } finally {
+        pg.parsers = own;
+      }
+    }) as Transaction["query"];
 }
