@@ -86,7 +86,10 @@ function overriding<T extends object>(target: T, overrides: Partial<T>): T {
  * its own table of ~320 (one per array type) for every result: `{ ...own, ...given }` took
  * ~0.19 ms, about 1.5 ms of a create's ~10 statements. The merged table is built once per pair
  * and put in PGlite's place for that one statement instead. Only inside a scheduler turn: nothing
- * else uses the connection until it ends, so no other statement sees the swapped table.
+ * else uses the connection until it ends, so no other statement sees the swapped table. One
+ * difference: PGlite's array parsers look their element's parser up in the table in place, so an
+ * array whose element type the adapter overrides but not the array type (only timetz[], which the
+ * schema does not use) now gets the adapter's element parser, as its scalars do.
  */
 function mergedParsersQuery(pg: PGlite) {
   const cache = new WeakMap<object, WeakMap<object, ParserTable>>();
