@@ -29,13 +29,7 @@ test("raw SQL and Prisma each keep their own value types when their statements i
       if (i % 3 === 0) return { raw: await rawRow() };
       if (i % 3 === 1) return { prisma: await database.prisma.user.findUniqueOrThrow({ where: { id: user.id } }) };
       // An interactive transaction: its statements get the adapter's parsers too.
-      return {
-        prisma: await database.prisma.$transaction(async (tx) => {
-          const found = await tx.user.findUniqueOrThrow({ where: { id: user.id } });
-          return found;
-        }),
-        raw: await rawRow(),
-      };
+      return { prisma: await database.prisma.$transaction((tx) => tx.user.findUniqueOrThrow({ where: { id: user.id } })), raw: await rawRow() };
     }),
   );
   for (const round of rounds) {
