@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import type { Embedder } from "@/lib/ai/embedder.ts";
+import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import type { Database } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
 import { chunkContent } from "@/lib/processing/chunk-content.ts";
@@ -100,7 +101,10 @@ export async function bulkIndex(
     : null;
   let next = 0;
   for (let i = 0; i < rows.length; i++) {
-    const chunks = chunked[i]!.map((chunk) => ({ ...chunk, embedding: vectors?.[next++] ?? null }));
+    const chunks = await Promise.all(
+      chunked[i]!.map(async (chunk, j) => ({ ...chunk, embedding: vectors?.[next + j] ?? null, gloss: await hanGlossWords(embeddingText(chunk)) })),
+    );
+    next += chunks.length;
     await database.prisma.$transaction((tx) => replaceChunks(tx, { id: rows[i]!.id, hubId: owner.hubId }, chunks));
   }
   return keyById;

@@ -86,7 +86,7 @@ describe("planner statistics after a bulk import (embedded database)", () => {
     for (let i = 0; i < rows.length; i += 100) {
       await h.db.$transaction(async (tx) => {
         for (const row of rows.slice(i, i + 100)) {
-          await replaceChunks(tx, { id: row.id, hubId: row.hubId }, [{ position: 0, content: row.content, headingChain: "", tokenCount: 12, embedding: unitVector() }]);
+          await replaceChunks(tx, { id: row.id, hubId: row.hubId }, [{ position: 0, content: row.content, headingChain: "", tokenCount: 12, embedding: unitVector(), gloss: "" }]);
         }
       });
     }

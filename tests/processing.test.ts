@@ -84,6 +84,23 @@ describe("background processing (embedded runner, real model, real database)", (
     expect(best!.heading_chain).toBe("Release process > Rollback");
   });
 
+  it("indexes a Chinese note in English too: its lexical entry and its vector answer an English question", async () => {
+    const res = await ann.post("/v1/memories", { content: "# 固件升级\n\n路由器的固件升级失败后，请按住重置按钮十秒。" });
+    const memory = await processed(ann, res.body.data.id);
+    const [chunk] = await h.database.sql.query<{ english: boolean; bigrams: boolean; embedding: string }>(
+      `SELECT tsvector_to_array(engram_tsvector('router firmware upgrade reset button')) <@ tsvector_to_array(search_vector) AS english,
+              tsvector_to_array(engram_tsvector('固件升级')) <@ tsvector_to_array(search_vector) AS bigrams,
+              embedding::text AS embedding
+         FROM chunks WHERE memory_id = $1`,
+      [memory.id],
+    );
+    expect(chunk).toMatchObject({ english: true, bigrams: true });
+    const stored = JSON.parse(chunk!.embedding) as number[];
+    const [related, unrelated] = await (await getEmbedder())!.embed(["the router firmware upgrade failed", "the team lunch is on Friday"], "query");
+    const dot = (v: number[]) => v.reduce((sum, x, i) => sum + x * stored[i]!, 0);
+    expect(dot(related!)).toBeGreaterThan(dot(unrelated!) + 0.2);
+  });
+
   it("respects a kind and stability the client gave", async () => {
     const res = await ann.post("/v1/memories", { content: runbook.replace("Tuesday", "Monday"), kind: "rationale", stability: "volatile" });
     const memory = await processed(ann, res.body.data.id);

@@ -1,10 +1,12 @@
 import { getEmbedder } from "@/lib/ai/embedder.ts";
+import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { replaceChunks, type ChunkInput } from "@/lib/recall/store-chunks.ts";
 
 /**
  * Indexes memories the way background processing does (markdown sections →
- * chunks of ≤ ~1200 characters, real local embeddings of heading + text), so
+ * chunks of ≤ ~1200 characters, real local embeddings of heading + text, the
+ * English glosses of Chinese words), so
  * recall tests and the eval do not wait for the background runner.
  */
 export async function indexMemories(db: Db, memoryIds: string[], options: { embed?: boolean } = {}): Promise<void> {
@@ -12,8 +14,10 @@ export async function indexMemories(db: Db, memoryIds: string[], options: { embe
   const memories = await db.memory.findMany({ where: { id: { in: memoryIds } } });
   for (const memory of memories) {
     const drafts = splitMarkdown(memory.content);
-    const vectors = embedder ? await embedder.embed(drafts.map((d) => (d.headingChain ? `${d.headingChain}\n${d.content}` : d.content)), "document") : null;
-    const chunks: ChunkInput[] = drafts.map((d, i) => ({ ...d, position: i, tokenCount: Math.ceil(d.content.length / 4), embedding: vectors?.[i] ?? null }));
+    const texts = drafts.map((d) => (d.headingChain ? `${d.headingChain}\n${d.content}` : d.content));
+    const vectors = embedder ? await embedder.embed(texts, "document") : null;
+    const glosses = await Promise.all(texts.map(hanGlossWords));
+    const chunks: ChunkInput[] = drafts.map((d, i) => ({ ...d, position: i, tokenCount: Math.ceil(d.content.length / 4), embedding: vectors?.[i] ?? null, gloss: glosses[i]! }));
     await db.$transaction(async (tx) => {
       await replaceChunks(tx, memory, chunks);
       await tx.memory.update({ where: { id: memory.id }, data: { processingStatus: "done", processedAt: new Date() } });

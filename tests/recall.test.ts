@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
-import { mostlyOtherScript } from "@/lib/recall/mostly-other-script.ts";
+import { mostlyOtherScript } from "@/lib/ai/mostly-other-script.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { createHttpReranker, setReranker } from "@/lib/recall/reranker.ts";
 import { createHarness, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";
@@ -164,6 +164,21 @@ describe("POST /v1/recall — retrieval", () => {
     try {
       const data = await recall(ann, { query: "数据库备份保留多久" });
       expect(data.memories[0]?.id).toBe(ids.zh);
+    } finally {
+      setEmbedder(embedder);
+    }
+  });
+
+  it("finds Chinese text by an English question and English text by a Chinese one, through glosses, even without embeddings", async () => {
+    const embedder = await getEmbedder();
+    setEmbedder(null);
+    try {
+      // The Chinese note shares no word with the question: its index entry carries its English glosses.
+      const zh = await recall(ann, { query: "database backup retention" });
+      expect(zh.memories[0]?.id).toBe(ids.zh);
+      // 回滚到上一个版本 ("roll back to the previous version") asks in English too.
+      const en = await recall(mira, { query: "回滚到上一个版本" });
+      expect(en.memories[0]?.id).toBe(ids.deploy);
     } finally {
       setEmbedder(embedder);
     }

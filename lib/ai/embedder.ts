@@ -2,6 +2,8 @@ import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { embedInLengthGroups, type FeatureExtractor } from "./embed-in-length-groups.mjs";
+import { glossHan } from "./gloss-han.ts";
+import { mostlyOtherScript } from "./mostly-other-script.ts";
 import { embedWorkerScript, localEmbedderThread, type LocalModelOptions, type RunBatch } from "./local-embedder-thread.ts";
 
 /** Turns texts into normalised 384-dimensional vectors (cosine similarity = dot product). */
@@ -9,8 +11,12 @@ export interface Embedder {
   /** Stable identifier of provider + model; a change means stored vectors must be re-embedded. */
   id: string;
   dimensions: 384;
-  /** The model learned English only (questions in other scripts get embeddings that say little). */
-  englishOnly?: boolean;
+  /**
+   * Whether the model can make sense of a text. The local model learned English only: text mostly
+   * in another script, after Chinese is glossed into English, gets an embedding that says little.
+   * Absent: any text.
+   */
+  reads?(text: string): Promise<boolean>;
   /**
    * `query`: a request is waiting for these vectors (a recall's question, an answer's candidate
    * sentences); the local model embeds them on a thread of their own, never behind indexing.
@@ -220,10 +226,12 @@ async function createLocalEmbedder(): Promise<Embedder> {
     id: `local:${LOCAL_MODEL_ID}`,
     dimensions: EMBEDDING_DIMENSIONS,
     // all-MiniLM-L6-v2 was trained on English sentence pairs only.
-    englishOnly: true,
+    reads: async (text) => !mostlyOtherScript(await glossHan(text)),
     // The tokenizer keeps the first LOCAL_MAX_TOKENS word pieces; the model never reads the rest of a
     // longer text, so it is not even copied to the worker (a word piece is rarely over 12 characters).
-    embed: (texts, kind = "document") => batcher(kind).embed(texts.map((text) => text.slice(0, LOCAL_MAX_TOKENS * 12)), kind),
+    // Chinese reaches it as English glosses (gloss-han.ts).
+    embed: async (texts, kind = "document") =>
+      batcher(kind).embed((await Promise.all(texts.map(glossHan))).map((text) => text.slice(0, LOCAL_MAX_TOKENS * 12)), kind),
   };
 }
 

@@ -5,6 +5,7 @@ import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 import { notifyProcessingFailed } from "@/lib/notifications/notify.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
 import { replaceChunks } from "@/lib/recall/store-chunks.ts";
+import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import { extractMemoryText, needsExtraction } from "@/lib/extraction/extract-memory-text.ts";
 import { chunkContent, type ChunkDraft } from "./chunk-content.ts";
 import { classifyKind, classifyStability } from "./classify-heuristic.ts";
@@ -47,7 +48,7 @@ export interface StepContext {
 
 export interface DeferredWrites {
   changes: MemoryChanges;
-  chunks?: { chunks: ChunkDraft[]; vectors: number[][] | null };
+  chunks?: IndexedChunks;
 }
 
 export type StepName = "extract" | "classify" | "index" | "summarise" | "complete";
@@ -93,7 +94,7 @@ async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: Emi
   const write = async (db: DbClient) => {
     const { count } = await db.memory.updateMany({ where: currentWhere(ctx.memory), data: all });
     if (count === 0) throw new StaleJobError(ctx.memory);
-    if (pendingChunks) await writeChunks(db, ctx.memory, pendingChunks.chunks, pendingChunks.vectors);
+    if (pendingChunks) await writeChunks(db, ctx.memory, pendingChunks);
     if (event) await emitEvent(db, event);
   };
   await (event ? ctx.db.$transaction(write, BACKGROUND_TRANSACTION) : write(ctx.db));
@@ -106,24 +107,40 @@ export function embeddingText(chunk: ChunkDraft): string {
   return chunk.headingChain ? `${chunk.headingChain}\n${chunk.content}` : chunk.content;
 }
 
+/** A memory's chunks, ready to store: vectors when a model is available, and their Chinese words' English index words. */
+interface IndexedChunks {
+  chunks: ChunkDraft[];
+  vectors: number[][] | null;
+  glosses: string[];
+}
+
+/**
+ * Worked out before any transaction: the first Chinese text a process meets loads the dictionary
+ * (gloss-han.ts), which must not happen while a transaction holds locks or the embedded database.
+ */
+async function indexedChunks(chunks: ChunkDraft[], vectors: number[][] | null): Promise<IndexedChunks> {
+  return { chunks, vectors, glosses: await Promise.all(chunks.map((chunk) => hanGlossWords(embeddingText(chunk)))) };
+}
+
 /** Chunks (with vectors when a model is available) replace the memory's index entries atomically. */
 export async function storeChunks(ctx: StepContext, chunks: ChunkDraft[], vectors: number[][] | null): Promise<void> {
+  const indexed = await indexedChunks(chunks, vectors);
   await ctx.db.$transaction(async (tx) => {
     // A no-op guarded update: it locks the row, so a concurrent content change waits for us and then wins.
     const { count } = await tx.memory.updateMany({ where: currentWhere(ctx.memory), data: { version: ctx.memory.version } });
     if (count === 0) throw new StaleJobError(ctx.memory);
-    await writeChunks(tx, ctx.memory, chunks, vectors);
+    await writeChunks(tx, ctx.memory, indexed);
   }, BACKGROUND_TRANSACTION);
 }
 
 /** After a guarded update of the memory's row in the same transaction (which locks it). */
-async function writeChunks(tx: DbClient, memory: MemoryVersion, chunks: ChunkDraft[], vectors: number[][] | null): Promise<void> {
+async function writeChunks(tx: DbClient, memory: MemoryVersion, { chunks, vectors, glosses }: IndexedChunks): Promise<void> {
   // Read under that lock: the memory may have moved to another hub since the job started.
   const { hubId } = await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { hubId: true } });
   await replaceChunks(
     tx,
     { id: memory.id, hubId },
-    chunks.map((chunk, i) => ({ ...chunk, embedding: vectors?.[i] ?? null })),
+    chunks.map((chunk, i) => ({ ...chunk, embedding: vectors?.[i] ?? null, gloss: glosses[i]! })),
   );
 }
 
@@ -174,7 +191,7 @@ const index: ProcessingStep = {
     const chunks = chunkContent(memory.content, textFormat(memory));
     const embedder = await getEmbedder();
     const vectors = embedder && chunks.length ? await embedder.embed(chunks.map(embeddingText), "document") : null;
-    if (ctx.deferred) ctx.deferred.chunks = { chunks, vectors };
+    if (ctx.deferred) ctx.deferred.chunks = await indexedChunks(chunks, vectors);
     else await storeChunks(ctx, chunks, vectors);
   },
 };

@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { readableHubs, scopedHubIds } from "@/lib/hubs/hub-access.ts";
 import { analyzeQuery, mentionsSomeone, type Intent, type QueryAnalysis, type QueryMember } from "./analyze-query.ts";
@@ -6,7 +7,6 @@ import { embedQuery } from "./embed-query.ts";
 import { lexicalSearch } from "./lexical-search.ts";
 import { loadCandidates, type CandidateFacts } from "./load-candidates.ts";
 import { loadRecalled, type RecalledMemory } from "./load-recalled.ts";
-import { mostlyOtherScript } from "./mostly-other-script.ts";
 import { RECALL_DEFAULT_LIMIT, RECALL_MAX_LIMIT, type RecallBody } from "./recall-fields.ts";
 import { recordAccess } from "./record-access.ts";
 import { ANSWERABLE_GAP, ANSWERABLE_LOGIT, DERIVED_FILTER_FLOOR, RELEVANCE_FLOOR, answerableLogit, fuseLegs, monotoneScores, normaliseLeg, relevanceLogit, sigmoid } from "./relevance-score.ts";
@@ -149,7 +149,8 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
         {
           userId: ctx.user.id,
           hubIds: scoped ?? input.hub_ids,
-          text: analysis.searchText,
+          // Chinese words also ask in English, as chunks' Chinese is indexed in English too (store-chunks.ts).
+          text: `${analysis.searchText} ${await hanGlossWords(analysis.searchText)}`.trim(),
           entities: analysis.entities,
         },
         searchFilters,
@@ -237,9 +238,9 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   }
   const lexicalNorm = normaliseLeg(lexicalBest);
   const vectorNorm = normaliseLeg(vectorBest);
-  // The order of a question the model cannot read comes from the lexical leg (see mostlyOtherScript);
+  // The order of a question the model cannot read comes from the lexical leg (Embedder.reads);
   // its cosines still count as evidence for the score and the floor, and the vector leg's finds stay in.
-  const unreadable = mode.legs === "hybrid" && (await getEmbedder())?.englishOnly === true && mostlyOtherScript(analysis.searchText);
+  const unreadable = mode.legs === "hybrid" && (await (await getEmbedder())?.reads?.(analysis.searchText)) === false;
   const legs = { lexical: mode.legs !== "vector", vector: mode.legs !== "lexical" && vector !== null && !unreadable };
 
   // A time or author phrase is itself the question ("what did Mira push last week"): list what

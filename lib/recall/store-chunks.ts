@@ -9,6 +9,8 @@ export interface ChunkInput {
   tokenCount: number;
   /** 384 numbers, or null when no embedding model is available (lexical-only). */
   embedding: number[] | null;
+  /** English glosses of the chunk's Chinese words (lib/ai/gloss-han.ts), indexed with it; "" for none. */
+  gloss: string;
 }
 
 /**
@@ -17,6 +19,8 @@ export interface ChunkInput {
  *
  * Each chunk's lexical entry also carries the memory's title: a section that
  * never repeats what the document is about would otherwise be unfindable by it.
+ * A chunk with Chinese text also carries its words' English glosses (`gloss`), so an English
+ * question finds it by its meaning, not only by the names both share.
  * One multi-row INSERT so the BM25 statistics triggers run once per memory.
  */
 export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: string }, chunks: ChunkInput[]): Promise<void> {
@@ -29,9 +33,9 @@ export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: s
      SELECT c.id, $1::uuid, $2::uuid, c.position, c.content, c.heading_chain, c.token_count, c.vec, engram_tsvector_length(c.vec), c.embedding::vector
      FROM (
        SELECT u.id, u.position, u.content, u.heading_chain, u.token_count, u.embedding,
-              engram_document_tsvector(coalesce(m.title, '') || E'\\n' || u.heading_chain || E'\\n' || u.content) AS vec
-       FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::int[], $8::text[])
-              AS u(id, position, content, heading_chain, token_count, embedding)
+              engram_document_tsvector(coalesce(m.title, '') || E'\\n' || u.heading_chain || E'\\n' || u.content || E'\\n' || u.gloss) AS vec
+       FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::int[], $8::text[], $9::text[])
+              AS u(id, position, content, heading_chain, token_count, embedding, gloss)
        LEFT JOIN memories m ON m.id = $1::uuid
      ) AS c`,
     memory.id,
@@ -42,6 +46,7 @@ export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: s
     chunks.map((chunk) => chunk.headingChain),
     chunks.map((chunk) => chunk.tokenCount),
     embeddings,
+    chunks.map((chunk) => chunk.gloss),
   );
   // Statistics follow bulk indexing (embedded database: autoanalyze's job).
   noteTableWrites(chunks.length);
