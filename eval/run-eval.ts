@@ -71,9 +71,9 @@ type ModeName = "bm25" | "vectors" | "hybrid" | "hybrid_nofloor";
  */
 const FLOORS: Record<CorpusName, { ndcg10: number; recall20: number; mrr10: number; traps10: number; categories?: Record<string, number> }> = {
   fixture: { ndcg10: 0.94, recall20: 0.96, mrr10: 0.92, traps10: 2 },
-  // cross-language: 0.389 since questions the English-only model cannot read are ordered by the
-  // lexical leg (lib/recall/mostly-other-script.ts); 0.285 before.
-  "ops-chat": { ndcg10: 0.78, recall20: 0.94, mrr10: 0.75, traps10: 30, categories: { "cross-language": 0.36 } },
+  // cross-language: 0.789 since Chinese is glossed into English for the model and the lexical index
+  // (lib/ai/gloss-han.ts); 0.389 before, with Chinese questions ordered by the lexical leg alone.
+  "ops-chat": { ndcg10: 0.84, recall20: 0.97, mrr10: 0.81, traps10: 30, categories: { "cross-language": 0.74 } },
   scifact: { ndcg10: 0.7, recall20: 0.87, mrr10: 0.67, traps10: 0 },
 };
 
