@@ -4,7 +4,7 @@ import path from "node:path";
 import { embedMaxTokens, LOCAL_MAX_TOKENS, type Embedder } from "@/lib/ai/embedder.ts";
 
 /** Files whose code shapes a local model's vectors: a change to them means the cached vectors are stale. */
-const LOCAL_EMBEDDING_CODE = ["lib/ai/embed-in-length-groups.mjs", "lib/ai/local-embedder-worker.mjs"];
+const LOCAL_EMBEDDING_CODE = ["lib/ai/embed-in-length-groups.mjs", "lib/ai/local-embedder-worker.mjs", "lib/ai/gloss-han.ts"];
 
 /**
  * What a cached vector depends on besides its text: the embedder's id and, for the local model, the

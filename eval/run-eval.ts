@@ -516,7 +516,7 @@ function indexSnapshotPath(name: string, docKeys: string, model: string): string
     const file = path.join(migrations, dir, "migration.sql");
     if (existsSync(file)) hash.update(dir).update(readFileSync(file));
   }
-  for (const file of ["lib/processing/chunk-content.ts", "lib/processing/processing-steps.ts", "lib/recall/store-chunks.ts", "eval/scifact.ts"]) {
+  for (const file of ["lib/processing/chunk-content.ts", "lib/processing/processing-steps.ts", "lib/recall/store-chunks.ts", "lib/ai/gloss-han.ts", "eval/scifact.ts"]) {
     hash.update(readFileSync(path.join(process.cwd(), file)));
   }
   return path.join(process.cwd(), ".cache", "eval", `${name}-index-${hash.digest("hex").slice(0, 16)}`);
