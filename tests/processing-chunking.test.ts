@@ -115,6 +115,20 @@ describe("chunkContent", () => {
     }
   });
 
+  it("cuts Chinese at its sentence ends into chunks the model reads whole, and keeps every character", () => {
+    const sentence = "生产数据库每天凌晨三点自动备份到对象存储，保留三十天。";
+    const text = `# 备份\n\n${sentence.repeat(80)}\n\n${"备份".repeat(1500)}`;
+    const chunks = chunkContent(text, "markdown");
+    expect(chunks.length).toBeGreaterThan(15);
+    for (const chunk of chunks) {
+      expect(chunk.tokenCount).toBeLessThanOrEqual(CHUNK_MAX_TOKENS);
+      expect(Array.from(chunk.content).length).toBeLessThanOrEqual(CHUNK_MAX_TOKENS + 10);
+    }
+    // The sentences' chunks end at a sentence's end.
+    for (const chunk of chunks.filter((c) => c.content.includes("生产"))) expect(chunk.content).toMatch(/。$/);
+    expect(chunks.map((c) => c.content).join("").replace(/\s/g, "")).toBe(text.replace(/\s/g, ""));
+  });
+
   it("bounds pathological input: one enormous line", () => {
     const chunks = chunkContent("x".repeat(200_000), "text");
     expect(chunks.length).toBeGreaterThan(10);
@@ -123,13 +137,14 @@ describe("chunkContent", () => {
 });
 
 describe("estimateTokens", () => {
-  it("is close to the model tokenizer on prose and code", async () => {
+  it("is close to the model tokenizer on prose, code and Chinese", async () => {
     const { AutoTokenizer, env } = await import("@huggingface/transformers");
     env.localModelPath = `${process.cwd()}/.cache/models`;
     env.allowRemoteModels = false;
     const tokenizer = await AutoTokenizer.from_pretrained("Xenova/all-MiniLM-L6-v2");
     const code = "export async function claimMemory(db: Db, id: string) {\n  const row = await db.memory.findUnique({ where: { id } });\n}";
-    for (const sample of [runbook, code, para("sample", 20)]) {
+    const chinese = "客服对话：Orbit 扫地机器人的固件升级一直卡在百分之四十，一晚上都没有完成。请按住重置按钮十秒回滚到旧版本，然后在稳定的网络下重新升级。";
+    for (const sample of [runbook, code, para("sample", 20), chinese]) {
       const real = tokenizer.encode(sample, { add_special_tokens: false }).length;
       const estimate = estimateTokens(sample);
       expect(Math.abs(estimate - real) / real, `${estimate} vs ${real}`).toBeLessThan(0.2);

@@ -114,6 +114,8 @@ function splitText(text: string): string[] {
   const separators: [string[], string][] = [
     [byLine, "\n"],
     [sentences(text), " "],
+    // Chinese and Japanese put no space after a sentence's end.
+    [text.split(/(?<=[。！？；])(?=\S)/u), ""],
     [text.split(/\s+/), " "],
   ];
   for (const [pieces, joiner] of separators) {
@@ -135,9 +137,15 @@ function splitText(text: string): string[] {
     // A single line or sentence may still be too long: cut it further.
     return groups.flatMap((group) => (estimateTokens(group) > CHUNK_MAX_TOKENS && group !== text ? splitText(group) : [group]));
   }
-  // One enormous "word" (minified code, base64): cut by characters.
+  // One enormous "word" (minified code, base64, a run of Chinese without punctuation): cut by
+  // characters, fewer where each is a token of its own.
   const out: string[] = [];
-  for (let i = 0; i < text.length; i += CHUNK_TARGET_TOKENS * 4) out.push(text.slice(i, i + CHUNK_TARGET_TOKENS * 4));
+  for (let i = 0; i < text.length; ) {
+    let piece = text.slice(i, i + CHUNK_TARGET_TOKENS * 4);
+    if (estimateTokens(piece) > CHUNK_MAX_TOKENS) piece = Array.from(text.slice(i, i + CHUNK_TARGET_TOKENS * 2)).slice(0, CHUNK_TARGET_TOKENS).join("");
+    out.push(piece);
+    i += piece.length;
+  }
   return out;
 }
 
