@@ -18,7 +18,7 @@ export interface OpsDoc {
 }
 
 export interface OpsQuery extends GradedQuery {
-  category: "paraphrase" | "identifier" | "named" | "cross-language";
+  category: "paraphrase" | "identifier" | "named" | "cross-language" | "cross-language, new wording";
   harmful: string[];
 }
 
@@ -250,6 +250,20 @@ export function buildOpsChatCorpus(): { docs: OpsDoc[]; queries: OpsQuery[] } {
       relevant: { [key(chinese.product, chinese.problem)]: 3 },
       harmful: [],
     });
+  }
+  // Written on 2026-11-26 after the Chinese glosses (lib/ai/gloss-han.ts) were built, in a user's own
+  // words rather than the problems' `zh` lines, and run only once the rules were settled: a check
+  // that the glosses were not shaped by the five questions above.
+  const NEW_WORDING: [number, number, string][] = [
+    [5, 0, "Tidal 锅炉控制器老是掉线，连不上家里的路由器"],
+    [0, 1, "Nimbus 温控器的电池两天就没电了"],
+    [3, 5, "Orbit 扫地机器人晚上有很大的咔哒声"],
+    [1, 4, "Aero 空气净化器不按照我设置的定时工作"],
+    [2, 3, "Vela 智能门锁在手机 app 里添加不了，找不到设备"],
+    [4, 6, "Lumen 灯带的会员每个月被收了两次钱"],
+  ];
+  for (const [p, q, text] of NEW_WORDING) {
+    queries.push({ id: `zh-new-${key(p, q)}`, category: "cross-language, new wording", text, relevant: { [key(p, q)]: 3 }, harmful: [] });
   }
   return { docs, queries };
 }

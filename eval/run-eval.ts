@@ -72,8 +72,9 @@ type ModeName = "bm25" | "vectors" | "hybrid" | "hybrid_nofloor";
 const FLOORS: Record<CorpusName, { ndcg10: number; recall20: number; mrr10: number; traps10: number; categories?: Record<string, number> }> = {
   fixture: { ndcg10: 0.94, recall20: 0.96, mrr10: 0.92, traps10: 2 },
   // cross-language: 0.789 since Chinese is glossed into English for the model and the lexical index
-  // (lib/ai/gloss-han.ts); 0.389 before, with Chinese questions ordered by the lexical leg alone.
-  "ops-chat": { ndcg10: 0.84, recall20: 0.97, mrr10: 0.81, traps10: 30, categories: { "cross-language": 0.74 } },
+  // (lib/ai/gloss-han.ts); 0.389 before, with Chinese questions ordered by the lexical leg alone. The
+  // six "new wording" questions were written after the glosses: 0.741 (0.437 before).
+  "ops-chat": { ndcg10: 0.82, recall20: 0.97, mrr10: 0.79, traps10: 30, categories: { "cross-language": 0.74, "cross-language, new wording": 0.7 } },
   scifact: { ndcg10: 0.7, recall20: 0.87, mrr10: 0.67, traps10: 0 },
 };
 
@@ -457,7 +458,7 @@ async function runOpsChat(): Promise<CorpusResult> {
   const queries: Query[] = opsQueries.map((q) => ({ id: q.id, category: q.category, text: q.text, relevant: q.relevant, traps: q.harmful }));
   const queryStarted = Date.now();
   const ranked = await runQueries("ops-chat", client, queries, keyById);
-  const result = evaluate("ops-chat", docs.length, queries, ranked, { index: indexSeconds, query: (Date.now() - queryStarted) / 1000 }, ["paraphrase", "named", "identifier", "cross-language"]);
+  const result = evaluate("ops-chat", docs.length, queries, ranked, { index: indexSeconds, query: (Date.now() - queryStarted) / 1000 }, ["paraphrase", "named", "identifier", "cross-language", "cross-language, new wording"]);
   await database.close();
   return result;
 }
