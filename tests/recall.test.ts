@@ -30,6 +30,17 @@ async function recall(client: Client, body: Record<string, unknown>, headers: Re
   return res.body.data as { memories: any[]; query_metadata: any };
 }
 
+/** Recall with the lexical leg alone (no embedding model), as on a server without one. */
+async function withoutEmbeddings<T>(fn: () => Promise<T>): Promise<T> {
+  const embedder = await getEmbedder();
+  setEmbedder(null);
+  try {
+    return await fn();
+  } finally {
+    setEmbedder(embedder);
+  }
+}
+
 beforeAll(async () => {
   expect(await getEmbedder(), "the local embedding model must be installed (npm run models)").not.toBeNull();
   h = await createHarness();
@@ -159,29 +170,17 @@ describe("POST /v1/recall — retrieval", () => {
   }, 60_000);
 
   it("finds Chinese text by overlapping character bigrams, even without embeddings", async () => {
-    const embedder = await getEmbedder();
-    setEmbedder(null);
-    try {
-      const data = await recall(ann, { query: "数据库备份保留多久" });
-      expect(data.memories[0]?.id).toBe(ids.zh);
-    } finally {
-      setEmbedder(embedder);
-    }
+    const data = await withoutEmbeddings(() => recall(ann, { query: "数据库备份保留多久" }));
+    expect(data.memories[0]?.id).toBe(ids.zh);
   });
 
   it("finds Chinese text by an English question and English text by a Chinese one, through glosses, even without embeddings", async () => {
-    const embedder = await getEmbedder();
-    setEmbedder(null);
-    try {
-      // The Chinese note shares no word with the question: its index entry carries its English glosses.
-      const zh = await recall(ann, { query: "database backup retention" });
-      expect(zh.memories[0]?.id).toBe(ids.zh);
-      // 回滚到上一个版本 ("roll back to the previous version") asks in English too.
-      const en = await recall(mira, { query: "回滚到上一个版本" });
-      expect(en.memories[0]?.id).toBe(ids.deploy);
-    } finally {
-      setEmbedder(embedder);
-    }
+    // The Chinese note shares no word with the question: its index entry carries its English glosses.
+    const zh = await withoutEmbeddings(() => recall(ann, { query: "database backup retention" }));
+    expect(zh.memories[0]?.id).toBe(ids.zh);
+    // 回滚到上一个版本 ("roll back to the previous version") asks in English too.
+    const en = await withoutEmbeddings(() => recall(mira, { query: "回滚到上一个版本" }));
+    expect(en.memories[0]?.id).toBe(ids.deploy);
   });
 
   // The ordering it causes is measured by npm run eval (ops-chat cross-language, with its own floor).
