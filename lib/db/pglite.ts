@@ -6,6 +6,7 @@ import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "./generated/client.ts";
 import { backgroundSharePercent, isBackgroundWork } from "./background-work.ts";
 import { dataDirLock } from "./data-dir-lock.ts";
+import { pipelinable, pipelinedStatement } from "./pglite-pipeline.ts";
 import type { Database } from "./database.ts";
 import { StatementScheduler } from "./statement-scheduler.ts";
 
@@ -66,8 +67,8 @@ function scheduledPglite(pg: PGlite, scheduler: StatementScheduler): PGlite {
       scheduler.run(isBackgroundWork(), () => method.apply(pg, args));
   const withParsers = mergedParsersQuery(pg);
   const transaction = (<T,>(callback: (tx: Transaction) => Promise<T>) =>
-    pg.transaction((tx) => callback(overriding(tx, { query: withParsers(tx) })))) as PGlite["transaction"];
-  return overriding(pg, { query: turn(withParsers(pg)) as PGlite["query"], exec: turn(pg.exec), transaction: turn(transaction) as PGlite["transaction"] });
+    pg.transaction((tx) => callback(overriding(tx, { query: withParsers(tx, true) })))) as PGlite["transaction"];
+  return overriding(pg, { query: turn(withParsers(pg, false)) as PGlite["query"], exec: turn(pg.exec), transaction: turn(transaction) as PGlite["transaction"] });
 }
 
 /** `target` with some methods replaced. PGlite's methods use private fields: the others are called on the instance, never on the proxy. */
@@ -93,10 +94,16 @@ function overriding<T extends object>(target: T, overrides: Partial<T>): T {
  */
 function mergedParsersQuery(pg: PGlite) {
   const cache = new WeakMap<object, WeakMap<object, ParserTable>>();
-  return (queryable: Pick<Transaction, "query">): Transaction["query"] =>
-    (async (sql: string, params?: unknown[], options?: QueryOptions) => {
+  const pipelined = { outside: pipelinedStatement(pg, false), inside: pipelinedStatement(pg, true) };
+  return (queryable: Pick<Transaction, "query" | "closed">, inTransaction: boolean): Transaction["query"] => {
+    // A closed transaction (or instance) is left to PGlite's own query, which refuses it.
+    const run = (sql: string, params: unknown[] | undefined, options: QueryOptions | undefined) =>
+      pipelinable(options) && !queryable.closed
+        ? (inTransaction ? pipelined.inside : pipelined.outside)(sql, params, options, pg.parsers)
+        : queryable.query(sql, params, options);
+    return (async (sql: string, params?: unknown[], options?: QueryOptions) => {
       const given = options?.parsers;
-      if (!given) return queryable.query(sql, params, options);
+      if (!given) return run(sql, params, options);
       const own = pg.parsers;
       let byGiven = cache.get(own);
       if (!byGiven) cache.set(own, (byGiven = new WeakMap()));
@@ -104,9 +111,10 @@ function mergedParsersQuery(pg: PGlite) {
       if (!merged) byGiven.set(given, (merged = { ...own, ...given }));
       pg.parsers = merged;
       try {
-        return await queryable.query(sql, params, { ...options, parsers: undefined });
+        return await run(sql, params, { ...options, parsers: undefined });
       } finally {
         pg.parsers = own;
       }
     }) as Transaction["query"];
+  };
 }

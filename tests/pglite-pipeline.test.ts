@@ -1,0 +1,108 @@
+import { PGlite, type QueryOptions } from "@electric-sql/pglite";
+import { vector } from "@electric-sql/pglite-pgvector";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { pipelinedStatement } from "@/lib/db/pglite-pipeline.ts";
+
+// The embedded database runs statements as one batch of protocol messages (lib/db/pglite-pipeline.ts)
+// instead of PGlite's six calls. Whatever the values, the answer must be the one PGlite's own query
+// gives: the same parameters written the same way, the same rows, the same errors.
+
+let pg: PGlite;
+let calls = 0;
+
+beforeAll(async () => {
+  pg = await PGlite.create("memory://", { extensions: { vector } });
+  await pg.exec(`
+    CREATE EXTENSION vector;
+    CREATE TABLE things (
+      id int PRIMARY KEY, name text, big bigint, flag boolean, ratio float8, amount numeric,
+      at timestamptz, day date, doc jsonb, tags text[], ids uuid[], bytes bytea, embedding vector(3)
+    );`);
+  const stream = pg.execProtocolStream.bind(pg);
+  pg.execProtocolStream = (async (...args: Parameters<PGlite["execProtocolStream"]>) => {
+    calls++;
+    return stream(...args);
+  }) as PGlite["execProtocolStream"];
+});
+
+afterAll(async () => {
+  await pg?.close();
+});
+
+const pipelined = (sql: string, params: unknown[], options?: QueryOptions) => pipelinedStatement(pg, false)(sql, params, options, pg.parsers);
+
+const INSERT = `INSERT INTO things (id, name, big, flag, ratio, amount, at, day, doc, tags, ids, bytes, embedding)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *`;
+
+const rows: unknown[][] = [
+  [1, "plain", 9007199254740993n, true, 0.25, "12.50", new Date("2026-01-02T03:04:05.678Z"), "2026-02-03", { a: [1, "x"], b: null }, ["a", "b"], ["01a2143c-89f0-71a6-85c8-58136ed7cab4"], new Uint8Array([0, 1, 254, 255]), "[1,2,3]"],
+  // Quotes, backslashes, commas, braces, NULL and empty elements; an empty JSON array (not an object).
+  [2, `it's "quoted" \\ back`, -1n, false, -1e-9, "0", "2026-05-06 07:08:09+02", new Date("2026-07-08T00:00:00Z"), [], [`a"b`, "c\\d", "e,f", "{g}", "", null], [], new Uint8Array([]), "[0.5,-0.5,0]"],
+  // Values PGlite writes with their type's serializer: booleans as strings, dates as milliseconds, JSON given as text.
+  [3, "中文 ✓", 0, "yes", 3, 7, Date.UTC(2026, 0, 1), "2026-01-01", '{"already":"text"}', null, null, null, null],
+];
+
+test("rows written through the pipeline read back as PGlite's own query writes and reads them", async () => {
+  const own = await PGlite.create("memory://", { extensions: { vector } });
+  await own.exec(`CREATE EXTENSION vector; CREATE TABLE things (id int PRIMARY KEY, name text, big bigint, flag boolean, ratio float8, amount numeric,
+    at timestamptz, day date, doc jsonb, tags text[], ids uuid[], bytes bytea, embedding vector(3));`);
+  try {
+    for (const row of rows) {
+      const mine = await pipelined(INSERT, row);
+      const theirs = await own.query(INSERT, row);
+      expect(mine.rows).toEqual(theirs.rows);
+      expect(mine.fields).toEqual(theirs.fields);
+      expect(mine.affectedRows).toBe(1);
+    }
+    const select = "SELECT * FROM things WHERE id = ANY($1::int[]) AND name <> $2 ORDER BY id";
+    for (const options of [undefined, { rowMode: "array" as const }]) {
+      const mine = await pipelined(select, [[1, 2, 3], "nothing"], options);
+      expect(mine.rows).toHaveLength(3);
+      expect(mine.rows).toEqual((await own.query(select, [[1, 2, 3], "nothing"], options)).rows);
+    }
+    const [second] = (await pipelined("SELECT doc, tags FROM things WHERE id = $1", [2])).rows as { doc: unknown; tags: unknown }[];
+    expect(second).toEqual({ doc: [], tags: [`a"b`, "c\\d", "e,f", "{g}", "", null] });
+  } finally {
+    await own.close();
+  }
+});
+
+test("a statement's parameter types are asked once; later runs are one call into the database", async () => {
+  const sql = "SELECT $1::int + $2::int AS sum";
+  calls = 0;
+  expect((await pipelined(sql, [1, 2])).rows).toEqual([{ sum: 3 }]);
+  expect(calls).toBe(2);
+  calls = 0;
+  expect((await pipelined(sql, [40, 2])).rows).toEqual([{ sum: 42 }]);
+  expect(calls).toBe(1);
+});
+
+test("database errors carry the statement and leave the connection usable; updates count their rows", async () => {
+  const duplicate = pipelined(INSERT, rows[0]!);
+  await expect(duplicate).rejects.toMatchObject({ code: "23505", query: INSERT, params: rows[0] });
+  await expect(pipelined("SELEC nonsense $1", [1])).rejects.toMatchObject({ code: "42601" });
+  await expect(pipelined("SELECT $1::int", ["not a number"])).rejects.toMatchObject({ code: "22P02" });
+  expect((await pipelined("UPDATE things SET name = $1 WHERE id > $2", ["renamed", 1])).affectedRows).toBe(2);
+  expect((await pipelined("SELECT count(*)::int AS n FROM things WHERE name = $1", ["renamed"])).rows).toEqual([{ n: 2 }]);
+});
+
+test("inside a transaction: its statements see each other, an error aborts it, a rollback undoes it", async () => {
+  const inside = pipelinedStatement(pg, true);
+  await pg.transaction(async () => {
+    await inside("INSERT INTO things (id, name) VALUES ($1, $2)", [10, "in tx"], undefined, pg.parsers);
+    expect((await inside("SELECT name FROM things WHERE id = $1", [10], undefined, pg.parsers)).rows).toEqual([{ name: "in tx" }]);
+  });
+  expect((await pipelined("SELECT name FROM things WHERE id = $1", [10])).rows).toEqual([{ name: "in tx" }]);
+
+  await expect(
+    pg.transaction(async () => {
+      await inside("INSERT INTO things (id, name) VALUES ($1, $2)", [11, "lost"], undefined, pg.parsers);
+      await expect(inside("INSERT INTO things (id) VALUES ($1)", [10], undefined, pg.parsers)).rejects.toMatchObject({ code: "23505" });
+      // The transaction is aborted: PostgreSQL refuses everything until the rollback.
+      await inside("SELECT 1 WHERE $1::int = 1", [1], undefined, pg.parsers);
+    }),
+  ).rejects.toMatchObject({ code: "25P02" });
+  expect((await pipelined("SELECT count(*)::int AS n FROM things WHERE id = $1", [11])).rows).toEqual([{ n: 0 }]);
+  // PGlite's own statements still work after all of this.
+  expect((await pg.query("SELECT count(*)::int AS n FROM things")).rows).toEqual([{ n: 4 }]);
+});
