@@ -71,7 +71,7 @@ test("a statement's parameter types are asked once; later runs are one call into
   const sql = "SELECT $1::int + $2::int AS sum";
   calls = 0;
   expect((await pipelined(sql, [1, 2])).rows).toEqual([{ sum: 3 }]);
-  expect(calls).toBe(2);
+  expect(calls).toBe(2); // Parse + Describe, then Bind … Sync
   calls = 0;
   expect((await pipelined(sql, [40, 2])).rows).toEqual([{ sum: 42 }]);
   expect(calls).toBe(1);
@@ -82,6 +82,9 @@ test("database errors carry the statement and leave the connection usable; updat
   await expect(duplicate).rejects.toMatchObject({ code: "23505", query: INSERT, params: rows[0] });
   await expect(pipelined("SELEC nonsense $1", [1])).rejects.toMatchObject({ code: "42601" });
   await expect(pipelined("SELECT $1::int", ["not a number"])).rejects.toMatchObject({ code: "22P02" });
+  // A value PGlite's serializer refuses, before anything ran: first sight of the text, then remembered.
+  for (let i = 0; i < 2; i++) await expect(pipelined("SELECT $1::boolean AS b", ["maybe"])).rejects.toThrow(/boolean/);
+  expect((await pipelined("SELECT $1::boolean AS b", ["yes"])).rows).toEqual([{ b: true }]);
   expect((await pipelined("UPDATE things SET name = $1 WHERE id > $2", ["renamed", 1])).affectedRows).toBe(2);
   expect((await pipelined("SELECT count(*)::int AS n FROM things WHERE name = $1", ["renamed"])).rows).toEqual([{ n: 2 }]);
 });

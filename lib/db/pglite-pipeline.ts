@@ -13,9 +13,12 @@ const REMEMBERED_STATEMENTS = 2000;
  *
  * PGlite describes every statement first only to learn its parameters' types, which choose how each
  * JavaScript value is written as text (a Date, an array, JSON, bytes). Those types depend on the
- * statement's text and the schema alone, so they are asked once per text and remembered; after that
- * Parse, Bind, Describe portal, Execute and Sync go as one batch, the values written by PGlite's own
- * serializers exactly as its `query` would. The result is parsed by PGlite's own `parseResults`.
+ * statement's text and the schema alone, so they are remembered per text: the first time a text runs,
+ * PGlite's own sequence goes in two calls (Parse and Describe, then the rest); after that Parse, Bind,
+ * Describe portal, Execute and Sync go as one batch. The values are written by PGlite's own
+ * serializers exactly as its `query` writes them, and the result is parsed by its own `parseResults`.
+ * (A schema change at run time that changed a remembered text's parameter types would not be seen;
+ * migrations run before the first statement.)
  *
  * `inTransaction`: the statement belongs to a transaction PGlite's `transaction()` opened (its
  * mutex is held), so only the query mutex is taken and the files are not synced after it, as PGlite
@@ -27,27 +30,29 @@ export function pipelinedStatement(pg: PGlite, inTransaction: boolean) {
     const run = async () => {
       try {
         let types = remembered.get(sql);
+        let messages: BackendMessage[];
+        const execution = (values: (string | null)[]) => [serialize.bind({ values }), serialize.describe({ type: "P" }), serialize.execute({}), serialize.sync()];
+        const final = { syncToFs: !inTransaction, ...(options?.onNotice && { onNotice: options.onNotice }) };
         if (types) {
           // Refreshed as the most recently used.
           remembered.delete(sql);
           remembered.set(sql, types);
+          messages = await pg.execProtocolStream(concat(serialize.parse({ text: sql }), ...execution(params.map((param, i) => textValue(pg, param, types![i]!, options)))), final);
         } else {
-          types = parse.parseDescribeStatementResults(await pg.execProtocolStream(concat(serialize.parse({ text: sql }), serialize.describe({ type: "S" }), serialize.sync()), { syncToFs: false }));
+          // First sight of this text: PGlite's own sequence in two calls, Parse and Describe, then the rest.
+          let values: (string | null)[];
+          try {
+            types = parse.parseDescribeStatementResults(await pg.execProtocolStream(concat(serialize.parse({ text: sql }), serialize.describe({ type: "S" })), { syncToFs: false }));
+            values = params.map((param, i) => textValue(pg, param, types![i]!, options));
+          } catch (error) {
+            // A failed Parse (or a value no serializer accepts) must not leave the backend waiting for Sync.
+            await pg.execProtocolStream(serialize.sync(), { syncToFs: false }).catch(() => undefined);
+            throw error;
+          }
           remembered.set(sql, types);
           if (remembered.size > REMEMBERED_STATEMENTS) remembered.delete(remembered.keys().next().value!);
+          messages = await pg.execProtocolStream(concat(...execution(values)), final);
         }
-        const values = params.map((param, i) => textValue(pg, param, types[i]!, options));
-        const messages: BackendMessage[] = await pg.execProtocolStream(
-          concat(
-            // The statement is parsed again (one unnamed statement, as PGlite's query leaves it).
-            serialize.parse({ text: sql }),
-            serialize.bind({ values }),
-            serialize.describe({ type: "P" }),
-            serialize.execute({}),
-            serialize.sync(),
-          ),
-          { syncToFs: !inTransaction, ...(options?.onNotice && { onNotice: options.onNotice }) },
-        );
         return parse.parseResults(messages, parsers, { ...options, parsers: undefined })[0] as Results<T>;
       } catch (error) {
         // As PGlite's query reports a database error: the statement and its parameters attached.
