@@ -91,6 +91,9 @@ function overriding<T extends object>(target: T, overrides: Partial<T>): T {
  * difference: PGlite's array parsers look their element's parser up in the table in place, so an
  * array whose element type the adapter overrides but not the array type (only timetz[], which the
  * schema does not use) now gets the adapter's element parser, as its scalars do.
+ *
+ * Every statement with parameters then runs as one batch of protocol messages (pglite-pipeline.ts),
+ * with `inTransaction` telling it which of PGlite's locks its caller already holds.
  */
 function mergedParsersQuery(pg: PGlite) {
   const cache = new WeakMap<object, WeakMap<object, ParserTable>>();
