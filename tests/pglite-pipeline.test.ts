@@ -2,6 +2,7 @@ import { PGlite, type QueryOptions } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { pipelinedStatement } from "@/lib/db/pglite-pipeline.ts";
+import { vectorParameter } from "@/lib/recall/vector-parameter.ts";
 
 // The embedded database runs statements as one batch of protocol messages (lib/db/pglite-pipeline.ts)
 // instead of PGlite's six calls. Whatever the values, the answer must be the one PGlite's own query
@@ -108,4 +109,19 @@ test("inside a transaction: its statements see each other, an error aborts it, a
   expect((await pipelined("SELECT count(*)::int AS n FROM things WHERE id = $1", [11])).rows).toEqual([{ n: 0 }]);
   // PGlite's own statements still work after all of this.
   expect((await pg.query("SELECT count(*)::int AS n FROM things")).rows).toEqual([{ n: 4 }]);
+});
+
+test("a vector given as bytes goes in pgvector's binary format and reads as its text form; bytea stays bytea", async () => {
+  const values = [0.1, -2.5, 1 / 3];
+  const sql = "SELECT $1::vector AS v, $1::vector = $2::vector AS same, $3::bytea AS b";
+  for (let i = 0; i < 2; i++) {
+    // First sight of the text (Parse + Describe), then the remembered one-call path.
+    const [row] = (await pipelined(sql, [vectorParameter(values), `[${values.join(",")}]`, new Uint8Array([7, 8])])).rows as { v: string; same: boolean; b: Uint8Array }[];
+    expect(row!.same).toBe(true);
+    expect(row!.v).toBe("[0.1,-2.5,0.33333334]"); // float4, as pgvector prints it
+    expect([...row!.b]).toEqual([7, 8]);
+  }
+  // Bytes that are not a vector are the receive function's error, and the connection stays usable.
+  await expect(pipelined("SELECT $1::vector AS v", [new Uint8Array([0, 3, 0, 0])])).rejects.toThrow();
+  expect((await pipelined("SELECT vector_dims($1::vector) AS n", [vectorParameter([1, 2])])).rows).toEqual([{ n: 2 }]);
 });

@@ -1,5 +1,6 @@
 import type { SqlRunner } from "@/lib/db/database.ts";
 import { scopeArguments, type SearchScope } from "./search-scope.ts";
+import { vectorParameter } from "./vector-parameter.ts";
 
 /**
  * Below this many chunks in scope an exact scan is complete and still cheap
@@ -63,7 +64,7 @@ export async function loadCandidates(sql: SqlRunner, input: CandidatesInput): Pr
                                    $11::uuid[], $12::uuid[], $13::int[], $14::text[])`,
     [
       input.userId,
-      input.vector ? vectorLiteral(input.vector) : null,
+      input.vector ? vectorParameter(input.vector) : null,
       ...scopeArguments(input.scope),
       input.vector ? input.k : 0,
       input.chunkCount <= EXACT_SCAN_MAX_CHUNKS,
@@ -91,8 +92,4 @@ export async function loadCandidates(sql: SqlRunner, input: CandidatesInput): Pr
   }
   candidates.vectorHits.sort((a, b) => b.similarity - a.similarity);
   return candidates;
-}
-
-function vectorLiteral(vector: number[]): string {
-  return `[${vector.join(",")}]`;
 }
