@@ -125,3 +125,25 @@ test("a vector given as bytes goes in pgvector's binary format and reads as its 
   await expect(pipelined("SELECT $1::vector AS v", [new Uint8Array([0, 3, 0, 0])])).rejects.toThrow();
   expect((await pipelined("SELECT vector_dims($1::vector) AS n", [vectorParameter([1, 2])])).rows).toEqual([{ n: 2 }]);
 });
+
+test("texts stay prepared across transactions, rolled back or not, and at most 500 are kept", async () => {
+  const inside = pipelinedStatement(pg, true);
+  const text = "SELECT $1::int * 2 AS twice";
+  await expect(
+    pg.transaction(async () => {
+      expect((await inside(text, [4], undefined, pg.parsers)).rows).toEqual([{ twice: 8 }]);
+      throw new Error("roll back");
+    }),
+  ).rejects.toThrow("roll back");
+  calls = 0;
+  expect((await pipelined(text, [5])).rows).toEqual([{ twice: 10 }]);
+  expect(calls).toBe(1); // still prepared: no second Parse
+  const preparedCount = async () => ((await pg.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_prepared_statements")).rows[0]!.n);
+  for (let i = 0; i < 520; i++) expect((await pipelined(`SELECT $1::int + ${i} AS n`, [1])).rows).toEqual([{ n: 1 + i }]);
+  expect(await preparedCount()).toBe(500);
+  // The oldest were closed; they prepare again when they come back.
+  calls = 0;
+  expect((await pipelined(text, [6])).rows).toEqual([{ twice: 12 }]);
+  expect(calls).toBe(2);
+  expect(await preparedCount()).toBe(500);
+});
