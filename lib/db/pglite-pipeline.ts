@@ -1,6 +1,5 @@
 import { parse, protocol, type PGlite, type QueryOptions, type Results } from "@electric-sql/pglite";
 
-type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
 type ParserTable = PGlite["parsers"];
 
 /**
