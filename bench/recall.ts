@@ -17,6 +17,7 @@
 //   BENCH_RERANK_MS  also measure with a local fake reranker answering after this many ms (default 40)
 //   BENCH_WARMUP     other recalls run first (default 100): model and plans warm
 //   BENCH_KEEP_DIR   embedded only: keep the loaded database in <dir>-<size> and reuse it next time
+//   BENCH_PROFILE    write a CPU profile (.cpuprofile) of the steady pass only to this file
 //   BENCH_BREAKDOWN=1  also print the mean time per recall of each stage of the steady pass: the query
 //                    embedding and each raw SQL statement (lib/recall); the rest is Prisma and JS
 //
@@ -26,6 +27,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Session } from "node:inspector/promises";
 import path from "node:path";
 import { POST as recallRoute } from "@/app/v1/recall/route.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
@@ -50,6 +52,7 @@ const DISTINCT = Number(process.env.BENCH_DISTINCT ?? 800);
 const RERANK_MS = Number(process.env.BENCH_RERANK_MS ?? 40);
 const BREAKDOWN = process.env.BENCH_BREAKDOWN === "1";
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 100);
+const PROFILE = process.env.BENCH_PROFILE;
 
 // Deterministic randomness so runs are comparable.
 let seed = 42;
@@ -236,7 +239,19 @@ for (const size of SIZES) {
   // cache. Query embeddings are computed again (their cache is cleared).
   clearQueryVectorCache();
   const stages = BREAKDOWN ? timeStages(database, embedder!) : undefined;
+  const profiler = PROFILE ? new Session() : undefined;
+  if (profiler) {
+    profiler.connect();
+    await profiler.post("Profiler.enable");
+    await profiler.post("Profiler.start");
+  }
   const noRerank = await measure(key, texts, { no_rerank: true });
+  if (profiler) {
+    const { profile } = await profiler.post("Profiler.stop");
+    writeFileSync(PROFILE!, JSON.stringify(profile));
+    profiler.disconnect();
+    console.log(`steady pass profile written to ${PROFILE}`);
+  }
   if (stages) stages.print(texts.length, noRerank.server_latency_ms);
   setReranker(createHttpReranker({ baseUrl: rerankUrl, model: "bench-fake" }));
   await measure(key, rerankTexts, {});

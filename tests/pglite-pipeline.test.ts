@@ -19,11 +19,17 @@ beforeAll(async () => {
       id int PRIMARY KEY, name text, big bigint, flag boolean, ratio float8, amount numeric,
       at timestamptz, day date, doc jsonb, tags text[], ids uuid[], bytes bytea, embedding vector(3)
     );`);
+  // Calls into the backend: the pipeline's own (raw replies) and PGlite's parsed ones.
   const stream = pg.execProtocolStream.bind(pg);
   pg.execProtocolStream = (async (...args: Parameters<PGlite["execProtocolStream"]>) => {
     calls++;
     return stream(...args);
   }) as PGlite["execProtocolStream"];
+  const raw = pg.execProtocolRawStream.bind(pg);
+  pg.execProtocolRawStream = (async (...args: Parameters<PGlite["execProtocolRawStream"]>) => {
+    calls++;
+    return raw(...args);
+  }) as PGlite["execProtocolRawStream"];
 });
 
 afterAll(async () => {
@@ -65,6 +71,53 @@ test("rows written through the pipeline read back as PGlite's own query writes a
     expect(second).toEqual({ doc: [], tags: [`a"b`, "c\\d", "e,f", "{g}", "", null] });
   } finally {
     await own.close();
+  }
+});
+
+test("whole results (rows, fields, command, counts) are PGlite's own, in both row modes, however large", async () => {
+  const own = await PGlite.create("memory://");
+  await own.exec("CREATE TABLE t (id int PRIMARY KEY, body text)");
+  await pg.exec("CREATE TABLE t (id int PRIMARY KEY, body text)");
+  try {
+    const statements: [string, unknown[]][] = [
+      ["INSERT INTO t SELECT g, repeat(chr(64 + g % 26), g) FROM generate_series(1, $1::int) AS g", [400]],
+      ["SELECT id, body, length(body) AS n, NULL::text AS nothing, $1::text AS \"__proto__\", 'é中✓' AS wide FROM t WHERE id <= $2 ORDER BY id", ["own", 400]],
+      ["SELECT repeat('x', $1::int) AS big", [300_000]],
+      ["SELECT id FROM t WHERE id < $1", [0]],
+      ["UPDATE t SET body = $1 WHERE id % 7 = 0", ["seven"]],
+      ["DELETE FROM t WHERE id > $1 RETURNING id", [390]],
+      ["SELECT $1::int AS a, $1::int AS a", [5]],
+    ];
+    for (const options of [undefined, { rowMode: "array" as const }]) {
+      for (const [sql, params] of statements) {
+        if (options && sql.startsWith("INSERT")) continue;
+        const mine = await pipelined(sql, params, options);
+        const theirs = await own.query(sql, params, options);
+        expect(mine).toEqual(theirs);
+      }
+    }
+    const [row] = (await pipelined("SELECT $1::text AS \"__proto__\"", ["own"])).rows as Record<string, unknown>[];
+    expect(Object.getPrototypeOf(row)).toBe(Object.prototype);
+    expect(Object.keys(row!)).toEqual(["__proto__"]);
+  } finally {
+    await own.close();
+  }
+});
+
+test("notices reach onNotice; a NOTIFY committed by a statement reaches PGlite's listeners once", async () => {
+  await pg.exec(`CREATE FUNCTION noisy(x int) RETURNS int LANGUAGE plpgsql AS $$ BEGIN RAISE NOTICE 'noisy %', x; RETURN x; END $$`);
+  const notices: string[] = [];
+  expect((await pipelined("SELECT noisy($1) AS x", [3], { onNotice: (notice) => notices.push(String(notice.message)) })).rows).toEqual([{ x: 3 }]);
+  expect(notices).toEqual(["noisy 3"]);
+  const heard: string[] = [];
+  const unlisten = await pg.listen("pipeline_test", (payload) => heard.push(payload));
+  try {
+    await pipelined("SELECT pg_notify($1, $2), pg_notify($1, $3)", ["pipeline_test", "first", "second"]);
+    await expect.poll(() => heard).toEqual(["first", "second"]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(heard).toEqual(["first", "second"]);
+  } finally {
+    await unlisten();
   }
 });
 

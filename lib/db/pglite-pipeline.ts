@@ -1,4 +1,5 @@
 import { parse, protocol, type PGlite, type QueryOptions, type Results } from "@electric-sql/pglite";
+import { readResults, type DeliveredNotification } from "./pglite-results.ts";
 
 type ParserTable = PGlite["parsers"];
 
@@ -24,8 +25,9 @@ const PREPARED_STATEMENTS = 500;
  * calls saved and the rest parsing and analysing the text again. Plans follow PostgreSQL's rules for
  * prepared statements (custom plans, then a generic one where it costs no more), as plpgsql's
  * statements inside our functions always have; a schema change re-plans them. The values are written
- * by PGlite's own serializers exactly as its `query` writes them, and the result is parsed by its own
- * `parseResults`. (A schema change at run time that changed a prepared text's parameter types would
+ * by PGlite's own serializers exactly as its `query` writes them. The reply is read from its raw bytes
+ * into the result PGlite's `parseResults` would give (pglite-results.ts), which is cheaper than
+ * PGlite's message parser. (A schema change at run time that changed a prepared text's parameter types would
  * not be seen; migrations run before the first statement.)
  *
  * `inTransaction`: the statement belongs to a transaction PGlite's `transaction()` opened (its
@@ -36,10 +38,9 @@ const PREPARED_STATEMENTS = 500;
 export function pipelinedStatement(pg: PGlite, inTransaction: boolean) {
   const prepared = preparedStatementsOf(pg);
   return async <T>(sql: string, params: unknown[] = [], options: QueryOptions | undefined, parsers: ParserTable): Promise<Results<T>> => {
-    const run = async () => {
+    const run = async (): Promise<Results<T>> => {
       try {
         let statement = prepared.texts.get(sql);
-        const final = { syncToFs: !inTransaction, ...(options?.onNotice && { onNotice: options.onNotice }) };
         if (statement) {
           // Refreshed as the most recently used.
           prepared.texts.delete(sql);
@@ -73,11 +74,15 @@ export function pipelinedStatement(pg: PGlite, inTransaction: boolean) {
           await pg.execProtocolStream(serialize.sync(), { syncToFs: false }).catch(() => undefined);
           throw error;
         }
-        const messages = await pg.execProtocolStream(
+        const reply = new ReplyBuffer();
+        await pg.execProtocolRawStream(
           concat(serialize.bind({ statement: name, values }), serialize.describe({ type: "P" }), serialize.execute({}), serialize.sync()),
-          final,
+          { syncToFs: !inTransaction, onRawData: (bytes) => reply.append(bytes) },
         );
-        return parse.parseResults(messages, parsers, { ...options, parsers: undefined })[0] as Results<T>;
+        const { result, error, notifications } = readResults(reply.bytes(), parsers, options);
+        if (notifications.length > 0) delivered.push(...notifications);
+        if (error) throw error;
+        return result as Results<T>;
       } catch (error) {
         // As PGlite's query reports a database error: the statement and its parameters attached.
         if (error instanceof Error && "severity" in error) Object.assign(error, { query: sql, params, queryOptions: options });
@@ -85,7 +90,12 @@ export function pipelinedStatement(pg: PGlite, inTransaction: boolean) {
       }
     };
     const exclusive = pg as unknown as { _runExclusiveQuery<R>(fn: () => Promise<R>): Promise<R>; _runExclusiveTransaction<R>(fn: () => Promise<R>): Promise<R> };
-    return inTransaction ? exclusive._runExclusiveQuery(run) : exclusive._runExclusiveTransaction(() => exclusive._runExclusiveQuery(run));
+    const delivered: DeliveredNotification[] = [];
+    try {
+      return await (inTransaction ? exclusive._runExclusiveQuery(run) : exclusive._runExclusiveTransaction(() => exclusive._runExclusiveQuery(run)));
+    } finally {
+      if (delivered.length > 0) redeliver(pg, delivered);
+    }
   };
 }
 
@@ -122,6 +132,38 @@ function parameterValue(pg: PGlite, param: unknown, type: number, options: Query
   const serializer = options?.serializers?.[type] ?? pg.serializers[type];
   if (serializer) return serializer(param);
   return ArrayBuffer.isView(param) ? param : (param as { toString(): string }).toString();
+}
+
+/**
+ * A NOTIFY committed by a statement run here reached this process in its raw reply, which PGlite's
+ * listeners never read: it is sent again through PGlite's own query, whose reply they do read. (A
+ * NOTIFY inside a transaction arrives with PGlite's own COMMIT and never comes here.)
+ */
+function redeliver(pg: PGlite, notifications: DeliveredNotification[]): void {
+  pg.query(`SELECT pg_notify(n.channel, n.payload) FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS n(channel, payload, i) ORDER BY n.i`, [
+    notifications.map((n) => n.channel),
+    notifications.map((n) => n.payload),
+  ]).catch((error: unknown) => console.error("[engram] database: a notification could not be delivered", error));
+}
+
+/** The backend's reply to one call, copied out of WASM memory as it is written. */
+class ReplyBuffer {
+  #buffer = Buffer.allocUnsafe(16384);
+  #length = 0;
+
+  append(bytes: Uint8Array): void {
+    if (this.#length + bytes.length > this.#buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.#buffer.length * 2, this.#length + bytes.length));
+      this.#buffer.copy(grown, 0, 0, this.#length);
+      this.#buffer = grown;
+    }
+    this.#buffer.set(bytes, this.#length);
+    this.#length += bytes.length;
+  }
+
+  bytes(): Buffer {
+    return this.#buffer.subarray(0, this.#length);
+  }
 }
 
 function concat(...parts: Uint8Array[]): Uint8Array {
