@@ -87,6 +87,7 @@ test("whole results (rows, fields, command, counts) are PGlite's own, in both ro
       ["UPDATE t SET body = $1 WHERE id % 7 = 0", ["seven"]],
       ["DELETE FROM t WHERE id > $1 RETURNING id", [390]],
       ["SELECT $1::int AS a, $1::int AS a", [5]],
+      ["COPY (SELECT id FROM t WHERE id < 3) TO STDOUT", []],
     ];
     for (const options of [undefined, { rowMode: "array" as const }]) {
       for (const [sql, params] of statements) {

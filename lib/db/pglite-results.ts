@@ -1,4 +1,4 @@
-import { protocol, types, type PGlite, type QueryOptions, type Results } from "@electric-sql/pglite";
+import { messages, protocol, types, type PGlite, type QueryOptions, type Results } from "@electric-sql/pglite";
 
 type ParserTable = PGlite["parsers"];
 type BackendMessage = Parameters<Parameters<InstanceType<typeof protocol.Parser>["parse"]>[1]>[0];
@@ -45,7 +45,7 @@ export function readResults(reply: Buffer, parsers: ParserTable, options: QueryO
     const end = offset + 1 + length;
     if (length < 4 || end > reply.length) throw new Error(`engram: truncated reply from the embedded database (message ${String.fromCharCode(code)})`);
     offset = end;
-    if (error && code !== 0x5a) continue; // after an error PGlite keeps only the error
+    if (error) continue; // after an error PGlite keeps only the error
     switch (code) {
       case 0x44: {
         // DataRow
@@ -128,8 +128,11 @@ export function readResults(reply: Buffer, parsers: ParserTable, options: QueryO
       case 0x5a: // ReadyForQuery
       case 0x53: // ParameterStatus
         break;
-      default:
-        error = ownMessage(reply.subarray(offset - length - 1, end)) as unknown as Error;
+      default: {
+        // Anything else (COPY's messages): as PGlite, an error if its parser makes one, else not part of the result.
+        const message = ownMessage(reply.subarray(offset - length - 1, end));
+        if (message instanceof messages.DatabaseError) error = message;
+      }
     }
   }
   return { result: result ?? ({ affectedRows: 0, rows: [], fields: [] } as Results<unknown>), error, notifications };
