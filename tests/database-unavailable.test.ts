@@ -32,6 +32,9 @@ it("tells a lost connection from a request's own database error", async () => {
   expect(isDatabaseUnavailable(Object.assign(new Error("duplicate key"), { code: "23505" }))).toBe(false);
   expect(isDatabaseUnavailable(Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }))).toBe(true);
   expect(isDatabaseUnavailable(new Error("Connection terminated unexpectedly"))).toBe(true);
+  // A pooled connection dropped by a database restart, used again (seen as a 500 in bench:faults), as Prisma reports it.
+  expect(isDatabaseUnavailable(Object.assign(new Error("Client has encountered a connection error and is not queryable"), { clientVersion: "7.10.1" }))).toBe(true);
+  expect(isDatabaseUnavailable(new Error("relation \"memories\" does not exist"))).toBe(false);
 });
 
 it("tells an expired (timed-out) transaction from other transaction errors", () => {

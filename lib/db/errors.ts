@@ -27,7 +27,8 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
     if (cause.kind === "DatabaseNotReachable" || cause.kind === "ConnectionClosed") return true;
     if (typeof cause.originalCode === "string" && UNAVAILABLE_SQLSTATES.has(cause.originalCode)) return true;
   }
-  if (typeof e.message === "string" && /^Connection terminated/.test(e.message)) return true;
+  // node-postgres's own words for a pooled connection the server dropped: at once, or when it is used next.
+  if (typeof e.message === "string" && /^Connection terminated|Client has encountered a connection error and is not queryable/.test(e.message)) return true;
   return e.cause !== undefined && e.cause !== error ? isDatabaseUnavailable(e.cause, depth + 1) : false;
 }
 
