@@ -25,10 +25,10 @@ const PREPARED_STATEMENTS = 500;
  * calls saved and the rest parsing and analysing the text again. Plans follow PostgreSQL's rules for
  * prepared statements (custom plans, then a generic one where it costs no more), as plpgsql's
  * statements inside our functions always have; a schema change re-plans them. The values are written
- * by PGlite's own serializers exactly as its `query` writes them. The reply is read from its raw bytes
- * into the result PGlite's `parseResults` would give (pglite-results.ts), which is cheaper than
- * PGlite's message parser. (A schema change at run time that changed a prepared text's parameter types would
- * not be seen; migrations run before the first statement.)
+ * by PGlite's own serializers exactly as its `query` writes them. The reply is read from its raw
+ * bytes into the result PGlite's `parseResults` would give (pglite-results.ts), which is cheaper
+ * than PGlite's message parser. (A schema change at run time that changed a prepared text's
+ * parameter types would not be seen; migrations run before the first statement.)
  *
  * `inTransaction`: the statement belongs to a transaction PGlite's `transaction()` opened (its
  * mutex is held), so only the query mutex is taken and the files are not synced after it, as PGlite
@@ -74,6 +74,8 @@ export function pipelinedStatement(pg: PGlite, inTransaction: boolean) {
           await pg.execProtocolStream(serialize.sync(), { syncToFs: false }).catch(() => undefined);
           throw error;
         }
+        // PGlite leaves this call's data callback installed afterwards; its own query, exec and
+        // transaction install theirs on every call (execProtocolStream), so they are not affected.
         const reply = new ReplyBuffer();
         await pg.execProtocolRawStream(
           concat(serialize.bind({ statement: name, values }), serialize.describe({ type: "P" }), serialize.execute({}), serialize.sync()),
