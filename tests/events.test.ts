@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { openEventStream, type SseStream } from "./support/sse-client.ts";
@@ -133,6 +134,22 @@ describe("GET /v1/events/stream", () => {
     expect(resumed.payload().map((e) => e.data.entity_id)).toEqual([...missed, after]);
     const seqs = resumed.payload().map((e) => BigInt(e.id!));
     expect([...seqs].sort((x, y) => (x < y ? -1 : 1))).toEqual(seqs);
+  });
+
+  it("tells the hub's readers, live, that a dream finished (dream.completed)", async () => {
+    const miraStream = await stream(mira, `?hub_id=${hub}&types=dream.completed`);
+    const bobStream = await stream(bob);
+    await push(ann, "# Deploy\n\nRoll back with the previous image tag.", hub);
+    const trigger = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hub } });
+    expect(trigger.status, trigger.text).toBe(202);
+    const runId = trigger.body.data.run_id as string;
+    expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+    const done = await miraStream.waitFor((e) => e.event === "dream.completed");
+    expect(done.data).toEqual({ id: expect.any(String), type: "dream.completed", hub_id: hub, actor_id: ann.id, entity_id: runId, created_at: expect.any(String) });
+    expect(done.id).toMatch(/^\d+$/);
+    // Bob reads no part of that hub.
+    await settle(bob, bobStream, bob.personalHubId);
+    expect(bobStream.payload().map((e) => e.event)).not.toContain("dream.completed");
   });
 
   it("a member removed mid-stream stops receiving at once", async () => {

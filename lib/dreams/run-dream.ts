@@ -454,7 +454,8 @@ export async function finishDreamRun(deps: DreamDeps, runId: string, owner: stri
       data: { status, phase: timedOut ? run.phase : "done", report, finishedAt: now, heartbeatAt: now, ...(timedOut && { error: `stopped after the ${Math.round(deps.config.maxRunMs / 1000)} s budget; the next run continues` }) },
     });
     if (updated.count === 0) return false;
-    await tx.event.create({ data: { id: newId(now.getTime()), type: "dream.completed", hubId: run.hubId, actorId: run.triggeredBy, entityId: runId, createdAt: now } });
+    // Through emitEvent, as every event: its NOTIFY reaches open streams, and its lock keeps seq in commit order.
+    await emitEvent(tx, { type: "dream.completed", hubId: run.hubId, actorId: run.triggeredBy, entityId: runId });
     return true;
   });
   if (!done) throw new LostLeaseError(`dream run ${runId} is no longer held by ${owner}`);
