@@ -49,6 +49,20 @@ describe("POST /v1/memories", () => {
     expect(line.startsWith(res.body.data.title.replace(/…$/, ""))).toBe(true);
   });
 
+  test("a # line inside a fenced code block is not the title, nor is the fence", async () => {
+    const titled = async (content: string) => {
+      const res = await ann.post("/v1/memories", { content });
+      expect(res.status, res.text).toBe(201);
+      return res.body.data.title as string;
+    };
+    expect(await titled("Deploy notes\n\n```bash\n# install deps\nnpm ci\n```\n")).toBe("Deploy notes");
+    expect(await titled("```sh\n# build\nmake\n```\n\n## Building the image\n\nRun make.")).toBe("Building the image");
+    // A longer fence is closed only by one at least as long; ~~~ does not close ```.
+    expect(await titled("````md\n```\n# not a heading\n````\n~~~\n# still code\n~~~\nAfter the code")).toBe("After the code");
+    // All code: its first line.
+    expect(await titled("```python\n\nprint('hello')\n```")).toBe("print('hello')");
+  });
+
   test("honours explicit fields and infers content_type from source_path", async () => {
     const res = await ann.post("/v1/memories", {
       content: "export function add(a: number, b: number) {\n  return a + b;\n}\n",
