@@ -81,6 +81,15 @@ describe("GET /v1/usage", () => {
       max_attachment_bytes: 25 * 1024 * 1024,
       max_memory_content_bytes: 3 * 1024 * 1024,
     });
+    // /v1/auth/me's usage reads the same counters.
+    expect((await bob.get("/v1/auth/me")).body.data.usage).toEqual({
+      user_id: bob.id,
+      period_start: usage.period_start,
+      period_end: usage.period_end,
+      push_count: 4,
+      recall_count: 2,
+      ask_count: 1,
+    });
     // Another user's numbers are their own.
     expect((await ann.get("/v1/usage")).body.data).toMatchObject({ push_count: 0, recall_count: 0, ask_count: 0, memory_count: 0 });
   });

@@ -4,6 +4,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
+import { flushUsage, periodEnd, periodStart } from "@/lib/usage/count-usage.ts";
 
 /** A self-hosted instance has one plan: everything, bounded only by the documented limits. */
 export const SELF_HOSTED_PLAN = "self_hosted";
@@ -17,25 +18,20 @@ export const updateMeBodySchema = atLeastOneOf(z.object({ display_name: nameSche
   path: ["display_name"],
 });
 
-/** First day of the caller's current month (UTC) and of the next: the usage period. */
-function period(now: Date): { start: Date; end: Date } {
-  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
-  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
-  return { start, end };
-}
-
 /**
  * The calling user (Memax's User fields), the hubs this credential reaches with role and memory
  * count, linked sign-in providers, this month's usage, the personal hub and the credential.
  */
 export async function getMe(ctx: AuthContext) {
   const now = ctx.now();
-  const { start, end } = period(now);
-  const [user, memberships, providers, pushes] = await Promise.all([
+  const start = periodStart(now);
+  // The same counters as GET /v1/usage, so the two never disagree.
+  await flushUsage();
+  const [user, memberships, providers, counter] = await Promise.all([
     ctx.db.user.findUniqueOrThrow({ where: { id: ctx.user.id } }),
     readableHubs(ctx),
     ctx.db.oAuthAccount.findMany({ where: { userId: ctx.user.id }, select: { provider: true }, distinct: ["provider"] }),
-    ctx.db.memory.count({ where: { ownerId: ctx.user.id, createdAt: { gte: start, lt: end } } }),
+    ctx.db.usageCounter.findUnique({ where: { userId_periodStart: { userId: ctx.user.id, periodStart: start } } }),
   ]);
   const counts = memberships.length
     ? await ctx.db.memory.groupBy({ by: ["hubId"], where: { hubId: { in: memberships.map((m) => m.hub.id) } }, _count: { _all: true } })
@@ -63,15 +59,13 @@ export async function getMe(ctx: AuthContext) {
       .sort((a, b) => (a.hub.hubType === b.hub.hubType ? a.hub.id.localeCompare(b.hub.id) : a.hub.hubType === "personal" ? -1 : 1))
       .map((m) => ({ hub: serializeHub(m.hub), role: m.role, memory_count: countOf.get(m.hub.id) ?? 0 })),
     connected_providers: providers.map((p) => p.provider),
-    // push_count: memories this user created this month. Recalls and asks are not counted yet
-    // (the usage counters belong to GET /v1/usage), so they read 0.
     usage: {
       user_id: user.id,
       period_start: start.toISOString(),
-      period_end: end.toISOString(),
-      push_count: pushes,
-      recall_count: 0,
-      ask_count: 0,
+      period_end: periodEnd(now).toISOString(),
+      push_count: counter?.pushes ?? 0,
+      recall_count: counter?.recalls ?? 0,
+      ask_count: counter?.asks ?? 0,
     },
     personal_hub_id: personalHubId,
     credential: {
