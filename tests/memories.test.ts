@@ -302,6 +302,20 @@ describe("PATCH /v1/memories/{id}", () => {
     expect(sameContent.body.data.version).toBe(2);
   });
 
+  test("answers the full memory, as GET does: content, attachments and Memax's fields", async () => {
+    const m = (await ann.post("/v1/memories", { content: "# Keys\n\nRotate quarterly.", hint: "security runbook" })).body.data;
+    expect(m).toMatchObject({ hint: "security runbook", pinned: false, retrieval_weight: 1, accessed_at: m.created_at });
+    const patched = await ann.patch(`/v1/memories/${m.id}`, { tags: ["security"] });
+    expect(patched.status, patched.text).toBe(200);
+    const { access_count: _a, accessed_at: _b, ...fetched } = (await ann.get(`/v1/memories/${m.id}`)).body.data;
+    const { access_count: _c, accessed_at: _d, ...answered } = patched.body.data;
+    expect(answered).toEqual(fetched);
+    expect(answered).toMatchObject({ content: "# Keys\n\nRotate quarterly.", attachments: [], tags: ["security"], hint: "security runbook" });
+    // Reading it is an access.
+    const read = (await ann.get(`/v1/memories/${m.id}`)).body.data;
+    expect(Date.parse(read.accessed_at)).toBeGreaterThan(Date.parse(m.created_at));
+  });
+
   test("a derived title follows content changes", async () => {
     const m = (await ann.post("/v1/memories", { content: "# First\n\nbody" })).body.data;
     const changed = await ann.patch(`/v1/memories/${m.id}`, { content: "# Second\n\nbody" });

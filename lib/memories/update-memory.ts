@@ -10,7 +10,7 @@ import { deriveTitle } from "./derive-title.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import type { UpdateMemoryBody } from "./memory-fields.ts";
-import { serializeMemory } from "./serialize-memory.ts";
+import { serializeMemoryWithContent } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 
 const ATTEMPTS = 5;
@@ -27,7 +27,9 @@ export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMe
     const updated = await tryUpdate(ctx, id, input);
     if (updated) {
       afterMemoryWrite(updated);
-      return serializeMemory(updated);
+      // The full memory, as GET answers it (Memax's update() reads content from it).
+      const attachments = await ctx.db.attachment.findMany({ where: { memoryId: updated.id }, orderBy: { createdAt: "asc" } });
+      return serializeMemoryWithContent({ ...updated, attachments });
     }
     if (attempt >= ATTEMPTS) throw new ApiError("conflict", "The memory kept changing while this update was applied; try again");
   }

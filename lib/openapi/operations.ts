@@ -154,7 +154,7 @@ export const OPERATIONS: Operation[] = [
     data: cursorPage("memories", memoryObjectSchema).extend({ total: z.int() }),
   },
   { method: "get", path: "/v1/memories/{id}", tag: "Memories", summary: "One memory with content and attachments", data: memoryWithContentSchema },
-  { method: "patch", path: "/v1/memories/{id}", tag: "Memories", summary: "Change title, tags, content, classification or archive state", body: updateMemoryBodySchema, data: memoryObjectSchema },
+  { method: "patch", path: "/v1/memories/{id}", tag: "Memories", summary: "Change title, tags, content, classification or archive state; answers the memory with content and attachments", body: updateMemoryBodySchema, data: memoryWithContentSchema },
   { method: "delete", path: "/v1/memories/{id}", tag: "Memories", summary: "Delete a memory with its chunks and attachments", data: deleted },
   {
     method: "get",

@@ -11,7 +11,7 @@ type Params = { id: string };
 // GET /v1/memories/{id} — one memory with content and attachments
 export const GET = withAuth<Params>({}, async (ctx, _req, { id }) => ok(await getMemory(ctx, id)));
 
-// PATCH /v1/memories/{id} — change title, tags, content, classification or archive state
+// PATCH /v1/memories/{id} — change title, tags, content, classification or archive state; answers the full memory
 export const PATCH = withAuth<Params>({}, async (ctx, req, { id }) =>
   ok(await updateMemory(ctx, id, await parseJson(req, updateMemoryBodySchema))),
 );
