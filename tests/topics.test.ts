@@ -411,6 +411,12 @@ describe("tree", () => {
     expect(bad.body.error.code).toBe("cycle_detected");
     expect((await h.db.topic.findUniqueOrThrow({ where: { id: t.id } })).position).toBe(1);
     expect((await vera.post("/v1/topics/reorder", { operations: [{ topic_id: t.id, position: 0 }] })).status).toBe(403);
+    // Unknown keys inside an operation are ignored and reported, as at the top level; known ones keep their checks.
+    const extra = await ann.post("/v1/topics/reorder", { operations: [{ topic_id: t.id, position: 1, parent_id: u.id, colour: "red" }], dry: false });
+    expect(extra.status, extra.text).toBe(200);
+    expect(extra.headers.get("x-engram-warning")).toBe("ignored unknown fields: operations.0.colour, dry");
+    const wrong = await ann.post("/v1/topics/reorder", { operations: [{ topic_id: t.id, position: -1, colour: "red" }] });
+    expect(wrong.body.error.details.issues).toEqual([{ path: "operations.0.position", message: expect.any(String) }]);
   });
 });
 

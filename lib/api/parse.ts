@@ -49,19 +49,21 @@ interface Def {
   catchall?: z.ZodType;
   innerType?: z.ZodType;
   in?: z.ZodType;
+  element?: z.ZodType;
 }
 
 const defOf = (schema: z.ZodType) => (schema as unknown as { _zod: { def: Def } })._zod.def;
 
-/** The object schema under optional/default/pipe/… wrappers, if the schema is one. */
-function objectDef(schema: z.ZodType): Def | undefined {
+/** The object (or array) schema under optional/default/pipe/… wrappers, if the schema is one. */
+function unwrappedDef(schema: z.ZodType, type: "object" | "array"): Def | undefined {
   for (let current: z.ZodType | undefined = schema, depth = 0; current && depth < 10; depth++) {
     const def = defOf(current);
-    if (def.type === "object") return def;
+    if (def.type === type) return def;
     current = def.type === "pipe" ? def.in : def.innerType;
   }
   return undefined;
 }
+const objectDef = (schema: z.ZodType) => unwrappedDef(schema, "object");
 
 /** A field declared with `.meta({ keepEmpty: true })`, where `""` is a value (e.g. "clear this"). */
 function keepsEmpty(schema: z.ZodType): boolean {
@@ -76,10 +78,13 @@ function keepsEmpty(schema: z.ZodType): boolean {
  * Lenient in form, strict in meaning — the one place it is done, for every body and query:
  * a field the schema does not know is dropped (and reported), whatever kind of object the
  * schema is (strict ones included; an object with a catchall keeps its extra keys), and `""`
- * in a field that may be absent means absent (unless the field is marked `keepEmpty`). Nested objects get the same treatment. What is
+ * in a field that may be absent means absent (unless the field is marked `keepEmpty`). Nested objects, in arrays or not, get the same treatment. What is
  * left is validated as declared, so known fields keep their errors.
  */
 export function lenientInput(schema: z.ZodType, value: unknown, ignored: string[] = [], prefix = ""): unknown {
+  // Objects inside arrays too (topics/reorder's operations).
+  const element = Array.isArray(value) ? unwrappedDef(schema, "array")?.element : undefined;
+  if (element) return (value as unknown[]).map((item, i) => lenientInput(element, item, ignored, `${prefix}${i}.`));
   const def = objectDef(schema);
   if (!def?.shape || value === null || typeof value !== "object" || Array.isArray(value)) return value;
   const keepsExtra = def.catchall !== undefined && defOf(def.catchall).type !== "never";
