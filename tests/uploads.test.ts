@@ -325,6 +325,37 @@ describe("create with file_ref", () => {
     expect((await ann.post("/v1/memories", { content: "again", file_ref: noSize })).status).toBe(409);
   });
 
+  it("a file pushed again under its source_path replaces the original in place (the same file changes nothing)", async () => {
+    const push = async (bytes: Buffer) => {
+      const i = await intent(ann, "notes.txt", "text/plain", bytes.length);
+      expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+      return ann.post("/v1/memories", { content: "", source_path: "docs/notes.txt", file_ref: { ...i.file_ref, sha256: sha256(bytes) } });
+    };
+    const first = await push(Buffer.from("first version of the on-call notes\n"));
+    expect(first.status, first.text).toBe(201);
+    const v1 = await processed(ann, first.body.data.id);
+    expect(v1.content).toContain("first version");
+    const oldKey = (await h.db.attachment.findFirstOrThrow({ where: { memoryId: v1.id } })).objectKey;
+    const oldFile = path.join(blobDir, ...oldKey.split("/"));
+
+    const again = await push(Buffer.from("first version of the on-call notes\n"));
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data).toMatchObject({ id: v1.id, version: 1, processing_status: "done" });
+    expect(existsSync(oldFile)).toBe(true);
+
+    const second = await push(Buffer.from("second version: page the secondary after 10 minutes\n"));
+    expect(second.status, second.text).toBe(200);
+    expect(second.body.data).toMatchObject({ id: v1.id, version: 2, state: "processing", title: "notes.txt" });
+    const v2 = await processed(ann, v1.id);
+    expect(v2.content).toContain("second version");
+    expect(v2.content).not.toContain("first version");
+    expect(v2.attachments).toEqual([expect.objectContaining({ filename: "notes.txt", sha256: sha256(Buffer.from("second version: page the secondary after 10 minutes\n")) })]);
+    // The replaced original is gone, bytes and record.
+    expect(existsSync(oldFile)).toBe(false);
+    expect(await h.db.upload.count({ where: { objectKey: oldKey } })).toBe(0);
+    expect(await h.db.memory.count({ where: { sourcePath: "docs/notes.txt" } })).toBe(1);
+  });
+
   it("deleting the memory deletes its file; unattached uploads are swept after 24 hours", async () => {
     const bytes = Buffer.from("to be deleted\n");
     const created = await upload(ann, "gone.txt", "text/plain", bytes);

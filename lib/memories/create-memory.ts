@@ -12,6 +12,7 @@ import { inferContentType } from "@/lib/processing/infer-content-type.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { resolveFileRef, type VerifiedFile } from "@/lib/uploads/resolve-file-ref.ts";
+import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
@@ -73,22 +74,24 @@ ${input.content}`) : contentHash(input.content);
       await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
       if (input.source_path) {
         const existing = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, sourcePath: input.source_path } });
-        if (existing && file) throw new ApiError("conflict", "A memory with this source_path exists; files are added as new memories", { memory_id: existing.id });
         if (existing) {
-          const memory = link ? await refetchLink(tx, existing, input, hash, now) : await reingest(tx, existing, input, hash, now);
+          let replaced: string[] = [];
+          let memory: Memory;
+          if (file) ({ memory, replaced } = await replaceFile(tx, existing, input, file, hash, now));
+          else memory = link ? await refetchLink(tx, existing, input, hash, now) : await reingest(tx, existing, input, hash, now);
           if (memory !== existing) await emitEvent(tx, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
-          return { memory, created: false };
+          return { memory, created: false, replaced };
         }
       }
       const duplicate = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, contentHash: hash }, orderBy: { createdAt: "asc" } });
-      if (duplicate) return { memory: duplicate, created: false };
+      if (duplicate) return { memory: duplicate, created: false, replaced: [] };
       const memory = await insert(tx, ctx, input, hash, source, createdAt, now, file);
       if (file) await attachFile(tx, memory, file, now);
       await emitEvent(tx, { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
-      return { memory, created: true };
+      return { memory, created: true, replaced: [] };
     });
 
-  let result: { memory: Memory; created: boolean };
+  let result: { memory: Memory; created: boolean; replaced: string[] };
   try {
     result = await attempt();
   } catch (error) {
@@ -96,6 +99,8 @@ ${input.content}`) : contentHash(input.content);
     if (!isUniqueViolation(error)) throw error;
     result = await attempt();
   }
+  // A replaced original's bytes go once the new one is committed (best effort; the upload sweep retries).
+  await removeBlobs(ctx.db, result.replaced);
   afterMemoryWrite(result.memory);
   return { memory: serializeMemory(result.memory), created: result.created };
 }
@@ -234,6 +239,51 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
       updatedAt: now,
     },
   });
+}
+
+/**
+ * A file pushed again under the same source_path: the new upload replaces the memory's original and is
+ * read again (version +1). The same file with the same content changes nothing (its upload stays
+ * unattached, for the sweep). Returns the replaced originals' object keys, removed after the commit.
+ */
+async function replaceFile(
+  tx: DbClient,
+  existing: Memory,
+  input: CreateMemoryBody,
+  file: VerifiedFile,
+  hash: string,
+  now: Date,
+): Promise<{ memory: Memory; replaced: string[] }> {
+  if (existing.contentHash === hash && existing.contentType === "file") return { memory: existing, replaced: [] };
+  const replaced = await detachUploads(tx, { memoryId: { in: [existing.id] } });
+  await tx.attachment.deleteMany({ where: { memoryId: existing.id } });
+  const previousName = (existing.fileRef as { filename?: string } | null)?.filename;
+  const memory = await tx.memory.update({
+    where: { id: existing.id },
+    data: {
+      content: input.content,
+      contentHash: hash,
+      contentType: "file",
+      // A title that was the old file's name follows the new one; a chosen title stays.
+      title: input.title ?? (existing.contentType !== "file" || existing.title === previousName ? file.filename.slice(0, 200) : existing.title),
+      titleDerived: false,
+      tags: input.tags ?? existing.tags,
+      hint: input.hint ?? existing.hint,
+      fileRef: { object_key: file.upload.objectKey, filename: file.filename, content_type: file.contentType, size_bytes: file.sizeBytes, sha256: file.sha256 },
+      state: "processing",
+      extractedAt: null,
+      extractionError: null,
+      version: { increment: 1 },
+      processingStatus: "pending",
+      processingAttempts: 0,
+      processingError: null,
+      updatedAt: now,
+    },
+  });
+  await attachFile(tx, memory, file, now);
+  const growth = Buffer.byteLength(input.content, "utf8") - Buffer.byteLength(existing.content, "utf8");
+  if (growth > 0) await assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
+  return { memory, replaced };
 }
 
 /** The upload becomes the memory's original; the conditional update makes a second attach lose. */
