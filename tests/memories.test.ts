@@ -116,6 +116,19 @@ describe("POST /v1/memories", () => {
     expect(await h.db.memory.count({ where: { sourcePath: "docs/notes.md" } })).toBe(1);
   });
 
+  test("new content pushed to an archived memory's source_path makes it active again (the same content does not)", async () => {
+    const v1 = (await ann.post("/v1/memories", { content: "# Pager rota\n\nMira this week", source_path: "ops/rota.md" })).body.data;
+    expect((await ann.patch(`/v1/memories/${v1.id}`, { state: "archived" })).body.data.state).toBe("archived");
+    const same = await ann.post("/v1/memories", { content: "# Pager rota\n\nMira this week", source_path: "ops/rota.md" });
+    expect(same.body.data).toMatchObject({ id: v1.id, state: "archived", version: 1 });
+    // As a dream leaves a merged memory: archived, pointing at its successor.
+    await h.db.memory.update({ where: { id: v1.id }, data: { supersededBy: v1.id } });
+    const v2 = await ann.post("/v1/memories", { content: "# Pager rota\n\nIvo this week", source_path: "ops/rota.md" });
+    expect(v2.status, v2.text).toBe(200);
+    expect(v2.body.data).toMatchObject({ id: v1.id, state: "active", version: 2 });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: v1.id } })).supersededBy).toBeNull();
+  });
+
   test("concurrent pushes of one source_path end as one memory", async () => {
     const results = await Promise.all(
       Array.from({ length: 5 }, (_, i) => ann.post("/v1/memories", { content: `racing ${i}`, source_path: "race/path.md" })),

@@ -191,6 +191,9 @@ async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody,
     data: {
       ...changes,
       ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
+      // New content pushed to an archived memory (archived by hand, or by a dream as stale or merged)
+      // is live again: a push is what the memory says now, and recall must find it.
+      ...(contentChanged && existing.state === "archived" && { state: "active", supersededBy: null }),
       updatedAt: now,
     },
   });
