@@ -111,6 +111,36 @@ describe("notifications", () => {
     expect(await inbox(cid, `?hub=${hub}`)).toEqual([]);
   });
 
+  it("visiting a hub is the read receipt of its updates; decisions and other hubs' updates stay unseen", async () => {
+    // People of their own: the other tests count Ann's and Bob's unseen rows.
+    const ann = await h.user("Vera");
+    const bob = await h.user("Walt");
+    const hub = await createTeamHub(ann, "Visited hub");
+    const other = await createTeamHub(ann, "Unvisited hub");
+    // Bob accepts invites to both: Ann hears of each join.
+    for (const hubId of [hub, other]) {
+      await ann.post(`/v1/hubs/${hubId}/invites`, { email: bob.email, role: "admin" });
+      const [invite] = await inbox(bob, `?hub=${hubId}&kind=hub_invite`);
+      expect((await bob.post(`/v1/notifications/${invite.id}/resolve`, { action: "accept" })).status).toBe(200);
+    }
+    expect((await ann.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: bob.id })).status).toBe(201);
+    const unseen = async (client: typeof ann, hubId: string) =>
+      (await inbox(client, `?hub=${hubId}&unseen_only=true`)).map((n: { kind: string }) => n.kind).sort();
+    expect(await unseen(ann, hub)).toEqual(["hub_member_joined"]);
+    expect(await unseen(bob, hub)).toEqual(["hub_ownership_transfer"]);
+    expect((await ann.get("/v1/notifications/summary")).body.data.updates_unseen).toBe(2);
+
+    expect((await ann.post(`/v1/hubs/${hub}/visit`)).status).toBe(200);
+    expect((await bob.post(`/v1/hubs/${hub}/visit`)).status).toBe(200);
+    expect(await unseen(ann, hub)).toEqual([]);
+    // Seen is not dismissed: the update is still listed as pending.
+    expect((await inbox(ann, `?hub=${hub}`)).map((n: { kind: string }) => n.kind)).toContain("hub_member_joined");
+    expect((await ann.get("/v1/notifications/summary")).body.data.updates_unseen).toBe(1);
+    expect(await unseen(ann, other)).toEqual(["hub_member_joined"]);
+    // Bob's decision is not answered by looking at the hub.
+    expect(await unseen(bob, hub)).toEqual(["hub_ownership_transfer"]);
+  });
+
   it("ownership transfer: the target decides from the notification, the previous owner hears of the result", async () => {
     const hub = await createTeamHub(ann, "Transfer hub");
     await ann.post(`/v1/hubs/${hub}/invites`, { email: bob.email, role: "admin" });
