@@ -141,6 +141,38 @@ describe("notifications", () => {
     expect(await unseen(bob, hub)).toEqual(["hub_ownership_transfer"]);
   });
 
+  it("losing access closes the hub's notifications: a revoked invite, leaving, a deleted hub", async () => {
+    const dee = await h.user("Dee");
+    const eli = await h.user("Eli");
+    const hub = await createTeamHub(dee, "Short-lived hub");
+    // A revoked invite: the invitee's decision expires (accepting would only answer 410).
+    const first = await dee.post(`/v1/hubs/${hub}/invites`, { email: eli.email, role: "admin" });
+    expect((await inbox(eli, `?hub=${hub}`)).map((n) => n.kind)).toEqual(["hub_invite"]);
+    expect((await dee.delete(`/v1/hubs/${hub}/invites/${first.body.data.id}`)).status).toBe(200);
+    expect(await inbox(eli, `?hub=${hub}`)).toEqual([]);
+    expect((await inbox(eli, `?hub=${hub}&status=expired`)).map((n) => n.source_id)).toEqual([first.body.data.id]);
+
+    // Leaving: the offer of ownership aimed at the leaver is canceled, its decision expires with the rest.
+    await dee.post(`/v1/hubs/${hub}/invites`, { email: eli.email, role: "admin" });
+    const [invite] = await inbox(eli, `?hub=${hub}&kind=hub_invite`);
+    expect((await eli.post(`/v1/notifications/${invite.id}/resolve`, { action: "accept" })).status).toBe(200);
+    const offer = await dee.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: eli.id });
+    expect(offer.status, offer.text).toBe(201);
+    const deeStream = await openEventStream(dee.key, `?hub_id=${hub}`);
+    streams.push(deeStream);
+    await deeStream.waitFor((e) => e.event === "ready");
+    expect((await inbox(eli, `?hub=${hub}`)).map((n) => n.kind)).toEqual(["hub_ownership_transfer"]);
+    expect((await eli.post(`/v1/hubs/${hub}/leave`)).status).toBe(200);
+    expect(await inbox(eli, `?hub=${hub}`)).toEqual([]);
+    expect((await dee.get(`/v1/hubs/${hub}`)).body.data.pending_transfer ?? null).toBeNull();
+    await deeStream.waitFor((e) => e.event === "transfer.canceled" && e.data.entity_id === offer.body.data.id);
+
+    // A deleted hub takes its notifications along, whatever their state.
+    expect((await inbox(dee, `?hub=${hub}`)).map((n) => n.kind)).toContain("hub_member_joined");
+    expect((await dee.delete(`/v1/hubs/${hub}`)).status).toBe(200);
+    expect(await h.db.notification.count({ where: { hubId: hub } })).toBe(0);
+  });
+
   it("ownership transfer: the target decides from the notification, the previous owner hears of the result", async () => {
     const hub = await createTeamHub(ann, "Transfer hub");
     await ann.post(`/v1/hubs/${hub}/invites`, { email: bob.email, role: "admin" });

@@ -21,6 +21,8 @@ export async function deleteHub(ctx: AuthContext, hubId: string) {
     const detached = await detachUploads(tx, { hubId: hub.id });
     const { count } = await tx.hub.deleteMany({ where: { id: hub.id, ownerId: ctx.user.id, hubType: "team" } });
     if (count === 0) throw new ApiError("forbidden", "Only the hub owner can delete the hub");
+    // Notifications name hubs without a foreign key (an invitee is not a member yet): they go by hand.
+    await tx.notification.deleteMany({ where: { hubId: hub.id } });
     await emitEvent(tx, { type: "hub.deleted", hubId: hub.id, actorId: ctx.user.id, entityId: hub.id, userIds: members.map((m) => m.userId) });
     return detached;
   });

@@ -1,5 +1,6 @@
 import type { Db } from "@/lib/db/database.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { onAccessEnded } from "@/lib/notifications/notify.ts";
 import { lockHubMembers } from "./hub-access.ts";
 
 const NOT_REMOVED = Symbol("not removed");
@@ -16,14 +17,20 @@ export async function dropMembership(db: Db, hubId: string, userId: string, now:
   return db
     .$transaction(async (tx) => {
       await lockHubMembers(tx, hubId);
-      await tx.ownershipTransfer.updateMany({
+      const canceled = await tx.ownershipTransfer.updateManyAndReturn({
         where: { hubId, targetUserId: userId, state: "pending" },
         data: { state: "canceled", resolvedAt: now },
+        select: { id: true },
       });
       const { count } = await tx.hubMember.deleteMany({ where: { hubId, userId, role: { not: "owner" } } });
       // Nothing removed: undo the cancel too.
       if (count === 0) throw NOT_REMOVED;
-      await emitEvent(tx, { type: "member.removed", hubId, actorId, entityId: userId });
+      // Their offer of ownership (now canceled) and every other pending row about the hub expire.
+      await onAccessEnded(tx, hubId, userId, now);
+      await emitEvent(tx, [
+        ...canceled.map((transfer) => ({ type: "transfer.canceled" as const, hubId, actorId, entityId: transfer.id })),
+        { type: "member.removed", hubId, actorId, entityId: userId },
+      ]);
       return true;
     })
     .catch((error: unknown) => {

@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { onInviteRevoked } from "@/lib/notifications/notify.ts";
 import { assertInviteUsable, inviteOrThrow } from "./invite-or-throw.ts";
 
 /** Kills the link at once; revoking twice is harmless, a used invite is 410 used. */
@@ -9,7 +10,11 @@ export async function revokeInvite(ctx: AuthContext, hubId: string, inviteId: st
   const invite = await inviteOrThrow(ctx.db, hub.id, inviteId);
   const now = ctx.now();
   if (invite.state !== "revoked") {
-    const { count } = await ctx.db.invite.updateMany({ where: { id: invite.id, state: "active" }, data: { state: "revoked", revokedAt: now } });
+    const count = await ctx.db.$transaction(async (tx) => {
+      const revoked = await tx.invite.updateMany({ where: { id: invite.id, state: "active" }, data: { state: "revoked", revokedAt: now } });
+      if (revoked.count > 0) await onInviteRevoked(tx, invite.id, now);
+      return revoked.count;
+    });
     // Lost a race with an accept (or a concurrent revoke): report what it is now.
     if (count === 0) {
       const current = await ctx.db.invite.findUniqueOrThrow({ where: { id: invite.id } });

@@ -23,6 +23,19 @@ async function resolvePending(tx: DbClient, where: { kind: string; sourceId: str
   await tx.notification.updateMany({ where: { ...where, status: "pending" }, data: { status: "resolved", resolution, resolvedAt: now } });
 }
 
+/**
+ * Someone left or was removed from a hub: their pending rows about it (updates, contradictions to
+ * review, an offer of ownership) can no longer be read or acted on, so they expire.
+ */
+export async function onAccessEnded(tx: DbClient, hubId: string, userId: string, now: Date) {
+  await tx.notification.updateMany({ where: { hubId, userId, status: "pending" }, data: { status: "expired", resolvedAt: now } });
+}
+
+/** A revoked invite closes the invitee's decision (accepting it would only answer 410). */
+export async function onInviteRevoked(tx: DbClient, inviteId: string, now: Date) {
+  await tx.notification.updateMany({ where: { kind: "hub_invite", sourceId: inviteId, status: "pending" }, data: { status: "expired", resolvedAt: now } });
+}
+
 /** A memory's processing gave up: `memory.processed` for the hub, a notification for its owner. */
 export async function notifyProcessingFailed(tx: DbClient, memory: { id: string; hubId: string; ownerId: string; title: string }, reason: string) {
   await createNotification(tx, {
