@@ -95,6 +95,15 @@ describe("notifications", () => {
     const res = await cid.post(`/v1/notifications/${n.id}/resolve`, { action: "decline" });
     expect(res.body.data).toEqual({ status: "resolved", action: "decline", resolution: "declined" });
     expect((await cid.get(`/v1/hubs/${hub}`)).status).toBe(404);
+    // History by resolution (Memax's repeatable filter).
+    const ids = async (query: string) => (await inbox(cid, `?status=resolved&hub=${hub}${query}`)).map((x) => x.id);
+    expect(await ids("&resolution=declined")).toEqual([n.id]);
+    expect(await ids("&resolution=accepted&resolution=declined")).toEqual([n.id]);
+    expect(await ids("&resolution=accepted,kept_a")).toEqual([]);
+    const { Memax } = await loadMemaxSdk();
+    const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: cid.key, fetch: routeFetch });
+    const listed = await sdk.notifications.list({ hub, status: "resolved", resolution: ["declined"] });
+    expect(listed.notifications.map((x: { id: string }) => x.id)).toEqual([n.id]);
   });
 
   it("a member added by an admin: the owner is told", async () => {

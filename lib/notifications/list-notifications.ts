@@ -16,6 +16,8 @@ export interface ListNotificationsInput {
   hub?: string;
   status?: string;
   kinds?: string[];
+  /** Memax's history filter: how resolved rows were resolved (any status may be asked; only resolved rows have one). */
+  resolutions?: string[];
   unseenOnly?: boolean;
   since?: string;
   limit?: string | null;
@@ -60,10 +62,11 @@ export function notificationScope(ctx: AuthContext, input: { hub?: string; statu
 export async function listNotifications(ctx: AuthContext, input: ListNotificationsInput) {
   const limit = parseLimit(input.limit, NOTIFICATIONS_DEFAULT_LIMIT, NOTIFICATIONS_MAX_LIMIT);
   const secret = await serverSecret(ctx.db);
-  const list = `notifications:${input.hub ?? ""}:${input.status ?? "pending"}:${(input.kinds ?? []).join(",")}:${input.unseenOnly ? 1 : 0}`;
+  const list = `notifications:${input.hub ?? ""}:${input.status ?? "pending"}:${(input.kinds ?? []).join(",")}:${(input.resolutions ?? []).join(",")}:${input.unseenOnly ? 1 : 0}`;
   const after = input.cursor ? decodeCursor(secret, list, ctx.user.id, input.cursor, z.tuple([z.iso.datetime(), z.uuid()])) : null;
   const where: Prisma.NotificationWhereInput = {
     ...notificationScope(ctx, input),
+    ...(input.resolutions?.length && { resolution: { in: input.resolutions } }),
     ...(input.unseenOnly && { seenAt: null }),
     ...(after && {
       OR: [{ createdAt: { lt: new Date(after[0]) } }, { createdAt: new Date(after[0]), id: { lt: after[1] } }],

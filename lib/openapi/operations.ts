@@ -95,6 +95,7 @@ const listNotificationsQuerySchema = z.object({
   hub: z.string().optional().meta({ description: "Only this hub's notifications (hub_id is accepted too)" }),
   status: z.string().optional().meta({ description: "pending, resolved, dismissed or expired" }),
   kind: z.string().optional().meta({ description: "A kind, or several comma-separated (the parameter may repeat)" }),
+  resolution: z.string().optional().meta({ description: "How resolved rows were resolved (accepted, declined, kept_a, …), comma-separated or repeated" }),
   unseen_only: z.enum(["true", "false", "1", "0"]).optional(),
   since: z.string().optional().meta({ description: "RFC 3339 timestamp" }),
   limit: z.string().optional(),
