@@ -123,8 +123,11 @@ describe("rate limits", () => {
       expect(limited.body.error.details).toMatchObject({ limit: 3, retry_after: expect.any(Number) });
       expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
       expect(limited.headers.get("x-ratelimit-remaining")).toBe("0");
-      // other buckets and other users are independent
+      // Reads are regular (the spec's bucket for reads and metadata), account settings and inboxes included…
+      for (const path of ["/v1/notifications", "/v1/settings", "/v1/usage", "/v1/usage/dreams"]) expect((await ann.get(path)).status, path).toBe(429);
+      // …while whoami and the badge poll are light: other buckets and other users are independent
       expect((await ann.get("/v1/auth/me")).status).toBe(200);
+      expect((await ann.get("/v1/notifications/summary")).status).toBe(200);
       const bob = await h.user("Bob");
       expect((await bob.get("/v1/memories")).status).toBe(200);
       expect(Number(limited.headers.get("retry-after"))).toBe(30);

@@ -4,7 +4,7 @@ import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
 import { listNotifications } from "@/lib/notifications/list-notifications.ts";
 
 // GET /v1/notifications — the caller's notifications, newest first (?hub, status, kind and resolution (repeatable), unseen_only, since, limit, cursor)
-export const GET = withAuth({ bucket: "light" }, async (ctx, req) => {
+export const GET = withAuth({}, async (ctx, req) => {
   const q = queryParams(req, ["hub", "hub_id", "status", "kind", "resolution", "unseen_only", "since", "limit", "cursor"]);
   const repeated = (name: string) => q.getAll(name).flatMap((k) => k.split(",")).map((k) => k.trim()).filter(Boolean);
   const kinds = repeated("kind");
