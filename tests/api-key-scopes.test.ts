@@ -170,6 +170,14 @@ describe("a read-only key", () => {
     expect((await key.get(`/v1/hubs/${team}/members`)).status).toBe(200);
   });
 
+  test("acts as a viewer, and the hub list says so as hub detail does", async () => {
+    const listed = (await key.get("/v1/hubs")).body.data as { hub: { id: string }; role: string }[];
+    expect(listed.find((entry) => entry.hub.id === team)?.role).toBe("viewer");
+    expect((await key.get(`/v1/hubs/${team}`)).body.data.role).toBe("viewer");
+    // The same person's full key keeps the member's role.
+    expect(((await ann.get("/v1/hubs")).body.data as { hub: { id: string }; role: string }[]).find((entry) => entry.hub.id === team)?.role).toBe("owner");
+  });
+
   test("gets 403 on every write and changes nothing", async () => {
     const before = await h.db.memory.count({ where: { ownerId: ann.id } });
     const writes = [

@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
-import { membershipWhere } from "./hub-access.ts";
+import { isRole } from "@/lib/api/permissions.ts";
+import { effectiveRole, membershipWhere } from "./hub-access.ts";
 import { MAX_HUBS_PER_USER } from "./hub-fields.ts";
 import { serializeHub } from "./serialize-hub.ts";
 
@@ -20,7 +21,8 @@ export async function listHubs(ctx: AuthContext) {
   });
   return rows.map(({ hub: { _count, ...hub }, role }) => ({
     hub: serializeHub(hub),
-    role,
+    // The role this credential acts with (a read-only key is a viewer), as hub detail and summary say.
+    role: isRole(role) ? effectiveRole(ctx.credential, role) : role,
     memory_count: _count.memories,
     member_count: _count.members,
   }));
