@@ -144,9 +144,7 @@ async function insert(
       hint: input.hint,
       hubReason: input.hub_reason,
       projectContext: input.project_context,
-      ...(file && {
-        fileRef: { object_key: file.upload.objectKey, filename: file.filename, content_type: file.contentType, size_bytes: file.sizeBytes, sha256: file.sha256 },
-      }),
+      ...(file && { fileRef: fileRefOf(file) }),
       processingStatus: "pending",
       createdAt,
       updatedAt: now,
@@ -232,16 +230,28 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
       ...(input.title !== undefined && { title: input.title, titleDerived: false }),
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
-      state: "processing",
-      extractedAt: null,
-      extractionError: null,
-      version: { increment: 1 },
-      processingStatus: "pending",
-      processingAttempts: 0,
-      processingError: null,
-      updatedAt: now,
+      ...readAgain(now),
     },
   });
+}
+
+/** A link or file memory's source changed: a new version, back to `processing` until its text is read again. */
+function readAgain(now: Date) {
+  return {
+    state: "processing",
+    extractedAt: null,
+    extractionError: null,
+    version: { increment: 1 },
+    processingStatus: "pending",
+    processingAttempts: 0,
+    processingError: null,
+    updatedAt: now,
+  } as const;
+}
+
+/** The `file_ref` a file memory records (the upload it was made from). */
+function fileRefOf(file: VerifiedFile) {
+  return { object_key: file.upload.objectKey, filename: file.filename, content_type: file.contentType, size_bytes: file.sizeBytes, sha256: file.sha256 };
 }
 
 /**
@@ -272,15 +282,8 @@ async function replaceFile(
       titleDerived: false,
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
-      fileRef: { object_key: file.upload.objectKey, filename: file.filename, content_type: file.contentType, size_bytes: file.sizeBytes, sha256: file.sha256 },
-      state: "processing",
-      extractedAt: null,
-      extractionError: null,
-      version: { increment: 1 },
-      processingStatus: "pending",
-      processingAttempts: 0,
-      processingError: null,
-      updatedAt: now,
+      fileRef: fileRefOf(file),
+      ...readAgain(now),
     },
   });
   await attachFile(tx, memory, file, now);
