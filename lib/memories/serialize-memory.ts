@@ -1,7 +1,7 @@
 import type { Memory, Attachment } from "@/lib/db/generated/client.ts";
 import type { AttachmentObject, MemoryObject, MemoryWithContent } from "./memory-object.ts";
 
-/** The Memory object of the API (create, list, patch); `withContent` adds content and attachments (get). */
+/** The Memory object of the API (create, list); `withContent` adds content and attachments (get, patch). */
 export function serializeMemory(memory: Omit<Memory, "content">): MemoryObject {
   return {
     id: memory.id,

@@ -72,3 +72,19 @@ export async function flushUsage(): Promise<void> {
   await state.flushing;
   state.flushing = undefined;
 }
+
+/** This period's counts of the caller (pending ones written first): /v1/usage and /v1/auth/me answer the same. */
+export async function periodCounts(ctx: AuthContext) {
+  await flushUsage();
+  const now = ctx.now();
+  const start = periodStart(now);
+  const counter = await ctx.db.usageCounter.findUnique({ where: { userId_periodStart: { userId: ctx.user.id, periodStart: start } } });
+  return {
+    user_id: ctx.user.id,
+    period_start: start.toISOString(),
+    period_end: periodEnd(now).toISOString(),
+    push_count: counter?.pushes ?? 0,
+    recall_count: counter?.recalls ?? 0,
+    ask_count: counter?.asks ?? 0,
+  };
+}

@@ -5,7 +5,7 @@ import { MAX_ACTIVE_INVITES } from "@/lib/invites/invite-fields.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { quotaLimits } from "@/lib/quotas/quota-limits.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
-import { flushUsage, periodEnd, periodStart } from "./count-usage.ts";
+import { periodCounts } from "./count-usage.ts";
 import type { UsageObject } from "./usage-object.ts";
 
 /** -1 means unlimited (Memax's convention): a self-hosted install has no plan caps. */
@@ -18,11 +18,8 @@ const DEFAULT_UPLOAD_MAX_BYTES = 25 * 1024 * 1024;
  * rest its `UsageWithLimits`.
  */
 export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
-  await flushUsage();
-  const now = ctx.now();
-  const start = periodStart(now);
-  const [counter, memories, storage] = await Promise.all([
-    ctx.db.usageCounter.findUnique({ where: { userId_periodStart: { userId: ctx.user.id, periodStart: start } } }),
+  const [counts, memories, storage] = await Promise.all([
+    periodCounts(ctx),
     ctx.db.memory.count({ where: { ownerId: ctx.user.id } }),
     // Bytes stored: memory text plus attachments, of the memories this person pushed.
     ctx.db.$queryRaw<{ content: bigint | null; files: bigint | null }[]>`
@@ -34,12 +31,7 @@ export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
   const quota = quotaLimits().user;
   const storageBytes = Number(storage[0]?.content ?? 0n) + Number(storage[0]?.files ?? 0n);
   return {
-    user_id: ctx.user.id,
-    period_start: start.toISOString(),
-    period_end: periodEnd(now).toISOString(),
-    push_count: counter?.pushes ?? 0,
-    recall_count: counter?.recalls ?? 0,
-    ask_count: counter?.asks ?? 0,
+    ...counts,
     memory_count: memories,
     storage_bytes: storageBytes,
     plan: "self_hosted",

@@ -4,7 +4,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
-import { flushUsage, periodEnd, periodStart } from "@/lib/usage/count-usage.ts";
+import { periodCounts } from "@/lib/usage/count-usage.ts";
 
 /** A self-hosted instance has one plan: everything, bounded only by the documented limits. */
 export const SELF_HOSTED_PLAN = "self_hosted";
@@ -23,15 +23,12 @@ export const updateMeBodySchema = atLeastOneOf(z.object({ display_name: nameSche
  * count, linked sign-in providers, this month's usage, the personal hub and the credential.
  */
 export async function getMe(ctx: AuthContext) {
-  const now = ctx.now();
-  const start = periodStart(now);
   // The same counters as GET /v1/usage, so the two never disagree.
-  await flushUsage();
-  const [user, memberships, providers, counter] = await Promise.all([
+  const [user, memberships, providers, usage] = await Promise.all([
     ctx.db.user.findUniqueOrThrow({ where: { id: ctx.user.id } }),
     readableHubs(ctx),
     ctx.db.oAuthAccount.findMany({ where: { userId: ctx.user.id }, select: { provider: true }, distinct: ["provider"] }),
-    ctx.db.usageCounter.findUnique({ where: { userId_periodStart: { userId: ctx.user.id, periodStart: start } } }),
+    periodCounts(ctx),
   ]);
   const counts = memberships.length
     ? await ctx.db.memory.groupBy({ by: ["hubId"], where: { hubId: { in: memberships.map((m) => m.hub.id) } }, _count: { _all: true } })
@@ -59,14 +56,7 @@ export async function getMe(ctx: AuthContext) {
       .sort((a, b) => (a.hub.hubType === b.hub.hubType ? a.hub.id.localeCompare(b.hub.id) : a.hub.hubType === "personal" ? -1 : 1))
       .map((m) => ({ hub: serializeHub(m.hub), role: m.role, memory_count: countOf.get(m.hub.id) ?? 0 })),
     connected_providers: providers.map((p) => p.provider),
-    usage: {
-      user_id: user.id,
-      period_start: start.toISOString(),
-      period_end: periodEnd(now).toISOString(),
-      push_count: counter?.pushes ?? 0,
-      recall_count: counter?.recalls ?? 0,
-      ask_count: counter?.asks ?? 0,
-    },
+    usage,
     personal_hub_id: personalHubId,
     credential: {
       type: ctx.credential.type,
