@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { embeddingsInfo, getEmbedder, setEmbedder, settleEmbedderLoad } from "@/lib/ai/embedder.ts";
+import { embeddingsInfo, getEmbedder, LOCAL_MODEL_ID, localModelDir, setEmbedder, settleEmbedderLoad } from "@/lib/ai/embedder.ts";
 import { embedWorkerScript, localEmbedderThread } from "@/lib/ai/local-embedder-thread.ts";
 
 const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
@@ -69,6 +69,29 @@ describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () =>
     // Similar lengths share calls: the eleven 256s take two, not one each.
     expect(groups.filter((group) => group.some((i) => lengths[i] === 256))).toHaveLength(2);
     expect(lengthGroups([])).toEqual([]);
+  });
+
+  it("tokenises each text once and pools by hand, bit for bit what transformers.js's own padding and pooling give", async () => {
+    const { embedInLengthGroups, lengthGroups } = await import("@/lib/ai/embed-in-length-groups.mjs");
+    const { env, pipeline, mean_pooling, Tensor } = await import("@huggingface/transformers");
+    env.localModelPath = localModelDir();
+    env.allowLocalModels = true;
+    env.allowRemoteModels = false;
+    const { tokenizer, model } = await pipeline("feature-extraction", LOCAL_MODEL_ID, { dtype: "q8", session_options: { intraOpNumThreads: 1 } });
+    // Lengths from one word piece to past the 256 the model reads, so groups pad and truncate.
+    const texts = [" ", "short", "how do I restart the worker?", "数据库迁移 rollback plan", ...[3, 12, 40, 41, 90, 200].map((n) => `Runbook: ${"check the queue depth, then page on-call. ".repeat(n)}`)];
+    const ours = await embedInLengthGroups({ tokenizer, model, Tensor } as never, texts, 256);
+    // The reference: the whole group through the tokenizer's padding, then transformers.js's pooling.
+    const tokenize = tokenizer as unknown as (t: string | string[], o: object) => { input_ids: { dims: number[] }; attention_mask: unknown };
+    const lengths = texts.map((text) => tokenize(text, { truncation: true, max_length: 256 }).input_ids.dims.at(-1)!);
+    const groups = lengthGroups(lengths);
+    expect(groups.some((group) => new Set(group.map((i) => lengths[i])).size > 1)).toBe(true);
+    for (const group of groups) {
+      const inputs = tokenize(group.map((i) => texts[i]!), { padding: true, truncation: true, max_length: 256 });
+      const output = (await (model as unknown as (x: unknown) => Promise<{ last_hidden_state: never }>)(inputs)).last_hidden_state;
+      const pooled = mean_pooling(output, inputs.attention_mask as never).normalize(2, -1);
+      group.forEach((i, row) => expect(Array.from(ours[i]!), texts[i]!.slice(0, 30)).toEqual(Array.from((pooled.data as Float32Array).subarray(row * 384, (row + 1) * 384))));
+    }
   });
 
   it("scores paraphrases above unrelated pairs", async () => {

@@ -2,9 +2,10 @@
 export function lengthGroups(lengths: number[]): number[][];
 
 export interface FeatureExtractor {
-  tokenizer: (texts: string | string[], options: Record<string, unknown>) => { input_ids: { dims: number[] }; attention_mask: unknown };
-  model: (inputs: unknown) => Promise<{ last_hidden_state: unknown }>;
-  meanPooling: (state: unknown, mask: unknown) => { normalize(p: number, dim: number): { dims: number[]; data: Float32Array } };
+  tokenizer: ((text: string, options: Record<string, unknown>) => Record<string, { dims: number[]; data: BigInt64Array }>) & { pad_token_id?: number | null };
+  model: (inputs: Record<string, unknown>) => Promise<{ last_hidden_state: { dims: number[]; data: Float32Array } }>;
+  /** transformers.js's Tensor class, to build the padded batches. */
+  Tensor: new (type: "int64", data: BigInt64Array, dims: number[]) => unknown;
 }
 
 export function embedInLengthGroups(extractor: FeatureExtractor, texts: string[], maxTokens: number): Promise<Float32Array[]>;

@@ -237,7 +237,7 @@ async function createLocalEmbedder(): Promise<Embedder> {
 
 /** The model in the main thread (no worker script): same steps as lib/ai/local-embedder-worker.mjs. */
 async function inThreadModel(options: LocalModelOptions): Promise<RunBatch> {
-  const { env, pipeline, mean_pooling } = await import("@huggingface/transformers");
+  const { env, pipeline, Tensor } = await import("@huggingface/transformers");
   env.localModelPath = options.modelDir;
   env.allowLocalModels = true;
   env.allowRemoteModels = options.allowRemote;
@@ -247,7 +247,7 @@ async function inThreadModel(options: LocalModelOptions): Promise<RunBatch> {
     session_options: { intraOpNumThreads: options.threads, interOpNumThreads: 1 },
   });
   const { tokenizer, model } = extractor;
-  const groups = { tokenizer, model, meanPooling: mean_pooling } as unknown as FeatureExtractor;
+  const groups = { tokenizer, model, Tensor } as unknown as FeatureExtractor;
   return async (batch) => (await embedInLengthGroups(groups, batch, options.maxTokens)).map((vector) => Array.from(vector));
 }
 

@@ -25,7 +25,7 @@ if (nice > 0) {
 }
 
 async function load() {
-  const { env, pipeline, mean_pooling } = await import("@huggingface/transformers");
+  const { env, pipeline, Tensor } = await import("@huggingface/transformers");
   env.localModelPath = modelDir;
   env.allowLocalModels = true;
   env.allowRemoteModels = allowRemote;
@@ -36,7 +36,7 @@ async function load() {
   });
   const { tokenizer, model } = extractor;
   return async (texts) => {
-    const vectors = await embedInLengthGroups({ tokenizer, model, meanPooling: mean_pooling }, texts, maxTokens);
+    const vectors = await embedInLengthGroups({ tokenizer, model, Tensor }, texts, maxTokens);
     const dims = vectors[0]?.length ?? 0;
     const data = new Float32Array(vectors.length * dims);
     vectors.forEach((vector, i) => data.set(vector, i * dims));
