@@ -136,4 +136,38 @@ describe("GET /v1/memories", () => {
     expect(new Set(seen).size).toBe(seen.length);
     for (const id of initial) expect(seen).toContain(id);
   });
+
+  test("across several hubs: both sorts page in the order one SQL statement gives, ties included", async () => {
+    const merger = await h.user("Merger");
+    const hubs = [merger.personalHubId, await h.teamHub(merger), await h.teamHub(merger)];
+    const made: string[] = [];
+    for (let i = 0; i < 18; i++) {
+      const res = await merger.post("/v1/memories", { content: `merge note ${i}` }, { headers: { "x-hub-id": hubs[i % 3]! } });
+      made.push(res.body.data.id);
+    }
+    // Ties on created_at across hubs (then id decides) and on access_count (then created_at decides).
+    const tie = new Date("2026-01-01T00:00:00.000Z");
+    await h.db.memory.updateMany({ where: { id: { in: made.slice(0, 9) } }, data: { createdAt: tie } });
+    for (const [i, id] of made.entries()) await h.db.memory.update({ where: { id }, data: { accessCount: i % 4 } });
+    for (const sort of ["newest", "relevant"] as const) {
+      const expected = (
+        await h.db.memory.findMany({
+          where: { hubId: { in: hubs } },
+          orderBy: sort === "relevant" ? [{ accessCount: "desc" }, { createdAt: "desc" }, { id: "desc" }] : [{ createdAt: "desc" }, { id: "desc" }],
+          select: { id: true },
+        })
+      ).map((m) => m.id);
+      expect(expected).toHaveLength(18);
+      const seen: string[] = [];
+      let cursor = "";
+      do {
+        const res = await merger.get(`/v1/memories?sort=${sort}&limit=4${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+        expect(res.status).toBe(200);
+        expect(res.body.data.total).toBe(18);
+        seen.push(...ids(res));
+        cursor = res.body.data.next_cursor;
+      } while (cursor);
+      expect(seen, sort).toEqual(expected);
+    }
+  });
 });

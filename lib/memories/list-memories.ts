@@ -6,8 +6,22 @@ import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { readableHubs, membershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import type { ListMemoriesQuery } from "./memory-fields.ts";
 import { serializeMemory } from "./serialize-memory.ts";
+
+/**
+ * Up to this many hubs, a list across hubs reads each hub's page from its (hub_id, order) index and
+ * merges them here. PostgreSQL cannot read that index in order for `hub_id IN (...)`: it would sort
+ * every memory of those hubs for each page (16 ms at 10k memories in 5 hubs on PostgreSQL 15, against
+ * about 0.2 ms per hub). Past it, one statement again, so a page never costs more than this many.
+ */
+const PER_HUB_WALKS_MAX = 20;
+
+type Row = { accessCount: number; createdAt: Date; id: string };
+// The same order as the SQL: uuid text in lowercase hex compares as the uuid's bytes do.
+const byNewest = (a: Row, b: Row) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+const byRelevant = (a: Row, b: Row) => b.accessCount - a.accessCount || byNewest(a, b);
 
 const newestPosition = z.tuple([z.iso.datetime(), z.uuid()]);
 const relevantPosition = z.tuple([z.int().min(0), z.iso.datetime(), z.uuid()]);
@@ -64,9 +78,18 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
       ? [{ accessCount: "desc" }, { createdAt: "desc" }, { id: "desc" }]
       : [{ createdAt: "desc" }, { id: "desc" }];
 
+  const pageOf = (where: Prisma.MemoryWhereInput) =>
+    ctx.db.memory.findMany({ where: after ? { AND: [where, after] } : where, orderBy, take: limit + 1, omit: { content: true } });
   const [rows, total] = await Promise.all([
-    ctx.db.memory.findMany({ where: after ? { AND: [scope, after] } : scope, orderBy, take: limit + 1, omit: { content: true } }),
-    ctx.db.memory.count({ where: scope }),
+    hubIds.length > 1 && hubIds.length <= PER_HUB_WALKS_MAX
+      ? Promise.all(hubIds.map((id) => pageOf({ ...scope, hubId: id }))).then((pages) =>
+          pages.flat().sort(query.sort === "relevant" ? byRelevant : byNewest).slice(0, limit + 1),
+        )
+      : pageOf(scope),
+    // With no filter but the hubs, the total is their trigger-kept counters rather than a count of their rows.
+    Object.keys(scope).length === 1
+      ? memoryCounts(ctx.db, "hub", hubIds).then((counts) => [...counts.values()].reduce((sum, n) => sum + n, 0))
+      : ctx.db.memory.count({ where: scope }),
   ]);
   const result = page("memories", rows, limit, (last) =>
     encodeCursor(
