@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { isRole } from "@/lib/api/permissions.ts";
+import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import { effectiveRole, membershipWhere } from "./hub-access.ts";
 import { MAX_HUBS_PER_USER } from "./hub-fields.ts";
 import { serializeHub } from "./serialize-hub.ts";
@@ -17,13 +18,14 @@ export async function listHubs(ctx: AuthContext) {
     orderBy: { hubId: "asc" },
     // The cap is enforced on every way in; `take` only guards against rows from before it existed.
     take: MAX_HUBS_PER_USER,
-    include: { hub: { include: { _count: { select: { memories: true, members: true } } } } },
+    include: { hub: { include: { _count: { select: { members: true } } } } },
   });
+  const memories = await memoryCounts(ctx.db, "hub", rows.map((row) => row.hubId));
   return rows.map(({ hub: { _count, ...hub }, role }) => ({
     hub: serializeHub(hub),
     // The role this credential acts with (a read-only key is a viewer), as hub detail and summary say.
     role: isRole(role) ? effectiveRole(ctx.credential, role) : role,
-    memory_count: _count.memories,
+    memory_count: memories.get(hub.id) ?? 0,
     member_count: _count.members,
   }));
 }

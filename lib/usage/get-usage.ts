@@ -4,6 +4,7 @@ import { MAX_HUBS_PER_USER } from "@/lib/hubs/hub-fields.ts";
 import { MAX_ACTIVE_INVITES } from "@/lib/invites/invite-fields.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { quotaLimits } from "@/lib/quotas/quota-limits.ts";
+import { storageUsage } from "@/lib/quotas/storage-usage.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { periodCounts } from "./count-usage.ts";
 import type { UsageObject } from "./usage-object.ts";
@@ -18,21 +19,19 @@ const DEFAULT_UPLOAD_MAX_BYTES = 25 * 1024 * 1024;
  * rest its `UsageWithLimits`.
  */
 export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
-  const [counts, memories, storage] = await Promise.all([
+  // Bytes stored: memory text (the trigger-kept counters) plus the attachments of the memories this person pushed.
+  const [counts, owned, files] = await Promise.all([
     periodCounts(ctx),
-    ctx.db.memory.count({ where: { ownerId: ctx.user.id } }),
-    // Bytes stored: memory text plus attachments, of the memories this person pushed.
-    ctx.db.$queryRaw<{ content: bigint | null; files: bigint | null }[]>`
-      SELECT (SELECT sum(octet_length(content)) FROM memories WHERE owner_id = ${ctx.user.id}::uuid) AS content,
-             (SELECT sum(a.size_bytes) FROM attachments a JOIN memories m ON m.id = a.memory_id WHERE m.owner_id = ${ctx.user.id}::uuid) AS files`,
+    storageUsage(ctx.db, "user", ctx.user.id),
+    ctx.db.attachment.aggregate({ where: { memory: { ownerId: ctx.user.id } }, _sum: { sizeBytes: true } }),
   ]);
   const { rateLimits } = config();
   // The limits this install enforces on the caller (lib/quotas); -1 only where there is none.
   const quota = quotaLimits().user;
-  const storageBytes = Number(storage[0]?.content ?? 0n) + Number(storage[0]?.files ?? 0n);
+  const storageBytes = owned.bytes + (files._sum.sizeBytes ?? 0);
   return {
     ...counts,
-    memory_count: memories,
+    memory_count: owned.memories,
     storage_bytes: storageBytes,
     plan: "self_hosted",
     plan_display_name: "Self-hosted",

@@ -4,6 +4,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
+import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import { periodCounts } from "@/lib/usage/count-usage.ts";
 
 /** A self-hosted instance has one plan: everything, bounded only by the documented limits. */
@@ -30,10 +31,7 @@ export async function getMe(ctx: AuthContext) {
     ctx.db.oAuthAccount.findMany({ where: { userId: ctx.user.id }, select: { provider: true }, distinct: ["provider"] }),
     periodCounts(ctx),
   ]);
-  const counts = memberships.length
-    ? await ctx.db.memory.groupBy({ by: ["hubId"], where: { hubId: { in: memberships.map((m) => m.hub.id) } }, _count: { _all: true } })
-    : [];
-  const countOf = new Map(counts.map((row) => [row.hubId, row._count._all]));
+  const countOf = await memoryCounts(ctx.db, "hub", memberships.map((m) => m.hub.id));
   const personal = memberships.find((m) => m.hub.hubType === "personal" && m.hub.ownerId === ctx.user.id);
   const personalHubId =
     personal?.hub.id ?? (await ctx.db.hub.findFirst({ where: { ownerId: ctx.user.id, hubType: "personal" }, select: { id: true } }))?.id ?? null;
