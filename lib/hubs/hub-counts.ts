@@ -1,10 +1,10 @@
 import type { DbClient } from "@/lib/db/database.ts";
-import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
+import { storageUsage } from "@/lib/quotas/storage-usage.ts";
 
 /** Memories, members, topics and usable invites of one hub. */
 export async function hubCounts(db: DbClient, hubId: string, now: Date) {
   const [memories, members, topics, invites] = await Promise.all([
-    memoryCounts(db, "hub", [hubId]).then((counts) => counts.get(hubId) ?? 0),
+    storageUsage(db, "hub", hubId).then((usage) => usage.memories),
     db.hubMember.count({ where: { hubId } }),
     db.topic.count({ where: { hubId } }),
     db.invite.count({ where: { hubId, state: "active", expiresAt: { gt: now } } }),
