@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { quotaLimits, DEFAULT_QUOTAS } from "@/lib/quotas/quota-limits.ts";
-import { storageQuotaReport, storageUsage } from "@/lib/quotas/storage-usage.ts";
+import { storageUsage } from "@/lib/quotas/storage-usage.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // Issue 18: storage quotas per user and per hub (bytes and memories), env-configurable.
@@ -101,10 +101,11 @@ describe("storage quotas", () => {
     expect((await dan.post("/v1/memories/batch-move", { ids: [a.id], hub_id: team })).status).toBe(200);
     const rows = await h.db.memory.findMany({ where: { ownerId: dan.id } });
     const total = rows.reduce((sum, m) => sum + Buffer.byteLength(m.content, "utf8"), 0);
-    const report = await storageQuotaReport(h.db, dan.id, [team, dan.personalHubId]);
-    expect(report.user).toMatchObject({ used_memories: 2, used_bytes: total, limit_memories: 100_000 });
-    expect(report.hubs[team]).toEqual({ used_memories: 2, used_bytes: total, limit_bytes: 1024 ** 2, limit_memories: 500_000 });
-    expect(report.hubs[dan.personalHubId]).toMatchObject({ used_memories: 0, used_bytes: 0 });
+    expect(await storageUsage(h.db, "user", dan.id)).toEqual({ memories: 2, bytes: total });
+    expect(await storageUsage(h.db, "hub", team)).toEqual({ memories: 2, bytes: total });
+    expect(await storageUsage(h.db, "hub", dan.personalHubId)).toEqual({ memories: 0, bytes: 0 });
+    expect((await dan.get("/v1/usage")).body.data).toMatchObject({ memory_count: 2, storage_bytes: total });
+    expect(quotaLimits()).toMatchObject({ user: { memories: 100_000 }, hub: { bytes: 1024 ** 2, memories: 500_000 } });
     await dan.delete(`/v1/memories/${b.id}`);
     expect((await storageUsage(h.db, "hub", team)).memories).toBe(1);
   });
