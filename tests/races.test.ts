@@ -234,6 +234,34 @@ describe("batch-move against concurrent deletes", () => {
   });
 });
 
+describe("counters under opposite moves", () => {
+  it("batch-moves between two hubs in both directions at once, by two owners' memories: no deadlock, counts equal rows", async () => {
+    const ann = await h.user("Mover");
+    const bob = await h.user("Pusher");
+    const a = await h.teamHub(ann, [[bob, "contributor"]]);
+    const b = await h.teamHub(ann, [[bob, "contributor"]]);
+    for (let round = 0; round < 6; round++) {
+      // Each hub holds one memory of each owner; each move takes them in opposite owner order, so
+      // counters locked row by row (owner, then hub) would be taken in opposite orders by the two.
+      const push = async (who: typeof ann, hub: string) => (await who.post("/v1/memories", { content: `round ${round} by ${who.id} in ${hub}` }, on(hub))).body.data.id as string;
+      const fromA = [await push(ann, a), await push(bob, a)];
+      const fromB = [await push(bob, b), await push(ann, b)];
+      const [toB, toA] = await Promise.all([ann.post("/v1/memories/batch-move", { ids: fromA, hub_id: b }), ann.post("/v1/memories/batch-move", { ids: fromB, hub_id: a })]);
+      expect([toB.status, toA.status], JSON.stringify([toB.body, toA.body])).toEqual([200, 200]);
+      expect([toB.body.data.moved, toA.body.data.moved]).toEqual([2, 2]);
+    }
+    for (const [scope, id, where] of [
+      ["hub", a, { hubId: a }],
+      ["hub", b, { hubId: b }],
+      ["user", ann.id, { ownerId: ann.id }],
+      ["user", bob.id, { ownerId: bob.id }],
+    ] as const) {
+      const counter = await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope, scopeId: id } } });
+      expect(counter.memories, `${scope} ${id}`).toBe(await h.db.memory.count({ where }));
+    }
+  });
+});
+
 describe("limits under concurrent creates", () => {
   it(`twenty topics created at once in a hub five short of ${MAX_TOPICS_PER_HUB}: exactly five land`, async () => {
     const own = await h.user("Owner");

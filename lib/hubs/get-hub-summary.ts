@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { membershipOrThrow } from "./hub-access.ts";
+import { topicMemoryCounts } from "@/lib/topics/topic-memory-counts.ts";
 import { hubCounts } from "./hub-counts.ts";
 import { hubHeader } from "./hub-header.ts";
 import { serializeHub } from "./serialize-hub.ts";
@@ -19,7 +20,7 @@ export async function getHubSummary(ctx: AuthContext, hubId: string, options: { 
   const lastVisitedAt = membership?.lastVisitedAt ?? null;
   const [counts, inbox, teamActivity, preview] = await Promise.all([
     hubCounts(ctx.db, hub.id, now),
-    ctx.db.memory.count({ where: { hubId: hub.id, topicId: null } }),
+    topicMemoryCounts(ctx.db, hub.id, []).then((counts) => counts.get(null) ?? 0),
     hub.hubType === "team"
       ? ctx.db.memory.count({ where: { hubId: hub.id, ownerId: { not: ctx.user.id }, ...(lastVisitedAt && { createdAt: { gt: lastVisitedAt } }) } })
       : Promise.resolve(0),

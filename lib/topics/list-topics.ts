@@ -20,10 +20,8 @@ export function bySiblingOrder(a: TopicRow, b: TopicRow): number {
  */
 export async function listTopics(ctx: AuthContext, hubId: string) {
   const { hub } = await membershipOrThrow(ctx, hubId);
-  const [rows, counts] = await Promise.all([
-    ctx.db.topic.findMany({ where: { hubId: hub.id, archivedAt: null }, take: MAX_TOPICS_PER_HUB }),
-    topicMemoryCounts(ctx.db, hub.id),
-  ]);
+  const rows = await ctx.db.topic.findMany({ where: { hubId: hub.id, archivedAt: null }, take: MAX_TOPICS_PER_HUB });
+  const counts = await topicMemoryCounts(ctx.db, hub.id, rows.map((row) => row.id));
   const byParent = new Map<string | null, TopicRow[]>();
   const ids = new Set(rows.map((row) => row.id));
   for (const row of rows) {

@@ -45,7 +45,7 @@ export async function updateTopic(ctx: AuthContext, id: string, input: UpdateTop
         },
       });
     });
-    const counts = await topicMemoryCounts(ctx.db, updated.hubId);
+    const counts = await topicMemoryCounts(ctx.db, updated.hubId, [updated.id]);
     return serializeTopic(updated, counts.get(updated.id) ?? 0);
   } catch (error) {
     if (isUniqueViolation(error)) throw new ApiError("duplicate_name", `A topic named "${input.name}" already exists here`);
