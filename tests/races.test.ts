@@ -260,6 +260,29 @@ describe("counters under opposite moves", () => {
       expect(counter.memories, `${scope} ${id}`).toBe(await h.db.memory.count({ where }));
     }
   });
+
+  it("a topic deleted while memories are moved and filed into it: 200 or 404, never 500; the counters equal the rows", async () => {
+    const own = await h.user("Filer");
+    const hub = await h.teamHub(own);
+    const ids: string[] = [];
+    for (let i = 0; i < 21; i++) ids.push((await own.post("/v1/memories", { content: `to be filed ${i}` }, on(hub))).body.data.id);
+    for (let round = 0; round < 6; round++) {
+      const topic = (await own.post("/v1/topics", { name: `Doomed ${round}`, hub_id: hub })).body.data.id as string;
+      const results = await Promise.all([
+        own.post("/v1/memories/batch-move", { ids: ids.slice(0, 10), topic_id: topic }),
+        own.post("/v1/memories/batch-move", { ids: ids.slice(10, 20), topic_id: topic }),
+        own.post(`/v1/topics/${topic}/memories`, { memory_id: ids[20] }),
+        own.delete(`/v1/topics/${topic}`),
+      ]);
+      // A filing that finds the topic gone is refused whole (404); one that got in first lost its topic with it.
+      expect(results.map((r) => r.status).every((status) => status === 200 || status === 404), JSON.stringify(results.map((r) => r.body))).toBe(true);
+      expect(results[3]!.status).toBe(200);
+      expect(await h.db.storageUsage.count({ where: { scope: "topic", scopeId: topic } })).toBe(0);
+      const inbox = await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "inbox", scopeId: hub } } });
+      expect(inbox.memories).toBe(await h.db.memory.count({ where: { hubId: hub, topicId: null } }));
+      expect(inbox.memories).toBe(21);
+    }
+  });
 });
 
 describe("limits under concurrent creates", () => {

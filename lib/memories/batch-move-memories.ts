@@ -7,6 +7,7 @@ import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
+import { lockTopicForFiling } from "@/lib/topics/topic-or-throw.ts";
 
 /**
  * Why a memory was not moved (Memax's names): `already_at_target` (its hub and topic are already the
@@ -47,6 +48,7 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
   return ctx.db.$transaction(async (tx) => {
     // The caller must still be able to write into the target when the moves commit.
     await lockMembershipOrThrow(tx, ctx, target.hub, "memories.write", "add memories");
+    if (topic) await lockTopicForFiling(tx, topic);
     const locked = await lockMemoryRows(tx, ids.filter(isUuid), [...memberships.keys()]);
     const found = await tx.memory.findMany({
       where: { id: { in: locked }, hubId: { in: [...memberships.keys()] } },

@@ -4,6 +4,11 @@ import type { DbClient } from "@/lib/db/database.ts";
 import type { TopicRow } from "./serialize-topic.ts";
 import { MAX_TOPIC_DEPTH } from "./topic-fields.ts";
 
+/** The lock on a hub's topic tree: exclusive for changes to it, shared for filing memories under a topic. */
+export function topicsLockKey(hubId: string): string {
+  return `topics:${hubId}`;
+}
+
 /**
  * A hub's whole topic set (≤ 500 rows), for checks that need the tree: depth,
  * cycles, sibling names, subtrees. Loaded under the hub's topic lock inside
@@ -17,7 +22,7 @@ export class HubTopics {
   }
 
   static async lockAndLoad(tx: DbClient, hubId: string): Promise<HubTopics> {
-    await lockForTransaction(tx, `topics:${hubId}`);
+    await lockForTransaction(tx, topicsLockKey(hubId));
     return new HubTopics(await tx.topic.findMany({ where: { hubId } }));
   }
 

@@ -7,7 +7,7 @@ import { serverSecret } from "@/lib/api/server-secret.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { serializeMemory } from "@/lib/memories/serialize-memory.ts";
-import { assertNotArchived, readableTopicOrThrow } from "./topic-or-throw.ts";
+import { assertNotArchived, lockTopicForFiling, readableTopicOrThrow } from "./topic-or-throw.ts";
 
 const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
@@ -70,6 +70,7 @@ export async function unassignTopicMemory(ctx: AuthContext, topicId: string, mem
 /** Sets the topic of the memory `where` matches and, when one did, says so on the event stream: one transaction. */
 function fileMemory(ctx: AuthContext, where: { id: string; hubId: string; topicId?: string }, topicId: string | null) {
   return ctx.db.$transaction(async (tx) => {
+    if (topicId) await lockTopicForFiling(tx, { id: topicId, hubId: where.hubId });
     const { count } = await tx.memory.updateMany({ where, data: { topicId, updatedAt: ctx.now() } });
     if (count > 0) await emitEvent(tx, { type: "memory.updated", hubId: where.hubId, actorId: ctx.user.id, entityId: where.id });
     return count;

@@ -1,7 +1,10 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { DbClient } from "@/lib/db/database.ts";
 import { hubPermissionOrThrow, membershipOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { topicsLockKey } from "./hub-topics.ts";
 import type { TopicRow } from "./serialize-topic.ts";
 
 /** A topic in one of the caller's hubs; outside them it is not_found. */
@@ -21,6 +24,19 @@ export async function topicOrThrow(ctx: AuthContext, id: string, action: string)
   return { topic, membership };
 }
 
-export function assertNotArchived(topic: TopicRow): void {
+export function assertNotArchived(topic: Pick<TopicRow, "id" | "archivedAt">): void {
   if (topic.archivedAt) throw new ApiError("topic_archived", "This topic is archived; restore it first", { topic_id: topic.id });
+}
+
+/**
+ * In a transaction that files memories under this topic, before it locks them: keeps the hub's topics
+ * from being deleted or archived until it commits (the shared side of the lock those changes take),
+ * then reads the topic again. Checked only before the transaction, a topic deleted in between made
+ * the memories' foreign key fail: a 500 on PostgreSQL (tests/races.test.ts).
+ */
+export async function lockTopicForFiling(tx: DbClient, topic: { id: string; hubId: string }): Promise<void> {
+  await lockForTransaction(tx, { shared: topicsLockKey(topic.hubId) });
+  const current = await tx.topic.findFirst({ where: { id: topic.id, hubId: topic.hubId }, select: { id: true, hubId: true, archivedAt: true } });
+  if (!current) throw new ApiError("not_found", "Topic not found");
+  assertNotArchived(current);
 }
