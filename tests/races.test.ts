@@ -285,6 +285,44 @@ describe("counters under opposite moves", () => {
   });
 });
 
+describe("requests racing a hub's deletion", () => {
+  it("pushes, invites, visits, topic changes, edits, recalls, dreams, sessions and keys sent with a topic and hub delete: never a 5xx", async () => {
+    const answers: { what: string; res: ApiResponse }[] = [];
+    for (let round = 0; round < 6; round++) {
+      const own = await h.user("Doomed");
+      const hub = await h.teamHub(own);
+      const memory = (await own.post("/v1/memories", { content: `kept ${round}` }, on(hub))).body.data.id as string;
+      const topic = (await own.post("/v1/topics", { name: `T${round}`, hub_id: hub })).body.data.id as string;
+      const sub = (await own.post("/v1/topics", { name: `S${round}`, parent_id: topic })).body.data.id as string;
+      // Each refers to the hub or a topic read before its transaction; before the fixes a foreign key
+      // failed (500: invite, topic create, topic visit) or a topic create deadlocked with the cascade (503).
+      const sent: [string, Promise<ApiResponse>][] = [
+        ["push", own.post("/v1/memories", { content: `race ${round}` }, on(hub))],
+        ["invite", own.post(`/v1/hubs/${hub}/invites`, { role: "viewer" })],
+        ["hub visit", own.post(`/v1/hubs/${hub}/visit`, {})],
+        ["topic visit", own.post(`/v1/topics/${sub}/visit`, {})],
+        ["child topic", own.post("/v1/topics", { name: `C${round}`, parent_id: topic })],
+        ["topic", own.post("/v1/topics", { name: `N${round}`, hub_id: hub })],
+        ["topic rename", own.patch(`/v1/topics/${sub}`, { name: `R${round}` })],
+        ["edit", own.patch(`/v1/memories/${memory}`, { content: `edited ${round}` })],
+        ["recall", own.post("/v1/recall", { query: "kept race" }, on(hub))],
+        ["dream", own.post("/v1/dreams/trigger", undefined, on(hub))],
+        ["session", own.put("/v1/agent-sessions", { agent: "probe", session_id: `s${round}`, content: "{}\n", hub_id: hub })],
+        ["key", own.post("/v1/auth/api-keys", { name: `k${round}`, hub_ids: [hub] })],
+        ["topic delete", own.delete(`/v1/topics/${topic}`)],
+        ["hub delete", own.delete(`/v1/hubs/${hub}`)],
+      ];
+      for (const [what, promise] of sent) answers.push({ what, res: await promise });
+      expect(await h.db.hub.count({ where: { id: hub } })).toBe(0);
+    }
+    expect(answers.filter((a) => a.res.status >= 500).map((a) => `${a.what}: ${a.res.status} ${JSON.stringify(a.res.body)}`)).toEqual([]);
+    // Whatever lost the race was told the hub or topic is gone (or, for a child topic, that its parent is).
+    const refused = answers.filter((a) => a.res.status >= 400);
+    expect(refused.every((a) => a.res.status === 404 || (a.what === "child topic" && a.res.body.error.code === "invalid_parent")), JSON.stringify(refused.map((a) => [a.what, a.res.body]))).toBe(true);
+    expect(answers.filter((a) => a.what === "hub delete").every((a) => a.res.status === 200)).toBe(true);
+  });
+});
+
 describe("limits under concurrent creates", () => {
   it(`twenty topics created at once in a hub five short of ${MAX_TOPICS_PER_HUB}: exactly five land`, async () => {
     const own = await h.user("Owner");

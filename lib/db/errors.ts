@@ -8,6 +8,19 @@ export function isUniqueViolation(error: unknown): boolean {
   return e.cause !== undefined && e.cause !== error ? isUniqueViolation(e.cause) : false;
 }
 
+/**
+ * Whether a Prisma/driver error is a foreign-key violation (Postgres 23503): a row this write refers to
+ * (a hub, a topic, a memory) was deleted by a concurrent request after it was read.
+ */
+export function isForeignKeyViolation(error: unknown, depth = 0): boolean {
+  if (!error || typeof error !== "object" || depth > 5) return false;
+  const e = error as { code?: unknown; cause?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; kind?: unknown } } } };
+  if (e.code === "P2003" || e.code === "23503") return true;
+  const cause = e.meta?.driverAdapterError?.cause;
+  if (cause && (cause.kind === "ForeignKeyConstraintViolation" || cause.originalCode === "23503")) return true;
+  return e.cause !== undefined && e.cause !== error ? isForeignKeyViolation(e.cause, depth + 1) : false;
+}
+
 /** SQLSTATEs of a lost or refused connection: admin/crash shutdown, cannot connect now, connection exceptions. */
 const UNAVAILABLE_SQLSTATES = new Set(["57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006"]);
 const UNAVAILABLE_PRISMA_CODES = new Set(["P1001", "P1002", "P1017"]);

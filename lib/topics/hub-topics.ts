@@ -1,6 +1,7 @@
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
+import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
 import type { TopicRow } from "./serialize-topic.ts";
 import { MAX_TOPIC_DEPTH } from "./topic-fields.ts";
 
@@ -22,7 +23,9 @@ export class HubTopics {
   }
 
   static async lockAndLoad(tx: DbClient, hubId: string): Promise<HubTopics> {
-    await lockForTransaction(tx, topicsLockKey(hubId));
+    // The hub's membership lock (shared) first, as every write into a hub takes it: a hub delete holds
+    // it exclusively, so a topic change waits for it rather than deadlocking with its cascade.
+    await lockForTransaction(tx, [{ shared: hubMembersLockKey(hubId) }, topicsLockKey(hubId)]);
     return new HubTopics(await tx.topic.findMany({ where: { hubId } }));
   }
 

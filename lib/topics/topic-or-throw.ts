@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
-import { hubPermissionOrThrow, membershipOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
+import { hubMembersLockKey, hubPermissionOrThrow, membershipOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { topicsLockKey } from "./hub-topics.ts";
 import type { TopicRow } from "./serialize-topic.ts";
@@ -35,7 +35,7 @@ export function assertNotArchived(topic: Pick<TopicRow, "id" | "archivedAt">): v
  * the memories' foreign key fail: a 500 on PostgreSQL (tests/races.test.ts).
  */
 export async function lockTopicForFiling(tx: DbClient, topic: { id: string; hubId: string }): Promise<void> {
-  await lockForTransaction(tx, { shared: topicsLockKey(topic.hubId) });
+  await lockForTransaction(tx, [{ shared: hubMembersLockKey(topic.hubId) }, { shared: topicsLockKey(topic.hubId) }]);
   const current = await tx.topic.findFirst({ where: { id: topic.id, hubId: topic.hubId }, select: { id: true, hubId: true, archivedAt: true } });
   if (!current) throw new ApiError("not_found", "Topic not found");
   assertNotArchived(current);
