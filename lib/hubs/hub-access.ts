@@ -16,7 +16,8 @@ import { isUuid } from "@/lib/ids.ts";
  * A hub outside either is not found; a read-only credential acts as a viewer.
  */
 
-type Caller = Pick<AuthContext, "db" | "user" | "credential">;
+// `db` may be a transaction: the same checks run inside a write's transaction.
+type Caller = Pick<AuthContext, "user" | "credential"> & { db: DbClient };
 
 export interface Membership {
   hub: HubRecord;

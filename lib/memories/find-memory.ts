@@ -1,6 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { isRole, type Role } from "@/lib/api/permissions.ts";
+import type { DbClient } from "@/lib/db/database.ts";
 import type { Hub, Memory } from "@/lib/db/generated/client.ts";
 import { effectiveRole, memoryAccessWhere } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
@@ -9,7 +10,7 @@ import { isUuid } from "@/lib/ids.ts";
  * A memory in a hub the caller may reach (lib/hubs/hub-access.ts), with the role they act with
  * there. The access rule is part of the query: a memory elsewhere is not found.
  */
-export async function findMemoryOrThrow(ctx: Pick<AuthContext, "db" | "user" | "credential">, id: string): Promise<{ memory: Memory & { hub: Hub }; role: Role }> {
+export async function findMemoryOrThrow(ctx: Pick<AuthContext, "user" | "credential"> & { db: DbClient }, id: string): Promise<{ memory: Memory & { hub: Hub }; role: Role }> {
   const memory = isUuid(id)
     ? await ctx.db.memory.findFirst({
         where: { id, ...memoryAccessWhere(ctx) },

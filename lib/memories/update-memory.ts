@@ -7,6 +7,9 @@ import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { assertContentSize, contentHash } from "./create-memory.ts";
 import { deriveTitle } from "./derive-title.ts";
+import { lockMemoryRows } from "@/lib/db/row-lock.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { isUuid } from "@/lib/ids.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import type { UpdateMemoryBody } from "./memory-fields.ts";
@@ -24,7 +27,16 @@ const ATTEMPTS = 5;
 export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMemoryBody) {
   if (input.content !== undefined) assertContentSize(input.content);
   for (let attempt = 1; ; attempt++) {
-    const updated = await tryUpdate(ctx, id, input);
+    // First without a lock. When a concurrent write got in between the read and the write, again under
+    // the memory's row lock, which holds other writers off until this one commits: retried without it,
+    // ten edits of one memory at once left 14 of 30 out of attempts (409) on PostgreSQL.
+    const updated =
+      attempt === 1
+        ? await tryUpdate(ctx, id, input)
+        : await ctx.db.$transaction(async (tx) => {
+            await lockMemoryRows(tx, [id].filter(isUuid), (await readableHubs({ ...ctx, db: tx })).map((m) => m.hub.id));
+            return tryUpdate(ctx, id, input, tx);
+          });
     if (updated) {
       afterMemoryWrite(updated);
       // The full memory, as GET answers it (Memax's update() reads content from it).
@@ -35,8 +47,9 @@ export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMe
   }
 }
 
-async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody) {
-  const { memory, role } = await findMemoryOrThrow(ctx, id);
+/** One read and conditional write; `tx`: inside the caller's transaction (which holds the row lock). */
+async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, tx?: DbClient) {
+  const { memory, role } = await findMemoryOrThrow({ ...ctx, db: tx ?? ctx.db }, id);
   if (!canEditMemory(role, memory.ownerId === ctx.user.id)) {
     throw new ApiError("forbidden", `Your role (${role}) does not allow editing this memory`);
   }
@@ -81,14 +94,12 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody) 
     if (rows.length) await emitEvent(db, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
     return rows;
   };
-  const [updated] =
-    growth > 0
-      ? await ctx.db.$transaction(async (tx) => {
-          const rows = await write(tx);
-          // After the write, whose trigger added the growth to the counters (see assertStorageQuota).
-          if (rows.length) await assertStorageQuota(tx, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
-          return rows;
-        })
-      : await ctx.db.$transaction((tx) => write(tx));
+  const writeChecked = async (db: DbClient) => {
+    const rows = await write(db);
+    // After the write, whose trigger added the growth to the counters (see assertStorageQuota).
+    if (rows.length && growth > 0) await assertStorageQuota(db, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
+    return rows;
+  };
+  const [updated] = tx ? await writeChecked(tx) : await ctx.db.$transaction((own) => writeChecked(own));
   return updated;
 }
