@@ -1,5 +1,8 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import type { DbClient } from "@/lib/db/database.ts";
+import { lockMemoryRows } from "@/lib/db/row-lock.ts";
+import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { isUuid } from "@/lib/ids.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canEditMemory } from "@/lib/api/permissions.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
@@ -7,9 +10,6 @@ import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { assertContentSize, contentHash } from "./create-memory.ts";
 import { deriveTitle } from "./derive-title.ts";
-import { lockMemoryRows } from "@/lib/db/row-lock.ts";
-import { readableHubs } from "@/lib/hubs/hub-access.ts";
-import { isUuid } from "@/lib/ids.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import type { UpdateMemoryBody } from "./memory-fields.ts";

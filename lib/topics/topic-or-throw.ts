@@ -36,7 +36,7 @@ export function assertNotArchived(topic: Pick<TopicRow, "id" | "archivedAt">): v
  */
 export async function lockTopicForFiling(tx: DbClient, topic: { id: string; hubId: string }): Promise<void> {
   await lockForTransaction(tx, [{ shared: hubMembersLockKey(topic.hubId) }, { shared: topicsLockKey(topic.hubId) }]);
-  const current = await tx.topic.findFirst({ where: { id: topic.id, hubId: topic.hubId }, select: { id: true, hubId: true, archivedAt: true } });
+  const current = await tx.topic.findFirst({ where: { id: topic.id, hubId: topic.hubId }, select: { id: true, archivedAt: true } });
   if (!current) throw new ApiError("not_found", "Topic not found");
   assertNotArchived(current);
 }
