@@ -276,6 +276,45 @@ describe("counters under opposite moves", () => {
     }
   });
 
+  it("batch moves between topics of one hub, taking them in opposite orders: no deadlock, topic counts equal rows", async () => {
+    const own = await h.user("Sorter");
+    const hub = await h.teamHub(own);
+    const move = (ids: string[], topic: string) => own.post("/v1/memories/batch-move", { ids, topic_id: topic });
+    for (let round = 0; round < 6; round++) {
+      const [one, two, three] = await Promise.all([1, 2, 3].map(async (n) => (await own.post("/v1/topics", { name: `R${round} T${n}`, hub_id: hub })).body.data.id as string));
+      const push = async (name: string) => (await own.post("/v1/memories", { content: `round ${round} ${name}` }, on(hub))).body.data.id as string;
+      const [a, b, c, d] = [await push("a"), await push("b"), await push("c"), await push("d")];
+      expect((await move([a, d], one!)).status).toBe(200);
+      expect((await move([b, c], two!)).status).toBe(200);
+      // Each move takes one memory from each source topic, in opposite orders, into the same topic:
+      // counters locked topic by topic would be taken in opposite orders.
+      const results = await Promise.all([move([a, b], three!), move([c, d], three!)]);
+      expect(results.map((r) => r.status), JSON.stringify(results.map((r) => r.body))).toEqual([200, 200]);
+      const counts = await h.db.storageUsage.findMany({ where: { scope: "topic", scopeId: { in: [one!, two!, three!] } } });
+      expect(Object.fromEntries(counts.map((row) => [row.scopeId, row.memories]))).toEqual({ [one!]: 0, [two!]: 0, [three!]: 4 });
+    }
+  });
+
+  it("a topic deleted while its memories are edited: no deadlock, every edit applies, the counters equal the rows", async () => {
+    const own = await h.user("Pruner");
+    const hub = await h.teamHub(own);
+    for (let round = 0; round < 6; round++) {
+      const topic = (await own.post("/v1/topics", { name: `Pruned ${round}`, hub_id: hub })).body.data.id as string;
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i++) ids.push((await own.post("/v1/memories", { content: `filed ${round} ${i}` }, on(hub))).body.data.id);
+      expect((await own.post("/v1/memories/batch-move", { ids, topic_id: topic })).status).toBe(200);
+      // The delete moves them all to the inbox in one statement; each edit changes a memory's length.
+      const results = await Promise.all([
+        own.delete(`/v1/topics/${topic}`),
+        ...[...ids].reverse().map((id, i) => own.patch(`/v1/memories/${id}`, { content: `a longer edit of the filed note ${round} ${i}` })),
+      ]);
+      expect(results.map((r) => r.status), JSON.stringify(results.filter((r) => r.status !== 200).map((r) => r.body))).toEqual(Array(9).fill(200));
+      const inbox = await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "inbox", scopeId: hub } } });
+      const rows = await h.db.memory.findMany({ where: { hubId: hub, topicId: null }, select: { content: true } });
+      expect({ memories: inbox.memories, bytes: Number(inbox.bytes) }).toEqual({ memories: rows.length, bytes: rows.reduce((n, r) => n + Buffer.byteLength(r.content), 0) });
+    }
+  });
+
   it("a topic deleted while memories are moved and filed into it: 200 or 404, never 500; the counters equal the rows", async () => {
     const own = await h.user("Filer");
     const hub = await h.teamHub(own);

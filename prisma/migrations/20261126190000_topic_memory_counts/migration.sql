@@ -26,8 +26,10 @@ LANGUAGE sql AS $$
   -- A deleted topic keeps no counter (see the topics trigger below), whichever trigger runs first.
   WHERE k."scope" <> 'topic' OR EXISTS (SELECT FROM "topics" t WHERE t."id" = k."scope_id")
   GROUP BY k."scope", k."scope_id"
-  -- An edit that keeps the content's length changes no count: nothing to write.
-  HAVING sum(c."sign" * c."bytes") <> 0 OR sum(c."sign") <> 0
+  -- A counter whose sums are zero is not written, except the hub's: its lock, taken first, orders every
+  -- change in the hub. Without it a move between two topics locked only those two, and two batch moves
+  -- taking memories from two topics in opposite orders into a third deadlocked (tests/races.test.ts).
+  HAVING sum(c."sign" * c."bytes") <> 0 OR sum(c."sign") <> 0 OR k."scope" = 'hub'
   ORDER BY k."scope", k."scope_id"
   ON CONFLICT ("scope", "scope_id") DO UPDATE
     SET "bytes" = u."bytes" + EXCLUDED."bytes", "memories" = u."memories" + EXCLUDED."memories"
