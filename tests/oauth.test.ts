@@ -368,6 +368,32 @@ describe("the OAuth dance, driven by the MCP SDK's client", () => {
   });
 });
 
+describe("single use under concurrency", () => {
+  it("a code redeemed five times at once gives one token pair, which the replays then revoke (RFC 6749 §4.1.2)", async () => {
+    const { code, clientId, verifier } = await codeFor();
+    const exchanges = await Promise.all(
+      Array.from({ length: 5 }, () => token({ grant_type: "authorization_code", code, client_id: clientId, code_verifier: verifier, redirect_uri: REDIRECT })),
+    );
+    expect(exchanges.map((r) => r.status).sort()).toEqual([200, 400, 400, 400, 400]);
+    expect(exchanges.filter((r) => r.status === 400).every((r) => r.body.error === "invalid_grant")).toBe(true);
+    const pair = exchanges.find((r) => r.status === 200)!.body;
+    expect(await mcpStatus(pair.access_token!)).toBe(401);
+    expect((await token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId })).body.error).toBe("invalid_grant");
+  });
+
+  it("a refresh token used five times at once rotates once; the replays end the grant, the new tokens included", async () => {
+    const { code, clientId, verifier } = await codeFor();
+    const pair = (await token({ grant_type: "authorization_code", code, client_id: clientId, code_verifier: verifier, redirect_uri: REDIRECT })).body;
+    const rotations = await Promise.all(Array.from({ length: 5 }, () => token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId })));
+    expect(rotations.map((r) => r.status).sort()).toEqual([200, 400, 400, 400, 400]);
+    expect(rotations.filter((r) => r.status === 400).every((r) => r.body.error === "invalid_grant")).toBe(true);
+    const rotated = rotations.find((r) => r.status === 200)!.body;
+    expect(await mcpStatus(rotated.access_token!)).toBe(401);
+    expect((await token({ grant_type: "refresh_token", refresh_token: rotated.refresh_token!, client_id: clientId })).body.error).toBe("invalid_grant");
+    expect((await h.db.oAuthGrant.findFirstOrThrow({ where: { clientId } })).revokedReason).toBe("refresh_token_reuse");
+  });
+});
+
 describe("negative cases", () => {
   it("an access token also works on REST (this server's audience; decisions.md: every endpoint), tampered ones nowhere", async () => {
     const { code, clientId, verifier } = await codeFor();
