@@ -1,24 +1,27 @@
+/**
+ * Whether a Prisma/driver error, or one it wraps, is this PostgreSQL error: by Prisma's code, the
+ * SQLSTATE, or the driver adapter's kind.
+ */
+function isPostgresError(error: unknown, codes: { prisma: string; sqlState: string; kind: string }, depth = 0): boolean {
+  if (!error || typeof error !== "object" || depth > 5) return false;
+  const e = error as { code?: unknown; cause?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; kind?: unknown } } } };
+  if (e.code === codes.prisma || e.code === codes.sqlState) return true;
+  const cause = e.meta?.driverAdapterError?.cause;
+  if (cause && (cause.kind === codes.kind || cause.originalCode === codes.sqlState)) return true;
+  return e.cause !== undefined && e.cause !== error ? isPostgresError(e.cause, codes, depth + 1) : false;
+}
+
 /** Whether a Prisma/driver error is a unique-constraint violation (Postgres 23505). */
 export function isUniqueViolation(error: unknown): boolean {
-  if (!error || typeof error !== "object") return false;
-  const e = error as { code?: unknown; cause?: unknown; meta?: { driverAdapterError?: { cause?: { code?: unknown; originalCode?: unknown; kind?: unknown } } } };
-  if (e.code === "P2002" || e.code === "23505") return true;
-  const cause = e.meta?.driverAdapterError?.cause;
-  if (cause && (cause.kind === "UniqueConstraintViolation" || cause.originalCode === "23505")) return true;
-  return e.cause !== undefined && e.cause !== error ? isUniqueViolation(e.cause) : false;
+  return isPostgresError(error, { prisma: "P2002", sqlState: "23505", kind: "UniqueConstraintViolation" });
 }
 
 /**
  * Whether a Prisma/driver error is a foreign-key violation (Postgres 23503): a row this write refers to
  * (a hub, a topic, a memory) was deleted by a concurrent request after it was read.
  */
-export function isForeignKeyViolation(error: unknown, depth = 0): boolean {
-  if (!error || typeof error !== "object" || depth > 5) return false;
-  const e = error as { code?: unknown; cause?: unknown; meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; kind?: unknown } } } };
-  if (e.code === "P2003" || e.code === "23503") return true;
-  const cause = e.meta?.driverAdapterError?.cause;
-  if (cause && (cause.kind === "ForeignKeyConstraintViolation" || cause.originalCode === "23503")) return true;
-  return e.cause !== undefined && e.cause !== error ? isForeignKeyViolation(e.cause, depth + 1) : false;
+export function isForeignKeyViolation(error: unknown): boolean {
+  return isPostgresError(error, { prisma: "P2003", sqlState: "23503", kind: "ForeignKeyConstraintViolation" });
 }
 
 /** SQLSTATEs of a lost or refused connection: admin/crash shutdown, cannot connect now, connection exceptions. */

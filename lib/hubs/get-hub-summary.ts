@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
-import { membershipOrThrow } from "./hub-access.ts";
 import { topicMemoryCounts } from "@/lib/topics/topic-memory-counts.ts";
+import { membershipOrThrow } from "./hub-access.ts";
 import { hubCounts } from "./hub-counts.ts";
 import { hubHeader } from "./hub-header.ts";
 import { serializeHub } from "./serialize-hub.ts";
