@@ -276,6 +276,31 @@ describe("counters under opposite moves", () => {
     }
   });
 
+  it("batch moves gathering memories of two hubs, in opposite orders, into two other hubs: no deadlock, counts equal rows", async () => {
+    // Each row of a batch takes its own counters in the global order, but a batch takes them row
+    // after row: without locking the whole batch's counters first, the first move holds hub one's
+    // counter and waits for hub three's while the second holds hub three's and waits for hub one's.
+    const own = await h.user("Gatherer");
+    const [one, two, three, four] = [await h.teamHub(own), await h.teamHub(own), await h.teamHub(own), await h.teamHub(own)];
+    for (let round = 0; round < 6; round++) {
+      const push = async (hub: string, n: number) => (await own.post("/v1/memories", { content: `round ${round} note ${n} in ${hub}` }, on(hub))).body.data.id as string;
+      const first = [await push(one!, 1), await push(three!, 1)];
+      const second = [await push(three!, 2), await push(one!, 2)];
+      const results = await Promise.all([
+        own.post("/v1/memories/batch-move", { ids: first, hub_id: two }),
+        own.post("/v1/memories/batch-move", { ids: second, hub_id: four }),
+      ]);
+      expect(results.map((r) => r.status), JSON.stringify(results.map((r) => r.body))).toEqual([200, 200]);
+      expect(results.map((r) => r.body.data.moved)).toEqual([2, 2]);
+    }
+    for (const hub of [one, two, three, four]) {
+      for (const [scope, where] of [["hub", { hubId: hub! }], ["inbox", { hubId: hub!, topicId: null }]] as const) {
+        const counter = await h.db.storageUsage.findUnique({ where: { scope_scopeId: { scope, scopeId: hub! } } });
+        expect(counter?.memories ?? 0, `${scope} ${hub}`).toBe(await h.db.memory.count({ where }));
+      }
+    }
+  });
+
   it("batch moves between topics of one hub, taking them in opposite orders: no deadlock, topic counts equal rows", async () => {
     const own = await h.user("Sorter");
     const hub = await h.teamHub(own);

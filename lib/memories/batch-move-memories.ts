@@ -8,6 +8,7 @@ import type { Skipped } from "./batch-delete-memories.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 import { lockTopicForFiling } from "@/lib/topics/topic-or-throw.ts";
+import { lockUsageCounters, type UsageCounterKey } from "@/lib/quotas/lock-usage-counters.ts";
 
 /**
  * Why a memory was not moved (Memax's names): `already_at_target` (its hub and topic are already the
@@ -96,6 +97,13 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
       if (memory.sourcePath) seenPaths.add(memory.sourcePath);
       planned.push({ id, fromHubId: memory.hubId, changesHub });
     }
+    // Every counter the moves will change, taken at once in the triggers' order (the owners' are not:
+    // a move changes no owner).
+    const place = (hubId: string, topicId: string | null): UsageCounterKey => (topicId ? { scope: "topic", id: topicId } : { scope: "inbox", id: hubId });
+    await lockUsageCounters(tx, [
+      ...(planned.length ? [{ scope: "hub", id: target.hub.id } as const, place(target.hub.id, topicId)] : []),
+      ...planned.flatMap((move) => [{ scope: "hub", id: move.fromHubId } as const, place(move.fromHubId, byId.get(move.id)!.topicId)]),
+    ]);
     const done: typeof planned = [];
     for (const move of planned) {
       // Conditional on the state read above (still there, same hub, still editable, and for another hub
