@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { createHash } from "node:crypto";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -290,6 +290,44 @@ describe("GET /v1/memories/{id}", () => {
     const second = await ann.get(`/v1/memories/${created.id}`);
     expect(second.body.data.access_count).toBe(2);
     expect(second.body.data.updated_at).toBe(created.updated_at);
+  });
+
+  test("POST …/access counts a deliberate view once: after the GET of the same open it adds nothing, a minute later it counts", async () => {
+    const created = (await ann.post("/v1/memories", { content: "opened by the CLI" })).body.data;
+    // `memax show`: GET (counts) then the signal (the same open).
+    const shown = await ann.get(`/v1/memories/${created.id}`);
+    expect(shown.body.data.access_count).toBe(1);
+    const signalled = await ann.post(`/v1/memories/${created.id}/access`);
+    expect(signalled.status).toBe(200);
+    expect(signalled.body.data).toEqual({ id: created.id, access_count: 1, accessed_at: shown.body.data.accessed_at, counted: false });
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 61_000);
+      const later = await ann.post(`/v1/memories/${created.id}/access`);
+      expect(later.body.data).toMatchObject({ access_count: 2, counted: true });
+      expect(Date.parse(later.body.data.accessed_at)).toBeGreaterThan(Date.parse(shown.body.data.accessed_at) + 60_000);
+      expect((await ann.post(`/v1/memories/${created.id}/access`)).body.data).toMatchObject({ access_count: 2, counted: false });
+    } finally {
+      vi.useRealTimers();
+    }
+    // A signal alone (an agent that already had the content) counts.
+    const unread = (await ann.post("/v1/memories", { content: "recalled, then opened" })).body.data;
+    expect((await ann.post(`/v1/memories/${unread.id}/access`)).body.data).toMatchObject({ access_count: 1, counted: true });
+    // Another user's open is their own: a viewer of a team hub counts once more.
+    const cy = await h.user("Cy");
+    const team = await h.teamHub(ann, [[cy, "viewer"]]);
+    const shared = (await ann.post("/v1/memories", { content: "team note to open" }, { headers: { "x-hub-id": team } })).body.data;
+    await ann.get(`/v1/memories/${shared.id}`);
+    expect((await cy.post(`/v1/memories/${shared.id}/access`)).body.data).toMatchObject({ access_count: 2, counted: true });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: shared.id } })).accessCount).toBe(2);
+    // Unreadable, unknown and malformed ids are not_found, and count nothing.
+    for (const id of [shared.id, "01900000-0000-7000-8000-000000000000", "nope"]) {
+      const res = await bob.post(`/v1/memories/${id}/access`);
+      expect(res.status).toBe(404);
+      expect(res.body.error.code).toBe("not_found");
+    }
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: shared.id } })).accessCount).toBe(2);
+    expect((await ann.get(`/v1/memories/${created.id}/access`)).status).toBe(405);
   });
 
   test("another user's memory, a random id and a malformed id are all not_found", async () => {

@@ -147,6 +147,7 @@ describe("responses match the document", () => {
     expect((await call(ann, "get", "/v1/memories/{id}", { id })).body.data.content).toContain("blue-green");
     expect((await call(ann, "patch", "/v1/memories/{id}", { id }, { title: "Deploy days", tags: ["ops", "billing"] })).status).toBe(200);
     expect((await call(ann, "get", "/v1/memories/{id}/related", { id })).status).toBe(200);
+    expect((await call(ann, "post", "/v1/memories/{id}/access", { id })).body.data.counted).toBe(false);
     const recalled = await call(ann, "post", "/v1/recall", {}, { query: "when do we deploy billing?", limit: 5 });
     expect(recalled.body.data.memories.map((m: Json) => m.id)).toContain(id);
     expect((await call(ann, "get", "/v1/memories/{id}", { id: "00000000-0000-4000-8000-000000000000" })).status).toBe(404);

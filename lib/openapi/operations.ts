@@ -164,6 +164,13 @@ export const OPERATIONS: Operation[] = [
     summary: "Up to five similar memories",
     data: z.array(z.object({ memory: memoryObjectSchema, similarity: z.number() })),
   },
+  {
+    method: "post",
+    path: "/v1/memories/{id}/access",
+    tag: "Memories",
+    summary: "Signal a deliberate view: one access, unless the caller's read of it was counted within the last minute",
+    data: z.object({ id: z.string(), access_count: z.int(), accessed_at: z.string(), counted: z.boolean() }),
+  },
   { method: "post", path: "/v1/memories/batch-delete", tag: "Memories", summary: "Delete up to 100 memories; the rest are reported as skipped", body: batchDeleteBodySchema },
   { method: "post", path: "/v1/memories/batch-move", tag: "Memories", summary: "Move up to 100 memories to another hub and/or topic", body: batchMoveBodySchema },
   { method: "get", path: "/v1/memories/{id}/attachments/{attachmentId}/download", tag: "Memories", summary: "The original file, streamed", produces: "binary" },

@@ -133,6 +133,20 @@ describe("memories", () => {
     expect(related.map((r: any) => r.memory.id)).not.toContain(pushed.id);
   });
 
+  it("trackAccessed (what `memax show` sends after get) makes one open count once; alone it counts", async () => {
+    const count = async (id: string) => (await ann.api("GET", "/v1/memories?limit=100")).body.data.memories.find((m: any) => m.id === id).access_count;
+    const opened = await sdk.push("opened through the SDK");
+    await sdk.memories.get(opened.id);
+    await sdk.memories.trackAccessed(opened.id);
+    expect(await count(opened.id)).toBe(1);
+    const signalled = await sdk.push("signalled without a read");
+    await sdk.memories.trackAccessed(signalled.id);
+    expect(await count(signalled.id)).toBe(1);
+    const error = await sdk.memories.trackAccessed("01900000-0000-7000-8000-000000000000").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MemaxError);
+    expect(error).toMatchObject({ code: "not_found", status: 404 });
+  });
+
   it("batchMove and batchDelete answer { moved|deleted, skipped }", async () => {
     const a = await sdk.push("temporary note one");
     const b = await sdk.push("temporary note two");
