@@ -1,8 +1,9 @@
+import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { contentHash } from "@/lib/memories/create-memory.ts";
 import { indexMemories } from "./recall-helpers.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
 
 // Dreams with a chat model (issue 15): merges rewrite the kept memory to hold
@@ -140,5 +141,59 @@ describe("dreams with a chat model (a local fake of the OpenAI API)", () => {
     expect(await memory(newer)).toMatchObject({ content: DUP_NEW, version: 1 });
     const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge" } });
     expect(action.details).toMatchObject({ rewritten: false });
+  }, 180_000);
+
+  // Several connections only. A merge batch rewrites each kept memory (a content change: its trigger
+  // takes the hub's counter) one statement after another. Had it locked each memory only when it
+  // wrote it, it would hold the hub's counter from the first rewrite while waiting for the second
+  // memory, and an edit of that memory (its row first, then the same counter) would deadlock with it.
+  it.skipIf(!testPostgres())("a merge batch locks all its memories before its first write, so an edit holding one of them never waits for the dream", async () => {
+    const PAIR = ["Run the database migrations with npm run migrate before deploying the API.", "Before deploying the API we run the database migrations with npm run migrate."];
+    // Which kept memory the batch rewrites first is the dream's business: hold each in turn, once.
+    for (const held of [1, 3]) {
+      const hubId = await h.teamHub(owner);
+      const ids: string[] = [];
+      const base = Date.now() - 10 * DAY;
+      for (const [i, content] of [DUP_OLD, DUP_NEW, ...PAIR].entries()) {
+        ids.push((await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } })).body.data.id);
+        const at = new Date(base + i * 60_000);
+        await h.db.memory.update({ where: { id: ids[i]! }, data: { createdAt: at, updatedAt: at } });
+      }
+      await indexMemories(h.db, ids);
+      const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
+      // An edit of a kept memory, stopped after it locked the memory's row.
+      const edit = new pg.Client({ connectionString: h.url });
+      await edit.connect();
+      let hubCounterFree: boolean;
+      let dream: Promise<boolean>;
+      try {
+        await edit.query("BEGIN");
+        await edit.query("SELECT id FROM memories WHERE id = $1 FOR UPDATE", [ids[held]]);
+        dream = runDreamRunOnce(h.db, runId);
+        // Until the dream's merge batch waits for that row.
+        for (let waited = 0; ; waited += 50) {
+          const { rows } = await edit.query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted");
+          if (rows[0].n > 0) break;
+          if (waited > 20_000) throw new Error("the dream never waited for the held memory");
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        // The edit's trigger would now take the hub's counter: it must not have to wait for the dream.
+        await edit.query("SAVEPOINT counter");
+        hubCounterFree = await edit
+          .query("SELECT 1 FROM storage_usage WHERE scope = 'hub' AND scope_id = $1 FOR UPDATE NOWAIT", [hubId])
+          .then(() => true)
+          .catch((error: { code?: string }) => (error.code === "55P03" ? false : Promise.reject(error)));
+      } finally {
+        await edit.query("ROLLBACK");
+        await edit.end();
+      }
+      expect(await dream!).toBe(true);
+      expect(hubCounterFree!, `holding memory ${held}`).toBe(true);
+      expect(await memory(ids[0]!)).toMatchObject({ state: "archived", supersededBy: ids[1] });
+      expect(await memory(ids[2]!)).toMatchObject({ state: "archived", supersededBy: ids[3] });
+      expect((await memory(ids[3]!)).version).toBe(2);
+      const counter = await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "hub", scopeId: hubId } } });
+      expect(Number(counter.bytes)).toBe((await h.db.memory.findMany({ where: { hubId }, select: { content: true } })).reduce((sum, m) => sum + Buffer.byteLength(m.content), 0));
+    }
   }, 180_000);
 });

@@ -8,6 +8,7 @@ import { onContradictionsFlagged } from "@/lib/notifications/notify.ts";
 import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import type { DreamConfig } from "./dream-config.ts";
+import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { archiveSuperseded, assignTopics, insertOrganizeActions } from "./bulk-updates.ts";
 import { buildDreamReport } from "./dream-report-text.ts";
 import { findSimilarPairs, olderNewer, type DreamMemory } from "./find-similar-pairs.ts";
@@ -217,6 +218,10 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   const rewritten: string[] = [];
   for (const batch of chunked(final, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, now) => {
+      // Every memory of the batch, locked in id order before the first write (see lockMemoryRows): a
+      // rewrite takes the hub's counter, and locking the next memory while holding it deadlocked with
+      // an edit of that memory, which locks the memory first and the counter after.
+      await lockMemoryRows(tx, batch.flatMap((a) => [a.older.id, a.newer.id]), [hubId]);
       const rows = [];
       const archived = await archiveSuperseded(tx, batch.filter((a) => a.type === "merge").map((a) => ({ older: a.older.id, newer: a.newer.id })), now);
       const kept: string[] = [];
@@ -331,6 +336,7 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
   for (const batch of chunked(stale, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, at) => {
       const ids = batch.map((row) => row.id);
+      await lockMemoryRows(tx, ids, [hubId]);
       // Only rows still stale at write time (a read or edit since the scan saves them).
       const still = await tx.memory.findMany({ where: { id: { in: ids }, state: "active", accessCount: 0, updatedAt: { lt: cutoff } }, select: { id: true } });
       const keep = new Set(still.map((row) => row.id));
@@ -381,6 +387,9 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   // Organize writes are cheap per row: larger batches, fewer transactions.
   for (const batch of chunked(moves, ctx.deps.config.batchSize * 5)) {
     await commitBatch(ctx, async (tx, now) => {
+      // In id order, as every multi-memory write does: the topic assignment's single UPDATE locks its
+      // rows in whatever order its plan reads them.
+      await lockMemoryRows(tx, batch.map((move) => move.memoryId), [hubId]);
       const created = new Set<string>();
       for (const move of batch) {
         if (!move.newTopic || createdIds.has(move.newTopic)) continue;

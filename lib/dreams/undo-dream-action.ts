@@ -3,6 +3,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { RESOLVE_ACTIONS } from "@/lib/notifications/notification-kinds.ts";
@@ -36,6 +37,8 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
   let reprocess: string | undefined;
   const updated = await ctx.db.$transaction(async (tx) => {
     const [first, second] = action.sourceMemoryIds;
+    // Both memories before either write, in id order: the older is restored first, but it may have the higher id.
+    await lockMemoryRows(tx, action.sourceMemoryIds, [action.hubId]);
     if (action.actionType === "merge") {
       const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second! }, data: { state: "active", supersededBy: null, updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The merged memory was changed or deleted since; nothing to split");
