@@ -1,3 +1,4 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { newRandomId } from "@/lib/ids.ts";
@@ -360,6 +361,52 @@ describe("counters under opposite moves", () => {
       const inbox = await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "inbox", scopeId: hub } } });
       expect(inbox.memories).toBe(await h.db.memory.count({ where: { hubId: hub, topicId: null } }));
       expect(inbox.memories).toBe(21);
+    }
+  });
+});
+
+describe("deletes whose cascade reaches many memories", () => {
+  /**
+   * A topic or hub delete moves or deletes its memories by the foreign key's cascade, which locks them
+   * in the order it reads them (the topic index: by row position), while batch moves and deletes lock
+   * theirs in id order. So each delete locks its memories in id order first. The lowest-id memory is
+   * filed last, so the cascade would read it last; a stalled batch holds it. The delete must then wait
+   * holding none of the others (before, it held the rest and the batch deadlocked with it: a 503 in
+   * one of thirty timed races).
+   */
+  it.skipIf(!testPostgres())("a topic or hub delete locks its memories in id order before its cascade", async () => {
+    for (const target of ["topic", "hub"] as const) {
+      const own = await h.user("Deleter");
+      const hub = await h.teamHub(own);
+      const topic = (await own.post("/v1/topics", { name: "Doomed", hub_id: hub })).body.data.id as string;
+      const ids: string[] = [];
+      for (let i = 0; i < 4; i++) ids.push((await own.post("/v1/memories", { content: `${target} note ${i}` }, on(hub))).body.data.id);
+      expect((await own.post("/v1/memories/batch-move", { ids: ids.slice(1), topic_id: topic })).status).toBe(200);
+      expect((await own.post("/v1/memories/batch-move", { ids: ids.slice(0, 1), topic_id: topic })).status).toBe(200);
+      const batch = new pg.Client({ connectionString: h.url });
+      await batch.connect();
+      let othersFree: boolean;
+      let deleted: Promise<ApiResponse>;
+      try {
+        await batch.query("BEGIN");
+        await batch.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [ids[0]]);
+        deleted = target === "topic" ? own.delete(`/v1/topics/${topic}`) : own.delete(`/v1/hubs/${hub}`);
+        for (let waited = 0; ; waited += 20) {
+          const { rows } = await batch.query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')");
+          if (rows[0].n > 0) break;
+          if (waited > 20_000) throw new Error(`the ${target} delete never waited for the held memory`);
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        othersFree = await batch
+          .query("SELECT 1 FROM memories WHERE id = ANY($1::uuid[]) FOR UPDATE NOWAIT", [ids.slice(1)])
+          .then(() => true)
+          .catch((error: { code?: string }) => (error.code === "55P03" ? false : Promise.reject(error)));
+      } finally {
+        await batch.query("ROLLBACK");
+        await batch.end();
+      }
+      expect((await deleted!).status).toBe(200);
+      expect(othersFree!, `${target} delete`).toBe(true);
     }
   });
 });

@@ -14,3 +14,16 @@ export async function lockMemoryRows(tx: DbClient, ids: string[], hubIds: string
     SELECT id::text AS id FROM memories WHERE id = ANY(${ids}::uuid[]) AND hub_id = ANY(${hubIds}::uuid[]) ORDER BY id FOR UPDATE`;
   return rows.map((row) => row.id);
 }
+
+/**
+ * Locks every memory of a hub, or of some of its topics, in id order: for a delete whose cascade
+ * (the hub's memories deleted, or the topics' memories moved to the inbox) would otherwise lock them
+ * in the order it reads them, deadlocking with a batch move or delete holding some of the same rows
+ * in id order (tests/races.test.ts).
+ */
+export async function lockMemoriesOf(tx: DbClient, hubId: string, topicIds?: string[]): Promise<void> {
+  if (topicIds && topicIds.length === 0) return;
+  await (topicIds
+    ? tx.$executeRaw`SELECT 1 FROM memories WHERE hub_id = ${hubId}::uuid AND topic_id = ANY(${topicIds}::uuid[]) ORDER BY id FOR UPDATE`
+    : tx.$executeRaw`SELECT 1 FROM memories WHERE hub_id = ${hubId}::uuid ORDER BY id FOR UPDATE`);
+}

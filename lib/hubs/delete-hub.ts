@@ -3,6 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { assertTeamHub, hubPermissionOrThrow, lockHubMembers } from "./hub-access.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
 
 /**
  * Owner only. Removes the hub with its memories, chunks, topics, invites,
@@ -18,6 +19,8 @@ export async function deleteHub(ctx: AuthContext, hubId: string) {
     await lockHubMembers(tx, hub.id);
     // Its members are gone with it, so they are named as the event's audience.
     const members = await tx.hubMember.findMany({ where: { hubId: hub.id }, select: { userId: true } });
+    // Its memories go by the cascade: locked first, in id order.
+    await lockMemoriesOf(tx, hub.id);
     const detached = await detachUploads(tx, { hubId: hub.id });
     const { count } = await tx.hub.deleteMany({ where: { id: hub.id, ownerId: ctx.user.id, hubType: "team" } });
     if (count === 0) throw new ApiError("forbidden", "Only the hub owner can delete the hub");
