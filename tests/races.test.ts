@@ -2,6 +2,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { newRandomId } from "@/lib/ids.ts";
+import { flushAccess, recordAccess } from "@/lib/recall/record-access.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
 
@@ -408,6 +409,49 @@ describe("deletes whose cascade reaches many memories", () => {
       expect((await deleted!).status).toBe(200);
       expect(othersFree!, `${target} delete`).toBe(true);
     }
+  });
+});
+
+describe("recall's access counts", () => {
+  // Recalls' access counts are written in one UPDATE of many memories, after the responses. It locked
+  // them in the order its plan read them (the recalled order, or the table's), and a batch move or
+  // delete (id order) holding some of them deadlocked with it. They are locked in id order first now.
+  it.skipIf(!testPostgres())("are written with their memories locked in id order: a batch holding the lowest id leaves the rest free", async () => {
+    const own = await h.user("Reader");
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await own.post("/v1/memories", { content: `recalled note ${i}` })).body.data.id);
+    // The lowest id's row version last in the table too, so that neither the recalled order nor the
+    // table's puts it first.
+    await h.db.memory.update({ where: { id: ids[0] }, data: { title: "edited after the others" } });
+    await flushAccess();
+    const batch = new pg.Client({ connectionString: h.url });
+    await batch.connect();
+    let othersFree: boolean;
+    let flushed: Promise<void>;
+    try {
+      await batch.query("BEGIN");
+      await batch.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [ids[0]]);
+      // Recall's order: best first, here the reverse of the ids.
+      recordAccess(h.db, [...ids].reverse(), new Date());
+      flushed = flushAccess();
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await batch.query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the access counts never waited for the held memory");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      othersFree = await batch
+        .query("SELECT 1 FROM memories WHERE id = ANY($1::uuid[]) FOR UPDATE NOWAIT", [ids.slice(1)])
+        .then(() => true)
+        .catch((error: { code?: string }) => (error.code === "55P03" ? false : Promise.reject(error)));
+    } finally {
+      await batch.query("ROLLBACK");
+      await batch.end();
+    }
+    await flushed!;
+    expect(othersFree!).toBe(true);
+    const rows = await h.db.memory.findMany({ where: { id: { in: ids } }, select: { accessCount: true } });
+    expect(rows.map((row) => row.accessCount)).toEqual([1, 1, 1]);
   });
 });
 

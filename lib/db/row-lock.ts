@@ -23,7 +23,8 @@ export async function lockMemoryRows(tx: DbClient, ids: string[], hubIds: string
  */
 export async function lockMemoriesOf(tx: DbClient, hubId: string, topicIds?: string[]): Promise<void> {
   if (topicIds && topicIds.length === 0) return;
+  // Each with the lock its cascade takes: a topic's memories are updated (their topic cleared), a hub's deleted.
   await (topicIds
-    ? tx.$executeRaw`SELECT 1 FROM memories WHERE hub_id = ${hubId}::uuid AND topic_id = ANY(${topicIds}::uuid[]) ORDER BY id FOR UPDATE`
+    ? tx.$executeRaw`SELECT 1 FROM memories WHERE hub_id = ${hubId}::uuid AND topic_id = ANY(${topicIds}::uuid[]) ORDER BY id FOR NO KEY UPDATE`
     : tx.$executeRaw`SELECT 1 FROM memories WHERE hub_id = ${hubId}::uuid ORDER BY id FOR UPDATE`);
 }

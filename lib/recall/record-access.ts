@@ -43,13 +43,20 @@ export function flushAccess(): Promise<void> {
     const increments = ids.map((id) => batch.counts.get(id)!);
     queue.flushing = queue.flushing.then(() =>
       batch.db
-        .$executeRawUnsafe(
-          `UPDATE memories AS m SET access_count = m.access_count + u.n, last_accessed_at = $3::timestamptz
-           FROM unnest($1::uuid[], $2::int[]) AS u(id, n) WHERE m.id = u.id`,
-          ids,
-          increments,
-          batch.at.toISOString(),
-        )
+        .$transaction([
+          // Locked in id order first, as every write of several memories does (lib/db/row-lock.ts): the
+          // UPDATE alone locks them in the order it joins them, and a batch move holding some of the
+          // same rows in id order deadlocked with it (tests/races.test.ts). The UPDATE's own lock strength,
+          // so a chunk insert's foreign-key check (KEY SHARE) is not held up by it.
+          batch.db.$executeRawUnsafe(`SELECT 1 FROM memories WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`, ids),
+          batch.db.$executeRawUnsafe(
+            `UPDATE memories AS m SET access_count = m.access_count + u.n, last_accessed_at = $3::timestamptz
+             FROM unnest($1::uuid[], $2::int[]) AS u(id, n) WHERE m.id = u.id`,
+            ids,
+            increments,
+            batch.at.toISOString(),
+          ),
+        ])
         .then(() => undefined)
         .catch((error) => console.error("[engram] recall: recording access counts failed", error)),
     );
