@@ -33,7 +33,7 @@ type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<
 /** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
 const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "DELETE /v1/auth/oauth-grants/[id]", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
 /** POSTs that only read. */
-const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/ask", "POST /v1/hubs/[id]/visit", "POST /v1/topics/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge"]);
+const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/ask", "POST /v1/hubs/[id]/visit", "POST /v1/topics/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge", "POST /v1/memories/[id]/access"]);
 
 function expectedStatus(key: string, row: Row, identity: Identity): number {
   const given = row.expect[identity as keyof Expect];
@@ -143,6 +143,7 @@ const ROUTES: Record<string, Row> = {
   "PATCH /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, body: () => ({ tags: ["x"] }), expect: { ...hubManage(200) } },
   "DELETE /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, expect: hubManage(200) },
   "GET /v1/memories/[id]/related": { path: (f) => `/v1/memories/${f.secretMemoryId}/related`, expect: hubRead(200) },
+  "POST /v1/memories/[id]/access": { path: (f) => `/v1/memories/${f.secretMemoryId}/access`, expect: hubRead(200) },
   "POST /v1/memories/batch-delete": { path: () => "/v1/memories/batch-delete", body: (f) => ({ ids: [f.secretMemoryId] }), expect: anyUser(200) },
   "POST /v1/memories/batch-move": {
     path: () => "/v1/memories/batch-move",
