@@ -1,10 +1,10 @@
-import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { contentHash } from "@/lib/memories/create-memory.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
+import { stalledLock } from "./support/stalled-lock.ts";
 
 // Dreams with a chat model (issue 15): merges rewrite the kept memory to hold
 // both, new topics are named by the model; any model failure falls back.
@@ -161,34 +161,16 @@ describe("dreams with a chat model (a local fake of the OpenAI API)", () => {
       }
       await indexMemories(h.db, ids);
       const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
-      // An edit of a kept memory, stopped after it locked the memory's row.
-      const edit = new pg.Client({ connectionString: h.url });
-      await edit.connect();
-      let hubCounterFree: boolean;
-      let dream: Promise<boolean>;
-      try {
-        await edit.query("BEGIN");
-        await edit.query("SELECT id FROM memories WHERE id = $1 FOR UPDATE", [ids[held]]);
-        dream = runDreamRunOnce(h.db, runId);
-        // Until the dream's merge batch waits for that row.
-        for (let waited = 0; ; waited += 50) {
-          const { rows } = await edit.query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted");
-          if (rows[0].n > 0) break;
-          if (waited > 20_000) throw new Error("the dream never waited for the held memory");
-          await new Promise((r) => setTimeout(r, 50));
-        }
-        // The edit's trigger would now take the hub's counter: it must not have to wait for the dream.
-        await edit.query("SAVEPOINT counter");
-        hubCounterFree = await edit
-          .query("SELECT 1 FROM storage_usage WHERE scope = 'hub' AND scope_id = $1 FOR UPDATE NOWAIT", [hubId])
-          .then(() => true)
-          .catch((error: { code?: string }) => (error.code === "55P03" ? false : Promise.reject(error)));
-      } finally {
-        await edit.query("ROLLBACK");
-        await edit.end();
-      }
-      expect(await dream!).toBe(true);
-      expect(hubCounterFree!, `holding memory ${held}`).toBe(true);
+      // An edit of a kept memory, stopped after it locked the memory's row; its trigger would take the
+      // hub's counter next, and must not have to wait for the dream.
+      const { started, free } = await stalledLock(
+        h.url!,
+        { sql: "SELECT id FROM memories WHERE id = $1 FOR UPDATE", params: [ids[held]] },
+        () => runDreamRunOnce(h.db, runId),
+        { sql: "SELECT 1 FROM storage_usage WHERE scope = 'hub' AND scope_id = $1 FOR UPDATE NOWAIT", params: [hubId] },
+      );
+      expect(await started).toBe(true);
+      expect(free, `holding memory ${held}`).toBe(true);
       expect(await memory(ids[0]!)).toMatchObject({ state: "archived", supersededBy: ids[1] });
       expect(await memory(ids[2]!)).toMatchObject({ state: "archived", supersededBy: ids[3] });
       expect((await memory(ids[3]!)).version).toBe(2);

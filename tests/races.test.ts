@@ -1,10 +1,10 @@
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { newRandomId } from "@/lib/ids.ts";
 import { flushAccess, recordAccess } from "@/lib/recall/record-access.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
+import { stalledLock } from "./support/stalled-lock.ts";
 
 /**
  * Races that only a server with several connections can lose (issue 16). Every request goes through
@@ -384,30 +384,14 @@ describe("deletes whose cascade reaches many memories", () => {
       for (let i = 0; i < 4; i++) ids.push((await own.post("/v1/memories", { content: `${target} note ${i}` }, on(hub))).body.data.id);
       expect((await own.post("/v1/memories/batch-move", { ids: ids.slice(1), topic_id: topic })).status).toBe(200);
       expect((await own.post("/v1/memories/batch-move", { ids: ids.slice(0, 1), topic_id: topic })).status).toBe(200);
-      const batch = new pg.Client({ connectionString: h.url });
-      await batch.connect();
-      let othersFree: boolean;
-      let deleted: Promise<ApiResponse>;
-      try {
-        await batch.query("BEGIN");
-        await batch.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [ids[0]]);
-        deleted = target === "topic" ? own.delete(`/v1/topics/${topic}`) : own.delete(`/v1/hubs/${hub}`);
-        for (let waited = 0; ; waited += 20) {
-          const { rows } = await batch.query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')");
-          if (rows[0].n > 0) break;
-          if (waited > 20_000) throw new Error(`the ${target} delete never waited for the held memory`);
-          await new Promise((r) => setTimeout(r, 20));
-        }
-        othersFree = await batch
-          .query("SELECT 1 FROM memories WHERE id = ANY($1::uuid[]) FOR UPDATE NOWAIT", [ids.slice(1)])
-          .then(() => true)
-          .catch((error: { code?: string }) => (error.code === "55P03" ? false : Promise.reject(error)));
-      } finally {
-        await batch.query("ROLLBACK");
-        await batch.end();
-      }
-      expect((await deleted!).status).toBe(200);
-      expect(othersFree!, `${target} delete`).toBe(true);
+      const { started, free } = await stalledLock(
+        h.url!,
+        { sql: "SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", params: [ids[0]] },
+        () => (target === "topic" ? own.delete(`/v1/topics/${topic}`) : own.delete(`/v1/hubs/${hub}`)),
+        { sql: "SELECT 1 FROM memories WHERE id = ANY($1::uuid[]) FOR UPDATE NOWAIT", params: [ids.slice(1)] },
+      );
+      expect((await started).status).toBe(200);
+      expect(free, `${target} delete`).toBe(true);
     }
   });
 });
@@ -424,32 +408,18 @@ describe("recall's access counts", () => {
     // table's puts it first.
     await h.db.memory.update({ where: { id: ids[0] }, data: { title: "edited after the others" } });
     await flushAccess();
-    const batch = new pg.Client({ connectionString: h.url });
-    await batch.connect();
-    let othersFree: boolean;
-    let flushed: Promise<void>;
-    try {
-      await batch.query("BEGIN");
-      await batch.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [ids[0]]);
-      // Recall's order: best first, here the reverse of the ids.
-      recordAccess(h.db, [...ids].reverse(), new Date());
-      flushed = flushAccess();
-      for (let waited = 0; ; waited += 20) {
-        const { rows } = await batch.query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')");
-        if (rows[0].n > 0) break;
-        if (waited > 20_000) throw new Error("the access counts never waited for the held memory");
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      othersFree = await batch
-        .query("SELECT 1 FROM memories WHERE id = ANY($1::uuid[]) FOR UPDATE NOWAIT", [ids.slice(1)])
-        .then(() => true)
-        .catch((error: { code?: string }) => (error.code === "55P03" ? false : Promise.reject(error)));
-    } finally {
-      await batch.query("ROLLBACK");
-      await batch.end();
-    }
-    await flushed!;
-    expect(othersFree!).toBe(true);
+    const { started, free } = await stalledLock(
+      h.url!,
+      { sql: "SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", params: [ids[0]] },
+      () => {
+        // Recall's order: best first, here the reverse of the ids.
+        recordAccess(h.db, [...ids].reverse(), new Date());
+        return flushAccess();
+      },
+      { sql: "SELECT 1 FROM memories WHERE id = ANY($1::uuid[]) FOR UPDATE NOWAIT", params: [ids.slice(1)] },
+    );
+    await started;
+    expect(free).toBe(true);
     const rows = await h.db.memory.findMany({ where: { id: { in: ids } }, select: { accessCount: true } });
     expect(rows.map((row) => row.accessCount)).toEqual([1, 1, 1]);
   });
