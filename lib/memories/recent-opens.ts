@@ -1,5 +1,5 @@
 /** How long one person's open of a memory counts as the same open (a page load fetches, then signals). */
-export const OPEN_WINDOW_MS = 60_000;
+const OPEN_WINDOW_MS = 60_000;
 /** Opens remembered per process; the oldest are forgotten first. */
 const MAX_OPENS = 10_000;
 

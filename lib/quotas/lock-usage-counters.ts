@@ -1,7 +1,10 @@
 import type { DbClient } from "@/lib/db/database.ts";
 
 /** A storage_usage counter: a hub's, a topic's, a hub's inbox (memories without a topic) or an owner's. */
-export type UsageCounterKey = { scope: "hub" | "inbox" | "user"; id: string } | { scope: "topic"; id: string };
+export interface UsageCounterKey {
+  scope: "hub" | "inbox" | "topic" | "user";
+  id: string;
+}
 
 /**
  * Locks these counters for the rest of the transaction, in the order the memories triggers take
