@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { encode } from "next-auth/jwt";
 import {
   Client,
   StreamableHTTPClientTransport,
@@ -12,10 +11,10 @@ import {
   type StoredOAuthClientInformation,
   type StoredOAuthTokens,
 } from "@modelcontextprotocol/client";
-import { sessionSecret } from "@/lib/auth/session.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { createHarness, type Client as ApiClient, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
+import { consentAt, decode, sessionCookieFor, type Choices } from "./support/oauth-consent.ts";
 
 const PORT = 3520;
 const METADATA_PORT = 3521;
@@ -74,54 +73,13 @@ class TestOAuthProvider implements OAuthClientProvider {
   }
 }
 
-interface Choices {
-  decision?: "allow" | "deny";
-  hubs?: "all" | string[];
-  access?: "read" | "write";
-}
-
-/** The user's side: follow the authorization URL, sign in, submit the real consent form, land on the callback. */
-async function consent(authorizationUrl: URL | string, choices: Choices = {}, cookie = annCookie): Promise<URL> {
-  const url = new URL(authorizationUrl);
-  const anonymous = await fetch(url, { redirect: "manual" });
-  expect(anonymous.status).toBe(302);
-  const signIn = new URL(anonymous.headers.get("location")!, server.url);
-  expect(signIn.pathname).toBe("/sign-in");
-  // After signing in, the dashboard sends the user back to callbackUrl.
-  const back = new URL(signIn.searchParams.get("callbackUrl")!, server.url);
-  const page = await fetch(back, { headers: { cookie }, redirect: "manual" });
-  expect(page.status).toBe(200);
-  expect(page.headers.get("content-type")).toContain("text/html");
-  expect(page.headers.get("x-frame-options")).toBe("DENY");
-  const html = await page.text();
-  const form = new URLSearchParams();
-  for (const [, name, value] of html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form.append(name!, decode(value!));
-  form.set("decision", choices.decision ?? "allow");
-  if (!choices.hubs || choices.hubs === "all") form.set("hubs", "all");
-  else {
-    form.set("hubs", "selected");
-    for (const id of choices.hubs) {
-      expect(html).toContain(`name="hub_ids" value="${id}"`);
-      form.append("hub_ids", id);
-    }
-  }
-  form.set("access", choices.access ?? "write");
-  const submitted = await fetch(`${server.url}/oauth/authorize`, {
-    method: "POST",
-    headers: { cookie, "content-type": "application/x-www-form-urlencoded", origin: server.url },
-    body: form,
-    redirect: "manual",
-  });
-  expect(submitted.status, await submitted.clone().text()).toBe(303);
-  return new URL(submitted.headers.get("location")!);
-}
-
-function decode(value: string): string {
-  return value.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+/** The user's side of the consent (tests/support/oauth-consent.ts), as Ann unless told. */
+function consent(authorizationUrl: URL | string, choices: Choices = {}, cookie = annCookie): Promise<URL> {
+  return consentAt(server.url, authorizationUrl, cookie, choices);
 }
 
 async function sessionCookie(userId: string): Promise<string> {
-  return `next-auth.session-token=${await encode({ token: { sub: userId }, secret: await sessionSecret(h.db) })}`;
+  return sessionCookieFor(h.db, userId);
 }
 
 function mcpClient(provider: OAuthClientProvider | undefined, path = "/mcp", token?: string) {

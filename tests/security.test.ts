@@ -124,6 +124,11 @@ const ROUTES: Record<string, Row> = {
     path: (f) => `/v1/auth/api-keys/${f.extra.keyId}`,
     expect: anyUser(200),
   },
+  // `memax login`: public; without a loopback redirect_uri, or with an empty body, nothing happens (tests/cli-login.test.ts walks the flow).
+  "GET /v1/auth/github": { path: () => "/v1/auth/github", expect: publicRoute(400) },
+  "GET /v1/auth/google": { path: () => "/v1/auth/google?redirect_uri=https%3A%2F%2Fevil.example%2Fcb", expect: publicRoute(400) },
+  "POST /v1/auth/exchange": { path: () => "/v1/auth/exchange", body: () => ({}), expect: publicRoute(400) },
+  "POST /v1/auth/refresh": { path: () => "/v1/auth/refresh", body: () => ({ token: "ert_unknown" }), expect: publicRoute(400) },
   "GET /v1/auth/oauth-grants": { path: () => "/v1/auth/oauth-grants", expect: anyUser(200) },
   "DELETE /v1/auth/oauth-grants/[id]": {
     setup: async (f) => {

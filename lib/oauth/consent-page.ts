@@ -1,5 +1,6 @@
 import type { Membership } from "@/lib/hubs/hub-access.ts";
 import type { AuthorizeRequest } from "./authorize-request.ts";
+import { CLI_CLIENT_KIND } from "./cli-client.ts";
 
 /** The authorization request travels through the consent form unchanged. */
 export const AUTHORIZE_FIELDS = ["client_id", "redirect_uri", "response_type", "code_challenge", "code_challenge_method", "state", "resource", "scope"] as const;
@@ -66,10 +67,15 @@ export function consentPage(view: ConsentView): Response {
   const hubRows = hubs
     .map((m) => `<label><input type="checkbox" name="hub_ids" value="${esc(m.hub.id)}" checked> ${esc(m.hub.name)} <span class="muted">(${esc(m.role)})</span></label>`)
     .join("");
+  // What only the built-in CLI client gets (lib/api/with-auth.ts): key management, with every hub and write access.
+  const cliNote =
+    request.client.kind === CLI_CLIENT_KIND
+      ? `<p class="muted">With all your hubs and read and write access, the CLI can also create and revoke API keys for your agents (<code>memax auth create-key</code>, <code>memax setup</code>). Those keys stay until you revoke them.</p>`
+      : "";
   const body = `
     <h1>Connect ${esc(request.client.name)} to Engram?</h1>
     <p class="muted">Signed in as ${esc(user.name)} (${esc(user.email)}). After you allow it, you return to <code>${esc(redirectHost)}</code>.</p>
-    <p class="muted">It will act as you through <code>${esc(request.resource)}</code>. You can revoke it at any time on the API keys page.</p>
+    <p class="muted">It will act as you through <code>${esc(request.resource)}</code>. You can revoke it at any time on the API keys page.</p>${cliNote}
     <form method="post" action="/oauth/authorize">
       ${hidden}<input type="hidden" name="csrf" value="${esc(csrf)}">
       <fieldset><legend>Hubs</legend>

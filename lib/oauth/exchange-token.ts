@@ -39,54 +39,80 @@ function pkceMatches(verifier: string, challenge: string): boolean {
   return computed.length === expected.length && timingSafeEqual(computed, expected);
 }
 
+/** Why a code or refresh token was refused; the REST form of the exchange (lib/oauth/cli-login.ts) answers each with its own status. */
+export type GrantFailure = "invalid" | "used" | "expired" | "revoked";
+
+export class GrantError extends OAuthError {
+  constructor(
+    readonly reason: GrantFailure,
+    description: string,
+  ) {
+    super("invalid_grant", description);
+  }
+}
+
+/**
+ * Claims a single-use code issued to `clientId`. A second redemption finds it used and revokes
+ * what the first one got (RFC 6749 §4.1.2). The caller then checks what the request must match.
+ */
+export async function claimCode(db: Db, code: string, clientId: string, now: Date) {
+  const row = await db.oAuthCode.findUnique({ where: { codeHash: hashSecret(code) }, include: { grant: true } });
+  if (!row || row.grant.clientId !== clientId) throw new GrantError("invalid", "The authorization code is invalid");
+  const claimed = await db.oAuthCode.updateMany({ where: { codeHash: row.codeHash, usedAt: null }, data: { usedAt: now } });
+  if (claimed.count !== 1) {
+    await revokeGrant(db, row.grantId, "authorization_code_reuse", now);
+    throw new GrantError("used", "The authorization code was already used; the tokens issued for it are revoked");
+  }
+  if (row.expiresAt <= now) throw new GrantError("expired", "The authorization code has expired; start the sign-in again");
+  if (row.grant.revokedAt) throw new GrantError("revoked", "The grant was revoked");
+  return row;
+}
+
 async function redeemCode(db: Db, params: URLSearchParams, now: Date): Promise<TokenResponse> {
   const code = required(params, "code");
   const clientId = required(params, "client_id");
   const verifier = required(params, "code_verifier");
   const redirectUri = params.get("redirect_uri");
   await findClient(db, clientId, now);
-  const row = await db.oAuthCode.findUnique({ where: { codeHash: hashSecret(code) }, include: { grant: true } });
-  if (!row || row.grant.clientId !== clientId) throw new OAuthError("invalid_grant", "The authorization code is invalid");
-  // Single use, atomically: a second redemption finds it used and revokes what the first one got (RFC 6749 §4.1.2).
-  const claimed = await db.oAuthCode.updateMany({ where: { codeHash: row.codeHash, usedAt: null }, data: { usedAt: now } });
-  if (claimed.count !== 1) {
-    await revokeGrant(db, row.grantId, "authorization_code_reuse", now);
-    throw new OAuthError("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked");
-  }
-  if (row.expiresAt <= now) throw new OAuthError("invalid_grant", "The authorization code has expired; start the sign-in again");
-  if (row.grant.revokedAt) throw new OAuthError("invalid_grant", "The grant was revoked");
+  const row = await claimCode(db, code, clientId, now);
   if (redirectUri !== null && redirectUri !== row.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
   if (redirectUri === null && params.has("redirect_uri")) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
+  // A code issued without PKCE (the built-in CLI client's) has an empty challenge, which no verifier matches.
   if (!VERIFIER.test(verifier) || !pkceMatches(verifier, row.codeChallenge)) throw new OAuthError("invalid_grant", "code_verifier does not match the code_challenge");
   const resource = params.get("resource");
   if (resource !== null && resource !== row.resource) throw new OAuthError("invalid_target", "resource does not match the authorization request");
   return issueTokens(db, row.grant, now);
 }
 
-async function refresh(db: Db, params: URLSearchParams, now: Date): Promise<TokenResponse> {
-  const token = required(params, "refresh_token");
-  const clientId = required(params, "client_id");
+/** Rotation: each refresh token works once. Presenting a used one means it leaked: end the grant. */
+export async function rotateRefreshToken(db: Db, token: string, clientId: string, now: Date) {
   const row = await db.oAuthRefreshToken.findUnique({ where: { tokenHash: hashSecret(token) }, include: { grant: true } });
-  if (!row || row.grant.clientId !== clientId) throw new OAuthError("invalid_grant", "The refresh token is invalid");
-  if (row.grant.revokedAt) throw new OAuthError("invalid_grant", "The grant was revoked; sign in again");
-  // Rotation: each refresh token works once. Presenting a used one means it leaked: end the grant.
+  if (!row || row.grant.clientId !== clientId) throw new GrantError("invalid", "The refresh token is invalid");
+  if (row.grant.revokedAt) throw new GrantError("revoked", "The grant was revoked; sign in again");
   const claimed = await db.oAuthRefreshToken.updateMany({ where: { tokenHash: row.tokenHash, usedAt: null }, data: { usedAt: now } });
   if (claimed.count !== 1) {
     await revokeGrant(db, row.grantId, "refresh_token_reuse", now);
-    throw new OAuthError("invalid_grant", "The refresh token was already used; the grant is revoked, sign in again");
+    throw new GrantError("used", "The refresh token was already used; the grant is revoked, sign in again");
   }
-  if (row.expiresAt <= now) throw new OAuthError("invalid_grant", "The refresh token has expired; sign in again");
-  const resource = params.get("resource");
-  if (resource !== null && resource !== row.grant.resource) throw new OAuthError("invalid_target", "resource does not match the grant");
-  const scope = params.get("scope");
-  if (scope) {
-    const granted = row.grant.scope.split(" ");
-    if (scope.split(" ").some((s) => s && !granted.includes(s) && (s === "read" || s === "write"))) throw new OAuthError("invalid_scope", "A refresh cannot widen the granted scope");
-  }
-  return issueTokens(db, row.grant, now);
+  if (row.expiresAt <= now) throw new GrantError("expired", "The refresh token has expired; sign in again");
+  return row.grant;
 }
 
-async function issueTokens(db: Db, grant: { id: string; userId: string; resource: string; scope: string }, now: Date): Promise<TokenResponse> {
+async function refresh(db: Db, params: URLSearchParams, now: Date): Promise<TokenResponse> {
+  const token = required(params, "refresh_token");
+  const clientId = required(params, "client_id");
+  const grant = await rotateRefreshToken(db, token, clientId, now);
+  const resource = params.get("resource");
+  if (resource !== null && resource !== grant.resource) throw new OAuthError("invalid_target", "resource does not match the grant");
+  const scope = params.get("scope");
+  if (scope) {
+    const granted = grant.scope.split(" ");
+    if (scope.split(" ").some((s) => s && !granted.includes(s) && (s === "read" || s === "write"))) throw new OAuthError("invalid_scope", "A refresh cannot widen the granted scope");
+  }
+  return issueTokens(db, grant, now);
+}
+
+export async function issueTokens(db: Db, grant: { id: string; userId: string; resource: string; scope: string }, now: Date): Promise<TokenResponse> {
   const refreshToken = `${REFRESH_TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
   await db.oAuthRefreshToken.create({
     data: { tokenHash: hashSecret(refreshToken), grantId: grant.id, createdAt: now, expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS) },

@@ -109,7 +109,8 @@ function operationObject(op: Operation, convert: (schema: z.ZodType, io: "input"
   const envelope = { type: "object", required: ["data"], properties: { data } };
   const success: Schema = {};
   const produces = op.produces ?? "json";
-  for (const status of op.statuses ?? [200]) {
+  if (produces === "redirect") success["302"] = { description: "Found: the browser's next step", headers: { Location: { required: true, schema: { type: "string" } } } };
+  for (const status of produces === "redirect" ? [] : (op.statuses ?? [200])) {
     const content: Schema =
       produces === "binary"
         ? { "application/octet-stream": { schema: { type: "string", contentMediaType: "application/octet-stream" } } }

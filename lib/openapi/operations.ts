@@ -52,6 +52,8 @@ import { topicNodeSchema, topicObjectSchema, topicWithTotalSchema } from "@/lib/
 import { createUploadBodySchema } from "@/lib/uploads/create-upload.ts";
 import { usageObjectSchema } from "@/lib/usage/usage-object.ts";
 import { dreamUsageQuerySchema } from "@/lib/dreams/dream-usage.ts";
+import { exchangeCliCodeBodySchema } from "@/lib/oauth/exchange-cli-code.ts";
+import { refreshCliTokenBodySchema } from "@/lib/oauth/refresh-cli-token.ts";
 import { adminCreateUserBodySchema } from "@/lib/users/admin-create-user.ts";
 import { updateMeBodySchema } from "@/lib/users/get-me.ts";
 
@@ -76,8 +78,8 @@ export interface Operation {
   statuses?: number[];
   /** The `data` of the success envelope; omitted: a JSON object not described further. */
   data?: z.ZodType;
-  /** sse: text/event-stream; sse-or-json: SSE with Accept: text/event-stream, else the envelope; binary: a file. */
-  produces?: "json" | "sse" | "sse-or-json" | "binary";
+  /** sse: text/event-stream; sse-or-json: SSE with Accept: text/event-stream, else the envelope; binary: a file; redirect: 302 with Location (a browser step). */
+  produces?: "json" | "sse" | "sse-or-json" | "binary" | "redirect";
   /** Extra request headers the route reads. */
   headers?: { name: string; description: string }[];
   /** Path parameters that are not plain ids (catch-alls). */
@@ -110,6 +112,13 @@ const eventStreamQuerySchema = z.object({
 
 const deleted = z.object({ id: z.string(), deleted: z.literal(true) });
 
+/** GET /v1/auth/github|google read these two by hand (lib/oauth/start-cli-login.ts). */
+const startCliLoginQuerySchema = z.object({
+  redirect_uri: z.string().meta({ description: "http on localhost, 127.0.0.1 or [::1], where the CLI waits for the code" }),
+  state: z.string().optional().meta({ description: "Returned unchanged with the code" }),
+});
+const cliTokenPairSchema = z.object({ access_token: z.string(), refresh_token: z.string(), expires_in: z.number(), token_type: z.literal("Bearer"), scope: z.string() });
+
 /** Every operation under /v1 (tests/openapi-coverage.test.ts fails when a route file exports one not listed here). */
 export const OPERATIONS: Operation[] = [
   // System
@@ -141,6 +150,18 @@ export const OPERATIONS: Operation[] = [
     summary: "Revoke one of the caller's keys",
     data: z.object({ id: z.string(), revoked: z.boolean(), skipped: z.array(z.object({ id: z.string(), reason: z.string() })) }),
   },
+  {
+    method: "get",
+    path: "/v1/auth/github",
+    tag: "Account",
+    summary: "Where `memax login` opens the browser: sign in, consent, then a code to the CLI's loopback redirect_uri (`/v1/auth/google` is the same)",
+    auth: "none",
+    query: startCliLoginQuerySchema,
+    produces: "redirect",
+  },
+  { method: "get", path: "/v1/auth/google", tag: "Account", summary: "The same as /v1/auth/github (`memax login --provider google`)", auth: "none", query: startCliLoginQuerySchema, produces: "redirect" },
+  { method: "post", path: "/v1/auth/exchange", tag: "Account", summary: "The CLI's single-use sign-in code for an access token (1 hour) and a refresh token", auth: "none", body: exchangeCliCodeBodySchema, data: cliTokenPairSchema },
+  { method: "post", path: "/v1/auth/refresh", tag: "Account", summary: "Rotate the CLI's refresh token for a new pair (a replayed token ends the sign-in)", auth: "none", body: refreshCliTokenBodySchema, data: cliTokenPairSchema },
   { method: "get", path: "/v1/auth/oauth-grants", tag: "API keys", summary: "Apps connected through OAuth (MCP clients)", query: listQuerySchema },
   { method: "delete", path: "/v1/auth/oauth-grants/{id}", tag: "API keys", summary: "Disconnect an app: its tokens stop working at once" },
 
