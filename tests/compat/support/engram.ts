@@ -214,6 +214,8 @@ export interface CliOptions {
   stdin?: string;
   env?: Record<string, string>;
   timeoutMs?: number;
+  /** Sees the output as it comes (a command that waits for the browser prints where to go). */
+  onStdout?: (soFar: string) => void;
 }
 
 export function scratchHome(): string {
@@ -240,7 +242,10 @@ export function memax(engram: Engram, args: string[], options: CliOptions = {}):
     const child = spawn(process.execPath, [cli, ...args], { cwd: options.cwd ?? home, env: env as NodeJS.ProcessEnv, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8");
+      options.onStdout?.(stdout);
+    });
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
