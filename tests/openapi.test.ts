@@ -124,6 +124,10 @@ describe("responses match the document", () => {
     expect((await call(ann, "get", "/v1/auth/api-keys")).body.data.length).toBe(2);
     expect((await call(ann, "patch", "/v1/auth/api-keys/{id}", { id: created.body.data.id }, { agent_name: "" })).status).toBe(200);
     expect((await call(ann, "delete", "/v1/auth/api-keys/{id}", { id: created.body.data.id })).body.data.revoked).toBe(true);
+    // memax login: the browser step redirects; the CLI's exchange and refresh answer in the envelope.
+    expect((await call(h.anonymous, "get", "/v1/auth/github", { query: "redirect_uri=http%3A%2F%2Flocalhost%3A4000%2Fcallback" })).status).toBe(302);
+    expect((await call(h.anonymous, "post", "/v1/auth/exchange", {}, { code: "eac_unknown" })).status).toBe(401);
+    expect((await call(h.anonymous, "post", "/v1/auth/refresh", {}, { refresh_token: "ert_unknown" })).status).toBe(401);
     // Errors are the envelope with a documented code.
     expect((await call(h.anonymous, "get", "/v1/usage")).status).toBe(401);
     expect((await call(ann, "post", "/v1/auth/api-keys", {}, { name: "" })).status).toBe(400);
@@ -150,6 +154,8 @@ describe("responses match the document", () => {
     expect((await call(ann, "post", "/v1/memories/{id}/access", { id })).body.data.counted).toBe(false);
     const recalled = await call(ann, "post", "/v1/recall", {}, { query: "when do we deploy billing?", limit: 5 });
     expect(recalled.body.data.memories.map((m: Json) => m.id)).toContain(id);
+    const searched = await call(ann, "get", "/v1/memories/search", { query: "q=billing%20deploys" });
+    expect(searched.body.data.map((m: Json) => m.memory_id)).toContain(id);
     expect((await call(ann, "get", "/v1/memories/{id}", { id: "00000000-0000-4000-8000-000000000000" })).status).toBe(404);
     expect((await call(bob, "get", "/v1/memories/{id}", { id })).status).toBe(404);
     expect((await call(ann, "delete", "/v1/memories/{id}", { id })).body.data).toEqual({ id, deleted: true });

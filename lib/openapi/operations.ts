@@ -38,7 +38,7 @@ import {
 import { memoryObjectSchema, memoryWithContentSchema } from "@/lib/memories/memory-object.ts";
 import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notifications/notification-object.ts";
 import { bulkNotificationsBodySchema, resolveNotificationBodySchema } from "@/lib/notifications/update-notification.ts";
-import { recallBodySchema } from "@/lib/recall/recall-fields.ts";
+import { recallBodySchema, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
 import { recallResponseSchema } from "@/lib/recall/recall-object.ts";
 import { updateSettingsBodySchema } from "@/lib/settings/settings-fields.ts";
 import {
@@ -114,8 +114,23 @@ const deleted = z.object({ id: z.string(), deleted: z.literal(true) });
 
 /** GET /v1/auth/github|google read these two by hand (lib/oauth/start-cli-login.ts). */
 const startCliLoginQuerySchema = z.object({
-  redirect_uri: z.string().meta({ description: "http on localhost, 127.0.0.1 or [::1], where the CLI waits for the code" }),
+  redirect_uri: z
+    .string()
+    .regex(/^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?\/[^#]*$/)
+    .meta({ description: "http on localhost, 127.0.0.1 or [::1], where the CLI waits for the code" }),
   state: z.string().optional().meta({ description: "Returned unchanged with the code" }),
+});
+const searchResultSchema = z.object({
+  memory_id: z.string(),
+  title: z.string(),
+  snippet: z.string(),
+  kind: z.string(),
+  stability: z.string(),
+  heading_chain: z.string().optional(),
+  hub_id: z.string(),
+  hub_name: z.string(),
+  topic_id: z.string().optional(),
+  topic_name: z.string().optional(),
 });
 const cliTokenPairSchema = z.object({ access_token: z.string(), refresh_token: z.string(), expires_in: z.number(), token_type: z.literal("Bearer"), scope: z.string() });
 
@@ -178,6 +193,15 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/memories/{id}", tag: "Memories", summary: "One memory with content and attachments", data: memoryWithContentSchema },
   { method: "patch", path: "/v1/memories/{id}", tag: "Memories", summary: "Change title, tags, content, classification or archive state; answers the memory with content and attachments", body: updateMemoryBodySchema, data: memoryWithContentSchema },
   { method: "delete", path: "/v1/memories/{id}", tag: "Memories", summary: "Delete a memory with its chunks and attachments", data: deleted },
+  {
+    method: "get",
+    path: "/v1/memories/search",
+    tag: "Memories",
+    summary: "Quick word search without embeddings: BM25 over chunks, then titles containing the text; one row per memory, a plain array of at most `limit` (default 10, max 50)",
+    hubHeader: true,
+    query: searchMemoriesQuerySchema,
+    data: z.array(searchResultSchema),
+  },
   {
     method: "get",
     path: "/v1/memories/{id}/related",

@@ -25,3 +25,16 @@ export const recallBodySchema = z.object({
   created_before: z.iso.datetime({ offset: true, message: "created_before must be an RFC 3339 timestamp" }).optional(),
 });
 export type RecallBody = z.output<typeof recallBodySchema>;
+
+export const SEARCH_DEFAULT_LIMIT = 10;
+export const SEARCH_MAX_LIMIT = 50;
+/** A search box's text, not a pasted document. */
+export const MAX_SEARCH_CHARS = 500;
+
+export const searchMemoriesQuerySchema = z.object({
+  q: z.string().trim().min(1, "q must not be empty").max(MAX_SEARCH_CHARS, `q is at most ${MAX_SEARCH_CHARS} characters`),
+  limit: z.string().optional(),
+  hub_id: z.string().optional(),
+  topic_id: z.uuid("topic_id must be a topic id").optional(),
+});
+export type SearchMemoriesQuery = z.output<typeof searchMemoriesQuerySchema>;

@@ -124,6 +124,17 @@ describe("memories", () => {
     expect(viaResource.memories[0].title).toMatch(/WireGuard/);
   });
 
+  it("search answers SearchResult[] (words only), narrowed by hubId", async () => {
+    const found = await sdk.memories.search("CDN cache product pages", { limit: 5 });
+    expect(found[0]).toMatchObject({ memory_id: pushed.id, title: "CDN cache policy", snippet: expect.stringContaining("5 minutes at the CDN edge"), kind: "rationale", stability: expect.any(String), hub_id: team, hub_name: "Platform" });
+    // A half-typed word finds the title.
+    expect((await sdk.memories.search("CDN cach")).map((r: any) => r.memory_id)).toContain(pushed.id);
+    const inTeam = await sdk.memories.search("WireGuard", { hubId: team });
+    expect(inTeam.length).toBeGreaterThan(0);
+    expect(inTeam.every((r: any) => r.hub_id === team)).toBe(true);
+    expect(await sdk.memories.search("zeppelin")).toEqual([]);
+  });
+
   it("related answers [{ memory, similarity }]", async () => {
     const similar = await sdk.push("# CDN edge caching\n\nProduct pages are cached at the CDN edge; purge on deploy.", { hubId: team });
     await eventually(async () => (await ann.api("GET", `/v1/memories?hub_id=${team}`)).body.data.memories.every((m: any) => m.processing_status === "done"), 90_000);
