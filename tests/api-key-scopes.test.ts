@@ -68,6 +68,26 @@ describe("creating keys", () => {
     expect((await ann.post("/v1/auth/api-keys", { name: "bad", trust_level: "god" })).status).toBe(400);
   });
 
+  test("Memax's finer grants (memax setup --allow-delete, --grant organize) are accepted with write and kept as permissions", async () => {
+    const res = await ann.post("/v1/auth/api-keys", { name: "mcp-setup", scopes: ["read", "write", "organize", "delete", "agent-sync"], expires_in_days: 90 });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data).toMatchObject({ scopes: ["read", "write"], permissions: ["organize", "delete", "agent-sync"], default_permissions: ["organize", "delete", "agent-sync"] });
+    const withConfig = await ann.post("/v1/auth/api-keys", { name: "cfg", scopes: ["write", "config:claude-code"], permissions: ["memories:read"] });
+    expect(withConfig.body.data).toMatchObject({ scopes: ["write"], permissions: ["memories:read", "config:claude-code"] });
+    const before = await h.db.apiKey.count({ where: { userId: ann.id } });
+    // Without write they would ask for part of write, which an Engram key cannot hold: refused, not widened.
+    const partial = await ann.post("/v1/auth/api-keys", { name: "partial", scopes: ["read", "delete"] });
+    expect(partial.status).toBe(400);
+    expect(partial.body.error).toMatchObject({ code: "invalid_request", message: expect.stringContaining('add "write"') });
+    // Account-level grants on a hub-limited key are refused, as Memax's CLI refuses them.
+    const limited = await ann.post("/v1/auth/api-keys", { name: "limited", hub_id: team, scopes: ["write", "agent-sync"] });
+    expect(limited.status).toBe(400);
+    expect(limited.body.error.message).toContain("account-level");
+    expect((await ann.post("/v1/auth/api-keys", { name: "ok", hub_id: team, scopes: ["write", "delete"] })).status).toBe(201);
+    expect((await ann.post("/v1/auth/api-keys", { name: "typo", scopes: ["write", "delte"] })).status).toBe(400);
+    expect(await h.db.apiKey.count({ where: { userId: ann.id } })).toBe(before + 1);
+  });
+
   test("a hub the caller does not belong to is not found, and no key is written", async () => {
     const bobsOwn = await h.teamHub(bob);
     const before = await h.db.apiKey.count({ where: { userId: ann.id } });

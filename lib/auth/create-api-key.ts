@@ -17,13 +17,32 @@ export const MAX_API_KEYS_PER_USER = 100;
 export const MAX_KEY_HUBS = 20;
 export const TRUST_LEVELS = ["public", "standard", "elevated", "admin"] as const;
 
+/**
+ * Memax's finer grants, which its CLI sends (`memax setup --allow-delete`, `--allow-organize`,
+ * `--agent-sync`; `memax auth create-key --grant …`). Engram keys have two scopes, and `write`
+ * already covers each of these, so they are accepted next to `write` and kept in `permissions`.
+ */
+const WRITE_GRANTS = new Set(["organize", "delete", "agent-sync"]);
+const ACCOUNT_GRANT = /^(agent-sync|(config|settings|account):[a-z0-9_.*-]+)$/;
+
+function isWriteGrant(scope: string): boolean {
+  return WRITE_GRANTS.has(scope) || ACCOUNT_GRANT.test(scope);
+}
+
+const scopeSchema = z
+  .string()
+  .trim()
+  .refine((scope) => (KEY_SCOPES as readonly string[]).includes(scope) || isWriteGrant(scope), {
+    message: 'scopes must be "read" and/or "write" (with "write": also organize, delete, agent-sync, config:…, settings:…, account:…)',
+  });
+
 export const createApiKeyBodySchema = z.object({
   name: z.string().trim().min(1).max(100),
   expires_in_days: z.int().min(1).max(3650).optional(),
   hub_id: z.uuid("hub_id must be a hub id (not a slug)").optional(),
   hub_ids: z.array(z.uuid("hub_ids must be hub ids (not slugs)")).max(MAX_KEY_HUBS, `at most ${MAX_KEY_HUBS} hub_ids`).optional(),
   // [] (what Memax's CLI sends without --grant) means the default: read and write.
-  scopes: z.array(z.enum(KEY_SCOPES, { message: 'scopes must be "read" and/or "write"' })).max(2).optional(),
+  scopes: z.array(scopeSchema).max(20).optional(),
   agent_name: z.string().trim().min(1).max(100).optional(),
   permissions: z.array(z.string().trim().min(1).max(100)).max(50).optional(),
   trust_level: z.enum(TRUST_LEVELS).optional(),
@@ -49,6 +68,18 @@ export async function createApiKey(
 ): Promise<ApiKeyObject & { key: string }> {
   const wanted = [...new Set([...(input.hub_id ? [input.hub_id] : []), ...(input.hub_ids ?? [])])];
   if (wanted.length > MAX_KEY_HUBS) throw new ApiError("invalid_request", `A key can be limited to at most ${MAX_KEY_HUBS} hubs`);
+  const grants = (input.scopes ?? []).filter(isWriteGrant);
+  if (grants.length && !input.scopes!.includes("write")) {
+    throw new ApiError("invalid_request", `${grants.join(", ")}: on Engram these are part of "write"; add "write" to scopes, or leave them out`, {
+      issues: [{ path: "scopes", message: "needs write" }],
+    });
+  }
+  const accountGrants = grants.filter((grant) => ACCOUNT_GRANT.test(grant));
+  if (wanted.length && accountGrants.length) {
+    throw new ApiError("invalid_request", `${accountGrants.join(", ")}: account-level grants need a key for all your hubs, not one limited to some`, {
+      issues: [{ path: "scopes", message: "account-level grant on a hub-limited key" }],
+    });
+  }
   const mine = new Map((await readableHubs(ctx)).map((m) => [m.hub.id, m.hub.slug]));
   const unknown = wanted.find((id) => !mine.has(id));
   if (unknown) throw new ApiError("not_found", `Hub not found: ${unknown}`);
@@ -66,7 +97,7 @@ export async function createApiKey(
       scopes: input.scopes?.length ? input.scopes : undefined,
       hubIds: wanted,
       agentName: input.agent_name,
-      permissions: input.permissions,
+      permissions: [...(input.permissions ?? []), ...grants],
       trustLevel: input.trust_level,
     });
   });

@@ -6,7 +6,8 @@ import { memax, scratchHome, startEngram, type Engram } from "./support/engram.t
 
 // `memax login`, unchanged, against the built server: the CLI prints the URL and waits on its
 // loopback port; the test is the browser (sign-up, password sign-in, the consent form, the
-// redirect to the CLI); then the stored tokens work, refresh when stale, and create agent keys.
+// redirect to the CLI); then the stored tokens work, refresh when stale, and create agent keys
+// (`memax auth create-key`, and `memax setup --api-key` with Memax's finer grants).
 
 let engram: Engram;
 const person = { name: "Lin Login", email: `lin.${Date.now().toString(36)}@example.test`, password: "lin-password-1" };
@@ -68,7 +69,7 @@ afterAll(async () => {
 });
 
 describe("memax login", () => {
-  it("signs in through the browser, then whoami, list, refresh and create-key work with the stored tokens", async () => {
+  it("signs in through the browser, then whoami, list, refresh, create-key and setup's MCP key work with the stored tokens", async () => {
     const home = scratchHome();
     let landed: Response | undefined;
     const result = await login(home, async (url) => {
@@ -122,6 +123,16 @@ describe("memax login", () => {
     expect(secret).toBeDefined();
     const withKey = await fetch(`${engram.url}/v1/auth/me`, { headers: { authorization: `Bearer ${secret}` } });
     expect(((await withKey.json()) as { data: { user: { email: string } } }).data.user.email).toBe(person.email);
+
+    // `memax setup --api-key` makes an MCP key with Memax's finer grants (read, write, delete, organize);
+    // a refused key would leave its placeholder in the printed config.
+    const setup = await memax(engram, ["setup", "--print", "--api-key", "--allow-delete", "--allow-organize"], { home });
+    expect(setup.code).toBe(0);
+    expect(setup.stdout).not.toContain("mxk_your_api_key_here");
+    expect(setup.stdout).toMatch(/Bearer egk_[A-Za-z0-9_-]+/);
+    const keys = await fetch(`${engram.url}/v1/auth/api-keys`, { headers: { authorization: `Bearer ${credentials(home).access_token}` } });
+    const mcpKey = ((await keys.json()) as { data: { name: string; scopes: string[]; permissions: string[]; expires_at: string | null }[] }).data.find((k) => k.name === "mcp-setup");
+    expect(mcpKey).toMatchObject({ scopes: ["read", "write"], permissions: ["organize", "delete"], expires_at: expect.any(String) });
   });
 
   it("takes --provider google, and reports a denial without storing anything", async () => {
