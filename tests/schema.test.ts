@@ -127,16 +127,22 @@ describe("schema and migrations agree", () => {
     expect((await db.memory.findUniqueOrThrow({ where: { id: memory.id } })).supersededBy).toBe(memory.id);
     expect(await db.dreamRun.findUnique({ where: { id: dreamRun.id } })).toEqual(dreamRun);
     expect(await db.dreamAction.findUnique({ where: { id: dreamAction.id } })).toEqual(dreamAction);
+    // Decision gates (lib/boards).
+    const gate = await db.decisionGate.create({
+      data: { id: newId(), hubId: hub.id, requestedBy: user.id, sourceAgent: "a", question: "q", options: ["x", "y"], context: "c", state: "resolved", choice: 1, resolution: "choose", resolvedBy: user.id, resolvedAt: now, memoryId: memory.id, createdAt: now, updatedAt: now },
+    });
+    expect(await db.decisionGate.findUnique({ where: { id: gate.id } })).toEqual(gate);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "topicVisit", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });
     expect(await db.memory.count({ where: { hubId: hub.id } })).toBe(0);
     expect(await db.chunk.count({ where: { hubId: hub.id } })).toBe(0);
+    expect(await db.decisionGate.count({ where: { hubId: hub.id } })).toBe(0);
   });
 
   test("pgvector, the HNSW and full-text indexes and the partial unique indexes exist", async () => {

@@ -190,6 +190,21 @@ const ROUTES: Record<string, Row> = {
   "DELETE /v1/hubs/[id]": { path: hub, expect: hubOwn(200) },
   "GET /v1/hubs/[id]/summary": { path: (f) => `${hub(f)}/summary`, expect: hubRead(200) },
   "POST /v1/hubs/[id]/visit": { path: (f) => `${hub(f)}/visit`, expect: hubRead(200) },
+  "GET /v1/hubs/[id]/board": { path: (f) => `${hub(f)}/board`, expect: hubRead(200) },
+  "POST /v1/hubs/[id]/board/decision-gate": {
+    path: (f) => `${hub(f)}/board/decision-gate`,
+    body: () => ({ question: "Ship on Friday?", options: ["yes", "no"] }),
+    expect: hubWrite(201),
+  },
+  "POST /v1/hubs/[id]/board/slots/[slot_key]/resolve": {
+    setup: async (f) => {
+      const gate = await f.users.owner.post(`${hub(f)}/board/decision-gate`, { question: "Which region?", options: ["eu", "us"] });
+      f.extra.slotKey = gate.body.data.slot.slot_key;
+    },
+    path: (f) => `${hub(f)}/board/slots/${encodeURIComponent(f.extra.slotKey ?? "decision:00000000-0000-7000-8000-000000000000")}/resolve`,
+    body: () => ({ action: "choose", choice: "eu" }),
+    expect: hubWrite(200),
+  },
   "GET /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, expect: hubRead(200), hides: memberEmailsHidden },
   "POST /v1/hubs/[id]/members": {
     // The owner e-mailed Spare an invite, so managers can find them by id.

@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   invite_limit_reached: 409,
   // Hub membership cap and the topic tree (docs/hubs.md, docs/topics.md; codes as the Memax SDK names them).
   hub_limit_reached: 409,
+  // A hub's board already holds its open decision gates (lib/boards; Memax's code).
+  gate_limit: 409,
   invalid_parent: 400,
   cycle_detected: 400,
   max_depth: 400,

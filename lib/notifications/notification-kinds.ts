@@ -1,5 +1,5 @@
 /** Kinds that need a decision (resolved through /resolve with an action); the rest are receipts (seen, dismissed). */
-export const DECISION_KINDS = ["hub_invite", "hub_ownership_transfer", "review_contradiction"] as const;
+export const DECISION_KINDS = ["hub_invite", "hub_ownership_transfer", "review_contradiction", "decision_gate"] as const;
 export const RECEIPT_KINDS = ["hub_member_joined", "hub_ownership_transferred", "memory_processing_failed", "dream_run_completed"] as const;
 export const NOTIFICATION_KINDS = [...DECISION_KINDS, ...RECEIPT_KINDS] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number] | (string & {});
@@ -7,7 +7,10 @@ export type NotificationKind = (typeof NOTIFICATION_KINDS)[number] | (string & {
 export const NOTIFICATION_STATUSES = ["pending", "resolved", "dismissed", "expired"] as const;
 export type NotificationStatus = (typeof NOTIFICATION_STATUSES)[number];
 
-/** Actions /resolve accepts per decision kind, and the resolution each records. */
+/**
+ * Actions /resolve accepts per decision kind, and the resolution each records. A decision gate's
+ * actions are its own options' ids ("1"…"4", resolution chose_<id>) and dismiss (lib/boards).
+ */
 export const RESOLVE_ACTIONS: Record<string, Record<string, string>> = {
   hub_invite: { accept: "accepted", decline: "declined" },
   hub_ownership_transfer: { accept: "accepted", decline: "declined", dismiss: "dismissed" },

@@ -7,6 +7,8 @@ import { cancelTransfer } from "@/lib/hubs/cancel-transfer.ts";
 import { resolveDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { credentialReaches } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { resolveBoardSlot } from "@/lib/boards/resolve-board-slot.ts";
+import { gateSlotKey } from "@/lib/boards/serialize-board.ts";
 import { acceptInvite } from "@/lib/invites/accept-invite.ts";
 import { revealInviteToken } from "@/lib/invites/invite-token.ts";
 import { isDecisionKind, RESOLVE_ACTIONS } from "./notification-kinds.ts";
@@ -49,6 +51,7 @@ export async function dismissNotification(ctx: AuthContext, id: string) {
  */
 export async function resolveNotification(ctx: AuthContext, id: string, action: string) {
   const row = await ownOrThrow(ctx, id);
+  if (row.kind === "decision_gate") return resolveGateNotification(ctx, row, action);
   const allowed = RESOLVE_ACTIONS[row.kind];
   const resolution = allowed?.[action];
   if (!allowed || !resolution) {
@@ -103,3 +106,25 @@ export async function bulkUpdateNotifications(ctx: AuthContext, op: "seen" | "di
 
 /** POST /v1/notifications/{id}/resolve: the action to take (accept, decline, …). */
 export const resolveNotificationBodySchema = z.object({ action: z.string().min(1, "action is required").max(64) });
+
+/**
+ * A decision gate from the bell: an option's id answers it, dismiss dismisses it, both through the
+ * board's resolve (which writes the answer's memory and closes this row). A gate someone settled
+ * differently in the meantime (on the board, or another option) is a 409 with what happened.
+ */
+async function resolveGateNotification(ctx: AuthContext, row: { hubId: string | null; sourceId: string | null; status: string; expiresAt: Date | null }, action: string) {
+  const status = effectiveStatus(row, ctx.now());
+  if (status === "expired") throw new ApiError("expired", "This notification has expired");
+  if (status !== "pending") throw new ApiError("conflict", `This notification is already ${status}`, { status });
+  const gate = row.hubId && row.sourceId && isUuid(row.sourceId) ? await ctx.db.decisionGate.findFirst({ where: { id: row.sourceId, hubId: row.hubId } }) : null;
+  if (!gate) throw new ApiError("not_found", "The decision behind this notification is gone");
+  const actions = [...gate.options.map((_, i) => String(i + 1)), "dismiss"];
+  if (!actions.includes(action)) {
+    throw new ApiError("invalid_action_for_notification_kind", `"${action}" is not an action of a decision_gate notification`, { actions });
+  }
+  const { slot } = await resolveBoardSlot(ctx, gate.hubId, gateSlotKey(gate.id), action === "dismiss" ? { action: "dismiss" } : { action: "choose", choice: action });
+  const resolution = action === "dismiss" ? "dismissed" : `chose_${action}`;
+  const settled = slot.state === "dismissed" ? "dismissed" : `chose_${slot.payload.chosen?.id}`;
+  if (settled !== resolution) throw new ApiError("conflict", "Someone settled this decision already", { status: "resolved", resolution: settled });
+  return { status: "resolved", action, resolution };
+}

@@ -14,6 +14,7 @@ import {
   syncConfigsBodySchema,
   upsertConfigBodySchema,
 } from "@/lib/configs/config-fields.ts";
+import { requestDecisionBodySchema, resolveSlotBodySchema } from "@/lib/boards/decision-gate-fields.ts";
 import { listDreamActionsQuerySchema, listDreamsQuerySchema } from "@/lib/dreams/dream-fields.ts";
 import { resolveDreamActionBodySchema } from "@/lib/dreams/undo-dream-action.ts";
 import {
@@ -131,6 +132,30 @@ const searchResultSchema = z.object({
   hub_name: z.string(),
   topic_id: z.string().optional(),
   topic_name: z.string().optional(),
+});
+const boardSlotSchema = z.object({
+  id: z.string(),
+  board_id: z.string(),
+  slot_key: z.string(),
+  kind: z.string(),
+  title: z.string(),
+  payload: z.object({
+    question: z.string(),
+    options: z.array(z.object({ id: z.string(), label: z.string() })),
+    context: z.string().optional(),
+    source_agent: z.string().optional(),
+    requested_by: z.string(),
+    chosen: z.object({ id: z.string(), label: z.string() }).optional(),
+  }),
+  cite_memory_ids: z.array(z.string()),
+  state: z.enum(["fresh", "seen", "resolved", "dismissed"]),
+  resolution: z.object({ action: z.string(), resolved_by: z.string(), resolved_at: z.string() }).optional(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+const boardWithSlotsSchema = z.object({
+  board: z.object({ id: z.string(), hub_id: z.string(), created_by: z.string(), kind: z.literal("system"), title: z.string(), status: z.literal("active"), created_at: z.string(), updated_at: z.string() }),
+  slots: z.array(boardSlotSchema),
 });
 const cliTokenPairSchema = z.object({ access_token: z.string(), refresh_token: z.string(), expires_in: z.number(), token_type: z.literal("Bearer"), scope: z.string() });
 
@@ -259,6 +284,25 @@ export const OPERATIONS: Operation[] = [
   { method: "delete", path: "/v1/hubs/{id}", tag: "Hubs", summary: "Delete a team hub and everything in it (owner only)", data: z.object({ id: z.string(), hub_id: z.string(), deleted: z.literal(true) }) },
   { method: "get", path: "/v1/hubs/{id}/summary", tag: "Hubs", summary: "Counts, stats, greeting and the caller's role" },
   { method: "post", path: "/v1/hubs/{id}/visit", tag: "Hubs", summary: "Record that the caller looked at the hub" },
+  { method: "get", path: "/v1/hubs/{id}/board", tag: "Boards", summary: "The hub's board: open decision gates first, then up to 20 recently settled ones", data: boardWithSlotsSchema },
+  {
+    method: "post",
+    path: "/v1/hubs/{id}/board/decision-gate",
+    tag: "Boards",
+    summary: "Ask the caller's person to choose among 2–4 options: a board card and a pending notification; the answer becomes a memory (409 gate_limit past 3 open)",
+    body: requestDecisionBodySchema,
+    statuses: [201],
+    data: z.object({ slot: boardSlotSchema }),
+  },
+  {
+    method: "post",
+    path: "/v1/hubs/{id}/board/slots/{slot_key}/resolve",
+    tag: "Boards",
+    summary: "Answer a decision gate (choose, with an option's id or text), dismiss it, or reopen it; a settled card answers with its state",
+    body: resolveSlotBodySchema,
+    data: z.object({ slot: boardSlotSchema }),
+    pathParams: { slot_key: "The card's slot_key (`decision:<id>`)" },
+  },
   { method: "post", path: "/v1/hubs/{id}/leave", tag: "Hubs", summary: "End the caller's own membership" },
   { method: "get", path: "/v1/hubs/{id}/members", tag: "Members", summary: "All members, paginated", query: listQuerySchema, data: cursorPage("members", memberObjectSchema) },
   { method: "post", path: "/v1/hubs/{id}/members", tag: "Members", summary: "Add a user the caller can find (invited by e-mail) with a role", body: addMemberBodySchema, statuses: [201], data: memberObjectSchema },

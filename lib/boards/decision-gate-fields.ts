@@ -1,0 +1,34 @@
+import { z } from "zod";
+
+/** Open gates a hub's board holds at once (Memax's limit); one more is `409 gate_limit`. */
+export const MAX_OPEN_GATES = 3;
+export const MAX_QUESTION_CHARS = 500;
+export const MAX_OPTION_CHARS = 200;
+export const MAX_CONTEXT_CHARS = 4000;
+/** Settled cards a board shows after its open ones. */
+export const SETTLED_SLOTS_SHOWN = 20;
+
+const option = z.string().trim().min(1, "an option must not be empty").max(MAX_OPTION_CHARS, `an option is at most ${MAX_OPTION_CHARS} characters`);
+
+export const requestDecisionBodySchema = z.object({
+  question: z.string().trim().min(1, "question must not be empty").max(MAX_QUESTION_CHARS, `question is at most ${MAX_QUESTION_CHARS} characters`),
+  options: z
+    .array(option)
+    .min(2, "give 2 to 4 options")
+    .max(4, "give 2 to 4 options")
+    .refine((list) => new Set(list.map((o) => o.toLowerCase())).size === list.length, "options must differ"),
+  context: z.string().trim().max(MAX_CONTEXT_CHARS, `context is at most ${MAX_CONTEXT_CHARS} characters`).optional(),
+  source_agent: z.string().trim().max(64).optional(),
+});
+export type RequestDecisionBody = z.output<typeof requestDecisionBodySchema>;
+
+/** Memax's slot actions. A decision gate settles by `choose` (with `choice`) or `dismiss`; `reopen` undoes either. */
+export const SLOT_ACTIONS = ["ack", "dismiss", "feedback", "choose", "reopen"] as const;
+
+export const resolveSlotBodySchema = z.object({
+  action: z.enum(SLOT_ACTIONS, { message: `action must be one of ${SLOT_ACTIONS.join(", ")}` }),
+  /** For choose: the option's id ("1"…"4") or its exact text. */
+  choice: z.string().trim().min(1).max(MAX_OPTION_CHARS).optional(),
+  verdict: z.enum(["accurate", "inaccurate"]).optional(),
+});
+export type ResolveSlotBody = z.output<typeof resolveSlotBodySchema>;

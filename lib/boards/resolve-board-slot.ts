@@ -1,0 +1,135 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import type { DecisionGate } from "@/lib/db/generated/client.ts";
+import { hubPermissionOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
+import { isUuid } from "@/lib/ids.ts";
+import { createMemory } from "@/lib/memories/create-memory.ts";
+import { createMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
+import type { ResolveSlotBody } from "./decision-gate-fields.ts";
+import { OPEN_GATE_STATES, closeGateNotifications, reopenGateNotifications } from "./gate-notifications.ts";
+import { GATE_SLOT_PREFIX, gateOptions, serializeGateSlot } from "./serialize-board.ts";
+
+const isOpen = (gate: DecisionGate) => (OPEN_GATE_STATES as readonly string[]).includes(gate.state);
+
+/**
+ * POST /v1/hubs/{id}/board/slots/{slot_key}/resolve: any member who may write answers a decision
+ * gate (`choose` with the option's id or text), dismisses it, or reopens a settled one. A card
+ * someone already settled answers 200 with its current state (Memax's idempotent resolve).
+ */
+export async function resolveBoardSlot(ctx: AuthContext, hubId: string, slotKey: string, input: ResolveSlotBody) {
+  const membership = await hubPermissionOrThrow(ctx, hubId, "memories.write", "answer decisions");
+  // Clients encode the key's colon; a router may or may not have decoded it already.
+  const key = slotKey.replace(/%3A/gi, ":");
+  const gateId = key.startsWith(GATE_SLOT_PREFIX) ? key.slice(GATE_SLOT_PREFIX.length) : "";
+  const gate = isUuid(gateId) ? await ctx.db.decisionGate.findFirst({ where: { id: gateId, hubId: membership.hub.id } }) : null;
+  if (!gate) throw new ApiError("not_found", "No such card on this hub's board");
+  switch (input.action) {
+    case "choose":
+      return { slot: serializeGateSlot(await choose(ctx, membership, gate, input.choice)) };
+    case "dismiss":
+      return { slot: serializeGateSlot(await dismiss(ctx, gate)) };
+    case "reopen":
+      return { slot: serializeGateSlot(await reopen(ctx, gate)) };
+    default:
+      throw new ApiError("invalid_request", `A decision is answered with "choose" (and a choice) or "dismiss", not "${input.action}"`, {
+        issues: [{ path: "action", message: "choose, dismiss or reopen" }],
+      });
+  }
+}
+
+/** The option `choice` names: its id ("1"…) or its text (any case). */
+function optionIndex(gate: DecisionGate, choice: string | undefined): number {
+  const options = gateOptions(gate);
+  const index = choice === undefined ? -1 : options.findIndex((o) => o.id === choice || o.label.toLowerCase() === choice.toLowerCase());
+  if (index < 0) {
+    throw new ApiError("invalid_request", choice === undefined ? "choose needs a choice: an option's id or text" : `"${choice}" is not one of the options`, {
+      issues: [{ path: "choice", message: "not an option" }],
+      options,
+    });
+  }
+  return index;
+}
+
+async function reread(ctx: AuthContext, gate: DecisionGate): Promise<DecisionGate> {
+  return (await ctx.db.decisionGate.findUnique({ where: { id: gate.id } })) ?? gate;
+}
+
+/**
+ * Claims the gate (one answer wins), then writes the answer as a memory of the hub: at one
+ * source_path per gate, so answering again after a reopen updates that memory. If the memory
+ * cannot be written (a full quota), the claim is undone and the gate stays open.
+ */
+async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGate, choice: string | undefined): Promise<DecisionGate> {
+  const index = optionIndex(gate, choice);
+  if (!isOpen(gate)) return reread(ctx, gate);
+  const now = ctx.now();
+  const claimed = await ctx.db.decisionGate.updateMany({
+    where: { id: gate.id, state: { in: [...OPEN_GATE_STATES] } },
+    data: { state: "resolved", choice: index, resolution: "choose", resolvedBy: ctx.user.id, resolvedAt: now },
+  });
+  if (claimed.count === 0) return reread(ctx, gate);
+  try {
+    const body = createMemoryBodySchema.parse({
+      title: `Decision: ${gate.question}`.slice(0, 200),
+      content: await decisionText(ctx, gate, index, now),
+      kind: "rationale",
+      stability: "stable",
+      tags: ["decision"],
+      source: "decision",
+      source_path: `decision-gates/${gate.id}`,
+    });
+    const { memory } = await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body);
+    return await ctx.db.$transaction(async (tx) => {
+      await closeGateNotifications(tx, gate.id, `chose_${index + 1}`, now);
+      return tx.decisionGate.update({ where: { id: gate.id }, data: { memoryId: memory.id } });
+    });
+  } catch (error) {
+    await ctx.db.decisionGate.updateMany({
+      where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now },
+      data: { state: gate.state, choice: null, resolution: null, resolvedBy: null, resolvedAt: null },
+    });
+    throw error;
+  }
+}
+
+async function decisionText(ctx: AuthContext, gate: DecisionGate, index: number, now: Date): Promise<string> {
+  const asker = await ctx.db.user.findUnique({ where: { id: gate.requestedBy }, select: { name: true } });
+  const options = gateOptions(gate);
+  const day = (date: Date) => date.toISOString().slice(0, 10);
+  const who = [gate.sourceAgent, asker?.name && `for ${asker.name}`].filter(Boolean).join(" ") || asker?.name || "an agent";
+  return [
+    `# Decision: ${gate.question}`,
+    "",
+    `Chosen: **${options[index]!.label}**`,
+    "",
+    "Options:",
+    ...options.map((o, i) => `${o.id}. ${o.label}${i === index ? " (chosen)" : ""}`),
+    ...(gate.context ? ["", `Context: ${gate.context}`] : []),
+    "",
+    `Asked by ${who} on ${day(gate.createdAt)}; answered by ${ctx.user.name} on ${day(now)}.`,
+  ].join("\n");
+}
+
+async function dismiss(ctx: AuthContext, gate: DecisionGate): Promise<DecisionGate> {
+  const now = ctx.now();
+  return ctx.db.$transaction(async (tx) => {
+    const claimed = await tx.decisionGate.updateMany({
+      where: { id: gate.id, state: { in: [...OPEN_GATE_STATES] } },
+      data: { state: "dismissed", choice: null, resolution: "dismiss", resolvedBy: ctx.user.id, resolvedAt: now },
+    });
+    if (claimed.count === 1) await closeGateNotifications(tx, gate.id, "dismissed", now);
+    return (await tx.decisionGate.findUnique({ where: { id: gate.id } })) ?? gate;
+  });
+}
+
+/** Back on the board (and pending in the bell); the memory of an earlier answer stays, and a new answer updates it. */
+async function reopen(ctx: AuthContext, gate: DecisionGate): Promise<DecisionGate> {
+  return ctx.db.$transaction(async (tx) => {
+    const reopened = await tx.decisionGate.updateMany({
+      where: { id: gate.id, state: { in: ["resolved", "dismissed"] } },
+      data: { state: "seen", choice: null, resolution: null, resolvedBy: null, resolvedAt: null },
+    });
+    if (reopened.count === 1) await reopenGateNotifications(tx, gate.id);
+    return (await tx.decisionGate.findUnique({ where: { id: gate.id } })) ?? gate;
+  });
+}

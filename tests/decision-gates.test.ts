@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// Decision gates (Memax's `boards.requestDecision`, its CLI's MCP tool memax_request_decision): an
+// agent asks, the person answers on the board or in the bell, and the answer becomes a memory.
+
+let h: Harness;
+let ann: Client;
+let vic: Client;
+let eve: Client;
+let hub: string;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  vic = await h.user("Vic");
+  eve = await h.user("Eve");
+  hub = await h.teamHub(ann, [[vic, "viewer"]]);
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function ask(who: Client, hubId: string, body: Record<string, unknown> = {}) {
+  return who.post(`/v1/hubs/${hubId}/board/decision-gate`, { question: "Which database for the new billing service?", options: ["PostgreSQL", "SQLite"], ...body });
+}
+
+async function pendingGateRows(who: Client) {
+  const rows = (await who.get("/v1/notifications?status=pending&limit=100")).body.data.notifications as { id: string; kind: string; payload: any }[];
+  return rows.filter((n) => n.kind === "decision_gate");
+}
+
+const resolve = (who: Client, hubId: string, slotKey: string, body: Record<string, unknown>) =>
+  who.post(`/v1/hubs/${hubId}/board/slots/${encodeURIComponent(slotKey)}/resolve`, body);
+
+describe("asking", () => {
+  it("puts a card on the board and a pending decision in the asker's notifications", async () => {
+    const res = await ask(ann, hub, { context: "Billing needs transactions across accounts.", source_agent: "claude-code" });
+    expect(res.status, res.text).toBe(201);
+    const slot = res.body.data.slot;
+    expect(slot).toMatchObject({
+      board_id: hub,
+      slot_key: `decision:${slot.id}`,
+      kind: "decision_gate",
+      title: "Which database for the new billing service?",
+      state: "fresh",
+      cite_memory_ids: [],
+      payload: {
+        question: "Which database for the new billing service?",
+        options: [
+          { id: "1", label: "PostgreSQL" },
+          { id: "2", label: "SQLite" },
+        ],
+        context: "Billing needs transactions across accounts.",
+        source_agent: "claude-code",
+        requested_by: ann.id,
+      },
+    });
+    const board = await vic.get(`/v1/hubs/${hub}/board`);
+    expect(board.status).toBe(200);
+    expect(board.body.data.board).toMatchObject({ id: hub, hub_id: hub, kind: "system", status: "active" });
+    expect(board.body.data.slots.map((s: { slot_key: string }) => s.slot_key)).toContain(slot.slot_key);
+    const rows = await pendingGateRows(ann);
+    expect(rows.find((n) => n.payload.gate.id === slot.id)?.payload).toMatchObject({ hub: { id: hub }, gate: { question: slot.title, options: slot.payload.options, source_agent: "claude-code" } });
+    expect(await pendingGateRows(vic)).toEqual([]);
+    await resolve(ann, hub, slot.slot_key, { action: "dismiss" });
+  });
+
+  it("asks as the key's agent, whatever the body says", async () => {
+    const agentKey = (await ann.post("/v1/auth/api-keys", { name: "cursor", agent_name: "cursor" })).body.data.key;
+    const res = await h.anonymous.post(`/v1/hubs/${hub}/board/decision-gate`, { question: "Tabs or spaces?", options: ["tabs", "spaces"], source_agent: "someone-else" }, { headers: { authorization: `Bearer ${agentKey}` } });
+    expect(res.body.data.slot.payload.source_agent).toBe("cursor");
+    await resolve(ann, hub, res.body.data.slot.slot_key, { action: "dismiss" });
+  });
+
+  it("refuses bad questions with 400s, and viewers and outsiders as for pushes", async () => {
+    for (const body of [{ options: ["only one"] }, { options: ["a", "b", "c", "d", "e"] }, { options: ["Same", "same"] }, { question: "  " }, { options: ["a", ""] }]) {
+      const res = await ask(ann, hub, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+    expect((await ask(vic, hub)).status).toBe(403);
+    expect((await ask(eve, hub)).status).toBe(404);
+    expect((await eve.get(`/v1/hubs/${hub}/board`)).status).toBe(404);
+  });
+
+  it("holds at most 3 open gates per hub (409 gate_limit), also when asked at once; settling one frees a place", async () => {
+    const fresh = await h.teamHub(ann);
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => ask(ann, fresh, { question: `Question ${i}?` })));
+    expect(results.filter((r) => r.status === 201)).toHaveLength(3);
+    const refused = results.filter((r) => r.status === 409);
+    expect(refused).toHaveLength(3);
+    expect(refused[0]!.body.error).toMatchObject({ code: "gate_limit", details: { limit: 3 } });
+    const first = results.find((r) => r.status === 201)!.body.data.slot;
+    expect((await resolve(ann, fresh, first.slot_key, { action: "dismiss" })).body.data.slot.state).toBe("dismissed");
+    expect((await ask(ann, fresh, { question: "One more?" })).status).toBe(201);
+  });
+});
+
+describe("answering", () => {
+  it("on the board: the choice becomes a memory the agent can find, and the bell's row closes", async () => {
+    const slot = (await ask(ann, hub, { context: "Needs joins." })).body.data.slot;
+    const res = await resolve(ann, hub, slot.slot_key, { action: "choose", choice: "postgresql" });
+    expect(res.status, res.text).toBe(200);
+    const answered = res.body.data.slot;
+    expect(answered).toMatchObject({ state: "resolved", payload: { chosen: { id: "1", label: "PostgreSQL" } }, resolution: { action: "choose", resolved_by: ann.id } });
+    expect(answered.cite_memory_ids).toHaveLength(1);
+    const memory = (await ann.get(`/v1/memories/${answered.cite_memory_ids[0]}`)).body.data;
+    expect(memory).toMatchObject({ hub_id: hub, title: "Decision: Which database for the new billing service?", tags: ["decision"], source: "decision", kind: "rationale" });
+    expect(memory.content).toContain("Chosen: **PostgreSQL**");
+    expect(memory.content).toContain("Context: Needs joins.");
+    const found = await ann.get(`/v1/memories/search?q=billing%20database%20decision&hub_id=${hub}`);
+    expect(found.body.data.map((r: { memory_id: string }) => r.memory_id)).toContain(memory.id);
+    expect((await pendingGateRows(ann)).map((n) => n.payload.gate.id)).not.toContain(slot.id);
+    // Settled: another answer changes nothing and says what stands.
+    const again = await resolve(ann, hub, slot.slot_key, { action: "choose", choice: "2" });
+    expect(again.status).toBe(200);
+    expect(again.body.data.slot.payload.chosen).toEqual({ id: "1", label: "PostgreSQL" });
+
+    // Reopened: back on the board and in the bell; a new answer updates the same memory.
+    const reopened = await resolve(ann, hub, slot.slot_key, { action: "reopen" });
+    expect(reopened.body.data.slot).toMatchObject({ state: "seen" });
+    expect(reopened.body.data.slot).not.toHaveProperty("resolution");
+    expect((await pendingGateRows(ann)).map((n) => n.payload.gate.id)).toContain(slot.id);
+    const changed = await resolve(ann, hub, slot.slot_key, { action: "choose", choice: "2" });
+    expect(changed.body.data.slot.cite_memory_ids).toEqual([memory.id]);
+    const updated = (await ann.get(`/v1/memories/${memory.id}`)).body.data;
+    expect(updated.version).toBe(2);
+    expect(updated.content).toContain("Chosen: **SQLite**");
+  });
+
+  it("from the bell: an option's id answers it, anything else is refused with the actions", async () => {
+    const slot = (await ask(ann, hub, { question: "Deploy window?", options: ["Tuesday", "Thursday", "Never"] })).body.data.slot;
+    const row = (await pendingGateRows(ann)).find((n) => n.payload.gate.id === slot.id)!;
+    const wrong = await ann.post(`/v1/notifications/${row.id}/resolve`, { action: "accept" });
+    expect(wrong.status).toBe(400);
+    expect(wrong.body.error).toMatchObject({ code: "invalid_action_for_notification_kind", details: { actions: ["1", "2", "3", "dismiss"] } });
+    expect((await ann.post(`/v1/notifications/${row.id}/dismiss`)).body.error.code).toBe("dismiss_not_applicable_to_decision");
+    const done = await ann.post(`/v1/notifications/${row.id}/resolve`, { action: "2" });
+    expect(done.body.data).toEqual({ status: "resolved", action: "2", resolution: "chose_2" });
+    const board = (await ann.get(`/v1/hubs/${hub}/board`)).body.data.slots.find((s: { id: string }) => s.id === slot.id);
+    expect(board).toMatchObject({ state: "resolved", payload: { chosen: { label: "Thursday" } } });
+    expect((await ann.post(`/v1/notifications/${row.id}/resolve`, { action: "1" })).status).toBe(409);
+  });
+
+  it("answered on the board first, the bell's answer is a 409 that says what stands", async () => {
+    const slot = (await ask(ann, hub, { question: "Cache TTL?", options: ["5 minutes", "1 hour"] })).body.data.slot;
+    const row = (await pendingGateRows(ann)).find((n) => n.payload.gate.id === slot.id)!;
+    await resolve(ann, hub, slot.slot_key, { action: "reopen" });
+    expect((await resolve(ann, hub, slot.slot_key, { action: "dismiss" })).body.data.slot.state).toBe("dismissed");
+    const late = await ann.post(`/v1/notifications/${row.id}/resolve`, { action: "1" });
+    expect(late.status).toBe(409);
+  });
+
+  it("keeps the gate open when the answer cannot be written (a full quota), and refuses the wrong actions", async () => {
+    const slot = (await ask(ann, hub, { question: "Quota test?", options: ["a", "b"] })).body.data.slot;
+    process.env.ENGRAM_QUOTA_HUB_MEMORIES = String(await h.db.memory.count({ where: { hubId: hub } }));
+    try {
+      const full = await resolve(ann, hub, slot.slot_key, { action: "choose", choice: "a" });
+      expect(full.status).toBe(413);
+      expect(full.body.error.code).toBe("quota_exceeded");
+    } finally {
+      delete process.env.ENGRAM_QUOTA_HUB_MEMORIES;
+    }
+    const board = (await ann.get(`/v1/hubs/${hub}/board`)).body.data.slots.find((s: { id: string }) => s.id === slot.id);
+    expect(board).toMatchObject({ state: "fresh", cite_memory_ids: [] });
+    expect((await pendingGateRows(ann)).map((n) => n.payload.gate.id)).toContain(slot.id);
+    expect((await resolve(ann, hub, slot.slot_key, { action: "ack" })).status).toBe(400);
+    expect((await resolve(ann, hub, slot.slot_key, { action: "choose" })).body.error.code).toBe("invalid_request");
+    expect((await resolve(ann, hub, slot.slot_key, { action: "choose", choice: "c" })).body.error).toMatchObject({ code: "invalid_request", details: { options: slot.payload.options } });
+    expect((await resolve(vic, hub, slot.slot_key, { action: "dismiss" })).status).toBe(403);
+    expect((await resolve(eve, hub, slot.slot_key, { action: "dismiss" })).status).toBe(404);
+    expect((await resolve(ann, hub, "decision:not-an-id", { action: "dismiss" })).status).toBe(404);
+    // Another hub's card is not on this board.
+    const other = await h.teamHub(ann);
+    expect((await resolve(ann, other, slot.slot_key, { action: "dismiss" })).status).toBe(404);
+    expect((await resolve(ann, hub, slot.slot_key, { action: "choose", choice: "b" })).body.data.slot.state).toBe("resolved");
+  });
+
+  it("goes with its hub", async () => {
+    const doomed = (await ann.post("/v1/hubs", { name: "Doomed" })).body.data.id;
+    await ask(ann, doomed);
+    expect(await h.db.decisionGate.count({ where: { hubId: doomed } })).toBe(1);
+    expect((await ann.delete(`/v1/hubs/${doomed}`)).status).toBe(200);
+    expect(await h.db.decisionGate.count({ where: { hubId: doomed } })).toBe(0);
+    expect((await pendingGateRows(ann)).some((n) => n.payload.hub.id === doomed)).toBe(false);
+  });
+});
