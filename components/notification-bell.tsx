@@ -21,6 +21,7 @@ interface Payload {
   role?: string;
   memory?: { title?: string };
   error?: string;
+  gate?: { question?: string; context?: string; source_agent?: string; options?: { id: string; label: string }[] };
 }
 
 interface NotificationRow {
@@ -52,11 +53,30 @@ function describe(n: NotificationRow): string {
       return `${n.payload.initiator?.display || "The owner"} offers you ownership of ${hub}`;
     case "hub_ownership_transferred":
       return `${n.payload.new_owner?.display || "Someone"} now owns ${hub}`;
+    case "decision_gate":
+      return `${n.payload.gate?.source_agent || "An agent"} asks in ${hub}: ${n.payload.gate?.question ?? ""}`;
     case "memory_processing_failed":
       return `Processing failed for “${n.payload.memory?.title ?? "a memory"}”: ${n.payload.error ?? "unknown error"}`;
     default:
       return n.kind.replaceAll("_", " ");
   }
+}
+
+/** A pending decision gate's options as buttons, and Dismiss; nothing once it is settled. */
+function GateChoices({ n, onChoose }: { n: NotificationRow; onChoose: (action: string) => void }) {
+  if (n.status !== "pending") return null;
+  return (
+    <>
+      {(n.payload.gate?.options ?? []).map((option) => (
+        <Button key={option.id} variant="primary" onClick={() => onChoose(option.id)}>
+          {option.label}
+        </Button>
+      ))}
+      <Button variant="ghost" onClick={() => onChoose("dismiss")}>
+        Dismiss
+      </Button>
+    </>
+  );
 }
 
 /** The header's bell: unseen count kept live by `notification.created`, a panel to act on them. */
@@ -134,6 +154,7 @@ export function NotificationBell() {
               {rows.map((n) => (
                 <li key={n.id} className="rounded-md border border-slate-100 p-2 text-sm">
                   <p className="text-slate-800">{describe(n)}</p>
+                  {n.kind === "decision_gate" && n.payload.gate?.context && <p className="mt-1 text-xs text-slate-600">{n.payload.gate.context}</p>}
                   <div className="mt-1 flex items-center gap-2 text-xs text-slate-500">
                     <time dateTime={n.created_at}>{formatAge(n.created_at)}</time>
                     {n.hub_id && (
@@ -141,8 +162,10 @@ export function NotificationBell() {
                         Open hub
                       </Link>
                     )}
-                    <span className="ml-auto flex gap-1">
-                      {DECISIONS.has(n.kind) ? (
+                    <span className="ml-auto flex flex-wrap justify-end gap-1">
+                      {n.kind === "decision_gate" ? (
+                        <GateChoices n={n} onChoose={(action) => act(n, "resolve", { action })} />
+                      ) : DECISIONS.has(n.kind) ? (
                         <>
                           <Button variant="primary" onClick={() => act(n, "resolve", { action: "accept" })}>
                             Accept
