@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import { connect, type Socket } from "node:net";
+import { connect, createServer as createNetServer, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import { inject } from "vitest";
 
@@ -97,13 +97,38 @@ async function waitForPort(port: number, deadline: number): Promise<Socket> {
   }
 }
 
-export async function startUpstashFake(): Promise<UpstashFake> {
-  const redisPort = 30000 + Math.floor(Math.random() * 20000);
-  const redis: ChildProcess = spawn(inject("redisServer"), ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
-    stdio: "ignore",
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createNetServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
   });
-  const failed = new Promise<never>((_, reject) => redis.once("error", (e) => reject(new Error(`redis-server could not start: ${e.message}`))));
-  const socket = await Promise.race([waitForPort(redisPort, Date.now() + 10_000), failed]);
+}
+
+/**
+ * A redis-server on a free port. Redis cannot be given port 0, so a random port below Linux's
+ * ephemeral range (32768+, where the suite's own client connections live) is tried, and another
+ * one when the server exits at once (the port was taken).
+ */
+async function startRedis(): Promise<{ redis: ChildProcess; socket: Socket }> {
+  for (let attempt = 1; attempt <= 10; attempt++) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    if (!(await portFree(port))) continue;
+    const redis: ChildProcess = spawn(inject("redisServer"), ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+      stdio: "ignore",
+    });
+    const failed = new Promise<"exited">((resolve, reject) => {
+      redis.once("error", (e) => reject(new Error(`redis-server could not start: ${e.message}`)));
+      redis.once("exit", () => resolve("exited"));
+    });
+    const result = await Promise.race([waitForPort(port, Date.now() + 10_000), failed]);
+    if (result !== "exited") return { redis, socket: result };
+  }
+  throw new Error("redis-server found no free port in 10 tries");
+}
+
+export async function startUpstashFake(): Promise<UpstashFake> {
+  const { redis, socket } = await startRedis();
   const conn = new RedisConnection(socket);
   const token = "fake-upstash-token";
   const commands: string[] = [];
