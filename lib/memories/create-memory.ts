@@ -14,6 +14,7 @@ import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { resolveFileRef, type VerifiedFile } from "@/lib/uploads/resolve-file-ref.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { deriveTitle } from "./derive-title.ts";
+import { CAPTURE_SOURCE, extractCaptureFacts } from "./extract-capture-facts.ts";
 import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
@@ -102,6 +103,8 @@ ${input.content}`) : contentHash(input.content);
   // A replaced original's bytes go once the new one is committed (best effort; the upload sweep retries).
   await removeBlobs(ctx.db, result.replaced);
   afterMemoryWrite(result.memory);
+  // Memax's capture promises one memory per decision and learning (extract-capture-facts.ts).
+  if (result.created && result.memory.source === CAPTURE_SOURCE) await extractCaptureFacts(ctx, result.memory);
   return { memory: serializeMemory(result.memory), created: result.created };
 }
 
