@@ -90,13 +90,22 @@ describe("memax mcp serve", () => {
     expect(topics.text).toContain("Runbooks");
   });
 
-  it("captures a session as separate memories", async () => {
+  it("captures a session, and each decision and learning as a memory of its own", async () => {
     const captured = await call("memax_capture", { summary: "Moved the cache to Redis", decisions: ["Chose Redis over Memcached for persistence"], learnings: ["Redis needs maxmemory-policy set"] });
     expect(captured.error, captured.text).toBe(false);
     const id = captured.text.match(/id: ([0-9a-f-]{36})/)?.[1];
     const stored = (await ann.api("GET", `/v1/memories/${id}`)).body.data;
     expect(stored).toMatchObject({ source: "mcp/capture", source_agent: "claude-code", content_type: "transcript" });
     expect(stored.content).toContain("- Chose Redis over Memcached for persistence");
+    // As the tool tells the agent: each decision and learning is a memory of its own.
+    const list = (await ann.api("GET", "/v1/memories?limit=100")).body.data.memories as { title: string; source: string; tags: string[] }[];
+    const facts = list.filter((m) => m.source === "extraction").map((m) => [m.title, m.tags]);
+    expect(facts).toEqual(
+      expect.arrayContaining([
+        ["Chose Redis over Memcached for persistence", ["session-capture", "decision"]],
+        ["Redis needs maxmemory-policy set", ["session-capture", "learning"]],
+      ]),
+    );
   });
 
   it("asks the person to decide: a board card and a pending notification, answered into a memory", async () => {
