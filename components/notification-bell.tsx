@@ -66,7 +66,7 @@ function describe(n: NotificationRow): string {
 function GateChoices({ n, onChoose }: { n: NotificationRow; onChoose: (action: string) => void }) {
   if (n.status !== "pending") return null;
   return (
-    <>
+    <div className="mt-2 flex flex-wrap gap-1">
       {(n.payload.gate?.options ?? []).map((option) => (
         <Button key={option.id} variant="primary" onClick={() => onChoose(option.id)}>
           {option.label}
@@ -75,7 +75,7 @@ function GateChoices({ n, onChoose }: { n: NotificationRow; onChoose: (action: s
       <Button variant="ghost" onClick={() => onChoose("dismiss")}>
         Dismiss
       </Button>
-    </>
+    </div>
   );
 }
 
@@ -162,10 +162,8 @@ export function NotificationBell() {
                         Open hub
                       </Link>
                     )}
-                    <span className="ml-auto flex flex-wrap justify-end gap-1">
-                      {n.kind === "decision_gate" ? (
-                        <GateChoices n={n} onChoose={(action) => act(n, "resolve", { action })} />
-                      ) : DECISIONS.has(n.kind) ? (
+                    <span className="ml-auto flex gap-1">
+                      {n.kind === "decision_gate" ? null : DECISIONS.has(n.kind) ? (
                         <>
                           <Button variant="primary" onClick={() => act(n, "resolve", { action: "accept" })}>
                             Accept
@@ -179,6 +177,7 @@ export function NotificationBell() {
                       )}
                     </span>
                   </div>
+                  {n.kind === "decision_gate" && <GateChoices n={n} onChoose={(action) => act(n, "resolve", { action })} />}
                 </li>
               ))}
             </ul>

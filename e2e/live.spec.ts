@@ -89,3 +89,32 @@ test("live: a memory pushed by another member appears without a reload; the bell
     await expect(a).toHaveURL(/\/memories\//);
   });
 });
+
+test("live: an agent's decision gate rings the bell, and choosing an option there writes the decision as a memory", async ({ browser }) => {
+  const cat = { name: "Cat Live", email: `cat-live-${stamp}@example.test`, password: "cat-password-1" };
+  const page = await newPage(browser);
+  await signUp(page, cat);
+  const me = await apiAs(page, "GET", "/v1/auth/me");
+  await expect(page.getByRole("button", { name: /^Notifications/ })).toBeVisible();
+  // What Memax's memax_request_decision sends (here through the session; an agent sends its key).
+  const { slot } = await apiAs(page, "POST", `/v1/hubs/${me.personal_hub_id}/board/decision-gate`, {
+    question: "Which database for the billing service?",
+    options: ["PostgreSQL", "SQLite"],
+    context: "Billing needs transactions across accounts.",
+    source_agent: "claude-code",
+  });
+  await expect(page.getByTestId("notification-count")).toHaveText("1", { timeout: 10_000 });
+  await page.getByRole("button", { name: /^Notifications/ }).click();
+  const panel = page.getByRole("dialog", { name: "Notifications" });
+  await expect(panel).toContainText("claude-code asks in");
+  await expect(panel).toContainText("Which database for the billing service?");
+  await expect(panel).toContainText("Billing needs transactions across accounts.");
+  await page.screenshot({ path: path.join(ARTIFACTS, "live-03-decision-gate.png"), fullPage: true });
+  await panel.getByRole("button", { name: "PostgreSQL" }).click();
+  await expect(panel).toContainText("Nothing new.");
+  const board = await apiAs(page, "GET", `/v1/hubs/${me.personal_hub_id}/board`);
+  const answered = board.slots.find((s: { id: string }) => s.id === slot.id);
+  expect(answered).toMatchObject({ state: "resolved", payload: { chosen: { label: "PostgreSQL" } } });
+  const memory = await apiAs(page, "GET", `/v1/memories/${answered.cite_memory_ids[0]}`);
+  expect(memory.content).toContain("Chosen: **PostgreSQL**");
+});
