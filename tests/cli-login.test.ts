@@ -168,6 +168,16 @@ describe("POST /v1/auth/exchange", () => {
     const callback = await consentAt(server.url, `/oauth/authorize?${params}`, annCookie);
     const otherCode = callback.searchParams.get("code")!;
     expect(await call("POST", "/v1/auth/exchange", { code: otherCode })).toMatchObject({ status: 401, body: { error: { code: "unauthorized" } } });
+    // A CLI code issued with PKCE is refused here without being used up: /oauth/token still redeems it.
+    const withPkce = new URLSearchParams({ response_type: "code", client_id: "memax-cli", redirect_uri: CALLBACK, code_challenge: challenge, code_challenge_method: "S256" });
+    const pkceCode = (await consentAt(server.url, `/oauth/authorize?${withPkce}`, annCookie)).searchParams.get("code")!;
+    expect(await call("POST", "/v1/auth/exchange", { code: pkceCode })).toMatchObject({ status: 401, body: { error: { code: "unauthorized", message: expect.stringContaining("PKCE") } } });
+    const redeemed = await fetch(`${server.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "authorization_code", code: pkceCode, client_id: "memax-cli", code_verifier: verifier, redirect_uri: CALLBACK }),
+    });
+    expect(redeemed.status).toBe(200);
     // …nor does the CLI's client skip PKCE for anyone else: a registered client without a challenge is refused.
     params.delete("code_challenge");
     params.delete("code_challenge_method");

@@ -29,6 +29,5 @@ export const resolveSlotBodySchema = z.object({
   action: z.enum(SLOT_ACTIONS, { message: `action must be one of ${SLOT_ACTIONS.join(", ")}` }),
   /** For choose: the option's id ("1"…"4") or its exact text. */
   choice: z.string().trim().min(1).max(MAX_OPTION_CHARS).optional(),
-  verdict: z.enum(["accurate", "inaccurate"]).optional(),
 });
 export type ResolveSlotBody = z.output<typeof resolveSlotBodySchema>;

@@ -8,7 +8,7 @@ import { resolveDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { credentialReaches } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { resolveBoardSlot } from "@/lib/boards/resolve-board-slot.ts";
-import { gateSlotKey } from "@/lib/boards/serialize-board.ts";
+import { gateOptions, gateSlotKey } from "@/lib/boards/serialize-board.ts";
 import { acceptInvite } from "@/lib/invites/accept-invite.ts";
 import { revealInviteToken } from "@/lib/invites/invite-token.ts";
 import { isDecisionKind, RESOLVE_ACTIONS } from "./notification-kinds.ts";
@@ -118,7 +118,7 @@ async function resolveGateNotification(ctx: AuthContext, row: { hubId: string | 
   if (status !== "pending") throw new ApiError("conflict", `This notification is already ${status}`, { status });
   const gate = row.hubId && row.sourceId && isUuid(row.sourceId) ? await ctx.db.decisionGate.findFirst({ where: { id: row.sourceId, hubId: row.hubId } }) : null;
   if (!gate) throw new ApiError("not_found", "The decision behind this notification is gone");
-  const actions = [...gate.options.map((_, i) => String(i + 1)), "dismiss"];
+  const actions = [...gateOptions(gate).map((option) => option.id), "dismiss"];
   if (!actions.includes(action)) {
     throw new ApiError("invalid_action_for_notification_kind", `"${action}" is not an action of a decision_gate notification`, { actions });
   }

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import type { RequestContext } from "@/lib/api/context.ts";
-import { ApiError } from "@/lib/api/errors.ts";
 import { asCliGrantError, CLI_CLIENT_ID } from "./cli-client.ts";
 import { claimCode, issueTokens, type TokenResponse } from "./exchange-token.ts";
 
@@ -13,10 +12,6 @@ export const exchangeCliCodeBodySchema = z.object({ code: z.string().min(1).max(
  */
 export async function exchangeCliCode(ctx: RequestContext, input: z.output<typeof exchangeCliCodeBodySchema>): Promise<TokenResponse> {
   return asCliGrantError(
-    (async () => {
-      const row = await claimCode(ctx.db, input.code, CLI_CLIENT_ID, ctx.now());
-      if (row.codeChallenge) throw new ApiError("invalid_request", "This code was issued with PKCE: redeem it at /oauth/token with its code_verifier");
-      return issueTokens(ctx.db, row.grant, ctx.now());
-    })(),
+    (async () => issueTokens(ctx.db, (await claimCode(ctx.db, input.code, CLI_CLIENT_ID, ctx.now(), { withoutPkce: true })).grant, ctx.now()))(),
   );
 }

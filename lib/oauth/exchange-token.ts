@@ -55,9 +55,11 @@ export class GrantError extends OAuthError {
  * Claims a single-use code issued to `clientId`. A second redemption finds it used and revokes
  * what the first one got (RFC 6749 §4.1.2). The caller then checks what the request must match.
  */
-export async function claimCode(db: Db, code: string, clientId: string, now: Date) {
+export async function claimCode(db: Db, code: string, clientId: string, now: Date, options: { withoutPkce?: boolean } = {}) {
   const row = await db.oAuthCode.findUnique({ where: { codeHash: hashSecret(code) }, include: { grant: true } });
   if (!row || row.grant.clientId !== clientId) throw new GrantError("invalid", "The authorization code is invalid");
+  // Checked before the claim, so a code sent to the wrong endpoint is not used up there.
+  if (options.withoutPkce && row.codeChallenge) throw new GrantError("invalid", "This code was issued with PKCE: redeem it at /oauth/token with its code_verifier");
   const claimed = await db.oAuthCode.updateMany({ where: { codeHash: row.codeHash, usedAt: null }, data: { usedAt: now } });
   if (claimed.count !== 1) {
     await revokeGrant(db, row.grantId, "authorization_code_reuse", now);
