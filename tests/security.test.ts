@@ -147,6 +147,7 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, expect: hubRead(200) },
   "PATCH /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, body: () => ({ tags: ["x"] }), expect: { ...hubManage(200) } },
   "DELETE /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, expect: hubManage(200) },
+  "GET /v1/bar/search": { path: (f) => `/v1/bar/search?hub_id=${f.hubId}&q=${encodeURIComponent(f.secretTitle.split(" ")[0]!)}`, expect: hubRead(200) },
   "GET /v1/memories/search": { path: (f) => `/v1/memories/search?hub_id=${f.hubId}&q=${encodeURIComponent(f.secretTitle.split(" ")[0]!)}`, expect: hubRead(200) },
   "GET /v1/memories/[id]/related": { path: (f) => `/v1/memories/${f.secretMemoryId}/related`, expect: hubRead(200) },
   "POST /v1/memories/[id]/access": { path: (f) => `/v1/memories/${f.secretMemoryId}/access`, expect: hubRead(200) },

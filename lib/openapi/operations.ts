@@ -39,7 +39,7 @@ import {
 import { memoryObjectSchema, memoryWithContentSchema } from "@/lib/memories/memory-object.ts";
 import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notifications/notification-object.ts";
 import { bulkNotificationsBodySchema, resolveNotificationBodySchema } from "@/lib/notifications/update-notification.ts";
-import { recallBodySchema, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
+import { barSearchQuerySchema, recallBodySchema, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
 import { recallResponseSchema } from "@/lib/recall/recall-object.ts";
 import { updateSettingsBodySchema } from "@/lib/settings/settings-fields.ts";
 import {
@@ -226,6 +226,20 @@ export const OPERATIONS: Operation[] = [
     hubHeader: true,
     query: searchMemoriesQuerySchema,
     data: z.array(searchResultSchema),
+  },
+  {
+    method: "get",
+    path: "/v1/bar/search",
+    tag: "Memories",
+    summary: "A search bar's quick matches in one request: memories as the quick search finds them, topics (name or description) and readable hubs (name) containing the text; an empty q gives empty lists; `limit` (default 10, max 50) bounds each list",
+    hubHeader: true,
+    query: barSearchQuerySchema,
+    data: z.object({
+      query: z.string(),
+      memories: z.array(searchResultSchema),
+      topics: z.array(z.object({ id: z.string(), name: z.string(), description: z.string().optional(), hub_id: z.string() })),
+      hubs: z.array(z.object({ id: z.string(), name: z.string() })),
+    }),
   },
   {
     method: "get",

@@ -38,3 +38,9 @@ export const searchMemoriesQuerySchema = z.object({
   topic_id: z.uuid("topic_id must be a topic id").optional(),
 });
 export type SearchMemoriesQuery = z.output<typeof searchMemoriesQuerySchema>;
+
+// The bar asks on every keystroke, so an empty q is an empty answer rather than a 400.
+export const barSearchQuerySchema = searchMemoriesQuerySchema.extend({
+  q: z.string().trim().max(MAX_SEARCH_CHARS, `q is at most ${MAX_SEARCH_CHARS} characters`).optional(),
+});
+export type BarSearchQuery = z.output<typeof barSearchQuerySchema>;

@@ -135,6 +135,16 @@ describe("memories", () => {
     expect(await sdk.memories.search("zeppelin")).toEqual([]);
   });
 
+  it("bar.search answers BarSearchResult: memories, topics and hubs in one response", async () => {
+    const bar = await sdk.bar.search("platf");
+    expect(bar).toMatchObject({ query: "platf", memories: expect.any(Array), topics: expect.any(Array) });
+    expect(bar.hubs).toContainEqual({ id: team, name: "Platform" });
+    const cdn = await sdk.bar.search("CDN cache", { hubId: team, limit: 3 });
+    expect(cdn.memories[0]).toMatchObject({ memory_id: pushed.id, hub_id: team });
+    expect(cdn.hubs).toEqual([]);
+    expect(await sdk.bar.search("")).toEqual({ query: "", memories: [], topics: [], hubs: [] });
+  });
+
   it("related answers [{ memory, similarity }]", async () => {
     const similar = await sdk.push("# CDN edge caching\n\nProduct pages are cached at the CDN edge; purge on deploy.", { hubId: team });
     await eventually(async () => (await ann.api("GET", `/v1/memories?hub_id=${team}`)).body.data.memories.every((m: any) => m.processing_status === "done"), 90_000);
