@@ -148,6 +148,12 @@ const ROUTES: Record<string, Row> = {
   "PATCH /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, body: () => ({ tags: ["x"] }), expect: { ...hubManage(200) } },
   "DELETE /v1/memories/[id]": { path: (f) => `/v1/memories/${f.secretMemoryId}`, expect: hubManage(200) },
   "GET /v1/bar/search": { path: (f) => `/v1/bar/search?hub_id=${f.hubId}&q=${encodeURIComponent(f.secretTitle.split(" ")[0]!)}`, expect: hubRead(200) },
+  // Into the caller's own hub: a reader may share (the target decides the write), a stranger finds nothing.
+  "POST /v1/memories/[id]/share": {
+    path: (f) => `/v1/memories/${f.secretMemoryId}/share`,
+    body: (f, me) => ({ target_hub_id: me?.personalHubId ?? f.hubId }),
+    expect: hubRead(201),
+  },
   "GET /v1/memories/search": { path: (f) => `/v1/memories/search?hub_id=${f.hubId}&q=${encodeURIComponent(f.secretTitle.split(" ")[0]!)}`, expect: hubRead(200) },
   "GET /v1/memories/[id]/related": { path: (f) => `/v1/memories/${f.secretMemoryId}/related`, expect: hubRead(200) },
   "POST /v1/memories/[id]/access": { path: (f) => `/v1/memories/${f.secretMemoryId}/access`, expect: hubRead(200) },

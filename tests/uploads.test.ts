@@ -240,6 +240,20 @@ describe("create with file_ref", () => {
     expect(Buffer.from(await download.arrayBuffer()).equals(pdf)).toBe(true);
   });
 
+  it("sharing a file copies its text, not its bytes", async () => {
+    const team = await h.teamHub(ann, [[bob, "contributor"]]);
+    const pdf = await makePdf([["Hangar rota", "The quokka drill runs every second Thursday."]]);
+    const created = await upload(ann, "rota.pdf", "application/pdf", pdf);
+    const original = await processed(ann, created.id);
+    const shared = await ann.post(`/v1/memories/${created.id}/share`, { target_hub_id: team });
+    expect(shared.status, JSON.stringify(shared.body)).toBe(201);
+    const copy = await processed(bob, shared.body.data.id);
+    expect(copy).toMatchObject({ hub_id: team, title: "rota.pdf", attachments: [], state: "active" });
+    expect(copy.content_type).not.toBe("file");
+    expect(copy.content).toBe(original.content);
+    expect(copy.content).toContain("quokka drill");
+  });
+
   it("a DOCX becomes markdown whose headings are the chunks' heading_chain", async () => {
     const docx = await makeDocx([
       { heading: 1, text: "Incident handbook" },

@@ -37,6 +37,7 @@ import {
   updateMemoryBodySchema,
 } from "@/lib/memories/memory-fields.ts";
 import { memoryObjectSchema, memoryWithContentSchema } from "@/lib/memories/memory-object.ts";
+import { shareMemoryBodySchema } from "@/lib/memories/share-memory.ts";
 import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notifications/notification-object.ts";
 import { bulkNotificationsBodySchema, resolveNotificationBodySchema } from "@/lib/notifications/update-notification.ts";
 import { barSearchQuerySchema, recallBodySchema, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
@@ -240,6 +241,15 @@ export const OPERATIONS: Operation[] = [
       topics: z.array(z.object({ id: z.string(), name: z.string(), description: z.string().optional(), hub_id: z.string() })),
       hubs: z.array(z.object({ id: z.string(), name: z.string() })),
     }),
+  },
+  {
+    method: "post",
+    path: "/v1/memories/{id}/share",
+    tag: "Memories",
+    summary: "Copy a readable memory into another hub you can write to, as it reads now (a file or link as its extracted text); 201 with the copy, 200 when that hub already holds the same text",
+    body: shareMemoryBodySchema,
+    data: memoryObjectSchema,
+    statuses: [200, 201],
   },
   {
     method: "get",

@@ -154,6 +154,14 @@ describe("memories", () => {
     expect(related.map((r: any) => r.memory.id)).not.toContain(pushed.id);
   });
 
+  it("memories.share answers the copy (a Memory) in the target hub", async () => {
+    const copy = await sdk.memories.share(pushed.id, ann.personalHubId);
+    expect(copy).toMatchObject({ title: "CDN cache policy", hub_id: ann.personalHubId, kind: "rationale" });
+    expect(copy.id).not.toBe(pushed.id);
+    expect((await sdk.memories.share(pushed.id, ann.personalHubId)).id).toBe(copy.id);
+    await expect(sdk.memories.share(pushed.id, team)).rejects.toMatchObject({ status: 400 });
+  });
+
   it("trackAccessed (what `memax show` sends after get) makes one open count once; alone it counts", async () => {
     const count = async (id: string) => (await ann.api("GET", "/v1/memories?limit=100")).body.data.memories.find((m: any) => m.id === id).access_count;
     const opened = await sdk.push("opened through the SDK");

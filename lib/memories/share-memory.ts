@@ -1,0 +1,47 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { allows, forbiddenFor, membershipOrThrow } from "@/lib/hubs/hub-access.ts";
+import { createMemory, type CreateMemoryResult } from "./create-memory.ts";
+import { findMemoryOrThrow } from "./find-memory.ts";
+import { SOURCES, createMemoryBodySchema } from "./memory-fields.ts";
+
+export const shareMemoryBodySchema = z.object({
+  target_hub_id: z.uuid("target_hub_id must be a hub id (not a slug)"),
+});
+export type ShareMemoryBody = z.output<typeof shareMemoryBodySchema>;
+
+/**
+ * POST /v1/memories/{id}/share: copies a memory the caller can read into another hub they can write
+ * to, as a new memory of theirs that the pipeline processes there; the original stays where it is.
+ * The copy is the memory as it reads now (title, text, kind, stability, tags, provenance). A file or
+ * link becomes its extracted text: the file's bytes stay with the original, and nothing is fetched
+ * again. Sharing the same text twice returns the first copy (the target hub's content dedup).
+ */
+export async function shareMemory(ctx: AuthContext, id: string, input: ShareMemoryBody): Promise<CreateMemoryResult> {
+  const { memory } = await findMemoryOrThrow(ctx, id);
+  if (memory.hubId === input.target_hub_id) {
+    throw new ApiError("invalid_request", "The memory is already in that hub", { issues: [{ path: "target_hub_id", message: "the memory's own hub" }] });
+  }
+  const target = await membershipOrThrow(ctx, input.target_hub_id);
+  if (!allows(target, "memories.write")) throw forbiddenFor(target, "add memories");
+  const extracted = memory.contentType !== "file" && memory.contentType !== "link";
+  if (!extracted && memory.extractedAt === null) {
+    throw new ApiError("conflict", "This memory's file or page is still being read; share it once it is processed", { processing_status: memory.processingStatus });
+  }
+  const source = (SOURCES as readonly string[]).includes(memory.source) ? memory.source : undefined;
+  const body = createMemoryBodySchema.parse({
+    content: memory.content,
+    title: memory.title,
+    kind: memory.kind,
+    stability: memory.stability,
+    tags: memory.tags,
+    // Extracted text is whatever the file or page was; let the text say what it is.
+    content_type: extracted ? memory.contentType : undefined,
+    source,
+    source_agent: memory.sourceAgent ?? undefined,
+    assisted_by_agent: memory.assistedByAgent ?? undefined,
+    initiation_type: memory.initiationType ?? undefined,
+  });
+  return createMemory({ ...ctx, hub: target.hub, role: target.role }, body);
+}
