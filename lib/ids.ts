@@ -1,13 +1,11 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 
 /** A time-ordered UUID (version 7): 48-bit millisecond timestamp, then randomness. */
 export function newId(now = Date.now()): string {
   const bytes = randomBytes(16);
   bytes.writeUIntBE(now, 0, 6);
   bytes[6] = (bytes[6]! & 0x0f) | 0x70;
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
-  const hex = bytes.toString("hex");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return formatUuid(bytes);
 }
 
 /**
@@ -23,4 +21,21 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 export function isUuid(value: string): boolean {
   return UUID_RE.test(value);
+}
+
+/**
+ * A UUID (version 8, RFC 9562's custom layout) that is a hash of its parts: the same record named
+ * the same way always gets the same id, whether or not a row for it exists yet.
+ */
+export function stableId(...parts: string[]): string {
+  const bytes = createHash("sha256").update(parts.join("\0")).digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80;
+  return formatUuid(bytes);
+}
+
+/** 16 bytes with the version set → the canonical 8-4-4-4-12 text, RFC 9562 variant bits set here. */
+function formatUuid(bytes: Buffer): string {
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

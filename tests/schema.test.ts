@@ -132,11 +132,14 @@ describe("schema and migrations agree", () => {
       data: { id: newId(), hubId: hub.id, requestedBy: user.id, sourceAgent: "a", question: "q", options: ["x", "y"], context: "c", state: "resolved", choice: 1, resolution: "choose", resolvedBy: user.id, resolvedAt: now, memoryId: memory.id, createdAt: now, updatedAt: now },
     });
     expect(await db.decisionGate.findUnique({ where: { id: gate.id } })).toEqual(gate);
+    // Connected agents (lib/agents).
+    const agent = await db.connectedAgent.create({ data: { id: newId(), ownerId: user.id, agentName: "claude-code", displayName: "Claude", icon: "🤖", createdAt: now, updatedAt: now } });
+    expect(await db.connectedAgent.findUnique({ where: { id: agent.id } })).toEqual(agent);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "topicVisit", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

@@ -31,7 +31,7 @@ type Identity = (typeof IDENTITIES)[number];
 type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<(typeof KEY_IDENTITIES)[number], number>>;
 
 /** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
-const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "DELETE /v1/auth/oauth-grants/[id]", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs"]);
+const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "DELETE /v1/auth/oauth-grants/[id]", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs", "PATCH /v1/agents/[slug]", "DELETE /v1/agents/[slug]"]);
 /** POSTs that only read. */
 const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/ask", "POST /v1/hubs/[id]/visit", "POST /v1/topics/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge", "POST /v1/memories/[id]/access"]);
 
@@ -129,6 +129,17 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/auth/google": { path: () => "/v1/auth/google?redirect_uri=https%3A%2F%2Fevil.example%2Fcb", expect: publicRoute(400) },
   "POST /v1/auth/exchange": { path: () => "/v1/auth/exchange", body: () => ({}), expect: publicRoute(400) },
   "POST /v1/auth/refresh": { path: () => "/v1/auth/refresh", body: () => ({ token: "ert_unknown" }), expect: publicRoute(400) },
+  // Connected agents are per user: another user's agent of the same name is not found (PATCH) or a not_found skip (DELETE, always 200).
+  "GET /v1/agents": { path: () => "/v1/agents", expect: anyUser(200) },
+  "PATCH /v1/agents/[slug]": {
+    setup: async (f) => {
+      await f.users.owner.post("/v1/auth/api-keys", { name: "agent", agent_name: "security-agent" });
+    },
+    path: () => "/v1/agents/security-agent",
+    body: () => ({ icon: "🛡" }),
+    expect: { ...anyUser(404), owner: 200 },
+  },
+  "DELETE /v1/agents/[slug]": { path: () => "/v1/agents/security-agent", expect: anyUser(200) },
   "GET /v1/auth/oauth-grants": { path: () => "/v1/auth/oauth-grants", expect: anyUser(200) },
   "DELETE /v1/auth/oauth-grants/[id]": {
     setup: async (f) => {

@@ -11,7 +11,7 @@ import { lockConfigKey, recordVersion } from "./upsert-config.ts";
  * that synced an earlier version is told `delete_local`; the content stays
  * restorable for DELETED_RETENTION_DAYS.
  */
-async function tombstone(tx: DbClient, ownerId: string, id: string, now: Date): Promise<boolean> {
+export async function tombstoneConfig(tx: DbClient, ownerId: string, id: string, now: Date): Promise<boolean> {
   const row = await tx.agentConfig.findFirst({ where: { id, ownerId, deletedAt: null }, select: { id: true, agent: true, filePath: true, scope: true } });
   if (!row) return false;
   await lockConfigKey(tx, ownerId, row.agent, row.filePath, row.scope);
@@ -25,7 +25,7 @@ async function tombstone(tx: DbClient, ownerId: string, id: string, now: Date): 
 /** DELETE /v1/configs/:id */
 export async function deleteConfig(ctx: AuthContext, id: string) {
   const now = ctx.now();
-  const done = isUuid(id) && (await ctx.db.$transaction((tx) => tombstone(tx, ctx.user.id, id, now)));
+  const done = isUuid(id) && (await ctx.db.$transaction((tx) => tombstoneConfig(tx, ctx.user.id, id, now)));
   if (!done) throw new ApiError("not_found", "Config not found");
   return { id, deleted: true };
 }
@@ -36,7 +36,7 @@ export async function batchDeleteConfigs(ctx: AuthContext, ids: string[]) {
   let deleted = 0;
   const skipped: { id: string; reason: "not_found" | "delete_failed" }[] = [];
   for (const id of [...new Set(ids)]) {
-    const done = isUuid(id) && (await ctx.db.$transaction((tx) => tombstone(tx, ctx.user.id, id, now)));
+    const done = isUuid(id) && (await ctx.db.$transaction((tx) => tombstoneConfig(tx, ctx.user.id, id, now)));
     if (done) deleted += 1;
     else skipped.push({ id, reason: "not_found" });
   }

@@ -38,6 +38,7 @@ import {
 } from "@/lib/memories/memory-fields.ts";
 import { memoryObjectSchema, memoryWithContentSchema } from "@/lib/memories/memory-object.ts";
 import { shareMemoryBodySchema } from "@/lib/memories/share-memory.ts";
+import { updateAgentBodySchema } from "@/lib/agents/update-agent.ts";
 import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notifications/notification-object.ts";
 import { bulkNotificationsBodySchema, resolveNotificationBodySchema } from "@/lib/notifications/update-notification.ts";
 import { barSearchQuerySchema, recallBodySchema, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
@@ -122,6 +123,21 @@ const startCliLoginQuerySchema = z.object({
     .meta({ description: "http on localhost, 127.0.0.1 or [::1], where the CLI waits for the code" }),
   state: z.string().optional().meta({ description: "Returned unchanged with the code" }),
 });
+const connectedAgentSchema = z.object({
+  id: z.string(),
+  owner_id: z.string(),
+  agent_name: z.string(),
+  display_name: z.string(),
+  icon: z.string(),
+  status: z.enum(["active", "disconnected"]),
+  created_at: z.string(),
+  updated_at: z.string(),
+  key_count: z.int(),
+  config_count: z.int(),
+  memory_count: z.int(),
+  needs_reconnect: z.boolean(),
+  last_active_at: z.string().nullable(),
+});
 const searchResultSchema = z.object({
   memory_id: z.string(),
   title: z.string(),
@@ -174,6 +190,15 @@ export const OPERATIONS: Operation[] = [
   // Auth
   { method: "get", path: "/v1/auth/me", tag: "Account", summary: "Who the credential belongs to" },
   { method: "patch", path: "/v1/auth/me", tag: "Account", summary: "Rename the calling user", body: updateMeBodySchema },
+  { method: "get", path: "/v1/agents", tag: "API keys", summary: "The caller's connected agents (named by their keys, synced configs and renames) with counts, most recently active first (at most 100)", data: z.array(connectedAgentSchema) },
+  { method: "patch", path: "/v1/agents/{slug}", tag: "API keys", summary: "Rename an agent or set its icon (\"\" goes back to the default); `slug` is its agent_name", body: updateAgentBodySchema, data: connectedAgentSchema },
+  {
+    method: "delete",
+    path: "/v1/agents/{slug}",
+    tag: "API keys",
+    summary: "Disconnect an agent: revoke its keys and delete its synced configs (restorable); memories stay. Always 200, an unknown agent as a not_found skip",
+    data: z.object({ disconnected: z.boolean(), keys_revoked: z.int(), configs_tombstoned: z.int(), skipped: z.array(z.object({ id: z.string(), reason: z.literal("not_found") })) }),
+  },
   { method: "get", path: "/v1/auth/api-keys", tag: "API keys", summary: "The caller's active keys, without secrets (at most 100)", data: z.array(apiKeyObjectSchema) },
   { method: "post", path: "/v1/auth/api-keys", tag: "API keys", summary: "Issue a key; the secret is in this response only", body: createApiKeyBodySchema, statuses: [201], data: createdApiKeySchema },
   {

@@ -258,4 +258,19 @@ describe("auth and account", () => {
     expect(await sdk.auth.revokeKey(key.id)).toEqual({ revoked: false, skipped: [{ id: key.id, reason: "not_found" }] });
     expect((await asAgent.push("after revocation").catch((e: unknown) => e)).status).toBe(401);
   });
+
+  it("agents.list, update and disconnect answer ConnectedAgentWithStats and DisconnectAgentResult", async () => {
+    const key = await sdk.auth.createKey({ name: "windsurf on the laptop", agentName: "windsurf" });
+    const asWindsurf = new Memax({ apiUrl: engram.url, apiKey: key.key, maxRetries: 0 });
+    await asWindsurf.push("pushed by windsurf for the agents list");
+    const windsurf = (await sdk.agents.list()).find((a: any) => a.agent_name === "windsurf");
+    expect(windsurf).toMatchObject({ id: expect.any(String), owner_id: expect.any(String), display_name: "Windsurf", icon: "", status: "active", created_at: isoTime, updated_at: isoTime, key_count: 1, config_count: 0, memory_count: 1, needs_reconnect: false, last_active_at: isoTime });
+    expect(await sdk.agents.update("windsurf", { displayName: "Windsurf (laptop)", icon: "🤖" })).toMatchObject({ id: windsurf.id, display_name: "Windsurf (laptop)", icon: "🤖" });
+    // The SDK sends display_name: undefined for an icon-only change: the name stays.
+    expect(await sdk.agents.update("windsurf", { icon: "💻" })).toMatchObject({ display_name: "Windsurf (laptop)", icon: "💻" });
+    expect(await sdk.agents.disconnect("windsurf")).toEqual({ disconnected: true, keys_revoked: 1, configs_tombstoned: 0, skipped: [] });
+    expect((await asWindsurf.push("after the disconnect").catch((e: unknown) => e)).status).toBe(401);
+    expect((await sdk.agents.list()).map((a: any) => a.agent_name)).not.toContain("windsurf");
+    expect(await sdk.agents.disconnect("windsurf")).toMatchObject({ disconnected: false, skipped: [{ id: "windsurf", reason: "not_found" }] });
+  });
 });

@@ -1,0 +1,114 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { stableId } from "@/lib/ids.ts";
+
+/** At most this many agents are listed: a user has at most 100 live keys, and agents are few. */
+export const MAX_AGENTS = 100;
+
+/** Memax's ConnectedAgentWithStats. */
+export interface ConnectedAgentObject {
+  id: string;
+  owner_id: string;
+  agent_name: string;
+  display_name: string;
+  icon: string;
+  status: "active" | "disconnected";
+  created_at: string;
+  updated_at: string;
+  key_count: number;
+  config_count: number;
+  memory_count: number;
+  needs_reconnect: boolean;
+  last_active_at: string | null;
+}
+
+export function agentId(ownerId: string, agentName: string): string {
+  return stableId("agent", ownerId, agentName);
+}
+
+/**
+ * The caller's agents (or the one named `only`): every agent_name on a key of theirs that is not
+ * revoked, every agent with a live synced config, and every agent they renamed. Counts: live keys
+ * (not revoked, not expired), live configs, and memories of theirs that name the agent as
+ * source_agent. An agent left with no live key needs reconnecting. Most recently active first.
+ */
+export async function connectedAgents(ctx: AuthContext, only?: string): Promise<ConnectedAgentObject[]> {
+  const ownerId = ctx.user.id;
+  const now = ctx.now();
+  const [keys, configs, rows] = await Promise.all([
+    ctx.db.apiKey.findMany({
+      where: { userId: ownerId, revokedAt: null, agentName: only ?? { not: null } },
+      select: { agentName: true, expiresAt: true, lastUsedAt: true, createdAt: true },
+    }),
+    ctx.db.agentConfig.groupBy({
+      by: ["agent"],
+      where: { ownerId, deletedAt: null, ...(only !== undefined && { agent: only }) },
+      _count: { _all: true },
+      _min: { createdAt: true },
+      _max: { updatedAt: true },
+    }),
+    ctx.db.connectedAgent.findMany({ where: { ownerId, ...(only !== undefined && { agentName: only }) } }),
+  ]);
+
+  const agents = new Map<string, { keys: number; configs: number; first: Date; last: Date | null }>();
+  const seen = (name: string, first: Date) => {
+    const agent = agents.get(name) ?? { keys: 0, configs: 0, first, last: null };
+    if (first < agent.first) agent.first = first;
+    agents.set(name, agent);
+    return agent;
+  };
+  const later = (a: Date | null, b: Date | null) => (a && b ? (a > b ? a : b) : (a ?? b));
+  for (const key of keys) {
+    const agent = seen(key.agentName!, key.createdAt);
+    if (!key.expiresAt || key.expiresAt > now) agent.keys += 1;
+    agent.last = later(agent.last, key.lastUsedAt);
+  }
+  for (const group of configs) {
+    const agent = seen(group.agent, group._min.createdAt ?? now);
+    agent.configs = group._count._all;
+    agent.last = later(agent.last, group._max.updatedAt);
+  }
+  for (const row of rows) seen(row.agentName, row.createdAt);
+  if (agents.size === 0) return [];
+
+  const memories = await ctx.db.memory.groupBy({
+    by: ["sourceAgent"],
+    where: { ownerId, sourceAgent: { in: [...agents.keys()] } },
+    _count: { _all: true },
+    _max: { createdAt: true },
+  });
+  const memoriesBy = new Map(memories.map((m) => [m.sourceAgent!, m]));
+  const rowBy = new Map(rows.map((row) => [row.agentName, row]));
+
+  return [...agents.entries()]
+    .map(([name, agent]): ConnectedAgentObject => {
+      const row = rowBy.get(name);
+      const written = memoriesBy.get(name);
+      const last = later(agent.last, written?._max.createdAt ?? null);
+      return {
+        id: agentId(ownerId, name),
+        owner_id: ownerId,
+        agent_name: name,
+        display_name: row?.displayName || displayNameOf(name),
+        icon: row?.icon ?? "",
+        status: agent.keys > 0 ? "active" : "disconnected",
+        created_at: agent.first.toISOString(),
+        updated_at: (row && row.updatedAt > (last ?? agent.first) ? row.updatedAt : (last ?? agent.first)).toISOString(),
+        key_count: agent.keys,
+        config_count: agent.configs,
+        memory_count: written?._count._all ?? 0,
+        needs_reconnect: agent.keys === 0,
+        last_active_at: last?.toISOString() ?? null,
+      };
+    })
+    .sort((a, b) => (b.last_active_at ?? "").localeCompare(a.last_active_at ?? "") || a.agent_name.localeCompare(b.agent_name))
+    .slice(0, MAX_AGENTS);
+}
+
+/** "claude-code" → "Claude Code": what an agent is called until its owner names it. */
+function displayNameOf(agentName: string): string {
+  return agentName
+    .split(/[-_\s]+/)
+    .filter(Boolean)
+    .map((word) => word[0]!.toUpperCase() + word.slice(1))
+    .join(" ");
+}

@@ -1,0 +1,32 @@
+import { z } from "zod";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { agentId, connectedAgents, type ConnectedAgentObject } from "./connected-agents.ts";
+
+export const updateAgentBodySchema = atLeastOneOf(
+  z.object({
+    // "" goes back to the name derived from agent_name.
+    display_name: z.string().trim().max(100, "display_name is at most 100 characters").meta({ keepEmpty: true }).optional(),
+    // An emoji or a short icon name; "" clears it.
+    icon: z.string().trim().max(64, "icon is at most 64 characters").meta({ keepEmpty: true }).optional(),
+  }),
+  ["display_name", "icon"],
+  { message: "provide display_name or icon", path: ["display_name"] },
+);
+export type UpdateAgentBody = z.output<typeof updateAgentBodySchema>;
+
+/** PATCH /v1/agents/{agent_name}: rename an agent or set its icon; an agent the caller does not have is not found. */
+export async function updateAgent(ctx: AuthContext, agentName: string, input: UpdateAgentBody): Promise<ConnectedAgentObject> {
+  if ((await connectedAgents(ctx, agentName)).length === 0) throw new ApiError("not_found", "Agent not found");
+  const now = ctx.now();
+  const data = { ...(input.display_name !== undefined && { displayName: input.display_name }), ...(input.icon !== undefined && { icon: input.icon }), updatedAt: now };
+  await ctx.db.$transaction(async (tx) => {
+    // Two renames at once both land on the one row (the unique index), the later winning.
+    await tx.connectedAgent.createMany({ data: [{ id: agentId(ctx.user.id, agentName), ownerId: ctx.user.id, agentName, createdAt: now, updatedAt: now }], skipDuplicates: true });
+    await tx.connectedAgent.update({ where: { ownerId_agentName: { ownerId: ctx.user.id, agentName } }, data });
+  });
+  const [agent] = await connectedAgents(ctx, agentName);
+  if (!agent) throw new ApiError("not_found", "Agent not found");
+  return agent;
+}

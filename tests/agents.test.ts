@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// Connected agents (Memax's agents.list / update / disconnect): derived from the caller's keys,
+// synced configs and memories; a rename is stored, a disconnect revokes and deletes in one go.
+
+let h: Harness;
+let ann: Client;
+let bob: Client;
+let claude: ReturnType<typeof clientFor>;
+
+async function key(who: Client, agentName: string) {
+  const res = await who.post("/v1/auth/api-keys", { name: `${agentName} key`, agent_name: agentName });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data as { id: string; key: string };
+}
+
+const byName = (list: { agent_name: string; id: string }[], name: string) => list.find((a) => a.agent_name === name);
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+  claude = clientFor((await key(ann, "claude-code")).key);
+  await key(ann, "claude-code");
+  const cursor = await key(ann, "cursor");
+  await h.db.apiKey.update({ where: { id: cursor.id }, data: { expiresAt: new Date(Date.now() - 60_000) } });
+  await key(bob, "claude-code");
+  for (const n of [1, 2, 3]) expect((await claude.post("/v1/memories", { content: `Claude's note ${n} on the deploy freeze.` })).status).toBe(201);
+  expect((await ann.post("/v1/memories", { content: "Ann's own note." })).status).toBe(201);
+  const config = { agent: "claude-code", scope: "global", content: "# Rules\n" };
+  expect((await ann.put("/v1/configs", { ...config, file_path: "CLAUDE.md" })).status).toBe(201);
+  expect((await ann.put("/v1/configs", { ...config, file_path: "settings.json" })).status).toBe(201);
+  expect((await ann.put("/v1/configs", { agent: "codex", scope: "global", file_path: "AGENTS.md", content: "x" })).status).toBe(201);
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe("GET /v1/agents", () => {
+  it("lists the caller's agents with their keys, configs and memories, and nobody else's", async () => {
+    const res = await ann.get("/v1/agents");
+    expect(res.status).toBe(200);
+    const list = res.body.data as { agent_name: string; id: string }[];
+    expect(list.map((a) => a.agent_name).sort()).toEqual(["claude-code", "codex", "cursor"]);
+    expect(byName(list, "claude-code")).toMatchObject({
+      owner_id: ann.id,
+      display_name: "Claude Code",
+      icon: "",
+      status: "active",
+      key_count: 2,
+      config_count: 2,
+      memory_count: 3,
+      needs_reconnect: false,
+      last_active_at: expect.any(String),
+    });
+    // An expired key still names its agent, which now needs reconnecting; configs alone do too.
+    expect(byName(list, "cursor")).toMatchObject({ status: "disconnected", key_count: 0, config_count: 0, needs_reconnect: true });
+    expect(byName(list, "codex")).toMatchObject({ key_count: 0, config_count: 1, memory_count: 0, needs_reconnect: true });
+    // The most recently active first (Codex synced last); an agent never active comes last.
+    expect(list.map((a) => a.agent_name)).toEqual(["codex", "claude-code", "cursor"]);
+    const bobs = (await bob.get("/v1/agents")).body.data;
+    expect(bobs).toHaveLength(1);
+    expect(bobs[0]).toMatchObject({ agent_name: "claude-code", key_count: 1, config_count: 0, memory_count: 0 });
+    expect(bobs[0].id).not.toBe(byName(list, "claude-code")!.id);
+  });
+});
+
+describe("PATCH /v1/agents/{agent_name}", () => {
+  it("renames an agent and sets its icon, keeps the id, and goes back to the derived name on \"\"", async () => {
+    const before = byName((await ann.get("/v1/agents")).body.data, "claude-code")!;
+    const res = await ann.patch("/v1/agents/claude-code", { display_name: "Claude (work laptop)", icon: "🤖" });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ id: before.id, agent_name: "claude-code", display_name: "Claude (work laptop)", icon: "🤖", key_count: 2 });
+    expect(byName((await ann.get("/v1/agents")).body.data, "claude-code")).toMatchObject({ display_name: "Claude (work laptop)", icon: "🤖" });
+    const reset = await ann.patch("/v1/agents/claude-code", { display_name: "" });
+    expect(reset.body.data).toMatchObject({ display_name: "Claude Code", icon: "🤖" });
+    expect(await h.db.connectedAgent.count({ where: { ownerId: ann.id } })).toBe(1);
+  });
+
+  it("refuses an agent the caller does not have, an empty body and a long name", async () => {
+    expect((await ann.patch("/v1/agents/windsurf", { icon: "x" })).status).toBe(404);
+    expect((await ann.patch("/v1/agents/claude-code", {})).status).toBe(400);
+    expect((await ann.patch("/v1/agents/claude-code", { display_name: "x".repeat(101) })).status).toBe(400);
+    expect((await claude.patch("/v1/agents/claude-code", { icon: "x" })).status).toBe(200);
+    expect(await h.db.connectedAgent.count({ where: { ownerId: bob.id } })).toBe(0);
+  });
+});
+
+describe("DELETE /v1/agents/{agent_name}", () => {
+  it("revokes the agent's keys and deletes its configs (restorable), keeps its memories, and is idempotent", async () => {
+    const res = await ann.delete("/v1/agents/claude-code");
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ disconnected: true, keys_revoked: 2, configs_tombstoned: 2, skipped: [] });
+    // The agent's key stops working at once.
+    expect((await claude.get("/v1/memories")).status).toBe(401);
+    expect((await ann.get("/v1/configs?agent=claude-code")).body.data.configs).toHaveLength(0);
+    const deleted = (await ann.get("/v1/configs/deleted")).body.data.configs as { agent: string }[];
+    expect(deleted.filter((c) => c.agent === "claude-code")).toHaveLength(2);
+    expect(await h.db.memory.count({ where: { ownerId: ann.id, sourceAgent: "claude-code" } })).toBe(3);
+    expect(await h.db.connectedAgent.count({ where: { ownerId: ann.id } })).toBe(0);
+    expect(byName((await ann.get("/v1/agents")).body.data, "claude-code")).toBeUndefined();
+    // Bob's agent of the same name is untouched.
+    expect(byName((await bob.get("/v1/agents")).body.data, "claude-code")).toMatchObject({ key_count: 1 });
+
+    const again = await ann.delete("/v1/agents/claude-code");
+    expect(again.body.data).toEqual({ disconnected: false, keys_revoked: 0, configs_tombstoned: 0, skipped: [{ id: "claude-code", reason: "not_found" }] });
+  });
+});
