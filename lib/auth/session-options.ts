@@ -80,10 +80,10 @@ export async function sessionOptions(db: Db): Promise<AuthOptions> {
     callbacks: {
       async signIn({ user, account, profile }) {
         if (!account || account.type !== "oauth") return true;
-        const linked = await db.oAuthAccount.findUnique({
-          where: { provider_providerAccountId: { provider: account.provider, providerAccountId: account.providerAccountId } },
-        });
-        if (linked) return true;
+        const identity = { provider: account.provider, providerAccountId: account.providerAccountId };
+        const shown = { providerEmail: (user.email ?? "").trim().slice(0, 320), providerName: (user.name ?? "").trim().slice(0, 200) };
+        // A known identity only refreshes what the provider calls it now.
+        if ((await db.oAuthAccount.updateMany({ where: identity, data: shown })).count > 0) return true;
         const email = user.email?.trim().toLowerCase();
         if (!email) return "/sign-in?error=OAuthNoEmail";
         const existing = await db.user.findUnique({ where: { email } });
@@ -93,14 +93,14 @@ export async function sessionOptions(db: Db): Promise<AuthOptions> {
           const verified = account.provider === "google" && (profile as { email_verified?: boolean } | undefined)?.email_verified === true;
           if (!verified) return "/sign-in?error=OAuthAccountNotLinked";
           await db.oAuthAccount.create({
-            data: { id: newId(now.getTime()), userId: existing.id, provider: account.provider, providerAccountId: account.providerAccountId },
+            data: { id: newId(now.getTime()), userId: existing.id, provider: account.provider, providerAccountId: account.providerAccountId, ...shown },
           });
           return true;
         }
         if (!signUpOpen()) return "/sign-in?error=SignupClosed";
         await createUser(db, { email, name: user.name?.trim() || email.split("@")[0]! }, now, (tx, created) =>
           tx.oAuthAccount.create({
-            data: { id: newId(now.getTime()), userId: created.user.id, provider: account.provider, providerAccountId: account.providerAccountId },
+            data: { id: newId(now.getTime()), userId: created.user.id, provider: account.provider, providerAccountId: account.providerAccountId, ...shown },
           }),
         );
         return true;

@@ -190,6 +190,20 @@ export const OPERATIONS: Operation[] = [
   // Auth
   { method: "get", path: "/v1/auth/me", tag: "Account", summary: "Who the credential belongs to" },
   { method: "patch", path: "/v1/auth/me", tag: "Account", summary: "Rename the calling user", body: updateMeBodySchema },
+  {
+    method: "get",
+    path: "/v1/auth/identities",
+    tag: "Account",
+    summary: "The GitHub / Google accounts that sign the caller in, oldest first (at most 100); email and name as the provider gave them at the last sign-in",
+    data: z.array(z.object({ id: z.string(), user_id: z.string(), provider: z.string(), provider_id: z.string(), provider_email: z.string(), provider_name: z.string(), created_at: z.string() })),
+  },
+  {
+    method: "delete",
+    path: "/v1/auth/link/{provider}",
+    tag: "Account",
+    summary: "Stop a provider's accounts (github, google) signing the caller in; 409 when it is the last way in (no password, no other provider)",
+    data: z.object({ status: z.literal("unlinked") }),
+  },
   { method: "get", path: "/v1/agents", tag: "API keys", summary: "The caller's connected agents (named by their keys, synced configs and renames) with counts, most recently active first (at most 100)", data: z.array(connectedAgentSchema) },
   { method: "patch", path: "/v1/agents/{slug}", tag: "API keys", summary: "Rename an agent or set its icon (\"\" goes back to the default); `slug` is its agent_name", body: updateAgentBodySchema, data: connectedAgentSchema },
   {

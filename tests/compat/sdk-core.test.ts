@@ -219,6 +219,11 @@ describe("auth and account", () => {
     expect(me.connected_providers).toEqual([]);
   });
 
+  it("listIdentities answers AuthIdentity[]; unlinkProvider of nothing linked is a 404", async () => {
+    expect(await sdk.auth.listIdentities()).toEqual([]);
+    await expect(sdk.auth.unlinkProvider("github")).rejects.toMatchObject({ status: 404 });
+  });
+
   it("updateProfile renames", async () => {
     expect(await sdk.auth.updateProfile("Ann Lovelace")).toMatchObject({ status: "updated", display_name: "Ann Lovelace" });
     expect((await sdk.auth.me()).user.display_name).toBe("Ann Lovelace");
