@@ -177,6 +177,23 @@ describe("answering", () => {
     expect((await resolve(ann, hub, slot.slot_key, { action: "choose", choice: "b" })).body.data.slot.state).toBe("resolved");
   });
 
+  it("the hub's one board is listed and readable by its id; a gate's slot has no earlier versions", async () => {
+    const gate = await ask(ann, hub, { question: "Which queue for the mailer?", options: ["SQS", "Redis"] });
+    const slotKey = gate.body.data.slot.slot_key;
+    const boards = await vic.get(`/v1/hubs/${hub}/boards`);
+    expect(boards.status).toBe(200);
+    expect(boards.body.data.boards).toEqual([expect.objectContaining({ id: hub, hub_id: hub, kind: "system", status: "active" })]);
+    const byId = await vic.get(`/v1/hubs/${hub}/boards/${hub}`);
+    expect(byId.body.data).toEqual((await vic.get(`/v1/hubs/${hub}/board`)).body.data);
+    expect(byId.body.data.slots.map((s: { slot_key: string }) => s.slot_key)).toContain(slotKey);
+    expect((await vic.get(`/v1/hubs/${hub}/boards/${vic.personalHubId}`)).status).toBe(404);
+    expect((await eve.get(`/v1/hubs/${hub}/boards`)).status).toBe(404);
+    expect((await vic.get(`/v1/hubs/${hub}/board/slots/${encodeURIComponent(slotKey)}/history`)).body.data).toEqual({ versions: [] });
+    expect((await vic.get(`/v1/hubs/${hub}/board/slots/decision%3A${hub}/history`)).status).toBe(404);
+    expect((await eve.get(`/v1/hubs/${hub}/board/slots/${encodeURIComponent(slotKey)}/history`)).status).toBe(404);
+    expect((await resolve(ann, hub, slotKey, { action: "dismiss" })).status).toBe(200);
+  });
+
   it("goes with its hub", async () => {
     const doomed = (await ann.post("/v1/hubs", { name: "Doomed" })).body.data.id;
     await ask(ann, doomed);

@@ -226,6 +226,16 @@ const ROUTES: Record<string, Row> = {
     body: () => ({ action: "choose", choice: "eu" }),
     expect: hubWrite(200),
   },
+  "GET /v1/hubs/[id]/boards": { path: (f) => `${hub(f)}/boards`, expect: hubRead(200) },
+  "GET /v1/hubs/[id]/boards/[board_id]": { path: (f) => `${hub(f)}/boards/${f.hubId}`, expect: hubRead(200) },
+  "GET /v1/hubs/[id]/board/slots/[slot_key]/history": {
+    setup: async (f) => {
+      const gate = await f.users.owner.post(`${hub(f)}/board/decision-gate`, { question: "Which zone?", options: ["a", "b"] });
+      f.extra.historyKey = gate.body.data.slot.slot_key;
+    },
+    path: (f) => `${hub(f)}/board/slots/${encodeURIComponent(f.extra.historyKey!)}/history`,
+    expect: hubRead(200),
+  },
   "GET /v1/hubs/[id]/members": { path: (f) => `${hub(f)}/members`, expect: hubRead(200), hides: memberEmailsHidden },
   "POST /v1/hubs/[id]/members": {
     // The owner e-mailed Spare an invite, so managers can find them by id.

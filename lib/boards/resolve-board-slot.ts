@@ -2,12 +2,12 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import type { DecisionGate } from "@/lib/db/generated/client.ts";
 import { hubPermissionOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
-import { isUuid } from "@/lib/ids.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
 import { createMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
 import type { ResolveSlotBody } from "./decision-gate-fields.ts";
 import { OPEN_GATE_STATES, closeGateNotifications, reopenGateNotifications } from "./gate-notifications.ts";
-import { GATE_SLOT_PREFIX, gateOptions, serializeGateSlot } from "./serialize-board.ts";
+import { findGateSlot } from "./find-gate-slot.ts";
+import { gateOptions, serializeGateSlot } from "./serialize-board.ts";
 
 const isOpen = (gate: DecisionGate) => (OPEN_GATE_STATES as readonly string[]).includes(gate.state);
 
@@ -18,11 +18,7 @@ const isOpen = (gate: DecisionGate) => (OPEN_GATE_STATES as readonly string[]).i
  */
 export async function resolveBoardSlot(ctx: AuthContext, hubId: string, slotKey: string, input: ResolveSlotBody) {
   const membership = await hubPermissionOrThrow(ctx, hubId, "memories.write", "answer decisions");
-  // Clients encode the key's colon; a router may or may not have decoded it already.
-  const key = slotKey.replace(/%3A/gi, ":");
-  const gateId = key.startsWith(GATE_SLOT_PREFIX) ? key.slice(GATE_SLOT_PREFIX.length) : "";
-  const gate = isUuid(gateId) ? await ctx.db.decisionGate.findFirst({ where: { id: gateId, hubId: membership.hub.id } }) : null;
-  if (!gate) throw new ApiError("not_found", "No such card on this hub's board");
+  const gate = await findGateSlot(ctx.db, membership.hub.id, slotKey);
   switch (input.action) {
     case "choose":
       return { slot: serializeGateSlot(await choose(ctx, membership, gate, input.choice)) };

@@ -348,6 +348,9 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/hubs/{id}/summary", tag: "Hubs", summary: "Counts, stats, greeting and the caller's role" },
   { method: "post", path: "/v1/hubs/{id}/visit", tag: "Hubs", summary: "Record that the caller looked at the hub" },
   { method: "get", path: "/v1/hubs/{id}/board", tag: "Boards", summary: "The hub's board: open decision gates first, then up to 20 recently settled ones", data: boardWithSlotsSchema },
+  { method: "get", path: "/v1/hubs/{id}/boards", tag: "Boards", summary: "The hub's boards: its system board, whose id is the hub's (custom boards are not built)", data: z.object({ boards: z.array(boardWithSlotsSchema.shape.board) }) },
+  { method: "get", path: "/v1/hubs/{id}/boards/{board_id}", tag: "Boards", summary: "One board with its cards, as GET /v1/hubs/{id}/board; another board id is 404", data: boardWithSlotsSchema },
+  { method: "get", path: "/v1/hubs/{id}/board/slots/{slot_key}/history", tag: "Boards", summary: "A card's earlier contents, newest first; a decision gate's question never changes, so it has none", data: z.object({ versions: z.array(z.never()) }) },
   {
     method: "post",
     path: "/v1/hubs/{id}/board/decision-gate",

@@ -219,6 +219,18 @@ describe("auth and account", () => {
     expect(me.connected_providers).toEqual([]);
   });
 
+  it("boards: requestDecision, listForHub, getBoard, slotHistory and resolveSlot on the hub's one board", async () => {
+    const { slot } = await sdk.boards.requestDecision(team, { question: "Which CDN for the docs site?", options: ["Fastly", "Cloudflare"] });
+    expect(slot).toMatchObject({ slot_key: expect.stringMatching(/^decision:/), kind: "decision_gate", state: "fresh" });
+    const { boards } = await sdk.boards.listForHub(team);
+    expect(boards).toEqual([expect.objectContaining({ id: team, hub_id: team, kind: "system" })]);
+    const board = await sdk.boards.getBoard(team, boards[0].id);
+    expect(board.slots.map((s: any) => s.slot_key)).toContain(slot.slot_key);
+    expect(await sdk.boards.slotHistory(team, slot.slot_key)).toEqual({ versions: [] });
+    const chosen = await sdk.boards.resolveSlot(team, slot.slot_key, "choose", undefined, "Cloudflare");
+    expect(chosen.slot).toMatchObject({ state: "resolved", payload: { chosen: expect.objectContaining({ label: "Cloudflare" }) } });
+  });
+
   it("listIdentities answers AuthIdentity[]; unlinkProvider of nothing linked is a 404", async () => {
     expect(await sdk.auth.listIdentities()).toEqual([]);
     await expect(sdk.auth.unlinkProvider("github")).rejects.toMatchObject({ status: 404 });
