@@ -106,9 +106,9 @@ export async function connectedAgents(ctx: AuthContext, only?: string): Promise<
 
 /** "claude-code" → "Claude Code": what an agent is called until its owner names it. */
 function displayNameOf(agentName: string): string {
-  return agentName
+  const words = agentName
     .split(/[-_\s]+/)
     .filter(Boolean)
-    .map((word) => word[0]!.toUpperCase() + word.slice(1))
-    .join(" ");
+    .map((word) => word[0]!.toUpperCase() + word.slice(1));
+  return words.length ? words.join(" ") : agentName;
 }

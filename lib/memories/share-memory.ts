@@ -4,7 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { allows, forbiddenFor, membershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { createMemory, type CreateMemoryResult } from "./create-memory.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
-import { SOURCES, createMemoryBodySchema } from "./memory-fields.ts";
+import { SOURCES, type CreateMemoryBody, type Kind, type Stability } from "./memory-fields.ts";
 
 export const shareMemoryBodySchema = z.object({
   target_hub_id: z.uuid("target_hub_id must be a hub id (not a slug)"),
@@ -25,23 +25,25 @@ export async function shareMemory(ctx: AuthContext, id: string, input: ShareMemo
   }
   const target = await membershipOrThrow(ctx, input.target_hub_id);
   if (!allows(target, "memories.write")) throw forbiddenFor(target, "add memories");
-  const extracted = memory.contentType !== "file" && memory.contentType !== "link";
-  if (!extracted && memory.extractedAt === null) {
+  const fetched = memory.contentType === "file" || memory.contentType === "link";
+  if (fetched && memory.extractedAt === null) {
     throw new ApiError("conflict", "This memory's file or page is still being read; share it once it is processed", { processing_status: memory.processingStatus });
   }
-  const source = (SOURCES as readonly string[]).includes(memory.source) ? memory.source : undefined;
-  const body = createMemoryBodySchema.parse({
+  const source = (SOURCES as readonly string[]).includes(memory.source) ? (memory.source as CreateMemoryBody["source"]) : undefined;
+  // Built, not parsed: the stored values passed validation when they were written (or came from
+  // the pipeline), and a rule tightened since must not turn a share into a 500.
+  const body: CreateMemoryBody = {
     content: memory.content,
     title: memory.title,
-    kind: memory.kind,
-    stability: memory.stability,
+    kind: memory.kind as Kind,
+    stability: memory.stability as Stability,
     tags: memory.tags,
     // Extracted text is whatever the file or page was; let the text say what it is.
-    content_type: extracted ? memory.contentType : undefined,
+    content_type: fetched ? undefined : (memory.contentType as CreateMemoryBody["content_type"]),
     source,
     source_agent: memory.sourceAgent ?? undefined,
     assisted_by_agent: memory.assistedByAgent ?? undefined,
-    initiation_type: memory.initiationType ?? undefined,
-  });
+    initiation_type: (memory.initiationType ?? undefined) as CreateMemoryBody["initiation_type"],
+  };
   return createMemory({ ...ctx, hub: target.hub, role: target.role }, body);
 }
