@@ -104,3 +104,24 @@ describe("GET /v1/usage", () => {
     expect(usage.limits.rate_limit_heavy_rpm).toBe(42);
   });
 });
+
+describe("GET /v1/plans", () => {
+  it("answers the install's two free plans with the limits it enforces, as Memax's SDK reads them", async () => {
+    process.env.ENGRAM_QUOTA_HUB_MEMORIES = "500";
+    try {
+      const res = await ann.get("/v1/plans");
+      expect(res.status).toBe(200);
+      const [personal, hub] = res.body.data;
+      expect(personal).toMatchObject({ id: "self_hosted", scope: "personal", monthly_price_cents: 0, push_limit: -1, max_hub_members: null, active: true, features: { self_hosted: true } });
+      expect(hub).toMatchObject({ id: "self_hosted_team", scope: "hub", memory_limit: 500 });
+      // The same limits GET /v1/usage reports, from one place.
+      const limits = (await ann.get("/v1/usage")).body.data.limits;
+      for (const field of ["memory_limit", "storage_bytes_limit", "max_attachment_bytes", "rate_limit_rpm", "rate_limit_heavy_rpm", "ask_model"]) expect(personal[field]).toEqual(limits[field]);
+      const { Memax } = await loadMemaxSdk();
+      const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: ann.key, fetch: routeFetch });
+      expect((await sdk.settings.plans()).map((p: { id: string }) => p.id)).toEqual(["self_hosted", "self_hosted_team"]);
+    } finally {
+      delete process.env.ENGRAM_QUOTA_HUB_MEMORIES;
+    }
+  });
+});

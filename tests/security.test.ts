@@ -140,6 +140,7 @@ const ROUTES: Record<string, Row> = {
     expect: { ...anyUser(404), owner: 200 },
   },
   "DELETE /v1/agents/[slug]": { path: () => "/v1/agents/security-agent", expect: anyUser(200) },
+  "GET /v1/plans": { path: () => "/v1/plans", expect: anyUser(200) },
   "GET /v1/auth/identities": { path: () => "/v1/auth/identities", expect: anyUser(200) },
   // Nobody in the fixture signs in with GitHub: the caller's own (absent) link is not found.
   "DELETE /v1/auth/link/[provider]": { path: () => "/v1/auth/link/github", expect: anyUser(404) },

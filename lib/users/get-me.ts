@@ -6,9 +6,7 @@ import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import { periodCounts } from "@/lib/usage/count-usage.ts";
-
-/** A self-hosted instance has one plan: everything, bounded only by the documented limits. */
-export const SELF_HOSTED_PLAN = "self_hosted";
+import { SELF_HOSTED_PLAN } from "@/lib/usage/plan-limits.ts";
 
 // `\S`: blank names fail min(1) once trimmed; the pattern says so in the OpenAPI document.
 const nameSchema = z.string().trim().min(1).max(100).regex(/\S/, "must not be blank");
