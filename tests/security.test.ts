@@ -31,7 +31,7 @@ type Identity = (typeof IDENTITIES)[number];
 type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<(typeof KEY_IDENTITIES)[number], number>>;
 
 /** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
-const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "DELETE /v1/auth/oauth-grants/[id]", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs", "PATCH /v1/agents/[slug]", "DELETE /v1/agents/[slug]", "DELETE /v1/auth/link/[provider]"]);
+const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "DELETE /v1/auth/oauth-grants/[id]", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs", "PATCH /v1/agents/[slug]", "DELETE /v1/agents/[slug]", "DELETE /v1/auth/link/[provider]", "DELETE /v1/account/data"]);
 /** POSTs that only read. */
 const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/ask", "POST /v1/hubs/[id]/visit", "POST /v1/topics/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge", "POST /v1/memories/[id]/access"]);
 
@@ -140,6 +140,8 @@ const ROUTES: Record<string, Row> = {
     expect: { ...anyUser(404), owner: 200 },
   },
   "DELETE /v1/agents/[slug]": { path: () => "/v1/agents/security-agent", expect: anyUser(200) },
+  // Each identity empties only its own account (a fresh fixture per identity).
+  "DELETE /v1/account/data": { path: () => "/v1/account/data", expect: anyUser(200) },
   "GET /v1/plans": { path: () => "/v1/plans", expect: anyUser(200) },
   "GET /v1/auth/identities": { path: () => "/v1/auth/identities", expect: anyUser(200) },
   // Nobody in the fixture signs in with GitHub: the caller's own (absent) link is not found.

@@ -183,6 +183,13 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/openapi.json", tag: "System", summary: "This OpenAPI 3.1 document", auth: "none" },
   { method: "post", path: "/v1/admin/users", tag: "System", summary: "Bootstrap a user and their first API key (ENGRAM_ADMIN_TOKEN; 404 when unset)", auth: "admin", body: adminCreateUserBodySchema, statuses: [201] },
   {
+    method: "delete",
+    path: "/v1/account/data",
+    tag: "Account",
+    summary: "Empty the account and keep it: the personal hub's memories, files, topics, gates and dream runs, synced configs, agent sessions, agent names, notifications and pending uploads, in one transaction. Team hubs keep what you pushed there",
+    data: z.object({ deleted: z.literal(true), memories: z.int(), topics: z.int(), configs: z.int(), sessions: z.int() }),
+  },
+  {
     method: "get",
     path: "/v1/plans",
     tag: "Account",

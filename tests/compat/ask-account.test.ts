@@ -102,6 +102,15 @@ describe("Memax CLI and SDK: ask, account, notifications, events", () => {
     expect(usage.ask_count).toBeGreaterThanOrEqual(6);
   });
 
+  it("SDK plans and account.deleteAllData: the install's plans; a fresh user's account emptied, kept", async () => {
+    expect((await sdk(bob).settings.plans()).map((p: any) => [p.id, p.scope])).toEqual([["self_hosted", "personal"], ["self_hosted_team", "hub"]]);
+    const cyd = await engram.user("Cyd");
+    await sdk(cyd).push("# Cyd's scratch note\n\nTo be wiped.");
+    expect(await sdk(cyd).account.deleteAllData()).toMatchObject({ deleted: true, memories: 1 });
+    expect((await sdk(cyd).memories.list()).memories).toEqual([]);
+    expect((await sdk(cyd).auth.me()).user.id).toBe(cyd.id);
+  });
+
   it("SDK notifications and the event stream: an invite arrives live, is seen and accepted", async () => {
     const annClient = sdk(ann);
     const received: [string, any][] = [];

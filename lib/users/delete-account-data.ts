@@ -1,0 +1,67 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { isDatabaseSessionKey, sessionStoreFor } from "@/lib/agent-sessions/session-store.ts";
+import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
+import { lockHubMembers } from "@/lib/hubs/hub-access.ts";
+import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
+
+export interface DeleteAccountDataResult {
+  deleted: true;
+  memories: number;
+  topics: number;
+  configs: number;
+  sessions: number;
+}
+
+/**
+ * DELETE /v1/account/data (Memax's account.deleteAllData): empties the account, keeps it. In one
+ * transaction it deletes everything in the caller's personal hub (memories with their chunks and
+ * files, topics, decision gates, dream runs) and everything that is theirs alone (synced configs
+ * with their versions, agent sessions, agent names, notifications, topic visits, uploads never
+ * attached). It keeps the account, its sign-ins, API keys and settings, and team hubs: what the
+ * caller pushed there belongs to the team (leave the hub, or ask an admin, to remove it).
+ */
+export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccountDataResult> {
+  const userId = ctx.user.id;
+  const personal = await ctx.db.hub.findFirst({ where: { ownerId: userId, hubType: "personal" }, select: { id: true } });
+  const { blobKeys, sessionKeys, ...counts } = await ctx.db.$transaction(async (tx) => {
+    let memories = 0;
+    let topics = 0;
+    let blobKeys: string[] = [];
+    if (personal) {
+      // Pushes under way finish first, then the memories are locked in id order (as a hub delete does).
+      await lockHubMembers(tx, personal.id);
+      await lockMemoriesOf(tx, personal.id);
+      blobKeys = await detachUploads(tx, { hubId: personal.id });
+      memories = (await tx.memory.deleteMany({ where: { hubId: personal.id } })).count;
+      topics = (await tx.topic.deleteMany({ where: { hubId: personal.id } })).count;
+      await tx.decisionGate.deleteMany({ where: { hubId: personal.id } });
+      await tx.dreamRun.deleteMany({ where: { hubId: personal.id } });
+      await emitEvent(tx, [
+        { type: "hub.updated", hubId: personal.id, actorId: userId, entityId: personal.id },
+        { type: "topic.changed", hubId: personal.id, actorId: userId, entityId: personal.id },
+      ]);
+    }
+    const configs = (await tx.agentConfig.deleteMany({ where: { ownerId: userId } })).count;
+    const sessionRows = await tx.agentSession.findMany({ where: { ownerId: userId }, select: { storeKey: true } });
+    await tx.agentSession.deleteMany({ where: { ownerId: userId } });
+    const sessionKeys = sessionRows.map((row) => row.storeKey);
+    // Session files kept in the database go with their rows; the upload store's after the commit.
+    await tx.agentSessionBlob.deleteMany({ where: { key: { in: sessionKeys.filter(isDatabaseSessionKey) } } });
+    await tx.connectedAgent.deleteMany({ where: { ownerId: userId } });
+    await tx.notification.deleteMany({ where: { userId } });
+    await tx.topicVisit.deleteMany({ where: { userId } });
+    // Uploads not attached (the personal hub's files are detached by now) go in this transaction, so a
+    // push naming one from now on is refused instead of attaching a file whose bytes are about to go.
+    const unattached = await tx.upload.findMany({ where: { ownerId: userId, attachedAt: null }, select: { objectKey: true } });
+    await tx.upload.deleteMany({ where: { ownerId: userId, attachedAt: null } });
+    return { memories, topics, configs, sessions: sessionRows.length, blobKeys: [...new Set([...blobKeys, ...unattached.map((u) => u.objectKey)])], sessionKeys };
+  });
+  // Bytes go once the rows are gone (best effort: a file or session file left behind is unreachable,
+  // its row gone, and logged).
+  await removeBlobs(ctx.db, blobKeys);
+  for (const key of sessionKeys.filter((k) => !isDatabaseSessionKey(k))) {
+    await (await sessionStoreFor(ctx.db, key)).delete(key).catch((error: unknown) => console.error(`[engram] account data: deleting ${key} failed`, error));
+  }
+  return { deleted: true, ...counts };
+}

@@ -1,0 +1,98 @@
+import { createHash } from "node:crypto";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
+import { dispatch } from "./support/router.ts";
+
+// DELETE /v1/account/data (Memax's account.deleteAllData): the account is emptied and kept; team
+// hubs keep what the caller pushed there; nobody else's data moves.
+
+let h: Harness;
+let ann: Client & { personalHubId: string };
+let bob: Client & { personalHubId: string };
+let team: string;
+let blobDir: string;
+
+/** Every file under the blob directory (the embedded store keeps one file per object). */
+function storedFiles(): string[] {
+  return readdirSync(blobDir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name);
+}
+
+async function uploadText(who: Client, text: string) {
+  const bytes = Buffer.from(text);
+  const intent = (await who.post("/v1/uploads", { filename: "notes.txt", content_type: "text/plain", size_bytes: bytes.length })).body.data;
+  const put = await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(bytes) }));
+  expect(put.status).toBe(200);
+  return { ...intent.file_ref, sha256: createHash("sha256").update(bytes).digest("hex") };
+}
+
+beforeAll(async () => {
+  blobDir = mkdtempSync(path.join(tmpdir(), "engram-blobs-"));
+  setBlobStore(new LocalBlobStore(blobDir));
+  h = await createHarness();
+  ann = (await h.user("Ann")) as Client & { personalHubId: string };
+  bob = (await h.user("Bob")) as Client & { personalHubId: string };
+  team = await h.teamHub(bob, [[ann, "contributor"]]);
+});
+afterAll(async () => {
+  setBlobStore(undefined);
+  await h?.close();
+  rmSync(blobDir, { recursive: true, force: true });
+});
+
+describe("DELETE /v1/account/data", () => {
+  it("empties the personal hub and everything that is the caller's alone, in one go, and keeps the account", async () => {
+    for (const content of ["# Ann's diary\n\nPrivate.", "# Ann's recipes\n\nPasta."]) expect((await ann.post("/v1/memories", { content })).status).toBe(201);
+    expect((await ann.post("/v1/memories", { content: "", file_ref: await uploadText(ann, "Ann's attached notes") })).status).toBe(201);
+    const pending = await uploadText(ann, "never attached");
+    expect((await ann.post("/v1/topics", { name: "Cooking" })).status).toBe(201);
+    expect((await ann.post(`/v1/hubs/${ann.personalHubId}/board/decision-gate`, { question: "Tea or coffee?", options: ["tea", "coffee"] })).status).toBe(201);
+    expect((await ann.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "CLAUDE.md", content: "# Rules\n" })).status).toBe(201);
+    expect((await ann.put("/v1/agent-sessions", { agent: "claude-code", session_id: "s-1", content: '{"role":"user"}\n' })).status).toBe(201);
+    const teamNote = await ann.post("/v1/memories", { content: "Ann's note for the team." }, { headers: { "x-hub-id": team } });
+    expect(teamNote.status).toBe(201);
+    expect((await bob.post("/v1/memories", { content: "Bob's own note." })).status).toBe(201);
+    expect((await bob.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "CLAUDE.md", content: "# Bob\n" })).status).toBe(201);
+    expect(storedFiles().length).toBeGreaterThanOrEqual(2);
+
+    const res = await ann.delete("/v1/account/data");
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toEqual({ deleted: true, memories: 3, topics: 1, configs: 1, sessions: 1 });
+
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    expect(await h.db.topic.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    expect(await h.db.decisionGate.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    expect(await h.db.notification.count({ where: { userId: ann.id } })).toBe(0);
+    expect(await h.db.agentConfig.count({ where: { ownerId: ann.id } })).toBe(0);
+    expect(await h.db.agentSession.count({ where: { ownerId: ann.id } })).toBe(0);
+    expect(await h.db.upload.count({ where: { ownerId: ann.id } })).toBe(0);
+    // The attached file's bytes and the never-attached upload's are gone from the store.
+    expect(storedFiles().filter((name) => !name.startsWith("."))).toHaveLength(0);
+    // A push naming the deleted upload is refused, not attached to nothing.
+    expect((await ann.post("/v1/memories", { content: "", file_ref: pending })).status).toBe(400);
+
+    // The account works, and the team keeps what Ann pushed there.
+    expect((await ann.get("/v1/auth/me")).status).toBe(200);
+    expect((await ann.get(`/v1/memories/${teamNote.body.data.id}`)).status).toBe(200);
+    expect((await ann.post("/v1/memories", { content: "A fresh start." })).status).toBe(201);
+    // Bob's data did not move.
+    expect(await h.db.memory.count({ where: { hubId: bob.personalHubId } })).toBe(1);
+    expect(await h.db.agentConfig.count({ where: { ownerId: bob.id } })).toBe(1);
+
+    // Again: nothing left but the fresh start.
+    expect((await ann.delete("/v1/account/data")).body.data).toEqual({ deleted: true, memories: 1, topics: 0, configs: 0, sessions: 0 });
+  });
+
+  it("needs an unrestricted key: one limited to reading or to some hubs gets 403 and nothing is deleted", async () => {
+    expect((await bob.post("/v1/memories", { content: "Bob keeps this." })).status).toBe(201);
+    const readOnly = clientFor((await bob.post("/v1/auth/api-keys", { name: "reader", scopes: ["read"] })).body.data.key);
+    const hubOnly = clientFor((await bob.post("/v1/auth/api-keys", { name: "team only", hub_id: team })).body.data.key);
+    expect((await readOnly.delete("/v1/account/data")).status).toBe(403);
+    expect((await hubOnly.delete("/v1/account/data")).status).toBe(403);
+    expect(await h.db.memory.count({ where: { hubId: bob.personalHubId } })).toBe(2);
+  });
+});
