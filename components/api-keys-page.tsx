@@ -5,6 +5,7 @@ import { api } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
 import type { ApiKey } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
+import { ConnectedAgents } from "./connected-agents.tsx";
 import { ConnectedApps } from "./connected-apps.tsx";
 import { Button, Card, ConfirmDialog, CopyButton, EmptyState, ErrorNotice, LoadingRows, PageHeader, Select, TextInput } from "./ui.tsx";
 
@@ -12,6 +13,9 @@ export function ApiKeysPage() {
   // A plain array: at most 100 active keys per user.
   const keys = useApi<ApiKey[]>("/v1/auth/api-keys");
   const [name, setName] = useState("");
+  const [agent, setAgent] = useState("");
+  // Bumped when keys change, so the agents card (counts of keys) reads again.
+  const [agentsVersion, setAgentsVersion] = useState(0);
   const [expires, setExpires] = useState("");
   const [busy, setBusy] = useState<string>();
   const [error, setError] = useState<unknown>();
@@ -24,7 +28,7 @@ export function ApiKeysPage() {
       <div className="flex flex-col gap-5">
         <Card title="Create a key">
           <form
-            className="grid gap-3 sm:grid-cols-[1fr_12rem_auto] sm:items-end"
+            className="grid gap-3 sm:grid-cols-[1fr_10rem_10rem_auto] sm:items-end"
             onSubmit={async (event) => {
               event.preventDefault();
               setBusy("create");
@@ -32,11 +36,13 @@ export function ApiKeysPage() {
               try {
                 const key = await api<ApiKey & { key: string }>("/v1/auth/api-keys", {
                   method: "POST",
-                  body: { name: name.trim(), ...(expires && { expires_in_days: Number(expires) }) },
+                  body: { name: name.trim(), ...(agent.trim() && { agent_name: agent.trim() }), ...(expires && { expires_in_days: Number(expires) }) },
                 });
                 setCreated(key);
                 setName("");
+                setAgent("");
                 keys.reload();
+                setAgentsVersion((v) => v + 1);
               } catch (caught) {
                 setError(caught);
               } finally {
@@ -45,6 +51,7 @@ export function ApiKeysPage() {
             }}
           >
             <TextInput label="Name" required maxLength={100} value={name} onChange={(e) => setName(e.target.value)} placeholder="e.g. laptop CLI" />
+            <TextInput label="Agent (optional)" maxLength={100} value={agent} onChange={(e) => setAgent(e.target.value)} placeholder="e.g. claude-code" />
             <Select label="Expires" value={expires} onChange={(e) => setExpires(e.target.value)}>
               <option value="">Never</option>
               <option value="7">in 7 days</option>
@@ -115,6 +122,7 @@ export function ApiKeysPage() {
             </ul>
           )}
         </Card>
+        <ConnectedAgents key={agentsVersion} onDisconnect={keys.reload} />
         <ConnectedApps />
       </div>
       <ConfirmDialog
@@ -131,6 +139,7 @@ export function ApiKeysPage() {
             await api(`/v1/auth/api-keys/${revoking!.id}`, { method: "DELETE" });
             setRevoking(undefined);
             keys.reload();
+            setAgentsVersion((v) => v + 1);
           } catch (caught) {
             setError(caught);
           } finally {

@@ -200,6 +200,24 @@ test("sign up → hub → push → recall → invite → join → role change �
     figures.apiKey = key;
   });
 
+  await test.step("a key made for an agent shows the agent; disconnecting it revokes the agent's key only", async () => {
+    await a.getByRole("button", { name: "Done" }).click();
+    await expect(a.getByText("No agents yet")).toBeVisible();
+    await a.getByLabel("Name").fill("claude on the laptop");
+    await a.getByLabel("Agent (optional)").fill("claude-code");
+    await a.getByRole("button", { name: "Create key" }).click();
+    const agentKey = await a.getByTestId("new-api-key").inputValue();
+    const agents = a.getByTestId("connected-agents");
+    await expect(agents.getByText("Claude Code")).toBeVisible();
+    await expect(agents.getByText("1 key · 0 synced configs")).toBeVisible();
+    await a.getByRole("button", { name: "Disconnect claude-code" }).click();
+    await a.getByRole("button", { name: "Disconnect agent" }).click();
+    await expect(a.getByText("No agents yet")).toBeVisible();
+    await expect(a.getByRole("button", { name: "Revoke claude on the laptop" })).toBeHidden();
+    expect((await a.request.get("/v1/auth/me", { headers: { authorization: `Bearer ${agentKey}` } })).status()).toBe(401);
+    expect((await a.request.get("/v1/auth/me", { headers: { authorization: `Bearer ${figures.apiKey}` } })).status()).toBe(200);
+  });
+
   await test.step("a cross-site write with Ann's cookie is refused", async () => {
     const res = await a.request.post("/v1/hubs", { data: { name: "Planted" }, headers: { origin: "http://evil.example" } });
     expect(res.status()).toBe(403);
