@@ -22,6 +22,21 @@ interface Payload {
   memory?: { title?: string };
   error?: string;
   gate?: { question?: string; context?: string; source_agent?: string; options?: { id: string; label: string }[] };
+  // A checklist (the getting-started one): its steps.
+  title?: string;
+  description?: string;
+  items?: ChecklistItem[];
+}
+
+interface ChecklistItem {
+  id: string;
+  title: string;
+  description?: string;
+  cta_url?: string;
+  cta_label?: string;
+  completed_at?: string;
+  locked_by?: string[];
+  progress?: { current: number; target: number };
 }
 
 interface NotificationRow {
@@ -53,6 +68,8 @@ function describe(n: NotificationRow): string {
       return `${n.payload.initiator?.display || "The owner"} offers you ownership of ${hub}`;
     case "hub_ownership_transferred":
       return `${n.payload.new_owner?.display || "Someone"} now owns ${hub}`;
+    case "checklist":
+      return n.payload.title ?? "Checklist";
     case "decision_gate":
       return `${n.payload.gate?.source_agent || "An agent"} asks in ${hub}: ${n.payload.gate?.question ?? ""}`;
     case "memory_processing_failed":
@@ -80,6 +97,44 @@ function GateChoices({ n, onChoose }: { n: NotificationRow; onChoose: (action: s
 }
 
 /** The header's bell: unseen count kept live by `notification.created`, a panel to act on them. */
+/** A checklist's steps: done ones ticked, the others with their link and a way to tick them off. */
+function ChecklistSteps({ n, onComplete }: { n: NotificationRow; onComplete: (itemId: string) => void }) {
+  const items = n.payload.items ?? [];
+  const done = new Set(items.filter((i) => i.completed_at).map((i) => i.id));
+  return (
+    <ol className="mt-2 flex flex-col gap-1.5" aria-label={n.payload.title ?? "Checklist"}>
+      {items.map((item) => {
+        const locked = (item.locked_by ?? []).some((id) => !done.has(id));
+        return (
+          <li key={item.id} className="flex items-start gap-2 text-xs">
+            <span aria-hidden className={item.completed_at ? "text-emerald-600" : "text-slate-400"}>
+              {item.completed_at ? "✓" : "○"}
+            </span>
+            <span className="min-w-0 flex-1">
+              <span className={item.completed_at ? "text-slate-500 line-through" : "text-slate-800"}>{item.title}</span>
+              {item.progress && !item.completed_at && (
+                <span className="ml-1 text-slate-500">
+                  ({item.progress.current}/{item.progress.target})
+                </span>
+              )}
+              {!item.completed_at && item.cta_url && (
+                <Link prefetch={false} href={item.cta_url} className="ml-1 text-indigo-700 hover:underline">
+                  {item.cta_label ?? "Open"}
+                </Link>
+              )}
+            </span>
+            {!item.completed_at && (
+              <Button variant="ghost" disabled={locked} onClick={() => onComplete(item.id)} aria-label={`Mark “${item.title}” done`}>
+                Done
+              </Button>
+            )}
+          </li>
+        );
+      })}
+    </ol>
+  );
+}
+
 export function NotificationBell() {
   const [summary, setSummary] = useState<Summary>();
   const [open, setOpen] = useState(false);
@@ -127,6 +182,15 @@ export function NotificationBell() {
       setError(errorMessage(caught));
     }
   };
+  const startChecklist = async () => {
+    setError(undefined);
+    try {
+      await api("/v1/onboarding/restart", { method: "POST", body: {} });
+      setVersion((v) => v + 1);
+    } catch (caught) {
+      setError(errorMessage(caught));
+    }
+  };
   const unseen = summary?.unseen_total ?? 0;
 
   return (
@@ -163,7 +227,11 @@ export function NotificationBell() {
                       </Link>
                     )}
                     <span className="ml-auto flex gap-1">
-                      {n.kind === "decision_gate" ? null : DECISIONS.has(n.kind) ? (
+                      {n.kind === "decision_gate" ? null : n.kind === "checklist" ? (
+                        <Button variant="ghost" onClick={() => act(n, "resolve", { action: "dismiss" })}>
+                          Dismiss
+                        </Button>
+                      ) : DECISIONS.has(n.kind) ? (
                         <>
                           <Button variant="primary" onClick={() => act(n, "resolve", { action: "accept" })}>
                             Accept
@@ -178,9 +246,17 @@ export function NotificationBell() {
                     </span>
                   </div>
                   {n.kind === "decision_gate" && <GateChoices n={n} onChoose={(action) => act(n, "resolve", { action })} />}
+                  {n.kind === "checklist" && <ChecklistSteps n={n} onComplete={(itemId) => act(n, `items/${encodeURIComponent(itemId)}/complete`)} />}
                 </li>
               ))}
             </ul>
+          )}
+          {rows && !rows.some((n) => n.kind === "checklist") && (
+            <div className="mt-2 border-t border-slate-100 pt-2 text-right">
+              <Button variant="ghost" onClick={() => startChecklist()}>
+                Getting started checklist
+              </Button>
+            </div>
           )}
         </div>
       )}

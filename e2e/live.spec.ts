@@ -117,4 +117,17 @@ test("live: an agent's decision gate rings the bell, and choosing an option ther
   expect(answered).toMatchObject({ state: "resolved", payload: { chosen: { label: "PostgreSQL" } } });
   const memory = await apiAs(page, "GET", `/v1/memories/${answered.cite_memory_ids[0]}`);
   expect(memory.content).toContain("Chosen: **PostgreSQL**");
+
+  // The getting-started checklist from the bell: the decision's memory already ticked the first step.
+  await panel.getByRole("button", { name: "Getting started checklist" }).click();
+  const steps = panel.getByRole("list", { name: "Get started with Engram" });
+  await expect(steps).toContainText("Save your first memory");
+  await expect(panel.getByRole("button", { name: "Mark “Save your first memory” done" })).toHaveCount(0);
+  await expect(panel.getByRole("button", { name: "Mark “Save five memories” done" })).toBeEnabled();
+  await panel.getByRole("button", { name: "Mark “Invite a teammate” done" }).click();
+  await expect(panel.getByRole("button", { name: "Mark “Invite a teammate” done" })).toHaveCount(0);
+  await page.screenshot({ path: path.join(ARTIFACTS, "live-04-checklist.png"), fullPage: true });
+  await panel.getByRole("button", { name: "Dismiss" }).click();
+  await expect(panel).toContainText("Nothing new.");
+  expect(await apiAs(page, "GET", "/v1/onboarding/state")).toEqual({ has_prior: true, current_version: 1, current_status: "resolved" });
 });

@@ -386,6 +386,20 @@ const ROUTES: Record<string, Row> = {
     // A receipt has no actions: the owner learns that; nobody else learns it exists.
     expect: { ...anyUser(404), owner: 400 },
   },
+  // The owner's checklist: its items are the owner's alone (nobody else learns it exists). It is about
+  // no hub, so the owner's hub-limited key reaches it, as it reaches every notification about no hub.
+  "POST /v1/notifications/[id]/items/[item_id]/view": {
+    setup: ownerChecklist,
+    path: (f) => `/v1/notifications/${f.extra.checklistId}/items/first_recall/view`,
+    expect: { ...anyUser(404), owner: 200, hub_key: 200 },
+  },
+  "POST /v1/notifications/[id]/items/[item_id]/complete": {
+    setup: ownerChecklist,
+    path: (f) => `/v1/notifications/${f.extra.checklistId}/items/first_recall/complete`,
+    expect: { ...anyUser(404), owner: 200, hub_key: 200 },
+  },
+  "GET /v1/onboarding/state": { path: () => "/v1/onboarding/state", expect: anyUser(200) },
+  "POST /v1/onboarding/restart": { setup: forgetChecklists, path: () => "/v1/onboarding/restart", body: () => ({}), expect: anyUser(201) },
   "GET /v1/settings": { path: () => "/v1/settings", expect: anyUser(200) },
   "PATCH /v1/settings": { path: () => "/v1/settings", body: () => ({ theme: "dark" }), expect: anyUser(200) },
   "GET /v1/usage": { path: () => "/v1/usage", expect: anyUser(200) },
@@ -408,6 +422,18 @@ async function ownerNotification(f: Fixture) {
   await f.users.admin.post(`/v1/hubs/${f.hubId}/members`, { user_id: f.users.spare.id, role: "viewer" });
   const list = await f.users.owner.get(`/v1/notifications?hub=${f.hubId}&kind=hub_member_joined`);
   f.extra.notificationId = list.body.data.notifications[0].id;
+}
+
+/** Every identity's run restarts the owner's checklist: forget earlier ones, or the 3-a-day limit answers. */
+async function forgetChecklists() {
+  await h.db.notification.deleteMany({ where: { sourceKind: "onboarding" } });
+}
+
+async function ownerChecklist(f: Fixture) {
+  await forgetChecklists();
+  const res = await f.users.owner.post("/v1/onboarding/restart", {});
+  expect(res.status).toBe(201);
+  f.extra.checklistId = res.body.data.id;
 }
 
 async function ownerTopic(f: Fixture) {

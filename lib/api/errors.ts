@@ -12,6 +12,9 @@ export const ERROR_STATUS = {
   dismiss_not_applicable_to_decision: 400,
   invalid_action_for_notification_kind: 400,
   bulk_not_allowed_for_decision_kind: 400,
+  // Checklist and digest sub-items (Memax's codes): another kind has none; a locked item waits for others.
+  kind_not_supported: 400,
+  item_locked: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,

@@ -5,6 +5,7 @@ import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/paginati
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { refreshOnboarding } from "@/lib/onboarding/refresh-onboarding.ts";
 import { DECISION_KINDS, NOTIFICATION_KINDS, NOTIFICATION_STATUSES, RECEIPT_KINDS } from "./notification-kinds.ts";
 import { serializeNotification } from "./serialize-notification.ts";
 import type { NotificationSummary } from "./notification-object.ts";
@@ -60,6 +61,7 @@ export function notificationScope(ctx: AuthContext, input: { hub?: string; statu
 
 /** GET /v1/notifications: the caller's rows, newest first (default: pending ones). */
 export async function listNotifications(ctx: AuthContext, input: ListNotificationsInput) {
+  await refreshOnboarding(ctx);
   const limit = parseLimit(input.limit, NOTIFICATIONS_DEFAULT_LIMIT, NOTIFICATIONS_MAX_LIMIT);
   const secret = await serverSecret(ctx.db);
   const list = `notifications:${input.hub ?? ""}:${input.status ?? "pending"}:${(input.kinds ?? []).join(",")}:${(input.resolutions ?? []).join(",")}:${input.unseenOnly ? 1 : 0}`;
@@ -80,6 +82,7 @@ export async function listNotifications(ctx: AuthContext, input: ListNotificatio
 
 /** GET /v1/notifications/summary: badge counts, every known kind present (zeros included). */
 export async function notificationSummary(ctx: AuthContext, input: { hub?: string }): Promise<NotificationSummary> {
+  await refreshOnboarding(ctx);
   const groups = await ctx.db.notification.groupBy({
     by: ["kind"],
     where: notificationScope(ctx, { hub: input.hub, status: "pending" }),

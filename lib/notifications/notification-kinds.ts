@@ -1,5 +1,5 @@
 /** Kinds that need a decision (resolved through /resolve with an action); the rest are receipts (seen, dismissed). */
-export const DECISION_KINDS = ["hub_invite", "hub_ownership_transfer", "review_contradiction", "decision_gate"] as const;
+export const DECISION_KINDS = ["hub_invite", "hub_ownership_transfer", "review_contradiction", "decision_gate", "checklist"] as const;
 export const RECEIPT_KINDS = ["hub_member_joined", "hub_ownership_transferred", "memory_processing_failed", "dream_run_completed"] as const;
 export const NOTIFICATION_KINDS = [...DECISION_KINDS, ...RECEIPT_KINDS] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number] | (string & {});
@@ -15,6 +15,8 @@ export const RESOLVE_ACTIONS: Record<string, Record<string, string>> = {
   hub_invite: { accept: "accepted", decline: "declined" },
   hub_ownership_transfer: { accept: "accepted", decline: "declined", dismiss: "dismissed" },
   review_contradiction: { keep_a: "kept_a", keep_b: "kept_b", keep_both: "kept_both", dismiss: "dismissed" },
+  // A checklist leaves pending when dismissed, or by itself (applied_auto) when its required items are done.
+  checklist: { dismiss: "dismissed" },
 };
 
 export function isDecisionKind(kind: string): boolean {

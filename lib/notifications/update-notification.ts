@@ -15,7 +15,7 @@ import { isDecisionKind, RESOLVE_ACTIONS } from "./notification-kinds.ts";
 import { effectiveStatus } from "./serialize-notification.ts";
 import { notificationScope } from "./list-notifications.ts";
 
-async function ownOrThrow(ctx: AuthContext, id: string) {
+export async function ownNotificationOrThrow(ctx: AuthContext, id: string) {
   const row = isUuid(id) ? await ctx.db.notification.findFirst({ where: { id, userId: ctx.user.id } }) : null;
   // A key limited to some hubs does not see notifications about the others.
   if (!row || (row.hubId && !credentialReaches(ctx.credential, row.hubId))) throw new ApiError("not_found", "Notification not found");
@@ -24,14 +24,14 @@ async function ownOrThrow(ctx: AuthContext, id: string) {
 
 /** POST /v1/notifications/:id/seen — idempotent; the first time is kept. */
 export async function markNotificationSeen(ctx: AuthContext, id: string) {
-  const row = await ownOrThrow(ctx, id);
+  const row = await ownNotificationOrThrow(ctx, id);
   if (!row.seenAt) await ctx.db.notification.updateMany({ where: { id: row.id, seenAt: null }, data: { seenAt: ctx.now() } });
   return { status: "seen" as const };
 }
 
 /** POST /v1/notifications/:id/dismiss — receipts only; a decision is taken through /resolve. */
 export async function dismissNotification(ctx: AuthContext, id: string) {
-  const row = await ownOrThrow(ctx, id);
+  const row = await ownNotificationOrThrow(ctx, id);
   if (isDecisionKind(row.kind)) {
     throw new ApiError("dismiss_not_applicable_to_decision", `A ${row.kind} notification needs a decision: POST /v1/notifications/${row.id}/resolve`, {
       actions: Object.keys(RESOLVE_ACTIONS[row.kind] ?? {}),
@@ -50,7 +50,7 @@ export async function dismissNotification(ctx: AuthContext, id: string) {
  * a transfer moves ownership; a review keeps one side), which also closes this row.
  */
 export async function resolveNotification(ctx: AuthContext, id: string, action: string) {
-  const row = await ownOrThrow(ctx, id);
+  const row = await ownNotificationOrThrow(ctx, id);
   if (row.kind === "decision_gate") return resolveGateNotification(ctx, row, action);
   const allowed = RESOLVE_ACTIONS[row.kind];
   const resolution = allowed?.[action];

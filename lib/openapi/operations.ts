@@ -480,6 +480,16 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/notifications/{id}/seen", tag: "Notifications", summary: "Mark one notification seen (idempotent)" },
   { method: "post", path: "/v1/notifications/{id}/dismiss", tag: "Notifications", summary: "Dismiss a receipt (decisions go through resolve)" },
   { method: "post", path: "/v1/notifications/{id}/resolve", tag: "Notifications", summary: "Accept or decline an invite or an ownership transfer", body: resolveNotificationBodySchema },
+  { method: "post", path: "/v1/notifications/{id}/items/{item_id}/view", tag: "Notifications", summary: "A checklist or digest item is seen (idempotent); other kinds 400 kind_not_supported", data: z.object({ item_id: z.string(), viewed_at: z.string().optional(), completed_at: z.string().optional(), progress: z.object({ current: z.int(), target: z.int() }).optional(), auto_resolved: z.boolean().optional(), auto_resolved_as: z.literal("applied_auto").optional() }) },
+  {
+    method: "post",
+    path: "/v1/notifications/{id}/items/{item_id}/complete",
+    tag: "Notifications",
+    summary: "A checklist item is done (idempotent); 400 item_locked while its locked_by items are not; the last required item resolves the checklist (applied_auto)",
+    data: z.object({ item_id: z.string(), viewed_at: z.string().optional(), completed_at: z.string().optional(), progress: z.object({ current: z.int(), target: z.int() }).optional(), auto_resolved: z.boolean().optional(), auto_resolved_as: z.literal("applied_auto").optional() }),
+  },
+  { method: "get", path: "/v1/onboarding/state", tag: "Notifications", summary: "Whether a getting-started checklist was ever started, its latest version and status", data: z.object({ has_prior: z.boolean(), current_version: z.int(), current_status: z.string().optional() }) },
+  { method: "post", path: "/v1/onboarding/restart", tag: "Notifications", summary: "Start the getting-started checklist (again): the pending one is dismissed, the next version begins with what the account has done ticked; 3 a day", statuses: [201], data: notificationObjectSchema },
 
   // Dreams
   { method: "get", path: "/v1/dreams", tag: "Dreams", summary: "Dream runs of every readable hub, newest first", query: listDreamsQuerySchema },

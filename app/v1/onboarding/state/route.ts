@@ -1,0 +1,8 @@
+import { ok } from "@/lib/api/envelope.ts";
+import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
+import { onboardingState } from "@/lib/onboarding/onboarding-state.ts";
+
+// GET /v1/onboarding/state — whether a getting-started checklist was ever started, its version and status
+export const GET = withAuth({}, async (ctx) => ok(await onboardingState(ctx)));
+
+export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");

@@ -1,0 +1,45 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { createNotification } from "@/lib/notifications/create-notification.ts";
+import type { NotificationObject } from "@/lib/notifications/notification-object.ts";
+import { serializeNotification } from "@/lib/notifications/serialize-notification.ts";
+import { CHECKLIST_KIND, ONBOARDING_SOURCE, onboardingPayload } from "./onboarding-items.ts";
+import { onboardingVersion } from "./onboarding-state.ts";
+import { refreshOnboarding } from "./refresh-onboarding.ts";
+
+/** Restarts per user per 24 hours (Memax's limit). */
+export const MAX_RESTARTS_PER_DAY = 3;
+const DAY_MS = 86_400_000;
+
+/**
+ * POST /v1/onboarding/restart: dismisses the caller's pending getting-started checklist (if any)
+ * and starts the next version, its items already ticked for what the account has done. The first
+ * call starts version 1. At most MAX_RESTARTS_PER_DAY per 24 hours (429 rate_limited).
+ */
+export async function restartOnboarding(ctx: AuthContext): Promise<NotificationObject> {
+  const now = ctx.now();
+  const id = await ctx.db.$transaction(async (tx) => {
+    await lockForTransaction(tx, `onboarding:${ctx.user.id}`);
+    const where = { userId: ctx.user.id, kind: CHECKLIST_KIND, sourceKind: ONBOARDING_SOURCE };
+    const recent = await tx.notification.count({ where: { ...where, createdAt: { gt: new Date(now.getTime() - DAY_MS) } } });
+    if (recent >= MAX_RESTARTS_PER_DAY) {
+      throw new ApiError("rate_limited", `The checklist can be restarted ${MAX_RESTARTS_PER_DAY} times a day; try again tomorrow`, { limit: MAX_RESTARTS_PER_DAY }, { "Retry-After": "3600" });
+    }
+    const latest = await tx.notification.findFirst({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], select: { sourceId: true } });
+    const version = onboardingVersion(latest?.sourceId ?? null) + 1;
+    await tx.notification.updateMany({ where: { ...where, status: "pending" }, data: { status: "resolved", resolution: "dismissed", resolvedAt: now } });
+    const created = await createNotification(tx, {
+      userId: ctx.user.id,
+      kind: CHECKLIST_KIND,
+      sourceKind: ONBOARDING_SOURCE,
+      sourceId: `v${version}`,
+      payload: onboardingPayload(version) as unknown as Record<string, unknown>,
+      actorId: ctx.user.id,
+      now,
+    });
+    return created.id;
+  });
+  await refreshOnboarding(ctx);
+  return serializeNotification(await ctx.db.notification.findUniqueOrThrow({ where: { id } }), ctx.now());
+}

@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
+
+// The getting-started checklist (Memax's onboarding.state / restart, and a checklist's items through
+// notifications.viewItem / completeItem), driven by Memax's SDK in process.
+
+let h: Harness;
+let Memax: any;
+const sdkFor = (who: Client) => new Memax({ apiUrl: "http://engram.test", apiKey: who.key, fetch: routeFetch, maxRetries: 0 });
+const items = (n: { payload: { items: { id: string }[] } }) => Object.fromEntries(n.payload.items.map((i) => [i.id, i])) as Record<string, any>;
+
+async function checklist(who: Client) {
+  const list = (await who.get("/v1/notifications?status=pending&kind=checklist")).body.data.notifications;
+  return list[0];
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  ({ Memax } = await loadMemaxSdk());
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe("the getting-started checklist", () => {
+  it("starts on restart, ticks itself off as the account is used, and resolves itself when the required steps are done", async () => {
+    const ann = await h.user("Ann");
+    const sdk = sdkFor(ann);
+    expect(await sdk.onboarding.state()).toEqual({ has_prior: false, current_version: 0 });
+    const started = await sdk.onboarding.restart();
+    expect(started).toMatchObject({ kind: "checklist", status: "pending", source_kind: "onboarding", source_id: "v1", payload: { title: expect.any(String), required_ids: ["first_memory", "connect_agent", "first_recall", "five_memories"], version: 1 } });
+    expect(Object.values(items(started)).every((i) => !i.completed_at)).toBe(true);
+    expect(items(started).five_memories.progress).toEqual({ current: 0, target: 5 });
+    expect(await sdk.onboarding.state()).toEqual({ has_prior: true, current_version: 1, current_status: "pending" });
+    expect((await sdk.notifications.summary()).by_kind.checklist).toEqual({ pending: 1, unseen: 1 });
+
+    await ann.post("/v1/memories", { content: "The first thing worth remembering." });
+    let row = await checklist(ann);
+    expect(items(row).first_memory.completed_at).toEqual(expect.any(String));
+    expect(items(row).five_memories).toMatchObject({ progress: { current: 1, target: 5 } });
+    expect(items(row).five_memories.completed_at).toBeUndefined();
+
+    await ann.post("/v1/auth/api-keys", { name: "agent", agent_name: "claude-code" });
+    await ann.post("/v1/recall", { query: "worth remembering" });
+    for (const n of [2, 3, 4]) await ann.post("/v1/memories", { content: `Memory number ${n}.` });
+    row = await checklist(ann);
+    expect(items(row).connect_agent.completed_at).toEqual(expect.any(String));
+    expect(items(row).first_recall.completed_at).toEqual(expect.any(String));
+    expect(items(row).five_memories.progress).toEqual({ current: 4, target: 5 });
+    // The optional step does not hold it open; the fifth memory closes it.
+    await ann.post("/v1/memories", { content: "Memory number 5." });
+    expect(await checklist(ann)).toBeUndefined();
+    const resolved = (await ann.get("/v1/notifications?status=resolved&kind=checklist")).body.data.notifications[0];
+    expect(resolved).toMatchObject({ status: "resolved", resolution: "applied_auto" });
+    expect(items(resolved).invite_teammate.completed_at).toBeUndefined();
+    expect(await sdk.onboarding.state()).toEqual({ has_prior: true, current_version: 1, current_status: "resolved" });
+  });
+
+  it("items are viewed and completed by hand, locks hold, and the last required one resolves the checklist", async () => {
+    const bob = await h.user("Bob");
+    const sdk = sdkFor(bob);
+    const row = await sdk.onboarding.restart();
+    const viewed = await sdk.notifications.viewItem(row.id, "first_recall");
+    expect(viewed).toEqual({ item_id: "first_recall", viewed_at: expect.any(String) });
+    expect(await sdk.notifications.viewItem(row.id, "first_recall")).toEqual(viewed);
+    await expect(sdk.notifications.completeItem(row.id, "five_memories")).rejects.toMatchObject({ status: 400, code: "item_locked" });
+    await expect(sdk.notifications.completeItem(row.id, "no_such_step")).rejects.toMatchObject({ status: 404 });
+    for (const id of ["first_memory", "connect_agent", "first_recall"]) {
+      expect(await sdk.notifications.completeItem(row.id, id)).toMatchObject({ item_id: id, completed_at: expect.any(String), viewed_at: expect.any(String) });
+    }
+    const last = await sdk.notifications.completeItem(row.id, "five_memories");
+    expect(last).toMatchObject({ item_id: "five_memories", progress: { current: 5, target: 5 }, auto_resolved: true, auto_resolved_as: "applied_auto" });
+    expect(await sdk.notifications.completeItem(row.id, "five_memories")).not.toHaveProperty("auto_resolved");
+    expect((await bob.get("/v1/notifications?status=resolved&kind=checklist")).body.data.notifications[0].resolution).toBe("applied_auto");
+  });
+
+  it("restart dismisses the pending checklist and starts the next version, at most 3 times a day", async () => {
+    const cyd = await h.user("Cyd");
+    const sdk = sdkFor(cyd);
+    const first = await sdk.onboarding.restart();
+    const second = await sdk.onboarding.restart();
+    expect(second).toMatchObject({ source_id: "v2", payload: { version: 2 } });
+    const dismissed = (await cyd.get("/v1/notifications?status=resolved&kind=checklist")).body.data.notifications;
+    expect(dismissed.map((n: { id: string; resolution: string }) => [n.id, n.resolution])).toEqual([[first.id, "dismissed"]]);
+    await sdk.onboarding.restart();
+    await expect(sdk.onboarding.restart()).rejects.toMatchObject({ status: 429 });
+    expect(await sdk.onboarding.state()).toEqual({ has_prior: true, current_version: 3, current_status: "pending" });
+    // A checklist is dismissed through /resolve, as Memax's inbox does.
+    const pending = await checklist(cyd);
+    expect((await cyd.post(`/v1/notifications/${pending.id}/resolve`, { action: "dismiss" })).body.data).toMatchObject({ resolution: "dismissed" });
+  });
+
+  it("other kinds have no items, and another user's checklist is not found", async () => {
+    const dan = await h.user("Dan");
+    const eve = await h.user("Eve");
+    const row = await sdkFor(dan).onboarding.restart();
+    expect((await eve.post(`/v1/notifications/${row.id}/items/first_memory/complete`, {})).status).toBe(404);
+    const team = await h.teamHub(dan);
+    expect((await dan.post(`/v1/hubs/${team}/invites`, { email: eve.email, role: "viewer" })).status).toBe(201);
+    const invite = (await eve.get("/v1/notifications?kind=hub_invite")).body.data.notifications[0];
+    const refused = await eve.post(`/v1/notifications/${invite.id}/items/x/view`, {});
+    expect(refused).toMatchObject({ status: 400, body: { error: { code: "kind_not_supported" } } });
+    // Sending that invite ticked Dan's optional step.
+    expect(items(await checklist(dan)).invite_teammate.completed_at).toEqual(expect.any(String));
+  });
+});
