@@ -299,6 +299,16 @@ const ROUTES: Record<string, Row> = {
   "PUT /v1/configs": { path: () => "/v1/configs", body: () => ({ agent: "cursor", file_path: `r-${randomBytes(4).toString("hex")}.md`, scope: "global", content: "x" }), expect: anyUser(201) },
   "GET /v1/configs/[id]": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
   "DELETE /v1/configs/[id]": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
+  // Personas are the owner's configs: as configs, the owner's hub-limited key reaches them.
+  "GET /v1/personas": { path: () => "/v1/personas", expect: anyUser(200) },
+  "DELETE /v1/personas/[id]": { setup: ownerPersona, path: (f) => `/v1/personas/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
+  "GET /v1/personas/[id]/revisions": { setup: ownerPersona, path: (f) => `/v1/personas/${f.extra.configId}/revisions`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
+  "GET /v1/personas/[id]/revisions/[version]": { setup: ownerPersona, path: (f) => `/v1/personas/${f.extra.configId}/revisions/1`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
+  "POST /v1/personas/[id]/revisions/[version]/restore": {
+    setup: ownerPersona,
+    path: (f) => `/v1/personas/${f.extra.configId}/revisions/1/restore`,
+    expect: { ...anyUser(404), owner: 200, hub_key: 200 },
+  },
   "GET /v1/configs/[id]/versions": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}/versions`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
   "POST /v1/configs/sync": { path: () => "/v1/configs/sync", body: () => ({ device_id: "d", configs: [] }), expect: anyUser(200) },
   "POST /v1/configs/ack": { path: () => "/v1/configs/ack", body: () => ({ device_id: "d", configs: [] }), expect: anyUser(200) },
@@ -460,6 +470,12 @@ async function ownerFile(f: Fixture) {
 async function ownerConfig(f: Fixture) {
   f.extra.configPath = `f-${randomBytes(4).toString("hex")}.md`;
   const res = await f.users.owner.put("/v1/configs", { agent: "claude-code", file_path: f.extra.configPath, scope: "global", content: "rules" });
+  expect(res.status).toBe(201);
+  f.extra.configId = res.body.data.id;
+}
+
+async function ownerPersona(f: Fixture) {
+  const res = await f.users.owner.put("/v1/configs", { agent: "openclaw", file_path: `agents/${randomBytes(4).toString("hex")}/SOUL.md`, scope: "global", content: "# Fixture persona\n" });
   expect(res.status).toBe(201);
   f.extra.configId = res.body.data.id;
 }

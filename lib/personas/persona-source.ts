@@ -1,0 +1,59 @@
+import { ApiError } from "@/lib/api/errors.ts";
+import type { DbClient } from "@/lib/db/database.ts";
+import type { AgentConfig, Prisma } from "@/lib/db/generated/client.ts";
+import { isUuid } from "@/lib/ids.ts";
+
+/** Identity files by name (any directory, any case): OpenClaw-style SOUL.md and IDENTITY.md, and PERSONA.md. */
+const IDENTITY_FILES = ["soul.md", "identity.md", "persona.md"];
+
+/**
+ * Which synced configs are personas: an identity file by name, or a markdown file in a `personas`
+ * directory. The same test as SQL (for the list) and in code (for one config).
+ */
+export const personaConfigWhere: Prisma.AgentConfigWhereInput = {
+  deletedAt: null,
+  OR: [
+    ...IDENTITY_FILES.flatMap((name) => [{ filePath: { equals: name, mode: "insensitive" as const } }, { filePath: { endsWith: `/${name}`, mode: "insensitive" as const } }]),
+    { AND: [{ filePath: { contains: "personas/", mode: "insensitive" as const } }, { filePath: { endsWith: ".md", mode: "insensitive" as const } }] },
+  ],
+};
+
+export function isPersonaConfig(config: Pick<AgentConfig, "filePath" | "deletedAt" | "version" | "personaHiddenVersion">): boolean {
+  if (config.deletedAt || config.personaHiddenVersion === config.version) return false;
+  const path = config.filePath.toLowerCase();
+  const name = path.split("/").pop() ?? "";
+  return IDENTITY_FILES.includes(name) || (/(^|\/)personas\//.test(path) && path.endsWith(".md"));
+}
+
+/** The persona's name: the file's first heading, else the file name in a personas directory, else the agent's identity file. */
+export function personaName(config: Pick<AgentConfig, "agent" | "filePath" | "content">): string {
+  const heading = /^#{1,3}\s+(.+?)\s*#*\s*$/m.exec(config.content)?.[1]?.trim();
+  if (heading) return heading.slice(0, 100);
+  const file = config.filePath.split("/").pop() ?? config.filePath;
+  const base = file.replace(/\.md$/i, "");
+  return /(^|\/)personas\//i.test(config.filePath) ? base : `${config.agent} ${base}`;
+}
+
+/** Memax's Persona. */
+export function serializePersona(config: AgentConfig) {
+  return {
+    id: config.id,
+    owner_id: config.ownerId,
+    source_agent: config.agent,
+    source_scope: config.scope,
+    source_file_path: config.filePath,
+    name: personaName(config),
+    content: config.content,
+    content_hash: config.contentHash,
+    version: config.version,
+    created_at: config.createdAt.toISOString(),
+    updated_at: config.updatedAt.toISOString(),
+  };
+}
+
+/** One of the caller's personas by id (its config's id); anything else is not found. */
+export async function findPersonaOrThrow(db: DbClient, ownerId: string, id: string): Promise<AgentConfig> {
+  const config = isUuid(id) ? await db.agentConfig.findFirst({ where: { id, ownerId } }) : null;
+  if (!config || !isPersonaConfig(config)) throw new ApiError("not_found", "Persona not found");
+  return config;
+}

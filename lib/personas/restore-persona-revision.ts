@@ -1,0 +1,28 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { lockConfigKey, recordVersion } from "@/lib/configs/upsert-config.ts";
+import { findRevisionOrThrow } from "./get-persona-revision.ts";
+
+/**
+ * POST /v1/personas/{id}/revisions/{version}/restore: writes that revision's content back into the
+ * persona's config file as a new version (history only grows; every device syncs it as a change).
+ * Restoring the content the file already has changes nothing.
+ */
+export async function restorePersonaRevision(ctx: AuthContext, id: string, version: string) {
+  const revision = await findRevisionOrThrow(ctx, id, version);
+  const now = ctx.now();
+  const head = await ctx.db.$transaction(async (tx) => {
+    const config = await tx.agentConfig.findUniqueOrThrow({ where: { id: revision.configId } });
+    await lockConfigKey(tx, config.ownerId, config.agent, config.filePath, config.scope);
+    const current = await tx.agentConfig.findUniqueOrThrow({ where: { id: config.id } });
+    if (current.deletedAt) throw new ApiError("not_found", "Persona not found");
+    if (current.contentHash === revision.contentHash) return current.version;
+    const updated = await tx.agentConfig.update({
+      where: { id: current.id },
+      data: { content: revision.content, contentHash: revision.contentHash, sizeBytes: Buffer.byteLength(revision.content, "utf8"), version: current.version + 1, updatedAt: now },
+    });
+    await recordVersion(tx, updated, null, now);
+    return updated.version;
+  });
+  return { persona_id: revision.configId, restored_version: revision.version, head_version: head };
+}

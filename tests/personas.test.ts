@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
+
+// Personas (Memax's personas resource): read from synced identity configs, their history is the
+// file's, a restore writes a new version, a delete hides the persona until the file changes.
+
+let h: Harness;
+let ann: Client;
+let eve: Client;
+let sdk: any;
+
+const put = async (who: Client, agent: string, file_path: string, content: string, scope = "global") => {
+  const res = await who.put("/v1/configs", { agent, scope, file_path, content });
+  expect(res.status, JSON.stringify(res.body)).toBeLessThan(300);
+  return res.body.data as { id: string; version: number };
+};
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  eve = await h.user("Eve");
+  const { Memax } = await loadMemaxSdk();
+  sdk = new Memax({ apiUrl: "http://engram.test", apiKey: ann.key, fetch: routeFetch, maxRetries: 0 });
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe("personas", () => {
+  it("are the identity files among the synced configs, named by their first heading", async () => {
+    const soul = await put(ann, "openclaw", "SOUL.md", "# Juniper\n\nCalm, precise, a little dry.\n");
+    await put(ann, "claude-code", ".claude/personas/reviewer.md", "Strict about tests.\n");
+    await put(ann, "claude-code", "CLAUDE.md", "# Rules\n");
+    await put(ann, "claude-code", ".claude/personas/notes.txt", "not markdown");
+    await put(eve, "openclaw", "SOUL.md", "# Eve's soul\n");
+    const { personas } = await sdk.personas.list();
+    expect(personas.map((p: { name: string }) => p.name).sort()).toEqual(["Juniper", "reviewer"]);
+    expect(personas.find((p: { id: string }) => p.id === soul.id)).toMatchObject({
+      owner_id: ann.id,
+      source_agent: "openclaw",
+      source_scope: "global",
+      source_file_path: "SOUL.md",
+      content: "# Juniper\n\nCalm, precise, a little dry.\n",
+      content_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
+      version: 1,
+    });
+  });
+
+  it("keep the file's history; a restore writes an old version back as a new one, synced like any change", async () => {
+    const soul = await put(ann, "openclaw", "SOUL.md", "# Juniper\n\nWarm and chatty now.\n");
+    expect(soul.version).toBe(2);
+    const { revisions } = await sdk.personas.listRevisions(soul.id);
+    expect(revisions.map((r: { version: number }) => r.version)).toEqual([2, 1]);
+    expect(revisions[0]).not.toHaveProperty("content");
+    expect(await sdk.personas.getRevision(soul.id, 1)).toMatchObject({ persona_id: soul.id, version: 1, content: "# Juniper\n\nCalm, precise, a little dry.\n" });
+    expect(await sdk.personas.restoreRevision(soul.id, 1)).toEqual({ persona_id: soul.id, restored_version: 1, head_version: 3 });
+    const config = (await ann.get(`/v1/configs/${soul.id}`)).body.data;
+    expect(config).toMatchObject({ version: 3, content: "# Juniper\n\nCalm, precise, a little dry.\n" });
+    // The same content again is no new version.
+    expect(await sdk.personas.restoreRevision(soul.id, 3)).toEqual({ persona_id: soul.id, restored_version: 3, head_version: 3 });
+    await expect(sdk.personas.getRevision(soul.id, 99)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("a delete hides the persona, not the file; a change to the file brings it back", async () => {
+    const { personas } = await sdk.personas.list();
+    const reviewer = personas.find((p: { name: string }) => p.name === "reviewer");
+    expect(await sdk.personas.delete(reviewer.id)).toEqual({ deleted: true });
+    expect((await sdk.personas.list()).personas.map((p: { name: string }) => p.name)).toEqual(["Juniper"]);
+    expect((await ann.get(`/v1/configs/${reviewer.id}`)).body.data.content).toBe("Strict about tests.\n");
+    await expect(sdk.personas.listRevisions(reviewer.id)).rejects.toMatchObject({ status: 404 });
+    await put(ann, "claude-code", ".claude/personas/reviewer.md", "# Reviewer\n\nStrict about tests and names.\n");
+    expect((await sdk.personas.list()).personas.map((p: { name: string }) => p.name).sort()).toEqual(["Juniper", "Reviewer"]);
+  });
+
+  it("are the owner's alone, and a deleted config is no persona", async () => {
+    const { personas } = await sdk.personas.list();
+    const juniper = personas.find((p: { name: string }) => p.name === "Juniper");
+    expect((await eve.get(`/v1/personas/${juniper.id}/revisions`)).status).toBe(404);
+    expect((await eve.delete(`/v1/personas/${juniper.id}`)).status).toBe(404);
+    expect((await eve.post(`/v1/personas/${juniper.id}/revisions/1/restore`, {})).status).toBe(404);
+    expect((await ann.get("/v1/personas/not-an-id/revisions")).status).toBe(404);
+    expect((await ann.get(`/v1/personas/${juniper.id}/revisions/one`)).status).toBe(404);
+    expect((await ann.delete(`/v1/configs/${juniper.id}`)).status).toBe(200);
+    expect((await sdk.personas.list()).personas.map((p: { name: string }) => p.name)).toEqual(["Reviewer"]);
+  });
+});
