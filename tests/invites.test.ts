@@ -1,4 +1,3 @@
-import net from "node:net";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
@@ -8,6 +7,7 @@ import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { createHarness, frozenLimiter, type Client, type Harness } from "./support/harness.ts";
 import { addMemberByEmailInvite } from "./support/add-member.ts";
+import { startSmtp } from "./support/smtp-fake.ts";
 
 let h: Harness;
 beforeAll(async () => {
@@ -25,75 +25,6 @@ afterEach(() => {
 });
 
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
-
-interface Received {
-  from: string;
-  to: string[];
-  data: string;
-}
-
-/** A tiny SMTP server speaking just enough of RFC 5321 for nodemailer; `rejectRcpt` makes it refuse recipients. */
-async function startSmtp(options: { rejectRcpt?: boolean } = {}) {
-  const messages: Received[] = [];
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.setEncoding("utf8");
-    socket.write("220 smtp.test ESMTP ready\r\n");
-    let buffer = "";
-    let inData = false;
-    let current: Received = { from: "", to: [], data: "" };
-    socket.on("data", (chunk: string) => {
-      buffer += chunk;
-      for (;;) {
-        if (inData) {
-          const end = buffer.indexOf("\r\n.\r\n");
-          if (end < 0) return;
-          current.data = buffer.slice(0, end);
-          buffer = buffer.slice(end + 5);
-          inData = false;
-          messages.push(current);
-          current = { from: "", to: [], data: "" };
-          socket.write("250 2.0.0 queued\r\n");
-          continue;
-        }
-        const eol = buffer.indexOf("\r\n");
-        if (eol < 0) return;
-        const line = buffer.slice(0, eol);
-        buffer = buffer.slice(eol + 2);
-        const verb = line.split(" ")[0]!.toUpperCase();
-        if (verb === "EHLO" || verb === "HELO") socket.write("250-smtp.test\r\n250 8BITMIME\r\n");
-        else if (verb === "MAIL") {
-          current.from = line;
-          socket.write("250 2.1.0 ok\r\n");
-        } else if (verb === "RCPT") {
-          if (options.rejectRcpt) socket.write("550 5.1.1 no such user\r\n");
-          else {
-            current.to.push(line);
-            socket.write("250 2.1.5 ok\r\n");
-          }
-        } else if (verb === "DATA") {
-          inData = true;
-          socket.write("354 end with <CRLF>.<CRLF>\r\n");
-        } else if (verb === "QUIT") socket.end("221 2.0.0 bye\r\n");
-        else if (verb === "RSET" || verb === "NOOP") socket.write("250 2.0.0 ok\r\n");
-        else socket.write("502 5.5.2 not implemented\r\n");
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  return {
-    url: `smtp://127.0.0.1:${port}`,
-    messages,
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 /** The message body with quoted-printable soft breaks undone. */
 const decoded = (data: string) => data.replace(/=\r\n/g, "").replace(/=3D/g, "=");

@@ -135,11 +135,14 @@ describe("schema and migrations agree", () => {
     // Connected agents (lib/agents).
     const agent = await db.connectedAgent.create({ data: { id: newId(), ownerId: user.id, agentName: "claude-code", displayName: "Claude", icon: "🤖", createdAt: now, updatedAt: now } });
     expect(await db.connectedAgent.findUnique({ where: { id: agent.id } })).toEqual(agent);
+    // E-mail sign-in codes (lib/auth).
+    const signInCode = await db.emailSignInCode.create({ data: { id: newId(), email: "a@example.test", codeHash: "h", redirectUri: "http://127.0.0.1:1/cb", attempts: 2, expiresAt: now, consumedAt: now, createdAt: now } });
+    expect(await db.emailSignInCode.findUnique({ where: { id: signInCode.id } })).toEqual(signInCode);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "topicVisit", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent", "emailSignInCode"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

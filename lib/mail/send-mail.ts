@@ -16,9 +16,12 @@ export interface MailMessage {
   secrets?: string[];
 }
 
-/** What the outbox and the log show for a secret: enough to tell links apart, useless to follow. */
+/**
+ * What the outbox and the log show for a secret: enough to tell links apart, useless to follow. At
+ * most a quarter of it, so a short secret (a six-digit sign-in code) shows one digit, not itself.
+ */
 export function redact(secret: string): string {
-  return `${secret.slice(0, 8)}…[redacted]`;
+  return `${secret.slice(0, Math.min(8, Math.floor(secret.length / 4)))}…[redacted]`;
 }
 
 function redacted(message: MailMessage): string {

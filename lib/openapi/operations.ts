@@ -39,6 +39,7 @@ import {
 import { memoryObjectSchema, memoryWithContentSchema } from "@/lib/memories/memory-object.ts";
 import { shareMemoryBodySchema } from "@/lib/memories/share-memory.ts";
 import { updateAgentBodySchema } from "@/lib/agents/update-agent.ts";
+import { requestEmailCodeBodySchema, verifyEmailCodeBodySchema } from "@/lib/auth/email-code-fields.ts";
 import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notifications/notification-object.ts";
 import { bulkNotificationsBodySchema, resolveNotificationBodySchema } from "@/lib/notifications/update-notification.ts";
 import { barSearchQuerySchema, recallBodySchema, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
@@ -204,6 +205,27 @@ export const OPERATIONS: Operation[] = [
   // Auth
   { method: "get", path: "/v1/auth/me", tag: "Account", summary: "Who the credential belongs to" },
   { method: "patch", path: "/v1/auth/me", tag: "Account", summary: "Rename the calling user", body: updateMeBodySchema },
+  {
+    method: "post",
+    path: "/v1/auth/email/request",
+    tag: "Account",
+    summary: "Mail a six-digit sign-in code (10 minutes, once, 5 tries; one a minute and 5 an hour per address); the same answer whether or not the address has an account. 403 (off) without SMTP_URL",
+    auth: "none",
+    body: requestEmailCodeBodySchema,
+    data: z.object({ status: z.literal("sent"), expires_in: z.int(), email: z.string(), cooldown: z.int(), dev_code: z.string().optional() }),
+  },
+  {
+    method: "post",
+    path: "/v1/auth/email/verify",
+    tag: "Account",
+    summary: "A right code signs in (an account is made when sign-up is open): the token pair, or, when the code was asked with a redirect_uri, a code for /v1/auth/exchange and the redirect",
+    auth: "none",
+    body: verifyEmailCodeBodySchema,
+    data: z.union([
+      z.object({ access_token: z.string(), token_type: z.string(), expires_in: z.int(), refresh_token: z.string(), scope: z.string() }),
+      z.object({ status: z.literal("ok"), code: z.string(), redirect: z.string(), user_id: z.string() }),
+    ]),
+  },
   {
     method: "get",
     path: "/v1/auth/identities",

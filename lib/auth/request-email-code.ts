@@ -1,0 +1,90 @@
+import { randomInt } from "node:crypto";
+import type { RequestContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { newId } from "@/lib/ids.ts";
+import { sendMail } from "@/lib/mail/send-mail.ts";
+import { isCliRedirectUri } from "@/lib/oauth/cli-client.ts";
+import {
+  EMAIL_CODE_COOLDOWN_SECONDS,
+  EMAIL_CODE_TTL_SECONDS,
+  EMAIL_CODES_PER_HOUR,
+  emailCodeHash,
+  type RequestEmailCodeBody,
+} from "./email-code-fields.ts";
+import { signUpOpen } from "./sign-up.ts";
+
+/** Codes in the answer instead of only by mail: a development server without SMTP (never set it in production). */
+export function emailCodesReturned(): boolean {
+  return process.env.ENGRAM_EMAIL_CODE_DEV_RETURN === "1";
+}
+
+/**
+ * POST /v1/auth/email/request: mails a six-digit sign-in code (Memax's email OTP). The answer is
+ * the same whether or not the address has an account; the account is decided at verify. An
+ * address with no account on a server closed to sign-ups gets no mail. A newer code replaces the
+ * older one. Without SMTP_URL no code could arrive, so e-mail sign-in is off (403), unless
+ * ENGRAM_EMAIL_CODE_DEV_RETURN=1 puts it in the answer.
+ */
+export async function requestEmailCode(ctx: RequestContext, input: RequestEmailCodeBody) {
+  const devReturn = emailCodesReturned();
+  if (!process.env.SMTP_URL && !devReturn) {
+    // Off, not broken: a 403 like a closed sign-up, so no client retries it as an outage.
+    throw new ApiError("forbidden", "E-mail sign-in is off on this Engram: it needs an SMTP server (SMTP_URL). Sign in with a password or a provider instead");
+  }
+  if (input.redirect_uri !== undefined && !isCliRedirectUri(input.redirect_uri)) {
+    throw new ApiError("invalid_request", "redirect_uri must be an http address on localhost or 127.0.0.1", { issues: [{ path: "redirect_uri", message: "not a loopback address" }] });
+  }
+  const email = input.email;
+  const now = ctx.now();
+  const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
+  const secret = await serverSecret(ctx.db);
+  const eligible = signUpOpen() || (await ctx.db.user.findUnique({ where: { email }, select: { id: true } })) !== null;
+  await ctx.db.$transaction(async (tx) => {
+    await lockForTransaction(tx, `email-code:${email}`);
+    const recent = await tx.emailSignInCode.findMany({
+      where: { email, createdAt: { gt: new Date(now.getTime() - 3_600_000) } },
+      orderBy: { createdAt: "desc" },
+      select: { createdAt: true },
+    });
+    const wait = recent[0] ? Math.ceil((recent[0].createdAt.getTime() + EMAIL_CODE_COOLDOWN_SECONDS * 1000 - now.getTime()) / 1000) : 0;
+    if (wait > 0 || recent.length >= EMAIL_CODES_PER_HOUR) {
+      const retryAfter = wait > 0 ? wait : Math.ceil((recent[recent.length - 1]!.createdAt.getTime() + 3_600_000 - now.getTime()) / 1000);
+      throw new ApiError("rate_limited", `Another code for this address can be sent in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+    }
+    // Only the newest code works.
+    await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null }, data: { consumedAt: now } });
+    await tx.emailSignInCode.create({
+      data: {
+        id: newId(now.getTime()),
+        email,
+        codeHash: emailCodeHash(secret, email, code),
+        redirectUri: input.redirect_uri ?? null,
+        expiresAt: new Date(now.getTime() + EMAIL_CODE_TTL_SECONDS * 1000),
+        createdAt: now,
+      },
+    });
+  });
+  if (eligible) {
+    const delivery = await sendMail(
+      ctx.db,
+      {
+        to: email,
+        subject: "Your Engram sign-in code",
+        text: `Your Engram sign-in code is ${code}.\n\nIt works once, for ${EMAIL_CODE_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this e-mail.`,
+        kind: "sign_in_code",
+        secrets: [code],
+      },
+      now,
+    );
+    if (delivery.status === "failed") throw new ApiError("unavailable", "The mail server did not accept the sign-in code; try again later");
+  }
+  return {
+    status: "sent" as const,
+    expires_in: EMAIL_CODE_TTL_SECONDS,
+    email,
+    cooldown: EMAIL_CODE_COOLDOWN_SECONDS,
+    ...(devReturn && eligible && { dev_code: code }),
+  };
+}

@@ -1,0 +1,70 @@
+import { timingSafeEqual } from "node:crypto";
+import type { RequestContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { serverSecret } from "@/lib/api/server-secret.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { approveConsent } from "@/lib/oauth/approve-consent.ts";
+import { redirectWith } from "@/lib/oauth/authorize-request.ts";
+import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
+import { claimCode, issueTokens, type TokenResponse } from "@/lib/oauth/exchange-token.ts";
+import { findClient } from "@/lib/oauth/find-client.ts";
+import { resourceFor } from "@/lib/oauth/public-origin.ts";
+import { createUser } from "@/lib/users/create-user.ts";
+import { EMAIL_CODE_MAX_ATTEMPTS, emailCodeHash, type VerifyEmailCodeBody } from "./email-code-fields.ts";
+import { signUpOpen } from "./sign-up.ts";
+
+const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has expired; ask for a new one");
+
+/**
+ * POST /v1/auth/email/verify: a right code signs the address in, as `memax login` does: a grant of
+ * the built-in CLI client with every hub and write access. An address without an account gets one
+ * when sign-up is open (403 when closed). The answer is the token pair, or, when the code was asked
+ * for with a redirect_uri, a single-use code for /v1/auth/exchange and the redirect to send it to.
+ * Wrong codes count: the fifth burns the code. A code works once, even when two verifies race.
+ */
+export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCodeBody, origin: string): Promise<TokenResponse | { status: "ok"; code: string; redirect: string; user_id: string }> {
+  const { email } = input;
+  const now = ctx.now();
+  const secret = await serverSecret(ctx.db);
+  const row = await ctx.db.$transaction(async (tx) => {
+    await lockForTransaction(tx, `email-code:${email}`);
+    const latest = await tx.emailSignInCode.findFirst({ where: { email, consumedAt: null, expiresAt: { gt: now } }, orderBy: { createdAt: "desc" } });
+    if (!latest) return null;
+    const expected = Buffer.from(latest.codeHash, "hex");
+    const given = Buffer.from(emailCodeHash(secret, email, input.code), "hex");
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+      const attempts = latest.attempts + 1;
+      await tx.emailSignInCode.update({ where: { id: latest.id }, data: { attempts, ...(attempts >= EMAIL_CODE_MAX_ATTEMPTS && { consumedAt: now }) } });
+      return null;
+    }
+    await tx.emailSignInCode.update({ where: { id: latest.id }, data: { consumedAt: now } });
+    return latest;
+  });
+  if (!row) throw wrongCode();
+
+  let user = await ctx.db.user.findUnique({ where: { email } });
+  if (!user) {
+    if (!signUpOpen()) throw new ApiError("forbidden", "Sign-up is closed on this server; ask an administrator for an account");
+    try {
+      user = (await createUser(ctx.db, { email, name: email.split("@")[0]! }, now)).user;
+    } catch (error) {
+      // Signed up another way a moment ago.
+      user = await ctx.db.user.findUnique({ where: { email } });
+      if (!user) throw error;
+    }
+  }
+  await ensureCliClient(ctx.db);
+  const request = {
+    client: await findClient(ctx.db, CLI_CLIENT_ID, now),
+    redirectUri: row.redirectUri ?? "",
+    state: undefined,
+    codeChallenge: "",
+    resource: resourceFor(origin, "/mcp"),
+    wantsWrite: true,
+  };
+  // The same grant a consented `memax login` gets: every hub, read and write.
+  const code = await approveConsent(ctx.db, { id: user.id, email: user.email, name: user.name }, request, { hubIds: null, write: true }, now);
+  if (row.redirectUri) return { status: "ok", code, redirect: redirectWith(row.redirectUri, { code }), user_id: user.id };
+  const { grant } = await claimCode(ctx.db, code, CLI_CLIENT_ID, now, { withoutPkce: true });
+  return issueTokens(ctx.db, grant, now);
+}

@@ -1,0 +1,131 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createHarness, type Harness } from "./support/harness.ts";
+import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
+import { startSmtp } from "./support/smtp-fake.ts";
+
+// E-mail sign-in codes (Memax's auth.requestEmailOtp / verifyEmailOtp): mailed through SMTP, stored
+// as an HMAC, single use, a few tries; a right code signs in as `memax login` does.
+
+let h: Harness;
+let smtp: Awaited<ReturnType<typeof startSmtp>>;
+
+const codeIn = (data: string) => /sign-in code is (\d{6})/.exec(data.replace(/=\r\n/g, ""))?.[1];
+
+async function requestCode(email: string, extra: Record<string, unknown> = {}) {
+  const before = smtp.messages.length;
+  const res = await h.anonymous.post("/v1/auth/email/request", { email, ...extra });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return { res, code: smtp.messages.length > before ? codeIn(smtp.messages.at(-1)!.data) : undefined };
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  smtp = await startSmtp();
+  process.env.SMTP_URL = smtp.url;
+});
+afterEach(() => {
+  delete process.env.ENGRAM_EMAIL_CODE_DEV_RETURN;
+  delete process.env.ENGRAM_ALLOW_SIGNUP;
+});
+afterAll(async () => {
+  delete process.env.SMTP_URL;
+  await smtp?.close();
+  await h?.close();
+});
+
+describe("POST /v1/auth/email/request and /verify", () => {
+  it("mails a code that signs the account in once; the outbox never holds it", async () => {
+    const ann = await h.user("Ann");
+    const { res, code } = await requestCode(`  ${ann.email.toUpperCase()} `);
+    expect(res.body.data).toEqual({ status: "sent", expires_in: 600, email: ann.email, cooldown: 60 });
+    expect(code).toMatch(/^\d{6}$/);
+    const outbox = await h.db.mailOutbox.findFirstOrThrow({ where: { toAddress: ann.email, kind: "sign_in_code" } });
+    expect(outbox.body).not.toContain(code);
+    expect(outbox.subject).not.toContain(code);
+
+    const wrong = code === "000000" ? "111111" : "000000";
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: ann.email, code: wrong })).status).toBe(401);
+    const signedIn = await h.anonymous.post("/v1/auth/email/verify", { email: ann.email, code });
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.body.data).toMatchObject({ access_token: expect.any(String), refresh_token: expect.stringMatching(/^ert_/), token_type: "Bearer", scope: "read write" });
+    const me = await h.anonymous.get("/v1/auth/me", { headers: { authorization: `Bearer ${signedIn.body.data.access_token}` } });
+    expect(me.body.data.user.email).toBe(ann.email);
+    // Once only.
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: ann.email, code })).status).toBe(401);
+  });
+
+  it("waits a minute between codes, and the newest code is the only one that works", async () => {
+    const bob = await h.user("Bob");
+    const first = await requestCode(bob.email);
+    const again = await h.anonymous.post("/v1/auth/email/request", { email: bob.email });
+    expect(again).toMatchObject({ status: 429, body: { error: { code: "rate_limited", details: { retry_after: expect.any(Number) } } } });
+    // A minute later (the first code's row aged by hand).
+    await h.db.emailSignInCode.updateMany({ where: { email: bob.email }, data: { createdAt: new Date(Date.now() - 61_000) } });
+    const second = await requestCode(bob.email);
+    expect(second.code).not.toBe(first.code);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: bob.email, code: first.code })).status).toBe(401);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: bob.email, code: second.code })).status).toBe(200);
+    // Five in an hour at most.
+    await h.db.emailSignInCode.updateMany({ where: { email: bob.email }, data: { createdAt: new Date(Date.now() - 120_000) } });
+    for (let i = 0; i < 3; i++) await h.db.emailSignInCode.create({ data: { id: crypto.randomUUID(), email: bob.email, codeHash: "x", expiresAt: new Date(), createdAt: new Date(Date.now() - 120_000) } });
+    expect((await h.anonymous.post("/v1/auth/email/request", { email: bob.email })).status).toBe(429);
+  });
+
+  it("burns a code after five wrong tries", async () => {
+    const cyd = await h.user("Cyd");
+    const { code } = await requestCode(cyd.email);
+    const wrong = code === "123456" ? "654321" : "123456";
+    for (let i = 0; i < 5; i++) expect((await h.anonymous.post("/v1/auth/email/verify", { email: cyd.email, code: wrong })).status).toBe(401);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: cyd.email, code })).status).toBe(401);
+  });
+
+  it("signs a new address up when sign-up is open, and mails nothing when it is closed", async () => {
+    const { code } = await requestCode("newcomer@example.test");
+    const res = await h.anonymous.post("/v1/auth/email/verify", { email: "newcomer@example.test", code });
+    expect(res.status).toBe(200);
+    const user = await h.db.user.findUniqueOrThrow({ where: { email: "newcomer@example.test" } });
+    expect(user.name).toBe("newcomer");
+    expect(await h.db.hub.count({ where: { ownerId: user.id, hubType: "personal" } })).toBe(1);
+
+    process.env.ENGRAM_ALLOW_SIGNUP = "false";
+    const closed = await requestCode("stranger@example.test");
+    expect(closed.res.body.data).toEqual({ status: "sent", expires_in: 600, email: "stranger@example.test", cooldown: 60 });
+    expect(closed.code).toBeUndefined();
+    expect(await h.db.user.count({ where: { email: "stranger@example.test" } })).toBe(0);
+  });
+
+  it("with a redirect_uri, verify answers an exchange code for the CLI's loopback address", async () => {
+    const dan = await h.user("Dan");
+    expect((await h.anonymous.post("/v1/auth/email/request", { email: dan.email, redirect_uri: "https://evil.example/cb" })).status).toBe(400);
+    const { code } = await requestCode(dan.email, { redirect_uri: "http://127.0.0.1:53682/callback" });
+    const res = await h.anonymous.post("/v1/auth/email/verify", { email: dan.email, code });
+    expect(res.body.data).toMatchObject({ status: "ok", code: expect.stringMatching(/^eac_/), user_id: dan.id });
+    expect(new URL(res.body.data.redirect).searchParams.get("code")).toBe(res.body.data.code);
+    expect(res.body.data.redirect.startsWith("http://127.0.0.1:53682/callback?")).toBe(true);
+    const tokens = await h.anonymous.post("/v1/auth/exchange", { code: res.body.data.code });
+    expect(tokens.body.data).toMatchObject({ access_token: expect.any(String), refresh_token: expect.any(String) });
+  });
+
+  it("without SMTP_URL it says so, unless a development server returns codes; Memax's SDK signs in with them", async () => {
+    delete process.env.SMTP_URL;
+    try {
+      expect((await h.anonymous.post("/v1/auth/email/request", { email: "eve@example.test" })).body.error.code).toBe("forbidden");
+      process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+      const eve = await h.user("Eve");
+      const { Memax } = await loadMemaxSdk();
+      const sdk = new Memax({ apiUrl: "http://engram.test", fetch: routeFetch, maxRetries: 0 });
+      const sent = await sdk.auth.requestEmailOtp({ email: eve.email });
+      expect(sent).toMatchObject({ status: "sent", email: eve.email, dev_code: expect.stringMatching(/^\d{6}$/) });
+      const tokens = await sdk.auth.verifyEmailOtp({ email: eve.email, code: sent.dev_code });
+      expect(tokens).toMatchObject({ access_token: expect.any(String), refresh_token: expect.any(String) });
+    } finally {
+      process.env.SMTP_URL = smtp.url;
+    }
+  });
+
+  it("refuses malformed input with 400s", async () => {
+    expect((await h.anonymous.post("/v1/auth/email/request", { email: "not an address" })).status).toBe(400);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: "a@example.test", code: "12345" })).status).toBe(400);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: "a@example.test", code: "abcdef" })).status).toBe(400);
+  });
+});
