@@ -21,6 +21,15 @@ const SETTLE = Number(env("BENCH_SETTLE", 300));
 const DATABASES = env("BENCH_DATABASES", "pglite,postgres").split(",").map((s) => s.trim()).filter(Boolean);
 const PORT = Number(env("BENCH_PORT", 3144));
 
+// A campaign that stops making progress fails instead of holding CI until its deadline: each phase,
+// restart and settle wait is bounded (the settle wait by 3 × BENCH_SETTLE), so their sum plus a margin
+// of five minutes per database and overall means something hangs (CI's bounds: 41 minutes).
+const WATCHDOG_S = DATABASES.length * (DURATION + 3 * SETTLE + 300) + 300;
+setTimeout(() => {
+  console.error(`bench:faults: no result after ${WATCHDOG_S} s; giving up (something hangs)`);
+  process.exit(2);
+}, WATCHDOG_S * 1000).unref();
+
 const results = [];
 console.log(`bench:faults — ${CLIENTS} clients, ${DURATION} s per database, kill -9 every ${KILL_EVERY} s, load average before: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
 for (const kind of DATABASES) {
@@ -57,7 +66,7 @@ for (const kind of DATABASES) {
         const t = performance.now();
         current = new PhaseStats(`${kind} database restart`);
         phases.push(current);
-        pgs.stop();
+        await pgs.stop();
         await sleep(3000);
         pgs.start();
         faults.push({ at_s: Math.round(elapsed), fault: "database restart", database_down_ms: Math.round(performance.now() - t) });

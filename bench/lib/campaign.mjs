@@ -1,7 +1,8 @@
 // Shared by bench/load.mjs and bench/faults.mjs: the built server as `npm start` runs it (scripts/server.mjs),
 // on the embedded database or on pg-server's PostgreSQL, a mixed workload from N clients, and the checks
 // that every acknowledged write is present exactly once and every memory ends done or failed.
-import { spawn, execFileSync } from "node:child_process";
+import { spawn, execFile, execFileSync } from "node:child_process";
+import { promisify } from "node:util";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
@@ -24,8 +25,13 @@ export function pgServer() {
       const out = execFileSync(bin, ["start", dir, port], { encoding: "utf8" });
       return out.trim().split("\n").at(-1).replace(/^DATABASE_URL=/, "");
     },
-    stop() {
-      execFileSync(bin, ["stop", dir], { stdio: "ignore" });
+    /**
+     * Asynchronous, so the workload keeps running (and failing) while the cluster goes down: a fast
+     * shutdown can take up to pg_ctl's 60 s, and a blocked event loop would fire every client's
+     * timeout at once when it ends.
+     */
+    async stop() {
+      await promisify(execFile)(bin, ["stop", dir]);
     },
   };
 }
@@ -271,14 +277,27 @@ export function startWorkload({ base, key, clients = 32, phase, acked }) {
   let seq = 0;
   const call = async (op, route, init) => {
     const started = performance.now();
-    try {
+    const attempt = (async () => {
       const res = await fetch(`${base()}${route}`, { ...init, headers, signal: AbortSignal.timeout(20_000) });
-      const body = await res.text();
-      phase().record(op, performance.now() - started, res.status);
-      return { status: res.status, body };
+      return { status: res.status, body: await res.text() };
+    })();
+    // The signal should end every request, but a fetch whose connection died while it was being
+    // aborted can stay pending for good (seen once after a database restart): a hard limit
+    // keeps one such request from holding the campaign forever.
+    let timer;
+    const hardLimit = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error("no answer in 30 s"), { name: "TimeoutError" })), 30_000);
+    });
+    try {
+      const result = await Promise.race([attempt, hardLimit]);
+      phase().record(op, performance.now() - started, result.status);
+      return result;
     } catch (error) {
       phase().record(op, performance.now() - started, error?.name === "TimeoutError" ? "timeout" : "network");
       return { status: 0 };
+    } finally {
+      clearTimeout(timer);
+      attempt.catch(() => {});
     }
   };
   const client = async (c) => {
@@ -326,7 +345,10 @@ export async function listAll(base, key) {
   const all = [];
   let cursor = "";
   do {
-    const res = await fetch(`${base}/v1/memories?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(`${base}/v1/memories?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: AbortSignal.timeout(60_000),
+    });
     if (!res.ok) throw new Error(`list: ${res.status} ${await res.text()}`);
     const { data } = await res.json();
     all.push(...data.memories);
