@@ -1,4 +1,4 @@
-// npm run bench:recall — POST /v1/recall latency (server latency_ms and wall time, p50/p95), and GET /v1/memories/search wall time, at
+// npm run bench:recall — POST /v1/recall latency (server latency_ms and wall time, p50/p95), and GET /v1/memories/search and /v1/bar/search wall time, at
 // 10k and 100k chunks on a fresh on-disk embedded database (PGlite + pgvector), or with
 // DATABASE_URL on a fresh database of that PostgreSQL server (dropped afterwards); real local
 // MiniLM query embeddings. Never part of npm test.
@@ -30,6 +30,7 @@ import type { AddressInfo } from "node:net";
 import { Session } from "node:inspector/promises";
 import path from "node:path";
 import { POST as recallRoute } from "@/app/v1/recall/route.ts";
+import { GET as barRoute } from "@/app/v1/bar/search/route.ts";
 import { GET as searchRoute } from "@/app/v1/memories/search/route.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
@@ -169,19 +170,22 @@ async function measure(key: string, texts: string[], body: Record<string, unknow
   return { server_latency_ms: summary(server), wall_ms: summary(wall), reranked, mean_results: round(returned / texts.length) };
 }
 
-/** GET /v1/memories/search (words only, no model): wall time of the route, as the SDK's quick search sees it. */
-async function measureSearch(key: string, texts: string[]) {
+/**
+ * GET /v1/memories/search and GET /v1/bar/search (words only, no model): wall time of the route, as
+ * the SDK's quick search and a search bar see it. `count` reads how many rows an answer holds.
+ */
+async function measureQuick(key: string, texts: string[], route: typeof searchRoute, path: string, count: (data: unknown) => number) {
   const wall: number[] = [];
   let returned = 0;
   for (const query of texts) {
     const started = performance.now();
-    const res = await searchRoute(new Request(`http://bench.test/v1/memories/search?${new URLSearchParams({ q: query })}`, { headers: { authorization: `Bearer ${key}` } }), {
+    const res = await route(new Request(`http://bench.test${path}?${new URLSearchParams({ q: query })}`, { headers: { authorization: `Bearer ${key}` } }), {
       params: Promise.resolve({}),
     });
-    const json = (await res.json()) as { data: unknown[] };
+    const json = (await res.json()) as { data: unknown };
     wall.push(performance.now() - started);
-    if (res.status !== 200) throw new Error(`search failed: ${JSON.stringify(json)}`);
-    returned += json.data.length;
+    if (res.status !== 200) throw new Error(`${path} failed: ${JSON.stringify(json)}`);
+    returned += count(json.data);
   }
   return { wall_ms: summary(wall), mean_results: round(returned / texts.length) };
 }
@@ -271,12 +275,16 @@ for (const size of SIZES) {
     console.log(`steady pass profile written to ${PROFILE}`);
   }
   if (stages) stages.print(texts.length, noRerank.server_latency_ms);
-  const search = await measureSearch(key, texts);
+  const search = await measureQuick(key, texts, searchRoute, "/v1/memories/search", (data) => (data as unknown[]).length);
+  const bar = await measureQuick(key, texts, barRoute, "/v1/bar/search", (data) => {
+    const { memories, topics, hubs } = data as { memories: unknown[]; topics: unknown[]; hubs: unknown[] };
+    return memories.length + topics.length + hubs.length;
+  });
   setReranker(createHttpReranker({ baseUrl: rerankUrl, model: "bench-fake" }));
   await measure(key, rerankTexts, {});
   clearQueryVectorCache();
   const rerank = await measure(key, rerankTexts, {});
-  results[`${size}_chunks`] = { no_rerank: noRerank, no_rerank_cold: cold, [`rerank_fake_${RERANK_MS}ms`]: rerank, search };
+  results[`${size}_chunks`] = { no_rerank: noRerank, no_rerank_cold: cold, [`rerank_fake_${RERANK_MS}ms`]: rerank, search, bar_search: bar };
   console.log(JSON.stringify(results[`${size}_chunks`], null, 2));
   setDatabase(undefined);
   await database.close();
