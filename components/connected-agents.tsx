@@ -2,6 +2,7 @@
 
 import { useState } from "react";
 import { api } from "@/lib/web/api.ts";
+import { useAction } from "@/lib/web/use-action.ts";
 import { formatDate, plural } from "@/lib/web/format.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { Badge, Button, Card, ConfirmDialog, EmptyState, ErrorNotice, LoadingRows } from "./ui.tsx";
@@ -26,8 +27,7 @@ interface Agent {
 export function ConnectedAgents({ onDisconnect }: { onDisconnect: () => void }) {
   const agents = useApi<Agent[]>("/v1/agents");
   const [disconnecting, setDisconnecting] = useState<Agent>();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
 
   return (
     <>
@@ -69,20 +69,14 @@ export function ConnectedAgents({ onDisconnect }: { onDisconnect: () => void }) 
         busy={busy}
         error={error}
         onClose={() => setDisconnecting(undefined)}
-        onConfirm={async () => {
-          setBusy(true);
-          setError(undefined);
-          try {
+        onConfirm={() =>
+          run(async () => {
             await api(`/v1/agents/${encodeURIComponent(disconnecting!.agent_name)}`, { method: "DELETE" });
             setDisconnecting(undefined);
             agents.reload();
             onDisconnect();
-          } catch (caught) {
-            setError(caught);
-          } finally {
-            setBusy(false);
-          }
-        }}
+          })
+        }
       >
         Its keys are revoked and its synced configs deleted (restorable for 30 days). The memories it pushed stay.
       </ConfirmDialog>
