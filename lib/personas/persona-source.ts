@@ -1,23 +1,15 @@
 import { ApiError } from "@/lib/api/errors.ts";
 import type { DbClient } from "@/lib/db/database.ts";
-import type { AgentConfig, Prisma } from "@/lib/db/generated/client.ts";
+import type { AgentConfig } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
 
 /** Identity files by name (any directory, any case): OpenClaw-style SOUL.md and IDENTITY.md, and PERSONA.md. */
 const IDENTITY_FILES = ["soul.md", "identity.md", "persona.md"];
 
 /**
- * Which synced configs are personas: an identity file by name, or a markdown file in a `personas`
- * directory. The same test as SQL (for the list) and in code (for one config).
+ * Which synced configs are personas: a live identity file by name, or a markdown file in a
+ * `personas` directory, unless its persona was deleted at the file's current version.
  */
-export const personaConfigWhere: Prisma.AgentConfigWhereInput = {
-  deletedAt: null,
-  OR: [
-    ...IDENTITY_FILES.flatMap((name) => [{ filePath: { equals: name, mode: "insensitive" as const } }, { filePath: { endsWith: `/${name}`, mode: "insensitive" as const } }]),
-    { AND: [{ filePath: { contains: "personas/", mode: "insensitive" as const } }, { filePath: { endsWith: ".md", mode: "insensitive" as const } }] },
-  ],
-};
-
 export function isPersonaConfig(config: Pick<AgentConfig, "filePath" | "deletedAt" | "version" | "personaHiddenVersion">): boolean {
   if (config.deletedAt || config.personaHiddenVersion === config.version) return false;
   const path = config.filePath.toLowerCase();
