@@ -187,6 +187,45 @@ describe("POST /v1/admin/users", () => {
   });
 });
 
+describe("POST /v1/auth/impersonate", () => {
+  test("is 404 while ENGRAM_ADMIN_TOKEN is unset", async () => {
+    delete process.env.ENGRAM_ADMIN_TOKEN;
+    resetConfig();
+    const res = await h.anonymous.post("/v1/auth/impersonate", { email: "x@example.test" }, { headers: { authorization: "Bearer anything" } });
+    expect(res.status).toBe(404);
+  });
+
+  test("gives the admin a 15-minute token acting as the user, which the user sees and can end, and which cannot make keys", async () => {
+    process.env.ENGRAM_ADMIN_TOKEN = "s3cret-admin";
+    resetConfig();
+    try {
+      const target = await h.user("Target");
+      const admin = { headers: { authorization: "Bearer s3cret-admin" } };
+      expect((await h.anonymous.post("/v1/auth/impersonate", { email: target.email }, { headers: { authorization: `Bearer ${target.key}` } })).status).toBe(401);
+      expect((await h.anonymous.post("/v1/auth/impersonate", { email: "nobody@example.test" }, admin)).status).toBe(404);
+      expect((await h.anonymous.post("/v1/auth/impersonate", {}, admin)).status).toBe(400);
+      const res = await h.anonymous.post("/v1/auth/impersonate", { email: target.email.toUpperCase() }, admin);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body.data).toEqual({ access_token: expect.any(String), expires_in: 900, target_id: target.id, impersonated: true });
+      const as = { headers: { authorization: `Bearer ${res.body.data.access_token}` } };
+      expect((await h.anonymous.get("/v1/auth/me", as)).body.data.user.id).toBe(target.id);
+      expect((await h.anonymous.post("/v1/memories", { content: "Written while impersonated." }, as)).status).toBe(201);
+      expect((await h.anonymous.post("/v1/auth/api-keys", { name: "sneaky" }, as)).status).toBe(403);
+      // The person sees it among their connected apps and can end it.
+      const grants = (await target.get("/v1/auth/oauth-grants")).body.data.grants as { id: string; client_name: string }[];
+      const grant = grants.find((g) => g.client_name === "Administrator (impersonation)")!;
+      expect(grant).toBeDefined();
+      expect((await target.delete(`/v1/auth/oauth-grants/${grant.id}`)).status).toBe(200);
+      expect((await h.anonymous.get("/v1/auth/me", as)).status).toBe(401);
+      // By id too.
+      expect((await h.anonymous.post("/v1/auth/impersonate", { user_id: target.id }, admin)).body.data.target_id).toBe(target.id);
+    } finally {
+      delete process.env.ENGRAM_ADMIN_TOKEN;
+      resetConfig();
+    }
+  });
+});
+
 test("GET /v1/health is public", async () => {
   const res = await h.anonymous.get("/v1/health");
   expect(res.status).toBe(200);

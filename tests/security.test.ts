@@ -103,6 +103,9 @@ const ROUTES: Record<string, Row> = {
   "PUT /v1/admin/users": { path: () => "/v1/admin/users", body: () => ({}), expect: publicRoute(404) },
   "PATCH /v1/admin/users": { path: () => "/v1/admin/users", body: () => ({}), expect: publicRoute(404) },
   "DELETE /v1/admin/users": { path: () => "/v1/admin/users", expect: publicRoute(404) },
+  // Impersonation is an admin route: without ENGRAM_ADMIN_TOKEN it does not exist for any method.
+  "POST /v1/auth/impersonate": { path: () => "/v1/auth/impersonate", body: () => ({ email: "x@example.test" }), expect: publicRoute(404) },
+  ...Object.fromEntries(["GET", "PUT", "PATCH", "DELETE"].map((m) => [`${m} /v1/auth/impersonate`, { path: () => "/v1/auth/impersonate", ...(m !== "GET" && m !== "DELETE" && { body: () => ({}) }), expect: publicRoute(404) }])),
   "GET /v1/auth/me": { path: () => "/v1/auth/me", expect: anyUser(200) },
   "PATCH /v1/auth/me": { path: () => "/v1/auth/me", body: (_f, me) => ({ name: me?.name ?? "Nobody" }), expect: anyUser(200) },
   "GET /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", expect: anyUser(200) },

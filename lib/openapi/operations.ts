@@ -40,6 +40,7 @@ import { memoryObjectSchema, memoryWithContentSchema } from "@/lib/memories/memo
 import { shareMemoryBodySchema } from "@/lib/memories/share-memory.ts";
 import { updateAgentBodySchema } from "@/lib/agents/update-agent.ts";
 import { requestEmailCodeBodySchema, verifyEmailCodeBodySchema } from "@/lib/auth/email-code-fields.ts";
+import { impersonateBodySchema } from "@/lib/auth/impersonate-user.ts";
 import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notifications/notification-object.ts";
 import { bulkNotificationsBodySchema, resolveNotificationBodySchema } from "@/lib/notifications/update-notification.ts";
 import { barSearchQuerySchema, recallBodySchema, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
@@ -205,6 +206,15 @@ export const OPERATIONS: Operation[] = [
   // Auth
   { method: "get", path: "/v1/auth/me", tag: "Account", summary: "Who the credential belongs to" },
   { method: "patch", path: "/v1/auth/me", tag: "Account", summary: "Rename the calling user", body: updateMeBodySchema },
+  {
+    method: "post",
+    path: "/v1/auth/impersonate",
+    tag: "System",
+    summary: "With ENGRAM_ADMIN_TOKEN: a 15-minute access token acting as a user (by user_id or email), shown to them as a connected app; 404 when the token is unset",
+    auth: "admin",
+    body: impersonateBodySchema,
+    data: z.object({ access_token: z.string(), expires_in: z.int(), target_id: z.string(), impersonated: z.literal(true) }),
+  },
   {
     method: "post",
     path: "/v1/auth/email/request",
