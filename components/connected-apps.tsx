@@ -2,6 +2,7 @@
 
 import { useState } from "react";
 import { api } from "@/lib/web/api.ts";
+import { useAction } from "@/lib/web/use-action.ts";
 import { formatDate } from "@/lib/web/format.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { Badge, Button, Card, ConfirmDialog, EmptyState, ErrorNotice, LoadingRows } from "./ui.tsx";
@@ -23,8 +24,7 @@ interface Grant {
 export function ConnectedApps() {
   const grants = useApi<{ grants: Grant[] }>("/v1/auth/oauth-grants");
   const [revoking, setRevoking] = useState<Grant>();
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction();
 
   return (
     <>
@@ -64,19 +64,13 @@ export function ConnectedApps() {
         busy={busy}
         error={error}
         onClose={() => setRevoking(undefined)}
-        onConfirm={async () => {
-          setBusy(true);
-          setError(undefined);
-          try {
+        onConfirm={() =>
+          run(async () => {
             await api(`/v1/auth/oauth-grants/${revoking!.id}`, { method: "DELETE" });
             setRevoking(undefined);
             grants.reload();
-          } catch (caught) {
-            setError(caught);
-          } finally {
-            setBusy(false);
-          }
-        }}
+          })
+        }
       >
         Its access and refresh tokens stop working on its next request; it has to sign in again.
       </ConfirmDialog>

@@ -5,6 +5,7 @@ import { newId } from "@/lib/ids.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
+import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 
 let h: Harness;
 let ann: Client;
@@ -217,8 +218,10 @@ describe("POST /v1/auth/impersonate", () => {
       expect(grant).toBeDefined();
       expect((await target.delete(`/v1/auth/oauth-grants/${grant.id}`)).status).toBe(200);
       expect((await h.anonymous.get("/v1/auth/me", as)).status).toBe(401);
-      // By id too.
-      expect((await h.anonymous.post("/v1/auth/impersonate", { user_id: target.id }, admin)).body.data.target_id).toBe(target.id);
+      // By id too, as Memax's SDK asks (its client configured with the admin token).
+      const { Memax } = await loadMemaxSdk();
+      const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: "s3cret-admin", fetch: routeFetch, maxRetries: 0 });
+      expect(await sdk.auth.impersonate({ userId: target.id })).toMatchObject({ target_id: target.id, impersonated: true, expires_in: 900 });
     } finally {
       delete process.env.ENGRAM_ADMIN_TOKEN;
       resetConfig();
