@@ -17,6 +17,8 @@ export async function register(): Promise<void> {
   await (await import("./lib/processing/start-background-processing.ts")).startBackgroundProcessing();
   // Dreams (issue 15): the in-process worker and daily schedule, unless Inngest runs them.
   await (await import("./lib/dreams/dream-runner.ts")).startDreams();
+  // Agent chat: resumes turns a stopped process left, and times out unanswered approvals.
+  await (await import("./lib/chat/chat-turn-runner.ts")).startChatTurns();
   // scripts/server.mjs (plain JavaScript, same process) calls this on SIGTERM/SIGINT.
   const { stopServer } = await import("./lib/system/stop-server.ts");
   (globalThis as { __engramStopServer?: typeof stopServer }).__engramStopServer = stopServer;

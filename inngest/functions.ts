@@ -4,6 +4,7 @@ import { claimMemory, describeError } from "@/lib/processing/process-memory.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { failMemory, PROCESSING_STEPS, StaleJobError, type StepContext } from "@/lib/processing/processing-steps.ts";
 import { inngest, MEMORY_PROCESS_EVENT } from "./client.ts";
+import { chatSweepFunction, chatTurnFunction } from "./chat-functions.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "./dream-functions.ts";
 import { sweepUploadsFunction } from "./upload-functions.ts";
 
@@ -80,4 +81,4 @@ export const sweepProcessingFunction = inngest.createFunction(
   },
 );
 
-export const functions = [processMemoryFunction, sweepProcessingFunction, dreamRunFunction, dreamScheduleFunction, sweepUploadsFunction];
+export const functions = [processMemoryFunction, sweepProcessingFunction, dreamRunFunction, dreamScheduleFunction, sweepUploadsFunction, chatTurnFunction, chatSweepFunction];

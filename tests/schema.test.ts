@@ -138,11 +138,26 @@ describe("schema and migrations agree", () => {
     // E-mail sign-in codes (lib/auth).
     const signInCode = await db.emailSignInCode.create({ data: { id: newId(), email: "a@example.test", codeHash: "h", redirectUri: "http://127.0.0.1:1/cb", attempts: 2, expiresAt: now, consumedAt: now, createdAt: now } });
     expect(await db.emailSignInCode.findUnique({ where: { id: signInCode.id } })).toEqual(signInCode);
+    // Agent chat (lib/chat): a session, one turn, its stream log and an approval.
+    const chat = await db.chatSession.create({
+      data: { id: newId(), ownerId: user.id, scopeType: "hub_subset", scopeHubIds: [hub.id], writeHubId: hub.id, title: "t", model: "local", tools: ["recall"], status: "running", personaId: "none", pinnedMemoryIds: [], lockedAt: now, messageCount: 2, pinnedAt: now, archivedAt: now, lastMessageAt: now, activityAt: now, createdAt: now, updatedAt: now, deletedAt: now },
+    });
+    expect(await db.chatSession.findUnique({ where: { id: chat.id } })).toEqual(chat);
+    const chatMessage = await db.chatMessage.create({
+      data: { id: newId(), sessionId: chat.id, sequence: 2, role: "assistant", authorUserId: user.id, status: "running", scopeHubIdsUsed: [hub.id], content: "c", toolCalls: [{ id: "call" }], citations: [], usage: { model: "local" }, error: { code: "x" }, idempotencyKey: "k", parentMessageId: chat.id, credential: { scopes: ["read"] }, eventSeq: 1, leaseOwner: "w", heartbeatAt: now, startedAt: now, finishedAt: now, createdAt: now, updatedAt: now },
+    });
+    expect(await db.chatMessage.findUnique({ where: { id: chatMessage.id } })).toEqual(chatMessage);
+    const chatEvent = await db.chatEvent.create({ data: { messageId: chatMessage.id, seq: 1, type: "message.text", data: { text: "c" }, createdAt: now } });
+    expect(await db.chatEvent.findUnique({ where: { messageId_seq: { messageId: chatMessage.id, seq: 1 } } })).toEqual(chatEvent);
+    const chatApproval = await db.chatApproval.create({
+      data: { id: newId(), sessionId: chat.id, messageId: chatMessage.id, toolCallId: "call", toolName: "push_memory", arguments: { content: "c" }, status: "approved", credential: { scopes: ["write"] }, expiresAt: now, decidedAt: now, createdAt: now },
+    });
+    expect(await db.chatApproval.findUnique({ where: { id: chatApproval.id } })).toEqual(chatApproval);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "topicVisit", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent", "emailSignInCode"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent", "emailSignInCode", "chatSession", "chatMessage", "chatEvent", "chatApproval"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

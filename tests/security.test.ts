@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { clientFor, createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { dispatch, listRouteFiles } from "./support/router.ts";
 import { newId } from "@/lib/ids.ts";
+import { chatTurnsIdle } from "@/lib/chat/chat-turn-runner.ts";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { frozenLimiter, HARNESS_LIMITS } from "./support/harness.ts";
@@ -315,6 +316,31 @@ const ROUTES: Record<string, Row> = {
     path: (f) => `/v1/personas/${f.extra.configId}/revisions/1/restore`,
     expect: { ...anyUser(404), owner: 200, hub_key: 200 },
   },
+  // Agent chat: a session is its owner's alone; this one reads the fixture hub, which the owner's
+  // hub-limited key does not reach (404, as for a non-member), and a read-only key reads but never sends.
+  "GET /v1/chat/tools": { path: () => "/v1/chat/tools", expect: anyUser(200) },
+  "GET /v1/chat/sessions": { path: () => "/v1/chat/sessions", expect: anyUser(200) },
+  "POST /v1/chat/sessions": { path: () => "/v1/chat/sessions", body: () => ({ scope_type: "user_all_hubs" }), expect: { ...anyUser(201), hub_key: 403 } },
+  "GET /v1/chat/sessions/[id]": { setup: ownerChat, path: chatPath(""), expect: { ...anyUser(404), owner: 200 } },
+  "PATCH /v1/chat/sessions/[id]": { setup: ownerChat, path: chatPath(""), body: () => ({ title: "Renamed" }), expect: { ...anyUser(404), owner: 200 } },
+  "DELETE /v1/chat/sessions/[id]": { setup: ownerChat, path: chatPath(""), expect: { ...anyUser(404), owner: 200 } },
+  "GET /v1/chat/sessions/[id]/messages": { setup: ownerChatTurn, path: chatPath("/messages"), expect: { ...anyUser(404), owner: 200 } },
+  "POST /v1/chat/sessions/[id]/messages": { setup: ownerChat, path: chatPath("/messages"), body: () => ({ content: "What is in the fixture hub?" }), expect: { ...anyUser(404), owner: 202 } },
+  "GET /v1/chat/sessions/[id]/messages/[messageId]": { setup: ownerChatTurn, path: (f) => chatPath(`/messages/${f.extra.answerId}`)(f), expect: { ...anyUser(404), owner: 200 } },
+  "GET /v1/chat/sessions/[id]/messages/[messageId]/stream": {
+    setup: ownerChatTurn,
+    path: (f) => chatPath(`/messages/${f.extra.answerId}/stream`)(f),
+    expect: { ...anyUser(404), owner: 200 },
+    contentType: "text/event-stream",
+  },
+  "POST /v1/chat/sessions/[id]/messages/[messageId]/cancel": { setup: ownerChatTurn, path: (f) => chatPath(`/messages/${f.extra.answerId}/cancel`)(f), expect: { ...anyUser(404), owner: 200 } },
+  "POST /v1/chat/sessions/[id]/messages/[messageId]/regenerate": { setup: ownerChatTurn, path: (f) => chatPath(`/messages/${f.extra.answerId}/regenerate`)(f), expect: { ...anyUser(404), owner: 202 } },
+  "POST /v1/chat/sessions/[id]/approvals/[approvalId]": {
+    setup: ownerChatApproval,
+    path: (f) => chatPath(`/approvals/${f.extra.approvalId}`)(f),
+    body: () => ({ decision: "deny" }),
+    expect: { ...anyUser(404), owner: 200 },
+  },
   "GET /v1/configs/[id]/versions": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}/versions`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
   "POST /v1/configs/sync": { path: () => "/v1/configs/sync", body: () => ({ device_id: "d", configs: [] }), expect: anyUser(200) },
   "POST /v1/configs/ack": { path: () => "/v1/configs/ack", body: () => ({ device_id: "d", configs: [] }), expect: anyUser(200) },
@@ -478,6 +504,37 @@ async function ownerConfig(f: Fixture) {
   const res = await f.users.owner.put("/v1/configs", { agent: "claude-code", file_path: f.extra.configPath, scope: "global", content: "rules" });
   expect(res.status).toBe(201);
   f.extra.configId = res.body.data.id;
+}
+
+function chatPath(rest: string) {
+  return (f: Fixture) => `/v1/chat/sessions/${f.extra.chatId}${rest}`;
+}
+
+/** The owner's chat over the fixture hub. */
+async function ownerChat(f: Fixture) {
+  const res = await f.users.owner.post("/v1/chat/sessions", { scope_type: "single_hub", scope_hub_ids: [f.hubId] });
+  expect(res.status).toBe(201);
+  f.extra.chatId = res.body.data.id;
+}
+
+/** …with one finished turn, answered from the fixture hub's secret memory. */
+async function ownerChatTurn(f: Fixture) {
+  await ownerChat(f);
+  const res = await f.users.owner.post(`/v1/chat/sessions/${f.extra.chatId}/messages`, { content: f.secretTitle });
+  expect(res.status).toBe(202);
+  f.extra.answerId = res.body.data.active_message_id;
+  await chatTurnsIdle();
+}
+
+/** …with a turn waiting on the owner's approval to save a memory. */
+async function ownerChatApproval(f: Fixture) {
+  await ownerChat(f);
+  const res = await f.users.owner.post(`/v1/chat/sessions/${f.extra.chatId}/messages`, { content: "Remember that the fixture hub has a secret." });
+  expect(res.status).toBe(202);
+  await chatTurnsIdle();
+  const answer = await f.users.owner.get(`/v1/chat/sessions/${f.extra.chatId}/messages/${res.body.data.active_message_id}`);
+  f.extra.approvalId = answer.body.data.tool_calls[0].approval_id;
+  expect(f.extra.approvalId, answer.text).toEqual(expect.any(String));
 }
 
 async function ownerPersona(f: Fixture) {

@@ -35,6 +35,13 @@ export const ERROR_STATUS = {
   duplicate_name: 409,
   topic_archived: 409,
   parent_archived: 409,
+  // Agent chat (lib/chat; Memax's codes): one turn at a time, answers that may be redone, approvals decided once.
+  chat_session_locked: 409,
+  chat_session_full: 409,
+  regenerate_not_eligible: 409,
+  chat_approval_already_decided: 409,
+  chat_approval_timeout: 408,
+  chat_replay_expired: 410,
   expired: 410,
   revoked: 410,
   used: 410,

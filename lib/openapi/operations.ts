@@ -39,6 +39,23 @@ import {
 import { memoryObjectSchema, memoryWithContentSchema } from "@/lib/memories/memory-object.ts";
 import { shareMemoryBodySchema } from "@/lib/memories/share-memory.ts";
 import { updateAgentBodySchema } from "@/lib/agents/update-agent.ts";
+import {
+  createChatSessionBodySchema,
+  decideChatApprovalBodySchema,
+  listChatMessagesQuerySchema,
+  listChatSessionsQuerySchema,
+  sendChatMessageBodySchema,
+  updateChatSessionBodySchema,
+} from "@/lib/chat/chat-fields.ts";
+import {
+  cancelChatMessageResultSchema,
+  chatMessageObjectSchema,
+  chatSessionObjectSchema,
+  chatToolObjectSchema,
+  decideChatApprovalResultSchema,
+  regenerateChatMessageResultSchema,
+  sendChatMessageResultSchema,
+} from "@/lib/chat/chat-object.ts";
 import { requestEmailCodeBodySchema, verifyEmailCodeBodySchema } from "@/lib/auth/email-code-fields.ts";
 import { impersonateBodySchema } from "@/lib/auth/impersonate-user.ts";
 import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notifications/notification-object.ts";
@@ -542,6 +559,36 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/dreams/{id}/actions", tag: "Dreams", summary: "Everything the run did, in order", query: listDreamActionsQuerySchema },
   { method: "post", path: "/v1/dreams/actions/{id}/resolve", tag: "Dreams", summary: "Settle a contradiction", body: resolveDreamActionBodySchema },
   { method: "post", path: "/v1/dreams/actions/{id}/undo", tag: "Dreams", summary: "Undo one dream action" },
+
+  // Agent chat
+  { method: "get", path: "/v1/chat/tools", tag: "Chat", summary: "The chat agent's tools: which run here, which need approval, which are on by default", data: z.array(chatToolObjectSchema) },
+  { method: "get", path: "/v1/chat/sessions", tag: "Chat", summary: "The caller's chat sessions, most recently active first (archived=true for the archived ones, pinned=true for pinned)", query: listChatSessionsQuerySchema, data: cursorPage("sessions", chatSessionObjectSchema) },
+  { method: "post", path: "/v1/chat/sessions", tag: "Chat", summary: "Start a chat over every hub, one hub or a few (checked again on every turn)", body: createChatSessionBodySchema, statuses: [201], data: chatSessionObjectSchema },
+  { method: "get", path: "/v1/chat/sessions/{id}", tag: "Chat", summary: "One chat session", data: chatSessionObjectSchema },
+  { method: "patch", path: "/v1/chat/sessions/{id}", tag: "Chat", summary: "Title, pin, archive, tools, write hub or persona; the scope cannot change", body: updateChatSessionBodySchema, data: chatSessionObjectSchema },
+  { method: "delete", path: "/v1/chat/sessions/{id}", tag: "Chat", summary: "Delete a session; a turn in flight is canceled", data: deleted },
+  { method: "get", path: "/v1/chat/sessions/{id}/messages", tag: "Chat", summary: "The conversation, oldest first (an answer replaced by a regenerated one is left out)", query: listChatMessagesQuerySchema, data: cursorPage("messages", chatMessageObjectSchema) },
+  {
+    method: "post",
+    path: "/v1/chat/sessions/{id}/messages",
+    tag: "Chat",
+    summary: "Send a message: 202 with the queued answer and its stream, 200 when a retry with the same idempotency_key finds the answer finished; 409 chat_session_locked while a turn runs",
+    body: sendChatMessageBodySchema,
+    statuses: [200, 202],
+    data: sendChatMessageResultSchema,
+  },
+  { method: "get", path: "/v1/chat/sessions/{id}/messages/{messageId}", tag: "Chat", summary: "One message as it stands", data: chatMessageObjectSchema },
+  {
+    method: "get",
+    path: "/v1/chat/sessions/{id}/messages/{messageId}/stream",
+    tag: "Chat",
+    summary: "The answer's events (message.tool_call, message.tool_result, approval.required, approval.decided, cancel.requested, message.text, then message.completed, partial_failed, failed or canceled), each with id: seq; replayable for 24 hours",
+    produces: "sse",
+    headers: [{ name: "Last-Event-ID", description: "Only the events after this seq" }],
+  },
+  { method: "post", path: "/v1/chat/sessions/{id}/messages/{messageId}/cancel", tag: "Chat", summary: "Stop an answer in flight (a finished one is left as it is: cancel_registered false)", data: cancelChatMessageResultSchema },
+  { method: "post", path: "/v1/chat/sessions/{id}/messages/{messageId}/regenerate", tag: "Chat", summary: "Answer the same question again (not after a cancel, and not while a turn runs)", statuses: [202], data: regenerateChatMessageResultSchema },
+  { method: "post", path: "/v1/chat/sessions/{id}/approvals/{approvalId}", tag: "Chat", summary: "Approve or deny a tool call the agent waits on; once only (409), not after it timed out (408)", body: decideChatApprovalBodySchema, data: decideChatApprovalResultSchema },
 
   // Agent sessions and configs
   { method: "get", path: "/v1/agent-sessions", tag: "Agent configs", summary: "The caller's agent sessions, newest first", query: listAgentSessionsQuerySchema },

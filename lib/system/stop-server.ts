@@ -1,4 +1,5 @@
 import { settleEmbedderLoad } from "@/lib/ai/embedder.ts";
+import { chatTurnsIdle, stopChatTurns } from "@/lib/chat/chat-turn-runner.ts";
 import { closeDatabase } from "@/lib/db/database.ts";
 import { stopDreams } from "@/lib/dreams/dream-runner.ts";
 import { drainBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -20,7 +21,10 @@ export interface StopServerResult {
 export async function stopServer(options: { graceMs: number }): Promise<StopServerResult> {
   const deadline = Date.now() + options.graceMs;
   stopDreams();
+  stopChatTurns();
   const unfinishedJobs = await drainBackgroundProcessing(options.graceMs);
+  // Chat turns in progress get what is left of the grace; one cut short is resumed by the next sweep.
+  await Promise.race([chatTurnsIdle(), new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
   await flushAccess();
   await flushUsage();
   await closeDatabase();

@@ -21,8 +21,13 @@ export interface SseStream {
 }
 
 /** Opens GET /v1/events/stream through the route handler and parses the SSE wire format as it arrives. */
-export async function openEventStream(key: string, query = "", headers: Record<string, string> = {}): Promise<SseStream> {
-  const res = await dispatch(new Request(`http://engram.test/v1/events/stream${query}`, { headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", ...headers } }));
+export function openEventStream(key: string, query = "", headers: Record<string, string> = {}): Promise<SseStream> {
+  return openSse(key, `/v1/events/stream${query}`, headers);
+}
+
+/** Opens any event-stream route (GET `path`) through the route handler. */
+export async function openSse(key: string, path: string, headers: Record<string, string> = {}): Promise<SseStream> {
+  const res = await dispatch(new Request(`http://engram.test${path}`, { headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", ...headers } }));
   const events: SseEvent[] = [];
   const waiters = new Set<() => void>();
   const stream: SseStream = {

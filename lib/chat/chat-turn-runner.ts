@@ -1,0 +1,106 @@
+import { randomUUID } from "node:crypto";
+import { getDatabase, type Database } from "@/lib/db/database.ts";
+import { inngestEnabled } from "@/lib/processing/processing-config.ts";
+import { CHAT_LIMITS } from "./chat-fields.ts";
+import { CHAT_TURN_STALE_MS, expireApproval, runChatTurn } from "./run-chat-turn.ts";
+
+export const CHAT_TURN_EVENT = "engram/chat.turn";
+/** Turns run at once in one process: each is a recall and a short answer, or a chat model's stream. */
+const CONCURRENCY = 2;
+/** A turn handed to no worker (a kick lost with its process) is picked up after this long. */
+const LOST_KICK_MS = 15_000;
+const SWEEP_EVERY_MS = 30_000;
+
+interface RunnerState {
+  queue: string[];
+  active: Set<string>;
+  waiters: (() => void)[];
+  timer?: NodeJS.Timeout;
+  owner: string;
+}
+const globalForChat = globalThis as unknown as { __engramChatTurns?: RunnerState };
+const state = (globalForChat.__engramChatTurns ??= { queue: [], active: new Set(), waiters: [], owner: `process-${randomUUID()}` });
+
+/** Hands a turn to a worker: an Inngest event, or this process's runner. A lost hand-off is swept up. */
+export async function kickChatTurn(messageId: string): Promise<void> {
+  if (inngestEnabled()) {
+    const { inngest } = await import("@/inngest/client.ts");
+    await inngest.send({ name: CHAT_TURN_EVENT, data: { message_id: messageId } }).catch((error: unknown) => {
+      console.error(`[engram] chat: could not send turn ${messageId} to Inngest; the sweep sends it again`, error);
+    });
+    return;
+  }
+  if (!state.queue.includes(messageId) && !state.active.has(messageId)) state.queue.push(messageId);
+  pump();
+}
+
+function pump(): void {
+  while (state.active.size < CONCURRENCY && state.queue.length > 0) {
+    const id = state.queue.shift()!;
+    state.active.add(id);
+    void getDatabase()
+      .then((database) => runChatTurn(database, id, state.owner))
+      .catch((error: unknown) => console.error(`[engram] chat: turn ${id} could not run now`, error))
+      .finally(() => {
+        state.active.delete(id);
+        pump();
+      });
+  }
+  if (state.active.size === 0 && state.queue.length === 0) for (const resolve of state.waiters.splice(0)) resolve();
+}
+
+/** Resolves when this process's runner has nothing left to do (tests). */
+export function chatTurnsIdle(): Promise<void> {
+  if (state.active.size === 0 && state.queue.length === 0) return Promise.resolve();
+  return new Promise((resolve) => state.waiters.push(resolve));
+}
+
+/**
+ * Turns that need a worker: approvals past their time (timed out here), turns no worker took,
+ * and turns whose worker stopped. Also drops stream events past their replay time.
+ */
+export async function sweepChatTurns(database: Database, now = new Date(), staleMs = CHAT_TURN_STALE_MS): Promise<string[]> {
+  const db = database.prisma;
+  const expired = await db.chatApproval.findMany({ where: { status: "pending", expiresAt: { lte: now } }, take: 100 });
+  for (const approval of expired) await expireApproval(db, approval);
+  const waiting = await db.chatMessage.findMany({
+    where: {
+      role: "assistant",
+      status: { in: ["queued", "running", "canceling"] },
+      approvals: { none: { status: "pending" } },
+      OR: [
+        { leaseOwner: null, updatedAt: { lt: new Date(now.getTime() - Math.min(staleMs, LOST_KICK_MS)) } },
+        { leaseOwner: { not: null }, heartbeatAt: { lt: new Date(now.getTime() - staleMs) } },
+      ],
+    },
+    orderBy: { createdAt: "asc" },
+    take: 100,
+    select: { id: true },
+  });
+  await db.chatEvent.deleteMany({ where: { createdAt: { lt: new Date(now.getTime() - CHAT_LIMITS.replayMs) } } });
+  return waiting.map((m) => m.id);
+}
+
+/** Server start-up: a sweep now (on the embedded database every leased turn is a dead process's) and every 30 s. */
+export async function startChatTurns(): Promise<void> {
+  if (state.timer || process.env.ENGRAM_PROCESSING === "off") return;
+  const database = await getDatabase();
+  const sweep = async (staleMs: number) => {
+    try {
+      for (const id of await sweepChatTurns(database, new Date(), staleMs)) await kickChatTurn(id);
+    } catch (error) {
+      console.error("[engram] chat: sweep failed", error);
+    }
+  };
+  if (!inngestEnabled()) {
+    state.timer = setInterval(() => void sweep(CHAT_TURN_STALE_MS), SWEEP_EVERY_MS);
+    state.timer.unref();
+  }
+  await sweep(database.kind === "pglite" ? 0 : CHAT_TURN_STALE_MS);
+}
+
+export function stopChatTurns(): void {
+  if (state.timer) clearInterval(state.timer);
+  state.timer = undefined;
+  state.queue.length = 0;
+}

@@ -1,0 +1,57 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { sseResponse } from "@/lib/api/sse.ts";
+import { findChatMessageOrThrow } from "./chat-access.ts";
+import { waitForChatEvent } from "./chat-events.ts";
+import { CHAT_LIMITS, TERMINAL_EVENTS } from "./chat-fields.ts";
+
+/** Without a wake-up from this process (the turn runs in another), the log is read again this often. */
+const POLL_MS = 500;
+const PING_MS = 15_000;
+/** One connection's longest life; the client reconnects with Last-Event-ID and loses nothing. */
+const MAX_CONNECTION_MS = 15 * 60_000;
+const BATCH = 200;
+
+/** Last-Event-ID (header, or last_event_id in the query for browsers' EventSource polyfills): events after it. */
+export function lastEventId(req: Request): number {
+  const raw = req.headers.get("last-event-id") ?? new URL(req.url).searchParams.get("last_event_id") ?? "";
+  if (raw.trim() === "") return 0;
+  if (!/^\d+$/.test(raw.trim())) throw new ApiError("invalid_request", "Last-Event-ID must be the seq of an event (a whole number)");
+  return Number(raw.trim());
+}
+
+/**
+ * GET …/messages/{id}/stream: the turn's events from its log, each with `id: <seq>`, then the live
+ * tail until the terminal event. Replayable for 24 hours (410 chat_replay_expired after).
+ */
+export async function streamChatMessage(ctx: AuthContext, sessionId: string, messageId: string, after: number, requestSignal?: AbortSignal): Promise<Response> {
+  const { message } = await findChatMessageOrThrow(ctx, sessionId, messageId);
+  if (message.role !== "assistant") throw new ApiError("invalid_request", "Only an assistant message has a stream");
+  if (ctx.now().getTime() - message.createdAt.getTime() > CHAT_LIMITS.replayMs) {
+    throw new ApiError("chat_replay_expired", "This turn's stream is older than 24 hours; read the message instead");
+  }
+  return sseResponse(async (sse) => {
+    const signal = requestSignal ? AbortSignal.any([requestSignal, sse.signal]) : sse.signal;
+    const started = Date.now();
+    let seq = after;
+    let lastPing = Date.now();
+    try {
+      while (!signal.aborted && Date.now() - started < MAX_CONNECTION_MS) {
+        const events = await ctx.db.chatEvent.findMany({ where: { messageId: message.id, seq: { gt: seq } }, orderBy: { seq: "asc" }, take: BATCH });
+        for (const event of events) {
+          if (!sse.send(event.type, event.data, String(event.seq))) return;
+          seq = event.seq;
+          if ((TERMINAL_EVENTS as readonly string[]).includes(event.type)) return;
+        }
+        if (events.length === BATCH) continue;
+        if (Date.now() - lastPing >= PING_MS) {
+          if (!sse.comment("ping")) return;
+          lastPing = Date.now();
+        }
+        await waitForChatEvent(message.id, POLL_MS, signal);
+      }
+    } finally {
+      sse.close();
+    }
+  });
+}

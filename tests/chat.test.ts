@@ -1,0 +1,348 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chatTurnsIdle, sweepChatTurns } from "@/lib/chat/chat-turn-runner.ts";
+import { runChatTurn } from "@/lib/chat/run-chat-turn.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { clientFor, createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
+import { openSse } from "./support/sse-client.ts";
+
+// Agent chat (Memax's chats resource): sessions over the caller's hubs, turns answered in the
+// background from recall, a stream per answer, cancel, regenerate and approvals for saving.
+
+let h: Harness;
+let ann: Client;
+let bob: Client;
+let teamHubId: string;
+
+const base = "/v1/chat/sessions";
+
+async function session(who: Client, body: Record<string, unknown> = { scope_type: "user_all_hubs" }) {
+  const res = await who.post(base, body);
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.data as { id: string; status: string; tools: string[] };
+}
+
+async function send(who: Client, sessionId: string, content: string, key?: string) {
+  const res = await who.post(`${base}/${sessionId}/messages`, { content, ...(key && { idempotency_key: key }) });
+  return res;
+}
+
+async function answered(who: Client, sessionId: string, messageId: string) {
+  await chatTurnsIdle();
+  const res = await who.get(`${base}/${sessionId}/messages/${messageId}`);
+  expect(res.status).toBe(200);
+  return res.body.data;
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  await startBackgroundProcessing();
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+  teamHubId = await h.teamHub(ann, [[bob, "contributor"]]);
+  const memories = [
+    [ann, undefined, "# Deploy freeze\nThe deploy freeze starts on Friday at 18:00 and lasts until Monday morning. Hotfixes need two approvals."],
+    [ann, undefined, "# Espresso\nThe office espresso machine is descaled every second Tuesday."],
+    [bob, teamHubId, "# Incident rotation\nThe on-call rotation hands over on Wednesdays at noon; the pager goes to the secondary after 15 minutes."],
+  ] as const;
+  for (const [who, hub, content] of memories) {
+    const res = await who.post("/v1/memories", { content }, hub ? { headers: { "x-hub-id": hub } } : undefined);
+    expect(res.status).toBe(201);
+    await waitProcessed(h.db, who, res.body.data.id);
+  }
+});
+afterAll(async () => {
+  stopBackgroundProcessing();
+  await chatTurnsIdle();
+  await h?.close();
+});
+
+describe("GET /v1/chat/tools", () => {
+  it("lists the catalogue: recall and push_memory run here, web search does not", async () => {
+    const res = await ann.get("/v1/chat/tools");
+    expect(res.status).toBe(200);
+    const byName = Object.fromEntries((res.body.data as { name: string }[]).map((t) => [t.name, t]));
+    expect(byName.recall).toMatchObject({ available: true, default_in_chat: true, approval_required: false });
+    expect(byName.push_memory).toMatchObject({ available: true, approval_required: true });
+    expect(byName.web_search).toMatchObject({ available: false, default_in_chat: false });
+  });
+});
+
+describe("sessions", () => {
+  it("creates, reads, lists, updates and deletes a session", async () => {
+    const created = await session(ann, { scope_type: "single_hub", scope_hub_ids: [teamHubId], title: "Ops" });
+    expect(created).toMatchObject({ status: "idle", tools: ["recall", "push_memory"] });
+    const got = await ann.get(`${base}/${created.id}`);
+    expect(got.body.data).toMatchObject({ id: created.id, owner_id: ann.id, scope_type: "single_hub", scope_hub_ids: [teamHubId], title: "Ops", model: "local", toolset_version: 1, message_count: 0 });
+    const patched = await ann.patch(`${base}/${created.id}`, { title: "Ops chat", pinned: true, tools: ["recall"], write_hub_id: teamHubId });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.data).toMatchObject({ title: "Ops chat", tools: ["recall"], write_hub_id: teamHubId, pinned_at: expect.any(String) });
+    expect((await ann.get(`${base}?pinned=true`)).body.data.sessions.map((s: { id: string }) => s.id)).toEqual([created.id]);
+    await ann.patch(`${base}/${created.id}`, { archived: true });
+    expect((await ann.get(base)).body.data.sessions.map((s: { id: string }) => s.id)).not.toContain(created.id);
+    expect((await ann.get(`${base}?archived=true`)).body.data.sessions.map((s: { id: string }) => s.id)).toEqual([created.id]);
+    expect((await bob.get(`${base}/${created.id}`)).status).toBe(404);
+    expect((await bob.delete(`${base}/${created.id}`)).status).toBe(404);
+    const deleted = await ann.delete(`${base}/${created.id}`);
+    expect(deleted.body.data).toEqual({ id: created.id, deleted: true });
+    expect((await ann.get(`${base}/${created.id}`)).status).toBe(404);
+    expect(await h.db.chatSession.count({ where: { id: created.id } })).toBe(1);
+  });
+
+  it("pages the list by activity", async () => {
+    const carl = await h.user("Carl");
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await session(carl)).id);
+    const first = await carl.get(`${base}?limit=2`);
+    expect(first.body.data.has_more).toBe(true);
+    const second = await carl.get(`${base}?limit=2&cursor=${encodeURIComponent(first.body.data.next_cursor)}`);
+    const third = await carl.get(`${base}?limit=2&cursor=${encodeURIComponent(second.body.data.next_cursor)}`);
+    const seen = [first, second, third].flatMap((r) => r.body.data.sessions.map((s: { id: string }) => s.id));
+    expect(seen).toEqual([...ids].reverse());
+    expect(third.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+    expect((await ann.get(`${base}?cursor=${encodeURIComponent(first.body.data.next_cursor)}`)).body.error.code).toBe("invalid_cursor");
+  });
+
+  it("refuses what it cannot honour, with the field named", async () => {
+    const cases: [Record<string, unknown>, number, string][] = [
+      [{ scope_type: "everything" }, 400, "invalid_request"],
+      [{ scope_type: "single_hub" }, 400, "invalid_request"],
+      [{ scope_type: "user_all_hubs", scope_hub_ids: [teamHubId] }, 400, "invalid_request"],
+      [{ scope_type: "hub_subset", scope_hub_ids: [bob.personalHubId] }, 404, "not_found"],
+      [{ scope_type: "user_all_hubs", tools: ["web_search"] }, 400, "invalid_request"],
+      [{ scope_type: "user_all_hubs", tools: ["shell"] }, 400, "invalid_request"],
+      [{ scope_type: "user_all_hubs", model: "gpt-9" }, 400, "invalid_request"],
+      [{ scope_type: "single_hub", scope_hub_ids: [ann.personalHubId], write_hub_id: teamHubId }, 400, "invalid_request"],
+      [{ scope_type: "user_all_hubs", persona_id: "00000000-0000-7000-8000-000000000000" }, 404, "not_found"],
+      [{ scope_type: "user_all_hubs", pinned_memory_ids: ["00000000-0000-7000-8000-000000000000"] }, 404, "not_found"],
+    ];
+    for (const [body, status, code] of cases) {
+      const res = await ann.post(base, body);
+      expect([res.status, res.body.error?.code], JSON.stringify(body)).toEqual([status, code]);
+    }
+    const s = await session(ann);
+    const scope = await ann.patch(`${base}/${s.id}`, { scope_type: "single_hub" });
+    expect(scope.status).toBe(400);
+    expect(scope.body.error.details.issues[0].path).toBe("scope_type");
+    const viewerHub = await h.teamHub(bob, [[ann, "viewer"]]);
+    const viewer = await ann.post(base, { scope_type: "single_hub", scope_hub_ids: [viewerHub], write_hub_id: viewerHub });
+    expect([viewer.status, viewer.body.error.code]).toEqual([403, "forbidden"]);
+  });
+
+  it("keeps a key limited to hubs within them", async () => {
+    const key = await ann.post("/v1/auth/api-keys", { name: "team only", hub_ids: [teamHubId] });
+    const teamKey = clientFor(key.body.data.key);
+    const all = await session(ann);
+    expect((await teamKey.post(base, { scope_type: "user_all_hubs" })).status).toBe(403);
+    expect((await teamKey.get(`${base}/${all.id}`)).status).toBe(404);
+    const mine = await teamKey.post(base, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
+    expect(mine.status).toBe(201);
+    const listed = (await teamKey.get(`${base}?limit=100`)).body.data.sessions.map((s: { id: string }) => s.id);
+    expect(listed).toContain(mine.body.data.id);
+    expect(listed).not.toContain(all.id);
+  });
+});
+
+describe("a turn", () => {
+  it("answers from recall, with citations, streamed and replayable from any event", async () => {
+    const s = await session(ann);
+    const sent = await send(ann, s.id, "When does the deploy freeze start?", "k-1");
+    expect(sent.status, JSON.stringify(sent.body)).toBe(202);
+    const { outcome, assistant_message, resume_url, user_message_id } = sent.body.data;
+    expect(outcome).toBe("fresh");
+    expect(resume_url).toBe(`${base}/${s.id}/messages/${assistant_message.id}/stream`);
+    const answer = await answered(ann, s.id, assistant_message.id);
+    expect(answer).toMatchObject({ role: "assistant", status: "completed", parent_message_id: user_message_id, sequence: 2 });
+    expect(answer.content).toMatch(/Friday at 18:00/);
+    expect(answer.citations[0]).toMatchObject({ index: 1, title: "Deploy freeze" });
+    expect(answer.scope_hub_ids_used).toEqual(expect.arrayContaining([ann.personalHubId, teamHubId]));
+    expect(answer.tool_calls[0]).toMatchObject({ name: "recall", status: "done" });
+
+    const stream = await openSse(ann.key, resume_url);
+    const done = await stream.waitFor((e) => e.event === "message.completed");
+    const names = stream.events.map((e) => e.event);
+    expect(names).toEqual(["message.tool_call", "message.tool_result", ...names.filter((n) => n === "message.text"), "message.completed"]);
+    expect(stream.events.map((e) => Number(e.id))).toEqual(stream.events.map((_, i) => i + 1));
+    expect(done.data.message).toMatchObject({ id: assistant_message.id, status: "completed" });
+    const text = stream.events.filter((e) => e.event === "message.text").map((e) => e.data.text).join("");
+    expect(text).toBe(answer.content);
+    const resumed = await openSse(ann.key, resume_url, { "last-event-id": "2" });
+    await resumed.waitFor((e) => e.event === "message.completed");
+    expect(resumed.events.map((e) => e.id)).toEqual(stream.events.slice(2).map((e) => e.id));
+
+    const session1 = (await ann.get(`${base}/${s.id}`)).body.data;
+    expect(session1).toMatchObject({ status: "idle", message_count: 2, title: "When does the deploy freeze start?" });
+    expect(session1.active_message_id).toBeUndefined();
+  });
+
+  it("replays a repeated idempotency key instead of answering twice", async () => {
+    const s = await session(ann);
+    const first = await send(ann, s.id, "How often is the espresso machine descaled?", "same-key");
+    await chatTurnsIdle();
+    const again = await send(ann, s.id, "How often is the espresso machine descaled?", "same-key");
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ outcome: "replay", user_message_id: first.body.data.user_message_id, active_message_id: first.body.data.active_message_id });
+    expect(again.body.data.assistant_message.content).toMatch(/second Tuesday/);
+    const reused = await send(ann, s.id, "Something else", "same-key");
+    expect([reused.status, reused.body.error.code]).toEqual([409, "conflict"]);
+    expect((await ann.get(`${base}/${s.id}/messages`)).body.data.messages).toHaveLength(2);
+  });
+
+  it("reads only the session's hubs, and drops a hub the owner lost", async () => {
+    const s = await session(bob, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
+    const noFreeze = await answered(bob, s.id, (await send(bob, s.id, "When does the deploy freeze start?")).body.data.active_message_id);
+    expect(noFreeze.content).not.toMatch(/Friday/);
+    const rota = await answered(bob, s.id, (await send(bob, s.id, "When does the on-call rotation hand over?")).body.data.active_message_id);
+    expect(rota.content).toMatch(/Wednesdays at noon/);
+    await h.db.hubMember.delete({ where: { hubId_userId: { hubId: teamHubId, userId: bob.id } } });
+    try {
+      const after = await answered(bob, s.id, (await send(bob, s.id, "When does the on-call rotation hand over?")).body.data.active_message_id);
+      expect(after.scope_hub_ids_used).toEqual([]);
+      expect(after.content).not.toMatch(/Wednesdays/);
+    } finally {
+      await h.db.hubMember.create({ data: { hubId: teamHubId, userId: bob.id, role: "contributor" } });
+    }
+  });
+
+  it("answers a short follow-up with the previous question's subject", async () => {
+    const s = await session(ann);
+    await answered(ann, s.id, (await send(ann, s.id, "Tell me about the deploy freeze rules")).body.data.active_message_id);
+    const follow = await answered(ann, s.id, (await send(ann, s.id, "and hotfixes?")).body.data.active_message_id);
+    expect(follow.content).toMatch(/two approvals/);
+  });
+
+  it("regenerates a finished answer and hides the one it replaced", async () => {
+    const s = await session(ann);
+    const first = (await send(ann, s.id, "When does the deploy freeze start?")).body.data;
+    await chatTurnsIdle();
+    const res = await ann.post(`${base}/${s.id}/messages/${first.active_message_id}/regenerate`);
+    expect(res.status, JSON.stringify(res.body)).toBe(202);
+    expect(res.body.data).toMatchObject({ outcome: "fresh", prior_assistant_id: first.active_message_id, prior_assistant_status: "completed" });
+    const again = await answered(ann, s.id, res.body.data.active_message_id);
+    expect(again).toMatchObject({ parent_message_id: first.active_message_id, status: "completed", sequence: 3 });
+    expect(again.content).toMatch(/Friday/);
+    const listed = (await ann.get(`${base}/${s.id}/messages`)).body.data.messages.map((m: { id: string }) => m.id);
+    expect(listed).toEqual([first.user_message_id, again.id]);
+    const twice = await ann.post(`${base}/${s.id}/messages/${first.active_message_id}/regenerate`);
+    expect([twice.status, twice.body.error.code]).toEqual([409, "regenerate_not_eligible"]);
+    const user = await ann.post(`${base}/${s.id}/messages/${first.user_message_id}/regenerate`);
+    expect(user.status).toBe(400);
+    // The idempotent retry of the first send now returns the newest answer.
+    expect((await ann.get(`${base}/${s.id}/messages/${first.active_message_id}`)).status).toBe(200);
+  });
+});
+
+describe("saving needs approval", () => {
+  it("pauses for approval, locks the session meanwhile, and saves once approved", async () => {
+    const s = await session(ann);
+    const sent = (await send(ann, s.id, "Remember that the staging database is reset every Sunday night.")).body.data;
+    await chatTurnsIdle();
+    expect((await ann.get(`${base}/${s.id}`)).body.data).toMatchObject({ status: "awaiting_approval", active_message_id: sent.active_message_id });
+    const stream = await openSse(ann.key, sent.resume_url);
+    const required = await stream.waitFor((e) => e.event === "approval.required");
+    expect(required.data).toMatchObject({ tool_name: "push_memory", arguments: { content: "the staging database is reset every Sunday night.", hub_id: ann.personalHubId } });
+    const busy = await send(ann, s.id, "Another question");
+    expect([busy.status, busy.body.error.code]).toEqual([409, "chat_session_locked"]);
+    expect(busy.body.error.details.active_message_id).toBe(sent.active_message_id);
+    expect((await bob.post(`${base}/${s.id}/approvals/${required.data.approval_id}`, { decision: "approve" })).status).toBe(404);
+    const approved = await ann.post(`${base}/${s.id}/approvals/${required.data.approval_id}`, { decision: "approve" });
+    expect(approved.body.data).toEqual({ approval_id: required.data.approval_id, status: "approved" });
+    const done = await stream.waitFor((e) => e.event === "message.completed", 10_000);
+    expect(stream.events.map((e) => e.event)).toEqual(["message.tool_call", "approval.required", "approval.decided", "message.tool_result", "message.text", "message.completed"]);
+    expect(done.data.message.content).toMatch(/^Saved to “Personal”: “/);
+    const saved = await h.db.memory.findMany({ where: { hubId: ann.personalHubId, content: "the staging database is reset every Sunday night." } });
+    expect(saved).toHaveLength(1);
+    expect(saved[0]).toMatchObject({ source: "chat", ownerId: ann.id });
+    await waitProcessed(h.db, ann, saved[0]!.id);
+    const twice = await ann.post(`${base}/${s.id}/approvals/${required.data.approval_id}`, { decision: "deny" });
+    expect([twice.status, twice.body.error.code]).toEqual([409, "chat_approval_already_decided"]);
+  });
+
+  it("saves nothing when denied, and times out an approval nobody gave", async () => {
+    const s = await session(ann);
+    const denied = (await send(ann, s.id, "Remember: the wifi password rotates monthly.")).body.data;
+    await chatTurnsIdle();
+    const approval = await h.db.chatApproval.findFirstOrThrow({ where: { messageId: denied.active_message_id } });
+    expect((await ann.post(`${base}/${s.id}/approvals/${approval.id}`, { decision: "deny" })).body.data.status).toBe("denied");
+    expect((await answered(ann, s.id, denied.active_message_id)).content).toBe("I did not save it: you declined.");
+    expect(await h.db.memory.count({ where: { content: { contains: "wifi password" } } })).toBe(0);
+
+    const late = (await send(ann, s.id, "Remember that the printer is on floor 3.")).body.data;
+    await chatTurnsIdle();
+    const waiting = await h.db.chatApproval.findFirstOrThrow({ where: { messageId: late.active_message_id } });
+    await h.db.chatApproval.update({ where: { id: waiting.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    const res = await ann.post(`${base}/${s.id}/approvals/${waiting.id}`, { decision: "approve" });
+    expect([res.status, res.body.error.code]).toEqual([408, "chat_approval_timeout"]);
+    const answer = await answered(ann, s.id, late.active_message_id);
+    expect(answer).toMatchObject({ status: "completed", content: "I did not save it: the approval was not given in time." });
+    expect(await h.db.memory.count({ where: { content: { contains: "printer" } } })).toBe(0);
+  });
+
+  it("cancels a turn waiting on its approval; a canceled answer cannot be regenerated", async () => {
+    const s = await session(ann);
+    const sent = (await send(ann, s.id, "Remember that the VPN moves to port 8443.")).body.data;
+    await chatTurnsIdle();
+    const cancel = await ann.post(`${base}/${s.id}/messages/${sent.active_message_id}/cancel`);
+    expect(cancel.body.data).toEqual({ assistant_message_id: sent.active_message_id, session_id: s.id, status: "canceling", cancel_registered: true });
+    const answer = await answered(ann, s.id, sent.active_message_id);
+    expect(answer.status).toBe("canceled");
+    expect((await ann.get(`${base}/${s.id}`)).body.data.status).toBe("idle");
+    const again = await ann.post(`${base}/${s.id}/messages/${sent.active_message_id}/cancel`);
+    expect(again.body.data).toMatchObject({ status: "canceled", cancel_registered: false });
+    const regen = await ann.post(`${base}/${s.id}/messages/${sent.active_message_id}/regenerate`);
+    expect([regen.status, regen.body.error.code]).toEqual([409, "regenerate_not_eligible"]);
+    expect((await ann.post(`${base}/${s.id}/messages/${sent.user_message_id}/cancel`)).status).toBe(400);
+    const approval = await h.db.chatApproval.findFirstOrThrow({ where: { messageId: sent.active_message_id } });
+    expect(approval.status).toBe("denied");
+  });
+
+  it("a read-only key can read a chat but not send to it", async () => {
+    const s = await session(ann);
+    const key = await ann.post("/v1/auth/api-keys", { name: "reader", scopes: ["read"] });
+    const reader = clientFor(key.body.data.key);
+    expect((await reader.get(`${base}/${s.id}`)).status).toBe(200);
+    expect((await reader.post(`${base}/${s.id}/messages`, { content: "hi" })).status).toBe(403);
+  });
+});
+
+describe("workers", () => {
+  it("a turn whose worker died mid-answer ends partial_failed; one that never started is run by the sweep", async () => {
+    const s = await session(ann);
+    const sent = (await send(ann, s.id, "When does the deploy freeze start?")).body.data;
+    await chatTurnsIdle();
+    // Rewind it to a worker that wrote one piece of text and stopped.
+    const longAgo = new Date(Date.now() - 5 * 60_000);
+    await h.db.chatMessage.update({ where: { id: sent.active_message_id }, data: { status: "running", leaseOwner: "dead-worker", heartbeatAt: new Date(), content: "The deploy" } });
+    await h.db.chatEvent.deleteMany({ where: { messageId: sent.active_message_id, type: "message.completed" } });
+    await h.db.chatSession.update({ where: { id: s.id }, data: { status: "running", activeMessageId: sent.active_message_id } });
+    // While its worker still writes, nobody else takes the turn.
+    expect(await runChatTurn(h.database, sent.active_message_id, "impatient")).toBe("skipped");
+    expect(await sweepChatTurns(h.database)).not.toContain(sent.active_message_id);
+    await h.db.chatMessage.update({ where: { id: sent.active_message_id }, data: { heartbeatAt: longAgo } });
+    expect(await sweepChatTurns(h.database)).toContain(sent.active_message_id);
+    expect(await runChatTurn(h.database, sent.active_message_id, "rescuer")).toBe("finished");
+    const answer = (await ann.get(`${base}/${s.id}/messages/${sent.active_message_id}`)).body.data;
+    expect(answer).toMatchObject({ status: "partial_failed", content: "The deploy", error: { code: "interrupted" } });
+    expect((await ann.get(`${base}/${s.id}`)).body.data.status).toBe("idle");
+    expect((await ann.post(`${base}/${s.id}/messages/${sent.active_message_id}/regenerate`)).status).toBe(202);
+    await chatTurnsIdle();
+
+    const lost = await h.db.chatMessage.create({
+      data: { id: "0190e9a0-0000-7000-8000-00000000c0de", sessionId: s.id, sequence: 100, role: "assistant", authorUserId: ann.id, status: "queued", parentMessageId: sent.user_message_id, credential: { type: "api_key", scopes: ["read", "write"], hub_ids: null }, updatedAt: longAgo },
+    });
+    await h.db.chatSession.update({ where: { id: s.id }, data: { status: "running", activeMessageId: lost.id } });
+    await h.db.$executeRaw`UPDATE chat_messages SET updated_at = ${longAgo} WHERE id = ${lost.id}::uuid`;
+    expect(await sweepChatTurns(h.database)).toContain(lost.id);
+    expect(await runChatTurn(h.database, lost.id)).toBe("finished");
+    expect((await h.db.chatMessage.findUniqueOrThrow({ where: { id: lost.id } })).status).toBe("completed");
+  });
+
+  it("expires the replay after 24 hours", async () => {
+    const s = await session(ann);
+    const sent = (await send(ann, s.id, "When does the deploy freeze start?")).body.data;
+    await chatTurnsIdle();
+    await h.db.chatMessage.update({ where: { id: sent.active_message_id }, data: { createdAt: new Date(Date.now() - 25 * 3_600_000) } });
+    const res = await ann.get(sent.resume_url);
+    expect([res.status, res.body.error.code]).toEqual([410, "chat_replay_expired"]);
+    expect((await ann.get(sent.resume_url.replace(/[^/]+\/stream$/, `${sent.user_message_id}/stream`))).status).toBe(400);
+  });
+});
