@@ -53,6 +53,8 @@ describe("DELETE /v1/account/data", () => {
     expect((await ann.post(`/v1/hubs/${ann.personalHubId}/board/decision-gate`, { question: "Tea or coffee?", options: ["tea", "coffee"] })).status).toBe(201);
     expect((await ann.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "CLAUDE.md", content: "# Rules\n" })).status).toBe(201);
     expect((await ann.put("/v1/agent-sessions", { agent: "claude-code", session_id: "s-1", content: '{"role":"user"}\n' })).status).toBe(201);
+    expect((await ann.post("/v1/chat/sessions", { scope_type: "user_all_hubs", title: "Ann's chat" })).status).toBe(201);
+    expect((await bob.post("/v1/chat/sessions", { scope_type: "user_all_hubs", title: "Bob's chat" })).status).toBe(201);
     const teamNote = await ann.post("/v1/memories", { content: "Ann's note for the team." }, { headers: { "x-hub-id": team } });
     expect(teamNote.status).toBe(201);
     expect((await bob.post("/v1/memories", { content: "Bob's own note." })).status).toBe(201);
@@ -69,6 +71,8 @@ describe("DELETE /v1/account/data", () => {
     expect(await h.db.notification.count({ where: { userId: ann.id } })).toBe(0);
     expect(await h.db.agentConfig.count({ where: { ownerId: ann.id } })).toBe(0);
     expect(await h.db.agentSession.count({ where: { ownerId: ann.id } })).toBe(0);
+    expect(await h.db.chatSession.count({ where: { ownerId: ann.id } })).toBe(0);
+    expect(await h.db.chatSession.count({ where: { ownerId: bob.id } })).toBe(1);
     expect(await h.db.upload.count({ where: { ownerId: ann.id } })).toBe(0);
     // The attached file's bytes and the never-attached upload's are gone from the store.
     expect(storedFiles().filter((name) => !name.startsWith("."))).toHaveLength(0);

@@ -20,7 +20,7 @@ afterAll(async () => {
 
 describe("GET/PATCH /v1/settings", () => {
   it("starts from defaults and merges known keys", async () => {
-    expect((await ann.get("/v1/settings")).body.data).toEqual({ theme: "system", locale: "", notifications_enabled: true, updated_at: null });
+    expect((await ann.get("/v1/settings")).body.data).toEqual({ theme: "system", locale: "", notifications_enabled: true, chat_default_persona_id: "", updated_at: null });
     const res = await ann.patch("/v1/settings", { theme: "dark", notifications_enabled: false });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data).toMatchObject({ theme: "dark", locale: "", notifications_enabled: false, updated_at: expect.any(String) });

@@ -1,11 +1,10 @@
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { NOTHING_FOUND, splitSentences } from "@/lib/ask/extractive-answer.ts";
 import { ASK_SYSTEM_PROMPT, parseCitations } from "@/lib/ask/model-answer.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
+import { startFakeChat, type FakeChat } from "./support/openai-stream-fake.ts";
 import { indexMemories } from "./recall-helpers.ts";
 
 let h: Harness;
@@ -18,49 +17,6 @@ async function push(client: Client, content: string, hubId?: string): Promise<st
   const res = await client.post("/v1/memories", { content }, hubId ? { headers: { "x-hub-id": hubId } } : {});
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.data.id;
-}
-
-/** A stand-in for the OpenAI chat completions API (streaming), recording every prompt it is sent. */
-interface FakeChat {
-  url: string;
-  requests: any[];
-  reply: string;
-  fail: boolean;
-  close(): Promise<void>;
-}
-
-async function readBody(req: IncomingMessage): Promise<any> {
-  let raw = "";
-  for await (const chunk of req) raw += chunk;
-  return raw ? JSON.parse(raw) : undefined;
-}
-
-async function startFakeChat(): Promise<FakeChat> {
-  const fake = { requests: [], reply: "", fail: false } as unknown as FakeChat;
-  const server: Server = createServer(async (req, res) => {
-    const body = await readBody(req);
-    fake.requests.push(body);
-    if (req.url !== "/v1/chat/completions") {
-      res.writeHead(404).end();
-      return;
-    }
-    if (fake.fail) {
-      res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "upstream exploded", type: "server_error" } }));
-      return;
-    }
-    expect(body.stream).toBe(true);
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    const chunk = (delta: Record<string, unknown>, finish: string | null, usage?: unknown) =>
-      `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage } : {}) })}\n\n`;
-    res.write(chunk({ role: "assistant", content: "" }, null));
-    for (const word of fake.reply.match(/\S+\s*/g) ?? []) res.write(chunk({ content: word }, null));
-    res.write(chunk({}, "stop", { prompt_tokens: 100, completion_tokens: 17, total_tokens: 117 }));
-    res.end("data: [DONE]\n\n");
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  fake.close = () => new Promise((resolve) => server.close(() => resolve()));
-  return fake;
 }
 
 function sdkFor(Memax: any, client: Client) {

@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { chatTurnsIdle, sweepChatTurns } from "@/lib/chat/chat-turn-runner.ts";
 import { runChatTurn } from "@/lib/chat/run-chat-turn.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { clientFor, createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
+import { startFakeChat, type FakeChat } from "./support/openai-stream-fake.ts";
 import { openSse } from "./support/sse-client.ts";
 
 // Agent chat (Memax's chats resource): sessions over the caller's hubs, turns answered in the
@@ -344,5 +345,72 @@ describe("workers", () => {
     const res = await ann.get(sent.resume_url);
     expect([res.status, res.body.error.code]).toEqual([410, "chat_replay_expired"]);
     expect((await ann.get(sent.resume_url.replace(/[^/]+\/stream$/, `${sent.user_message_id}/stream`))).status).toBe(400);
+  });
+});
+
+describe("with a chat model (a local fake of the OpenAI API)", () => {
+  let fake: FakeChat;
+  const saved = { ...process.env };
+  beforeAll(async () => {
+    fake = await startFakeChat();
+    Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: fake.url });
+  });
+  afterEach(() => {
+    fake.requests.length = 0;
+  });
+  afterAll(async () => {
+    for (const key of ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"]) {
+      if (saved[key] === undefined) delete process.env[key];
+      else process.env[key] = saved[key];
+    }
+    await fake?.close();
+  });
+
+  it("streams the model's answer in the account's default persona, with the conversation so far and [n] citations", async () => {
+    const persona = await ann.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "SOUL.md", content: "# Captain\nSpeak like a ship's captain." });
+    expect(persona.status).toBe(201);
+    expect((await ann.patch("/v1/settings", { chat_default_persona_id: "00000000-0000-7000-8000-000000000000" })).status).toBe(404);
+    expect((await ann.patch("/v1/settings", { chat_default_persona_id: persona.body.data.id })).body.data.chat_default_persona_id).toBe(persona.body.data.id);
+    const s = await session(ann);
+    expect((await ann.get(`${base}/${s.id}`)).body.data.model).toBe("gpt-fake");
+    fake.reply = "Aye, the freeze starts Friday at 18:00 [1].";
+    const first = await answered(ann, s.id, (await send(ann, s.id, "When does the deploy freeze start?")).body.data.active_message_id);
+    expect(first).toMatchObject({ status: "completed", content: fake.reply, usage: { model: "gpt-fake" } });
+    expect(first.citations).toEqual([expect.objectContaining({ index: 1, title: "Deploy freeze" })]);
+    const [system, user] = fake.requests[0].messages;
+    expect(system.content).toContain("Speak like a ship's captain.");
+    expect(user.content).toContain("Question: When does the deploy freeze start?");
+    expect(user.content).not.toContain("Earlier in this conversation");
+
+    fake.reply = "Two approvals, captain's orders [1].";
+    await answered(ann, s.id, (await send(ann, s.id, "What do hotfixes need during the deploy freeze?")).body.data.active_message_id);
+    const followUp = fake.requests.at(-1).messages[1].content;
+    expect(followUp).toContain("Earlier in this conversation");
+    expect(followUp).toContain("assistant: Aye, the freeze starts Friday at 18:00 [1].");
+
+    // "none" turns the persona off for one session; "local" keeps the model out of it.
+    const plain = await session(ann, { scope_type: "user_all_hubs", persona_id: "none" });
+    fake.reply = "Friday [1].";
+    await answered(ann, plain.id, (await send(ann, plain.id, "When does the deploy freeze start?")).body.data.active_message_id);
+    expect(fake.requests.at(-1).messages[0].content).not.toContain("captain");
+    fake.requests.length = 0;
+    const local = await session(ann, { scope_type: "user_all_hubs", model: "local" });
+    const extractive = await answered(ann, local.id, (await send(ann, local.id, "When does the deploy freeze start?")).body.data.active_message_id);
+    expect(fake.requests).toHaveLength(0);
+    expect(extractive.content).toMatch(/Friday at 18:00/);
+    await ann.patch("/v1/settings", { chat_default_persona_id: "" });
+  });
+
+  it("a model that fails before writing is replaced by the extractive answer, which says why", async () => {
+    const s = await session(ann);
+    fake.fail = true;
+    try {
+      const sent = (await send(ann, s.id, "When does the deploy freeze start?")).body.data;
+      const answer = await answered(ann, s.id, sent.active_message_id);
+      expect(answer).toMatchObject({ status: "completed", usage: { model: "local", fallback_reason: expect.stringMatching(/^chat model failed/) } });
+      expect(answer.content).toMatch(/Friday at 18:00/);
+    } finally {
+      fake.fail = false;
+    }
   });
 });

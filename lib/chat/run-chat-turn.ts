@@ -168,13 +168,22 @@ async function execute(turn: Turn): Promise<boolean> {
   const unique = sources.filter((s, i) => sources.findIndex((o) => o.id === s.id) === i);
   const retrievalMs = Math.round(performance.now() - started);
   const model = session.model !== "local" && unique.length > 0 ? chatModel() : null;
+  let fallbackReason: string | undefined;
   if (model) {
-    const cited = await modelAnswer(turn, question.content, unique, model);
-    await finish(turn, "completed", {
-      citations: cited.map((n) => citation(n, unique[n - 1]!)),
-      usage: { model: session.model, output_tokens: estimateTokens(turn.content), retrieval_ms: retrievalMs },
-    });
-    return false;
+    try {
+      const cited = await modelAnswer(turn, question, unique, model);
+      await finish(turn, "completed", {
+        citations: cited.map((n) => citation(n, unique[n - 1]!)),
+        usage: { model: session.model, output_tokens: estimateTokens(turn.content), retrieval_ms: retrievalMs },
+      });
+      return false;
+    } catch (error) {
+      // As ask does: once text went out the answer cannot be swapped (the turn ends partial_failed);
+      // before that, the extractive answer stands in and says why.
+      if (turn.content || error instanceof Canceled || error instanceof LostLease) throw error;
+      console.error(`[engram] chat: the chat model failed; answering extractively: ${error instanceof Error ? error.message : String(error)}`);
+      fallbackReason = `chat model failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300);
+    }
   }
   const sentences = unique.length ? await extractSentences(question.content, unique) : [];
   const pieces = sentences.length === 0 ? [NOTHING_IN_SCOPE] : sentences.map((s, i) => `${i ? " " : ""}${s.text} [${s.source + 1}]`);
@@ -182,7 +191,7 @@ async function execute(turn: Turn): Promise<boolean> {
   const cited = [...new Set(sentences.map((s) => s.source + 1))];
   await finish(turn, "completed", {
     citations: cited.map((n) => citation(n, unique[n - 1]!)),
-    usage: { model: "local", output_tokens: estimateTokens(turn.content), retrieval_ms: retrievalMs },
+    usage: { model: "local", output_tokens: estimateTokens(turn.content), retrieval_ms: retrievalMs, ...(fallbackReason && { fallback_reason: fallbackReason }) },
   });
   return false;
 }
@@ -344,10 +353,10 @@ async function saveMemory(turn: Turn, approval: ChatApproval, text: string): Pro
   return { memory_id: memory.id, hub_id: hubId, title: memory.title };
 }
 
-async function modelAnswer(turn: Turn, question: string, sources: RecalledMemory[], model: NonNullable<ReturnType<typeof chatModel>>): Promise<number[]> {
-  const prompt = buildPrompt(question, sources);
+async function modelAnswer(turn: Turn, question: ChatMessage, sources: RecalledMemory[], model: NonNullable<ReturnType<typeof chatModel>>): Promise<number[]> {
+  const prompt = buildPrompt(question.content, sources);
   const persona = await personaText(turn);
-  const history = await historyText(turn);
+  const history = await historyText(turn, question);
   const stream = streamModelAnswer(
     model,
     {
@@ -379,9 +388,10 @@ async function personaText(turn: Turn): Promise<string> {
   return config?.content.slice(0, 4_000) ?? "";
 }
 
-async function historyText(turn: Turn): Promise<string> {
+/** The finished turns before the question (a regenerated answer's predecessors included: they are what was said). */
+async function historyText(turn: Turn, question: ChatMessage): Promise<string> {
   const rows = await turn.ctx.db.chatMessage.findMany({
-    where: { sessionId: turn.session.id, sequence: { lt: turn.message.sequence }, status: "completed" },
+    where: { sessionId: turn.session.id, sequence: { lt: question.sequence }, status: "completed" },
     orderBy: { sequence: "desc" },
     take: HISTORY_TURNS * 2,
     select: { role: true, content: true },

@@ -12,5 +12,7 @@ export const updateSettingsBodySchema = z.strictObject({
     .meta({ keepEmpty: true })
     .optional(),
   notifications_enabled: z.boolean().optional(),
+  // The persona agent chat sessions inherit ("" none); a session's own persona_id overrides it.
+  chat_default_persona_id: z.string().max(100).meta({ keepEmpty: true }).optional(),
 });
 export type UpdateSettingsBody = z.output<typeof updateSettingsBodySchema>;

@@ -1,14 +1,16 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { findPersonaOrThrow } from "@/lib/personas/persona-source.ts";
 import type { UserSetting } from "@/lib/db/generated/client.ts";
 import type { UpdateSettingsBody } from "./settings-fields.ts";
 
-const DEFAULTS = { theme: "system", locale: "", notificationsEnabled: true };
+const DEFAULTS = { theme: "system", locale: "", notificationsEnabled: true, chatDefaultPersonaId: "" };
 
-function serializeSettings(row: Pick<UserSetting, "theme" | "locale" | "notificationsEnabled"> & { updatedAt?: Date | null }) {
+function serializeSettings(row: Pick<UserSetting, "theme" | "locale" | "notificationsEnabled" | "chatDefaultPersonaId"> & { updatedAt?: Date | null }) {
   return {
     theme: row.theme,
     locale: row.locale,
     notifications_enabled: row.notificationsEnabled,
+    chat_default_persona_id: row.chatDefaultPersonaId,
     updated_at: row.updatedAt ? row.updatedAt.toISOString() : null,
   };
 }
@@ -21,7 +23,9 @@ export async function getSettings(ctx: AuthContext) {
 
 /** PATCH /v1/settings — merges the given keys. */
 export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody) {
+  if (input.chat_default_persona_id) await findPersonaOrThrow(ctx.db, ctx.user.id, input.chat_default_persona_id);
   const data = {
+    ...(input.chat_default_persona_id !== undefined && { chatDefaultPersonaId: input.chat_default_persona_id }),
     ...(input.theme !== undefined && { theme: input.theme }),
     ...(input.locale !== undefined && { locale: input.locale }),
     ...(input.notifications_enabled !== undefined && { notificationsEnabled: input.notifications_enabled }),

@@ -17,7 +17,7 @@ export interface DeleteAccountDataResult {
  * DELETE /v1/account/data (Memax's account.deleteAllData): empties the account, keeps it. In one
  * transaction it deletes everything in the caller's personal hub (memories with their chunks and
  * files, topics, decision gates, dream runs) and everything that is theirs alone (synced configs
- * with their versions, agent sessions, agent names, notifications, topic visits, uploads never
+ * with their versions, agent sessions, agent names, chats, notifications, topic visits, uploads never
  * attached). It keeps the account, its sign-ins, API keys and settings, and team hubs: what the
  * caller pushed there belongs to the team (leave the hub, or ask an admin, to remove it).
  */
@@ -49,6 +49,8 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
     // Session files kept in the database go with their rows; the upload store's after the commit.
     await tx.agentSessionBlob.deleteMany({ where: { key: { in: sessionKeys.filter(isDatabaseSessionKey) } } });
     await tx.connectedAgent.deleteMany({ where: { ownerId: userId } });
+    // Chats quote the hubs' memories; with their messages, stream logs and approvals (cascade).
+    await tx.chatSession.deleteMany({ where: { ownerId: userId } });
     await tx.notification.deleteMany({ where: { userId } });
     await tx.topicVisit.deleteMany({ where: { userId } });
     // Uploads not attached (the personal hub's files are detached by now) go in this transaction, so a
