@@ -129,6 +129,9 @@ export type SendChatMessageBody = z.output<typeof sendChatMessageBodySchema>;
 
 export const decideChatApprovalBodySchema = z.object({ decision: z.enum(["approve", "deny"]) });
 
+/** The advisory lock that orders a session's turns, cancels, decisions and terminal writes. */
+export const chatSessionLockKey = (sessionId: string) => `chat-session:${sessionId}`;
+
 export const TERMINAL_STATUSES = ["completed", "partial_failed", "failed", "canceled"] as const;
 export const TERMINAL_EVENTS = ["message.completed", "message.partial_failed", "message.failed", "message.canceled"] as const;
 export const isTerminal = (status: string) => (TERMINAL_STATUSES as readonly string[]).includes(status);

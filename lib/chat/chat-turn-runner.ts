@@ -14,12 +14,14 @@ const SWEEP_EVERY_MS = 30_000;
 interface RunnerState {
   queue: string[];
   active: Set<string>;
+  /** Kicked while running: run once more after (it may have just paused, missing this kick's news). */
+  again: Set<string>;
   waiters: (() => void)[];
   timer?: NodeJS.Timeout;
   owner: string;
 }
 const globalForChat = globalThis as unknown as { __engramChatTurns?: RunnerState };
-const state = (globalForChat.__engramChatTurns ??= { queue: [], active: new Set(), waiters: [], owner: `process-${randomUUID()}` });
+const state = (globalForChat.__engramChatTurns ??= { queue: [], active: new Set(), again: new Set(), waiters: [], owner: `process-${randomUUID()}` });
 
 /** Hands a turn to a worker: an Inngest event, or this process's runner. A lost hand-off is swept up. */
 export async function kickChatTurn(messageId: string): Promise<void> {
@@ -30,7 +32,8 @@ export async function kickChatTurn(messageId: string): Promise<void> {
     });
     return;
   }
-  if (!state.queue.includes(messageId) && !state.active.has(messageId)) state.queue.push(messageId);
+  if (state.active.has(messageId)) state.again.add(messageId);
+  else if (!state.queue.includes(messageId)) state.queue.push(messageId);
   pump();
 }
 
@@ -43,6 +46,7 @@ function pump(): void {
       .catch((error: unknown) => console.error(`[engram] chat: turn ${id} could not run now`, error))
       .finally(() => {
         state.active.delete(id);
+        if (state.again.delete(id)) state.queue.push(id);
         pump();
       });
   }

@@ -4,6 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { chatModel } from "@/lib/ai/chat-model.ts";
 import { extractSentences } from "@/lib/ask/extractive-answer.ts";
 import { buildPrompt, parseCitations, streamModelAnswer } from "@/lib/ask/model-answer.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Database } from "@/lib/db/database.ts";
 import type { ChatApproval, ChatMessage, ChatSession, Prisma } from "@/lib/db/generated/client.ts";
 import { credentialWrites, hubPermissionOrThrow, memoryAccessWhere, readableHubs } from "@/lib/hubs/hub-access.ts";
@@ -14,7 +15,7 @@ import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
 import { turnScope } from "./chat-access.ts";
 import { appendChatEvent, notifyChatEvent } from "./chat-events.ts";
-import { CHAT_LIMITS } from "./chat-fields.ts";
+import { CHAT_LIMITS, chatSessionLockKey } from "./chat-fields.ts";
 import { serializeChatMessage } from "./serialize-chat.ts";
 
 /** A worker that has not written for this long has stopped; its turn may be taken over. */
@@ -447,6 +448,7 @@ async function release(turn: Turn): Promise<void> {
 /** An approval past its time: timed out, announced, and its turn free to go on. */
 export async function expireApproval(db: Database["prisma"], approval: ChatApproval): Promise<boolean> {
   const expired = await db.$transaction(async (tx) => {
+    await lockForTransaction(tx, chatSessionLockKey(approval.sessionId));
     const { count } = await tx.chatApproval.updateMany({ where: { id: approval.id, status: "pending" }, data: { status: "timed_out", decidedAt: new Date() } });
     if (count === 0) return false;
     await tx.chatSession.updateMany({ where: { id: approval.sessionId, activeMessageId: approval.messageId, status: "awaiting_approval" }, data: { status: "running" } });
@@ -464,12 +466,16 @@ async function finish(
   fields: { citations?: unknown; usage?: unknown; error?: unknown },
 ): Promise<void> {
   await turn.database.prisma.$transaction(async (tx) => {
-    await leaseOrThrow(tx, turn);
+    // The session's lock first, as a send, cancel or decision takes it: the rows below are then
+    // locked in one order by everyone (no deadlock with a decision touching the same approval).
+    await lockForTransaction(tx, chatSessionLockKey(turn.session.id));
+    // A cancel registered since the last check wins: its caller was told the turn is stopping.
+    const final = (await leaseOrThrow(tx, turn)).status === "canceling" ? "canceled" : status;
     const now = new Date();
     const message = await tx.chatMessage.update({
       where: { id: turn.message.id },
       data: {
-        status,
+        status: final,
         content: turn.content,
         toolCalls: turn.toolCalls.length ? (turn.toolCalls as unknown as Prisma.InputJsonValue) : undefined,
         ...(fields.citations !== undefined && { citations: fields.citations as Prisma.InputJsonValue }),
@@ -485,7 +491,7 @@ async function finish(
       where: { id: turn.session.id, activeMessageId: turn.message.id },
       data: { status: "idle", activeMessageId: null, lockedAt: null, lastMessageAt: now, activityAt: now },
     });
-    await appendChatEvent(tx, turn.message.id, `message.${status}`, { message: serializeChatMessage({ ...message, eventSeq: message.eventSeq }) });
+    await appendChatEvent(tx, turn.message.id, `message.${final}`, { message: serializeChatMessage(message) });
   });
   notifyChatEvent(turn.message.id);
 }

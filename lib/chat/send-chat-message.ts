@@ -5,12 +5,10 @@ import type { DbClient } from "@/lib/db/database.ts";
 import type { ChatMessage, ChatSession } from "@/lib/db/generated/client.ts";
 import { newId } from "@/lib/ids.ts";
 import { findChatSessionOrThrow, turnScope } from "./chat-access.ts";
-import { CHAT_LIMITS, isTerminal, TOOLSET_VERSION, type SendChatMessageBody } from "./chat-fields.ts";
+import { CHAT_LIMITS, chatSessionLockKey, isTerminal, TOOLSET_VERSION, type SendChatMessageBody } from "./chat-fields.ts";
 import { kickChatTurn } from "./chat-turn-runner.ts";
 import { credentialSnapshot } from "./run-chat-turn.ts";
 import { serializeChatMessage } from "./serialize-chat.ts";
-
-export const chatSessionLockKey = (sessionId: string) => `chat-session:${sessionId}`;
 
 export const resumeUrl = (sessionId: string, messageId: string) => `/v1/chat/sessions/${sessionId}/messages/${messageId}/stream`;
 
