@@ -166,6 +166,11 @@ describe("a turn", () => {
     expect(done.data.message).toMatchObject({ id: assistant_message.id, status: "completed" });
     const text = stream.events.filter((e) => e.event === "message.text").map((e) => e.data.text).join("");
     expect(text).toBe(answer.content);
+    expect((await ann.get(resume_url, { headers: { "last-event-id": "x1" } })).status).toBe(400);
+    // Resumed past the end of a finished turn: an empty stream that ends.
+    const past = await ann.get(resume_url, { headers: { "last-event-id": "99999999999999999999" } });
+    expect(past.status).toBe(200);
+    expect(past.text).not.toContain("event:");
     const resumed = await openSse(ann.key, resume_url, { "last-event-id": "2" });
     await resumed.waitFor((e) => e.event === "message.completed");
     expect(resumed.events.map((e) => e.id)).toEqual(stream.events.slice(2).map((e) => e.id));
@@ -227,8 +232,10 @@ describe("a turn", () => {
     expect([twice.status, twice.body.error.code]).toEqual([409, "regenerate_not_eligible"]);
     const user = await ann.post(`${base}/${s.id}/messages/${first.user_message_id}/regenerate`);
     expect(user.status).toBe(400);
-    // The idempotent retry of the first send now returns the newest answer.
-    expect((await ann.get(`${base}/${s.id}/messages/${first.active_message_id}`)).status).toBe(200);
+    // Only the last answer: once another question was answered, this one's answer stays as it is.
+    await answered(ann, s.id, (await send(ann, s.id, "How often is the espresso machine descaled?")).body.data.active_message_id);
+    const older = await ann.post(`${base}/${s.id}/messages/${again.id}/regenerate`);
+    expect([older.status, older.body.error.code]).toEqual([409, "regenerate_not_eligible"]);
   });
 });
 
@@ -256,6 +263,14 @@ describe("saving needs approval", () => {
     await waitProcessed(h.db, ann, saved[0]!.id);
     const twice = await ann.post(`${base}/${s.id}/approvals/${required.data.approval_id}`, { decision: "deny" });
     expect([twice.status, twice.body.error.code]).toEqual([409, "chat_approval_already_decided"]);
+    // Regenerated, the save asks again, and approving it again saves nothing new (the hub already has it).
+    const regen = await ann.post(`${base}/${s.id}/messages/${sent.active_message_id}/regenerate`);
+    expect(regen.status).toBe(202);
+    await chatTurnsIdle();
+    const second = await h.db.chatApproval.findFirstOrThrow({ where: { messageId: regen.body.data.active_message_id } });
+    expect((await ann.post(`${base}/${s.id}/approvals/${second.id}`, { decision: "approve" })).status).toBe(200);
+    expect((await answered(ann, s.id, regen.body.data.active_message_id)).content).toBe(done.data.message.content);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId, content: "the staging database is reset every Sunday night." } })).toBe(1);
   });
 
   it("saves nothing when denied, and times out an approval nobody gave", async () => {

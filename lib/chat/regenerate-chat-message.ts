@@ -9,8 +9,8 @@ const ELIGIBLE = ["completed", "partial_failed", "failed"];
 
 /**
  * POST …/messages/{id}/regenerate: a new answer to the same question, linked to the answer it
- * replaces. A canceled answer is not eligible (the person chose to stop: send again instead), nor
- * one a later answer already replaced.
+ * replaces. Only the conversation's last answer is eligible, and not when canceled (the person chose
+ * to stop: send again instead).
  */
 export async function regenerateChatMessage(ctx: AuthContext, sessionId: string, messageId: string) {
   const { session: found, message: prior } = await findChatMessageOrThrow(ctx, sessionId, messageId);
@@ -24,6 +24,10 @@ export async function regenerateChatMessage(ctx: AuthContext, sessionId: string,
     }
     if (await tx.chatMessage.findFirst({ where: { parentMessageId: current.id, role: "assistant" }, select: { id: true } })) {
       throw new ApiError("regenerate_not_eligible", "A newer answer already replaced this one; regenerate that one instead");
+    }
+    // Only the conversation's last answer: a new answer to an earlier question would land after later ones.
+    if (current.sequence !== session.messageCount) {
+      throw new ApiError("regenerate_not_eligible", "Only the last answer of the conversation can be regenerated");
     }
     assertRoom(session, 1);
     return startTurn(tx, ctx, session, current.id, 1);

@@ -328,7 +328,10 @@ async function pushMemoryStep(turn: Turn, text: string, scope: string[]): Promis
     await emit(turn, "message.tool_result", { tool_call_id: call.id, name: call.name, result: call.result });
   }
   const hubName = String(call.arguments.hub_name ?? "");
-  if (call.status === "done") return `Saved to “${hubName}”: “${String(call.result?.title ?? "")}”.`;
+  if (call.status === "done") {
+    const title = String(call.result?.title ?? "");
+    return `Saved to “${hubName}”: “${title}”${/[.!?。！？]$/.test(title) ? "" : "."}`;
+  }
   if (call.status === "denied") return "I did not save it: you declined.";
   if (call.status === "timed_out") return "I did not save it: the approval was not given in time.";
   return `I did not save it: ${String(call.result?.error ?? "it could not be saved")}.`;

@@ -3,7 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { sseResponse } from "@/lib/api/sse.ts";
 import { findChatMessageOrThrow } from "./chat-access.ts";
 import { waitForChatEvent } from "./chat-events.ts";
-import { CHAT_LIMITS, TERMINAL_EVENTS } from "./chat-fields.ts";
+import { CHAT_LIMITS, isTerminal, TERMINAL_EVENTS } from "./chat-fields.ts";
 
 /** Without a wake-up from this process (the turn runs in another), the log is read again this often. */
 const POLL_MS = 500;
@@ -17,7 +17,8 @@ export function lastEventId(req: Request): number {
   const raw = req.headers.get("last-event-id") ?? new URL(req.url).searchParams.get("last_event_id") ?? "";
   if (raw.trim() === "") return 0;
   if (!/^\d+$/.test(raw.trim())) throw new ApiError("invalid_request", "Last-Event-ID must be the seq of an event (a whole number)");
-  return Number(raw.trim());
+  // Past any seq a turn can reach (a 32-bit column): nothing is left to send, not an error.
+  return Math.min(Number(raw.trim()), 2_147_483_647);
 }
 
 /**
@@ -44,6 +45,11 @@ export async function streamChatMessage(ctx: AuthContext, sessionId: string, mes
           if ((TERMINAL_EVENTS as readonly string[]).includes(event.type)) return;
         }
         if (events.length === BATCH) continue;
+        // Resumed past the terminal event (or it was pruned): nothing more will come.
+        if (events.length === 0 && isTerminal((await ctx.db.chatMessage.findUniqueOrThrow({ where: { id: message.id }, select: { status: true } })).status)) {
+          const last = await ctx.db.chatEvent.findFirst({ where: { messageId: message.id }, orderBy: { seq: "desc" }, select: { seq: true } });
+          if (!last || last.seq <= seq) return;
+        }
         if (Date.now() - lastPing >= PING_MS) {
           if (!sse.comment("ping")) return;
           lastPing = Date.now();
