@@ -13,6 +13,7 @@ const NotificationBell = dynamic(() => import("./notification-bell.tsx").then((m
 
 const NAV = [
   { href: "/hubs", label: "Hubs" },
+  { href: "/chat", label: "Chat" },
   { href: "/api-keys", label: "API keys" },
   { href: "/api-reference", label: "API" },
 ];

@@ -1,8 +1,10 @@
 "use client";
 
 import Link from "next/link";
-import { Fragment, useRef, useState } from "react";
+import { useRef, useState } from "react";
 import { errorMessage } from "@/lib/web/api.ts";
+import { readSse } from "@/lib/web/read-sse.ts";
+import { CitedText } from "./cited-text.tsx";
 import { Badge, Button } from "./ui.tsx";
 
 interface Source {
@@ -17,50 +19,6 @@ interface Done {
   model: string;
   tokens: number;
   metadata?: { total_latency_ms?: number };
-}
-
-/** Reads a text/event-stream body, calling `onEvent` per event as it arrives. */
-async function readSse(body: ReadableStream<Uint8Array>, onEvent: (event: string, data: unknown) => void) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true });
-    let cut: number;
-    while ((cut = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      let event = "message";
-      let data = "";
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event: ")) event = line.slice(7);
-        else if (line.startsWith("data: ")) data += line.slice(6);
-      }
-      if (data) onEvent(event, JSON.parse(data));
-    }
-  }
-}
-
-/** The answer with each [n] as a link to its source memory. */
-function Answer({ text, sources }: { text: string; sources: Source[] }) {
-  const parts = text.split(/(\[\d+\])/g);
-  return (
-    <p data-testid="ask-answer" className="whitespace-pre-line text-sm leading-6 text-slate-800">
-      {parts.map((part, i) => {
-        const cited = /^\[(\d+)\]$/.exec(part);
-        const source = cited ? sources[Number(cited[1]) - 1] : undefined;
-        return source ? (
-          <Link key={i} prefetch={false} href={`/memories/${source.id}`} title={source.title} className="mx-0.5 rounded bg-indigo-50 px-1 text-xs font-semibold text-indigo-700 hover:underline">
-            {part}
-          </Link>
-        ) : (
-          <Fragment key={i}>{part}</Fragment>
-        );
-      })}
-    </p>
-  );
 }
 
 /** Ask a question of the hub's memories; the answer streams in with clickable citations. */
@@ -136,7 +94,7 @@ export function AskBox({ hubId }: { hubId: string }) {
       </form>
       <div aria-live="polite" className="mt-3 flex flex-col gap-2">
         {error && <p className="rounded-md bg-red-50 px-3 py-2 text-sm text-red-700">{error}</p>}
-        {answer && <Answer text={answer} sources={sources} />}
+        {answer && <CitedText testId="ask-answer" text={answer} source={(n) => sources[n - 1]} />}
         {sources.length > 0 && (
           <ol className="flex flex-col gap-1 text-xs text-slate-600">
             {sources.slice(0, 5).map((source, i) => (

@@ -1,41 +1,11 @@
-import { expect, test, type Browser, type Page } from "@playwright/test";
+import { expect, test } from "@playwright/test";
 import path from "node:path";
+import { apiAs, newPage, signUp } from "./support.ts";
 
 const ARTIFACTS = path.resolve(import.meta.dirname, "artifacts");
 const stamp = Date.now();
 const ann = { name: "Ann Live", email: `ann-live-${stamp}@example.test`, password: "ann-password-1" };
 const bob = { name: "Bob Live", email: `bob-live-${stamp}@example.test`, password: "bob-password-1" };
-
-async function newPage(browser: Browser) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL: process.env.E2E_BASE_URL });
-  return context.newPage();
-}
-
-async function signUp(page: Page, who: { name: string; email: string; password: string }) {
-  await page.goto("/sign-up");
-  await page.getByLabel("Name").fill(who.name);
-  await page.getByLabel("Email").fill(who.email);
-  await page.getByLabel("Password").fill(who.password);
-  await page.getByRole("button", { name: "Create account" }).click();
-  await expect(page).toHaveURL(/\/hubs$/);
-}
-
-/** The page's own session calls the API (what the dashboard's buttons do), returning `data`. */
-async function apiAs(page: Page, method: string, url: string, body?: unknown, hubId?: string) {
-  return page.evaluate(
-    async ({ method, url, body, hubId }) => {
-      const res = await fetch(url, {
-        method,
-        headers: { "content-type": "application/json", ...(hubId ? { "x-hub-id": hubId } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const json = await res.json();
-      if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-      return json.data;
-    },
-    { method, url, body, hubId },
-  );
-}
 
 test("live: a memory pushed by another member appears without a reload; the bell counts an invite; ask streams a cited answer", async ({ browser }) => {
   const a = await newPage(browser);

@@ -181,3 +181,52 @@ export function roleCan(role: Role | undefined, action: "write" | "manage" | "ow
 
 /** Memories per page of a hub's list (the server prefetches the first page with the same size). */
 export const HUB_PAGE_SIZE = 20;
+
+/** A chat session (GET /v1/chat/sessions/{id}); the fields the dashboard reads. */
+export interface ChatSession {
+  id: string;
+  scope_type: "user_all_hubs" | "single_hub" | "hub_subset";
+  title: string;
+  status: "idle" | "running" | "awaiting_approval" | "canceling";
+  active_message_id?: string;
+  message_count: number;
+  last_message_at?: string;
+  created_at: string;
+}
+
+export interface ChatSessionPage extends Page {
+  sessions: ChatSession[];
+}
+
+export interface ChatCitation {
+  index: number;
+  memory_id: string;
+  title: string;
+  hub_id?: string;
+}
+
+export type ChatMessageStatus = "queued" | "running" | "canceling" | "completed" | "partial_failed" | "failed" | "canceled";
+
+export interface ChatMessage {
+  id: string;
+  session_id: string;
+  sequence: number;
+  role: "user" | "assistant";
+  status: ChatMessageStatus;
+  content: string;
+  citations?: ChatCitation[];
+  error?: { code: string; message: string };
+  created_at: string;
+}
+
+/** 202 of a send or a regenerate: the answer being written and where its stream is. */
+export interface ChatTurn {
+  assistant_message: ChatMessage;
+  active_message_id: string;
+  resume_url: string;
+  user_message_id?: string;
+  prior_assistant_id?: string;
+}
+
+/** A turn in one of these states is over (lib/chat/chat-fields.ts, kept out of the browser bundle with its zod schemas). */
+export const CHAT_FINISHED: readonly ChatMessageStatus[] = ["completed", "partial_failed", "failed", "canceled"];
