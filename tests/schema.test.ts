@@ -153,17 +153,25 @@ describe("schema and migrations agree", () => {
       data: { id: newId(), sessionId: chat.id, messageId: chatMessage.id, toolCallId: "call", toolName: "push_memory", arguments: { content: "c" }, status: "approved", credential: { scopes: ["write"] }, expiresAt: now, decidedAt: now, createdAt: now },
     });
     expect(await db.chatApproval.findUnique({ where: { id: chatApproval.id } })).toEqual(chatApproval);
+    // Custom boards (lib/boards) and their card's versions.
+    const customBoard = await db.customBoard.create({
+      data: { id: newId(), hubId: hub.id, createdBy: user.id, title: "t", instruction: "i", status: "active", cardPayload: { answer: "a" }, cardCiteMemoryIds: [hub.id], cardState: "fresh", cardResolution: { action: "ack" }, cardDreamRunId: hub.id, cardContentUpdatedAt: now, cardCreatedAt: now, createdAt: now, updatedAt: now },
+    });
+    expect(await db.customBoard.findUnique({ where: { id: customBoard.id } })).toEqual(customBoard);
+    const cardVersion = await db.customBoardCardVersion.create({ data: { id: newId(), boardId: customBoard.id, payload: { answer: "b" }, citeMemoryIds: [hub.id], dreamRunId: hub.id, contentProducedAt: now, createdAt: now } });
+    expect(await db.customBoardCardVersion.findUnique({ where: { id: cardVersion.id } })).toEqual(cardVersion);
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "topicVisit", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent", "emailSignInCode", "chatSession", "chatMessage", "chatEvent", "chatApproval"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent", "emailSignInCode", "chatSession", "chatMessage", "chatEvent", "chatApproval", "customBoard", "customBoardCardVersion"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });
     expect(await db.memory.count({ where: { hubId: hub.id } })).toBe(0);
     expect(await db.chunk.count({ where: { hubId: hub.id } })).toBe(0);
     expect(await db.decisionGate.count({ where: { hubId: hub.id } })).toBe(0);
+    expect(await db.customBoard.count({ where: { hubId: hub.id } })).toBe(0);
   });
 
   test("pgvector, the HNSW and full-text indexes and the partial unique indexes exist", async () => {

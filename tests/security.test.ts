@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { clientFor, createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { dispatch, listRouteFiles } from "./support/router.ts";
 import { newId } from "@/lib/ids.ts";
+import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
 import { chatTurnsIdle } from "@/lib/chat/chat-turn-runner.ts";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
@@ -238,6 +239,10 @@ const ROUTES: Record<string, Row> = {
   },
   "GET /v1/hubs/[id]/boards": { path: (f) => `${hub(f)}/boards`, expect: hubRead(200) },
   "GET /v1/hubs/[id]/boards/[board_id]": { path: (f) => `${hub(f)}/boards/${f.hubId}`, expect: hubRead(200) },
+  "POST /v1/hubs/[id]/boards": { path: (f) => `${hub(f)}/boards`, body: () => ({ title: "Readiness", instruction: "What is open?" }), expect: hubWrite(201) },
+  // A custom board changes by its creator (the owner here) or a hub manager.
+  "PATCH /v1/hubs/[id]/boards/[board_id]": { setup: ownerCustomBoard, path: (f) => `${hub(f)}/boards/${f.extra.boardId}`, body: () => ({ title: "Renamed" }), expect: hubManage(200) },
+  "DELETE /v1/hubs/[id]/boards/[board_id]": { setup: ownerCustomBoard, path: (f) => `${hub(f)}/boards/${f.extra.boardId}`, expect: hubManage(200) },
   "GET /v1/hubs/[id]/board/slots/[slot_key]/history": {
     setup: async (f) => {
       const gate = await f.users.owner.post(`${hub(f)}/board/decision-gate`, { question: "Which zone?", options: ["a", "b"] });
@@ -508,6 +513,14 @@ async function ownerConfig(f: Fixture) {
 
 function chatPath(rest: string) {
   return (f: Fixture) => `/v1/chat/sessions/${f.extra.chatId}${rest}`;
+}
+
+/** A custom board on the fixture hub, made by its owner (its first card written before the row runs). */
+async function ownerCustomBoard(f: Fixture) {
+  const res = await f.users.owner.post(`/v1/hubs/${f.hubId}/boards`, { title: "Owner's board", instruction: "What is in this hub?" });
+  expect(res.status).toBe(201);
+  f.extra.boardId = res.body.data.board.id;
+  await customBoardsIdle();
 }
 
 /** The owner's chat over the fixture hub. */

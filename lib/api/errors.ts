@@ -28,6 +28,8 @@ export const ERROR_STATUS = {
   hub_limit_reached: 409,
   // A hub's board already holds its open decision gates (lib/boards; Memax's code).
   gate_limit: 409,
+  // A hub's custom boards (lib/boards): at most MAX_CUSTOM_BOARDS.
+  board_limit: 409,
   invalid_parent: 400,
   cycle_detected: 400,
   max_depth: 400,

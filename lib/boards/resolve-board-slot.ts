@@ -6,17 +6,29 @@ import { createMemory } from "@/lib/memories/create-memory.ts";
 import { createMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
 import type { ResolveSlotBody } from "./decision-gate-fields.ts";
 import { OPEN_GATE_STATES, closeGateNotifications, reopenGateNotifications } from "./gate-notifications.ts";
+import { findCustomSlot, isCustomSlotKey } from "./find-custom-slot.ts";
 import { findGateSlot } from "./find-gate-slot.ts";
+import { resolveCustomSlot } from "./resolve-custom-slot.ts";
 import { gateOptions, serializeGateSlot } from "./serialize-board.ts";
 
 const isOpen = (gate: DecisionGate) => (OPEN_GATE_STATES as readonly string[]).includes(gate.state);
 
 /**
- * POST /v1/hubs/{id}/board/slots/{slot_key}/resolve: any member who may write answers a decision
- * gate (`choose` with the option's id or text), dismisses it, or reopens a settled one. A card
- * someone already settled answers 200 with its current state (Memax's idempotent resolve).
+ * POST /v1/hubs/{id}/board/slots/{slot_key}/resolve: a decision gate (resolveDecisionGate), or a
+ * custom board's card, which is acknowledged, dismissed or reopened.
  */
 export async function resolveBoardSlot(ctx: AuthContext, hubId: string, slotKey: string, input: ResolveSlotBody) {
+  if (!isCustomSlotKey(slotKey)) return resolveDecisionGate(ctx, hubId, slotKey, input);
+  const membership = await hubPermissionOrThrow(ctx, hubId, "memories.write", "answer cards");
+  return resolveCustomSlot(ctx, await findCustomSlot(ctx.db, membership.hub.id, slotKey), input);
+}
+
+/**
+ * Any member who may write answers a decision gate (`choose` with the option's id or text),
+ * dismisses it, or reopens a settled one. A card someone already settled answers 200 with its
+ * current state (Memax's idempotent resolve).
+ */
+export async function resolveDecisionGate(ctx: AuthContext, hubId: string, slotKey: string, input: ResolveSlotBody) {
   const membership = await hubPermissionOrThrow(ctx, hubId, "memories.write", "answer decisions");
   const gate = await findGateSlot(ctx.db, membership.hub.id, slotKey);
   switch (input.action) {

@@ -1,4 +1,5 @@
-import type { Db, SqlRunner } from "@/lib/db/database.ts";
+import { refreshCustomBoards } from "@/lib/boards/refresh-custom-board.ts";
+import { getDatabase, type Db, type SqlRunner } from "@/lib/db/database.ts";
 import { chatModel, mergeWithModel, MERGE_MAX_INPUT_CHARS, nameTopicWithModel } from "@/lib/ai/chat-model.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { newId } from "@/lib/ids.ts";
@@ -468,5 +469,7 @@ export async function finishDreamRun(deps: DreamDeps, runId: string, owner: stri
     return true;
   });
   if (!done) throw new LostLeaseError(`dream run ${runId} is no longer held by ${owner}`);
+  // Custom boards answer their instruction again from what the hub now holds (failures are logged per board).
+  await refreshCustomBoards(await getDatabase(), run.hubId, runId);
   return status;
 }

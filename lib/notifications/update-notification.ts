@@ -7,7 +7,7 @@ import { cancelTransfer } from "@/lib/hubs/cancel-transfer.ts";
 import { resolveDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { credentialReaches } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
-import { resolveBoardSlot } from "@/lib/boards/resolve-board-slot.ts";
+import { resolveDecisionGate } from "@/lib/boards/resolve-board-slot.ts";
 import { gateOptions, gateSlotKey } from "@/lib/boards/serialize-board.ts";
 import { acceptInvite } from "@/lib/invites/accept-invite.ts";
 import { revealInviteToken } from "@/lib/invites/invite-token.ts";
@@ -122,7 +122,7 @@ async function resolveGateNotification(ctx: AuthContext, row: { hubId: string | 
   if (!actions.includes(action)) {
     throw new ApiError("invalid_action_for_notification_kind", `"${action}" is not an action of a decision_gate notification`, { actions });
   }
-  const { slot } = await resolveBoardSlot(ctx, gate.hubId, gateSlotKey(gate.id), action === "dismiss" ? { action: "dismiss" } : { action: "choose", choice: action });
+  const { slot } = await resolveDecisionGate(ctx, gate.hubId, gateSlotKey(gate.id), action === "dismiss" ? { action: "dismiss" } : { action: "choose", choice: action });
   const resolution = action === "dismiss" ? "dismissed" : `chose_${action}`;
   const settled = slot.state === "dismissed" ? "dismissed" : `chose_${slot.payload.chosen?.id}`;
   if (settled !== resolution) throw new ApiError("conflict", "Someone settled this decision already", { status: "resolved", resolution: settled });

@@ -14,6 +14,7 @@ import {
   syncConfigsBodySchema,
   upsertConfigBodySchema,
 } from "@/lib/configs/config-fields.ts";
+import { createBoardBodySchema, updateBoardBodySchema } from "@/lib/boards/custom-board-fields.ts";
 import { requestDecisionBodySchema, resolveSlotBodySchema } from "@/lib/boards/decision-gate-fields.ts";
 import { listDreamActionsQuerySchema, listDreamsQuerySchema } from "@/lib/dreams/dream-fields.ts";
 import { resolveDreamActionBodySchema } from "@/lib/dreams/undo-dream-action.ts";
@@ -169,29 +170,60 @@ const searchResultSchema = z.object({
   topic_id: z.string().optional(),
   topic_name: z.string().optional(),
 });
+const instructionAnswerSchema = z.object({
+  instruction: z.string(),
+  answer: z.string(),
+  citations: z.array(z.object({ index: z.int(), memory_id: z.string(), title: z.string(), kind: z.string() })),
+  model: z.string(),
+});
 const boardSlotSchema = z.object({
+  id: z.string(),
+  board_id: z.string(),
+  slot_key: z.string(),
+  kind: z.string().meta({ description: "decision_gate on the hub's own board, instruction_answer on a custom board" }),
+  title: z.string(),
+  payload: z.union([
+    z.object({
+      question: z.string(),
+      options: z.array(z.object({ id: z.string(), label: z.string() })),
+      context: z.string().optional(),
+      source_agent: z.string().optional(),
+      requested_by: z.string(),
+      chosen: z.object({ id: z.string(), label: z.string() }).optional(),
+    }),
+    instructionAnswerSchema,
+  ]),
+  cite_memory_ids: z.array(z.string()),
+  state: z.enum(["fresh", "seen", "resolved", "dismissed"]),
+  resolution: z.object({ action: z.string(), resolved_by: z.string(), resolved_at: z.string() }).optional(),
+  dream_run_id: z.string().optional(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  content_updated_at: z.string().optional(),
+});
+const boardSchema = z.object({
+  id: z.string(),
+  hub_id: z.string(),
+  created_by: z.string(),
+  kind: z.enum(["system", "custom"]),
+  title: z.string(),
+  instruction: z.string().optional(),
+  status: z.enum(["active", "cooking", "paused"]),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+const boardWithSlotsSchema = z.object({ board: boardSchema, slots: z.array(boardSlotSchema) });
+const cardVersionSchema = z.object({
   id: z.string(),
   board_id: z.string(),
   slot_key: z.string(),
   kind: z.string(),
   title: z.string(),
-  payload: z.object({
-    question: z.string(),
-    options: z.array(z.object({ id: z.string(), label: z.string() })),
-    context: z.string().optional(),
-    source_agent: z.string().optional(),
-    requested_by: z.string(),
-    chosen: z.object({ id: z.string(), label: z.string() }).optional(),
-  }),
+  payload: instructionAnswerSchema,
   cite_memory_ids: z.array(z.string()),
-  state: z.enum(["fresh", "seen", "resolved", "dismissed"]),
-  resolution: z.object({ action: z.string(), resolved_by: z.string(), resolved_at: z.string() }).optional(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
-const boardWithSlotsSchema = z.object({
-  board: z.object({ id: z.string(), hub_id: z.string(), created_by: z.string(), kind: z.literal("system"), title: z.string(), status: z.literal("active"), created_at: z.string(), updated_at: z.string() }),
-  slots: z.array(boardSlotSchema),
+  dream_run_id: z.string().optional(),
+  content_produced_at: z.string(),
+  archived_at: z.string(),
 });
 const cliTokenPairSchema = z.object({ access_token: z.string(), refresh_token: z.string(), expires_in: z.number(), token_type: z.literal("Bearer"), scope: z.string() });
 
@@ -422,9 +454,12 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/hubs/{id}/summary", tag: "Hubs", summary: "Counts, stats, greeting and the caller's role" },
   { method: "post", path: "/v1/hubs/{id}/visit", tag: "Hubs", summary: "Record that the caller looked at the hub" },
   { method: "get", path: "/v1/hubs/{id}/board", tag: "Boards", summary: "The hub's board: open decision gates first, then up to 20 recently settled ones", data: boardWithSlotsSchema },
-  { method: "get", path: "/v1/hubs/{id}/boards", tag: "Boards", summary: "The hub's boards: its system board, whose id is the hub's (custom boards are not built)", data: z.object({ boards: z.array(boardWithSlotsSchema.shape.board) }) },
-  { method: "get", path: "/v1/hubs/{id}/boards/{board_id}", tag: "Boards", summary: "One board with its cards, as GET /v1/hubs/{id}/board; another board id is 404", data: boardWithSlotsSchema },
-  { method: "get", path: "/v1/hubs/{id}/board/slots/{slot_key}/history", tag: "Boards", summary: "A card's earlier contents, newest first; a decision gate's question never changes, so it has none", data: z.object({ versions: z.array(z.never()) }) },
+  { method: "get", path: "/v1/hubs/{id}/boards", tag: "Boards", summary: "The hub's boards: its own (id: the hub's), then its custom boards", data: z.object({ boards: z.array(boardSchema) }) },
+  { method: "post", path: "/v1/hubs/{id}/boards", tag: "Boards", summary: "A custom board answering a standing instruction from the hub's memories; cooking until its first card is written (at once, then on every dream run); at most 10 a hub", body: createBoardBodySchema, statuses: [201], data: z.object({ board: boardSchema }) },
+  { method: "get", path: "/v1/hubs/{id}/boards/{board_id}", tag: "Boards", summary: "One board with its cards: the hub's own as GET /v1/hubs/{id}/board, or a custom board with its card", data: boardWithSlotsSchema },
+  { method: "patch", path: "/v1/hubs/{id}/boards/{board_id}", tag: "Boards", summary: "A custom board's title, instruction (the card is emptied and the board cooks again) or status (active, paused); its creator or a hub admin", body: updateBoardBodySchema, data: z.object({ board: boardSchema }) },
+  { method: "delete", path: "/v1/hubs/{id}/boards/{board_id}", tag: "Boards", summary: "Delete a custom board; its creator or a hub admin", data: z.object({ deleted: z.literal(true) }) },
+  { method: "get", path: "/v1/hubs/{id}/board/slots/{slot_key}/history", tag: "Boards", summary: "A card's earlier contents, newest first: a custom board's card keeps its last 20; a decision gate's question never changes, so it has none", data: z.object({ versions: z.array(cardVersionSchema) }) },
   {
     method: "post",
     path: "/v1/hubs/{id}/board/decision-gate",

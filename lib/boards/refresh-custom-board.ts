@@ -1,0 +1,83 @@
+import { randomUUID } from "node:crypto";
+import { FULL_ACCESS, type AuthContext } from "@/lib/api/context.ts";
+import { askQuestion } from "@/lib/ask/ask-question.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { Database } from "@/lib/db/database.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
+import { newId } from "@/lib/ids.ts";
+import { CARD_VERSIONS_KEPT } from "./custom-board-fields.ts";
+
+/**
+ * Writes a custom board's card: its instruction asked of the hub's memories, as ask answers it (the
+ * extractive answer, or the chat model's), read with the board creator's access. A board whose
+ * creator can no longer read the hub is left as it is. The card changes only when the answer
+ * does; the content it replaces becomes a version, and a card that changed is fresh again.
+ */
+export async function refreshCustomBoard(database: Database, boardId: string, dreamRunId: string | null = null): Promise<"written" | "unchanged" | "skipped"> {
+  const db = database.prisma;
+  const board = await db.customBoard.findUnique({ where: { id: boardId } });
+  if (!board || board.status === "paused") return "skipped";
+  const member = await db.hubMember.findUnique({ where: { hubId_userId: { hubId: board.hubId, userId: board.createdBy } }, include: { user: true } });
+  if (!member) return "skipped";
+  const ctx: AuthContext = {
+    db,
+    sql: database.sql,
+    dbKind: database.kind,
+    requestId: `board-${randomUUID()}`,
+    now: () => new Date(),
+    user: { id: member.user.id, email: member.user.email, name: member.user.name ?? "" },
+    credential: { type: "session", ...FULL_ACCESS },
+  };
+  const asked = await askQuestion(ctx, { query: board.instruction, hub_ids: [board.hubId] });
+  const payload = { instruction: board.instruction, answer: asked.answer, citations: asked.citations, model: asked.metadata.model };
+  const cited = asked.citations.map((c) => c.memory_id);
+  return db.$transaction(async (tx) => {
+    await lockForTransaction(tx, `custom-board:${board.id}`);
+    const current = await tx.customBoard.findUnique({ where: { id: board.id } });
+    // Deleted, paused or rewritten while the answer was written: this answer is for nothing that stands.
+    if (!current || current.status === "paused" || current.instruction !== board.instruction) return "skipped";
+    const previous = current.cardPayload as { answer?: string } | null;
+    const now = new Date();
+    if (previous?.answer === payload.answer) {
+      if (current.status === "cooking") await tx.customBoard.update({ where: { id: board.id }, data: { status: "active" } });
+      return "unchanged";
+    }
+    if (current.cardPayload && current.cardContentUpdatedAt) {
+      await tx.customBoardCardVersion.create({
+        data: {
+          id: newId(now.getTime()),
+          boardId: board.id,
+          payload: current.cardPayload as Prisma.InputJsonValue,
+          citeMemoryIds: current.cardCiteMemoryIds,
+          dreamRunId: current.cardDreamRunId,
+          contentProducedAt: current.cardContentUpdatedAt,
+          createdAt: now,
+        },
+      });
+      const old = await tx.customBoardCardVersion.findMany({ where: { boardId: board.id }, orderBy: { createdAt: "desc" }, skip: CARD_VERSIONS_KEPT, select: { id: true } });
+      if (old.length) await tx.customBoardCardVersion.deleteMany({ where: { id: { in: old.map((v) => v.id) } } });
+    }
+    await tx.customBoard.update({
+      where: { id: board.id },
+      data: {
+        status: "active",
+        cardPayload: payload as unknown as Prisma.InputJsonValue,
+        cardCiteMemoryIds: cited,
+        cardState: "fresh",
+        cardResolution: Prisma.DbNull,
+        cardDreamRunId: dreamRunId,
+        cardContentUpdatedAt: now,
+        cardCreatedAt: current.cardCreatedAt ?? now,
+      },
+    });
+    return "written";
+  });
+}
+
+/** After a dream run: every custom board of the hub that is not paused gets its card refreshed. */
+export async function refreshCustomBoards(database: Database, hubId: string, dreamRunId: string | null): Promise<void> {
+  const boards = await database.prisma.customBoard.findMany({ where: { hubId, status: { not: "paused" } }, select: { id: true } });
+  for (const board of boards) {
+    await refreshCustomBoard(database, board.id, dreamRunId).catch((error: unknown) => console.error(`[engram] boards: board ${board.id} could not be refreshed`, error));
+  }
+}

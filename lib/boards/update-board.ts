@@ -1,0 +1,42 @@
+import type { AuthContext } from "@/lib/api/context.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
+import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import type { UpdateBoardBody } from "./custom-board-fields.ts";
+import { assertManagesBoard, findCustomBoardOrThrow } from "./find-custom-board.ts";
+import { kickCustomBoard } from "./kick-custom-board.ts";
+import { serializeCustomBoard } from "./serialize-custom-board.ts";
+
+/**
+ * PATCH /v1/hubs/{id}/boards/{board_id}: title, instruction, or pause/resume. A new instruction
+ * empties the card and the board cooks again: the old card answered a different question.
+ */
+export async function updateBoard(ctx: AuthContext, hubId: string, boardId: string, input: UpdateBoardBody) {
+  const membership = await hubPermissionOrThrow(ctx, hubId, "memories.read", "read the board");
+  const board = await findCustomBoardOrThrow(ctx, membership.hub.id, boardId);
+  assertManagesBoard(ctx, membership, board, "change this board");
+  const rewritten = input.instruction !== undefined && input.instruction !== board.instruction;
+  // Paused stays paused until resumed; otherwise a board with its card is active, and one without
+  // (new, or its instruction just rewritten) cooks until the card is written.
+  const requested = input.status ?? (board.status === "paused" ? "paused" : "active");
+  const status = requested === "paused" ? "paused" : !rewritten && board.cardPayload ? "active" : "cooking";
+  const updated = await ctx.db.customBoard.update({
+    where: { id: board.id },
+    data: {
+      ...(input.title !== undefined && { title: input.title }),
+      ...(rewritten && {
+        instruction: input.instruction,
+        cardPayload: Prisma.DbNull,
+        cardCiteMemoryIds: [],
+        cardState: null,
+        cardResolution: Prisma.DbNull,
+        cardDreamRunId: null,
+        cardContentUpdatedAt: null,
+        cardCreatedAt: null,
+      }),
+      status,
+    },
+  });
+  if (rewritten) await ctx.db.customBoardCardVersion.deleteMany({ where: { boardId: board.id } });
+  if (updated.status === "cooking") kickCustomBoard(board.id);
+  return { board: serializeCustomBoard(updated) };
+}

@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
+import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
+import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
+
+// Custom boards (Memax's boards.createBoard / updateBoard / deleteBoard): a standing instruction
+// answered from the hub's memories on one card, written at once and refreshed by every dream run.
+
+let h: Harness;
+let ann: Client;
+let cal: Client;
+let vic: Client;
+let hub: string;
+
+const boards = (hubId: string) => `/v1/hubs/${hubId}/boards`;
+
+async function push(who: Client, content: string) {
+  const res = await who.post("/v1/memories", { content }, { headers: { "x-hub-id": hub } });
+  expect(res.status).toBe(201);
+  return waitProcessed(h.db, who, res.body.data.id);
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  await startBackgroundProcessing();
+  ann = await h.user("Ann");
+  cal = await h.user("Cal");
+  vic = await h.user("Vic");
+  hub = await h.teamHub(ann, [[cal, "contributor"], [vic, "viewer"]]);
+  await push(ann, "# Release checklist\nBefore a release the changelog is written and the staging smoke tests must pass.");
+});
+afterAll(async () => {
+  await customBoardsIdle();
+  stopBackgroundProcessing();
+  await h?.close();
+});
+
+describe("custom boards", () => {
+  it("creates a board that cooks, then shows its first card answering the instruction", async () => {
+    const res = await cal.post(boards(hub), { title: "Release readiness", instruction: "What must happen before a release?" });
+    expect(res.status, res.text).toBe(201);
+    const board = res.body.data.board;
+    expect(board).toMatchObject({ hub_id: hub, created_by: cal.id, kind: "custom", title: "Release readiness", status: "cooking" });
+    await customBoardsIdle();
+    const got = (await vic.get(`${boards(hub)}/${board.id}`)).body.data;
+    expect(got.board.status).toBe("active");
+    expect(got.slots).toHaveLength(1);
+    expect(got.slots[0]).toMatchObject({ slot_key: `board:${board.id}`, kind: "instruction_answer", state: "fresh", board_id: board.id });
+    expect(got.slots[0].payload.answer).toMatch(/staging smoke tests/);
+    expect(got.slots[0].cite_memory_ids).toHaveLength(1);
+    const list = (await vic.get(boards(hub))).body.data.boards;
+    expect(list.map((b: { kind: string }) => b.kind)).toEqual(["system", "custom"]);
+    expect((await h.anonymous.get(boards(hub))).status).toBe(401);
+  });
+
+  it("refreshes the card on a dream run, keeps the old answer as a version, and marks it fresh again", async () => {
+    const board = (await ann.post(boards(hub), { title: "Deploys", instruction: "How are deploys rolled back?" })).body.data.board;
+    await customBoardsIdle();
+    const key = encodeURIComponent(`board:${board.id}`);
+    const ack = await ann.post(`/v1/hubs/${hub}/board/slots/${key}/resolve`, { action: "ack" });
+    expect(ack.body.data.slot).toMatchObject({ state: "resolved", resolution: { action: "ack", resolved_by: ann.id } });
+    expect((await ann.post(`/v1/hubs/${hub}/board/slots/${key}/resolve`, { action: "choose", choice: "1" })).status).toBe(400);
+    await push(ann, "# Rollback\nA bad deploy is rolled back with kubectl rollout undo deployment/api.");
+    const run = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hub } });
+    expect(await runDreamRunOnce(h.db, run.body.data.run_id)).toBe(true);
+    const slot = (await ann.get(`${boards(hub)}/${board.id}`)).body.data.slots[0];
+    expect(slot).toMatchObject({ state: "fresh", dream_run_id: run.body.data.run_id });
+    expect(slot.payload.answer).toMatch(/kubectl rollout undo/);
+    const history = (await vic.get(`/v1/hubs/${hub}/board/slots/${key}/history`)).body.data.versions;
+    expect(history).toHaveLength(1);
+    expect(history[0]).toMatchObject({ board_id: board.id, slot_key: `board:${board.id}`, content_produced_at: expect.any(String), archived_at: expect.any(String) });
+    expect(history[0].payload.answer).not.toMatch(/kubectl/);
+  });
+
+  it("a new instruction empties the card and cooks again; pause stops refreshes; delete removes it", async () => {
+    const board = (await ann.post(boards(hub), { title: "Checks", instruction: "What must happen before a release?" })).body.data.board;
+    await customBoardsIdle();
+    const paused = await ann.patch(`${boards(hub)}/${board.id}`, { status: "paused" });
+    expect(paused.body.data.board.status).toBe("paused");
+    const rewritten = await ann.patch(`${boards(hub)}/${board.id}`, { instruction: "How are deploys rolled back?" });
+    expect(rewritten.body.data.board).toMatchObject({ status: "paused", instruction: "How are deploys rolled back?" });
+    await customBoardsIdle();
+    expect((await ann.get(`${boards(hub)}/${board.id}`)).body.data.slots).toEqual([]);
+    const resumed = await ann.patch(`${boards(hub)}/${board.id}`, { status: "active" });
+    expect(resumed.body.data.board.status).toBe("cooking");
+    await customBoardsIdle();
+    const slot = (await ann.get(`${boards(hub)}/${board.id}`)).body.data.slots[0];
+    expect(slot.payload.answer).toMatch(/kubectl/);
+    expect((await ann.patch(`${boards(hub)}/${board.id}`, { status: "cooking" })).status).toBe(400);
+    expect((await ann.delete(`${boards(hub)}/${board.id}`)).body.data).toEqual({ deleted: true });
+    expect((await ann.get(`${boards(hub)}/${board.id}`)).status).toBe(404);
+    expect((await ann.delete(`${boards(hub)}/${hub}`)).status).toBe(400);
+  });
+
+  it("only its creator or a hub manager changes a board; viewers cannot create; the limit holds", async () => {
+    const board = (await cal.post(boards(hub), { title: "Cal's", instruction: "What is the release checklist?" })).body.data.board;
+    const other = await h.user("Ola");
+    const olaHub = await h.teamHub(ann, [[other, "contributor"]]);
+    expect((await other.patch(`${boards(hub)}/${board.id}`, { title: "x" })).status).toBe(404);
+    expect((await vic.post(boards(hub), { title: "v", instruction: "v" })).status).toBe(403);
+    expect((await vic.patch(`${boards(hub)}/${board.id}`, { title: "x" })).status).toBe(403);
+    expect((await ann.patch(`${boards(hub)}/${board.id}`, { title: "Renamed by the owner" })).status).toBe(200);
+    expect((await ann.get(`${boards(olaHub)}/${board.id}`)).status).toBe(404);
+    expect((await ann.post(boards(hub), { title: "", instruction: "x" })).status).toBe(400);
+    const existing = await h.db.customBoard.count({ where: { hubId: hub } });
+    for (let i = existing; i < 10; i++) expect((await ann.post(boards(hub), { title: `B${i}`, instruction: "What is the release checklist?" })).status).toBe(201);
+    const over = await ann.post(boards(hub), { title: "One too many", instruction: "x" });
+    expect([over.status, over.body.error.code, over.body.error.details.limit]).toEqual([409, "board_limit", 10]);
+    await customBoardsIdle();
+  });
+
+  it("works through Memax's SDK", async () => {
+    const { Memax } = await loadMemaxSdk();
+    const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: ann.key, fetch: routeFetch, maxRetries: 0 });
+    const teamHub = await h.teamHub(ann);
+    const { board } = await sdk.boards.createBoard(teamHub, { title: "SDK board", instruction: "Anything about releases?" });
+    expect(board).toMatchObject({ kind: "custom", status: "cooking" });
+    expect((await sdk.boards.listForHub(teamHub)).boards).toHaveLength(2);
+    expect((await sdk.boards.updateBoard(teamHub, board.id, { title: "Renamed" })).board.title).toBe("Renamed");
+    await customBoardsIdle();
+    expect((await sdk.boards.getBoard(teamHub, board.id)).board.status).toBe("active");
+    expect(await sdk.boards.deleteBoard(teamHub, board.id)).toEqual({ deleted: true });
+  });
+});
