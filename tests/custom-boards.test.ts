@@ -111,6 +111,14 @@ describe("custom boards", () => {
     await customBoardsIdle();
   });
 
+  it("twelve creates at once on an empty hub: ten boards, two refused (the count is taken under a lock)", async () => {
+    const fresh = await h.teamHub(ann);
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => ann.post(boards(fresh), { title: `At once ${i}`, instruction: "What is the release checklist?" })));
+    expect(results.map((r) => r.status).sort()).toEqual([...Array(10).fill(201), 409, 409]);
+    expect(await h.db.customBoard.count({ where: { hubId: fresh } })).toBe(10);
+    await customBoardsIdle();
+  });
+
   it("works through Memax's SDK", async () => {
     const { Memax } = await loadMemaxSdk();
     const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: ann.key, fetch: routeFetch, maxRetries: 0 });
