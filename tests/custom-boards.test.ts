@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { flushAccess } from "@/lib/recall/record-access.ts";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 
@@ -39,6 +40,8 @@ afterAll(async () => {
 
 describe("custom boards", () => {
   it("creates a board that cooks, then shows its first card answering the instruction", async () => {
+    await flushAccess();
+    const accessesBefore = (await h.db.memory.findMany({ where: { hubId: hub }, select: { id: true, accessCount: true } })).map((m) => [m.id, m.accessCount]);
     const res = await cal.post(boards(hub), { title: "Release readiness", instruction: "What must happen before a release?" });
     expect(res.status, res.text).toBe(201);
     const board = res.body.data.board;
@@ -50,6 +53,9 @@ describe("custom boards", () => {
     expect(got.slots[0]).toMatchObject({ slot_key: `board:${board.id}`, kind: "instruction_answer", state: "fresh", board_id: board.id });
     expect(got.slots[0].payload.answer).toMatch(/staging smoke tests/);
     expect(got.slots[0].cite_memory_ids).toHaveLength(1);
+    // Writing the card is no person reading: the memories it cites look no more used than before.
+    await flushAccess();
+    expect((await h.db.memory.findMany({ where: { hubId: hub }, select: { id: true, accessCount: true } })).map((m) => [m.id, m.accessCount])).toEqual(accessesBefore);
     const list = (await vic.get(boards(hub))).body.data.boards;
     expect(list.map((b: { kind: string }) => b.kind)).toEqual(["system", "custom"]);
     expect((await h.anonymous.get(boards(hub))).status).toBe(401);

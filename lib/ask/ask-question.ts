@@ -12,6 +12,8 @@ export interface AskInput extends AskBody {
   preferred_hub_id?: string;
   /** Search only these hubs (still narrowed to what the credential reaches): MCP's consented hubs. */
   hub_ids?: string[];
+  /** As recall's: false when no person reads the answer now. */
+  count_access?: boolean;
 }
 
 export interface AskCitation {
@@ -65,6 +67,7 @@ export async function startAsk(ctx: AuthContext, input: AskInput): Promise<AskRu
     no_rerank: input.no_rerank,
     preferred_hub_id: input.preferred_hub_id,
     ...(input.hub_ids && { hub_ids: input.hub_ids }),
+    ...(input.count_access === false && { count_access: false }),
   });
   const sources = recalled.memories;
   const retrievalMs = performance.now() - started;

@@ -28,7 +28,7 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
     user: { id: member.user.id, email: member.user.email, name: member.user.name ?? "" },
     credential: { type: "session", ...FULL_ACCESS },
   };
-  const asked = await askQuestion(ctx, { query: board.instruction, hub_ids: [board.hubId] });
+  const asked = await askQuestion(ctx, { query: board.instruction, hub_ids: [board.hubId], count_access: false });
   const payload = { instruction: board.instruction, answer: asked.answer, citations: asked.citations, model: asked.metadata.model };
   const cited = asked.citations.map((c) => c.memory_id);
   return db.$transaction(async (tx) => {

@@ -87,7 +87,7 @@ export async function sweepChatTurns(database: Database, now = new Date(), stale
 
 /** Server start-up: a sweep now (on the embedded database every leased turn is a dead process's) and every 30 s. */
 export async function startChatTurns(): Promise<void> {
-  if (state.timer || process.env.ENGRAM_PROCESSING === "off") return;
+  if (state.timer) return;
   const database = await getDatabase();
   const sweep = async (staleMs: number) => {
     try {

@@ -52,5 +52,3 @@ export function serializeChatMessage(message: ChatMessage) {
     created_at: message.createdAt.toISOString(),
   };
 }
-
-export type SerializedChatMessage = ReturnType<typeof serializeChatMessage>;

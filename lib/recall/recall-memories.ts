@@ -16,6 +16,11 @@ import type { SearchScope } from "./search-scope.ts";
 export interface RecallInput extends RecallBody {
   /** The X-Hub-ID header: that hub's memories rank a little higher. */
   preferred_hub_id?: string;
+  /**
+   * false for a reader that is not a person (a custom board's refresh): its results are not
+   * accesses, or a board would keep what it cites from ever looking unused to a dream.
+   */
+  count_access?: boolean;
 }
 
 export interface RecallFilters {
@@ -334,7 +339,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
         return entry ? [{ ...entry, relevance_score: Math.round(item.score * 1000) / 1000 }] : [];
       })
     : await loadRecalled(ctx.sql, top, { now, withHub, timeZone: ctx.timeZone });
-  recordAccess(ctx.db, memories.map((m) => m.id), now);
+  if (input.count_access !== false) recordAccess(ctx.db, memories.map((m) => m.id), now);
   return {
     memories,
     query_metadata: metadata({ total_candidates: totalCandidates, reranked, ...(rerankReason && { rerank_reason: rerankReason }) }),
