@@ -252,6 +252,8 @@ describe("saving needs approval", () => {
     expect([busy.status, busy.body.error.code]).toEqual([409, "chat_session_locked"]);
     expect(busy.body.error.details.active_message_id).toBe(sent.active_message_id);
     expect((await bob.post(`${base}/${s.id}/approvals/${required.data.approval_id}`, { decision: "approve" })).status).toBe(404);
+    // Turning the tool off while the save waits does not drop the save the person is approving.
+    expect((await ann.patch(`${base}/${s.id}`, { tools: ["recall"] })).status).toBe(200);
     const approved = await ann.post(`${base}/${s.id}/approvals/${required.data.approval_id}`, { decision: "approve" });
     expect(approved.body.data).toEqual({ approval_id: required.data.approval_id, status: "approved" });
     const done = await stream.waitFor((e) => e.event === "message.completed", 10_000);
@@ -263,7 +265,8 @@ describe("saving needs approval", () => {
     await waitProcessed(h.db, ann, saved[0]!.id);
     const twice = await ann.post(`${base}/${s.id}/approvals/${required.data.approval_id}`, { decision: "deny" });
     expect([twice.status, twice.body.error.code]).toEqual([409, "chat_approval_already_decided"]);
-    // Regenerated, the save asks again, and approving it again saves nothing new (the hub already has it).
+    // Regenerated (with the tool back on), the save asks again, and approving it again saves nothing new (the hub already has it).
+    await ann.patch(`${base}/${s.id}`, { tools: ["recall", "push_memory"] });
     const regen = await ann.post(`${base}/${s.id}/messages/${sent.active_message_id}/regenerate`);
     expect(regen.status).toBe(202);
     await chatTurnsIdle();

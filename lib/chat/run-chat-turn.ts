@@ -155,7 +155,9 @@ async function execute(turn: Turn): Promise<boolean> {
   const scope = await turnScope(ctx, session);
   await db.chatMessage.update({ where: { id: message.id }, data: { scopeHubIdsUsed: scope } });
 
-  const toSave = session.tools.includes("push_memory") ? saveRequest(question.content) : null;
+  // A save already asked for goes on even if the tool was turned off meanwhile: its approval stands.
+  const saving = session.tools.includes("push_memory") || turn.toolCalls.some((c) => c.name === "push_memory");
+  const toSave = saving ? saveRequest(question.content) : null;
   if (toSave !== null) {
     const outcome = await pushMemoryStep(turn, toSave, scope);
     if (outcome === "paused") return true;
