@@ -8,6 +8,8 @@ export const MAX_INSTRUCTION_CHARS = 2000;
 export const CARD_VERSIONS_KEPT = 20;
 /** A custom board's one card (`board:<board id>`): the instruction's answer. */
 export const CUSTOM_SLOT_PREFIX = "board:";
+/** Orders a board's card writes against changes to its instruction. */
+export const customBoardLockKey = (boardId: string) => `custom-board:${boardId}`;
 
 const title = z.string().trim().min(1, "title must not be empty").max(MAX_BOARD_TITLE_CHARS, `title is at most ${MAX_BOARD_TITLE_CHARS} characters`);
 const instruction = z

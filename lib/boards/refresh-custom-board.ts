@@ -5,7 +5,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Database } from "@/lib/db/database.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
 import { newId } from "@/lib/ids.ts";
-import { CARD_VERSIONS_KEPT } from "./custom-board-fields.ts";
+import { CARD_VERSIONS_KEPT, customBoardLockKey } from "./custom-board-fields.ts";
 
 /**
  * Writes a custom board's card: its instruction asked of the hub's memories, as ask answers it (the
@@ -32,7 +32,7 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
   const payload = { instruction: board.instruction, answer: asked.answer, citations: asked.citations, model: asked.metadata.model };
   const cited = asked.citations.map((c) => c.memory_id);
   return db.$transaction(async (tx) => {
-    await lockForTransaction(tx, `custom-board:${board.id}`);
+    await lockForTransaction(tx, customBoardLockKey(board.id));
     const current = await tx.customBoard.findUnique({ where: { id: board.id } });
     // Deleted, paused or rewritten while the answer was written: this answer is for nothing that stands.
     if (!current || current.status === "paused" || current.instruction !== board.instruction) return "skipped";

@@ -1,7 +1,8 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
-import type { UpdateBoardBody } from "./custom-board-fields.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { customBoardLockKey, type UpdateBoardBody } from "./custom-board-fields.ts";
 import { assertManagesBoard, findCustomBoardOrThrow } from "./find-custom-board.ts";
 import { kickCustomBoard } from "./kick-custom-board.ts";
 import { serializeCustomBoard } from "./serialize-custom-board.ts";
@@ -19,24 +20,28 @@ export async function updateBoard(ctx: AuthContext, hubId: string, boardId: stri
   // (new, or its instruction just rewritten) cooks until the card is written.
   const requested = input.status ?? (board.status === "paused" ? "paused" : "active");
   const status = requested === "paused" ? "paused" : !rewritten && board.cardPayload ? "active" : "cooking";
-  const updated = await ctx.db.customBoard.update({
-    where: { id: board.id },
-    data: {
-      ...(input.title !== undefined && { title: input.title }),
-      ...(rewritten && {
-        instruction: input.instruction,
-        cardPayload: Prisma.DbNull,
-        cardCiteMemoryIds: [],
-        cardState: null,
-        cardResolution: Prisma.DbNull,
-        cardDreamRunId: null,
-        cardContentUpdatedAt: null,
-        cardCreatedAt: null,
-      }),
-      status,
-    },
+  const updated = await ctx.db.$transaction(async (tx) => {
+    // The refresh's lock: a card being written now lands before this (and is cleared) or sees the new instruction.
+    await lockForTransaction(tx, customBoardLockKey(board.id));
+    if (rewritten) await tx.customBoardCardVersion.deleteMany({ where: { boardId: board.id } });
+    return tx.customBoard.update({
+      where: { id: board.id },
+      data: {
+        ...(input.title !== undefined && { title: input.title }),
+        ...(rewritten && {
+          instruction: input.instruction,
+          cardPayload: Prisma.DbNull,
+          cardCiteMemoryIds: [],
+          cardState: null,
+          cardResolution: Prisma.DbNull,
+          cardDreamRunId: null,
+          cardContentUpdatedAt: null,
+          cardCreatedAt: null,
+        }),
+        status,
+      },
+    });
   });
-  if (rewritten) await ctx.db.customBoardCardVersion.deleteMany({ where: { boardId: board.id } });
   if (updated.status === "cooking") kickCustomBoard(board.id);
   return { board: serializeCustomBoard(updated) };
 }
