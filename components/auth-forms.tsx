@@ -1,7 +1,7 @@
 "use client";
 
 import Link from "next/link";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { useAction } from "@/lib/web/use-action.ts";
 import { signInErrorMessage, signInWithPassword, signInWithProvider, signUpAccount } from "@/lib/web/auth-client.ts";
 import { Button, ErrorNotice, TextInput } from "./ui.tsx";
@@ -146,6 +146,38 @@ export function SignUpForm({ callbackUrl, providers, open }: { callbackUrl: stri
           Sign in
         </Link>
       </p>
+    </AuthCard>
+  );
+}
+
+const LINK_ERRORS: Record<string, string> = {
+  ProviderAccountInUse: "That account already signs in another Engram account; unlink it there first",
+  LinkExpired: "The link request expired or its account is gone; start again from your settings",
+};
+
+/**
+ * The middle of GET /v1/auth/link/{provider}: starts the provider's sign-in (next-auth wants a POST
+ * with its CSRF token), whose callback then links the account to the signed-in one; or shows why
+ * the callback refused.
+ */
+export function LinkProviderCard({ provider, name, next, error }: { provider: string; name: string; next: string; error?: string }) {
+  const { busy, error: failed, run } = useAction();
+  useEffect(() => {
+    if (!error) void run(() => signInWithProvider(provider, next), { navigates: true });
+  }, [error, next, provider, run]);
+  if (error) {
+    return (
+      <AuthCard title="Account not linked">
+        <ErrorNotice error={new Error(LINK_ERRORS[error] ?? signInErrorMessage(error) ?? "Linking failed; try again")} />
+        <Link className="mt-4 inline-block text-indigo-700 underline" href="/hubs">
+          Back to Engram
+        </Link>
+      </AuthCard>
+    );
+  }
+  return (
+    <AuthCard title={`Linking ${name}`}>
+      {failed ? <ErrorNotice error={failed} /> : <p className="text-slate-600">{busy ? "Taking you to the provider…" : "Starting…"}</p>}
     </AuthCard>
   );
 }

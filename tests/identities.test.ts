@@ -2,7 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Account, Profile, User } from "next-auth";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
-import { clientFor, createHarness, type Harness } from "./support/harness.ts";
+import { encode } from "next-auth/jwt";
+import { linkIntentFrom, LINK_COOKIE } from "@/lib/auth/provider-link.ts";
+import { sessionSecret } from "@/lib/auth/session.ts";
+import { call, clientFor, createHarness, type Harness } from "./support/harness.ts";
 
 // Linked sign-in identities (Memax's auth.listIdentities / unlinkProvider). GitHub and Google cannot
 // be reached offline, so the sign-in callback next-auth calls after the provider's redirect is
@@ -17,8 +20,14 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function providerSignIn(provider: "github" | "google", providerAccountId: string, user: { email: string; name: string }, profile: Record<string, unknown> = {}) {
-  const options = await sessionOptions(h.db);
+async function providerSignIn(
+  provider: "github" | "google",
+  providerAccountId: string,
+  user: { email: string; name: string },
+  profile: Record<string, unknown> = {},
+  link?: { userId: string; provider: string },
+) {
+  const options = await sessionOptions(h.db, { link });
   const account = { type: "oauth", provider, providerAccountId } as Account;
   return options.callbacks!.signIn!({ user: { id: providerAccountId, ...user } as User, account, profile: profile as Profile });
 }
@@ -68,5 +77,66 @@ describe("GET /v1/auth/identities and DELETE /v1/auth/link/{provider}", () => {
     expect(await h.db.oAuthAccount.count({ where: { userId: ann.id } })).toBe(1);
     expect((await ann.delete("/v1/auth/link/github")).status).toBe(200);
     expect(await h.db.oAuthAccount.count({ where: { userId: ann.id } })).toBe(0);
+  });
+});
+
+describe("GET /v1/auth/link/{provider}: linking from a signed-in browser", () => {
+  const saved = { ...process.env };
+  afterAll(() => {
+    for (const key of ["GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"]) {
+      if (saved[key] === undefined) delete process.env[key];
+      else process.env[key] = saved[key];
+    }
+  });
+
+  const sessionCookie = async (userId: string) => `next-auth.session-token=${await encode({ token: { sub: userId }, secret: await sessionSecret(h.db) })}`;
+  const start = (query: string, cookie?: string) => call("GET", `/v1/auth/link/github${query}`, undefined, cookie ? { headers: { cookie } } : {});
+
+  it("is not found for a provider the server does not offer", async () => {
+    delete process.env.GITHUB_CLIENT_ID;
+    expect((await start("")).status).toBe(404);
+  });
+
+  it("sends a browser without a session to sign in first, and one with a session on with a signed ten-minute intent", async () => {
+    Object.assign(process.env, { GITHUB_CLIENT_ID: "id", GITHUB_CLIENT_SECRET: "secret" });
+    const ann = await h.user("Linker");
+    const anonymous = await start("?redirect_uri=%2Fhubs");
+    expect(anonymous.status).toBe(302);
+    expect(anonymous.headers.get("location")).toBe(`/sign-in?callbackUrl=${encodeURIComponent("/v1/auth/link/github?redirect_uri=%2Fhubs")}`);
+    const cookie = await sessionCookie(ann.id);
+    const res = await start(`?redirect_uri=${encodeURIComponent("http://engram.test/hubs/x?tab=1")}`, cookie);
+    expect(res.status).toBe(302);
+    expect(res.headers.get("location")).toBe(`/link/github?next=${encodeURIComponent("/hubs/x?tab=1")}`);
+    const set = res.headers.get("set-cookie")!;
+    expect(set).toMatch(new RegExp(`^${LINK_COOKIE}=[^;]+; Path=/api/auth; Max-Age=600; HttpOnly; SameSite=Lax$`));
+    const intentCookie = set.split(";")[0]!;
+    expect(await linkIntentFrom(h.db, `a=1; ${intentCookie}`, "github")).toEqual({ userId: ann.id, provider: "github" });
+    // Only for the provider it was made for, and only as signed.
+    expect(await linkIntentFrom(h.db, intentCookie, "google")).toBeUndefined();
+    expect(await linkIntentFrom(h.db, intentCookie.replace(/=(.)/, (_m, c: string) => `=${c === "e" ? "f" : "e"}`), "github")).toBeUndefined();
+    for (const bad of ["https://elsewhere.example/hubs", "//elsewhere.example", "javascript:alert(1)"]) {
+      expect((await start(`?redirect_uri=${encodeURIComponent(bad)}`, cookie)).status, bad).toBe(400);
+    }
+  });
+
+  it("the callback links the provider's account to the linking user whatever its e-mail, and never takes one from someone else", async () => {
+    const ann = await h.user("Ann Linker");
+    const bob = await h.user("Bob Linker");
+    const link = { userId: ann.id, provider: "github" };
+    expect(await providerSignIn("github", "gh-link-1", { email: "someone-else@example.test", name: "Ann on GitHub" }, {}, link)).toBe(true);
+    expect(await h.db.oAuthAccount.findUnique({ where: { provider_providerAccountId: { provider: "github", providerAccountId: "gh-link-1" } } })).toMatchObject({
+      userId: ann.id,
+      providerEmail: "someone-else@example.test",
+    });
+    // No account was created for the provider's e-mail.
+    expect(await h.db.user.count({ where: { email: "someone-else@example.test" } })).toBe(0);
+    // Linking it again is a refresh; Bob linking Ann's GitHub account is refused.
+    expect(await providerSignIn("github", "gh-link-1", { email: "someone-else@example.test", name: "Ann (renamed)" }, {}, link)).toBe(true);
+    expect(await providerSignIn("github", "gh-link-1", { email: "x@example.test", name: "x" }, {}, { userId: bob.id, provider: "github" })).toBe("/link/github?error=ProviderAccountInUse");
+    expect(await h.db.oAuthAccount.count({ where: { providerAccountId: "gh-link-1" } })).toBe(1);
+    // A link intent for another provider does not change a Google sign-in.
+    expect(await providerSignIn("google", "g-link-9", { email: "nobody-new@example.test", name: "N" }, {}, link)).toBe(true);
+    expect((await h.db.oAuthAccount.findFirstOrThrow({ where: { providerAccountId: "g-link-9" } })).userId).not.toBe(ann.id);
+    expect((await ann.get("/v1/auth/identities")).body.data.map((i: { provider_id: string }) => i.provider_id)).toEqual(["gh-link-1"]);
   });
 });

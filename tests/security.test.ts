@@ -151,6 +151,8 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/auth/identities": { path: () => "/v1/auth/identities", expect: anyUser(200) },
   // Nobody in the fixture signs in with GitHub: the caller's own (absent) link is not found.
   "DELETE /v1/auth/link/[provider]": { path: () => "/v1/auth/link/github", expect: anyUser(404) },
+  // The browser link flow looks only at the dashboard's cookie; without GitHub configured there is nothing to link.
+  "GET /v1/auth/link/[provider]": { path: () => "/v1/auth/link/github", expect: publicRoute(404) },
   // E-mail sign-in codes: public; an empty body changes nothing (tests/email-sign-in.test.ts walks the flow).
   "POST /v1/auth/email/request": { path: () => "/v1/auth/email/request", body: () => ({}), expect: publicRoute(400) },
   "POST /v1/auth/email/verify": { path: () => "/v1/auth/email/verify", body: () => ({}), expect: publicRoute(400) },

@@ -5,9 +5,11 @@ import GoogleProvider from "next-auth/providers/google";
 import { clientAddress } from "@/lib/api/client-address.ts";
 import { rateLimiter } from "@/lib/api/rate-limit.ts";
 import type { Db } from "@/lib/db/database.ts";
+import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { verifyPassword } from "./password.ts";
+import type { LinkIntent } from "./provider-link.ts";
 import { SESSION_MAX_AGE_SECONDS, sessionSecret } from "./session.ts";
 import { checkSignIn, recordSignIn } from "./sign-in-throttle.ts";
 import { signUpOpen } from "./sign-up.ts";
@@ -54,8 +56,12 @@ export async function authorizePassword(
   return ok && user ? { id: user.id, email: user.email, name: user.name } : null;
 }
 
-/** next-auth configuration: JWT sessions in an encrypted cookie, users in our own tables. */
-export async function sessionOptions(db: Db): Promise<AuthOptions> {
+/**
+ * next-auth configuration: JWT sessions in an encrypted cookie, users in our own tables. With a
+ * `link` (a provider's callback during GET /v1/auth/link/{provider}), that provider's account is
+ * added to the linking user instead of signing someone in by it.
+ */
+export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}): Promise<AuthOptions> {
   configureAuthUrl();
   const providers: AuthOptions["providers"] = [
     CredentialsProvider({
@@ -82,6 +88,7 @@ export async function sessionOptions(db: Db): Promise<AuthOptions> {
         if (!account || account.type !== "oauth") return true;
         const identity = { provider: account.provider, providerAccountId: account.providerAccountId };
         const shown = { providerEmail: (user.email ?? "").trim().slice(0, 320), providerName: (user.name ?? "").trim().slice(0, 200) };
+        if (options.link?.provider === account.provider) return linkIdentity(db, options.link.userId, identity, shown);
         // A known identity only refreshes what the provider calls it now.
         if ((await db.oAuthAccount.updateMany({ where: identity, data: shown })).count > 0) return true;
         const email = user.email?.trim().toLowerCase();
@@ -122,4 +129,34 @@ export async function sessionOptions(db: Db): Promise<AuthOptions> {
       },
     },
   };
+}
+
+/**
+ * The link step: the provider's account joins the linking user's ways in, whatever e-mail it has
+ * (the person proved both: their session, and the provider's sign-in). An account that already
+ * signs in someone else is refused, never moved; one already theirs is just refreshed.
+ */
+async function linkIdentity(
+  db: Db,
+  userId: string,
+  identity: { provider: string; providerAccountId: string },
+  shown: { providerEmail: string; providerName: string },
+): Promise<string | true> {
+  const existing = await db.oAuthAccount.findUnique({ where: { provider_providerAccountId: identity } });
+  const refused = (code: string) => `/link/${identity.provider}?error=${code}`;
+  if (existing && existing.userId !== userId) return refused("ProviderAccountInUse");
+  if (existing) {
+    await db.oAuthAccount.update({ where: { id: existing.id }, data: shown });
+    return true;
+  }
+  if (!(await db.user.findUnique({ where: { id: userId }, select: { id: true } }))) return refused("LinkExpired");
+  try {
+    await db.oAuthAccount.create({ data: { id: newId(), userId, ...identity, ...shown } });
+  } catch (error) {
+    // The same account linked by someone at the same moment: the unique index decides.
+    if (!isUniqueViolation(error)) throw error;
+    const winner = await db.oAuthAccount.findUnique({ where: { provider_providerAccountId: identity } });
+    if (winner?.userId !== userId) return refused("ProviderAccountInUse");
+  }
+  return true;
 }

@@ -293,6 +293,15 @@ export const OPERATIONS: Operation[] = [
     data: z.array(z.object({ id: z.string(), user_id: z.string(), provider: z.string(), provider_id: z.string(), provider_email: z.string(), provider_name: z.string(), created_at: z.string() })),
   },
   {
+    method: "get",
+    path: "/v1/auth/link/{provider}",
+    tag: "Account",
+    summary: "Opened in a browser signed in to the dashboard: add a GitHub or Google account to its ways in, through the provider's sign-in, then on to redirect_uri (a page of this site). Without a session the browser signs in first; a provider not configured is 404",
+    auth: "none",
+    query: z.object({ redirect_uri: z.string().optional().meta({ description: "a path or URL of this site (default /hubs)" }) }),
+    produces: "redirect",
+  },
+  {
     method: "delete",
     path: "/v1/auth/link/{provider}",
     tag: "Account",

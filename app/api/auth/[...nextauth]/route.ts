@@ -1,5 +1,6 @@
 import NextAuth from "next-auth";
 import type { NextRequest } from "next/server";
+import { CLEAR_LINK_COOKIE, linkIntentFrom } from "@/lib/auth/provider-link.ts";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
 import { clientAddress } from "@/lib/api/client-address.ts";
 import { checkSignIn, signInRefusal } from "@/lib/auth/sign-in-throttle.ts";
@@ -7,12 +8,19 @@ import { getDatabase } from "@/lib/db/database.ts";
 
 type Context = { params: Promise<{ nextauth: string[] }> };
 
-// GET|POST /api/auth/* — next-auth's sign-in, callback, csrf, session and sign-out endpoints
+// GET|POST /api/auth/* — next-auth's sign-in, callback, csrf, session and sign-out endpoints (and the link step's callback)
 async function handler(req: NextRequest, context: Context): Promise<Response> {
   const refused = await throttledPasswordSignIn(req, context);
   if (refused) return refused;
   const { prisma } = await getDatabase();
-  return NextAuth(req, context, await sessionOptions(prisma));
+  // A provider's callback during GET /v1/auth/link/{provider}: link that account instead of signing in by it.
+  const [action, provider] = (await context.params).nextauth ?? [];
+  const link = action === "callback" && provider ? await linkIntentFrom(prisma, req.headers.get("cookie"), provider) : undefined;
+  const res: Response = await NextAuth(req, context, await sessionOptions(prisma, { link }));
+  if (!link) return res;
+  const out = new Response(res.body, res);
+  out.headers.append("Set-Cookie", CLEAR_LINK_COOKIE);
+  return out;
 }
 
 export { handler as GET, handler as POST };

@@ -1,0 +1,75 @@
+import type { RequestContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { serverSecret, sign, verify } from "@/lib/api/server-secret.ts";
+import type { Db } from "@/lib/db/database.ts";
+import { publicOrigin } from "@/lib/oauth/public-origin.ts";
+import { safeCallback } from "@/lib/web/safe-callback.ts";
+import { oauthProviders } from "./session-options.ts";
+import { sessionTokenFrom, sessionUserId } from "./session.ts";
+
+/** The link intent rides in this cookie from the start of the flow to the provider's callback. */
+export const LINK_COOKIE = "engram-link";
+const LINK_TTL_SECONDS = 600;
+
+export interface LinkIntent {
+  userId: string;
+  provider: string;
+}
+
+/**
+ * GET /v1/auth/link/{provider}?redirect_uri= (Memax's linkProviderURL), opened in a browser signed
+ * in to the dashboard: the provider's account is added to that account's ways in. It sets a signed,
+ * ten-minute intent cookie, then sends the browser through the provider's sign-in (the /link page
+ * starts it, as next-auth wants a POST); the callback links instead of signing someone in, and
+ * ends at redirect_uri (this site only). Without a session the browser signs in first.
+ */
+export async function startProviderLink(ctx: RequestContext, req: Request, provider: string): Promise<Response> {
+  if (!oauthProviders().some((p) => p.id === provider)) throw new ApiError("not_found", `Signing in with ${provider} is not configured on this server`);
+  const url = new URL(req.url);
+  const next = sameSiteTarget(url.searchParams.get("redirect_uri"), publicOrigin(req));
+  const userId = await sessionUserId(ctx.db, sessionTokenFrom(req.headers.get("cookie")));
+  if (!userId) return redirect(`/sign-in?callbackUrl=${encodeURIComponent(url.pathname + url.search)}`);
+  const payload = Buffer.from(JSON.stringify({ u: userId, p: provider, e: Math.floor(Date.now() / 1000) + LINK_TTL_SECONDS })).toString("base64url");
+  const value = `${payload}.${sign(await serverSecret(ctx.db), payload)}`;
+  const secure = publicOrigin(req).startsWith("https:") ? "; Secure" : "";
+  return redirect(`/link/${provider}?next=${encodeURIComponent(next)}`, `${LINK_COOKIE}=${value}; Path=/api/auth; Max-Age=${LINK_TTL_SECONDS}; HttpOnly; SameSite=Lax${secure}`);
+}
+
+/** A path on this site: a same-origin absolute URL is reduced to its path; anything else is refused. */
+function sameSiteTarget(raw: string | null, origin: string): string {
+  if (!raw) return "/hubs";
+  let target = raw;
+  if (/^https?:\/\//i.test(raw)) {
+    const parsed = new URL(raw);
+    if (parsed.origin !== origin) throw new ApiError("invalid_request", "redirect_uri must be a page of this site", { issues: [{ path: "redirect_uri", message: "another site" }] });
+    target = parsed.pathname + parsed.search + parsed.hash;
+  }
+  const safe = safeCallback(target);
+  if (safe !== target) throw new ApiError("invalid_request", "redirect_uri must be a page of this site", { issues: [{ path: "redirect_uri", message: "not a path of this site" }] });
+  return safe;
+}
+
+function redirect(location: string, cookie?: string): Response {
+  return new Response(null, { status: 302, headers: { Location: location, ...(cookie && { "Set-Cookie": cookie }) } });
+}
+
+/** The intent of a link flow for this provider's callback, when the browser holds a valid, unexpired one. */
+export async function linkIntentFrom(db: Db, cookieHeader: string | null, provider: string): Promise<LinkIntent | undefined> {
+  const raw = cookieHeader
+    ?.split(";")
+    .map((part) => part.trim())
+    .find((part) => part.startsWith(`${LINK_COOKIE}=`))
+    ?.slice(LINK_COOKIE.length + 1);
+  const [payload, signature] = raw?.split(".") ?? [];
+  if (!payload || !signature || !verify(await serverSecret(db), payload, signature)) return undefined;
+  try {
+    const intent = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { u?: unknown; p?: unknown; e?: unknown };
+    if (typeof intent.u !== "string" || intent.p !== provider || typeof intent.e !== "number" || intent.e < Date.now() / 1000) return undefined;
+    return { userId: intent.u, provider };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Ends the intent once its callback ran (whatever the outcome). */
+export const CLEAR_LINK_COOKIE = `${LINK_COOKIE}=; Path=/api/auth; Max-Age=0; HttpOnly; SameSite=Lax`;
