@@ -11,10 +11,7 @@ export function gateOptions(gate: Pick<DecisionGate, "options">): { id: string; 
   return gate.options.map((label, i) => ({ id: String(i + 1), label }));
 }
 
-/**
- * Each hub has one board, the system board, identified by its hub: Engram's board holds the hub's
- * decision gates (Memax's dream-produced cards and custom boards are not built).
- */
+/** A hub's own board (Memax's system board), identified by its hub: it holds the hub's decision gates. */
 export function serializeBoard(hub: Pick<Hub, "id" | "ownerId" | "createdAt" | "updatedAt">) {
   return {
     id: hub.id,

@@ -42,6 +42,7 @@ export async function updateBoard(ctx: AuthContext, hubId: string, boardId: stri
       },
     });
   });
-  if (updated.status === "cooking") kickCustomBoard(board.id);
+  // A board that was cooking already has its card on the way, unless its question just changed.
+  if (updated.status === "cooking" && (rewritten || board.status !== "cooking")) kickCustomBoard(board.id);
   return { board: serializeCustomBoard(updated) };
 }
