@@ -1,6 +1,5 @@
 "use client";
 
-import Link from "next/link";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api, ApiClientError } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
@@ -8,6 +7,7 @@ import { CHAT_FINISHED, type ChatMessage, type ChatSession, type ChatTurn, type 
 import { useAction } from "@/lib/web/use-action.ts";
 import { useChatStream, type LiveTurn, type PendingApproval } from "@/lib/web/use-chat-stream.ts";
 import { CitedText } from "./cited-text.tsx";
+import { SourceList, citedSource } from "./source-list.tsx";
 import { Badge, Button, ErrorNotice, Field, LoadingRows, Spinner } from "./ui.tsx";
 
 /** The server's cap on one message (CHAT_LIMITS.contentChars). */
@@ -128,13 +128,9 @@ export function ChatConversation({ sessionId, onChanged }: { sessionId: string; 
 function Answer({ sessionId, message, live }: { sessionId: string; message: ChatMessage; live?: LiveTurn }) {
   const text = live ? live.text : message.content;
   const citations = message.citations ?? [];
-  const source = (n: number) => {
-    const cited = citations.find((c) => c.index === n);
-    return cited && { id: cited.memory_id, title: cited.title };
-  };
   return (
     <div className="flex flex-col gap-2 rounded-lg border border-slate-200 bg-white px-3 py-2 shadow-sm" data-testid="chat-answer" aria-busy={!finished(message) || undefined}>
-      {text && <CitedText text={text} source={source} />}
+      {text && <CitedText text={text} source={citedSource(citations)} />}
       {!finished(message) && !live?.approval && <Spinner label={live?.activity ?? (text ? "Writing…" : "Thinking…")} />}
       {live?.approval && <ApprovalCard sessionId={sessionId} approval={live.approval} />}
       {message.status === "canceled" && <Badge>stopped</Badge>}
@@ -143,18 +139,7 @@ function Answer({ sessionId, message, live }: { sessionId: string; message: Chat
           {message.error?.message ?? "The answer could not be finished"}
         </p>
       )}
-      {citations.length > 0 && (
-        <ol aria-label="Sources" className="flex flex-col gap-1 border-t border-slate-100 pt-2 text-xs text-slate-600">
-          {citations.map((c) => (
-            <li key={c.index} className="flex items-center gap-2">
-              <span className="font-semibold">[{c.index}]</span>
-              <Link prefetch={false} href={`/memories/${c.memory_id}`} className="truncate text-indigo-700 hover:underline">
-                {c.title}
-              </Link>
-            </li>
-          ))}
-        </ol>
-      )}
+      <SourceList citations={citations} />
     </div>
   );
 }

@@ -35,6 +35,7 @@ export function HubFrame({ hubId, initial, children }: { hubId: string; initial?
   const tabs = [
     { href: base, label: "Memories" },
     { href: `${base}/members`, label: "Members" },
+    { href: `${base}/boards`, label: "Boards" },
     { href: `${base}/dreams`, label: "Dreams" },
     ...(roleCan(detail?.role, "manage") ? [{ href: `${base}/settings`, label: "Settings" }] : []),
   ];

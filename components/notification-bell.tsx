@@ -6,6 +6,7 @@ import { whenIdle } from "@/lib/web/when-idle.ts";
 import { api, errorMessage } from "@/lib/web/api.ts";
 import { formatAge } from "@/lib/web/format.ts";
 import { useLiveEvents } from "@/lib/web/live-events.tsx";
+import { GateChoices } from "./gate-choices.tsx";
 import { Button, Spinner } from "./ui.tsx";
 
 interface Person {
@@ -79,24 +80,6 @@ function describe(n: NotificationRow): string {
   }
 }
 
-/** A pending decision gate's options as buttons, and Dismiss; nothing once it is settled. */
-function GateChoices({ n, onChoose }: { n: NotificationRow; onChoose: (action: string) => void }) {
-  if (n.status !== "pending") return null;
-  return (
-    <div className="mt-2 flex flex-wrap gap-1">
-      {(n.payload.gate?.options ?? []).map((option) => (
-        <Button key={option.id} variant="primary" onClick={() => onChoose(option.id)}>
-          {option.label}
-        </Button>
-      ))}
-      <Button variant="ghost" onClick={() => onChoose("dismiss")}>
-        Dismiss
-      </Button>
-    </div>
-  );
-}
-
-/** The header's bell: unseen count kept live by `notification.created`, a panel to act on them. */
 /** A checklist's steps: done ones ticked, the others with their link and a way to tick them off. */
 function ChecklistSteps({ n, onComplete }: { n: NotificationRow; onComplete: (itemId: string) => void }) {
   const items = n.payload.items ?? [];
@@ -135,6 +118,7 @@ function ChecklistSteps({ n, onComplete }: { n: NotificationRow; onComplete: (it
   );
 }
 
+/** The header's bell: unseen count kept live by `notification.created`, a panel to act on them. */
 export function NotificationBell() {
   const [summary, setSummary] = useState<Summary>();
   const [open, setOpen] = useState(false);
@@ -245,7 +229,9 @@ export function NotificationBell() {
                       )}
                     </span>
                   </div>
-                  {n.kind === "decision_gate" && <GateChoices n={n} onChoose={(action) => act(n, "resolve", { action })} />}
+                  {n.kind === "decision_gate" && n.status === "pending" && (
+                    <GateChoices options={n.payload.gate?.options ?? []} onChoose={(action) => act(n, "resolve", { action })} />
+                  )}
                   {n.kind === "checklist" && <ChecklistSteps n={n} onComplete={(itemId) => act(n, `items/${encodeURIComponent(itemId)}/complete`)} />}
                 </li>
               ))}

@@ -1,3 +1,4 @@
+import type { AskCitation } from "@/lib/ask/ask-question.ts";
 import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
 
 /** Shapes of the /v1 payloads the dashboard reads (decisions.md). */
@@ -139,6 +140,7 @@ export interface MemoryWithContent extends Memory {
 // Wire shapes shared with the server code (type-only imports: nothing server-side reaches the browser bundle).
 export type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
 export type { ApiKeyObject as ApiKey } from "@/lib/auth/serialize-api-key.ts";
+export type { AskCitation } from "@/lib/ask/ask-question.ts";
 
 export interface RecallResult {
   memories: RecalledMemory[];
@@ -230,3 +232,68 @@ export interface ChatTurn {
 
 /** A turn in one of these states is over (lib/chat/chat-fields.ts, kept out of the browser bundle with its zod schemas). */
 export const CHAT_FINISHED: readonly ChatMessageStatus[] = ["completed", "partial_failed", "failed", "canceled"];
+
+/** GET /v1/hubs/{id}/boards: the system board (its id is the hub's, it holds the decision gates) or a custom board. */
+export interface Board {
+  id: string;
+  hub_id: string;
+  created_by: string;
+  kind: "system" | "custom";
+  title: string;
+  instruction?: string;
+  /** `cooking` until a new or rewritten instruction has its first answer. */
+  status: "active" | "cooking" | "paused";
+  created_at: string;
+  updated_at: string;
+}
+
+export type SlotState = "fresh" | "seen" | "resolved" | "dismissed";
+
+interface SlotBase {
+  id: string;
+  board_id: string;
+  slot_key: string;
+  title: string;
+  cite_memory_ids: string[];
+  state: SlotState;
+  /** Present while the card is settled. */
+  resolution?: { action: string; resolved_by: string; resolved_at: string };
+  created_at: string;
+  updated_at: string;
+}
+
+export interface GateOption {
+  id: string;
+  label: string;
+}
+
+/** A decision gate on the system board (`decision:<id>`). */
+export interface GateSlot extends SlotBase {
+  kind: "decision_gate";
+  payload: { question: string; options: GateOption[]; context?: string; source_agent?: string; requested_by: string; chosen?: GateOption };
+}
+
+/** What a custom board's card holds: its instruction answered as POST /v1/ask answers it. */
+export interface BoardAnswer {
+  instruction: string;
+  answer: string;
+  citations: AskCitation[];
+  model: string;
+}
+
+/** A custom board's one card (`board:<board id>`). */
+export interface AnswerSlot extends SlotBase {
+  kind: "instruction_answer";
+  payload: BoardAnswer;
+  content_updated_at: string;
+  dream_run_id?: string;
+}
+
+/** GET …/board/slots/{slot_key}/history: an earlier answer, and when a newer one replaced it. */
+export interface SlotVersion {
+  id: string;
+  payload: BoardAnswer;
+  cite_memory_ids: string[];
+  content_produced_at: string;
+  archived_at: string;
+}
