@@ -7,9 +7,10 @@ import type { ApiKey } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { ConnectedAgents } from "./connected-agents.tsx";
 import { ConnectedApps } from "./connected-apps.tsx";
+import { SignInMethods } from "./sign-in-methods.tsx";
 import { Button, Card, ConfirmDialog, CopyButton, EmptyState, ErrorNotice, LoadingRows, PageHeader, Select, TextInput } from "./ui.tsx";
 
-export function ApiKeysPage() {
+export function ApiKeysPage({ providers }: { providers: { id: string; name: string }[] }) {
   // A plain array: at most 100 active keys per user.
   const keys = useApi<ApiKey[]>("/v1/auth/api-keys");
   const [name, setName] = useState("");
@@ -124,6 +125,7 @@ export function ApiKeysPage() {
         </Card>
         <ConnectedAgents key={agentsVersion} onDisconnect={keys.reload} />
         <ConnectedApps />
+        <SignInMethods providers={providers} />
       </div>
       <ConfirmDialog
         open={revoking !== undefined}

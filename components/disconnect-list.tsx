@@ -5,7 +5,7 @@ import { useAction } from "@/lib/web/use-action.ts";
 import { Button, Card, ConfirmDialog, EmptyState, ErrorNotice, LoadingRows } from "./ui.tsx";
 
 /**
- * A card listing things that hold access (agents, OAuth apps), each with a Disconnect button and
+ * A card listing things that hold access (agents, OAuth apps, sign-in accounts), each with a Disconnect button and
  * a confirmation: loading, error and empty states included. `disconnect` does the work; the card
  * closes the dialog once it resolves and shows what it threw otherwise.
  */
@@ -25,7 +25,12 @@ export function DisconnectList<T extends { id: string }>(props: {
   confirmLabel: string;
   confirmBody: ReactNode;
   disconnect: (item: T) => Promise<void>;
+  /** The row button's text (default Disconnect). */
+  actionLabel?: string;
+  /** Below the list, whatever its state (e.g. ways to add one). */
+  footer?: ReactNode;
 }) {
+  const action = props.actionLabel ?? "Disconnect";
   const [target, setTarget] = useState<T>();
   const { busy, error, run } = useAction();
 
@@ -43,13 +48,14 @@ export function DisconnectList<T extends { id: string }>(props: {
             {props.items.map((item) => (
               <li key={item.id} className="flex flex-wrap items-center gap-3 py-3">
                 <div className="min-w-0 flex-1">{props.describe(item)}</div>
-                <Button variant="ghost" onClick={() => setTarget(item)} aria-label={`Disconnect ${props.name(item)}`}>
-                  Disconnect
+                <Button variant="ghost" onClick={() => setTarget(item)} aria-label={`${action} ${props.name(item)}`}>
+                  {action}
                 </Button>
               </li>
             ))}
           </ul>
         )}
+        {props.footer}
       </Card>
       <ConfirmDialog
         open={target !== undefined}

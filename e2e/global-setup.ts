@@ -50,6 +50,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   for (const name of ["NEXTAUTH_URL", "NEXTAUTH_SECRET", "AUTH_SECRET", "ENGRAM_SECRET", "DATABASE_URL", "ENGRAM_PUBLIC_URL", "ENGRAM_ALLOW_SIGNUP"]) delete env[name];
   // Seeding 1,000 memories for the load-time measurement must not trip the per-minute caps.
   env.ENGRAM_RATE_LIMIT_REGULAR = "100000";
+  // GitHub sign-in is offered (with credentials GitHub never sees: the browser's trip there is intercepted).
+  env.GITHUB_CLIENT_ID = "e2e-github-client";
+  env.GITHUB_CLIENT_SECRET = "e2e-github-secret";
   const server = spawn(process.execPath, [path.join(root, "node_modules", "next", "dist", "bin", "next"), "start", "-p", String(port), "-H", "127.0.0.1", "--keepAliveTimeout", "65000"], {
     cwd: root,
     env,

@@ -1,0 +1,29 @@
+import { expect, test } from "@playwright/test";
+import { newPage, signUp } from "./support.ts";
+
+const stamp = Date.now();
+const lee = { name: "Lee Link", email: `lee-link-${stamp}@example.test`, password: "lee-password-1" };
+
+test("linking GitHub from the API keys page starts GitHub's sign-in with a link intent", async ({ browser }) => {
+  const page = await newPage(browser);
+  await signUp(page, lee);
+  await page.goto("/api-keys");
+  const card = page.locator("section").filter({ has: page.getByRole("heading", { name: "Sign-in methods" }) });
+  await expect(card.getByText("No linked accounts")).toBeVisible();
+
+  // GitHub is out of reach offline: its authorize page is answered here, and the request is what is checked.
+  let authorize: URL | undefined;
+  await page.route("https://github.com/**", async (route) => {
+    authorize = new URL(route.request().url());
+    await route.fulfill({ status: 200, contentType: "text/html", body: "<h1>GitHub (stand-in)</h1>" });
+  });
+  await card.getByRole("link", { name: "Link GitHub" }).click();
+  await expect(page.getByRole("heading", { name: "GitHub (stand-in)" })).toBeVisible({ timeout: 20_000 });
+  expect(authorize?.pathname).toBe("/login/oauth/authorize");
+  expect(authorize?.searchParams.get("client_id")).toBe("e2e-github-client");
+  expect(authorize?.searchParams.get("redirect_uri")).toMatch(/\/api\/auth\/callback\/github$/);
+  // The intent the callback will read: signed, for /api/auth only, kept from page scripts.
+  const intent = (await page.context().cookies()).find((c) => c.name === "engram-link");
+  expect(intent).toMatchObject({ path: "/api/auth", httpOnly: true, sameSite: "Lax" });
+  expect(intent!.value).toMatch(/^[\w-]+\.[\w-]+$/);
+});
