@@ -194,9 +194,12 @@ describe("a turn", () => {
   });
 
   it("reads only the session's hubs, and drops a hub the owner lost", async () => {
-    const s = await session(bob, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
-    const noFreeze = await answered(bob, s.id, (await send(bob, s.id, "When does the deploy freeze start?")).body.data.active_message_id);
+    // Ann can read the deploy freeze (her personal hub), but this chat reads only the team hub.
+    const team = await session(ann, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
+    const noFreeze = await answered(ann, team.id, (await send(ann, team.id, "When does the deploy freeze start?")).body.data.active_message_id);
+    expect(noFreeze.scope_hub_ids_used).toEqual([teamHubId]);
     expect(noFreeze.content).not.toMatch(/Friday/);
+    const s = await session(bob, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
     const rota = await answered(bob, s.id, (await send(bob, s.id, "When does the on-call rotation hand over?")).body.data.active_message_id);
     expect(rota.content).toMatch(/Wednesdays at noon/);
     await h.db.hubMember.delete({ where: { hubId_userId: { hubId: teamHubId, userId: bob.id } } });
