@@ -39,7 +39,7 @@ async function latestAnswer(tx: DbClient, userMessage: ChatMessage): Promise<Cha
 }
 
 /** A new assistant row, queued, and its session locked to it (inside the session's lock). */
-export async function startTurn(tx: DbClient, ctx: AuthContext, session: ChatSession, parentId: string, rows: number): Promise<ChatMessage> {
+export async function startTurn(tx: DbClient, ctx: AuthContext, session: ChatSession, parentId: string, rows: number, title?: string): Promise<ChatMessage> {
   const now = ctx.now();
   const assistant = await tx.chatMessage.create({
     data: {
@@ -57,7 +57,7 @@ export async function startTurn(tx: DbClient, ctx: AuthContext, session: ChatSes
   });
   await tx.chatSession.update({
     where: { id: session.id },
-    data: { status: "running", activeMessageId: assistant.id, lockedAt: now, messageCount: session.messageCount + rows, lastMessageAt: now, activityAt: now },
+    data: { status: "running", activeMessageId: assistant.id, lockedAt: now, messageCount: session.messageCount + rows, lastMessageAt: now, activityAt: now, ...(title && { title }) },
   });
   return assistant;
 }
@@ -106,10 +106,8 @@ export async function sendChatMessage(ctx: AuthContext, sessionId: string, input
         createdAt: now,
       },
     });
-    const assistant = await startTurn(tx, ctx, session, user.id, 2);
-    if (!session.title) {
-      await tx.chatSession.update({ where: { id: session.id }, data: { title: input.content.replace(/\s+/g, " ").slice(0, 80) } });
-    }
+    // An untitled session is named after its first message.
+    const assistant = await startTurn(tx, ctx, session, user.id, 2, session.title ? undefined : input.content.replace(/\s+/g, " ").slice(0, 80));
     return { outcome: "fresh" as const, user, assistant };
   });
   if (result.outcome === "fresh") await kickChatTurn(result.assistant.id);

@@ -36,6 +36,7 @@ export async function streamChatMessage(ctx: AuthContext, sessionId: string, mes
     const started = Date.now();
     let seq = after;
     let lastPing = Date.now();
+    const finished = isTerminal(message.status);
     try {
       while (!signal.aborted && Date.now() - started < MAX_CONNECTION_MS) {
         const events = await ctx.db.chatEvent.findMany({ where: { messageId: message.id, seq: { gt: seq } }, orderBy: { seq: "asc" }, take: BATCH });
@@ -45,11 +46,9 @@ export async function streamChatMessage(ctx: AuthContext, sessionId: string, mes
           if ((TERMINAL_EVENTS as readonly string[]).includes(event.type)) return;
         }
         if (events.length === BATCH) continue;
-        // Resumed past the terminal event (or it was pruned): nothing more will come.
-        if (events.length === 0 && isTerminal((await ctx.db.chatMessage.findUniqueOrThrow({ where: { id: message.id }, select: { status: true } })).status)) {
-          const last = await ctx.db.chatEvent.findFirst({ where: { messageId: message.id }, orderBy: { seq: "desc" }, select: { seq: true } });
-          if (!last || last.seq <= seq) return;
-        }
+        // A turn already finished when the client connected has its whole log written: once that is
+        // sent (a resume past its terminal event sends nothing), nothing more will come.
+        if (finished) return;
         if (Date.now() - lastPing >= PING_MS) {
           if (!sse.comment("ping")) return;
           lastPing = Date.now();
