@@ -15,16 +15,18 @@ export async function updateBoard(ctx: AuthContext, hubId: string, boardId: stri
   const membership = await hubPermissionOrThrow(ctx, hubId, "memories.read", "read the board");
   const board = await findCustomBoardOrThrow(ctx, membership.hub.id, boardId);
   assertManagesBoard(ctx, membership, board, "change this board");
-  const rewritten = input.instruction !== undefined && input.instruction !== board.instruction;
-  // Paused stays paused until resumed; otherwise a board with its card is active, and one without
-  // (new, or its instruction just rewritten) cooks until the card is written.
-  const requested = input.status ?? (board.status === "paused" ? "paused" : "active");
-  const status = requested === "paused" ? "paused" : !rewritten && board.cardPayload ? "active" : "cooking";
-  const updated = await ctx.db.$transaction(async (tx) => {
-    // The refresh's lock: a card being written now lands before this (and is cleared) or sees the new instruction.
+  const { updated, before } = await ctx.db.$transaction(async (tx) => {
+    // The refresh's lock, and the board read again under it: a card written a moment ago counts, and
+    // a card being written now sees the new instruction and is dropped.
     await lockForTransaction(tx, customBoardLockKey(board.id));
+    const current = await tx.customBoard.findUniqueOrThrow({ where: { id: board.id } });
+    const rewritten = input.instruction !== undefined && input.instruction !== current.instruction;
+    // Paused stays paused until resumed; otherwise a board with its card is active, and one without
+    // (new, or its instruction just rewritten) cooks until the card is written.
+    const requested = input.status ?? (current.status === "paused" ? "paused" : "active");
+    const status = requested === "paused" ? "paused" : !rewritten && current.cardPayload ? "active" : "cooking";
     if (rewritten) await tx.customBoardCardVersion.deleteMany({ where: { boardId: board.id } });
-    return tx.customBoard.update({
+    const next = await tx.customBoard.update({
       where: { id: board.id },
       data: {
         ...(input.title !== undefined && { title: input.title }),
@@ -41,8 +43,9 @@ export async function updateBoard(ctx: AuthContext, hubId: string, boardId: stri
         status,
       },
     });
+    return { updated: next, before: current };
   });
-  // A board that was cooking already has its card on the way, unless its question just changed.
-  if (updated.status === "cooking" && (rewritten || board.status !== "cooking")) kickCustomBoard(board.id);
+  // A board still cooking has its card on the way, unless its question just changed.
+  if (updated.status === "cooking" && (updated.instruction !== before.instruction || before.status !== "cooking")) kickCustomBoard(board.id);
   return { board: serializeCustomBoard(updated) };
 }
