@@ -4,6 +4,7 @@ import { formatDate } from "@/lib/web/format.ts";
 import type { SlotVersion } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { CitedText } from "./cited-text.tsx";
+import { FeedbackTally } from "./feedback-tally.tsx";
 import { SourceList, citedSource } from "./source-list.tsx";
 import { ErrorNotice, LoadingRows } from "./ui.tsx";
 
@@ -19,6 +20,8 @@ export function BoardHistory({ hubId, slotKey }: { hubId: string; slotKey: strin
         <li key={version.id} className="flex flex-col gap-1 rounded-md border border-slate-100 bg-slate-50 p-2">
           <p className="text-xs text-slate-500">
             Written {formatDate(version.content_produced_at)}, replaced {formatDate(version.archived_at)}
+            {version.feedback.accurate + version.feedback.inaccurate > 0 && " · "}
+            <FeedbackTally feedback={version.feedback} />
           </p>
           <CitedText text={version.payload.answer} source={citedSource(version.payload.citations)} />
           <SourceList citations={version.payload.citations} />

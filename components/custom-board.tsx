@@ -3,11 +3,12 @@
 import { useEffect, useId, useState } from "react";
 import { api } from "@/lib/web/api.ts";
 import { formatAge } from "@/lib/web/format.ts";
-import type { AnswerSlot, Board, SlotState } from "@/lib/web/types.ts";
+import type { AnswerSlot, Board, SlotState, Verdict } from "@/lib/web/types.ts";
 import { useAction } from "@/lib/web/use-action.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { BoardHistory } from "./board-history.tsx";
 import { CitedText } from "./cited-text.tsx";
+import { FeedbackTally } from "./feedback-tally.tsx";
 import { SourceList, citedSource } from "./source-list.tsx";
 import { Badge, Button, ConfirmDialog, ErrorNotice, LoadingRows, Spinner, TextArea, TextInput } from "./ui.tsx";
 
@@ -24,7 +25,7 @@ const CARD_STATE: Record<SlotState, { label: string; tone: "indigo" | "slate" | 
 interface Props {
   hubId: string;
   board: Board;
-  /** May acknowledge, dismiss and reopen the card (anyone who may push). */
+  /** May acknowledge, dismiss, reopen and judge the card (anyone who may push). */
   canAnswer: boolean;
   /** May edit, pause and delete (its creator or a hub manager); the API has the last word. */
   canManage: boolean;
@@ -59,11 +60,12 @@ export function CustomBoard({ hubId, board: listed, canAnswer, canManage, onDele
       detail.setData((current) => ({ board: next, slots: rewritten ? [] : (current?.slots ?? []) }));
       setEditing(false);
     });
-  const resolve = (resolution: "ack" | "dismiss" | "reopen") =>
+  const resolve = (resolution: "ack" | "dismiss" | "reopen" | "feedback", verdict?: Verdict) =>
     action.run(async () => {
       const { slot: next } = await api<{ slot: AnswerSlot }>(`/v1/hubs/${encodeURIComponent(hubId)}/board/slots/${encodeURIComponent(`board:${board.id}`)}/resolve`, {
         method: "POST",
-        body: { action: resolution },
+        // A verdict names the answer it judges: one refreshed meanwhile is refused, not judged unseen.
+        body: { action: resolution, verdict, ...(verdict && slot && { content_updated_at: slot.content_updated_at }) },
       });
       detail.setData((current) => current && { ...current, slots: [next] });
     });
@@ -110,6 +112,7 @@ export function CustomBoard({ hubId, board: listed, canAnswer, canManage, onDele
               <Badge tone={CARD_STATE[slot.state].tone}>{CARD_STATE[slot.state].label}</Badge>
             </span>
             <span>Answered {formatAge(slot.content_updated_at)}</span>
+            <FeedbackTally feedback={slot.feedback} />
           </div>
           <CitedText testId="board-answer" text={slot.payload.answer} source={citedSource(slot.payload.citations)} />
           <SourceList citations={slot.payload.citations} />
@@ -129,6 +132,21 @@ export function CustomBoard({ hubId, board: listed, canAnswer, canManage, onDele
                   </Button>
                 </>
               )}
+              {/* A verdict counts on a settled card too, so these stay; the caller's own is pressed. */}
+              <span className="ml-auto flex gap-1" role="group" aria-label="Was this answer right?">
+                {(["accurate", "inaccurate"] as const).map((verdict) => (
+                  <Button
+                    key={verdict}
+                    variant="ghost"
+                    aria-pressed={slot.feedback?.my_verdict === verdict}
+                    className={slot.feedback?.my_verdict === verdict ? "bg-slate-200" : undefined}
+                    disabled={action.busy}
+                    onClick={() => resolve("feedback", verdict)}
+                  >
+                    {verdict === "accurate" ? "Accurate" : "Inaccurate"}
+                  </Button>
+                ))}
+              </span>
             </div>
           )}
           <History hubId={hubId} slot={slot} />

@@ -69,6 +69,13 @@ test("boards: a custom board answers from the hub's memories, is acknowledged, r
     await expect(board.getByRole("button", { name: "Reopen" })).toBeVisible();
   });
 
+  await test.step("she marks the answer accurate; her verdict is pressed and counted", async () => {
+    await board.getByRole("button", { name: "Accurate", exact: true }).click();
+    await expect(board.getByTestId("feedback-tally")).toHaveText("1 accurate");
+    await expect(board.getByRole("button", { name: "Accurate", exact: true })).toHaveAttribute("aria-pressed", "true");
+    await expect(board.getByTestId("card-state")).toHaveText("acknowledged");
+  });
+
   await test.step("a viewer sees the board and its answer, with nothing to press", async () => {
     const invite = await apiAs(page, "POST", `/v1/hubs/${hubId}/invites`, { role: "viewer" });
     const viewer = await newPage(browser);
@@ -77,9 +84,10 @@ test("boards: a custom board answers from the hub's memories, is acknowledged, r
     await viewer.goto(`/hubs/${hubId}/boards`);
     const seen = viewer.getByTestId("custom-board").filter({ hasText: "Release readiness" });
     await expect(seen.getByTestId("board-answer")).toContainText("staging smoke tests");
+    await expect(seen.getByTestId("feedback-tally")).toHaveText("1 accurate");
     await expect(viewer.getByTestId("decision-gates")).toContainText("Which queue for the importer?");
     await expect(viewer.getByRole("button", { name: "Create board" })).toHaveCount(0);
-    for (const name of ["Reopen", "Edit", "Pause", "Delete"]) await expect(viewer.getByRole("button", { name, exact: true })).toHaveCount(0);
+    for (const name of ["Reopen", "Edit", "Pause", "Delete", "Accurate", "Inaccurate"]) await expect(viewer.getByRole("button", { name, exact: true })).toHaveCount(0);
     await viewer.context().close();
   });
 

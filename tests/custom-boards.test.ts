@@ -80,6 +80,75 @@ describe("custom boards", () => {
     expect(history[0].payload.answer).not.toMatch(/kubectl/);
   });
 
+  it("feedback: each member's latest verdict counts, a live card settles with it, a settled one keeps its receipt, and a new answer starts afresh", async () => {
+    const board = (await ann.post(boards(hub), { title: "Rollbacks", instruction: "How is a bad deploy rolled back?" })).body.data.board;
+    await customBoardsIdle();
+    const resolve = (who: Client, body: unknown) => who.post(`/v1/hubs/${hub}/board/slots/${encodeURIComponent(`board:${board.id}`)}/resolve`, body);
+    const missing = await resolve(cal, { action: "feedback" });
+    expect([missing.status, missing.body.error.code, missing.body.error.details.issues[0].path]).toEqual([400, "invalid_request", "verdict"]);
+    expect((await resolve(cal, { action: "feedback", verdict: "maybe" })).status).toBe(400);
+    expect((await resolve(vic, { action: "feedback", verdict: "accurate" })).status).toBe(403);
+
+    const first = (await resolve(cal, { action: "feedback", verdict: "accurate" })).body.data.slot;
+    expect(first).toMatchObject({ state: "resolved", resolution: { action: "feedback", verdict: "accurate", resolved_by: cal.id } });
+    expect(first.feedback).toEqual({ accurate: 1, inaccurate: 0, my_verdict: "accurate" });
+    // Settled by Cal: Ann's verdict counts, Cal's receipt stays.
+    const second = (await resolve(ann, { action: "feedback", verdict: "inaccurate" })).body.data.slot;
+    expect(second).toMatchObject({ state: "resolved", resolution: { action: "feedback", verdict: "accurate", resolved_by: cal.id } });
+    expect(second.feedback).toEqual({ accurate: 1, inaccurate: 1, my_verdict: "inaccurate" });
+    // Cal changes his mind: his latest verdict wins, and his own receipt shows it.
+    const changed = (await resolve(cal, { action: "feedback", verdict: "inaccurate" })).body.data.slot;
+    expect(changed).toMatchObject({ resolution: { action: "feedback", verdict: "inaccurate", resolved_by: cal.id } });
+    expect(changed.feedback).toEqual({ accurate: 0, inaccurate: 2, my_verdict: "inaccurate" });
+    expect((await vic.get(`${boards(hub)}/${board.id}`)).body.data.slots[0].feedback).toEqual({ accurate: 0, inaccurate: 2 });
+    // A reopened card takes feedback as a live one again.
+    expect((await resolve(ann, { action: "reopen" })).body.data.slot.state).toBe("seen");
+    const again = (await resolve(ann, { action: "feedback", verdict: "accurate" })).body.data.slot;
+    expect(again).toMatchObject({ state: "resolved", resolution: { action: "feedback", verdict: "accurate", resolved_by: ann.id } });
+    expect(again.feedback).toEqual({ accurate: 1, inaccurate: 1, my_verdict: "accurate" });
+
+    // A new answer: the verdicts stay with the old one, in the history.
+    await push(ann, "# Rollback drill\nEvery Friday the on-call engineer rehearses rolling back a bad deploy on staging with kubectl rollout undo.");
+    const run = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hub } });
+    expect(await runDreamRunOnce(h.db, run.body.data.run_id)).toBe(true);
+    const slot = (await cal.get(`${boards(hub)}/${board.id}`)).body.data.slots[0];
+    expect(slot.state).toBe("fresh");
+    expect(slot.resolution).toBeUndefined();
+    expect(slot.feedback).toEqual({ accurate: 0, inaccurate: 0 });
+    const history = (await cal.get(`/v1/hubs/${hub}/board/slots/${encodeURIComponent(`board:${board.id}`)}/history`)).body.data.versions;
+    expect(history[0].feedback).toEqual({ accurate: 1, inaccurate: 1, my_verdict: "inaccurate" });
+    // A verdict that names the answer it read is refused once that answer was replaced.
+    const stale = await resolve(ann, { action: "feedback", verdict: "accurate", content_updated_at: first.content_updated_at });
+    expect([stale.status, stale.body.error.code, stale.body.error.details.content_updated_at]).toEqual([409, "conflict", slot.content_updated_at]);
+    const current = await resolve(ann, { action: "feedback", verdict: "accurate", content_updated_at: slot.content_updated_at });
+    expect(current.body.data.slot.feedback).toEqual({ accurate: 1, inaccurate: 0, my_verdict: "accurate" });
+    expect((await resolve(ann, { action: "feedback", verdict: "accurate", content_updated_at: "yesterday" })).status).toBe(400);
+
+    // A new instruction is a new question: its old verdicts go with its answers.
+    expect(await h.db.customBoardFeedback.count({ where: { boardId: board.id } })).toBe(3);
+    await ann.patch(`${boards(hub)}/${board.id}`, { instruction: "Who rehearses rollbacks?" });
+    expect(await h.db.customBoardFeedback.count({ where: { boardId: board.id } })).toBe(0);
+    await customBoardsIdle();
+  });
+
+  it("verdicts sent at once: each member counted once, the card settled by one of them", async () => {
+    const members = [ann, cal, await h.user("Dee"), await h.user("Eli")];
+    const crowd = await h.teamHub(ann, members.slice(1).map((m) => [m, "contributor"] as [Client, "contributor"]));
+    await ann.post("/v1/memories", { content: "# Release checklist\nBefore a release the changelog is written." }, { headers: { "x-hub-id": crowd } });
+    const board = (await ann.post(boards(crowd), { title: "At once", instruction: "What happens before a release?" })).body.data.board;
+    await customBoardsIdle();
+    const path = `/v1/hubs/${crowd}/board/slots/${encodeURIComponent(`board:${board.id}`)}/resolve`;
+    const sent = await Promise.all(
+      members.flatMap((m, i) => [m.post(path, { action: "feedback", verdict: i % 2 ? "inaccurate" : "accurate" }), m.post(path, { action: "feedback", verdict: i % 2 ? "inaccurate" : "accurate" })]),
+    );
+    expect(sent.map((r) => r.status)).toEqual(Array(8).fill(200));
+    const slot = (await ann.get(`${boards(crowd)}/${board.id}`)).body.data.slots[0];
+    expect(slot.feedback).toEqual({ accurate: 2, inaccurate: 2, my_verdict: "accurate" });
+    expect(slot.state).toBe("resolved");
+    expect(members.map((m) => m.id)).toContain(slot.resolution.resolved_by);
+    expect(await h.db.customBoardFeedback.count({ where: { boardId: board.id } })).toBe(4);
+  });
+
   it("a new instruction empties the card and cooks again; pause stops refreshes; delete removes it", async () => {
     const board = (await ann.post(boards(hub), { title: "Checks", instruction: "What must happen before a release?" })).body.data.board;
     await customBoardsIdle();
@@ -135,6 +204,8 @@ describe("custom boards", () => {
     expect((await sdk.boards.updateBoard(teamHub, board.id, { title: "Renamed" })).board.title).toBe("Renamed");
     await customBoardsIdle();
     expect((await sdk.boards.getBoard(teamHub, board.id)).board.status).toBe("active");
+    const { slot } = await sdk.boards.resolveSlot(teamHub, `board:${board.id}`, "feedback", "accurate");
+    expect(slot).toMatchObject({ state: "resolved", resolution: { action: "feedback", verdict: "accurate" } });
     expect(await sdk.boards.deleteBoard(teamHub, board.id)).toEqual({ deleted: true });
   });
 });

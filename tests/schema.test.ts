@@ -160,11 +160,15 @@ describe("schema and migrations agree", () => {
     expect(await db.customBoard.findUnique({ where: { id: customBoard.id } })).toEqual(customBoard);
     const cardVersion = await db.customBoardCardVersion.create({ data: { id: newId(), boardId: customBoard.id, payload: { answer: "b" }, citeMemoryIds: [hub.id], dreamRunId: hub.id, contentProducedAt: now, createdAt: now } });
     expect(await db.customBoardCardVersion.findUnique({ where: { id: cardVersion.id } })).toEqual(cardVersion);
+    const feedback = await db.customBoardFeedback.create({ data: { boardId: customBoard.id, contentProducedAt: now, userId: user.id, verdict: "accurate", createdAt: now, updatedAt: now } });
+    expect(await db.customBoardFeedback.findUnique({ where: { boardId_contentProducedAt_userId: { boardId: customBoard.id, contentProducedAt: now, userId: user.id } } })).toEqual(feedback);
+    // A verdict is accurate or inaccurate, whoever writes it.
+    await expect(db.customBoardFeedback.update({ where: { boardId_contentProducedAt_userId: { boardId: customBoard.id, contentProducedAt: now, userId: user.id } }, data: { verdict: "meh" } })).rejects.toThrow();
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "topicVisit", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent", "emailSignInCode", "chatSession", "chatMessage", "chatEvent", "chatApproval", "customBoard", "customBoardCardVersion"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent", "emailSignInCode", "chatSession", "chatMessage", "chatEvent", "chatApproval", "customBoard", "customBoardCardVersion", "customBoardFeedback"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });
@@ -172,6 +176,7 @@ describe("schema and migrations agree", () => {
     expect(await db.chunk.count({ where: { hubId: hub.id } })).toBe(0);
     expect(await db.decisionGate.count({ where: { hubId: hub.id } })).toBe(0);
     expect(await db.customBoard.count({ where: { hubId: hub.id } })).toBe(0);
+    expect(await db.customBoardFeedback.count({ where: { boardId: customBoard.id } })).toBe(0);
   });
 
   test("pgvector, the HNSW and full-text indexes and the partial unique indexes exist", async () => {

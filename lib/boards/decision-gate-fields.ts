@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { VERDICTS } from "./card-feedback.ts";
 
 /** Open gates a hub's board holds at once (Memax's limit); one more is `409 gate_limit`. */
 export const MAX_OPEN_GATES = 3;
@@ -22,12 +23,22 @@ export const requestDecisionBodySchema = z.object({
 });
 export type RequestDecisionBody = z.output<typeof requestDecisionBodySchema>;
 
-/** Memax's slot actions. A decision gate settles by `choose` (with `choice`) or `dismiss`; `reopen` undoes either. */
+/**
+ * Memax's slot actions. A decision gate settles by `choose` (with `choice`) or `dismiss`; `reopen` undoes
+ * either. A custom board's card takes `ack`, `dismiss`, `reopen` and `feedback` (with `verdict`).
+ */
 export const SLOT_ACTIONS = ["ack", "dismiss", "feedback", "choose", "reopen"] as const;
 
 export const resolveSlotBodySchema = z.object({
   action: z.enum(SLOT_ACTIONS, { message: `action must be one of ${SLOT_ACTIONS.join(", ")}` }),
   /** For choose: the option's id ("1"…"4") or its exact text. */
   choice: z.string().trim().min(1).max(MAX_OPTION_CHARS).optional(),
+  /** For feedback: whether the card's answer was right. */
+  verdict: z.enum(VERDICTS, { message: `verdict must be one of ${VERDICTS.join(", ")}` }).optional(),
+  /**
+   * For feedback: the `content_updated_at` of the answer judged. When the card has been refreshed
+   * since, the verdict is refused (409) rather than counted against an answer its sender never read.
+   */
+  content_updated_at: z.iso.datetime({ offset: true, message: "content_updated_at must be an RFC 3339 time" }).optional(),
 });
 export type ResolveSlotBody = z.output<typeof resolveSlotBodySchema>;

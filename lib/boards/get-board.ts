@@ -2,6 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
 import { SETTLED_SLOTS_SHOWN } from "./decision-gate-fields.ts";
 import { OPEN_GATE_STATES } from "./gate-notifications.ts";
+import { liveCardFeedback } from "./card-feedback.ts";
 import { findCustomBoardOrThrow } from "./find-custom-board.ts";
 import { serializeBoard, serializeGateSlot } from "./serialize-board.ts";
 import { serializeCustomBoard, serializeCustomSlot } from "./serialize-custom-board.ts";
@@ -15,7 +16,7 @@ export async function getBoard(ctx: AuthContext, hubId: string, boardId?: string
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "memories.read", "read the board");
   if (boardId !== undefined && boardId !== hub.id) {
     const board = await findCustomBoardOrThrow(ctx, hub.id, boardId);
-    const slot = serializeCustomSlot(board);
+    const slot = serializeCustomSlot(board, await liveCardFeedback(ctx.db, board, ctx.user.id));
     return { board: serializeCustomBoard(board), slots: slot ? [slot] : [] };
   }
   const [open, settled] = await Promise.all([

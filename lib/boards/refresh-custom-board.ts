@@ -54,8 +54,17 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
           createdAt: now,
         },
       });
-      const old = await tx.customBoardCardVersion.findMany({ where: { boardId: board.id }, orderBy: { createdAt: "desc" }, skip: CARD_VERSIONS_KEPT, select: { id: true } });
-      if (old.length) await tx.customBoardCardVersion.deleteMany({ where: { id: { in: old.map((v) => v.id) } } });
+      const old = await tx.customBoardCardVersion.findMany({
+        where: { boardId: board.id },
+        orderBy: { createdAt: "desc" },
+        skip: CARD_VERSIONS_KEPT,
+        select: { id: true, contentProducedAt: true },
+      });
+      if (old.length) {
+        await tx.customBoardCardVersion.deleteMany({ where: { id: { in: old.map((v) => v.id) } } });
+        // The verdicts on an answer no longer kept go with it.
+        await tx.customBoardFeedback.deleteMany({ where: { boardId: board.id, contentProducedAt: { in: old.map((v) => v.contentProducedAt) } } });
+      }
     }
     await tx.customBoard.update({
       where: { id: board.id },

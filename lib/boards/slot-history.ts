@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { cardFeedback } from "./card-feedback.ts";
 import { findCustomSlot, isCustomSlotKey } from "./find-custom-slot.ts";
 import { findGateSlot } from "./find-gate-slot.ts";
 import { serializeCardVersion } from "./serialize-custom-board.ts";
@@ -14,7 +15,8 @@ export async function slotHistory(ctx: AuthContext, hubId: string, slotKey: stri
   if (isCustomSlotKey(slotKey)) {
     const board = await findCustomSlot(ctx.db, hub.id, slotKey);
     const versions = await ctx.db.customBoardCardVersion.findMany({ where: { boardId: board.id }, orderBy: [{ createdAt: "desc" }, { id: "desc" }] });
-    return { versions: versions.map((v) => serializeCardVersion(board, v)) };
+    const feedback = await cardFeedback(ctx.db, board.id, ctx.user.id, versions.map((v) => v.contentProducedAt));
+    return { versions: versions.map((v) => serializeCardVersion(board, v, feedback.get(v.contentProducedAt.getTime()))) };
   }
   await findGateSlot(ctx.db, hub.id, slotKey);
   return { versions: [] };

@@ -25,7 +25,10 @@ export async function updateBoard(ctx: AuthContext, hubId: string, boardId: stri
     // (new, or its instruction just rewritten) cooks until the card is written.
     const requested = input.status ?? (current.status === "paused" ? "paused" : "active");
     const status = requested === "paused" ? "paused" : !rewritten && current.cardPayload ? "active" : "cooking";
-    if (rewritten) await tx.customBoardCardVersion.deleteMany({ where: { boardId: board.id } });
+    if (rewritten) {
+      await tx.customBoardCardVersion.deleteMany({ where: { boardId: board.id } });
+      await tx.customBoardFeedback.deleteMany({ where: { boardId: board.id } });
+    }
     const next = await tx.customBoard.update({
       where: { id: board.id },
       data: {

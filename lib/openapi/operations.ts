@@ -176,6 +176,9 @@ const instructionAnswerSchema = z.object({
   citations: z.array(z.object({ index: z.int(), memory_id: z.string(), title: z.string(), kind: z.string() })),
   model: z.string(),
 });
+const cardFeedbackSchema = z
+  .object({ accurate: z.int(), inaccurate: z.int(), my_verdict: z.enum(["accurate", "inaccurate"]).optional() })
+  .meta({ description: "Members' verdicts on this answer of a custom board's card, and the caller's own" });
 const boardSlotSchema = z.object({
   id: z.string(),
   board_id: z.string(),
@@ -195,7 +198,8 @@ const boardSlotSchema = z.object({
   ]),
   cite_memory_ids: z.array(z.string()),
   state: z.enum(["fresh", "seen", "resolved", "dismissed"]),
-  resolution: z.object({ action: z.string(), resolved_by: z.string(), resolved_at: z.string() }).optional(),
+  resolution: z.object({ action: z.string(), verdict: z.enum(["accurate", "inaccurate"]).optional(), resolved_by: z.string(), resolved_at: z.string() }).optional(),
+  feedback: cardFeedbackSchema.optional(),
   dream_run_id: z.string().optional(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -221,6 +225,7 @@ const cardVersionSchema = z.object({
   title: z.string(),
   payload: instructionAnswerSchema,
   cite_memory_ids: z.array(z.string()),
+  feedback: cardFeedbackSchema,
   dream_run_id: z.string().optional(),
   content_produced_at: z.string(),
   archived_at: z.string(),
@@ -482,7 +487,8 @@ export const OPERATIONS: Operation[] = [
     method: "post",
     path: "/v1/hubs/{id}/board/slots/{slot_key}/resolve",
     tag: "Boards",
-    summary: "Answer a decision gate (choose, with an option's id or text), dismiss it, or reopen it; a settled card answers with its state",
+    summary:
+      "Answer a decision gate (choose, with an option's id or text), dismiss it, or reopen it; acknowledge, dismiss or reopen a custom board's card, or give it feedback (a verdict: accurate or inaccurate, recorded even on a settled card); a settled card answers with its state",
     body: resolveSlotBodySchema,
     data: z.object({ slot: boardSlotSchema }),
     pathParams: { slot_key: "The card's slot_key (`decision:<id>`)" },

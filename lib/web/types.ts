@@ -256,8 +256,8 @@ interface SlotBase {
   title: string;
   cite_memory_ids: string[];
   state: SlotState;
-  /** Present while the card is settled. */
-  resolution?: { action: string; resolved_by: string; resolved_at: string };
+  /** Present while the card is settled; `verdict` when it was settled by feedback. */
+  resolution?: { action: string; verdict?: Verdict; resolved_by: string; resolved_at: string };
   created_at: string;
   updated_at: string;
 }
@@ -281,10 +281,20 @@ export interface BoardAnswer {
   model: string;
 }
 
+export type Verdict = "accurate" | "inaccurate";
+
+/** The members' verdicts on one answer of a custom board's card, and the caller's own. */
+export interface CardFeedback {
+  accurate: number;
+  inaccurate: number;
+  my_verdict?: Verdict;
+}
+
 /** A custom board's one card (`board:<board id>`). */
 export interface AnswerSlot extends SlotBase {
   kind: "instruction_answer";
   payload: BoardAnswer;
+  feedback: CardFeedback;
   content_updated_at: string;
   dream_run_id?: string;
 }
@@ -294,6 +304,7 @@ export interface SlotVersion {
   id: string;
   payload: BoardAnswer;
   cite_memory_ids: string[];
+  feedback: CardFeedback;
   content_produced_at: string;
   archived_at: string;
 }
