@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SqlRunner } from "@/lib/db/database.ts";
-import { bestDocuments, lexicalIndexFor, parseTsvector } from "@/lib/recall/lexical-index.ts";
+import { bestDocuments, lexicalIndexFor, parseTsvector, seesAll } from "@/lib/recall/lexical-index.ts";
 import { lexicalSearch, type LexicalQuery, type LexicalResult } from "@/lib/recall/lexical-search.ts";
 import { pruneIndexChanges } from "@/lib/recall/prune-index-changes.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
@@ -74,6 +74,22 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await h.close();
+});
+
+describe("seesAll", () => {
+  it("holds only when the later snapshot sees every transaction the earlier one saw as finished", () => {
+    const snap = (xmin: number, xmax: number, xip: number[] = []) => ({ xmin: BigInt(xmin), xmax: BigInt(xmax), xip: xip.map(BigInt) });
+    expect(seesAll(snap(10, 20), snap(10, 20))).toBe(true);
+    expect(seesAll(snap(12, 25, [22]), snap(10, 20, [15]))).toBe(true);
+    // 15 was still running for the earlier one: running for the later one too is fine.
+    expect(seesAll(snap(15, 25, [15]), snap(10, 20, [15]))).toBe(true);
+    // The earlier saw 18 finish; the later thinks it is running (an older snapshot).
+    expect(seesAll(snap(18, 25, [18]), snap(10, 20))).toBe(false);
+    // The earlier saw 19 finish; the later had not seen it start.
+    expect(seesAll(snap(10, 19), snap(10, 20))).toBe(false);
+    // No snapshot was read: nothing covers it.
+    expect(seesAll(snap(10, 20), snap(0, 0))).toBe(false);
+  });
 });
 
 describe("parseTsvector", () => {
@@ -160,6 +176,27 @@ describe("the in-process lexical index", () => {
     expect(await search(mira, "feature flag")).toEqual([]);
     expect(await search(ann, "feature flag", second)).toEqual([]);
     expect((await search(ann, "deploy")).sort()).toEqual([shared]);
+  });
+
+  it("searches that arrive together after a burst of writes share their reloads, and each still matches the SQL leg", async () => {
+    let reloads = 0;
+    const sql = otherProcess(h.database.sql, async (text) => {
+      if (text.includes("FROM chunks c JOIN memories m ON m.id = c.memory_id")) reloads++;
+    });
+    const user = await h.user("Burst");
+    const warm = await push(user, "# Burst warm-up\n\nThe lemon queue drains overnight.");
+    await search(user, "lemon queue", sql);
+    const written = [];
+    for (let i = 0; i < 6; i++) written.push(await push(user, `# Burst ${i}\n\nThe lemon queue worker ${i} restarts after a deploy.`));
+    await indexMemories(h.db, written.slice(0, 3), { embed: false });
+    reloads = 0;
+    // Eight recalls at once, each with the same changes to catch up on.
+    const found = await Promise.all(Array.from({ length: 8 }, () => lexicalSearch(sql, { userId: user.id, text: "lemon queue worker" }, {}, 50)));
+    // One reload serves all eight: its snapshot sees everything their catch-ups saw (one more if some
+    // other transaction began in between). Without sharing, each of the eight reloaded them in turn.
+    expect(reloads).toBeLessThanOrEqual(2);
+    for (const result of found) expect(summary(result)).toEqual(summary(await sqlLeg(h.database.sql, { userId: user.id, text: "lemon queue worker" })));
+    expect(new Set(found[7]!.hits.map((hit) => hit.memoryId))).toEqual(new Set([warm, ...written]));
   });
 
   it("keeps the best few of many matches: the first of the full ranking, which is the SQL leg's", async () => {

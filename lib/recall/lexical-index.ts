@@ -194,6 +194,17 @@ export interface IndexCatchUp {
   truncated: boolean;
 }
 
+/**
+ * Whether snapshot `later` sees every transaction `earlier` saw as finished: none it had not started
+ * (at or past its xmax), and none still in progress in `later` that had finished for `earlier`.
+ * An empty snapshot (xmax 0: none was read) is seen by none.
+ */
+export function seesAll(later: IndexSnapshot, earlier: IndexSnapshot): boolean {
+  if (earlier.xmax === 0n) return false;
+  if (later.xmax < earlier.xmax) return false;
+  return later.xip.every((xid) => xid >= earlier.xmax || earlier.xip.includes(xid));
+}
+
 /** Most tombstoned documents in a hub before it is reloaded instead (share of its documents). */
 const MAX_DEAD_SHARE = 0.3;
 /** Memories reloaded per statement. */
@@ -202,6 +213,8 @@ const RELOAD_BATCH = 500;
 const INLINE_LOAD_MAX = 2000;
 /** Memories read per statement of a background load (the embedded database answers others in between). */
 const LOAD_PAGE = 500;
+/** Reload times remembered (one entry per memory) before they are forgotten, which only costs a reload. */
+const RELOADED_KEPT = 50_000;
 
 export class LexicalIndex {
   private hubs = new Map<string, HubIndex>();
@@ -211,6 +224,23 @@ export class LexicalIndex {
   private generation = 0;
   private cursor: IndexSnapshot | null = null;
   private queue: Promise<unknown> = Promise.resolve();
+  /**
+   * The snapshot of the last reload that read each memory, since the last hub was installed.
+   * Concurrent recalls read overlapping changes (each since the same cursor), and their syncs run
+   * one at a time: without this, each reloaded the same memories again, one round trip after
+   * another, while every recall behind it waited (under a mixed load, most of a recall's time). A
+   * reload whose snapshot sees every transaction a query's catch-up saw holds at least what that
+   * catch-up's changes say, so the query need not reload those memories. Installing a hub forgets
+   * it all: a reload reads only the hubs held when it runs.
+   */
+  private reloadedAt = new Map<string, IndexSnapshot>();
+  /**
+   * The changes of syncs still waiting for their turn. The sync running reloads their memories with
+   * its own, in one statement, so the syncs behind it find them reloaded: one round trip for a
+   * burst of recalls instead of one each. Reloading a memory early is always safe (it reads what
+   * is stored now); each sync still applies its own changes in its turn.
+   */
+  private waiting: { changes: IndexChange[]; snapshot: IndexSnapshot }[] = [];
 
   constructor(
     private readonly sql: SqlRunner,
@@ -237,6 +267,7 @@ export class LexicalIndex {
    * from the statistics) exceed the capacity; the caller then searches in SQL.
    */
   sync(catchUp: IndexCatchUp, hubs: { id: string; chunks: number }[], capacity: number): Promise<boolean> {
+    if (catchUp.changes.length > 0) this.waiting.push({ changes: catchUp.changes, snapshot: catchUp.snapshot });
     return this.locked(() => this.syncNow(catchUp, hubs, capacity));
   }
 
@@ -256,10 +287,16 @@ export class LexicalIndex {
     // (Cleared since this query read its changes: the loads below are newer than them.)
     if (this.cursor !== null || catchUp.since === null) {
       const memories = new Set<string>();
+      const stale = (change: IndexChange, seen: IndexSnapshot) => {
+        const reloaded = this.reloadedAt.get(change.memoryId);
+        return this.hubs.has(change.hubId) && !(reloaded && seesAll(reloaded, seen));
+      };
       for (const change of catchUp.changes) {
-        if (this.hubs.has(change.hubId)) memories.add(change.memoryId);
-        else this.loading.get(change.hubId)?.add(change.memoryId);
+        if (this.hubs.has(change.hubId)) {
+          if (stale(change, catchUp.snapshot)) memories.add(change.memoryId);
+        } else this.loading.get(change.hubId)?.add(change.memoryId);
       }
+      for (const queued of this.waiting.splice(0)) for (const change of queued.changes) if (stale(change, queued.snapshot)) memories.add(change.memoryId);
       await this.reload([...memories]);
     }
     // Tombstones cost every search that walks their postings: reload such a hub from scratch.
@@ -269,7 +306,7 @@ export class LexicalIndex {
     let ready = missing.length === 0;
     if (!ready && missingChunks <= this.options.inlineLoadMax) {
       this.evict(missingChunks, capacity, wanted);
-      for (const hub of missing) this.hubs.set(hub.id, await this.readHub(hub.id));
+      for (const hub of missing) this.install(hub.id, await this.readHub(hub.id));
       ready = true;
     } else {
       for (const hub of missing) this.startLoad(hub, capacity);
@@ -290,8 +327,14 @@ export class LexicalIndex {
   private clear(): void {
     this.hubs.clear();
     this.loading.clear();
+    this.reloadedAt.clear();
     this.generation++;
     this.cursor = null;
+  }
+
+  private install(hubId: string, hub: HubIndex): void {
+    this.hubs.set(hubId, hub);
+    this.reloadedAt.clear();
   }
 
   /** Drops the least recently searched hubs (never those in `keep`) until `incoming` more documents fit. */
@@ -322,7 +365,7 @@ export class LexicalIndex {
           this.loading.delete(target.id);
           this.evict(hub.live, capacity, new Set([target.id]));
           hub.usedAt = performance.now();
-          this.hubs.set(target.id, hub);
+          this.install(target.id, hub);
           await this.reload([...changed]);
         }),
       )
@@ -380,20 +423,39 @@ export class LexicalIndex {
   private async reload(memoryIds: string[]): Promise<void> {
     for (let i = 0; i < memoryIds.length; i += RELOAD_BATCH) {
       const batch = memoryIds.slice(i, i + RELOAD_BATCH);
-      const rows = await this.sql.query<{ hub_id: string; chunk_id: string | null; memory_id: string; vec: string }>(
-        `SELECT c.hub_id, c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec
+      // With the statement's own snapshot: what it read is what that snapshot sees.
+      const rows = await this.sql.query<{
+        hub_id: string | null;
+        chunk_id: string | null;
+        memory_id: string | null;
+        vec: string | null;
+        snapshot_xmin: string | null;
+        snapshot_xmax: string | null;
+        snapshot_xip: string[] | null;
+      }>(
+        `SELECT c.hub_id, c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec, NULL::text AS snapshot_xmin, NULL::text AS snapshot_xmax, NULL::text[] AS snapshot_xip
          FROM chunks c JOIN memories m ON m.id = c.memory_id
          WHERE c.memory_id = ANY($1::uuid[]) AND c.hub_id = ANY($2::uuid[]) AND c.search_vector IS NOT NULL
            AND m.state = 'active' AND m.hub_id = c.hub_id
          UNION ALL
-         SELECT m.hub_id, NULL, m.id, m.search_vector::text
+         SELECT m.hub_id, NULL, m.id, m.search_vector::text, NULL, NULL, NULL
          FROM memories m
          WHERE m.id = ANY($1::uuid[]) AND m.hub_id = ANY($2::uuid[]) AND m.processing_status IN ('pending', 'running')
-           AND m.state = 'active' AND m.search_vector IS NOT NULL`,
+           AND m.state = 'active' AND m.search_vector IS NOT NULL
+         UNION ALL
+         SELECT NULL, NULL, NULL, NULL, pg_snapshot_xmin(s)::text, pg_snapshot_xmax(s)::text, ARRAY(SELECT x::text FROM pg_snapshot_xip(s) AS x)
+         FROM pg_current_snapshot() AS s`,
         [batch, [...this.hubs.keys()]],
       );
+      let snapshot: IndexSnapshot | undefined;
       for (const memoryId of batch) for (const hub of this.hubs.values()) hub.removeMemory(memoryId);
-      for (const row of rows) this.hubs.get(row.hub_id)?.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
+      for (const row of rows) {
+        if (row.snapshot_xmax !== null) snapshot = { xmin: BigInt(row.snapshot_xmin!), xmax: BigInt(row.snapshot_xmax), xip: (row.snapshot_xip ?? []).map((xid) => BigInt(xid)) };
+        else if (row.hub_id && row.memory_id && row.vec !== null) this.hubs.get(row.hub_id)?.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
+      }
+      if (!snapshot) continue;
+      if (this.reloadedAt.size + batch.length > RELOADED_KEPT) this.reloadedAt.clear();
+      for (const memoryId of batch) this.reloadedAt.set(memoryId, snapshot);
     }
   }
 
