@@ -199,6 +199,116 @@ describe("the in-process lexical index", () => {
     expect(new Set(found[7]!.hits.map((hit) => hit.memoryId))).toEqual(new Set([warm, ...written]));
   });
 
+  it("a search whose turn comes reloads, in one statement, what the searches queued behind it need", async () => {
+    // Three searches, each seeing one more write, wait behind the first one's reload. The second's turn
+    // reloads its own stale memory and the third's together; the third then has nothing to reload.
+    const reloads: string[][] = [];
+    const gates = new Map<string, Promise<void>>();
+    const held: { catchUps: string[]; reload?: () => void } = { catchUps: [] };
+    const hold = (key: string) => {
+      let release = () => {};
+      gates.set(key, new Promise<void>((resolve) => (release = resolve)));
+      return release;
+    };
+    const base = h.database.sql;
+    let gating = false;
+    const sql: SqlRunner = {
+      exec: (text) => base.exec(text),
+      query: async (text, params) => {
+        const rows = await base.query(text, params);
+        if (text.includes("FROM chunks c JOIN memories m ON m.id = c.memory_id")) {
+          reloads.push([...(params?.[0] as string[])].sort());
+          if (gating && reloads.length === 1) await gates.get("reload");
+        } else if (gating && text.includes("engram_lexical_terms")) {
+          const key = `catch-up ${held.catchUps.length}`;
+          held.catchUps.push(key);
+          await gates.get(key);
+        }
+        return rows as never;
+      },
+    };
+    const user = await h.user("Queue");
+    const warm = await push(user, "# Queue warm-up\n\nThe quince queue drains overnight.");
+    await search(user, "quince", sql);
+    const releaseReload = hold("reload");
+    const releases = [hold("catch-up 0"), hold("catch-up 1"), hold("catch-up 2")];
+    gating = true;
+    const written: string[] = [];
+    const searches: Promise<LexicalResult>[] = [];
+    for (let i = 0; i < 3; i++) {
+      written.push(await push(user, `# Quince ${i}\n\nThe quince worker ${i} restarts after a deploy.`));
+      searches.push(lexicalSearch(sql, { userId: user.id, text: "quince worker" }, {}, 50));
+      while (held.catchUps.length <= i) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    reloads.length = 0;
+    releases[0]!(); // the first search syncs and sends its reload, which is held
+    while (reloads.length < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+    releases[1]!();
+    releases[2]!(); // the other two queue behind it
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    releaseReload();
+    const results = await Promise.all(searches);
+    gating = false;
+    expect(reloads).toEqual([[written[0]!], [written[1]!, written[2]!].sort()]);
+    const expected = summary(await sqlLeg(h.database.sql, { userId: user.id, text: "quince worker" }));
+    expect(summary(results[2]!)).toEqual(expected);
+    expect(new Set(results[2]!.hits.map((hit) => hit.memoryId))).toEqual(new Set([warm, ...written]));
+  });
+
+  it("a search over the index's capacity leaves nothing queued behind", async () => {
+    const user = await h.user("Tiny");
+    const first = await push(user, "# Tiny\n\nThe tangerine queue.");
+    const second = await push(user, "# Tiny 2\n\nThe tangerine worker.");
+    await indexMemories(h.db, [first, second], { embed: false });
+    const index = lexicalIndexFor(h.database.sql);
+    // Its hub's two chunks are more than the index may hold: answered in SQL, its catch-up unused.
+    process.env.ENGRAM_LEXICAL_INDEX_MAX_CHUNKS = "1";
+    try {
+      expect((await lexicalSearch(h.database.sql, { userId: user.id, text: "tangerine" }, {}, 50)).hits).toHaveLength(2);
+    } finally {
+      delete process.env.ENGRAM_LEXICAL_INDEX_MAX_CHUNKS;
+    }
+    expect((index as unknown as { waiting: unknown[] }).waiting).toEqual([]);
+  });
+
+  it("a hub loaded within a search supersedes its background read still under way", async () => {
+    // Two hubs too big to load together within a search start loading in the background; one of
+    // them is then loaded within a search of its own, and a memory of it is archived. The background
+    // copy, read before the archive, must not replace the newer one when it lands.
+    const lina = await h.user("Lina");
+    const team = await h.teamHub(lina);
+    const mine = [await push(lina, "The loquat deploy runs on Mondays."), await push(lina, "The loquat cache is warm.")];
+    const theirs = [await push(lina, "The loquat queue in the team hub.", team), await push(lina, "The loquat worker in the team hub.", team)];
+    await indexMemories(h.db, [...mine, ...theirs], { embed: false });
+    let stalled = false;
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const base = h.database.sql;
+    const sql: SqlRunner = {
+      exec: (text) => base.exec(text),
+      query: async (text, params) => {
+        const rows = await base.query(text, params);
+        if (text.includes("WITH page AS MATERIALIZED") && params?.[0] === team && !stalled) {
+          stalled = true;
+          await gate;
+        }
+        return rows as never;
+      },
+    };
+    const index = lexicalIndexFor(sql, { inlineLoadMax: 3, loadPage: 500 });
+    const query = (hubIds?: string[]) => lexicalSearch(sql, { userId: lina.id, text: "loquat", hubIds }, {}, 50);
+    await query(); // 4 chunks > 3: both hubs load in the background; the team hub's read is held
+    while (!stalled) await new Promise((resolve) => setTimeout(resolve, 5));
+    await query([team]); // 2 chunks: loaded within this search
+    expect((await lina.patch(`/v1/memories/${theirs[0]}`, { state: "archived" })).status).toBe(200);
+    expect(new Set((await query([team])).hits.map((hit) => hit.memoryId))).toEqual(new Set([theirs[1]]));
+    release();
+    await index.settled();
+    const after = await query([team]);
+    expect(summary(after)).toEqual(summary(await sqlLeg(base, { userId: lina.id, text: "loquat", hubIds: [team] })));
+    expect(after.hits.map((hit) => hit.memoryId)).toEqual([theirs[1]]);
+  });
+
   it("keeps the best few of many matches: the first of the full ranking, which is the SQL leg's", async () => {
     const quin = await h.user("Quin");
     const words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima"];

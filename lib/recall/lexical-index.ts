@@ -267,8 +267,18 @@ export class LexicalIndex {
    * from the statistics) exceed the capacity; the caller then searches in SQL.
    */
   sync(catchUp: IndexCatchUp, hubs: { id: string; chunks: number }[], capacity: number): Promise<boolean> {
-    if (catchUp.changes.length > 0) this.waiting.push({ changes: catchUp.changes, snapshot: catchUp.snapshot });
-    return this.locked(() => this.syncNow(catchUp, hubs, capacity));
+    const entry = { changes: catchUp.changes, snapshot: catchUp.snapshot };
+    if (entry.changes.length > 0) this.waiting.push(entry);
+    return this.locked(async () => {
+      try {
+        return await this.syncNow(catchUp, hubs, capacity);
+      } finally {
+        // Taken by this sync or an earlier one, unless this one returned before its catch-up (over
+        // capacity): then it must not stay behind, or such syncs would pile up here.
+        const at = this.waiting.indexOf(entry);
+        if (at >= 0) this.waiting.splice(at, 1);
+      }
+    });
   }
 
   /** Runs `fn` after every sync and install before it: the index changes one step at a time. */
@@ -332,7 +342,12 @@ export class LexicalIndex {
     this.cursor = null;
   }
 
+  /**
+   * Holds a hub's index from now on. A background read of the same hub still under way is abandoned:
+   * its copy is older than this one, and changes from now on are applied here, not noted for it.
+   */
   private install(hubId: string, hub: HubIndex): void {
+    this.loading.delete(hubId);
     this.hubs.set(hubId, hub);
     this.reloadedAt.clear();
   }
