@@ -149,6 +149,30 @@ describe("custom boards", () => {
     expect(await h.db.customBoardFeedback.count({ where: { boardId: board.id } })).toBe(4);
   });
 
+  it("ack, dismiss and reopen name the answer they read; a card emptied meanwhile is not found; a refresh older than the card's writes nothing", async () => {
+    const board = (await ann.post(boards(hub), { title: "Named", instruction: "What must happen before a release?" })).body.data.board;
+    await customBoardsIdle();
+    const path = `/v1/hubs/${hub}/board/slots/${encodeURIComponent(`board:${board.id}`)}/resolve`;
+    const slot = (await ann.get(`${boards(hub)}/${board.id}`)).body.data.slots[0];
+    const stale = await ann.post(path, { action: "ack", content_updated_at: new Date(Date.parse(slot.content_updated_at) - 1000).toISOString() });
+    expect([stale.status, stale.body.error.code, stale.body.error.details.content_updated_at]).toEqual([409, "conflict", slot.content_updated_at]);
+    expect((await ann.post(path, { action: "dismiss", content_updated_at: slot.content_updated_at })).body.data.slot.state).toBe("dismissed");
+    // A refresh whose ask began before the one that wrote the card leaves it alone.
+    const { refreshCustomBoard } = await import("@/lib/boards/refresh-custom-board.ts");
+    await h.db.customBoard.update({ where: { id: board.id }, data: { cardAskedAt: new Date(Date.now() + 60_000) } });
+    await push(ann, "# Release freeze\nBefore a release the code freeze starts on Wednesday.");
+    expect(await refreshCustomBoard(h.database, board.id)).toBe("skipped");
+    expect((await ann.get(`${boards(hub)}/${board.id}`)).body.data.slots[0]).toMatchObject({ state: "dismissed", content_updated_at: slot.content_updated_at });
+    await h.db.customBoard.update({ where: { id: board.id }, data: { cardAskedAt: null } });
+    expect(await refreshCustomBoard(h.database, board.id)).toBe("written");
+    // Emptied by a new instruction: the card is gone, not answered with an empty 200.
+    await ann.patch(`${boards(hub)}/${board.id}`, { instruction: "Who freezes the code?", status: "paused" });
+    expect((await ann.post(path, { action: "ack" })).status).toBe(404);
+    // Two deletes at once: one deletes, the other finds nothing; never a 500.
+    const deletes = await Promise.all([ann.delete(`${boards(hub)}/${board.id}`), ann.delete(`${boards(hub)}/${board.id}`)]);
+    expect(deletes.map((r) => r.status).sort()).toEqual([200, 404]);
+  });
+
   it("a new instruction empties the card and cooks again; pause stops refreshes; delete removes it", async () => {
     const board = (await ann.post(boards(hub), { title: "Checks", instruction: "What must happen before a release?" })).body.data.board;
     await customBoardsIdle();

@@ -94,6 +94,13 @@ describe("asking", () => {
     const first = results.find((r) => r.status === 201)!.body.data.slot;
     expect((await resolve(ann, fresh, first.slot_key, { action: "dismiss" })).body.data.slot.state).toBe("dismissed");
     expect((await ask(ann, fresh, { question: "One more?" })).status).toBe(201);
+    // Reopening counts as asking: with three open, the dismissed one stays settled.
+    const reopen = await resolve(ann, fresh, first.slot_key, { action: "reopen" });
+    expect([reopen.status, reopen.body.error?.code, reopen.body.error?.details?.limit]).toEqual([409, "gate_limit", 3]);
+    expect((await ann.get(`/v1/hubs/${fresh}/board`)).body.data.slots.filter((s: { state: string }) => s.state === "seen" || s.state === "fresh")).toHaveLength(3);
+    // A reopen of a gate still open changes nothing and is no 409.
+    const open = (await ann.get(`/v1/hubs/${fresh}/board`)).body.data.slots.find((s: { state: string }) => s.state === "fresh");
+    expect((await resolve(ann, fresh, open.slot_key, { action: "reopen" })).status).toBe(200);
   });
 });
 

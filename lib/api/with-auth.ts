@@ -1,5 +1,5 @@
 import { getDatabase } from "@/lib/db/database.ts";
-import { isDatabaseUnavailable, isForeignKeyViolation, isTransactionExpired } from "@/lib/db/errors.ts";
+import { isDatabaseUnavailable, isForeignKeyViolation, isRecordGone, isTransactionExpired } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
 import { credentialWrites, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
@@ -189,9 +189,9 @@ export function toErrorResponse(error: unknown, requestId: string): Response {
     console.error(`[${requestId}] database busy: transaction expired`, error instanceof Error ? error.message.split("\n").at(-1) : error);
     return errorResponse(new ApiError("unavailable", "The database is too busy to finish this request; try again shortly", undefined, { "Retry-After": "2" }));
   }
-  if (isForeignKeyViolation(error)) {
-    // What the request wrote refers to a row a concurrent request deleted after it was read (the
-    // transaction rolled back whole): the thing is gone, as a request moments later would be told.
+  if (isForeignKeyViolation(error) || isRecordGone(error)) {
+    // What the request wrote refers to, or updates, a row a concurrent request deleted after it was
+    // read (the transaction rolled back whole): the thing is gone, as a request moments later would be told.
     console.warn(`[${requestId}] refers to a row deleted meanwhile`, error instanceof Error ? error.message.split("\n").at(-1) : error);
     return errorResponse(new ApiError("not_found", "Not found: it was deleted while this request ran"));
   }

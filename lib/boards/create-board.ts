@@ -1,7 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
 import { MAX_CUSTOM_BOARDS, type CreateBoardBody } from "./custom-board-fields.ts";
 import { kickCustomBoard } from "./kick-custom-board.ts";
@@ -16,6 +16,8 @@ export async function createBoard(ctx: AuthContext, hubId: string, input: Create
   const board = await ctx.db.$transaction(async (tx) => {
     // The count under a per-hub lock: simultaneous creates cannot pass the limit.
     await lockForTransaction(tx, `custom-boards:${hub.id}`);
+    // Still a member who may write, now: a board of someone removed meanwhile would never be refreshed.
+    await lockMembershipOrThrow(tx, ctx, hub, "memories.write", "add boards");
     const count = await tx.customBoard.count({ where: { hubId: hub.id } });
     if (count >= MAX_CUSTOM_BOARDS) {
       throw new ApiError("board_limit", `A hub holds at most ${MAX_CUSTOM_BOARDS} custom boards; delete one first`, { limit: MAX_CUSTOM_BOARDS });

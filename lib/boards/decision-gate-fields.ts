@@ -36,8 +36,9 @@ export const resolveSlotBodySchema = z.object({
   /** For feedback: whether the card's answer was right. */
   verdict: z.enum(VERDICTS, { message: `verdict must be one of ${VERDICTS.join(", ")}` }).optional(),
   /**
-   * For feedback: the `content_updated_at` of the answer judged. When the card has been refreshed
-   * since, the verdict is refused (409) rather than counted against an answer its sender never read.
+   * For a custom board's card: the `content_updated_at` of the answer the sender read. When the card
+   * has been refreshed since, the action is refused (409) rather than applied to an answer its
+   * sender never saw.
    */
   content_updated_at: z.iso.datetime({ offset: true, message: "content_updated_at must be an RFC 3339 time" }).optional(),
 });

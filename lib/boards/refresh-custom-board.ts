@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { FULL_ACCESS, type AuthContext } from "@/lib/api/context.ts";
 import { askQuestion } from "@/lib/ask/ask-question.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
 import type { Database } from "@/lib/db/database.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
 import { newId } from "@/lib/ids.ts";
@@ -11,7 +12,8 @@ import { CARD_VERSIONS_KEPT, customBoardLockKey } from "./custom-board-fields.ts
  * Writes a custom board's card: its instruction asked of the hub's memories, as ask answers it (the
  * extractive answer, or the chat model's), read with the board creator's access. A board whose
  * creator can no longer read the hub is left as it is. The card changes only when the answer
- * does; the content it replaces becomes a version, and a card that changed is fresh again.
+ * does; the content it replaces becomes a version, and a card that changed is fresh again. Two
+ * refreshes at once write in the order they began asking: the older answer never replaces the newer.
  */
 export async function refreshCustomBoard(database: Database, boardId: string, dreamRunId: string | null = null): Promise<"written" | "unchanged" | "skipped"> {
   const db = database.prisma;
@@ -28,6 +30,7 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
     user: { id: member.user.id, email: member.user.email, name: member.user.name ?? "" },
     credential: { type: "session", ...FULL_ACCESS },
   };
+  const askedAt = new Date();
   const asked = await askQuestion(ctx, { query: board.instruction, hub_ids: [board.hubId], count_access: false });
   const payload = { instruction: board.instruction, answer: asked.answer, citations: asked.citations, model: asked.metadata.model };
   const cited = asked.citations.map((c) => c.memory_id);
@@ -36,10 +39,15 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
     const current = await tx.customBoard.findUnique({ where: { id: board.id } });
     // Deleted, paused or rewritten while the answer was written: this answer is for nothing that stands.
     if (!current || current.status === "paused" || current.instruction !== board.instruction) return "skipped";
+    // A refresh that began asking later has written (or confirmed) the card already.
+    if (current.cardAskedAt && current.cardAskedAt > askedAt) return "skipped";
+    // The creator lost the hub while the answer was written (it may then say "nothing found"): leave the board.
+    await lockForTransaction(tx, { shared: hubMembersLockKey(board.hubId) });
+    if (!(await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: board.hubId, userId: board.createdBy } }, select: { role: true } }))) return "skipped";
     const previous = current.cardPayload as { answer?: string } | null;
     const now = new Date();
     if (previous?.answer === payload.answer) {
-      if (current.status === "cooking") await tx.customBoard.update({ where: { id: board.id }, data: { status: "active" } });
+      await tx.customBoard.update({ where: { id: board.id }, data: { cardAskedAt: askedAt, ...(current.status === "cooking" && { status: "active" }) } });
       return "unchanged";
     }
     if (current.cardPayload && current.cardContentUpdatedAt) {
@@ -77,6 +85,7 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
         cardDreamRunId: dreamRunId,
         cardContentUpdatedAt: now,
         cardCreatedAt: current.cardCreatedAt ?? now,
+        cardAskedAt: askedAt,
       },
     });
     return "written";

@@ -1,10 +1,11 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import type { DecisionGate } from "@/lib/db/generated/client.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { hubPermissionOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
 import { createMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
-import type { ResolveSlotBody } from "./decision-gate-fields.ts";
+import { MAX_OPEN_GATES, type ResolveSlotBody } from "./decision-gate-fields.ts";
 import { OPEN_GATE_STATES, closeGateNotifications, reopenGateNotifications } from "./gate-notifications.ts";
 import { findCustomSlot, isCustomSlotKey } from "./find-custom-slot.ts";
 import { findGateSlot } from "./find-gate-slot.ts";
@@ -20,7 +21,7 @@ const isOpen = (gate: DecisionGate) => (OPEN_GATE_STATES as readonly string[]).i
 export async function resolveBoardSlot(ctx: AuthContext, hubId: string, slotKey: string, input: ResolveSlotBody) {
   if (!isCustomSlotKey(slotKey)) return resolveDecisionGate(ctx, hubId, slotKey, input);
   const membership = await hubPermissionOrThrow(ctx, hubId, "memories.write", "answer cards");
-  return resolveCustomSlot(ctx, await findCustomSlot(ctx.db, membership.hub.id, slotKey), input);
+  return resolveCustomSlot(ctx, membership, await findCustomSlot(ctx.db, membership.hub.id, slotKey), input);
 }
 
 /**
@@ -130,9 +131,23 @@ async function dismiss(ctx: AuthContext, gate: DecisionGate): Promise<DecisionGa
   });
 }
 
-/** Back on the board (and pending in the bell); the memory of an earlier answer stays, and a new answer updates it. */
+/**
+ * Back on the board (and pending in the bell); the memory of an earlier answer stays, and a new answer
+ * updates it. A reopened gate is open again, so it counts against MAX_OPEN_GATES as a new one does
+ * (under the same lock): a hub with its open gates full answers 409 gate_limit.
+ */
 async function reopen(ctx: AuthContext, gate: DecisionGate): Promise<DecisionGate> {
   return ctx.db.$transaction(async (tx) => {
+    await lockForTransaction(tx, `decision-gates:${gate.hubId}`);
+    const current = await tx.decisionGate.findUnique({ where: { id: gate.id } });
+    if (current && !isOpen(current)) {
+      const open = await tx.decisionGate.count({ where: { hubId: gate.hubId, state: { in: [...OPEN_GATE_STATES] } } });
+      if (open >= MAX_OPEN_GATES) {
+        throw new ApiError("gate_limit", `This hub's board already has ${open} open decisions (the limit is ${MAX_OPEN_GATES}): answer or dismiss one before reopening another`, {
+          limit: MAX_OPEN_GATES,
+        });
+      }
+    }
     const reopened = await tx.decisionGate.updateMany({
       where: { id: gate.id, state: { in: ["resolved", "dismissed"] } },
       data: { state: "seen", choice: null, resolution: null, resolvedBy: null, resolvedAt: null },

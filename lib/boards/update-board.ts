@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
-import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { customBoardLockKey, type UpdateBoardBody } from "./custom-board-fields.ts";
 import { assertManagesBoard, findCustomBoardOrThrow } from "./find-custom-board.ts";
@@ -19,6 +19,8 @@ export async function updateBoard(ctx: AuthContext, hubId: string, boardId: stri
     // The refresh's lock, and the board read again under it: a card written a moment ago counts, and
     // a card being written now sees the new instruction and is dropped.
     await lockForTransaction(tx, customBoardLockKey(board.id));
+    // Still a member who may write, now: one removed or made a viewer meanwhile changes nothing.
+    await lockMembershipOrThrow(tx, ctx, membership.hub, "memories.write", "change this board");
     const current = await tx.customBoard.findUniqueOrThrow({ where: { id: board.id } });
     const rewritten = input.instruction !== undefined && input.instruction !== current.instruction;
     // Paused stays paused until resumed; otherwise a board with its card is active, and one without
@@ -42,6 +44,7 @@ export async function updateBoard(ctx: AuthContext, hubId: string, boardId: stri
           cardDreamRunId: null,
           cardContentUpdatedAt: null,
           cardCreatedAt: null,
+          cardAskedAt: null,
         }),
         status,
       },

@@ -11,6 +11,14 @@ function isPostgresError(error: unknown, codes: { prisma: string; sqlState: stri
   return e.cause !== undefined && e.cause !== error ? isPostgresError(e.cause, codes, depth + 1) : false;
 }
 
+/**
+ * Whether Prisma found no row for an update or delete that needed one (P2025): a concurrent request
+ * deleted it after this one read it.
+ */
+export function isRecordGone(error: unknown): boolean {
+  return typeof error === "object" && error !== null && (error as { code?: unknown }).code === "P2025";
+}
+
 /** Whether a Prisma/driver error is a unique-constraint violation (Postgres 23505). */
 export function isUniqueViolation(error: unknown): boolean {
   return isPostgresError(error, { prisma: "P2002", sqlState: "23505", kind: "UniqueConstraintViolation" });
