@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { CHAT_TURN_EVENT, sweepChatTurns } from "@/lib/chat/chat-turn-runner.ts";
 import { runChatTurn } from "@/lib/chat/run-chat-turn.ts";
 import { getDatabase } from "@/lib/db/database.ts";
@@ -9,7 +10,9 @@ export const chatTurnFunction = inngest.createFunction(
   async ({ event, step }) => {
     const messageId = (event.data as { message_id?: string }).message_id;
     if (typeof messageId !== "string") return { status: "invalid" as const };
-    const status = await step.run("turn", async () => runChatTurn(await getDatabase(), messageId, `inngest-${event.id ?? messageId}`));
+    // One owner per attempt: a retry or duplicate of this event while an earlier attempt still runs
+    // must not share its lease (both would write the answer).
+    const status = await step.run("turn", async () => runChatTurn(await getDatabase(), messageId, `inngest-${event.id ?? messageId}-${randomUUID()}`));
     return { status };
   },
 );

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { chatTurnsIdle, sweepChatTurns } from "@/lib/chat/chat-turn-runner.ts";
+import { chatTurnsIdle, startChatTurns, stopChatTurns, sweepChatTurns } from "@/lib/chat/chat-turn-runner.ts";
 import { runChatTurn } from "@/lib/chat/run-chat-turn.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { clientFor, createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
@@ -356,6 +356,23 @@ describe("workers", () => {
     expect(await sweepChatTurns(h.database)).toContain(lost.id);
     expect(await runChatTurn(h.database, lost.id)).toBe("finished");
     expect((await h.db.chatMessage.findUniqueOrThrow({ where: { id: lost.id } })).status).toBe("completed");
+  });
+
+  it("on the embedded database, a turn leased by the process that stopped is run as soon as the server starts", async () => {
+    if (h.database.kind !== "pglite") return; // PostgreSQL: other processes may be alive, so their leases age out (above)
+    const s = await session(ann);
+    const sent = (await send(ann, s.id, "When does the deploy freeze start?")).body.data;
+    await chatTurnsIdle();
+    // The turn as a process killed a moment ago left it: leased, its heartbeat fresh, nothing written yet.
+    await h.db.chatMessage.update({ where: { id: sent.active_message_id }, data: { status: "running", leaseOwner: "killed-process", heartbeatAt: new Date(), content: "" } });
+    await h.db.chatEvent.deleteMany({ where: { messageId: sent.active_message_id, type: { in: ["message.text", "message.completed"] } } });
+    await h.db.chatSession.update({ where: { id: s.id }, data: { status: "running", activeMessageId: sent.active_message_id } });
+    stopChatTurns();
+    await startChatTurns();
+    await chatTurnsIdle();
+    expect((await h.db.chatMessage.findUniqueOrThrow({ where: { id: sent.active_message_id } })).status).toBe("completed");
+    expect((await ann.get(`${base}/${s.id}`)).body.data.status).toBe("idle");
+    stopChatTurns();
   });
 
   it("expires the replay after 24 hours", async () => {

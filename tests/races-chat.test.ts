@@ -101,4 +101,27 @@ describe("chat races", () => {
     expect(await h.db.chatEvent.count({ where: { messageId: turn.id, type: "message.tool_call" } })).toBe(1);
     expect(await h.db.chatEvent.count({ where: { messageId: turn.id, type: "message.completed" } })).toBe(1);
   });
+
+  it("a cancel sent as its worker starts a turn: a registered cancel always wins, and the session is free after", async () => {
+    for (let round = 0; round < 12; round++) {
+      const id = await newSession();
+      const user = await h.db.chatMessage.create({
+        data: { id: newId(), sessionId: id, sequence: 1, role: "user", authorUserId: ann.id, status: "completed", content: `Remember that race ${round} was run.` },
+      });
+      const turn = await h.db.chatMessage.create({
+        data: { id: newId(), sessionId: id, sequence: 2, role: "assistant", authorUserId: ann.id, status: "queued", parentMessageId: user.id, credential: { type: "api_key", scopes: ["read", "write"], hub_ids: null } },
+      });
+      await h.db.chatSession.update({ where: { id }, data: { status: "running", activeMessageId: turn.id, messageCount: 2 } });
+      // The cancel lands while the worker reads the turn, starts it, or pauses it for the save's approval.
+      const [, cancel] = await Promise.all([
+        runChatTurn(h.database, turn.id, `racer-${round}`),
+        new Promise((resolve) => setTimeout(resolve, round % 4)).then(() => ann.post(`/v1/chat/sessions/${id}/messages/${turn.id}/cancel`)),
+      ]);
+      expect(cancel.status).toBe(200);
+      await chatTurnsIdle();
+      const message = await h.db.chatMessage.findUniqueOrThrow({ where: { id: turn.id } });
+      if (cancel.body.data.cancel_registered) expect(message.status, `round ${round}`).toBe("canceled");
+      expect((await h.db.chatSession.findUniqueOrThrow({ where: { id } })).status, `round ${round}`).not.toBe("canceling");
+    }
+  });
 });

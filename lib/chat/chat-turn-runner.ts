@@ -100,6 +100,11 @@ export async function startChatTurns(): Promise<void> {
     state.timer = setInterval(() => void sweep(CHAT_TURN_STALE_MS), SWEEP_EVERY_MS);
     state.timer.unref();
   }
+  if (database.kind === "pglite") {
+    // The embedded database has one process (its data directory is locked): every lease found now is
+    // a dead process's, free to take at once rather than after CHAT_TURN_STALE_MS.
+    await database.prisma.chatMessage.updateMany({ where: { leaseOwner: { not: null } }, data: { leaseOwner: null } });
+  }
   await sweep(database.kind === "pglite" ? 0 : CHAT_TURN_STALE_MS);
 }
 

@@ -102,6 +102,21 @@ export async function runChatTurn(database: Database, messageId: string, owner =
     data: { leaseOwner: owner, heartbeatAt: now },
   });
   if (claimed.count === 0) return "skipped";
+  // The lease lives while this worker does: a slow model or tool between writes must not look dead
+  // to the sweep (which hands a turn over once its heartbeat is CHAT_TURN_STALE_MS old).
+  const heartbeat = setInterval(() => {
+    void db.chatMessage.updateMany({ where: { id: messageId, leaseOwner: owner }, data: { heartbeatAt: new Date() } }).catch(() => undefined);
+  }, CHAT_TURN_STALE_MS / 4);
+  heartbeat.unref();
+  try {
+    return await runLeasedTurn(database, messageId, owner);
+  } finally {
+    clearInterval(heartbeat);
+  }
+}
+
+async function runLeasedTurn(database: Database, messageId: string, owner: string): Promise<"finished" | "paused" | "skipped"> {
+  const db = database.prisma;
   const message = await db.chatMessage.findUniqueOrThrow({ where: { id: messageId } });
   const session = await db.chatSession.findUniqueOrThrow({ where: { id: message.sessionId } });
   const user = await db.user.findUnique({ where: { id: session.ownerId }, select: { id: true, email: true, name: true } });
@@ -127,7 +142,17 @@ export async function runChatTurn(database: Database, messageId: string, owner =
       await finish(turn, "partial_failed", { error: { code: "interrupted", message: "The turn stopped while it was answering; regenerate to answer again" } });
       return "finished";
     }
-    if (message.status === "queued") await db.chatMessage.update({ where: { id: messageId }, data: { status: "running", startedAt: new Date() } });
+    if (message.status === "queued") {
+      // Only from queued, and only while the lease is ours: a cancel that landed since the message was
+      // read (canceling) must win, not be overwritten by running (and then by completed).
+      const startedAt = new Date();
+      const started = await db.chatMessage.updateMany({ where: { id: messageId, status: "queued", leaseOwner: owner }, data: { status: "running", startedAt } });
+      if (started.count === 0) {
+        const now = await db.chatMessage.findUnique({ where: { id: messageId }, select: { status: true, leaseOwner: true } });
+        if (now?.leaseOwner !== owner) throw new LostLease();
+        if (now.status === "canceling") throw new Canceled();
+      } else turn.message = { ...turn.message, status: "running", startedAt };
+    }
     const paused = await execute(turn);
     if (paused) return "paused";
     return "finished";
@@ -292,7 +317,12 @@ async function pushMemoryStep(turn: Turn, text: string, scope: string[]): Promis
     call.approval_id = approvalId;
     const expiresAt = new Date(Date.now() + CHAT_LIMITS.approvalMs);
     await db.$transaction(async (tx) => {
-      await leaseOrThrow(tx, turn);
+      // The session's lock first, as every change of a turn's state takes it (cancel, delete, decide,
+      // finish): a cancel that committed just before must end the turn, not leave it paused on an
+      // approval with the session still locked.
+      await lockForTransaction(tx, chatSessionLockKey(turn.session.id));
+      const { status } = await leaseOrThrow(tx, turn);
+      if (status === "canceling") throw new Canceled();
       await tx.chatApproval.create({
         data: { id: approvalId, sessionId: turn.session.id, messageId: turn.message.id, toolCallId: call!.id, toolName: call!.name, arguments: call!.arguments as Prisma.InputJsonValue, expiresAt },
       });
