@@ -64,8 +64,8 @@ export function CustomBoard({ hubId, board: listed, canAnswer, canManage, onDele
     action.run(async () => {
       const { slot: next } = await api<{ slot: AnswerSlot }>(`/v1/hubs/${encodeURIComponent(hubId)}/board/slots/${encodeURIComponent(`board:${board.id}`)}/resolve`, {
         method: "POST",
-        // A verdict names the answer it judges: one refreshed meanwhile is refused, not judged unseen.
-        body: { action: resolution, verdict, ...(verdict && slot && { content_updated_at: slot.content_updated_at }) },
+        // Each action names the answer shown: one refreshed meanwhile is refused (409), not settled or judged unseen.
+        body: { action: resolution, verdict, ...(slot && { content_updated_at: slot.content_updated_at }) },
       });
       detail.setData((current) => current && { ...current, slots: [next] });
     });
