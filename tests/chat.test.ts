@@ -315,6 +315,9 @@ describe("saving needs approval", () => {
     expect((await ann.post(`${base}/${s.id}/messages/${sent.user_message_id}/cancel`)).status).toBe(400);
     const approval = await h.db.chatApproval.findFirstOrThrow({ where: { messageId: sent.active_message_id } });
     expect(approval.status).toBe("denied");
+    // Its stream says so before the turn's end, as a decision would.
+    const events = (await h.db.chatEvent.findMany({ where: { messageId: sent.active_message_id }, orderBy: { seq: "asc" } })).map((e) => [e.type, e.data]);
+    expect(events.slice(-2)).toEqual([["approval.decided", expect.objectContaining({ approval_id: approval.id, status: "denied" })], ["message.canceled", expect.anything()]]);
   });
 
   it("a read-only key can read a chat but not send to it", async () => {

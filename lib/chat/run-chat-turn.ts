@@ -521,7 +521,12 @@ async function finish(
         startedAt: turn.message.startedAt ?? now,
       },
     });
-    await tx.chatApproval.updateMany({ where: { messageId: turn.message.id, status: "pending" }, data: { status: "denied", decidedAt: now } });
+    // An approval still waiting when the turn ends (a cancel) is denied, and its stream says so first.
+    const waiting = await tx.chatApproval.findMany({ where: { messageId: turn.message.id, status: "pending" }, select: { id: true } });
+    if (waiting.length) {
+      await tx.chatApproval.updateMany({ where: { id: { in: waiting.map((a) => a.id) } }, data: { status: "denied", decidedAt: now } });
+      for (const approval of waiting) await appendChatEvent(tx, turn.message.id, "approval.decided", { approval_id: approval.id, status: "denied" });
+    }
     await tx.chatSession.updateMany({
       where: { id: turn.session.id, activeMessageId: turn.message.id },
       data: { status: "idle", activeMessageId: null, lockedAt: null, lastMessageAt: now, activityAt: now },
