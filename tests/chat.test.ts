@@ -157,6 +157,9 @@ describe("a turn", () => {
     expect(answer.citations[0]).toMatchObject({ index: 1, title: "Deploy freeze" });
     expect(answer.scope_hub_ids_used).toEqual(expect.arrayContaining([ann.personalHubId, teamHubId]));
     expect(answer.tool_calls[0]).toMatchObject({ name: "recall", status: "done" });
+    // It names what it found; the passages it read stay on the server.
+    expect(answer.tool_calls[0].result.memories.length).toBeGreaterThan(0);
+    expect(answer.tool_calls[0].result).not.toHaveProperty("sources");
 
     const stream = await openSse(ann.key, resume_url);
     const done = await stream.waitFor((e) => e.event === "message.completed");

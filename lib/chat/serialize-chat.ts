@@ -29,6 +29,20 @@ export function serializeChatSession(session: ChatSession) {
   };
 }
 
+/**
+ * A message's tool calls as clients see them. A recall's result names the memories it found; the
+ * passages it read (kept so a resumed turn answers from the same) stay on the server: they are those
+ * memories' text at the time, which must not outlive a memory deleted or a hub left since.
+ */
+function publicToolCalls(calls: unknown): unknown {
+  if (!Array.isArray(calls)) return calls ?? undefined;
+  return calls.map((call: { result?: unknown }) => {
+    if (!call?.result || typeof call.result !== "object" || !("sources" in call.result)) return call;
+    const { sources: _kept, ...result } = call.result as Record<string, unknown>;
+    return { ...call, result };
+  });
+}
+
 /** A message as the SDK reads it (ChatMessage). The worker's lease and credential stay inside. */
 export function serializeChatMessage(message: ChatMessage) {
   return {
@@ -40,7 +54,7 @@ export function serializeChatMessage(message: ChatMessage) {
     status: message.status,
     scope_hub_ids_used: message.scopeHubIdsUsed,
     content: message.content,
-    tool_calls: message.toolCalls ?? undefined,
+    tool_calls: publicToolCalls(message.toolCalls),
     citations: message.citations ?? undefined,
     usage: message.usage ?? undefined,
     error: message.error ?? undefined,
