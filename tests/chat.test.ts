@@ -323,6 +323,19 @@ describe("saving needs approval", () => {
     expect(events.slice(-2)).toEqual([["approval.decided", expect.objectContaining({ approval_id: approval.id, status: "denied" })], ["message.canceled", expect.anything()]]);
   });
 
+  it("a deleted chat is gone for its owner at once, and purged with its messages an hour later", async () => {
+    const s = await session(ann);
+    await send(ann, s.id, "When does the deploy freeze start?");
+    await chatTurnsIdle();
+    expect((await ann.delete(`${base}/${s.id}`)).body.data).toEqual({ id: s.id, deleted: true });
+    expect((await ann.get(`${base}/${s.id}`)).status).toBe(404);
+    await sweepChatTurns(h.database);
+    expect(await h.db.chatMessage.count({ where: { sessionId: s.id } })).toBe(2);
+    await sweepChatTurns(h.database, new Date(Date.now() + 61 * 60_000));
+    expect(await h.db.chatSession.count({ where: { id: s.id } })).toBe(0);
+    expect(await h.db.chatMessage.count({ where: { sessionId: s.id } })).toBe(0);
+  });
+
   it("a read-only key can read a chat but not send to it", async () => {
     const s = await session(ann);
     const key = await ann.post("/v1/auth/api-keys", { name: "reader", scopes: ["read"] });

@@ -59,9 +59,13 @@ export function chatTurnsIdle(): Promise<void> {
   return new Promise((resolve) => state.waiters.push(resolve));
 }
 
+/** How long a deleted chat is kept (its turn in flight, if any, is canceled meanwhile) before it is purged. */
+const DELETED_KEPT_MS = 60 * 60_000;
+
 /**
  * Turns that need a worker: approvals past their time (timed out here), turns no worker took,
- * and turns whose worker stopped. Also drops stream events past their replay time.
+ * and turns whose worker stopped. Also drops stream events past their replay time, and purges chats
+ * deleted over an hour ago with nothing in flight (their messages, events and approvals go with them).
  */
 export async function sweepChatTurns(database: Database, now = new Date(), staleMs = CHAT_TURN_STALE_MS): Promise<string[]> {
   const db = database.prisma;
@@ -82,6 +86,8 @@ export async function sweepChatTurns(database: Database, now = new Date(), stale
     select: { id: true },
   });
   await db.chatEvent.deleteMany({ where: { createdAt: { lt: new Date(now.getTime() - CHAT_LIMITS.replayMs) } } });
+  const deleted = await db.chatSession.findMany({ where: { deletedAt: { lt: new Date(now.getTime() - DELETED_KEPT_MS) }, activeMessageId: null }, take: 100, select: { id: true } });
+  if (deleted.length) await db.chatSession.deleteMany({ where: { id: { in: deleted.map((s) => s.id) }, activeMessageId: null } });
   return waiting.map((m) => m.id);
 }
 
@@ -103,7 +109,11 @@ export async function startChatTurns(): Promise<void> {
   if (database.kind === "pglite") {
     // The embedded database has one process (its data directory is locked): every lease found now is
     // a dead process's, free to take at once rather than after CHAT_TURN_STALE_MS.
-    await database.prisma.chatMessage.updateMany({ where: { leaseOwner: { not: null } }, data: { leaseOwner: null } });
+    const leased = await database.prisma.chatMessage.findMany({ where: { leaseOwner: { not: null } }, select: { id: true } });
+    if (leased.length) {
+      await database.prisma.chatMessage.updateMany({ where: { id: { in: leased.map((m) => m.id) } }, data: { leaseOwner: null } });
+      for (const { id } of leased) await kickChatTurn(id);
+    }
   }
   await sweep(database.kind === "pglite" ? 0 : CHAT_TURN_STALE_MS);
 }
