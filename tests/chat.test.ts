@@ -300,6 +300,13 @@ describe("saving needs approval", () => {
     const answer = await answered(ann, s.id, late.active_message_id);
     expect(answer).toMatchObject({ status: "completed", content: "I did not save it: the approval was not given in time." });
     expect(await h.db.memory.count({ where: { content: { contains: "printer" } } })).toBe(0);
+
+    // Timed out by the sweep, with nobody deciding: the same sweep hands the turn on.
+    const unseen = (await send(ann, s.id, "Remember that the scanner is on floor 4.")).body.data;
+    await chatTurnsIdle();
+    const pending = await h.db.chatApproval.findFirstOrThrow({ where: { messageId: unseen.active_message_id } });
+    await h.db.chatApproval.update({ where: { id: pending.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    expect(await sweepChatTurns(h.database)).toContain(unseen.active_message_id);
   });
 
   it("cancels a turn waiting on its approval; a canceled answer cannot be regenerated", async () => {

@@ -70,7 +70,10 @@ const DELETED_KEPT_MS = 60 * 60_000;
 export async function sweepChatTurns(database: Database, now = new Date(), staleMs = CHAT_TURN_STALE_MS): Promise<string[]> {
   const db = database.prisma;
   const expired = await db.chatApproval.findMany({ where: { status: "pending", expiresAt: { lte: now } }, take: 100 });
-  for (const approval of expired) await expireApproval(db, approval);
+  // A turn whose approval timed out here goes on now: expiring it touched the turn, so the query below,
+  // which waits for turns left alone a while, would leave it to the next sweep.
+  const resumed: string[] = [];
+  for (const approval of expired) if (await expireApproval(db, approval)) resumed.push(approval.messageId);
   const waiting = await db.chatMessage.findMany({
     where: {
       role: "assistant",
@@ -88,7 +91,7 @@ export async function sweepChatTurns(database: Database, now = new Date(), stale
   await db.chatEvent.deleteMany({ where: { createdAt: { lt: new Date(now.getTime() - CHAT_LIMITS.replayMs) } } });
   const deleted = await db.chatSession.findMany({ where: { deletedAt: { lt: new Date(now.getTime() - DELETED_KEPT_MS) }, activeMessageId: null }, take: 100, select: { id: true } });
   if (deleted.length) await db.chatSession.deleteMany({ where: { id: { in: deleted.map((s) => s.id) }, activeMessageId: null } });
-  return waiting.map((m) => m.id);
+  return [...new Set([...resumed, ...waiting.map((m) => m.id)])];
 }
 
 /** Server start-up: a sweep now (on the embedded database every leased turn is a dead process's) and every 30 s. */
