@@ -89,7 +89,9 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
     });
     const { memory } = await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body);
     return await ctx.db.$transaction(async (tx) => {
-      await closeGateNotifications(tx, gate.id, `chose_${index + 1}`, now);
+      // Reopened while the memory was written: the gate is open again, so its bell stays pending.
+      const still = await tx.decisionGate.count({ where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now } });
+      if (still) await closeGateNotifications(tx, gate.id, `chose_${index + 1}`, now);
       return tx.decisionGate.update({ where: { id: gate.id }, data: { memoryId: memory.id } });
     });
   } catch (error) {
