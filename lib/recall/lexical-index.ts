@@ -194,6 +194,11 @@ export interface IndexCatchUp {
   truncated: boolean;
 }
 
+/** A snapshot as the statements here return it: its xmin, xmax and in-progress list as text. */
+export function snapshotFromRow(row: { snapshot_xmin: string | null; snapshot_xmax: string | null; snapshot_xip: string[] | null }): IndexSnapshot {
+  return { xmin: BigInt(row.snapshot_xmin ?? "0"), xmax: BigInt(row.snapshot_xmax ?? "0"), xip: (row.snapshot_xip ?? []).map((xid) => BigInt(xid)) };
+}
+
 /**
  * Whether snapshot `later` sees every transaction `earlier` saw as finished: none it had not started
  * (at or past its xmax), and none still in progress in `later` that had finished for `earlier`.
@@ -465,7 +470,7 @@ export class LexicalIndex {
       let snapshot: IndexSnapshot | undefined;
       for (const memoryId of batch) for (const hub of this.hubs.values()) hub.removeMemory(memoryId);
       for (const row of rows) {
-        if (row.snapshot_xmax !== null) snapshot = { xmin: BigInt(row.snapshot_xmin!), xmax: BigInt(row.snapshot_xmax), xip: (row.snapshot_xip ?? []).map((xid) => BigInt(xid)) };
+        if (row.snapshot_xmax !== null) snapshot = snapshotFromRow(row);
         else if (row.hub_id && row.memory_id && row.vec !== null) this.hubs.get(row.hub_id)?.add({ chunkId: row.chunk_id, memoryId: row.memory_id, vector: row.vec });
       }
       if (!snapshot) continue;

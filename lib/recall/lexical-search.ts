@@ -1,6 +1,6 @@
 import { positiveIntEnv } from "@/lib/config.ts";
 import type { SqlRunner } from "@/lib/db/database.ts";
-import { lexicalIndexFor, type IndexChange, type IndexedTerm, type IndexSnapshot } from "./lexical-index.ts";
+import { lexicalIndexFor, snapshotFromRow, type IndexChange, type IndexedTerm, type IndexSnapshot } from "./lexical-index.ts";
 import { filterArguments, type SearchScope } from "./search-scope.ts";
 
 /** BM25 parameters (the usual defaults; chunks are short and similar in length). */
@@ -155,7 +155,7 @@ async function indexedSearch(sql: SqlRunner, query: LexicalQuery, limit: number)
   let horizon = 0n;
   for (const row of rows) {
     if (row.snapshot_xmin !== null) {
-      snapshot = { xmin: BigInt(row.snapshot_xmin), xmax: BigInt(row.snapshot_xmax!), xip: (row.snapshot_xip ?? []).map((xid) => BigInt(xid)) };
+      snapshot = snapshotFromRow(row);
       horizon = BigInt(row.horizon ?? "0");
       chunkCount = Number(row.n);
       avgdl = Number(row.avgdl);
