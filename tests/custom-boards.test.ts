@@ -165,6 +165,11 @@ describe("custom boards", () => {
     expect((await ann.get(`${boards(hub)}/${board.id}`)).body.data.slots[0]).toMatchObject({ state: "dismissed", content_updated_at: slot.content_updated_at });
     await h.db.customBoard.update({ where: { id: board.id }, data: { cardAskedAt: null } });
     expect(await refreshCustomBoard(h.database, board.id)).toBe("written");
+    // Asked again with nothing new: the card and the board's updated_at stay as they were.
+    const before = (await ann.get(`${boards(hub)}/${board.id}`)).body.data;
+    expect(await refreshCustomBoard(h.database, board.id)).toBe("unchanged");
+    const after = (await ann.get(`${boards(hub)}/${board.id}`)).body.data;
+    expect([after.board.updated_at, after.slots[0].content_updated_at]).toEqual([before.board.updated_at, before.slots[0].content_updated_at]);
     // Emptied by a new instruction: the card is gone, not answered with an empty 200.
     await ann.patch(`${boards(hub)}/${board.id}`, { instruction: "Who freezes the code?", status: "paused" });
     expect((await ann.post(path, { action: "ack" })).status).toBe(404);

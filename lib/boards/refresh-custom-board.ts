@@ -47,7 +47,11 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
     const previous = current.cardPayload as { answer?: string } | null;
     const now = new Date();
     if (previous?.answer === payload.answer) {
-      await tx.customBoard.update({ where: { id: board.id }, data: { cardAskedAt: askedAt, ...(current.status === "cooking" && { status: "active" }) } });
+      // Only the ask's time is new: the board's updated_at stays, unless it stops cooking.
+      await tx.customBoard.update({
+        where: { id: board.id },
+        data: { cardAskedAt: askedAt, ...(current.status === "cooking" ? { status: "active" } : { updatedAt: current.updatedAt }) },
+      });
       return "unchanged";
     }
     if (current.cardPayload && current.cardContentUpdatedAt) {
