@@ -196,6 +196,7 @@ describe("custom boards", () => {
     expect((await ann.delete(`${boards(hub)}/${board.id}`)).body.data).toEqual({ deleted: true });
     expect((await ann.get(`${boards(hub)}/${board.id}`)).status).toBe(404);
     expect((await ann.delete(`${boards(hub)}/${hub}`)).status).toBe(400);
+    expect((await ann.patch(`${boards(hub)}/${hub}`, { title: "x" })).status).toBe(400);
   });
 
   it("only its creator or a hub manager changes a board; viewers cannot create; the limit holds", async () => {

@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import type { DecisionGate } from "@/lib/db/generated/client.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import { hubPermissionOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
+import { hubPermissionOrThrow, lockMembershipOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
 import { createMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
 import { MAX_OPEN_GATES, type ResolveSlotBody } from "./decision-gate-fields.ts";
@@ -36,9 +36,9 @@ export async function resolveDecisionGate(ctx: AuthContext, hubId: string, slotK
     case "choose":
       return { slot: serializeGateSlot(await choose(ctx, membership, gate, input.choice)) };
     case "dismiss":
-      return { slot: serializeGateSlot(await dismiss(ctx, gate)) };
+      return { slot: serializeGateSlot(await dismiss(ctx, membership, gate)) };
     case "reopen":
-      return { slot: serializeGateSlot(await reopen(ctx, gate)) };
+      return { slot: serializeGateSlot(await reopen(ctx, membership, gate)) };
     default:
       throw new ApiError("invalid_request", `A decision is answered with "choose" (and a choice) or "dismiss", not "${input.action}"`, {
         issues: [{ path: "action", message: "choose, dismiss or reopen" }],
@@ -121,9 +121,11 @@ async function decisionText(ctx: AuthContext, gate: DecisionGate, index: number,
   ].join("\n");
 }
 
-async function dismiss(ctx: AuthContext, gate: DecisionGate): Promise<DecisionGate> {
+async function dismiss(ctx: AuthContext, membership: Membership, gate: DecisionGate): Promise<DecisionGate> {
   const now = ctx.now();
   return ctx.db.$transaction(async (tx) => {
+    // Still a member who may write, now (a choice is checked so by the memory it writes).
+    await lockMembershipOrThrow(tx, ctx, membership.hub, "memories.write", "answer decisions");
     const claimed = await tx.decisionGate.updateMany({
       where: { id: gate.id, state: { in: [...OPEN_GATE_STATES] } },
       data: { state: "dismissed", choice: null, resolution: "dismiss", resolvedBy: ctx.user.id, resolvedAt: now },
@@ -138,9 +140,10 @@ async function dismiss(ctx: AuthContext, gate: DecisionGate): Promise<DecisionGa
  * updates it. A reopened gate is open again, so it counts against MAX_OPEN_GATES as a new one does
  * (under the same lock): a hub with its open gates full answers 409 gate_limit.
  */
-async function reopen(ctx: AuthContext, gate: DecisionGate): Promise<DecisionGate> {
+async function reopen(ctx: AuthContext, membership: Membership, gate: DecisionGate): Promise<DecisionGate> {
   return ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `decision-gates:${gate.hubId}`);
+    await lockMembershipOrThrow(tx, ctx, membership.hub, "memories.write", "answer decisions");
     const current = await tx.decisionGate.findUnique({ where: { id: gate.id } });
     if (current && !isOpen(current)) {
       const open = await tx.decisionGate.count({ where: { hubId: gate.hubId, state: { in: [...OPEN_GATE_STATES] } } });

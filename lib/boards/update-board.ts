@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
 import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
@@ -13,6 +14,8 @@ import { serializeCustomBoard } from "./serialize-custom-board.ts";
  */
 export async function updateBoard(ctx: AuthContext, hubId: string, boardId: string, input: UpdateBoardBody) {
   const membership = await hubPermissionOrThrow(ctx, hubId, "memories.read", "read the board");
+  // As DELETE says: the hub's own board (its decision gates) has nothing to change.
+  if (boardId === membership.hub.id) throw new ApiError("invalid_request", "The hub's own board cannot be changed");
   const board = await findCustomBoardOrThrow(ctx, membership.hub.id, boardId);
   assertManagesBoard(ctx, membership, board, "change this board");
   const { updated, before } = await ctx.db.$transaction(async (tx) => {
