@@ -1,7 +1,7 @@
 "use client";
 
 import Link from "next/link";
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import { useAction } from "@/lib/web/use-action.ts";
 import { signInErrorMessage, signInWithPassword, signInWithProvider, signUpAccount } from "@/lib/web/auth-client.ts";
 import { Button, ErrorNotice, TextInput } from "./ui.tsx";
@@ -156,15 +156,13 @@ const LINK_ERRORS: Record<string, string> = {
 };
 
 /**
- * The middle of GET /v1/auth/link/{provider}: starts the provider's sign-in (next-auth wants a POST
- * with its CSRF token), whose callback then links the account to the signed-in one; or shows why
- * the callback refused.
+ * The middle of GET /v1/auth/link/{provider}: the person confirms, then the provider's sign-in starts
+ * (next-auth wants a POST with its CSRF token), whose callback links the account to the signed-in
+ * one; or it shows why the callback refused. Never started without the click: a link to this page
+ * from another site must not add whatever account the browser is signed in to at the provider.
  */
 export function LinkProviderCard({ provider, name, next, error }: { provider: string; name: string; next: string; error?: string }) {
   const { busy, error: failed, run } = useAction();
-  useEffect(() => {
-    if (!error) void run(() => signInWithProvider(provider, next), { navigates: true });
-  }, [error, next, provider, run]);
   if (error) {
     return (
       <AuthCard title="Account not linked">
@@ -176,8 +174,17 @@ export function LinkProviderCard({ provider, name, next, error }: { provider: st
     );
   }
   return (
-    <AuthCard title={`Linking ${name}`}>
-      {failed ? <ErrorNotice error={failed} /> : <p className="text-slate-600">{busy ? "Taking you to the provider…" : "Starting…"}</p>}
+    <AuthCard title={`Link ${name}`}>
+      <p className="text-slate-600">Your {name} account will be added as a way to sign in to this Engram account. You will be asked to sign in to {name}.</p>
+      {failed !== undefined && <ErrorNotice error={failed} />}
+      <div className="mt-4 flex gap-2">
+        <Button variant="primary" busy={busy} onClick={() => void run(() => signInWithProvider(provider, next), { navigates: true })}>
+          Continue to {name}
+        </Button>
+        <Link className="inline-flex items-center px-3 text-sm text-slate-600 underline" href={next}>
+          Cancel
+        </Link>
+      </div>
     </AuthCard>
   );
 }

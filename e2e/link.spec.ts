@@ -18,6 +18,10 @@ test("linking GitHub from the API keys page starts GitHub's sign-in with a link 
     await route.fulfill({ status: 200, contentType: "text/html", body: "<h1>GitHub (stand-in)</h1>" });
   });
   await card.getByRole("link", { name: "Link GitHub" }).click();
+  // Nothing leaves for GitHub until the person confirms (a link from another site must not link silently).
+  await expect(page.getByRole("heading", { name: "Link GitHub" })).toBeVisible();
+  expect(authorize).toBeUndefined();
+  await page.getByRole("button", { name: "Continue to GitHub" }).click();
   await expect(page.getByRole("heading", { name: "GitHub (stand-in)" })).toBeVisible({ timeout: 20_000 });
   expect(authorize?.pathname).toBe("/login/oauth/authorize");
   expect(authorize?.searchParams.get("client_id")).toBe("e2e-github-client");

@@ -110,11 +110,18 @@ describe("GET /v1/auth/link/{provider}: linking from a signed-in browser", () =>
     const set = res.headers.get("set-cookie")!;
     expect(set).toMatch(new RegExp(`^${LINK_COOKIE}=[^;]+; Path=/api/auth; Max-Age=600; HttpOnly; SameSite=Lax$`));
     const intentCookie = set.split(";")[0]!;
-    expect(await linkIntentFrom(h.db, `a=1; ${intentCookie}`, "github")).toEqual({ userId: ann.id, provider: "github" });
+    expect(await linkIntentFrom(h.db, `a=1; ${intentCookie}; ${cookie}`, "github")).toEqual({ userId: ann.id, provider: "github" });
     // Only for the provider it was made for, and only as signed.
-    expect(await linkIntentFrom(h.db, intentCookie, "google")).toBeUndefined();
-    expect(await linkIntentFrom(h.db, intentCookie.replace(/=(.)/, (_m, c: string) => `=${c === "e" ? "f" : "e"}`), "github")).toBeUndefined();
-    for (const bad of ["https://elsewhere.example/hubs", "//elsewhere.example", "javascript:alert(1)"]) {
+    expect(await linkIntentFrom(h.db, `${intentCookie}; ${cookie}`, "google")).toBeUndefined();
+    expect(await linkIntentFrom(h.db, `${intentCookie.replace(/=(.)/, (_m, c: string) => `=${c === "e" ? "f" : "e"}`)}; ${cookie}`, "github")).toBeUndefined();
+    // Only for the browser still signed in as the user who asked: signed out, or someone else signed
+    // in on the same browser, the intent links nothing (else their sign-in would land in this account).
+    expect(await linkIntentFrom(h.db, intentCookie, "github")).toBeUndefined();
+    const other = await h.user("Other on the same browser");
+    expect(await linkIntentFrom(h.db, `${intentCookie}; ${await sessionCookie(other.id)}`, "github")).toBeUndefined();
+    // A cookie planted ahead of it (a sibling site can set one) does not hide the real one.
+    expect(await linkIntentFrom(h.db, `${LINK_COOKIE}=planted.value; ${intentCookie}; ${cookie}`, "github")).toEqual({ userId: ann.id, provider: "github" });
+    for (const bad of ["https://elsewhere.example/hubs", "//elsewhere.example", "javascript:alert(1)", "http://["]) {
       expect((await start(`?redirect_uri=${encodeURIComponent(bad)}`, cookie)).status, bad).toBe(400);
     }
   });

@@ -40,7 +40,8 @@ function sameSiteTarget(raw: string | null, origin: string): string {
   if (!raw) return "/hubs";
   let target = raw;
   if (/^https?:\/\//i.test(raw)) {
-    const parsed = new URL(raw);
+    const parsed = URL.canParse(raw) ? new URL(raw) : null;
+    if (!parsed) throw new ApiError("invalid_request", "redirect_uri is not a URL", { issues: [{ path: "redirect_uri", message: "not a URL" }] });
     if (parsed.origin !== origin) throw new ApiError("invalid_request", "redirect_uri must be a page of this site", { issues: [{ path: "redirect_uri", message: "another site" }] });
     target = parsed.pathname + parsed.search + parsed.hash;
   }
@@ -53,22 +54,35 @@ function redirect(location: string, cookie?: string): Response {
   return new Response(null, { status: 302, headers: { Location: location, ...(cookie && { "Set-Cookie": cookie }) } });
 }
 
-/** The intent of a link flow for this provider's callback, when the browser holds a valid, unexpired one. */
+/**
+ * The intent of a link flow for this provider's callback: a valid, unexpired intent cookie, for the
+ * user the browser is still signed in as. An intent without that session (signed out since, or a
+ * cookie planted or left behind on a shared browser) links nothing: otherwise whoever finished the
+ * next sign-in there would have their account added to, and be signed in as, the intent's user.
+ * Every intent cookie the browser sent is tried (a planted one may come first).
+ */
 export async function linkIntentFrom(db: Db, cookieHeader: string | null, provider: string): Promise<LinkIntent | undefined> {
-  const raw = cookieHeader
-    ?.split(";")
+  const values = (cookieHeader ?? "")
+    .split(";")
     .map((part) => part.trim())
-    .find((part) => part.startsWith(`${LINK_COOKIE}=`))
-    ?.slice(LINK_COOKIE.length + 1);
-  const [payload, signature] = raw?.split(".") ?? [];
-  if (!payload || !signature || !verify(await serverSecret(db), payload, signature)) return undefined;
-  try {
-    const intent = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { u?: unknown; p?: unknown; e?: unknown };
-    if (typeof intent.u !== "string" || intent.p !== provider || typeof intent.e !== "number" || intent.e < Date.now() / 1000) return undefined;
-    return { userId: intent.u, provider };
-  } catch {
-    return undefined;
+    .filter((part) => part.startsWith(`${LINK_COOKIE}=`))
+    .map((part) => part.slice(LINK_COOKIE.length + 1));
+  if (values.length === 0) return undefined;
+  const signedIn = await sessionUserId(db, sessionTokenFrom(cookieHeader));
+  if (!signedIn) return undefined;
+  const secret = await serverSecret(db);
+  for (const value of values) {
+    const [payload, signature] = value.split(".");
+    if (!payload || !signature || !verify(secret, payload, signature)) continue;
+    try {
+      const intent = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { u?: unknown; p?: unknown; e?: unknown };
+      if (intent.u !== signedIn || intent.p !== provider || typeof intent.e !== "number" || intent.e < Date.now() / 1000) continue;
+      return { userId: signedIn, provider };
+    } catch {
+      continue;
+    }
   }
+  return undefined;
 }
 
 /** Ends the intent once its callback ran (whatever the outcome). */

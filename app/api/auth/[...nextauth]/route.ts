@@ -1,6 +1,6 @@
 import NextAuth from "next-auth";
 import type { NextRequest } from "next/server";
-import { CLEAR_LINK_COOKIE, linkIntentFrom } from "@/lib/auth/provider-link.ts";
+import { CLEAR_LINK_COOKIE, LINK_COOKIE, linkIntentFrom } from "@/lib/auth/provider-link.ts";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
 import { clientAddress } from "@/lib/api/client-address.ts";
 import { checkSignIn, signInRefusal } from "@/lib/auth/sign-in-throttle.ts";
@@ -13,11 +13,15 @@ async function handler(req: NextRequest, context: Context): Promise<Response> {
   const refused = await throttledPasswordSignIn(req, context);
   if (refused) return refused;
   const { prisma } = await getDatabase();
-  // A provider's callback during GET /v1/auth/link/{provider}: link that account instead of signing in by it.
+  // A provider's callback during GET /v1/auth/link/{provider}: link that account instead of signing in
+  // by it — only for the browser still signed in as the user who asked (linkIntentFrom checks).
   const [action, provider] = (await context.params).nextauth ?? [];
-  const link = action === "callback" && provider ? await linkIntentFrom(prisma, req.headers.get("cookie"), provider) : undefined;
+  const cookies = req.headers.get("cookie");
+  const link = action === "callback" && provider ? await linkIntentFrom(prisma, cookies, provider) : undefined;
   const res: Response = await NextAuth(req, context, await sessionOptions(prisma, { link }));
-  if (!link) return res;
+  // Any callback or sign-out ends an intent the browser holds, used or not: it must not wait for
+  // someone else's sign-in on this browser.
+  if (!cookies?.includes(`${LINK_COOKIE}=`) || (action !== "callback" && action !== "signout")) return res;
   const out = new Response(res.body, res);
   out.headers.append("Set-Cookie", CLEAR_LINK_COOKIE);
   return out;
