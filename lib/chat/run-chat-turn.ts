@@ -148,9 +148,9 @@ async function runLeasedTurn(database: Database, messageId: string, owner: strin
       const startedAt = new Date();
       const started = await db.chatMessage.updateMany({ where: { id: messageId, status: "queued", leaseOwner: owner }, data: { status: "running", startedAt } });
       if (started.count === 0) {
-        const now = await db.chatMessage.findUnique({ where: { id: messageId }, select: { status: true, leaseOwner: true } });
-        if (now?.leaseOwner !== owner) throw new LostLease();
-        if (now.status === "canceling") throw new Canceled();
+        const current = await db.chatMessage.findUnique({ where: { id: messageId }, select: { status: true, leaseOwner: true } });
+        if (current?.leaseOwner !== owner) throw new LostLease();
+        if (current.status === "canceling") throw new Canceled();
       } else turn.message = { ...turn.message, status: "running", startedAt };
     }
     const paused = await execute(turn);
