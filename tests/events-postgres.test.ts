@@ -65,4 +65,18 @@ describe.skipIf(!testPostgres())("events on PostgreSQL (LISTEN/NOTIFY across pro
     await annStream.close();
     await resumed.close();
   });
+  it("a stream that did not resume gets no old events when the listening connection comes back", async () => {
+    const hub = await h.teamHub(ann, []);
+    const old = (await ann.post("/v1/memories", { content: "from before the stream" }, { headers: { "x-hub-id": hub } })).body.data.id;
+    const s = await openEventStream(ann.key, `?hub_id=${hub}`);
+    await s.waitFor((e) => e.event === "ready");
+    // Drop every LISTEN connection: each process reconnects and asks its streams to catch up (resync).
+    await h.db.$queryRawUnsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND datname = current_database() AND pid <> pg_backend_pid()`);
+    await new Promise((r) => setTimeout(r, 1500));
+    const marker = (await ann.post("/v1/memories", { content: "after the reconnect" }, { headers: { "x-hub-id": hub } })).body.data.id;
+    await s.waitFor((e) => e.data?.entity_id === marker, 10_000);
+    expect(s.payload().map((e) => e.data.entity_id)).toEqual([marker]);
+    expect(s.payload().map((e) => e.data.entity_id)).not.toContain(old);
+    await s.close();
+  });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
-import { PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
+import { MAX_STREAMS_PER_USER, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { openEventStream, type SseStream } from "./support/sse-client.ts";
 
@@ -187,5 +187,75 @@ describe("GET /v1/events/stream", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe("GET /v1/events/stream: who may keep listening, and to what", () => {
+  it("a stream ends at the next ping once its API key is revoked (and goes on while the key is valid)", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const made = (await ann.post("/v1/auth/api-keys", { name: "stream" })).body.data;
+      const s = await openEventStream(made.key);
+      open.push(s);
+      await s.waitFor((e) => e.event === "ready");
+      vi.advanceTimersByTime(PING_INTERVAL_MS);
+      await s.waitFor((e) => e.event === "ping");
+      // The check after that ping found the key valid: events still flow.
+      await settle(ann, s, ann.personalHubId);
+      expect(s.events.some((e) => e.event === "error")).toBe(false);
+      expect((await ann.delete(`/v1/auth/api-keys/${made.id}`)).body.data.revoked).toBe(true);
+      vi.advanceTimersByTime(PING_INTERVAL_MS);
+      expect((await s.waitFor((e) => e.event === "error")).data.code).toBe("unauthorized");
+      await s.ended;
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("a resume hands a hub-limited key no event of its user about other hubs, and a member nothing from before they joined", async () => {
+    const dana = await h.user("Dana");
+    const kept = await h.teamHub(dana, []);
+    const doomed = await h.teamHub(dana, []);
+    const later = await h.teamHub(ann, []);
+    const early = await push(ann, "before dana joined", later);
+    expect((await dana.delete(`/v1/hubs/${doomed}`)).status).toBe(200); // hub.deleted, addressed to dana
+    await ann.post(`/v1/hubs/${later}/invites`, { email: dana.email });
+    expect((await ann.post(`/v1/hubs/${later}/members`, { user_id: dana.id, role: "viewer" })).status).toBe(201);
+    const after = await push(ann, "after dana joined", later);
+    const limited = (await dana.post("/v1/auth/api-keys", { name: "one hub", hub_ids: [kept] })).body.data.key as string;
+    const narrow = await openEventStream(limited, "", { "last-event-id": "0" });
+    const wide = await openEventStream(dana.key, "", { "last-event-id": "0" });
+    open.push(narrow, wide);
+    const marker = await push(dana, "marker for both", kept);
+    await narrow.waitFor((e) => e.data?.entity_id === marker);
+    await wide.waitFor((e) => e.data?.entity_id === marker);
+    // The unrestricted key sees its user's hub.deleted and the hub's events since joining.
+    expect(wide.payload().some((e) => e.event === "hub.deleted" && e.data.hub_id === doomed)).toBe(true);
+    expect(wide.payload().map((e) => e.data.entity_id)).toContain(after);
+    expect(wide.payload().map((e) => e.data.entity_id)).not.toContain(early);
+    // The key limited to one hub: nothing of the others, even addressed to its user.
+    expect(narrow.payload().filter((e) => e.data.hub_id !== kept && e.data.hub_id !== null)).toEqual([]);
+  });
+
+  it(`at most ${MAX_STREAMS_PER_USER} streams per user at once (429), and closing one frees its place`, async () => {
+    const eve = await h.user("Eve");
+    const streams = [];
+    for (let i = 0; i < MAX_STREAMS_PER_USER; i++) streams.push(await stream(eve));
+    expect(streams.every((s) => s.status === 200)).toBe(true);
+    const refused = await stream(eve);
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.text!).error).toMatchObject({ code: "rate_limited", details: { limit: MAX_STREAMS_PER_USER } });
+    // Another user is not affected.
+    expect((await stream(bob)).status).toBe(200);
+    await streams.pop()!.close();
+    for (let tries = 0; ; tries++) {
+      const again = await stream(eve);
+      if (again.status === 200 || tries > 50) {
+        expect(again.status).toBe(200);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const s of streams) await s.close();
   });
 });

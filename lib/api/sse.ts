@@ -17,7 +17,17 @@ export interface SseWriter {
   readonly closed: boolean;
   /** Aborted when the client disconnects or the stream is closed. */
   readonly signal: AbortSignal;
+  /** Resolves once the client has read what is queued (or the stream ended): a long replay waits on it between pages. */
+  drained(): Promise<void>;
 }
+
+/** Bytes queued for a client before a writer waits (`drained`). */
+const QUEUE_HIGH_WATER_BYTES = 64 * 1024;
+/**
+ * Bytes queued beyond which the client is taken to have stopped reading: the stream ends instead of
+ * growing in the server's memory for good (a client that resumes with Last-Event-ID loses nothing).
+ */
+export const MAX_QUEUED_BYTES = 1024 * 1024;
 
 /**
  * A text/event-stream Response whose body `run` writes. The first bytes (a
@@ -28,20 +38,31 @@ export function sseResponse(run: (writer: SseWriter) => Promise<void> | void, in
   const abort = new AbortController();
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let closed = false;
+  let waiting: (() => void)[] = [];
+  const wake = () => {
+    const resolve = waiting;
+    waiting = [];
+    for (const r of resolve) r();
+  };
   const write = (text: string) => {
     if (closed) return false;
     try {
       controller.enqueue(encoder.encode(text));
-      return true;
     } catch {
       finish();
       return false;
     }
+    if ((controller.desiredSize ?? 0) < QUEUE_HIGH_WATER_BYTES - MAX_QUEUED_BYTES) {
+      finish();
+      return false;
+    }
+    return true;
   };
   const finish = () => {
     if (closed) return;
     closed = true;
     abort.abort();
+    wake();
     try {
       controller.close();
     } catch {
@@ -56,26 +77,35 @@ export function sseResponse(run: (writer: SseWriter) => Promise<void> | void, in
       return closed;
     },
     signal: abort.signal,
+    drained: () => (closed || (controller.desiredSize ?? 0) > 0 ? Promise.resolve() : new Promise<void>((resolve) => waiting.push(resolve))),
   };
-  const stream = new ReadableStream<Uint8Array>({
-    start(c) {
-      controller = c;
-      write(": stream open\n\n");
-      queueMicrotask(() => {
-        Promise.resolve()
-          .then(() => run(writer))
-          .catch((error: unknown) => {
-            console.error("[engram] event stream failed", error);
-            writer.send("error", { code: "internal", message: "The stream failed on the server" });
-          })
-          .finally(() => undefined);
-      });
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+        write(": stream open\n\n");
+        queueMicrotask(() => {
+          Promise.resolve()
+            .then(() => run(writer))
+            .catch((error: unknown) => {
+              console.error("[engram] event stream failed", error);
+              writer.send("error", { code: "internal", message: "The stream failed on the server" });
+              // Ended, so the client reconnects: an open stream that will never send anything looks alive to it.
+              finish();
+            });
+        });
+      },
+      pull() {
+        wake();
+      },
+      cancel() {
+        closed = true;
+        abort.abort();
+        wake();
+      },
     },
-    cancel() {
-      closed = true;
-      abort.abort();
-    },
-  });
+    new ByteLengthQueuingStrategy({ highWaterMark: QUEUE_HIGH_WATER_BYTES }),
+  );
   return new Response(stream, {
     status: 200,
     headers: {

@@ -103,7 +103,8 @@ async function listenPostgres(
   let client: pg.Client | undefined;
   let stopped = false;
   const connect = async (): Promise<void> => {
-    const next = new pg.Client({ connectionString });
+    // TCP keepalive: a peer gone without a reset (failover, partition) is noticed and the LISTEN re-made.
+    const next = new pg.Client({ connectionString, keepAlive: true });
     next.on("notification", (message) => {
       if (message.channel === channel && message.payload !== undefined) onPayload(message.payload);
     });

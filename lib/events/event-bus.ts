@@ -41,6 +41,13 @@ export class EventBus {
     return this.subscribers.size;
   }
 
+  /** Streams this user has open in this process. */
+  countOf(userId: string): number {
+    let n = 0;
+    for (const subscriber of this.subscribers) if (subscriber.userId === userId) n += 1;
+    return n;
+  }
+
   private start(): Promise<void> {
     this.listening ??= this.database
       .listen(

@@ -2,12 +2,14 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { sseResponse } from "@/lib/api/sse.ts";
 import { getDatabase } from "@/lib/db/database.ts";
-import { credentialReaches, membershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
+import { credentialReaches, membershipOrThrow, membershipWhere } from "@/lib/hubs/hub-access.ts";
 import { eventBus } from "./event-bus.ts";
 import { eventData, EVENT_TYPES, type EventRecord, type EventType } from "./event-types.ts";
 import { eventsRetentionMs } from "./prune-events.ts";
 
 export const PING_INTERVAL_MS = 25_000;
+/** Event streams one user may hold open in one server process (each tab of the dashboard is one). */
+export const MAX_STREAMS_PER_USER = 20;
 /** Rows read per replay query; a replay pages through everything missed within retention. */
 const REPLAY_PAGE = 500;
 
@@ -17,6 +19,11 @@ export interface EventStreamInput {
   types?: string[];
   /** The seq of the last event the client saw (`Last-Event-ID`). */
   lastEventId?: string;
+  /**
+   * Checks the request's credential again (throws `unauthorized` once it is revoked or expired): a
+   * stream outlives its opening request by hours, and a revoked key or grant must end it.
+   */
+  reauthenticate?: () => Promise<unknown>;
 }
 
 /** Which event types a `types` filter selects; unknown names are a 400 so typos do not silently mute a stream. */
@@ -45,13 +52,22 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
   const resumeFrom = input.lastEventId && /^\d{1,19}$/.test(input.lastEventId.trim()) ? BigInt(input.lastEventId.trim()) : null;
   const database = await getDatabase();
   const userId = ctx.user.id;
+  if (eventBus(database).countOf(userId) >= MAX_STREAMS_PER_USER) {
+    throw new ApiError("rate_limited", `At most ${MAX_STREAMS_PER_USER} event streams may be open at once; close one first`, {
+      limit: MAX_STREAMS_PER_USER,
+      retry_after: PING_INTERVAL_MS / 1000,
+    }, { "Retry-After": String(PING_INTERVAL_MS / 1000) });
+  }
+  // A stream that does not resume starts now: a replay after the listening connection comes back
+  // (resync) must not hand it the whole retention window as if it were new.
+  const startSeq = resumeFrom ?? (await ctx.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0n;
   const accepts = (event: { type: string; hub_id: string | null }) =>
     (!types || types.has(event.type as EventType)) &&
     (!input.hubId || event.hub_id === null || event.hub_id === input.hubId) &&
     (event.hub_id === null || credentialReaches(ctx.credential, event.hub_id));
 
   return sseResponse(async (sse) => {
-    let lastSeq = resumeFrom ?? 0n;
+    let lastSeq = startSeq;
     let chain: Promise<void> = Promise.resolve();
     const enqueue = (task: () => Promise<void> | void) => {
       chain = chain.then(task).catch((error: unknown) => {
@@ -66,7 +82,11 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       sse.send(event.type, eventData(event), event.seq);
     };
     const replay = async () => {
-      const hubs = (await readableHubs(ctx)).map((m) => m.hub.id);
+      // A hub's events only from when the caller joined it (a member since re-invited, or new, gets
+      // nothing of the time they were not one), and only hubs the credential reaches, for the
+      // events addressed to the user as well.
+      const memberships = await ctx.db.hubMember.findMany({ where: membershipWhere(ctx), select: { hubId: true, joinedAt: true } });
+      const reached = ctx.credential.hubIds === null ? {} : { OR: [{ hubId: null }, { hubId: { in: [...ctx.credential.hubIds] } }] };
       const since = new Date(Date.now() - eventsRetentionMs());
       for (;;) {
         const rows = await ctx.db.event.findMany({
@@ -75,7 +95,14 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
             createdAt: { gte: since },
             ...(types && { type: { in: [...types] } }),
             ...(input.hubId && { OR: [{ hubId: input.hubId }, { hubId: null }] }),
-            AND: [{ OR: [{ userIds: { has: userId } }, { hubId: { in: hubs }, userIds: { isEmpty: true } }] }],
+            AND: [
+              {
+                OR: [
+                  { userIds: { has: userId }, ...reached },
+                  ...memberships.map((m) => ({ hubId: m.hubId, createdAt: { gte: m.joinedAt }, userIds: { isEmpty: true } })),
+                ],
+              },
+            ],
           },
           orderBy: { seq: "asc" },
           take: REPLAY_PAGE,
@@ -94,6 +121,19 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
           });
         }
         if (rows.length < REPLAY_PAGE) return;
+        // The next page once the client has read this one, so a long replay is not all held in memory.
+        await sse.drained();
+        if (sse.closed) return;
+      }
+    };
+    const checkCredential = async () => {
+      try {
+        await input.reauthenticate?.();
+      } catch (error) {
+        // Only a definite refusal ends the stream; a database restart does not.
+        if (!(error instanceof ApiError) || error.code !== "unauthorized") return;
+        sse.send("error", { code: "unauthorized", message: error.message });
+        sse.close();
       }
     };
 
@@ -103,7 +143,10 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       deliver: (event) => enqueue(() => deliver(event)),
       resync: () => enqueue(replay),
     });
-    const ping = setInterval(() => sse.send("ping", { time: new Date().toISOString() }), PING_INTERVAL_MS);
+    const ping = setInterval(() => {
+      sse.send("ping", { time: new Date().toISOString() });
+      enqueue(checkCredential);
+    }, PING_INTERVAL_MS);
     sse.signal.addEventListener("abort", () => {
       clearInterval(ping);
       unsubscribe();

@@ -18,6 +18,8 @@ export interface SseStream {
   close(): Promise<void>;
   /** Body text when the response was not a stream (an error envelope). */
   text?: string;
+  /** Resolves when the server ends the stream. */
+  ended: Promise<void>;
 }
 
 /** Opens GET /v1/events/stream through the route handler and parses the SSE wire format as it arrives. */
@@ -54,6 +56,7 @@ export async function openSse(key: string, path: string, headers: Record<string,
       });
     },
     close: async () => undefined,
+    ended: Promise.resolve(),
   };
   if (!(res.headers.get("content-type") ?? "").startsWith("text/event-stream") || !res.body) {
     stream.text = await res.text();
@@ -63,7 +66,7 @@ export async function openSse(key: string, path: string, headers: Record<string,
   stream.close = async () => {
     await reader.cancel().catch(() => undefined);
   };
-  void (async () => {
+  stream.ended = (async () => {
     const decoder = new TextDecoder();
     let buffer = "";
     for (;;) {

@@ -1,5 +1,5 @@
 import { queryParams } from "@/lib/api/parse.ts";
-import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
+import { authenticate, methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
 import { openEventStream } from "@/lib/events/stream-events.ts";
 
 // GET /v1/events/stream — server-sent events of the caller's hubs (?hub_id, ?types=a,b or prefix.*; Last-Event-ID resumes)
@@ -10,6 +10,7 @@ export const GET = withAuth({ bucket: "light" }, async (ctx, req) => {
     hubId: params.get("hub_id")?.trim() || undefined,
     types,
     lastEventId: req.headers.get("last-event-id") ?? params.get("last_event_id") ?? undefined,
+    reauthenticate: () => authenticate(ctx, req),
   });
 });
 
