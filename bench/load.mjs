@@ -8,6 +8,7 @@
 //   BENCH_SEED=0           memories pushed (and processed) before the measured phase; BENCH_SEED=10000 for the
 //                          issue's 10k (processing them takes a while: ~5–10/s with the local model)
 //   BENCH_PG_DIR, BENCH_PG_PORT  the pg-server cluster (default /tmp/engram-bench-pg, 54339)
+//   BENCH_PG_SOCKET=1      reach PostgreSQL through its Unix socket instead of TCP on 127.0.0.1
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import path from "node:path";
@@ -19,6 +20,7 @@ const CLIENTS = Number(env("BENCH_CLIENTS", 32));
 const SEED = Number(env("BENCH_SEED", 0));
 const DATABASES = env("BENCH_DATABASES", "pglite,postgres").split(",").map((s) => s.trim()).filter(Boolean);
 const PORT = Number(env("BENCH_PORT", 3143));
+const SOCKET = env("BENCH_PG_SOCKET", "") === "1";
 
 const results = [];
 console.log(`bench:load — ${CLIENTS} clients, ${DURATION} s per database, seed ${SEED}, load average before: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
@@ -26,7 +28,7 @@ for (const kind of DATABASES) {
   let database;
   if (kind === "postgres") database = await freshPostgresDatabase(pgServer().start(), "load");
   else if (kind !== "pglite") throw new Error(`unknown database ${kind}`);
-  const server = engramServer({ port: PORT, databaseUrl: database?.url });
+  const server = engramServer({ port: PORT, databaseUrl: SOCKET ? database?.socketUrl : database?.url });
   try {
     const coldMs = await server.start();
     const key = await createBenchUser(server.base);
@@ -36,7 +38,7 @@ for (const kind of DATABASES) {
       const seeded = await verify(server.base, key, [], 6 * 3600_000);
       console.log(`  seeded ${seeded.memories} memories, processed in ${((performance.now() - t) / 1000).toFixed(0)} s`);
     }
-    const phase = new PhaseStats(`${kind} mixed`);
+    const phase = new PhaseStats(`${kind}${SOCKET && database ? " (Unix socket)" : ""} mixed`);
     const acked = [];
     const load0 = loadavg()[0];
     const meter = cpuMeter(server.pid);
@@ -45,7 +47,7 @@ for (const kind of DATABASES) {
     await workload.stop();
     phase.end();
     const measured = phase.summary();
-    const summary = { database: kind, cold_start_ms: Math.round(coldMs), seed: SEED, load_average: [load0, loadavg()[0]], ...measured, cpu: meter.perRequest(measured.requests) };
+    const summary = { database: kind, transport: database ? (SOCKET ? "unix socket" : "tcp") : "in-process", cold_start_ms: Math.round(coldMs), seed: SEED, load_average: [load0, loadavg()[0]], ...measured, cpu: meter.perRequest(measured.requests) };
     printPhase(summary);
     const check = await verify(server.base, key, acked, 600_000);
     console.log(`  after: ${check.memories} memories, ${check.acknowledged} acknowledged writes, lost ${check.lost}, duplicated ${check.duplicated}, stuck ${check.stuck}, failed ${check.failed}`);

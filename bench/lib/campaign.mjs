@@ -45,8 +45,14 @@ export async function freshPostgresDatabase(serverUrl, label) {
   await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
+  // The same database through the cluster's Unix socket (pg-server listens on one in its directory):
+  // a host on the same machine skips the TCP loopback stack on every statement.
+  const socket = new URL(url);
+  socket.host = "";
+  socket.search = `?host=${encodeURIComponent(env("BENCH_PG_DIR", "/tmp/engram-bench-pg"))}&port=${url.port || 5432}`;
   return {
     url: url.toString(),
+    socketUrl: socket.toString(),
     async drop() {
       const c = new pg.Client({ connectionString: serverUrl });
       await c.connect();
