@@ -1,4 +1,6 @@
-/** Browser-side sign-in and sign-out against next-auth's endpoints (no next-auth/react needed). */
+// Browser-side sign-in and sign-out against next-auth's endpoints (no next-auth/react needed).
+import { sameOriginPath } from "./safe-callback.ts";
+
 async function csrfToken(): Promise<string> {
   const res = await fetch("/api/auth/csrf", { credentials: "same-origin", cache: "no-store" });
   if (!res.ok) throw new Error("Could not start sign-in; reload the page and try again");
@@ -40,7 +42,7 @@ export async function signInWithPassword(email: string, password: string, callba
   const url = body.url ? new URL(body.url, window.location.origin) : undefined;
   const error = url?.searchParams.get("error");
   if (!res.ok || !url || error) throw new Error(signInErrorMessage(error ?? "CredentialsSignin"));
-  return url.origin === window.location.origin ? `${url.pathname}${url.search}` : "/hubs";
+  return sameOriginPath(url, window.location.origin) ?? "/hubs";
 }
 
 /** Starts an OAuth sign-in: a real form POST so the browser follows the provider redirect. */
