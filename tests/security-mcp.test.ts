@@ -16,6 +16,7 @@ import { addMemberByEmailInvite } from "./support/add-member.ts";
 
 const BASE = "http://engram.test";
 const dispatch = routerFor(["mcp", "oauth", ".well-known"]);
+const dispatchRest = routerFor(["v1"]);
 
 const IDENTITIES = [
   "anonymous",
@@ -213,5 +214,39 @@ describe.each(Object.entries(TOOL_CALLS))("tools/call %s", (tool, call) => {
       expect(result.structuredContent.error.code, `${tool} as ${identity}`).toBe(expected);
     }
     assertNoLeak(res.text, identity, tool, expected === "not_found");
+  });
+});
+
+describe("a connected app's token administers no hub", () => {
+  it("cannot invite, add members, change settings, transfer or delete, whatever its user's role; it still works with memories", async () => {
+    const token = tokens.token_owner!;
+    const call = (method: string, path: string, body?: unknown) =>
+      dispatchRest(new Request(`${BASE}${path}`, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }));
+    const refused: [string, string, unknown?][] = [
+      ["POST", `/v1/hubs/${hub.id}/invites`, {}],
+      ["GET", `/v1/hubs/${hub.id}/invites`],
+      ["POST", `/v1/hubs/${hub.id}/members`, { user_id: users.non_member.id, role: "viewer" }],
+      ["PATCH", `/v1/hubs/${hub.id}/members/${users.viewer.id}`, { role: "admin" }],
+      ["DELETE", `/v1/hubs/${hub.id}/members/${users.contributor.id}`],
+      ["PATCH", `/v1/hubs/${hub.id}`, { name: "Renamed by an app" }],
+      ["POST", `/v1/hubs/${hub.id}/ownership-transfer`, { target_user_id: users.admin.id }],
+      ["DELETE", `/v1/hubs/${hub.id}`],
+    ];
+    for (const [method, path, body] of refused) {
+      const res = await call(method, path, body);
+      const text = await res.text();
+      expect([method, path, res.status], text).toEqual([method, path, 403]);
+      expect(JSON.parse(text).error.message).toMatch(/connected app/);
+    }
+    expect(await h.db.invite.count({ where: { hubId: hub.id, revokedAt: null, acceptedAt: null } })).toBe(0);
+    expect((await h.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: users.contributor.id } } }))?.role).toBe("contributor");
+    expect((await h.db.hub.findUnique({ where: { id: hub.id } }))?.name).toBe(hub.name);
+    // Memories: push, and delete someone else's (the owner may; the consent page says so).
+    const pushed = await call("POST", "/v1/memories", { content: `pushed by an app ${randomBytes(4).toString("hex")}` });
+    expect(pushed.status).toBe(201);
+    const theirs = await users.contributor.post("/v1/memories", { content: `the contributor's ${randomBytes(4).toString("hex")}` }, { headers: { "x-hub-id": hub.id } });
+    expect((await call("DELETE", `/v1/memories/${theirs.body.data.id}`)).status).toBe(200);
+    // The same user's own API key still administers.
+    expect((await users.owner.get(`/v1/hubs/${hub.id}/invites`)).status).toBe(200);
   });
 });

@@ -1,10 +1,9 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { isDatabaseUnavailable, isForeignKeyViolation, isRecordGone, isTransactionExpired } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
-import { credentialWrites, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
+import { credentialWrites, isSignedInCli, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
 import { hasSessionCookie, resolveSession } from "@/lib/auth/session.ts";
-import { CLI_CLIENT_ID } from "@/lib/oauth/cli-client.ts";
 import { MCP_PATHS, publicOrigin, resourceFor } from "@/lib/oauth/public-origin.ts";
 import { clientAddress } from "./client-address.ts";
 import type { AuthContext, Credential, HubContext, RequestContext } from "./context.ts";
@@ -71,7 +70,7 @@ export function withAuth<P extends Params>(
     if (options.account && (credential.hubIds !== null || !credentialWrites(credential))) {
       throw new ApiError("forbidden", "This API key is limited to some hubs or to reading; account settings need an unrestricted key");
     }
-    if (options.credentials && credential.type === "access_token" && !signedInCli(credential)) {
+    if (options.credentials && credential.type === "access_token" && !isSignedInCli(credential)) {
       throw new ApiError("forbidden", "An OAuth access token cannot manage API keys or connected apps; use an API key or the dashboard");
     }
     const ctx = hub ? await hub : authCtx;
@@ -107,14 +106,6 @@ function serverResources(req: Request): string[] {
   return MCP_PATHS.map((path) => resourceFor(origin, path));
 }
 
-/**
- * `memax login` with every hub and write access consented: the CLI creates its agents' keys
- * (`memax auth create-key`, `memax setup`), and its consent page says so. Narrower CLI sign-ins
- * and every other app's tokens may not.
- */
-function signedInCli(credential: Credential): boolean {
-  return credential.oauth?.clientId === CLI_CLIENT_ID && credential.hubIds === null && credentialWrites(credential);
-}
 
 /** A route that needs no credential; rate-limited per client address. */
 export function withPublic<P extends Params = Params>(

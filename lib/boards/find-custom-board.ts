@@ -14,5 +14,5 @@ export async function findCustomBoardOrThrow(ctx: Pick<AuthContext, "db">, hubId
 /** Its creator (while they may still write) or a hub manager may change or delete a custom board. */
 export function assertManagesBoard(ctx: Pick<AuthContext, "user">, membership: Membership, board: CustomBoard, action: string): void {
   const own = board.createdBy === ctx.user.id && allows(membership, "memories.write");
-  if (!own && !allows(membership, "hub.manage")) throw forbiddenFor(membership, action);
+  if (!own && !allows(membership, "hub.manage")) throw forbiddenFor(membership, action, "hub.manage");
 }

@@ -5,6 +5,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { CLI_CLIENT_ID } from "@/lib/oauth/cli-client.ts";
 
 /**
  * The one hub-access resolver. Every question "may this caller, with this credential, do X in
@@ -25,6 +26,24 @@ export interface Membership {
   role: Role;
   /** The member's role in the hub, whatever the credential. */
   memberRole: Role;
+  /** The credential is a connected app's OAuth token: it works with memories, never administers the hub. */
+  connectedApp: boolean;
+}
+
+/**
+ * What a connected app (an OAuth access token, other than `memax login` with full access) may not do,
+ * whatever its user's role: the consent page promises memories (recall, read, save, delete), and an
+ * invite or a new admin made through an app would outlive revoking it.
+ */
+const HUB_ADMINISTRATION: readonly Permission[] = ["hub.manage", "admins.manage", "hub.own"];
+
+/** `memax login` with every hub and write access consented: the CLI acts for its user in full. */
+export function isSignedInCli(credential: Credential): boolean {
+  return credential.oauth?.clientId === CLI_CLIENT_ID && credential.hubIds === null && credentialWrites(credential);
+}
+
+function isConnectedApp(credential: Credential): boolean {
+  return credential.type === "access_token" && !isSignedInCli(credential);
 }
 
 /** Whether the credential may write at all (API keys issued with scopes: ["read"] may not). */
@@ -44,7 +63,7 @@ export function effectiveRole(credential: Credential, role: Role): Role {
 
 function toMembership(credential: Credential, row: { role: string; hub: HubRecord }): Membership | undefined {
   if (!isRole(row.role) || !credentialReaches(credential, row.hub.id)) return undefined;
-  return { hub: row.hub, role: effectiveRole(credential, row.role), memberRole: row.role };
+  return { hub: row.hub, role: effectiveRole(credential, row.role), memberRole: row.role, connectedApp: isConnectedApp(credential) };
 }
 
 /** Prisma filter for hub ids the credential reaches (combine with a membership condition). */
@@ -80,11 +99,18 @@ export async function membershipOrThrow(ctx: Caller, hubId: string): Promise<Mem
 
 /** Whether this membership grants `permission` under the request's credential. */
 export function allows(membership: Membership, permission: Permission): boolean {
+  if (membership.connectedApp && HUB_ADMINISTRATION.includes(permission)) return false;
   return can(membership.role, permission, membership.hub);
 }
 
-/** forbidden, naming the cause: the member's role, or a read-only credential. */
-export function forbiddenFor(membership: Membership, action: string): ApiError {
+/** forbidden, naming the cause: the member's role, a read-only credential, or a connected app administering. */
+export function forbiddenFor(membership: Membership, action: string, permission?: Permission): ApiError {
+  if (membership.connectedApp && permission && HUB_ADMINISTRATION.includes(permission) && can(membership.role, permission, membership.hub)) {
+    return new ApiError(
+      "forbidden",
+      `A connected app (OAuth access token) cannot ${action}: hub settings, members, invites and ownership are managed from the dashboard, the CLI or an API key`,
+    );
+  }
   if (membership.role !== membership.memberRole) {
     return new ApiError("forbidden", `This API key is read-only: it cannot ${action}`);
   }
@@ -98,7 +124,7 @@ export function forbiddenFor(membership: Membership, action: string): ApiError {
  */
 export async function hubPermissionOrThrow(ctx: Caller, hubId: string, permission: Permission, action: string): Promise<Membership> {
   const membership = await membershipOrThrow(ctx, hubId);
-  if (!allows(membership, permission)) throw forbiddenFor(membership, action);
+  if (!allows(membership, permission)) throw forbiddenFor(membership, action, permission);
   return membership;
 }
 
@@ -125,7 +151,7 @@ export async function lockMembershipOrThrow(
   const row = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: ctx.user.id } }, select: { role: true } });
   const membership = row ? toMembership(ctx.credential, { role: row.role, hub }) : undefined;
   if (!membership) throw new ApiError("not_found", "Hub not found");
-  if (!allows(membership, permission)) throw forbiddenFor(membership, action);
+  if (!allows(membership, permission)) throw forbiddenFor(membership, action, permission);
 }
 
 /** The exclusive side: taken by every transaction that removes, demotes or deletes members of a hub. */
@@ -151,7 +177,7 @@ export async function targetHubOrThrow(ctx: Caller, hubHeader: string | undefine
     else if (ctx.credential.hubIds?.length) membership = await firstAllowedHub(ctx, ctx.credential.hubIds);
     else throw new ApiError("not_found", "Hub not found");
   }
-  if (!allows(membership, permission)) throw forbiddenFor(membership, "do this");
+  if (!allows(membership, permission)) throw forbiddenFor(membership, "do this", permission);
   return membership;
 }
 
