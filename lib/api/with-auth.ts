@@ -6,7 +6,7 @@ import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
 import { hasSessionCookie, resolveSession } from "@/lib/auth/session.ts";
 import { MCP_PATHS, publicOrigin, resourceFor } from "@/lib/oauth/public-origin.ts";
 import { clientAddress } from "./client-address.ts";
-import type { AuthContext, Credential, HubContext, RequestContext } from "./context.ts";
+import type { AuthContext, HubContext, RequestContext } from "./context.ts";
 import { errorResponse } from "./envelope.ts";
 import { ApiError } from "./errors.ts";
 import type { Permission } from "./permissions.ts";
