@@ -136,6 +136,26 @@ describe("rate limits", () => {
       setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
     }
   });
+
+  it("a JSON-RPC batch pays for every call in it, not once per HTTP request", async () => {
+    const frozen = Date.now();
+    setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 3, light: 1_000 }, () => frozen));
+    try {
+      const headers = { "mcp-protocol-version": "2025-03-26" };
+      const recall = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
+      const hubs = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_hubs", arguments: {} } });
+      // Four recalls in one request: more than the heavy bucket's 3.
+      expect((await raw([1, 2, 3, 4].map(recall), headers)).status).toBe(429);
+      setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 3, light: 1_000 }, () => frozen));
+      expect((await raw([1, 2, 3].map(recall), headers)).status).toBe(200);
+      // The heavy bucket is spent; so is most of the regular one (3 calls = 3 tokens).
+      expect((await raw(recall(9), headers)).status).toBe(429);
+      setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 3, light: 1_000 }, () => frozen));
+      expect((await raw([1, 2, 3, 4, 5, 6].map(hubs), headers)).status).toBe(429);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+    }
+  });
 });
 
 describe("tools", () => {

@@ -1,7 +1,7 @@
 import { createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { rateLimiter } from "@/lib/api/rate-limit.ts";
+import { rateLimiter, type Bucket } from "@/lib/api/rate-limit.ts";
 import { VERSION } from "@/lib/config.ts";
 import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
 
@@ -69,14 +69,23 @@ function applyAliases(message: unknown): void {
 /** Tools doing model work count against the heavy bucket too, as their REST endpoints do. */
 const HEAVY_TOOLS = new Set(["engram_recall", "search", "engram_ask", "ask"]);
 
-async function chargeHeavyTools(ctx: AuthContext, message: unknown): Promise<void> {
+/**
+ * Every tool call is charged as its REST request would be: a batch (2025-era JSON-RPC arrays, up to
+ * 100 messages) pays for each call, not once per HTTP request. withAuth already took one regular
+ * token; each further call takes another, and each recall or ask one heavy token as well.
+ */
+async function chargeToolCalls(ctx: AuthContext, message: unknown): Promise<void> {
   const messages = Array.isArray(message) ? message : [message];
-  const heavy = messages.some((m) => (m as { method?: unknown })?.method === "tools/call" && HEAVY_TOOLS.has(String((m as { params?: { name?: unknown } }).params?.name)));
-  if (!heavy) return;
-  const limited = await rateLimiter().limit("heavy", ctx.user.id);
-  if (!limited.success) {
-    const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
-    throw new ApiError("rate_limited", `Recall and ask rate limit of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, { limit: limited.limit, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+  const calls = messages.filter((m) => (m as { method?: unknown })?.method === "tools/call");
+  const heavy = calls.filter((m) => HEAVY_TOOLS.has(String((m as { params?: { name?: unknown } }).params?.name))).length;
+  const charges: Bucket[] = [...Array<Bucket>(Math.max(0, calls.length - 1)).fill("regular"), ...Array<Bucket>(heavy).fill("heavy")];
+  for (const bucket of charges) {
+    const limited = await rateLimiter().limit(bucket, ctx.user.id);
+    if (!limited.success) {
+      const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
+      const what = bucket === "heavy" ? "Recall and ask rate limit" : "Rate limit";
+      throw new ApiError("rate_limited", `${what} of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, { limit: limited.limit, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+    }
   }
 }
 
@@ -95,7 +104,7 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
     return jsonRpcError(400, -32700, "Parse error: the body is not JSON");
   }
   applyAliases(body);
-  await chargeHeavyTools(ctx, body);
+  await chargeToolCalls(ctx, body);
   const env: ToolEnv = { ctx, origin };
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
   const forward = new Request(req.url, { method: "POST", headers: req.headers, body: text });
