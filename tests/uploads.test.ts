@@ -424,3 +424,69 @@ describe("create with file_ref", () => {
     await backgroundRunner()?.idle();
   });
 });
+
+describe("an upload's life ends for good", () => {
+  it("a signed PUT URL is refused once its upload was attached and deleted: no bytes land that nothing refers to", async () => {
+    const bytes = Buffer.from("written once\n");
+    const i = await intent(ann, "once.txt", "text/plain", bytes.length);
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+    const created = await ann.post("/v1/memories", { content: "", file_ref: i.file_ref });
+    expect(created.status).toBe(201);
+    await processed(ann, created.body.data.id);
+    // Attached: the URL (still within its 15 minutes) writes nothing.
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(409);
+    expect((await ann.delete(`/v1/memories/${created.body.data.id}`)).status).toBe(200);
+    const file = path.join(blobDir, ...i.object_key.split("/"));
+    expect(existsSync(file)).toBe(false);
+    const again = await put(i.upload_url, i.headers, bytes);
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe("conflict");
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it("of two PUTs racing on one URL, the one that finishes second is refused and the first one's bytes stay", async () => {
+    const i = await intent(ann, "race.txt", "text/plain", 8);
+    let feed!: ReadableStreamDefaultController<Uint8Array>;
+    const slowBody = new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) });
+    const slow = put(i.upload_url, i.headers, slowBody);
+    feed.enqueue(new Uint8Array(Buffer.from("slow")));
+    await new Promise((r) => setTimeout(r, 50)); // the slow PUT is past its checks, streaming
+    expect((await put(i.upload_url, i.headers, Buffer.from("fastfast"))).status).toBe(200);
+    feed.enqueue(new Uint8Array(Buffer.from("slow")));
+    feed.close();
+    expect((await slow).status).toBe(409);
+    const store = new LocalBlobStore(blobDir);
+    expect((await store.head(i.object_key))?.sha256).toBe(sha256(Buffer.from("fastfast")));
+    expect(readdirSync(path.dirname(path.join(blobDir, ...i.object_key.split("/")))).filter((f) => f.includes(".part-"))).toEqual([]);
+  });
+
+  it("an upload too close to the sweep's 24 hours is not attached (the sweep could be deleting it)", async () => {
+    const bytes = Buffer.from("almost swept");
+    const i = await intent(ann, "old.txt", "text/plain", bytes.length);
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+    await h.db.upload.updateMany({ where: { objectKey: i.object_key }, data: { createdAt: new Date(Date.now() - 23.5 * 3600_000) } });
+    const res = await ann.post("/v1/memories", { content: "", file_ref: i.file_ref });
+    expect(res.status).toBe(409);
+    expect(res.body.error.message).toMatch(/too old/);
+    expect(await h.db.upload.count({ where: { objectKey: i.object_key, attachedAt: { not: null } } })).toBe(0);
+  });
+
+  it("a sweep whose deletes fail counts nothing removed, so the hourly loop stops instead of retrying the same rows for ever", async () => {
+    const i = await intent(ann, "stuck.txt", "text/plain", 5);
+    expect((await put(i.upload_url, i.headers, Buffer.from("stuck"))).status).toBe(200);
+    class RefusingStore extends LocalBlobStore {
+      override async delete(): Promise<void> {
+        throw new Error("AccessDenied");
+      }
+    }
+    setBlobStore(new RefusingStore(blobDir));
+    try {
+      expect(await sweepUploads(h.db, new Date(Date.now() + 25 * 3600_000))).toBe(0);
+      expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(1);
+    } finally {
+      setBlobStore(new LocalBlobStore(blobDir));
+    }
+    expect(await sweepUploads(h.db, new Date(Date.now() + 25 * 3600_000))).toBeGreaterThanOrEqual(1);
+    expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
+  });
+});

@@ -1,12 +1,15 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { link, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { serverSecret, sign, verify } from "@/lib/api/server-secret.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { assertValidKey, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+
+/** File-system errors that are the server's, not the uploader's. */
+const DISK_ERRORS = new Set(["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EIO", "EMFILE", "ENFILE"]);
 
 interface Meta {
   size: number;
@@ -97,7 +100,7 @@ export class LocalBlobStore implements BlobStore {
 
   /**
    * Streams a signed upload to disk: never more than one chunk in memory, the
-   * byte count and sha256 kept on the way, the file renamed into place only
+   * byte count and sha256 kept on the way, the file linked into place only
    * when exactly `size` bytes arrived. An object is written once.
    */
   async receive(key: string, body: ReadableStream<Uint8Array> | null, expected: { contentType: string; size: number }): Promise<Meta> {
@@ -125,14 +128,26 @@ export class LocalBlobStore implements BlobStore {
         throw new UploadRejected(400, `Truncated upload: received ${received} of ${expected.size} bytes`, { received_bytes: received, size_bytes: expected.size });
       }
       const meta: Meta = { size: received, content_type: expected.contentType, sha256: hash.digest("hex") };
+      // link() fails if the object exists: of two PUTs racing past the check above, the second loses
+      // here instead of replacing bytes whose type and sha256 may already have been checked.
+      try {
+        await link(temp, target);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EEXIST") {
+          throw new UploadRejected(409, "This object was already uploaded; request a new upload URL", { object_key: key });
+        }
+        throw error;
+      }
       await writeFile(`${target}.meta.json`, JSON.stringify(meta));
-      await rename(temp, target);
       return meta;
     } catch (error) {
-      await rm(temp, { force: true });
       if (error instanceof UploadRejected) throw error;
+      // The disk's fault (full, read-only, permissions): a logged 500, not a 400 that blames the client.
+      if (DISK_ERRORS.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
       // The client went away mid-body: whatever arrived is discarded.
       throw new UploadRejected(400, `The upload did not complete: ${(error as Error).message}`, { received_bytes: received, size_bytes: expected.size });
+    } finally {
+      await rm(temp, { force: true });
     }
   }
 

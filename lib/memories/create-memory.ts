@@ -13,6 +13,7 @@ import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { resolveFileRef, type VerifiedFile } from "@/lib/uploads/resolve-file-ref.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
+import { ATTACHABLE_FOR_MS } from "@/lib/uploads/upload-limits.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { CAPTURE_SOURCE, extractCaptureFacts } from "./extract-capture-facts.ts";
 import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
@@ -297,7 +298,11 @@ async function replaceFile(
 
 /** The upload becomes the memory's original; the conditional update makes a second attach lose. */
 async function attachFile(tx: DbClient, memory: Memory, file: VerifiedFile, now: Date): Promise<void> {
-  const { count } = await tx.upload.updateMany({ where: { id: file.upload.id, attachedAt: null }, data: { attachedAt: now } });
+  // Conditional on age too: an upload the sweep may be deleting (see ATTACHABLE_FOR_MS) is not attached.
+  const { count } = await tx.upload.updateMany({
+    where: { id: file.upload.id, attachedAt: null, createdAt: { gt: new Date(now.getTime() - ATTACHABLE_FOR_MS) } },
+    data: { attachedAt: now },
+  });
   if (count === 0) throw new ApiError("conflict", "This upload is already attached to a memory; upload the file again", { object_key: file.upload.objectKey });
   await tx.attachment.create({
     data: {

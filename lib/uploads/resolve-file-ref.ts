@@ -4,7 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { blobStore, readHead } from "@/lib/blobs/blob-store.ts";
 import type { Upload } from "@/lib/db/generated/client.ts";
 import { imageSize, matchesDeclared, sniffFileType } from "./sniff-file-type.ts";
-import { isAllowedType, isImageType, normalizeContentType } from "./upload-limits.ts";
+import { ATTACHABLE_FOR_MS, isAllowedType, isImageType, normalizeContentType } from "./upload-limits.ts";
 
 export interface FileRefInput {
   object_key: string;
@@ -39,6 +39,9 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
   const upload = await ctx.db.upload.findFirst({ where: { objectKey: ref.object_key, ownerId: ctx.user.id } });
   if (!upload) throw refError("file_ref does not name an upload of yours");
   if (upload.attachedAt) throw new ApiError("conflict", "This upload is already attached to a memory; upload the file again", { object_key: ref.object_key });
+  if (upload.createdAt.getTime() <= ctx.now().getTime() - ATTACHABLE_FOR_MS) {
+    throw new ApiError("conflict", "This upload is too old to attach (unattached uploads are removed after 24 hours); upload the file again", { object_key: ref.object_key });
+  }
   const declared = normalizeContentType(ref.content_type);
   if (declared !== upload.contentType) {
     throw refError(`file_ref content_type ${declared} differs from the upload's ${upload.contentType}`);

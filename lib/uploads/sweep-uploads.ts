@@ -4,6 +4,9 @@ import { UNATTACHED_UPLOAD_TTL_MS } from "./upload-limits.ts";
 
 export const SWEEP_BATCH = 200;
 
+/** The created_at a detached upload is given: expired at once, for the sweep, and never attachable again. */
+export const detachedAt = new Date(0);
+
 /**
  * Inside the transaction that deletes memories: their uploads become
  * unattached and expired, so if removing the bytes afterwards fails, the
@@ -11,13 +14,13 @@ export const SWEEP_BATCH = 200;
  */
 export async function detachUploads(tx: DbClient, where: { memoryId: { in: string[] } } | { hubId: string }): Promise<string[]> {
   const keys = (await tx.attachment.findMany({ where, select: { objectKey: true } })).map((a) => a.objectKey);
-  if (keys.length) await tx.upload.updateMany({ where: { objectKey: { in: keys } }, data: { attachedAt: null, createdAt: new Date(0) } });
+  if (keys.length) await tx.upload.updateMany({ where: { objectKey: { in: keys } }, data: { attachedAt: null, createdAt: detachedAt } });
   return keys;
 }
 
-/** After the commit: the bytes and upload records go now (best effort; the sweep retries). */
-export async function removeBlobs(db: Db, keys: string[]): Promise<void> {
-  if (!keys.length) return;
+/** After the commit: the bytes and upload records go now (best effort; the sweep retries). Returns how many went. */
+export async function removeBlobs(db: Db, keys: string[]): Promise<number> {
+  if (!keys.length) return 0;
   const store = await blobStore();
   const removed: string[] = [];
   await Promise.all(
@@ -31,9 +34,14 @@ export async function removeBlobs(db: Db, keys: string[]): Promise<void> {
     }),
   );
   if (removed.length) await db.upload.deleteMany({ where: { objectKey: { in: removed }, attachedAt: null } });
+  return removed.length;
 }
 
-/** Deletes uploads no memory attached within 24 hours (bytes first, then the record). */
+/**
+ * Deletes uploads no memory attached within 24 hours (bytes first, then the record). Returns how many
+ * were removed: a batch whose deletes fail (a store refusing them) counts for nothing, so a caller
+ * looping while whole batches go stops instead of retrying the same rows for ever.
+ */
 export async function sweepUploads(db: Db, now = new Date()): Promise<number> {
   const stale = await db.upload.findMany({
     where: { attachedAt: null, createdAt: { lt: new Date(now.getTime() - UNATTACHED_UPLOAD_TTL_MS) } },
@@ -41,17 +49,22 @@ export async function sweepUploads(db: Db, now = new Date()): Promise<number> {
     orderBy: { createdAt: "asc" },
     take: SWEEP_BATCH,
   });
-  await removeBlobs(db, stale.map((u) => u.objectKey));
-  return stale.length;
+  return removeBlobs(db, stale.map((u) => u.objectKey));
 }
 
 /** Runs the sweep hourly in this process (without Inngest; with it, inngest/upload-functions.ts does); returns the stop function. */
 export function startUploadSweeper(db: () => Promise<Db>, everyMs = 60 * 60 * 1000): () => void {
+  let running = false;
   const run = async () => {
+    // One sweep at a time: a slow one (a large backlog, a slow store) is not joined by the next hour's.
+    if (running) return;
+    running = true;
     try {
       while ((await sweepUploads(await db())) === SWEEP_BATCH);
     } catch (error) {
       console.error("[engram] uploads: sweep failed", error);
+    } finally {
+      running = false;
     }
   };
   const first = setTimeout(() => void run(), 60_000);

@@ -26,6 +26,12 @@ export const UPLOAD_URL_TTL_SECONDS = 900;
 export const VIEW_URL_TTL_SECONDS = 300;
 /** Uploads no memory names are deleted after this long. */
 export const UNATTACHED_UPLOAD_TTL_MS = 24 * 60 * 60 * 1000;
+/**
+ * An upload older than this is no longer attached: an hour short of the sweep's cutoff, so an attach
+ * can never commit while the sweep is deleting the same bytes (and a detached upload, given the epoch
+ * as created_at, can never be attached again).
+ */
+export const ATTACHABLE_FOR_MS = UNATTACHED_UPLOAD_TTL_MS - 60 * 60 * 1000;
 
 /** ENGRAM_UPLOAD_MAX_BYTES, default 25 MiB. */
 export function maxUploadBytes(): number {

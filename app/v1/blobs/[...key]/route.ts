@@ -4,6 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { methodsNotAllowed, withPublic } from "@/lib/api/with-auth.ts";
 import { blobStore, contentDisposition } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore, UploadRejected } from "@/lib/blobs/local-blob-store.ts";
+import { assertUploadOpen } from "@/lib/uploads/assert-upload-open.ts";
 
 /** The catch-all segment arrives as an array of path parts. */
 const keyOf = (params: Record<string, unknown>) => {
@@ -21,11 +22,12 @@ const refused = (reason: string) =>
   new ApiError("forbidden", reason === "expired" ? "This signed URL has expired" : "This signed URL is not valid for this object", { reason });
 
 // PUT /v1/blobs/{key} — the embedded store receives an upload through its signed URL (streamed to disk)
-export const PUT = withPublic({ bucket: "regular" }, async (_ctx, req, params) => {
+export const PUT = withPublic({ bucket: "regular" }, async (ctx, req, params) => {
   const store = await localStore();
   const key = keyOf(params);
   const check = await store.checkUpload(key, new URL(req.url).searchParams);
   if (!check.ok) throw refused(check.reason);
+  await assertUploadOpen(ctx, key);
   const sentType = (req.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (sentType !== check.contentType) {
     throw new ApiError("forbidden", `Content-Type must be ${check.contentType}, as signed`, { reason: "content_type_mismatch", expected: check.contentType });
