@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
+import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   Client,
@@ -23,6 +24,7 @@ const REDIRECT = "http://127.0.0.1:3599/callback";
 let h: Harness;
 let server: { url: string; close(): Promise<void> };
 let metadataServer: Server;
+let metadataHits = 0;
 let ann: ApiClient;
 let annCookie: string;
 let teamHubId: string;
@@ -166,6 +168,7 @@ beforeAll(async () => {
   // A client ID metadata document served over loopback http (allowed for loopback only with this switch).
   process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA = "1";
   metadataServer = createServer((req, res) => {
+    metadataHits += 1;
     const id = req.url?.includes("mismatch") ? "https://someone-else.example/client.json" : `http://127.0.0.1:${METADATA_PORT}${req.url}`;
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ client_id: id, client_name: "Metadata Document Client", redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" }));
@@ -315,6 +318,30 @@ describe("the OAuth dance, driven by the MCP SDK's client", () => {
     // A document whose client_id is not its own URL is refused.
     const wrong = await fetch(authorizeUrl(`http://127.0.0.1:${METADATA_PORT}/other.json?mismatch=1`, challenge), { redirect: "manual" });
     expect(wrong.status).toBe(400);
+  });
+
+  it("a client_id naming an internal address is refused without the server fetching it", async () => {
+    const { challenge } = pkce();
+    setLinkFetchPolicyForTests({ resolve: async () => [{ address: "10.0.0.5", family: 4 }] });
+    try {
+      const before = metadataHits;
+      for (const clientId of [
+        `https://127.0.0.1:${METADATA_PORT}/client.json`, // https to loopback: the http switch does not cover it
+        "https://[::1]/client.json",
+        "https://169.254.169.254/latest/meta-data",
+        "https://intranet.example/client.json", // resolves to 10.0.0.5
+      ]) {
+        const res = await fetch(authorizeUrl(clientId, challenge), { redirect: "manual" });
+        const text = await res.text();
+        expect([clientId, res.status], text.slice(0, 300)).toEqual([clientId, 400]);
+        expect(text).toMatch(/private, loopback or link-local/);
+        const exchange = await token({ grant_type: "authorization_code", code: "x", client_id: clientId, code_verifier: "v".repeat(43), redirect_uri: REDIRECT });
+        expect(exchange.body.error, clientId).toBe("invalid_client");
+      }
+      expect(metadataHits).toBe(before);
+    } finally {
+      setLinkFetchPolicyForTests(undefined);
+    }
   });
 
   it("signs in to /mcp/chatgpt with a token bound to that resource only", async () => {

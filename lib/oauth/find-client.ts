@@ -1,4 +1,5 @@
 import type { Db } from "@/lib/db/database.ts";
+import { currentFetchPolicy, LinkFetchError, safeFetch } from "@/lib/links/safe-fetch.ts";
 import { OAuthError } from "./oauth-error.ts";
 import { MAX_REDIRECT_URIS, assertRedirectUri, isLoopbackHost } from "./redirect-uri.ts";
 
@@ -56,14 +57,23 @@ async function fetchMetadataDocument(clientId: string): Promise<{ name: string; 
   const url = assertMetadataUrl(clientId);
   let text: string;
   try {
-    const res = await fetch(url, { headers: { accept: "application/json" }, redirect: "error", signal: AbortSignal.timeout(METADATA_TIMEOUT_MS) });
-    if (!res.ok) throw new Error(`status ${res.status}`);
-    const declared = Number(res.headers.get("content-length") ?? 0);
-    if (declared > METADATA_MAX_BYTES) throw new Error("too large");
-    text = await res.text();
-    if (Buffer.byteLength(text) > METADATA_MAX_BYTES) throw new Error("too large");
+    // Anyone can name any URL as a client_id, signed in or not: the document is read the way a link
+    // is (lib/links/safe-fetch.ts) — only public addresses, the connection pinned to the address
+    // checked, no redirects — so a client_id cannot make the server probe internal hosts.
+    const port = url.port || (url.protocol === "https:" ? "443" : "80");
+    const loopback = url.protocol === "http:" ? ["127.0.0.1", "::1"].map((address) => `${address}:${port}`) : [];
+    const page = await safeFetch(url.toString(), {
+      ...currentFetchPolicy(),
+      maxRedirects: 0,
+      timeoutMs: METADATA_TIMEOUT_MS,
+      maxBytes: METADATA_MAX_BYTES,
+      // assertMetadataUrl let plain http through only for a loopback document the operator allowed.
+      allow: [...currentFetchPolicy().allow, ...loopback],
+    });
+    text = page.body.toString("utf8");
   } catch (error) {
-    throw new OAuthError("invalid_client", `Could not fetch the client ID metadata document (${(error as Error).message})`);
+    const reason = error instanceof LinkFetchError ? error.message : "it could not be read";
+    throw new OAuthError("invalid_client", `Could not fetch the client ID metadata document: ${reason}`);
   }
   let doc: Record<string, unknown>;
   try {
