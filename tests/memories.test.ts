@@ -129,6 +129,29 @@ describe("POST /v1/memories", () => {
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: v1.id } })).supersededBy).toBeNull();
   });
 
+  test("a contributor's push to another member's source_path does not rewrite it (403); an admin's does; the same content is a no-op", async () => {
+    const carl = await h.user("Carl");
+    const dora = await h.user("Dora");
+    const hub = await h.teamHub(ann, [[carl, "contributor"], [dora, "admin"]]);
+    const on = { headers: { "x-hub-id": hub } };
+    const original = (await ann.post("/v1/memories", { content: "# Runbook\n\nRestart with kubectl.", source_path: "ops/runbook.md", tags: ["ops"] }, on)).body.data;
+    const hijack = await carl.post("/v1/memories", { content: "x", source_path: "ops/runbook.md", tags: ["mine"] }, on);
+    expect(hijack.status).toBe(403);
+    expect(hijack.body.error).toMatchObject({ code: "forbidden", details: { memory_id: original.id } });
+    const same = await carl.post("/v1/memories", { content: "# Runbook\n\nRestart with kubectl.", source_path: "ops/runbook.md" }, on);
+    expect(same.status).toBe(200);
+    expect(same.body.data).toMatchObject({ id: original.id, version: 1 });
+    const stored = await h.db.memory.findUniqueOrThrow({ where: { id: original.id } });
+    expect([stored.content, stored.tags, stored.version]).toEqual(["# Runbook\n\nRestart with kubectl.", ["ops"], 1]);
+    // An admin may edit anyone's memory, so the push updates it in place.
+    const edited = await dora.post("/v1/memories", { content: "# Runbook\n\nRestart with helm.", source_path: "ops/runbook.md" }, on);
+    expect(edited.status).toBe(200);
+    expect(edited.body.data).toMatchObject({ id: original.id, version: 2 });
+    // The contributor's own path still updates in place.
+    const mine = (await carl.post("/v1/memories", { content: "v1", source_path: "carl/notes.md" }, on)).body.data;
+    expect((await carl.post("/v1/memories", { content: "v2", source_path: "carl/notes.md" }, on)).body.data).toMatchObject({ id: mine.id, version: 2 });
+  });
+
   test("concurrent pushes of one source_path end as one memory", async () => {
     const results = await Promise.all(
       Array.from({ length: 5 }, (_, i) => ann.post("/v1/memories", { content: `racing ${i}`, source_path: "race/path.md" })),

@@ -145,13 +145,14 @@ export async function lockMembershipOrThrow(
   permission: Permission,
   action: string,
   options: { locked?: boolean } = {},
-): Promise<void> {
+): Promise<Membership> {
   // `locked`: the caller already took { shared: hubMembersLockKey(hub.id) } with its other locks.
   if (!options.locked) await lockForTransaction(tx, { shared: hubMembersLockKey(hub.id) });
   const row = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: ctx.user.id } }, select: { role: true } });
   const membership = row ? toMembership(ctx.credential, { role: row.role, hub }) : undefined;
   if (!membership) throw new ApiError("not_found", "Hub not found");
   if (!allows(membership, permission)) throw forbiddenFor(membership, action, permission);
+  return membership;
 }
 
 /** The exclusive side: taken by every transaction that removes, demotes or deletes members of a hub. */

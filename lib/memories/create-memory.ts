@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { HubContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { canEditMemory } from "@/lib/api/permissions.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
@@ -73,10 +74,19 @@ ${input.content}`) : contentHash(input.content);
         `memory:${ctx.hub.id}:${hash}`,
         { shared: hubMembersLockKey(ctx.hub.id) },
       ]);
-      await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
+      const { role } = await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
       if (input.source_path) {
         const existing = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, sourcePath: input.source_path } });
         if (existing) {
+          // Updating in place is editing: a contributor's push to another member's source_path may not
+          // rewrite that memory (PATCH would be 403 too). The same content changes nothing, as a
+          // content_hash duplicate does not.
+          if (!canEditMemory(role, existing.ownerId === ctx.user.id)) {
+            if (existing.contentHash === hash) return { memory: existing, created: false, replaced: [] };
+            throw new ApiError("forbidden", `source_path "${input.source_path}" is another member's memory in this hub; your role (${role}) may only update your own`, {
+              memory_id: existing.id,
+            });
+          }
           let replaced: string[] = [];
           let memory: Memory;
           if (file) ({ memory, replaced } = await replaceFile(tx, existing, input, file, hash, now));
