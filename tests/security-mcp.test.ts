@@ -248,5 +248,11 @@ describe("a connected app's token administers no hub", () => {
     expect((await call("DELETE", `/v1/memories/${theirs.body.data.id}`)).status).toBe(200);
     // The same user's own API key still administers.
     expect((await users.owner.get(`/v1/hubs/${hub.id}/invites`)).status).toBe(200);
+    // Nor does an app see its user's other credentials: the API keys, the other connected apps.
+    for (const path of ["/v1/auth/api-keys", "/v1/auth/oauth-grants", "/v1/configs", "/v1/agent-sessions", "/v1/personas", "/v1/settings", "/v1/agents"]) {
+      expect([path, (await call("GET", path)).status]).toEqual([path, 403]);
+    }
+    expect((await call("PUT", "/v1/configs", { agent: "cursor", file_path: "AGENTS.md", scope: "global", content: "injected" })).status).toBe(403);
+    expect((await users.owner.get("/v1/auth/api-keys")).status).toBe(200);
   });
 });

@@ -34,6 +34,12 @@ type Expect = Record<(typeof BASE_IDENTITIES)[number], number> & Partial<Record<
 
 /** Routes that manage the account itself: a key limited to hubs or to reading gets 403. */
 const ACCOUNT_ROUTES = new Set(["PATCH /v1/auth/me", "DELETE /v1/auth/oauth-grants/[id]", "POST /v1/auth/api-keys", "PATCH /v1/auth/api-keys/[id]", "DELETE /v1/auth/api-keys/[id]", "POST /v1/hubs", "PATCH /v1/agents/[slug]", "DELETE /v1/agents/[slug]", "DELETE /v1/auth/link/[provider]", "DELETE /v1/account/data"]);
+/**
+ * The caller's account data beyond memories (agent configs and sessions, personas, settings, agents):
+ * a key limited to hubs gets 403, as a team bot's key must not read its owner's private transcripts.
+ */
+const PERSONAL_PREFIXES = ["/v1/configs", "/v1/personas", "/v1/agent-sessions", "/v1/settings", "/v1/agents"];
+const isPersonal = (key: string) => PERSONAL_PREFIXES.some((prefix) => key.split(" ")[1]!.startsWith(prefix));
 /** POSTs that only read. */
 const READ_POSTS = new Set(["POST /v1/recall", "POST /v1/ask", "POST /v1/hubs/[id]/visit", "POST /v1/topics/[id]/visit", "POST /v1/memories/[id]/attachments/[attachmentId]/view-url", "POST /v1/configs/sync", "POST /v1/configs/merge", "POST /v1/memories/[id]/access"]);
 
@@ -43,7 +49,7 @@ function expectedStatus(key: string, row: Row, identity: Identity): number {
   if (key.includes("[[...path]]")) return 404;
   // Public routes do not look at the credential.
   if (row.expect.anonymous !== 401) return row.expect.owner;
-  if (identity === "hub_key") return ACCOUNT_ROUTES.has(key) ? 403 : row.expect.non_member;
+  if (identity === "hub_key") return ACCOUNT_ROUTES.has(key) || isPersonal(key) ? 403 : row.expect.non_member;
   return key.startsWith("GET ") || READ_POSTS.has(key) ? row.expect.owner : 403;
 }
 
@@ -308,20 +314,20 @@ const ROUTES: Record<string, Row> = {
   },
 
   // Agent configs and sessions belong to the caller, not to a hub: another user's config is not found.
-  // A key limited to hubs still reaches its owner's configs.
+  // A key limited to hubs does not reach them (isPersonal).
   "GET /v1/configs": { path: () => "/v1/configs", expect: anyUser(200) },
   "PUT /v1/configs": { path: () => "/v1/configs", body: () => ({ agent: "cursor", file_path: `r-${randomBytes(4).toString("hex")}.md`, scope: "global", content: "x" }), expect: anyUser(201) },
-  "GET /v1/configs/[id]": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
-  "DELETE /v1/configs/[id]": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
-  // Personas are the owner's configs: as configs, the owner's hub-limited key reaches them.
+  "GET /v1/configs/[id]": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200 } },
+  "DELETE /v1/configs/[id]": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200 } },
+  // Personas are the owner's configs: as configs, the owner's hub-limited key does not reach them.
   "GET /v1/personas": { path: () => "/v1/personas", expect: anyUser(200) },
-  "DELETE /v1/personas/[id]": { setup: ownerPersona, path: (f) => `/v1/personas/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
-  "GET /v1/personas/[id]/revisions": { setup: ownerPersona, path: (f) => `/v1/personas/${f.extra.configId}/revisions`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
-  "GET /v1/personas/[id]/revisions/[version]": { setup: ownerPersona, path: (f) => `/v1/personas/${f.extra.configId}/revisions/1`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
+  "DELETE /v1/personas/[id]": { setup: ownerPersona, path: (f) => `/v1/personas/${f.extra.configId}`, expect: { ...anyUser(404), owner: 200 } },
+  "GET /v1/personas/[id]/revisions": { setup: ownerPersona, path: (f) => `/v1/personas/${f.extra.configId}/revisions`, expect: { ...anyUser(404), owner: 200 } },
+  "GET /v1/personas/[id]/revisions/[version]": { setup: ownerPersona, path: (f) => `/v1/personas/${f.extra.configId}/revisions/1`, expect: { ...anyUser(404), owner: 200 } },
   "POST /v1/personas/[id]/revisions/[version]/restore": {
     setup: ownerPersona,
     path: (f) => `/v1/personas/${f.extra.configId}/revisions/1/restore`,
-    expect: { ...anyUser(404), owner: 200, hub_key: 200 },
+    expect: { ...anyUser(404), owner: 200 },
   },
   // Agent chat: a session is its owner's alone; this one reads the fixture hub, which the owner's
   // hub-limited key does not reach (404, as for a non-member), and a read-only key reads but never sends.
@@ -348,14 +354,14 @@ const ROUTES: Record<string, Row> = {
     body: () => ({ decision: "deny" }),
     expect: { ...anyUser(404), owner: 200 },
   },
-  "GET /v1/configs/[id]/versions": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}/versions`, expect: { ...anyUser(404), owner: 200, hub_key: 200 } },
+  "GET /v1/configs/[id]/versions": { setup: ownerConfig, path: (f) => `/v1/configs/${f.extra.configId}/versions`, expect: { ...anyUser(404), owner: 200 } },
   "POST /v1/configs/sync": { path: () => "/v1/configs/sync", body: () => ({ device_id: "d", configs: [] }), expect: anyUser(200) },
   "POST /v1/configs/ack": { path: () => "/v1/configs/ack", body: () => ({ device_id: "d", configs: [] }), expect: anyUser(200) },
   "POST /v1/configs/local-delete": {
     setup: ownerConfig,
     path: () => "/v1/configs/local-delete",
     body: (f) => ({ device_id: "d", agent: "claude-code", file_path: f.extra.configPath, scope: "global" }),
-    expect: { ...anyUser(404), owner: 200, hub_key: 200 },
+    expect: { ...anyUser(404), owner: 200 },
   },
   "POST /v1/configs/batch-delete": { setup: ownerConfig, path: () => "/v1/configs/batch-delete", body: (f) => ({ ids: [f.extra.configId] }), expect: anyUser(200) },
   "GET /v1/configs/deleted": { path: () => "/v1/configs/deleted", expect: anyUser(200) },
@@ -363,7 +369,7 @@ const ROUTES: Record<string, Row> = {
     setup: ownerDeletedConfig,
     path: () => "/v1/configs/restore",
     body: (f) => ({ agent: "claude-code", file_path: f.extra.configPath, scope: "global" }),
-    expect: { ...anyUser(404), owner: 200, hub_key: 200 },
+    expect: { ...anyUser(404), owner: 200 },
   },
   "POST /v1/configs/merge": { path: () => "/v1/configs/merge", body: () => ({ local_content: "a", cloud_content: "b" }), expect: anyUser(200) },
   "GET /v1/agent-sessions": { path: () => "/v1/agent-sessions", expect: anyUser(200) },

@@ -25,10 +25,17 @@ interface Options {
   /** Manages the account itself (API keys, profile, new hubs): needs a credential limited to no hubs and not read-only. */
   account?: boolean;
   /**
-   * Issues, changes or revokes credentials (API keys, connected apps): not with an OAuth access
-   * token, whose one-hour, consented reach must not turn into a key that outlives its grant.
+   * Lists, issues, changes or revokes credentials (API keys, connected apps): not with an OAuth access
+   * token, whose one-hour, consented reach must not turn into a key that outlives its grant, nor show
+   * an app its user's other credentials.
    */
   credentials?: boolean;
+  /**
+   * The caller's own account data beyond memories (agent configs and sessions, personas, settings,
+   * agents): not through a key limited to some hubs — a team bot's key must not read its owner's
+   * private transcripts — nor through a connected app's token, whose consent covers memories.
+   */
+  personal?: boolean;
   /**
    * Bearer-only endpoints (MCP): no session cookie, OAuth access tokens accepted when bound
    * to one of these resources, and `challenge` becomes the WWW-Authenticate of every 401.
@@ -70,8 +77,14 @@ export function withAuth<P extends Params>(
     if (options.account && (credential.hubIds !== null || !credentialWrites(credential))) {
       throw new ApiError("forbidden", "This API key is limited to some hubs or to reading; account settings need an unrestricted key");
     }
+    if (options.personal && credential.hubIds !== null) {
+      throw new ApiError("forbidden", "This API key is limited to some hubs; agent configs, sessions, personas and settings need a key for the whole account");
+    }
+    if (options.personal && credential.type === "access_token" && !isSignedInCli(credential)) {
+      throw new ApiError("forbidden", "A connected app (OAuth access token) cannot reach agent configs, sessions, personas or settings; use an API key or the dashboard");
+    }
     if (options.credentials && credential.type === "access_token" && !isSignedInCli(credential)) {
-      throw new ApiError("forbidden", "An OAuth access token cannot manage API keys or connected apps; use an API key or the dashboard");
+      throw new ApiError("forbidden", "An OAuth access token cannot see or manage API keys or connected apps; use an API key or the dashboard");
     }
     const ctx = hub ? await hub : authCtx;
     return (handler as (ctx: AuthContext, req: Request, params: P) => Promise<Response>)(ctx, req, params as P);

@@ -6,10 +6,10 @@ import { listAgentSessions } from "@/lib/agent-sessions/list-agent-sessions.ts";
 import { putAgentSession } from "@/lib/agent-sessions/put-agent-session.ts";
 
 // GET /v1/agent-sessions — the caller's agent sessions, newest first; with session_id, their content too
-export const GET = withAuth({}, async (ctx, req) => ok(await listAgentSessions(ctx, parseQuery(req, listAgentSessionsQuerySchema))));
+export const GET = withAuth({ personal: true }, async (ctx, req) => ok(await listAgentSessions(ctx, parseQuery(req, listAgentSessionsQuerySchema))));
 
 // PUT /v1/agent-sessions — store or replace one agent session file (201 when new)
-export const PUT = withAuth({}, async (ctx, req) => {
+export const PUT = withAuth({ personal: true }, async (ctx, req) => {
   const { session, created } = await putAgentSession(ctx, await parseJson(req, putAgentSessionBodySchema));
   return ok(session, created ? 201 : 200);
 });

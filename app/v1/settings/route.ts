@@ -5,9 +5,9 @@ import { updateSettingsBodySchema } from "@/lib/settings/settings-fields.ts";
 import { getSettings, updateSettings } from "@/lib/settings/user-settings.ts";
 
 // GET /v1/settings — the caller's preferences (theme, locale, notifications_enabled)
-export const GET = withAuth({}, async (ctx) => ok(await getSettings(ctx)));
+export const GET = withAuth({ personal: true }, async (ctx) => ok(await getSettings(ctx)));
 
 // PATCH /v1/settings — known keys only; an unknown key is a 400 naming it
-export const PATCH = withAuth({}, async (ctx, req) => ok(await updateSettings(ctx, await parseJson(req, updateSettingsBodySchema))));
+export const PATCH = withAuth({ personal: true }, async (ctx, req) => ok(await updateSettings(ctx, await parseJson(req, updateSettingsBodySchema))));
 
 export const { POST, PUT, DELETE } = methodsNotAllowed("GET", "PATCH");

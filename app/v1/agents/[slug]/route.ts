@@ -7,9 +7,9 @@ import { updateAgent, updateAgentBodySchema } from "@/lib/agents/update-agent.ts
 type Params = { slug: string };
 
 // PATCH /v1/agents/{agent_name} — rename an agent or set its icon
-export const PATCH = withAuth<Params>({ account: true }, async (ctx, req, { slug }) => ok(await updateAgent(ctx, slug, await parseJson(req, updateAgentBodySchema))));
+export const PATCH = withAuth<Params>({ account: true, personal: true }, async (ctx, req, { slug }) => ok(await updateAgent(ctx, slug, await parseJson(req, updateAgentBodySchema))));
 
 // DELETE /v1/agents/{agent_name} — disconnect it: revoke its keys and delete its synced configs (memories stay)
-export const DELETE = withAuth<Params>({ account: true, credentials: true }, async (ctx, _req, { slug }) => ok(await disconnectAgent(ctx, slug)));
+export const DELETE = withAuth<Params>({ account: true, credentials: true, personal: true }, async (ctx, _req, { slug }) => ok(await disconnectAgent(ctx, slug)));
 
 export const { GET, POST, PUT } = methodsNotAllowed("PATCH", "DELETE");

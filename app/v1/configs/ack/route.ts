@@ -5,6 +5,6 @@ import { ackConfigs } from "@/lib/configs/ack-configs.ts";
 import { ackConfigsBodySchema } from "@/lib/configs/config-fields.ts";
 
 // POST /v1/configs/ack — the device reports the versions (or deletions) it now holds
-export const POST = withAuth({}, async (ctx, req) => ok(await ackConfigs(ctx, await parseJson(req, ackConfigsBodySchema))));
+export const POST = withAuth({ personal: true }, async (ctx, req) => ok(await ackConfigs(ctx, await parseJson(req, ackConfigsBodySchema))));
 
 export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");

@@ -5,6 +5,6 @@ import { listQuerySchema } from "@/lib/hubs/hub-fields.ts";
 import { listDeletedConfigs } from "@/lib/configs/list-configs.ts";
 
 // GET /v1/configs/deleted — deleted configs that can still be restored (paginated)
-export const GET = withAuth({}, async (ctx, req) => ok(await listDeletedConfigs(ctx, parseQuery(req, listQuerySchema))));
+export const GET = withAuth({ personal: true }, async (ctx, req) => ok(await listDeletedConfigs(ctx, parseQuery(req, listQuerySchema))));
 
 export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");

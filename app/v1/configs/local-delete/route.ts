@@ -5,6 +5,6 @@ import { localDeleteConfig } from "@/lib/configs/ack-configs.ts";
 import { localDeleteBodySchema } from "@/lib/configs/config-fields.ts";
 
 // POST /v1/configs/local-delete — remove a config from one device only
-export const POST = withAuth({}, async (ctx, req) => ok(await localDeleteConfig(ctx, await parseJson(req, localDeleteBodySchema))));
+export const POST = withAuth({ personal: true }, async (ctx, req) => ok(await localDeleteConfig(ctx, await parseJson(req, localDeleteBodySchema))));
 
 export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
