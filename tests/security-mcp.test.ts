@@ -256,3 +256,34 @@ describe("a connected app's token administers no hub", () => {
     expect((await users.owner.get("/v1/auth/api-keys")).status).toBe(200);
   });
 });
+
+describe("a connected app's token changes no hub membership of its user", () => {
+  it("cannot accept or cancel an ownership transfer, accept an invite or leave; the user's own key can", async () => {
+    const owner = await h.user("Transferor");
+    const target = await h.user("Target");
+    const team = (await owner.post("/v1/hubs", { name: `Transfer ${randomBytes(3).toString("hex")}` })).body.data.id as string;
+    expect((await addMemberByEmailInvite(owner, team, target, "admin")).status).toBe(201);
+    const transfer = await owner.post(`/v1/hubs/${team}/ownership-transfer`, { target_user_id: target.id });
+    expect(transfer.status).toBe(201);
+    const appToken = await grantToken(target, {});
+    const call = (method: string, path: string, body?: unknown) =>
+      dispatchRest(new Request(`${BASE}${path}`, { method, headers: { authorization: `Bearer ${appToken}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }));
+    const other = (await owner.post("/v1/hubs", { name: `Invites ${randomBytes(3).toString("hex")}` })).body.data.id as string;
+    const invite = (await owner.post(`/v1/hubs/${other}/invites`, { role: "contributor" })).body.data.token as string;
+    for (const [method, path] of [
+      ["POST", `/v1/hubs/${team}/ownership-transfer/${transfer.body.data.id}/accept`],
+      ["POST", `/v1/hubs/${team}/ownership-transfer/${transfer.body.data.id}/cancel`],
+      ["POST", `/v1/invites/${invite}/accept`],
+      ["POST", `/v1/hubs/${team}/leave`],
+      ["DELETE", `/v1/hubs/${team}/members/${target.id}`],
+    ] as const) {
+      const res = await call(method, path);
+      const text = await res.text();
+      expect([method, path, res.status], text).toEqual([method, path, 403]);
+    }
+    expect((await h.db.hub.findUniqueOrThrow({ where: { id: team } })).ownerId).toBe(owner.id);
+    expect(await h.db.hubMember.count({ where: { hubId: other, userId: target.id } })).toBe(0);
+    // The person's own key: the transfer goes through.
+    expect((await target.post(`/v1/hubs/${team}/ownership-transfer/${transfer.body.data.id}/accept`)).status).toBe(200);
+  });
+});

@@ -309,7 +309,7 @@ const ROUTES: Record<string, Row> = {
   "GET /v1/invites/[token]": { path: (f) => `/v1/invites/${f.inviteToken}`, expect: publicRoute(200), reveals: ["anonymous", "invalid_key", "non_member"] },
   "POST /v1/invites/[token]/accept": {
     path: (f) => `/v1/invites/${f.inviteToken}/accept`,
-    expect: { ...unauth, non_member: 200, viewer: 409, contributor: 409, admin: 409, owner: 409, hub_key: 409 },
+    expect: { ...unauth, non_member: 200, viewer: 409, contributor: 409, admin: 409, owner: 409, hub_key: 403 },
     reveals: ["non_member"],
   },
 

@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { membershipOrThrow } from "./hub-access.ts";
+import { assertActsForAccount, membershipOrThrow } from "./hub-access.ts";
 import { serializeTransfer } from "./serialize-hub.ts";
 import { assertTransferPending, transferOrThrow } from "./transfer-or-throw.ts";
 import { onTransferResolved } from "@/lib/notifications/notify.ts";
@@ -12,6 +12,7 @@ import { onTransferResolved } from "@/lib/notifications/notify.ts";
  */
 export async function acceptTransfer(ctx: AuthContext, hubId: string, transferId: string) {
   const { hub } = await membershipOrThrow(ctx, hubId);
+  assertActsForAccount(ctx.credential, "accept an ownership transfer");
   const transfer = await transferOrThrow(ctx.db, hub.id, transferId);
   if (transfer.targetUserId !== ctx.user.id) throw new ApiError("forbidden", "Only the member the hub is offered to can accept it");
   const now = ctx.now();

@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { membershipOrThrow } from "./hub-access.ts";
+import { assertActsForAccount, membershipOrThrow } from "./hub-access.ts";
 import { serializeTransfer } from "./serialize-hub.ts";
 import { assertTransferPending, transferOrThrow } from "./transfer-or-throw.ts";
 import { onTransferResolved } from "@/lib/notifications/notify.ts";
@@ -8,6 +8,7 @@ import { onTransferResolved } from "@/lib/notifications/notify.ts";
 /** The current owner withdraws the offer, or the target declines it; only while pending. */
 export async function cancelTransfer(ctx: AuthContext, hubId: string, transferId: string) {
   const { hub, role } = await membershipOrThrow(ctx, hubId);
+  assertActsForAccount(ctx.credential, "cancel an ownership transfer");
   const transfer = await transferOrThrow(ctx.db, hub.id, transferId);
   if (role !== "owner" && transfer.targetUserId !== ctx.user.id) {
     throw new ApiError("forbidden", "Only the hub owner or the transfer's target can cancel it");

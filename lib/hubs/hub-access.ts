@@ -46,6 +46,18 @@ function isConnectedApp(credential: Credential): boolean {
   return credential.type === "access_token" && !isSignedInCli(credential);
 }
 
+/**
+ * Changes to whom a user's hubs belong and which hubs they are in (accepting or canceling an ownership
+ * transfer, accepting an invite, leaving) are the person's to make: not a connected app's, nor a key
+ * limited to some hubs (which could join its user to hubs outside its own list).
+ */
+export function assertActsForAccount(credential: Credential, action: string): void {
+  if (isConnectedApp(credential)) {
+    throw new ApiError("forbidden", `A connected app (OAuth access token) cannot ${action}; use the dashboard, the CLI or an API key`);
+  }
+  if (credential.hubIds !== null) throw new ApiError("forbidden", `This API key is limited to some hubs; it cannot ${action}`);
+}
+
 /** Whether the credential may write at all (API keys issued with scopes: ["read"] may not). */
 export function credentialWrites(credential: Credential): boolean {
   return credential.scopes.includes("write");

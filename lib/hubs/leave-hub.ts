@@ -1,12 +1,13 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { dropMembership } from "./drop-membership.ts";
-import { assertTeamHub, membershipOrThrow } from "./hub-access.ts";
+import { assertActsForAccount, assertTeamHub, membershipOrThrow } from "./hub-access.ts";
 
 /** Non-owners leave directly; the owner transfers first, or deletes the hub when alone. */
 export async function leaveHub(ctx: AuthContext, hubId: string) {
   const { hub, role } = await membershipOrThrow(ctx, hubId);
   assertTeamHub(hub, "left");
+  assertActsForAccount(ctx.credential, "leave a hub");
   if (role === "owner") {
     const members = await ctx.db.hubMember.count({ where: { hubId: hub.id } });
     if (members > 1) {

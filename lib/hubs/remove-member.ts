@@ -3,7 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { can } from "@/lib/api/permissions.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { dropMembership } from "./drop-membership.ts";
-import { hubPermissionOrThrow, membershipOrThrow } from "./hub-access.ts";
+import { assertActsForAccount, hubPermissionOrThrow, membershipOrThrow } from "./hub-access.ts";
 
 /**
  * Removes a member. Admins remove contributors and viewers, the owner anyone
@@ -12,6 +12,7 @@ import { hubPermissionOrThrow, membershipOrThrow } from "./hub-access.ts";
 export async function removeMember(ctx: AuthContext, hubId: string, userId: string) {
   const self = userId === ctx.user.id;
   const { hub, role } = self ? await membershipOrThrow(ctx, hubId) : await hubPermissionOrThrow(ctx, hubId, "hub.manage", "remove members");
+  if (self) assertActsForAccount(ctx.credential, "leave a hub");
   const target = isUuid(userId) ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId } } }) : null;
   if (!target) throw new ApiError("not_found", "Member not found");
   if (target.role === "owner") {

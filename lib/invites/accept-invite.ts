@@ -3,6 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { assertHubRoom } from "@/lib/hubs/assert-hub-room.ts";
+import { assertActsForAccount } from "@/lib/hubs/hub-access.ts";
 import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
 import { assertInviteUsable } from "./invite-or-throw.ts";
 import { looksLikeInviteToken } from "./invite-token.ts";
@@ -18,6 +19,7 @@ export async function acceptInvite(ctx: AuthContext, token: string) {
   const tokenHash = hashSecret(token);
   const invite = looksLikeInviteToken(token) ? await ctx.db.invite.findUnique({ where: { tokenHash } }) : null;
   if (!invite) throw new ApiError("not_found", "Invite not found");
+  assertActsForAccount(ctx.credential, "accept an invite");
   const now = ctx.now();
   assertInviteUsable(invite, now);
   const alreadyMember = () => new ApiError("already_member", "You are already a member of this hub", { hub_id: invite.hubId });
