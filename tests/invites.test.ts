@@ -207,6 +207,40 @@ describe("public view and accept", () => {
   });
 });
 
+describe("an invite counts only while its maker may still grant it", () => {
+  it("an admin removed from the hub cannot come back through a link they made; an owner's invite still works", async () => {
+    const own = await h.user("Owner");
+    const adm = await h.user("Admin");
+    const guest = await h.user("Guest");
+    const hub = (await own.post("/v1/hubs", { name: "Invite makers" })).body.data.id as string;
+    expect((await addMemberByEmailInvite(own, hub, adm, "admin")).status).toBe(201);
+    const admins = (await adm.post(`/v1/hubs/${hub}/invites`, { role: "contributor" })).body.data.token as string;
+    const owners = (await own.post(`/v1/hubs/${hub}/invites`, { role: "contributor" })).body.data.token as string;
+    expect((await own.delete(`/v1/hubs/${hub}/members/${adm.id}`)).status).toBe(200);
+    const back = await adm.post(`/v1/invites/${admins}/accept`);
+    expect(back.status).toBe(410);
+    expect(back.body.error.code).toBe("revoked");
+    expect(await h.db.hubMember.count({ where: { hubId: hub, userId: adm.id } })).toBe(0);
+    // The link stays unused (still active): nothing was claimed.
+    expect((await h.db.invite.findFirstOrThrow({ where: { hubId: hub, createdBy: adm.id } })).state).toBe("active");
+    expect((await guest.post(`/v1/invites/${owners}/accept`)).status).toBe(200);
+  });
+
+  it("an admin invite made by an owner who has since handed the hub over no longer makes admins", async () => {
+    const own = await h.user("Owner");
+    const next = await h.user("Next");
+    const guest = await h.user("Guest");
+    const hub = (await own.post("/v1/hubs", { name: "Handed over" })).body.data.id as string;
+    expect((await addMemberByEmailInvite(own, hub, next, "admin")).status).toBe(201);
+    const adminInvite = (await own.post(`/v1/hubs/${hub}/invites`, { role: "admin" })).body.data.token as string;
+    const transfer = (await own.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: next.id })).body.data.id as string;
+    expect((await next.post(`/v1/hubs/${hub}/ownership-transfer/${transfer}/accept`)).status).toBe(200);
+    const res = await guest.post(`/v1/invites/${adminInvite}/accept`);
+    expect(res.status).toBe(410);
+    expect(await h.db.hubMember.count({ where: { hubId: hub, userId: guest.id } })).toBe(0);
+  });
+});
+
 describe("regenerate and resend", () => {
   it("regenerate issues a new token and kills the old one; revives an expired invite, not a revoked one", async () => {
     const own = await h.user("Owner");
