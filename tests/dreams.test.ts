@@ -433,3 +433,24 @@ describe("schedule and Inngest functions (@inngest/test)", () => {
     expect(scheduled.ctx.step.sendEvent).toHaveBeenCalledWith("run", expect.arrayContaining([{ name: DREAM_RUN_EVENT, data: { hub_id: fresh, run_id: queued.id } }]));
   }, 180_000);
 });
+
+describe("organizing around archived topics", () => {
+  it("files no memory into an archived topic, even one whose memories it resembles", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: Record<string, string> = {};
+    for (const key of ["front1", "front2", "front3", "frontUnsorted1", "frontUnsorted2"] as const) {
+      ids[key] = (await owner.post("/v1/memories", { content: PLANTED[key] }, { headers: { "x-hub-id": hubId } })).body.data.id;
+    }
+    const topic = (await owner.post("/v1/topics", { name: "Frontend", hub_id: hubId })).body.data.id as string;
+    for (const key of ["front1", "front2", "front3"]) await h.db.memory.update({ where: { id: ids[key] }, data: { topicId: topic } });
+    await indexMemories(h.db, Object.values(ids));
+    expect((await owner.post(`/v1/topics/${topic}/archive`, {})).status).toBe(200);
+    const res = await trigger(owner, hubId);
+    expect(res.status, res.text).toBe(202);
+    expect(await runDreamRunOnce(h.db, res.body.data.run_id)).toBe(true);
+    for (const key of ["frontUnsorted1", "frontUnsorted2"]) {
+      const m = await h.db.memory.findUniqueOrThrow({ where: { id: ids[key] }, include: { topic: true } });
+      expect(m.topic?.archivedAt ?? null, key).toBeNull();
+    }
+  }, 120_000);
+});

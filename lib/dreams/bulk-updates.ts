@@ -27,6 +27,7 @@ export async function assignTopics(tx: DbClient, moves: { memoryId: string; topi
     `UPDATE memories m SET topic_id = u.topic_id
        FROM unnest($1::uuid[], $2::uuid[]) AS u(id, topic_id)
       WHERE m.id = u.id AND m.state = 'active' AND m.topic_id IS NULL
+        AND EXISTS (SELECT 1 FROM topics t WHERE t.id = u.topic_id AND t.archived_at IS NULL)
       RETURNING m.id::text AS id`,
     moves.map((m) => m.memoryId),
     moves.map((m) => m.topicId),

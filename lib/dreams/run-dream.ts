@@ -368,14 +368,16 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   const memories = await loadMemories(ctx.deps, hubId);
   const t1 = performance.now();
   const excluded = await exclusions(ctx.deps.db, hubId);
-  const topics = await ctx.deps.db.topic.findMany({ where: { hubId }, select: { id: true, name: true } });
+  // Archived topics count toward the hub's limit but take no new memories (they are out of the tree).
+  const allTopics = await ctx.deps.db.topic.findMany({ where: { hubId }, select: { id: true, name: true, archivedAt: true } });
+  const topics = allTopics.filter((t) => t.archivedAt === null).map(({ id, name }) => ({ id, name }));
   const df = new Map<string, number>();
   for (const m of memories) for (const w of m.features.words) df.set(w, (df.get(w) ?? 0) + 1);
   const byTopic = new Map<string, Float32Array[]>();
   for (const m of memories) if (m.topicId && m.embedding) byTopic.set(m.topicId, [...(byTopic.get(m.topicId) ?? []), m.embedding]);
   const unsorted = memories.flatMap((m) => (!m.topicId && m.embedding && !excluded.organize.has(m.id) ? [{ id: m.id, embedding: m.embedding, words: m.features.words }] : []));
   const plan = organizeMemories(
-    { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - topics.length) },
+    { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - allTopics.length) },
     ctx.deps.config,
   );
   await nameTopics(plan.create, memories, topics);
@@ -394,7 +396,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       const created = new Set<string>();
       for (const move of batch) {
         if (!move.newTopic || createdIds.has(move.newTopic)) continue;
-        const existing = await tx.topic.findFirst({ where: { hubId, name: move.newTopic }, select: { id: true } });
+        const existing = await tx.topic.findFirst({ where: { hubId, name: move.newTopic, archivedAt: null }, select: { id: true } });
         const topicId = existing?.id ?? newId(now.getTime());
         if (!existing) {
           await tx.topic.create({ data: { id: topicId, hubId, name: move.newTopic, createdBy: null, createdAt: now, updatedAt: now } });
