@@ -52,6 +52,8 @@ describe("DELETE /v1/account/data", () => {
     expect((await ann.post("/v1/topics", { name: "Cooking" })).status).toBe(201);
     expect((await ann.post(`/v1/hubs/${ann.personalHubId}/board/decision-gate`, { question: "Tea or coffee?", options: ["tea", "coffee"] })).status).toBe(201);
     expect((await ann.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "CLAUDE.md", content: "# Rules\n" })).status).toBe(201);
+    const board = await ann.post(`/v1/hubs/${ann.personalHubId}/boards`, { title: "My diet", instruction: "Summarise what I eat" });
+    expect(board.status, JSON.stringify(board.body)).toBe(201);
     expect((await ann.put("/v1/agent-sessions", { agent: "claude-code", session_id: "s-1", content: '{"role":"user"}\n' })).status).toBe(201);
     expect((await ann.post("/v1/chat/sessions", { scope_type: "user_all_hubs", title: "Ann's chat" })).status).toBe(201);
     expect((await bob.post("/v1/chat/sessions", { scope_type: "user_all_hubs", title: "Bob's chat" })).status).toBe(201);
@@ -68,6 +70,8 @@ describe("DELETE /v1/account/data", () => {
     expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
     expect(await h.db.topic.count({ where: { hubId: ann.personalHubId } })).toBe(0);
     expect(await h.db.decisionGate.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    // A custom board's answers are written from the memories: they go with them.
+    expect(await h.db.customBoard.count({ where: { hubId: ann.personalHubId } })).toBe(0);
     expect(await h.db.notification.count({ where: { userId: ann.id } })).toBe(0);
     expect(await h.db.agentConfig.count({ where: { ownerId: ann.id } })).toBe(0);
     expect(await h.db.agentSession.count({ where: { ownerId: ann.id } })).toBe(0);

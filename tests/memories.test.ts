@@ -171,6 +171,10 @@ describe("POST /v1/memories", () => {
     expect(rejected.body.error.code).toBe("invalid_request");
     const future = await ann.post("/v1/memories", { content: "from the future", source: "import", created_at: "2999-01-01T00:00:00Z" });
     expect(future.status).toBe(400);
+    // Before the Unix epoch: a clear 400 (it was a 500 from the time-ordered id).
+    const ancient = await ann.post("/v1/memories", { content: "moon landing notes", source: "import", created_at: "1969-07-20T20:17:00Z" });
+    expect(ancient.status).toBe(400);
+    expect(ancient.body.error.details.issues[0].path).toBe("created_at");
   });
 
   test("limits: content over 3 MiB is 413, tags and title bounded", async () => {

@@ -56,6 +56,10 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody): Pr
   if (createdAt.getTime() > now.getTime() + 5 * 60_000) {
     throw new ApiError("invalid_request", "created_at must not be in the future", { issues: [{ path: "created_at", message: "in the future" }] });
   }
+  // Ids are time-ordered from created_at (UUID v7), which starts at the Unix epoch.
+  if (createdAt.getTime() < 0) {
+    throw new ApiError("invalid_request", "created_at must not be before 1970-01-01", { issues: [{ path: "created_at", message: "before 1970" }] });
+  }
   // A key issued for an agent pushes as that agent, whatever the body claims.
   if (ctx.credential.agentName) input = { ...input, source_agent: ctx.credential.agentName };
   // Files and links start in `processing`; the pipeline's extract step reads them.

@@ -36,6 +36,8 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
       memories = (await tx.memory.deleteMany({ where: { hubId: personal.id } })).count;
       topics = (await tx.topic.deleteMany({ where: { hubId: personal.id } })).count;
       await tx.decisionGate.deleteMany({ where: { hubId: personal.id } });
+      // Custom boards hold answers written from the memories (card, history, feedback cascade).
+      await tx.customBoard.deleteMany({ where: { hubId: personal.id } });
       await tx.dreamRun.deleteMany({ where: { hubId: personal.id } });
       await emitEvent(tx, [
         { type: "hub.updated", hubId: personal.id, actorId: userId, entityId: personal.id },
