@@ -89,6 +89,35 @@ describe("check-then-write races on one memory", () => {
     expect(id).toBeTruthy();
   });
 
+  it("a batch delete allowed by policy 'any' deletes nothing of others' once the policy turns 'none' mid-request", async () => {
+    const mine = await setup("any");
+    const other = (await own.post("/v1/memories", { content: "# Owner's\n\nnot the contributor's" }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    // Right after the batch reads the caller's memberships (its permission check), the policy changes.
+    let armed = true;
+    const db = h.database.prisma.$extends({
+      query: {
+        hubMember: {
+          async findMany({ args, query }) {
+            const found = await query(args);
+            if (armed) {
+              armed = false;
+              await h.db.hub.update({ where: { id: hubId }, data: { contributorDeletePolicy: "none" } });
+            }
+            return found;
+          },
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    const res = await con.post("/v1/memories/batch-delete", { ids: [other, mine] });
+    setDatabase(h.database);
+    expect(armed).toBe(false);
+    expect(res.status).toBe(200);
+    expect(res.body.data.deleted).toBe(0);
+    expect(res.body.data.skipped.map((s: { id: string }) => s.id).sort()).toEqual([mine, other].sort());
+    expect(await h.db.memory.count({ where: { id: { in: [mine, other] } } })).toBe(2);
+  });
+
   it("two concurrent edits of different fields both land (no lost update)", async () => {
     const id = await setup();
     setDatabase(h.database);

@@ -2,7 +2,9 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { canDeleteMemory } from "@/lib/api/permissions.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
-import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
+import { lockMemoryRows } from "@/lib/db/row-lock.ts";
+import { detachObjects, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
+import { memoryWriteGuard } from "./memory-write-guard.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 
 export interface Skipped {
@@ -14,11 +16,11 @@ export interface Skipped {
 export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string[] }) {
   const ids = [...new Set(input.ids)];
   const memberships = new Map((await readableHubs(ctx)).map((m) => [m.hub.id, m]));
+  const hubIds = [...memberships.keys()];
   const { keys, ...result } = await ctx.db.$transaction(async (tx) => {
-    const found = await tx.memory.findMany({
-      where: { id: { in: ids.filter(isUuid) }, hubId: { in: [...memberships.keys()] } },
-      select: { id: true, hubId: true, ownerId: true },
-    });
+    // Locked in id order first (lib/db/row-lock.ts): a concurrent move cannot take one elsewhere now.
+    const locked = await lockMemoryRows(tx, ids.filter(isUuid), hubIds);
+    const found = await tx.memory.findMany({ where: { id: { in: locked }, hubId: { in: hubIds } }, select: { id: true, hubId: true, ownerId: true } });
     const byId = new Map(found.map((m) => [m.id, m]));
     const skipped: Skipped[] = [];
     const deletable: string[] = [];
@@ -29,10 +31,18 @@ export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string
       else if (!canDeleteMemory(membership.role, memory.ownerId === ctx.user.id, membership.hub)) skipped.push({ id, reason: "not_owned" });
       else deletable.push(id);
     }
-    const keys = deletable.length ? await detachUploads(tx, { memoryId: { in: deletable } }) : [];
-    const { count } = deletable.length ? await tx.memory.deleteMany({ where: { id: { in: deletable } } }) : { count: 0 };
-    await emitEvent(tx, deletable.map((id) => ({ type: "memory.deleted" as const, hubId: byId.get(id)!.hubId, actorId: ctx.user.id, entityId: id })));
-    return { deleted: count, skipped, keys };
+    if (deletable.length === 0) return { deleted: 0, skipped, keys: [] };
+    const attachments = await tx.attachment.findMany({ where: { memoryId: { in: deletable } }, select: { memoryId: true, objectKey: true } });
+    // The roles were read before the transaction: the delete checks them again itself, as a single
+    // delete does, so a role or delete policy changed meanwhile leaves the memory where it is.
+    await tx.memory.deleteMany({ where: { id: { in: deletable }, hubId: { in: hubIds }, ...memoryWriteGuard(ctx.user.id, "delete") } });
+    const kept = new Set((await tx.memory.findMany({ where: { id: { in: deletable } }, select: { id: true } })).map((m) => m.id));
+    const deleted = deletable.filter((id) => !kept.has(id));
+    for (const id of deletable) if (kept.has(id)) skipped.push({ id, reason: "not_owned" });
+    const keys = attachments.filter((a) => !kept.has(a.memoryId)).map((a) => a.objectKey);
+    await detachObjects(tx, keys);
+    await emitEvent(tx, deleted.map((id) => ({ type: "memory.deleted" as const, hubId: byId.get(id)!.hubId, actorId: ctx.user.id, entityId: id })));
+    return { deleted: deleted.length, skipped, keys };
   });
   await removeBlobs(ctx.db, keys);
   return result;

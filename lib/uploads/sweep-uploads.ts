@@ -14,8 +14,13 @@ export const detachedAt = new Date(0);
  */
 export async function detachUploads(tx: DbClient, where: { memoryId: { in: string[] } } | { hubId: string }): Promise<string[]> {
   const keys = (await tx.attachment.findMany({ where, select: { objectKey: true } })).map((a) => a.objectKey);
-  if (keys.length) await tx.upload.updateMany({ where: { objectKey: { in: keys } }, data: { attachedAt: null, createdAt: detachedAt } });
+  await detachObjects(tx, keys);
   return keys;
+}
+
+/** Marks these objects' uploads unattached and expired (see detachUploads). */
+export async function detachObjects(tx: DbClient, keys: string[]): Promise<void> {
+  if (keys.length) await tx.upload.updateMany({ where: { objectKey: { in: keys } }, data: { attachedAt: null, createdAt: detachedAt } });
 }
 
 /** After the commit: the bytes and upload records go now (best effort; the sweep retries). Returns how many went. */
