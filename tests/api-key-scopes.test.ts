@@ -245,3 +245,23 @@ describe("a key with agent_name", () => {
     expect((await ann.post("/v1/memories", { content: "from a plain key", source_agent: "claude-code" })).body.data.source_agent).toBe("claude-code");
   });
 });
+
+describe("a key that creates keys passes on its limits", () => {
+  test("a key for an agent, expiring tomorrow, makes only keys for that agent that expire by then, and cannot drop its agent", async () => {
+    const made = (await ann.post("/v1/auth/api-keys", { name: "cursor-1d", agent_name: "cursor", expires_in_days: 1 })).body.data;
+    const agentKey = clientFor(made.key);
+    const child = await agentKey.post("/v1/auth/api-keys", { name: "child" });
+    expect(child.status, JSON.stringify(child.body)).toBe(201);
+    expect(child.body.data.agent_name).toBe("cursor");
+    expect(new Date(child.body.data.expires_at).getTime()).toBeLessThanOrEqual(new Date(made.expires_at).getTime());
+    const longer = await agentKey.post("/v1/auth/api-keys", { name: "longer", expires_in_days: 365 });
+    expect(new Date(longer.body.data.expires_at).getTime()).toBe(new Date(made.expires_at).getTime());
+    expect((await agentKey.post("/v1/auth/api-keys", { name: "other agent", agent_name: "claude-code" })).status).toBe(403);
+    const shed = await agentKey.patch(`/v1/auth/api-keys/${made.id}`, { agent_name: "" });
+    expect(shed.status).toBe(403);
+    expect((await h.db.apiKey.findUniqueOrThrow({ where: { id: made.id } })).agentName).toBe("cursor");
+    // The user's own unrestricted key still re-attributes it, and makes keys without an expiry.
+    expect((await ann.patch(`/v1/auth/api-keys/${made.id}`, { agent_name: "" })).status).toBe(200);
+    expect((await ann.post("/v1/auth/api-keys", { name: "forever" })).body.data.expires_at).toBeNull();
+  });
+});

@@ -50,6 +50,8 @@ export const createApiKeyBodySchema = z.object({
 
 export interface ApiKeyOptions {
   expiresInDays?: number;
+  /** An expiry the key may not outlive (the key that created it). */
+  expiresBy?: Date | null;
   scopes?: readonly string[];
   /** Restrict the key to these hubs (already checked to be the user's). */
   hubIds?: readonly string[];
@@ -80,6 +82,17 @@ export async function createApiKey(
       issues: [{ path: "scopes", message: "account-level grant on a hub-limited key" }],
     });
   }
+  // A key that creates a key passes on its own limits: the new one never outlives it, and a key
+  // issued for an agent only makes keys for that agent (so revoking the agent's keys, or letting
+  // them expire, ends everything they made).
+  const parent =
+    ctx.credential.type === "api_key" && ctx.credential.id
+      ? await ctx.db.apiKey.findUnique({ where: { id: ctx.credential.id }, select: { expiresAt: true, agentName: true } })
+      : null;
+  if (parent?.agentName && input.agent_name !== undefined && input.agent_name !== parent.agentName) {
+    throw new ApiError("forbidden", `This key was issued for the agent "${parent.agentName}"; it can only create keys for that agent`);
+  }
+  const agentName = input.agent_name ?? parent?.agentName ?? undefined;
   const mine = new Map((await readableHubs(ctx)).map((m) => [m.hub.id, m.hub.slug]));
   const unknown = wanted.find((id) => !mine.has(id));
   if (unknown) throw new ApiError("not_found", `Hub not found: ${unknown}`);
@@ -94,9 +107,10 @@ export async function createApiKey(
     }
     return insertApiKey(tx, ctx.user.id, input.name, ctx.now(), {
       expiresInDays: input.expires_in_days,
+      expiresBy: parent?.expiresAt ?? null,
       scopes: input.scopes?.length ? input.scopes : undefined,
       hubIds: wanted,
-      agentName: input.agent_name,
+      agentName,
       permissions: [...(input.permissions ?? []), ...grants],
       trustLevel: input.trust_level,
     });
@@ -116,7 +130,7 @@ export async function insertApiKey(db: DbClient, userId: string, name: string, n
       prefix: key.slice(0, API_KEY_PREFIX.length + 6),
       keyHash: hashSecret(key),
       createdAt: now,
-      expiresAt: opts.expiresInDays ? new Date(now.getTime() + opts.expiresInDays * 86_400_000) : null,
+      expiresAt: keyExpiry(now, opts),
       scopes: opts.scopes ? KEY_SCOPES.filter((scope) => opts.scopes!.includes(scope)) : [...KEY_SCOPES],
       hubScopeMode: hubIds.length ? "hub_allowlist" : "all_accessible",
       hubIds,
@@ -126,4 +140,11 @@ export async function insertApiKey(db: DbClient, userId: string, name: string, n
     },
   });
   return { key, row };
+}
+
+/** The requested lifetime, cut at the expiry the key may not outlive. */
+function keyExpiry(now: Date, opts: ApiKeyOptions): Date | null {
+  const requested = opts.expiresInDays ? new Date(now.getTime() + opts.expiresInDays * 86_400_000) : null;
+  if (!opts.expiresBy) return requested;
+  return requested && requested < opts.expiresBy ? requested : opts.expiresBy;
 }

@@ -19,6 +19,10 @@ export async function updateApiKey(ctx: AuthContext, id: string, input: z.output
   const where = { id, userId: ctx.user.id, revokedAt: null };
   const found = isUuid(id) ? await ctx.db.apiKey.findFirst({ where, select: { id: true } }) : null;
   if (!found) throw new ApiError("not_found", "API key not found");
+  // A key issued for an agent cannot shed that agent itself: revoking the agent's keys must reach it.
+  if (input.agent_name !== undefined && ctx.credential.type === "api_key" && ctx.credential.id === found.id && ctx.credential.agentName) {
+    throw new ApiError("forbidden", `This key was issued for the agent "${ctx.credential.agentName}"; it cannot change its own agent`);
+  }
   const row = await ctx.db.apiKey.update({
     where: { id: found.id },
     data: {
