@@ -288,5 +288,10 @@ describe("notifications", () => {
     const mine = (await inbox(dee)).filter((n: { source_id: string }) => n.source_id === invite.body.data.id);
     expect(mine).toMatchObject([{ recipient_user_id: dee.id, hub_id: hub, kind: "hub_invite", status: "pending", payload: { role: "contributor" } }]);
     expect((await inbox(bob)).filter((n: { source_id: string }) => n.source_id === invite.body.data.id)).toEqual([]);
+    // An id that is no account gets the same answer: the invite tells nobody which ids exist.
+    const nobody = "01900000-0000-7000-8000-000000000001";
+    const blind = await ann.post(`/v1/hubs/${hub}/invites`, { role: "contributor", invitee: { user_id: nobody } });
+    expect(blind.status, blind.text).toBe(201);
+    expect(blind.body.data).toMatchObject({ invitee_user_id: nobody, email: null });
   });
 });

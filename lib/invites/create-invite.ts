@@ -54,10 +54,12 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
         createdAt: now,
         expiresAt: new Date(now.getTime() + INVITE_TTL_MS),
         lastSentAt: input.email ? now : null,
-        inviteeUserId: invitee?.id ?? null,
+        // The id as asked, whether or not such a user exists: echoing only existing ones told any hub
+        // owner which ids are accounts. Only an existing user is notified.
+        inviteeUserId: input.inviteeUserId ?? null,
       },
     });
-    await onInviteCreated(tx, created, hub, created.inviteeUserId);
+    await onInviteCreated(tx, created, hub, invitee?.id ?? null);
     return created;
   });
   if (!invite.email) return serializeInvite(invite, now, issued.token);
