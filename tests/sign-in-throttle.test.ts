@@ -47,6 +47,16 @@ describe("sign-in throttling", () => {
     expect([4, 5, 6, 7, 20].map((n) => lockMs(n, 5))).toEqual([0, 30_000, 60_000, 120_000, 900_000]);
   });
 
+  it("attempts sent at once are counted before their passwords are checked: 20 at once get 5 checks, not 20", async () => {
+    setSignInThrottleStore(new MemoryThrottleStore());
+    const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => attempt("wrong password", `198.51.100.${100 + i}`)));
+    const checked = results.filter((r) => r.status === "fulfilled");
+    expect(checked.length).toBe(5);
+    expect(results.filter((r) => r.status === "rejected").every((r) => String((r as PromiseRejectedResult).reason).includes("TooManyAttempts"))).toBe(true);
+    // Locked now, even for the right password.
+    await expect(attempt(PASSWORD, "203.0.113.60")).rejects.toThrow("TooManyAttempts");
+  });
+
   it("a success clears the account's count", async () => {
     setSignInThrottleStore(new MemoryThrottleStore());
     for (let i = 0; i < 4; i++) expect(await attempt("wrong password")).toBeNull();

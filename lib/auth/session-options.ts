@@ -11,7 +11,7 @@ import { createUser } from "@/lib/users/create-user.ts";
 import { verifyPassword } from "./password.ts";
 import type { LinkIntent } from "./provider-link.ts";
 import { SESSION_MAX_AGE_SECONDS, sessionSecret } from "./session.ts";
-import { checkSignIn, recordSignIn } from "./sign-in-throttle.ts";
+import { reserveSignIn, settleSignIn } from "./sign-in-throttle.ts";
 import { signUpOpen } from "./sign-up.ts";
 
 /**
@@ -48,11 +48,11 @@ export async function authorizePassword(
   const plain = headers instanceof Headers ? headers : new Headers(Object.entries(headers).filter((e): e is [string, string] => typeof e[1] === "string"));
   const address = clientAddress(new Request("http://engram.internal/", { headers: plain }));
   if (!(await rateLimiter().limit("heavy", `sign-in:ip:${address}`)).success) throw new Error("TooManyAttempts");
-  const verdict = await checkSignIn(email, address);
+  const verdict = await reserveSignIn(email, address);
   if (!verdict.allowed) throw new Error(verdict.reason === "locked" ? "TooManyAttempts" : "SignInUnavailable");
   const user = await db.user.findUnique({ where: { email } });
   const ok = await verifyPassword(password, user?.passwordHash);
-  await recordSignIn(email, address, ok && !!user);
+  await settleSignIn(email, address, ok && !!user);
   return ok && user ? { id: user.id, email: user.email, name: user.name } : null;
 }
 

@@ -147,6 +147,44 @@ export async function checkSignIn(email: string, address: string, now = Date.now
   return until > now ? { allowed: false, reason: "locked", retryAfter: Math.max(1, Math.ceil((until - now) / 1000)) } : { allowed: true };
 }
 
+/**
+ * checkSignIn, then the attempt counted against the account before its password is checked, so
+ * attempts sent at once cannot all pass one unlocked read: within the free failures each may be
+ * checked; past them only the first to be counted (the one an expired lock lets through), the rest
+ * are refused. settleSignIn then clears the count on success, or counts the failure for the address.
+ */
+export async function reserveSignIn(email: string, address: string, now = Date.now()): Promise<SignInVerdict> {
+  const { account, address: ip } = keysFor(email, address);
+  const store = signInThrottleStore();
+  const { account: policy } = policies();
+  try {
+    const [before, ipState] = await store.get([account, ip]);
+    const until = Math.max(0, before?.until ?? 0, ipState?.until ?? 0);
+    if (until > now) return { allowed: false, reason: "locked", retryAfter: Math.max(1, Math.ceil((until - now) / 1000)) };
+    const after = await store.fail(account, (n) => lockMs(n, policy.free), policy.ttlMs, now);
+    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) {
+      return { allowed: false, reason: "locked", retryAfter: Math.max(1, Math.ceil((after.until - now) / 1000)) };
+    }
+    return { allowed: true };
+  } catch (error) {
+    console.error("sign-in throttle: its store is unreachable; refusing password sign-in until it is back", error);
+    return { allowed: false, reason: "unavailable", retryAfter: 30 };
+  }
+}
+
+/** The outcome of an attempt reserveSignIn let through (its account failure is already counted). */
+export async function settleSignIn(email: string, address: string, success: boolean, now = Date.now()): Promise<void> {
+  const { account, address: ip } = keysFor(email, address);
+  const store = signInThrottleStore();
+  const { address: policy } = policies();
+  try {
+    if (success) await store.clear(account);
+    else await store.fail(ip, (n) => lockMs(n, policy.free), policy.ttlMs, now);
+  } catch (error) {
+    console.error("sign-in throttle: could not record a sign-in attempt", error);
+  }
+}
+
 /** Records the outcome of a checked attempt. */
 export async function recordSignIn(email: string, address: string, success: boolean, now = Date.now()): Promise<void> {
   const { account, address: ip } = keysFor(email, address);
