@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAll, setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { newId } from "@/lib/ids.ts";
+import { MAX_SESSION_BYTES_PER_USER, MAX_SESSIONS_PER_USER, MAX_SESSIONS_WITH_CONTENT } from "@/lib/agent-sessions/agent-session-fields.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 
 let h: Harness;
@@ -45,6 +46,30 @@ describe("/v1/agent-sessions", () => {
     expect(next.body.data.sessions.map((s: { session_id: string }) => s.session_id)).toEqual(["s-1"]);
     const bob = await h.user("Bob");
     expect((await bob.get("/v1/agent-sessions?session_id=s-1")).body.data.sessions).toEqual([]);
+  });
+
+  it("bounds what one user keeps (1,000 files, 1 GiB) and how many files a page returns with their content (5)", async () => {
+    const ann = await h.user("Ann");
+    const rows = (n: number, size: number, prefix: string) =>
+      Array.from({ length: n }, (_, i) => ({ id: newId(), ownerId: ann.id, agent: "codex", sessionId: `${prefix}-${i}`, contentType: "application/x-ndjson", contentHash: "0", sizeBytes: size, storeKey: `agent-sessions/${ann.id}/none/${i}` }));
+    await h.db.agentSession.createMany({ data: rows(MAX_SESSIONS_PER_USER - 1, 1, "old") });
+    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "last", content: "x" })).status).toBe(201);
+    const over = await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "one-too-many", content: "x" });
+    expect(over.status).toBe(409);
+    expect(over.body.error.details.limit).toBe(MAX_SESSIONS_PER_USER);
+    // Replacing one that exists is still fine.
+    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "last", content: "y" })).status).toBe(200);
+
+    const bea = await h.user("Bea");
+    await h.db.agentSession.create({ data: { id: newId(), ownerId: bea.id, agent: "codex", sessionId: "huge", contentType: "x", contentHash: "0", sizeBytes: MAX_SESSION_BYTES_PER_USER - 10, storeKey: "agent-sessions/none" } });
+    const full = await bea.put("/v1/agent-sessions", { agent: "codex", session_id: "more", content: "x".repeat(20) });
+    expect(full.status).toBe(413);
+    expect(await h.db.agentSession.count({ where: { ownerId: bea.id } })).toBe(1);
+
+    for (const agent of ["a1", "a2", "a3", "a4", "a5", "a6", "a7"]) expect((await bea.put("/v1/agent-sessions", { agent, session_id: "shared", content: "" })).status).toBe(201);
+    const page = await bea.get("/v1/agent-sessions?session_id=shared&limit=100");
+    expect(page.body.data.sessions).toHaveLength(MAX_SESSIONS_WITH_CONTENT);
+    expect(page.body.data.has_more).toBe(true);
   });
 
   it("rejects oversized or incomplete sessions without writing", async () => {

@@ -3,6 +3,12 @@ import { agentSchema } from "@/lib/configs/config-fields.ts";
 
 /** Documented limits of agent sessions (docs/configs.md). */
 export const MAX_SESSION_BYTES = 5 * 1024 * 1024;
+/** Session files one user may keep. */
+export const MAX_SESSIONS_PER_USER = 1000;
+/** Bytes of session files one user may keep in all. */
+export const MAX_SESSION_BYTES_PER_USER = 1024 * 1024 * 1024;
+/** Sessions a listing returns with their content (session_id given): each may be 5 MiB. */
+export const MAX_SESSIONS_WITH_CONTENT = 5;
 
 export const putAgentSessionBodySchema = z.object({
   agent: agentSchema,

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
-import type { ListAgentSessionsQuery } from "./agent-session-fields.ts";
+import { MAX_SESSIONS_WITH_CONTENT, type ListAgentSessionsQuery } from "./agent-session-fields.ts";
 import { serializeAgentSession } from "./serialize-agent-session.ts";
 import { sessionStoreFor } from "./session-store.ts";
 
@@ -13,7 +13,8 @@ const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
  * With session_id the matching sessions carry their content.
  */
 export async function listAgentSessions(ctx: AuthContext, query: ListAgentSessionsQuery) {
-  const limit = parseLimit(query.limit);
+  // With content, a page holds at most a few files: each may be 5 MiB.
+  const limit = query.session_id ? Math.min(parseLimit(query.limit), MAX_SESSIONS_WITH_CONTENT) : parseLimit(query.limit);
   const secret = await serverSecret(ctx.db);
   const list = `agent-sessions:${query.agent ?? ""}:${query.session_id ?? ""}`;
   const after = query.cursor ? decodeCursor(secret, list, ctx.user.id, query.cursor, positionSchema) : undefined;

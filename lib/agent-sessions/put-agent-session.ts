@@ -3,7 +3,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { newId } from "@/lib/ids.ts";
-import { MAX_SESSION_BYTES, type PutAgentSessionBody } from "./agent-session-fields.ts";
+import { MAX_SESSION_BYTES, MAX_SESSION_BYTES_PER_USER, MAX_SESSIONS_PER_USER, type PutAgentSessionBody } from "./agent-session-fields.ts";
 import { serializeAgentSession } from "./serialize-agent-session.ts";
 import { blobStore } from "@/lib/blobs/blob-store.ts";
 import { blobSessionStore, databaseSessionStore, isDatabaseSessionKey, sessionStoreKey } from "./session-store.ts";
@@ -23,8 +23,20 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
   let previousKey: string | undefined;
   const result = await ctx.db
     .$transaction(async (tx) => {
-      await lockForTransaction(tx, `agent-session:${ctx.user.id}:${input.agent}:${input.session_id}`);
+      // The user's lock too (always first): the count and bytes below are the user's, not the session's.
+      await lockForTransaction(tx, [`agent-sessions:${ctx.user.id}`, `agent-session:${ctx.user.id}:${input.agent}:${input.session_id}`]);
       const existing = await tx.agentSession.findUnique({ where: { ownerId_agent_sessionId: { ownerId: ctx.user.id, agent: input.agent, sessionId: input.session_id } } });
+      const held = await tx.agentSession.aggregate({ where: { ownerId: ctx.user.id }, _count: true, _sum: { sizeBytes: true } });
+      if (!existing && held._count >= MAX_SESSIONS_PER_USER) {
+        throw new ApiError("conflict", `You keep ${held._count} agent session files; the limit is ${MAX_SESSIONS_PER_USER}. Delete some first.`, { limit: MAX_SESSIONS_PER_USER });
+      }
+      const bytes = (held._sum.sizeBytes ?? 0) - (existing?.sizeBytes ?? 0) + size;
+      if (bytes > MAX_SESSION_BYTES_PER_USER) {
+        throw new ApiError("file_too_large", `Your agent session files would take ${bytes} bytes; the limit is ${MAX_SESSION_BYTES_PER_USER} in all`, {
+          max_bytes: MAX_SESSION_BYTES_PER_USER,
+          size_bytes: bytes,
+        });
+      }
       const id = existing?.id ?? newId(now.getTime());
       previousKey = existing?.storeKey;
       // A file still in the database (stored before the move) goes with the row's switch.
