@@ -131,3 +131,49 @@ describe("check-then-write races on one memory", () => {
     expect(row.tags).toEqual(["race"]);
   });
 });
+
+/** Runs `between` once, right after the `nth` hubMember.findUnique of the next request returns. */
+function afterMemberLookup(nth: number, between: () => Promise<unknown>) {
+  let seen = 0;
+  const db = h.database.prisma.$extends({
+    query: {
+      hubMember: {
+        async findUnique({ args, query }) {
+          const found = await query(args);
+          if (++seen === nth) await between();
+          return found;
+        },
+      },
+    },
+  });
+  setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+  return () => seen;
+}
+
+describe("check-then-write races on membership", () => {
+  it("an admin's removal of a contributor promoted to admin mid-request removes nobody (409)", async () => {
+    setDatabase(h.database);
+    const adm = await h.user("Adm");
+    const target = await h.user("Target");
+    const hub = await h.teamHub(own, [[adm, "admin"], [target, "contributor"]]);
+    // 1st lookup: the caller's own membership (the permission check); 2nd: the target's.
+    const seen = afterMemberLookup(2, () => h.db.hubMember.update({ where: { hubId_userId: { hubId: hub, userId: target.id } }, data: { role: "admin" } }));
+    const res = await adm.delete(`/v1/hubs/${hub}/members/${target.id}`);
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(2);
+    expect(res.status).toBe(409);
+    expect((await h.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub, userId: target.id } } }))?.role).toBe("admin");
+  });
+
+  it("an ownership offer to a member who leaves mid-request is refused, and no pending offer remains", async () => {
+    setDatabase(h.database);
+    const target = await h.user("Leaver");
+    const hub = await h.teamHub(own, [[target, "admin"]]);
+    const seen = afterMemberLookup(2, () => target.post(`/v1/hubs/${hub}/leave`));
+    const res = await own.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: target.id });
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(2);
+    expect(res.status).toBe(400);
+    expect(await h.db.ownershipTransfer.count({ where: { hubId: hub, state: "pending" } })).toBe(0);
+  });
+});

@@ -2,7 +2,8 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
-import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { assertTeamHub, hubMembersLockKey, hubPermissionOrThrow } from "./hub-access.ts";
 import { TRANSFER_TTL_MS } from "./hub-fields.ts";
 import { serializeTransfer } from "./serialize-hub.ts";
 import { onTransferCreated } from "@/lib/notifications/notify.ts";
@@ -23,6 +24,13 @@ export async function createTransfer(ctx: AuthContext, hubId: string, input: { t
   const now = ctx.now();
   try {
     const transfer = await ctx.db.$transaction(async (tx) => {
+      // The target read again under the hub's membership lock, which a leave or removal takes
+      // exclusively (and then cancels pending offers to them): an offer is never made to someone
+      // who left a moment ago, to be accepted after they rejoin.
+      await lockForTransaction(tx, { shared: hubMembersLockKey(hub.id) });
+      if (!(await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: target.userId } }, select: { role: true } }))) {
+        throw invalidTarget("the target must already be a member of the hub");
+      }
       // An expired offer still holds the index slot until it is marked expired.
       await tx.ownershipTransfer.updateMany({
         where: { hubId: hub.id, state: "pending", expiresAt: { lte: now } },

@@ -13,7 +13,15 @@ const NOT_REMOVED = Symbol("not removed");
  * The transfer row is written before the membership row: accepting a transfer locks them in that
  * order too, so a leave racing an accept waits for it instead of deadlocking with it (issue 16).
  */
-export async function dropMembership(db: Db, hubId: string, userId: string, now: Date, actorId: string | null = userId): Promise<boolean> {
+export async function dropMembership(
+  db: Db,
+  hubId: string,
+  userId: string,
+  now: Date,
+  actorId: string | null = userId,
+  /** The role the caller's permission check saw: a row whose role changed since is left alone. */
+  expectedRole?: string,
+): Promise<boolean> {
   return db
     .$transaction(async (tx) => {
       await lockHubMembers(tx, hubId);
@@ -22,7 +30,7 @@ export async function dropMembership(db: Db, hubId: string, userId: string, now:
         data: { state: "canceled", resolvedAt: now },
         select: { id: true },
       });
-      const { count } = await tx.hubMember.deleteMany({ where: { hubId, userId, role: { not: "owner" } } });
+      const { count } = await tx.hubMember.deleteMany({ where: { hubId, userId, role: expectedRole && expectedRole !== "owner" ? expectedRole : { not: "owner" } } });
       // Nothing removed: undo the cancel too.
       if (count === 0) throw NOT_REMOVED;
       // Their offer of ownership (now canceled) and every other pending row about the hub expire.

@@ -19,6 +19,12 @@ export async function removeMember(ctx: AuthContext, hubId: string, userId: stri
     throw new ApiError("cannot_change_owner", "The owner cannot be removed; transfer ownership first, or delete the hub");
   }
   if (!self && target.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can remove admins");
-  if (!(await dropMembership(ctx.db, hub.id, userId, ctx.now(), ctx.user.id))) throw new ApiError("not_found", "Member not found");
+  // Removed only with the role checked above: a contributor promoted to admin meanwhile is not removed
+  // by an admin who may not remove admins.
+  if (!(await dropMembership(ctx.db, hub.id, userId, ctx.now(), ctx.user.id, self ? undefined : target.role))) {
+    const current = await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId } }, select: { role: true } });
+    if (current) throw new ApiError("conflict", "The member's role changed meanwhile; reload and try again");
+    throw new ApiError("not_found", "Member not found");
+  }
   return { user_id: userId, removed: true as const, status: "removed" as const };
 }
