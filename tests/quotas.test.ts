@@ -82,6 +82,24 @@ describe("storage quotas", () => {
     expect((await push(con, "# personal")).status).toBe(201);
   });
 
+  it("holds for memories moved into a hub as for memories pushed: a batch move past it moves nothing (413)", async () => {
+    const own = await h.user("Owner");
+    const team = await h.teamHub(own, []);
+    expect((await push(own, "# in the team", team)).status).toBe(201);
+    const mine = [];
+    for (const name of ["a", "b", "c"]) mine.push((await push(own, `# personal ${name}`)).body.data.id as string);
+    process.env.ENGRAM_QUOTA_HUB_MEMORIES = "2";
+    const refused = await own.post("/v1/memories/batch-move", { ids: mine, hub_id: team });
+    expect(refused.status).toBe(413);
+    expect(refused.body.error.details).toMatchObject({ scope: "hub", resource: "memories", limit: 2 });
+    expect(await h.db.memory.count({ where: { hubId: team } })).toBe(1);
+    expect(await h.db.memory.count({ where: { id: { in: mine }, hubId: own.personalHubId } })).toBe(3);
+    const one = await own.post("/v1/memories/batch-move", { ids: [mine[0]], hub_id: team });
+    expect(one.status, JSON.stringify(one.body)).toBe(200);
+    expect(one.body.data.moved).toBe(1);
+    expect((await storageUsage(h.db, "hub", team)).memories).toBe(2);
+  });
+
   it("holds under concurrent pushes: never more than the quota", async () => {
     process.env.ENGRAM_QUOTA_USER_MEMORIES = "3";
     const cat = await h.user("Cat");

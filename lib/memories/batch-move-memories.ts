@@ -6,6 +6,7 @@ import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
+import { assertHubQuotaAfterMove } from "@/lib/quotas/assert-storage-quota.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 import { lockTopicForFiling } from "@/lib/topics/topic-or-throw.ts";
 import { lockUsageCounters, type UsageCounterKey } from "@/lib/quotas/lock-usage-counters.ts";
@@ -120,6 +121,8 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
       else done.push(move);
     }
     const crossing = done.filter((move) => move.changesHub).map((move) => move.id);
+    // The target hub's quota holds for memories moved in as for memories pushed (all or nothing).
+    await assertHubQuotaAfterMove(tx, target.hub.id, crossing.length);
     if (crossing.length) {
       await tx.chunk.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });
       await tx.attachment.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });

@@ -53,3 +53,33 @@ export async function assertStorageQuota(tx: DbClient, growth: StorageGrowth): P
     }
   }
 }
+
+/**
+ * After memories moved into a hub (batch-move, same transaction): refuses the move when the hub is
+ * now past its quota. The triggers already added the moved memories to the hub's counters, and the
+ * mover holds that row locked (lockUsageCounters), so the row read here is exact. A move changes no
+ * owner, so users' quotas are untouched.
+ */
+export async function assertHubQuotaAfterMove(tx: DbClient, hubId: string, moved: number): Promise<void> {
+  if (moved <= 0) return;
+  const limit = quotaLimits().hub;
+  if (limit.bytes === null && limit.memories === null) return;
+  const row = await tx.storageUsage.findUnique({ where: { scope_scopeId: { scope: "hub", scopeId: hubId } } });
+  const memories = row?.memories ?? 0;
+  const bytes = Number(row?.bytes ?? 0);
+  if (limit.memories !== null && memories > limit.memories) {
+    throw new ApiError("quota_exceeded", `The target hub would hold ${memories} memories; its quota is ${limit.memories}. Nothing was moved`, {
+      scope: "hub",
+      resource: "memories",
+      limit: limit.memories,
+      used: memories - moved,
+    });
+  }
+  if (limit.bytes !== null && bytes > limit.bytes) {
+    throw new ApiError("quota_exceeded", `The target hub would hold ${bytes} bytes; its storage quota is ${limit.bytes}. Nothing was moved`, {
+      scope: "hub",
+      resource: "bytes",
+      limit: limit.bytes,
+    });
+  }
+}
