@@ -2,6 +2,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 import { startSmtp } from "./support/smtp-fake.ts";
+import { POST as signUpRoute } from "@/app/api/auth/sign-up/route.ts";
+import { insertApiKey } from "@/lib/auth/create-api-key.ts";
+import { sessionCookieFor } from "./support/oauth-consent.ts";
 
 // E-mail sign-in codes (Memax's auth.requestEmailOtp / verifyEmailOtp): mailed through SMTP, stored
 // as an HMAC, single use, a few tries; a right code signs in as `memax login` does.
@@ -127,5 +130,47 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect((await h.anonymous.post("/v1/auth/email/request", { email: "not an address" })).status).toBe(400);
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: "a@example.test", code: "12345" })).status).toBe(400);
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: "a@example.test", code: "abcdef" })).status).toBe(400);
+  });
+});
+
+describe("an account made by a password sign-up nobody proved", () => {
+  it("is claimed by the first proof of its address: the squatter's password, keys, grants and sessions end", async () => {
+    const email = `victim-${Date.now()}@corp.example`;
+    const made = await signUpRoute(
+      new Request("http://engram.test/api/auth/sign-up", {
+        method: "POST",
+        headers: { "content-type": "application/json", "sec-fetch-site": "same-origin", origin: "http://engram.test" },
+        body: JSON.stringify({ email, name: "Not the owner", password: "squatter's password" }),
+      }),
+      { params: Promise.resolve({}) },
+    );
+    expect(made.status).toBe(201);
+    const userId = ((await made.json()) as { data: { user: { id: string } } }).data.user.id;
+    const { key } = await insertApiKey(h.db, userId, "squatter", new Date());
+    const cookie = await sessionCookieFor(h.db, userId);
+    const asKey = () => h.anonymous.get("/v1/auth/me", { headers: { authorization: `Bearer ${key}` } });
+    const asCookie = () => h.anonymous.get("/v1/auth/me", { headers: { cookie } });
+    expect((await asKey()).status).toBe(200);
+    expect((await asCookie()).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1100)); // session times have one-second resolution
+
+    // The address's owner signs in with a code mailed to it.
+    const { code } = await requestCode(email);
+    const signedIn = await h.anonymous.post("/v1/auth/email/verify", { email, code });
+    expect(signedIn.status).toBe(200);
+    const mine = await h.anonymous.get("/v1/auth/me", { headers: { authorization: `Bearer ${signedIn.body.data.access_token}` } });
+    expect(mine.body.data.user.id).toBe(userId);
+    expect((await asKey()).status).toBe(401);
+    expect((await asCookie()).status).toBe(401);
+    expect(await h.db.user.findUniqueOrThrow({ where: { id: userId } })).toMatchObject({ passwordHash: null, emailUnverified: false });
+    // A fresh session of the new owner works.
+    expect((await h.anonymous.get("/v1/auth/me", { headers: { cookie: await sessionCookieFor(h.db, userId) } })).status).toBe(200);
+  });
+
+  it("a proven account is untouched by a code sign-in: its keys keep working", async () => {
+    const ann = await h.user("Proven");
+    const { code } = await requestCode(ann.email);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: ann.email, code })).status).toBe(200);
+    expect((await ann.get("/v1/auth/me")).status).toBe(200);
   });
 });

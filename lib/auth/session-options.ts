@@ -11,6 +11,7 @@ import { createUser } from "@/lib/users/create-user.ts";
 import { verifyPassword } from "./password.ts";
 import type { LinkIntent } from "./provider-link.ts";
 import { SESSION_MAX_AGE_SECONDS, sessionSecret } from "./session.ts";
+import { claimAccount } from "./claim-account.ts";
 import { reserveSignIn, settleSignIn } from "./sign-in-throttle.ts";
 import { signUpOpen } from "./sign-up.ts";
 
@@ -99,6 +100,8 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
           // Linking by email is only safe when the provider vouches for the address.
           const verified = account.provider === "google" && (profile as { email_verified?: boolean } | undefined)?.email_verified === true;
           if (!verified) return "/sign-in?error=OAuthAccountNotLinked";
+          // The address is proven now: an account made by a password sign-up nobody proved is claimed.
+          await claimAccount(db, existing.id, now);
           await db.oAuthAccount.create({
             data: { id: newId(now.getTime()), userId: existing.id, provider: account.provider, providerAccountId: account.providerAccountId, ...shown },
           });

@@ -64,7 +64,13 @@ export async function sessionUserId(db: Db, token: string | undefined): Promise<
   if (!token) return undefined;
   try {
     const payload = await decode({ token, secret: await sessionSecret(db) });
-    return typeof payload?.sub === "string" ? payload.sub : undefined;
+    if (typeof payload?.sub !== "string") return undefined;
+    // Sessions issued before the account's cut-off (a claim ended them) no longer count.
+    const user = await db.user.findUnique({ where: { id: payload.sub }, select: { sessionsValidAfter: true } });
+    if (!user) return undefined;
+    const issued = typeof payload.iat === "number" ? payload.iat : 0;
+    if (user.sessionsValidAfter && issued < Math.floor(user.sessionsValidAfter.getTime() / 1000)) return undefined;
+    return payload.sub;
   } catch {
     return undefined;
   }

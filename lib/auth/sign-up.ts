@@ -23,6 +23,7 @@ export function signUpOpen(): boolean {
 export async function signUp(ctx: RequestContext, input: z.output<typeof signUpBodySchema>) {
   if (!signUpOpen()) throw new ApiError("forbidden", "Sign-up is closed on this instance; ask an administrator for an account");
   const passwordHash = await hashPassword(input.password);
-  const { user, hub } = await createUser(ctx.db, { email: input.email, name: input.name, passwordHash }, ctx.now());
+  // Nothing here proves the address: the account is claimed by whoever proves it first (claim-account.ts).
+  const { user, hub } = await createUser(ctx.db, { email: input.email, name: input.name, passwordHash, emailUnverified: true }, ctx.now());
   return { user: { id: user.id, email: user.email, name: user.name }, personal_hub_id: hub.id };
 }

@@ -11,6 +11,7 @@ import { findClient } from "@/lib/oauth/find-client.ts";
 import { resourceFor } from "@/lib/oauth/public-origin.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { EMAIL_CODE_MAX_ATTEMPTS, emailCodeHash, type VerifyEmailCodeBody } from "./email-code-fields.ts";
+import { claimAccount } from "./claim-account.ts";
 import { signUpOpen } from "./sign-up.ts";
 
 const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has expired; ask for a new one");
@@ -43,6 +44,8 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
   if (!row) throw wrongCode();
 
   let user = await ctx.db.user.findUnique({ where: { email } });
+  // The code proves the address: an account a password sign-up made without proof is claimed.
+  if (user) await claimAccount(ctx.db, user.id, now);
   if (!user) {
     if (!signUpOpen()) throw new ApiError("forbidden", "Sign-up is closed on this server; ask an administrator for an account");
     try {

@@ -8,6 +8,8 @@ export interface CreateUserInput {
   email: string;
   name: string;
   passwordHash?: string;
+  /** A password sign-up: nothing has proven the address yet (lib/auth/claim-account.ts). */
+  emailUnverified?: boolean;
 }
 
 type NewUser = Awaited<ReturnType<typeof insertUser>>;
@@ -40,6 +42,7 @@ async function insertUser(tx: DbClient, input: CreateUserInput, now: Date) {
       email: input.email.trim().toLowerCase(),
       name: input.name.trim(),
       passwordHash: input.passwordHash,
+      emailUnverified: input.emailUnverified ?? false,
       createdAt: now,
       updatedAt: now,
     },
