@@ -100,6 +100,9 @@ describe("POST /v1/recall — request validation", () => {
       [{ query: "x", limit: 2.5 }, "limit"],
       [{ query: "x", hub_ids: ["platform-team"] }, "hub_ids.0"],
       [{ query: "x", created_after: "yesterday" }, "created_after"],
+      // Dates the database cannot hold (it has no year 0) are a 400, not a 500.
+      [{ query: "x", created_after: "0000-01-01T00:00:00Z" }, "created_after"],
+      [{ query: "x", created_before: "9999-12-31T23:00:00-05:00" }, "created_before"],
       [{ query: "x", kind: "gossip" }, "kind"],
       [{ query: "x", topic_id: "nope" }, "topic_id"],
     ] as const) {
@@ -107,6 +110,14 @@ describe("POST /v1/recall — request validation", () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.details.issues.map((i: any) => i.path)).toContain(path);
     }
+  });
+
+  it("a query whose own words reach before year 1 searches from year 1 (it was a 500)", async () => {
+    const res = await ann.post("/v1/recall", { query: "deploy checklist 3000 years ago" });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.query_metadata.filters.created_after).toBe("0001-01-01T00:00:00.000Z");
+    const listed = await ann.get("/v1/memories?created_after=0000-01-01T00:00:00Z");
+    expect(listed.status).toBe(400);
   });
 
   it("answers malformed JSON, missing credentials and wrong methods with the envelope", async () => {

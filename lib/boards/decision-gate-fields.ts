@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { timestampSchema } from "@/lib/api/timestamp.ts";
 import { VERDICTS } from "./card-feedback.ts";
 
 /** Open gates a hub's board holds at once (Memax's limit); one more is `409 gate_limit`. */
@@ -40,6 +41,6 @@ export const resolveSlotBodySchema = z.object({
    * has been refreshed since, the action is refused (409) rather than applied to an answer its
    * sender never saw.
    */
-  content_updated_at: z.iso.datetime({ offset: true, message: "content_updated_at must be an RFC 3339 time" }).optional(),
+  content_updated_at: timestampSchema("content_updated_at must be an RFC 3339 time").optional(),
 });
 export type ResolveSlotBody = z.output<typeof resolveSlotBodySchema>;

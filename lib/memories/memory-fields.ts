@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { timestampSchema } from "@/lib/api/timestamp.ts";
 import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 
 export const KINDS = ["episodic", "semantic", "procedural", "rationale"] as const;
@@ -75,7 +76,7 @@ export const createMemoryBodySchema = z.object({
   hub_reason: z.string().max(2000).optional(),
   project_context: projectContextSchema.optional(),
   file_ref: fileRefSchema.optional(),
-  created_at: z.iso.datetime({ offset: true }).optional(),
+  created_at: timestampSchema("created_at must be an RFC 3339 timestamp").optional(),
 }).refine((body) => body.content.length > 0 || body.file_ref !== undefined, {
   message: "content must not be empty (unless file_ref names the file)",
   path: ["content"],
@@ -100,7 +101,7 @@ export const updateMemoryBodySchema = atLeastOneOf(updateMemoryFields, updatable
 });
 export type UpdateMemoryBody = z.output<typeof updateMemoryBodySchema>;
 
-const timestampSchema = (name: string) => z.iso.datetime({ offset: true, message: `${name} must be an RFC 3339 timestamp` });
+const timestampOf = (name: string) => timestampSchema(`${name} must be an RFC 3339 timestamp`);
 
 export const listMemoriesQuerySchema = z.object({
   limit: z.string().optional(),
@@ -109,8 +110,8 @@ export const listMemoriesQuerySchema = z.object({
   hub_id: z.string().optional(),
   topic_id: z.string().optional(),
   kind: z.enum(KINDS).optional(),
-  created_after: timestampSchema("created_after").optional(),
-  created_before: timestampSchema("created_before").optional(),
+  created_after: timestampOf("created_after").optional(),
+  created_before: timestampOf("created_before").optional(),
   /** The pusher's user id. */
   actor: z.uuid("actor must be a user id").optional(),
 });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { timestampSchema } from "@/lib/api/timestamp.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
@@ -85,7 +86,7 @@ export async function resolveNotification(ctx: AuthContext, id: string, action: 
 /** Body of POST /v1/notifications/seen and /dismiss (bulk, receipt kinds only). */
 export const bulkNotificationsBodySchema = z.object({
   kinds: z.array(z.string().min(1).max(64)).min(1, "name at least one kind").max(50),
-  since: z.iso.datetime({ offset: true }).optional(),
+  since: timestampSchema("since must be an RFC 3339 timestamp").optional(),
   hub: z.uuid().optional(),
 });
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { timestampSchema } from "@/lib/api/timestamp.ts";
 import { KINDS, SOURCES, projectContextSchema } from "@/lib/memories/memory-fields.ts";
 
 export const RECALL_DEFAULT_LIMIT = 10;
@@ -21,8 +22,8 @@ export const recallBodySchema = z.object({
   source: z.enum([...SOURCES, "ui", "tool", "other"]).or(z.string().max(64)).optional(),
   working_dir: z.string().max(1024).optional(),
   project_context: projectContextSchema.optional(),
-  created_after: z.iso.datetime({ offset: true, message: "created_after must be an RFC 3339 timestamp" }).optional(),
-  created_before: z.iso.datetime({ offset: true, message: "created_before must be an RFC 3339 timestamp" }).optional(),
+  created_after: timestampSchema("created_after must be an RFC 3339 timestamp").optional(),
+  created_before: timestampSchema("created_before must be an RFC 3339 timestamp").optional(),
 });
 export type RecallBody = z.output<typeof recallBodySchema>;
 

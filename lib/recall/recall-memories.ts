@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { clampInstant } from "@/lib/api/timestamp.ts";
 import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { readableHubs, scopedHubIds } from "@/lib/hubs/hub-access.ts";
@@ -140,8 +141,10 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   } else {
     analysis = analyzeQuery(input.query, now, [], ctx.timeZone);
   }
-  const createdAfter = latest(input.created_after ? new Date(input.created_after) : undefined, analysis.createdAfter);
-  const createdBefore = earliest(input.created_before ? new Date(input.created_before) : undefined, analysis.createdBefore);
+  // Within what the database stores: "3000 years ago" reaches past year 1.
+  const clamp = (at: Date | undefined) => (at ? clampInstant(at) : undefined);
+  const createdAfter = clamp(latest(input.created_after ? new Date(input.created_after) : undefined, analysis.createdAfter));
+  const createdBefore = clamp(earliest(input.created_before ? new Date(input.created_before) : undefined, analysis.createdBefore));
   const noDates = Boolean(createdAfter && createdBefore && createdAfter >= createdBefore);
 
   const searchFilters = { kind: input.kind, topicId: input.topic_id, createdAfter, createdBefore, ownerId: analysis.author?.id };

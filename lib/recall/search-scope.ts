@@ -1,3 +1,5 @@
+import { clampInstant } from "@/lib/api/timestamp.ts";
+
 /** Which memories a search may return: always the caller's hubs, always active. */
 export interface SearchScope {
   hubIds: string[];
@@ -15,8 +17,9 @@ export function filterArguments(filters: Omit<SearchScope, "hubIds">): FilterArg
   return [
     filters.kind ?? null,
     filters.topicId ?? null,
-    filters.createdAfter?.toISOString() ?? null,
-    filters.createdBefore?.toISOString() ?? null,
+    // Clamped to what timestamptz holds: a query's own words ("3000 years ago") can reach past year 1.
+    filters.createdAfter ? clampInstant(filters.createdAfter).toISOString() : null,
+    filters.createdBefore ? clampInstant(filters.createdBefore).toISOString() : null,
     filters.ownerId ?? null,
   ];
 }
