@@ -14,6 +14,7 @@ interface FakeOpenAi {
   url: string;
   requests: { path: string; auth: string | undefined; body: any }[];
   failEmbeddings: boolean;
+  stallEmbeddings: boolean;
   close(): Promise<void>;
 }
 
@@ -34,7 +35,8 @@ async function readBody(req: IncomingMessage): Promise<any> {
 }
 
 async function startFakeOpenAi(): Promise<FakeOpenAi> {
-  const fake = { requests: [], failEmbeddings: false } as unknown as FakeOpenAi;
+  const fake = { requests: [], failEmbeddings: false, stallEmbeddings: false } as unknown as FakeOpenAi;
+  const stalled: import("node:http").ServerResponse[] = [];
   const server: Server = createServer(async (req, res) => {
     const body = await readBody(req);
     fake.requests.push({ path: req.url ?? "", auth: req.headers.authorization, body });
@@ -43,6 +45,8 @@ async function startFakeOpenAi(): Promise<FakeOpenAi> {
       res.end(JSON.stringify(payload));
     };
     if (req.url === "/v1/embeddings") {
+      // A provider that accepts the connection and never answers (ended when the fake closes).
+      if (fake.stallEmbeddings) return void stalled.push(res);
       if (fake.failEmbeddings) return reply(400, { error: { message: "model overloaded for this key", type: "invalid_request_error" } });
       const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
       return reply(200, {
@@ -71,7 +75,10 @@ async function startFakeOpenAi(): Promise<FakeOpenAi> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  fake.close = () => new Promise((resolve) => server.close(() => resolve()));
+  fake.close = () => {
+    for (const res of stalled) res.destroy();
+    return new Promise((resolve) => server.close(() => resolve()));
+  };
   return fake;
 }
 
@@ -142,6 +149,23 @@ describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
     expect(JSON.stringify(chats[0]!.body.messages)).toContain("Session storage moved from Redis to Postgres");
     const [row] = await h.database.sql.query<{ dims: number }>(`SELECT vector_dims(embedding) AS dims FROM chunks WHERE memory_id = $1`, [memory.id]);
     expect(row!.dims).toBe(384);
+  });
+
+  it("a stalled provider costs a recall its vector leg after ENGRAM_QUERY_EMBED_TIMEOUT_MS, never the request", async () => {
+    const res = await ann.post("/v1/memories", { content: "The lighthouse keeper logs the fog horn tests every Sunday." });
+    expect((await processed(res.body.data.id)).processing_status).toBe("done");
+    fake.stallEmbeddings = true;
+    process.env.ENGRAM_QUERY_EMBED_TIMEOUT_MS = "300";
+    try {
+      const started = performance.now();
+      const recalled = await ann.post("/v1/recall", { query: "when are the fog horn tests logged by the lighthouse keeper" });
+      expect(recalled.status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(recalled.body.data.memories.map((m: { id: string }) => m.id)).toContain(res.body.data.id);
+    } finally {
+      fake.stallEmbeddings = false;
+      delete process.env.ENGRAM_QUERY_EMBED_TIMEOUT_MS;
+    }
   });
 
   it("a provider that keeps failing: retried, then failed with the reason; still readable and lexically indexed", async () => {

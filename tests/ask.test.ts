@@ -234,6 +234,22 @@ describe("POST /v1/ask with a chat model (a local fake of the OpenAI API)", () =
     expect(res.body.data.answer).toMatch(/kubectl rollout undo/);
   });
 
+  it("falls back to the extractive answer when the model says nothing within ENGRAM_ASK_MODEL_TIMEOUT_MS", async () => {
+    fake.stall = true;
+    process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS = "300";
+    try {
+      const started = performance.now();
+      const res = await ann.post("/v1/ask", { query: "how do we roll back a bad deploy?" });
+      expect(res.status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(10_000);
+      expect(res.body.data.metadata.model).toBe("extractive");
+      expect(res.body.data.answer).toMatch(/kubectl rollout undo/);
+    } finally {
+      fake.stall = false;
+      delete process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS;
+    }
+  });
+
   it("does not call the model when recall found nothing", async () => {
     const res = await ann.post("/v1/ask", { query: "what is the airspeed velocity of an unladen swallow?" });
     expect(res.body.data.answer).toBe(NOTHING_FOUND);

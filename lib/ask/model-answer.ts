@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { positiveIntEnv } from "@/lib/config.ts";
 import { streamText, type LanguageModel } from "ai";
 import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
 
@@ -64,6 +65,10 @@ export interface ModelStream {
 
 /** Streams the model's answer; errors surface as a thrown error from the iterator. */
 export function streamModelAnswer(model: LanguageModel, prompt: ModelPrompt, signal?: AbortSignal): ModelStream {
+  // A model server that stalls must not hold the request (or a dream's board refreshes) for good:
+  // past the budget the call is aborted, and an answer with no text yet falls back to the extractive one.
+  const budgetMs = positiveIntEnv("ENGRAM_ASK_MODEL_TIMEOUT_MS", 180_000);
+  const budget = AbortSignal.timeout(budgetMs);
   const result = streamText({
     model,
     system: prompt.system,
@@ -71,12 +76,14 @@ export function streamModelAnswer(model: LanguageModel, prompt: ModelPrompt, sig
     maxOutputTokens: MAX_ANSWER_TOKENS,
     temperature: 0,
     maxRetries: 1,
-    abortSignal: signal,
+    abortSignal: signal ? AbortSignal.any([signal, budget]) : budget,
   });
   async function* deltas(): AsyncGenerator<string> {
     for await (const part of result.fullStream) {
       if (part.type === "text-delta" && part.text) yield part.text;
       else if (part.type === "error") throw part.error instanceof Error ? part.error : new Error(String(part.error));
+      // Aborted: by the caller (they are gone) or by the budget (an error, so ask can fall back).
+      else if (part.type === "abort") throw new Error(signal?.aborted ? "the answer was aborted" : `the chat model did not finish within ${budgetMs} ms`);
     }
   }
   return {

@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { positiveIntEnv } from "@/lib/config.ts";
 import { clampInstant } from "@/lib/api/timestamp.ts";
 import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
@@ -192,7 +193,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   }
 
   const stats = lexical.stats;
-  const vector = await embedding.vector.catch((error) => {
+  const vector = await withinBudget(embedding.vector, queryEmbeddingBudgetMs()).catch((error) => {
     console.error("[engram] recall: query embedding failed; lexical only", error);
     return null;
   });
@@ -362,6 +363,30 @@ function boost(fact: CandidateFacts, input: RecallInput, intent: Intent): number
   }
   if (INTENT_KIND[intent] === fact.kind) total += BOOST.intentKind;
   return total;
+}
+
+/**
+ * ENGRAM_QUERY_EMBED_TIMEOUT_MS (default 5000): how long a recall waits for its query's embedding.
+ * A stalled embeddings provider then costs a recall this long and its vector leg, never the
+ * request (the lexical leg answers); the embedding goes on and fills the cache for next time.
+ */
+function queryEmbeddingBudgetMs(): number {
+  return positiveIntEnv("ENGRAM_QUERY_EMBED_TIMEOUT_MS", 5000);
+}
+
+async function withinBudget<T>(pending: Promise<T | null>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => {
+      console.warn(`[engram] recall: the query embedding took over ${ms} ms; lexical only`);
+      resolve(null);
+    }, ms);
+  });
+  try {
+    return await Promise.race([pending, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -8,6 +8,8 @@ export interface FakeChat {
   requests: any[];
   reply: string;
   fail: boolean;
+  /** Accept the request and never answer (ended when the fake closes). */
+  stall: boolean;
   close(): Promise<void>;
 }
 
@@ -18,12 +20,17 @@ async function readBody(req: IncomingMessage): Promise<any> {
 }
 
 export async function startFakeChat(): Promise<FakeChat> {
-  const fake = { requests: [], reply: "", fail: false } as unknown as FakeChat;
+  const fake = { requests: [], reply: "", fail: false, stall: false } as unknown as FakeChat;
+  const stalled: import("node:http").ServerResponse[] = [];
   const server: Server = createServer(async (req, res) => {
     const body = await readBody(req);
     fake.requests.push(body);
     if (req.url !== "/v1/chat/completions") {
       res.writeHead(404).end();
+      return;
+    }
+    if (fake.stall) {
+      stalled.push(res);
       return;
     }
     if (fake.fail) {
@@ -41,7 +48,10 @@ export async function startFakeChat(): Promise<FakeChat> {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  fake.close = () => new Promise((resolve) => server.close(() => resolve()));
+  fake.close = () => {
+    for (const res of stalled) res.destroy();
+    return new Promise((resolve) => server.close(() => resolve()));
+  };
   return fake;
 }
 
