@@ -14,6 +14,22 @@ const nextConfig: NextConfig = {
     "onnxruntime-node",
   ],
   poweredByHeader: false,
+  // No page of Engram may be framed, on another site or a same-site one (another port on localhost, a
+  // sibling subdomain): a framed dashboard could be clicked through (delete, accept, unlink) under a
+  // decoy. Routes with their own policy (the consent page, downloads) add to these, never loosen them.
+  async headers() {
+    return [
+      {
+        source: "/:path*",
+        headers: [
+          { key: "X-Frame-Options", value: "DENY" },
+          { key: "Content-Security-Policy", value: "frame-ancestors 'none'; base-uri 'self'; object-src 'none'" },
+          { key: "X-Content-Type-Options", value: "nosniff" },
+          { key: "Referrer-Policy", value: "same-origin" },
+        ],
+      },
+    ];
+  },
   typedRoutes: false,
 };
 

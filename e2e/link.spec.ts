@@ -31,3 +31,14 @@ test("linking GitHub from the API keys page starts GitHub's sign-in with a link 
   expect(intent).toMatchObject({ path: "/api/auth", httpOnly: true, sameSite: "Lax" });
   expect(intent!.value).toMatch(/^[\w-]+\.[\w-]+$/);
 });
+
+test("every page forbids framing and sniffing: X-Frame-Options, frame-ancestors, nosniff", async ({ browser }) => {
+  const page = await newPage(browser);
+  for (const path of ["/sign-in", "/v1/health"]) {
+    const res = await page.goto(path);
+    const headers = res!.headers();
+    expect([path, headers["x-frame-options"]]).toEqual([path, "DENY"]);
+    expect(headers["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(headers["x-content-type-options"]).toBe("nosniff");
+  }
+});
