@@ -10,25 +10,29 @@ let h: Harness;
 let own: Client, con: Client;
 let hubId: string;
 
-/** Runs `between` once, right after the next memory lookup (the permission check) returns. */
-function interleave(between: () => Promise<unknown>) {
-  let armed = true;
+/**
+ * Runs `between` once, right after the `nth` call of `model.op` in the next request returns (the
+ * permission check it tests). Returns how many such calls were seen.
+ */
+function interleaveAfter(model: "Memory" | "HubMember", op: "findFirst" | "findMany" | "findUnique", nth: number, between: () => Promise<unknown>) {
+  let seen = 0;
   const db = h.database.prisma.$extends({
     query: {
-      memory: {
-        async findFirst({ args, query }) {
+      $allModels: {
+        async $allOperations({ model: called, operation, args, query }) {
           const found = await query(args);
-          if (armed) {
-            armed = false;
-            await between();
-          }
+          if (called === model && operation === op && ++seen === nth) await between();
           return found;
         },
       },
     },
   });
   setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+  return () => seen;
 }
+
+/** Runs `between` once, right after the next memory lookup (the permission check) returns. */
+const interleave = (between: () => Promise<unknown>) => interleaveAfter("Memory", "findFirst", 1, between);
 
 beforeAll(async () => {
   h = await createHarness();
@@ -93,25 +97,10 @@ describe("check-then-write races on one memory", () => {
     const mine = await setup("any");
     const other = (await own.post("/v1/memories", { content: "# Owner's\n\nnot the contributor's" }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
     // Right after the batch reads the caller's memberships (its permission check), the policy changes.
-    let armed = true;
-    const db = h.database.prisma.$extends({
-      query: {
-        hubMember: {
-          async findMany({ args, query }) {
-            const found = await query(args);
-            if (armed) {
-              armed = false;
-              await h.db.hub.update({ where: { id: hubId }, data: { contributorDeletePolicy: "none" } });
-            }
-            return found;
-          },
-        },
-      },
-    });
-    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    const seen = interleaveAfter("HubMember", "findMany", 1, () => h.db.hub.update({ where: { id: hubId }, data: { contributorDeletePolicy: "none" } }));
     const res = await con.post("/v1/memories/batch-delete", { ids: [other, mine] });
     setDatabase(h.database);
-    expect(armed).toBe(false);
+    expect(seen()).toBeGreaterThanOrEqual(1);
     expect(res.status).toBe(200);
     expect(res.body.data.deleted).toBe(0);
     expect(res.body.data.skipped.map((s: { id: string }) => s.id).sort()).toEqual([mine, other].sort());
@@ -132,24 +121,6 @@ describe("check-then-write races on one memory", () => {
   });
 });
 
-/** Runs `between` once, right after the `nth` hubMember.findUnique of the next request returns. */
-function afterMemberLookup(nth: number, between: () => Promise<unknown>) {
-  let seen = 0;
-  const db = h.database.prisma.$extends({
-    query: {
-      hubMember: {
-        async findUnique({ args, query }) {
-          const found = await query(args);
-          if (++seen === nth) await between();
-          return found;
-        },
-      },
-    },
-  });
-  setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
-  return () => seen;
-}
-
 describe("check-then-write races on membership", () => {
   it("an admin's removal of a contributor promoted to admin mid-request removes nobody (409)", async () => {
     setDatabase(h.database);
@@ -157,7 +128,7 @@ describe("check-then-write races on membership", () => {
     const target = await h.user("Target");
     const hub = await h.teamHub(own, [[adm, "admin"], [target, "contributor"]]);
     // 1st lookup: the caller's own membership (the permission check); 2nd: the target's.
-    const seen = afterMemberLookup(2, () => h.db.hubMember.update({ where: { hubId_userId: { hubId: hub, userId: target.id } }, data: { role: "admin" } }));
+    const seen = interleaveAfter("HubMember", "findUnique", 2, () => h.db.hubMember.update({ where: { hubId_userId: { hubId: hub, userId: target.id } }, data: { role: "admin" } }));
     const res = await adm.delete(`/v1/hubs/${hub}/members/${target.id}`);
     setDatabase(h.database);
     expect(seen()).toBeGreaterThanOrEqual(2);
@@ -169,7 +140,7 @@ describe("check-then-write races on membership", () => {
     setDatabase(h.database);
     const target = await h.user("Leaver");
     const hub = await h.teamHub(own, [[target, "admin"]]);
-    const seen = afterMemberLookup(2, () => target.post(`/v1/hubs/${hub}/leave`));
+    const seen = interleaveAfter("HubMember", "findUnique", 2, () => target.post(`/v1/hubs/${hub}/leave`));
     const res = await own.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: target.id });
     setDatabase(h.database);
     expect(seen()).toBeGreaterThanOrEqual(2);
