@@ -42,3 +42,16 @@ test("every page forbids framing and sniffing: X-Frame-Options, frame-ancestors,
     expect(headers["x-content-type-options"]).toBe("nosniff");
   }
 });
+
+test("signing out ends the session: its cookie, replayed, no longer signs anyone in", async ({ browser }) => {
+  const page = await newPage(browser);
+  await signUp(page, { name: "Sam Signout", email: `sam-signout-${stamp}@example.test`, password: "sam-password-1" });
+  const session = (await page.context().cookies()).find((c) => c.name.includes("session-token"));
+  expect(session).toBeDefined();
+  const me = (cookie: string) => page.request.get("/v1/auth/me", { headers: { cookie } });
+  expect((await me(`${session!.name}=${session!.value}`)).status()).toBe(200);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/sign-in/);
+  // A copy of the cookie taken before (a shared machine, a logging proxy) is worth nothing now.
+  expect((await me(`${session!.name}=${session!.value}`)).status()).toBe(401);
+});

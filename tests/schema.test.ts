@@ -99,6 +99,8 @@ describe("schema and migrations agree", () => {
     // Shared rate-limit counters (issue 16, several processes on PostgreSQL).
     const window = await db.rateLimitWindow.create({ data: { key: "regular:user:x", windowStart: 1_700_000_040_000n, count: 3, allowed: false } });
     expect(await db.rateLimitWindow.findUnique({ where: { key_windowStart: { key: window.key, windowStart: window.windowStart } } })).toEqual(window);
+    const ended = await db.endedSession.create({ data: { jti: "7f0e1c2a-0000-4000-8000-000000000001", expiresAt: new Date("2026-12-27T00:00:00.000Z") } });
+    expect(await db.endedSession.findUnique({ where: { jti: ended.jti } })).toEqual(ended);
     const throttle = await db.signInThrottle.create({ data: { key: "acct:x@example.test", failures: 6, untilMs: 1_700_000_030_000n, expiresMs: 1_700_086_400_000n } });
     expect(await db.signInThrottle.findUnique({ where: { key: throttle.key } })).toEqual(throttle);
     // Agent configs and sessions (issue 15).
@@ -168,7 +170,7 @@ describe("schema and migrations agree", () => {
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
       ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "topicVisit", "user",
-        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "decisionGate", "connectedAgent", "emailSignInCode", "chatSession", "chatMessage", "chatEvent", "chatApproval", "customBoard", "customBoardCardVersion", "customBoardFeedback"].sort(),
+        "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "endedSession", "decisionGate", "connectedAgent", "emailSignInCode", "chatSession", "chatMessage", "chatEvent", "chatApproval", "customBoard", "customBoardCardVersion", "customBoardFeedback"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
     await db.hub.delete({ where: { id: hub.id } });

@@ -1,6 +1,7 @@
 import NextAuth from "next-auth";
 import type { NextRequest } from "next/server";
 import { CLEAR_LINK_COOKIE, LINK_COOKIE, linkIntentFrom } from "@/lib/auth/provider-link.ts";
+import { clearsSession, endSession } from "@/lib/auth/end-session.ts";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
 import { clientAddress } from "@/lib/api/client-address.ts";
 import { checkSignIn, signInRefusal } from "@/lib/auth/sign-in-throttle.ts";
@@ -19,6 +20,8 @@ async function handler(req: NextRequest, context: Context): Promise<Response> {
   const cookies = req.headers.get("cookie");
   const link = action === "callback" && provider ? await linkIntentFrom(prisma, cookies, provider) : undefined;
   const res: Response = await NextAuth(req, context, await sessionOptions(prisma, { link }));
+  // A sign-out next-auth accepted (its CSRF check passed, the cookie is cleared) ends the session itself.
+  if (action === "signout" && req.method === "POST" && clearsSession(res)) await endSession(prisma, cookies);
   // Any callback or sign-out ends an intent the browser holds, used or not: it must not wait for
   // someone else's sign-in on this browser.
   if (!cookies?.includes(`${LINK_COOKIE}=`) || (action !== "callback" && action !== "signout")) return res;

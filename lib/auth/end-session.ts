@@ -1,0 +1,30 @@
+import { decode } from "next-auth/jwt";
+import type { Db } from "@/lib/db/database.ts";
+import { sessionSecret, sessionTokenFrom } from "./session.ts";
+
+/**
+ * Ends the dashboard session in this Cookie header for good: a session is a stateless cookie, so
+ * signing out only dropped the browser's copy, and a copy taken before (a shared machine, a logging
+ * proxy) stayed valid for its 30 days. Its id is kept until the cookie would have expired anyway
+ * (sessionUserId refuses it); expired ids are pruned on the way.
+ */
+export async function endSession(db: Db, cookieHeader: string | null, now = new Date()): Promise<boolean> {
+  const token = sessionTokenFrom(cookieHeader);
+  if (!token) return false;
+  let payload: Awaited<ReturnType<typeof decode>>;
+  try {
+    payload = await decode({ token, secret: await sessionSecret(db) });
+  } catch {
+    return false;
+  }
+  if (typeof payload?.jti !== "string" || typeof payload.exp !== "number") return false;
+  const expiresAt = new Date(payload.exp * 1000);
+  await db.endedSession.upsert({ where: { jti: payload.jti }, create: { jti: payload.jti, expiresAt }, update: {} });
+  await db.endedSession.deleteMany({ where: { expiresAt: { lt: now } } });
+  return true;
+}
+
+/** Whether a sign-out response (next-auth's) cleared the session cookie: the sign-out really happened. */
+export function clearsSession(res: Response): boolean {
+  return res.headers.getSetCookie().some((cookie) => /session-token(\.\d+)?=;/.test(cookie) && /max-age=0\b/i.test(cookie));
+}
