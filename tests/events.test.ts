@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { setDatabase } from "@/lib/db/database.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { MAX_STREAMS_PER_USER, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -186,6 +187,36 @@ describe("GET /v1/events/stream", () => {
       await s.waitFor(() => s.events.filter((e) => e.event === "ping").length === 2);
     } finally {
       vi.useRealTimers();
+    }
+  });
+});
+
+describe("GET /v1/events/stream: nothing lost to a failed check", () => {
+  it("an event whose membership check fails is replayed to the streams that wanted it", async () => {
+    let failures = 1;
+    const db = h.database.prisma.$extends({
+      query: {
+        hubMember: {
+          async findMany({ args, query }) {
+            // The bus's audience check: who among the subscribers is a member of the event's hub.
+            const where = args.where as { userId?: { in?: unknown } } | undefined;
+            if (failures > 0 && where?.userId?.in) {
+              failures -= 1;
+              throw new Error("database hiccup");
+            }
+            return query(args);
+          },
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    try {
+      const s = await stream(mira, `?hub_id=${hub}`);
+      const id = await push(ann, "delivered despite a hiccup", hub);
+      await s.waitFor((e) => e.data?.entity_id === id);
+      expect(failures).toBe(0);
+    } finally {
+      setDatabase(h.database);
     }
   });
 });

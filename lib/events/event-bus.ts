@@ -74,7 +74,14 @@ export class EventBus {
       return;
     }
     // Serial: deliveries keep commit order even though each waits for a membership check.
-    this.queue = this.queue.then(() => this.dispatch(event)).catch((error: unknown) => console.error("[engram] events: delivery failed", error));
+    this.queue = this.queue
+      .then(() => this.dispatch(event))
+      .catch((error: unknown) => {
+        // The membership check failed (a database hiccup): the streams that wanted this event catch
+        // up from the table instead of losing it; the replay checks access itself.
+        console.error("[engram] events: delivery failed; the streams it was for replay", error);
+        for (const subscriber of this.subscribers) if (subscriber.accepts(event)) subscriber.resync();
+      });
   }
 
   private async dispatch(event: EventRecord): Promise<void> {
