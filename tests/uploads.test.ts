@@ -9,6 +9,7 @@ import { sweepUploadsFunction } from "@/inngest/upload-functions.ts";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { storageUsage } from "@/lib/quotas/storage-usage.ts";
 import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
 import { DOCX_TYPE } from "@/lib/uploads/upload-limits.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -469,6 +470,21 @@ describe("an upload's life ends for good", () => {
     expect(res.status).toBe(409);
     expect(res.body.error.message).toMatch(/too old/);
     expect(await h.db.upload.count({ where: { objectKey: i.object_key, attachedAt: { not: null } } })).toBe(0);
+  });
+
+  it("a file's text is held to the storage quota when it is read in: over it, the memory keeps its note and says why", async () => {
+    const cal = await h.user("Cal");
+    process.env.ENGRAM_QUOTA_USER_BYTES = "2000";
+    try {
+      const text = Buffer.from(`${"A long report line about quarterly numbers. ".repeat(120)}\n`);
+      const created = await upload(cal, "report.txt", "text/plain", text);
+      const done = await processed(cal, created.id);
+      expect(done.processing_error).toMatch(/storage quota/);
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id: created.id } })).content).toBe("");
+      expect((await storageUsage(h.db, "user", cal.id)).bytes).toBeLessThanOrEqual(2000);
+    } finally {
+      delete process.env.ENGRAM_QUOTA_USER_BYTES;
+    }
   });
 
   it("a sweep whose deletes fail counts nothing removed, so the hourly loop stops instead of retrying the same rows for ever", async () => {

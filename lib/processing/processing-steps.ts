@@ -1,4 +1,6 @@
 import { chatModel, classifyWithModel, summarizeWithModel } from "@/lib/ai/chat-model.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { getEmbedder } from "@/lib/ai/embedder.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
@@ -154,13 +156,28 @@ const extract: ProcessingStep = {
     const memory = await loadCurrent(ctx);
     if (!needsExtraction(memory)) return;
     const result = await extractMemoryText(memory);
-    await writeIfCurrent(ctx, {
+    const changes: MemoryChanges = {
       content: result.content,
       ...(memory.titleDerived && result.title && { title: result.title.slice(0, 200) }),
       extractedAt: ctx.now(),
       extractionError: result.error,
-      // Written at once: a retry or the lexical fallback of a failure must find the extracted text.
-    }, undefined, { now: true });
+    };
+    // Written at once (a retry or the lexical fallback of a failure must find the extracted text), and
+    // held to the storage quotas as a push is: the text read from a file or page may be megabytes
+    // where the push counted only a URL or a note.
+    const growth = Buffer.byteLength(result.content, "utf8") - Buffer.byteLength(memory.content, "utf8");
+    try {
+      await ctx.db.$transaction(async (tx) => {
+        const { count } = await tx.memory.updateMany({ where: currentWhere(ctx.memory), data: changes });
+        if (count === 0) throw new StaleJobError(ctx.memory);
+        await assertStorageQuota(tx, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
+      }, BACKGROUND_TRANSACTION);
+      if (ctx.loaded) Object.assign(ctx.loaded, changes);
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.code !== "quota_exceeded") throw error;
+      // Over a quota: the memory keeps what it had and says why its text was not read in.
+      await writeIfCurrent(ctx, { extractedAt: ctx.now(), extractionError: `The text was not stored: ${error.message}`.slice(0, 1000) }, undefined, { now: true });
+    }
   },
 };
 
