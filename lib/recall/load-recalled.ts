@@ -32,7 +32,14 @@ export interface RecalledMemory {
 export async function loadRecalled(
   sql: SqlRunner,
   picks: (RecallPick & { score: number })[],
-  options: { now: Date; withHub: boolean; timeZone?: string },
+  options: {
+    now: Date;
+    withHub: boolean;
+    timeZone?: string;
+    /** The caller and the hubs searched: the statement returns only active memories of the caller's hubs among them. */
+    userId: string;
+    hubIds: string[];
+  },
 ): Promise<RecalledMemory[]> {
   if (picks.length === 0) return [];
   const rows = await sql.query<
@@ -53,8 +60,8 @@ export async function loadRecalled(
     }
   >(
     `SELECT id, title, summary, kind, stability, source, created_at, hub_id, hub_name, topic_id, topic_name, chunk_content, heading_chain
-     FROM engram_recall_entries($1::uuid[], $2::uuid[], $3::int)`,
-    [picks.map((p) => p.memoryId), picks.map((p) => p.chunkId), EXCERPT_CHARS],
+     FROM engram_recall_entries($1::uuid[], $2::uuid[], $3::int, $4::uuid, $5::uuid[])`,
+    [picks.map((p) => p.memoryId), picks.map((p) => p.chunkId), EXCERPT_CHARS, options.userId, options.hubIds],
   );
   const byId = new Map(rows.map((row) => [row.id, row]));
   return picks.flatMap((pick) => {

@@ -311,7 +311,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   let loaded: Map<string, RecalledMemory> | undefined;
   const pool = ranked.slice(0, Math.max(limit, Math.min(RERANK_DEPTH, ranked.length)));
   if (pool.length > 0 && !input.no_rerank && getReranker()) {
-    const passages = await loadRecalled(ctx.sql, pool, { now, withHub, timeZone: ctx.timeZone });
+    const passages = await loadRecalled(ctx.sql, pool, { now, withHub, timeZone: ctx.timeZone, userId: ctx.user.id, hubIds });
     loaded = new Map(passages.map((p) => [p.id, p]));
     const outcome = await rerankWithinBudget(
       analysis.searchText,
@@ -342,7 +342,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
         const entry = loaded!.get(item.memoryId);
         return entry ? [{ ...entry, relevance_score: Math.round(item.score * 1000) / 1000 }] : [];
       })
-    : await loadRecalled(ctx.sql, top, { now, withHub, timeZone: ctx.timeZone });
+    : await loadRecalled(ctx.sql, top, { now, withHub, timeZone: ctx.timeZone, userId: ctx.user.id, hubIds });
   if (input.count_access !== false) recordAccess(ctx.db, memories.map((m) => m.id), now);
   return {
     memories,

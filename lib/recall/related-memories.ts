@@ -73,7 +73,7 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rel
     .slice(0, MAX_RELATED)
     .map(([memoryId, pick]) => ({ memoryId, ...pick }));
   const rows = new Map(
-    (await ctx.db.memory.findMany({ where: { id: { in: top.map((t) => t.memoryId) }, hubId: { in: hubIds } }, omit: { content: true } })).map((row) => [row.id, row]),
+    (await ctx.db.memory.findMany({ where: { id: { in: top.map((t) => t.memoryId) }, hubId: { in: hubIds }, state: "active" }, omit: { content: true } })).map((row) => [row.id, row]),
   );
   return top.flatMap(({ memoryId, score }) => {
     const row = rows.get(memoryId);
