@@ -57,12 +57,15 @@ test("an unreachable Redis lets requests through instead of failing them", async
 });
 
 test("sign-in failure counts live in Redis too: a lock set through one instance holds on another", async () => {
-  const { checkSignIn, recordSignIn, setSignInThrottleStore, UpstashThrottleStore } = await import("@/lib/auth/sign-in-throttle.ts");
+  const { checkSignIn, reserveSignIn, settleSignIn, setSignInThrottleStore, UpstashThrottleStore } = await import("@/lib/auth/sign-in-throttle.ts");
   const { Redis } = await import("@upstash/redis");
   const instance = () => new UpstashThrottleStore(new Redis({ url: fake.url, token: fake.token }));
   try {
     setSignInThrottleStore(instance());
-    for (let i = 0; i < 5; i++) await recordSignIn("shared@example.test", `198.51.100.${i}`, false);
+    for (let i = 0; i < 5; i++) {
+      expect(await reserveSignIn("shared@example.test", `198.51.100.${i}`)).toEqual({ allowed: true });
+      await settleSignIn("shared@example.test", `198.51.100.${i}`, false);
+    }
     setSignInThrottleStore(instance());
     expect(await checkSignIn("shared@example.test", "203.0.113.1")).toMatchObject({ allowed: false, reason: "locked" });
     expect(fake.commands).toContain("hincrby");

@@ -65,11 +65,13 @@ export async function sessionUserId(db: Db, token: string | undefined): Promise<
   try {
     const payload = await decode({ token, secret: await sessionSecret(db) });
     if (typeof payload?.sub !== "string") return undefined;
-    // A session signed out of (lib/auth/end-session.ts) stays ended, whoever still holds its cookie.
-    if (typeof payload.jti === "string" && (await db.endedSession.findUnique({ where: { jti: payload.jti }, select: { jti: true } }))) return undefined;
-    // Sessions issued before the account's cut-off (a claim ended them) no longer count.
-    const user = await db.user.findUnique({ where: { id: payload.sub }, select: { sessionsValidAfter: true } });
-    if (!user) return undefined;
+    // A session signed out of (lib/auth/end-session.ts) stays ended, whoever still holds its cookie;
+    // one issued before the account's cut-off (a claim ended them) no longer counts. Both read at once.
+    const [ended, user] = await Promise.all([
+      typeof payload.jti === "string" ? db.endedSession.findUnique({ where: { jti: payload.jti }, select: { jti: true } }) : null,
+      db.user.findUnique({ where: { id: payload.sub }, select: { sessionsValidAfter: true } }),
+    ]);
+    if (ended || !user) return undefined;
     const issued = typeof payload.iat === "number" ? payload.iat : 0;
     if (user.sessionsValidAfter && issued < Math.floor(user.sessionsValidAfter.getTime() / 1000)) return undefined;
     return payload.sub;

@@ -143,7 +143,11 @@ export async function checkSignIn(email: string, address: string, now = Date.now
     console.error("sign-in throttle: its store is unreachable; refusing password sign-in until it is back", error);
     return { allowed: false, reason: "unavailable", retryAfter: 30 };
   }
-  const until = Math.max(0, ...states.map((s) => s?.until ?? 0));
+  return lockVerdict(Math.max(0, ...states.map((s) => s?.until ?? 0)), now);
+}
+
+/** Refused while a lock runs (until `until`, Unix ms). */
+function lockVerdict(until: number, now: number): SignInVerdict {
   return until > now ? { allowed: false, reason: "locked", retryAfter: Math.max(1, Math.ceil((until - now) / 1000)) } : { allowed: true };
 }
 
@@ -159,12 +163,10 @@ export async function reserveSignIn(email: string, address: string, now = Date.n
   const { account: policy } = policies();
   try {
     const [before, ipState] = await store.get([account, ip]);
-    const until = Math.max(0, before?.until ?? 0, ipState?.until ?? 0);
-    if (until > now) return { allowed: false, reason: "locked", retryAfter: Math.max(1, Math.ceil((until - now) / 1000)) };
+    const locked = lockVerdict(Math.max(0, before?.until ?? 0, ipState?.until ?? 0), now);
+    if (!locked.allowed) return locked;
     const after = await store.fail(account, (n) => lockMs(n, policy.free), policy.ttlMs, now);
-    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) {
-      return { allowed: false, reason: "locked", retryAfter: Math.max(1, Math.ceil((after.until - now) / 1000)) };
-    }
+    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now);
     return { allowed: true };
   } catch (error) {
     console.error("sign-in throttle: its store is unreachable; refusing password sign-in until it is back", error);
@@ -180,25 +182,6 @@ export async function settleSignIn(email: string, address: string, success: bool
   try {
     if (success) await store.clear(account);
     else await store.fail(ip, (n) => lockMs(n, policy.free), policy.ttlMs, now);
-  } catch (error) {
-    console.error("sign-in throttle: could not record a sign-in attempt", error);
-  }
-}
-
-/** Records the outcome of a checked attempt. */
-export async function recordSignIn(email: string, address: string, success: boolean, now = Date.now()): Promise<void> {
-  const { account, address: ip } = keysFor(email, address);
-  const store = signInThrottleStore();
-  const { account: accountPolicy, address: addressPolicy } = policies();
-  try {
-    if (success) {
-      await store.clear(account);
-      return;
-    }
-    await Promise.all([
-      store.fail(account, (n) => lockMs(n, accountPolicy.free), accountPolicy.ttlMs, now),
-      store.fail(ip, (n) => lockMs(n, addressPolicy.free), addressPolicy.ttlMs, now),
-    ]);
   } catch (error) {
     console.error("sign-in throttle: could not record a sign-in attempt", error);
   }
