@@ -170,6 +170,8 @@ export interface IndexedHit {
 export interface IndexChange {
   hubId: string;
   memoryId: string;
+  /** The transaction that made the change (committed, for the catch-up that read it). */
+  xid: bigint;
 }
 
 /** A snapshot (pg_current_snapshot): what a catch-up saw, and so what the next one must read. */
@@ -200,14 +202,12 @@ export function snapshotFromRow(row: { snapshot_xmin: string | null; snapshot_xm
 }
 
 /**
- * Whether snapshot `later` sees every transaction `earlier` saw as finished: none it had not started
- * (at or past its xmax), and none still in progress in `later` that had finished for `earlier`.
- * An empty snapshot (xmax 0: none was read) is seen by none.
+ * Whether `snapshot` sees transaction `xid` as finished: it had started (below xmax) and was not in
+ * progress. A reload with such a snapshot read the memory as that transaction left it, or later.
+ * An empty snapshot (xmax 0: none was read) sees none.
  */
-export function seesAll(later: IndexSnapshot, earlier: IndexSnapshot): boolean {
-  if (earlier.xmax === 0n) return false;
-  if (later.xmax < earlier.xmax) return false;
-  return later.xip.every((xid) => xid >= earlier.xmax || earlier.xip.includes(xid));
+export function seesFinished(snapshot: IndexSnapshot, xid: bigint): boolean {
+  return xid < snapshot.xmax && !snapshot.xip.includes(xid);
 }
 
 /** Most tombstoned documents in a hub before it is reloaded instead (share of its documents). */
@@ -234,8 +234,10 @@ export class LexicalIndex {
    * Concurrent recalls read overlapping changes (each since the same cursor), and their syncs run
    * one at a time: without this, each reloaded the same memories again, one round trip after
    * another, while every recall behind it waited (under a mixed load, most of a recall's time). A
-   * reload whose snapshot sees every transaction a query's catch-up saw holds at least what that
-   * catch-up's changes say, so the query need not reload those memories. Installing a hub forgets
+   * reload whose snapshot sees a change's transaction as finished read the memory as that change
+   * left it or later, so the query need not reload it. (Comparing the whole snapshots instead
+   * reloaded again whenever any transaction on the server, in any database, began between two
+   * recalls' statements.) Installing a hub forgets
    * it all: a reload reads only the hubs held when it runs.
    */
   private reloadedAt = new Map<string, IndexSnapshot>();
@@ -245,7 +247,7 @@ export class LexicalIndex {
    * burst of recalls instead of one each. Reloading a memory early is always safe (it reads what
    * is stored now); each sync still applies its own changes in its turn.
    */
-  private waiting: { changes: IndexChange[]; snapshot: IndexSnapshot }[] = [];
+  private waiting: { changes: IndexChange[] }[] = [];
 
   constructor(
     private readonly sql: SqlRunner,
@@ -272,7 +274,7 @@ export class LexicalIndex {
    * from the statistics) exceed the capacity; the caller then searches in SQL.
    */
   sync(catchUp: IndexCatchUp, hubs: { id: string; chunks: number }[], capacity: number): Promise<boolean> {
-    const entry = { changes: catchUp.changes, snapshot: catchUp.snapshot };
+    const entry = { changes: catchUp.changes };
     if (entry.changes.length > 0) this.waiting.push(entry);
     return this.locked(async () => {
       try {
@@ -302,16 +304,16 @@ export class LexicalIndex {
     // (Cleared since this query read its changes: the loads below are newer than them.)
     if (this.cursor !== null || catchUp.since === null) {
       const memories = new Set<string>();
-      const stale = (change: IndexChange, seen: IndexSnapshot) => {
+      const stale = (change: IndexChange) => {
         const reloaded = this.reloadedAt.get(change.memoryId);
-        return this.hubs.has(change.hubId) && !(reloaded && seesAll(reloaded, seen));
+        return this.hubs.has(change.hubId) && !(reloaded && seesFinished(reloaded, change.xid));
       };
       for (const change of catchUp.changes) {
         if (this.hubs.has(change.hubId)) {
-          if (stale(change, catchUp.snapshot)) memories.add(change.memoryId);
+          if (stale(change)) memories.add(change.memoryId);
         } else this.loading.get(change.hubId)?.add(change.memoryId);
       }
-      for (const queued of this.waiting.splice(0)) for (const change of queued.changes) if (stale(change, queued.snapshot)) memories.add(change.memoryId);
+      for (const queued of this.waiting.splice(0)) for (const change of queued.changes) if (stale(change)) memories.add(change.memoryId);
       await this.reload([...memories]);
     }
     // Tombstones cost every search that walks their postings: reload such a hub from scratch.

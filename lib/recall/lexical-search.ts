@@ -129,6 +129,7 @@ type TermsRow = {
   change_hub: string | null;
   change_memory: string | null;
   change_id: string | number | null;
+  change_xid: string | null;
   snapshot_xmin: string | null;
   snapshot_xmax: string | null;
   snapshot_xip: string[] | null;
@@ -141,7 +142,7 @@ async function indexedSearch(sql: SqlRunner, query: LexicalQuery, limit: number)
   const since = index.since;
   const entities = query.entities ?? [];
   const rows = await sql.query<TermsRow>(
-    `SELECT hub_id, hub_chunks, term, df, idf, n, avgdl, entity_idx, lexemes, change_hub, change_memory, change_id, snapshot_xmin, snapshot_xmax, snapshot_xip, horizon
+    `SELECT hub_id, hub_chunks, term, df, idf, n, avgdl, entity_idx, lexemes, change_hub, change_memory, change_id, change_xid, snapshot_xmin, snapshot_xmax, snapshot_xip, horizon
      FROM engram_lexical_terms($1::uuid, $2::uuid[], $3::text, $4::text[], $5::int, $6::xid8, $7::xid8[], $8::int)`,
     [query.userId, query.hubIds ?? null, query.text, entities, MAX_TERMS, since?.xmax.toString() ?? null, since?.xip.map(String) ?? null, MAX_CHANGES + 1],
   );
@@ -162,7 +163,7 @@ async function indexedSearch(sql: SqlRunner, query: LexicalQuery, limit: number)
     } else if (row.hub_id) hubs.push({ id: row.hub_id, chunks: Number(row.hub_chunks) });
     else if (row.term !== null) terms.push({ term: row.term, idf: Number(row.idf) });
     else if (row.entity_idx !== null) analysed.push({ idx: Number(row.entity_idx), lexemes: row.lexemes ?? [], df: Number(row.df) });
-    else if (row.change_id !== null) changes.push({ hubId: row.change_hub!, memoryId: row.change_memory! });
+    else if (row.change_id !== null) changes.push({ hubId: row.change_hub!, memoryId: row.change_memory!, xid: BigInt(row.change_xid!) });
   }
   const truncated = changes.length > MAX_CHANGES;
   // Hubs too large for the index together are searched in SQL.
