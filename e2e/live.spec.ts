@@ -1,4 +1,4 @@
-import { expect, test } from "@playwright/test";
+import { expect, test, type Page } from "@playwright/test";
 import path from "node:path";
 import { apiAs, newPage, signUp } from "./support.ts";
 
@@ -6,6 +6,11 @@ const ARTIFACTS = path.resolve(import.meta.dirname, "artifacts");
 const stamp = Date.now();
 const ann = { name: "Ann Live", email: `ann-live-${stamp}@example.test`, password: "ann-password-1" };
 const bob = { name: "Bob Live", email: `bob-live-${stamp}@example.test`, password: "bob-password-1" };
+
+/** Waits until the page's event stream is open: a stream delivers only events newer than its start. */
+async function liveStream(page: Page): Promise<void> {
+  await expect(page.locator("html[data-live=connected]")).toHaveCount(1, { timeout: 15_000 });
+}
 
 test("live: a memory pushed by another member appears without a reload; the bell counts an invite; ask streams a cited answer", async ({ browser }) => {
   const a = await newPage(browser);
@@ -25,7 +30,7 @@ test("live: a memory pushed by another member appears without a reload; the bell
     a.on("framenavigated", (frame) => {
       if (frame === a.mainFrame()) navigations.push(frame.url());
     });
-    await a.waitForTimeout(500);
+    await liveStream(a);
     const title = `Deploy checklist from Bob ${stamp}`;
     await apiAs(b, "POST", "/v1/memories", { content: `# ${title}\n\nRun the database migrations before restarting the api pods.` }, hubId);
     await expect(a.getByTestId("memory-row").filter({ hasText: title })).toBeVisible({ timeout: 10_000 });
@@ -36,6 +41,7 @@ test("live: a memory pushed by another member appears without a reload; the bell
   await test.step("Bob's bell counts Ann's invite live, and he can accept it from the panel", async () => {
     await b.goto("/hubs");
     await expect(b.getByRole("button", { name: /^Notifications/ })).toBeVisible();
+    await liveStream(b);
     const second = await apiAs(a, "POST", "/v1/hubs", { name: `Second hub ${stamp}` });
     await apiAs(a, "POST", `/v1/hubs/${second.hub?.id ?? second.id}/invites`, { role: "viewer", email: bob.email });
     await expect(b.getByTestId("notification-count")).toHaveText("1", { timeout: 10_000 });
@@ -66,6 +72,7 @@ test("live: an agent's decision gate rings the bell, and choosing an option ther
   await signUp(page, cat);
   const me = await apiAs(page, "GET", "/v1/auth/me");
   await expect(page.getByRole("button", { name: /^Notifications/ })).toBeVisible();
+  await liveStream(page);
   // What Memax's memax_request_decision sends (here through the session; an agent sends its key).
   const { slot } = await apiAs(page, "POST", `/v1/hubs/${me.personal_hub_id}/board/decision-gate`, {
     question: "Which database for the billing service?",

@@ -88,7 +88,7 @@ describe("planner statistics after a bulk import (embedded database)", () => {
         for (const row of rows.slice(i, i + 100)) {
           await replaceChunks(tx, { id: row.id, hubId: row.hubId }, [{ position: 0, content: row.content, headingChain: "", tokenCount: 12, embedding: unitVector(), gloss: "" }]);
         }
-      });
+      }, { maxWait: 60_000, timeout: 120_000 }); // 100 writes: far past Prisma's default 5 s on a busy machine
     }
 
     // No call to the maintenance pass: the writes themselves make the statistics check run.

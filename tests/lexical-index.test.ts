@@ -362,7 +362,8 @@ describe("the in-process lexical index", () => {
     const horizon = async () => BigInt((await h.database.sql.query<{ xid: string }>(`SELECT xid::text AS xid FROM recall_index_horizon`))[0]!.xid);
     const left = async () =>
       Number((await h.database.sql.query<{ n: number }>(`SELECT count(*)::int AS n FROM recall_index_changes WHERE memory_id = $1::uuid`, [second]))[0]!.n);
-    const deadline = Date.now() + 10_000;
+    // (Generous: a transaction held open in another test database holds the prune back meanwhile.)
+    const deadline = Date.now() + 45_000;
     await pruneIndexChanges(h.database.sql, 0);
     while (((await horizon()) < since!.xmin || (await left()) > 0) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -19,9 +19,18 @@ let bob: Client;
 
 beforeAll(async () => {
   pg = await PGlite.create("memory://", { extensions: { vector } });
-  const port = 20000 + Math.floor(Math.random() * 20000);
-  server = new PGLiteSocketServer({ db: pg, port, host: "127.0.0.1", maxConnections: 4 });
-  await server.start();
+  // A random port below the range the kernel hands out to outgoing connections; taken: another.
+  let port = 0;
+  for (let attempt = 0; ; attempt++) {
+    port = 20000 + Math.floor(Math.random() * 12000);
+    server = new PGLiteSocketServer({ db: pg, port, host: "127.0.0.1", maxConnections: 4 });
+    try {
+      await server.start();
+      break;
+    } catch (error) {
+      if (attempt >= 9 || (error as { code?: string }).code !== "EADDRINUSE") throw error;
+    }
+  }
   process.env.ENGRAM_DB_POOL_SIZE = "1";
   h = await createHarness({ url: `postgresql://postgres:postgres@127.0.0.1:${port}/postgres?sslmode=disable` });
   ann = await h.user("Ann");

@@ -77,8 +77,9 @@ describe("StatementScheduler", () => {
     // At most half the connection's time while requests arrive (50 %), plus the turn that ends the window.
     expect(shared).toBeLessThan(0.6);
     expect(shared).toBeGreaterThan(0.2);
-    // A request waits at most for the one background turn running, never for a queue of them.
-    expect(waits.filter((w) => w > 100)).toEqual([]);
+    // A request waits at most for the one background turn running (10 ms), never for a queue of
+    // them; the bound leaves room for a busy machine's timer lag.
+    expect(waits.filter((w) => w > 250)).toEqual([]);
   });
 
   test("background work that waited too long goes next even while requests keep coming", async () => {
@@ -95,7 +96,8 @@ describe("StatementScheduler", () => {
     const waited = performance.now() - t0;
     stop = true;
     await requests;
-    expect(waited).toBeLessThan(200);
+    // Without the rule it waits as long as requests keep coming (here: forever).
+    expect(waited).toBeLessThan(1000);
   });
 });
 
@@ -136,17 +138,26 @@ describe.skipIf(postgresMode())("the embedded database schedules by background m
     const background = runAsBackground(() =>
       Promise.all(
         Array.from({ length: 30 }, () =>
-          h.database.prisma.$transaction(async (tx) => {
-            await tx.$executeRawUnsafe("SELECT pg_sleep(0.01)");
-            backgroundDone++;
-          }),
+          h.database.prisma.$transaction(
+            async (tx) => {
+              await tx.$executeRawUnsafe("SELECT pg_sleep(0.01)");
+              backgroundDone++;
+            },
+            // Queued behind each other for longer than Prisma's default 2 s wait on a busy machine.
+            { maxWait: 60_000, timeout: 60_000 },
+          ),
         ),
       ),
     );
     await sleep(15);
+    const scheduler = h.database.scheduler!;
+    const turns = scheduler.stats.foregroundTurns;
     const res = await ann.post("/v1/memories", { content: "a request while the pipeline writes" });
     expect(res.status).toBe(201);
-    expect(backgroundDone).toBeLessThan(15);
+    // At most one background transaction in each gap between the request's statements (a slow
+    // machine widens the gaps); without the scheduler's preference the request waits for all 30.
+    const requestTurns = scheduler.stats.foregroundTurns - turns;
+    expect(backgroundDone).toBeLessThanOrEqual(Math.min(requestTurns + 1, 20));
     await background;
     expect(backgroundDone).toBe(30);
   });
@@ -191,7 +202,7 @@ describe.skipIf(!serverUrl)("PostgreSQL: a bounded number of connections for bac
           h.database.prisma.$transaction(
             async (tx) => {
               most = Math.max(most, ++inside);
-              await tx.$executeRawUnsafe("SELECT pg_sleep(0.1)");
+              await tx.$executeRawUnsafe("SELECT pg_sleep(0.5)");
               inside--;
               finished++;
             },
@@ -205,7 +216,8 @@ describe.skipIf(!serverUrl)("PostgreSQL: a bounded number of connections for bac
     const finishedWhenRequestDone = finished;
     await background;
     expect(most).toBe(2);
-    // Six rounds of two: a request queued behind them would see all 12 finished.
+    // Six rounds of two, 0.5 s each: a request queued behind them would see all 12 finished; one
+    // that took a free connection is done within the first round or, on a busy machine, the second.
     expect(finishedWhenRequestDone).toBeLessThanOrEqual(4);
   });
 });

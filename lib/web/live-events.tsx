@@ -50,8 +50,14 @@ export function LiveEventsProvider({ children }: { children: ReactNode }) {
         for (const listener of listeners.current) listener(event);
       };
       for (const type of EVENT_TYPES) source.addEventListener(type, onEvent as EventListener);
-      source.addEventListener("ready", () => setConnected(true));
-      source.onerror = () => setConnected(false);
+      // Also on <html data-live>: the end-to-end tests wait for it before causing events, since a
+      // stream only delivers events newer than its start.
+      const mark = (live: boolean) => {
+        setConnected(live);
+        document.documentElement.dataset.live = live ? "connected" : "connecting";
+      };
+      source.addEventListener("ready", () => mark(true));
+      source.onerror = () => mark(false);
       return source;
     };
     // The stream opens once the first content is up; Last-Event-ID is not needed for that gap

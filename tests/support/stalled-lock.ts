@@ -20,7 +20,8 @@ export async function stalledLock<T>(url: string, hold: Statement, start: () => 
     await client.query(hold.sql, hold.params);
     const started = start();
     for (let waited = 0; ; waited += 20) {
-      const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype IN ('transactionid', 'tuple')");
+      // Waiting for this connection's lock, not any lock on the server (other test databases wait too).
+      const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity a WHERE pg_backend_pid() = ANY(pg_blocking_pids(a.pid))");
       if (rows[0].n > 0) break;
       if (waited > 20_000) throw new Error("the work under test never waited for the held row");
       await new Promise((resolve) => setTimeout(resolve, 20));
