@@ -8,7 +8,6 @@ import { MCP_PATHS, publicOrigin, resourceFor } from "@/lib/oauth/public-origin.
 import { clientAddress } from "./client-address.ts";
 import type { AuthContext, HubContext, RequestContext } from "./context.ts";
 import { errorResponse } from "./envelope.ts";
-import { compressResponse } from "./compress-response.ts";
 import { ApiError } from "./errors.ts";
 import type { Permission } from "./permissions.ts";
 import { rateLimiter, rateLimitHeaders, type Bucket, type RateLimitResult } from "./rate-limit.ts";
@@ -177,7 +176,7 @@ function handle(
     const warning = warningHeader(req);
     if (warning) response.headers.set("X-Engram-Warning", warning);
     if (limited) for (const [name, value] of Object.entries(rateLimitHeaders(limited))) response.headers.set(name, value);
-    return compressResponse(req, response);
+    return response;
   };
 }
 
