@@ -87,6 +87,16 @@ describe("PATCH /v1/agents/{agent_name}", () => {
   });
 });
 
+describe("an agent name no key or config can carry", () => {
+  it("a NUL in the path is not found on PATCH and skipped on DELETE, not a 500", async () => {
+    const patched = await ann.patch("/v1/agents/claude%00code", { icon: "x" });
+    expect([patched.status, patched.body.error?.code]).toEqual([404, "not_found"]);
+    const deleted = await ann.delete("/v1/agents/claude%00code");
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(deleted.body.data).toEqual({ disconnected: false, keys_revoked: 0, configs_tombstoned: 0, skipped: [{ id: "claude\u0000code", reason: "not_found" }] });
+  });
+});
+
 describe("DELETE /v1/agents/{agent_name}", () => {
   it("revokes the agent's keys and deletes its configs (restorable), keeps its memories, and is idempotent", async () => {
     const res = await ann.delete("/v1/agents/claude-code");

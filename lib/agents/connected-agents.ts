@@ -21,6 +21,14 @@ export interface ConnectedAgentObject {
   last_active_at: string | null;
 }
 
+/**
+ * Whether some key, config or rename could carry this name: PostgreSQL text holds no NUL, so a path
+ * segment with one (DELETE /v1/agents/%00) would fail in the query as a 500 instead of not being found.
+ */
+export function possibleAgentName(agentName: string): boolean {
+  return !agentName.includes("\0");
+}
+
 export function agentId(ownerId: string, agentName: string): string {
   return stableId("agent", ownerId, agentName);
 }
@@ -32,6 +40,7 @@ export function agentId(ownerId: string, agentName: string): string {
  * source_agent. An agent left with no live key needs reconnecting. Most recently active first.
  */
 export async function connectedAgents(ctx: AuthContext, only?: string): Promise<ConnectedAgentObject[]> {
+  if (only !== undefined && !possibleAgentName(only)) return [];
   const ownerId = ctx.user.id;
   const now = ctx.now();
   const [keys, configs, rows] = await Promise.all([

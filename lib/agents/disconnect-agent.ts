@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { tombstoneConfig } from "@/lib/configs/delete-configs.ts";
+import { possibleAgentName } from "./connected-agents.ts";
 
 /** Memax's DisconnectAgentResult: always a 200, `skipped` says why nothing happened. */
 export interface DisconnectAgentResult {
@@ -18,6 +19,7 @@ export interface DisconnectAgentResult {
 export async function disconnectAgent(ctx: AuthContext, agentName: string): Promise<DisconnectAgentResult> {
   const ownerId = ctx.user.id;
   const now = ctx.now();
+  if (!possibleAgentName(agentName)) return { disconnected: false, keys_revoked: 0, configs_tombstoned: 0, skipped: [{ id: agentName, reason: "not_found" }] };
   const result = await ctx.db.$transaction(async (tx) => {
     const revoked = await tx.apiKey.updateMany({ where: { userId: ownerId, agentName, revokedAt: null }, data: { revokedAt: now } });
     const configs = await tx.agentConfig.findMany({ where: { ownerId, agent: agentName, deletedAt: null }, select: { id: true }, orderBy: { id: "asc" } });
