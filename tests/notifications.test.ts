@@ -268,6 +268,15 @@ describe("notifications", () => {
     expect((await ann.post("/v1/notifications/dismiss", { kinds: ["hub_invite"] })).body.error.code).toBe("bulk_not_allowed_for_decision_kind");
   });
 
+  it("a since before year 1 lists everything and one past 9999 nothing, not a 500", async () => {
+    const all = (await inbox(ann, "?status=dismissed")).map((n) => n.id);
+    expect(all.length).toBeGreaterThan(0);
+    for (const early of ["0000-01-01T00:00:00Z", "-010000-01-01T00:00:00Z"]) {
+      expect((await inbox(ann, `?status=dismissed&since=${encodeURIComponent(early)}`)).map((n) => n.id)).toEqual(all);
+    }
+    expect(await inbox(ann, `?status=dismissed&since=${encodeURIComponent("+275000-01-01T00:00:00Z")}`)).toEqual([]);
+  });
+
   it("Memax's SDK reads the list and the summary", async () => {
     const { Memax } = await loadMemaxSdk();
     const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: ann.key, fetch: routeFetch });

@@ -3,6 +3,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
+import { clampInstant } from "@/lib/api/timestamp.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { refreshOnboarding } from "@/lib/onboarding/refresh-onboarding.ts";
@@ -38,6 +39,8 @@ export function notificationScope(ctx: AuthContext, input: { hub?: string; statu
   if (input.since !== undefined) {
     since = new Date(input.since);
     if (Number.isNaN(since.getTime())) throw invalid("since", "must be an RFC 3339 timestamp");
+    // Date reads years the database cannot store ("0000-…", "-010000-…"): a 500 there, "everything" here.
+    since = clampInstant(since);
   }
   const status = input.status ?? "pending";
   const live = { OR: [{ expiresAt: null }, { expiresAt: { gt: now } }] };
