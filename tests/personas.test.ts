@@ -85,3 +85,18 @@ describe("personas", () => {
     expect((await sdk.personas.list()).personas.map((p: { name: string }) => p.name)).toEqual(["Reviewer"]);
   });
 });
+
+describe("persona names", () => {
+  it("read a heading followed by a long run of spaces in linear time, not the old regex's cubic backtracking", async () => {
+    const kim = await h.user("Kim");
+    // With `^#{1,3}\s+(.+?)\s*#*\s*$` this line took about half a minute (and 512 KiB of it, hours).
+    await put(kim, "openclaw", "SOUL.md", `# Juniper${" ".repeat(5000)}x\n\nbody\n`);
+    await put(kim, "claude-code", ".claude/personas/closing.md", "\n#### not this one\n## Closing ##  \n");
+    const started = Date.now();
+    const res = await kim.get("/v1/personas");
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(res.status).toBe(200);
+    const names = res.body.data.personas.map((p: { name: string }) => p.name.trimEnd());
+    expect(names.sort()).toEqual(["Closing", "Juniper"]);
+  }, 120_000);
+});

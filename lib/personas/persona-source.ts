@@ -19,11 +19,32 @@ export function isPersonaConfig(config: Pick<AgentConfig, "filePath" | "deletedA
 
 /** The persona's name: the file's first heading, else the file name in a personas directory, else the agent's identity file. */
 export function personaName(config: Pick<AgentConfig, "agent" | "filePath" | "content">): string {
-  const heading = /^#{1,3}\s+(.+?)\s*#*\s*$/m.exec(config.content)?.[1]?.trim();
+  const heading = firstHeading(config.content);
   if (heading) return heading.slice(0, 100);
   const file = config.filePath.split("/").pop() ?? config.filePath;
   const base = file.replace(/\.md$/i, "");
   return /(^|\/)personas\//i.test(config.filePath) ? base : `${config.agent} ${base}`;
+}
+
+/**
+ * The text of the first level 1–3 ATX heading, without a closing run of `#`. Read line by line with
+ * plain string operations: the one-regex form (`^#{1,3}\s+(.+?)\s*#*\s*$`) backtracks cubically on
+ * a heading followed by a long run of spaces, so one synced file froze the server for minutes.
+ */
+function firstHeading(content: string): string | undefined {
+  for (let start = 0; start < content.length; ) {
+    const end = content.indexOf("\n", start);
+    const line = content.slice(start, end === -1 ? content.length : end);
+    start = end === -1 ? content.length : end + 1;
+    const marks = /^#{1,3}[ \t]/.exec(line);
+    if (!marks) continue;
+    const text = line.slice(marks[0].length).trimEnd();
+    let cut = text.length;
+    while (cut > 0 && text[cut - 1] === "#") cut--;
+    const name = text.slice(0, cut).trim();
+    if (name) return name;
+  }
+  return undefined;
 }
 
 /** Memax's Persona. */
