@@ -232,4 +232,16 @@ describe("POST /v1/configs/merge", () => {
     });
     expect(res.body.data.merged_content).toBe("# Rules\n- use pnpm\n- run tests first\n- tabs\n");
   });
+
+  it("appends past the alignment bound in linear time, also after a long run of newlines", async () => {
+    const ann = await h.user("Merge big");
+    // 200,001 × 30 lines is past the alignment bound; `replace(/\n+$/, "")` took seconds on this cloud side.
+    const cloud_content = `${"\n".repeat(200_000)}x`;
+    const local_content = Array.from({ length: 30 }, (_, i) => `line ${i}`).join("\n");
+    const started = Date.now();
+    const res = await ann.post("/v1/configs/merge", { cloud_content, local_content });
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(res.status).toBe(200);
+    expect(res.body.data.merged_content).toBe(`${cloud_content}\n\n${local_content}\n`);
+  }, 120_000);
 });

@@ -16,7 +16,10 @@ export function mergeConfigs(input: MergeConfigsBody): { merged_content: string;
   if (a.length * b.length > MAX_ALIGN_CELLS) {
     const cloudLines = new Set(a);
     const extra = b.filter((line) => line.trim() !== "" && !cloudLines.has(line));
-    return { merged_content: [input.cloud_content.replace(/\n+$/, ""), "", ...extra, ""].join("\n"), strategy: "append" };
+    // Not `replace(/\n+$/, "")`: on a long run of newlines followed by other text that regex is quadratic.
+    let end = input.cloud_content.length;
+    while (end > 0 && input.cloud_content[end - 1] === "\n") end--;
+    return { merged_content: [input.cloud_content.slice(0, end), "", ...extra, ""].join("\n"), strategy: "append" };
   }
   // Longest common subsequence table, bottom-up.
   const n = a.length;
