@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -111,6 +111,41 @@ describe("PUT and GET /v1/configs", () => {
     }
     expect((await ann.get("/v1/configs")).body.data.configs).toHaveLength(1);
     expect((await h.anonymous.get("/v1/configs")).status).toBe(401);
+  });
+});
+
+describe("the per-user cap of 500 configs", () => {
+  it("counts deleted configs only while they can be restored, and a file pushed over an expired deletion needs a free slot", async () => {
+    const ann = await h.user("Capped");
+    const day = 86_400_000;
+    const deletionRecords = (expiresAt: Date) =>
+      Array.from({ length: 500 }, (_, i) => ({
+        id: randomUUID(),
+        ownerId: ann.id,
+        agent: "old-agent",
+        filePath: `gone-${i}.md`,
+        scope: "global",
+        content: "x",
+        contentHash: sha("x"),
+        sizeBytes: 1,
+        version: 2,
+        deletedAt: new Date(expiresAt.getTime() - 30 * day),
+        contentExpiresAt: expiresAt,
+      }));
+    // 500 files deleted 40 days ago, past their restore window: they hold no slot.
+    await h.db.agentConfig.createMany({ data: deletionRecords(new Date(Date.now() - 10 * day)) });
+    const fresh = await ann.put("/v1/configs", { ...file, content: "new file" });
+    expect(fresh.status, fresh.text).toBe(201);
+    // 500 deleted yesterday, still restorable: the account is full.
+    await h.db.agentConfig.createMany({ data: deletionRecords(new Date(Date.now() + 29 * day)).map((row) => ({ ...row, agent: "recent-agent" })) });
+    const full = await ann.put("/v1/configs", { ...file, file_path: "AGENTS.md", content: "one too many" });
+    expect(full.status, full.text).toBe(409);
+    expect(full.body.error).toMatchObject({ code: "conflict", details: { limit: 500 } });
+    // Pushing over an expired deletion record is a new file again, so it needs a slot as well.
+    const revived = await ann.put("/v1/configs", { ...file, agent: "old-agent", file_path: "gone-0.md", content: "back" });
+    expect(revived.status, revived.text).toBe(409);
+    // Changing a live file needs no new slot.
+    expect((await ann.put("/v1/configs", { ...file, content: "new file, edited" })).status).toBe(200);
   });
 });
 

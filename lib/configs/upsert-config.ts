@@ -4,7 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
-import { MAX_CONFIG_BYTES, MAX_CONFIGS_PER_USER, MAX_VERSIONS_KEPT, type UpsertConfigBody } from "./config-fields.ts";
+import { DELETED_RETENTION_DAYS, MAX_CONFIG_BYTES, MAX_CONFIGS_PER_USER, MAX_VERSIONS_KEPT, type UpsertConfigBody } from "./config-fields.ts";
 import { serializeConfig } from "./serialize-config.ts";
 
 export function hashContent(content: string): string {
@@ -28,6 +28,28 @@ export function lockConfigKey(tx: DbClient, ownerId: string, agent: string, file
 }
 
 /**
+ * A deletion record counts toward the per-user cap while it can still be restored (that keeps the
+ * rows a sync reads bounded); past its retention it no longer does, or every file an account ever
+ * deleted would hold its slot for good and the cap could never be got under again.
+ */
+function countsTowardCap(config: { deletedAt: Date | null; contentExpiresAt: Date | null }, now: Date): boolean {
+  return config.deletedAt === null || (config.contentExpiresAt !== null && config.contentExpiresAt > now);
+}
+
+/** Serialised per owner, so two creations cannot both take the last slot. */
+async function assertRoomForConfig(tx: DbClient, ownerId: string, now: Date): Promise<void> {
+  await lockForTransaction(tx, `agent-config-count:${ownerId}`);
+  const count = await tx.agentConfig.count({ where: { ownerId, OR: [{ deletedAt: null }, { contentExpiresAt: { gt: now } }] } });
+  if (count >= MAX_CONFIGS_PER_USER) {
+    throw new ApiError(
+      "conflict",
+      `An account can sync at most ${MAX_CONFIGS_PER_USER} config files, deleted ones included while they can be restored (${DELETED_RETENTION_DAYS} days); delete some, or wait for deleted ones to expire`,
+      { limit: MAX_CONFIGS_PER_USER },
+    );
+  }
+}
+
+/**
  * PUT /v1/configs: stores a new version of one file (last writer wins; every
  * version stays in the history). The same content again is not a new version.
  * With device_id, that device's sync base becomes this version: it has it.
@@ -43,12 +65,8 @@ export async function upsertConfig(ctx: AuthContext, input: UpsertConfigBody) {
     });
     let config;
     let created = false;
+    if (!existing || !countsTowardCap(existing, now)) await assertRoomForConfig(tx, ctx.user.id, now);
     if (!existing) {
-      await lockForTransaction(tx, `agent-config-count:${ctx.user.id}`);
-      const count = await tx.agentConfig.count({ where: { ownerId: ctx.user.id } });
-      if (count >= MAX_CONFIGS_PER_USER) {
-        throw new ApiError("conflict", `An account can sync at most ${MAX_CONFIGS_PER_USER} config files; delete some first`, { limit: MAX_CONFIGS_PER_USER });
-      }
       config = await tx.agentConfig.create({
         data: {
           id: newId(now.getTime()),
