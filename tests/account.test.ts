@@ -39,6 +39,11 @@ describe("GET/PATCH /v1/settings", () => {
     expect((await ann.patch("/v1/settings", { theme: "purple" })).status).toBe(400);
     expect((await ann.patch("/v1/settings", { notifications_enabled: "yes" })).status).toBe(400);
     expect((await ann.patch("/v1/settings", { locale: "English!" })).status).toBe(400);
+    // Well-formed subtags, but megabytes of them: a language tag has a size.
+    const huge = await ann.patch("/v1/settings", { locale: `en${"-abcdefgh".repeat(100_000)}` });
+    expect(huge.status).toBe(400);
+    expect(huge.body.error.details.issues[0].path).toBe("locale");
+    expect((await ann.patch("/v1/settings", { locale: "zh-Hant-TW" })).body.data.locale).toBe("zh-Hant-TW");
     expect((await ann.patch("/v1/settings", [])).body.error.code).toBe("invalid_json");
     expect((await ann.get("/v1/settings")).body.data.theme).toBe("dark");
     expect((await h.anonymous.get("/v1/settings")).status).toBe(401);

@@ -8,6 +8,8 @@ export const updateSettingsBodySchema = z.strictObject({
   // "" clears it (clients then follow the browser); otherwise a language tag such as "en", "zh" or "pt-BR".
   locale: z
     .string()
+    // RFC 5646 asks for room for 35 characters; without a bound the pattern let megabytes of subtags in.
+    .max(35, "locale is at most 35 characters")
     .regex(/^$|^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, "locale must be a language tag such as en, zh or pt-BR, or \"\" to clear it")
     .meta({ keepEmpty: true })
     .optional(),
