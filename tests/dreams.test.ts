@@ -4,6 +4,7 @@ import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
+import { newId } from "@/lib/ids.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -453,4 +454,37 @@ describe("organizing around archived topics", () => {
       expect(m.topic?.archivedAt ?? null, key).toBeNull();
     }
   }, 120_000);
+});
+
+describe("resolving a review whose memory to keep is gone", () => {
+  it("keep_a after A was deleted (or keep_b after B was archived) is a 409 and leaves the other side active", async () => {
+    const hubId = await h.teamHub(owner);
+    const push = async (content: string) => (await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const review = async (a: string, b: string) => {
+      const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+      return h.db.dreamAction.create({
+        data: { id: newId(), runId: run.id, hubId, actionType: "contradiction", state: "pending_review", sourceMemoryIds: [a, b], reason: "they disagree", details: {} },
+      });
+    };
+    const a = await push("The API request timeout is 30 seconds.");
+    const b = await push("The API request timeout is 60 seconds.");
+    const first = await review(a, b);
+    expect((await owner.delete(`/v1/memories/${a}`)).status).toBe(200);
+    const refused = await owner.post(`/v1/dreams/actions/${first.id}/resolve`, { resolution: "keep_a" });
+    expect([refused.status, refused.body.error?.code]).toEqual([409, "conflict"]);
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: b } })).toMatchObject({ state: "active", supersededBy: null });
+    expect((await h.db.dreamAction.findUniqueOrThrow({ where: { id: first.id } })).state).toBe("pending_review");
+    // keep_both still settles it, and keeping the side that stands archives nothing that is gone.
+    expect((await owner.post(`/v1/dreams/actions/${first.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+
+    const c = await push("The maximum upload size is 10 MB.");
+    const d = await push("The maximum upload size is 50 MB.");
+    const second = await review(c, d);
+    await h.db.memory.update({ where: { id: d }, data: { state: "archived" } });
+    expect((await owner.post(`/v1/dreams/actions/${second.id}/resolve`, { resolution: "keep_b" })).status).toBe(409);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: c } })).state).toBe("active");
+    const kept = await owner.post(`/v1/dreams/actions/${second.id}/resolve`, { resolution: "keep_a" });
+    expect(kept.status, kept.text).toBe(200);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: c } })).state).toBe("active");
+  });
 });

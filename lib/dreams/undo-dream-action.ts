@@ -88,6 +88,15 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
   const updated = await ctx.db.$transaction(async (tx) => {
     if (resolution !== "keep_both") {
       const [keep, drop] = resolution === "keep_a" ? [a!, b!] : [b!, a!];
+      // Both rows held until commit (as undo holds them): the memory kept cannot go while the other is archived in its favour.
+      await lockMemoryRows(tx, [keep, drop], [action.hubId]);
+      const kept = await tx.memory.findFirst({ where: { id: keep, hubId: action.hubId }, select: { state: true } });
+      // Keeping a memory deleted, moved or archived since would leave neither side: the other stays as it is.
+      if (kept?.state !== "active") {
+        throw new ApiError("conflict", `The memory to keep (${resolution === "keep_a" ? "A" : "B"}) was deleted, moved or archived since; restore it, or resolve with another choice`, {
+          memory_id: keep,
+        });
+      }
       await tx.memory.updateMany({ where: { id: drop, hubId: action.hubId, state: "active" }, data: { state: "archived", supersededBy: keep, updatedAt: now } });
     }
     const changed = await tx.dreamAction.updateMany({ where: { id: action.id, state: "pending_review" }, data: { state: "resolved", resolution, resolvedBy: ctx.user.id, resolvedAt: now } });
