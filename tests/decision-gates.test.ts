@@ -136,6 +136,46 @@ describe("answering", () => {
     expect(updated.content).toContain("Chosen: **SQLite**");
   });
 
+  it("a reopened gate is answered by any member who may write, not only by who answered first", async () => {
+    const cat = await h.user("Cat");
+    const dan = await h.user("Dan");
+    const team = await h.teamHub(ann, [[cat, "contributor"], [dan, "contributor"]]);
+    const slot = (await ask(ann, team, { question: "Release train?", options: ["weekly", "daily"] })).body.data.slot;
+    const first = await resolve(cat, team, slot.slot_key, { action: "choose", choice: "weekly" });
+    expect(first.status, first.text).toBe(200);
+    const [record] = first.body.data.slot.cite_memory_ids;
+    expect((await resolve(ann, team, slot.slot_key, { action: "reopen" })).status).toBe(200);
+    const second = await resolve(dan, team, slot.slot_key, { action: "choose", choice: "daily" });
+    expect(second.status, second.text).toBe(200);
+    expect(second.body.data.slot).toMatchObject({ state: "resolved", payload: { chosen: { label: "daily" } }, cite_memory_ids: [record] });
+    const memory = (await dan.get(`/v1/memories/${record}`)).body.data;
+    expect(memory.content).toContain("Chosen: **daily**");
+    expect(memory.content).toContain("answered by Dan");
+    expect(await h.db.memory.count({ where: { hubId: team, sourcePath: `decision-gates/${slot.id}` } })).toBe(1);
+
+    // From the bell too; and if the answer cannot be written, the record stays with who had it.
+    expect((await resolve(ann, team, slot.slot_key, { action: "reopen" })).status).toBe(200);
+    // The record counts against its new owner's quota; and the longer answer does not fit the hub.
+    expect((await cat.post("/v1/memories", { content: "Cat's own note." })).status).toBe(201);
+    for (const [name, value] of [
+      ["ENGRAM_QUOTA_USER_MEMORIES", String(await h.db.memory.count({ where: { ownerId: cat.id } }))],
+      ["ENGRAM_QUOTA_HUB_BYTES", String((await h.db.storageUsage.findFirstOrThrow({ where: { scope: "hub", scopeId: team } })).bytes)],
+    ] as const) {
+      process.env[name] = value;
+      try {
+        const full = await resolve(cat, team, slot.slot_key, { action: "choose", choice: "weekly" });
+        expect([name, full.status, full.body.error?.code]).toEqual([name, 413, "quota_exceeded"]);
+      } finally {
+        delete process.env[name];
+      }
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id: record } })).ownerId).toBe(dan.id);
+      expect((await h.db.decisionGate.findUniqueOrThrow({ where: { id: slot.id } })).state).toBe("seen");
+    }
+    const row = (await pendingGateRows(ann)).find((n) => n.payload.gate.id === slot.id)!;
+    expect((await ann.post(`/v1/notifications/${row.id}/resolve`, { action: "1" })).status).toBe(200);
+    expect((await ann.get(`/v1/memories/${record}`)).body.data.content).toContain("Chosen: **weekly**");
+  });
+
   it("from the bell: an option's id answers it, anything else is refused with the actions", async () => {
     const slot = (await ask(ann, hub, { question: "Deploy window?", options: ["Tuesday", "Thursday", "Never"] })).body.data.slot;
     const row = (await pendingGateRows(ann)).find((n) => n.payload.gate.id === slot.id)!;

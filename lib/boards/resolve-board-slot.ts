@@ -1,10 +1,13 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { canEditMemory } from "@/lib/api/permissions.ts";
 import type { DecisionGate } from "@/lib/db/generated/client.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { hubPermissionOrThrow, lockMembershipOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
 import { createMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
+import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { MAX_OPEN_GATES, type ResolveSlotBody } from "./decision-gate-fields.ts";
 import { OPEN_GATE_STATES, closeGateNotifications, reopenGateNotifications } from "./gate-notifications.ts";
 import { findCustomSlot, isCustomSlotKey } from "./find-custom-slot.ts";
@@ -77,7 +80,9 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
     data: { state: "resolved", choice: index, resolution: "choose", resolvedBy: ctx.user.id, resolvedAt: now },
   });
   if (claimed.count === 0) return reread(ctx, gate);
+  let handedFrom: string | undefined;
   try {
+    handedFrom = await takeOverAnswerRecord(ctx, membership, gate);
     const body = createMemoryBodySchema.parse({
       title: `Decision: ${gate.question}`.slice(0, 200),
       content: await decisionText(ctx, gate, index, now),
@@ -85,7 +90,7 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
       stability: "stable",
       tags: ["decision"],
       source: "decision",
-      source_path: `decision-gates/${gate.id}`,
+      source_path: answerPath(gate),
     });
     const { memory } = await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body);
     return await ctx.db.$transaction(async (tx) => {
@@ -95,12 +100,36 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
       return tx.decisionGate.update({ where: { id: gate.id }, data: { memoryId: memory.id } });
     });
   } catch (error) {
+    if (handedFrom) await ctx.db.memory.updateMany({ where: { id: gate.memoryId!, ownerId: ctx.user.id }, data: { ownerId: handedFrom } });
     await ctx.db.decisionGate.updateMany({
       where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now },
       data: { state: gate.state, choice: null, resolution: null, resolvedBy: null, resolvedAt: null },
     });
     throw error;
   }
+}
+
+const answerPath = (gate: DecisionGate) => `decision-gates/${gate.id}`;
+
+/**
+ * The memory an earlier answer of this gate wrote is the gate's record, not its first answerer's: any
+ * member who may write answers a reopened gate. A chooser who could not edit it (a contributor, once
+ * someone else answered) is made its owner first, so the answer updates it in place rather than
+ * being refused. Only the gate's own record: another memory at its source_path is left to the rules
+ * of pushes. Returns the owner it was taken from, to hand it back if the answer cannot be written.
+ */
+async function takeOverAnswerRecord(ctx: AuthContext, membership: Membership, gate: DecisionGate): Promise<string | undefined> {
+  const recordId = gate.memoryId;
+  if (!recordId) return undefined;
+  return ctx.db.$transaction(async (tx) => {
+    await lockMemoryRows(tx, [recordId], [membership.hub.id]);
+    const record = await tx.memory.findFirst({ where: { id: recordId, hubId: membership.hub.id, sourcePath: answerPath(gate) }, select: { ownerId: true, content: true } });
+    if (!record || canEditMemory(membership.role, record.ownerId === ctx.user.id)) return undefined;
+    await tx.memory.update({ where: { id: recordId }, data: { ownerId: ctx.user.id } });
+    // It now counts against the chooser's quota, as a memory they pushed would.
+    await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: membership.hub.id, bytes: Buffer.byteLength(record.content, "utf8"), memories: 1 });
+    return record.ownerId;
+  });
 }
 
 async function decisionText(ctx: AuthContext, gate: DecisionGate, index: number, now: Date): Promise<string> {
