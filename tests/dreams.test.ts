@@ -488,3 +488,29 @@ describe("resolving a review whose memory to keep is gone", () => {
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: c } })).state).toBe("active");
   });
 });
+
+describe("undoing an action twice at once", () => {
+  it("one undo applies, the other is a 409 (an organize, and a decided review)", async () => {
+    const hubId = await h.teamHub(owner);
+    const push = async (content: string) => (await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const sorted = await push("Kubernetes pods are autoscaled on CPU.");
+    const topic = (await owner.post("/v1/topics", { name: "Kubernetes", hub_id: hubId })).body.data.id as string;
+    await h.db.memory.update({ where: { id: sorted }, data: { topicId: topic } });
+    const organize = await h.db.dreamAction.create({
+      data: { id: newId(), runId: run.id, hubId, actionType: "organize", state: "applied", sourceMemoryIds: [sorted], resultMemoryId: sorted, toTopicId: topic, reason: "sorted" },
+    });
+    const a = await push("The API request timeout is 30 seconds.");
+    const b = await push("The API request timeout is 60 seconds.");
+    const review = await h.db.dreamAction.create({
+      data: { id: newId(), runId: run.id, hubId, actionType: "contradiction", state: "pending_review", sourceMemoryIds: [a, b], reason: "they disagree" },
+    });
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_a" })).status).toBe(200);
+    for (const action of [organize, review]) {
+      const results = await Promise.all([owner.post(`/v1/dreams/actions/${action.id}/undo`), owner.post(`/v1/dreams/actions/${action.id}/undo`)]);
+      expect(results.map((r) => r.status).sort(), action.actionType).toEqual([200, 409]);
+    }
+    expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "pending_review", resolution: null });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: b } })).state).toBe("active");
+  });
+});

@@ -3,6 +3,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import type { DbClient } from "@/lib/db/database.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
@@ -35,6 +36,13 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
   if (action.actionType === "contradiction" && action.state === "pending_review") throw new ApiError("conflict", "Nothing to undo: this review is still open; resolve it instead");
   const now = ctx.now();
   let reprocess: string | undefined;
+  // The action as read above, still so: of two undos (or an undo and a resolve) at once, one applies
+  // and the other is a 409 that rolls back its writes, rather than both acting on a state that is gone.
+  const settle = async (tx: DbClient, data: { state: string; resolution: string | null; resolvedBy: string | null; resolvedAt: Date | null }) => {
+    const { count } = await tx.dreamAction.updateMany({ where: { id: action.id, state: action.state, resolution: action.resolution }, data });
+    if (count === 0) throw new ApiError("conflict", "This action was undone or decided meanwhile; read it again");
+    return tx.dreamAction.findUniqueOrThrow({ where: { id: action.id } });
+  };
   const updated = await ctx.db.$transaction(async (tx) => {
     const [first, second] = action.sourceMemoryIds;
     // Both memories before either write, in id order: the older is restored first, but it may have the higher id.
@@ -69,10 +77,11 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const loser = action.resolution === "keep_a" ? second : action.resolution === "keep_b" ? first : undefined;
       const winner = action.resolution === "keep_a" ? first : second;
       if (loser) await tx.memory.updateMany({ where: { id: loser, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+      const reopened = await settle(tx, { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null });
       await onReviewReopened(tx, action.id);
-      return tx.dreamAction.update({ where: { id: action.id }, data: { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null } });
+      return reopened;
     }
-    return tx.dreamAction.update({ where: { id: action.id }, data: { state: "undone", resolution: "undone", resolvedBy: ctx.user.id, resolvedAt: now } });
+    return settle(tx, { state: "undone", resolution: "undone", resolvedBy: ctx.user.id, resolvedAt: now });
   });
   if (reprocess) afterMemoryWrite({ id: reprocess, hubId: action.hubId, processingStatus: "pending" });
   return serializeDreamAction(updated);
