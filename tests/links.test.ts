@@ -133,6 +133,13 @@ describe("SSRF guard", () => {
     await expect(safeFetch("file:///etc/passwd", policy)).rejects.toMatchObject({ refused: true });
     expect(DEFAULT_FETCH_POLICY).toMatchObject({ maxRedirects: 5, timeoutMs: 10_000, maxBytes: 5 * 1024 * 1024 });
   });
+
+  it("a name server that never answers is cut off at the time limit too", async () => {
+    const started = Date.now();
+    const silent: FetchPolicy["resolve"] = () => new Promise(() => {});
+    await expect(safeFetch("http://silent.example/", testPolicy({ resolve: silent, timeoutMs: 300 }))).rejects.toThrow(/did not load within 0.3 s/);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  }, 10_000);
 });
 
 async function processed(id: string, timeoutMs = 60_000) {

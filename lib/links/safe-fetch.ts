@@ -140,7 +140,7 @@ export async function safeFetch(rawUrl: string, policy: FetchPolicy = currentFet
   try {
     let url = parseHttpUrl(rawUrl);
     for (let hop = 0; ; hop++) {
-      const target = await checkTarget(url, policy);
+      const target = await checkTarget(url, policy, controller.signal);
       const response = await request(url, target, policy, controller.signal);
       if ([301, 302, 303, 307, 308].includes(response.status) && response.location) {
         if (hop >= policy.maxRedirects) throw new LinkFetchError(`Too many redirects (more than ${policy.maxRedirects})`);
@@ -170,7 +170,7 @@ function parseHttpUrl(raw: string): URL {
   return url;
 }
 
-async function checkTarget(url: URL, policy: FetchPolicy): Promise<ResolvedAddress> {
+async function checkTarget(url: URL, policy: FetchPolicy, signal: AbortSignal): Promise<ResolvedAddress> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const port = url.port || (url.protocol === "https:" ? "443" : "80");
   const family = isIP(host);
@@ -178,8 +178,10 @@ async function checkTarget(url: URL, policy: FetchPolicy): Promise<ResolvedAddre
   if (family) addresses = [{ address: host, family: family as 4 | 6 }];
   else {
     try {
-      addresses = await policy.resolve(host);
-    } catch {
+      // A name server that never answers must not hold the job past the time limit.
+      addresses = await untilAborted(policy.resolve(host), signal);
+    } catch (error) {
+      if (signal.aborted) throw error;
       throw new LinkFetchError(`The host ${host} could not be resolved`);
     }
   }
@@ -195,6 +197,15 @@ async function checkTarget(url: URL, policy: FetchPolicy): Promise<ResolvedAddre
     }
   }
   return addresses[0]!;
+}
+
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 interface RawResponse {
