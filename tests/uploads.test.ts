@@ -5,7 +5,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
+import JSZip from "jszip";
 import { sweepUploadsFunction } from "@/inngest/upload-functions.ts";
+import { extractText } from "@/lib/extraction/extract-text.ts";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -270,6 +272,30 @@ describe("create with file_ref", () => {
     const chunks = await h.database.sql.query<{ heading_chain: string; content: string }>(`SELECT heading_chain, content FROM chunks WHERE memory_id = $1`, [created.id]);
     expect(chunks.some((c) => c.heading_chain.includes("Paging policy") || c.heading_chain.includes("Incident handbook"))).toBe(true);
   });
+
+  it("a DOCX that unpacks to more than 100 MiB is not unpacked: active, its note indexed, a processing_error", async () => {
+    const zip = await JSZip.loadAsync(await makeDocx([{ text: "Kiln firing log" }]));
+    const xml = await zip.file("word/document.xml")!.async("string");
+    // 120 MiB of whitespace deflates to about 120 KiB; the parser would hold it all, and an XML tree of it.
+    zip.file("word/document.xml", xml.replace("<w:body>", `<w:body>${" ".repeat(120 * 1024 * 1024)}`));
+    const bomb = await zip.generateAsync({ type: "nodebuffer", compression: "DEFLATE" });
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    const created = await upload(ann, "log.docx", DOCX_TYPE, bomb, { content: "Glaze notes from the spring firing" });
+    const memory = await processed(ann, created.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done" });
+    expect(memory.processing_error).toMatch(/unpacks to more than 100 MiB/);
+    expect(memory.content).toBe("Glaze notes from the spring firing");
+
+    // A header that under-states a part's size does not get it past the limit either.
+    const liar = await (await JSZip.loadAsync(await makeDocx([{ text: "x".repeat(5000) }]))).generateAsync({ type: "nodebuffer", compression: "DEFLATE" });
+    const name = Buffer.from("word/document.xml");
+    for (let at = liar.indexOf(name); at >= 0; at = liar.indexOf(name, at + 1)) {
+      // Central directory entries name the file 46 bytes in, local headers 30 bytes in; both carry the size.
+      if (liar.readUInt32LE(at - 46) === 0x02014b50) liar.writeUInt32LE(10, at - 46 + 24);
+      if (liar.readUInt32LE(at - 30) === 0x04034b50) liar.writeUInt32LE(10, at - 30 + 22);
+    }
+    expect(await extractText(liar, DOCX_TYPE)).toMatchObject({ text: "", error: expect.stringMatching(/larger than their headers say/) });
+  }, 60_000);
 
   it("HTML goes through Readability; CSV and JSON are read as text", async () => {
     const html = Buffer.from(

@@ -1,4 +1,5 @@
 import { DOCX_TYPE, isImageType } from "@/lib/uploads/upload-limits.ts";
+import { unpackedSizeProblem } from "./check-unpacked-size.ts";
 import { fragmentToMarkdown, htmlToMarkdown } from "./html-to-markdown.ts";
 
 export interface Extracted {
@@ -18,6 +19,8 @@ export interface Extracted {
 export async function extractText(bytes: Buffer, contentType: string): Promise<Extracted> {
   if (contentType === "application/pdf") return extractPdf(bytes);
   if (contentType === DOCX_TYPE) {
+    const problem = unpackedSizeProblem(bytes);
+    if (problem) return { text: "", error: problem };
     const mammoth = await import("mammoth");
     const result = await mammoth.convertToHtml({ buffer: bytes });
     const text = fragmentToMarkdown(result.value);
