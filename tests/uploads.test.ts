@@ -297,6 +297,32 @@ describe("create with file_ref", () => {
     expect(await extractText(liar, DOCX_TYPE)).toMatchObject({ text: "", error: expect.stringMatching(/larger than their headers say/) });
   }, 60_000);
 
+  it("a picture in a DOCX is not inlined into the content as base64", async () => {
+    const zip = await JSZip.loadAsync(await makeDocx([{ text: "Before the photo." }, { text: "After the photo." }]));
+    zip.file("word/media/image1.png", makePng(400, 400));
+    const types = await zip.file("[Content_Types].xml")!.async("string");
+    zip.file("[Content_Types].xml", types.replace("<Default Extension=\"xml\"", `<Default Extension="png" ContentType="image/png"/><Default Extension="xml"`));
+    const rels = await zip.file("word/_rels/document.xml.rels")!.async("string");
+    zip.file(
+      "word/_rels/document.xml.rels",
+      rels.replace("</Relationships>", `<Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/image" Target="media/image1.png"/></Relationships>`),
+    );
+    const drawing =
+      `<w:p><w:r><w:drawing><wp:inline xmlns:wp="http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"><wp:docPr id="1" name="Picture 1" descr="kiln photo"/>` +
+      `<a:graphic xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><a:graphicData uri="http://schemas.openxmlformats.org/drawingml/2006/picture">` +
+      `<pic:pic xmlns:pic="http://schemas.openxmlformats.org/drawingml/2006/picture"><pic:blipFill><a:blip xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships" r:embed="rId2"/></pic:blipFill></pic:pic>` +
+      `</a:graphicData></a:graphic></wp:inline></w:drawing></w:r></w:p>`;
+    const xml = await zip.file("word/document.xml")!.async("string");
+    zip.file("word/document.xml", xml.replace("</w:p><w:p>", `</w:p>${drawing}<w:p>`));
+    const docx = await zip.generateAsync({ type: "nodebuffer" });
+    const memory = await processed(ann, (await upload(ann, "photo-notes.docx", DOCX_TYPE, docx)).id);
+    expect(memory.processing_error).toBeNull();
+    expect(memory.content).toContain("Before the photo.");
+    expect(memory.content).toContain("After the photo.");
+    expect(memory.content).not.toMatch(/base64|data:image/);
+    expect(memory.content).toContain("(picture: kiln photo)");
+  });
+
   it("HTML goes through Readability; CSV and JSON are read as text", async () => {
     const html = Buffer.from(
       `<html><head><title>Deploy guide</title></head><body><nav>Home | About</nav><article><h1>Deploy guide</h1>` +

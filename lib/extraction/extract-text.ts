@@ -22,7 +22,10 @@ export async function extractText(bytes: Buffer, contentType: string): Promise<E
     const problem = unpackedSizeProblem(bytes);
     if (problem) return { text: "", error: problem };
     const mammoth = await import("mammoth");
-    const result = await mammoth.convertToHtml({ buffer: bytes });
+    // Mammoth's default inlines every picture as a base64 data URI: megabytes of it would fill the
+    // content (clipped at 3 MiB, cutting off the text after it) and its chunks. Mammoth still adds the alt text.
+    const noPictures = mammoth.images.imgElement(async () => ({ src: "" }));
+    const result = await mammoth.convertToHtml({ buffer: bytes }, { convertImage: noPictures });
     const text = fragmentToMarkdown(result.value);
     return text ? { text } : { text: "", error: "No text was found in the document" };
   }

@@ -28,7 +28,15 @@ export function htmlToMarkdown(html: string): ReadableDocument {
   return { title: (article?.title ?? "").replace(/\s+/g, " ").trim() || pageTitle, markdown: body.replace(/\n{3,}/g, "\n\n").trim() };
 }
 
-/** Word's HTML (mammoth) to markdown: headings stay headings. */
+/** Word's HTML (mammoth) to markdown: headings stay headings, a picture leaves its alt text. */
 export function fragmentToMarkdown(html: string): string {
-  return turndown().turndown(html).replace(/\n{3,}/g, "\n\n").trim();
+  const service = turndown();
+  service.addRule("pictureAlt", {
+    filter: (node) => node.nodeName === "IMG" && !node.getAttribute("src"),
+    replacement: (_content, node) => {
+      const alt = ((node as HTMLElement).getAttribute("alt") ?? "").replace(/\s+/g, " ").trim();
+      return alt ? `(picture: ${alt})` : "";
+    },
+  });
+  return service.turndown(html).replace(/\n{3,}/g, "\n\n").trim();
 }
