@@ -323,6 +323,23 @@ describe("create with file_ref", () => {
     expect(memory.content).toContain("(picture: kiln photo)");
   });
 
+  it("a file missing from storage ends done with its note and a plain processing_error, not the server's paths", async () => {
+    const created = await upload(ann, "rota.txt", "text/plain", Buffer.from("The quokka drill runs on Thursdays."), { content: "Hangar rota" });
+    await processed(ann, created.id);
+    const { fileRef } = await h.db.memory.findUniqueOrThrow({ where: { id: created.id }, select: { fileRef: true } });
+    rmSync(path.join(blobDir, ...(fileRef as { object_key: string }).object_key.split("/")));
+    await h.db.memory.update({ where: { id: created.id }, data: { content: "Hangar rota", extractedAt: null, processingStatus: "pending", processingAttempts: 0, processingError: null } });
+    backgroundRunner()!.enqueue(created.id);
+    const deadline = Date.now() + 30_000;
+    let memory;
+    do {
+      await new Promise((r) => setTimeout(r, 50));
+      memory = (await ann.get(`/v1/memories/${created.id}`)).body.data;
+    } while (memory.processing_status !== "done" && !memory.processing_error && Date.now() < deadline);
+    expect(memory.processing_error).not.toContain(blobDir);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", content: "Hangar rota", processing_error: expect.stringMatching(/no longer in storage/) });
+  });
+
   it("HTML goes through Readability; CSV and JSON are read as text", async () => {
     const html = Buffer.from(
       `<html><head><title>Deploy guide</title></head><body><nav>Home | About</nav><article><h1>Deploy guide</h1>` +

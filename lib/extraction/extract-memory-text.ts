@@ -30,15 +30,34 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
     return { content: page.text ? clip(page.text) : memory.content, title: page.title, error: page.error ?? null };
   }
   const ref = memory.fileRef as unknown as StoredFileRef;
-  const bytes = await readAll(await blobStore(), ref.object_key);
+  const note = memory.content.trim();
+  const bytes = await readFile(ref.object_key);
+  // Gone for good (removed from storage by hand, or a lost bucket): retrying cannot bring it back.
+  if (!bytes) return { content: note || ref.filename, error: "The file is no longer in storage; only the note was indexed" };
   // A file the parser chokes on will not parse on a retry either: report it, index what there is.
   const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint) : extractText(bytes, ref.content_type)).catch(
     (error: Error): Extracted => ({ text: "", error: `The file could not be read: ${error.message}`.slice(0, 500) }),
   );
-  const note = memory.content.trim();
   const text = extracted.text || (isImageType(ref.content_type) ? [`# ${ref.filename}`, memory.hint ?? ""].filter(Boolean).join("\n\n") : "");
   const content = [note, text].filter(Boolean).join("\n\n") || ref.filename;
   return { content: clip(content), title: extracted.title, error: extracted.error ?? null };
+}
+
+/**
+ * The stored bytes, or null when the object is missing. Other storage failures are retried; their
+ * message (a local store's names the server's directories) goes to the log, not to processing_error,
+ * which every member of the hub sees.
+ */
+async function readFile(key: string): Promise<Buffer | null> {
+  const store = await blobStore();
+  try {
+    return await readAll(store, key);
+  } catch (error) {
+    const missing = await store.head(key).then((info) => info === null, () => false);
+    if (missing) return null;
+    console.error(`[engram] processing: could not read object ${key}`, error);
+    throw new Error("The file could not be read from storage");
+  }
 }
 
 /** The chat model's reading of an image when one is configured; otherwise no text. */
