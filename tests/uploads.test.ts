@@ -297,6 +297,16 @@ describe("create with file_ref", () => {
     expect(await extractText(liar, DOCX_TYPE)).toMatchObject({ text: "", error: expect.stringMatching(/larger than their headers say/) });
   }, 60_000);
 
+  it("a PDF is read up to 2000 pages, one page at a time, and says how many it read", async () => {
+    const many = await makePdf(Array.from({ length: 2100 }, (_, i) => [`Folio ${i + 1} of the ledger.`]));
+    const result = await extractText(many, "application/pdf");
+    expect(result.error).toBe("Only the first 2000 of 2100 pages were read");
+    expect(result.text).toContain("## Page 2000\n\nFolio 2000 of the ledger.");
+    expect(result.text).not.toContain("Folio 2001");
+    const few = await extractText(await makePdf([["First page."], [], ["Third page."]]), "application/pdf");
+    expect(few).toEqual({ text: "## Page 1\n\nFirst page.\n\n## Page 3\n\nThird page.", error: "1 of 3 pages had no text" });
+  }, 60_000);
+
   it("a picture in a DOCX is not inlined into the content as base64", async () => {
     const zip = await JSZip.loadAsync(await makeDocx([{ text: "Before the photo." }, { text: "After the photo." }]));
     zip.file("word/media/image1.png", makePng(400, 400));

@@ -1,3 +1,4 @@
+import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { DOCX_TYPE, isImageType } from "@/lib/uploads/upload-limits.ts";
 import { unpackedSizeProblem } from "./check-unpacked-size.ts";
 import { fragmentToMarkdown, htmlToMarkdown } from "./html-to-markdown.ts";
@@ -38,17 +39,39 @@ export async function extractText(bytes: Buffer, contentType: string): Promise<E
   return text ? { text } : { text: "", error: "The file is empty" };
 }
 
+/**
+ * Pages read from one PDF. A book's worth of text fills a memory's 3 MiB of content long before
+ * this; a crafted file of tiny pages (a few dozen bytes each) would otherwise make the parser
+ * load hundreds of thousands of pages, all at once.
+ */
+export const MAX_PDF_PAGES = 2000;
+
 async function extractPdf(bytes: Buffer): Promise<Extracted> {
-  const { extractText: pdfText, getDocumentProxy } = await import("unpdf");
+  const { getDocumentProxy } = await import("unpdf");
   const pdf = await getDocumentProxy(new Uint8Array(bytes));
   try {
-    const { totalPages, text } = await pdfText(pdf, { mergePages: false });
-    // One section per page: a chunk's heading_chain then says which page it came from.
-    const pages = text.map((page, i) => ({ n: i + 1, text: page.replace(/[ \t]+\n/g, "\n").trim() })).filter((page) => page.text);
+    const totalPages = pdf.numPages;
+    const pages: { n: number; text: string }[] = [];
+    let read = 0;
+    let size = 0;
+    // One page at a time, and no further once the text would be clipped anyway.
+    while (read < Math.min(totalPages, MAX_PDF_PAGES) && size <= MAX_CONTENT_BYTES) {
+      const page = await pdf.getPage(++read);
+      const content = await page.getTextContent();
+      page.cleanup();
+      const raw = content.items.map((item) => ("str" in item ? item.str + (item.hasEOL ? "\n" : "") : "")).join("");
+      // One section per page: a chunk's heading_chain then says which page it came from.
+      const text = raw.replace(/[ \t]+\n/g, "\n").trim();
+      if (text) pages.push({ n: read, text });
+      size += Buffer.byteLength(text, "utf8");
+    }
     if (!pages.length) return { text: "", error: `No text was found in the PDF (${totalPages} pages; scanned pages need OCR)` };
     const body = pages.map((page) => `## Page ${page.n}\n\n${page.text}`).join("\n\n");
-    const missing = totalPages - pages.length;
-    return missing > 0 ? { text: body, error: `${missing} of ${totalPages} pages had no text` } : { text: body };
+    const problems = [
+      read - pages.length > 0 && `${read - pages.length} of ${read} pages had no text`,
+      read < totalPages && `only the first ${read} of ${totalPages} pages were read`,
+    ].filter(Boolean);
+    return problems.length ? { text: body, error: problems.join("; ").replace(/^./, (c) => c.toUpperCase()) } : { text: body };
   } finally {
     await pdf.destroy();
   }
