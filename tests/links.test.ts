@@ -86,10 +86,10 @@ const testPolicy = (extra: Partial<FetchPolicy> = {}): FetchPolicy => ({ ...DEFA
 
 describe("SSRF guard", () => {
   it("classifies private, loopback, link-local and reserved addresses", () => {
-    for (const address of ["127.0.0.1", "127.9.9.9", "10.0.0.1", "10.255.255.255", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "::", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "224.0.0.1"]) {
+    for (const address of ["127.0.0.1", "127.9.9.9", "10.0.0.1", "10.255.255.255", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "::", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "224.0.0.1", "2002:7f00:1::1", "2002:a9fe:a9fe::", "2002:c0a8:101::1", "fec0::1"]) {
       expect(isBlockedAddress(address), address).toBe(true);
     }
-    for (const address of ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1", "::ffff:8.8.8.8"]) {
+    for (const address of ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "172.32.0.1", "::ffff:8.8.8.8", "2002:808:808::1"]) {
       expect(isBlockedAddress(address), address).toBe(false);
     }
   });
