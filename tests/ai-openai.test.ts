@@ -15,6 +15,7 @@ interface FakeOpenAi {
   requests: { path: string; auth: string | undefined; body: any }[];
   failEmbeddings: boolean;
   stallEmbeddings: boolean;
+  stallChat: boolean;
   close(): Promise<void>;
 }
 
@@ -35,7 +36,7 @@ async function readBody(req: IncomingMessage): Promise<any> {
 }
 
 async function startFakeOpenAi(): Promise<FakeOpenAi> {
-  const fake = { requests: [], failEmbeddings: false, stallEmbeddings: false } as unknown as FakeOpenAi;
+  const fake = { requests: [], failEmbeddings: false, stallEmbeddings: false, stallChat: false } as unknown as FakeOpenAi;
   const stalled: import("node:http").ServerResponse[] = [];
   const server: Server = createServer(async (req, res) => {
     const body = await readBody(req);
@@ -57,6 +58,7 @@ async function startFakeOpenAi(): Promise<FakeOpenAi> {
       });
     }
     if (req.url === "/v1/chat/completions") {
+      if (fake.stallChat) return void stalled.push(res);
       const name = body.response_format?.json_schema?.name;
       const content =
         name === "memory_classification"
@@ -187,6 +189,28 @@ describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
       expect(backgroundRunner()!.stats.retried).toBeGreaterThanOrEqual(1);
     } finally {
       fake.failEmbeddings = false;
+    }
+  });
+
+  it("a provider that stops answering fails the attempt after ENGRAM_MODEL_TIMEOUT_MS: retried, then failed, never held running", async () => {
+    process.env.ENGRAM_MODEL_TIMEOUT_MS = "300";
+    try {
+      for (const stall of ["stallChat", "stallEmbeddings"] as const) {
+        fake[stall] = true;
+        try {
+          const res = await ann.post("/v1/memories", { content: `The ferry timetable changes in spring (${stall}).` });
+          // Without a timeout the job waited forever, its lease renewed all the while: running for good.
+          const memory = await processed(res.body.data.id);
+          expect(memory.processing_status).toBe("failed");
+          expect(memory.processing_error).toMatch(/time/i);
+          const row = await h.db.memory.findUniqueOrThrow({ where: { id: memory.id } });
+          expect(row.processingAttempts).toBe(2);
+        } finally {
+          fake[stall] = false;
+        }
+      }
+    } finally {
+      delete process.env.ENGRAM_MODEL_TIMEOUT_MS;
     }
   });
 });

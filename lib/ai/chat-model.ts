@@ -3,6 +3,7 @@ import { generateText, Output, type LanguageModel } from "ai";
 import { z } from "zod";
 import { positiveIntEnv } from "@/lib/config.ts";
 import { KINDS, STABILITIES } from "@/lib/memories/memory-fields.ts";
+import { modelTimeoutMs } from "./model-timeout.ts";
 
 let warned = false;
 
@@ -62,6 +63,7 @@ export async function classifyWithModel(model: LanguageModel, memory: MemoryText
     system: "You classify notes stored in a team memory. Answer with the kind and stability of the note.",
     prompt: describe(memory),
     maxRetries: 1,
+    abortSignal: AbortSignal.timeout(modelTimeoutMs()),
   });
   return output;
 }
@@ -74,6 +76,7 @@ export async function summarizeWithModel(model: LanguageModel, memory: MemoryTex
       "You summarise notes stored in a team memory in one or two plain sentences (at most 300 characters). Say what the note contains; never just repeat its title.",
     prompt: describe(memory),
     maxRetries: 1,
+    abortSignal: AbortSignal.timeout(modelTimeoutMs()),
   });
   return output.summary.trim();
 }

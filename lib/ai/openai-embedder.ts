@@ -1,6 +1,7 @@
 import { createOpenAI } from "@ai-sdk/openai";
 import { embedMany } from "ai";
 import { EMBEDDING_DIMENSIONS, openAiModelName, type Embedder } from "./embedder.ts";
+import { modelTimeoutMs } from "./model-timeout.ts";
 
 /** Inputs per request: OpenAI accepts up to 2048; smaller requests retry cheaper. */
 const REQUEST_BATCH = 256;
@@ -25,6 +26,7 @@ export function createOpenAiEmbedder(): Embedder {
           model,
           values: texts.slice(start, start + REQUEST_BATCH).map((text) => text || " "),
           maxRetries: 2,
+          abortSignal: AbortSignal.timeout(modelTimeoutMs()),
           providerOptions: { openai: { dimensions: EMBEDDING_DIMENSIONS } },
         });
         for (const embedding of embeddings) {
