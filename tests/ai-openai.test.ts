@@ -16,6 +16,8 @@ interface FakeOpenAi {
   failEmbeddings: boolean;
   stallEmbeddings: boolean;
   stallChat: boolean;
+  /** Every embeddings request answered with this status and error message. */
+  embeddingsError: { status: number; message: string } | null;
   close(): Promise<void>;
 }
 
@@ -36,7 +38,7 @@ async function readBody(req: IncomingMessage): Promise<any> {
 }
 
 async function startFakeOpenAi(): Promise<FakeOpenAi> {
-  const fake = { requests: [], failEmbeddings: false, stallEmbeddings: false, stallChat: false } as unknown as FakeOpenAi;
+  const fake = { requests: [], failEmbeddings: false, stallEmbeddings: false, stallChat: false, embeddingsError: null } as unknown as FakeOpenAi;
   const stalled: import("node:http").ServerResponse[] = [];
   const server: Server = createServer(async (req, res) => {
     const body = await readBody(req);
@@ -48,6 +50,7 @@ async function startFakeOpenAi(): Promise<FakeOpenAi> {
     if (req.url === "/v1/embeddings") {
       // A provider that accepts the connection and never answers (ended when the fake closes).
       if (fake.stallEmbeddings) return void stalled.push(res);
+      if (fake.embeddingsError) return reply(fake.embeddingsError.status, { error: { message: fake.embeddingsError.message, type: "invalid_request_error" } });
       if (fake.failEmbeddings) return reply(400, { error: { message: "model overloaded for this key", type: "invalid_request_error" } });
       const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
       return reply(200, {
@@ -211,6 +214,37 @@ describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
       }
     } finally {
       delete process.env.ENGRAM_MODEL_TIMEOUT_MS;
+    }
+  });
+
+  it("processing_error, which every hub member reads, says what failed without the provider's echo of the key or the server's addresses", async () => {
+    fake.embeddingsError = { status: 401, message: "Incorrect API key provided: sk-test-key. You can find your API key at https://platform.openai.com/account/api-keys." };
+    try {
+      const res = await ann.post("/v1/memories", { content: "The orchard is pruned in late winter." });
+      const memory = await processed(res.body.data.id);
+      expect(memory.processing_status).toBe("failed");
+      expect(memory.processing_error).toContain("401");
+      expect(memory.processing_error).toContain("Incorrect API key provided");
+      expect(memory.processing_error).not.toContain("sk-test-key");
+    } finally {
+      fake.embeddingsError = null;
+    }
+    // A provider that cannot be reached: the error names the internal host and port it tried.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    process.env.OPENAI_BASE_URL = `http://127.0.0.1:${port}/v1`;
+    setEmbedder(undefined);
+    try {
+      const res = await ann.post("/v1/memories", { content: "The greenhouse vents open above 24 degrees." });
+      const memory = await processed(res.body.data.id);
+      expect(memory.processing_status).toBe("failed");
+      expect(memory.processing_error).toMatch(/could not be reached/);
+      expect(memory.processing_error).not.toContain(String(port));
+    } finally {
+      process.env.OPENAI_BASE_URL = fake.url;
+      setEmbedder(undefined);
     }
   });
 });

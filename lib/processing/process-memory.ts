@@ -1,3 +1,4 @@
+import { APICallError, RetryError } from "ai";
 import type { Db } from "@/lib/db/database.ts";
 import { failMemory, PROCESSING_STEPS, StaleJobError, type MemoryVersion, type StepContext } from "./processing-steps.ts";
 import { retryDelayMs, type ProcessingConfig } from "./processing-config.ts";
@@ -83,6 +84,7 @@ export async function recordFailure(
   indexed: boolean,
 ): Promise<JobOutcome> {
   const message = describeError(error);
+  console.error(`[engram] processing: memory ${ctx.memory.id} attempt ${attempt} failed`, error);
   if (attempt >= config.maxAttempts) {
     await failMemory(ctx, message, { indexed });
     return { status: "failed", error: message };
@@ -123,7 +125,36 @@ export async function processMemory(
   }
 }
 
+/**
+ * What a failed attempt tells the hub: processing_error (and the owner's notification) is read by every
+ * member, so a provider's reply loses what looks like a credential (some echo the key they were sent),
+ * and errors from inside the server (database, file system, network) become a plain sentence. The
+ * full error goes to the log (recordFailure).
+ */
 export function describeError(error: unknown): string {
-  if (error instanceof Error) return `${error.name === "Error" ? "" : `${error.name}: `}${error.message}`.split("\n")[0]!.slice(0, 1000);
-  return String(error).slice(0, 1000);
+  const cause = RetryError.isInstance(error) ? error.lastError : error;
+  if (APICallError.isInstance(cause)) {
+    // No status: the request never got an answer; the message names the host and port it tried.
+    if (cause.statusCode === undefined) return "The model provider could not be reached";
+    return clip(`The model provider answered HTTP ${cause.statusCode}: ${redactSecrets(firstLine(cause.message))}`);
+  }
+  if (!(cause instanceof Error)) return "Processing failed (the server log has the details)";
+  if (cause.name === "TimeoutError" || cause.name === "AbortError") return "The model provider did not answer in time";
+  // Database errors carry SQL, table and constraint names; system errors the server's paths and addresses.
+  if (/^(PrismaClient|DriverAdapter)/.test(cause.name) || typeof (cause as { syscall?: unknown }).syscall === "string") {
+    return "Processing failed (the server log has the details)";
+  }
+  return clip(redactSecrets(`${cause.name === "Error" ? "" : `${cause.name}: `}${firstLine(cause.message)}`));
+}
+
+const firstLine = (text: string) => text.trim().split("\n")[0]!;
+const clip = (text: string) => text.slice(0, 1000);
+
+/** API keys (sk-…, and whatever follows "Bearer" or a key= parameter) and absolute file paths. */
+function redactSecrets(text: string): string {
+  return text
+    .replace(/\b(?:sk|rk|pk)-[\w*.-]{4,}/g, "[redacted]")
+    .replace(/\b(Bearer\s+)\S+/gi, "$1[redacted]")
+    .replace(/\b((?:api[_-]?)?key=)[^\s&]+/gi, "$1[redacted]")
+    .replace(/(^|[\s'"(=])(?:\/[\w.@-]+){2,}\/?/g, "$1[path]");
 }
