@@ -5,7 +5,7 @@ import { getEmbedder } from "@/lib/ai/embedder.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 import { notifyProcessingFailed } from "@/lib/notifications/notify.ts";
-import type { Memory } from "@/lib/db/generated/client.ts";
+import type { Memory, Prisma } from "@/lib/db/generated/client.ts";
 import { replaceChunks } from "@/lib/recall/store-chunks.ts";
 import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import { extractMemoryText, needsExtraction } from "@/lib/extraction/extract-memory-text.ts";
@@ -50,7 +50,18 @@ export interface StepContext {
 
 export interface DeferredWrites {
   changes: MemoryChanges;
+  guesses?: Guess[];
   chunks?: IndexedChunks;
+}
+
+/**
+ * A value the job worked out that the client may have set meanwhile: PATCH kind, stability or
+ * content_type keeps the version, so the version guard lets the job's write through. Applied only
+ * while `when` still holds (the field unlocked, or as the job read it).
+ */
+interface Guess {
+  when: Prisma.MemoryWhereInput;
+  data: MemoryChanges;
 }
 
 export type StepName = "extract" | "classify" | "index" | "summarise" | "complete";
@@ -84,18 +95,25 @@ type MemoryChanges = Partial<Pick<Memory, "content" | "title" | "extractedAt" | 
  * With deferred writes, a write without an event is only collected; the one with the event
  * (`complete`) commits everything collected, chunks included.
  */
-async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: EmitEventInput, options: { now?: boolean } = {}): Promise<void> {
+async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: EmitEventInput, options: { now?: boolean; guesses?: Guess[] } = {}): Promise<void> {
   const deferred = options.now ? undefined : ctx.deferred;
   if (deferred && !event) {
     Object.assign(deferred.changes, data);
-    if (ctx.loaded) Object.assign(ctx.loaded, data);
+    deferred.guesses = [...(deferred.guesses ?? []), ...(options.guesses ?? [])];
+    if (ctx.loaded) for (const change of [data, ...(options.guesses ?? []).map((guess) => guess.data)]) Object.assign(ctx.loaded, change);
     return;
   }
   const all = deferred ? { ...deferred.changes, ...data } : data;
+  const guesses = [...(deferred?.guesses ?? []), ...(options.guesses ?? [])];
   const pendingChunks = deferred?.chunks;
   const write = async (db: DbClient) => {
-    const { count } = await db.memory.updateMany({ where: currentWhere(ctx.memory), data: all });
+    // Nothing but guesses: a no-op write still checks the version (Prisma counts an empty update as 0 rows).
+    const data = Object.keys(all).length ? all : { version: ctx.memory.version };
+    const { count } = await db.memory.updateMany({ where: currentWhere(ctx.memory), data });
     if (count === 0) throw new StaleJobError(ctx.memory);
+    // After the guarded write above, which holds the row's lock in a transaction: a client's edit either
+    // committed before (its value stays) or waits for this one (and then overrides the guess).
+    for (const guess of guesses) await db.memory.updateMany({ where: { ...currentWhere(ctx.memory), ...guess.when }, data: guess.data });
     if (pendingChunks) await writeChunks(db, ctx.memory, pendingChunks);
     if (event) await emitEvent(db, event);
   };
@@ -196,8 +214,12 @@ const classify: ProcessingStep = {
         })();
     const kind = memory.kindLocked ? memory.kind : guess.kind;
     const stability = memory.stabilityLocked ? memory.stability : guess.stability;
-    if (kind === memory.kind && stability === memory.stability && contentType === memory.contentType) return;
-    await writeIfCurrent(ctx, { kind, stability, contentType });
+    const guesses: Guess[] = [
+      ...(kind !== memory.kind ? [{ when: { kindLocked: false }, data: { kind } }] : []),
+      ...(stability !== memory.stability ? [{ when: { stabilityLocked: false }, data: { stability } }] : []),
+      ...(contentType !== memory.contentType ? [{ when: { contentType: memory.contentType }, data: { contentType } }] : []),
+    ];
+    if (guesses.length) await writeIfCurrent(ctx, {}, undefined, { guesses });
   },
 };
 

@@ -1,0 +1,69 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { EMBEDDING_DIMENSIONS, setEmbedder } from "@/lib/ai/embedder.ts";
+import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
+import { PROCESSING_STEPS } from "@/lib/processing/processing-steps.ts";
+import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
+
+/**
+ * Edits that arrive while a job runs (no background runner here: the jobs are driven by hand, and an
+ * embedder that waits for the test holds each one between its classify and complete steps).
+ */
+let h: Harness;
+let ann: Client;
+let release: () => void = () => {};
+let embedding: () => void = () => {};
+let chat: FakeOpenAiChat;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  // The chat model guesses: unlike the heuristics it can disagree with what the create stored.
+  chat = await startFakeOpenAiChat((schema) =>
+    schema === "memory_classification" ? { kind: "procedural", stability: "stable" } : { summary: "Three steps of a release." },
+  );
+  Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-test-mini", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: chat.url });
+  setEmbedder({
+    id: "local:held",
+    dimensions: EMBEDDING_DIMENSIONS,
+    embed: async (texts) => {
+      embedding();
+      await new Promise<void>((resolve) => (release = resolve));
+      return texts.map(() => [1, ...new Array<number>(EMBEDDING_DIMENSIONS - 1).fill(0)]);
+    },
+  });
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+afterAll(async () => {
+  process.env = saved;
+  setEmbedder(undefined);
+  await h.close();
+  await chat.close();
+});
+
+it("a kind, stability or content_type the client sets while the job runs is kept, not replaced by the job's guess", async () => {
+  const res = await ann.post("/v1/memories", { content: "1. Freeze the release branch.\n2. Run the database migrations.\n3. Deploy the canary." });
+  const id = res.body.data.id;
+  const now = new Date();
+  const claim = (await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 }))!;
+  const embedded = new Promise<void>((resolve) => (embedding = resolve));
+  const job = processMemory(h.db, claim, { maxAttempts: 3, retryBaseMs: 10 });
+  await embedded; // classify has guessed; the chunks are being embedded
+  const patched = await ann.patch(`/v1/memories/${id}`, { kind: "rationale", stability: "volatile", content_type: "chat" });
+  expect(patched.status).toBe(200);
+  release();
+  expect(await job).toEqual({ status: "done" });
+  const memory = (await ann.get(`/v1/memories/${id}`)).body.data;
+  expect(memory).toMatchObject({ processing_status: "done", kind: "rationale", stability: "volatile", content_type: "chat" });
+});
+
+it("run step by step (as Inngest does, each step writing as it goes), the job's guess still lands where the client set nothing", async () => {
+  const res = await ann.post("/v1/memories", { content: "1. Drain the node.\n2. Patch the kernel.\n3. Uncordon the node." });
+  const id = res.body.data.id;
+  const now = new Date();
+  const claim = (await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 }))!;
+  embedding = () => setImmediate(() => release());
+  for (const step of PROCESSING_STEPS) await step.run({ db: h.db, memory: claim.memory, now: () => new Date() });
+  const memory = (await ann.get(`/v1/memories/${id}`)).body.data;
+  expect(memory).toMatchObject({ processing_status: "done", kind: "procedural", stability: "stable", summary: "Three steps of a release." });
+});
