@@ -13,6 +13,7 @@ let h: Harness;
 let ann: Client;
 let release: () => void = () => {};
 let embedding: () => void = () => {};
+let failEmbedding = false;
 let chat: FakeOpenAiChat;
 const saved = { ...process.env };
 
@@ -26,6 +27,7 @@ beforeAll(async () => {
     id: "local:held",
     dimensions: EMBEDDING_DIMENSIONS,
     embed: async (texts) => {
+      if (failEmbedding) throw new Error("the model is down");
       embedding();
       await new Promise<void>((resolve) => (release = resolve));
       return texts.map(() => [1, ...new Array<number>(EMBEDDING_DIMENSIONS - 1).fill(0)]);
@@ -66,4 +68,29 @@ it("run step by step (as Inngest does, each step writing as it goes), the job's 
   for (const step of PROCESSING_STEPS) await step.run({ db: h.db, memory: claim.memory, now: () => new Date() });
   const memory = (await ann.get(`/v1/memories/${id}`)).body.data;
   expect(memory).toMatchObject({ processing_status: "done", kind: "procedural", stability: "stable", summary: "Three steps of a release." });
+});
+
+it("a job that lost its memory to a takeover and then fails leaves the new owner's run alone", async () => {
+  const res = await ann.post("/v1/memories", { content: "The boiler is serviced every October." });
+  const id = res.body.data.id;
+  const start = new Date();
+  const first = (await claimMemory(h.db, id, { now: start, staleBefore: start, maxAttempts: 3, retryBaseMs: 10 }))!;
+  // Its lease lapsed (a long pause): another process takes the memory over.
+  const later = new Date(start.getTime() + 60_000);
+  const second = (await claimMemory(h.db, id, { now: later, staleBefore: new Date(later.getTime() + 1), maxAttempts: 3, retryBaseMs: 10 }))!;
+  expect(second.attempt).toBe(2);
+  failEmbedding = true;
+  try {
+    // Then the first one fails, on its last attempt or not: neither back to pending (a third worker
+    // could claim it beside the owner) nor failed (while the owner is still at work).
+    for (const maxAttempts of [3, 1]) {
+      expect(await processMemory(h.db, first, { maxAttempts, retryBaseMs: 10 })).toEqual({ status: "stale" });
+      const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+      expect(row).toMatchObject({ processingStatus: "running", processingAttempts: 2, processingError: null });
+    }
+  } finally {
+    failEmbedding = false;
+  }
+  embedding = () => setImmediate(() => release());
+  expect(await processMemory(h.db, second, { maxAttempts: 3, retryBaseMs: 10 })).toEqual({ status: "done" });
 });

@@ -85,14 +85,17 @@ export async function recordFailure(
 ): Promise<JobOutcome> {
   const message = describeError(error);
   console.error(`[engram] processing: memory ${ctx.memory.id} attempt ${attempt} failed`, error);
+  // Only while this attempt still holds the memory (attempts is the fencing token, job-lease.ts): one
+  // whose lease lapsed and was taken over must not put the owner's run back to pending or fail it.
   if (attempt >= config.maxAttempts) {
-    await failMemory(ctx, message, { indexed });
+    if (!(await failMemory(ctx, message, { indexed, attempt }))) return { status: "stale" };
     return { status: "failed", error: message };
   }
-  await ctx.db.memory.updateMany({
-    where: { id: ctx.memory.id, version: ctx.memory.version, contentHash: ctx.memory.contentHash },
+  const { count } = await ctx.db.memory.updateMany({
+    where: { id: ctx.memory.id, version: ctx.memory.version, contentHash: ctx.memory.contentHash, processingStatus: "running", processingAttempts: attempt },
     data: { processingStatus: "pending", processingError: message.slice(0, 1000), processingStartedAt: ctx.now() },
   });
+  if (count === 0) return { status: "stale" };
   return { status: "retry", delayMs: retryDelayMs(attempt, config.retryBaseMs), error: message };
 }
 

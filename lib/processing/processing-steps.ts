@@ -266,20 +266,22 @@ export const PROCESSING_STEPS: readonly ProcessingStep[] = [extract, classify, i
 /**
  * The memory gave up: it ends `failed` with the reason, stays readable, and
  * keeps whatever could be indexed — at least lexical chunks and a heuristic
- * summary, so recall still finds it by its words.
+ * summary, so recall still finds it by its words. Returns whether it was marked failed.
  */
-export async function failMemory(ctx: StepContext, reason: string, options: { indexed: boolean }): Promise<void> {
-  const memory = await ctx.db.memory.findFirst({ where: currentWhere(ctx.memory) });
-  if (!memory) return;
+export async function failMemory(ctx: StepContext, reason: string, options: { indexed: boolean; attempt?: number }): Promise<boolean> {
+  // `attempt`: only while that attempt still holds the memory (a takeover has claimed it with attempts + 1).
+  const held = options.attempt === undefined ? {} : { processingStatus: "running", processingAttempts: options.attempt };
+  const memory = await ctx.db.memory.findFirst({ where: { ...currentWhere(ctx.memory), ...held } });
+  if (!memory) return false;
   try {
     if (!options.indexed) await storeChunks(ctx, chunkContent(memory.content, textFormat(memory)), null);
   } catch (error) {
     if (!(error instanceof StaleJobError)) console.error(`[engram] processing: lexical fallback for memory ${memory.id} failed`, error);
   }
   // The failure and its notification to the owner commit together.
-  await ctx.db.$transaction(async (tx) => {
+  return ctx.db.$transaction(async (tx) => {
     const { count } = await tx.memory.updateMany({
-      where: currentWhere(ctx.memory),
+      where: { ...currentWhere(ctx.memory), ...held },
       data: {
         processingStatus: "failed",
         processingError: reason.slice(0, 1000),
@@ -289,5 +291,6 @@ export async function failMemory(ctx: StepContext, reason: string, options: { in
       },
     });
     if (count > 0) await notifyProcessingFailed(tx, memory, reason);
+    return count > 0;
   }, BACKGROUND_TRANSACTION);
 }
