@@ -94,3 +94,21 @@ it("a job that lost its memory to a takeover and then fails leaves the new owner
   embedding = () => setImmediate(() => release());
   expect(await processMemory(h.db, second, { maxAttempts: 3, retryBaseMs: 10 })).toEqual({ status: "done" });
 });
+
+it("a memory moved to another hub while its job runs: memory.processed goes to the hub it is in now, not the one it left", async () => {
+  const team = (await ann.post("/v1/hubs", { name: "Workshop" })).body.data.id;
+  const res = await ann.post("/v1/memories", { content: "The lathe belt was replaced in March." });
+  const id = res.body.data.id;
+  const from = res.body.data.hub_id;
+  const now = new Date();
+  const claim = (await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 }))!;
+  const embedded = new Promise<void>((resolve) => (embedding = resolve));
+  const job = processMemory(h.db, claim, { maxAttempts: 3, retryBaseMs: 10 });
+  await embedded;
+  expect((await ann.post("/v1/memories/batch-move", { ids: [id], hub_id: team })).body.data.moved).toBe(1);
+  release();
+  expect(await job).toEqual({ status: "done" });
+  const events = await h.db.event.findMany({ where: { type: "memory.processed", entityId: id } });
+  expect(events.map((event) => event.hubId)).toEqual([team]);
+  expect(from).not.toBe(team);
+});

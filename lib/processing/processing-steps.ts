@@ -115,7 +115,12 @@ async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: Emi
     // committed before (its value stays) or waits for this one (and then overrides the guess).
     for (const guess of guesses) await db.memory.updateMany({ where: { ...currentWhere(ctx.memory), ...guess.when }, data: guess.data });
     if (pendingChunks) await writeChunks(db, ctx.memory, pendingChunks);
-    if (event) await emitEvent(db, event);
+    if (event) {
+      // Read under the lock the update took: the memory may have moved hubs since the job loaded it,
+      // and the members of the hub it left must not hear of it.
+      const { hubId } = await db.memory.findUniqueOrThrow({ where: { id: ctx.memory.id }, select: { hubId: true } });
+      await emitEvent(db, { ...event, hubId });
+    }
   };
   await (event ? ctx.db.$transaction(write, BACKGROUND_TRANSACTION) : write(ctx.db));
   if (ctx.deferred && deferred) ctx.deferred = { changes: {} };
