@@ -1,5 +1,5 @@
 import { extractText, type Extracted } from "@/lib/extraction/extract-text.ts";
-import { htmlToMarkdown } from "@/lib/extraction/html-to-markdown.ts";
+import { htmlToMarkdown } from "@/lib/extraction/html-to-markdown.mjs";
 import { normalizeContentType } from "@/lib/uploads/upload-limits.ts";
 import { LinkFetchError, safeFetch } from "./safe-fetch.ts";
 

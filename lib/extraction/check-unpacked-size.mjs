@@ -1,3 +1,4 @@
+// Plain ESM: the extraction worker (extract-worker.mjs) loads it directly, outside the Next bundle.
 import { inflateRawSync } from "node:zlib";
 
 /**
@@ -16,7 +17,7 @@ const LOCAL = 0x04034b50;
  * counts against `limit`, and every deflated entry is inflated here with its declared size as a
  * hard ceiling: a header that under-states an entry cannot smuggle a bomb past the sum.
  */
-export function unpackedSizeProblem(bytes: Buffer, limit = MAX_UNPACKED_BYTES): string | null {
+export function unpackedSizeProblem(bytes, limit = MAX_UNPACKED_BYTES) {
   const end = findEndOfCentralDirectory(bytes);
   if (end < 0) return null; // not a zip: the parser reports that itself
   const entries = bytes.readUInt16LE(end + 10);
@@ -38,7 +39,7 @@ export function unpackedSizeProblem(bytes: Buffer, limit = MAX_UNPACKED_BYTES): 
       try {
         inflateRawSync(bytes.subarray(start, start + packed), { maxOutputLength: Math.max(1, unpacked) });
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") return "The document's parts are larger than their headers say; it was not unpacked";
+        if (error.code === "ERR_BUFFER_TOO_LARGE") return "The document's parts are larger than their headers say; it was not unpacked";
         // A corrupt stream is the parser's to report.
       }
     }
@@ -47,11 +48,11 @@ export function unpackedSizeProblem(bytes: Buffer, limit = MAX_UNPACKED_BYTES): 
   return null;
 }
 
-function tooLarge(limit: number): string {
+function tooLarge(limit) {
   return `The document unpacks to more than ${Math.round(limit / 1024 / 1024)} MiB; it was not read`;
 }
 
-function findEndOfCentralDirectory(bytes: Buffer): number {
+function findEndOfCentralDirectory(bytes) {
   // The record is 22 bytes plus a comment of at most 65535.
   for (let i = bytes.length - 22; i >= Math.max(0, bytes.length - 22 - 0xffff); i--) {
     if (bytes.readUInt32LE(i) === EOCD) return i;

@@ -1,25 +1,22 @@
+// HTML to markdown, for fetched pages, HTML files and mammoth's output. Plain ESM: the extraction
+// worker (extract-worker.mjs) loads it directly, outside the Next bundle.
 import { Readability } from "@mozilla/readability";
 import { parseHTML } from "linkedom";
 import TurndownService from "turndown";
 
-export interface ReadableDocument {
-  title: string;
-  markdown: string;
-}
-
-function turndown(): TurndownService {
+function turndown() {
   const service = new TurndownService({ headingStyle: "atx", codeBlockStyle: "fenced", bulletListMarker: "-" });
   service.remove(["script", "style", "noscript", "iframe", "form"]);
   return service;
 }
 
 /** HTML to markdown: the readable article when Readability finds one, else the whole body. */
-export function htmlToMarkdown(html: string): ReadableDocument {
+export function htmlToMarkdown(html) {
   const { document } = parseHTML(html);
   const pageTitle = (document.querySelector("title")?.textContent ?? "").replace(/\s+/g, " ").trim();
-  let article: { title?: string | null; content?: string | null } | null = null;
+  let article = null;
   try {
-    article = new Readability(document as unknown as Document, { charThreshold: 100 }).parse();
+    article = new Readability(document, { charThreshold: 100 }).parse();
   } catch {
     article = null;
   }
@@ -29,12 +26,12 @@ export function htmlToMarkdown(html: string): ReadableDocument {
 }
 
 /** Word's HTML (mammoth) to markdown: headings stay headings, a picture leaves its alt text. */
-export function fragmentToMarkdown(html: string): string {
+export function fragmentToMarkdown(html) {
   const service = turndown();
   service.addRule("pictureAlt", {
     filter: (node) => node.nodeName === "IMG" && !node.getAttribute("src"),
     replacement: (_content, node) => {
-      const alt = ((node as HTMLElement).getAttribute("alt") ?? "").replace(/\s+/g, " ").trim();
+      const alt = (node.getAttribute("alt") ?? "").replace(/\s+/g, " ").trim();
       return alt ? `(picture: ${alt})` : "";
     },
   });

@@ -1,0 +1,68 @@
+// The text of a PDF, DOCX, HTML or text file. Plain ESM: the extraction worker (extract-worker.mjs)
+// loads it directly, outside the Next bundle; lib/extraction/extract-text.ts says which kind a file is.
+import { unpackedSizeProblem } from "./check-unpacked-size.mjs";
+import { fragmentToMarkdown, htmlToMarkdown } from "./html-to-markdown.mjs";
+
+/**
+ * Pages read from one PDF. A book's worth of text fills a memory's 3 MiB of content long before
+ * this; a crafted file of tiny pages (a few dozen bytes each) would otherwise make the parser
+ * load hundreds of thousands of pages, all at once.
+ */
+export const MAX_PDF_PAGES = 2000;
+
+/** The parsers, loaded ahead of the first file so that a file's time limit is not spent loading them. */
+export async function loadParsers() {
+  await Promise.all([import("unpdf"), import("mammoth")]);
+}
+
+export async function readDocument(kind, bytes, { maxContentBytes }) {
+  if (kind === "pdf") return readPdf(bytes, maxContentBytes);
+  if (kind === "docx") {
+    const problem = unpackedSizeProblem(bytes);
+    if (problem) return { text: "", error: problem };
+    const mammoth = await import("mammoth");
+    // Mammoth's default inlines every picture as a base64 data URI: megabytes of it would fill the
+    // content (clipped at 3 MiB, cutting off the text after it) and its chunks. Mammoth still adds the alt text.
+    const noPictures = mammoth.images.imgElement(async () => ({ src: "" }));
+    const result = await mammoth.convertToHtml({ buffer: bytes }, { convertImage: noPictures });
+    const text = fragmentToMarkdown(result.value);
+    return text ? { text } : { text: "", error: "No text was found in the document" };
+  }
+  if (kind === "html") {
+    const doc = htmlToMarkdown(bytes.toString("utf8"));
+    return doc.markdown ? { text: doc.markdown, title: doc.title || undefined } : { text: "", error: "No readable text was found in the page" };
+  }
+  const text = bytes.toString("utf8").replace(/^\uFEFF/, "").trim();
+  return text ? { text } : { text: "", error: "The file is empty" };
+}
+
+async function readPdf(bytes, maxContentBytes) {
+  const { getDocumentProxy } = await import("unpdf");
+  const pdf = await getDocumentProxy(new Uint8Array(bytes));
+  try {
+    const totalPages = pdf.numPages;
+    const pages = [];
+    let read = 0;
+    let size = 0;
+    // One page at a time, and no further once the text would be clipped anyway.
+    while (read < Math.min(totalPages, MAX_PDF_PAGES) && size <= maxContentBytes) {
+      const page = await pdf.getPage(++read);
+      const content = await page.getTextContent();
+      page.cleanup();
+      const raw = content.items.map((item) => ("str" in item ? item.str + (item.hasEOL ? "\n" : "") : "")).join("");
+      // One section per page: a chunk's heading_chain then says which page it came from.
+      const text = raw.replace(/[ \t]+\n/g, "\n").trim();
+      if (text) pages.push({ n: read, text });
+      size += Buffer.byteLength(text, "utf8");
+    }
+    if (!pages.length) return { text: "", error: `No text was found in the PDF (${totalPages} pages; scanned pages need OCR)` };
+    const body = pages.map((page) => `## Page ${page.n}\n\n${page.text}`).join("\n\n");
+    const problems = [
+      read - pages.length > 0 && `${read - pages.length} of ${read} pages had no text`,
+      read < totalPages && `only the first ${read} of ${totalPages} pages were read`,
+    ].filter(Boolean);
+    return problems.length ? { text: body, error: problems.join("; ").replace(/^./, (c) => c.toUpperCase()) } : { text: body };
+  } finally {
+    await pdf.destroy();
+  }
+}
