@@ -1,6 +1,7 @@
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { DOCX_TYPE, isImageType } from "@/lib/uploads/upload-limits.ts";
-import { readDocument, type DocumentKind } from "./read-document.mjs";
+import { readDocumentInThread } from "./extraction-thread.ts";
+import type { DocumentKind } from "./read-document.mjs";
 
 export { MAX_PDF_PAGES } from "./read-document.mjs";
 
@@ -16,11 +17,13 @@ export interface Extracted {
 /**
  * The text of a file, by its (verified) type: PDF per page, DOCX as markdown
  * with its headings, HTML through Readability, text types as they are.
- * Images have no text here (see describe-image.ts).
+ * Images have no text here (see describe-image.ts). Parsing runs in the
+ * extraction thread, under its time and memory limits (extraction-thread.ts);
+ * a file stopped at a limit rejects with ExtractionStoppedError.
  */
 export async function extractText(bytes: Buffer, contentType: string): Promise<Extracted> {
   if (isImageType(contentType)) return { text: "", error: "No text was found in the image (no vision model is configured)" };
-  return readDocument(documentKind(contentType), bytes, { maxContentBytes: MAX_CONTENT_BYTES });
+  return readDocumentInThread(documentKind(contentType), bytes, MAX_CONTENT_BYTES);
 }
 
 function documentKind(contentType: string): DocumentKind {

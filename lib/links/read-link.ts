@@ -1,5 +1,5 @@
 import { extractText, type Extracted } from "@/lib/extraction/extract-text.ts";
-import { htmlToMarkdown } from "@/lib/extraction/html-to-markdown.mjs";
+import { readPageInThread } from "@/lib/extraction/extraction-thread.ts";
 import { normalizeContentType } from "@/lib/uploads/upload-limits.ts";
 import { LinkFetchError, safeFetch } from "./safe-fetch.ts";
 
@@ -13,7 +13,7 @@ export async function readLink(url: string): Promise<Extracted> {
     const page = await safeFetch(url);
     const type = normalizeContentType(page.contentType) || "text/html";
     if (type === "text/html" || type === "application/xhtml+xml") {
-      const doc = htmlToMarkdown(page.body.toString("utf8"));
+      const doc = await readPageInThread(page.body);
       if (!doc.markdown) return { text: "", title: doc.title || undefined, error: "No readable text was found on the page" };
       return { text: doc.markdown, title: doc.title || undefined };
     }

@@ -1,0 +1,124 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { extractText } from "@/lib/extraction/extract-text.ts";
+import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { makePdf } from "./support/make-files.ts";
+
+/**
+ * File and page text is read in a worker thread under a time limit: a page that keeps the parser
+ * busy for seconds is stopped at the limit, its memory ends active with a processing_error, and
+ * meanwhile the main thread (HTTP, the embedded database) keeps answering.
+ */
+let h: Harness;
+let ann: Client;
+let site: http.Server;
+let sitePort = 0;
+const savedTimeout = process.env.ENGRAM_EXTRACT_TIMEOUT_MS;
+
+// 370 KB of nested divs: Readability and turndown take several seconds over it (7.6 s measured).
+const nested = `<html><head><title>Nested</title></head><body>${"<div><p>Some words in a paragraph, with a comma, and more words.</p>".repeat(5000)}${"</div>".repeat(5000)}</body></html>`;
+const article = `<!doctype html><html><head><title>Kiln maintenance guide</title></head><body><article><h1>Kiln maintenance guide</h1>
+<p>${"Let the kiln cool for a full day before opening it, or the glaze will craze. ".repeat(3)}</p></article></body></html>`;
+
+beforeAll(async () => {
+  process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "1000";
+  site = http.createServer((req, res) => {
+    if (req.url === "/nested") return res.writeHead(200, { "content-type": "text/html" }).end(nested);
+    if (req.url?.startsWith("/article")) return res.writeHead(200, { "content-type": "text/html" }).end(article);
+    res.writeHead(404).end();
+  });
+  sitePort = await new Promise<number>((resolve, reject) => {
+    site.once("error", reject);
+    site.listen(0, "127.0.0.1", () => resolve((site.address() as AddressInfo).port));
+  });
+  setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+  h = await createHarness();
+  ann = await h.user("Ann");
+  await startBackgroundProcessing();
+});
+afterAll(async () => {
+  if (savedTimeout === undefined) delete process.env.ENGRAM_EXTRACT_TIMEOUT_MS;
+  else process.env.ENGRAM_EXTRACT_TIMEOUT_MS = savedTimeout;
+  setLinkFetchPolicyForTests(undefined);
+  stopBackgroundProcessing();
+  await h?.close();
+  await new Promise((r) => site.close(r));
+});
+
+async function processed(id: string, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await ann.get(`/v1/memories/${id}`);
+    if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
+    if (Date.now() > deadline) throw new Error(`memory ${id} still ${res.body.data.processing_status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("extraction time limit", () => {
+  it("a page that takes too long to read is stopped: active with its URL and a processing_error, the main thread answering meanwhile", async () => {
+    // First a page that reads normally, so that loading the routes, the model and the parsers is not timed below.
+    const first = await processed((await ann.post("/v1/memories", { content: `http://127.0.0.1:${sitePort}/article`, content_type: "link" })).body.data.id);
+    expect(first).toMatchObject({ state: "active", processing_status: "done", processing_error: null, title: "Kiln maintenance guide" });
+
+    // The longest the event loop went without running a 10 ms timer while the page was being read.
+    const started = Date.now();
+    let last = performance.now();
+    let longestStall = 0;
+    const tick = setInterval(() => {
+      const now = performance.now();
+      longestStall = Math.max(longestStall, now - last);
+      last = now;
+    }, 10);
+    let memory;
+    let slowestRequest = 0;
+    try {
+      const url = `http://127.0.0.1:${sitePort}/nested`;
+      const res = await ann.post("/v1/memories", { content: url, content_type: "link" });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      memory = await (async () => {
+        for (;;) {
+          const asked = performance.now();
+          const list = await ann.get("/v1/memories");
+          slowestRequest = Math.max(slowestRequest, performance.now() - asked);
+          expect(list.status).toBe(200);
+          const current = await ann.get(`/v1/memories/${res.body.data.id}`);
+          if (["done", "failed"].includes(current.body.data.processing_status)) return current.body.data;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+    } finally {
+      clearInterval(tick);
+    }
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", content: `http://127.0.0.1:${sitePort}/nested` });
+    expect(memory.processing_error).toBe("The page could not be read: it took longer than 1 s to read and was stopped");
+    // Stopped near the limit, not after the seconds the parser would have taken.
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // Read in the main thread, the page would stall it for its whole parse (seconds); shared CI cores allow some slack.
+    expect(longestStall).toBeLessThan(2_000);
+    expect(slowestRequest).toBeLessThan(2_000);
+
+    // The killed worker is replaced: the next page reads as before.
+    const next = await ann.post("/v1/memories", { content: `http://127.0.0.1:${sitePort}/article?again`, content_type: "link" });
+    const read = await processed(next.body.data.id);
+    expect(read).toMatchObject({ state: "active", processing_status: "done", processing_error: null, title: "Kiln maintenance guide" });
+    expect(read.content).toContain("Let the kiln cool");
+  });
+
+  it("a PDF over the limit is stopped; the next PDF reads the same as ever", async () => {
+    const many = await makePdf(Array.from({ length: 2000 }, (_, i) => [`Folio ${i + 1} of the ledger.`]));
+    const few = await makePdf([["First page."], [], ["Third page."]]);
+    process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "200";
+    try {
+      const started = Date.now();
+      await expect(extractText(many, "application/pdf")).rejects.toThrow(/^it took longer than 0\.2 s to read and was stopped$/);
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "1000";
+    }
+    expect(await extractText(few, "application/pdf")).toEqual({ text: "## Page 1\n\nFirst page.\n\n## Page 3\n\nThird page.", error: "1 of 3 pages had no text" });
+  });
+});
