@@ -12,6 +12,13 @@ const nextConfig: NextConfig = {
     "pg",
     "@huggingface/transformers",
     "onnxruntime-node",
+    // The extraction worker (lib/extraction/extract-worker.mjs) imports these from node_modules at run
+    // time; external, they and their dependencies are in the traces of the routes that read files.
+    "unpdf",
+    "mammoth",
+    "linkedom",
+    "turndown",
+    "@mozilla/readability",
   ],
   poweredByHeader: false,
   // No page of Engram may be framed, on another site or a same-site one (another port on localhost, a
