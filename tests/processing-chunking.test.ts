@@ -134,6 +134,38 @@ describe("chunkContent", () => {
     expect(chunks.length).toBeGreaterThan(10);
     for (const chunk of chunks) expect(chunk.tokenCount).toBeLessThanOrEqual(CHUNK_MAX_TOKENS);
   });
+
+  it("stays linear on long runs of spaces in headings, definitions and paragraphs (ReDoS)", () => {
+    const timed = (content: string, contentType: string) => {
+      const started = performance.now();
+      const chunks = chunkContent(content, contentType);
+      return { chunks, ms: performance.now() - started };
+    };
+    // Each took minutes with the old regexes (the heading one is quartic in the run).
+    const heading = timed(`# Deploy notes${" ".repeat(3_000)}x`, "markdown");
+    const deepHeading = timed(`${runbook}\n\n## Rollback${" ".repeat(1_500)}\u00a0${" ".repeat(1_500)}x\n\n${para("tail", 12)}`, "markdown");
+    const definition = timed(`function deploy${" ".repeat(300_000)}x`, "code");
+    const paragraph = timed(`${para("spacing", 40)}\n\nword${" ".repeat(300_000)}word`, "text");
+    for (const run of [heading, deepHeading, definition, paragraph]) expect(run.ms).toBeLessThan(3_000);
+    expect(heading.chunks[0]!.headingChain).toBe(`Deploy notes${" ".repeat(3_000)}x`.slice(0, 120));
+    expect(deepHeading.chunks.at(-1)!.headingChain).toMatch(/^Release process > Rollback {112}$/);
+    expect(definition.chunks[0]!.headingChain).toBe(`function deploy${" ".repeat(300_000)}x`.slice(0, 120));
+    expect(paragraph.chunks.at(-1)!.content.endsWith("word")).toBe(true);
+  });
+
+  it("reads headings, closing hashes, links and signatures as before", () => {
+    const chain = (content: string, contentType = "markdown") => chunkContent(content, contentType)[0]!.headingChain;
+    expect(chain("   ## Setup ##  \nbody")).toBe("Setup");
+    expect(chain("# #\nbody")).toBe("#");
+    expect(chain("#\tSee [the guide](https://example.com/a) and **this** `x`\nbody")).toBe("See the guide and this x");
+    expect(chain("#    \n# Real\nbody")).toBe("");
+    expect(chain("body\n    # indented code\n# Title\nbody")).toBe("Title");
+    expect(chain("####### seven\n###### six #\nbody")).toBe("six");
+    expect(chain("# [a] [b](c) [](d) [e](f\nbody")).toBe("[a] b [](d) [e](f");
+    expect(chain("class Deploy:  \n    pass", "code")).toBe("class Deploy");
+    expect(chain("function deploy() {\n}", "code")).toBe("function deploy()");
+    expect(chain("function deploy() {{\n}", "code")).toBe("function deploy() {");
+  });
 });
 
 describe("estimateTokens", () => {

@@ -61,7 +61,7 @@ function pack(units: Unit[]): ChunkDraft[] {
   const flush = () => {
     if (parts.length === 0) return;
     // Only blank lines are trimmed: a code chunk that starts mid-function keeps its indentation.
-    const content = parts.map((p, i) => (i === 0 ? p.text : `${p.sep ?? "\n\n"}${p.text}`)).join("").replace(/^\s*\n|\s+$/g, "");
+    const content = parts.map((p, i) => (i === 0 ? p.text : `${p.sep ?? "\n\n"}${p.text}`)).join("").replace(/^\s*\n/, "").trimEnd(); // not \s+$, quadratic in a run of spaces
     if (content) chunks.push({ position: chunks.length, content, headingChain: dominantChain(parts), tokenCount: estimateTokens(content) });
     parts = [];
     tokens = 0;
@@ -159,20 +159,80 @@ export function sentences(text: string): string[] {
 // ------------------------------------------------------------------------------------ markdown
 
 const FENCE = /^\s{0,3}(```|~~~)/;
-const HEADING = /^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$/;
+const isSpace = (ch: string | undefined) => ch !== undefined && /\s/.test(ch);
+const isLineBreak = (ch: string) => ch === "\n" || ch === "\r" || ch === "\u2028" || ch === "\u2029";
+
+/**
+ * An ATX heading's level and text, as `^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$` would give them, found by
+ * scanning: that regex backtracks in the fourth power of a run of spaces inside one heading line,
+ * so a single memory held the processing worker (and the event loop) for minutes.
+ */
+export function parseHeading(line: string): { level: number; text: string } | undefined {
+  let p = 0;
+  while (p < line.length && isSpace(line[p])) p++;
+  if (p > 3) return undefined;
+  let q = p;
+  while (line[q] === "#") q++;
+  const level = q - p;
+  if (level < 1 || level > 6 || !isSpace(line[q])) return undefined;
+  let r = q;
+  while (r < line.length && isSpace(line[r])) r++;
+  if (r === line.length) {
+    // The regex gives back spaces until the text can be one of them (`.` matches no line break).
+    let j = r - 1;
+    while (j > q && isLineBreak(line[j]!)) j--;
+    return j > q ? { level, text: line[j]! } : undefined;
+  }
+  // The text is the shortest non-empty prefix whose rest is spaces, a closing run of `#`, spaces.
+  let e = line.length;
+  while (e > r && isSpace(line[e - 1])) e--;
+  while (e > r && line[e - 1] === "#") e--;
+  while (e > r && isSpace(line[e - 1])) e--;
+  const text = line.slice(r, Math.max(e, r + 1));
+  for (const ch of text) if (isLineBreak(ch)) return undefined;
+  return { level, text };
+}
 
 export function firstHeading(text: string): string | undefined {
   let inFence = false;
   for (const line of text.split("\n")) {
     if (FENCE.test(line)) inFence = !inFence;
-    const match = !inFence && HEADING.exec(line);
-    if (match) return cleanHeading(match[2]!);
+    const match = !inFence && parseHeading(line);
+    if (match) return cleanHeading(match.text);
   }
   return undefined;
 }
 
 function cleanHeading(text: string): string {
-  return text.replace(/[*_`]/g, "").replace(/\[([^\]]+)\]\([^)]*\)/g, "$1").trim().slice(0, 120);
+  return replaceLinks(text.replace(/[*_`]/g, ""), false).trim().slice(0, 120);
+}
+
+/**
+ * Markdown links `[label](url)` replaced by their label (images `![alt](url)` removed when `images`),
+ * matching what `/\[([^\]]+)\]\([^)]*\)/g` (`/!\[[^\]]*\]\([^)]*\)/g`) did. Those regexes rescan
+ * to the end of the text from every `[` that has no closing bracket, quadratic on a long run of
+ * `[(`; this finds each closing bracket once.
+ */
+export function replaceLinks(text: string, images: boolean): string {
+  let out = "";
+  let from = 0;
+  const opener = images ? "![" : "[";
+  for (let i = text.indexOf(opener); i !== -1; ) {
+    const labelStart = i + opener.length;
+    const close = text.indexOf("]", labelStart);
+    if (close === -1) break;
+    if ((!images && close === labelStart) || text[close + 1] !== "(") {
+      // Every opener before this `]` ends its label here too, so none of them can match.
+      i = text.indexOf(opener, images ? close : close + 1);
+      continue;
+    }
+    const end = text.indexOf(")", close + 2);
+    if (end === -1) break;
+    out += text.slice(from, i) + (images ? "" : text.slice(labelStart, close));
+    from = end + 1;
+    i = text.indexOf(opener, from);
+  }
+  return out + text.slice(from);
 }
 
 /** Sections under their heading chain ("Release process > Rollback"), cut into blank-line blocks. */
@@ -200,19 +260,19 @@ function markdownUnits(text: string): Unit[] {
       block.push(line);
       continue;
     }
-    const heading = HEADING.exec(line);
+    const heading = parseHeading(line);
     if (heading) {
       flushBlock();
-      const level = heading[1]!.length;
+      const level = heading.level;
       while (stack.length && stack.at(-1)!.level >= level) stack.pop();
-      stack.push({ level, title: cleanHeading(heading[2]!) });
+      stack.push({ level, title: cleanHeading(heading.text) });
       sectionStart = true;
       block.push(line);
       continue;
     }
     if (!line.trim()) {
       // Keep a heading with the paragraph that follows it.
-      if (block.length === 1 && HEADING.test(block[0]!)) continue;
+      if (block.length === 1 && parseHeading(block[0]!)) continue;
       flushBlock();
       continue;
     }
@@ -233,7 +293,10 @@ export function firstDefinition(text: string): string | undefined {
 }
 
 function signature(line: string): string {
-  return line.replace(/\s*[{:]\s*$/, "").trim().slice(0, 120);
+  // Not /\s*[{:]\s*$/: retried at every space of a long run, it was quadratic in the run.
+  const end = line.trimEnd();
+  const last = end.at(-1);
+  return (last === "{" || last === ":" ? end.slice(0, -1) : end).trim().slice(0, 120);
 }
 
 /** Blank-line blocks; a top-level definition starts a new unit and names the chunk. */
@@ -243,7 +306,7 @@ function codeUnits(text: string): Unit[] {
   let current = "";
   let boundary = false;
   const flushBlock = () => {
-    const body = block.join("\n").replace(/^\n+|\s+$/g, "");
+    const body = block.join("\n").replace(/^\n+/, "").trimEnd(); // not \s+$, quadratic in a run of spaces
     block = [];
     if (!body) return;
     units.push({ text: body, tokens: estimateTokens(body), chain: current, boundary });
