@@ -49,6 +49,22 @@ describe("POST /v1/memories", () => {
     expect(line.startsWith(res.body.data.title.replace(/…$/, ""))).toBe(true);
   });
 
+  test("a heading with a long run of spaces before its last word is titled in linear time (ReDoS)", async () => {
+    // The closing-hashes regex rescanned the run from each of its spaces: minutes for this one push.
+    const content = `# Release notes${" ".repeat(500_000)}#x\n\nBody.`;
+    const started = performance.now();
+    const res = await ann.post("/v1/memories", { content });
+    expect(res.status, res.text).toBe(201);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(res.body.data.title).toBe("Release notes #x");
+    const titled = async (heading: string) => (await ann.post("/v1/memories", { content: `${heading}\n\nBody.` })).body.data.title as string;
+    expect(await titled("## Setup ##")).toBe("Setup");
+    expect(await titled("# Setup \t##  ")).toBe("Setup");
+    expect(await titled("# Setup#")).toBe("Setup#");
+    expect(await titled("# C# # notes")).toBe("C# # notes");
+    expect(await titled("# Rollback # #")).toBe("Rollback #");
+  });
+
   test("a # line inside a fenced code block is not the title, nor is the fence", async () => {
     const titled = async (content: string) => {
       const res = await ann.post("/v1/memories", { content });
