@@ -194,6 +194,22 @@ describe("tools", () => {
     expect(data(gone).error.code).toBe("not_found");
   });
 
+  it("recall quotes a chunk with a long run of spaces before a line break in linear time (ReDoS)", async () => {
+    const client = await connect(ann.key);
+    const tag = randomBytes(4).toString("hex");
+    // The excerpt's whitespace regex rescanned the run from each of its tabs: half a minute per recall.
+    const content = `Zephyr rollouts ${tag}: we roll out the zephyr service${"\t".repeat(300_000)}slowly \t \n  and carefully.`;
+    const pushed = await client.callTool({ name: "engram_push", arguments: { content, hub_id: teamSlug } });
+    expect(pushed.isError).toBeFalsy();
+    await indexMemories(h.db, [data(pushed).memory.id]);
+    const started = performance.now();
+    const recalled = await client.callTool({ name: "engram_recall", arguments: { query: `zephyr rollouts ${tag}` } });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(data(recalled).memories[0].id).toBe(data(pushed).memory.id);
+    // Cut at 600 characters, inside the run, which the cut then trims.
+    expect(text(recalled)).toContain(`> Zephyr rollouts ${tag}: we roll out the zephyr service…\n`);
+  });
+
   it("lists with a cursor", async () => {
     const carol = await h.user("Carol");
     for (let i = 0; i < 5; i++) expect((await carol.post("/v1/memories", { content: `list item ${i} ${randomBytes(3).toString("hex")}` })).status).toBe(201);

@@ -59,7 +59,14 @@ export function memoryUrl(origin: string, id: string): string {
 }
 
 function excerpt(text: string, max = EXCERPT_CHARS): string {
-  const flat = text.replace(/\s+\n/g, "\n").trim();
+  // Each run of spaces through a line break becomes one break, as replace(/\s+\n/g, "\n") did; that
+  // regex rescanned a run from each of its spaces, quadratic on a chunk with a long run of them.
+  const flat = text
+    .replace(/\s+/g, (run) => {
+      const lastBreak = run.lastIndexOf("\n");
+      return lastBreak === -1 ? run : `\n${run.slice(lastBreak + 1)}`;
+    })
+    .trim();
   return flat.length <= max ? flat : `${flat.slice(0, max).trimEnd()}…`;
 }
 
