@@ -198,6 +198,31 @@ describe("summarizeContent", () => {
     expect(summary.split(/(?<=\.) /).length).toBeLessThanOrEqual(2);
   });
 
+  it("strips tables, quotes, tags and links from markdown in linear time (ReDoS)", () => {
+    const timed = (content: string) => {
+      const started = performance.now();
+      const summary = summarizeContent(content, "markdown", "x");
+      return { summary, ms: performance.now() - started };
+    };
+    // Each took from half a minute to hours with the old regexes: ^\s* retried at every blank
+    // line, and <[^>]+>, [^\]]+ rescanning to the end from every unclosed < or [.
+    const blankLines = timed(`Deploys go out on Tuesdays.${"\n".repeat(300_000)}The end`);
+    const angles = timed(`Keep p95 latency low.\n\n${"if a < b then ".repeat(50_000)}`);
+    const brackets = timed(`Links are kept.\n\n${"[(".repeat(100_000)}`);
+    for (const run of [blankLines, angles, brackets]) expect(run.ms).toBeLessThan(3_000);
+    expect(blankLines.summary).toBe("Deploys go out on Tuesdays. The end.");
+    expect(angles.summary).toMatch(/^Keep p95 latency low\. if a < b then if a < b then/);
+    expect(brackets.summary).toMatch(/^Links are kept\. \[\(\[\(/);
+  });
+
+  it("strips tables, quotes, tags, images and links as before", () => {
+    const md = (content: string) => summarizeContent(content, "markdown", "x");
+    expect(md("| a | b |\n|---|---|\n| 1 | 2 |\n\nAfter the table.\n\n> Quoted advice here.\n>\n> More of it")).toBe("After the table. Quoted advice here.");
+    expect(md("Intro line\n\n\n   | row |\n\n\n| row |\nnext line")).toBe("Intro line. next line.");
+    expect(md("See <b>bold</b> and <> and ![alt](img.png) plus [the guide](https://x.example) [] [](y).")).toBe("See bold and <> and plus the guide [] [](y).");
+    expect(md("Line one\n\n> quote\n\n\n> two\ntail")).toBe("Line one. quote. two. tail.");
+  });
+
   it("describes code by its leading comment and definitions", () => {
     const summary = summarizeContent("// Parses release notes into sections.\nexport function parseNotes() {}\nclass Section {}\n", "code", "notes.ts");
     expect(summary).toBe("Parses release notes into sections. Code defining `parseNotes` and `Section`.");

@@ -1,4 +1,4 @@
-import { firstDefinition, sentences } from "./chunk-content.ts";
+import { firstDefinition, replaceLinks, sentences } from "./chunk-content.ts";
 
 export const SUMMARY_MAX_CHARS = 300;
 
@@ -30,6 +30,34 @@ export function summarizeContent(content: string, contentType: string, title: st
   return clip(firstLine ?? text.trim());
 }
 
+/*
+ * A table row and a blockquote marker, with the blank lines before them, as `^\s*\|.*\|\s*$` and
+ * `^\s*>\s?` (flag m) matched them. Those retried `^\s*` at every line start of a run of blank lines
+ * and rescanned the run each time, quadratic in it; the lookbehind admits only the run's first line
+ * start, where the old match began, so each run is scanned once.
+ */
+const RUN_START = String.raw`(?:(?<![\s\S])|(?<=\S[^\S\n\u2028\u2029]*[\n\u2028\u2029])|(?<=[\n\u2028\u2029])(?=[^\S\n\u2028\u2029]*(?:[\n\u2028\u2029][^\S\n\u2028\u2029]*)?(?:\S|(?![\s\S]))))`;
+const TABLE_ROW = new RegExp(String.raw`${RUN_START}\s*\|.*\|\s*$`, "gm");
+const QUOTE_MARK = new RegExp(String.raw`${RUN_START}\s*>\s?`, "g");
+
+/** Without HTML tags, as replace(/<[^>]+>/g, "") did; that regex rescanned to the end from every unclosed `<`. */
+function stripTags(text: string): string {
+  let out = "";
+  let from = 0;
+  for (let i = text.indexOf("<"); i !== -1; ) {
+    const close = text.indexOf(">", i + 1);
+    if (close === -1) break;
+    if (close === i + 1) {
+      i = text.indexOf("<", close);
+      continue;
+    }
+    out += text.slice(from, i);
+    from = close + 1;
+    i = text.indexOf("<", from);
+  }
+  return out + text.slice(from);
+}
+
 /** Prose only: no fenced code, headings, tables, HTML or link/emphasis markup. */
 function proseOf(text: string, contentType: string): string {
   let body = text;
@@ -38,12 +66,10 @@ function proseOf(text: string, contentType: string): string {
       .replace(/^\s{0,3}(```|~~~)[\s\S]*?^\s{0,3}\1.*$/gm, "\n")
       .replace(/^---\n[\s\S]*?\n---\n/, "") // front matter
       .replace(/^\s{0,3}#{1,6}\s+.*$/gm, "\n")
-      .replace(/^\s*\|.*\|\s*$/gm, "\n")
-      .replace(/<[^>]+>/g, "")
-      .replace(/!\[[^\]]*\]\([^)]*\)/g, "")
-      .replace(/\[([^\]]+)\]\([^)]*\)/g, "$1")
+      .replace(TABLE_ROW, "\n");
+    body = replaceLinks(replaceLinks(stripTags(body), true), false)
       .replace(/[*_`]{1,3}([^*_`\n]+)[*_`]{1,3}/g, "$1")
-      .replace(/^\s*>\s?/gm, "");
+      .replace(QUOTE_MARK, "");
   }
   // List items become sentences of their own so they never run together.
   return body
