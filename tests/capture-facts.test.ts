@@ -50,6 +50,22 @@ describe("captureFacts", () => {
     const many = `## Decisions\n${Array.from({ length: 30 }, (_, i) => `- decision ${i}`).join("\n")}`;
     expect(captureFacts(many).facts).toHaveLength(MAX_CAPTURE_FACTS);
   });
+
+  it("reads headings and items with a long run of spaces and a lone carriage return in linear time (ReDoS)", () => {
+    // Both regexes tried every split of the leading spaces against the rest of the line: minutes for this capture.
+    const run = " ".repeat(100_000);
+    const long = "x".repeat(100_000);
+    const capture = `##${run}${long}\rDecisions\n## Decisions\n-${run}${long}\rnext\n- Use Redis  \r\n2) Keep TTL at 5 min\n- \n    - too deep`;
+    const started = performance.now();
+    const { facts } = captureFacts(capture);
+    expect(performance.now() - started).toBeLessThan(3_000);
+    // A carriage return inside the text is no heading or item; one at the end is trailing space; four
+    // spaces of indent continue the item above.
+    expect(facts).toEqual([
+      { text: "Use Redis", kind: "rationale", tag: "decision" },
+      { text: "Keep TTL at 5 min - too deep", kind: "rationale", tag: "decision" },
+    ]);
+  });
 });
 
 describe("POST /v1/memories with source mcp/capture", () => {

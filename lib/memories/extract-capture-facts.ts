@@ -30,9 +30,9 @@ export function captureFacts(content: string): { summary: string; facts: Capture
   let summary = "";
   const facts: CaptureFact[] = [];
   for (const line of content.split("\n")) {
-    const heading = line.match(/^#{1,6}\s+(.*)$/);
-    if (heading) {
-      section = /summary/i.test(heading[1]!) ? "summary" : SECTIONS.find((s) => s.heading.test(heading[1]!));
+    const heading = headingText(line);
+    if (heading !== undefined) {
+      section = /summary/i.test(heading) ? "summary" : SECTIONS.find((s) => s.heading.test(heading));
       continue;
     }
     if (section === "summary") {
@@ -40,11 +40,46 @@ export function captureFacts(content: string): { summary: string; facts: Capture
       continue;
     }
     if (!section) continue;
-    const item = line.match(/^\s{0,3}(?:[-*+]|\d+[.)])\s+(.*\S)\s*$/);
-    if (item) facts.push({ text: item[1]!, kind: section.kind, tag: section.tag });
+    const item = itemText(line);
+    if (item !== undefined) facts.push({ text: item, kind: section.kind, tag: section.tag });
     else if (/^\s+\S/.test(line) && facts.length) facts[facts.length - 1]!.text += ` ${line.trim()}`;
   }
   return { summary, facts: facts.slice(0, MAX_CAPTURE_FACTS).map((f) => ({ ...f, text: f.text.slice(0, MAX_FACT_CHARS) })) };
+}
+
+/*
+ * A heading's and a list item's text, as `^#{1,6}\s+(.*)$` and `^\s{0,3}(?:[-*+]|\d+[.)])\s+(.*\S)\s*$`
+ * read them. Found by scanning: on a line with a lone carriage return those regexes retried every
+ * split of the leading spaces against the rest of the line, quadratic in the line's length.
+ */
+const isSpace = (ch: string | undefined) => ch !== undefined && /\s/.test(ch);
+const hasLineBreak = (text: string) => /[\r\u2028\u2029]/.test(text); // `.` matches none of them; \n cannot occur
+
+function headingText(line: string): string | undefined {
+  let i = 0;
+  while (line[i] === "#") i++;
+  if (i < 1 || i > 6 || !isSpace(line[i])) return undefined;
+  while (isSpace(line[i])) i++;
+  const text = line.slice(i);
+  return hasLineBreak(text) ? undefined : text;
+}
+
+function itemText(line: string): string | undefined {
+  let i = 0;
+  while (i < 3 && isSpace(line[i])) i++;
+  if (line[i] === "-" || line[i] === "*" || line[i] === "+") i++;
+  else {
+    const digits = i;
+    while (line[i]! >= "0" && line[i]! <= "9") i++;
+    if (i === digits || (line[i] !== "." && line[i] !== ")")) return undefined;
+    i++;
+  }
+  if (!isSpace(line[i])) return undefined;
+  while (isSpace(line[i])) i++;
+  let end = line.length;
+  while (end > i && isSpace(line[end - 1])) end--;
+  const text = line.slice(i, end);
+  return text && !hasLineBreak(text) ? text : undefined;
 }
 
 /**
