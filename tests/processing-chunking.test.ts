@@ -223,6 +223,22 @@ describe("summarizeContent", () => {
     expect(md("Line one\n\n> quote\n\n\n> two\ntail")).toBe("Line one. quote. two. tail.");
   });
 
+  it("describes code and conversations that hold long runs of blank lines in linear time (ReDoS)", () => {
+    const timed = (content: string, contentType: string) => {
+      const started = performance.now();
+      const summary = summarizeContent(content, contentType, "x");
+      return { summary, ms: performance.now() - started };
+    };
+    // Each took from twenty seconds to a minute: ^\s* rescanning the run from each of its lines.
+    const indented = timed(`${"\n\t".repeat(100_000)}export function deploy() {}`, "code");
+    const comment = timed(`// Deploys the web tier.${"\n".repeat(200_000)}// Then the workers.\nexport function deploy() {}`, "code");
+    const chat = timed(`Ann: Why is the deploy red?${"\n".repeat(200_000)}Bob: The migration timed out.`, "chat");
+    for (const run of [indented, comment, chat]) expect(run.ms).toBeLessThan(3_000);
+    expect(indented.summary).toBe("Code starting with `export function deploy() {}`.");
+    expect(comment.summary).toBe("Deploys the web tier. Code defining `deploy`.");
+    expect(chat.summary).toBe('Conversation between Ann and Bob (2 turns). It opens with: "Why is the deploy red?"');
+  });
+
   it("describes code by its leading comment and definitions", () => {
     const summary = summarizeContent("// Parses release notes into sections.\nexport function parseNotes() {}\nclass Section {}\n", "code", "notes.ts");
     expect(summary).toBe("Parses release notes into sections. Code defining `parseNotes` and `Section`.");

@@ -39,6 +39,9 @@ export function summarizeContent(content: string, contentType: string, title: st
 const RUN_START = String.raw`(?:(?<![\s\S])|(?<=\S[^\S\n\u2028\u2029]*[\n\u2028\u2029])|(?<=[\n\u2028\u2029])(?=[^\S\n\u2028\u2029]*(?:[\n\u2028\u2029][^\S\n\u2028\u2029]*)?(?:\S|(?![\s\S]))))`;
 const TABLE_ROW = new RegExp(String.raw`${RUN_START}\s*\|.*\|\s*$`, "gm");
 const QUOTE_MARK = new RegExp(String.raw`${RUN_START}\s*>\s?`, "g");
+/** Likewise a comment line's marker (`^\s*(\*|\/\/|#)\s?`, flag m) and a chat turn. */
+const COMMENT_MARK = new RegExp(String.raw`${RUN_START}\s*(\*|\/\/|#)\s?`, "g");
+const TURN = new RegExp(String.raw`${RUN_START}\s*(?:\[[^\]]{1,40}\]\s*)?([A-Za-z][\w .'-]{0,30}):\s+(.+)$`, "gm");
 
 /** Without HTML tags, as replace(/<[^>]+>/g, "") did; that regex rescanned to the end from every unclosed `<`. */
 function stripTags(text: string): string {
@@ -93,15 +96,17 @@ function summarizeCode(text: string): string {
 }
 
 function leadingComment(text: string): string | undefined {
-  const match = /^\s*(?:\/\*\*?([\s\S]*?)\*\/|((?:\s*(?:\/\/|#)(?!!).*\n?)+)|"""([\s\S]*?)""")/.exec(text);
+  // The leading spaces are taken atomically (lookahead and backreference): backtracking into them
+  // only let the inner \s* rescan the same run, quadratic on code that opens with a long one.
+  const match = /^(?=(\s*))\1(?:\/\*\*?([\s\S]*?)\*\/|((?:\s*(?:\/\/|#)(?!!).*\n?)+)|"""([\s\S]*?)""")/.exec(text);
   if (!match) return undefined;
-  const raw = (match[1] ?? match[2] ?? match[3] ?? "").replace(/^\s*(\*|\/\/|#)\s?/gm, "").replace(/\s+/g, " ").trim();
+  const raw = (match[2] ?? match[3] ?? match[4] ?? "").replace(COMMENT_MARK, "").replace(/\s+/g, " ").trim();
   const first = sentences(raw)[0];
   return first && first.length > 10 ? (/[.!?]$/.test(first) ? first : `${first}.`) : undefined;
 }
 
 function summarizeChat(text: string): string {
-  const turns = [...text.matchAll(/^\s*(?:\[[^\]]{1,40}\]\s*)?([A-Za-z][\w .'-]{0,30}):\s+(.+)$/gm)];
+  const turns = [...text.matchAll(TURN)];
   const speakers = [...new Set(turns.map((t) => t[1]!.trim()))];
   const opening = turns[0]?.[2]?.trim();
   const topic = opening ? ` It opens with: "${sentences(opening)[0]?.slice(0, 160) ?? opening.slice(0, 160)}"` : "";
