@@ -1,9 +1,14 @@
 import type { Kind, Stability } from "@/lib/memories/memory-fields.ts";
+import { RUN_START } from "./line-start.ts";
 
 interface Signals {
   text: string;
   contentType: string;
 }
+
+// `^\s*(\d+[.)]|step \d+)\s+` and `^\s*(\$|npm|…)\s` (flag m) without their quadratic rescans of blank lines.
+const NUMBERED_STEP = new RegExp(String.raw`${RUN_START}\s*(\d+[.)]|step \d+)\s+`, "g");
+const COMMAND_LINE = new RegExp(String.raw`${RUN_START}\s*(\$|npm|npx|pnpm|yarn|pip|git|docker|kubectl|curl|make|cargo|go)\s`, "g");
 
 const count = (text: string, pattern: RegExp) => text.match(pattern)?.length ?? 0;
 
@@ -26,9 +31,9 @@ export function classifyKind(content: string, contentType: string, hint?: string
 function scoreKinds({ text, contentType }: Signals): Record<Kind, number> {
   const scores: Record<Kind, number> = { semantic: 1, procedural: 0, rationale: 0, episodic: 0 };
   scores.procedural +=
-    count(text, /^\s*(\d+[.)]|step \d+)\s+/gm) * 0.8 +
+    count(text, NUMBERED_STEP) * 0.8 +
     count(text, /\b(how to|to do this|run|install|deploy|configure|set up|setup|execute|click|open|navigate|first,|then|finally|next,|make sure)\b/g) * 0.5 +
-    count(text, /^\s*(\$|npm|npx|pnpm|yarn|pip|git|docker|kubectl|curl|make|cargo|go)\s/gm) * 0.8 +
+    count(text, COMMAND_LINE) * 0.8 +
     (/\b(runbook|playbook|procedure|instructions|checklist|guide|recipe)\b/.test(text) ? 2 : 0);
   scores.rationale +=
     count(text, /\b(because|decided|decision|we chose|chose|rationale|trade-?offs?|instead of|rather than|pros|cons|why we|the reason|so that|adr)\b/g) * 0.7 +

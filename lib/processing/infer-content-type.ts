@@ -1,4 +1,8 @@
 import type { ContentType } from "@/lib/memories/memory-fields.ts";
+import { RUN_START } from "./line-start.ts";
+
+// `^\s*[-*+]\s+\S` (flag m) without its quadratic rescans of blank lines.
+const LIST_ITEM = new RegExp(String.raw`${RUN_START}\s*[-*+]\s+\S`);
 
 const CODE_EXTENSIONS = new Set([
   "ts", "tsx", "js", "jsx", "mjs", "cjs", "py", "rb", "go", "rs", "java", "kt", "kts", "scala", "c", "h", "cc", "cpp", "cxx", "hpp",
@@ -34,7 +38,7 @@ export function inferContentType(content: string, sourcePath?: string | null): C
   const lines = sample.split(/\r?\n/);
   const turnLines = lines.filter((line) => /^\s*(user|assistant|human|ai|system|[A-Z][\w .-]{0,30}):\s/.test(line)).length;
   if (turnLines >= 2 && turnLines >= lines.filter((l) => l.trim()).length * 0.3) return "chat";
-  if (/^\s{0,3}#{1,6}\s+\S/m.test(sample) || /^\s*[-*+]\s+\S/m.test(sample) || /```/.test(sample) || /\[[^\]]+\]\([^)]+\)/.test(sample)) {
+  if (/^\s{0,3}#{1,6}\s+\S/m.test(sample) || LIST_ITEM.test(sample) || /```/.test(sample) || hasLink(sample)) {
     return "markdown";
   }
   const codeLines = lines.filter((line) =>
@@ -42,4 +46,19 @@ export function inferContentType(content: string, sourcePath?: string | null): C
   ).length;
   if (codeLines >= 3 && codeLines >= lines.filter((l) => l.trim()).length * 0.25) return "code";
   return "text";
+}
+
+/**
+ * Whether the text holds a link `[label](url)`, as `/\[[^\]]+\]\([^)]+\)/` told; that regex rescanned
+ * to the end from every `[` without a closing bracket, quadratic on a long run of them.
+ */
+function hasLink(text: string): boolean {
+  for (let i = text.indexOf("["); i !== -1; ) {
+    const close = text.indexOf("]", i + 1);
+    if (close === -1) return false;
+    // Every `[` before this `]` ends its label here too, so they all pass or fail alike.
+    if (close > i + 1 && text[close + 1] === "(" && text[close + 2] !== ")") return close + 2 < text.length && text.indexOf(")", close + 3) !== -1;
+    i = text.indexOf("[", close + 1);
+  }
+  return false;
 }

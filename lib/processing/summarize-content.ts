@@ -1,4 +1,5 @@
 import { firstDefinition, replaceLinks, sentences } from "./chunk-content.ts";
+import { RUN_START } from "./line-start.ts";
 
 export const SUMMARY_MAX_CHARS = 300;
 
@@ -30,13 +31,8 @@ export function summarizeContent(content: string, contentType: string, title: st
   return clip(firstLine ?? text.trim());
 }
 
-/*
- * A table row and a blockquote marker, with the blank lines before them, as `^\s*\|.*\|\s*$` and
- * `^\s*>\s?` (flag m) matched them. Those retried `^\s*` at every line start of a run of blank lines
- * and rescanned the run each time, quadratic in it; the lookbehind admits only the run's first line
- * start, where the old match began, so each run is scanned once.
- */
-const RUN_START = String.raw`(?:(?<![\s\S])|(?<=\S[^\S\n\u2028\u2029]*[\n\u2028\u2029])|(?<=[\n\u2028\u2029])(?=[^\S\n\u2028\u2029]*(?:[\n\u2028\u2029][^\S\n\u2028\u2029]*)?(?:\S|(?![\s\S]))))`;
+// A table row and a blockquote marker, with the blank lines before them, as `^\s*\|.*\|\s*$` and
+// `^\s*>\s?` (flag m) matched them, without their quadratic rescans (see RUN_START).
 const TABLE_ROW = new RegExp(String.raw`${RUN_START}\s*\|.*\|\s*$`, "gm");
 const QUOTE_MARK = new RegExp(String.raw`${RUN_START}\s*>\s?`, "g");
 /** Likewise a comment line's marker (`^\s*(\*|\/\/|#)\s?`, flag m) and a chat turn. */
