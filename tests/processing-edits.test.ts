@@ -1,8 +1,11 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { EMBEDDING_DIMENSIONS, setEmbedder } from "@/lib/ai/embedder.ts";
 import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
 import { PROCESSING_STEPS } from "@/lib/processing/processing-steps.ts";
+import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
 
 /**
@@ -111,4 +114,36 @@ it("a memory moved to another hub while its job runs: memory.processed goes to t
   const events = await h.db.event.findMany({ where: { type: "memory.processed", entityId: id } });
   expect(events.map((event) => event.hubId)).toEqual([team]);
   expect(from).not.toBe(team);
+});
+
+it("a title the client sets while a link's page is read is kept, not replaced by the page's title", async () => {
+  // A page that answers only when the test lets it: the job is held inside its extract step.
+  let requested: () => void = () => {};
+  let answer: () => void = () => {};
+  const page = http.createServer((_req, res) => {
+    requested();
+    answer = () => res.writeHead(200, { "content-type": "text/html" }).end("<html><head><title>Tide tables</title></head><body><p>High water at noon.</p></body></html>");
+  });
+  await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
+  const port = (page.address() as AddressInfo).port;
+  setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${port}`] });
+  try {
+    const res = await ann.post("/v1/memories", { content: `http://127.0.0.1:${port}/tides`, content_type: "link" });
+    const id = res.body.data.id;
+    const now = new Date();
+    const claim = (await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 }))!;
+    embedding = () => setImmediate(() => release());
+    const fetched = new Promise<void>((resolve) => (requested = resolve));
+    const job = processMemory(h.db, claim, { maxAttempts: 3, retryBaseMs: 10 });
+    await fetched;
+    expect((await ann.patch(`/v1/memories/${id}`, { title: "Harbour tides (mine)" })).status).toBe(200);
+    answer();
+    expect(await job).toEqual({ status: "done" });
+    const memory = (await ann.get(`/v1/memories/${id}`)).body.data;
+    expect(memory).toMatchObject({ processing_status: "done", title: "Harbour tides (mine)" });
+    expect(memory.content).toContain("High water at noon");
+  } finally {
+    setLinkFetchPolicyForTests(undefined);
+    await new Promise((resolve) => page.close(resolve));
+  }
 });

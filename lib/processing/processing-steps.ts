@@ -179,12 +179,10 @@ const extract: ProcessingStep = {
     const memory = await loadCurrent(ctx);
     if (!needsExtraction(memory)) return;
     const result = await extractMemoryText(memory);
-    const changes: MemoryChanges = {
-      content: result.content,
-      ...(memory.titleDerived && result.title && { title: result.title.slice(0, 200) }),
-      extractedAt: ctx.now(),
-      extractionError: result.error,
-    };
+    const changes: MemoryChanges = { content: result.content, extractedAt: ctx.now(), extractionError: result.error };
+    // PATCH title keeps the version, so the version guard alone would let the page's title replace a
+    // title the client chose while the page was read: it applies only while the title is still derived.
+    const title = memory.titleDerived && result.title ? result.title.slice(0, 200) : undefined;
     // Written at once (a retry or the lexical fallback of a failure must find the extracted text), and
     // held to the storage quotas as a push is: the text read from a file or page may be megabytes
     // where the push counted only a URL or a note.
@@ -193,6 +191,11 @@ const extract: ProcessingStep = {
       await ctx.db.$transaction(async (tx) => {
         const { count } = await tx.memory.updateMany({ where: currentWhere(ctx.memory), data: changes });
         if (count === 0) throw new StaleJobError(ctx.memory);
+        // After the update above, which holds the row's lock: a client's title committed before it stays.
+        if (title !== undefined) {
+          const titled = await tx.memory.updateMany({ where: { ...currentWhere(ctx.memory), titleDerived: true }, data: { title } });
+          if (titled.count === 1) changes.title = title;
+        }
         await assertStorageQuota(tx, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
       }, BACKGROUND_TRANSACTION);
       if (ctx.loaded) Object.assign(ctx.loaded, changes);
