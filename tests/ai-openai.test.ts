@@ -18,6 +18,8 @@ interface FakeOpenAi {
   stallChat: boolean;
   /** Every embeddings request answered with this status and error message. */
   embeddingsError: { status: number; message: string } | null;
+  /** Every embedding in the reply is this JSON text (a server's bad vector: zeros, 1e999, too short). */
+  embeddingJson: ((dimensions: number) => string) | null;
   close(): Promise<void>;
 }
 
@@ -38,7 +40,7 @@ async function readBody(req: IncomingMessage): Promise<any> {
 }
 
 async function startFakeOpenAi(): Promise<FakeOpenAi> {
-  const fake = { requests: [], failEmbeddings: false, stallEmbeddings: false, stallChat: false, embeddingsError: null } as unknown as FakeOpenAi;
+  const fake = { requests: [], failEmbeddings: false, stallEmbeddings: false, stallChat: false, embeddingsError: null, embeddingJson: null } as unknown as FakeOpenAi;
   const stalled: import("node:http").ServerResponse[] = [];
   const server: Server = createServer(async (req, res) => {
     const body = await readBody(req);
@@ -53,6 +55,13 @@ async function startFakeOpenAi(): Promise<FakeOpenAi> {
       if (fake.embeddingsError) return reply(fake.embeddingsError.status, { error: { message: fake.embeddingsError.message, type: "invalid_request_error" } });
       if (fake.failEmbeddings) return reply(400, { error: { message: "model overloaded for this key", type: "invalid_request_error" } });
       const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
+      if (fake.embeddingJson) {
+        // Written by hand: JSON.stringify cannot produce what some servers send (1e999 parses as Infinity).
+        const vector = fake.embeddingJson(body.dimensions ?? 1536);
+        const data = inputs.map((_text, index) => `{"object":"embedding","index":${index},"embedding":${vector}}`).join(",");
+        res.writeHead(200, { "content-type": "application/json" });
+        return void res.end(`{"object":"list","model":"${body.model}","data":[${data}],"usage":{"prompt_tokens":1,"total_tokens":1}}`);
+      }
       return reply(200, {
         object: "list",
         model: body.model,
@@ -192,6 +201,29 @@ describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
       expect(backgroundRunner()!.stats.retried).toBeGreaterThanOrEqual(1);
     } finally {
       fake.failEmbeddings = false;
+    }
+  });
+
+  it("vectors a server returns all zeros, with Infinity or NaN, or of the wrong size are not stored: the attempt fails and says why", async () => {
+    const bad: Record<string, (dimensions: number) => string> = {
+      zeros: (d) => JSON.stringify(new Array<number>(d).fill(0)),
+      infinity: (d) => `[1e999${",0.5".repeat(d - 1)}]`,
+      nan: (d) => `[null${",0.5".repeat(d - 1)}]`,
+      short: () => "[0.1,0.2,0.3]",
+    };
+    for (const [name, vector] of Object.entries(bad)) {
+      fake.embeddingJson = vector;
+      try {
+        const res = await ann.post("/v1/memories", { content: `The allotment gate code changes monthly (${name}).` });
+        const memory = await processed(res.body.data.id);
+        expect(memory.processing_status, name).toBe("failed");
+        expect(memory.processing_error, name).toMatch(/^The embedding model returned an unusable vector \((all zeros|not a finite number|\d+ dimensions, expected 384)\)$/);
+        const chunks = await h.database.sql.query<{ has_vector: boolean }>(`SELECT embedding IS NOT NULL AS has_vector FROM chunks WHERE memory_id = $1`, [memory.id]);
+        expect(chunks.length, name).toBeGreaterThan(0);
+        expect(chunks.every((c) => !c.has_vector), name).toBe(true);
+      } finally {
+        fake.embeddingJson = null;
+      }
     }
   });
 
