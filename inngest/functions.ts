@@ -1,6 +1,6 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { findPendingMemories } from "@/lib/processing/embedded-runner.ts";
-import { claimMemory, describeError } from "@/lib/processing/process-memory.ts";
+import { claimMemory, describeError, isPermanentError } from "@/lib/processing/process-memory.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { failMemory, PROCESSING_STEPS, StaleJobError, type StepContext } from "@/lib/processing/processing-steps.ts";
 import { inngest, MEMORY_PROCESS_EVENT } from "./client.ts";
@@ -45,6 +45,8 @@ export const processMemoryFunction = inngest.createFunction(
       return claimMemory(await db(), id, { ...config, now, staleBefore: new Date(now.getTime() - config.staleMs) });
     });
     if (!claim) return { status: "skipped" as const };
+    // Each step writes as it goes: once `index` ran, the memory's chunks (with vectors) are stored.
+    let indexed = false;
     for (const processingStep of PROCESSING_STEPS) {
       const result = await step.run(processingStep.name, async () => {
         const ctx: StepContext = { db: await db(), memory: claim.memory, now: () => new Date() };
@@ -53,6 +55,12 @@ export const processMemoryFunction = inngest.createFunction(
           return "ok" as const;
         } catch (error) {
           if (error instanceof StaleJobError) return "stale" as const;
+          if (isPermanentError(error)) {
+            // The provider refused the request itself; the embedded runner fails it at once too (recordFailure).
+            console.error(`[engram] processing: memory ${claim.memory.id} failed for good`, error);
+            const failed = await failMemory(ctx, describeError(error), { indexed, attempt: claim.attempt });
+            return failed ? ("failed" as const) : ("stale" as const);
+          }
           // Visible on the memory while Inngest retries the step.
           await ctx.db.memory.updateMany({
             where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running" },
@@ -62,6 +70,8 @@ export const processMemoryFunction = inngest.createFunction(
         }
       });
       if (result === "stale") return { status: "stale" as const };
+      if (result === "failed") return { status: "failed" as const };
+      if (processingStep.name === "index") indexed = true;
     }
     return { status: "done" as const };
   },

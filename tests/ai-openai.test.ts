@@ -45,15 +45,16 @@ async function startFakeOpenAi(): Promise<FakeOpenAi> {
   const server: Server = createServer(async (req, res) => {
     const body = await readBody(req);
     fake.requests.push({ path: req.url ?? "", auth: req.headers.authorization, body });
-    const reply = (status: number, payload: unknown) => {
-      res.writeHead(status, { "content-type": "application/json" });
+    const reply = (status: number, payload: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { "content-type": "application/json", ...headers });
       res.end(JSON.stringify(payload));
     };
     if (req.url === "/v1/embeddings") {
       // A provider that accepts the connection and never answers (ended when the fake closes).
       if (fake.stallEmbeddings) return void stalled.push(res);
       if (fake.embeddingsError) return reply(fake.embeddingsError.status, { error: { message: fake.embeddingsError.message, type: "invalid_request_error" } });
-      if (fake.failEmbeddings) return reply(400, { error: { message: "model overloaded for this key", type: "invalid_request_error" } });
+      // retry-after-ms: the SDK's own retries of a 503 then take milliseconds, not its default seconds.
+      if (fake.failEmbeddings) return reply(503, { error: { message: "model overloaded for this key", type: "server_error" } }, { "retry-after-ms": "5" });
       const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
       if (fake.embeddingJson) {
         // Written by hand: JSON.stringify cannot produce what some servers send (1e999 parses as Infinity).
@@ -201,6 +202,22 @@ describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
       expect(backgroundRunner()!.stats.retried).toBeGreaterThanOrEqual(1);
     } finally {
       fake.failEmbeddings = false;
+    }
+  });
+
+  it("a provider that refuses the request (HTTP 400, 401, 403, 404, 422) fails the memory at once: a retry would be refused too", async () => {
+    for (const status of [400, 401, 403, 404, 422]) {
+      fake.embeddingsError = { status, message: `refused with ${status}` };
+      try {
+        const res = await ann.post("/v1/memories", { content: `The compost heap is turned every fortnight (${status}).` });
+        const memory = await processed(res.body.data.id);
+        expect(memory.processing_status, String(status)).toBe("failed");
+        expect(memory.processing_error).toBe(`The model provider answered HTTP ${status}: refused with ${status}`);
+        const row = await h.db.memory.findUniqueOrThrow({ where: { id: memory.id } });
+        expect(row.processingAttempts, String(status)).toBe(1);
+      } finally {
+        fake.embeddingsError = null;
+      }
     }
   });
 

@@ -1,8 +1,11 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { InngestTestEngine } from "@inngest/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { MEMORY_PROCESS_EVENT } from "@/inngest/client.ts";
 import { processMemoryFunction, sweepProcessingFunction } from "@/inngest/functions.ts";
+import { setEmbedder } from "@/lib/ai/embedder.ts";
 
 // No runner is started here: memories stay pending until an Inngest function processes them.
 let h: Harness;
@@ -72,5 +75,36 @@ describe("Inngest functions (@inngest/test, real steps against the real database
     ]);
     expect((await runFor(orphan)).result).toEqual({ status: "done" });
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: orphan } })).processingStatus).toBe("done");
+  });
+
+  it("a provider that refuses the request (HTTP 401) ends the run at once: no step retries, the memory failed with the reason", async () => {
+    // A local stand-in for an OpenAI-compatible server that rejects the key.
+    const provider = createServer((_req, res) => {
+      res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "Incorrect API key provided", type: "invalid_request_error" } }));
+    });
+    await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve));
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      ENGRAM_EMBEDDINGS_PROVIDER: "openai",
+      OPENAI_API_KEY: "sk-wrong",
+      OPENAI_BASE_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`,
+    });
+    setEmbedder(undefined);
+    try {
+      const id = (await ann.post("/v1/memories", { content: "The bees are checked for mites in August." })).body.data.id;
+      // Without the verdict the step threw and Inngest retried it 4 times, each refused alike.
+      const { result, error } = await runFor(id);
+      expect(error).toBeUndefined();
+      expect(result).toEqual({ status: "failed" });
+      const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+      expect(row).toMatchObject({ processingStatus: "failed", processingAttempts: 1, processingError: "The model provider answered HTTP 401: Incorrect API key provided" });
+      // Still found by its words.
+      const chunks = await h.database.sql.query<{ has_vector: boolean }>(`SELECT embedding IS NOT NULL AS has_vector FROM chunks WHERE memory_id = $1`, [id]);
+      expect(chunks).toEqual([{ has_vector: false }]);
+    } finally {
+      process.env = saved;
+      setEmbedder(undefined);
+      await new Promise((resolve) => provider.close(resolve));
+    }
   });
 });

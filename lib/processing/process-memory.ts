@@ -87,7 +87,7 @@ export async function recordFailure(
   console.error(`[engram] processing: memory ${ctx.memory.id} attempt ${attempt} failed`, error);
   // Only while this attempt still holds the memory (attempts is the fencing token, job-lease.ts): one
   // whose lease lapsed and was taken over must not put the owner's run back to pending or fail it.
-  if (attempt >= config.maxAttempts) {
+  if (attempt >= config.maxAttempts || isPermanentError(error)) {
     if (!(await failMemory(ctx, message, { indexed, attempt }))) return { status: "stale" };
     return { status: "failed", error: message };
   }
@@ -126,6 +126,17 @@ export async function processMemory(
       return { status: "retry", delayMs: retryDelayMs(claim.attempt, config.retryBaseMs), error: describeError(error) };
     }
   }
+}
+
+/**
+ * A provider that refused the request itself (HTTP 4xx: a wrong key, an unknown model, a request it
+ * cannot take) answers a retry the same way; retrying only delays the failure by the whole backoff.
+ * 408, 409 and 429 say "not now" and are retried like 5xx, timeouts and unreachable providers.
+ */
+export function isPermanentError(error: unknown): boolean {
+  const cause = RetryError.isInstance(error) ? error.lastError : error;
+  if (!APICallError.isInstance(cause) || cause.statusCode === undefined) return false;
+  return cause.statusCode >= 400 && cause.statusCode < 500 && ![408, 409, 429].includes(cause.statusCode);
 }
 
 /**
