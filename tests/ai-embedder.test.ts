@@ -191,6 +191,26 @@ describe("the embedding worker thread (protocol, failures)", () => {
       [2, 3],
     ]);
   });
+
+  it("a worker that stops answering fails its batch after ENGRAM_MODEL_TIMEOUT_MS and is replaced for the next one", async () => {
+    // The first worker spins forever on its first batch (it can never answer again); the next one answers.
+    const marker = path.join(mkdtempSync(path.join(tmpdir(), "engram-marker-")), "hung");
+    const file = script(`
+      parentPort.postMessage({ ready: true });
+      parentPort.on("message", ({ id, texts }) => {
+        if (!existsSync(${JSON.stringify(marker)})) { writeFileSync(${JSON.stringify(marker)}, "1"); for (;;) {} }
+        const data = new Float32Array(texts.length * 2).fill(1);
+        parentPort.postMessage({ id, data, dims: 2 }, [data.buffer]);
+      });`);
+    const run = await localEmbedderThread(file, options);
+    process.env.ENGRAM_MODEL_TIMEOUT_MS = "300";
+    try {
+      await expect(run(["a"])).rejects.toThrow(/did not answer/);
+      expect(await run(["b"])).toEqual([[1, 1]]);
+    } finally {
+      delete process.env.ENGRAM_MODEL_TIMEOUT_MS;
+    }
+  }, 10_000);
 });
 
 describe("EmbeddingBatcher (cross-call batching in front of the model)", () => {
