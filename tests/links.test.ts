@@ -33,6 +33,12 @@ const article = (version: number) => `<!doctype html><html><head><title>Kiln mai
 <h2>Elements</h2><p>Replace the heating elements when a firing to cone six takes more than ${version === 1 ? "nine" : "eleven"} hours.</p>
 </article><footer>© Potters</footer></body></html>`;
 
+// 40,000 nested elements (200 KB): each level is a call in the parsers, enough to overflow their stack.
+const deepPage = `<!doctype html><html><head><title>Glaze notes</title></head><body><h1>Glaze notes</h1>
+<p>Notes kept by the studio, with the recipes at the very bottom of a deeply nested page.</p>
+${"<div>".repeat(20_000)}${"<section>".repeat(20_000)}<p>Cone six celadon: feldspar, silica, whiting and kaolin.</p><script>var tracker = "script text";</script>
+${"</section>".repeat(20_000)}${"</div>".repeat(20_000)}</body></html>`;
+
 beforeAll(async () => {
   site = http.createServer((req, res) => {
     hits.site += 1;
@@ -48,6 +54,7 @@ beforeAll(async () => {
       for (let i = 0; i < 100; i++) res.write(chunk);
       return res.end();
     }
+    if (req.url === "/deep") return res.writeHead(200, { "content-type": "text/html" }).end(deepPage);
     if (req.url === "/slow") return void setTimeout(() => res.writeHead(200).end("late"), 3000);
     res.writeHead(404).end();
   });
@@ -187,6 +194,16 @@ describe("link memories", () => {
     expect(memory.processing_error).toMatch(/Refused/);
     expect(memory.content).toBe("http://169.254.169.254/latest/meta-data/iam");
   });
+
+  it("a deeply nested page is read all the same: its text, in order, without its scripts", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const res = await ann.post("/v1/memories", { content: `http://127.0.0.1:${sitePort}/deep`, content_type: "link" });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const memory = await processed(res.body.data.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null, title: "Glaze notes" });
+    expect(memory.content).toMatch(/Notes kept by the studio[^]*Cone six celadon: feldspar, silica, whiting and kaolin\./);
+    expect(memory.content).not.toContain("script text");
+  }, 60_000);
 
   it("refuses a link whose content is not an http(s) URL", async () => {
     const res = await ann.post("/v1/memories", { content: "ftp://example.test/file", content_type: "link" });
