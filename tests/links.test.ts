@@ -39,6 +39,34 @@ const deepPage = `<!doctype html><html><head><title>Glaze notes</title></head><b
 ${"<div>".repeat(20_000)}${"<section>".repeat(20_000)}<p>Cone six celadon: feldspar, silica, whiting and kaolin.</p><script>var tracker = "script text";</script>
 ${"</section>".repeat(20_000)}${"</div>".repeat(20_000)}</body></html>`;
 
+/** Windows-1252 bytes: Latin-1 plus the few characters it puts at 0x80-0x9F. */
+const cp1252 = (text: string) => Buffer.from(text.replace(/€/g, "\x80").replace(/“/g, "\x93").replace(/”/g, "\x94").replace(/—/g, "\x97"), "latin1");
+const ascii = (text: string) => Buffer.from(text, "latin1");
+const glazePage = (head: string, body: string) => `<!doctype html><html><head>${head}<title>Crème brûlée glaze</title></head><body><article><h1>Crème brûlée glaze</h1><p>${body}</p></article></body></html>`;
+const cafe = "A café-au-lait glaze for the crème brûlée bowls: “satin”, not glossy — about 20 € a kilo.";
+/** Pages in other charsets than UTF-8, each declared the way a site may declare it. */
+const encodedPages: Record<string, { type: string; body: Buffer }> = {
+  "/cp1252-header": { type: "text/html; charset=windows-1252", body: cp1252(glazePage("", cafe)) },
+  "/latin1-meta": { type: "text/html", body: cp1252(glazePage(`<meta charset="ISO-8859-1">`, "A café-au-lait glaze for the crème brûlée bowls.")) },
+  "/sjis-http-equiv": {
+    type: "text/html",
+    // 日本語 ("Japanese") in Shift_JIS.
+    body: Buffer.concat([
+      ascii(`<html><head><meta http-equiv="Content-Type" content="text/html; charset=Shift_JIS"><title>Glazes</title></head><body><p>Notes: `),
+      Buffer.from([0x93, 0xfa, 0x96, 0x7b, 0x8c, 0xea]),
+      ascii(`</p></body></html>`),
+    ]),
+  },
+  "/gbk-header": {
+    type: "text/html; charset=GBK",
+    // 中文 ("Chinese") in GBK.
+    body: Buffer.concat([ascii(`<html><head><title>Glazes</title></head><body><p>Notes in `), Buffer.from([0xd6, 0xd0, 0xce, 0xc4]), ascii(`.</p></body></html>`)]),
+  },
+  // A BOM outweighs the header, as in browsers: the bytes say what they are.
+  "/utf16-bom": { type: "text/html; charset=iso-8859-1", body: Buffer.from(`\uFEFF${glazePage("", cafe)}`, "utf16le") },
+  "/plain-latin1": { type: "text/plain; charset=iso-8859-1", body: cp1252(`Crème brûlée glaze\n\n${cafe}`) },
+};
+
 beforeAll(async () => {
   site = http.createServer((req, res) => {
     hits.site += 1;
@@ -54,6 +82,8 @@ beforeAll(async () => {
       for (let i = 0; i < 100; i++) res.write(chunk);
       return res.end();
     }
+    const encoded = encodedPages[req.url ?? ""];
+    if (encoded) return res.writeHead(200, { "content-type": encoded.type }).end(encoded.body);
     if (req.url === "/deep") return res.writeHead(200, { "content-type": "text/html" }).end(deepPage);
     if (req.url === "/slow") return void setTimeout(() => res.writeHead(200).end("late"), 3000);
     res.writeHead(404).end();
@@ -193,6 +223,30 @@ describe("link memories", () => {
     expect(memory).toMatchObject({ state: "active", processing_status: "done" });
     expect(memory.processing_error).toMatch(/Refused/);
     expect(memory.content).toBe("http://169.254.169.254/latest/meta-data/iam");
+  });
+
+  it("a page in another charset than UTF-8 is decoded by its header, BOM or <meta> charset", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const read = async (path: string) => {
+      const res = await ann.post("/v1/memories", { content: `http://127.0.0.1:${sitePort}${path}`, content_type: "link" });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      const memory = await processed(res.body.data.id);
+      expect(memory, path).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+      expect(memory.content, path).not.toContain("\uFFFD");
+      return memory;
+    };
+    const [cp1252Header, latin1Meta, sjis, gbk, utf16, plain] = await Promise.all(
+      ["/cp1252-header", "/latin1-meta", "/sjis-http-equiv", "/gbk-header", "/utf16-bom", "/plain-latin1"].map(read),
+    );
+    expect(cp1252Header.title).toBe("Crème brûlée glaze");
+    expect(cp1252Header.content).toContain(cafe);
+    expect(latin1Meta.title).toBe("Crème brûlée glaze");
+    expect(latin1Meta.content).toContain("A café-au-lait glaze for the crème brûlée bowls.");
+    expect(sjis.content).toContain("Notes: 日本語");
+    expect(gbk.content).toContain("Notes in 中文.");
+    expect(utf16.title).toBe("Crème brûlée glaze");
+    expect(utf16.content).toContain(cafe);
+    expect(plain.content).toBe(`Crème brûlée glaze\n\n${cafe}`);
   });
 
   it("a deeply nested page is read all the same: its text, in order, without its scripts", async () => {

@@ -1,6 +1,7 @@
 import { extractText, type Extracted } from "@/lib/extraction/extract-text.ts";
 import { readPageInThread } from "@/lib/extraction/extraction-thread.ts";
 import { normalizeContentType } from "@/lib/uploads/upload-limits.ts";
+import { decodePage } from "./decode-page.ts";
 import { LinkFetchError, safeFetch } from "./safe-fetch.ts";
 
 /**
@@ -13,12 +14,14 @@ export async function readLink(url: string): Promise<Extracted> {
     const page = await safeFetch(url);
     const type = normalizeContentType(page.contentType) || "text/html";
     if (type === "text/html" || type === "application/xhtml+xml") {
-      const doc = await readPageInThread(page.body);
+      // The readers take UTF-8: a page in another charset is decoded here, where its header is known.
+      const doc = await readPageInThread(Buffer.from(decodePage(page.body, page.contentType, true), "utf8"));
       if (!doc.markdown) return { text: "", title: doc.title || undefined, error: "No readable text was found on the page" };
       return { text: doc.markdown, title: doc.title || undefined };
     }
-    if (type === "application/pdf" || type.startsWith("text/") || type === "application/json") {
-      return extractText(page.body, type.startsWith("text/") && type !== "text/html" ? "text/plain" : type);
+    if (type.startsWith("text/")) return extractText(Buffer.from(decodePage(page.body, page.contentType, false), "utf8"), "text/plain");
+    if (type === "application/pdf" || type === "application/json") {
+      return extractText(page.body, type);
     }
     return { text: "", error: `The link serves ${type}, which has no readable text` };
   } catch (error) {
