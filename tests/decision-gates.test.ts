@@ -176,6 +176,22 @@ describe("answering", () => {
     expect((await ann.get(`/v1/memories/${record}`)).body.data.content).toContain("Chosen: **weekly**");
   });
 
+  it("a gate's answer path is reserved: no push can take it before the gate is answered", async () => {
+    const cat = await h.user("Cat");
+    const dan = await h.user("Dan");
+    const team = await h.teamHub(ann, [[cat, "contributor"], [dan, "contributor"]]);
+    const slot = (await ask(ann, team, { question: "Feature flags?", options: ["LaunchDarkly", "our own"] })).body.data.slot;
+    const path = `decision-gates/${slot.id}`;
+    const squat = await cat.post("/v1/memories", { content: "Cat's memory, where the answer goes.", source_path: path });
+    expect([squat.status, squat.body.error?.code]).toEqual([400, "invalid_request"]);
+    expect(squat.body.error.message).toContain('"decision-gates/"');
+    expect((await ann.post("/v1/memories", { content: "Even a manager's push.", source_path: "decision-gates/anything" })).status).toBe(400);
+    const answered = await resolve(dan, team, slot.slot_key, { action: "choose", choice: "our own" });
+    expect(answered.status, answered.text).toBe(200);
+    const record = await h.db.memory.findFirstOrThrow({ where: { hubId: team, sourcePath: path } });
+    expect({ id: record.id, ownerId: record.ownerId, source: record.source }).toEqual({ id: answered.body.data.slot.cite_memory_ids[0], ownerId: dan.id, source: "decision" });
+  });
+
   it("from the bell: an option's id answers it, anything else is refused with the actions", async () => {
     const slot = (await ask(ann, hub, { question: "Deploy window?", options: ["Tuesday", "Thursday", "Never"] })).body.data.slot;
     const row = (await pendingGateRows(ann)).find((n) => n.payload.gate.id === slot.id)!;

@@ -6,7 +6,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { hubPermissionOrThrow, lockMembershipOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
-import { createMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
+import { DECISION_GATE_PATH_PREFIX, createMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
 import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { MAX_OPEN_GATES, type ResolveSlotBody } from "./decision-gate-fields.ts";
 import { OPEN_GATE_STATES, closeGateNotifications, reopenGateNotifications } from "./gate-notifications.ts";
@@ -92,7 +92,7 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
       source: "decision",
       source_path: answerPath(gate),
     });
-    const { memory } = await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body);
+    const { memory } = await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body, { gateAnswer: true });
     return await ctx.db.$transaction(async (tx) => {
       // Reopened while the memory was written: the gate is open again, so its bell stays pending.
       const still = await tx.decisionGate.count({ where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now } });
@@ -109,7 +109,7 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
   }
 }
 
-const answerPath = (gate: DecisionGate) => `decision-gates/${gate.id}`;
+const answerPath = (gate: DecisionGate) => `${DECISION_GATE_PATH_PREFIX}${gate.id}`;
 
 /**
  * The memory an earlier answer of this gate wrote is the gate's record, not its first answerer's: any

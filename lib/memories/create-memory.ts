@@ -17,7 +17,7 @@ import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { ATTACHABLE_FOR_MS } from "@/lib/uploads/upload-limits.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { CAPTURE_SOURCE, extractCaptureFacts } from "./extract-capture-facts.ts";
-import { MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
+import { DECISION_GATE_PATH_PREFIX, MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 
@@ -43,8 +43,13 @@ export function assertContentSize(content: string): void {
  * updates that memory in place (version +1 when the content changed);
  * re-pushing identical content returns the existing memory untouched.
  */
-export async function createMemory(ctx: HubContext, input: CreateMemoryBody): Promise<CreateMemoryResult> {
+export async function createMemory(ctx: HubContext, input: CreateMemoryBody, options: { gateAnswer?: boolean } = {}): Promise<CreateMemoryResult> {
   assertContentSize(input.content);
+  if (input.source_path?.startsWith(DECISION_GATE_PATH_PREFIX) && !options.gateAnswer) {
+    throw new ApiError("invalid_request", `source_path may not start with "${DECISION_GATE_PATH_PREFIX}": that prefix is reserved for the answers of decision gates`, {
+      issues: [{ path: "source_path", message: `"${DECISION_GATE_PATH_PREFIX}" is reserved` }],
+    });
+  }
   const source = input.source ?? "api";
   if (input.created_at && source !== "import") {
     throw new ApiError("invalid_request", 'created_at is only accepted with source "import"', {

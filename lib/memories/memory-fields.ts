@@ -20,6 +20,13 @@ export const MAX_TAG_LENGTH = 64;
 export const MAX_TITLE_LENGTH = 200;
 export const MAX_BATCH_IDS = 100;
 
+/**
+ * A decision gate's answer is kept at `decision-gates/<gate id>`, and gate ids are shown on the board:
+ * a push there would put someone's own memory where the gate's answer is written. Only that answer
+ * may use the prefix (createMemory's `gateAnswer`).
+ */
+export const DECISION_GATE_PATH_PREFIX = "decision-gates/";
+
 const tagsSchema = z
   .array(z.string().trim().min(1, "tags must not be empty").max(MAX_TAG_LENGTH, `tags are at most ${MAX_TAG_LENGTH} characters`))
   .max(MAX_TAGS, `at most ${MAX_TAGS} tags`)
