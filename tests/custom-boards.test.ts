@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { deleteBoard } from "@/lib/boards/delete-board.ts";
 import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
+import { updateBoard } from "@/lib/boards/update-board.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
@@ -213,6 +216,49 @@ describe("custom boards", () => {
     for (let i = existing; i < 10; i++) expect((await ann.post(boards(hub), { title: `B${i}`, instruction: "What is the release checklist?" })).status).toBe(201);
     const over = await ann.post(boards(hub), { title: "One too many", instruction: "x" });
     expect([over.status, over.body.error.code, over.body.error.details.limit]).toEqual([409, "board_limit", 10]);
+    await customBoardsIdle();
+  });
+
+  it("a member demoted or removed between the permission check and the write changes and deletes nothing", async () => {
+    const ada = await h.user("Ada");
+    const team = await h.teamHub(ann, [[ada, "admin"], [cal, "contributor"]]);
+    const board = (await cal.post(boards(team), { title: "Cal's board", instruction: "What is the release checklist?" })).body.data.board;
+    await customBoardsIdle();
+    // The caller's membership is read (and allows it) first; the change lands as the board is looked
+    // up, before the write's transaction — as another request would between the two.
+    const callerAs = (who: Client, change: () => Promise<unknown>): AuthContext => {
+      let changed = false;
+      const customBoard = new Proxy(h.db.customBoard, {
+        get: (target, key) =>
+          key === "findFirst"
+            ? async (...args: Parameters<typeof target.findFirst>) => {
+                if (!changed) await change();
+                changed = true;
+                return target.findFirst(...args);
+              }
+            : Reflect.get(target, key),
+      });
+      const db = new Proxy(h.db, { get: (target, key) => (key === "customBoard" ? customBoard : Reflect.get(target, key)) });
+      return {
+        db,
+        sql: h.database.sql,
+        dbKind: h.database.kind,
+        requestId: "test",
+        now: () => new Date(),
+        user: { id: who.id, email: who.email, name: who.name },
+        credential: { type: "session", scopes: ["read", "write"], hubIds: null },
+      } as AuthContext;
+    };
+    const setRole = (who: Client, role: string) => () => h.db.hubMember.update({ where: { hubId_userId: { hubId: team, userId: who.id } }, data: { role } });
+    const remove = (who: Client) => () => h.db.hubMember.delete({ where: { hubId_userId: { hubId: team, userId: who.id } } });
+
+    // An admin (not the board's creator) made a contributor: no longer one who manages the board.
+    await expect(updateBoard(callerAs(ada, setRole(ada, "contributor")), team, board.id, { title: "Renamed by a former admin" })).rejects.toMatchObject({ code: "forbidden" });
+    await setRole(ada, "admin")();
+    await expect(deleteBoard(callerAs(ada, setRole(ada, "contributor")), team, board.id)).rejects.toMatchObject({ code: "forbidden" });
+    // Its creator removed from the hub.
+    await expect(deleteBoard(callerAs(cal, remove(cal)), team, board.id)).rejects.toMatchObject({ code: "not_found" });
+    expect(await h.db.customBoard.findUnique({ where: { id: board.id } })).toMatchObject({ title: "Cal's board" });
     await customBoardsIdle();
   });
 

@@ -22,9 +22,11 @@ export async function updateBoard(ctx: AuthContext, hubId: string, boardId: stri
     // The refresh's lock, and the board read again under it: a card written a moment ago counts, and
     // a card being written now sees the new instruction and is dropped.
     await lockForTransaction(tx, customBoardLockKey(board.id));
-    // Still a member who may write, now: one removed or made a viewer meanwhile changes nothing.
-    await lockMembershipOrThrow(tx, ctx, membership.hub, "memories.write", "change this board");
+    // Still the board's creator who may write, or a manager, now: one removed or demoted meanwhile
+    // changes nothing (an admin made a contributor may still write, but no longer manages others' boards).
+    const locked = await lockMembershipOrThrow(tx, ctx, membership.hub, "memories.write", "change this board");
     const current = await tx.customBoard.findUniqueOrThrow({ where: { id: board.id } });
+    assertManagesBoard(ctx, locked, current, "change this board");
     const rewritten = input.instruction !== undefined && input.instruction !== current.instruction;
     // Paused stays paused until resumed; otherwise a board with its card is active, and one without
     // (new, or its instruction just rewritten) cooks until the card is written.
