@@ -63,7 +63,7 @@ export const processMemoryFunction = inngest.createFunction(
           }
           // Visible on the memory while Inngest retries the step.
           await ctx.db.memory.updateMany({
-            where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running" },
+            where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running", processingAttempts: claim.attempt },
             data: { processingError: describeError(error) },
           });
           throw error;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { extractText } from "@/lib/extraction/extract-text.ts";
 import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { makePdf } from "./support/make-files.ts";
 
 /**
@@ -50,15 +50,7 @@ afterAll(async () => {
   await new Promise((r) => site.close(r));
 });
 
-async function processed(id: string, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await ann.get(`/v1/memories/${id}`);
-    if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
-    if (Date.now() > deadline) throw new Error(`memory ${id} still ${res.body.data.processing_status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const processed = (id: string) => waitProcessed(h.db, ann, id, 60_000);
 
 describe("extraction time limit", () => {
   it("a page that takes too long to read is stopped: active with its URL and a processing_error, the main thread answering meanwhile", async () => {

@@ -100,10 +100,13 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
       return tx.decisionGate.update({ where: { id: gate.id }, data: { memoryId: memory.id } });
     });
   } catch (error) {
-    if (handedFrom) await ctx.db.memory.updateMany({ where: { id: gate.memoryId!, ownerId: ctx.user.id }, data: { ownerId: handedFrom } });
-    await ctx.db.decisionGate.updateMany({
-      where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now },
-      data: { state: gate.state, choice: null, resolution: null, resolvedBy: null, resolvedAt: null },
+    // Both or neither: a failed hand-back must not leave the gate resolved with no answer.
+    await ctx.db.$transaction(async (tx) => {
+      if (handedFrom) await tx.memory.updateMany({ where: { id: gate.memoryId!, ownerId: ctx.user.id }, data: { ownerId: handedFrom } });
+      await tx.decisionGate.updateMany({
+        where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now },
+        data: { state: gate.state, choice: null, resolution: null, resolvedBy: null, resolvedAt: null },
+      });
     });
     throw error;
   }

@@ -3,8 +3,6 @@ import { DOCX_TYPE, isImageType } from "@/lib/uploads/upload-limits.ts";
 import { readDocumentInThread } from "./extraction-thread.ts";
 import type { DocumentKind } from "./read-document.mjs";
 
-export { MAX_PDF_PAGES } from "./read-document.mjs";
-
 export interface Extracted {
   /** Markdown or plain text; "" when nothing readable was found. */
   text: string;

@@ -81,7 +81,7 @@ class ExtractionThread {
       worker = await (this.worker ??= this.start());
     } catch (error) {
       this.forget();
-      this.finish(job, () => job.reject(error as Error));
+      this.finish(() => job.reject(error as Error));
       return;
     }
     const { timeoutMs } = extractionLimits();
@@ -92,7 +92,7 @@ class ExtractionThread {
       clearTimeout(timer);
       worker.off("message", onMessage);
       worker.off("exit", onExit);
-      this.finish(job, done);
+      this.finish(done);
     };
     const stop = (error: Error) => {
       if (this.live === worker) this.forget();
@@ -112,7 +112,7 @@ class ExtractionThread {
     worker.postMessage(job.message, [job.message.bytes.buffer]);
   }
 
-  private finish(job: Job, done: () => void): void {
+  private finish(done: () => void): void {
     this.busy = false;
     done();
     void this.next();

@@ -111,16 +111,15 @@ async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: Emi
     const data = Object.keys(all).length ? all : { version: ctx.memory.version };
     const { count } = await db.memory.updateMany({ where: currentWhere(ctx.memory), data });
     if (count === 0) throw new StaleJobError(ctx.memory);
-    // After the guarded write above, which holds the row's lock in a transaction: a client's edit either
-    // committed before (its value stays) or waits for this one (and then overrides the guess).
+    // Each guess is one conditional statement after the guarded write (which, in a transaction, holds
+    // the row's lock): a client's edit either committed before (its value stays) or comes after (and
+    // overrides the guess).
     for (const guess of guesses) await db.memory.updateMany({ where: { ...currentWhere(ctx.memory), ...guess.when }, data: guess.data });
-    if (pendingChunks) await writeChunks(db, ctx.memory, pendingChunks);
-    if (event) {
-      // Read under the lock the update took: the memory may have moved hubs since the job loaded it,
-      // and the members of the hub it left must not hear of it.
-      const { hubId } = await db.memory.findUniqueOrThrow({ where: { id: ctx.memory.id }, select: { hubId: true } });
-      await emitEvent(db, { ...event, hubId });
-    }
+    // Read under the lock the update took: the memory may have moved hubs since the job loaded it, and
+    // the members of the hub it left must not hear of it.
+    const hubId = pendingChunks || event ? (await db.memory.findUniqueOrThrow({ where: { id: ctx.memory.id }, select: { hubId: true } })).hubId : undefined;
+    if (pendingChunks) await writeChunks(db, ctx.memory, pendingChunks, hubId);
+    if (event) await emitEvent(db, { ...event, hubId });
   };
   await (event ? ctx.db.$transaction(write, BACKGROUND_TRANSACTION) : write(ctx.db));
   if (ctx.deferred && deferred) ctx.deferred = { changes: {} };
@@ -158,10 +157,10 @@ export async function storeChunks(ctx: StepContext, chunks: ChunkDraft[], vector
   }, BACKGROUND_TRANSACTION);
 }
 
-/** After a guarded update of the memory's row in the same transaction (which locks it). */
-async function writeChunks(tx: DbClient, memory: MemoryVersion, { chunks, vectors, glosses }: IndexedChunks): Promise<void> {
+/** After a guarded update of the memory's row in the same transaction (which locks it). `hubId`: read under that lock already. */
+async function writeChunks(tx: DbClient, memory: MemoryVersion, { chunks, vectors, glosses }: IndexedChunks, knownHubId?: string): Promise<void> {
   // Read under that lock: the memory may have moved to another hub since the job started.
-  const { hubId } = await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { hubId: true } });
+  const hubId = knownHubId ?? (await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { hubId: true } })).hubId;
   await replaceChunks(
     tx,
     { id: memory.id, hubId },
