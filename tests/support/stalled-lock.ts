@@ -21,7 +21,9 @@ export async function stalledLock<T>(url: string, hold: Statement, start: () => 
     const started = start();
     for (let waited = 0; ; waited += 20) {
       // Waiting for this connection's lock, not any lock on the server (other test databases wait too).
-      const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_stat_activity a WHERE pg_backend_pid() = ANY(pg_blocking_pids(a.pid))");
+      // From pg_locks, read afresh each time: pg_stat_activity is a snapshot kept for the whole of this
+      // transaction, which misses a connection the work opened after the first look.
+      const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
       if (rows[0].n > 0) break;
       if (waited > 20_000) throw new Error("the work under test never waited for the held row");
       await new Promise((resolve) => setTimeout(resolve, 20));
