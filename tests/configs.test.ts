@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pruneConfigDeletions } from "@/lib/configs/prune-config-deletions.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
@@ -146,6 +147,42 @@ describe("the per-user cap of 500 configs", () => {
     expect(revived.status, revived.text).toBe(409);
     // Changing a live file needs no new slot.
     expect((await ann.put("/v1/configs", { ...file, content: "new file, edited" })).status).toBe(200);
+  });
+});
+
+describe("deletion records past their retention", () => {
+  it("are purged by the periodic prune with their versions and device states; restorable ones and live files stay", async () => {
+    const ann = await h.user("Purged");
+    const a = new Device(ann, "a");
+    a.files.set("OLD.md", "old v1");
+    await a.sync();
+    a.files.set("OLD.md", "old v2");
+    await a.sync();
+    a.files.set("RECENT.md", "recent");
+    a.files.set("LIVE.md", "live");
+    await a.sync();
+    const list = (await ann.get("/v1/configs")).body.data.configs as { id: string; file_path: string }[];
+    const id = (path: string) => list.find((c) => c.file_path === path)!.id;
+    expect((await ann.post("/v1/configs/batch-delete", { ids: [id("OLD.md"), id("RECENT.md")] })).body.data.deleted).toBe(2);
+    // OLD.md was deleted 31 days ago: past its restore window.
+    const day = 86_400_000;
+    await h.db.agentConfig.update({ where: { id: id("OLD.md") }, data: { deletedAt: new Date(Date.now() - 31 * day), contentExpiresAt: new Date(Date.now() - day) } });
+    expect((await ann.post("/v1/configs/restore", { ...file, file_path: "OLD.md" })).status).toBe(410);
+
+    expect(await pruneConfigDeletions(h.database)).toBeGreaterThanOrEqual(1);
+    expect(await h.db.agentConfig.findUnique({ where: { id: id("OLD.md") } })).toBeNull();
+    expect(await h.db.agentConfigVersion.count({ where: { configId: id("OLD.md") } })).toBe(0);
+    expect(await h.db.agentConfigDevice.count({ where: { configId: id("OLD.md") } })).toBe(0);
+    expect((await h.db.agentConfig.findMany({ where: { ownerId: ann.id }, orderBy: { filePath: "asc" } })).map((c) => [c.filePath, c.deletedAt !== null])).toEqual([
+      ["LIVE.md", false],
+      ["RECENT.md", true],
+    ]);
+    expect((await ann.get("/v1/configs/deleted")).body.data.configs).toMatchObject([{ file_path: "RECENT.md" }]);
+    expect((await ann.post("/v1/configs/restore", { ...file, file_path: "OLD.md" })).status).toBe(404);
+    // The same file pushed again is a new file.
+    const again = await ann.put("/v1/configs", { ...file, file_path: "OLD.md", content: "again" });
+    expect(again.status, again.text).toBe(201);
+    expect(again.body.data.version).toBe(1);
   });
 });
 

@@ -30,8 +30,8 @@ export function lockConfigKey(tx: DbClient, ownerId: string, agent: string, file
 /**
  * A deletion record counts toward the per-user cap while it can still be restored; past its
  * retention it no longer does, or every file an account ever deleted would hold its slot for good
- * and the cap could never be got under again. Expired records are not purged (a device offline for
- * longer would push the file back as new), so the rows a sync reads grow by the files deleted.
+ * and the cap could never be got under again. Expired records are removed by the periodic prune
+ * (prune-config-deletions.ts); until it runs one may still be here, holding no slot.
  */
 function countsTowardCap(config: { deletedAt: Date | null; contentExpiresAt: Date | null }, now: Date): boolean {
   return config.deletedAt === null || (config.contentExpiresAt !== null && config.contentExpiresAt > now);

@@ -1,6 +1,7 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { startEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
 import { config } from "@/lib/config.ts";
+import { startConfigDeletionsPrune } from "@/lib/configs/prune-config-deletions.ts";
 import { startEventsPrune } from "@/lib/events/prune-events.ts";
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
 
@@ -16,6 +17,7 @@ export async function startServer(): Promise<void> {
   startEmbeddedMaintenance(database);
   startEventsPrune(database);
   startIndexChangesPrune(database);
+  startConfigDeletionsPrune(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(
