@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pruneConfigDeletions } from "@/lib/configs/prune-config-deletions.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -86,6 +86,33 @@ describe("PUT and GET /v1/configs", () => {
     expect((await bob.get("/v1/configs")).body.data.configs).toEqual([]);
     expect((await bob.get(`/v1/configs/${first.body.data.id}`)).status).toBe(404);
     expect((await bob.delete(`/v1/configs/${first.body.data.id}`)).status).toBe(404);
+  });
+
+  it("lists versions without reading their content (sizes from the stored length)", async () => {
+    const ann = await h.user("Versions");
+    // Random text does not compress: each version is stored out of line (TOAST), so reading one shows in the table's TOAST block counts.
+    const big = (n: number) => randomBytes(150 * 1024).toString("base64") + "é".repeat(n);
+    const contents = [big(1), big(2), big(3)];
+    let id = "";
+    for (const content of contents) id = (await ann.put("/v1/configs", { ...file, file_path: "BIG.md", content })).body.data.id;
+    const toastBlocks = async () => {
+      await h.database.sql.exec("SELECT pg_stat_force_next_flush()");
+      const [row] = await h.database.sql.query<{ blocks: number }>(
+        "SELECT (coalesce(toast_blks_read, 0) + coalesce(toast_blks_hit, 0))::int AS blocks FROM pg_statio_user_tables WHERE relname = 'agent_config_versions'",
+      );
+      return row!.blocks;
+    };
+    const before = await toastBlocks();
+    const versions = await ann.get(`/v1/configs/${id}/versions`);
+    expect(versions.status, versions.text).toBe(200);
+    expect(await toastBlocks()).toBe(before);
+    expect(versions.body.data.versions).toMatchObject(
+      [...contents].reverse().map((content, i) => ({ version: 3 - i, content_hash: sha(content), size_bytes: Buffer.byteLength(content, "utf8"), device_id: null })),
+    );
+    expect(versions.body.data.versions[0]).not.toHaveProperty("content");
+    const older = await ann.get(`/v1/configs/${id}/versions?limit=2`);
+    const rest = await ann.get(`/v1/configs/${id}/versions?limit=2&cursor=${older.body.data.next_cursor}`);
+    expect(rest.body.data).toMatchObject({ versions: [{ version: 1, size_bytes: Buffer.byteLength(contents[0]!, "utf8") }], has_more: false });
   });
 
   it("pages with a cursor", async () => {

@@ -76,14 +76,17 @@ export async function listConfigVersions(ctx: AuthContext, id: string, query: Li
   const secret = await serverSecret(ctx.db);
   const list = `configs:versions:${id}`;
   const before = query.cursor ? decodeCursor(secret, list, ctx.user.id, query.cursor, z.int()) : undefined;
-  const rows = await ctx.db.agentConfigVersion.findMany({
-    where: { configId: id, ...(before !== undefined && { version: { lt: before } }) },
-    orderBy: { version: "desc" },
-    take: limit + 1,
-  });
+  // The size is read in SQL: octet_length reads a stored value's length without fetching it, so a
+  // page costs its metadata, not up to 100 × 512 KiB of content.
+  const rows = await ctx.db.$queryRaw<{ version: number; contentHash: string; sizeBytes: number; deviceId: string | null; createdAt: Date }[]>`
+    SELECT version, content_hash AS "contentHash", octet_length(content)::int AS "sizeBytes", device_id AS "deviceId", created_at AS "createdAt"
+    FROM agent_config_versions
+    WHERE config_id = ${id}::uuid AND (${before ?? null}::int IS NULL OR version < ${before ?? null}::int)
+    ORDER BY version DESC
+    LIMIT ${limit + 1}`;
   const result = page("versions", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, last.version));
   return {
     ...result,
-    versions: result.versions.map((row) => ({ version: row.version, content_hash: row.contentHash, size_bytes: Buffer.byteLength(row.content, "utf8"), device_id: row.deviceId, created_at: row.createdAt.toISOString() })),
+    versions: result.versions.map((row) => ({ version: row.version, content_hash: row.contentHash, size_bytes: row.sizeBytes, device_id: row.deviceId, created_at: row.createdAt.toISOString() })),
   };
 }
