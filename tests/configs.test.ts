@@ -310,6 +310,40 @@ describe("POST /v1/configs/sync between two devices", () => {
     expect((await ann.post("/v1/configs/local-delete", { ...file, file_path: "NOPE.md", device_id: "b" })).status).toBe(404);
   });
 
+  it("keeps the sync state of a config's 100 most recently synced devices, whatever device ids a client makes up", async () => {
+    const ann = await h.user("Devices");
+    const a = new Device(ann, "a");
+    a.files.set("CLAUDE.md", "shared");
+    await a.sync();
+    const configId = (await ann.get("/v1/configs")).body.data.configs[0].id as string;
+    // 99 more devices synced it earlier than a, each a minute apart.
+    const start = Date.now() - 200 * 60_000;
+    await h.db.agentConfigDevice.createMany({
+      data: Array.from({ length: 99 }, (_, i) => ({ configId, deviceId: `old-${i}`, syncedVersion: 1, syncedHash: sha("shared"), updatedAt: new Date(start + i * 60_000) })),
+    });
+    await ann.post("/v1/configs/ack", { device_id: "a", configs: [{ ...file, content_hash: sha("shared"), version: 1 }] });
+    const fresh = await ann.put("/v1/configs", { ...file, content: "shared", device_id: "fresh" });
+    expect(fresh.status, fresh.text).toBe(200);
+    const devices = async () => (await h.db.agentConfigDevice.findMany({ where: { configId }, select: { deviceId: true } })).map((d) => d.deviceId);
+    expect(await devices()).toHaveLength(100);
+    expect(await devices()).not.toContain("old-0");
+    expect(await devices()).toEqual(expect.arrayContaining(["a", "fresh", "old-1", "old-98"]));
+    // A known device syncing again takes no one's place.
+    await ann.post("/v1/configs/local-delete", { ...file, device_id: "old-1" });
+    expect(await devices()).toHaveLength(100);
+    expect(await devices()).toContain("old-1");
+    // Another new device through ack: the least recently synced one goes.
+    const acked = await ann.post("/v1/configs/ack", { device_id: "newer", configs: [{ ...file, content_hash: sha("shared"), version: 1, local_path: "/home/ann/CLAUDE.md" }] });
+    expect(acked.body.data, acked.text).toEqual({ acknowledged: 1, skipped: [] });
+    expect(await devices()).toHaveLength(100);
+    expect(await devices()).not.toContain("old-2");
+    expect(await h.db.agentConfigDevice.findUnique({ where: { configId_deviceId: { configId, deviceId: "newer" } } })).toMatchObject({ syncedVersion: 1, localPath: "/home/ann/CLAUDE.md" });
+    // A dropped device is one that never synced the file: a different copy there is a conflict, never overwritten.
+    const old = new Device(ann, "old-0");
+    old.files.set("CLAUDE.md", "changed on an old laptop");
+    expect(await old.plan()).toMatchObject([{ action: "conflict", reason: "no_sync_base" }]);
+  });
+
   it("validates the manifest", async () => {
     const ann = await h.user("Manifest");
     const entry = { ...file, content_hash: sha("x"), updated_at: "" };

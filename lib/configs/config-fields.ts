@@ -7,6 +7,8 @@ export const MAX_CONFIGS_PER_USER = 500;
 export const MAX_VERSIONS_KEPT = 50;
 /** How long a deleted config's content stays restorable. */
 export const DELETED_RETENTION_DAYS = 30;
+/** Devices whose sync state a config keeps: the most recently synced ones. */
+export const MAX_DEVICES_PER_CONFIG = 100;
 export const MAX_MANIFEST_ENTRIES = 1000;
 export const MAX_BATCH_IDS = 100;
 

@@ -4,7 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
-import { DELETED_RETENTION_DAYS, MAX_CONFIG_BYTES, MAX_CONFIGS_PER_USER, MAX_VERSIONS_KEPT, type UpsertConfigBody } from "./config-fields.ts";
+import { DELETED_RETENTION_DAYS, MAX_CONFIG_BYTES, MAX_CONFIGS_PER_USER, MAX_DEVICES_PER_CONFIG, MAX_VERSIONS_KEPT, type UpsertConfigBody } from "./config-fields.ts";
 import { serializeConfig } from "./serialize-config.ts";
 
 export function hashContent(content: string): string {
@@ -116,7 +116,13 @@ export async function recordVersion(
   }
 }
 
-/** This device now holds `version` (hash null: it holds the deletion). */
+/**
+ * This device now holds `version` (hash null: it holds the deletion). A config keeps the sync state
+ * of its MAX_DEVICES_PER_CONFIG most recently synced devices: device ids are the client's to choose
+ * (a fresh one per container or reinstall), so without a bound every new id added a row for good. A
+ * device whose state was dropped syncs as one that never synced this file: differing content is a
+ * conflict, never a silent overwrite.
+ */
 export async function recordDeviceSync(
   tx: DbClient,
   configId: string,
@@ -124,17 +130,17 @@ export async function recordDeviceSync(
   state: { version: number; hash: string | null; deleted?: boolean; removed?: boolean; localPath?: string | null },
   now: Date,
 ): Promise<void> {
-  const data = {
-    syncedVersion: state.version,
-    syncedHash: state.hash,
-    deleted: state.deleted ?? false,
-    removed: state.removed ?? false,
-    ...(state.localPath !== undefined && state.localPath !== null && { localPath: state.localPath }),
-    updatedAt: now,
-  };
-  await tx.agentConfigDevice.upsert({
-    where: { configId_deviceId: { configId, deviceId } },
-    create: { configId, deviceId, ...data },
-    update: data,
-  });
+  // xmax = 0 on the returned row: it was inserted, not updated — only a new device can pass the bound.
+  const [row] = await tx.$queryRaw<{ inserted: boolean }[]>`
+    INSERT INTO agent_config_devices (config_id, device_id, synced_version, synced_hash, deleted, removed, local_path, updated_at)
+    VALUES (${configId}::uuid, ${deviceId}, ${state.version}, ${state.hash}, ${state.deleted ?? false}, ${state.removed ?? false}, ${state.localPath ?? null}, ${now})
+    ON CONFLICT (config_id, device_id) DO UPDATE SET
+      synced_version = EXCLUDED.synced_version, synced_hash = EXCLUDED.synced_hash, deleted = EXCLUDED.deleted, removed = EXCLUDED.removed,
+      local_path = COALESCE(EXCLUDED.local_path, agent_config_devices.local_path), updated_at = EXCLUDED.updated_at
+    RETURNING (xmax = 0) AS inserted`;
+  if (!row?.inserted) return;
+  await tx.$executeRaw`
+    DELETE FROM agent_config_devices WHERE config_id = ${configId}::uuid AND device_id IN (
+      SELECT device_id FROM agent_config_devices WHERE config_id = ${configId}::uuid AND device_id <> ${deviceId}
+      ORDER BY updated_at DESC, device_id DESC OFFSET ${MAX_DEVICES_PER_CONFIG - 1})`;
 }
