@@ -126,6 +126,35 @@ describe("PUT and GET /v1/configs", () => {
     expect((await ann.get("/v1/configs?cursor=nope")).status).toBe(400);
   });
 
+  it("cuts a page at 8 MiB of content, so a page of large files never needs the whole account in memory", async () => {
+    const ann = await h.user("Heavy");
+    const content = "\u0001".repeat(512 * 1024);
+    await h.db.agentConfig.createMany({
+      data: Array.from({ length: 20 }, (_, i) => ({
+        id: randomUUID(),
+        ownerId: ann.id,
+        agent: "heavy",
+        filePath: `big-${String(i).padStart(2, "0")}.md`,
+        scope: "global",
+        content,
+        contentHash: sha(content),
+        sizeBytes: 512 * 1024,
+      })),
+    });
+    await ann.put("/v1/configs", { ...file, agent: "heavy", file_path: "small.md", content: "small" });
+    const first = await ann.get("/v1/configs?limit=500");
+    expect(first.status, first.text.slice(0, 200)).toBe(200);
+    expect(first.body.data.configs).toHaveLength(16);
+    expect(first.body.data.has_more).toBe(true);
+    const second = await ann.get(`/v1/configs?limit=500&cursor=${encodeURIComponent(first.body.data.next_cursor)}`);
+    expect(second.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+    const paths = [...first.body.data.configs, ...second.body.data.configs].map((c: { file_path: string; content: string }) => c.file_path);
+    expect(paths).toEqual([...Array.from({ length: 20 }, (_, i) => `big-${String(i).padStart(2, "0")}.md`), "small.md"]);
+    expect(second.body.data.configs.at(-1)).toMatchObject({ content: "small" });
+    // The count limit still applies.
+    expect((await ann.get("/v1/configs?agent=heavy&limit=2")).body.data.configs).toHaveLength(2);
+  });
+
   it("rejects files over 512 KiB and bad identities, writing nothing", async () => {
     const ann = await h.user("Big");
     const big = await ann.put("/v1/configs", { ...file, content: "x".repeat(512 * 1024 + 1) });

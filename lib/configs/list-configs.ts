@@ -13,32 +13,47 @@ const DEFAULT_CONFIG_PAGE = 100;
 const positionSchema = z.tuple([z.string(), z.string(), z.string(), z.uuid()]);
 const deletedPositionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
-/** GET /v1/configs: the caller's live configs (agent and scope narrow), by agent, path, scope. */
+/**
+ * Content one page of GET /v1/configs carries at most (one config always fits). Without it a page of
+ * 500 files of 512 KiB was 256 MiB read at once, and its JSON, where a control character takes six
+ * bytes, up to 1.5 GB: enough to take the server down for everybody.
+ */
+const MAX_PAGE_CONTENT_BYTES = 8 * 1024 * 1024;
+
+/** GET /v1/configs: the caller's live configs (agent and scope narrow), by agent, path, scope; a page holds at most 8 MiB of content. */
 export async function listConfigs(ctx: AuthContext, query: ListConfigsQuery) {
   const limit = parseLimit(query.limit, DEFAULT_CONFIG_PAGE, MAX_CONFIGS_PER_USER);
   const secret = await serverSecret(ctx.db);
   const list = `configs:${query.agent ?? ""}:${query.scope ?? ""}`;
   const after = query.cursor ? decodeCursor(secret, list, ctx.user.id, query.cursor, positionSchema) : undefined;
-  const rows = await ctx.db.agentConfig.findMany({
-    where: {
-      ownerId: ctx.user.id,
-      deletedAt: null,
-      ...(query.agent && { agent: query.agent }),
-      ...(query.scope && { scope: query.scope }),
-      ...(after && {
-        OR: [
-          { agent: { gt: after[0] } },
-          { agent: after[0], filePath: { gt: after[1] } },
-          { agent: after[0], filePath: after[1], scope: { gt: after[2] } },
-          { agent: after[0], filePath: after[1], scope: after[2], id: { gt: after[3] } },
-        ],
-      }),
-    },
-    orderBy: [{ agent: "asc" }, { filePath: "asc" }, { scope: "asc" }, { id: "asc" }],
-    take: limit + 1,
-  });
-  const result = page("configs", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.agent, last.filePath, last.scope, last.id]));
-  return { ...result, configs: result.configs.map(serializeConfig) };
+  const where = {
+    ownerId: ctx.user.id,
+    deletedAt: null,
+    ...(query.agent && { agent: query.agent }),
+    ...(query.scope && { scope: query.scope }),
+    ...(after && {
+      OR: [
+        { agent: { gt: after[0] } },
+        { agent: after[0], filePath: { gt: after[1] } },
+        { agent: after[0], filePath: after[1], scope: { gt: after[2] } },
+        { agent: after[0], filePath: after[1], scope: after[2], id: { gt: after[3] } },
+      ],
+    }),
+  };
+  const orderBy = [{ agent: "asc" as const }, { filePath: "asc" as const }, { scope: "asc" as const }, { id: "asc" as const }];
+  // The page is cut by its content's size before any content is read.
+  const heads = await ctx.db.agentConfig.findMany({ where, orderBy, take: limit + 1, select: { id: true, agent: true, filePath: true, scope: true, sizeBytes: true } });
+  let count = 0;
+  let bytes = 0;
+  while (count < Math.min(limit, heads.length) && (count === 0 || bytes + heads[count]!.sizeBytes <= MAX_PAGE_CONTENT_BYTES)) bytes += heads[count++]!.sizeBytes;
+  const rows = await ctx.db.agentConfig.findMany({ where: { ...where, id: { in: heads.slice(0, count).map((head) => head.id) } }, orderBy });
+  const hasMore = heads.length > count;
+  const last = heads[count - 1];
+  return {
+    configs: rows.map(serializeConfig),
+    next_cursor: hasMore && last ? encodeCursor(secret, list, ctx.user.id, [last.agent, last.filePath, last.scope, last.id]) : "",
+    has_more: hasMore,
+  };
 }
 
 /** GET /v1/configs/:id: one live config of the caller, with its content. */

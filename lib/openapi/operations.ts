@@ -643,7 +643,7 @@ export const OPERATIONS: Operation[] = [
   // Agent sessions and configs
   { method: "get", path: "/v1/agent-sessions", tag: "Agent configs", summary: "The caller's agent sessions, newest first", query: listAgentSessionsQuerySchema },
   { method: "put", path: "/v1/agent-sessions", tag: "Agent configs", summary: "Store or replace one agent session file (201 when new)", body: putAgentSessionBodySchema, statuses: [200, 201] },
-  { method: "get", path: "/v1/configs", tag: "Agent configs", summary: "The caller's synced agent configs, with content", query: listConfigsQuerySchema },
+  { method: "get", path: "/v1/configs", tag: "Agent configs", summary: "The caller's synced agent configs, with content; a page holds at most 8 MiB of it", query: listConfigsQuerySchema },
   { method: "put", path: "/v1/configs", tag: "Agent configs", summary: "Store a new version of one config file (201 when new)", body: upsertConfigBodySchema, statuses: [200, 201] },
   { method: "get", path: "/v1/configs/deleted", tag: "Agent configs", summary: "Deleted configs that can still be restored", query: listQuerySchema },
   { method: "post", path: "/v1/configs/sync", tag: "Agent configs", summary: "One action per file from the device's manifest", body: syncConfigsBodySchema },
