@@ -115,6 +115,26 @@ describe("PUT and GET /v1/configs", () => {
     expect(rest.body.data).toMatchObject({ versions: [{ version: 1, size_bytes: Buffer.byteLength(contents[0]!, "utf8") }], has_more: false });
   });
 
+  it("lists deleted configs without reading their content", async () => {
+    const ann = await h.user("Deleted list");
+    const contents = [0, 1, 2].map(() => randomBytes(150 * 1024).toString("base64"));
+    const ids: string[] = [];
+    for (const [i, content] of contents.entries()) ids.push((await ann.put("/v1/configs", { ...file, file_path: `GONE-${i}.md`, content })).body.data.id);
+    expect((await ann.post("/v1/configs/batch-delete", { ids })).body.data.deleted).toBe(3);
+    const toastBlocks = async () => {
+      await h.database.sql.exec("SELECT pg_stat_force_next_flush()");
+      const [row] = await h.database.sql.query<{ blocks: number }>(
+        "SELECT (coalesce(toast_blks_read, 0) + coalesce(toast_blks_hit, 0))::int AS blocks FROM pg_statio_user_tables WHERE relname = 'agent_configs'",
+      );
+      return row!.blocks;
+    };
+    const before = await toastBlocks();
+    const deleted = await ann.get("/v1/configs/deleted");
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(await toastBlocks()).toBe(before);
+    expect(deleted.body.data.configs).toMatchObject([2, 1, 0].map((i) => ({ file_path: `GONE-${i}.md`, deleted_content_hash: sha(contents[i]!), version: 2 })));
+  });
+
   it("pages with a cursor", async () => {
     const ann = await h.user("Pager");
     for (const name of ["a.md", "b.md", "c.md"]) await ann.put("/v1/configs", { ...file, agent: "codex", file_path: name, content: name });

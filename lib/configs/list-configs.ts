@@ -76,6 +76,8 @@ export async function listDeletedConfigs(ctx: AuthContext, query: ListQuery) {
       ...(after && { OR: [{ deletedAt: { lt: new Date(after[0]) } }, { deletedAt: new Date(after[0]), id: { lt: after[1] } }] }),
     },
     orderBy: [{ deletedAt: "desc" }, { id: "desc" }],
+    // Not the content: the list shows its hash only.
+    select: { id: true, agent: true, filePath: true, scope: true, version: true, deletedAt: true, contentHash: true, contentExpiresAt: true },
     take: limit + 1,
   });
   const result = page("configs", rows, limit, (last) => encodeCursor(secret, "configs:deleted", ctx.user.id, [last.deletedAt!.toISOString(), last.id]));

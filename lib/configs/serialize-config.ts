@@ -18,7 +18,7 @@ export function serializeConfig(config: AgentConfig) {
 }
 
 /** The SDK's DeletedAgentConfig shape. */
-export function serializeDeletedConfig(config: AgentConfig) {
+export function serializeDeletedConfig(config: Pick<AgentConfig, "agent" | "filePath" | "scope" | "version" | "deletedAt" | "contentHash" | "contentExpiresAt">) {
   return {
     agent: config.agent,
     file_path: config.filePath,
