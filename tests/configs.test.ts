@@ -14,6 +14,16 @@ afterAll(async () => {
 const sha = (s: string) => createHash("sha256").update(s).digest("hex");
 const file = { agent: "claude-code", file_path: "CLAUDE.md", scope: "global" };
 
+/** Blocks of `table`'s out-of-line (TOAST) storage read so far: large content is stored there, so reading it shows here. */
+async function toastBlocks(table: string): Promise<number> {
+  await h.database.sql.exec("SELECT pg_stat_force_next_flush()");
+  const [row] = await h.database.sql.query<{ blocks: number }>(
+    "SELECT (coalesce(toast_blks_read, 0) + coalesce(toast_blks_hit, 0))::int AS blocks FROM pg_statio_user_tables WHERE relname = $1",
+    [table],
+  );
+  return row!.blocks;
+}
+
 /** A device: a manifest of files it holds, and the CLI's sync → act → ack loop. */
 class Device {
   files = new Map<string, string>();
@@ -95,17 +105,10 @@ describe("PUT and GET /v1/configs", () => {
     const contents = [big(1), big(2), big(3)];
     let id = "";
     for (const content of contents) id = (await ann.put("/v1/configs", { ...file, file_path: "BIG.md", content })).body.data.id;
-    const toastBlocks = async () => {
-      await h.database.sql.exec("SELECT pg_stat_force_next_flush()");
-      const [row] = await h.database.sql.query<{ blocks: number }>(
-        "SELECT (coalesce(toast_blks_read, 0) + coalesce(toast_blks_hit, 0))::int AS blocks FROM pg_statio_user_tables WHERE relname = 'agent_config_versions'",
-      );
-      return row!.blocks;
-    };
-    const before = await toastBlocks();
+    const before = await toastBlocks("agent_config_versions");
     const versions = await ann.get(`/v1/configs/${id}/versions`);
     expect(versions.status, versions.text).toBe(200);
-    expect(await toastBlocks()).toBe(before);
+    expect(await toastBlocks("agent_config_versions")).toBe(before);
     expect(versions.body.data.versions).toMatchObject(
       [...contents].reverse().map((content, i) => ({ version: 3 - i, content_hash: sha(content), size_bytes: Buffer.byteLength(content, "utf8"), device_id: null })),
     );
@@ -121,17 +124,10 @@ describe("PUT and GET /v1/configs", () => {
     const ids: string[] = [];
     for (const [i, content] of contents.entries()) ids.push((await ann.put("/v1/configs", { ...file, file_path: `GONE-${i}.md`, content })).body.data.id);
     expect((await ann.post("/v1/configs/batch-delete", { ids })).body.data.deleted).toBe(3);
-    const toastBlocks = async () => {
-      await h.database.sql.exec("SELECT pg_stat_force_next_flush()");
-      const [row] = await h.database.sql.query<{ blocks: number }>(
-        "SELECT (coalesce(toast_blks_read, 0) + coalesce(toast_blks_hit, 0))::int AS blocks FROM pg_statio_user_tables WHERE relname = 'agent_configs'",
-      );
-      return row!.blocks;
-    };
-    const before = await toastBlocks();
+    const before = await toastBlocks("agent_configs");
     const deleted = await ann.get("/v1/configs/deleted");
     expect(deleted.status, deleted.text).toBe(200);
-    expect(await toastBlocks()).toBe(before);
+    expect(await toastBlocks("agent_configs")).toBe(before);
     expect(deleted.body.data.configs).toMatchObject([2, 1, 0].map((i) => ({ file_path: `GONE-${i}.md`, deleted_content_hash: sha(contents[i]!), version: 2 })));
   });
 
@@ -340,6 +336,18 @@ describe("POST /v1/configs/sync between two devices", () => {
     await ann.post("/v1/configs/ack", { device_id: "c", configs: [{ ...file, file_path: "MEMORY.md", version: 2, deleted: true }] });
     c.files.set("MEMORY.md", "brand new");
     expect(await c.plan()).toEqual(expect.arrayContaining([expect.objectContaining({ file_path: "MEMORY.md", action: "push", reason: "recreated_after_delete" })]));
+  });
+
+  it("restore reads the content of the one config it restores, not of the file's copies in every other scope", async () => {
+    const ann = await h.user("Restorer");
+    for (const i of [1, 2, 3]) await ann.put("/v1/configs", { ...file, scope: `project:p${i}`, content: randomBytes(150 * 1024).toString("base64") });
+    const small = await ann.put("/v1/configs", { ...file, content: "small rules" });
+    await ann.delete(`/v1/configs/${small.body.data.id}`);
+    const before = await toastBlocks("agent_configs");
+    const restored = await ann.post("/v1/configs/restore", { agent: file.agent, file_path: file.file_path });
+    expect(restored.status, restored.text).toBe(200);
+    expect(restored.body.data).toMatchObject({ scope: "global", content: "small rules", version: 3 });
+    expect(await toastBlocks("agent_configs")).toBe(before);
   });
 
   it("local-delete keeps a file off one device only", async () => {

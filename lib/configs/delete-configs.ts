@@ -48,6 +48,8 @@ export async function restoreConfig(ctx: AuthContext, input: RestoreConfigBody) 
   const now = ctx.now();
   const candidates = await ctx.db.agentConfig.findMany({
     where: { ownerId: ctx.user.id, agent: input.agent, filePath: input.file_path, ...(input.scope && { scope: input.scope }) },
+    // Without scope every project's copy of the file matches: their content is not needed to choose.
+    select: { id: true, agent: true, filePath: true, scope: true, version: true, deletedAt: true, contentExpiresAt: true },
   });
   const deleted = candidates.filter((c) => c.deletedAt);
   if (deleted.length === 0) {
