@@ -99,4 +99,13 @@ describe("persona names", () => {
     const names = res.body.data.personas.map((p: { name: string }) => p.name.trimEnd());
     expect(names.sort()).toEqual(["Closing", "Juniper"]);
   }, 120_000);
+
+  it("keep a # that ends the heading's last word, as a memory's title does", async () => {
+    const lee = await h.user("Lee");
+    // Any trailing `#` was taken for a closing sequence: this persona was named "Tutor for C".
+    await put(lee, "claude-code", ".claude/personas/tutor.md", "## Tutor for C#\n\nExplains generics.\n");
+    await put(lee, "openclaw", "SOUL.md", "   # Juniper ##\n");
+    const names = (await lee.get("/v1/personas")).body.data.personas.map((p: { name: string }) => p.name);
+    expect(names.sort()).toEqual(["Juniper", "Tutor for C#"]);
+  });
 });

@@ -156,7 +156,8 @@ describe("chunkContent", () => {
   it("reads headings, closing hashes, links and signatures as before", () => {
     const chain = (content: string, contentType = "markdown") => chunkContent(content, contentType)[0]!.headingChain;
     expect(chain("   ## Setup ##  \nbody")).toBe("Setup");
-    expect(chain("# #\nbody")).toBe("#");
+    // A run of `#` that is all the text is its closing sequence: an empty heading (CommonMark).
+    expect(chain("# #\nbody")).toBe("");
     expect(chain("#\tSee [the guide](https://example.com/a) and **this** `x`\nbody")).toBe("See the guide and this x");
     expect(chain("#    \n# Real\nbody")).toBe("");
     expect(chain("body\n    # indented code\n# Title\nbody")).toBe("Title");
@@ -165,6 +166,23 @@ describe("chunkContent", () => {
     expect(chain("class Deploy:  \n    pass", "code")).toBe("class Deploy");
     expect(chain("function deploy() {\n}", "code")).toBe("function deploy()");
     expect(chain("function deploy() {{\n}", "code")).toBe("function deploy() {");
+  });
+});
+
+describe("headings read alike everywhere", () => {
+  it("keep a # that ends the heading's last word (C#), in the heading chain as in the title", () => {
+    const chain = (content: string) => chunkContent(content, "markdown")[0]!.headingChain;
+    // The regex this copy mirrored took any trailing `#` for the closing sequence: "C#" was "C".
+    expect(chain("# Notes on C#\nbody")).toBe("Notes on C#");
+    expect(chain("## F# and C# ##\nbody")).toBe("F# and C#");
+    expect(chain("# Setup#\nbody")).toBe("Setup#");
+  });
+
+  it("summarise the prose after an empty heading, not eat its line", () => {
+    // `^\s{0,3}#{1,6}\s+.*$` ran its `\s+` past the empty heading's line end and removed the next line.
+    const summary = summarizeContent("# Deploy\n\n## \nThe rollout waits for green health checks.", "markdown", "Deploy");
+    expect(summary).toBe("The rollout waits for green health checks.");
+    expect(summarizeContent("# Deploy\n\n## Setup ##\n\n## Rollback", "markdown", "Deploy")).toBe("Covers Setup and Rollback.");
   });
 });
 

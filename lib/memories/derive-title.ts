@@ -1,9 +1,10 @@
+import { atxHeading } from "@/lib/processing/markdown-heading.ts";
+
 const MAX_DERIVED_TITLE = 80;
 
 // A fenced code block opens with ``` or ~~~ (up to three spaces of indent) and closes with a run of the
 // same character at least as long (CommonMark).
 const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
-const HEADING = /^\s{0,3}#{1,6}\s+\S/;
 
 /**
  * First markdown heading, else the first non-empty line, trimmed to 80 characters. Lines inside fenced
@@ -25,28 +26,12 @@ export function deriveTitle(content: string): string {
       prose.push(line);
     }
   }
-  const heading = prose.find((line) => HEADING.test(line));
+  const heading = prose.map((line) => atxHeading(line)?.text).find((text) => text);
   const nonEmpty = (lines: string[]) => lines.find((line) => line.trim() !== "");
-  const source = heading ? withoutClosingHashes(heading.replace(/^\s{0,3}#{1,6}\s+/, "")) : (nonEmpty(prose) ?? nonEmpty(code));
+  const source = heading ?? nonEmpty(prose) ?? nonEmpty(code);
   const title = (source ?? "").trim().replace(/\s+/g, " ");
   if (title.length <= MAX_DERIVED_TITLE) return title || "Untitled";
   const cut = title.slice(0, MAX_DERIVED_TITLE - 1);
   const space = cut.lastIndexOf(" ");
   return `${space > 40 ? cut.slice(0, space) : cut}…`;
-}
-
-/**
- * A heading's text without its closing run of `#` (and the spaces around it), as
- * `replace(/\s+#+\s*$/, "")` did. That regex was retried at every space of a long run and rescanned
- * the run each time: quadratic, so one pushed memory held the request for minutes.
- */
-function withoutClosingHashes(text: string): string {
-  const isSpace = (i: number) => i >= 0 && /\s/.test(text[i]!);
-  let end = text.length;
-  while (isSpace(end - 1)) end--;
-  const hashesEnd = end;
-  while (end > 0 && text[end - 1] === "#") end--;
-  if (end === hashesEnd || !isSpace(end - 1)) return text;
-  while (isSpace(end - 1)) end--;
-  return text.slice(0, end);
 }

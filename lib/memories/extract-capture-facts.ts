@@ -2,6 +2,7 @@ import type { HubContext } from "@/lib/api/context.ts";
 import { createMemory } from "./create-memory.ts";
 import { createMemoryBodySchema } from "./memory-fields.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
+import { atxHeading } from "@/lib/processing/markdown-heading.ts";
 
 /** What Memax's CLI pushes for its `memax_capture` tool (Engram's own engram_capture keeps one memory, as it says). */
 export const CAPTURE_SOURCE = "mcp/capture";
@@ -30,7 +31,7 @@ export function captureFacts(content: string): { summary: string; facts: Capture
   let summary = "";
   const facts: CaptureFact[] = [];
   for (const line of content.split("\n")) {
-    const heading = headingText(line);
+    const heading = atxHeading(line)?.text;
     if (heading !== undefined) {
       section = /summary/i.test(heading) ? "summary" : SECTIONS.find((s) => s.heading.test(heading));
       continue;
@@ -48,21 +49,12 @@ export function captureFacts(content: string): { summary: string; facts: Capture
 }
 
 /*
- * A heading's and a list item's text, as `^#{1,6}\s+(.*)$` and `^\s{0,3}(?:[-*+]|\d+[.)])\s+(.*\S)\s*$`
- * read them. Found by scanning: on a line with a lone carriage return those regexes retried every
- * split of the leading spaces against the rest of the line, quadratic in the line's length.
+ * A list item's text, as `^\s{0,3}(?:[-*+]|\d+[.)])\s+(.*\S)\s*$` reads it. Found by scanning: on a
+ * line with a lone carriage return that regex retried every split of the leading spaces against the
+ * rest of the line, quadratic in the line's length.
  */
 const isSpace = (ch: string | undefined) => ch !== undefined && /\s/.test(ch);
 const hasLineBreak = (text: string) => /[\r\u2028\u2029]/.test(text); // `.` matches none of them; \n cannot occur
-
-function headingText(line: string): string | undefined {
-  let i = 0;
-  while (line[i] === "#") i++;
-  if (i < 1 || i > 6 || !isSpace(line[i])) return undefined;
-  while (isSpace(line[i])) i++;
-  const text = line.slice(i);
-  return hasLineBreak(text) ? undefined : text;
-}
 
 function itemText(line: string): string | undefined {
   let i = 0;

@@ -2,6 +2,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { AgentConfig } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { atxHeading } from "@/lib/processing/markdown-heading.ts";
 
 /** Identity files by name (any directory, any case): OpenClaw-style SOUL.md and IDENTITY.md, and PERSONA.md. */
 const IDENTITY_FILES = ["soul.md", "identity.md", "persona.md"];
@@ -26,23 +27,11 @@ export function personaName(config: Pick<AgentConfig, "agent" | "filePath" | "co
   return /(^|\/)personas\//i.test(config.filePath) ? base : `${config.agent} ${base}`;
 }
 
-/**
- * The text of the first level 1–3 ATX heading, without a closing run of `#`. Read line by line with
- * plain string operations: the one-regex form (`^#{1,3}\s+(.+?)\s*#*\s*$`) backtracks cubically on
- * a heading followed by a long run of spaces, so one synced file froze the server for minutes.
- */
+/** The text of the first level 1–3 heading that has any. */
 function firstHeading(content: string): string | undefined {
-  for (let start = 0; start < content.length; ) {
-    const end = content.indexOf("\n", start);
-    const line = content.slice(start, end === -1 ? content.length : end);
-    start = end === -1 ? content.length : end + 1;
-    const marks = /^#{1,3}[ \t]/.exec(line);
-    if (!marks) continue;
-    const text = line.slice(marks[0].length).trimEnd();
-    let cut = text.length;
-    while (cut > 0 && text[cut - 1] === "#") cut--;
-    const name = text.slice(0, cut).trim();
-    if (name) return name;
+  for (const line of content.split("\n")) {
+    const heading = atxHeading(line);
+    if (heading && heading.level <= 3 && heading.text) return heading.text;
   }
   return undefined;
 }

@@ -1,4 +1,5 @@
 import { estimateTokens } from "./estimate-tokens.ts";
+import { atxHeading } from "./markdown-heading.ts";
 
 export interface ChunkDraft {
   position: number;
@@ -159,45 +160,12 @@ export function sentences(text: string): string[] {
 // ------------------------------------------------------------------------------------ markdown
 
 const FENCE = /^\s{0,3}(```|~~~)/;
-const isSpace = (ch: string | undefined) => ch !== undefined && /\s/.test(ch);
-const isLineBreak = (ch: string) => ch === "\n" || ch === "\r" || ch === "\u2028" || ch === "\u2029";
-
-/**
- * An ATX heading's level and text, as `^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$` would give them, found by
- * scanning: that regex backtracks in the fourth power of a run of spaces inside one heading line,
- * so a single memory held the processing worker (and the event loop) for minutes.
- */
-export function parseHeading(line: string): { level: number; text: string } | undefined {
-  let p = 0;
-  while (p < line.length && isSpace(line[p])) p++;
-  if (p > 3) return undefined;
-  let q = p;
-  while (line[q] === "#") q++;
-  const level = q - p;
-  if (level < 1 || level > 6 || !isSpace(line[q])) return undefined;
-  let r = q;
-  while (r < line.length && isSpace(line[r])) r++;
-  if (r === line.length) {
-    // The regex gives back spaces until the text can be one of them (`.` matches no line break).
-    let j = r - 1;
-    while (j > q && isLineBreak(line[j]!)) j--;
-    return j > q ? { level, text: line[j]! } : undefined;
-  }
-  // The text is the shortest non-empty prefix whose rest is spaces, a closing run of `#`, spaces.
-  let e = line.length;
-  while (e > r && isSpace(line[e - 1])) e--;
-  while (e > r && line[e - 1] === "#") e--;
-  while (e > r && isSpace(line[e - 1])) e--;
-  const text = line.slice(r, Math.max(e, r + 1));
-  for (const ch of text) if (isLineBreak(ch)) return undefined;
-  return { level, text };
-}
 
 export function firstHeading(text: string): string | undefined {
   let inFence = false;
   for (const line of text.split("\n")) {
     if (FENCE.test(line)) inFence = !inFence;
-    const match = !inFence && parseHeading(line);
+    const match = !inFence && atxHeading(line);
     if (match) return cleanHeading(match.text);
   }
   return undefined;
@@ -260,7 +228,7 @@ function markdownUnits(text: string): Unit[] {
       block.push(line);
       continue;
     }
-    const heading = parseHeading(line);
+    const heading = atxHeading(line);
     if (heading) {
       flushBlock();
       const level = heading.level;
@@ -272,7 +240,7 @@ function markdownUnits(text: string): Unit[] {
     }
     if (!line.trim()) {
       // Keep a heading with the paragraph that follows it.
-      if (block.length === 1 && parseHeading(block[0]!)) continue;
+      if (block.length === 1 && atxHeading(block[0]!)) continue;
       flushBlock();
       continue;
     }

@@ -1,5 +1,6 @@
 import { firstDefinition, replaceLinks, sentences } from "./chunk-content.ts";
 import { RUN_START } from "./line-start.ts";
+import { atxHeading } from "./markdown-heading.ts";
 
 export const SUMMARY_MAX_CHARS = 300;
 
@@ -25,7 +26,10 @@ export function summarizeContent(content: string, contentType: string, title: st
   }
   if (picked.length > 0) return clip(picked.join(" "));
   // No prose at all (only headings, lists of names, a table): describe it by its headings.
-  const headings = [...text.matchAll(/^\s{0,3}#{1,6}\s+(.+)$/gm)].map((m) => m[1]!.trim()).filter((h) => normalize(h) !== titleKey);
+  const headings = text
+    .split("\n")
+    .map((line) => atxHeading(line)?.text)
+    .filter((h): h is string => !!h && normalize(h) !== titleKey);
   if (headings.length) return clip(`Covers ${listOf(headings.slice(0, 4))}.`);
   const firstLine = text.split("\n").map((l) => l.trim()).find((l) => l && normalize(l) !== titleKey);
   return clip(firstLine ?? text.trim());
@@ -64,7 +68,10 @@ function proseOf(text: string, contentType: string): string {
     body = body
       .replace(/^\s{0,3}(```|~~~)[\s\S]*?^\s{0,3}\1.*$/gm, "\n")
       .replace(/^---\n[\s\S]*?\n---\n/, "") // front matter
-      .replace(/^\s{0,3}#{1,6}\s+.*$/gm, "\n")
+      .split("\n")
+      // Line by line: the regex form's `\s+` ran on past an empty heading's line end and took the next line, prose and all.
+      .map((line) => (atxHeading(line) ? "\n" : line))
+      .join("\n")
       .replace(TABLE_ROW, "\n");
     body = replaceLinks(replaceLinks(stripTags(body), true), false)
       .replace(/[*_`]{1,3}([^*_`\n]+)[*_`]{1,3}/g, "$1")

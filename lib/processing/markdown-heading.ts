@@ -1,0 +1,32 @@
+const isSpace = (ch: string | undefined) => ch !== undefined && /\s/.test(ch);
+// Split on "\n" only, a line can still hold these; `.` in the regexes this replaces matched none of them.
+const hasLineBreak = (text: string) => /[\r\u2028\u2029]/.test(text);
+
+/**
+ * A line's ATX heading (CommonMark): up to three spaces of indent, one to six `#`, a space, the text,
+ * and an optional closing run of `#` that counts only after a space (`# C#` is "C#", `## Setup ##` is
+ * "Setup", `# #` is empty). Titles, heading chains, persona names and capture sections all read
+ * headings through this one scanner, so one note's heading is the same text everywhere. Scanned, not
+ * matched: each regex form of it backtracked polynomially on a long run of spaces inside the line.
+ * A line whose text holds a carriage return or Unicode line separator is no heading.
+ */
+export function atxHeading(line: string): { level: number; text: string } | undefined {
+  let p = 0;
+  while (p < line.length && isSpace(line[p])) p++;
+  if (p > 3) return undefined;
+  let q = p;
+  while (line[q] === "#") q++;
+  const level = q - p;
+  if (level < 1 || level > 6 || !isSpace(line[q])) return undefined;
+  let start = q;
+  while (start < line.length && isSpace(line[start])) start++;
+  let end = line.length;
+  while (end > start && isSpace(line[end - 1])) end--;
+  const hashesEnd = end;
+  while (end > start && line[end - 1] === "#") end--;
+  // A closing run is one the whole text is, or one after a space; `C#` keeps its `#`.
+  if (end < hashesEnd && end > start && !isSpace(line[end - 1])) end = hashesEnd;
+  while (end > start && isSpace(line[end - 1])) end--;
+  const text = line.slice(start, end);
+  return hasLineBreak(text) ? undefined : { level, text };
+}
