@@ -186,6 +186,16 @@ describe("headings read alike everywhere", () => {
   });
 });
 
+describe("fenced code reads alike everywhere", () => {
+  it("closes a fence only with its own kind and length, so a # line in a ```` block is no heading and no prose", () => {
+    // The chain and summary copies toggled on any ``` or ~~~ line: ``` inside ```` closed the block.
+    const content = "Markdown samples for the docs site.\n\n````md\n```sh\n# not a heading\n```\nnot prose either\n````\n\n# Real title\n\nBody text.";
+    expect(chunkContent(content, "markdown")[0]!.headingChain).toBe("Real title");
+    expect(summarizeContent(content, "markdown", "x")).toBe("Markdown samples for the docs site. Body text.");
+    expect(summarizeContent("# Setup\n\n```sh\n# install deps\n```\n\n## Run", "markdown", "Setup")).toBe("Covers Run.");
+  });
+});
+
 describe("estimateTokens", () => {
   it("is close to the model tokenizer on prose, code and Chinese", async () => {
     const { AutoTokenizer, env } = await import("@huggingface/transformers");

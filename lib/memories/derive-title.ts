@@ -1,10 +1,6 @@
-import { atxHeading } from "@/lib/processing/markdown-heading.ts";
+import { atxHeading, codeFences } from "@/lib/processing/markdown-lines.ts";
 
 const MAX_DERIVED_TITLE = 80;
-
-// A fenced code block opens with ``` or ~~~ (up to three spaces of indent) and closes with a run of the
-// same character at least as long (CommonMark).
-const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
 
 /**
  * First markdown heading, else the first non-empty line, trimmed to 80 characters. Lines inside fenced
@@ -14,17 +10,11 @@ const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
 export function deriveTitle(content: string): string {
   const prose: string[] = [];
   const code: string[] = [];
-  let fence: string | undefined;
+  const fence = codeFences();
   for (const line of content.split(/\r?\n/)) {
-    const marker = FENCE.exec(line)?.[1];
-    if (fence === undefined && marker) {
-      fence = marker;
-    } else if (fence !== undefined) {
-      if (marker && marker[0] === fence[0] && marker.length >= fence.length && line.trim() === marker) fence = undefined;
-      else code.push(line);
-    } else {
-      prose.push(line);
-    }
+    const part = fence(line);
+    if (part === "text") prose.push(line);
+    else if (part === "code") code.push(line);
   }
   const heading = prose.map((line) => atxHeading(line)?.text).find((text) => text);
   const nonEmpty = (lines: string[]) => lines.find((line) => line.trim() !== "");

@@ -2,7 +2,7 @@ import type { HubContext } from "@/lib/api/context.ts";
 import { createMemory } from "./create-memory.ts";
 import { createMemoryBodySchema } from "./memory-fields.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
-import { atxHeading } from "@/lib/processing/markdown-heading.ts";
+import { atxHeading } from "@/lib/processing/markdown-lines.ts";
 
 /** What Memax's CLI pushes for its `memax_capture` tool (Engram's own engram_capture keeps one memory, as it says). */
 export const CAPTURE_SOURCE = "mcp/capture";

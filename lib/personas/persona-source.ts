@@ -2,7 +2,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { AgentConfig } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
-import { atxHeading } from "@/lib/processing/markdown-heading.ts";
+import { atxHeading } from "@/lib/processing/markdown-lines.ts";
 
 /** Identity files by name (any directory, any case): OpenClaw-style SOUL.md and IDENTITY.md, and PERSONA.md. */
 const IDENTITY_FILES = ["soul.md", "identity.md", "persona.md"];

@@ -1,5 +1,5 @@
 import { estimateTokens } from "./estimate-tokens.ts";
-import { atxHeading } from "./markdown-heading.ts";
+import { atxHeading, codeFences } from "./markdown-lines.ts";
 
 export interface ChunkDraft {
   position: number;
@@ -159,13 +159,10 @@ export function sentences(text: string): string[] {
 
 // ------------------------------------------------------------------------------------ markdown
 
-const FENCE = /^\s{0,3}(```|~~~)/;
-
 export function firstHeading(text: string): string | undefined {
-  let inFence = false;
+  const fence = codeFences();
   for (const line of text.split("\n")) {
-    if (FENCE.test(line)) inFence = !inFence;
-    const match = !inFence && atxHeading(line);
+    const match = fence(line) === "text" && atxHeading(line);
     if (match) return cleanHeading(match.text);
   }
   return undefined;
@@ -209,7 +206,7 @@ function markdownUnits(text: string): Unit[] {
   const stack: { level: number; title: string }[] = [];
   let block: string[] = [];
   let sectionStart = true;
-  let inFence = false;
+  const fence = codeFences();
   const chain = () => stack.map((h) => h.title).join(" > ");
   const flushBlock = () => {
     const body = block.join("\n").trim();
@@ -219,12 +216,7 @@ function markdownUnits(text: string): Unit[] {
     sectionStart = false;
   };
   for (const line of text.split("\n")) {
-    if (FENCE.test(line)) {
-      inFence = !inFence;
-      block.push(line);
-      continue;
-    }
-    if (inFence) {
+    if (fence(line) !== "text") {
       block.push(line);
       continue;
     }

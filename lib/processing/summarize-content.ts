@@ -1,6 +1,6 @@
 import { firstDefinition, replaceLinks, sentences } from "./chunk-content.ts";
 import { RUN_START } from "./line-start.ts";
-import { atxHeading } from "./markdown-heading.ts";
+import { atxHeading, codeFences } from "./markdown-lines.ts";
 
 export const SUMMARY_MAX_CHARS = 300;
 
@@ -26,9 +26,10 @@ export function summarizeContent(content: string, contentType: string, title: st
   }
   if (picked.length > 0) return clip(picked.join(" "));
   // No prose at all (only headings, lists of names, a table): describe it by its headings.
+  const fence = codeFences();
   const headings = text
     .split("\n")
-    .map((line) => atxHeading(line)?.text)
+    .map((line) => (fence(line) === "text" ? atxHeading(line)?.text : undefined))
     .filter((h): h is string => !!h && normalize(h) !== titleKey);
   if (headings.length) return clip(`Covers ${listOf(headings.slice(0, 4))}.`);
   const firstLine = text.split("\n").map((l) => l.trim()).find((l) => l && normalize(l) !== titleKey);
@@ -65,12 +66,13 @@ function stripTags(text: string): string {
 function proseOf(text: string, contentType: string): string {
   let body = text;
   if (contentType === "markdown") {
+    const fence = codeFences();
     body = body
-      .replace(/^\s{0,3}(```|~~~)[\s\S]*?^\s{0,3}\1.*$/gm, "\n")
       .replace(/^---\n[\s\S]*?\n---\n/, "") // front matter
       .split("\n")
-      // Line by line: the regex form's `\s+` ran on past an empty heading's line end and took the next line, prose and all.
-      .map((line) => (atxHeading(line) ? "\n" : line))
+      // Line by line: a fence closes only with its own kind and length (``` inside a ```` block is still
+      // code), and the heading regex's `\s+` ran on past an empty heading's line end, taking the next line.
+      .map((line) => (fence(line) !== "text" ? "" : atxHeading(line) ? "\n" : line))
       .join("\n")
       .replace(TABLE_ROW, "\n");
     body = replaceLinks(replaceLinks(stripTags(body), true), false)

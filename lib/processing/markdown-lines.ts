@@ -30,3 +30,28 @@ export function atxHeading(line: string): { level: number; text: string } | unde
   const text = line.slice(start, end);
   return hasLineBreak(text) ? undefined : { level, text };
 }
+
+const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
+
+/**
+ * Reads a markdown text's lines in order and tells which are fenced code: "fence" for an opening or
+ * closing fence line, "code" inside, "text" elsewhere. A fence closes only with a run of its own
+ * character at least as long and nothing after it (CommonMark), so a ```` block can show ``` and
+ * ~~~ lines, and its `# comments` are never headings; an unclosed fence runs to the end.
+ */
+export function codeFences(): (line: string) => "fence" | "code" | "text" {
+  let open: string | undefined;
+  return (line) => {
+    const marker = FENCE.exec(line)?.[1];
+    if (open === undefined) {
+      if (!marker) return "text";
+      open = marker;
+      return "fence";
+    }
+    if (marker && marker[0] === open[0] && marker.length >= open.length && line.trim() === marker) {
+      open = undefined;
+      return "fence";
+    }
+    return "code";
+  };
+}
