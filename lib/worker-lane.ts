@@ -1,0 +1,160 @@
+import { Worker, type Transferable, type WorkerOptions } from "node:worker_threads";
+
+/** A worker's messages: first `{ ready: true }` (or `{ ready: false, error }`), then one `{ id, … }` or `{ id, error }` a task. */
+export interface WorkerReply {
+  id?: number;
+  ready?: boolean;
+  error?: string;
+}
+
+export interface WorkerLaneOptions {
+  script: string;
+  /** Read each time a worker starts. */
+  workerOptions?: () => WorkerOptions;
+  /** A task's time limit, read when the task reaches the worker. */
+  timeoutMs: () => number;
+  timedOut(ms: number): Error;
+  /** Why starting failed: the worker's first message was not `{ ready: true }`. */
+  loadFailed(reply: WorkerReply): Error;
+  /** The worker's 'error' event (an uncaught throw, ERR_WORKER_OUT_OF_MEMORY), with the options it started with. */
+  crashed(error: Error & { code?: string }, options: WorkerOptions | undefined): Error;
+  /** The worker exited without an error, before it was ready or after. */
+  exited(code: number, loaded: boolean): Error;
+}
+
+interface Job<Reply> {
+  message: object & { id: number };
+  transfer: Transferable[];
+  resolve(reply: Reply): void;
+  reject(error: Error): void;
+}
+
+interface Live<Reply> {
+  worker: Worker;
+  /** Settles once the worker is ready, or with why it never will be. */
+  ready: Promise<void>;
+  loaded: boolean;
+  ended: boolean;
+  end(error: Error): void;
+  /** The running task's handlers, while one runs. */
+  onReply?: (reply: Reply) => void;
+  onEnd?: (error: Error) => void;
+}
+
+/**
+ * One long-lived worker thread, one task at a time: the time limit runs from when a task reaches
+ * the worker, so tasks queued behind a slow one are not charged for its time. A task over its
+ * limit terminates the worker (code stuck in a loop or a native call cannot be interrupted any
+ * other way); a worker that crashes or exits fails its task; either way the next task starts a
+ * fresh worker. The worker keeps the process alive only while a task runs. Serves the extraction
+ * thread (lib/extraction) and the local embedding model's threads (lib/ai).
+ */
+export class WorkerLane<Reply extends WorkerReply> {
+  private readonly queue: Job<Reply>[] = [];
+  private live?: Live<Reply>;
+  private busy = false;
+  private nextId = 0;
+
+  constructor(private readonly options: WorkerLaneOptions) {}
+
+  /** Starts a worker now, unless one runs: rejects when it cannot load. */
+  async start(): Promise<void> {
+    await (this.live ?? this.spawn()).ready;
+  }
+
+  /** The worker's reply to `message` (sent with an `id` of its own); rejects with its `error`, a limit or a crash. */
+  run(message: object, transfer: Transferable[] = []): Promise<Reply> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ message: { ...message, id: this.nextId++ }, transfer, resolve, reject });
+      void this.next();
+    });
+  }
+
+  private async next(): Promise<void> {
+    if (this.busy) return;
+    const job = this.queue.shift();
+    if (!job) return;
+    this.busy = true;
+    let live: Live<Reply>;
+    try {
+      // A worker may end while idle, between being ready and this task reaching it.
+      do {
+        live = this.live ?? this.spawn();
+        await live.ready;
+      } while (live.ended);
+    } catch (error) {
+      this.finish(() => job.reject(error as Error));
+      return;
+    }
+    const { worker } = live;
+    const timeoutMs = this.options.timeoutMs();
+    let settled = false;
+    const settle = (done: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      live.onReply = undefined;
+      live.onEnd = undefined;
+      this.finish(done);
+    };
+    live.onReply = (reply) => {
+      if (reply.id !== job.message.id) return;
+      worker.unref();
+      settle(() => (reply.error !== undefined ? job.reject(new Error(reply.error)) : job.resolve(reply)));
+    };
+    live.onEnd = (error) => settle(() => job.reject(error));
+    const timer = setTimeout(() => live.end(this.options.timedOut(timeoutMs)), timeoutMs);
+    worker.ref();
+    worker.postMessage(job.message, job.transfer);
+  }
+
+  private finish(done: () => void): void {
+    this.busy = false;
+    done();
+    void this.next();
+  }
+
+  private spawn(): Live<Reply> {
+    const workerOptions = this.options.workerOptions?.();
+    const worker = new Worker(this.options.script, workerOptions);
+    let resolveReady!: () => void;
+    let rejectReady!: (error: Error) => void;
+    const ready = new Promise<void>((resolve, reject) => {
+      resolveReady = resolve;
+      rejectReady = reject;
+    });
+    // Whoever awaits it hears the failure; a worker started for no one must not be an unhandled rejection.
+    ready.catch(() => {});
+    const live: Live<Reply> = {
+      worker,
+      ready,
+      loaded: false,
+      ended: false,
+      end: (error) => {
+        if (live.ended) return;
+        live.ended = true;
+        // Only this worker's slot: a replacement may already be starting.
+        if (this.live === live) this.live = undefined;
+        if (!live.loaded) rejectReady(error);
+        live.onEnd?.(error);
+        void worker.terminate();
+      },
+    };
+    worker.on("message", (reply: Reply) => {
+      if (live.loaded) {
+        live.onReply?.(reply);
+      } else if (reply.ready) {
+        live.loaded = true;
+        worker.unref();
+        resolveReady();
+      } else {
+        live.end(this.options.loadFailed(reply));
+      }
+    });
+    // 'error' comes before 'exit': the task fails with the error's reason, not the bare exit.
+    worker.on("error", (error: Error & { code?: string }) => live.end(this.options.crashed(error, workerOptions)));
+    worker.on("exit", (code) => live.end(this.options.exited(code, live.loaded)));
+    this.live = live;
+    return live;
+  }
+}
