@@ -103,4 +103,22 @@ describe("GET /v1/memories/search", () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual([]);
   });
+
+  it("the list and the search take their hub the same way: hub_id, else X-Hub-ID, a slug 400 naming which, another's hub 404", async () => {
+    for (const path of ["/v1/memories?", "/v1/memories/search?q=pods&"]) {
+      const bySlug = await ann.get(`${path}hub_id=my-slug`);
+      expect(bySlug.status).toBe(400);
+      expect(bySlug.body.error).toMatchObject({ code: "invalid_request", message: "hub_id must be a hub id (not a slug)" });
+      const byHeader = await ann.get(path, { headers: { "x-hub-id": "my-slug" } });
+      expect(byHeader.status).toBe(400);
+      expect(byHeader.body.error.message).toBe("X-Hub-ID must be a hub id (not a slug)");
+      expect((await eve.get(`${path}hub_id=${teamHub}`)).status).toBe(404);
+      expect((await eve.get(path, { headers: { "x-hub-id": teamHub } })).status).toBe(404);
+      // hub_id wins over the header.
+      const scoped = await mira.get(`${path}hub_id=${teamHub}`, { headers: { "x-hub-id": "my-slug" } });
+      expect(scoped.status).toBe(200);
+    }
+    const listed = await mira.get("/v1/memories", { headers: { "x-hub-id": teamHub } });
+    expect(listed.body.data.memories.map((m: { id: string }) => m.id)).toEqual([ids.deploy]);
+  });
 });

@@ -99,6 +99,21 @@ export async function readableHubs(ctx: Caller): Promise<Membership[]> {
   return rows.flatMap((row) => toMembership(ctx.credential, row) ?? []);
 }
 
+/**
+ * The hubs a list or search across hubs reads: the one `hubId` (its hub_id parameter) names, else
+ * X-Hub-ID, else every hub the caller can read. A slug is 400 naming where it came from; a hub out
+ * of reach is not found.
+ */
+export async function hubScopeIds(ctx: Caller & Pick<AuthContext, "hubHeader">, hubId: string | undefined): Promise<string[]> {
+  const scoped = hubId ?? ctx.hubHeader;
+  if (scoped === undefined) return (await readableHubs(ctx)).map((membership) => membership.hub.id);
+  if (!isUuid(scoped)) {
+    const path = hubId !== undefined ? "hub_id" : "X-Hub-ID";
+    throw new ApiError("invalid_request", `${path} must be a hub id (not a slug)`, { issues: [{ path, message: "not a hub id" }] });
+  }
+  return [(await membershipOrThrow(ctx, scoped)).hub.id];
+}
+
 /** The caller's membership of one hub; a hub they do not belong to (or the key does not reach) is simply not found. */
 export async function membershipOrThrow(ctx: Caller, hubId: string): Promise<Membership> {
   const row = isUuid(hubId)

@@ -1,10 +1,9 @@
 import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
-import { ApiError } from "@/lib/api/errors.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
-import { readableHubs, membershipOrThrow } from "@/lib/hubs/hub-access.ts";
+import { hubScopeIds } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import type { ListMemoriesQuery } from "./memory-fields.ts";
@@ -32,14 +31,7 @@ const relevantPosition = z.tuple([z.int().min(0), z.iso.datetime(), z.uuid()]);
  */
 export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   const limit = parseLimit(query.limit);
-  const hubId = query.hub_id ?? ctx.hubHeader;
-  if (hubId !== undefined && !isUuid(hubId)) {
-    const path = query.hub_id !== undefined ? "hub_id" : "X-Hub-ID";
-    throw new ApiError("invalid_request", `${path} must be a hub id (not a slug)`, { issues: [{ path, message: "not a hub id" }] });
-  }
-  const hubIds = hubId
-    ? [(await membershipOrThrow(ctx, hubId)).hub.id]
-    : (await readableHubs(ctx)).map((membership) => membership.hub.id);
+  const hubIds = await hubScopeIds(ctx, query.hub_id);
   const secret = await serverSecret(ctx.db);
   const list = `memories:${query.sort}`;
 

@@ -1,9 +1,7 @@
 import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
-import { ApiError } from "@/lib/api/errors.ts";
 import { parseLimit } from "@/lib/api/pagination.ts";
-import { membershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
-import { isUuid } from "@/lib/ids.ts";
+import { hubScopeIds } from "@/lib/hubs/hub-access.ts";
 import { lexicalSearch, type LexicalHit } from "./lexical-search.ts";
 import { SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, type SearchMemoriesQuery } from "./recall-fields.ts";
 
@@ -34,12 +32,7 @@ const SNIPPET_LEAD = 40;
  */
 export async function searchMemories(ctx: AuthContext, query: SearchMemoriesQuery): Promise<SearchResult[]> {
   const limit = parseLimit(query.limit, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT);
-  const hubId = query.hub_id ?? ctx.hubHeader;
-  if (hubId !== undefined && !isUuid(hubId)) {
-    const path = query.hub_id !== undefined ? "hub_id" : "X-Hub-ID";
-    throw new ApiError("invalid_request", `${path} must be a hub id (not a slug)`, { issues: [{ path, message: "not a hub id" }] });
-  }
-  const hubIds = hubId ? [(await membershipOrThrow(ctx, hubId)).hub.id] : (await readableHubs(ctx)).map((m) => m.hub.id);
+  const hubIds = await hubScopeIds(ctx, query.hub_id);
   if (hubIds.length === 0) return [];
 
   const lexical = await lexicalSearch(
