@@ -5,10 +5,12 @@ import path from "node:path";
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { S3BlobStore } from "@/lib/blobs/s3-blob-store.ts";
 import { checkAgentSessionsInStore } from "./support/agent-session-store-check.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { makePdf, makePng } from "./support/make-files.ts";
+import { startS3PresignGate } from "./support/s3-presign-gate.ts";
 
 /**
  * The S3-compatible adapter against s3rver, a local fake of the S3 API that
@@ -136,6 +138,45 @@ describe("S3-compatible storage (s3rver)", () => {
     const shown = await fetch(view.body.data.url);
     expect(shown.status).toBe(200);
     expect(Buffer.from(await shown.arrayBuffer()).equals(png)).toBe(true);
+  });
+});
+
+describe("S3 presigned uploads, signatures checked as a real bucket checks them", () => {
+  it("a signed upload URL cannot replace the object once it was written (and attached, and extracted)", async () => {
+    const gate = await startS3PresignGate(PORT, { accessKeyId: ENV.ENGRAM_S3_ACCESS_KEY_ID, secretAccessKey: ENV.ENGRAM_S3_SECRET_ACCESS_KEY });
+    setBlobStore(
+      new S3BlobStore({
+        bucket: ENV.ENGRAM_S3_BUCKET,
+        endpoint: `http://127.0.0.1:${gate.port}`,
+        region: ENV.ENGRAM_S3_REGION,
+        accessKeyId: ENV.ENGRAM_S3_ACCESS_KEY_ID,
+        secretAccessKey: ENV.ENGRAM_S3_SECRET_ACCESS_KEY,
+        forcePathStyle: true,
+      }),
+    );
+    try {
+      const honest = Buffer.from("The vault code is rotated every Friday by the facilities team.");
+      const forged = Buffer.from("The vault code is posted on the lobby wall.".padEnd(honest.length, " "));
+      expect(forged.length).toBe(honest.length);
+      const i = await intent(ann, "vault.txt", "text/plain", honest.length);
+      // The gate checks signatures: a header sent otherwise than signed is refused.
+      expect((await fetch(i.upload_url, { method: "PUT", headers: { ...i.headers, "Content-Type": "text/html" }, body: new Uint8Array(honest) })).status).toBe(403);
+      const sent = await fetch(i.upload_url, { method: "PUT", headers: i.headers, body: new Uint8Array(honest) });
+      expect(sent.status, await sent.text()).toBe(200);
+      const created = await ann.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, sha256: sha256(honest) } });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      const memory = await processed(ann, created.body.data.id);
+      expect(memory.content).toContain("rotated every Friday");
+
+      // The same URL again, within its 15 minutes: as given, and without the condition.
+      expect((await fetch(i.upload_url, { method: "PUT", headers: i.headers, body: new Uint8Array(forged) })).status).not.toBe(200);
+      expect((await fetch(i.upload_url, { method: "PUT", headers: { "Content-Type": "text/plain" }, body: new Uint8Array(forged) })).status).not.toBe(200);
+      const bytes = await fetchBytes(`/v1/memories/${memory.id}/attachments/${memory.attachments[0].id}/download`, ann.key);
+      expect(bytes.toString()).toBe(honest.toString());
+    } finally {
+      setBlobStore(undefined);
+      await gate.close();
+    }
   });
 });
 

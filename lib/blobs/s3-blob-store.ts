@@ -16,7 +16,8 @@ export interface S3Options {
 /**
  * S3-compatible storage (AWS S3, Cloudflare R2, MinIO). The client PUTs
  * straight to the bucket with a presigned URL whose signature covers the key,
- * Content-Type and Content-Length, so the bytes never pass through Engram.
+ * Content-Type, Content-Length and If-None-Match, so the bytes never pass through Engram
+ * and an object, once written, is never replaced through it.
  */
 export class S3BlobStore implements BlobStore {
   readonly kind = "s3" as const;
@@ -36,9 +37,12 @@ export class S3BlobStore implements BlobStore {
 
   async signUpload(key: string, options: SignUploadOptions): Promise<SignedUpload> {
     assertValidKey(key);
-    const command = new PutObjectCommand({ Bucket: this.options.bucket, Key: key, ContentType: options.contentType, ContentLength: options.sizeBytes });
-    const url = await getSignedUrl(this.client, command, { expiresIn: options.expiresIn, signableHeaders: new Set(["content-type", "content-length"]) });
-    return { url, method: "PUT", headers: { "Content-Type": options.contentType } };
+    // A conditional write (If-None-Match: *, signed, so it cannot be left out): without it the URL
+    // would replace the object for its whole lifetime, after its type, size and sha256 were checked
+    // and its text extracted. S3, R2 and MinIO refuse the second PUT with 412.
+    const command = new PutObjectCommand({ Bucket: this.options.bucket, Key: key, ContentType: options.contentType, ContentLength: options.sizeBytes, IfNoneMatch: "*" });
+    const url = await getSignedUrl(this.client, command, { expiresIn: options.expiresIn, signableHeaders: new Set(["content-type", "content-length", "if-none-match"]) });
+    return { url, method: "PUT", headers: { "Content-Type": options.contentType, "If-None-Match": "*" } };
   }
 
   async signDownload(key: string, options: SignDownloadOptions): Promise<string> {
