@@ -71,10 +71,10 @@ export async function startAsk(ctx: AuthContext, input: AskInput): Promise<AskRu
   });
   const sources = recalled.memories;
   const retrievalMs = performance.now() - started;
-  return { sources, retrievalMs, answer: (signal) => writeAnswer(input, sources, signal) };
+  return { sources, retrievalMs, answer: (signal) => writeAnswer(ctx.user.id, input, sources, signal) };
 }
 
-async function* writeAnswer(input: AskInput, sources: RecalledMemory[], signal?: AbortSignal): AsyncGenerator<string, AskDone> {
+async function* writeAnswer(userId: string, input: AskInput, sources: RecalledMemory[], signal?: AbortSignal): AsyncGenerator<string, AskDone> {
   const started = performance.now();
   const model = sources.length > 0 ? chatModel() : null;
   let fallbackReason: string | undefined;
@@ -104,7 +104,7 @@ async function* writeAnswer(input: AskInput, sources: RecalledMemory[], signal?:
       };
     }
   }
-  const sentences = await extractSentences(input.query, sources);
+  const sentences = await extractSentences(input.query, sources, userId);
   const pieces = sentences.length === 0 ? [NOTHING_FOUND] : sentences.map((s, i) => `${i ? " " : ""}${s.text} [${s.source + 1}]`);
   for (const piece of pieces) yield piece;
   const answer = pieces.join("");

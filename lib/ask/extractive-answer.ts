@@ -95,7 +95,7 @@ export function splitSentences(text: string): string[] {
  * similarity + query-word overlap + the source's own relevance), in source
  * order. Empty when nothing clears the floor: the answer then says so.
  */
-export async function extractSentences(query: string, sources: RecalledMemory[]): Promise<ExtractedSentence[]> {
+export async function extractSentences(query: string, sources: RecalledMemory[], userId: string): Promise<ExtractedSentence[]> {
   const candidates: Omit<ExtractedSentence, "score">[] = [];
   const seen = new Set<string>();
   for (const [source, memory] of sources.slice(0, SOURCE_DEPTH).entries()) {
@@ -122,7 +122,7 @@ export async function extractSentences(query: string, sources: RecalledMemory[])
   let similarities: number[] | null = null;
   if (embedder) {
     try {
-      const [queryVector, vectors] = await Promise.all([embedQuery(embedder, query), embedSentences(embedder, bounded.map((c) => c.text))]);
+      const [queryVector, vectors] = await Promise.all([embedQuery(embedder, query, userId), embedSentences(embedder, bounded.map((c) => c.text))]);
       similarities = vectors.map((v) => dot(queryVector, v));
     } catch (error) {
       console.error("[engram] ask: sentence embedding failed; word overlap only", error);

@@ -213,7 +213,7 @@ async function execute(turn: Turn): Promise<boolean> {
       fallbackReason = `chat model failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300);
     }
   }
-  const sentences = unique.length ? await extractSentences(question.content, unique) : [];
+  const sentences = unique.length ? await extractSentences(question.content, unique, turn.ctx.user.id) : [];
   const pieces = sentences.length === 0 ? [NOTHING_IN_SCOPE] : sentences.map((s, i) => `${i ? " " : ""}${s.text} [${s.source + 1}]`);
   await writeText(turn, pieces);
   const cited = [...new Set(sentences.map((s) => s.source + 1))];

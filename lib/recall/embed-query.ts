@@ -6,10 +6,12 @@ const cache = (globalForCache.__engramQueryVectors ??= new Map());
 
 /**
  * The query's embedding. Agents repeat the same recalls (every session start,
- * every hook), so recent query vectors are kept (LRU) per embedder.
+ * every hook), so recent query vectors are kept (LRU) per embedder and per user:
+ * a hit answers faster, so a cache shared across accounts would let anyone time
+ * whether someone else had just asked the very same question.
  */
-export async function embedQuery(embedder: Embedder, text: string): Promise<number[]> {
-  const key = `${embedder.id}\u0000${text}`;
+export async function embedQuery(embedder: Embedder, text: string, userId: string): Promise<number[]> {
+  const key = `${embedder.id}\u0000${userId}\u0000${text}`;
   const hit = cache.get(key);
   if (hit) {
     cache.delete(key);

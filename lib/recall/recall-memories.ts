@@ -395,7 +395,7 @@ async function withinBudget<T>(pending: Promise<T | null>, ms: number): Promise<
  * embedder start its batch (on a later turn of the loop) before the database takes the thread.
  */
 async function embedInBackground(ctx: AuthContext, text: string): Promise<{ vector: Promise<number[] | null> }> {
-  const vector = getEmbedder().then((embedder) => (embedder ? embedQuery(embedder, text) : null));
+  const vector = getEmbedder().then((embedder) => (embedder ? embedQuery(embedder, text, ctx.user.id) : null));
   vector.catch(() => undefined);
   if (ctx.dbKind === "pglite") for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
   return { vector };
