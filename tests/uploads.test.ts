@@ -365,6 +365,34 @@ describe("create with file_ref", () => {
     expect(json.content).toContain("retention_days");
   });
 
+  it("text and HTML files are read in their charset: the BOM, the upload's declared charset, an HTML <meta> charset", async () => {
+    // Windows-1252 as editors on Windows save it: the curly quotes, the dash and € are bytes 0x80-0x9F.
+    const cp1252 = (text: string) =>
+      Buffer.from([...text].map((c) => ({ "€": 0x80, "–": 0x96, "“": 0x93, "”": 0x94 })[c] ?? c.charCodeAt(0)));
+    const sentence = "The café’s “naïve” budget – €1200 – was approved.".replace("’", "'");
+    const declared = await processed(ann, (await upload(ann, "budget.txt", "text/plain; charset=windows-1252", cp1252(sentence))).id);
+    expect(declared).toMatchObject({ state: "active", processing_error: null });
+    expect(declared.content).toContain(sentence);
+
+    const meta = cp1252(
+      `<html><head><meta charset="windows-1252"><title>Café notes</title></head><body><article><h1>Café notes</h1>` +
+        `<p>${`${sentence} `.repeat(5)}</p></article></body></html>`,
+    );
+    const page = await processed(ann, (await upload(ann, "cafe.html", "text/html", meta)).id);
+    expect(page.processing_error).toBeNull();
+    expect(page.content).toContain(sentence);
+
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("Die Größe des Lagers: 40 m².", "utf16le")]);
+    const bom = await processed(ann, (await upload(ann, "lager.txt", "text/plain", utf16)).id);
+    expect(bom.content).toContain("Die Größe des Lagers: 40 m².");
+
+    // Bytes that are text in no charset stay refused, whatever charset is declared.
+    const binary = Buffer.from([0x80, 0x00, 0x01, 0x9f, 0xff, 0x00, 0x10, 0x00]);
+    const i = await intent(ann, "fake.txt", "text/plain; charset=windows-1252", binary.length);
+    expect((await put(i.upload_url, i.headers, binary)).status).toBe(200);
+    expect((await ann.post("/v1/memories", { file_ref: i.file_ref })).status).toBe(415);
+  });
+
   it("a PNG keeps its size; with no vision model it is active with a processing_error, never stuck", async () => {
     const png = makePng(32, 20);
     const created = await upload(ann, "diagram.png", "image/png", png, { hint: "architecture sketch" });

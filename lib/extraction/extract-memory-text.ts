@@ -2,9 +2,10 @@ import { generateText } from "ai";
 import { chatModel } from "@/lib/ai/chat-model.ts";
 import { blobStore, readAll } from "@/lib/blobs/blob-store.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
+import { decodePage } from "@/lib/links/decode-page.ts";
 import { readLink } from "@/lib/links/read-link.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
-import { isImageType } from "@/lib/uploads/upload-limits.ts";
+import { isImageType, isTextType } from "@/lib/uploads/upload-limits.ts";
 import { extractText, type Extracted } from "./extract-text.ts";
 
 interface StoredFileRef {
@@ -12,6 +13,8 @@ interface StoredFileRef {
   filename: string;
   content_type: string;
   size_bytes: number;
+  /** The charset the upload declared (text files). */
+  charset?: string;
 }
 
 /** Does this memory wait for extraction (a file or a link not read yet)? */
@@ -35,7 +38,7 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
   // Gone for good (removed from storage by hand, or a lost bucket): retrying cannot bring it back.
   if (!bytes) return { content: note || ref.filename, error: "The file is no longer in storage; only the note was indexed" };
   // A file the parser chokes on will not parse on a retry either: report it, index what there is.
-  const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint) : extractText(bytes, ref.content_type)).catch(
+  const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint) : extractText(asUtf8(bytes, ref), ref.content_type)).catch(
     (error: Error): Extracted => ({ text: "", error: `The file could not be read: ${error.message}`.slice(0, 500) }),
   );
   const text = extracted.text || (isImageType(ref.content_type) ? [`# ${ref.filename}`, memory.hint ?? ""].filter(Boolean).join("\n\n") : "");
@@ -58,6 +61,16 @@ async function readFile(key: string): Promise<Buffer | null> {
     console.error(`[engram] processing: could not read object ${key}`, error);
     throw new Error("The file could not be read from storage");
   }
+}
+
+/**
+ * The readers take UTF-8: a text file is decoded as a fetched page is, by its BOM, else the charset
+ * its upload declared, else (HTML) its <meta> charset, else as UTF-8.
+ */
+function asUtf8(bytes: Buffer, ref: StoredFileRef): Buffer {
+  if (!isTextType(ref.content_type)) return bytes;
+  const declared = ref.charset ? `${ref.content_type}; charset=${ref.charset}` : ref.content_type;
+  return Buffer.from(decodePage(bytes, declared, ref.content_type === "text/html"), "utf8");
 }
 
 /** The chat model's reading of an image when one is configured; otherwise no text. */

@@ -6,7 +6,23 @@
  * does not know is skipped, as browsers skip it, and the next source decides.
  */
 export function decodePage(body: Buffer, contentType: string, html: boolean): string {
-  const encoding = bomEncoding(body) ?? known(headerCharset(contentType)) ?? (html ? known(declaredCharset(body)) : null) ?? "utf-8";
+  return decodeText(body, textEncoding(body, contentType, html));
+}
+
+/**
+ * The encoding decodePage reads these bytes in (a TextDecoder name). Uploaded text files are
+ * decoded the same way, their declared type taking the place of the header.
+ */
+export function textEncoding(body: Buffer, contentType: string, html: boolean): string {
+  return bomEncoding(body) ?? declaredEncoding(contentType) ?? (html ? known(declaredCharset(body)) : null) ?? "utf-8";
+}
+
+/** The encoding a Content-Type's charset names, or null when it names none TextDecoder knows. */
+export function declaredEncoding(contentType: string): string | null {
+  return known(headerCharset(contentType));
+}
+
+export function decodeText(body: Buffer, encoding: string): string {
   if (encoding === "windows-1252") return decodeWindows1252(body);
   // The decoder drops a BOM of its own encoding; a wrong byte becomes U+FFFD rather than an error.
   return new TextDecoder(encoding).decode(body);

@@ -274,7 +274,14 @@ function readAgain(now: Date) {
 
 /** The `file_ref` a file memory records (the upload it was made from). */
 function fileRefOf(file: VerifiedFile) {
-  return { object_key: file.upload.objectKey, filename: file.filename, content_type: file.contentType, size_bytes: file.sizeBytes, sha256: file.sha256 };
+  return {
+    object_key: file.upload.objectKey,
+    filename: file.filename,
+    content_type: file.contentType,
+    size_bytes: file.sizeBytes,
+    sha256: file.sha256,
+    ...(file.charset && { charset: file.charset }),
+  };
 }
 
 /**

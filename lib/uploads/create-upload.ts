@@ -3,7 +3,8 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { blobStore } from "@/lib/blobs/blob-store.ts";
 import { newId } from "@/lib/ids.ts";
-import { ALLOWED_UPLOAD_TYPES, isAllowedType, maxUploadBytes, normalizeContentType, UPLOAD_PURPOSES, UPLOAD_URL_TTL_SECONDS } from "./upload-limits.ts";
+import { declaredEncoding } from "@/lib/links/decode-page.ts";
+import { ALLOWED_UPLOAD_TYPES, isAllowedType, isTextType, maxUploadBytes, normalizeContentType, UPLOAD_PURPOSES, UPLOAD_URL_TTL_SECONDS } from "./upload-limits.ts";
 
 export const createUploadBodySchema = z.object({
   filename: z
@@ -46,6 +47,9 @@ export async function createUpload(ctx: AuthContext, input: CreateUploadBody, ba
   const now = ctx.now();
   const id = newId(now.getTime());
   const objectKey = `uploads/${ctx.user.id}/${id}`;
+  // A text file's declared charset is kept with the upload (the stored type says how to read its
+  // bytes; the object itself is signed and stored under the bare type).
+  const charset = isTextType(contentType) ? declaredEncoding(input.content_type) : null;
   const store = await blobStore();
   const signed = await store.signUpload(objectKey, { contentType, sizeBytes: input.size_bytes, expiresIn: UPLOAD_URL_TTL_SECONDS, baseUrl });
   await ctx.db.upload.create({
@@ -54,7 +58,7 @@ export async function createUpload(ctx: AuthContext, input: CreateUploadBody, ba
       ownerId: ctx.user.id,
       objectKey,
       filename: input.filename,
-      contentType,
+      contentType: charset ? `${contentType}; charset=${charset}` : contentType,
       sizeBytes: input.size_bytes,
       purpose: input.purpose,
       createdAt: now,

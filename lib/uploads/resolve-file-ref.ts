@@ -3,8 +3,9 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { blobStore, readHead } from "@/lib/blobs/blob-store.ts";
 import type { Upload } from "@/lib/db/generated/client.ts";
+import { declaredEncoding, textEncoding } from "@/lib/links/decode-page.ts";
 import { imageSize, matchesDeclared, sniffFileType } from "./sniff-file-type.ts";
-import { ATTACHABLE_FOR_MS, isAllowedType, isImageType, normalizeContentType } from "./upload-limits.ts";
+import { ATTACHABLE_FOR_MS, isAllowedType, isImageType, isTextType, normalizeContentType } from "./upload-limits.ts";
 
 export interface FileRefInput {
   object_key: string;
@@ -18,6 +19,8 @@ export interface VerifiedFile {
   upload: Upload;
   filename: string;
   contentType: string;
+  /** The charset the upload declared for a text file (how extraction reads its bytes), if any. */
+  charset: string | null;
   sizeBytes: number;
   sha256: string;
   width: number | null;
@@ -43,8 +46,10 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
     throw new ApiError("conflict", "This upload is too old to attach (unattached uploads are removed after 24 hours); upload the file again", { object_key: ref.object_key });
   }
   const declared = normalizeContentType(ref.content_type);
-  if (declared !== upload.contentType) {
-    throw refError(`file_ref content_type ${declared} differs from the upload's ${upload.contentType}`);
+  // The upload's type may carry the charset it declared; the bare type is the one compared.
+  const contentType = normalizeContentType(upload.contentType);
+  if (declared !== contentType) {
+    throw refError(`file_ref content_type ${declared} differs from the upload's ${contentType}`);
   }
   const store = await blobStore();
   const info = await store.head(upload.objectKey);
@@ -59,9 +64,9 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
   if (ref.sha256 !== undefined && ref.sha256.toLowerCase() !== sha256) {
     throw refError("The stored file's sha256 differs from file_ref.sha256", { sha256 });
   }
-  const contentType = upload.contentType;
   const head = await readHead(store, upload.objectKey, SNIFF_BYTES, info.size);
-  const sniffed = sniffFileType(head);
+  // Text is judged in the encoding extraction will read it in, so a windows-1252 or UTF-16 file is text too.
+  const sniffed = sniffFileType(head, isTextType(contentType) ? textEncoding(head, upload.contentType, contentType === "text/html") : "utf-8");
   if (!isAllowedType(contentType) || !matchesDeclared(contentType, sniffed)) {
     throw new ApiError("unsupported_content_type", `The file's bytes are not ${contentType} (they look like ${sniffed})`, {
       content_type: contentType,
@@ -73,6 +78,7 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
     upload,
     filename: ref.filename || upload.filename,
     contentType,
+    charset: isTextType(contentType) ? declaredEncoding(upload.contentType) : null,
     sizeBytes: info.size,
     sha256,
     width: size?.width ?? null,

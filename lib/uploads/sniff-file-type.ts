@@ -5,9 +5,10 @@ export type Sniffed = "application/pdf" | "image/png" | "image/jpeg" | "image/gi
 /**
  * What the first bytes of a file really are. Text types can't be told apart by
  * magic numbers (HTML, CSV, JSON, markdown are all text), so they sniff as
- * "text": valid UTF-8 without NUL bytes.
+ * "text": valid in `encoding` (UTF-8 unless the file's BOM, declared charset or
+ * HTML <meta> says otherwise: see textEncoding) without NUL characters.
  */
-export function sniffFileType(head: Buffer): Sniffed {
+export function sniffFileType(head: Buffer, encoding = "utf-8"): Sniffed {
   const starts = (...bytes: number[]) => bytes.every((b, i) => head[i] === b);
   if (head.subarray(0, 5).toString("latin1") === "%PDF-") return "application/pdf";
   if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return "image/png";
@@ -15,16 +16,18 @@ export function sniffFileType(head: Buffer): Sniffed {
   if (head.subarray(0, 4).toString("latin1") === "GIF8") return "image/gif";
   if (head.subarray(0, 4).toString("latin1") === "RIFF" && head.subarray(8, 12).toString("latin1") === "WEBP") return "image/webp";
   if (starts(0x50, 0x4b, 0x03, 0x04)) return "application/zip";
-  return looksLikeText(head) ? "text" : "binary";
+  return looksLikeText(head, encoding) ? "text" : "binary";
 }
 
-function looksLikeText(head: Buffer): boolean {
-  if (head.includes(0)) return false;
+function looksLikeText(head: Buffer, encoding: string): boolean {
+  // Windows-1252 gives every byte a character: only NUL tells binary apart.
+  if (encoding === "windows-1252") return !head.includes(0);
+  // UTF-16 text is full of 0 bytes, but never of NUL characters.
+  if (!encoding.startsWith("utf-16") && head.includes(0)) return false;
   // The sample may end inside a multi-byte character: ignore up to 3 trailing bytes.
   for (let cut = 0; cut <= Math.min(3, head.length); cut++) {
     try {
-      new TextDecoder("utf-8", { fatal: true }).decode(head.subarray(0, head.length - cut));
-      return true;
+      return !new TextDecoder(encoding, { fatal: true }).decode(head.subarray(0, head.length - cut)).includes("\0");
     } catch {
       // try a shorter sample
     }

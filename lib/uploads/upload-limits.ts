@@ -47,3 +47,6 @@ export function isAllowedType(type: string): type is UploadType {
 }
 
 export const isImageType = (type: string) => type.startsWith("image/");
+
+/** Types whose bytes are text in some charset (extraction decodes them; sniffing reads them so). */
+export const isTextType = (type: string) => type.startsWith("text/") || type === "application/json";
