@@ -8,6 +8,7 @@ import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { S3BlobStore } from "@/lib/blobs/s3-blob-store.ts";
 import { checkAgentSessionsInStore } from "./support/agent-session-store-check.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { makePdf, makePng } from "./support/make-files.ts";
 import { startS3PresignGate } from "./support/s3-presign-gate.ts";
@@ -124,6 +125,24 @@ describe("S3-compatible storage (s3rver)", () => {
     expect(sniffed.status).toBe(415);
     expect(sniffed.body.error.details).toMatchObject({ detected: "image/png" });
     expect((await bob.post("/v1/memories", { file_ref: p.file_ref })).status).toBe(400);
+  });
+
+  it("bytes a still-valid upload URL writes after the file was deleted are swept, not left in the bucket for good", async () => {
+    const bytes = Buffer.from("quarterly numbers\n");
+    const i = await intent(ann, "q.txt", "text/plain", bytes.length);
+    expect((await fetch(i.upload_url, { method: "PUT", headers: i.headers, body: new Uint8Array(bytes) })).status).toBe(200);
+    const created = await ann.post("/v1/memories", { file_ref: i.file_ref });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    await processed(ann, created.body.data.id);
+    expect((await ann.delete(`/v1/memories/${created.body.data.id}`)).status).toBe(200);
+    const store = await blobStore();
+    expect(await store.head(i.object_key)).toBeNull();
+    // The bucket only checks that no object is there: within its 15 minutes the URL writes again.
+    expect((await fetch(i.upload_url, { method: "PUT", headers: i.headers, body: new Uint8Array(bytes) })).status).toBe(200);
+    expect(await store.head(i.object_key)).not.toBeNull();
+    await sweepUploads(h.db, new Date(Date.now() + 16 * 60_000));
+    expect(await store.head(i.object_key)).toBeNull();
+    expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
   });
 
   it("a view URL for an image is a presigned GET that renders inline", async () => {

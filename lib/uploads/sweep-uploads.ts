@@ -23,8 +23,14 @@ export async function detachObjects(tx: DbClient, keys: string[]): Promise<void>
   if (keys.length) await tx.upload.updateMany({ where: { objectKey: { in: keys } }, data: { attachedAt: null, createdAt: detachedAt } });
 }
 
-/** After the commit: the bytes and upload records go now (best effort; the sweep retries). Returns how many went. */
-export async function removeBlobs(db: Db, keys: string[]): Promise<number> {
+/**
+ * After the commit: the bytes and upload records go now (best effort; the sweep retries). Returns how many went.
+ * With S3 or Vercel Blob the upload URL of a removed object still writes (the bucket checks only that
+ * no object is there) until it expires, and bytes nothing refers to would stay for good: the record is
+ * kept, detached, until its URL expired, so the sweep removes whatever such a PUT left. The embedded
+ * store refuses those PUTs itself (assertUploadOpen).
+ */
+export async function removeBlobs(db: Db, keys: string[], now = new Date()): Promise<number> {
   if (!keys.length) return 0;
   const store = await blobStore();
   const removed: string[] = [];
@@ -38,7 +44,9 @@ export async function removeBlobs(db: Db, keys: string[]): Promise<number> {
       }
     }),
   );
-  if (removed.length) await db.upload.deleteMany({ where: { objectKey: { in: removed }, attachedAt: null } });
+  if (removed.length) {
+    await db.upload.deleteMany({ where: { objectKey: { in: removed }, attachedAt: null, ...(store.kind !== "local" && { expiresAt: { lte: now } }) } });
+  }
   return removed.length;
 }
 
@@ -49,12 +57,17 @@ export async function removeBlobs(db: Db, keys: string[]): Promise<number> {
  */
 export async function sweepUploads(db: Db, now = new Date()): Promise<number> {
   const stale = await db.upload.findMany({
-    where: { attachedAt: null, createdAt: { lt: new Date(now.getTime() - UNATTACHED_UPLOAD_TTL_MS) } },
+    // A removed file's record waits for its upload URL to expire (removeBlobs) before it is swept.
+    where: {
+      attachedAt: null,
+      createdAt: { lt: new Date(now.getTime() - UNATTACHED_UPLOAD_TTL_MS) },
+      OR: [{ createdAt: { not: detachedAt } }, { expiresAt: { lte: now } }],
+    },
     select: { objectKey: true },
     orderBy: { createdAt: "asc" },
     take: SWEEP_BATCH,
   });
-  return removeBlobs(db, stale.map((u) => u.objectKey));
+  return removeBlobs(db, stale.map((u) => u.objectKey), now);
 }
 
 /** Runs the sweep hourly in this process (without Inngest; with it, inngest/upload-functions.ts does); returns the stop function. */
