@@ -117,6 +117,31 @@ describe("POST /v1/uploads", () => {
   });
 });
 
+describe("pending uploads", () => {
+  it("one user may have only so many uploads waiting to be attached, also when they ask at once; attaching frees a place", async () => {
+    process.env.ENGRAM_UPLOAD_MAX_PENDING = "3";
+    try {
+      const pia = await h.user("Pia");
+      const ask = (n: number) => pia.post("/v1/uploads", { filename: `part-${n}.txt`, content_type: "text/plain", size_bytes: 4, purpose: "memory_attachment" });
+      const answers = await Promise.all([1, 2, 3, 4, 5, 6].map(ask));
+      expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 413, 413, 413]);
+      expect(answers.find((a) => a.status === 413)!.body.error).toMatchObject({ code: "quota_exceeded", details: { pending_uploads: 3, max_pending_uploads: 3 } });
+      // Another user is not held to Pia's.
+      expect((await bob.post("/v1/uploads", { filename: "b.txt", content_type: "text/plain", size_bytes: 4 })).status).toBe(201);
+
+      const first = answers.find((a) => a.status === 201)!.body.data;
+      expect((await put(first.upload_url, first.headers, Buffer.from("abcd"))).status).toBe(200);
+      const attached = await pia.post("/v1/memories", { file_ref: first.file_ref });
+      expect(attached.status).toBe(201);
+      await processed(pia, attached.body.data.id);
+      expect((await ask(7)).status).toBe(201);
+      expect((await ask(8)).status).toBe(413);
+    } finally {
+      delete process.env.ENGRAM_UPLOAD_MAX_PENDING;
+    }
+  });
+});
+
 describe("the embedded store's signed URLs", () => {
   it("refuse another key, a changed size or type, a replay after expiry, and a second PUT", async () => {
     const bytes = Buffer.from("hello signed world\n");

@@ -4,7 +4,17 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { blobStore } from "@/lib/blobs/blob-store.ts";
 import { newId } from "@/lib/ids.ts";
 import { declaredEncoding } from "@/lib/links/decode-page.ts";
-import { ALLOWED_UPLOAD_TYPES, isAllowedType, isTextType, maxUploadBytes, normalizeContentType, UPLOAD_PURPOSES, UPLOAD_URL_TTL_SECONDS } from "./upload-limits.ts";
+import {
+  ALLOWED_UPLOAD_TYPES,
+  isAllowedType,
+  isTextType,
+  maxPendingUploads,
+  maxUploadBytes,
+  normalizeContentType,
+  UNATTACHED_UPLOAD_TTL_MS,
+  UPLOAD_PURPOSES,
+  UPLOAD_URL_TTL_SECONDS,
+} from "./upload-limits.ts";
 
 export const createUploadBodySchema = z.object({
   filename: z
@@ -52,18 +62,32 @@ export async function createUpload(ctx: AuthContext, input: CreateUploadBody, ba
   const charset = isTextType(contentType) ? declaredEncoding(input.content_type) : null;
   const store = await blobStore();
   const signed = await store.signUpload(objectKey, { contentType, sizeBytes: input.size_bytes, expiresIn: UPLOAD_URL_TTL_SECONDS, baseUrl });
-  await ctx.db.upload.create({
-    data: {
-      id,
-      ownerId: ctx.user.id,
-      objectKey,
-      filename: input.filename,
-      contentType: charset ? `${contentType}; charset=${charset}` : contentType,
-      sizeBytes: input.size_bytes,
-      purpose: input.purpose,
-      createdAt: now,
-      expiresAt: new Date(now.getTime() + UPLOAD_URL_TTL_SECONDS * 1000),
-    },
+  await ctx.db.$transaction(async (tx) => {
+    // Counted under the user's row lock: requests racing past one count would each add one more.
+    await tx.$executeRaw`SELECT 1 FROM users WHERE id = ${ctx.user.id}::uuid FOR UPDATE`;
+    const pending = await tx.upload.count({
+      where: { ownerId: ctx.user.id, attachedAt: null, createdAt: { gt: new Date(now.getTime() - UNATTACHED_UPLOAD_TTL_MS) } },
+    });
+    const maxPending = maxPendingUploads();
+    if (pending >= maxPending) {
+      throw new ApiError("quota_exceeded", `You have ${pending} uploads not attached to a memory yet; attach them first (or wait for unattached ones to expire after 24 hours)`, {
+        pending_uploads: pending,
+        max_pending_uploads: maxPending,
+      });
+    }
+    await tx.upload.create({
+      data: {
+        id,
+        ownerId: ctx.user.id,
+        objectKey,
+        filename: input.filename,
+        contentType: charset ? `${contentType}; charset=${charset}` : contentType,
+        sizeBytes: input.size_bytes,
+        purpose: input.purpose,
+        createdAt: now,
+        expiresAt: new Date(now.getTime() + UPLOAD_URL_TTL_SECONDS * 1000),
+      },
+    });
   });
   const fileRef = { object_key: objectKey, filename: input.filename, content_type: contentType, size_bytes: input.size_bytes };
   return {

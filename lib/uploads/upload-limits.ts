@@ -38,6 +38,14 @@ export function maxUploadBytes(): number {
   return positiveIntEnv("ENGRAM_UPLOAD_MAX_BYTES", 25 * 1024 * 1024);
 }
 
+/**
+ * ENGRAM_UPLOAD_MAX_PENDING, default 100: uploads one user may have waiting to be attached. Their
+ * bytes count toward no quota until a memory attaches them, and each may be the largest upload.
+ */
+export function maxPendingUploads(): number {
+  return positiveIntEnv("ENGRAM_UPLOAD_MAX_PENDING", 100);
+}
+
 export function normalizeContentType(value: string): string {
   return value.split(";")[0]!.trim().toLowerCase();
 }
