@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetConfig } from "@/lib/config.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 
 let h: Harness;
@@ -97,6 +97,21 @@ describe("GET /v1/usage", () => {
     });
     // Another user's numbers are their own.
     expect((await ann.get("/v1/usage")).body.data).toMatchObject({ push_count: 0, recall_count: 0, ask_count: 0, memory_count: 0 });
+  });
+
+  it("a key limited to some hubs cannot read the account-wide usage, on /v1/usage or /v1/auth/me", async () => {
+    const cat = await h.user("Cat");
+    const team = await h.teamHub(cat);
+    expect((await cat.post("/v1/memories", { content: "in the personal hub, out of the team key's reach" })).status).toBe(201);
+    const teamKey = clientFor((await cat.post("/v1/auth/api-keys", { name: "team bot", hub_id: team })).body.data.key);
+    const refused = await teamKey.get("/v1/usage");
+    expect([refused.status, refused.body.error?.code]).toEqual([403, "forbidden"]);
+    const me = await teamKey.get("/v1/auth/me");
+    expect(me.status).toBe(200);
+    expect(me.body.data).not.toHaveProperty("usage");
+    // A key for the whole account still reads both.
+    expect((await cat.get("/v1/usage")).body.data).toMatchObject({ push_count: 1, memory_count: 1 });
+    expect((await cat.get("/v1/auth/me")).body.data.usage).toMatchObject({ push_count: 1 });
   });
 
   it("Memax's SDK reads settings and usage", async () => {

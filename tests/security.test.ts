@@ -457,7 +457,8 @@ const ROUTES: Record<string, Row> = {
   "POST /v1/onboarding/restart": { setup: forgetChecklists, path: () => "/v1/onboarding/restart", body: () => ({}), expect: anyUser(201) },
   "GET /v1/settings": { path: () => "/v1/settings", expect: anyUser(200) },
   "PATCH /v1/settings": { path: () => "/v1/settings", body: () => ({ theme: "dark" }), expect: anyUser(200) },
-  "GET /v1/usage": { path: () => "/v1/usage", expect: anyUser(200) },
+  // The account's counters across every hub: not for a key limited to some hubs.
+  "GET /v1/usage": { path: () => "/v1/usage", expect: { ...anyUser(200), hub_key: 403 } },
   "GET /v1/usage/dreams": { path: (f) => `/v1/usage/dreams?hub_id=${f.hubId}`, expect: hubRead(200) },
 };
 

@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
 import { periodCounts } from "./count-usage.ts";
 import { planLimits, SELF_HOSTED_PLAN, SELF_HOSTED_PLAN_NAME } from "./plan-limits.ts";
@@ -10,6 +11,11 @@ import type { UsageObject } from "./usage-object.ts";
  * rest its `UsageWithLimits`.
  */
 export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
+  // The counters and stored bytes are the whole account's, across every hub: a key limited to some
+  // hubs (a team bot's) must not read them, as it cannot read the account's settings.
+  if (ctx.credential.hubIds !== null) {
+    throw new ApiError("forbidden", "This API key is limited to some hubs; account-wide usage needs a key for the whole account");
+  }
   // Bytes stored: memory text (the trigger-kept counters) plus the attachments of the memories this person pushed.
   const [counts, owned, files] = await Promise.all([
     periodCounts(ctx),

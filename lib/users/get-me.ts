@@ -19,7 +19,7 @@ export const updateMeBodySchema = atLeastOneOf(z.object({ display_name: nameSche
 
 /**
  * The calling user (Memax's User fields), the hubs this credential reaches with role and memory
- * count, linked sign-in providers, this month's usage, the personal hub and the credential.
+ * count, linked sign-in providers, this month's usage (not to a hub-limited key), the personal hub and the credential.
  */
 export async function getMe(ctx: AuthContext) {
   // The same counters as GET /v1/usage, so the two never disagree.
@@ -27,7 +27,7 @@ export async function getMe(ctx: AuthContext) {
     ctx.db.user.findUniqueOrThrow({ where: { id: ctx.user.id } }),
     readableHubs(ctx),
     ctx.db.oAuthAccount.findMany({ where: { userId: ctx.user.id }, select: { provider: true }, distinct: ["provider"] }),
-    periodCounts(ctx),
+    ctx.credential.hubIds === null ? periodCounts(ctx) : undefined,
   ]);
   const countOf = await memoryCounts(ctx.db, "hub", memberships.map((m) => m.hub.id));
   const personal = memberships.find((m) => m.hub.hubType === "personal" && m.hub.ownerId === ctx.user.id);
@@ -52,7 +52,9 @@ export async function getMe(ctx: AuthContext) {
       .sort((a, b) => (a.hub.hubType === b.hub.hubType ? a.hub.id.localeCompare(b.hub.id) : a.hub.hubType === "personal" ? -1 : 1))
       .map((m) => ({ hub: serializeHub(m.hub), role: m.role, memory_count: countOf.get(m.hub.id) ?? 0 })),
     connected_providers: providers.map((p) => p.provider),
-    usage,
+    // Account-wide counts (every hub's pushes and recalls): not for a key limited to some hubs, as
+    // GET /v1/usage refuses it. Memax's MeResponse has usage optional.
+    ...(usage && { usage }),
     personal_hub_id: personalHubId,
     credential: {
       type: ctx.credential.type,
