@@ -3,12 +3,14 @@ import { issueAccessToken } from "@/lib/auth/access-token.ts";
 import { POST as POST_MCP } from "@/app/mcp/route.ts";
 import { newId } from "@/lib/ids.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
-import { resetConfig } from "@/lib/config.ts";
+import { configWarnings, resetConfig } from "@/lib/config.ts";
 import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 
 let h: Harness;
 let ann: Client;
+/** At least MIN_ADMIN_TOKEN_LENGTH (32) characters: a shorter one is ignored. */
+const ADMIN_TOKEN = "s3cret-admin-token-0123456789abcdef";
 
 beforeAll(async () => {
   h = await createHarness();
@@ -165,12 +167,30 @@ describe("POST /v1/admin/users", () => {
     expect(other.headers.get("x-request-id")).toBeTruthy();
   });
 
+  test("a token shorter than 32 characters is ignored: both admin routes stay 404, and start-up warns", async () => {
+    const short = "s3cret-admin-31-characters-long";
+    expect(short).toHaveLength(31);
+    process.env.ENGRAM_ADMIN_TOKEN = short;
+    resetConfig();
+    const admin = { headers: { authorization: `Bearer ${short}` } };
+    const created = await h.anonymous.post("/v1/admin/users", { email: "short@example.test", name: "Short" }, admin);
+    expect([created.status, created.body.error?.code]).toEqual([404, "not_found"]);
+    expect(await h.db.user.count({ where: { email: "short@example.test" } })).toBe(0);
+    expect((await h.anonymous.post("/v1/auth/impersonate", { user_id: ann.id }, admin)).status).toBe(404);
+    expect(configWarnings()).toEqual([expect.stringMatching(/ENGRAM_ADMIN_TOKEN is shorter than 32 characters and is ignored/)]);
+    // One character more is enough.
+    process.env.ENGRAM_ADMIN_TOKEN = `${short}x`;
+    resetConfig();
+    expect(configWarnings()).toEqual([]);
+    expect((await h.anonymous.post("/v1/admin/users", { email: "short@example.test", name: "Short" }, { headers: { authorization: `Bearer ${short}x` } })).status).toBe(201);
+  });
+
   test("creates a user, personal hub and working key with the admin token", async () => {
-    process.env.ENGRAM_ADMIN_TOKEN = "s3cret-admin";
+    process.env.ENGRAM_ADMIN_TOKEN = ADMIN_TOKEN;
     resetConfig();
     const wrong = await h.anonymous.post("/v1/admin/users", { email: "op@example.test", name: "Op" }, { headers: { authorization: "Bearer nope" } });
     expect(wrong.status).toBe(401);
-    const admin = { headers: { authorization: "Bearer s3cret-admin" } };
+    const admin = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
     const res = await h.anonymous.post("/v1/admin/users", { email: "Op@Example.test", name: "Op" }, admin);
     expect(res.status).toBe(201);
     expect((await h.anonymous.get("/v1/admin/users")).status).toBe(405);
@@ -197,11 +217,11 @@ describe("POST /v1/auth/impersonate", () => {
   });
 
   test("gives the admin a 15-minute token acting as the user, which the user sees and can end, and which cannot make keys", async () => {
-    process.env.ENGRAM_ADMIN_TOKEN = "s3cret-admin";
+    process.env.ENGRAM_ADMIN_TOKEN = ADMIN_TOKEN;
     resetConfig();
     try {
       const target = await h.user("Target");
-      const admin = { headers: { authorization: "Bearer s3cret-admin" } };
+      const admin = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
       expect((await h.anonymous.post("/v1/auth/impersonate", { email: target.email }, { headers: { authorization: `Bearer ${target.key}` } })).status).toBe(401);
       expect((await h.anonymous.post("/v1/auth/impersonate", { email: "nobody@example.test" }, admin)).status).toBe(404);
       expect((await h.anonymous.post("/v1/auth/impersonate", {}, admin)).status).toBe(400);
@@ -220,7 +240,7 @@ describe("POST /v1/auth/impersonate", () => {
       expect((await h.anonymous.get("/v1/auth/me", as)).status).toBe(401);
       // By id too, as Memax's SDK asks (its client configured with the admin token).
       const { Memax } = await loadMemaxSdk();
-      const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: "s3cret-admin", fetch: routeFetch, maxRetries: 0 });
+      const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: ADMIN_TOKEN, fetch: routeFetch, maxRetries: 0 });
       expect(await sdk.auth.impersonate({ userId: target.id })).toMatchObject({ target_id: target.id, impersonated: true, expires_in: 900 });
     } finally {
       delete process.env.ENGRAM_ADMIN_TOKEN;

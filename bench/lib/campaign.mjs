@@ -9,7 +9,7 @@ import path from "node:path";
 import pg from "pg";
 import { percentile, root } from "./server.mjs";
 
-export const ADMIN_TOKEN = "bench-admin-token";
+export const ADMIN_TOKEN = "bench-admin-token-at-least-32-characters";
 export const env = (name, fallback) => (process.env[name] === undefined || process.env[name] === "" ? fallback : process.env[name]);
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

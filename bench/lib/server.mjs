@@ -37,7 +37,7 @@ export async function startServer({ env = {}, port: fixedPort } = {}) {
   }
   const dataDir = mkdtempSync(path.join(tmpdir(), "engram-bench-"));
   const port = fixedPort ?? (await freePort());
-  const adminToken = "bench-admin-token";
+  const adminToken = "bench-admin-token-at-least-32-characters";
   const started = performance.now();
   const child = spawn(process.execPath, [path.join(root, "node_modules", "next", "dist", "bin", "next"), "start", "-p", String(port), "-H", "127.0.0.1", "--keepAliveTimeout", "65000"], {
     cwd: root,

@@ -1,6 +1,6 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { startEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
-import { config } from "@/lib/config.ts";
+import { config, configWarnings } from "@/lib/config.ts";
 import { startConfigDeletionsPrune } from "@/lib/configs/prune-config-deletions.ts";
 import { startEventsPrune } from "@/lib/events/prune-events.ts";
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
@@ -11,6 +11,7 @@ import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
  */
 export async function startServer(): Promise<void> {
   const started = Date.now();
+  for (const warning of configWarnings()) console.warn(warning);
   const database = await getDatabase();
   const users = await database.prisma.user.count();
   console.log(`engram: ${database.kind} database ready in ${Date.now() - started} ms`);
