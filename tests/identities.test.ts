@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Account, Profile, User } from "next-auth";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
+import { githubUserinfo } from "@/lib/auth/github-profile.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { encode } from "next-auth/jwt";
 import { linkIntentFrom, LINK_COOKIE } from "@/lib/auth/provider-link.ts";
@@ -145,5 +146,44 @@ describe("GET /v1/auth/link/{provider}: linking from a signed-in browser", () =>
     expect(await providerSignIn("google", "g-link-9", { email: "nobody-new@example.test", name: "N" }, {}, link)).toBe(true);
     expect((await h.db.oAuthAccount.findFirstOrThrow({ where: { providerAccountId: "g-link-9" } })).userId).not.toBe(ann.id);
     expect((await ann.get("/v1/auth/identities")).body.data.map((i: { provider_id: string }) => i.provider_id)).toEqual(["gh-link-1"]);
+  });
+});
+
+describe("signing in with GitHub to an address that already has an account", () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  it("links when GitHub says the address is verified, and otherwise refuses, linking nothing", async () => {
+    const gus = await h.user("Gus");
+    expect(await providerSignIn("github", "gh-gus-unverified", { email: gus.email, name: "Gus" })).toBe("/sign-in?error=OAuthAccountNotLinked");
+    expect(await providerSignIn("github", "gh-gus-unverified", { email: gus.email, name: "Gus" }, { email_verified: false })).toBe("/sign-in?error=OAuthAccountNotLinked");
+    expect(await h.db.oAuthAccount.count({ where: { userId: gus.id } })).toBe(0);
+    expect(await providerSignIn("github", "gh-gus", { email: gus.email.toUpperCase(), name: "Gus" }, { email_verified: true })).toBe(true);
+    expect(await h.db.oAuthAccount.findUniqueOrThrow({ where: { provider_providerAccountId: { provider: "github", providerAccountId: "gh-gus" } } })).toMatchObject({ userId: gus.id });
+    expect(await h.db.user.count({ where: { email: gus.email } })).toBe(1);
+  });
+
+  // GitHub's GET /user names no verification; GET /user/emails does. next-auth's default userinfo
+  // ignores it, so Engram's reads it (GitHub itself is stubbed: it cannot be reached offline).
+  it("reads whether GitHub verified the address from GET /user/emails", async () => {
+    const answer = (emails: unknown, status = 200) =>
+      vi.stubGlobal("fetch", async (url: string) => {
+        expect(String(url)).toBe("https://api.github.com/user/emails");
+        return new Response(JSON.stringify(emails), { status, headers: { "content-type": "application/json" } });
+      });
+    const info = (email: string | null) => githubUserinfo({ client: { userinfo: async () => ({ id: 7, login: "octo", email }) }, tokens: { access_token: "gho_x" } });
+    answer([{ email: "pub@example.test", primary: false, verified: true }, { email: "main@example.test", primary: true, verified: true }]);
+    expect(await info("Pub@Example.test")).toMatchObject({ id: 7, email: "Pub@Example.test", email_verified: true });
+    answer([{ email: "pub@example.test", primary: true, verified: false }]);
+    expect(await info("pub@example.test")).toMatchObject({ email: "pub@example.test", email_verified: false });
+    // No public address: the primary one, verified only if GitHub says so.
+    answer([{ email: "added@example.test", primary: false, verified: false }, { email: "main@example.test", primary: true, verified: true }]);
+    expect(await info(null)).toMatchObject({ email: "main@example.test", email_verified: true });
+    answer([{ email: "victim@example.test", primary: true, verified: false }]);
+    expect(await info(null)).toMatchObject({ email: "victim@example.test", email_verified: false });
+    // GitHub not answering proves nothing.
+    answer({ message: "Bad credentials" }, 401);
+    expect(await info("pub@example.test")).toMatchObject({ email: "pub@example.test", email_verified: false });
   });
 });

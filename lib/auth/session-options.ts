@@ -8,6 +8,7 @@ import type { Db } from "@/lib/db/database.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
 import { createUser } from "@/lib/users/create-user.ts";
+import { githubUserinfo } from "./github-profile.ts";
 import { verifyPassword } from "./password.ts";
 import type { LinkIntent } from "./provider-link.ts";
 import { SESSION_MAX_AGE_SECONDS, sessionSecret } from "./session.ts";
@@ -58,6 +59,15 @@ export async function authorizePassword(
 }
 
 /**
+ * Whether the provider vouches that the person signing in owns the address it gave: Google's
+ * `email_verified`, and GitHub's as lib/auth/github-profile.ts adds it from GET /user/emails.
+ */
+export function providerVerifiedEmail(provider: string, profile: unknown): boolean {
+  if (provider !== "google" && provider !== "github") return false;
+  return (profile as { email_verified?: unknown } | undefined)?.email_verified === true;
+}
+
+/**
  * next-auth configuration: JWT sessions in an encrypted cookie, users in our own tables. With a
  * `link` (a provider's callback during GET /v1/auth/link/{provider}), that provider's account is
  * added to the linking user instead of signing someone in by it.
@@ -73,7 +83,14 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
     }),
   ];
   if (process.env.GITHUB_CLIENT_ID && process.env.GITHUB_CLIENT_SECRET) {
-    providers.push(GitHubProvider({ clientId: process.env.GITHUB_CLIENT_ID, clientSecret: process.env.GITHUB_CLIENT_SECRET }));
+    providers.push(
+      GitHubProvider({
+        clientId: process.env.GITHUB_CLIENT_ID,
+        clientSecret: process.env.GITHUB_CLIENT_SECRET,
+        // Adds email_verified, which the sign-in callback needs to link by address.
+        userinfo: { url: "https://api.github.com/user", request: githubUserinfo },
+      }),
+    );
   }
   if (process.env.GOOGLE_CLIENT_ID && process.env.GOOGLE_CLIENT_SECRET) {
     providers.push(GoogleProvider({ clientId: process.env.GOOGLE_CLIENT_ID, clientSecret: process.env.GOOGLE_CLIENT_SECRET }));
@@ -98,8 +115,7 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
         const now = new Date();
         if (existing) {
           // Linking by email is only safe when the provider vouches for the address.
-          const verified = account.provider === "google" && (profile as { email_verified?: boolean } | undefined)?.email_verified === true;
-          if (!verified) return "/sign-in?error=OAuthAccountNotLinked";
+          if (!providerVerifiedEmail(account.provider, profile)) return "/sign-in?error=OAuthAccountNotLinked";
           // The address is proven now: an account made by a password sign-up nobody proved is claimed.
           await claimAccount(db, existing.id, now);
           await db.oAuthAccount.create({

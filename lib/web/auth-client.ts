@@ -14,7 +14,8 @@ function form(values: Record<string, string>): URLSearchParams {
 
 const SIGN_IN_ERRORS: Record<string, string> = {
   CredentialsSignin: "Wrong email or password",
-  OAuthAccountNotLinked: "That email already has an account; sign in with your password instead",
+  OAuthAccountNotLinked:
+    "That email already has an account, and your provider does not confirm the address is verified: sign in the way you signed up, then link the provider from your account settings",
   OAuthNoEmail: "Your provider did not share an email address",
   SignupClosed: "Sign-up is closed on this instance; ask an administrator for an account",
   AccessDenied: "Access denied",
