@@ -64,6 +64,21 @@ describe("account races", () => {
     expect(names).toContain(rows[0]!.displayName);
   });
 
+  it("renames racing disconnects of ten agents: each agent is gone afterwards, never written back as a renamed, disconnected agent", async () => {
+    const eve = await h.user("Eve");
+    const agents = Array.from({ length: 10 }, (_, i) => `agent-${i}`);
+    for (const agent of agents) expect((await eve.post("/v1/auth/api-keys", { name: agent, agent_name: agent })).status).toBe(201);
+    const results = await Promise.all(agents.map((agent) => Promise.all([eve.patch(`/v1/agents/${agent}`, { display_name: `Renamed ${agent}` }), eve.delete(`/v1/agents/${agent}`)])));
+    for (const [rename, disconnect] of results) {
+      expect(disconnect.status).toBe(200);
+      expect(disconnect.body.data.disconnected).toBe(true);
+      // Before the disconnect it renamed (then was forgotten), after it the agent is not found.
+      expect([200, 404]).toContain(rename.status);
+    }
+    expect(await h.db.connectedAgent.count({ where: { ownerId: eve.id } })).toBe(0);
+    expect((await eve.get("/v1/agents")).body.data).toEqual([]);
+  });
+
   it("four steps of five checklists ticked at once: every tick stays (no lost update of the payload)", async () => {
     const users = await Promise.all(Array.from({ length: 5 }, (_, i) => h.user(`Ticker${i}`)));
     const steps = ["first_memory", "connect_agent", "first_recall", "invite_teammate"];

@@ -29,6 +29,11 @@ export function possibleAgentName(agentName: string): boolean {
   return !agentName.includes("\0");
 }
 
+/** Serialises a rename with a disconnect of the same agent (both take it first in their transaction). */
+export function agentLockKey(ownerId: string, agentName: string): string {
+  return `agent:${ownerId}:${agentName}`;
+}
+
 export function agentId(ownerId: string, agentName: string): string {
   return stableId("agent", ownerId, agentName);
 }

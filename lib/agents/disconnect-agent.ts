@@ -1,6 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { tombstoneConfig } from "@/lib/configs/delete-configs.ts";
-import { possibleAgentName } from "./connected-agents.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { agentLockKey, possibleAgentName } from "./connected-agents.ts";
 
 /** Memax's DisconnectAgentResult: always a 200, `skipped` says why nothing happened. */
 export interface DisconnectAgentResult {
@@ -21,6 +22,7 @@ export async function disconnectAgent(ctx: AuthContext, agentName: string): Prom
   const now = ctx.now();
   if (!possibleAgentName(agentName)) return { disconnected: false, keys_revoked: 0, configs_tombstoned: 0, skipped: [{ id: agentName, reason: "not_found" }] };
   const result = await ctx.db.$transaction(async (tx) => {
+    await lockForTransaction(tx, agentLockKey(ownerId, agentName));
     const revoked = await tx.apiKey.updateMany({ where: { userId: ownerId, agentName, revokedAt: null }, data: { revokedAt: now } });
     const configs = await tx.agentConfig.findMany({ where: { ownerId, agent: agentName, deletedAt: null }, select: { id: true }, orderBy: { id: "asc" } });
     let tombstoned = 0;

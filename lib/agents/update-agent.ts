@@ -2,7 +2,9 @@ import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { agentId, connectedAgents, type ConnectedAgentObject } from "./connected-agents.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { DbClient } from "@/lib/db/database.ts";
+import { agentId, agentLockKey, connectedAgents, possibleAgentName, type ConnectedAgentObject } from "./connected-agents.ts";
 
 export const updateAgentBodySchema = atLeastOneOf(
   z.object({
@@ -18,10 +20,14 @@ export type UpdateAgentBody = z.output<typeof updateAgentBodySchema>;
 
 /** PATCH /v1/agents/{agent_name}: rename an agent or set its icon; an agent the caller does not have is not found. */
 export async function updateAgent(ctx: AuthContext, agentName: string, input: UpdateAgentBody): Promise<ConnectedAgentObject> {
-  if ((await connectedAgents(ctx, agentName)).length === 0) throw new ApiError("not_found", "Agent not found");
+  if (!possibleAgentName(agentName)) throw new ApiError("not_found", "Agent not found");
   const now = ctx.now();
   const data = { ...(input.display_name !== undefined && { displayName: input.display_name }), ...(input.icon !== undefined && { icon: input.icon }), updatedAt: now };
   await ctx.db.$transaction(async (tx) => {
+    // A disconnect holds this lock while it revokes, deletes and forgets: the agent is looked up
+    // after it, so a rename racing a disconnect is not found instead of writing the row back.
+    await lockForTransaction(tx, agentLockKey(ctx.user.id, agentName));
+    if (!(await agentExists(tx, ctx.user.id, agentName))) throw new ApiError("not_found", "Agent not found");
     // Two renames at once both land on the one row (the unique index), the later winning.
     await tx.connectedAgent.createMany({ data: [{ id: agentId(ctx.user.id, agentName), ownerId: ctx.user.id, agentName, createdAt: now, updatedAt: now }], skipDuplicates: true });
     await tx.connectedAgent.update({ where: { ownerId_agentName: { ownerId: ctx.user.id, agentName } }, data });
@@ -29,4 +35,14 @@ export async function updateAgent(ctx: AuthContext, agentName: string, input: Up
   const [agent] = await connectedAgents(ctx, agentName);
   if (!agent) throw new ApiError("not_found", "Agent not found");
   return agent;
+}
+
+/** What connectedAgents lists an agent for: a key not revoked, a live synced config, or a rename. */
+async function agentExists(tx: DbClient, ownerId: string, agentName: string): Promise<boolean> {
+  const [key, config, row] = await Promise.all([
+    tx.apiKey.findFirst({ where: { userId: ownerId, agentName, revokedAt: null }, select: { id: true } }),
+    tx.agentConfig.findFirst({ where: { ownerId, agent: agentName, deletedAt: null }, select: { id: true } }),
+    tx.connectedAgent.findUnique({ where: { ownerId_agentName: { ownerId, agentName } }, select: { id: true } }),
+  ]);
+  return Boolean(key ?? config ?? row);
 }
