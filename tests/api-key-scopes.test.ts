@@ -247,7 +247,7 @@ describe("a key with agent_name", () => {
 });
 
 describe("a key that creates keys passes on its limits", () => {
-  test("a key for an agent, expiring tomorrow, makes only keys for that agent that expire by then, and cannot drop its agent", async () => {
+  test("a key for an agent, expiring tomorrow, makes only keys for that agent that expire by then, and cannot move any key off or onto an agent", async () => {
     const made = (await ann.post("/v1/auth/api-keys", { name: "cursor-1d", agent_name: "cursor", expires_in_days: 1 })).body.data;
     const agentKey = clientFor(made.key);
     const child = await agentKey.post("/v1/auth/api-keys", { name: "child" });
@@ -260,6 +260,16 @@ describe("a key that creates keys passes on its limits", () => {
     const shed = await agentKey.patch(`/v1/auth/api-keys/${made.id}`, { agent_name: "" });
     expect(shed.status).toBe(403);
     expect((await h.db.apiKey.findUniqueOrThrow({ where: { id: made.id } })).agentName).toBe("cursor");
+    // Nor can it take the agent off a key it made (disconnecting cursor would then miss that key),
+    // or put a key of the user's under its agent (disconnecting cursor would then revoke it).
+    expect((await agentKey.patch(`/v1/auth/api-keys/${child.body.data.id}`, { agent_name: "" })).status).toBe(403);
+    expect((await agentKey.patch(`/v1/auth/api-keys/${child.body.data.id}`, { agent_name: "windsurf" })).status).toBe(403);
+    const plain = (await ann.post("/v1/auth/api-keys", { name: "plain" })).body.data;
+    expect((await agentKey.patch(`/v1/auth/api-keys/${plain.id}`, { agent_name: "cursor" })).status).toBe(403);
+    expect((await h.db.apiKey.findUniqueOrThrow({ where: { id: child.body.data.id } })).agentName).toBe("cursor");
+    expect((await h.db.apiKey.findUniqueOrThrow({ where: { id: plain.id } })).agentName).toBeNull();
+    // What does not touch the agent still works.
+    expect((await agentKey.patch(`/v1/auth/api-keys/${child.body.data.id}`, { standalone: true, agent_name: "cursor" })).status).toBe(200);
     // The user's own unrestricted key still re-attributes it, and makes keys without an expiry.
     expect((await ann.patch(`/v1/auth/api-keys/${made.id}`, { agent_name: "" })).status).toBe(200);
     expect((await ann.post("/v1/auth/api-keys", { name: "forever" })).body.data.expires_at).toBeNull();

@@ -17,11 +17,14 @@ export const updateApiKeyBodySchema = atLeastOneOf(
 /** Re-attributes one of the caller's active keys: its agent (what its pushes are credited to) or the standalone flag. */
 export async function updateApiKey(ctx: AuthContext, id: string, input: z.output<typeof updateApiKeyBodySchema>) {
   const where = { id, userId: ctx.user.id, revokedAt: null };
-  const found = isUuid(id) ? await ctx.db.apiKey.findFirst({ where, select: { id: true } }) : null;
+  const found = isUuid(id) ? await ctx.db.apiKey.findFirst({ where, select: { id: true, agentName: true } }) : null;
   if (!found) throw new ApiError("not_found", "API key not found");
-  // A key issued for an agent cannot shed that agent itself: revoking the agent's keys must reach it.
-  if (input.agent_name !== undefined && ctx.credential.type === "api_key" && ctx.credential.id === found.id && ctx.credential.agentName) {
-    throw new ApiError("forbidden", `This key was issued for the agent "${ctx.credential.agentName}"; it cannot change its own agent`);
+  // A key issued for an agent cannot move any key off or onto an agent, its own or the keys it made:
+  // disconnecting the agent revokes its keys, and a key it re-attributed would escape that (or be
+  // swept into it).
+  const agentKey = ctx.credential.type === "api_key" ? ctx.credential.agentName : undefined;
+  if (input.agent_name !== undefined && agentKey && (input.agent_name || null) !== found.agentName) {
+    throw new ApiError("forbidden", `This key was issued for the agent "${agentKey}"; it cannot change which agent a key belongs to`);
   }
   const row = await ctx.db.apiKey.update({
     where: { id: found.id },
