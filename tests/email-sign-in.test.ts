@@ -5,12 +5,21 @@ import { startSmtp } from "./support/smtp-fake.ts";
 import { POST as signUpRoute } from "@/app/api/auth/sign-up/route.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { sessionCookieFor } from "./support/oauth-consent.ts";
+import { sessionOptions } from "@/lib/auth/session-options.ts";
+import type { Account, Profile, User } from "next-auth";
 
 // E-mail sign-in codes (Memax's auth.requestEmailOtp / verifyEmailOtp): mailed through SMTP, stored
 // as an HMAC, single use, a few tries; a right code signs in as `memax login` does.
 
 let h: Harness;
 let smtp: Awaited<ReturnType<typeof startSmtp>>;
+
+/** The sign-in callback next-auth calls after GitHub's redirect (GitHub cannot be reached offline). */
+async function githubSignIn(githubId: string, email: string, profile: Record<string, unknown> = {}, link?: { userId: string; provider: string }) {
+  const options = await sessionOptions(h.db, { link });
+  const account = { type: "oauth", provider: "github", providerAccountId: githubId } as Account;
+  return options.callbacks!.signIn!({ user: { id: githubId, email, name: "GitHub user" } as User, account, profile: profile as Profile });
+}
 
 const codeIn = (data: string) => /sign-in code is (\d{6})/.exec(data.replace(/=\r\n/g, ""))?.[1];
 
@@ -165,6 +174,50 @@ describe("an account made by a password sign-up nobody proved", () => {
     expect(await h.db.user.findUniqueOrThrow({ where: { id: userId } })).toMatchObject({ passwordHash: null, emailUnverified: false });
     // A fresh session of the new owner works.
     expect((await h.anonymous.get("/v1/auth/me", { headers: { cookie: await sessionCookieFor(h.db, userId) } })).status).toBe(200);
+  });
+
+  it("the squatter's linked GitHub account goes with the claim, so it cannot sign back in", async () => {
+    const email = `linked-victim-${Date.now()}@corp.example`;
+    const made = await signUpRoute(
+      new Request("http://engram.test/api/auth/sign-up", {
+        method: "POST",
+        headers: { "content-type": "application/json", "sec-fetch-site": "same-origin", origin: "http://engram.test" },
+        body: JSON.stringify({ email, name: "Not the owner", password: "squatter's password" }),
+      }),
+      { params: Promise.resolve({}) },
+    );
+    expect(made.status).toBe(201);
+    const userId = ((await made.json()) as { data: { user: { id: string } } }).data.user.id;
+    // Signed in as the account, the squatter links their own GitHub account to it.
+    expect(await githubSignIn("gh-squatter", "squatter@evil.example", {}, { userId, provider: "github" })).toBe(true);
+    expect(await h.db.oAuthAccount.count({ where: { userId } })).toBe(1);
+
+    const { code } = await requestCode(email);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email, code })).status).toBe(200);
+    expect(await h.db.oAuthAccount.count({ where: { userId } })).toBe(0);
+    // Their GitHub sign-in now lands in an account of their own address, not the claimed one.
+    expect(await githubSignIn("gh-squatter", "squatter@evil.example")).toBe(true);
+    const squatter = await h.db.oAuthAccount.findFirstOrThrow({ where: { provider: "github", providerAccountId: "gh-squatter" } });
+    expect(squatter.userId).not.toBe(userId);
+  });
+
+  it("an account a GitHub sign-in made for an address GitHub had not verified is claimed by the first proof of it", async () => {
+    const email = `gh-victim-${Date.now()}@corp.example`;
+    expect(await githubSignIn("gh-unverified", email, { email_verified: false })).toBe(true);
+    const made = await h.db.user.findUniqueOrThrow({ where: { email } });
+    expect(made.emailUnverified).toBe(true);
+    const { code } = await requestCode(email);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email, code })).status).toBe(200);
+    expect(await h.db.oAuthAccount.count({ where: { userId: made.id } })).toBe(0);
+    expect(await githubSignIn("gh-unverified", email, { email_verified: false })).toBe("/sign-in?error=OAuthAccountNotLinked");
+    // A verified address makes a proven account, which a code sign-in leaves alone.
+    const proven = `gh-owner-${Date.now()}@corp.example`;
+    expect(await githubSignIn("gh-verified", proven, { email_verified: true })).toBe(true);
+    const owner = await h.db.user.findUniqueOrThrow({ where: { email: proven } });
+    expect(owner.emailUnverified).toBe(false);
+    const again = await requestCode(proven);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: proven, code: again.code })).status).toBe(200);
+    expect(await h.db.oAuthAccount.count({ where: { userId: owner.id } })).toBe(1);
   });
 
   it("a proven account is untouched by a code sign-in: its keys keep working", async () => {

@@ -41,14 +41,15 @@ async function keyFor(email: string): Promise<ReturnType<typeof clientFor>> {
 
 describe("GET /v1/auth/identities and DELETE /v1/auth/link/{provider}", () => {
   it("lists what the providers said at sign-in, refreshed at the next sign-in", async () => {
-    expect(await providerSignIn("github", "gh-1", { email: "Octo@Example.test", name: "Octo Cat" })).toBe(true);
+    // GitHub vouches for the address (lib/auth/github-profile.ts): the account it makes is proven.
+    expect(await providerSignIn("github", "gh-1", { email: "Octo@Example.test", name: "Octo Cat" }, { email_verified: true })).toBe(true);
     const octo = await keyFor("octo@example.test");
     const first = await octo.get("/v1/auth/identities");
     expect(first.status).toBe(200);
     expect(first.body.data).toEqual([
       { id: expect.any(String), user_id: expect.any(String), provider: "github", provider_id: "gh-1", provider_email: "Octo@Example.test", provider_name: "Octo Cat", created_at: expect.any(String) },
     ]);
-    expect(await providerSignIn("github", "gh-1", { email: "octo@example.test", name: "Octo the Cat" })).toBe(true);
+    expect(await providerSignIn("github", "gh-1", { email: "octo@example.test", name: "Octo the Cat" }, { email_verified: true })).toBe(true);
     expect((await octo.get("/v1/auth/identities")).body.data[0]).toMatchObject({ provider_name: "Octo the Cat", provider_email: "octo@example.test" });
     // A Google account with a verified address of the same user links to it.
     expect(await providerSignIn("google", "g-1", { email: "octo@example.test", name: "Octo" }, { email_verified: true })).toBe(true);

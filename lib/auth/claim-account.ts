@@ -6,6 +6,9 @@ import type { Db } from "@/lib/db/database.ts";
  * proof, so whoever made it may not be the address's owner. Everything that could let them back in
  * ends — the password, the API keys, the connected apps' grants and every session so far — and
  * the account is the prover's from now on. Its hubs and memories stay. A proven account is untouched.
+ * The sign-in providers linked to it go too: whoever held the account could link their own GitHub
+ * account to it (or made it by a GitHub sign-in GitHub had not verified the address of), and would
+ * sign back in with it.
  */
 export async function claimAccount(db: Db, userId: string, now: Date): Promise<boolean> {
   return db.$transaction(async (tx) => {
@@ -16,6 +19,7 @@ export async function claimAccount(db: Db, userId: string, now: Date): Promise<b
     if (count === 0) return false;
     await tx.apiKey.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
     await tx.oAuthGrant.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
+    await tx.oAuthAccount.deleteMany({ where: { userId } });
     return true;
   });
 }

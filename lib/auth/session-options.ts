@@ -124,7 +124,10 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
           return true;
         }
         if (!signUpOpen()) return "/sign-in?error=SignupClosed";
-        await createUser(db, { email, name: user.name?.trim() || email.split("@")[0]! }, now, (tx, created) =>
+        // An address the provider does not vouch for is as unproven as a password sign-up's: the
+        // first proof of it (an e-mail code, a verified provider) claims the account from its maker.
+        const emailUnverified = !providerVerifiedEmail(account.provider, profile);
+        await createUser(db, { email, name: user.name?.trim() || email.split("@")[0]!, emailUnverified }, now, (tx, created) =>
           tx.oAuthAccount.create({
             data: { id: newId(now.getTime()), userId: created.user.id, provider: account.provider, providerAccountId: account.providerAccountId, ...shown },
           }),

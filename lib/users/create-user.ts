@@ -8,7 +8,7 @@ export interface CreateUserInput {
   email: string;
   name: string;
   passwordHash?: string;
-  /** A password sign-up: nothing has proven the address yet (lib/auth/claim-account.ts). */
+  /** A password sign-up, or a provider that did not vouch for the address: nothing has proven it yet (lib/auth/claim-account.ts). */
   emailUnverified?: boolean;
 }
 
