@@ -219,6 +219,23 @@ describe("a read-only key", () => {
   });
 });
 
+describe("a key limited to some hubs and the account's credentials", () => {
+  test("cannot list the account's keys or connected apps, which name hubs beyond its reach", async () => {
+    const otherSlug = (await ann.get(`/v1/hubs/${other}`)).body.data.hub.slug as string;
+    expect((await ann.post("/v1/auth/api-keys", { name: "other hub bot", hub_id: other })).status).toBe(201);
+    const teamKey = clientFor((await ann.post("/v1/auth/api-keys", { name: "team hub bot", hub_id: team })).body.data.key);
+    for (const path of ["/v1/auth/api-keys", "/v1/auth/oauth-grants"]) {
+      const res = await teamKey.get(path);
+      expect([res.status, res.body.error?.code], path).toEqual([403, "forbidden"]);
+      expect(res.text).not.toContain(other);
+      expect(res.text).not.toContain(otherSlug);
+    }
+    // A key for the whole account lists them, the other hub's key included.
+    expect((await ann.get("/v1/auth/api-keys")).text).toContain(other);
+    expect((await ann.get("/v1/auth/oauth-grants")).status).toBe(200);
+  });
+});
+
 describe("PATCH /v1/auth/api-keys/{id}", () => {
   test("assigns an agent, clears it with \"\", marks a key standalone", async () => {
     const created = (await ann.post("/v1/auth/api-keys", { name: "script" })).body.data;

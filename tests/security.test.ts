@@ -116,7 +116,8 @@ const ROUTES: Record<string, Row> = {
   ...Object.fromEntries(["GET", "PUT", "PATCH", "DELETE"].map((m) => [`${m} /v1/auth/impersonate`, { path: () => "/v1/auth/impersonate", ...(m !== "GET" && m !== "DELETE" && { body: () => ({}) }), expect: publicRoute(404) }])),
   "GET /v1/auth/me": { path: () => "/v1/auth/me", expect: anyUser(200) },
   "PATCH /v1/auth/me": { path: () => "/v1/auth/me", body: (_f, me) => ({ name: me?.name ?? "Nobody" }), expect: anyUser(200) },
-  "GET /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", expect: anyUser(200) },
+  // Other keys and grants name the hubs they reach: not for a key limited to some hubs.
+  "GET /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", expect: { ...anyUser(200), hub_key: 403 } },
   "POST /v1/auth/api-keys": { path: () => "/v1/auth/api-keys", body: () => ({ name: "extra" }), expect: anyUser(201) },
   // Someone else's key is simply not found.
   "PATCH /v1/auth/api-keys/[id]": {
@@ -162,7 +163,7 @@ const ROUTES: Record<string, Row> = {
   // E-mail sign-in codes: public; an empty body changes nothing (tests/email-sign-in.test.ts walks the flow).
   "POST /v1/auth/email/request": { path: () => "/v1/auth/email/request", body: () => ({}), expect: publicRoute(400) },
   "POST /v1/auth/email/verify": { path: () => "/v1/auth/email/verify", body: () => ({}), expect: publicRoute(400) },
-  "GET /v1/auth/oauth-grants": { path: () => "/v1/auth/oauth-grants", expect: anyUser(200) },
+  "GET /v1/auth/oauth-grants": { path: () => "/v1/auth/oauth-grants", expect: { ...anyUser(200), hub_key: 403 } },
   "DELETE /v1/auth/oauth-grants/[id]": {
     setup: async (f) => {
       f.extra.grantId = await ownerGrant(f);

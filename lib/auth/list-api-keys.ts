@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
 import { MAX_API_KEYS_PER_USER } from "./create-api-key.ts";
 import { serializeApiKey, type ApiKeyObject } from "./serialize-api-key.ts";
 
@@ -7,6 +8,11 @@ import { serializeApiKey, type ApiKeyObject } from "./serialize-api-key.ts";
  * clients iterate it), bounded by MAX_API_KEYS_PER_USER active keys per user.
  */
 export async function listApiKeys(ctx: AuthContext): Promise<ApiKeyObject[]> {
+  // The other keys name the hubs they are limited to (ids and slugs): a key limited to some hubs
+  // must not learn of hubs beyond them, so the account's key list needs a key for the whole account.
+  if (ctx.credential.hubIds !== null) {
+    throw new ApiError("forbidden", "This API key is limited to some hubs; listing the account's API keys needs a key for the whole account");
+  }
   const rows = await ctx.db.apiKey.findMany({
     where: { userId: ctx.user.id, revokedAt: null },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],

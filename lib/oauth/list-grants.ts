@@ -11,7 +11,11 @@ const DEFAULT_GRANT_PAGE = 100;
 const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
 /** The caller's active OAuth grants, newest first: which app reaches which hubs, with what access. */
-export async function listGrants(ctx: Pick<AuthContext, "db" | "user">, query: ListQuery) {
+export async function listGrants(ctx: Pick<AuthContext, "db" | "user" | "credential">, query: ListQuery) {
+  // Each grant names the hubs it reaches: not for a key limited to some hubs (see listApiKeys).
+  if (ctx.credential.hubIds !== null) {
+    throw new ApiError("forbidden", "This API key is limited to some hubs; listing the account's connected apps needs a key for the whole account");
+  }
   const limit = parseLimit(query.limit, DEFAULT_GRANT_PAGE);
   const secret = await serverSecret(ctx.db);
   const after = query.cursor ? decodeCursor(secret, "oauth-grants", ctx.user.id, query.cursor, positionSchema) : undefined;
