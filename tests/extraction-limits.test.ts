@@ -16,6 +16,7 @@ let h: Harness;
 let ann: Client;
 let site: http.Server;
 let sitePort = 0;
+let flakyServed = 0;
 const savedTimeout = process.env.ENGRAM_EXTRACT_TIMEOUT_MS;
 
 // 420 KB of lists nested 120 deep, 80 times: Readability and turndown take several seconds over it
@@ -29,6 +30,8 @@ beforeAll(async () => {
   process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "1000";
   site = http.createServer((req, res) => {
     if (req.url === "/nested") return res.writeHead(200, { "content-type": "text/html" }).end(nested);
+    // Slow to read the first time (the test kills its reader meanwhile), a plain article after.
+    if (req.url === "/flaky") return res.writeHead(200, { "content-type": "text/html" }).end(flakyServed++ === 0 ? nested : article);
     if (req.url?.startsWith("/article")) return res.writeHead(200, { "content-type": "text/html" }).end(article);
     res.writeHead(404).end();
   });
@@ -100,6 +103,29 @@ describe("extraction time limit", () => {
     const read = await processed(next.body.data.id);
     expect(read).toMatchObject({ state: "active", processing_status: "done", processing_error: null, title: "Kiln maintenance guide" });
     expect(read.content).toContain("Let the kiln cool");
+  });
+
+  it("a reader that dies mid-page is not the page's fault: the job is retried and reads the page", async () => {
+    process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "60000";
+    try {
+      const url = `http://127.0.0.1:${sitePort}/flaky`;
+      const res = await ann.post("/v1/memories", { content: url, content_type: "link" });
+      expect(res.status).toBe(201);
+      // The slow page is being read: its worker dies as a crashed thread would.
+      while (flakyServed === 0) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 300));
+      const thread = (globalThis as unknown as { __engramExtractionThread: { live?: { terminate(): Promise<number> } } }).__engramExtractionThread;
+      expect(thread.live).toBeDefined();
+      await thread.live!.terminate();
+      // Before, the death was recorded as the page being unreadable for good: done, URL as content,
+      // "The page could not be read: the reader stopped unexpectedly".
+      const memory = await processed(res.body.data.id);
+      expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null, title: "Kiln maintenance guide" });
+      expect(memory.content).toContain("Let the kiln cool");
+      expect(flakyServed).toBe(2);
+    } finally {
+      process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "1000";
+    }
   });
 
   it("a PDF over the limit is stopped; the next PDF reads the same as ever", async () => {

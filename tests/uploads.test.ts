@@ -375,6 +375,24 @@ describe("create with file_ref", () => {
     expect(memory).toMatchObject({ state: "active", processing_status: "done", content: "Hangar rota", processing_error: expect.stringMatching(/no longer in storage/) });
   });
 
+  it("a reader that dies mid-file is not the file's fault: the job is retried and reads the file", async () => {
+    // Lists nested deep: seconds of reading, time enough to kill the reader in the middle.
+    const slow = Buffer.from(`<html><body>${"<ul><li>Some words in a list item.".repeat(120).concat("</li></ul>".repeat(120)).repeat(20)}</body></html>`);
+    const created = await upload(ann, "nested.html", "text/html", slow, { content: "Nested lists" });
+    // The process's extraction thread (extraction-thread.ts), made on first use.
+    const thread = () => (globalThis as unknown as { __engramExtractionThread?: { busy: boolean; live?: { terminate(): Promise<number> } } }).__engramExtractionThread;
+    const deadline = Date.now() + 30_000;
+    while (!thread()?.busy && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(thread()?.live).toBeDefined();
+    await thread()!.live!.terminate();
+    // Before, the death was recorded as the file being unreadable for good: done with only its note and
+    // "The file could not be read: the reader stopped unexpectedly".
+    const memory = await processed(ann, created.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+    expect(memory.content).toContain("Some words in a list item.");
+  }, 90_000);
+
   it("HTML goes through Readability; CSV and JSON are read as text", async () => {
     const html = Buffer.from(
       `<html><head><title>Deploy guide</title></head><body><nav>Home | About</nav><article><h1>Deploy guide</h1>` +

@@ -7,6 +7,7 @@ import { readLink } from "@/lib/links/read-link.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { isImageType, isTextType } from "@/lib/uploads/upload-limits.ts";
 import { extractText, type Extracted } from "./extract-text.ts";
+import { ExtractionWorkerError } from "./extraction-thread.ts";
 
 interface StoredFileRef {
   object_key: string;
@@ -37,9 +38,14 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
   const bytes = await readFile(ref.object_key);
   // Gone for good (removed from storage by hand, or a lost bucket): retrying cannot bring it back.
   if (!bytes) return { content: note || ref.filename, error: "The file is no longer in storage; only the note was indexed" };
-  // A file the parser chokes on will not parse on a retry either: report it, index what there is.
+  // A file the parser chokes on, or that hits a time or memory limit (ExtractionStoppedError), will do
+  // the same on a retry: report it, index what there is. A reader that died is not the file's fault:
+  // that is thrown, and the job retried.
   const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint) : extractText(asUtf8(bytes, ref), ref.content_type)).catch(
-    (error: Error): Extracted => ({ text: "", error: `The file could not be read: ${error.message}`.slice(0, 500) }),
+    (error: Error): Extracted => {
+      if (error instanceof ExtractionWorkerError) throw error;
+      return { text: "", error: `The file could not be read: ${error.message}`.slice(0, 500) };
+    },
   );
   const text = extracted.text || (isImageType(ref.content_type) ? [`# ${ref.filename}`, memory.hint ?? ""].filter(Boolean).join("\n\n") : "");
   const content = [note, text].filter(Boolean).join("\n\n") || ref.filename;

@@ -16,6 +16,13 @@ export function extractionLimits(): { timeoutMs: number; memoryMb: number } {
  */
 export class ExtractionStoppedError extends Error {}
 
+/**
+ * The reader itself failed: its thread did not start or died mid-task (a crash, or terminated from
+ * outside). Unlike ExtractionStoppedError the file is not at fault, so the job is retried like any
+ * transient failure instead of recording the file as unreadable for good.
+ */
+export class ExtractionWorkerError extends Error {}
+
 /** The worker script (plain ESM, loaded by Node outside the Next bundle), or null when it is not there. */
 export function extractWorkerScript(): string | null {
   const script = path.join(process.cwd(), "lib", "extraction", "extract-worker.mjs");
@@ -48,7 +55,7 @@ function extractionLane(script: string): WorkerLane<Reply> {
     loadFailed: (reply) => {
       // A missing package's message names the server's directories: the log gets it, the memory does not.
       console.error("[engram] extraction: the worker could not load the parsers:", reply.error);
-      return new Error("the reader failed to start");
+      return new ExtractionWorkerError("the reader failed to start");
     },
     crashed: (error, options) => {
       if (error.code === "ERR_WORKER_OUT_OF_MEMORY") {
@@ -56,9 +63,9 @@ function extractionLane(script: string): WorkerLane<Reply> {
       }
       // Other failures are ours, not the file's: their detail goes to the log, not to processing_error.
       console.error("[engram] extraction: the worker failed", error);
-      return new Error("the reader stopped unexpectedly");
+      return new ExtractionWorkerError("the reader stopped unexpectedly");
     },
-    exited: (_code, loaded) => new Error(loaded ? "the reader stopped unexpectedly" : "the reader failed to start"),
+    exited: (_code, loaded) => new ExtractionWorkerError(loaded ? "the reader stopped unexpectedly" : "the reader failed to start"),
   });
 }
 

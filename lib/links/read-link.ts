@@ -1,13 +1,14 @@
 import { extractText, type Extracted } from "@/lib/extraction/extract-text.ts";
-import { readPageInThread } from "@/lib/extraction/extraction-thread.ts";
+import { ExtractionWorkerError, readPageInThread } from "@/lib/extraction/extraction-thread.ts";
 import { normalizeContentType } from "@/lib/uploads/upload-limits.ts";
 import { decodePage } from "./decode-page.ts";
 import { LinkFetchError, safeFetch } from "./safe-fetch.ts";
 
 /**
  * A link memory's page as readable markdown, titled from the page. Failures
- * (refused, unreachable, not text) come back as `error`, never thrown: the
- * memory then keeps its URL as content and says why.
+ * (refused, unreachable, not text, over a reading limit) come back as
+ * `error`: the memory then keeps its URL as content and says why. Only a
+ * reader that died is thrown, so that the job is retried.
  */
 export async function readLink(url: string): Promise<Extracted> {
   try {
@@ -26,6 +27,8 @@ export async function readLink(url: string): Promise<Extracted> {
     return { text: "", error: `The link serves ${type}, which has no readable text` };
   } catch (error) {
     if (error instanceof LinkFetchError) return { text: "", error: error.message };
+    // The reader died (not the page's fault): the job is retried rather than the page recorded as unreadable.
+    if (error instanceof ExtractionWorkerError) throw error;
     return { text: "", error: `The page could not be read: ${(error as Error).message}` };
   }
 }
