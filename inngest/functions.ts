@@ -10,7 +10,7 @@ import { sweepUploadsFunction } from "./upload-functions.ts";
 
 const db = async () => (await getDatabase()).prisma;
 
-/** Step retries per run; a memory that keeps failing then ends `failed` (onFailure). */
+/** Step retries per run; a step that fails on its last try ends the memory `failed`. */
 const RETRIES = 4;
 
 /**
@@ -26,17 +26,13 @@ export const processMemoryFunction = inngest.createFunction(
     triggers: [{ event: MEMORY_PROCESS_EVENT }],
     concurrency: { limit: 4 },
     retries: RETRIES,
-    onFailure: async ({ event, error }) => {
-      const id = (event.data.event.data as { id?: string }).id;
-      if (!id) return;
-      const client = await db();
-      const row = await client.memory.findUnique({ where: { id }, select: { id: true, hubId: true, version: true, contentHash: true, processingStatus: true } });
-      // Only the run that holds the memory may fail it; a newer version is pending and has its own run.
-      if (!row || row.processingStatus !== "running") return;
-      await failMemory({ db: client, memory: row, now: () => new Date() }, describeError(error), { indexed: false });
-    },
+    // No onFailure: it learns neither the attempt this run claimed nor whether the run still holds the
+    // memory, so a stale run's failure (the sweeper re-sent a memory whose run looked stalled, and a
+    // newer run claimed it) would fail the memory under its new owner. The step's last try records the
+    // failure instead, fenced by the run's attempt like the embedded runner's (recordFailure); a run
+    // that dies without recording leaves the memory `running`, and the sweeper resumes it.
   },
-  async ({ event, step }) => {
+  async ({ event, step, attempt, maxAttempts }) => {
     const id = (event.data as { id?: string }).id;
     if (typeof id !== "string") return { status: "invalid" as const };
     const config = processingConfig();
@@ -55,8 +51,10 @@ export const processMemoryFunction = inngest.createFunction(
           return "ok" as const;
         } catch (error) {
           if (error instanceof StaleJobError) return "stale" as const;
-          if (isPermanentError(error)) {
-            // The provider refused the request itself; the embedded runner fails it at once too (recordFailure).
+          // `attempt` counts this step's tries (0-based); the last one fails the memory instead of throwing.
+          const lastTry = attempt >= (maxAttempts ?? RETRIES + 1) - 1;
+          if (lastTry || isPermanentError(error)) {
+            // A refusal by the provider itself is failed at once, as the embedded runner does (recordFailure).
             console.error(`[engram] processing: memory ${claim.memory.id} failed for good`, error);
             const failed = await failMemory(ctx, describeError(error), { indexed, attempt: claim.attempt });
             return failed ? ("failed" as const) : ("stale" as const);

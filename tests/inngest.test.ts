@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { InngestTestEngine } from "@inngest/test";
+import { InngestTestEngine, mockCtx } from "@inngest/test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { MEMORY_PROCESS_EVENT } from "@/inngest/client.ts";
@@ -16,6 +16,40 @@ beforeAll(async () => {
   ann = await h.user("Ann");
 });
 afterAll(async () => h.close());
+
+/**
+ * The last try of each step (Inngest's `attempt`, 0-based, of `maxAttempts` = retries + 1), with embeddings
+ * from a local OpenAI-compatible stand-in that answers 503 (after `onRequest`). If the run fails, its
+ * onFailure handler (if any) runs as Inngest calls it, with the failed run's event and error.
+ */
+async function lastTryAgainst503(id: string, onRequest: () => Promise<void>) {
+  const provider = createServer((_req, res) => {
+    void onRequest().then(() => res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "Overloaded" } })));
+  });
+  await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve));
+  const saved = { ...process.env };
+  Object.assign(process.env, {
+    ENGRAM_EMBEDDINGS_PROVIDER: "openai",
+    OPENAI_API_KEY: "sk-test",
+    OPENAI_BASE_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`,
+  });
+  setEmbedder(undefined);
+  try {
+    const original = { name: MEMORY_PROCESS_EVENT, data: { id } };
+    const run = await new InngestTestEngine({
+      function: processMemoryFunction,
+      events: [original],
+      transformCtx: (ctx) => mockCtx({ ...ctx, attempt: 4, maxAttempts: 5 }),
+    }).execute();
+    const onFailure = (processMemoryFunction as unknown as { onFailureFn?: (ctx: unknown) => Promise<unknown> }).onFailureFn;
+    if (run.error && onFailure) await onFailure({ event: { name: "inngest/function.failed", data: { event: original, error: run.error } }, error: run.error });
+    return run;
+  } finally {
+    process.env = saved;
+    setEmbedder(undefined);
+    await new Promise((resolve) => provider.close(resolve));
+  }
+}
 
 const runFor = (id: string) =>
   new InngestTestEngine({ function: processMemoryFunction, events: [{ name: MEMORY_PROCESS_EVENT, data: { id } }] }).execute();
@@ -75,6 +109,37 @@ describe("Inngest functions (@inngest/test, real steps against the real database
     ]);
     expect((await runFor(orphan)).result).toEqual({ status: "done" });
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: orphan } })).processingStatus).toBe("done");
+  });
+
+  it("a step failing on its last try fails the memory its run holds, with the reason, still found by its words", async () => {
+    const id = (await ann.post("/v1/memories", { content: "The greenhouse vents open at 24 degrees." })).body.data.id;
+    const run = await lastTryAgainst503(id, async () => {});
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+    expect(row).toMatchObject({ processingStatus: "failed", processingAttempts: 1, processingError: "The model provider answered HTTP 503: Overloaded" });
+    expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(1);
+    const chunks = await h.database.sql.query<{ has_vector: boolean }>(`SELECT embedding IS NOT NULL AS has_vector FROM chunks WHERE memory_id = $1`, [id]);
+    expect(chunks).toEqual([{ has_vector: false }]);
+    // Recorded by the step itself: the run ends, it does not fail over to Inngest.
+    expect(run.error).toBeUndefined();
+    expect(run.result).toEqual({ status: "failed" });
+  });
+
+  it("a stale run failing for good does not fail the memory that a newer run holds", async () => {
+    const id = (await ann.post("/v1/memories", { content: "The orchard is netted before the cherries ripen." })).body.data.id;
+    const run = await lastTryAgainst503(id, async () => {
+      // While this run's step waited between retries, the memory looked stalled: the sweeper re-sent
+      // it and a newer run claimed it (attempt 2), which is still working on it.
+      await h.db.memory.update({ where: { id }, data: { processingAttempts: 2, processingStartedAt: new Date() } });
+    });
+    // Before, the stale run's onFailure saw 'running' and failed the memory under the newer run.
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+    expect(row).toMatchObject({ processingStatus: "running", processingAttempts: 2 });
+    expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(0);
+    expect(run.error).toBeUndefined();
+    expect(run.result).toEqual({ status: "stale" });
+    // The newer run (here once its claim looks stalled too) finishes the memory as usual.
+    await h.db.memory.update({ where: { id }, data: { processingStartedAt: new Date(Date.now() - 3_600_000) } });
+    expect((await runFor(id)).result).toEqual({ status: "done" });
   });
 
   it("a provider that refuses the request (HTTP 401) ends the run at once: no step retries, the memory failed with the reason", async () => {
