@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { makePng } from "./support/make-files.ts";
 import { dispatch } from "./support/router.ts";
 
@@ -14,6 +14,8 @@ import { dispatch } from "./support/router.ts";
 const PORT = 3841;
 let server: Server;
 const visionRequests: unknown[] = [];
+/** Image requests still to answer 503 (the provider overloaded). */
+let overloaded = 0;
 let h: Harness;
 let ann: Client;
 let blobDir: string;
@@ -28,6 +30,10 @@ beforeAll(async () => {
     const parts = body.messages?.flatMap((m: { content: unknown }) => (Array.isArray(m.content) ? m.content : [])) ?? [];
     const image = parts.find((p: { type: string }) => p.type === "image_url");
     if (image) visionRequests.push(image);
+    if (image && overloaded > 0) {
+      overloaded--;
+      return res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "The engine is currently overloaded" } }));
+    }
     const content = image
       ? "Whiteboard: the on-call rotation swaps every Thursday at noon."
       : JSON.stringify(name === "memory_classification" ? { kind: "semantic", stability: "stable" } : { summary: "An on-call whiteboard photo." });
@@ -60,8 +66,31 @@ afterAll(async () => {
   rmSync(blobDir, { recursive: true, force: true });
 });
 
+async function uploadImage(): Promise<string> {
+  const png = makePng(20, 12);
+  const intent = (await ann.post("/v1/uploads", { filename: "board.png", content_type: "image/png", size_bytes: png.length })).body.data;
+  expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(png) }))).status).toBe(200);
+  const created = await ann.post("/v1/memories", { file_ref: intent.file_ref });
+  expect(created.status).toBe(201);
+  return created.body.data.id;
+}
+
 describe("images with a vision model", () => {
+  it("a vision model that is overloaded is asked again later; the image is not recorded as unreadable", async () => {
+    // The first request and the model SDK's two retries of it.
+    overloaded = 3;
+    visionRequests.length = 0;
+    const id = await uploadImage();
+    const memory = await waitProcessed(h.db, ann, id, 60_000);
+    // Before, the overload was kept as the image's final answer: done, with only the file name as
+    // content and "The file could not be read: The engine is currently overloaded".
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+    expect(memory.content).toContain("on-call rotation swaps every Thursday");
+    expect(visionRequests).toHaveLength(4);
+  });
+
   it("the model's transcription becomes the content; no processing_error", async () => {
+    visionRequests.length = 0;
     const png = makePng(16, 9);
     const intent = (await ann.post("/v1/uploads", { filename: "board.png", content_type: "image/png", size_bytes: png.length })).body.data;
     expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(png) }))).status).toBe(200);

@@ -1,10 +1,11 @@
-import { generateText } from "ai";
+import { APICallError, generateText, RetryError } from "ai";
 import { chatModel } from "@/lib/ai/chat-model.ts";
 import { blobStore, readAll } from "@/lib/blobs/blob-store.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
 import { decodePage } from "@/lib/links/decode-page.ts";
 import { readLink } from "@/lib/links/read-link.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
+import { describeError, isPermanentError } from "@/lib/processing/process-memory.ts";
 import { isImageType, isTextType } from "@/lib/uploads/upload-limits.ts";
 import { extractText, type Extracted } from "./extract-text.ts";
 import { ExtractionWorkerError } from "./extraction-thread.ts";
@@ -44,6 +45,12 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
   const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint) : extractText(asUtf8(bytes, ref), ref.content_type)).catch(
     (error: Error): Extracted => {
       if (error instanceof ExtractionWorkerError) throw error;
+      // The vision model failed. Busy, unreachable or erring (429, 5xx) says nothing of the image: retried.
+      // A refusal is final, in describeError's words (the provider's own may echo the key or name hosts).
+      if (APICallError.isInstance(error) || RetryError.isInstance(error)) {
+        if (!isPermanentError(error)) throw error;
+        return { text: "", error: `The file could not be read: ${describeError(error)}`.slice(0, 500) };
+      }
       return { text: "", error: `The file could not be read: ${error.message}`.slice(0, 500) };
     },
   );
