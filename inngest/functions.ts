@@ -46,6 +46,13 @@ export const processMemoryFunction = inngest.createFunction(
     for (const processingStep of PROCESSING_STEPS) {
       const result = await step.run(processingStep.name, async () => {
         const ctx: StepContext = { db: await db(), memory: claim.memory, now: () => new Date() };
+        // Overtaken: this run looked stalled (a slow step, Inngest's backoff) and a newer run claimed the
+        // memory with attempts + 1. That run finishes it; this one stops, as the embedded runner's job
+        // does when its lease is lost, instead of completing the memory under it.
+        const held = await ctx.db.memory.count({
+          where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running", processingAttempts: claim.attempt },
+        });
+        if (held === 0) return "stale" as const;
         try {
           await processingStep.run(ctx);
           return "ok" as const;

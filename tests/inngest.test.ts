@@ -142,6 +142,33 @@ describe("Inngest functions (@inngest/test, real steps against the real database
     expect((await runFor(id)).result).toEqual({ status: "done" });
   });
 
+  it("a run overtaken by a newer run stops at its next step: it does not finish the memory under the newer run", async () => {
+    const id = (await ann.post("/v1/memories", { content: "The beehives are moved to the heather in late July." })).body.data.id;
+    const { result } = await new InngestTestEngine({
+      function: processMemoryFunction,
+      events: [{ name: MEMORY_PROCESS_EVENT, data: { id } }],
+      transformCtx: (ctx) => {
+        const run = ctx.step.run;
+        const step = {
+          ...ctx.step,
+          run: (async (name: string, fn: () => unknown) => {
+            const output = await run(name, fn);
+            // Once `index` is done, the memory looks stalled (a slow provider, Inngest's retry backoff):
+            // the sweeper re-sends it and a newer run claims it (attempt 2).
+            if (name === "index") await h.db.memory.update({ where: { id }, data: { processingAttempts: 2, processingStartedAt: new Date() } });
+            return output;
+          }) as typeof run,
+        };
+        return mockCtx({ ...ctx, step });
+      },
+    }).execute();
+    // Before, the old run went on to summarise and complete: `done` (and memory.processed) while the newer run still worked.
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+    expect(row).toMatchObject({ processingStatus: "running", processingAttempts: 2 });
+    expect(await h.db.event.count({ where: { type: "memory.processed", entityId: id } })).toBe(0);
+    expect(result).toEqual({ status: "stale" });
+  });
+
   it("a provider that refuses the request (HTTP 401) ends the run at once: no step retries, the memory failed with the reason", async () => {
     // A local stand-in for an OpenAI-compatible server that rejects the key.
     const provider = createServer((_req, res) => {
