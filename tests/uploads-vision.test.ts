@@ -16,6 +16,9 @@ let server: Server;
 const visionRequests: unknown[] = [];
 /** Image requests still to answer 503 (the provider overloaded). */
 let overloaded = 0;
+/** Image requests still to leave unanswered (a provider that accepted the connection and hangs). */
+let hanging = 0;
+const hung: { end(): void }[] = [];
 let h: Harness;
 let ann: Client;
 let blobDir: string;
@@ -30,6 +33,11 @@ beforeAll(async () => {
     const parts = body.messages?.flatMap((m: { content: unknown }) => (Array.isArray(m.content) ? m.content : [])) ?? [];
     const image = parts.find((p: { type: string }) => p.type === "image_url");
     if (image) visionRequests.push(image);
+    if (image && hanging > 0) {
+      hanging--;
+      hung.push(res);
+      return;
+    }
     if (image && overloaded > 0) {
       overloaded--;
       return res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "The engine is currently overloaded" } }));
@@ -66,8 +74,8 @@ afterAll(async () => {
   rmSync(blobDir, { recursive: true, force: true });
 });
 
-async function uploadImage(): Promise<string> {
-  const png = makePng(20, 12);
+async function uploadImage(width = 20, height = 12): Promise<string> {
+  const png = makePng(width, height);
   const intent = (await ann.post("/v1/uploads", { filename: "board.png", content_type: "image/png", size_bytes: png.length })).body.data;
   expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(png) }))).status).toBe(200);
   const created = await ann.post("/v1/memories", { file_ref: intent.file_ref });
@@ -77,7 +85,7 @@ async function uploadImage(): Promise<string> {
 
 describe("images with a vision model", () => {
   it("a vision model that is overloaded is asked again later; the image is not recorded as unreadable", async () => {
-    // The first request and the model SDK's two retries of it.
+    // More than the model SDK's own retry of one request absorbs: the attempt fails, the next one is answered.
     overloaded = 3;
     visionRequests.length = 0;
     const id = await uploadImage();
@@ -87,6 +95,23 @@ describe("images with a vision model", () => {
     expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
     expect(memory.content).toContain("on-call rotation swaps every Thursday");
     expect(visionRequests).toHaveLength(4);
+  });
+
+  it("a vision model that never answers is cut off at ENGRAM_MODEL_TIMEOUT_MS and asked again later", async () => {
+    hanging = 1;
+    visionRequests.length = 0;
+    process.env.ENGRAM_MODEL_TIMEOUT_MS = "1500";
+    try {
+      const id = await uploadImage(24, 14);
+      // Before, the request had no time limit: the memory stayed `running` (its lease renewed) for good.
+      const memory = await waitProcessed(h.db, ann, id, 30_000);
+      expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+      expect(memory.content).toContain("on-call rotation swaps every Thursday");
+      expect(visionRequests).toHaveLength(2);
+    } finally {
+      delete process.env.ENGRAM_MODEL_TIMEOUT_MS;
+      for (const res of hung.splice(0)) res.end();
+    }
   });
 
   it("the model's transcription becomes the content; no processing_error", async () => {

@@ -1,5 +1,6 @@
 import { APICallError, generateText, RetryError } from "ai";
 import { chatModel } from "@/lib/ai/chat-model.ts";
+import { modelTimeoutMs } from "@/lib/ai/model-timeout.ts";
 import { blobStore, readAll } from "@/lib/blobs/blob-store.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
 import { decodePage } from "@/lib/links/decode-page.ts";
@@ -45,9 +46,9 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
   const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint) : extractText(asUtf8(bytes, ref), ref.content_type)).catch(
     (error: Error): Extracted => {
       if (error instanceof ExtractionWorkerError) throw error;
-      // The vision model failed. Busy, unreachable or erring (429, 5xx) says nothing of the image: retried.
+      // The vision model failed. Busy, unreachable, silent or erring (429, 5xx) says nothing of the image: retried.
       // A refusal is final, in describeError's words (the provider's own may echo the key or name hosts).
-      if (APICallError.isInstance(error) || RetryError.isInstance(error)) {
+      if (APICallError.isInstance(error) || RetryError.isInstance(error) || error.name === "TimeoutError" || error.name === "AbortError") {
         if (!isPermanentError(error)) throw error;
         return { text: "", error: `The file could not be read: ${describeError(error)}`.slice(0, 500) };
       }
@@ -92,6 +93,10 @@ async function describeImage(bytes: Buffer, ref: StoredFileRef, hint: string | n
   if (!model) return { text: "", error: "No text was found in the image (no vision model is configured)" };
   const { text } = await generateText({
     model,
+    // Bounded like every background model call (model-timeout.ts): the runner renews a job's lease on a
+    // timer, so a provider that never answers would otherwise hold the memory `running` for good.
+    maxRetries: 1,
+    abortSignal: AbortSignal.timeout(modelTimeoutMs()),
     messages: [
       {
         role: "user",
