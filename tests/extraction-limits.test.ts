@@ -114,9 +114,9 @@ describe("extraction time limit", () => {
       // The slow page is being read: its worker dies as a crashed thread would.
       while (flakyServed === 0) await new Promise((r) => setTimeout(r, 20));
       await new Promise((r) => setTimeout(r, 300));
-      const thread = (globalThis as unknown as { __engramExtractionThread: { live?: { terminate(): Promise<number> } } }).__engramExtractionThread;
+      const thread = (globalThis as unknown as { __engramExtractionThread: { live?: { worker: { terminate(): Promise<number> } } } }).__engramExtractionThread;
       expect(thread.live).toBeDefined();
-      await thread.live!.terminate();
+      await thread.live!.worker.terminate();
       // Before, the death was recorded as the page being unreadable for good: done, URL as content,
       // "The page could not be read: the reader stopped unexpectedly".
       const memory = await processed(res.body.data.id);
