@@ -21,6 +21,8 @@ const nextConfig: NextConfig = {
     "@mozilla/readability",
   ],
   poweredByHeader: false,
+  // scripts/server.mjs compresses responses itself, at a cheaper zlib level.
+  compress: false,
   // No page of Engram may be framed, on another site or a same-site one (another port on localhost, a
   // sibling subdomain): a framed dashboard could be clicked through (delete, accept, unlink) under a
   // decoy. Routes with their own policy (the consent page, downloads) add to these, never loosen them.
