@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encode } from "next-auth/jwt";
 import bcrypt from "bcryptjs";
 import { call, createHarness, type Client, type Harness } from "./support/harness.ts";
-import { sessionSecret } from "@/lib/auth/session.ts";
+import { resolveSession, sessionSecret } from "@/lib/auth/session.ts";
 import { POST as signUpRoute, GET as signUpGet } from "@/app/api/auth/sign-up/route.ts";
 
 let h: Harness;
@@ -106,6 +106,26 @@ describe("browser session on /v1", () => {
     expect(both.status).toBe(200);
     expect(both.body.data.user.id).toBe(bob.id);
     expect(both.body.data.credential.type).toBe("api_key");
+  });
+
+  it("reads the user's row once per session check (every dashboard page and cookie request makes one)", async () => {
+    let userReads = 0;
+    const user = new Proxy(h.db.user, {
+      get: (target, key) => {
+        const value = Reflect.get(target, key);
+        return typeof value === "function"
+          ? (...args: unknown[]) => {
+              userReads++;
+              return value.apply(target, args);
+            }
+          : value;
+      },
+    });
+    const db = new Proxy(h.db, { get: (target, key) => (key === "user" ? user : Reflect.get(target, key)) });
+    const req = new Request("http://engram.test/v1/auth/me", { headers: { cookie: await sessionCookie(ann.id) } });
+    const resolved = await resolveSession(db, req, new Date());
+    expect(resolved.user).toEqual({ id: ann.id, email: ann.email, name: ann.name });
+    expect(userReads).toBe(1);
   });
 });
 

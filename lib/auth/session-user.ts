@@ -1,7 +1,7 @@
 import { cookies } from "next/headers";
 import { cache } from "react";
 import { getDatabase } from "@/lib/db/database.ts";
-import { sessionTokenFrom, sessionUserId } from "./session.ts";
+import { sessionAccount, sessionTokenFrom } from "./session.ts";
 
 /**
  * The signed-in dashboard user for server components, or null. Cached per request: the layouts
@@ -14,7 +14,5 @@ export const sessionUser = cache(async (): Promise<{ id: string; email: string; 
     .map((cookie) => `${cookie.name}=${encodeURIComponent(cookie.value)}`)
     .join("; ");
   const { prisma } = await getDatabase();
-  const userId = await sessionUserId(prisma, sessionTokenFrom(header));
-  if (!userId) return null;
-  return prisma.user.findUnique({ where: { id: userId }, select: { id: true, email: true, name: true } });
+  return (await sessionAccount(prisma, sessionTokenFrom(header))) ?? null;
 });

@@ -59,8 +59,11 @@ export function hasSessionCookie(req: Request): boolean {
   return sessionTokenFrom(req.headers.get("cookie")) !== undefined;
 }
 
-/** The user id inside a valid, unexpired session token, or undefined. */
-export async function sessionUserId(db: Db, token: string | undefined): Promise<string | undefined> {
+/**
+ * The account of a valid, unexpired session token, or undefined. The row that validates the
+ * session is the row the caller needs: one read of the user, not one to check and one to load.
+ */
+export async function sessionAccount(db: Db, token: string | undefined): Promise<AuthUser | undefined> {
   if (!token) return undefined;
   try {
     const payload = await decode({ token, secret: await sessionSecret(db) });
@@ -69,15 +72,20 @@ export async function sessionUserId(db: Db, token: string | undefined): Promise<
     // one issued before the account's cut-off (a claim ended them) no longer counts. Both read at once.
     const [ended, user] = await Promise.all([
       typeof payload.jti === "string" ? db.endedSession.findUnique({ where: { jti: payload.jti }, select: { jti: true } }) : null,
-      db.user.findUnique({ where: { id: payload.sub }, select: { sessionsValidAfter: true } }),
+      db.user.findUnique({ where: { id: payload.sub }, select: { id: true, email: true, name: true, sessionsValidAfter: true } }),
     ]);
     if (ended || !user) return undefined;
     const issued = typeof payload.iat === "number" ? payload.iat : 0;
     if (user.sessionsValidAfter && issued < Math.floor(user.sessionsValidAfter.getTime() / 1000)) return undefined;
-    return payload.sub;
+    return { id: user.id, email: user.email, name: user.name };
   } catch {
     return undefined;
   }
+}
+
+/** The user id inside a valid, unexpired session token, or undefined. */
+export async function sessionUserId(db: Db, token: string | undefined): Promise<string | undefined> {
+  return (await sessionAccount(db, token))?.id;
 }
 
 /**
@@ -85,9 +93,7 @@ export async function sessionUserId(db: Db, token: string | undefined): Promise<
  * cross-site requests, so writes must prove they come from our own pages.
  */
 export async function resolveSession(db: Db, req: Request, _now: Date): Promise<{ user: AuthUser; credential: Credential }> {
-  const userId = await sessionUserId(db, sessionTokenFrom(req.headers.get("cookie")));
-  if (!userId) throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
-  const user = await db.user.findUnique({ where: { id: userId }, select: { id: true, email: true, name: true } });
+  const user = await sessionAccount(db, sessionTokenFrom(req.headers.get("cookie")));
   if (!user) throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
   if (!SAFE_METHODS.has(req.method.toUpperCase())) assertSameOrigin(req);
   return { user, credential: { type: "session", ...FULL_ACCESS } };
