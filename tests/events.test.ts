@@ -289,4 +289,14 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     }
     for (const s of streams) await s.close();
   });
+
+  it(`the ${MAX_STREAMS_PER_USER}-stream cap holds when many streams open at once`, async () => {
+    const zoe = await h.user("Zoe");
+    const opened = await Promise.all(Array.from({ length: MAX_STREAMS_PER_USER + 10 }, () => openEventStream(zoe.key)));
+    const live = opened.filter((s) => s.status === 200);
+    for (const s of opened) open.push(s);
+    expect(opened.filter((s) => s.status === 429).length).toBe(10);
+    expect(live.length).toBe(MAX_STREAMS_PER_USER);
+    for (const s of live) await s.close();
+  });
 });

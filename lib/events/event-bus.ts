@@ -19,6 +19,7 @@ export interface EventSubscriber {
  */
 export class EventBus {
   private readonly subscribers = new Set<EventSubscriber>();
+  private readonly opening = new Map<string, number>();
   private listening?: Promise<void>;
   private queue: Promise<void> = Promise.resolve();
 
@@ -41,11 +42,29 @@ export class EventBus {
     return this.subscribers.size;
   }
 
-  /** Streams this user has open in this process. */
+  /** Streams this user has open in this process, counting those still opening. */
   countOf(userId: string): number {
-    let n = 0;
+    let n = this.opening.get(userId) ?? 0;
     for (const subscriber of this.subscribers) if (subscriber.userId === userId) n += 1;
     return n;
+  }
+
+  /**
+   * Holds one of the user's `max` places from the check until the stream subscribes (or fails): a
+   * stream awaits the database before it subscribes, and streams opened at once must not all pass a
+   * count that none of them is in yet. Null when the places are taken; call the release once.
+   */
+  reserve(userId: string, max: number): (() => void) | null {
+    if (this.countOf(userId) >= max) return null;
+    this.opening.set(userId, (this.opening.get(userId) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = (this.opening.get(userId) ?? 1) - 1;
+      if (left > 0) this.opening.set(userId, left);
+      else this.opening.delete(userId);
+    };
   }
 
   private start(): Promise<void> {

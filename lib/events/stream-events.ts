@@ -52,7 +52,8 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
   const resumeFrom = input.lastEventId && /^\d{1,19}$/.test(input.lastEventId.trim()) ? BigInt(input.lastEventId.trim()) : null;
   const database = await getDatabase();
   const userId = ctx.user.id;
-  if (eventBus(database).countOf(userId) >= MAX_STREAMS_PER_USER) {
+  const release = eventBus(database).reserve(userId, MAX_STREAMS_PER_USER);
+  if (!release) {
     throw new ApiError("rate_limited", `At most ${MAX_STREAMS_PER_USER} event streams may be open at once; close one first`, {
       limit: MAX_STREAMS_PER_USER,
       retry_after: PING_INTERVAL_MS / 1000,
@@ -60,7 +61,13 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
   }
   // A stream that does not resume starts now: a replay after the listening connection comes back
   // (resync) must not hand it the whole retention window as if it were new.
-  const startSeq = resumeFrom ?? (await ctx.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0n;
+  let startSeq: bigint;
+  try {
+    startSeq = resumeFrom ?? (await ctx.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0n;
+  } catch (error) {
+    release();
+    throw error;
+  }
   const accepts = (event: { type: string; hub_id: string | null }) =>
     (!types || types.has(event.type as EventType)) &&
     (!input.hubId || event.hub_id === null || event.hub_id === input.hubId) &&
@@ -137,12 +144,15 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       }
     };
 
-    const unsubscribe = await eventBus(database).subscribe({
+    // subscribe counts the stream before its first await, so the reserved place can go at once.
+    const subscribing = eventBus(database).subscribe({
       userId,
       accepts,
       deliver: (event) => enqueue(() => deliver(event)),
       resync: () => enqueue(replay),
     });
+    release();
+    const unsubscribe = await subscribing;
     const ping = setInterval(() => {
       sse.send("ping", { time: new Date().toISOString() });
       enqueue(checkCredential);
