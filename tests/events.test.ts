@@ -268,6 +268,18 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     expect(narrow.payload().filter((e) => e.data.hub_id !== kept && e.data.hub_id !== null)).toEqual([]);
   });
 
+  it("a Last-Event-ID past the newest event (a restored database, a forged id) resumes from the newest, not a dead stream", async () => {
+    const before = await push(mira, `before a far resume ${Math.random()}`, mira.personalHubId);
+    for (const id of ["9999999999999999999", "9223372036854775807"]) {
+      const far = await stream(mira, "", { "last-event-id": id });
+      expect(far.status).toBe(200);
+      const marker = await push(mira, `after a far resume ${Math.random()}`, mira.personalHubId);
+      await far.waitFor((e) => e.event === "memory.created" && e.data.entity_id === marker);
+      expect(far.payload().map((e) => e.data.entity_id)).toEqual([marker]);
+      expect(far.payload().map((e) => e.data.entity_id)).not.toContain(before);
+    }
+  });
+
   it(`at most ${MAX_STREAMS_PER_USER} streams per user at once (429), and closing one frees its place`, async () => {
     const eve = await h.user("Eve");
     const streams = [];

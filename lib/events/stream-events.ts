@@ -60,10 +60,14 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
     }, { "Retry-After": String(PING_INTERVAL_MS / 1000) });
   }
   // A stream that does not resume starts now: a replay after the listening connection comes back
-  // (resync) must not hand it the whole retention window as if it were new.
+  // (resync) must not hand it the whole retention window as if it were new. A resume past the newest
+  // event (an id from before the database was restored or reset, or a forged one, up to 19 digits and
+  // past bigint) resumes from the newest: kept as it is, it stays silent until seq catches up, or
+  // fails the replay's query and ends the stream, for good on every reconnect.
   let startSeq: bigint;
   try {
-    startSeq = resumeFrom ?? (await ctx.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0n;
+    const newest = (await ctx.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0n;
+    startSeq = resumeFrom !== null && resumeFrom < newest ? resumeFrom : newest;
   } catch (error) {
     release();
     throw error;
