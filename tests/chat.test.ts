@@ -5,6 +5,7 @@ import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/proce
 import { clientFor, createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { startFakeChat, type FakeChat } from "./support/openai-stream-fake.ts";
 import { openSse } from "./support/sse-client.ts";
+import { MAX_CHAT_STREAMS_PER_USER } from "@/lib/chat/stream-chat-message.ts";
 
 // Agent chat (Memax's chats resource): sessions over the caller's hubs, turns answered in the
 // background from recall, a stream per answer, cancel, regenerate and approvals for saving.
@@ -399,6 +400,31 @@ describe("workers", () => {
     expect((await h.db.chatMessage.findUniqueOrThrow({ where: { id: sent.active_message_id } })).status).toBe("completed");
     expect((await ann.get(`${base}/${s.id}`)).body.data.status).toBe("idle");
     stopChatTurns();
+  });
+
+  it(`holds at most ${MAX_CHAT_STREAMS_PER_USER} answer streams per user open at once, even when they open together`, async () => {
+    const s = await session(ann);
+    const sent = (await send(ann, s.id, "Remember that the VPN certificate renews in March.")).body.data;
+    await chatTurnsIdle();
+    // The turn waits on its approval, so every stream stays open, reading the log while it waits.
+    const opened = await Promise.all(Array.from({ length: MAX_CHAT_STREAMS_PER_USER + 5 }, () => openSse(ann.key, sent.resume_url)));
+    const live = opened.filter((st) => st.status === 200);
+    const refused = opened.filter((st) => st.status === 429);
+    expect([live.length, refused.length]).toEqual([MAX_CHAT_STREAMS_PER_USER, 5]);
+    expect(JSON.parse(refused[0]!.text!).error).toMatchObject({ code: "rate_limited", details: { limit: MAX_CHAT_STREAMS_PER_USER } });
+    await live.pop()!.close();
+    let again = await openSse(ann.key, sent.resume_url);
+    for (let tries = 0; again.status !== 200 && tries < 50; tries++) {
+      await new Promise((r) => setTimeout(r, 20));
+      again = await openSse(ann.key, sent.resume_url);
+    }
+    expect(again.status).toBe(200);
+    live.push(again);
+    const approval = await h.db.chatApproval.findFirstOrThrow({ where: { messageId: sent.active_message_id } });
+    expect((await ann.post(`${base}/${s.id}/approvals/${approval.id}`, { decision: "deny" })).status).toBe(200);
+    // The turn ends, and with it every stream and the places they held.
+    await Promise.all(live.map((st) => st.ended));
+    expect((await openSse(ann.key, sent.resume_url)).status).toBe(200);
   });
 
   it("expires the replay after 24 hours", async () => {

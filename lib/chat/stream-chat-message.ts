@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { sseResponse } from "@/lib/api/sse.ts";
+import { sseResponse, type SseWriter } from "@/lib/api/sse.ts";
 import { findChatMessageOrThrow } from "./chat-access.ts";
 import { waitForChatEvent } from "./chat-events.ts";
 import { CHAT_LIMITS, isTerminal, TERMINAL_EVENTS } from "./chat-fields.ts";
@@ -11,6 +11,9 @@ const PING_MS = 15_000;
 /** One connection's longest life; the client reconnects with Last-Event-ID and loses nothing. */
 const MAX_CONNECTION_MS = 15 * 60_000;
 const BATCH = 200;
+/** Answer streams one user may hold open at once in one server process: each reads the log every POLL_MS while its turn runs. */
+export const MAX_CHAT_STREAMS_PER_USER = 20;
+const openStreams = new Map<string, number>();
 
 /** Last-Event-ID (header, or last_event_id in the query for browsers' EventSource polyfills): events after it. */
 export function lastEventId(req: Request): number {
@@ -31,7 +34,30 @@ export async function streamChatMessage(ctx: AuthContext, sessionId: string, mes
   if (ctx.now().getTime() - message.createdAt.getTime() > CHAT_LIMITS.replayMs) {
     throw new ApiError("chat_replay_expired", "This turn's stream is older than 24 hours; read the message instead");
   }
+  // Counted from here, with no await before the stream holds its place: streams opened at once cannot all pass.
+  const userId = ctx.user.id;
+  const open = openStreams.get(userId) ?? 0;
+  if (open >= MAX_CHAT_STREAMS_PER_USER) {
+    throw new ApiError("rate_limited", `At most ${MAX_CHAT_STREAMS_PER_USER} answer streams may be open at once; close one first`, {
+      limit: MAX_CHAT_STREAMS_PER_USER,
+      retry_after: PING_MS / 1000,
+    }, { "Retry-After": String(PING_MS / 1000) });
+  }
+  openStreams.set(userId, open + 1);
+  const release = () => {
+    const left = (openStreams.get(userId) ?? 1) - 1;
+    if (left > 0) openStreams.set(userId, left);
+    else openStreams.delete(userId);
+  };
   return sseResponse(async (sse) => {
+    try {
+      await followTurn(sse);
+    } finally {
+      release();
+    }
+  });
+
+  async function followTurn(sse: SseWriter) {
     const signal = requestSignal ? AbortSignal.any([requestSignal, sse.signal]) : sse.signal;
     const started = Date.now();
     let seq = after;
@@ -58,5 +84,5 @@ export async function streamChatMessage(ctx: AuthContext, sessionId: string, mes
     } finally {
       sse.close();
     }
-  });
+  }
 }
