@@ -385,6 +385,29 @@ describe("workers", () => {
     expect((await h.db.chatMessage.findUniqueOrThrow({ where: { id: lost.id } })).status).toBe("completed");
   });
 
+  it("a turn taken over after its worker died does not quote the sources it recalled from a hub the owner has lost since", async () => {
+    const s = await session(bob, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
+    const sent = (await send(bob, s.id, "When does the on-call rotation hand over?")).body.data;
+    expect((await answered(bob, s.id, sent.active_message_id)).content).toMatch(/Wednesdays at noon/);
+    // Rewind it to a worker that recalled (its sources kept on the tool call) and died before answering.
+    const longAgo = new Date(Date.now() - 5 * 60_000);
+    await h.db.chatMessage.update({ where: { id: sent.active_message_id }, data: { status: "running", leaseOwner: "dead-worker", heartbeatAt: longAgo, content: "", citations: [] } });
+    await h.db.chatEvent.deleteMany({ where: { messageId: sent.active_message_id, type: { in: ["message.text", "message.completed"] } } });
+    await h.db.chatSession.update({ where: { id: s.id }, data: { status: "running", activeMessageId: sent.active_message_id } });
+    await h.db.hubMember.delete({ where: { hubId_userId: { hubId: teamHubId, userId: bob.id } } });
+    try {
+      await runChatTurn(h.database, sent.active_message_id, "rescuer");
+      await chatTurnsIdle();
+      const after = await h.db.chatMessage.findUniqueOrThrow({ where: { id: sent.active_message_id } });
+      expect(after.status).toBe("completed");
+      expect(after.scopeHubIdsUsed).toEqual([]);
+      expect(after.content).not.toMatch(/Wednesdays/);
+      expect(after.citations).toEqual([]);
+    } finally {
+      await h.db.hubMember.create({ data: { hubId: teamHubId, userId: bob.id, role: "contributor" } });
+    }
+  });
+
   it("on the embedded database, a turn leased by the process that stopped is run as soon as the server starts", async () => {
     if (h.database.kind !== "pglite") return; // PostgreSQL: other processes may be alive, so their leases age out (above)
     const s = await session(ann);

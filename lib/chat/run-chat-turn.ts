@@ -281,7 +281,7 @@ async function pinnedSources(turn: Turn, scope: string[]): Promise<RecalledMemor
 async function recallStep(turn: Turn, query: string, scope: string[]): Promise<RecalledMemory[]> {
   if (!turn.session.tools.includes("recall")) return [];
   const done = turn.toolCalls.find((c) => c.name === "recall" && c.status === "done");
-  if (done) return (done.result?.sources as RecalledMemory[] | undefined) ?? [];
+  if (done) return stillReadable(turn, (done.result?.sources as RecalledMemory[] | undefined) ?? [], scope);
   const call: ChatToolCall = { id: `call_${newId()}`, name: "recall", arguments: { query, hub_ids: scope }, status: "done" };
   await emit(turn, "message.tool_call", { tool_call: { id: call.id, name: call.name, arguments: call.arguments } });
   const found = scope.length === 0 ? [] : (await recallMemories(turn.ctx, { query, limit: RECALL_LIMIT, hub_ids: scope })).memories;
@@ -291,6 +291,20 @@ async function recallStep(turn: Turn, query: string, scope: string[]): Promise<R
   await saveToolCalls(turn);
   await emit(turn, "message.tool_result", { tool_call_id: call.id, name: call.name, result: { memories: call.result.memories } });
   return sources;
+}
+
+/**
+ * The kept sources of a turn taken over from a worker that died: only those the owner can still read
+ * in this turn's scope. The owner may have lost the hub (or the memory was deleted) since the recall.
+ */
+async function stillReadable(turn: Turn, sources: RecalledMemory[], scope: string[]): Promise<RecalledMemory[]> {
+  if (sources.length === 0 || scope.length === 0) return [];
+  const rows = await turn.ctx.db.memory.findMany({
+    where: { AND: [memoryAccessWhere(turn.ctx), { id: { in: sources.map((s) => s.id) } }, { hubId: { in: scope } }] },
+    select: { id: true },
+  });
+  const readable = new Set(rows.map((r) => r.id));
+  return sources.filter((s) => readable.has(s.id));
 }
 
 /**
