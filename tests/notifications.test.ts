@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createNotification } from "@/lib/notifications/create-notification.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
@@ -302,5 +303,24 @@ describe("notifications", () => {
     const blind = await ann.post(`/v1/hubs/${hub}/invites`, { role: "contributor", invitee: { user_id: nobody } });
     expect(blind.status, blind.text).toBe(201);
     expect(blind.body.data).toMatchObject({ invitee_user_id: nobody, email: null });
+  });
+});
+
+describe("notification pages", () => {
+  it("follow the API's list rule: 20 by default, at most 100 however many are asked for", async () => {
+    const dee = await h.user("Dee");
+    // 105 receipts, written as any area records them (createNotification inside its transaction).
+    await h.db.$transaction(async (tx) => {
+      for (let i = 0; i < 105; i++) await createNotification(tx, { userId: dee.id, kind: "hub_member_joined", sourceKind: "hub", payload: { n: i } });
+    });
+    const first = await dee.get("/v1/notifications");
+    expect(first.body.data.notifications).toHaveLength(20);
+    expect(first.body.data.has_more).toBe(true);
+    const most = await dee.get("/v1/notifications?limit=1000");
+    expect(most.status).toBe(200);
+    expect(most.body.data.notifications).toHaveLength(100);
+    const rest = await dee.get(`/v1/notifications?limit=1000&cursor=${encodeURIComponent(most.body.data.next_cursor)}`);
+    expect(rest.body.data.notifications).toHaveLength(5);
+    expect(rest.body.data).toMatchObject({ has_more: false, next_cursor: "" });
   });
 });

@@ -11,8 +11,9 @@ import { DECISION_KINDS, NOTIFICATION_KINDS, NOTIFICATION_STATUSES, RECEIPT_KIND
 import { serializeNotification } from "./serialize-notification.ts";
 import type { NotificationSummary } from "./notification-object.ts";
 
-export const NOTIFICATIONS_DEFAULT_LIMIT = 50;
-export const NOTIFICATIONS_MAX_LIMIT = 500;
+/** The API's list rule (decisions.md: default 20, larger values clamped to 100), as for every other list. */
+export const NOTIFICATIONS_DEFAULT_LIMIT = 20;
+export const NOTIFICATIONS_MAX_LIMIT = 100;
 
 export interface ListNotificationsInput {
   hub?: string;
