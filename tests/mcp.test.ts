@@ -7,6 +7,7 @@ import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { createHarness, type Client as ApiClient, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
 import { indexMemories } from "./recall-helpers.ts";
+import { POST as mcpPost } from "@/app/mcp/route.ts";
 
 /**
  * The MCP SDK's own client against the real route handlers behind a real HTTP listener
@@ -112,6 +113,31 @@ describe("protocol", () => {
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toContain("resource_metadata=");
     await expect(connect(`egk_${randomBytes(32).toString("base64url")}`)).rejects.toThrow();
+  });
+});
+
+describe("request bounds", () => {
+  it("refuses a chunked body over 4 MiB after reading 4 MiB of it, not after buffering it whole", async () => {
+    const chunk = new Uint8Array(64 * 1024).fill(0x20);
+    let pulled = 0;
+    // 64 MiB of spaces, sent without Content-Length: only a streamed cap stops early.
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled >= 64 * 1024 * 1024) return controller.close();
+        pulled += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    const req = new Request("http://engram.test/mcp", {
+      method: "POST",
+      headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+    const res = await mcpPost(req, { params: Promise.resolve({}) });
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as any).error.code).toBe(-32600);
+    expect(pulled).toBeLessThanOrEqual(5 * 1024 * 1024);
   });
 });
 

@@ -22,7 +22,7 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, messag
 }
 
 /** Reads at most `maxBytes` of the body without buffering more than that. */
-async function readBody(req: Request, maxBytes: number): Promise<string> {
+export async function readBody(req: Request, maxBytes: number): Promise<string> {
   const declared = Number(req.headers.get("content-length") ?? NaN);
   const tooLarge = () => new ApiError("body_too_large", `Request body exceeds ${maxBytes} bytes`, { max_bytes: maxBytes });
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge();

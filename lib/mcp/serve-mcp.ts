@@ -1,6 +1,7 @@
 import { createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { readBody } from "@/lib/api/parse.ts";
 import { rateLimiter, type Bucket } from "@/lib/api/rate-limit.ts";
 import { VERSION } from "@/lib/config.ts";
 import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
@@ -50,9 +51,11 @@ function jsonRpcError(status: number, code: number, message: string): Response {
 }
 
 async function readBounded(req: Request): Promise<string | undefined> {
-  if (Number(req.headers.get("content-length") ?? 0) > MAX_MCP_BODY_BYTES) return undefined;
-  const text = await req.text();
-  return Buffer.byteLength(text) > MAX_MCP_BODY_BYTES ? undefined : text;
+  // Streamed against the cap: a chunked body (no Content-Length) must not be buffered whole first.
+  return readBody(req, MAX_MCP_BODY_BYTES).catch((error: unknown) => {
+    if (error instanceof ApiError && error.code === "body_too_large") return undefined;
+    throw error;
+  });
 }
 
 /** Rewrites memax_* tool names to engram_* ones: accepted on tools/call, never listed. */
