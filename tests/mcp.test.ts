@@ -323,6 +323,28 @@ describe("tools", () => {
   });
 });
 
+describe("NUL characters", () => {
+  it("a NUL in any tool argument is an invalid_request tool error, never an internal one, and nothing is written", async () => {
+    const client = await connect(ann.key);
+    const before = await h.db.memory.count({ where: { hubId: ann.personalHubId } });
+    const attempts: [string, Record<string, unknown>][] = [
+      ["engram_push", { content: "nul \u0000 inside" }],
+      ["engram_push", { content: "fine", title: "bad\u0000title" }],
+      ["engram_push", { content: "fine", tags: ["a\u0000b"] }],
+      ["engram_capture", { summary: "done\u0000" }],
+      ["engram_list", { hub_id: "per\u0000sonal" }],
+      ["engram_recall", { query: "deploy\u0000" }],
+    ];
+    for (const [name, args] of attempts) {
+      const res = await client.callTool({ name, arguments: args });
+      expect(res.isError, name).toBe(true);
+      expect(data(res).error.code, name).toBe("invalid_request");
+      expect(text(res), name).toContain("NUL");
+    }
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(before);
+  });
+});
+
 describe("engram_ask", () => {
   it("answers from the same domain function as POST /v1/ask, citing its sources, and reaches only the credential's hubs", async () => {
     const tag = randomBytes(4).toString("hex");

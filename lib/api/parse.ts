@@ -163,7 +163,7 @@ export function queryParams(req: Request, known: readonly string[]): URLSearchPa
  * PostgreSQL text cannot hold U+0000: a NUL anywhere in the input (a key or a value) would reach the
  * database and fail there as a 500 (found by `npm run fuzz`). It is refused up front as a 400.
  */
-function refuseNul(value: unknown, path: string): void {
+export function refuseNul(value: unknown, path: string): void {
   if (typeof value === "string") {
     if (value.includes("\0")) throw nulError(path);
     return;

@@ -1,7 +1,7 @@
 import { createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { readBody } from "@/lib/api/parse.ts";
+import { readBody, refuseNul } from "@/lib/api/parse.ts";
 import { rateLimiter, type Bucket } from "@/lib/api/rate-limit.ts";
 import { VERSION } from "@/lib/config.ts";
 import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
@@ -19,6 +19,8 @@ function buildServer(env: ToolEnv, tools: ToolDef[]): McpServer {
   for (const tool of tools) {
     server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: tool.annotations }, async (args: unknown) => {
       try {
+        // As on REST: PostgreSQL text cannot hold U+0000, so a NUL would fail in the database as an internal error.
+        refuseNul(args, "");
         const out = await tool.run(env, args as never);
         return { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
       } catch (error) {
