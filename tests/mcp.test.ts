@@ -182,6 +182,22 @@ describe("rate limits", () => {
       setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
     }
   });
+
+  it("a batch over 100 messages is refused before it is charged: it spends none of the rate limit", async () => {
+    const frozen = Date.now();
+    setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 5, light: 1_000 }, () => frozen));
+    try {
+      const headers = { "mcp-protocol-version": "2025-03-26" };
+      const hubs = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_hubs", arguments: {} } });
+      const tooMany = await raw(Array.from({ length: 101 }, (_, i) => hubs(i)), headers);
+      expect(tooMany.status).toBe(400);
+      expect(tooMany.body.error.code).toBe(-32600);
+      // The budget is intact: four calls in one batch still fit (withAuth's token plus three more).
+      expect((await raw([1, 2, 3, 4].map(hubs), headers)).status).toBe(200);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+    }
+  });
 });
 
 describe("tools", () => {

@@ -8,6 +8,8 @@ import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
 
 /** MCP request bodies are bounded like REST ones (content itself is capped at 3 MiB). */
 const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
+/** Messages in one JSON-RPC batch (the SDK's own MAX_BATCH_SIZE). */
+const MAX_BATCH_MESSAGES = 100;
 
 const INSTRUCTIONS =
   "Engram is the user's (and their team's) memory. Recall before answering questions about past work, decisions or the project; " +
@@ -108,6 +110,8 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
   } catch {
     return jsonRpcError(400, -32700, "Parse error: the body is not JSON");
   }
+  // The SDK refuses such a batch too, but only after chargeToolCalls: it would first spend up to a minute's rate limit on calls never run.
+  if (Array.isArray(body) && body.length > MAX_BATCH_MESSAGES) return jsonRpcError(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_MESSAGES} messages`);
   applyAliases(body);
   await chargeToolCalls(ctx, body);
   const env: ToolEnv = { ctx, origin };
