@@ -294,6 +294,25 @@ describe("tools", () => {
     expect(data(personal).memory.hub_id).toBe(ann.personalHubId);
   });
 
+  it("engram_hub_members pages with a cursor, so every member of a large hub can be reached", async () => {
+    const dan = await h.user("Dan");
+    const eve = await h.user("Eve");
+    const hubId = await h.teamHub(ann, [[dan, "viewer"], [eve, "contributor"]]);
+    const client = await connect(ann.key);
+    const first = await client.callTool({ name: "engram_hub_members", arguments: { hub_id: hubId, limit: 2 } });
+    expect(first.isError).toBeFalsy();
+    expect(data(first).members).toHaveLength(2);
+    expect(data(first).has_more).toBe(true);
+    expect(text(first)).toContain(data(first).next_cursor);
+    const second = await client.callTool({ name: "engram_hub_members", arguments: { hub_id: hubId, limit: 2, cursor: data(first).next_cursor } });
+    expect(data(second).has_more).toBe(false);
+    const names = [...data(first).members, ...data(second).members].map((m: { name: string }) => m.name);
+    expect(names.sort()).toEqual(["Ann", "Dan", "Eve"]);
+    // A cursor is the hub's own: another hub's page is not continued with it.
+    const foreign = await client.callTool({ name: "engram_hub_members", arguments: { hub_id: teamHubId, cursor: data(first).next_cursor } });
+    expect(data(foreign).error.code).toBe("invalid_cursor");
+  });
+
   it("accepts memax_* names on tools/call", async () => {
     const client = await connect(ann.key);
     const res = await client.callTool({ name: "memax_hubs", arguments: {} });

@@ -210,12 +210,20 @@ async function hubs(env: ToolEnv): Promise<ToolOutput> {
   return { text: entries.length ? `Your hubs:\n\n${text}` : "This connection reaches no hubs.", structured: { hubs: entries } };
 }
 
-async function hubMembers(env: ToolEnv, args: { hub_id: string }): Promise<ToolOutput> {
+const hubMembersInput = z.object({
+  hub_id: hubRef,
+  limit: z.coerce.number().int().min(1).max(100).optional().describe("Page size (default 100, at most 100)"),
+  cursor: z.string().max(2000).optional().describe("next_cursor of the previous page"),
+});
+
+async function hubMembers(env: ToolEnv, args: z.output<typeof hubMembersInput>): Promise<ToolOutput> {
   const hubId = (await hubIdFromRef(env.ctx, args.hub_id))!;
   assertReachable(env.ctx, hubId);
-  const page = await listMembers(env.ctx, hubId, { limit: "100" });
+  // Pages like engram_list: a hub past one page had members the model could never reach.
+  const page = await listMembers(env.ctx, hubId, { limit: String(args.limit ?? 100), cursor: args.cursor });
   const text = page.members.map((m) => `- ${m.name} (${m.role})`).join("\n");
-  return { text: `Members:\n\n${text}${page.has_more ? "\n…and more" : ""}`, structured: page };
+  const more = page.has_more ? `\n\nMore: call again with cursor "${page.next_cursor}".` : "";
+  return { text: `Members:\n\n${text || "(none)"}${more}`, structured: page };
 }
 
 type TopicNode = Awaited<ReturnType<typeof listTopics>>["topics"][number];
@@ -318,8 +326,8 @@ export const ENGRAM_TOOLS: ToolDef[] = [
   define({
     name: "engram_hub_members",
     title: "List hub members",
-    description: "The members of one hub and their roles.",
-    input: z.object({ hub_id: hubRef }),
+    description: "The members of one hub and their roles, one page at a time.",
+    input: hubMembersInput,
     annotations: read,
     run: hubMembers,
   }),
