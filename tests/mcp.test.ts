@@ -102,6 +102,15 @@ describe("protocol", () => {
     expect(((await garbage.json()) as any).error.code).toBe(-32700);
   });
 
+  it("a subscriptions/listen holds no event stream open: the tool list never changes, and says so", async () => {
+    const modern = await connect(ann.key, { negotiation: "auto" });
+    expect(modern.getServerCapabilities()?.tools?.listChanged).toBe(false);
+    const subscription = await modern.listen({ toolsListChanged: true, resourcesListChanged: true, promptsListChanged: true });
+    expect(subscription.honoredFilter).toEqual({});
+    const ended = await Promise.race([subscription.closed, new Promise((resolve) => setTimeout(() => resolve("still open"), 3_000))]);
+    expect(ended).toBe("graceful");
+  });
+
   it("refuses the dashboard cookie and a bad key with 401", async () => {
     const cookie = `next-auth.session-token=${await encode({ token: { sub: ann.id }, secret: await sessionSecret(h.db) })}`;
     // Cross-site pages could ride the cookie; MCP takes bearer credentials only.

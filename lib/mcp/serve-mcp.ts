@@ -17,7 +17,9 @@ const INSTRUCTIONS =
 
 /** One McpServer per request (stateless): tools close over the caller's context. */
 function buildServer(env: ToolEnv, tools: ToolDef[]): McpServer {
-  const server = new McpServer({ name: "engram", version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  // listChanged stated as false: left unset the SDK declares it true, and a 2026-07-28 subscriptions/listen for it then
+  // holds an event stream open for good (one user could fill the process-wide 1,024 subscriptions); the tool set never changes.
+  const server = new McpServer({ name: "engram", version: VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
   for (const tool of tools) {
     server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: tool.annotations }, async (args: unknown) => {
       try {
