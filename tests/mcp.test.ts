@@ -322,6 +322,16 @@ describe("tools", () => {
     expect(data(foreign).error.code).toBe("invalid_cursor");
   });
 
+  it("recalls, pushes and captures count in /v1/usage as their REST requests do", async () => {
+    const fay = await h.user("Fay");
+    const client = await connect(fay.key);
+    expect((await client.callTool({ name: "engram_recall", arguments: { query: "anything at all" } })).isError).toBeFalsy();
+    expect((await client.callTool({ name: "engram_push", arguments: { content: `usage ${randomBytes(4).toString("hex")}` } })).isError).toBeFalsy();
+    expect((await client.callTool({ name: "engram_capture", arguments: { summary: `usage session ${randomBytes(4).toString("hex")}` } })).isError).toBeFalsy();
+    const usage = (await fay.get("/v1/usage")).body.data;
+    expect(usage).toMatchObject({ recall_count: 1, push_count: 2 });
+  });
+
   it("accepts memax_* names on tools/call", async () => {
     const client = await connect(ann.key);
     const res = await client.callTool({ name: "memax_hubs", arguments: {} });

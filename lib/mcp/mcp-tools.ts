@@ -105,6 +105,8 @@ async function recall(env: ToolEnv, args: z.output<typeof recallInput>): Promise
     preferred_hub_id: preferred,
     source: "mcp",
   });
+  // Counted as POST /v1/recall counts it: /v1/usage and the onboarding's first-recall step read this counter.
+  await countUsage(ctx, "recalls");
   const lines = result.memories.map(
     (m, i) =>
       `${i + 1}. **${m.title}** — ${m.kind}, score ${m.relevance_score.toFixed(2)}, ${m.age}${m.hub_name ? `, hub ${m.hub_name}` : ""}, id \`${m.id}\`\n${quote(excerpt(m.chunk_content || m.summary))}`,
@@ -139,6 +141,7 @@ async function push(env: ToolEnv, args: Omit<z.output<typeof pushInput>, "initia
     initiation_type: args.initiation_type ?? "agent_proactive",
     ...extra,
   });
+  await countUsage(hubCtx, "pushes");
   const verb = created ? "Saved" : "Already saved (same content)";
   return {
     text: `${verb}: **${memory.title}** in hub ${hubCtx.hub.name}, id \`${memory.id}\`. It is classified and indexed in the background; recall finds it within seconds.`,
