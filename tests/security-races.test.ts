@@ -148,3 +148,67 @@ describe("check-then-write races on membership", () => {
     expect(await h.db.ownershipTransfer.count({ where: { hubId: hub, state: "pending" } })).toBe(0);
   });
 });
+
+describe("an administrator demoted or removed mid-request changes no one", () => {
+  // The caller's own membership is the 1st lookup (the permission check): right after it, they lose the role.
+  const demoteCaller = (hub: string, userId: string) => () => h.db.hubMember.update({ where: { hubId_userId: { hubId: hub, userId } }, data: { role: "viewer" } });
+  const removeCaller = (hub: string, userId: string) => () => h.db.hubMember.delete({ where: { hubId_userId: { hubId: hub, userId } } });
+
+  it("a role change by an admin demoted to viewer mid-request is refused, and the role stays", async () => {
+    setDatabase(h.database);
+    const adm = await h.user("Adm");
+    const target = await h.user("Target");
+    const hub = await h.teamHub(own, [[adm, "admin"], [target, "viewer"]]);
+    const seen = interleaveAfter("HubMember", "findUnique", 1, demoteCaller(hub, adm.id));
+    const res = await adm.patch(`/v1/hubs/${hub}/members/${target.id}`, { role: "contributor" });
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(403);
+    expect((await h.db.hubMember.findUniqueOrThrow({ where: { hubId_userId: { hubId: hub, userId: target.id } } })).role).toBe("viewer");
+  });
+
+  it("an admin promotion by an owner who handed the hub over mid-request is refused", async () => {
+    setDatabase(h.database);
+    const boss = await h.user("Boss");
+    const heir = await h.user("Heir");
+    const target = await h.user("Target");
+    const hub = await h.teamHub(boss, [[heir, "admin"], [target, "contributor"]]);
+    const offer = await boss.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: heir.id });
+    expect(offer.status).toBe(201);
+    const seen = interleaveAfter("HubMember", "findUnique", 1, () => heir.post(`/v1/hubs/${hub}/ownership-transfer/${offer.body.data.id}/accept`));
+    const res = await boss.patch(`/v1/hubs/${hub}/members/${target.id}`, { role: "admin" });
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect((await h.db.hubMember.findUniqueOrThrow({ where: { hubId_userId: { hubId: hub, userId: heir.id } } })).role).toBe("owner");
+    expect(res.status).toBe(403);
+    expect((await h.db.hubMember.findUniqueOrThrow({ where: { hubId_userId: { hubId: hub, userId: target.id } } })).role).toBe("contributor");
+  });
+
+  it("a removal by an admin removed from the hub mid-request removes nobody", async () => {
+    setDatabase(h.database);
+    const adm = await h.user("Adm");
+    const target = await h.user("Target");
+    const hub = await h.teamHub(own, [[adm, "admin"], [target, "contributor"]]);
+    const seen = interleaveAfter("HubMember", "findUnique", 1, removeCaller(hub, adm.id));
+    const res = await adm.delete(`/v1/hubs/${hub}/members/${target.id}`);
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(404);
+    expect(await h.db.hubMember.count({ where: { hubId: hub, userId: target.id } })).toBe(1);
+  });
+
+  it("an add by an admin demoted mid-request adds nobody", async () => {
+    setDatabase(h.database);
+    const adm = await h.user("Adm");
+    const newcomer = await h.user("Newcomer");
+    const hub = await h.teamHub(own, [[adm, "admin"]]);
+    // The admin manages another hub the newcomer is in, so the add would find them.
+    await h.teamHub(adm, [[newcomer, "viewer"]]);
+    const seen = interleaveAfter("HubMember", "findUnique", 1, demoteCaller(hub, adm.id));
+    const res = await adm.post(`/v1/hubs/${hub}/members`, { user_id: newcomer.id, role: "contributor" });
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(403);
+    expect(await h.db.hubMember.count({ where: { hubId: hub, userId: newcomer.id } })).toBe(0);
+  });
+});

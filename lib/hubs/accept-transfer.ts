@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { assertActsForAccount, membershipOrThrow } from "./hub-access.ts";
+import { assertActsForAccount, lockHubMembers, membershipOrThrow } from "./hub-access.ts";
 import { serializeTransfer } from "./serialize-hub.ts";
 import { assertTransferPending, transferOrThrow } from "./transfer-or-throw.ts";
 import { onTransferResolved } from "@/lib/notifications/notify.ts";
@@ -18,6 +18,10 @@ export async function acceptTransfer(ctx: AuthContext, hubId: string, transferId
   const now = ctx.now();
   assertTransferPending(transfer, now);
   const accepted = await ctx.db.$transaction(async (tx) => {
+    // The previous owner is demoted here, so this takes the hub's membership lock exclusively like any
+    // demotion (before the transfer row, as a leave does): an action of theirs that checked their
+    // role under that lock has committed first, and one that checks it later sees them as admin.
+    await lockHubMembers(tx, hub.id);
     const claimed = await tx.ownershipTransfer.updateManyAndReturn({
       where: { id: transfer.id, state: "pending", expiresAt: { gt: now } },
       data: { state: "accepted", resolvedAt: now },

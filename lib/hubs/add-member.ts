@@ -4,7 +4,7 @@ import { can } from "@/lib/api/permissions.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { assertHubRoom } from "./assert-hub-room.ts";
-import { assertTeamHub, hubPermissionOrThrow } from "./hub-access.ts";
+import { assertTeamHub, hubPermissionOrThrow, lockMembershipOrThrow } from "./hub-access.ts";
 import type { AddMemberBody } from "./hub-fields.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 import { onMemberJoined } from "@/lib/notifications/notify.ts";
@@ -21,7 +21,8 @@ import { onMemberJoined } from "@/lib/notifications/notify.ts";
 export async function addMember(ctx: AuthContext, hubId: string, input: AddMemberBody) {
   const { hub, role } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "add members");
   assertTeamHub(hub, "shared");
-  if (input.role === "admin" && !can(role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can add admins");
+  const adminsOnlyByOwner = () => new ApiError("forbidden", "Only the hub owner can add admins");
+  if (input.role === "admin" && !can(role, "admins.manage")) throw adminsOnlyByOwner();
   const notFound = () => new ApiError("not_found", "User not found");
   const user = isUuid(input.user_id) ? await ctx.db.user.findUnique({ where: { id: input.user_id }, select: { id: true, email: true } }) : null;
   if (!user) throw notFound();
@@ -40,6 +41,10 @@ export async function addMember(ctx: AuthContext, hubId: string, input: AddMembe
   try {
     const member = await ctx.db.$transaction(async (tx) => {
       await assertHubRoom(tx, user.id, "they");
+      // The adder's own role again, under the hub's membership lock (after the per-user lock, as accepting
+      // an invite takes them): an admin removed or demoted meanwhile adds no one once that change has returned.
+      const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "add members");
+      if (input.role === "admin" && !can(current.role, "admins.manage")) throw adminsOnlyByOwner();
       const created = await tx.hubMember.create({
         data: { hubId: hub.id, userId: user.id, role: input.role, joinedAt: now },
         include: { user: memberUserSelect },

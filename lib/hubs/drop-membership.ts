@@ -1,4 +1,4 @@
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, DbClient } from "@/lib/db/database.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { onAccessEnded } from "@/lib/notifications/notify.ts";
 import { lockHubMembers } from "./hub-access.ts";
@@ -21,10 +21,13 @@ export async function dropMembership(
   actorId: string | null = userId,
   /** The role the caller's permission check saw: a row whose role changed since is left alone. */
   expectedRole?: string,
+  /** Runs under the lock before anything changes: the remover's own permission, read again (it may throw). */
+  recheck?: (tx: DbClient) => Promise<void>,
 ): Promise<boolean> {
   return db
     .$transaction(async (tx) => {
       await lockHubMembers(tx, hubId);
+      await recheck?.(tx);
       const canceled = await tx.ownershipTransfer.updateManyAndReturn({
         where: { hubId, targetUserId: userId, state: "pending" },
         data: { state: "canceled", resolvedAt: now },

@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { can, type Role } from "@/lib/api/permissions.ts";
 import { isUuid } from "@/lib/ids.ts";
-import { hubPermissionOrThrow, lockHubMembers } from "./hub-access.ts";
+import { hubPermissionOrThrow, lockHubMembers, lockMembershipOrThrow } from "./hub-access.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 
@@ -15,12 +15,16 @@ export async function updateMember(ctx: AuthContext, hubId: string, userId: stri
   const target = isUuid(userId) ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId } } }) : null;
   if (!target) throw new ApiError("not_found", "Member not found");
   if (target.role === "owner") throw new ApiError("cannot_change_owner", "The owner's role changes only through an ownership transfer");
-  if ((target.role === "admin" || input.role === "admin") && !can(role, "admins.manage")) {
-    throw new ApiError("forbidden", "Only the hub owner can promote or demote admins");
-  }
+  const touchesAdmin = target.role === "admin" || input.role === "admin";
+  const adminsOnlyByOwner = () => new ApiError("forbidden", "Only the hub owner can promote or demote admins");
+  if (touchesAdmin && !can(role, "admins.manage")) throw adminsOnlyByOwner();
   // Conditional on the role we checked: a concurrent change (or transfer) makes this a conflict, not a silent overwrite.
   const { count } = await ctx.db.$transaction(async (tx) => {
     await lockHubMembers(tx, hub.id);
+    // The caller's own role again, under the lock: an admin removed or demoted (or an owner who handed
+    // the hub over) since the check above changes no one's role once that change has returned.
+    const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "change member roles", { locked: true });
+    if (touchesAdmin && !can(current.role, "admins.manage")) throw adminsOnlyByOwner();
     const result = await tx.hubMember.updateMany({ where: { hubId: hub.id, userId, role: target.role }, data: { role: input.role } });
     if (result.count) await emitEvent(tx, { type: "member.updated", hubId: hub.id, actorId: ctx.user.id, entityId: userId });
     return result;
