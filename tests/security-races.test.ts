@@ -212,3 +212,35 @@ describe("an administrator demoted or removed mid-request changes no one", () =>
     expect(await h.db.hubMember.count({ where: { hubId: hub, userId: newcomer.id } })).toBe(0);
   });
 });
+
+describe("invites made or renewed by an admin demoted mid-request", () => {
+  const demoteCaller = (hub: string, userId: string) => () => h.db.hubMember.update({ where: { hubId_userId: { hubId: hub, userId } }, data: { role: "viewer" } });
+
+  it("a regenerate by an admin demoted mid-request is refused: no new link, the old one still works", async () => {
+    setDatabase(h.database);
+    const adm = await h.user("Adm");
+    const joiner = await h.user("Joiner");
+    const hub = await h.teamHub(own, [[adm, "admin"]]);
+    const invite = await own.post(`/v1/hubs/${hub}/invites`, { role: "contributor" });
+    expect(invite.status).toBe(201);
+    const seen = interleaveAfter("HubMember", "findUnique", 1, demoteCaller(hub, adm.id));
+    const res = await adm.post(`/v1/hubs/${hub}/invites/${invite.body.data.id}/regenerate`);
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(403);
+    expect(res.text).not.toContain("egi_");
+    expect((await joiner.post(`/v1/invites/${invite.body.data.token}/accept`)).status).toBe(200);
+  });
+
+  it("an invite by an admin demoted mid-request is not created", async () => {
+    setDatabase(h.database);
+    const adm = await h.user("Adm");
+    const hub = await h.teamHub(own, [[adm, "admin"]]);
+    const seen = interleaveAfter("HubMember", "findUnique", 1, demoteCaller(hub, adm.id));
+    const res = await adm.post(`/v1/hubs/${hub}/invites`, { role: "viewer" });
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(403);
+    expect(await h.db.invite.count({ where: { hubId: hub } })).toBe(0);
+  });
+});

@@ -4,7 +4,7 @@ import { can } from "@/lib/api/permissions.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
-import { assertTeamHub, hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { assertTeamHub, hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
 import { INVITE_TTL_MS, MAX_ACTIVE_INVITES, type CreateInviteBody } from "./invite-fields.ts";
 import { inviteToken } from "./invite-token.ts";
@@ -40,6 +40,10 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
   const issued = inviteToken(await serverSecret(ctx.db));
   const invitee = input.inviteeUserId ? await ctx.db.user.findUnique({ where: { id: input.inviteeUserId }, select: { id: true } }) : null;
   const invite = await ctx.db.$transaction(async (tx) => {
+    // The inviter's own role again, under the hub's membership lock (before the invite lock, as
+    // regenerate takes them): an admin demoted or removed since the check above makes no invite.
+    const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "invite members");
+    if (input.role === "admin" && !can(current.role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can invite admins");
     await assertInviteRoom(tx, hub.id, now);
     const created = await tx.invite.create({
       data: {

@@ -1,7 +1,8 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
-import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { can } from "@/lib/api/permissions.ts";
+import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { assertInviteRoom } from "./create-invite.ts";
 import { INVITE_TTL_MS } from "./invite-fields.ts";
 import { assertInviteUsable, managedInviteOrThrow } from "./invite-or-throw.ts";
@@ -19,6 +20,10 @@ export async function regenerateInvite(ctx: AuthContext, hubId: string, inviteId
   assertInviteUsable(invite, now, true);
   const issued = inviteToken(await serverSecret(ctx.db));
   const updated = await ctx.db.$transaction(async (tx) => {
+    // The caller's own role again, under the hub's membership lock: an admin demoted or removed since the
+    // check above must not walk away with a live link that still speaks for the invite's maker.
+    const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "regenerate invites");
+    if (invite.role === "admin" && !can(current.role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can manage admin invites");
     // An expired invite coming back to life takes one of the hub's active slots.
     if (inviteState(invite, now) === "expired") await assertInviteRoom(tx, hub.id, now);
     const rows = await tx.invite.updateManyAndReturn({
