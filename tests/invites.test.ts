@@ -423,3 +423,33 @@ describe("regenerate and resend", () => {
     expect((await adm.delete(`/v1/hubs/${other.id}/invites/${adminInvite.id}`)).status).toBe(404);
   });
 });
+
+describe("an address nobody has proven", () => {
+  it("an invite e-mailed to an address an unproven sign-up holds neither reaches that account in-app nor lets it be added by id", async () => {
+    const own = await h.user("Owner");
+    const squatter = await h.user("Squatter");
+    // What a password sign-up with someone else's address leaves: the account holds it, nothing proved it.
+    const address = `victim-${Math.random().toString(36).slice(2, 8)}@example.test`;
+    await h.db.user.update({ where: { id: squatter.id }, data: { email: address, emailUnverified: true } });
+    const hub = await team(own);
+    const invite = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "contributor", email: address });
+    expect(invite.status).toBe(201);
+    // The link goes to the mailbox; the account squatting the address gets no in-app invite to accept.
+    const inbox = await squatter.get(`/v1/notifications?hub=${hub.id}`);
+    expect(inbox.status).toBe(200);
+    expect(inbox.body.data.notifications).toEqual([]);
+    expect(inbox.text).not.toContain(hub.name);
+    // Nor does the e-mailed invite vouch for that account when the owner adds it by id.
+    const added = await own.post(`/v1/hubs/${hub.id}/members`, { user_id: squatter.id, role: "contributor" });
+    expect(added.status).toBe(404);
+    expect(await h.db.hubMember.count({ where: { hubId: hub.id, userId: squatter.id } })).toBe(0);
+    expect((await h.db.invite.findUniqueOrThrow({ where: { id: invite.body.data.id } })).state).toBe("active");
+
+    // Once the address is proven, the account is its owner's: the in-app invite and the add work again.
+    await h.db.user.update({ where: { id: squatter.id }, data: { emailUnverified: false } });
+    await own.post(`/v1/hubs/${hub.id}/invites`, { role: "contributor", email: address });
+    const proven = await squatter.get(`/v1/notifications?hub=${hub.id}`);
+    expect(proven.body.data.notifications.map((n: { kind: string }) => n.kind)).toEqual(["hub_invite"]);
+    expect((await own.post(`/v1/hubs/${hub.id}/members`, { user_id: squatter.id, role: "contributor" })).status).toBe(201);
+  });
+});

@@ -24,10 +24,14 @@ export async function addMember(ctx: AuthContext, hubId: string, input: AddMembe
   const adminsOnlyByOwner = () => new ApiError("forbidden", "Only the hub owner can add admins");
   if (input.role === "admin" && !can(role, "admins.manage")) throw adminsOnlyByOwner();
   const notFound = () => new ApiError("not_found", "User not found");
-  const user = isUuid(input.user_id) ? await ctx.db.user.findUnique({ where: { id: input.user_id }, select: { id: true, email: true } }) : null;
+  const user = isUuid(input.user_id)
+    ? await ctx.db.user.findUnique({ where: { id: input.user_id }, select: { id: true, email: true, emailUnverified: true } })
+    : null;
   if (!user) throw notFound();
   const now = ctx.now();
-  const invite = await ctx.db.invite.findFirst({
+  // The invite vouches only for an account that proved the address: a password sign-up may hold someone
+  // else's, and the adder, who meant the mailbox's owner, would let the squatter in.
+  const invite = user.emailUnverified ? null : await ctx.db.invite.findFirst({
     where: { hubId: hub.id, state: "active", expiresAt: { gt: now }, email: { equals: user.email, mode: "insensitive" } },
     select: { id: true },
   });

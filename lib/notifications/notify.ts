@@ -84,7 +84,9 @@ export async function onInviteCreated(
   const invitee = inviteeUserId
     ? { id: inviteeUserId }
     : invite.email
-      ? await tx.user.findUnique({ where: { email: invite.email.toLowerCase() }, select: { id: true } })
+      ? // Only an account that proved the address: a password sign-up may hold someone else's, and
+        // would otherwise read the invite and accept it in-app without the mailbox's link.
+        await tx.user.findFirst({ where: { email: invite.email.toLowerCase(), emailUnverified: false }, select: { id: true } })
       : null;
   if (!invitee || invitee.id === invite.createdBy) return;
   if (await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: invitee.id } } })) return;
