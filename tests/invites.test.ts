@@ -453,3 +453,30 @@ describe("an address nobody has proven", () => {
     expect((await own.post(`/v1/hubs/${hub.id}/members`, { user_id: squatter.id, role: "contributor" })).status).toBe(201);
   });
 });
+
+describe("an invite whose maker can no longer invite", () => {
+  it("resend mails no dead link (410 revoked); regenerate makes the regenerator its maker, so the new link works", async () => {
+    const own = await h.user("Owner");
+    const adm = await h.user("Admin");
+    const guest = await h.user("Guest");
+    const hub = await team(own);
+    expect((await addMemberByEmailInvite(own, hub.id, adm, "admin")).status).toBe(201);
+    const made = (await adm.post(`/v1/hubs/${hub.id}/invites`, { role: "contributor", email: "later@example.test" })).body.data;
+    expect((await own.delete(`/v1/hubs/${hub.id}/members/${adm.id}`)).status).toBe(200);
+    await h.db.invite.update({ where: { id: made.id }, data: { lastSentAt: new Date(Date.now() - 61_000) } });
+    const mailed = await h.db.mailOutbox.count({ where: { hubId: hub.id } });
+
+    // Its link answers 410 revoked, so mailing it again would only send a dead link.
+    const resent = await own.post(`/v1/hubs/${hub.id}/invites/${made.id}/resend`);
+    expect([resent.status, resent.body.error?.code]).toEqual([410, "revoked"]);
+    expect(await h.db.mailOutbox.count({ where: { hubId: hub.id } })).toBe(mailed);
+
+    // Regenerating is the owner issuing a new link: it speaks for them now, and it works.
+    const renewed = await own.post(`/v1/hubs/${hub.id}/invites/${made.id}/regenerate`);
+    expect(renewed.status).toBe(200);
+    expect(renewed.body.data).toMatchObject({ created_by: own.id, invited_by: own.id });
+    const joined = await guest.post(`/v1/invites/${renewed.body.data.token}/accept`);
+    expect(joined.status, joined.text).toBe(200);
+    expect(joined.body.data.role).toBe("contributor");
+  });
+});

@@ -3,11 +3,10 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { assertHubRoom } from "@/lib/hubs/assert-hub-room.ts";
-import { can, isRole } from "@/lib/api/permissions.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { assertActsForAccount, hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
 import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
-import { assertInviteUsable } from "./invite-or-throw.ts";
+import { assertInviteUsable, assertMakerCanGrant } from "./invite-or-throw.ts";
 import { looksLikeInviteToken } from "./invite-token.ts";
 import { onMemberJoined } from "@/lib/notifications/notify.ts";
 
@@ -29,15 +28,8 @@ export async function acceptInvite(ctx: AuthContext, token: string) {
   try {
     return await ctx.db.$transaction(async (tx) => {
       await assertHubRoom(tx, ctx.user.id);
-      // An invite speaks for whoever made it, so it counts only while they may still grant its role:
-      // an admin removed (or an owner who handed the hub over) cannot walk back in, or let others in
-      // as admins, through a link made before. Read under the hub's membership lock, which removals
-      // and demotions take exclusively, so a removal committing now is seen.
       await lockForTransaction(tx, { shared: hubMembersLockKey(invite.hubId) });
-      const creator = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: invite.hubId, userId: invite.createdBy } }, select: { role: true } });
-      if (!creator || !isRole(creator.role) || !can(creator.role, invite.role === "admin" ? "admins.manage" : "hub.manage")) {
-        throw new ApiError("revoked", "This invite no longer counts: the member who made it can no longer invite to this hub with this role");
-      }
+      await assertMakerCanGrant(tx, invite);
       const { count } = await tx.invite.updateMany({
         where: { id: invite.id, tokenHash, state: "active", expiresAt: { gt: now } },
         data: { state: "accepted", acceptedBy: ctx.user.id, acceptedAt: now },

@@ -1,5 +1,5 @@
 import { ApiError } from "@/lib/api/errors.ts";
-import { can, type Role } from "@/lib/api/permissions.ts";
+import { can, isRole, type Role } from "@/lib/api/permissions.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { Invite } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
@@ -28,4 +28,21 @@ export function assertInviteUsable(invite: Pick<Invite, "state" | "expiresAt">, 
   if (state === "revoked") throw new ApiError("revoked", "This invite was revoked", { state });
   if (state === "accepted") throw new ApiError("used", "This invite has already been used", { state });
   if (state === "expired" && !allowExpired) throw new ApiError("expired", "This invite has expired; ask for a new one", { state });
+}
+
+/**
+ * An invite speaks for the member who made it, so it counts only while they may still grant its role:
+ * an admin removed (or an owner who handed the hub over) cannot walk back in, or let others in as
+ * admins, through a link made before. Read under the hub's membership lock (shared), which removals
+ * and demotions take exclusively, so one committing now is seen.
+ */
+export async function assertMakerCanGrant(
+  tx: DbClient,
+  invite: Pick<Invite, "hubId" | "createdBy" | "role">,
+  message = "This invite no longer counts: the member who made it can no longer invite to this hub with this role",
+): Promise<void> {
+  const maker = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: invite.hubId, userId: invite.createdBy } }, select: { role: true } });
+  if (!maker || !isRole(maker.role) || !can(maker.role, invite.role === "admin" ? "admins.manage" : "hub.manage")) {
+    throw new ApiError("revoked", message);
+  }
 }

@@ -28,7 +28,9 @@ export async function regenerateInvite(ctx: AuthContext, hubId: string, inviteId
     if (inviteState(invite, now) === "expired") await assertInviteRoom(tx, hub.id, now);
     const rows = await tx.invite.updateManyAndReturn({
       where: { id: invite.id, state: "active", tokenHash: invite.tokenHash },
-      data: { tokenHash: issued.tokenHash, tokenEncrypted: issued.tokenEncrypted, expiresAt: new Date(now.getTime() + INVITE_TTL_MS) },
+      // The new link is the caller's to vouch for (their role was just checked under the lock): an invite
+      // whose maker has left or been demoted becomes usable again instead of a fresh link that answers 410.
+      data: { tokenHash: issued.tokenHash, tokenEncrypted: issued.tokenEncrypted, expiresAt: new Date(now.getTime() + INVITE_TTL_MS), createdBy: ctx.user.id },
     });
     if (rows.length === 0) {
       assertInviteUsable(await tx.invite.findUniqueOrThrow({ where: { id: invite.id } }), now, true);

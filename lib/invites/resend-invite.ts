@@ -1,9 +1,10 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
-import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { hubMembersLockKey, hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
 import { RESEND_INTERVAL_MS } from "./invite-fields.ts";
-import { assertInviteUsable, managedInviteOrThrow } from "./invite-or-throw.ts";
+import { assertInviteUsable, assertMakerCanGrant, managedInviteOrThrow } from "./invite-or-throw.ts";
 import { revealInviteToken } from "./invite-token.ts";
 import { sendInviteEmail } from "./send-invite-email.ts";
 import { serializeInvite } from "./serialize-invite.ts";
@@ -22,9 +23,18 @@ export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: st
   if (!token) throw new ApiError("conflict", "This invite's link can no longer be recovered (the instance secret changed); regenerate it");
 
   const earliest = new Date(now.getTime() - RESEND_INTERVAL_MS);
-  const { count } = await ctx.db.invite.updateMany({
-    where: { id: invite.id, state: "active", tokenHash: invite.tokenHash, OR: [{ lastSentAt: null }, { lastSentAt: { lte: earliest } }] },
-    data: { lastSentAt: now },
+  const { count } = await ctx.db.$transaction(async (tx) => {
+    // A link whose maker can no longer invite answers 410 to whoever opens it: mailing it again sends a dead link.
+    await lockForTransaction(tx, { shared: hubMembersLockKey(hub.id) });
+    await assertMakerCanGrant(
+      tx,
+      invite,
+      "This invite's link no longer works: the member who made it can no longer invite to this hub with this role; regenerate it to issue a link of your own",
+    );
+    return tx.invite.updateMany({
+      where: { id: invite.id, state: "active", tokenHash: invite.tokenHash, OR: [{ lastSentAt: null }, { lastSentAt: { lte: earliest } }] },
+      data: { lastSentAt: now },
+    });
   });
   if (count === 0) {
     const current = await ctx.db.invite.findUniqueOrThrow({ where: { id: invite.id } });
