@@ -244,3 +244,19 @@ describe("invites made or renewed by an admin demoted mid-request", () => {
     expect(await h.db.invite.count({ where: { hubId: hub } })).toBe(0);
   });
 });
+
+describe("hub settings changed by an admin demoted mid-request", () => {
+  it("a rename by an admin demoted to viewer mid-request is refused, and the hub keeps its name", async () => {
+    setDatabase(h.database);
+    const adm = await h.user("Adm");
+    const hub = await h.teamHub(own, [[adm, "admin"]]);
+    const before = await h.db.hub.findUniqueOrThrow({ where: { id: hub } });
+    const seen = interleaveAfter("HubMember", "findUnique", 1, () => h.db.hubMember.update({ where: { hubId_userId: { hubId: hub, userId: adm.id } }, data: { role: "viewer" } }));
+    const res = await adm.patch(`/v1/hubs/${hub}`, { name: "Renamed by a viewer", contributor_delete_policy: "any" });
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(403);
+    const after = await h.db.hub.findUniqueOrThrow({ where: { id: hub } });
+    expect([after.name, after.contributorDeletePolicy]).toEqual([before.name, before.contributorDeletePolicy]);
+  });
+});

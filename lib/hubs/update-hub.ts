@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
-import { hubPermissionOrThrow } from "./hub-access.ts";
+import { hubPermissionOrThrow, lockMembershipOrThrow } from "./hub-access.ts";
 import type { UpdateHubBody } from "./hub-fields.ts";
 import { hubSettings, serializeHub } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
@@ -24,6 +24,9 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
   const clearable = (value: string | undefined) => (value === undefined ? undefined : value === "" ? null : value);
   try {
     const updated = await ctx.db.$transaction(async (tx) => {
+      // The caller's role again, under the hub's membership lock: an admin demoted or removed since the
+      // check above changes nothing once that change has returned.
+      await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "change hub settings");
       let settings: Record<string, boolean> | undefined;
       if (input.settings) {
         // Read-merge-write under the hub's lock, so two partial patches both land.
