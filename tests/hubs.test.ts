@@ -220,6 +220,16 @@ describe("update and delete", () => {
     const personal = await ann.patch(`/v1/hubs/${ann.personalHubId}`, { slug: "my-own" });
     expect(personal.body.error.code).toBe("personal_hub");
     expect((await ann.patch(`/v1/hubs/${ann.personalHubId}`, { name: "Mine" })).body.data.name).toBe("Mine");
+    // A client sending back the personal hub it read, slug included, changes what it changed (the slug
+    // is its own); a team hub still cannot take the reserved prefix, nor a personal hub another one.
+    const own = (await ann.get(`/v1/hubs/${ann.personalHubId}`)).body.data.hub;
+    const echoed = await ann.patch(`/v1/hubs/${ann.personalHubId}`, { name: "Mine again", slug: own.slug });
+    expect(echoed.status, echoed.text).toBe(200);
+    expect(echoed.body.data).toMatchObject({ name: "Mine again", slug: own.slug });
+    const reserved = await ann.patch(`/v1/hubs/${other.id}`, { slug: "personal-abc123" });
+    expect(reserved.status).toBe(400);
+    expect(reserved.body.error).toMatchObject({ code: "invalid_request", details: { issues: [{ path: "slug" }] } });
+    expect((await ann.patch(`/v1/hubs/${ann.personalHubId}`, { slug: "personal-0000ffff" })).body.error.code).toBe("personal_hub");
   });
 
   it("stores icon, accent, header aurora mode and settings (merged; null deletes, \"\" clears)", async () => {

@@ -65,7 +65,10 @@ const appearance = {
 };
 
 // An empty patch is a no-op that returns the hub (clients may send only fields this server ignores).
-export const updateHubBodySchema = z.strictObject({ name: nameSchema.optional(), slug: slugSchema.optional(), ...settings, ...appearance });
+// The slug's shape only: a personal hub's own `personal-…` slug sent back unchanged (a client echoing the
+// hub it read) is a no-op, so the reserved prefix is checked against the hub in updateHub.
+const updateSlugSchema = z.string().regex(SLUG_RE, "slug must be 3 to 48 lowercase letters, digits or '-', starting and ending with a letter or digit");
+export const updateHubBodySchema = z.strictObject({ name: nameSchema.optional(), slug: updateSlugSchema.optional(), ...settings, ...appearance });
 export type UpdateHubBody = z.output<typeof updateHubBodySchema>;
 
 export const checkSlugQuerySchema = z.object({ slug: z.string({ error: "slug is required" }).max(200) });

@@ -3,7 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { hubPermissionOrThrow, lockMembershipOrThrow } from "./hub-access.ts";
-import type { UpdateHubBody } from "./hub-fields.ts";
+import { RESERVED_SLUG_PREFIX, type UpdateHubBody } from "./hub-fields.ts";
 import { hubSettings, serializeHub } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 
@@ -17,6 +17,10 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "change hub settings");
   if (input.slug !== undefined && input.slug !== hub.slug && hub.hubType === "personal") {
     throw new ApiError("personal_hub", "A personal hub's slug cannot be changed");
+  }
+  if (input.slug !== undefined && input.slug !== hub.slug && input.slug.startsWith(RESERVED_SLUG_PREFIX)) {
+    const message = `slug must be valid: the "${RESERVED_SLUG_PREFIX}" prefix is reserved for personal hubs`;
+    throw new ApiError("invalid_request", `Request is invalid: slug: ${message}`, { issues: [{ path: "slug", message }] });
   }
   if (input.header_aurora_mode && hub.hubType === "personal") {
     throw new ApiError("personal_hub", "A personal hub's header aurora mode is a user setting, not a hub setting");
