@@ -257,6 +257,29 @@ describe("batch-move against concurrent deletes", () => {
   });
 });
 
+describe("batch-move into a hub where the same source_path arrives at once", () => {
+  it("two moves and a push of one source_path into one hub: 200s, never 500; one memory holds the path there", async () => {
+    const own = await h.user("Collector");
+    const [a, b, c] = [await h.teamHub(own), await h.teamHub(own), await h.teamHub(own)];
+    for (let round = 0; round < 8; round++) {
+      const path = `docs/round-${round}.md`;
+      const push = async (hub: string, text: string) => (await own.post("/v1/memories", { content: text, source_path: path }, on(hub))).body.data.id as string;
+      const [fromA, fromB] = [await push(a!, `from A ${round}`), await push(b!, `from B ${round}`)];
+      // Each move read the target's paths before writing: the other move's (or the push's) row,
+      // committed in between, made its UPDATE break the unique index, a 500.
+      const results = await Promise.all([
+        own.post("/v1/memories/batch-move", { ids: [fromA], hub_id: c }),
+        own.post("/v1/memories/batch-move", { ids: [fromB], hub_id: c }),
+        own.post("/v1/memories", { content: `pushed into C ${round}`, source_path: path }, on(c!)),
+      ]);
+      expect(results.map((r) => r.status).every((s) => s === 200 || s === 201), JSON.stringify(results.map((r) => r.body))).toBe(true);
+      const moved = results.slice(0, 2).map((r) => r.body.data as { moved: number; skipped: { reason: string }[] });
+      for (const m of moved) expect(m.moved + m.skipped.filter((s) => s.reason === "conflict").length).toBe(1);
+      expect(await h.db.memory.count({ where: { hubId: c!, sourcePath: path } })).toBe(1);
+    }
+  });
+});
+
 describe("counters under opposite moves", () => {
   it("batch-moves between two hubs in both directions at once, by two owners' memories: no deadlock, counts equal rows", async () => {
     const ann = await h.user("Mover");

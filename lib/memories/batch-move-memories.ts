@@ -1,10 +1,12 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canDeleteMemory, canEditMemory } from "@/lib/api/permissions.ts";
-import { allows, forbiddenFor, lockMembershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
+import { allows, forbiddenFor, hubMembersLockKey, lockMembershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
+import { sourcePathLockKey } from "./create-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import { assertHubQuotaAfterMove } from "@/lib/quotas/assert-storage-quota.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
@@ -47,9 +49,20 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
     throw new ApiError("invalid_request", "topic_id must belong to the target hub", { issues: [{ path: "topic_id", message: "belongs to another hub" }] });
   }
 
+  // A memory's source_path never changes, so it can be read before the transaction. Every path of the
+  // batch is locked in the target hub as a push there locks it: a push or another move bringing the
+  // same path in meanwhile would otherwise make a move's UPDATE break the unique index (a 500).
+  const paths = await ctx.db.memory.findMany({
+    where: { id: { in: ids.filter(isUuid) }, hubId: { in: [...memberships.keys()] }, sourcePath: { not: null } },
+    select: { sourcePath: true },
+  });
+  const pathLocks = [...new Set(paths.map((m) => sourcePathLockKey(target.hub.id, m.sourcePath!)))].sort();
+
   return ctx.db.$transaction(async (tx) => {
+    // The paths before the membership, in one statement, as createMemory takes them (no deadlock).
+    await lockForTransaction(tx, [...pathLocks, { shared: hubMembersLockKey(target.hub.id) }]);
     // The caller must still be able to write into the target when the moves commit.
-    await lockMembershipOrThrow(tx, ctx, target.hub, "memories.write", "add memories");
+    await lockMembershipOrThrow(tx, ctx, target.hub, "memories.write", "add memories", { locked: true });
     if (topic) await lockTopicForFiling(tx, topic);
     const locked = await lockMemoryRows(tx, ids.filter(isUuid), [...memberships.keys()]);
     const found = await tx.memory.findMany({

@@ -31,6 +31,12 @@ export function contentHash(content: string): string {
   return createHash("sha256").update(content, "utf8").digest("hex");
 }
 
+/**
+ * The advisory lock that serialises everything which puts a memory at this source_path in this hub
+ * (a push, a batch-move into the hub), so each sees the other's row rather than breaking the unique index.
+ */
+export const sourcePathLockKey = (hubId: string, sourcePath: string) => `memory:${hubId}:path:${sourcePath}`;
+
 export function assertContentSize(content: string): void {
   const bytes = Buffer.byteLength(content, "utf8");
   if (bytes > MAX_CONTENT_BYTES) {
@@ -79,7 +85,7 @@ ${input.content}`) : contentHash(input.content);
       // share a content hash, and each must see the other's memory (always in this order, no deadlock).
       // Then the membership (shared, as lockMembershipOrThrow takes it), all in one statement.
       await lockForTransaction(tx, [
-        ...(input.source_path ? [`memory:${ctx.hub.id}:path:${input.source_path}`] : []),
+        ...(input.source_path ? [sourcePathLockKey(ctx.hub.id, input.source_path)] : []),
         `memory:${ctx.hub.id}:${hash}`,
         { shared: hubMembersLockKey(ctx.hub.id) },
       ]);
