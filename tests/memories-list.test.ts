@@ -92,6 +92,20 @@ describe("GET /v1/memories", () => {
     expect((await ann.get(`/v1/memories?cursor=${encodeURIComponent(keyCursor)}`)).body.error.code).toBe("invalid_cursor");
   });
 
+  test("a cursor of one hub's or filter's list is invalid_cursor on another's, not a silent skip", async () => {
+    const mine = await ann.get(`/v1/memories?hub_id=${ann.personalHubId}&limit=2`);
+    const cursor = encodeURIComponent(mine.body.data.next_cursor as string);
+    // Same list, same filters, by hub_id or by X-Hub-ID: the cursor goes on.
+    expect((await ann.get(`/v1/memories?hub_id=${ann.personalHubId}&limit=2&cursor=${cursor}`)).status).toBe(200);
+    expect((await ann.get(`/v1/memories?limit=2&cursor=${cursor}`, { headers: { "x-hub-id": ann.personalHubId } })).status).toBe(200);
+    // The team hub's newer memories would have been skipped from the personal hub's position on.
+    for (const other of [`hub_id=${team}`, "", "kind=semantic", `actor=${ann.id}`, "created_after=2000-01-01T00:00:00Z"]) {
+      const res = await ann.get(`/v1/memories?${other}&limit=2&cursor=${cursor}`);
+      expect(res.status, other).toBe(400);
+      expect(res.body.error.code).toBe("invalid_cursor");
+    }
+  });
+
   test("sort=relevant orders by access_count, then newest", async () => {
     const all = ids(await ann.get(`/v1/memories?hub_id=${team}`));
     const [newest, middle, oldest] = all as [string, string, string];

@@ -33,7 +33,18 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   const limit = parseLimit(query.limit);
   const hubIds = await hubScopeIds(ctx, query.hub_id);
   const secret = await serverSecret(ctx.db);
-  const list = `memories:${query.sort}`;
+  // The list a cursor belongs to is its sort, hub scope and filters: a cursor carried over to another
+  // hub or filter would go on from a position of a list it never saw (skipping what is newer there).
+  const instant = (time: string | undefined) => (time ? new Date(time).toISOString() : "");
+  const list = `memories:${JSON.stringify([
+    query.sort,
+    (query.hub_id ?? ctx.hubHeader) === undefined ? "all" : hubIds[0],
+    query.topic_id ?? "",
+    query.kind ?? "",
+    query.actor ?? "",
+    instant(query.created_after),
+    instant(query.created_before),
+  ])}`;
 
   const scope: Prisma.MemoryWhereInput = {
     hubId: { in: hubIds },
