@@ -5,6 +5,8 @@ import { flushAccess, recordAccess } from "@/lib/recall/record-access.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
 import { stalledLock } from "./support/stalled-lock.ts";
+import pg from "pg";
+import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 
 /**
  * Races that only a server with several connections can lose (issue 16). Every request goes through
@@ -175,6 +177,47 @@ describe("membership and credentials during use", () => {
     expect(after.length).toBeGreaterThan(0);
     expect(after.every((s) => s.res.status === 401)).toBe(true);
     expect(await landedBefore()).toBe(requests.filter((s) => s.res.status === 201).length);
+  });
+});
+
+describe("a demotion landing while topic writes wait for the hub's topics", () => {
+  /**
+   * The role was checked before the write's transaction: a demotion committed in between (while the
+   * write waited for the hub's topic lock, here held by a stalled transaction) left a viewer's topic
+   * change or filing to land. The role is read again under the hub's membership lock.
+   */
+  it.skipIf(!testPostgres())("a topic create, rename and filing by a member demoted to viewer meanwhile are 403, nothing lands", async () => {
+    const own = await h.user("Owner");
+    const adm = await h.user("Admin");
+    const hub = await h.teamHub(own, [[adm, "admin"]]);
+    const topic = (await own.post("/v1/topics", { name: "Shelf", hub_id: hub })).body.data.id as string;
+    const loose = (await adm.post("/v1/memories", { content: "loose note of the admin" }, on(hub))).body.data.id as string;
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let started: Promise<ApiResponse>[] = [];
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [topicsLockKey(hub)]);
+      started = [
+        adm.post("/v1/topics", { name: "Late", hub_id: hub }),
+        adm.patch(`/v1/topics/${topic}`, { name: "Renamed late" }),
+        adm.post(`/v1/topics/${topic}/memories`, { memory_id: loose }),
+      ];
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n >= started.length) break;
+        if (waited > 20_000) throw new Error(`only ${rows[0].n} of ${started.length} writes waited for the topic lock`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await h.db.hubMember.update({ where: { hubId_userId: { hubId: hub, userId: adm.id } }, data: { role: "viewer" } });
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const results = await Promise.all(started);
+    expect(results.map((r) => r.status), JSON.stringify(results.map((r) => r.body))).toEqual([403, 403, 403]);
+    expect((await h.db.topic.findMany({ where: { hubId: hub } })).map((t) => t.name)).toEqual(["Shelf"]);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: loose } })).topicId).toBeNull();
   });
 });
 

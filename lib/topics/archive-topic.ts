@@ -14,7 +14,7 @@ export async function archiveTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "archive topics");
   const now = ctx.now();
   const count = await ctx.db.$transaction(async (tx) => {
-    const branch = (await HubTopics.lockAndLoad(tx, topic.hubId)).subtree(topic.id);
+    const branch = (await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "archive topics" })).subtree(topic.id);
     const active = branch.filter((row) => !row.archivedAt).map((row) => row.id);
     if (active.length) {
       await tx.topic.updateMany({ where: { id: { in: active } }, data: { archivedAt: now, updatedAt: now } });
@@ -36,7 +36,7 @@ export async function restoreTopic(ctx: AuthContext, id: string) {
   const now = ctx.now();
   try {
     const count = await ctx.db.$transaction(async (tx) => {
-      const topics = await HubTopics.lockAndLoad(tx, topic.hubId);
+      const topics = await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "restore topics" });
       const current = topics.byId.get(topic.id);
       if (!current) throw new ApiError("not_found", "Topic not found");
       const branch = topics.subtree(current.id);

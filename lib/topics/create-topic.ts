@@ -29,7 +29,7 @@ export async function createTopic(ctx: AuthContext, input: CreateTopicBody) {
   const parentId = input.parent_id ?? null;
   try {
     const topic = await ctx.db.$transaction(async (tx) => {
-      const topics = await HubTopics.lockAndLoad(tx, hub.id);
+      const topics = await HubTopics.lockAndLoad(tx, hub.id, { ctx, action: "create topics" });
       if (topics.rows.length >= MAX_TOPICS_PER_HUB) {
         throw new ApiError("conflict", `A hub can have at most ${MAX_TOPICS_PER_HUB} topics; delete or merge some first`, { limit: MAX_TOPICS_PER_HUB });
       }

@@ -12,7 +12,7 @@ import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
 export async function deleteTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "delete topics");
   const ids = await ctx.db.$transaction(async (tx) => {
-    const branch = (await HubTopics.lockAndLoad(tx, topic.hubId)).subtree(topic.id).map((row) => row.id);
+    const branch = (await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "delete topics" })).subtree(topic.id).map((row) => row.id);
     // Their memories go to the inbox by the foreign key's cascade: locked first, in id order.
     await lockMemoriesOf(tx, topic.hubId, branch);
     // deleteMany: a concurrent delete of the same topic is not an error, the outcome is the same.

@@ -1,13 +1,25 @@
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
-import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { hubMembersLockKey, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import type { TopicRow } from "./serialize-topic.ts";
 import { MAX_TOPIC_DEPTH } from "./topic-fields.ts";
 
 /** The lock on a hub's topic tree: exclusive for changes to it, shared for filing memories under a topic. */
 export function topicsLockKey(hubId: string): string {
   return `topics:${hubId}`;
+}
+
+/**
+ * Under the hub's membership lock (held shared): the caller's role and the hub's contributor policy
+ * read again. Checked only before the transaction, a demotion (or allow_contributor_topics turned off)
+ * committed in between let a member who may no longer manage topics change them anyway.
+ */
+export async function assertManagesTopics(tx: DbClient, hubId: string, ctx: Pick<AuthContext, "user" | "credential">, action: string): Promise<void> {
+  const hub = await tx.hub.findUnique({ where: { id: hubId } });
+  if (!hub) throw new ApiError("not_found", "Hub not found");
+  await lockMembershipOrThrow(tx, { ...ctx, db: tx }, hub, "topics.manage", action, { locked: true });
 }
 
 /**
@@ -22,10 +34,12 @@ export class HubTopics {
     this.byId = new Map(rows.map((row) => [row.id, row]));
   }
 
-  static async lockAndLoad(tx: DbClient, hubId: string): Promise<HubTopics> {
+  /** `manager`: the caller changing the tree, who must still be allowed to manage the hub's topics. */
+  static async lockAndLoad(tx: DbClient, hubId: string, manager: { ctx: Pick<AuthContext, "user" | "credential">; action: string }): Promise<HubTopics> {
     // The hub's membership lock (shared) first, as every write into a hub takes it: a hub delete holds
     // it exclusively, so a topic change waits for it rather than deadlocking with its cascade.
     await lockForTransaction(tx, [{ shared: hubMembersLockKey(hubId) }, topicsLockKey(hubId)]);
+    await assertManagesTopics(tx, hubId, manager.ctx, manager.action);
     return new HubTopics(await tx.topic.findMany({ where: { hubId } }));
   }
 

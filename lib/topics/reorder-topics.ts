@@ -20,7 +20,7 @@ export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "topics.manage", "reorder topics");
   const now = ctx.now();
   const updated = await ctx.db.$transaction(async (tx) => {
-    const topics = await HubTopics.lockAndLoad(tx, hub.id);
+    const topics = await HubTopics.lockAndLoad(tx, hub.id, { ctx, action: "reorder topics" });
     for (const [index, op] of input.operations.entries()) {
       const topic = topics.byId.get(op.topic_id);
       if (!topic) throw new ApiError("not_found", "Topic not found", { index, topic_id: op.topic_id });

@@ -1,5 +1,7 @@
 import { z } from "zod";
-import type { AuthContext } from "@/lib/api/context.ts";
+import type { AuthContext, HubRecord } from "@/lib/api/context.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { hubMembersLockKey, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { canEditMemory } from "@/lib/api/permissions.ts";
@@ -54,7 +56,7 @@ export async function assignTopicMemory(ctx: AuthContext, topicId: string, input
   const { topic, membership } = await readableTopicOrThrow(ctx, topicId);
   assertNotArchived(topic);
   const memory = await editableMemoryOrThrow(ctx, topic.hubId, input.memory_id, membership.role);
-  const count = await fileMemory(ctx, { id: memory.id, hubId: topic.hubId }, topic.id);
+  const count = await fileMemory(ctx, membership.hub, memory, { id: memory.id, hubId: topic.hubId }, topic.id);
   if (count === 0) throw new ApiError("not_found", "Memory not found in this topic's hub");
   return { topic_id: topic.id, memory_id: memory.id, assigned: true as const, previous_topic_id: memory.topicId };
 }
@@ -63,14 +65,27 @@ export async function assignTopicMemory(ctx: AuthContext, topicId: string, input
 export async function unassignTopicMemory(ctx: AuthContext, topicId: string, memoryId: string) {
   const { topic, membership } = await readableTopicOrThrow(ctx, topicId);
   const memory = await editableMemoryOrThrow(ctx, topic.hubId, memoryId, membership.role);
-  const count = await fileMemory(ctx, { id: memory.id, hubId: topic.hubId, topicId: topic.id }, null);
+  const count = await fileMemory(ctx, membership.hub, memory, { id: memory.id, hubId: topic.hubId, topicId: topic.id }, null);
   return { topic_id: topic.id, memory_id: memory.id, unassigned: count > 0 };
 }
 
 /** Sets the topic of the memory `where` matches and, when one did, says so on the event stream: one transaction. */
-function fileMemory(ctx: AuthContext, where: { id: string; hubId: string; topicId?: string }, topicId: string | null) {
+function fileMemory(
+  ctx: AuthContext,
+  hub: HubRecord,
+  memory: { ownerId: string },
+  where: { id: string; hubId: string; topicId?: string },
+  topicId: string | null,
+) {
   return ctx.db.$transaction(async (tx) => {
     if (topicId) await lockTopicForFiling(tx, { id: topicId, hubId: where.hubId });
+    else await lockForTransaction(tx, { shared: hubMembersLockKey(where.hubId) });
+    // The role again, under the membership lock just taken: checked only before the transaction, a
+    // demotion committed in between let a viewer file memories.
+    const { role } = await lockMembershipOrThrow(tx, { ...ctx, db: tx }, hub, "memories.read", "file memories", { locked: true });
+    if (!canEditMemory(role, memory.ownerId === ctx.user.id)) {
+      throw new ApiError("forbidden", `Your role (${role}) does not allow you to file this memory`);
+    }
     const { count } = await tx.memory.updateMany({ where, data: { topicId, updatedAt: ctx.now() } });
     if (count > 0) await emitEvent(tx, { type: "memory.updated", hubId: where.hubId, actorId: ctx.user.id, entityId: where.id });
     return count;

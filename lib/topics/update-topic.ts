@@ -20,7 +20,7 @@ export async function updateTopic(ctx: AuthContext, id: string, input: UpdateTop
   const { topic } = await topicOrThrow(ctx, id, "change topics");
   try {
     const updated = await ctx.db.$transaction(async (tx) => {
-      const topics = await HubTopics.lockAndLoad(tx, topic.hubId);
+      const topics = await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "change topics" });
       const current = topics.byId.get(topic.id);
       if (!current) throw new ApiError("not_found", "Topic not found");
       assertNotArchived(current);
