@@ -252,6 +252,53 @@ describe("deduplication under concurrent creates", () => {
   });
 });
 
+describe("a re-push of a source_path against an edit of its memory", () => {
+  /**
+   * The re-push read the memory, then wrote every field from that read: an edit committed in between
+   * (here: queued first on the memory's row, held by a stalled transaction) was overwritten, its tags
+   * and title lost without an error. The re-push now reads the memory under its row lock.
+   */
+  it.skipIf(!testPostgres())("an edit committed between a re-push's read and its write is kept: the re-push changes only the content", async () => {
+    const own = await h.user("Reingester");
+    const hub = await h.teamHub(own);
+    const id = (await own.post("/v1/memories", { content: "runbook v1", source_path: "ops/runbook.md" }, on(hub))).body.data.id as string;
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    // Requests of this test's database waiting for a lock (the second waits behind the first, not the side).
+    const waiters = async (n: number) => {
+      for (let waited = 0; ; waited += 20) {
+        await side.query("SELECT pg_stat_clear_snapshot()");
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+        if (rows[0].n >= n) return;
+        if (waited > 20_000) throw new Error(`only ${rows[0].n} of ${n} requests waited for the memory`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    let edit: Promise<ApiResponse> | undefined;
+    let push: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [id]);
+      edit = own.patch(`/v1/memories/${id}`, { title: "Deploy runbook", tags: ["ops"] });
+      await waiters(1);
+      push = own.post("/v1/memories", { content: "runbook v2", source_path: "ops/runbook.md" }, on(hub));
+      await waiters(2);
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const [edited, pushed] = await Promise.all([edit!, push!]);
+    expect([edited.status, pushed.status], JSON.stringify([edited.body, pushed.body])).toEqual([200, 200]);
+    const stored = await h.db.memory.findUniqueOrThrow({ where: { id } });
+    expect({ title: stored.title, tags: stored.tags, content: stored.content, version: stored.version }).toEqual({
+      title: "Deploy runbook",
+      tags: ["ops"],
+      content: "runbook v2",
+      version: 2,
+    });
+  });
+});
+
 describe("concurrent edits of one memory", () => {
   it("ten edits at once all apply, one after another: every answer 200, versions 2..11, the last write's content stays", async () => {
     const own = await h.user("Editor");

@@ -91,7 +91,10 @@ ${input.content}`) : contentHash(input.content);
       ]);
       const { role } = await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
       if (input.source_path) {
-        const existing = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, sourcePath: input.source_path } });
+        // Read under the memory's row lock: an update in place writes every field from this read, so an
+        // edit (PATCH) committed between an unlocked read and the write would be silently undone.
+        const [lockedId] = await lockMemoryAtPath(tx, ctx.hub.id, input.source_path);
+        const existing = lockedId ? await tx.memory.findUnique({ where: { id: lockedId } }) : null;
         if (existing) {
           // Updating in place is editing: a contributor's push to another member's source_path may not
           // rewrite that memory (PATCH would be 403 too). The same content changes nothing, as a
@@ -132,6 +135,12 @@ ${input.content}`) : contentHash(input.content);
   // Memax's capture promises one memory per decision and learning (extract-capture-facts.ts).
   if (result.created && result.memory.source === CAPTURE_SOURCE) await extractCaptureFacts(ctx, result.memory);
   return { memory: serializeMemory(result.memory), created: result.created };
+}
+
+/** The memory at this source_path in the hub, locked FOR UPDATE until the transaction ends (none: []). */
+function lockMemoryAtPath(tx: DbClient, hubId: string, sourcePath: string): Promise<string[]> {
+  return tx.$queryRaw<{ id: string }[]>`
+    SELECT id::text AS id FROM memories WHERE hub_id = ${hubId}::uuid AND source_path = ${sourcePath} FOR UPDATE`.then((rows) => rows.map((row) => row.id));
 }
 
 async function insert(
