@@ -4,7 +4,8 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { encode } from "next-auth/jwt";
 import { sessionSecret } from "@/lib/auth/session.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
-import { createHarness, type Client as ApiClient, type Harness } from "./support/harness.ts";
+import pg from "pg";
+import { createHarness, testPostgres, type Client as ApiClient, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
@@ -496,5 +497,35 @@ describe("/mcp/chatgpt", () => {
     expect(doc).toMatchObject({ id: memory.id, title: `Chat ${tag}`, url: `${server.url}/memories/${memory.id}` });
     expect(doc.text).toContain("retries three times");
     expect(doc.metadata.hub_id).toBe(ann.personalHubId);
+  });
+});
+
+describe("database conditions in a tool", () => {
+  it.skipIf(!testPostgres())("a connection the server drops mid-call is the tool error unavailable (as REST's 503), not internal", async () => {
+    const memory = (await ann.post("/v1/memories", { title: "Held", content: "A memory another transaction holds." })).body.data;
+    const holder = new pg.Client({ connectionString: h.url! });
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [memory.id]);
+      const call = raw({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_forget", arguments: { id: memory.id } } }, { "mcp-protocol-version": "2025-03-26" });
+      let blocked: number | undefined;
+      for (let waited = 0; blocked === undefined; waited += 20) {
+        const { rows } = await holder.query("SELECT l.pid FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid)) LIMIT 1");
+        blocked = rows[0]?.pid;
+        if (waited > 20_000) throw new Error("engram_forget never waited for the held row");
+        if (blocked === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // A restart or failover as the tool's statement sees it: 57P01, the connection gone.
+      await holder.query("SELECT pg_terminate_backend($1)", [blocked]);
+      const res = await call;
+      expect(res.status).toBe(200);
+      expect(res.body.result.isError).toBe(true);
+      expect(res.body.result.structuredContent.error.code).toBe("unavailable");
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      await holder.end();
+    }
+    expect(await h.db.memory.count({ where: { id: memory.id } })).toBe(1);
   });
 });

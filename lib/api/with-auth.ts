@@ -182,30 +182,38 @@ function handle(
 
 /** Any throw becomes the envelope; unknown errors are logged and never leak. */
 export function toErrorResponse(error: unknown, requestId: string): Response {
-  if (error instanceof ApiError) return errorResponse(error);
+  return errorResponse(toApiError(error, requestId));
+}
+
+/**
+ * The ApiError any throw stands for: REST's envelope and MCP's tool errors both answer with it, so
+ * an agent is told to retry (unavailable) or that the thing is gone (not_found) as a REST client is.
+ */
+export function toApiError(error: unknown, requestId: string): ApiError {
+  if (error instanceof ApiError) return error;
   if (isDatabaseUnavailable(error)) {
     // A database restart or failover, not a bug: 503 tells clients to retry.
     console.error(`[${requestId}] database unavailable`, error instanceof Error ? error.message.split("\n").at(-1) : error);
-    return errorResponse(new ApiError("unavailable", "The database is not available; try again shortly", undefined, { "Retry-After": "2" }));
+    return new ApiError("unavailable", "The database is not available; try again shortly", undefined, { "Retry-After": "2" });
   }
   if (isTransactionExpired(error)) {
     // Overload, not a bug: the transaction rolled back whole, so the same request can simply be retried.
     console.error(`[${requestId}] database busy: transaction expired`, error instanceof Error ? error.message.split("\n").at(-1) : error);
-    return errorResponse(new ApiError("unavailable", "The database is too busy to finish this request; try again shortly", undefined, { "Retry-After": "2" }));
+    return new ApiError("unavailable", "The database is too busy to finish this request; try again shortly", undefined, { "Retry-After": "2" });
   }
   if (isForeignKeyViolation(error) || isRecordGone(error)) {
     // What the request wrote refers to, or updates, a row a concurrent request deleted after it was
     // read (the transaction rolled back whole): the thing is gone, as a request moments later would be told.
     console.warn(`[${requestId}] refers to a row deleted meanwhile`, error instanceof Error ? error.message.split("\n").at(-1) : error);
-    return errorResponse(new ApiError("not_found", "Not found: it was deleted while this request ran"));
+    return new ApiError("not_found", "Not found: it was deleted while this request ran");
   }
   if (isOverloaded(error)) {
     // A deadlock or a pool wait that timed out: rolled back whole, safe to retry.
     console.warn(`[${requestId}] database busy`, (error as Error).message);
-    return errorResponse(new ApiError("unavailable", "The database is busy; try again shortly", undefined, { "Retry-After": "1" }));
+    return new ApiError("unavailable", "The database is busy; try again shortly", undefined, { "Retry-After": "1" });
   }
   console.error(`[${requestId}] unhandled error`, error);
-  return errorResponse(new ApiError("internal", `Internal error (request ${requestId})`));
+  return new ApiError("internal", `Internal error (request ${requestId})`);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { readBody, refuseNul } from "@/lib/api/parse.ts";
 import { rateLimiter, type Bucket } from "@/lib/api/rate-limit.ts";
+import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
 import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
 
@@ -28,11 +29,9 @@ function buildServer(env: ToolEnv, tools: ToolDef[]): McpServer {
         const out = await tool.run(env, args as never);
         return { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
       } catch (error) {
-        // Domain errors are results the model can read and act on, not transport failures.
-        const known = error instanceof ApiError ? error : undefined;
-        if (!known) console.error(`[${env.ctx.requestId}] MCP tool ${tool.name} failed`, error);
-        const code = known?.code ?? "internal";
-        const message = known?.message ?? `Internal error (request ${env.ctx.requestId})`;
+        // Domain errors are results the model can read and act on, not transport failures; database
+        // conditions get REST's codes, so an agent knows to retry (unavailable) or that a row is gone.
+        const { code, message } = toApiError(error, env.ctx.requestId);
         return { isError: true, content: [{ type: "text" as const, text: `Error (${code}): ${message}` }], structuredContent: { error: { code, message } } };
       }
     });
