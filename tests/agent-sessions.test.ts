@@ -48,6 +48,14 @@ describe("/v1/agent-sessions", () => {
     expect((await bob.get("/v1/agent-sessions?session_id=s-1")).body.data.sessions).toEqual([]);
   });
 
+  it("reads a session by the id PUT stored, padded or not (PUT trims session_id, so GET does too)", async () => {
+    const ann = await h.user("Ann");
+    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: " pad-1 ", content: "transcript\n" })).body.data.session_id).toBe("pad-1");
+    const padded = await ann.get(`/v1/agent-sessions?agent=codex&session_id=${encodeURIComponent(" pad-1 ")}`);
+    expect(padded.status).toBe(200);
+    expect(padded.body.data.sessions.map((s: { session_id: string; content: string }) => [s.session_id, s.content])).toEqual([["pad-1", "transcript\n"]]);
+  });
+
   it("bounds what one user keeps (1,000 files, 1 GiB) and how many files a page returns with their content (5)", async () => {
     const ann = await h.user("Ann");
     const rows = (n: number, size: number, prefix: string) =>

@@ -23,7 +23,8 @@ export type PutAgentSessionBody = z.output<typeof putAgentSessionBodySchema>;
 
 export const listAgentSessionsQuerySchema = z.object({
   agent: agentSchema.optional(),
-  session_id: z.string().max(200).optional(),
+  // Trimmed as PUT trims it: " s-1 " names the session PUT stored as "s-1"; blank is no filter.
+  session_id: z.string().trim().max(200).optional(),
   limit: z.string().optional(),
   cursor: z.string().optional(),
 });
