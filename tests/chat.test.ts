@@ -354,6 +354,23 @@ describe("saving needs approval", () => {
 });
 
 describe("workers", () => {
+  it("drops stream events past their replay time in bounded batches: one sweep deletes at most its batches, the next goes on", async () => {
+    const s = await session(ann);
+    const sent = (await send(ann, s.id, "When does the deploy freeze start?")).body.data;
+    await chatTurnsIdle();
+    const fresh = await h.db.chatEvent.count({ where: { messageId: sent.active_message_id } });
+    const old = new Date(Date.now() - 25 * 3_600_000);
+    await h.db.$executeRaw`INSERT INTO chat_events (message_id, seq, type, data, created_at)
+      SELECT ${sent.active_message_id}::uuid, 100000 + n, 'message.delta', '{}'::jsonb, ${old} FROM generate_series(1, 2300) AS n`;
+    const oldLeft = () => h.db.chatEvent.count({ where: { messageId: sent.active_message_id, createdAt: { lt: new Date(Date.now() - 24 * 3_600_000) } } });
+    // One batch (2,000 rows) per sweep here: the 300 left over wait for the next sweep.
+    await sweepChatTurns(h.database, new Date(), undefined, 1);
+    expect(await oldLeft()).toBe(300);
+    await sweepChatTurns(h.database, new Date(), undefined, 1);
+    expect(await oldLeft()).toBe(0);
+    expect(await h.db.chatEvent.count({ where: { messageId: sent.active_message_id } })).toBe(fresh);
+  });
+
   it("a turn whose worker died mid-answer ends partial_failed; one that never started is run by the sweep", async () => {
     const s = await session(ann);
     const sent = (await send(ann, s.id, "When does the deploy freeze start?")).body.data;

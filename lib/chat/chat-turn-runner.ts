@@ -67,7 +67,7 @@ const DELETED_KEPT_MS = 60 * 60_000;
  * and turns whose worker stopped. Also drops stream events past their replay time, and purges chats
  * deleted over an hour ago with nothing in flight (their messages, events and approvals go with them).
  */
-export async function sweepChatTurns(database: Database, now = new Date(), staleMs = CHAT_TURN_STALE_MS): Promise<string[]> {
+export async function sweepChatTurns(database: Database, now = new Date(), staleMs = CHAT_TURN_STALE_MS, eventBatches = CHAT_EVENT_PRUNE_BATCHES): Promise<string[]> {
   const db = database.prisma;
   const expired = await db.chatApproval.findMany({ where: { status: "pending", expiresAt: { lte: now } }, take: 100 });
   // A turn whose approval timed out here goes on now: expiring it touched the turn, so the query below,
@@ -88,10 +88,26 @@ export async function sweepChatTurns(database: Database, now = new Date(), stale
     take: 100,
     select: { id: true },
   });
-  await db.chatEvent.deleteMany({ where: { createdAt: { lt: new Date(now.getTime() - CHAT_LIMITS.replayMs) } } });
+  await pruneChatEvents(database, new Date(now.getTime() - CHAT_LIMITS.replayMs), eventBatches);
   const deleted = await db.chatSession.findMany({ where: { deletedAt: { lt: new Date(now.getTime() - DELETED_KEPT_MS) }, activeMessageId: null }, take: 100, select: { id: true } });
   if (deleted.length) await db.chatSession.deleteMany({ where: { id: { in: deleted.map((s) => s.id) }, activeMessageId: null } });
   return [...new Set([...resumed, ...waiting.map((m) => m.id)])];
+}
+
+/** Stream events deleted per statement: a sweep never holds locks on a large backlog for long. */
+const CHAT_EVENT_PRUNE_BATCH = 2000;
+/** Statements per sweep (every 30 s); a larger backlog goes over the next sweeps. */
+const CHAT_EVENT_PRUNE_BATCHES = 10;
+
+/** Deletes stream events created before `cutoff` in bounded batches (at most `maxBatches` statements). */
+async function pruneChatEvents(database: Database, cutoff: Date, maxBatches: number): Promise<void> {
+  for (let i = 0; i < maxBatches; i++) {
+    const count = await database.prisma.$executeRaw`
+      DELETE FROM chat_events WHERE (message_id, seq) IN (
+        SELECT message_id, seq FROM chat_events WHERE created_at < ${cutoff} ORDER BY created_at LIMIT ${CHAT_EVENT_PRUNE_BATCH}
+      )`;
+    if (count < CHAT_EVENT_PRUNE_BATCH) break;
+  }
 }
 
 /** Server start-up: a sweep now (on the embedded database every leased turn is a dead process's) and every 30 s. */
