@@ -284,6 +284,30 @@ describe("tools", () => {
     expect(data(bad).error.code).toBe("invalid_cursor");
   });
 
+  it("engram_topics without hub_id lists every tree only up to 10 hubs; past that it asks for hub_id, and a topic_id still finds its one tree", async () => {
+    const tia = await h.user("Tia");
+    const hubIds = [];
+    for (let i = 0; i < 10; i++) hubIds.push(await h.teamHub(tia));
+    const topic = (await tia.post("/v1/topics", { name: "Onboarding", hub_id: hubIds[9] })).body.data;
+    const client = await connect(tia.key);
+    // Ten team hubs and the personal one: eleven trees.
+    const all = await client.callTool({ name: "engram_topics", arguments: {} });
+    expect(data(all).error).toMatchObject({ code: "invalid_request" });
+    expect(text(all)).toContain("pass hub_id");
+    expect(text(await client.callTool({ name: "engram_topics", arguments: { hub_id: hubIds[9] } }))).toContain("Onboarding");
+    const one = await client.callTool({ name: "engram_topics", arguments: { topic_id: topic.id } });
+    expect(data(one).topic).toMatchObject({ id: topic.id, name: "Onboarding" });
+    // A topic in a hub out of reach is not found, as one that does not exist.
+    const other = (await ann.post("/v1/topics", { name: "Secret plans", hub_id: teamHubId })).body.data;
+    const hidden = await client.callTool({ name: "engram_topics", arguments: { topic_id: other.id } });
+    expect(data(hidden).error).toEqual({ code: "not_found", message: "Topic not found" });
+    // Within the bound every tree is still listed at once.
+    await tia.delete(`/v1/hubs/${hubIds[0]}`);
+    const listed = await client.callTool({ name: "engram_topics", arguments: {} });
+    expect(data(listed).hubs).toHaveLength(10);
+    expect(text(listed)).toContain("Onboarding");
+  });
+
   it("hubs, members, topics and capture; hub_id takes an id, a slug or personal", async () => {
     const client = await connect(ann.key);
     const hubs = data(await client.callTool({ name: "engram_hubs", arguments: {} })).hubs.map((x: any) => x.hub.id);

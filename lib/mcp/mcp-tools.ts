@@ -231,11 +231,29 @@ async function hubMembers(env: ToolEnv, args: z.output<typeof hubMembersInput>):
 
 type TopicNode = Awaited<ReturnType<typeof listTopics>>["topics"][number];
 
+/** Hubs whose trees engram_topics lists at once without hub_id: each tree may hold 500 topics. */
+const MAX_TOPIC_TREES = 10;
+
 async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }): Promise<ToolOutput> {
   const { ctx } = env;
   const hubId = await hubIdFromRef(ctx, args.hub_id);
-  const hubIds = hubId ? [hubId] : (await readableHubs(ctx)).map((m) => m.hub.id);
-  const trees = await Promise.all(hubIds.map(async (id) => ({ hub_id: id, ...(await listTopics(ctx, id)) })));
+  let hubIds: string[];
+  if (hubId) hubIds = [hubId];
+  else {
+    const readable = (await readableHubs(ctx)).map((m) => m.hub.id);
+    if (args.topic_id) {
+      // Only the topic's own tree is needed; one in a hub out of reach is simply not found.
+      const row = await ctx.db.topic.findFirst({ where: { id: args.topic_id, hubId: { in: readable }, archivedAt: null }, select: { hubId: true } });
+      if (!row) throw new ApiError("not_found", "Topic not found");
+      hubIds = [row.hubId];
+    } else if (readable.length > MAX_TOPIC_TREES) {
+      // Every tree of up to 100 hubs (500 topics each) would be one answer too large to load or read.
+      throw new ApiError("invalid_request", `This connection reaches ${readable.length} hubs: pass hub_id for one hub's topics (see engram_hubs)`, { max_hubs: MAX_TOPIC_TREES });
+    } else hubIds = readable;
+  }
+  // One tree after another: at once they would take as many pooled connections.
+  const trees: ({ hub_id: string } & Awaited<ReturnType<typeof listTopics>>)[] = [];
+  for (const id of hubIds) trees.push({ hub_id: id, ...(await listTopics(ctx, id)) });
   const flat: { topic: TopicNode; depth: number }[] = [];
   const walk = (nodes: TopicNode[], depth: number) => {
     for (const node of nodes) {
@@ -337,7 +355,7 @@ export const ENGRAM_TOOLS: ToolDef[] = [
   define({
     name: "engram_topics",
     title: "List topics",
-    description: "The topics memories are filed under, optionally for one hub or one topic.",
+    description: `The topics memories are filed under, optionally for one hub or one topic (past ${MAX_TOPIC_TREES} hubs, pass hub_id).`,
     input: z.object({ topic_id: z.string().uuid().optional(), hub_id: hubRef.optional() }),
     annotations: read,
     run: topics,
