@@ -2,10 +2,11 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
-import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
+import { clientFor, createHarness, testPostgres, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { dispatch } from "./support/router.ts";
 
 // DELETE /v1/account/data (Memax's account.deleteAllData): the account is emptied and kept; team
@@ -102,5 +103,57 @@ describe("DELETE /v1/account/data", () => {
     expect((await readOnly.delete("/v1/account/data")).status).toBe(403);
     expect((await hubOnly.delete("/v1/account/data")).status).toBe(403);
     expect(await h.db.memory.count({ where: { hubId: bob.personalHubId } })).toBe(2);
+  });
+
+  /** lib/events/emit-event.ts's EVENTS_LOCK: one transaction-scoped advisory lock for every event of the server. */
+  const EVENTS_LOCK = 0x656e6772;
+
+  /** A second connection, in a transaction, for holding locks as a stalled writer would. */
+  async function side(): Promise<pg.Client> {
+    const client = new pg.Client({ connectionString: h.url! });
+    await client.connect();
+    await client.query("BEGIN");
+    return client;
+  }
+
+  /** Waits until `n` requests wait for a lock that `client` holds, directly or behind a request that waits for it. */
+  async function waiters(client: pg.Client, n: number): Promise<void> {
+    for (let waited = 0; ; waited += 20) {
+      const { rows } = await client.query(`
+        WITH direct AS (SELECT l.pid FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid)))
+        SELECT (SELECT count(DISTINCT pid) FROM direct)::int
+             + (SELECT count(DISTINCT l.pid) FROM pg_locks l WHERE NOT l.granted AND l.pid NOT IN (SELECT pid FROM direct)
+                  AND pg_blocking_pids(l.pid) && ARRAY(SELECT pid FROM direct))::int AS n`);
+      if (rows[0].n >= n) return;
+      if (waited > 20_000) throw new Error(`only ${rows[0].n} of ${n} requests waited`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  it.skipIf(!testPostgres())("while it waits for one of the caller's rows, other users' writes (which record events) are not held up", async () => {
+    const cyd = await h.user("Cyd");
+    const dan = await h.user("Dan");
+    expect((await cyd.post("/v1/memories", { content: "Cyd's note." })).status).toBe(201);
+    expect((await cyd.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "CLAUDE.md", content: "# Cyd\n" })).status).toBe(201);
+    const config = await h.db.agentConfig.findFirstOrThrow({ where: { ownerId: cyd.id } });
+    const client = await side();
+    let deletion: Promise<ApiResponse> | undefined;
+    let eventsFree: boolean;
+    try {
+      // A config sync of Cyd's stalled half-way: the deletion waits for its row.
+      await client.query("SELECT 1 FROM agent_configs WHERE id = $1 FOR UPDATE", [config.id]);
+      deletion = cyd.delete("/v1/account/data");
+      await waiters(client, 1);
+      // Every write that records an event (Dan's push here) needs this lock; the deletion held it from
+      // its personal-hub part to its commit.
+      eventsFree = (await client.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS ok", [EVENTS_LOCK])).rows[0].ok;
+    } finally {
+      await client.query("ROLLBACK").catch(() => {});
+      await client.end();
+    }
+    expect(eventsFree).toBe(true);
+    expect((await deletion).status).toBe(200);
+    expect((await dan.post("/v1/memories", { content: "Dan's note." })).status).toBe(201);
+    expect(await h.db.agentConfig.count({ where: { ownerId: cyd.id } })).toBe(0);
   });
 });

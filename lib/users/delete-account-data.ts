@@ -39,10 +39,6 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
       // Custom boards hold answers written from the memories (card, history, feedback cascade).
       await tx.customBoard.deleteMany({ where: { hubId: personal.id } });
       await tx.dreamRun.deleteMany({ where: { hubId: personal.id } });
-      await emitEvent(tx, [
-        { type: "hub.updated", hubId: personal.id, actorId: userId, entityId: personal.id },
-        { type: "topic.changed", hubId: personal.id, actorId: userId, entityId: personal.id },
-      ]);
     }
     const configs = (await tx.agentConfig.deleteMany({ where: { ownerId: userId } })).count;
     const sessionRows = await tx.agentSession.findMany({ where: { ownerId: userId }, select: { storeKey: true } });
@@ -59,6 +55,14 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
     // push naming one from now on is refused instead of attaching a file whose bytes are about to go.
     const unattached = await tx.upload.findMany({ where: { ownerId: userId, attachedAt: null }, select: { objectKey: true } });
     await tx.upload.deleteMany({ where: { ownerId: userId, attachedAt: null } });
+    // Last: the events lock is one for the whole server, held to commit, so taken earlier every
+    // event-writing request of every user waited for the rest of this deletion.
+    if (personal) {
+      await emitEvent(tx, [
+        { type: "hub.updated", hubId: personal.id, actorId: userId, entityId: personal.id },
+        { type: "topic.changed", hubId: personal.id, actorId: userId, entityId: personal.id },
+      ]);
+    }
     return { memories, topics, configs, sessions: sessionRows.length, blobKeys: [...new Set([...blobKeys, ...unattached.map((u) => u.objectKey)])], sessionKeys };
   });
   // Bytes go once the rows are gone (best effort: a file or session file left behind is unreachable,
