@@ -156,4 +156,34 @@ describe("DELETE /v1/account/data", () => {
     expect((await dan.post("/v1/memories", { content: "Dan's note." })).status).toBe(201);
     expect(await h.db.agentConfig.count({ where: { ownerId: cyd.id } })).toBe(0);
   });
+
+  it.skipIf(!testPostgres())("an upload that a push into a team hub is attaching meanwhile keeps its bytes", async () => {
+    const eve = await h.user("Eve");
+    const hub = await h.teamHub(bob, [[eve, "contributor"]]);
+    const ref = await uploadText(eve, "Eve's file for the team");
+    const client = await side();
+    let push: Promise<ApiResponse> | undefined;
+    let deletion: Promise<ApiResponse> | undefined;
+    try {
+      // The push stalls at its last step (recording its event), its upload attached but not committed.
+      await client.query("SELECT pg_advisory_xact_lock($1::bigint)", [EVENTS_LOCK]);
+      push = eve.post("/v1/memories", { content: "", file_ref: ref }, { headers: { "x-hub-id": hub } });
+      await waiters(client, 1);
+      // Meanwhile Eve empties her account; it reaches the upload, which still reads as unattached.
+      deletion = eve.delete("/v1/account/data");
+      await waiters(client, 2);
+    } finally {
+      await client.query("ROLLBACK").catch(() => {});
+      await client.end();
+    }
+    const pushed = await push;
+    expect(pushed.status, JSON.stringify(pushed.body)).toBe(201);
+    expect((await deletion)!.status).toBe(200);
+    // The team's memory keeps its file: the deletion took only what was unattached when it deleted.
+    const memory = await eve.get(`/v1/memories/${pushed.body.data.id}`);
+    expect(memory.body.data.attachments).toHaveLength(1);
+    const download = await eve.get(`/v1/memories/${pushed.body.data.id}/attachments/${memory.body.data.attachments[0].id}/download`);
+    expect(download.status).toBe(200);
+    expect(download.text).toBe("Eve's file for the team");
+  });
 });

@@ -53,8 +53,11 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
     await tx.topicVisit.deleteMany({ where: { userId } });
     // Uploads not attached (the personal hub's files are detached by now) go in this transaction, so a
     // push naming one from now on is refused instead of attaching a file whose bytes are about to go.
-    const unattached = await tx.upload.findMany({ where: { ownerId: userId, attachedAt: null }, select: { objectKey: true } });
-    await tx.upload.deleteMany({ where: { ownerId: userId, attachedAt: null } });
+    // One statement, whose RETURNING names exactly the rows it deleted: a separate read first saw an upload
+    // a concurrent push was attaching (to a team hub) as unattached, the delete then skipped it once that
+    // push committed, and its bytes were removed below from under the new memory.
+    const unattached = await tx.$queryRaw<{ objectKey: string }[]>`
+      DELETE FROM uploads WHERE owner_id = ${userId}::uuid AND attached_at IS NULL RETURNING object_key AS "objectKey"`;
     // Last: the events lock is one for the whole server, held to commit, so taken earlier every
     // event-writing request of every user waited for the rest of this deletion.
     if (personal) {
