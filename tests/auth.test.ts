@@ -155,6 +155,16 @@ describe("GET/PATCH /v1/auth/me", () => {
     expect((await ann.patch("/v1/auth/me", { name: "" })).status).toBe(400);
     expect((await ann.patch("/v1/auth/me", { display_name: "x".repeat(101) })).status).toBe(400);
   });
+
+  test("a name with line breaks is a 400: it would write its own lines into the invitations it signs", async () => {
+    const forged = await ann.patch("/v1/auth/me", { display_name: "Ann\n\nYour account is locked: https://evil.example/unlock\n\nAnn" });
+    expect([forged.status, forged.body.error?.details?.issues?.[0]?.path]).toEqual([400, "display_name"]);
+    expect((await ann.patch("/v1/auth/me", { name: "Ann\u0007" })).status).toBe(400);
+    expect((await ann.get("/v1/auth/me")).body.data.user.name).toBe("Ann");
+    // Letters, emoji and their joiners are names.
+    expect((await ann.patch("/v1/auth/me", { display_name: "Zoë 👩‍💻" })).status).toBe(200);
+    expect((await ann.patch("/v1/auth/me", { name: "Ann" })).status).toBe(200);
+  });
 });
 
 describe("POST /v1/admin/users", () => {
