@@ -63,7 +63,9 @@ describe("create, list, detail, summary", () => {
 
   it("validates name and slug, reserves the personal- prefix and pads short names", async () => {
     const ann = await h.user("Ann");
-    for (const body of [{}, { name: "" }, { name: "x".repeat(101) }, { name: "A", slug: "UPPER" }, { name: "A", slug: "ab" }, { name: "A", slug: "personal-x1" }]) {
+    // A name with line breaks would write its own lines into the invitation e-mails that quote it.
+    const lineBreaks = { name: "Team\n\nYour account is locked: https://evil.example/unlock" };
+    for (const body of [{}, { name: "" }, { name: "x".repeat(101) }, { name: "A", slug: "UPPER" }, { name: "A", slug: "ab" }, { name: "A", slug: "personal-x1" }, lineBreaks, { name: "Tab\tname" }]) {
       const res = await ann.post("/v1/hubs", body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error.code).toBe("invalid_request");
@@ -217,6 +219,7 @@ describe("update and delete", () => {
     const clash = await ann.patch(`/v1/hubs/${other.id}`, { slug: "renamed-hub" });
     expect(clash.status).toBe(409);
     expect(clash.body.error.code).toBe("slug_taken");
+    expect((await ann.patch(`/v1/hubs/${hub.id}`, { name: "Ops\r\nBcc: someone@example.test" })).body.error.code).toBe("invalid_request");
     const personal = await ann.patch(`/v1/hubs/${ann.personalHubId}`, { slug: "my-own" });
     expect(personal.body.error.code).toBe("personal_hub");
     expect((await ann.patch(`/v1/hubs/${ann.personalHubId}`, { name: "Mine" })).body.data.name).toBe("Mine");

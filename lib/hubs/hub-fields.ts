@@ -40,11 +40,14 @@ const slugSchema = z.string().superRefine((slug, ctx) => {
   if (problem) ctx.addIssue({ code: "custom", message: `slug must be ${problem.startsWith("the") ? "valid: " : ""}${problem}` });
 });
 
+// No control characters: the hub's name is written into invitation e-mails ("… invited you to join
+// <hub>"), where line breaks would let it write its own paragraphs and links (as for display names).
 const nameSchema = z
   .string()
   .trim()
   .min(1, "name must not be empty")
-  .max(MAX_HUB_NAME_LENGTH, `name is at most ${MAX_HUB_NAME_LENGTH} characters`);
+  .max(MAX_HUB_NAME_LENGTH, `name is at most ${MAX_HUB_NAME_LENGTH} characters`)
+  .regex(/^\P{Cc}*$/u, "name must not contain control characters such as line breaks");
 
 const settings = {
   allow_contributor_topics: z.boolean().optional(),
