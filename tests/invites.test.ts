@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { createHarness, frozenLimiter, type Client, type Harness } from "./support/harness.ts";
+import { MAX_INVITE_EMAILS_PER_HOUR } from "@/lib/invites/invite-fields.ts";
 import { addMemberByEmailInvite } from "./support/add-member.ts";
 import { startSmtp } from "./support/smtp-fake.ts";
 
@@ -117,6 +118,31 @@ describe("create and list", () => {
     expect((await own.delete(`/v1/hubs/${hub.id}/invites/${ids[0]}`)).status).toBe(200);
     expect((await own.get(`/v1/hubs/${hub.id}/invites`)).body.data).toHaveLength(19);
     expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(201);
+  });
+});
+
+describe("invitation e-mails", () => {
+  it("one member mails at most 50 an hour across hubs, revoked ones counted; link invites stay free", async () => {
+    const own = await h.user("Mailer");
+    const [first, second] = [await team(own), await team(own)];
+    // Create and revoke, the way a flood would go past the 20 active invites of a hub.
+    for (let i = 0; i < MAX_INVITE_EMAILS_PER_HOUR; i++) {
+      const hub = i % 2 === 0 ? first : second;
+      const made = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: `someone-${i}@example.test` });
+      expect(made.status, made.text).toBe(201);
+      expect((await own.delete(`/v1/hubs/${hub.id}/invites/${made.body.data.id}`)).status).toBe(200);
+    }
+    const refused = await own.post(`/v1/hubs/${first.id}/invites`, { role: "viewer", email: "one-more@example.test" });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({ code: "rate_limited", details: { limit: MAX_INVITE_EMAILS_PER_HOUR } });
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(3000);
+    expect(await h.db.invite.count({ where: { email: "one-more@example.test" } })).toBe(0);
+    expect(await h.db.mailOutbox.count({ where: { toAddress: "one-more@example.test" } })).toBe(0);
+    // A link invite mails nobody, and another member's invitations are their own.
+    expect((await own.post(`/v1/hubs/${first.id}/invites`, { role: "viewer" })).status).toBe(201);
+    const other = await h.user("Other mailer");
+    const theirs = await team(other);
+    expect((await other.post(`/v1/hubs/${theirs.id}/invites`, { role: "viewer", email: "one-more@example.test" })).status).toBe(201);
   });
 });
 

@@ -6,7 +6,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { assertTeamHub, hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
-import { INVITE_TTL_MS, MAX_ACTIVE_INVITES, type CreateInviteBody } from "./invite-fields.ts";
+import { INVITE_TTL_MS, MAX_ACTIVE_INVITES, MAX_INVITE_EMAILS_PER_HOUR, type CreateInviteBody } from "./invite-fields.ts";
 import { inviteToken } from "./invite-token.ts";
 import { sendInviteEmail } from "./send-invite-email.ts";
 import { serializeInvite } from "./serialize-invite.ts";
@@ -24,6 +24,30 @@ export async function assertInviteRoom(tx: DbClient, hubId: string, now: Date): 
       limit: MAX_ACTIVE_INVITES,
     });
   }
+}
+
+/**
+ * Throws rate_limited when the member has e-mailed MAX_INVITE_EMAILS_PER_HOUR invitations in the
+ * last hour (revoked ones count: the mail went out). Under a lock per member, so concurrent creates
+ * in any of their hubs count each other.
+ */
+async function assertInviteMailRoom(tx: DbClient, userId: string, now: Date): Promise<void> {
+  await lockForTransaction(tx, `invite-mails:${userId}`);
+  const since = new Date(now.getTime() - 60 * 60 * 1000);
+  const sent = await tx.invite.findMany({
+    where: { createdBy: userId, email: { not: null }, createdAt: { gt: since } },
+    select: { createdAt: true },
+    orderBy: { createdAt: "asc" },
+    take: MAX_INVITE_EMAILS_PER_HOUR,
+  });
+  if (sent.length < MAX_INVITE_EMAILS_PER_HOUR) return;
+  const retryAfter = Math.max(1, Math.ceil((sent[0]!.createdAt.getTime() + 60 * 60 * 1000 - now.getTime()) / 1000));
+  throw new ApiError(
+    "rate_limited",
+    `At most ${MAX_INVITE_EMAILS_PER_HOUR} invitations may be e-mailed per hour; retry in ${retryAfter}s or share a link invite (no email)`,
+    { limit: MAX_INVITE_EMAILS_PER_HOUR, retry_after: retryAfter },
+    { "Retry-After": String(retryAfter) },
+  );
 }
 
 /**
@@ -45,6 +69,7 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
     const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "invite members");
     if (input.role === "admin" && !can(current.role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can invite admins");
     await assertInviteRoom(tx, hub.id, now);
+    if (input.email) await assertInviteMailRoom(tx, ctx.user.id, now);
     const created = await tx.invite.create({
       data: {
         id: newId(now.getTime()),
