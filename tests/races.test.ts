@@ -299,6 +299,46 @@ describe("a re-push of a source_path against an edit of its memory", () => {
   });
 });
 
+describe("a config ack against the prune of its deletion record", () => {
+  /**
+   * The ack read the record without the lock the prune takes; the prune's delete committed before the
+   * ack wrote the device's state, whose foreign key then failed: the whole ack rolled back (404), the
+   * device's other files unacknowledged. Here a second connection holds the prune's lock with the
+   * record deleted, and commits once the ack waits.
+   */
+  it.skipIf(!testPostgres())("an ack of a record pruned meanwhile skips it as not_found; the ack's other files are acknowledged", async () => {
+    const ann = await h.user("Acker");
+    const file = { agent: "claude-code", file_path: "CLAUDE.md", scope: "global" };
+    const put = await ann.put("/v1/configs", { ...file, content: "old notes", device_id: "laptop" });
+    const id = put.body.data.id as string;
+    expect((await ann.delete(`/v1/configs/${id}`)).status).toBe(200);
+    const other = { ...file, file_path: "AGENTS.md" };
+    expect((await ann.put("/v1/configs", { ...other, content: "kept", device_id: "laptop" })).status).toBe(201);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let ack: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`agent-config:${ann.id}:claude-code:CLAUDE.md:global`]);
+      await side.query("DELETE FROM agent_configs WHERE id = $1", [id]);
+      ack = ann.post("/v1/configs/ack", { device_id: "laptop", configs: [{ ...other, version: 1 }, { ...file, version: 2, deleted: true }] });
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the ack never waited for the prune");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const res = await ack!;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toEqual({ acknowledged: 1, skipped: [{ ...file, reason: "not_found" }] });
+  });
+});
+
 describe("concurrent edits of one memory", () => {
   it("ten edits at once all apply, one after another: every answer 200, versions 2..11, the last write's content stays", async () => {
     const own = await h.user("Editor");

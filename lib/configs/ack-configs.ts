@@ -1,7 +1,8 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import type { AckConfigsBody, LocalDeleteBody } from "./config-fields.ts";
-import { recordDeviceSync } from "./upsert-config.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { configKeyLock, recordDeviceSync } from "./upsert-config.ts";
 
 /**
  * POST /v1/configs/ack: the device reports what it now holds after a sync
@@ -13,6 +14,11 @@ export async function ackConfigs(ctx: AuthContext, input: AckConfigsBody) {
   let acknowledged = 0;
   const skipped: { agent: string; file_path: string; scope: string; reason: string }[] = [];
   await ctx.db.$transaction(async (tx) => {
+    // Under the keys' locks, which the prune of expired deletion records takes too: read without them,
+    // a record it removed meanwhile broke the device state's foreign key (500); now it is not_found.
+    // Sorted, so two acks naming the same files in other orders never wait on each other in a cycle.
+    const keys = [...new Set(input.configs.map((entry) => configKeyLock(ctx.user.id, entry.agent, entry.file_path, entry.scope)))].sort();
+    await lockForTransaction(tx, keys);
     for (const entry of input.configs) {
       const config = await tx.agentConfig.findUnique({
         where: { ownerId_agent_filePath_scope: { ownerId: ctx.user.id, agent: entry.agent, filePath: entry.file_path, scope: entry.scope } },

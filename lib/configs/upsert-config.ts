@@ -24,8 +24,11 @@ export function assertConfigSize(content: string): number {
 
 /** Serialises writes to one config key of one owner (and creations against the per-user cap). */
 export function lockConfigKey(tx: DbClient, ownerId: string, agent: string, filePath: string, scope: string): Promise<void> {
-  return lockForTransaction(tx, `agent-config:${ownerId}:${agent}:${filePath}:${scope}`);
+  return lockForTransaction(tx, configKeyLock(ownerId, agent, filePath, scope));
 }
+
+/** The advisory lock key of lockConfigKey, for a caller taking several at once. */
+export const configKeyLock = (ownerId: string, agent: string, filePath: string, scope: string) => `agent-config:${ownerId}:${agent}:${filePath}:${scope}`;
 
 /**
  * A deletion record counts toward the per-user cap while it can still be restored; past its
