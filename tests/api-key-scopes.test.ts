@@ -59,6 +59,20 @@ describe("creating keys", () => {
     expect(listed).not.toHaveProperty("key");
   });
 
+  test("a listed key names in scope only the slugs of hubs its owner is still a member of (a hub left, then renamed, stays unnamed)", async () => {
+    const cat = await h.user("Cat");
+    const left = await h.teamHub(ann, [[cat, "contributor"]]);
+    const kept = await h.teamHub(ann, [[cat, "viewer"]]);
+    const created = await cat.post("/v1/auth/api-keys", { name: "two hubs", hub_ids: [left, kept] });
+    expect(created.status, created.text).toBe(201);
+    expect((await cat.post(`/v1/hubs/${left}/leave`)).status).toBe(200);
+    expect((await ann.patch(`/v1/hubs/${left}`, { slug: "acquisition-target-q3" })).status).toBe(200);
+    const keptSlug = (await ann.get(`/v1/hubs/${kept}`)).body.data.hub.slug;
+    const listed = (await cat.get("/v1/auth/api-keys")).body.data.find((k: { id: string }) => k.id === created.body.data.id);
+    expect(listed.scope).toBe(keptSlug);
+    expect(JSON.stringify(listed)).not.toContain("acquisition-target-q3");
+  });
+
   test("an empty scopes list (Memax's CLI without --grant) means read and write; unknown values are 400", async () => {
     const res = await ann.post("/v1/auth/api-keys", { name: "default", scopes: [] });
     expect(res.body.data).toMatchObject({ scopes: ["read", "write"], hub_scope_mode: "all_accessible", hub_id: null, hub_ids: [], scope: "all" });

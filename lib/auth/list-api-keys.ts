@@ -19,7 +19,11 @@ export async function listApiKeys(ctx: AuthContext): Promise<ApiKeyObject[]> {
     take: MAX_API_KEYS_PER_USER,
   });
   const hubIds = [...new Set(rows.flatMap((row) => row.hubIds))];
-  const hubs = hubIds.length ? await ctx.db.hub.findMany({ where: { id: { in: hubIds } }, select: { id: true, slug: true } }) : [];
+  // Only hubs the caller is still a member of: a hub left since keeps its id in the key (which no longer
+  // opens it), but its slug, chosen or renamed after the caller left, is no longer theirs to read.
+  const hubs = hubIds.length
+    ? await ctx.db.hub.findMany({ where: { id: { in: hubIds }, members: { some: { userId: ctx.user.id } } }, select: { id: true, slug: true } })
+    : [];
   const slugs = new Map(hubs.map((hub) => [hub.id, hub.slug]));
   return rows.map((row) => serializeApiKey(row, slugs));
 }
