@@ -410,6 +410,29 @@ describe("PATCH /v1/memories/{id}", () => {
     expect(Date.parse(read.accessed_at)).toBeGreaterThan(Date.parse(m.created_at));
   });
 
+  test("content_type link needs one http(s) URL as on create: a memory becoming a link, or an unread link's new content; a read link's text stays editable", async () => {
+    const notes = (await ann.post("/v1/memories", { content: "plain notes about deploys" })).body.data;
+    for (const body of [{ content_type: "link" }, { content_type: "link", content: "file:///etc/passwd" }, { content_type: "link", content: "see the wiki" }]) {
+      const res = await ann.patch(`/v1/memories/${notes.id}`, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+    const stored = await h.db.memory.findUniqueOrThrow({ where: { id: notes.id } });
+    expect({ content: stored.content, content_type: stored.contentType }).toEqual({ content: "plain notes about deploys", content_type: notes.content_type });
+
+    const url = (await ann.post("/v1/memories", { content: "https://example.test/runbook", content_type: "markdown" })).body.data;
+    const linked = await ann.patch(`/v1/memories/${url.id}`, { content_type: "link" });
+    expect(linked.status, linked.text).toBe(200);
+    expect(linked.body.data.content_type).toBe("link");
+    // Not read yet (no extracted text): new content is what will be fetched.
+    expect((await ann.patch(`/v1/memories/${url.id}`, { content: "not a url" })).status).toBe(400);
+
+    // Once read, a link's content is the page's text: edits and labels of it are not URLs, and need not be.
+    await h.db.memory.update({ where: { id: url.id }, data: { content: "# Runbook\n\nThe page's text.", extractedAt: new Date() } });
+    expect((await ann.patch(`/v1/memories/${url.id}`, { title: "Runbook page", content_type: "link" })).status).toBe(200);
+    expect((await ann.patch(`/v1/memories/${url.id}`, { content: "# Runbook\n\nThe page's text, corrected." })).status).toBe(200);
+  });
+
   test("a derived title follows content changes", async () => {
     const m = (await ann.post("/v1/memories", { content: "# First\n\nbody" })).body.data;
     const changed = await ann.patch(`/v1/memories/${m.id}`, { content: "# Second\n\nbody" });

@@ -244,6 +244,12 @@ async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody,
 function linkTarget(input: CreateMemoryBody): string | null {
   const text = input.content.trim();
   if (input.content_type !== "link" && (input.content_type !== undefined || !/^https?:\/\/\S+$/i.test(text))) return null;
+  return linkUrlOrThrow(text);
+}
+
+/** What a link memory's content must be (create and PATCH alike): one http(s) URL, returned without its #fragment. */
+export function linkUrlOrThrow(content: string): string {
+  const text = content.trim();
   let url: URL;
   try {
     url = new URL(text);

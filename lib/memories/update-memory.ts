@@ -8,7 +8,7 @@ import { canEditMemory } from "@/lib/api/permissions.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
-import { assertContentSize, contentHash } from "./create-memory.ts";
+import { assertContentSize, contentHash, linkUrlOrThrow } from "./create-memory.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
@@ -60,6 +60,9 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   const contentChanged = hash !== memory.contentHash;
   const content = input.content ?? memory.content;
   const contentType = input.content_type ?? memory.contentType;
+  // Becoming a link, or a link not read yet getting new content: its content is what will be fetched,
+  // so it must be one http(s) URL, as create requires. A link already read holds the page's text instead.
+  if (contentType === "link" && (memory.contentType !== "link" || (input.content !== undefined && memory.extractedAt === null))) linkUrlOrThrow(content);
   const hint = input.hint ?? memory.hint;
   const reclassify = contentChanged || input.hint !== undefined || input.content_type !== undefined;
   const kindLocked = memory.kindLocked || input.kind !== undefined;
