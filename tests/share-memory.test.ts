@@ -82,6 +82,15 @@ describe("POST /v1/memories/{id}/share", () => {
     expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
   });
 
+  it("shares a memory merely labelled file (no upload, so nothing is ever read) instead of refusing it for good", async () => {
+    const labelled = await ann.post("/v1/memories", { content: "Quarterly numbers, typed in by hand.", content_type: "file" }, { headers: { "x-hub-id": team } });
+    expect(labelled.status, labelled.text).toBe(201);
+    const res = await ann.post(`/v1/memories/${labelled.body.data.id}/share`, { target_hub_id: ann.personalHubId });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data).toMatchObject({ hub_id: ann.personalHubId, title: labelled.body.data.title });
+    await ann.delete(`/v1/memories/${res.body.data.id}`);
+  });
+
   it("needs a key that may write", async () => {
     const readOnly = await ann.post("/v1/auth/api-keys", { name: "reader", scopes: ["read"] });
     const res = await clientFor(readOnly.body.data.key).post(`/v1/memories/${note.id}/share`, { target_hub_id: ann.personalHubId });

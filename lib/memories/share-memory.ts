@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { needsExtraction } from "@/lib/extraction/extract-memory-text.ts";
 import { allows, forbiddenFor, membershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { createMemory, type CreateMemoryResult } from "./create-memory.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
@@ -26,7 +27,9 @@ export async function shareMemory(ctx: AuthContext, id: string, input: ShareMemo
   const target = await membershipOrThrow(ctx, input.target_hub_id);
   if (!allows(target, "memories.write")) throw forbiddenFor(target, "add memories");
   const fetched = memory.contentType === "file" || memory.contentType === "link";
-  if (fetched && memory.extractedAt === null) {
+  // What the pipeline will still read (needsExtraction), not the label alone: a memory merely labelled
+  // "file" (create and PATCH accept the label without an upload) is never read, so it was refused for good.
+  if (needsExtraction(memory)) {
     throw new ApiError("conflict", "This memory's file or page is still being read; share it once it is processed", { processing_status: memory.processingStatus });
   }
   const source = (SOURCES as readonly string[]).includes(memory.source) ? (memory.source as CreateMemoryBody["source"]) : undefined;
