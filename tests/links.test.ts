@@ -70,7 +70,7 @@ const encodedPages: Record<string, { type: string; body: Buffer }> = {
 beforeAll(async () => {
   site = http.createServer((req, res) => {
     hits.site += 1;
-    if (req.url === "/article") return res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(article(pageVersion));
+    if (req.url?.split("?")[0] === "/article") return res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(article(pageVersion));
     if (req.url === "/to-inside") return res.writeHead(302, { location: `http://127.0.0.1:${insidePort}/secret` }).end();
     if (req.url === "/to-metadata") return res.writeHead(301, { location: "http://169.254.169.254/latest/meta-data/" }).end();
     if (req.url === "/to-ipv6") return res.writeHead(307, { location: `http://[::1]:${insidePort}/secret` }).end();
@@ -212,6 +212,19 @@ describe("link memories", () => {
     const refreshed = await processed(memory.id);
     expect(refreshed.content).toContain("eleven hours");
     expect(refreshed.title).toBe("Kiln maintenance guide v2");
+  });
+
+  it("a memory PATCHed into a link is fetched as a pushed link is", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const url = `http://127.0.0.1:${sitePort}/article?from=patch`;
+    const res = await ann.post("/v1/memories", { content: url, content_type: "markdown" });
+    expect(res.status, res.text).toBe(201);
+    await processed(res.body.data.id);
+    const linked = await ann.patch(`/v1/memories/${res.body.data.id}`, { content_type: "link" });
+    expect(linked.body.data).toMatchObject({ state: "processing", content_type: "link" });
+    const memory = await processed(res.body.data.id);
+    expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+    expect(memory.content).toContain("Let the kiln cool");
   });
 
   it("a refused link ends active with the URL and a processing_error", async () => {

@@ -410,6 +410,15 @@ describe("PATCH /v1/memories/{id}", () => {
     expect(Date.parse(read.accessed_at)).toBeGreaterThan(Date.parse(m.created_at));
   });
 
+  test("a memory that becomes a link is read as a pushed link: a new version, processing until its page is read", async () => {
+    const url = (await ann.post("/v1/memories", { content: "https://example.test/handbook", content_type: "markdown" })).body.data;
+    await h.db.memory.update({ where: { id: url.id }, data: { processingStatus: "done" } });
+    const linked = await ann.patch(`/v1/memories/${url.id}`, { content_type: "link" });
+    expect(linked.status, linked.text).toBe(200);
+    expect(linked.body.data).toMatchObject({ content_type: "link", state: "processing", version: 2, processing_status: "pending" });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: url.id } })).extractedAt).toBeNull();
+  });
+
   test("content_type link needs one http(s) URL as on create: a memory becoming a link, or an unread link's new content; a read link's text stays editable", async () => {
     const notes = (await ann.post("/v1/memories", { content: "plain notes about deploys" })).body.data;
     for (const body of [{ content_type: "link" }, { content_type: "link", content: "file:///etc/passwd" }, { content_type: "link", content: "see the wiki" }]) {

@@ -62,7 +62,11 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   const contentType = input.content_type ?? memory.contentType;
   // Becoming a link, or a link not read yet getting new content: its content is what will be fetched,
   // so it must be one http(s) URL, as create requires. A link already read holds the page's text instead.
-  if (contentType === "link" && (memory.contentType !== "link" || (input.content !== undefined && memory.extractedAt === null))) linkUrlOrThrow(content);
+  const becomesLink = contentType === "link" && memory.contentType !== "link";
+  if (becomesLink || (contentType === "link" && input.content !== undefined && memory.extractedAt === null)) linkUrlOrThrow(content);
+  // A memory that becomes a link is read as a pushed link is (a new version, `processing` until its page
+  // is read): without that the pipeline never fetched it, and share refused it as still being read.
+  const reprocess = contentChanged || becomesLink;
   const hint = input.hint ?? memory.hint;
   const reclassify = contentChanged || input.hint !== undefined || input.content_type !== undefined;
   const kindLocked = memory.kindLocked || input.kind !== undefined;
@@ -88,8 +92,9 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         kindLocked,
         stability,
         stabilityLocked,
-        state: input.state ?? memory.state,
-        ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
+        state: becomesLink && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state),
+        ...(becomesLink && { extractedAt: null, extractionError: null }),
+        ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
         // Strictly later than the row read, so the updated_at check above always tells two writes apart.
         updatedAt: new Date(Math.max(ctx.now().getTime(), memory.updatedAt.getTime() + 1)),
       },
