@@ -1,5 +1,6 @@
 import type { Database } from "@/lib/db/database.ts";
 import { lockConfigKey } from "./upsert-config.ts";
+import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /** Deletion records read per batch; each is removed in a short transaction of its own. */
 const PRUNE_BATCH = 200;
@@ -34,14 +35,7 @@ export async function pruneConfigDeletions(database: Database, now = new Date(),
   return total;
 }
 
-const globalForPrune = globalThis as unknown as { __engramConfigDeletionsPrune?: NodeJS.Timeout };
-
 /** Prunes expired config deletion records every 10 minutes for the life of the process. */
 export function startConfigDeletionsPrune(database: Database): void {
-  if (globalForPrune.__engramConfigDeletionsPrune) return;
-  const run = () => void pruneConfigDeletions(database).catch((error: unknown) => console.error("[engram] configs: deletion record prune failed", error));
-  const timer = setInterval(run, PRUNE_EVERY_MS);
-  timer.unref();
-  globalForPrune.__engramConfigDeletionsPrune = timer;
-  run();
+  runPeriodically("configs: deletion record prune", PRUNE_EVERY_MS, () => pruneConfigDeletions(database));
 }

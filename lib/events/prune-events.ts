@@ -1,5 +1,6 @@
 import { positiveIntEnv } from "@/lib/config.ts";
 import type { Database } from "@/lib/db/database.ts";
+import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /** Rows deleted per statement: a prune never holds locks for long. */
 const PRUNE_BATCH = 2000;
@@ -24,14 +25,7 @@ export async function pruneEvents(database: Database, now = new Date(), maxBatch
   return total;
 }
 
-const globalForPrune = globalThis as unknown as { __engramEventsPrune?: NodeJS.Timeout };
-
 /** Prunes old events every 10 minutes for the life of the process. */
 export function startEventsPrune(database: Database): void {
-  if (globalForPrune.__engramEventsPrune) return;
-  const run = () => void pruneEvents(database).catch((error: unknown) => console.error("[engram] events: prune failed", error));
-  const timer = setInterval(run, PRUNE_EVERY_MS);
-  timer.unref();
-  globalForPrune.__engramEventsPrune = timer;
-  run();
+  runPeriodically("events: prune", PRUNE_EVERY_MS, () => pruneEvents(database));
 }

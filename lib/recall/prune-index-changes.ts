@@ -1,4 +1,5 @@
 import type { Database, SqlRunner } from "@/lib/db/database.ts";
+import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /** How long the lexical index's change log keeps a row: a process idle for longer rebuilds its index. */
 export const INDEX_CHANGES_RETENTION_MS = 60 * 60_000;
@@ -38,14 +39,7 @@ export async function pruneIndexChanges(sql: SqlRunner, retentionMs = INDEX_CHAN
   return total;
 }
 
-const globalForPrune = globalThis as unknown as { __engramIndexChangesPrune?: NodeJS.Timeout };
-
-/** Prunes the change log every 10 minutes for the life of the process. */
+/** Prunes the index change log every 10 minutes for the life of the process. */
 export function startIndexChangesPrune(database: Database): void {
-  if (globalForPrune.__engramIndexChangesPrune) return;
-  const run = () => void pruneIndexChanges(database.sql).catch((error: unknown) => console.error("[engram] recall: index change-log prune failed", error));
-  const timer = setInterval(run, PRUNE_EVERY_MS);
-  timer.unref();
-  globalForPrune.__engramIndexChangesPrune = timer;
-  run();
+  runPeriodically("recall: index change-log prune", PRUNE_EVERY_MS, () => pruneIndexChanges(database.sql));
 }
