@@ -7,6 +7,7 @@ import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { createHarness, frozenLimiter, type Client, type Harness } from "./support/harness.ts";
 import { MAX_INVITE_EMAILS_PER_HOUR } from "@/lib/invites/invite-fields.ts";
+import { MAIL_RETENTION_MS, pruneMailOutbox } from "@/lib/mail/prune-mail-outbox.ts";
 import { addMemberByEmailInvite } from "./support/add-member.ts";
 import { startSmtp } from "./support/smtp-fake.ts";
 
@@ -362,6 +363,21 @@ describe("regenerate and resend", () => {
     expect((await con.get(`/v1/hubs/${hub.id}/mail`)).status).toBe(403);
     const outsider = await h.user("Outsider");
     expect((await outsider.get(`/v1/hubs/${hub.id}/mail`)).status).toBe(404);
+  });
+
+  it("keeps outbox rows 90 days: the hourly prune removes older ones in batches, newer ones stay", async () => {
+    const own = await h.user("Owner");
+    const hub = await team(own);
+    for (const name of ["old-1", "old-2", "old-3", "new"]) await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: `${name}@example.test` });
+    const day = 24 * 60 * 60_000;
+    await h.db.mailOutbox.updateMany({ where: { hubId: hub.id, toAddress: { startsWith: "old-" } }, data: { createdAt: new Date(Date.now() - MAIL_RETENTION_MS - day) } });
+    await h.db.mailOutbox.updateMany({ where: { hubId: hub.id, toAddress: "new@example.test" }, data: { createdAt: new Date(Date.now() - MAIL_RETENTION_MS + day) } });
+    // One batch of one row per statement, two statements: two of the three old rows go, the next run takes the third.
+    expect(await pruneMailOutbox(h.database, new Date(), 2, 1)).toBe(2);
+    expect(await h.db.mailOutbox.count({ where: { hubId: hub.id } })).toBe(2);
+    expect(await pruneMailOutbox(h.database)).toBeGreaterThanOrEqual(1);
+    const left = await own.get(`/v1/hubs/${hub.id}/mail`);
+    expect(left.body.data.mail.map((m: { to: string }) => m.to)).toEqual(["new@example.test"]);
   });
 
   it("the migration scrubs invite links that older versions left in mail_outbox", async () => {

@@ -3,6 +3,7 @@ import { startEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
 import { config, configWarnings } from "@/lib/config.ts";
 import { startConfigDeletionsPrune } from "@/lib/configs/prune-config-deletions.ts";
 import { startEventsPrune } from "@/lib/events/prune-events.ts";
+import { startMailOutboxPrune } from "@/lib/mail/prune-mail-outbox.ts";
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
 
 /**
@@ -19,6 +20,7 @@ export async function startServer(): Promise<void> {
   startEventsPrune(database);
   startIndexChangesPrune(database);
   startConfigDeletionsPrune(database);
+  startMailOutboxPrune(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(
