@@ -5,6 +5,8 @@ import { DREAM_RUN_EVENT, dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-ru
 import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
 import { newId } from "@/lib/ids.ts";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { resolveDreamAction, undoDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -512,5 +514,62 @@ describe("undoing an action twice at once", () => {
     }
     expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "pending_review", resolution: null });
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: b } })).state).toBe("active");
+  });
+});
+
+describe("a member demoted or removed between the role check and the write", () => {
+  it("undoes and resolves nothing: a demoted admin is 403, a removed one 404, the action and memories as they were", async () => {
+    const adm = await h.user("Demoted admin");
+    const hubId = await h.teamHub(owner, [[adm, "admin"]]);
+    const push = async (content: string) => (await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const archived = await push("Temporary note: the office wifi password changes next week.");
+    await h.db.memory.update({ where: { id: archived }, data: { state: "archived" } });
+    const archive = await h.db.dreamAction.create({ data: { id: newId(), runId: run.id, hubId, actionType: "archive", state: "applied", sourceMemoryIds: [archived], reason: "stale" } });
+    const a = await push("The API request timeout is 30 seconds.");
+    const b = await push("The API request timeout is 60 seconds.");
+    const review = await h.db.dreamAction.create({ data: { id: newId(), runId: run.id, hubId, actionType: "contradiction", state: "pending_review", sourceMemoryIds: [a, b], reason: "they disagree" } });
+    // The role is read (and allows it) first; the change commits as the write's transaction begins — as
+    // another request's demotion or removal would between the two.
+    const callerAs = (change: () => Promise<unknown>): AuthContext => {
+      let changed = false;
+      const db = new Proxy(h.db, {
+        get: (target, key) =>
+          key === "$transaction"
+            ? async (...args: unknown[]) => {
+                if (!changed) await change();
+                changed = true;
+                return (target.$transaction as (...a: unknown[]) => unknown)(...args);
+              }
+            : Reflect.get(target, key),
+      });
+      return {
+        db,
+        sql: h.database.sql,
+        dbKind: h.database.kind,
+        requestId: "test",
+        now: () => new Date(),
+        user: { id: adm.id, email: adm.email, name: adm.name },
+        credential: { type: "session", scopes: ["read", "write"], hubIds: null },
+      } as unknown as AuthContext;
+    };
+    const demote = () => h.db.hubMember.update({ where: { hubId_userId: { hubId, userId: adm.id } }, data: { role: "viewer" } });
+    const promote = () => h.db.hubMember.update({ where: { hubId_userId: { hubId, userId: adm.id } }, data: { role: "admin" } });
+    const remove = () => h.db.hubMember.delete({ where: { hubId_userId: { hubId, userId: adm.id } } });
+
+    await expect(undoDreamAction(callerAs(demote), archive.id)).rejects.toMatchObject({ code: "forbidden" });
+    await promote();
+    await expect(resolveDreamAction(callerAs(demote), review.id, "keep_a")).rejects.toMatchObject({ code: "forbidden" });
+    await promote();
+    await expect(resolveDreamAction(callerAs(remove), review.id, "keep_b")).rejects.toMatchObject({ code: "not_found", message: "Dream action not found" });
+    expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: archive.id } })).toMatchObject({ state: "applied" });
+    expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "pending_review", resolution: null });
+    expect((await h.db.memory.findMany({ where: { id: { in: [archived, a, b] } }, orderBy: { id: "asc" } })).map((m) => [m.id, m.state])).toEqual(
+      [
+        [archived, "archived"],
+        [a, "active"],
+        [b, "active"],
+      ].sort((x, y) => (x[0]! < y[0]! ? -1 : 1)),
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { hubPermissionOrThrow, lockMembershipOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
@@ -13,14 +13,25 @@ import { serializeDreamAction } from "./serialize-dream.ts";
 
 export const resolveDreamActionBodySchema = z.object({ resolution: z.enum(["keep_a", "keep_b", "keep_both"], { error: "resolution is keep_a, keep_b or keep_both" }) });
 
+const actionNotFound = (error: unknown) => {
+  if (error instanceof ApiError && error.code === "not_found") throw new ApiError("not_found", "Dream action not found");
+  throw error;
+};
+
 async function actionOrThrow(ctx: AuthContext, actionId: string, verb: string) {
   const action = isUuid(actionId) ? await ctx.db.dreamAction.findUnique({ where: { id: actionId } }) : null;
   if (!action) throw new ApiError("not_found", "Dream action not found");
-  await hubPermissionOrThrow(ctx, action.hubId, "dreams.trigger", verb).catch((error: unknown) => {
-    if (error instanceof ApiError && error.code === "not_found") throw new ApiError("not_found", "Dream action not found");
-    throw error;
-  });
-  return action;
+  const membership = await hubPermissionOrThrow(ctx, action.hubId, "dreams.trigger", verb).catch(actionNotFound);
+  return { action, membership };
+}
+
+/**
+ * The role again, first in the write's transaction and under the hub's membership lock: a member
+ * demoted or removed after the check above must not still undo or resolve (the lock comes before the
+ * memory rows, in the order a hub's deletion takes them).
+ */
+async function stillAllowedOrThrow(tx: DbClient, ctx: AuthContext, membership: Membership, verb: string): Promise<void> {
+  await lockMembershipOrThrow(tx, ctx, membership.hub, "dreams.trigger", verb).catch(actionNotFound);
 }
 
 /**
@@ -31,7 +42,7 @@ async function actionOrThrow(ctx: AuthContext, actionId: string, verb: string) {
  * actions are not redone by later runs.
  */
 export async function undoDreamAction(ctx: AuthContext, actionId: string) {
-  const action = await actionOrThrow(ctx, actionId, "undo dream actions");
+  const { action, membership } = await actionOrThrow(ctx, actionId, "undo dream actions");
   if (action.state === "undone") throw new ApiError("conflict", "This action was already undone");
   if (action.actionType === "contradiction" && action.state === "pending_review") throw new ApiError("conflict", "Nothing to undo: this review is still open; resolve it instead");
   const now = ctx.now();
@@ -44,6 +55,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
     return tx.dreamAction.findUniqueOrThrow({ where: { id: action.id } });
   };
   const updated = await ctx.db.$transaction(async (tx) => {
+    await stillAllowedOrThrow(tx, ctx, membership, "undo dream actions");
     const [first, second] = action.sourceMemoryIds;
     // Both memories before either write, in id order: the older is restored first, but it may have the higher id.
     await lockMemoryRows(tx, action.sourceMemoryIds, [action.hubId]);
@@ -89,12 +101,13 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
 
 /** POST /v1/dreams/actions/:id/resolve: a contradiction review — keep A (B archived), keep B (A archived), or keep both. */
 export async function resolveDreamAction(ctx: AuthContext, actionId: string, resolution: "keep_a" | "keep_b" | "keep_both") {
-  const action = await actionOrThrow(ctx, actionId, "resolve dream reviews");
+  const { action, membership } = await actionOrThrow(ctx, actionId, "resolve dream reviews");
   if (action.actionType !== "contradiction") throw new ApiError("invalid_request", "Only contradiction reviews are resolved; undo other actions");
   if (action.state !== "pending_review") throw new ApiError("conflict", `This review was already resolved (${action.resolution})`);
   const now = ctx.now();
   const [a, b] = action.sourceMemoryIds;
   const updated = await ctx.db.$transaction(async (tx) => {
+    await stillAllowedOrThrow(tx, ctx, membership, "resolve dream reviews");
     if (resolution !== "keep_both") {
       const [keep, drop] = resolution === "keep_a" ? [a!, b!] : [b!, a!];
       // Both rows held until commit (as undo holds them): the memory kept cannot go while the other is archived in its favour.
