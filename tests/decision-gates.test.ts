@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { requestDecision } from "@/lib/boards/request-decision.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // Decision gates (Memax's `boards.requestDecision`, its CLI's MCP tool memax_request_decision): an
@@ -101,6 +103,44 @@ describe("asking", () => {
     // A reopen of a gate still open changes nothing and is no 409.
     const open = (await ann.get(`/v1/hubs/${fresh}/board`)).body.data.slots.find((s: { state: string }) => s.state === "fresh");
     expect((await resolve(ann, fresh, open.slot_key, { action: "reopen" })).status).toBe(200);
+  });
+});
+
+describe("asking while the asker's role changes", () => {
+  it("a member demoted to viewer (or removed) between the role check and the write asks nothing: 403 (404), no gate, no notification", async () => {
+    const con = await h.user("Con");
+    const team = await h.teamHub(ann, [[con, "contributor"]]);
+    // The role is read (and allows it) first; the change commits as the write's transaction begins — as
+    // another request's demotion or removal would between the two.
+    const callerAs = (change: () => Promise<unknown>): AuthContext => {
+      let changed = false;
+      const db = new Proxy(h.db, {
+        get: (target, key) =>
+          key === "$transaction"
+            ? async (...args: unknown[]) => {
+                if (!changed) await change();
+                changed = true;
+                return (target.$transaction as (...a: unknown[]) => unknown)(...args);
+              }
+            : Reflect.get(target, key),
+      });
+      return {
+        db,
+        sql: h.database.sql,
+        dbKind: h.database.kind,
+        requestId: "test",
+        now: () => new Date(),
+        user: { id: con.id, email: con.email, name: con.name },
+        credential: { type: "session", scopes: ["read", "write"], hubIds: null },
+      } as unknown as AuthContext;
+    };
+    const member = { hubId_userId: { hubId: team, userId: con.id } };
+    const body = { question: "Which queue for the mailer?", options: ["Redis", "PostgreSQL"] };
+    await expect(requestDecision(callerAs(() => h.db.hubMember.update({ where: member, data: { role: "viewer" } })), team, body)).rejects.toMatchObject({ code: "forbidden" });
+    await h.db.hubMember.update({ where: member, data: { role: "contributor" } });
+    await expect(requestDecision(callerAs(() => h.db.hubMember.delete({ where: member })), team, body)).rejects.toMatchObject({ code: "not_found" });
+    expect(await h.db.decisionGate.count({ where: { hubId: team } })).toBe(0);
+    expect(await h.db.notification.count({ where: { userId: con.id, kind: "decision_gate" } })).toBe(0);
   });
 });
 

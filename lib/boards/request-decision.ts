@@ -1,7 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
 import { createNotification } from "@/lib/notifications/create-notification.ts";
 import { MAX_OPEN_GATES, type RequestDecisionBody } from "./decision-gate-fields.ts";
@@ -19,6 +19,8 @@ export async function requestDecision(ctx: AuthContext, hubId: string, input: Re
   const now = ctx.now();
   const gate = await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `decision-gates:${hub.id}`);
+    // Still a member who may write, now: a demotion or removal since the check above asks nothing.
+    await lockMembershipOrThrow(tx, ctx, hub, "memories.write", "ask for decisions");
     const open = await tx.decisionGate.count({ where: { hubId: hub.id, state: { in: [...OPEN_GATE_STATES] } } });
     if (open >= MAX_OPEN_GATES) {
       throw new ApiError("gate_limit", `This hub's board already has ${open} open decisions (the limit is ${MAX_OPEN_GATES}): wait for an answer, or dismiss one`, {
