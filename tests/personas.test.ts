@@ -109,3 +109,35 @@ describe("persona names", () => {
     expect(names.sort()).toEqual(["Juniper", "Tutor for C#"]);
   });
 });
+
+describe("the persona list's size", () => {
+  it("pages by content: a page holds at most 8 MiB, the cursor walks every persona once, and is bound to its list and user", async () => {
+    const max = await h.user("Max");
+    const big = (i: number) => `# Persona ${i}\n\n${"Calm and precise. ".repeat(28_000)}`.slice(0, 500 * 1024);
+    // 20 personas of 500 KiB: about 10 MiB, which one response carried whole.
+    for (let i = 0; i < 20; i++) await put(max, "claude-code", `.claude/personas/p${String(i).padStart(2, "0")}.md`, big(i));
+    const first = await max.get("/v1/personas");
+    expect(first.status, first.text).toBe(200);
+    const page1 = first.body.data;
+    expect(page1.has_more).toBe(true);
+    expect(page1.personas.length).toBeLessThan(20);
+    expect(page1.personas.reduce((sum: number, p: { content: string }) => sum + Buffer.byteLength(p.content), 0)).toBeLessThanOrEqual(8 * 1024 * 1024);
+    const names: string[] = page1.personas.map((p: { name: string }) => p.name);
+    let cursor: string = page1.next_cursor;
+    for (let guard = 0; cursor && guard < 10; guard++) {
+      const next = await max.get(`/v1/personas?cursor=${encodeURIComponent(cursor)}`);
+      expect(next.status, next.text).toBe(200);
+      names.push(...next.body.data.personas.map((p: { name: string }) => p.name));
+      cursor = next.body.data.next_cursor;
+    }
+    // Newest change first, each once.
+    expect(names).toEqual(Array.from({ length: 20 }, (_, i) => `Persona ${19 - i}`));
+    expect((await max.get("/v1/personas?limit=2")).body.data.personas.map((p: { name: string }) => p.name)).toEqual(["Persona 19", "Persona 18"]);
+    expect((await max.get("/v1/personas?limit=none")).body.error.code).toBe("invalid_limit");
+    // Another user's, or another list's, cursor is no cursor of this list.
+    expect((await eve.get(`/v1/personas?cursor=${encodeURIComponent(page1.next_cursor)}`)).body.error.code).toBe("invalid_cursor");
+    const configsCursor = (await max.get("/v1/configs?limit=1")).body.data.next_cursor as string;
+    expect(configsCursor).not.toBe("");
+    expect((await max.get(`/v1/personas?cursor=${encodeURIComponent(configsCursor)}`)).body.error.code).toBe("invalid_cursor");
+  }, 120_000);
+});

@@ -39,6 +39,7 @@ import {
 } from "@/lib/memories/memory-fields.ts";
 import { memoryObjectSchema, memoryWithContentSchema } from "@/lib/memories/memory-object.ts";
 import { shareMemoryBodySchema } from "@/lib/memories/share-memory.ts";
+import { listPersonasQuerySchema } from "@/lib/personas/list-personas.ts";
 import { updateAgentBodySchema } from "@/lib/agents/update-agent.ts";
 import {
   createChatSessionBodySchema,
@@ -313,7 +314,18 @@ export const OPERATIONS: Operation[] = [
     summary: "Stop a provider's accounts (github, google) signing the caller in; 409 when it is the last way in (no password, no other provider)",
     data: z.object({ status: z.literal("unlinked") }),
   },
-  { method: "get", path: "/v1/personas", tag: "Agent configs", summary: "Personas read from the caller's synced identity files (SOUL.md, IDENTITY.md, PERSONA.md, personas/*.md), named by their first heading", data: z.object({ personas: z.array(z.object({ id: z.string(), owner_id: z.string(), source_agent: z.string(), source_scope: z.string(), source_file_path: z.string(), name: z.string(), content: z.string(), content_hash: z.string(), version: z.int(), created_at: z.string(), updated_at: z.string() })) }) },
+  {
+    method: "get",
+    path: "/v1/personas",
+    tag: "Agent configs",
+    summary: "Personas read from the caller's synced identity files (SOUL.md, IDENTITY.md, PERSONA.md, personas/*.md), named by their first heading, newest change first; a page (default 100) holds at most 8 MiB of content",
+    query: listPersonasQuerySchema,
+    data: z.object({
+      personas: z.array(z.object({ id: z.string(), owner_id: z.string(), source_agent: z.string(), source_scope: z.string(), source_file_path: z.string(), name: z.string(), content: z.string(), content_hash: z.string(), version: z.int(), created_at: z.string(), updated_at: z.string() })),
+      next_cursor: z.string(),
+      has_more: z.boolean(),
+    }),
+  },
   { method: "delete", path: "/v1/personas/{id}", tag: "Agent configs", summary: "Drop a persona from the list; its file stays, and a change to it brings the persona back", data: z.object({ deleted: z.boolean() }) },
   { method: "get", path: "/v1/personas/{id}/revisions", tag: "Agent configs", summary: "The persona file's stored versions (at most 50), newest first, without content", data: z.object({ revisions: z.array(z.object({ id: z.string(), persona_id: z.string(), owner_id: z.string(), version: z.int(), content: z.string().optional(), content_hash: z.string(), created_at: z.string() })) }) },
   { method: "get", path: "/v1/personas/{id}/revisions/{version}", tag: "Agent configs", summary: "One stored version with its content", data: z.object({ id: z.string(), persona_id: z.string(), owner_id: z.string(), version: z.int(), content: z.string().optional(), content_hash: z.string(), created_at: z.string() }) },
