@@ -8,7 +8,8 @@ import { newId } from "@/lib/ids.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { resolveDreamAction, undoDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { indexMemories } from "./recall-helpers.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import pg from "pg";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
 let owner: Client;
@@ -571,5 +572,61 @@ describe("a member demoted or removed between the role check and the write", () 
         [b, "active"],
       ].sort((x, y) => (x[0]! < y[0]! ? -1 : 1)),
     );
+  });
+});
+
+describe("undoing the organize that emptied a dream's topic while a memory is filed there", () => {
+  /**
+   * The undo deleted the dream's topic once it held no memory, without the hub's topic lock a filing
+   * holds: a filing that had found the topic and was about to write saw it deleted under it (the
+   * foreign key refused its write, and a filing into a topic that had been there answered 404).
+   */
+  it.skipIf(!testPostgres())("the filing lands and the topic stays; the undo still takes its own memory out", async () => {
+    const hubId = await h.teamHub(owner);
+    const push = async (content: string) => (await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const sorted = await push("Kubernetes pods are autoscaled on CPU.");
+    const loose = await push("Kubernetes pod logs are shipped to Loki.");
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const topic = await h.db.topic.create({ data: { id: newId(), hubId, name: "Kubernetes", createdBy: null } });
+    await h.db.memory.update({ where: { id: sorted }, data: { topicId: topic.id } });
+    const organize = await h.db.dreamAction.create({
+      data: { id: newId(), runId: run.id, hubId, actionType: "organize", state: "applied", sourceMemoryIds: [sorted], resultMemoryId: sorted, toTopicId: topic.id, createdTopic: true, reason: "grouped" },
+    });
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    // From pg_locks alone: pg_stat_activity is a snapshot kept for the side's whole transaction. The
+    // filing waits for the side; an undo that waits, waits for the filing.
+    const waits = async () =>
+      (
+        await side.query(`WITH f AS (SELECT DISTINCT l.pid FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid)))
+          SELECT (SELECT count(*) FROM f)::int AS filing, (SELECT count(*) FROM pg_locks l WHERE NOT l.granted AND pg_blocking_pids(l.pid) && ARRAY(SELECT pid FROM f))::int AS undo`)
+      ).rows[0] as { filing: number; undo: number };
+    let filing: Promise<{ status: number; text: string }> | undefined;
+    let undo: Promise<{ status: number; text: string }> | undefined;
+    try {
+      // The filing has found the topic and waits to write its memory (held here, as a slow write would).
+      await side.query("BEGIN");
+      await side.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [loose]);
+      filing = owner.post(`/v1/topics/${topic.id}/memories`, { memory_id: loose });
+      for (let waited = 0; (await waits()).filing < 1; waited += 20) {
+        if (waited > 20_000) throw new Error("the filing never waited for its memory");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      let settled = false;
+      undo = owner.post(`/v1/dreams/actions/${organize.id}/undo`).finally(() => (settled = true));
+      // Either the undo is done (it did not wait for the filing) or it waits for the topic lock the filing holds.
+      for (let waited = 0; !settled && (await waits()).undo < 1; waited += 20) {
+        if (waited > 20_000) throw new Error("the undo neither finished nor waited");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const [filed, undone] = await Promise.all([filing!, undo!]);
+    expect([filed.status, undone.status], `${filed.text} ${undone.text}`).toEqual([200, 200]);
+    expect(await h.db.topic.findUnique({ where: { id: topic.id } })).not.toBeNull();
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: loose } })).topicId).toBe(topic.id);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: sorted } })).topicId).toBeNull();
   });
 });

@@ -4,7 +4,9 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { hubPermissionOrThrow, lockMembershipOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import type { DbClient } from "@/lib/db/database.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
+import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { RESOLVE_ACTIONS } from "@/lib/notifications/notification-kinds.ts";
@@ -56,6 +58,10 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
   };
   const updated = await ctx.db.$transaction(async (tx) => {
     await stillAllowedOrThrow(tx, ctx, membership, "undo dream actions");
+    // An organize undo may delete the topic it empties: the hub's topic tree is held (before the memory
+    // rows, as a topic change takes them), so a filing into that topic either lands first (the topic is
+    // not empty and stays) or waits and finds it gone — never filed into a topic deleted under it.
+    if (action.actionType === "organize" && action.toTopicId) await lockForTransaction(tx, topicsLockKey(action.hubId));
     const [first, second] = action.sourceMemoryIds;
     // Both memories before either write, in id order: the older is restored first, but it may have the higher id.
     await lockMemoryRows(tx, action.sourceMemoryIds, [action.hubId]);
@@ -82,7 +88,10 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       // A topic a dream created goes away once undoing empties it.
       if (action.toTopicId && (await tx.dreamAction.count({ where: { hubId: action.hubId, toTopicId: action.toTopicId, createdTopic: true } })) > 0) {
         const left = await tx.memory.count({ where: { topicId: action.toTopicId } });
-        if (left === 0) await tx.topic.deleteMany({ where: { id: action.toTopicId, hubId: action.hubId } });
+        if (left === 0) {
+          const gone = await tx.topic.deleteMany({ where: { id: action.toTopicId, hubId: action.hubId } });
+          if (gone.count) await emitEvent(tx, { type: "topic.changed", hubId: action.hubId, actorId: ctx.user.id, entityId: action.toTopicId });
+        }
       }
     } else if (action.actionType === "contradiction") {
       // Reopen the review: the side archived by keep_a / keep_b comes back.
