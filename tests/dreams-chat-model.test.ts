@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { contentHash } from "@/lib/memories/create-memory.ts";
+import { newId } from "@/lib/ids.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
@@ -177,5 +178,33 @@ describe("dreams with a chat model (a local fake of the OpenAI API)", () => {
       const counter = await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "hub", scopeId: hubId } } });
       expect(Number(counter.bytes)).toBe((await h.db.memory.findMany({ where: { hubId }, select: { content: true } })).reduce((sum, m) => sum + Buffer.byteLength(m.content), 0));
     }
+  }, 180_000);
+});
+
+describe("new topics and the hub's limit of 500", () => {
+  it("topics created while the run names its new one take the room first: the run creates none past 500 and leaves its cluster unsorted", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (const content of K8S) ids.push((await owner.post("/v1/memories", { content, stability: "stable" }, { headers: { "x-hub-id": hubId } })).body.data.id);
+    await indexMemories(h.db, ids);
+    // Room for two when the run plans; members take both while the model names the run's topic.
+    const shelves = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ id: newId(), hubId, name: `Shelf ${from + i}` }));
+    await h.db.topic.createMany({ data: shelves(0, 498) });
+    const answer = fake.answer;
+    fake.answer = async (schema, body) => {
+      if (schema === "topic_name") await h.db.topic.createMany({ data: shelves(498, 2) });
+      return answer(schema, body);
+    };
+    try {
+      const res = await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(202);
+      expect(await runDreamRunOnce(h.db, res.body.data.run_id)).toBe(true);
+      expect(schemasSent()).toContain("topic_name");
+      expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: res.body.data.run_id } })).status).toBe("completed");
+    } finally {
+      fake.answer = answer;
+    }
+    expect(await h.db.topic.count({ where: { hubId } })).toBe(500);
+    expect((await h.db.memory.findMany({ where: { id: { in: ids } } })).map((m) => m.topicId)).toEqual([null, null, null, null]);
   }, 180_000);
 });

@@ -10,6 +10,8 @@ import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import type { DreamConfig } from "./dream-config.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { archiveSuperseded, assignTopics, insertOrganizeActions } from "./bulk-updates.ts";
 import { buildDreamReport } from "./dream-report-text.ts";
 import { findSimilarPairs, olderNewer, type DreamMemory } from "./find-similar-pairs.ts";
@@ -390,6 +392,14 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   // Organize writes are cheap per row: larger batches, fewer transactions.
   for (const batch of chunked(moves, ctx.deps.config.batchSize * 5)) {
     await commitBatch(ctx, async (tx, now) => {
+      // New topics count against the hub's limit under the lock a topic created through the API takes
+      // (before the memory rows, in its order): the room was read when the plan was made, and topics
+      // created since (by members, while the run named its own) take it first.
+      let room = 0;
+      if (batch.some((move) => move.newTopic && !createdIds.has(move.newTopic))) {
+        await lockForTransaction(tx, topicsLockKey(hubId));
+        room = MAX_TOPICS_PER_HUB - (await tx.topic.count({ where: { hubId } }));
+      }
       // In id order, as every multi-memory write does: the topic assignment's single UPDATE locks its
       // rows in whatever order its plan reads them.
       await lockMemoryRows(tx, batch.map((move) => move.memoryId), [hubId]);
@@ -397,19 +407,23 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       for (const move of batch) {
         if (!move.newTopic || createdIds.has(move.newTopic)) continue;
         const existing = await tx.topic.findFirst({ where: { hubId, name: move.newTopic, archivedAt: null }, select: { id: true } });
+        // No room: the cluster stays unsorted (a later run files it once there is room).
+        if (!existing && room <= 0) continue;
         const topicId = existing?.id ?? newId(now.getTime());
         if (!existing) {
           await tx.topic.create({ data: { id: topicId, hubId, name: move.newTopic, createdBy: null, createdAt: now, updatedAt: now } });
           created.add(topicId);
+          room -= 1;
         }
         createdIds.set(move.newTopic, topicId);
         topicName.set(topicId, move.newTopic);
       }
+      const placed = batch.filter((move) => !move.newTopic || createdIds.has(move.newTopic));
       // Only memories still unsorted and active at write time move (an edit since the scan wins).
       const target = (move: Move) => (move.newTopic ? createdIds.get(move.newTopic)! : move.topicId!);
-      const moved = await assignTopics(tx, batch.map((move) => ({ memoryId: move.memoryId, topicId: target(move) })));
+      const moved = await assignTopics(tx, placed.map((move) => ({ memoryId: move.memoryId, topicId: target(move) })));
       const actions = [];
-      for (const move of batch) {
+      for (const move of placed) {
         if (!moved.has(move.memoryId)) continue;
         const topicId = target(move);
         actions.push({

@@ -11,6 +11,7 @@ export interface FakeOpenAiChat {
   requests: any[];
   /** "error": HTTP 500 to every chat request; "hang": never answers (the caller's timeout must fire). */
   mode: "ok" | "error" | "hang";
+  /** May be async: a test can act while the model "thinks". */
   answer: (schema: string | undefined, body: any) => unknown;
   close(): Promise<void>;
 }
@@ -39,7 +40,7 @@ export async function startFakeOpenAiChat(answer: FakeOpenAiChat["answer"]): Pro
       res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "the fake model is down", type: "server_error" } }));
       return;
     }
-    const content = fake.answer(body.response_format?.json_schema?.name, body);
+    const content = await fake.answer(body.response_format?.json_schema?.name, body);
     res.writeHead(200, { "content-type": "application/json" }).end(
       JSON.stringify({
         id: "chatcmpl-fake",
