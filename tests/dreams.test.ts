@@ -7,6 +7,8 @@ import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functio
 import { newId } from "@/lib/ids.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { resolveDreamAction, undoDreamAction } from "@/lib/dreams/undo-dream-action.ts";
+import { triggerDream } from "@/lib/dreams/trigger-dream.ts";
+import type { HubContext } from "@/lib/api/context.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import pg from "pg";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
@@ -572,6 +574,57 @@ describe("a member demoted or removed between the role check and the write", () 
         [b, "active"],
       ].sort((x, y) => (x[0]! < y[0]! ? -1 : 1)),
     );
+  });
+});
+
+describe("a trigger by a member demoted or removed after the route's role check", () => {
+  it("queues no run: 403 for a member now a viewer, 404 for one removed", async () => {
+    const adm = await h.user("Demoted trigger");
+    const hubId = await h.teamHub(owner, [[adm, "admin"]]);
+    const hub = await h.db.hub.findUniqueOrThrow({ where: { id: hubId } });
+    // The wrapper read the role (admin: allowed); the change commits as the trigger reaches the database.
+    const callerAs = (change: () => Promise<unknown>): HubContext => {
+      let changed = false;
+      const once = async () => {
+        if (!changed) await change();
+        changed = true;
+      };
+      const db = new Proxy(h.db, {
+        get: (target, key) => {
+          if (key === "$transaction") {
+            return async (...args: unknown[]) => {
+              await once();
+              return (target.$transaction as (...a: unknown[]) => unknown)(...args);
+            };
+          }
+          if (key === "dreamRun") {
+            return new Proxy(target.dreamRun, {
+              get: (runs, method) => {
+                const real = Reflect.get(runs, method) as unknown;
+                return typeof real === "function" ? async (...args: unknown[]) => (await once(), (real as (...a: unknown[]) => unknown).apply(runs, args)) : real;
+              },
+            });
+          }
+          return Reflect.get(target, key);
+        },
+      });
+      return {
+        db,
+        sql: h.database.sql,
+        dbKind: h.database.kind,
+        requestId: "test",
+        now: () => new Date(),
+        user: { id: adm.id, email: adm.email, name: adm.name },
+        credential: { type: "session", scopes: ["read", "write"], hubIds: null },
+        hub,
+        role: "admin",
+      } as unknown as HubContext;
+    };
+    const member = { hubId_userId: { hubId, userId: adm.id } };
+    await expect(triggerDream(callerAs(() => h.db.hubMember.update({ where: member, data: { role: "viewer" } })))).rejects.toMatchObject({ code: "forbidden" });
+    await h.db.hubMember.update({ where: member, data: { role: "admin" } });
+    await expect(triggerDream(callerAs(() => h.db.hubMember.delete({ where: member })))).rejects.toMatchObject({ code: "not_found" });
+    expect(await h.db.dreamRun.count({ where: { hubId } })).toBe(0);
   });
 });
 

@@ -1,31 +1,43 @@
 import type { HubContext } from "@/lib/api/context.ts";
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, DbClient } from "@/lib/db/database.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
+import { lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
 import { kickDreamRun } from "./dream-runner.ts";
+
+type Queued = { status: "queued" | "already_running"; run_id: string };
 
 /**
  * Queues a run for a hub, unless one is already queued or running there: the
  * partial unique index makes two concurrent triggers produce one run, and the
- * second caller gets that run's id.
+ * second caller gets that run's id. `guard` runs first in the queuing transaction
+ * (a member's trigger: their role, read again as the run is queued).
  */
-export async function queueDreamRun(db: Db, hubId: string, triggeredBy: string | null, now: Date): Promise<{ status: "queued" | "already_running"; run_id: string }> {
-  const active = await db.dreamRun.findFirst({ where: { hubId, status: { in: ["queued", "running"] } }, select: { id: true } });
-  if (active) return { status: "already_running", run_id: active.id };
+export async function queueDreamRun(db: Db, hubId: string, triggeredBy: string | null, now: Date, guard?: (tx: DbClient) => Promise<unknown>): Promise<Queued> {
   const id = newId(now.getTime());
+  let result: Queued;
   try {
-    await db.dreamRun.create({ data: { id, hubId, triggeredBy, status: "queued", createdAt: now } });
+    result = await db.$transaction(async (tx): Promise<Queued> => {
+      await guard?.(tx);
+      const active = await tx.dreamRun.findFirst({ where: { hubId, status: { in: ["queued", "running"] } }, select: { id: true } });
+      if (active) return { status: "already_running", run_id: active.id };
+      await tx.dreamRun.create({ data: { id, hubId, triggeredBy, status: "queued", createdAt: now } });
+      return { status: "queued", run_id: id };
+    });
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     const winner = await db.dreamRun.findFirst({ where: { hubId, status: { in: ["queued", "running"] } }, select: { id: true } });
     if (winner) return { status: "already_running", run_id: winner.id };
     throw error;
   }
-  await kickDreamRun(hubId, id);
-  return { status: "queued", run_id: id };
+  if (result.status === "queued") await kickDreamRun(hubId, id);
+  return result;
 }
 
-/** POST /v1/dreams/trigger (permission dreams.trigger, checked by the route's wrapper). */
+/**
+ * POST /v1/dreams/trigger (permission dreams.trigger, checked by the route's wrapper, and again under
+ * the hub's membership lock as the run is queued: a member demoted or removed since queues nothing).
+ */
 export function triggerDream(ctx: HubContext) {
-  return queueDreamRun(ctx.db, ctx.hub.id, ctx.user.id, ctx.now());
+  return queueDreamRun(ctx.db, ctx.hub.id, ctx.user.id, ctx.now(), (tx) => lockMembershipOrThrow(tx, ctx, ctx.hub, "dreams.trigger", "trigger dreams"));
 }
