@@ -211,6 +211,8 @@ describe("POST /v1/admin/users", () => {
     const hub = await h.db.hub.findUniqueOrThrow({ where: { id: personal_hub_id }, include: { members: true } });
     expect(hub).toMatchObject({ hubType: "personal", ownerId: user.id });
     expect(hub.members).toEqual([expect.objectContaining({ userId: user.id, role: "owner" })]);
+    const forged = await h.anonymous.post("/v1/admin/users", { email: "forged@example.test", name: "Op\r\nBcc: all@example.test" }, admin);
+    expect([forged.status, forged.body.error?.details?.issues?.[0]?.path]).toEqual([400, "name"]);
     const dup = await h.anonymous.post("/v1/admin/users", { email: "op@example.test", name: "Again" }, admin);
     expect(dup.status).toBe(409);
     expect(await h.db.user.count({ where: { email: "op@example.test" } })).toBe(1);

@@ -7,6 +7,7 @@ import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { sessionCookieFor } from "./support/oauth-consent.ts";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
 import type { Account, Profile, User } from "next-auth";
+import { providerUserName } from "@/lib/users/user-name.ts";
 
 // E-mail sign-in codes (Memax's auth.requestEmailOtp / verifyEmailOtp): mailed through SMTP, stored
 // as an HMAC, single use, a few tries; a right code signs in as `memax login` does.
@@ -139,6 +140,31 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect((await h.anonymous.post("/v1/auth/email/request", { email: "not an address" })).status).toBe(400);
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: "a@example.test", code: "12345" })).status).toBe(400);
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: "a@example.test", code: "abcdef" })).status).toBe(400);
+  });
+});
+
+describe("names at sign-up", () => {
+  it("a password sign-up's name follows the rename rule: line breaks are a 400 (invitations quote the name)", async () => {
+    const signUp = (name: string) =>
+      signUpRoute(
+        new Request("http://engram.test/api/auth/sign-up", {
+          method: "POST",
+          headers: { "content-type": "application/json", "sec-fetch-site": "same-origin", origin: "http://engram.test" },
+          body: JSON.stringify({ email: `named-${Math.random().toString(36).slice(2)}@example.test`, name, password: "a long enough password" }),
+        }),
+        { params: Promise.resolve({}) },
+      );
+    const forged = await signUp("Ann\n\nYour account is locked: https://evil.example/unlock");
+    expect(forged.status).toBe(400);
+    expect(((await forged.json()) as { error: { details: { issues: { path: string }[] } } }).error.details.issues[0]!.path).toBe("name");
+    expect((await signUp("Zoë 👩‍💻")).status).toBe(201);
+  });
+
+  it("a provider's name is made to fit the rule instead of refusing the sign-in", () => {
+    expect(providerUserName("Ann\n\nVerify at https://evil.example", "ann")).toBe("Ann Verify at https://evil.example");
+    expect(providerUserName("  \u0007 ", "ann")).toBe("ann");
+    expect(providerUserName(null, "ann")).toBe("ann");
+    expect(Array.from(providerUserName("é".repeat(150), "ann"))).toHaveLength(100);
   });
 });
 

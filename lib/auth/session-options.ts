@@ -15,6 +15,7 @@ import { SESSION_MAX_AGE_SECONDS, sessionSecret } from "./session.ts";
 import { claimAccount } from "./claim-account.ts";
 import { reserveSignIn, settleSignIn } from "./sign-in-throttle.ts";
 import { signUpOpen } from "./sign-up.ts";
+import { providerUserName } from "@/lib/users/user-name.ts";
 
 /**
  * next-auth needs the site's address for callbacks and redirects. ENGRAM_PUBLIC_URL stands
@@ -127,7 +128,7 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
         // An address the provider does not vouch for is as unproven as a password sign-up's: the
         // first proof of it (an e-mail code, a verified provider) claims the account from its maker.
         const emailUnverified = !providerVerifiedEmail(account.provider, profile);
-        await createUser(db, { email, name: user.name?.trim() || email.split("@")[0]!, emailUnverified }, now, (tx, created) =>
+        await createUser(db, { email, name: providerUserName(user.name, email.split("@")[0]!), emailUnverified }, now, (tx, created) =>
           tx.oAuthAccount.create({
             data: { id: newId(now.getTime()), userId: created.user.id, provider: account.provider, providerAccountId: account.providerAccountId, ...shown },
           }),

@@ -2,11 +2,12 @@ import { z } from "zod";
 import type { RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { createUser } from "@/lib/users/create-user.ts";
+import { userNameSchema } from "@/lib/users/user-name.ts";
 import { hashPassword, MAX_PASSWORD_BYTES, MIN_PASSWORD_LENGTH } from "./password.ts";
 
 export const signUpBodySchema = z.strictObject({
   email: z.email().max(254),
-  name: z.string().trim().min(1).max(100),
+  name: userNameSchema,
   password: z
     .string()
     .min(MIN_PASSWORD_LENGTH, `password must be at least ${MIN_PASSWORD_LENGTH} characters`)

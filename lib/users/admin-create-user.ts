@@ -2,10 +2,11 @@ import { z } from "zod";
 import type { RequestContext } from "@/lib/api/context.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { createUser } from "./create-user.ts";
+import { userNameSchema } from "./user-name.ts";
 
 export const adminCreateUserBodySchema = z.strictObject({
   email: z.email().max(254),
-  name: z.string().trim().min(1).max(100),
+  name: userNameSchema,
 });
 
 /** Bootstrap: a user, their personal hub and a first API key, for operators and automation. */

@@ -7,17 +7,9 @@ import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import { periodCounts } from "@/lib/usage/count-usage.ts";
 import { SELF_HOSTED_PLAN } from "@/lib/usage/plan-limits.ts";
+import { userNameSchema } from "./user-name.ts";
 
-// `\S`: blank names fail min(1) once trimmed; the pattern says so in the OpenAPI document.
-// No control characters: the name is written into e-mails the server sends (an invitation's "Ann
-// invited you…"), where line breaks let it write its own paragraphs and links.
-const nameSchema = z
-  .string()
-  .trim()
-  .min(1)
-  .max(100)
-  .regex(/\S/, "must not be blank")
-  .regex(/^\P{Cc}*$/u, "must not contain control characters such as line breaks");
+const nameSchema = userNameSchema;
 
 // `display_name` is Memax's field; `name` is Engram's original one. Both rename the user.
 export const updateMeBodySchema = atLeastOneOf(z.object({ display_name: nameSchema.optional(), name: nameSchema.optional() }), ["display_name", "name"], {
