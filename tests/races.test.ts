@@ -337,6 +337,45 @@ describe("a config ack against the prune of its deletion record", () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.data).toEqual({ acknowledged: 1, skipped: [{ ...file, reason: "not_found" }] });
   });
+
+  it.skipIf(!testPostgres())("an ack and a disconnect of the agent, over files whose id order and key order differ, both answer (no deadlock)", async () => {
+    const ann = await h.user("Disconnector");
+    // z.md first (the smaller id), a.md second: the key order (a.md, z.md) is the opposite of the id order.
+    const z = { agent: "codex", file_path: "z.md", scope: "global" };
+    const a = { ...z, file_path: "a.md" };
+    expect((await ann.put("/v1/configs", { ...z, content: "zed", device_id: "laptop" })).status).toBe(201);
+    expect((await ann.put("/v1/configs", { ...a, content: "ay", device_id: "laptop" })).status).toBe(201);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const waiting = async (n: number, what: string) => {
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())");
+        if (rows[0].n >= n) return;
+        if (waited > 20_000) throw new Error(`never waited: ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    let disconnect: Promise<ApiResponse> | undefined;
+    let ack: Promise<ApiResponse> | undefined;
+    try {
+      // z.md's key held aside: the disconnect waits on it; then the ack comes and waits too.
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`agent-config:${ann.id}:codex:z.md:global`]);
+      disconnect = ann.delete("/v1/agents/codex");
+      await waiting(1, "the disconnect");
+      ack = ann.post("/v1/configs/ack", { device_id: "laptop", configs: [{ ...z, version: 1 }, { ...a, version: 1 }] });
+      await waiting(2, "the ack");
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    // Before, the disconnect took z.md then a.md (id order) while the ack held a.md and wanted z.md:
+    // PostgreSQL broke the cycle and one of them answered 503.
+    const [gone, acked] = [await disconnect!, await ack!];
+    expect([gone.status, acked.status], `${gone.text} ${acked.text}`).toEqual([200, 200]);
+    expect(gone.body.data).toMatchObject({ disconnected: true, configs_tombstoned: 2 });
+  });
 });
 
 describe("concurrent edits of one memory", () => {

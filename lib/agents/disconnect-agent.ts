@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { tombstoneConfig } from "@/lib/configs/delete-configs.ts";
+import { configKeyLock } from "@/lib/configs/upsert-config.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { agentLockKey, possibleAgentName } from "./connected-agents.ts";
 
@@ -24,7 +25,10 @@ export async function disconnectAgent(ctx: AuthContext, agentName: string): Prom
   const result = await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, agentLockKey(ownerId, agentName));
     const revoked = await tx.apiKey.updateMany({ where: { userId: ownerId, agentName, revokedAt: null }, data: { revokedAt: now } });
-    const configs = await tx.agentConfig.findMany({ where: { ownerId, agent: agentName, deletedAt: null }, select: { id: true }, orderBy: { id: "asc" } });
+    const configs = await tx.agentConfig.findMany({ where: { ownerId, agent: agentName, deletedAt: null }, select: { id: true, agent: true, filePath: true, scope: true } });
+    // Every file's key lock up front, in the order an ack takes them (sorted keys): taken one by one in
+    // id order, an ack of two of these files locking in key order waited on this in a cycle.
+    await lockForTransaction(tx, [...new Set(configs.map((c) => configKeyLock(ownerId, c.agent, c.filePath, c.scope)))].sort());
     let tombstoned = 0;
     for (const config of configs) if (await tombstoneConfig(tx, ownerId, config.id, now)) tombstoned += 1;
     const forgotten = await tx.connectedAgent.deleteMany({ where: { ownerId, agentName } });
