@@ -282,6 +282,16 @@ describe("tools", () => {
     const bad = await client.callTool({ name: "engram_list", arguments: { cursor: "forged.cursor" } });
     expect(bad.isError).toBe(true);
     expect(data(bad).error.code).toBe("invalid_cursor");
+
+    // A cursor belongs to its list: the hint names the arguments to send again with it, and they work.
+    const hub = await h.teamHub(carol);
+    for (let i = 0; i < 3; i++) expect((await carol.post("/v1/memories", { content: `team item ${i} ${randomBytes(3).toString("hex")}` }, { headers: { "x-hub-id": hub } })).status).toBe(201);
+    const inHub = await client.callTool({ name: "engram_list", arguments: { limit: 2, hub_id: hub, sort: "newest" } });
+    expect(text(inHub)).toContain(`call again with cursor "${data(inHub).next_cursor}" and the same hub_id "${hub}", sort "newest".`);
+    const rest = await client.callTool({ name: "engram_list", arguments: { limit: 2, hub_id: hub, sort: "newest", cursor: data(inHub).next_cursor } });
+    expect(rest.isError).toBeFalsy();
+    expect(data(rest).memories).toHaveLength(1);
+    expect(data((await client.callTool({ name: "engram_list", arguments: { limit: 2, cursor: data(inHub).next_cursor } }))).error.code).toBe("invalid_cursor");
   });
 
   it("engram_topics without hub_id lists every tree only up to 10 hubs; past that it asks for hub_id, and a topic_id still finds its one tree", async () => {

@@ -193,7 +193,9 @@ async function list(env: ToolEnv, args: z.output<typeof listInput>): Promise<Too
   });
   const now = ctx.now();
   const body = page.memories.map((m) => memoryLine(m, now)).join("\n");
-  const more = page.has_more ? `\n\nMore: call again with cursor "${page.next_cursor}".` : "";
+  // A cursor belongs to its list (sort, hub, topic): the next page needs the same arguments with it.
+  const same = [args.hub_id !== undefined && `hub_id "${args.hub_id}"`, args.topic_id && `topic_id "${args.topic_id}"`, args.sort && `sort "${args.sort}"`].filter(Boolean);
+  const more = page.has_more ? `\n\nMore: call again with cursor "${page.next_cursor}"${same.length ? ` and the same ${same.join(", ")}` : ""}.` : "";
   return { text: `${page.memories.length} of ${page.total} memories:\n\n${body || "(none)"}${more}`, structured: page };
 }
 
