@@ -113,10 +113,13 @@ describe("extraction time limit", () => {
       expect(res.status).toBe(201);
       // The slow page is being read: its worker dies as a crashed thread would.
       while (flakyServed === 0) await new Promise((r) => setTimeout(r, 20));
-      await new Promise((r) => setTimeout(r, 300));
-      const thread = (globalThis as unknown as { __engramExtractionThread: { live?: { worker: { terminate(): Promise<number> } } } }).__engramExtractionThread;
-      expect(thread.live).toBeDefined();
-      await thread.live!.worker.terminate();
+      // Killed while the page is in the worker (its task in flight: the lane's onEnd is set), however
+      // slow the machine is: a kill before the task arrives would only start a fresh worker.
+      const thread = () => (globalThis as unknown as { __engramExtractionThread?: { live?: { onEnd?: unknown; worker: { terminate(): Promise<number> } } } }).__engramExtractionThread;
+      const deadline = Date.now() + 30_000;
+      while (!thread()?.live?.onEnd && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+      expect(thread()?.live?.onEnd).toBeDefined();
+      await thread()!.live!.worker.terminate();
       // Before, the death was recorded as the page being unreadable for good: done, URL as content,
       // "The page could not be read: the reader stopped unexpectedly".
       const memory = await processed(res.body.data.id);
