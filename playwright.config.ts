@@ -3,7 +3,7 @@ import { defineConfig } from "@playwright/test";
 /**
  * End-to-end tests drive the production build (`next build` first; `npm run e2e` does both)
  * with Debian's Chromium — no browser is ever downloaded. The global setup starts
- * `next start` on a free port with a fresh embedded database and exports its address.
+ * the built server (scripts/server.mjs, as `npm start` runs it) on a free port with a fresh embedded database and exports its address.
  */
 export default defineConfig({
   testDir: "e2e",

@@ -22,7 +22,7 @@ function freePort(): Promise<number> {
 async function waitForHealth(url: string, server: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (server.exitCode !== null) throw new Error(`next start exited with ${server.exitCode}; see e2e/artifacts/server.log`);
+    if (server.exitCode !== null) throw new Error(`the server exited with ${server.exitCode}; see e2e/artifacts/server.log`);
     try {
       const res = await fetch(`${url}/v1/health`);
       if (res.ok) return;
@@ -53,9 +53,10 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   // GitHub sign-in is offered (with credentials GitHub never sees: the browser's trip there is intercepted).
   env.GITHUB_CLIENT_ID = "e2e-github-client";
   env.GITHUB_CLIENT_SECRET = "e2e-github-secret";
-  const server = spawn(process.execPath, [path.join(root, "node_modules", "next", "dist", "bin", "next"), "start", "-p", String(port), "-H", "127.0.0.1", "--keepAliveTimeout", "65000"], {
+  // The server `npm start` runs (scripts/server.mjs: Next's handler behind our HTTP server, which compresses).
+  const server = spawn(process.execPath, [path.join(root, "scripts", "server.mjs")], {
     cwd: root,
-    env,
+    env: { ...env, PORT: String(port), HOSTNAME: "127.0.0.1" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   server.stdout!.pipe(log);

@@ -30,7 +30,7 @@ async function freePort() {
   });
 }
 
-/** Starts `next start` from the existing build; never builds. */
+/** Starts the built server as `npm start` runs it (scripts/server.mjs, which also compresses); never builds. */
 export async function startServer({ env = {}, port: fixedPort } = {}) {
   if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
     throw new Error("No production build: run `npm run build` first (benchmarks never build).");
@@ -39,10 +39,12 @@ export async function startServer({ env = {}, port: fixedPort } = {}) {
   const port = fixedPort ?? (await freePort());
   const adminToken = "bench-admin-token-at-least-32-characters";
   const started = performance.now();
-  const child = spawn(process.execPath, [path.join(root, "node_modules", "next", "dist", "bin", "next"), "start", "-p", String(port), "-H", "127.0.0.1", "--keepAliveTimeout", "65000"], {
+  const child = spawn(process.execPath, [path.join(root, "scripts", "server.mjs")], {
     cwd: root,
     env: {
       ...process.env,
+      PORT: String(port),
+      HOSTNAME: "127.0.0.1",
       ENGRAM_DATA_DIR: dataDir,
       ENGRAM_ADMIN_TOKEN: adminToken,
       ENGRAM_RATE_LIMIT_REGULAR: "1000000000",
