@@ -123,24 +123,38 @@ describe("create and list", () => {
 });
 
 describe("invitation e-mails", () => {
-  it("one member mails at most 50 an hour across hubs, revoked ones counted; link invites stay free", async () => {
+  it("one member mails at most 50 an hour, creates and resends, across hubs, deleted ones counted; link invites stay free", async () => {
     const own = await h.user("Mailer");
     const [first, second] = [await team(own), await team(own)];
-    // Create and revoke, the way a flood would go past the 20 active invites of a hub.
-    for (let i = 0; i < MAX_INVITE_EMAILS_PER_HOUR; i++) {
-      const hub = i % 2 === 0 ? first : second;
-      const made = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: `someone-${i}@example.test` });
+    // Create and revoke (past the 20 active invites of a hub), then delete the hub: none of it gives mail back.
+    for (let i = 0; i < 40; i++) {
+      const made = await own.post(`/v1/hubs/${first.id}/invites`, { role: "viewer", email: `someone-${i}@example.test` });
       expect(made.status, made.text).toBe(201);
-      expect((await own.delete(`/v1/hubs/${hub.id}/invites/${made.body.data.id}`)).status).toBe(200);
+      expect((await own.delete(`/v1/hubs/${first.id}/invites/${made.body.data.id}`)).status).toBe(200);
     }
-    const refused = await own.post(`/v1/hubs/${first.id}/invites`, { role: "viewer", email: "one-more@example.test" });
+    expect((await own.delete(`/v1/hubs/${first.id}`)).status).toBe(200);
+    const kept: string[] = [];
+    for (let i = 40; i < MAX_INVITE_EMAILS_PER_HOUR - 1; i++) {
+      const made = await own.post(`/v1/hubs/${second.id}/invites`, { role: "viewer", email: `someone-${i}@example.test` });
+      expect(made.status, made.text).toBe(201);
+      kept.push(made.body.data.id);
+    }
+    // A resend is a mail too (its once-a-minute throttle passed: the last send an hour's minute ago).
+    const resend = () => own.post(`/v1/hubs/${second.id}/invites/${kept[0]}/resend`);
+    await h.db.invite.update({ where: { id: kept[0] }, data: { lastSentAt: new Date(Date.now() - 120_000) } });
+    expect((await resend()).status).toBe(200);
+    const refused = await own.post(`/v1/hubs/${second.id}/invites`, { role: "viewer", email: "one-more@example.test" });
     expect(refused.status).toBe(429);
     expect(refused.body.error).toMatchObject({ code: "rate_limited", details: { limit: MAX_INVITE_EMAILS_PER_HOUR } });
     expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(3000);
     expect(await h.db.invite.count({ where: { email: "one-more@example.test" } })).toBe(0);
     expect(await h.db.mailOutbox.count({ where: { toAddress: "one-more@example.test" } })).toBe(0);
+    await h.db.invite.update({ where: { id: kept[1] }, data: { lastSentAt: new Date(Date.now() - 120_000) } });
+    const again = await own.post(`/v1/hubs/${second.id}/invites/${kept[1]}/resend`);
+    expect([again.status, again.body.error?.code]).toEqual([429, "rate_limited"]);
+    expect(await h.db.mailOutbox.count({ where: { senderId: own.id, kind: "invite" } })).toBe(MAX_INVITE_EMAILS_PER_HOUR);
     // A link invite mails nobody, and another member's invitations are their own.
-    expect((await own.post(`/v1/hubs/${first.id}/invites`, { role: "viewer" })).status).toBe(201);
+    expect((await own.post(`/v1/hubs/${second.id}/invites`, { role: "viewer" })).status).toBe(201);
     const other = await h.user("Other mailer");
     const theirs = await team(other);
     expect((await other.post(`/v1/hubs/${theirs.id}/invites`, { role: "viewer", email: "one-more@example.test" })).status).toBe(201);

@@ -50,7 +50,7 @@ describe("schema and migrations agree", () => {
       }),
       transfer: await db.ownershipTransfer.create({ data: { id: newId(), hubId: hub.id, fromUserId: user.id, targetUserId: user.id, createdAt: now, expiresAt: now } }),
       attachment: await db.attachment.create({ data: { id: newId(), memoryId: memory.id, hubId: hub.id, objectKey: "o/k", filename: "f.txt", contentType: "text/plain", sizeBytes: 5, sha256: "s", createdAt: now } }),
-      mail: await db.mailOutbox.create({ data: { id: newId(), toAddress: "a@b.test", subject: "s", body: "b", kind: "invite", hubId: hub.id, createdAt: now } }),
+      mail: await db.mailOutbox.create({ data: { id: newId(), toAddress: "a@b.test", subject: "s", body: "b", kind: "invite", hubId: hub.id, senderId: user.id, createdAt: now } }),
       event: await db.event.create({ data: { id: newId(), type: "memory.created", hubId: hub.id, actorId: user.id, entityId: memory.id, createdAt: now } }),
       setting: await db.setting.create({ data: { key: "rt", value: "v", createdAt: now } }),
       oauthClient: await db.oAuthClient.create({ data: { id: "https://client.example/meta.json", name: "C", redirectUris: ["http://127.0.0.1/cb"], kind: "metadata_document", clientUri: "https://client.example", createdAt: now, fetchedAt: now } }),

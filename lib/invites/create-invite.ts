@@ -6,9 +6,10 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { assertTeamHub, hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
-import { INVITE_TTL_MS, MAX_ACTIVE_INVITES, MAX_INVITE_EMAILS_PER_HOUR, type CreateInviteBody } from "./invite-fields.ts";
+import { INVITE_TTL_MS, MAX_ACTIVE_INVITES, type CreateInviteBody } from "./invite-fields.ts";
 import { inviteToken } from "./invite-token.ts";
-import { sendInviteEmail } from "./send-invite-email.ts";
+import { deliverMail, enqueueMail } from "@/lib/mail/send-mail.ts";
+import { assertInviteMailRoom, inviteMail } from "./send-invite-email.ts";
 import { serializeInvite } from "./serialize-invite.ts";
 import { onInviteCreated } from "@/lib/notifications/notify.ts";
 
@@ -27,30 +28,6 @@ export async function assertInviteRoom(tx: DbClient, hubId: string, now: Date): 
 }
 
 /**
- * Throws rate_limited when the member has e-mailed MAX_INVITE_EMAILS_PER_HOUR invitations in the
- * last hour (revoked ones count: the mail went out). Under a lock per member, so concurrent creates
- * in any of their hubs count each other.
- */
-async function assertInviteMailRoom(tx: DbClient, userId: string, now: Date): Promise<void> {
-  await lockForTransaction(tx, `invite-mails:${userId}`);
-  const since = new Date(now.getTime() - 60 * 60 * 1000);
-  const sent = await tx.invite.findMany({
-    where: { createdBy: userId, email: { not: null }, createdAt: { gt: since } },
-    select: { createdAt: true },
-    orderBy: { createdAt: "asc" },
-    take: MAX_INVITE_EMAILS_PER_HOUR,
-  });
-  if (sent.length < MAX_INVITE_EMAILS_PER_HOUR) return;
-  const retryAfter = Math.max(1, Math.ceil((sent[0]!.createdAt.getTime() + 60 * 60 * 1000 - now.getTime()) / 1000));
-  throw new ApiError(
-    "rate_limited",
-    `At most ${MAX_INVITE_EMAILS_PER_HOUR} invitations may be e-mailed per hour; retry in ${retryAfter}s or share a link invite (no email)`,
-    { limit: MAX_INVITE_EMAILS_PER_HOUR, retry_after: retryAfter },
-    { "Retry-After": String(retryAfter) },
-  );
-}
-
-/**
  * A join link for the hub (admins invite contributors and viewers, the owner
  * also admins); mailed when `email` is given. An invite addressed to a user id
  * records it when the account exists; an unknown id gives a plain link invite
@@ -63,7 +40,7 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
   const now = ctx.now();
   const issued = inviteToken(await serverSecret(ctx.db));
   const invitee = input.inviteeUserId ? await ctx.db.user.findUnique({ where: { id: input.inviteeUserId }, select: { id: true } }) : null;
-  const invite = await ctx.db.$transaction(async (tx) => {
+  const { invite, mail } = await ctx.db.$transaction(async (tx) => {
     // The inviter's own role again, under the hub's membership lock (before the invite lock, as
     // regenerate takes them): an admin demoted or removed since the check above makes no invite.
     const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "invite members");
@@ -88,12 +65,16 @@ export async function createInvite(ctx: AuthContext, hubId: string, input: Creat
         inviteeUserId: input.inviteeUserId ?? null,
       },
     });
+    // The outbox row in this transaction, under the sender's mail lock: the hourly cap counts it exactly.
+    const message = created.email ? inviteMail({ ...created, email: created.email }, issued.token, { hubName: hub.name, inviterName: ctx.user.name, senderId: ctx.user.id }) : null;
+    const mail = message ? { message, row: await enqueueMail(tx, message, now) } : null;
+    // Last: its event holds the events lock until commit.
     await onInviteCreated(tx, created, hub, invitee?.id ?? null);
-    return created;
+    return { invite: created, mail };
   });
-  if (!invite.email) return serializeInvite(invite, now, issued.token);
+  if (!mail) return serializeInvite(invite, now, issued.token);
   // The invite exists either way; a failed e-mail is reported, not fatal (the link is in this response).
-  const delivery = await sendInviteEmail(ctx.db, { ...invite, email: invite.email }, issued.token, { hubName: hub.name, inviterName: ctx.user.name }, now);
+  const delivery = await deliverMail(ctx.db, mail.row, mail.message);
   if (delivery.status === "failed") {
     // Nothing went out, so a resend must not be throttled.
     await ctx.db.invite.updateMany({ where: { id: invite.id, lastSentAt: now }, data: { lastSentAt: null } });

@@ -6,7 +6,8 @@ import { hubMembersLockKey, hubPermissionOrThrow } from "@/lib/hubs/hub-access.t
 import { RESEND_INTERVAL_MS } from "./invite-fields.ts";
 import { assertInviteUsable, assertMakerCanGrant, managedInviteOrThrow } from "./invite-or-throw.ts";
 import { revealInviteToken } from "./invite-token.ts";
-import { sendInviteEmail } from "./send-invite-email.ts";
+import { deliverMail, enqueueMail } from "@/lib/mail/send-mail.ts";
+import { assertInviteMailRoom, inviteMail } from "./send-invite-email.ts";
 import { serializeInvite } from "./serialize-invite.ts";
 
 /**
@@ -23,7 +24,8 @@ export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: st
   if (!token) throw new ApiError("conflict", "This invite's link can no longer be recovered (the instance secret changed); regenerate it");
 
   const earliest = new Date(now.getTime() - RESEND_INTERVAL_MS);
-  const { count } = await ctx.db.$transaction(async (tx) => {
+  const message = inviteMail({ ...invite, email: invite.email }, token, { hubName: hub.name, inviterName: ctx.user.name, senderId: ctx.user.id });
+  const { count, row } = await ctx.db.$transaction(async (tx) => {
     // A link whose maker can no longer invite answers 410 to whoever opens it: mailing it again sends a dead link.
     await lockForTransaction(tx, { shared: hubMembersLockKey(hub.id) });
     await assertMakerCanGrant(
@@ -31,10 +33,13 @@ export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: st
       invite,
       "This invite's link no longer works: the member who made it can no longer invite to this hub with this role; regenerate it to issue a link of your own",
     );
-    return tx.invite.updateMany({
+    await assertInviteMailRoom(tx, ctx.user.id, now);
+    const { count } = await tx.invite.updateMany({
       where: { id: invite.id, state: "active", tokenHash: invite.tokenHash, OR: [{ lastSentAt: null }, { lastSentAt: { lte: earliest } }] },
       data: { lastSentAt: now },
     });
+    // Written under the sender's mail lock, so the hourly cap counts it exactly.
+    return { count, row: count === 1 ? await enqueueMail(tx, message, now) : null };
   });
   if (count === 0) {
     const current = await ctx.db.invite.findUniqueOrThrow({ where: { id: invite.id } });
@@ -48,7 +53,7 @@ export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: st
       { "Retry-After": String(retryAfter) },
     );
   }
-  const delivery = await sendInviteEmail(ctx.db, { ...invite, email: invite.email }, token, { hubName: hub.name, inviterName: ctx.user.name }, now);
+  const delivery = await deliverMail(ctx.db, row!, message);
   if (delivery.status === "failed") {
     await ctx.db.invite.updateMany({ where: { id: invite.id, lastSentAt: now }, data: { lastSentAt: invite.lastSentAt } });
     throw new ApiError("unavailable", "The mail server did not accept the invitation; try again later", { outbox_id: delivery.outbox_id });

@@ -1,35 +1,55 @@
+import { ApiError } from "@/lib/api/errors.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { Invite } from "@/lib/db/generated/client.ts";
-import { sendMail, type MailDelivery } from "@/lib/mail/send-mail.ts";
+import type { MailMessage } from "@/lib/mail/send-mail.ts";
+import { MAX_INVITE_EMAILS_PER_HOUR } from "./invite-fields.ts";
 import { inviteUrl } from "./invite-token.ts";
 
-/** The invitation e-mail with the join link, through the mail outbox. */
-export async function sendInviteEmail(
-  db: DbClient,
-  invite: Invite & { email: string },
-  token: string,
-  context: { hubName: string; inviterName: string },
-  now: Date,
-): Promise<MailDelivery> {
+const HOUR_MS = 60 * 60 * 1000;
+
+/** The invitation e-mail with the join link, sent for `senderId` (the member inviting). */
+export function inviteMail(invite: Invite & { email: string }, token: string, context: { hubName: string; inviterName: string; senderId: string }): MailMessage {
   const article = /^[aeiou]/.test(invite.role) ? "an" : "a";
-  return sendMail(
-    db,
-    {
-      to: invite.email,
-      subject: `${context.inviterName} invited you to "${context.hubName}" on Engram`,
-      text: [
-        `${context.inviterName} invited you to join the hub "${context.hubName}" on Engram as ${article} ${invite.role}.`,
-        "",
-        "Open this link to accept the invitation:",
-        inviteUrl(token),
-        "",
-        `The link works once and expires on ${invite.expiresAt.toISOString()}.`,
-        "If you did not expect this invitation, ignore this e-mail.",
-      ].join("\n"),
-      kind: "invite",
-      hubId: invite.hubId,
-      secrets: [token],
-    },
-    now,
+  return {
+    to: invite.email,
+    subject: `${context.inviterName} invited you to "${context.hubName}" on Engram`,
+    text: [
+      `${context.inviterName} invited you to join the hub "${context.hubName}" on Engram as ${article} ${invite.role}.`,
+      "",
+      "Open this link to accept the invitation:",
+      inviteUrl(token),
+      "",
+      `The link works once and expires on ${invite.expiresAt.toISOString()}.`,
+      "If you did not expect this invitation, ignore this e-mail.",
+    ].join("\n"),
+    kind: "invite",
+    hubId: invite.hubId,
+    senderId: context.senderId,
+    secrets: [token],
+  };
+}
+
+/**
+ * Throws rate_limited when the member has e-mailed MAX_INVITE_EMAILS_PER_HOUR invitations (creates
+ * and resends) in the last hour. Counts their outbox rows, which outlive the hubs and invites they
+ * were about; under a lock per member, held until the caller's transaction has written its own row,
+ * so concurrent requests in any of their hubs count each other.
+ */
+export async function assertInviteMailRoom(tx: DbClient, senderId: string, now: Date): Promise<void> {
+  await lockForTransaction(tx, `invite-mails:${senderId}`);
+  const sent = await tx.mailOutbox.findMany({
+    where: { senderId, kind: "invite", createdAt: { gt: new Date(now.getTime() - HOUR_MS) } },
+    select: { createdAt: true },
+    orderBy: { createdAt: "asc" },
+    take: MAX_INVITE_EMAILS_PER_HOUR,
+  });
+  if (sent.length < MAX_INVITE_EMAILS_PER_HOUR) return;
+  const retryAfter = Math.max(1, Math.ceil((sent[0]!.createdAt.getTime() + HOUR_MS - now.getTime()) / 1000));
+  throw new ApiError(
+    "rate_limited",
+    `At most ${MAX_INVITE_EMAILS_PER_HOUR} invitation e-mails may be sent per hour; retry in ${retryAfter}s or share a link invite (no email)`,
+    { limit: MAX_INVITE_EMAILS_PER_HOUR, retry_after: retryAfter },
+    { "Retry-After": String(retryAfter) },
   );
 }

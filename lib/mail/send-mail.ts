@@ -9,6 +9,8 @@ export interface MailMessage {
   /** What the mail is about, e.g. "invite". */
   kind: string;
   hubId?: string;
+  /** The member the mail goes out for (an invitation's inviter): per-sender caps count by it. */
+  senderId?: string;
   /**
    * Bearer secrets inside `text` (e.g. an invite token). Only the SMTP delivery carries them: the
    * outbox row and the log get `redact(secret)` instead, so neither is a usable capability.
@@ -58,13 +60,31 @@ function smtpTransport(url: string): Transporter {
  * link without SMTP gets it from the API answer that created it.
  */
 export async function sendMail(db: DbClient, message: MailMessage, now: Date): Promise<MailDelivery> {
-  const safeText = redacted(message);
-  const row = await db.mailOutbox.create({
-    data: { id: newId(now.getTime()), toAddress: message.to, subject: message.subject, body: safeText, kind: message.kind, hubId: message.hubId, createdAt: now },
+  return deliverMail(db, await enqueueMail(db, message, now), message);
+}
+
+/** The outbox row alone (secrets redacted), e.g. inside the transaction that counts a sender's mail. */
+export async function enqueueMail(db: DbClient, message: MailMessage, now: Date): Promise<{ id: string }> {
+  return db.mailOutbox.create({
+    data: {
+      id: newId(now.getTime()),
+      toAddress: message.to,
+      subject: message.subject,
+      body: redacted(message),
+      kind: message.kind,
+      hubId: message.hubId,
+      senderId: message.senderId,
+      createdAt: now,
+    },
+    select: { id: true },
   });
+}
+
+/** Sends an enqueued message (after its transaction committed): through SMTP_URL, or only logged. */
+export async function deliverMail(db: DbClient, row: { id: string }, message: MailMessage): Promise<MailDelivery> {
   const url = process.env.SMTP_URL;
   if (!url) {
-    console.info(`[mail] ${message.kind} to ${message.to} (outbox ${row.id}; set SMTP_URL to send): ${message.subject}\n${safeText}`);
+    console.info(`[mail] ${message.kind} to ${message.to} (outbox ${row.id}; set SMTP_URL to send): ${message.subject}\n${redacted(message)}`);
     return { outbox_id: row.id, transport: "outbox", status: "logged" };
   }
   try {
