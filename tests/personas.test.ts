@@ -140,4 +140,13 @@ describe("the persona list's size", () => {
     expect(configsCursor).not.toBe("");
     expect((await max.get(`/v1/personas?cursor=${encodeURIComponent(configsCursor)}`)).body.error.code).toBe("invalid_cursor");
   }, 120_000);
+
+  it("lists every persona of a typical account without a cursor, as Memax's personas.list() asks (no limit)", async () => {
+    const una = await h.user("Una");
+    for (let i = 0; i < 120; i++) await put(una, "claude-code", `.claude/personas/s${String(i).padStart(3, "0")}.md`, `# Small ${i}\n\nShort and kind.\n`);
+    const all = await una.get("/v1/personas");
+    expect(all.status, all.text).toBe(200);
+    expect(all.body.data.personas).toHaveLength(120);
+    expect(all.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+  }, 120_000);
 });

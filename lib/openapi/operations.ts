@@ -318,7 +318,7 @@ export const OPERATIONS: Operation[] = [
     method: "get",
     path: "/v1/personas",
     tag: "Agent configs",
-    summary: "Personas read from the caller's synced identity files (SOUL.md, IDENTITY.md, PERSONA.md, personas/*.md), named by their first heading, newest change first; a page (default 100) holds at most 8 MiB of content",
+    summary: "Personas read from the caller's synced identity files (SOUL.md, IDENTITY.md, PERSONA.md, personas/*.md), named by their first heading, newest change first; a page (default and at most 500, every persona) holds at most 8 MiB of content",
     query: listPersonasQuerySchema,
     data: z.object({
       personas: z.array(z.object({ id: z.string(), owner_id: z.string(), source_agent: z.string(), source_scope: z.string(), source_file_path: z.string(), name: z.string(), content: z.string(), content_hash: z.string(), version: z.int(), created_at: z.string(), updated_at: z.string() })),

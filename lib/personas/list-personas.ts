@@ -9,7 +9,9 @@ import { isPersonaConfig, serializePersona } from "./persona-source.ts";
 export const listPersonasQuerySchema = z.object({ limit: z.string().optional(), cursor: z.string().optional() });
 export type ListPersonasQuery = z.output<typeof listPersonasQuerySchema>;
 
-const DEFAULT_PERSONA_PAGE = 100;
+// Every persona the account can have, by default: Memax's personas.list() sends no cursor and before
+// paging got them all; only the content cap below can end its page early.
+const DEFAULT_PERSONA_PAGE = MAX_CONFIGS_PER_USER;
 /**
  * Content one page carries at most (one persona always fits), as GET /v1/configs: every persona comes
  * with its content, and 500 configs of 512 KiB made one response of 256 MiB (and its JSON far more).
