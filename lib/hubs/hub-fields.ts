@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { MANAGED_ROLES } from "@/lib/api/permissions.ts";
+import { NO_CONTROL_CHARACTERS } from "@/lib/users/user-name.ts";
 
 /** Documented limits of hubs (docs/hubs.md). */
 export const MAX_HUB_NAME_LENGTH = 100;
@@ -47,7 +48,7 @@ const nameSchema = z
   .trim()
   .min(1, "name must not be empty")
   .max(MAX_HUB_NAME_LENGTH, `name is at most ${MAX_HUB_NAME_LENGTH} characters`)
-  .regex(/^\P{Cc}*$/u, "name must not contain control characters such as line breaks");
+  .regex(NO_CONTROL_CHARACTERS, "name must not contain control characters such as line breaks");
 
 const settings = {
   allow_contributor_topics: z.boolean().optional(),
