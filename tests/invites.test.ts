@@ -6,7 +6,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { createHarness, frozenLimiter, type Client, type Harness } from "./support/harness.ts";
-import { MAX_INVITE_EMAILS_PER_HOUR } from "@/lib/invites/invite-fields.ts";
 import { MAIL_RETENTION_MS, pruneMailOutbox } from "@/lib/mail/prune-mail-outbox.ts";
 import { addMemberByEmailInvite } from "./support/add-member.ts";
 import { startSmtp } from "./support/smtp-fake.ts";
@@ -123,7 +122,13 @@ describe("create and list", () => {
 });
 
 describe("invitation e-mails", () => {
+  // ENGRAM_INVITE_EMAILS_PER_HOUR (default 100), lowered to keep the test short.
+  const MAX_INVITE_EMAILS_PER_HOUR = 50;
+  afterEach(() => {
+    delete process.env.ENGRAM_INVITE_EMAILS_PER_HOUR;
+  });
   it("one member mails at most 50 an hour, creates and resends, across hubs, deleted ones counted; link invites stay free", async () => {
+    process.env.ENGRAM_INVITE_EMAILS_PER_HOUR = String(MAX_INVITE_EMAILS_PER_HOUR);
     const own = await h.user("Mailer");
     const [first, second] = [await team(own), await team(own)];
     // Create and revoke (past the 20 active invites of a hub), then delete the hub: none of it gives mail back.

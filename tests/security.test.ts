@@ -602,6 +602,8 @@ const issuedTokens: string[] = [];
 let blobDir: string;
 
 beforeAll(async () => {
+  // One owner builds a hub with three e-mailed invites per route: far past the hourly invitation cap.
+  process.env.ENGRAM_INVITE_EMAILS_PER_HOUR = "1000000";
   blobDir = mkdtempSync(path.join(tmpdir(), "engram-security-blobs-"));
   setBlobStore(new LocalBlobStore(blobDir));
   h = await createHarness();
@@ -627,6 +629,7 @@ beforeAll(async () => {
   limitedKeys = { hub_key: hubKey.body.data.key, read_key: readKey.body.data.key };
 });
 afterAll(async () => {
+  delete process.env.ENGRAM_INVITE_EMAILS_PER_HOUR;
   await h?.close();
   setBlobStore(undefined);
   rmSync(blobDir, { recursive: true, force: true });

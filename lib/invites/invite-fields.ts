@@ -1,13 +1,17 @@
 import { z } from "zod";
 import { MANAGED_ROLES } from "@/lib/api/permissions.ts";
+import { positiveIntEnv } from "@/lib/config.ts";
 
 /** Documented limits of invites (docs/hubs.md). The active cap also bounds GET /v1/hubs/:id/invites, which is one array. */
 export const MAX_ACTIVE_INVITES = 20;
 /**
- * Invitations one member may e-mail per hour, across hubs: revoking frees an active slot at once, so
- * without it create-and-revoke would mail any address without end (at the general rate limit).
+ * Invitation e-mails one member may send per hour (creates and resends), across hubs: revoking frees
+ * an active slot at once, so without it create-and-revoke would mail any address without end.
+ * ENGRAM_INVITE_EMAILS_PER_HOUR, default 100 (a team's onboarding in one sitting).
  */
-export const MAX_INVITE_EMAILS_PER_HOUR = 50;
+export function inviteEmailsPerHour(): number {
+  return positiveIntEnv("ENGRAM_INVITE_EMAILS_PER_HOUR", 100);
+}
 export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
 /**
  * One e-mail per invite per minute, so resend cannot be used to spam an

@@ -3,7 +3,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { Invite } from "@/lib/db/generated/client.ts";
 import type { MailMessage } from "@/lib/mail/send-mail.ts";
-import { MAX_INVITE_EMAILS_PER_HOUR } from "./invite-fields.ts";
+import { inviteEmailsPerHour } from "./invite-fields.ts";
 import { inviteUrl } from "./invite-token.ts";
 
 const HOUR_MS = 60 * 60 * 1000;
@@ -31,25 +31,26 @@ export function inviteMail(invite: Invite & { email: string }, token: string, co
 }
 
 /**
- * Throws rate_limited when the member has e-mailed MAX_INVITE_EMAILS_PER_HOUR invitations (creates
+ * Throws rate_limited when the member has sent inviteEmailsPerHour() invitation e-mails (creates
  * and resends) in the last hour. Counts their outbox rows, which outlive the hubs and invites they
  * were about; under a lock per member, held until the caller's transaction has written its own row,
  * so concurrent requests in any of their hubs count each other.
  */
 export async function assertInviteMailRoom(tx: DbClient, senderId: string, now: Date): Promise<void> {
   await lockForTransaction(tx, `invite-mails:${senderId}`);
+  const limit = inviteEmailsPerHour();
   const sent = await tx.mailOutbox.findMany({
     where: { senderId, kind: "invite", createdAt: { gt: new Date(now.getTime() - HOUR_MS) } },
     select: { createdAt: true },
     orderBy: { createdAt: "asc" },
-    take: MAX_INVITE_EMAILS_PER_HOUR,
+    take: limit,
   });
-  if (sent.length < MAX_INVITE_EMAILS_PER_HOUR) return;
+  if (sent.length < limit) return;
   const retryAfter = Math.max(1, Math.ceil((sent[0]!.createdAt.getTime() + HOUR_MS - now.getTime()) / 1000));
   throw new ApiError(
     "rate_limited",
-    `At most ${MAX_INVITE_EMAILS_PER_HOUR} invitation e-mails may be sent per hour; retry in ${retryAfter}s or share a link invite (no email)`,
-    { limit: MAX_INVITE_EMAILS_PER_HOUR, retry_after: retryAfter },
+    `At most ${limit} invitation e-mails may be sent per hour; retry in ${retryAfter}s or share a link invite (no email)`,
+    { limit, retry_after: retryAfter },
     { "Retry-After": String(retryAfter) },
   );
 }
