@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AuthContext } from "@/lib/api/context.ts";
 import { deleteBoard } from "@/lib/boards/delete-board.ts";
 import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
 import { updateBoard } from "@/lib/boards/update-board.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 
@@ -226,29 +226,7 @@ describe("custom boards", () => {
     await customBoardsIdle();
     // The caller's membership is read (and allows it) first; the change lands as the board is looked
     // up, before the write's transaction — as another request would between the two.
-    const callerAs = (who: Client, change: () => Promise<unknown>): AuthContext => {
-      let changed = false;
-      const customBoard = new Proxy(h.db.customBoard, {
-        get: (target, key) =>
-          key === "findFirst"
-            ? async (...args: Parameters<typeof target.findFirst>) => {
-                if (!changed) await change();
-                changed = true;
-                return target.findFirst(...args);
-              }
-            : Reflect.get(target, key),
-      });
-      const db = new Proxy(h.db, { get: (target, key) => (key === "customBoard" ? customBoard : Reflect.get(target, key)) });
-      return {
-        db,
-        sql: h.database.sql,
-        dbKind: h.database.kind,
-        requestId: "test",
-        now: () => new Date(),
-        user: { id: who.id, email: who.email, name: who.name },
-        credential: { type: "session", scopes: ["read", "write"], hubIds: null },
-      } as AuthContext;
-    };
+    const callerAs = (who: Client, change: () => Promise<unknown>) => sessionContext(h, who, changedBefore(h.db, ["customBoard.findFirst"], change));
     const setRole = (who: Client, role: string) => () => h.db.hubMember.update({ where: { hubId_userId: { hubId: team, userId: who.id } }, data: { role } });
     const remove = (who: Client) => () => h.db.hubMember.delete({ where: { hubId_userId: { hubId: team, userId: who.id } } });
 

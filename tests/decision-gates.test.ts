@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AuthContext } from "@/lib/api/context.ts";
 import { requestDecision } from "@/lib/boards/request-decision.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // Decision gates (Memax's `boards.requestDecision`, its CLI's MCP tool memax_request_decision): an
@@ -112,28 +112,7 @@ describe("asking while the asker's role changes", () => {
     const team = await h.teamHub(ann, [[con, "contributor"]]);
     // The role is read (and allows it) first; the change commits as the write's transaction begins — as
     // another request's demotion or removal would between the two.
-    const callerAs = (change: () => Promise<unknown>): AuthContext => {
-      let changed = false;
-      const db = new Proxy(h.db, {
-        get: (target, key) =>
-          key === "$transaction"
-            ? async (...args: unknown[]) => {
-                if (!changed) await change();
-                changed = true;
-                return (target.$transaction as (...a: unknown[]) => unknown)(...args);
-              }
-            : Reflect.get(target, key),
-      });
-      return {
-        db,
-        sql: h.database.sql,
-        dbKind: h.database.kind,
-        requestId: "test",
-        now: () => new Date(),
-        user: { id: con.id, email: con.email, name: con.name },
-        credential: { type: "session", scopes: ["read", "write"], hubIds: null },
-      } as unknown as AuthContext;
-    };
+    const callerAs = (change: () => Promise<unknown>) => sessionContext(h, con, changedBefore(h.db, ["$transaction"], change));
     const member = { hubId_userId: { hubId: team, userId: con.id } };
     const body = { question: "Which queue for the mailer?", options: ["Redis", "PostgreSQL"] };
     await expect(requestDecision(callerAs(() => h.db.hubMember.update({ where: member, data: { role: "viewer" } })), team, body)).rejects.toMatchObject({ code: "forbidden" });

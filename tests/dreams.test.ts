@@ -5,12 +5,12 @@ import { DREAM_RUN_EVENT, dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-ru
 import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
 import { newId } from "@/lib/ids.ts";
-import type { AuthContext } from "@/lib/api/context.ts";
 import { resolveDreamAction, undoDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { triggerDream } from "@/lib/dreams/trigger-dream.ts";
 import type { HubContext } from "@/lib/api/context.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import pg from "pg";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
@@ -534,28 +534,7 @@ describe("a member demoted or removed between the role check and the write", () 
     const review = await h.db.dreamAction.create({ data: { id: newId(), runId: run.id, hubId, actionType: "contradiction", state: "pending_review", sourceMemoryIds: [a, b], reason: "they disagree" } });
     // The role is read (and allows it) first; the change commits as the write's transaction begins — as
     // another request's demotion or removal would between the two.
-    const callerAs = (change: () => Promise<unknown>): AuthContext => {
-      let changed = false;
-      const db = new Proxy(h.db, {
-        get: (target, key) =>
-          key === "$transaction"
-            ? async (...args: unknown[]) => {
-                if (!changed) await change();
-                changed = true;
-                return (target.$transaction as (...a: unknown[]) => unknown)(...args);
-              }
-            : Reflect.get(target, key),
-      });
-      return {
-        db,
-        sql: h.database.sql,
-        dbKind: h.database.kind,
-        requestId: "test",
-        now: () => new Date(),
-        user: { id: adm.id, email: adm.email, name: adm.name },
-        credential: { type: "session", scopes: ["read", "write"], hubIds: null },
-      } as unknown as AuthContext;
-    };
+    const callerAs = (change: () => Promise<unknown>) => sessionContext(h, adm, changedBefore(h.db, ["$transaction"], change));
     const demote = () => h.db.hubMember.update({ where: { hubId_userId: { hubId, userId: adm.id } }, data: { role: "viewer" } });
     const promote = () => h.db.hubMember.update({ where: { hubId_userId: { hubId, userId: adm.id } }, data: { role: "admin" } });
     const remove = () => h.db.hubMember.delete({ where: { hubId_userId: { hubId, userId: adm.id } } });
@@ -583,43 +562,8 @@ describe("a trigger by a member demoted or removed after the route's role check"
     const hubId = await h.teamHub(owner, [[adm, "admin"]]);
     const hub = await h.db.hub.findUniqueOrThrow({ where: { id: hubId } });
     // The wrapper read the role (admin: allowed); the change commits as the trigger reaches the database.
-    const callerAs = (change: () => Promise<unknown>): HubContext => {
-      let changed = false;
-      const once = async () => {
-        if (!changed) await change();
-        changed = true;
-      };
-      const db = new Proxy(h.db, {
-        get: (target, key) => {
-          if (key === "$transaction") {
-            return async (...args: unknown[]) => {
-              await once();
-              return (target.$transaction as (...a: unknown[]) => unknown)(...args);
-            };
-          }
-          if (key === "dreamRun") {
-            return new Proxy(target.dreamRun, {
-              get: (runs, method) => {
-                const real = Reflect.get(runs, method) as unknown;
-                return typeof real === "function" ? async (...args: unknown[]) => (await once(), (real as (...a: unknown[]) => unknown).apply(runs, args)) : real;
-              },
-            });
-          }
-          return Reflect.get(target, key);
-        },
-      });
-      return {
-        db,
-        sql: h.database.sql,
-        dbKind: h.database.kind,
-        requestId: "test",
-        now: () => new Date(),
-        user: { id: adm.id, email: adm.email, name: adm.name },
-        credential: { type: "session", scopes: ["read", "write"], hubIds: null },
-        hub,
-        role: "admin",
-      } as unknown as HubContext;
-    };
+    const callerAs = (change: () => Promise<unknown>): HubContext =>
+      ({ ...sessionContext(h, adm, changedBefore(h.db, ["$transaction", "dreamRun.*"], change)), hub, role: "admin" }) as unknown as HubContext;
     const member = { hubId_userId: { hubId, userId: adm.id } };
     await expect(triggerDream(callerAs(() => h.db.hubMember.update({ where: member, data: { role: "viewer" } })))).rejects.toMatchObject({ code: "forbidden" });
     await h.db.hubMember.update({ where: member, data: { role: "admin" } });
