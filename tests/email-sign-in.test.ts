@@ -143,17 +143,21 @@ describe("POST /v1/auth/email/request and /verify", () => {
   });
 });
 
+/** A password sign-up through the dashboard's route, as the browser posts it. */
+function passwordSignUp(email: string, name: string, password: string) {
+  return signUpRoute(
+    new Request("http://engram.test/api/auth/sign-up", {
+      method: "POST",
+      headers: { "content-type": "application/json", "sec-fetch-site": "same-origin", origin: "http://engram.test" },
+      body: JSON.stringify({ email, name, password }),
+    }),
+    { params: Promise.resolve({}) },
+  );
+}
+
 describe("names at sign-up", () => {
   it("a password sign-up's name follows the rename rule: line breaks are a 400 (invitations quote the name)", async () => {
-    const signUp = (name: string) =>
-      signUpRoute(
-        new Request("http://engram.test/api/auth/sign-up", {
-          method: "POST",
-          headers: { "content-type": "application/json", "sec-fetch-site": "same-origin", origin: "http://engram.test" },
-          body: JSON.stringify({ email: `named-${Math.random().toString(36).slice(2)}@example.test`, name, password: "a long enough password" }),
-        }),
-        { params: Promise.resolve({}) },
-      );
+    const signUp = (name: string) => passwordSignUp(`named-${Math.random().toString(36).slice(2)}@example.test`, name, "a long enough password");
     const forged = await signUp("Ann\n\nYour account is locked: https://evil.example/unlock");
     expect(forged.status).toBe(400);
     expect(((await forged.json()) as { error: { details: { issues: { path: string }[] } } }).error.details.issues[0]!.path).toBe("name");
@@ -171,14 +175,7 @@ describe("names at sign-up", () => {
 describe("an account made by a password sign-up nobody proved", () => {
   it("is claimed by the first proof of its address: the squatter's password, keys, grants and sessions end", async () => {
     const email = `victim-${Date.now()}@corp.example`;
-    const made = await signUpRoute(
-      new Request("http://engram.test/api/auth/sign-up", {
-        method: "POST",
-        headers: { "content-type": "application/json", "sec-fetch-site": "same-origin", origin: "http://engram.test" },
-        body: JSON.stringify({ email, name: "Not the owner", password: "squatter's password" }),
-      }),
-      { params: Promise.resolve({}) },
-    );
+    const made = await passwordSignUp(email, "Not the owner", "squatter's password");
     expect(made.status).toBe(201);
     const userId = ((await made.json()) as { data: { user: { id: string } } }).data.user.id;
     const { key } = await insertApiKey(h.db, userId, "squatter", new Date());
@@ -204,14 +201,7 @@ describe("an account made by a password sign-up nobody proved", () => {
 
   it("the squatter's linked GitHub account goes with the claim, so it cannot sign back in", async () => {
     const email = `linked-victim-${Date.now()}@corp.example`;
-    const made = await signUpRoute(
-      new Request("http://engram.test/api/auth/sign-up", {
-        method: "POST",
-        headers: { "content-type": "application/json", "sec-fetch-site": "same-origin", origin: "http://engram.test" },
-        body: JSON.stringify({ email, name: "Not the owner", password: "squatter's password" }),
-      }),
-      { params: Promise.resolve({}) },
-    );
+    const made = await passwordSignUp(email, "Not the owner", "squatter's password");
     expect(made.status).toBe(201);
     const userId = ((await made.json()) as { data: { user: { id: string } } }).data.user.id;
     // Signed in as the account, the squatter links their own GitHub account to it.
