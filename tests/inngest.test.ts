@@ -22,19 +22,37 @@ afterAll(async () => h.close());
  * from a local OpenAI-compatible stand-in that answers 503 (after `onRequest`). If the run fails, its
  * onFailure handler (if any) runs as Inngest calls it, with the failed run's event and error.
  */
-async function lastTryAgainst503(id: string, onRequest: () => Promise<void>) {
+/**
+ * Runs `fn` with embeddings from a local stand-in for an OpenAI-compatible server, which answers every
+ * request with `status` and `message` (after `onRequest`, when given); the environment and embedder
+ * are restored after.
+ */
+async function withProvider<T>(answer: { status: number; message: string; type?: string; key?: string; onRequest?: () => Promise<void> }, fn: () => Promise<T>): Promise<T> {
   const provider = createServer((_req, res) => {
-    void onRequest().then(() => res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "Overloaded" } })));
+    void (answer.onRequest?.() ?? Promise.resolve()).then(() =>
+      res.writeHead(answer.status, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: answer.message, ...(answer.type && { type: answer.type }) } })),
+    );
   });
   await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve));
   const saved = { ...process.env };
   Object.assign(process.env, {
     ENGRAM_EMBEDDINGS_PROVIDER: "openai",
-    OPENAI_API_KEY: "sk-test",
+    OPENAI_API_KEY: answer.key ?? "sk-test",
     OPENAI_BASE_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`,
   });
   setEmbedder(undefined);
   try {
+    return await fn();
+  } finally {
+    process.env = saved;
+    setEmbedder(undefined);
+    await new Promise((resolve) => provider.close(resolve));
+  }
+}
+
+/** A run's last try (attempt 4 of 5) against a provider answering 503, then onFailure as Inngest would call it, if any. */
+function lastTryAgainst503(id: string, onRequest: () => Promise<void>) {
+  return withProvider({ status: 503, message: "Overloaded", onRequest }, async () => {
     const original = { name: MEMORY_PROCESS_EVENT, data: { id } };
     const run = await new InngestTestEngine({
       function: processMemoryFunction,
@@ -44,11 +62,7 @@ async function lastTryAgainst503(id: string, onRequest: () => Promise<void>) {
     const onFailure = (processMemoryFunction as unknown as { onFailureFn?: (ctx: unknown) => Promise<unknown> }).onFailureFn;
     if (run.error && onFailure) await onFailure({ event: { name: "inngest/function.failed", data: { event: original, error: run.error } }, error: run.error });
     return run;
-  } finally {
-    process.env = saved;
-    setEmbedder(undefined);
-    await new Promise((resolve) => provider.close(resolve));
-  }
+  });
 }
 
 const runFor = (id: string) =>
@@ -171,18 +185,7 @@ describe("Inngest functions (@inngest/test, real steps against the real database
 
   it("a provider that refuses the request (HTTP 401) ends the run at once: no step retries, the memory failed with the reason", async () => {
     // A local stand-in for an OpenAI-compatible server that rejects the key.
-    const provider = createServer((_req, res) => {
-      res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "Incorrect API key provided", type: "invalid_request_error" } }));
-    });
-    await new Promise<void>((resolve) => provider.listen(0, "127.0.0.1", resolve));
-    const saved = { ...process.env };
-    Object.assign(process.env, {
-      ENGRAM_EMBEDDINGS_PROVIDER: "openai",
-      OPENAI_API_KEY: "sk-wrong",
-      OPENAI_BASE_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}/v1`,
-    });
-    setEmbedder(undefined);
-    try {
+    await withProvider({ status: 401, message: "Incorrect API key provided", type: "invalid_request_error", key: "sk-wrong" }, async () => {
       const id = (await ann.post("/v1/memories", { content: "The bees are checked for mites in August." })).body.data.id;
       // Without the verdict the step threw and Inngest retried it 4 times, each refused alike.
       const { result, error } = await runFor(id);
@@ -193,10 +196,6 @@ describe("Inngest functions (@inngest/test, real steps against the real database
       // Still found by its words.
       const chunks = await h.database.sql.query<{ has_vector: boolean }>(`SELECT embedding IS NOT NULL AS has_vector FROM chunks WHERE memory_id = $1`, [id]);
       expect(chunks).toEqual([{ has_vector: false }]);
-    } finally {
-      process.env = saved;
-      setEmbedder(undefined);
-      await new Promise((resolve) => provider.close(resolve));
-    }
+    });
   });
 });
