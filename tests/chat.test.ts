@@ -6,6 +6,8 @@ import { clientFor, createHarness, waitProcessed, type Client, type Harness } fr
 import { startFakeChat, type FakeChat } from "./support/openai-stream-fake.ts";
 import { openSse } from "./support/sse-client.ts";
 import { MAX_CHAT_STREAMS_PER_USER } from "@/lib/chat/stream-chat-message.ts";
+import { CHAT_LIMITS } from "@/lib/chat/chat-fields.ts";
+import { newId } from "@/lib/ids.ts";
 
 // Agent chat (Memax's chats resource): sessions over the caller's hubs, turns answered in the
 // background from recall, a stream per answer, cancel, regenerate and approvals for saving.
@@ -128,6 +130,30 @@ describe("sessions", () => {
     const viewerHub = await h.teamHub(bob, [[ann, "viewer"]]);
     const viewer = await ann.post(base, { scope_type: "single_hub", scope_hub_ids: [viewerHub], write_hub_id: viewerHub });
     expect([viewer.status, viewer.body.error.code]).toEqual([403, "forbidden"]);
+  });
+
+  it(`keeps at most ${CHAT_LIMITS.sessionsPerUser} live sessions per user, even when created together; deleted ones do not count`, async () => {
+    const dee = await h.user("Dee");
+    const now = new Date();
+    const row = (i: number, deletedAt: Date | null = null) => ({
+      id: newId(now.getTime() - 10_000 + i),
+      ownerId: dee.id,
+      scopeType: "user_all_hubs",
+      model: "local",
+      activityAt: now,
+      deletedAt,
+    });
+    await h.db.chatSession.createMany({ data: Array.from({ length: CHAT_LIMITS.sessionsPerUser - 2 }, (_, i) => row(i)) });
+    await h.db.chatSession.createMany({ data: Array.from({ length: 3 }, (_, i) => row(5_000 + i, now)) });
+    const results = await Promise.all(Array.from({ length: 5 }, () => dee.post(base, { scope_type: "user_all_hubs" })));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 201, 409, 409, 409]);
+    const refused = results.find((r) => r.status === 409)!;
+    expect(refused.body.error).toMatchObject({ code: "conflict", details: { limit: CHAT_LIMITS.sessionsPerUser } });
+    expect(await h.db.chatSession.count({ where: { ownerId: dee.id, deletedAt: null } })).toBe(CHAT_LIMITS.sessionsPerUser);
+    // Deleting one makes room for one.
+    expect((await dee.delete(`${base}/${results.find((r) => r.status === 201)!.body.data.id}`)).status).toBe(200);
+    expect((await dee.post(base, { scope_type: "user_all_hubs" })).status).toBe(201);
+    expect((await dee.post(base, { scope_type: "user_all_hubs" })).status).toBe(409);
   });
 
   it("keeps a key limited to hubs within them", async () => {

@@ -9,6 +9,8 @@ export const CHAT_LIMITS = {
   scopeHubs: 20,
   /** Rows per session (user and assistant turns together); a longer conversation starts a new session. */
   messagesPerSession: 1_000,
+  /** Live (not deleted) sessions per user: archived ones count, deleted ones do not. */
+  sessionsPerUser: 1_000,
   idempotencyKeyChars: 128,
   /** How long a mutating tool waits for its owner's decision. */
   approvalMs: 10 * 60_000,
