@@ -7,7 +7,11 @@ import { startFakeChat, type FakeChat } from "./support/openai-stream-fake.ts";
 import { openSse } from "./support/sse-client.ts";
 import { MAX_CHAT_STREAMS_PER_USER } from "@/lib/chat/stream-chat-message.ts";
 import { CHAT_LIMITS } from "@/lib/chat/chat-fields.ts";
+import { deleteChatSession } from "@/lib/chat/delete-chat-session.ts";
+import { updateChatSession } from "@/lib/chat/update-chat-session.ts";
 import { newId } from "@/lib/ids.ts";
+import { deleteAccountData } from "@/lib/users/delete-account-data.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 
 // Agent chat (Memax's chats resource): sessions over the caller's hubs, turns answered in the
 // background from recall, a stream per answer, cancel, regenerate and approvals for saving.
@@ -154,6 +158,22 @@ describe("sessions", () => {
     expect((await dee.delete(`${base}/${results.find((r) => r.status === 201)!.body.data.id}`)).status).toBe(200);
     expect((await dee.post(base, { scope_type: "user_all_hubs" })).status).toBe(201);
     expect((await dee.post(base, { scope_type: "user_all_hubs" })).status).toBe(409);
+  });
+
+  it("an update that passed its check as the session was deleted answers 404 and writes nothing", async () => {
+    const eli = await h.user("Eli");
+    const removals: [Client, string, (sessionId: string) => Promise<unknown>][] = [
+      [ann, "a delete", (sessionId) => deleteChatSession(sessionContext(h, ann), sessionId)],
+      [eli, "an account-data deletion", () => deleteAccountData(sessionContext(h, eli))],
+    ];
+    for (const [owner, what, remove] of removals) {
+      const s = await session(owner);
+      // The removal commits between the update's existence check and its write.
+      const racing = sessionContext(h, owner, changedBefore(h.db, ["$transaction", "chatSession.update"], () => remove(s.id)));
+      await expect(updateChatSession(racing, s.id, { title: "Renamed too late" }), what).rejects.toMatchObject({ code: "not_found" });
+      expect((await h.db.chatSession.findUnique({ where: { id: s.id } }))?.title ?? "", what).not.toBe("Renamed too late");
+      expect((await owner.get(`${base}/${s.id}`)).status, what).toBe(404);
+    }
   });
 
   it("keeps a key limited to hubs within them", async () => {
