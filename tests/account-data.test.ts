@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -185,5 +185,63 @@ describe("DELETE /v1/account/data", () => {
     const download = await eve.get(`/v1/memories/${pushed.body.data.id}/attachments/${memory.body.data.attachments[0].id}/download`);
     expect(download.status).toBe(200);
     expect(download.text).toBe("Eve's file for the team");
+  });
+
+  /** The session files of `who` left in the blob directory (each object is one file and its .meta.json sidecar). */
+  function sessionFilesOf(who: Client): string[] {
+    const dir = path.join(blobDir, "agent-sessions", who.id);
+    return existsSync(dir) ? readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && !e.name.endsWith(".meta.json")).map((e) => e.name) : [];
+  }
+
+  it.skipIf(!testPostgres())("a session file written while the deletion runs is deleted with it, not left in the store without a row", async () => {
+    const fay = await h.user("Fay");
+    const first = await fay.put("/v1/agent-sessions", { agent: "codex", session_id: "racing", content: "one\n" });
+    expect(first.status).toBe(201);
+    const client = await side();
+    let put: Promise<ApiResponse> | undefined;
+    let deletion: Promise<ApiResponse> | undefined;
+    try {
+      // The new version's bytes are stored and its write stalls on the row, before it commits.
+      await client.query("SELECT 1 FROM agent_sessions WHERE id = $1 FOR UPDATE", [first.body.data.id]);
+      put = fay.put("/v1/agent-sessions", { agent: "codex", session_id: "racing", content: "one\ntwo\n" });
+      await waiters(client, 1);
+      deletion = fay.delete("/v1/account/data");
+      await waiters(client, 2);
+    } finally {
+      await client.query("ROLLBACK").catch(() => {});
+      await client.end();
+    }
+    expect((await put).status).toBe(200);
+    const deleted = await deletion!;
+    expect(deleted.status).toBe(200);
+    expect(await h.db.agentSession.count({ where: { ownerId: fay.id } })).toBe(0);
+    expect(sessionFilesOf(fay)).toEqual([]);
+  });
+
+  it.skipIf(!testPostgres())("a session file written as the deletion commits is stored whole after it, not refused as deleted mid-request", async () => {
+    const gus = await h.user("Gus");
+    expect((await gus.post("/v1/memories", { content: "Gus's note." })).status).toBe(201);
+    const first = await gus.put("/v1/agent-sessions", { agent: "codex", session_id: "racing", content: "one\n" });
+    expect(first.status).toBe(201);
+    const client = await side();
+    let put: Promise<ApiResponse> | undefined;
+    let deletion: Promise<ApiResponse> | undefined;
+    try {
+      // The deletion stalls at its last step (recording its events), the session's row deleted but not committed.
+      await client.query("SELECT pg_advisory_xact_lock($1::bigint)", [EVENTS_LOCK]);
+      deletion = gus.delete("/v1/account/data");
+      await waiters(client, 1);
+      put = gus.put("/v1/agent-sessions", { agent: "codex", session_id: "racing", content: "one\ntwo\n" });
+      await waiters(client, 2);
+    } finally {
+      await client.query("ROLLBACK").catch(() => {});
+      await client.end();
+    }
+    expect((await deletion!).body.data).toMatchObject({ deleted: true, sessions: 1 });
+    const written = await put!;
+    expect(written.status, JSON.stringify(written.body)).toBe(201);
+    const listed = await gus.get("/v1/agent-sessions?session_id=racing");
+    expect(listed.body.data.sessions.map((s: { content: string }) => s.content)).toEqual(["one\ntwo\n"]);
+    expect(sessionFilesOf(gus)).toHaveLength(1);
   });
 });

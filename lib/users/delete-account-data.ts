@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { isDatabaseSessionKey, sessionStoreFor } from "@/lib/agent-sessions/session-store.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { lockHubMembers } from "@/lib/hubs/hub-access.ts";
@@ -41,6 +42,10 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
       await tx.dreamRun.deleteMany({ where: { hubId: personal.id } });
     }
     const configs = (await tx.agentConfig.deleteMany({ where: { ownerId: userId } })).count;
+    // A session file being written finishes first (its bytes are then among those deleted below), and
+    // one written later waits for this deletion to commit and is stored whole after it: a write that
+    // committed between this read and the delete left its new object in the store with no row.
+    await lockForTransaction(tx, `agent-sessions:${userId}`);
     const sessionRows = await tx.agentSession.findMany({ where: { ownerId: userId }, select: { storeKey: true } });
     await tx.agentSession.deleteMany({ where: { ownerId: userId } });
     const sessionKeys = sessionRows.map((row) => row.storeKey);
