@@ -221,6 +221,50 @@ describe("a demotion landing while topic writes wait for the hub's topics", () =
   });
 });
 
+describe("contributors' topic rights turned off while a contributor's topic change is in flight", () => {
+  /**
+   * The setting took the hub's membership lock shared, as the topic change does: a contributor's
+   * archive already past its role check (here waiting for the topic's row, held by a stalled
+   * transaction) landed after the owner was answered that contributors may no longer change topics.
+   * The setting now takes the topic lock exclusively, so it waits for that change to commit first.
+   */
+  it.skipIf(!testPostgres())("the change commits before the setting's answer, never after it", async () => {
+    const own = await h.user("Owner");
+    const con = await h.user("Contributor");
+    const hub = await h.teamHub(own, [[con, "contributor"]]);
+    expect((await own.patch(`/v1/hubs/${hub}`, { allow_contributor_topics: true })).status).toBe(200);
+    const topic = (await own.post("/v1/topics", { name: "Shelf", hub_id: hub })).body.data.id as string;
+    const archived = async () => (await h.db.topic.findUniqueOrThrow({ where: { id: topic } })).archivedAt !== null;
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let archive: Promise<ApiResponse> | undefined;
+    let setting: Promise<{ res: ApiResponse; archivedAtAnswer: boolean }> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT 1 FROM topics WHERE id = $1 FOR UPDATE", [topic]);
+      archive = con.post(`/v1/topics/${topic}/archive`, {});
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n >= 1) break;
+        if (waited > 20_000) throw new Error("the archive never waited for the topic's row");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      setting = own.patch(`/v1/hubs/${hub}`, { allow_contributor_topics: false }).then(async (res) => ({ res, archivedAtAnswer: await archived() }));
+      // Long enough for the setting to answer, had it not waited for the archive.
+      await Promise.race([setting, new Promise((resolve) => setTimeout(resolve, 1500))]);
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const [res, answered] = await Promise.all([archive!, setting!]);
+    expect(answered.res.status).toBe(200);
+    expect([200, 403]).toContain(res.status);
+    // Whatever the archive's outcome, it was settled when the owner got the setting's answer.
+    expect(answered.archivedAtAnswer).toBe(await archived());
+    expect(await archived()).toBe(res.status === 200);
+  });
+});
+
 describe("deduplication under concurrent creates", () => {
   it("twenty creates of the same content: one memory, one 201", async () => {
     const ann = await h.user("Ann");

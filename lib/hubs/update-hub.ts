@@ -6,6 +6,7 @@ import { hubPermissionOrThrow, lockMembershipOrThrow } from "./hub-access.ts";
 import { RESERVED_SLUG_PREFIX, type UpdateHubBody } from "./hub-fields.ts";
 import { hubSettings, serializeHub } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 
 /**
  * Name, slug, contributor permissions, appearance (icon, accent, header aurora
@@ -31,6 +32,11 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
       // The caller's role again, under the hub's membership lock: an admin demoted or removed since the
       // check above changes nothing once that change has returned.
       await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "change hub settings");
+      // Contributors' topic rights: the hub's topic lock, exclusively, as every topic change takes it
+      // (after the membership lock, in the same order). A contributor's change already past its check
+      // commits before this one, and those after it read the new setting: shared, the membership lock
+      // alone let a change in flight land after the setting was answered off.
+      if (input.allow_contributor_topics !== undefined) await lockForTransaction(tx, topicsLockKey(hub.id));
       let settings: Record<string, boolean> | undefined;
       if (input.settings) {
         // Read-merge-write under the hub's lock, so two partial patches both land.

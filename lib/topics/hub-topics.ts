@@ -12,11 +12,11 @@ export function topicsLockKey(hubId: string): string {
 }
 
 /**
- * Under the hub's membership lock (held shared): the caller's role and the hub's contributor policy
- * read again. Checked only before the transaction, a demotion committed in between let a member who
- * may no longer manage topics change them anyway. (A demotion takes that lock exclusively, so it and
- * this check exclude each other; turning allow_contributor_topics off takes it shared, so a topic
- * change already past this check can still land just after that setting's answer.)
+ * Under the hub's membership lock (held shared) and its topic lock: the caller's role and the hub's
+ * contributor policy read again. Checked only before the transaction, a demotion committed in between
+ * let a member who may no longer manage topics change them anyway. A demotion takes the membership
+ * lock exclusively, and a change of allow_contributor_topics the topic lock (updateHub), so each
+ * excludes this check and the write after it.
  */
 export async function assertManagesTopics(tx: DbClient, hubId: string, ctx: Pick<AuthContext, "user" | "credential">, action: string): Promise<void> {
   const hub = await tx.hub.findUnique({ where: { id: hubId } });
