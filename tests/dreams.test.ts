@@ -627,3 +627,48 @@ describe("undoing the organize that emptied a dream's topic while a memory is fi
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: sorted } })).topicId).toBeNull();
   });
 });
+
+describe("a dream batch against the deletion of its hub", () => {
+  /**
+   * A batch took its run's row (the heartbeat), then its memories; a hub delete took the hub's
+   * memories, then (by the cascade) the run's row: opposite orders, so PostgreSQL broke the cycle by
+   * failing one of them (a 503 for the delete, or a failed run). Here the delete holds the memories
+   * while it waits for the hub's row (held by a stalled transaction), and the batch starts then.
+   */
+  it.skipIf(!testPostgres())("the delete answers 200 and the run stops quietly, its lease gone with the hub", async () => {
+    const { hubId } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const waits = async () =>
+      (
+        await side.query(`WITH d AS (SELECT DISTINCT l.pid FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid)))
+          SELECT (SELECT count(*) FROM d)::int AS deletion, (SELECT count(*) FROM pg_locks l WHERE NOT l.granted AND pg_blocking_pids(l.pid) && ARRAY(SELECT pid FROM d))::int AS dream`)
+      ).rows[0] as { deletion: number; dream: number };
+    let deletion: Promise<{ status: number; text: string }> | undefined;
+    let dream: Promise<boolean> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT 1 FROM hubs WHERE id = $1 FOR UPDATE", [hubId]);
+      deletion = owner.delete(`/v1/hubs/${hubId}`);
+      for (let waited = 0; (await waits()).deletion < 1; waited += 20) {
+        if (waited > 20_000) throw new Error("the delete never waited for the hub's row");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      let settled = false;
+      dream = runDreamRunOnce(h.db, runId, { config: dreamConfig({ batchSize: 1 }) }).finally(() => (settled = true));
+      for (let waited = 0; !settled && (await waits()).dream < 1; waited += 20) {
+        if (waited > 60_000) throw new Error("the dream neither finished nor waited for the delete");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const [deleted, ran] = await Promise.all([deletion!, dream!]);
+    expect(deleted.status, deleted.text).toBe(200);
+    // false: the run was gone when its batch could write (a run that failed on an error answers true).
+    expect(ran).toBe(false);
+    expect(await h.db.hub.count({ where: { id: hubId } })).toBe(0);
+  }, 120_000);
+});

@@ -12,6 +12,7 @@ import type { DreamConfig } from "./dream-config.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
+import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
 import { archiveSuperseded, assignTopics, insertOrganizeActions } from "./bulk-updates.ts";
 import { buildDreamReport } from "./dream-report-text.ts";
 import { findSimilarPairs, olderNewer, type DreamMemory } from "./find-similar-pairs.ts";
@@ -86,17 +87,25 @@ export async function executeDreamRun(deps: DreamDeps, runId: string, owner: str
 interface BatchContext {
   deps: DreamDeps;
   runId: string;
+  hubId: string;
   owner: string;
   phase: DreamPhase;
   startedAt: number;
   batches: number;
 }
 
-/** One transaction: the batch's writes, then the heartbeat that proves this worker still holds the run. */
+/**
+ * One transaction: the heartbeat that proves this worker still holds the run, then the batch's writes.
+ * Lock order, the same as every other write into the hub: the hub's membership lock (shared), the
+ * run's row, the hub's topic lock (organize), the memories in id order. A hub delete takes that
+ * membership lock exclusively before the hub's memories and (by its cascade) the run's row; without
+ * it first, a batch holding the run's row and waiting for a memory the delete held deadlocked with it.
+ */
 async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Promise<void>): Promise<void> {
   const now = (ctx.deps.now ?? (() => new Date()))();
   if (now.getTime() - ctx.startedAt > ctx.deps.config.maxRunMs) throw new OutOfTimeError();
   await ctx.deps.db.$transaction(async (tx) => {
+    await lockForTransaction(tx, { shared: hubMembersLockKey(ctx.hubId) });
     const held = await tx.dreamRun.updateMany({ where: { id: ctx.runId, status: "running", leaseOwner: ctx.owner }, data: { heartbeatAt: now } });
     if (held.count === 0) throw new LostLeaseError(`dream run ${ctx.runId} is no longer held by ${ctx.owner}`);
     await write(tx, now);
@@ -115,7 +124,7 @@ function chunked<T>(items: T[], size: number): T[][] {
 export async function runDreamPhase(deps: DreamDeps, runId: string, owner: string, phase: DreamPhase, startedAt = Date.now()): Promise<void> {
   const phaseStart = performance.now();
   const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
-  const ctx: BatchContext = { deps, runId, owner, phase, startedAt, batches: 0 };
+  const ctx: BatchContext = { deps, runId, hubId: run.hubId, owner, phase, startedAt, batches: 0 };
   const metrics: Record<string, number> =
     phase === "similar" ? await similarPhase(ctx, run.hubId) : phase === "stale" ? await stalePhase(ctx, run.hubId) : await organizePhase(ctx, run.hubId);
   const next = DREAM_PHASES[DREAM_PHASES.indexOf(phase) + 1] ?? "done";
