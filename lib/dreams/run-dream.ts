@@ -159,7 +159,11 @@ async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory
   const [rows, embeddings] = await Promise.all([
     // A fixed order: clustering is greedy, and PostgreSQL's heap order changes as rows are updated,
     // so without one a resumed run (or any rerun) could group the same memories differently.
-    deps.db.memory.findMany({ where: { hubId, state: "active" }, orderBy: { id: "asc" }, select: { id: true, title: true, content: true, updatedAt: true, topicId: true } }),
+    // Only the part of the content the checks read: a memory may hold megabytes, a hub thousands of them.
+    // left() counts characters, slice() below UTF-16 units: the prefix read always covers the one used.
+    deps.db.$queryRaw<{ id: string; title: string; content: string; updatedAt: Date; topicId: string | null }[]>`
+      SELECT id::text AS id, title, left(content, ${FEATURE_CHARS}::int) AS content, updated_at AS "updatedAt", topic_id::text AS "topicId"
+        FROM memories WHERE hub_id = ${hubId}::uuid AND state = 'active' ORDER BY id`,
     memoryEmbeddings(deps.sql, hubId),
   ]);
   return rows.map((row) => ({
@@ -187,7 +191,8 @@ async function exclusions(db: Db, hubId: string) {
   return { pairs, archive: memories.get("archive") ?? new Set<string>(), organize: memories.get("organize") ?? new Set<string>() };
 }
 
-const excerpt = (text: string) => (text.length > 280 ? `${text.slice(0, 277)}…` : text);
+const EXCERPT_CHARS = 280;
+const excerpt = (text: string) => (text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS - 3)}…` : text);
 
 async function similarPhase(ctx: BatchContext, hubId: string) {
   const t0 = performance.now();
@@ -222,7 +227,10 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   // Contradictions whose side was just merged away are moot.
   const archivedNow = new Set(actions.filter((a) => a.type === "merge").map((a) => a.older.id));
   const final = actions.filter((a) => a.type === "merge" || (!archivedNow.has(a.older.id) && !archivedNow.has(a.newer.id)));
-  const contents = await ctx.deps.db.memory.findMany({ where: { id: { in: final.filter((a) => a.type === "contradiction").flatMap((a) => [a.older.id, a.newer.id]) } }, select: { id: true, content: true } });
+  // Enough of each side to tell whether it is longer than its excerpt, and no more.
+  const contents = await ctx.deps.db.$queryRaw<{ id: string; content: string }[]>`
+    SELECT id::text AS id, left(content, ${EXCERPT_CHARS + 1}::int) AS content FROM memories
+     WHERE id = ANY(${final.filter((a) => a.type === "contradiction").flatMap((a) => [a.older.id, a.newer.id])}::uuid[])`;
   const contentOf = new Map(contents.map((c) => [c.id, c.content]));
   const titleOf = new Map(final.flatMap((a) => [[a.older.id, a.older.title] as const, [a.newer.id, a.newer.title] as const]));
   const hub = await ctx.deps.db.hub.findUniqueOrThrow({ where: { id: hubId }, select: { id: true, name: true } });
