@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { addMemberByEmailInvite } from "./support/add-member.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
+import { createTransfer } from "@/lib/hubs/create-transfer.ts";
 
 let h: Harness;
 beforeAll(async () => {
@@ -570,5 +572,31 @@ describe("ownership transfer", () => {
     const base = { hubId: hub.id, fromUserId: own.id, state: "pending", expiresAt: new Date(Date.now() + 1000) };
     await h.db.ownershipTransfer.create({ data: { ...base, id: crypto.randomUUID(), targetUserId: ada.id } });
     await expect(h.db.ownershipTransfer.create({ data: { ...base, id: crypto.randomUUID(), targetUserId: vie.id } })).rejects.toThrow();
+  });
+});
+
+describe("an ownership offer by an owner who handed the hub over meanwhile", () => {
+  /**
+   * The owner was checked before the offer's transaction and not again under the hub's membership
+   * lock (which an accepted transfer takes exclusively): an owner demoted to admin by a transfer
+   * committed in between still offered the hub to someone, and that pending offer (with its
+   * notification) blocked the new owner's own offers until cancelled.
+   */
+  it("is 403 and leaves no pending offer", async () => {
+    const own = await h.user("Formerowner");
+    const ada = await h.user("Newowner");
+    const tom = await h.user("Target");
+    const hub = await teamHub(own);
+    await addMember(own, hub.id, ada, "admin");
+    await addMember(own, hub.id, tom, "contributor");
+    const handOver = () =>
+      h.db.$transaction([
+        h.db.hub.update({ where: { id: hub.id }, data: { ownerId: ada.id } }),
+        h.db.hubMember.update({ where: { hubId_userId: { hubId: hub.id, userId: ada.id } }, data: { role: "owner" } }),
+        h.db.hubMember.update({ where: { hubId_userId: { hubId: hub.id, userId: own.id } }, data: { role: "admin" } }),
+      ]);
+    const ctx = sessionContext(h, own, changedBefore(h.db, ["$transaction"], handOver));
+    await expect(createTransfer(ctx, hub.id, { target_user_id: tom.id })).rejects.toMatchObject({ code: "forbidden" });
+    expect(await h.db.ownershipTransfer.count({ where: { hubId: hub.id } })).toBe(0);
   });
 });

@@ -2,8 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
-import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import { assertTeamHub, hubMembersLockKey, hubPermissionOrThrow } from "./hub-access.ts";
+import { assertTeamHub, hubPermissionOrThrow, lockMembershipOrThrow } from "./hub-access.ts";
 import { TRANSFER_TTL_MS } from "./hub-fields.ts";
 import { serializeTransfer } from "./serialize-hub.ts";
 import { onTransferCreated } from "@/lib/notifications/notify.ts";
@@ -24,10 +23,11 @@ export async function createTransfer(ctx: AuthContext, hubId: string, input: { t
   const now = ctx.now();
   try {
     const transfer = await ctx.db.$transaction(async (tx) => {
-      // The target read again under the hub's membership lock, which a leave or removal takes
-      // exclusively (and then cancels pending offers to them): an offer is never made to someone
-      // who left a moment ago, to be accepted after they rejoin.
-      await lockForTransaction(tx, { shared: hubMembersLockKey(hub.id) });
+      // The caller and the target read again under the hub's membership lock, which an accepted
+      // transfer, a leave or a removal takes exclusively: an owner who handed the hub over a moment
+      // ago offers it to no one, and an offer is never made to someone who left a moment ago (whose
+      // pending offers the leave cancelled), to be accepted after they rejoin.
+      await lockMembershipOrThrow(tx, ctx, hub, "hub.own", "transfer ownership");
       if (!(await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: target.userId } }, select: { role: true } }))) {
         throw invalidTarget("the target must already be a member of the hub");
       }
