@@ -726,3 +726,28 @@ describe("what a run reads of very long memories", () => {
     expect(b.excerpt).toBe(`${(PLANTED.contraNew + padding).slice(0, 277)}…`);
   }, 120_000);
 });
+
+describe("reopening a review whose archived side has moved to another hub", () => {
+  /**
+   * Undoing a keep_a / keep_b brought the archived side back by its id alone: once its owner had moved
+   * it to another hub, an admin of the review's hub who cannot even read that hub made it active there.
+   */
+  it("reopens the review and leaves the memory in the other hub as it is", async () => {
+    const adm = await h.user("Reviewer");
+    const hubId = await h.teamHub(owner, [[adm, "admin"]]);
+    const elsewhere = await h.teamHub(owner);
+    const push = async (content: string) => (await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const a = await push("The API request timeout is 30 seconds.");
+    const b = await push("The API request timeout is 60 seconds.");
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const review = await h.db.dreamAction.create({ data: { id: newId(), runId: run.id, hubId, actionType: "contradiction", state: "pending_review", sourceMemoryIds: [a, b], reason: "they disagree" } });
+    expect((await adm.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_a" })).status).toBe(200);
+    const moved = await owner.post("/v1/memories/batch-move", { ids: [b], hub_id: elsewhere });
+    expect(moved.status, moved.text).toBe(200);
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: b } })).toMatchObject({ hubId: elsewhere, state: "archived" });
+    const undone = await adm.post(`/v1/dreams/actions/${review.id}/undo`);
+    expect(undone.status, undone.text).toBe(200);
+    expect(undone.body.data).toMatchObject({ state: "pending_review" });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: b } })).toMatchObject({ hubId: elsewhere, state: "archived", supersededBy: a });
+  });
+});

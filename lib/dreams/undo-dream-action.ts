@@ -97,7 +97,8 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       // Reopen the review: the side archived by keep_a / keep_b comes back.
       const loser = action.resolution === "keep_a" ? second : action.resolution === "keep_b" ? first : undefined;
       const winner = action.resolution === "keep_a" ? first : second;
-      if (loser) await tx.memory.updateMany({ where: { id: loser, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+      // In this hub only (and so locked above): moved to another since, it is not this hub's to bring back.
+      if (loser) await tx.memory.updateMany({ where: { id: loser, hubId: action.hubId, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
       const reopened = await settle(tx, { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null });
       await onReviewReopened(tx, action.id);
       return reopened;
