@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deletePersona } from "@/lib/personas/delete-persona.ts";
+import { restorePersonaRevision } from "@/lib/personas/restore-persona-revision.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 
@@ -83,6 +86,32 @@ describe("personas", () => {
     expect((await ann.get(`/v1/personas/${juniper.id}/revisions/one`)).status).toBe(404);
     expect((await ann.delete(`/v1/configs/${juniper.id}`)).status).toBe(200);
     expect((await sdk.personas.list()).personas.map((p: { name: string }) => p.name)).toEqual(["Reviewer"]);
+  });
+});
+
+describe("a persona's delete and restore, racing", () => {
+  const names = async (who: Client) => ((await who.get("/v1/personas")).body.data.personas as { name: string }[]).map((p) => p.name).sort();
+
+  it("a restore checked before a delete committed does not write the hidden persona back into the list", async () => {
+    const ray = await h.user("Ray");
+    const soul = await put(ray, "openclaw", "SOUL.md", "# Ray one\n");
+    await put(ray, "openclaw", "SOUL.md", "# Ray two\n");
+    const hide = () => ray.delete(`/v1/personas/${soul.id}`);
+    const ctx = sessionContext(h, ray, changedBefore(h.db, ["$transaction"], hide));
+    await expect(restorePersonaRevision(ctx, soul.id, "1")).rejects.toMatchObject({ code: "not_found" });
+    expect(await names(ray)).toEqual([]);
+    expect((await ray.get(`/v1/configs/${soul.id}`)).body.data).toMatchObject({ version: 2, content: "# Ray two\n" });
+  });
+
+  it("a delete checked before a restore committed hides the restored version, as it answers", async () => {
+    const rae = await h.user("Rae");
+    const soul = await put(rae, "openclaw", "SOUL.md", "# Rae one\n");
+    await put(rae, "openclaw", "SOUL.md", "# Rae two\n");
+    const restore = () => rae.post(`/v1/personas/${soul.id}/revisions/1/restore`);
+    const ctx = sessionContext(h, rae, changedBefore(h.db, ["$transaction", "agentConfig.updateMany"], restore));
+    expect(await deletePersona(ctx, soul.id)).toEqual({ deleted: true });
+    expect((await rae.get(`/v1/configs/${soul.id}`)).body.data).toMatchObject({ version: 3, content: "# Rae one\n" });
+    expect(await names(rae)).toEqual([]);
   });
 });
 

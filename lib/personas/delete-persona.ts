@@ -1,5 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
-import { findPersonaOrThrow } from "./persona-source.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { lockConfigKey } from "@/lib/configs/upsert-config.ts";
+import { findPersonaOrThrow, isPersonaConfig } from "./persona-source.ts";
 
 /**
  * DELETE /v1/personas/{id}: the persona goes from the list; its config file stays as it is (Memax's
@@ -7,6 +9,13 @@ import { findPersonaOrThrow } from "./persona-source.ts";
  */
 export async function deletePersona(ctx: AuthContext, id: string) {
   const config = await findPersonaOrThrow(ctx.db, ctx.user.id, id);
-  await ctx.db.agentConfig.updateMany({ where: { id: config.id, version: config.version }, data: { personaHiddenVersion: config.version } });
+  await ctx.db.$transaction(async (tx) => {
+    // Under the file's lock and re-read there: hiding the version read before it, a restore or push
+    // committed meanwhile made the hide match nothing, yet it answered deleted and the persona stayed.
+    await lockConfigKey(tx, config.ownerId, config.agent, config.filePath, config.scope);
+    const current = await tx.agentConfig.findUniqueOrThrow({ where: { id: config.id } });
+    if (!isPersonaConfig(current)) throw new ApiError("not_found", "Persona not found");
+    await tx.agentConfig.update({ where: { id: current.id }, data: { personaHiddenVersion: current.version } });
+  });
   return { deleted: true };
 }

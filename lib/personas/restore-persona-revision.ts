@@ -2,6 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockConfigKey, recordVersion } from "@/lib/configs/upsert-config.ts";
 import { findRevisionOrThrow } from "./get-persona-revision.ts";
+import { isPersonaConfig } from "./persona-source.ts";
 
 /**
  * POST /v1/personas/{id}/revisions/{version}/restore: writes that revision's content back into the
@@ -15,7 +16,9 @@ export async function restorePersonaRevision(ctx: AuthContext, id: string, versi
     const config = await tx.agentConfig.findUniqueOrThrow({ where: { id: revision.configId } });
     await lockConfigKey(tx, config.ownerId, config.agent, config.filePath, config.scope);
     const current = await tx.agentConfig.findUniqueOrThrow({ where: { id: config.id } });
-    if (current.deletedAt) throw new ApiError("not_found", "Persona not found");
+    // The persona as the lock sees it: one hidden (or its file deleted) since the check above is gone,
+    // and a restore must not write it back into the list.
+    if (!isPersonaConfig(current)) throw new ApiError("not_found", "Persona not found");
     if (current.contentHash === revision.contentHash) return current.version;
     const updated = await tx.agentConfig.update({
       where: { id: current.id },
