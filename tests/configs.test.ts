@@ -1,6 +1,8 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { localDeleteConfig } from "@/lib/configs/ack-configs.ts";
 import { pruneConfigDeletions } from "@/lib/configs/prune-config-deletions.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
@@ -365,6 +367,36 @@ describe("POST /v1/configs/sync between two devices", () => {
     expect(await a.sync()).toMatchObject([{ action: "push" }]);
     expect(await b.sync()).toMatchObject([{ action: "unchanged", reason: "removed_on_device" }]);
     expect((await ann.post("/v1/configs/local-delete", { ...file, file_path: "NOPE.md", device_id: "b" })).status).toBe(404);
+  });
+
+  describe("local-delete racing a delete of the file", () => {
+    let lou: Client;
+    const push = async (path: string) => {
+      const res = await lou.put("/v1/configs", { ...file, file_path: path, content: `# ${path}\n` });
+      expect(res.status, res.text).toBeLessThan(300);
+      return res.body.data.id as string;
+    };
+    // The change commits after local-delete's check and before its write.
+    const localDelete = (path: string, change: () => Promise<unknown>) =>
+      localDeleteConfig(sessionContext(h, lou, changedBefore(h.db, ["$transaction", "$queryRaw"], change)), { ...file, file_path: path, device_id: "lou-laptop" });
+    beforeAll(async () => {
+      lou = await h.user("Lou");
+    });
+
+    it("is not_found for a file deleted after the check, recording no removal at a stale version", async () => {
+      const deleted = await push("DELETED.md");
+      await expect(localDelete("DELETED.md", () => lou.delete(`/v1/configs/${deleted}`))).rejects.toMatchObject({ code: "not_found" });
+      expect(await h.db.agentConfigDevice.count({ where: { configId: deleted } })).toBe(0);
+    });
+
+    it("is not_found, not a 500 from the device state's foreign key, when the deletion record was pruned too", async () => {
+      const pruned = await push("PRUNED.md");
+      const deleteAndPrune = async () => {
+        await lou.delete(`/v1/configs/${pruned}`);
+        await pruneConfigDeletions(h.database, new Date(Date.now() + 365 * 86_400_000));
+      };
+      await expect(localDelete("PRUNED.md", deleteAndPrune)).rejects.toMatchObject({ code: "not_found" });
+    });
   });
 
   it("keeps the sync state of a config's 100 most recently synced devices, whatever device ids a client makes up", async () => {

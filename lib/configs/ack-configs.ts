@@ -49,10 +49,18 @@ export async function ackConfigs(ctx: AuthContext, input: AckConfigsBody) {
 
 /** POST /v1/configs/local-delete: the file leaves this device only; sync will not bring it back here. */
 export async function localDeleteConfig(ctx: AuthContext, input: LocalDeleteBody) {
-  const config = await ctx.db.agentConfig.findUnique({
-    where: { ownerId_agent_filePath_scope: { ownerId: ctx.user.id, agent: input.agent, filePath: input.file_path, scope: input.scope } },
+  const now = ctx.now();
+  const config = await ctx.db.$transaction(async (tx) => {
+    // Under the key's lock, as every write of the file and the prune take it: read without it, a delete
+    // committed meanwhile was answered removed at the stale version, and a prune of its record broke the
+    // device state's foreign key (500).
+    await lockForTransaction(tx, configKeyLock(ctx.user.id, input.agent, input.file_path, input.scope));
+    const config = await tx.agentConfig.findUnique({
+      where: { ownerId_agent_filePath_scope: { ownerId: ctx.user.id, agent: input.agent, filePath: input.file_path, scope: input.scope } },
+    });
+    if (!config || config.deletedAt) throw new ApiError("not_found", "Config not found");
+    await recordDeviceSync(tx, config.id, input.device_id, { version: config.version, hash: config.contentHash, removed: true, localPath: input.local_path ?? null }, now);
+    return config;
   });
-  if (!config || config.deletedAt) throw new ApiError("not_found", "Config not found");
-  await recordDeviceSync(ctx.db, config.id, input.device_id, { version: config.version, hash: config.contentHash, removed: true, localPath: input.local_path ?? null }, ctx.now());
   return { agent: config.agent, file_path: config.filePath, scope: config.scope, device_id: input.device_id, removed: true };
 }
