@@ -1,7 +1,7 @@
 "use client";
 
 import { useState } from "react";
-import { api } from "@/lib/web/api.ts";
+import { api, apiPath } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
 import type { Invite } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
@@ -16,7 +16,7 @@ function joinLink(invite: Invite): string | undefined {
 /** `onChange`: an invite was created, regenerated, resent or revoked (the mail outbox may have grown). */
 export function HubInvites({ hubId, canInviteAdmins, onChange }: { hubId: string; canInviteAdmins: boolean; onChange?: () => void }) {
   // One array: a hub has at most 20 active invites.
-  const invites = useApi<Invite[]>(`/v1/hubs/${hubId}/invites`);
+  const invites = useApi<Invite[]>(apiPath`/v1/hubs/${hubId}/invites`);
   const [role, setRole] = useState("contributor");
   const [email, setEmail] = useState("");
   const [busy, setBusy] = useState<string>();
@@ -47,7 +47,7 @@ export function HubInvites({ hubId, canInviteAdmins, onChange }: { hubId: string
         className="grid gap-3 sm:grid-cols-[10rem_1fr_auto] sm:items-end"
         onSubmit={(event) => {
           event.preventDefault();
-          act("create", () => api<Invite>(`/v1/hubs/${hubId}/invites`, { method: "POST", body: { role, ...(email.trim() && { email: email.trim() }) } })).then(() =>
+          act("create", () => api<Invite>(apiPath`/v1/hubs/${hubId}/invites`, { method: "POST", body: { role, ...(email.trim() && { email: email.trim() }) } })).then(() =>
             setEmail(""),
           );
         }}
@@ -82,13 +82,13 @@ export function HubInvites({ hubId, canInviteAdmins, onChange }: { hubId: string
                   <span className="text-xs text-slate-500">expires {formatDate(invite.expires_at)}</span>
                   {invite.state !== "active" && <Badge tone="red">{invite.state}</Badge>}
                   <div className="ml-auto flex flex-wrap gap-2">
-                    <Button busy={busy === `regen-${invite.id}`} onClick={() => act(`regen-${invite.id}`, () => api<Invite>(`/v1/hubs/${hubId}/invites/${invite.id}/regenerate`, { method: "POST" }))}>
+                    <Button busy={busy === `regen-${invite.id}`} onClick={() => act(`regen-${invite.id}`, () => api<Invite>(apiPath`/v1/hubs/${hubId}/invites/${invite.id}/regenerate`, { method: "POST" }))}>
                       Regenerate link
                     </Button>
                     <Button
                       variant="ghost"
                       busy={busy === `revoke-${invite.id}`}
-                      onClick={() => act(`revoke-${invite.id}`, () => api(`/v1/hubs/${hubId}/invites/${invite.id}`, { method: "DELETE" }))}
+                      onClick={() => act(`revoke-${invite.id}`, () => api(apiPath`/v1/hubs/${hubId}/invites/${invite.id}`, { method: "DELETE" }))}
                     >
                       Revoke
                     </Button>

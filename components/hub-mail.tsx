@@ -1,6 +1,7 @@
 "use client";
 
 import { useEffect, useState } from "react";
+import { apiPath } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
 import type { OutboxMail, Page } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
@@ -19,7 +20,7 @@ const STATUS_HINT = {
  */
 export function HubMail({ hubId, version = 0 }: { hubId: string; version?: number }) {
   const [cursor, setCursor] = useState("");
-  const mail = useApi<Page & { mail: OutboxMail[] }>(`/v1/hubs/${hubId}/mail?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+  const mail = useApi<Page & { mail: OutboxMail[] }>(apiPath`/v1/hubs/${hubId}/mail` + `?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
   const { reload } = mail;
   useEffect(() => {
     if (version > 0) reload();

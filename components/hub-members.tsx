@@ -3,7 +3,7 @@
 import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { useAction } from "@/lib/web/use-action.ts";
-import { api } from "@/lib/web/api.ts";
+import { api, apiPath } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
 import { roleCan, type Member, type Page, type Role, type Transfer } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
@@ -21,7 +21,7 @@ export function HubMembers() {
   const router = useRouter();
   const hub = useHub();
   const [cursor, setCursor] = useState("");
-  const members = useApi<MemberPage>(`/v1/hubs/${hub.hubId}/members?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+  const members = useApi<MemberPage>(apiPath`/v1/hubs/${hub.hubId}/members` + `?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
   const [removing, setRemoving] = useState<Member>();
   const [leaving, setLeaving] = useState(false);
   const [busy, setBusy] = useState<string>();
@@ -99,7 +99,7 @@ export function HubMembers() {
                       disabled={busy !== undefined}
                       onChange={(e) =>
                         act(`role-${member.user_id}`, () =>
-                          api(`/v1/hubs/${hub.hubId}/members/${member.user_id}`, { method: "PATCH", body: { role: e.target.value } }),
+                          api(apiPath`/v1/hubs/${hub.hubId}/members/${member.user_id}`, { method: "PATCH", body: { role: e.target.value } }),
                         )
                       }
                       className="rounded-md border border-slate-300 bg-white px-2 py-1.5 text-sm"
@@ -152,7 +152,7 @@ export function HubMembers() {
         error={error}
         onClose={() => setRemoving(undefined)}
         onConfirm={() =>
-          act("remove", () => api(`/v1/hubs/${hub.hubId}/members/${removing!.user_id}`, { method: "DELETE" }), () => setRemoving(undefined))
+          act("remove", () => api(apiPath`/v1/hubs/${hub.hubId}/members/${removing!.user_id}`, { method: "DELETE" }), () => setRemoving(undefined))
         }
       >
         They lose access to this hub’s memories. Memories they pushed stay in the hub.
@@ -165,7 +165,7 @@ export function HubMembers() {
         error={error}
         onClose={() => setLeaving(false)}
         onConfirm={() =>
-          act("leave", () => api(`/v1/hubs/${hub.hubId}/leave`, { method: "POST" }), () => {
+          act("leave", () => api(apiPath`/v1/hubs/${hub.hubId}/leave`, { method: "POST" }), () => {
             setLeaving(false);
             router.push("/hubs");
           })
@@ -191,7 +191,7 @@ function StartTransfer({ members, onStarted }: { members: Member[]; onStarted: (
           onSubmit={async (event) => {
             event.preventDefault();
             await run(async () => {
-              await api(`/v1/hubs/${hub.hubId}/ownership-transfer`, { method: "POST", body: { target_user_id: target } });
+              await api(apiPath`/v1/hubs/${hub.hubId}/ownership-transfer`, { method: "POST", body: { target_user_id: target } });
               onStarted();
             });
           }}
@@ -232,7 +232,7 @@ function PendingTransfer({ transfer, members, onChange }: { transfer: Transfer; 
     setBusy(action);
     setError(undefined);
     try {
-      await api(`/v1/hubs/${hub.hubId}/ownership-transfer/${transfer.id}/${action}`, { method: "POST" });
+      await api(apiPath`/v1/hubs/${hub.hubId}/ownership-transfer/${transfer.id}/${action}`, { method: "POST" });
       onChange();
     } catch (caught) {
       setError(caught);

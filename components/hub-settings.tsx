@@ -2,7 +2,7 @@
 
 import { useRouter } from "next/navigation";
 import { useState } from "react";
-import { api } from "@/lib/web/api.ts";
+import { api, apiPath } from "@/lib/web/api.ts";
 import { roleCan, type Hub, type HubDetail } from "@/lib/web/types.ts";
 import { useHub } from "./hub-frame.tsx";
 import { Button, Card, ConfirmDialog, ErrorNotice, LoadingRows, Notice, Select, TextInput } from "./ui.tsx";
@@ -51,7 +51,7 @@ function SettingsForm({ detail, onSaved }: { detail: HubDetail; onSaved: () => v
             setError(undefined);
             setSaved(false);
             try {
-              await api<Hub>(`/v1/hubs/${hub.id}`, { method: "PATCH", body: changes });
+              await api<Hub>(apiPath`/v1/hubs/${hub.id}`, { method: "PATCH", body: changes });
               setSaved(true);
               onSaved();
             } catch (caught) {
@@ -131,7 +131,7 @@ function SettingsForm({ detail, onSaved }: { detail: HubDetail; onSaved: () => v
           setBusy("delete");
           setError(undefined);
           try {
-            await api(`/v1/hubs/${hub.id}`, { method: "DELETE" });
+            await api(apiPath`/v1/hubs/${hub.id}`, { method: "DELETE" });
             router.push("/hubs");
           } catch (caught) {
             setError(caught);

@@ -4,7 +4,7 @@ import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect, useState } from "react";
 import { useAction } from "@/lib/web/use-action.ts";
-import { api } from "@/lib/web/api.ts";
+import { api, apiPath } from "@/lib/web/api.ts";
 import { formatAge, formatDate } from "@/lib/web/format.ts";
 import { roleCan, type HubDetail, type HubListEntry, type MemoryWithContent } from "@/lib/web/types.ts";
 import { useApi } from "@/lib/web/use-api.ts";
@@ -17,7 +17,7 @@ import { Badge, Button, Card, ConfirmDialog, ErrorNotice, LoadingRows, Notice, P
 export function MemoryPage({ id }: { id: string }) {
   const me = useMe();
   const memory = useApi<MemoryWithContent>(`/v1/memories/${encodeURIComponent(id)}`);
-  const hub = useApi<HubDetail>(memory.data ? `/v1/hubs/${memory.data.hub_id}` : null);
+  const hub = useApi<HubDetail>(memory.data ? apiPath`/v1/hubs/${memory.data.hub_id}` : null);
   // Files and links are read in the background: follow the state until it settles.
   const waiting = memory.data ? isProcessing(memory.data) : false;
   const { reload } = memory;
@@ -134,7 +134,7 @@ function EditMemory({ memory, onSaved }: { memory: MemoryWithContent; onSaved: (
           event.preventDefault();
           setSaved(false);
           await run(async () => {
-            await api(`/v1/memories/${memory.id}`, { method: "PATCH", body: { title: title.trim(), tags: parseTags(tags) } });
+            await api(apiPath`/v1/memories/${memory.id}`, { method: "PATCH", body: { title: title.trim(), tags: parseTags(tags) } });
             setSaved(true);
             onSaved();
           });
@@ -220,7 +220,7 @@ function DeleteMemory({ memory }: { memory: MemoryWithContent }) {
         onClose={() => setOpen(false)}
         onConfirm={async () => {
           await run(async () => {
-            await api(`/v1/memories/${memory.id}`, { method: "DELETE" });
+            await api(apiPath`/v1/memories/${memory.id}`, { method: "DELETE" });
             router.push(`/hubs/${memory.hub_id}`);
           }, { navigates: true });
         }}

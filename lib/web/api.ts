@@ -26,6 +26,15 @@ export function signInUrl(callbackUrl?: string): string {
   return `/sign-in?callbackUrl=${encodeURIComponent(back)}`;
 }
 
+/**
+ * A path with every interpolated value encoded as one path segment: `apiPath\`/v1/hubs/${hubId}/invites\``.
+ * A hub id comes from the page's address, which anyone can craft: raw, `x/../../memories` or `x?y`
+ * sent the signed-in browser's request to another endpoint than the page meant.
+ */
+export function apiPath(strings: TemplateStringsArray, ...values: string[]): string {
+  return strings.reduce((path, part, i) => path + part + (i < values.length ? encodeURIComponent(values[i]!) : ""), "");
+}
+
 export async function api<T>(path: string, options: ApiOptions = {}): Promise<T> {
   const headers: Record<string, string> = { accept: "application/json" };
   if (options.body !== undefined) headers["content-type"] = "application/json";
