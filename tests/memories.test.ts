@@ -220,6 +220,9 @@ describe("POST /v1/memories", () => {
     [{ content: "x", kind: "fact" }, "kind"],
     [{ content: "x", stability: "forever" }, "stability"],
     [{ content: "x", content_type: "pdf" }, "content_type"],
+    // "file" names an upload (file_ref); without one nothing is ever read and no attachment exists.
+    [{ content: "x", content_type: "file" }, "content_type"],
+    [{ content: "x", content_type: "file", source_path: "docs/spec.pdf" }, "content_type"],
     [{ content: "x", source: "s".repeat(65) }, "source"],
     [{ content: "x", source: 7 }, "source"],
     [{ content: "x", initiation_type: "robot" }, "initiation_type"],
@@ -440,6 +443,15 @@ describe("PATCH /v1/memories/{id}", () => {
     await h.db.memory.update({ where: { id: url.id }, data: { content: "# Runbook\n\nThe page's text.", extractedAt: new Date() } });
     expect((await ann.patch(`/v1/memories/${url.id}`, { title: "Runbook page", content_type: "link" })).status).toBe(200);
     expect((await ann.patch(`/v1/memories/${url.id}`, { content: "# Runbook\n\nThe page's text, corrected." })).status).toBe(200);
+  });
+
+  test("content_type file is refused on a memory with no upload behind it (400), as on create", async () => {
+    const notes = (await ann.post("/v1/memories", { content: "typed-in quarterly numbers" })).body.data;
+    const res = await ann.patch(`/v1/memories/${notes.id}`, { content_type: "file" });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    expect(res.body.error.details.issues.map((i: { path: string }) => i.path)).toContain("content_type");
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: notes.id } })).contentType).toBe(notes.content_type);
   });
 
   test("a derived title follows content changes", async () => {

@@ -83,8 +83,10 @@ describe("POST /v1/memories/{id}/share", () => {
   });
 
   it("shares a memory merely labelled file (no upload, so nothing is ever read) instead of refusing it for good", async () => {
-    const labelled = await ann.post("/v1/memories", { content: "Quarterly numbers, typed in by hand.", content_type: "file" }, { headers: { "x-hub-id": team } });
+    // Create and PATCH refuse the label without an upload now; rows written before that remain.
+    const labelled = await ann.post("/v1/memories", { content: "Quarterly numbers, typed in by hand." }, { headers: { "x-hub-id": team } });
     expect(labelled.status, labelled.text).toBe(201);
+    await h.db.memory.update({ where: { id: labelled.body.data.id }, data: { contentType: "file" } });
     const res = await ann.post(`/v1/memories/${labelled.body.data.id}/share`, { target_hub_id: ann.personalHubId });
     expect(res.status, res.text).toBe(201);
     expect(res.body.data).toMatchObject({ hub_id: ann.personalHubId, title: labelled.body.data.title });

@@ -88,6 +88,12 @@ export const createMemoryBodySchema = z.object({
   message: "content must not be empty (unless file_ref names the file)",
   path: ["content"],
 })
+  // "file" is what a memory made from an upload is; the label alone left a memory that claims a file
+  // it has none of (no attachment, nothing to extract or download).
+  .refine((body) => body.content_type !== "file" || body.file_ref !== undefined, {
+    message: 'content_type "file" needs a file_ref (from POST /v1/uploads); omit content_type for text',
+    path: ["content_type"],
+  })
   // The refine above, as the OpenAPI document can state it.
   .meta({ anyOf: [{ required: ["content"], properties: { content: { minLength: 1 } } }, { required: ["file_ref"] }] });
 export type CreateMemoryBody = z.output<typeof createMemoryBodySchema>;

@@ -56,6 +56,12 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   if (input.state !== undefined && memory.state === "processing") {
     throw new ApiError("conflict", "The memory is still processing; its state can change once it is active");
   }
+  // As on create: "file" names an upload, and a memory without one would claim a file it has none of.
+  if (input.content_type === "file" && memory.fileRef === null) {
+    throw new ApiError("invalid_request", 'content_type "file" is only for a memory made from an upload', {
+      issues: [{ path: "content_type", message: "this memory has no uploaded file" }],
+    });
+  }
   const hash = input.content !== undefined ? contentHash(input.content) : memory.contentHash;
   const contentChanged = hash !== memory.contentHash;
   const content = input.content ?? memory.content;
