@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { createHash } from "node:crypto";
+import { batchMoveMemories } from "@/lib/memories/batch-move-memories.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
@@ -571,5 +573,34 @@ describe("DELETE and batch operations", () => {
     const personal = (await ann.post("/v1/memories", { content: "personal copy", source_path: "dup/path.md" })).body.data.id;
     const res = await ann.post("/v1/memories/batch-move", { ids: [personal], hub_id: team });
     expect(res.body.data).toEqual({ moved: 0, skipped: [{ id: personal, reason: "conflict" }] });
+  });
+
+  test("moving into a hub that already holds the same content skips with conflict, as a push there would not write it", async () => {
+    const team = await h.teamHub(ann);
+    const other = await h.teamHub(ann);
+    const there = (await ann.post("/v1/memories", { content: "same words everywhere" }, { headers: { "x-hub-id": team } })).body.data.id;
+    const personal = (await ann.post("/v1/memories", { content: "same words everywhere", source_path: "notes/same.md" })).body.data.id;
+    const res = await ann.post("/v1/memories/batch-move", { ids: [personal], hub_id: team });
+    expect(res.body.data).toEqual({ moved: 0, skipped: [{ id: personal, reason: "conflict" }] });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: personal } })).hubId).toBe(ann.personalHubId);
+    expect(await h.db.memory.count({ where: { hubId: team, contentHash: sha256("same words everywhere") } })).toBe(1);
+    expect((await ann.get(`/v1/memories/${there}`)).body.data.hub_id).toBe(team);
+    // Two of one batch with the same content: the first moves, the second would duplicate it.
+    const a = (await ann.post("/v1/memories", { content: "twin text" })).body.data.id;
+    const b = (await ann.post("/v1/memories", { content: "twin text" }, { headers: { "x-hub-id": team } })).body.data.id;
+    const twins = await ann.post("/v1/memories/batch-move", { ids: [a, b], hub_id: other });
+    expect(twins.body.data).toEqual({ moved: 1, skipped: [{ id: b, reason: "conflict" }] });
+    expect(await h.db.memory.count({ where: { hubId: other, contentHash: sha256("twin text") } })).toBe(1);
+  });
+
+  test("a memory whose content changes as the move begins is checked by its new content (the move starts again)", async () => {
+    const team = await h.teamHub(ann);
+    await ann.post("/v1/memories", { content: "what the team already has" }, { headers: { "x-hub-id": team } });
+    const mine = (await ann.post("/v1/memories", { content: "a draft, for now" })).body.data.id;
+    // The edit commits between the move's unlocked read of the contents to lock and its transaction.
+    const edit = () => h.db.memory.update({ where: { id: mine }, data: { content: "what the team already has", contentHash: sha256("what the team already has") } });
+    const ctx = sessionContext(h, ann, changedBefore(h.db, ["$transaction"], edit));
+    expect(await batchMoveMemories(ctx, { ids: [mine], hub_id: team })).toEqual({ moved: 0, skipped: [{ id: mine, reason: "conflict" }] });
+    expect(await h.db.memory.count({ where: { hubId: team, contentHash: sha256("what the team already has") } })).toBe(1);
   });
 });

@@ -493,6 +493,27 @@ describe("batch-move into a hub where the same source_path arrives at once", () 
   });
 });
 
+describe("batch-move into a hub where the same content arrives at once", () => {
+  it("two moves and a push of one content into one hub: 200s, one memory holds that content there", async () => {
+    const own = await h.user("Gatherer");
+    const [a, b, c] = [await h.teamHub(own), await h.teamHub(own), await h.teamHub(own)];
+    for (let round = 0; round < 8; round++) {
+      const text = `the same note, round ${round}`;
+      const push = async (hub: string) => (await own.post("/v1/memories", { content: text }, on(hub))).body.data.id as string;
+      const [fromA, fromB] = [await push(a!), await push(b!)];
+      // Each move read the target's content before writing, with nothing holding a push or the other
+      // move off: both landed next to the pushed one, three memories where a push keeps one.
+      const results = await Promise.all([
+        own.post("/v1/memories/batch-move", { ids: [fromA], hub_id: c }),
+        own.post("/v1/memories/batch-move", { ids: [fromB], hub_id: c }),
+        own.post("/v1/memories", { content: text }, on(c!)),
+      ]);
+      expect(results.map((r) => r.status).every((s) => s === 200 || s === 201), JSON.stringify(results.map((r) => r.body))).toBe(true);
+      expect(await h.db.memory.count({ where: { hubId: c!, content: text } })).toBe(1);
+    }
+  });
+});
+
 describe("counters under opposite moves", () => {
   it("batch-moves between two hubs in both directions at once, by two owners' memories: no deadlock, counts equal rows", async () => {
     const ann = await h.user("Mover");

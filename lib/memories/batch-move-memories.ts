@@ -1,12 +1,13 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canDeleteMemory, canEditMemory } from "@/lib/api/permissions.ts";
-import { allows, forbiddenFor, hubMembersLockKey, lockMembershipOrThrow, readableHubs } from "@/lib/hubs/hub-access.ts";
+import { allows, forbiddenFor, hubMembersLockKey, lockMembershipOrThrow, readableHubs, type Membership } from "@/lib/hubs/hub-access.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
+import type { Topic } from "@/lib/db/generated/client.ts";
 import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
-import { sourcePathLockKey } from "./create-memory.ts";
+import { contentHashLockKey, sourcePathLockKey } from "./create-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import { assertHubQuotaAfterMove } from "@/lib/quotas/assert-storage-quota.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
@@ -17,12 +18,18 @@ import { lockUsageCounters, type UsageCounterKey } from "@/lib/quotas/lock-usage
  * Why a memory was not moved (Memax's names): `already_at_target` (its hub and topic are already the
  * target's) and `source_delete_forbidden` (the caller may edit it but not delete it from its hub:
  * a move to another hub removes it from the source, so the source hub's contributor_delete_policy
- * applies) come in addition to the batch delete's reasons.
+ * applies) come in addition to the batch delete's reasons. Engram adds `conflict` (the target hub
+ * already holds a memory with its source_path or its content, which a push there would have
+ * returned instead of writing a second).
  */
 export interface MoveSkipped {
   id: string;
   reason: Skipped["reason"] | "already_at_target" | "source_delete_forbidden";
 }
+
+/** A memory's content changed between the unlocked read of the hashes to lock and the row lock: again. */
+const CONTENT_CHANGED = Symbol("content changed");
+const ATTEMPTS = 3;
 
 /**
  * Moves memories to another hub and/or topic. The target hub is `hub_id`, or
@@ -49,39 +56,64 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
     throw new ApiError("invalid_request", "topic_id must belong to the target hub", { issues: [{ path: "topic_id", message: "belongs to another hub" }] });
   }
 
-  // A memory's source_path never changes, so it can be read before the transaction. Every path of the
-  // batch is locked in the target hub as a push there locks it: a push or another move bringing the
-  // same path in meanwhile would otherwise make a move's UPDATE break the unique index (a 500).
-  const paths = await ctx.db.memory.findMany({
-    where: { id: { in: ids.filter(isUuid) }, hubId: { in: [...memberships.keys()] }, sourcePath: { not: null } },
-    select: { sourcePath: true },
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await moveOnce(ctx, ids, memberships, target, topic);
+    } catch (error) {
+      if (error !== CONTENT_CHANGED) throw error;
+      if (attempt >= ATTEMPTS) throw new ApiError("conflict", "These memories kept changing while they were moved; try again");
+    }
+  }
+}
+
+async function moveOnce(
+  ctx: AuthContext,
+  ids: string[],
+  memberships: Map<string, Membership>,
+  target: Membership,
+  topic: Topic | undefined,
+) {
+  // Every source_path and content hash of the batch is locked in the target hub as a push there locks
+  // it: a push or another move bringing the same path or content in meanwhile would otherwise break
+  // the path's unique index (a 500) or leave two memories with one content where a push dedups. A
+  // path never changes; a hash may (PATCH), so it is checked again under the row locks.
+  const keys = await ctx.db.memory.findMany({
+    where: { id: { in: ids.filter(isUuid) }, hubId: { in: [...memberships.keys()] } },
+    select: { sourcePath: true, contentHash: true },
   });
-  const pathLocks = [...new Set(paths.map((m) => sourcePathLockKey(target.hub.id, m.sourcePath!)))].sort();
+  const pathLocks = [...new Set(keys.flatMap((m) => (m.sourcePath ? [sourcePathLockKey(target.hub.id, m.sourcePath)] : [])))].sort();
+  const lockedHashes = new Set(keys.map((m) => m.contentHash));
+  const hashLocks = [...lockedHashes].map((hash) => contentHashLockKey(target.hub.id, hash)).sort();
 
   return ctx.db.$transaction(async (tx) => {
-    // The paths before the membership, in one statement, as createMemory takes them (no deadlock).
-    await lockForTransaction(tx, [...pathLocks, { shared: hubMembersLockKey(target.hub.id) }]);
+    // The paths, then the hashes, then the membership, in one statement, as createMemory takes them (no deadlock).
+    await lockForTransaction(tx, [...pathLocks, ...hashLocks, { shared: hubMembersLockKey(target.hub.id) }]);
     // The caller must still be able to write into the target when the moves commit.
     await lockMembershipOrThrow(tx, ctx, target.hub, "memories.write", "add memories", { locked: true });
     if (topic) await lockTopicForFiling(tx, topic);
     const locked = await lockMemoryRows(tx, ids.filter(isUuid), [...memberships.keys()]);
     const found = await tx.memory.findMany({
       where: { id: { in: locked }, hubId: { in: [...memberships.keys()] } },
-      select: { id: true, hubId: true, ownerId: true, sourcePath: true, topicId: true },
+      select: { id: true, hubId: true, ownerId: true, sourcePath: true, topicId: true, contentHash: true },
     });
     const byId = new Map(found.map((m) => [m.id, m]));
-    const movingPaths = found.filter((m) => m.hubId !== target.hub.id && m.sourcePath).map((m) => m.sourcePath!);
-    const takenPaths = new Set(
-      movingPaths.length
-        ? (await tx.memory.findMany({ where: { hubId: target.hub.id, sourcePath: { in: movingPaths } }, select: { sourcePath: true } })).map(
-            (m) => m.sourcePath,
-          )
-        : [],
-    );
+    const leaving = found.filter((m) => m.hubId !== target.hub.id);
+    if (leaving.some((m) => !lockedHashes.has(m.contentHash))) throw CONTENT_CHANGED;
+    const movingPaths = leaving.flatMap((m) => (m.sourcePath ? [m.sourcePath] : []));
+    const movingHashes = [...new Set(leaving.map((m) => m.contentHash))];
+    const inTarget = leaving.length
+      ? await tx.memory.findMany({
+          where: { hubId: target.hub.id, OR: [{ contentHash: { in: movingHashes } }, ...(movingPaths.length ? [{ sourcePath: { in: movingPaths } }] : [])] },
+          select: { sourcePath: true, contentHash: true },
+        })
+      : [];
+    const takenPaths = new Set(inTarget.map((m) => m.sourcePath));
+    const takenHashes = new Set(inTarget.map((m) => m.contentHash));
     // No topic_id: the memories leave their topic (a hub_id-only move to their own hub just clears it).
     const topicId = topic ? topic.id : null;
     const reasons = new Map<string, MoveSkipped["reason"]>();
     const seenPaths = new Set<string>();
+    const seenHashes = new Set<string>();
     const planned: { id: string; fromHubId: string; changesHub: boolean }[] = [];
     for (const id of ids) {
       const memory = byId.get(id);
@@ -108,7 +140,14 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
         reasons.set(id, "conflict");
         continue;
       }
+      if (changesHub && (takenHashes.has(memory.contentHash) || seenHashes.has(memory.contentHash))) {
+        // The target hub already holds this content: a push of it there would return that memory, not
+        // write a second, so a move does not either (the memory stays where it is, nothing is merged).
+        reasons.set(id, "conflict");
+        continue;
+      }
       if (memory.sourcePath) seenPaths.add(memory.sourcePath);
+      if (changesHub) seenHashes.add(memory.contentHash);
       planned.push({ id, fromHubId: memory.hubId, changesHub });
     }
     // Every counter the moves will change, taken at once in the triggers' order (the owners' are not:

@@ -37,6 +37,9 @@ export function contentHash(content: string): string {
  */
 export const sourcePathLockKey = (hubId: string, sourcePath: string) => `memory:${hubId}:path:${sourcePath}`;
 
+/** Likewise for a content hash: a push and a batch-move into the hub each see the other's memory with this content. */
+export const contentHashLockKey = (hubId: string, hash: string) => `memory:${hubId}:${hash}`;
+
 export function assertContentSize(content: string): void {
   const bytes = Buffer.byteLength(content, "utf8");
   if (bytes > MAX_CONTENT_BYTES) {
@@ -86,7 +89,7 @@ ${input.content}`) : contentHash(input.content);
       // Then the membership (shared, as lockMembershipOrThrow takes it), all in one statement.
       await lockForTransaction(tx, [
         ...(input.source_path ? [sourcePathLockKey(ctx.hub.id, input.source_path)] : []),
-        `memory:${ctx.hub.id}:${hash}`,
+        contentHashLockKey(ctx.hub.id, hash),
         { shared: hubMembersLockKey(ctx.hub.id) },
       ]);
       const { role } = await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
