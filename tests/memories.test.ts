@@ -603,4 +603,32 @@ describe("DELETE and batch operations", () => {
     expect(await batchMoveMemories(ctx, { ids: [mine], hub_id: team })).toEqual({ moved: 0, skipped: [{ id: mine, reason: "conflict" }] });
     expect(await h.db.memory.count({ where: { hubId: team, contentHash: sha256("what the team already has") } })).toBe(1);
   });
+
+  test("an admin cannot move another member's memory into a hub that member is not in (owner_not_member)", async () => {
+    const cleo = await h.user("Cleo");
+    const dana = await h.user("Dana");
+    const team = await h.teamHub(dana, [[cleo, "contributor"]]);
+    const shared = await h.teamHub(dana, [[cleo, "viewer"]]);
+    const cleos = (await cleo.post("/v1/memories", { content: "cleo's runbook" }, { headers: { "x-hub-id": team } })).body.data.id;
+    const away = await dana.post("/v1/memories/batch-move", { ids: [cleos], hub_id: dana.personalHubId });
+    expect(away.status).toBe(200);
+    expect(away.body.data).toEqual({ moved: 0, skipped: [{ id: cleos, reason: "owner_not_member" }] });
+    expect((await cleo.get(`/v1/memories/${cleos}`)).body.data.hub_id).toBe(team);
+    // Into a hub its owner reads, the move goes ahead.
+    const ok = await dana.post("/v1/memories/batch-move", { ids: [cleos], hub_id: shared });
+    expect(ok.body.data).toEqual({ moved: 1, skipped: [] });
+    expect((await cleo.get(`/v1/memories/${cleos}`)).body.data.hub_id).toBe(shared);
+  });
+
+  test("the owner's membership of the target is read under the move's lock: removed as the move begins, the memory stays", async () => {
+    const eve = await h.user("Eve");
+    const fay = await h.user("Fay");
+    const team = await h.teamHub(fay, [[eve, "contributor"]]);
+    const to = await h.teamHub(fay, [[eve, "viewer"]]);
+    const eves = (await eve.post("/v1/memories", { content: "eve's checklist" }, { headers: { "x-hub-id": team } })).body.data.id;
+    // Eve is a member when the move reads its target; her removal commits as its transaction begins.
+    const ctx = sessionContext(h, fay, changedBefore(h.db, ["$transaction"], () => h.db.hubMember.delete({ where: { hubId_userId: { hubId: to, userId: eve.id } } })));
+    expect(await batchMoveMemories(ctx, { ids: [eves], hub_id: to })).toEqual({ moved: 0, skipped: [{ id: eves, reason: "owner_not_member" }] });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: eves } })).hubId).toBe(team);
+  });
 });

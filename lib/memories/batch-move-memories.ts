@@ -20,11 +20,12 @@ import { lockUsageCounters, type UsageCounterKey } from "@/lib/quotas/lock-usage
  * a move to another hub removes it from the source, so the source hub's contributor_delete_policy
  * applies) come in addition to the batch delete's reasons. Engram adds `conflict` (the target hub
  * already holds a memory with its source_path or its content, which a push there would have
- * returned instead of writing a second).
+ * returned instead of writing a second) and `owner_not_member` (someone else's memory would land in
+ * a hub its owner is not a member of, and they would lose sight of their own memory).
  */
 export interface MoveSkipped {
   id: string;
-  reason: Skipped["reason"] | "already_at_target" | "source_delete_forbidden";
+  reason: Skipped["reason"] | "already_at_target" | "source_delete_forbidden" | "owner_not_member";
 }
 
 /** A memory's content changed between the unlocked read of the hashes to lock and the row lock: again. */
@@ -107,8 +108,13 @@ async function moveOnce(
           select: { sourcePath: true, contentHash: true },
         })
       : [];
+    // Read under the target's membership lock (shared): a removal from the target waits for this move.
+    const ownersInTarget = leaving.length
+      ? await tx.hubMember.findMany({ where: { hubId: target.hub.id, userId: { in: [...new Set(leaving.map((m) => m.ownerId))] } }, select: { userId: true } })
+      : [];
     const takenPaths = new Set(inTarget.map((m) => m.sourcePath));
     const takenHashes = new Set(inTarget.map((m) => m.contentHash));
+    const ownerIsMember = new Set(ownersInTarget.map((m) => m.userId));
     // No topic_id: the memories leave their topic (a hub_id-only move to their own hub just clears it).
     const topicId = topic ? topic.id : null;
     const reasons = new Map<string, MoveSkipped["reason"]>();
@@ -133,6 +139,10 @@ async function moveOnce(
       }
       if (changesHub && !canDeleteMemory(membership.role, memory.ownerId === ctx.user.id, membership.hub)) {
         reasons.set(id, "source_delete_forbidden");
+        continue;
+      }
+      if (changesHub && !ownerIsMember.has(memory.ownerId)) {
+        reasons.set(id, "owner_not_member");
         continue;
       }
       if (changesHub && memory.sourcePath && (takenPaths.has(memory.sourcePath) || seenPaths.has(memory.sourcePath))) {
