@@ -392,6 +392,19 @@ describe("negative cases", () => {
     expect((await fetch(`${server.url}/v1/auth/me`, { headers: { authorization: `Bearer ${tampered}` } })).status).toBe(401);
   });
 
+  it("a refresh refused for its resource or scope keeps the token: the corrected retry rotates, the grant lives", async () => {
+    const { code, clientId, verifier } = await codeFor({ access: "read" });
+    const pair = (await token({ grant_type: "authorization_code", code, client_id: clientId, code_verifier: verifier, redirect_uri: REDIRECT })).body;
+    const wrongResource = await token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId, resource: `${server.url}/mcp/chatgpt` });
+    expect(wrongResource.body.error).toBe("invalid_target");
+    const wider = await token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId, scope: "read write" });
+    expect(wider.body.error).toBe("invalid_scope");
+    const retried = await token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId, resource: `${server.url}/mcp` });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(await mcpStatus(retried.body.access_token!)).toBe(200);
+    expect((await h.db.oAuthGrant.findFirstOrThrow({ where: { clientId } })).revokedAt).toBeNull();
+  });
+
   it("refuses a wrong code_verifier", async () => {
     const { code, clientId } = await codeFor();
     const res = await token({ grant_type: "authorization_code", code, client_id: clientId, code_verifier: pkce().verifier, redirect_uri: REDIRECT });

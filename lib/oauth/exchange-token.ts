@@ -86,11 +86,16 @@ async function redeemCode(db: Db, params: URLSearchParams, now: Date): Promise<T
   return issueTokens(db, row.grant, now);
 }
 
-/** Rotation: each refresh token works once. Presenting a used one means it leaked: end the grant. */
-export async function rotateRefreshToken(db: Db, token: string, clientId: string, now: Date) {
+/**
+ * Rotation: each refresh token works once. Presenting a used one means it leaked: end the grant.
+ * `accepts` refuses a request the grant cannot serve before the token is spent, so a client that
+ * corrects its request retries with the same token instead of ending its grant as a replay.
+ */
+export async function rotateRefreshToken(db: Db, token: string, clientId: string, now: Date, accepts: (grant: { resource: string; scope: string }) => void = () => {}) {
   const row = await db.oAuthRefreshToken.findUnique({ where: { tokenHash: hashSecret(token) }, include: { grant: true } });
   if (!row || row.grant.clientId !== clientId) throw new GrantError("invalid", "The refresh token is invalid");
   if (row.grant.revokedAt) throw new GrantError("revoked", "The grant was revoked; sign in again");
+  if (!row.usedAt) accepts(row.grant);
   const claimed = await db.oAuthRefreshToken.updateMany({ where: { tokenHash: row.tokenHash, usedAt: null }, data: { usedAt: now } });
   if (claimed.count !== 1) {
     await revokeGrant(db, row.grantId, "refresh_token_reuse", now);
@@ -103,14 +108,15 @@ export async function rotateRefreshToken(db: Db, token: string, clientId: string
 async function refresh(db: Db, params: URLSearchParams, now: Date): Promise<TokenResponse> {
   const token = required(params, "refresh_token");
   const clientId = required(params, "client_id");
-  const grant = await rotateRefreshToken(db, token, clientId, now);
   const resource = params.get("resource");
-  if (resource !== null && resource !== grant.resource) throw new OAuthError("invalid_target", "resource does not match the grant");
   const scope = params.get("scope");
-  if (scope) {
-    const granted = grant.scope.split(" ");
-    if (scope.split(" ").some((s) => s && !granted.includes(s) && (s === "read" || s === "write"))) throw new OAuthError("invalid_scope", "A refresh cannot widen the granted scope");
-  }
+  const grant = await rotateRefreshToken(db, token, clientId, now, (grant) => {
+    if (resource !== null && resource !== grant.resource) throw new OAuthError("invalid_target", "resource does not match the grant");
+    if (scope) {
+      const granted = grant.scope.split(" ");
+      if (scope.split(" ").some((s) => s && !granted.includes(s) && (s === "read" || s === "write"))) throw new OAuthError("invalid_scope", "A refresh cannot widen the granted scope");
+    }
+  });
   return issueTokens(db, grant, now);
 }
 
