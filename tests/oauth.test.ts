@@ -15,6 +15,7 @@ import {
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { createHarness, type Client as ApiClient, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
+import { routerFor } from "./support/router.ts";
 import { consentAt, decode, sessionCookieFor, type Choices } from "./support/oauth-consent.ts";
 
 const PORT = 3520;
@@ -523,5 +524,33 @@ describe("negative cases", () => {
     expect((await token({ grant_type: "authorization_code", client_id: "ec_unknown", code: "x", code_verifier: pkce().verifier })).body.error).toBe("invalid_client");
     expect((await token({ grant_type: "authorization_code" })).body.error).toBe("invalid_request");
     expect((await token({ grant_type: "refresh_token", refresh_token: "ert_nope", client_id: "x" })).body.error).toBe("invalid_grant");
+  });
+});
+
+describe("request bounds", () => {
+  it("refuses an endless body at each OAuth form endpoint after reading a bounded part of it, not after buffering it whole", async () => {
+    const dispatch = routerFor(["oauth"]);
+    const chunk = new Uint8Array(64 * 1024).fill(0x61);
+    for (const [path, type] of [
+      ["/oauth/register", "application/json"],
+      ["/oauth/token", "application/x-www-form-urlencoded"],
+      ["/oauth/revoke", "application/x-www-form-urlencoded"],
+      ["/oauth/authorize", "application/x-www-form-urlencoded"],
+    ] as const) {
+      let pulled = 0;
+      // 64 MiB sent without Content-Length: only a streamed cap stops early.
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (pulled >= 64 * 1024 * 1024) return controller.close();
+          pulled += chunk.byteLength;
+          controller.enqueue(chunk);
+        },
+      });
+      const req = new Request(`${server.url}${path}`, { method: "POST", headers: { "content-type": type, cookie: annCookie, origin: server.url }, body, duplex: "half" } as RequestInit);
+      const res = await dispatch(req);
+      expect(res.status, path).toBeGreaterThanOrEqual(400);
+      expect(res.status, path).toBeLessThan(500);
+      expect(pulled, path).toBeLessThanOrEqual(1024 * 1024);
+    }
   });
 });

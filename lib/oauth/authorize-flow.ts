@@ -7,6 +7,8 @@ import { approveConsent } from "./approve-consent.ts";
 import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck } from "./authorize-request.ts";
 import { AUTHORIZE_FIELDS, consentPage, errorPage } from "./consent-page.ts";
 import { checkConsentToken, consentToken } from "./consent-token.ts";
+import { OAuthError } from "./oauth-error.ts";
+import { MAX_FORM_BYTES, readOAuthBody } from "./oauth-route.ts";
 import { publicOrigin } from "./public-origin.ts";
 
 async function sessionUser(ctx: RequestContext, req: Request): Promise<AuthUser | undefined> {
@@ -42,7 +44,13 @@ export async function showAuthorize(ctx: RequestContext, req: Request): Promise<
 /** POST /oauth/authorize: the consent form. Allow → a grant and a code; deny → access_denied. */
 export async function submitAuthorize(ctx: RequestContext, req: Request): Promise<Response> {
   const origin = publicOrigin(req);
-  const form = new URLSearchParams(await req.text());
+  let form: URLSearchParams;
+  try {
+    form = new URLSearchParams(await readOAuthBody(req, MAX_FORM_BYTES, new OAuthError("invalid_request", "The consent form is too large")));
+  } catch (error) {
+    if (error instanceof OAuthError) return errorPage("Refused", error.description, 413);
+    throw error;
+  }
   const user = await sessionUser(ctx, req);
   if (!user) return errorPage("Signed out", "Your session ended; start connecting the app again.", 401);
   try {

@@ -1,4 +1,6 @@
 import type { RequestContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { readBody } from "@/lib/api/parse.ts";
 import { withPublic, type RouteHandler } from "@/lib/api/with-auth.ts";
 import { OAuthError, oauthErrorResponse } from "./oauth-error.ts";
 
@@ -31,12 +33,24 @@ export async function corsPreflight(): Promise<Response> {
   return new Response(null, { status: 204, headers: CORS });
 }
 
-const MAX_FORM_BYTES = 64 * 1024;
+export const MAX_FORM_BYTES = 64 * 1024;
+
+/**
+ * At most `maxBytes` of the body, or `tooLarge`. These endpoints answer anyone, so the body is
+ * read in bounded steps: a client streaming without end must not make the server buffer it all.
+ */
+export async function readOAuthBody(req: Request, maxBytes: number, tooLarge: Error): Promise<string> {
+  try {
+    return await readBody(req, maxBytes);
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "body_too_large") throw tooLarge;
+    throw error;
+  }
+}
 
 /** An OAuth request body: form-encoded (the standard) or JSON (some clients), as URLSearchParams. */
 export async function readOAuthParams(req: Request): Promise<URLSearchParams> {
-  const text = await req.text();
-  if (Buffer.byteLength(text) > MAX_FORM_BYTES) throw new OAuthError("invalid_request", "Request body too large");
+  const text = await readOAuthBody(req, MAX_FORM_BYTES, new OAuthError("invalid_request", "Request body too large"));
   const type = req.headers.get("content-type") ?? "";
   if (!type.includes("application/json")) return new URLSearchParams(text);
   let value: unknown;

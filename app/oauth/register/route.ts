@@ -1,12 +1,11 @@
 import { methodsNotAllowed } from "@/lib/api/with-auth.ts";
 import { OAuthError, oauthJson } from "@/lib/oauth/oauth-error.ts";
-import { corsPreflight, oauthRoute } from "@/lib/oauth/oauth-route.ts";
+import { corsPreflight, oauthRoute, readOAuthBody } from "@/lib/oauth/oauth-route.ts";
 import { registerClient } from "@/lib/oauth/register-client.ts";
 
 // POST /oauth/register — RFC 7591 dynamic client registration (public clients)
 export const POST = oauthRoute(async (ctx, req) => {
-  const text = await req.text();
-  if (text.length > 16 * 1024) throw new OAuthError("invalid_client_metadata", "Client metadata is limited to 16 KiB");
+  const text = await readOAuthBody(req, 16 * 1024, new OAuthError("invalid_client_metadata", "Client metadata is limited to 16 KiB"));
   let body: unknown;
   try {
     body = JSON.parse(text);
