@@ -170,6 +170,10 @@ beforeAll(async () => {
   process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA = "1";
   metadataServer = createServer((req, res) => {
     metadataHits += 1;
+    if (req.url?.includes("not-an-object")) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return void res.end(req.url.includes("array") ? "[]" : "null");
+    }
     const id = req.url?.includes("mismatch") ? "https://someone-else.example/client.json" : `http://127.0.0.1:${METADATA_PORT}${req.url}`;
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ client_id: id, client_name: "Metadata Document Client", redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" }));
@@ -319,6 +323,14 @@ describe("the OAuth dance, driven by the MCP SDK's client", () => {
     // A document whose client_id is not its own URL is refused.
     const wrong = await fetch(authorizeUrl(`http://127.0.0.1:${METADATA_PORT}/other.json?mismatch=1`, challenge), { redirect: "manual" });
     expect(wrong.status).toBe(400);
+    // JSON that is not an object is a bad document, shown to the person, never a server error.
+    for (const path of ["not-an-object.json", "not-an-object-array.json"]) {
+      const res = await fetch(authorizeUrl(`http://127.0.0.1:${METADATA_PORT}/${path}`, challenge), { redirect: "manual" });
+      expect(res.status, path).toBe(400);
+      expect(await res.text()).toContain("invalid_client");
+      const exchange = await token({ grant_type: "authorization_code", code: "x", client_id: `http://127.0.0.1:${METADATA_PORT}/${path}`, code_verifier: "v".repeat(43) });
+      expect([exchange.status, exchange.body.error]).toEqual([401, "invalid_client"]);
+    }
   });
 
   it("a client_id naming an internal address is refused without the server fetching it", async () => {

@@ -75,12 +75,15 @@ async function fetchMetadataDocument(clientId: string): Promise<{ name: string; 
     const reason = error instanceof LinkFetchError ? error.message : "it could not be read";
     throw new OAuthError("invalid_client", `Could not fetch the client ID metadata document: ${reason}`);
   }
-  let doc: Record<string, unknown>;
+  let parsed: unknown;
   try {
-    doc = JSON.parse(text) as Record<string, unknown>;
+    parsed = JSON.parse(text);
   } catch {
     throw new OAuthError("invalid_client", "The client ID metadata document is not JSON");
   }
+  // Whoever names the URL controls the document: `null` or an array must be refused, not read into.
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new OAuthError("invalid_client", "The client ID metadata document must be a JSON object");
+  const doc = parsed as Record<string, unknown>;
   if (doc.client_id !== clientId) throw new OAuthError("invalid_client", "The metadata document's client_id does not match its URL");
   const uris = doc.redirect_uris;
   if (!Array.isArray(uris) || uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
