@@ -197,6 +197,17 @@ describe("discovery", () => {
     expect(chatgpt.headers.get("www-authenticate")).toContain(`resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp/chatgpt", error="invalid_token"`);
   });
 
+  it("a forwarded host with an impossible port falls back to the request's own origin instead of failing every request", async () => {
+    const headers = { "x-forwarded-host": "engram.example:99999" };
+    const metadata = await fetch(`${server.url}/.well-known/oauth-authorization-server`, { headers });
+    expect(metadata.status).toBe(200);
+    expect(((await metadata.json()) as { issuer: string }).issuer).toBe(server.url);
+    const me = await fetch(`${server.url}/v1/auth/me`, { headers: { ...headers, authorization: `Bearer ${ann.key}` } });
+    expect(me.status).toBe(200);
+    const mcp = await fetch(`${server.url}/mcp`, { method: "POST", headers: { ...headers, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: "{}" });
+    expect(mcp.status).toBe(401);
+  });
+
   it("publishes protected-resource (RFC 9728) and authorization-server (RFC 8414) metadata", async () => {
     for (const [path, resource] of [
       ["/.well-known/oauth-protected-resource", "/mcp"],

@@ -26,7 +26,12 @@ export function publicOrigin(req: Request): string {
   const proto = first("x-forwarded-proto") ?? url.protocol.slice(0, -1);
   if (!host || !HOST.test(host) || (proto !== "http" && proto !== "https")) return url.origin;
   // URL normalises case and default ports (https://x:443 → https://x), as clients do.
-  return new URL(`${proto}://${host}`).origin;
+  try {
+    return new URL(`${proto}://${host}`).origin;
+  } catch {
+    // The pattern lets through what URL still refuses (a port over 65535): a header the client sent, not a server fault.
+    return url.origin;
+  }
 }
 
 export function resourceFor(origin: string, path: string): string {
