@@ -11,12 +11,18 @@ const SENTENCE_CACHE_SIZE = 4096;
 const globalForSentences = globalThis as unknown as { __engramSentenceVectors?: Map<string, number[]> };
 const sentenceCache = (globalForSentences.__engramSentenceVectors ??= new Map());
 
-async function embedSentences(embedder: Embedder, texts: string[]): Promise<number[][]> {
-  const keys = texts.map((text) => `${embedder.id}\u0000${text}`);
+/**
+ * Kept per user, as query vectors are (embed-query.ts): a hit answers faster, and ask reports its
+ * synthesis time, so a cache shared across accounts would tell anyone who asked with a guessed
+ * sentence in their own memory whether it had just answered someone else's question.
+ */
+async function embedSentences(embedder: Embedder, texts: string[], userId: string): Promise<number[][]> {
+  const keys = texts.map((text) => `${embedder.id}\u0000${userId}\u0000${text}`);
+  const textOf = new Map(keys.map((key, i) => [key, texts[i]!]));
   const missing = [...new Set(keys.filter((key) => !sentenceCache.has(key)))];
   if (missing.length) {
     // "query": the asker is waiting (the request's lane, not indexing's).
-    const vectors = await embedder.embed(missing.map((key) => key.slice(key.indexOf("\u0000") + 1)), "query");
+    const vectors = await embedder.embed(missing.map((key) => textOf.get(key)!), "query");
     missing.forEach((key, i) => sentenceCache.set(key, vectors[i]!));
     while (sentenceCache.size > SENTENCE_CACHE_SIZE) sentenceCache.delete(sentenceCache.keys().next().value!);
   }
@@ -122,7 +128,7 @@ export async function extractSentences(query: string, sources: RecalledMemory[],
   let similarities: number[] | null = null;
   if (embedder) {
     try {
-      const [queryVector, vectors] = await Promise.all([embedQuery(embedder, query, userId), embedSentences(embedder, bounded.map((c) => c.text))]);
+      const [queryVector, vectors] = await Promise.all([embedQuery(embedder, query, userId), embedSentences(embedder, bounded.map((c) => c.text), userId)]);
       similarities = vectors.map((v) => dot(queryVector, v));
     } catch (error) {
       console.error("[engram] ask: sentence embedding failed; word overlap only", error);
