@@ -114,6 +114,13 @@ describe("POST /v1/ask without a chat model (extractive)", () => {
     expect((await ann.get("/v1/ask")).status).toBe(405);
   });
 
+  it("takes a null limit as the default, as recall does (Memax's CLI sends it for a --limit that is not a number)", async () => {
+    const res = await ann.post("/v1/ask", { query: "how do we roll back a bad deploy?", limit: null });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.sources.length).toBeGreaterThan(0);
+    expect((await ann.post("/v1/ask", { query: "deploy", limit: 0 })).status).toBe(400);
+  });
+
   it("streams sources, deltas and done through Memax's SDK askStream", async () => {
     const { Memax } = await loadMemaxSdk();
     const events = await askStream(sdkFor(Memax, ann), "which command restarts the api pods?");
