@@ -5,7 +5,7 @@ import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
 import { ASK_DEFAULT_LIMIT, type AskBody } from "./ask-fields.ts";
 import { extractSentences, NOTHING_FOUND } from "./extractive-answer.ts";
-import { buildPrompt, parseCitations, streamModelAnswer } from "./model-answer.ts";
+import { buildPrompt, ModelTimeoutError, parseCitations, streamModelAnswer } from "./model-answer.ts";
 
 export interface AskInput extends AskBody {
   /** X-Hub-ID: a ranking hint, as for recall (ask searches every readable hub). */
@@ -71,10 +71,15 @@ export async function startAsk(ctx: AuthContext, input: AskInput): Promise<AskRu
   });
   const sources = recalled.memories;
   const retrievalMs = performance.now() - started;
-  return { sources, retrievalMs, answer: (signal) => writeAnswer(ctx.user.id, input, sources, signal) };
+  return { sources, retrievalMs, answer: (signal) => writeAnswer(ctx, input, sources, signal) };
 }
 
-async function* writeAnswer(userId: string, input: AskInput, sources: RecalledMemory[], signal?: AbortSignal): AsyncGenerator<string, AskDone> {
+async function* writeAnswer(
+  ctx: Pick<AuthContext, "user" | "requestId">,
+  input: AskInput,
+  sources: RecalledMemory[],
+  signal?: AbortSignal,
+): AsyncGenerator<string, AskDone> {
   const started = performance.now();
   const model = sources.length > 0 ? chatModel() : null;
   let fallbackReason: string | undefined;
@@ -90,8 +95,11 @@ async function* writeAnswer(userId: string, input: AskInput, sources: RecalledMe
     } catch (error) {
       // Once text went out the answer cannot be swapped; before that, the extractive answer stands in.
       if (answer || signal?.aborted) throw error;
-      console.error(`[engram] ask: chat model failed; answering extractively: ${error instanceof Error ? error.message : String(error)}`);
-      fallbackReason = `chat model failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300);
+      console.error(`[${ctx.requestId}] ask: chat model failed; answering extractively: ${error instanceof Error ? error.message : String(error)}`);
+      // The provider's own error text (its address, an echoed key, its quota) is the operator's, not
+      // every asker's: it goes to the log under the request id, as a 500's details do.
+      fallbackReason =
+        error instanceof ModelTimeoutError ? `chat model failed: ${error.message}` : `chat model failed (details in the server log, request ${ctx.requestId})`;
     }
     if (!fallbackReason) {
       const cited = parseCitations(answer, sources.length);
@@ -104,7 +112,7 @@ async function* writeAnswer(userId: string, input: AskInput, sources: RecalledMe
       };
     }
   }
-  const sentences = await extractSentences(input.query, sources, userId);
+  const sentences = await extractSentences(input.query, sources, ctx.user.id);
   const pieces = sentences.length === 0 ? [NOTHING_FOUND] : sentences.map((s, i) => `${i ? " " : ""}${s.text} [${s.source + 1}]`);
   for (const piece of pieces) yield piece;
   const answer = pieces.join("");

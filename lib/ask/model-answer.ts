@@ -58,6 +58,9 @@ export function buildPrompt(query: string, sources: RecalledMemory[], locale?: s
   return { system: ASK_SYSTEM_PROMPT, prompt, fence };
 }
 
+/** The model said nothing within ENGRAM_ASK_MODEL_TIMEOUT_MS: our own words, safe to show the asker. */
+export class ModelTimeoutError extends Error {}
+
 export interface ModelStream {
   deltas: AsyncIterable<string>;
   tokens: () => Promise<number | undefined>;
@@ -83,7 +86,7 @@ export function streamModelAnswer(model: LanguageModel, prompt: ModelPrompt, sig
       if (part.type === "text-delta" && part.text) yield part.text;
       else if (part.type === "error") throw part.error instanceof Error ? part.error : new Error(String(part.error));
       // Aborted: by the caller (they are gone) or by the budget (an error, so ask can fall back).
-      else if (part.type === "abort") throw new Error(signal?.aborted ? "the answer was aborted" : `the chat model did not finish within ${budgetMs} ms`);
+      else if (part.type === "abort") throw signal?.aborted ? new Error("the answer was aborted") : new ModelTimeoutError(`the chat model did not finish within ${budgetMs} ms`);
     }
   }
   return {
