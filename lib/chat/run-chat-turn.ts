@@ -209,8 +209,10 @@ async function execute(turn: Turn): Promise<boolean> {
       // As ask does: once text went out the answer cannot be swapped (the turn ends partial_failed);
       // before that, the extractive answer stands in and says why.
       if (turn.content || error instanceof Canceled || error instanceof LostLease) throw error;
-      console.error(`[engram] chat: the chat model failed; answering extractively: ${error instanceof Error ? error.message : String(error)}`);
-      fallbackReason = `chat model failed: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300);
+      console.error(`[engram] chat: the chat model failed on message ${turn.message.id}; answering extractively: ${error instanceof Error ? error.message : String(error)}`);
+      // The provider's own error text (its address, an echoed key, its quota) is the operator's, as in ask:
+      // the log has it under the message id.
+      fallbackReason = `chat model failed (details in the server log, message ${turn.message.id})`;
     }
   }
   const sentences = unique.length ? await extractSentences(question.content, unique, turn.ctx.user.id) : [];
