@@ -128,3 +128,23 @@ describe("storage quotas", () => {
     expect((await storageUsage(h.db, "hub", team)).memories).toBe(1);
   });
 });
+
+describe("storage quotas on re-pushed links", () => {
+  afterEach(() => {
+    delete process.env.ENGRAM_QUOTA_USER_BYTES;
+  });
+
+  it("holds a link pushed again under its source_path to the quota: a longer URL is growth like any other", async () => {
+    process.env.ENGRAM_QUOTA_USER_BYTES = "1000";
+    const eve = await h.user("Eve");
+    const first = await eve.post("/v1/memories", { content: "https://example.invalid/a", content_type: "link", source_path: "links/a" });
+    expect(first.status).toBe(201);
+    const before = await storageUsage(h.db, "user", eve.id);
+    const long = `https://example.invalid/${"a".repeat(5000)}`;
+    const again = await eve.post("/v1/memories", { content: long, content_type: "link", source_path: "links/a" });
+    expect([again.status, again.body.error?.code]).toEqual([413, "quota_exceeded"]);
+    expect(again.body.error.details).toMatchObject({ scope: "user", resource: "bytes", limit: 1000 });
+    expect(await storageUsage(h.db, "user", eve.id)).toEqual(before);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: first.body.data.id } })).content).toBe("https://example.invalid/a");
+  });
+});

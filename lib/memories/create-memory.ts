@@ -268,7 +268,7 @@ export function linkUrlOrThrow(content: string): string {
 
 /** The same link again: fetch it afresh (new version, back to `processing`). */
 async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBody, hash: string, now: Date): Promise<Memory> {
-  return tx.memory.update({
+  const memory = await tx.memory.update({
     where: { id: existing.id },
     data: {
       content: input.content,
@@ -280,6 +280,11 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
       ...readAgain(now),
     },
   });
+  // A URL may be megabytes long: unchecked, pushing a long one again under a short one's source_path
+  // grew stored content past the quotas with no limit but the memory count.
+  const growth = Buffer.byteLength(input.content, "utf8") - Buffer.byteLength(existing.content, "utf8");
+  if (growth > 0) await assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
+  return memory;
 }
 
 /** A link or file memory's source changed: a new version, back to `processing` until its text is read again. */
