@@ -195,7 +195,11 @@ const extract: ProcessingStep = {
           const titled = await tx.memory.updateMany({ where: { ...currentWhere(ctx.memory), titleDerived: true }, data: { title } });
           if (titled.count === 1) changes.title = title;
         }
-        await assertStorageQuota(tx, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
+        // The hub and owner as they are now, read under the row lock the update took: a move or an owner
+        // change since the memory was loaded (a page can take seconds to read) put the growth on other
+        // counters, and checking the old hub's let the text past the new hub's quota.
+        const owner = await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { ownerId: true, hubId: true } });
+        await assertStorageQuota(tx, { ownerId: owner.ownerId, hubId: owner.hubId, bytes: growth, memories: 0 });
       }, BACKGROUND_TRANSACTION);
       if (ctx.loaded) Object.assign(ctx.loaded, changes);
     } catch (error) {
