@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { newId } from "@/lib/ids.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
 beforeAll(async () => {
@@ -323,6 +323,25 @@ describe("tree", () => {
     // Gone with the topic.
     expect((await ann.delete(`/v1/topics/${t.id}`)).status).toBe(200);
     expect(await h.db.topicVisit.count({ where: { topicId: t.id } })).toBe(0);
+  });
+
+  it("a key limited to some hubs finds a topic of the owner's other hubs no more than a topic that does not exist", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const personal = await topic(ann, "Private");
+    const teamKey = clientFor((await ann.post("/v1/auth/api-keys", { name: "team bot", hub_id: team })).body.data.key);
+    const unknown = newId();
+    for (const path of ["", "/memories", "/visit"]) {
+      const method = path === "/visit" ? "post" : "get";
+      const missing = await teamKey[method](`/v1/topics/${unknown}${path}`, ...(method === "post" ? [{}] : []));
+      const hidden = await teamKey[method](`/v1/topics/${personal.id}${path}`, ...(method === "post" ? [{}] : []));
+      expect([hidden.status, hidden.body.error]).toEqual([missing.status, missing.body.error]);
+      expect(hidden.status).toBe(404);
+    }
+    const missingParent = await teamKey.post("/v1/topics", { name: "Child", parent_id: unknown });
+    const hiddenParent = await teamKey.post("/v1/topics", { name: "Child", parent_id: personal.id });
+    expect([hiddenParent.status, hiddenParent.body.error]).toEqual([missingParent.status, { ...missingParent.body.error, details: { parent_id: personal.id } }]);
+    expect(await h.db.topic.count({ where: { hubId: { in: [team, ann.personalHubId] }, name: "Child" } })).toBe(0);
   });
 
   it("archives and restores whole branches; archived topics are read-only and leave the tree", async () => {

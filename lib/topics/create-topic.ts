@@ -7,6 +7,7 @@ import { HubTopics } from "./hub-topics.ts";
 import { serializeTopic } from "./serialize-topic.ts";
 import { MAX_TOPIC_DEPTH, MAX_TOPICS_PER_HUB, type CreateTopicBody } from "./topic-fields.ts";
 import { topicHubId } from "./topic-hub.ts";
+import { readableTopicWhere } from "./topic-or-throw.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 
 /**
@@ -19,7 +20,7 @@ export async function createTopic(ctx: AuthContext, input: CreateTopicBody) {
   let hubId = input.hub_id;
   if (!hubId && input.parent_id) {
     const parent = isUuid(input.parent_id)
-      ? await ctx.db.topic.findFirst({ where: { id: input.parent_id, hub: { members: { some: { userId: ctx.user.id } } } }, select: { hubId: true } })
+      ? await ctx.db.topic.findFirst({ where: { id: input.parent_id, ...readableTopicWhere(ctx) }, select: { hubId: true } })
       : null;
     if (!parent) throw new ApiError("invalid_parent", "The parent topic does not exist in this hub", { parent_id: input.parent_id });
     hubId = parent.hubId;

@@ -2,14 +2,24 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
 import { hubMembersLockKey, hubPermissionOrThrow, membershipOrThrow, type Membership } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { topicsLockKey } from "./hub-topics.ts";
 import type { TopicRow } from "./serialize-topic.ts";
 
+/**
+ * Prisma filter: topics of hubs the caller belongs to and the credential reaches. Without the second
+ * condition a key limited to some hubs found topics of the owner's other hubs and was told "Hub not
+ * found" for them, "Topic not found" for ids that exist nowhere.
+ */
+export function readableTopicWhere(ctx: Pick<AuthContext, "user" | "credential">): Prisma.TopicWhereInput {
+  return { hub: { members: { some: { userId: ctx.user.id } } }, ...(ctx.credential.hubIds !== null && { hubId: { in: [...ctx.credential.hubIds] } }) };
+}
+
 /** A topic in one of the caller's hubs; outside them it is not_found. */
 export async function readableTopicOrThrow(ctx: AuthContext, id: string): Promise<{ topic: TopicRow; membership: Membership }> {
-  const topic = isUuid(id) ? await ctx.db.topic.findFirst({ where: { id, hub: { members: { some: { userId: ctx.user.id } } } } }) : null;
+  const topic = isUuid(id) ? await ctx.db.topic.findFirst({ where: { id, ...readableTopicWhere(ctx) } }) : null;
   if (!topic) throw new ApiError("not_found", "Topic not found");
   return { topic, membership: await membershipOrThrow(ctx, topic.hubId) };
 }
