@@ -48,29 +48,34 @@ export async function countUsage(ctx: AuthContext, counter: UsageCounterName): P
 export async function flushUsage(): Promise<void> {
   if (state.timer) clearTimeout(state.timer);
   state.timer = undefined;
-  await state.flushing;
   const batch = [...state.pending.values()];
   state.pending.clear();
-  if (batch.length === 0) return;
-  state.flushing = (async () => {
-    for (const entry of batch) {
-      try {
-        await entry.db.usageCounter.upsert({
-          where: { userId_periodStart: { userId: entry.userId, periodStart: entry.periodStart } },
-          create: { userId: entry.userId, periodStart: entry.periodStart, ...entry.counts },
-          update: {
-            pushes: { increment: entry.counts.pushes },
-            recalls: { increment: entry.counts.recalls },
-            asks: { increment: entry.counts.asks },
-          },
-        });
-      } catch (error) {
-        console.error(`[engram] usage: could not record counts of user ${entry.userId}`, error);
-      }
+  // Chained after the flush in flight: the caller returns once its batch and every earlier one are
+  // written. Waiting for the one in flight and then taking the batch let two callers wait together, the
+  // first take the counts and the second find none and return before they were written, so a GET
+  // /v1/usage right after a push could read it uncounted.
+  const run = (state.flushing ?? Promise.resolve()).then(() => writeCounts(batch));
+  state.flushing = run;
+  await run;
+  if (state.flushing === run) state.flushing = undefined;
+}
+
+async function writeCounts(batch: Pending[]): Promise<void> {
+  for (const entry of batch) {
+    try {
+      await entry.db.usageCounter.upsert({
+        where: { userId_periodStart: { userId: entry.userId, periodStart: entry.periodStart } },
+        create: { userId: entry.userId, periodStart: entry.periodStart, ...entry.counts },
+        update: {
+          pushes: { increment: entry.counts.pushes },
+          recalls: { increment: entry.counts.recalls },
+          asks: { increment: entry.counts.asks },
+        },
+      });
+    } catch (error) {
+      console.error(`[engram] usage: could not record counts of user ${entry.userId}`, error);
     }
-  })();
-  await state.flushing;
-  state.flushing = undefined;
+  }
 }
 
 /** This period's counts of the caller (pending ones written first): /v1/usage and /v1/auth/me answer the same. */
