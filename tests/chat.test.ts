@@ -471,6 +471,42 @@ describe("workers", () => {
     }
   });
 
+  it("an approved save whose worker lost the turn mid-save is saved once: the worker that takes over adds no second memory", async () => {
+    const s = await session(ann);
+    const text = "the build cache is wiped on the first of each month.";
+    const sent = (await send(ann, s.id, `Remember that ${text}`)).body.data;
+    await chatTurnsIdle();
+    const approval = await h.db.chatApproval.findFirstOrThrow({ where: { messageId: sent.active_message_id } });
+    // Approved as the decision route does, without handing the turn to this process's runner.
+    await h.db.chatApproval.update({ where: { id: approval.id }, data: { status: "approved", decidedAt: new Date(), credential: { type: "api_key", scopes: ["read", "write"], hub_ids: null } } });
+    await h.db.chatSession.update({ where: { id: s.id }, data: { status: "running" } });
+    // The moment the memory row is written, another worker takes the turn over (this one looked dead).
+    await h.db.$executeRawUnsafe(`CREATE FUNCTION steal_chat_lease() RETURNS trigger AS $$ BEGIN
+      UPDATE chat_messages SET lease_owner = 'dead-worker', heartbeat_at = now() - interval '5 minutes' WHERE id = '${sent.active_message_id}'; RETURN NEW; END $$ LANGUAGE plpgsql`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER steal_chat_lease AFTER INSERT ON memories FOR EACH ROW EXECUTE FUNCTION steal_chat_lease()`);
+    try {
+      expect(await runChatTurn(h.database, sent.active_message_id, "slow-worker")).toBe("skipped");
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP TRIGGER steal_chat_lease ON memories`);
+      await h.db.$executeRawUnsafe(`DROP FUNCTION steal_chat_lease()`);
+    }
+    // Meanwhile the owner edits what the chat saved (if anything): identical content no longer dedups it.
+    for (const m of await h.db.memory.findMany({ where: { hubId: ann.personalHubId, content: text } })) {
+      expect((await ann.patch(`/v1/memories/${m.id}`, { content: `${text} Except in December.` })).status).toBe(200);
+    }
+    await h.db.chatMessage.update({ where: { id: sent.active_message_id }, data: { leaseOwner: "dead-worker", heartbeatAt: new Date(Date.now() - 5 * 60_000) } });
+    expect(await runChatTurn(h.database, sent.active_message_id, "rescuer")).toBe("finished");
+    const saved = await h.db.memory.findMany({ where: { hubId: ann.personalHubId, content: { startsWith: text } } });
+    expect(saved).toHaveLength(1);
+    const answer = (await ann.get(`${base}/${s.id}/messages/${sent.active_message_id}`)).body.data;
+    expect(answer.content).toMatch(/^Saved to “Personal”/);
+    expect(answer.tool_calls).toEqual([expect.objectContaining({ name: "push_memory", status: "done", result: expect.objectContaining({ memory_id: saved[0]!.id }) })]);
+    const results = await h.db.chatEvent.count({ where: { messageId: sent.active_message_id, type: "message.tool_result" } });
+    expect(results).toBe(1);
+    // Processed before the tests below configure a chat model (its classify call is not theirs).
+    await waitProcessed(h.db, ann, saved[0]!.id);
+  });
+
   it("on the embedded database, a turn leased by the process that stopped is run as soon as the server starts", async () => {
     if (h.database.kind !== "pglite") return; // PostgreSQL: other processes may be alive, so their leases age out (above)
     const s = await session(ann);

@@ -360,9 +360,10 @@ async function pushMemoryStep(turn: Turn, text: string, scope: string[]): Promis
     if (!approval || approval.status === "pending") throw new Error("push_memory resumed before its decision");
     if (approval.status === "approved") {
       try {
-        const saved = await saveMemory(turn, approval, text);
+        // Recorded with the memory (saveMemory): a turn taken over after the save finds the call done.
+        call.result = await saveMemory(turn, approval, call, text);
         call.status = "done";
-        call.result = saved;
+        notifyChatEvent(turn.message.id);
       } catch (error) {
         if (!(error instanceof ApiError)) throw error;
         call.status = "failed";
@@ -372,8 +373,10 @@ async function pushMemoryStep(turn: Turn, text: string, scope: string[]): Promis
       call.status = approval.status === "timed_out" ? "timed_out" : "denied";
       call.result = { status: approval.status };
     }
-    await saveToolCalls(turn);
-    await emit(turn, "message.tool_result", { tool_call_id: call.id, name: call.name, result: call.result });
+    if (call.status !== "done") {
+      await saveToolCalls(turn);
+      await emit(turn, "message.tool_result", { tool_call_id: call.id, name: call.name, result: call.result });
+    }
   }
   const hubName = String(call.arguments.hub_name ?? "");
   if (call.status === "done") {
@@ -396,13 +399,28 @@ async function writeHub(turn: Turn, scope: string[]): Promise<{ id: string; name
   return turn.session.writeHubId ? "you can no longer write to this chat's write hub" : "this chat has no write hub; set write_hub_id to choose one";
 }
 
-async function saveMemory(turn: Turn, approval: ChatApproval, text: string): Promise<Record<string, unknown>> {
+/**
+ * Saves the approved memory and, in the same transaction, marks the call done on the message (still
+ * leased to this worker) with its tool_result event. A worker that stops after the save has recorded
+ * it, and one that lost its lease meanwhile saves nothing: the save happens once, whoever takes over
+ * (a second save would add a duplicate once the first memory was edited, moved or deleted).
+ */
+async function saveMemory(turn: Turn, approval: ChatApproval, call: ChatToolCall, text: string): Promise<Record<string, unknown>> {
   const hubId = String((approval.arguments as { hub_id?: string }).hub_id ?? "");
   const ctx: AuthContext = { ...turn.ctx, credential: credentialFrom(approval.credential) };
   const membership = await hubPermissionOrThrow(ctx, hubId, "memories.write", "save memories");
   const hubCtx: HubContext = { ...ctx, hub: membership.hub, role: membership.role };
-  const { memory } = await createMemory(hubCtx, { content: text, source: "chat", initiation_type: "human_requested_agent" } as Parameters<typeof createMemory>[1]);
-  return { memory_id: memory.id, hub_id: hubId, title: memory.title };
+  let result: Record<string, unknown> = {};
+  await createMemory(hubCtx, { content: text, source: "chat", initiation_type: "human_requested_agent" } as Parameters<typeof createMemory>[1], {
+    inTransaction: async (tx, memory) => {
+      await leaseOrThrow(tx, turn);
+      result = { memory_id: memory.id, hub_id: hubId, title: memory.title };
+      const toolCalls = turn.toolCalls.map((c) => (c.id === call.id ? { ...c, status: "done", result } : c));
+      await tx.chatMessage.update({ where: { id: turn.message.id }, data: { toolCalls: toolCalls as unknown as Prisma.InputJsonValue } });
+      await appendChatEvent(tx, turn.message.id, "message.tool_result", { tool_call_id: call.id, name: call.name, result }, { heartbeat: true });
+    },
+  });
+  return result;
 }
 
 async function modelAnswer(turn: Turn, question: ChatMessage, sources: RecalledMemory[], model: NonNullable<ReturnType<typeof chatModel>>): Promise<number[]> {

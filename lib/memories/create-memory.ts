@@ -52,7 +52,18 @@ export function assertContentSize(content: string): void {
  * updates that memory in place (version +1 when the content changed);
  * re-pushing identical content returns the existing memory untouched.
  */
-export async function createMemory(ctx: HubContext, input: CreateMemoryBody, options: { gateAnswer?: boolean } = {}): Promise<CreateMemoryResult> {
+export async function createMemory(
+  ctx: HubContext,
+  input: CreateMemoryBody,
+  options: {
+    gateAnswer?: boolean;
+    /**
+     * Runs in the memory's transaction, after its write: a caller that must record the save (a chat
+     * tool call) commits the record with it or neither, so a retry cannot save a second time.
+     */
+    inTransaction?: (tx: DbClient, memory: Memory) => Promise<void>;
+  } = {},
+): Promise<CreateMemoryResult> {
   assertContentSize(input.content);
   if (input.source_path?.startsWith(DECISION_GATE_PATH_PREFIX) && !options.gateAnswer) {
     throw new ApiError("invalid_request", `source_path may not start with "${DECISION_GATE_PATH_PREFIX}": that prefix is reserved for the answers of decision gates`, {
@@ -82,46 +93,51 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody, opt
   if (link) input = { ...input, content: link, content_type: "link", source_path: input.source_path ?? link };
   const hash = file ? contentHash(`file:${file.sha256}
 ${input.content}`) : contentHash(input.content);
+  const write = async (tx: DbClient): Promise<{ memory: Memory; created: boolean; replaced: string[] }> => {
+    // The source_path's lock (if any) before the content's: a push with a path and one without can
+    // share a content hash, and each must see the other's memory (always in this order, no deadlock).
+    // Then the membership (shared, as lockMembershipOrThrow takes it), all in one statement.
+    await lockForTransaction(tx, [
+      ...(input.source_path ? [sourcePathLockKey(ctx.hub.id, input.source_path)] : []),
+      contentHashLockKey(ctx.hub.id, hash),
+      { shared: hubMembersLockKey(ctx.hub.id) },
+    ]);
+    const { role } = await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
+    if (input.source_path) {
+      // Read under the memory's row lock: an update in place writes every field from this read, so an
+      // edit (PATCH) committed between an unlocked read and the write would be silently undone.
+      const [lockedId] = await lockMemoryAtPath(tx, ctx.hub.id, input.source_path);
+      const existing = lockedId ? await tx.memory.findUnique({ where: { id: lockedId } }) : null;
+      if (existing) {
+        // Updating in place is editing: a contributor's push to another member's source_path may not
+        // rewrite that memory (PATCH would be 403 too). The same content changes nothing, as a
+        // content_hash duplicate does not.
+        if (!canEditMemory(role, existing.ownerId === ctx.user.id)) {
+          if (existing.contentHash === hash) return { memory: existing, created: false, replaced: [] };
+          throw new ApiError("forbidden", `source_path "${input.source_path}" is another member's memory in this hub; your role (${role}) may only update your own`, {
+            memory_id: existing.id,
+          });
+        }
+        let replaced: string[] = [];
+        let memory: Memory;
+        if (file) ({ memory, replaced } = await replaceFile(tx, existing, input, file, hash, now));
+        else memory = link ? await refetchLink(tx, existing, input, hash, now) : await reingest(tx, existing, input, hash, now);
+        if (memory !== existing) await emitEvent(tx, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
+        return { memory, created: false, replaced };
+      }
+    }
+    const duplicate = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, contentHash: hash }, orderBy: { createdAt: "asc" } });
+    if (duplicate) return { memory: duplicate, created: false, replaced: [] };
+    const memory = await insert(tx, ctx, input, hash, source, createdAt, now, file);
+    if (file) await attachFile(tx, memory, file, now);
+    await emitEvent(tx, { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
+    return { memory, created: true, replaced: [] };
+  };
   const attempt = () =>
     ctx.db.$transaction(async (tx) => {
-      // The source_path's lock (if any) before the content's: a push with a path and one without can
-      // share a content hash, and each must see the other's memory (always in this order, no deadlock).
-      // Then the membership (shared, as lockMembershipOrThrow takes it), all in one statement.
-      await lockForTransaction(tx, [
-        ...(input.source_path ? [sourcePathLockKey(ctx.hub.id, input.source_path)] : []),
-        contentHashLockKey(ctx.hub.id, hash),
-        { shared: hubMembersLockKey(ctx.hub.id) },
-      ]);
-      const { role } = await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
-      if (input.source_path) {
-        // Read under the memory's row lock: an update in place writes every field from this read, so an
-        // edit (PATCH) committed between an unlocked read and the write would be silently undone.
-        const [lockedId] = await lockMemoryAtPath(tx, ctx.hub.id, input.source_path);
-        const existing = lockedId ? await tx.memory.findUnique({ where: { id: lockedId } }) : null;
-        if (existing) {
-          // Updating in place is editing: a contributor's push to another member's source_path may not
-          // rewrite that memory (PATCH would be 403 too). The same content changes nothing, as a
-          // content_hash duplicate does not.
-          if (!canEditMemory(role, existing.ownerId === ctx.user.id)) {
-            if (existing.contentHash === hash) return { memory: existing, created: false, replaced: [] };
-            throw new ApiError("forbidden", `source_path "${input.source_path}" is another member's memory in this hub; your role (${role}) may only update your own`, {
-              memory_id: existing.id,
-            });
-          }
-          let replaced: string[] = [];
-          let memory: Memory;
-          if (file) ({ memory, replaced } = await replaceFile(tx, existing, input, file, hash, now));
-          else memory = link ? await refetchLink(tx, existing, input, hash, now) : await reingest(tx, existing, input, hash, now);
-          if (memory !== existing) await emitEvent(tx, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
-          return { memory, created: false, replaced };
-        }
-      }
-      const duplicate = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, contentHash: hash }, orderBy: { createdAt: "asc" } });
-      if (duplicate) return { memory: duplicate, created: false, replaced: [] };
-      const memory = await insert(tx, ctx, input, hash, source, createdAt, now, file);
-      if (file) await attachFile(tx, memory, file, now);
-      await emitEvent(tx, { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
-      return { memory, created: true, replaced: [] };
+      const result = await write(tx);
+      await options.inTransaction?.(tx, result.memory);
+      return result;
     });
 
   let result: { memory: Memory; created: boolean; replaced: string[] };
