@@ -208,3 +208,75 @@ describe("new topics and the hub's limit of 500", () => {
     expect((await h.db.memory.findMany({ where: { id: { in: ids } } })).map((m) => m.topicId)).toEqual([null, null, null, null]);
   }, 180_000);
 });
+
+describe("what a merge rewrite reads", () => {
+  /** Every value the run's reads hand back (model methods and raw queries), the queries run as they are. */
+  function reading(db: typeof h.db, seen: unknown[]): typeof h.db {
+    const wrap = (target: object, name: string | symbol) => {
+      const real = Reflect.get(target, name) as unknown;
+      if (typeof real !== "function") return real;
+      return async (...args: unknown[]) => {
+        const result = await (real as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        seen.push(result);
+        return result;
+      };
+    };
+    return new Proxy(db, {
+      get(target, key) {
+        if (key === "$queryRaw" || key === "$queryRawUnsafe") return wrap(target, key);
+        const model = Reflect.get(target, key) as unknown;
+        if (typeof model === "function") return (model as (...a: unknown[]) => unknown).bind(target);
+        if (typeof key !== "string" || key.startsWith("$") || typeof model !== "object" || model === null) return model;
+        return new Proxy(model, { get: (m, method) => (method === "findMany" || method === "findFirst" || method === "findUnique" ? wrap(m, method) : Reflect.get(m, method)) });
+      },
+    });
+  }
+  const longest = (value: unknown, marker: string): number => {
+    if (typeof value === "string") return value.includes(marker) ? value.length : 0;
+    if (Array.isArray(value)) return Math.max(0, ...value.map((v) => longest(v, marker)));
+    if (value && typeof value === "object" && !(value instanceof Date)) return Math.max(0, ...Object.values(value).map((v) => longest(v, marker)));
+    return 0;
+  };
+
+  /**
+   * The rewrite step read both whole contents of every merge pair of the run (megabytes each, pairs
+   * by the thousand) though it calls the model for the first ENGRAM_DREAM_MAX_MODEL_CALLS pairs only,
+   * each side at most MERGE_MAX_INPUT_CHARS long. It now reads those pairs, and one character past that.
+   */
+  it("reads only the pairs the model is called for, and of each side no more than fits the prompt", async () => {
+    const PAIR = ["Run the database migrations with npm run migrate before deploying the API.", "Before deploying the API we run the database migrations with npm run migrate."];
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    const base = Date.now() - 10 * DAY;
+    for (const [i, content] of [DUP_OLD, DUP_NEW, ...PAIR].entries()) {
+      ids.push((await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } })).body.data.id);
+      const at = new Date(base + i * 60_000);
+      await h.db.memory.update({ where: { id: ids[i]! }, data: { createdAt: at, updatedAt: at } });
+    }
+    await indexMemories(h.db, ids);
+    // Past the part the duplicate checks read, and after the embeddings: both pairs are found as before.
+    const markers = { [ids[1]!]: "qxmarkone", [ids[3]!]: "qxmarktwo" };
+    for (const [id, marker] of Object.entries(markers)) {
+      const row = await memory(id);
+      await h.db.memory.update({ where: { id }, data: { content: `${row.content}${" ".repeat(5000)}${` ${marker}`.repeat(40_000)}` } });
+    }
+    process.env.ENGRAM_DREAM_MAX_MODEL_CALLS = "1";
+    try {
+      const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
+      const seen: unknown[] = [];
+      expect(await runDreamRunOnce(reading(h.db, seen), runId)).toBe(true);
+      const merges = await h.db.dreamAction.findMany({ where: { runId, actionType: "merge" } });
+      expect(merges.map((m) => (m.details as { kept_id: string }).kept_id).sort()).toEqual([ids[1], ids[3]].sort());
+      const tried = merges.filter((m) => (m.details as { rewrite_skipped?: string }).rewrite_skipped);
+      expect(tried).toHaveLength(1);
+      expect(tried[0]!.details).toMatchObject({ rewritten: false, rewrite_skipped: expect.stringMatching(/too long to rewrite/) });
+      const triedId = (tried[0]!.details as { kept_id: string }).kept_id;
+      const untriedId = triedId === ids[1] ? ids[3]! : ids[1]!;
+      expect(longest(seen, markers[untriedId]!)).toBe(0);
+      expect(longest(seen, markers[triedId]!)).toBeGreaterThan(0);
+      expect(longest(seen, markers[triedId]!)).toBeLessThanOrEqual(8_001);
+    } finally {
+      delete process.env.ENGRAM_DREAM_MAX_MODEL_CALLS;
+    }
+  }, 180_000);
+});

@@ -310,15 +310,16 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
   const model = merges.length ? chatModel() : null;
   if (!model) return out;
   const name = process.env.ENGRAM_CHAT_MODEL ?? "chat";
-  const rows = await ctx.deps.db.memory.findMany({
-    where: { id: { in: merges.flatMap((m) => [m.older.id, m.newer.id]) } },
-    select: { id: true, title: true, content: true, contentType: true, contentHash: true },
-  });
-  const byId = new Map(rows.map((r) => [r.id, r]));
   const now = ctx.deps.now ?? (() => new Date());
   const todo = merges.slice(0, ctx.deps.config.maxModelCallsPerRun);
   for (const group of chunked(todo, 4)) {
     if (now().getTime() - ctx.startedAt > ctx.deps.config.maxRunMs / 2) break;
+    // Only the pairs the model is called for, and of each side one character past what fits the
+    // prompt: enough to tell a side too long to rewrite (contents go up to megabytes, pairs to thousands).
+    const rows = await ctx.deps.db.$queryRaw<{ id: string; title: string; content: string; contentType: string; contentHash: string }[]>`
+      SELECT id::text AS id, title, left(content, ${MERGE_MAX_INPUT_CHARS + 1}::int) AS content, content_type AS "contentType", content_hash AS "contentHash"
+        FROM memories WHERE id = ANY(${group.flatMap((m) => [m.older.id, m.newer.id])}::uuid[])`;
+    const byId = new Map(rows.map((r) => [r.id, r]));
     await Promise.all(
       group.map(async ({ older, newer }) => {
         const a = byId.get(older.id);
