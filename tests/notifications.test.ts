@@ -208,6 +208,24 @@ describe("notifications", () => {
     expect(await inbox(ann, `?hub=${hub}&kind=hub_ownership_transfer`)).toEqual([]);
   });
 
+  it("an action named like an object's built-in (toString, __proto__) is a 400 that changes nothing, not a 500 after declining the offer", async () => {
+    const hub = await createTeamHub(ann, "Built-in actions hub");
+    await ann.post(`/v1/hubs/${hub}/invites`, { email: cid.email, role: "admin" });
+    expect((await ann.post(`/v1/hubs/${hub}/members`, { user_id: cid.id, role: "admin" })).status).toBeLessThan(300);
+    const offer = await ann.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: cid.id });
+    expect(offer.status, offer.text).toBe(201);
+    const [n] = await inbox(cid, `?hub=${hub}&kind=hub_ownership_transfer`);
+    for (const action of ["toString", "__proto__", "constructor", "hasOwnProperty"]) {
+      const res = await cid.post(`/v1/notifications/${n.id}/resolve`, { action });
+      expect([res.status, res.body.error?.code], action).toEqual([400, "invalid_action_for_notification_kind"]);
+      expect(res.body.error.details.actions).toEqual(["accept", "decline", "dismiss"]);
+    }
+    // The offer still stands, and its notification still waits for the decision.
+    expect((await h.db.ownershipTransfer.findUniqueOrThrow({ where: { id: offer.body.data.id } })).state).toBe("pending");
+    expect((await inbox(cid, `?hub=${hub}&kind=hub_ownership_transfer`)).map((m) => m.id)).toEqual([n.id]);
+    expect((await cid.post(`/v1/notifications/${n.id}/resolve`, { action: "accept" })).body.data.resolution).toBe("accepted");
+  });
+
   it("a memory whose processing failed notifies its owner", async () => {
     const res = await cid.post("/v1/memories", { content: "# Scan\n\nunreadable attachment" });
     const memory = await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } });

@@ -53,8 +53,10 @@ export async function dismissNotification(ctx: AuthContext, id: string) {
 export async function resolveNotification(ctx: AuthContext, id: string, action: string) {
   const row = await ownNotificationOrThrow(ctx, id);
   if (row.kind === "decision_gate") return resolveGateNotification(ctx, row, action);
-  const allowed = RESOLVE_ACTIONS[row.kind];
-  const resolution = allowed?.[action];
+  const allowed = Object.hasOwn(RESOLVE_ACTIONS, row.kind) ? RESOLVE_ACTIONS[row.kind] : undefined;
+  // Own keys only: "toString" or "__proto__" found the object's built-ins, ran the domain call as if a
+  // real action (a transfer declined, a review kept as B) and then failed to store them (a 500).
+  const resolution = allowed && Object.hasOwn(allowed, action) ? allowed[action] : undefined;
   if (!allowed || !resolution) {
     throw new ApiError("invalid_action_for_notification_kind", `"${action}" is not an action of a ${row.kind} notification`, {
       actions: Object.keys(allowed ?? {}),
