@@ -613,6 +613,30 @@ describe("with a chat model (a local fake of the OpenAI API)", () => {
     await ann.patch("/v1/settings", { chat_default_persona_id: "" });
   });
 
+  it("a persona deleted since it was chosen (the account's default, or a session's) no longer speaks", async () => {
+    const persona = await ann.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "personas/pirate.md", content: "# Pirate\nTalk like a pirate, arr." });
+    expect(persona.status).toBe(201);
+    const id = persona.body.data.id as string;
+    expect((await ann.patch("/v1/settings", { chat_default_persona_id: id })).status).toBe(200);
+    const inherits = await session(ann);
+    const chosen = await session(ann, { scope_type: "user_all_hubs", persona_id: id });
+    try {
+      fake.reply = "Friday [1].";
+      await answered(ann, inherits.id, (await send(ann, inherits.id, "When does the deploy freeze start?")).body.data.active_message_id);
+      expect(fake.requests.at(-1).messages[0].content).toContain("Talk like a pirate");
+      expect((await ann.delete(`/v1/personas/${id}`)).status).toBe(200);
+      expect(((await ann.get("/v1/personas")).body.data.personas as { id: string }[]).map((p) => p.id)).not.toContain(id);
+      for (const s of [inherits, chosen]) {
+        fake.requests.length = 0;
+        const answer = await answered(ann, s.id, (await send(ann, s.id, "When does the deploy freeze start?")).body.data.active_message_id);
+        expect(answer.status).toBe("completed");
+        expect(fake.requests.at(-1).messages[0].content).not.toContain("pirate");
+      }
+    } finally {
+      await ann.patch("/v1/settings", { chat_default_persona_id: "" });
+    }
+  });
+
   it("a model that fails before writing is replaced by the extractive answer, which says why", async () => {
     const s = await session(ann);
     fake.fail = true;

@@ -10,6 +10,7 @@ import type { ChatApproval, ChatMessage, ChatSession, Prisma } from "@/lib/db/ge
 import { credentialWrites, hubPermissionOrThrow, memoryAccessWhere, readableHubs } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
+import { isPersonaConfig } from "@/lib/personas/persona-source.ts";
 import { estimateTokens } from "@/lib/processing/estimate-tokens.ts";
 import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
@@ -454,8 +455,12 @@ async function personaText(turn: Turn): Promise<string> {
   if (id === "none") return "";
   if (id === "") id = (await turn.ctx.db.userSetting.findUnique({ where: { userId: turn.session.ownerId }, select: { chatDefaultPersonaId: true } }))?.chatDefaultPersonaId ?? "";
   if (!id || id === "none") return "";
-  const config = await turn.ctx.db.agentConfig.findFirst({ where: { id, ownerId: turn.session.ownerId, deletedAt: null }, select: { content: true } });
-  return config?.content.slice(0, 4_000) ?? "";
+  const config = await turn.ctx.db.agentConfig.findFirst({
+    where: { id, ownerId: turn.session.ownerId, deletedAt: null },
+    select: { content: true, filePath: true, deletedAt: true, version: true, personaHiddenVersion: true },
+  });
+  // A persona deleted since it was chosen (hidden, its file kept) is gone for chats too, as from the list.
+  return config && isPersonaConfig(config) ? config.content.slice(0, 4_000) : "";
 }
 
 /** The finished turns before the question (a regenerated answer's predecessors included: they are what was said). */
