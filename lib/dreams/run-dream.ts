@@ -334,8 +334,10 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
           out.set(newer.id, content ? { content, original: b.content, originalHash: b.contentHash, model: name } : { skipped: "the model's merge was empty or longer than both memories" });
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error);
-          console.error(`[engram] dream: chat model merge failed; keeping the newer memory: ${message}`);
-          out.set(newer.id, { skipped: `chat model failed: ${message}`.slice(0, 300) });
+          console.error(`[engram] dream run ${ctx.runId}: chat model merge failed; keeping the newer memory: ${message}`);
+          // The provider's own error text (its address, an echoed key, its quota) is the operator's, not
+          // every hub admin's who reads the action: the log has it under the run id, as ask and chat do.
+          out.set(newer.id, { skipped: `chat model failed (details in the server log, dream run ${ctx.runId})` });
         }
       }),
     );
