@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import NextAuth from "next-auth";
+import { claimAccount } from "@/lib/auth/claim-account.ts";
 import { clearsSession, endSession } from "@/lib/auth/end-session.ts";
+import { sessionOptions } from "@/lib/auth/session-options.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 import { sessionCookieFor } from "./support/oauth-consent.ts";
 
@@ -10,6 +13,29 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.close();
 });
+
+/**
+ * GET /api/auth/session with this cookie, answered by next-auth with Engram's options (its
+ * pages-router entry: the app route's reads request headers through next/headers, which needs a
+ * live Next request). Returns the session cookie next-auth sets in return, if any.
+ */
+async function reissued(cookie: string): Promise<string | undefined> {
+  const eq = cookie.indexOf("=");
+  const [name, value] = [cookie.slice(0, eq), cookie.slice(eq + 1)];
+  const headers: Record<string, string | string[]> = {};
+  const res = {
+    status: () => res,
+    setHeader: (key: string, v: string | string[]) => ((headers[key.toLowerCase()] = v), res),
+    getHeader: (key: string) => headers[key.toLowerCase()],
+    send: () => {},
+    json: () => {},
+    end: () => {},
+  };
+  const req = { method: "GET", query: { nextauth: ["session"] }, cookies: { [name]: value }, headers: { host: "engram.test", "x-forwarded-proto": "http" }, body: {} };
+  await NextAuth(req as never, res as never, await sessionOptions(h.db));
+  const set = ([] as string[]).concat(headers["set-cookie"] ?? []).map((c) => c.split(";")[0]!);
+  return set.find((c) => c.startsWith(`${name}=`) && c.length > name.length + 1);
+}
 
 describe("signing out ends the session, not only the browser's copy", () => {
   it("a session ended is refused wherever its cookie is replayed; the user's other sessions go on", async () => {
@@ -24,6 +50,30 @@ describe("signing out ends the session, not only the browser's copy", () => {
     // Nothing to end without a readable session cookie.
     expect(await endSession(h.db, "next-auth.session-token=garbage")).toBe(false);
     expect(await endSession(h.db, null)).toBe(false);
+  });
+
+  it("next-auth's session endpoint re-issues a live session, never one signed out of or cut off by a claim", async () => {
+    const cara = await h.user("Cara");
+    const me = (cookie: string) => h.anonymous.get("/v1/auth/me", { headers: { cookie } });
+    const live = await sessionCookieFor(h.db, cara.id);
+    const renewed = await reissued(live);
+    expect(renewed).toBeDefined();
+    expect((await me(renewed!)).status).toBe(200);
+
+    // A copy of a cookie its owner signed out of: next-auth would hand back a new one, with a new id.
+    const ended = await sessionCookieFor(h.db, cara.id);
+    await endSession(h.db, ended);
+    const laundered = await reissued(ended);
+    if (laundered) expect((await me(laundered)).status).toBe(401);
+    expect(laundered).toBeUndefined();
+
+    // A session from before a claim (the squatter's) must not come back with a new issue time.
+    const dan = await h.user("Dan");
+    await h.db.user.update({ where: { id: dan.id }, data: { emailUnverified: true } });
+    const squatter = await sessionCookieFor(h.db, dan.id);
+    expect(await claimAccount(h.db, dan.id, new Date(Date.now() + 2000))).toBe(true);
+    expect((await me(squatter)).status).toBe(401);
+    expect(await reissued(squatter)).toBeUndefined();
   });
 
   it("ended ids are kept only until their cookie would have expired", async () => {

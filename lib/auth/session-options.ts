@@ -11,7 +11,7 @@ import { createUser } from "@/lib/users/create-user.ts";
 import { githubUserinfo } from "./github-profile.ts";
 import { verifyPassword } from "./password.ts";
 import type { LinkIntent } from "./provider-link.ts";
-import { SESSION_MAX_AGE_SECONDS, sessionSecret } from "./session.ts";
+import { SESSION_MAX_AGE_SECONDS, sessionPayloadAccount, sessionSecret } from "./session.ts";
 import { claimAccount } from "./claim-account.ts";
 import { reserveSignIn, settleSignIn } from "./sign-in-throttle.ts";
 import { signUpOpen } from "./sign-up.ts";
@@ -135,7 +135,14 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
         );
         return true;
       },
-      async jwt({ token, account }) {
+      async jwt({ token, user, account }) {
+        // Without a user this is next-auth re-issuing a cookie it was sent (GET /api/auth/session),
+        // with a new id and issue time: a session signed out of or cut off by a claim would come
+        // back as a valid one. The throw makes next-auth clear the cookie instead.
+        if (!user) {
+          if (!(await sessionPayloadAccount(db, token))) throw new Error("This session has ended; sign in again");
+          return token;
+        }
         // OAuth sign-ins arrive with the provider's user id; the session carries ours.
         if (account && account.type === "oauth") {
           const linked = await db.oAuthAccount.findUnique({

@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { decode } from "next-auth/jwt";
+import { decode, type JWT } from "next-auth/jwt";
 import { FULL_ACCESS, type AuthUser, type Credential } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
@@ -67,20 +67,28 @@ export async function sessionAccount(db: Db, token: string | undefined): Promise
   if (!token) return undefined;
   try {
     const payload = await decode({ token, secret: await sessionSecret(db) });
-    if (typeof payload?.sub !== "string") return undefined;
-    // A session signed out of (lib/auth/end-session.ts) stays ended, whoever still holds its cookie;
-    // one issued before the account's cut-off (a claim ended them) no longer counts. Both read at once.
-    const [ended, user] = await Promise.all([
-      typeof payload.jti === "string" ? db.endedSession.findUnique({ where: { jti: payload.jti }, select: { jti: true } }) : null,
-      db.user.findUnique({ where: { id: payload.sub }, select: { id: true, email: true, name: true, sessionsValidAfter: true } }),
-    ]);
-    if (ended || !user) return undefined;
-    const issued = typeof payload.iat === "number" ? payload.iat : 0;
-    if (user.sessionsValidAfter && issued < Math.floor(user.sessionsValidAfter.getTime() / 1000)) return undefined;
-    return { id: user.id, email: user.email, name: user.name };
+    return payload ? await sessionPayloadAccount(db, payload) : undefined;
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The account a decoded session token still signs in, or undefined: also asked before next-auth
+ * re-issues a token (lib/auth/session-options.ts), so an ended session cannot come back as a new one.
+ */
+export async function sessionPayloadAccount(db: Db, payload: JWT): Promise<AuthUser | undefined> {
+  if (typeof payload.sub !== "string") return undefined;
+  // A session signed out of (lib/auth/end-session.ts) stays ended, whoever still holds its cookie;
+  // one issued before the account's cut-off (a claim ended them) no longer counts. Both read at once.
+  const [ended, user] = await Promise.all([
+    typeof payload.jti === "string" ? db.endedSession.findUnique({ where: { jti: payload.jti }, select: { jti: true } }) : null,
+    db.user.findUnique({ where: { id: payload.sub }, select: { id: true, email: true, name: true, sessionsValidAfter: true } }),
+  ]);
+  if (ended || !user) return undefined;
+  const issued = typeof payload.iat === "number" ? payload.iat : 0;
+  if (user.sessionsValidAfter && issued < Math.floor(user.sessionsValidAfter.getTime() / 1000)) return undefined;
+  return { id: user.id, email: user.email, name: user.name };
 }
 
 /** The user id inside a valid, unexpired session token, or undefined. */
