@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import bcrypt from "bcryptjs";
 import NextAuth from "next-auth";
 import { claimAccount } from "@/lib/auth/claim-account.ts";
 import { clearsSession, endSession } from "@/lib/auth/end-session.ts";
@@ -15,26 +16,52 @@ afterAll(async () => {
 });
 
 /**
- * GET /api/auth/session with this cookie, answered by next-auth with Engram's options (its
- * pages-router entry: the app route's reads request headers through next/headers, which needs a
- * live Next request). Returns the session cookie next-auth sets in return, if any.
+ * One call of next-auth's endpoints with Engram's options, through its pages-router entry (the app
+ * route reads request headers through next/headers, which needs a live Next request). Returns the
+ * cookies it sets (name → value; cleared ones are left out) and its JSON answer.
  */
-async function reissued(cookie: string): Promise<string | undefined> {
-  const eq = cookie.indexOf("=");
-  const [name, value] = [cookie.slice(0, eq), cookie.slice(eq + 1)];
+async function nextAuth(
+  method: "GET" | "POST",
+  action: string[],
+  cookies: Record<string, string>,
+  body: Record<string, string> = {},
+): Promise<{ cookies: Record<string, string>; body: unknown }> {
   const headers: Record<string, string | string[]> = {};
+  let answer: unknown;
   const res = {
     status: () => res,
     setHeader: (key: string, v: string | string[]) => ((headers[key.toLowerCase()] = v), res),
     getHeader: (key: string) => headers[key.toLowerCase()],
-    send: () => {},
-    json: () => {},
+    send: (b: unknown) => void (answer = b),
+    json: (b: unknown) => void (answer = b),
     end: () => {},
   };
-  const req = { method: "GET", query: { nextauth: ["session"] }, cookies: { [name]: value }, headers: { host: "engram.test", "x-forwarded-proto": "http" }, body: {} };
+  const req = { method, query: { nextauth: action }, cookies, headers: { host: "engram.test", "x-forwarded-proto": "http" }, body };
   await NextAuth(req as never, res as never, await sessionOptions(h.db));
-  const set = ([] as string[]).concat(headers["set-cookie"] ?? []).map((c) => c.split(";")[0]!);
-  return set.find((c) => c.startsWith(`${name}=`) && c.length > name.length + 1);
+  const set: Record<string, string> = {};
+  for (const cookie of ([] as string[]).concat(headers["set-cookie"] ?? [])) {
+    const [name, value] = cookie.split(";")[0]!.split("=") as [string, string];
+    if (value) set[name] = decodeURIComponent(value);
+  }
+  return { cookies: set, body: answer };
+}
+
+const SESSION = "next-auth.session-token";
+
+/** GET /api/auth/session with this Cookie header: the session cookie next-auth re-issues, if any. */
+async function reissued(cookie: string): Promise<string | undefined> {
+  const value = cookie.slice(cookie.indexOf("=") + 1);
+  const fresh = (await nextAuth("GET", ["session"], { [SESSION]: value })).cookies[SESSION];
+  return fresh && `${SESSION}=${fresh}`;
+}
+
+/** A password sign-in through next-auth (CSRF token first): the session cookie it issues. */
+async function signIn(email: string, password: string): Promise<string> {
+  const csrf = await nextAuth("GET", ["csrf"], {});
+  const { csrfToken } = csrf.body as { csrfToken: string };
+  const signedIn = await nextAuth("POST", ["callback", "credentials"], csrf.cookies, { email, password, csrfToken, json: "true" });
+  expect(signedIn.cookies[SESSION]).toBeDefined();
+  return `${SESSION}=${signedIn.cookies[SESSION]}`;
 }
 
 describe("signing out ends the session, not only the browser's copy", () => {
@@ -74,6 +101,24 @@ describe("signing out ends the session, not only the browser's copy", () => {
     expect(await claimAccount(h.db, dan.id, new Date(Date.now() + 2000))).toBe(true);
     expect((await me(squatter)).status).toBe(401);
     expect(await reissued(squatter)).toBeUndefined();
+  });
+
+  it("signing out ends every cookie of that sign-in, one next-auth re-issued from it before too", async () => {
+    const eve = await h.user("Eve");
+    await h.db.user.update({ where: { id: eve.id }, data: { passwordHash: await bcrypt.hash("correct horse battery", 4) } });
+    const me = (cookie: string) => h.anonymous.get("/v1/auth/me", { headers: { cookie } });
+    const browser = await signIn(eve.email, "correct horse battery");
+    // Whoever copied the cookie (a shared machine, a logging proxy) has it re-issued: a new cookie id.
+    const copy = await reissued(browser);
+    expect(copy).toBeDefined();
+    expect((await me(copy!)).status).toBe(200);
+    const other = await signIn(eve.email, "correct horse battery");
+    expect(await endSession(h.db, browser)).toBe(true);
+    expect((await me(browser)).status).toBe(401);
+    expect((await me(copy!)).status).toBe(401);
+    expect(await reissued(copy!)).toBeUndefined();
+    // Another sign-in of the same person goes on.
+    expect((await me(other)).status).toBe(200);
   });
 
   it("ended ids are kept only until their cookie would have expired", async () => {

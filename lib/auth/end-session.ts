@@ -1,6 +1,6 @@
 import { decode } from "next-auth/jwt";
 import type { Db } from "@/lib/db/database.ts";
-import { sessionSecret, sessionTokenFrom } from "./session.ts";
+import { SESSION_MAX_AGE_SECONDS, sessionSecret, sessionTokenFrom } from "./session.ts";
 
 /**
  * Ends the dashboard session in this Cookie header for good: a session is a stateless cookie, so
@@ -18,8 +18,12 @@ export async function endSession(db: Db, cookieHeader: string | null, now = new 
     return false;
   }
   if (typeof payload?.jti !== "string" || typeof payload.exp !== "number") return false;
-  const expiresAt = new Date(payload.exp * 1000);
-  await db.endedSession.upsert({ where: { jti: payload.jti }, create: { jti: payload.jti, expiresAt }, update: {} });
+  // A sign-in's id (sid) ends every cookie re-issued from it, each of which expires at the latest
+  // a session's lifetime from now; a cookie without one (issued before sids) ends alone, at its expiry.
+  const sid = typeof payload.sid === "string" ? payload.sid : undefined;
+  const id = sid ?? payload.jti;
+  const expiresAt = sid ? new Date(now.getTime() + SESSION_MAX_AGE_SECONDS * 1000) : new Date(payload.exp * 1000);
+  await db.endedSession.upsert({ where: { jti: id }, create: { jti: id, expiresAt }, update: {} });
   await db.endedSession.deleteMany({ where: { expiresAt: { lt: now } } });
   return true;
 }

@@ -143,6 +143,9 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
           if (!(await sessionPayloadAccount(db, token))) throw new Error("This session has ended; sign in again");
           return token;
         }
+        // next-auth gives every cookie it issues, a re-issue too, a new jti; this id stays the same
+        // for all the cookies of one sign-in, so signing out ends them all (lib/auth/end-session.ts).
+        token.sid = newId();
         // OAuth sign-ins arrive with the provider's user id; the session carries ours.
         if (account && account.type === "oauth") {
           const linked = await db.oAuthAccount.findUnique({

@@ -79,10 +79,12 @@ export async function sessionAccount(db: Db, token: string | undefined): Promise
  */
 export async function sessionPayloadAccount(db: Db, payload: JWT): Promise<AuthUser | undefined> {
   if (typeof payload.sub !== "string") return undefined;
-  // A session signed out of (lib/auth/end-session.ts) stays ended, whoever still holds its cookie;
-  // one issued before the account's cut-off (a claim ended them) no longer counts. Both read at once.
+  // A session signed out of (lib/auth/end-session.ts) stays ended, whoever still holds its cookie or
+  // one re-issued from it; one issued before the account's cut-off (a claim ended them) no longer
+  // counts. Both read at once.
+  const ids = [payload.jti, payload.sid].filter((id): id is string => typeof id === "string");
   const [ended, user] = await Promise.all([
-    typeof payload.jti === "string" ? db.endedSession.findUnique({ where: { jti: payload.jti }, select: { jti: true } }) : null,
+    ids.length > 0 ? db.endedSession.findFirst({ where: { jti: { in: ids } }, select: { jti: true } }) : null,
     db.user.findUnique({ where: { id: payload.sub }, select: { id: true, email: true, name: true, sessionsValidAfter: true } }),
   ]);
   if (ended || !user) return undefined;
