@@ -25,6 +25,7 @@ async function nextAuth(
   action: string[],
   cookies: Record<string, string>,
   body: Record<string, string> = {},
+  db: Harness["db"] = h.db,
 ): Promise<{ cookies: Record<string, string>; body: unknown }> {
   const headers: Record<string, string | string[]> = {};
   let answer: unknown;
@@ -37,7 +38,7 @@ async function nextAuth(
     end: () => {},
   };
   const req = { method, query: { nextauth: action }, cookies, headers: { host: "engram.test", "x-forwarded-proto": "http" }, body };
-  await NextAuth(req as never, res as never, await sessionOptions(h.db));
+  await NextAuth(req as never, res as never, await sessionOptions(db));
   const set: Record<string, string> = {};
   for (const cookie of ([] as string[]).concat(headers["set-cookie"] ?? [])) {
     const [name, value] = cookie.split(";")[0]!.split("=") as [string, string];
@@ -56,10 +57,10 @@ async function reissued(cookie: string): Promise<string | undefined> {
 }
 
 /** A password sign-in through next-auth (CSRF token first): the session cookie it issues. */
-async function signIn(email: string, password: string): Promise<string> {
+async function signIn(email: string, password: string, db: Harness["db"] = h.db): Promise<string> {
   const csrf = await nextAuth("GET", ["csrf"], {});
   const { csrfToken } = csrf.body as { csrfToken: string };
-  const signedIn = await nextAuth("POST", ["callback", "credentials"], csrf.cookies, { email, password, csrfToken, json: "true" });
+  const signedIn = await nextAuth("POST", ["callback", "credentials"], csrf.cookies, { email, password, csrfToken, json: "true" }, db);
   expect(signedIn.cookies[SESSION]).toBeDefined();
   return `${SESSION}=${signedIn.cookies[SESSION]}`;
 }
@@ -119,6 +120,39 @@ describe("signing out ends the session, not only the browser's copy", () => {
     expect(await reissued(copy!)).toBeUndefined();
     // Another sign-in of the same person goes on.
     expect((await me(other)).status).toBe(200);
+  });
+
+  it("a claim ends a squatter's password sign-in it overtook, or one from the same second", async () => {
+    const me = (cookie: string) => h.anonymous.get("/v1/auth/me", { headers: { cookie } });
+    const squatted = async (name: string) => {
+      const who = await h.user(name);
+      await h.db.user.update({ where: { id: who.id }, data: { emailUnverified: true, passwordHash: await bcrypt.hash("squatter's password", 4) } });
+      return who;
+    };
+    // The owner proves the address (a verified Google sign-in, an e-mail code) while the squatter's
+    // sign-in is between its password check and its cookie.
+    const gus = await squatted("Gus");
+    let claimed = false;
+    const user = new Proxy(h.db.user, {
+      get: (target, key) =>
+        key === "findUnique"
+          ? async (...args: Parameters<typeof target.findUnique>) => {
+              const found = await target.findUnique(...args);
+              if (!claimed && found?.id === gus.id) claimed = await claimAccount(h.db, gus.id, new Date());
+              return found;
+            }
+          : Reflect.get(target, key),
+    });
+    const db = new Proxy(h.db, { get: (target, key) => (key === "user" ? user : Reflect.get(target, key)) });
+    const overtaken = await signIn(gus.email, "squatter's password", db);
+    expect(claimed).toBe(true);
+    expect((await me(overtaken)).status).toBe(401);
+
+    // Signed in just before the claim, within the same second as it.
+    const hal = await squatted("Hal");
+    const justBefore = await signIn(hal.email, "squatter's password");
+    expect(await claimAccount(h.db, hal.id, new Date())).toBe(true);
+    expect((await me(justBefore)).status).toBe(401);
   });
 
   it("ended ids are kept only until their cookie would have expired", async () => {

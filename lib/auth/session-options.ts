@@ -75,12 +75,19 @@ export function providerVerifiedEmail(provider: string, profile: unknown): boole
  */
 export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}): Promise<AuthOptions> {
   configureAuthUrl();
+  // When this request's sign-in checked who may sign in (a password, a provider's identity): a claim
+  // committed after that check must end the session it issues too (lib/auth/session.ts). Options are
+  // built per request, so this is the one sign-in's.
+  let checkedAt: number | undefined;
   const providers: AuthOptions["providers"] = [
     CredentialsProvider({
       id: "credentials",
       name: "Email and password",
       credentials: { email: { label: "Email", type: "email" }, password: { label: "Password", type: "password" } },
-      authorize: (credentials, req) => authorizePassword(db, credentials, req?.headers ?? {}),
+      authorize: (credentials, req) => {
+        checkedAt = Date.now();
+        return authorizePassword(db, credentials, req?.headers ?? {});
+      },
     }),
   ];
   if (process.env.GITHUB_CLIENT_ID && process.env.GITHUB_CLIENT_SECRET) {
@@ -105,6 +112,7 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
     callbacks: {
       async signIn({ user, account, profile }) {
         if (!account || account.type !== "oauth") return true;
+        checkedAt = Date.now();
         const identity = { provider: account.provider, providerAccountId: account.providerAccountId };
         const shown = { providerEmail: (user.email ?? "").trim().slice(0, 320), providerName: (user.name ?? "").trim().slice(0, 200) };
         if (options.link?.provider === account.provider) return linkIdentity(db, options.link.userId, identity, shown);
@@ -119,6 +127,8 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
           if (!providerVerifiedEmail(account.provider, profile)) return "/sign-in?error=OAuthAccountNotLinked";
           // The address is proven now: an account made by a password sign-up nobody proved is claimed.
           await claimAccount(db, existing.id, now);
+          // The prover's own session starts after the cut-off the claim just set.
+          checkedAt = Date.now();
           await db.oAuthAccount.create({
             data: { id: newId(now.getTime()), userId: existing.id, provider: account.provider, providerAccountId: account.providerAccountId, ...shown },
           });
@@ -146,6 +156,7 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
         // next-auth gives every cookie it issues, a re-issue too, a new jti; this id stays the same
         // for all the cookies of one sign-in, so signing out ends them all (lib/auth/end-session.ts).
         token.sid = newId();
+        token.signed_in_at = checkedAt ?? Date.now();
         // OAuth sign-ins arrive with the provider's user id; the session carries ours.
         if (account && account.type === "oauth") {
           const linked = await db.oAuthAccount.findUnique({

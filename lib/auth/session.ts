@@ -88,9 +88,19 @@ export async function sessionPayloadAccount(db: Db, payload: JWT): Promise<AuthU
     db.user.findUnique({ where: { id: payload.sub }, select: { id: true, email: true, name: true, sessionsValidAfter: true } }),
   ]);
   if (ended || !user) return undefined;
-  const issued = typeof payload.iat === "number" ? payload.iat : 0;
-  if (user.sessionsValidAfter && issued < Math.floor(user.sessionsValidAfter.getTime() / 1000)) return undefined;
+  if (user.sessionsValidAfter && signedInAt(payload) < user.sessionsValidAfter.getTime()) return undefined;
   return { id: user.id, email: user.email, name: user.name };
+}
+
+/**
+ * When the sign-in behind a token checked its password or provider, in ms (lib/auth/session-options.ts
+ * stamps it). iat alone is whole seconds and taken after that check, so a claim in the same second,
+ * or between the check and the cookie, left a squatter's session valid. A token without the stamp
+ * (issued before it) is given the end of its iat's second, as whole seconds were compared before.
+ */
+function signedInAt(payload: JWT): number {
+  if (typeof payload.signed_in_at === "number") return payload.signed_in_at;
+  return typeof payload.iat === "number" ? payload.iat * 1000 + 999 : 0;
 }
 
 /** The user id inside a valid, unexpired session token, or undefined. */
