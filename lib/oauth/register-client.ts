@@ -1,7 +1,19 @@
 import { randomBytes } from "node:crypto";
+import { positiveIntEnv } from "@/lib/config.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { OAuthError } from "./oauth-error.ts";
 import { MAX_REDIRECT_URIS, assertRedirectUri } from "./redirect-uri.ts";
+
+/**
+ * Clients registered in the last hour that no one has consented to yet, across all callers:
+ * ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR, default 200. Registration needs no account, and addresses
+ * are cheap to rotate, so the per-address rate limit alone would let one caller add rows without
+ * end; with this and the daily prune (prune-unused-clients.ts) never-used clients stay bounded.
+ */
+export function maxUnusedRegistrationsPerHour(): number {
+  return positiveIntEnv("ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR", 200);
+}
 
 /** RFC 7591 dynamic client registration for public clients (PKCE, no client secret). */
 export async function registerClient(db: Db, body: unknown, now: Date) {
@@ -21,7 +33,16 @@ export async function registerClient(db: Db, body: unknown, now: Date) {
   const name = typeof meta.client_name === "string" && meta.client_name.trim() ? meta.client_name.trim().slice(0, 200) : "Unnamed MCP client";
   const clientUri = typeof meta.client_uri === "string" && /^https?:\/\//.test(meta.client_uri) ? meta.client_uri.slice(0, 2000) : null;
   const id = `ec_${randomBytes(18).toString("base64url")}`;
-  await db.oAuthClient.create({ data: { id, name, redirectUris, kind: "registered", clientUri, createdAt: now } });
+  await db.$transaction(async (tx) => {
+    // One registration at a time, so concurrent ones cannot all pass the count below.
+    await lockForTransaction(tx, "oauth-register");
+    const since = new Date(now.getTime() - 60 * 60_000);
+    const recent = await tx.oAuthClient.count({ where: { kind: "registered", createdAt: { gte: since }, grants: { none: {} } } });
+    if (recent >= maxUnusedRegistrationsPerHour()) {
+      throw new OAuthError("temporarily_unavailable", "Too many clients were registered in the last hour without being used; try again later", 429);
+    }
+    await tx.oAuthClient.create({ data: { id, name, redirectUris, kind: "registered", clientUri, createdAt: now } });
+  });
   // Confidential auth methods are answered with "none": this server issues no client secrets (RFC 7591 §3.2.1 lets it choose).
   return {
     client_id: id,

@@ -4,6 +4,7 @@ import { config, configWarnings } from "@/lib/config.ts";
 import { startConfigDeletionsPrune } from "@/lib/configs/prune-config-deletions.ts";
 import { startEventsPrune } from "@/lib/events/prune-events.ts";
 import { startMailOutboxPrune } from "@/lib/mail/prune-mail-outbox.ts";
+import { startUnusedOAuthClientsPrune } from "@/lib/oauth/prune-unused-clients.ts";
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
 
 /**
@@ -21,6 +22,7 @@ export async function startServer(): Promise<void> {
   startIndexChangesPrune(database);
   startConfigDeletionsPrune(database);
   startMailOutboxPrune(database);
+  startUnusedOAuthClientsPrune(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(

@@ -1,0 +1,37 @@
+import type { Database } from "@/lib/db/database.ts";
+import { runPeriodically } from "@/lib/system/run-periodically.ts";
+
+/**
+ * How long a client that no one has consented to is kept. Registration is open to anyone, so
+ * without this every /oauth/register (up to 10 redirect URIs of 2,000 characters) would stay for
+ * good. A real client registers right before its user's consent; one that got no grant in a day
+ * registers again (MCP clients do on invalid_client). Metadata-document clients are only a cache
+ * of their document and are fetched again when next named.
+ */
+export const UNUSED_CLIENT_RETENTION_MS = 24 * 60 * 60_000;
+/** Rows deleted per statement: a prune never holds locks for long. */
+const PRUNE_BATCH = 1000;
+const PRUNE_EVERY_MS = 60 * 60_000;
+/** The kinds anyone can add; the built-in CLI client is never pruned. */
+const PRUNABLE_KINDS = ["registered", "metadata_document"];
+
+/** Deletes clients older than the retention that never obtained a grant, in bounded batches. Returns rows deleted. */
+export async function pruneUnusedOAuthClients(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
+  const cutoff = new Date(now.getTime() - UNUSED_CLIENT_RETENTION_MS);
+  const where = { kind: { in: PRUNABLE_KINDS }, createdAt: { lt: cutoff }, grants: { none: {} } };
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const old = await database.prisma.oAuthClient.findMany({ where, select: { id: true }, orderBy: { createdAt: "asc" }, take: PRUNE_BATCH });
+    if (old.length === 0) break;
+    // The grant condition again: a consent given since the read keeps its client.
+    const { count } = await database.prisma.oAuthClient.deleteMany({ where: { ...where, id: { in: old.map((row) => row.id) } } });
+    total += count;
+    if (old.length < PRUNE_BATCH) break;
+  }
+  return total;
+}
+
+/** Prunes never-used OAuth clients every hour for the life of the process. */
+export function startUnusedOAuthClientsPrune(database: Database): void {
+  runPeriodically("oauth: unused clients prune", PRUNE_EVERY_MS, () => pruneUnusedOAuthClients(database));
+}
