@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@/lib/ids.ts";
-import { createHarness, type ApiResponse, type Harness } from "./support/harness.ts";
+import { clientFor, createHarness, type ApiResponse, type Harness } from "./support/harness.ts";
 
 /**
  * Races on this stop's account features that only a server with several connections can lose: each
@@ -17,6 +17,7 @@ afterEach(() => {
 });
 afterAll(() => h.close());
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const statuses = (results: ApiResponse[]) => results.map((r) => r.status).sort((a, b) => a - b);
 
 describe("account races", () => {
@@ -42,6 +43,20 @@ describe("account races", () => {
     const results = await Promise.all(Array.from({ length: 10 }, () => h.anonymous.post("/v1/auth/email/verify", { email: bob.email, code })));
     expect(statuses(results)).toEqual([200, ...Array(9).fill(401)]);
     expect(await h.db.oAuthGrant.count({ where: { userId: bob.id } })).toBe(1);
+  });
+
+  it("a key made by the holder of an unproven account while its owner proves the address: afterwards the account has no working key", async () => {
+    process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+    // The key is made at a different moment of the claim each time.
+    for (let i = 0; i < 20; i++) {
+      const squatter = await h.user(`Squatter${i}`);
+      await h.db.user.update({ where: { id: squatter.id }, data: { emailUnverified: true } });
+      const code = (await h.anonymous.post("/v1/auth/email/request", { email: squatter.email })).body.data.dev_code as string;
+      const [made, verified] = await Promise.all([sleep(i / 2).then(() => squatter.post("/v1/auth/api-keys", { name: "stay" })), h.anonymous.post("/v1/auth/email/verify", { email: squatter.email, code })]);
+      expect(verified.status).toBe(200);
+      expect([201, 401]).toContain(made.status);
+      expect(await h.db.apiKey.count({ where: { userId: squatter.id, revokedAt: null } }), `try ${i}`).toBe(0);
+    }
   });
 
   it("five checklist restarts at once: three start (the daily limit), one checklist is pending", async () => {
@@ -89,6 +104,18 @@ describe("account races", () => {
       const stored = await h.db.notification.findUniqueOrThrow({ where: { id } });
       const done = (stored.payload as { items: { id: string; completed_at?: string }[] }).items.filter((i) => i.completed_at).map((i) => i.id);
       expect(done.sort()).toEqual([...steps].sort());
+    }
+  });
+
+  it("an agent's key making a key while the agent is disconnected: afterwards the agent has no working key", async () => {
+    // The key is made at a different moment of the disconnect each time.
+    for (let i = 0; i < 20; i++) {
+      const user = await h.user(`Disconnecter${i}`);
+      const agentKey = clientFor((await user.post("/v1/auth/api-keys", { name: "bot key", agent_name: "bot" })).body.data.key as string);
+      const [made, disconnected] = await Promise.all([sleep(i / 2).then(() => agentKey.post("/v1/auth/api-keys", { name: "child" })), user.delete("/v1/agents/bot")]);
+      expect(disconnected.status).toBe(200);
+      expect([201, 401]).toContain(made.status);
+      expect(await h.db.apiKey.count({ where: { userId: user.id, agentName: "bot", revokedAt: null } }), `try ${i}`).toBe(0);
     }
   });
 });

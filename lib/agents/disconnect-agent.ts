@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { apiKeysLockKey } from "@/lib/auth/create-api-key.ts";
 import { tombstoneConfig } from "@/lib/configs/delete-configs.ts";
 import { configKeyLock } from "@/lib/configs/upsert-config.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
@@ -23,7 +24,8 @@ export async function disconnectAgent(ctx: AuthContext, agentName: string): Prom
   const now = ctx.now();
   if (!possibleAgentName(agentName)) return { disconnected: false, keys_revoked: 0, configs_tombstoned: 0, skipped: [{ id: agentName, reason: "not_found" }] };
   const result = await ctx.db.$transaction(async (tx) => {
-    await lockForTransaction(tx, agentLockKey(ownerId, agentName));
+    // The keys lock too: a key the agent's key is making meanwhile is then among those revoked.
+    await lockForTransaction(tx, [agentLockKey(ownerId, agentName), apiKeysLockKey(ownerId)]);
     const revoked = await tx.apiKey.updateMany({ where: { userId: ownerId, agentName, revokedAt: null }, data: { revokedAt: now } });
     const configs = await tx.agentConfig.findMany({ where: { ownerId, agent: agentName, deletedAt: null }, select: { id: true, agent: true, filePath: true, scope: true } });
     // Every file's key lock up front, in the order an ack takes them (sorted keys): taken one by one in

@@ -1,4 +1,6 @@
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
+import { apiKeysLockKey } from "./create-api-key.ts";
 
 /**
  * The first proof that someone holds an account's e-mail address (a Google sign-in that vouches for
@@ -17,6 +19,8 @@ export async function claimAccount(db: Db, userId: string, now: Date): Promise<b
       data: { emailUnverified: false, passwordHash: null, sessionsValidAfter: now, updatedAt: now },
     });
     if (count === 0) return false;
+    // A key the old holder's credentials are making meanwhile is then among those revoked.
+    await lockForTransaction(tx, apiKeysLockKey(userId));
     await tx.apiKey.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
     await tx.oAuthGrant.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: now } });
     await tx.oAuthAccount.deleteMany({ where: { userId } });

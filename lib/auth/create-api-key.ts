@@ -12,6 +12,15 @@ import { serializeApiKey, type ApiKeyObject } from "./serialize-api-key.ts";
 
 export const API_KEY_PREFIX = "egk_";
 
+/**
+ * Taken by whatever issues a user's keys and by whatever revokes several of them at once (an agent's
+ * disconnect, an account claim): a key made by a credential those revoke either exists before the
+ * revocation's statement, which then revokes it too, or waits and sees its credential revoked.
+ */
+export function apiKeysLockKey(userId: string): string {
+  return `api-keys:${userId}`;
+}
+
 /** Active (not revoked) keys one user may hold; creating one more is a 409 conflict. */
 export const MAX_API_KEYS_PER_USER = 100;
 export const MAX_KEY_HUBS = 20;
@@ -98,7 +107,9 @@ export async function createApiKey(
   if (unknown) throw new ApiError("not_found", `Hub not found: ${unknown}`);
 
   const { key, row } = await ctx.db.$transaction(async (tx) => {
-    await lockForTransaction(tx, `api-keys:${ctx.user.id}`);
+    await lockForTransaction(tx, apiKeysLockKey(ctx.user.id));
+    // Checked when the request began, but revoked since maybe (a revoked key must not leave a new one behind).
+    await assertCredentialLive(tx, ctx.credential, ctx.now());
     const active = await tx.apiKey.count({ where: { userId: ctx.user.id, revokedAt: null } });
     if (active >= MAX_API_KEYS_PER_USER) {
       throw new ApiError("conflict", `You have ${active} API keys; the limit is ${MAX_API_KEYS_PER_USER}. Revoke one first.`, {
@@ -116,6 +127,24 @@ export async function createApiKey(
     });
   });
   return { ...serializeApiKey(row, mine), key };
+}
+
+/**
+ * The credential behind this request, read again under a row lock: a revocation of that one row
+ * waits for the new key to commit (and a revocation committed first is seen). Revoked or expired
+ * by now → 401, as its next request would get.
+ */
+async function assertCredentialLive(tx: DbClient, credential: AuthContext["credential"], now: Date): Promise<void> {
+  if (!credential.id) return;
+  if (credential.type === "api_key") {
+    const [row] = await tx.$queryRaw<{ revoked_at: Date | null; expires_at: Date | null }[]>`
+      SELECT revoked_at, expires_at FROM api_keys WHERE id = ${credential.id}::uuid FOR SHARE`;
+    if (!row || row.revoked_at) throw new ApiError("unauthorized", "API key has been revoked");
+    if (row.expires_at && row.expires_at <= now) throw new ApiError("unauthorized", "API key has expired");
+  } else if (credential.type === "access_token") {
+    const [row] = await tx.$queryRaw<{ revoked_at: Date | null }[]>`SELECT revoked_at FROM oauth_grants WHERE id = ${credential.id}::uuid FOR SHARE`;
+    if (!row || row.revoked_at) throw new ApiError("unauthorized", "Access token revoked: its grant was revoked");
+  }
 }
 
 export async function insertApiKey(db: DbClient, userId: string, name: string, now: Date, options: ApiKeyOptions | number = {}) {
