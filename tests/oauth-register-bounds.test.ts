@@ -19,13 +19,11 @@ afterEach(async () => {
   await h.db.oAuthClient.deleteMany({});
 });
 
-async function register() {
+const BULK = { client_name: "Bulk", redirect_uris: Array.from({ length: 10 }, (_, i) => `https://c.example/${"x".repeat(1400)}/${i}`) };
+
+async function register(metadata: Record<string, unknown> = BULK) {
   const res = await dispatch(
-    new Request("http://engram.test/oauth/register", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "Bulk", redirect_uris: Array.from({ length: 10 }, (_, i) => `https://c.example/${"x".repeat(1400)}/${i}`) }),
-    }),
+    new Request("http://engram.test/oauth/register", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(metadata) }),
   );
   return { status: res.status, body: (await res.json()) as Record<string, string> };
 }
@@ -75,5 +73,18 @@ describe("dynamic client registration bounds", () => {
     expect(await pruneUnusedOAuthClients(h.database)).toBe(2);
     const left = (await h.db.oAuthClient.findMany({ select: { id: true }, orderBy: { id: "asc" } })).map((row) => row.id);
     expect(left).toEqual(["ec_old_used", "ec_recent_unused", "memax-cli"]);
+  });
+
+  it("metadata with a NUL or other control characters is refused or cleaned, never a 500", async () => {
+    for (const uri of ["https://c.example/c\u0000b", "cursor://x/\u0000", "https://c.example/a b", "https://c.example/\n"]) {
+      const res = await register({ redirect_uris: [uri] });
+      expect(res.status, JSON.stringify(uri)).toBe(400);
+      expect(res.body.error).toBe("invalid_redirect_uri");
+    }
+    const named = await register({ client_name: "Evil\u0000\nApp", client_uri: "https://c.example/\u0000", redirect_uris: ["https://c.example/cb"] });
+    expect(named.status).toBe(201);
+    expect(named.body.client_name).toBe("Evil  App");
+    expect(named.body.client_uri).toBeUndefined();
+    expect((await h.db.oAuthClient.findUniqueOrThrow({ where: { id: named.body.client_id! } })).name).toBe("Evil  App");
   });
 });

@@ -17,6 +17,8 @@ export function assertRedirectUri(raw: unknown): string {
   if (typeof raw !== "string" || raw.length === 0 || raw.length > MAX_URI_LENGTH) {
     throw new OAuthError("invalid_redirect_uri", `redirect_uris must be absolute URIs of at most ${MAX_URI_LENGTH} characters`);
   }
+  // Stored as text, which holds no NUL (the insert failed as a 500), and never valid in a URI anyway.
+  if (/[\x00-\x20\x7f]/.test(raw)) throw new OAuthError("invalid_redirect_uri", "A redirect URI must not contain spaces or control characters");
   let url: URL;
   try {
     url = new URL(raw);

@@ -30,8 +30,10 @@ export async function registerClient(db: Db, body: unknown, now: Date) {
   }
   const responseTypes = meta.response_types ?? ["code"];
   if (!Array.isArray(responseTypes) || responseTypes.some((r) => r !== "code")) throw new OAuthError("invalid_client_metadata", 'response_types may only be ["code"]');
-  const name = typeof meta.client_name === "string" && meta.client_name.trim() ? meta.client_name.trim().slice(0, 200) : "Unnamed MCP client";
-  const clientUri = typeof meta.client_uri === "string" && /^https?:\/\//.test(meta.client_uri) ? meta.client_uri.slice(0, 2000) : null;
+  // Control characters become spaces (the name is shown on the consent page; a NUL cannot even be stored).
+  const cleanName = typeof meta.client_name === "string" ? meta.client_name.replace(/\p{Cc}/gu, " ").trim() : "";
+  const name = cleanName ? cleanName.slice(0, 200) : "Unnamed MCP client";
+  const clientUri = typeof meta.client_uri === "string" && /^https?:\/\/[^\x00-\x20\x7f]*$/.test(meta.client_uri) ? meta.client_uri.slice(0, 2000) : null;
   const id = `ec_${randomBytes(18).toString("base64url")}`;
   await db.$transaction(async (tx) => {
     // One registration at a time, so concurrent ones cannot all pass the count below.
