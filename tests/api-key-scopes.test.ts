@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { MAX_API_KEYS_PER_USER } from "@/lib/auth/create-api-key.ts";
+import { pruneRevokedApiKeys } from "@/lib/auth/prune-revoked-api-keys.ts";
 import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // API keys with real scopes: a hub allowlist, read-only, agent attribution — enforced by the one
@@ -124,6 +125,18 @@ describe("creating keys", () => {
     expect(list).toHaveLength(MAX_API_KEYS_PER_USER);
     expect((await carol.delete(`/v1/auth/api-keys/${list[0].id}`)).body.data.revoked).toBe(true);
     expect((await carol.post("/v1/auth/api-keys", { name: "again" })).status).toBe(201);
+  });
+
+  test("keys revoked over 30 days ago are deleted, so creating and revoking in a loop does not add rows for good", async () => {
+    const dan = await h.user("Dan");
+    const ids: string[] = [];
+    for (const name of ["long revoked", "recently revoked", "live"]) ids.push((await dan.post("/v1/auth/api-keys", { name })).body.data.id as string);
+    const day = 24 * 60 * 60_000;
+    await h.db.apiKey.update({ where: { id: ids[0]! }, data: { revokedAt: new Date(Date.now() - 31 * day) } });
+    await h.db.apiKey.update({ where: { id: ids[1]! }, data: { revokedAt: new Date(Date.now() - day) } });
+    await pruneRevokedApiKeys(h.database);
+    const left = await h.db.apiKey.findMany({ where: { userId: dan.id }, select: { name: true }, orderBy: { name: "asc" } });
+    expect(left.map((key) => key.name)).toEqual(["live", "recently revoked", "test"]);
   });
 });
 
