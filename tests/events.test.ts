@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { setDatabase } from "@/lib/db/database.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { MAX_STREAMS_PER_USER, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
+import { failMemory } from "@/lib/processing/processing-steps.ts";
+import { changedBefore } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { openEventStream, type SseStream } from "./support/sse-client.ts";
 
@@ -171,6 +173,24 @@ describe("GET /v1/events/stream", () => {
     const resumed = await stream(carl, "", { "last-event-id": "0" });
     await settle(carl, resumed, carl.personalHubId);
     expect(resumed.payload().map((e) => e.data.entity_id)).not.toContain(secret);
+  });
+
+  it("a memory moved out of a hub while its processing failed is announced where it went, not to the hub it left", async () => {
+    const id = await push(ann, "# Scan\n\nunreadable attachment", hub);
+    const memory = await h.db.memory.findUniqueOrThrow({ where: { id } });
+    const miraStream = await stream(mira);
+    const annStream = await stream(ann);
+    // The move commits after the failing job read the memory and before it writes the failure.
+    const moveAway = async () => expect((await ann.post("/v1/memories/batch-move", { ids: [id], hub_id: ann.personalHubId })).body.data.moved).toBe(1);
+    const db = changedBefore(h.db, ["$transaction"], moveAway);
+    expect(await failMemory({ db, memory, now: () => new Date() }, "Error: extraction failed", { indexed: true })).toBe(true);
+    const processed = await annStream.waitFor((e) => e.event === "memory.processed" && e.data.entity_id === id);
+    expect(processed.data.hub_id).toBe(ann.personalHubId);
+    const notification = await h.db.notification.findFirstOrThrow({ where: { kind: "memory_processing_failed", sourceId: id } });
+    expect(notification.hubId).toBe(ann.personalHubId);
+    // Mira heard the memory leave her hub (memory.deleted) and nothing of it since.
+    await settle(mira, miraStream, hub);
+    expect(miraStream.payload().filter((e) => e.data.entity_id === id).map((e) => e.event)).toEqual(["memory.deleted"]);
   });
 
   it("sends a ping every 25 s, and not before", async () => {

@@ -301,7 +301,11 @@ export async function failMemory(ctx: StepContext, reason: string, options: { in
         ...(memory.state === "processing" && { state: "active" }),
       },
     });
-    if (count > 0) await notifyProcessingFailed(tx, memory, reason);
-    return count > 0;
+    if (count === 0) return false;
+    // Read under the lock the update took: the memory may have moved hubs (or owners) since it was read
+    // above, and the members of the hub it left must not hear of it.
+    const current = await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { id: true, hubId: true, ownerId: true, title: true } });
+    await notifyProcessingFailed(tx, current, reason);
+    return true;
   }, BACKGROUND_TRANSACTION);
 }
