@@ -8,6 +8,7 @@ import { flushAccess } from "@/lib/recall/record-access.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
+import { startFakeChat } from "./support/openai-stream-fake.ts";
 
 // Custom boards (Memax's boards.createBoard / updateBoard / deleteBoard): a standing instruction
 // answered from the hub's memories on one card, written at once and refreshed by every dream run.
@@ -261,5 +262,42 @@ describe("custom boards", () => {
     const { slot } = await sdk.boards.resolveSlot(teamHub, `board:${board.id}`, "feedback", "accurate");
     expect(slot).toMatchObject({ state: "resolved", resolution: { action: "feedback", verdict: "accurate" } });
     expect(await sdk.boards.deleteBoard(teamHub, board.id)).toEqual({ deleted: true });
+  });
+});
+
+describe("custom boards: the background answer", () => {
+  it("instructions rewritten while an answer is on its way ask the model once more, with the last one, not once each", async () => {
+    const team = await h.teamHub(ann);
+    const res = await ann.post("/v1/memories", { content: "# Release gate\nBefore a release the staging smoke tests must pass and the changelog is written." }, { headers: { "x-hub-id": team } });
+    expect(res.status, res.text).toBe(201);
+    await waitProcessed(h.db, ann, res.body.data.id);
+    const fake = await startFakeChat();
+    const saved = { ...process.env };
+    Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: fake.url, ENGRAM_ASK_MODEL_TIMEOUT_MS: "1500" });
+    try {
+      fake.reply = "The staging smoke tests must pass [1].";
+      fake.stall = true;
+      const board = (await ann.post(boards(team), { title: "Gate", instruction: "What must happen before a release?" })).body.data.board;
+      for (let waited = 0; fake.requests.length === 0; waited += 20) {
+        expect(waited).toBeLessThan(20_000);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The first answer waits on the model; every rewrite meanwhile would start an answer of its own.
+      for (let i = 1; i <= 5; i++) {
+        expect((await ann.patch(`${boards(team)}/${board.id}`, { instruction: `What must happen before release ${i}?` })).status).toBe(200);
+      }
+      fake.stall = false;
+      await customBoardsIdle();
+      expect(fake.requests.length).toBe(2);
+      const got = (await ann.get(`${boards(team)}/${board.id}`)).body.data;
+      expect(got.board.status).toBe("active");
+      expect(got.slots[0].payload).toMatchObject({ instruction: "What must happen before release 5?", answer: "The staging smoke tests must pass [1]." });
+    } finally {
+      for (const key of ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ENGRAM_ASK_MODEL_TIMEOUT_MS"]) {
+        if (saved[key] === undefined) delete process.env[key];
+        else process.env[key] = saved[key];
+      }
+      await fake.close();
+    }
   });
 });
