@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requestDecision } from "@/lib/boards/request-decision.ts";
+import { resolveDecisionGate } from "@/lib/boards/resolve-board-slot.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -193,6 +194,25 @@ describe("answering", () => {
     const row = (await pendingGateRows(ann)).find((n) => n.payload.gate.id === slot.id)!;
     expect((await ann.post(`/v1/notifications/${row.id}/resolve`, { action: "1" })).status).toBe(200);
     expect((await ann.get(`/v1/memories/${record}`)).body.data.content).toContain("Chosen: **weekly**");
+  });
+
+  it("a choice whose gate was reopened and answered otherwise while its memory was on its way does not overwrite that answer", async () => {
+    const cat = await h.user("Cat");
+    const team = await h.teamHub(ann, [[cat, "contributor"]]);
+    const slot = (await ask(ann, team, { question: "Which CI?", options: ["GitHub Actions", "Buildkite"] })).body.data.slot;
+    // Ann's choice has claimed the gate and is about to write its memory when Cat reopens it and
+    // answers the other option (as two people on the board at once would).
+    const otherAnswer = async () => {
+      expect((await resolve(cat, team, slot.slot_key, { action: "reopen" })).status).toBe(200);
+      expect((await resolve(cat, team, slot.slot_key, { action: "choose", choice: "Buildkite" })).body.data.slot.payload.chosen.label).toBe("Buildkite");
+    };
+    const late = await resolveDecisionGate(sessionContext(h, ann, changedBefore(h.db, ["user.findUnique"], otherAnswer)), team, slot.slot_key, { action: "choose", choice: "1" });
+    expect(late.slot).toMatchObject({ state: "resolved", payload: { chosen: { label: "Buildkite" } }, resolution: { resolved_by: cat.id } });
+    const [record] = late.slot.cite_memory_ids;
+    const memory = (await ann.get(`/v1/memories/${record}`)).body.data;
+    expect(memory.content).toContain("Chosen: **Buildkite**");
+    expect(memory.content).toContain("answered by Cat");
+    expect(await h.db.memory.count({ where: { hubId: team, sourcePath: `decision-gates/${slot.id}` } })).toBe(1);
   });
 
   it("a gate's answer path is reserved: no push can take it before the gate is answered", async () => {

@@ -17,6 +17,9 @@ import { gateOptions, serializeGateSlot } from "./serialize-board.ts";
 
 const isOpen = (gate: DecisionGate) => (OPEN_GATE_STATES as readonly string[]).includes(gate.state);
 
+/** A choice's claim on its gate was undone (reopened, maybe answered otherwise) before its memory was written. */
+const CLAIM_LOST = new Error("the gate's claim was lost before its answer was written");
+
 /**
  * POST /v1/hubs/{id}/board/slots/{slot_key}/resolve: a decision gate (resolveDecisionGate), or a
  * custom board's card, which is acknowledged, dismissed or reopened.
@@ -92,7 +95,16 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
       source: "decision",
       source_path: answerPath(gate),
     });
-    const { memory } = await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body, { gateAnswer: true });
+    const { memory } = await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body, {
+      gateAnswer: true,
+      // Under the answer path's lock, the claim is checked and the gate's row locked until the answer
+      // commits: a gate reopened meanwhile (and maybe answered otherwise, at the same path) gets nothing
+      // of this stale choice, and a reopen now waits for it, so a later answer is always written after.
+      underLock: async (tx) => {
+        const held = await tx.decisionGate.updateMany({ where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now }, data: { updatedAt: now } });
+        if (held.count === 0) throw CLAIM_LOST;
+      },
+    });
     return await ctx.db.$transaction(async (tx) => {
       // Reopened while the memory was written: the gate is open again, so its bell stays pending.
       const still = await tx.decisionGate.count({ where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now } });
@@ -108,6 +120,8 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
         data: { state: gate.state, choice: null, resolution: null, resolvedBy: null, resolvedAt: null },
       });
     });
+    // Someone else's turn now: the card as it stands, as for any choice that comes second.
+    if (error === CLAIM_LOST) return reread(ctx, gate);
     throw error;
   }
 }

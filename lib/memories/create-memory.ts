@@ -52,18 +52,22 @@ export function assertContentSize(content: string): void {
  * updates that memory in place (version +1 when the content changed);
  * re-pushing identical content returns the existing memory untouched.
  */
-export async function createMemory(
-  ctx: HubContext,
-  input: CreateMemoryBody,
-  options: {
-    gateAnswer?: boolean;
-    /**
-     * Runs in the memory's transaction, after its write: a caller that must record the save (a chat
-     * tool call) commits the record with it or neither, so a retry cannot save a second time.
-     */
-    inTransaction?: (tx: DbClient, memory: Memory) => Promise<void>;
-  } = {},
-): Promise<CreateMemoryResult> {
+export interface CreateMemoryOptions {
+  /** A decision gate's answer, the one writer of its `decision-gates/` source_path. */
+  gateAnswer?: boolean;
+  /**
+   * Runs in the write's transaction once the source_path and the membership are locked, before
+   * anything is written: a throw writes nothing (a gate's answer checks there that its claim stands).
+   */
+  underLock?: (tx: DbClient) => Promise<void>;
+  /**
+   * Runs in the memory's transaction, after its write: a caller that must record the save (a chat
+   * tool call) commits the record with it or neither, so a retry cannot save a second time.
+   */
+  inTransaction?: (tx: DbClient, memory: Memory) => Promise<void>;
+}
+
+export async function createMemory(ctx: HubContext, input: CreateMemoryBody, options: CreateMemoryOptions = {}): Promise<CreateMemoryResult> {
   assertContentSize(input.content);
   if (input.source_path?.startsWith(DECISION_GATE_PATH_PREFIX) && !options.gateAnswer) {
     throw new ApiError("invalid_request", `source_path may not start with "${DECISION_GATE_PATH_PREFIX}": that prefix is reserved for the answers of decision gates`, {
@@ -103,6 +107,7 @@ ${input.content}`) : contentHash(input.content);
       { shared: hubMembersLockKey(ctx.hub.id) },
     ]);
     const { role } = await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
+    await options.underLock?.(tx);
     if (input.source_path) {
       // Read under the memory's row lock: an update in place writes every field from this read, so an
       // edit (PATCH) committed between an unlocked read and the write would be silently undone.
