@@ -136,6 +136,8 @@ describe("answering", () => {
     expect(memory).toMatchObject({ hub_id: hub, title: "Decision: Which database for the new billing service?", tags: ["decision"], source: "decision", kind: "rationale" });
     expect(memory.content).toContain("Chosen: **PostgreSQL**");
     expect(memory.content).toContain("Context: Needs joins.");
+    // Asked with no agent named: by the person.
+    expect(memory.content).toMatch(/Asked by Ann on \d{4}-\d{2}-\d{2}; answered by Ann on/);
     const found = await ann.get(`/v1/memories/search?q=billing%20database%20decision&hub_id=${hub}`);
     expect(found.body.data.map((r: { memory_id: string }) => r.memory_id)).toContain(memory.id);
     expect((await pendingGateRows(ann)).map((n) => n.payload.gate.id)).not.toContain(slot.id);

@@ -153,7 +153,8 @@ async function decisionText(ctx: AuthContext, gate: DecisionGate, index: number,
   const asker = await ctx.db.user.findUnique({ where: { id: gate.requestedBy }, select: { name: true } });
   const options = gateOptions(gate);
   const day = (date: Date) => date.toISOString().slice(0, 10);
-  const who = [gate.sourceAgent, asker?.name && `for ${asker.name}`].filter(Boolean).join(" ") || asker?.name || "an agent";
+  // "claude-code for Ann" when an agent asked for its person; the person alone when none was named.
+  const who = gate.sourceAgent ? [gate.sourceAgent, asker?.name && `for ${asker.name}`].filter(Boolean).join(" ") : asker?.name || "an agent";
   return [
     `# Decision: ${gate.question}`,
     "",
