@@ -198,12 +198,12 @@ describe("answering", () => {
     expect((await ann.get(`/v1/memories/${record}`)).body.data.content).toContain("Chosen: **weekly**");
   });
 
-  it("a choice whose gate was reopened and answered otherwise while its memory was on its way does not overwrite that answer", async () => {
+  it("a choice racing a reopen and another answer of its gate never writes over that answer", async () => {
     const cat = await h.user("Cat");
     const team = await h.teamHub(ann, [[cat, "contributor"]]);
     const slot = (await ask(ann, team, { question: "Which CI?", options: ["GitHub Actions", "Buildkite"] })).body.data.slot;
-    // Ann's choice has claimed the gate and is about to write its memory when Cat reopens it and
-    // answers the other option (as two people on the board at once would).
+    // Ann's choice is on its way to write its memory when Cat reopens the gate and answers the other
+    // option (as two people on the board at once would).
     const otherAnswer = async () => {
       expect((await resolve(cat, team, slot.slot_key, { action: "reopen" })).status).toBe(200);
       expect((await resolve(cat, team, slot.slot_key, { action: "choose", choice: "Buildkite" })).body.data.slot.payload.chosen.label).toBe("Buildkite");
@@ -215,6 +215,49 @@ describe("answering", () => {
     expect(memory.content).toContain("Chosen: **Buildkite**");
     expect(memory.content).toContain("answered by Cat");
     expect(await h.db.memory.count({ where: { hubId: team, sourcePath: `decision-gates/${slot.id}` } })).toBe(1);
+  });
+
+  it("choices, reopens and dismissals at once: the card and its memory always tell the same answer", async () => {
+    const cat = await h.user("Cat");
+    const team = await h.teamHub(ann, [[cat, "contributor"]]);
+    const slot = (await ask(ann, team, { question: "Which region?", options: ["eu-west", "us-east", "ap-south"] })).body.data.slot;
+    for (let round = 0; round < 3; round++) {
+      const results = await Promise.all([
+        resolve(ann, team, slot.slot_key, { action: "choose", choice: "1" }),
+        resolve(cat, team, slot.slot_key, { action: "choose", choice: "2" }),
+        resolve(cat, team, slot.slot_key, { action: "reopen" }),
+        resolve(ann, team, slot.slot_key, { action: "choose", choice: "3" }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      const gate = await h.db.decisionGate.findUniqueOrThrow({ where: { id: slot.id } });
+      if (gate.state === "resolved") {
+        const record = await h.db.memory.findUniqueOrThrow({ where: { id: gate.memoryId! } });
+        expect(record.content).toContain(`Chosen: **${gate.options[gate.choice!]}**`);
+      }
+      await resolve(ann, team, slot.slot_key, { action: "reopen" });
+    }
+    expect(await h.db.memory.count({ where: { hubId: team, sourcePath: `decision-gates/${slot.id}` } })).toBe(1);
+  });
+
+  it("a choice that cannot be written never frees its gate's place: a question asked meanwhile is over the limit", async () => {
+    const team = await h.teamHub(ann);
+    expect((await ann.post("/v1/memories", { content: "The one memory this hub has room for." }, { headers: { "x-hub-id": team } })).status).toBe(201);
+    const slots = [];
+    for (let i = 0; i < 3; i++) slots.push((await ask(ann, team, { question: `Full board ${i}?` })).body.data.slot);
+    // The hub is full, so the answer's memory will be refused; a fourth question arrives while it is written.
+    let fourth: { status: number; body: any } | undefined;
+    const askMeanwhile = async () => {
+      fourth = await ask(ann, team, { question: "A fourth one?" });
+    };
+    process.env.ENGRAM_QUOTA_HUB_MEMORIES = String(await h.db.memory.count({ where: { hubId: team } }));
+    try {
+      const choosing = resolveDecisionGate(sessionContext(h, ann, changedBefore(h.db, ["user.findUnique"], askMeanwhile)), team, slots[0].slot_key, { action: "choose", choice: "1" });
+      await expect(choosing).rejects.toMatchObject({ code: "quota_exceeded" });
+    } finally {
+      delete process.env.ENGRAM_QUOTA_HUB_MEMORIES;
+    }
+    expect([fourth?.status, fourth?.body.error?.code]).toEqual([409, "gate_limit"]);
+    expect(await h.db.decisionGate.count({ where: { hubId: team, state: { in: ["fresh", "seen"] } } })).toBe(3);
   });
 
   it("a gate's answer path is reserved: no push can take it before the gate is answered", async () => {

@@ -1,6 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canEditMemory } from "@/lib/api/permissions.ts";
+import type { DbClient } from "@/lib/db/database.ts";
 import type { DecisionGate } from "@/lib/db/generated/client.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
@@ -17,7 +18,7 @@ import { gateOptions, serializeGateSlot } from "./serialize-board.ts";
 
 const isOpen = (gate: DecisionGate) => (OPEN_GATE_STATES as readonly string[]).includes(gate.state);
 
-/** A choice's claim on its gate was undone (reopened, maybe answered otherwise) before its memory was written. */
+/** A choice found its gate settled (answered or dismissed) once it held the answer path's lock. */
 const CLAIM_LOST = new Error("the gate's claim was lost before its answer was written");
 
 /**
@@ -70,60 +71,49 @@ async function reread(ctx: AuthContext, gate: DecisionGate): Promise<DecisionGat
 }
 
 /**
- * Claims the gate (one answer wins), then writes the answer as a memory of the hub: at one
- * source_path per gate, so answering again after a reopen updates that memory. If the memory
- * cannot be written (a full quota), the claim is undone and the gate stays open.
+ * Writes the answer as a memory of the hub, at one source_path per gate, so answering again after a
+ * reopen updates that memory. The claim (one answer wins) is made in that memory's own transaction,
+ * under the answer path's lock, with the bell's rows closed there too: all of it commits with the
+ * memory or not at all. Until then the gate stays open, so it keeps its place under MAX_OPEN_GATES
+ * (a question asked meanwhile is over the limit if the answer then cannot be written) and nothing can
+ * reopen and answer it around this choice; a choice that comes second writes nothing.
  */
 async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGate, choice: string | undefined): Promise<DecisionGate> {
   const index = optionIndex(gate, choice);
   if (!isOpen(gate)) return reread(ctx, gate);
   const now = ctx.now();
-  const claimed = await ctx.db.decisionGate.updateMany({
-    where: { id: gate.id, state: { in: [...OPEN_GATE_STATES] } },
-    data: { state: "resolved", choice: index, resolution: "choose", resolvedBy: ctx.user.id, resolvedAt: now },
+  const body = createMemoryBodySchema.parse({
+    title: `Decision: ${gate.question}`.slice(0, 200),
+    content: await decisionText(ctx, gate, index, now),
+    kind: "rationale",
+    stability: "stable",
+    tags: ["decision"],
+    source: "decision",
+    source_path: answerPath(gate),
   });
-  if (claimed.count === 0) return reread(ctx, gate);
-  let handedFrom: string | undefined;
+  let memoryId: string;
   try {
-    handedFrom = await takeOverAnswerRecord(ctx, membership, gate);
-    const body = createMemoryBodySchema.parse({
-      title: `Decision: ${gate.question}`.slice(0, 200),
-      content: await decisionText(ctx, gate, index, now),
-      kind: "rationale",
-      stability: "stable",
-      tags: ["decision"],
-      source: "decision",
-      source_path: answerPath(gate),
-    });
     const { memory } = await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body, {
       gateAnswer: true,
-      // Under the answer path's lock, the claim is checked and the gate's row locked until the answer
-      // commits: a gate reopened meanwhile (and maybe answered otherwise, at the same path) gets nothing
-      // of this stale choice, and a reopen now waits for it, so a later answer is always written after.
       underLock: async (tx) => {
-        const held = await tx.decisionGate.updateMany({ where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now }, data: { updatedAt: now } });
-        if (held.count === 0) throw CLAIM_LOST;
+        const claimed = await tx.decisionGate.updateMany({
+          where: { id: gate.id, state: { in: [...OPEN_GATE_STATES] } },
+          data: { state: "resolved", choice: index, resolution: "choose", resolvedBy: ctx.user.id, resolvedAt: now },
+        });
+        if (claimed.count === 0) throw CLAIM_LOST;
+        // Its record as it stands now (an answer since this gate was read may have written it).
+        const { memoryId: recordId } = await tx.decisionGate.findUniqueOrThrow({ where: { id: gate.id }, select: { memoryId: true } });
+        await takeOverAnswerRecord(tx, ctx, membership, gate, recordId);
+        await closeGateNotifications(tx, gate.id, `chose_${index + 1}`, now);
       },
     });
-    return await ctx.db.$transaction(async (tx) => {
-      // Reopened while the memory was written: the gate is open again, so its bell stays pending.
-      const still = await tx.decisionGate.count({ where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now } });
-      if (still) await closeGateNotifications(tx, gate.id, `chose_${index + 1}`, now);
-      return tx.decisionGate.update({ where: { id: gate.id }, data: { memoryId: memory.id } });
-    });
+    memoryId = memory.id;
   } catch (error) {
-    // Both or neither: a failed hand-back must not leave the gate resolved with no answer.
-    await ctx.db.$transaction(async (tx) => {
-      if (handedFrom) await tx.memory.updateMany({ where: { id: gate.memoryId!, ownerId: ctx.user.id }, data: { ownerId: handedFrom } });
-      await tx.decisionGate.updateMany({
-        where: { id: gate.id, state: "resolved", resolvedBy: ctx.user.id, resolvedAt: now },
-        data: { state: gate.state, choice: null, resolution: null, resolvedBy: null, resolvedAt: null },
-      });
-    });
-    // Someone else's turn now: the card as it stands, as for any choice that comes second.
+    // Someone else's answer came first: the card as it stands (Memax's idempotent resolve).
     if (error === CLAIM_LOST) return reread(ctx, gate);
     throw error;
   }
+  return ctx.db.decisionGate.update({ where: { id: gate.id }, data: { memoryId } });
 }
 
 const answerPath = (gate: DecisionGate) => `${DECISION_GATE_PATH_PREFIX}${gate.id}`;
@@ -131,22 +121,18 @@ const answerPath = (gate: DecisionGate) => `${DECISION_GATE_PATH_PREFIX}${gate.i
 /**
  * The memory an earlier answer of this gate wrote is the gate's record, not its first answerer's: any
  * member who may write answers a reopened gate. A chooser who could not edit it (a contributor, once
- * someone else answered) is made its owner first, so the answer updates it in place rather than
- * being refused. Only the gate's own record: another memory at its source_path is left to the rules
- * of pushes. Returns the owner it was taken from, to hand it back if the answer cannot be written.
+ * someone else answered) is made its owner first, in the answer's transaction, so the answer updates
+ * it in place rather than being refused (and an answer that cannot be written leaves it as it was).
+ * Only the gate's own record: another memory at its source_path is left to the rules of pushes.
  */
-async function takeOverAnswerRecord(ctx: AuthContext, membership: Membership, gate: DecisionGate): Promise<string | undefined> {
-  const recordId = gate.memoryId;
-  if (!recordId) return undefined;
-  return ctx.db.$transaction(async (tx) => {
-    await lockMemoryRows(tx, [recordId], [membership.hub.id]);
-    const record = await tx.memory.findFirst({ where: { id: recordId, hubId: membership.hub.id, sourcePath: answerPath(gate) }, select: { ownerId: true, content: true } });
-    if (!record || canEditMemory(membership.role, record.ownerId === ctx.user.id)) return undefined;
-    await tx.memory.update({ where: { id: recordId }, data: { ownerId: ctx.user.id } });
-    // It now counts against the chooser's quota, as a memory they pushed would.
-    await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: membership.hub.id, bytes: Buffer.byteLength(record.content, "utf8"), memories: 1 });
-    return record.ownerId;
-  });
+async function takeOverAnswerRecord(tx: DbClient, ctx: AuthContext, membership: Membership, gate: DecisionGate, recordId: string | null): Promise<void> {
+  if (!recordId) return;
+  await lockMemoryRows(tx, [recordId], [membership.hub.id]);
+  const record = await tx.memory.findFirst({ where: { id: recordId, hubId: membership.hub.id, sourcePath: answerPath(gate) }, select: { ownerId: true, content: true } });
+  if (!record || canEditMemory(membership.role, record.ownerId === ctx.user.id)) return;
+  await tx.memory.update({ where: { id: recordId }, data: { ownerId: ctx.user.id } });
+  // It now counts against the chooser's quota, as a memory they pushed would.
+  await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: membership.hub.id, bytes: Buffer.byteLength(record.content, "utf8"), memories: 1 });
 }
 
 async function decisionText(ctx: AuthContext, gate: DecisionGate, index: number, now: Date): Promise<string> {
