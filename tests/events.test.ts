@@ -1,6 +1,8 @@
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { setDatabase } from "@/lib/db/database.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { eventsRetentionMs, pruneEvents } from "@/lib/events/prune-events.ts";
 import { MAX_STREAMS_PER_USER, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
 import { changedBefore } from "./support/changed-mid-request.ts";
@@ -330,5 +332,22 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     expect(opened.filter((s) => s.status === 429).length).toBe(10);
     expect(live.length).toBe(MAX_STREAMS_PER_USER);
     for (const s of live) await s.close();
+  });
+});
+
+describe("the events prune", () => {
+  it("deletes events past their retention in bounded batches and keeps the newer ones", async () => {
+    const now = new Date();
+    const old = new Date(now.getTime() - eventsRetentionMs() - 60_000);
+    const fresh = new Date(now.getTime() - eventsRetentionMs() + 60 * 60_000);
+    const make = (n: number, createdAt: Date) =>
+      Array.from({ length: n }, () => ({ id: randomUUID(), type: "prune.test", hubId: hub, createdAt }));
+    await h.db.event.createMany({ data: [...make(5, old), ...make(2, fresh)] });
+    const left = () => h.db.event.groupBy({ by: ["createdAt"], where: { type: "prune.test" }, _count: true });
+    // At most two batches of 2000 here: 5 old rows go in one, and the newer ones stay.
+    expect(await pruneEvents(h.database, now, 2)).toBeGreaterThanOrEqual(5);
+    expect((await left()).map((g) => [g.createdAt.getTime(), g._count])).toEqual([[fresh.getTime(), 2]]);
+    // Nothing past retention is left, so another run deletes nothing.
+    expect(await pruneEvents(h.database, now)).toBe(0);
   });
 });

@@ -1,4 +1,5 @@
 import type { Database } from "@/lib/db/database.ts";
+import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /**
@@ -14,15 +15,12 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 /** Deletes keys revoked longer ago than the retention, in bounded batches. Returns rows deleted. */
 export async function pruneRevokedApiKeys(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
   const cutoff = new Date(now.getTime() - REVOKED_KEY_RETENTION_MS);
-  let total = 0;
-  for (let i = 0; i < maxBatches; i++) {
-    const old = await database.prisma.apiKey.findMany({ where: { revokedAt: { lt: cutoff } }, select: { id: true }, take: PRUNE_BATCH });
-    if (old.length === 0) break;
-    const { count } = await database.prisma.apiKey.deleteMany({ where: { id: { in: old.map((row) => row.id) } } });
-    total += count;
-    if (old.length < PRUNE_BATCH) break;
-  }
-  return total;
+  return deleteInBatches(
+    (take) => database.prisma.apiKey.findMany({ where: { revokedAt: { lt: cutoff } }, select: { id: true }, take }),
+    (ids) => database.prisma.apiKey.deleteMany({ where: { id: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
 }
 
 /** Prunes long-revoked API keys every hour for the life of the process. */

@@ -1,5 +1,6 @@
 import { positiveIntEnv } from "@/lib/config.ts";
 import type { Database } from "@/lib/db/database.ts";
+import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /** Rows deleted per statement: a prune never holds locks for long. */
@@ -14,15 +15,12 @@ export function eventsRetentionMs(): number {
 /** Deletes events past retention in bounded batches (at most `maxBatches` statements). Returns rows deleted. */
 export async function pruneEvents(database: Database, now = new Date(), maxBatches = 50): Promise<number> {
   const cutoff = new Date(now.getTime() - eventsRetentionMs());
-  let total = 0;
-  for (let i = 0; i < maxBatches; i++) {
-    const old = await database.prisma.event.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, take: PRUNE_BATCH });
-    if (old.length === 0) break;
-    const { count } = await database.prisma.event.deleteMany({ where: { id: { in: old.map((row) => row.id) } } });
-    total += count;
-    if (old.length < PRUNE_BATCH) break;
-  }
-  return total;
+  return deleteInBatches(
+    (take) => database.prisma.event.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, take }),
+    (ids) => database.prisma.event.deleteMany({ where: { id: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
 }
 
 /** Prunes old events every 10 minutes for the life of the process. */

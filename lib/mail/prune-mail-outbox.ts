@@ -1,4 +1,5 @@
 import type { Database } from "@/lib/db/database.ts";
+import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /**
@@ -13,15 +14,12 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 /** Deletes outbox rows past retention in bounded batches (at most `maxBatches` statements). Returns rows deleted. */
 export async function pruneMailOutbox(database: Database, now = new Date(), maxBatches = 20, batch = PRUNE_BATCH): Promise<number> {
   const cutoff = new Date(now.getTime() - MAIL_RETENTION_MS);
-  let total = 0;
-  for (let i = 0; i < maxBatches; i++) {
-    const old = await database.prisma.mailOutbox.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, orderBy: { createdAt: "asc" }, take: batch });
-    if (old.length === 0) break;
-    const { count } = await database.prisma.mailOutbox.deleteMany({ where: { id: { in: old.map((row) => row.id) } } });
-    total += count;
-    if (old.length < batch) break;
-  }
-  return total;
+  return deleteInBatches(
+    (take) => database.prisma.mailOutbox.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, orderBy: { createdAt: "asc" }, take }),
+    (ids) => database.prisma.mailOutbox.deleteMany({ where: { id: { in: ids } } }),
+    batch,
+    maxBatches,
+  );
 }
 
 /** Prunes the mail outbox every hour for the life of the process. */

@@ -1,4 +1,5 @@
 import type { Database } from "@/lib/db/database.ts";
+import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /**
@@ -19,16 +20,13 @@ const PRUNABLE_KINDS = ["registered", "metadata_document"];
 export async function pruneUnusedOAuthClients(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
   const cutoff = new Date(now.getTime() - UNUSED_CLIENT_RETENTION_MS);
   const where = { kind: { in: PRUNABLE_KINDS }, createdAt: { lt: cutoff }, grants: { none: {} } };
-  let total = 0;
-  for (let i = 0; i < maxBatches; i++) {
-    const old = await database.prisma.oAuthClient.findMany({ where, select: { id: true }, orderBy: { createdAt: "asc" }, take: PRUNE_BATCH });
-    if (old.length === 0) break;
+  return deleteInBatches(
+    (take) => database.prisma.oAuthClient.findMany({ where, select: { id: true }, orderBy: { createdAt: "asc" }, take }),
     // The grant condition again: a consent given since the read keeps its client.
-    const { count } = await database.prisma.oAuthClient.deleteMany({ where: { ...where, id: { in: old.map((row) => row.id) } } });
-    total += count;
-    if (old.length < PRUNE_BATCH) break;
-  }
-  return total;
+    (ids) => database.prisma.oAuthClient.deleteMany({ where: { ...where, id: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
 }
 
 /** Prunes never-used OAuth clients every hour for the life of the process. */
