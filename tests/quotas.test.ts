@@ -100,6 +100,27 @@ describe("storage quotas", () => {
     expect((await storageUsage(h.db, "hub", team)).memories).toBe(2);
   });
 
+  it("reports used and requested on a batch move refused on the hub's bytes, like other quota errors", async () => {
+    const own = await h.user("Mover");
+    const team = await h.teamHub(own, []);
+    expect((await push(own, bytes(300), team)).status).toBe(201);
+    const mine = [];
+    for (const name of ["a", "b"]) mine.push((await push(own, `${bytes(400)} ${name}`)).body.data.id as string);
+    const before = await storageUsage(h.db, "hub", team);
+    const movedBytes = (await h.db.memory.findMany({ where: { id: { in: mine } }, select: { content: true } })).reduce(
+      (sum, m) => sum + Buffer.byteLength(m.content),
+      0,
+    );
+    process.env.ENGRAM_QUOTA_HUB_BYTES = "1000";
+    const refused = await own.post("/v1/memories/batch-move", { ids: mine, hub_id: team });
+    expect(refused.status).toBe(413);
+    expect(refused.body.error).toMatchObject({
+      code: "quota_exceeded",
+      details: { scope: "hub", resource: "bytes", limit: 1000, used: before.bytes, requested: movedBytes },
+    });
+    expect(await storageUsage(h.db, "hub", team)).toEqual(before);
+  });
+
   it("holds under concurrent pushes: never more than the quota", async () => {
     process.env.ENGRAM_QUOTA_USER_MEMORIES = "3";
     const cat = await h.user("Cat");

@@ -184,7 +184,7 @@ async function moveOnce(
     }
     const crossing = done.filter((move) => move.changesHub).map((move) => move.id);
     // The target hub's quota holds for memories moved in as for memories pushed (all or nothing).
-    await assertHubQuotaAfterMove(tx, target.hub.id, crossing.length);
+    await assertHubQuotaAfterMove(tx, target.hub.id, crossing);
     if (crossing.length) {
       await tx.chunk.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });
       await tx.attachment.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });

@@ -60,7 +60,8 @@ export async function assertStorageQuota(tx: DbClient, growth: StorageGrowth): P
  * mover holds that row locked (lockUsageCounters), so the row read here is exact. A move changes no
  * owner, so users' quotas are untouched.
  */
-export async function assertHubQuotaAfterMove(tx: DbClient, hubId: string, moved: number): Promise<void> {
+export async function assertHubQuotaAfterMove(tx: DbClient, hubId: string, movedIds: string[]): Promise<void> {
+  const moved = movedIds.length;
   if (moved <= 0) return;
   const limit = quotaLimits().hub;
   if (limit.bytes === null && limit.memories === null) return;
@@ -76,10 +77,17 @@ export async function assertHubQuotaAfterMove(tx: DbClient, hubId: string, moved
     });
   }
   if (limit.bytes !== null && bytes > limit.bytes) {
+    // Only on refusal: what the moved memories brought, so `used` is the hub's bytes before the move,
+    // as every other quota_exceeded reports it.
+    const [sum] = await tx.$queryRaw<{ total: bigint | number | null }[]>`
+      SELECT coalesce(sum(octet_length("content")), 0) AS "total" FROM "memories" WHERE "id" = ANY(${movedIds}::uuid[])`;
+    const requested = Number(sum?.total ?? 0);
     throw new ApiError("quota_exceeded", `The target hub would hold ${bytes} bytes; its storage quota is ${limit.bytes}. Nothing was moved`, {
       scope: "hub",
       resource: "bytes",
       limit: limit.bytes,
+      used: bytes - requested,
+      requested,
     });
   }
 }
