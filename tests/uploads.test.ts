@@ -8,7 +8,7 @@ import { InngestTestEngine } from "@inngest/test";
 import JSZip from "jszip";
 import { sweepUploadsFunction } from "@/inngest/upload-functions.ts";
 import { extractText } from "@/lib/extraction/extract-text.ts";
-import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
@@ -573,6 +573,40 @@ describe("create with file_ref", () => {
     expect((await ann.delete(`/v1/hubs/${hubId}`)).status).toBe(200);
     expect(existsSync(file)).toBe(false);
     await backgroundRunner()?.idle();
+  });
+});
+
+describe("a file deleted while it is being served", () => {
+  /** The embedded store, with the file deleted right after each head: a concurrent delete between the existence check and the read. */
+  class DeletedAfterHead extends LocalBlobStore {
+    override async head(key: string) {
+      const info = await super.head(key);
+      if (info) await this.delete(key);
+      return info;
+    }
+  }
+
+  it("answers a 404 envelope on the download and on a signed URL, never a 500", async () => {
+    const bytes = Buffer.from("The heron count is on Saturdays.");
+    const first = await upload(ann, "herons.txt", "text/plain", bytes, { content: "Heron count" });
+    const second = await upload(ann, "egrets.txt", "text/plain", Buffer.from("The egret count is on Sundays."), { content: "Egret count" });
+    await Promise.all([first, second].map((m) => processed(ann, m.id)));
+    const [a, b] = await Promise.all([first, second].map((m) => h.db.attachment.findFirstOrThrow({ where: { memoryId: m.id } })));
+    const options = { filename: "egrets.txt", contentType: "text/plain", inline: false, expiresIn: 300, baseUrl: "http://engram.test" };
+    setBlobStore(new DeletedAfterHead(blobDir));
+    try {
+      const download = await dispatch(
+        new Request(`http://engram.test/v1/memories/${first.id}/attachments/${a!.id}/download`, { headers: { authorization: `Bearer ${ann.key}` } }),
+      );
+      expect(download.status).toBe(404);
+      expect(await download.json()).toMatchObject({ error: { code: "not_found" } });
+      const signed = await (await blobStore()).signDownload(b!.objectKey, options);
+      const viaUrl = await dispatch(new Request(signed));
+      expect(viaUrl.status).toBe(404);
+      expect(await viaUrl.json()).toMatchObject({ error: { code: "not_found" } });
+    } finally {
+      setBlobStore(new LocalBlobStore(blobDir));
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { blobStore, contentDisposition } from "@/lib/blobs/blob-store.ts";
+import { blobStore, contentDisposition, readOrNotFound } from "@/lib/blobs/blob-store.ts";
 import { findAttachmentOrThrow } from "./find-attachment.ts";
 
 /** The original file, streamed from storage with its name (never rendered inline here). */
@@ -9,8 +9,9 @@ export async function downloadAttachment(ctx: AuthContext, memoryId: string, att
   const attachment = await findAttachmentOrThrow(ctx, memoryId, attachmentId);
   const store = await blobStore();
   const info = await store.head(attachment.objectKey);
-  if (!info) throw new ApiError("not_found", "The attachment's file is missing from storage");
-  const stream = await store.read(attachment.objectKey);
+  const missing = "The attachment's file is missing from storage";
+  if (!info) throw new ApiError("not_found", missing);
+  const stream = await readOrNotFound(store, attachment.objectKey, missing);
   return new Response(Readable.toWeb(stream) as ReadableStream, {
     headers: {
       "content-type": attachment.contentType,

@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
-import { link, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { createWriteStream } from "node:fs";
+import { link, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { serverSecret, sign, verify } from "@/lib/api/server-secret.ts";
 import { getDatabase } from "@/lib/db/database.ts";
-import { assertValidKey, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+import { assertValidKey, BlobMissing, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
 
 /** File-system errors that are the server's, not the uploader's. */
 const DISK_ERRORS = new Set(["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EIO", "EMFILE", "ENFILE"]);
@@ -165,8 +165,12 @@ export class LocalBlobStore implements BlobStore {
 
   async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
     const target = this.file(key);
-    await stat(target);
-    return createReadStream(target, range ? { start: range.start, end: range.end } : {});
+    // Opened now, not when the stream first reads: a delete after this returns cannot cut the stream
+    // short, and one before it is BlobMissing.
+    const handle = await open(target, "r").catch((error: NodeJS.ErrnoException) => {
+      throw error.code === "ENOENT" ? new BlobMissing(key) : error;
+    });
+    return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
   }
 
   async write(key: string, bytes: Buffer, contentType: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { Readable } from "node:stream";
-import { assertValidKey, contentDisposition, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+import { assertValidKey, BlobMissing, contentDisposition, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
 
 export interface S3Options {
   bucket: string;
@@ -69,9 +69,11 @@ export class S3BlobStore implements BlobStore {
 
   async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
     assertValidKey(key);
-    const out = await this.client.send(
-      new GetObjectCommand({ Bucket: this.options.bucket, Key: key, ...(range && { Range: `bytes=${range.start}-${range.end}` }) }),
-    );
+    const out = await this.client
+      .send(new GetObjectCommand({ Bucket: this.options.bucket, Key: key, ...(range && { Range: `bytes=${range.start}-${range.end}` }) }))
+      .catch((error: unknown) => {
+        throw isMissing(error) ? new BlobMissing(key) : error;
+      });
     if (!out.Body) throw new Error(`object ${key} has no body`);
     return out.Body instanceof Readable ? out.Body : Readable.fromWeb(out.Body.transformToWebStream() as import("node:stream/web").ReadableStream);
   }

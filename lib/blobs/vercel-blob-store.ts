@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import { BlobNotFoundError, del, head, issueSignedToken, presignUrl, put, type DelegationOperation } from "@vercel/blob";
-import { assertValidKey, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+import { assertValidKey, BlobMissing, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
 
 export interface VercelBlobOptions {
   /** The store's read-write token (BLOB_READ_WRITE_TOKEN). */
@@ -74,6 +74,7 @@ export class VercelBlobStore implements BlobStore {
     const res = await fetch(url, { headers: range ? { range: `bytes=${range.start}-${range.end}` } : {} });
     if (!res.ok || !res.body) {
       await res.body?.cancel();
+      if (res.status === 404) throw new BlobMissing(key);
       throw new Error(`vercel blob: reading ${key} failed with HTTP ${res.status}`);
     }
     return Readable.fromWeb(res.body as import("node:stream/web").ReadableStream);

@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { ok } from "@/lib/api/envelope.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { methodsNotAllowed, withPublic } from "@/lib/api/with-auth.ts";
-import { blobStore, contentDisposition } from "@/lib/blobs/blob-store.ts";
+import { blobStore, contentDisposition, readOrNotFound } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore, UploadRejected } from "@/lib/blobs/local-blob-store.ts";
 import { assertUploadOpen } from "@/lib/uploads/assert-upload-open.ts";
 
@@ -57,7 +57,7 @@ export const GET = withPublic({ bucket: "light" }, async (_ctx, req, params) => 
   if (!check.ok) throw refused(check.reason);
   const info = await store.head(key);
   if (!info) throw new ApiError("not_found", "Not found");
-  const stream = await store.read(key);
+  const stream = await readOrNotFound(store, key, "Not found");
   return new Response(Readable.toWeb(stream) as ReadableStream, {
     headers: {
       "content-type": check.contentType,
