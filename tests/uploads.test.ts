@@ -166,6 +166,25 @@ describe("the embedded store's signed URLs", () => {
     expect(again.status).toBe(409);
   });
 
+  it("a filename holding a newline cannot move signed bytes into the type or disposition of a download URL", async () => {
+    const bytes = Buffer.from("<script>alert(1)</script>");
+    const created = await upload(ann, "page.txt", "text/plain", bytes, { content: "Page" });
+    const { objectKey } = await h.db.attachment.findFirstOrThrow({ where: { memoryId: created.id } });
+    const store = new LocalBlobStore(blobDir);
+    const signed = new URL(
+      await store.signDownload(objectKey, { filename: "page.txt\ntext/html", contentType: "text/plain", inline: false, expiresIn: 300, baseUrl: "http://engram.test" }),
+    );
+    expect((await dispatch(new Request(signed))).status).toBe(200);
+    // The same signature over the same joined text, split differently: served as text/html.
+    const moved = new URL(signed);
+    moved.searchParams.set("filename", "page.txt");
+    moved.searchParams.set("type", "text/html");
+    moved.searchParams.set("disposition", "text/plain\nattachment");
+    const res = await dispatch(new Request(moved));
+    expect(res.headers.get("content-type")).not.toBe("text/html");
+    expect(res.status).toBe(403);
+  });
+
   it("an expired URL is refused over HTTP too", async () => {
     const bytes = Buffer.from("late");
     const i = await intent(ann, "late.txt", "text/plain", bytes.length);

@@ -194,9 +194,12 @@ export class LocalBlobStore implements BlobStore {
   }
 }
 
-const uploadPayload = (key: string, type: string, size: number, expires: number) => `blob-put\n${key}\n${type}\n${size}\n${expires}`;
+// JSON, not fields joined by a separator: a filename (a client's) may hold any character, and one
+// holding the separator could move the signed bytes into the fields after it (another type or
+// disposition under the same signature). URLs signed the old way are refused and simply expire.
+const uploadPayload = (key: string, type: string, size: number, expires: number) => JSON.stringify(["blob-put", key, type, size, expires]);
 const downloadPayload = (key: string, filename: string, type: string, disposition: string, expires: number) =>
-  `blob-get\n${key}\n${filename}\n${type}\n${disposition}\n${expires}`;
+  JSON.stringify(["blob-get", key, filename, type, disposition, expires]);
 const trimSlash = (url: string) => url.replace(/\/+$/, "");
 const encodeKey = (key: string) => key.split("/").map(encodeURIComponent).join("/");
 
