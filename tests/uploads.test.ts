@@ -475,6 +475,18 @@ describe("create with file_ref", () => {
     expect((await dispatch(new Request(other))).status).toBe(403);
   });
 
+  it("a PNG whose header claims a size past 2^31 - 1 pixels is attached without a size, not a 500", async () => {
+    const png = makePng(1, 1);
+    png.writeUInt32BE(0xffffffff, 16);
+    png.writeUInt32BE(0x80000000, 20);
+    const i = await intent(ann, "huge.png", "image/png", png.length);
+    expect((await put(i.upload_url, i.headers, png)).status).toBe(200);
+    const res = await ann.post("/v1/memories", { content: "", file_ref: i.file_ref });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const memory = (await ann.get(`/v1/memories/${res.body.data.id}`)).body.data;
+    expect(memory.attachments[0]).toMatchObject({ width: null, height: null });
+  });
+
   it("an empty text file ends active with a processing_error", async () => {
     const created = await upload(ann, "blank.txt", "text/plain", Buffer.from("   \n"));
     const memory = await processed(ann, created.id);

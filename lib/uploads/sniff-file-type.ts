@@ -46,7 +46,10 @@ export function matchesDeclared(declared: UploadType, sniffed: Sniffed): boolean
 export function imageSize(head: Buffer, type: string): { width: number; height: number } | null {
   try {
     if (type === "image/png" && head.length >= 24 && head.subarray(12, 16).toString("latin1") === "IHDR") {
-      return { width: head.readUInt32BE(16), height: head.readUInt32BE(20) };
+      const width = head.readUInt32BE(16);
+      const height = head.readUInt32BE(20);
+      // PNG allows at most 2^31 - 1 either way (and the columns are int4): a header past it is no size at all.
+      return width <= 0x7fffffff && height <= 0x7fffffff ? { width, height } : null;
     }
     if (type === "image/gif" && head.length >= 10) return { width: head.readUInt16LE(6), height: head.readUInt16LE(8) };
     if (type === "image/webp" && head.length >= 30) {
