@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import JSZip from "jszip";
 import { sweepUploadsFunction } from "@/inngest/upload-functions.ts";
+import { unpackedSizeProblem } from "@/lib/extraction/check-unpacked-size.mjs";
 import { extractText } from "@/lib/extraction/extract-text.ts";
 import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
@@ -340,6 +341,30 @@ describe("create with file_ref", () => {
     }
     expect(await extractText(liar, DOCX_TYPE)).toMatchObject({ text: "", error: expect.stringMatching(/larger than their headers say/) });
   }, 60_000);
+
+  it("the unpacked-size check reads the archive as the parser's unzip does: prepended bytes, an under-counted directory, trailing bytes", async () => {
+    const zip = await JSZip.loadAsync(await makeDocx([{ text: "Kiln firing log" }]));
+    const xml = await zip.file("word/document.xml")!.async("string");
+    zip.file("word/document.xml", xml.replace("<w:body>", `<w:body>${" ".repeat(2 * 1024 * 1024)}`));
+    const docx = await zip.generateAsync({ type: "nodebuffer", compression: "DEFLATE" });
+    const limit = 1024 * 1024;
+    expect(unpackedSizeProblem(docx, limit)).toMatch(/unpacks to more than/);
+    const eocd = docx.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+    // Bytes before the archive (still starting like one, for the sniffing): the unzip shifts every offset by them.
+    const prepended = Buffer.concat([Buffer.from([0x50, 0x4b, 0x03, 0x04]), Buffer.alloc(60), docx]);
+    // A directory whose end record counts one entry: the unzip reads every entry there is.
+    const undercounted = Buffer.from(docx);
+    undercounted.writeUInt16LE(1, eocd + 8);
+    undercounted.writeUInt16LE(1, eocd + 10);
+    // More than a zip comment's 64 KiB after the end record: the unzip looks for it from the very end.
+    const trailing = Buffer.concat([docx, Buffer.alloc(70_000)]);
+    for (const [name, bytes] of Object.entries({ prepended, undercounted, trailing })) {
+      // The parser's unzip opens each of them and finds the whole document part.
+      const part = await (await JSZip.loadAsync(bytes)).file("word/document.xml")!.async("uint8array");
+      expect(part.length, name).toBeGreaterThan(limit);
+      expect(unpackedSizeProblem(bytes, limit), name).toMatch(/unpacks to more than/);
+    }
+  });
 
   it("a PDF is read up to 2000 pages, one page at a time, and says how many it read", async () => {
     const many = await makePdf(Array.from({ length: 2100 }, (_, i) => [`Folio ${i + 1} of the ledger.`]));
