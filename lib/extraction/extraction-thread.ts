@@ -82,7 +82,8 @@ function run(task: Task): Promise<unknown> {
   if (thread) {
     // A copy the worker can own: the caller's Buffer may be a slice of a shared pool.
     const bytes = new Uint8Array(task.bytes);
-    return thread.run({ ...task, bytes }, [bytes.buffer]).then((reply) => reply.result);
+    // The heap limit is fixed when the worker starts; its buffers' limit (buffer-guard.mjs) goes with each task.
+    return thread.run({ ...task, bytes, memoryMb: extractionLimits().memoryMb }, [bytes.buffer]).then((reply) => reply.result);
   }
   if (!warned) {
     warned = true;
