@@ -14,7 +14,7 @@ import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
 import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
-import { DOCX_TYPE } from "@/lib/uploads/upload-limits.ts";
+import { assertUploadLimit, DOCX_TYPE } from "@/lib/uploads/upload-limits.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { makeDocx, makePdf, makePng } from "./support/make-files.ts";
 import { dispatch } from "./support/router.ts";
@@ -115,6 +115,22 @@ describe("POST /v1/uploads", () => {
     expect(big.body.error).toMatchObject({ code: "file_too_large", details: { size_bytes: 25 * 1024 * 1024 + 1, max_bytes: 25 * 1024 * 1024 } });
     expect((await ann.post("/v1/uploads", { filename: "", content_type: "text/plain", size_bytes: 1 })).status).toBe(400);
     expect((await h.anonymous.post("/v1/uploads", { filename: "a.txt", content_type: "text/plain", size_bytes: 1 })).status).toBe(401);
+  });
+
+  it("ENGRAM_UPLOAD_MAX_BYTES past 2 GiB - 1 (the size columns' range) stops start-up, and is never applied past it", async () => {
+    process.env.ENGRAM_UPLOAD_MAX_BYTES = String(3 * 1024 ** 3);
+    try {
+      expect(() => assertUploadLimit()).toThrow("ENGRAM_UPLOAD_MAX_BYTES must be at most 2147483647 (2 GiB - 1, the largest file size the database records), got 3221225472");
+      // Before, this intent passed the size check and its row overflowed the int size column: 500.
+      const huge = await ann.post("/v1/uploads", { filename: "huge.pdf", content_type: "application/pdf", size_bytes: 2 ** 31, purpose: "memory_attachment" });
+      expect(huge.status, JSON.stringify(huge.body)).toBe(413);
+      expect(huge.body.error).toMatchObject({ code: "file_too_large", details: { size_bytes: 2 ** 31, max_bytes: 2 ** 31 - 1 } });
+      expect((await ann.get("/v1/usage")).body.data.limits.max_attachment_bytes).toBe(2 ** 31 - 1);
+      process.env.ENGRAM_UPLOAD_MAX_BYTES = String(2 ** 31 - 1);
+      expect(() => assertUploadLimit()).not.toThrow();
+    } finally {
+      delete process.env.ENGRAM_UPLOAD_MAX_BYTES;
+    }
   });
 });
 

@@ -7,6 +7,7 @@ import { startEventsPrune } from "@/lib/events/prune-events.ts";
 import { startMailOutboxPrune } from "@/lib/mail/prune-mail-outbox.ts";
 import { startUnusedOAuthClientsPrune } from "@/lib/oauth/prune-unused-clients.ts";
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
+import { assertUploadLimit } from "@/lib/uploads/upload-limits.ts";
 
 /**
  * Server start-up: open (and migrate) the database so the first request does
@@ -14,6 +15,7 @@ import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
  */
 export async function startServer(): Promise<void> {
   const started = Date.now();
+  assertUploadLimit();
   for (const warning of configWarnings()) console.warn(warning);
   const database = await getDatabase();
   const users = await database.prisma.user.count();

@@ -33,9 +33,24 @@ export const UNATTACHED_UPLOAD_TTL_MS = 24 * 60 * 60 * 1000;
  */
 export const ATTACHABLE_FOR_MS = UNATTACHED_UPLOAD_TTL_MS - 60 * 60 * 1000;
 
-/** ENGRAM_UPLOAD_MAX_BYTES, default 25 MiB. */
+/** The largest upload the database can record: sizes are 32-bit integer columns (2 GiB - 1). */
+export const UPLOAD_MAX_BYTES_CEILING = 2 ** 31 - 1;
+
+/**
+ * ENGRAM_UPLOAD_MAX_BYTES, default 25 MiB, never past the ceiling: a larger setting let through
+ * sizes whose rows could not be written (a 500 after the intent was checked). Start-up refuses
+ * such a setting (assertUploadLimit); this keeps requests right if one is read anyway.
+ */
 export function maxUploadBytes(): number {
-  return positiveIntEnv("ENGRAM_UPLOAD_MAX_BYTES", 25 * 1024 * 1024);
+  return Math.min(positiveIntEnv("ENGRAM_UPLOAD_MAX_BYTES", 25 * 1024 * 1024), UPLOAD_MAX_BYTES_CEILING);
+}
+
+/** Stops start-up on an upload limit the database cannot hold, rather than quietly serving a lower one. */
+export function assertUploadLimit(): void {
+  const value = positiveIntEnv("ENGRAM_UPLOAD_MAX_BYTES", 25 * 1024 * 1024);
+  if (value > UPLOAD_MAX_BYTES_CEILING) {
+    throw new Error(`ENGRAM_UPLOAD_MAX_BYTES must be at most ${UPLOAD_MAX_BYTES_CEILING} (2 GiB - 1, the largest file size the database records), got ${value}`);
+  }
 }
 
 /**

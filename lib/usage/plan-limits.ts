@@ -1,13 +1,13 @@
-import { config, positiveIntEnv } from "@/lib/config.ts";
+import { config } from "@/lib/config.ts";
 import { MAX_HUBS_PER_USER } from "@/lib/hubs/hub-fields.ts";
 import { MAX_ACTIVE_INVITES } from "@/lib/invites/invite-fields.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { quotaLimits } from "@/lib/quotas/quota-limits.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
+import { maxUploadBytes } from "@/lib/uploads/upload-limits.ts";
 
 /** -1 means unlimited (Memax's convention): a self-hosted install has no plan caps. */
 export const UNLIMITED = -1;
-const DEFAULT_UPLOAD_MAX_BYTES = 25 * 1024 * 1024;
 
 /** Every user of a self-hosted install is on this one plan (Memax's plan ids). */
 export const SELF_HOSTED_PLAN = "self_hosted";
@@ -33,7 +33,7 @@ export function planLimits(scope: "user" | "hub") {
     max_team_hubs: MAX_HUBS_PER_USER - 1,
     max_hub_members: UNLIMITED,
     storage_bytes_limit: quota.bytes ?? UNLIMITED,
-    max_attachment_bytes: positiveIntEnv("ENGRAM_UPLOAD_MAX_BYTES", DEFAULT_UPLOAD_MAX_BYTES),
+    max_attachment_bytes: maxUploadBytes(),
     max_memory_content_bytes: MAX_CONTENT_BYTES,
     max_active_invites_per_hub: MAX_ACTIVE_INVITES,
     max_topics_per_hub: MAX_TOPICS_PER_HUB,
