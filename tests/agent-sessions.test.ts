@@ -122,4 +122,40 @@ describe("/v1/agent-sessions", () => {
     expect((await readAll(blobs, row.storeKey)).toString("utf8")).toBe("new transcript\n");
     expect((await ann.get("/v1/agent-sessions?session_id=old-1")).body.data.sessions[0].content).toBe("new transcript\n");
   });
+
+  it("a session replaced while it is being read serves its new version, never a 500", async () => {
+    const ann = await h.user("Racer");
+    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "race-1", content: "old\n" })).status).toBe(201);
+    // The embedded store, with a PUT of a new version landing between the row's read and the file's
+    // (that PUT deletes the version the row named).
+    const store = new ReplacedBeforeRead(blobDir, () => ann.put("/v1/agent-sessions", { agent: "codex", session_id: "race-1", content: "new\n" }));
+    setBlobStore(store);
+    try {
+      const read = await ann.get("/v1/agent-sessions?session_id=race-1");
+      expect(read.status, read.text).toBe(200);
+      expect(store.replaced).toBe(true);
+      expect(read.body.data.sessions).toHaveLength(1);
+      expect(read.body.data.sessions[0]).toMatchObject({ session_id: "race-1", content: "new\n", size_bytes: 4 });
+    } finally {
+      setBlobStore(blobs);
+    }
+  });
 });
+
+class ReplacedBeforeRead extends LocalBlobStore {
+  replaced = false;
+  constructor(
+    dir: string,
+    private readonly replace: () => Promise<unknown>,
+  ) {
+    super(dir);
+  }
+
+  override async read(key: string, range?: { start: number; end: number }) {
+    if (!this.replaced) {
+      this.replaced = true;
+      await this.replace();
+    }
+    return super.read(key, range);
+  }
+}

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
+import type { AgentSession } from "@/lib/db/generated/client.ts";
 import { MAX_SESSIONS_WITH_CONTENT, type ListAgentSessionsQuery } from "./agent-session-fields.ts";
 import { serializeAgentSession } from "./serialize-agent-session.ts";
 import { sessionStoreFor } from "./session-store.ts";
@@ -29,8 +30,23 @@ export async function listAgentSessions(ctx: AuthContext, query: ListAgentSessio
     take: limit + 1,
   });
   const result = page("sessions", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.updatedAt.toISOString(), last.id]));
-  const sessions = await Promise.all(
-    result.sessions.map(async (row) => serializeAgentSession(row, query.session_id ? ((await (await sessionStoreFor(ctx.db, row.storeKey)).get(row.storeKey)) ?? "") : undefined)),
-  );
-  return { ...result, sessions };
+  const sessions = await Promise.all(result.sessions.map((row) => (query.session_id ? withContent(ctx, row) : serializeAgentSession(row))));
+  return { ...result, sessions: sessions.filter((session) => session !== null) };
+}
+
+/**
+ * A session with its file. A PUT of a new version between the row's read and the file's deletes the
+ * version the row named: the row is read again and its current version served, or, deleted
+ * meanwhile, the session is left out.
+ */
+async function withContent(ctx: AuthContext, row: AgentSession) {
+  const content = await readSession(ctx, row.storeKey);
+  if (content !== null) return serializeAgentSession(row, content);
+  const current = await ctx.db.agentSession.findUnique({ where: { id: row.id } });
+  if (!current) return null;
+  return serializeAgentSession(current, current.storeKey === row.storeKey ? "" : ((await readSession(ctx, current.storeKey)) ?? ""));
+}
+
+async function readSession(ctx: AuthContext, key: string): Promise<string | null> {
+  return (await sessionStoreFor(ctx.db, key)).get(key);
 }

@@ -1,4 +1,4 @@
-import { blobStore, readAll, type BlobStore } from "@/lib/blobs/blob-store.ts";
+import { BlobMissing, blobStore, readAll, type BlobStore } from "@/lib/blobs/blob-store.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 
 /**
@@ -50,8 +50,13 @@ export function blobSessionStore(store: BlobStore): SessionStore {
       await store.write(key, Buffer.from(content, "utf8"), SESSION_CONTENT_TYPE);
     },
     async get(key) {
-      if (!(await store.head(key))) return null;
-      return (await readAll(store, key)).toString("utf8");
+      // No head first: the object can go between a check and the read (a new version's PUT deletes it).
+      try {
+        return (await readAll(store, key)).toString("utf8");
+      } catch (error) {
+        if (error instanceof BlobMissing) return null;
+        throw error;
+      }
     },
     async delete(key) {
       await store.delete(key);
