@@ -1,5 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hashSecret } from "@/lib/auth/hash-secret.ts";
+import { REFRESH_REUSE_GRACE_MS } from "@/lib/oauth/exchange-token.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
 import { consentAt, sessionCookieFor, type Choices } from "./support/oauth-consent.ts";
@@ -204,10 +206,24 @@ describe("POST /v1/auth/refresh", () => {
     expect(pair.refresh_token).not.toBe(first.refresh_token);
     expect(pair.expires_in).toBe(3600);
     expect((await call("GET", "/v1/auth/me", undefined, pair.access_token)).status).toBe(200);
+    // Past the grace window for concurrent refreshes (see the next test).
+    await h.db.oAuthRefreshToken.update({ where: { tokenHash: hashSecret(first.refresh_token) }, data: { usedAt: new Date(Date.now() - REFRESH_REUSE_GRACE_MS - 1000) } });
     const replay = await call("POST", "/v1/auth/refresh", { refresh_token: first.refresh_token });
     expect(replay).toMatchObject({ status: 410, body: { error: { code: "used" } } });
     expect((await call("GET", "/v1/auth/me", undefined, pair.access_token)).status).toBe(401);
     expect(await call("POST", "/v1/auth/refresh", { refresh_token: pair.refresh_token })).toMatchObject({ status: 410, body: { error: { code: "revoked" } } });
+  });
+
+  it("several CLI processes refreshing the same token at once: one rotates, the others get 410 used and the sign-in stays", async () => {
+    const first = await tokensFor();
+    const replies = await Promise.all(Array.from({ length: 4 }, () => call("POST", "/v1/auth/refresh", { refresh_token: first.refresh_token })));
+    expect(replies.map((r) => r.status).sort()).toEqual([200, 410, 410, 410]);
+    expect(replies.filter((r) => r.status === 410).every((r) => r.body.error?.code === "used")).toBe(true);
+    const pair = replies.find((r) => r.status === 200)!.body.data as { access_token: string; refresh_token: string };
+    // The losers keep working with the access token they had, and the next run reads the winner's stored pair.
+    expect((await call("GET", "/v1/auth/me", undefined, first.access_token)).status).toBe(200);
+    expect((await call("GET", "/v1/auth/me", undefined, pair.access_token)).status).toBe(200);
+    expect((await call("POST", "/v1/auth/refresh", { refresh_token: pair.refresh_token })).status).toBe(200);
   });
 
   it("answers unknown, expired and missing refresh tokens clearly", async () => {

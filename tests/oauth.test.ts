@@ -13,6 +13,7 @@ import {
   type StoredOAuthTokens,
 } from "@modelcontextprotocol/client";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
+import { REFRESH_REUSE_GRACE_MS } from "@/lib/oauth/exchange-token.ts";
 import { createHarness, type Client as ApiClient, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
 import { routerFor } from "./support/router.ts";
@@ -120,6 +121,11 @@ async function mcpStatus(accessToken: string, path = "/mcp") {
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }),
   });
   return res.status;
+}
+
+/** Marks a used refresh token as used past the grace window for concurrent refreshes (REFRESH_REUSE_GRACE_MS). */
+async function usedLongAgo(refreshToken: string) {
+  await h.db.oAuthRefreshToken.update({ where: { tokenHash: hashSecret(refreshToken) }, data: { usedAt: new Date(Date.now() - REFRESH_REUSE_GRACE_MS - 1000) } });
 }
 
 function pkce() {
@@ -257,7 +263,8 @@ describe("the OAuth dance, driven by the MCP SDK's client", () => {
     expect(rotated.body.refresh_token).not.toBe(first.refresh_token);
     expect(await mcpStatus(rotated.body.access_token!)).toBe(200);
 
-    // The old refresh token again: it leaked, so the whole grant ends, new tokens included.
+    // The old refresh token again, past the grace window for concurrent refreshes: it leaked, so the whole grant ends, new tokens included.
+    await usedLongAgo(first.refresh_token!);
     const replay = await token({ grant_type: "refresh_token", refresh_token: first.refresh_token!, client_id: provider.info!.client_id });
     expect(replay.status).toBe(400);
     expect(replay.body.error).toBe("invalid_grant");
@@ -390,13 +397,31 @@ describe("single use under concurrency", () => {
     expect((await token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId })).body.error).toBe("invalid_grant");
   });
 
-  it("a refresh token used five times at once rotates once; the replays end the grant, the new tokens included", async () => {
+  it("a refresh token used five times at once rotates once; the others are refused but the grant lives (concurrent clients, not a leak)", async () => {
     const { code, clientId, verifier } = await codeFor();
     const pair = (await token({ grant_type: "authorization_code", code, client_id: clientId, code_verifier: verifier, redirect_uri: REDIRECT })).body;
     const rotations = await Promise.all(Array.from({ length: 5 }, () => token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId })));
     expect(rotations.map((r) => r.status).sort()).toEqual([200, 400, 400, 400, 400]);
     expect(rotations.filter((r) => r.status === 400).every((r) => r.body.error === "invalid_grant")).toBe(true);
     const rotated = rotations.find((r) => r.status === 200)!.body;
+    expect(await mcpStatus(rotated.access_token!)).toBe(200);
+    expect(await mcpStatus(pair.access_token!)).toBe(200);
+    // Again within the window: still refused, still no revocation.
+    expect((await token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId })).body.error).toBe("invalid_grant");
+    expect((await h.db.oAuthGrant.findFirstOrThrow({ where: { clientId } })).revokedAt).toBeNull();
+    const next = await token({ grant_type: "refresh_token", refresh_token: rotated.refresh_token!, client_id: clientId });
+    expect(next.status).toBe(200);
+    expect(await mcpStatus(next.body.access_token!)).toBe(200);
+  });
+
+  it("a used refresh token replayed after the grace window ends the grant, the new tokens included", async () => {
+    const { code, clientId, verifier } = await codeFor();
+    const pair = (await token({ grant_type: "authorization_code", code, client_id: clientId, code_verifier: verifier, redirect_uri: REDIRECT })).body;
+    const rotated = (await token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId })).body;
+    expect(await mcpStatus(rotated.access_token!)).toBe(200);
+    await usedLongAgo(pair.refresh_token!);
+    const replay = await token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId });
+    expect([replay.status, replay.body.error]).toEqual([400, "invalid_grant"]);
     expect(await mcpStatus(rotated.access_token!)).toBe(401);
     expect((await token({ grant_type: "refresh_token", refresh_token: rotated.refresh_token!, client_id: clientId })).body.error).toBe("invalid_grant");
     expect((await h.db.oAuthGrant.findFirstOrThrow({ where: { clientId } })).revokedReason).toBe("refresh_token_reuse");

@@ -87,7 +87,17 @@ async function redeemCode(db: Db, params: URLSearchParams, now: Date): Promise<T
 }
 
 /**
- * Rotation: each refresh token works once. Presenting a used one means it leaked: end the grant.
+ * How long after a refresh token's use the same client may present it again without ending the
+ * grant. Several processes sharing one stored token (Memax CLI commands run at once on a machine)
+ * refresh together; all but one find it used a moment later. Ending the grant then would sign the
+ * user out, the winner's fresh tokens included. Inside the window the loser is only refused (it
+ * re-reads the stored tokens, or keeps its still-valid access token); after it, reuse is a leak.
+ */
+export const REFRESH_REUSE_GRACE_MS = 10_000;
+
+/**
+ * Rotation: each refresh token works once. Presenting a used one means it leaked: end the grant
+ * (unless it was used within REFRESH_REUSE_GRACE_MS, see there).
  * `accepts` refuses a request the grant cannot serve before the token is spent, so a client that
  * corrects its request retries with the same token instead of ending its grant as a replay.
  */
@@ -98,6 +108,12 @@ export async function rotateRefreshToken(db: Db, token: string, clientId: string
   if (!row.usedAt) accepts(row.grant);
   const claimed = await db.oAuthRefreshToken.updateMany({ where: { tokenHash: row.tokenHash, usedAt: null }, data: { usedAt: now } });
   if (claimed.count !== 1) {
+    // Read again when this request lost the race: the row read above still showed it unused.
+    const usedAt = row.usedAt ?? (await db.oAuthRefreshToken.findUnique({ where: { tokenHash: row.tokenHash }, select: { usedAt: true } }))?.usedAt;
+    // A concurrent request may have claimed it at a `now` slightly after this one's: a negative gap is inside the window.
+    if (usedAt && now.getTime() - usedAt.getTime() < REFRESH_REUSE_GRACE_MS) {
+      throw new GrantError("used", "The refresh token was just used by another refresh of this client; use the tokens that refresh received");
+    }
     await revokeGrant(db, row.grantId, "refresh_token_reuse", now);
     throw new GrantError("used", "The refresh token was already used; the grant is revoked, sign in again");
   }
