@@ -1,3 +1,4 @@
+import { createServer, type Server } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@/lib/ids.ts";
 import { pruneUnusedOAuthClients } from "@/lib/oauth/prune-unused-clients.ts";
@@ -8,16 +9,51 @@ const dispatch = routerFor(["oauth"]);
 const HOUR = 60 * 60_000;
 let h: Harness;
 
+const METADATA_PORT = 3522;
+let metadataServer: Server;
+
 beforeAll(async () => {
   h = await createHarness();
+  // Client ID metadata documents on loopback http (allowed for loopback only with this switch): any path serves a valid
+  // document naming itself; "evil" in the path puts control characters in its name and URI.
+  process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA = "1";
+  metadataServer = createServer((req, res) => {
+    const evil = req.url!.includes("evil");
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({
+        client_id: `http://127.0.0.1:${METADATA_PORT}${req.url}`,
+        client_name: evil ? "Evil\u0000\nDoc" : "Doc",
+        client_uri: evil ? "https://c.example/\u0000" : "https://c.example/",
+        redirect_uris: ["https://c.example/cb", "https://c.example/cb"],
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => metadataServer.listen(METADATA_PORT, "127.0.0.1", resolve));
 });
 afterAll(async () => {
+  delete process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA;
+  await new Promise<void>((resolve) => metadataServer?.close(() => resolve()));
   await h.close();
 });
 afterEach(async () => {
   delete process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR;
   await h.db.oAuthClient.deleteMany({});
 });
+
+/** A token request naming `clientId`: the client is looked up (a metadata document fetched) before the code is. */
+async function tokenFor(clientId: string) {
+  const res = await dispatch(
+    new Request("http://engram.test/oauth/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "authorization_code", code: "eac_x", client_id: clientId, code_verifier: "v".repeat(43) }),
+    }),
+  );
+  return { status: res.status, body: (await res.json()) as Record<string, string> };
+}
+
+const docUrl = (path: string) => `http://127.0.0.1:${METADATA_PORT}/${path}`;
 
 const BULK = { client_name: "Bulk", redirect_uris: Array.from({ length: 10 }, (_, i) => `https://c.example/${"x".repeat(1400)}/${i}`) };
 
@@ -86,5 +122,45 @@ describe("dynamic client registration bounds", () => {
     expect(named.body.client_name).toBe("Evil  App");
     expect(named.body.client_uri).toBeUndefined();
     expect((await h.db.oAuthClient.findUniqueOrThrow({ where: { id: named.body.client_id! } })).name).toBe("Evil  App");
+  });
+
+  it("a metadata document with control characters in its name or URI is cleaned, never a 500; so is a client_id holding one", async () => {
+    const res = await tokenFor(docUrl("evil.json"));
+    // The client exists now: only the made-up code is refused.
+    expect([res.status, res.body.error], JSON.stringify(res.body)).toEqual([400, "invalid_grant"]);
+    const stored = await h.db.oAuthClient.findUniqueOrThrow({ where: { id: docUrl("evil.json") } });
+    expect(stored).toMatchObject({ kind: "metadata_document", name: "Evil  Doc", clientUri: null, redirectUris: ["https://c.example/cb"] });
+    for (const clientId of ["ec_a\u0000b", docUrl("x\u0000.json"), "ec_a b"]) {
+      const bad = await tokenFor(clientId);
+      expect([bad.status, bad.body.error], JSON.stringify(clientId)).toEqual([401, "invalid_client"]);
+    }
+  });
+
+  it("caps the metadata-document clients first read in the last hour that no one has used, apart from registrations", async () => {
+    process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR = "2";
+    expect((await tokenFor(docUrl("a.json"))).status).toBe(400);
+    expect((await tokenFor(docUrl("b.json"))).status).toBe(400);
+    const refused = await tokenFor(docUrl("c.json"));
+    expect([refused.status, refused.body.error]).toEqual([429, "temporarily_unavailable"]);
+    expect(await h.db.oAuthClient.count({ where: { kind: "metadata_document" } })).toBe(2);
+    // A document already known is read again at its daily refresh without counting as new.
+    await h.db.oAuthClient.update({ where: { id: docUrl("a.json") }, data: { fetchedAt: new Date(Date.now() - 2 * 24 * HOUR) } });
+    expect((await tokenFor(docUrl("a.json"))).status).toBe(400);
+    // Registrations have their own count.
+    expect((await register()).status).toBe(201);
+    // A used document client, or one first read over an hour ago, no longer counts.
+    await grantFor(docUrl("a.json"));
+    expect((await tokenFor(docUrl("c.json"))).status).toBe(400);
+    expect((await tokenFor(docUrl("d.json"))).status).toBe(429);
+    await h.db.oAuthClient.update({ where: { id: docUrl("b.json") }, data: { createdAt: new Date(Date.now() - 2 * HOUR) } });
+    expect((await tokenFor(docUrl("d.json"))).status).toBe(400);
+  });
+
+  it("many first reads of new documents at once stay within the cap", async () => {
+    process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR = "3";
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => tokenFor(docUrl(`many-${i}.json`))));
+    expect(results.filter((r) => r.status === 400)).toHaveLength(3);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(5);
+    expect(await h.db.oAuthClient.count({ where: { kind: "metadata_document" } })).toBe(3);
   });
 });

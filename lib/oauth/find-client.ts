@@ -1,6 +1,8 @@
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { currentFetchPolicy, LinkFetchError, safeFetch } from "@/lib/links/safe-fetch.ts";
 import { OAuthError } from "./oauth-error.ts";
+import { assertRoomForNewClient, cleanClientName, cleanClientUri } from "./register-client.ts";
 import { MAX_REDIRECT_URIS, assertRedirectUri, isLoopbackHost } from "./redirect-uri.ts";
 
 export interface OAuthClientInfo {
@@ -27,6 +29,8 @@ export function isMetadataDocumentId(clientId: string): boolean {
  */
 export async function findClient(db: Db, clientId: string | null | undefined, now: Date): Promise<OAuthClientInfo> {
   if (!clientId || clientId.length > 2000) throw new OAuthError("invalid_request", "client_id is required");
+  // No client's id holds one (registered ids are base64url, document URLs are refused with them), and a NUL cannot even be looked up.
+  if (/[\x00-\x20\x7f]/.test(clientId)) throw new OAuthError("invalid_client", "Unknown client_id: it contains spaces or control characters");
   const stored = await db.oAuthClient.findUnique({ where: { id: clientId } });
   if (!isMetadataDocumentId(clientId)) {
     if (!stored) throw new OAuthError("invalid_client", "Unknown client_id: register the client first");
@@ -35,7 +39,12 @@ export async function findClient(db: Db, clientId: string | null | undefined, no
   if (stored && stored.fetchedAt && now.getTime() - stored.fetchedAt.getTime() < METADATA_TTL_MS) return stored;
   const doc = await fetchMetadataDocument(clientId);
   const data = { name: doc.name, redirectUris: doc.redirectUris, kind: "metadata_document", clientUri: doc.clientUri, fetchedAt: now };
-  return db.oAuthClient.upsert({ where: { id: clientId }, create: { id: clientId, ...data }, update: data });
+  return db.$transaction(async (tx) => {
+    // Anyone can name a new URL on every request: new document clients are capped like registrations.
+    await lockForTransaction(tx, "oauth-register");
+    if (!(await tx.oAuthClient.findUnique({ where: { id: clientId }, select: { id: true } }))) await assertRoomForNewClient(tx, "metadata_document", now);
+    return tx.oAuthClient.upsert({ where: { id: clientId }, create: { id: clientId, ...data, createdAt: now }, update: data });
+  });
 }
 
 function assertMetadataUrl(clientId: string): URL {
@@ -97,7 +106,6 @@ async function fetchMetadataDocument(clientId: string): Promise<{ name: string; 
   }
   const method = doc.token_endpoint_auth_method;
   if (method !== undefined && method !== "none") throw new OAuthError("invalid_client", "Only public clients (token_endpoint_auth_method none) are supported");
-  const name = typeof doc.client_name === "string" && doc.client_name.trim() ? doc.client_name.trim().slice(0, 200) : url.host;
-  const clientUri = typeof doc.client_uri === "string" ? doc.client_uri.slice(0, 2000) : null;
-  return { name, redirectUris, clientUri };
+  // Cleaned as at registration: whoever controls the document controls these strings.
+  return { name: cleanClientName(doc.client_name, url.host), redirectUris: [...new Set(redirectUris)], clientUri: cleanClientUri(doc.client_uri) };
 }

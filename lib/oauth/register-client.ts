@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { positiveIntEnv } from "@/lib/config.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, DbClient } from "@/lib/db/database.ts";
 import { OAuthError } from "./oauth-error.ts";
 import { MAX_REDIRECT_URIS, assertRedirectUri } from "./redirect-uri.ts";
 
@@ -13,6 +13,33 @@ import { MAX_REDIRECT_URIS, assertRedirectUri } from "./redirect-uri.ts";
  */
 export function maxUnusedRegistrationsPerHour(): number {
   return positiveIntEnv("ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR", 200);
+}
+
+/** Kinds of client anyone can add without an account, each held to the hourly cap on its own. */
+export type OpenClientKind = "registered" | "metadata_document";
+
+/**
+ * Refuses a new client of `kind` once the cap of never-used ones from the last hour is reached.
+ * Run inside a transaction holding the "oauth-register" lock, so concurrent adds cannot all pass.
+ */
+export async function assertRoomForNewClient(tx: DbClient, kind: OpenClientKind, now: Date): Promise<void> {
+  const since = new Date(now.getTime() - 60 * 60_000);
+  const recent = await tx.oAuthClient.count({ where: { kind, createdAt: { gte: since }, grants: { none: {} } } });
+  if (recent >= maxUnusedRegistrationsPerHour()) {
+    const what = kind === "registered" ? "clients were registered" : "client ID metadata documents were first read";
+    throw new OAuthError("temporarily_unavailable", `Too many ${what} in the last hour without being used; try again later`, 429);
+  }
+}
+
+/** Control characters become spaces (the name is shown on the consent page; a NUL cannot even be stored). */
+export function cleanClientName(raw: unknown, fallback: string): string {
+  const clean = typeof raw === "string" ? raw.replace(/\p{Cc}/gu, " ").trim() : "";
+  return clean ? clean.slice(0, 200) : fallback;
+}
+
+/** An http(s) client_uri without spaces or control characters, or nothing. */
+export function cleanClientUri(raw: unknown): string | null {
+  return typeof raw === "string" && /^https?:\/\/[^\x00-\x20\x7f]*$/.test(raw) ? raw.slice(0, 2000) : null;
 }
 
 /** RFC 7591 dynamic client registration for public clients (PKCE, no client secret). */
@@ -30,19 +57,13 @@ export async function registerClient(db: Db, body: unknown, now: Date) {
   }
   const responseTypes = meta.response_types ?? ["code"];
   if (!Array.isArray(responseTypes) || responseTypes.some((r) => r !== "code")) throw new OAuthError("invalid_client_metadata", 'response_types may only be ["code"]');
-  // Control characters become spaces (the name is shown on the consent page; a NUL cannot even be stored).
-  const cleanName = typeof meta.client_name === "string" ? meta.client_name.replace(/\p{Cc}/gu, " ").trim() : "";
-  const name = cleanName ? cleanName.slice(0, 200) : "Unnamed MCP client";
-  const clientUri = typeof meta.client_uri === "string" && /^https?:\/\/[^\x00-\x20\x7f]*$/.test(meta.client_uri) ? meta.client_uri.slice(0, 2000) : null;
+  const name = cleanClientName(meta.client_name, "Unnamed MCP client");
+  const clientUri = cleanClientUri(meta.client_uri);
   const id = `ec_${randomBytes(18).toString("base64url")}`;
   await db.$transaction(async (tx) => {
     // One registration at a time, so concurrent ones cannot all pass the count below.
     await lockForTransaction(tx, "oauth-register");
-    const since = new Date(now.getTime() - 60 * 60_000);
-    const recent = await tx.oAuthClient.count({ where: { kind: "registered", createdAt: { gte: since }, grants: { none: {} } } });
-    if (recent >= maxUnusedRegistrationsPerHour()) {
-      throw new OAuthError("temporarily_unavailable", "Too many clients were registered in the last hour without being used; try again later", 429);
-    }
+    await assertRoomForNewClient(tx, "registered", now);
     await tx.oAuthClient.create({ data: { id, name, redirectUris, kind: "registered", clientUri, createdAt: now } });
   });
   // Confidential auth methods are answered with "none": this server issues no client secrets (RFC 7591 §3.2.1 lets it choose).
