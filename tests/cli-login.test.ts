@@ -99,6 +99,17 @@ describe("the browser leg", () => {
     expect(direct.headers.get("location")).toBeNull();
   });
 
+  it("refuses a loopback redirect holding a NUL, a space or another control character (a NUL made the consent a 500)", async () => {
+    for (const bad of ["http://127.0.0.1:3597/call\u0000back", "http://127.0.0.1:3597/call back", "http://127.0.0.1:3597/cb\u0007"]) {
+      const res = await fetch(`${server.url}/v1/auth/github?${new URLSearchParams({ redirect_uri: bad })}`, { redirect: "manual" });
+      expect(res.status, JSON.stringify(bad)).toBe(400);
+      expect(res.headers.get("location")).toBeNull();
+      const authorize = new URL(`${server.url}/oauth/authorize?${new URLSearchParams({ response_type: "code", client_id: "memax-cli", redirect_uri: bad })}`);
+      const page = await fetch(authorize, { headers: { cookie: annCookie }, redirect: "manual" });
+      expect([page.status, page.headers.get("location")], JSON.stringify(bad)).toEqual([400, null]);
+    }
+  });
+
   it("sends a denial back to the CLI as access_denied", async () => {
     const callback = await consentAt(server.url, await start(), annCookie, { decision: "deny" });
     expect(callback.searchParams.get("error")).toBe("access_denied");

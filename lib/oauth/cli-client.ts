@@ -14,9 +14,10 @@ export const CLI_CLIENT_ID = "memax-cli";
 export const CLI_CLIENT_KIND = "builtin";
 const CLI_CLIENT_NAME = "Memax CLI";
 
-/** An http URI on a loopback host with a path and no fragment or credentials: where the CLI listens. */
+/** An http URI on a loopback host with a path and no fragment, credentials, spaces or control characters: where the CLI listens. */
 export function isCliRedirectUri(raw: string): boolean {
-  if (raw.length > 2000) return false;
+  // The raw string is what the code stores, and text holds no NUL: URL would only percent-encode it.
+  if (raw.length > 2000 || /[\x00-\x20\x7f]/.test(raw)) return false;
   let url: URL;
   try {
     url = new URL(raw);
