@@ -11,6 +11,7 @@ let h: Harness;
 
 const METADATA_PORT = 3522;
 let metadataServer: Server;
+let metadataHits = 0;
 
 beforeAll(async () => {
   h = await createHarness();
@@ -18,6 +19,7 @@ beforeAll(async () => {
   // document naming itself; "evil" in the path puts control characters in its name and URI.
   process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA = "1";
   metadataServer = createServer((req, res) => {
+    metadataHits += 1;
     const evil = req.url!.includes("evil");
     res.writeHead(200, { "content-type": "application/json" });
     res.end(
@@ -140,8 +142,11 @@ describe("dynamic client registration bounds", () => {
     process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR = "2";
     expect((await tokenFor(docUrl("a.json"))).status).toBe(400);
     expect((await tokenFor(docUrl("b.json"))).status).toBe(400);
+    const hits = metadataHits;
     const refused = await tokenFor(docUrl("c.json"));
     expect([refused.status, refused.body.error]).toEqual([429, "temporarily_unavailable"]);
+    // Refused before fetching: past the cap, naming new URLs costs no outbound reads.
+    expect(metadataHits).toBe(hits);
     expect(await h.db.oAuthClient.count({ where: { kind: "metadata_document" } })).toBe(2);
     // A document already known is read again at its daily refresh without counting as new.
     await h.db.oAuthClient.update({ where: { id: docUrl("a.json") }, data: { fetchedAt: new Date(Date.now() - 2 * 24 * HOUR) } });

@@ -37,6 +37,8 @@ export async function findClient(db: Db, clientId: string | null | undefined, no
     return stored;
   }
   if (stored && stored.fetchedAt && now.getTime() - stored.fetchedAt.getTime() < METADATA_TTL_MS) return stored;
+  // Past the cap, a new URL is refused before it is fetched: otherwise each request still costs an outbound read. Checked again under the lock below.
+  if (!stored) await assertRoomForNewClient(db, "metadata_document", now);
   const doc = await fetchMetadataDocument(clientId);
   const data = { name: doc.name, redirectUris: doc.redirectUris, kind: "metadata_document", clientUri: doc.clientUri, fetchedAt: now };
   return db.$transaction(async (tx) => {
