@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@/lib/ids.ts";
+import { pruneExpiredOAuthTokens } from "@/lib/oauth/prune-expired-tokens.ts";
 import { pruneUnusedOAuthClients } from "@/lib/oauth/prune-unused-clients.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 import { routerFor } from "./support/router.ts";
@@ -167,5 +168,25 @@ describe("dynamic client registration bounds", () => {
     expect(results.filter((r) => r.status === 400)).toHaveLength(3);
     expect(results.filter((r) => r.status === 429)).toHaveLength(5);
     expect(await h.db.oAuthClient.count({ where: { kind: "metadata_document" } })).toBe(3);
+  });
+
+  it("prunes codes and refresh tokens expired over a day ago, keeping live and recently expired ones", async () => {
+    const ann = await h.user("Ann");
+    await h.db.oAuthClient.create({ data: { id: "ec_tokens", name: "Tokens", redirectUris: ["https://c.example/cb"], kind: "registered" } });
+    const grant = await h.db.oAuthGrant.create({ data: { id: newId(), userId: ann.id, clientId: "ec_tokens", hubIds: [], allHubs: true, scope: "read", resource: "http://engram.test/mcp" } });
+    const at = (hoursFromNow: number) => new Date(Date.now() + hoursFromNow * HOUR);
+    await h.db.oAuthRefreshToken.createMany({
+      data: [
+        { tokenHash: "rt-old-used", grantId: grant.id, expiresAt: at(-25), usedAt: at(-30 * 24) },
+        { tokenHash: "rt-old-unused", grantId: grant.id, expiresAt: at(-48) },
+        { tokenHash: "rt-recently-expired", grantId: grant.id, expiresAt: at(-1), usedAt: at(-2) },
+        { tokenHash: "rt-live", grantId: grant.id, expiresAt: at(24) },
+      ],
+    });
+    const code = (codeHash: string, expiresAt: Date) => ({ codeHash, grantId: grant.id, redirectUri: "https://c.example/cb", codeChallenge: "", resource: "http://engram.test/mcp", expiresAt });
+    await h.db.oAuthCode.createMany({ data: [code("code-old", at(-25)), code("code-recent", at(-1)), code("code-live", at(0.05))] });
+    expect(await pruneExpiredOAuthTokens(h.database)).toBe(3);
+    expect((await h.db.oAuthRefreshToken.findMany({ select: { tokenHash: true }, orderBy: { tokenHash: "asc" } })).map((r) => r.tokenHash)).toEqual(["rt-live", "rt-recently-expired"]);
+    expect((await h.db.oAuthCode.findMany({ select: { codeHash: true }, orderBy: { codeHash: "asc" } })).map((r) => r.codeHash)).toEqual(["code-live", "code-recent"]);
   });
 });

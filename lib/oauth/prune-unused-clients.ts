@@ -1,6 +1,7 @@
 import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
+import { pruneExpiredOAuthTokens } from "./prune-expired-tokens.ts";
 
 /**
  * How long a client that no one has consented to is kept. Registration is open to anyone, so
@@ -29,7 +30,8 @@ export async function pruneUnusedOAuthClients(database: Database, now = new Date
   );
 }
 
-/** Prunes never-used OAuth clients every hour for the life of the process. */
+/** Prunes never-used OAuth clients, and expired codes and refresh tokens, every hour for the life of the process. */
 export function startUnusedOAuthClientsPrune(database: Database): void {
   runPeriodically("oauth: unused clients prune", PRUNE_EVERY_MS, () => pruneUnusedOAuthClients(database));
+  runPeriodically("oauth: expired tokens prune", PRUNE_EVERY_MS, () => pruneExpiredOAuthTokens(database));
 }

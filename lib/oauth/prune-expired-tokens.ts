@@ -1,0 +1,30 @@
+import type { Database } from "@/lib/db/database.ts";
+import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
+
+/**
+ * How long a code or refresh token is kept past its expiry. Every refresh adds a row (hourly for
+ * a connected MCP client) and every sign-in a code, and nothing else ever deletes them while the
+ * grant lives. Past expiry they are refused anyway; the day's margin keeps a late replay of a used
+ * one answered as a replay (revoking the grant) rather than as unknown.
+ */
+export const EXPIRED_TOKEN_RETENTION_MS = 24 * 60 * 60_000;
+const PRUNE_BATCH = 1000;
+
+/** Deletes codes and refresh tokens expired over a day ago, in bounded batches. Returns rows deleted. */
+export async function pruneExpiredOAuthTokens(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
+  const where = { expiresAt: { lt: new Date(now.getTime() - EXPIRED_TOKEN_RETENTION_MS) } };
+  const prisma = database.prisma;
+  const codes = await deleteInBatches(
+    async (take) => (await prisma.oAuthCode.findMany({ where, select: { codeHash: true }, take })).map((row) => ({ id: row.codeHash })),
+    (ids) => prisma.oAuthCode.deleteMany({ where: { codeHash: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
+  const tokens = await deleteInBatches(
+    async (take) => (await prisma.oAuthRefreshToken.findMany({ where, select: { tokenHash: true }, take })).map((row) => ({ id: row.tokenHash })),
+    (ids) => prisma.oAuthRefreshToken.deleteMany({ where: { tokenHash: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
+  return codes + tokens;
+}
