@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNotification } from "@/lib/notifications/create-notification.ts";
+import { resolveNotification } from "@/lib/notifications/update-notification.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 import { openEventStream, type SseStream } from "./support/sse-client.ts";
@@ -340,5 +342,19 @@ describe("notification pages", () => {
     const rest = await dee.get(`/v1/notifications?limit=1000&cursor=${encodeURIComponent(most.body.data.next_cursor)}`);
     expect(rest.body.data.notifications).toHaveLength(5);
     expect(rest.body.data).toMatchObject({ has_more: false, next_cursor: "" });
+  });
+});
+
+describe("a checklist dismissed while its last item is ticked", () => {
+  it("a tick that resolved it first makes the dismissal a 409, never a 200 for a dismissal that was not stored", async () => {
+    const eli = await h.user("Eli");
+    const id = (await eli.post("/v1/onboarding/restart", {})).body.data.id as string;
+    for (const item of ["first_memory", "connect_agent", "first_recall"]) expect((await eli.post(`/v1/notifications/${id}/items/${item}/complete`, {})).status).toBe(200);
+    // The last tick lands after the dismissal read the row pending, before it writes.
+    const db = changedBefore(h.db, ["$transaction", "notification.updateMany"], async () => {
+      expect((await eli.post(`/v1/notifications/${id}/items/five_memories/complete`, {})).body.data.auto_resolved).toBe(true);
+    });
+    await expect(resolveNotification(sessionContext(h, eli, db), id, "dismiss")).rejects.toMatchObject({ code: "conflict", details: { status: "resolved", resolution: "applied_auto" } });
+    expect(await h.db.notification.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: "resolved", resolution: "applied_auto" });
   });
 });

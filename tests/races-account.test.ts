@@ -107,6 +107,22 @@ describe("account races", () => {
     }
   });
 
+  it("a checklist dismissed while its last item is ticked: the one that answered 200 is what is stored", async () => {
+    for (let i = 0; i < 20; i++) {
+      const user = await h.user(`Dismisser${i}`);
+      const id = (await user.post("/v1/onboarding/restart", {})).body.data.id as string;
+      for (const item of ["first_memory", "connect_agent", "first_recall"]) expect((await user.post(`/v1/notifications/${id}/items/${item}/complete`, {})).status).toBe(200);
+      const [ticked, dismissed] = await Promise.all([
+        user.post(`/v1/notifications/${id}/items/five_memories/complete`, {}),
+        sleep(i / 4).then(() => user.post(`/v1/notifications/${id}/resolve`, { action: "dismiss" })),
+      ]);
+      expect([200, 409]).toContain(dismissed.status);
+      const stored = await h.db.notification.findUniqueOrThrow({ where: { id } });
+      expect(stored.resolution, `try ${i}`).toBe(dismissed.status === 200 ? "dismissed" : "applied_auto");
+      expect(Boolean(ticked.body.data.auto_resolved), `try ${i}`).toBe(stored.resolution === "applied_auto");
+    }
+  });
+
   it("an agent's key making a key while the agent is disconnected: afterwards the agent has no working key", async () => {
     // The key is made at a different moment of the disconnect each time.
     for (let i = 0; i < 20; i++) {

@@ -7,6 +7,7 @@ import { acceptTransfer } from "@/lib/hubs/accept-transfer.ts";
 import { cancelTransfer } from "@/lib/hubs/cancel-transfer.ts";
 import { resolveDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { credentialReaches } from "@/lib/hubs/hub-access.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { resolveDecisionGate } from "@/lib/boards/resolve-board-slot.ts";
 import { gateOptions, gateSlotKey } from "@/lib/boards/serialize-board.ts";
@@ -67,6 +68,7 @@ export async function resolveNotification(ctx: AuthContext, id: string, action: 
   if (status === "expired") throw new ApiError("expired", "This notification has expired");
   if (status !== "pending") throw new ApiError("conflict", `This notification is already ${status}`, { status, resolution: row.resolution });
 
+  let closedByDomain = true;
   if (row.kind === "hub_invite" && action === "accept") {
     const invite = row.sourceId && isUuid(row.sourceId) ? await ctx.db.invite.findUnique({ where: { id: row.sourceId } }) : null;
     const token = invite && revealInviteToken(await serverSecret(ctx.db), invite.tokenEncrypted, invite.tokenHash);
@@ -78,9 +80,21 @@ export async function resolveNotification(ctx: AuthContext, id: string, action: 
   } else if (row.kind === "review_contradiction" && row.sourceId && action !== "dismiss") {
     // The same decision as POST /v1/dreams/actions/:id/resolve, which closes every recipient's row.
     await resolveDreamAction(ctx, row.sourceId, action as "keep_a" | "keep_b" | "keep_both");
+  } else {
+    closedByDomain = false;
   }
-  // The domain call above closed the row when it had one; otherwise (decline an invite, dismiss) close it here.
-  await ctx.db.notification.updateMany({ where: { id: row.id, status: "pending" }, data: { status: "resolved", resolution, resolvedAt: now, seenAt: row.seenAt ?? now } });
+  // The domain call above closed the row when it had one; otherwise (decline an invite, dismiss) close it here,
+  // under the lock a checklist's item ticks take: a tick resolving the checklist by itself (applied_auto) after
+  // this dismissal read it pending overwrote the dismissal, and one landing first must make this a 409, not a
+  // 200 for a dismissal that was never stored.
+  await ctx.db.$transaction(async (tx) => {
+    await lockForTransaction(tx, `notification:${row.id}`);
+    const closed = await tx.notification.updateMany({ where: { id: row.id, status: "pending" }, data: { status: "resolved", resolution, resolvedAt: now, seenAt: row.seenAt ?? now } });
+    if (closed.count === 0 && !closedByDomain) {
+      const current = await tx.notification.findUniqueOrThrow({ where: { id: row.id }, select: { status: true, resolution: true } });
+      throw new ApiError("conflict", `This notification is already ${current.status}`, { status: current.status, resolution: current.resolution });
+    }
+  });
   return { status: "resolved", action, resolution };
 }
 
