@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { agentId, MAX_AGENTS, MAX_ORPHAN_RENAMES } from "@/lib/agents/connected-agents.ts";
 import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // Connected agents (Memax's agents.list / update / disconnect): derived from the caller's keys,
@@ -115,5 +116,31 @@ describe("DELETE /v1/agents/{agent_name}", () => {
 
     const again = await ann.delete("/v1/agents/claude-code");
     expect(again.body.data).toEqual({ disconnected: false, keys_revoked: 0, configs_tombstoned: 0, skipped: [{ id: "claude-code", reason: "not_found" }] });
+  });
+});
+
+describe("renames of agents nothing names any more", () => {
+  it("do not pile up: renaming agent after agent and deleting each one's config keeps the newest orphans only, and the list reads a bounded number", async () => {
+    const cyd = await h.user("Cyd");
+    // The renames earlier cycles (rename an agent only a config names, delete the config) left behind.
+    const base = Date.now() - 3_600_000;
+    await h.db.connectedAgent.createMany({
+      data: Array.from({ length: MAX_ORPHAN_RENAMES + 50 }, (_, i) => ({ id: agentId(cyd.id, `old-${i}`), ownerId: cyd.id, agentName: `old-${i}`, displayName: `Old ${i}`, createdAt: new Date(base + i * 1000), updatedAt: new Date(base + i * 1000) })),
+    });
+    for (const name of ["tool-a", "tool-b"]) {
+      const put = await cyd.put("/v1/configs", { agent: name, scope: "global", file_path: "RULES.md", content: "x" });
+      expect(put.status, put.text).toBe(201);
+      expect((await cyd.patch(`/v1/agents/${name}`, { display_name: `My ${name}` })).status).toBe(200);
+      expect((await cyd.delete(`/v1/configs/${put.body.data.id}`)).status).toBe(200);
+    }
+    const rows = await h.db.connectedAgent.findMany({ where: { ownerId: cyd.id }, select: { agentName: true } });
+    expect(rows.length).toBeLessThanOrEqual(MAX_ORPHAN_RENAMES + 1);
+    // The most recent renames stay (and are listed); the oldest went.
+    const names = rows.map((r) => r.agentName);
+    expect(names).toEqual(expect.arrayContaining(["tool-a", "tool-b", `old-${MAX_ORPHAN_RENAMES + 49}`]));
+    expect(names).not.toContain("old-0");
+    const list = (await cyd.get("/v1/agents")).body.data as { agent_name: string; id: string }[];
+    expect(list).toHaveLength(MAX_AGENTS);
+    expect(byName(list, "tool-b")).toMatchObject({ display_name: "My tool-b", config_count: 0 });
   });
 });

@@ -3,6 +3,8 @@ import { stableId } from "@/lib/ids.ts";
 
 /** At most this many agents are listed: a user has at most 100 live keys, and agents are few. */
 export const MAX_AGENTS = 100;
+/** Renamed agents with no key or config left that are remembered (and listed); older ones are forgotten. */
+export const MAX_ORPHAN_RENAMES = MAX_AGENTS;
 
 /** Memax's ConnectedAgentWithStats. */
 export interface ConnectedAgentObject {
@@ -48,7 +50,7 @@ export async function connectedAgents(ctx: AuthContext, only?: string): Promise<
   if (only !== undefined && !possibleAgentName(only)) return [];
   const ownerId = ctx.user.id;
   const now = ctx.now();
-  const [keys, configs, rows] = await Promise.all([
+  const [keys, configs] = await Promise.all([
     ctx.db.apiKey.findMany({
       where: { userId: ownerId, revokedAt: null, agentName: only ?? { not: null } },
       select: { agentName: true, expiresAt: true, lastUsedAt: true, createdAt: true },
@@ -60,8 +62,22 @@ export async function connectedAgents(ctx: AuthContext, only?: string): Promise<
       _min: { createdAt: true },
       _max: { updatedAt: true },
     }),
-    ctx.db.connectedAgent.findMany({ where: { ownerId, ...(only !== undefined && { agentName: only }) } }),
   ]);
+  // Keys (MAX_API_KEYS_PER_USER) and configs (MAX_CONFIGS_PER_USER) are bounded, and so are the renames
+  // of what they name; renames of agents nothing names any more are read at most MAX_ORPHAN_RENAMES,
+  // however many an older server left behind.
+  const named = [...new Set([...keys.map((key) => key.agentName!), ...configs.map((group) => group.agent)])];
+  const rows =
+    only !== undefined
+      ? await ctx.db.connectedAgent.findMany({ where: { ownerId, agentName: only } })
+      : [
+          ...(named.length ? await ctx.db.connectedAgent.findMany({ where: { ownerId, agentName: { in: named } } }) : []),
+          ...(await ctx.db.connectedAgent.findMany({
+            where: { ownerId, agentName: { notIn: named } },
+            orderBy: [{ updatedAt: "desc" }, { id: "desc" }],
+            take: MAX_ORPHAN_RENAMES,
+          })),
+        ];
 
   const agents = new Map<string, { keys: number; configs: number; first: Date; last: Date | null }>();
   const seen = (name: string, first: Date) => {

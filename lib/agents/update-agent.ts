@@ -4,7 +4,7 @@ import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
-import { agentId, agentLockKey, connectedAgents, possibleAgentName, type ConnectedAgentObject } from "./connected-agents.ts";
+import { agentId, agentLockKey, connectedAgents, MAX_ORPHAN_RENAMES, possibleAgentName, type ConnectedAgentObject } from "./connected-agents.ts";
 
 export const updateAgentBodySchema = atLeastOneOf(
   z.object({
@@ -27,7 +27,9 @@ export async function updateAgent(ctx: AuthContext, agentName: string, input: Up
     // A disconnect holds this lock while it revokes, deletes and forgets: the agent is looked up
     // after it, so a rename racing a disconnect is not found instead of writing the row back.
     await lockForTransaction(tx, agentLockKey(ctx.user.id, agentName));
-    if (!(await agentExists(tx, ctx.user.id, agentName))) throw new ApiError("not_found", "Agent not found");
+    const exists = await agentExists(tx, ctx.user.id, agentName);
+    if (!exists) throw new ApiError("not_found", "Agent not found");
+    if (exists === "source") await pruneOrphanRenames(tx, ctx.user.id, agentName);
     // Two renames at once both land on the one row (the unique index), the later winning.
     await tx.connectedAgent.createMany({ data: [{ id: agentId(ctx.user.id, agentName), ownerId: ctx.user.id, agentName, createdAt: now, updatedAt: now }], skipDuplicates: true });
     await tx.connectedAgent.update({ where: { ownerId_agentName: { ownerId: ctx.user.id, agentName } }, data });
@@ -37,12 +39,31 @@ export async function updateAgent(ctx: AuthContext, agentName: string, input: Up
   return agent;
 }
 
-/** What connectedAgents lists an agent for: a key not revoked, a live synced config, or a rename. */
-async function agentExists(tx: DbClient, ownerId: string, agentName: string): Promise<boolean> {
+/**
+ * What connectedAgents lists an agent for: a key not revoked or a live synced config ("source"), or
+ * only an earlier rename ("rename"); null when nothing names it.
+ */
+async function agentExists(tx: DbClient, ownerId: string, agentName: string): Promise<"source" | "rename" | null> {
   const [key, config, row] = await Promise.all([
     tx.apiKey.findFirst({ where: { userId: ownerId, agentName, revokedAt: null }, select: { id: true } }),
     tx.agentConfig.findFirst({ where: { ownerId, agent: agentName, deletedAt: null }, select: { id: true } }),
     tx.connectedAgent.findUnique({ where: { ownerId_agentName: { ownerId, agentName } }, select: { id: true } }),
   ]);
-  return Boolean(key ?? config ?? row);
+  return row ? "rename" : key || config ? "source" : null;
+}
+
+/**
+ * Before a rename adds a row: a renamed agent whose keys and configs went (revoked, deleted) keeps
+ * its row, so renaming one agent after another and deleting each left rows without limit. Such
+ * orphans beyond the MAX_ORPHAN_RENAMES most recently renamed are forgotten; the rest are bounded
+ * by the keys and configs an account may hold.
+ */
+async function pruneOrphanRenames(tx: DbClient, ownerId: string, agentName: string): Promise<void> {
+  await tx.$executeRaw`
+    DELETE FROM connected_agents WHERE id IN (
+      SELECT ca.id FROM connected_agents ca
+      WHERE ca.owner_id = ${ownerId}::uuid AND ca.agent_name <> ${agentName}
+        AND NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.user_id = ca.owner_id AND k.agent_name = ca.agent_name AND k.revoked_at IS NULL)
+        AND NOT EXISTS (SELECT 1 FROM agent_configs c WHERE c.owner_id = ca.owner_id AND c.agent = ca.agent_name AND c.deleted_at IS NULL)
+      ORDER BY ca.updated_at DESC, ca.id DESC OFFSET ${MAX_ORPHAN_RENAMES})`;
 }
