@@ -41,6 +41,7 @@ afterAll(async () => {
 });
 afterEach(async () => {
   delete process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR;
+  delete process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_ADDRESS_PER_HOUR;
   await h.db.oAuthClient.deleteMany({});
 });
 
@@ -60,10 +61,10 @@ const docUrl = (path: string) => `http://127.0.0.1:${METADATA_PORT}/${path}`;
 
 const BULK = { client_name: "Bulk", redirect_uris: Array.from({ length: 10 }, (_, i) => `https://c.example/${"x".repeat(1400)}/${i}`) };
 
-async function register(metadata: Record<string, unknown> = BULK) {
-  const res = await dispatch(
-    new Request("http://engram.test/oauth/register", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(metadata) }),
-  );
+async function register(metadata: Record<string, unknown> = BULK, from?: string) {
+  // The TCP peer's address, as scripts/server.mjs hands it on (lib/api/client-address.ts).
+  const headers: Record<string, string> = { "content-type": "application/json", ...(from && { "x-engram-socket-address": from }) };
+  const res = await dispatch(new Request("http://engram.test/oauth/register", { method: "POST", headers, body: JSON.stringify(metadata) }));
   return { status: res.status, body: (await res.json()) as Record<string, string> };
 }
 
@@ -73,6 +74,28 @@ async function grantFor(clientId: string) {
 }
 
 describe("dynamic client registration bounds", () => {
+  it("holds each address to its own hourly cap, so one caller cannot use up everyone's room (an IPv6 /64 counts as one)", async () => {
+    process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_ADDRESS_PER_HOUR = "2";
+    for (const from of ["203.0.113.7", "203.0.113.7"]) expect((await register(BULK, from)).status).toBe(201);
+    const refused = await register(BULK, "203.0.113.7");
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toBe("temporarily_unavailable");
+    expect(refused.body.error_description).toMatch(/your address/);
+    // Another address still registers: the global cap (1000 by default) is far off.
+    expect((await register(BULK, "198.51.100.9")).status).toBe(201);
+    // Two addresses of one /64 are one caller; another /64 is not.
+    expect((await register(BULK, "2001:db8:1:2::1")).status).toBe(201);
+    expect((await register(BULK, "2001:0db8:0001:0002:ffff::9")).status).toBe(201);
+    expect((await register(BULK, "2001:db8:1:2:aaaa:bbbb:cccc:dddd")).status).toBe(429);
+    expect((await register(BULK, "2001:db8:1:3::1")).status).toBe(201);
+    expect(await h.db.oAuthClient.groupBy({ by: ["createdFrom"], _count: true, orderBy: { createdFrom: "asc" } })).toEqual([
+      { createdFrom: "198.51.100.9", _count: 1 },
+      { createdFrom: "2001:db8:1:2::/64", _count: 2 },
+      { createdFrom: "2001:db8:1:3::/64", _count: 1 },
+      { createdFrom: "203.0.113.7", _count: 2 },
+    ]);
+  });
+
   it("refuses registrations past the hourly cap of never-used clients, counting neither used nor older clients", async () => {
     process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR = "3";
     const ids: string[] = [];

@@ -53,7 +53,7 @@ describe("schema and migrations agree", () => {
       mail: await db.mailOutbox.create({ data: { id: newId(), toAddress: "a@b.test", subject: "s", body: "b", kind: "invite", hubId: hub.id, senderId: user.id, createdAt: now } }),
       event: await db.event.create({ data: { id: newId(), type: "memory.created", hubId: hub.id, actorId: user.id, entityId: memory.id, createdAt: now } }),
       setting: await db.setting.create({ data: { key: "rt", value: "v", createdAt: now } }),
-      oauthClient: await db.oAuthClient.create({ data: { id: "https://client.example/meta.json", name: "C", redirectUris: ["http://127.0.0.1/cb"], kind: "metadata_document", clientUri: "https://client.example", createdAt: now, fetchedAt: now } }),
+      oauthClient: await db.oAuthClient.create({ data: { id: "https://client.example/meta.json", name: "C", redirectUris: ["http://127.0.0.1/cb"], kind: "metadata_document", clientUri: "https://client.example", createdAt: now, fetchedAt: now, createdFrom: "2001:db8:1:2::/64" } }),
       notification: await db.notification.create({
         data: { id: newId(), userId: user.id, hubId: hub.id, kind: "hub_invite", status: "resolved", resolution: "accepted", priority: 2, sourceKind: "invite", sourceId: "s", payload: { a: 1 }, createdAt: now, seenAt: now, resolvedAt: now, expiresAt: now },
       }),

@@ -28,10 +28,10 @@ const PKCE_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
  * first, since errors may only be sent to a verified redirect URI; then code + PKCE S256 and
  * the RFC 8707 resource.
  */
-export async function checkAuthorizeRequest(db: Db, params: URLSearchParams, origin: string, now: Date): Promise<AuthorizeCheck> {
+export async function checkAuthorizeRequest(db: Db, params: URLSearchParams, origin: string, now: Date, address?: string): Promise<AuthorizeCheck> {
   let client: OAuthClientInfo;
   try {
-    client = await findClient(db, params.get("client_id"), now);
+    client = await findClient(db, params.get("client_id"), now, address);
   } catch (error) {
     if (error instanceof OAuthError) return { ok: false, error };
     throw error;

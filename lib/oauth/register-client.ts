@@ -6,13 +6,32 @@ import { OAuthError } from "./oauth-error.ts";
 import { MAX_REDIRECT_URIS, assertRedirectUri } from "./redirect-uri.ts";
 
 /**
- * Clients registered in the last hour that no one has consented to yet, across all callers:
- * ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR, default 200. Registration needs no account, and addresses
- * are cheap to rotate, so the per-address rate limit alone would let one caller add rows without
- * end; with this and the daily prune (prune-unused-clients.ts) never-used clients stay bounded.
+ * Clients added in the last hour that no one has consented to yet, across all callers:
+ * ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR, default 1000 (of each kind). Registration needs no account,
+ * so the per-address rate limit alone would let one caller add rows without end; with this and the
+ * daily prune (prune-unused-clients.ts) never-used clients stay bounded. It is the backstop: the
+ * per-address cap below is what one caller meets, so one caller cannot use up everyone's room.
  */
 export function maxUnusedRegistrationsPerHour(): number {
-  return positiveIntEnv("ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR", 200);
+  return positiveIntEnv("ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR", 1000);
+}
+
+/** The same, per address (both kinds together): ENGRAM_OAUTH_REGISTRATIONS_PER_ADDRESS_PER_HOUR, default 20. */
+export function maxUnusedRegistrationsPerAddress(): number {
+  return positiveIntEnv("ENGRAM_OAUTH_REGISTRATIONS_PER_ADDRESS_PER_HOUR", 20);
+}
+
+/**
+ * What the per-address cap counts by: an IPv4 address as it is, an IPv6 address cut to its /64
+ * (one host is usually handed a whole /64, so counting single addresses would let it rotate).
+ */
+export function registrationOrigin(address: string): string {
+  if (!address.includes(":")) return address;
+  const [head = "", tail = ""] = address.toLowerCase().split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = address.includes("::") ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
 /** Kinds of client anyone can add without an account, each held to the hourly cap on its own. */
@@ -22,8 +41,14 @@ export type OpenClientKind = "registered" | "metadata_document";
  * Refuses a new client of `kind` once the cap of never-used ones from the last hour is reached.
  * Run inside a transaction holding the "oauth-register" lock, so concurrent adds cannot all pass.
  */
-export async function assertRoomForNewClient(tx: DbClient, kind: OpenClientKind, now: Date): Promise<void> {
+export async function assertRoomForNewClient(tx: DbClient, kind: OpenClientKind, now: Date, origin?: string): Promise<void> {
   const since = new Date(now.getTime() - 60 * 60_000);
+  if (origin) {
+    const mine = await tx.oAuthClient.count({ where: { createdFrom: origin, createdAt: { gte: since }, grants: { none: {} } } });
+    if (mine >= maxUnusedRegistrationsPerAddress()) {
+      throw new OAuthError("temporarily_unavailable", "Too many clients were added from your address in the last hour without being used; try again later", 429);
+    }
+  }
   const recent = await tx.oAuthClient.count({ where: { kind, createdAt: { gte: since }, grants: { none: {} } } });
   if (recent >= maxUnusedRegistrationsPerHour()) {
     const what = kind === "registered" ? "clients were registered" : "client ID metadata documents were first read";
@@ -43,7 +68,7 @@ export function cleanClientUri(raw: unknown): string | null {
 }
 
 /** RFC 7591 dynamic client registration for public clients (PKCE, no client secret). */
-export async function registerClient(db: Db, body: unknown, now: Date) {
+export async function registerClient(db: Db, body: unknown, now: Date, address?: string) {
   if (!body || typeof body !== "object" || Array.isArray(body)) throw new OAuthError("invalid_client_metadata", "The body must be a JSON object of client metadata");
   const meta = body as Record<string, unknown>;
   const uris = meta.redirect_uris;
@@ -63,8 +88,9 @@ export async function registerClient(db: Db, body: unknown, now: Date) {
   await db.$transaction(async (tx) => {
     // One registration at a time, so concurrent ones cannot all pass the count below.
     await lockForTransaction(tx, "oauth-register");
-    await assertRoomForNewClient(tx, "registered", now);
-    await tx.oAuthClient.create({ data: { id, name, redirectUris, kind: "registered", clientUri, createdAt: now } });
+    const origin = address ? registrationOrigin(address) : undefined;
+    await assertRoomForNewClient(tx, "registered", now, origin);
+    await tx.oAuthClient.create({ data: { id, name, redirectUris, kind: "registered", clientUri, createdAt: now, createdFrom: origin ?? null } });
   });
   // Confidential auth methods are answered with "none": this server issues no client secrets (RFC 7591 §3.2.1 lets it choose).
   return {
