@@ -1,11 +1,11 @@
 // npm run db:migrate — apply pending migrations to DATABASE_URL, or the embedded database.
-import { openDatabase } from "../lib/db/database.ts";
-import { migrate } from "../lib/db/migrate.ts";
+import { applyMigrations, openDatabase } from "../lib/db/database.ts";
 
 async function main() {
-  const database = await openDatabase({ url: process.env.DATABASE_URL || undefined, migrate: false });
+  const url = process.env.DATABASE_URL || undefined;
+  const database = await openDatabase({ url, migrate: false });
   try {
-    const applied = await migrate(database.sql);
+    const applied = await applyMigrations(database, url);
     console.log(applied.length ? `applied ${applied.length} migration(s): ${applied.map((m) => m.name).join(", ")}` : "database is up to date");
   } finally {
     await database.close();

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { PrismaClient } from "./generated/client.ts";
-import { migrate } from "./migrate.ts";
+import { migrate, type AppliedMigration } from "./migrate.ts";
 
 export type Db = InstanceType<typeof PrismaClient>;
 
@@ -43,12 +43,18 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
   const database = options.url
     ? await (await import("./postgres.ts")).openPostgres(options.url)
     : await (await import("./pglite.ts")).openPglite(options.dataDir ?? defaultDataDir(), options.template);
-  if (options.migrate !== false) {
-    // Processes starting together on PostgreSQL take turns (postgres.ts); PGlite has one process.
-    if (options.url) await (await import("./postgres.ts")).withMigrationLock(options.url, migrate);
-    else await migrate(database.sql);
-  }
+  if (options.migrate !== false) await applyMigrations(database, options.url);
   return database;
+}
+
+/**
+ * Applies pending migrations to a database opened from `url` (none: the embedded one). Every runner
+ * (server start-up, `npm run db:migrate`) comes through here: processes migrating one PostgreSQL
+ * database at once take turns (postgres.ts), or the second applies what the first is applying and fails.
+ * PGlite has one process.
+ */
+export async function applyMigrations(database: Database, url: string | undefined): Promise<AppliedMigration[]> {
+  return url ? (await import("./postgres.ts")).withMigrationLock(url, migrate) : migrate(database.sql);
 }
 
 export function defaultDataDir(): string {

@@ -1,0 +1,86 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { listMigrations } from "@/lib/db/migrate.ts";
+
+/**
+ * `npm run db:migrate` on PostgreSQL while a server starts (or a second deploy step migrates) on the
+ * same fresh database. Needs a real PostgreSQL server; skipped without one, like tests/multi-process.test.ts.
+ */
+const serverUrl =
+  inject("postgres")?.adminUrl || process.env.ENGRAM_TEST_POSTGRES_URL || (process.env.DATABASE_URL?.startsWith("postgres") ? process.env.DATABASE_URL : undefined);
+if (!serverUrl) console.warn("tests/migrate-postgres.test.ts skipped: set ENGRAM_TEST_POSTGRES_URL (or DATABASE_URL) to a PostgreSQL server");
+
+const root = path.resolve(import.meta.dirname, "..");
+/** The session lock lib/db/postgres.ts takes around migrations. */
+const MIGRATION_LOCK = 0x656e6d67;
+
+function runMigrateScript(url: string): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [path.join(root, "node_modules", "tsx", "dist", "cli.mjs"), path.join(root, "scripts", "migrate.ts")], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: url },
+  });
+  let output = "";
+  child.stdout.on("data", (chunk) => (output += chunk));
+  child.stderr.on("data", (chunk) => (output += chunk));
+  return new Promise((resolve) => child.on("exit", (code) => resolve({ code, output })));
+}
+
+describe.skipIf(!serverUrl)("npm run db:migrate on PostgreSQL", () => {
+  let admin: pg.Client;
+  let dbName: string;
+  let url: string;
+
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    dbName = `engram_migrate_${Date.now().toString(36)}`;
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    const parsed = new URL(serverUrl!);
+    parsed.pathname = `/${dbName}`;
+    url = parsed.toString();
+  });
+
+  afterAll(async () => {
+    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    await admin?.end();
+  });
+
+  it("takes its turn with a server start migrating the same database: waits for the migration lock, then applies each migration once", async () => {
+    // A server start in progress holds the lock (lib/db/postgres.ts withMigrationLock).
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK]);
+      const runs = [runMigrateScript(url), runMigrateScript(url)];
+      let finished = 0;
+      for (const run of runs) void run.then(() => finished++);
+      // Both scripts queue behind the lock instead of migrating under the server's feet.
+      let waiting = 0;
+      for (let i = 0; i < 300 && finished === 0 && waiting < 2; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const rows = await admin.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+            WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = $1`,
+          [dbName],
+        );
+        waiting = rows.rows[0]!.n;
+      }
+      expect(finished).toBe(0);
+      expect(waiting).toBe(2);
+      const tables = await holder.query(`SELECT 1 FROM pg_tables WHERE tablename = '_prisma_migrations'`);
+      expect(tables.rowCount).toBe(0);
+      await holder.query("SELECT pg_advisory_unlock($1::bigint)", [MIGRATION_LOCK]);
+      const results = await Promise.all(runs);
+      for (const result of results) expect(result.code, result.output).toBe(0);
+      expect(results.map((r) => /applied \d+ migration/.test(r.output)).sort()).toEqual([false, true]);
+      const applied = await holder.query<{ migration_name: string; n: number }>(
+        `SELECT migration_name, count(*)::int AS n FROM _prisma_migrations WHERE finished_at IS NOT NULL GROUP BY migration_name ORDER BY migration_name`,
+      );
+      expect(applied.rows).toEqual(listMigrations().map((m) => ({ migration_name: m.name, n: 1 })));
+    } finally {
+      await holder.end();
+    }
+  });
+});
