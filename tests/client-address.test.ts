@@ -86,3 +86,26 @@ describe("rotating X-Forwarded-For does not bypass per-IP limits", () => {
     expect((await h.anonymous.get("/v1/invites/eginv_nothing", { headers: { [SOCKET_ADDRESS_HEADER]: "198.51.100.21" } })).status).not.toBe(429);
   });
 });
+
+describe("IPv6 clients count by their /64", () => {
+  it("every address of one /64, however written, is one client; the next /64 is another", () => {
+    const key = (address: string) => clientAddress(req({ [SOCKET_ADDRESS_HEADER]: address }));
+    expect(key("2001:db8:1:2::1")).toBe("2001:db8:1:2::/64");
+    expect(key("2001:0DB8:0001:0002:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(key("[2001:db8:1:2:0:0:0:7]:443")).toBe("2001:db8:1:2::/64");
+    expect(key("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(key("2001:db8:1:3::1")).not.toBe(key("2001:db8:1:2::1"));
+    // IPv4 (also as IPv4-mapped IPv6) stays one address.
+    expect(key("::ffff:198.51.100.9")).toBe("198.51.100.9");
+    process.env.TRUST_PROXY = "1";
+    expect(clientAddress(req({ "x-forwarded-for": "2001:db8:1:2:a:b:c:d" }))).toBe("2001:db8:1:2::/64");
+  });
+
+  it("rotating addresses within one /64 does not bypass a public endpoint's limit", async () => {
+    setRateLimiter(frozenLimiter({ regular: 100, heavy: 100, light: 2 }));
+    const statuses: number[] = [];
+    for (let i = 1; i <= 3; i++) statuses.push((await h.anonymous.get("/v1/health", { headers: { [SOCKET_ADDRESS_HEADER]: `2001:db8:77:1::${i.toString(16)}` } })).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    expect((await h.anonymous.get("/v1/health", { headers: { [SOCKET_ADDRESS_HEADER]: "2001:db8:77:2::1" } })).status).toBe(200);
+  });
+});

@@ -50,19 +50,44 @@ function trusted(list: BlockList, address: string): boolean {
 }
 
 /**
- * The client's address for per-IP limits. Proxy headers are believed only when configured:
+ * An IPv6 client as its /64: one subscriber is handed a whole /64 (often a /56 or more) and may use
+ * any address in it, so counting single addresses would give one client 2^64 separate budgets.
+ */
+function limitKey(address: string): string {
+  if (isIP(address) !== 6) return address;
+  let canonical: string;
+  try {
+    // The URL parser writes every form (a "::" anywhere, an IPv4 tail) as the same hex groups.
+    canonical = new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return address; // a zone id (fe80::1%eth0): link-local, never from the internet
+  }
+  const [head = "", tail] = canonical.split("::");
+  const left = head ? head.split(":") : [];
+  const right = tail ? tail.split(":") : [];
+  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill("0"), ...right];
+  return `${groups.slice(0, 4).join(":")}::/64`;
+}
+
+/**
+ * The client's address for per-IP limits (an IPv6 one as its /64). Proxy headers are believed only when configured:
  * - TRUST_PROXY=1: the last X-Forwarded-For hop (what the platform's edge saw), else X-Real-IP;
  * - ENGRAM_TRUSTED_PROXIES: only when the socket peer is one of them, the right-most hop that is not;
  * - otherwise the socket address, whatever the headers say.
  */
 export function clientAddress(req: Request): string {
+  const address = peerAddress(req);
+  return address ? limitKey(address) : "unknown";
+}
+
+function peerAddress(req: Request): string | undefined {
   const socket = normalise(req.headers.get(SOCKET_ADDRESS_HEADER));
   const { all, list } = trust();
   const hops = (req.headers.get("x-forwarded-for") ?? "").split(",").map(normalise).filter((a): a is string => !!a);
-  if (all) return hops.at(-1) ?? normalise(req.headers.get("x-real-ip")) ?? socket ?? "unknown";
+  if (all) return hops.at(-1) ?? normalise(req.headers.get("x-real-ip")) ?? socket;
   if (list && socket && trusted(list, socket)) {
     for (let i = hops.length - 1; i >= 0; i--) if (!trusted(list, hops[i]!)) return hops[i]!;
     return hops[0] ?? socket;
   }
-  return socket ?? "unknown";
+  return socket;
 }
