@@ -152,7 +152,8 @@ describe("local embedder (all-MiniLM-L6-v2, int8 ONNX, real model files)", () =>
       expect(await getEmbedder()).toBeNull();
       const info = embeddingsInfo();
       expect(info.status).toBe("unavailable");
-      expect(info.reason).toContain("/nonexistent/engram-models");
+      // Health is public: the reason names the fix, never the server's paths.
+      expect(info.reason).toBe("the local model files are not installed (npm run models)");
     } finally {
       if (previous === undefined) delete process.env.ENGRAM_MODEL_DIR;
       else process.env.ENGRAM_MODEL_DIR = previous;

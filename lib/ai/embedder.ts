@@ -35,6 +35,17 @@ export interface EmbeddingsInfo {
   reason?: string;
 }
 
+/** A model that cannot load for a reason anyone may be told (health is public); the message, for the log, may name paths. */
+export class EmbedderUnavailable extends Error {
+  constructor(
+    message: string,
+    readonly publicReason: string,
+  ) {
+    super(message);
+    this.name = "EmbedderUnavailable";
+  }
+}
+
 export const EMBEDDING_DIMENSIONS = 384;
 export const LOCAL_MODEL_ID = "Xenova/all-MiniLM-L6-v2";
 const LOCAL_MODEL_FILE = "onnx/model_quantized.onnx";
@@ -138,10 +149,12 @@ async function loadEmbedder(s: EmbedderState): Promise<Embedder | null> {
     s.info = { ...info, status: "ready" };
     return embedder;
   } catch (error) {
-    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    const detail = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    // `reason` is on the public GET /v1/health: what is wrong, never the server's paths or a library's own error text (the log has those).
+    const reason = error instanceof EmbedderUnavailable ? error.publicReason : "the model could not be loaded; the server log says why";
     s.info = { ...info, status: "unavailable", reason };
     const fix = info.provider === "local" ? " Run `npm run models` to install the local model." : "";
-    console.error(`[engram] embeddings: ${info.provider} model ${info.model} is not loadable (${reason}); recall is lexical-only.${fix}`);
+    console.error(`[engram] embeddings: ${info.provider} model ${info.model} is not loadable (${detail}); recall is lexical-only.${fix}`);
     return null;
   }
 }
@@ -196,7 +209,7 @@ async function createLocalEmbedder(): Promise<Embedder> {
   // Only a production server without the files may fetch them; tests and benchmarks must use the local copy.
   const allowRemote = !present && process.env.NODE_ENV === "production" && process.env.ENGRAM_MODELS_OFFLINE !== "1";
   if (!present && !allowRemote) {
-    throw new Error(`model files not found under ${path.join(localModelDir(), LOCAL_MODEL_ID)}`);
+    throw new EmbedderUnavailable(`model files not found under ${path.join(localModelDir(), LOCAL_MODEL_ID)}`, "the local model files are not installed (npm run models)");
   }
   const options: LocalModelOptions = {
     modelId: LOCAL_MODEL_ID,

@@ -1,6 +1,6 @@
 import { createOpenAI } from "@ai-sdk/openai";
 import { embedMany } from "ai";
-import { EMBEDDING_DIMENSIONS, openAiModelName, type Embedder } from "./embedder.ts";
+import { EMBEDDING_DIMENSIONS, EmbedderUnavailable, openAiModelName, type Embedder } from "./embedder.ts";
 import { modelTimeoutMs } from "./model-timeout.ts";
 
 /** Inputs per request: OpenAI accepts up to 2048; smaller requests retry cheaper. */
@@ -12,7 +12,7 @@ const REQUEST_BATCH = 256;
  */
 export function createOpenAiEmbedder(): Embedder {
   const apiKey = process.env.OPENAI_API_KEY;
-  if (!apiKey) throw new Error("OPENAI_API_KEY is not set");
+  if (!apiKey) throw new EmbedderUnavailable("OPENAI_API_KEY is not set", "OPENAI_API_KEY is not set");
   const provider = createOpenAI({ apiKey, baseURL: process.env.OPENAI_BASE_URL || undefined, fetch: checkedFetch });
   const modelName = openAiModelName();
   const model = provider.embedding(modelName);
