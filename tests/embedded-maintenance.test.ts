@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { maintainEmbeddedDatabase } from "@/lib/db/embedded-maintenance.ts";
+import { pruneEvents } from "@/lib/events/prune-events.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 
@@ -34,6 +35,18 @@ describe("embedded database maintenance (the autovacuum PGlite lacks)", () => {
     expect(vacuumed).not.toContain("recall_hub_stats");
     expect(await activity("memories")).toEqual({ dead: 0, changed: 0 });
     expect(await maintainEmbeddedDatabase(h.database.sql)).toEqual([]);
+  });
+
+  test("vacuums every table that churns, not only the recall tables: pruned events get their space back", async () => {
+    // Two days of a busy hub's events, then the prune that runs every 10 minutes deletes them.
+    await h.database.sql.exec(
+      `INSERT INTO events (id, type, created_at) SELECT gen_random_uuid(), 'memory.created', now() - interval '3 days' FROM generate_series(1, 1000)`,
+    );
+    expect(await pruneEvents(h.database)).toBeGreaterThanOrEqual(1000);
+    expect((await activity("events")).dead).toBeGreaterThanOrEqual(1000);
+
+    expect(await maintainEmbeddedDatabase(h.database.sql)).toContain("events");
+    expect((await activity("events")).dead).toBe(0);
   });
 
   test("full-text indexes keep no pending list: new entries go straight into the index", async () => {

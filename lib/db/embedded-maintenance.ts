@@ -4,17 +4,20 @@ import { runAsBackground } from "./background-work.ts";
 import type { Database, SqlRunner } from "./database.ts";
 
 /**
- * The tables that churn: memories (processing state, access counts), chunks
- * (replaced on every re-processing), the per-hub BM25 statistics (updated
- * by every chunk write) and the lexical index's change log (pruned hourly).
+ * Every table is watched, as autovacuum watches every table: besides memories and chunks, events and
+ * the mail outbox are pruned, chat messages are rewritten on every streamed event, counters on every
+ * write. A table left out never gets its deleted rows' space back (the file only grows) nor statistics.
  */
-const TABLES = ["memories", "chunks", "recall_term_stats", "recall_hub_stats", "recall_index_changes"] as const;
+const tableActivity = (sql: SqlRunner, changed: "n_mod_since_analyze" | "(n_dead_tup + n_mod_since_analyze)") =>
+  sql.query<TableActivity>(`SELECT schemaname AS schema, relname, ${changed}::int AS changed, n_live_tup::int AS live FROM pg_stat_user_tables`);
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 /** Vacuum a table once this many of its rows changed or died since its last vacuum… */
 const MIN_CHANGED_ROWS = 500;
 /** …and they are at least this share of its live rows (autovacuum's scale factor). */
 const CHANGED_SHARE = 0.1;
 
 interface TableActivity {
+  schema: string;
   relname: string;
   changed: number;
   live: number;
@@ -39,7 +42,7 @@ const globalForMaintenance = globalThis as unknown as {
 /**
  * What autovacuum does on a PostgreSQL server, for the embedded database,
  * which has none: every ENGRAM_MAINTENANCE_MINUTES (default 10), VACUUM
- * (ANALYZE) the busy tables that changed enough. Without it dead row versions
+ * (ANALYZE) the tables that changed enough. Without it dead row versions
  * pile up (every access-count and status update leaves one) and the planner's
  * statistics go stale. No-op on PostgreSQL (`DATABASE_URL`).
  */
@@ -93,34 +96,26 @@ export function runAnalyzeCheck(): Promise<string[]> {
 }
 
 /**
- * ANALYZE the busy tables whose rows changed by more than 50 + 10 % since their last analysis,
+ * ANALYZE the tables whose rows changed by more than 50 + 10 % since their last analysis,
  * like PostgreSQL's autoanalyze: after a bulk import the planner knows the tables are large (a
  * never-analysed table is planned as if it were nearly empty), so recall uses its indexes.
  */
 export async function analyzeIfDue(sql: SqlRunner): Promise<string[]> {
   await sql.exec(`SELECT pg_stat_force_next_flush()`);
-  const rows = await sql.query<TableActivity>(
-    `SELECT relname, n_mod_since_analyze::int AS changed, n_live_tup::int AS live
-     FROM pg_stat_user_tables WHERE relname = ANY($1::text[])`,
-    [[...TABLES]],
-  );
-  const due = rows.filter((row) => row.changed >= ANALYZE_MIN_CHANGED + ANALYZE_SHARE * row.live).map((row) => row.relname);
-  for (const table of due) await sql.exec(`ANALYZE "${table}"`);
+  const rows = await tableActivity(sql, "n_mod_since_analyze");
+  const due = rows.filter((row) => row.changed >= ANALYZE_MIN_CHANGED + ANALYZE_SHARE * row.live);
+  for (const row of due) await sql.exec(`ANALYZE ${quoteIdent(row.schema)}.${quoteIdent(row.relname)}`);
   if (due.length > 0) await sql.exec(`SELECT pg_stat_force_next_flush()`);
-  return due;
+  return due.map((row) => row.relname);
 }
 
 /** One maintenance pass; returns the tables it vacuumed. */
 export async function maintainEmbeddedDatabase(sql: SqlRunner): Promise<string[]> {
   // Row counters reach the statistics views at most once a second; read them current.
   await sql.exec(`SELECT pg_stat_force_next_flush()`);
-  const rows = await sql.query<TableActivity>(
-    `SELECT relname, (n_dead_tup + n_mod_since_analyze)::int AS changed, n_live_tup::int AS live
-     FROM pg_stat_user_tables WHERE relname = ANY($1::text[])`,
-    [[...TABLES]],
-  );
-  const due = rows.filter((row) => row.changed >= MIN_CHANGED_ROWS && row.changed >= CHANGED_SHARE * row.live).map((row) => row.relname);
-  for (const table of due) await sql.exec(`VACUUM (ANALYZE) "${table}"`);
+  const rows = await tableActivity(sql, "(n_dead_tup + n_mod_since_analyze)");
+  const due = rows.filter((row) => row.changed >= MIN_CHANGED_ROWS && row.changed >= CHANGED_SHARE * row.live);
+  for (const row of due) await sql.exec(`VACUUM (ANALYZE) ${quoteIdent(row.schema)}.${quoteIdent(row.relname)}`);
   if (due.length > 0) await sql.exec(`SELECT pg_stat_force_next_flush()`);
-  return due;
+  return due.map((row) => row.relname);
 }
