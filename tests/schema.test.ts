@@ -230,4 +230,30 @@ describe("schema and migrations agree", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test("a migration whose record cannot be written is not left applied: the next start applies it again", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
+    try {
+      const db = await openTestDatabase({ migrate: false });
+      try {
+        await migrate(db.sql, dir); // no migrations yet: creates the record table
+        const { mkdirSync, writeFileSync } = await import("node:fs");
+        mkdirSync(path.join(dir, "20990101000000_probe"));
+        writeFileSync(path.join(dir, "20990101000000_probe", "migration.sql"), `CREATE TABLE "record_probe" (id int);`);
+        // The record's write fails after the migration's statements ran (in production: the process or connection dies in between).
+        await db.sql.exec(`CREATE FUNCTION refuse_record() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'record refused'; END $$;
+          CREATE TRIGGER refuse_record BEFORE INSERT ON "_prisma_migrations" FOR EACH ROW EXECUTE FUNCTION refuse_record();`);
+        await expect(migrate(db.sql, dir)).rejects.toThrow(/record refused/);
+        const probe = async () => (await db.sql.query<{ exists: boolean }>(`SELECT to_regclass('record_probe') IS NOT NULL AS exists`))[0]!.exists;
+        expect(await probe()).toBe(false);
+        await db.sql.exec(`DROP TRIGGER refuse_record ON "_prisma_migrations"`);
+        expect((await migrate(db.sql, dir)).map((m) => m.name)).toEqual(["20990101000000_probe"]);
+        expect(await probe()).toBe(true);
+      } finally {
+        await db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -56,16 +56,20 @@ export async function migrate(sql: SqlRunner, dir = migrationsDir()): Promise<Ap
       if (previous.checksum !== migration.checksum) throw new Error(`Migration ${migration.name} was modified after it was applied`);
       continue;
     }
-    await sql.exec(`BEGIN;\n${migration.sql}\n;COMMIT;`).catch(async (error) => {
+    // Recorded in the migration's own transaction: applied but unrecorded (a crash or a lost connection
+    // between two statements) would make every later start re-run it and fail on what it created.
+    const record = `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count)
+       VALUES (${literal(randomUUID())}, ${literal(migration.checksum)}, now(), ${literal(migration.name)}, now(), 1)`;
+    await sql.exec(`BEGIN;\n${migration.sql}\n;${record};COMMIT;`).catch(async (error) => {
       await sql.exec("ROLLBACK").catch(() => undefined);
       throw new Error(`Migration ${migration.name} failed: ${(error as Error).message}`);
     });
-    await sql.query(
-      `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count)
-       VALUES ($1, $2, now(), $3, now(), 1)`,
-      [randomUUID(), migration.checksum, migration.name],
-    );
     done.push({ name: migration.name, checksum: migration.checksum });
   }
   return done;
+}
+
+/** A SQL string literal (standard_conforming_strings: only quotes need doubling), for the one multi-statement exec. */
+function literal(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
 }
