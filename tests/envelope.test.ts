@@ -174,3 +174,24 @@ describe("rate limits", () => {
     }
   });
 });
+
+describe("the instance's signing secret", () => {
+  test("a database error while it is first read is not remembered: once the database answers, signing works again", async () => {
+    const fresh = await createHarness();
+    try {
+      const bea = await fresh.user("Bea");
+      for (const content of ["first note", "second note"]) expect((await bea.post("/v1/memories", { content })).status).toBe(201);
+      // The database refuses for a moment (a restart, a failover) just as the secret is first needed.
+      await fresh.database.sql.exec(`CREATE FUNCTION refuse_setting() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'starting up' USING ERRCODE = '57P03'; END $$;
+        CREATE TRIGGER refuse_setting BEFORE INSERT OR UPDATE ON settings FOR EACH ROW EXECUTE FUNCTION refuse_setting();`);
+      expect((await bea.get("/v1/memories?limit=1")).status).toBe(503);
+      await fresh.database.sql.exec(`DROP TRIGGER refuse_setting ON settings`);
+      const page = await bea.get("/v1/memories?limit=1");
+      expect(page.status).toBe(200);
+      expect(page.body.data.next_cursor).not.toBe("");
+    } finally {
+      await fresh.close();
+      setDatabase(h.database);
+    }
+  });
+});

@@ -21,7 +21,12 @@ export function serverSecret(db: Db): Promise<Buffer> {
       const row = await db.setting.findUniqueOrThrow({ where: { key: "signing_secret" } });
       return Buffer.from(row.value, "utf8");
     })();
-    globalForSecret.__engramSecret.set(db, secret);
+    const cache = globalForSecret.__engramSecret;
+    cache.set(db, secret);
+    // A database that failed to answer once (a restart, a failover) must not fail every signature until the process restarts.
+    secret.catch(() => {
+      if (cache.get(db) === secret) cache.delete(db);
+    });
   }
   return secret;
 }
