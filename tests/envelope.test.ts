@@ -175,6 +175,19 @@ describe("rate limits", () => {
   });
 });
 
+describe("request bodies", () => {
+  test("a body nested absurdly deep is a 400 naming the field, not a stack overflow's 500", async () => {
+    const deep = "[".repeat(100_000) + "]".repeat(100_000);
+    const res = await ann.post("/v1/memories", undefined, { raw: `{"content":"deep","metadata":{"x":${deep}}}` });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    expect(res.body.error.details.issues[0].path).toMatch(/^metadata\.x(\.0)*$/);
+    // Ordinary nesting is untouched.
+    const nested = await ann.post("/v1/memories", { content: "nested", metadata: { a: { b: [[{ c: [1, 2] }]] } } });
+    expect(nested.status).toBe(201);
+  });
+});
+
 describe("the instance's signing secret", () => {
   test("a database error while it is first read is not remembered: once the database answers, signing works again", async () => {
     const fresh = await createHarness();

@@ -163,18 +163,27 @@ export function queryParams(req: Request, known: readonly string[]): URLSearchPa
  * PostgreSQL text cannot hold U+0000: a NUL anywhere in the input (a key or a value) would reach the
  * database and fail there as a 500 (found by `npm run fuzz`). It is refused up front as a 400.
  */
-export function refuseNul(value: unknown, path: string): void {
+export function refuseNul(value: unknown, path: string, depth = 0): void {
   if (typeof value === "string") {
     if (value.includes("\0")) throw nulError(path);
     return;
   }
   if (value === null || typeof value !== "object") return;
+  // JSON.parse reads any depth, but this walk and the schemas' recurse: a body of 100,000 nested
+  // arrays overflowed the stack, a 500. No field needs more than a few levels.
+  if (depth >= MAX_DEPTH) {
+    const message = `nested more than ${MAX_DEPTH} levels deep`;
+    throw new ApiError("invalid_request", `Request is invalid: ${path ? `${path}: ` : ""}${message}`, { issues: [{ path, message }] });
+  }
   for (const [key, item] of Object.entries(value)) {
     const at = `${path}${path ? "." : ""}${key}`;
     if (key.includes("\0")) throw nulError(path || "(root)");
-    refuseNul(item, at);
+    refuseNul(item, at, depth + 1);
   }
 }
+
+/** How deep objects and arrays in a request may nest. */
+const MAX_DEPTH = 64;
 
 function nulError(path: string): ApiError {
   const message = "strings must not contain the NUL character (U+0000)";
