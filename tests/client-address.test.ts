@@ -48,6 +48,11 @@ describe("client address for per-IP limits", () => {
   it("rejects a malformed ENGRAM_TRUSTED_PROXIES instead of trusting nothing silently", () => {
     process.env.ENGRAM_TRUSTED_PROXIES = "proxy.internal";
     expect(() => clientAddress(req({}))).toThrow(/ENGRAM_TRUSTED_PROXIES/);
+    // A CIDR missing its prefix length must not become /0 (every address a trusted proxy).
+    for (const entry of ["10.0.0.0/", "10.0.0.0/33", "10.0.0.0/8x", "2001:db8::/129"]) {
+      process.env.ENGRAM_TRUSTED_PROXIES = entry;
+      expect(() => clientAddress(req({ [SOCKET_ADDRESS_HEADER]: "203.0.113.77", "x-forwarded-for": "6.6.6.6" })), entry).toThrow(/ENGRAM_TRUSTED_PROXIES/);
+    }
   });
 });
 

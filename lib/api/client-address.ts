@@ -28,7 +28,9 @@ function trust(): Trust {
     if (!family) throw new Error(`ENGRAM_TRUSTED_PROXIES: "${entry}" is not an IP address or CIDR`);
     const type = family === 6 ? "ipv6" : "ipv4";
     if (bits === undefined) list.addAddress(address!, type);
-    else list.addSubnet(address!, Number(bits), type);
+    // Number("") is 0: "10.0.0.0/" would have trusted every address, and with it any client's X-Forwarded-For.
+    else if (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32)) list.addSubnet(address!, Number(bits), type);
+    else throw new Error(`ENGRAM_TRUSTED_PROXIES: "${entry}" has no valid prefix length`);
   }
   cached = { key, trust: { all, list } };
   return cached.trust;
