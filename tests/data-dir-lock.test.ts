@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -53,5 +53,22 @@ describe("the embedded database's directory lock", () => {
     }
     await database.close();
     expect(existsSync(`${dir}.lock`)).toBe(false);
+  });
+
+  it("a start whose migrations fail closes the database it opened: the next attempt does not open the directory a second time beside it", async () => {
+    const dir = path.join(root, "d", "pglite");
+    const migrations = path.join(root, "d-migrations");
+    mkdirSync(path.join(migrations, "99990101000000_broken"), { recursive: true });
+    writeFileSync(path.join(migrations, "99990101000000_broken", "migration.sql"), `SELECT * FROM no_such_table;`);
+    process.env.ENGRAM_MIGRATIONS_DIR = migrations;
+    try {
+      await expect(openDatabase({ dataDir: dir })).rejects.toThrow(/99990101000000_broken failed/);
+    } finally {
+      delete process.env.ENGRAM_MIGRATIONS_DIR;
+    }
+    // Released, as by close(): an instance left open would keep writing the directory the retry opens again.
+    expect(existsSync(`${dir}.lock`)).toBe(false);
+    const database = await openDatabase({ dataDir: dir });
+    await database.close();
   });
 });

@@ -43,7 +43,16 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
   const database = options.url
     ? await (await import("./postgres.ts")).openPostgres(options.url)
     : await (await import("./pglite.ts")).openPglite(options.dataDir ?? defaultDataDir(), options.template);
-  if (options.migrate !== false) await applyMigrations(database, options.url);
+  if (options.migrate !== false) {
+    try {
+      await applyMigrations(database, options.url);
+    } catch (error) {
+      // getDatabase opens again on the next request: an instance left open would be a second PGlite
+      // on the same directory (and another pool) for every request while the migrations fail.
+      await database.close().catch(() => undefined);
+      throw error;
+    }
+  }
   return database;
 }
 
