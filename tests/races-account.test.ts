@@ -1,6 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@/lib/ids.ts";
-import { clientFor, createHarness, type ApiResponse, type Harness } from "./support/harness.ts";
+import { encode } from "next-auth/jwt";
+import pg from "pg";
+import { apiKeysLockKey, createApiKey } from "@/lib/auth/create-api-key.ts";
+import { endSession } from "@/lib/auth/end-session.ts";
+import { resolveSession, sessionSecret } from "@/lib/auth/session.ts";
+import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
+import { sessionCookieFor } from "./support/oauth-consent.ts";
 
 /**
  * Races on this stop's account features that only a server with several connections can lose: each
@@ -133,5 +139,55 @@ describe("account races", () => {
       expect([201, 401]).toContain(made.status);
       expect(await h.db.apiKey.count({ where: { userId: user.id, agentName: "bot", revokedAt: null } }), `try ${i}`).toBe(0);
     }
+  });
+});
+
+describe("a dashboard session making a key while a claim cuts the session off", () => {
+  /**
+   * A session has no row for the key's insert to re-check (an API key's or grant's row is read again
+   * under the api-keys lock): a squatter's dashboard POST authenticated before the owner's claim
+   * still inserted a key after the claim committed, and that key worked. Here the POST waits for the
+   * api-keys lock (held by a second connection, as a slow key issue would) while the claim's cut-off
+   * commits; the POST must then be refused and leave no key.
+   */
+  it.skipIf(!testPostgres())("the key is refused (401) once the session is cut off, and none is left", async () => {
+    const squatter = await h.user("SessionSquatter");
+    await h.db.user.update({ where: { id: squatter.id }, data: { emailUnverified: true } });
+    const token = await encode({ token: { sub: squatter.id, sid: newId(), signed_in_at: Date.now() - 5_000 }, secret: await sessionSecret(h.db) });
+    const headers = { cookie: `next-auth.session-token=${token}`, "sec-fetch-site": "same-origin" };
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let made: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [apiKeysLockKey(squatter.id)]);
+      made = h.anonymous.post("/v1/auth/api-keys", { name: "stay" }, { headers });
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the key's insert never waited for the api-keys lock");
+        await sleep(20);
+      }
+      // The claim's cut-off (lib/auth/claim-account.ts), committed while the POST waits.
+      await side.query("UPDATE users SET email_unverified = false, password_hash = NULL, sessions_valid_after = now() WHERE id = $1", [squatter.id]);
+      await side.query("UPDATE api_keys SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL", [squatter.id]);
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const res = await made!;
+    expect(res.status, JSON.stringify(res.body)).toBe(401);
+    expect(await h.db.apiKey.count({ where: { userId: squatter.id, revokedAt: null } })).toBe(0);
+  });
+
+  it("a session that authenticated, then was signed out of, makes no key", async () => {
+    const ann = await h.user("SignedOut");
+    const cookie = await sessionCookieFor(h.db, ann.id);
+    const ctx = { db: h.db, user: { id: ann.id, email: ann.email, name: ann.name }, now: () => new Date() };
+    const { credential } = await resolveSession(h.db, new Request("http://engram.test/v1/auth/api-keys", { method: "POST", headers: { cookie, "sec-fetch-site": "same-origin" } }), new Date());
+    expect(await endSession(h.db, cookie)).toBe(true);
+    await expect(createApiKey({ ...ctx, credential }, { name: "late" })).rejects.toMatchObject({ code: "unauthorized" });
+    expect(await h.db.apiKey.count({ where: { userId: ann.id, name: "late" } })).toBe(0);
   });
 });

@@ -33,6 +33,11 @@ export interface Credential {
   agentName?: string;
   /** OAuth access tokens: the client and the resource (RFC 8707) they were issued for. */
   oauth?: { clientId: string; resource: string };
+  /**
+   * Dashboard sessions: what identifies the sign-in (its sid and jti) and when it checked its
+   * password or provider (ms), so a write that must not outlive the session can check it again.
+   */
+  session?: { ids: readonly string[]; signedInAt: number };
 }
 
 /** A credential that may do anything its user may (sessions, access tokens). */

@@ -8,6 +8,7 @@ import type { DbClient } from "@/lib/db/database.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
 import { hashSecret } from "./hash-secret.ts";
+import { sessionStillValid } from "./session.ts";
 import { serializeApiKey, type ApiKeyObject } from "./serialize-api-key.ts";
 
 export const API_KEY_PREFIX = "egk_";
@@ -109,7 +110,7 @@ export async function createApiKey(
   const { key, row } = await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, apiKeysLockKey(ctx.user.id));
     // Checked when the request began, but revoked since maybe (a revoked key must not leave a new one behind).
-    await assertCredentialLive(tx, ctx.credential, ctx.now());
+    await assertCredentialLive(tx, ctx.user.id, ctx.credential, ctx.now());
     const active = await tx.apiKey.count({ where: { userId: ctx.user.id, revokedAt: null } });
     if (active >= MAX_API_KEYS_PER_USER) {
       throw new ApiError("conflict", `You have ${active} API keys; the limit is ${MAX_API_KEYS_PER_USER}. Revoke one first.`, {
@@ -134,7 +135,17 @@ export async function createApiKey(
  * waits for the new key to commit (and a revocation committed first is seen). Revoked or expired
  * by now → 401, as its next request would get.
  */
-async function assertCredentialLive(tx: DbClient, credential: AuthContext["credential"], now: Date): Promise<void> {
+async function assertCredentialLive(tx: DbClient, userId: string, credential: AuthContext["credential"], now: Date): Promise<void> {
+  if (credential.type === "session") {
+    // A session has no row to lock: a claim (lib/auth/claim-account.ts) sets the account's cut-off
+    // before it takes this lock, so a cut-off read here, under the lock, is either committed (seen,
+    // 401) or not yet (the claim then waits for this key and revokes it). A plain read: locking the
+    // user row would wait on the claim while the claim waits on this lock.
+    if (credential.session && !(await sessionStillValid(tx, userId, credential.session))) {
+      throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
+    }
+    return;
+  }
   if (!credential.id) return;
   if (credential.type === "api_key") {
     const [row] = await tx.$queryRaw<{ revoked_at: Date | null; expires_at: Date | null }[]>`

@@ -3,7 +3,7 @@ import { decode, type JWT } from "next-auth/jwt";
 import { FULL_ACCESS, type AuthUser, type Credential } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, DbClient } from "@/lib/db/database.ts";
 
 /** next-auth's session cookie; the `__Secure-` form is used when the site is served over https. */
 export const SESSION_COOKIE_NAMES = ["__Secure-next-auth.session-token", "next-auth.session-token"] as const;
@@ -64,13 +64,23 @@ export function hasSessionCookie(req: Request): boolean {
  * session is the row the caller needs: one read of the user, not one to check and one to load.
  */
 export async function sessionAccount(db: Db, token: string | undefined): Promise<AuthUser | undefined> {
+  return (await sessionOf(db, token))?.user;
+}
+
+/** sessionAccount with what identifies the session (Credential["session"]). */
+async function sessionOf(db: Db, token: string | undefined): Promise<{ user: AuthUser; session: NonNullable<Credential["session"]> } | undefined> {
   if (!token) return undefined;
   try {
     const payload = await decode({ token, secret: await sessionSecret(db) });
-    return payload ? await sessionPayloadAccount(db, payload) : undefined;
+    const user = payload ? await sessionPayloadAccount(db, payload) : undefined;
+    return user && { user, session: { ids: sessionIds(payload!), signedInAt: signedInAt(payload!) } };
   } catch {
     return undefined;
   }
+}
+
+function sessionIds(payload: JWT): string[] {
+  return [payload.jti, payload.sid].filter((id): id is string => typeof id === "string");
 }
 
 /**
@@ -82,7 +92,7 @@ export async function sessionPayloadAccount(db: Db, payload: JWT): Promise<AuthU
   // A session signed out of (lib/auth/end-session.ts) stays ended, whoever still holds its cookie or
   // one re-issued from it; one issued before the account's cut-off (a claim ended them) no longer
   // counts. Both read at once.
-  const ids = [payload.jti, payload.sid].filter((id): id is string => typeof id === "string");
+  const ids = sessionIds(payload);
   const [ended, user] = await Promise.all([
     ids.length > 0 ? db.endedSession.findFirst({ where: { jti: { in: ids } }, select: { jti: true } }) : null,
     db.user.findUnique({ where: { id: payload.sub }, select: { id: true, email: true, name: true, sessionsValidAfter: true } }),
@@ -90,6 +100,19 @@ export async function sessionPayloadAccount(db: Db, payload: JWT): Promise<AuthU
   if (ended || !user) return undefined;
   if (user.sessionsValidAfter && signedInAt(payload) < user.sessionsValidAfter.getTime()) return undefined;
   return { id: user.id, email: user.email, name: user.name };
+}
+
+/**
+ * Whether a session (Credential["session"]) still counts: not signed out of, and not from before the
+ * account's cut-off (a claim). Read again by writes that must not outlive it (lib/auth/create-api-key.ts).
+ */
+export async function sessionStillValid(db: DbClient, userId: string, session: NonNullable<Credential["session"]>): Promise<boolean> {
+  const [ended, user] = await Promise.all([
+    session.ids.length > 0 ? db.endedSession.findFirst({ where: { jti: { in: [...session.ids] } }, select: { jti: true } }) : null,
+    db.user.findUnique({ where: { id: userId }, select: { sessionsValidAfter: true } }),
+  ]);
+  if (ended || !user) return false;
+  return !user.sessionsValidAfter || session.signedInAt >= user.sessionsValidAfter.getTime();
 }
 
 /**
@@ -113,10 +136,10 @@ export async function sessionUserId(db: Db, token: string | undefined): Promise<
  * cross-site requests, so writes must prove they come from our own pages.
  */
 export async function resolveSession(db: Db, req: Request, _now: Date): Promise<{ user: AuthUser; credential: Credential }> {
-  const user = await sessionAccount(db, sessionTokenFrom(req.headers.get("cookie")));
-  if (!user) throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
+  const found = await sessionOf(db, sessionTokenFrom(req.headers.get("cookie")));
+  if (!found) throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
   if (!SAFE_METHODS.has(req.method.toUpperCase())) assertSameOrigin(req);
-  return { user, credential: { type: "session", ...FULL_ACCESS } };
+  return { user: found.user, credential: { type: "session", ...FULL_ACCESS, session: found.session } };
 }
 
 /**
