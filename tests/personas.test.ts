@@ -115,6 +115,25 @@ describe("a persona's delete and restore, racing", () => {
   });
 });
 
+describe("a persona's delete or restore and an account-data deletion, racing", () => {
+  it("a delete whose persona the account-data deletion removed meanwhile is 404, not 500", async () => {
+    const zed = await h.user("Zed");
+    const soul = await put(zed, "openclaw", "SOUL.md", "# Zed\n");
+    const wipe = async () => expect((await zed.delete("/v1/account/data")).status).toBe(200);
+    const ctx = sessionContext(h, zed, changedBefore(h.db, ["$transaction"], wipe));
+    await expect(deletePersona(ctx, soul.id)).rejects.toMatchObject({ code: "not_found" });
+  });
+
+  it("a restore whose persona the account-data deletion removed meanwhile is 404, not 500", async () => {
+    const zoe = await h.user("Zoe");
+    const soul = await put(zoe, "openclaw", "SOUL.md", "# Zoe one\n");
+    await put(zoe, "openclaw", "SOUL.md", "# Zoe two\n");
+    const wipe = async () => expect((await zoe.delete("/v1/account/data")).status).toBe(200);
+    const ctx = sessionContext(h, zoe, changedBefore(h.db, ["$transaction"], wipe));
+    await expect(restorePersonaRevision(ctx, soul.id, "1")).rejects.toMatchObject({ code: "not_found" });
+  });
+});
+
 describe("persona names", () => {
   it("read a heading followed by a long run of spaces in linear time, not the old regex's cubic backtracking", async () => {
     const kim = await h.user("Kim");

@@ -13,8 +13,9 @@ export async function deletePersona(ctx: AuthContext, id: string) {
     // Under the file's lock and re-read there: hiding the version read before it, a restore or push
     // committed meanwhile made the hide match nothing, yet it answered deleted and the persona stayed.
     await lockConfigKey(tx, config.ownerId, config.agent, config.filePath, config.scope);
-    const current = await tx.agentConfig.findUniqueOrThrow({ where: { id: config.id } });
-    if (!isPersonaConfig(current)) throw new ApiError("not_found", "Persona not found");
+    // Gone meanwhile: an account-data deletion removes configs without this lock.
+    const current = await tx.agentConfig.findUnique({ where: { id: config.id } });
+    if (!current || !isPersonaConfig(current)) throw new ApiError("not_found", "Persona not found");
     await tx.agentConfig.update({ where: { id: current.id }, data: { personaHiddenVersion: current.version } });
   });
   return { deleted: true };

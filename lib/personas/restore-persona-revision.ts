@@ -13,12 +13,14 @@ export async function restorePersonaRevision(ctx: AuthContext, id: string, versi
   const revision = await findRevisionOrThrow(ctx, id, version);
   const now = ctx.now();
   const head = await ctx.db.$transaction(async (tx) => {
-    const config = await tx.agentConfig.findUniqueOrThrow({ where: { id: revision.configId } });
+    // Either read may find nothing: an account-data deletion removes configs without the file's lock.
+    const config = await tx.agentConfig.findUnique({ where: { id: revision.configId } });
+    if (!config) throw new ApiError("not_found", "Persona not found");
     await lockConfigKey(tx, config.ownerId, config.agent, config.filePath, config.scope);
-    const current = await tx.agentConfig.findUniqueOrThrow({ where: { id: config.id } });
+    const current = await tx.agentConfig.findUnique({ where: { id: config.id } });
     // The persona as the lock sees it: one hidden (or its file deleted) since the check above is gone,
     // and a restore must not write it back into the list.
-    if (!isPersonaConfig(current)) throw new ApiError("not_found", "Persona not found");
+    if (!current || !isPersonaConfig(current)) throw new ApiError("not_found", "Persona not found");
     if (current.contentHash === revision.contentHash) return current.version;
     const updated = await tx.agentConfig.update({
       where: { id: current.id },
