@@ -257,11 +257,17 @@ async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody,
       updatedAt: now,
     },
   });
-  if (contentChanged) {
-    const growth = Buffer.byteLength(input.content, "utf8") - Buffer.byteLength(existing.content, "utf8");
-    await assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
-  }
+  if (contentChanged) await assertGrowth(tx, existing, input.content);
   return memory;
+}
+
+/**
+ * An update in place, after its write: what the new content adds to the owner's and the hub's stored
+ * bytes must fit their quotas (a shrink always does; see assertStorageQuota).
+ */
+function assertGrowth(tx: DbClient, existing: Memory, content: string): Promise<void> {
+  const growth = Buffer.byteLength(content, "utf8") - Buffer.byteLength(existing.content, "utf8");
+  return assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
 }
 
 /** A link memory: content_type "link", or content that is one bare http(s) URL. Returns the URL. */
@@ -303,8 +309,7 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
   });
   // A URL may be megabytes long: unchecked, pushing a long one again under a short one's source_path
   // grew stored content past the quotas with no limit but the memory count.
-  const growth = Buffer.byteLength(input.content, "utf8") - Buffer.byteLength(existing.content, "utf8");
-  if (growth > 0) await assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
+  await assertGrowth(tx, existing, input.content);
   return memory;
 }
 
@@ -367,8 +372,7 @@ async function replaceFile(
     },
   });
   await attachFile(tx, memory, file, now);
-  const growth = Buffer.byteLength(input.content, "utf8") - Buffer.byteLength(existing.content, "utf8");
-  if (growth > 0) await assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
+  await assertGrowth(tx, existing, input.content);
   return { memory, replaced };
 }
 
