@@ -217,6 +217,36 @@ describe("answering", () => {
     expect(await h.db.memory.count({ where: { hubId: team, sourcePath: `decision-gates/${slot.id}` } })).toBe(1);
   });
 
+  it("an answer's record is set with its memory: a reopen and a contributor's answer right after find it, and take it over", async () => {
+    const cat = await h.user("Cat");
+    const team = await h.teamHub(ann, [[cat, "contributor"]]);
+    const slot = (await ask(ann, team, { question: "Which queue?", options: ["SQS", "Kafka"] })).body.data.slot;
+    // As soon as Ann's answer is committed (before anything else her request does), the gate is
+    // reopened and Cat answers it.
+    let late: Awaited<ReturnType<typeof resolve>> | undefined;
+    const otherAnswer = async () => {
+      expect((await resolve(ann, team, slot.slot_key, { action: "reopen" })).status).toBe(200);
+      late = await resolve(cat, team, slot.slot_key, { action: "choose", choice: "Kafka" });
+    };
+    const db = changedBefore(h.db, ["decisionGate.update", "decisionGate.findUnique"], otherAnswer);
+    await resolveDecisionGate(sessionContext(h, ann, db), team, slot.slot_key, { action: "choose", choice: "1" });
+    expect(late?.status, late?.text).toBe(200);
+    const gate = await h.db.decisionGate.findUniqueOrThrow({ where: { id: slot.id } });
+    expect(gate).toMatchObject({ state: "resolved", choice: 1, resolvedBy: cat.id });
+    const record = await h.db.memory.findUniqueOrThrow({ where: { id: gate.memoryId! } });
+    expect(record).toMatchObject({ ownerId: cat.id, sourcePath: `decision-gates/${slot.id}` });
+    expect(record.content).toContain("Chosen: **Kafka**");
+  });
+
+  it("a gate deleted right after its answer committed: the answer is still 200", async () => {
+    const team = await h.teamHub(ann, []);
+    const slot = (await ask(ann, team, { question: "Which cache?", options: ["Redis", "Memcached"] })).body.data.slot;
+    const gone = () => h.db.decisionGate.delete({ where: { id: slot.id } });
+    const db = changedBefore(h.db, ["decisionGate.update", "decisionGate.findUnique"], gone);
+    const answered = await resolveDecisionGate(sessionContext(h, ann, db), team, slot.slot_key, { action: "choose", choice: "1" });
+    expect(answered.slot).toMatchObject({ state: "resolved" });
+  });
+
   it("choices, reopens and dismissals at once: the card and its memory always tell the same answer", async () => {
     const cat = await h.user("Cat");
     const team = await h.teamHub(ann, [[cat, "contributor"]]);

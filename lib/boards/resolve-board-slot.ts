@@ -91,9 +91,9 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
     source: "decision",
     source_path: answerPath(gate),
   });
-  let memoryId: string;
+  let memoryId: string | null = null;
   try {
-    const { memory } = await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body, {
+    await createMemory({ ...ctx, hub: membership.hub, role: membership.role }, body, {
       gateAnswer: true,
       underLock: async (tx) => {
         const claimed = await tx.decisionGate.updateMany({
@@ -106,14 +106,22 @@ async function choose(ctx: AuthContext, membership: Membership, gate: DecisionGa
         await takeOverAnswerRecord(tx, ctx, membership, gate, recordId);
         await closeGateNotifications(tx, gate.id, `chose_${index + 1}`, now);
       },
+      // The record with the answer, in its transaction (the gate's row is held since the claim): set
+      // after the commit, a reopen and another answer in between found no record to take over (a
+      // contributor's answer was then refused the path), and a gate deleted in between was a 500.
+      inTransaction: async (tx, memory) => {
+        memoryId = memory.id;
+        await tx.decisionGate.update({ where: { id: gate.id }, data: { memoryId } });
+      },
     });
-    memoryId = memory.id;
   } catch (error) {
     // Someone else's answer came first: the card as it stands (Memax's idempotent resolve).
     if (error === CLAIM_LOST) return reread(ctx, gate);
     throw error;
   }
-  return ctx.db.decisionGate.update({ where: { id: gate.id }, data: { memoryId } });
+  // The card as it stands now; deleted since, it is answered as this choice left it.
+  const answered = { ...gate, state: "resolved", choice: index, resolution: "choose", resolvedBy: ctx.user.id, resolvedAt: now, memoryId };
+  return (await ctx.db.decisionGate.findUnique({ where: { id: gate.id } })) ?? answered;
 }
 
 const answerPath = (gate: DecisionGate) => `${DECISION_GATE_PATH_PREFIX}${gate.id}`;
