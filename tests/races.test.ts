@@ -249,9 +249,19 @@ describe("contributors' topic rights turned off while a contributor's topic chan
         if (waited > 20_000) throw new Error("the archive never waited for the topic's row");
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      setting = own.patch(`/v1/hubs/${hub}`, { allow_contributor_topics: false }).then(async (res) => ({ res, archivedAtAnswer: await archived() }));
-      // Long enough for the setting to answer, had it not waited for the archive.
-      await Promise.race([setting, new Promise((resolve) => setTimeout(resolve, 1500))]);
+      let settled = false;
+      setting = own.patch(`/v1/hubs/${hub}`, { allow_contributor_topics: false }).then(async (res) => ((settled = true), { res, archivedAtAnswer: await archived() }));
+      // Until the setting answers (it did not wait) or waits for the archive, which waits for this
+      // connection: a fixed sleep let a slow machine release the topic before the setting got there.
+      for (let waited = 0; !settled; waited += 20) {
+        const { rows } = await side.query(
+          `SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND EXISTS (
+             SELECT 1 FROM pg_locks a WHERE NOT a.granted AND pg_backend_pid() = ANY(pg_blocking_pids(a.pid)) AND a.pid = ANY(pg_blocking_pids(l.pid)))`,
+        );
+        if (rows[0].n >= 1) break;
+        if (waited > 20_000) throw new Error("the setting neither answered nor waited for the archive");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
     } finally {
       await side.query("ROLLBACK").catch(() => {});
       await side.end();
