@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chatTurnsIdle } from "@/lib/chat/chat-turn-runner.ts";
 import { runChatTurn } from "@/lib/chat/run-chat-turn.ts";
 import { newId } from "@/lib/ids.ts";
-import { createHarness, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
+import pg from "pg";
+import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
+import { createHarness, testPostgres, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 
 /**
  * Agent chat under contention: each case sends its requests truly at once under `npm run
@@ -123,5 +125,57 @@ describe("chat races", () => {
       if (cancel.body.data.cancel_registered) expect(message.status, `round ${round}`).toBe("canceled");
       expect((await h.db.chatSession.findUniqueOrThrow({ where: { id } })).status, `round ${round}`).not.toBe("canceling");
     }
+  });
+});
+
+describe("a chat save's lock order", () => {
+  /**
+   * An account-data deletion locks its chats' message rows (the sessions' cascade) and then the
+   * server-wide events lock. A chat save took them the other way round: memory.created's event (the
+   * events lock) and then the message's row for its lease and record, so the two could deadlock. Here a
+   * second connection holds the message's row, as the deletion would, while the save is under way:
+   * the events lock must then still be free (the save waits for the row before taking it).
+   */
+  it.skipIf(!testPostgres())("takes the message's row before the events lock", async () => {
+    const team = await h.teamHub(ann, []);
+    const created = await ann.post("/v1/chat/sessions", { scope_type: "user_all_hubs", write_hub_id: team });
+    expect(created.status, created.text).toBe(201);
+    const id = created.body.data.id as string;
+    const { messageId, approvalId } = await pendingApproval(id);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const waitFor = async (what: string, sql: string) => {
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query(sql);
+        if (rows[0].n > 0) return;
+        if (waited > 20_000) throw new Error(`the save never waited for ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const blockedBySide = "NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))";
+    let eventsFree: boolean;
+    try {
+      // The save stops at the hub's membership lock, before its transaction touches anything else.
+      await side.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [hubMembersLockKey(team)]);
+      expect((await ann.post(`/v1/chat/sessions/${id}/approvals/${approvalId}`, { decision: "approve" })).status).toBe(200);
+      await waitFor("the membership lock", `SELECT count(*)::int AS n FROM pg_locks l WHERE ${blockedBySide} AND l.locktype = 'advisory'`);
+      await side.query("BEGIN");
+      await side.query("SELECT 1 FROM chat_messages WHERE id = $1 FOR UPDATE", [messageId]);
+      await side.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [hubMembersLockKey(team)]);
+      // The save's transaction (it holds its advisory locks) now waits for the message's row.
+      await waitFor(
+        "the message's row",
+        `SELECT count(*)::int AS n FROM pg_locks l WHERE ${blockedBySide} AND EXISTS (SELECT 1 FROM pg_locks g WHERE g.pid = l.pid AND g.granted AND g.locktype = 'advisory')`,
+      );
+      // lib/events/emit-event.ts's EVENTS_LOCK.
+      eventsFree = (await side.query("SELECT pg_try_advisory_xact_lock(x'656e6772'::bigint) AS ok")).rows[0].ok as boolean;
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    expect(eventsFree).toBe(true);
+    await chatTurnsIdle();
+    expect((await h.db.chatMessage.findUniqueOrThrow({ where: { id: messageId } })).status).toBe("completed");
+    expect(await h.db.memory.count({ where: { hubId: team, content: "the races are run at once." } })).toBe(1);
   });
 });

@@ -413,8 +413,15 @@ async function saveMemory(turn: Turn, approval: ChatApproval, call: ChatToolCall
   const hubCtx: HubContext = { ...ctx, hub: membership.hub, role: membership.role };
   let result: Record<string, unknown> = {};
   await createMemory(hubCtx, { content: text, source: "chat", initiation_type: "human_requested_agent" } as Parameters<typeof createMemory>[1], {
-    inTransaction: async (tx, memory) => {
+    // The message's row before the server-wide events lock (memory.created takes it): an account-data
+    // deletion locks the message rows (its chat sessions' cascade) and then the events lock, so taking
+    // the row after the events lock, as the record below would, could deadlock with it. Order here:
+    // the memory's locks, the message row (this lease check), the memory's writes and its event, then
+    // the record on the row already held.
+    underLock: async (tx) => {
       await leaseOrThrow(tx, turn);
+    },
+    inTransaction: async (tx, memory) => {
       result = { memory_id: memory.id, hub_id: hubId, title: memory.title };
       const toolCalls = turn.toolCalls.map((c) => (c.id === call.id ? { ...c, status: "done", result } : c));
       await tx.chatMessage.update({ where: { id: turn.message.id }, data: { toolCalls: toolCalls as unknown as Prisma.InputJsonValue } });
