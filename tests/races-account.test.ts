@@ -4,7 +4,11 @@ import { encode } from "next-auth/jwt";
 import pg from "pg";
 import { apiKeysLockKey, createApiKey } from "@/lib/auth/create-api-key.ts";
 import { endSession } from "@/lib/auth/end-session.ts";
-import { resolveSession, sessionSecret } from "@/lib/auth/session.ts";
+import { claimAccount } from "@/lib/auth/claim-account.ts";
+import { resolveSession, sessionOf, sessionSecret } from "@/lib/auth/session.ts";
+import { approveConsent } from "@/lib/oauth/approve-consent.ts";
+import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
+import { findClient } from "@/lib/oauth/find-client.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
 import { sessionCookieFor } from "./support/oauth-consent.ts";
 
@@ -189,5 +193,58 @@ describe("a dashboard session making a key while a claim cuts the session off", 
     expect(await endSession(h.db, cookie)).toBe(true);
     await expect(createApiKey({ ...ctx, credential }, { name: "late" })).rejects.toMatchObject({ code: "unauthorized" });
     expect(await h.db.apiKey.count({ where: { userId: ann.id, name: "late" } })).toBe(0);
+  });
+});
+
+describe("a dashboard session consenting to an app while a claim cuts the session off", () => {
+  const consentAs = async (user: { id: string; email: string; name: string }, cookie: string) => {
+    const signedIn = await sessionOf(h.db, cookie.slice(cookie.indexOf("=") + 1));
+    expect(signedIn).toBeDefined();
+    await ensureCliClient(h.db);
+    const request = { client: await findClient(h.db, CLI_CLIENT_ID, new Date()), redirectUri: "", state: undefined, codeChallenge: "", resource: "http://engram.test/mcp", wantsWrite: true };
+    return () => approveConsent(h.db, user, request, { hubIds: null, write: true }, new Date(), signedIn!.session);
+  };
+
+  it("a consent checked before the claim makes no grant after it", async () => {
+    const squatter = await h.user("ConsentSquatter");
+    await h.db.user.update({ where: { id: squatter.id }, data: { emailUnverified: true } });
+    const token = await encode({ token: { sub: squatter.id, sid: newId(), signed_in_at: Date.now() - 5_000 }, secret: await sessionSecret(h.db) });
+    const approve = await consentAs(squatter, `next-auth.session-token=${token}`);
+    expect(await claimAccount(h.db, squatter.id, new Date())).toBe(true);
+    await expect(approve()).rejects.toMatchObject({ code: "unauthorized" });
+    expect(await h.db.oAuthGrant.count({ where: { userId: squatter.id } })).toBe(0);
+  });
+
+  it.skipIf(!testPostgres())("a consent waiting for the api-keys lock while the claim commits is refused, and no live grant is left", async () => {
+    const squatter = await h.user("ConsentSquatter2");
+    await h.db.user.update({ where: { id: squatter.id }, data: { emailUnverified: true } });
+    const token = await encode({ token: { sub: squatter.id, sid: newId(), signed_in_at: Date.now() - 5_000 }, secret: await sessionSecret(h.db) });
+    const approve = await consentAs(squatter, `next-auth.session-token=${token}`);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let granted: Promise<unknown> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [apiKeysLockKey(squatter.id)]);
+      granted = approve().then(
+        () => "granted",
+        (error: { code?: string }) => error.code,
+      );
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the grant's insert never waited for the api-keys lock");
+        await sleep(20);
+      }
+      // The claim's cut-off and revocation (lib/auth/claim-account.ts), committed while the consent waits.
+      await side.query("UPDATE users SET email_unverified = false, password_hash = NULL, sessions_valid_after = now() WHERE id = $1", [squatter.id]);
+      await side.query("UPDATE oauth_grants SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL", [squatter.id]);
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    expect(await granted!).toBe("unauthorized");
+    expect(await h.db.oAuthGrant.count({ where: { userId: squatter.id, revokedAt: null } })).toBe(0);
   });
 });

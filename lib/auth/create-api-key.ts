@@ -14,9 +14,10 @@ import { serializeApiKey, type ApiKeyObject } from "./serialize-api-key.ts";
 export const API_KEY_PREFIX = "egk_";
 
 /**
- * Taken by whatever issues a user's keys and by whatever revokes several of them at once (an agent's
- * disconnect, an account claim): a key made by a credential those revoke either exists before the
- * revocation's statement, which then revokes it too, or waits and sees its credential revoked.
+ * Taken by whatever issues a user's keys or OAuth grants and by whatever revokes several of them at
+ * once (an agent's disconnect, an account claim): a key made by a credential those revoke either
+ * exists before the revocation's statement, which then revokes it too, or waits and sees its
+ * credential revoked (or its session cut off).
  */
 export function apiKeysLockKey(userId: string): string {
   return `api-keys:${userId}`;

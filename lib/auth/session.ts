@@ -68,7 +68,7 @@ export async function sessionAccount(db: Db, token: string | undefined): Promise
 }
 
 /** sessionAccount with what identifies the session (Credential["session"]). */
-async function sessionOf(db: Db, token: string | undefined): Promise<{ user: AuthUser; session: NonNullable<Credential["session"]> } | undefined> {
+export async function sessionOf(db: Db, token: string | undefined): Promise<{ user: AuthUser; session: NonNullable<Credential["session"]> } | undefined> {
   if (!token) return undefined;
   try {
     const payload = await decode({ token, secret: await sessionSecret(db) });

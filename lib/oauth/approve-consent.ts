@@ -1,6 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { FULL_ACCESS, type AuthUser, type Credential } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { apiKeysLockKey } from "@/lib/auth/create-api-key.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
+import { sessionStillValid } from "@/lib/auth/session.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { newId } from "@/lib/ids.ts";
@@ -18,8 +22,20 @@ export interface Consent {
   write: boolean;
 }
 
-/** The user allowed the client: a grant with what they picked, and a single-use code for it. */
-export async function approveConsent(db: Db, user: AuthUser, request: AuthorizeRequest, consent: Consent, now: Date): Promise<string> {
+/**
+ * The user allowed the client: a grant with what they picked, and a single-use code for it. Given
+ * through a dashboard `session`, the grant is made only if that session still counts, read under
+ * the lock an account claim revokes grants under (lib/auth/claim-account.ts): a consent checked
+ * before the claim otherwise left the old holder a grant made after the claim's revocation.
+ */
+export async function approveConsent(
+  db: Db,
+  user: AuthUser,
+  request: AuthorizeRequest,
+  consent: Consent,
+  now: Date,
+  session?: NonNullable<Credential["session"]>,
+): Promise<string> {
   let hubIds: string[] = [];
   if (consent.hubIds) {
     // Only hubs the user belongs to right now can be granted.
@@ -28,6 +44,10 @@ export async function approveConsent(db: Db, user: AuthUser, request: AuthorizeR
   }
   const code = `${CODE_PREFIX}${randomBytes(32).toString("base64url")}`;
   await db.$transaction(async (tx) => {
+    await lockForTransaction(tx, apiKeysLockKey(user.id));
+    if (session && !(await sessionStillValid(tx, user.id, session))) {
+      throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
+    }
     const grant = await tx.oAuthGrant.create({
       data: {
         id: newId(),

@@ -2,7 +2,7 @@ import { clientAddress } from "@/lib/api/client-address.ts";
 import { FULL_ACCESS, type AuthUser, type RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
-import { assertSameOrigin, sessionTokenFrom, sessionUserId } from "@/lib/auth/session.ts";
+import { assertSameOrigin, sessionOf, sessionTokenFrom, sessionUserId } from "@/lib/auth/session.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { approveConsent } from "./approve-consent.ts";
 import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck } from "./authorize-request.ts";
@@ -52,8 +52,9 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
     if (error instanceof OAuthError) return errorPage("Refused", error.description, 413);
     throw error;
   }
-  const user = await sessionUser(ctx, req);
-  if (!user) return errorPage("Signed out", "Your session ended; start connecting the app again.", 401);
+  const signedIn = await sessionOf(ctx.db, sessionTokenFrom(req.headers.get("cookie")));
+  if (!signedIn) return errorPage("Signed out", "Your session ended; start connecting the app again.", 401);
+  const { user, session } = signedIn;
   try {
     assertSameOrigin(req);
   } catch (error) {
@@ -75,6 +76,12 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
     return redirect(redirectWith(request.redirectUri, { error: "access_denied", error_description: "The user denied access", state: request.state, iss: origin }), 303);
   }
   const hubIds = form.get("hubs") === "selected" ? form.getAll("hub_ids") : null;
-  const code = await approveConsent(ctx.db, user, request, { hubIds, write: form.get("access") === "write" }, ctx.now());
+  let code: string;
+  try {
+    code = await approveConsent(ctx.db, user, request, { hubIds, write: form.get("access") === "write" }, ctx.now(), session);
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "unauthorized") return errorPage("Signed out", "Your session ended; start connecting the app again.", 401);
+    throw error;
+  }
   return redirect(redirectWith(request.redirectUri, { code, state: request.state, iss: origin }), 303);
 }
