@@ -2,7 +2,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { currentFetchPolicy, LinkFetchError, safeFetch } from "@/lib/links/safe-fetch.ts";
 import { OAuthError } from "./oauth-error.ts";
-import { assertRoomForNewClient, cleanClientName, cleanClientUri, registrationOrigin } from "./register-client.ts";
+import { assertRoomForNewClient, cleanClientName, cleanClientUri } from "./register-client.ts";
 import { MAX_REDIRECT_URIS, assertRedirectUri, isLoopbackHost } from "./redirect-uri.ts";
 
 export interface OAuthClientInfo {
@@ -27,7 +27,7 @@ export function isMetadataDocumentId(clientId: string): boolean {
  * The client behind a client_id: a registered one (RFC 7591), or the client ID metadata
  * document at that https URL, fetched and cached. Unknown → invalid_client.
  */
-export async function findClient(db: Db, clientId: string | null | undefined, now: Date, address?: string): Promise<OAuthClientInfo> {
+export async function findClient(db: Db, clientId: string | null | undefined, now: Date, origin?: string): Promise<OAuthClientInfo> {
   if (!clientId || clientId.length > 2000) throw new OAuthError("invalid_request", "client_id is required");
   // No client's id holds one (registered ids are base64url, document URLs are refused with them), and a NUL cannot even be looked up.
   if (/[\x00-\x20\x7f]/.test(clientId)) throw new OAuthError("invalid_client", "Unknown client_id: it contains spaces or control characters");
@@ -38,7 +38,6 @@ export async function findClient(db: Db, clientId: string | null | undefined, no
   }
   if (stored && stored.fetchedAt && now.getTime() - stored.fetchedAt.getTime() < METADATA_TTL_MS) return stored;
   // Past the cap, a new URL is refused before it is fetched: otherwise each request still costs an outbound read. Checked again under the lock below.
-  const origin = address ? registrationOrigin(address) : undefined;
   if (!stored) await assertRoomForNewClient(db, "metadata_document", now, origin);
   const doc = await fetchMetadataDocument(clientId);
   const data = { name: doc.name, redirectUris: doc.redirectUris, kind: "metadata_document", clientUri: doc.clientUri, fetchedAt: now };

@@ -21,19 +21,6 @@ export function maxUnusedRegistrationsPerAddress(): number {
   return positiveIntEnv("ENGRAM_OAUTH_REGISTRATIONS_PER_ADDRESS_PER_HOUR", 20);
 }
 
-/**
- * What the per-address cap counts by: an IPv4 address as it is, an IPv6 address cut to its /64
- * (one host is usually handed a whole /64, so counting single addresses would let it rotate).
- */
-export function registrationOrigin(address: string): string {
-  if (!address.includes(":")) return address;
-  const [head = "", tail = ""] = address.toLowerCase().split("::");
-  const left = head ? head.split(":") : [];
-  const right = tail ? tail.split(":") : [];
-  const groups = address.includes("::") ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
-}
-
 /** Kinds of client anyone can add without an account, each held to the hourly cap on its own. */
 export type OpenClientKind = "registered" | "metadata_document";
 
@@ -67,8 +54,11 @@ export function cleanClientUri(raw: unknown): string | null {
   return typeof raw === "string" && /^https?:\/\/[^\x00-\x20\x7f]*$/.test(raw) ? raw.slice(0, 2000) : null;
 }
 
-/** RFC 7591 dynamic client registration for public clients (PKCE, no client secret). */
-export async function registerClient(db: Db, body: unknown, now: Date, address?: string) {
+/**
+ * RFC 7591 dynamic client registration for public clients (PKCE, no client secret). `origin` is the
+ * caller's address as lib/api/client-address.ts gives it (an IPv6 one as its /64), for the per-address cap.
+ */
+export async function registerClient(db: Db, body: unknown, now: Date, origin?: string) {
   if (!body || typeof body !== "object" || Array.isArray(body)) throw new OAuthError("invalid_client_metadata", "The body must be a JSON object of client metadata");
   const meta = body as Record<string, unknown>;
   const uris = meta.redirect_uris;
@@ -88,7 +78,6 @@ export async function registerClient(db: Db, body: unknown, now: Date, address?:
   await db.$transaction(async (tx) => {
     // One registration at a time, so concurrent ones cannot all pass the count below.
     await lockForTransaction(tx, "oauth-register");
-    const origin = address ? registrationOrigin(address) : undefined;
     await assertRoomForNewClient(tx, "registered", now, origin);
     await tx.oAuthClient.create({ data: { id, name, redirectUris, kind: "registered", clientUri, createdAt: now, createdFrom: origin ?? null } });
   });
