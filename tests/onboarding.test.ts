@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AuthContext } from "@/lib/api/context.ts";
+import { restartOnboarding } from "@/lib/onboarding/restart-onboarding.ts";
+import { sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 
@@ -103,5 +106,19 @@ describe("the getting-started checklist", () => {
     expect(refused).toMatchObject({ status: 400, body: { error: { code: "kind_not_supported" } } });
     // Sending that invite ticked Dan's optional step.
     expect(items(await checklist(dan)).invite_teammate.completed_at).toEqual(expect.any(String));
+  });
+});
+
+describe("restarts whose times do not follow their order", () => {
+  // A restart that read the time before waiting for the user's lock (or a clock stepped back) stamps
+  // its checklist before the one that went first. Versions still rise: each is the highest so far + 1.
+  it("numbers each checklist one past the highest so far, never again an older one", async () => {
+    const fay = await h.user("Fay");
+    const base = Date.now();
+    const at = (offsetMs: number): AuthContext => ({ ...sessionContext(h, fay), now: () => new Date(base + offsetMs) });
+    const versions = [];
+    for (const offset of [0, -1_000, -2_000]) versions.push((await restartOnboarding(at(offset))).source_id);
+    expect(versions).toEqual(["v1", "v2", "v3"]);
+    expect(await h.db.notification.count({ where: { userId: fay.id, kind: "checklist", status: "pending" } })).toBe(1);
   });
 });

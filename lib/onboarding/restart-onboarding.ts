@@ -18,16 +18,20 @@ const DAY_MS = 86_400_000;
  * call starts version 1. At most MAX_RESTARTS_PER_DAY per 24 hours (429 rate_limited).
  */
 export async function restartOnboarding(ctx: AuthContext): Promise<NotificationObject> {
-  const now = ctx.now();
   const id = await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `onboarding:${ctx.user.id}`);
+    // Read under the lock: restarts then stamp their checklists in the order they take it, so the
+    // newest by created_at is the highest version (onboarding-state.ts reads it that way). A time read
+    // before the lock let a restart that waited stamp its checklist before the one that went first.
+    const now = ctx.now();
     const where = { userId: ctx.user.id, kind: CHECKLIST_KIND, sourceKind: ONBOARDING_SOURCE };
     const recent = await tx.notification.count({ where: { ...where, createdAt: { gt: new Date(now.getTime() - DAY_MS) } } });
     if (recent >= MAX_RESTARTS_PER_DAY) {
       throw new ApiError("rate_limited", `The checklist can be restarted ${MAX_RESTARTS_PER_DAY} times a day; try again tomorrow`, { limit: MAX_RESTARTS_PER_DAY }, { "Retry-After": "3600" });
     }
-    const latest = await tx.notification.findFirst({ where, orderBy: [{ createdAt: "desc" }, { id: "desc" }], select: { sourceId: true } });
-    const version = onboardingVersion(latest?.sourceId ?? null) + 1;
+    // The highest version so far, not the newest row's: a clock that stepped back cannot repeat one.
+    const versions = await tx.notification.findMany({ where, select: { sourceId: true } });
+    const version = Math.max(0, ...versions.map((row) => onboardingVersion(row.sourceId))) + 1;
     await tx.notification.updateMany({ where: { ...where, status: "pending" }, data: { status: "resolved", resolution: "dismissed", resolvedAt: now } });
     const created = await createNotification(tx, {
       userId: ctx.user.id,
