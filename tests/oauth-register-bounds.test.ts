@@ -46,11 +46,11 @@ afterEach(async () => {
 });
 
 /** A token request naming `clientId`: the client is looked up (a metadata document fetched) before the code is. */
-async function tokenFor(clientId: string) {
+async function tokenFor(clientId: string, from?: string) {
   const res = await dispatch(
     new Request("http://engram.test/oauth/token", {
       method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
+      headers: { "content-type": "application/x-www-form-urlencoded", ...(from && { "x-engram-socket-address": from }) },
       body: new URLSearchParams({ grant_type: "authorization_code", code: "eac_x", client_id: clientId, code_verifier: "v".repeat(43) }),
     }),
   );
@@ -88,11 +88,17 @@ describe("dynamic client registration bounds", () => {
     expect((await register(BULK, "2001:0db8:0001:0002:ffff::9")).status).toBe(201);
     expect((await register(BULK, "2001:db8:1:2:aaaa:bbbb:cccc:dddd")).status).toBe(429);
     expect((await register(BULK, "2001:db8:1:3::1")).status).toBe(201);
+    // New metadata documents named at /oauth/token count for the address too (with its registrations).
+    expect((await tokenFor(docUrl("per-address-a.json"), "198.51.100.9")).status).toBe(400);
+    expect((await tokenFor(docUrl("per-address-b.json"), "198.51.100.9")).body.error).toBe("temporarily_unavailable");
+    // A server that cannot tell callers apart (no address) does not lump them into one budget.
+    for (let i = 0; i < 3; i++) expect((await register()).status).toBe(201);
     expect(await h.db.oAuthClient.groupBy({ by: ["createdFrom"], _count: true, orderBy: { createdFrom: "asc" } })).toEqual([
-      { createdFrom: "198.51.100.9", _count: 1 },
+      { createdFrom: "198.51.100.9", _count: 2 },
       { createdFrom: "2001:db8:1:2::/64", _count: 2 },
       { createdFrom: "2001:db8:1:3::/64", _count: 1 },
       { createdFrom: "203.0.113.7", _count: 2 },
+      { createdFrom: null, _count: 3 },
     ]);
   });
 

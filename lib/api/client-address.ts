@@ -78,8 +78,17 @@ function limitKey(address: string): string {
  * - otherwise the socket address, whatever the headers say.
  */
 export function clientAddress(req: Request): string {
+  return knownClientAddress(req) ?? "unknown";
+}
+
+/**
+ * The same, or undefined when the server cannot tell (`next start` without scripts/server.mjs, a
+ * platform without TRUST_PROXY): a per-address cap that must not lump every such caller together
+ * (OAuth client registration) is then skipped, leaving the global one.
+ */
+export function knownClientAddress(req: Request): string | undefined {
   const address = peerAddress(req);
-  return address ? limitKey(address) : "unknown";
+  return address ? limitKey(address) : undefined;
 }
 
 function peerAddress(req: Request): string | undefined {

@@ -1,4 +1,4 @@
-import { clientAddress } from "@/lib/api/client-address.ts";
+import { knownClientAddress } from "@/lib/api/client-address.ts";
 import { FULL_ACCESS, type AuthUser, type RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
@@ -32,7 +32,7 @@ function failure(check: Extract<AuthorizeCheck, { ok: false }>, origin: string):
 export async function showAuthorize(ctx: RequestContext, req: Request): Promise<Response> {
   const origin = publicOrigin(req);
   const url = new URL(req.url);
-  const check = await checkAuthorizeRequest(ctx.db, url.searchParams, origin, ctx.now(), clientAddress(req));
+  const check = await checkAuthorizeRequest(ctx.db, url.searchParams, origin, ctx.now(), knownClientAddress(req));
   if (!check.ok) return failure(check, origin);
   const user = await sessionUser(ctx, req);
   if (!user) return redirect(`/sign-in?callbackUrl=${encodeURIComponent(`/oauth/authorize${url.search}`)}`);
@@ -69,7 +69,7 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
   if (!checkConsentToken(await serverSecret(ctx.db), user.id, params, form.get("csrf"), ctx.now().getTime())) {
     return errorPage("This consent form expired", "Go back to the app and connect again.", 403);
   }
-  const check = await checkAuthorizeRequest(ctx.db, params, origin, ctx.now(), clientAddress(req));
+  const check = await checkAuthorizeRequest(ctx.db, params, origin, ctx.now(), knownClientAddress(req));
   if (!check.ok) return failure(check, origin);
   const { request } = check;
   if (form.get("decision") !== "allow") {

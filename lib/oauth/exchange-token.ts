@@ -19,9 +19,10 @@ export interface TokenResponse {
 }
 
 /** POST /oauth/token: authorization_code (with PKCE) or refresh_token (rotating). */
-export async function exchangeToken(db: Db, params: URLSearchParams, now: Date): Promise<TokenResponse> {
+/** `address`: the caller's, for the per-address cap on new metadata-document clients (register-client.ts). */
+export async function exchangeToken(db: Db, params: URLSearchParams, now: Date, address?: string): Promise<TokenResponse> {
   const grantType = params.get("grant_type");
-  if (grantType === "authorization_code") return redeemCode(db, params, now);
+  if (grantType === "authorization_code") return redeemCode(db, params, now, address);
   if (grantType === "refresh_token") return refresh(db, params, now);
   if (!grantType) throw new OAuthError("invalid_request", "grant_type is required");
   throw new OAuthError("unsupported_grant_type", `grant_type ${grantType} is not supported; use authorization_code or refresh_token`);
@@ -70,12 +71,13 @@ export async function claimCode(db: Db, code: string, clientId: string, now: Dat
   return row;
 }
 
-async function redeemCode(db: Db, params: URLSearchParams, now: Date): Promise<TokenResponse> {
+async function redeemCode(db: Db, params: URLSearchParams, now: Date, address?: string): Promise<TokenResponse> {
   const code = required(params, "code");
   const clientId = required(params, "client_id");
   const verifier = required(params, "code_verifier");
   const redirectUri = params.get("redirect_uri");
-  await findClient(db, clientId, now);
+  // A client_id naming a new metadata document is read (and counted against its caller's cap) here too.
+  await findClient(db, clientId, now, address);
   const row = await claimCode(db, code, clientId, now);
   if (redirectUri !== null && redirectUri !== row.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
   if (redirectUri === null && params.has("redirect_uri")) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");

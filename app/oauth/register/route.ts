@@ -1,4 +1,4 @@
-import { clientAddress } from "@/lib/api/client-address.ts";
+import { knownClientAddress } from "@/lib/api/client-address.ts";
 import { methodsNotAllowed } from "@/lib/api/with-auth.ts";
 import { OAuthError, oauthJson } from "@/lib/oauth/oauth-error.ts";
 import { corsPreflight, oauthRoute, readOAuthBody } from "@/lib/oauth/oauth-route.ts";
@@ -13,7 +13,7 @@ export const POST = oauthRoute(async (ctx, req) => {
   } catch {
     throw new OAuthError("invalid_client_metadata", "The body must be JSON client metadata");
   }
-  return oauthJson(await registerClient(ctx.db, body, ctx.now(), clientAddress(req)), 201);
+  return oauthJson(await registerClient(ctx.db, body, ctx.now(), knownClientAddress(req)), 201);
 });
 
 export const OPTIONS = corsPreflight;
