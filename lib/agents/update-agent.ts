@@ -30,9 +30,14 @@ export async function updateAgent(ctx: AuthContext, agentName: string, input: Up
     const exists = await agentExists(tx, ctx.user.id, agentName);
     if (!exists) throw new ApiError("not_found", "Agent not found");
     if (exists === "source") await pruneOrphanRenames(tx, ctx.user.id, agentName);
-    // Two renames at once both land on the one row (the unique index), the later winning.
-    await tx.connectedAgent.createMany({ data: [{ id: agentId(ctx.user.id, agentName), ownerId: ctx.user.id, agentName, createdAt: now, updatedAt: now }], skipDuplicates: true });
-    await tx.connectedAgent.update({ where: { ownerId_agentName: { ownerId: ctx.user.id, agentName } }, data });
+    // One statement (INSERT … ON CONFLICT DO UPDATE): two renames at once both land on the one row,
+    // the later winning, and another agent's rename pruning this row meanwhile cannot leave the
+    // update without a row to write (an insert that skipped, then an update that found nothing: 404).
+    await tx.connectedAgent.upsert({
+      where: { ownerId_agentName: { ownerId: ctx.user.id, agentName } },
+      create: { id: agentId(ctx.user.id, agentName), ownerId: ctx.user.id, agentName, createdAt: now, ...data },
+      update: data,
+    });
   });
   const [agent] = await connectedAgents(ctx, agentName);
   if (!agent) throw new ApiError("not_found", "Agent not found");
