@@ -92,14 +92,22 @@ export async function sessionPayloadAccount(db: Db, payload: JWT): Promise<AuthU
   // A session signed out of (lib/auth/end-session.ts) stays ended, whoever still holds its cookie or
   // one re-issued from it; one issued before the account's cut-off (a claim ended them) no longer
   // counts. Both read at once.
-  const ids = sessionIds(payload);
   const [ended, user] = await Promise.all([
-    ids.length > 0 ? db.endedSession.findFirst({ where: { jti: { in: ids } }, select: { jti: true } }) : null,
+    endedAmong(db, sessionIds(payload)),
     db.user.findUnique({ where: { id: payload.sub }, select: { id: true, email: true, name: true, sessionsValidAfter: true } }),
   ]);
-  if (ended || !user) return undefined;
-  if (user.sessionsValidAfter && signedInAt(payload) < user.sessionsValidAfter.getTime()) return undefined;
+  if (ended || !user || cutOff(user.sessionsValidAfter, signedInAt(payload))) return undefined;
   return { id: user.id, email: user.email, name: user.name };
+}
+
+/** Whether any of a session's ids (its cookie's jti, its sign-in's sid) was signed out of. */
+async function endedAmong(db: DbClient, ids: readonly string[]): Promise<boolean> {
+  return ids.length > 0 && (await db.endedSession.findFirst({ where: { jti: { in: [...ids] } }, select: { jti: true } })) !== null;
+}
+
+/** A sign-in checked before the account's cut-off (a claim ended every session until then). */
+function cutOff(sessionsValidAfter: Date | null, signedInAtMs: number): boolean {
+  return sessionsValidAfter !== null && signedInAtMs < sessionsValidAfter.getTime();
 }
 
 /**
@@ -107,12 +115,8 @@ export async function sessionPayloadAccount(db: Db, payload: JWT): Promise<AuthU
  * account's cut-off (a claim). Read again by writes that must not outlive it (lib/auth/create-api-key.ts).
  */
 export async function sessionStillValid(db: DbClient, userId: string, session: NonNullable<Credential["session"]>): Promise<boolean> {
-  const [ended, user] = await Promise.all([
-    session.ids.length > 0 ? db.endedSession.findFirst({ where: { jti: { in: [...session.ids] } }, select: { jti: true } }) : null,
-    db.user.findUnique({ where: { id: userId }, select: { sessionsValidAfter: true } }),
-  ]);
-  if (ended || !user) return false;
-  return !user.sessionsValidAfter || session.signedInAt >= user.sessionsValidAfter.getTime();
+  const [ended, user] = await Promise.all([endedAmong(db, session.ids), db.user.findUnique({ where: { id: userId }, select: { sessionsValidAfter: true } })]);
+  return !ended && user !== null && !cutOff(user.sessionsValidAfter, session.signedInAt);
 }
 
 /**
