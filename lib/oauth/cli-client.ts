@@ -1,7 +1,7 @@
 import { ApiError } from "@/lib/api/errors.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { GrantError } from "./exchange-token.ts";
-import { isLoopbackHost } from "./redirect-uri.ts";
+import { hasSpaceOrControl, isLoopbackHost } from "./redirect-uri.ts";
 
 /**
  * The built-in OAuth client behind `memax login`. Memax's CLI registers nothing and sends no
@@ -17,7 +17,7 @@ const CLI_CLIENT_NAME = "Memax CLI";
 /** An http URI on a loopback host with a path and no fragment, credentials, spaces or control characters: where the CLI listens. */
 export function isCliRedirectUri(raw: string): boolean {
   // The raw string is what the code stores, and text holds no NUL: URL would only percent-encode it.
-  if (raw.length > 2000 || /[\x00-\x20\x7f]/.test(raw)) return false;
+  if (raw.length > 2000 || hasSpaceOrControl(raw)) return false;
   let url: URL;
   try {
     url = new URL(raw);

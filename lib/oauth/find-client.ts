@@ -3,7 +3,7 @@ import type { Db } from "@/lib/db/database.ts";
 import { currentFetchPolicy, LinkFetchError, safeFetch } from "@/lib/links/safe-fetch.ts";
 import { OAuthError } from "./oauth-error.ts";
 import { assertRoomForNewClient, cleanClientName, cleanClientUri } from "./register-client.ts";
-import { MAX_REDIRECT_URIS, assertRedirectUri, isLoopbackHost } from "./redirect-uri.ts";
+import { MAX_REDIRECT_URIS, assertRedirectUri, hasSpaceOrControl, isLoopbackHost } from "./redirect-uri.ts";
 
 export interface OAuthClientInfo {
   id: string;
@@ -30,7 +30,7 @@ export function isMetadataDocumentId(clientId: string): boolean {
 export async function findClient(db: Db, clientId: string | null | undefined, now: Date, origin?: string): Promise<OAuthClientInfo> {
   if (!clientId || clientId.length > 2000) throw new OAuthError("invalid_request", "client_id is required");
   // No client's id holds one (registered ids are base64url, document URLs are refused with them), and a NUL cannot even be looked up.
-  if (/[\x00-\x20\x7f]/.test(clientId)) throw new OAuthError("invalid_client", "Unknown client_id: it contains spaces or control characters");
+  if (hasSpaceOrControl(clientId)) throw new OAuthError("invalid_client", "Unknown client_id: it contains spaces or control characters");
   const stored = await db.oAuthClient.findUnique({ where: { id: clientId } });
   if (!isMetadataDocumentId(clientId)) {
     if (!stored) throw new OAuthError("invalid_client", "Unknown client_id: register the client first");

@@ -5,6 +5,14 @@ const FORBIDDEN_SCHEMES = new Set(["javascript:", "data:", "file:", "vbscript:",
 export const MAX_REDIRECT_URIS = 10;
 export const MAX_URI_LENGTH = 2000;
 
+/**
+ * Spaces and control characters: in no URI or client id Engram accepts. A NUL cannot even be stored
+ * in text (the insert failed as a 500), and URL() only percent-encodes the rest.
+ */
+export function hasSpaceOrControl(value: string): boolean {
+  return /[\x00-\x20\x7f]/.test(value);
+}
+
 export function isLoopbackHost(hostname: string): boolean {
   return LOOPBACK.has(hostname);
 }
@@ -17,8 +25,7 @@ export function assertRedirectUri(raw: unknown): string {
   if (typeof raw !== "string" || raw.length === 0 || raw.length > MAX_URI_LENGTH) {
     throw new OAuthError("invalid_redirect_uri", `redirect_uris must be absolute URIs of at most ${MAX_URI_LENGTH} characters`);
   }
-  // Stored as text, which holds no NUL (the insert failed as a 500), and never valid in a URI anyway.
-  if (/[\x00-\x20\x7f]/.test(raw)) throw new OAuthError("invalid_redirect_uri", "A redirect URI must not contain spaces or control characters");
+  if (hasSpaceOrControl(raw)) throw new OAuthError("invalid_redirect_uri", "A redirect URI must not contain spaces or control characters");
   let url: URL;
   try {
     url = new URL(raw);

@@ -3,7 +3,7 @@ import { positiveIntEnv } from "@/lib/config.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
 import { OAuthError } from "./oauth-error.ts";
-import { MAX_REDIRECT_URIS, assertRedirectUri } from "./redirect-uri.ts";
+import { MAX_REDIRECT_URIS, assertRedirectUri, hasSpaceOrControl } from "./redirect-uri.ts";
 
 /**
  * Clients added in the last hour that no one has consented to yet, across all callers:
@@ -51,7 +51,7 @@ export function cleanClientName(raw: unknown, fallback: string): string {
 
 /** An http(s) client_uri without spaces or control characters, or nothing. */
 export function cleanClientUri(raw: unknown): string | null {
-  return typeof raw === "string" && /^https?:\/\/[^\x00-\x20\x7f]*$/.test(raw) ? raw.slice(0, 2000) : null;
+  return typeof raw === "string" && /^https?:\/\//.test(raw) && !hasSpaceOrControl(raw) ? raw.slice(0, 2000) : null;
 }
 
 /**
