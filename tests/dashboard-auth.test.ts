@@ -4,6 +4,8 @@ import bcrypt from "bcryptjs";
 import { call, createHarness, type Client, type Harness } from "./support/harness.ts";
 import { resolveSession, sessionSecret } from "@/lib/auth/session.ts";
 import { POST as signUpRoute, GET as signUpGet } from "@/app/api/auth/sign-up/route.ts";
+import { POST as nextAuthPost } from "@/app/api/auth/[...nextauth]/route.ts";
+import { NextRequest } from "next/server";
 
 let h: Harness;
 let ann: Client;
@@ -178,5 +180,39 @@ describe("sign-up", () => {
   it("answers other methods with a JSON 405", async () => {
     const res = await signUpGet(new Request("http://engram.test/api/auth/sign-up"), { params: Promise.resolve({}) });
     expect(res.status).toBe(405);
+  });
+});
+
+describe("next-auth's endpoints (/api/auth/*)", () => {
+  const post = (action: string[], init: { headers: Record<string, string>; body: BodyInit; duplex?: "half" }) =>
+    nextAuthPost(new NextRequest(`http://engram.test/api/auth/${action.join("/")}`, { method: "POST", ...init }), {
+      params: Promise.resolve({ nextauth: action }),
+    });
+
+  it("stops reading an oversized body at the cap (413) instead of buffering all of it, twice", async () => {
+    const CHUNK = 64 * 1024;
+    const TOTAL = 8 * 1024 * 1024;
+    let pulled = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled >= TOTAL) return controller.close();
+        pulled += CHUNK;
+        controller.enqueue(new TextEncoder().encode(`email=${"a".repeat(CHUNK - 6)}`));
+      },
+    });
+    const res = await post(["callback", "credentials"], { headers: { "content-type": "application/x-www-form-urlencoded" }, body, duplex: "half" }).catch(
+      (error: unknown) => error,
+    );
+    expect(pulled).toBeLessThan(TOTAL / 4);
+    expect(res).toBeInstanceOf(Response);
+    expect((res as Response).status).toBe(413);
+    expect((await (res as Response).json()).error.code).toBe("body_too_large");
+  });
+
+  it("answers a malformed JSON body with a 400 envelope, not a 500", async () => {
+    const res = await post(["signin", "credentials"], { headers: { "content-type": "application/json" }, body: "{not json" }).catch((error: unknown) => error);
+    expect(res).toBeInstanceOf(Response);
+    expect((res as Response).status).toBe(400);
+    expect((await (res as Response).json()).error.code).toBe("invalid_json");
   });
 });

@@ -1,16 +1,28 @@
 import NextAuth from "next-auth";
-import type { NextRequest } from "next/server";
+import { NextRequest } from "next/server";
 import { CLEAR_LINK_COOKIE, LINK_COOKIE, linkIntentFrom } from "@/lib/auth/provider-link.ts";
 import { clearsSession, endSession } from "@/lib/auth/end-session.ts";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
 import { clientAddress } from "@/lib/api/client-address.ts";
+import { errorResponse } from "@/lib/api/envelope.ts";
+import { ApiError } from "@/lib/api/errors.ts";
+import { readBody } from "@/lib/api/parse.ts";
 import { checkSignIn, signInRefusal } from "@/lib/auth/sign-in-throttle.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 
 type Context = { params: Promise<{ nextauth: string[] }> };
 
+/**
+ * next-auth's forms hold a CSRF token, an e-mail and password and a callback path. It reads a body
+ * whole, with no bound (and the throttle's look at the e-mail read it once more), so an anonymous
+ * client could make the server buffer any size; and it parses a JSON body unguarded (a 500).
+ */
+const MAX_AUTH_BODY_BYTES = 64 * 1024;
+
 // GET|POST /api/auth/* — next-auth's sign-in, callback, csrf, session and sign-out endpoints (and the link step's callback)
-async function handler(req: NextRequest, context: Context): Promise<Response> {
+async function handler(received: NextRequest, context: Context): Promise<Response> {
+  const req = await boundedRequest(received);
+  if (req instanceof Response) return req;
   const refused = await throttledPasswordSignIn(req, context);
   if (refused) return refused;
   const { prisma } = await getDatabase();
@@ -31,6 +43,26 @@ async function handler(req: NextRequest, context: Context): Promise<Response> {
 }
 
 export { handler as GET, handler as POST };
+
+/** The request with its body read against the cap (next-auth then reads the copy), or the answer refusing it. */
+async function boundedRequest(req: NextRequest): Promise<NextRequest | Response> {
+  if (req.method !== "POST" || !req.body) return req;
+  let text: string;
+  try {
+    text = await readBody(req, MAX_AUTH_BODY_BYTES);
+  } catch (error) {
+    if (error instanceof ApiError) return errorResponse(error);
+    throw error;
+  }
+  if (req.headers.get("content-type")?.includes("application/json")) {
+    try {
+      JSON.parse(text);
+    } catch {
+      return errorResponse(new ApiError("invalid_json", "Request body is not valid JSON"));
+    }
+  }
+  return new NextRequest(req.url, { method: req.method, headers: req.headers, body: text });
+}
 
 /** A locked password sign-in is answered here with a real 429 (or 503 when the throttle's store is down). */
 async function throttledPasswordSignIn(req: NextRequest, context: Context): Promise<Response | undefined> {
