@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { useState } from "react";
 import { useAction } from "@/lib/web/use-action.ts";
-import { signInErrorMessage, signInWithPassword, signInWithProvider, signUpAccount } from "@/lib/web/auth-client.ts";
+import { linkErrorMessage, signInErrorMessage, signInWithPassword, signInWithProvider, signUpAccount } from "@/lib/web/auth-client.ts";
 import { Button, ErrorNotice, TextInput } from "./ui.tsx";
 
 interface Provider {
@@ -150,11 +150,6 @@ export function SignUpForm({ callbackUrl, providers, open }: { callbackUrl: stri
   );
 }
 
-const LINK_ERRORS: Record<string, string> = {
-  ProviderAccountInUse: "That account already signs in another Engram account; unlink it there first",
-  LinkExpired: "The link request expired or its account is gone; start again from your settings",
-};
-
 /**
  * The middle of GET /v1/auth/link/{provider}: the person confirms, then the provider's sign-in starts
  * (next-auth wants a POST with its CSRF token), whose callback links the account to the signed-in
@@ -166,7 +161,7 @@ export function LinkProviderCard({ provider, name, next, error }: { provider: st
   if (error) {
     return (
       <AuthCard title="Account not linked">
-        <ErrorNotice error={new Error(LINK_ERRORS[error] ?? signInErrorMessage(error) ?? "Linking failed; try again")} />
+        <ErrorNotice error={new Error(linkErrorMessage(error))} />
         <Link className="mt-4 inline-block text-indigo-700 underline" href="/hubs">
           Back to Engram
         </Link>

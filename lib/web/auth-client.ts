@@ -26,7 +26,19 @@ const SIGN_IN_ERRORS: Record<string, string> = {
 
 export function signInErrorMessage(code: string | null | undefined): string | undefined {
   if (!code) return undefined;
-  return SIGN_IN_ERRORS[code] ?? "Sign-in failed; try again";
+  // The code comes from the page's ?error=: "hasOwnProperty" must not find Object.prototype's (a
+  // function the sign-in form's useState would call, and crash on), nor "constructor" an object.
+  return Object.hasOwn(SIGN_IN_ERRORS, code) ? SIGN_IN_ERRORS[code] : "Sign-in failed; try again";
+}
+
+const LINK_ERRORS: Record<string, string> = {
+  ProviderAccountInUse: "That account already signs in another Engram account; unlink it there first",
+  LinkExpired: "The link request expired or its account is gone; start again from your settings",
+};
+
+/** Why linking a provider failed, from the link page's ?error= (a link error or a sign-in one). */
+export function linkErrorMessage(code: string): string {
+  return Object.hasOwn(LINK_ERRORS, code) ? LINK_ERRORS[code]! : (signInErrorMessage(code) ?? "Linking failed; try again");
 }
 
 /** Resolves to the URL to go to next; throws with a readable message on failure. */
