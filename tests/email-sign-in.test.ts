@@ -8,6 +8,7 @@ import { sessionCookieFor } from "./support/oauth-consent.ts";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
 import type { Account, Profile, User } from "next-auth";
 import { providerUserName } from "@/lib/users/user-name.ts";
+import { pruneEmailSignInCodes } from "@/lib/auth/prune-email-sign-in-codes.ts";
 
 // E-mail sign-in codes (Memax's auth.requestEmailOtp / verifyEmailOtp): mailed through SMTP, stored
 // as an HMAC, single use, a few tries; a right code signs in as `memax login` does.
@@ -134,6 +135,17 @@ describe("POST /v1/auth/email/request and /verify", () => {
     } finally {
       process.env.SMTP_URL = smtp.url;
     }
+  });
+
+  it("codes past the hour their address's cap counts are pruned; a fresh one stays and still works", async () => {
+    const gus = await h.user("Gus");
+    await requestCode(`gone-${Date.now()}@example.test`);
+    const aged = await h.db.emailSignInCode.updateMany({ where: { email: { startsWith: "gone-" } }, data: { createdAt: new Date(Date.now() - 61 * 60_000) } });
+    expect(aged.count).toBeGreaterThanOrEqual(1);
+    const { code } = await requestCode(gus.email);
+    expect(await pruneEmailSignInCodes(h.database)).toBeGreaterThanOrEqual(1);
+    expect(await h.db.emailSignInCode.count({ where: { createdAt: { lt: new Date(Date.now() - 60 * 60_000) } } })).toBe(0);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: gus.email, code })).status).toBe(200);
   });
 
   it("refuses malformed input with 400s", async () => {

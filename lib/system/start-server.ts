@@ -1,5 +1,6 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { startEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
+import { startEmailSignInCodesPrune } from "@/lib/auth/prune-email-sign-in-codes.ts";
 import { startRevokedApiKeysPrune } from "@/lib/auth/prune-revoked-api-keys.ts";
 import { config, configWarnings } from "@/lib/config.ts";
 import { startConfigDeletionsPrune } from "@/lib/configs/prune-config-deletions.ts";
@@ -27,6 +28,7 @@ export async function startServer(): Promise<void> {
   startMailOutboxPrune(database);
   startUnusedOAuthClientsPrune(database);
   startRevokedApiKeysPrune(database);
+  startEmailSignInCodesPrune(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(
