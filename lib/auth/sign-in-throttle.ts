@@ -55,8 +55,13 @@ export function lockMs(failures: number, free: number): number {
   return Math.min(MAX_LOCK_MS, BASE_LOCK_MS * 2 ** Math.min(failures - free, 20));
 }
 
+/** Keys the in-process store holds at most (~100 bytes each). */
+const MAX_MEMORY_ENTRIES = 100_000;
+
 export class MemoryThrottleStore implements ThrottleStore {
   private readonly entries = new Map<string, ThrottleState & { expires: number }>();
+
+  constructor(private readonly maxEntries = MAX_MEMORY_ENTRIES) {}
 
   async get(keys: string[]) {
     const now = Date.now();
@@ -71,13 +76,30 @@ export class MemoryThrottleStore implements ThrottleStore {
     const failures = (previous && previous.expires > now ? previous.failures : 0) + 1;
     const lock = lockFor(failures);
     const state = { failures, until: lock ? now + lock : 0, expires: now + Math.max(ttlMs, lock) };
+    // Re-inserted, so the map runs from the longest-idle key to the latest failure.
+    this.entries.delete(key);
     this.entries.set(key, state);
-    if (this.entries.size > 100_000) for (const [k, v] of this.entries) if (v.expires <= now) this.entries.delete(k);
+    if (this.entries.size > this.maxEntries) this.shrink(now);
     return { failures, until: state.until };
   }
 
   async clear(key: string) {
     this.entries.delete(key);
+  }
+
+  /**
+   * Failures for fresh addresses and e-mails (an IPv6 /48 holds 65,536 /64s) add keys that live a
+   * day: past the cap the expired go, then the longest idle until a tenth is free, so the map stays
+   * bounded and the sweep runs once per many failures, not on every one. An evicted key's lock is
+   * lost only after a tenth of the cap in newer failures.
+   */
+  private shrink(now: number) {
+    for (const [k, v] of this.entries) if (v.expires <= now) this.entries.delete(k);
+    const keep = Math.floor(this.maxEntries * 0.9);
+    for (const k of this.entries.keys()) {
+      if (this.entries.size <= keep) break;
+      this.entries.delete(k);
+    }
   }
 }
 
