@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import net from "node:net";
 import path from "node:path";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { createHash } from "node:crypto";
@@ -439,6 +440,26 @@ describe("regenerate and resend", () => {
     } finally {
       delete process.env.MAIL_FROM;
       await smtp.close();
+    }
+  });
+
+  it("a relay that cannot be reached: the hub's mail list says so without naming the relay's host or port", async () => {
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    process.env.SMTP_URL = `smtp://relay-user:relay-pass@127.0.0.1:${port}`;
+    try {
+      const own = await h.user("Owner");
+      const hub = await team(own);
+      const created = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: "someone@example.test" });
+      expect(created.body.data.delivery).toMatchObject({ transport: "smtp", status: "failed" });
+      const [mail] = (await own.get(`/v1/hubs/${hub.id}/mail`)).body.data.mail;
+      expect(mail).toMatchObject({ status: "failed", error: expect.stringMatching(/could not reach the mail server/) });
+      expect(mail.error).not.toContain("127.0.0.1");
+      expect(mail.error).not.toContain(String(port));
+    } finally {
+      delete process.env.SMTP_URL;
     }
   });
 

@@ -94,7 +94,23 @@ export async function deliverMail(db: DbClient, row: { id: string }, message: Ma
   } catch (error) {
     const reason = redacted({ ...message, text: error instanceof Error ? error.message : String(error) });
     console.error(`[mail] sending outbox ${row.id} failed: ${reason}`);
-    await db.mailOutbox.update({ where: { id: row.id }, data: { error: reason.slice(0, 1000) } });
+    await db.mailOutbox.update({ where: { id: row.id }, data: { error: redacted({ ...message, text: outboxError(error) }).slice(0, 1000) } });
     return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox" };
   }
+}
+
+/**
+ * What the outbox row (and so a hub's mail list, GET /v1/hubs/:id/mail, which any hub manager reads)
+ * says about a failed send. The relay's answer about the message itself (a refused recipient) is the
+ * member's business; how Engram reaches the relay is not: a connection or sign-in error names its
+ * host, port and the relay's login answer, and stays in the server log.
+ */
+function outboxError(error: unknown): string {
+  const { code, response } = (error ?? {}) as { code?: unknown; response?: unknown };
+  if ((code === "EENVELOPE" || code === "EMESSAGE") && typeof response === "string" && response) return `The mail server refused the message: ${response}`;
+  if (code === "EAUTH" || code === "ENOAUTH") return "The mail server refused Engram's credentials; the server log has the details";
+  if (code === "ECONNECTION" || code === "ETIMEDOUT" || code === "ESOCKET" || code === "EDNS" || code === "ETLS" || code === "EPROTOCOL") {
+    return "Engram could not reach the mail server; the server log has the details";
+  }
+  return "The mail server did not accept the message; the server log has the details";
 }
