@@ -148,6 +148,13 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: gus.email, code })).status).toBe(200);
   });
 
+  it("a new account's name from a long address follows the name rule (at most 100 characters)", async () => {
+    const email = `${"l".repeat(150)}@example.test`;
+    const { code } = await requestCode(email);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email, code })).status).toBe(200);
+    expect((await h.db.user.findUniqueOrThrow({ where: { email } })).name).toBe("l".repeat(100));
+  });
+
   it("refuses malformed input with 400s", async () => {
     expect((await h.anonymous.post("/v1/auth/email/request", { email: "not an address" })).status).toBe(400);
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: "a@example.test", code: "12345" })).status).toBe(400);

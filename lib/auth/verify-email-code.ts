@@ -10,6 +10,7 @@ import { claimCode, issueTokens, type TokenResponse } from "@/lib/oauth/exchange
 import { findClient } from "@/lib/oauth/find-client.ts";
 import { resourceFor } from "@/lib/oauth/public-origin.ts";
 import { createUser } from "@/lib/users/create-user.ts";
+import { providerUserName } from "@/lib/users/user-name.ts";
 import { EMAIL_CODE_MAX_ATTEMPTS, emailCodeHash, type VerifyEmailCodeBody } from "./email-code-fields.ts";
 import { claimAccount } from "./claim-account.ts";
 import { signUpOpen } from "./sign-up.ts";
@@ -49,7 +50,8 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
   if (!user) {
     if (!signUpOpen()) throw new ApiError("forbidden", "Sign-up is closed on this server; ask an administrator for an account");
     try {
-      user = (await createUser(ctx.db, { email, name: email.split("@")[0]! }, now)).user;
+      // A long local part (an address may have 320 characters) is cut to the name rule's 100.
+      user = (await createUser(ctx.db, { email, name: providerUserName(email.split("@")[0], "user") }, now)).user;
     } catch (error) {
       // Signed up another way a moment ago.
       user = await ctx.db.user.findUnique({ where: { email } });
