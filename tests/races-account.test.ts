@@ -146,6 +146,47 @@ describe("account races", () => {
   });
 });
 
+describe("an e-mail code sign-up while a password sign-up of the same address commits", () => {
+  /**
+   * The code's verify found no account, so it made one; a password sign-up that committed first made
+   * its insert fail, and verify then signed the code holder into that account as it was: the
+   * sign-up's password still worked, so the squatter shared the prover's account. Here the sign-up's
+   * insert is held open on a second connection until verify's own insert waits on it.
+   */
+  it.skipIf(!testPostgres())("the account the sign-up made is claimed: its password ends", async () => {
+    process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+    const email = `raced-${Date.now()}@corp.example`;
+    const code = (await h.anonymous.post("/v1/auth/email/request", { email })).body.data.dev_code as string;
+    const squatterId = newId();
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let verified: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query(
+        "INSERT INTO users (id, email, name, password_hash, email_unverified, created_at, updated_at) VALUES ($1, $2, 'Squatter', 'squatter-hash', true, now(), now())",
+        [squatterId, email],
+      );
+      verified = h.anonymous.post("/v1/auth/email/verify", { email, code });
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("verify's insert never waited for the sign-up's");
+        await sleep(20);
+      }
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const res = await verified!;
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const me = await h.anonymous.get("/v1/auth/me", { headers: { authorization: `Bearer ${res.body.data.access_token}` } });
+    expect(me.body.data.user.id).toBe(squatterId);
+    expect(await h.db.user.findUniqueOrThrow({ where: { id: squatterId } })).toMatchObject({ passwordHash: null, emailUnverified: false });
+  });
+});
+
 describe("a dashboard session making a key while a claim cuts the session off", () => {
   /**
    * A session has no row for the key's insert to re-check (an API key's or grant's row is read again

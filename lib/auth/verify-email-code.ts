@@ -45,8 +45,6 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
   if (!row) throw wrongCode();
 
   let user = await ctx.db.user.findUnique({ where: { email } });
-  // The code proves the address: an account a password sign-up made without proof is claimed.
-  if (user) await claimAccount(ctx.db, user.id, now);
   if (!user) {
     if (!signUpOpen()) throw new ApiError("forbidden", "Sign-up is closed on this server; ask an administrator for an account");
     try {
@@ -58,6 +56,9 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
       if (!user) throw error;
     }
   }
+  // The code proves the address: an account a password sign-up made without proof is claimed, one
+  // made a moment ago (while this verify was making its own) too.
+  await claimAccount(ctx.db, user.id, now);
   await ensureCliClient(ctx.db);
   const request = {
     client: await findClient(ctx.db, CLI_CLIENT_ID, now),
