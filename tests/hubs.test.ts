@@ -600,3 +600,41 @@ describe("an ownership offer by an owner who handed the hub over meanwhile", () 
     expect(await h.db.ownershipTransfer.count({ where: { hubId: hub.id } })).toBe(0);
   });
 });
+
+describe("a user id written in capitals names the same user", () => {
+  /**
+   * Ids are UUIDs, which the database compares without regard to case, while the checks for "yourself"
+   * compared strings: an owner offering the hub to their own id in capitals got 201 and a pending offer
+   * to themself (unacceptable, blocking every real offer until cancelled), and a contributor removing
+   * themself that way was told their role may not remove members; events named the id as typed.
+   */
+  it("an offer to your own id in capitals is 400 and leaves no offer; removing yourself that way is leaving", async () => {
+    const own = await h.user("Owner");
+    const con = await h.user("Contrib");
+    const hub = await teamHub(own);
+    await addMember(own, hub.id, con, "contributor");
+    const offer = await own.post(`/v1/hubs/${hub.id}/ownership-transfer`, { target_user_id: own.id.toUpperCase() });
+    expect(offer.status).toBe(400);
+    expect(offer.body.error.code).toBe("invalid_request");
+    expect(await h.db.ownershipTransfer.count({ where: { hubId: hub.id } })).toBe(0);
+
+    const left = await con.delete(`/v1/hubs/${hub.id}/members/${con.id.toUpperCase()}`);
+    expect(left.status).toBe(200);
+    expect(left.body.data).toEqual({ user_id: con.id, removed: true, status: "removed" });
+    expect(await h.db.hubMember.count({ where: { hubId: hub.id, userId: con.id } })).toBe(0);
+    const event = await h.db.event.findFirstOrThrow({ where: { hubId: hub.id, type: "member.removed" } });
+    expect(event.entityId).toBe(con.id);
+  });
+
+  it("a role change by an id in capitals answers and announces the member's id as stored", async () => {
+    const own = await h.user("Owner");
+    const con = await h.user("Contrib");
+    const hub = await teamHub(own);
+    await addMember(own, hub.id, con, "contributor");
+    const res = await own.patch(`/v1/hubs/${hub.id}/members/${con.id.toUpperCase()}`, { role: "viewer" });
+    expect(res.status).toBe(200);
+    expect(res.body.data.user_id).toBe(con.id);
+    const event = await h.db.event.findFirstOrThrow({ where: { hubId: hub.id, type: "member.updated" } });
+    expect(event.entityId).toBe(con.id);
+  });
+});

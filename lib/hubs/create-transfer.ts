@@ -17,7 +17,8 @@ const invalidTarget = (message: string) => new ApiError("invalid_request", messa
 export async function createTransfer(ctx: AuthContext, hubId: string, input: { target_user_id: string }) {
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "hub.own", "transfer ownership");
   assertTeamHub(hub, "transferred");
-  if (input.target_user_id === ctx.user.id) throw invalidTarget("you already own this hub");
+  // The database compares UUIDs regardless of case: the owner's own id in capitals is still the owner.
+  if (input.target_user_id.toLowerCase() === ctx.user.id) throw invalidTarget("you already own this hub");
   const target = await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: input.target_user_id } } });
   if (!target) throw invalidTarget("the target must already be a member of the hub");
   const now = ctx.now();

@@ -10,7 +10,9 @@ import { assertActsForAccount, hubPermissionOrThrow, lockMembershipOrThrow, memb
  * Removes a member. Admins remove contributors and viewers, the owner anyone
  * but themself; any non-owner may remove their own membership (same as leave).
  */
-export async function removeMember(ctx: AuthContext, hubId: string, userId: string) {
+export async function removeMember(ctx: AuthContext, hubId: string, memberId: string) {
+  // As the database reads it (UUIDs match regardless of case), so "yourself", the answer and the event agree with it.
+  const userId = memberId.toLowerCase();
   const self = userId === ctx.user.id;
   const { hub, role } = self ? await membershipOrThrow(ctx, hubId) : await hubPermissionOrThrow(ctx, hubId, "hub.manage", "remove members");
   if (self) assertActsForAccount(ctx.credential, "leave a hub");

@@ -10,7 +10,9 @@ import { emitEvent } from "@/lib/events/emit-event.ts";
  * Changes a member's role. The owner's role only changes through a transfer;
  * promoting to or demoting from admin is the owner's alone.
  */
-export async function updateMember(ctx: AuthContext, hubId: string, userId: string, input: { role: Exclude<Role, "owner"> }) {
+export async function updateMember(ctx: AuthContext, hubId: string, memberId: string, input: { role: Exclude<Role, "owner"> }) {
+  // As the database reads it (UUIDs match regardless of case), so the event names the member's id as stored.
+  const userId = memberId.toLowerCase();
   const { hub, role } = await hubPermissionOrThrow(ctx, hubId, "hub.manage", "change member roles");
   const target = isUuid(userId) ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId } } }) : null;
   if (!target) throw new ApiError("not_found", "Member not found");
