@@ -243,6 +243,38 @@ describe("invites made or renewed by an admin demoted mid-request", () => {
     expect(res.status).toBe(403);
     expect(await h.db.invite.count({ where: { hubId: hub } })).toBe(0);
   });
+
+  it("a resend by an admin demoted mid-request is refused and mails nothing", async () => {
+    setDatabase(h.database);
+    const adm = await h.user("Adm");
+    const hub = await h.teamHub(own, [[adm, "admin"]]);
+    const invite = await own.post(`/v1/hubs/${hub}/invites`, { role: "contributor", email: "resent@example.test" });
+    expect(invite.status).toBe(201);
+    // Past the once-a-minute throttle, so only the role decides.
+    await h.db.invite.update({ where: { id: invite.body.data.id }, data: { lastSentAt: null } });
+    const seen = interleaveAfter("HubMember", "findUnique", 1, demoteCaller(hub, adm.id));
+    const res = await adm.post(`/v1/hubs/${hub}/invites/${invite.body.data.id}/resend`);
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(403);
+    expect(await h.db.mailOutbox.count({ where: { senderId: adm.id } })).toBe(0);
+  });
+
+  it("a revoke by an admin removed mid-request is refused, and the link still works", async () => {
+    setDatabase(h.database);
+    const adm = await h.user("Adm");
+    const joiner = await h.user("Joiner");
+    const hub = await h.teamHub(own, [[adm, "admin"]]);
+    const invite = await own.post(`/v1/hubs/${hub}/invites`, { role: "contributor" });
+    expect(invite.status).toBe(201);
+    const remove = () => h.db.hubMember.delete({ where: { hubId_userId: { hubId: hub, userId: adm.id } } });
+    const seen = interleaveAfter("HubMember", "findUnique", 1, remove);
+    const res = await adm.delete(`/v1/hubs/${hub}/invites/${invite.body.data.id}`);
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(404);
+    expect((await joiner.post(`/v1/invites/${invite.body.data.token}/accept`)).status).toBe(200);
+  });
 });
 
 describe("hub settings changed by an admin demoted mid-request", () => {

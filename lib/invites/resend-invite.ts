@@ -1,8 +1,8 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
-import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import { hubMembersLockKey, hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { can } from "@/lib/api/permissions.ts";
+import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { RESEND_INTERVAL_MS } from "./invite-fields.ts";
 import { assertInviteUsable, assertMakerCanGrant, managedInviteOrThrow } from "./invite-or-throw.ts";
 import { revealInviteToken } from "./invite-token.ts";
@@ -26,8 +26,11 @@ export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: st
   const earliest = new Date(now.getTime() - RESEND_INTERVAL_MS);
   const message = inviteMail({ ...invite, email: invite.email }, token, { hubName: hub.name, inviterName: ctx.user.name, senderId: ctx.user.id });
   const { count, row } = await ctx.db.$transaction(async (tx) => {
+    // The caller's own role again, under the hub's membership lock: an admin demoted or removed since the
+    // check above mails nothing in the hub's name once that change has returned.
+    const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "resend invites");
+    if (invite.role === "admin" && !can(current.role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can manage admin invites");
     // A link whose maker can no longer invite answers 410 to whoever opens it: mailing it again sends a dead link.
-    await lockForTransaction(tx, { shared: hubMembersLockKey(hub.id) });
     await assertMakerCanGrant(
       tx,
       invite,

@@ -1,5 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
-import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
+import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { onInviteRevoked } from "@/lib/notifications/notify.ts";
 import { assertInviteUsable, inviteOrThrow } from "./invite-or-throw.ts";
 
@@ -11,6 +11,9 @@ export async function revokeInvite(ctx: AuthContext, hubId: string, inviteId: st
   const now = ctx.now();
   if (invite.state !== "revoked") {
     const count = await ctx.db.$transaction(async (tx) => {
+      // The caller's own role again, under the hub's membership lock: an admin removed or demoted since the
+      // check above revokes nothing once that change has returned.
+      await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "revoke invites");
       const revoked = await tx.invite.updateMany({ where: { id: invite.id, state: "active" }, data: { state: "revoked", revokedAt: now } });
       if (revoked.count > 0) await onInviteRevoked(tx, invite.id, now);
       return revoked.count;
