@@ -548,6 +548,8 @@ describe("an invite whose maker can no longer invite", () => {
     await h.db.invite.update({ where: { id: made.id }, data: { lastSentAt: new Date(Date.now() - 61_000) } });
     const mailed = await h.db.mailOutbox.count({ where: { hubId: hub.id } });
 
+    // The join page says revoked up front, as accepting would.
+    expect((await h.anonymous.get(`/v1/invites/${made.token}`)).body.data.invite.state).toBe("revoked");
     // Its link answers 410 revoked, so mailing it again would only send a dead link.
     const resent = await own.post(`/v1/hubs/${hub.id}/invites/${made.id}/resend`);
     expect([resent.status, resent.body.error?.code]).toEqual([410, "revoked"]);
@@ -560,5 +562,6 @@ describe("an invite whose maker can no longer invite", () => {
     const joined = await guest.post(`/v1/invites/${renewed.body.data.token}/accept`);
     expect(joined.status, joined.text).toBe(200);
     expect(joined.body.data.role).toBe("contributor");
+    expect((await h.anonymous.get(`/v1/invites/${renewed.body.data.token}`)).body.data.invite.state).toBe("accepted");
   });
 });

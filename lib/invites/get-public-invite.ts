@@ -1,6 +1,7 @@
 import type { RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
+import { makerCanGrant } from "./invite-or-throw.ts";
 import { looksLikeInviteToken } from "./invite-token.ts";
 import { inviteState } from "./serialize-invite.ts";
 
@@ -22,6 +23,7 @@ export async function getPublicInvite(ctx: RequestContext, token: string) {
     : null;
   if (!invite) throw new ApiError("not_found", "Invite not found");
   const { hub } = invite;
+  const state = inviteState(invite, ctx.now());
   return {
     invite: {
       id: invite.id,
@@ -29,7 +31,9 @@ export async function getPublicInvite(ctx: RequestContext, token: string) {
       role: invite.role,
       created_at: invite.createdAt.toISOString(),
       expires_at: invite.expiresAt.toISOString(),
-      state: inviteState(invite, ctx.now()),
+      // A link whose maker can no longer grant its role is refused as revoked on accept: the join page says so
+      // up front instead of offering a Join that fails.
+      state: state === "active" && !(await makerCanGrant(ctx.db, invite)) ? "revoked" : state,
     },
     hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: hub.hubType, owner_id: hub.ownerId, ...(hub.icon && { icon: hub.icon }), ...(hub.accent && { accent: hub.accent }) },
     member_count: hub._count.members,

@@ -41,8 +41,11 @@ export async function assertMakerCanGrant(
   invite: Pick<Invite, "hubId" | "createdBy" | "role">,
   message = "This invite no longer counts: the member who made it can no longer invite to this hub with this role",
 ): Promise<void> {
-  const maker = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: invite.hubId, userId: invite.createdBy } }, select: { role: true } });
-  if (!maker || !isRole(maker.role) || !can(maker.role, invite.role === "admin" ? "admins.manage" : "hub.manage")) {
-    throw new ApiError("revoked", message);
-  }
+  if (!(await makerCanGrant(tx, invite))) throw new ApiError("revoked", message);
+}
+
+/** Whether the invite's maker may still grant its role (see assertMakerCanGrant). */
+export async function makerCanGrant(db: DbClient, invite: Pick<Invite, "hubId" | "createdBy" | "role">): Promise<boolean> {
+  const maker = await db.hubMember.findUnique({ where: { hubId_userId: { hubId: invite.hubId, userId: invite.createdBy } }, select: { role: true } });
+  return !!maker && isRole(maker.role) && can(maker.role, invite.role === "admin" ? "admins.manage" : "hub.manage");
 }
