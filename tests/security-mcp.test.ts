@@ -287,3 +287,28 @@ describe("a connected app's token changes no hub membership of its user", () => 
     expect((await target.post(`/v1/hubs/${team}/ownership-transfer/${transfer.body.data.id}/accept`)).status).toBe(200);
   });
 });
+
+describe("a connected app's token reads no member's e-mail address", () => {
+  /**
+   * Addresses go to those who manage a hub's members; an app acting for an owner or admin manages
+   * nothing (it administers no hub), yet hub detail, the member list and engram_hub_members handed it
+   * every member's address in full.
+   */
+  it("hub detail and the member list mask other members' addresses for an owner's app; the owner's own key sees them", async () => {
+    const token = tokens.token_owner!;
+    const get = async (path: string) => {
+      const res = await dispatchRest(new Request(`${BASE}${path}`, { headers: { authorization: `Bearer ${token}` } }));
+      return { status: res.status, text: await res.text() };
+    };
+    for (const path of [`/v1/hubs/${hub.id}`, `/v1/hubs/${hub.id}/members?limit=100`]) {
+      const res = await get(path);
+      expect([path, res.status]).toEqual([path, 200]);
+      for (const role of ["admin", "contributor", "viewer"] as const) {
+        expect(res.text, `${path} names ${role}'s address`).not.toContain(users[role].email);
+        expect(res.text).toContain(`${users[role].email[0]}•••@`);
+      }
+    }
+    const own = await users.owner.get(`/v1/hubs/${hub.id}/members?limit=100`);
+    expect(own.text).toContain(users.admin.email);
+  });
+});

@@ -1,12 +1,14 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { membershipOrThrow } from "./hub-access.ts";
+import { memberViewer } from "./member-viewer.ts";
 import { hubCounts } from "./hub-counts.ts";
 import { DETAIL_MEMBERS_LIMIT } from "./hub-fields.ts";
 import { memberUserSelect, serializeHub, serializeMember, serializeTransfer } from "./serialize-hub.ts";
 
 /** Hub detail: settings, the caller's role, the first members, counts and the pending transfer. */
 export async function getHub(ctx: AuthContext, hubId: string) {
-  const { hub, role } = await membershipOrThrow(ctx, hubId);
+  const membership = await membershipOrThrow(ctx, hubId);
+  const { hub, role } = membership;
   const now = ctx.now();
   const [members, counts, pending] = await Promise.all([
     ctx.db.hubMember.findMany({
@@ -18,7 +20,7 @@ export async function getHub(ctx: AuthContext, hubId: string) {
     hubCounts(ctx.db, hub.id, now),
     ctx.db.ownershipTransfer.findFirst({ where: { hubId: hub.id, state: "pending", expiresAt: { gt: now } } }),
   ]);
-  const viewer = { id: ctx.user.id, role };
+  const viewer = memberViewer(ctx.user.id, membership);
   return {
     hub: serializeHub(hub),
     role,
