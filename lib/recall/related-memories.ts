@@ -23,9 +23,13 @@ export interface RelatedMemory {
  */
 export async function relatedMemories(ctx: AuthContext, id: string): Promise<RelatedMemory[]> {
   const hubIds = (await readableHubs(ctx)).map((m) => m.hub.id);
-  const memory = isUuid(id)
-    ? await ctx.db.memory.findFirst({ where: { id, hubId: { in: hubIds } }, select: { id: true, title: true, summary: true, content: true } })
-    : null;
+  // Its opening words, not its whole text (up to 3 MiB read for these 400 characters on every call).
+  const [memory] = isUuid(id)
+    ? await ctx.sql.query<{ id: string; title: string; summary: string; opening: string }>(
+        `SELECT id, title, summary, left(content, 400) AS opening FROM memories WHERE id = $1::uuid AND hub_id = ANY($2::uuid[])`,
+        [id, hubIds],
+      )
+    : [];
   if (!memory) throw new ApiError("not_found", "Memory not found");
 
   const scope = { hubIds };
@@ -57,7 +61,7 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rel
       if ((answerableLogit(evidence) ?? -Infinity) >= ANSWERABLE_LOGIT) picks.set(hit.memoryId, { chunkId: hit.chunkId, score: sigmoid(relevanceLogit(evidence)) });
     }
   } else {
-    const text = `${memory.title}\n${memory.summary || memory.content.slice(0, 400)}`;
+    const text = `${memory.title}\n${memory.summary || memory.opening}`;
     const { stats, hits } = await lexicalSearch(ctx.sql, { userId: ctx.user.id, hubIds, text }, {}, MAX_RELATED * 8);
     const normalised = normaliseLeg(new Map(hits.filter((hit) => hit.memoryId !== memory.id).map((hit) => [hit.chunkId ?? hit.memoryId, hit.bm25])));
     for (const hit of hits) {
