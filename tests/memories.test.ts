@@ -358,6 +358,10 @@ describe("GET /v1/memories/{id}", () => {
     } finally {
       vi.useRealTimers();
     }
+    // The same open with the id in capitals (a UUID is case-insensitive) is still the same open.
+    const upper = (await ann.post("/v1/memories", { content: "opened by a client that upper-cases ids" })).body.data;
+    expect((await ann.get(`/v1/memories/${upper.id}`)).body.data.access_count).toBe(1);
+    expect((await ann.post(`/v1/memories/${upper.id.toUpperCase()}/access`)).body.data).toMatchObject({ id: upper.id, access_count: 1, counted: false });
     // A signal alone (an agent that already had the content) counts.
     const unread = (await ann.post("/v1/memories", { content: "recalled, then opened" })).body.data;
     expect((await ann.post(`/v1/memories/${unread.id}/access`)).body.data).toMatchObject({ access_count: 1, counted: true });

@@ -9,8 +9,10 @@ import { recentOpens } from "./recent-opens.ts";
  * user's read of it was already counted within the last minute (a client that GETs the memory
  * and then signals the view has opened it once). `counted` tells which it was.
  */
-export async function trackMemoryAccess(ctx: AuthContext, id: string) {
-  if (!isUuid(id)) throw new ApiError("not_found", "Memory not found");
+export async function trackMemoryAccess(ctx: AuthContext, raw: string) {
+  if (!isUuid(raw)) throw new ApiError("not_found", "Memory not found");
+  // As stored (and as the GET remembered it): the same open named in capitals counted twice.
+  const id = raw.toLowerCase();
   const now = ctx.now();
   const where = { id, ...memoryAccessWhere(ctx) };
   const select = { id: true, accessCount: true, lastAccessedAt: true, createdAt: true } as const;
