@@ -6,6 +6,7 @@ import { indexMemories } from "./recall-helpers.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
 import { stalledLock } from "./support/stalled-lock.ts";
+import { longestWith, readSpy } from "./support/read-spy.ts";
 
 // Dreams with a chat model (issue 15): merges rewrite the kept memory to hold
 // both, new topics are named by the model; any model failure falls back.
@@ -211,34 +212,6 @@ describe("new topics and the hub's limit of 500", () => {
 });
 
 describe("what a merge rewrite reads", () => {
-  /** Every value the run's reads hand back (model methods and raw queries), the queries run as they are. */
-  function reading(db: typeof h.db, seen: unknown[]): typeof h.db {
-    const wrap = (target: object, name: string | symbol) => {
-      const real = Reflect.get(target, name) as unknown;
-      if (typeof real !== "function") return real;
-      return async (...args: unknown[]) => {
-        const result = await (real as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        seen.push(result);
-        return result;
-      };
-    };
-    return new Proxy(db, {
-      get(target, key) {
-        if (key === "$queryRaw" || key === "$queryRawUnsafe") return wrap(target, key);
-        const model = Reflect.get(target, key) as unknown;
-        if (typeof model === "function") return (model as (...a: unknown[]) => unknown).bind(target);
-        if (typeof key !== "string" || key.startsWith("$") || typeof model !== "object" || model === null) return model;
-        return new Proxy(model, { get: (m, method) => (method === "findMany" || method === "findFirst" || method === "findUnique" ? wrap(m, method) : Reflect.get(m, method)) });
-      },
-    });
-  }
-  const longest = (value: unknown, marker: string): number => {
-    if (typeof value === "string") return value.includes(marker) ? value.length : 0;
-    if (Array.isArray(value)) return Math.max(0, ...value.map((v) => longest(v, marker)));
-    if (value && typeof value === "object" && !(value instanceof Date)) return Math.max(0, ...Object.values(value).map((v) => longest(v, marker)));
-    return 0;
-  };
-
   /**
    * The rewrite step read both whole contents of every merge pair of the run (megabytes each, pairs
    * by the thousand) though it calls the model for the first ENGRAM_DREAM_MAX_MODEL_CALLS pairs only,
@@ -265,7 +238,7 @@ describe("what a merge rewrite reads", () => {
     try {
       const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
       const seen: unknown[] = [];
-      expect(await runDreamRunOnce(reading(h.db, seen), runId)).toBe(true);
+      expect(await runDreamRunOnce(readSpy(h.db, seen), runId)).toBe(true);
       const merges = await h.db.dreamAction.findMany({ where: { runId, actionType: "merge" } });
       expect(merges.map((m) => (m.details as { kept_id: string }).kept_id).sort()).toEqual([ids[1], ids[3]].sort());
       const tried = merges.filter((m) => (m.details as { rewrite_skipped?: string }).rewrite_skipped);
@@ -273,9 +246,9 @@ describe("what a merge rewrite reads", () => {
       expect(tried[0]!.details).toMatchObject({ rewritten: false, rewrite_skipped: expect.stringMatching(/too long to rewrite/) });
       const triedId = (tried[0]!.details as { kept_id: string }).kept_id;
       const untriedId = triedId === ids[1] ? ids[3]! : ids[1]!;
-      expect(longest(seen, markers[untriedId]!)).toBe(0);
-      expect(longest(seen, markers[triedId]!)).toBeGreaterThan(0);
-      expect(longest(seen, markers[triedId]!)).toBeLessThanOrEqual(8_001);
+      expect(longestWith(seen, markers[untriedId]!)).toBe(0);
+      expect(longestWith(seen, markers[triedId]!)).toBeGreaterThan(0);
+      expect(longestWith(seen, markers[triedId]!)).toBeLessThanOrEqual(8_001);
     } finally {
       delete process.env.ENGRAM_DREAM_MAX_MODEL_CALLS;
     }

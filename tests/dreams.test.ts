@@ -12,6 +12,7 @@ import { indexMemories } from "./recall-helpers.ts";
 import pg from "pg";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
+import { longestWith, readSpy } from "./support/read-spy.ts";
 
 let h: Harness;
 let owner: Client;
@@ -674,34 +675,6 @@ describe("a dream batch against the deletion of its hub", () => {
 });
 
 describe("what a run reads of very long memories", () => {
-  /** Every value the run's reads hand back (model methods and raw queries): a spy on results, the queries run as they are. */
-  function reading(db: typeof h.db, seen: unknown[]): typeof h.db {
-    const wrap = (target: object, name: string | symbol) => {
-      const real = Reflect.get(target, name) as unknown;
-      if (typeof real !== "function") return real;
-      return async (...args: unknown[]) => {
-        const result = await (real as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        seen.push(result);
-        return result;
-      };
-    };
-    return new Proxy(db, {
-      get(target, key) {
-        if (key === "$queryRaw" || key === "$queryRawUnsafe") return wrap(target, key);
-        const model = Reflect.get(target, key) as unknown;
-        if (typeof model === "function") return (model as (...a: unknown[]) => unknown).bind(target);
-        if (typeof key !== "string" || key.startsWith("$") || typeof model !== "object" || model === null) return model;
-        return new Proxy(model, { get: (m, method) => (method === "findMany" || method === "findFirst" || method === "findUnique" ? wrap(m, method) : Reflect.get(m, method)) });
-      },
-    });
-  }
-  const longest = (value: unknown, marker: string): number => {
-    if (typeof value === "string") return value.includes(marker) ? value.length : 0;
-    if (Array.isArray(value)) return Math.max(0, ...value.map((v) => longest(v, marker)));
-    if (value && typeof value === "object" && !(value instanceof Date)) return Math.max(0, ...Object.values(value).map((v) => longest(v, marker)));
-    return 0;
-  };
-
   /**
    * A run read each memory's whole content (up to 3 MB each, every memory of the hub) to use its
    * first 4000 characters, and both sides' whole contents of each contradiction for a 280-character
@@ -716,10 +689,10 @@ describe("what a run reads of very long memories", () => {
     await h.db.memory.update({ where: { id: ids.contraNew }, data: { content: PLANTED.contraNew + padding } });
     const runId = (await trigger(owner, hubId)).body.data.run_id as string;
     const seen: unknown[] = [];
-    expect(await runDreamRunOnce(reading(h.db, seen), runId)).toBe(true);
+    expect(await runDreamRunOnce(readSpy(h.db, seen), runId)).toBe(true);
     expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).status).toBe("completed");
-    expect(longest(seen, "zyxwv")).toBeGreaterThan(0);
-    expect(longest(seen, "zyxwv")).toBeLessThanOrEqual(4000);
+    expect(longestWith(seen, "zyxwv")).toBeGreaterThan(0);
+    expect(longestWith(seen, "zyxwv")).toBeLessThanOrEqual(4000);
     const contradiction = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
     expect(contradiction.sourceMemoryIds).toEqual([ids.contraOld, ids.contraNew]);
     const b = (contradiction.details as { b: { excerpt: string } }).b;
