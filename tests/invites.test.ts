@@ -548,8 +548,10 @@ describe("an invite whose maker can no longer invite", () => {
     await h.db.invite.update({ where: { id: made.id }, data: { lastSentAt: new Date(Date.now() - 61_000) } });
     const mailed = await h.db.mailOutbox.count({ where: { hubId: hub.id } });
 
-    // The join page says revoked up front, as accepting would.
+    // The join page says revoked up front, as accepting would; so does the hub's own invite list.
     expect((await h.anonymous.get(`/v1/invites/${made.token}`)).body.data.invite.state).toBe("revoked");
+    const listed = (await own.get(`/v1/hubs/${hub.id}/invites`)).body.data as { id: string; state: string }[];
+    expect(listed.find((invite) => invite.id === made.id)?.state).toBe("revoked");
     // Its link answers 410 revoked, so mailing it again would only send a dead link.
     const resent = await own.post(`/v1/hubs/${hub.id}/invites/${made.id}/resend`);
     expect([resent.status, resent.body.error?.code]).toEqual([410, "revoked"]);

@@ -47,5 +47,10 @@ export async function assertMakerCanGrant(
 /** Whether the invite's maker may still grant its role (see assertMakerCanGrant). */
 export async function makerCanGrant(db: DbClient, invite: Pick<Invite, "hubId" | "createdBy" | "role">): Promise<boolean> {
   const maker = await db.hubMember.findUnique({ where: { hubId_userId: { hubId: invite.hubId, userId: invite.createdBy } }, select: { role: true } });
-  return !!maker && isRole(maker.role) && can(maker.role, invite.role === "admin" ? "admins.manage" : "hub.manage");
+  return roleCanGrant(maker?.role, invite.role);
+}
+
+/** Whether a member with `makerRole` (undefined: no longer a member) may grant `inviteRole`. */
+export function roleCanGrant(makerRole: string | undefined, inviteRole: string): boolean {
+  return makerRole !== undefined && isRole(makerRole) && can(makerRole, inviteRole === "admin" ? "admins.manage" : "hub.manage");
 }

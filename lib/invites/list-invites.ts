@@ -1,6 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
 import { MAX_ACTIVE_INVITES } from "./invite-fields.ts";
+import { roleCanGrant } from "./invite-or-throw.ts";
 import { serializeInvite } from "./serialize-invite.ts";
 
 /**
@@ -16,5 +17,9 @@ export async function listInvites(ctx: AuthContext, hubId: string) {
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
     take: MAX_ACTIVE_INVITES,
   });
-  return rows.map((invite) => serializeInvite(invite, now));
+  // As the join page and accepting read it: a link whose maker can no longer grant its role is
+  // revoked (regenerating it makes the caller its maker). One read for every maker of the page.
+  const makers = await ctx.db.hubMember.findMany({ where: { hubId: hub.id, userId: { in: [...new Set(rows.map((row) => row.createdBy))] } }, select: { userId: true, role: true } });
+  const roleOf = new Map(makers.map((maker) => [maker.userId, maker.role]));
+  return rows.map((invite) => ({ ...serializeInvite(invite, now), ...(!roleCanGrant(roleOf.get(invite.createdBy), invite.role) && { state: "revoked" }) }));
 }
