@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuthContext } from "@/lib/api/context.ts";
+import { onboardingState } from "@/lib/onboarding/onboarding-state.ts";
 import { restartOnboarding } from "@/lib/onboarding/restart-onboarding.ts";
 import { sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -120,5 +121,7 @@ describe("restarts whose times do not follow their order", () => {
     for (const offset of [0, -1_000, -2_000]) versions.push((await restartOnboarding(at(offset))).source_id);
     expect(versions).toEqual(["v1", "v2", "v3"]);
     expect(await h.db.notification.count({ where: { userId: fay.id, kind: "checklist", status: "pending" } })).toBe(1);
+    // The state names the newest version (stamped earliest here) and its status, not the newest row's.
+    expect(await onboardingState(at(0))).toMatchObject({ has_prior: true, current_version: 3, current_status: "pending" });
   });
 });

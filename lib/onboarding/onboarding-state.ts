@@ -19,10 +19,10 @@ export function onboardingVersion(sourceId: string | null): number {
 /** GET /v1/onboarding/state: whether the caller ever had a getting-started checklist, its latest version and status. */
 export async function onboardingState(ctx: AuthContext): Promise<OnboardingState> {
   await refreshOnboarding(ctx);
-  const latest = await ctx.db.notification.findFirst({
-    where: { userId: ctx.user.id, kind: CHECKLIST_KIND, sourceKind: ONBOARDING_SOURCE },
-    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-  });
+  // The highest version, as restarts number them (restart-onboarding.ts), not the newest row: servers
+  // whose clocks disagree can stamp a later checklist with an earlier time.
+  const rows = await ctx.db.notification.findMany({ where: { userId: ctx.user.id, kind: CHECKLIST_KIND, sourceKind: ONBOARDING_SOURCE } });
+  const latest = rows.reduce<(typeof rows)[number] | undefined>((best, row) => (!best || onboardingVersion(row.sourceId) > onboardingVersion(best.sourceId) ? row : best), undefined);
   if (!latest) return { has_prior: false, current_version: 0 };
   return { has_prior: true, current_version: onboardingVersion(latest.sourceId), current_status: effectiveStatus(latest, ctx.now()) };
 }

@@ -20,9 +20,8 @@ const DAY_MS = 86_400_000;
 export async function restartOnboarding(ctx: AuthContext): Promise<NotificationObject> {
   const id = await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `onboarding:${ctx.user.id}`);
-    // Read under the lock: restarts then stamp their checklists in the order they take it, so the
-    // newest by created_at is the highest version (onboarding-state.ts reads it that way). A time read
-    // before the lock let a restart that waited stamp its checklist before the one that went first.
+    // Read under the lock: restarts then stamp their checklists in the order they take it (a time read
+    // before the lock let a restart that waited stamp its checklist before the one that went first).
     const now = ctx.now();
     const where = { userId: ctx.user.id, kind: CHECKLIST_KIND, sourceKind: ONBOARDING_SOURCE };
     const recent = await tx.notification.count({ where: { ...where, createdAt: { gt: new Date(now.getTime() - DAY_MS) } } });
