@@ -20,6 +20,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   process.env.INNGEST_DEV = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   process.env.ENGRAM_PUBLIC_URL = "https://engram.example";
+  delete process.env.INNGEST_SERVE_ORIGIN;
 });
 afterAll(async () => {
   process.env = saved;
