@@ -127,8 +127,9 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
           if (!providerVerifiedEmail(account.provider, profile)) return "/sign-in?error=OAuthAccountNotLinked";
           // The address is proven now: an account made by a password sign-up nobody proved is claimed.
           await claimAccount(db, existing.id, now);
-          // The prover's own session starts after the cut-off the claim just set.
-          checkedAt = Date.now();
+          // The prover's own session starts after the cut-off the claim just set (strictly: a sign-in
+          // from the claim's own millisecond is cut off).
+          checkedAt = Math.max(Date.now(), now.getTime() + 1);
           await db.oAuthAccount.create({
             data: { id: newId(now.getTime()), userId: existing.id, provider: account.provider, providerAccountId: account.providerAccountId, ...shown },
           });

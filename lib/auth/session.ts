@@ -105,9 +105,13 @@ async function endedAmong(db: DbClient, ids: readonly string[]): Promise<boolean
   return ids.length > 0 && (await db.endedSession.findFirst({ where: { jti: { in: [...ids] } }, select: { jti: true } })) !== null;
 }
 
-/** A sign-in checked before the account's cut-off (a claim ended every session until then). */
+/**
+ * A sign-in checked before the account's cut-off, or in the same millisecond (a claim ended every
+ * session until then; one checked in its millisecond may have been checked before it). The claimant's
+ * own sign-in is stamped a millisecond past its claim (lib/auth/session-options.ts).
+ */
 function cutOff(sessionsValidAfter: Date | null, signedInAtMs: number): boolean {
-  return sessionsValidAfter !== null && signedInAtMs < sessionsValidAfter.getTime();
+  return sessionsValidAfter !== null && signedInAtMs <= sessionsValidAfter.getTime();
 }
 
 /**
