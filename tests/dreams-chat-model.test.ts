@@ -20,6 +20,7 @@ const K8S = [
   "Restart a stuck Kubernetes pod with kubectl rollout restart on its deployment.",
 ];
 const DAY = 86_400_000;
+const PAIR = ["Run the database migrations with npm run migrate before deploying the API.", "Before deploying the API we run the database migrations with npm run migrate."];
 
 /** The fake model's merge: the newer note, then the older one, read back from the prompt it was sent. */
 function fakeMerge(body: any): { content: string } {
@@ -61,6 +62,23 @@ afterAll(async () => {
   await h?.close();
   await fake?.close();
 });
+
+/**
+ * A new hub with two merge pairs (DUP_OLD / DUP_NEW, then PAIR), written ten days ago a minute apart
+ * and embedded: a run merges both, the newer of each (ids[1], ids[3]) kept.
+ */
+async function seedTwoMerges(): Promise<{ hubId: string; ids: string[] }> {
+  const hubId = await h.teamHub(owner);
+  const ids: string[] = [];
+  const base = Date.now() - 10 * DAY;
+  for (const [i, content] of [DUP_OLD, DUP_NEW, ...PAIR].entries()) {
+    ids.push((await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } })).body.data.id);
+    const at = new Date(base + i * 60_000);
+    await h.db.memory.update({ where: { id: ids[i]! }, data: { createdAt: at, updatedAt: at } });
+  }
+  await indexMemories(h.db, ids);
+  return { hubId, ids };
+}
 
 async function seedAndRun() {
   const hubId = await h.teamHub(owner);
@@ -151,18 +169,9 @@ describe("dreams with a chat model (a local fake of the OpenAI API)", () => {
   // wrote it, it would hold the hub's counter from the first rewrite while waiting for the second
   // memory, and an edit of that memory (its row first, then the same counter) would deadlock with it.
   it.skipIf(!testPostgres())("a merge batch locks all its memories before its first write, so an edit holding one of them never waits for the dream", async () => {
-    const PAIR = ["Run the database migrations with npm run migrate before deploying the API.", "Before deploying the API we run the database migrations with npm run migrate."];
     // Which kept memory the batch rewrites first is the dream's business: hold each in turn, once.
     for (const held of [1, 3]) {
-      const hubId = await h.teamHub(owner);
-      const ids: string[] = [];
-      const base = Date.now() - 10 * DAY;
-      for (const [i, content] of [DUP_OLD, DUP_NEW, ...PAIR].entries()) {
-        ids.push((await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } })).body.data.id);
-        const at = new Date(base + i * 60_000);
-        await h.db.memory.update({ where: { id: ids[i]! }, data: { createdAt: at, updatedAt: at } });
-      }
-      await indexMemories(h.db, ids);
+      const { hubId, ids } = await seedTwoMerges();
       const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
       // An edit of a kept memory, stopped after it locked the memory's row; its trigger would take the
       // hub's counter next, and must not have to wait for the dream.
@@ -218,16 +227,7 @@ describe("what a merge rewrite reads", () => {
    * each side at most MERGE_MAX_INPUT_CHARS long. It now reads those pairs, and one character past that.
    */
   it("reads only the pairs the model is called for, and of each side no more than fits the prompt", async () => {
-    const PAIR = ["Run the database migrations with npm run migrate before deploying the API.", "Before deploying the API we run the database migrations with npm run migrate."];
-    const hubId = await h.teamHub(owner);
-    const ids: string[] = [];
-    const base = Date.now() - 10 * DAY;
-    for (const [i, content] of [DUP_OLD, DUP_NEW, ...PAIR].entries()) {
-      ids.push((await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } })).body.data.id);
-      const at = new Date(base + i * 60_000);
-      await h.db.memory.update({ where: { id: ids[i]! }, data: { createdAt: at, updatedAt: at } });
-    }
-    await indexMemories(h.db, ids);
+    const { hubId, ids } = await seedTwoMerges();
     // Past the part the duplicate checks read, and after the embeddings: both pairs are found as before.
     const markers = { [ids[1]!]: "qxmarkone", [ids[3]!]: "qxmarktwo" };
     for (const [id, marker] of Object.entries(markers)) {
