@@ -135,7 +135,9 @@ export async function startEngram(env: Record<string, string> = {}, options: Sta
       if (child.exitCode !== null || child.signalCode !== null) break;
       try {
         const res = await fetch(`${candidate}/v1/health`);
-        if (res.ok) {
+        // Ours only once it says it listens: another test file's server that took the port between
+        // the probe and this bind answers health too (and then refuses this one's admin token).
+        if (res.ok && output.includes(`engram: listening on http://127.0.0.1:${port}`)) {
           url = candidate;
           break;
         }
