@@ -6,7 +6,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { approveConsent } from "@/lib/oauth/approve-consent.ts";
 import { redirectWith } from "@/lib/oauth/authorize-request.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
-import { claimCode, issueTokens, type TokenResponse } from "@/lib/oauth/exchange-token.ts";
+import { redeemCodeForTokens, type TokenResponse } from "@/lib/oauth/exchange-token.ts";
 import { findClient } from "@/lib/oauth/find-client.ts";
 import { resourceFor } from "@/lib/oauth/public-origin.ts";
 import { createUser } from "@/lib/users/create-user.ts";
@@ -71,6 +71,5 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
   // The same grant a consented `memax login` gets: every hub, read and write.
   const code = await approveConsent(ctx.db, { id: user.id, email: user.email, name: user.name }, request, { hubIds: null, write: true }, now);
   if (row.redirectUri) return { status: "ok", code, redirect: redirectWith(row.redirectUri, { code }), user_id: user.id };
-  const { grant } = await claimCode(ctx.db, code, CLI_CLIENT_ID, now, { withoutPkce: true });
-  return issueTokens(ctx.db, grant, now);
+  return redeemCodeForTokens(ctx.db, code, CLI_CLIENT_ID, now, { withoutPkce: true });
 }

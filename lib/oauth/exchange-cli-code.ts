@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { RequestContext } from "@/lib/api/context.ts";
 import { asCliGrantError, CLI_CLIENT_ID } from "./cli-client.ts";
-import { claimCode, issueTokens, type TokenResponse } from "./exchange-token.ts";
+import { redeemCodeForTokens, type TokenResponse } from "./exchange-token.ts";
 
 export const exchangeCliCodeBodySchema = z.object({ code: z.string().min(1).max(200) });
 
@@ -11,7 +11,5 @@ export const exchangeCliCodeBodySchema = z.object({ code: z.string().min(1).max(
  * code needs /oauth/token and its verifier.
  */
 export async function exchangeCliCode(ctx: RequestContext, input: z.output<typeof exchangeCliCodeBodySchema>): Promise<TokenResponse> {
-  return asCliGrantError(
-    (async () => issueTokens(ctx.db, (await claimCode(ctx.db, input.code, CLI_CLIENT_ID, ctx.now(), { withoutPkce: true })).grant, ctx.now()))(),
-  );
+  return asCliGrantError(redeemCodeForTokens(ctx.db, input.code, CLI_CLIENT_ID, ctx.now(), { withoutPkce: true }));
 }

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { ACCESS_TOKEN_TTL_SECONDS, issueAccessToken } from "@/lib/auth/access-token.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, DbClient } from "@/lib/db/database.ts";
 import { findClient } from "./find-client.ts";
 import { OAuthError } from "./oauth-error.ts";
 
@@ -52,23 +52,82 @@ export class GrantError extends OAuthError {
   }
 }
 
+/** What a claim decided: the grant to issue for, or the refusal to throw once the transaction ends. */
+type Claimed<T> = { row: T } | { refusal: OAuthError; revoke?: { grantId: string; reason: string } };
+
 /**
- * Claims a single-use code issued to `clientId`. A second redemption finds it used and revokes
- * what the first one got (RFC 6749 §4.1.2). The caller then checks what the request must match.
+ * Runs a claim and the new refresh token's insert in one transaction, with the claimed row locked
+ * (FOR UPDATE) and its grant shared (FOR SHARE): a concurrent claim of the same code or token waits
+ * and then finds it used, a revocation waits for the pair (or the claim for it, and then refuses),
+ * and a failure anywhere leaves the code or token unspent for the retry. A refusal may still commit
+ * what the claim wrote (a code is used up by a wrong verifier); a replay's revocation runs after the
+ * commit, so two replays of one grant never wait on each other's share of its row.
  */
-export async function claimCode(db: Db, code: string, clientId: string, now: Date, options: { withoutPkce?: boolean } = {}) {
-  const row = await db.oAuthCode.findUnique({ where: { codeHash: hashSecret(code) }, include: { grant: true } });
-  if (!row || row.grant.clientId !== clientId) throw new GrantError("invalid", "The authorization code is invalid");
-  // Checked before the claim, so a code sent to the wrong endpoint is not used up there.
-  if (options.withoutPkce && row.codeChallenge) throw new GrantError("invalid", "This code was issued with PKCE: redeem it at /oauth/token with its code_verifier");
-  const claimed = await db.oAuthCode.updateMany({ where: { codeHash: row.codeHash, usedAt: null }, data: { usedAt: now } });
-  if (claimed.count !== 1) {
-    await revokeGrant(db, row.grantId, "authorization_code_reuse", now);
-    throw new GrantError("used", "The authorization code was already used; the tokens issued for it are revoked");
+async function claimAndIssue<T extends { grant: { id: string; userId: string; resource: string; scope: string } }>(
+  db: Db,
+  now: Date,
+  claim: (tx: DbClient) => Promise<Claimed<T>>,
+): Promise<{ row: T; tokens: TokenResponse }> {
+  const secret = await serverSecret(db);
+  const refreshToken = `${REFRESH_TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
+  const claimed = await db.$transaction(async (tx) => {
+    const result = await claim(tx);
+    if ("row" in result) {
+      await tx.oAuthRefreshToken.create({
+        data: { tokenHash: hashSecret(refreshToken), grantId: result.row.grant.id, createdAt: now, expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS) },
+      });
+    }
+    return result;
+  });
+  if ("refusal" in claimed) {
+    if (claimed.revoke) await revokeGrant(db, claimed.revoke.grantId, claimed.revoke.reason, now);
+    throw claimed.refusal;
   }
-  if (row.expiresAt <= now) throw new GrantError("expired", "The authorization code has expired; start the sign-in again");
-  if (row.grant.revokedAt) throw new GrantError("revoked", "The grant was revoked");
-  return row;
+  return { row: claimed.row, tokens: tokenResponse(secret, claimed.row.grant, refreshToken, now) };
+}
+
+/** Checks run on a claimed code before its tokens are issued; a throw refuses them (the code stays used). */
+export type CodeCheck = (row: { redirectUri: string; codeChallenge: string; resource: string }) => void;
+
+/**
+ * Redeems a single-use code issued to `clientId` for a token pair. A second redemption finds it
+ * used and revokes what the first one got (RFC 6749 §4.1.2). `check` refuses a request the code
+ * does not match.
+ */
+export async function redeemCodeForTokens(
+  db: Db,
+  code: string,
+  clientId: string,
+  now: Date,
+  options: { withoutPkce?: boolean; check?: CodeCheck } = {},
+): Promise<TokenResponse> {
+  const codeHash = hashSecret(code);
+  const { tokens } = await claimAndIssue(db, now, async (tx) => {
+    await tx.$executeRaw`SELECT 1 FROM oauth_codes c JOIN oauth_grants g ON g.id = c.grant_id WHERE c.code_hash = ${codeHash} FOR UPDATE OF c FOR SHARE OF g`;
+    const row = await tx.oAuthCode.findUnique({ where: { codeHash }, include: { grant: true } });
+    if (!row || row.grant.clientId !== clientId) return { refusal: new GrantError("invalid", "The authorization code is invalid") };
+    // Checked before the claim, so a code sent to the wrong endpoint is not used up there.
+    if (options.withoutPkce && row.codeChallenge) {
+      return { refusal: new GrantError("invalid", "This code was issued with PKCE: redeem it at /oauth/token with its code_verifier") };
+    }
+    if (row.usedAt) {
+      return {
+        refusal: new GrantError("used", "The authorization code was already used; the tokens issued for it are revoked"),
+        revoke: { grantId: row.grantId, reason: "authorization_code_reuse" },
+      };
+    }
+    await tx.oAuthCode.update({ where: { codeHash }, data: { usedAt: now } });
+    if (row.expiresAt <= now) return { refusal: new GrantError("expired", "The authorization code has expired; start the sign-in again") };
+    if (row.grant.revokedAt) return { refusal: new GrantError("revoked", "The grant was revoked") };
+    try {
+      options.check?.(row);
+    } catch (error) {
+      if (error instanceof OAuthError) return { refusal: error };
+      throw error;
+    }
+    return { row };
+  });
+  return tokens;
 }
 
 async function redeemCode(db: Db, params: URLSearchParams, now: Date, address?: string): Promise<TokenResponse> {
@@ -78,14 +137,16 @@ async function redeemCode(db: Db, params: URLSearchParams, now: Date, address?: 
   const redirectUri = params.get("redirect_uri");
   // A client_id naming a new metadata document is read (and counted against its caller's cap) here too.
   await findClient(db, clientId, now, address);
-  const row = await claimCode(db, code, clientId, now);
-  if (redirectUri !== null && redirectUri !== row.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
-  if (redirectUri === null && params.has("redirect_uri")) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
-  // A code issued without PKCE (the built-in CLI client's) has an empty challenge, which no verifier matches.
-  if (!VERIFIER.test(verifier) || !pkceMatches(verifier, row.codeChallenge)) throw new OAuthError("invalid_grant", "code_verifier does not match the code_challenge");
-  const resource = params.get("resource");
-  if (resource !== null && resource !== row.resource) throw new OAuthError("invalid_target", "resource does not match the authorization request");
-  return issueTokens(db, row.grant, now);
+  return redeemCodeForTokens(db, code, clientId, now, {
+    check: (row) => {
+      if (redirectUri !== null && redirectUri !== row.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
+      if (redirectUri === null && params.has("redirect_uri")) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
+      // A code issued without PKCE (the built-in CLI client's) has an empty challenge, which no verifier matches.
+      if (!VERIFIER.test(verifier) || !pkceMatches(verifier, row.codeChallenge)) throw new OAuthError("invalid_grant", "code_verifier does not match the code_challenge");
+      const resource = params.get("resource");
+      if (resource !== null && resource !== row.resource) throw new OAuthError("invalid_target", "resource does not match the authorization request");
+    },
+  });
 }
 
 /**
@@ -98,29 +159,40 @@ async function redeemCode(db: Db, params: URLSearchParams, now: Date, address?: 
 export const REFRESH_REUSE_GRACE_MS = 10_000;
 
 /**
- * Rotation: each refresh token works once. Presenting a used one means it leaked: end the grant
- * (unless it was used within REFRESH_REUSE_GRACE_MS, see there).
+ * Rotation: each refresh token works once, for one new pair. Presenting a used one means it
+ * leaked: end the grant (unless it was used within REFRESH_REUSE_GRACE_MS, see there).
  * `accepts` refuses a request the grant cannot serve before the token is spent, so a client that
  * corrects its request retries with the same token instead of ending its grant as a replay.
  */
-export async function rotateRefreshToken(db: Db, token: string, clientId: string, now: Date, accepts: (grant: { resource: string; scope: string }) => void = () => {}) {
-  const row = await db.oAuthRefreshToken.findUnique({ where: { tokenHash: hashSecret(token) }, include: { grant: true } });
-  if (!row || row.grant.clientId !== clientId) throw new GrantError("invalid", "The refresh token is invalid");
-  if (row.grant.revokedAt) throw new GrantError("revoked", "The grant was revoked; sign in again");
-  if (!row.usedAt) accepts(row.grant);
-  const claimed = await db.oAuthRefreshToken.updateMany({ where: { tokenHash: row.tokenHash, usedAt: null }, data: { usedAt: now } });
-  if (claimed.count !== 1) {
-    // Read again when this request lost the race: the row read above still showed it unused.
-    const usedAt = row.usedAt ?? (await db.oAuthRefreshToken.findUnique({ where: { tokenHash: row.tokenHash }, select: { usedAt: true } }))?.usedAt;
-    // A concurrent request may have claimed it at a `now` slightly after this one's: a negative gap is inside the window.
-    if (usedAt && now.getTime() - usedAt.getTime() < REFRESH_REUSE_GRACE_MS) {
-      throw new GrantError("used", "The refresh token was just used by another refresh of this client; use the tokens that refresh received");
+export async function refreshGrantTokens(
+  db: Db,
+  token: string,
+  clientId: string,
+  now: Date,
+  accepts: (grant: { resource: string; scope: string }) => void = () => {},
+): Promise<TokenResponse> {
+  const tokenHash = hashSecret(token);
+  const { tokens } = await claimAndIssue(db, now, async (tx) => {
+    await tx.$executeRaw`SELECT 1 FROM oauth_refresh_tokens t JOIN oauth_grants g ON g.id = t.grant_id WHERE t.token_hash = ${tokenHash} FOR UPDATE OF t FOR SHARE OF g`;
+    const row = await tx.oAuthRefreshToken.findUnique({ where: { tokenHash }, include: { grant: true } });
+    if (!row || row.grant.clientId !== clientId) return { refusal: new GrantError("invalid", "The refresh token is invalid") };
+    if (row.grant.revokedAt) return { refusal: new GrantError("revoked", "The grant was revoked; sign in again") };
+    if (row.usedAt) {
+      // A concurrent request may have claimed it at a `now` slightly after this one's: a negative gap is inside the window.
+      if (now.getTime() - row.usedAt.getTime() < REFRESH_REUSE_GRACE_MS) {
+        return { refusal: new GrantError("used", "The refresh token was just used by another refresh of this client; use the tokens that refresh received") };
+      }
+      return {
+        refusal: new GrantError("used", "The refresh token was already used; the grant is revoked, sign in again"),
+        revoke: { grantId: row.grantId, reason: "refresh_token_reuse" },
+      };
     }
-    await revokeGrant(db, row.grantId, "refresh_token_reuse", now);
-    throw new GrantError("used", "The refresh token was already used; the grant is revoked, sign in again");
-  }
-  if (row.expiresAt <= now) throw new GrantError("expired", "The refresh token has expired; sign in again");
-  return row.grant;
+    accepts(row.grant);
+    if (row.expiresAt <= now) return { refusal: new GrantError("expired", "The refresh token has expired; sign in again") };
+    await tx.oAuthRefreshToken.update({ where: { tokenHash }, data: { usedAt: now } });
+    return { row };
+  });
+  return tokens;
 }
 
 async function refresh(db: Db, params: URLSearchParams, now: Date): Promise<TokenResponse> {
@@ -128,22 +200,17 @@ async function refresh(db: Db, params: URLSearchParams, now: Date): Promise<Toke
   const clientId = required(params, "client_id");
   const resource = params.get("resource");
   const scope = params.get("scope");
-  const grant = await rotateRefreshToken(db, token, clientId, now, (grant) => {
+  return refreshGrantTokens(db, token, clientId, now, (grant) => {
     if (resource !== null && resource !== grant.resource) throw new OAuthError("invalid_target", "resource does not match the grant");
     if (scope) {
       const granted = grant.scope.split(" ");
       if (scope.split(" ").some((s) => s && !granted.includes(s) && (s === "read" || s === "write"))) throw new OAuthError("invalid_scope", "A refresh cannot widen the granted scope");
     }
   });
-  return issueTokens(db, grant, now);
 }
 
-export async function issueTokens(db: Db, grant: { id: string; userId: string; resource: string; scope: string }, now: Date): Promise<TokenResponse> {
-  const refreshToken = `${REFRESH_TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
-  await db.oAuthRefreshToken.create({
-    data: { tokenHash: hashSecret(refreshToken), grantId: grant.id, createdAt: now, expiresAt: new Date(now.getTime() + REFRESH_TOKEN_TTL_MS) },
-  });
-  const accessToken = issueAccessToken(await serverSecret(db), { userId: grant.userId, grantId: grant.id, resource: grant.resource }, now.getTime());
+function tokenResponse(secret: Buffer, grant: { id: string; userId: string; resource: string; scope: string }, refreshToken: string, now: Date): TokenResponse {
+  const accessToken = issueAccessToken(secret, { userId: grant.userId, grantId: grant.id, resource: grant.resource }, now.getTime());
   return { access_token: accessToken, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS, refresh_token: refreshToken, scope: grant.scope };
 }
 

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { hashSecret } from "@/lib/auth/hash-secret.ts";
+import { approveConsent } from "@/lib/oauth/approve-consent.ts";
+import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
+import { findClient } from "@/lib/oauth/find-client.ts";
+import { createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
+import { routerFor } from "./support/router.ts";
+
+/**
+ * Rotation of OAuth codes and refresh tokens: spending the old one and writing the new pair is one
+ * step. Under `npm run test:postgres` the concurrent tests send their requests truly at once; the
+ * failure tests run on both databases.
+ */
+let h: Harness;
+
+beforeAll(async () => {
+  h = await createHarness();
+  await ensureCliClient(h.db);
+});
+afterAll(() => h.close());
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A fresh CLI grant and its code (no PKCE: the CLI's own client). */
+async function cliCode(name: string) {
+  const user = await h.user(name);
+  const request = { client: await findClient(h.db, CLI_CLIENT_ID, new Date()), redirectUri: "", state: undefined, codeChallenge: "", resource: "http://engram.test/mcp", wantsWrite: true };
+  const code = await approveConsent(h.db, user, request, { hubIds: null, write: true }, new Date());
+  const grant = await h.db.oAuthGrant.findFirstOrThrow({ where: { userId: user.id } });
+  return { user, code, grantId: grant.id };
+}
+
+async function signedIn(name: string) {
+  const { user, code, grantId } = await cliCode(name);
+  const res = await h.anonymous.post("/v1/auth/exchange", { code });
+  expect(res.status, res.text).toBe(200);
+  return { user, grantId, refreshToken: res.body.data.refresh_token as string, accessToken: res.body.data.access_token as string };
+}
+
+const oauth = routerFor(["oauth"]);
+
+async function tokenEndpoint(params: Record<string, string>) {
+  const res = await oauth(new Request("http://engram.test/oauth/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(params) }));
+  const text = await res.text();
+  return { status: res.status, text, body: JSON.parse(text) as Record<string, string> };
+}
+
+/**
+ * Makes every insert into oauth_refresh_tokens fail while `work` runs, as a database that drops
+ * the connection between two statements would: a real trigger on the test database, nothing mocked.
+ */
+async function withRefreshInsertsFailing<T>(work: () => Promise<T>): Promise<T> {
+  await h.db.$executeRawUnsafe(`CREATE FUNCTION refuse_refresh_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'insert refused by the test'; END $$`);
+  await h.db.$executeRawUnsafe(`CREATE TRIGGER refuse_refresh_insert BEFORE INSERT ON oauth_refresh_tokens FOR EACH ROW EXECUTE FUNCTION refuse_refresh_insert()`);
+  try {
+    return await work();
+  } finally {
+    await h.db.$executeRawUnsafe(`DROP TRIGGER refuse_refresh_insert ON oauth_refresh_tokens`);
+    await h.db.$executeRawUnsafe(`DROP FUNCTION refuse_refresh_insert()`);
+  }
+}
+
+describe("a refresh that fails half-way", () => {
+  it("keeps the old refresh token: the retry rotates it and the grant lives", async () => {
+    const { grantId, refreshToken } = await signedIn("HalfRefresh");
+    const failed = await withRefreshInsertsFailing(() => h.anonymous.post("/v1/auth/refresh", { refresh_token: refreshToken }));
+    expect(failed.status).toBe(500);
+    expect((await h.db.oAuthRefreshToken.findUniqueOrThrow({ where: { tokenHash: hashSecret(refreshToken) } })).usedAt).toBeNull();
+    const retried = await h.anonymous.post("/v1/auth/refresh", { refresh_token: refreshToken });
+    expect(retried.status, retried.text).toBe(200);
+    expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grantId } })).revokedAt).toBeNull();
+  });
+
+  it("at /oauth/token too", async () => {
+    const { grantId, refreshToken } = await signedIn("HalfRefreshToken");
+    const failed = await withRefreshInsertsFailing(() => tokenEndpoint({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: CLI_CLIENT_ID }));
+    expect(failed.status).toBe(500);
+    const retried = await tokenEndpoint({ grant_type: "refresh_token", refresh_token: refreshToken, client_id: CLI_CLIENT_ID });
+    expect(retried.status, retried.text).toBe(200);
+    expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grantId } })).revokedAt).toBeNull();
+  });
+
+  it("a code exchange that fails half-way leaves the code unused: the retry gets the pair, nothing is revoked", async () => {
+    const { code, grantId } = await cliCode("HalfExchange");
+    const failed = await withRefreshInsertsFailing(() => h.anonymous.post("/v1/auth/exchange", { code }));
+    expect(failed.status).toBe(500);
+    const retried = await h.anonymous.post("/v1/auth/exchange", { code });
+    expect(retried.status, retried.text).toBe(200);
+    expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grantId } })).revokedAt).toBeNull();
+  });
+});
+
+describe("concurrent refreshes of one token", () => {
+  it.skipIf(!testPostgres())("ten at once: exactly one new pair, nine refusals inside the reuse grace, the grant lives", async () => {
+    const { grantId, refreshToken } = await signedIn("TenRefreshes");
+    const results = await Promise.all(Array.from({ length: 10 }, () => h.anonymous.post("/v1/auth/refresh", { refresh_token: refreshToken })));
+    expect(results.map((r) => r.status).sort()).toEqual([200, ...Array(9).fill(410)]);
+    expect(results.filter((r) => r.status === 410).every((r) => r.body.error.code === "used")).toBe(true);
+    // The first pair's refresh token and the one new pair: nothing else was minted.
+    expect(await h.db.oAuthRefreshToken.count({ where: { grantId } })).toBe(2);
+    expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grantId } })).revokedAt).toBeNull();
+    const winner = results.find((r) => r.status === 200)!;
+    expect((await h.anonymous.post("/v1/auth/refresh", { refresh_token: winner.body.data.refresh_token })).status).toBe(200);
+  });
+
+  it.skipIf(!testPostgres())("while a rotation waits to write the new pair, no one sees the old token spent without it", async () => {
+    const { grantId, refreshToken } = await signedIn("StalledRefresh");
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let refreshed: Promise<ApiResponse> | undefined;
+    let usedWhileWaiting: unknown;
+    try {
+      // Holding the grant's row keeps the rotation from writing its new refresh token (its foreign key).
+      await side.query("BEGIN");
+      await side.query("SELECT 1 FROM oauth_grants WHERE id = $1 FOR UPDATE", [grantId]);
+      refreshed = h.anonymous.post("/v1/auth/refresh", { refresh_token: refreshToken });
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the rotation never waited for the grant's row");
+        await sleep(20);
+      }
+      const { rows } = await side.query("SELECT used_at FROM oauth_refresh_tokens WHERE token_hash = $1", [hashSecret(refreshToken)]);
+      usedWhileWaiting = rows[0].used_at;
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    expect(usedWhileWaiting).toBeNull();
+    const res = await refreshed!;
+    expect(res.status, res.text).toBe(200);
+    expect(await h.db.oAuthRefreshToken.count({ where: { grantId } })).toBe(2);
+  });
+
+  it.skipIf(!testPostgres())("a rotation waiting while the grant is revoked is refused and mints nothing", async () => {
+    const { grantId, refreshToken } = await signedIn("RevokedMidRefresh");
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let refreshed: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("UPDATE oauth_grants SET revoked_at = now(), revoked_reason = 'revoked_by_user' WHERE id = $1", [grantId]);
+      let settled = false;
+      refreshed = h.anonymous.post("/v1/auth/refresh", { refresh_token: refreshToken }).finally(() => (settled = true));
+      // Until it waits for the revocation, or (no lock taken on the grant) it has answered before it.
+      for (let waited = 0; !settled; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the rotation neither waited for the grant's row nor answered");
+        await sleep(20);
+      }
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const res = await refreshed!;
+    expect([res.status, res.body?.error?.code], res.text).toEqual([410, "revoked"]);
+    expect(await h.db.oAuthRefreshToken.count({ where: { grantId } })).toBe(1);
+  });
+});
