@@ -9,6 +9,7 @@ import { issueAccessToken } from "./access-token.ts";
 
 /** The client impersonation grants name; no flow can use it (no redirect URIs, its own kind). */
 export const IMPERSONATION_CLIENT_ID = "engram-admin";
+export const IMPERSONATION_CLIENT_KIND = "impersonation";
 export const IMPERSONATION_TTL_SECONDS = 900;
 
 export const impersonateBodySchema = atLeastOneOf(
@@ -37,7 +38,7 @@ export async function impersonateUser(ctx: RequestContext, input: ImpersonateBod
   const grant = await ctx.db.$transaction(async (tx) => {
     await tx.oAuthClient.upsert({
       where: { id: IMPERSONATION_CLIENT_ID },
-      create: { id: IMPERSONATION_CLIENT_ID, name: "Administrator (impersonation)", redirectUris: [], kind: "impersonation" },
+      create: { id: IMPERSONATION_CLIENT_ID, name: "Administrator (impersonation)", redirectUris: [], kind: IMPERSONATION_CLIENT_KIND },
       update: {},
     });
     return tx.oAuthGrant.create({

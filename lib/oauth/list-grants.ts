@@ -3,6 +3,8 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
+import { IMPERSONATION_CLIENT_KIND } from "@/lib/auth/impersonate-user.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
 import type { ListQuery } from "@/lib/hubs/hub-fields.ts";
 import { isUuid } from "@/lib/ids.ts";
 
@@ -10,8 +12,19 @@ import { isUuid } from "@/lib/ids.ts";
 const DEFAULT_GRANT_PAGE = 100;
 const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
+/**
+ * The grants that connect an app: exchanged (a refresh token is left), with a code that can still
+ * be exchanged, or an administrator's impersonation (no token to exchange, shown to its user).
+ * A consent whose code expired unexchanged connected nothing; the hourly prune deletes it.
+ */
+export function listedGrant(now: Date) {
+  return {
+    OR: [{ refreshTokens: { some: {} } }, { codes: { some: { expiresAt: { gt: now } } } }, { client: { kind: IMPERSONATION_CLIENT_KIND } }],
+  } satisfies Prisma.OAuthGrantWhereInput;
+}
+
 /** The caller's active OAuth grants, newest first: which app reaches which hubs, with what access. */
-export async function listGrants(ctx: Pick<AuthContext, "db" | "user" | "credential">, query: ListQuery) {
+export async function listGrants(ctx: Pick<AuthContext, "db" | "user" | "credential" | "now">, query: ListQuery) {
   // Each grant names the hubs it reaches: not for a key limited to some hubs (see listApiKeys).
   if (ctx.credential.hubIds !== null) {
     throw new ApiError("forbidden", "This API key is limited to some hubs; listing the account's connected apps needs a key for the whole account");
@@ -23,6 +36,7 @@ export async function listGrants(ctx: Pick<AuthContext, "db" | "user" | "credent
     where: {
       userId: ctx.user.id,
       revokedAt: null,
+      AND: [listedGrant(ctx.now())],
       ...(after && { OR: [{ createdAt: { lt: new Date(after[0]) } }, { createdAt: new Date(after[0]), id: { lt: after[1] } }] }),
     },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],

@@ -1,5 +1,7 @@
 import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
+import { CODE_TTL_MS } from "./approve-consent.ts";
+import { listedGrant } from "./list-grants.ts";
 
 /**
  * How long a code or refresh token is kept past its expiry. Every refresh adds a row (hourly for
@@ -10,7 +12,11 @@ import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 export const EXPIRED_TOKEN_RETENTION_MS = 24 * 60 * 60_000;
 const PRUNE_BATCH = 1000;
 
-/** Deletes codes and refresh tokens expired over a day ago, in bounded batches. Returns rows deleted. */
+/**
+ * Deletes codes and refresh tokens expired over a day ago, and the grants left with neither (a
+ * consent whose code was never exchanged, or a grant idle past its last refresh token), in bounded
+ * batches. Returns rows deleted.
+ */
 export async function pruneExpiredOAuthTokens(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
   const where = { expiresAt: { lt: new Date(now.getTime() - EXPIRED_TOKEN_RETENTION_MS) } };
   const prisma = database.prisma;
@@ -26,5 +32,15 @@ export async function pruneExpiredOAuthTokens(database: Database, now = new Date
     PRUNE_BATCH,
     maxBatches,
   );
-  return codes + tokens;
+  // Grants after their codes and tokens: what those deletions left tokenless goes in this run.
+  // Past its code's lifetime and the retention, a grant with no refresh token can never get one.
+  const grantWhere = { createdAt: { lt: new Date(now.getTime() - CODE_TTL_MS - EXPIRED_TOKEN_RETENTION_MS) }, NOT: listedGrant(now) };
+  const grants = await deleteInBatches(
+    (take) => prisma.oAuthGrant.findMany({ where: grantWhere, select: { id: true }, take }),
+    // The condition again: a refresh token written since the read keeps its grant.
+    (ids) => prisma.oAuthGrant.deleteMany({ where: { ...grantWhere, id: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
+  return codes + tokens + grants;
 }

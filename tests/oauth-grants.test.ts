@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hashSecret } from "@/lib/auth/hash-secret.ts";
+import { newId } from "@/lib/ids.ts";
+import { approveConsent, CODE_TTL_MS } from "@/lib/oauth/approve-consent.ts";
+import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
+import { findClient } from "@/lib/oauth/find-client.ts";
+import { EXPIRED_TOKEN_RETENTION_MS, pruneExpiredOAuthTokens } from "@/lib/oauth/prune-expired-tokens.ts";
+import { pruneUnusedOAuthClients } from "@/lib/oauth/prune-unused-clients.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+/** Connected apps: a consent whose code was never exchanged connected nothing. */
+let h: Harness;
+
+beforeAll(async () => {
+  h = await createHarness();
+  await ensureCliClient(h.db);
+});
+afterAll(() => h.close());
+
+async function consent(user: Client, clientId = CLI_CLIENT_ID) {
+  const request = { client: await findClient(h.db, clientId, new Date()), redirectUri: "", state: undefined, codeChallenge: "", resource: "http://engram.test/mcp", wantsWrite: true };
+  const code = await approveConsent(h.db, user, request, { hubIds: null, write: true }, new Date());
+  const row = await h.db.oAuthCode.findUniqueOrThrow({ where: { codeHash: hashSecret(code) } });
+  return { code, grantId: row.grantId };
+}
+
+const listed = async (user: Client) => ((await user.get("/v1/auth/oauth-grants")).body.data.grants as { id: string }[]).map((g) => g.id);
+
+/** Moves a grant and its code back in time, as if consented to `ms` ago. */
+async function consentedAgo(grantId: string, ms: number) {
+  const at = new Date(Date.now() - ms);
+  await h.db.oAuthGrant.update({ where: { id: grantId }, data: { createdAt: at } });
+  await h.db.oAuthCode.updateMany({ where: { grantId }, data: { expiresAt: new Date(at.getTime() + CODE_TTL_MS) } });
+}
+
+describe("a consent whose code was never exchanged", () => {
+  it("is listed while its code can still be exchanged, and drops out once the code expires", async () => {
+    const ann = await h.user("Ann");
+    const pending = await consent(ann);
+    const exchanged = await consent(ann);
+    expect((await h.anonymous.post("/v1/auth/exchange", { code: exchanged.code })).status).toBe(200);
+    expect((await listed(ann)).sort()).toEqual([pending.grantId, exchanged.grantId].sort());
+    await consentedAgo(pending.grantId, CODE_TTL_MS + 1000);
+    await consentedAgo(exchanged.grantId, CODE_TTL_MS + 1000);
+    expect(await listed(ann)).toEqual([exchanged.grantId]);
+  });
+
+  it("is deleted by the hourly prune once its code is long expired, and its client can be pruned in turn", async () => {
+    const bob = await h.user("Bob");
+    await h.db.oAuthClient.create({ data: { id: "ec_pending", name: "Pending", redirectUris: ["https://c.example/cb"], kind: "registered", createdAt: new Date(Date.now() - 2 * EXPIRED_TOKEN_RETENTION_MS) } });
+    const stale = await consent(bob, "ec_pending");
+    const recent = await consent(bob);
+    const used = await consent(bob);
+    expect((await h.anonymous.post("/v1/auth/exchange", { code: used.code })).status).toBe(200);
+    await consentedAgo(stale.grantId, CODE_TTL_MS + EXPIRED_TOKEN_RETENTION_MS + 60_000);
+    await consentedAgo(used.grantId, CODE_TTL_MS + EXPIRED_TOKEN_RETENTION_MS + 60_000);
+    await pruneExpiredOAuthTokens(h.database);
+    const left = await h.db.oAuthGrant.findMany({ where: { userId: bob.id }, select: { id: true } });
+    expect(left.map((g) => g.id).sort()).toEqual([recent.grantId, used.grantId].sort());
+    expect(await pruneUnusedOAuthClients(h.database)).toBe(1);
+    expect(await h.db.oAuthClient.count({ where: { id: "ec_pending" } })).toBe(0);
+  });
+
+  it("an impersonation grant (no code, no refresh token) stays listed for its user to see", async () => {
+    const cat = await h.user("Cat");
+    await h.db.oAuthClient.create({ data: { id: "engram-admin", name: "Administrator (impersonation)", redirectUris: [], kind: "impersonation" } });
+    const grant = await h.db.oAuthGrant.create({
+      data: { id: newId(), userId: cat.id, clientId: "engram-admin", hubIds: [], allHubs: true, scope: "read write", resource: "http://engram.test/mcp", createdAt: new Date(Date.now() - 2 * EXPIRED_TOKEN_RETENTION_MS) },
+    });
+    expect(await listed(cat)).toEqual([grant.id]);
+    await pruneExpiredOAuthTokens(h.database);
+    expect(await h.db.oAuthGrant.count({ where: { id: grant.id } })).toBe(1);
+  });
+});
