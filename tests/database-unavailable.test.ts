@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
 import { isDatabaseUnavailable, isTransactionExpired } from "@/lib/db/errors.ts";
-import { dispatch } from "./support/router.ts";
+import { dispatch, routerFor } from "./support/router.ts";
 
 /**
  * A PostgreSQL server that is down (restart, failover) is a 503 with Retry-After, not a 500: the fault
@@ -24,6 +24,21 @@ it("answers 503 unavailable with Retry-After when the database cannot be reached
   expect(res.headers.get("retry-after")).toBe("2");
   const body = await res.json();
   expect(body.error.code).toBe("unavailable");
+});
+
+it("answers the OAuth endpoints' clients 503 temporarily_unavailable with Retry-After, in RFC 6749's shape, not a 500 server_error", async () => {
+  const oauth = routerFor(["oauth"]);
+  const form = { "content-type": "application/x-www-form-urlencoded" };
+  for (const [path, body] of [
+    ["/oauth/token", "grant_type=refresh_token&refresh_token=ert_x&client_id=c"],
+    ["/oauth/register", JSON.stringify({ redirect_uris: ["https://c.example/cb"] })],
+  ] as const) {
+    const res = await oauth(new Request(`http://engram.test${path}`, { method: "POST", headers: path === "/oauth/token" ? form : { "content-type": "application/json" }, body }));
+    expect(res.status, path).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("2");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(await res.json()).toEqual({ error: "temporarily_unavailable", error_description: "The database is not available; try again shortly" });
+  }
 });
 
 it("tells a lost connection from a request's own database error", async () => {

@@ -1,3 +1,5 @@
+import type { ApiError } from "@/lib/api/errors.ts";
+
 /** RFC 6749 §5.2 error codes (plus RFC 8707's invalid_target and RFC 7591's registration errors). */
 export type OAuthErrorCode =
   | "invalid_request"
@@ -30,10 +32,15 @@ export function oauthJson(body: unknown, status = 200, headers: Record<string, s
   return Response.json(body, { status, headers: { "Cache-Control": "no-store", Pragma: "no-cache", ...headers } });
 }
 
-export function oauthErrorResponse(error: unknown, requestId?: string): Response {
+/**
+ * `error` in RFC 6749's shape. Anything but an OAuthError has been through the REST mapping
+ * (toApiError, which logs it): a database that cannot answer is a 503 the client retries after
+ * Retry-After, as on REST, and everything else a generic 500.
+ */
+export function oauthErrorResponse(error: OAuthError | ApiError): Response {
   if (error instanceof OAuthError) {
     return oauthJson({ error: error.error, error_description: error.description }, error.status, error.error === "invalid_client" ? { "WWW-Authenticate": 'Basic realm="engram"' } : {});
   }
-  console.error(`[${requestId ?? "oauth"}] unhandled OAuth error`, error);
+  if (error.code === "unavailable") return oauthJson({ error: "temporarily_unavailable", error_description: error.message }, 503, error.headers);
   return oauthJson({ error: "server_error", error_description: "Internal error" }, 500);
 }

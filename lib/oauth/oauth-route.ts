@@ -1,7 +1,7 @@
 import type { RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { readBody } from "@/lib/api/parse.ts";
-import { withPublic, type RouteHandler } from "@/lib/api/with-auth.ts";
+import { toApiError, withPublic, type RouteHandler } from "@/lib/api/with-auth.ts";
 import { OAuthError, oauthErrorResponse } from "./oauth-error.ts";
 
 const CORS = {
@@ -21,7 +21,7 @@ export function oauthRoute(handler: (ctx: RequestContext, req: Request) => Promi
     try {
       response = await handler(ctx, req);
     } catch (error) {
-      response = oauthErrorResponse(error, ctx.requestId);
+      response = oauthErrorResponse(error instanceof OAuthError ? error : toApiError(error, ctx.requestId));
     }
     if (options.cors !== false) for (const [name, value] of Object.entries(CORS)) response.headers.set(name, value);
     return response;
