@@ -31,6 +31,10 @@ export async function restartOnboarding(ctx: AuthContext): Promise<NotificationO
     // The highest version so far, not the newest row's: a clock that stepped back cannot repeat one.
     const versions = await tx.notification.findMany({ where, select: { sourceId: true } });
     const version = Math.max(0, ...versions.map((row) => onboardingVersion(row.sourceId))) + 1;
+    // Under each pending checklist's own lock, as its item ticks and self-resolution take it: a tick that
+    // had read it pending wrote it back whole (as applied_auto) over this dismissal, after it was answered.
+    const pending = await tx.notification.findMany({ where: { ...where, status: "pending" }, select: { id: true }, orderBy: { id: "asc" } });
+    await lockForTransaction(tx, pending.map((row) => `notification:${row.id}`));
     await tx.notification.updateMany({ where: { ...where, status: "pending" }, data: { status: "resolved", resolution: "dismissed", resolvedAt: now } });
     const created = await createNotification(tx, {
       userId: ctx.user.id,
