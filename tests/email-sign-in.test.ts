@@ -93,7 +93,7 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: cyd.email, code })).status).toBe(401);
   });
 
-  it("signs a new address up when sign-up is open, and mails nothing when it is closed", async () => {
+  it("signs a new address up when sign-up is open, and mails no code when it is closed", async () => {
     const { code } = await requestCode("newcomer@example.test");
     const res = await h.anonymous.post("/v1/auth/email/verify", { email: "newcomer@example.test", code });
     expect(res.status).toBe(200);
@@ -106,6 +106,44 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect(closed.res.body.data).toEqual({ status: "sent", expires_in: 600, email: "stranger@example.test", cooldown: 60 });
     expect(closed.code).toBeUndefined();
     expect(await h.db.user.count({ where: { email: "stranger@example.test" } })).toBe(0);
+  });
+
+  it("on a server closed to sign-ups, the answer does not tell an account from none; only the mailbox learns", async () => {
+    process.env.ENGRAM_ALLOW_SIGNUP = "false";
+    const ida = await h.user("Ida");
+    const nobody = `nobody-${Date.now()}@example.test`;
+    const request = (email: string) => h.anonymous.post("/v1/auth/email/request", { email });
+    const sameShape = (res: { status: number; body: any }, email: string) => ({ status: res.status, body: JSON.parse(JSON.stringify(res.body).replaceAll(email, "<email>")) });
+
+    // Both addresses get a mail: the account's holds a code, the other says there is no account (and no code).
+    const before = smtp.messages.length;
+    const [known, unknown] = [await request(ida.email), await request(nobody)];
+    expect(sameShape(unknown, nobody)).toEqual(sameShape(known, ida.email));
+    const mails = smtp.messages.slice(before);
+    expect(mails.map((m) => m.to.join())).toEqual([expect.stringContaining(ida.email), expect.stringContaining(nobody)]);
+    expect(codeIn(mails[0]!.data)).toMatch(/^\d{6}$/);
+    expect(codeIn(mails[1]!.data)).toBeUndefined();
+    expect(mails[1]!.data.replace(/=\r\n/g, "").replace(/\s+/g, " ")).toContain("no Engram account for this address");
+
+    // A mail server that refuses the message fails both alike.
+    const refusing = await startSmtp({ rejectRcpt: true });
+    process.env.SMTP_URL = refusing.url;
+    try {
+      await h.db.emailSignInCode.updateMany({ where: { email: { in: [ida.email, nobody] } }, data: { createdAt: new Date(Date.now() - 61_000) } });
+      const [knownDown, unknownDown] = [await request(ida.email), await request(nobody)];
+      expect(knownDown.status).toBe(503);
+      expect(sameShape(unknownDown, nobody)).toEqual(sameShape(knownDown, ida.email));
+    } finally {
+      process.env.SMTP_URL = smtp.url;
+      await refusing.close();
+    }
+
+    // A development server returns a code either way.
+    process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+    await h.db.emailSignInCode.updateMany({ where: { email: { in: [ida.email, nobody] } }, data: { createdAt: new Date(Date.now() - 3_700_000) } });
+    const [devKnown, devUnknown] = [await request(ida.email), await request(nobody)];
+    expect(devKnown.body.data.dev_code).toMatch(/^\d{6}$/);
+    expect(Object.keys(devUnknown.body.data).sort()).toEqual(Object.keys(devKnown.body.data).sort());
   });
 
   it("with a redirect_uri, verify answers an exchange code for the CLI's loopback address", async () => {

@@ -4,7 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { newId } from "@/lib/ids.ts";
-import { sendMail } from "@/lib/mail/send-mail.ts";
+import { sendMail, type MailMessage } from "@/lib/mail/send-mail.ts";
 import { isCliRedirectUri } from "@/lib/oauth/cli-client.ts";
 import {
   EMAIL_CODE_COOLDOWN_SECONDS,
@@ -23,9 +23,11 @@ export function emailCodesReturned(): boolean {
 /**
  * POST /v1/auth/email/request: mails a six-digit sign-in code (Memax's email OTP). The answer is
  * the same whether or not the address has an account; the account is decided at verify. An
- * address with no account on a server closed to sign-ups gets no mail. A newer code replaces the
- * older one. Without SMTP_URL no code could arrive, so e-mail sign-in is off (403), unless
- * ENGRAM_EMAIL_CODE_DEV_RETURN=1 puts it in the answer.
+ * address with no account on a server closed to sign-ups is mailed that it has none, with no code:
+ * the same work and the same answer (a mail server's refusal included) as for an account, so
+ * neither the answer nor its timing tells whether one exists; only the mailbox's owner learns it.
+ * A newer code replaces the older one. Without SMTP_URL no code could arrive, so e-mail sign-in is
+ * off (403), unless ENGRAM_EMAIL_CODE_DEV_RETURN=1 puts it in the answer.
  */
 export async function requestEmailCode(ctx: RequestContext, input: RequestEmailCodeBody) {
   const devReturn = emailCodesReturned();
@@ -66,25 +68,35 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
       },
     });
   });
-  if (eligible) {
-    const delivery = await sendMail(
-      ctx.db,
-      {
-        to: email,
-        subject: "Your Engram sign-in code",
-        text: `Your Engram sign-in code is ${code}.\n\nIt works once, for ${EMAIL_CODE_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this e-mail.`,
-        kind: "sign_in_code",
-        secrets: [code],
-      },
-      now,
-    );
-    if (delivery.status === "failed") throw new ApiError("unavailable", "The mail server did not accept the sign-in code; try again later");
-  }
+  const delivery = await sendMail(ctx.db, eligible ? codeMail(email, code) : noAccountMail(email), now);
+  if (delivery.status === "failed") throw new ApiError("unavailable", "The mail server did not accept the sign-in code; try again later");
   return {
     status: "sent" as const,
     expires_in: EMAIL_CODE_TTL_SECONDS,
     email,
     cooldown: EMAIL_CODE_COOLDOWN_SECONDS,
-    ...(devReturn && eligible && { dev_code: code }),
+    // Either way: a code only for accounts would tell them apart (verify refuses an address without one).
+    ...(devReturn && { dev_code: code }),
+  };
+}
+
+function codeMail(email: string, code: string): MailMessage {
+  return {
+    to: email,
+    subject: "Your Engram sign-in code",
+    text: `Your Engram sign-in code is ${code}.\n\nIt works once, for ${EMAIL_CODE_TTL_SECONDS / 60} minutes. If you did not ask for it, ignore this e-mail.`,
+    kind: "sign_in_code",
+    secrets: [code],
+  };
+}
+
+function noAccountMail(email: string): MailMessage {
+  return {
+    to: email,
+    subject: "Signing in to Engram",
+    text:
+      "Someone asked to sign in to Engram with this address, but there is no Engram account for this address, and this server does not let new accounts sign up. " +
+      "Ask its administrator for an account.\n\nIf you did not ask, ignore this e-mail.",
+    kind: "sign_in_code",
   };
 }
