@@ -338,3 +338,45 @@ describe("a checklist restarted while one of its items is being ticked", () => {
     expect(await h.db.notification.count({ where: { userId: fay.id, kind: "checklist", status: "pending" } })).toBe(1);
   });
 });
+
+describe("signing out while the same session makes a key", () => {
+  /**
+   * A key's insert re-reads its session under the api-keys lock, but a sign-out wrote the ended
+   * session without that lock: a POST that had checked the session went on to commit its key after
+   * the sign-out had answered, a key the signed-out session made afterwards. Here the key's insert
+   * is held (a second connection locks the table) after its check, and the sign-out runs meanwhile.
+   */
+  it.skipIf(!testPostgres())("the sign-out answers only after the key it overlapped is committed", async () => {
+    const gil = await h.user("SignOutKeyMaker");
+    const cookie = await sessionCookieFor(h.db, gil.id);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const order: string[] = [];
+    let made: Promise<ApiResponse> | undefined;
+    let signedOut: Promise<boolean> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("LOCK TABLE api_keys IN SHARE MODE");
+      made = h.anonymous.post("/v1/auth/api-keys", { name: "overlapping" }, { headers: { cookie, "sec-fetch-site": "same-origin" } }).then((res) => (order.push(`key ${res.status}`), res));
+      await untilBlockedOrDone(side, () => order.length > 0);
+      signedOut = endSession(h.db, cookie).then((ended) => (order.push("signed out"), ended));
+      // Until the sign-out has answered, or waits for a lock.
+      for (let waited = 0; !order.includes("signed out"); waited += 20) {
+        const { rows } = await side.query(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        );
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the sign-out neither finished nor waited");
+        await sleep(20);
+      }
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    expect(await signedOut!).toBe(true);
+    expect((await made!).status).toBe(201);
+    expect(order).toEqual(["key 201", "signed out"]);
+    expect((await h.anonymous.post("/v1/auth/api-keys", { name: "after" }, { headers: { cookie, "sec-fetch-site": "same-origin" } })).status).toBe(401);
+  });
+});

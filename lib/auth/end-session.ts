@@ -1,5 +1,7 @@
 import { decode } from "next-auth/jwt";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
+import { apiKeysLockKey } from "./create-api-key.ts";
 import { SESSION_MAX_AGE_SECONDS, sessionSecret, sessionTokenFrom } from "./session.ts";
 
 /**
@@ -23,7 +25,12 @@ export async function endSession(db: Db, cookieHeader: string | null, now = new 
   const sid = typeof payload.sid === "string" ? payload.sid : undefined;
   const id = sid ?? payload.jti;
   const expiresAt = sid ? new Date(now.getTime() + SESSION_MAX_AGE_SECONDS * 1000) : new Date(payload.exp * 1000);
-  await db.endedSession.upsert({ where: { jti: id }, create: { jti: id, expiresAt }, update: {} });
+  await db.$transaction(async (tx) => {
+    // The lock a key or grant this session is making holds while it re-reads the session: one that read it
+    // live is committed before this sign-out answers, one that waits here reads it ended (a 401).
+    if (typeof payload.sub === "string") await lockForTransaction(tx, apiKeysLockKey(payload.sub));
+    await tx.endedSession.upsert({ where: { jti: id }, create: { jti: id, expiresAt }, update: {} });
+  });
   await db.endedSession.deleteMany({ where: { expiresAt: { lt: now } } });
   return true;
 }
