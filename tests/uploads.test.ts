@@ -15,7 +15,8 @@ import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing }
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
 import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
 import { assertUploadLimit, DOCX_TYPE } from "@/lib/uploads/upload-limits.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { charactersRead } from "./support/characters-read.ts";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import { makeDocx, makePdf, makePng } from "./support/make-files.ts";
 import { dispatch } from "./support/router.ts";
 
@@ -679,6 +680,34 @@ describe("a file deleted while it is being served", () => {
     } finally {
       setBlobStore(new LocalBlobStore(blobDir));
     }
+  });
+});
+
+describe("serving an attachment", () => {
+  it.skipIf(testPostgres())("reads the file's reference, not the memory's whole text, and still only for a caller who can read the memory", async () => {
+    const png = makePng(8, 8);
+    const created = await upload(ann, "map.png", "image/png", png);
+    const memory = await processed(ann, created.id);
+    const attachmentId = memory.attachments[0].id;
+    // A memory whose extracted text is about 1 MB, as a long PDF's is.
+    await h.db.memory.update({ where: { id: created.id }, data: { content: "The survey map of the marsh. ".repeat(35_000) } });
+    const base = `http://engram.test/v1/memories/${created.id}/attachments/${attachmentId}`;
+    const get = (key: string) => dispatch(new Request(`${base}/download`, { headers: { authorization: `Bearer ${key}` } }));
+    let download: Response | undefined;
+    let view: Awaited<ReturnType<Client["post"]>> | undefined;
+    const read = await charactersRead(h.database, async () => {
+      download = await get(ann.key);
+      view = await ann.post(`/v1/memories/${created.id}/attachments/${attachmentId}/view-url`);
+    });
+    expect(download!.status).toBe(200);
+    expect(Buffer.from(await download!.arrayBuffer()).equals(png)).toBe(true);
+    expect(view!.status).toBe(200);
+    // Both used to load the whole memory row (1 MB each) only to learn that the caller may read it.
+    expect(read).toBeLessThan(50_000);
+    const outsider = await get(bob.key);
+    expect(outsider.status).toBe(404);
+    expect(await outsider.json()).toMatchObject({ error: { code: "not_found" } });
+    expect((await bob.post(`/v1/memories/${created.id}/attachments/${attachmentId}/view-url`)).status).toBe(404);
   });
 });
 
