@@ -1,5 +1,7 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { openDatabase, setDatabase } from "@/lib/db/database.ts";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
 let ann: Client;
@@ -182,6 +184,63 @@ describe("GET /v1/memories", () => {
         cursor = res.body.data.next_cursor;
       } while (cursor);
       expect(seen, sort).toEqual(expected);
+    }
+    // The filters and the cursor hold in each hub's walk as in the one statement.
+    await h.db.memory.updateMany({ where: { id: { in: made.filter((_, i) => i % 2 === 0) } }, data: { kind: "procedural" } });
+    const filtered = { hubId: { in: hubs }, kind: "procedural", ownerId: merger.id, createdAt: { gt: new Date("2025-12-31T00:00:00.000Z"), lt: new Date("2099-01-01T00:00:00.000Z") } };
+    for (const sort of ["newest", "relevant"] as const) {
+      const expected = (
+        await h.db.memory.findMany({
+          where: filtered,
+          orderBy: sort === "relevant" ? [{ accessCount: "desc" }, { createdAt: "desc" }, { id: "desc" }] : [{ createdAt: "desc" }, { id: "desc" }],
+          select: { id: true },
+        })
+      ).map((m) => m.id);
+      expect(expected).toHaveLength(9);
+      const seen: string[] = [];
+      let cursor = "";
+      do {
+        const filters = `kind=procedural&actor=${merger.id}&created_after=2025-12-31T00:00:00Z&created_before=2099-01-01T00:00:00Z`;
+        const res = await merger.get(`/v1/memories?sort=${sort}&${filters}&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+        expect(res.status).toBe(200);
+        expect(res.body.data.total).toBe(9);
+        seen.push(...ids(res));
+        cursor = res.body.data.next_cursor;
+      } while (cursor);
+      expect(seen, sort).toEqual(expected);
+    }
+  });
+
+  // On PostgreSQL requests share a pool of connections (ENGRAM_DB_POOL_SIZE, 10): a list that takes
+  // one per hub at once leaves the other requests waiting for the pool while it runs.
+  test.runIf(testPostgres())("across twelve hubs: the page is read on one connection, not one per hub", async () => {
+    const many = await h.user("Many");
+    const hubs = [many.personalHubId];
+    for (let i = 0; i < 11; i++) hubs.push(await h.teamHub(many));
+    for (const [i, hub] of hubs.entries()) {
+      expect((await many.post("/v1/memories", { content: `hub note ${i}` }, { headers: { "x-hub-id": hub } })).status).toBe(201);
+    }
+    // A pool of its own, so that the connections it opens are this request's alone.
+    const app = await openDatabase({ url: h.url! });
+    const observer = new pg.Client({ connectionString: h.url });
+    await observer.connect();
+    const connections = async () =>
+      (await observer.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")).rows[0]!.n;
+    setDatabase(app);
+    try {
+      // One hub's list opens what any list needs (the membership, then the page and the total at once).
+      expect((await many.get(`/v1/memories?hub_id=${hubs[0]}`)).status).toBe(200);
+      const before = await connections();
+      const res = await many.get("/v1/memories?limit=5");
+      expect(res.status).toBe(200);
+      expect(res.body.data.total).toBe(12);
+      expect(ids(res)).toHaveLength(5);
+      // It used to open one more for each hub past the first (up to the pool's ten).
+      expect((await connections()) - before).toBeLessThanOrEqual(1);
+    } finally {
+      setDatabase(h.database);
+      await observer.end();
+      await app.close();
     }
   });
 });
