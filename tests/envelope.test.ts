@@ -106,6 +106,30 @@ describe("envelope and headers", () => {
   });
 });
 
+describe("a unique index that a write runs into", () => {
+  test("is 409 conflict with a message that names no column, index or value, not a 500", async () => {
+    const uma = await h.user("Uma");
+    const first = await uma.post("/v1/memories", { title: "Runbook", content: "The first runbook." });
+    const second = await uma.post("/v1/memories", { title: "Checklist", content: "The second runbook." });
+    expect([first.status, second.status]).toEqual([201, 201]);
+    // A constraint no domain function checks first, as a race between a check and an insert leaves it
+    // to the database: one title per hub, in Uma's hub only.
+    await h.db.$executeRawUnsafe(`CREATE UNIQUE INDEX test_one_title_per_hub ON memories (hub_id, title) WHERE hub_id = '${uma.personalHubId}'`);
+    try {
+      const renamed = await uma.patch(`/v1/memories/${second.body.data.id}`, { title: "Runbook" });
+      const pushed = await uma.post("/v1/memories", { title: "Runbook", content: "A third runbook." });
+      for (const res of [renamed, pushed]) {
+        expect(res.status, res.text).toBe(409);
+        expect(res.body.error.code).toBe("conflict");
+        expect(res.text).not.toMatch(/test_one_title_per_hub|hub_id|title|Runbook|unique|constraint|P2002|23505|prisma/i);
+      }
+      expect((await uma.get(`/v1/memories/${second.body.data.id}`)).body.data.title).toBe("Checklist");
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP INDEX test_one_title_per_hub`);
+    }
+  });
+});
+
 describe("rate limits", () => {
   test("headers on every limited response; 429 with Retry-After once the bucket is spent", async () => {
     let now = Date.parse("2026-01-01T00:00:30Z");

@@ -1,5 +1,5 @@
 import { getDatabase } from "@/lib/db/database.ts";
-import { isDatabaseUnavailable, isForeignKeyViolation, isRecordGone, isTransactionExpired } from "@/lib/db/errors.ts";
+import { isDatabaseUnavailable, isForeignKeyViolation, isRecordGone, isTransactionExpired, isUniqueViolation } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
 import { credentialWrites, isSignedInCli, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
@@ -206,6 +206,12 @@ export function toApiError(error: unknown, requestId: string): ApiError {
     // read (the transaction rolled back whole): the thing is gone, as a request moments later would be told.
     console.warn(`[${requestId}] refers to a row deleted meanwhile`, error instanceof Error ? error.message.split("\n").at(-1) : error);
     return new ApiError("not_found", "Not found: it was deleted while this request ran");
+  }
+  if (isUniqueViolation(error)) {
+    // A row the request wrote collides with one a concurrent request wrote after this one checked
+    // (the transaction rolled back whole). The constraint's name and columns stay in the log.
+    console.warn(`[${requestId}] unique violation`, error instanceof Error ? error.message.split("\n").at(-1) : error);
+    return new ApiError("conflict", "This conflicts with a change made at the same time; reload and try again");
   }
   if (isOverloaded(error)) {
     // A deadlock or a pool wait that timed out: rolled back whole, safe to retry.
