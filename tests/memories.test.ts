@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { createHash } from "node:crypto";
 import { batchMoveMemories } from "@/lib/memories/batch-move-memories.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { charactersRead } from "./support/characters-read.ts";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
 let ann: Client;
@@ -500,6 +501,18 @@ describe("DELETE and batch operations", () => {
     expect(res.body).toEqual({ data: { id: m.id, deleted: true } });
     expect(await h.db.memory.findUnique({ where: { id: m.id } })).toBeNull();
     expect((await ann.delete(`/v1/memories/${m.id}`)).status).toBe(404);
+  });
+
+  test.skipIf(testPostgres())("DELETE reads what it checks, not the memory's whole text", async () => {
+    const id = (await ann.post("/v1/memories", { content: `# Field log\n\n${"The heron count went on all morning. ".repeat(28_000)}` })).body.data.id;
+    let res: Awaited<ReturnType<Client["delete"]>> | undefined;
+    const read = await charactersRead(h.database, async () => {
+      res = await ann.delete(`/v1/memories/${id}`);
+    });
+    expect(res!.status).toBe(200);
+    expect(await h.db.memory.findUnique({ where: { id } })).toBeNull();
+    // A memory of about 1 MB: the permission check read all of it.
+    expect(read).toBeLessThan(50_000);
   });
 
   test("contributor_delete_policy decides contributors' deletes", async () => {

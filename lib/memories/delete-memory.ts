@@ -11,7 +11,7 @@ const CHANGED = Symbol("changed");
 /** Hard delete of the memory with its chunks and attachments (cascade), then the attachments' files. */
 export async function deleteMemory(ctx: AuthContext, id: string): Promise<{ id: string; deleted: true }> {
   for (;;) {
-    const { memory, role } = await findMemoryOrThrow(ctx, id);
+    const { memory, role } = await findMemoryOrThrow(ctx, id, { content: false });
     if (!canDeleteMemory(role, memory.ownerId === ctx.user.id, memory.hub)) {
       throw new ApiError("forbidden", `Your role (${role}) does not allow deleting this memory`);
     }

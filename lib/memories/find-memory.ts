@@ -6,15 +6,22 @@ import type { Hub, Memory } from "@/lib/db/generated/client.ts";
 import { effectiveRole, memoryAccessWhere } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 
+type Caller = Pick<AuthContext, "user" | "credential"> & { db: DbClient };
+type Found<M> = { memory: M & { hub: Hub }; role: Role };
+
 /**
  * A memory in a hub the caller may reach (lib/hubs/hub-access.ts), with the role they act with
- * there. The access rule is part of the query: a memory elsewhere is not found.
+ * there. The access rule is part of the query: a memory elsewhere is not found. `content: false`
+ * leaves out its text (up to 3 MiB) for callers that only check or act on the row.
  */
-export async function findMemoryOrThrow(ctx: Pick<AuthContext, "user" | "credential"> & { db: DbClient }, id: string): Promise<{ memory: Memory & { hub: Hub }; role: Role }> {
+export async function findMemoryOrThrow(ctx: Caller, id: string): Promise<Found<Memory>>;
+export async function findMemoryOrThrow(ctx: Caller, id: string, options: { content: false }): Promise<Found<Omit<Memory, "content">>>;
+export async function findMemoryOrThrow(ctx: Caller, id: string, options?: { content: false }): Promise<Found<Omit<Memory, "content">>> {
   const memory = isUuid(id)
     ? await ctx.db.memory.findFirst({
         where: { id, ...memoryAccessWhere(ctx) },
         include: { hub: { include: { members: { where: { userId: ctx.user.id }, select: { role: true } } } } },
+        omit: { content: options?.content === false },
       })
     : null;
   const role = memory?.hub.members[0]?.role;
