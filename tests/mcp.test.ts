@@ -5,6 +5,7 @@ import { encode } from "next-auth/jwt";
 import { sessionSecret } from "@/lib/auth/session.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import pg from "pg";
+import { charactersRead } from "./support/characters-read.ts";
 import { createHarness, testPostgres, type Client as ApiClient, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
 import { indexMemories } from "./recall-helpers.ts";
@@ -244,6 +245,25 @@ describe("tools", () => {
     const gone = await client.callTool({ name: "engram_get", arguments: { id: memory.id } });
     expect(gone.isError).toBe(true);
     expect(data(gone).error.code).toBe("not_found");
+  });
+
+  it.skipIf(testPostgres())("engram_get reads a memory's text once and engram_forget not at all", async () => {
+    const client = await connect(ann.key);
+    const content = `# Survey\n\n${"The reed beds were counted again. ".repeat(30_000)}`;
+    const id = (await ann.post("/v1/memories", { content })).body.data.id;
+    let got: Result | undefined;
+    const getting = await charactersRead(h.database, async () => {
+      got = await client.callTool({ name: "engram_get", arguments: { id } });
+    });
+    expect(data(got!).memory.content).toBe(content);
+    // The reach check before the read loaded the whole text too: twice its length.
+    expect(getting).toBeLessThan(content.length * 1.5);
+    let forgot: Result | undefined;
+    const forgetting = await charactersRead(h.database, async () => {
+      forgot = await client.callTool({ name: "engram_forget", arguments: { id } });
+    });
+    expect(data(forgot!)).toEqual({ id, deleted: true });
+    expect(forgetting).toBeLessThan(50_000);
   });
 
   it("recall quotes a chunk with a long run of spaces before a line break in linear time (ReDoS)", async () => {

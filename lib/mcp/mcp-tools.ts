@@ -149,9 +149,9 @@ async function push(env: ToolEnv, args: Omit<z.output<typeof pushInput>, "initia
   };
 }
 
-/** The memory, if it lives in a hub this credential reaches. */
+/** The memory, if it lives in a hub this credential reaches (without its text: callers read that themselves if they need it). */
 async function reachableMemory(ctx: AuthContext, id: string) {
-  const found = await findMemoryOrThrow(ctx, id);
+  const found = await findMemoryOrThrow(ctx, id, { content: false });
   assertReachable(ctx, found.memory.hubId, "Memory");
   return found;
 }
