@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { batchMoveMemories } from "@/lib/memories/batch-move-memories.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { charactersRead } from "./support/characters-read.ts";
@@ -404,6 +404,23 @@ describe("PATCH /v1/memories/{id}", () => {
     expect(changed.body.data).toMatchObject({ version: 2, content_hash: sha256("# New heading\n\nnew body"), title: "Renamed", processing_status: "pending" });
     const sameContent = await ann.patch(`/v1/memories/${m.id}`, { content: "# New heading\n\nnew body" });
     expect(sameContent.body.data.version).toBe(2);
+  });
+
+  test("a tag or classification edit leaves the stored text alone: no new copy of it is written", async () => {
+    // Random text, which PostgreSQL cannot compress: about 1 MB out of line (TOAST) whichever database runs.
+    const content = `# Samples\n\n${randomBytes(750_000).toString("base64")}`;
+    const m = (await ann.post("/v1/memories", { content })).body.data;
+    const toastBytes = async () =>
+      Number(
+        (await h.db.$queryRawUnsafe<{ n: bigint }[]>(`SELECT pg_relation_size(reltoastrelid)::bigint AS n FROM pg_class WHERE relname = 'memories'`))[0]!.n,
+      );
+    const before = await toastBytes();
+    // (A title edit rewrites the search vector, which holds the title with the text.)
+    const res = await ann.patch(`/v1/memories/${m.id}`, { tags: ["lab"], kind: "semantic", stability: "stable" });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toMatchObject({ tags: ["lab"], kind: "semantic", stability: "stable", content, version: 1 });
+    // It used to write the unchanged text back and rebuild the search vector from it: 2 MB of TOAST per edit.
+    expect((await toastBytes()) - before).toBeLessThan(100_000);
   });
 
   test("answers the full memory, as GET does: content, attachments and Memax's fields", async () => {

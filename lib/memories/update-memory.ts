@@ -81,15 +81,19 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   const stability =
     input.stability ?? (reclassify && !stabilityLocked ? classifyStability(content, kind, contentType, hint) : memory.stability);
 
+  const title = input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title);
   const growth = contentChanged ? Buffer.byteLength(content, "utf8") - Buffer.byteLength(memory.content, "utf8") : 0;
   // Growing content is checked against the owner's and the hub's storage quota in the write's transaction.
   const write = async (db: DbClient) => {
     const rows = await db.memory.updateManyAndReturn({
       where: { id: memory.id, hubId: memory.hubId, updatedAt: memory.updatedAt, ...memoryWriteGuard(ctx.user.id, "edit") },
       data: {
-        title: input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title),
+        // Title and text only when they change: either one named in the UPDATE (even unchanged) rebuilds
+        // the search vector from the whole text (memories_search_vector_trg), and the text written back
+        // is a new out-of-line (TOAST) copy of it: megabytes written for a tag edit.
+        ...(title !== memory.title && { title }),
         titleDerived: input.title !== undefined ? false : memory.titleDerived,
-        content,
+        ...(contentChanged && { content }),
         contentHash: hash,
         contentType,
         tags: input.tags ?? memory.tags,
