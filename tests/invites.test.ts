@@ -567,3 +567,32 @@ describe("an invite whose maker can no longer invite", () => {
     expect((await h.anonymous.get(`/v1/invites/${renewed.body.data.token}`)).body.data.invite.state).toBe("accepted");
   });
 });
+
+describe("a link that no longer works tells nothing about its hub", () => {
+  it("revoked, expired, used and maker-departed invites answer their state only, never the hub, its size or the inviter", async () => {
+    const own = await h.user("Owner");
+    const adm = await h.user("Admin");
+    const bob = await h.user("Bob");
+    const hub = await team(own);
+    expect((await addMemberByEmailInvite(own, hub.id, adm, "admin")).status).toBe(201);
+    const make = async (by: Client = own) => (await by.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.data as { id: string; token: string };
+    const revoked = await make();
+    await own.delete(`/v1/hubs/${hub.id}/invites/${revoked.id}`);
+    const expired = await make();
+    await h.db.invite.update({ where: { id: expired.id }, data: { expiresAt: new Date(Date.now() - 1) } });
+    const used = await make();
+    expect((await bob.post(`/v1/invites/${used.token}/accept`)).status).toBe(200);
+    const orphaned = await make(adm);
+    expect((await own.delete(`/v1/hubs/${hub.id}/members/${adm.id}`)).status).toBe(200);
+
+    for (const [token, state] of [[revoked.token, "revoked"], [expired.token, "expired"], [used.token, "accepted"], [orphaned.token, "revoked"]] as const) {
+      const res = await h.anonymous.get(`/v1/invites/${token}`);
+      expect(res.status, state).toBe(200);
+      expect(res.body.data, state).toEqual({ invite: { state } });
+      for (const secret of [hub.id, hub.name, hub.slug, own.id, "Owner", "Admin"]) expect(res.text, `${state}: ${secret}`).not.toContain(secret);
+    }
+    // A live link still shows what the join page needs.
+    const live = await h.anonymous.get(`/v1/invites/${(await make()).token}`);
+    expect(live.body.data).toMatchObject({ invite: { state: "active" }, hub: { id: hub.id, name: hub.name }, invited_by: "Owner" });
+  });
+});

@@ -6,10 +6,14 @@ import { looksLikeInviteToken } from "./invite-token.ts";
 import { inviteState } from "./serialize-invite.ts";
 
 /**
- * What the join page shows to whoever holds the link (no credential); dead
- * invites report their state. `invited_by` is the inviter's name, a string
- * (the Memax SDK's InviteDetails); nothing here names an e-mail address. The hub carries `owner_id`
- * because the SDK's Hub type requires it (an opaque id; the settings stay members-only).
+ * What the join page shows to whoever holds the link (no credential). `invited_by` is the inviter's
+ * name, a string (the Memax SDK's InviteDetails); nothing here names an e-mail address. The hub carries
+ * `owner_id` because the SDK's Hub type requires it (an opaque id; the settings stay members-only).
+ *
+ * A link that no longer admits anyone (revoked, expired, used, or its maker can no longer grant its
+ * role) answers `{ invite: { state } }` and nothing else: the hub's name, size and the inviter were
+ * shown to whoever holds the link only because it let them in, and a revoked link is most often one
+ * that reached the wrong person.
  */
 export async function getPublicInvite(ctx: RequestContext, token: string) {
   const invite = looksLikeInviteToken(token)
@@ -22,8 +26,12 @@ export async function getPublicInvite(ctx: RequestContext, token: string) {
       })
     : null;
   if (!invite) throw new ApiError("not_found", "Invite not found");
+  const stored = inviteState(invite, ctx.now());
+  // A link whose maker can no longer grant its role is refused as revoked on accept: the join page says so
+  // up front instead of offering a Join that fails.
+  const state = stored === "active" && !(await makerCanGrant(ctx.db, invite)) ? "revoked" : stored;
+  if (state !== "active") return { invite: { state } };
   const { hub } = invite;
-  const state = inviteState(invite, ctx.now());
   return {
     invite: {
       id: invite.id,
@@ -31,9 +39,7 @@ export async function getPublicInvite(ctx: RequestContext, token: string) {
       role: invite.role,
       created_at: invite.createdAt.toISOString(),
       expires_at: invite.expiresAt.toISOString(),
-      // A link whose maker can no longer grant its role is refused as revoked on accept: the join page says so
-      // up front instead of offering a Join that fails.
-      state: state === "active" && !(await makerCanGrant(ctx.db, invite)) ? "revoked" : state,
+      state,
     },
     hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: hub.hubType, owner_id: hub.ownerId, ...(hub.icon && { icon: hub.icon }), ...(hub.accent && { accent: hub.accent }) },
     member_count: hub._count.members,

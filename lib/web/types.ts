@@ -92,13 +92,16 @@ export interface Invite {
   state: string;
 }
 
-export interface PublicInvite {
-  invite: { id: string; hub_id: string; role: Role; created_at: string; expires_at: string; state: string };
-  hub: { id: string; name: string; slug: string; hub_type: "personal" | "team" };
-  member_count: number;
-  /** The inviter's name. */
-  invited_by: string;
-}
+export type PublicInvite =
+  | {
+      invite: { id: string; hub_id: string; role: Role; created_at: string; expires_at: string; state: "active" };
+      hub: { id: string; name: string; slug: string; hub_type: "personal" | "team" };
+      member_count: number;
+      /** The inviter's name. */
+      invited_by: string;
+    }
+  /** A link that no longer works says only how it ended. */
+  | { invite: { state: "revoked" | "expired" | "accepted" } };
 
 export interface Memory {
   id: string;
