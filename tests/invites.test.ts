@@ -596,3 +596,46 @@ describe("a link that no longer works tells nothing about its hub", () => {
     expect(live.body.data).toMatchObject({ invite: { state: "active" }, hub: { id: hub.id, name: hub.name }, invited_by: "Owner" });
   });
 });
+
+describe("links of a member who can no longer invite", () => {
+  it("neither admit anyone nor take one of the hub's 20 slots; the list shows them apart, bounded", async () => {
+    const own = await h.user("Owner");
+    const adm = await h.user("Admin");
+    const guest = await h.user("Guest");
+    const hub = await team(own);
+    expect((await addMemberByEmailInvite(own, hub.id, adm, "admin")).status).toBe(201);
+    const admins: { id: string; token: string }[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await adm.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" });
+      expect(res.status).toBe(201);
+      admins.push(res.body.data);
+    }
+    expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.error?.code).toBe("invite_limit_reached");
+    expect((await own.delete(`/v1/hubs/${hub.id}/members/${adm.id}`)).status).toBe(200);
+
+    // The departed admin's links let no one in...
+    const refused = await guest.post(`/v1/invites/${admins[0]!.token}/accept`);
+    expect([refused.status, refused.body.error?.code]).toEqual([410, "revoked"]);
+    // ...so they no longer hold the hub's slots: the owner can invite again, up to 20 usable links.
+    const owners: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" });
+      expect(res.status, res.text).toBe(201);
+      owners.push(res.body.data.id);
+    }
+    expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.error?.code).toBe("invite_limit_reached");
+    expect((await own.get(`/v1/hubs/${hub.id}`)).body.data.counts.invites).toBe(20);
+
+    // Every usable link is listed (none pushed out by dead ones), then the dead ones, as revoked, for regenerating.
+    const listed = (await own.get(`/v1/hubs/${hub.id}/invites`)).body.data as { id: string; state: string }[];
+    expect(listed.filter((i) => i.state === "active").map((i) => i.id).sort()).toEqual([...owners].sort());
+    expect(listed.filter((i) => i.state === "revoked").length).toBe(20);
+    expect(listed.length).toBeLessThanOrEqual(40);
+    // Regenerating one makes it usable again, so it needs a free slot like a new link.
+    const revived = await own.post(`/v1/hubs/${hub.id}/invites/${admins[1]!.id}/regenerate`);
+    expect([revived.status, revived.body.error?.code]).toEqual([409, "invite_limit_reached"]);
+    await own.delete(`/v1/hubs/${hub.id}/invites/${owners[0]}`);
+    expect((await own.post(`/v1/hubs/${hub.id}/invites/${admins[1]!.id}/regenerate`)).status).toBe(200);
+    expect((await own.get(`/v1/hubs/${hub.id}`)).body.data.counts.invites).toBe(20);
+  });
+});

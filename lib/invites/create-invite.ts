@@ -11,15 +11,17 @@ import { inviteToken } from "./invite-token.ts";
 import { deliverMail, enqueueMail } from "@/lib/mail/send-mail.ts";
 import { assertInviteMailRoom, inviteMail } from "./send-invite-email.ts";
 import { serializeInvite } from "./serialize-invite.ts";
+import { usableInviteWhere } from "./usable-invite-where.ts";
 import { onInviteCreated } from "@/lib/notifications/notify.ts";
 
 /**
  * Throws invite_limit_reached when the hub already has the maximum of usable
- * invites. Call under the hub's invite lock so concurrent creates count each other.
+ * invites. Call under the hub's invite lock so concurrent creates count each other, and under
+ * its membership lock (shared), so a maker's removal or demotion cannot change the count meanwhile.
  */
 export async function assertInviteRoom(tx: DbClient, hubId: string, now: Date): Promise<void> {
   await lockForTransaction(tx, `invites:${hubId}`);
-  const active = await tx.invite.count({ where: { hubId, state: "active", expiresAt: { gt: now } } });
+  const active = await tx.invite.count({ where: usableInviteWhere(hubId, now) });
   if (active >= MAX_ACTIVE_INVITES) {
     throw new ApiError("invite_limit_reached", `A hub can have at most ${MAX_ACTIVE_INVITES} active invites; revoke one first`, {
       limit: MAX_ACTIVE_INVITES,

@@ -5,7 +5,7 @@ import { can } from "@/lib/api/permissions.ts";
 import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { assertInviteRoom } from "./create-invite.ts";
 import { INVITE_TTL_MS } from "./invite-fields.ts";
-import { assertInviteUsable, managedInviteOrThrow } from "./invite-or-throw.ts";
+import { assertInviteUsable, makerCanGrant, managedInviteOrThrow } from "./invite-or-throw.ts";
 import { inviteToken } from "./invite-token.ts";
 import { inviteState, serializeInvite } from "./serialize-invite.ts";
 
@@ -24,8 +24,9 @@ export async function regenerateInvite(ctx: AuthContext, hubId: string, inviteId
     // check above must not walk away with a live link that still speaks for the invite's maker.
     const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "regenerate invites");
     if (invite.role === "admin" && !can(current.role, "admins.manage")) throw new ApiError("forbidden", "Only the hub owner can manage admin invites");
-    // An expired invite coming back to life takes one of the hub's active slots.
-    if (inviteState(invite, now) === "expired") await assertInviteRoom(tx, hub.id, now);
+    // An expired invite coming back to life takes one of the hub's active slots; so does one whose maker can
+    // no longer grant it (it held no slot, and the caller's name makes it usable).
+    if (inviteState(invite, now) === "expired" || !(await makerCanGrant(tx, invite))) await assertInviteRoom(tx, hub.id, now);
     const rows = await tx.invite.updateManyAndReturn({
       where: { id: invite.id, state: "active", tokenHash: invite.tokenHash },
       // The new link is the caller's to vouch for (their role was just checked under the lock): an invite

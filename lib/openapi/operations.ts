@@ -529,7 +529,7 @@ export const OPERATIONS: Operation[] = [
 
   // Invites
   { method: "get", path: "/v1/hubs/{id}/mail", tag: "Invites", summary: "The hub's mail outbox (invites sent by e-mail), newest first; owner or admin", query: listQuerySchema },
-  { method: "get", path: "/v1/hubs/{id}/invites", tag: "Invites", summary: "Usable invites, without tokens (at most 20 per hub)", data: z.array(inviteObjectSchema) },
+  { method: "get", path: "/v1/hubs/{id}/invites", tag: "Invites", summary: "Usable invites, without tokens (at most 20 per hub), then at most 20 whose maker can no longer grant them, as revoked", data: z.array(inviteObjectSchema) },
   {
     method: "post",
     path: "/v1/hubs/{id}/invites",
