@@ -358,3 +358,38 @@ describe("a checklist dismissed while its last item is ticked", () => {
     expect(await h.db.notification.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: "resolved", resolution: "applied_auto" });
   });
 });
+
+describe("invite notifications are bounded", () => {
+  it("one live row per hub per invitee: invite/revoke loops and many open links replace it, and the newest still accepts", async () => {
+    const eve = await h.user("Eve");
+    const hub = await createTeamHub(ann, "Looping hub");
+    let last = "";
+    for (let i = 0; i < 25; i++) {
+      const invite = await ann.post(`/v1/hubs/${hub}/invites`, { role: "viewer", invitee: { user_id: eve.id } });
+      expect(invite.status, invite.text).toBe(201);
+      last = invite.body.data.id;
+      // Every other one is revoked: the loop that made a new row each time; the rest stay open.
+      if (i % 2 === 1) expect((await ann.delete(`/v1/hubs/${hub}/invites/${last}`)).status).toBe(200);
+    }
+    expect(await h.db.notification.count({ where: { userId: eve.id, hubId: hub, kind: "hub_invite" } })).toBe(1);
+    const [row] = await inbox(eve, `?hub=${hub}`);
+    expect(row).toMatchObject({ kind: "hub_invite", status: "pending", source_id: last });
+    const accepted = await eve.post(`/v1/notifications/${row.id}/resolve`, { action: "accept" });
+    expect(accepted.status, accepted.text).toBe(200);
+    expect(await h.db.hubMember.count({ where: { hubId: hub, userId: eve.id } })).toBe(1);
+  });
+
+  it("one inviter's invites across many hubs reach one person's inbox at most 10 at a time; others' still arrive", async () => {
+    const fay = await h.user("Fay");
+    const spammer = await h.user("Spammer");
+    for (let i = 0; i < 12; i++) {
+      const hub = await createTeamHub(spammer, `Spam ${i}`);
+      expect((await spammer.post(`/v1/hubs/${hub}/invites`, { role: "viewer", invitee: { user_id: fay.id } })).status).toBe(201);
+    }
+    expect(await h.db.notification.count({ where: { userId: fay.id, kind: "hub_invite" } })).toBe(10);
+    const legit = await createTeamHub(ann, "Legit hub");
+    const invite = await ann.post(`/v1/hubs/${legit}/invites`, { role: "viewer", invitee: { user_id: fay.id } });
+    expect(invite.status).toBe(201);
+    expect((await inbox(fay, `?hub=${legit}`)).map((n) => n.source_id)).toEqual([invite.body.data.id]);
+  });
+});

@@ -1,4 +1,5 @@
 import type { DbClient } from "@/lib/db/database.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { createNotification } from "./create-notification.ts";
 
@@ -74,10 +75,22 @@ export async function onMemberJoined(tx: DbClient, input: { hub: HubRef; userId:
   await emitEvent(tx, { type: "member.added", hubId: input.hub.id, actorId: input.actorId, entityId: input.userId });
 }
 
-/** An invite addressed to an existing account (by user id, or by its e-mail) lands in that person's notifications. */
+/**
+ * Live invite notifications one inviter may have in one person's inbox, across hubs. Each hub has
+ * at most one per invitee (a newer invite replaces it), so this bounds what an admin of many hubs
+ * can put there; the invites themselves (their links and e-mails) are untouched.
+ */
+export const MAX_INVITE_NOTIFICATIONS_PER_INVITER = 10;
+
+/**
+ * An invite addressed to an existing account (by user id, or by its e-mail) lands in that person's
+ * notifications: one row per hub, replacing any earlier one (revoked, declined or still open — the
+ * newest invite is the one to act on), so invite/revoke loops cannot pile rows up; and at most
+ * MAX_INVITE_NOTIFICATIONS_PER_INVITER live ones from one inviter.
+ */
 export async function onInviteCreated(
   tx: DbClient,
-  invite: { id: string; hubId: string; role: string; email: string | null; expiresAt: Date; createdBy: string },
+  invite: { id: string; hubId: string; role: string; email: string | null; createdAt: Date; expiresAt: Date; createdBy: string },
   hub: HubRef,
   inviteeUserId?: string | null,
 ) {
@@ -90,6 +103,19 @@ export async function onInviteCreated(
       : null;
   if (!invitee || invitee.id === invite.createdBy) return;
   if (await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: invitee.id } } })) return;
+  // Invites in different hubs do not share the hub's invite lock: this one makes the inviter's count exact.
+  await lockForTransaction(tx, `invite-notifications:${invitee.id}`);
+  await tx.notification.deleteMany({ where: { userId: invitee.id, hubId: hub.id, kind: "hub_invite" } });
+  const fromInviter = await tx.notification.count({
+    where: {
+      userId: invitee.id,
+      kind: "hub_invite",
+      status: "pending",
+      OR: [{ expiresAt: null }, { expiresAt: { gt: invite.createdAt } }],
+      payload: { path: ["inviter", "id"], equals: invite.createdBy },
+    },
+  });
+  if (fromInviter >= MAX_INVITE_NOTIFICATIONS_PER_INVITER) return;
   await createNotification(tx, {
     userId: invitee.id,
     hubId: hub.id,
