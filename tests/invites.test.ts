@@ -639,3 +639,49 @@ describe("links of a member who can no longer invite", () => {
     expect((await own.get(`/v1/hubs/${hub.id}`)).body.data.counts.invites).toBe(20);
   });
 });
+
+describe("invitation e-mails need a proven sender", () => {
+  it("with SMTP_URL, an account whose address nothing proved gets 403 for mailing an invite (create or resend) and nothing is sent; link invites still work", async () => {
+    const smtp = await startSmtp();
+    process.env.SMTP_URL = smtp.url;
+    try {
+      const own = await h.user("Owner");
+      const hub = await team(own);
+      const earlier = (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: "first@example.test" })).body.data;
+      await h.db.invite.update({ where: { id: earlier.id }, data: { lastSentAt: new Date(Date.now() - 61_000) } });
+      const mailed = await h.db.mailOutbox.count({ where: { senderId: own.id } });
+      const sent = smtp.messages.length;
+      const invites = await h.db.invite.count({ where: { hubId: hub.id } });
+      // What a password sign-up leaves until the address is proven (an e-mail code, a provider that vouches for it).
+      await h.db.user.update({ where: { id: own.id }, data: { emailUnverified: true } });
+
+      for (const body of [{ role: "viewer", email: "stranger@example.test" }, { role: "viewer", invitee: { email: "stranger@example.test" } }]) {
+        const res = await own.post(`/v1/hubs/${hub.id}/invites`, body);
+        expect(res.status, JSON.stringify(body)).toBe(403);
+        expect(res.body.error.code).toBe("forbidden");
+        expect(res.body.error.message).toMatch(/proven/);
+      }
+      const resent = await own.post(`/v1/hubs/${hub.id}/invites/${earlier.id}/resend`);
+      expect([resent.status, resent.body.error?.code]).toEqual([403, "forbidden"]);
+      expect(await h.db.mailOutbox.count({ where: { senderId: own.id } })).toBe(mailed);
+      expect(smtp.messages.length).toBe(sent);
+      expect(await h.db.invite.count({ where: { hubId: hub.id } })).toBe(invites);
+
+      expect((await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).status).toBe(201);
+      await h.db.user.update({ where: { id: own.id }, data: { emailUnverified: false } });
+      expect((await own.post(`/v1/hubs/${hub.id}/invites/${earlier.id}/resend`)).status).toBe(200);
+    } finally {
+      delete process.env.SMTP_URL;
+      await smtp.close();
+    }
+  });
+
+  it("without SMTP_URL nothing leaves the server, so an unproven account's e-mail invite is only logged, as before", async () => {
+    const own = await h.user("Owner");
+    const hub = await team(own);
+    await h.db.user.update({ where: { id: own.id }, data: { emailUnverified: true } });
+    const res = await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer", email: "colleague@example.test" });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data.delivery).toMatchObject({ transport: "outbox", status: "logged" });
+  });
+});

@@ -2,7 +2,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { Invite } from "@/lib/db/generated/client.ts";
-import type { MailMessage } from "@/lib/mail/send-mail.ts";
+import { mailLeavesServer, type MailMessage } from "@/lib/mail/send-mail.ts";
 import { inviteEmailsPerHour } from "./invite-fields.ts";
 import { inviteUrl } from "./invite-token.ts";
 
@@ -31,13 +31,24 @@ export function inviteMail(invite: Invite & { email: string }, token: string, co
 }
 
 /**
- * Throws rate_limited when the member has sent inviteEmailsPerHour() invitation e-mails (creates
- * and resends) in the last hour. Counts their outbox rows, which outlive the hubs and invites they
- * were about; under a lock per member, held until the caller's transaction has written its own row,
- * so concurrent requests in any of their hubs count each other.
+ * Throws forbidden when mail leaves the server and the sender's own address was never proven, and rate_limited when the member
+ * has sent inviteEmailsPerHour() invitation e-mails (creates and resends) in the last hour. Counts
+ * their outbox rows, which outlive the hubs and invites they were about; under a lock per member,
+ * held until the caller's transaction has written its own row, so concurrent requests in any of
+ * their hubs count each other.
  */
 export async function assertInviteMailRoom(tx: DbClient, senderId: string, now: Date): Promise<void> {
   await lockForTransaction(tx, `invite-mails:${senderId}`);
+  // A password sign-up proves nothing (any address, made in a second): without this, throwaway accounts
+  // would have the server mail whatever addresses they like, 100 an hour each, under its name. Without
+  // SMTP nothing leaves the server (and no e-mail code can prove an address), so the outbox row is harmless.
+  const sender = mailLeavesServer() ? await tx.user.findUnique({ where: { id: senderId }, select: { emailUnverified: true } }) : null;
+  if (sender?.emailUnverified) {
+    throw new ApiError(
+      "forbidden",
+      "Invitation e-mails need an account whose e-mail address is proven; sign in once with an e-mail code (or a provider that vouches for the address), or create a link invite without an email and share the link yourself",
+    );
+  }
   const limit = inviteEmailsPerHour();
   const sent = await tx.mailOutbox.findMany({
     where: { senderId, kind: "invite", createdAt: { gt: new Date(now.getTime() - HOUR_MS) } },

@@ -80,6 +80,11 @@ export async function enqueueMail(db: DbClient, message: MailMessage, now: Date)
   });
 }
 
+/** Whether mail leaves this server (SMTP_URL is set); otherwise it is only recorded and logged. */
+export function mailLeavesServer(): boolean {
+  return Boolean(process.env.SMTP_URL);
+}
+
 /** Sends an enqueued message (after its transaction committed): through SMTP_URL, or only logged. */
 export async function deliverMail(db: DbClient, row: { id: string }, message: MailMessage): Promise<MailDelivery> {
   const url = process.env.SMTP_URL;
