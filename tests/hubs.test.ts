@@ -638,3 +638,33 @@ describe("a user id written in capitals names the same user", () => {
     expect(event.entityId).toBe(con.id);
   });
 });
+
+describe("members per hub", () => {
+  it("a hub holds at most ENGRAM_HUB_MAX_MEMBERS members: accepting or adding past it is 409 member_limit_reached, and nothing changes", async () => {
+    process.env.ENGRAM_HUB_MAX_MEMBERS = "3";
+    try {
+      const own = await h.user("Owner");
+      const [bea, cy, dan] = [await h.user("Bea"), await h.user("Cy"), await h.user("Dan")];
+      const hub = await teamHub(own);
+      await addMember(own, hub.id, bea, "contributor");
+      const link = (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.data;
+      expect((await cy.post(`/v1/invites/${link.token}/accept`)).status).toBe(200);
+
+      const spare = (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.data;
+      const refused = await dan.post(`/v1/invites/${spare.token}/accept`);
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toMatchObject({ code: "member_limit_reached", details: { limit: 3 } });
+      // The link is not spent on a join that did not happen.
+      expect((await h.db.invite.findUniqueOrThrow({ where: { id: spare.id } })).state).toBe("active");
+      const added = await addMemberByEmailInvite(own, hub.id, dan, "viewer");
+      expect([added.status, added.body.error?.code]).toEqual([409, "member_limit_reached"]);
+      expect(await h.db.hubMember.count({ where: { hubId: hub.id } })).toBe(3);
+
+      // Room again once someone leaves.
+      expect((await cy.post(`/v1/hubs/${hub.id}/leave`)).status).toBe(200);
+      expect((await dan.post(`/v1/invites/${spare.token}/accept`)).status).toBe(200);
+    } finally {
+      delete process.env.ENGRAM_HUB_MAX_MEMBERS;
+    }
+  });
+});

@@ -59,6 +59,23 @@ describe("invites and ownership", () => {
     expect(await h.db.invite.findFirstOrThrow({ where: { hubId: hub } })).toMatchObject({ state: "accepted" });
   });
 
+  it("eight users accept eight invites at once into a hub with room for one: one joins, seven get 409 member_limit_reached", async () => {
+    process.env.ENGRAM_HUB_MAX_MEMBERS = "3";
+    try {
+      const own = await h.user("Owner");
+      const hub = await h.teamHub(own, [[await h.user("Member"), "viewer"]]);
+      const tokens: string[] = [];
+      for (let i = 0; i < 8; i++) tokens.push((await own.post(`/v1/hubs/${hub}/invites`, { role: "viewer" })).body.data.token);
+      const racers = await Promise.all(tokens.map((_, i) => h.user(`Joiner${i}`)));
+      const results = await Promise.all(racers.map((u, i) => u.post(`/v1/invites/${tokens[i]}/accept`)));
+      expect(statuses(results)).toEqual([200, ...Array(7).fill(409)]);
+      expect(results.filter((r) => r.status === 409).every((r) => r.body.error.code === "member_limit_reached")).toBe(true);
+      expect(await h.db.hubMember.count({ where: { hubId: hub } })).toBe(3);
+    } finally {
+      delete process.env.ENGRAM_HUB_MAX_MEMBERS;
+    }
+  });
+
   it("one user accepts one invite five times at once: one membership", async () => {
     const own = await h.user("Owner");
     const hub = await h.teamHub(own);

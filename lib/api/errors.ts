@@ -26,6 +26,8 @@ export const ERROR_STATUS = {
   invite_limit_reached: 409,
   // Hub membership cap and the topic tree (docs/hubs.md, docs/topics.md; codes as the Memax SDK names them).
   hub_limit_reached: 409,
+  // Members per hub (ENGRAM_HUB_MAX_MEMBERS, docs/hubs.md).
+  member_limit_reached: 409,
   // A hub's board already holds its open decision gates (lib/boards; Memax's code).
   gate_limit: 409,
   // A hub's custom boards (lib/boards): at most MAX_CUSTOM_BOARDS.

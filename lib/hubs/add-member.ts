@@ -4,6 +4,7 @@ import { can } from "@/lib/api/permissions.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { assertHubRoom } from "./assert-hub-room.ts";
+import { assertMemberRoom } from "./assert-member-room.ts";
 import { assertTeamHub, hubPermissionOrThrow, lockMembershipOrThrow } from "./hub-access.ts";
 import type { AddMemberBody } from "./hub-fields.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
@@ -49,6 +50,7 @@ export async function addMember(ctx: AuthContext, hubId: string, input: AddMembe
       // an invite takes them): an admin removed or demoted meanwhile adds no one once that change has returned.
       const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "add members");
       if (input.role === "admin" && !can(current.role, "admins.manage")) throw adminsOnlyByOwner();
+      await assertMemberRoom(tx, hub.id);
       const created = await tx.hubMember.create({
         data: { hubId: hub.id, userId: user.id, role: input.role, joinedAt: now },
         include: { user: memberUserSelect },

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { MANAGED_ROLES } from "@/lib/api/permissions.ts";
+import { positiveIntEnv } from "@/lib/config.ts";
 import { NO_CONTROL_CHARACTERS } from "@/lib/users/user-name.ts";
 
 /** Documented limits of hubs (docs/hubs.md). */
@@ -13,6 +14,14 @@ export const TRANSFER_TTL_MS = 7 * 24 * 60 * 60 * 1000;
  * creating, joining or being added past it is 409 hub_limit_reached.
  */
 export const MAX_HUBS_PER_USER = 100;
+/**
+ * Members one hub may have: hub detail, summaries, member lists and every notification fan-out to
+ * a hub's managers grow with it. ENGRAM_HUB_MAX_MEMBERS, default 1,000; joining or being added past
+ * it is 409 member_limit_reached.
+ */
+export function maxHubMembers(): number {
+  return positiveIntEnv("ENGRAM_HUB_MAX_MEMBERS", 1000);
+}
 export const MAX_HUB_ICON_LENGTH = 64;
 export const HUB_ACCENTS = ["violet", "blue", "green", "amber", "rose", "slate"] as const;
 export const HEADER_AURORA_MODES = ["none", "signature", "time"] as const;

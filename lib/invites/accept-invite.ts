@@ -3,6 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { assertHubRoom } from "@/lib/hubs/assert-hub-room.ts";
+import { assertMemberRoom } from "@/lib/hubs/assert-member-room.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { assertActsForAccount, hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
 import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
@@ -30,6 +31,8 @@ export async function acceptInvite(ctx: AuthContext, token: string) {
       await assertHubRoom(tx, ctx.user.id);
       await lockForTransaction(tx, { shared: hubMembersLockKey(invite.hubId) });
       await assertMakerCanGrant(tx, invite);
+      // Before the invite is claimed: a full hub leaves the link usable for when there is room.
+      await assertMemberRoom(tx, invite.hubId);
       const { count } = await tx.invite.updateMany({
         where: { id: invite.id, tokenHash, state: "active", expiresAt: { gt: now } },
         data: { state: "accepted", acceptedBy: ctx.user.id, acceptedAt: now },

@@ -1,5 +1,5 @@
 import { config } from "@/lib/config.ts";
-import { MAX_HUBS_PER_USER } from "@/lib/hubs/hub-fields.ts";
+import { MAX_HUBS_PER_USER, maxHubMembers } from "@/lib/hubs/hub-fields.ts";
 import { MAX_ACTIVE_INVITES } from "@/lib/invites/invite-fields.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { quotaLimits } from "@/lib/quotas/quota-limits.ts";
@@ -31,7 +31,7 @@ export function planLimits(scope: "user" | "hub") {
     review_inbox: true,
     // Every hub a user belongs to counts, the personal one included.
     max_team_hubs: MAX_HUBS_PER_USER - 1,
-    max_hub_members: UNLIMITED,
+    max_hub_members: scope === "hub" ? maxHubMembers() : UNLIMITED,
     storage_bytes_limit: quota.bytes ?? UNLIMITED,
     max_attachment_bytes: maxUploadBytes(),
     max_memory_content_bytes: MAX_CONTENT_BYTES,
