@@ -1,9 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import pg from "pg";
 import { pruneEvents } from "@/lib/events/prune-events.ts";
 import { newRandomId } from "@/lib/ids.ts";
+import { setDatabase } from "@/lib/db/database.ts";
 import { runPeriodically, stopPeriodicTasks } from "@/lib/system/run-periodically.ts";
-import { createHarness, testPostgres, type Harness } from "./support/harness.ts";
+import { stopServer } from "@/lib/system/stop-server.ts";
+import { createHarness, openTestDatabase, testPostgres, type Harness } from "./support/harness.ts";
 
 /** The periodic prunes (events, mail outbox, OAuth clients, …) as lib/system/run-periodically.ts runs them. */
 let h: Harness;
@@ -73,5 +75,41 @@ describe("runPeriodically", () => {
     }
     await sleep(100);
     expect(await h.db.event.count({ where: { id } })).toBe(0);
+  });
+});
+
+describe("a graceful stop", () => {
+  // Last in this file: the stop closes the process-wide database and stops the background work.
+  it("lets a prune in progress finish before the database closes, and starts none after", async () => {
+    const database = await openTestDatabase();
+    setDatabase(database);
+    const errors = vi.spyOn(console, "error");
+    let runs = 0;
+    let counted: number | undefined;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    runPeriodically("test: prune during a stop", 20, async () => {
+      runs++;
+      // A batch done, the next one still to come when the stop begins.
+      await database.prisma.event.count();
+      await gate;
+      counted = await database.prisma.event.count();
+    });
+    await sleep(50);
+    expect(runs).toBe(1);
+    setTimeout(release, 200);
+    try {
+      await stopServer({ graceMs: 5_000 });
+      expect(counted).toBe(0);
+      expect(errors.mock.calls.map((call) => String(call[0]))).not.toContain("[engram] test: prune during a stop failed");
+      await sleep(100);
+      expect(runs).toBe(1);
+      expect(errors.mock.calls.map((call) => String(call[0]))).not.toContain("[engram] test: prune during a stop failed");
+    } finally {
+      release();
+      errors.mockRestore();
+      await stopPeriodicTasks();
+      setDatabase(h.database);
+    }
   });
 });

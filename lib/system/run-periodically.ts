@@ -33,10 +33,20 @@ export function runPeriodically(name: string, everyMs: number, task: () => Promi
   run();
 }
 
-/** Ends every periodic task: no run starts after this. */
-export async function stopPeriodicTasks(): Promise<void> {
+/**
+ * Ends every periodic task (a graceful stop, before the database closes): no run starts after this,
+ * and the runs in progress get up to `waitMs` to finish. Without the wait a prune between two batches
+ * found the database closed under it and failed.
+ */
+export async function stopPeriodicTasks(waitMs = 0): Promise<void> {
   const tasks = globalForPeriodic.__engramPeriodic;
   if (!tasks) return;
-  for (const { timer } of tasks.values()) clearInterval(timer);
+  const running = [...tasks.values()].map((task) => {
+    clearInterval(task.timer);
+    return task.running;
+  });
   tasks.clear();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(running), new Promise((resolve) => (timer = setTimeout(resolve, waitMs)))]);
+  clearTimeout(timer);
 }

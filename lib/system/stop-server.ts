@@ -5,6 +5,7 @@ import { stopDreams } from "@/lib/dreams/dream-runner.ts";
 import { drainBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { flushUsage } from "@/lib/usage/count-usage.ts";
+import { stopPeriodicTasks } from "./run-periodically.ts";
 
 export interface StopServerResult {
   /** Background jobs still running when the grace period ended (resumed by a later sweep). */
@@ -22,9 +23,12 @@ export async function stopServer(options: { graceMs: number }): Promise<StopServ
   const deadline = Date.now() + options.graceMs;
   stopDreams();
   stopChatTurns();
+  // No prune starts from now on; one in progress finishes within the grace (each batch is short).
+  const periodicStopped = stopPeriodicTasks(options.graceMs);
   const unfinishedJobs = await drainBackgroundProcessing(options.graceMs);
   // Chat turns in progress get what is left of the grace; one cut short is resumed by the next sweep.
   await Promise.race([chatTurnsIdle(), new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
+  await periodicStopped;
   await flushAccess();
   await flushUsage();
   await closeDatabase();
