@@ -394,6 +394,25 @@ describe("tools", () => {
     expect(data(res).hubs.length).toBeGreaterThan(0);
   });
 
+  it("accepts memax_* names on the 2026-07-28 revision too, whose Mcp-Name header names the alias", async () => {
+    const modern = await connect(ann.key, { negotiation: "auto" });
+    const res = await modern.callTool({ name: "memax_hubs", arguments: {} });
+    expect(res.isError).toBeFalsy();
+    expect(data(res).hubs.length).toBeGreaterThan(0);
+    const MODERN_META = {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1" },
+      "io.modelcontextprotocol/clientCapabilities": {},
+    };
+    // The header still has to agree with the body: one naming another tool is refused as before.
+    const mismatched = await raw(
+      { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "memax_hubs", arguments: {}, _meta: MODERN_META } },
+      { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "memax_list" },
+    );
+    expect(mismatched.status).toBe(400);
+    expect(mismatched.body.error.message).toContain('the Mcp-Name header names "engram_list"');
+  });
+
   it("never reaches a hub the credential cannot, and errors are isError results", async () => {
     const secret = `bob-only ${randomBytes(4).toString("hex")} quasar`;
     const bobMemory = (await bob.post("/v1/memories", { content: secret }, { headers: { "x-hub-id": bobHubId } })).body.data;

@@ -74,6 +74,18 @@ function applyAliases(message: unknown): void {
   }
 }
 
+/**
+ * The 2026-07-28 revision's Mcp-Name header mirrors params.name and the SDK refuses a request where
+ * they differ: an alias rewritten in the body alone would refuse every memax_* call of a current client.
+ */
+function aliasedHeaders(headers: Headers): Headers {
+  const alias = toolAlias(headers.get("mcp-name")?.trim() ?? "");
+  if (!alias) return headers;
+  const copy = new Headers(headers);
+  copy.set("mcp-name", alias);
+  return copy;
+}
+
 /** Tools doing model work count against the heavy bucket too, as their REST endpoints do. */
 const HEAVY_TOOLS = new Set(["engram_recall", "search", "engram_ask", "ask"]);
 
@@ -117,7 +129,7 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
   await chargeToolCalls(ctx, body);
   const env: ToolEnv = { ctx, origin };
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
-  const forward = new Request(req.url, { method: "POST", headers: req.headers, body: text });
+  const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers), body: text });
   if (await isLegacyRequest(forward, body)) {
     const server = buildServer(env, tools);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
