@@ -551,6 +551,30 @@ describe("API key scopes and hub restrictions (the one hub-access resolver)", ()
     const listed = await agent.callTool({ name: "engram_list", arguments: {} });
     expect(new Set(data(listed).memories.map((m: { hub_id: string }) => m.hub_id))).toEqual(new Set([teamHubId]));
   });
+
+  it("engram_list without hub_id lists every hub of a key limited to several, as GET /v1/memories does", async () => {
+    const gus = await h.user("Gus");
+    const team = await h.teamHub(gus);
+    const other = await h.teamHub(gus);
+    const ids = [];
+    for (const hub of [gus.personalHubId, team, other]) {
+      ids.push((await gus.post("/v1/memories", { content: `limited list ${randomBytes(4).toString("hex")}` }, { headers: { "x-hub-id": hub } })).body.data.id);
+    }
+    const key = await gus.post("/v1/auth/api-keys", { name: "two hubs", hub_ids: [gus.personalHubId, team] });
+    expect(key.status).toBe(201);
+    const rest = await fetch(`${server.url}/v1/memories`, { headers: { authorization: `Bearer ${key.body.data.key}` } });
+    const restIds = ((await rest.json()) as any).data.memories.map((m: { id: string }) => m.id);
+    expect(restIds.sort()).toEqual(ids.slice(0, 2).sort());
+
+    const agent = await connect(key.body.data.key);
+    const first = await agent.callTool({ name: "engram_list", arguments: { limit: 1 } });
+    expect(first.isError, text(first)).toBeFalsy();
+    expect(data(first)).toMatchObject({ total: 2, has_more: true });
+    const second = await agent.callTool({ name: "engram_list", arguments: { limit: 1, cursor: data(first).next_cursor } });
+    expect(second.isError, text(second)).toBeFalsy();
+    expect([...data(first).memories, ...data(second).memories].map((m: { id: string }) => m.id).sort()).toEqual(restIds.sort());
+    expect(data(second).has_more).toBe(false);
+  });
 });
 
 describe("/mcp/chatgpt", () => {

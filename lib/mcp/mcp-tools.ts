@@ -174,16 +174,9 @@ const listInput = z.object({
 
 async function list(env: ToolEnv, args: z.output<typeof listInput>): Promise<ToolOutput> {
   const { ctx } = env;
-  let hubId = await hubIdFromRef(ctx, args.hub_id);
+  // Without hub_id, every hub the credential reaches (listMemories applies its limits), as GET /v1/memories lists.
+  const hubId = await hubIdFromRef(ctx, args.hub_id);
   if (hubId) assertReachable(ctx, hubId);
-  else {
-    const narrowed = await narrowedHubIds(ctx);
-    if (narrowed && narrowed.length !== 1) {
-      if (narrowed.length === 0) return { text: "No memories (this connection reaches no hubs).", structured: { memories: [], next_cursor: "", has_more: false, total: 0 } };
-      throw new ApiError("invalid_request", `This connection reaches ${narrowed.length} hubs: pass hub_id (see engram_hubs)`);
-    }
-    hubId = narrowed?.[0];
-  }
   const page = await listMemories(ctx, {
     limit: args.limit === undefined ? undefined : String(args.limit),
     cursor: args.cursor,
