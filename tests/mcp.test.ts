@@ -338,6 +338,25 @@ describe("tools", () => {
     expect(text(listed)).toContain("Onboarding");
   });
 
+  it("engram_topics with a topic_id past its first 50 memories says how to get the rest, and that call works", async () => {
+    const hal = await h.user("Hal");
+    const topic = (await hal.post("/v1/topics", { name: "Incidents", hub_id: hal.personalHubId })).body.data;
+    const ids: string[] = [];
+    for (let i = 0; i < 52; i++) ids.push((await hal.post("/v1/memories", { content: `incident ${i} ${randomBytes(4).toString("hex")}` })).body.data.id);
+    await h.db.memory.updateMany({ where: { id: { in: ids } }, data: { topicId: topic.id } });
+    const client = await connect(hal.key);
+    const first = await client.callTool({ name: "engram_topics", arguments: { topic_id: topic.id } });
+    expect(first.isError, text(first)).toBeFalsy();
+    expect(data(first).memories).toHaveLength(50);
+    expect(data(first)).toMatchObject({ total: 52, has_more: true });
+    const cursor = data(first).next_cursor;
+    expect(text(first)).toContain(`More: call engram_list with topic_id "${topic.id}", hub_id "${hal.personalHubId}", sort "newest" and cursor "${cursor}".`);
+    const rest = await client.callTool({ name: "engram_list", arguments: { topic_id: topic.id, hub_id: hal.personalHubId, sort: "newest", cursor } });
+    expect(rest.isError, text(rest)).toBeFalsy();
+    expect(data(rest).has_more).toBe(false);
+    expect(new Set([...data(first).memories, ...data(rest).memories].map((m: { id: string }) => m.id))).toEqual(new Set(ids));
+  });
+
   it("hubs, members, topics and capture; hub_id takes an id, a slug or personal", async () => {
     const client = await connect(ann.key);
     const hubs = data(await client.callTool({ name: "engram_hubs", arguments: {} })).hubs.map((x: any) => x.hub.id);

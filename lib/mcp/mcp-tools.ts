@@ -263,7 +263,14 @@ async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }
     const page = await listMemories(ctx, { sort: "newest", hub_id: topic.hub_id, topic_id: topic.id, limit: "50" });
     const now = ctx.now();
     const body = page.memories.map((m) => memoryLine(m, now)).join("\n");
-    return { text: `Topic **${topic.name}** (${page.total} memories):\n\n${body || "(none)"}`, structured: { topic, memories: page.memories, total: page.total } };
+    // The first page only; its cursor is engram_list's for the same hub, topic and sort, so the rest stays reachable.
+    const more = page.has_more
+      ? `\n\nMore: call engram_list with topic_id "${topic.id}", hub_id "${topic.hub_id}", sort "newest" and cursor "${page.next_cursor}".`
+      : "";
+    return {
+      text: `Topic **${topic.name}** (${page.total} memories):\n\n${body || "(none)"}${more}`,
+      structured: { topic, memories: page.memories, total: page.total, next_cursor: page.next_cursor, has_more: page.has_more },
+    };
   }
   const text = flat.map(({ topic, depth }) => `${"  ".repeat(depth)}- **${topic.name}** — id \`${topic.id}\`, hub \`${topic.hub_id}\`, ${topic.total_memory_count} memories`).join("\n");
   return { text: flat.length ? `Topics:\n\n${text}` : "No topics yet.", structured: { hubs: trees } };
