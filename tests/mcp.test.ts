@@ -462,9 +462,13 @@ describe("tools", () => {
     const viewerHub = await h.teamHub(bob, [[ann, "viewer"]]);
     const viewerPush = await client.callTool({ name: "engram_push", arguments: { content: "viewer push", hub_id: viewerHub } });
     expect(data(viewerPush).error.code).toBe("forbidden");
-    // Bad arguments are tool errors too, not transport failures.
+    // Bad arguments are tool errors too, not transport failures, with the REST code and the field like every other failure.
     const invalid = await client.callTool({ name: "engram_recall", arguments: { query: "" } });
     expect(invalid.isError).toBe(true);
+    expect(data(invalid).error).toMatchObject({ code: "invalid_request", message: expect.stringContaining("query: Too small") });
+    expect(text(invalid)).toContain("Error (invalid_request):");
+    const badLimit = await client.callTool({ name: "engram_list", arguments: { limit: 1000 } });
+    expect(data(badLimit).error).toMatchObject({ code: "invalid_request", message: expect.stringContaining("limit:") });
     const unknownHub = await client.callTool({ name: "engram_push", arguments: { content: "x", hub_id: "no-such-slug" } });
     expect(text(unknownHub)).toContain("Error (not_found): Hub not found");
   });

@@ -1,7 +1,8 @@
-import { createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport, type AuthInfo } from "@modelcontextprotocol/server";
+import { createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport, type AuthInfo, type StandardSchemaWithJSON } from "@modelcontextprotocol/server";
+import type { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { readBody, refuseNul } from "@/lib/api/parse.ts";
+import { parseWith, readBody, refuseNul } from "@/lib/api/parse.ts";
 import { rateLimiter, type Bucket } from "@/lib/api/rate-limit.ts";
 import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
@@ -16,14 +17,24 @@ const INSTRUCTIONS =
   "Engram is the user's (and their team's) memory. Recall before answering questions about past work, decisions or the project; " +
   "save durable knowledge (decisions, how-tos, findings) with a push; capture a summary at the end of a significant session.";
 
+/**
+ * A tool's schema as tools/list shows it, with validation left to the tool's handler: the SDK's own
+ * check answers bad arguments with a bare text error, where every other failure carries
+ * structuredContent.error with a REST code (invalid_request, naming the field).
+ */
+function listedSchema(schema: z.ZodObject): StandardSchemaWithJSON {
+  return { "~standard": { ...schema["~standard"], validate: (value: unknown) => ({ value }) } };
+}
+
 /** One McpServer per request (stateless): tools close over the caller's context. */
 function buildServer(env: ToolEnv, tools: ToolDef[]): McpServer {
   // listChanged stated as false: left unset the SDK declares it true, and a 2026-07-28 subscriptions/listen for it then
   // holds an event stream open for good (one user could fill the process-wide 1,024 subscriptions); the tool set never changes.
   const server = new McpServer({ name: "engram", version: VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
   for (const tool of tools) {
-    server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: tool.input, annotations: tool.annotations }, async (args: unknown) => {
+    server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: listedSchema(tool.input), annotations: tool.annotations }, async (raw: unknown) => {
       try {
+        const args = parseWith(tool.input, raw, "Invalid arguments");
         // As on REST: PostgreSQL text cannot hold U+0000, so a NUL would fail in the database as an internal error.
         refuseNul(args, "");
         const out = await tool.run(env, args as never);
