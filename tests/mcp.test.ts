@@ -61,7 +61,7 @@ async function raw(body: unknown, headers: Record<string, string> = {}) {
     headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
     body: JSON.stringify(body),
   });
-  return { status: res.status, type: res.headers.get("content-type"), body: (await res.json().catch(() => undefined)) as any };
+  return { status: res.status, type: res.headers.get("content-type"), expose: res.headers.get("access-control-expose-headers"), body: (await res.json().catch(() => undefined)) as any };
 }
 
 describe("protocol", () => {
@@ -165,6 +165,9 @@ describe("rate limits", () => {
       const limited = await raw(recall, headers);
       expect(limited.status).toBe(429);
       expect(limited.body.error.code).toBe("rate_limited");
+      // A browser client (CORS) may read only exposed headers: when to retry must be one of them.
+      const exposed = limited.expose!.toLowerCase().split(/,\s*/);
+      expect(exposed).toEqual(expect.arrayContaining(["retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]));
       expect((await raw({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "engram_hubs", arguments: {} } }, headers)).status).toBe(200);
       // Ask shares the bucket (as POST /v1/ask does), under its alias too.
       const ask = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "memax_ask", arguments: { query: "anything" } } };

@@ -29,7 +29,8 @@ export function mcpRoute(path: string, tools: ToolDef[]): RouteHandler {
 
 const MCP_CORS = {
   "Access-Control-Allow-Origin": "*",
-  "Access-Control-Expose-Headers": "WWW-Authenticate, Mcp-Session-Id, X-Request-Id",
+  // A browser client reads only these: a 429's Retry-After and the limits too, or it cannot know when to retry.
+  "Access-Control-Expose-Headers": "WWW-Authenticate, Mcp-Session-Id, X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset",
 };
 
 /** Preflight of the MCP endpoints. */
