@@ -99,6 +99,14 @@ describe("protocol", () => {
     const preflight = await fetch(`${server.url}/mcp`, { method: "OPTIONS", headers: { origin: "http://inspector.example", "access-control-request-method": "POST" } });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-headers")).toContain("mcp-protocol-version");
+    // A browser client probes GET (a server stream) and sends DELETE (ending a session): it must read the 405, not
+    // a CORS failure it cannot tell from a network error.
+    expect(preflight.headers.get("access-control-allow-methods")).toMatch(/GET.*DELETE/);
+    for (const [method, path] of [["GET", "/mcp"], ["DELETE", "/mcp"], ["GET", "/mcp/chatgpt"], ["DELETE", "/mcp/chatgpt"]] as const) {
+      const refused = await fetch(`${server.url}${path}`, { method, headers: { origin: "http://inspector.example", authorization: `Bearer ${ann.key}` } });
+      expect([method, path, refused.status]).toEqual([method, path, 405]);
+      expect(refused.headers.get("access-control-allow-origin")).toBe("*");
+    }
     const garbage = await fetch(`${server.url}/mcp`, { method: "POST", headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json" }, body: "{not json" });
     expect(garbage.status).toBe(400);
     expect(((await garbage.json()) as any).error.code).toBe(-32700);
@@ -367,6 +375,10 @@ describe("tools", () => {
     expect(hubs).not.toContain(bobHubId);
     const members = await client.callTool({ name: "engram_hub_members", arguments: { hub_id: teamSlug } });
     expect(text(members)).toContain("Ann");
+    // Slugs are lower case; a model that capitalises one ("My-Team") still names the same hub.
+    const shouted = await client.callTool({ name: "engram_hub_members", arguments: { hub_id: teamSlug.toUpperCase() } });
+    expect(shouted.isError).toBeFalsy();
+    expect(text(shouted)).toContain("Ann");
     expect((await ann.post("/v1/topics", { name: "Runbooks", hub_id: teamHubId })).status).toBe(201);
     const topics = await client.callTool({ name: "engram_topics", arguments: { hub_id: teamHubId } });
     expect(text(topics)).toContain("Runbooks");

@@ -1,9 +1,8 @@
-import { methodsNotAllowed } from "@/lib/api/with-auth.ts";
-import { mcpPreflight, mcpRoute } from "@/lib/mcp/mcp-route.ts";
+import { mcpMethodsNotAllowed, mcpPreflight, mcpRoute } from "@/lib/mcp/mcp-route.ts";
 import { ENGRAM_TOOLS } from "@/lib/mcp/mcp-tools.ts";
 
 // POST /mcp — MCP Streamable HTTP (stateless, JSON responses): the engram_* tools
 export const POST = mcpRoute("/mcp", ENGRAM_TOOLS);
 
 export const OPTIONS = mcpPreflight;
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE } = mcpMethodsNotAllowed();

@@ -30,7 +30,7 @@ export function assertWriteScope(ctx: AuthContext): void {
 export async function hubIdFromRef(ctx: AuthContext, ref: string | undefined): Promise<string | undefined> {
   const value = ref?.trim();
   if (!value) return undefined;
-  const hub = value.toLowerCase() === "personal" ? { hubType: "personal", ownerId: ctx.user.id } : isUuid(value) ? { id: value } : { slug: value };
+  const hub = value.toLowerCase() === "personal" ? { hubType: "personal", ownerId: ctx.user.id } : isUuid(value) ? { id: value } : { slug: value.toLowerCase() };
   const membership = await ctx.db.hubMember.findFirst({ where: { ...membershipWhere(ctx), hub }, select: { hubId: true } });
   // The caller knows what they asked for; the message never repeats it (nothing to confirm or deny).
   if (!membership) throw new ApiError("not_found", "Hub not found: engram_hubs lists the hubs this connection can use");

@@ -1,4 +1,4 @@
-import { withAuth, type RouteHandler } from "@/lib/api/with-auth.ts";
+import { methodsNotAllowed, withAuth, type RouteHandler } from "@/lib/api/with-auth.ts";
 import { bearerChallenge, publicOrigin, resourceFor } from "@/lib/oauth/public-origin.ts";
 import type { ToolDef } from "./mcp-tools.ts";
 import { serveMcp } from "./serve-mcp.ts";
@@ -19,12 +19,26 @@ export function mcpRoute(path: string, tools: ToolDef[]): RouteHandler {
     },
     (ctx, req) => serveMcp(ctx, req, tools, publicOrigin(req)),
   );
-  // Browser-based clients (e.g. the MCP Inspector) call cross-origin; only bearer credentials count here, so CORS is open.
+  return withMcpCors(handler);
+}
+
+// Browser-based clients (e.g. the MCP Inspector) call cross-origin; only bearer credentials count here, so CORS is open.
+function withMcpCors(handler: RouteHandler): RouteHandler {
   return async (req, context) => {
     const response = await handler(req, context);
     for (const [name, value] of Object.entries(MCP_CORS)) response.headers.set(name, value);
     return response;
   };
+}
+
+/**
+ * 405 for the methods an MCP endpoint does not serve, readable cross-origin: a client probes GET (a
+ * server-to-client stream) and sends DELETE (ending a session), and must see the 405 the MCP transport
+ * expects rather than a CORS failure it cannot tell from a network error.
+ */
+export function mcpMethodsNotAllowed(): Record<"GET" | "PUT" | "PATCH" | "DELETE", RouteHandler> {
+  const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+  return { GET: withMcpCors(GET), PUT: withMcpCors(PUT), PATCH: withMcpCors(PATCH), DELETE: withMcpCors(DELETE) };
 }
 
 const MCP_CORS = {
@@ -39,7 +53,8 @@ export async function mcpPreflight(): Promise<Response> {
     status: 204,
     headers: {
       ...MCP_CORS,
-      "Access-Control-Allow-Methods": "POST, OPTIONS",
+      // GET and DELETE too, so that their 405 reaches the client (above).
+      "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
       "Access-Control-Allow-Headers": "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
       "Access-Control-Max-Age": "86400",
     },

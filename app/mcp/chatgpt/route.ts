@@ -1,9 +1,8 @@
-import { methodsNotAllowed } from "@/lib/api/with-auth.ts";
-import { mcpPreflight, mcpRoute } from "@/lib/mcp/mcp-route.ts";
+import { mcpMethodsNotAllowed, mcpPreflight, mcpRoute } from "@/lib/mcp/mcp-route.ts";
 import { CHATGPT_TOOLS } from "@/lib/mcp/mcp-tools.ts";
 
 // POST /mcp/chatgpt — MCP for ChatGPT connectors and deep research: search, fetch and plain-named tools
 export const POST = mcpRoute("/mcp/chatgpt", CHATGPT_TOOLS);
 
 export const OPTIONS = mcpPreflight;
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE } = mcpMethodsNotAllowed();
