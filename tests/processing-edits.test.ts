@@ -147,3 +147,45 @@ it("a title the client sets while a link's page is read is kept, not replaced by
     await new Promise((resolve) => page.close(resolve));
   }
 });
+
+it("two processes that find the same memory's last attempt interrupted fail it once, with one notification", async () => {
+  const res = await ann.post("/v1/memories", { content: "The well pump is primed before the first frost." });
+  const id = res.body.data.id;
+  // Its last attempt died with its worker: the row is `running`, attempts used up, lease long lapsed.
+  await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 3, processingStartedAt: new Date(Date.now() - 3_600_000) } });
+  const now = new Date();
+  // Two sweeps (two processes on one database) come upon it at once.
+  const claims = await Promise.all([0, 1].map(() => claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })));
+  expect(claims).toEqual([null, null]);
+  expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "failed", processingAttempts: 3 });
+  // Before, both gave up on it: the owner was told twice, and memory.processed went out twice.
+  expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(1);
+  expect(await h.db.event.count({ where: { type: "memory.processed", entityId: id } })).toBe(1);
+});
+
+it("a memory whose last attempt is still at work (its lease renewed after the sweep read it) is not failed under it", async () => {
+  const res = await ann.post("/v1/memories", { content: "The rain barrels are emptied before the first frost." });
+  const id = res.body.data.id;
+  const now = new Date();
+  await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 3, processingStartedAt: new Date(now.getTime() - 3_600_000) } });
+  // The sweep reads the row as orphaned; its owner renews the lease right after (the first statement
+  // of the give-up that follows the read is where it lands).
+  let renewed = false;
+  const renewing = h.db.$extends({
+    query: {
+      memory: {
+        async findFirst({ args, query }) {
+          if (!renewed) {
+            renewed = true;
+            await h.db.memory.update({ where: { id }, data: { processingStartedAt: new Date() } });
+          }
+          return query(args);
+        },
+      },
+    },
+  }) as unknown as typeof h.db;
+  expect(await claimMemory(renewing, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).toBeNull();
+  expect(renewed).toBe(true);
+  expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "running", processingAttempts: 3, processingError: null });
+  expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(0);
+});

@@ -51,7 +51,10 @@ export async function claimMemory(db: Db, id: string, options: ClaimOptions): Pr
     const reason = orphaned
       ? `processing was interrupted ${row.processingAttempts} times (the worker stopped mid-job)`
       : (row.processingError ?? `gave up after ${row.processingAttempts} attempts`);
-    await failMemory({ db, memory, now: () => options.now }, reason, { indexed: false });
+    // Fenced like the claim below: two sweeps giving up at once would each fail and notify, and an
+    // owner whose lease renewal landed after the read is still at work on its last attempt.
+    const asRead = { processingStatus: row.processingStatus, processingAttempts: row.processingAttempts, processingStartedAt: row.processingStartedAt };
+    await failMemory({ db, memory, now: () => options.now }, reason, { indexed: false, asRead });
     return null;
   }
   const { count } = await db.memory.updateMany({

@@ -279,9 +279,15 @@ export const PROCESSING_STEPS: readonly ProcessingStep[] = [extract, classify, i
  * keeps whatever could be indexed — at least lexical chunks and a heuristic
  * summary, so recall still finds it by its words. Returns whether it was marked failed.
  */
-export async function failMemory(ctx: StepContext, reason: string, options: { indexed: boolean; attempt?: number }): Promise<boolean> {
+export async function failMemory(
+  ctx: StepContext,
+  reason: string,
+  options: { indexed: boolean; attempt?: number; asRead?: Prisma.MemoryWhereInput },
+): Promise<boolean> {
   // `attempt`: only while that attempt still holds the memory (a takeover has claimed it with attempts + 1).
-  const held = options.attempt === undefined ? {} : { processingStatus: "running", processingAttempts: options.attempt };
+  // `asRead`: only while the row is as a sweep read it, so another process giving up too, or a lease
+  // renewed since, makes this match nothing.
+  const held = { ...(options.attempt !== undefined && { processingStatus: "running", processingAttempts: options.attempt }), ...options.asRead };
   const memory = await ctx.db.memory.findFirst({ where: { ...currentWhere(ctx.memory), ...held } });
   if (!memory) return false;
   try {
