@@ -25,8 +25,10 @@ try {
   if (started) bar.stop();
   console.log(
     `reembed: ${result.reembedded} of ${result.total} memories re-embedded with ${result.embedder}` +
-      (result.skipped ? `; ${result.skipped} changed meanwhile and are re-processed by the server` : ""),
+      (result.skipped ? `; ${result.skipped} changed meanwhile and are re-processed by the server` : "") +
+      (result.failed ? `; ${result.failed} failed (see the log above) and keep their old chunks` : ""),
   );
+  if (result.failed) process.exitCode = 1;
 } catch (error) {
   if (started) bar.stop();
   console.error(`reembed: ${error instanceof Error ? error.message : String(error)}`);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
-import { setEmbedder } from "@/lib/ai/embedder.ts";
+import { EMBEDDING_DIMENSIONS, setEmbedder } from "@/lib/ai/embedder.ts";
 import { reembedMemories } from "@/lib/processing/reembed-memories.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 
@@ -53,10 +53,51 @@ it("without a model, memories still process (lexical-only) and health says why; 
   setEmbedder(undefined);
   const progress: number[] = [];
   const result = await reembedMemories(h.db, { onProgress: (done) => progress.push(done) });
-  expect(result).toEqual({ total: 2, reembedded: 2, skipped: 0, embedder: "local:Xenova/all-MiniLM-L6-v2" });
+  expect(result).toEqual({ total: 2, reembedded: 2, skipped: 0, failed: 0, embedder: "local:Xenova/all-MiniLM-L6-v2" });
   expect(progress).toEqual([1, 2]);
   for (const id of ids) {
     expect(await vectors(id)).toEqual([{ n: 1, with_vector: 1 }]);
     expect((await ann.get(`/v1/memories/${id}`)).body.data.processing_status).toBe("done");
   }
+});
+
+it("a memory the model cannot embed is reported and passed over: reembed still re-embeds every other memory", async () => {
+  const unit = (axis: number) => Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => (i === axis ? 1 : 0));
+  let axis = 0;
+  let poisoned = false;
+  let down = false;
+  setEmbedder({
+    id: "local:test-axis",
+    dimensions: EMBEDDING_DIMENSIONS,
+    embed: async (texts) => {
+      if (down) throw new Error("the model is down");
+      if (poisoned && texts.some((text) => text.includes("Poison"))) throw new Error("the model refused this text");
+      return texts.map(() => unit(axis));
+    },
+  });
+  const ids: string[] = [];
+  for (const content of ["Poison ivy grows along the north fence.", "The compost is turned every second Sunday.", "Seed potatoes are chitted in February."]) {
+    ids.push((await ann.post("/v1/memories", { content })).body.data.id);
+  }
+  await backgroundRunner()!.idle();
+  // The model changes; one memory's text is one it refuses.
+  axis = 1;
+  poisoned = true;
+  const result = await reembedMemories(h.db, { concurrency: 1 });
+  // Before, the refusal ended the whole run, and every memory after it (by id) kept its old vectors.
+  expect(result).toMatchObject({ total: 5, reembedded: 4, failed: 1, skipped: 0 });
+  const axisOf = async (id: string) =>
+    (await h.database.sql.query<{ axis: number }>(`SELECT (embedding::real[])[2]::int AS axis FROM chunks WHERE memory_id = $1`, [id]))[0]!.axis;
+  expect(await axisOf(ids[0]!)).toBe(0);
+  expect(await axisOf(ids[1]!)).toBe(1);
+  expect(await axisOf(ids[2]!)).toBe(1);
+
+  // A model that fails on everything is down, not picky: the run stops after 20 failures in a row
+  // instead of failing each of the hub's memories in turn.
+  for (let i = 0; i < 16; i++) await ann.post("/v1/memories", { content: `Bed ${i} is left fallow this year.` });
+  await backgroundRunner()!.idle();
+  down = true;
+  const progress: number[] = [];
+  await expect(reembedMemories(h.db, { concurrency: 1, onProgress: (done) => progress.push(done) })).rejects.toThrow("the model is down");
+  expect(progress).toHaveLength(20);
 });

@@ -13,10 +13,17 @@ export interface ReembedResult {
   reembedded: number;
   /** Changed while being re-embedded: the runner indexes their new version. */
   skipped: number;
+  /** The model (or the database) failed on them; they keep the chunks they had, and the log says why. */
+  failed: number;
   embedder: string;
 }
 
 const PAGE = 200;
+/**
+ * Failures one after another that stop the run: then the model (or the database) is down, not one
+ * memory's text, and going on would only fail every memory in turn.
+ */
+const FAILURES_IN_A_ROW = 20;
 const indexStep = PROCESSING_STEPS.find((step) => step.name === "index")!;
 
 /**
@@ -35,6 +42,9 @@ export async function reembedMemories(db: Db, options: ReembedOptions = {}): Pro
   let done = 0;
   let reembedded = 0;
   let skipped = 0;
+  let failed = 0;
+  let inARow = 0;
+  let fatal: unknown;
   let cursor: string | undefined;
   for (;;) {
     const page = await db.memory.findMany({
@@ -48,19 +58,29 @@ export async function reembedMemories(db: Db, options: ReembedOptions = {}): Pro
     let next = 0;
     await Promise.all(
       Array.from({ length: Math.min(concurrency, page.length) }, async () => {
-        while (next < page.length) {
+        while (next < page.length && fatal === undefined) {
           const memory = page[next++]!;
           try {
             await indexStep.run({ db, memory, now: () => new Date() });
             reembedded++;
+            inARow = 0;
           } catch (error) {
-            if (!(error instanceof StaleJobError)) throw error;
-            skipped++;
+            if (error instanceof StaleJobError) {
+              skipped++;
+            } else {
+              // One memory the model refuses (a text it cannot take) must not keep every memory after it
+              // from being re-embedded, run after run: it keeps its chunks and the run goes on.
+              failed++;
+              console.error(`[engram] reembed: memory ${memory.id} could not be re-embedded`, error);
+              if (++inARow >= FAILURES_IN_A_ROW) fatal ??= error;
+            }
           }
           options.onProgress?.(++done, total);
         }
       }),
     );
+    // Thrown once every worker has stopped: nothing writes after the caller heard of the failure.
+    if (fatal !== undefined) throw fatal;
   }
-  return { total, reembedded, skipped, embedder: embedder.id };
+  return { total, reembedded, skipped, failed, embedder: embedder.id };
 }
