@@ -189,3 +189,24 @@ it("a memory whose last attempt is still at work (its lease renewed after the sw
   expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "running", processingAttempts: 3, processingError: null });
   expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(0);
 });
+
+it("a chat model's summary longer than a summary may be is cut to 300 characters, not a failed attempt", async () => {
+  const res = await ann.post("/v1/memories", { content: "The orchard ladder is inspected before every harvest." });
+  const id = res.body.data.id;
+  const wordy = Array.from({ length: 40 }, (_, i) => `Sentence ${i} says the ladder is inspected.`).join(" ");
+  const answer = chat.answer;
+  chat.answer = (schema, body) => (schema === "memory_summary" ? { summary: wordy } : answer(schema, body));
+  try {
+    const now = new Date();
+    const claim = (await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 }))!;
+    embedding = () => setImmediate(() => release());
+    // Before, the reply failed the schema's 400-character bound: the attempt failed, and so did every retry.
+    expect(await processMemory(h.db, claim, { maxAttempts: 3, retryBaseMs: 10 })).toEqual({ status: "done" });
+  } finally {
+    chat.answer = answer;
+  }
+  const memory = (await ann.get(`/v1/memories/${id}`)).body.data;
+  expect(memory.processing_status).toBe("done");
+  expect(memory.summary.length).toBeLessThanOrEqual(300);
+  expect(memory.summary.startsWith("Sentence 0 says the ladder is inspected.")).toBe(true);
+});

@@ -34,7 +34,9 @@ export const memoryClassificationSchema = z.object({
 });
 
 export const memorySummarySchema = z.object({
-  summary: z.string().min(1).max(400).describe("one or two sentences saying what the memory contains, not its title"),
+  // No max: a model that runs long would fail the schema and with it the memory's processing, retry after
+  // retry; the summarise step cuts the summary to its 300 characters instead.
+  summary: z.string().min(1).describe("one or two sentences (at most 300 characters) saying what the memory contains, not its title"),
 });
 
 interface MemoryText {

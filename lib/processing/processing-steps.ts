@@ -12,7 +12,7 @@ import { extractMemoryText, needsExtraction } from "@/lib/extraction/extract-mem
 import { chunkContent, type ChunkDraft } from "./chunk-content.ts";
 import { classifyKind, classifyStability } from "./classify-heuristic.ts";
 import { inferContentType } from "./infer-content-type.ts";
-import { summarizeContent } from "./summarize-content.ts";
+import { clipSummary, summarizeContent } from "./summarize-content.ts";
 
 /** The content a job was started for; every write checks it is still current. */
 export interface MemoryVersion {
@@ -251,7 +251,7 @@ const summarise: ProcessingStep = {
   async run(ctx) {
     const memory = await loadCurrent(ctx);
     const model = chatModel();
-    const summary = model ? await summarizeWithModel(model, memory) : summarizeContent(memory.content, textFormat(memory), memory.title);
+    const summary = model ? clipSummary(await summarizeWithModel(model, memory)) : summarizeContent(memory.content, textFormat(memory), memory.title);
     if (summary !== memory.summary) await writeIfCurrent(ctx, { summary });
   },
 };

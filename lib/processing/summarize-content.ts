@@ -14,7 +14,7 @@ export function summarizeContent(content: string, contentType: string, title: st
   const text = content.replace(/\r\n?/g, "\n");
   if (contentType === "code") return summarizeCode(text);
   if (contentType === "chat" || contentType === "transcript") return summarizeChat(text);
-  if (contentType === "link") return clip(`Link to ${text.trim().split(/\s+/)[0] ?? ""}.`);
+  if (contentType === "link") return clipSummary(`Link to ${text.trim().split(/\s+/)[0] ?? ""}.`);
   const prose = proseOf(text, contentType);
   const picked: string[] = [];
   const titleKey = normalize(title);
@@ -24,16 +24,16 @@ export function summarizeContent(content: string, contentType: string, title: st
     const length = picked.join(" ").length;
     if (picked.length === 2 || length >= 160) break;
   }
-  if (picked.length > 0) return clip(picked.join(" "));
+  if (picked.length > 0) return clipSummary(picked.join(" "));
   // No prose at all (only headings, lists of names, a table): describe it by its headings.
   const fence = codeFences();
   const headings = text
     .split("\n")
     .map((line) => (fence(line) === "text" ? atxHeading(line)?.text : undefined))
     .filter((h): h is string => !!h && normalize(h) !== titleKey);
-  if (headings.length) return clip(`Covers ${listOf(headings.slice(0, 4))}.`);
+  if (headings.length) return clipSummary(`Covers ${listOf(headings.slice(0, 4))}.`);
   const firstLine = text.split("\n").map((l) => l.trim()).find((l) => l && normalize(l) !== titleKey);
-  return clip(firstLine ?? text.trim());
+  return clipSummary(firstLine ?? text.trim());
 }
 
 // A table row and a blockquote marker, with the blank lines before them, as `^\s*\|.*\|\s*$` and
@@ -97,7 +97,7 @@ function summarizeCode(text: string): string {
   const what = definitions.length
     ? `Code defining ${listOf(definitions.slice(0, 5).map((d) => `\`${d}\``))}${definitions.length > 5 ? ` and ${definitions.length - 5} more` : ""}.`
     : `Code starting with \`${(firstDefinition(text) ?? text.trim().split("\n")[0] ?? "").slice(0, 80)}\`.`;
-  return clip(comment ? `${comment} ${what}` : what);
+  return clipSummary(comment ? `${comment} ${what}` : what);
 }
 
 function leadingComment(text: string): string | undefined {
@@ -115,7 +115,7 @@ function summarizeChat(text: string): string {
   const speakers = [...new Set(turns.map((t) => t[1]!.trim()))];
   const opening = turns[0]?.[2]?.trim();
   const topic = opening ? ` It opens with: "${sentences(opening)[0]?.slice(0, 160) ?? opening.slice(0, 160)}"` : "";
-  return clip(`Conversation between ${listOf(speakers.slice(0, 4))}${speakers.length > 4 ? " and others" : ""} (${turns.length} turns).${topic}`);
+  return clipSummary(`Conversation between ${listOf(speakers.slice(0, 4))}${speakers.length > 4 ? " and others" : ""} (${turns.length} turns).${topic}`);
 }
 
 function listOf(items: string[]): string {
@@ -127,7 +127,8 @@ function normalize(text: string): string {
   return text.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim();
 }
 
-function clip(text: string): string {
+/** At most SUMMARY_MAX_CHARS, cut at a word: the local summaries, and the chat model's, which may run longer. */
+export function clipSummary(text: string): string {
   const clean = text.replace(/\s+/g, " ").trim();
   if (clean.length <= SUMMARY_MAX_CHARS) return clean;
   const cut = clean.slice(0, SUMMARY_MAX_CHARS - 1);
