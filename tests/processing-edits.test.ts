@@ -5,6 +5,7 @@ import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { EMBEDDING_DIMENSIONS, setEmbedder } from "@/lib/ai/embedder.ts";
 import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
 import { PROCESSING_STEPS } from "@/lib/processing/processing-steps.ts";
+import { JobLease } from "@/lib/processing/job-lease.ts";
 import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
 
@@ -209,4 +210,29 @@ it("a chat model's summary longer than a summary may be is cut to 300 characters
   expect(memory.processing_status).toBe("done");
   expect(memory.summary.length).toBeLessThanOrEqual(300);
   expect(memory.summary.startsWith("Sentence 0 says the ladder is inspected.")).toBe(true);
+});
+
+it("a job whose content was edited away neither keeps the new version's claim alive nor runs on: its lease is lost", async () => {
+  const res = await ann.post("/v1/memories", { content: "The hedge is cut after the birds have nested." });
+  const id = res.body.data.id;
+  const now = new Date();
+  const first = (await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 }))!;
+  const lease = new JobLease(async () => h.db, 30_000);
+  try {
+    const signal = lease.hold(id, first.attempt, first.memory.version);
+    // The content changes (a new version, attempts back to 0), and another process claims the new
+    // version: attempt 1 again, like the first job's.
+    expect((await ann.patch(`/v1/memories/${id}`, { content: "The hedge is cut in late August." })).status).toBe(200);
+    const second = (await claimMemory(h.db, id, { now: new Date(), staleBefore: new Date(), maxAttempts: 3, retryBaseMs: 10 }))!;
+    expect(second).toMatchObject({ attempt: first.attempt, memory: { version: first.memory.version + 1 } });
+    const claimed = (await h.db.memory.findUniqueOrThrow({ where: { id } })).processingStartedAt;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await lease.renew();
+    // Before, the renewal matched the other process's claim (same attempt number): it renewed a lease
+    // that was not its own (a dead owner's memory then waited for this job to end) and ran on to the end.
+    expect(signal.aborted).toBe(true);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).processingStartedAt).toEqual(claimed);
+  } finally {
+    lease.stop();
+  }
 });

@@ -190,7 +190,7 @@ export class EmbeddedRunner {
       const now = new Date();
       const claim = await claimMemory(db, id, { ...this.options, now, staleBefore: this.staleBefore(now) });
       if (!claim) return;
-      const signal = this.lease.hold(id, claim.attempt);
+      const signal = this.lease.hold(id, claim.attempt, claim.memory.version);
       const outcome = await processMemory(db, claim, { ...this.options, signal }).finally(() => this.lease.release(id));
       if (outcome.status === "done") this.stats.done++;
       else if (outcome.status === "stale") this.stats.stale++;

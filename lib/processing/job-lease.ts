@@ -2,6 +2,7 @@ import type { Db } from "@/lib/db/database.ts";
 
 interface Held {
   attempt: number;
+  version: number;
   controller: AbortController;
 }
 
@@ -15,7 +16,9 @@ interface Held {
  * `processing_attempts` is the fencing token: a takeover claims the row with
  * attempts + 1, so this process's next renewal (`where attempts = ours`)
  * matches nothing, and the job is aborted at its next step instead of running
- * on beside its new owner.
+ * on beside its new owner. The version goes with it: a content change starts
+ * attempts again from 0, so another process's claim of the new version can
+ * carry this job's attempt number.
  */
 export class JobLease {
   private readonly held = new Map<string, Held>();
@@ -29,9 +32,9 @@ export class JobLease {
   ) {}
 
   /** Starts renewing the lease of a claimed memory; the signal aborts when the lease is lost. */
-  hold(id: string, attempt: number): AbortSignal {
+  hold(id: string, attempt: number, version: number): AbortSignal {
     const controller = new AbortController();
-    this.held.set(id, { attempt, controller });
+    this.held.set(id, { attempt, version, controller });
     if (!this.timer) {
       this.timer = setInterval(() => void this.renew(), Math.max(100, Math.floor(this.leaseMs / 3)));
       this.timer.unref();
@@ -65,13 +68,13 @@ export class JobLease {
       await Promise.all(
         [...this.held].map(async ([id, held]) => {
           const { count } = await db.memory.updateMany({
-            where: { id, processingStatus: "running", processingAttempts: held.attempt },
+            where: { id, version: held.version, processingStatus: "running", processingAttempts: held.attempt },
             data: { processingStartedAt: now },
           });
-          // Finished, retried or taken over: only the last matters, and only while we still hold it.
+          // Finished, retried, taken over or edited: only the last two matter, and only while we still hold it.
           if (count === 0 && this.held.get(id) === held) {
-            const row = await db.memory.findUnique({ where: { id }, select: { processingAttempts: true } });
-            if (!row || row.processingAttempts !== held.attempt) held.controller.abort();
+            const row = await db.memory.findUnique({ where: { id }, select: { processingAttempts: true, version: true } });
+            if (!row || row.processingAttempts !== held.attempt || row.version !== held.version) held.controller.abort();
           }
         }),
       );
