@@ -87,7 +87,15 @@ export class WorkerLane<Reply extends WorkerReply> {
       return;
     }
     const { worker } = live;
-    const timeoutMs = this.options.timeoutMs();
+    let timeoutMs: number;
+    try {
+      timeoutMs = this.options.timeoutMs();
+    } catch (error) {
+      // A limit that cannot be read (a malformed setting) fails this task; thrown past here it left the
+      // lane busy for good, the task and every later one unsettled, and the rejection unhandled.
+      this.finish(() => job.reject(error as Error));
+      return;
+    }
     let settled = false;
     const settle = (done: () => void) => {
       if (settled) return;

@@ -212,6 +212,26 @@ describe("the embedding worker thread (protocol, failures)", () => {
       delete process.env.ENGRAM_MODEL_TIMEOUT_MS;
     }
   }, 10_000);
+
+  it("a time limit that cannot be read fails the batch with the reason, and the next batch still runs", async () => {
+    const file = script(`
+      parentPort.postMessage({ ready: true });
+      parentPort.on("message", ({ id, texts }) => {
+        const data = new Float32Array(texts.length * 2).fill(1);
+        parentPort.postMessage({ id, data, dims: 2 }, [data.buffer]);
+      });`);
+    const run = await localEmbedderThread(file, options);
+    process.env.ENGRAM_MODEL_TIMEOUT_MS = "soon";
+    try {
+      // Before, the lane threw after taking the task: the batch never settled (its jobs stayed `running`,
+      // their leases renewed for good), every later batch queued behind it, and the throw went unhandled.
+      const settled = await Promise.race([run(["a"]).then(() => "resolved", (error: Error) => error.message), new Promise((r) => setTimeout(() => r("hung"), 2_000))]);
+      expect(settled).toBe('ENGRAM_MODEL_TIMEOUT_MS must be a positive integer, got "soon"');
+    } finally {
+      delete process.env.ENGRAM_MODEL_TIMEOUT_MS;
+    }
+    expect(await run(["b"])).toEqual([[1, 1]]);
+  });
 });
 
 describe("EmbeddingBatcher (cross-call batching in front of the model)", () => {
