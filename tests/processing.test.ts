@@ -130,6 +130,23 @@ describe("background processing (embedded runner, real model, real database)", (
     expect(chunks[0]!.content).toContain("one hour");
   });
 
+  it("re-indexes a memory's chunks when its title changes: recall finds it by the new title, not the old", async () => {
+    const res = await ann.post("/v1/memories", { content: "The boiler pressure should sit between one and two bar." });
+    const first = await processed(ann, res.body.data.id);
+    const patched = await ann.patch(`/v1/memories/${first.id}`, { title: "Zanzibar heating plant" });
+    // Not a new version (the content is the same), but the lexical entries carry the title: re-indexed.
+    expect(patched.body.data).toMatchObject({ version: 1, title: "Zanzibar heating plant", processing_status: "pending" });
+    const recalled = async (query: string) => (await ann.post("/v1/recall", { query })).body.data.memories.map((m: { id: string }) => m.id);
+    // Found at once (searched whole until its chunks are rewritten), and once processed, by its chunks.
+    expect(await recalled("Zanzibar")).toEqual([first.id]);
+    const second = await processed(ann, first.id);
+    expect(second).toMatchObject({ processing_status: "done", version: 1 });
+    // Before, the chunks kept the old title's words: a processed memory was never found by its new title.
+    expect(await recalled("Zanzibar")).toEqual([first.id]);
+    const [chunk] = await h.database.sql.query<{ words: string }>(`SELECT search_vector::text AS words FROM chunks WHERE memory_id = $1`, [first.id]);
+    expect(chunk!.words).toContain("'zanzibar'");
+  });
+
   it("discards the result of a job that started before the content changed", async () => {
     const runner = backgroundRunner()!;
     await runner.idle();

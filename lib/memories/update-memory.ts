@@ -73,6 +73,11 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   // A memory that becomes a link is read as a pushed link is (a new version, `processing` until its page
   // is read): without that the pipeline never fetched it, and share refused it as still being read.
   const reprocess = contentChanged || becomesLink;
+  // Every chunk's lexical entry carries the title (store-chunks.ts): a new one re-indexes the same version,
+  // and until then the memory is searched whole, as every pending one is. Without it a processed
+  // memory was never found by its new title.
+  const title = input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title);
+  const reindex = !reprocess && title !== memory.title;
   const hint = input.hint ?? memory.hint;
   const reclassify = contentChanged || input.hint !== undefined || input.content_type !== undefined;
   const kindLocked = memory.kindLocked || input.kind !== undefined;
@@ -81,7 +86,6 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   const stability =
     input.stability ?? (reclassify && !stabilityLocked ? classifyStability(content, kind, contentType, hint) : memory.stability);
 
-  const title = input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title);
   const growth = contentChanged ? Buffer.byteLength(content, "utf8") - Buffer.byteLength(memory.content, "utf8") : 0;
   // Growing content is checked against the owner's and the hub's storage quota in the write's transaction.
   const write = async (db: DbClient) => {
@@ -105,6 +109,7 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         state: becomesLink && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state),
         ...(becomesLink && { extractedAt: null, extractionError: null }),
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
+        ...(reindex && { processingStatus: "pending", processingAttempts: 0, processingError: null }),
         // Strictly later than the row read, so the updated_at check above always tells two writes apart.
         updatedAt: new Date(Math.max(ctx.now().getTime(), memory.updatedAt.getTime() + 1)),
       },
