@@ -166,6 +166,41 @@ describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
     expect(row!.dims).toBe(384);
   });
 
+  it("embeds only chunk texts that have no vector yet: a new title embeds nothing, a one-section edit that section, reembed all", async () => {
+    const section = (name: string, word: string) =>
+      `## ${name}\n\n${Array.from({ length: 14 }, (_, i) => `The ${word} step ${i} is checked by the ${name.toLowerCase()} owner.`).join(" ")}`;
+    const content = [section("Backups", "snapshot"), section("Alerts", "pager"), section("Deploys", "rollout")].join("\n\n");
+    const embedded = () => fake.requests.filter((r) => r.path === "/v1/embeddings").flatMap((r) => r.body.input as string[]);
+    fake.requests.length = 0;
+    const res = await ann.post("/v1/memories", { content });
+    const first = await processed(res.body.data.id);
+    const [{ chunks }] = (await h.database.sql.query<{ chunks: number }>(`SELECT count(*)::int AS chunks FROM chunks WHERE memory_id = $1`, [first.id])) as [{ chunks: number }];
+    expect(chunks).toBe(3);
+    expect(embedded()).toHaveLength(3);
+
+    // A new title re-indexes the same version for its lexical entries; the vectors are the ones it had.
+    fake.requests.length = 0;
+    expect((await ann.patch(`/v1/memories/${first.id}`, { title: "Platform runbook" })).body.data.processing_status).toBe("pending");
+    expect(await processed(first.id)).toMatchObject({ processing_status: "done", title: "Platform runbook" });
+    expect(embedded()).toEqual([]);
+
+    // One section edited: that section is embedded, the other two keep their vectors.
+    fake.requests.length = 0;
+    const edited = content.replace("The pager step 0 is", "The escalation step 0 is");
+    expect((await ann.patch(`/v1/memories/${first.id}`, { content: edited })).body.data.version).toBe(2);
+    await processed(first.id);
+    expect(embedded()).toHaveLength(1);
+    expect(embedded()[0]).toContain("The escalation step 0 is");
+    const [{ n }] = (await h.database.sql.query<{ n: number }>(`SELECT count(embedding)::int AS n FROM chunks WHERE memory_id = $1`, [first.id])) as [{ n: number }];
+    expect(n).toBe(3);
+
+    // After a model change every vector is the old model's: reembed embeds them all again.
+    fake.requests.length = 0;
+    const { reembedMemories } = await import("@/lib/processing/reembed-memories.ts");
+    await reembedMemories(h.db);
+    expect(embedded().filter((text) => /snapshot|escalation|rollout/.test(text))).toHaveLength(3);
+  });
+
   it("a stalled provider costs a recall its vector leg after ENGRAM_QUERY_EMBED_TIMEOUT_MS, never the request", async () => {
     const res = await ann.post("/v1/memories", { content: "The lighthouse keeper logs the fog horn tests every Sunday." });
     expect((await processed(res.body.data.id)).processing_status).toBe("done");

@@ -1,12 +1,12 @@
 import { chatModel, classifyWithModel, summarizeWithModel } from "@/lib/ai/chat-model.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
-import { getEmbedder } from "@/lib/ai/embedder.ts";
+import { getEmbedder, type Embedder } from "@/lib/ai/embedder.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 import { notifyProcessingFailed } from "@/lib/notifications/notify.ts";
 import type { Memory, Prisma } from "@/lib/db/generated/client.ts";
-import { replaceChunks } from "@/lib/recall/store-chunks.ts";
+import { replaceChunks, storedChunkVectors } from "@/lib/recall/store-chunks.ts";
 import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import { extractMemoryText, needsExtraction } from "@/lib/extraction/extract-memory-text.ts";
 import { chunkContent, type ChunkDraft } from "./chunk-content.ts";
@@ -46,6 +46,11 @@ export interface StepContext {
    * of the memory. Inngest runs each step separately and writes as it goes.
    */
   deferred?: DeferredWrites;
+  /**
+   * Embed every chunk anew, even one whose text the stored chunks already have a vector for: the
+   * re-embedding after a model change (reembed-memories.ts), when the stored vectors are the old model's.
+   */
+  fresh?: boolean;
 }
 
 export interface DeferredWrites {
@@ -129,6 +134,19 @@ async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: Emi
 /** Text handed to the embedding model: the section path gives a chunk its context. */
 export function embeddingText(chunk: ChunkDraft): string {
   return chunk.headingChain ? `${chunk.headingChain}\n${chunk.content}` : chunk.content;
+}
+
+/**
+ * A chunk whose text the memory's stored chunks already hold keeps its vector: a new title (which
+ * re-indexes the same version, for the lexical entries) embeds nothing, and an edit to one section
+ * of a long note embeds that section, not the note. The model is the same unless `fresh` says not.
+ */
+async function embedChunks(ctx: StepContext, embedder: Embedder, chunks: ChunkDraft[]): Promise<number[][]> {
+  const texts = chunks.map(embeddingText);
+  const known = ctx.fresh ? new Map<string, number[]>() : await storedChunkVectors(ctx.db, ctx.memory.id);
+  const missing = [...new Set(texts.filter((text) => !known.has(text)))];
+  if (missing.length) (await embedder.embed(missing, "document")).forEach((vector, i) => known.set(missing[i]!, vector));
+  return texts.map((text) => known.get(text)!);
 }
 
 /** A memory's chunks, ready to store: vectors when a model is available, and their Chinese words' English index words. */
@@ -240,7 +258,7 @@ const index: ProcessingStep = {
     const memory = await loadCurrent(ctx);
     const chunks = chunkContent(memory.content, textFormat(memory));
     const embedder = await getEmbedder();
-    const vectors = embedder && chunks.length ? await embedder.embed(chunks.map(embeddingText), "document") : null;
+    const vectors = embedder && chunks.length ? await embedChunks(ctx, embedder, chunks) : null;
     if (ctx.deferred) ctx.deferred.chunks = await indexedChunks(chunks, vectors);
     else await storeChunks(ctx, chunks, vectors);
   },

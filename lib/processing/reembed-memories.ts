@@ -61,7 +61,7 @@ export async function reembedMemories(db: Db, options: ReembedOptions = {}): Pro
         while (next < page.length && fatal === undefined) {
           const memory = page[next++]!;
           try {
-            await indexStep.run({ db, memory, now: () => new Date() });
+            await indexStep.run({ db, memory, now: () => new Date(), fresh: true });
             reembedded++;
             inARow = 0;
           } catch (error) {

@@ -55,3 +55,13 @@ export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: s
   // Statistics follow bulk indexing (embedded database: autoanalyze's job).
   noteTableWrites(chunks.length);
 }
+
+/**
+ * The vectors a memory's stored chunks have, by the text they were embedded from (heading path and
+ * content, as the index step embeds them). A chunk whose text is unchanged needs no new embedding.
+ */
+export async function storedChunkVectors(db: DbClient, memoryId: string): Promise<Map<string, number[]>> {
+  const rows = await db.$queryRaw<{ heading_chain: string; content: string; embedding: string }[]>`
+    SELECT heading_chain, content, embedding::text AS embedding FROM chunks WHERE memory_id = ${memoryId}::uuid AND embedding IS NOT NULL`;
+  return new Map(rows.map((row) => [row.heading_chain ? `${row.heading_chain}\n${row.content}` : row.content, JSON.parse(row.embedding) as number[]]));
+}
