@@ -238,6 +238,26 @@ describe("link memories", () => {
     expect(memory.content).toBe("http://169.254.169.254/latest/meta-data/iam");
   });
 
+  it("sharing a link whose page could not be read copies its text (the URL), not a link fetched again in the target hub", async () => {
+    setLinkFetchPolicyForTests(undefined);
+    const url = `http://127.0.0.1:${insidePort}/shared`;
+    const res = await ann.post("/v1/memories", { content: url });
+    expect(res.status).toBe(201);
+    const original = await processed(res.body.data.id);
+    expect(original.processing_error).toMatch(/Refused/);
+    const target = await h.teamHub(ann);
+    // Were it fetched again there, a policy allowing the address would let the copy reach it.
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${insidePort}`] });
+    const before = hits.inside;
+    const shared = await ann.post(`/v1/memories/${original.id}/share`, { target_hub_id: target });
+    expect(shared.status, JSON.stringify(shared.body)).toBe(201);
+    expect(shared.body.data.content_type).not.toBe("link");
+    expect(shared.body.data.state).toBe("active");
+    const copy = await processed(shared.body.data.id);
+    expect(copy.content).toBe(url);
+    expect(hits.inside).toBe(before);
+  });
+
   it("a page in another charset than UTF-8 is decoded by its header, BOM or <meta> charset", async () => {
     setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
     const read = async (path: string) => {

@@ -270,11 +270,15 @@ function assertGrowth(tx: DbClient, existing: Memory, content: string): Promise<
   return assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
 }
 
+/** Content that is one bare http(s) URL: pushed without a content_type, it becomes a link memory. */
+export function isBareUrl(content: string): boolean {
+  return /^https?:\/\/\S+$/i.test(content.trim());
+}
+
 /** A link memory: content_type "link", or content that is one bare http(s) URL. Returns the URL. */
 function linkTarget(input: CreateMemoryBody): string | null {
-  const text = input.content.trim();
-  if (input.content_type !== "link" && (input.content_type !== undefined || !/^https?:\/\/\S+$/i.test(text))) return null;
-  return linkUrlOrThrow(text);
+  if (input.content_type !== "link" && (input.content_type !== undefined || !isBareUrl(input.content))) return null;
+  return linkUrlOrThrow(input.content.trim());
 }
 
 /** What a link memory's content must be (create and PATCH alike): one http(s) URL, returned without its #fragment. */

@@ -3,7 +3,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { needsExtraction } from "@/lib/extraction/extract-memory-text.ts";
 import { allows, forbiddenFor, membershipOrThrow } from "@/lib/hubs/hub-access.ts";
-import { createMemory, type CreateMemoryResult } from "./create-memory.ts";
+import { createMemory, isBareUrl, type CreateMemoryResult } from "./create-memory.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { SOURCES, type CreateMemoryBody, type Kind, type Stability } from "./memory-fields.ts";
 
@@ -41,8 +41,9 @@ export async function shareMemory(ctx: AuthContext, id: string, input: ShareMemo
     kind: memory.kind as Kind,
     stability: memory.stability as Stability,
     tags: memory.tags,
-    // Extracted text is whatever the file or page was; let the text say what it is.
-    content_type: fetched ? undefined : (memory.contentType as CreateMemoryBody["content_type"]),
+    // Extracted text is whatever the file or page was; let the text say what it is. A page that could
+    // not be read left its URL as the text, which alone would make the copy a link fetched again.
+    content_type: fetched ? (isBareUrl(memory.content) ? "text" : undefined) : (memory.contentType as CreateMemoryBody["content_type"]),
     source,
     source_agent: memory.sourceAgent ?? undefined,
     assisted_by_agent: memory.assistedByAgent ?? undefined,
