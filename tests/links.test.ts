@@ -131,6 +131,14 @@ describe("SSRF guard", () => {
     }
   });
 
+  it("judges SIIT's IPv4-translated addresses (::ffff:0:a.b.c.d) by the IPv4 address they carry, as it does IPv4-mapped ones", () => {
+    // A stateless translator on the server's network delivers these to the IPv4 address.
+    for (const address of ["::ffff:0:127.0.0.1", "::ffff:0:7f00:1", "::ffff:0:169.254.169.254", "::ffff:0:a00:1"]) {
+      expect(isBlockedAddress(address), address).toBe(true);
+    }
+    expect(isBlockedAddress("::ffff:0:8.8.8.8")).toBe(false);
+  });
+
   it("the default policy allows nothing private; the test allowance is explicit", () => {
     expect(DEFAULT_FETCH_POLICY.allow).toEqual([]);
     setLinkFetchPolicyForTests(undefined);

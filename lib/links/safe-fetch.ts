@@ -118,6 +118,8 @@ export function isBlockedAddress(address: string): boolean {
   if (zeroPrefix(7) && g[7] === 1) return true; // ::1
   // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d): judge the IPv4 address.
   if (zeroPrefix(5) && (g[5] === 0xffff || g[5] === 0)) return isBlockedAddress(`${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`);
+  // IPv4-translated (::ffff:0:a.b.c.d, SIIT): a stateless translator on the server's network delivers it to the IPv4 address.
+  if (zeroPrefix(4) && g[4] === 0xffff && g[5] === 0) return isBlockedAddress(`${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`);
   if (g[0] === 0x64 && g[1] === 0xff9b) return true; // NAT64 can reach IPv4 private space
   // 6to4 carries an IPv4 address in groups 1-2; a 6to4 gateway on the server's network delivers to it.
   if (g[0] === 0x2002) return isBlockedAddress(`${g[1]! >> 8}.${g[1]! & 255}.${g[2]! >> 8}.${g[2]! & 255}`);
