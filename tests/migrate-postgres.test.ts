@@ -13,8 +13,8 @@ const serverUrl =
 if (!serverUrl) console.warn("tests/migrate-postgres.test.ts skipped: set ENGRAM_TEST_POSTGRES_URL (or DATABASE_URL) to a PostgreSQL server");
 
 const root = path.resolve(import.meta.dirname, "..");
-/** The session lock lib/db/postgres.ts takes around migrations. */
-const MIGRATION_LOCK = 0x656e6d67;
+/** The session lock lib/db/postgres.ts takes around migrations: Prisma Migrate's own (its schema engine's key). */
+const PRISMA_MIGRATE_LOCK = 72707369;
 
 function runMigrateScript(url: string): Promise<{ code: number | null; output: string }> {
   const child = spawn(process.execPath, [path.join(root, "node_modules", "tsx", "dist", "cli.mjs"), path.join(root, "scripts", "migrate.ts")], {
@@ -43,16 +43,27 @@ describe.skipIf(!serverUrl)("npm run db:migrate on PostgreSQL", () => {
   });
 
   afterAll(async () => {
-    await admin?.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    for (const name of [dbName, ...extraDbs]) await admin?.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
     await admin?.end();
   });
+
+  const extraDbs: string[] = [];
+  /** Another fresh database on the same server. */
+  async function freshDatabase(): Promise<string> {
+    const name = `engram_migrate_${Date.now().toString(36)}_${extraDbs.length}`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    extraDbs.push(name);
+    const parsed = new URL(serverUrl!);
+    parsed.pathname = `/${name}`;
+    return parsed.toString();
+  }
 
   it("takes its turn with a server start migrating the same database: waits for the migration lock, then applies each migration once", async () => {
     // A server start in progress holds the lock (lib/db/postgres.ts withMigrationLock).
     const holder = new pg.Client({ connectionString: url });
     await holder.connect();
     try {
-      await holder.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK]);
+      await holder.query("SELECT pg_advisory_lock($1::bigint)", [PRISMA_MIGRATE_LOCK]);
       const runs = [runMigrateScript(url), runMigrateScript(url)];
       let finished = 0;
       for (const run of runs) void run.then(() => finished++);
@@ -71,7 +82,7 @@ describe.skipIf(!serverUrl)("npm run db:migrate on PostgreSQL", () => {
       expect(waiting).toBe(2);
       const tables = await holder.query(`SELECT 1 FROM pg_tables WHERE tablename = '_prisma_migrations'`);
       expect(tables.rowCount).toBe(0);
-      await holder.query("SELECT pg_advisory_unlock($1::bigint)", [MIGRATION_LOCK]);
+      await holder.query("SELECT pg_advisory_unlock($1::bigint)", [PRISMA_MIGRATE_LOCK]);
       const results = await Promise.all(runs);
       for (const result of results) expect(result.code, result.output).toBe(0);
       expect(results.map((r) => /applied \d+ migration/.test(r.output)).sort()).toEqual([false, true]);
@@ -81,6 +92,38 @@ describe.skipIf(!serverUrl)("npm run db:migrate on PostgreSQL", () => {
       expect(applied.rows).toEqual(listMigrations().map((m) => ({ migration_name: m.name, n: 1 })));
     } finally {
       await holder.end();
+    }
+  });
+
+  it("takes its turn with `prisma migrate deploy` (the README's other way to migrate): waits while Prisma Migrate's own lock is held", async () => {
+    const fresh = await freshDatabase();
+    // What `prisma migrate deploy` holds while it applies the same folder.
+    const prisma = new pg.Client({ connectionString: fresh });
+    await prisma.connect();
+    try {
+      await prisma.query("SELECT pg_advisory_lock($1::bigint)", [PRISMA_MIGRATE_LOCK]);
+      let finished = false;
+      const run = runMigrateScript(fresh).finally(() => (finished = true));
+      let waiting = 0;
+      for (let i = 0; i < 300 && !finished && waiting < 1; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const rows = await prisma.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+        );
+        waiting = rows.rows[0]!.n;
+      }
+      // Without the shared lock the script migrated beside Prisma: both apply the same migration, one fails.
+      const early = finished ? await run : undefined;
+      expect(early?.output ?? "", "the script migrated while Prisma Migrate held its lock").toBe("");
+      expect(waiting).toBe(1);
+      expect((await prisma.query(`SELECT 1 FROM pg_tables WHERE tablename = '_prisma_migrations'`)).rowCount).toBe(0);
+      await prisma.query("SELECT pg_advisory_unlock($1::bigint)", [PRISMA_MIGRATE_LOCK]);
+      const result = await run;
+      expect(result.code, result.output).toBe(0);
+      const applied = await prisma.query<{ n: number }>(`SELECT count(*)::int AS n FROM _prisma_migrations WHERE finished_at IS NOT NULL`);
+      expect(applied.rows[0]!.n).toBe(listMigrations().length);
+    } finally {
+      await prisma.end();
     }
   });
 });

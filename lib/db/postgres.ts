@@ -134,8 +134,13 @@ async function listenPostgres(
   };
 }
 
-/** Arbitrary constant key of the session lock that serialises migrations between processes starting together. */
-const MIGRATION_LOCK = 0x656e6d67;
+/**
+ * The session lock that serialises migrations: Prisma Migrate's own key (its schema engine takes
+ * `pg_advisory_lock(72707369)`), so a `prisma migrate deploy` of the same folder and a starting server
+ * take turns too. With a key of our own both applied the same migration at once: one of them failed,
+ * and a failed Prisma record stops every later start until it is resolved by hand.
+ */
+const MIGRATION_LOCK = 72707369;
 
 /**
  * Runs `fn` (the migration runner) on one dedicated connection holding a session advisory lock, so
