@@ -2,8 +2,19 @@
 // into an empty PostgreSQL database (migrated first), after which `DATABASE_URL=… npm start` serves the same
 // data. Stop the server first: the embedded database serves one process at a time. The target defaults to
 // DATABASE_URL. See docs/operations.md.
+import pg from "pg";
 import { defaultDataDir, openDatabase } from "../lib/db/database.ts";
 import { copyToPostgres } from "../lib/db/copy-to-postgres.ts";
+
+/**
+ * The target as the log names it, without its password, read by pg's own parser: `new URL` refuses a
+ * socket URL with a user (`postgres://engram@/engram?host=/var/run/postgresql`), which failed the copy
+ * right after the target was migrated.
+ */
+function describeTarget(url: string): string {
+  const { database, host, port } = new pg.Client({ connectionString: url });
+  return `${database} on ${host}:${port}`;
+}
 
 async function main() {
   const targetUrl = process.argv[2] || process.env.DATABASE_URL;
@@ -16,7 +27,7 @@ async function main() {
   try {
     console.log(`migrating the target…`);
     await (await openDatabase({ url: targetUrl })).close();
-    console.log(`copying ${dataDir} into ${new URL(targetUrl).host}${new URL(targetUrl).pathname}…`);
+    console.log(`copying ${dataDir} into ${describeTarget(targetUrl)}…`);
     const results = await copyToPostgres(source.sql, targetUrl, { onTable: ({ table, rows }) => console.log(`  ${table}: ${rows} rows`) });
     const total = results.reduce((sum, r) => sum + r.rows, 0);
     console.log(`copied ${total} rows in ${results.length} tables in ${((Date.now() - started) / 1000).toFixed(1)} s; start Engram with DATABASE_URL set to the target`);

@@ -1,10 +1,14 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
 import { copyToPostgres } from "@/lib/db/copy-to-postgres.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { flushUsage } from "@/lib/usage/count-usage.ts";
-import { createHarness, testPostgres, waitProcessed, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, templateSnapshot, testPostgres, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { createTestDatabase } from "./support/postgres.ts";
 
 /**
@@ -125,6 +129,41 @@ describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () =
       expect(counts).toEqual([{ users: 0, memories: 0 }]);
     } finally {
       await check.close();
+    }
+  });
+
+  it("npm run db:copy-to-postgres takes the Unix-socket URL docs/operations.md recommends on the same host", async () => {
+    const url = new URL(await newTarget());
+    const probe = await openDatabase({ url: url.toString(), migrate: false });
+    let socketDir: string | undefined;
+    let port: string;
+    try {
+      socketDir = (await probe.sql.query<{ d: string }>(`SELECT current_setting('unix_socket_directories') AS d`))[0]!.d.split(",")[0]?.trim();
+      port = (await probe.sql.query<{ port: string }>(`SELECT current_setting('port') AS port`))[0]!.port;
+    } finally {
+      await probe.close();
+    }
+    // A server with no socket (or on another host) cannot be reached this way: nothing to show.
+    if (!socketDir || !url.hostname.match(/^(127\.0\.0\.1|localhost|::1|\[::1\])$/)) return;
+    // `postgres://engram@/engram?host=/var/run/postgresql`: a user and no host name.
+    const socketUrl = `postgres://${url.username}@${url.pathname}?host=${encodeURIComponent(socketDir)}&port=${port}`;
+    const dataDir = mkdtempSync(path.join(tmpdir(), "engram-copy-socket-"));
+    try {
+      const source = await openDatabase({ dataDir: path.join(dataDir, "pglite"), template: templateSnapshot() });
+      await source.close();
+      const root = path.resolve(import.meta.dirname, "..");
+      const child = spawn(process.execPath, [path.join(root, "node_modules", "tsx", "dist", "cli.mjs"), path.join(root, "scripts", "copy-to-postgres.ts"), socketUrl], {
+        cwd: root,
+        env: { ...process.env, ENGRAM_DATA_DIR: dataDir, DATABASE_URL: "" },
+      });
+      let output = "";
+      child.stdout.on("data", (chunk) => (output += chunk));
+      child.stderr.on("data", (chunk) => (output += chunk));
+      const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+      expect(code, output).toBe(0);
+      expect(output).toMatch(/copied \d+ rows in \d+ tables/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
