@@ -454,6 +454,28 @@ describe("negative cases", () => {
     expect((await h.db.oAuthGrant.findFirstOrThrow({ where: { clientId } })).revokedAt).toBeNull();
   });
 
+  it("a refresh asking for a narrower scope gets an access token of that scope; the grant and its next refresh keep the whole", async () => {
+    const { code, clientId, verifier } = await codeFor({ access: "write" });
+    const pair = (await token({ grant_type: "authorization_code", code, client_id: clientId, code_verifier: verifier, redirect_uri: REDIRECT })).body;
+    expect(pair.scope).toBe("read write");
+    const narrowed = await token({ grant_type: "refresh_token", refresh_token: pair.refresh_token!, client_id: clientId, scope: "read" });
+    expect(narrowed.status, JSON.stringify(narrowed.body)).toBe(200);
+    expect(narrowed.body.scope).toBe("read");
+    const bearer = { authorization: `Bearer ${narrowed.body.access_token}`, "content-type": "application/json" };
+    expect((await fetch(`${server.url}/v1/auth/me`, { headers: bearer })).status).toBe(200);
+    const write = await fetch(`${server.url}/v1/memories`, { method: "POST", headers: bearer, body: JSON.stringify({ content: "# Narrowed\n\nA read token cannot write." }) });
+    expect(write.status).toBe(403);
+    // RFC 6749 §6: the new refresh token keeps the grant's scope, so the next refresh may ask for all of it again.
+    const whole = await token({ grant_type: "refresh_token", refresh_token: narrowed.body.refresh_token!, client_id: clientId });
+    expect(whole.body.scope).toBe("read write");
+    const wrote = await fetch(`${server.url}/v1/memories`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${whole.body.access_token}`, "content-type": "application/json" },
+      body: JSON.stringify({ content: "# Whole\n\nThe full scope writes again." }),
+    });
+    expect(wrote.status).toBe(201);
+  });
+
   it("refuses a wrong code_verifier", async () => {
     const { code, clientId } = await codeFor();
     const res = await token({ grant_type: "authorization_code", code, client_id: clientId, code_verifier: pkce().verifier, redirect_uri: REDIRECT });

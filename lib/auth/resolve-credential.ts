@@ -43,13 +43,16 @@ export async function resolveCredential(
     if (!grant.lastUsedAt || now.getTime() - grant.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
       await db.oAuthGrant.update({ where: { id: check.grantId }, data: { lastUsedAt: now } });
     }
+    // A token narrowed at refresh holds the part of the grant's scope it names, never more than the grant's.
+    const granted = grant.scope.split(" ");
+    const scope = check.scope === undefined ? granted : granted.filter((s) => check.scope!.split(" ").includes(s));
     // The grant's consented hubs and read/write become the credential's own limits, enforced by lib/hubs/hub-access.ts.
     return {
       user: grant.user,
       credential: {
         type: "access_token",
         id: check.grantId,
-        scopes: grant.scope.split(" ").includes("write") ? KEY_SCOPES : ["read"],
+        scopes: scope.includes("write") ? KEY_SCOPES : ["read"],
         hubIds: grant.allHubs ? null : grant.hubIds,
         oauth: { clientId: grant.clientId, resource: check.resource },
       },

@@ -5,6 +5,7 @@ import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
 import { findClient } from "./find-client.ts";
 import { OAuthError } from "./oauth-error.ts";
+import { OAUTH_SCOPES } from "./oauth-metadata.ts";
 
 export const REFRESH_TOKEN_PREFIX = "ert_";
 export const REFRESH_TOKEN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
@@ -52,8 +53,11 @@ export class GrantError extends OAuthError {
   }
 }
 
-/** What a claim decided: the grant to issue for, or the refusal to throw once the transaction ends. */
-type Claimed<T> = { row: T } | { refusal: OAuthError; revoke?: { grantId: string; reason: string } };
+/**
+ * What a claim decided: the grant to issue for (and the scope of the access token, when a refresh
+ * asked for less than the grant's), or the refusal to throw once the transaction ends.
+ */
+type Claimed<T> = { row: T; scope?: string } | { refusal: OAuthError; revoke?: { grantId: string; reason: string } };
 
 /**
  * Runs a claim and the new refresh token's insert in one transaction, with the claimed row locked
@@ -83,7 +87,7 @@ async function claimAndIssue<T extends { grant: { id: string; userId: string; re
     if (claimed.revoke) await revokeGrant(db, claimed.revoke.grantId, claimed.revoke.reason, now);
     throw claimed.refusal;
   }
-  return { row: claimed.row, tokens: tokenResponse(secret, claimed.row.grant, refreshToken, now) };
+  return { row: claimed.row, tokens: tokenResponse(secret, claimed.row.grant, refreshToken, now, claimed.scope) };
 }
 
 /** Checks run on a claimed code before its tokens are issued; a throw refuses them (the code stays used). */
@@ -162,14 +166,15 @@ export const REFRESH_REUSE_GRACE_MS = 10_000;
  * Rotation: each refresh token works once, for one new pair. Presenting a used one means it
  * leaked: end the grant (unless it was used within REFRESH_REUSE_GRACE_MS, see there).
  * `accepts` refuses a request the grant cannot serve before the token is spent, so a client that
- * corrects its request retries with the same token instead of ending its grant as a replay.
+ * corrects its request retries with the same token instead of ending its grant as a replay; what it
+ * returns is the new access token's scope, when narrower than the grant's.
  */
 export async function refreshGrantTokens(
   db: Db,
   token: string,
   clientId: string,
   now: Date,
-  accepts: (grant: { resource: string; scope: string }) => void = () => {},
+  accepts: (grant: { resource: string; scope: string }) => string | undefined = () => undefined,
 ): Promise<TokenResponse> {
   const tokenHash = hashSecret(token);
   const { tokens } = await claimAndIssue(db, now, async (tx) => {
@@ -187,10 +192,10 @@ export async function refreshGrantTokens(
         revoke: { grantId: row.grantId, reason: "refresh_token_reuse" },
       };
     }
-    accepts(row.grant);
+    const scope = accepts(row.grant);
     if (row.expiresAt <= now) return { refusal: new GrantError("expired", "The refresh token has expired; sign in again") };
     await tx.oAuthRefreshToken.update({ where: { tokenHash }, data: { usedAt: now } });
-    return { row };
+    return { row, scope };
   });
   return tokens;
 }
@@ -202,16 +207,28 @@ async function refresh(db: Db, params: URLSearchParams, now: Date): Promise<Toke
   const scope = params.get("scope");
   return refreshGrantTokens(db, token, clientId, now, (grant) => {
     if (resource !== null && resource !== grant.resource) throw new OAuthError("invalid_target", "resource does not match the grant");
-    if (scope) {
-      const granted = grant.scope.split(" ");
-      if (scope.split(" ").some((s) => s && !granted.includes(s) && (s === "read" || s === "write"))) throw new OAuthError("invalid_scope", "A refresh cannot widen the granted scope");
-    }
+    return narrowedScope(grant.scope, scope);
   });
 }
 
-function tokenResponse(secret: Buffer, grant: { id: string; userId: string; resource: string; scope: string }, refreshToken: string, now: Date): TokenResponse {
-  const accessToken = issueAccessToken(secret, { userId: grant.userId, grantId: grant.id, resource: grant.resource }, now.getTime());
-  return { access_token: accessToken, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS, refresh_token: refreshToken, scope: grant.scope };
+/**
+ * RFC 6749 §6: a refresh may ask for part of the grant's scope, and its access token then holds only
+ * that part; the refresh token keeps the whole, so a later refresh may ask for all of it again.
+ * Scopes this server does not know are ignored, as at /oauth/authorize; a request naming none of
+ * read/write gets the grant's scope.
+ */
+function narrowedScope(granted: string, requested: string | null): string | undefined {
+  const asked = (requested ?? "").split(" ").filter((s) => (OAUTH_SCOPES as readonly string[]).includes(s));
+  if (!asked.length) return undefined;
+  const grantedScopes = granted.split(" ");
+  if (asked.some((s) => !grantedScopes.includes(s))) throw new OAuthError("invalid_scope", "A refresh cannot widen the granted scope");
+  const scope = grantedScopes.filter((s) => asked.includes(s));
+  return scope.length === grantedScopes.length ? undefined : scope.join(" ");
+}
+
+function tokenResponse(secret: Buffer, grant: { id: string; userId: string; resource: string; scope: string }, refreshToken: string, now: Date, scope?: string): TokenResponse {
+  const accessToken = issueAccessToken(secret, { userId: grant.userId, grantId: grant.id, resource: grant.resource, ...(scope !== undefined && { scope }) }, now.getTime());
+  return { access_token: accessToken, token_type: "Bearer", expires_in: ACCESS_TOKEN_TTL_SECONDS, refresh_token: refreshToken, scope: scope ?? grant.scope };
 }
 
 /** Ends a grant: its access tokens stop working at once, its refresh tokens are refused. */
