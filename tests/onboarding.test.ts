@@ -2,6 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { onboardingState } from "@/lib/onboarding/onboarding-state.ts";
 import { restartOnboarding } from "@/lib/onboarding/restart-onboarding.ts";
+import { hashSecret } from "@/lib/auth/hash-secret.ts";
+import { approveConsent } from "@/lib/oauth/approve-consent.ts";
+import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
+import { findClient } from "@/lib/oauth/find-client.ts";
 import { sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
@@ -107,6 +111,20 @@ describe("the getting-started checklist", () => {
     expect(refused).toMatchObject({ status: 400, body: { error: { code: "kind_not_supported" } } });
     // Sending that invite ticked Dan's optional step.
     expect(items(await checklist(dan)).invite_teammate.completed_at).toEqual(expect.any(String));
+  });
+});
+
+describe("the connect-an-agent step and OAuth", () => {
+  it("is not done by a consent whose code was never exchanged, and is once the code is exchanged", async () => {
+    const gus = await h.user("Gus");
+    await ensureCliClient(h.db);
+    await sdkFor(gus).onboarding.restart();
+    const request = { client: await findClient(h.db, CLI_CLIENT_ID, new Date()), redirectUri: "", state: undefined, codeChallenge: "", resource: "http://engram.test/mcp", wantsWrite: true };
+    const code = await approveConsent(h.db, gus, request, { hubIds: null, write: true }, new Date());
+    expect(await h.db.oAuthCode.findUnique({ where: { codeHash: hashSecret(code) } })).not.toBeNull();
+    expect(items(await checklist(gus)).connect_agent.completed_at).toBeUndefined();
+    expect((await h.anonymous.post("/v1/auth/exchange", { code })).status).toBe(200);
+    expect(items(await checklist(gus)).connect_agent.completed_at).toEqual(expect.any(String));
   });
 });
 

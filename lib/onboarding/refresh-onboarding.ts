@@ -20,7 +20,9 @@ async function signals(db: DbClient, userId: string): Promise<Signals> {
     db.memory.findMany({ where: { ownerId: userId }, select: { id: true }, take: MEMORY_TARGET }),
     db.usageCounter.findFirst({ where: { userId, recalls: { gt: 0 } }, select: { recalls: true } }),
     db.apiKey.findFirst({ where: { userId, agentName: { not: null } }, select: { id: true } }),
-    db.oAuthGrant.findFirst({ where: { userId }, select: { id: true } }),
+    // Only an exchanged consent connected an app: exchanging a code writes the grant's first refresh
+    // token, and a live grant always keeps one (lib/oauth/prune-expired-tokens.ts).
+    db.oAuthGrant.findFirst({ where: { userId, refreshTokens: { some: {} } }, select: { id: true } }),
     db.agentConfig.findFirst({ where: { ownerId: userId }, select: { id: true } }),
     db.invite.findFirst({ where: { createdBy: userId }, select: { id: true } }),
   ]);
