@@ -6,6 +6,7 @@ import { apiKeysLockKey, createApiKey } from "@/lib/auth/create-api-key.ts";
 import { endSession } from "@/lib/auth/end-session.ts";
 import { claimAccount } from "@/lib/auth/claim-account.ts";
 import { resolveSession, sessionOf, sessionSecret } from "@/lib/auth/session.ts";
+import { agentLockKey } from "@/lib/agents/connected-agents.ts";
 import { approveConsent } from "@/lib/oauth/approve-consent.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { findClient } from "@/lib/oauth/find-client.ts";
@@ -378,5 +379,55 @@ describe("signing out while the same session makes a key", () => {
     expect((await made!).status).toBe(201);
     expect(order).toEqual(["key 201", "signed out"]);
     expect((await h.anonymous.post("/v1/auth/api-keys", { name: "after" }, { headers: { cookie, "sec-fetch-site": "same-origin" } })).status).toBe(401);
+  });
+});
+
+describe("a key moved between agents while one of them is disconnected", () => {
+  /**
+   * A disconnect (lib/agents/disconnect-agent.ts) revokes the agent's keys under the agent's and the
+   * api-keys locks; a key's move (PATCH /v1/auth/api-keys/{id}) took neither, so it went through in
+   * the middle of a disconnect: a key moved onto the agent was answered before the disconnect
+   * committed yet survived it, and a key moved off it answered 200 while the disconnect revoked it.
+   * Here a second connection is the disconnect, held open after its revocation.
+   */
+  async function duringDisconnect(ownerId: string, agentName: string, move: () => Promise<ApiResponse>) {
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const order: string[] = [];
+    let moved: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0)), pg_advisory_xact_lock(hashtextextended($2, 0))", [
+        agentLockKey(ownerId, agentName),
+        apiKeysLockKey(ownerId),
+      ]);
+      await side.query("UPDATE api_keys SET revoked_at = now() WHERE user_id = $1 AND agent_name = $2 AND revoked_at IS NULL", [ownerId, agentName]);
+      moved = move().then((res) => (order.push(`moved ${res.status}`), res));
+      await untilBlockedOrDone(side, () => order.length > 0);
+      order.push("disconnected");
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    return { res: await moved!, order };
+  }
+
+  it.skipIf(!testPostgres())("a key moved onto the agent mid-disconnect is moved after it (and lives), never before it and spared", async () => {
+    const hal = await h.user("MoverOnto");
+    const key = (await hal.post("/v1/auth/api-keys", { name: "loose", agent_name: "other" })).body.data;
+    expect((await hal.post("/v1/auth/api-keys", { name: "bot key", agent_name: "bot" })).status).toBe(201);
+    const { res, order } = await duringDisconnect(hal.id, "bot", () => hal.patch(`/v1/auth/api-keys/${key.id}`, { agent_name: "bot" }));
+    expect(res.status).toBe(200);
+    expect(order).toEqual(["disconnected", "moved 200"]);
+  });
+
+  it.skipIf(!testPostgres())("a key moved off the agent mid-disconnect is not found once the disconnect revoked it, never 200 and revoked", async () => {
+    const ida = await h.user("MoverOff");
+    const key = (await ida.post("/v1/auth/api-keys", { name: "bot key", agent_name: "bot" })).body.data;
+    const { res } = await duringDisconnect(ida.id, "bot", () => ida.patch(`/v1/auth/api-keys/${key.id}`, { agent_name: "" }));
+    const row = await h.db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+    expect(row.revokedAt).not.toBeNull();
+    expect(res.status, JSON.stringify(res.body)).toBe(404);
   });
 });
