@@ -10,6 +10,7 @@ import { agentLockKey } from "@/lib/agents/connected-agents.ts";
 import { approveConsent } from "@/lib/oauth/approve-consent.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { findClient } from "@/lib/oauth/find-client.ts";
+import { resetConfig } from "@/lib/config.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
 import { sessionCookieFor } from "./support/oauth-consent.ts";
 
@@ -429,5 +430,43 @@ describe("a key moved between agents while one of them is disconnected", () => {
     const row = await h.db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
     expect(row.revokedAt).not.toBeNull();
     expect(res.status, JSON.stringify(res.body)).toBe(404);
+  });
+});
+
+describe("an administrator's impersonation while the account is claimed", () => {
+  /**
+   * A claim (lib/auth/claim-account.ts) revokes the account's grants under the api-keys lock; the
+   * impersonation grant was inserted without it, so one made in the middle of a claim answered before
+   * the claim committed and was still live after it. Here a second connection is the claim, held open
+   * after its revocation.
+   */
+  it.skipIf(!testPostgres())("the impersonation lands after the claim, never before it and spared", async () => {
+    process.env.ENGRAM_ADMIN_TOKEN = "races-admin-token-0123456789abcdef";
+    resetConfig();
+    const squatter = await h.user("ImpersonatedSquatter");
+    await h.db.user.update({ where: { id: squatter.id }, data: { emailUnverified: true } });
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const order: string[] = [];
+    let impersonated: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("UPDATE users SET email_unverified = false, password_hash = NULL, sessions_valid_after = now() WHERE id = $1", [squatter.id]);
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [apiKeysLockKey(squatter.id)]);
+      await side.query("UPDATE oauth_grants SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL", [squatter.id]);
+      impersonated = h.anonymous
+        .post("/v1/auth/impersonate", { user_id: squatter.id }, { headers: { authorization: `Bearer ${process.env.ENGRAM_ADMIN_TOKEN}` } })
+        .then((res) => (order.push(`impersonated ${res.status}`), res));
+      await untilBlockedOrDone(side, () => order.length > 0);
+      order.push("claimed");
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+      delete process.env.ENGRAM_ADMIN_TOKEN;
+      resetConfig();
+    }
+    expect((await impersonated!).status).toBe(200);
+    expect(order).toEqual(["claimed", "impersonated 200"]);
   });
 });

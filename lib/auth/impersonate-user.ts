@@ -3,9 +3,11 @@ import type { RequestContext } from "@/lib/api/context.ts";
 import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
+import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { newId } from "@/lib/ids.ts";
 import { resourceFor } from "@/lib/oauth/public-origin.ts";
 import { issueAccessToken } from "./access-token.ts";
+import { apiKeysLockKey } from "./create-api-key.ts";
 
 /** The client impersonation grants name; no flow can use it (no redirect URIs, its own kind). */
 export const IMPERSONATION_CLIENT_ID = "engram-admin";
@@ -36,6 +38,9 @@ export async function impersonateUser(ctx: RequestContext, input: ImpersonateBod
   const now = ctx.now();
   const resource = resourceFor(origin, "/mcp");
   const grant = await ctx.db.$transaction(async (tx) => {
+    // A claim (claim-account.ts) revokes the account's grants under this lock: a grant made during
+    // one then lands wholly before it (and is revoked) or after it.
+    await lockForTransaction(tx, apiKeysLockKey(user.id));
     await tx.oAuthClient.upsert({
       where: { id: IMPERSONATION_CLIENT_ID },
       create: { id: IMPERSONATION_CLIENT_ID, name: "Administrator (impersonation)", redirectUris: [], kind: IMPERSONATION_CLIENT_KIND },
