@@ -96,6 +96,14 @@ describe("sessions", () => {
     expect(await h.db.chatSession.count({ where: { id: created.id } })).toBe(1);
   });
 
+  it("takes hub and memory ids in any case and stores them as the database names them", async () => {
+    const pinned = await h.db.memory.findFirstOrThrow({ where: { hubId: teamHubId }, select: { id: true } });
+    const body = { scope_type: "hub_subset", scope_hub_ids: [teamHubId.toUpperCase()], write_hub_id: teamHubId.toUpperCase(), pinned_memory_ids: [pinned.id.toUpperCase()] };
+    const res = await ann.post(base, body);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.data).toMatchObject({ scope_hub_ids: [teamHubId], write_hub_id: teamHubId, pinned_memory_ids: [pinned.id] });
+  });
+
   it("pages the list by activity", async () => {
     const carl = await h.user("Carl");
     const ids: string[] = [];

@@ -291,6 +291,13 @@ describe("POST /v1/configs/sync between two devices", () => {
     expect(await laptop.sync()).toMatchObject([{ action: "pull", reason: "cloud_newer", version: 4 }]);
   });
 
+  it("batch-delete takes a config's id in any case: named twice in two cases it is one deletion, not a not_found skip", async () => {
+    const ann = await h.user("CaseDeleter");
+    const id = (await ann.put("/v1/configs", { ...file, content: "shout", device_id: "a" })).body.data.id as string;
+    const res = await ann.post("/v1/configs/batch-delete", { ids: [id.toUpperCase(), id] });
+    expect(res.body.data).toEqual({ deleted: 1, skipped: [] });
+  });
+
   it("a deletion everywhere reaches the other device; a local change to the deleted file conflicts; restore brings it back", async () => {
     const ann = await h.user("Deleter");
     const a = new Device(ann, "a");

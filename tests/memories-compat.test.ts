@@ -179,3 +179,17 @@ describe("X-Timezone", () => {
     expect(new Date(utc.body.data.query_metadata.filters.created_after).getUTCHours()).toBe(0);
   });
 });
+
+describe("batch endpoints take ids in any case, as GET /v1/memories/{id} does", () => {
+  test("an UPPERCASE id is deleted or moved, not skipped as not_found; the reply names it in lowercase", async () => {
+    const a = await push(ann, { content: "shouted id, to move" }, team);
+    const b = await push(ann, { content: "shouted id, to delete" }, team);
+    expect((await ann.get(`/v1/memories/${a.toUpperCase()}`)).status).toBe(200);
+    const moved = await ann.post("/v1/memories/batch-move", { ids: [a.toUpperCase()], hub_id: ann.personalHubId.toUpperCase() });
+    expect(moved.body.data).toEqual({ moved: 1, skipped: [] });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: a } })).hubId).toBe(ann.personalHubId);
+    const deleted = await ann.post("/v1/memories/batch-delete", { ids: [b.toUpperCase(), b, "not-an-id"] });
+    expect(deleted.body.data).toEqual({ deleted: 1, skipped: [{ id: "not-an-id", reason: "not_found" }] });
+    expect(await h.db.memory.findUnique({ where: { id: b } })).toBeNull();
+  });
+});

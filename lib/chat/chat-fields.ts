@@ -67,7 +67,8 @@ export function chatModelNames(): string[] {
   return [...configured, "local"];
 }
 
-const uuid = (what: string) => z.string().refine(isUuid, `${what} must be a UUID`);
+// Lowercased, as the database names them: scope, write hub and pins are compared with its ids.
+const uuid = (what: string) => z.string().refine(isUuid, `${what} must be a UUID`).toLowerCase();
 
 const toolsSchema = z
   .array(z.string())

@@ -113,7 +113,8 @@ export const restoreConfigBodySchema = z.object({
 export type RestoreConfigBody = z.output<typeof restoreConfigBodySchema>;
 
 export const batchDeleteConfigsBodySchema = z.object({
-  ids: z.array(z.string()).min(1, "ids must not be empty").max(MAX_BATCH_IDS, `ids has at most ${MAX_BATCH_IDS} entries`),
+  // Lowercased, so one config named in two cases is one id (the second was skipped as not_found).
+  ids: z.array(z.string().toLowerCase()).min(1, "ids must not be empty").max(MAX_BATCH_IDS, `ids has at most ${MAX_BATCH_IDS} entries`),
 });
 
 export const mergeConfigsBodySchema = z.object({

@@ -130,15 +130,18 @@ export const listMemoriesQuerySchema = z.object({
 });
 export type ListMemoriesQuery = z.output<typeof listMemoriesQuerySchema>;
 
+// Lowercased here, once: the database answers an UPPERCASE uuid (as GET /v1/memories/{id} accepts
+// it) with its lowercase id, and the batch's reply matches what it found against what was asked.
+const idSchema = z.string().min(1).max(100).toLowerCase();
 const idsSchema = z
-  .array(z.string().min(1).max(100))
+  .array(idSchema)
   .min(1, "ids must name at least one memory")
   .max(MAX_BATCH_IDS, `at most ${MAX_BATCH_IDS} ids per batch`);
 
 export const batchDeleteBodySchema = z.object({ ids: idsSchema });
 
 export const batchMoveBodySchema = z
-  .object({ ids: idsSchema, hub_id: z.string().min(1).optional(), topic_id: z.string().min(1).optional() })
+  .object({ ids: idsSchema, hub_id: idSchema.optional(), topic_id: idSchema.optional() })
   .refine((body) => body.hub_id !== undefined || body.topic_id !== undefined, {
     message: "provide hub_id, topic_id or both",
     path: ["hub_id"],
