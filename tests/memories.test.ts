@@ -508,6 +508,26 @@ describe("PATCH /v1/memories/{id}", () => {
     expect((await adam.patch(`/v1/memories/${carls.id}`, { title: "admin edit" })).status).toBe(200);
     expect((await ann.patch(`/v1/memories/${carls.id}`, { title: "outsider" })).status).toBe(404);
   });
+
+  test.skipIf(testPostgres())("reads the stored text only when the edit needs it: not when the content is replaced, once (the answer's) for a tag edit", async () => {
+    const old = `# Samples\n\n${randomBytes(300_000).toString("base64")}`;
+    const m = (await ann.post("/v1/memories", { content: old })).body.data;
+    let res: Awaited<ReturnType<Client["patch"]>> | undefined;
+    const replacing = await charactersRead(h.database, async () => {
+      res = await ann.patch(`/v1/memories/${m.id}`, { content: "# Samples\n\nThe short version." });
+    });
+    expect(res!.status).toBe(200);
+    expect(replacing).toBeLessThan(old.length / 2);
+    const again = (await ann.patch(`/v1/memories/${m.id}`, { content: old })).body.data;
+    expect(again.version).toBe(3);
+    const tagging = await charactersRead(h.database, async () => {
+      res = await ann.patch(`/v1/memories/${m.id}`, { tags: ["lab"] });
+    });
+    expect(res!.body.data).toMatchObject({ tags: ["lab"], content: old });
+    expect(tagging).toBeLessThan(old.length * 1.5);
+    // A new hint reclassifies the stored text, so that one still reads it.
+    expect((await ann.patch(`/v1/memories/${m.id}`, { hint: "a lab sample" })).body.data).toMatchObject({ hint: "a lab sample", content: old });
+  });
 });
 
 describe("DELETE and batch operations", () => {

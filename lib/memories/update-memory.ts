@@ -49,7 +49,10 @@ export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMe
 
 /** One read and conditional write; `tx`: inside the caller's transaction (which holds the row lock). */
 async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, tx?: DbClient) {
-  const { memory, role } = await findMemoryOrThrow({ ...ctx, db: tx ?? ctx.db }, id);
+  const db = tx ?? ctx.db;
+  // The stored text (up to 3 MiB) is read only when the edit works on it: a new hint or content type
+  // reclassifies it, and a memory becoming a link must hold a URL. New content replaces it unread.
+  const { memory, role } = await findMemoryOrThrow({ ...ctx, db }, id, { content: false });
   if (!canEditMemory(role, memory.ownerId === ctx.user.id)) {
     throw new ApiError("forbidden", `Your role (${role}) does not allow editing this memory`);
   }
@@ -64,7 +67,11 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   }
   const hash = input.content !== undefined ? contentHash(input.content) : memory.contentHash;
   const contentChanged = hash !== memory.contentHash;
-  const content = input.content ?? memory.content;
+  const needsStoredText = input.content === undefined && (input.hint !== undefined || input.content_type !== undefined);
+  // Read after the row: a write in between moves updated_at, and the conditional write below then retries.
+  const stored = needsStoredText ? await db.memory.findUnique({ where: { id: memory.id }, select: { content: true } }) : null;
+  if (needsStoredText && !stored) throw new ApiError("not_found", "Memory not found");
+  const content = input.content ?? stored?.content ?? "";
   const contentType = input.content_type ?? memory.contentType;
   // Becoming a link, or a link not read yet getting new content: its content is what will be fetched,
   // so it must be one http(s) URL, as create requires. A link already read holds the page's text instead.
@@ -86,7 +93,7 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   const stability =
     input.stability ?? (reclassify && !stabilityLocked ? classifyStability(content, kind, contentType, hint) : memory.stability);
 
-  const growth = contentChanged ? Buffer.byteLength(content, "utf8") - Buffer.byteLength(memory.content, "utf8") : 0;
+  const growth = contentChanged ? Buffer.byteLength(content, "utf8") - (await storedBytes(db, memory.id)) : 0;
   // Growing content is checked against the owner's and the hub's storage quota in the write's transaction.
   const write = async (db: DbClient) => {
     const rows = await db.memory.updateManyAndReturn({
@@ -125,4 +132,10 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   };
   const [updated] = tx ? await writeChecked(tx) : await ctx.db.$transaction((own) => writeChecked(own));
   return updated;
+}
+
+/** The stored text's size in bytes, counted by the database instead of reading the text. */
+async function storedBytes(db: DbClient, id: string): Promise<number> {
+  const [row] = await db.$queryRaw<{ n: number }[]>`SELECT octet_length(content)::int AS n FROM memories WHERE id = ${id}::uuid`;
+  return row?.n ?? 0;
 }
