@@ -36,6 +36,21 @@ describe("GET /v1/memories", () => {
     expect([...times].sort().reverse()).toEqual(times);
   });
 
+  test("a filtered list counts its total on the first page only and carries it in the cursor; an unfiltered one reads its counters each page", async () => {
+    const cal = await h.user("Counter");
+    for (let i = 0; i < 3; i++) expect((await cal.post("/v1/memories", { content: `Counted note ${i}.`, kind: "procedural" })).status).toBe(201);
+    const first = await cal.get("/v1/memories?kind=procedural&limit=2");
+    expect(first.body.data).toMatchObject({ total: 3, has_more: true });
+    const plain = await cal.get("/v1/memories?limit=2");
+    expect(plain.body.data.total).toBe(3);
+    // Added after the first page: a recount would see 4 (and read every matching row again to say so).
+    expect((await cal.post("/v1/memories", { content: "One more counted note.", kind: "procedural" })).status).toBe(201);
+    const second = await cal.get(`/v1/memories?kind=procedural&limit=2&cursor=${encodeURIComponent(first.body.data.next_cursor)}`);
+    expect(second.body.data.total).toBe(3);
+    const plainSecond = await cal.get(`/v1/memories?limit=2&cursor=${encodeURIComponent(plain.body.data.next_cursor)}`);
+    expect(plainSecond.body.data.total).toBe(4);
+  });
+
   test("hub_id narrows; a foreign hub is 404 and a slug is 400", async () => {
     const res = await ann.get(`/v1/memories?hub_id=${team}`);
     expect(res.body.data.total).toBe(3);

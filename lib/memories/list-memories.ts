@@ -20,12 +20,16 @@ const PER_HUB_WALKS_MAX = 20;
 
 type Key = { id: string; createdAt: Date; accessCount: number };
 
-const newestPosition = z.tuple([z.iso.datetime(), z.uuid()]);
-const relevantPosition = z.tuple([z.int().min(0), z.iso.datetime(), z.uuid()]);
+// A position ends with the total its first page counted (absent in cursors made before it was carried).
+const carriedTotal = z.int().min(0).optional();
+const newestPosition = z.tuple([z.iso.datetime(), z.uuid(), carriedTotal]);
+const relevantPosition = z.tuple([z.int().min(0), z.iso.datetime(), z.uuid(), carriedTotal]);
 
 /**
  * Memories of every hub the caller can read (or one: hub_id, else the X-Hub-ID header),
- * filtered by kind, topic, creation time and pusher; keyset-paginated.
+ * filtered by kind, topic, creation time and pusher; keyset-paginated. With a filter, `total` is
+ * what the first page counted, carried in the cursor: that count reads every matching row, and a
+ * client walking the list (Memax's `list --all`) paid it again on each page.
  */
 export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   const limit = parseLimit(query.limit);
@@ -57,22 +61,38 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
     }),
   };
   let position: Key | undefined;
+  let carried: number | undefined;
   if (query.cursor) {
     if (query.sort === "relevant") {
-      const [accessCount, createdAt, id] = decodeCursor(secret, list, ctx.user.id, query.cursor, relevantPosition);
+      const [accessCount, createdAt, id, total] = decodeCursor(secret, list, ctx.user.id, query.cursor, relevantPosition);
       position = { accessCount, createdAt: new Date(createdAt), id };
+      carried = total;
     } else {
-      const [createdAt, id] = decodeCursor(secret, list, ctx.user.id, query.cursor, newestPosition);
+      const [createdAt, id, total] = decodeCursor(secret, list, ctx.user.id, query.cursor, newestPosition);
       position = { accessCount: 0, createdAt: new Date(createdAt), id };
+      carried = total;
     }
   }
-  const cursorFor = (last: Key) =>
-    encodeCursor(
-      secret,
-      list,
-      ctx.user.id,
-      query.sort === "relevant" ? [last.accessCount, last.createdAt.toISOString(), last.id] : [last.createdAt.toISOString(), last.id],
-    );
+  // With no filter but the hubs, the total is their trigger-kept counters rather than a count of their
+  // rows, cheap enough to read fresh on every page.
+  const counted =
+    Object.keys(scope).length === 1
+      ? memoryCounts(ctx.db, "hub", hubIds).then((counts) => [...counts.values()].reduce((sum, n) => sum + n, 0))
+      : carried !== undefined
+        ? Promise.resolve(carried)
+        : ctx.db.memory.count({ where: scope });
+  // The next page's cursor carries the total, so it is made once the count (run alongside the page) is in.
+  const cursorFor = counted.then(
+    (total) => (last: Key) =>
+      encodeCursor(
+        secret,
+        list,
+        ctx.user.id,
+        query.sort === "relevant" ? [last.accessCount, last.createdAt.toISOString(), last.id, total] : [last.createdAt.toISOString(), last.id, total],
+      ),
+  );
+  // A failed count is thrown by the Promise.all below; this copy of it must not go unhandled.
+  cursorFor.catch(() => {});
 
   // One statement whatever the number of hubs: a query per hub sent at once held one PostgreSQL pool
   // connection per hub (up to 20) for a single request, and other requests waited for the pool meanwhile.
@@ -81,11 +101,8 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
       ? pageAcrossHubs(ctx, hubIds, query, position, limit, cursorFor)
       : ctx.db.memory
           .findMany({ where: position ? { AND: [scope, afterWhere(query.sort, position)] } : scope, orderBy: orderOf(query.sort), take: limit + 1, omit: { content: true } })
-          .then((rows) => page("memories", rows, limit, cursorFor)),
-    // With no filter but the hubs, the total is their trigger-kept counters rather than a count of their rows.
-    Object.keys(scope).length === 1
-      ? memoryCounts(ctx.db, "hub", hubIds).then((counts) => [...counts.values()].reduce((sum, n) => sum + n, 0))
-      : ctx.db.memory.count({ where: scope }),
+          .then(async (rows) => page("memories", rows, limit, await cursorFor)),
+    counted,
   ]);
   return { ...result, memories: result.memories.map(serializeMemory), total };
 }
@@ -108,7 +125,14 @@ function afterWhere(sort: ListMemoriesQuery["sort"], at: Key): Prisma.MemoryWher
  * the keys only; the page's rows follow by id, and has_more and the cursor come from the keys, so a
  * memory deleted in between only shortens the page.
  */
-async function pageAcrossHubs(ctx: AuthContext, hubIds: string[], query: ListMemoriesQuery, position: Key | undefined, limit: number, cursorFor: (last: Key) => string) {
+async function pageAcrossHubs(
+  ctx: AuthContext,
+  hubIds: string[],
+  query: ListMemoriesQuery,
+  position: Key | undefined,
+  limit: number,
+  cursorFor: Promise<(last: Key) => string>,
+) {
   const params: unknown[] = [hubIds];
   const param = (value: unknown, type: string) => `$${params.push(value)}::${type}`;
   const conditions = ["m.hub_id = h.hub_id"];
@@ -141,7 +165,7 @@ async function pageAcrossHubs(ctx: AuthContext, hubIds: string[], query: ListMem
     "memories",
     keys.map((key): Key => ({ id: key.id, createdAt: new Date(key.created_at), accessCount: Number(key.access_count) })),
     limit,
-    cursorFor,
+    await cursorFor,
   );
   const rows = await ctx.db.memory.findMany({ where: { id: { in: keyed.memories.map((key) => key.id) }, hubId: { in: hubIds } }, omit: { content: true } });
   const byId = new Map(rows.map((row) => [row.id, row]));
