@@ -1,6 +1,7 @@
 import { positiveIntEnv } from "@/lib/config.ts";
 import { onMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { runAsBackground } from "./background-work.ts";
+import { runPeriodically } from "@/lib/system/run-periodically.ts";
 import type { Database, SqlRunner } from "./database.ts";
 
 /**
@@ -35,8 +36,7 @@ const CHECK_DELAY_MS = 500;
 const CHECK_EVERY_MS = 15_000;
 
 const globalForMaintenance = globalThis as unknown as {
-  __engramMaintenance?: NodeJS.Timeout;
-  __engramAnalyze?: { sql: SqlRunner; pending: number; scheduled?: NodeJS.Timeout; running?: Promise<string[]>; timer: NodeJS.Timeout };
+  __engramAnalyze?: { sql: SqlRunner; pending: number; scheduled?: NodeJS.Timeout; running?: Promise<string[]> };
 };
 
 /**
@@ -44,24 +44,32 @@ const globalForMaintenance = globalThis as unknown as {
  * which has none: every ENGRAM_MAINTENANCE_MINUTES (default 10), VACUUM
  * (ANALYZE) the tables that changed enough. Without it dead row versions
  * pile up (every access-count and status update leaves one) and the planner's
- * statistics go stale. No-op on PostgreSQL (`DATABASE_URL`).
+ * statistics go stale. No-op on PostgreSQL (`DATABASE_URL`). Both timers run as periodic tasks:
+ * a pass still going at the next tick is not joined by a second one, and a graceful stop ends them
+ * before the database closes (a pass left running then failed on the closed database).
  */
 export function startEmbeddedMaintenance(database: Database): void {
-  if (database.kind !== "pglite" || globalForMaintenance.__engramMaintenance) return;
+  if (database.kind !== "pglite" || globalForMaintenance.__engramAnalyze) return;
   const everyMs = positiveIntEnv("ENGRAM_MAINTENANCE_MINUTES", 10) * 60_000;
-  const timer = setInterval(
-    () => void runAsBackground(() => maintainEmbeddedDatabase(database.sql)).catch((error) => console.error("[engram] database maintenance failed", error)),
-    everyMs,
-  );
-  timer.unref();
-  globalForMaintenance.__engramMaintenance = timer;
+  runPeriodically("database maintenance", everyMs, () => runAsBackground(() => maintainEmbeddedDatabase(database.sql)), { runAtStart: false });
 
   // Fresh planner statistics without waiting for the vacuum pass: the autoanalyze half of
   // autovacuum. Checked after bursts of writes (memories created, chunks stored) and every 15 s.
-  const check = setInterval(() => void runAnalyzeCheck(), CHECK_EVERY_MS);
-  check.unref();
-  globalForMaintenance.__engramAnalyze = { sql: database.sql, pending: 0, timer: check };
+  globalForMaintenance.__engramAnalyze = { sql: database.sql, pending: 0 };
+  runPeriodically("database statistics check", CHECK_EVERY_MS, () => runAnalyzeCheck(), { runAtStart: false });
   onMemoryWrite(() => noteTableWrites(1));
+}
+
+/**
+ * Ends the statistics checks due after writes (a graceful stop; the timers end with the periodic
+ * tasks) and resolves once a check in progress has finished, so none runs on a closed database.
+ */
+export async function stopEmbeddedMaintenance(): Promise<void> {
+  const state = globalForMaintenance.__engramAnalyze;
+  if (!state) return;
+  globalForMaintenance.__engramAnalyze = undefined;
+  clearTimeout(state.scheduled);
+  await state.running;
 }
 
 /**

@@ -7,13 +7,13 @@ interface PeriodicTask {
 const globalForPeriodic = globalThis as unknown as { __engramPeriodic?: Map<string, PeriodicTask> };
 
 /**
- * Runs `task` now and every `everyMs` for the life of the process, once per name (a second start in
+ * Runs `task` now (unless `runAtStart: false`) and every `everyMs` for the life of the process, once per name (a second start in
  * the same process, or a module loaded twice by the bundler, does not double it). A failed run is
  * logged as `[engram] <name> failed` and the next goes on; the timer never keeps the process alive.
  * A tick that comes while the previous run is still going is skipped: a prune waiting behind a
  * stalled lock was joined by another every tick, each holding a connection, until the pool was gone.
  */
-export function runPeriodically(name: string, everyMs: number, task: () => Promise<unknown>): void {
+export function runPeriodically(name: string, everyMs: number, task: () => Promise<unknown>, options: { runAtStart?: boolean } = {}): void {
   const tasks = (globalForPeriodic.__engramPeriodic ??= new Map());
   if (tasks.has(name)) return;
   const entry: PeriodicTask = { timer: setInterval(() => run(), everyMs) };
@@ -30,7 +30,7 @@ export function runPeriodically(name: string, everyMs: number, task: () => Promi
   };
   entry.timer.unref();
   tasks.set(name, entry);
-  run();
+  if (options.runAtStart !== false) run();
 }
 
 /**

@@ -1,6 +1,7 @@
 import { settleEmbedderLoad } from "@/lib/ai/embedder.ts";
 import { chatTurnsIdle, stopChatTurns } from "@/lib/chat/chat-turn-runner.ts";
 import { closeDatabase } from "@/lib/db/database.ts";
+import { stopEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
 import { stopDreams } from "@/lib/dreams/dream-runner.ts";
 import { drainBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
@@ -29,6 +30,7 @@ export async function stopServer(options: { graceMs: number }): Promise<StopServ
   // Chat turns in progress get what is left of the grace; one cut short is resumed by the next sweep.
   await Promise.race([chatTurnsIdle(), new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
   await periodicStopped;
+  await stopEmbeddedMaintenance();
   await flushAccess();
   await flushUsage();
   await closeDatabase();
