@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import pg from "pg";
 import { pruneEvents } from "@/lib/events/prune-events.ts";
 import { newRandomId } from "@/lib/ids.ts";
-import { setDatabase } from "@/lib/db/database.ts";
+import { openDatabase, setDatabase } from "@/lib/db/database.ts";
 import { runPeriodically, stopPeriodicTasks } from "@/lib/system/run-periodically.ts";
 import { stopServer } from "@/lib/system/stop-server.ts";
 import { createHarness, openTestDatabase, testPostgres, type Harness } from "./support/harness.ts";
@@ -75,6 +75,44 @@ describe("runPeriodically", () => {
     }
     await sleep(100);
     expect(await h.db.event.count({ where: { id } })).toBe(0);
+  });
+});
+
+describe("several server processes on one PostgreSQL database", () => {
+  it.skipIf(!testPostgres())("run each prune in one process at a time: a second process skips the prune another is running", async () => {
+    // A second server process: its own pool (and sessions) on the same database.
+    const other = await openDatabase({ url: h.url!, migrate: false });
+    const ids = Array.from({ length: 3 }, () => newRandomId());
+    const old = new Date(Date.now() - 3 * 24 * 3_600_000);
+    await h.db.event.createMany({ data: ids.map((id) => ({ id, type: "memory.created", createdAt: old })) });
+    const side = new pg.Client({ connectionString: h.url! });
+    const watcher = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    await watcher.connect();
+    const waiting = async () =>
+      (await watcher.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n as number;
+    let first: Promise<number> | undefined;
+    try {
+      // The first process's prune is under way, its batch waiting on a stalled transaction's row.
+      await side.query("BEGIN");
+      await side.query("SELECT id FROM events WHERE id = $1 FOR UPDATE", [ids[0]]);
+      first = pruneEvents(h.database);
+      await sleep(300);
+      expect(await waiting()).toBe(1);
+      // The second process's tick finds it running and skips, instead of a second run over the same rows.
+      const second = await Promise.race([pruneEvents(other), sleep(2_000).then(() => "still running after 2 s")]);
+      expect(second).toBe(0);
+      expect(await waiting()).toBe(1);
+    } finally {
+      await side.query("ROLLBACK");
+      await side.end();
+      await watcher.end();
+    }
+    expect(await first).toBe(3);
+    // Once the first run ended, the second process's next run goes ahead.
+    await h.db.event.create({ data: { id: newRandomId(), type: "memory.created", createdAt: old } });
+    expect(await pruneEvents(other)).toBe(1);
+    await other.close();
   });
 });
 

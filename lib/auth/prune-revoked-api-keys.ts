@@ -1,6 +1,7 @@
 import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
+import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 
 /**
  * How long a revoked key's row is kept: long enough that its holder is told "revoked" rather than
@@ -14,13 +15,15 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 
 /** Deletes keys revoked longer ago than the retention, in bounded batches. Returns rows deleted. */
 export async function pruneRevokedApiKeys(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
-  const cutoff = new Date(now.getTime() - REVOKED_KEY_RETENTION_MS);
-  return deleteInBatches(
-    (take) => database.prisma.apiKey.findMany({ where: { revokedAt: { lt: cutoff } }, select: { id: true }, take }),
-    (ids) => database.prisma.apiKey.deleteMany({ where: { id: { in: ids } } }),
-    PRUNE_BATCH,
-    maxBatches,
-  );
+  return runInOneProcess(database, "auth: revoked api keys prune", async () => {
+    const cutoff = new Date(now.getTime() - REVOKED_KEY_RETENTION_MS);
+    return deleteInBatches(
+      (take) => database.prisma.apiKey.findMany({ where: { revokedAt: { lt: cutoff } }, select: { id: true }, take }),
+      (ids) => database.prisma.apiKey.deleteMany({ where: { id: { in: ids } } }),
+      PRUNE_BATCH,
+      maxBatches,
+    );
+  }, 0);
 }
 
 /** Prunes long-revoked API keys every hour for the life of the process. */
