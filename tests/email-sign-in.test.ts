@@ -144,6 +144,12 @@ describe("POST /v1/auth/email/request and /verify", () => {
     const [devKnown, devUnknown] = [await request(ida.email), await request(nobody)];
     expect(devKnown.body.data.dev_code).toMatch(/^\d{6}$/);
     expect(Object.keys(devUnknown.body.data).sort()).toEqual(Object.keys(devKnown.body.data).sort());
+    // Nor does verifying the returned code: an address with no account is answered as a wrong code is.
+    const verify = (email: string, code: string) => h.anonymous.post("/v1/auth/email/verify", { email, code });
+    const wrong = await verify(ida.email, devKnown.body.data.dev_code === "000000" ? "000001" : "000000");
+    const noAccount = await verify(nobody, devUnknown.body.data.dev_code);
+    expect(sameShape(noAccount, nobody)).toEqual(sameShape(wrong, ida.email));
+    expect(await h.db.user.count({ where: { email: nobody } })).toBe(0);
   });
 
   it("with a redirect_uri, verify answers an exchange code for the CLI's loopback address", async () => {

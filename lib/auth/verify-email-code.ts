@@ -20,7 +20,7 @@ const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has e
 /**
  * POST /v1/auth/email/verify: a right code signs the address in, as `memax login` does: a grant of
  * the built-in CLI client with every hub and write access. An address without an account gets one
- * when sign-up is open (403 when closed). The answer is the token pair, or, when the code was asked
+ * when sign-up is open (when closed, its code is answered as a wrong one). The answer is the token pair, or, when the code was asked
  * for with a redirect_uri, a single-use code for /v1/auth/exchange and the redirect to send it to.
  * Wrong codes count: the fifth burns the code. A code works once, even when two verifies race.
  */
@@ -28,13 +28,16 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
   const { email } = input;
   const now = ctx.now();
   const secret = await serverSecret(ctx.db);
+  // On a server closed to sign-ups, a code for an address with no account (a development server
+  // returns one, ENGRAM_EMAIL_CODE_DEV_RETURN) counts as a wrong one: a 403 told the address has none.
+  const eligible = signUpOpen() || (await ctx.db.user.findUnique({ where: { email }, select: { id: true } })) !== null;
   const row = await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${email}`);
     const latest = await tx.emailSignInCode.findFirst({ where: { email, consumedAt: null, expiresAt: { gt: now } }, orderBy: { createdAt: "desc" } });
     if (!latest) return null;
     const expected = Buffer.from(latest.codeHash, "hex");
     const given = Buffer.from(emailCodeHash(secret, email, input.code), "hex");
-    if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+    if (expected.length !== given.length || !timingSafeEqual(expected, given) || !eligible) {
       const attempts = latest.attempts + 1;
       await tx.emailSignInCode.update({ where: { id: latest.id }, data: { attempts, ...(attempts >= EMAIL_CODE_MAX_ATTEMPTS && { consumedAt: now }) } });
       return null;
@@ -46,7 +49,8 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
 
   let user = await ctx.db.user.findUnique({ where: { email } });
   if (!user) {
-    if (!signUpOpen()) throw new ApiError("forbidden", "Sign-up is closed on this server; ask an administrator for an account");
+    // Its account deleted since the check above.
+    if (!signUpOpen()) throw wrongCode();
     try {
       // A long local part (an address may have 320 characters) is cut to the name rule's 100.
       user = (await createUser(ctx.db, { email, name: providerUserName(email.split("@")[0], "user") }, now)).user;
