@@ -38,6 +38,9 @@ describe("GET/PATCH /v1/settings", () => {
     expect(unknown.body.data).not.toHaveProperty("dreams_enabled");
     expect((await ann.patch("/v1/settings", { theme: "purple" })).status).toBe(400);
     expect((await ann.patch("/v1/settings", { notifications_enabled: "yes" })).status).toBe(400);
+    // A persona id that cannot be one is a malformed value (400), not a persona that is not there (404).
+    const notAnId = await ann.patch("/v1/settings", { chat_default_persona_id: "captain" });
+    expect([notAnId.status, notAnId.body.error?.code]).toEqual([400, "invalid_request"]);
     expect((await ann.patch("/v1/settings", { locale: "English!" })).status).toBe(400);
     // Well-formed subtags, but megabytes of them: a language tag has a size.
     const huge = await ann.patch("/v1/settings", { locale: `en${"-abcdefgh".repeat(100_000)}` });

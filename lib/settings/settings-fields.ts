@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isUuid } from "@/lib/ids.ts";
 
 export const THEMES = ["system", "light", "dark"] as const;
 
@@ -15,6 +16,12 @@ export const updateSettingsBodySchema = z.strictObject({
     .optional(),
   notifications_enabled: z.boolean().optional(),
   // The persona agent chat sessions inherit ("" none); a session's own persona_id overrides it.
-  chat_default_persona_id: z.string().max(100).meta({ keepEmpty: true }).optional(),
+  // Persona ids are UUIDs: anything else is a malformed value (400), not a persona that is not there (404).
+  chat_default_persona_id: z
+    .string()
+    .max(100)
+    .refine((value) => value === "" || isUuid(value), "chat_default_persona_id must be a persona id, or \"\" for none")
+    .meta({ keepEmpty: true })
+    .optional(),
 });
 export type UpdateSettingsBody = z.output<typeof updateSettingsBodySchema>;
