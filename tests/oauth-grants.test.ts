@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
+import { IMPERSONATION_TTL_SECONDS } from "@/lib/auth/impersonate-user.ts";
 import { newId } from "@/lib/ids.ts";
 import { approveConsent, CODE_TTL_MS } from "@/lib/oauth/approve-consent.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
@@ -61,14 +62,20 @@ describe("a consent whose code was never exchanged", () => {
     expect(await h.db.oAuthClient.count({ where: { id: "ec_pending" } })).toBe(0);
   });
 
-  it("an impersonation grant (no code, no refresh token) stays listed for its user to see", async () => {
+  it("an impersonation grant (no code, no refresh token) is listed for its user while its token lives, then drops out and is pruned", async () => {
     const cat = await h.user("Cat");
     await h.db.oAuthClient.create({ data: { id: "engram-admin", name: "Administrator (impersonation)", redirectUris: [], kind: "impersonation" } });
-    const grant = await h.db.oAuthGrant.create({
-      data: { id: newId(), userId: cat.id, clientId: "engram-admin", hubIds: [], allHubs: true, scope: "read write", resource: "http://engram.test/mcp", createdAt: new Date(Date.now() - 2 * EXPIRED_TOKEN_RETENTION_MS) },
-    });
-    expect(await listed(cat)).toEqual([grant.id]);
+    const impersonation = (ago: number) =>
+      h.db.oAuthGrant.create({
+        data: { id: newId(), userId: cat.id, clientId: "engram-admin", hubIds: [], allHubs: true, scope: "read write", resource: "http://engram.test/mcp", createdAt: new Date(Date.now() - ago) },
+      });
+    const live = await impersonation(60_000);
+    // Its 15-minute token dead: nothing it can still do, so nothing to show; past the retention, nothing to keep.
+    const ended = await impersonation(IMPERSONATION_TTL_SECONDS * 1000 + 60_000);
+    await impersonation(2 * EXPIRED_TOKEN_RETENTION_MS);
+    expect(await listed(cat)).toEqual([live.id]);
     await pruneExpiredOAuthTokens(h.database);
-    expect(await h.db.oAuthGrant.count({ where: { id: grant.id } })).toBe(1);
+    const left = await h.db.oAuthGrant.findMany({ where: { userId: cat.id }, select: { id: true } });
+    expect(left.map((g) => g.id).sort()).toEqual([live.id, ended.id].sort());
   });
 });

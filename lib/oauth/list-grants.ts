@@ -3,7 +3,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
-import { IMPERSONATION_CLIENT_KIND } from "@/lib/auth/impersonate-user.ts";
+import { IMPERSONATION_CLIENT_KIND, IMPERSONATION_TTL_SECONDS } from "@/lib/auth/impersonate-user.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import type { ListQuery } from "@/lib/hubs/hub-fields.ts";
 import { isUuid } from "@/lib/ids.ts";
@@ -14,12 +14,18 @@ const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
 /**
  * The grants that connect an app: exchanged (a refresh token is left), with a code that can still
- * be exchanged, or an administrator's impersonation (no token to exchange, shown to its user).
- * A consent whose code expired unexchanged connected nothing; the hourly prune deletes it.
+ * be exchanged, or an administrator's impersonation while its token lives (no token to exchange,
+ * shown to its user). A consent whose code expired unexchanged connected nothing, nor does an
+ * impersonation past its 15 minutes (it cannot be refreshed); the hourly prune deletes both.
  */
 export function listedGrant(now: Date) {
+  const impersonationSince = new Date(now.getTime() - IMPERSONATION_TTL_SECONDS * 1000);
   return {
-    OR: [{ refreshTokens: { some: {} } }, { codes: { some: { expiresAt: { gt: now } } } }, { client: { kind: IMPERSONATION_CLIENT_KIND } }],
+    OR: [
+      { refreshTokens: { some: {} } },
+      { codes: { some: { expiresAt: { gt: now } } } },
+      { client: { kind: IMPERSONATION_CLIENT_KIND }, createdAt: { gt: impersonationSince } },
+    ],
   } satisfies Prisma.OAuthGrantWhereInput;
 }
 
