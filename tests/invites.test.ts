@@ -288,6 +288,46 @@ describe("an invite counts only while its maker may still grant it", () => {
   });
 });
 
+describe("a member who can invite again", () => {
+  it("re-added or promoted, does not bring their old links back to life past the hub's 20", async () => {
+    const own = await h.user("Owner");
+    const adm = await h.user("Admin");
+    const guest = await h.user("Guest");
+    const hub = await team(own);
+    expect((await addMemberByEmailInvite(own, hub.id, adm, "admin")).status).toBe(201);
+    const madeBy = async (who: Client, count: number) => {
+      const tokens: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const res = await who.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" });
+        expect(res.status, res.text).toBe(201);
+        tokens.push(res.body.data.token);
+      }
+      return tokens;
+    };
+    const usable = async () => (await own.get(`/v1/hubs/${hub.id}`)).body.data.counts.invites as number;
+
+    // Demoted: their 20 links stop counting, the owner fills the slots, then they are promoted again.
+    const before = await madeBy(adm, 20);
+    expect((await own.patch(`/v1/hubs/${hub.id}/members/${adm.id}`, { role: "contributor" })).status).toBe(200);
+    await madeBy(own, 20);
+    expect((await own.patch(`/v1/hubs/${hub.id}/members/${adm.id}`, { role: "admin" })).status).toBe(200);
+    expect(await usable()).toBe(20);
+    const dead = await guest.post(`/v1/invites/${before[0]}/accept`);
+    expect([dead.status, dead.body.error?.code]).toEqual([410, "revoked"]);
+
+    // Removed and re-added: the same.
+    const open = (await own.get(`/v1/hubs/${hub.id}/invites`)).body.data as { id: string; state: string }[];
+    for (const invite of open.filter((i) => i.state === "active")) await own.delete(`/v1/hubs/${hub.id}/invites/${invite.id}`);
+    const again = await madeBy(adm, 20);
+    expect((await own.delete(`/v1/hubs/${hub.id}/members/${adm.id}`)).status).toBe(200);
+    await madeBy(own, 19);
+    expect((await addMemberByEmailInvite(own, hub.id, adm, "admin")).status).toBe(201);
+    expect(await usable()).toBe(19);
+    const gone = await guest.post(`/v1/invites/${again[0]}/accept`);
+    expect([gone.status, gone.body.error?.code]).toEqual([410, "revoked"]);
+  });
+});
+
 describe("regenerate and resend", () => {
   it("regenerate issues a new token and kills the old one; revives an expired invite, not a revoked one", async () => {
     const own = await h.user("Owner");

@@ -4,6 +4,7 @@ import { assertActsForAccount, lockHubMembers, membershipOrThrow } from "./hub-a
 import { serializeTransfer } from "./serialize-hub.ts";
 import { assertTransferPending, transferOrThrow } from "./transfer-or-throw.ts";
 import { onTransferResolved } from "@/lib/notifications/notify.ts";
+import { revokeOrphanedInvites } from "@/lib/invites/revoke-orphaned-invites.ts";
 
 /**
  * The target accepts: they become owner (hubs.owner_id too), the previous
@@ -34,6 +35,8 @@ export async function acceptTransfer(ctx: AuthContext, hubId: string, transferId
       where: { id: hub.id, ownerId: transfer.fromUserId },
       data: { ownerId: transfer.targetUserId, updatedAt: now },
     });
+    // Admin links the new owner made while an owner's, dead since, stay dead (they held no slot).
+    await revokeOrphanedInvites(tx, hub.id, transfer.targetUserId, now);
     const promoted = await tx.hubMember.updateMany({
       where: { hubId: hub.id, userId: transfer.targetUserId, role: { not: "owner" } },
       data: { role: "owner" },

@@ -9,6 +9,7 @@ import { assertTeamHub, hubPermissionOrThrow, lockMembershipOrThrow } from "./hu
 import type { AddMemberBody } from "./hub-fields.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 import { onMemberJoined } from "@/lib/notifications/notify.ts";
+import { revokeOrphanedInvites } from "@/lib/invites/revoke-orphaned-invites.ts";
 
 /**
  * Adds an existing user directly; admins add contributors and viewers, only the
@@ -51,6 +52,8 @@ export async function addMember(ctx: AuthContext, hubId: string, input: AddMembe
       const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "add members");
       if (input.role === "admin" && !can(current.role, "admins.manage")) throw adminsOnlyByOwner();
       await assertMemberRoom(tx, hub.id);
+      // Links they made in an earlier membership, dead since they left, stay dead (they held no slot).
+      await revokeOrphanedInvites(tx, hub.id, user.id, now);
       const created = await tx.hubMember.create({
         data: { hubId: hub.id, userId: user.id, role: input.role, joinedAt: now },
         include: { user: memberUserSelect },

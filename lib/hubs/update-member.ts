@@ -5,6 +5,7 @@ import { isUuid } from "@/lib/ids.ts";
 import { hubPermissionOrThrow, lockHubMembers, lockMembershipOrThrow } from "./hub-access.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { revokeOrphanedInvites } from "@/lib/invites/revoke-orphaned-invites.ts";
 
 /**
  * Changes a member's role. The owner's role only changes through a transfer;
@@ -27,6 +28,8 @@ export async function updateMember(ctx: AuthContext, hubId: string, memberId: st
     // the hub over) since the check above changes no one's role once that change has returned.
     const current = await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "change member roles", { locked: true });
     if (touchesAdmin && !can(current.role, "admins.manage")) throw adminsOnlyByOwner();
+    // Links they made while they could invite, dead since, stay dead (they held no slot).
+    await revokeOrphanedInvites(tx, hub.id, userId, ctx.now());
     const result = await tx.hubMember.updateMany({ where: { hubId: hub.id, userId, role: target.role }, data: { role: input.role } });
     if (result.count) await emitEvent(tx, { type: "member.updated", hubId: hub.id, actorId: ctx.user.id, entityId: userId });
     return result;

@@ -10,6 +10,7 @@ import { serializeHub } from "@/lib/hubs/serialize-hub.ts";
 import { assertInviteUsable, assertMakerCanGrant } from "./invite-or-throw.ts";
 import { looksLikeInviteToken } from "./invite-token.ts";
 import { onMemberJoined } from "@/lib/notifications/notify.ts";
+import { revokeOrphanedInvites } from "./revoke-orphaned-invites.ts";
 
 /**
  * Joins the caller to the invite's hub with its role. Single use: the invite
@@ -43,6 +44,8 @@ export async function acceptInvite(ctx: AuthContext, token: string) {
         assertInviteUsable(current, now);
         throw new ApiError("used", "This invite has already been used");
       }
+      // Links they made in an earlier membership, dead since they left, stay dead (they held no slot).
+      await revokeOrphanedInvites(tx, invite.hubId, ctx.user.id, now);
       const member = await tx.hubMember.create({ data: { hubId: invite.hubId, userId: ctx.user.id, role: invite.role, joinedAt: now }, include: { hub: true } });
       await onMemberJoined(tx, { hub: member.hub, userId: ctx.user.id, role: member.role, actorId: ctx.user.id, now, inviteId: invite.id });
       return { hub: serializeHub(member.hub), role: member.role };
