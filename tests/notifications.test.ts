@@ -153,6 +153,27 @@ describe("notifications", () => {
     expect(await unseen(bob, hub)).toEqual(["hub_ownership_transfer"]);
   });
 
+  it("a regenerated invite's notification carries the new expiry and maker, and comes back once the old one had run out", async () => {
+    const fay = await h.user("Fay");
+    const gus = await h.user("Gus");
+    const hal = await h.user("Hal");
+    const hub = await createTeamHub(fay, "Regenerated hub");
+    const invite = (await fay.post(`/v1/hubs/${hub}/invites`, { email: gus.email, role: "viewer" })).body.data;
+    expect((await inbox(gus, `?hub=${hub}`)).map((n) => n.source_id)).toEqual([invite.id]);
+    // A week later the invite (and its notification) ran out; another manager regenerates it.
+    const past = new Date(Date.now() - 60_000);
+    await h.db.invite.update({ where: { id: invite.id }, data: { expiresAt: past } });
+    await h.db.notification.updateMany({ where: { sourceId: invite.id }, data: { expiresAt: past } });
+    expect(await inbox(gus, `?hub=${hub}`)).toEqual([]);
+    const addHal = await fay.post(`/v1/hubs/${hub}/invites`, { email: hal.email, role: "viewer" });
+    expect((await fay.post(`/v1/hubs/${hub}/members`, { user_id: hal.id, role: "admin" })).status, addHal.text).toBe(201);
+    const fresh = await hal.post(`/v1/hubs/${hub}/invites/${invite.id}/regenerate`);
+    expect(fresh.status, fresh.text).toBe(200);
+    const [note] = await inbox(gus, `?hub=${hub}`);
+    expect(note).toMatchObject({ kind: "hub_invite", source_id: invite.id, expires_at: fresh.body.data.expires_at });
+    expect(note.payload).toMatchObject({ expires_at: fresh.body.data.expires_at, inviter: { id: hal.id } });
+  });
+
   it("losing access closes the hub's notifications: a revoked invite, leaving, a deleted hub", async () => {
     const dee = await h.user("Dee");
     const eli = await h.user("Eli");

@@ -3,6 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { can } from "@/lib/api/permissions.ts";
 import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
+import { onInviteRegenerated } from "@/lib/notifications/notify.ts";
 import { assertInviteRoom } from "./create-invite.ts";
 import { INVITE_TTL_MS } from "./invite-fields.ts";
 import { assertInviteUsable, makerCanGrant, managedInviteOrThrow } from "./invite-or-throw.ts";
@@ -37,6 +38,7 @@ export async function regenerateInvite(ctx: AuthContext, hubId: string, inviteId
       assertInviteUsable(await tx.invite.findUniqueOrThrow({ where: { id: invite.id } }), now, true);
       throw new ApiError("conflict", "The invite changed meanwhile; reload and try again");
     }
+    await onInviteRegenerated(tx, rows[0]!);
     return rows[0]!;
   });
   return serializeInvite(updated, now, issued.token);

@@ -37,6 +37,22 @@ export async function onInviteRevoked(tx: DbClient, inviteId: string, now: Date)
   await tx.notification.updateMany({ where: { kind: "hub_invite", sourceId: inviteId, status: "pending" }, data: { status: "expired", resolvedAt: now } });
 }
 
+/**
+ * A regenerated invite (a new link, a fresh 7-day expiry, the regenerator as its maker): the
+ * invitee's open decision row says so, and one that had run out with the old expiry is live again.
+ * Without this the row kept the old expiry, so the person lost the in-app way to accept a link
+ * that still worked.
+ */
+export async function onInviteRegenerated(tx: DbClient, invite: { id: string; expiresAt: Date; createdBy: string }) {
+  const rows = await tx.notification.findMany({ where: { kind: "hub_invite", sourceId: invite.id, status: "pending" }, select: { id: true, payload: true } });
+  if (rows.length === 0) return;
+  const inviter = await person(tx, invite.createdBy);
+  for (const row of rows) {
+    const payload = { ...(row.payload as Record<string, unknown>), inviter, expires_at: invite.expiresAt.toISOString() };
+    await tx.notification.update({ where: { id: row.id }, data: { expiresAt: invite.expiresAt, payload } });
+  }
+}
+
 /** A memory's processing gave up: `memory.processed` for the hub, a notification for its owner. */
 export async function notifyProcessingFailed(tx: DbClient, memory: { id: string; hubId: string; ownerId: string; title: string }, reason: string) {
   await createNotification(tx, {
