@@ -8,6 +8,7 @@ import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { createHarness, frozenLimiter, type Client, type Harness } from "./support/harness.ts";
 import { MAIL_RETENTION_MS, pruneMailOutbox } from "@/lib/mail/prune-mail-outbox.ts";
+import { INVITE_RETENTION_MS, pruneInvites } from "@/lib/invites/prune-invites.ts";
 import { addMemberByEmailInvite } from "./support/add-member.ts";
 import { startSmtp } from "./support/smtp-fake.ts";
 
@@ -325,6 +326,28 @@ describe("a member who can invite again", () => {
     expect(await usable()).toBe(19);
     const gone = await guest.post(`/v1/invites/${again[0]}/accept`);
     expect([gone.status, gone.body.error?.code]).toEqual([410, "revoked"]);
+  });
+});
+
+describe("dead invites", () => {
+  it("revoked, accepted and expired invites are deleted by the hourly prune after their retention; live and recent ones stay", async () => {
+    const own = await h.user("Owner");
+    const joiner = await h.user("Joiner");
+    const hub = await team(own);
+    const make = async () => (await own.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.data as { id: string; token: string };
+    const [live, revoked, accepted, expired, recent] = [await make(), await make(), await make(), await make(), await make()];
+    await own.delete(`/v1/hubs/${hub.id}/invites/${revoked.id}`);
+    expect((await joiner.post(`/v1/invites/${accepted.token}/accept`)).status).toBe(200);
+    await own.delete(`/v1/hubs/${hub.id}/invites/${recent.id}`);
+    const longAgo = new Date(Date.now() - INVITE_RETENTION_MS - 60_000);
+    await h.db.invite.update({ where: { id: revoked.id }, data: { revokedAt: longAgo } });
+    await h.db.invite.update({ where: { id: accepted.id }, data: { acceptedAt: longAgo } });
+    await h.db.invite.update({ where: { id: expired.id }, data: { expiresAt: longAgo } });
+    expect(await pruneInvites(h.database)).toBe(3);
+    const left = await h.db.invite.findMany({ where: { hubId: hub.id }, select: { id: true } });
+    expect(left.map((i) => i.id).sort()).toEqual([live.id, recent.id].sort());
+    // The membership the accepted one made is untouched.
+    expect(await h.db.hubMember.count({ where: { hubId: hub.id, userId: joiner.id } })).toBe(1);
   });
 });
 

@@ -5,6 +5,7 @@ import { startRevokedApiKeysPrune } from "@/lib/auth/prune-revoked-api-keys.ts";
 import { config, configWarnings } from "@/lib/config.ts";
 import { startConfigDeletionsPrune } from "@/lib/configs/prune-config-deletions.ts";
 import { startEventsPrune } from "@/lib/events/prune-events.ts";
+import { startInvitesPrune } from "@/lib/invites/prune-invites.ts";
 import { startMailOutboxPrune } from "@/lib/mail/prune-mail-outbox.ts";
 import { startUnusedOAuthClientsPrune } from "@/lib/oauth/prune-unused-clients.ts";
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
@@ -29,6 +30,7 @@ export async function startServer(): Promise<void> {
   startUnusedOAuthClientsPrune(database);
   startRevokedApiKeysPrune(database);
   startEmailSignInCodesPrune(database);
+  startInvitesPrune(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(
