@@ -16,7 +16,7 @@ export default mergeConfig(
       // PGlite's own machinery, nothing a server runs: the maintenance that stands in for the
       // autovacuum PGlite lacks (a server has its own, which would race the tests' "not analysed
       // yet" and "no dead rows" checks), and PGlite served over a socket (the same in both runs).
-      exclude: ["tests/embedded-maintenance.test.ts", "tests/embedded-statistics.test.ts", "tests/pglite-socket.test.ts"],
+      exclude: ["tests/embedded-maintenance.test.ts", "tests/embedded-maintenance-stop.test.ts", "tests/embedded-statistics.test.ts", "tests/pglite-socket.test.ts"],
     },
   }),
 );
