@@ -77,3 +77,29 @@ test("sign-in failure counts live in Redis too: a lock set through one instance 
     setSignInThrottleStore(undefined);
   }
 });
+
+test("a Redis that accepts the connection and never answers: password sign-in is refused (503) within seconds, not held for good", async () => {
+  const { reserveSignIn, setSignInThrottleStore } = await import("@/lib/auth/sign-in-throttle.ts");
+  const { createServer } = await import("node:net");
+  const sockets: import("node:net").Socket[] = [];
+  const silent = createServer((socket) => void sockets.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  process.env.UPSTASH_REDIS_REST_URL = `http://127.0.0.1:${(silent.address() as import("node:net").AddressInfo).port}`;
+  process.env.UPSTASH_REDIS_REST_TOKEN = fake.token;
+  resetConfig();
+  setRateLimiter(undefined);
+  setSignInThrottleStore(undefined);
+  try {
+    const started = performance.now();
+    // Without a deadline the attempt waited on the socket for as long as it stayed open.
+    const verdict = await Promise.race([reserveSignIn("stalled@example.test", "198.51.100.9"), new Promise((resolve) => setTimeout(() => resolve("still waiting"), 8_000))]);
+    expect(verdict).toEqual({ allowed: false, reason: "unavailable", retryAfter: 30 });
+    expect(performance.now() - started).toBeLessThan(8_000);
+    // The request buckets fail open: the request is served.
+    expect((await ann.get("/v1/auth/me")).status).toBe(200);
+  } finally {
+    setSignInThrottleStore(undefined);
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
+}, 20_000);

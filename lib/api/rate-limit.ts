@@ -108,12 +108,30 @@ export function rateLimiter(): RateLimiter {
   if (!globalForLimiter.__engramLimiter) {
     const { rateLimits, upstash } = config();
     globalForLimiter.__engramLimiter = upstash
-      ? new UpstashRateLimiter(rateLimits, new Redis({ url: upstash.url, token: upstash.token, retry: { retries: 1, backoff: () => 50 } }))
+      ? new UpstashRateLimiter(rateLimits, upstashRedis(upstash))
       : rateLimitStore() === "postgres"
         ? new PostgresRateLimiter(rateLimits, async () => (await getDatabase()).prisma)
         : new MemoryRateLimiter(rateLimits);
   }
   return globalForLimiter.__engramLimiter;
+}
+
+/** Longest wait for one Upstash REST call. */
+const UPSTASH_REQUEST_TIMEOUT_MS = 2_000;
+
+/**
+ * The Upstash client of the rate limiter and the sign-in throttle. Every call carries a deadline: a
+ * Redis that accepts the connection and never answers otherwise held a password sign-in (whose
+ * throttle fails closed) for as long as the socket stayed open, and left every rate-limited request's
+ * call hanging behind the limiter's own timeout. A timed-out call throws, and is not retried.
+ */
+export function upstashRedis(upstash: { url: string; token: string }): Redis {
+  return new Redis({
+    url: upstash.url,
+    token: upstash.token,
+    retry: { retries: 1, backoff: () => 50 },
+    signal: () => AbortSignal.timeout(UPSTASH_REQUEST_TIMEOUT_MS),
+  });
 }
 
 /**

@@ -1,6 +1,6 @@
-import { Redis } from "@upstash/redis";
+import type { Redis } from "@upstash/redis";
 import { config } from "@/lib/config.ts";
-import { rateLimitStore } from "@/lib/api/rate-limit.ts";
+import { rateLimitStore, upstashRedis } from "@/lib/api/rate-limit.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { PostgresThrottleStore } from "./postgres-throttle-store.ts";
 
@@ -135,7 +135,7 @@ export function signInThrottleStore(): ThrottleStore {
   if (!globalForThrottle.__engramSignInThrottle) {
     const { upstash } = config();
     globalForThrottle.__engramSignInThrottle = upstash
-      ? new UpstashThrottleStore(new Redis({ url: upstash.url, token: upstash.token, retry: { retries: 1, backoff: () => 50 } }))
+      ? new UpstashThrottleStore(upstashRedis(upstash))
       : rateLimitStore() === "postgres"
         ? new PostgresThrottleStore(async () => (await getDatabase()).prisma)
         : new MemoryThrottleStore();
