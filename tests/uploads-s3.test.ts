@@ -160,6 +160,43 @@ describe("S3-compatible storage (s3rver)", () => {
   });
 });
 
+describe("S3 storage that stops answering", () => {
+  it("a bucket that accepts the connection and never answers: the push fails with 503 after ENGRAM_BLOB_TIMEOUT_MS, not held for good", async () => {
+    const bytes = Buffer.from("the night shift rota\n");
+    const i = await intent(ann, "rota.txt", "text/plain", bytes.length);
+    expect((await fetch(i.upload_url, { method: "PUT", headers: i.headers, body: new Uint8Array(bytes) })).status).toBe(200);
+    const { createServer } = await import("node:net");
+    const sockets: import("node:net").Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    process.env.ENGRAM_S3_ENDPOINT = `http://127.0.0.1:${(silent.address() as import("node:net").AddressInfo).port}`;
+    process.env.ENGRAM_BLOB_TIMEOUT_MS = "300";
+    setBlobStore(undefined);
+    try {
+      const started = performance.now();
+      // Without a deadline the create waited on the bucket's socket for as long as it stayed open.
+      const created = await Promise.race([
+        ann.post("/v1/memories", { file_ref: i.file_ref }),
+        new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error("the push is still waiting on the bucket")), 15_000)),
+      ]);
+      expect(performance.now() - started).toBeLessThan(15_000);
+      expect(created.status, JSON.stringify(created.body)).toBe(503);
+      expect(created.body.error.code).toBe("unavailable");
+      expect(JSON.stringify(created.body)).not.toContain(process.env.ENGRAM_S3_ENDPOINT);
+    } finally {
+      process.env.ENGRAM_S3_ENDPOINT = ENV.ENGRAM_S3_ENDPOINT;
+      delete process.env.ENGRAM_BLOB_TIMEOUT_MS;
+      setBlobStore(undefined);
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+    // The bucket back: the same upload attaches.
+    const attached = await ann.post("/v1/memories", { file_ref: i.file_ref });
+    expect(attached.status).toBe(201);
+    expect((await processed(ann, attached.body.data.id)).processing_status).toBe("done");
+  }, 30_000);
+});
+
 describe("S3 presigned uploads, signatures checked as a real bucket checks them", () => {
   it("a signed upload URL cannot replace the object once it was written (and attached, and extracted)", async () => {
     const gate = await startS3PresignGate(PORT, { accessKeyId: ENV.ENGRAM_S3_ACCESS_KEY_ID, secretAccessKey: ENV.ENGRAM_S3_SECRET_ACCESS_KEY });

@@ -1,7 +1,7 @@
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { Readable } from "node:stream";
-import { assertValidKey, BlobMissing, contentDisposition, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+import { assertValidKey, BlobMissing, blobTimeoutMs, contentDisposition, storageUnavailable, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
 
 export interface S3Options {
   bucket: string;
@@ -11,6 +11,8 @@ export interface S3Options {
   secretAccessKey?: string;
   /** MinIO and most local S3 servers want path-style URLs. */
   forcePathStyle: boolean;
+  /** Longest wait for a connection or for the next bytes of an answer (blobTimeoutMs). */
+  timeoutMs?: number;
 }
 
 /**
@@ -24,7 +26,12 @@ export class S3BlobStore implements BlobStore {
   private readonly client: S3Client;
 
   constructor(private readonly options: S3Options) {
+    const timeoutMs = options.timeoutMs ?? blobTimeoutMs();
     this.client = new S3Client({
+      // The SDK waits on a silent socket forever by default; an idle one now fails the attempt, and
+      // one retry (with the SDK's backoff) bounds a call at about twice the timeout.
+      requestHandler: { connectionTimeout: timeoutMs, socketTimeout: timeoutMs },
+      maxAttempts: 2,
       region: options.region,
       endpoint: options.endpoint,
       forcePathStyle: options.forcePathStyle,
@@ -63,7 +70,7 @@ export class S3BlobStore implements BlobStore {
       return { size: out.ContentLength ?? 0, contentType: out.ContentType };
     } catch (error) {
       if (isMissing(error)) return null;
-      throw error;
+      throw unanswered(error);
     }
   }
 
@@ -72,7 +79,7 @@ export class S3BlobStore implements BlobStore {
     const out = await this.client
       .send(new GetObjectCommand({ Bucket: this.options.bucket, Key: key, ...(range && { Range: `bytes=${range.start}-${range.end}` }) }))
       .catch((error: unknown) => {
-        throw isMissing(error) ? new BlobMissing(key) : error;
+        throw isMissing(error) ? new BlobMissing(key) : unanswered(error);
       });
     if (!out.Body) throw new Error(`object ${key} has no body`);
     return out.Body instanceof Readable ? out.Body : Readable.fromWeb(out.Body.transformToWebStream() as import("node:stream/web").ReadableStream);
@@ -80,15 +87,28 @@ export class S3BlobStore implements BlobStore {
 
   async write(key: string, bytes: Buffer, contentType: string): Promise<void> {
     assertValidKey(key);
-    await this.client.send(new PutObjectCommand({ Bucket: this.options.bucket, Key: key, Body: bytes, ContentType: contentType, ContentLength: bytes.length }));
+    await this.client
+      .send(new PutObjectCommand({ Bucket: this.options.bucket, Key: key, Body: bytes, ContentType: contentType, ContentLength: bytes.length }))
+      .catch((error: unknown) => {
+        throw unanswered(error);
+      });
   }
 
   async delete(key: string): Promise<void> {
     assertValidKey(key);
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.options.bucket, Key: key }));
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.options.bucket, Key: key })).catch((error: unknown) => {
+      throw unanswered(error);
+    });
   }
 }
 
 function isMissing(error: unknown): boolean {
   return error instanceof S3ServiceException && (error.$metadata.httpStatusCode === 404 || error.name === "NotFound" || error.name === "NoSuchKey");
+}
+
+/** No answer (a timeout, a refused or reset connection) or the service's own 5xx: unavailable; any other error is kept. */
+function unanswered(error: unknown): unknown {
+  const status = error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
+  const noAnswer = !(error instanceof S3ServiceException) && error instanceof Error && (error.name === "TimeoutError" || "code" in error);
+  return noAnswer || (status !== undefined && status >= 500) ? storageUnavailable("s3", error) : error;
 }
