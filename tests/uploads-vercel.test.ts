@@ -168,3 +168,56 @@ describe("Vercel Blob (local fake of its API)", () => {
     expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
   });
 });
+
+describe("Vercel Blob that stops answering", () => {
+  it("an API that never answers, or answers 503: the push fails with 503 within ENGRAM_BLOB_TIMEOUT_MS, not after the SDK's 10 retries", async () => {
+    const { createServer } = await import("node:net");
+    const sockets: import("node:net").Socket[] = [];
+    const broken = {
+      // accepts the connection, never answers
+      silent: createServer((socket) => void sockets.push(socket)),
+      // the service's own "service_unavailable", which the SDK retries 10 times, waiting 1 s, 2 s, 4 s … between
+      overloaded: createServer((socket) => {
+        sockets.push(socket);
+        socket.on("data", () => {
+          const body = JSON.stringify({ error: { code: "service_unavailable", message: "down" } });
+          socket.write(`HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+        });
+      }),
+    };
+    for (const server of Object.values(broken)) await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      for (const [name, server] of Object.entries(broken)) {
+        const bytes = Buffer.from(`the on-call handover notes (${name})\n`);
+        const i = await intent(ann, "handover.txt", "text/plain", bytes.length);
+        expect((await put(i, bytes)).status).toBe(200);
+        process.env.VERCEL_BLOB_API_URL = `http://127.0.0.1:${(server.address() as import("node:net").AddressInfo).port}`;
+        // The SDK's own default, which the rest of this file turns off.
+        delete process.env.VERCEL_BLOB_RETRIES;
+        process.env.ENGRAM_BLOB_TIMEOUT_MS = "500";
+        setBlobStore(undefined);
+        try {
+          const started = performance.now();
+          const created = await Promise.race([
+            ann.post("/v1/memories", { file_ref: i.file_ref }),
+            new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error(`${name}: the push is still waiting on the Blob API`)), 12_000)),
+          ]);
+          expect(performance.now() - started, name).toBeLessThan(12_000);
+          expect(created.status, JSON.stringify(created.body)).toBe(503);
+          expect(created.body.error.code).toBe("unavailable");
+        } finally {
+          process.env.VERCEL_BLOB_API_URL = fake.apiUrl;
+          process.env.VERCEL_BLOB_RETRIES = "0";
+          delete process.env.ENGRAM_BLOB_TIMEOUT_MS;
+          setBlobStore(undefined);
+        }
+        const attached = await ann.post("/v1/memories", { file_ref: i.file_ref });
+        expect(attached.status, name).toBe(201);
+        expect((await processed(ann, attached.body.data.id)).processing_status).toBe("done");
+      }
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      for (const server of Object.values(broken)) await new Promise((resolve) => server.close(resolve));
+    }
+  }, 60_000);
+});

@@ -1,12 +1,28 @@
-import { Readable } from "node:stream";
-import { BlobNotFoundError, del, head, issueSignedToken, presignUrl, put, type DelegationOperation } from "@vercel/blob";
-import { assertValidKey, BlobMissing, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+import { pipeline, Readable, Transform } from "node:stream";
+import {
+  BlobError,
+  BlobNotFoundError,
+  BlobRequestAbortedError,
+  BlobServiceNotAvailable,
+  BlobServiceRateLimited,
+  BlobUnknownError,
+  del,
+  head,
+  issueSignedToken,
+  presignUrl,
+  put,
+  type DelegationOperation,
+} from "@vercel/blob";
+import { ApiError } from "@/lib/api/errors.ts";
+import { assertValidKey, BlobMissing, blobTimeoutMs, storageUnavailable, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
 
 export interface VercelBlobOptions {
   /** The store's read-write token (BLOB_READ_WRITE_TOKEN). */
   token: string;
   /** The store's access mode: private stores (the default) serve objects only through signed URLs. */
   access: "private" | "public";
+  /** Longest wait for one call to the Blob API, or for the next bytes of a read (blobTimeoutMs). */
+  timeoutMs?: number;
 }
 
 /** How long Engram's own reads (extraction, streaming a download) may take to start. */
@@ -23,18 +39,48 @@ const READ_URL_SECONDS = 300;
 export class VercelBlobStore implements BlobStore {
   readonly kind = "vercel" as const;
 
-  constructor(private readonly options: VercelBlobOptions) {}
+  private readonly timeoutMs: number;
+
+  constructor(private readonly options: VercelBlobOptions) {
+    this.timeoutMs = options.timeoutMs ?? blobTimeoutMs();
+  }
+
+  /**
+   * One call to the Blob API within the deadline. The SDK retries a silent or overloaded API 10 times,
+   * waiting 1 s, 2 s, 4 s … in between (about 17 minutes), and never times a request out: a push
+   * checking its file waited all that long, or for good. The abort also ends the SDK's retries.
+   */
+  private async call<T>(run: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        controller.abort();
+        reject(new Error(`the Blob API did not answer within ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+    });
+    try {
+      return await Promise.race([run(controller.signal), expired]);
+    } catch (error) {
+      throw unanswered(error);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 
   private async presign(key: string, operation: DelegationOperation, expiresIn: number, upload?: { contentType: string; sizeBytes: number }): Promise<string> {
     assertValidKey(key);
     const validUntil = Date.now() + expiresIn * 1000;
-    const signed = await issueSignedToken({
-      token: this.options.token,
-      pathname: key,
-      operations: [operation],
-      validUntil,
-      ...(upload && { allowedContentTypes: [upload.contentType], maximumSizeInBytes: upload.sizeBytes }),
-    });
+    const signed = await this.call((abortSignal) =>
+      issueSignedToken({
+        abortSignal,
+        token: this.options.token,
+        pathname: key,
+        operations: [operation],
+        validUntil,
+        ...(upload && { allowedContentTypes: [upload.contentType], maximumSizeInBytes: upload.sizeBytes }),
+      }),
+    );
     const common = { pathname: key, validUntil, access: this.options.access } as const;
     const { presignedUrl } = await presignUrl(
       signed,
@@ -61,7 +107,7 @@ export class VercelBlobStore implements BlobStore {
   async head(key: string): Promise<BlobInfo | null> {
     assertValidKey(key);
     try {
-      const info = await head(key, { token: this.options.token });
+      const info = await this.call((abortSignal) => head(key, { token: this.options.token, abortSignal }));
       return { size: info.size, contentType: info.contentType || undefined };
     } catch (error) {
       if (error instanceof BlobNotFoundError) return null;
@@ -71,23 +117,49 @@ export class VercelBlobStore implements BlobStore {
 
   async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
     const url = await this.presign(key, "get", READ_URL_SECONDS);
-    const res = await fetch(url, { headers: range ? { range: `bytes=${range.start}-${range.end}` } : {} });
+    // Aborted when the answer, or the next bytes of its body, take longer than the timeout.
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+    const res = await fetch(url, { headers: range ? { range: `bytes=${range.start}-${range.end}` } : {}, signal: controller.signal }).catch((error: unknown) => {
+      clearTimeout(timer);
+      throw storageUnavailable("vercel", error);
+    });
     if (!res.ok || !res.body) {
+      clearTimeout(timer);
       await res.body?.cancel();
       if (res.status === 404) throw new BlobMissing(key);
+      if (res.status >= 500 || res.status === 429) throw storageUnavailable("vercel", new Error(`reading ${key} failed with HTTP ${res.status}`));
       throw new Error(`vercel blob: reading ${key} failed with HTTP ${res.status}`);
     }
-    return Readable.fromWeb(res.body as import("node:stream/web").ReadableStream);
+    const watch = new Transform({
+      transform(chunk, _encoding, callback) {
+        timer.refresh();
+        callback(null, chunk);
+      },
+    });
+    return pipeline(Readable.fromWeb(res.body as import("node:stream/web").ReadableStream), watch, () => clearTimeout(timer));
   }
 
   async write(key: string, bytes: Buffer, contentType: string): Promise<void> {
     assertValidKey(key);
-    await put(key, bytes, { access: this.options.access, token: this.options.token, contentType, addRandomSuffix: false, allowOverwrite: true });
+    await this.call((abortSignal) => put(key, bytes, { access: this.options.access, token: this.options.token, contentType, addRandomSuffix: false, allowOverwrite: true, abortSignal }));
   }
 
   async delete(key: string): Promise<void> {
     assertValidKey(key);
     // Deleting a missing object succeeds (the API ignores unknown URLs).
-    await del(key, { token: this.options.token });
+    await this.call((abortSignal) => del(key, { token: this.options.token, abortSignal }));
   }
+}
+
+/** No answer in time, none at all, or the service overloaded: unavailable (503); any other error is kept. */
+function unanswered(error: unknown): unknown {
+  if (error instanceof ApiError || error instanceof BlobNotFoundError) return error;
+  const noAnswer =
+    error instanceof BlobRequestAbortedError ||
+    error instanceof BlobServiceNotAvailable ||
+    error instanceof BlobServiceRateLimited ||
+    error instanceof BlobUnknownError ||
+    !(error instanceof BlobError);
+  return noAnswer ? storageUnavailable("vercel", error) : error;
 }
