@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { embeddingsInfo, getEmbedder, setEmbedder } from "@/lib/ai/embedder.ts";
+import { assertModelEndpoints } from "@/lib/ai/model-endpoints.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 
 /**
@@ -329,6 +330,25 @@ describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
     } finally {
       process.env.OPENAI_BASE_URL = fake.url;
       setEmbedder(undefined);
+    }
+  });
+
+  it("a base URL that is not an http(s) URL (OPENAI_BASE_URL, ENGRAM_RERANK_URL) stops start-up with its name, instead of failing every memory later", async () => {
+    expect(() => assertModelEndpoints()).not.toThrow();
+    // The usual slip: no scheme. Before, the provider loaded as ready and each call failed on its own.
+    for (const [name, value] of [
+      ["OPENAI_BASE_URL", "localhost:11434/v1"],
+      ["OPENAI_BASE_URL", "ftp://models.internal/v1"],
+      ["ENGRAM_RERANK_URL", "api.jina.ai/v1"],
+    ] as const) {
+      const before = process.env[name];
+      process.env[name] = value;
+      try {
+        expect(() => assertModelEndpoints()).toThrow(`${name} must be an http:// or https:// URL, got "${value}"`);
+      } finally {
+        if (before === undefined) delete process.env[name];
+        else process.env[name] = before;
+      }
     }
   });
 });

@@ -1,3 +1,4 @@
+import { assertModelEndpoints } from "@/lib/ai/model-endpoints.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { startEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
 import { startEmailSignInCodesPrune } from "@/lib/auth/prune-email-sign-in-codes.ts";
@@ -18,6 +19,7 @@ import { assertUploadLimit } from "@/lib/uploads/upload-limits.ts";
 export async function startServer(): Promise<void> {
   const started = Date.now();
   assertUploadLimit();
+  assertModelEndpoints();
   for (const warning of configWarnings()) console.warn(warning);
   const database = await getDatabase();
   const users = await database.prisma.user.count();
