@@ -113,7 +113,14 @@ export class WorkerLane<Reply extends WorkerReply> {
     live.onEnd = (error) => settle(() => job.reject(error));
     const timer = setTimeout(() => live.end(this.options.timedOut(timeoutMs)), timeoutMs);
     worker.ref();
-    worker.postMessage(job.message, job.transfer);
+    try {
+      worker.postMessage(job.message, job.transfer);
+    } catch (error) {
+      // A message that cannot be cloned (or a bad transfer list) never reached the worker, which stays
+      // fit for the next task; thrown past here it went unhandled and the task waited out its time limit.
+      worker.unref();
+      settle(() => job.reject(error as Error));
+    }
   }
 
   private finish(done: () => void): void {
