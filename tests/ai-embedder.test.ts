@@ -269,4 +269,36 @@ describe("EmbeddingBatcher (cross-call batching in front of the model)", () => {
     await expect(bad).rejects.toThrow("inference failed");
     expect(await good).toEqual([[1], [1]]);
   });
+
+  it("a shared batch that fails is retried caller by caller: only the caller whose text the model cannot take fails", async () => {
+    const { EmbeddingBatcher } = await import("@/lib/ai/embedder.ts");
+    const calls: string[][] = [];
+    const batcher = new EmbeddingBatcher(async (texts) => {
+      calls.push(texts);
+      if (texts.includes("poison")) throw new Error("inference failed");
+      return texts.map(() => [1]);
+    }, 8);
+    // Three memories' chunks share one batch; one chunk is one the model fails on.
+    const first = batcher.embed(["a", "b"], "document");
+    const poisoned = batcher.embed(["c", "poison"], "document");
+    const last = batcher.embed(["d"], "document");
+    // Before, the batch's failure rejected all three: each memory lost an attempt for one text.
+    await expect(poisoned).rejects.toThrow("inference failed");
+    expect(await first).toEqual([[1], [1]]);
+    expect(await last).toEqual([[1]]);
+    expect(calls).toEqual([["a", "b", "c", "poison", "d"], ["a", "b"], ["c", "poison"], ["d"]]);
+  });
+
+  it("a model that fails every batch is not retried caller by caller beyond two tries", async () => {
+    const { EmbeddingBatcher } = await import("@/lib/ai/embedder.ts");
+    let calls = 0;
+    const batcher = new EmbeddingBatcher(async () => {
+      calls++;
+      throw new Error("the embedding worker did not answer");
+    }, 8);
+    const requests = ["a", "b", "c", "d", "e"].map((text) => batcher.embed([text], "document"));
+    for (const request of requests) await expect(request).rejects.toThrow("the embedding worker did not answer");
+    // The shared batch, then two callers alone: both failing says the model is down, not a text.
+    expect(calls).toBe(3);
+  });
 });

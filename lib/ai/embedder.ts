@@ -274,6 +274,20 @@ interface EmbedRequest {
   reject(error: unknown): void;
 }
 
+/** One text of a batch: which caller it came from, and where its vector goes. */
+interface BatchItem {
+  request: EmbedRequest;
+  index: number;
+  text: string;
+}
+
+function deliver(items: BatchItem[], vectors: number[][]): void {
+  items.forEach((item, k) => {
+    item.request.vectors[item.index] = vectors[k]!;
+    if (++item.request.done === item.request.texts.length) item.request.resolve(item.request.vectors);
+  });
+}
+
 /**
  * One inference at a time (parallel runs only fight over the same cores),
  * but every run fills its batch from all waiting callers: chunks of many
@@ -312,16 +326,9 @@ export class EmbeddingBatcher {
         // int8 activations are quantised per model call, so a text's vector varies slightly with
         // its group-mates (cos 0.98–1.00 against the text embedded alone).
         try {
-          const vectors = await this.runBatch(batch.map((item) => item.text));
-          batch.forEach((item, k) => {
-            item.request.vectors[item.index] = vectors[k]!;
-            if (++item.request.done === item.request.texts.length) item.request.resolve(item.request.vectors);
-          });
+          deliver(batch, await this.runBatch(batch.map((item) => item.text)));
         } catch (error) {
-          for (const request of new Set(batch.map((item) => item.request))) {
-            request.next = request.texts.length; // drop its remaining texts
-            request.reject(error);
-          }
+          await this.retryApart(batch, error);
         }
       }
     } finally {
@@ -329,8 +336,36 @@ export class EmbeddingBatcher {
     }
   }
 
-  private take(): { request: EmbedRequest; index: number; text: string }[] {
-    const batch: { request: EmbedRequest; index: number; text: string }[] = [];
+  /**
+   * A failed batch shared by several callers (several memories' chunks) is run again caller by caller,
+   * so a text the model cannot take fails only its own memory's attempt, not every memory beside it.
+   * Two callers failing in a row say the model itself is failing (a dead or hung worker, a provider
+   * down): the rest fail with them untried, so a failing model costs at most two more runs a batch.
+   */
+  private async retryApart(batch: BatchItem[], error: unknown): Promise<void> {
+    const parts = new Map<EmbedRequest, BatchItem[]>();
+    for (const item of batch) parts.set(item.request, [...(parts.get(item.request) ?? []), item]);
+    let lastError = error;
+    // A caller alone in its batch is not run again: its own texts are what failed.
+    let failures = parts.size > 1 ? 0 : 2;
+    for (const [request, items] of parts) {
+      if (failures < 2) {
+        try {
+          deliver(items, await this.runBatch(items.map((item) => item.text)));
+          failures = 0;
+          continue;
+        } catch (retryError) {
+          lastError = retryError;
+          failures++;
+        }
+      }
+      request.next = request.texts.length; // drop its remaining texts
+      request.reject(lastError);
+    }
+  }
+
+  private take(): BatchItem[] {
+    const batch: BatchItem[] = [];
     for (const list of [this.queries, this.documents]) {
       while (batch.length < this.batchSize && list.length > 0) {
         const request = list[0]!;
