@@ -89,7 +89,7 @@ export const sweepProcessingFunction = inngest.createFunction(
     const ids = await step.run("find-pending", async () => {
       const now = new Date();
       const config = processingConfig();
-      return findPendingMemories(await db(), new Date(now.getTime() - config.staleMs), config.retryBaseMs * 0.8);
+      return findPendingMemories(await db(), new Date(now.getTime() - config.staleMs), config.retryBaseMs);
     });
     if (ids.length) await step.sendEvent("enqueue", ids.map((memoryId) => ({ name: MEMORY_PROCESS_EVENT, data: { id: memoryId } })));
     return { enqueued: ids.length };

@@ -2,18 +2,18 @@ import { runAsBackground } from "@/lib/db/background-work.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { JobLease } from "./job-lease.ts";
 import { claimMemory, processMemory } from "./process-memory.ts";
-import type { ProcessingConfig } from "./processing-config.ts";
+import { retryDelayMs, type ProcessingConfig } from "./processing-config.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
 
 /** Sweeps take this many candidates at a time; the next sweep follows as soon as they drain. */
 const SWEEP_PAGE = 200;
 
-/** Memories waiting for a worker: pending ones, and running ones whose worker is presumed dead. */
-export async function findPendingMemories(db: Db, staleBefore: Date, retryFloorMs: number, limit = SWEEP_PAGE, now = new Date()): Promise<string[]> {
+/** Memories waiting for a worker: pending ones whose retry is due, and running ones whose worker is presumed dead. */
+export async function findPendingMemories(db: Db, staleBefore: Date, retryBaseMs: number, limit = SWEEP_PAGE, now = new Date()): Promise<string[]> {
   const rows = await db.memory.findMany({
     where: {
       OR: [
-        // Failed attempts wait at least the first backoff step (claimMemory checks the exact delay).
-        { processingStatus: "pending", OR: [{ processingAttempts: 0 }, { processingStartedAt: { lt: new Date(now.getTime() - retryFloorMs) } }] },
+        { processingStatus: "pending", OR: retryDue(now, retryBaseMs) },
         { processingStatus: "running", OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] },
       ],
     },
@@ -22,6 +22,26 @@ export async function findPendingMemories(db: Db, staleBefore: Date, retryFloorM
     select: { id: true },
   });
   return rows.map((row) => row.id);
+}
+
+/**
+ * Pending rows that claimMemory would take now: never tried, or past the backoff of their attempts
+ * (at its shortest jitter, as claimMemory reckons it). Rows still waiting stay off the page: a page
+ * full of them came back on every sweep, and due rows sorted after them were never reached.
+ */
+function retryDue(now: Date, retryBaseMs: number): Prisma.MemoryWhereInput[] {
+  const due: Prisma.MemoryWhereInput[] = [{ processingAttempts: 0 }, { processingStartedAt: null }];
+  // One clause per attempt count until the delay reaches its cap, then one for every count above.
+  for (let attempts = 1; ; attempts++) {
+    const delayMs = retryDelayMs(attempts, retryBaseMs, () => 0);
+    const startedAt = { lte: new Date(now.getTime() - delayMs) };
+    if (delayMs < retryDelayMs(attempts + 1, retryBaseMs, () => 0)) {
+      due.push({ processingAttempts: attempts, processingStartedAt: startedAt });
+      continue;
+    }
+    due.push({ processingAttempts: { gte: attempts }, processingStartedAt: startedAt });
+    return due;
+  }
 }
 
 export interface EmbeddedRunnerOptions extends ProcessingConfig {
@@ -147,7 +167,7 @@ export class EmbeddedRunner {
     try {
       if (this.queued.size >= SWEEP_PAGE) return;
       const db = await this.options.db();
-      const ids = await runAsBackground(() => findPendingMemories(db, this.staleBefore(new Date()), this.options.retryBaseMs * 0.8));
+      const ids = await runAsBackground(() => findPendingMemories(db, this.staleBefore(new Date()), this.options.retryBaseMs));
       for (const id of ids) if (!this.active.has(id) && !this.stopped) this.queued.add(id);
       this.backlog = ids.length === SWEEP_PAGE;
     } catch (error) {

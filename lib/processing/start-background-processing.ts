@@ -77,7 +77,7 @@ async function start(): Promise<void> {
       });
     const unsubscribe = onMemoryWrite((memory) => void send([memory.id]));
     const sweep = async () => {
-      const ids = await findPendingMemories(database.prisma, new Date(Date.now() - config.staleMs), config.retryBaseMs * 0.8);
+      const ids = await findPendingMemories(database.prisma, new Date(Date.now() - config.staleMs), config.retryBaseMs);
       if (ids.length) await send(ids);
     };
     void sweep().catch((error) => console.error("[engram] processing: sweep failed", error));
