@@ -45,7 +45,7 @@ export const processMemoryFunction = inngest.createFunction(
     let indexed = false;
     for (const processingStep of PROCESSING_STEPS) {
       const result = await step.run(processingStep.name, async () => {
-        const ctx: StepContext = { db: await db(), memory: claim.memory, now: () => new Date() };
+        const ctx: StepContext = { db: await db(), memory: claim.memory, now: () => new Date(), attempt: claim.attempt };
         // Overtaken: this run looked stalled (a slow step, Inngest's backoff) and a newer run claimed the
         // memory with attempts + 1. That run finishes it; this one stops, as the embedded runner's job
         // does when its lease is lost, instead of completing the memory under it.

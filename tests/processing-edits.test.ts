@@ -99,6 +99,29 @@ it("a job that lost its memory to a takeover and then fails leaves the new owner
   expect(await processMemory(h.db, second, { maxAttempts: 3, retryBaseMs: 10 })).toEqual({ status: "done" });
 });
 
+it("a job taken over while it embeds does not complete the memory under its new owner", async () => {
+  const res = await ann.post("/v1/memories", { content: "The compost heap is turned every fortnight." });
+  const id = res.body.data.id;
+  const start = new Date();
+  const first = (await claimMemory(h.db, id, { now: start, staleBefore: start, maxAttempts: 3, retryBaseMs: 10 }))!;
+  const embedded = new Promise<void>((resolve) => (embedding = resolve));
+  // No lease renewal notices the takeover before the job's last steps (it checks every third of a lease).
+  const job = processMemory(h.db, first, { maxAttempts: 3, retryBaseMs: 10 });
+  await embedded;
+  // Its lease lapsed meanwhile (a long pause): another process takes the memory over.
+  const later = new Date(start.getTime() + 60_000);
+  const second = (await claimMemory(h.db, id, { now: later, staleBefore: new Date(later.getTime() + 1), maxAttempts: 3, retryBaseMs: 10 }))!;
+  expect(second.attempt).toBe(2);
+  release();
+  // Before, the first job wrote `done`, its chunks and memory.processed while the owner was at work.
+  expect(await job).toEqual({ status: "stale" });
+  expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "running", processingAttempts: 2, processedAt: null });
+  expect(await h.db.event.count({ where: { type: "memory.processed", entityId: id } })).toBe(0);
+  embedding = () => setImmediate(() => release());
+  expect(await processMemory(h.db, second, { maxAttempts: 3, retryBaseMs: 10 })).toEqual({ status: "done" });
+  expect(await h.db.event.count({ where: { type: "memory.processed", entityId: id } })).toBe(1);
+});
+
 it("a memory moved to another hub while its job runs: memory.processed goes to the hub it is in now, not the one it left", async () => {
   const team = (await ann.post("/v1/hubs", { name: "Workshop" })).body.data.id;
   const res = await ann.post("/v1/memories", { content: "The lathe belt was replaced in March." });
@@ -139,7 +162,11 @@ it("a title the client sets while a link's page is read is kept, not replaced by
     await fetched;
     expect((await ann.patch(`/v1/memories/${id}`, { title: "Harbour tides (mine)" })).status).toBe(200);
     answer();
-    expect(await job).toEqual({ status: "done" });
+    // The new title sent the memory back to pending (its chunks' lexical entries carry the title), which
+    // ends this job's claim as a takeover would; the job its write queued finishes it, the page read once.
+    expect(await job).toEqual({ status: "stale" });
+    const again = (await claimMemory(h.db, id, { now: new Date(), staleBefore: new Date(), maxAttempts: 3, retryBaseMs: 10 }))!;
+    expect(await processMemory(h.db, again, { maxAttempts: 3, retryBaseMs: 10 })).toEqual({ status: "done" });
     const memory = (await ann.get(`/v1/memories/${id}`)).body.data;
     expect(memory).toMatchObject({ processing_status: "done", title: "Harbour tides (mine)" });
     expect(memory.content).toContain("High water at noon");

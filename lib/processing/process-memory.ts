@@ -109,7 +109,7 @@ export async function processMemory(
   config: Pick<ProcessingConfig, "maxAttempts" | "retryBaseMs"> & { signal?: AbortSignal },
 ): Promise<JobOutcome> {
   // All steps in one go: their writes commit together with `complete` (see StepContext.deferred).
-  const ctx: StepContext = { db, memory: claim.memory, now: () => new Date(), deferred: { changes: {} } };
+  const ctx: StepContext = { db, memory: claim.memory, now: () => new Date(), deferred: { changes: {} }, attempt: claim.attempt };
   let indexed = false;
   try {
     for (const step of PROCESSING_STEPS) {

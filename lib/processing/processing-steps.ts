@@ -51,6 +51,11 @@ export interface StepContext {
    * re-embedding after a model change (reembed-memories.ts), when the stored vectors are the old model's.
    */
   fresh?: boolean;
+  /**
+   * The attempt the job claimed (the lease's fencing token, job-lease.ts): `complete` lands only while
+   * the memory is still `running` on it. Absent for work that claims nothing (the re-embedding).
+   */
+  attempt?: number;
 }
 
 export interface DeferredWrites {
@@ -84,6 +89,8 @@ export interface ProcessingStep {
 export const BACKGROUND_TRANSACTION = { maxWait: 60_000, timeout: 60_000 } as const;
 
 const currentWhere = (m: MemoryVersion) => ({ id: m.id, version: m.version, contentHash: m.contentHash });
+/** While the job's claim still holds: a takeover claimed the memory with attempts + 1. */
+const heldWhere = (ctx: StepContext) => (ctx.attempt === undefined ? {} : { processingStatus: "running", processingAttempts: ctx.attempt });
 
 async function loadCurrent(ctx: StepContext): Promise<Memory> {
   if (ctx.loaded) return ctx.loaded;
@@ -100,7 +107,7 @@ type MemoryChanges = Partial<Pick<Memory, "content" | "title" | "extractedAt" | 
  * With deferred writes, a write without an event is only collected; the one with the event
  * (`complete`) commits everything collected, chunks included.
  */
-async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: EmitEventInput, options: { now?: boolean; guesses?: Guess[] } = {}): Promise<void> {
+async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: EmitEventInput, options: { now?: boolean; guesses?: Guess[]; held?: boolean } = {}): Promise<void> {
   const deferred = options.now ? undefined : ctx.deferred;
   if (deferred && !event) {
     Object.assign(deferred.changes, data);
@@ -114,7 +121,7 @@ async function writeIfCurrent(ctx: StepContext, data: MemoryChanges, event?: Emi
   const write = async (db: DbClient) => {
     // Nothing but guesses: a no-op write still checks the version (Prisma counts an empty update as 0 rows).
     const data = Object.keys(all).length ? all : { version: ctx.memory.version };
-    const { count } = await db.memory.updateMany({ where: currentWhere(ctx.memory), data });
+    const { count } = await db.memory.updateMany({ where: { ...currentWhere(ctx.memory), ...(options.held && heldWhere(ctx)) }, data });
     if (count === 0) throw new StaleJobError(ctx.memory);
     // Each guess is one conditional statement after the guarded write (which, in a transaction, holds
     // the row's lock): a client's edit either committed before (its value stays) or comes after (and
@@ -278,6 +285,7 @@ const complete: ProcessingStep = {
   name: "complete",
   async run(ctx) {
     const memory = await loadCurrent(ctx);
+    // Held: a job taken over after its last lease check must not finish the memory under its new owner.
     await writeIfCurrent(ctx, {
       processingStatus: "done",
       // What extraction could not read stays visible once the rest succeeded.
@@ -285,7 +293,7 @@ const complete: ProcessingStep = {
       processedAt: ctx.now(),
       // Files and links wait in "processing" until their text is indexed.
       ...(memory.state === "processing" && { state: "active" }),
-    }, { type: "memory.processed", hubId: memory.hubId, entityId: memory.id });
+    }, { type: "memory.processed", hubId: memory.hubId, entityId: memory.id }, { held: true });
   },
 };
 
