@@ -46,11 +46,14 @@ export const processMemoryFunction = inngest.createFunction(
     for (const processingStep of PROCESSING_STEPS) {
       const result = await step.run(processingStep.name, async () => {
         const ctx: StepContext = { db: await db(), memory: claim.memory, now: () => new Date(), attempt: claim.attempt };
-        // Overtaken: this run looked stalled (a slow step, Inngest's backoff) and a newer run claimed the
-        // memory with attempts + 1. That run finishes it; this one stops, as the embedded runner's job
-        // does when its lease is lost, instead of completing the memory under it.
-        const held = await ctx.db.memory.count({
+        // Renews the claim (the lease the sweep judges by), as the embedded runner's job does while it runs:
+        // without it a run whose steps together took longer than the stale timeout was taken over, and
+        // after the maximum attempts its memory ended failed ("interrupted") though every step succeeded.
+        // Matching nothing means overtaken: this run looked stalled (one slow step, Inngest's backoff) and a
+        // newer run claimed the memory with attempts + 1. That run finishes it; this one stops.
+        const { count: held } = await ctx.db.memory.updateMany({
           where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running", processingAttempts: claim.attempt },
+          data: { processingStartedAt: new Date() },
         });
         if (held === 0) return "stale" as const;
         try {

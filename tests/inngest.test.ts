@@ -6,6 +6,8 @@ import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { MEMORY_PROCESS_EVENT } from "@/inngest/client.ts";
 import { processMemoryFunction, sweepProcessingFunction } from "@/inngest/functions.ts";
 import { setEmbedder } from "@/lib/ai/embedder.ts";
+import { claimMemory } from "@/lib/processing/process-memory.ts";
+import { processingConfig } from "@/lib/processing/processing-config.ts";
 
 // No runner is started here: memories stay pending until an Inngest function processes them.
 let h: Harness;
@@ -181,6 +183,43 @@ describe("Inngest functions (@inngest/test, real steps against the real database
     expect(row).toMatchObject({ processingStatus: "running", processingAttempts: 2 });
     expect(await h.db.event.count({ where: { type: "memory.processed", entityId: id } })).toBe(0);
     expect(result).toEqual({ status: "stale" });
+  });
+
+  it("a run whose steps take longer in all than the stale timeout renews its claim at each step: it is not taken over", async () => {
+    const id = (await ann.post("/v1/memories", { content: "The greenhouse heater is tested every September." })).body.data.id;
+    const { staleMs, maxAttempts, retryBaseMs } = processingConfig();
+    const takeovers: number[] = [];
+    const ran = new Set<string>();
+    const { result } = await new InngestTestEngine({
+      function: processMemoryFunction,
+      events: [{ name: MEMORY_PROCESS_EVENT, data: { id } }],
+      transformCtx: (ctx) => {
+        const run = ctx.step.run;
+        const step = {
+          ...ctx.step,
+          run: (async (name: string, fn: () => unknown) => {
+            const output = await run(name, fn);
+            // A step already run is replayed from memory on each later request of the run: it took no time.
+            if (ran.has(name)) return output;
+            ran.add(name);
+            // Each step takes 0.6 of the stale timeout (a slow provider, Inngest's queue): the clock moves
+            // on by that much, and the sweep looks for stalled runs in between.
+            const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+            await h.db.memory.update({ where: { id }, data: { processingStartedAt: new Date(row.processingStartedAt!.getTime() - 0.6 * staleMs) } });
+            const now = new Date();
+            const claim = await claimMemory(h.db, id, { now, staleBefore: new Date(now.getTime() - staleMs), maxAttempts, retryBaseMs });
+            if (claim) takeovers.push(claim.attempt);
+            return output;
+          }) as typeof run,
+        };
+        return mockCtx({ ...ctx, step });
+      },
+    }).execute();
+    // Before, the claim was never renewed: after two steps the run looked stalled and was taken over
+    // (and after the maximum attempts a memory whose work succeeded ended failed, "interrupted").
+    expect(takeovers).toEqual([]);
+    expect(result).toEqual({ status: "done" });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "done", processingAttempts: 1 });
   });
 
   it("a provider that refuses the request (HTTP 401) ends the run at once: no step retries, the memory failed with the reason", async () => {

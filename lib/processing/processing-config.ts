@@ -6,7 +6,7 @@ export interface ProcessingConfig {
   concurrency: number;
   /** Attempts before a memory ends `failed`; a crash mid-job counts as an attempt. */
   maxAttempts: number;
-  /** A `running` memory not finished after this long is presumed orphaned and resumed (Inngest runs, which renew no lease). */
+  /** A `running` memory whose Inngest run started no step for this long is presumed orphaned and resumed. */
   staleMs: number;
   /**
    * The embedded runner renews a running job's lease every third of this; a `running` memory whose lease
