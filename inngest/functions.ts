@@ -1,7 +1,7 @@
 import { getDatabase } from "@/lib/db/database.ts";
-import { findPendingMemories } from "@/lib/processing/embedded-runner.ts";
 import { claimMemory, describeError, isPermanentError } from "@/lib/processing/process-memory.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
+import { takeMemoriesToResend } from "@/lib/processing/take-memories-to-resend.ts";
 import { failMemory, PROCESSING_STEPS, StaleJobError, type StepContext } from "@/lib/processing/processing-steps.ts";
 import { inngest, MEMORY_PROCESS_EVENT } from "./client.ts";
 import { chatSweepFunction, chatTurnFunction } from "./chat-functions.ts";
@@ -89,11 +89,8 @@ export const processMemoryFunction = inngest.createFunction(
 export const sweepProcessingFunction = inngest.createFunction(
   { id: "sweep-processing", name: "Resume pending memory processing", triggers: [{ cron: "*/5 * * * *" }] },
   async ({ step }) => {
-    const ids = await step.run("find-pending", async () => {
-      const now = new Date();
-      const config = processingConfig();
-      return findPendingMemories(await db(), new Date(now.getTime() - config.staleMs), config.retryBaseMs);
-    });
+    // One step: its result is kept, so a retried send sends the same memories and marks none twice.
+    const ids = await step.run("find-pending", async () => takeMemoriesToResend(await db(), processingConfig()));
     if (ids.length) await step.sendEvent("enqueue", ids.map((memoryId) => ({ name: MEMORY_PROCESS_EVENT, data: { id: memoryId } })));
     return { enqueued: ids.length };
   },

@@ -40,6 +40,10 @@ async function until(check: () => boolean) {
 
 it("with Inngest configured, the sweep and every write send engram/memory.process; the function completes it", async () => {
   const before = (await ann.post("/v1/memories", { content: "Written before the server started its background work." })).body.data.id;
+  // No process sent its event, a stale timeout ago: the sweep at start-up sends it (a memory written a
+  // moment ago may have its event in Inngest's queue still, and waits for the stale timeout).
+  await h.db.memory.update({ where: { id: before }, data: { updatedAt: new Date(Date.now() - 3_600_000) } });
+  process.env.ENGRAM_PROCESSING_SWEEP_SECONDS = "1";
   await startBackgroundProcessing();
   await until(() => received.some((r) => r.events.some((e) => e.data.id === before)));
 
@@ -57,4 +61,10 @@ it("with Inngest configured, the sweep and every write send engram/memory.proces
   const { result } = await new InngestTestEngine({ function: processMemoryFunction, events: [sent] }).execute();
   expect(result).toEqual({ status: "done" });
   expect((await ann.get(`/v1/memories/${after}`)).body.data).toMatchObject({ processing_status: "done", summary: "Written while Inngest handles processing." });
+
+  // Sweeps every second meanwhile: the waiting memory's event, in Inngest's queue now, is not sent again
+  // (before, every sweep re-sent it, and each copy became a run of its own).
+  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  const sends = received.flatMap((r) => r.events).filter((e) => e.data.id === before);
+  expect(sends).toHaveLength(1);
 });

@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { InngestTestEngine, mockCtx } from "@inngest/test";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, type Mock } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { MEMORY_PROCESS_EVENT } from "@/inngest/client.ts";
 import { processMemoryFunction, sweepProcessingFunction } from "@/inngest/functions.ts";
@@ -108,6 +108,8 @@ describe("Inngest functions (@inngest/test, real steps against the real database
 
   it("sweep-processing re-sends events for pending and orphaned memories", async () => {
     const pending = (await ann.post("/v1/memories", { content: "Waiting for its event." })).body.data.id;
+    // Its event went out with the write an hour ago and was lost.
+    await h.db.memory.update({ where: { id: pending }, data: { updatedAt: new Date(Date.now() - 3_600_000) } });
     const orphan = (await ann.post("/v1/memories", { content: "Its worker died." })).body.data.id;
     await h.db.memory.update({ where: { id: orphan }, data: { processingStatus: "running", processingStartedAt: new Date(Date.now() - 3_600_000) } });
     const fresh = (await ann.post("/v1/memories", { content: "Running right now." })).body.data.id;
@@ -125,6 +127,34 @@ describe("Inngest functions (@inngest/test, real steps against the real database
     ]);
     expect((await runFor(orphan)).result).toEqual({ status: "done" });
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: orphan } })).processingStatus).toBe("done");
+  });
+
+  it("sweep-processing re-sends a memory's event once per stale timeout, not on every sweep while it waits in Inngest's queue", async () => {
+    const { staleMs } = processingConfig();
+    const sweep = async () => {
+      const { ctx } = await new InngestTestEngine({ function: sweepProcessingFunction, steps: [{ id: "enqueue", handler: () => ({ ids: [] }) }] }).execute();
+      return (ctx.step.sendEvent as unknown as Mock).mock.calls.flatMap(([, events]) => (events as { data: { id: string } }[]).map((event) => event.data.id));
+    };
+    const lost = (await ann.post("/v1/memories", { content: "Its event was lost an hour ago." })).body.data.id;
+    await h.db.memory.update({ where: { id: lost }, data: { updatedAt: new Date(Date.now() - 3_600_000) } });
+    const orphan = (await ann.post("/v1/memories", { content: "Its run died an hour ago." })).body.data.id;
+    await h.db.memory.update({ where: { id: orphan }, data: { processingStatus: "running", processingAttempts: 1, processingStartedAt: new Date(Date.now() - 3_600_000) } });
+    // Just written: its event went out with the write and waits in the queue (a backlog, 4 runs at a time).
+    const queued = (await ann.post("/v1/memories", { content: "Its event is in the queue." })).body.data.id;
+
+    const first = await sweep();
+    expect(first).toEqual(expect.arrayContaining([lost, orphan]));
+    expect(first).not.toContain(queued);
+    // Before, every sweep (the cron's, and each server's every 30 s) sent all three again: duplicate runs
+    // piled up behind the backlog.
+    const second = await sweep();
+    expect(second.filter((id) => [lost, orphan, queued].includes(id))).toEqual([]);
+
+    // A stale timeout later, still waiting: sent once more.
+    const earlier = new Date(Date.now() - staleMs - 1_000);
+    await h.db.memory.updateMany({ where: { id: { in: [lost, orphan] } }, data: { processingQueuedAt: earlier } });
+    await h.db.memory.update({ where: { id: queued }, data: { updatedAt: earlier } });
+    expect(await sweep()).toEqual(expect.arrayContaining([lost, orphan, queued]));
   });
 
   it("a step failing on its last try fails the memory its run holds, with the reason, still found by its words", async () => {

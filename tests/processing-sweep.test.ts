@@ -33,7 +33,7 @@ describe("the sweep's page of waiting memories", () => {
 
     // A page of two (the sweep's is 200): before, it held the two rows that could not be claimed yet,
     // on every sweep, and the due row behind them was never reached.
-    const page = await findPendingMemories(h.db, staleBefore, retryBaseMs, 2, now);
+    const page = await findPendingMemories(h.db, { staleBefore, retryBaseMs, limit: 2, now });
     expect(page).toContain(due);
     expect(page).not.toContain(waitingA);
     expect(page).not.toContain(waitingB);
@@ -41,6 +41,6 @@ describe("the sweep's page of waiting memories", () => {
 
     // Once their backoff has passed, they are on the page again.
     const later = new Date(now.getTime() + 5_000);
-    expect(await findPendingMemories(h.db, staleBefore, retryBaseMs, 200, later)).toEqual(expect.arrayContaining([waitingA, waitingB]));
+    expect(await findPendingMemories(h.db, { staleBefore, retryBaseMs, now: later })).toEqual(expect.arrayContaining([waitingA, waitingB]));
   });
 });

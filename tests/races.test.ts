@@ -7,6 +7,7 @@ import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness 
 import { stalledLock } from "./support/stalled-lock.ts";
 import pg from "pg";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
+import { takeMemoriesToResend } from "@/lib/processing/take-memories-to-resend.ts";
 
 /**
  * Races that only a server with several connections can lose (issue 16). Every request goes through
@@ -811,5 +812,19 @@ describe("limits under concurrent creates", () => {
     } finally {
       delete process.env.ENGRAM_QUOTA_USER_MEMORIES;
     }
+  });
+});
+
+describe("background processing's sweeps (Inngest)", () => {
+  it("several servers' sweeps at once send each waiting memory's event once between them", async () => {
+    const ann = await h.user("Sweeper");
+    const ids: string[] = [];
+    for (let i = 0; i < 24; i++) ids.push((await ann.post("/v1/memories", { content: `Lost event number ${i}.` })).body.data.id);
+    // Their events went out with their writes an hour ago and were lost.
+    await h.db.memory.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - 3_600_000) } });
+    const config = { staleMs: 300_000, retryBaseMs: 2_000 };
+    const sweeps = await Promise.all(Array.from({ length: 4 }, () => takeMemoriesToResend(h.db, config)));
+    const sent = sweeps.flat().filter((id) => ids.includes(id));
+    expect(sent.sort()).toEqual([...ids].sort());
   });
 });

@@ -34,7 +34,7 @@ describe("schema and migrations agree", () => {
         contentHash: "a".repeat(64), summary: "s", tags: ["x", "y"], kind: "semantic", kindLocked: true, stability: "stable", stabilityLocked: true,
         boundary: "private", state: "active", source: "cli", sourceAgent: "a", assistedByAgent: "b", initiationType: "import", sourcePath: "p.md",
         hint: "h", hubReason: "r", projectContext: { repo: "x" }, fileRef: { object_key: "k" }, version: 3, accessCount: 4, lastAccessedAt: now,
-        processingStatus: "done", processingAttempts: 1, processingError: "e", processingStartedAt: now, processedAt: now, createdAt: now, updatedAt: now,
+        processingStatus: "done", processingAttempts: 1, processingError: "e", processingStartedAt: now, processingQueuedAt: now, processedAt: now, createdAt: now, updatedAt: now,
       },
     });
     const more = {

@@ -8,13 +8,27 @@ import type { Prisma } from "@/lib/db/generated/client.ts";
 /** Sweeps take this many candidates at a time; the next sweep follows as soon as they drain. */
 const SWEEP_PAGE = 200;
 
+export interface FindPendingOptions {
+  /** `running` rows started (or last renewed) before this are orphans of a dead worker. */
+  staleBefore: Date;
+  retryBaseMs: number;
+  /**
+   * With Inngest, whose queue holds each memory's event until a run is free: only rows whose event went
+   * out before this, with the write that made them wait (updated_at) or a sweep's re-send (processing_queued_at).
+   */
+  sentBefore?: Date;
+  limit?: number;
+  now?: Date;
+}
+
 /** Memories waiting for a worker: pending ones whose retry is due, and running ones whose worker is presumed dead. */
-export async function findPendingMemories(db: Db, staleBefore: Date, retryBaseMs: number, limit = SWEEP_PAGE, now = new Date()): Promise<string[]> {
+export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, sentBefore, limit = SWEEP_PAGE, now = new Date() }: FindPendingOptions): Promise<string[]> {
+  const unsent: Prisma.MemoryWhereInput[] = sentBefore ? [{ OR: [{ processingQueuedAt: null }, { processingQueuedAt: { lt: sentBefore } }] }] : [];
   const rows = await db.memory.findMany({
     where: {
       OR: [
-        { processingStatus: "pending", OR: retryDue(now, retryBaseMs) },
-        { processingStatus: "running", OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] },
+        { processingStatus: "pending", AND: [{ OR: retryDue(now, retryBaseMs) }, ...(sentBefore ? [{ updatedAt: { lt: sentBefore } }] : []), ...unsent] },
+        { processingStatus: "running", AND: [{ OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] }, ...unsent] },
       ],
     },
     orderBy: { updatedAt: "asc" },
@@ -167,7 +181,7 @@ export class EmbeddedRunner {
     try {
       if (this.queued.size >= SWEEP_PAGE) return;
       const db = await this.options.db();
-      const ids = await runAsBackground(() => findPendingMemories(db, this.staleBefore(new Date()), this.options.retryBaseMs));
+      const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs }));
       for (const id of ids) if (!this.active.has(id) && !this.stopped) this.queued.add(id);
       this.backlog = ids.length === SWEEP_PAGE;
     } catch (error) {

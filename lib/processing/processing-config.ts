@@ -6,7 +6,10 @@ export interface ProcessingConfig {
   concurrency: number;
   /** Attempts before a memory ends `failed`; a crash mid-job counts as an attempt. */
   maxAttempts: number;
-  /** A `running` memory whose Inngest run started no step for this long is presumed orphaned and resumed. */
+  /**
+   * With Inngest: a `running` memory whose run started no step for this long is presumed orphaned and
+   * resumed, and a waiting memory's event is re-sent at most this often.
+   */
   staleMs: number;
   /**
    * The embedded runner renews a running job's lease every third of this; a `running` memory whose lease

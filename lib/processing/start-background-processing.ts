@@ -2,8 +2,9 @@ import { getEmbedder } from "@/lib/ai/embedder.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { startUploadSweeper } from "@/lib/uploads/sweep-uploads.ts";
 import { onMemoryWrite } from "./after-memory-write.ts";
-import { EmbeddedRunner, findPendingMemories } from "./embedded-runner.ts";
+import { EmbeddedRunner } from "./embedded-runner.ts";
 import { inngestEnabled, processingConfig } from "./processing-config.ts";
+import { takeMemoriesToResend } from "./take-memories-to-resend.ts";
 
 interface BackgroundState {
   started?: Promise<void>;
@@ -72,12 +73,12 @@ async function start(): Promise<void> {
     const { inngest, MEMORY_PROCESS_EVENT } = await import("@/inngest/client.ts");
     const send = (ids: string[]) =>
       inngest.send(ids.map((id) => ({ name: MEMORY_PROCESS_EVENT, data: { id } }))).catch((error: unknown) => {
-        // The row stays pending; the next sweep sends it again.
+        // The row stays waiting; a sweep sends it again once it has waited the stale timeout.
         console.error(`[engram] processing: could not send ${ids.length} event(s) to Inngest`, error);
       });
     const unsubscribe = onMemoryWrite((memory) => void send([memory.id]));
     const sweep = async () => {
-      const ids = await findPendingMemories(database.prisma, new Date(Date.now() - config.staleMs), config.retryBaseMs);
+      const ids = await takeMemoriesToResend(database.prisma, config);
       if (ids.length) await send(ids);
     };
     void sweep().catch((error) => console.error("[engram] processing: sweep failed", error));
