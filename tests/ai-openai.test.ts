@@ -167,7 +167,7 @@ describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
     expect(row!.dims).toBe(384);
   });
 
-  it("embeds only chunk texts that have no vector yet: a new title embeds nothing, a one-section edit that section, reembed all", async () => {
+  it("embeds only chunk texts that have no vector yet: a new title calls no model, a one-section edit embeds that section, reembed all", async () => {
     const section = (name: string, word: string) =>
       `## ${name}\n\n${Array.from({ length: 14 }, (_, i) => `The ${word} step ${i} is checked by the ${name.toLowerCase()} owner.`).join(" ")}`;
     const content = [section("Backups", "snapshot"), section("Alerts", "pager"), section("Deploys", "rollout")].join("\n\n");
@@ -179,11 +179,11 @@ describe("OpenAI-compatible providers (local fake of the HTTP API)", () => {
     expect(chunks).toBe(3);
     expect(embedded()).toHaveLength(3);
 
-    // A new title re-indexes the same version for its lexical entries; the vectors are the ones it had.
+    // A new title is written into the lexical entries by the PATCH itself: no embedding, no chat model.
     fake.requests.length = 0;
-    expect((await ann.patch(`/v1/memories/${first.id}`, { title: "Platform runbook" })).body.data.processing_status).toBe("pending");
-    expect(await processed(first.id)).toMatchObject({ processing_status: "done", title: "Platform runbook" });
-    expect(embedded()).toEqual([]);
+    expect((await ann.patch(`/v1/memories/${first.id}`, { title: "Platform runbook" })).body.data).toMatchObject({ processing_status: "done", title: "Platform runbook" });
+    await backgroundRunner()!.idle();
+    expect(fake.requests).toEqual([]);
 
     // One section edited: that section is embedded, the other two keep their vectors.
     fake.requests.length = 0;

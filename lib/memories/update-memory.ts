@@ -15,6 +15,7 @@ import { memoryWriteGuard } from "./memory-write-guard.ts";
 import type { UpdateMemoryBody } from "./memory-fields.ts";
 import { serializeMemoryWithContent } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { chunkGlosses, retitleChunks } from "@/lib/recall/store-chunks.ts";
 
 const ATTEMPTS = 5;
 
@@ -26,16 +27,19 @@ const ATTEMPTS = 5;
  */
 export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMemoryBody) {
   if (input.content !== undefined) assertContentSize(input.content);
+  // A new title is written into the chunks' lexical entries in the update's transaction (retitleChunks);
+  // their Chinese words' glosses are worked out first, outside any transaction.
+  const glosses = input.title !== undefined && isUuid(id) ? await chunkGlosses(ctx.db, id) : new Map<string, string>();
   for (let attempt = 1; ; attempt++) {
     // First without a lock. When a concurrent write got in between the read and the write, again under
     // the memory's row lock, which holds other writers off until this one commits: retried without it,
     // ten edits of one memory at once left 14 of 30 out of attempts (409) on PostgreSQL.
     const updated =
       attempt === 1
-        ? await tryUpdate(ctx, id, input)
+        ? await tryUpdate(ctx, id, input, glosses)
         : await ctx.db.$transaction(async (tx) => {
             await lockMemoryRows(tx, [id].filter(isUuid), (await readableHubs({ ...ctx, db: tx })).map((m) => m.hub.id));
-            return tryUpdate(ctx, id, input, tx);
+            return tryUpdate(ctx, id, input, glosses, tx);
           });
     if (updated) {
       afterMemoryWrite(updated);
@@ -48,7 +52,7 @@ export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMe
 }
 
 /** One read and conditional write; `tx`: inside the caller's transaction (which holds the row lock). */
-async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, tx?: DbClient) {
+async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, glosses: Map<string, string>, tx?: DbClient) {
   const db = tx ?? ctx.db;
   // The stored text (up to 3 MiB) is read only when the edit works on it: a new hint or content type
   // reclassifies it, and a memory becoming a link must hold a URL. New content replaces it unread.
@@ -80,11 +84,10 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   // A memory that becomes a link is read as a pushed link is (a new version, `processing` until its page
   // is read): without that the pipeline never fetched it, and share refused it as still being read.
   const reprocess = contentChanged || becomesLink;
-  // Every chunk's lexical entry carries the title (store-chunks.ts): a new one re-indexes the same version,
-  // and until then the memory is searched whole, as every pending one is. Without it a processed
-  // memory was never found by its new title.
   const title = input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title);
-  const reindex = !reprocess && title !== memory.title;
+  // Every chunk's lexical entry carries the title (store-chunks.ts): without rewriting them, a processed
+  // memory was never found by its new title. A new version's chunks are written anew anyway.
+  const retitle = !reprocess && title !== memory.title;
   const hint = input.hint ?? memory.hint;
   const reclassify = contentChanged || input.hint !== undefined || input.content_type !== undefined;
   const kindLocked = memory.kindLocked || input.kind !== undefined;
@@ -116,11 +119,11 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         state: becomesLink && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state),
         ...(becomesLink && { extractedAt: null, extractionError: null }),
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
-        ...(reindex && { processingStatus: "pending", processingAttempts: 0, processingError: null }),
         // Strictly later than the row read, so the updated_at check above always tells two writes apart.
         updatedAt: new Date(Math.max(ctx.now().getTime(), memory.updatedAt.getTime() + 1)),
       },
     });
+    if (rows.length && retitle) await retitleChunks(db, memory.id, glosses);
     if (rows.length) await emitEvent(db, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
     return rows;
   };

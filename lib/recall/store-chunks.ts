@@ -1,5 +1,6 @@
 import type { DbClient } from "@/lib/db/database.ts";
 import { noteTableWrites } from "@/lib/db/embedded-maintenance.ts";
+import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
 import { newId } from "@/lib/ids.ts";
 import { vectorParameter } from "./vector-parameter.ts";
 
@@ -64,4 +65,43 @@ export async function storedChunkVectors(db: DbClient, memoryId: string): Promis
   const rows = await db.$queryRaw<{ heading_chain: string; content: string; embedding: string }[]>`
     SELECT heading_chain, content, embedding::text AS embedding FROM chunks WHERE memory_id = ${memoryId}::uuid AND embedding IS NOT NULL`;
   return new Map(rows.map((row) => [row.heading_chain ? `${row.heading_chain}\n${row.content}` : row.content, JSON.parse(row.embedding) as number[]]));
+}
+
+/**
+ * The English glosses of a memory's chunks that have Chinese text, keyed by the text they were made
+ * from (heading path and content): what retitleChunks needs, worked out before its transaction (the
+ * first Chinese text a process meets loads the dictionary, gloss-han.ts). Only non-ASCII chunks are read.
+ */
+export async function chunkGlosses(db: DbClient, memoryId: string): Promise<Map<string, string>> {
+  const rows = await db.$queryRaw<{ heading_chain: string; content: string }[]>`
+    SELECT heading_chain, content FROM chunks
+    WHERE memory_id = ${memoryId}::uuid AND (content ~ '[^\x01-\x7f]' OR heading_chain ~ '[^\x01-\x7f]')`;
+  const glosses = new Map<string, string>();
+  for (const row of rows) {
+    const text = row.heading_chain ? `${row.heading_chain}\n${row.content}` : row.content;
+    const gloss = await hanGlossWords(text);
+    if (gloss) glosses.set(text, gloss);
+  }
+  return glosses;
+}
+
+/**
+ * Rewrites the lexical entries of a memory's chunks with its current title (read in the caller's
+ * transaction, after its update of the title): a new title re-indexes what the chunks already hold,
+ * with no model and no pipeline run. A chunk whose text has no entry in `glosses` (none, or written
+ * by a job since they were worked out) is indexed without glosses until its next processing.
+ */
+export async function retitleChunks(tx: DbClient, memoryId: string, glosses: Map<string, string>): Promise<void> {
+  await tx.$executeRaw`
+    UPDATE chunks AS c SET search_vector = v.vec, search_length = engram_tsvector_length(v.vec)
+    FROM (
+      SELECT k.id,
+             engram_document_tsvector(coalesce(m.title, '') || E'\n' || k.heading_chain || E'\n' || k.content || E'\n' || coalesce(g.gloss, '')) AS vec
+      FROM chunks AS k
+      JOIN memories AS m ON m.id = k.memory_id
+      LEFT JOIN unnest(${[...glosses.keys()]}::text[], ${[...glosses.values()]}::text[]) AS g(text, gloss)
+        ON g.text = CASE WHEN k.heading_chain = '' THEN k.content ELSE k.heading_chain || E'\n' || k.content END
+      WHERE k.memory_id = ${memoryId}::uuid
+    ) AS v
+    WHERE c.id = v.id`;
 }
