@@ -146,6 +146,17 @@ describe("X-Timezone", () => {
     expect(month.createdAfter?.toISOString()).toBe("2026-03-31T15:00:00.000Z"); // already April 1st in Tokyo
   });
 
+  test('a year before 100 ("in March 0050") is that year, not 1900 + it (Date.UTC\'s two-digit years)', () => {
+    const utc = analyzeQuery("the harbour records in March 0050", now, []);
+    expect([utc.createdAfter?.toISOString(), utc.createdBefore?.toISOString()]).toEqual(["0050-03-01T00:00:00.000Z", "0050-04-01T00:00:00.000Z"]);
+    const since = analyzeQuery("everything since December 0099", now, []);
+    expect([since.createdAfter?.toISOString(), since.createdBefore]).toEqual(["0099-12-01T00:00:00.000Z", undefined]);
+    // Through a zone the year survives too (its offset was computed from 1950's calendar): Tokyo was UTC+9:18:59 then.
+    const tokyo = analyzeQuery("the harbour records in March 0050", now, [], "Asia/Tokyo");
+    expect(tokyo.createdAfter?.getUTCFullYear()).toBe(50);
+    expect(tokyo.createdAfter!.getTime() - Date.parse("0050-03-01T00:00:00.000Z")).toBe(-(9 * 3600 + 18 * 60 + 59) * 1000);
+  });
+
   test("ages past a day count the caller's calendar days", () => {
     const created = new Date("2026-03-08T06:30:00Z"); // 23:30 on the 7th in LA, 06:30 on the 8th in UTC
     expect(formatAge(created, now)).toBe("2 days ago");

@@ -159,9 +159,9 @@ function extractTime(text: string, now: Date): TimeMatch | undefined {
     const explicitYear = found.match[5] ? Number(found.match[5]) : undefined;
     // Without a year, "in March" is the most recent March that has started.
     const year = explicitYear ?? (month <= now.getUTCMonth() ? now.getUTCFullYear() : now.getUTCFullYear() - 1);
-    const after = new Date(Date.UTC(year, month, 1));
+    const after = utcMonthStart(year, month);
     if (found.match[1] === "since ") return { phrase: found.phrase, after };
-    return { phrase: found.phrase, after, before: new Date(Date.UTC(year, month + 1, 1)) };
+    return { phrase: found.phrase, after, before: utcMonthStart(year, month + 1) };
   }
   found = at(/\b(in|during|since) (20\d{2})\b/);
   if (found) {
@@ -170,6 +170,13 @@ function extractTime(text: string, now: Date): TimeMatch | undefined {
     return found.match[1] === "since" ? { phrase: found.phrase, after } : { phrase: found.phrase, after, before: new Date(Date.UTC(year + 1, 0, 1)) };
   }
   return undefined;
+}
+
+/** Date.UTC reads years 0-99 as 1900-1999, so "March 0050" needs its year set on its own. */
+function utcMonthStart(year: number, month: number): Date {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month, 1);
+  return date;
 }
 
 function numberValue(word: string): number {

@@ -27,8 +27,11 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
 export function zoneOffsetMs(at: Date, timeZone: string | undefined): number {
   if (!timeZone || timeZone === "UTC") return 0;
   const parts = Object.fromEntries(formatter(timeZone).formatToParts(at).map((part) => [part.type, part.value]));
-  const wall = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second));
-  return wall - Math.floor(at.getTime() / 1000) * 1000;
+  // Date.UTC would read a year 0-99 as 1900-1999 (and take this zone's offset from that century).
+  const wall = new Date(0);
+  wall.setUTCFullYear(Number(parts.year), Number(parts.month) - 1, Number(parts.day));
+  wall.setUTCHours(Number(parts.hour), Number(parts.minute), Number(parts.second));
+  return wall.getTime() - Math.floor(at.getTime() / 1000) * 1000;
 }
 
 /** The instant as wall-clock time in the zone, expressed as a UTC Date (for getUTC* calendar maths). */
