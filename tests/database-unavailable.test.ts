@@ -58,3 +58,14 @@ it("tells an expired (timed-out) transaction from other transaction errors", () 
   expect(isTransactionExpired(expired)).toBe(true);
   expect(isTransactionExpired(Object.assign(new Error("Transaction already closed"), { code: "P2028", meta: {} }))).toBe(false);
 });
+
+it("refuses a pool size that is not a positive whole number at open, rather than a pool of NaN connections (no bound at all)", async () => {
+  for (const raw of ["ten", "0", "2.5"]) {
+    process.env.ENGRAM_DB_POOL_SIZE = raw;
+    try {
+      await expect(openDatabase({ url: "postgres://postgres@127.0.0.1:3149/engram", migrate: false }), raw).rejects.toThrow(`ENGRAM_DB_POOL_SIZE must be a positive integer, got "${raw}"`);
+    } finally {
+      delete process.env.ENGRAM_DB_POOL_SIZE;
+    }
+  }
+});

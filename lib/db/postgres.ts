@@ -1,12 +1,14 @@
 import { PrismaPg } from "@prisma/adapter-pg";
 import pg from "pg";
+import { positiveIntEnv } from "@/lib/config.ts";
 import { PrismaClient } from "./generated/client.ts";
 import { backgroundConnections, isBackgroundWork } from "./background-work.ts";
 import type { Database, SqlRunner } from "./database.ts";
 
 /** A PostgreSQL ≥ 15 server with pgvector, via node-postgres. */
 export async function openPostgres(connectionString: string): Promise<Database> {
-  const size = Number(process.env.ENGRAM_DB_POOL_SIZE ?? 10);
+  // Checked before anything connects: Number("ten") made a pool of NaN connections, which pg reads as no bound.
+  const size = positiveIntEnv("ENGRAM_DB_POOL_SIZE", 10);
   const pool = new pg.Pool({ connectionString, max: size });
   // An idle connection dropped by the server (restart, failover, idle timeout) is discarded by the pool; without a
   // listener its 'error' event would be thrown and take the whole process down.
