@@ -19,6 +19,7 @@ try {
         bar.start(total, 0);
         started = true;
       }
+      bar.setTotal(total); // recounted when memories finish processing during the run
       bar.update(done);
     },
   });

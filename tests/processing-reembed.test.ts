@@ -101,3 +101,31 @@ it("a memory the model cannot embed is reported and passed over: reembed still r
   await expect(reembedMemories(h.db, { concurrency: 1, onProgress: (done) => progress.push(done) })).rejects.toThrow("the model is down");
   expect(progress).toHaveLength(20);
 });
+
+it("progress never passes 100% when memories finish processing during the run: the total is recounted", async () => {
+  setEmbedder({ id: "local:test-flat", dimensions: EMBEDDING_DIMENSIONS, embed: async (texts) => texts.map(() => Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => (i === 0 ? 1 : 0))) });
+  stopBackgroundProcessing(); // the memories left pending below stay pending until the run moves them
+  const seed = (await ann.post("/v1/memories", { content: "The greenhouse vents open above 24 degrees." })).body.data.id;
+  await h.db.memory.update({ where: { id: seed }, data: { processingStatus: "done" } });
+  // More than a page (200) sorting before the late ones, so those are read after they finished.
+  const clone = (id: string, status: string) =>
+    `SELECT (json_populate_record(NULL::memories, (row_to_json(m)::jsonb || jsonb_build_object('id', ${id}, 'processing_status', '${status}'))::json)).* FROM memories m WHERE m.id = $1`;
+  await h.database.sql.query(`INSERT INTO memories ${clone(`'00000000-0000-4000-8000-' || lpad(n::text, 12, '0')`, "done").replace("WHERE", ", generate_series(1, 210) n WHERE")}`, [seed]);
+  await h.database.sql.query(`INSERT INTO memories ${clone(`'ffffffff-ffff-4fff-bfff-' || lpad(n::text, 12, '0')`, "pending").replace("WHERE", ", generate_series(1, 3) n WHERE")}`, [seed]);
+  const progress: [number, number][] = [];
+  let finished = false;
+  const result = await reembedMemories(h.db, {
+    onProgress: (done, total) => {
+      progress.push([done, total]);
+      if (!finished) {
+        finished = true;
+        void h.database.sql.exec(`UPDATE memories SET processing_status = 'done' WHERE id::text LIKE 'ffffffff%'`);
+      }
+    },
+  });
+  const last = progress.at(-1)!;
+  expect(progress.filter(([done, total]) => done > total)).toEqual([]);
+  expect(last[0]).toBe(last[1]);
+  expect(result.total).toBe(result.reembedded + result.skipped + result.failed);
+  expect(result.total).toBe(last[1]);
+});

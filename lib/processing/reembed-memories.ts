@@ -38,7 +38,7 @@ export async function reembedMemories(db: Db, options: ReembedOptions = {}): Pro
   if (!embedder) throw new Error("No embedding model is available; see the log line above (npm run models installs the local one)");
   const concurrency = options.concurrency ?? 16;
   const where = { processingStatus: { in: ["done", "failed"] } };
-  const total = await db.memory.count({ where });
+  let total = await db.memory.count({ where });
   let done = 0;
   let reembedded = 0;
   let skipped = 0;
@@ -55,6 +55,9 @@ export async function reembedMemories(db: Db, options: ReembedOptions = {}): Pro
     });
     if (page.length === 0) break;
     cursor = page.at(-1)!.id;
+    // Memories that finished processing since the count are re-embedded too: counted again, the total
+    // keeps progress from passing 100%. Only when the count was exceeded, so a steady run costs no extra count.
+    if (done + page.length > total) total = done + page.length + (await db.memory.count({ where: { ...where, id: { gt: cursor } } }));
     let next = 0;
     await Promise.all(
       Array.from({ length: Math.min(concurrency, page.length) }, async () => {
@@ -75,12 +78,14 @@ export async function reembedMemories(db: Db, options: ReembedOptions = {}): Pro
               if (++inARow >= FAILURES_IN_A_ROW) fatal ??= error;
             }
           }
-          options.onProgress?.(++done, total);
+          done++;
+          options.onProgress?.(done, total);
         }
       }),
     );
     // Thrown once every worker has stopped: nothing writes after the caller heard of the failure.
     if (fatal !== undefined) throw fatal;
   }
-  return { total, reembedded, skipped, failed, embedder: embedder.id };
+  // Memories deleted during the run were never reached: the total is what the run went through.
+  return { total: done, reembedded, skipped, failed, embedder: embedder.id };
 }
