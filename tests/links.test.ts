@@ -187,10 +187,10 @@ describe("SSRF guard", () => {
   }, 10_000);
 });
 
-async function processed(id: string, timeoutMs = 60_000) {
+async function processed(id: string, timeoutMs = 60_000, client: Client = ann) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await ann.get(`/v1/memories/${id}`);
+    const res = await client.get(`/v1/memories/${id}`);
     if (["done", "failed"].includes(res.body.data.processing_status)) return res.body.data;
     if (Date.now() > deadline) throw new Error(`memory ${id} still ${res.body.data.processing_status}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -220,6 +220,26 @@ describe("link memories", () => {
     const refreshed = await processed(memory.id);
     expect(refreshed.content).toContain("eleven hours");
     expect(refreshed.title).toBe("Kiln maintenance guide v2");
+  });
+
+  it("the same URL written with an empty query, a fragment, a default port or another case is the same link memory", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const dee = await h.user("Dee"); // a hub of her own, where the article is not a link yet
+    const url = `http://127.0.0.1:${sitePort}/article?`;
+    const first = await dee.post("/v1/memories", { content: url, content_type: "link" });
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.data.source_path).toBe(`http://127.0.0.1:${sitePort}/article`);
+    await processed(first.body.data.id, undefined, dee);
+    for (const again of [`http://127.0.0.1:${sitePort}/article`, `HTTP://127.0.0.1:${sitePort}/article?#top`, `http://127.0.0.1:${sitePort}/article#`]) {
+      const res = await dee.post("/v1/memories", { content: again, content_type: "link" });
+      expect(res.status, again).toBe(200);
+      expect(res.body.data.id, again).toBe(first.body.data.id);
+      await processed(first.body.data.id, undefined, dee);
+    }
+    const ported = await dee.post("/v1/memories", { content: "https://links.example:443/page?", content_type: "link" });
+    expect(ported.body.data.source_path).toBe("https://links.example/page");
+    expect((await dee.post("/v1/memories", { content: "https://LINKS.example/page", content_type: "link" })).body.data.id).toBe(ported.body.data.id);
+    await processed(ported.body.data.id, undefined, dee);
   });
 
   it("a memory PATCHed into a link is fetched as a pushed link is", async () => {

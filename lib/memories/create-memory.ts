@@ -293,7 +293,9 @@ export function linkUrlOrThrow(content: string): string {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new ApiError("invalid_request", "Only http and https links can be fetched", { issues: [{ path: "content", message: "not http(s)" }] });
   }
+  // One link, one source_path: "…/a?" and "…/a" are the same page (URL already drops default ports and lowercases the host).
   url.hash = "";
+  if (url.search === "") url.search = "";
   return url.toString();
 }
 
