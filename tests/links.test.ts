@@ -139,6 +139,17 @@ describe("SSRF guard", () => {
     expect(isBlockedAddress("::ffff:0:8.8.8.8")).toBe(false);
   });
 
+  it("judges Teredo addresses (2001::/32) by the client IPv4 they carry (its bits inverted in the last 32), as it does 6to4's", () => {
+    // A Teredo relay delivers these to the client IPv4: 127.0.0.1 is 80ff:fffe inverted, 169.254.169.254 5601:5601, 10.0.0.1 f5ff:fffe.
+    for (const address of ["2001:0:4136:e378:8000:63bf:80ff:fffe", "2001::5601:5601", "2001:0:4136:e378:8000:63bf:f5ff:fffe", "2001:0000:0:0:0:0:3f57:fefe"]) {
+      expect(isBlockedAddress(address), address).toBe(true);
+    }
+    // 8.8.8.8 inverted is f7f7:f7f7; a public client behind Teredo stays reachable, as do other 2001: addresses.
+    for (const address of ["2001:0:4136:e378:8000:63bf:f7f7:f7f7", "2001:4860:4860::8888", "2001:1::80ff:fffe"]) {
+      expect(isBlockedAddress(address), address).toBe(false);
+    }
+  });
+
   it("the default policy allows nothing private; the test allowance is explicit", () => {
     expect(DEFAULT_FETCH_POLICY.allow).toEqual([]);
     setLinkFetchPolicyForTests(undefined);

@@ -123,6 +123,8 @@ export function isBlockedAddress(address: string): boolean {
   if (g[0] === 0x64 && g[1] === 0xff9b) return true; // NAT64 can reach IPv4 private space
   // 6to4 carries an IPv4 address in groups 1-2; a 6to4 gateway on the server's network delivers to it.
   if (g[0] === 0x2002) return isBlockedAddress(`${g[1]! >> 8}.${g[1]! & 255}.${g[2]! >> 8}.${g[2]! & 255}`);
+  // Teredo carries its client's IPv4 address with every bit inverted in groups 6-7; a Teredo relay delivers to it.
+  if (g[0] === 0x2001 && g[1] === 0) return isBlockedAddress(`${(~g[6]! >> 8) & 255}.${~g[6]! & 255}.${(~g[7]! >> 8) & 255}.${~g[7]! & 255}`);
   if ((g[0]! & 0xffc0) === 0xfec0) return true; // site-local: deprecated, still routed inside some networks
   if ((g[0]! & 0xfe00) === 0xfc00) return true; // unique local
   if ((g[0]! & 0xffc0) === 0xfe80) return true; // link-local
