@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { analyzeQuery } from "@/lib/recall/analyze-query.ts";
 import { formatAge } from "@/lib/recall/format-age.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 
 // What Memax's clients ask of the memories API beyond the basics: list filters and X-Hub-ID,
 // batch-move clearing a topic, and the caller's time zone in recall.
@@ -55,6 +56,27 @@ describe("GET /v1/memories filters", () => {
     expect(old.body.data.total).toBe(1);
     expect(ids(await ann.get("/v1/memories?created_after=2026-02-01T00:00:00Z&kind=procedural"))).toEqual([made.personal]);
     expect(ids(await ann.get(`/v1/memories?created_after=2026-01-10T09:00:00Z&created_before=2026-01-10T11:00:00Z&actor=${ann.id}`))).toEqual([made.annOld]);
+  });
+
+  test("created_after is inclusive and created_before exclusive, in the list (one hub or several) as in recall", async () => {
+    // annOld was created at exactly 2026-01-10T10:00:00Z: [after, before) holds it when after is that instant.
+    const at = "2026-01-10T10:00:00Z";
+    for (const scope of [`hub_id=${team}&`, ""]) {
+      const from = await ann.get(`/v1/memories?${scope}created_after=${at}&created_before=2026-01-10T10:00:01Z`);
+      expect(ids(from), scope || "every hub").toEqual([made.annOld]);
+      expect(from.body.data.total).toBe(1);
+      expect(ids(await ann.get(`/v1/memories?${scope}created_before=${at}`)), scope || "every hub").toEqual([]);
+    }
+    await startBackgroundProcessing();
+    try {
+      await waitProcessed(h.db, ann, made.annOld!);
+    } finally {
+      stopBackgroundProcessing();
+    }
+    const recalled = async (filters: Record<string, string>) =>
+      (await ann.post("/v1/recall", { query: "rotate the TLS certificates", hub_ids: [team], no_rerank: true, ...filters })).body.data.memories.map((m: any) => m.id);
+    expect(await recalled({ created_after: at })).toContain(made.annOld);
+    expect(await recalled({ created_before: at })).not.toContain(made.annOld);
   });
 
   test("bad filter values are 400 at their parameter; empty ones mean absent", async () => {

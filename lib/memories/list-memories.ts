@@ -53,9 +53,10 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
     ...(query.topic_id !== undefined && { topicId: isUuid(query.topic_id) ? query.topic_id : NO_TOPIC }),
     ...(query.kind && { kind: query.kind }),
     ...(query.actor && { ownerId: query.actor }),
+    // [created_after, created_before), as recall reads them (engram_recall_candidates and engram_lexical_search).
     ...((query.created_after || query.created_before) && {
       createdAt: {
-        ...(query.created_after && { gt: new Date(query.created_after) }),
+        ...(query.created_after && { gte: new Date(query.created_after) }),
         ...(query.created_before && { lt: new Date(query.created_before) }),
       },
     }),
@@ -139,7 +140,7 @@ async function pageAcrossHubs(
   if (query.topic_id !== undefined) conditions.push(`m.topic_id = ${param(isUuid(query.topic_id) ? query.topic_id : NO_TOPIC, "uuid")}`);
   if (query.kind) conditions.push(`m.kind = ${param(query.kind, "text")}`);
   if (query.actor) conditions.push(`m.owner_id = ${param(query.actor, "uuid")}`);
-  if (query.created_after) conditions.push(`m.created_at > ${param(new Date(query.created_after).toISOString(), "timestamptz")}`);
+  if (query.created_after) conditions.push(`m.created_at >= ${param(new Date(query.created_after).toISOString(), "timestamptz")}`);
   if (query.created_before) conditions.push(`m.created_at < ${param(new Date(query.created_before).toISOString(), "timestamptz")}`);
   const relevant = query.sort === "relevant";
   const columns = relevant ? ["access_count", "created_at", "id"] : ["created_at", "id"];
