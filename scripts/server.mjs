@@ -15,6 +15,55 @@ const root = path.resolve(import.meta.dirname, "..");
 const port = Number(process.env.PORT ?? 3000);
 const hostname = process.env.HOSTNAME ?? "0.0.0.0";
 
+// Responses not finished yet: a graceful stop waits for them (event streams excepted).
+const inFlight = new Set();
+let stopping = false;
+/** The HTTP server, once the app is prepared. */
+let server;
+
+// Graceful stop (a process manager's or a rolling deploy's SIGTERM, Ctrl-C): stop taking
+// connections, let the requests in progress answer, then give background jobs what is left of the
+// grace period and write what is batched in memory before closing the database
+// (lib/system/stop-server.ts). Event streams are closed; their clients reconnect elsewhere.
+// Installed before the app is prepared: a signal during start-up otherwise took the default action
+// (killed, and `npm start` exited 1) instead of a clean stop.
+const graceSeconds = Number(process.env.ENGRAM_SHUTDOWN_GRACE_SECONDS || 10);
+const GRACE_MS = (Number.isFinite(graceSeconds) && graceSeconds >= 0 ? graceSeconds : 10) * 1000;
+const isStream = (res) => res.headersSent && String(res.getHeader("content-type") ?? "").startsWith("text/event-stream");
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, async () => {
+    if (stopping) return;
+    stopping = true;
+    // Still preparing the app: nothing listens yet, nothing has started that needs winding down.
+    if (!server) {
+      console.log(`engram: ${signal}, stopped before the app had started`);
+      process.exit(0);
+    }
+    const deadline = Date.now() + GRACE_MS;
+    // The last resort if something hangs (a statement that never returns).
+    setTimeout(() => process.exit(1), GRACE_MS + 10_000).unref();
+    console.log(`engram: ${signal}, stopping (requests in progress: ${[...inFlight].filter((res) => !isStream(res)).length})`);
+    server.close();
+    while ([...inFlight].some((res) => !isStream(res)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    server.closeAllConnections();
+    try {
+      // Set by instrumentation.ts once the app has started; a stop during start-up has nothing to wind down.
+      const stop = globalThis.__engramStopServer;
+      if (!stop) {
+        console.log("engram: stopped before the app had started");
+        process.exit(0);
+      }
+      const { unfinishedJobs } = await stop({ graceMs: Math.max(0, deadline - Date.now()) });
+      const left = unfinishedJobs ? `; ${unfinishedJobs} background job(s) left for the next start or another process` : "";
+      console.log(`engram: stopped: counters written, database closed${left}`);
+      process.exit(0);
+    } catch (error) {
+      console.error("engram: stopping failed", error);
+      process.exit(1);
+    }
+  });
+}
+
 const app = next({ dev: false, dir: root, hostname, port });
 const handle = app.getRequestHandler();
 await app.prepare();
@@ -32,11 +81,7 @@ const compress = compression({
   filter: (req, res) => !String(res.getHeader("content-type") ?? "").startsWith("text/event-stream") && compression.filter(req, res),
 });
 
-// Responses not finished yet: a graceful stop waits for them (event streams excepted).
-const inFlight = new Set();
-let stopping = false;
-
-const server = createServer((req, res) => {
+server = createServer((req, res) => {
   inFlight.add(res);
   res.once("close", () => inFlight.delete(res));
   // While stopping, a request on a kept-alive connection is answered, and the connection closed after it.
@@ -63,38 +108,3 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 65_000;
 server.headersTimeout = 66_000;
 server.listen(port, hostname, () => console.log(`engram: listening on http://${hostname}:${port}`));
-// Graceful stop (a process manager's or a rolling deploy's SIGTERM, Ctrl-C): stop taking
-// connections, let the requests in progress answer, then give background jobs what is left of the
-// grace period and write what is batched in memory before closing the database
-// (lib/system/stop-server.ts). Event streams are closed; their clients reconnect elsewhere.
-const graceSeconds = Number(process.env.ENGRAM_SHUTDOWN_GRACE_SECONDS || 10);
-const GRACE_MS = (Number.isFinite(graceSeconds) && graceSeconds >= 0 ? graceSeconds : 10) * 1000;
-const isStream = (res) => res.headersSent && String(res.getHeader("content-type") ?? "").startsWith("text/event-stream");
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, async () => {
-    if (stopping) return;
-    stopping = true;
-    const deadline = Date.now() + GRACE_MS;
-    // The last resort if something hangs (a statement that never returns).
-    setTimeout(() => process.exit(1), GRACE_MS + 10_000).unref();
-    console.log(`engram: ${signal}, stopping (requests in progress: ${[...inFlight].filter((res) => !isStream(res)).length})`);
-    server.close();
-    while ([...inFlight].some((res) => !isStream(res)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
-    server.closeAllConnections();
-    try {
-      // Set by instrumentation.ts once the app has started; a stop during start-up has nothing to wind down.
-      const stop = globalThis.__engramStopServer;
-      if (!stop) {
-        console.log("engram: stopped before the app had started");
-        process.exit(0);
-      }
-      const { unfinishedJobs } = await stop({ graceMs: Math.max(0, deadline - Date.now()) });
-      const left = unfinishedJobs ? `; ${unfinishedJobs} background job(s) left for the next start or another process` : "";
-      console.log(`engram: stopped: counters written, database closed${left}`);
-      process.exit(0);
-    } catch (error) {
-      console.error("engram: stopping failed", error);
-      process.exit(1);
-    }
-  });
-}

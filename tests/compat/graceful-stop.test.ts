@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { request, type IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
@@ -84,6 +85,34 @@ describe("the built server's lifecycle: graceful stop, restart, one process per 
       const memory = await again("GET", `/v1/memories/${slowId}`);
       return memory.body.data.processing_status === "done";
     }, 120_000, "the memory pushed during the stop to be processed");
+  });
+
+  it("a SIGTERM while the app is still being prepared stops npm start with 0, not by the signal's default action", async () => {
+    const fresh = mkdtempSync(path.join(tmpdir(), "engram-compat-early-"));
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: "production", PORT: "3157", HOSTNAME: "127.0.0.1", ENGRAM_DATA_DIR: fresh, NEXT_TELEMETRY_DISABLED: "1" };
+    for (const name of ["DATABASE_URL", "VITEST", "VITEST_WORKER_ID", "VITEST_POOL_ID"]) delete env[name];
+    const root = path.resolve(import.meta.dirname, "..", "..");
+    const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs")], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+    try {
+      // Next prints this while it prepares the app, before the server listens (some 150 ms later at rest).
+      await new Promise<void>((resolve) => {
+        const append = (chunk: Buffer) => {
+          output += chunk.toString("utf8");
+          if (/Running next\.config/.test(output)) resolve();
+        };
+        child.stdout!.on("data", append);
+        child.stderr!.on("data", append);
+      });
+      child.kill("SIGTERM");
+      expect(await exited, output).toEqual({ code: 0, signal: null });
+      expect(output).not.toContain("engram: listening");
+      expect(output).toMatch(/engram: SIGTERM, stopped before the app had started/);
+    } finally {
+      child.kill("SIGKILL");
+      rmSync(fresh, { recursive: true, force: true });
+    }
   });
 
   it("a second server on the same embedded data directory exits at once; the first keeps serving", async () => {
