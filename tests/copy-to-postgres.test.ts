@@ -132,6 +132,29 @@ describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () =
     }
   });
 
+  it("bounds each batch by bytes as well as rows: large memories go a few per statement, so no batch outgrows a string", async () => {
+    // 500 memories of 3 MiB made one JSON string past V8's ~512 MiB limit; here the cap is 8 KiB and the memories ~3 KB.
+    setDatabase(h.database); // the embedded source again (the first test moved the API onto its copy)
+    for (let i = 0; i < 8; i++) {
+      const res = await bob.post("/v1/memories", { content: `# Log ${i}\n\n${`Shipment ${i} left the depot on time and was signed for. `.repeat(30)}` }, { headers: { "x-hub-id": hub } });
+      expect(res.status, res.text).toBe(201);
+    }
+    const url = await newTarget();
+    const copied = await copyToPostgres(h.database.sql, url, { batchBytes: 8 * 1024 });
+    const check = await openDatabase({ url, migrate: false });
+    try {
+      // Each INSERT of the one copy transaction has its own command id (cmin): one per batch.
+      const batches = await check.sql.query<{ rows: number; bytes: number }>(
+        `SELECT count(*)::int AS rows, sum(octet_length(row_to_json(m)::text))::int AS bytes FROM memories m GROUP BY cmin::text`,
+      );
+      expect(batches.reduce((sum, b) => sum + b.rows, 0)).toBe(copied.find((r) => r.table === "memories")!.rows);
+      expect(batches.length).toBeGreaterThanOrEqual(4);
+      for (const batch of batches) if (batch.rows > 1) expect(batch.bytes).toBeLessThanOrEqual(8 * 1024);
+    } finally {
+      await check.close();
+    }
+  });
+
   it("npm run db:copy-to-postgres takes the Unix-socket URL docs/operations.md recommends on the same host", async () => {
     const url = new URL(await newTarget());
     const probe = await openDatabase({ url: url.toString(), migrate: false });

@@ -1,8 +1,13 @@
 import pg from "pg";
 import type { SqlRunner } from "./database.ts";
 
-/** Rows read and written per statement. */
+/** Rows read and written per statement, at most. */
 const BATCH_ROWS = 500;
+/**
+ * Bytes of row JSON per statement, at most (one larger row goes alone): a memory may hold 3 MiB,
+ * and 500 such rows made one result and one JSON parameter past V8's ~512 MiB string limit.
+ */
+const BATCH_BYTES = 32 * 1024 * 1024;
 /**
  * Not copied: the migration runner's own table (the target has its own, written by the same
  * migrations), and the lexical index's change log and horizon, whose transaction ids mean nothing
@@ -18,6 +23,8 @@ export interface CopyTableResult {
 export interface CopyToPostgresOptions {
   /** Called after each table (progress for the command line). */
   onTable?: (result: CopyTableResult) => void;
+  /** Overrides BATCH_BYTES (tests use a small one). */
+  batchBytes?: number;
 }
 
 /**
@@ -59,7 +66,7 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
 
     const results: CopyTableResult[] = [];
     for (const table of tables) {
-      const result = await copyTable(source, target, table);
+      const result = await copyTable(source, target, table, options.batchBytes ?? BATCH_BYTES);
       results.push(result);
       options.onTable?.(result);
     }
@@ -90,15 +97,35 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
 
 /**
  * One table's rows, in batches over the physical row id (nothing writes the source meanwhile: the
- * copy holds its directory); a self-referencing table in one statement. Counts are checked on both sides.
+ * copy holds its directory), each batch at most BATCH_ROWS rows and `batchBytes` of JSON; a
+ * self-referencing table in one statement. Counts are checked on both sides.
  */
-async function copyTable(source: SqlRunner, target: pg.Client, { table, selfReferencing }: { table: string; selfReferencing: boolean }): Promise<CopyTableResult> {
+async function copyTable(
+  source: SqlRunner,
+  target: pg.Client,
+  { table, selfReferencing }: { table: string; selfReferencing: boolean },
+  batchBytes: number,
+): Promise<CopyTableResult> {
   let copied = 0;
   let after = "(0,0)";
   for (;;) {
+    let range = "";
+    const params: string[] = [after];
+    if (!selfReferencing) {
+      // The next rows' sizes first (a small result), then as many of them as fit in batchBytes.
+      const sizes = await source.query<{ ctid: string; bytes: number }>(
+        `SELECT t.ctid::text AS ctid, octet_length(row_to_json(t)::text) AS bytes FROM ${ident(table)} t WHERE t.ctid > $1::tid ORDER BY t.ctid LIMIT ${BATCH_ROWS}`,
+        [after],
+      );
+      if (sizes.length === 0) break;
+      let last = 0;
+      for (let total = sizes[0]!.bytes; last + 1 < sizes.length && total + sizes[last + 1]!.bytes <= batchBytes; last++) total += sizes[last + 1]!.bytes;
+      range = " AND t.ctid <= $2::tid";
+      params.push(sizes[last]!.ctid);
+    }
     const rows = await source.query<{ ctid: string; row: string }>(
-      `SELECT t.ctid::text AS ctid, row_to_json(t)::text AS row FROM ${ident(table)} t WHERE t.ctid > $1::tid ORDER BY t.ctid${selfReferencing ? "" : ` LIMIT ${BATCH_ROWS}`}`,
-      [after],
+      `SELECT t.ctid::text AS ctid, row_to_json(t)::text AS row FROM ${ident(table)} t WHERE t.ctid > $1::tid${range} ORDER BY t.ctid`,
+      params,
     );
     if (rows.length === 0) break;
     await target.query(`INSERT INTO ${ident(table)} SELECT * FROM json_populate_recordset(NULL::${ident(table)}, $1::json)`, [`[${rows.map((r) => r.row).join(",")}]`]);
