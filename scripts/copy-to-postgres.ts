@@ -28,7 +28,10 @@ async function main() {
     console.log(`migrating the target…`);
     await (await openDatabase({ url: targetUrl })).close();
     console.log(`copying ${dataDir} into ${describeTarget(targetUrl)}…`);
-    const results = await copyToPostgres(source.sql, targetUrl, { onTable: ({ table, rows }) => console.log(`  ${table}: ${rows} rows`) });
+    const results = await copyToPostgres(source.sql, targetUrl, {
+      onTable: ({ table, rows }) => console.log(`  ${table}: ${rows} rows`),
+      onWarning: (message) => console.warn(`warning: ${message}`),
+    });
     const total = results.reduce((sum, r) => sum + r.rows, 0);
     console.log(`copied ${total} rows in ${results.length} tables in ${((Date.now() - started) / 1000).toFixed(1)} s; start Engram with DATABASE_URL set to the target`);
   } finally {

@@ -155,6 +155,28 @@ describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () =
     }
   });
 
+  it("an ANALYZE that fails after the commit is reported as a warning: the copied rows are in", async () => {
+    const url = await newTarget();
+    const prepared = await openDatabase({ url, migrate: false });
+    try {
+      // Statistics on an expression are computed by ANALYZE only: nothing in the copy itself calls it.
+      await prepared.sql.exec(`CREATE FUNCTION refuse_to_analyse(text) RETURNS text IMMUTABLE LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused to analyse'; END $$`);
+      await prepared.sql.exec(`CREATE STATISTICS refuse_stats ON (refuse_to_analyse(name)) FROM users`);
+    } finally {
+      await prepared.close();
+    }
+    const warnings: string[] = [];
+    const copied = await copyToPostgres(h.database.sql, url, { onWarning: (message) => warnings.push(message) });
+    expect(copied.find((r) => r.table === "users")!.rows).toBe(2);
+    expect(warnings).toEqual([expect.stringMatching(/^the rows are copied, but ANALYZE failed \(refused to analyse\)/)]);
+    const check = await openDatabase({ url, migrate: false });
+    try {
+      expect(await check.sql.query(`SELECT count(*)::int AS users FROM users`)).toEqual([{ users: 2 }]);
+    } finally {
+      await check.close();
+    }
+  });
+
   it("npm run db:copy-to-postgres takes the Unix-socket URL docs/operations.md recommends on the same host", async () => {
     const url = new URL(await newTarget());
     const probe = await openDatabase({ url: url.toString(), migrate: false });

@@ -23,6 +23,8 @@ export interface CopyTableResult {
 export interface CopyToPostgresOptions {
   /** Called after each table (progress for the command line). */
   onTable?: (result: CopyTableResult) => void;
+  /** Something that went wrong after the rows were committed (the copy itself stands). */
+  onWarning?: (message: string) => void;
   /** Overrides BATCH_BYTES (tests use a small one). */
   batchBytes?: number;
 }
@@ -85,7 +87,12 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
       );
     }
     await target.query("COMMIT");
-    await target.query("ANALYZE");
+    // The planner's statistics, which autovacuum would also gather in time: failing here leaves the copy whole.
+    try {
+      await target.query("ANALYZE");
+    } catch (error) {
+      options.onWarning?.(`the rows are copied, but ANALYZE failed (${error instanceof Error ? error.message : String(error)}); run ANALYZE on the target`);
+    }
     return results;
   } catch (error) {
     await target.query("ROLLBACK").catch(() => undefined);
