@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
 import { copyToPostgres } from "@/lib/db/copy-to-postgres.ts";
@@ -174,6 +175,26 @@ describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () =
       expect(await check.sql.query(`SELECT count(*)::int AS users FROM users`)).toEqual([{ users: 2 }]);
     } finally {
       await check.close();
+    }
+  });
+
+  it("a connection to the target cut mid-copy fails the copy with a message, not an uncaught exception", async () => {
+    const url = await newTarget();
+    const killer = new pg.Client({ connectionString: url });
+    await killer.connect();
+    let cut: Promise<unknown> | undefined;
+    try {
+      const copy = copyToPostgres(h.database.sql, url, {
+        onTable: () => {
+          cut ??= killer.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+        },
+      });
+      await expect(copy).rejects.toThrow(/^the connection to the target database was lost/);
+      await cut;
+      // Nothing committed: the target is as empty as it was.
+      expect((await killer.query(`SELECT count(*)::int AS users FROM users`)).rows).toEqual([{ users: 0 }]);
+    } finally {
+      await killer.end();
     }
   });
 

@@ -3,6 +3,7 @@ import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { listMigrations } from "@/lib/db/migrate.ts";
+import { withMigrationLock } from "@/lib/db/postgres.ts";
 
 /**
  * `npm run db:migrate` on PostgreSQL while a server starts (or a second deploy step migrates) on the
@@ -124,6 +125,23 @@ describe.skipIf(!serverUrl)("npm run db:migrate on PostgreSQL", () => {
       expect(applied.rows[0]!.n).toBe(listMigrations().length);
     } finally {
       await prisma.end();
+    }
+  });
+
+  it("a migration connection cut mid-migration fails the migration with its error, not an uncaught exception", async () => {
+    const target = await freshDatabase();
+    const killer = new pg.Client({ connectionString: target });
+    await killer.connect();
+    try {
+      const migrating = withMigrationLock(target, async (sql) => {
+        await killer.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+        // Cut between statements (a migration's file being read, say): pg reports it as an 'error' event.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await sql.query("SELECT 1");
+      });
+      await expect(migrating).rejects.toThrow(/^the connection to the database was lost while migrating \(terminating connection/);
+    } finally {
+      await killer.end();
     }
   });
 });

@@ -43,7 +43,14 @@ export interface CopyToPostgresOptions {
 export async function copyToPostgres(source: SqlRunner, targetUrl: string, options: CopyToPostgresOptions = {}): Promise<CopyTableResult[]> {
   const tables = await copyOrder(source);
   const target = new pg.Client({ connectionString: targetUrl });
+  // A connection cut mid-copy (server restart, network) also fails the statement in flight; without a
+  // listener pg's 'error' event would be thrown as an uncaught exception and end the command uncleanly.
+  let lost: Error | undefined;
+  target.on("error", (error) => {
+    lost ??= error;
+  });
   await target.connect();
+  let committed = false;
   try {
     await target.query("BEGIN");
     const occupied: string[] = [];
@@ -87,6 +94,7 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
       );
     }
     await target.query("COMMIT");
+    committed = true;
     // The planner's statistics, which autovacuum would also gather in time: failing here leaves the copy whole.
     try {
       await target.query("ANALYZE");
@@ -95,7 +103,14 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
     }
     return results;
   } catch (error) {
-    await target.query("ROLLBACK").catch(() => undefined);
+    const rolledBack = await target.query("ROLLBACK").then(
+      () => true,
+      () => false,
+    );
+    // No connection to roll back on: the server drops the uncommitted transaction with it.
+    if (!rolledBack && !committed) {
+      throw new Error(`the connection to the target database was lost (${(lost ?? (error as Error)).message}); nothing was copied`);
+    }
     throw error;
   } finally {
     await target.end();

@@ -199,14 +199,27 @@ const MIGRATION_LOCK = 72707369;
  */
 export async function withMigrationLock<T>(connectionString: string, fn: (sql: SqlRunner) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString });
+  // A connection cut between statements (server restart, failover) is reported as an 'error' event:
+  // unheard, pg throws it as an uncaught exception that ends the process mid-start-up.
+  let lost: Error | undefined;
+  client.on("error", (error) => {
+    lost ??= error;
+  });
+  const run = async (sql: string, params?: unknown[]) => {
+    try {
+      return await client.query(sql, params);
+    } catch (error) {
+      throw lost ? new Error(`the connection to the database was lost while migrating (${lost.message})`) : error;
+    }
+  };
   await client.connect();
   try {
-    await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK]);
+    await run("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK]);
     return await fn({
       exec: async (sql) => {
-        await client.query(sql);
+        await run(sql);
       },
-      query: async <R,>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[],
+      query: async <R,>(sql: string, params: unknown[] = []) => (await run(sql, params)).rows as R[],
     });
   } finally {
     // Ending the session releases the lock even if the unlock is never sent.
