@@ -302,3 +302,24 @@ describe("EmbeddingBatcher (cross-call batching in front of the model)", () => {
     expect(calls).toBe(3);
   });
 });
+
+describe("a production server without the model files", () => {
+  it("does not download an unverified model from the hub: the local model is unavailable until npm run models installs it", async () => {
+    const saved = { env: process.env.NODE_ENV, dir: process.env.ENGRAM_MODEL_DIR };
+    Object.assign(process.env, { NODE_ENV: "production", ENGRAM_MODEL_DIR: "/nonexistent/engram-models" });
+    try {
+      setEmbedder(undefined);
+      // transformers.js would fetch onnx/model_quantized.onnx from the hub with no check of its sha256
+      // (npm run models checks it against the published file's).
+      expect(await getEmbedder()).toBeNull();
+      expect(embeddingsInfo()).toMatchObject({ provider: "local", status: "unavailable", reason: "the local model files are not installed (npm run models)" });
+    } finally {
+      const env = process.env as Record<string, string | undefined>;
+      for (const [name, value] of [["NODE_ENV", saved.env], ["ENGRAM_MODEL_DIR", saved.dir]] as const) {
+        if (value === undefined) delete env[name];
+        else env[name] = value;
+      }
+      setEmbedder(undefined);
+    }
+  }, 30_000);
+});

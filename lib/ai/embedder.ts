@@ -205,16 +205,15 @@ function embedNice(): number {
  * in a worker thread when its script is present, else in the main thread.
  */
 async function createLocalEmbedder(): Promise<Embedder> {
-  const present = localModelPresent();
-  // Only a production server without the files may fetch them; tests and benchmarks must use the local copy.
-  const allowRemote = !present && process.env.NODE_ENV === "production" && process.env.ENGRAM_MODELS_OFFLINE !== "1";
-  if (!present && !allowRemote) {
+  // Never fetched at run time: transformers.js would take the hub's ONNX file unchecked, where
+  // `npm run models` accepts only the published file's sha256 (or builds one it can pin).
+  if (!localModelPresent()) {
     throw new EmbedderUnavailable(`model files not found under ${path.join(localModelDir(), LOCAL_MODEL_ID)}`, "the local model files are not installed (npm run models)");
   }
   const options: LocalModelOptions = {
     modelId: LOCAL_MODEL_ID,
     modelDir: localModelDir(),
-    allowRemote,
+    allowRemote: false,
     threads: threadCount(),
     maxTokens: embedMaxTokens(),
     nice: embedNice(),
