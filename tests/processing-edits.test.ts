@@ -188,6 +188,40 @@ it("two processes that find the same memory's last attempt interrupted fail it o
   expect(await h.db.event.count({ where: { type: "memory.processed", entityId: id } })).toBe(1);
 });
 
+it("a give-up that loses to a lease renewed after its read leaves the job's chunks and their vectors alone", async () => {
+  const res = await ann.post("/v1/memories", { content: "The gutters are cleared of leaves before the first frost." });
+  const id = res.body.data.id;
+  const start = new Date();
+  const job = (await claimMemory(h.db, id, { now: start, staleBefore: start, maxAttempts: 3, retryBaseMs: 10 }))!;
+  embedding = () => setImmediate(() => release());
+  expect(await processMemory(h.db, job, { maxAttempts: 3, retryBaseMs: 10 })).toEqual({ status: "done" });
+  const vectors = async () => (await h.database.sql.query<{ n: number; v: number }>(`SELECT count(*)::int AS n, count(embedding)::int AS v FROM chunks WHERE memory_id = $1`, [id]))[0];
+  expect(await vectors()).toEqual({ n: 1, v: 1 });
+  // Its last attempt looks orphaned to a sweep; the worker renews its lease right after the sweep's read.
+  const now = new Date();
+  await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 3, processingStartedAt: new Date(now.getTime() - 3_600_000) } });
+  let renewed = false;
+  const renewing = h.db.$extends({
+    query: {
+      memory: {
+        async findFirst({ args, query }) {
+          const row = await query(args);
+          if (!renewed && row) {
+            renewed = true;
+            await h.db.memory.update({ where: { id }, data: { processingStartedAt: new Date() } });
+          }
+          return row;
+        },
+      },
+    },
+  }) as unknown as typeof h.db;
+  expect(await claimMemory(renewing, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).toBeNull();
+  expect(renewed).toBe(true);
+  expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "running", processingError: null });
+  // Before, the give-up rewrote the chunks without vectors before its fenced update matched nothing.
+  expect(await vectors()).toEqual({ n: 1, v: 1 });
+});
+
 it("a memory whose last attempt is still at work (its lease renewed after the sweep read it) is not failed under it", async () => {
   const res = await ann.post("/v1/memories", { content: "The rain barrels are emptied before the first frost." });
   const id = res.body.data.id;

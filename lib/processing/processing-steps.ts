@@ -159,7 +159,8 @@ async function embedChunks(ctx: StepContext, embedder: Embedder, chunks: ChunkDr
 /** A memory's chunks, ready to store: vectors when a model is available, and their Chinese words' English index words. */
 interface IndexedChunks {
   chunks: ChunkDraft[];
-  vectors: number[][] | null;
+  /** A chunk's null: none (the failure fallback keeps only the vectors its stored chunks had). */
+  vectors: (number[] | null)[] | null;
   glosses: string[];
 }
 
@@ -167,7 +168,7 @@ interface IndexedChunks {
  * Worked out before any transaction: the first Chinese text a process meets loads the dictionary
  * (gloss-han.ts), which must not happen while a transaction holds locks or the embedded database.
  */
-async function indexedChunks(chunks: ChunkDraft[], vectors: number[][] | null): Promise<IndexedChunks> {
+async function indexedChunks(chunks: ChunkDraft[], vectors: IndexedChunks["vectors"]): Promise<IndexedChunks> {
   return { chunks, vectors, glosses: await Promise.all(chunks.map((chunk) => hanGlossWords(embeddingText(chunk)))) };
 }
 
@@ -316,12 +317,18 @@ export async function failMemory(
   const held = { ...(options.attempt !== undefined && { processingStatus: "running", processingAttempts: options.attempt }), ...options.asRead };
   const memory = await ctx.db.memory.findFirst({ where: { ...currentWhere(ctx.memory), ...held } });
   if (!memory) return false;
-  try {
-    if (!options.indexed) await storeChunks(ctx, chunkContent(memory.content, textFormat(memory)), null);
-  } catch (error) {
-    if (!(error instanceof StaleJobError)) console.error(`[engram] processing: lexical fallback for memory ${memory.id} failed`, error);
+  // The lexical fallback is worked out here (glosses load the dictionary outside any transaction) and
+  // written under the fence below: written before it, a job whose lease was renewed after the read above
+  // lost its vectors to a give-up that then matched nothing. Chunks whose text is stored already keep
+  // their vectors (the same model made them).
+  let fallback: IndexedChunks | undefined;
+  if (!options.indexed) {
+    const chunks = chunkContent(memory.content, textFormat(memory));
+    const known = await storedChunkVectors(ctx.db, memory.id);
+    const vectors = chunks.map((chunk) => known.get(embeddingText(chunk)) ?? null);
+    fallback = await indexedChunks(chunks, vectors);
   }
-  // The failure and its notification to the owner commit together.
+  // The failure, its chunks and its notification to the owner commit together.
   return ctx.db.$transaction(async (tx) => {
     const { count } = await tx.memory.updateMany({
       where: { ...currentWhere(ctx.memory), ...held },
@@ -334,6 +341,7 @@ export async function failMemory(
       },
     });
     if (count === 0) return false;
+    if (fallback) await writeChunks(tx, ctx.memory, fallback);
     // Read under the lock the update took: the memory may have moved hubs (or owners) since it was read
     // above, and the members of the hub it left must not hear of it.
     const current = await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { id: true, hubId: true, ownerId: true, title: true } });
