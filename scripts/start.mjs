@@ -18,6 +18,13 @@ if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
   if (template.status !== 0) process.exit(template.status ?? 1);
 }
 
+// The local embedding model, from the verified sources `npm run models` uses (the server itself never
+// downloads one). Without it the server still runs, recall on its lexical leg, and health says why.
+if ((process.env.ENGRAM_EMBEDDINGS_PROVIDER || "local").toLowerCase() === "local") {
+  const models = spawnSync(process.execPath, [path.join(root, "scripts", "models.mjs")], { cwd: root, stdio: "inherit" });
+  if (models.status !== 0) console.log("engram: the local embedding model could not be installed; recall is lexical-only until `npm run models` succeeds");
+}
+
 const port = process.env.PORT ?? "3000";
 const host = process.env.HOSTNAME ?? "0.0.0.0";
 // scripts/server.mjs (Next's handler in our own HTTP server) tells route handlers the socket address.
