@@ -413,4 +413,24 @@ describe("invite notifications are bounded", () => {
     expect(invite.status).toBe(201);
     expect((await inbox(fay, `?hub=${legit}`)).map((n) => n.source_id)).toEqual([invite.body.data.id]);
   });
+
+  it("an invite the inviter's cap keeps out of the inbox leaves another admin's earlier row for that hub in place", async () => {
+    const gil = await h.user("Gil");
+    const spammer = await h.user("Spammer");
+    for (let i = 0; i < 10; i++) {
+      const hub = await createTeamHub(spammer, `Full ${i}`);
+      expect((await spammer.post(`/v1/hubs/${hub}/invites`, { role: "viewer", invitee: { user_id: gil.id } })).status).toBe(201);
+    }
+    const shared = await createTeamHub(ann, "Shared hub");
+    expect((await ann.post(`/v1/hubs/${shared}/invites`, { role: "viewer", email: spammer.email })).status).toBe(201);
+    expect((await ann.post(`/v1/hubs/${shared}/members`, { user_id: spammer.id, role: "admin" })).status).toBe(201);
+    const earlier = await ann.post(`/v1/hubs/${shared}/invites`, { role: "viewer", invitee: { user_id: gil.id } });
+    expect(earlier.status).toBe(201);
+    // The spammer's own invite into the same hub is past their cap: made, but no in-app row.
+    expect((await spammer.post(`/v1/hubs/${shared}/invites`, { role: "viewer", invitee: { user_id: gil.id } })).status).toBe(201);
+    const rows = await inbox(gil, `?hub=${shared}`);
+    expect(rows.map((n) => [n.source_id, n.payload.inviter.id])).toEqual([[earlier.body.data.id, ann.id]]);
+    const accepted = await gil.post(`/v1/notifications/${rows[0].id}/resolve`, { action: "accept" });
+    expect(accepted.status, accepted.text).toBe(200);
+  });
 });

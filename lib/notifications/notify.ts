@@ -1,4 +1,5 @@
 import type { DbClient } from "@/lib/db/database.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { createNotification } from "./create-notification.ts";
@@ -99,10 +100,28 @@ export async function onMemberJoined(tx: DbClient, input: { hub: HubRef; userId:
 export const MAX_INVITE_NOTIFICATIONS_PER_INVITER = 10;
 
 /**
+ * Whether `inviterId` already has the most live invite rows in `inviteeId`'s inbox, leaving out the
+ * rows `except` matches (the one about to be replaced or rewritten). Call under `invite-notifications:`.
+ */
+async function inviterAtCap(tx: DbClient, inviteeId: string, inviterId: string, at: Date, except: Prisma.NotificationWhereInput) {
+  const live = await tx.notification.count({
+    where: {
+      userId: inviteeId,
+      kind: "hub_invite",
+      status: "pending",
+      OR: [{ expiresAt: null }, { expiresAt: { gt: at } }],
+      payload: { path: ["inviter", "id"], equals: inviterId },
+      NOT: except,
+    },
+  });
+  return live >= MAX_INVITE_NOTIFICATIONS_PER_INVITER;
+}
+
+/**
  * An invite addressed to an existing account (by user id, or by its e-mail) lands in that person's
  * notifications: one row per hub, replacing any earlier one (revoked, declined or still open — the
  * newest invite is the one to act on), so invite/revoke loops cannot pile rows up; and at most
- * MAX_INVITE_NOTIFICATIONS_PER_INVITER live ones from one inviter.
+ * MAX_INVITE_NOTIFICATIONS_PER_INVITER live ones from one inviter (past that, the earlier row stays).
  */
 export async function onInviteCreated(
   tx: DbClient,
@@ -121,17 +140,10 @@ export async function onInviteCreated(
   if (await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: invitee.id } } })) return;
   // Invites in different hubs do not share the hub's invite lock: this one makes the inviter's count exact.
   await lockForTransaction(tx, `invite-notifications:${invitee.id}`);
+  // This hub's row would be replaced, so it does not count; but it goes only once the new one is sure to be
+  // made: past the cap it may be another admin's invite, still the one to act on.
+  if (await inviterAtCap(tx, invitee.id, invite.createdBy, invite.createdAt, { hubId: hub.id })) return;
   await tx.notification.deleteMany({ where: { userId: invitee.id, hubId: hub.id, kind: "hub_invite" } });
-  const fromInviter = await tx.notification.count({
-    where: {
-      userId: invitee.id,
-      kind: "hub_invite",
-      status: "pending",
-      OR: [{ expiresAt: null }, { expiresAt: { gt: invite.createdAt } }],
-      payload: { path: ["inviter", "id"], equals: invite.createdBy },
-    },
-  });
-  if (fromInviter >= MAX_INVITE_NOTIFICATIONS_PER_INVITER) return;
   await createNotification(tx, {
     userId: invitee.id,
     hubId: hub.id,
