@@ -433,4 +433,33 @@ describe("invite notifications are bounded", () => {
     const accepted = await gil.post(`/v1/notifications/${rows[0].id}/resolve`, { action: "accept" });
     expect(accepted.status, accepted.text).toBe(200);
   });
+
+  it("regenerating an invite counts the regenerator's cap: past it, a row that had run out stays out of the inbox", async () => {
+    const ida = await h.user("Ida");
+    const spammer = await h.user("Spammer");
+    for (let i = 0; i < 10; i++) {
+      const hub = await createTeamHub(spammer, `Capped ${i}`);
+      expect((await spammer.post(`/v1/hubs/${hub}/invites`, { role: "viewer", invitee: { user_id: ida.id } })).status).toBe(201);
+    }
+    const shared = await createTeamHub(ann, "Regenerated shared hub");
+    expect((await ann.post(`/v1/hubs/${shared}/invites`, { role: "viewer", email: spammer.email })).status).toBe(201);
+    expect((await ann.post(`/v1/hubs/${shared}/members`, { user_id: spammer.id, role: "admin" })).status).toBe(201);
+    const invite = (await ann.post(`/v1/hubs/${shared}/invites`, { role: "viewer", invitee: { user_id: ida.id } })).body.data;
+    const past = new Date(Date.now() - 60_000);
+    await h.db.invite.update({ where: { id: invite.id }, data: { expiresAt: past } });
+    await h.db.notification.updateMany({ where: { sourceId: invite.id }, data: { expiresAt: past } });
+    const fresh = await spammer.post(`/v1/hubs/${shared}/invites/${invite.id}/regenerate`);
+    expect(fresh.status, fresh.text).toBe(200);
+    // The link works; the in-app row would have been the spammer's 11th live one.
+    expect(await inbox(ida, `?hub=${shared}`)).toEqual([]);
+    const live = await inbox(ida, "?limit=100");
+    expect(live.filter((n) => n.kind === "hub_invite" && n.payload.inviter.id === spammer.id)).toHaveLength(10);
+    // Under the cap, regenerating revives the row (as before).
+    const other = await createTeamHub(ann, "Regenerated under cap");
+    const second = (await ann.post(`/v1/hubs/${other}/invites`, { role: "viewer", invitee: { user_id: ida.id } })).body.data;
+    await h.db.invite.update({ where: { id: second.id }, data: { expiresAt: past } });
+    await h.db.notification.updateMany({ where: { sourceId: second.id }, data: { expiresAt: past } });
+    expect((await ann.post(`/v1/hubs/${other}/invites/${second.id}/regenerate`)).status).toBe(200);
+    expect((await inbox(ida, `?hub=${other}`)).map((n) => [n.source_id, n.payload.inviter.id])).toEqual([[second.id, ann.id]]);
+  });
 });

@@ -38,7 +38,7 @@ export async function regenerateInvite(ctx: AuthContext, hubId: string, inviteId
       assertInviteUsable(await tx.invite.findUniqueOrThrow({ where: { id: invite.id } }), now, true);
       throw new ApiError("conflict", "The invite changed meanwhile; reload and try again");
     }
-    await onInviteRegenerated(tx, rows[0]!);
+    await onInviteRegenerated(tx, rows[0]!, now);
     return rows[0]!;
   });
   return serializeInvite(updated, now, issued.token);

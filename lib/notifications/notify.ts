@@ -42,13 +42,20 @@ export async function onInviteRevoked(tx: DbClient, inviteId: string, now: Date)
  * A regenerated invite (a new link, a fresh 7-day expiry, the regenerator as its maker): the
  * invitee's open decision row says so, and one that had run out with the old expiry is live again.
  * Without this the row kept the old expiry, so the person lost the in-app way to accept a link
- * that still worked.
+ * that still worked. The row becomes the regenerator's, so it is counted against their cap as a new
+ * one would be: past it the row is left as it was (one that had run out stays out of the inbox).
  */
-export async function onInviteRegenerated(tx: DbClient, invite: { id: string; expiresAt: Date; createdBy: string }) {
-  const rows = await tx.notification.findMany({ where: { kind: "hub_invite", sourceId: invite.id, status: "pending" }, select: { id: true, payload: true } });
+export async function onInviteRegenerated(tx: DbClient, invite: { id: string; expiresAt: Date; createdBy: string }, now: Date) {
+  const rows = await tx.notification.findMany({
+    where: { kind: "hub_invite", sourceId: invite.id, status: "pending" },
+    select: { id: true, userId: true, payload: true },
+    orderBy: { userId: "asc" },
+  });
   if (rows.length === 0) return;
   const inviter = await person(tx, invite.createdBy);
   for (const row of rows) {
+    await lockForTransaction(tx, `invite-notifications:${row.userId}`);
+    if (await inviterAtCap(tx, row.userId, invite.createdBy, now, { id: row.id })) continue;
     const payload = { ...(row.payload as Record<string, unknown>), inviter, expires_at: invite.expiresAt.toISOString() };
     await tx.notification.update({ where: { id: row.id }, data: { expiresAt: invite.expiresAt, payload } });
   }
