@@ -65,8 +65,8 @@ export function InvitePage({ token, user, signUpOpen }: { token: string; user: {
       </Frame>
     );
   }
-  if (!("hub" in invite.data)) return <DeadInvite state={invite.data.invite.state} />;
   const { invite: details, hub, invited_by, member_count } = invite.data;
+  if (details.state !== "active") return <DeadInvite state={details.state} />;
 
   return (
     <Frame>

@@ -631,30 +631,35 @@ describe("an invite whose maker can no longer invite", () => {
   });
 });
 
-describe("a link that no longer works tells nothing about its hub", () => {
-  it("revoked, expired, used and maker-departed invites answer their state only, never the hub, its size or the inviter", async () => {
+describe("a link that no longer works", () => {
+  it("revoked, expired, used and maker-departed invites answer the SDK's full InviteDetails, their state saying the link is dead", async () => {
     const own = await h.user("Owner");
     const adm = await h.user("Admin");
     const bob = await h.user("Bob");
     const hub = await team(own);
     expect((await addMemberByEmailInvite(own, hub.id, adm, "admin")).status).toBe(201);
-    const make = async (by: Client = own) => (await by.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.data as { id: string; token: string };
+    const make = async (by: Client = own) => (await by.post(`/v1/hubs/${hub.id}/invites`, { role: "viewer" })).body.data as { id: string; token: string; created_at: string };
     const revoked = await make();
     await own.delete(`/v1/hubs/${hub.id}/invites/${revoked.id}`);
     const expired = await make();
-    await h.db.invite.update({ where: { id: expired.id }, data: { expiresAt: new Date(Date.now() - 1) } });
+    const past = new Date(Date.now() - 1);
+    await h.db.invite.update({ where: { id: expired.id }, data: { expiresAt: past } });
     const used = await make();
     expect((await bob.post(`/v1/invites/${used.token}/accept`)).status).toBe(200);
     const orphaned = await make(adm);
     expect((await own.delete(`/v1/hubs/${hub.id}/members/${adm.id}`)).status).toBe(200);
 
-    for (const [token, state] of [[revoked.token, "revoked"], [expired.token, "expired"], [used.token, "accepted"], [orphaned.token, "revoked"]] as const) {
-      const res = await h.anonymous.get(`/v1/invites/${token}`);
+    for (const [made, state, inviter] of [[revoked, "revoked", "Owner"], [expired, "expired", "Owner"], [used, "accepted", "Owner"], [orphaned, "revoked", "Admin"]] as const) {
+      const res = await h.anonymous.get(`/v1/invites/${made.token}`);
       expect(res.status, state).toBe(200);
-      expect(res.body.data, state).toEqual({ invite: { state } });
-      for (const secret of [hub.id, hub.name, hub.slug, own.id, "Owner", "Admin"]) expect(res.text, `${state}: ${secret}`).not.toContain(secret);
+      const row = await h.db.invite.findUniqueOrThrow({ where: { id: made.id } });
+      expect(res.body.data, state).toEqual({
+        invite: { id: made.id, hub_id: hub.id, role: "viewer", created_at: made.created_at, expires_at: row.expiresAt.toISOString(), state },
+        hub: { id: hub.id, name: hub.name, slug: hub.slug, hub_type: "team", owner_id: own.id },
+        member_count: 2,
+        invited_by: inviter,
+      });
     }
-    // A live link still shows what the join page needs.
     const live = await h.anonymous.get(`/v1/invites/${(await make()).token}`);
     expect(live.body.data).toMatchObject({ invite: { state: "active" }, hub: { id: hub.id, name: hub.name }, invited_by: "Owner" });
   });

@@ -11,9 +11,8 @@ import { inviteState } from "./serialize-invite.ts";
  * `owner_id` because the SDK's Hub type requires it (an opaque id; the settings stay members-only).
  *
  * A link that no longer admits anyone (revoked, expired, used, or its maker can no longer grant its
- * role) answers `{ invite: { state } }` and nothing else: the hub's name, size and the inviter were
- * shown to whoever holds the link only because it let them in, and a revoked link is most often one
- * that reached the wrong person.
+ * role) answers the same shape: the SDK's InviteDetails requires it, and `state` is what tells the
+ * join page the link is dead.
  */
 export async function getPublicInvite(ctx: RequestContext, token: string) {
   const invite = looksLikeInviteToken(token)
@@ -30,7 +29,6 @@ export async function getPublicInvite(ctx: RequestContext, token: string) {
   // A link whose maker can no longer grant its role is refused as revoked on accept: the join page says so
   // up front instead of offering a Join that fails.
   const state = stored === "active" && !(await makerCanGrant(ctx.db, invite)) ? "revoked" : stored;
-  if (state !== "active") return { invite: { state } };
   const { hub } = invite;
   return {
     invite: {

@@ -549,15 +549,19 @@ export const OPERATIONS: Operation[] = [
     tag: "Invites",
     summary: "What the join page shows (public; rate-limited per client address)",
     auth: "none",
-    data: z.union([
-      z.object({
-        invite: z.object({ id: z.string(), hub_id: z.string(), role: z.string(), created_at: z.string(), expires_at: z.string(), state: z.literal("active") }),
-        hub: z.object({ id: z.string(), name: z.string(), slug: z.string(), hub_type: z.string(), owner_id: z.string(), icon: z.string().optional(), accent: z.string().optional() }),
-        member_count: z.int(),
-        invited_by: z.string(),
+    data: z.object({
+      invite: z.object({
+        id: z.string(),
+        hub_id: z.string(),
+        role: z.string(),
+        created_at: z.string(),
+        expires_at: z.string(),
+        state: z.string().meta({ description: "active, or revoked, expired or accepted: the link no longer admits anyone" }),
       }),
-      z.object({ invite: z.object({ state: z.string().meta({ description: "revoked, expired or accepted: a dead link tells nothing else" }) }) }),
-    ]),
+      hub: z.object({ id: z.string(), name: z.string(), slug: z.string(), hub_type: z.string(), owner_id: z.string(), icon: z.string().optional(), accent: z.string().optional() }),
+      member_count: z.int(),
+      invited_by: z.string(),
+    }),
   },
   { method: "post", path: "/v1/invites/{token}/accept", tag: "Invites", summary: "Join the invite's hub with its role (single use)", data: z.object({ hub: hubObjectSchema, role: z.string() }) },
 

@@ -92,16 +92,14 @@ export interface Invite {
   state: string;
 }
 
-export type PublicInvite =
-  | {
-      invite: { id: string; hub_id: string; role: Role; created_at: string; expires_at: string; state: "active" };
-      hub: { id: string; name: string; slug: string; hub_type: "personal" | "team" };
-      member_count: number;
-      /** The inviter's name. */
-      invited_by: string;
-    }
-  /** A link that no longer works says only how it ended. */
-  | { invite: { state: "revoked" | "expired" | "accepted" } };
+export interface PublicInvite {
+  /** `state` other than active: the link no longer admits anyone (the join page says why). */
+  invite: { id: string; hub_id: string; role: Role; created_at: string; expires_at: string; state: "active" | "revoked" | "expired" | "accepted" };
+  hub: { id: string; name: string; slug: string; hub_type: "personal" | "team" };
+  member_count: number;
+  /** The inviter's name. */
+  invited_by: string;
+}
 
 export interface Memory {
   id: string;
