@@ -339,6 +339,11 @@ describe("dead invites", () => {
     await own.delete(`/v1/hubs/${hub.id}/invites/${revoked.id}`);
     expect((await joiner.post(`/v1/invites/${accepted.token}/accept`)).status).toBe(200);
     await own.delete(`/v1/hubs/${hub.id}/invites/${recent.id}`);
+    // Within the retention a dead link still answers: the join page's view with its state (200), accept 410;
+    // the hub's invite list shows only the live ones (`expired` runs out below).
+    expect((await h.anonymous.get(`/v1/invites/${recent.token}`)).body.data.invite).toMatchObject({ id: recent.id, state: "revoked" });
+    expect((await joiner.post(`/v1/invites/${recent.token}/accept`)).status).toBe(410);
+    expect((await own.get(`/v1/hubs/${hub.id}/invites`)).body.data.map((i: { id: string }) => i.id).sort()).toEqual([live.id, expired.id].sort());
     const longAgo = new Date(Date.now() - INVITE_RETENTION_MS - 60_000);
     await h.db.invite.update({ where: { id: revoked.id }, data: { revokedAt: longAgo } });
     await h.db.invite.update({ where: { id: accepted.id }, data: { acceptedAt: longAgo } });
@@ -346,6 +351,8 @@ describe("dead invites", () => {
     expect(await pruneInvites(h.database)).toBe(3);
     const left = await h.db.invite.findMany({ where: { hubId: hub.id }, select: { id: true } });
     expect(left.map((i) => i.id).sort()).toEqual([live.id, recent.id].sort());
+    // A pruned link answers like an unknown one.
+    expect((await h.anonymous.get(`/v1/invites/${revoked.token}`)).status).toBe(404);
     // The membership the accepted one made is untouched.
     expect(await h.db.hubMember.count({ where: { hubId: hub.id, userId: joiner.id } })).toBe(1);
   });

@@ -4,10 +4,11 @@ import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /**
- * How long a dead invite (revoked, accepted, or past its expiry) is kept: for that long its link is
- * answered with its state (410 revoked, used or expired) rather than 404, the hub's invite list shows
- * it, and an expired one can still be regenerated. The 20-invite cap counts only usable invites, so
- * without this every invite a hub ever made (and every invite/revoke loop) stayed for good.
+ * How long a dead invite (revoked, accepted, or past its expiry) is kept: for that long its link still
+ * tells what became of it rather than 404 (the public view shows its state, accept answers 410 revoked,
+ * used or expired), and an expired one can still be regenerated; the hub's invite list never shows it.
+ * The 20-invite cap counts only usable invites, so without this every invite a hub ever made (and
+ * every invite/revoke loop) stayed for good.
  */
 export const INVITE_RETENTION_MS = 30 * 24 * 60 * 60_000;
 /** Rows deleted per statement: a prune never holds locks for long. */
