@@ -1,7 +1,6 @@
 import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
-import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 
 /**
  * How long a sign-in code's row is kept: the hour over which request-email-code.ts counts an
@@ -15,15 +14,13 @@ const PRUNE_EVERY_MS = 10 * 60_000;
 
 /** Deletes sign-in codes older than the retention, in bounded batches. Returns rows deleted. */
 export async function pruneEmailSignInCodes(database: Database, now = new Date(), maxBatches = 50, batch = PRUNE_BATCH): Promise<number> {
-  return runInOneProcess(database, "auth: e-mail sign-in codes prune", async () => {
-    const cutoff = new Date(now.getTime() - EMAIL_CODE_RETENTION_MS);
-    return deleteInBatches(
-      (take) => database.prisma.emailSignInCode.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, take }),
-      (ids) => database.prisma.emailSignInCode.deleteMany({ where: { id: { in: ids } } }),
-      batch,
-      maxBatches,
-    );
-  }, 0);
+  const cutoff = new Date(now.getTime() - EMAIL_CODE_RETENTION_MS);
+  return deleteInBatches(
+    (take) => database.prisma.emailSignInCode.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, take }),
+    (ids) => database.prisma.emailSignInCode.deleteMany({ where: { id: { in: ids } } }),
+    batch,
+    maxBatches,
+  );
 }
 
 /** Prunes old sign-in codes every ten minutes for the life of the process. */

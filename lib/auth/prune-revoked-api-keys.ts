@@ -1,7 +1,6 @@
 import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
-import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 
 /**
  * How long a revoked key's row is kept: long enough that its holder is told "revoked" rather than
@@ -15,15 +14,13 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 
 /** Deletes keys revoked longer ago than the retention, in bounded batches. Returns rows deleted. */
 export async function pruneRevokedApiKeys(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
-  return runInOneProcess(database, "auth: revoked api keys prune", async () => {
-    const cutoff = new Date(now.getTime() - REVOKED_KEY_RETENTION_MS);
-    return deleteInBatches(
-      (take) => database.prisma.apiKey.findMany({ where: { revokedAt: { lt: cutoff } }, select: { id: true }, take }),
-      (ids) => database.prisma.apiKey.deleteMany({ where: { id: { in: ids } } }),
-      PRUNE_BATCH,
-      maxBatches,
-    );
-  }, 0);
+  const cutoff = new Date(now.getTime() - REVOKED_KEY_RETENTION_MS);
+  return deleteInBatches(
+    (take) => database.prisma.apiKey.findMany({ where: { revokedAt: { lt: cutoff } }, select: { id: true }, take }),
+    (ids) => database.prisma.apiKey.deleteMany({ where: { id: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
 }
 
 /** Prunes long-revoked API keys every hour for the life of the process. */

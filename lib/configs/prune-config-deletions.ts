@@ -1,7 +1,6 @@
 import type { Database } from "@/lib/db/database.ts";
 import { lockConfigKey } from "./upsert-config.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
-import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 
 /** Deletion records read per batch; each is removed in a short transaction of its own. */
 const PRUNE_BATCH = 200;
@@ -15,27 +14,25 @@ const PRUNE_EVERY_MS = 10 * 60_000;
  * the cloud does not know. Returns the records removed.
  */
 export async function pruneConfigDeletions(database: Database, now = new Date(), maxBatches = 10): Promise<number> {
-  return runInOneProcess(database, "configs: deletion record prune", async () => {
-    let total = 0;
-    for (let i = 0; i < maxBatches; i++) {
-      const expired = await database.prisma.agentConfig.findMany({
-        where: { deletedAt: { not: null }, contentExpiresAt: { lte: now } },
-        select: { id: true, ownerId: true, agent: true, filePath: true, scope: true },
-        orderBy: { contentExpiresAt: "asc" },
-        take: PRUNE_BATCH,
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    const expired = await database.prisma.agentConfig.findMany({
+      where: { deletedAt: { not: null }, contentExpiresAt: { lte: now } },
+      select: { id: true, ownerId: true, agent: true, filePath: true, scope: true },
+      orderBy: { contentExpiresAt: "asc" },
+      take: PRUNE_BATCH,
+    });
+    for (const row of expired) {
+      // Under the key's lock and re-checked there: a push that brings the file back in the meantime keeps it.
+      const { count } = await database.prisma.$transaction(async (tx) => {
+        await lockConfigKey(tx, row.ownerId, row.agent, row.filePath, row.scope);
+        return tx.agentConfig.deleteMany({ where: { id: row.id, deletedAt: { not: null }, contentExpiresAt: { lte: now } } });
       });
-      for (const row of expired) {
-        // Under the key's lock and re-checked there: a push that brings the file back in the meantime keeps it.
-        const { count } = await database.prisma.$transaction(async (tx) => {
-          await lockConfigKey(tx, row.ownerId, row.agent, row.filePath, row.scope);
-          return tx.agentConfig.deleteMany({ where: { id: row.id, deletedAt: { not: null }, contentExpiresAt: { lte: now } } });
-        });
-        total += count;
-      }
-      if (expired.length < PRUNE_BATCH) break;
+      total += count;
     }
-    return total;
-  }, 0);
+    if (expired.length < PRUNE_BATCH) break;
+  }
+  return total;
 }
 
 /** Prunes expired config deletion records every 10 minutes for the life of the process. */

@@ -22,11 +22,6 @@ export interface Database {
   listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
   /** PGlite only: the foreground-first queue in front of its one connection (lib/db/statement-scheduler.ts). */
   scheduler?: import("./statement-scheduler.ts").StatementScheduler;
-  /**
-   * PostgreSQL only: runs `fn` while this process holds the session advisory lock `key`, or skips it
-   * (`ran: false`) when another process holds it. PGlite has one process.
-   */
-  withSessionLock?<T>(key: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }>;
   /** PGlite only: a snapshot of the whole data directory (tests start from one). */
   dump?: () => Promise<Blob>;
   close(): Promise<void>;

@@ -19,11 +19,9 @@ export async function openPostgres(connectionString: string): Promise<Database> 
     adapter: new PrismaPg(boundedBackground(pool, backgroundConnections(size))),
     transactionOptions: { maxWait: 10_000, timeout: 20_000 },
   });
-  const locks = sessionLocks(connectionString);
   return {
     kind: "postgres",
     prisma,
-    withSessionLock: locks.withSessionLock,
     sql: {
       exec: async (sql) => {
         await pool.query(sql);
@@ -32,54 +30,8 @@ export async function openPostgres(connectionString: string): Promise<Database> 
     },
     listen: (channel, onPayload, onReconnect) => listenPostgres(connectionString, channel, onPayload, onReconnect),
     close: async () => {
-      await locks.close();
       await prisma.$disconnect();
       await pool.end();
-    },
-  };
-}
-
-/**
- * Session advisory locks taken with pg_try_advisory_lock on one connection of their own, outside the
- * pool: a lock held for a whole periodic run (minutes of batches, each on whatever pool connection
- * Prisma picks) needs a session that lives that long, and holding a pool connection per run would
- * take several of the pool's 10 when the prunes start together. One connection serves every key;
- * the lock and unlock statements are instant. A lost connection drops its locks with it (a run then
- * in progress may overlap another process's, which the prunes tolerate) and the next use reconnects.
- */
-function sessionLocks(connectionString: string) {
-  let session: Promise<pg.Client> | undefined;
-  const connect = (): Promise<pg.Client> => {
-    if (session) return session;
-    const client = new pg.Client({ connectionString, keepAlive: true });
-    const opened = client.connect().then(() => client);
-    session = opened;
-    const forget = () => {
-      if (session === opened) session = undefined;
-    };
-    opened.catch(forget);
-    client.on("error", (error) => {
-      console.error("[engram] database: the advisory-lock connection was lost", error.message);
-      forget();
-      void client.end().catch(() => undefined);
-    });
-    return opened;
-  };
-  return {
-    async withSessionLock<T>(key: string, fn: () => Promise<T>): Promise<{ ran: true; value: T } | { ran: false }> {
-      const client = await connect();
-      const { rows } = await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked", [key]);
-      if (!rows[0]?.locked) return { ran: false };
-      try {
-        return { ran: true, value: await fn() };
-      } finally {
-        await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [key]).catch(() => undefined);
-      }
-    },
-    async close() {
-      const client = await session?.catch(() => undefined);
-      session = undefined;
-      await client?.end().catch(() => undefined);
     },
   };
 }

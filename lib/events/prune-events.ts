@@ -2,7 +2,6 @@ import { positiveIntEnv } from "@/lib/config.ts";
 import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
-import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 
 /** Rows deleted per statement: a prune never holds locks for long. */
 const PRUNE_BATCH = 2000;
@@ -15,15 +14,13 @@ export function eventsRetentionMs(): number {
 
 /** Deletes events past retention in bounded batches (at most `maxBatches` statements). Returns rows deleted. */
 export async function pruneEvents(database: Database, now = new Date(), maxBatches = 50): Promise<number> {
-  return runInOneProcess(database, "events: prune", async () => {
-    const cutoff = new Date(now.getTime() - eventsRetentionMs());
-    return deleteInBatches(
-      (take) => database.prisma.event.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, take }),
-      (ids) => database.prisma.event.deleteMany({ where: { id: { in: ids } } }),
-      PRUNE_BATCH,
-      maxBatches,
-    );
-  }, 0);
+  const cutoff = new Date(now.getTime() - eventsRetentionMs());
+  return deleteInBatches(
+    (take) => database.prisma.event.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, take }),
+    (ids) => database.prisma.event.deleteMany({ where: { id: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
 }
 
 /** Prunes old events every 10 minutes for the life of the process. */

@@ -1,6 +1,5 @@
 import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
-import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /**
@@ -17,23 +16,16 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 
 /** Deletes invites dead for longer than the retention, in bounded batches. Returns rows deleted. */
 export async function pruneInvites(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
-  return runInOneProcess(
-    database,
-    "invites: prune",
-    async () => {
-      const cutoff = new Date(now.getTime() - INVITE_RETENTION_MS);
-      const where = {
-        OR: [{ state: "revoked", revokedAt: { lt: cutoff } }, { state: "accepted", acceptedAt: { lt: cutoff } }, { expiresAt: { lt: cutoff } }],
-      };
-      return deleteInBatches(
-        (take) => database.prisma.invite.findMany({ where, select: { id: true }, take }),
-        // The condition again: an invite regenerated since the read (a fresh expiry) stays.
-        (ids) => database.prisma.invite.deleteMany({ where: { ...where, id: { in: ids } } }),
-        PRUNE_BATCH,
-        maxBatches,
-      );
-    },
-    0,
+  const cutoff = new Date(now.getTime() - INVITE_RETENTION_MS);
+  const where = {
+    OR: [{ state: "revoked", revokedAt: { lt: cutoff } }, { state: "accepted", acceptedAt: { lt: cutoff } }, { expiresAt: { lt: cutoff } }],
+  };
+  return deleteInBatches(
+    (take) => database.prisma.invite.findMany({ where, select: { id: true }, take }),
+    // The condition again: an invite regenerated since the read (a fresh expiry) stays.
+    (ids) => database.prisma.invite.deleteMany({ where: { ...where, id: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
   );
 }
 

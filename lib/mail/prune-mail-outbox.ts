@@ -1,7 +1,6 @@
 import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
-import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 
 /**
  * How long a mail's outbox row is kept: long past any invite it carries (7 days), so a hub's
@@ -14,15 +13,13 @@ const PRUNE_EVERY_MS = 60 * 60_000;
 
 /** Deletes outbox rows past retention in bounded batches (at most `maxBatches` statements). Returns rows deleted. */
 export async function pruneMailOutbox(database: Database, now = new Date(), maxBatches = 20, batch = PRUNE_BATCH): Promise<number> {
-  return runInOneProcess(database, "mail: outbox prune", async () => {
-    const cutoff = new Date(now.getTime() - MAIL_RETENTION_MS);
-    return deleteInBatches(
-      (take) => database.prisma.mailOutbox.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, orderBy: { createdAt: "asc" }, take }),
-      (ids) => database.prisma.mailOutbox.deleteMany({ where: { id: { in: ids } } }),
-      batch,
-      maxBatches,
-    );
-  }, 0);
+  const cutoff = new Date(now.getTime() - MAIL_RETENTION_MS);
+  return deleteInBatches(
+    (take) => database.prisma.mailOutbox.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, orderBy: { createdAt: "asc" }, take }),
+    (ids) => database.prisma.mailOutbox.deleteMany({ where: { id: { in: ids } } }),
+    batch,
+    maxBatches,
+  );
 }
 
 /** Prunes the mail outbox every hour for the life of the process. */

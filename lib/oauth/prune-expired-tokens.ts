@@ -2,7 +2,6 @@ import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { CODE_TTL_MS } from "./approve-consent.ts";
 import { listedGrant } from "./list-grants.ts";
-import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 
 /**
  * How long a code or refresh token is kept past its expiry. Every refresh adds a row (hourly for
@@ -19,31 +18,29 @@ const PRUNE_BATCH = 1000;
  * batches. Returns rows deleted.
  */
 export async function pruneExpiredOAuthTokens(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
-  return runInOneProcess(database, "oauth: expired tokens prune", async () => {
-    const where = { expiresAt: { lt: new Date(now.getTime() - EXPIRED_TOKEN_RETENTION_MS) } };
-    const prisma = database.prisma;
-    const codes = await deleteInBatches(
-      async (take) => (await prisma.oAuthCode.findMany({ where, select: { codeHash: true }, take })).map((row) => ({ id: row.codeHash })),
-      (ids) => prisma.oAuthCode.deleteMany({ where: { codeHash: { in: ids } } }),
-      PRUNE_BATCH,
-      maxBatches,
-    );
-    const tokens = await deleteInBatches(
-      async (take) => (await prisma.oAuthRefreshToken.findMany({ where, select: { tokenHash: true }, take })).map((row) => ({ id: row.tokenHash })),
-      (ids) => prisma.oAuthRefreshToken.deleteMany({ where: { tokenHash: { in: ids } } }),
-      PRUNE_BATCH,
-      maxBatches,
-    );
-    // Grants after their codes and tokens: what those deletions left tokenless goes in this run.
-    // Past its code's lifetime and the retention, a grant with no refresh token can never get one.
-    const grantWhere = { createdAt: { lt: new Date(now.getTime() - CODE_TTL_MS - EXPIRED_TOKEN_RETENTION_MS) }, NOT: listedGrant(now) };
-    const grants = await deleteInBatches(
-      (take) => prisma.oAuthGrant.findMany({ where: grantWhere, select: { id: true }, take }),
-      // The condition again: a refresh token written since the read keeps its grant.
-      (ids) => prisma.oAuthGrant.deleteMany({ where: { ...grantWhere, id: { in: ids } } }),
-      PRUNE_BATCH,
-      maxBatches,
-    );
-    return codes + tokens + grants;
-  }, 0);
+  const where = { expiresAt: { lt: new Date(now.getTime() - EXPIRED_TOKEN_RETENTION_MS) } };
+  const prisma = database.prisma;
+  const codes = await deleteInBatches(
+    async (take) => (await prisma.oAuthCode.findMany({ where, select: { codeHash: true }, take })).map((row) => ({ id: row.codeHash })),
+    (ids) => prisma.oAuthCode.deleteMany({ where: { codeHash: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
+  const tokens = await deleteInBatches(
+    async (take) => (await prisma.oAuthRefreshToken.findMany({ where, select: { tokenHash: true }, take })).map((row) => ({ id: row.tokenHash })),
+    (ids) => prisma.oAuthRefreshToken.deleteMany({ where: { tokenHash: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
+  // Grants after their codes and tokens: what those deletions left tokenless goes in this run.
+  // Past its code's lifetime and the retention, a grant with no refresh token can never get one.
+  const grantWhere = { createdAt: { lt: new Date(now.getTime() - CODE_TTL_MS - EXPIRED_TOKEN_RETENTION_MS) }, NOT: listedGrant(now) };
+  const grants = await deleteInBatches(
+    (take) => prisma.oAuthGrant.findMany({ where: grantWhere, select: { id: true }, take }),
+    // The condition again: a refresh token written since the read keeps its grant.
+    (ids) => prisma.oAuthGrant.deleteMany({ where: { ...grantWhere, id: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
+  return codes + tokens + grants;
 }

@@ -2,7 +2,6 @@ import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 import { pruneExpiredOAuthTokens } from "./prune-expired-tokens.ts";
-import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 
 /**
  * How long a client that no one has consented to is kept. Registration is open to anyone, so
@@ -20,17 +19,15 @@ const PRUNABLE_KINDS = ["registered", "metadata_document"];
 
 /** Deletes clients older than the retention that never obtained a grant, in bounded batches. Returns rows deleted. */
 export async function pruneUnusedOAuthClients(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
-  return runInOneProcess(database, "oauth: unused clients prune", async () => {
-    const cutoff = new Date(now.getTime() - UNUSED_CLIENT_RETENTION_MS);
-    const where = { kind: { in: PRUNABLE_KINDS }, createdAt: { lt: cutoff }, grants: { none: {} } };
-    return deleteInBatches(
-      (take) => database.prisma.oAuthClient.findMany({ where, select: { id: true }, orderBy: { createdAt: "asc" }, take }),
-      // The grant condition again: a consent given since the read keeps its client.
-      (ids) => database.prisma.oAuthClient.deleteMany({ where: { ...where, id: { in: ids } } }),
-      PRUNE_BATCH,
-      maxBatches,
-    );
-  }, 0);
+  const cutoff = new Date(now.getTime() - UNUSED_CLIENT_RETENTION_MS);
+  const where = { kind: { in: PRUNABLE_KINDS }, createdAt: { lt: cutoff }, grants: { none: {} } };
+  return deleteInBatches(
+    (take) => database.prisma.oAuthClient.findMany({ where, select: { id: true }, orderBy: { createdAt: "asc" }, take }),
+    // The grant condition again: a consent given since the read keeps its client.
+    (ids) => database.prisma.oAuthClient.deleteMany({ where: { ...where, id: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
 }
 
 /** Prunes never-used OAuth clients, and expired codes and refresh tokens, every hour for the life of the process. */

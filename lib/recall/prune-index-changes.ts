@@ -1,5 +1,4 @@
 import type { Database, SqlRunner } from "@/lib/db/database.ts";
-import { runInOneProcess } from "@/lib/system/run-in-one-process.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 
 /** How long the lexical index's change log keeps a row: a process idle for longer rebuilds its index. */
@@ -42,6 +41,5 @@ export async function pruneIndexChanges(sql: SqlRunner, retentionMs = INDEX_CHAN
 
 /** Prunes the index change log every 10 minutes for the life of the process. */
 export function startIndexChangesPrune(database: Database): void {
-  const name = "recall: index change-log prune";
-  runPeriodically(name, PRUNE_EVERY_MS, () => runInOneProcess(database, name, () => pruneIndexChanges(database.sql), 0));
+  runPeriodically("recall: index change-log prune", PRUNE_EVERY_MS, () => pruneIndexChanges(database.sql));
 }
