@@ -241,3 +241,64 @@ async function fetchBytes(pathname: string, key: string): Promise<Buffer> {
   const res = await dispatch(new Request(`http://engram.test${pathname}`, { headers: { authorization: `Bearer ${key}` } }));
   return Buffer.from(await res.arrayBuffer());
 }
+
+describe("S3 reads whose reader pauses", () => {
+  it("a download whose client stops reading for longer than ENGRAM_BLOB_TIMEOUT_MS still completes: the timeout bounds the bucket, not the reader", async () => {
+    const store = new S3BlobStore({
+      bucket: ENV.ENGRAM_S3_BUCKET,
+      endpoint: ENV.ENGRAM_S3_ENDPOINT,
+      region: ENV.ENGRAM_S3_REGION,
+      accessKeyId: ENV.ENGRAM_S3_ACCESS_KEY_ID,
+      secretAccessKey: ENV.ENGRAM_S3_SECRET_ACCESS_KEY,
+      forcePathStyle: true,
+      timeoutMs: 300,
+    });
+    // Larger than every buffer between the bucket and the reader, so the socket itself goes quiet.
+    const bytes = Buffer.alloc(24 * 1024 * 1024, "the quarterly archive\n");
+    await store.write("tests/paused-reader.bin", bytes, "application/octet-stream");
+    const stream = await store.read("tests/paused-reader.bin");
+    const parts: Buffer[] = [];
+    let paused = false;
+    for await (const part of stream) {
+      parts.push(Buffer.from(part as Uint8Array));
+      if (!paused) {
+        // The HTTP client of a download stops reading (a slow link, a full window) for a while.
+        paused = true;
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
+      }
+    }
+    expect(sha256(Buffer.concat(parts))).toBe(sha256(bytes));
+    await store.delete("tests/paused-reader.bin");
+  }, 30_000);
+
+  it("a bucket whose body stalls while the reader waits still fails the read after ENGRAM_BLOB_TIMEOUT_MS", async () => {
+    const { createServer } = await import("node:net");
+    const sockets: import("node:net").Socket[] = [];
+    // Answers the GET's head and ten of its thousand bytes, then says nothing more.
+    const stalling = createServer((socket) => {
+      sockets.push(socket);
+      socket.once("data", () => socket.write("HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: 1000\r\n\r\n0123456789"));
+    });
+    await new Promise<void>((resolve) => stalling.listen(0, "127.0.0.1", resolve));
+    const store = new S3BlobStore({
+      bucket: ENV.ENGRAM_S3_BUCKET,
+      endpoint: `http://127.0.0.1:${(stalling.address() as import("node:net").AddressInfo).port}`,
+      region: ENV.ENGRAM_S3_REGION,
+      accessKeyId: ENV.ENGRAM_S3_ACCESS_KEY_ID,
+      secretAccessKey: ENV.ENGRAM_S3_SECRET_ACCESS_KEY,
+      forcePathStyle: true,
+      timeoutMs: 300,
+    });
+    try {
+      const started = performance.now();
+      const read = (async () => {
+        for await (const part of await store.read("tests/stalled.bin")) void part;
+      })();
+      await expect(Promise.race([read, new Promise((resolve) => setTimeout(() => resolve("still reading after 5 s"), 5_000))])).rejects.toThrow(/did not answer/);
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => stalling.close(resolve));
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { VercelBlobStore } from "@/lib/blobs/vercel-blob-store.ts";
 import { checkAgentSessionsInStore } from "./support/agent-session-store-check.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
@@ -220,4 +221,26 @@ describe("Vercel Blob that stops answering", () => {
       for (const server of Object.values(broken)) await new Promise((resolve) => server.close(resolve));
     }
   }, 60_000);
+});
+
+describe("Vercel Blob reads whose reader pauses", () => {
+  it("a download whose client stops reading for longer than ENGRAM_BLOB_TIMEOUT_MS still completes: the timeout bounds the storage, not the reader", async () => {
+    const store = new VercelBlobStore({ token: fake.token, access: "private", timeoutMs: 300 });
+    // Larger than every buffer between the store and the reader, so the source itself is held back.
+    const bytes = Buffer.alloc(24 * 1024 * 1024, "the quarterly archive\n");
+    fake.objects.set("tests/paused-reader.bin", { bytes, contentType: "application/octet-stream", uploadedAt: new Date() });
+    const stream = await store.read("tests/paused-reader.bin");
+    const parts: Buffer[] = [];
+    let paused = false;
+    for await (const part of stream) {
+      parts.push(Buffer.from(part as Uint8Array));
+      if (!paused) {
+        // The HTTP client of a download stops reading (a slow link, a full window) for a while.
+        paused = true;
+        await new Promise((resolve) => setTimeout(resolve, 1_200));
+      }
+    }
+    expect(sha256(Buffer.concat(parts))).toBe(sha256(bytes));
+    fake.objects.delete("tests/paused-reader.bin");
+  }, 30_000);
 });

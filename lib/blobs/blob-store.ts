@@ -1,7 +1,7 @@
 import path from "node:path";
 import { ApiError } from "@/lib/api/errors.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 
 export interface BlobInfo {
   size: number;
@@ -64,11 +64,56 @@ export class BlobMissing extends Error {
 
 /**
  * ENGRAM_BLOB_TIMEOUT_MS (default 30 s): how long a call to S3 or Vercel Blob may wait for the
- * storage to connect or to send its next bytes. A store that accepts the connection and never
+ * storage to connect or to send the next bytes its reader waits for (a paused reader is not counted). A store that accepts the connection and never
  * answers otherwise held the request (a push's file check, a download) or the job for good.
  */
 export function blobTimeoutMs(): number {
   return positiveIntEnv("ENGRAM_BLOB_TIMEOUT_MS", 30_000);
+}
+
+/**
+ * The body of a storage read, failed with `stalled()` when the storage sends nothing for `ms` while
+ * the reader waits for more. Timed only while the reader asks: a download's client that stops reading
+ * holds the source back (backpressure), and an idle timer counting that pause cut the download.
+ */
+export function failWhenStalled(source: Readable, ms: number, stalled: () => Error): Readable {
+  let timer: NodeJS.Timeout | undefined;
+  const disarm = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  const arm = () => {
+    disarm();
+    timer = setTimeout(() => out.destroy(stalled()), ms);
+  };
+  const out: Readable = new Readable({
+    read() {
+      arm();
+      source.resume();
+    },
+    destroy(error, callback) {
+      disarm();
+      source.destroy();
+      callback(error);
+    },
+  });
+  // Flowing only while the reader asks (read() resumes it).
+  source.pause();
+  source.on("data", (chunk: Buffer) => {
+    if (out.push(chunk)) return arm();
+    // The reader has enough for now: nothing is awaited from the storage until it asks again.
+    disarm();
+    source.pause();
+  });
+  source.once("end", () => {
+    disarm();
+    out.push(null);
+  });
+  source.once("error", (error) => out.destroy(error));
+  source.once("close", () => {
+    if (!source.readableEnded) out.destroy(new Error("the storage closed the read before its end"));
+  });
+  return out;
 }
 
 /**

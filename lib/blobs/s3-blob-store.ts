@@ -1,7 +1,7 @@
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { Readable } from "node:stream";
-import { assertValidKey, BlobMissing, blobTimeoutMs, contentDisposition, storageUnavailable, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+import { assertValidKey, BlobMissing, blobTimeoutMs, contentDisposition, failWhenStalled, storageUnavailable, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
 
 export interface S3Options {
   bucket: string;
@@ -11,7 +11,7 @@ export interface S3Options {
   secretAccessKey?: string;
   /** MinIO and most local S3 servers want path-style URLs. */
   forcePathStyle: boolean;
-  /** Longest wait for a connection or for the next bytes of an answer (blobTimeoutMs). */
+  /** Longest wait for a connection, an answer, or the next bytes of a read its reader is waiting for (blobTimeoutMs). */
   timeoutMs?: number;
 }
 
@@ -24,13 +24,13 @@ export interface S3Options {
 export class S3BlobStore implements BlobStore {
   readonly kind = "s3" as const;
   private readonly client: S3Client;
+  /** GETs of objects, whose bodies a download's reader may hold back for as long as it pauses. */
+  private readonly reader: S3Client;
+  private readonly timeoutMs: number;
 
   constructor(private readonly options: S3Options) {
-    const timeoutMs = options.timeoutMs ?? blobTimeoutMs();
-    this.client = new S3Client({
-      // The SDK waits on a silent socket forever by default; an idle one now fails the attempt, and
-      // one retry (with the SDK's backoff) bounds a call at about twice the timeout.
-      requestHandler: { connectionTimeout: timeoutMs, socketTimeout: timeoutMs },
+    const timeoutMs = (this.timeoutMs = options.timeoutMs ?? blobTimeoutMs());
+    const common = {
       maxAttempts: 2,
       region: options.region,
       endpoint: options.endpoint,
@@ -39,6 +39,19 @@ export class S3BlobStore implements BlobStore {
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
       ...(options.accessKeyId && options.secretAccessKey && { credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey } }),
+    } as const;
+    this.client = new S3Client({
+      ...common,
+      // The SDK waits on a silent socket forever by default; an idle one now fails the attempt, and
+      // one retry (with the SDK's backoff) bounds a call at about twice the timeout.
+      requestHandler: { connectionTimeout: timeoutMs, socketTimeout: timeoutMs },
+    });
+    this.reader = new S3Client({
+      ...common,
+      // A socket timeout would also count a paused reader's backpressure as the bucket's silence and
+      // cut the download; here the timeout bounds the connection and the answer's head (the request
+      // timeout ends when the head arrives), and failWhenStalled the body while it is read.
+      requestHandler: { connectionTimeout: timeoutMs, requestTimeout: timeoutMs, throwOnRequestTimeout: true, socketTimeout: 0 },
     });
   }
 
@@ -76,13 +89,14 @@ export class S3BlobStore implements BlobStore {
 
   async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
     assertValidKey(key);
-    const out = await this.client
+    const out = await this.reader
       .send(new GetObjectCommand({ Bucket: this.options.bucket, Key: key, ...(range && { Range: `bytes=${range.start}-${range.end}` }) }))
       .catch((error: unknown) => {
         throw isMissing(error) ? new BlobMissing(key) : unanswered(error);
       });
     if (!out.Body) throw new Error(`object ${key} has no body`);
-    return out.Body instanceof Readable ? out.Body : Readable.fromWeb(out.Body.transformToWebStream() as import("node:stream/web").ReadableStream);
+    const body = out.Body instanceof Readable ? out.Body : Readable.fromWeb(out.Body.transformToWebStream() as import("node:stream/web").ReadableStream);
+    return failWhenStalled(body, this.timeoutMs, () => storageUnavailable("s3", new Error(`reading ${key} stalled: no bytes for ${this.timeoutMs} ms`)));
   }
 
   async write(key: string, bytes: Buffer, contentType: string): Promise<void> {

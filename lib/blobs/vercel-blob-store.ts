@@ -1,4 +1,4 @@
-import { pipeline, Readable, Transform } from "node:stream";
+import { Readable } from "node:stream";
 import {
   BlobError,
   BlobNotFoundError,
@@ -14,14 +14,14 @@ import {
   type DelegationOperation,
 } from "@vercel/blob";
 import { ApiError } from "@/lib/api/errors.ts";
-import { assertValidKey, BlobMissing, blobTimeoutMs, storageUnavailable, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+import { assertValidKey, BlobMissing, blobTimeoutMs, failWhenStalled, storageUnavailable, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
 
 export interface VercelBlobOptions {
   /** The store's read-write token (BLOB_READ_WRITE_TOKEN). */
   token: string;
   /** The store's access mode: private stores (the default) serve objects only through signed URLs. */
   access: "private" | "public";
-  /** Longest wait for one call to the Blob API, or for the next bytes of a read (blobTimeoutMs). */
+  /** Longest wait for one call to the Blob API, or for the next bytes of a read its reader is waiting for (blobTimeoutMs). */
   timeoutMs?: number;
 }
 
@@ -117,27 +117,24 @@ export class VercelBlobStore implements BlobStore {
 
   async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
     const url = await this.presign(key, "get", READ_URL_SECONDS);
-    // Aborted when the answer, or the next bytes of its body, take longer than the timeout.
+    // Aborted when the answer does not come within the timeout, or when the body then stalls while read.
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);
-    const res = await fetch(url, { headers: range ? { range: `bytes=${range.start}-${range.end}` } : {}, signal: controller.signal }).catch((error: unknown) => {
-      clearTimeout(timer);
-      throw storageUnavailable("vercel", error);
-    });
+    const res = await fetch(url, { headers: range ? { range: `bytes=${range.start}-${range.end}` } : {}, signal: controller.signal })
+      .catch((error: unknown) => {
+        throw storageUnavailable("vercel", error);
+      })
+      .finally(() => clearTimeout(timer));
     if (!res.ok || !res.body) {
-      clearTimeout(timer);
       await res.body?.cancel();
       if (res.status === 404) throw new BlobMissing(key);
       if (res.status >= 500 || res.status === 429) throw storageUnavailable("vercel", new Error(`reading ${key} failed with HTTP ${res.status}`));
       throw new Error(`vercel blob: reading ${key} failed with HTTP ${res.status}`);
     }
-    const watch = new Transform({
-      transform(chunk, _encoding, callback) {
-        timer.refresh();
-        callback(null, chunk);
-      },
+    return failWhenStalled(Readable.fromWeb(res.body as import("node:stream/web").ReadableStream), this.timeoutMs, () => {
+      controller.abort();
+      return storageUnavailable("vercel", new Error(`reading ${key} stalled: no bytes for ${this.timeoutMs} ms`));
     });
-    return pipeline(Readable.fromWeb(res.body as import("node:stream/web").ReadableStream), watch, () => clearTimeout(timer));
   }
 
   async write(key: string, bytes: Buffer, contentType: string): Promise<void> {
