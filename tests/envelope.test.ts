@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { errorResponse } from "@/lib/api/envelope.ts";
 import { ApiError } from "@/lib/api/errors.ts";
@@ -126,6 +126,28 @@ describe("a unique index that a write runs into", () => {
       expect((await uma.get(`/v1/memories/${second.body.data.id}`)).body.data.title).toBe("Checklist");
     } finally {
       await h.db.$executeRawUnsafe(`DROP INDEX test_one_title_per_hub`);
+    }
+  });
+});
+
+describe("a unique violation that escapes to the envelope", () => {
+  test("is logged as an error with the request id, the constraint and the stack (a deterministic bug must not pass for a client's conflict); the response has none of them", async () => {
+    const una = await h.user("Una");
+    await una.post("/v1/memories", { title: "Playbook", content: "The first playbook." });
+    await h.db.$executeRawUnsafe(`CREATE UNIQUE INDEX test_one_playbook_per_hub ON memories (hub_id, title) WHERE hub_id = '${una.personalHubId}'`);
+    const errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    try {
+      const res = await una.post("/v1/memories", { title: "Playbook", content: "A second playbook." }, { headers: { "x-request-id": "req-unique-1" } });
+      expect(res.status, res.text).toBe(409);
+      expect(res.text).not.toMatch(/test_one_playbook_per_hub|    at /);
+      const logged = errors.mock.calls.map((args) => args.map((arg) => (arg instanceof Error ? `${arg.message}\n${arg.stack}` : String(arg))).join(" "));
+      const line = logged.find((text) => text.includes("req-unique-1"));
+      expect(line, logged.join("\n---\n")).toBeDefined();
+      expect(line).toContain("test_one_playbook_per_hub");
+      expect(line).toMatch(/\n\s+at /);
+    } finally {
+      errors.mockRestore();
+      await h.db.$executeRawUnsafe(`DROP INDEX test_one_playbook_per_hub`);
     }
   });
 });

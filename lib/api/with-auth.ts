@@ -1,5 +1,5 @@
 import { getDatabase } from "@/lib/db/database.ts";
-import { isDatabaseUnavailable, isForeignKeyViolation, isRecordGone, isTransactionExpired, isUniqueViolation } from "@/lib/db/errors.ts";
+import { isDatabaseUnavailable, isForeignKeyViolation, isRecordGone, isTransactionExpired, isUniqueViolation, violatedConstraint } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
 import { credentialWrites, isSignedInCli, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
@@ -209,8 +209,10 @@ export function toApiError(error: unknown, requestId: string): ApiError {
   }
   if (isUniqueViolation(error)) {
     // A row the request wrote collides with one a concurrent request wrote after this one checked
-    // (the transaction rolled back whole). The constraint's name and columns stay in the log.
-    console.warn(`[${requestId}] unique violation`, error instanceof Error ? error.message.split("\n").at(-1) : error);
+    // (the transaction rolled back whole). But a write no domain function checks first fails the same
+    // way every time, a bug the client cannot fix: logged as an error with the constraint and the
+    // stack, so it does not pass for a client's conflict. None of it goes into the response.
+    console.error(`[${requestId}] unique violation on ${violatedConstraint(error) ?? "an unnamed constraint"}, answered 409 conflict`, error);
     return new ApiError("conflict", "This conflicts with a change made at the same time; reload and try again");
   }
   if (isOverloaded(error)) {

@@ -25,6 +25,27 @@ export function isUniqueViolation(error: unknown): boolean {
 }
 
 /**
+ * The name of the unique index a violation ran into (or its columns, when the driver gave no name),
+ * for the log: Prisma's own message names only the columns, which several indexes may share.
+ */
+export function violatedConstraint(error: unknown, depth = 0): string | undefined {
+  if (!error || typeof error !== "object" || depth > 5) return undefined;
+  const e = error as {
+    constraint?: unknown;
+    cause?: unknown;
+    meta?: { target?: unknown; driverAdapterError?: { cause?: { constraint?: { index?: unknown; fields?: unknown }; originalMessage?: unknown } } };
+  };
+  if (typeof e.constraint === "string") return e.constraint;
+  const cause = e.meta?.driverAdapterError?.cause;
+  if (typeof cause?.constraint?.index === "string") return cause.constraint.index;
+  const named = typeof cause?.originalMessage === "string" ? cause.originalMessage.match(/unique constraint "([^"]+)"/)?.[1] : undefined;
+  if (named) return named;
+  const fields = cause?.constraint?.fields ?? e.meta?.target;
+  const nested = e.cause !== undefined && e.cause !== error ? violatedConstraint(e.cause, depth + 1) : undefined;
+  return nested ?? (Array.isArray(fields) ? `(${fields.join(", ")})` : typeof fields === "string" ? fields : undefined);
+}
+
+/**
  * Whether a Prisma/driver error is a foreign-key violation (Postgres 23503): a row this write refers to
  * (a hub, a topic, a memory) was deleted by a concurrent request after it was read.
  */
