@@ -4,7 +4,7 @@
 // stop the server first when using the embedded database, it can only be opened by one process.
 import cliProgress from "cli-progress";
 import { getDatabase } from "@/lib/db/database.ts";
-import { reembedMemories } from "@/lib/processing/reembed-memories.ts";
+import { reembedMemories, ReembedStopped, type ReembedResult } from "@/lib/processing/reembed-memories.ts";
 
 const database = await getDatabase();
 const bar = new cliProgress.SingleBar(
@@ -24,16 +24,22 @@ try {
     },
   });
   if (started) bar.stop();
-  console.log(
-    `reembed: ${result.reembedded} of ${result.total} memories re-embedded with ${result.embedder}` +
-      (result.skipped ? `; ${result.skipped} changed meanwhile and are re-processed by the server` : "") +
-      (result.failed ? `; ${result.failed} failed (see the log above) and keep their old chunks` : ""),
-  );
+  console.log(summary(result));
   if (result.failed) process.exitCode = 1;
 } catch (error) {
   if (started) bar.stop();
+  // A run stopped part-way still re-embedded what it reached: say how much, with why it stopped.
+  if (error instanceof ReembedStopped) console.log(summary(error.result));
   console.error(`reembed: ${error instanceof Error ? error.message : String(error)}`);
   process.exitCode = 1;
 } finally {
   await database.close();
+}
+
+function summary(result: ReembedResult): string {
+  return (
+    `reembed: ${result.reembedded} of ${result.total} memories re-embedded with ${result.embedder}` +
+    (result.skipped ? `; ${result.skipped} changed meanwhile and are re-processed by the server` : "") +
+    (result.failed ? `; ${result.failed} failed (see the log above) and keep their old chunks` : "")
+  );
 }

@@ -102,6 +102,33 @@ it("a memory the model cannot embed is reported and passed over: reembed still r
   expect(progress).toHaveLength(20);
 });
 
+it("a run stopped by 20 failures in a row still reports what it did: the error carries the counts (reembedded, failed) for the summary", async () => {
+  // More memories than the 3 the model answers plus the 20 failures that stop the run.
+  const flat = (texts: string[]) => texts.map(() => Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => (i === 2 ? 1 : 0)));
+  setEmbedder({ id: "local:test-flat", dimensions: EMBEDDING_DIMENSIONS, embed: async (texts) => flat(texts) });
+  for (let i = 0; i < 6; i++) await ann.post("/v1/memories", { content: `Row ${i} of the orchard is pruned in March.` });
+  await backgroundRunner()!.idle();
+  // A model that answers a few memories and then goes down for good.
+  let calls = 0;
+  setEmbedder({
+    id: "local:test-dying",
+    dimensions: EMBEDDING_DIMENSIONS,
+    embed: async (texts) => {
+      if (++calls > 3) throw new Error("the model went away");
+      return flat(texts);
+    },
+  });
+  const error = (await reembedMemories(h.db, { concurrency: 1 }).then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  )) as (Error & { result?: { total: number; reembedded: number; failed: number; skipped: number; embedder: string } }) | undefined;
+  expect(error).toBeInstanceOf(Error);
+  expect(error!.message).toContain("the model went away");
+  expect(error!.result).toMatchObject({ failed: 20, skipped: 0, embedder: "local:test-dying" });
+  expect(error!.result!.reembedded).toBeGreaterThan(0);
+  expect(error!.result!.total).toBe(error!.result!.reembedded + error!.result!.failed);
+});
+
 it("progress never passes 100% when memories finish processing during the run: the total is recounted", async () => {
   setEmbedder({ id: "local:test-flat", dimensions: EMBEDDING_DIMENSIONS, embed: async (texts) => texts.map(() => Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => (i === 0 ? 1 : 0))) });
   stopBackgroundProcessing(); // the memories left pending below stay pending until the run moves them

@@ -18,6 +18,21 @@ export interface ReembedResult {
   embedder: string;
 }
 
+/**
+ * The run stopped after FAILURES_IN_A_ROW failures one after another (the model or the database is
+ * down). It carries what the run did up to then: the memories already re-embedded keep their new
+ * chunks, and without the counts the summary could not say so.
+ */
+export class ReembedStopped extends Error {
+  constructor(
+    readonly result: ReembedResult,
+    cause: unknown,
+  ) {
+    super(`stopped after ${FAILURES_IN_A_ROW} failures in a row: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "ReembedStopped";
+  }
+}
+
 const PAGE = 200;
 /**
  * Failures one after another that stop the run: then the model (or the database) is down, not one
@@ -84,7 +99,7 @@ export async function reembedMemories(db: Db, options: ReembedOptions = {}): Pro
       }),
     );
     // Thrown once every worker has stopped: nothing writes after the caller heard of the failure.
-    if (fatal !== undefined) throw fatal;
+    if (fatal !== undefined) throw new ReembedStopped({ total: done, reembedded, skipped, failed, embedder: embedder.id }, fatal);
   }
   // Memories deleted during the run were never reached: the total is what the run went through.
   return { total: done, reembedded, skipped, failed, embedder: embedder.id };
