@@ -264,10 +264,20 @@ describe("S3 reads whose reader pauses", () => {
       if (!paused) {
         // The HTTP client of a download stops reading (a slow link, a full window) for a while.
         paused = true;
-        await new Promise((resolve) => setTimeout(resolve, 1_200));
+        await new Promise((resolve) => setTimeout(resolve, 900));
       }
     }
     expect(sha256(Buffer.concat(parts))).toBe(sha256(bytes));
+    // But a paused read holds one of the client's sockets: a reader gone quiet for over 4 × the timeout
+    // is ended, so readers that stop (abandoned, or on purpose) cannot take every socket of the pool.
+    const abandoned = await store.read("tests/paused-reader.bin");
+    const reading = (async () => {
+      for await (const part of abandoned) {
+        void part;
+        await new Promise((resolve) => setTimeout(resolve, 3_000));
+      }
+    })();
+    await expect(reading).rejects.toThrow(/paused for over 1200 ms/);
     await store.delete("tests/paused-reader.bin");
   }, 30_000);
 

@@ -71,6 +71,11 @@ export function blobTimeoutMs(): number {
   return positiveIntEnv("ENGRAM_BLOB_TIMEOUT_MS", 30_000);
 }
 
+/** How long a download's reader may stop reading before the storage read is ended: 4 × the timeout (2 minutes by default). */
+export function readerPauseMs(timeoutMs: number): number {
+  return 4 * timeoutMs;
+}
+
 /**
  * The body of a storage read, failed with `stalled()` when the storage sends nothing for `ms` while
  * the reader waits for more. Timed only while the reader asks: a download's client that stops reading
@@ -78,6 +83,7 @@ export function blobTimeoutMs(): number {
  */
 export function failWhenStalled(source: Readable, ms: number, stalled: () => Error): Readable {
   let timer: NodeJS.Timeout | undefined;
+  let paused: NodeJS.Timeout | undefined;
   const disarm = () => {
     clearTimeout(timer);
     timer = undefined;
@@ -88,11 +94,13 @@ export function failWhenStalled(source: Readable, ms: number, stalled: () => Err
   };
   const out: Readable = new Readable({
     read() {
+      clearTimeout(paused);
       arm();
       source.resume();
     },
     destroy(error, callback) {
       disarm();
+      clearTimeout(paused);
       source.destroy();
       callback(error);
     },
@@ -101,12 +109,17 @@ export function failWhenStalled(source: Readable, ms: number, stalled: () => Err
   source.pause();
   source.on("data", (chunk: Buffer) => {
     if (out.push(chunk)) return arm();
-    // The reader has enough for now: nothing is awaited from the storage until it asks again.
+    // The reader has enough for now: nothing is awaited from the storage until it asks again. But a
+    // paused read holds one of the store client's sockets: a reader gone quiet for readerPauseMs
+    // (abandoned, or holding sockets on purpose) is ended, so pausers cannot take every socket.
     disarm();
     source.pause();
+    clearTimeout(paused);
+    paused = setTimeout(() => out.destroy(new Error(`the reader paused for over ${readerPauseMs(ms)} ms`)), readerPauseMs(ms));
   });
   source.once("end", () => {
     disarm();
+    clearTimeout(paused);
     out.push(null);
   });
   source.once("error", (error) => out.destroy(error));
