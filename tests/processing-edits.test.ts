@@ -222,6 +222,26 @@ it("a give-up that loses to a lease renewed after its read leaves the job's chun
   expect(await vectors()).toEqual({ n: 1, v: 1 });
 });
 
+it("a give-up whose fallback chunks cannot be written still records the failure (and tells the owner)", async () => {
+  const res = await ann.post("/v1/memories", { content: "The hedges are trimmed before the first frost." });
+  const id = res.body.data.id;
+  const now = new Date();
+  await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 3, processingStartedAt: new Date(now.getTime() - 3_600_000) } });
+  // The database refuses this memory's chunks (as whatever failed its index step might).
+  await h.database.sql.exec(`
+    CREATE FUNCTION engram_test_refuse_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.memory_id = '${id}'::uuid THEN RAISE EXCEPTION 'chunk refused'; END IF; RETURN NEW; END $$;
+    CREATE TRIGGER engram_test_refuse_chunks BEFORE INSERT ON chunks FOR EACH ROW EXECUTE FUNCTION engram_test_refuse_chunks();`);
+  try {
+    expect(await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).toBeNull();
+  } finally {
+    await h.database.sql.exec(`DROP TRIGGER engram_test_refuse_chunks ON chunks; DROP FUNCTION engram_test_refuse_chunks();`);
+  }
+  // Before, the chunks' error rolled the failure back: the row stayed running, attempts used up, for good.
+  expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "failed" });
+  expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(1);
+});
+
 it("a memory whose last attempt is still at work (its lease renewed after the sweep read it) is not failed under it", async () => {
   const res = await ann.post("/v1/memories", { content: "The rain barrels are emptied before the first frost." });
   const id = res.body.data.id;

@@ -328,24 +328,34 @@ export async function failMemory(
     const vectors = chunks.map((chunk) => known.get(embeddingText(chunk)) ?? null);
     fallback = await indexedChunks(chunks, vectors);
   }
-  // The failure, its chunks and its notification to the owner commit together.
-  return ctx.db.$transaction(async (tx) => {
-    const { count } = await tx.memory.updateMany({
-      where: { ...currentWhere(ctx.memory), ...held },
-      data: {
-        processingStatus: "failed",
-        processingError: reason.slice(0, 1000),
-        processedAt: ctx.now(),
-        ...(memory.summary ? {} : { summary: summarizeContent(memory.content, textFormat(memory), memory.title) }),
-        ...(memory.state === "processing" && { state: "active" }),
-      },
-    });
-    if (count === 0) return false;
-    if (fallback) await writeChunks(tx, ctx.memory, fallback);
-    // Read under the lock the update took: the memory may have moved hubs (or owners) since it was read
-    // above, and the members of the hub it left must not hear of it.
-    const current = await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { id: true, hubId: true, ownerId: true, title: true } });
-    await notifyProcessingFailed(tx, current, reason);
-    return true;
-  }, BACKGROUND_TRANSACTION);
+  // The failure, its chunks and its notification to the owner commit together. Chunks that cannot be
+  // written (the reason the index step failed, perhaps) must not keep the failure from being recorded:
+  // the row would stay `running` with its attempts used up, failed again and again by every sweep.
+  const recordFailure = (chunks: IndexedChunks | undefined): Promise<boolean> =>
+    ctx.db.$transaction(async (tx) => {
+      const { count } = await tx.memory.updateMany({
+        where: { ...currentWhere(ctx.memory), ...held },
+        data: {
+          processingStatus: "failed",
+          processingError: reason.slice(0, 1000),
+          processedAt: ctx.now(),
+          ...(memory.summary ? {} : { summary: summarizeContent(memory.content, textFormat(memory), memory.title) }),
+          ...(memory.state === "processing" && { state: "active" }),
+        },
+      });
+      if (count === 0) return false;
+      if (chunks) await writeChunks(tx, ctx.memory, chunks);
+      // Read under the lock the update took: the memory may have moved hubs (or owners) since it was read
+      // above, and the members of the hub it left must not hear of it.
+      const current = await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { id: true, hubId: true, ownerId: true, title: true } });
+      await notifyProcessingFailed(tx, current, reason);
+      return true;
+    }, BACKGROUND_TRANSACTION);
+  try {
+    return await recordFailure(fallback);
+  } catch (error) {
+    if (!fallback) throw error;
+    console.error(`[engram] processing: lexical fallback for memory ${memory.id} failed; recording the failure without it`, error);
+    return recordFailure(undefined);
+  }
 }
