@@ -509,6 +509,26 @@ describe("PATCH /v1/memories/{id}", () => {
     expect((await ann.patch(`/v1/memories/${carls.id}`, { title: "outsider" })).status).toBe(404);
   });
 
+  test.skipIf(testPostgres())("a title edit the caller may not make reads none of the memory's chunks (their glosses are worked out after the access check)", async () => {
+    const vera = await h.user("Vera");
+    const team = await h.teamHub(bob, [[vera, "viewer"]]);
+    const m = (await bob.post("/v1/memories", { content: "季度归档" }, { headers: { "x-hub-id": team } })).body.data;
+    // A long Chinese note's chunks (as processing writes them), which a new title re-indexes with their glosses.
+    const text = "每周检查一次安全阀。".repeat(2_000);
+    const { replaceChunks } = await import("@/lib/recall/store-chunks.ts");
+    await replaceChunks(h.db, { id: m.id, hubId: team }, Array.from({ length: 10 }, (_, position) => ({ position, content: text, headingChain: "", tokenCount: 300, embedding: null, gloss: "" })));
+    for (const [caller, status] of [[vera, 403], [ann, 404]] as const) {
+      let res: Awaited<ReturnType<Client["patch"]>> | undefined;
+      const read = await charactersRead(h.database, async () => {
+        res = await caller.patch(`/v1/memories/${m.id}`, { title: "Safety valves" });
+      });
+      expect(res!.status).toBe(status);
+      // Before, the chunks' text (200,000 characters) was read and glossed before the 403 or 404.
+      expect(read).toBeLessThan(20_000);
+    }
+    expect((await bob.patch(`/v1/memories/${m.id}`, { title: "Safety valves" })).status).toBe(200);
+  });
+
   test.skipIf(testPostgres())("reads the stored text only when the edit needs it: not when the content is replaced, once (the answer's) for a tag edit", async () => {
     const old = `# Samples\n\n${randomBytes(300_000).toString("base64")}`;
     const m = (await ann.post("/v1/memories", { content: old })).body.data;

@@ -28,8 +28,9 @@ const ATTEMPTS = 5;
 export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMemoryBody) {
   if (input.content !== undefined) assertContentSize(input.content);
   // A new title is written into the chunks' lexical entries in the update's transaction (retitleChunks);
-  // their Chinese words' glosses are worked out first, outside any transaction.
-  const glosses = input.title !== undefined && isUuid(id) ? await chunkGlosses(ctx.db, id) : new Map<string, string>();
+  // their Chinese words' glosses are worked out by the first attempt, after its access check and
+  // outside any transaction (the first Chinese text a process meets loads the dictionary).
+  const glosses: { byText?: Map<string, string> } = {};
   for (let attempt = 1; ; attempt++) {
     // First without a lock. When a concurrent write got in between the read and the write, again under
     // the memory's row lock, which holds other writers off until this one commits: retried without it,
@@ -52,7 +53,7 @@ export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMe
 }
 
 /** One read and conditional write; `tx`: inside the caller's transaction (which holds the row lock). */
-async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, glosses: Map<string, string>, tx?: DbClient) {
+async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, glosses: { byText?: Map<string, string> }, tx?: DbClient) {
   const db = tx ?? ctx.db;
   // The stored text (up to 3 MiB) is read only when the edit works on it: a new hint or content type
   // reclassifies it, and a memory becoming a link must hold a URL. New content replaces it unread.
@@ -88,6 +89,7 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   // Every chunk's lexical entry carries the title (store-chunks.ts): without rewriting them, a processed
   // memory was never found by its new title. A new version's chunks are written anew anyway.
   const retitle = !reprocess && title !== memory.title;
+  if (retitle && !tx) glosses.byText ??= await chunkGlosses(db, memory.id);
   const hint = input.hint ?? memory.hint;
   const reclassify = contentChanged || input.hint !== undefined || input.content_type !== undefined;
   const kindLocked = memory.kindLocked || input.kind !== undefined;
@@ -123,7 +125,7 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         updatedAt: new Date(Math.max(ctx.now().getTime(), memory.updatedAt.getTime() + 1)),
       },
     });
-    if (rows.length && retitle) await retitleChunks(db, memory.id, glosses);
+    if (rows.length && retitle) await retitleChunks(db, memory.id, glosses.byText ?? new Map());
     if (rows.length) await emitEvent(db, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
     return rows;
   };
