@@ -156,6 +156,18 @@ describe("background processing (embedded runner, real model, real database)", (
     expect(before.every(Boolean)).toBe(true);
   });
 
+  it("a re-push of the same source_path with the same content and a new title re-indexes the chunks' entries too", async () => {
+    const content = "The kiln is fired to cone six on Thursdays.";
+    const first = await processed(ann, (await ann.post("/v1/memories", { content, source_path: "notes/kiln.md" })).body.data.id);
+    const again = await ann.post("/v1/memories", { content, source_path: "notes/kiln.md", title: "Timbuktu pottery studio" });
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ id: first.id, version: 1, processing_status: "done", title: "Timbuktu pottery studio" });
+    const [chunk] = (await h.database.sql.query<{ words: string }>(`SELECT search_vector::text AS words FROM chunks WHERE memory_id = $1`, [first.id])) as { words: string }[];
+    // Before, only PATCH re-indexed a new title: a re-push left the chunks with the old one.
+    expect(chunk!.words).toContain("'timbuktu'");
+    expect((await ann.post("/v1/recall", { query: "Timbuktu" })).body.data.memories[0]?.id).toBe(first.id);
+  });
+
   it("discards the result of a job that started before the content changed", async () => {
     const runner = backgroundRunner()!;
     await runner.idle();

@@ -15,6 +15,7 @@ import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { resolveFileRef, type VerifiedFile } from "@/lib/uploads/resolve-file-ref.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { ATTACHABLE_FOR_MS } from "@/lib/uploads/upload-limits.ts";
+import { chunkGlosses, retitleChunks } from "@/lib/recall/store-chunks.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { CAPTURE_SOURCE, extractCaptureFacts } from "./extract-capture-facts.ts";
 import { DECISION_GATE_PATH_PREFIX, MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
@@ -258,6 +259,10 @@ async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody,
     },
   });
   if (contentChanged) await assertGrowth(tx, existing, input.content);
+  // Same content, new title: the chunks' lexical entries carry the title (as a PATCH does). Their glosses
+  // are worked out here, inside the push's transaction: only a Chinese note's, and the dictionary's
+  // one-time load may then hold the database for a second, once per process.
+  else if (memory.title !== existing.title) await retitleChunks(tx, existing.id, await chunkGlosses(tx, existing.id));
   return memory;
 }
 
