@@ -57,7 +57,9 @@ export async function onInviteRegenerated(tx: DbClient, invite: { id: string; ex
     await lockForTransaction(tx, `invite-notifications:${row.userId}`);
     if (await inviterAtCap(tx, row.userId, invite.createdBy, now, { id: row.id })) continue;
     const payload = { ...(row.payload as Record<string, unknown>), inviter, expires_at: invite.expiresAt.toISOString() };
-    await tx.notification.update({ where: { id: row.id }, data: { expiresAt: invite.expiresAt, payload } });
+    // Read before the lock: an invite into the same hub may have replaced (deleted) the row meanwhile,
+    // which leaves nothing to renew here (an update of a missing row threw, failing the regenerate).
+    await tx.notification.updateMany({ where: { id: row.id, status: "pending" }, data: { expiresAt: invite.expiresAt, payload } });
   }
 }
 
