@@ -34,8 +34,13 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, async () => {
     if (stopping) return;
     stopping = true;
-    // Still preparing the app: nothing listens yet, nothing has started that needs winding down.
+    // Still preparing the app: nothing listens yet. But preparing runs instrumentation's register(),
+    // which opens the database and starts the background work: once that has set the stop, it runs
+    // (the embedded database is closed cleanly), else there is nothing to wind down.
     if (!server) {
+      setTimeout(() => process.exit(1), GRACE_MS + 10_000).unref();
+      const stop = globalThis.__engramStopServer;
+      if (stop) await stop({ graceMs: GRACE_MS }).catch((error) => console.error("engram: the stop failed", error));
       console.log(`engram: ${signal}, stopped before the app had started`);
       process.exit(0);
     }

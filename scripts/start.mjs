@@ -20,7 +20,9 @@ if (!existsSync(path.join(root, ".next", "BUILD_ID"))) {
 
 // The local embedding model, from the verified sources `npm run models` uses (the server itself never
 // downloads one). Without it the server still runs, recall on its lexical leg, and health says why.
-if ((process.env.ENGRAM_EMBEDDINGS_PROVIDER || "local").toLowerCase() === "local") {
+// ENGRAM_MODELS_AT_START=0 skips it (a host that installs the model its own way, or an offline one without
+// it, where each start would first wait for the hub's and PyPI's timeouts).
+if ((process.env.ENGRAM_EMBEDDINGS_PROVIDER || "local").toLowerCase() === "local" && process.env.ENGRAM_MODELS_AT_START !== "0") {
   const models = spawnSync(process.execPath, [path.join(root, "scripts", "models.mjs")], { cwd: root, stdio: "inherit" });
   if (models.status !== 0) console.log("engram: the local embedding model could not be installed; recall is lexical-only until `npm run models` succeeds");
 }
