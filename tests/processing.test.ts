@@ -165,7 +165,7 @@ describe("background processing (embedded runner, real model, real database)", (
     const [chunk] = (await h.database.sql.query<{ words: string }>(`SELECT search_vector::text AS words FROM chunks WHERE memory_id = $1`, [first.id])) as { words: string }[];
     // Before, only PATCH re-indexed a new title: a re-push left the chunks with the old one.
     expect(chunk!.words).toContain("'timbuktu'");
-    expect((await ann.post("/v1/recall", { query: "Timbuktu" })).body.data.memories[0]?.id).toBe(first.id);
+    expect((await ann.post("/v1/recall", { query: "Timbuktu" })).body.data.memories.map((m: { id: string }) => m.id)).toContain(first.id);
   });
 
   it("discards the result of a job that started before the content changed", async () => {
