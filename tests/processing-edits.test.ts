@@ -240,6 +240,7 @@ it("a give-up whose fallback chunks cannot be written still records the failure 
   // Before, the chunks' error rolled the failure back: the row stayed running, attempts used up, for good.
   expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "failed" });
   expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(1);
+  expect(await h.db.chunk.count({ where: { memoryId: id } })).toBe(0);
 });
 
 it("a memory whose last attempt is still at work (its lease renewed after the sweep read it) is not failed under it", async () => {

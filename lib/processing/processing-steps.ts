@@ -331,6 +331,7 @@ export async function failMemory(
   // The failure, its chunks and its notification to the owner commit together. Chunks that cannot be
   // written (the reason the index step failed, perhaps) must not keep the failure from being recorded:
   // the row would stay `running` with its attempts used up, failed again and again by every sweep.
+  let chunksRefused = false;
   const recordFailure = (chunks: IndexedChunks | undefined): Promise<boolean> =>
     ctx.db.$transaction(async (tx) => {
       const { count } = await tx.memory.updateMany({
@@ -344,7 +345,17 @@ export async function failMemory(
         },
       });
       if (count === 0) return false;
-      if (chunks) await writeChunks(tx, ctx.memory, chunks);
+      if (chunks) {
+        try {
+          await writeChunks(tx, ctx.memory, chunks);
+        } catch (error) {
+          chunksRefused = true;
+          throw error;
+        }
+      } else if (chunksRefused) {
+        // The memory's stored chunks may be an earlier version's text: none rather than those.
+        await replaceChunks(tx, { id: memory.id, hubId: memory.hubId }, []);
+      }
       // Read under the lock the update took: the memory may have moved hubs (or owners) since it was read
       // above, and the members of the hub it left must not hear of it.
       const current = await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { id: true, hubId: true, ownerId: true, title: true } });
@@ -354,7 +365,9 @@ export async function failMemory(
   try {
     return await recordFailure(fallback);
   } catch (error) {
-    if (!fallback) throw error;
+    // Only the chunks' own refusal: any other error (a deadlock, a lost connection) fails this give-up,
+    // and the next sweep tries again with its chunks.
+    if (!chunksRefused) throw error;
     console.error(`[engram] processing: lexical fallback for memory ${memory.id} failed; recording the failure without it`, error);
     return recordFailure(undefined);
   }
