@@ -34,15 +34,14 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, async () => {
     if (stopping) return;
     stopping = true;
-    // Still preparing the app: nothing listens yet. But preparing runs instrumentation's register(),
-    // which opens the database and starts the background work: once that has set the stop, it runs
-    // (the embedded database is closed cleanly), else there is nothing to wind down.
+    // Still preparing the app: nothing listens yet, but preparing runs instrumentation's register(),
+    // which opens the database (and migrates it) and starts background work. Exiting now could leave
+    // the embedded database unclosed mid-way: the start finishes first, never listens, and then stops
+    // the usual way (below the prepare), within the same last-resort limit.
     if (!server) {
-      setTimeout(() => process.exit(1), GRACE_MS + 10_000).unref();
-      const stop = globalThis.__engramStopServer;
-      if (stop) await stop({ graceMs: GRACE_MS }).catch((error) => console.error("engram: the stop failed", error));
-      console.log(`engram: ${signal}, stopped before the app had started`);
-      process.exit(0);
+      console.log(`engram: ${signal} while starting: stopping once the start has finished`);
+      setTimeout(() => process.exit(1), GRACE_MS + 60_000).unref();
+      return;
     }
     const deadline = Date.now() + GRACE_MS;
     // The last resort if something hangs (a statement that never returns).
@@ -72,6 +71,18 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 const app = next({ dev: false, dir: root, hostname, port });
 const handle = app.getRequestHandler();
 await app.prepare();
+if (stopping) {
+  // A signal came while the app was being prepared (above): stop without ever listening.
+  try {
+    const stop = globalThis.__engramStopServer;
+    if (stop) await stop({ graceMs: GRACE_MS });
+    console.log("engram: stopped before listening");
+    process.exit(0);
+  } catch (error) {
+    console.error("engram: stopping failed", error);
+    process.exit(1);
+  }
+}
 
 // Next's handlers know these methods only; any other (TRACE, CONNECT, PROPFIND, …) made Next answer a
 // plain-text 500. They get the API's 405 envelope instead (found by `npm run fuzz`).
