@@ -47,6 +47,41 @@ afterAll(async () => {
   await chat.close();
 });
 
+
+/** Its last attempt died with its worker, as a sweep finds it: `running`, attempts used up, lease long lapsed. */
+const orphanLastAttempt = (id: string, now: Date) =>
+  h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 3, processingStartedAt: new Date(now.getTime() - 3_600_000) } });
+
+/**
+ * The database as a sweep sees it while the memory's worker renews its lease once, at the sweep's
+ * first memory read: just before it (the row read is already renewed) or just after it (the row read
+ * is stale, and the give-up that follows must notice).
+ */
+function renewingClient(id: string, when: "before its read" | "after its read") {
+  let renewed = false;
+  const renew = async () => {
+    renewed = true;
+    await h.db.memory.update({ where: { id }, data: { processingStartedAt: new Date() } });
+  };
+  const db = h.db.$extends({
+    query: {
+      memory: {
+        async findFirst({ args, query }) {
+          if (renewed) return query(args);
+          if (when === "before its read") {
+            await renew();
+            return query(args);
+          }
+          const row = await query(args);
+          if (row) await renew();
+          return row;
+        },
+      },
+    },
+  }) as unknown as typeof h.db;
+  return { db, renewed: () => renewed };
+}
+
 it("a kind, stability or content_type the client sets while the job runs is kept, not replaced by the job's guess", async () => {
   const res = await ann.post("/v1/memories", { content: "1. Freeze the release branch.\n2. Run the database migrations.\n3. Deploy the canary." });
   const id = res.body.data.id;
@@ -199,24 +234,10 @@ it("a give-up that loses to a lease renewed after its read leaves the job's chun
   expect(await vectors()).toEqual({ n: 1, v: 1 });
   // Its last attempt looks orphaned to a sweep; the worker renews its lease right after the sweep's read.
   const now = new Date();
-  await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 3, processingStartedAt: new Date(now.getTime() - 3_600_000) } });
-  let renewed = false;
-  const renewing = h.db.$extends({
-    query: {
-      memory: {
-        async findFirst({ args, query }) {
-          const row = await query(args);
-          if (!renewed && row) {
-            renewed = true;
-            await h.db.memory.update({ where: { id }, data: { processingStartedAt: new Date() } });
-          }
-          return row;
-        },
-      },
-    },
-  }) as unknown as typeof h.db;
-  expect(await claimMemory(renewing, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).toBeNull();
-  expect(renewed).toBe(true);
+  await orphanLastAttempt(id, now);
+  const renewing = renewingClient(id, "after its read");
+  expect(await claimMemory(renewing.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).toBeNull();
+  expect(renewing.renewed()).toBe(true);
   expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "running", processingError: null });
   // Before, the give-up rewrote the chunks without vectors before its fenced update matched nothing.
   expect(await vectors()).toEqual({ n: 1, v: 1 });
@@ -226,7 +247,7 @@ it("a give-up whose fallback chunks cannot be written still records the failure 
   const res = await ann.post("/v1/memories", { content: "The hedges are trimmed before the first frost." });
   const id = res.body.data.id;
   const now = new Date();
-  await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 3, processingStartedAt: new Date(now.getTime() - 3_600_000) } });
+  await orphanLastAttempt(id, now);
   // The database refuses this memory's chunks (as whatever failed its index step might).
   await h.database.sql.exec(`
     CREATE FUNCTION engram_test_refuse_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -247,25 +268,12 @@ it("a memory whose last attempt is still at work (its lease renewed after the sw
   const res = await ann.post("/v1/memories", { content: "The rain barrels are emptied before the first frost." });
   const id = res.body.data.id;
   const now = new Date();
-  await h.db.memory.update({ where: { id }, data: { processingStatus: "running", processingAttempts: 3, processingStartedAt: new Date(now.getTime() - 3_600_000) } });
+  await orphanLastAttempt(id, now);
   // The sweep reads the row as orphaned; its owner renews the lease right after (the first statement
   // of the give-up that follows the read is where it lands).
-  let renewed = false;
-  const renewing = h.db.$extends({
-    query: {
-      memory: {
-        async findFirst({ args, query }) {
-          if (!renewed) {
-            renewed = true;
-            await h.db.memory.update({ where: { id }, data: { processingStartedAt: new Date() } });
-          }
-          return query(args);
-        },
-      },
-    },
-  }) as unknown as typeof h.db;
-  expect(await claimMemory(renewing, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).toBeNull();
-  expect(renewed).toBe(true);
+  const renewing = renewingClient(id, "before its read");
+  expect(await claimMemory(renewing.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).toBeNull();
+  expect(renewing.renewed()).toBe(true);
   expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "running", processingAttempts: 3, processingError: null });
   expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(0);
 });
