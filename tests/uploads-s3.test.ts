@@ -12,6 +12,7 @@ import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { makePdf, makePng } from "./support/make-files.ts";
 import { startS3PresignGate } from "./support/s3-presign-gate.ts";
+import { readPausing } from "./support/read-pausing.ts";
 
 /**
  * The S3-compatible adapter against s3rver, a local fake of the S3 API that
@@ -256,18 +257,8 @@ describe("S3 reads whose reader pauses", () => {
     // Larger than every buffer between the bucket and the reader, so the socket itself goes quiet.
     const bytes = Buffer.alloc(24 * 1024 * 1024, "the quarterly archive\n");
     await store.write("tests/paused-reader.bin", bytes, "application/octet-stream");
-    const stream = await store.read("tests/paused-reader.bin");
-    const parts: Buffer[] = [];
-    let paused = false;
-    for await (const part of stream) {
-      parts.push(Buffer.from(part as Uint8Array));
-      if (!paused) {
-        // The HTTP client of a download stops reading (a slow link, a full window) for a while.
-        paused = true;
-        await new Promise((resolve) => setTimeout(resolve, 900));
-      }
-    }
-    expect(sha256(Buffer.concat(parts))).toBe(sha256(bytes));
+    // The HTTP client of a download stops reading (a slow link, a full window) for a while.
+    expect(sha256(await readPausing(await store.read("tests/paused-reader.bin"), 900))).toBe(sha256(bytes));
     // But a paused read holds one of the client's sockets: a reader gone quiet for over 4 × the timeout
     // is ended, so readers that stop (abandoned, or on purpose) cannot take every socket of the pool.
     const abandoned = await store.read("tests/paused-reader.bin");

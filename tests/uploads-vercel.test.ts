@@ -9,6 +9,7 @@ import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { makePdf, makePng } from "./support/make-files.ts";
 import { dispatch } from "./support/router.ts";
 import { startVercelBlobFake, type VercelBlobFake } from "./support/vercel-blob-fake.ts";
+import { readPausing } from "./support/read-pausing.ts";
 
 /**
  * The Vercel Blob adapter (@vercel/blob, unchanged) against a local fake of
@@ -229,18 +230,8 @@ describe("Vercel Blob reads whose reader pauses", () => {
     // Larger than every buffer between the store and the reader, so the source itself is held back.
     const bytes = Buffer.alloc(24 * 1024 * 1024, "the quarterly archive\n");
     fake.objects.set("tests/paused-reader.bin", { bytes, contentType: "application/octet-stream", uploadedAt: new Date() });
-    const stream = await store.read("tests/paused-reader.bin");
-    const parts: Buffer[] = [];
-    let paused = false;
-    for await (const part of stream) {
-      parts.push(Buffer.from(part as Uint8Array));
-      if (!paused) {
-        // The HTTP client of a download stops reading (a slow link, a full window) for a while.
-        paused = true;
-        await new Promise((resolve) => setTimeout(resolve, 1_200));
-      }
-    }
-    expect(sha256(Buffer.concat(parts))).toBe(sha256(bytes));
+    // The HTTP client of a download stops reading (a slow link, a full window) for a while.
+    expect(sha256(await readPausing(await store.read("tests/paused-reader.bin"), 1_200))).toBe(sha256(bytes));
     fake.objects.delete("tests/paused-reader.bin");
   }, 30_000);
 });
