@@ -77,6 +77,27 @@ const content = [
   Array.from({ length: 30 }, (_, i) => `At step ${i} the on-call engineer restarted worker ${i} and watched the backlog drain.`).join(" "),
 ].join("\n\n");
 
+
+/** One run of processMemoryFunction, with `after(name)` called once each step has returned (replays included). */
+function runWithAfterStep(id: string, after: (name: string) => Promise<void>) {
+  return new InngestTestEngine({
+    function: processMemoryFunction,
+    events: [{ name: MEMORY_PROCESS_EVENT, data: { id } }],
+    transformCtx: (ctx) => {
+      const run = ctx.step.run;
+      const step = {
+        ...ctx.step,
+        run: (async (name: string, fn: () => unknown) => {
+          const output = await run(name, fn);
+          await after(name);
+          return output;
+        }) as typeof run,
+      };
+      return mockCtx({ ...ctx, step });
+    },
+  }).execute();
+}
+
 describe("Inngest functions (@inngest/test, real steps against the real database)", () => {
   it("process-memory runs claim, extract, classify, index, summarise and complete as steps", async () => {
     const id = (await ann.post("/v1/memories", { content })).body.data.id;
@@ -190,24 +211,11 @@ describe("Inngest functions (@inngest/test, real steps against the real database
 
   it("a run overtaken by a newer run stops at its next step: it does not finish the memory under the newer run", async () => {
     const id = (await ann.post("/v1/memories", { content: "The beehives are moved to the heather in late July." })).body.data.id;
-    const { result } = await new InngestTestEngine({
-      function: processMemoryFunction,
-      events: [{ name: MEMORY_PROCESS_EVENT, data: { id } }],
-      transformCtx: (ctx) => {
-        const run = ctx.step.run;
-        const step = {
-          ...ctx.step,
-          run: (async (name: string, fn: () => unknown) => {
-            const output = await run(name, fn);
-            // Once `index` is done, the memory looks stalled (a slow provider, Inngest's retry backoff):
-            // the sweeper re-sends it and a newer run claims it (attempt 2).
-            if (name === "index") await h.db.memory.update({ where: { id }, data: { processingAttempts: 2, processingStartedAt: new Date() } });
-            return output;
-          }) as typeof run,
-        };
-        return mockCtx({ ...ctx, step });
-      },
-    }).execute();
+    const { result } = await runWithAfterStep(id, async (name) => {
+      // Once `index` is done, the memory looks stalled (a slow provider, Inngest's retry backoff):
+      // the sweeper re-sends it and a newer run claims it (attempt 2).
+      if (name === "index") await h.db.memory.update({ where: { id }, data: { processingAttempts: 2, processingStartedAt: new Date() } });
+    });
     // Before, the old run went on to summarise and complete: `done` (and memory.processed) while the newer run still worked.
     const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
     expect(row).toMatchObject({ processingStatus: "running", processingAttempts: 2 });
@@ -220,31 +228,18 @@ describe("Inngest functions (@inngest/test, real steps against the real database
     const { staleMs, maxAttempts, retryBaseMs } = processingConfig();
     const takeovers: number[] = [];
     const ran = new Set<string>();
-    const { result } = await new InngestTestEngine({
-      function: processMemoryFunction,
-      events: [{ name: MEMORY_PROCESS_EVENT, data: { id } }],
-      transformCtx: (ctx) => {
-        const run = ctx.step.run;
-        const step = {
-          ...ctx.step,
-          run: (async (name: string, fn: () => unknown) => {
-            const output = await run(name, fn);
-            // A step already run is replayed from memory on each later request of the run: it took no time.
-            if (ran.has(name)) return output;
-            ran.add(name);
-            // Each step takes 0.6 of the stale timeout (a slow provider, Inngest's queue): the clock moves
-            // on by that much, and the sweep looks for stalled runs in between.
-            const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
-            await h.db.memory.update({ where: { id }, data: { processingStartedAt: new Date(row.processingStartedAt!.getTime() - 0.6 * staleMs) } });
-            const now = new Date();
-            const claim = await claimMemory(h.db, id, { now, staleBefore: new Date(now.getTime() - staleMs), maxAttempts, retryBaseMs });
-            if (claim) takeovers.push(claim.attempt);
-            return output;
-          }) as typeof run,
-        };
-        return mockCtx({ ...ctx, step });
-      },
-    }).execute();
+    const { result } = await runWithAfterStep(id, async (name) => {
+      // A step already run is replayed from memory on each later request of the run: it took no time.
+      if (ran.has(name)) return;
+      ran.add(name);
+      // Each step takes 0.6 of the stale timeout (a slow provider, Inngest's queue): the clock moves
+      // on by that much, and the sweep looks for stalled runs in between.
+      const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+      await h.db.memory.update({ where: { id }, data: { processingStartedAt: new Date(row.processingStartedAt!.getTime() - 0.6 * staleMs) } });
+      const now = new Date();
+      const claim = await claimMemory(h.db, id, { now, staleBefore: new Date(now.getTime() - staleMs), maxAttempts, retryBaseMs });
+      if (claim) takeovers.push(claim.attempt);
+    });
     // Before, the claim was never renewed: after two steps the run looked stalled and was taken over
     // (and after the maximum attempts a memory whose work succeeded ended failed, "interrupted").
     expect(takeovers).toEqual([]);
