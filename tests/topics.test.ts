@@ -342,6 +342,12 @@ describe("tree", () => {
     const hiddenParent = await teamKey.post("/v1/topics", { name: "Child", parent_id: personal.id });
     expect([hiddenParent.status, hiddenParent.body.error]).toEqual([missingParent.status, { ...missingParent.body.error, details: { parent_id: personal.id } }]);
     expect(await h.db.topic.count({ where: { hubId: { in: [team, ann.personalHubId] }, name: "Child" } })).toBe(0);
+    // A reorder's first topic names the hub it acts on: one of the owner's other hubs is as unknown as no topic.
+    const missingMove = await teamKey.post("/v1/topics/reorder", { operations: [{ topic_id: unknown, position: 3 }] });
+    const hiddenMove = await teamKey.post("/v1/topics/reorder", { operations: [{ topic_id: personal.id, position: 3 }] });
+    expect([hiddenMove.status, hiddenMove.body.error]).toEqual([missingMove.status, { ...missingMove.body.error, details: { index: 0, topic_id: personal.id } }]);
+    expect(hiddenMove.status).toBe(404);
+    expect((await h.db.topic.findUniqueOrThrow({ where: { id: personal.id } })).position).toBe(0);
   });
 
   it("archives and restores whole branches; archived topics are read-only and leave the tree", async () => {

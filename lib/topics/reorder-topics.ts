@@ -5,6 +5,7 @@ import { hubPermissionOrThrow } from "@/lib/hubs/hub-access.ts";
 import { HubTopics } from "./hub-topics.ts";
 import type { ReorderBody } from "./topic-fields.ts";
 import { topicHubId } from "./topic-hub.ts";
+import { readableTopicWhere } from "./topic-or-throw.ts";
 
 /**
  * Applies position (and optionally parent) changes to many topics of one hub
@@ -12,10 +13,9 @@ import { topicHubId } from "./topic-hub.ts";
  * earlier ones left it: the same rules as a single move.
  */
 export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
-  const first = await ctx.db.topic.findFirst({
-    where: { id: input.operations[0]!.topic_id, hub: { members: { some: { userId: ctx.user.id } } } },
-    select: { hubId: true },
-  });
+  // Scoped as every topic lookup is (the key's hubs too): a topic of the owner's other hubs must not
+  // answer differently from one that does not exist.
+  const first = await ctx.db.topic.findFirst({ where: { id: input.operations[0]!.topic_id, ...readableTopicWhere(ctx) }, select: { hubId: true } });
   const hubId = first?.hubId ?? (await topicHubId(ctx, undefined));
   const { hub } = await hubPermissionOrThrow(ctx, hubId, "topics.manage", "reorder topics");
   const now = ctx.now();
