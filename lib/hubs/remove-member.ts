@@ -4,7 +4,7 @@ import { can } from "@/lib/api/permissions.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { dropMembership } from "./drop-membership.ts";
 import type { DbClient } from "@/lib/db/database.ts";
-import { assertActsForAccount, hubPermissionOrThrow, lockMembershipOrThrow, membershipOrThrow } from "./hub-access.ts";
+import { assertActsForAccount, assertTeamHub, hubPermissionOrThrow, lockMembershipOrThrow, membershipOrThrow } from "./hub-access.ts";
 
 /**
  * Removes a member. Admins remove contributors and viewers, the owner anyone
@@ -15,7 +15,11 @@ export async function removeMember(ctx: AuthContext, hubId: string, memberId: st
   const userId = memberId.toLowerCase();
   const self = userId === ctx.user.id;
   const { hub, role } = self ? await membershipOrThrow(ctx, hubId) : await hubPermissionOrThrow(ctx, hubId, "hub.manage", "remove members");
-  if (self) assertActsForAccount(ctx.credential, "leave a hub");
+  if (self) {
+    // Removing oneself is leaving, and a personal hub cannot be left (as POST /leave answers).
+    assertTeamHub(hub, "left");
+    assertActsForAccount(ctx.credential, "leave a hub");
+  }
   const target = isUuid(userId) ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId } } }) : null;
   if (!target) throw new ApiError("not_found", "Member not found");
   if (target.role === "owner") {
