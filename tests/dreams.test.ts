@@ -724,3 +724,34 @@ describe("reopening a review whose archived side has moved to another hub", () =
     expect(await h.db.memory.findUniqueOrThrow({ where: { id: b } })).toMatchObject({ hubId: elsewhere, state: "archived", supersededBy: a });
   });
 });
+
+describe("undoing the organize that emptied a dream's topic a member has since built under", () => {
+  /**
+   * The undo deleted the dream's topic once no memory was filed directly in it, though a member had
+   * made subtopics under it: they were lifted to the top of the tree (the foreign key sets parent_id
+   * to null), and with a top-level topic of the same name there the undo failed as a 409.
+   */
+  it("takes its memory out and keeps the topic, its subtopics where they were", async () => {
+    const hubId = await h.teamHub(owner);
+    const push = async (content: string) => (await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const sorted = await push("Kubernetes pods are autoscaled on CPU.");
+    const logs = await push("Kubernetes pod logs are shipped to Loki.");
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const topic = await h.db.topic.create({ data: { id: newId(), hubId, name: "Kubernetes", createdBy: null } });
+    await h.db.memory.update({ where: { id: sorted }, data: { topicId: topic.id } });
+    const organize = await h.db.dreamAction.create({
+      data: { id: newId(), runId: run.id, hubId, actionType: "organize", state: "applied", sourceMemoryIds: [sorted], resultMemoryId: sorted, toTopicId: topic.id, createdTopic: true, reason: "grouped" },
+    });
+    const child = await owner.post("/v1/topics", { name: "Logging", hub_id: hubId, parent_id: topic.id });
+    expect(child.status, child.text).toBe(201);
+    expect((await owner.post("/v1/topics", { name: "Logging", hub_id: hubId })).status).toBe(201);
+    await h.db.memory.update({ where: { id: logs }, data: { topicId: child.body.data.id } });
+
+    const undone = await owner.post(`/v1/dreams/actions/${organize.id}/undo`);
+    expect(undone.status, undone.text).toBe(200);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: sorted } })).topicId).toBeNull();
+    expect(await h.db.topic.findUnique({ where: { id: topic.id } })).not.toBeNull();
+    expect((await h.db.topic.findUniqueOrThrow({ where: { id: child.body.data.id } })).parentId).toBe(topic.id);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: logs } })).topicId).toBe(child.body.data.id);
+  });
+});

@@ -85,9 +85,10 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       if (restored.count === 0) throw new ApiError("conflict", "The memory is no longer archived (or was deleted)");
     } else if (action.actionType === "organize") {
       await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId } });
-      // A topic a dream created goes away once undoing empties it.
+      // A topic a dream created goes away once undoing empties it. Subtopics a member made under it
+      // keep it: deleting it would lift them (and their memories) to the top of the tree.
       if (action.toTopicId && (await tx.dreamAction.count({ where: { hubId: action.hubId, toTopicId: action.toTopicId, createdTopic: true } })) > 0) {
-        const left = await tx.memory.count({ where: { topicId: action.toTopicId } });
+        const left = (await tx.memory.count({ where: { topicId: action.toTopicId } })) + (await tx.topic.count({ where: { parentId: action.toTopicId } }));
         if (left === 0) {
           const gone = await tx.topic.deleteMany({ where: { id: action.toTopicId, hubId: action.hubId } });
           if (gone.count) await emitEvent(tx, { type: "topic.changed", hubId: action.hubId, actorId: ctx.user.id, entityId: action.toTopicId });
