@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { dreamConfig } from "@/lib/dreams/dream-config.ts";
+import { claimDreamRun } from "@/lib/dreams/run-dream.ts";
 import { contentHash } from "@/lib/memories/create-memory.ts";
 import { newId } from "@/lib/ids.ts";
 import { indexMemories } from "./recall-helpers.ts";
@@ -252,5 +254,39 @@ describe("what a merge rewrite reads", () => {
     } finally {
       delete process.env.ENGRAM_DREAM_MAX_MODEL_CALLS;
     }
+  }, 180_000);
+});
+
+describe("a run whose model merges take longer than a heartbeat's staleness", () => {
+  /**
+   * The run wrote its heartbeat only as it committed a batch, and the merge rewrites (up to half the
+   * run's budget, 150 s, before the first batch) outlast the 120 s after which another worker's sweep
+   * takes a run for crashed: the run was taken over mid-merge, its model calls thrown away, and the
+   * next worker's rewrites outlasted it the same way. The run now beats while it works.
+   */
+  it("keeps its lease: another worker's sweep while the model thinks finds it alive, and the run completes", async () => {
+    const { hubId, ids } = await seedTwoMerges();
+    const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
+    const config = dreamConfig({ staleRunMs: 1_500 });
+    const taken: boolean[] = [];
+    const answer = fake.answer;
+    fake.answer = async (schema, body) => {
+      if (schema === "merged_memory" && taken.length === 0) {
+        taken.push(false);
+        // The model thinks for longer than a heartbeat stays fresh; then another worker's sweep looks.
+        await new Promise((resolve) => setTimeout(resolve, 2_500));
+        taken[0] = await claimDreamRun(h.db, runId, "another-worker", new Date(), config.staleRunMs);
+      }
+      return answer(schema, body);
+    };
+    try {
+      expect(await runDreamRunOnce(h.db, runId, { owner: "first-worker", config })).toBe(true);
+    } finally {
+      fake.answer = answer;
+    }
+    expect(taken).toEqual([false]);
+    expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "completed", leaseOwner: "first-worker", attempts: 1 });
+    expect(await memory(ids[0]!)).toMatchObject({ state: "archived", supersededBy: ids[1] });
+    expect(await memory(ids[2]!)).toMatchObject({ state: "archived", supersededBy: ids[3] });
   }, 180_000);
 });

@@ -120,13 +120,44 @@ function chunked<T>(items: T[], size: number): T[][] {
   return out;
 }
 
+/**
+ * Beats for the run while a phase works between its batches: reading and comparing a large hub, and
+ * with a chat model the merge rewrites (up to half the run's budget) and topic names, go on longer
+ * than a heartbeat stays fresh, and another worker's sweep would take the run for crashed. Each beat
+ * holds the run only while this worker does (a lost lease is found by the next batch). Returns the
+ * stop, which waits for a beat in flight.
+ */
+function keepHeartbeat(deps: DreamDeps, runId: string, owner: string): () => Promise<void> {
+  // Zero: the embedded database's only process resumes any `running` run; no other worker looks.
+  if (deps.config.staleRunMs <= 0) return async () => {};
+  const now = deps.now ?? (() => new Date());
+  let beating: Promise<unknown> | undefined;
+  const timer = setInterval(() => {
+    if (beating) return;
+    beating = deps.db.dreamRun
+      .updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { heartbeatAt: now() } })
+      .catch((error: unknown) => console.error(`[engram] dreams: heartbeat of run ${runId} failed`, error))
+      .finally(() => (beating = undefined));
+  }, Math.max(50, Math.floor(deps.config.staleRunMs / 4)));
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await beating;
+  };
+}
+
 /** Runs one phase and records it done (the Inngest function runs each phase as a step). */
 export async function runDreamPhase(deps: DreamDeps, runId: string, owner: string, phase: DreamPhase, startedAt = Date.now()): Promise<void> {
   const phaseStart = performance.now();
   const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
   const ctx: BatchContext = { deps, runId, hubId: run.hubId, owner, phase, startedAt, batches: 0 };
-  const metrics: Record<string, number> =
-    phase === "similar" ? await similarPhase(ctx, run.hubId) : phase === "stale" ? await stalePhase(ctx, run.hubId) : await organizePhase(ctx, run.hubId);
+  const stopHeartbeat = keepHeartbeat(deps, runId, owner);
+  let metrics: Record<string, number>;
+  try {
+    metrics = phase === "similar" ? await similarPhase(ctx, run.hubId) : phase === "stale" ? await stalePhase(ctx, run.hubId) : await organizePhase(ctx, run.hubId);
+  } finally {
+    await stopHeartbeat();
+  }
   const next = DREAM_PHASES[DREAM_PHASES.indexOf(phase) + 1] ?? "done";
   const previous = (run.phaseMetrics ?? {}) as Record<string, Record<string, number>>;
   await commitBatch({ ...ctx }, async (tx) => {
