@@ -755,3 +755,31 @@ describe("undoing the organize that emptied a dream's topic a member has since b
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: logs } })).topicId).toBe(child.body.data.id);
   });
 });
+
+describe("the report of a run with more than 5000 actions", () => {
+  /**
+   * The report was written from the run's first 5000 actions only, so a run over a large hub that
+   * organized thousands of memories (the bench's 10k hub does 4,636 actions) reported fewer than it did
+   * in the summary line the CLI prints, while the run's counts said otherwise.
+   */
+  it("counts every action in its summary and sections, as the run's counts do", async () => {
+    const hubId = await h.teamHub(owner);
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "queued", phase: "done" } });
+    const at = Date.now() - 60_000;
+    await h.db.dreamAction.createMany({
+      data: [
+        ...Array.from({ length: 5_001 }, (_, i) => ({ id: newId(at + i), runId: run.id, hubId, actionType: "organize", state: "applied", sourceMemoryIds: [newId()], reason: `closest ${i}`, createdAt: new Date(at + i) })),
+        { id: newId(at + 6_000), runId: run.id, hubId, actionType: "archive", state: "applied", sourceMemoryIds: [newId()], reason: "never read", createdAt: new Date(at + 6_000) },
+      ],
+    });
+    expect(await runDreamRunOnce(h.db, run.id)).toBe(true);
+    const res = await owner.get(`/v1/dreams/${run.id}`);
+    expect(res.status, res.text).toBe(200);
+    expect([res.body.data.memories_organized, res.body.data.memories_archived]).toEqual([5_001, 1]);
+    const report: string = res.body.data.report;
+    expect(report.split("\n")[0]).toBe("Archived 1 stale memory, organized 5001 memories.");
+    expect(report).toContain("## Organized into topics (5001)");
+    expect(report).toContain("- … and 4981 more");
+    expect(report).toContain("## Archived as stale (1)\n\n- never read");
+  }, 120_000);
+});

@@ -1,22 +1,15 @@
 import type { DreamAction } from "@/lib/db/generated/client.ts";
+import type { RunCounts } from "./serialize-dream.ts";
 
 /** Lines listed per section of the report; the actions list has them all. */
-const SECTION_LINES = 20;
+export const SECTION_LINES = 20;
 
-export function countActions(actions: Pick<DreamAction, "actionType" | "toTopicId" | "createdTopic">[]) {
-  const count = (type: string) => actions.filter((a) => a.actionType === type).length;
-  return {
-    merged: count("merge"),
-    contradictions: count("contradiction"),
-    archived: count("archive"),
-    organized: count("organize"),
-    topicsCreated: actions.filter((a) => a.actionType === "organize" && a.createdTopic).length,
-  };
-}
-
-/** The run's markdown report; its first line is the one-line summary the CLI prints. */
-export function buildDreamReport(input: { hubName: string; scanned: number; durationMs: number; actions: DreamAction[]; timedOut: boolean }): string {
-  const c = countActions(input.actions);
+/**
+ * The run's markdown report; its first line is the one-line summary the CLI prints. `counts` are the
+ * run's (every action), `listed` the first SECTION_LINES actions of each type.
+ */
+export function buildDreamReport(input: { hubName: string; scanned: number; durationMs: number; counts: RunCounts; listed: DreamAction[]; timedOut: boolean }): string {
+  const c = input.counts;
   const parts = [
     c.merged && `merged ${c.merged} near-duplicate${c.merged === 1 ? "" : "s"}`,
     c.contradictions && `flagged ${c.contradictions} contradiction${c.contradictions === 1 ? "" : "s"} for review`,
@@ -31,17 +24,17 @@ export function buildDreamReport(input: { hubName: string; scanned: number; dura
     "",
     `Scanned ${input.scanned} memories in ${(input.durationMs / 1000).toFixed(1)} s.${input.timedOut ? " The run reached its time budget; the next run continues where it stopped." : ""}`,
   ];
-  const section = (title: string, type: string, line: (a: DreamAction) => string) => {
-    const items = input.actions.filter((a) => a.actionType === type);
-    if (items.length === 0) return;
-    lines.push("", `## ${title} (${items.length})`, "");
-    for (const a of items.slice(0, SECTION_LINES)) lines.push(`- ${line(a)}`);
-    if (items.length > SECTION_LINES) lines.push(`- … and ${items.length - SECTION_LINES} more`);
+  const section = (title: string, type: string, total: number, line: (a: DreamAction) => string) => {
+    if (total === 0) return;
+    const items = input.listed.filter((a) => a.actionType === type).slice(0, SECTION_LINES);
+    lines.push("", `## ${title} (${total})`, "");
+    for (const a of items) lines.push(`- ${line(a)}`);
+    if (total > items.length) lines.push(`- … and ${total - items.length} more`);
   };
-  section("Merged near-duplicates", "merge", (a) => `${a.reason}; the older one is archived (undo to restore it)`);
-  section("Contradictions to review", "contradiction", (a) => `${a.reason} — keep A, keep B or keep both`);
-  section("Archived as stale", "archive", (a) => a.reason);
-  section("Organized into topics", "organize", (a) => `${(a.details as { topic_name?: string }).topic_name ?? "topic"}: ${a.reason}`);
+  section("Merged near-duplicates", "merge", c.merged, (a) => `${a.reason}; the older one is archived (undo to restore it)`);
+  section("Contradictions to review", "contradiction", c.contradictions, (a) => `${a.reason} — keep A, keep B or keep both`);
+  section("Archived as stale", "archive", c.archived, (a) => a.reason);
+  section("Organized into topics", "organize", c.organized, (a) => `${(a.details as { topic_name?: string }).topic_name ?? "topic"}: ${a.reason}`);
   return lines.join("\n");
 }
 

@@ -14,12 +14,15 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
 import { archiveSuperseded, assignTopics, insertOrganizeActions } from "./bulk-updates.ts";
-import { buildDreamReport } from "./dream-report-text.ts";
+import { buildDreamReport, SECTION_LINES } from "./dream-report-text.ts";
+import { runCounts } from "./dream-queries.ts";
+import { ZERO_COUNTS } from "./serialize-dream.ts";
 import { findSimilarPairs, olderNewer, type DreamMemory } from "./find-similar-pairs.ts";
 import { organizeMemories, uniqueName } from "./organize-memories.ts";
 import { textFeatures } from "./text-features.ts";
 
 export const DREAM_PHASES = ["similar", "stale", "organize"] as const;
+const ACTION_TYPES = ["merge", "contradiction", "archive", "organize"] as const;
 export type DreamPhase = (typeof DREAM_PHASES)[number];
 
 export interface DreamDeps {
@@ -521,10 +524,17 @@ export async function finishDreamRun(deps: DreamDeps, runId: string, owner: stri
   const now = (deps.now ?? (() => new Date()))();
   const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
   const hub = await deps.db.hub.findUnique({ where: { id: run.hubId }, select: { name: true } });
-  const actions = await deps.db.dreamAction.findMany({ where: { runId }, orderBy: [{ createdAt: "asc" }, { id: "asc" }], take: 5000 });
+  // Counted in the database and listed per type: a large hub's run has thousands of actions, and the
+  // report counts every one but lists only the first of each type.
+  const counts = (await runCounts(deps.db, [runId])).get(runId) ?? ZERO_COUNTS;
+  const listed = (
+    await Promise.all(
+      ACTION_TYPES.map((actionType) => deps.db.dreamAction.findMany({ where: { runId, actionType }, orderBy: [{ createdAt: "asc" }, { id: "asc" }], take: SECTION_LINES })),
+    )
+  ).flat();
   const status = timedOut ? "partial_failed" : "completed";
   const durationMs = now.getTime() - (run.startedAt ?? run.createdAt).getTime();
-  const report = buildDreamReport({ hubName: hub?.name ?? "hub", scanned: run.memoriesScanned, durationMs, actions, timedOut });
+  const report = buildDreamReport({ hubName: hub?.name ?? "hub", scanned: run.memoriesScanned, durationMs, counts, listed, timedOut });
   const done = await deps.db.$transaction(async (tx) => {
     const updated = await tx.dreamRun.updateMany({
       where: { id: runId, status: "running", leaseOwner: owner },
