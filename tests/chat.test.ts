@@ -645,6 +645,41 @@ describe("with a chat model (a local fake of the OpenAI API)", () => {
     }
   });
 
+  it("a cancel or a delete stops a turn whose model is still thinking at once, not when the model's time runs out", async () => {
+    fake.stall = true;
+    // Long next to the bound below: without the stop, the turn ends only when this runs out.
+    process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS = "8000";
+    try {
+      const s = await session(ann);
+      const sent = (await send(ann, s.id, "When does the deploy freeze start?")).body.data;
+      const waitForModel = async (count: number) => {
+        for (const deadline = Date.now() + 5_000; fake.requests.length < count; ) {
+          if (Date.now() > deadline) throw new Error("the model was never called");
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      };
+      await waitForModel(1);
+      const started = performance.now();
+      expect((await ann.post(`${base}/${s.id}/messages/${sent.active_message_id}/cancel`)).body.data.cancel_registered).toBe(true);
+      const answer = await answered(ann, s.id, sent.active_message_id);
+      expect(performance.now() - started).toBeLessThan(4_000);
+      expect(answer.status).toBe("canceled");
+      expect((await ann.get(`${base}/${s.id}`)).body.data.status).toBe("idle");
+
+      // Deleting the chat cancels its turn the same way.
+      const next = (await send(ann, s.id, "When does the deploy freeze start again?")).body.data;
+      await waitForModel(2);
+      const deleting = performance.now();
+      expect((await ann.delete(`${base}/${s.id}`)).status).toBe(200);
+      await chatTurnsIdle();
+      expect(performance.now() - deleting).toBeLessThan(4_000);
+      expect((await h.db.chatMessage.findUniqueOrThrow({ where: { id: next.active_message_id } })).status).toBe("canceled");
+    } finally {
+      fake.stall = false;
+      delete process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS;
+    }
+  });
+
   it("a model that fails before writing is replaced by the extractive answer, which says why", async () => {
     const s = await session(ann);
     fake.fail = true;

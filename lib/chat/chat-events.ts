@@ -30,6 +30,12 @@ export function notifyChatEvent(messageId: string): void {
   wake.emit(messageId);
 }
 
+/** Calls `listener` on each of this process's events for the message until the returned function is called. */
+export function onChatEvent(messageId: string, listener: () => void): () => void {
+  wake.on(messageId, listener);
+  return () => wake.off(messageId, listener);
+}
+
 /** Resolves on this process's next event for the message, or after `ms`. */
 export function waitForChatEvent(messageId: string, ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -15,7 +15,7 @@ import { estimateTokens } from "@/lib/processing/estimate-tokens.ts";
 import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
 import { turnScope } from "./chat-access.ts";
-import { appendChatEvent, notifyChatEvent } from "./chat-events.ts";
+import { appendChatEvent, notifyChatEvent, onChatEvent } from "./chat-events.ts";
 import { CHAT_LIMITS, chatSessionLockKey } from "./chat-fields.ts";
 import { serializeChatMessage } from "./serialize-chat.ts";
 
@@ -32,6 +32,8 @@ const HISTORY_TURNS = 6;
 /** A chat model's text is stored and streamed in pieces of about this many characters or milliseconds. */
 const FLUSH_CHARS = 200;
 const FLUSH_MS = 250;
+/** While a chat model writes, how often its turn is checked for a cancel made in another process. */
+const CANCEL_POLL_MS = 1_000;
 
 export const NOTHING_IN_SCOPE = "I could not find anything in this chat's hubs that answers this.";
 
@@ -435,6 +437,8 @@ async function modelAnswer(turn: Turn, question: ChatMessage, sources: RecalledM
   const prompt = buildPrompt(question.content, sources);
   const persona = await personaText(turn);
   const history = await historyText(turn, question);
+  const stop = new AbortController();
+  const unwatch = watchCancel(turn, stop);
   const stream = streamModelAnswer(
     model,
     {
@@ -442,19 +446,58 @@ async function modelAnswer(turn: Turn, question: ChatMessage, sources: RecalledM
       system: persona ? `${prompt.system}\n\nSpeak as this persona (its voice only; the rules above still hold):\n${persona}` : prompt.system,
       prompt: history ? `Earlier in this conversation (context, not sources):\n${history}\n\n${prompt.prompt}` : prompt.prompt,
     },
+    stop.signal,
   );
   let buffer = "";
   let flushed = Date.now();
-  for await (const delta of stream.deltas) {
-    buffer += delta;
-    if (buffer.length >= FLUSH_CHARS || Date.now() - flushed >= FLUSH_MS) {
-      await writeText(turn, [buffer]);
-      buffer = "";
-      flushed = Date.now();
+  try {
+    for await (const delta of stream.deltas) {
+      buffer += delta;
+      if (buffer.length >= FLUSH_CHARS || Date.now() - flushed >= FLUSH_MS) {
+        await writeText(turn, [buffer]);
+        buffer = "";
+        flushed = Date.now();
+      }
     }
+  } catch (error) {
+    // Stopped for a cancel: the turn ends canceled with what it wrote, not with the fallback answer.
+    if (stop.signal.aborted) throw new Canceled();
+    throw error;
+  } finally {
+    unwatch();
   }
   if (buffer) await writeText(turn, [buffer]);
   return parseCitations(turn.content, sources.length);
+}
+
+/**
+ * Aborts `stop` once the turn is being canceled (a cancel, or its chat deleted). Text is written only
+ * between the model's pieces, where a cancel is otherwise noticed: a model that is slow to write (or
+ * says nothing until its time runs out) would keep the turn, and its session, canceling meanwhile.
+ */
+function watchCancel(turn: Turn, stop: AbortController): () => void {
+  let checking = false;
+  const check = () => {
+    if (checking || stop.signal.aborted) return;
+    checking = true;
+    void turn.database.prisma.chatMessage
+      .findUnique({ where: { id: turn.message.id }, select: { status: true } })
+      .then((row) => {
+        if (row?.status === "canceling") stop.abort();
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        checking = false;
+      });
+  };
+  // A cancel in this process wakes the turn at once; one in another is seen by the poll.
+  const unsubscribe = onChatEvent(turn.message.id, check);
+  const timer = setInterval(check, CANCEL_POLL_MS);
+  timer.unref();
+  return () => {
+    unsubscribe();
+    clearInterval(timer);
+  };
 }
 
 async function personaText(turn: Turn): Promise<string> {
