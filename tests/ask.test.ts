@@ -260,6 +260,23 @@ describe("POST /v1/ask with a chat model (a local fake of the OpenAI API)", () =
     }
   });
 
+  it("falls back to the extractive answer when the model runs out of time midway through a JSON answer, which nobody has seen yet", async () => {
+    fake.reply = "Roll back with kubectl rollout undo and then wait for the pods [1].";
+    fake.stallAfterWords = 3;
+    process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS = "500";
+    try {
+      const res = await ann.post("/v1/ask", { query: "how do we roll back a bad deploy?" });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data.metadata.model).toBe("extractive");
+      expect(res.body.data.metadata.fallback_reason).toBe("chat model failed: the chat model did not finish within 500 ms");
+      expect(res.body.data.answer).toMatch(/kubectl rollout undo/);
+      expect(res.body.data.answer).not.toMatch(/^Roll back with kubectl/);
+    } finally {
+      fake.stallAfterWords = undefined;
+      delete process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS;
+    }
+  });
+
   it("does not call the model when recall found nothing", async () => {
     const res = await ann.post("/v1/ask", { query: "what is the airspeed velocity of an unladen swallow?" });
     expect(res.body.data.answer).toBe(NOTHING_FOUND);

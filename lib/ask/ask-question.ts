@@ -51,8 +51,12 @@ export interface AskDone {
 export interface AskRun {
   sources: RecalledMemory[];
   retrievalMs: number;
-  /** Answer text in pieces; the generator's return value is the summary for `done`. */
-  answer(signal?: AbortSignal): AsyncGenerator<string, AskDone>;
+  /**
+   * Answer text in pieces; the generator's return value is the summary for `done`. `buffered`: the
+   * caller shows nothing before the end (the JSON form), so a model failing midway can still be
+   * replaced by the extractive answer.
+   */
+  answer(signal?: AbortSignal, options?: { buffered?: boolean }): AsyncGenerator<string, AskDone>;
 }
 
 const round = (ms: number) => Math.round(ms * 10) / 10;
@@ -71,14 +75,15 @@ export async function startAsk(ctx: AuthContext, input: AskInput): Promise<AskRu
   });
   const sources = recalled.memories;
   const retrievalMs = performance.now() - started;
-  return { sources, retrievalMs, answer: (signal) => writeAnswer(ctx, input, sources, signal) };
+  return { sources, retrievalMs, answer: (signal, options) => writeAnswer(ctx, input, sources, signal, options?.buffered ?? false) };
 }
 
 async function* writeAnswer(
   ctx: Pick<AuthContext, "user" | "requestId">,
   input: AskInput,
   sources: RecalledMemory[],
-  signal?: AbortSignal,
+  signal: AbortSignal | undefined,
+  buffered: boolean,
 ): AsyncGenerator<string, AskDone> {
   const started = performance.now();
   const model = sources.length > 0 ? chatModel() : null;
@@ -93,8 +98,9 @@ async function* writeAnswer(
         yield text;
       }
     } catch (error) {
-      // Once text went out the answer cannot be swapped; before that, the extractive answer stands in.
-      if (answer || signal?.aborted) throw error;
+      // Once text went out the answer cannot be swapped; before that (or while the caller still holds
+      // it all), the extractive answer stands in.
+      if ((answer && !buffered) || signal?.aborted) throw error;
       console.error(`[${ctx.requestId}] ask: chat model failed; answering extractively: ${error instanceof Error ? error.message : String(error)}`);
       // The provider's own error text (its address, an echoed key, its quota) is the operator's, not
       // every asker's: it goes to the log under the request id, as a 500's details do.
@@ -135,7 +141,7 @@ function citation(index: number, source: RecalledMemory): AskCitation {
 export async function askQuestion(ctx: AuthContext, input: AskInput, signal?: AbortSignal): Promise<AskResult> {
   const started = performance.now();
   const run = await startAsk(ctx, input);
-  const writer = run.answer(signal);
+  const writer = run.answer(signal, { buffered: true });
   let step = await writer.next();
   while (!step.done) step = await writer.next();
   const done = step.value;

@@ -10,6 +10,8 @@ export interface FakeChat {
   fail: boolean;
   /** Accept the request and never answer (ended when the fake closes). */
   stall: boolean;
+  /** When set, write this many words of the reply, then go quiet (ended when the fake closes). */
+  stallAfterWords?: number;
   close(): Promise<void>;
 }
 
@@ -42,7 +44,13 @@ export async function startFakeChat(): Promise<FakeChat> {
     const chunk = (delta: Record<string, unknown>, finish: string | null, usage?: unknown) =>
       `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage } : {}) })}\n\n`;
     res.write(chunk({ role: "assistant", content: "" }, null));
-    for (const word of fake.reply.match(/\S+\s*/g) ?? []) res.write(chunk({ content: word }, null));
+    const words = fake.reply.match(/\S+\s*/g) ?? [];
+    if (fake.stallAfterWords !== undefined) {
+      for (const word of words.slice(0, fake.stallAfterWords)) res.write(chunk({ content: word }, null));
+      stalled.push(res);
+      return;
+    }
+    for (const word of words) res.write(chunk({ content: word }, null));
     res.write(chunk({}, "stop", { prompt_tokens: 100, completion_tokens: 17, total_tokens: 117 }));
     res.end("data: [DONE]\n\n");
   });
