@@ -6,6 +6,7 @@ import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 import { startFakeChat, type FakeChat } from "./support/openai-stream-fake.ts";
 import { indexMemories } from "./recall-helpers.ts";
+import { flushUsage } from "@/lib/usage/count-usage.ts";
 
 let h: Harness;
 let ann: Client;
@@ -275,6 +276,29 @@ describe("POST /v1/ask with a chat model (a local fake of the OpenAI API)", () =
       fake.stallAfterWords = undefined;
       delete process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS;
     }
+  });
+
+  it("counts a streamed ask once it is answered, not one that ends with an error event", async () => {
+    const { Memax } = await loadMemaxSdk();
+    const asks = async () => {
+      await flushUsage();
+      return (await ann.get("/v1/usage")).body.data.ask_count as number;
+    };
+    const before = await asks();
+    fake.reply = "Roll back with kubectl rollout undo and then wait for the pods [1].";
+    fake.stallAfterWords = 3;
+    process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS = "500";
+    try {
+      const failed = await askStream(sdkFor(Memax, ann), "how do we roll back a bad deploy?");
+      expect(failed.at(-1)!.event).toBe("error");
+    } finally {
+      fake.stallAfterWords = undefined;
+      delete process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS;
+    }
+    expect(await asks()).toBe(before);
+    const answered = await askStream(sdkFor(Memax, ann), "how do we roll back a bad deploy?");
+    expect(answered.at(-1)!.event).toBe("done");
+    expect(await asks()).toBe(before + 1);
   });
 
   it("does not call the model when recall found nothing", async () => {

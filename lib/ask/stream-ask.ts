@@ -3,8 +3,12 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { sseResponse } from "@/lib/api/sse.ts";
 import { roundMs, startAsk, type AskInput } from "./ask-question.ts";
 
-/** SSE form of ask: `sources` (the recalled array), `delta {text}`…, then `done {tokens, model}` or `error {message}`. */
-export function streamAsk(ctx: AuthContext, input: AskInput, requestSignal?: AbortSignal): Response {
+/**
+ * SSE form of ask: `sources` (the recalled array), `delta {text}`…, then `done {tokens, model}` or
+ * `error {message}`. `onAnswered` runs once the answer is whole: an ask is counted when it succeeds,
+ * as the JSON form is, not when its stream opens.
+ */
+export function streamAsk(ctx: AuthContext, input: AskInput, requestSignal?: AbortSignal, onAnswered?: () => Promise<void>): Response {
   return sseResponse(async (sse) => {
     const started = performance.now();
     const signal = requestSignal ? AbortSignal.any([requestSignal, sse.signal]) : sse.signal;
@@ -21,6 +25,8 @@ export function streamAsk(ctx: AuthContext, input: AskInput, requestSignal?: Abo
         step = await writer.next();
       }
       const done = step.value;
+      // Counted before done goes out, so a client reading its usage after done finds this ask in it.
+      await onAnswered?.();
       sse.send("done", {
         tokens: done.tokens,
         model: done.model,

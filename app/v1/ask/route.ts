@@ -12,10 +12,7 @@ import { countUsage } from "@/lib/usage/count-usage.ts";
 export const POST = withAuth({ bucket: "heavy", reads: true }, async (ctx, req) => {
   const body = await parseJson(req, askBodySchema);
   const input = { ...body, preferred_hub_id: ctx.hubHeader };
-  if (wantsEventStream(req)) {
-    await countUsage(ctx, "asks");
-    return streamAsk(ctx, input, req.signal);
-  }
+  if (wantsEventStream(req)) return streamAsk(ctx, input, req.signal, () => countUsage(ctx, "asks"));
   const result = await askQuestion(ctx, input, req.signal);
   await countUsage(ctx, "asks");
   return ok(result);
