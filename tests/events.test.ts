@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { setDatabase } from "@/lib/db/database.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { emitEvent } from "@/lib/events/emit-event.ts";
 import { eventsRetentionMs, pruneEvents } from "@/lib/events/prune-events.ts";
 import { MAX_STREAMS_PER_USER, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
@@ -288,6 +289,26 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     expect(wide.payload().map((e) => e.data.entity_id)).not.toContain(early);
     // The key limited to one hub: nothing of the others, even addressed to its user.
     expect(narrow.payload().filter((e) => e.data.hub_id !== kept && e.data.hub_id !== null)).toEqual([]);
+  });
+
+  it("a replay paused by a client that stopped reading hands a member removed meanwhile nothing of the hub", async () => {
+    const fay = await h.user("Fay");
+    const shared = await h.teamHub(ann, []);
+    await ann.post(`/v1/hubs/${shared}/invites`, { email: fay.email });
+    expect((await ann.post(`/v1/hubs/${shared}/members`, { user_id: fay.id, role: "viewer" })).status).toBe(201);
+    const from = (await h.db.event.aggregate({ _max: { seq: true } }))._max.seq!.toString();
+    // More than one replay page of the hub's events, more than the stream queues before it waits for the client.
+    await emitEvent(h.db, Array.from({ length: 700 }, (_, i) => ({ type: "memory.updated" as const, hubId: shared, actorId: ann.id, entityId: `filler ${i}` })));
+    const s = await openEventStream(fay.key, "", { "last-event-id": from }, { paused: true });
+    open.push(s);
+    // The first page is queued and the replay waits for the client to read it.
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await ann.delete(`/v1/hubs/${shared}/members/${fay.id}`)).status).toBe(200);
+    const secret = await push(ann, "fay must not see this", shared);
+    s.resume();
+    await settle(fay, s, fay.personalHubId);
+    expect(s.payload().map((e) => e.data.entity_id)).not.toContain(secret);
+    expect(s.payload().filter((e) => e.data.hub_id === shared).length).toBeLessThanOrEqual(500);
   });
 
   it("a Last-Event-ID past the newest event (a restored database, a forged id) resumes from the newest, not a dead stream", async () => {

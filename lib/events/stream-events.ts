@@ -93,13 +93,14 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       sse.send(event.type, eventData(event), event.seq);
     };
     const replay = async () => {
-      // A hub's events only from when the caller joined it (a member since re-invited, or new, gets
-      // nothing of the time they were not one), and only hubs the credential reaches, for the
-      // events addressed to the user as well.
-      const memberships = await ctx.db.hubMember.findMany({ where: membershipWhere(ctx), select: { hubId: true, joinedAt: true } });
       const reached = ctx.credential.hubIds === null ? {} : { OR: [{ hubId: null }, { hubId: { in: [...ctx.credential.hubIds] } }] };
       const since = new Date(Date.now() - eventsRetentionMs());
       for (;;) {
+        // A hub's events only from when the caller joined it (a member since re-invited, or new, gets
+        // nothing of the time they were not one), and only hubs the credential reaches, for the
+        // events addressed to the user as well. Read again for every page: a page waits for the client
+        // to read the one before, and a member removed meanwhile must get nothing more of the hub.
+        const memberships = await ctx.db.hubMember.findMany({ where: membershipWhere(ctx), select: { hubId: true, joinedAt: true } });
         const rows = await ctx.db.event.findMany({
           where: {
             seq: { gt: lastSeq },

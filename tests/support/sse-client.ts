@@ -20,15 +20,17 @@ export interface SseStream {
   text?: string;
   /** Resolves when the server ends the stream. */
   ended: Promise<void>;
+  /** Opened with `paused`: starts reading (until then the client reads nothing, as a stalled one). */
+  resume(): void;
 }
 
 /** Opens GET /v1/events/stream through the route handler and parses the SSE wire format as it arrives. */
-export function openEventStream(key: string, query = "", headers: Record<string, string> = {}): Promise<SseStream> {
-  return openSse(key, `/v1/events/stream${query}`, headers);
+export function openEventStream(key: string, query = "", headers: Record<string, string> = {}, options: { paused?: boolean } = {}): Promise<SseStream> {
+  return openSse(key, `/v1/events/stream${query}`, headers, options);
 }
 
 /** Opens any event-stream route (GET `path`) through the route handler. */
-export async function openSse(key: string, path: string, headers: Record<string, string> = {}): Promise<SseStream> {
+export async function openSse(key: string, path: string, headers: Record<string, string> = {}, options: { paused?: boolean } = {}): Promise<SseStream> {
   const res = await dispatch(new Request(`http://engram.test${path}`, { headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", ...headers } }));
   const events: SseEvent[] = [];
   const waiters = new Set<() => void>();
@@ -57,6 +59,7 @@ export async function openSse(key: string, path: string, headers: Record<string,
     },
     close: async () => undefined,
     ended: Promise.resolve(),
+    resume: () => undefined,
   };
   if (!(res.headers.get("content-type") ?? "").startsWith("text/event-stream") || !res.body) {
     stream.text = await res.text();
@@ -66,7 +69,12 @@ export async function openSse(key: string, path: string, headers: Record<string,
   stream.close = async () => {
     await reader.cancel().catch(() => undefined);
   };
+  const started = new Promise<void>((resolve) => {
+    stream.resume = resolve;
+    if (!options.paused) resolve();
+  });
   stream.ended = (async () => {
+    await started;
     const decoder = new TextDecoder();
     let buffer = "";
     for (;;) {
