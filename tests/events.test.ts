@@ -266,6 +266,29 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     }
   });
 
+  it("a revoked key ends at the next ping a replay that waits for the client to read, with no further page", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const made = (await ann.post("/v1/auth/api-keys", { name: "stalled stream" })).body.data;
+      const from = String((await h.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0);
+      await emitEvent(h.db, Array.from({ length: 700 }, (_, i) => ({ type: "memory.updated" as const, hubId: ann.personalHubId, actorId: ann.id, entityId: `filler ${i}` })));
+      const s = await openEventStream(made.key, "", { "last-event-id": from }, { paused: true });
+      open.push(s);
+      // The first page is queued and the replay waits for the client to read it.
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await ann.delete(`/v1/auth/api-keys/${made.id}`)).body.data.revoked).toBe(true);
+      vi.advanceTimersByTime(PING_INTERVAL_MS);
+      // The check runs now, not once the client has read the replay: nothing after the queued page is sent.
+      await new Promise((r) => setTimeout(r, 500));
+      s.resume();
+      expect((await s.waitFor((e) => e.event === "error")).data.code).toBe("unauthorized");
+      await s.ended;
+      expect(s.payload().filter((e) => e.event !== "error").length).toBeLessThanOrEqual(500);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("a resume hands a hub-limited key no event of its user about other hubs, and a member nothing from before they joined", async () => {
     const dana = await h.user("Dana");
     const kept = await h.teamHub(dana, []);
@@ -296,7 +319,7 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     const shared = await h.teamHub(ann, []);
     await ann.post(`/v1/hubs/${shared}/invites`, { email: fay.email });
     expect((await ann.post(`/v1/hubs/${shared}/members`, { user_id: fay.id, role: "viewer" })).status).toBe(201);
-    const from = (await h.db.event.aggregate({ _max: { seq: true } }))._max.seq!.toString();
+    const from = String((await h.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0);
     // More than one replay page of the hub's events, more than the stream queues before it waits for the client.
     await emitEvent(h.db, Array.from({ length: 700 }, (_, i) => ({ type: "memory.updated" as const, hubId: shared, actorId: ann.id, entityId: `filler ${i}` })));
     const s = await openEventStream(fay.key, "", { "last-event-id": from }, { paused: true });

@@ -160,7 +160,9 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
     const unsubscribe = await subscribing;
     const ping = setInterval(() => {
       sse.send("ping", { time: new Date().toISOString() });
-      enqueue(checkCredential);
+      // Not queued behind deliveries: a replay waiting for a client that stopped reading would hold the
+      // check back, and the client, once it read on, would get the replay's next pages on a revoked key.
+      void checkCredential();
     }, PING_INTERVAL_MS);
     sse.signal.addEventListener("abort", () => {
       clearInterval(ping);
