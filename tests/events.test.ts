@@ -289,6 +289,32 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     }
   });
 
+  it("a stream whose replay waits for a client that stopped reading ends once about 1 MiB of live events waits behind it", async () => {
+    const gus = await h.user("Gus");
+    const from = String((await h.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0);
+    await emitEvent(h.db, Array.from({ length: 700 }, (_, i) => ({ type: "memory.updated" as const, hubId: gus.personalHubId, actorId: gus.id, entityId: `filler ${i}` })));
+    const s = await openEventStream(gus.key, "", { "last-event-id": from }, { paused: true });
+    open.push(s);
+    const watcher = await stream(gus);
+    await new Promise((r) => setTimeout(r, 500));
+    // Live events while the replay waits (2 KiB each, 1.2 MiB in all): held in the server's memory for this client.
+    const live = Array.from({ length: 600 }, (_, i) => `live ${i} ${"x".repeat(2048)}`);
+    await emitEvent(h.db, live.map((entityId) => ({ type: "memory.updated" as const, hubId: gus.personalHubId, actorId: gus.id, entityId })));
+    // The bus hands each event to both streams at once: once the reading one has the last, the paused one was offered all.
+    await watcher.waitFor((e) => e.data?.entity_id === live.at(-1), 20_000);
+    s.resume();
+    const ended = await Promise.race([s.ended.then(() => true), new Promise((r) => setTimeout(() => r(false), 3000))]);
+    expect(ended).toBe(true);
+    // It loses nothing: a resume from the last event it read goes on from there.
+    const last = s.payload().at(-1)!;
+    const again = await stream(gus, "", { "last-event-id": last.id! });
+    const marker = await settle(gus, again, gus.personalHubId);
+    const seen = [...s.payload(), ...again.payload()].map((e) => e.data.entity_id as string);
+    expect(seen.filter((id) => id.startsWith("live ")).sort()).toEqual([...live].sort());
+    expect(seen.filter((id) => id.startsWith("filler ")).length).toBe(700);
+    expect(seen.at(-1)).toBe(marker);
+  });
+
   it("a resume hands a hub-limited key no event of its user about other hubs, and a member nothing from before they joined", async () => {
     const dana = await h.user("Dana");
     const kept = await h.teamHub(dana, []);

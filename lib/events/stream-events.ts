@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { sseResponse } from "@/lib/api/sse.ts";
+import { formatSse, MAX_QUEUED_BYTES, sseResponse } from "@/lib/api/sse.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { credentialReaches, membershipOrThrow, membershipWhere } from "@/lib/hubs/hub-access.ts";
 import { eventBus } from "./event-bus.ts";
@@ -150,10 +150,27 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
     };
 
     // subscribe counts the stream before its first await, so the reserved place can go at once.
+    // Bytes of live events waiting behind the stream's queue (a replay waiting for the client to read on).
+    let held = 0;
+    const hold = (event: EventRecord) => {
+      const size = formatSse(event.type, eventData(event), event.seq).length;
+      held += size;
+      // A client that stopped reading in a replay would otherwise hold every later event of its hubs in
+      // memory, for as long as it stays connected: cut off as sseResponse cuts one that stops reading
+      // live (it resumes with Last-Event-ID and loses nothing).
+      if (held > MAX_QUEUED_BYTES) {
+        sse.close();
+        return;
+      }
+      enqueue(() => {
+        held -= size;
+        deliver(event);
+      });
+    };
     const subscribing = eventBus(database).subscribe({
       userId,
       accepts,
-      deliver: (event) => enqueue(() => deliver(event)),
+      deliver: hold,
       resync: () => enqueue(replay),
     });
     release();
