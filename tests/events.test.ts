@@ -4,11 +4,11 @@ import { setDatabase } from "@/lib/db/database.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { eventsRetentionMs, pruneEvents } from "@/lib/events/prune-events.ts";
-import { MAX_STREAMS_PER_USER, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
+import { MAX_STREAMS_PER_USER, openEventStream as openStreamFor, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
-import { changedBefore } from "./support/changed-mid-request.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
-import { openEventStream, type SseStream } from "./support/sse-client.ts";
+import { openEventStream, readSse, type SseStream } from "./support/sse-client.ts";
 
 let h: Harness;
 let ann: Client;
@@ -194,6 +194,32 @@ describe("GET /v1/events/stream", () => {
     // Mira heard the memory leave her hub (memory.deleted) and nothing of it since.
     await settle(mira, miraStream, hub);
     expect(miraStream.payload().filter((e) => e.data.entity_id === id).map((e) => e.event)).toEqual(["memory.deleted"]);
+  });
+
+  it("a stream that does not resume still gets an event committed while it was opening (after it read the newest id)", async () => {
+    let during = "";
+    // The real database; a push commits right after the stream read the newest event's id, before it listens.
+    const db = new Proxy(h.db, {
+      get(target, key) {
+        if (key !== "event") return Reflect.get(target, key);
+        return new Proxy(target.event, {
+          get(model, method) {
+            if (method !== "aggregate") return Reflect.get(model, method);
+            return async (...args: Parameters<typeof model.aggregate>) => {
+              const newest = await model.aggregate(...args);
+              if (!during) during = await push(ann, `committed while the stream opened ${Math.random()}`, hub);
+              return newest;
+            };
+          },
+        });
+      },
+    });
+    const s = await readSse(await openStreamFor(sessionContext(h, mira, db), { hubId: hub }));
+    open.push(s);
+    await s.waitFor((e) => e.event === "ready");
+    const after = await push(ann, `after the stream opened ${Math.random()}`, hub);
+    await s.waitFor((e) => e.data?.entity_id === after);
+    expect(s.payload().map((e) => e.data.entity_id)).toEqual([during, after]);
   });
 
   it("sends a ping every 25 s, and not before", async () => {

@@ -174,6 +174,11 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       resync: () => enqueue(replay),
     });
     release();
+    // A catch-up from the start before any live event, once listening: an event that committed after the
+    // newest id was read and before this stream listened was heard by no one (for the process's first
+    // stream, not before its LISTEN connection was made). First in the queue, so a live event after it
+    // cannot move the cursor past it. Its failure is the await below's.
+    enqueue(() => subscribing.then(replay, () => undefined));
     const unsubscribe = await subscribing;
     const ping = setInterval(() => {
       sse.send("ping", { time: new Date().toISOString() });
@@ -191,6 +196,5 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       return;
     }
     sse.send("ready", { user_id: userId, hub_id: input.hubId ?? null, types: types ? [...types] : null, resumed_after: resumeFrom?.toString() ?? null });
-    if (resumeFrom !== null) enqueue(replay);
   });
 }

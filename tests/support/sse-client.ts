@@ -32,6 +32,11 @@ export function openEventStream(key: string, query = "", headers: Record<string,
 /** Opens any event-stream route (GET `path`) through the route handler. */
 export async function openSse(key: string, path: string, headers: Record<string, string> = {}, options: { paused?: boolean } = {}): Promise<SseStream> {
   const res = await dispatch(new Request(`http://engram.test${path}`, { headers: { authorization: `Bearer ${key}`, accept: "text/event-stream", ...headers } }));
+  return readSse(res, options);
+}
+
+/** Parses an event-stream Response (one a domain function returned, say) as it arrives. */
+export async function readSse(res: Response, options: { paused?: boolean } = {}): Promise<SseStream> {
   const events: SseEvent[] = [];
   const waiters = new Set<() => void>();
   const stream: SseStream = {
