@@ -37,4 +37,29 @@ describe("usage counts", () => {
       expect((await eve.get("/v1/usage")).body.data.push_count).toBe(round);
     }
   });
+
+  it("counts whose write failed (a database hiccup) are written by the next flush, not dropped", async () => {
+    const fay = await h.user("Fay");
+    let failures = 1;
+    const db = h.db.$extends({
+      query: {
+        usageCounter: {
+          async upsert({ args, query }) {
+            if (failures > 0) {
+              failures -= 1;
+              throw new Error("database hiccup");
+            }
+            return query(args);
+          },
+        },
+      },
+    });
+    const ctx = { user: { id: fay.id }, db, now: () => new Date() } as unknown as AuthContext;
+    await countUsage(ctx, "pushes");
+    await countUsage(ctx, "recalls");
+    await flushUsage();
+    expect(failures).toBe(0);
+    await flushUsage();
+    expect(await h.db.usageCounter.findFirst({ where: { userId: fay.id }, select: { pushes: true, recalls: true } })).toEqual({ pushes: 1, recalls: 1 });
+  });
 });

@@ -5,6 +5,9 @@ export type UsageCounterName = "pushes" | "recalls" | "asks";
 
 /** How long counts wait in memory before one write per user (keeps a write off every request). */
 const FLUSH_DELAY_MS = 250;
+/** Counts whose write failed are tried again this much later, up to MAX_WRITE_ATTEMPTS times (about 5 minutes). */
+const RETRY_DELAY_MS = 5_000;
+const MAX_WRITE_ATTEMPTS = 60;
 
 /** First instant of the calendar month (UTC) containing `at`: the usage period. */
 export function periodStart(at: Date): Date {
@@ -20,6 +23,8 @@ interface Pending {
   userId: string;
   periodStart: Date;
   counts: Record<UsageCounterName, number>;
+  /** Failed writes of these counts so far. */
+  attempts: number;
 }
 
 interface UsageState {
@@ -37,7 +42,7 @@ export async function countUsage(ctx: AuthContext, counter: UsageCounterName): P
   let entry = state.pending.get(key);
   if (!entry || entry.db !== ctx.db) {
     if (entry) await flushUsage();
-    entry = { db: ctx.db, userId: ctx.user.id, periodStart: start, counts: { pushes: 0, recalls: 0, asks: 0 } };
+    entry = { db: ctx.db, userId: ctx.user.id, periodStart: start, counts: { pushes: 0, recalls: 0, asks: 0 }, attempts: 0 };
     state.pending.set(key, entry);
   }
   entry.counts[counter] += 1;
@@ -73,7 +78,24 @@ async function writeCounts(batch: Pending[]): Promise<void> {
         },
       });
     } catch (error) {
-      console.error(`[engram] usage: could not record counts of user ${entry.userId}`, error);
+      // The calls were answered: their counts wait for the next flush (a database hiccup, a restart)
+      // instead of going missing from /v1/usage for good.
+      const attempts = entry.attempts + 1;
+      const key = `${entry.userId}:${entry.periodStart.toISOString()}`;
+      const pending = state.pending.get(key);
+      if (attempts >= MAX_WRITE_ATTEMPTS || (pending && pending.db !== entry.db)) {
+        console.error(`[engram] usage: could not record counts of user ${entry.userId}; dropped after ${attempts} attempts`, error);
+        continue;
+      }
+      console.error(`[engram] usage: could not record counts of user ${entry.userId}; tried again later`, error);
+      if (pending) {
+        for (const name of Object.keys(entry.counts) as UsageCounterName[]) pending.counts[name] += entry.counts[name];
+        pending.attempts = Math.max(pending.attempts, attempts);
+      } else {
+        state.pending.set(key, { ...entry, attempts });
+      }
+      // Unref'd: a server stopping while its database is gone exits rather than waiting for the retries.
+      state.timer ??= setTimeout(() => void flushUsage(), RETRY_DELAY_MS).unref();
     }
   }
 }
