@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -728,6 +728,20 @@ describe("an upload's life ends for good", () => {
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe("conflict");
     expect(existsSync(file)).toBe(false);
+  });
+
+  it("a PUT whose file description cannot be written leaves no object behind, so the same URL can try again", async () => {
+    const bytes = Buffer.from("described at last");
+    const i = await intent(ann, "described.txt", "text/plain", bytes.length);
+    const file = path.join(blobDir, ...i.object_key.split("/"));
+    // Something in the way of the sidecar (as a full disk would refuse it) once the bytes are in place.
+    mkdirSync(`${file}.meta.json`, { recursive: true });
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBeGreaterThanOrEqual(400);
+    expect(existsSync(file)).toBe(false);
+    rmSync(`${file}.meta.json`, { recursive: true });
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+    const res = await ann.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, sha256: sha256(bytes) } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
   });
 
   it("of two PUTs racing on one URL, the one that finishes second is refused and the first one's bytes stay", async () => {

@@ -138,7 +138,14 @@ export class LocalBlobStore implements BlobStore {
         }
         throw error;
       }
-      await writeFile(`${target}.meta.json`, JSON.stringify(meta));
+      try {
+        await writeFile(`${target}.meta.json`, JSON.stringify(meta));
+      } catch (error) {
+        // Bytes without their description are no upload (head() finds none) yet would refuse every
+        // retry of the URL as "already uploaded": the object goes, and the same URL may try again.
+        await Promise.all([target, `${target}.meta.json`].map((file) => rm(file, { force: true }).catch(() => undefined)));
+        throw error;
+      }
       return meta;
     } catch (error) {
       if (error instanceof UploadRejected) throw error;
