@@ -206,6 +206,43 @@ describe("notifications", () => {
     expect(await h.db.notification.count({ where: { hubId: hub } })).toBe(0);
   });
 
+  it("a hub left behind: its rows (names, members, memory titles) are not listed, counted or found, whatever their state", async () => {
+    const fay = await h.user("Fay");
+    const gil = await h.user("Gil");
+    const ida = await h.user("Ida");
+    const hub = await h.teamHub(fay, [[gil, "admin"]]);
+    // Gil, an admin, hears of Ida joining; a decision and a receipt he dismisses close before he leaves.
+    await fay.post(`/v1/hubs/${hub}/invites`, { email: ida.email, role: "viewer" });
+    expect((await fay.post(`/v1/hubs/${hub}/members`, { user_id: ida.id, role: "viewer" })).status).toBe(201);
+    const [joined] = await inbox(gil, `?hub=${hub}`);
+    expect(joined).toMatchObject({ kind: "hub_member_joined", payload: { hub: { name: expect.any(String) }, member: { id: ida.id } } });
+    expect((await gil.post(`/v1/notifications/${joined.id}/dismiss`)).status).toBe(200);
+    await createNotification(h.db, {
+      userId: gil.id,
+      hubId: hub,
+      kind: "review_contradiction",
+      sourceKind: "dream_action",
+      sourceId: crypto.randomUUID(),
+      payload: { hub: { id: hub, name: "Secret plans" }, memory_a: { id: crypto.randomUUID(), title: "Launch on May 3" } },
+    });
+    expect((await gil.post(`/v1/hubs/${hub}/leave`)).status).toBe(200);
+    // A fan-out that read the hub's admins before the leave committed lands after it.
+    const late = await createNotification(h.db, { userId: gil.id, hubId: hub, kind: "hub_member_joined", sourceKind: "hub_member", sourceId: ida.id, payload: { hub: { id: hub, name: "Secret plans" } } });
+
+    for (const status of ["pending", "resolved", "dismissed", "expired"]) {
+      expect(await inbox(gil, `?status=${status}`), status).toEqual([]);
+      expect(await inbox(gil, `?status=${status}&hub=${hub}`), status).toEqual([]);
+    }
+    expect((await gil.get("/v1/notifications/summary")).body.data.unseen_total).toBe(0);
+    for (const id of [joined.id, late.id]) {
+      expect((await gil.post(`/v1/notifications/${id}/seen`)).status).toBe(404);
+      expect((await gil.post(`/v1/notifications/${id}/dismiss`)).status).toBe(404);
+    }
+    // Invited again, he sees the invite (a person is told of a hub they are invited to).
+    expect((await fay.post(`/v1/hubs/${hub}/invites`, { invitee: { user_id: gil.id }, role: "viewer" })).status).toBe(201);
+    expect((await inbox(gil)).map((n) => n.kind)).toEqual(["hub_invite"]);
+  });
+
   it("ownership transfer: the target decides from the notification, the previous owner hears of the result", async () => {
     const hub = await createTeamHub(ann, "Transfer hub");
     await ann.post(`/v1/hubs/${hub}/invites`, { email: bob.email, role: "admin" });

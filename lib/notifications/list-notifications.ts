@@ -29,8 +29,19 @@ export interface ListNotificationsInput {
 
 const invalid = (path: string, message: string) => new ApiError("invalid_request", `Query is invalid: ${path}: ${message}`, { issues: [{ path, message }] });
 
+/**
+ * The rows the caller may see at all: those about no hub, about a hub they are a member of, and the
+ * invites addressed to them. A row about a hub they left (or were removed from) names the hub, its
+ * members and its memories' titles, so it goes with the access, whatever its state; one a fan-out
+ * wrote just after they left (its reading of the members came first) is hidden as well.
+ */
+export async function visibleNotifications(ctx: AuthContext): Promise<Prisma.NotificationWhereInput> {
+  const memberships = await ctx.db.hubMember.findMany({ where: { userId: ctx.user.id }, select: { hubId: true } });
+  return { OR: [{ hubId: null }, { kind: "hub_invite" }, { hubId: { in: memberships.map((m) => m.hubId) } }] };
+}
+
 /** The where clause shared by the list, the summary and the bulk updates. */
-export function notificationScope(ctx: AuthContext, input: { hub?: string; status?: string; kinds?: string[]; since?: string }): Prisma.NotificationWhereInput {
+export async function notificationScope(ctx: AuthContext, input: { hub?: string; status?: string; kinds?: string[]; since?: string }): Promise<Prisma.NotificationWhereInput> {
   const now = ctx.now();
   if (input.hub !== undefined && !isUuid(input.hub)) throw invalid("hub", "must be a hub id");
   if (input.status !== undefined && !(NOTIFICATION_STATUSES as readonly string[]).includes(input.status)) {
@@ -59,7 +70,7 @@ export function notificationScope(ctx: AuthContext, input: { hub?: string; statu
     ...(input.kinds?.length && { kind: { in: input.kinds } }),
     ...(since && { createdAt: { gte: since } }),
     // A key limited to some hubs sees only their notifications (and those about no hub).
-    AND: [byStatus, ...(hubIds ? [{ OR: [{ hubId: null }, { hubId: { in: [...hubIds] } }] }] : [])],
+    AND: [byStatus, await visibleNotifications(ctx), ...(hubIds ? [{ OR: [{ hubId: null }, { hubId: { in: [...hubIds] } }] }] : [])],
   };
 }
 
@@ -71,7 +82,7 @@ export async function listNotifications(ctx: AuthContext, input: ListNotificatio
   const list = `notifications:${input.hub ?? ""}:${input.status ?? "pending"}:${(input.kinds ?? []).join(",")}:${(input.resolutions ?? []).join(",")}:${input.unseenOnly ? 1 : 0}`;
   const after = input.cursor ? decodeCursor(secret, list, ctx.user.id, input.cursor, z.tuple([z.iso.datetime(), z.uuid()])) : null;
   const where: Prisma.NotificationWhereInput = {
-    ...notificationScope(ctx, input),
+    ...(await notificationScope(ctx, input)),
     ...(input.resolutions?.length && { resolution: { in: input.resolutions } }),
     ...(input.unseenOnly && { seenAt: null }),
     ...(after && {
@@ -89,12 +100,12 @@ export async function notificationSummary(ctx: AuthContext, input: { hub?: strin
   await refreshOnboarding(ctx);
   const groups = await ctx.db.notification.groupBy({
     by: ["kind"],
-    where: notificationScope(ctx, { hub: input.hub, status: "pending" }),
+    where: await notificationScope(ctx, { hub: input.hub, status: "pending" }),
     _count: { _all: true },
   });
   const unseen = await ctx.db.notification.groupBy({
     by: ["kind"],
-    where: { ...notificationScope(ctx, { hub: input.hub, status: "pending" }), seenAt: null },
+    where: { ...(await notificationScope(ctx, { hub: input.hub, status: "pending" })), seenAt: null },
     _count: { _all: true },
   });
   const byKind: Record<string, { pending: number; unseen: number }> = {};

@@ -15,10 +15,10 @@ import { acceptInvite } from "@/lib/invites/accept-invite.ts";
 import { revealInviteToken } from "@/lib/invites/invite-token.ts";
 import { isDecisionKind, RESOLVE_ACTIONS } from "./notification-kinds.ts";
 import { effectiveStatus } from "./serialize-notification.ts";
-import { notificationScope } from "./list-notifications.ts";
+import { notificationScope, visibleNotifications } from "./list-notifications.ts";
 
 export async function ownNotificationOrThrow(ctx: AuthContext, id: string) {
-  const row = isUuid(id) ? await ctx.db.notification.findFirst({ where: { id, userId: ctx.user.id } }) : null;
+  const row = isUuid(id) ? await ctx.db.notification.findFirst({ where: { id, userId: ctx.user.id, AND: [await visibleNotifications(ctx)] } }) : null;
   // A key limited to some hubs does not see notifications about the others.
   if (!row || (row.hubId && !credentialReaches(ctx.credential, row.hubId))) throw new ApiError("not_found", "Notification not found");
   return row;
@@ -113,7 +113,7 @@ export async function bulkUpdateNotifications(ctx: AuthContext, op: "seen" | "di
     throw new ApiError("bulk_not_allowed_for_decision_kind", `Decisions are taken one by one: ${decisions.join(", ")}`, { kinds: decisions });
   }
   const now = ctx.now();
-  const where = { ...notificationScope(ctx, { hub: input.hub ?? ctx.hubHeader, kinds: input.kinds, since: input.since }), ...(op === "seen" && { seenAt: null }) };
+  const where = { ...(await notificationScope(ctx, { hub: input.hub ?? ctx.hubHeader, kinds: input.kinds, since: input.since })), ...(op === "seen" && { seenAt: null }) };
   const { count } = await ctx.db.notification.updateMany({
     where,
     data: op === "seen" ? { seenAt: now } : { status: "dismissed", resolvedAt: now },
