@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNotification } from "@/lib/notifications/create-notification.ts";
+import { notificationSummary } from "@/lib/notifications/list-notifications.ts";
 import { resolveNotification } from "@/lib/notifications/update-notification.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
@@ -354,6 +355,32 @@ describe("notifications", () => {
       expect((await inbox(ann, `?status=dismissed&since=${encodeURIComponent(early)}`)).map((n) => n.id)).toEqual(all);
     }
     expect(await inbox(ann, `?status=dismissed&since=${encodeURIComponent("+275000-01-01T00:00:00Z")}`)).toEqual([]);
+  });
+
+  it("the summary's counts are of one moment: a row arriving while it counts is in both pending and unseen, or in neither", async () => {
+    const jon = await h.user("Jon");
+    const failed = (hubId: string) => createNotification(h.db, { userId: jon.id, hubId, kind: "memory_processing_failed", sourceKind: "memory", sourceId: crypto.randomUUID() });
+    await failed(jon.personalHubId);
+    // Another request's row commits right after the summary's first count.
+    let counted = 0;
+    const db = new Proxy(h.db, {
+      get(target, key) {
+        if (key !== "notification") return Reflect.get(target, key);
+        return new Proxy(target.notification, {
+          get: (model, method) =>
+            method === "groupBy"
+              ? async (args: any) => {
+                  const result = await (model.groupBy as any)(args);
+                  if (counted++ === 0) await failed(jon.personalHubId);
+                  return result;
+                }
+              : Reflect.get(model, method),
+        });
+      },
+    }) as typeof h.db;
+    const summary = await notificationSummary(sessionContext(h, jon, db), {});
+    expect([{ pending: 1, unseen: 1 }, { pending: 2, unseen: 2 }]).toContainEqual(summary.by_kind.memory_processing_failed);
+    expect(summary.updates_unseen).toBe(summary.updates_pending);
   });
 
   it("Memax's SDK reads the list and the summary", async () => {

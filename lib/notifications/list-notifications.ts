@@ -98,20 +98,16 @@ export async function listNotifications(ctx: AuthContext, input: ListNotificatio
 /** GET /v1/notifications/summary: badge counts, every known kind present (zeros included). */
 export async function notificationSummary(ctx: AuthContext, input: { hub?: string }): Promise<NotificationSummary> {
   await refreshOnboarding(ctx);
+  // One statement, so both counts are of one moment: counted apart, a row that arrived (or was marked)
+  // between them was unseen but not pending, a badge of more unseen than there are.
   const groups = await ctx.db.notification.groupBy({
     by: ["kind"],
     where: await notificationScope(ctx, { hub: input.hub, status: "pending" }),
-    _count: { _all: true },
-  });
-  const unseen = await ctx.db.notification.groupBy({
-    by: ["kind"],
-    where: { ...(await notificationScope(ctx, { hub: input.hub, status: "pending" })), seenAt: null },
-    _count: { _all: true },
+    _count: { _all: true, seenAt: true },
   });
   const byKind: Record<string, { pending: number; unseen: number }> = {};
   for (const kind of NOTIFICATION_KINDS) byKind[kind] = { pending: 0, unseen: 0 };
-  for (const g of groups) (byKind[g.kind] ??= { pending: 0, unseen: 0 }).pending = g._count._all;
-  for (const g of unseen) (byKind[g.kind] ??= { pending: 0, unseen: 0 }).unseen = g._count._all;
+  for (const g of groups) byKind[g.kind] = { pending: g._count._all, unseen: g._count._all - g._count.seenAt };
   const sum = (kinds: readonly string[], field: "pending" | "unseen") => kinds.reduce((n, k) => n + (byKind[k]?.[field] ?? 0), 0);
   const receipts = Object.keys(byKind).filter((k) => !(DECISION_KINDS as readonly string[]).includes(k));
   return {
