@@ -470,3 +470,40 @@ describe("an administrator's impersonation while the account is claimed", () => 
     expect(order).toEqual(["claimed", "impersonated 200"]);
   });
 });
+
+describe("a checklist refreshed by two reads at once, memories pushed in between", () => {
+  /**
+   * A refresh (lib/onboarding/refresh-onboarding.ts) read the account's memories before taking the
+   * checklist's lock, so one that waited on that lock behind a refresh that had counted a newer push
+   * wrote its older count back: the progress bar went from 3 of 5 back to 2. Here the newer refresh
+   * is a second connection that holds the lock and writes 3 once the third memory is in.
+   */
+  it.skipIf(!testPostgres())("the progress stays at the newer count", async () => {
+    const kim = await h.user("ProgressCounter");
+    const id = (await kim.post("/v1/onboarding/restart", {})).body.data.id as string;
+    for (const n of [1, 2]) expect((await kim.post("/v1/memories", { content: `Memory number ${n}.` })).status).toBe(201);
+    const progress = async () =>
+      ((await h.db.notification.findUniqueOrThrow({ where: { id } })).payload as { items: { id: string; progress?: { current: number } }[] }).items.find((i) => i.id === "five_memories")!.progress!.current;
+    expect((await kim.get("/v1/notifications/summary")).status).toBe(200);
+    expect(await progress()).toBe(2);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let summary: Promise<ApiResponse> | undefined;
+    let answered = false;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`notification:${id}`]);
+      summary = kim.get("/v1/notifications/summary").then((res) => ((answered = true), res));
+      await untilBlockedOrDone(side, () => answered);
+      expect((await kim.post("/v1/memories", { content: "Memory number 3." })).status).toBe(201);
+      const index = (await side.query("SELECT payload FROM notifications WHERE id = $1", [id])).rows[0].payload.items.findIndex((i: { id: string }) => i.id === "five_memories");
+      await side.query(`UPDATE notifications SET payload = jsonb_set(payload, '{items,${index},progress,current}', '3') WHERE id = $1`, [id]);
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    expect((await summary!).status).toBe(200);
+    expect(await progress()).toBe(3);
+  });
+});

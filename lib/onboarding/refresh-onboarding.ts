@@ -57,13 +57,15 @@ export async function refreshOnboarding(ctx: AuthContext): Promise<void> {
   if (pending.length === 0) return;
   // This process's recall counts are batched in memory; write them so the recall step sees them.
   await flushUsage();
-  const s = await signals(ctx.db, ctx.user.id);
   const now = ctx.now();
   for (const { id } of pending) {
     await ctx.db.$transaction(async (tx) => {
       await lockForTransaction(tx, `notification:${id}`);
       const row = await tx.notification.findFirst({ where: { id, status: "pending" } });
       if (!row) return;
+      // Read under the lock: read before it, a refresh that waited behind one which had counted a newer
+      // push wrote its older count back (a progress bar going from 3 of 5 back to 2).
+      const s = await signals(tx, ctx.user.id);
       const payload = row.payload as unknown as ChecklistPayload;
       let changed = completeItems(payload, ONBOARDING_ITEMS.filter((spec) => met(spec.trigger, s)).map((spec) => spec.id), now);
       for (const item of payload.items) {
