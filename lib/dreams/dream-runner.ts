@@ -11,7 +11,8 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
   const since = new Date(now.getTime() - intervalHours * 3_600_000);
   const rows = await db.$queryRaw<{ id: string }[]>`
     SELECT h.id FROM hubs h
-     WHERE EXISTS (SELECT 1 FROM memories m WHERE m.hub_id = h.id AND m.state = 'active'
+     WHERE h.deleted_at IS NULL
+       AND EXISTS (SELECT 1 FROM memories m WHERE m.hub_id = h.id AND m.state = 'active'
                      AND m.updated_at > coalesce((SELECT max(r.created_at) FROM dream_runs r WHERE r.hub_id = h.id), '-infinity'::timestamptz))
        AND NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.hub_id = h.id AND (r.created_at > ${since} OR r.status IN ('queued', 'running')))
      ORDER BY h.id LIMIT ${limit}`;

@@ -6,6 +6,7 @@ import { startRevokedApiKeysPrune } from "@/lib/auth/prune-revoked-api-keys.ts";
 import { config, configWarnings } from "@/lib/config.ts";
 import { startConfigDeletionsPrune } from "@/lib/configs/prune-config-deletions.ts";
 import { startEventsPrune } from "@/lib/events/prune-events.ts";
+import { startDeletedHubsPurge } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { startInvitesPrune } from "@/lib/invites/prune-invites.ts";
 import { startMailOutboxPrune } from "@/lib/mail/prune-mail-outbox.ts";
 import { startUnusedOAuthClientsPrune } from "@/lib/oauth/prune-unused-clients.ts";
@@ -33,6 +34,7 @@ export async function startServer(): Promise<void> {
   startRevokedApiKeysPrune(database);
   startEmailSignInCodesPrune(database);
   startInvitesPrune(database);
+  startDeletedHubsPurge(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(

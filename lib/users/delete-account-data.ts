@@ -4,6 +4,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { lockHubMembers } from "@/lib/hubs/hub-access.ts";
+import { deleteHubMemories } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 
 export interface DeleteAccountDataResult {
@@ -15,18 +16,22 @@ export interface DeleteAccountDataResult {
 }
 
 /**
- * DELETE /v1/account/data (Memax's account.deleteAllData): empties the account, keeps it. In one
- * transaction it deletes everything in the caller's personal hub (memories with their chunks and
- * files, topics, decision gates, dream runs) and everything that is theirs alone (synced configs
- * with their versions, agent sessions, agent names, chats, notifications, topic visits, uploads never
- * attached). It keeps the account, its sign-ins, API keys and settings, and team hubs: what the
+ * DELETE /v1/account/data (Memax's account.deleteAllData): empties the account, keeps it. It deletes
+ * the personal hub's memories in bounded batches, then in one transaction everything else in it (what
+ * memories a push added meanwhile, topics, decision gates, dream runs) and everything that is theirs
+ * alone (synced configs with their versions, agent sessions, agent names, chats, notifications, topic
+ * visits, uploads never attached). It keeps the account, its sign-ins, API keys and settings, and team hubs: what the
  * caller pushed there belongs to the team (leave the hub, or ask an admin, to remove it).
  */
 export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccountDataResult> {
   const userId = ctx.user.id;
   const personal = await ctx.db.hub.findFirst({ where: { ownerId: userId, hubType: "personal" }, select: { id: true } });
+  // The memories go first, a bounded batch per transaction: all of them in the one transaction below
+  // outlasted the transaction timeout for a large hub and failed on every attempt. What a push adds
+  // meanwhile goes in that transaction, which also takes what cannot be batched.
+  const purged = personal ? (await deleteHubMemories(ctx.db, personal.id)).deleted : 0;
   const { blobKeys, sessionKeys, ...counts } = await ctx.db.$transaction(async (tx) => {
-    let memories = 0;
+    let memories = purged;
     let topics = 0;
     let blobKeys: string[] = [];
     if (personal) {
@@ -34,7 +39,7 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
       await lockHubMembers(tx, personal.id);
       await lockMemoriesOf(tx, personal.id);
       blobKeys = await detachUploads(tx, { hubId: personal.id });
-      memories = (await tx.memory.deleteMany({ where: { hubId: personal.id } })).count;
+      memories += (await tx.memory.deleteMany({ where: { hubId: personal.id } })).count;
       topics = (await tx.topic.deleteMany({ where: { hubId: personal.id } })).count;
       await tx.decisionGate.deleteMany({ where: { hubId: personal.id } });
       // Custom boards hold answers written from the memories (card, history, feedback cascade).

@@ -1,0 +1,75 @@
+import { positiveIntEnv } from "@/lib/config.ts";
+import { runAsBackground } from "@/lib/db/background-work.ts";
+import type { Database, Db } from "@/lib/db/database.ts";
+import { runPeriodically } from "@/lib/system/run-periodically.ts";
+import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
+
+/**
+ * ENGRAM_PURGE_BATCH (default 500): memories one transaction of a hub delete or an account-data delete
+ * removes. A hub of 100,000s of memories deleted in one transaction outlasted the transaction timeout
+ * (20 s) and was rolled back on every attempt, so it could never be deleted.
+ */
+export function purgeBatchSize(): number {
+  return positiveIntEnv("ENGRAM_PURGE_BATCH", 500);
+}
+
+const PURGE_EVERY_MS = 10 * 60_000;
+/** Deleted hubs one sweep takes up (each to its end). */
+const HUBS_PER_SWEEP = 20;
+
+/**
+ * Deletes the hub's memories (with their chunks, attachments and files) a batch per transaction, until
+ * none is left or `deadline` (epoch ms) passed; returns how many went and whether the hub is empty.
+ * Each batch locks its rows in id order before deleting, as every multi-memory write does (row-lock.ts).
+ */
+export async function deleteHubMemories(db: Db, hubId: string, options: { deadline?: number; batch?: number } = {}): Promise<{ deleted: number; done: boolean }> {
+  const batch = options.batch ?? purgeBatchSize();
+  let deleted = 0;
+  for (;;) {
+    if (options.deadline !== undefined && Date.now() >= options.deadline) return { deleted, done: false };
+    const { count, keys } = await db.$transaction(async (tx) => {
+      // Not SKIP LOCKED: a memory an edit holds is waited for, not left behind for the next sweep.
+      const rows = await tx.$queryRaw<{ id: string }[]>`
+        SELECT id::text AS id FROM memories WHERE hub_id = ${hubId}::uuid ORDER BY id LIMIT ${batch} FOR UPDATE`;
+      if (rows.length === 0) return { count: 0, keys: [] };
+      const ids = rows.map((row) => row.id);
+      const keys = await detachUploads(tx, { memoryId: { in: ids } });
+      return { count: (await tx.memory.deleteMany({ where: { id: { in: ids } } })).count, keys };
+    });
+    // The files go after each commit (the upload sweep retries any that fail).
+    await removeBlobs(db, keys);
+    deleted += count;
+    if (count === 0) return { deleted, done: true };
+  }
+}
+
+/**
+ * Finishes the delete of one hub marked deleted (lib/hubs/delete-hub.ts): its memories in batches, then
+ * the hub row, whose cascade takes what is left (topics, dream runs, boards: bounded per hub). Returns
+ * whether the hub is gone; false when the deadline came first or memories are still being purged by another.
+ */
+export async function purgeDeletedHub(db: Db, hubId: string, deadline?: number): Promise<boolean> {
+  for (;;) {
+    const { done } = await deleteHubMemories(db, hubId, { deadline });
+    if (!done) return false;
+    // Only once no memory is left, so this statement's cascade stays small whatever the hub held.
+    const removed = await db.$executeRaw`
+      DELETE FROM hubs WHERE id = ${hubId}::uuid AND deleted_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories WHERE hub_id = ${hubId}::uuid)`;
+    if (removed > 0) return true;
+    // A memory written after the last batch read (a dream's, a move's under way) sends it round again.
+    if ((await db.memory.count({ where: { hubId } })) === 0) return (await db.hub.count({ where: { id: hubId, deletedAt: { not: null } } })) === 0;
+  }
+}
+
+/** The sweep: finishes hubs whose delete was cut short (the request's time ran out, or the process stopped). Returns hubs finished. */
+export async function purgeDeletedHubs(db: Db): Promise<number> {
+  const hubs = await db.hub.findMany({ where: { deletedAt: { not: null } }, orderBy: { deletedAt: "asc" }, take: HUBS_PER_SWEEP, select: { id: true } });
+  let finished = 0;
+  for (const hub of hubs) if (await purgeDeletedHub(db, hub.id)) finished++;
+  return finished;
+}
+
+/** Runs the sweep every 10 minutes (and at start) for the life of the process, as background work. */
+export function startDeletedHubsPurge(database: Database): void {
+  runPeriodically("hubs: deleted hubs purge", PURGE_EVERY_MS, () => runAsBackground(() => purgeDeletedHubs(database.prisma)));
+}

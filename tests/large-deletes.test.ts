@@ -1,0 +1,99 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { purgeDeletedHubs } from "@/lib/hubs/purge-deleted-hubs.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// Deleting a hub, or an account's data, of 100,000s of memories: one transaction outlasted the
+// transaction timeout (20 s) and failed on every attempt. The memories now go a bounded batch
+// (ENGRAM_PURGE_BATCH) per transaction; a hub delete cut short is finished by the sweep.
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness();
+  // Which transaction deleted each memory, and a memory whose delete fails (standing for a crash mid-way).
+  await h.db.$executeRawUnsafe(`CREATE TABLE test_deleted_memories (memory_id uuid, hub_id uuid, txid bigint)`);
+  await h.db.$executeRawUnsafe(`
+    CREATE FUNCTION test_record_memory_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF OLD.title = 'Undeletable' AND NOT EXISTS (SELECT 1 FROM pg_class WHERE relname = 'test_allow_undeletable') THEN
+        RAISE EXCEPTION 'test: this memory cannot be deleted yet';
+      END IF;
+      INSERT INTO test_deleted_memories VALUES (OLD.id, OLD.hub_id, txid_current());
+      RETURN OLD;
+    END $$`);
+  await h.db.$executeRawUnsafe(`CREATE TRIGGER test_record_memory_delete BEFORE DELETE ON memories FOR EACH ROW EXECUTE FUNCTION test_record_memory_delete()`);
+  process.env.ENGRAM_PURGE_BATCH = "2";
+});
+afterEach(async () => {
+  await h.db.$executeRawUnsafe(`DROP TABLE IF EXISTS test_allow_undeletable`);
+});
+afterAll(async () => {
+  delete process.env.ENGRAM_PURGE_BATCH;
+  await h?.close();
+});
+
+async function push(who: Client, hubId: string, count: number, title = "Note") {
+  for (let i = 0; i < count; i++) {
+    const res = await who.post("/v1/memories", { title, content: `${title} number ${i} of ${hubId}.` }, { headers: { "x-hub-id": hubId } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+  }
+}
+
+/** The most memories of this hub one transaction deleted, and how many memories were deleted in all. */
+async function deletesPerTransaction(hubId: string) {
+  const rows = await h.db.$queryRaw<{ most: number; total: number }[]>`
+    SELECT coalesce(max(n), 0)::int AS most, coalesce(sum(n), 0)::int AS total
+      FROM (SELECT count(*) AS n FROM test_deleted_memories WHERE hub_id = ${hubId}::uuid GROUP BY txid) per_tx`;
+  return rows[0]!;
+}
+
+describe("deleting a large hub", () => {
+  it("deletes its memories a bounded batch per transaction, and everything of the hub goes", async () => {
+    const ann = await h.user("Ann");
+    const hubId = await h.teamHub(ann);
+    await push(ann, hubId, 5);
+    const res = await ann.delete(`/v1/hubs/${hubId}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toEqual({ id: hubId, hub_id: hubId, deleted: true });
+    expect(await deletesPerTransaction(hubId)).toEqual({ most: 2, total: 5 });
+    expect(await h.db.memory.count({ where: { hubId } })).toBe(0);
+    expect(await h.db.hub.count({ where: { id: hubId } })).toBe(0);
+  });
+
+  it("a delete cut short is gone for everyone at once, frees its slug, and the sweep finishes it", async () => {
+    const ann = await h.user("Ann");
+    const bob = await h.user("Bob");
+    const hubId = await h.teamHub(ann, [[bob, "contributor"]]);
+    const slug = (await h.db.hub.findUniqueOrThrow({ where: { id: hubId } })).slug;
+    await push(ann, hubId, 3);
+    await push(bob, hubId, 1, "Undeletable");
+    const res = await ann.delete(`/v1/hubs/${hubId}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    // Some memories are still there, but no one reaches the hub or writes to it any more.
+    expect(await h.db.memory.count({ where: { hubId } })).toBeGreaterThan(0);
+    for (const who of [ann, bob]) {
+      expect((await who.get(`/v1/hubs/${hubId}`)).status).toBe(404);
+      expect((await who.post("/v1/memories", { content: "Late note." }, { headers: { "x-hub-id": hubId } })).status).toBe(404);
+      expect((await who.get("/v1/hubs")).body.data.map((row: { hub: { id: string } }) => row.hub.id)).not.toContain(hubId);
+    }
+    expect((await ann.delete(`/v1/hubs/${hubId}`)).status).toBe(404);
+    expect((await ann.post("/v1/hubs", { name: "Again", slug })).status).toBe(201);
+
+    await h.db.$executeRawUnsafe(`CREATE TABLE test_allow_undeletable ()`);
+    expect(await purgeDeletedHubs(h.db)).toBe(1);
+    expect(await h.db.memory.count({ where: { hubId } })).toBe(0);
+    expect(await h.db.hub.count({ where: { id: hubId } })).toBe(0);
+    expect((await deletesPerTransaction(hubId)).most).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("deleting a large account's data", () => {
+  it("deletes the personal hub's memories a bounded batch per transaction", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 5);
+    const res = await ann.delete("/v1/account/data");
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ deleted: true, memories: 5 });
+    expect(await deletesPerTransaction(ann.personalHubId)).toEqual({ most: 2, total: 5 });
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+  });
+});
