@@ -1,5 +1,8 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { currentFetchPolicy, DEFAULT_FETCH_POLICY, isBlockedAddress, safeFetch, setLinkFetchPolicyForTests, type FetchPolicy } from "@/lib/links/safe-fetch.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -251,6 +254,39 @@ describe("link memories", () => {
     expect(ported.body.data.source_path).toBe("https://links.example/page");
     expect((await dee.post("/v1/memories", { content: "https://LINKS.example/page", content_type: "link" })).body.data.id).toBe(ported.body.data.id);
     await processed(ported.body.data.id, undefined, dee);
+  });
+
+  it("a link stored before the empty query was dropped (source_path \"…/page?\") is the same link memory once migrated", async () => {
+    const eve = await h.user("Eve");
+    const stored = async (url: string) => {
+      const res = await eve.post("/v1/memories", { content: url, content_type: "link" });
+      expect(res.status, res.text).toBe(201);
+      return res.body.data.id as string;
+    };
+    // As older versions wrote them: the "?" kept in the content (and its hash) and the source_path.
+    const asStoredBefore = (url: string) => ({ sourcePath: url, content: url, contentHash: createHash("sha256").update(url).digest("hex") });
+    const old = await stored("https://links.example/old-page");
+    await h.db.memory.update({ where: { id: old }, data: asStoredBefore("https://links.example/old-page?") });
+    // A page stored both ways already: the old one cannot take the new one's source_path, and keeps its own.
+    const twice = await stored("https://links.example/twice");
+    const twiceOld = await stored("https://links.example/twice-old");
+    await h.db.memory.update({ where: { id: twiceOld }, data: asStoredBefore("https://links.example/twice?") });
+    // A source_path the caller chose is theirs, whatever it ends with.
+    const chosen = (await eve.post("/v1/memories", { content: "https://links.example/chosen", content_type: "link", source_path: "https://links.example/mine?" })).body.data.id;
+
+    const sql = readFileSync(path.join(process.cwd(), "prisma/migrations/20261129050100_link_source_path_empty_query/migration.sql"), "utf8");
+    await h.database.sql.exec(sql);
+
+    const again = await eve.post("/v1/memories", { content: "https://links.example/old-page", content_type: "link" });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data.id).toBe(old);
+    const paths = await h.db.memory.findMany({ where: { id: { in: [old, twice, twiceOld, chosen] } }, select: { id: true, sourcePath: true } });
+    expect(Object.fromEntries(paths.map((m) => [m.id, m.sourcePath]))).toEqual({
+      [old]: "https://links.example/old-page",
+      [twice]: "https://links.example/twice",
+      [twiceOld]: "https://links.example/twice?",
+      [chosen]: "https://links.example/mine?",
+    });
   });
 
   it("a memory PATCHed into a link is fetched as a pushed link is", async () => {
