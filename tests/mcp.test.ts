@@ -61,7 +61,13 @@ async function raw(body: unknown, headers: Record<string, string> = {}) {
     headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
     body: JSON.stringify(body),
   });
-  return { status: res.status, type: res.headers.get("content-type"), expose: res.headers.get("access-control-expose-headers"), body: (await res.json().catch(() => undefined)) as any };
+  return {
+    status: res.status,
+    type: res.headers.get("content-type"),
+    expose: res.headers.get("access-control-expose-headers"),
+    retryAfter: res.headers.get("retry-after"),
+    body: (await res.json().catch(() => undefined)) as any,
+  };
 }
 
 describe("protocol", () => {
@@ -172,7 +178,7 @@ describe("rate limits", () => {
       expect((await raw(recall, headers)).status).toBe(200);
       const limited = await raw(recall, headers);
       expect(limited.status).toBe(429);
-      expect(limited.body.error.code).toBe("rate_limited");
+      expect(limited.body.error.data.code).toBe("rate_limited");
       // A browser client (CORS) may read only exposed headers: when to retry must be one of them.
       const exposed = limited.expose!.toLowerCase().split(/,\s*/);
       expect(exposed).toEqual(expect.arrayContaining(["retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"]));
@@ -180,6 +186,28 @@ describe("rate limits", () => {
       // Ask shares the bucket (as POST /v1/ask does), under its alias too.
       const ask = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "memax_ask", arguments: { query: "anything" } } };
       expect((await raw(ask, headers)).status).toBe(429);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+    }
+  });
+
+  it("a recall spends one heavy token and no regular one, as POST /v1/recall does; a refused call is a JSON-RPC error", async () => {
+    const frozen = Date.now();
+    setRateLimiter(new MemoryRateLimiter({ regular: 1, heavy: 1_000, light: 1_000 }, () => frozen));
+    try {
+      const headers = { "mcp-protocol-version": "2025-03-26" };
+      const call = (id: number, name: string, args: object) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name, arguments: args } });
+      for (const id of [1, 2, 3]) expect((await raw(call(id, "engram_recall", { query: "anything" }), headers)).status).toBe(200);
+      expect((await raw(call(4, "engram_hubs", {}), headers)).status).toBe(200);
+      // The regular bucket (1) is spent now: refused in JSON-RPC's own terms, REST's code in its data.
+      const limited = await raw(call(5, "engram_hubs", {}), headers);
+      expect(limited.status).toBe(429);
+      expect(limited.retryAfter).toMatch(/^\d+$/);
+      expect(limited.body).toMatchObject({ jsonrpc: "2.0", id: 5, error: { code: -32000, data: { code: "rate_limited", limit: 1, retry_after: Number(limited.retryAfter) } } });
+      expect(limited.body.error.message).toMatch(/rate limit/i);
+      // A request without tool calls (initialize, tools/list) pays one regular token, refused the same way.
+      const listed = await raw({ jsonrpc: "2.0", id: 6, method: "tools/list" }, headers);
+      expect([listed.status, listed.body?.jsonrpc, listed.body?.id, listed.body?.error?.data?.code]).toEqual([429, "2.0", 6, "rate_limited"]);
     } finally {
       setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
     }
@@ -196,7 +224,7 @@ describe("rate limits", () => {
       expect((await raw([1, 2, 3, 4].map(recall), headers)).status).toBe(429);
       setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 3, light: 1_000 }, () => frozen));
       expect((await raw([1, 2, 3].map(recall), headers)).status).toBe(200);
-      // The heavy bucket is spent; so is most of the regular one (3 calls = 3 tokens).
+      // The heavy bucket is spent (3 recalls = 3 heavy tokens, no regular one).
       expect((await raw(recall(9), headers)).status).toBe(429);
       setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 3, light: 1_000 }, () => frozen));
       expect((await raw([1, 2, 3, 4, 5, 6].map(hubs), headers)).status).toBe(429);
@@ -214,7 +242,7 @@ describe("rate limits", () => {
       const tooMany = await raw(Array.from({ length: 101 }, (_, i) => hubs(i)), headers);
       expect(tooMany.status).toBe(400);
       expect(tooMany.body.error.code).toBe(-32600);
-      // The budget is intact: four calls in one batch still fit (withAuth's token plus three more).
+      // Only the refused request's one token is spent: four calls in one batch still fit.
       expect((await raw([1, 2, 3, 4].map(hubs), headers)).status).toBe(200);
     } finally {
       setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));

@@ -20,6 +20,11 @@ export type RouteHandler = (req: Request, context: NextContext) => Promise<Respo
 interface Options {
   /** Rate-limit bucket (default regular). */
   bucket?: Bucket;
+  /**
+   * The handler takes the request's rate-limit tokens itself (MCP: one per tool call, from the bucket
+   * of the call's REST endpoint) and answers a refusal in its own protocol; none is taken here.
+   */
+  chargedByHandler?: boolean;
   /** A POST that only reads (recall): allowed for read-only API keys. */
   reads?: boolean;
   /** Manages the account itself (API keys, profile, new hubs): needs a credential limited to no hubs and not read-only. */
@@ -70,7 +75,7 @@ export function withAuth<P extends Params>(
     // only after the limit's and the credential's checks, so those still answer first.
     const hub = options.permission ? resolveHub(authCtx, options.permission) : undefined;
     hub?.catch(() => {});
-    await limit(user.id);
+    if (!options.chargedByHandler) await limit(user.id);
     if (!credentialWrites(credential) && !options.reads && !READ_METHODS.has(req.method)) {
       throw new ApiError("forbidden", "This API key is read-only (scopes: read); it cannot make changes");
     }

@@ -12,6 +12,8 @@ export function mcpRoute(path: string, tools: ToolDef[]): RouteHandler {
     {
       // Every call is a POST; read-only credentials are refused per tool (writes), not per request.
       reads: true,
+      // serveMcp charges each tool call as its REST request, and refuses with a JSON-RPC error.
+      chargedByHandler: true,
       bearer: {
         resources: (req) => [resourceFor(publicOrigin(req), path)],
         challenge: (req) => bearerChallenge(publicOrigin(req), path, req.headers.get("authorization") ? "invalid_token" : undefined),

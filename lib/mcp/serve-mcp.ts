@@ -3,7 +3,7 @@ import type { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { parseWith, readBody, refuseNul } from "@/lib/api/parse.ts";
-import { rateLimiter, type Bucket } from "@/lib/api/rate-limit.ts";
+import { rateLimitHeaders, rateLimiter, type Bucket } from "@/lib/api/rate-limit.ts";
 import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
 import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
@@ -97,27 +97,39 @@ function aliasedHeaders(headers: Headers): Headers {
   return copy;
 }
 
-/** Tools doing model work count against the heavy bucket too, as their REST endpoints do. */
+/** Tools doing model work count against the heavy bucket, as their REST endpoints do. */
 const HEAVY_TOOLS = new Set(["engram_recall", "search", "engram_ask", "ask"]);
 
+/** JSON-RPC's implementation-defined server error, carrying REST's code and details in `data`. */
+const RATE_LIMITED = -32000;
+
 /**
- * Every tool call is charged as its REST request would be: a batch (2025-era JSON-RPC arrays, up to
- * 100 messages) pays for each call, not once per HTTP request. withAuth already took one regular
- * token; each further call takes another, and each recall or ask one heavy token as well.
+ * Every tool call is charged as its REST request would be: one heavy token for a recall or an ask (as
+ * POST /v1/recall takes, and nothing from the regular bucket), one regular token for any other call.
+ * A batch (2025-era JSON-RPC arrays, up to 100 messages) pays for each call, not once per HTTP request;
+ * a request without a tool call (initialize, tools/list, or one that cannot be read) pays one regular
+ * token. A refusal is a JSON-RPC error (the REST envelope is not one, and a client reads `error.code`
+ * as a number): 429 with Retry-After, REST's `rate_limited` and its details in `error.data`.
  */
-async function chargeToolCalls(ctx: AuthContext, message: unknown): Promise<void> {
+async function chargeToolCalls(ctx: AuthContext, message: unknown): Promise<{ refused?: Response; headers: Record<string, string> }> {
   const messages = Array.isArray(message) ? message : [message];
   const calls = messages.filter((m) => (m as { method?: unknown })?.method === "tools/call");
-  const heavy = calls.filter((m) => HEAVY_TOOLS.has(String((m as { params?: { name?: unknown } }).params?.name))).length;
-  const charges: Bucket[] = [...Array<Bucket>(Math.max(0, calls.length - 1)).fill("regular"), ...Array<Bucket>(heavy).fill("heavy")];
+  const charges: Bucket[] = calls.length
+    ? calls.map((m) => (HEAVY_TOOLS.has(String((m as { params?: { name?: unknown } }).params?.name)) ? "heavy" : "regular"))
+    : ["regular"];
+  let headers: Record<string, string> = {};
   for (const bucket of charges) {
     const limited = await rateLimiter().limit(bucket, ctx.user.id);
+    headers = rateLimitHeaders(limited);
     if (!limited.success) {
       const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
       const what = bucket === "heavy" ? "Recall and ask rate limit" : "Rate limit";
-      throw new ApiError("rate_limited", `${what} of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, { limit: limited.limit, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+      const id = Array.isArray(message) ? null : ((message as { id?: unknown } | null)?.id ?? null);
+      const error = { code: RATE_LIMITED, message: `${what} of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, data: { code: "rate_limited", limit: limited.limit, retry_after: retryAfter } };
+      return { refused: Response.json({ jsonrpc: "2.0", id, error }, { status: 429, headers: { ...headers, "Retry-After": String(retryAfter) } }), headers };
     }
   }
+  return { headers };
 }
 
 /**
@@ -126,18 +138,33 @@ async function chargeToolCalls(ctx: AuthContext, message: unknown): Promise<void
  * web-standard transport with enableJsonResponse.
  */
 export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string): Promise<Response> {
+  const read = await readMessage(req);
+  if ("body" in read) applyAliases(read.body);
+  // A request that cannot be read still pays one regular token, as every request did before parsing.
+  const { refused, headers } = await chargeToolCalls(ctx, "body" in read ? read.body : undefined);
+  if (refused) return refused;
+  const response = "body" in read ? await dispatch(ctx, req, tools, origin, read.text, read.body) : read.invalid;
+  for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+  return response;
+}
+
+/** The JSON-RPC message(s) of the body, or the JSON-RPC error answering a body that is none. */
+async function readMessage(req: Request): Promise<{ text: string; body: unknown } | { invalid: Response }> {
   const text = await readBounded(req);
-  if (text === undefined) return jsonRpcError(413, -32600, `Request body exceeds ${MAX_MCP_BODY_BYTES} bytes`);
+  if (text === undefined) return { invalid: jsonRpcError(413, -32600, `Request body exceeds ${MAX_MCP_BODY_BYTES} bytes`) };
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    return jsonRpcError(400, -32700, "Parse error: the body is not JSON");
+    return { invalid: jsonRpcError(400, -32700, "Parse error: the body is not JSON") };
   }
   // The SDK refuses such a batch too, but only after chargeToolCalls: it would first spend up to a minute's rate limit on calls never run.
-  if (Array.isArray(body) && body.length > MAX_BATCH_MESSAGES) return jsonRpcError(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_MESSAGES} messages`);
-  applyAliases(body);
-  await chargeToolCalls(ctx, body);
+  if (Array.isArray(body) && body.length > MAX_BATCH_MESSAGES) return { invalid: jsonRpcError(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_MESSAGES} messages`) };
+  return { text, body };
+}
+
+/** Hands the message(s) to the SDK: 2026-07-28 traffic per request, 2025-era traffic through its web-standard transport. */
+async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown): Promise<Response> {
   const env: ToolEnv = { ctx, origin };
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
   const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers), body: text });
