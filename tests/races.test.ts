@@ -371,6 +371,37 @@ describe("a re-push of a source_path against an edit of its memory", () => {
   });
 });
 
+describe("a re-push that only retitles a Chinese note", () => {
+  /**
+   * A push of a source_path's same content under a new title re-indexes the chunks with their English
+   * glosses (store-chunks.ts), slow work (the dictionary's load, then every Chinese chunk). It ran inside
+   * the push's transaction, holding the memory's row and the hub's locks throughout; it now runs before
+   * the transaction, as a PATCH's first attempt does. Here the chunks are held (a table lock) so the
+   * gloss read waits: the memory's row must be free meanwhile.
+   */
+  it.skipIf(!testPostgres())("works out the glosses before its transaction: the memory's row is free while they are read", async () => {
+    const own = await h.user("Retitler");
+    const hub = await h.teamHub(own);
+    const content = "每周检查一次安全阀。";
+    const id = (await own.post("/v1/memories", { content, source_path: "ops/valves.md" }, on(hub))).body.data.id as string;
+    const { replaceChunks } = await import("@/lib/recall/store-chunks.ts");
+    await replaceChunks(h.db, { id, hubId: hub }, [{ position: 0, content, headingChain: "", tokenCount: 12, embedding: null, gloss: "" }]);
+    const { started, free } = await stalledLock(
+      h.url!,
+      { sql: "LOCK TABLE chunks IN ACCESS EXCLUSIVE MODE", params: [] },
+      () => own.post("/v1/memories", { content, title: "Pressure rounds", source_path: "ops/valves.md" }, on(hub)),
+      { sql: "SELECT 1 FROM memories WHERE id = $1 FOR UPDATE NOWAIT", params: [id] },
+    );
+    const res = await started;
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(free).toBe(true);
+    // The new title and the glosses are indexed all the same: an English word only the glosses hold finds it.
+    const [chunk] = await h.database.sql.query<{ vec: string }>(`SELECT search_vector::text AS vec FROM chunks WHERE memory_id = $1`, [id]);
+    expect(chunk!.vec).toContain("'pressur'");
+    expect(chunk!.vec).toContain("'valv'");
+  });
+});
+
 describe("a config ack against the prune of its deletion record", () => {
   /**
    * The ack read the record without the lock the prune takes; the prune's delete committed before the

@@ -98,6 +98,7 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody, opt
   if (link) input = { ...input, content: link, content_type: "link", source_path: input.source_path ?? link };
   const hash = file ? contentHash(`file:${file.sha256}
 ${input.content}`) : contentHash(input.content);
+  const glosses = file || link ? undefined : await retitleGlosses(ctx, input, hash);
   const write = async (tx: DbClient): Promise<{ memory: Memory; created: boolean; replaced: string[] }> => {
     // The source_path's lock (if any) before the content's: a push with a path and one without can
     // share a content hash, and each must see the other's memory (always in this order, no deadlock).
@@ -127,7 +128,7 @@ ${input.content}`) : contentHash(input.content);
         let replaced: string[] = [];
         let memory: Memory;
         if (file) ({ memory, replaced } = await replaceFile(tx, existing, input, file, hash, now));
-        else memory = link ? await refetchLink(tx, existing, input, hash, now) : await reingest(tx, existing, input, hash, now);
+        else memory = link ? await refetchLink(tx, existing, input, hash, now) : await reingest(tx, existing, input, hash, now, glosses);
         if (memory !== existing) await emitEvent(tx, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
         return { memory, created: false, replaced };
       }
@@ -219,7 +220,33 @@ async function insert(
 }
 
 /** Same hub and source_path: update in place; identical content and fields change nothing. */
-async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody, hash: string, now: Date): Promise<Memory> {
+/**
+ * The chunk glosses a re-push will need when it only retitles its memory (the same content at its
+ * source_path under a new title, which the caller may edit), worked out before the push's transaction
+ * as a PATCH's first attempt does: the first Chinese text a process meets loads the dictionary, and
+ * every Chinese chunk is glossed, which inside the transaction held the memory's row and the hub's
+ * locks throughout. Undefined when the push will not retitle (as far as this unlocked read tells).
+ */
+async function retitleGlosses(ctx: HubContext, input: CreateMemoryBody, hash: string): Promise<{ memoryId: string; byText: Map<string, string> } | undefined> {
+  if (!input.source_path || input.title === undefined) return undefined;
+  const existing = await ctx.db.memory.findFirst({
+    where: { hubId: ctx.hub.id, sourcePath: input.source_path },
+    select: { id: true, ownerId: true, contentHash: true, title: true },
+  });
+  if (!existing || existing.contentHash !== hash || existing.title === input.title) return undefined;
+  // Not for a push its transaction will refuse (another member's memory): it must read none of its chunks.
+  if (!canEditMemory(ctx.role, existing.ownerId === ctx.user.id)) return undefined;
+  return { memoryId: existing.id, byText: await chunkGlosses(ctx.db, existing.id) };
+}
+
+async function reingest(
+  tx: DbClient,
+  existing: Memory,
+  input: CreateMemoryBody,
+  hash: string,
+  now: Date,
+  glosses?: { memoryId: string; byText: Map<string, string> },
+): Promise<Memory> {
   const contentChanged = existing.contentHash !== hash;
   const contentType = input.content_type ?? (contentChanged ? inferContentType(input.content, input.source_path) : existing.contentType);
   const kindLocked = existing.kindLocked || input.kind !== undefined;
@@ -260,9 +287,11 @@ async function reingest(tx: DbClient, existing: Memory, input: CreateMemoryBody,
   });
   if (contentChanged) await assertGrowth(tx, existing, input.content);
   // Same content, new title: the chunks' lexical entries carry the title (as a PATCH does). Their glosses
-  // are worked out here, inside the push's transaction: only a Chinese note's, and the dictionary's
-  // one-time load may then hold the database for a second, once per process.
-  else if (memory.title !== existing.title) await retitleChunks(tx, existing.id, await chunkGlosses(tx, existing.id));
+  // were worked out before the transaction; only when the memory at the path changed since (rare) here.
+  else if (memory.title !== existing.title) {
+    const byText = glosses?.memoryId === existing.id ? glosses.byText : await chunkGlosses(tx, existing.id);
+    await retitleChunks(tx, existing.id, byText);
+  }
   return memory;
 }
 
