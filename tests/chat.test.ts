@@ -456,24 +456,47 @@ describe("workers", () => {
     expect((await h.db.chatMessage.findUniqueOrThrow({ where: { id: lost.id } })).status).toBe("completed");
   });
 
-  it("a turn taken over after its worker died does not quote the sources it recalled from a hub the owner has lost since", async () => {
+  it("a finished turn keeps the names of the memories it recalled, not the passages it read from them", async () => {
     const s = await session(bob, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
     const sent = (await send(bob, s.id, "When does the on-call rotation hand over?")).body.data;
-    expect((await answered(bob, s.id, sent.active_message_id)).content).toMatch(/Wednesdays at noon/);
-    // Rewind it to a worker that recalled (its sources kept on the tool call) and died before answering.
-    const longAgo = new Date(Date.now() - 5 * 60_000);
-    await h.db.chatMessage.update({ where: { id: sent.active_message_id }, data: { status: "running", leaseOwner: "dead-worker", heartbeatAt: longAgo, content: "", citations: [] } });
-    await h.db.chatEvent.deleteMany({ where: { messageId: sent.active_message_id, type: { in: ["message.text", "message.completed"] } } });
-    await h.db.chatSession.update({ where: { id: s.id }, data: { status: "running", activeMessageId: sent.active_message_id } });
+    const answer = await answered(bob, s.id, sent.active_message_id);
+    expect(answer.content).toMatch(/Wednesdays at noon/);
+    expect(answer.tool_calls[0].result.memories).toEqual([expect.objectContaining({ title: "Incident rotation" })]);
+    // The passages were only for the turn: a memory (or hub) deleted later leaves no copy of its text here.
+    const row = await h.db.chatMessage.findUniqueOrThrow({ where: { id: sent.active_message_id } });
+    expect(row.toolCalls).toEqual([expect.objectContaining({ name: "recall", result: { memories: [expect.objectContaining({ title: "Incident rotation" })] } })]);
+    expect(JSON.stringify(row.toolCalls)).not.toMatch(/pager goes to the secondary/);
+  });
+
+  it("a turn taken over after its worker died does not quote the sources it recalled from a hub the owner has lost since", async () => {
+    const s = await session(bob, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
+    // The worker dies right after its recall: the moment the recall's result is logged, another worker takes the turn.
+    await h.db.$executeRawUnsafe(`CREATE FUNCTION steal_chat_recall() RETURNS trigger AS $$ BEGIN
+      IF NEW.type = 'message.tool_result' THEN UPDATE chat_messages SET lease_owner = 'dead-worker', heartbeat_at = now() WHERE id = NEW.message_id; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER steal_chat_recall AFTER INSERT ON chat_events FOR EACH ROW EXECUTE FUNCTION steal_chat_recall()`);
+    let sent: { active_message_id: string };
+    try {
+      sent = (await send(bob, s.id, "When does the on-call rotation hand over?")).body.data;
+      await chatTurnsIdle();
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP TRIGGER steal_chat_recall ON chat_events`);
+      await h.db.$executeRawUnsafe(`DROP FUNCTION steal_chat_recall()`);
+    }
+    // Unfinished, the turn still holds the passages it recalled (what a worker taking over answers from).
+    const dead = await h.db.chatMessage.findUniqueOrThrow({ where: { id: sent.active_message_id } });
+    expect(dead).toMatchObject({ status: "running", leaseOwner: "dead-worker", content: "" });
+    expect(JSON.stringify(dead.toolCalls)).toMatch(/Wednesdays at noon/);
+    await h.db.chatMessage.update({ where: { id: sent.active_message_id }, data: { heartbeatAt: new Date(Date.now() - 5 * 60_000) } });
     await h.db.hubMember.delete({ where: { hubId_userId: { hubId: teamHubId, userId: bob.id } } });
     try {
-      await runChatTurn(h.database, sent.active_message_id, "rescuer");
+      expect(await runChatTurn(h.database, sent.active_message_id, "rescuer")).toBe("finished");
       await chatTurnsIdle();
       const after = await h.db.chatMessage.findUniqueOrThrow({ where: { id: sent.active_message_id } });
       expect(after.status).toBe("completed");
       expect(after.scopeHubIdsUsed).toEqual([]);
       expect(after.content).not.toMatch(/Wednesdays/);
       expect(after.citations).toEqual([]);
+      expect(JSON.stringify(after.toolCalls)).not.toMatch(/Wednesdays/);
     } finally {
       await h.db.hubMember.create({ data: { hubId: teamHubId, userId: bob.id, role: "contributor" } });
     }

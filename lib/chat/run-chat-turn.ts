@@ -25,7 +25,7 @@ export const CHAT_TURN_STALE_MS = 60_000;
 const RECALL_LIMIT = 8;
 /** Characters of a pinned memory used as a source. */
 const PINNED_CHARS = 4_000;
-/** Characters of each source kept on the tool call (what a resumed turn answers from). */
+/** Characters of each source kept on the tool call while the turn runs (what a resumed turn answers from). */
 const SOURCE_CHARS = 1_500;
 /** Earlier turns shown to a chat model. */
 const HISTORY_TURNS = 6;
@@ -282,7 +282,7 @@ async function pinnedSources(turn: Turn, scope: string[]): Promise<RecalledMemor
   }));
 }
 
-/** The recall tool: done once per turn, its sources kept on the call so a resumed turn answers from the same. */
+/** The recall tool: done once per turn, its sources kept on the call until the turn ends, so a resumed turn answers from the same. */
 async function recallStep(turn: Turn, query: string, scope: string[]): Promise<RecalledMemory[]> {
   if (!turn.session.tools.includes("recall")) return [];
   const done = turn.toolCalls.find((c) => c.name === "recall" && c.status === "done");
@@ -583,6 +583,19 @@ export async function expireApproval(db: Database["prisma"], approval: ChatAppro
   return expired;
 }
 
+/**
+ * The tool calls as a finished turn keeps them: a recall names what it found, but the passages it read
+ * were only for answering. Kept, they would be copies of those memories' text that outlive a hard
+ * delete of the memory or of its hub.
+ */
+function withoutPassages(calls: ChatToolCall[]): ChatToolCall[] {
+  return calls.map((call) => {
+    if (!call.result || !("sources" in call.result)) return call;
+    const { sources: _passages, ...result } = call.result;
+    return { ...call, result };
+  });
+}
+
 /** The terminal write: the message, its session's lock, leftover approvals and the terminal event, at once. */
 async function finish(
   turn: Turn,
@@ -601,7 +614,7 @@ async function finish(
       data: {
         status: final,
         content: turn.content,
-        toolCalls: turn.toolCalls.length ? (turn.toolCalls as unknown as Prisma.InputJsonValue) : undefined,
+        toolCalls: turn.toolCalls.length ? (withoutPassages(turn.toolCalls) as unknown as Prisma.InputJsonValue) : undefined,
         ...(fields.citations !== undefined && { citations: fields.citations as Prisma.InputJsonValue }),
         ...(fields.usage !== undefined && { usage: fields.usage as Prisma.InputJsonValue }),
         ...(fields.error !== undefined && { error: fields.error as Prisma.InputJsonValue }),

@@ -31,8 +31,9 @@ export function serializeChatSession(session: ChatSession) {
 
 /**
  * A message's tool calls as clients see them. A recall's result names the memories it found; the
- * passages it read (kept so a resumed turn answers from the same) stay on the server: they are those
- * memories' text at the time, which must not outlive a memory deleted or a hub left since.
+ * passages it read (kept while the turn runs, so a resumed turn answers from the same; dropped when it
+ * ends) stay on the server: they are those memories' text at the time, which must not outlive a memory
+ * deleted or a hub left since.
  */
 function publicToolCalls(calls: unknown): unknown {
   if (!Array.isArray(calls)) return calls ?? undefined;
