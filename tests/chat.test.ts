@@ -580,6 +580,27 @@ describe("workers", () => {
     expect((await openSse(ann.key, sent.resume_url)).status).toBe(200);
   });
 
+  it("a stream whose reading of the log fails midway ends with an error event, not silently", async () => {
+    const s = await session(ann);
+    const sent = (await send(ann, s.id, "Remember that the VPN certificate renews in June.")).body.data;
+    await chatTurnsIdle();
+    // The turn waits on its approval, so its stream stays open, reading the log while it waits.
+    const stream = await openSse(ann.key, sent.resume_url);
+    await stream.waitFor((e) => e.event === "approval.required");
+    // The log becomes unreadable under the open stream (a database failing mid-stream).
+    await h.db.$executeRawUnsafe(`ALTER TABLE chat_events RENAME TO chat_events_away`);
+    try {
+      const error = await stream.waitFor((e) => e.event === "error");
+      expect(error.data).toEqual({ code: "internal", message: "The stream failed on the server" });
+      await stream.ended;
+    } finally {
+      await h.db.$executeRawUnsafe(`ALTER TABLE chat_events_away RENAME TO chat_events`);
+    }
+    const approval = await h.db.chatApproval.findFirstOrThrow({ where: { messageId: sent.active_message_id } });
+    expect((await ann.post(`${base}/${s.id}/approvals/${approval.id}`, { decision: "deny" })).status).toBe(200);
+    await chatTurnsIdle();
+  });
+
   it("expires the replay after 24 hours", async () => {
     const s = await session(ann);
     const sent = (await send(ann, s.id, "When does the deploy freeze start?")).body.data;

@@ -52,6 +52,9 @@ export async function streamChatMessage(ctx: AuthContext, sessionId: string, mes
   return sseResponse(async (sse) => {
     try {
       await followTurn(sse);
+      // Closed only when the follow ended well: one that threw is closed by sseResponse, after the
+      // error event it sends (closed first, that event would be dropped and the stream end silently).
+      sse.close();
     } finally {
       release();
     }
@@ -63,26 +66,22 @@ export async function streamChatMessage(ctx: AuthContext, sessionId: string, mes
     let seq = after;
     let lastPing = Date.now();
     const finished = isTerminal(message.status);
-    try {
-      while (!signal.aborted && Date.now() - started < MAX_CONNECTION_MS) {
-        const events = await ctx.db.chatEvent.findMany({ where: { messageId: message.id, seq: { gt: seq } }, orderBy: { seq: "asc" }, take: BATCH });
-        for (const event of events) {
-          if (!sse.send(event.type, event.data, String(event.seq))) return;
-          seq = event.seq;
-          if ((TERMINAL_EVENTS as readonly string[]).includes(event.type)) return;
-        }
-        if (events.length === BATCH) continue;
-        // A turn already finished when the client connected has its whole log written: once that is
-        // sent (a resume past its terminal event sends nothing), nothing more will come.
-        if (finished) return;
-        if (Date.now() - lastPing >= PING_MS) {
-          if (!sse.comment("ping")) return;
-          lastPing = Date.now();
-        }
-        await waitForChatEvent(message.id, POLL_MS, signal);
+    while (!signal.aborted && Date.now() - started < MAX_CONNECTION_MS) {
+      const events = await ctx.db.chatEvent.findMany({ where: { messageId: message.id, seq: { gt: seq } }, orderBy: { seq: "asc" }, take: BATCH });
+      for (const event of events) {
+        if (!sse.send(event.type, event.data, String(event.seq))) return;
+        seq = event.seq;
+        if ((TERMINAL_EVENTS as readonly string[]).includes(event.type)) return;
       }
-    } finally {
-      sse.close();
+      if (events.length === BATCH) continue;
+      // A turn already finished when the client connected has its whole log written: once that is
+      // sent (a resume past its terminal event sends nothing), nothing more will come.
+      if (finished) return;
+      if (Date.now() - lastPing >= PING_MS) {
+        if (!sse.comment("ping")) return;
+        lastPing = Date.now();
+      }
+      await waitForChatEvent(message.id, POLL_MS, signal);
     }
   }
 }
