@@ -278,6 +278,22 @@ describe("POST /v1/ask with a chat model (a local fake of the OpenAI API)", () =
     }
   });
 
+  it("a streamed answer whose model runs out of time midway ends with error unavailable, in the timeout's own words", async () => {
+    const { Memax } = await loadMemaxSdk();
+    fake.reply = "Roll back with kubectl rollout undo and then wait for the pods [1].";
+    fake.stallAfterWords = 3;
+    process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS = "500";
+    try {
+      const events = await askStream(sdkFor(Memax, ann), "how do we roll back a bad deploy?");
+      expect(events.filter((e) => e.event === "delta").map((e) => e.data.text).join("")).toBe("Roll back with ");
+      // The model's fault, and one a retry may not have: a 503's code, as the JSON form's fallback_reason says it.
+      expect(events.at(-1)).toEqual({ event: "error", data: expect.objectContaining({ code: "unavailable", message: "The chat model did not finish within 500 ms" }) });
+    } finally {
+      fake.stallAfterWords = undefined;
+      delete process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS;
+    }
+  });
+
   it("counts a streamed ask once it is answered, not one that ends with an error event", async () => {
     const { Memax } = await loadMemaxSdk();
     const asks = async () => {

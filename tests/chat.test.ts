@@ -724,6 +724,31 @@ describe("with a chat model (a local fake of the OpenAI API)", () => {
     }
   });
 
+  it("a model that runs out of time says so: before writing, in the extractive answer's fallback_reason; midway, as the turn's error", async () => {
+    const s = await session(ann);
+    fake.stall = true;
+    process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS = "300";
+    try {
+      const before = await answered(ann, s.id, (await send(ann, s.id, "When does the deploy freeze start?")).body.data.active_message_id);
+      // The timeout is our own words, safe to show, as ask's fallback_reason shows them.
+      expect(before).toMatchObject({ status: "completed", usage: { model: "local", fallback_reason: "chat model failed: the chat model did not finish within 300 ms" } });
+      expect(before.content).toMatch(/Friday at 18:00/);
+
+      fake.stall = false;
+      // Past the first piece of text (about 200 characters), so some of the answer has gone out.
+      fake.reply = `${"The freeze starts on Friday at 18:00 and lasts until Monday morning. ".repeat(5)}[1].`;
+      fake.stallAfterWords = 40;
+      const midway = await answered(ann, s.id, (await send(ann, s.id, "When does the deploy freeze end?")).body.data.active_message_id);
+      expect(midway).toMatchObject({ status: "partial_failed", error: { code: "unavailable", message: "The chat model did not finish within 300 ms" } });
+      expect(midway.content.length).toBeGreaterThan(0);
+      expect(fake.reply.startsWith(midway.content)).toBe(true);
+    } finally {
+      fake.stall = false;
+      fake.stallAfterWords = undefined;
+      delete process.env.ENGRAM_ASK_MODEL_TIMEOUT_MS;
+    }
+  });
+
   it("a model that fails before writing is replaced by the extractive answer, which says why", async () => {
     const s = await session(ann);
     fake.fail = true;

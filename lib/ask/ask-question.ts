@@ -5,7 +5,7 @@ import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
 import { ASK_DEFAULT_LIMIT, type AskBody } from "./ask-fields.ts";
 import { extractSentences, NOTHING_FOUND } from "./extractive-answer.ts";
-import { buildPrompt, ModelTimeoutError, parseCitations, streamModelAnswer } from "./model-answer.ts";
+import { buildPrompt, modelFallbackReason, ModelTimeoutError, modelTimeoutApiError, parseCitations, streamModelAnswer } from "./model-answer.ts";
 
 export interface AskInput extends AskBody {
   /** X-Hub-ID: a ranking hint, as for recall (ask searches every readable hub). */
@@ -100,12 +100,12 @@ async function* writeAnswer(
     } catch (error) {
       // Once text went out the answer cannot be swapped; before that (or while the caller still holds
       // it all), the extractive answer stands in.
-      if ((answer && !buffered) || signal?.aborted) throw error;
+      if (signal?.aborted) throw error;
+      if (answer && !buffered) throw error instanceof ModelTimeoutError ? modelTimeoutApiError(error) : error;
       console.error(`[${ctx.requestId}] ask: chat model failed; answering extractively: ${error instanceof Error ? error.message : String(error)}`);
-      // The provider's own error text (its address, an echoed key, its quota) is the operator's, not
-      // every asker's: it goes to the log under the request id, as a 500's details do.
-      fallbackReason =
-        error instanceof ModelTimeoutError ? `chat model failed: ${error.message}` : `chat model failed (details in the server log, request ${ctx.requestId})`;
+      // The provider's own error text is the operator's, not every asker's: it goes to the log under
+      // the request id, as a 500's details do.
+      fallbackReason = modelFallbackReason(error, `request ${ctx.requestId}`);
     }
     if (!fallbackReason) {
       const cited = parseCitations(answer, sources.length);

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { ApiError } from "@/lib/api/errors.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
 import { streamText, type LanguageModel } from "ai";
 import type { RecalledMemory } from "@/lib/recall/load-recalled.ts";
@@ -60,6 +61,23 @@ export function buildPrompt(query: string, sources: RecalledMemory[], locale?: s
 
 /** The model said nothing within ENGRAM_ASK_MODEL_TIMEOUT_MS: our own words, safe to show the asker. */
 export class ModelTimeoutError extends Error {}
+
+/**
+ * Why an answer fell back to the extractive one (ask's metadata.fallback_reason, a chat turn's
+ * usage.fallback_reason). A timeout is said in its own words; any other failure carries the provider's
+ * text (its address, an echoed key, its quota), which is the operator's: it points at the log instead.
+ */
+export function modelFallbackReason(error: unknown, logged: string): string {
+  return error instanceof ModelTimeoutError ? `chat model failed: ${error.message}` : `chat model failed (details in the server log, ${logged})`;
+}
+
+/**
+ * A model that ran out of time after its answer began (too late to fall back): the model's service
+ * was unavailable, not ours broken, so a 503's code, in the timeout's own words.
+ */
+export function modelTimeoutApiError(error: ModelTimeoutError): ApiError {
+  return new ApiError("unavailable", error.message.charAt(0).toUpperCase() + error.message.slice(1));
+}
 
 export interface ModelStream {
   deltas: AsyncIterable<string>;

@@ -3,7 +3,7 @@ import type { AuthContext, Credential, HubContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { chatModel } from "@/lib/ai/chat-model.ts";
 import { extractSentences } from "@/lib/ask/extractive-answer.ts";
-import { buildPrompt, parseCitations, streamModelAnswer } from "@/lib/ask/model-answer.ts";
+import { buildPrompt, modelFallbackReason, ModelTimeoutError, modelTimeoutApiError, parseCitations, streamModelAnswer } from "@/lib/ask/model-answer.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Database } from "@/lib/db/database.ts";
 import type { ChatApproval, ChatMessage, ChatSession, Prisma } from "@/lib/db/generated/client.ts";
@@ -168,7 +168,9 @@ async function runLeasedTurn(database: Database, messageId: string, owner: strin
       return "finished";
     }
     console.error(`[engram] chat: turn ${messageId} failed`, error);
-    await finish(turn, turn.content ? "partial_failed" : "failed", { error: { code: "internal", message: "The turn failed on the server" } }).catch((e: unknown) => {
+    // A model out of time midway is said as ask's stream says it; anything else is ours, and generic.
+    const failure = error instanceof ModelTimeoutError ? modelTimeoutApiError(error) : { code: "internal", message: "The turn failed on the server" };
+    await finish(turn, turn.content ? "partial_failed" : "failed", { error: { code: failure.code, message: failure.message } }).catch((e: unknown) => {
       if (!(e instanceof LostLease)) console.error(`[engram] chat: turn ${messageId} could not be finalised`, e);
     });
     return "finished";
@@ -213,9 +215,8 @@ async function execute(turn: Turn): Promise<boolean> {
       // before that, the extractive answer stands in and says why.
       if (turn.content || error instanceof Canceled || error instanceof LostLease) throw error;
       console.error(`[engram] chat: the chat model failed on message ${turn.message.id}; answering extractively: ${error instanceof Error ? error.message : String(error)}`);
-      // The provider's own error text (its address, an echoed key, its quota) is the operator's, as in ask:
-      // the log has it under the message id.
-      fallbackReason = `chat model failed (details in the server log, message ${turn.message.id})`;
+      // As in ask: a timeout in its own words, the provider's text only in the log, under the message id.
+      fallbackReason = modelFallbackReason(error, `message ${turn.message.id}`);
     }
   }
   const sentences = unique.length ? await extractSentences(question.content, unique, turn.ctx.user.id) : [];
