@@ -314,6 +314,27 @@ describe("notifications", () => {
     expect((await dee.post("/v1/notifications/seen", { kinds })).body.data).toEqual({ affected: 1 });
   });
 
+  it("bulk dismiss marks the rows seen as a single dismiss does, keeping an earlier seen_at", async () => {
+    const fay = await h.user("Fay");
+    const ids: string[] = [];
+    for (const n of [1, 2]) {
+      const res = await fay.post("/v1/memories", { content: `# Scan ${n}\n\nunreadable` });
+      expect(res.status, res.text).toBe(201);
+      const memory = await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } });
+      await failMemory({ db: h.db, memory, now: () => new Date() }, "Error: extraction failed", { indexed: false });
+      ids.push(res.body.data.id);
+    }
+    const [seenFirst, unseen] = await inbox(fay);
+    expect((await fay.post(`/v1/notifications/${seenFirst.id}/seen`)).status).toBe(200);
+    const seenAt = (await inbox(fay)).find((n) => n.id === seenFirst.id).seen_at;
+    expect(seenAt).toBeDefined();
+    expect((await fay.post("/v1/notifications/dismiss", { kinds: ["memory_processing_failed"] })).body.data).toEqual({ affected: 2 });
+    const dismissed = await inbox(fay, "?status=dismissed");
+    expect(dismissed.find((n) => n.id === seenFirst.id).seen_at).toBe(seenAt);
+    expect(dismissed.find((n) => n.id === unseen.id).seen_at).toEqual(expect.any(String));
+    expect((await fay.get("/v1/notifications/summary")).body.data.updates_unseen).toBe(0);
+  });
+
   it("seen, dismiss, unseen_only, summary, cursor pages and validation", async () => {
     // Unknown parameters are ignored with a warning, as on every list (decisions.md).
     const flavoured = await ann.get("/v1/notifications?flavour=vanilla&kind=hub_invite&kind=hub_member_joined");

@@ -113,10 +113,17 @@ export async function bulkUpdateNotifications(ctx: AuthContext, op: "seen" | "di
     throw new ApiError("bulk_not_allowed_for_decision_kind", `Decisions are taken one by one: ${decisions.join(", ")}`, { kinds: decisions });
   }
   const now = ctx.now();
-  const where = { ...(await notificationScope(ctx, { hub: input.hub ?? ctx.hubHeader, kinds: input.kinds, since: input.since })), ...(op === "seen" && { seenAt: null }) };
-  const { count } = await ctx.db.notification.updateMany({
-    where,
-    data: op === "seen" ? { seenAt: now } : { status: "dismissed", resolvedAt: now },
+  const scope = await notificationScope(ctx, { hub: input.hub ?? ctx.hubHeader, kinds: input.kinds, since: input.since });
+  if (op === "seen") {
+    const { count } = await ctx.db.notification.updateMany({ where: { ...scope, seenAt: null }, data: { seenAt: now } });
+    return { affected: count };
+  }
+  // A dismissal marks the row seen too, as the single dismiss does (a dismissed row left unseen read as
+  // never seen), keeping an earlier seen_at: the unseen rows first, then the rest of the scope.
+  const count = await ctx.db.$transaction(async (tx) => {
+    const unseen = await tx.notification.updateMany({ where: { ...scope, seenAt: null }, data: { status: "dismissed", resolvedAt: now, seenAt: now } });
+    const seen = await tx.notification.updateMany({ where: { ...scope, seenAt: { not: null } }, data: { status: "dismissed", resolvedAt: now } });
+    return unseen.count + seen.count;
   });
   return { affected: count };
 }
