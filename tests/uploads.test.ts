@@ -9,6 +9,7 @@ import JSZip from "jszip";
 import { sweepUploadsFunction } from "@/inngest/upload-functions.ts";
 import { unpackedSizeProblem } from "@/lib/extraction/check-unpacked-size.mjs";
 import { extractText } from "@/lib/extraction/extract-text.ts";
+import { fragmentToMarkdown } from "@/lib/extraction/html-to-markdown.mjs";
 import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -381,6 +382,12 @@ describe("create with file_ref", () => {
       expect(part.length, name).toBeGreaterThan(limit);
       expect(unpackedSizeProblem(bytes, limit), name).toMatch(/unpacks to more than/);
     }
+  });
+
+  it("Word's HTML nested thousands deep becomes markdown with its text in order, as a fetched page does, not a stack overflow", () => {
+    const deep = `<p>Before the nesting.</p>${"<table><tr><td>".repeat(3000)}<p>Innermost cell.</p><img src="" alt="kiln photo" />${"</td></tr></table>".repeat(3000)}<p>After it.</p>`;
+    const markdown = fragmentToMarkdown(deep);
+    expect(markdown).toMatch(/Before the nesting\.[\s\S]*Innermost cell\.[\s\S]*\(picture: kiln photo\)[\s\S]*After it\./);
   });
 
   it("a PDF is read up to 2000 pages, one page at a time, and says how many it read", async () => {

@@ -78,7 +78,10 @@ export function htmlToMarkdown(html) {
   return { title: (article?.title ?? "").replace(/\s+/g, " ").trim() || pageTitle, markdown: body.replace(/\n{3,}/g, "\n\n").trim() };
 }
 
-/** Word's HTML (mammoth) to markdown: headings stay headings, a picture leaves its alt text. */
+/**
+ * Word's HTML (mammoth) to markdown: headings stay headings, a picture leaves its alt text. Flattened
+ * past MAX_NESTING as a page is: tables nested a few hundred deep overflowed turndown's stack.
+ */
 export function fragmentToMarkdown(html) {
   const service = turndown();
   service.addRule("pictureAlt", {
@@ -88,5 +91,6 @@ export function fragmentToMarkdown(html) {
       return alt ? `(picture: ${alt})` : "";
     },
   });
-  return service.turndown(html).replace(/\n{3,}/g, "\n\n").trim();
+  const body = parsePage(`<!doctype html><html><head></head><body>${html}</body></html>`).body;
+  return service.turndown(body?.innerHTML ?? html).replace(/\n{3,}/g, "\n\n").trim();
 }
