@@ -390,6 +390,26 @@ describe("create with file_ref", () => {
     expect(markdown).toMatch(/Before the nesting\.[\s\S]*Innermost cell\.[\s\S]*\(picture: kiln photo\)[\s\S]*After it\./);
   });
 
+  it("a DOCX of tables nested thousands deep is refused with that reason, not a stack overflow; a few levels read as ever", async () => {
+    const nested = async (levels: number) => {
+      const zip = await JSZip.loadAsync(await makeDocx([{ text: "Before the tables." }]));
+      const cell = (inner: string) => `<w:tbl><w:tr><w:tc>${inner}<w:p/></w:tc></w:tr></w:tbl>`;
+      let body = `<w:p><w:r><w:t>Innermost cell.</w:t></w:r></w:p>`;
+      for (let i = 0; i < levels; i++) body = cell(body);
+      const xml = await zip.file("word/document.xml")!.async("string");
+      zip.file("word/document.xml", xml.replace("</w:body>", `${body}</w:body>`));
+      return zip.generateAsync({ type: "nodebuffer", compression: "DEFLATE" });
+    };
+    for (const levels of [400, 3000]) {
+      const deep = await extractText(await nested(levels), DOCX_TYPE);
+      expect(deep, `${levels} levels`).toEqual({ text: "", error: expect.stringMatching(/^The document is nested too deeply to read/) });
+    }
+    const shallow = await extractText(await nested(5), DOCX_TYPE);
+    expect(shallow.error).toBeUndefined();
+    expect(shallow.text).toContain("Before the tables.");
+    expect(shallow.text).toContain("Innermost cell.");
+  }, 60_000);
+
   it("a PDF is read up to 2000 pages, one page at a time, and says how many it read", async () => {
     const many = await makePdf(Array.from({ length: 2100 }, (_, i) => [`Folio ${i + 1} of the ledger.`]));
     const result = await extractText(many, "application/pdf");

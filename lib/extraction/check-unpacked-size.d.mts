@@ -2,5 +2,11 @@
 /** What a DOCX may unpack to. */
 export const MAX_UNPACKED_BYTES: number;
 
-/** Why a zip archive must not be unpacked, or null when it may be. */
+/** How deep a DOCX's XML elements may nest. */
+export const MAX_XML_DEPTH: number;
+
+/** Why a zip archive must not be unpacked (too large, or an XML part nested too deep), or null when it may be. */
 export function unpackedSizeProblem(bytes: Buffer, limit?: number): string | null;
+
+/** Whether the elements of an XML part (UTF-8 bytes) nest deeper than `max`. */
+export function xmlDepthExceeds(xml: Buffer, max: number): boolean;

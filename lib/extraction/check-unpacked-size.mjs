@@ -8,12 +8,21 @@ import { inflateRawSync } from "node:zlib";
  */
 export const MAX_UNPACKED_BYTES = 100 * 1024 * 1024;
 
+/**
+ * How deep a DOCX's XML elements may nest. Mammoth's reader and converter recurse once per level (and
+ * more per table): a few hundred tables nested in each other (three levels each) overflowed its stack,
+ * and the memory ended with "Maximum call stack size exceeded". Real documents, text boxes in tables
+ * in tables included, stay within a few dozen levels.
+ */
+export const MAX_XML_DEPTH = 512;
+
 const EOCD_SIGNATURE = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
 const CENTRAL = 0x02014b50;
 const LOCAL = 0x04034b50;
 
 /**
- * Why a zip archive must not be unpacked, or null when it may be. The archive is read as the
+ * Why a zip archive must not be unpacked, or null when it may be: it unpacks to more than `limit`, or
+ * an XML part nests deeper than MAX_XML_DEPTH. The archive is read as the
  * parser's unzip (JSZip) reads it, or a file laid out to be read one way here and another there
  * would pass with its bomb: the last end record anywhere in the file, offsets shifted by any bytes
  * before the archive, and every directory entry there is, whatever count the end record gives.
@@ -45,13 +54,21 @@ export function unpackedSizeProblem(bytes, limit = MAX_UNPACKED_BYTES) {
     total += unpacked;
     if (total > limit) return tooLarge(limit);
     const local = shift + rawLocal;
-    if (method === 8 && local + 30 <= bytes.length && bytes.readUInt32LE(local) === LOCAL) {
+    const nameLength = bytes.readUInt16LE(offset + 28);
+    const isXml = /\.(xml|rels)$/i.test(bytes.toString("latin1", offset + 46, offset + 46 + nameLength));
+    if ((method === 8 || method === 0) && local + 30 <= bytes.length && bytes.readUInt32LE(local) === LOCAL) {
       const data = local + 30 + bytes.readUInt16LE(local + 26) + bytes.readUInt16LE(local + 28);
-      try {
-        inflateRawSync(bytes.subarray(data, data + packed), { maxOutputLength: Math.max(1, unpacked) });
-      } catch (error) {
-        if (error.code === "ERR_BUFFER_TOO_LARGE") return "The document's parts are larger than their headers say; it was not unpacked";
-        // A corrupt stream is the parser's to report.
+      let part = method === 0 ? bytes.subarray(data, data + packed) : null;
+      if (method === 8) {
+        try {
+          part = inflateRawSync(bytes.subarray(data, data + packed), { maxOutputLength: Math.max(1, unpacked) });
+        } catch (error) {
+          if (error.code === "ERR_BUFFER_TOO_LARGE") return "The document's parts are larger than their headers say; it was not unpacked";
+          // A corrupt stream is the parser's to report.
+        }
+      }
+      if (isXml && part && xmlDepthExceeds(part, MAX_XML_DEPTH)) {
+        return `The document is nested too deeply to read (more than ${MAX_XML_DEPTH} levels, such as tables within tables); it was not read`;
       }
     }
     offset += 46 + bytes.readUInt16LE(offset + 28) + bytes.readUInt16LE(offset + 30) + bytes.readUInt16LE(offset + 32);
@@ -61,4 +78,43 @@ export function unpackedSizeProblem(bytes, limit = MAX_UNPACKED_BYTES) {
 
 function tooLarge(limit) {
   return `The document unpacks to more than ${Math.round(limit / 1024 / 1024)} MiB; it was not read`;
+}
+
+/**
+ * Whether the elements of an XML part (UTF-8 bytes) nest deeper than `max`: one pass over the bytes,
+ * no tree and no recursion, skipping comments, CDATA, declarations and quoted attribute values
+ * (where a "<" or ">" is text). A part in another encoding is not scanned: the parser reads UTF-8.
+ */
+export function xmlDepthExceeds(xml, max) {
+  if (xml[0] === 0xfe || xml[0] === 0xff || xml[1] === 0x00) return false;
+  let depth = 0;
+  let at = xml.indexOf(0x3c);
+  while (at >= 0) {
+    const next = xml[at + 1];
+    if (next === 0x2f) {
+      depth--;
+      at = xml.indexOf(0x3e, at);
+    } else if (next === 0x3f) {
+      at = xml.indexOf("?>", at);
+    } else if (next === 0x21) {
+      const head = xml.toString("latin1", at, at + 9);
+      at = head.startsWith("<!--") ? xml.indexOf("-->", at) : head === "<![CDATA[" ? xml.indexOf("]]>", at) : xml.indexOf(0x3e, at);
+    } else {
+      let quote = 0;
+      let end = at + 1;
+      for (; end < xml.length; end++) {
+        const byte = xml[end];
+        if (quote) {
+          if (byte === quote) quote = 0;
+        } else if (byte === 0x22 || byte === 0x27) quote = byte;
+        else if (byte === 0x3e) break;
+      }
+      if (end >= xml.length) return false;
+      if (xml[end - 1] !== 0x2f && ++depth > max) return true;
+      at = end;
+    }
+    if (at < 0) return false;
+    at = xml.indexOf(0x3c, at + 1);
+  }
+  return false;
 }
