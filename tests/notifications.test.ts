@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNotification } from "@/lib/notifications/create-notification.ts";
 import { notificationSummary } from "@/lib/notifications/list-notifications.ts";
+import { NOTIFICATION_RETENTION_MS, pruneNotifications } from "@/lib/notifications/prune-notifications.ts";
 import { resolveNotification } from "@/lib/notifications/update-notification.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
@@ -462,6 +463,45 @@ describe("a checklist dismissed while its last item is ticked", () => {
     });
     await expect(resolveNotification(sessionContext(h, eli, db), id, "dismiss")).rejects.toMatchObject({ code: "conflict", details: { status: "resolved", resolution: "applied_auto" } });
     expect(await h.db.notification.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: "resolved", resolution: "applied_auto" });
+  });
+});
+
+describe("old notifications", () => {
+  it("rows no longer pending for over 30 days are deleted by the hourly prune; pending, recent and the latest checklist stay", async () => {
+    const gus = await h.user("Gus");
+    const now = new Date();
+    const long = new Date(now.getTime() - NOTIFICATION_RETENTION_MS - 60_000);
+    const recent = new Date(now.getTime() - NOTIFICATION_RETENTION_MS + 86_400_000);
+    const row = async (name: string, data: { status?: string; resolvedAt?: Date; expiresAt?: Date; createdAt?: Date; kind?: "checklist"; sourceId?: string }) => {
+      const { id } = await createNotification(h.db, {
+        userId: gus.id,
+        kind: data.kind ?? "hub_member_joined",
+        sourceKind: data.kind ? "onboarding" : "hub_member",
+        sourceId: data.sourceId ?? name,
+        expiresAt: data.expiresAt ?? null,
+        now: data.createdAt ?? long,
+      });
+      if (data.status) await h.db.notification.update({ where: { id }, data: { status: data.status, resolvedAt: data.resolvedAt ?? null } });
+      return [name, id] as const;
+    };
+    const ids = Object.fromEntries([
+      await row("resolved long ago", { status: "resolved", resolvedAt: long }),
+      await row("dismissed long ago", { status: "dismissed", resolvedAt: long }),
+      await row("expired long ago", { status: "expired", resolvedAt: long }),
+      await row("ran out long ago", { expiresAt: long }),
+      await row("pending, old", {}),
+      await row("ran out recently", { expiresAt: recent }),
+      await row("dismissed recently", { status: "dismissed", resolvedAt: recent }),
+      await row("checklist v1", { kind: "checklist", sourceId: "v1", status: "resolved", resolvedAt: long }),
+      await row("checklist v2", { kind: "checklist", sourceId: "v2", status: "resolved", resolvedAt: long }),
+    ]);
+    expect(await pruneNotifications(h.database, now)).toBe(5);
+    const left = await h.db.notification.findMany({ where: { userId: gus.id }, select: { id: true } });
+    const names = Object.entries(ids).filter(([, id]) => left.some((r) => r.id === id)).map(([name]) => name);
+    expect(names.sort()).toEqual(["checklist v2", "dismissed recently", "pending, old", "ran out recently"]);
+    // The latest checklist is still what the onboarding state reports, and a restart numbers the next after it.
+    expect((await gus.get("/v1/onboarding/state")).body.data).toMatchObject({ has_prior: true, current_version: 2 });
+    expect(await pruneNotifications(h.database, now)).toBe(0);
   });
 });
 

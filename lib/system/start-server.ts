@@ -9,6 +9,7 @@ import { startEventsPrune } from "@/lib/events/prune-events.ts";
 import { startDeletedHubsPurge } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { startInvitesPrune } from "@/lib/invites/prune-invites.ts";
 import { startMailOutboxPrune } from "@/lib/mail/prune-mail-outbox.ts";
+import { startNotificationsPrune } from "@/lib/notifications/prune-notifications.ts";
 import { startUnusedOAuthClientsPrune } from "@/lib/oauth/prune-unused-clients.ts";
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
 import { assertUploadLimit } from "@/lib/uploads/upload-limits.ts";
@@ -35,6 +36,7 @@ export async function startServer(): Promise<void> {
   startEmailSignInCodesPrune(database);
   startInvitesPrune(database);
   startDeletedHubsPurge(database);
+  startNotificationsPrune(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(
