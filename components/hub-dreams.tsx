@@ -166,7 +166,7 @@ function ActionRow({ action, canAct, onChange }: { action: DreamAction; canAct: 
               <Button busy={busy} onClick={() => call("resolve", { resolution: "keep_b" })}>Keep B</Button>
               <Button busy={busy} onClick={() => call("resolve", { resolution: "keep_both" })}>Keep both</Button>
             </>
-          ) : action.state !== "undone" ? (
+          ) : action.state !== "undone" && action.resolution !== "memory_deleted" ? (
             <Button busy={busy} onClick={() => call("undo")}>
               {action.action_type === "merge" ? "Undo (split)" : action.action_type === "archive" ? "Undo (restore)" : action.action_type === "contradiction" ? "Reopen" : "Undo"}
             </Button>

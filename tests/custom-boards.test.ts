@@ -6,6 +6,7 @@ import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
+import { newId } from "@/lib/ids.ts";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 import { startFakeChat } from "./support/openai-stream-fake.ts";
@@ -292,6 +293,87 @@ describe("custom boards: the background answer", () => {
       const got = (await ann.get(`${boards(team)}/${board.id}`)).body.data;
       expect(got.board.status).toBe("active");
       expect(got.slots[0].payload).toMatchObject({ instruction: "What must happen before release 5?", answer: "The staging smoke tests must pass [1]." });
+    } finally {
+      for (const key of ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ENGRAM_ASK_MODEL_TIMEOUT_MS"]) {
+        if (saved[key] === undefined) delete process.env[key];
+        else process.env[key] = saved[key];
+      }
+      await fake.close();
+    }
+  });
+});
+
+describe("custom boards: a cited memory hard-deleted", () => {
+  it("its card is answered again without it, and the versions of the history citing it go with their verdicts", async () => {
+    const team = await h.teamHub(ann, [[cal, "contributor"]]);
+    const pushTo = async (content: string) => {
+      const res = await ann.post("/v1/memories", { content }, { headers: { "x-hub-id": team } });
+      expect(res.status, res.text).toBe(201);
+      return (await waitProcessed(h.db, ann, res.body.data.id)).id as string;
+    };
+    const secret = await pushTo("# Vault rotation\nThe vault passphrase is rotated by hand with the word pelican-quartz every month.");
+    const other = await pushTo("# Vault access\nThe vault is opened by two on-call engineers together.");
+    const board = (await ann.post(boards(team), { title: "Vault", instruction: "How is the vault passphrase rotated?" })).body.data.board;
+    await customBoardsIdle();
+    const card = await h.db.customBoard.findUniqueOrThrow({ where: { id: board.id } });
+    expect(card.cardCiteMemoryIds).toContain(secret);
+    expect(JSON.stringify(card.cardPayload)).toMatch(/pelican-quartz/);
+    // An older answer in the history citing it, judged by a member; and one that does not cite it.
+    const start = Date.now();
+    const at = (minutes: number) => new Date(start - minutes * 60_000);
+    await h.db.customBoardCardVersion.createMany({
+      data: [
+        { id: newId(), boardId: board.id, payload: { answer: "Rotated with pelican-quartz [1].", citations: [{ index: 1, memory_id: secret }] }, citeMemoryIds: [secret], contentProducedAt: at(30), createdAt: at(20) },
+        { id: newId(), boardId: board.id, payload: { answer: "Two engineers open it [1].", citations: [{ index: 1, memory_id: other }] }, citeMemoryIds: [other], contentProducedAt: at(20), createdAt: at(10) },
+      ],
+    });
+    await h.db.customBoardFeedback.createMany({
+      data: [at(30), at(20)].map((contentProducedAt) => ({ boardId: board.id, contentProducedAt, userId: cal.id, verdict: "accurate" })),
+    });
+
+    expect((await ann.delete(`/v1/memories/${secret}`)).status).toBe(200);
+    await customBoardsIdle();
+    const got = (await cal.get(`${boards(team)}/${board.id}`)).body.data;
+    expect(JSON.stringify(got)).not.toMatch(/pelican-quartz/);
+    expect(got.slots[0]?.cite_memory_ids ?? []).not.toContain(secret);
+    const history = (await cal.get(`/v1/hubs/${team}/board/slots/${encodeURIComponent(`board:${board.id}`)}/history`)).body.data.versions;
+    expect(JSON.stringify(history)).not.toMatch(/pelican-quartz/);
+    expect(history.map((v: { payload: { answer: string } }) => v.payload.answer)).toContain("Two engineers open it [1].");
+    expect(await h.db.customBoardFeedback.count({ where: { boardId: board.id, contentProducedAt: at(30) } })).toBe(0);
+    expect(await h.db.customBoardFeedback.count({ where: { boardId: board.id, contentProducedAt: at(20) } })).toBe(1);
+  });
+
+  it("an answer asked before the delete and written after it is dropped, not kept in the card or its history", async () => {
+    const team = await h.teamHub(ann);
+    const pushTo = async (content: string) => {
+      const res = await ann.post("/v1/memories", { content }, { headers: { "x-hub-id": team } });
+      expect(res.status, res.text).toBe(201);
+      return (await waitProcessed(h.db, ann, res.body.data.id)).id as string;
+    };
+    const secret = await pushTo("# Vault rotation\nThe vault passphrase is rotated by hand with the word heron-basalt every month.");
+    await pushTo("# Vault access\nThe vault passphrase is kept by two on-call engineers together.");
+    const fake = await startFakeChat();
+    const saved = { ...process.env };
+    Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: fake.url, ENGRAM_ASK_MODEL_TIMEOUT_MS: "1500" });
+    try {
+      fake.reply = "Two on-call engineers keep it [1].";
+      // The first answer has read the memories and waits on the model (then falls back to the extractive answer).
+      fake.stall = true;
+      const board = (await ann.post(boards(team), { title: "Vault", instruction: "How is the vault passphrase rotated?" })).body.data.board;
+      for (let waited = 0; fake.requests.length === 0; waited += 20) {
+        expect(waited).toBeLessThan(20_000);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect((await ann.delete(`/v1/memories/${secret}`)).status).toBe(200);
+      fake.stall = false;
+      await customBoardsIdle();
+      const got = (await ann.get(`${boards(team)}/${board.id}`)).body.data;
+      const historyRes = await ann.get(`/v1/hubs/${team}/board/slots/${encodeURIComponent(`board:${board.id}`)}/history`);
+      const history = historyRes.body.data.versions;
+      expect(JSON.stringify([got, history])).not.toMatch(/heron-basalt/);
+      // Asked again without it, rather than left cooking until the next dream run.
+      expect(got.slots).toHaveLength(1);
+      expect(got.slots[0].cite_memory_ids).not.toContain(secret);
     } finally {
       for (const key of ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ENGRAM_ASK_MODEL_TIMEOUT_MS"]) {
         if (saved[key] === undefined) delete process.env[key];

@@ -479,9 +479,9 @@ describe("resolving a review whose memory to keep is gone", () => {
     const refused = await owner.post(`/v1/dreams/actions/${first.id}/resolve`, { resolution: "keep_a" });
     expect([refused.status, refused.body.error?.code]).toEqual([409, "conflict"]);
     expect(await h.db.memory.findUniqueOrThrow({ where: { id: b } })).toMatchObject({ state: "active", supersededBy: null });
-    expect((await h.db.dreamAction.findUniqueOrThrow({ where: { id: first.id } })).state).toBe("pending_review");
-    // keep_both still settles it, and keeping the side that stands archives nothing that is gone.
-    expect((await owner.post(`/v1/dreams/actions/${first.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+    // The delete closed the review: with A gone there is nothing left to decide (nor to restore).
+    expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: first.id } })).toMatchObject({ state: "resolved", resolution: "memory_deleted" });
+    expect((await owner.post(`/v1/dreams/actions/${first.id}/resolve`, { resolution: "keep_both" })).status).toBe(409);
 
     const c = await push("The maximum upload size is 10 MB.");
     const d = await push("The maximum upload size is 50 MB.");
@@ -782,4 +782,80 @@ describe("the report of a run with more than 5000 actions", () => {
     expect(report).toContain("- … and 4981 more");
     expect(report).toContain("## Archived as stale (1)\n\n- never read");
   }, 120_000);
+});
+
+describe("what a hard delete leaves of its memory in dream actions", () => {
+  it("drops a merge's original content and a review's excerpt of it, closes its open reviews and their bell rows, single and batch", async () => {
+    const admin = await h.user("Deleting admin");
+    const hubId = await h.teamHub(owner, [[admin, "admin"]]);
+    const push = async (content: string) => (await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const [older, kept, a, b, c, d] = [
+      await push("Old: the deploy key lives in vault/ops."),
+      await push("The deploy key lives in vault/ops, rotated monthly."),
+      await push("The API request timeout is 30 seconds."),
+      await push("The API request timeout is 60 seconds."),
+      await push("The upload limit is 10 MB."),
+      await push("The upload limit is 50 MB."),
+    ];
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const merge = await h.db.dreamAction.create({
+      data: {
+        id: newId(), runId: run.id, hubId, actionType: "merge", state: "applied", sourceMemoryIds: [older, kept], resultMemoryId: kept, reason: "duplicates",
+        details: { archived_id: older, kept_id: kept, rewritten: true, model: "m", original_content: "SECRET-ORIGINAL of the kept memory", original_content_hash: "h1", merged_content_hash: "h2" },
+      },
+    });
+    const review = async (x: string, y: string, ex: string, ey: string) => {
+      const action = await h.db.dreamAction.create({
+        data: {
+          id: newId(), runId: run.id, hubId, actionType: "contradiction", state: "pending_review", sourceMemoryIds: [x, y], reason: "they disagree",
+          details: { key: "k", values: ["1", "2"], a: { id: x, title: "A", excerpt: ex }, b: { id: y, title: "B", excerpt: ey }, options: ["keep_a", "keep_b", "keep_both"] },
+        },
+      });
+      for (const who of [owner, admin]) {
+        await h.db.notification.create({ data: { id: newId(), userId: who.id, hubId, kind: "review_contradiction", sourceKind: "dream_action", sourceId: action.id, payload: {} } });
+      }
+      return action;
+    };
+    const first = await review(a, b, "SECRET-EXCERPT-A", "excerpt of b");
+    const second = await review(c, d, "excerpt of c", "SECRET-EXCERPT-D");
+
+    expect((await owner.delete(`/v1/memories/${a}`)).status).toBe(200);
+    const batch = await admin.post("/v1/memories/batch-delete", { ids: [kept, d] });
+    expect(batch.status, batch.text).toBe(200);
+    expect(batch.body.data.deleted).toBe(2);
+
+    const listed = await admin.get(`/v1/dreams/${run.id}/actions`);
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.text).not.toMatch(/SECRET/);
+    const byId = new Map<string, any>(listed.body.data.actions.map((x: { id: string }) => [x.id, x]));
+    expect(byId.get(merge.id)).toMatchObject({ state: "applied", details: { archived_id: older, kept_id: kept, rewritten: true } });
+    for (const [action, gone, stays, excerpt] of [[first, "a", "b", "excerpt of b"], [second, "b", "a", "excerpt of c"]] as const) {
+      const shown = byId.get(action.id);
+      expect(shown).toMatchObject({ state: "resolved", resolution: "memory_deleted", resolved_at: expect.any(String) });
+      expect(shown.details[gone]).not.toHaveProperty("excerpt");
+      expect(shown.details[stays].excerpt).toBe(excerpt);
+      // No admin is left with a decision that cannot be made.
+      expect(await h.db.notification.count({ where: { sourceId: action.id, status: "pending" } })).toBe(0);
+      const resolve = await owner.post(`/v1/dreams/actions/${action.id}/resolve`, { resolution: "keep_both" });
+      expect([resolve.status, resolve.body.error?.code]).toEqual([409, "conflict"]);
+      const reopen = await owner.post(`/v1/dreams/actions/${action.id}/undo`);
+      expect([reopen.status, reopen.body.error?.code]).toEqual([409, "conflict"]);
+    }
+  });
+
+  it("a decided review whose memory was deleted since is not reopened", async () => {
+    const hubId = await h.teamHub(owner);
+    const push = async (content: string) => (await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const a = await push("Backups run at 02:00 UTC.");
+    const b = await push("Backups run at 04:00 UTC.");
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const action = await h.db.dreamAction.create({
+      data: { id: newId(), runId: run.id, hubId, actionType: "contradiction", state: "pending_review", sourceMemoryIds: [a, b], reason: "they disagree", details: {} },
+    });
+    expect((await owner.post(`/v1/dreams/actions/${action.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+    expect((await owner.delete(`/v1/memories/${b}`)).status).toBe(200);
+    const reopen = await owner.post(`/v1/dreams/actions/${action.id}/undo`);
+    expect([reopen.status, reopen.body.error?.code]).toEqual([409, "conflict"]);
+    expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: action.id } })).toMatchObject({ state: "resolved", resolution: "keep_both" });
+  });
 });

@@ -186,6 +186,9 @@ describe("schema and migrations agree", () => {
     const byName = new Map(indexes.map((i) => [i.indexname, i.indexdef]));
     expect(byName.get("chunks_embedding_hnsw_idx")).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
     expect(byName.get("chunks_search_vector_idx")).toMatch(/USING gin/);
+    for (const index of ["dream_actions_source_memory_ids_idx", "custom_boards_card_cite_memory_ids_idx", "custom_board_card_versions_cite_memory_ids_idx"]) {
+      expect(byName.get(index), index).toMatch(/USING gin/);
+    }
     expect(byName.get("ownership_transfers_one_pending")).toMatch(/WHERE \(state = 'pending'::text\)/);
     const [{ type }] = await database.sql.query<{ type: string }>(
       `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'`,

@@ -15,7 +15,7 @@ import { CARD_VERSIONS_KEPT, customBoardLockKey } from "./custom-board-fields.ts
  * does; the content it replaces becomes a version, and a card that changed is fresh again. Two
  * refreshes at once write in the order they began asking: the older answer never replaces the newer.
  */
-export async function refreshCustomBoard(database: Database, boardId: string, dreamRunId: string | null = null): Promise<"written" | "unchanged" | "skipped"> {
+export async function refreshCustomBoard(database: Database, boardId: string, dreamRunId: string | null = null, tries = 3): Promise<"written" | "unchanged" | "skipped"> {
   const db = database.prisma;
   const board = await db.customBoard.findUnique({ where: { id: boardId } });
   if (!board || board.status === "paused") return "skipped";
@@ -34,13 +34,22 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
   const asked = await askQuestion(ctx, { query: board.instruction, hub_ids: [board.hubId], count_access: false });
   const payload = { instruction: board.instruction, answer: asked.answer, citations: asked.citations, model: asked.metadata.model };
   const cited = asked.citations.map((c) => c.memory_id);
-  return db.$transaction(async (tx) => {
+  const CITED_GONE = "cited_gone" as const;
+  const result = await db.$transaction(async (tx) => {
     await lockForTransaction(tx, customBoardLockKey(board.id));
     const current = await tx.customBoard.findUnique({ where: { id: board.id } });
     // Deleted, paused or rewritten while the answer was written: this answer is for nothing that stands.
     if (!current || current.status === "paused" || current.instruction !== board.instruction) return "skipped";
     // A refresh that began asking later has written (or confirmed) the card already.
     if (current.cardAskedAt && current.cardAskedAt > askedAt) return "skipped";
+    // The answer quotes what it cites: a memory hard-deleted while it was written must not come back in
+    // the card, so it is asked again without it. Held until commit, so a delete now waits for this card
+    // and then empties it (lib/memories/drop-memory-copies.ts).
+    const citedIds = [...new Set(cited)];
+    if (citedIds.length) {
+      const still = await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM memories WHERE id = ANY(${citedIds}::uuid[]) FOR KEY SHARE`;
+      if (still.length < citedIds.length) return CITED_GONE;
+    }
     // The creator lost the hub while the answer was written (it may then say "nothing found"): leave the board.
     await lockForTransaction(tx, { shared: hubMembersLockKey(board.hubId) });
     if (!(await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: board.hubId, userId: board.createdBy } }, select: { role: true } }))) return "skipped";
@@ -94,6 +103,8 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
     });
     return "written";
   });
+  if (result !== CITED_GONE) return result;
+  return tries > 1 ? refreshCustomBoard(database, boardId, dreamRunId, tries - 1) : "skipped";
 }
 
 /** After a dream run: every custom board of the hub that is not paused gets its card refreshed. */

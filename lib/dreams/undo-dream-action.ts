@@ -11,6 +11,7 @@ import { isUuid } from "@/lib/ids.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { RESOLVE_ACTIONS } from "@/lib/notifications/notification-kinds.ts";
 import { onReviewReopened, onReviewResolved } from "@/lib/notifications/notify.ts";
+import { MEMORY_DELETED_RESOLUTION } from "@/lib/memories/drop-memory-copies.ts";
 import { serializeDreamAction } from "./serialize-dream.ts";
 
 export const resolveDreamActionBodySchema = z.object({ resolution: z.enum(["keep_a", "keep_b", "keep_both"], { error: "resolution is keep_a, keep_b or keep_both" }) });
@@ -47,6 +48,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
   const { action, membership } = await actionOrThrow(ctx, actionId, "undo dream actions");
   if (action.state === "undone") throw new ApiError("conflict", "This action was already undone");
   if (action.actionType === "contradiction" && action.state === "pending_review") throw new ApiError("conflict", "Nothing to undo: this review is still open; resolve it instead");
+  if (action.resolution === MEMORY_DELETED_RESOLUTION) throw new ApiError("conflict", "Nothing to reopen: this review closed when one of its memories was deleted");
   const now = ctx.now();
   let reprocess: string | undefined;
   // The action as read above, still so: of two undos (or an undo and a resolve) at once, one applies
@@ -95,6 +97,10 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
         }
       }
     } else if (action.actionType === "contradiction") {
+      // A review is between two memories: with one deleted since, there is nothing left to decide.
+      if ((await tx.memory.count({ where: { id: { in: action.sourceMemoryIds } } })) < 2) {
+        throw new ApiError("conflict", "Nothing to reopen: one of this review's memories was deleted since");
+      }
       // Reopen the review: the side archived by keep_a / keep_b comes back.
       const loser = action.resolution === "keep_a" ? second : action.resolution === "keep_b" ? first : undefined;
       const winner = action.resolution === "keep_a" ? first : second;

@@ -6,6 +6,8 @@ import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { detachObjects, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
+import { dropMemoryCopies } from "./drop-memory-copies.ts";
 
 export interface Skipped {
   id: string;
@@ -17,7 +19,7 @@ export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string
   const ids = [...new Set(input.ids)];
   const memberships = new Map((await readableHubs(ctx)).map((m) => [m.hub.id, m]));
   const hubIds = [...memberships.keys()];
-  const { keys, ...result } = await ctx.db.$transaction(async (tx) => {
+  const { keys, boards, ...result } = await ctx.db.$transaction(async (tx) => {
     // Locked in id order first (lib/db/row-lock.ts): a concurrent move cannot take one elsewhere now.
     const locked = await lockMemoryRows(tx, ids.filter(isUuid), hubIds);
     const found = await tx.memory.findMany({ where: { id: { in: locked }, hubId: { in: hubIds } }, select: { id: true, hubId: true, ownerId: true } });
@@ -31,7 +33,7 @@ export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string
       else if (!canDeleteMemory(membership.role, memory.ownerId === ctx.user.id, membership.hub)) skipped.push({ id, reason: "not_owned" });
       else deletable.push(id);
     }
-    if (deletable.length === 0) return { deleted: 0, skipped, keys: [] };
+    if (deletable.length === 0) return { deleted: 0, skipped, keys: [], boards: [] };
     const attachments = await tx.attachment.findMany({ where: { memoryId: { in: deletable } }, select: { memoryId: true, objectKey: true } });
     // The roles were read before the transaction: the delete checks them again itself, as a single
     // delete does, so a role or delete policy changed meanwhile leaves the memory where it is.
@@ -41,9 +43,11 @@ export async function batchDeleteMemories(ctx: AuthContext, input: { ids: string
     for (const id of deletable) if (kept.has(id)) skipped.push({ id, reason: "not_owned" });
     const keys = attachments.filter((a) => !kept.has(a.memoryId)).map((a) => a.objectKey);
     await detachObjects(tx, keys);
+    const boards = await dropMemoryCopies(tx, deleted, ctx.now());
     await emitEvent(tx, deleted.map((id) => ({ type: "memory.deleted" as const, hubId: byId.get(id)!.hubId, actorId: ctx.user.id, entityId: id })));
-    return { deleted: deleted.length, skipped, keys };
+    return { deleted: deleted.length, skipped, keys, boards };
   });
   await removeBlobs(ctx.db, keys);
+  for (const board of boards) kickCustomBoard(board);
   return result;
 }

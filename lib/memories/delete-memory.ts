@@ -5,10 +5,12 @@ import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
+import { dropMemoryCopies } from "./drop-memory-copies.ts";
 
 const CHANGED = Symbol("changed");
 
-/** Hard delete of the memory with its chunks and attachments (cascade), then the attachments' files. */
+/** Hard delete of the memory with its chunks and attachments (cascade) and what other rows copied of it, then the attachments' files. */
 export async function deleteMemory(ctx: AuthContext, id: string): Promise<{ id: string; deleted: true }> {
   for (;;) {
     const { memory, role } = await findMemoryOrThrow(ctx, id, { content: false });
@@ -17,20 +19,22 @@ export async function deleteMemory(ctx: AuthContext, id: string): Promise<{ id: 
     }
     // One conditional statement: the permission is checked again by the DELETE itself; the
     // attachments' uploads are detached in the same transaction and their files go after the commit.
-    const keys = await ctx.db
+    const done = await ctx.db
       .$transaction(async (tx) => {
         const detached = await detachUploads(tx, { memoryId: { in: [memory.id] } });
         const { count } = await tx.memory.deleteMany({ where: { id: memory.id, hubId: memory.hubId, ...memoryWriteGuard(ctx.user.id, "delete") } });
         if (count !== 1) throw CHANGED;
+        const boards = await dropMemoryCopies(tx, [memory.id], ctx.now());
         await emitEvent(tx, { type: "memory.deleted", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
-        return detached;
+        return { detached, boards };
       })
       .catch((error: unknown) => {
         if (error === CHANGED) return null;
         throw error;
       });
-    if (keys) {
-      await removeBlobs(ctx.db, keys);
+    if (done) {
+      await removeBlobs(ctx.db, done.detached);
+      for (const board of done.boards) kickCustomBoard(board);
       return { id: memory.id, deleted: true };
     }
     // Something changed in between (role, policy, hub): look again and answer for the new state.
