@@ -222,6 +222,38 @@ describe("new topics and the hub's limit of 500", () => {
   }, 180_000);
 });
 
+describe("a new topic named like one at the top of the tree", () => {
+  it("takes a free name beside an archived one, and files into one a member made meanwhile in another case", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (const content of K8S) ids.push((await owner.post("/v1/memories", { content, stability: "stable" }, { headers: { "x-hub-id": hubId } })).body.data.id);
+    await indexMemories(h.db, ids);
+    // The model names the cluster "Kubernetes operations": archived at the top of the tree, it takes no memories.
+    const archived = await h.db.topic.create({ data: { id: newId(), hubId, name: "Kubernetes operations", archivedAt: new Date() } });
+    // While the model names it, a member makes the next free name, in their own case.
+    const mine = newId();
+    const answer = fake.answer;
+    fake.answer = async (schema, body) => {
+      if (schema === "topic_name") await h.db.topic.create({ data: { id: mine, hubId, name: "kubernetes OPERATIONS 2" } });
+      return answer(schema, body);
+    };
+    try {
+      const res = await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(202);
+      expect(await runDreamRunOnce(h.db, res.body.data.run_id)).toBe(true);
+      expect(schemasSent()).toContain("topic_name");
+      const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: res.body.data.run_id } });
+      expect([run.status, run.error]).toEqual(["completed", null]);
+    } finally {
+      fake.answer = answer;
+    }
+    const topics = (await h.db.memory.findMany({ where: { id: { in: ids } } })).map((m) => m.topicId);
+    expect(topics).toEqual([mine, mine, mine, mine]);
+    expect((await h.db.topic.findUniqueOrThrow({ where: { id: archived.id } })).name).toBe("Kubernetes operations");
+    expect(await h.db.topic.count({ where: { hubId } })).toBe(2);
+  }, 180_000);
+});
+
 describe("what a merge rewrite reads", () => {
   /**
    * The rewrite step read both whole contents of every merge pair of the run (megabytes each, pairs

@@ -12,6 +12,8 @@ export interface OrganizeInput {
   hubSize: number;
   /** How many more topics the hub may have. */
   topicRoom: number;
+  /** Every topic name of the hub, archived ones too: a new topic may take none of them. */
+  takenNames?: string[];
 }
 
 export interface OrganizePlan {
@@ -91,7 +93,7 @@ export function organizeMemories(input: OrganizeInput, config: DreamConfig): Org
     best.members.push(memory);
   }
   const room = Math.min(config.maxNewTopicsPerRun, input.topicRoom);
-  const taken = new Set(input.topics.map((t) => t.name.toLowerCase()));
+  const taken = new Set([...input.topics.map((t) => t.name), ...(input.takenNames ?? [])].map((name) => name.toLowerCase()));
   const create = clusters
     .filter((c) => c.members.length >= config.minClusterSize)
     .sort((x, y) => y.members.length - x.members.length)

@@ -433,10 +433,10 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   for (const m of memories) if (m.topicId && m.embedding) byTopic.set(m.topicId, [...(byTopic.get(m.topicId) ?? []), m.embedding]);
   const unsorted = memories.flatMap((m) => (!m.topicId && m.embedding && !excluded.organize.has(m.id) ? [{ id: m.id, embedding: m.embedding, words: m.features.words }] : []));
   const plan = organizeMemories(
-    { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - allTopics.length) },
+    { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), takenNames: allTopics.map((t) => t.name), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - allTopics.length) },
     ctx.deps.config,
   );
-  await nameTopics(plan.create, memories, topics);
+  await nameTopics(plan.create, memories, allTopics);
   const t2 = performance.now();
   const topicName = new Map(topics.map((t) => [t.id, t.name]));
   type Move = { memoryId: string; topicId: string | null; newTopic?: string; first?: boolean };
@@ -460,17 +460,28 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       const created = new Set<string>();
       for (const move of batch) {
         if (!move.newTopic || createdIds.has(move.newTopic)) continue;
-        const existing = await tx.topic.findFirst({ where: { hubId, name: move.newTopic, archivedAt: null }, select: { id: true } });
+        // Names are unique among siblings whatever their case, archived or not (the index on lower(name)):
+        // a top-level topic of that name made since the plan (by a member, in any case) takes the
+        // cluster; an archived one takes no memories, so the new topic gets a free name beside it.
+        const [same] = await tx.$queryRaw<{ id: string; name: string; archived: boolean }[]>`
+          SELECT id::text AS id, name, archived_at IS NOT NULL AS archived FROM topics
+           WHERE hub_id = ${hubId}::uuid AND parent_id IS NULL AND lower(name) = lower(${move.newTopic}) LIMIT 1`;
+        const existing = same && !same.archived ? same : undefined;
         // No room: the cluster stays unsorted (a later run files it once there is room).
         if (!existing && room <= 0) continue;
         const topicId = existing?.id ?? newId(now.getTime());
+        let name = existing?.name ?? move.newTopic;
         if (!existing) {
-          await tx.topic.create({ data: { id: topicId, hubId, name: move.newTopic, createdBy: null, createdAt: now, updatedAt: now } });
+          if (same) {
+            const roots = await tx.topic.findMany({ where: { hubId, parentId: null }, select: { name: true } });
+            name = uniqueName(move.newTopic, new Set(roots.map((t) => t.name.toLowerCase())));
+          }
+          await tx.topic.create({ data: { id: topicId, hubId, name, createdBy: null, createdAt: now, updatedAt: now } });
           created.add(topicId);
           room -= 1;
         }
         createdIds.set(move.newTopic, topicId);
-        topicName.set(topicId, move.newTopic);
+        topicName.set(topicId, name);
       }
       const placed = batch.filter((move) => !move.newTopic || createdIds.has(move.newTopic));
       // Only memories still unsorted and active at write time move (an edit since the scan wins).
@@ -486,7 +497,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
           topicId,
           topicName: topicName.get(topicId) ?? "",
           createdTopic: created.delete(topicId),
-          reason: move.newTopic ? `grouped with similar memories into the new topic "${move.newTopic}"` : `closest to the topic "${topicName.get(topicId)}"`,
+          reason: move.newTopic ? `grouped with similar memories into the new topic "${topicName.get(topicId)}"` : `closest to the topic "${topicName.get(topicId)}"`,
         });
       }
       await insertOrganizeActions(tx, ctx.runId, hubId, actions, now);
