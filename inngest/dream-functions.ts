@@ -18,13 +18,18 @@ export const dreamRunFunction = inngest.createFunction(
     concurrency: [{ key: "event.data.hub_id", limit: 1 }],
     retries: 3,
   },
-  async ({ event, step }) => {
+  async ({ event, step, runId: functionRunId }) => {
     const runId = (event.data as { run_id?: string }).run_id;
     if (typeof runId !== "string") return { status: "invalid" as const };
-    const owner = `inngest-${runId}`;
     const config = dreamConfig();
-    const claimed = await step.run("claim", async () => claimDreamRun((await getDatabase()).prisma, runId, owner, new Date(), config.staleRunMs));
-    if (!claimed) return { status: "skipped" as const };
+    // The lease is this function run's (Inngest's run id: the same for its steps and retries), not the
+    // dream run's: a re-sent event starts a second function run, which must not hold it too.
+    const claim = await step.run("claim", async () => {
+      const owner = `inngest-${functionRunId}`;
+      return (await claimDreamRun((await getDatabase()).prisma, runId, owner, new Date(), config.staleRunMs)) ? { owner } : null;
+    });
+    if (!claim) return { status: "skipped" as const };
+    const { owner } = claim;
     const startedAt = Date.now();
     for (const phase of DREAM_PHASES) {
       await step.run(`phase-${phase}`, async () => {

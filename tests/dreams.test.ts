@@ -441,6 +441,30 @@ describe("schedule and Inngest functions (@inngest/test)", () => {
   }, 180_000);
 });
 
+describe("the dream-run function's lease (@inngest/test)", () => {
+  const smallHub = async () => {
+    const hubId = await h.teamHub(owner);
+    const ids = [];
+    for (const content of [PLANTED.dupOld1, PLANTED.dupNew1, PLANTED.staging]) ids.push((await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string);
+    await indexMemories(h.db, ids);
+    return hubId;
+  };
+
+  it("a re-sent run's second function run does not hold the lease the first one holds: it is skipped", async () => {
+    const hubId = await smallHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    const event = { name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } };
+    // The first function run has claimed the run and is working on it (its heartbeat is fresh).
+    await new InngestTestEngine({ function: dreamRunFunction, events: [event] }).executeStep("claim");
+    const first = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+    expect(first).toMatchObject({ status: "running", attempts: 1 });
+    const second = await new InngestTestEngine({ function: dreamRunFunction, events: [event] }).execute();
+    expect(second.result).toEqual({ status: "skipped" });
+    expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", leaseOwner: first.leaseOwner, attempts: 1 });
+    expect(await h.db.dreamAction.count({ where: { runId } })).toBe(0);
+  }, 120_000);
+});
+
 describe("organizing around archived topics", () => {
   it("files no memory into an archived topic, even one whose memories it resembles", async () => {
     const hubId = await h.teamHub(owner);
