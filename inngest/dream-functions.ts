@@ -1,7 +1,7 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, DREAM_PHASES, finishDreamRun, runDreamPhase } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, DREAM_PHASES, finishDreamRun, OutOfTimeError, runDreamPhase } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { inngest } from "./client.ts";
 
@@ -23,27 +23,39 @@ export const dreamRunFunction = inngest.createFunction(
     if (typeof runId !== "string") return { status: "invalid" as const };
     const config = dreamConfig();
     // The lease is this function run's (Inngest's run id: the same for its steps and retries), not the
-    // dream run's: a re-sent event starts a second function run, which must not hold it too.
+    // dream run's: a re-sent event starts a second function run, which must not hold it too. The claim
+    // also fixes when this attempt began, memoized with the step: the budget is the attempt's, not each step's.
     const claim = await step.run("claim", async () => {
       const owner = `inngest-${functionRunId}`;
-      return (await claimDreamRun((await getDatabase()).prisma, runId, owner, new Date(), config.staleRunMs)) ? { owner } : null;
+      const now = new Date();
+      return (await claimDreamRun((await getDatabase()).prisma, runId, owner, now, config.staleRunMs)) ? { owner, startedAt: now.getTime() } : null;
     });
     if (!claim) return { status: "skipped" as const };
-    const { owner } = claim;
-    const startedAt = Date.now();
+    const { owner, startedAt } = claim;
+    let timedOut = false;
     for (const phase of DREAM_PHASES) {
-      await step.run(`phase-${phase}`, async () => {
+      const outcome = await step.run(`phase-${phase}`, async () => {
         const database = await getDatabase();
         const run = await database.prisma.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { phase: true } });
         // A retried step whose phase already completed has nothing to do.
         if (DREAM_PHASES.indexOf(run.phase as (typeof DREAM_PHASES)[number]) > DREAM_PHASES.indexOf(phase) || run.phase === "done") return "done";
-        await runDreamPhase({ db: database.prisma, sql: database.sql, config }, runId, owner, phase, startedAt);
+        try {
+          await runDreamPhase({ db: database.prisma, sql: database.sql, config }, runId, owner, phase, startedAt);
+        } catch (error) {
+          // Out of the run's budget: it ends partial_failed (the next run continues), as with the in-process worker.
+          if (error instanceof OutOfTimeError) return "out_of_time";
+          throw error;
+        }
         return "done";
       });
+      if (outcome === "out_of_time") {
+        timedOut = true;
+        break;
+      }
     }
     const status = await step.run("finish", async () => {
       const database = await getDatabase();
-      return finishDreamRun({ db: database.prisma, sql: database.sql, config }, runId, owner, false);
+      return finishDreamRun({ db: database.prisma, sql: database.sql, config }, runId, owner, timedOut);
     });
     return { status };
   },

@@ -441,7 +441,7 @@ describe("schedule and Inngest functions (@inngest/test)", () => {
   }, 180_000);
 });
 
-describe("the dream-run function's lease (@inngest/test)", () => {
+describe("the dream-run function's lease and time budget (@inngest/test)", () => {
   const smallHub = async () => {
     const hubId = await h.teamHub(owner);
     const ids = [];
@@ -462,6 +462,27 @@ describe("the dream-run function's lease (@inngest/test)", () => {
     expect(second.result).toEqual({ status: "skipped" });
     expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", leaseOwner: first.leaseOwner, attempts: 1 });
     expect(await h.db.dreamAction.count({ where: { runId } })).toBe(0);
+  }, 120_000);
+
+  it("the budget runs from the claim, not from each step: a run past it ends partial_failed", async () => {
+    const hubId = await smallHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    const engine = new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] });
+    const saved = process.env.ENGRAM_DREAM_MAX_SECONDS;
+    process.env.ENGRAM_DREAM_MAX_SECONDS = "1";
+    try {
+      const claimed = await engine.executeStep("claim");
+      // Inngest calls the function again for each step, with the claim's memoized output; the phases come after the budget.
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      const { result } = await engine.execute({ steps: [{ id: "claim", handler: () => claimed.result }] });
+      expect(result).toEqual({ status: "partial_failed" });
+    } finally {
+      if (saved === undefined) delete process.env.ENGRAM_DREAM_MAX_SECONDS;
+      else process.env.ENGRAM_DREAM_MAX_SECONDS = saved;
+    }
+    const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+    expect(run).toMatchObject({ status: "partial_failed", error: expect.stringMatching(/budget/) });
+    expect(run.report).toMatch(/time budget/);
   }, 120_000);
 });
 

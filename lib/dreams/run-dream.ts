@@ -38,7 +38,8 @@ export interface DreamDeps {
 
 /** Another worker took the run over (its heartbeat looked dead): stop without touching it. */
 export class LostLeaseError extends Error {}
-class OutOfTimeError extends Error {}
+/** The run's time budget is spent: it stops between batches and ends partial_failed. */
+export class OutOfTimeError extends Error {}
 
 type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
 
