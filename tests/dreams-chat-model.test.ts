@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { claimDreamRun } from "@/lib/dreams/run-dream.ts";
 import { contentHash } from "@/lib/memories/create-memory.ts";
@@ -219,6 +219,17 @@ describe("new topics and the hub's limit of 500", () => {
     }
     expect(await h.db.topic.count({ where: { hubId } })).toBe(500);
     expect((await h.db.memory.findMany({ where: { id: { in: ids } } })).map((m) => m.topicId)).toEqual([null, null, null, null]);
+  }, 180_000);
+});
+
+describe("the schedule after a run that rewrote a merge", () => {
+  it("the run's own rewrite does not make the hub due again; a member's edit does", async () => {
+    const { hubId, runId, newer } = await seedAndRun();
+    expect((await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge" } })).details).toMatchObject({ rewritten: true });
+    const later = () => new Date(Date.now() + 2 * DAY);
+    expect(await dueHubs(h.db, later(), 24, 10_000)).not.toContain(hubId);
+    expect((await owner.patch(`/v1/memories/${newer}`, { content: "We use pnpm 9 in the web repo." })).status).toBe(200);
+    expect(await dueHubs(h.db, later(), 24, 10_000)).toContain(hubId);
   }, 180_000);
 });
 

@@ -6,14 +6,20 @@ import { claimDreamRun, executeDreamRun, LostLeaseError } from "./run-dream.ts";
 
 export const DREAM_RUN_EVENT = "engram/dream.run";
 
-/** Hubs due a scheduled run: written to since their last run, and not dreamt of for `intervalHours`. */
+/**
+ * Hubs due a scheduled run: written to since their last run, and not dreamt of for `intervalHours`. A
+ * run's own rewrite of a merge's kept memory is no write of the hub's: its action is stamped with the
+ * very time of the rewrite, and a member's later edit moves the memory's past it.
+ */
 export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 100): Promise<string[]> {
   const since = new Date(now.getTime() - intervalHours * 3_600_000);
   const rows = await db.$queryRaw<{ id: string }[]>`
     SELECT h.id FROM hubs h
      WHERE h.deleted_at IS NULL
        AND EXISTS (SELECT 1 FROM memories m WHERE m.hub_id = h.id AND m.state = 'active'
-                     AND m.updated_at > coalesce((SELECT max(r.created_at) FROM dream_runs r WHERE r.hub_id = h.id), '-infinity'::timestamptz))
+                     AND m.updated_at > coalesce((SELECT max(r.created_at) FROM dream_runs r WHERE r.hub_id = h.id), '-infinity'::timestamptz)
+                     AND NOT EXISTS (SELECT 1 FROM dream_actions a WHERE a.hub_id = h.id AND a.action_type = 'merge'
+                                        AND a.result_memory_id = m.id AND a.created_at = m.updated_at))
        AND NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.hub_id = h.id AND (r.created_at > ${since} OR r.status IN ('queued', 'running')))
      ORDER BY h.id LIMIT ${limit}`;
   return rows.map((row) => row.id);
