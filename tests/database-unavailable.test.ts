@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
 import { isDatabaseUnavailable, isTransactionExpired } from "@/lib/db/errors.ts";
 import { dispatch, routerFor } from "./support/router.ts";
+import { POST as mcpPost } from "@/app/mcp/route.ts";
 
 /**
  * A PostgreSQL server that is down (restart, failover) is a 503 with Retry-After, not a 500: the fault
@@ -39,6 +40,27 @@ it("answers the OAuth endpoints' clients 503 temporarily_unavailable with Retry-
     expect(res.headers.get("cache-control")).toBe("no-store");
     expect(await res.json()).toEqual({ error: "temporarily_unavailable", error_description: "The database is not available; try again shortly" });
   }
+});
+
+it("answers an MCP client 503 with a JSON-RPC error (REST's code in error.data), not the REST envelope", async () => {
+  const call = { jsonrpc: "2.0", id: 7, method: "tools/list" };
+  const res = await mcpPost(
+    new Request("http://engram.test/mcp", {
+      method: "POST",
+      headers: { authorization: "Bearer egk_test_not_checked_yet", "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: JSON.stringify(call),
+    }),
+    { params: Promise.resolve({}) },
+  );
+  expect(res.status).toBe(503);
+  expect(res.headers.get("retry-after")).toBe("2");
+  expect(res.headers.get("access-control-allow-origin")).toBe("*");
+  // The credential was never read, so neither was the body: the id is unknown.
+  expect(await res.json()).toEqual({
+    jsonrpc: "2.0",
+    id: null,
+    error: { code: -32000, message: "The database is not available; try again shortly", data: { code: "unavailable" } },
+  });
 });
 
 it("tells a lost connection from a request's own database error", async () => {

@@ -46,6 +46,8 @@ interface Options {
    * to one of these resources, and `challenge` becomes the WWW-Authenticate of every 401.
    */
   bearer?: { resources: (req: Request) => string[]; challenge: (req: Request) => string };
+  /** Answers a thrown error in the endpoint's own protocol (MCP: JSON-RPC) instead of the REST envelope. */
+  errorResponse?: (error: ApiError) => Response;
 }
 
 interface HubOptions extends Options {
@@ -67,7 +69,7 @@ export function withAuth<P extends Params>(
   options: Options & { permission?: Permission },
   handler: (ctx: never, req: Request, params: P) => Promise<Response>,
 ): RouteHandler {
-  return handle(options.bucket ?? "regular", async (base, req, params, limit) => {
+  return handle(options.bucket ?? "regular", options.errorResponse, async (base, req, params, limit) => {
     const authCtx = await authenticate(base, req, options.bearer);
     const { user, credential } = authCtx;
     // The hub lookup needs only the caller, like the rate limit: on PostgreSQL the two run on two
@@ -130,7 +132,7 @@ export function withPublic<P extends Params = Params>(
   options: Options,
   handler: (ctx: RequestContext, req: Request, params: P) => Promise<Response>,
 ): RouteHandler {
-  return handle(options.bucket ?? "light", async (base, req, params, limit) => {
+  return handle(options.bucket ?? "light", options.errorResponse, async (base, req, params, limit) => {
     await limit(`ip:${clientAddress(req)}`);
     return handler(base, req, params as P);
   });
@@ -140,6 +142,7 @@ type Limit = (identity: string) => Promise<void>;
 
 function handle(
   bucket: Bucket,
+  formatError: ((error: ApiError) => Response) | undefined,
   run: (base: RequestContext, req: Request, params: Params, limit: Limit) => Promise<Response>,
 ): RouteHandler {
   return async (req, context) => {
@@ -173,7 +176,7 @@ function handle(
       };
       response = await run(base, req, flattenParams(await context.params), limit);
     } catch (error) {
-      response = toErrorResponse(error, requestId);
+      response = formatError ? formatError(toApiError(error, requestId)) : toErrorResponse(error, requestId);
     }
     // An event stream keeps its "no-transform": without it the server's gzip would buffer the events.
     if (!response.headers.get("cache-control")?.includes("no-transform")) response.headers.set("Cache-Control", "no-store");

@@ -1,11 +1,12 @@
 import { methodsNotAllowed, withAuth, type RouteHandler } from "@/lib/api/with-auth.ts";
 import { bearerChallenge, publicOrigin, resourceFor } from "@/lib/oauth/public-origin.ts";
 import type { ToolDef } from "./mcp-tools.ts";
-import { serveMcp } from "./serve-mcp.ts";
+import { mcpErrorResponse, serveMcp } from "./serve-mcp.ts";
 
 /**
  * An MCP endpoint: bearer credentials only (API keys, or OAuth access tokens bound to this
- * endpoint's resource), never the dashboard cookie; a 401 points clients at the OAuth metadata.
+ * endpoint's resource), never the dashboard cookie; a 401 points clients at the OAuth metadata,
+ * and any other error is a JSON-RPC error (mcpErrorResponse).
  */
 export function mcpRoute(path: string, tools: ToolDef[]): RouteHandler {
   const handler = withAuth(
@@ -18,6 +19,8 @@ export function mcpRoute(path: string, tools: ToolDef[]): RouteHandler {
         resources: (req) => [resourceFor(publicOrigin(req), path)],
         challenge: (req) => bearerChallenge(publicOrigin(req), path, req.headers.get("authorization") ? "invalid_token" : undefined),
       },
+      // Every other refusal (503, 500, …) as a JSON-RPC error, as serveMcp's rate-limit refusal is.
+      errorResponse: mcpErrorResponse,
     },
     (ctx, req) => serveMcp(ctx, req, tools, publicOrigin(req)),
   );

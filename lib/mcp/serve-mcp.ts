@@ -1,6 +1,7 @@
 import { createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport, type AuthInfo, type StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import type { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
+import { errorResponse } from "@/lib/api/envelope.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { parseWith, readBody, refuseNul } from "@/lib/api/parse.ts";
 import { rateLimitHeaders, rateLimiter, type Bucket } from "@/lib/api/rate-limit.ts";
@@ -102,6 +103,23 @@ const HEAVY_TOOLS = new Set(["engram_recall", "search", "engram_ask", "ask"]);
 
 /** JSON-RPC's implementation-defined server error, carrying REST's code and details in `data`. */
 const RATE_LIMITED = -32000;
+const SERVER_ERROR = -32000;
+/** JSON-RPC's own code for an internal error (REST's 500). */
+const INTERNAL_ERROR = -32603;
+
+/**
+ * An error thrown before or around the protocol (the database unavailable, an internal error, a refusal
+ * by withAuth) as a JSON-RPC error with no id (the body may not have been read), with REST's status,
+ * headers, and code and details in `error.data`: the REST envelope is no JSON-RPC response, and a
+ * client reads `error.code` as a number. A 401 keeps REST's envelope and its WWW-Authenticate challenge,
+ * which is what an MCP client acts on (its sign-in starts there).
+ */
+export function mcpErrorResponse(error: ApiError): Response {
+  if (error.code === "unauthorized") return errorResponse(error);
+  const code = error.code === "internal" ? INTERNAL_ERROR : SERVER_ERROR;
+  const data = { code: error.code, ...error.details };
+  return Response.json({ jsonrpc: "2.0", id: null, error: { code, message: error.message, data } }, { status: error.status, headers: error.headers });
+}
 
 /**
  * Every tool call is charged as its REST request would be: one heavy token for a recall or an ask (as
