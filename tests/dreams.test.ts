@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
-import { DREAM_RUN_EVENT, dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
+import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { claimDreamRun, executeDreamRun, LostLeaseError } from "@/lib/dreams/run-dream.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
 import { newId } from "@/lib/ids.ts";
 import { resolveDreamAction, undoDreamAction } from "@/lib/dreams/undo-dream-action.ts";
@@ -397,6 +397,26 @@ describe("runs: one at a time, permissions, crash and resume, time budget", () =
     const acted = merges.flatMap((m) => (m.actionType === "merge" ? [m.sourceMemoryIds[0]!] : m.sourceMemoryIds).map((id) => `${m.actionType}:${id}`));
     expect(new Set(acted).size).toBe(acted.length);
   }, 180_000);
+
+  it("a hub marked deleted: its queued run is neither picked up nor claimed, and a running one stops at its next batch", async () => {
+    // Marked deleted, its memories not purged yet (a large hub, or a process stopped mid-purge).
+    const markDeleted = (hubId: string) => h.db.hub.update({ where: { id: hubId }, data: { deletedAt: new Date() } });
+    const config = dreamConfig({ batchSize: 1 });
+    const queued = await seedHub();
+    const queuedRun = (await trigger(owner, queued.hubId)).body.data.run_id;
+    await markDeleted(queued.hubId);
+    expect((await pendingDreamRuns(h.db, new Date(), 0)).map((run) => run.id)).not.toContain(queuedRun);
+    expect(await claimDreamRun(h.db, queuedRun, "worker", new Date(), config.staleRunMs)).toBe(false);
+
+    const running = await seedHub();
+    const runId = (await trigger(owner, running.hubId)).body.data.run_id;
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    const afterBatch = async (_phase: string, batch: number) => {
+      if (batch === 1) await markDeleted(running.hubId);
+    };
+    await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).rejects.toBeInstanceOf(LostLeaseError);
+    expect(await h.db.dreamAction.count({ where: { runId } })).toBe(1);
+  });
 
   it("a run out of time stops cleanly as partial_failed", async () => {
     const { hubId } = await seedHub();

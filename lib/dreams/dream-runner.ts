@@ -25,14 +25,16 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
   return rows.map((row) => row.id);
 }
 
-/** Runs waiting for a worker: queued ones, and running ones whose worker stopped heartbeating. */
+/**
+ * Runs waiting for a worker: queued ones, and running ones whose worker stopped heartbeating. Not those of
+ * a hub marked deleted, whose purge removes them (a run meanwhile would ask the chat model for nothing).
+ */
 export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number): Promise<{ id: string; hubId: string }[]> {
-  return db.dreamRun.findMany({
-    where: { OR: [{ status: "queued" }, { status: "running", OR: [{ heartbeatAt: { lt: new Date(now.getTime() - staleRunMs) } }, { heartbeatAt: null }] }] },
-    orderBy: { createdAt: "asc" },
-    take: 100,
-    select: { id: true, hubId: true },
-  });
+  const stale = new Date(now.getTime() - staleRunMs);
+  return db.$queryRaw<{ id: string; hubId: string }[]>`
+    SELECT r.id::text AS id, r.hub_id::text AS "hubId" FROM dream_runs r JOIN hubs h ON h.id = r.hub_id AND h.deleted_at IS NULL
+     WHERE r.status = 'queued' OR (r.status = 'running' AND (r.heartbeat_at < ${stale} OR r.heartbeat_at IS NULL))
+     ORDER BY r.created_at LIMIT 100`;
 }
 
 /** A run that threw (not a crash) ends failed with the message; the next trigger starts afresh. */

@@ -48,17 +48,17 @@ const FEATURE_CHARS = 4000;
 
 /**
  * Takes a queued run, or a running one whose worker stopped heartbeating
- * (crashed): returns whether this worker now holds it.
+ * (crashed): returns whether this worker now holds it. A run of a hub marked deleted is left for
+ * the purge (an event or a queue sent before the delete still names it).
  */
 export async function claimDreamRun(db: Db, runId: string, owner: string, now: Date, staleRunMs: number): Promise<boolean> {
-  const claimed = await db.dreamRun.updateMany({
-    where: {
-      id: runId,
-      OR: [{ status: "queued" }, { status: "running", OR: [{ heartbeatAt: { lt: new Date(now.getTime() - staleRunMs) } }, { heartbeatAt: null }, { leaseOwner: owner }] }],
-    },
-    data: { status: "running", leaseOwner: owner, heartbeatAt: now, attempts: { increment: 1 } },
-  });
-  if (claimed.count === 0) return false;
+  const stale = new Date(now.getTime() - staleRunMs);
+  const claimed = await db.$executeRaw`
+    UPDATE dream_runs r SET status = 'running', lease_owner = ${owner}, heartbeat_at = ${now}, attempts = r.attempts + 1
+     WHERE r.id = ${runId}::uuid
+       AND (r.status = 'queued' OR (r.status = 'running' AND (r.heartbeat_at < ${stale} OR r.heartbeat_at IS NULL OR r.lease_owner = ${owner})))
+       AND EXISTS (SELECT 1 FROM hubs h WHERE h.id = r.hub_id AND h.deleted_at IS NULL)`;
+  if (claimed === 0) return false;
   await db.dreamRun.updateMany({ where: { id: runId, startedAt: null }, data: { startedAt: now } });
   return true;
 }
@@ -110,8 +110,13 @@ async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Prom
   if (now.getTime() - ctx.startedAt > ctx.deps.config.maxRunMs) throw new OutOfTimeError();
   await ctx.deps.db.$transaction(async (tx) => {
     await lockForTransaction(tx, { shared: hubMembersLockKey(ctx.hubId) });
-    const held = await tx.dreamRun.updateMany({ where: { id: ctx.runId, status: "running", leaseOwner: ctx.owner }, data: { heartbeatAt: now } });
-    if (held.count === 0) throw new LostLeaseError(`dream run ${ctx.runId} is no longer held by ${ctx.owner}`);
+    // A hub marked deleted since the run began ends it here too (the mark took that lock exclusively):
+    // its writes would only be purged.
+    const held = await tx.$executeRaw`
+      UPDATE dream_runs r SET heartbeat_at = ${now}
+       WHERE r.id = ${ctx.runId}::uuid AND r.status = 'running' AND r.lease_owner = ${ctx.owner}
+         AND EXISTS (SELECT 1 FROM hubs h WHERE h.id = r.hub_id AND h.deleted_at IS NULL)`;
+    if (held === 0) throw new LostLeaseError(`dream run ${ctx.runId} is no longer held by ${ctx.owner}`);
     await write(tx, now);
   });
   ctx.batches += 1;
