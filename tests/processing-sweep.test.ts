@@ -44,3 +44,18 @@ describe("the sweep's page of waiting memories", () => {
     expect(await findPendingMemories(h.db, { staleBefore, retryBaseMs, now: later })).toEqual(expect.arrayContaining([waitingA, waitingB]));
   });
 });
+
+describe("memories of a hub marked deleted", () => {
+  it("are neither on the sweep's page nor claimed: the purge removes them, processing them would only spend the model", async () => {
+    const hubId = await h.teamHub(ann);
+    const id = (await ann.post("/v1/memories", { content: "Waiting in a hub about to go." }, { headers: { "x-hub-id": hubId } })).body.data.id;
+    const now = new Date();
+    const staleBefore = new Date(now.getTime() - 300_000);
+    expect(await findPendingMemories(h.db, { staleBefore, retryBaseMs, now })).toContain(id);
+    // Marked deleted, its memories not purged yet (a large hub, or a process stopped mid-purge).
+    await h.db.hub.update({ where: { id: hubId }, data: { deletedAt: now } });
+    expect(await findPendingMemories(h.db, { staleBefore, retryBaseMs, now })).not.toContain(id);
+    expect(await claimMemory(h.db, id, { ...config, now, staleBefore })).toBeNull();
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id }, select: { processingStatus: true, processingAttempts: true } })).toEqual({ processingStatus: "pending", processingAttempts: 0 });
+  });
+});

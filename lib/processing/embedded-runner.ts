@@ -21,11 +21,13 @@ export interface FindPendingOptions {
   now?: Date;
 }
 
-/** Memories waiting for a worker: pending ones whose retry is due, and running ones whose worker is presumed dead. */
+/** Memories waiting for a worker, in hubs not marked deleted: pending ones whose retry is due, and running ones whose worker is presumed dead. */
 export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, sentBefore, limit = SWEEP_PAGE, now = new Date() }: FindPendingOptions): Promise<string[]> {
   const unsent: Prisma.MemoryWhereInput[] = sentBefore ? [{ OR: [{ processingQueuedAt: null }, { processingQueuedAt: { lt: sentBefore } }] }] : [];
   const rows = await db.memory.findMany({
     where: {
+      // A hub marked deleted is being purged: processing its memories would only spend the model.
+      hub: { deletedAt: null },
       OR: [
         { processingStatus: "pending", AND: [{ OR: retryDue(now, retryBaseMs) }, ...(sentBefore ? [{ updatedAt: { lt: sentBefore } }] : []), ...unsent] },
         { processingStatus: "running", AND: [{ OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] }, ...unsent] },

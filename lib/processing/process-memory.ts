@@ -25,8 +25,9 @@ export interface ClaimOptions {
  * each time) is marked failed instead. Returns null when there is nothing to do.
  */
 export async function claimMemory(db: Db, id: string, options: ClaimOptions): Promise<Claim | null> {
-  const row = await db.memory.findUnique({
-    where: { id },
+  // Not in a hub marked deleted (an event or a retry timer set before the delete still names the memory).
+  const row = await db.memory.findFirst({
+    where: { id, hub: { deletedAt: null } },
     select: {
       id: true,
       hubId: true,
