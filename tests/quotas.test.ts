@@ -150,6 +150,30 @@ describe("storage quotas", () => {
   });
 });
 
+describe("storage quotas and a hub marked deleted", () => {
+  it("no longer counts its memories for their owners, while the sweep still purges them: a push is let in, /v1/usage leaves them out", async () => {
+    process.env.ENGRAM_QUOTA_USER_MEMORIES = "3";
+    process.env.ENGRAM_QUOTA_USER_BYTES = "1000";
+    const eve = await h.user("Eve");
+    const team = await h.teamHub(eve);
+    for (let i = 0; i < 3; i++) expect((await push(eve, `# Team note\n\n${bytes(250)}`, team)).status).toBe(201);
+    expect((await push(eve, "# Full")).status).toBe(413);
+    // Deleted to make room, the memories not purged yet (a large hub's rest waits for the sweep, up to 10 minutes).
+    await h.db.hub.update({ where: { id: team }, data: { deletedAt: new Date() } });
+    await h.db.hubMember.deleteMany({ where: { hubId: team } });
+    expect(await h.db.memory.count({ where: { hubId: team } })).toBe(3);
+    const usage = (await eve.get("/v1/usage")).body.data;
+    expect([usage.memory_count, usage.storage_bytes]).toEqual([0, 0]);
+    const kept = await push(eve, `# Kept\n\n${bytes(600)}`);
+    expect(kept.status, JSON.stringify(kept.body)).toBe(201);
+    // What counts is what stays: the quota still holds for the rest.
+    const refused = await push(eve, `# Too big\n\n${bytes(600)}`);
+    expect(refused.status).toBe(413);
+    const keptBytes = Buffer.byteLength((await h.db.memory.findUniqueOrThrow({ where: { id: kept.body.data.id } })).content, "utf8");
+    expect(refused.body.error.details).toMatchObject({ scope: "user", resource: "bytes", used: keptBytes });
+  });
+});
+
 describe("storage quotas on re-pushed links", () => {
   afterEach(() => {
     delete process.env.ENGRAM_QUOTA_USER_BYTES;

@@ -1,5 +1,6 @@
 import { ApiError } from "@/lib/api/errors.ts";
 import type { DbClient } from "@/lib/db/database.ts";
+import { purgingUsage } from "./purging-usage.ts";
 import { quotaLimits } from "./quota-limits.ts";
 
 export interface StorageGrowth {
@@ -32,7 +33,14 @@ export async function assertStorageQuota(tx: DbClient, growth: StorageGrowth): P
     const limit = limits[scope];
     const row = rows.find((r) => r.scope === scope);
     // What was used before this write (the error reports it as before).
-    const used = { bytes: Number(row?.bytes ?? 0) - growth.bytes, memories: (row?.memories ?? 0) - growth.memories };
+    let used = { bytes: Number(row?.bytes ?? 0) - growth.bytes, memories: (row?.memories ?? 0) - growth.memories };
+    const over = (memories: number, bytes: number) =>
+      (limit.memories !== null && growth.memories > 0 && memories + growth.memories > limit.memories) || (limit.bytes !== null && growth.bytes > 0 && bytes + growth.bytes > limit.bytes);
+    // Only on the way to a refusal: what the owner still has in hubs marked deleted is on its way out.
+    if (scope === "user" && over(used.memories, used.bytes)) {
+      const purging = await purgingUsage(tx, growth.ownerId);
+      used = { bytes: used.bytes - purging.bytes, memories: used.memories - purging.memories };
+    }
     const who = scope === "user" ? "Your account" : "This hub";
     if (limit.memories !== null && growth.memories > 0 && used.memories + growth.memories > limit.memories) {
       throw new ApiError("quota_exceeded", `${who} has reached its quota of ${limit.memories} memories; delete some to add more`, {

@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { purgingUsage } from "@/lib/quotas/purging-usage.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
 import { periodCounts } from "./count-usage.ts";
 import { planLimits, SELF_HOSTED_PLAN, SELF_HOSTED_PLAN_NAME } from "./plan-limits.ts";
@@ -16,16 +17,18 @@ export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
   if (ctx.credential.hubIds !== null) {
     throw new ApiError("forbidden", "This API key is limited to some hubs; account-wide usage needs a key for the whole account");
   }
-  // Bytes stored: memory text (the trigger-kept counters) plus the attachments of the memories this person pushed.
-  const [counts, owned, files] = await Promise.all([
+  // Bytes stored: memory text (the trigger-kept counters) plus the attachments of the memories this person pushed,
+  // without what is in hubs marked deleted (purged in batches, as the quota check leaves it out).
+  const [counts, owned, purging, files] = await Promise.all([
     periodCounts(ctx),
     storageUsage(ctx.db, "user", ctx.user.id),
-    ctx.db.attachment.aggregate({ where: { memory: { ownerId: ctx.user.id } }, _sum: { sizeBytes: true } }),
+    purgingUsage(ctx.db, ctx.user.id),
+    ctx.db.attachment.aggregate({ where: { memory: { ownerId: ctx.user.id, hub: { deletedAt: null } } }, _sum: { sizeBytes: true } }),
   ]);
-  const storageBytes = owned.bytes + (files._sum.sizeBytes ?? 0);
+  const storageBytes = owned.bytes - purging.bytes + (files._sum.sizeBytes ?? 0);
   return {
     ...counts,
-    memory_count: owned.memories,
+    memory_count: owned.memories - purging.memories,
     storage_bytes: storageBytes,
     plan: SELF_HOSTED_PLAN,
     plan_display_name: SELF_HOSTED_PLAN_NAME,
