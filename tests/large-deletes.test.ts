@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { purgeDeletedHubs } from "@/lib/hubs/purge-deleted-hubs.ts";
+import { resumeAccountDataDeletions } from "@/lib/users/resume-account-data-deletions.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // Deleting a hub, or an account's data, of 100,000s of memories: one transaction outlasted the
@@ -95,5 +96,29 @@ describe("deleting a large account's data", () => {
     expect(res.body.data).toMatchObject({ deleted: true, memories: 5 });
     expect(await deletesPerTransaction(ann.personalHubId)).toEqual({ most: 2, total: 5 });
     expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    // Finished by the request itself: nothing is left for the sweep.
+    expect(await resumeAccountDataDeletions(h.db)).toBe(0);
+  });
+
+  it("a deletion cut short mid-way (some memories already gone) is finished by the sweep, without the caller", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 3);
+    await push(ann, ann.personalHubId, 1, "Undeletable");
+    expect((await ann.post("/v1/topics", { name: "Cooking" })).status).toBe(201);
+    // The failing batch stands for a process stopped mid-way: the caller got an error, not a result.
+    const res = await ann.delete("/v1/account/data");
+    expect(res.status).toBe(500);
+    const left = await h.db.memory.count({ where: { hubId: ann.personalHubId } });
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThan(4);
+
+    await h.db.$executeRawUnsafe(`CREATE TABLE test_allow_undeletable ()`);
+    expect(await resumeAccountDataDeletions(h.db)).toBe(1);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    expect(await h.db.topic.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    expect((await deletesPerTransaction(ann.personalHubId)).most).toBeLessThanOrEqual(2);
+    // Done once: the next sweep finds nothing, and the account stays usable.
+    expect(await resumeAccountDataDeletions(h.db)).toBe(0);
+    expect((await ann.post("/v1/memories", { content: "A fresh start." })).status).toBe(201);
   });
 });

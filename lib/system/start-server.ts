@@ -13,6 +13,7 @@ import { startNotificationsPrune } from "@/lib/notifications/prune-notifications
 import { startUnusedOAuthClientsPrune } from "@/lib/oauth/prune-unused-clients.ts";
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
 import { assertUploadLimit } from "@/lib/uploads/upload-limits.ts";
+import { startAccountDataDeletionsResume } from "@/lib/users/resume-account-data-deletions.ts";
 
 /**
  * Server start-up: open (and migrate) the database so the first request does
@@ -37,6 +38,7 @@ export async function startServer(): Promise<void> {
   startInvitesPrune(database);
   startDeletedHubsPurge(database);
   startNotificationsPrune(database);
+  startAccountDataDeletionsResume(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(

@@ -1,6 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { isDatabaseSessionKey, sessionStoreFor } from "@/lib/agent-sessions/session-store.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { Db } from "@/lib/db/database.ts";
 import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { lockHubMembers } from "@/lib/hubs/hub-access.ts";
@@ -24,13 +25,27 @@ export interface DeleteAccountDataResult {
  * caller pushed there belongs to the team (leave the hub, or ask an admin, to remove it).
  */
 export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccountDataResult> {
-  const userId = ctx.user.id;
-  const personal = await ctx.db.hub.findFirst({ where: { ownerId: userId, hubType: "personal" }, select: { id: true } });
+  const requestedAt = ctx.now();
+  // Recorded (and committed) before anything goes: the batches below commit one by one, so a process
+  // stopped among them left the account half emptied with nothing to finish it. The sweep
+  // (resume-account-data-deletions.ts) finishes a deletion whose mark outlived its request.
+  await ctx.db.$executeRaw`UPDATE users SET data_deletion_requested_at = ${requestedAt} WHERE id = ${ctx.user.id}::uuid`;
+  return eraseAccountData(ctx.db, ctx.user.id, requestedAt);
+}
+
+/**
+ * Does (or finishes) the deletion the user asked for at `requestedAt`, then clears that mark in its last
+ * transaction. Whatever was written to the account in between (a push into the personal hub, a config)
+ * goes with it, as it does while the request runs. Run twice at once (the request and the sweep), the
+ * batches wait for each other's rows and the second final transaction finds little left.
+ */
+export async function eraseAccountData(db: Db, userId: string, requestedAt: Date): Promise<DeleteAccountDataResult> {
+  const personal = await db.hub.findFirst({ where: { ownerId: userId, hubType: "personal" }, select: { id: true } });
   // The memories go first, a bounded batch per transaction: all of them in the one transaction below
   // outlasted the transaction timeout for a large hub and failed on every attempt. What a push adds
   // meanwhile goes in that transaction, which also takes what cannot be batched.
-  const purged = personal ? (await deleteHubMemories(ctx.db, personal.id)).deleted : 0;
-  const { blobKeys, sessionKeys, ...counts } = await ctx.db.$transaction(async (tx) => {
+  const purged = personal ? (await deleteHubMemories(db, personal.id)).deleted : 0;
+  const { blobKeys, sessionKeys, ...counts } = await db.$transaction(async (tx) => {
     let memories = purged;
     let topics = 0;
     let blobKeys: string[] = [];
@@ -76,13 +91,15 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
         { type: "topic.changed", hubId: personal.id, actorId: userId, entityId: personal.id },
       ]);
     }
+    // A later request's mark stays: that deletion is its own to finish.
+    await tx.$executeRaw`UPDATE users SET data_deletion_requested_at = NULL WHERE id = ${userId}::uuid AND data_deletion_requested_at <= ${requestedAt}`;
     return { memories, topics, configs, sessions: sessionRows.length, blobKeys: [...new Set([...blobKeys, ...unattached.map((u) => u.objectKey)])], sessionKeys };
   });
   // Bytes go once the rows are gone (best effort: a file or session file left behind is unreachable,
   // its row gone, and logged).
-  await removeBlobs(ctx.db, blobKeys);
+  await removeBlobs(db, blobKeys);
   for (const key of sessionKeys.filter((k) => !isDatabaseSessionKey(k))) {
-    await (await sessionStoreFor(ctx.db, key)).delete(key).catch((error: unknown) => console.error(`[engram] account data: deleting ${key} failed`, error));
+    await (await sessionStoreFor(db, key)).delete(key).catch((error: unknown) => console.error(`[engram] account data: deleting ${key} failed`, error));
   }
   return { deleted: true, ...counts };
 }
