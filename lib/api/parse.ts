@@ -137,7 +137,20 @@ export async function parseJson<S extends z.ZodType>(
     throw new ApiError("invalid_json", "Request body must be a JSON object");
   }
   refuseNul(value, "");
-  return parseWith(schema, lenientOrWarn(req, schema, value, "fields"));
+  return parseWith(schema, lenientOrWarn(req, schema, wellFormed(value), "fields"));
+}
+
+/**
+ * JSON may spell half of a UTF-16 surrogate pair as an escape (`"\ud800"`), which no UTF-8 text can
+ * hold: a content was stored with U+FFFD in its place by the driver, but a tag or a JSON field
+ * (project_context) reached the database as it was and failed there, a 500. Every string, keys
+ * included, now reads such a half as U+FFFD up front, as UTF-8 decoding reads a broken byte.
+ */
+export function wellFormed(value: unknown): unknown {
+  if (typeof value === "string") return value.isWellFormed() ? value : value.toWellFormed();
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map(wellFormed);
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [wellFormed(key), wellFormed(item)]));
 }
 
 /** Parses query parameters (each as its last string value) against a schema. */

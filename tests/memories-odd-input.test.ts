@@ -1,0 +1,40 @@
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+let h: Harness;
+let ann: Client;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+afterAll(() => h.close());
+
+describe("lone UTF-16 surrogates (a JSON \\ud800 escape) in any string field", () => {
+  // JSON may spell a half of a surrogate pair as an escape; no UTF-8 text can hold one. The content
+  // was stored with U+FFFD in its place, but a tag or a project_context value reached the database
+  // as it was and failed there: a 500.
+  test("are read as U+FFFD on create, in tags and project_context keys and values alike", async () => {
+    const res = await ann.post("/v1/memories", undefined, {
+      raw: '{"content":"lone \\ud800 surrogate","tags":["a\\ud800","\\udfffb"],"project_context":{"repo":"r\\udc00","k\\ud800":"v"}}',
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.data.tags).toEqual(["a\ufffd", "\ufffdb"]);
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } });
+    expect(row.content).toBe("lone \ufffd surrogate");
+    expect(row.projectContext).toEqual({ repo: "r\ufffd", "k\ufffd": "v" });
+  });
+
+  test("are read as U+FFFD on PATCH", async () => {
+    const { id } = (await ann.post("/v1/memories", { content: "patch my tags" })).body.data;
+    const res = await ann.patch(`/v1/memories/${id}`, undefined, { raw: '{"tags":["x\\udbff"]}' });
+    expect(res.status).toBe(200);
+    expect(res.body.data.tags).toEqual(["x\ufffd"]);
+  });
+
+  test("a well-formed pair stays as it is", async () => {
+    const res = await ann.post("/v1/memories", undefined, { raw: '{"content":"pair","tags":["\\ud83d\\ude00"]}' });
+    expect(res.status).toBe(201);
+    expect(res.body.data.tags).toEqual(["😀"]);
+  });
+});
