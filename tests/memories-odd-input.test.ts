@@ -38,3 +38,26 @@ describe("lone UTF-16 surrogates (a JSON \\ud800 escape) in any string field", (
     expect(res.body.data.tags).toEqual(["😀"]);
   });
 });
+
+/** Characters whose UTF-8 takes 3 bytes each and that do not compress: a long string of them stays long on disk. */
+const han = (n: number, seed = 1) => Array.from({ length: n }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7919 + seed * 104729) % 20000))).join("");
+
+describe("source_path's size", () => {
+  // The unique index on (hub, source_path) holds at most about 2.7 kB per entry: 1,024 characters of
+  // Chinese (3 kB of UTF-8) passed the length check and failed in the index, a 500.
+  test("a path within 1,024 characters but over 2,048 bytes is a 400, not a 500", async () => {
+    const res = await ann.post("/v1/memories", { content: "a long Chinese path", source_path: han(1000) });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    expect(res.body.error.details.issues[0].path).toBe("source_path");
+  });
+
+  test("a path of 2,048 bytes is kept", async () => {
+    const path = han(682) + "ab"; // 2,046 + 2 bytes
+    const res = await ann.post("/v1/memories", { content: "a Chinese path at the limit", source_path: path });
+    expect(res.status).toBe(201);
+    const again = await ann.post("/v1/memories", { content: "a Chinese path at the limit, pushed again", source_path: path });
+    expect(again.status).toBe(200);
+    expect(again.body.data.id).toBe(res.body.data.id);
+  });
+});

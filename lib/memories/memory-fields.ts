@@ -52,6 +52,21 @@ export const projectContextSchema = z
   .refine((context) => Object.keys(context).length <= MAX_PROJECT_CONTEXT_KEYS, `project_context has at most ${MAX_PROJECT_CONTEXT_KEYS} keys`)
   .refine((context) => Object.keys(context).every((key) => key.length <= 100), "project_context keys are at most 100 characters");
 
+/**
+ * The unique index on (hub, source_path) holds at most about 2.7 kB per entry: a path within the
+ * characters but past the bytes (1,024 Chinese characters are 3 kB of UTF-8) failed there, a 500.
+ */
+export const MAX_SOURCE_PATH_LENGTH = 1024;
+export const MAX_SOURCE_PATH_BYTES = 2048;
+export const sourcePathTooLong = (path: string) => path.length > MAX_SOURCE_PATH_LENGTH || Buffer.byteLength(path, "utf8") > MAX_SOURCE_PATH_BYTES;
+const sourcePathSchema = z
+  .string()
+  .trim()
+  .min(1)
+  .refine((path) => !sourcePathTooLong(path), `source_path is at most ${MAX_SOURCE_PATH_LENGTH} characters and ${MAX_SOURCE_PATH_BYTES} bytes of UTF-8`)
+  .refine((path) => !path.includes("\0"), "source_path must not contain NUL")
+  .meta({ maxLength: MAX_SOURCE_PATH_LENGTH });
+
 export const fileRefSchema = z.object({
   object_key: z.string().min(1).max(500),
   filename: z.string().min(1).max(255),
@@ -73,13 +88,7 @@ export const createMemoryBodySchema = z.object({
   source_agent: shortText(100).optional(),
   assisted_by_agent: shortText(100).optional(),
   initiation_type: z.enum(INITIATION_TYPES).optional(),
-  source_path: z
-    .string()
-    .trim()
-    .min(1)
-    .max(1024)
-    .refine((path) => !path.includes("\0"), "source_path must not contain NUL")
-    .optional(),
+  source_path: sourcePathSchema.optional(),
   hub_reason: z.string().max(2000).optional(),
   project_context: projectContextSchema.optional(),
   file_ref: fileRefSchema.optional(),
