@@ -60,4 +60,18 @@ describe("source_path's size", () => {
     expect(again.status).toBe(200);
     expect(again.body.data.id).toBe(res.body.data.id);
   });
+
+  // A link without a source_path is its own source_path, and took none of the path's bounds: a URL of
+  // a few thousand characters (a Chinese path, percent-encoded) failed in the index, a 500.
+  test("a link too long to be its own source_path is a 400 naming the way out, and fine with a source_path", async () => {
+    const url = `https://example.com/${han(2000, 2)}`;
+    const res = await ann.post("/v1/memories", { content: url });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("invalid_request");
+    expect(res.body.error.details.issues[0].path).toBe("content");
+    expect(res.body.error.message).toContain("source_path");
+    const named = await ann.post("/v1/memories", { content: url, source_path: "links/long-chinese-page" });
+    expect(named.status).toBe(201);
+    expect(named.body.data.content_type).toBe("link");
+  });
 });

@@ -18,7 +18,7 @@ import { ATTACHABLE_FOR_MS } from "@/lib/uploads/upload-limits.ts";
 import { chunkGlosses, retitleChunks } from "@/lib/recall/store-chunks.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { CAPTURE_SOURCE, extractCaptureFacts } from "./extract-capture-facts.ts";
-import { DECISION_GATE_PATH_PREFIX, MAX_CONTENT_BYTES, type CreateMemoryBody } from "./memory-fields.ts";
+import { DECISION_GATE_PATH_PREFIX, MAX_CONTENT_BYTES, MAX_SOURCE_PATH_BYTES, MAX_SOURCE_PATH_LENGTH, sourcePathTooLong, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 
@@ -95,6 +95,11 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody, opt
   // Files and links start in `processing`; the pipeline's extract step reads them.
   const file = input.file_ref ? await resolveFileRef(ctx, input.file_ref) : null;
   const link = file ? null : linkTarget(input);
+  // A link is its own source_path unless it names one, and then must fit one (the index's bounds).
+  if (link && input.source_path === undefined && sourcePathTooLong(link)) {
+    const message = `too long to be its own source_path (at most ${MAX_SOURCE_PATH_LENGTH} characters and ${MAX_SOURCE_PATH_BYTES} bytes); send a source_path with it`;
+    throw new ApiError("invalid_request", `This link is ${message}`, { issues: [{ path: "content", message }] });
+  }
   if (link) input = { ...input, content: link, content_type: "link", source_path: input.source_path ?? link };
   const hash = file ? contentHash(`file:${file.sha256}
 ${input.content}`) : contentHash(input.content);
