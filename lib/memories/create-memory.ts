@@ -287,7 +287,7 @@ async function reingest(
       // New content pushed to an archived memory (archived by hand, or by a dream as stale or merged)
       // is live again: a push is what the memory says now, and recall must find it.
       ...(contentChanged && existing.state === "archived" && { state: "active", supersededBy: null }),
-      updatedAt: now,
+      updatedAt: movedOn(existing, now),
     },
   });
   if (contentChanged) await assertGrowth(tx, existing, input.content);
@@ -349,7 +349,7 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
       ...(input.title !== undefined && { title: input.title, titleDerived: false }),
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
-      ...readAgain(now),
+      ...readAgain(movedOn(existing, now)),
     },
   });
   // A URL may be megabytes long: unchecked, pushing a long one again under a short one's source_path
@@ -358,8 +358,18 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
   return memory;
 }
 
+/**
+ * The updated_at of an update in place: strictly later than the row's, as a PATCH writes it. A PATCH
+ * writes only if updated_at is still the one it read; a push that wrote its request's start instead
+ * could write that very value back (the same millisecond, or a row an edit burst ran ahead of the
+ * clock), and the PATCH then went through on a stale read, putting back the old content's hash.
+ */
+function movedOn(existing: Memory, now: Date): Date {
+  return new Date(Math.max(now.getTime(), existing.updatedAt.getTime() + 1));
+}
+
 /** A link or file memory's source changed: a new version, back to `processing` until its text is read again. */
-function readAgain(now: Date) {
+function readAgain(updatedAt: Date) {
   return {
     state: "processing",
     extractedAt: null,
@@ -368,7 +378,7 @@ function readAgain(now: Date) {
     processingStatus: "pending",
     processingAttempts: 0,
     processingError: null,
-    updatedAt: now,
+    updatedAt,
   } as const;
 }
 
@@ -413,7 +423,7 @@ async function replaceFile(
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
       fileRef: fileRefOf(file),
-      ...readAgain(now),
+      ...readAgain(movedOn(existing, now)),
     },
   });
   await attachFile(tx, memory, file, now);
