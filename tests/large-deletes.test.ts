@@ -87,6 +87,43 @@ describe("deleting a large hub", () => {
   });
 });
 
+describe("a deleted hub's slug", () => {
+  it("cannot be taken by anyone beforehand, so the hub's delete cannot be blocked", async () => {
+    const ann = await h.user("Ann");
+    const mallory = await h.user("Mallory");
+    const hubId = await h.teamHub(ann);
+    // Hub ids are not secret (members, invitees and invite pages see them).
+    const squat = `deleted-${hubId.replaceAll("-", "")}`;
+    const created = await mallory.post("/v1/hubs", { name: "Squat", slug: squat });
+    expect(created.status, JSON.stringify(created.body)).toBe(400);
+    expect(created.body.error).toMatchObject({ code: "invalid_request", details: { issues: [{ path: "slug" }] } });
+    const own = await h.teamHub(mallory);
+    const renamed = await mallory.patch(`/v1/hubs/${own}`, { slug: squat });
+    expect(renamed.status, JSON.stringify(renamed.body)).toBe(400);
+    expect(renamed.body.error.code).toBe("invalid_request");
+    expect((await mallory.get(`/v1/hubs/check-slug?slug=${squat}`)).body.data).toMatchObject({ available: false, reason: "invalid" });
+    // A name of that shape gets a slug of another.
+    const derived = await mallory.post("/v1/hubs", { name: "Deleted things" });
+    expect(derived.status).toBe(201);
+    expect(derived.body.data.slug).not.toMatch(/^deleted-/);
+
+    // A hub that took such a slug before it was reserved (or a hub deleted before this) blocks nothing either.
+    await h.db.hub.update({ where: { id: own }, data: { slug: squat } });
+    const res = await ann.delete(`/v1/hubs/${hubId}`);
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await h.db.hub.count({ where: { id: hubId } })).toBe(0);
+    // A hub deleted and not yet purged holds no slug anyone could ask for.
+    const bob = await h.user("Bob");
+    const kept = await h.teamHub(bob);
+    await push(bob, kept, 1, "Undeletable");
+    expect((await bob.delete(`/v1/hubs/${kept}`)).status).toBe(200);
+    const { slug } = await h.db.hub.findUniqueOrThrow({ where: { id: kept } });
+    expect((await bob.get(`/v1/hubs/check-slug?slug=${encodeURIComponent(slug)}`)).body.data).toMatchObject({ available: false, reason: "invalid" });
+    await h.db.$executeRawUnsafe(`CREATE TABLE test_allow_undeletable ()`);
+    expect(await purgeDeletedHubs(h.db)).toBe(1);
+  });
+});
+
 describe("deleting a large account's data", () => {
   it("deletes the personal hub's memories a bounded batch per transaction", async () => {
     const ann = (await h.user("Ann")) as Client & { personalHubId: string };

@@ -24,8 +24,10 @@ export async function deleteHub(ctx: AuthContext, hubId: string) {
     await lockHubMembers(tx, hub.id);
     const { count } = await tx.hub.updateMany({
       where: { id: hub.id, ownerId: ctx.user.id, hubType: "team", deletedAt: null },
-      // The slug is released with the hub (a hub id without its dashes is a valid, unguessable slug).
-      data: { deletedAt: ctx.now(), slug: `deleted-${hub.id.replaceAll("-", "")}` },
+      // The slug is released with the hub. Its stand-in is one no hub can be given (":" fails SLUG_RE):
+      // hub ids are no secret, so a stand-in a user could choose could be taken first, and this update
+      // would then fail on the unique index on every attempt.
+      data: { deletedAt: ctx.now(), slug: `deleted:${hub.id}` },
     });
     if (count === 0) {
       const current = await tx.hub.findUnique({ where: { id: hub.id }, select: { deletedAt: true } });

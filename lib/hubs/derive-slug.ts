@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { RESERVED_SLUG_PREFIX } from "./hub-fields.ts";
+import { reservedSlugProblem } from "./hub-fields.ts";
 
 const MAX_SLUG = 48;
 /** "-" + 4 hex characters, appended when the plain slug is taken. */
@@ -7,8 +7,8 @@ const SUFFIX_LENGTH = 5;
 
 /**
  * A valid slug from a hub name: lowercase ASCII, anything else becomes "-",
- * runs collapsed and trimmed; too short gets "-hub", the reserved personal
- * prefix gets "hub-". With `suffixed`, a short random tail makes a retry unique.
+ * runs collapsed and trimmed; too short gets "-hub", a reserved prefix
+ * ("personal-", "deleted-") gets "hub-". With `suffixed`, a short random tail makes a retry unique.
  */
 export function deriveSlug(name: string, suffixed = false): string {
   let base = name
@@ -17,7 +17,7 @@ export function deriveSlug(name: string, suffixed = false): string {
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-+|-+$/g, "");
-  if (base.startsWith(RESERVED_SLUG_PREFIX)) base = `hub-${base}`;
+  if (reservedSlugProblem(base)) base = `hub-${base}`;
   if (base.length < 3) base = base ? `${base}-hub` : "hub";
   const room = suffixed ? MAX_SLUG - SUFFIX_LENGTH : MAX_SLUG;
   base = base.slice(0, room).replace(/-+$/, "");

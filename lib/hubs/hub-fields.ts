@@ -37,12 +37,24 @@ export const HUB_SETTING_KEYS = [
 export const SLUG_RE = /^[a-z0-9][a-z0-9-]{1,46}[a-z0-9]$/;
 /** Personal hubs are `personal-<hex>`; no team hub may take that shape. */
 export const RESERVED_SLUG_PREFIX = "personal-";
+/**
+ * Hubs deleted before their slug became unchoosable (deleteHub) kept `deleted-<id without dashes>` until
+ * purged; a hub id is no secret, so a hub that took that slug first made the owner's delete fail on the
+ * unique index for good. The prefix stays reserved so no new hub looks like one of them.
+ */
+export const DELETED_SLUG_PREFIX = "deleted-";
 export const DELETE_POLICIES = ["none", "own", "any"] as const;
+
+/** Why a new slug (a create's, or a rename's to another slug) may not use a reserved prefix, or undefined. */
+export function reservedSlugProblem(slug: string): string | undefined {
+  if (slug.startsWith(RESERVED_SLUG_PREFIX)) return `the "${RESERVED_SLUG_PREFIX}" prefix is reserved for personal hubs`;
+  if (slug.startsWith(DELETED_SLUG_PREFIX)) return `the "${DELETED_SLUG_PREFIX}" prefix is reserved for deleted hubs`;
+  return undefined;
+}
 
 export function slugProblem(slug: string): string | undefined {
   if (!SLUG_RE.test(slug)) return "3 to 48 lowercase letters, digits or '-', starting and ending with a letter or digit";
-  if (slug.startsWith(RESERVED_SLUG_PREFIX)) return `the "${RESERVED_SLUG_PREFIX}" prefix is reserved for personal hubs`;
-  return undefined;
+  return reservedSlugProblem(slug);
 }
 
 const slugSchema = z.string().superRefine((slug, ctx) => {
@@ -79,7 +91,7 @@ const appearance = {
 
 // An empty patch is a no-op that returns the hub (clients may send only fields this server ignores).
 // The slug's shape only: a personal hub's own `personal-…` slug sent back unchanged (a client echoing the
-// hub it read) is a no-op, so the reserved prefix is checked against the hub in updateHub.
+// hub it read) is a no-op, so the reserved prefixes are checked against the hub in updateHub.
 const updateSlugSchema = z.string().regex(SLUG_RE, "slug must be 3 to 48 lowercase letters, digits or '-', starting and ending with a letter or digit");
 export const updateHubBodySchema = z.strictObject({ name: nameSchema.optional(), slug: updateSlugSchema.optional(), ...settings, ...appearance });
 export type UpdateHubBody = z.output<typeof updateHubBodySchema>;

@@ -3,7 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { hubPermissionOrThrow, lockMembershipOrThrow } from "./hub-access.ts";
-import { RESERVED_SLUG_PREFIX, type UpdateHubBody } from "./hub-fields.ts";
+import { reservedSlugProblem, type UpdateHubBody } from "./hub-fields.ts";
 import { hubSettings, serializeHub } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
@@ -19,8 +19,9 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
   if (input.slug !== undefined && input.slug !== hub.slug && hub.hubType === "personal") {
     throw new ApiError("personal_hub", "A personal hub's slug cannot be changed");
   }
-  if (input.slug !== undefined && input.slug !== hub.slug && input.slug.startsWith(RESERVED_SLUG_PREFIX)) {
-    const message = `slug must be valid: the "${RESERVED_SLUG_PREFIX}" prefix is reserved for personal hubs`;
+  const reserved = input.slug !== undefined && input.slug !== hub.slug ? reservedSlugProblem(input.slug) : undefined;
+  if (reserved) {
+    const message = `slug must be valid: ${reserved}`;
     throw new ApiError("invalid_request", `Request is invalid: slug: ${message}`, { issues: [{ path: "slug", message }] });
   }
   if (input.header_aurora_mode && hub.hubType === "personal") {
