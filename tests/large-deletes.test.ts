@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { purgeDeletedHubs } from "@/lib/hubs/purge-deleted-hubs.ts";
+import { purgeDeletedHub, purgeDeletedHubs } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { resumeAccountDataDeletions } from "@/lib/users/resume-account-data-deletions.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -87,6 +87,43 @@ describe("deleting a large hub", () => {
   });
 });
 
+describe("the deleted hubs sweep", () => {
+  /** A team hub of ann's with `count` memories, marked deleted as a delete whose purge was cut short leaves it. */
+  async function cutShort(ann: Client, count: number, deletedAt: Date) {
+    const hubId = await h.teamHub(ann);
+    await push(ann, hubId, count);
+    await h.db.hubMember.deleteMany({ where: { hubId } });
+    await h.db.hub.update({ where: { id: hubId }, data: { deletedAt, slug: `deleted:${hubId}` } });
+    return hubId;
+  }
+
+  it("carries on past a hub that fails to purge, and does not try that hub first again", async () => {
+    const ann = await h.user("Ann");
+    // Deleted first, and its purge fails (a memory the database refuses to delete).
+    const failing = await h.teamHub(ann);
+    await push(ann, failing, 1, "Undeletable");
+    expect((await ann.delete(`/v1/hubs/${failing}`)).status).toBe(200);
+    expect(await h.db.hub.count({ where: { id: failing } })).toBe(1);
+    const later = await cutShort(ann, 3, new Date(Date.now() + 60_000));
+
+    expect(await purgeDeletedHubs(h.db)).toBe(1);
+    expect(await h.db.hub.count({ where: { id: later } })).toBe(0);
+    expect(await h.db.memory.count({ where: { hubId: later } })).toBe(0);
+    expect(await h.db.hub.count({ where: { id: failing } })).toBe(1);
+
+    // A sweep that reaches only one hub takes one deleted since, not the one that failed last time.
+    const latest = await cutShort(ann, 1, new Date(Date.now() + 120_000));
+    expect(await purgeDeletedHubs(h.db, 1)).toBe(1);
+    expect(await h.db.hub.count({ where: { id: latest } })).toBe(0);
+
+    // Once it can be purged, the sweep finishes it.
+    await h.db.$executeRawUnsafe(`CREATE TABLE test_allow_undeletable ()`);
+    expect(await purgeDeletedHubs(h.db)).toBe(1);
+    expect(await h.db.hub.count({ where: { id: failing } })).toBe(0);
+    expect(await h.db.memory.count({ where: { hubId: failing } })).toBe(0);
+  });
+});
+
 describe("a deleted hub's slug", () => {
   it("cannot be taken by anyone beforehand, so the hub's delete cannot be blocked", async () => {
     const ann = await h.user("Ann");
@@ -120,7 +157,7 @@ describe("a deleted hub's slug", () => {
     const { slug } = await h.db.hub.findUniqueOrThrow({ where: { id: kept } });
     expect((await bob.get(`/v1/hubs/check-slug?slug=${encodeURIComponent(slug)}`)).body.data).toMatchObject({ available: false, reason: "invalid" });
     await h.db.$executeRawUnsafe(`CREATE TABLE test_allow_undeletable ()`);
-    expect(await purgeDeletedHubs(h.db)).toBe(1);
+    expect(await purgeDeletedHub(h.db, kept)).toBe(true);
   });
 });
 

@@ -20,7 +20,7 @@ describe("schema and migrations agree", () => {
     const now = new Date("2026-02-03T04:05:06.789Z");
     const user = await db.user.create({ data: { id: newId(), email: "rt@example.test", name: "RT", passwordHash: "h", image: "i", dataDeletionRequestedAt: now, createdAt: now, updatedAt: now } });
     const hub = await db.hub.create({
-      data: { id: newId(), name: "H", slug: "rt-hub", hubType: "team", ownerId: user.id, allowContributorTopics: true, allowContributorDreams: true, contributorDeletePolicy: "any", deletedAt: now, createdAt: now, updatedAt: now },
+      data: { id: newId(), name: "H", slug: "rt-hub", hubType: "team", ownerId: user.id, allowContributorTopics: true, allowContributorDreams: true, contributorDeletePolicy: "any", deletedAt: now, purgeFailedAt: now, createdAt: now, updatedAt: now },
     });
     const rows = {
       oauthAccount: await db.oAuthAccount.create({ data: { id: newId(), userId: user.id, provider: "github", providerAccountId: "42", createdAt: now } }),

@@ -61,11 +61,29 @@ export async function purgeDeletedHub(db: Db, hubId: string, deadline?: number):
   }
 }
 
-/** The sweep: finishes hubs whose delete was cut short (the request's time ran out, or the process stopped). Returns hubs finished. */
-export async function purgeDeletedHubs(db: Db): Promise<number> {
-  const hubs = await db.hub.findMany({ where: { deletedAt: { not: null } }, orderBy: { deletedAt: "asc" }, take: HUBS_PER_SWEEP, select: { id: true } });
+/**
+ * The sweep: finishes hubs whose delete was cut short (the request's time ran out, or the process
+ * stopped). Returns hubs finished. A hub that fails (a deadlock, a row the database refuses) is logged
+ * and marked, and the sweep goes on: thrown, it stopped every sweep at the same hub, and every hub
+ * deleted after it kept its memories. Marked hubs come after the rest, longest-failed first, so a few
+ * that keep failing cannot take a sweep's places from the others.
+ */
+export async function purgeDeletedHubs(db: Db, limit = HUBS_PER_SWEEP): Promise<number> {
+  const hubs = await db.hub.findMany({
+    where: { deletedAt: { not: null } },
+    orderBy: [{ purgeFailedAt: { sort: "asc", nulls: "first" } }, { deletedAt: "asc" }, { id: "asc" }],
+    take: limit,
+    select: { id: true },
+  });
   let finished = 0;
-  for (const hub of hubs) if (await purgeDeletedHub(db, hub.id)) finished++;
+  for (const hub of hubs) {
+    try {
+      if (await purgeDeletedHub(db, hub.id)) finished++;
+    } catch (error) {
+      console.error(`[engram] hubs: purging deleted hub ${hub.id} failed; the next sweeps try the other deleted hubs first`, error);
+      await db.hub.updateMany({ where: { id: hub.id }, data: { purgeFailedAt: new Date() } }).catch((markError: unknown) => console.error(`[engram] hubs: marking deleted hub ${hub.id} as failed failed`, markError));
+    }
+  }
   return finished;
 }
 
