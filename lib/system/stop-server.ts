@@ -32,7 +32,8 @@ export async function stopServer(options: { graceMs: number }): Promise<StopServ
   await periodicStopped;
   await stopEmbeddedMaintenance();
   await flushAccess();
-  await flushUsage();
+  // Counts waiting on a retry get a last try, due or not: they go with the process otherwise.
+  await flushUsage({ retryAll: true });
   await closeDatabase();
   // A stop right after start-up can come while the model is still loading; exiting then aborts.
   // At least 5 s for it (a load takes 1-3 s at rest): scripts/server.mjs's last resort is 10 s past the grace.
