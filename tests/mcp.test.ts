@@ -233,6 +233,67 @@ describe("rate limits", () => {
     }
   });
 
+  it("a client over its regular limit is refused before its body is read whole, and without spending a token", async () => {
+    const frozen = Date.now();
+    setRateLimiter(new MemoryRateLimiter({ regular: 1, heavy: 1, light: 1_000 }, () => frozen));
+    try {
+      const headers = { "mcp-protocol-version": "2025-03-26" };
+      expect((await raw({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_hubs", arguments: {} } }, headers)).status).toBe(200);
+      // A push of almost 4 MiB, streamed: only the start of it is read once the regular bucket is empty.
+      const text = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "engram_push", arguments: { content: "x".repeat(3_900_000) } } });
+      const bytes = new TextEncoder().encode(text);
+      let pulled = 0;
+      const body = new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (pulled >= bytes.byteLength) return controller.close();
+          controller.enqueue(bytes.subarray(pulled, pulled + 64 * 1024));
+          pulled += 64 * 1024;
+        },
+      });
+      const req = new Request("http://engram.test/mcp", {
+        method: "POST",
+        headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+        body,
+        duplex: "half",
+      } as RequestInit);
+      const res = await mcpPost(req, { params: Promise.resolve({}) });
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(((await res.json()) as any).error.data.code).toBe("rate_limited");
+      expect(pulled).toBeLessThanOrEqual(256 * 1024);
+      // The check spent nothing: the heavy bucket's one token is still there for a recall.
+      const recall = { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } };
+      expect((await raw(recall, headers)).status).toBe(200);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+    }
+  });
+
+  it("a refusal follows JSON-RPC: a batch gets one error per request, a notification none", async () => {
+    const frozen = Date.now();
+    setRateLimiter(new MemoryRateLimiter({ regular: 1, heavy: 1_000, light: 1_000 }, () => frozen));
+    try {
+      const headers = { "mcp-protocol-version": "2025-03-26" };
+      const hubs = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_hubs", arguments: {} } });
+      const notification = { jsonrpc: "2.0", method: "notifications/initialized" };
+      expect((await raw(hubs(1), headers)).status).toBe(200);
+      const batch = await raw([hubs(2), notification, hubs(3)], headers);
+      expect(batch.status).toBe(429);
+      expect(batch.body).toEqual([
+        { jsonrpc: "2.0", id: 2, error: expect.objectContaining({ code: -32000, data: expect.objectContaining({ code: "rate_limited" }) }) },
+        { jsonrpc: "2.0", id: 3, error: expect.objectContaining({ code: -32000, data: expect.objectContaining({ code: "rate_limited" }) }) },
+      ]);
+      for (const body of [notification, [notification, notification]]) {
+        const refused = await raw(body, headers);
+        expect(refused.status).toBe(429);
+        expect(refused.retryAfter).toMatch(/^\d+$/);
+        expect(refused.body).toBeUndefined();
+      }
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
+    }
+  });
+
   it("a batch over 100 messages is refused before it is charged: it spends none of the rate limit", async () => {
     const frozen = Date.now();
     setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 5, light: 1_000 }, () => frozen));

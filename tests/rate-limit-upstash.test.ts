@@ -48,6 +48,9 @@ test("with UPSTASH_REDIS_REST_URL/TOKEN set, limits are kept in Redis through @u
   // A second process sharing the same Redis sees the same window.
   setRateLimiter(undefined);
   expect((await ann.get("/v1/memories")).status).toBe(429);
+  // What MCP checks before reading a body: the spent bucket, without spending.
+  expect(await rateLimiter().peek("regular", ann.id)).toMatchObject({ success: false, limit: 3, remaining: 0 });
+  expect(await rateLimiter().peek("heavy", ann.id)).toMatchObject({ success: true });
 });
 
 test("an unreachable Redis lets requests through instead of failing them", async () => {

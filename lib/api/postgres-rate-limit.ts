@@ -52,6 +52,26 @@ export class PostgresRateLimiter implements RateLimiter {
     }
   }
 
+  async peek(bucket: Bucket, identity: string): Promise<RateLimitResult> {
+    const now = this.now();
+    const cap = this.caps[bucket];
+    const start = Math.floor(now / WINDOW_MS) * WINDOW_MS;
+    const reset = start + WINDOW_MS;
+    const key = `${bucket}:${identity}`;
+    try {
+      const db = await this.db();
+      const [row] = await db.$queryRaw<{ current: number; previous: number }[]>`
+        SELECT COALESCE(SUM(count) FILTER (WHERE window_start = ${start}::bigint), 0)::int AS current,
+               COALESCE(SUM(count) FILTER (WHERE window_start = ${start - WINDOW_MS}::bigint), 0)::int AS previous
+          FROM rate_limit_windows WHERE key = ${key} AND window_start IN (${start}::bigint, ${start - WINDOW_MS}::bigint)`;
+      const used = Math.floor(Number(row!.previous) * (1 - (now - start) / WINDOW_MS)) + Number(row!.current);
+      return { success: used < cap, limit: cap, remaining: Math.max(0, cap - used), reset, retryAfterMs: reset - now };
+    } catch {
+      // As limit() does when the database cannot answer: let it through (limit() logs the outage).
+      return { success: true, limit: cap, remaining: cap, reset, retryAfterMs: 0 };
+    }
+  }
+
   /** Once per window and process, in the background: windows before the previous one are no longer read. */
   private prune(db: Db, start: number): void {
     if (start === this.prunedWindow) return;

@@ -18,6 +18,8 @@ export interface RateLimitResult {
 
 export interface RateLimiter {
   limit(bucket: Bucket, identity: string): Promise<RateLimitResult>;
+  /** What `limit` would answer now, without counting a call (success: one more call would pass). */
+  peek(bucket: Bucket, identity: string): Promise<RateLimitResult>;
 }
 
 export const WINDOW_MS = 60_000;
@@ -38,6 +40,21 @@ export class MemoryRateLimiter implements RateLimiter {
   ) {}
 
   async limit(bucket: Bucket, identity: string): Promise<RateLimitResult> {
+    const { key, entry, start, result } = this.window(bucket, identity);
+    if (result.success) {
+      entry.current += 1;
+      result.remaining -= 1;
+    }
+    this.windows.set(key, entry);
+    this.sweep(start);
+    return result;
+  }
+
+  async peek(bucket: Bucket, identity: string): Promise<RateLimitResult> {
+    return this.window(bucket, identity).result;
+  }
+
+  private window(bucket: Bucket, identity: string) {
     const now = this.now();
     const cap = this.caps[bucket];
     const start = Math.floor(now / WINDOW_MS) * WINDOW_MS;
@@ -47,12 +64,9 @@ export class MemoryRateLimiter implements RateLimiter {
     else if (entry.start < start) entry = { start, current: 0, previous: entry.current };
     const overlap = 1 - (now - start) / WINDOW_MS;
     const used = Math.floor(entry.previous * overlap) + entry.current;
-    const success = used < cap;
-    if (success) entry.current += 1;
-    this.windows.set(key, entry);
-    this.sweep(start);
     const reset = start + WINDOW_MS;
-    return { success, limit: cap, remaining: Math.max(0, cap - used - (success ? 1 : 0)), reset, retryAfterMs: reset - now };
+    const result: RateLimitResult = { success: used < cap, limit: cap, remaining: Math.max(0, cap - used), reset, retryAfterMs: reset - now };
+    return { key, entry, start, result };
   }
 
   private sweep(start: number): void {
@@ -96,6 +110,17 @@ export class UpstashRateLimiter implements RateLimiter {
         this.lastFailureLog = Date.now();
         console.error("rate limiter: Upstash Redis is unavailable, letting requests through", error);
       }
+      const cap = this.caps[bucket];
+      return { success: true, limit: cap, remaining: cap, reset: Date.now() + WINDOW_MS, retryAfterMs: 0 };
+    }
+  }
+
+  async peek(bucket: Bucket, identity: string): Promise<RateLimitResult> {
+    try {
+      const { remaining, limit, reset } = await this.limiters[bucket].getRemaining(identity);
+      return { success: remaining > 0, limit, remaining, reset, retryAfterMs: Math.max(0, reset - Date.now()) };
+    } catch {
+      // As limit() does when Redis is away: let it through (limit() logs the outage).
       const cap = this.caps[bucket];
       return { success: true, limit: cap, remaining: cap, reset: Date.now() + WINDOW_MS, retryAfterMs: 0 };
     }

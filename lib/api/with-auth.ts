@@ -22,7 +22,8 @@ interface Options {
   bucket?: Bucket;
   /**
    * The handler takes the request's rate-limit tokens itself (MCP: one per tool call, from the bucket
-   * of the call's REST endpoint) and answers a refusal in its own protocol; none is taken here.
+   * of the call's REST endpoint) and answers a refusal in its own protocol; none is taken here. It
+   * then checks the regular bucket (RateLimiter.peek) before reading a large body.
    */
   chargedByHandler?: boolean;
   /** A POST that only reads (recall): allowed for read-only API keys. */

@@ -4,13 +4,20 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { errorResponse } from "@/lib/api/envelope.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { parseWith, readBody, refuseNul } from "@/lib/api/parse.ts";
-import { rateLimitHeaders, rateLimiter, type Bucket } from "@/lib/api/rate-limit.ts";
+import { rateLimitHeaders, rateLimiter, type Bucket, type RateLimitResult } from "@/lib/api/rate-limit.ts";
 import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
 import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
 
 /** MCP request bodies are bounded like REST ones (content itself is capped at 3 MiB). */
 const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
+/**
+ * What is read of the body of a client whose regular bucket is already empty: a small request is still
+ * read, charged and answered with its ids (a recall spends the heavy bucket alone), a larger one is
+ * refused unread. Charged only after parsing, an over-limit client made the server read and parse up
+ * to 4 MiB for every refusal (before per-call charges, withAuth's token refused it first).
+ */
+const OVER_LIMIT_BODY_BYTES = 64 * 1024;
 /** Messages in one JSON-RPC batch (the SDK's own MAX_BATCH_SIZE). */
 const MAX_BATCH_MESSAGES = 100;
 
@@ -67,9 +74,9 @@ function jsonRpcError(status: number, code: number, message: string): Response {
   return Response.json({ jsonrpc: "2.0", id: null, error: { code, message } }, { status });
 }
 
-async function readBounded(req: Request): Promise<string | undefined> {
+async function readBounded(req: Request, maxBytes: number): Promise<string | undefined> {
   // Streamed against the cap: a chunked body (no Content-Length) must not be buffered whole first.
-  return readBody(req, MAX_MCP_BODY_BYTES).catch((error: unknown) => {
+  return readBody(req, maxBytes).catch((error: unknown) => {
     if (error instanceof ApiError && error.code === "body_too_large") return undefined;
     throw error;
   });
@@ -139,15 +146,36 @@ async function chargeToolCalls(ctx: AuthContext, message: unknown): Promise<{ re
   for (const bucket of charges) {
     const limited = await rateLimiter().limit(bucket, ctx.user.id);
     headers = rateLimitHeaders(limited);
-    if (!limited.success) {
-      const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
-      const what = bucket === "heavy" ? "Recall and ask rate limit" : "Rate limit";
-      const id = Array.isArray(message) ? null : ((message as { id?: unknown } | null)?.id ?? null);
-      const error = { code: RATE_LIMITED, message: `${what} of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, data: { code: "rate_limited", limit: limited.limit, retry_after: retryAfter } };
-      return { refused: Response.json({ jsonrpc: "2.0", id, error }, { status: 429, headers: { ...headers, "Retry-After": String(retryAfter) } }), headers };
-    }
+    if (!limited.success) return { refused: rateLimited(limited, bucket, message), headers };
   }
   return { headers };
+}
+
+/** A JSON-RPC request (not a notification, not a response), whose id an answer must carry. */
+function requestId(message: unknown): { id: unknown } | undefined {
+  if (!message || typeof message !== "object" || Array.isArray(message)) return undefined;
+  const { method, id } = message as { method?: unknown; id?: unknown };
+  return typeof method === "string" && id !== undefined ? { id } : undefined;
+}
+
+/**
+ * The 429 refusing `message` (undefined: a body not read). JSON-RPC 2.0 answers each request of a batch
+ * in an array, never answers a notification (nothing to answer: no body, the status and Retry-After
+ * say it), and answers what it could not read with id null.
+ */
+function rateLimited(limited: RateLimitResult, bucket: Bucket, message: unknown): Response {
+  const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
+  const headers = { ...rateLimitHeaders(limited), "Retry-After": String(retryAfter) };
+  const what = bucket === "heavy" ? "Recall and ask rate limit" : "Rate limit";
+  const error = { code: RATE_LIMITED, message: `${what} of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, data: { code: "rate_limited", limit: limited.limit, retry_after: retryAfter } };
+  const answer = (id: unknown) => ({ jsonrpc: "2.0", id, error });
+  if (Array.isArray(message)) {
+    const ids = message.map(requestId).filter((request) => request !== undefined);
+    return ids.length ? Response.json(ids.map(({ id }) => answer(id)), { status: 429, headers }) : new Response(null, { status: 429, headers });
+  }
+  const notification = message !== null && typeof message === "object" && typeof (message as { method?: unknown }).method === "string" && !requestId(message);
+  if (notification) return new Response(null, { status: 429, headers });
+  return Response.json(answer(requestId(message)?.id ?? null), { status: 429, headers });
 }
 
 /**
@@ -156,7 +184,10 @@ async function chargeToolCalls(ctx: AuthContext, message: unknown): Promise<{ re
  * web-standard transport with enableJsonResponse.
  */
 export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string): Promise<Response> {
-  const read = await readMessage(req);
+  // Checked without spending a token: the calls in the body decide which buckets pay.
+  const regular = await rateLimiter().peek("regular", ctx.user.id);
+  const read = await readMessage(req, regular.success ? MAX_MCP_BODY_BYTES : OVER_LIMIT_BODY_BYTES);
+  if (!regular.success && "tooLarge" in read) return rateLimited(regular, "regular", undefined);
   if ("body" in read) applyAliases(read.body);
   // A request that cannot be read still pays one regular token, as every request did before parsing.
   const { refused, headers } = await chargeToolCalls(ctx, "body" in read ? read.body : undefined);
@@ -167,9 +198,9 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
 }
 
 /** The JSON-RPC message(s) of the body, or the JSON-RPC error answering a body that is none. */
-async function readMessage(req: Request): Promise<{ text: string; body: unknown } | { invalid: Response }> {
-  const text = await readBounded(req);
-  if (text === undefined) return { invalid: jsonRpcError(413, -32600, `Request body exceeds ${MAX_MCP_BODY_BYTES} bytes`) };
+async function readMessage(req: Request, maxBytes: number): Promise<{ text: string; body: unknown } | { invalid: Response; tooLarge?: true }> {
+  const text = await readBounded(req, maxBytes);
+  if (text === undefined) return { invalid: jsonRpcError(413, -32600, `Request body exceeds ${maxBytes} bytes`), tooLarge: true };
   let body: unknown;
   try {
     body = JSON.parse(text);

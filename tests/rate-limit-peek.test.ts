@@ -1,0 +1,38 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MemoryRateLimiter, type RateLimiter } from "@/lib/api/rate-limit.ts";
+import { PostgresRateLimiter } from "@/lib/api/postgres-rate-limit.ts";
+import { createHarness, type Harness } from "./support/harness.ts";
+
+// MCP checks the regular bucket before reading a body (lib/mcp/serve-mcp.ts): the check must say
+// what the next call would get, and spend nothing.
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const frozen = Date.parse("2026-01-01T00:00:30Z");
+const caps = { regular: 2, heavy: 1, light: 1 };
+
+describe.each([
+  ["memory", () => new MemoryRateLimiter(caps, () => frozen)],
+  ["postgres", () => new PostgresRateLimiter(caps, async () => h.db, () => frozen)],
+] as [string, () => RateLimiter][])("the %s limiter's peek", (_name, make) => {
+  it("answers whether a call would pass, without counting one", async () => {
+    const limiter = make();
+    const identity = `peek-${_name}-${Date.now()}`;
+    for (let i = 0; i < 5; i++) expect(await limiter.peek("regular", identity)).toMatchObject({ success: true, limit: 2, remaining: 2 });
+    expect((await limiter.limit("regular", identity)).success).toBe(true);
+    expect(await limiter.peek("regular", identity)).toMatchObject({ success: true, remaining: 1 });
+    expect((await limiter.limit("regular", identity)).success).toBe(true);
+    const spent = await limiter.peek("regular", identity);
+    expect(spent).toMatchObject({ success: false, remaining: 0 });
+    expect(spent.retryAfterMs).toBeGreaterThan(0);
+    expect((await limiter.limit("regular", identity)).success).toBe(false);
+    // Per bucket.
+    expect((await limiter.peek("heavy", identity)).success).toBe(true);
+  });
+});
