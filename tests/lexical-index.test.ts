@@ -146,12 +146,14 @@ describe("the in-process lexical index", () => {
     expect(chunked.hits.every((hit) => hit.chunkId !== null)).toBe(true);
     await search(ann, "kiwi deploy flag");
 
-    // An edit: the new words match the whole memory at once; its old chunks answer until re-processing replaces them.
+    // An edit: the new words match the whole memory at once, and its old chunks (the old version's
+    // words, until re-processing replaces them) match nothing.
     const edited = await ann.patch(`/v1/memories/${mango}`, { content: "# Papaya cache\n\nThe papaya cache is warmed nightly." });
     expect(edited.status).toBe(200);
     expect(await search(ann, "papaya")).toEqual([mango]);
     expect(await search(ann, "papaya", second)).toEqual([mango]);
-    expect(await search(ann, "mango")).toEqual([mango]);
+    expect(await search(ann, "mango")).toEqual([]);
+    expect(await search(ann, "mango", second)).toEqual([]);
     await indexMemories(h.db, [mango], { embed: false });
     expect(await search(ann, "mango", second)).toEqual([]);
     expect(await search(ann, "mango")).toEqual([]);

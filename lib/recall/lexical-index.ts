@@ -10,7 +10,8 @@ import type { SqlRunner } from "@/lib/db/database.ts";
  *
  * What it holds, per loaded hub: every chunk of an active memory (its stored search_vector) and
  * every active memory not chunked yet (pending/running, matched whole: read-your-writes), the same
- * documents the SQL leg reads. The statistics (df, idf, chunk count, average length) still come from
+ * documents the SQL leg reads. A memory sent back to processing by an edit is held whole, not by its
+ * chunks: they are its old version's until the index step replaces them. The statistics (df, idf, chunk count, average length) still come from
  * the database on every query, so scores match the SQL leg's exactly.
  *
  * Coherence across processes: triggers append every change that affects those documents to
@@ -420,7 +421,7 @@ export class LexicalIndex {
            )
            SELECT c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec, NULL::text AS last_at, NULL::uuid AS last_id, NULL::int AS memories
            FROM page p JOIN chunks c ON c.memory_id = p.id
-           WHERE c.hub_id = $1::uuid AND c.search_vector IS NOT NULL
+           WHERE c.hub_id = $1::uuid AND c.search_vector IS NOT NULL AND p.processing_status NOT IN ('pending', 'running')
            UNION ALL
            SELECT NULL, p.id, p.search_vector::text, NULL, NULL, NULL
            FROM page p WHERE p.processing_status IN ('pending', 'running') AND p.search_vector IS NOT NULL
@@ -458,7 +459,7 @@ export class LexicalIndex {
         `SELECT c.hub_id, c.id AS chunk_id, c.memory_id, c.search_vector::text AS vec, NULL::text AS snapshot_xmin, NULL::text AS snapshot_xmax, NULL::text[] AS snapshot_xip
          FROM chunks c JOIN memories m ON m.id = c.memory_id
          WHERE c.memory_id = ANY($1::uuid[]) AND c.hub_id = ANY($2::uuid[]) AND c.search_vector IS NOT NULL
-           AND m.state = 'active' AND m.hub_id = c.hub_id
+           AND m.state = 'active' AND m.hub_id = c.hub_id AND m.processing_status NOT IN ('pending', 'running')
          UNION ALL
          SELECT m.hub_id, NULL, m.id, m.search_vector::text, NULL, NULL, NULL
          FROM memories m

@@ -63,12 +63,18 @@ export async function searchMemories(ctx: AuthContext, query: SearchMemoriesQuer
       where: { id: { in: ids }, hubId: { in: hubIds }, state: "active" },
       select: { id: true, title: true, kind: true, stability: true, hubId: true, topicId: true, hub: { select: { name: true } }, topic: { select: { name: true } } },
     }),
-    chunkIds.length ? ctx.db.chunk.findMany({ where: { id: { in: chunkIds } }, select: { id: true, content: true, headingChain: true } }) : [],
+    // A chunk of a memory an edit sent back to processing since the search is its old version's text.
+    chunkIds.length
+      ? ctx.db.chunk.findMany({
+          where: { id: { in: chunkIds }, memory: { processingStatus: { notIn: ["pending", "running"] } } },
+          select: { id: true, content: true, headingChain: true },
+        })
+      : [],
     memoryOpenings(ctx, hubIds, ids.filter((id) => !best.get(id)?.chunkId)),
   ]);
   const memoryById = new Map(memories.map((m) => [m.id, m]));
   const chunkById = new Map(chunks.map((c) => [c.id, c]));
-  // A matched chunk replaced by reprocessing in between: that memory's opening instead (rare).
+  // A matched chunk replaced or outdated by reprocessing in between: that memory's opening instead (rare).
   const vanished = ids.filter((id) => {
     const chunkId = best.get(id)?.chunkId;
     return chunkId && !chunkById.has(chunkId);

@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getEmbedder } from "@/lib/ai/embedder.ts";
+import { loadRecalled } from "@/lib/recall/load-recalled.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { indexMemories } from "./recall-helpers.ts";
+
+let h: Harness;
+let ann: Client;
+let edited: string;
+let oldChunk: string;
+
+const OLD = "# Vault access\n\nThe break-glass passphrase for the production vault is zanzibar-quokka-tapestry.";
+const NEW = "# Vault access\n\nAsk the security team on call for production vault access; nobody keeps a passphrase.";
+
+beforeAll(async () => {
+  expect(await getEmbedder(), "the local embedding model must be installed (npm run models)").not.toBeNull();
+  h = await createHarness();
+  ann = await h.user("Ann");
+  const res = await ann.post("/v1/memories", { content: OLD });
+  expect(res.status).toBe(201);
+  edited = res.body.data.id;
+  await indexMemories(h.db, [edited]);
+  oldChunk = (await h.db.chunk.findFirstOrThrow({ where: { memoryId: edited }, select: { id: true } })).id;
+  // The edit takes the passphrase out; its new version waits for processing (not run here), so the
+  // old version's chunks are still stored.
+  const patched = await ann.patch(`/v1/memories/${edited}`, { content: NEW });
+  expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+  expect(patched.body.data.processing_status).toBe("pending");
+});
+
+afterAll(async () => {
+  await h?.close();
+});
+
+async function recalled(body: Record<string, unknown>) {
+  const res = await ann.post("/v1/recall", body);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.data.memories as { id: string; chunk_content: string; heading_chain: string }[];
+}
+
+describe("recall while an edit is being processed", () => {
+  it("never shows or matches the old version's chunks, through either leg or path", async () => {
+    const words = "zanzibar quokka tapestry";
+    const asked = [
+      // The in-process index, the SQL leg with a filter, the SQL leg unfiltered.
+      { query: words },
+      { query: words, created_after: "2000-01-01T00:00:00Z" },
+      // The vector leg: a paraphrase sharing no rare word with the old text.
+      { query: "what is the emergency break glass password of the production vault?" },
+    ];
+    for (const body of asked) {
+      for (const memory of await recalled(body)) expect(memory.chunk_content, JSON.stringify(body)).not.toContain("zanzibar");
+    }
+    process.env.ENGRAM_LEXICAL_INDEX = "off";
+    try {
+      for (const memory of await recalled({ query: words })) expect(memory.chunk_content).not.toContain("zanzibar");
+    } finally {
+      delete process.env.ENGRAM_LEXICAL_INDEX;
+    }
+    // The removed words find nothing at all: the memory no longer holds them.
+    expect(await recalled({ query: words })).toEqual([]);
+    const search = await ann.get(`/v1/memories/search?q=${encodeURIComponent(words)}`);
+    expect(search.status).toBe(200);
+    expect(search.body.data).toEqual([]);
+  });
+
+  it("finds the new version by its own words meanwhile", async () => {
+    const found = await recalled({ query: "security team on call vault access" });
+    expect(found.map((m) => m.id)).toEqual([edited]);
+    expect(found[0]!.chunk_content).toContain("security team");
+  });
+
+  it("shows the new text when the edit lands between the search and the entries", async () => {
+    // The search picked the old chunk a moment before the edit committed.
+    const [entry] = await loadRecalled(h.database.sql, [{ memoryId: edited, chunkId: oldChunk, score: 0.9 }], {
+      now: new Date(),
+      withHub: false,
+      userId: ann.id,
+      hubIds: [ann.personalHubId],
+    });
+    expect(entry?.chunk_content).toBe(NEW);
+    expect(entry?.heading_chain).toBe("");
+  });
+});
