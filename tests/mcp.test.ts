@@ -382,6 +382,27 @@ describe("tools", () => {
     expect(text(recalled)).toContain(`> Zephyr rollouts ${tag}: we roll out the zephyr service…\n`);
   });
 
+  it("recall clamps a limit over 50 to 50, as POST /v1/recall does, and lists no maximum of 50 for it", async () => {
+    const dana = await h.user("Dana");
+    const tag = randomBytes(4).toString("hex");
+    const ids: string[] = [];
+    for (let i = 0; i < 52; i++) {
+      const res = await dana.post("/v1/memories", { content: `Heron survey ${tag} station ${i}: heron nests counted along the reed bank.` });
+      expect(res.status).toBe(201);
+      ids.push(res.body.data.id);
+    }
+    await indexMemories(h.db, ids);
+    const client = await connect(dana.key);
+    const listed = (await client.listTools()).tools.find((t) => t.name === "engram_recall")!;
+    // A client that checks arguments against the listed schema must not refuse what the tool clamps.
+    expect((listed.inputSchema.properties as Record<string, { maximum?: number }>).limit!.maximum ?? Infinity).toBeGreaterThan(50);
+    const rest = await dana.post("/v1/recall", { query: `heron survey ${tag}`, limit: 80 });
+    expect(rest.body.data.memories).toHaveLength(50);
+    const recalled = await client.callTool({ name: "engram_recall", arguments: { query: `heron survey ${tag}`, limit: 80 } });
+    expect(recalled.isError, text(recalled)).toBeFalsy();
+    expect(data(recalled).memories).toHaveLength(50);
+  });
+
   it("lists with a cursor", async () => {
     const carol = await h.user("Carol");
     for (let i = 0; i < 5; i++) expect((await carol.post("/v1/memories", { content: `list item ${i} ${randomBytes(3).toString("hex")}` })).status).toBe(201);

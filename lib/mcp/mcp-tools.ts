@@ -83,7 +83,14 @@ function memoryLine(m: MemoryObject, now: Date): string {
 
 const recallInput = z.object({
   query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("What to look for, in natural language"),
-  limit: z.coerce.number().int().min(1).max(RECALL_MAX_LIMIT).optional().describe(`Most results to return (default 10, at most ${RECALL_MAX_LIMIT})`),
+  // Clamped, not refused, as POST /v1/recall does: a model asking for 100 still gets its 50 best.
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .transform((n) => (n === undefined ? undefined : Math.min(n, RECALL_MAX_LIMIT)))
+    .describe(`Most results to return (default 10; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
   topic_id: z.string().uuid().optional().describe("Only memories filed under this topic"),
   hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
   project_context: projectContextSchema.optional().describe("The current repo/project/branch, to rank matching memories higher"),
