@@ -1,9 +1,15 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { newRandomId } from "@/lib/ids.ts";
 import { flushAccess, recordAccess } from "@/lib/recall/record-access.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
+import { dispatch } from "./support/router.ts";
 import { stalledLock } from "./support/stalled-lock.ts";
 import pg from "pg";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
@@ -842,6 +848,35 @@ describe("limits under concurrent creates", () => {
       expect(await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: own.id } } })).toMatchObject({ memories: 5 });
     } finally {
       delete process.env.ENGRAM_QUOTA_USER_MEMORIES;
+    }
+  });
+});
+
+describe("the storage quota under concurrent attaches", () => {
+  it("two files attached at once where only one fits: one is admitted, the other 413 quota_exceeded; the counter holds one", async () => {
+    const blobDir = mkdtempSync(path.join(tmpdir(), "engram-blobs-"));
+    setBlobStore(new LocalBlobStore(blobDir));
+    process.env.ENGRAM_QUOTA_USER_BYTES = "1500";
+    try {
+      const own = await h.user("Attacher");
+      const files = [Buffer.alloc(1000, 97), Buffer.alloc(1000, 98)];
+      const refs = [];
+      for (const [i, bytes] of files.entries()) {
+        const intent = await own.post("/v1/uploads", { filename: `f${i}.txt`, content_type: "text/plain", size_bytes: bytes.length, purpose: "memory_attachment" });
+        expect(intent.status).toBe(201);
+        const put = await dispatch(new Request(intent.body.data.upload_url, { method: "PUT", headers: intent.body.data.headers, body: new Uint8Array(bytes) }));
+        expect(put.status).toBe(200);
+        refs.push(intent.body.data.file_ref);
+      }
+      const results = await Promise.all(refs.map((fileRef) => own.post("/v1/memories", { content: "", file_ref: fileRef }, on(own.personalHubId))));
+      expect(statuses(results)).toEqual([201, 413]);
+      expect(results.find((r) => r.status === 413)!.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "user", resource: "bytes", limit: 1500 } });
+      expect(await h.db.attachment.count({ where: { memory: { ownerId: own.id } } })).toBe(1);
+      expect(await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: own.id } } })).toMatchObject({ bytes: 1000n, memories: 1 });
+    } finally {
+      delete process.env.ENGRAM_QUOTA_USER_BYTES;
+      setBlobStore(undefined);
+      rmSync(blobDir, { recursive: true, force: true });
     }
   });
 });

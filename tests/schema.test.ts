@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import type { Database } from "@/lib/db/database.ts";
+import { openDatabase } from "@/lib/db/database.ts";
 import { listMigrations, migrate } from "@/lib/db/migrate.ts";
 import { newId } from "@/lib/ids.ts";
 import { openTestDatabase } from "./support/harness.ts";
@@ -33,7 +34,7 @@ describe("schema and migrations agree", () => {
         id: newId(), hubId: hub.id, ownerId: user.id, topicId: rows.topic.id, title: "t", titleDerived: true, content: "c", contentType: "markdown",
         contentHash: "a".repeat(64), summary: "s", tags: ["x", "y"], kind: "semantic", kindLocked: true, stability: "stable", stabilityLocked: true,
         boundary: "private", state: "active", source: "cli", sourceAgent: "a", assistedByAgent: "b", initiationType: "import", sourcePath: "p.md",
-        hint: "h", hubReason: "r", projectContext: { repo: "x" }, fileRef: { object_key: "k" }, version: 3, accessCount: 4, lastAccessedAt: now,
+        hint: "h", hubReason: "r", projectContext: { repo: "x" }, fileRef: { object_key: "k" }, attachmentBytes: 7, version: 3, accessCount: 4, lastAccessedAt: now,
         processingStatus: "done", processingAttempts: 1, processingError: "e", processingStartedAt: now, processingQueuedAt: now, processedAt: now, createdAt: now, updatedAt: now,
       },
     });
@@ -75,7 +76,8 @@ describe("schema and migrations agree", () => {
     expect(await db.oAuthRefreshToken.findUnique({ where: { tokenHash: refresh.tokenHash } })).toEqual(refresh);
     expect(await db.user.findUnique({ where: { id: user.id } })).toEqual(user);
     expect(await db.hub.findUnique({ where: { id: hub.id } })).toEqual(hub);
-    expect(await db.memory.findUnique({ where: { id: memory.id } })).toEqual(memory);
+    // The attachment's bytes joined its memory's (the attachments trigger): 7 + 5.
+    expect(await db.memory.findUnique({ where: { id: memory.id } })).toEqual({ ...memory, attachmentBytes: 12 });
     expect(await db.oAuthAccount.findUnique({ where: { id: rows.oauthAccount.id } })).toEqual(rows.oauthAccount);
     expect(await db.apiKey.findUnique({ where: { id: rows.apiKey.id } })).toEqual(rows.apiKey);
     expect(await db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: user.id } } })).toEqual(rows.hubMember);
@@ -179,6 +181,36 @@ describe("schema and migrations agree", () => {
     expect(await db.decisionGate.count({ where: { hubId: hub.id } })).toBe(0);
     expect(await db.customBoard.count({ where: { hubId: hub.id } })).toBe(0);
     expect(await db.customBoardFeedback.count({ where: { boardId: customBoard.id } })).toBe(0);
+  });
+
+  test("the migration counting attachments toward the storage quotas counts the ones stored before it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
+    const db = await openDatabase({ dataDir: "memory://", migrate: false });
+    try {
+      const all = path.join(process.cwd(), "prisma", "migrations");
+      const target = "20261129090000_attachment_storage_usage";
+      for (const m of listMigrations(all)) if (m.name < target) cpSync(path.join(all, m.name), path.join(dir, m.name), { recursive: true });
+      await migrate(db.sql, dir);
+      const [user, hub, memory, other] = [newId(), newId(), newId(), newId()];
+      await db.sql.exec(`
+        INSERT INTO users (id, email, name, created_at, updated_at) VALUES ('${user}', 'b@example.test', 'B', now(), now());
+        INSERT INTO hubs (id, name, slug, hub_type, owner_id, created_at, updated_at) VALUES ('${hub}', 'H', 'backfill-hub', 'team', '${user}', now(), now());
+        INSERT INTO memories (id, hub_id, owner_id, title, content, content_type, content_hash, kind, stability, state, source, created_at, updated_at)
+        VALUES ('${memory}', '${hub}', '${user}', 't', 'abcd', 'file', 'h1', 'semantic', 'stable', 'active', 'cli', now(), now()),
+               ('${other}', '${hub}', '${user}', 't', 'ef', 'markdown', 'h2', 'semantic', 'stable', 'active', 'cli', now(), now());
+        INSERT INTO attachments (id, memory_id, hub_id, object_key, filename, content_type, size_bytes, created_at)
+        VALUES ('${newId()}', '${memory}', '${hub}', 'o/1', 'f.pdf', 'application/pdf', 1000, now());`);
+      cpSync(path.join(all, target), path.join(dir, target), { recursive: true });
+      expect((await migrate(db.sql, dir)).map((m) => m.name)).toEqual([target]);
+      const counters = await db.prisma.storageUsage.findMany({ where: { scopeId: { in: [user, hub] } }, orderBy: { scope: "asc" } });
+      expect(counters.map((c) => [c.scope, Number(c.bytes), c.memories])).toEqual([["hub", 1006, 2], ["inbox", 1006, 2], ["user", 1006, 2]]);
+      // And from then on the trigger keeps them: a deleted memory takes its file's bytes with it.
+      await db.prisma.memory.delete({ where: { id: memory } });
+      expect(Number((await db.prisma.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: user } } })).bytes)).toBe(2);
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("pgvector, the HNSW and full-text indexes and the partial unique indexes exist", async () => {

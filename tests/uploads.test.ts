@@ -802,12 +802,48 @@ describe("an upload's life ends for good", () => {
     const cal = await h.user("Cal");
     process.env.ENGRAM_QUOTA_USER_BYTES = "2000";
     try {
-      const text = Buffer.from(`${"A long report line about quarterly numbers. ".repeat(120)}\n`);
+      // The file itself (1,101 bytes) fits the quota; its text read in would be as much again.
+      const text = Buffer.from(`${"A long report line about quarterly numbers. ".repeat(25)}\n`);
       const created = await upload(cal, "report.txt", "text/plain", text);
       const done = await processed(cal, created.id);
       expect(done.processing_error).toMatch(/storage quota/);
       expect((await h.db.memory.findUniqueOrThrow({ where: { id: created.id } })).content).toBe("");
       expect((await storageUsage(h.db, "user", cal.id)).bytes).toBeLessThanOrEqual(2000);
+    } finally {
+      delete process.env.ENGRAM_QUOTA_USER_BYTES;
+    }
+  });
+
+  it("a file counts toward the storage quota as /v1/usage reports it: an attach past the limit is 413 quota_exceeded and attaches nothing", async () => {
+    const dee = await h.user("Dee");
+    const first = Buffer.from(`${"x".repeat(1499)}\n`);
+    const second = Buffer.from(`${"y".repeat(999)}\n`);
+    process.env.ENGRAM_QUOTA_USER_BYTES = "2000";
+    try {
+      const kept = await upload(dee, "first.txt", "text/plain", first);
+      await processed(dee, kept.id);
+      const usage = (await dee.get("/v1/usage")).body.data;
+      expect(usage.storage_bytes).toBe(first.length);
+      expect(usage.limits.storage_bytes_limit).toBe(2000);
+      expect(await storageUsage(h.db, "hub", dee.personalHubId)).toEqual({ bytes: first.length, memories: 1 });
+      // 1500 stored and 1000 more: the reported figure would pass the limit.
+      const i = await intent(dee, "second.txt", "text/plain", second.length);
+      expect((await put(i.upload_url, i.headers, second)).status).toBe(200);
+      const refused = await dee.post("/v1/memories", { content: "", file_ref: i.file_ref });
+      expect(refused.status, JSON.stringify(refused.body)).toBe(413);
+      expect(refused.body.error).toMatchObject({
+        code: "quota_exceeded",
+        details: { scope: "user", resource: "bytes", limit: 2000, used: first.length, requested: second.length },
+      });
+      expect(await h.db.attachment.count({ where: { objectKey: i.object_key } })).toBe(0);
+      expect(await h.db.upload.count({ where: { objectKey: i.object_key, attachedAt: null } })).toBe(1);
+      expect((await dee.get("/v1/usage")).body.data.storage_bytes).toBe(first.length);
+      // Deleting the first file frees its bytes: the same upload now fits.
+      expect((await dee.delete(`/v1/memories/${kept.id}`)).status).toBe(200);
+      expect(await storageUsage(h.db, "user", dee.id)).toEqual({ bytes: 0, memories: 0 });
+      const admitted = await dee.post("/v1/memories", { content: "", file_ref: i.file_ref });
+      expect(admitted.status, JSON.stringify(admitted.body)).toBe(201);
+      expect((await dee.get("/v1/usage")).body.data.storage_bytes).toBe(second.length);
     } finally {
       delete process.env.ENGRAM_QUOTA_USER_BYTES;
     }

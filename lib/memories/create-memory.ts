@@ -142,6 +142,14 @@ ${input.content}`) : contentHash(input.content);
     if (duplicate) return { memory: duplicate, created: false, replaced: [] };
     const memory = await insert(tx, ctx, input, hash, source, createdAt, now, file);
     if (file) await attachFile(tx, memory, file, now);
+    // After the insert and the attach, whose triggers added both to the counters (see assertStorageQuota):
+    // the file's bytes count toward the quotas as /v1/usage reports them.
+    await assertStorageQuota(tx, {
+      ownerId: ctx.user.id,
+      hubId: ctx.hub.id,
+      bytes: Buffer.byteLength(input.content, "utf8") + (file?.sizeBytes ?? 0),
+      memories: 1,
+    });
     await emitEvent(tx, { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
     return { memory, created: true, replaced: [] };
   };
@@ -219,8 +227,6 @@ async function insert(
       updatedAt: now,
     },
   });
-  // After the insert, whose trigger added it to the counters (see assertStorageQuota).
-  await assertStorageQuota(tx, { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8"), memories: 1 });
   return memory;
 }
 
@@ -304,8 +310,8 @@ async function reingest(
  * An update in place, after its write: what the new content adds to the owner's and the hub's stored
  * bytes must fit their quotas (a shrink always does; see assertStorageQuota).
  */
-function assertGrowth(tx: DbClient, existing: Memory, content: string): Promise<void> {
-  const growth = Buffer.byteLength(content, "utf8") - Buffer.byteLength(existing.content, "utf8");
+function assertGrowth(tx: DbClient, existing: Memory, content: string, fileGrowth = 0): Promise<void> {
+  const growth = Buffer.byteLength(content, "utf8") - Buffer.byteLength(existing.content, "utf8") + fileGrowth;
   return assertStorageQuota(tx, { ownerId: existing.ownerId, hubId: existing.hubId, bytes: growth, memories: 0 });
 }
 
@@ -409,6 +415,7 @@ async function replaceFile(
 ): Promise<{ memory: Memory; replaced: string[] }> {
   if (existing.contentHash === hash && existing.contentType === "file") return { memory: existing, replaced: [] };
   const replaced = await detachUploads(tx, { memoryId: { in: [existing.id] } });
+  const previousBytes = existing.attachmentBytes;
   await tx.attachment.deleteMany({ where: { memoryId: existing.id } });
   const previousName = (existing.fileRef as { filename?: string } | null)?.filename;
   const memory = await tx.memory.update({
@@ -427,7 +434,8 @@ async function replaceFile(
     },
   });
   await attachFile(tx, memory, file, now);
-  await assertGrowth(tx, existing, input.content);
+  // The new file's bytes replace the old one's in the counters (the attachments trigger).
+  await assertGrowth(tx, existing, input.content, file.sizeBytes - previousBytes);
   return { memory, replaced };
 }
 

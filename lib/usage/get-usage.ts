@@ -17,19 +17,14 @@ export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
   if (ctx.credential.hubIds !== null) {
     throw new ApiError("forbidden", "This API key is limited to some hubs; account-wide usage needs a key for the whole account");
   }
-  // Bytes stored: memory text (the trigger-kept counters) plus the attachments of the memories this person pushed,
+  // Bytes stored: memory text plus the attachments of the memories this person owns, both in the
+  // trigger-kept counter the storage quota checks, so the figure and the limit it is held to agree;
   // without what is in hubs marked deleted (purged in batches, as the quota check leaves it out).
-  const [counts, owned, purging, files] = await Promise.all([
-    periodCounts(ctx),
-    storageUsage(ctx.db, "user", ctx.user.id),
-    purgingUsage(ctx.db, ctx.user.id),
-    ctx.db.attachment.aggregate({ where: { memory: { ownerId: ctx.user.id, hub: { deletedAt: null } } }, _sum: { sizeBytes: true } }),
-  ]);
-  const storageBytes = owned.bytes - purging.bytes + (files._sum.sizeBytes ?? 0);
+  const [counts, owned, purging] = await Promise.all([periodCounts(ctx), storageUsage(ctx.db, "user", ctx.user.id), purgingUsage(ctx.db, ctx.user.id)]);
   return {
     ...counts,
     memory_count: owned.memories - purging.memories,
-    storage_bytes: storageBytes,
+    storage_bytes: owned.bytes - purging.bytes,
     plan: SELF_HOSTED_PLAN,
     plan_display_name: SELF_HOSTED_PLAN_NAME,
     limits: { plan_id: SELF_HOSTED_PLAN, plan_display_name: SELF_HOSTED_PLAN_NAME, ...planLimits("user") },
