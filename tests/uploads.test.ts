@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs
 import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import JSZip from "jszip";
 import { sweepUploadsFunction } from "@/inngest/upload-functions.ts";
@@ -769,6 +769,37 @@ describe("an upload's life ends for good", () => {
     expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
     const res = await ann.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, sha256: sha256(bytes) } });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
+  });
+
+  it("a disk error while receiving a PUT is the server's (a logged 500), not the client's 400; only a client that stopped sending gets the 400", async () => {
+    const bytes = Buffer.from("the disk said no");
+    const i = await intent(ann, "refused.txt", "text/plain", bytes.length);
+    const file = path.join(blobDir, ...i.object_key.split("/"));
+    // EISDIR, outside the errors the store used to know as the disk's: it was blamed on the client.
+    mkdirSync(`${file}.meta.json`, { recursive: true });
+    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    try {
+      const res = await put(i.upload_url, i.headers, bytes);
+      expect(res.status, JSON.stringify(res.body)).toBe(500);
+      expect(res.body.error.code).toBe("internal");
+      expect(JSON.stringify(res.body)).not.toMatch(/did not complete|EISDIR|meta\.json/);
+      expect(logged).toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+      rmSync(`${file}.meta.json`, { recursive: true });
+    }
+    // A body that fails mid-way (the client went away) is still the client's: 400, nothing kept.
+    const broken = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new Uint8Array(bytes.subarray(0, 4)));
+        setTimeout(() => controller.error(new Error("connection reset")), 20);
+      },
+    });
+    const cut = await put(i.upload_url, i.headers, broken);
+    expect(cut.status, JSON.stringify(cut.body)).toBe(400);
+    expect(cut.body.error.message).toMatch(/did not complete/);
+    expect(readdirSync(path.dirname(file)).filter((f) => f.startsWith(path.basename(file)))).toEqual([]);
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
   });
 
   it("of two PUTs racing on one URL, the one that finishes second is refused and the first one's bytes stay", async () => {

@@ -8,9 +8,6 @@ import { serverSecret, sign, verify } from "@/lib/api/server-secret.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { assertValidKey, BlobMissing, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
 
-/** File-system errors that are the server's, not the uploader's. */
-const DISK_ERRORS = new Set(["ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EIO", "EMFILE", "ENFILE"]);
-
 interface Meta {
   size: number;
   content_type: string;
@@ -123,7 +120,22 @@ export class LocalBlobStore implements BlobStore {
     });
     try {
       const source = body ? Readable.fromWeb(body as import("node:stream/web").ReadableStream<Uint8Array>) : Readable.from([]);
-      await pipeline(source, meter, createWriteStream(temp, { flags: "wx" }));
+      const sink = createWriteStream(temp, { flags: "wx" });
+      // Only a body that failed first (the client went away mid-way) is the client's fault. Any error of
+      // the disk's (full, read-only, permissions, a directory in the way, …) is the server's: a logged
+      // 500, not a 400 that blames the client and shows it our paths. A list of the disk's error codes
+      // missed every one it did not name. The stream that failed first says which it was: pipeline then
+      // destroys the other with the same error.
+      let failedFirst: "client" | "disk" | undefined;
+      source.once("error", () => (failedFirst ??= "client"));
+      sink.once("error", () => (failedFirst ??= "disk"));
+      try {
+        await pipeline(source, meter, sink);
+      } catch (error) {
+        if (error instanceof UploadRejected || failedFirst !== "client") throw error;
+        // Whatever arrived is discarded (below).
+        throw new UploadRejected(400, `The upload did not complete: ${(error as Error).message}`, { received_bytes: received, size_bytes: expected.size });
+      }
       if (received !== expected.size) {
         throw new UploadRejected(400, `Truncated upload: received ${received} of ${expected.size} bytes`, { received_bytes: received, size_bytes: expected.size });
       }
@@ -147,12 +159,6 @@ export class LocalBlobStore implements BlobStore {
         throw error;
       }
       return meta;
-    } catch (error) {
-      if (error instanceof UploadRejected) throw error;
-      // The disk's fault (full, read-only, permissions): a logged 500, not a 400 that blames the client.
-      if (DISK_ERRORS.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
-      // The client went away mid-body: whatever arrived is discarded.
-      throw new UploadRejected(400, `The upload did not complete: ${(error as Error).message}`, { received_bytes: received, size_bytes: expected.size });
     } finally {
       await rm(temp, { force: true });
     }
