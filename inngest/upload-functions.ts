@@ -1,5 +1,5 @@
 import { getDatabase } from "@/lib/db/database.ts";
-import { SWEEP_BATCH, sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
+import { SWEEP_BATCH, sweepPartialUploads, sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
 import { inngest } from "./client.ts";
 
 /** Batches one cron run may sweep (200 each); the rest waits for the next hour. */
@@ -8,7 +8,8 @@ const MAX_BATCHES = 50;
 /**
  * Hourly with Inngest (the in-process timer otherwise): uploads no memory
  * attached within 24 hours, and the leftovers of deleted memories and hubs,
- * lose their bytes and then their records. Each batch is a step, so a retry
+ * lose their bytes and then their records; then the embedded store's part
+ * files of uploads a crash cut off. Each batch is a step, so a retry
  * resumes after the batches already swept.
  */
 export const sweepUploadsFunction = inngest.createFunction(
@@ -20,6 +21,7 @@ export const sweepUploadsFunction = inngest.createFunction(
       removed += count;
       if (count < SWEEP_BATCH) break;
     }
+    await step.run("sweep-partials", () => sweepPartialUploads());
     return { removed };
   },
 );

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,8 +14,8 @@ import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { backgroundRunner, startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
-import { sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
-import { assertUploadLimit, DOCX_TYPE } from "@/lib/uploads/upload-limits.ts";
+import { startUploadSweeper, sweepPartialUploads, sweepUploads } from "@/lib/uploads/sweep-uploads.ts";
+import { assertUploadLimit, DOCX_TYPE, UPLOAD_URL_TTL_SECONDS } from "@/lib/uploads/upload-limits.ts";
 import { charactersRead } from "./support/characters-read.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import { makeDocx, makePdf, makePng } from "./support/make-files.ts";
@@ -653,11 +653,53 @@ describe("create with file_ref", () => {
     const { result, ctx } = await new InngestTestEngine({ function: sweepUploadsFunction }).execute();
     expect(result).toEqual({ removed: 1 });
     expect(ctx.step.run).toHaveBeenCalledWith("sweep-0", expect.any(Function));
-    expect(ctx.step.run).toHaveBeenCalledTimes(1);
+    // One batch (fewer than 200 went), then the part files cut off by a crash.
+    expect(ctx.step.run).toHaveBeenCalledWith("sweep-partials", expect.any(Function));
+    expect(ctx.step.run).toHaveBeenCalledTimes(2);
     expect(existsSync(oldFile)).toBe(false);
     expect(await h.db.upload.count({ where: { objectKey: old.object_key } })).toBe(0);
     expect(existsSync(freshFile)).toBe(true);
     expect(await h.db.upload.count({ where: { objectKey: fresh.object_key } })).toBe(1);
+  });
+
+  it("a PUT cut off by a crash leaves a part file the sweep removes once older than an upload URL lives, never one still being written", async () => {
+    const userDir = path.join(blobDir, "uploads", ann.id);
+    mkdirSync(userDir, { recursive: true });
+    // What a crash mid-PUT leaves next to where the object would have gone (the cleanup never ran).
+    const crashed = path.join(userDir, "01a00000-0000-7000-8000-000000000001.part-0123456789ab");
+    const recent = path.join(userDir, "01a00000-0000-7000-8000-000000000002.part-ba9876543210");
+    writeFileSync(crashed, "half an upl");
+    writeFileSync(recent, "half an upl");
+    const past = new Date(Date.now() - (UPLOAD_URL_TTL_SECONDS + 60) * 1000);
+    utimesSync(crashed, past, past);
+    // A PUT in progress whose client stalled past that long: still being written, so it stays.
+    const i = await intent(ann, "stalled.txt", "text/plain", 8);
+    let feed!: ReadableStreamDefaultController<Uint8Array>;
+    const stalled = put(i.upload_url, i.headers, new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) }));
+    feed.enqueue(new Uint8Array(Buffer.from("stal")));
+    const id = i.object_key.split("/").pop()!;
+    const partOf = () => readdirSync(userDir).find((f) => f.startsWith(`${id}.part-`));
+    await vi.waitFor(() => expect(partOf()).toBeDefined());
+    const inFlight = path.join(userDir, partOf()!);
+    utimesSync(inFlight, past, past);
+    try {
+      expect(await sweepPartialUploads()).toBe(1);
+      expect(existsSync(crashed)).toBe(false);
+      expect(existsSync(recent)).toBe(true);
+      expect(existsSync(inFlight)).toBe(true);
+    } finally {
+      feed.enqueue(new Uint8Array(Buffer.from("led!")));
+      feed.close();
+    }
+    expect((await stalled).status).toBe(200);
+    // The in-process sweeper runs it too, after the upload records.
+    utimesSync(recent, past, past);
+    const stop = startUploadSweeper(async () => h.db, 50);
+    try {
+      await vi.waitFor(() => expect(existsSync(recent)).toBe(false), { timeout: 5000 });
+    } finally {
+      stop();
+    }
   });
 
   it("deleting a hub deletes the files of its memories", async () => {

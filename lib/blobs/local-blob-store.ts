@@ -1,12 +1,18 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { link, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { link, mkdir, open, opendir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { serverSecret, sign, verify } from "@/lib/api/server-secret.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { assertValidKey, BlobMissing, type BlobInfo, type BlobStore, type SignDownloadOptions, type SignedUpload, type SignUploadOptions } from "./blob-store.ts";
+
+/** The name of a file being written before it is moved into place: `<object>.part-<12 hex>`. */
+const PART_FILE = /\.part-[0-9a-f]{12}$/;
+
+/** Part files this process is writing now: the sweep of leftovers never takes one, however long its client stalls. */
+const writing = new Set<string>();
 
 interface Meta {
   size: number;
@@ -105,6 +111,7 @@ export class LocalBlobStore implements BlobStore {
     if (await exists(target)) throw new UploadRejected(409, "This object was already uploaded; request a new upload URL", { object_key: key });
     await mkdir(path.dirname(target), { recursive: true });
     const temp = `${target}.part-${randomBytes(6).toString("hex")}`;
+    writing.add(temp);
     const hash = createHash("sha256");
     let received = 0;
     const meter = new Transform({
@@ -161,6 +168,7 @@ export class LocalBlobStore implements BlobStore {
       return meta;
     } finally {
       await rm(temp, { force: true });
+      writing.delete(temp);
     }
   }
 
@@ -191,6 +199,7 @@ export class LocalBlobStore implements BlobStore {
     await mkdir(path.dirname(target), { recursive: true });
     const temp = `${target}.part-${randomBytes(6).toString("hex")}`;
     const meta: Meta = { size: bytes.length, content_type: contentType, sha256: createHash("sha256").update(bytes).digest("hex") };
+    writing.add(temp);
     try {
       await writeFile(temp, bytes, { flag: "wx" });
       await writeFile(`${target}.meta.json`, JSON.stringify(meta));
@@ -198,7 +207,42 @@ export class LocalBlobStore implements BlobStore {
     } catch (error) {
       await rm(temp, { force: true });
       throw error;
+    } finally {
+      writing.delete(temp);
     }
+  }
+
+  /**
+   * Removes the part files of writes that never finished and were last written before `before`:
+   * a crash or a kill mid-upload skips the cleanup in `receive`, and nothing else ever looks at
+   * them (no upload record names them). A PUT still streaming keeps moving its file's mtime, and
+   * this process's own are skipped whatever their age. Returns how many went.
+   */
+  async sweepPartials(before: Date): Promise<number> {
+    let removed = 0;
+    const walk = async (dir: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await opendir(dir);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+        throw error;
+      }
+      // Streamed, one entry at a time: a directory of many objects is never listed into memory whole.
+      for await (const entry of entries) {
+        const file = path.join(dir, entry.name);
+        if (entry.isDirectory()) await walk(file);
+        else if (entry.isFile() && PART_FILE.test(entry.name) && !writing.has(file)) {
+          const info = await stat(file).catch(() => null);
+          if (info && info.mtimeMs < before.getTime()) {
+            await rm(file, { force: true });
+            removed += 1;
+          }
+        }
+      }
+    };
+    await walk(this.root);
+    return removed;
   }
 
   async delete(key: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { blobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
-import { UNATTACHED_UPLOAD_TTL_MS } from "./upload-limits.ts";
+import { UNATTACHED_UPLOAD_TTL_MS, UPLOAD_URL_TTL_SECONDS } from "./upload-limits.ts";
 
 export const SWEEP_BATCH = 200;
 
@@ -70,6 +71,17 @@ export async function sweepUploads(db: Db, now = new Date()): Promise<number> {
   return removeBlobs(db, stale.map((u) => u.objectKey), now);
 }
 
+/**
+ * The embedded store's part files of uploads cut off by a crash (see LocalBlobStore.sweepPartials),
+ * once untouched for longer than an upload URL lives: by then no client is still sending to them.
+ * Returns how many went (0 with another store, whose uploads never touch our disk).
+ */
+export async function sweepPartialUploads(now = new Date()): Promise<number> {
+  const store = await blobStore();
+  if (!(store instanceof LocalBlobStore)) return 0;
+  return store.sweepPartials(new Date(now.getTime() - UPLOAD_URL_TTL_SECONDS * 1000));
+}
+
 /** Runs the sweep hourly in this process (without Inngest; with it, inngest/upload-functions.ts does); returns the stop function. */
 export function startUploadSweeper(db: () => Promise<Db>, everyMs = 60 * 60 * 1000): () => void {
   let running = false;
@@ -79,6 +91,7 @@ export function startUploadSweeper(db: () => Promise<Db>, everyMs = 60 * 60 * 10
     running = true;
     try {
       while ((await sweepUploads(await db())) === SWEEP_BATCH);
+      await sweepPartialUploads();
     } catch (error) {
       console.error("[engram] uploads: sweep failed", error);
     } finally {
