@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { setDatabase } from "@/lib/db/database.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { MAX_PENDING_EVENTS } from "@/lib/events/event-bus.ts";
+import { EVENTS_CHANNEL } from "@/lib/events/event-types.ts";
 import { eventsRetentionMs, pruneEvents } from "@/lib/events/prune-events.ts";
 import { MAX_STREAMS_PER_USER, openEventStream as openStreamFor, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
@@ -265,6 +267,55 @@ describe("GET /v1/events/stream: nothing lost to a failed check", () => {
       await s.waitFor((e) => e.data?.entity_id === id);
       expect(failures).toBe(0);
     } finally {
+      setDatabase(h.database);
+    }
+  });
+});
+
+describe("GET /v1/events/stream: a burst faster than the membership checks", () => {
+  it(`holds at most ${MAX_PENDING_EVENTS} events waiting for their check; the streams the rest were for replay them from the table, losing none`, async () => {
+    let checks = 0;
+    let gate: Promise<void> | null = null;
+    let open = () => {};
+    const db = h.database.prisma.$extends({
+      query: {
+        hubMember: {
+          async findMany({ args, query }) {
+            // The bus's audience check: once the gate is shut, each waits until the test lets the database answer.
+            const where = args.where as { userId?: { in?: unknown } } | undefined;
+            if (gate && where?.userId?.in) {
+              checks += 1;
+              await gate;
+            }
+            return query(args);
+          },
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    let heard = 0;
+    const unlisten = await h.database.listen(EVENTS_CHANNEL, () => void (heard += 1));
+    let s: SseStream | undefined;
+    try {
+      s = await stream(mira, `?hub_id=${hub}`);
+      // The stream is live (its catch-up from the table done) before the burst.
+      await settle(ann, s, hub);
+      gate = new Promise<void>((resolve) => (open = resolve));
+      heard = 0;
+      const burst = Array.from({ length: MAX_PENDING_EVENTS + 500 }, (_, i) => `burst ${i}`);
+      await emitEvent(h.db, burst.map((entityId) => ({ type: "memory.updated" as const, hubId: hub, actorId: ann.id, entityId })));
+      // Every notification has reached the process while the first check still waits.
+      await vi.waitFor(() => expect(heard).toBe(burst.length), { timeout: 10_000 });
+      open();
+      await s.waitFor((e) => e.data?.entity_id === burst.at(-1), 30_000);
+      const seen = s.payload().map((e) => e.data.entity_id as string).filter((id) => id.startsWith("burst "));
+      expect(seen).toEqual(burst);
+      // One check per event held, not one per event of the burst.
+      expect(checks).toBeLessThanOrEqual(MAX_PENDING_EVENTS + 1);
+    } finally {
+      open();
+      await s?.close();
+      await unlisten();
       setDatabase(h.database);
     }
   });

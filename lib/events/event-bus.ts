@@ -12,6 +12,14 @@ export interface EventSubscriber {
 }
 
 /**
+ * Events the bus may hold waiting for their membership check. Each waits for one query, so a burst
+ * faster than the database answers piled up in memory without end; past this many, the streams an
+ * event is for replay it from the table instead (from their last id, checking access themselves),
+ * once, behind the events already waiting.
+ */
+export const MAX_PENDING_EVENTS = 1000;
+
+/**
  * One LISTEN per process and database, fanned out to every open stream. Each
  * event is checked against current hub membership when it is delivered (one
  * query per event for all its candidate subscribers), so a member removed a
@@ -22,6 +30,10 @@ export class EventBus {
   private readonly opening = new Map<string, number>();
   private listening?: Promise<void>;
   private queue: Promise<void> = Promise.resolve();
+  /** Tasks in the queue, the one running included. */
+  private pending = 0;
+  /** Subscribers that missed events the queue had no room for: one replay each, queued once. */
+  private readonly behind = new Set<EventSubscriber>();
 
   constructor(private readonly database: Database) {}
 
@@ -92,15 +104,40 @@ export class EventBus {
       console.error("[engram] events: unreadable notification payload", payload.slice(0, 200));
       return;
     }
-    // Serial: deliveries keep commit order even though each waits for a membership check.
-    this.queue = this.queue
-      .then(() => this.dispatch(event))
-      .catch((error: unknown) => {
+    if (this.pending >= MAX_PENDING_EVENTS) {
+      const queued = this.behind.size > 0;
+      for (const subscriber of this.subscribers) if (subscriber.accepts(event)) this.behind.add(subscriber);
+      // Behind every event already waiting, so each stream's replay starts after what it was handed live.
+      if (!queued && this.behind.size > 0) this.enqueue(() => this.resyncBehind());
+      return;
+    }
+    this.enqueue(() =>
+      this.dispatch(event).catch((error: unknown) => {
         // The membership check failed (a database hiccup): the streams that wanted this event catch
         // up from the table instead of losing it; the replay checks access itself.
         console.error("[engram] events: delivery failed; the streams it was for replay", error);
         for (const subscriber of this.subscribers) if (subscriber.accepts(event)) subscriber.resync();
+      }),
+    );
+  }
+
+  /** Serial: deliveries keep commit order even though each waits for a membership check. */
+  private enqueue(task: () => Promise<void>): void {
+    this.pending += 1;
+    this.queue = this.queue
+      .then(task)
+      // A rejected link would stop every later delivery.
+      .catch((error: unknown) => console.error("[engram] events: delivery failed", error))
+      .finally(() => {
+        this.pending -= 1;
       });
+  }
+
+  private resyncBehind(): Promise<void> {
+    const behind = [...this.behind];
+    this.behind.clear();
+    for (const subscriber of behind) if (this.subscribers.has(subscriber)) subscriber.resync();
+    return Promise.resolve();
   }
 
   private async dispatch(event: EventRecord): Promise<void> {
