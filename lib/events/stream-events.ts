@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { formatSse, MAX_QUEUED_BYTES, sseResponse } from "@/lib/api/sse.ts";
+import { sseResponse } from "@/lib/api/sse.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { credentialReaches, membershipOrThrow, membershipWhere } from "@/lib/hubs/hub-access.ts";
 import { eventBus } from "./event-bus.ts";
@@ -92,7 +92,7 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       lastSeq = seq;
       sse.send(event.type, eventData(event), event.seq);
     };
-    const replay = async () => {
+    const replayOnce = async () => {
       const reached = ctx.credential.hubIds === null ? {} : { OR: [{ hubId: null }, { hubId: { in: [...ctx.credential.hubIds] } }] };
       const since = new Date(Date.now() - eventsRetentionMs());
       for (;;) {
@@ -149,36 +149,48 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       }
     };
 
-    // subscribe counts the stream before its first await, so the reserved place can go at once.
-    // Bytes of live events waiting behind the stream's queue (a replay waiting for the client to read on).
-    let held = 0;
+    // Replays queued or running. A live event that arrives meanwhile is not held for this stream: the
+    // replay (or one more after it) reads it from the table. Held, it waited behind a replay paused for
+    // a client that stopped reading, in the server's memory and without bound, and was handed over
+    // once the client read on even if the caller had meanwhile lost the hub (the bus checked the
+    // membership when the event came, the replay checks it per page).
+    let replays = 0;
+    let missed = false;
+    const replay = async () => {
+      try {
+        do {
+          missed = false;
+          await replayOnce();
+        } while (missed && !sse.closed);
+      } finally {
+        replays--;
+      }
+    };
+    const queueReplay = () => {
+      replays++;
+      enqueue(replay);
+    };
     const hold = (event: EventRecord) => {
-      const size = formatSse(event.type, eventData(event), event.seq).length;
-      held += size;
-      // A client that stopped reading in a replay would otherwise hold every later event of its hubs in
-      // memory, for as long as it stays connected: cut off as sseResponse cuts one that stops reading
-      // live (it resumes with Last-Event-ID and loses nothing).
-      if (held > MAX_QUEUED_BYTES) {
-        sse.close();
+      if (replays > 0) {
+        missed = true;
         return;
       }
-      enqueue(() => {
-        held -= size;
-        deliver(event);
-      });
+      enqueue(() => deliver(event));
     };
+    // subscribe counts the stream before its first await, so the reserved place can go at once.
     const subscribing = eventBus(database).subscribe({
       userId,
       accepts,
       deliver: hold,
-      resync: () => enqueue(replay),
+      resync: queueReplay,
     });
     release();
     // A catch-up from the start before any live event, once listening: an event that committed after the
     // newest id was read and before this stream listened was heard by no one (for the process's first
     // stream, not before its LISTEN connection was made). First in the queue, so a live event after it
     // cannot move the cursor past it. Its failure is the await below's.
-    enqueue(() => subscribing.then(replay, () => undefined));
+    replays++;
+    enqueue(() => subscribing.then(replay, () => void replays--));
     const unsubscribe = await subscribing;
     const ping = setInterval(() => {
       sse.send("ping", { time: new Date().toISOString() });
