@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
 import { purgeDeletedHub, purgeDeletedHubs } from "@/lib/hubs/purge-deleted-hubs.ts";
+import { newId } from "@/lib/ids.ts";
 import { resumeAccountDataDeletions } from "@/lib/users/resume-account-data-deletions.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -194,5 +196,66 @@ describe("deleting a large account's data", () => {
     // Done once: the next sweep finds nothing, and the account stays usable.
     expect(await resumeAccountDataDeletions(h.db)).toBe(0);
     expect((await ann.post("/v1/memories", { content: "A fresh start." })).status).toBe(201);
+  });
+});
+
+describe("what other hubs keep of a purged memory", () => {
+  // A memory moved out of a hub stays named in that hub's reviews and boards; purged with the hub it was
+  // moved to (or with the account's personal hub), those copies went on showing its content.
+  async function copiesIn(who: Client, hubId: string) {
+    const [mine, other] = [
+      (await who.post("/v1/memories", { content: "The staging password rotates every 30 days." }, { headers: { "x-hub-id": hubId } })).body.data.id as string,
+      (await who.post("/v1/memories", { content: "The staging password rotates every 90 days." }, { headers: { "x-hub-id": hubId } })).body.data.id as string,
+    ];
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const review = await h.db.dreamAction.create({
+      data: {
+        id: newId(), runId: run.id, hubId, actionType: "contradiction", state: "pending_review", sourceMemoryIds: [mine, other], reason: "they disagree",
+        details: { a: { id: mine, title: "A", excerpt: "SECRET-EXCERPT" }, b: { id: other, title: "B", excerpt: "excerpt of b" } },
+      },
+    });
+    await h.db.notification.create({ data: { id: newId(), userId: who.id, hubId, kind: "review_contradiction", sourceKind: "dream_action", sourceId: review.id, payload: {} } });
+    const now = new Date();
+    const board = await h.db.customBoard.create({
+      data: {
+        id: newId(), hubId, createdBy: who.id, title: "Passwords", instruction: "How often do passwords rotate?", status: "active",
+        cardPayload: { answer: "SECRET-ANSWER" }, cardCiteMemoryIds: [mine], cardState: "fresh", cardContentUpdatedAt: now, cardCreatedAt: now, createdAt: now, updatedAt: now,
+      },
+    });
+    return { mine, review, board };
+  }
+
+  async function expectNoCopies({ mine, review, board }: Awaited<ReturnType<typeof copiesIn>>) {
+    await customBoardsIdle();
+    const action = await h.db.dreamAction.findUniqueOrThrow({ where: { id: review.id } });
+    expect(action).toMatchObject({ state: "resolved", resolution: "memory_deleted" });
+    expect(JSON.stringify(action.details)).not.toMatch(/SECRET/);
+    expect(await h.db.notification.count({ where: { sourceId: review.id, status: "pending" } })).toBe(0);
+    const card = await h.db.customBoard.findUniqueOrThrow({ where: { id: board.id } });
+    expect(card.cardCiteMemoryIds).not.toContain(mine);
+    expect(JSON.stringify(card.cardPayload ?? null)).not.toMatch(/SECRET/);
+  }
+
+  it("a hub delete drops them, as a memory delete does", async () => {
+    const ann = await h.user("Ann");
+    const kept = await h.teamHub(ann);
+    const doomed = await h.teamHub(ann);
+    const copies = await copiesIn(ann, kept);
+    const moved = await ann.post("/v1/memories/batch-move", { ids: [copies.mine], hub_id: doomed });
+    expect(moved.status, moved.text).toBe(200);
+    expect((await ann.delete(`/v1/hubs/${doomed}`)).status).toBe(200);
+    expect(await h.db.memory.count({ where: { id: copies.mine } })).toBe(0);
+    await expectNoCopies(copies);
+  });
+
+  it("an account-data delete drops them", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    const team = await h.teamHub(ann);
+    const copies = await copiesIn(ann, team);
+    const moved = await ann.post("/v1/memories/batch-move", { ids: [copies.mine], hub_id: ann.personalHubId });
+    expect(moved.status, moved.text).toBe(200);
+    expect((await ann.delete("/v1/account/data")).status).toBe(200);
+    expect(await h.db.memory.count({ where: { id: copies.mine } })).toBe(0);
+    await expectNoCopies(copies);
   });
 });

@@ -6,6 +6,8 @@ import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { lockHubMembers } from "@/lib/hubs/hub-access.ts";
 import { deleteHubMemories } from "@/lib/hubs/purge-deleted-hubs.ts";
+import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
+import { dropMemoryCopies } from "@/lib/memories/drop-memory-copies.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 
 export interface DeleteAccountDataResult {
@@ -45,16 +47,20 @@ export async function eraseAccountData(db: Db, userId: string, requestedAt: Date
   // outlasted the transaction timeout for a large hub and failed on every attempt. What a push adds
   // meanwhile goes in that transaction, which also takes what cannot be batched.
   const purged = personal ? (await deleteHubMemories(db, personal.id)).deleted : 0;
-  const { blobKeys, sessionKeys, ...counts } = await db.$transaction(async (tx) => {
+  const { blobKeys, sessionKeys, boards, ...counts } = await db.$transaction(async (tx) => {
     let memories = purged;
     let topics = 0;
     let blobKeys: string[] = [];
+    let boards: string[] = [];
     if (personal) {
       // Pushes under way finish first, then the memories are locked in id order (as a hub delete does).
       await lockHubMembers(tx, personal.id);
       await lockMemoriesOf(tx, personal.id);
       blobKeys = await detachUploads(tx, { hubId: personal.id });
-      memories += (await tx.memory.deleteMany({ where: { hubId: personal.id } })).count;
+      const late = await tx.$queryRaw<{ id: string }[]>`DELETE FROM memories WHERE hub_id = ${personal.id}::uuid RETURNING id::text AS id`;
+      memories += late.length;
+      // What other hubs' reviews and boards keep of them goes too, as in the batches (drop-memory-copies.ts).
+      boards = await dropMemoryCopies(tx, late.map((row) => row.id), new Date());
       topics = (await tx.topic.deleteMany({ where: { hubId: personal.id } })).count;
       await tx.decisionGate.deleteMany({ where: { hubId: personal.id } });
       // Custom boards hold answers written from the memories (card, history, feedback cascade).
@@ -93,8 +99,9 @@ export async function eraseAccountData(db: Db, userId: string, requestedAt: Date
     }
     // A later request's mark stays: that deletion is its own to finish.
     await tx.$executeRaw`UPDATE users SET data_deletion_requested_at = NULL WHERE id = ${userId}::uuid AND data_deletion_requested_at <= ${requestedAt}`;
-    return { memories, topics, configs, sessions: sessionRows.length, blobKeys: [...new Set([...blobKeys, ...unattached.map((u) => u.objectKey)])], sessionKeys };
+    return { memories, topics, configs, sessions: sessionRows.length, blobKeys: [...new Set([...blobKeys, ...unattached.map((u) => u.objectKey)])], sessionKeys, boards };
   });
+  for (const board of boards) kickCustomBoard(board);
   // Bytes go once the rows are gone (best effort: a file or session file left behind is unreachable,
   // its row gone, and logged).
   await removeBlobs(db, blobKeys);
