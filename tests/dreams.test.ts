@@ -924,3 +924,30 @@ describe("what a hard delete leaves of its memory in dream actions", () => {
     expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: action.id } })).toMatchObject({ state: "resolved", resolution: "keep_both" });
   });
 });
+
+describe("a contradiction whose side is deleted while the run writes", () => {
+  /**
+   * The excerpts of both sides were read before the batches: a side hard-deleted between that read and
+   * its batch still got a new pending review, carrying an excerpt of the content the delete removed.
+   */
+  it("is not flagged: no review names the deleted memory or quotes it", async () => {
+    const { hubId, ids } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const config = dreamConfig({ batchSize: 1 });
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    let deletedAt = -1;
+    const afterBatch = async (phase: string, batch: number) => {
+      if (phase !== "similar" || deletedAt !== -1) return;
+      // Only while the contradiction is still to be written (its batch comes after this one).
+      expect(await h.db.dreamAction.count({ where: { runId, actionType: "contradiction" } })).toBe(0);
+      expect((await owner.delete(`/v1/memories/${ids.contraNew}`)).status).toBe(200);
+      deletedAt = batch;
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+    expect(deletedAt).toBe(1);
+    const actions = await h.db.dreamAction.findMany({ where: { runId } });
+    expect(actions.filter((a) => a.sourceMemoryIds.includes(ids.contraNew))).toEqual([]);
+    expect(JSON.stringify(actions.map((a) => a.details))).not.toContain(PLANTED.contraNew);
+    expect(await h.db.notification.count({ where: { kind: "review_contradiction", hubId, status: "pending" } })).toBe(0);
+  }, 120_000);
+});

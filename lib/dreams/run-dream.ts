@@ -281,12 +281,15 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
       // Every memory of the batch, locked in id order before the first write (see lockMemoryRows): a
       // rewrite takes the hub's counter, and locking the next memory while holding it deadlocked with
       // an edit of that memory, which locks the memory first and the counter after.
-      await lockMemoryRows(tx, batch.flatMap((a) => [a.older.id, a.newer.id]), [hubId]);
+      const locked = new Set(await lockMemoryRows(tx, batch.flatMap((a) => [a.older.id, a.newer.id]), [hubId]));
       const rows = [];
       const archived = await archiveSuperseded(tx, batch.filter((a) => a.type === "merge").map((a) => ({ older: a.older.id, newer: a.newer.id })), now);
       const kept: string[] = [];
       for (const action of batch) {
         if (action.type === "merge" && !archived.has(action.older.id)) continue;
+        // The excerpts were read before the batches: a side deleted (or moved away) since is not here to
+        // lock, and a review of it would only quote what its delete removed.
+        if (action.type === "contradiction" && !(locked.has(action.older.id) && locked.has(action.newer.id))) continue;
         let rewrite: object = {};
         const merged = action.type === "merge" ? rewrites.get(action.newer.id) : undefined;
         if (merged && "content" in merged) {
