@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { createHash } from "node:crypto";
+import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { updateMemory } from "@/lib/memories/update-memory.ts";
+import { indexMemories } from "./recall-helpers.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -36,6 +38,58 @@ describe("PATCH against a re-push of the same source_path", () => {
       expect(row.content).toBe("version two of the notes");
       expect(row.contentHash).toBe(sha256("version two of the notes"));
       expect(row.tags).toEqual(["edited"]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe("PATCH against a dream's archive or a move in the same millisecond", () => {
+  // The PATCH's updated_at check holds only while every write moves updated_at forward. A dream's
+  // archive of a superseded memory and a batch move wrote the clock's now instead: with the clock on
+  // the instant the PATCH read (or behind it, after an edit burst), the PATCH went through on its stale
+  // read and wrote back the state (and everything else) it had read.
+  test("a dream archiving the memory between a PATCH's read and its write makes the PATCH read again", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now());
+      const hubId = await h.teamHub(ann);
+      const push = async (content: string) => (await ann.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+      const older = await push("Use pnpm, not npm, for installing dependencies in the web repo.");
+      vi.setSystemTime(Date.now() + 60_000);
+      const newer = await push("In the web repo we install dependencies with pnpm instead of npm.");
+      await indexMemories(h.db, [older, newer]);
+      const dream = async () => {
+        const runId = (await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id as string;
+        expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+        expect(await h.db.memory.findUniqueOrThrow({ where: { id: older } })).toMatchObject({ state: "archived", supersededBy: newer });
+      };
+      // The older one last written at the clock's instant, which the dream's archive then writes again.
+      await h.db.memory.update({ where: { id: older }, data: { updatedAt: new Date() } });
+      await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], dream)), older, { tags: ["edited"] });
+      const row = await h.db.memory.findUniqueOrThrow({ where: { id: older } });
+      expect(row).toMatchObject({ state: "archived", supersededBy: newer, tags: ["edited"] });
+    } finally {
+      vi.useRealTimers();
+    }
+  }, 60_000);
+
+  test("a move after an edit burst, between a PATCH's read and its write, does not let the PATCH undo the edits", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now());
+      const hubId = await h.teamHub(ann);
+      const topic = (await ann.post("/v1/topics", { name: "Tooling", hub_id: hubId })).body.data.id as string;
+      const id = (await ann.post("/v1/memories", { content: "The build uses esbuild." }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+      const others = async () => {
+        // Another edit in the same millisecond runs updated_at one ahead of the clock; the move then wrote the clock's now.
+        expect((await ann.patch(`/v1/memories/${id}`, { state: "archived" })).status).toBe(200);
+        const moved = await ann.post("/v1/memories/batch-move", { ids: [id], hub_id: hubId, topic_id: topic });
+        expect(moved.body.data.moved).toBe(1);
+      };
+      await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], others)), id, { tags: ["edited"] });
+      const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
+      expect(row).toMatchObject({ state: "archived", topicId: topic, tags: ["edited"] });
     } finally {
       vi.useRealTimers();
     }

@@ -21,6 +21,7 @@ import { CAPTURE_SOURCE, extractCaptureFacts } from "./extract-capture-facts.ts"
 import { DECISION_GATE_PATH_PREFIX, MAX_CONTENT_BYTES, MAX_SOURCE_PATH_BYTES, MAX_SOURCE_PATH_LENGTH, sourcePathTooLong, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { nextUpdatedAt } from "./next-updated-at.ts";
 
 export interface CreateMemoryResult {
   memory: MemoryObject;
@@ -293,7 +294,7 @@ async function reingest(
       // New content pushed to an archived memory (archived by hand, or by a dream as stale or merged)
       // is live again: a push is what the memory says now, and recall must find it.
       ...(contentChanged && existing.state === "archived" && { state: "active", supersededBy: null }),
-      updatedAt: movedOn(existing, now),
+      updatedAt: nextUpdatedAt(existing.updatedAt, now),
     },
   });
   if (contentChanged) await assertGrowth(tx, existing, input.content);
@@ -355,23 +356,13 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
       ...(input.title !== undefined && { title: input.title, titleDerived: false }),
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
-      ...readAgain(movedOn(existing, now)),
+      ...readAgain(nextUpdatedAt(existing.updatedAt, now)),
     },
   });
   // A URL may be megabytes long: unchecked, pushing a long one again under a short one's source_path
   // grew stored content past the quotas with no limit but the memory count.
   await assertGrowth(tx, existing, input.content);
   return memory;
-}
-
-/**
- * The updated_at of an update in place: strictly later than the row's, as a PATCH writes it. A PATCH
- * writes only if updated_at is still the one it read; a push that wrote its request's start instead
- * could write that very value back (the same millisecond, or a row an edit burst ran ahead of the
- * clock), and the PATCH then went through on a stale read, putting back the old content's hash.
- */
-function movedOn(existing: Memory, now: Date): Date {
-  return new Date(Math.max(now.getTime(), existing.updatedAt.getTime() + 1));
 }
 
 /** A link or file memory's source changed: a new version, back to `processing` until its text is read again. */
@@ -430,7 +421,7 @@ async function replaceFile(
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
       fileRef: fileRefOf(file),
-      ...readAgain(movedOn(existing, now)),
+      ...readAgain(nextUpdatedAt(existing.updatedAt, now)),
     },
   });
   await attachFile(tx, memory, file, now);

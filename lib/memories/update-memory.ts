@@ -16,6 +16,7 @@ import type { UpdateMemoryBody } from "./memory-fields.ts";
 import { serializeMemoryWithContent } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { chunkGlosses, retitleChunks } from "@/lib/recall/store-chunks.ts";
+import { nextUpdatedAt } from "./next-updated-at.ts";
 
 const ATTEMPTS = 5;
 
@@ -124,7 +125,7 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         ...(becomesLink && { extractedAt: null, extractionError: null }),
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
         // Strictly later than the row read, so the updated_at check above always tells two writes apart.
-        updatedAt: new Date(Math.max(ctx.now().getTime(), memory.updatedAt.getTime() + 1)),
+        updatedAt: nextUpdatedAt(memory.updatedAt, ctx.now()),
       },
     });
     if (rows.length && retitle) await retitleChunks(db, memory.id, glosses.byText ?? new Map());

@@ -1,0 +1,10 @@
+/**
+ * The updated_at of a write to a memory row: strictly later than the row's. A PATCH writes only if
+ * updated_at is still the one it read, so every write must move it forward: one that wrote the clock's
+ * now could write back the very value the PATCH read (the same millisecond, or a row an edit burst ran
+ * ahead of the clock), and the PATCH then went through on its stale read. In SQL:
+ * `GREATEST(now, updated_at + interval '1 millisecond')`.
+ */
+export function nextUpdatedAt(stored: Date, now: Date): Date {
+  return new Date(Math.max(now.getTime(), stored.getTime() + 1));
+}
