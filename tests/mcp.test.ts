@@ -621,6 +621,23 @@ describe("NUL characters", () => {
   });
 });
 
+describe("half a surrogate pair", () => {
+  // JSON may escape half a UTF-16 surrogate pair ("\ud800"), which no UTF-8 text holds: REST reads it as
+  // U+FFFD (lib/api/parse.ts wellFormed), but MCP parsed tool arguments itself and a tag or a title
+  // reached the database as it was and failed there, an internal error.
+  it("in a tool argument is read as U+FFFD, as on REST, and the push is stored", async () => {
+    const client = await connect(ann.key);
+    for (const name of ["engram_push", "memax_push"]) {
+      const tag = `${name}-${randomBytes(4).toString("hex")}`;
+      const res = await client.callTool({ name, arguments: { content: `Half a pair from ${tag}.`, title: `Title \ud800 ${tag}`, tags: [`${tag}\udc00`] } });
+      expect(res.isError, `${name}: ${text(res)}`).toBeFalsy();
+      const stored = await h.db.memory.findFirstOrThrow({ where: { hubId: ann.personalHubId, content: `Half a pair from ${tag}.` } });
+      expect(stored.title).toBe(`Title \ufffd ${tag}`);
+      expect(stored.tags).toEqual([`${tag}\ufffd`]);
+    }
+  });
+});
+
 describe("engram_ask", () => {
   it("answers from the same domain function as POST /v1/ask, citing its sources, and reaches only the credential's hubs", async () => {
     const tag = randomBytes(4).toString("hex");

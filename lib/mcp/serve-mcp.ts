@@ -3,7 +3,7 @@ import type { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { errorResponse } from "@/lib/api/envelope.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { parseWith, readBody, refuseNul } from "@/lib/api/parse.ts";
+import { parseWith, readBody, refuseNul, wellFormed } from "@/lib/api/parse.ts";
 import { rateLimitHeaders, rateLimiter, type Bucket, type RateLimitResult } from "@/lib/api/rate-limit.ts";
 import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
@@ -42,7 +42,8 @@ function buildServer(env: ToolEnv, tools: ToolDef[]): McpServer {
   for (const tool of tools) {
     server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: listedSchema(tool.input), annotations: tool.annotations }, async (raw: unknown) => {
       try {
-        const args = parseWith(tool.input, raw, "Invalid arguments");
+        // Half a surrogate pair ("\ud800") reads as U+FFFD, as in a REST body: as it was, it failed in the database.
+        const args = parseWith(tool.input, wellFormed(raw), "Invalid arguments");
         // As on REST: PostgreSQL text cannot hold U+0000, so a NUL would fail in the database as an internal error.
         refuseNul(args, "");
         const out = await tool.run(env, args as never);
