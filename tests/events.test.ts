@@ -321,6 +321,27 @@ describe("GET /v1/events/stream: a burst faster than the membership checks", () 
   });
 });
 
+describe("GET /v1/events/stream: a delivery that fails", () => {
+  // A catch-up (replay) that failed closed the stream without a word: the client saw it end as a server
+  // restart or a network cut ends one, and had no way to tell the server had failed.
+  it("ends the stream with an error event, not silently", async () => {
+    const s = await stream(mira, `?hub_id=${hub}`);
+    // Memberships become unreadable as the event commits (a database failing mid-stream): the bus's check
+    // fails, the stream catches up from the table, and that fails too.
+    await h.db.$transaction(async (tx) => {
+      await emitEvent(tx, { type: "hub.updated", hubId: hub, actorId: ann.id, entityId: hub });
+      await tx.$executeRawUnsafe(`ALTER TABLE hub_members RENAME TO hub_members_away`);
+    });
+    try {
+      const error = await s.waitFor((e) => e.event === "error");
+      expect(error.data).toEqual({ code: "internal", message: "The stream failed on the server" });
+      await s.ended;
+    } finally {
+      await h.db.$executeRawUnsafe(`ALTER TABLE hub_members_away RENAME TO hub_members`);
+    }
+  });
+});
+
 describe("GET /v1/events/stream: who may keep listening, and to what", () => {
   it("a stream ends at the next ping once its API key is revoked (and goes on while the key is valid)", async () => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });

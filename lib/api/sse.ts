@@ -29,6 +29,9 @@ const QUEUE_HIGH_WATER_BYTES = 64 * 1024;
  */
 export const MAX_QUEUED_BYTES = 1024 * 1024;
 
+/** The last event of a stream that failed on the server (then closed, so the client reconnects). */
+export const STREAM_FAILED = { code: "internal", message: "The stream failed on the server" } as const;
+
 /**
  * A text/event-stream Response whose body `run` writes. The first bytes (a
  * comment) go out at once, so clients see the stream open before any work.
@@ -89,7 +92,7 @@ export function sseResponse(run: (writer: SseWriter) => Promise<void> | void, in
             .then(() => run(writer))
             .catch((error: unknown) => {
               console.error("[engram] event stream failed", error);
-              writer.send("error", { code: "internal", message: "The stream failed on the server" });
+              writer.send("error", STREAM_FAILED);
               // Ended, so the client reconnects: an open stream that will never send anything looks alive to it.
               finish();
             });

@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { sseResponse } from "@/lib/api/sse.ts";
+import { sseResponse, STREAM_FAILED } from "@/lib/api/sse.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { credentialReaches, membershipOrThrow, membershipWhere } from "@/lib/hubs/hub-access.ts";
 import { eventBus } from "./event-bus.ts";
@@ -83,6 +83,9 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
     const enqueue = (task: () => Promise<void> | void) => {
       chain = chain.then(task).catch((error: unknown) => {
         console.error(`[${ctx.requestId}] event stream: delivery failed`, error);
+        // Said before it ends, as sseResponse does for a failure of its own: closed silently, the stream
+        // looked to the client like a restart or a network cut, not a server failing.
+        sse.send("error", STREAM_FAILED);
         sse.close();
       });
     };
