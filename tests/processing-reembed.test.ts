@@ -129,6 +129,25 @@ it("a run stopped by 20 failures in a row still reports what it did: the error c
   expect(error!.result!.total).toBe(error!.result!.reembedded + error!.result!.failed);
 });
 
+it("memories of a hub marked deleted (its purge not finished) are not re-embedded", async () => {
+  const flat = (texts: string[]) => texts.map(() => Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => (i === 3 ? 1 : 0)));
+  setEmbedder({ id: "local:test-flat", dimensions: EMBEDDING_DIMENSIONS, embed: async (texts) => flat(texts) });
+  const doomed = await h.teamHub(ann);
+  const kept = await h.teamHub(ann);
+  const gone = (await ann.post("/v1/memories", { content: "The doomed hub's greenhouse key is under the mat." }, { headers: { "x-hub-id": doomed } })).body.data.id as string;
+  const stays = (await ann.post("/v1/memories", { content: "The kept hub's shed key hangs by the door." }, { headers: { "x-hub-id": kept } })).body.data.id as string;
+  await backgroundRunner()!.idle();
+  // Marked deleted as DELETE /v1/hubs/:id marks it; its memories wait for the purge (a large hub, or a process stopped mid-way).
+  await h.db.hub.update({ where: { id: doomed }, data: { deletedAt: new Date() } });
+  const embedded: string[] = [];
+  setEmbedder({ id: "local:test-watch", dimensions: EMBEDDING_DIMENSIONS, embed: async (texts) => (embedded.push(...texts), flat(texts)) });
+  const result = await reembedMemories(h.db);
+  expect(result.failed).toBe(0);
+  expect(embedded.some((text) => text.includes("shed key"))).toBe(true);
+  expect(embedded.filter((text) => text.includes("greenhouse key"))).toEqual([]);
+  expect(await h.db.memory.count({ where: { id: { in: [gone, stays] } } })).toBe(2);
+});
+
 it("progress never passes 100% when memories finish processing during the run: the total is recounted", async () => {
   setEmbedder({ id: "local:test-flat", dimensions: EMBEDDING_DIMENSIONS, embed: async (texts) => texts.map(() => Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => (i === 0 ? 1 : 0))) });
   stopBackgroundProcessing(); // the memories left pending below stay pending until the run moves them

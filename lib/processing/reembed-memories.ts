@@ -46,13 +46,15 @@ const indexStep = PROCESSING_STEPS.find((step) => step.name === "index")!;
  * model (after a model or provider change, or once a model became available
  * for memories indexed lexical-only). Uses the pipeline's own index step, so
  * the result is exactly what processing would write. Pending and running
- * memories are left to the runner.
+ * memories are left to the runner, and those of deleted hubs to their purge.
  */
 export async function reembedMemories(db: Db, options: ReembedOptions = {}): Promise<ReembedResult> {
   const embedder = await getEmbedder();
   if (!embedder) throw new Error("No embedding model is available; see the log line above (npm run models installs the local one)");
   const concurrency = options.concurrency ?? 16;
-  const where = { processingStatus: { in: ["done", "failed"] } };
+  // Not those of a hub marked deleted (lib/hubs/delete-hub.ts): the purge is about to remove them, and
+  // re-embedding a large one would spend the model on nothing (and write chunks the purge must delete).
+  const where = { processingStatus: { in: ["done", "failed"] }, hub: { deletedAt: null } };
   let total = await db.memory.count({ where });
   let done = 0;
   let reembedded = 0;
