@@ -25,7 +25,8 @@ const nextConfig: NextConfig = {
   compress: false,
   // No page of Engram may be framed, on another site or a same-site one (another port on localhost, a
   // sibling subdomain): a framed dashboard could be clicked through (delete, accept, unlink) under a
-  // decoy. Routes with their own policy (the consent page, downloads) add to these, never loosen them.
+  // decoy. Routes with their own policy (the consent page, downloads) add to these, never loosen them;
+  // pages get the same directives plus a per-response script nonce from proxy.ts.
   async headers() {
     return [
       {
