@@ -1,5 +1,7 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteBoard } from "@/lib/boards/delete-board.ts";
+import { refreshCustomBoard } from "@/lib/boards/refresh-custom-board.ts";
 import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
 import { updateBoard } from "@/lib/boards/update-board.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
@@ -7,7 +9,7 @@ import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/proce
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { newId } from "@/lib/ids.ts";
-import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, testPostgres, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 import { startFakeChat } from "./support/openai-stream-fake.ts";
 
@@ -381,5 +383,51 @@ describe("custom boards: a cited memory hard-deleted", () => {
       }
       await fake.close();
     }
+  });
+});
+
+describe("custom boards: a refresh against an account-data deletion of the hub", () => {
+  /**
+   * The deletion takes the hub's members lock exclusively, then every memory FOR UPDATE; a refresh took
+   * KEY SHARE on the memories its card cites, then the members lock shared: opposite orders, so
+   * PostgreSQL broke the cycle by failing one of them. Here the deletion's first step is held by a side
+   * transaction when the refresh writes its card, and then takes the cited memory as the deletion would.
+   */
+  it.skipIf(!testPostgres())("the refresh waits for the members lock before it holds any memory, and writes its card after", async () => {
+    const team = await h.teamHub(ann);
+    const res = await ann.post("/v1/memories", { content: "# Backups\nThe nightly backup is copied to the cold bucket at 03:00." }, { headers: { "x-hub-id": team } });
+    expect(res.status, res.text).toBe(201);
+    const cited = (await waitProcessed(h.db, ann, res.body.data.id)).id as string;
+    const board = (await ann.post(boards(team), { title: "Backups", instruction: "When is the nightly backup copied?" })).body.data.board;
+    await customBoardsIdle();
+    expect((await h.db.customBoard.findUniqueOrThrow({ where: { id: board.id } })).cardCiteMemoryIds).toContain(cited);
+
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let refresh: Promise<string> | undefined;
+    let lockedMemory: string;
+    try {
+      await side.query("BEGIN");
+      await side.query("SET LOCAL lock_timeout = '5s'");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`hub-members:${team}`]);
+      refresh = refreshCustomBoard(h.database, board.id).catch((error: Error) => `failed: ${error.message}`);
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query(`SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))`);
+        if (rows[0].n >= 1) break;
+        if (waited > 20_000) throw new Error("the refresh never waited for the members lock");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The deletion's next step: every memory of the hub, FOR UPDATE.
+      lockedMemory = (await side.query("SELECT id::text AS id FROM memories WHERE id = $1 FOR UPDATE", [cited]).then(
+        (r) => r.rows[0].id as string,
+        (error: Error) => error.message,
+      ));
+      await side.query("ROLLBACK");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    expect(lockedMemory).toBe(cited);
+    expect(await refresh!).toMatch(/^(written|unchanged)$/);
   });
 });

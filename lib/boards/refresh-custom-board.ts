@@ -42,6 +42,10 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
     if (!current || current.status === "paused" || current.instruction !== board.instruction) return "skipped";
     // A refresh that began asking later has written (or confirmed) the card already.
     if (current.cardAskedAt && current.cardAskedAt > askedAt) return "skipped";
+    // The members lock before any memory, as every writer takes them (commitBatch in run-dream.ts): an
+    // account-data deletion holds it exclusively, then locks every memory of the hub, so cited memories
+    // held first made a cycle with it that PostgreSQL broke by failing one of the two.
+    await lockForTransaction(tx, { shared: hubMembersLockKey(board.hubId) });
     // The answer quotes what it cites: a memory hard-deleted while it was written must not come back in
     // the card, so it is asked again without it. Held until commit, so a delete now waits for this card
     // and then empties it (lib/memories/drop-memory-copies.ts).
@@ -51,7 +55,6 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
       if (still.length < citedIds.length) return CITED_GONE;
     }
     // The creator lost the hub while the answer was written (it may then say "nothing found"): leave the board.
-    await lockForTransaction(tx, { shared: hubMembersLockKey(board.hubId) });
     if (!(await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: board.hubId, userId: board.createdBy } }, select: { role: true } }))) return "skipped";
     const previous = current.cardPayload as { answer?: string } | null;
     const now = new Date();
