@@ -6,6 +6,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import { eraseAccountData } from "@/lib/users/delete-account-data.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { dispatch } from "./support/router.ts";
 
@@ -243,5 +244,29 @@ describe("DELETE /v1/account/data", () => {
     const listed = await gus.get("/v1/agent-sessions?session_id=racing");
     expect(listed.body.data.sessions.map((s: { content: string }) => s.content)).toEqual(["one\ntwo\n"]);
     expect(sessionFilesOf(gus)).toHaveLength(1);
+  });
+});
+
+describe("a sweep that read a deletion's mark before its request finished", () => {
+  // Another instance's start-up sweep (or this one's 10-minute tick) reads the mark while the request
+  // runs; by the time it gets to the account, the request has finished and the caller writes again.
+  it("deletes nothing written after the request cleared the mark, in its batches or its last transaction", async () => {
+    const hal = (await h.user("Hal")) as Client & { personalHubId: string };
+    expect((await hal.post("/v1/memories", { content: "Hal's old note." })).status).toBe(201);
+    const requestedAt = new Date();
+    await h.db.user.update({ where: { id: hal.id }, data: { dataDeletionRequestedAt: requestedAt } });
+    // The request's run: it finishes and clears the mark.
+    expect(await eraseAccountData(h.db, hal.id, requestedAt)).toMatchObject({ deleted: true, memories: 1 });
+    expect((await h.db.user.findUniqueOrThrow({ where: { id: hal.id } })).dataDeletionRequestedAt).toBeNull();
+
+    expect((await hal.post("/v1/memories", { content: "Hal's fresh start." })).status).toBe(201);
+    expect((await hal.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "CLAUDE.md", content: "# Hal\n" })).status).toBe(201);
+    expect((await hal.post("/v1/chat/sessions", { scope_type: "user_all_hubs", title: "Hal's chat" })).status).toBe(201);
+
+    // The sweep's run of the same mark, afterwards.
+    await eraseAccountData(h.db, hal.id, requestedAt);
+    expect(await h.db.memory.count({ where: { hubId: hal.personalHubId } })).toBe(1);
+    expect(await h.db.agentConfig.count({ where: { ownerId: hal.id } })).toBe(1);
+    expect(await h.db.chatSession.count({ where: { ownerId: hal.id } })).toBe(1);
   });
 });

@@ -1,7 +1,7 @@
 import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
 import { runAsBackground } from "@/lib/db/background-work.ts";
-import type { Database, Db } from "@/lib/db/database.ts";
+import type { Database, Db, DbClient } from "@/lib/db/database.ts";
 import { dropMemoryCopies } from "@/lib/memories/drop-memory-copies.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
@@ -25,29 +25,36 @@ const HUBS_PER_SWEEP = 20;
  * Each batch locks its rows in id order before deleting, as every multi-memory write does (row-lock.ts),
  * and drops what other rows keep of them as a memory delete does (drop-memory-copies.ts): a memory moved
  * in from another hub, or out of it, is still named in that hub's reviews and boards, which the hub's own
- * cascade never reaches.
+ * cascade never reaches. `wanted`, run first in each batch's transaction, stops the purge (not done) when
+ * it answers false.
  */
-export async function deleteHubMemories(db: Db, hubId: string, options: { deadline?: number; batch?: number } = {}): Promise<{ deleted: number; done: boolean }> {
+export async function deleteHubMemories(
+  db: Db,
+  hubId: string,
+  options: { deadline?: number; batch?: number; wanted?: (tx: DbClient) => Promise<boolean> } = {},
+): Promise<{ deleted: number; done: boolean }> {
   const batch = options.batch ?? purgeBatchSize();
   let deleted = 0;
   for (;;) {
     if (options.deadline !== undefined && Date.now() >= options.deadline) return { deleted, done: false };
-    const { count, keys, boards } = await db.$transaction(async (tx) => {
+    const { count, keys, boards, stopped } = await db.$transaction(async (tx) => {
+      if (options.wanted && !(await options.wanted(tx))) return { count: 0, keys: [], boards: [], stopped: true };
       // Not SKIP LOCKED: a memory an edit holds is waited for, not left behind for the next sweep.
       const rows = await tx.$queryRaw<{ id: string }[]>`
         SELECT id::text AS id FROM memories WHERE hub_id = ${hubId}::uuid ORDER BY id LIMIT ${batch} FOR UPDATE`;
-      if (rows.length === 0) return { count: 0, keys: [], boards: [] };
+      if (rows.length === 0) return { count: 0, keys: [], boards: [], stopped: false };
       const ids = rows.map((row) => row.id);
       const keys = await detachUploads(tx, { memoryId: { in: ids } });
       const count = (await tx.memory.deleteMany({ where: { id: { in: ids } } })).count;
       const emptied = await dropMemoryCopies(tx, ids, new Date());
       // The hub's own boards go with it: asking them again over a hub being emptied is for nothing.
       const boards = emptied.length ? (await tx.customBoard.findMany({ where: { id: { in: emptied }, hubId: { not: hubId } }, select: { id: true } })).map((b) => b.id) : [];
-      return { count, keys, boards };
+      return { count, keys, boards, stopped: false };
     });
     // The files go after each commit (the upload sweep retries any that fail), and emptied boards cook again.
     await removeBlobs(db, keys);
     for (const board of boards) kickCustomBoard(board);
+    if (stopped) return { deleted, done: false };
     deleted += count;
     if (count === 0) return { deleted, done: true };
   }

@@ -1,7 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { isDatabaseSessionKey, sessionStoreFor } from "@/lib/agent-sessions/session-store.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, DbClient } from "@/lib/db/database.ts";
 import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { lockHubMembers } from "@/lib/hubs/hub-access.ts";
@@ -32,7 +32,24 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
   // stopped among them left the account half emptied with nothing to finish it. The sweep
   // (resume-account-data-deletions.ts) finishes a deletion whose mark outlived its request.
   await ctx.db.$executeRaw`UPDATE users SET data_deletion_requested_at = ${requestedAt} WHERE id = ${ctx.user.id}::uuid`;
-  return eraseAccountData(ctx.db, ctx.user.id, requestedAt);
+  const { finished: _, ...result } = await eraseAccountData(ctx.db, ctx.user.id, requestedAt);
+  return result;
+}
+
+/**
+ * Inside a transaction: whether the deletion asked for at `requestedAt` is still wanted (its mark, or a
+ * later request's, which asks for all it did and more, is set), holding the user's row so the mark
+ * cannot be cleared before this transaction commits. FOR SHARE for a batch, so the request's and a
+ * sweep's batches can run side by side; FOR NO KEY UPDATE for the last transaction, which clears the
+ * mark: two of those holding the row shared would each wait for the other to clear it. Neither mode
+ * waits for the key-share lock a write referencing the user takes.
+ */
+async function stillWanted(tx: DbClient, userId: string, requestedAt: Date, mode: "batch" | "last"): Promise<boolean> {
+  const rows =
+    mode === "batch"
+      ? await tx.$queryRaw<unknown[]>`SELECT 1 FROM users WHERE id = ${userId}::uuid AND data_deletion_requested_at >= ${requestedAt} FOR SHARE`
+      : await tx.$queryRaw<unknown[]>`SELECT 1 FROM users WHERE id = ${userId}::uuid AND data_deletion_requested_at >= ${requestedAt} FOR NO KEY UPDATE`;
+  return rows.length > 0;
 }
 
 /**
@@ -40,14 +57,24 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
  * transaction. Whatever was written to the account in between (a push into the personal hub, a config)
  * goes with it, as it does while the request runs. Run twice at once (the request and the sweep), the
  * batches wait for each other's rows and the second final transaction finds little left.
+ *
+ * Every transaction first checks, under the user's row lock, that the mark is still set: a sweep that
+ * read it while the request ran went on after the request had cleared it, and deleted what the caller
+ * wrote since. What goes is what the account holds when it runs, not only rows created before
+ * `requestedAt`: a created_at says nothing of when a row came (an import carries its own, a config
+ * synced again keeps its first), and a request once finished deletes nothing more. `finished` is false
+ * when the mark was gone (cleared by another run, or given up by the sweep) and this run stopped.
  */
-export async function eraseAccountData(db: Db, userId: string, requestedAt: Date): Promise<DeleteAccountDataResult> {
+export async function eraseAccountData(db: Db, userId: string, requestedAt: Date): Promise<DeleteAccountDataResult & { finished: boolean }> {
   const personal = await db.hub.findFirst({ where: { ownerId: userId, hubType: "personal" }, select: { id: true } });
   // The memories go first, a bounded batch per transaction: all of them in the one transaction below
   // outlasted the transaction timeout for a large hub and failed on every attempt. What a push adds
   // meanwhile goes in that transaction, which also takes what cannot be batched.
-  const purged = personal ? (await deleteHubMemories(db, personal.id)).deleted : 0;
-  const { blobKeys, sessionKeys, boards, ...counts } = await db.$transaction(async (tx) => {
+  const purged = personal ? (await deleteHubMemories(db, personal.id, { wanted: (tx) => stillWanted(tx, userId, requestedAt, "batch") })).deleted : 0;
+  const stopped = { deleted: true as const, memories: purged, topics: 0, configs: 0, sessions: 0, finished: false };
+  const last = await db.$transaction(async (tx) => {
+    // First, before the members lock and the memories: the order a batch takes them in.
+    if (!(await stillWanted(tx, userId, requestedAt, "last"))) return null;
     let memories = purged;
     let topics = 0;
     let blobKeys: string[] = [];
@@ -101,6 +128,8 @@ export async function eraseAccountData(db: Db, userId: string, requestedAt: Date
     await tx.$executeRaw`UPDATE users SET data_deletion_requested_at = NULL WHERE id = ${userId}::uuid AND data_deletion_requested_at <= ${requestedAt}`;
     return { memories, topics, configs, sessions: sessionRows.length, blobKeys: [...new Set([...blobKeys, ...unattached.map((u) => u.objectKey)])], sessionKeys, boards };
   });
+  if (!last) return stopped;
+  const { blobKeys, sessionKeys, boards, ...counts } = last;
   for (const board of boards) kickCustomBoard(board);
   // Bytes go once the rows are gone (best effort: a file or session file left behind is unreachable,
   // its row gone, and logged).
@@ -108,5 +137,5 @@ export async function eraseAccountData(db: Db, userId: string, requestedAt: Date
   for (const key of sessionKeys.filter((k) => !isDatabaseSessionKey(k))) {
     await (await sessionStoreFor(db, key)).delete(key).catch((error: unknown) => console.error(`[engram] account data: deleting ${key} failed`, error));
   }
-  return { deleted: true, ...counts };
+  return { deleted: true, ...counts, finished: true };
 }

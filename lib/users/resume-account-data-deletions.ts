@@ -20,8 +20,7 @@ export async function resumeAccountDataDeletions(db: Db): Promise<number> {
   let finished = 0;
   for (const user of users) {
     try {
-      await eraseAccountData(db, user.id, user.requestedAt);
-      finished++;
+      if ((await eraseAccountData(db, user.id, user.requestedAt)).finished) finished++;
     } catch (error) {
       console.error(`[engram] account data: finishing the deletion of user ${user.id}'s data failed; the next sweep tries again`, error);
     }
