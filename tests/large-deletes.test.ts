@@ -197,6 +197,35 @@ describe("deleting a large account's data", () => {
     expect(await resumeAccountDataDeletions(h.db)).toBe(0);
     expect((await ann.post("/v1/memories", { content: "A fresh start." })).status).toBe(201);
   });
+
+  it("a deletion that keeps failing is given up after a few sweeps (logged, mark cleared), and what is written after survives", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 1, "Undeletable");
+    expect((await ann.delete("/v1/account/data")).status).toBe(500);
+    const marked = async () => (await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).dataDeletionRequestedAt;
+    expect(await marked()).not.toBeNull();
+    const logged: string[] = [];
+    const error = console.error;
+    console.error = (...args: unknown[]) => void logged.push(String(args[0]));
+    try {
+      for (let sweep = 0; sweep < 3; sweep++) expect(await resumeAccountDataDeletions(h.db)).toBe(0);
+      expect(await marked()).not.toBeNull();
+      // One sweep more: given up instead of tried again.
+      expect(await resumeAccountDataDeletions(h.db)).toBe(0);
+    } finally {
+      console.error = error;
+    }
+    expect(await marked()).toBeNull();
+    expect(logged.filter((line) => /gave up/.test(line) && line.includes(ann.id))).toHaveLength(1);
+    // The account is the user's again: what they write now stays, sweep after sweep, even once the memory could go.
+    await push(ann, ann.personalHubId, 1, "Fresh");
+    await h.db.$executeRawUnsafe(`CREATE TABLE test_allow_undeletable ()`);
+    expect(await resumeAccountDataDeletions(h.db)).toBe(0);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(2);
+    // Asked again, it is tried afresh (and goes through).
+    expect((await ann.delete("/v1/account/data")).status).toBe(200);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+  });
 });
 
 describe("what other hubs keep of a purged memory", () => {

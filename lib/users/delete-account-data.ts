@@ -31,7 +31,8 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
   // Recorded (and committed) before anything goes: the batches below commit one by one, so a process
   // stopped among them left the account half emptied with nothing to finish it. The sweep
   // (resume-account-data-deletions.ts) finishes a deletion whose mark outlived its request.
-  await ctx.db.$executeRaw`UPDATE users SET data_deletion_requested_at = ${requestedAt} WHERE id = ${ctx.user.id}::uuid`;
+  // A deletion asked for again is the sweep's to try afresh, however often it gave up the last one.
+  await ctx.db.$executeRaw`UPDATE users SET data_deletion_requested_at = ${requestedAt}, data_deletion_attempts = 0 WHERE id = ${ctx.user.id}::uuid`;
   const { finished: _, ...result } = await eraseAccountData(ctx.db, ctx.user.id, requestedAt);
   return result;
 }
