@@ -132,6 +132,23 @@ describe("dreams with a chat model (a local fake of the OpenAI API)", () => {
     expect(await memory(newer)).toMatchObject({ state: "active", content: DUP_NEW, contentHash: contentHash(DUP_NEW) });
   }, 180_000);
 
+  it("a merge and its undo drop the kept memory's summary of the text it held before", async () => {
+    const { hubId, ids } = await seedTwoMerges();
+    const kept = ids[1]!;
+    // As the summarise step wrote it for the kept memory's own text.
+    await h.db.memory.update({ where: { id: kept }, data: { summary: "Summary of the newer pnpm note." } });
+    const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
+    expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+    expect(await memory(kept)).toMatchObject({ content: `${DUP_NEW} Also noted earlier: ${DUP_OLD}`, version: 2 });
+    expect((await owner.get(`/v1/memories/${kept}`, { headers: { "x-hub-id": hubId } })).body.data.summary).toBe("");
+
+    await h.db.memory.update({ where: { id: kept }, data: { summary: "Summary of the merged note, quoting the older one." } });
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge", details: { path: ["kept_id"], equals: kept } } });
+    expect((await owner.post(`/v1/dreams/actions/${action.id}/undo`)).status).toBe(200);
+    expect(await memory(kept)).toMatchObject({ content: DUP_NEW, version: 3 });
+    expect((await owner.get(`/v1/memories/${kept}`, { headers: { "x-hub-id": hubId } })).body.data.summary).toBe("");
+  }, 180_000);
+
   it("undo after the kept memory was edited splits the merge and keeps the edit", async () => {
     const { runId, older, newer } = await seedAndRun();
     const edited = await owner.patch(`/v1/memories/${newer}`, { content: "We use pnpm 9 in the web repo." });

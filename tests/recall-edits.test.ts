@@ -11,6 +11,7 @@ let oldChunk: string;
 
 const OLD = "# Vault access\n\nThe break-glass passphrase for the production vault is zanzibar-quokka-tapestry.";
 const NEW = "# Vault access\n\nAsk the security team on call for production vault access; nobody keeps a passphrase.";
+const OLD_SUMMARY = "The break-glass passphrase for the production vault is zanzibar-quokka-tapestry.";
 
 beforeAll(async () => {
   expect(await getEmbedder(), "the local embedding model must be installed (npm run models)").not.toBeNull();
@@ -21,6 +22,8 @@ beforeAll(async () => {
   edited = res.body.data.id;
   await indexMemories(h.db, [edited]);
   oldChunk = (await h.db.chunk.findFirstOrThrow({ where: { memoryId: edited }, select: { id: true } })).id;
+  // As the summarise step writes it: the old version's summary names the passphrase too.
+  await h.db.memory.update({ where: { id: edited }, data: { summary: OLD_SUMMARY } });
   // The edit takes the passphrase out; its new version waits for processing (not run here), so the
   // old version's chunks are still stored.
   const patched = await ann.patch(`/v1/memories/${edited}`, { content: NEW });
@@ -68,6 +71,45 @@ describe("recall while an edit is being processed", () => {
     const found = await recalled({ query: "security team on call vault access" });
     expect(found.map((m) => m.id)).toEqual([edited]);
     expect(found[0]!.chunk_content).toContain("security team");
+  });
+
+  it("shows no summary of the old version, in recall or GET, until the new one is summarised", async () => {
+    const [found] = await recalled({ query: "security team on call vault access" });
+    expect(found?.id).toBe(edited);
+    expect(JSON.stringify(found)).not.toContain("zanzibar");
+    const got = await ann.get(`/v1/memories/${edited}`);
+    expect(got.status).toBe(200);
+    expect(got.body.data.summary).toBe("");
+    expect(JSON.stringify(got.body.data)).not.toContain("zanzibar");
+  });
+
+  it("a re-push of a source_path with new content drops the old summary the same way", async () => {
+    const pushed = await ann.post("/v1/memories", { content: OLD, source_path: "notes/vault.md" });
+    expect(pushed.status).toBe(201);
+    const id: string = pushed.body.data.id;
+    await indexMemories(h.db, [id]);
+    await h.db.memory.update({ where: { id }, data: { summary: OLD_SUMMARY } });
+    const again = await ann.post("/v1/memories", { content: `${NEW}\n\nSee notes/vault.md.`, source_path: "notes/vault.md" });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.data.id).toBe(id);
+    expect(again.body.data.summary).toBe("");
+    expect((await ann.get(`/v1/memories/${id}`)).body.data.summary).toBe("");
+    const found = (await recalled({ query: "security team on call vault access" })).find((m) => m.id === id);
+    expect(found).toBeDefined();
+    expect(JSON.stringify(found)).not.toContain("zanzibar");
+  });
+
+  it("a link pushed again under its source_path is read again without its old page's summary", async () => {
+    const link = { content: "https://vault.example.test/access", content_type: "link", source_path: "links/vault" };
+    const pushed = await ann.post("/v1/memories", link);
+    expect(pushed.status, JSON.stringify(pushed.body)).toBe(201);
+    const id: string = pushed.body.data.id;
+    // As processing left it: the page read, summarised, done.
+    await h.db.memory.update({ where: { id }, data: { state: "active", processingStatus: "done", extractedAt: new Date(), summary: OLD_SUMMARY } });
+    const again = await ann.post("/v1/memories", { ...link, title: "Vault access page" });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.data.id).toBe(id);
+    expect((await ann.get(`/v1/memories/${id}`)).body.data.summary).toBe("");
   });
 
   it("shows the new text when the edit lands between the search and the entries", async () => {

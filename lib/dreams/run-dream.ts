@@ -297,7 +297,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
           const hash = contentHash(merged.content);
           const changed = await tx.memory.updateMany({
             where: { id: action.newer.id, hubId, state: "active", contentHash: merged.originalHash },
-            data: { content: merged.content, contentHash: hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, updatedAt: now },
+            // summary: the kept memory's own, which does not cover the merged text; the summarise step writes it anew.
+            data: { content: merged.content, contentHash: hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "", updatedAt: now },
           });
           if (changed.count === 1) {
             kept.push(action.newer.id);

@@ -75,7 +75,8 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       if (details.rewritten && typeof details.original_content === "string" && details.original_content_hash && details.merged_content_hash) {
         const back = await tx.memory.updateMany({
           where: { id: second!, hubId: action.hubId, contentHash: details.merged_content_hash },
-          data: { content: details.original_content, contentHash: details.original_content_hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, updatedAt: now },
+          // summary: the merged text's, which still quotes the other memory; the summarise step writes it anew.
+          data: { content: details.original_content, contentHash: details.original_content_hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "", updatedAt: now },
         });
         if (back.count === 1) {
           reprocess = second!;

@@ -290,7 +290,8 @@ async function reingest(
     where: { id: existing.id },
     data: {
       ...changes,
-      ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
+      // The old version's summary may quote what the push took out; the summarise step writes the new one.
+      ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
       // New content pushed to an archived memory (archived by hand, or by a dream as stale or merged)
       // is live again: a push is what the memory says now, and recall must find it.
       ...(contentChanged && existing.state === "archived" && { state: "active", supersededBy: null }),
@@ -375,6 +376,8 @@ function readAgain(updatedAt: Date) {
     processingStatus: "pending",
     processingAttempts: 0,
     processingError: null,
+    // The old source's summary, until the summarise step has read the new one.
+    summary: "",
     updatedAt,
   } as const;
 }

@@ -123,7 +123,8 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         stabilityLocked,
         state: becomesLink && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state),
         ...(becomesLink && { extractedAt: null, extractionError: null }),
-        ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null }),
+        // The old version's summary may quote what the edit took out; the summarise step writes the new one.
+        ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
         // Strictly later than the row read, so the updated_at check above always tells two writes apart.
         updatedAt: nextUpdatedAt(memory.updatedAt, ctx.now()),
       },
