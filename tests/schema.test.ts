@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { cpSync, mkdtempSync, appendFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, appendFileSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
@@ -226,6 +226,61 @@ describe("schema and migrations agree", () => {
       `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'`,
     ) as [{ type: string }];
     expect(type).toBe("vector(384)");
+  });
+
+  test("the backfill drops what existing rows keep of memories deleted before the delete-time clean-up", async () => {
+    const db = database.prisma;
+    const now = new Date("2026-11-20T10:00:00.000Z");
+    const user = await db.user.create({ data: { id: newId(), email: "backfill@example.test", name: "B", createdAt: now, updatedAt: now } });
+    const hub = await db.hub.create({ data: { id: newId(), name: "B", slug: "backfill-hub", hubType: "team", ownerId: user.id, createdAt: now, updatedAt: now } });
+    const kept = await db.memory.create({
+      data: { id: newId(), hubId: hub.id, ownerId: user.id, title: "kept", content: "kept", contentType: "text", contentHash: "b".repeat(64), kind: "semantic", stability: "stable", boundary: "private", state: "active", source: "api", createdAt: now, updatedAt: now },
+    });
+    // Deleted before drop-memory-copies existed: only its id is left, in what named it.
+    const gone = newId();
+    const run = await db.dreamRun.create({ data: { id: newId(), hubId: hub.id, status: "completed", createdAt: now } });
+    const action = (actionType: string, state: string, sourceMemoryIds: string[], details: object) =>
+      db.dreamAction.create({ data: { id: newId(), runId: run.id, hubId: hub.id, actionType, state, sourceMemoryIds, reason: "r", details, createdAt: now } });
+    const side = (id: string, text: string) => ({ id, title: "t", excerpt: text });
+    const mergeGone = await action("merge", "applied", [gone, kept.id], { kept_id: kept.id, rewritten: true, original_content: "the passphrase is ocelot", original_content_hash: "h" });
+    const mergeLive = await action("merge", "applied", [kept.id, kept.id], { kept_id: kept.id, rewritten: true, original_content: "still here" });
+    const reviewGone = await action("contradiction", "pending_review", [kept.id, gone], { a: side(kept.id, "kept text"), b: side(gone, "the passphrase is ocelot") });
+    const reviewLive = await action("contradiction", "pending_review", [kept.id, kept.id], { a: side(kept.id, "kept text"), b: side(kept.id, "kept text") });
+    const decided = await action("contradiction", "resolved", [gone, kept.id], { a: side(gone, "the passphrase is ocelot"), b: side(kept.id, "kept text") });
+    await db.dreamAction.update({ where: { id: decided.id }, data: { resolution: "keep_b", resolvedAt: now } });
+    const bell = (sourceId: string) =>
+      db.notification.create({ data: { id: newId(), userId: user.id, hubId: hub.id, kind: "review_contradiction", sourceKind: "dream_action", sourceId, createdAt: now } });
+    const bellGone = await bell(reviewGone.id);
+    const bellLive = await bell(reviewLive.id);
+    // Chat turns written before the passages were dropped at turn end.
+    const chat = await db.chatSession.create({ data: { id: newId(), ownerId: user.id, scopeType: "user_all_hubs", model: "local", activityAt: now, createdAt: now, updatedAt: now } });
+    const recall = { id: "c1", name: "recall", status: "done", result: { memories: [{ id: gone, title: "t" }], sources: [{ id: gone, chunk_content: "the passphrase is ocelot" }] } };
+    const push = { id: "c2", name: "push_memory", status: "done", result: { id: kept.id } };
+    const message = (sequence: number, status: string, finishedAt: Date | null, toolCalls: object[]) =>
+      db.chatMessage.create({ data: { id: newId(), sessionId: chat.id, sequence, role: "assistant", authorUserId: user.id, status, toolCalls, finishedAt, createdAt: now, updatedAt: now } });
+    const finished = await message(1, "completed", now, [recall, push, { id: "c3", name: "recall", status: "running" }]);
+    const running = await message(2, "running", null, [recall]);
+
+    await database.sql.exec(readFileSync(path.join(process.cwd(), "prisma/migrations/20261129180000_drop_deleted_memory_copies/migration.sql"), "utf8"));
+
+    const after = async (id: string) => db.dreamAction.findUniqueOrThrow({ where: { id } });
+    expect((await after(mergeGone.id)).details).toEqual({ kept_id: kept.id, rewritten: true, original_content_hash: "h" });
+    expect(await after(mergeLive.id)).toEqual(mergeLive);
+    const closed = await after(reviewGone.id);
+    expect(closed).toMatchObject({ state: "resolved", resolution: "memory_deleted", details: { a: side(kept.id, "kept text"), b: { id: gone, title: "t" } } });
+    expect(closed.resolvedAt).not.toBeNull();
+    expect(await after(reviewLive.id)).toEqual(reviewLive);
+    expect(await after(decided.id)).toMatchObject({ state: "resolved", resolution: "keep_b", details: { a: { id: gone, title: "t" }, b: side(kept.id, "kept text") } });
+    expect(await db.notification.findUniqueOrThrow({ where: { id: bellGone.id } })).toMatchObject({ status: "expired" });
+    expect(await db.notification.findUniqueOrThrow({ where: { id: bellLive.id } })).toEqual(bellLive);
+    const { sources: _passages, ...found } = recall.result;
+    expect((await db.chatMessage.findUniqueOrThrow({ where: { id: finished.id } })).toolCalls).toEqual([
+      { ...recall, result: found },
+      push,
+      { id: "c3", name: "recall", status: "running" },
+    ]);
+    expect((await db.chatMessage.findUniqueOrThrow({ where: { id: running.id } })).toolCalls).toEqual([recall]);
+    expect(JSON.stringify(await db.dreamAction.findMany({ where: { runId: run.id } }))).not.toContain("ocelot");
   });
 
   test("migrations are recorded as Prisma Migrate records them", async () => {
