@@ -5,6 +5,16 @@ import { claimDreamRun, DREAM_PHASES, finishDreamRun, OutOfTimeError, runDreamPh
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { inngest } from "./client.ts";
 
+/** What the claim step memoizes: the lease's owner and when this attempt began (its budget's start). */
+interface Claim {
+  owner: string;
+  startedAt: number;
+}
+
+function isClaim(value: unknown): value is Claim {
+  return typeof value === "object" && value !== null && typeof (value as Claim).owner === "string" && typeof (value as Claim).startedAt === "number";
+}
+
 /**
  * One dream run: claim, then each phase as a step (a retry resumes at the
  * phase that failed; the run's own progress record makes a repeated phase
@@ -25,11 +35,21 @@ export const dreamRunFunction = inngest.createFunction(
     // The lease is this function run's (Inngest's run id: the same for its steps and retries), not the
     // dream run's: a re-sent event starts a second function run, which must not hold it too. The claim
     // also fixes when this attempt began, memoized with the step: the budget is the attempt's, not each step's.
-    const claim = await step.run("claim", async () => {
-      const owner = `inngest-${functionRunId}`;
+    const self = `inngest-${functionRunId}`;
+    const claimAs = async (takeOverFrom?: string): Promise<Claim | null> => {
       const now = new Date();
-      return (await claimDreamRun((await getDatabase()).prisma, runId, owner, now, config.staleRunMs)) ? { owner, startedAt: now.getTime() } : null;
-    });
+      return (await claimDreamRun((await getDatabase()).prisma, runId, self, now, config.staleRunMs, takeOverFrom)) ? { owner: self, startedAt: now.getTime() } : null;
+    };
+    const memoized: unknown = await step.run("claim", () => claimAs());
+    // A function run that claimed before a deploy replays the claim as it was memoized then: `true`, the
+    // lease held under the dream run's id, or `{ owner }` without its start. Its phases would run under
+    // an undefined owner (every batch a LostLeaseError) or without a budget: it claims again, once, taking
+    // over the lease its old claim took.
+    const claim = isClaim(memoized)
+      ? memoized
+      : memoized
+        ? await step.run("claim-again", () => claimAs(memoized === true ? `inngest-${runId}` : undefined))
+        : null;
     if (!claim) return { status: "skipped" as const };
     const { owner, startedAt } = claim;
     let timedOut = false;

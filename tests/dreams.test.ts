@@ -484,6 +484,21 @@ describe("the dream-run function's lease and time budget (@inngest/test)", () =>
     expect(await h.db.dreamAction.count({ where: { runId } })).toBe(0);
   }, 120_000);
 
+  it("a function run that claimed before a deploy replays its claim as `true`: it claims again and finishes the run", async () => {
+    const hubId = await smallHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    // As the claim step returned before it named its owner: a boolean, the lease held under the dream run's id.
+    expect(await claimDreamRun(h.db, runId, `inngest-${runId}`, new Date(), dreamConfig().staleRunMs)).toBe(true);
+    const event = { name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } };
+    const { result, error } = await new InngestTestEngine({ function: dreamRunFunction, events: [event] }).execute({ steps: [{ id: "claim", handler: () => true }] });
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ status: "completed" });
+    const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+    expect(run.status).toBe("completed");
+    expect(run.leaseOwner).not.toBe(`inngest-${runId}`);
+    expect(await h.db.dreamAction.count({ where: { runId, actionType: "merge" } })).toBe(1);
+  }, 120_000);
+
   it("the budget runs from the claim, not from each step: a run past it ends partial_failed", async () => {
     const hubId = await smallHub();
     const runId = (await trigger(owner, hubId)).body.data.run_id;

@@ -49,14 +49,15 @@ const FEATURE_CHARS = 4000;
 /**
  * Takes a queued run, or a running one whose worker stopped heartbeating
  * (crashed): returns whether this worker now holds it. A run of a hub marked deleted is left for
- * the purge (an event or a queue sent before the delete still names it).
+ * the purge (an event or a queue sent before the delete still names it). `takeOverFrom`: a lease this
+ * worker may take over however fresh, held under an owner it went by before.
  */
-export async function claimDreamRun(db: Db, runId: string, owner: string, now: Date, staleRunMs: number): Promise<boolean> {
+export async function claimDreamRun(db: Db, runId: string, owner: string, now: Date, staleRunMs: number, takeOverFrom?: string): Promise<boolean> {
   const stale = new Date(now.getTime() - staleRunMs);
   const claimed = await db.$executeRaw`
     UPDATE dream_runs r SET status = 'running', lease_owner = ${owner}, heartbeat_at = ${now}, attempts = r.attempts + 1
      WHERE r.id = ${runId}::uuid
-       AND (r.status = 'queued' OR (r.status = 'running' AND (r.heartbeat_at < ${stale} OR r.heartbeat_at IS NULL OR r.lease_owner = ${owner})))
+       AND (r.status = 'queued' OR (r.status = 'running' AND (r.heartbeat_at < ${stale} OR r.heartbeat_at IS NULL OR r.lease_owner IN (${owner}, ${takeOverFrom ?? owner}))))
        AND EXISTS (SELECT 1 FROM hubs h WHERE h.id = r.hub_id AND h.deleted_at IS NULL)`;
   if (claimed === 0) return false;
   await db.dreamRun.updateMany({ where: { id: runId, startedAt: null }, data: { startedAt: now } });
