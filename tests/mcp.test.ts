@@ -692,6 +692,30 @@ describe("engram_ask", () => {
   });
 });
 
+describe("engram_ask's limit", () => {
+  it("clamps a limit over 50 to 50, as POST /v1/ask does, and lists no maximum of 50 for it", async () => {
+    const erin = await h.user("Erin");
+    const tag = randomBytes(4).toString("hex");
+    const ids: string[] = [];
+    for (let i = 0; i < 52; i++) {
+      const res = await erin.post("/v1/memories", { content: `Kestrel survey ${tag} tower ${i}: kestrel pairs counted along the ridge.` });
+      expect(res.status).toBe(201);
+      ids.push(res.body.data.id);
+    }
+    await indexMemories(h.db, ids);
+    const query = `How many kestrel pairs did the kestrel survey ${tag} count?`;
+    const client = await connect(erin.key);
+    const listed = (await client.listTools()).tools.find((t) => t.name === "engram_ask")!;
+    expect((listed.inputSchema.properties as Record<string, { maximum?: number }>).limit!.maximum ?? Infinity).toBeGreaterThan(50);
+    const rest = await erin.post("/v1/ask", { query, limit: 80 });
+    expect(rest.status, rest.text).toBe(200);
+    expect(rest.body.data.sources).toHaveLength(50);
+    const asked = await client.callTool({ name: "engram_ask", arguments: { query, limit: 80 } });
+    expect(asked.isError, text(asked)).toBeFalsy();
+    expect(data(asked).sources).toHaveLength(50);
+  });
+});
+
 describe("API key scopes and hub restrictions (the one hub-access resolver)", () => {
   it("a read-only key reads but cannot write; a hub-limited key reaches only its hubs", async () => {
     const readOnly = await ann.post("/v1/auth/api-keys", { name: "mcp read", scopes: ["read"] });

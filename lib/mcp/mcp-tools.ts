@@ -285,7 +285,14 @@ async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }
 
 const askInput = z.object({
   query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("The question, in natural language"),
-  limit: z.coerce.number().int().min(1).max(RECALL_MAX_LIMIT).optional().describe(`Sources to answer from (default ${ASK_DEFAULT_LIMIT}, at most ${RECALL_MAX_LIMIT})`),
+  // Clamped, not refused, as POST /v1/ask and engram_recall do.
+  limit: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .transform((n) => (n === undefined ? undefined : Math.min(n, RECALL_MAX_LIMIT)))
+    .describe(`Sources to answer from (default ${ASK_DEFAULT_LIMIT}; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
   topic_id: z.string().uuid().optional().describe("Only memories filed under this topic"),
   hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
 });
