@@ -22,13 +22,15 @@ beforeAll(async () => {
   metadataServer = createServer((req, res) => {
     metadataHits += 1;
     const evil = req.url!.includes("evil");
+    // "lone": JSON escapes of half a surrogate pair ("\ud800"), which no UTF-8 text can hold.
+    const lone = req.url!.includes("lone");
     res.writeHead(200, { "content-type": "application/json" });
     res.end(
       JSON.stringify({
         client_id: `http://127.0.0.1:${METADATA_PORT}${req.url}`,
-        client_name: evil ? "Evil\u0000\nDoc" : "Doc",
-        client_uri: evil ? "https://c.example/\u0000" : "https://c.example/",
-        redirect_uris: ["https://c.example/cb", "https://c.example/cb"],
+        client_name: evil ? "Evil\u0000\nDoc" : lone ? "Lone \ud800 Doc" : "Doc",
+        client_uri: evil ? "https://c.example/\u0000" : lone ? "https://c.example/\udc00" : "https://c.example/",
+        redirect_uris: lone ? ["https://c.example/cb\ud800"] : ["https://c.example/cb", "https://c.example/cb"],
       }),
     );
   });
@@ -166,6 +168,21 @@ describe("dynamic client registration bounds", () => {
       const bad = await tokenFor(clientId);
       expect([bad.status, bad.body.error], JSON.stringify(clientId)).toEqual([401, "invalid_client"]);
     }
+  });
+
+  it("half a surrogate pair (a JSON \"\\ud800\") in a registration's name, URI or redirect URI reads as U+FFFD, never a 500", async () => {
+    const res = await register({ client_name: "Lone \ud800 App", client_uri: "https://c.example/\udc00", redirect_uris: ["https://c.example/cb\ud800"] });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.client_name).toBe("Lone \ufffd App");
+    const stored = await h.db.oAuthClient.findUniqueOrThrow({ where: { id: res.body.client_id! } });
+    expect(stored).toMatchObject({ name: "Lone \ufffd App", clientUri: "https://c.example/\ufffd", redirectUris: ["https://c.example/cb\ufffd"] });
+  });
+
+  it("so does a client ID metadata document's", async () => {
+    const res = await tokenFor(docUrl("lone.json"));
+    expect([res.status, res.body.error], JSON.stringify(res.body)).toEqual([400, "invalid_grant"]);
+    const stored = await h.db.oAuthClient.findUniqueOrThrow({ where: { id: docUrl("lone.json") } });
+    expect(stored).toMatchObject({ name: "Lone \ufffd Doc", clientUri: "https://c.example/\ufffd", redirectUris: ["https://c.example/cb\ufffd"] });
   });
 
   it("caps the metadata-document clients first read in the last hour that no one has used, apart from registrations", async () => {

@@ -1,3 +1,4 @@
+import { wellFormed } from "@/lib/api/parse.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { currentFetchPolicy, LinkFetchError, safeFetch } from "@/lib/links/safe-fetch.ts";
@@ -88,7 +89,8 @@ async function fetchMetadataDocument(clientId: string): Promise<{ name: string; 
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // Half a surrogate pair ("\ud800") reads as U+FFFD: stored as it was, it failed in the database (500).
+    parsed = wellFormed(JSON.parse(text));
   } catch {
     throw new OAuthError("invalid_client", "The client ID metadata document is not JSON");
   }
