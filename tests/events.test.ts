@@ -387,7 +387,7 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     }
   });
 
-  it("a stream whose replay waits for a client that stopped reading holds no live events for it: they come from the table once it reads on", async () => {
+  it("a stream whose replay waits for a client that stopped reading holds at most a small buffer of live events: the rest come from the table once it reads on", async () => {
     const gus = await h.user("Gus");
     const from = String((await h.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0);
     await emitEvent(h.db, Array.from({ length: 700 }, (_, i) => ({ type: "memory.updated" as const, hubId: gus.personalHubId, actorId: gus.id, entityId: `filler ${i}` })));
@@ -409,6 +409,44 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     expect(seen.at(-1)).toBe(marker);
     const seqs = s.payload().map((e) => BigInt(e.id!));
     expect(seqs.every((seq, i) => i === 0 || seq > seqs[i - 1]!)).toBe(true);
+  });
+
+  it("a replay that caught up hands over the live events that came meanwhile, without reading the table again for them", async () => {
+    const kim = await h.user("Kim");
+    const from = String((await h.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0);
+    await emitEvent(h.db, Array.from({ length: 700 }, (_, i) => ({ type: "memory.updated" as const, hubId: kim.personalHubId, actorId: kim.id, entityId: `filler ${i}` })));
+    const watcher = await stream(kim);
+    let reads = 0;
+    const db = h.database.prisma.$extends({
+      query: {
+        event: {
+          async findMany({ args, query }) {
+            reads += 1;
+            return query(args);
+          },
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    try {
+      const s = await openEventStream(kim.key, "", { "last-event-id": from }, { paused: true });
+      open.push(s);
+      // The first page is queued and the replay waits for the client to read it.
+      await new Promise((r) => setTimeout(r, 500));
+      const live = Array.from({ length: 10 }, (_, i) => `live ${i}`);
+      await emitEvent(h.db, live.map((entityId) => ({ type: "memory.updated" as const, hubId: kim.personalHubId, actorId: kim.id, entityId })));
+      await watcher.waitFor((e) => e.data?.entity_id === live.at(-1), 10_000);
+      const before = reads;
+      s.resume();
+      await s.waitFor((e) => e.data?.entity_id === live.at(-1), 10_000);
+      // The replay's second (last) page, and no round more for the live events.
+      expect(reads - before).toBe(1);
+      const seen = s.payload().map((e) => e.data.entity_id as string);
+      expect(seen.filter((id) => id.startsWith("filler ")).length).toBe(700);
+      expect(seen.filter((id) => id.startsWith("live "))).toEqual(live);
+    } finally {
+      setDatabase(h.database);
+    }
   });
 
   it("a resume hands a hub-limited key no event of its user about other hubs, and a member nothing from before they joined", async () => {

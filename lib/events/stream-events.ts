@@ -40,6 +40,10 @@ export function parseTypes(raw: string[] | undefined): Set<EventType> | null {
   return selected;
 }
 
+/** Live events a stream keeps while a replay runs, at most so many and so many bytes; past either, it replays once more instead. */
+const MAX_BUFFERED_EVENTS = 1000;
+const MAX_BUFFERED_BYTES = 256 * 1024;
+
 /**
  * GET /v1/events/stream: `ready`, then every event the caller may see (live,
  * and first those after `Last-Event-ID` when resuming), a `ping` every 25 s.
@@ -95,6 +99,8 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       lastSeq = seq;
       sse.send(event.type, eventData(event), event.seq);
     };
+    // The hubs the caller read when the replay last looked (its per-page membership read).
+    let memberOf = new Set<string>();
     const replayOnce = async () => {
       const reached = ctx.credential.hubIds === null ? {} : { OR: [{ hubId: null }, { hubId: { in: [...ctx.credential.hubIds] } }] };
       const since = new Date(Date.now() - eventsRetentionMs());
@@ -104,6 +110,7 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
         // events addressed to the user as well. Read again for every page: a page waits for the client
         // to read the one before, and a member removed meanwhile must get nothing more of the hub.
         const memberships = await ctx.db.hubMember.findMany({ where: membershipWhere(ctx), select: { hubId: true, joinedAt: true } });
+        memberOf = new Set(memberships.map((m) => m.hubId));
         const rows = await ctx.db.event.findMany({
           where: {
             seq: { gt: lastSeq },
@@ -152,19 +159,31 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       }
     };
 
-    // Replays queued or running. A live event that arrives meanwhile is not held for this stream: the
-    // replay (or one more after it) reads it from the table. Held, it waited behind a replay paused for
-    // a client that stopped reading, in the server's memory and without bound, and was handed over
-    // once the client read on even if the caller had meanwhile lost the hub (the bus checked the
-    // membership when the event came, the replay checks it per page).
+    // Replays queued or running. A live event that arrives meanwhile waits in a small buffer, handed over
+    // once the replay has caught up, and only if the caller still reads its hub by then (the memberships
+    // the replay read last): the bus checked the membership when the event came, and a replay paused for
+    // a client that stopped reading may last long enough for the caller to lose the hub meanwhile. Past
+    // the buffer's bound the events are dropped and the replay goes round once more, reading them from
+    // the table: a stalled stream holds at most that bound in memory, and a busy one returns to live
+    // delivery as soon as a replay catches up.
     let replays = 0;
     let missed = false;
+    let buffered: EventRecord[] = [];
+    let bufferedBytes = 0;
     const replay = async () => {
       try {
         do {
           missed = false;
+          buffered = [];
+          bufferedBytes = 0;
           await replayOnce();
         } while (missed && !sse.closed);
+        const caughtUp = buffered;
+        buffered = [];
+        bufferedBytes = 0;
+        for (const event of caughtUp) {
+          if (event.user_ids?.length || (event.hub_id !== null && memberOf.has(event.hub_id))) deliver(event);
+        }
       } finally {
         replays--;
       }
@@ -174,11 +193,19 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
       enqueue(replay);
     };
     const hold = (event: EventRecord) => {
-      if (replays > 0) {
-        missed = true;
-        return;
+      if (replays === 0) {
+        enqueue(() => deliver(event));
+      } else {
+        const size = JSON.stringify(event).length;
+        if (missed || buffered.length >= MAX_BUFFERED_EVENTS || bufferedBytes + size > MAX_BUFFERED_BYTES) {
+          missed = true;
+          buffered = [];
+          bufferedBytes = 0;
+        } else {
+          buffered.push(event);
+          bufferedBytes += size;
+        }
       }
-      enqueue(() => deliver(event));
     };
     // subscribe counts the stream before its first await, so the reserved place can go at once.
     const subscribing = eventBus(database).subscribe({
