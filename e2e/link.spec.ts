@@ -43,6 +43,18 @@ test("every page forbids framing and sniffing: X-Frame-Options, frame-ancestors,
   }
 });
 
+test("a page's scripts all carry its policy's nonce, the not-found page's too (none prebuilt without one)", async ({ browser }) => {
+  const page = await newPage(browser);
+  for (const path of ["/sign-in", "/no-such-page"]) {
+    const res = await page.request.get(path);
+    const nonce = /'nonce-([^']+)'/.exec(res.headers()["content-security-policy"] ?? "")?.[1];
+    expect([path, nonce]).toEqual([path, expect.any(String)]);
+    const scripts = [...(await res.text()).matchAll(/<script\b[^>]*>/g)].map((m) => m[0]);
+    expect(scripts.length).toBeGreaterThan(0);
+    expect(scripts.filter((tag) => !tag.includes(`nonce="${nonce}"`))).toEqual([]);
+  }
+});
+
 test("signing out ends the session: its cookie, replayed, no longer signs anyone in", async ({ browser }) => {
   const page = await newPage(browser);
   await signUp(page, { name: "Sam Signout", email: `sam-signout-${stamp}@example.test`, password: "sam-password-1" });
