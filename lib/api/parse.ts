@@ -146,11 +146,14 @@ export async function parseJson<S extends z.ZodType>(
  * (project_context) reached the database as it was and failed there, a 500. Every string, keys
  * included, now reads such a half as U+FFFD up front, as UTF-8 decoding reads a broken byte.
  */
-export function wellFormed(value: unknown): unknown {
+export function wellFormed(value: unknown, depth = 0): unknown {
   if (typeof value === "string") return value.isWellFormed() ? value : value.toWellFormed();
   if (value === null || typeof value !== "object") return value;
-  if (Array.isArray(value)) return value.map(wellFormed);
-  return Object.fromEntries(Object.entries(value).map(([key, item]) => [wellFormed(key), wellFormed(item)]));
+  // Past the depth any request may nest (refuseNul and the schemas refuse it), left as it is: walked
+  // whole, 10,000 levels of MCP tool arguments overflowed the stack, a 500.
+  if (depth >= MAX_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((item) => wellFormed(item, depth + 1));
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [wellFormed(key), wellFormed(item, depth + 1)]));
 }
 
 /** Parses query parameters (each as its last string value) against a schema. */
