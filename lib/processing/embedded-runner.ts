@@ -7,6 +7,12 @@ import type { Prisma } from "@/lib/db/generated/client.ts";
 
 /** Sweeps take this many candidates at a time; the next sweep follows as soon as they drain. */
 const SWEEP_PAGE = 200;
+/**
+ * Ids the runner holds waiting for a worker. Every memory write enqueued its id, so an import faster
+ * than the model kept them all in memory for as long as the backlog lasted; past this the id is left
+ * to the database (the row is pending) and a sweep pages through the backlog once the queue drains.
+ */
+export const MAX_QUEUED_JOBS = 10_000;
 
 export interface FindPendingOptions {
   /** `running` rows started (or last renewed) before this are orphans of a dead worker. */
@@ -68,6 +74,8 @@ export interface EmbeddedRunnerOptions extends ProcessingConfig {
    * instead of waiting for the stale timeout.
    */
   exclusiveDatabase: boolean;
+  /** Tests: a smaller MAX_QUEUED_JOBS. */
+  maxQueued?: number;
 }
 
 /**
@@ -136,7 +144,8 @@ export class EmbeddedRunner {
   enqueue(id: string): void {
     if (this.stopped) return;
     if (this.active.has(id)) this.again.add(id);
-    else this.queued.add(id);
+    else if (this.queued.has(id) || this.queued.size < (this.options.maxQueued ?? MAX_QUEUED_JOBS)) this.queued.add(id);
+    else this.backlog = true;
     this.pump();
   }
 
@@ -182,10 +191,12 @@ export class EmbeddedRunner {
   private async sweepOnce(): Promise<void> {
     try {
       if (this.queued.size >= SWEEP_PAGE) return;
+      // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
+      this.backlog = false;
       const db = await this.options.db();
       const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs }));
       for (const id of ids) if (!this.active.has(id) && !this.stopped) this.queued.add(id);
-      this.backlog = ids.length === SWEEP_PAGE;
+      if (ids.length === SWEEP_PAGE) this.backlog = true;
     } catch (error) {
       console.error("[engram] processing: sweep failed", error);
     }
