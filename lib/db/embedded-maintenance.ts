@@ -35,9 +35,15 @@ const CHECK_DELAY_MS = 500;
 /** And every this often regardless, for writers that note nothing (batch SQL, moves, deletes). */
 const CHECK_EVERY_MS = 15_000;
 
-const globalForMaintenance = globalThis as unknown as {
-  __engramAnalyze?: { sql: SqlRunner; pending: number; scheduled?: NodeJS.Timeout; running?: Promise<string[]> };
-};
+interface AnalyzeState {
+  sql: SqlRunner;
+  pending: number;
+  scheduled?: NodeJS.Timeout;
+  running?: Promise<string[]>;
+  unsubscribe?: () => void;
+}
+
+const globalForMaintenance = globalThis as unknown as { __engramAnalyze?: AnalyzeState };
 
 /**
  * What autovacuum does on a PostgreSQL server, for the embedded database,
@@ -55,9 +61,11 @@ export function startEmbeddedMaintenance(database: Database): void {
 
   // Fresh planner statistics without waiting for the vacuum pass: the autoanalyze half of
   // autovacuum. Checked after bursts of writes (memories created, chunks stored) and every 15 s.
-  globalForMaintenance.__engramAnalyze = { sql: database.sql, pending: 0 };
+  const state: AnalyzeState = { sql: database.sql, pending: 0 };
+  globalForMaintenance.__engramAnalyze = state;
   runPeriodically("database statistics check", CHECK_EVERY_MS, () => runAnalyzeCheck(), { runAtStart: false });
-  onMemoryWrite(() => noteTableWrites(1));
+  // Removed on stop: kept, every start after a stop added one more, each counting every write again.
+  state.unsubscribe = onMemoryWrite(() => noteTableWrites(1));
 }
 
 /**
@@ -68,6 +76,7 @@ export async function stopEmbeddedMaintenance(): Promise<void> {
   const state = globalForMaintenance.__engramAnalyze;
   if (!state) return;
   globalForMaintenance.__engramAnalyze = undefined;
+  state.unsubscribe?.();
   clearTimeout(state.scheduled);
   await state.running;
 }
