@@ -30,6 +30,22 @@ describe.skipIf(!testPostgres())("events on PostgreSQL (LISTEN/NOTIFY across pro
     await h?.close();
   });
 
+  it("a LISTEN the server refuses leaves no connection behind (each retry would leak one)", async () => {
+    const name = `listen-refused-${Math.random().toString(36).slice(2)}`;
+    const url = new URL(h.url!);
+    url.searchParams.set("application_name", name);
+    const refused = await openDatabase({ url: url.toString(), migrate: false });
+    try {
+      // Connected, then refused: a channel of nothing but a quote leaves LISTEN "" (a zero-length identifier).
+      await expect(refused.listen('"', () => undefined)).rejects.toThrow(/zero-length/);
+      const count = async () => (await h.database.sql.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1", [name]))[0]!.n;
+      for (let waited = 0; (await count()) > 0 && waited < 2000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      expect(await count()).toBe(0);
+    } finally {
+      await refused.close();
+    }
+  });
+
   it("a write through one process reaches the other's subscribers after commit, in order", async () => {
     const received: EventRecord[] = [];
     const unsubscribe = await eventBus(other).subscribe({ userId: ann.id, accepts: () => true, deliver: (e) => received.push(e), resync: () => undefined });

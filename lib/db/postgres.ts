@@ -107,6 +107,7 @@ async function listenPostgres(
   const connect = async (): Promise<void> => {
     // TCP keepalive: a peer gone without a reset (failover, partition) is noticed and the LISTEN re-made.
     const next = new pg.Client({ connectionString, keepAlive: true });
+    let live = false;
     next.on("notification", (message) => {
       if (message.channel === channel && message.payload !== undefined) onPayload(message.payload);
     });
@@ -114,12 +115,23 @@ async function listenPostgres(
       console.error(`[engram] LISTEN ${channel}: connection lost; reconnecting`, error.message);
       void next.end().catch(() => undefined);
       if (client === next) client = undefined;
-      if (!stopped) setTimeout(() => void reconnect(), 1000).unref();
+      // Only the listening connection starts a reconnect: one lost while being set up is the caller's
+      // to retry (its connect() fails), and a second chain would listen twice and deliver all twice.
+      if (!stopped && live) setTimeout(() => void reconnect(), 1000).unref();
     });
-    await next.connect();
-    await next.query(`LISTEN "${channel.replaceAll('"', "")}"`);
+    try {
+      await next.connect();
+      await next.query(`LISTEN "${channel.replaceAll('"', "")}"`);
+    } catch (error) {
+      // Connected but not listening (the LISTEN refused): ended here, or every retry leaked a connection.
+      await next.end().catch(() => undefined);
+      throw error;
+    }
     if (stopped) await next.end();
-    else client = next;
+    else {
+      client = next;
+      live = true;
+    }
   };
   const reconnect = async (): Promise<void> => {
     try {
