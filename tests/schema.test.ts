@@ -34,7 +34,7 @@ describe("schema and migrations agree", () => {
         id: newId(), hubId: hub.id, ownerId: user.id, topicId: rows.topic.id, title: "t", titleDerived: true, content: "c", contentType: "markdown",
         contentHash: "a".repeat(64), summary: "s", tags: ["x", "y"], kind: "semantic", kindLocked: true, stability: "stable", stabilityLocked: true,
         boundary: "private", state: "active", source: "cli", sourceAgent: "a", assistedByAgent: "b", initiationType: "import", sourcePath: "p.md",
-        hint: "h", hubReason: "r", projectContext: { repo: "x" }, fileRef: { object_key: "k" }, attachmentBytes: 7, version: 3, accessCount: 4, lastAccessedAt: now,
+        hint: "h", hubReason: "r", projectContext: { repo: "x" }, fileRef: { object_key: "k" }, attachmentBytes: 7n, version: 3, accessCount: 4, lastAccessedAt: now,
         processingStatus: "done", processingAttempts: 1, processingError: "e", processingStartedAt: now, processingQueuedAt: now, processedAt: now, createdAt: now, updatedAt: now,
       },
     });
@@ -77,7 +77,7 @@ describe("schema and migrations agree", () => {
     expect(await db.user.findUnique({ where: { id: user.id } })).toEqual(user);
     expect(await db.hub.findUnique({ where: { id: hub.id } })).toEqual(hub);
     // The attachment's bytes joined its memory's (the attachments trigger): 7 + 5.
-    expect(await db.memory.findUnique({ where: { id: memory.id } })).toEqual({ ...memory, attachmentBytes: 12 });
+    expect(await db.memory.findUnique({ where: { id: memory.id } })).toEqual({ ...memory, attachmentBytes: 12n });
     expect(await db.oAuthAccount.findUnique({ where: { id: rows.oauthAccount.id } })).toEqual(rows.oauthAccount);
     expect(await db.apiKey.findUnique({ where: { id: rows.apiKey.id } })).toEqual(rows.apiKey);
     expect(await db.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: user.id } } })).toEqual(rows.hubMember);
@@ -211,6 +211,30 @@ describe("schema and migrations agree", () => {
       await db.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  test("a memory whose attachments are near 2 GiB can still be edited and deleted (the storage sums do not overflow)", async () => {
+    const db = database.prisma;
+    const now = new Date("2026-11-20T10:00:00.000Z");
+    const user = await db.user.create({ data: { id: newId(), email: "big-file@example.test", name: "B", createdAt: now, updatedAt: now } });
+    const hub = await db.hub.create({ data: { id: newId(), name: "B", slug: "big-file-hub", hubType: "team", ownerId: user.id, createdAt: now, updatedAt: now } });
+    const memory = await db.memory.create({
+      data: { id: newId(), hubId: hub.id, ownerId: user.id, title: "f", content: "text", contentType: "file", contentHash: "c".repeat(64), kind: "semantic", stability: "stable", boundary: "private", state: "active", source: "api", createdAt: now, updatedAt: now },
+    });
+    // ENGRAM_UPLOAD_MAX_BYTES may be 2147483647: one such file, as its attachment trigger counts it.
+    await database.sql.exec(`
+      INSERT INTO attachments (id, memory_id, hub_id, object_key, filename, content_type, size_bytes, created_at)
+      VALUES ('${newId()}', '${memory.id}', '${hub.id}', 'o/big', 'big.bin', 'application/octet-stream', 2147483647, now())`);
+    const userBytes = async () => Number((await db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: user.id } } })).bytes);
+    expect(await userBytes()).toBe(2147483647 + 4);
+    await db.memory.update({ where: { id: memory.id }, data: { content: "the extracted text, longer" } });
+    expect(await userBytes()).toBe(2147483647 + 26);
+    const [{ bytes }] = (await database.sql.query<{ bytes: string }>(
+      `SELECT coalesce(sum(octet_length(content)::bigint + attachment_bytes), 0)::text AS bytes FROM memories WHERE id = '${memory.id}'`,
+    )) as [{ bytes: string }];
+    expect(Number(bytes)).toBe(2147483647 + 26);
+    await db.memory.delete({ where: { id: memory.id } });
+    expect(await userBytes()).toBe(0);
   });
 
   test("pgvector, the HNSW and full-text indexes and the partial unique indexes exist", async () => {

@@ -409,7 +409,7 @@ async function replaceFile(
 ): Promise<{ memory: Memory; replaced: string[] }> {
   if (existing.contentHash === hash && existing.contentType === "file") return { memory: existing, replaced: [] };
   const replaced = await detachUploads(tx, { memoryId: { in: [existing.id] } });
-  const previousBytes = existing.attachmentBytes;
+  const previousBytes = Number(existing.attachmentBytes);
   await tx.attachment.deleteMany({ where: { memoryId: existing.id } });
   const previousName = (existing.fileRef as { filename?: string } | null)?.filename;
   const memory = await tx.memory.update({

@@ -88,7 +88,7 @@ export async function assertHubQuotaAfterMove(tx: DbClient, hubId: string, moved
     // Only on refusal: what the moved memories brought, so `used` is the hub's bytes before the move,
     // as every other quota_exceeded reports it.
     const [sum] = await tx.$queryRaw<{ total: bigint | number | null }[]>`
-      SELECT coalesce(sum(octet_length("content") + "attachment_bytes"), 0) AS "total" FROM "memories" WHERE "id" = ANY(${movedIds}::uuid[])`;
+      SELECT coalesce(sum(octet_length("content")::bigint + "attachment_bytes"), 0) AS "total" FROM "memories" WHERE "id" = ANY(${movedIds}::uuid[])`;
     const requested = Number(sum?.total ?? 0);
     throw new ApiError("quota_exceeded", `The target hub would hold ${bytes} bytes; its storage quota is ${limit.bytes}. Nothing was moved`, {
       scope: "hub",

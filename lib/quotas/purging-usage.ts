@@ -9,7 +9,7 @@ import type { StorageUsage } from "./storage-usage.ts";
  */
 export async function purgingUsage(db: DbClient, userId: string): Promise<StorageUsage> {
   const [row] = await db.$queryRaw<{ memories: number; bytes: bigint | number }[]>`
-    SELECT count(*)::int AS memories, coalesce(sum(octet_length(m.content) + m.attachment_bytes), 0)::bigint AS bytes
+    SELECT count(*)::int AS memories, coalesce(sum(octet_length(m.content)::bigint + m.attachment_bytes), 0)::bigint AS bytes
       FROM hubs h JOIN memories m ON m.hub_id = h.id
      WHERE h.deleted_at IS NOT NULL AND m.owner_id = ${userId}::uuid`;
   return { memories: row?.memories ?? 0, bytes: Number(row?.bytes ?? 0) };

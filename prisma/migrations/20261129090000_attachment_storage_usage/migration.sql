@@ -8,24 +8,28 @@
 -- takes the counters in the global order through its memory's row, as every other change does. A
 -- cascaded delete of attachments finds its memory already gone (its UPDATE matches nothing): the
 -- memories delete trigger has subtracted the memory's attachment_bytes with the rest.
-ALTER TABLE "memories" ADD COLUMN "attachment_bytes" INTEGER NOT NULL DEFAULT 0;
+--
+-- BIGINT, and the text's octet_length cast to it before the sum: a file may be up to 2147483647
+-- bytes (ENGRAM_UPLOAD_MAX_BYTES), and integer + integer overflowed before any cast, so every UPDATE
+-- and the DELETE of such a memory failed for good.
+ALTER TABLE "memories" ADD COLUMN "attachment_bytes" BIGINT NOT NULL DEFAULT 0;
 
 CREATE OR REPLACE FUNCTION "engram_memories_storage_usage"() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'INSERT' THEN
     -- One new row (our code inserts memories one at a time): its counters already in the global order.
-    PERFORM "engram_storage_usage_add"('hub', NEW."hub_id", octet_length(NEW."content") + NEW."attachment_bytes", 1);
+    PERFORM "engram_storage_usage_add"('hub', NEW."hub_id", octet_length(NEW."content")::bigint + NEW."attachment_bytes", 1);
     PERFORM "engram_storage_usage_add"(CASE WHEN NEW."topic_id" IS NULL THEN 'inbox' ELSE 'topic' END, coalesce(NEW."topic_id", NEW."hub_id"),
-      octet_length(NEW."content") + NEW."attachment_bytes", 1);
-    PERFORM "engram_storage_usage_add"('user', NEW."owner_id", octet_length(NEW."content") + NEW."attachment_bytes", 1);
+      octet_length(NEW."content")::bigint + NEW."attachment_bytes", 1);
+    PERFORM "engram_storage_usage_add"('user', NEW."owner_id", octet_length(NEW."content")::bigint + NEW."attachment_bytes", 1);
   ELSIF TG_OP = 'DELETE' THEN
     PERFORM "engram_storage_usage_shift"(ARRAY(
-      SELECT ROW(-1, o."owner_id", o."hub_id", o."topic_id", octet_length(o."content") + o."attachment_bytes")::"engram_usage_change" FROM "old_rows" o));
+      SELECT ROW(-1, o."owner_id", o."hub_id", o."topic_id", octet_length(o."content")::bigint + o."attachment_bytes")::"engram_usage_change" FROM "old_rows" o));
   ELSE
     PERFORM "engram_storage_usage_shift"(ARRAY[
-      ROW(-1, OLD."owner_id", OLD."hub_id", OLD."topic_id", octet_length(OLD."content") + OLD."attachment_bytes")::"engram_usage_change",
-      ROW(1, NEW."owner_id", NEW."hub_id", NEW."topic_id", octet_length(NEW."content") + NEW."attachment_bytes")::"engram_usage_change"]);
+      ROW(-1, OLD."owner_id", OLD."hub_id", OLD."topic_id", octet_length(OLD."content")::bigint + OLD."attachment_bytes")::"engram_usage_change",
+      ROW(1, NEW."owner_id", NEW."hub_id", NEW."topic_id", octet_length(NEW."content")::bigint + NEW."attachment_bytes")::"engram_usage_change"]);
   END IF;
   RETURN NULL;
 END
@@ -59,5 +63,5 @@ EXECUTE FUNCTION "engram_attachments_storage_usage"();
 
 -- The attachments stored so far: through the memories update trigger, which adds them to the counters.
 UPDATE "memories" m SET "attachment_bytes" = a."bytes"
-FROM (SELECT "memory_id", sum("size_bytes")::integer AS "bytes" FROM "attachments" GROUP BY "memory_id") a
+FROM (SELECT "memory_id", sum("size_bytes")::bigint AS "bytes" FROM "attachments" GROUP BY "memory_id") a
 WHERE m."id" = a."memory_id";
