@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { createHash } from "node:crypto";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { updateMemory } from "@/lib/memories/update-memory.ts";
+import { newId } from "@/lib/ids.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -90,6 +91,52 @@ describe("PATCH against a dream's archive or a move in the same millisecond", ()
       await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], others)), id, { tags: ["edited"] });
       const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
       expect(row).toMatchObject({ state: "archived", topicId: topic, tags: ["edited"] });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe("PATCH against an undo or a topic filing in the same millisecond", () => {
+  // An undo's restore and a filing into a topic wrote the clock's now as updated_at: with the clock on
+  // the instant the PATCH read, the PATCH's write went through on its stale read and put back the
+  // state (or topic) it had read.
+  test("an undo restoring an archived memory between a PATCH's read and its write makes the PATCH read again", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now());
+      const hubId = await h.teamHub(ann);
+      const id = (await ann.post("/v1/memories", { content: "Deploys go out on Tuesdays." }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+      const now = new Date();
+      // As a dream's archive leaves it, written at the clock's instant.
+      await h.db.memory.update({ where: { id }, data: { state: "archived", updatedAt: now } });
+      const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", createdAt: now } });
+      const action = await h.db.dreamAction.create({
+        data: { id: newId(), runId: run.id, hubId, actionType: "archive", state: "applied", sourceMemoryIds: [id], reason: "stale", details: {}, createdAt: now },
+      });
+      const undo = async () => expect((await ann.post(`/v1/dreams/actions/${action.id}/undo`)).status).toBe(200);
+      await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], undo)), id, { tags: ["edited"] });
+      expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ state: "active", tags: ["edited"] });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  test("a filing after an edit burst, between a PATCH's read and its write, does not let the PATCH undo the edits", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now());
+      const hubId = await h.teamHub(ann);
+      const topic = (await ann.post("/v1/topics", { name: "Releases", hub_id: hubId })).body.data.id as string;
+      const id = (await ann.post("/v1/memories", { content: "Releases are tagged from main." }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+      await h.db.memory.update({ where: { id }, data: { updatedAt: new Date() } });
+      const others = async () => {
+        // Another edit in the same millisecond runs updated_at one ahead of the clock; the filing then wrote the clock's now back.
+        expect((await ann.patch(`/v1/memories/${id}`, { tags: ["burst"] })).status).toBe(200);
+        expect((await ann.post(`/v1/topics/${topic}/memories`, { memory_id: id })).status).toBeLessThan(300);
+      };
+      await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], others)), id, { title: "Release tags" });
+      expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ topicId: topic, title: "Release tags", tags: ["burst"] });
     } finally {
       vi.useRealTimers();
     }

@@ -1,3 +1,5 @@
+import type { DbClient } from "@/lib/db/database.ts";
+
 /**
  * The updated_at of a write to a memory row: strictly later than the row's. A PATCH writes only if
  * updated_at is still the one it read, so every write must move it forward: one that wrote the clock's
@@ -7,4 +9,14 @@
  */
 export function nextUpdatedAt(stored: Date, now: Date): Date {
   return new Date(Math.max(now.getTime(), stored.getTime() + 1));
+}
+
+/**
+ * Moves the updated_at of memories a write just changed forward, as nextUpdatedAt does, for writes made
+ * with updateMany (which can only set a value, not compute one from the row): call it in the same
+ * transaction, after the write, for the rows it changed.
+ */
+export async function touchMemories(tx: DbClient, ids: string[], now: Date): Promise<void> {
+  if (ids.length === 0) return;
+  await tx.$executeRaw`UPDATE memories SET updated_at = GREATEST(${now}, updated_at + interval '1 millisecond') WHERE id = ANY(${ids}::uuid[])`;
 }
