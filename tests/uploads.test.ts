@@ -702,6 +702,37 @@ describe("create with file_ref", () => {
     }
   });
 
+  it("a PUT stalled past an upload URL's life keeps its part file fresh, so another instance's sweep on the same disk leaves it", async () => {
+    const userDir = path.join(blobDir, "uploads", ann.id);
+    const i = await intent(ann, "slow.txt", "text/plain", 8);
+    let feed!: ReadableStreamDefaultController<Uint8Array>;
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    let stalled: ReturnType<typeof put>;
+    try {
+      stalled = put(i.upload_url, i.headers, new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) }));
+      feed.enqueue(new Uint8Array(Buffer.from("slow")));
+      const id = i.object_key.split("/").pop()!;
+      const partOf = () => readdirSync(userDir).find((f) => f.startsWith(`${id}.part-`));
+      await vi.waitFor(() => expect(partOf()).toBeDefined());
+      const inFlight = path.join(userDir, partOf()!);
+      // Its client quiet for longer than an upload URL lives: the last bytes came that long ago.
+      const past = new Date(Date.now() - (UPLOAD_URL_TTL_SECONDS + 60) * 1000);
+      utimesSync(inFlight, past, past);
+      await vi.advanceTimersByTimeAsync(60_000);
+      await vi.waitFor(async () => expect((await stat(inFlight)).mtimeMs).toBeGreaterThan(past.getTime()), { timeout: 2000 });
+      // Another instance (its own module, so its own set of files in writing) sweeping the shared disk.
+      const otherInstance = "@/lib/blobs/local-blob-store.ts?instance=other";
+      const other = (await import(/* @vite-ignore */ otherInstance)) as typeof import("@/lib/blobs/local-blob-store.ts");
+      expect(await new other.LocalBlobStore(blobDir).sweepPartials(new Date(Date.now() - UPLOAD_URL_TTL_SECONDS * 1000))).toBe(0);
+      expect(existsSync(inFlight)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+      feed.enqueue(new Uint8Array(Buffer.from("less")));
+      feed.close();
+    }
+    expect((await stalled).status).toBe(200);
+  });
+
   it("deleting a hub deletes the files of its memories", async () => {
     const hubId = await h.teamHub(ann);
     const bytes = Buffer.from("team file\n");

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { link, mkdir, open, opendir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { link, mkdir, open, opendir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -13,6 +13,13 @@ const PART_FILE = /\.part-[0-9a-f]{12}$/;
 
 /** Part files this process is writing now: the sweep of leftovers never takes one, however long its client stalls. */
 const writing = new Set<string>();
+/**
+ * How often a PUT being received touches its part file. `writing` covers only this process: another
+ * instance on the same disk (or the Inngest cron step run there) sees a part file's age alone, and
+ * removed the file of a PUT whose client had been quiet for 15 minutes, failing that upload with a
+ * 500. Touched while it is written, a part file's age means how long nobody has written it.
+ */
+const PART_TOUCH_EVERY_MS = 60_000;
 
 interface Meta {
   size: number;
@@ -112,6 +119,12 @@ export class LocalBlobStore implements BlobStore {
     await mkdir(path.dirname(target), { recursive: true });
     const temp = `${target}.part-${randomBytes(6).toString("hex")}`;
     writing.add(temp);
+    const touch = setInterval(() => {
+      const now = new Date();
+      // Before the file exists, or after it went, there is nothing to touch.
+      utimes(temp, now, now).catch(() => undefined);
+    }, PART_TOUCH_EVERY_MS);
+    touch.unref();
     const hash = createHash("sha256");
     let received = 0;
     const meter = new Transform({
@@ -167,6 +180,7 @@ export class LocalBlobStore implements BlobStore {
       }
       return meta;
     } finally {
+      clearInterval(touch);
       await rm(temp, { force: true });
       writing.delete(temp);
     }
@@ -215,8 +229,9 @@ export class LocalBlobStore implements BlobStore {
   /**
    * Removes the part files of writes that never finished and were last written before `before`:
    * a crash or a kill mid-upload skips the cleanup in `receive`, and nothing else ever looks at
-   * them (no upload record names them). A PUT still streaming keeps moving its file's mtime, and
-   * this process's own are skipped whatever their age. Returns how many went.
+   * them (no upload record names them). A PUT still streaming keeps moving its file's mtime (each
+   * chunk written, and a touch every minute while its client is quiet: any instance's sweep sees
+   * that), and this process's own are skipped whatever their age. Returns how many went.
    */
   async sweepPartials(before: Date): Promise<number> {
     let removed = 0;
