@@ -2,12 +2,13 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteBoard } from "@/lib/boards/delete-board.ts";
 import { refreshCustomBoard } from "@/lib/boards/refresh-custom-board.ts";
-import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
+import { customBoardsIdle, kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
 import { updateBoard } from "@/lib/boards/update-board.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
 import { newId } from "@/lib/ids.ts";
 import { createHarness, testPostgres, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
@@ -66,6 +67,18 @@ describe("custom boards", () => {
     const list = (await vic.get(boards(hub))).body.data.boards;
     expect(list.map((b: { kind: string }) => b.kind)).toEqual(["system", "custom"]);
     expect((await h.anonymous.get(boards(hub))).status).toBe(401);
+  });
+
+  it("a board left cooking with nothing asking it (its kick lost to a restart, or its card emptied by a migration) is asked again at start-up", async () => {
+    const board = (await ann.post(boards(hub), { title: "Checklist", instruction: "What must happen before a release?" })).body.data.board;
+    await customBoardsIdle();
+    // As the delete clean-up migration leaves it: no card, cooking, and no kick in any process.
+    await h.db.customBoard.update({ where: { id: board.id }, data: { status: "cooking", cardPayload: Prisma.DbNull, cardCiteMemoryIds: [], cardState: null, cardContentUpdatedAt: null, cardCreatedAt: null, cardAskedAt: null } });
+    kickCookingBoards(h.database);
+    await customBoardsIdle();
+    const got = (await ann.get(`${boards(hub)}/${board.id}`)).body.data;
+    expect(got.board.status).toBe("active");
+    expect(got.slots[0].payload.answer).toMatch(/staging smoke tests/);
   });
 
   it("refreshes the card on a dream run, keeps the old answer as a version, and marks it fresh again", async () => {

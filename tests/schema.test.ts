@@ -284,6 +284,29 @@ describe("schema and migrations agree", () => {
       db.chatMessage.create({ data: { id: newId(), sessionId: chat.id, sequence, role: "assistant", authorUserId: user.id, status, toolCalls, finishedAt, createdAt: now, updatedAt: now } });
     const finished = await message(1, "completed", now, [recall, push, { id: "c3", name: "recall", status: "running" }]);
     const running = await message(2, "running", null, [recall]);
+    // Custom boards whose card, or a version of its history, cites the deleted memory.
+    const later = new Date("2026-11-21T10:00:00.000Z");
+    const board = (title: string, status: string, cardCiteMemoryIds: string[]) =>
+      db.customBoard.create({
+        data: {
+          id: newId(), hubId: hub.id, createdBy: user.id, title, instruction: "What is the passphrase?", status, cardPayload: { answer: "the passphrase is ocelot" },
+          cardCiteMemoryIds, cardState: "fresh", cardContentUpdatedAt: later, cardCreatedAt: now, cardAskedAt: later, createdAt: now, updatedAt: now,
+        },
+      });
+    const boardGone = await board("gone", "active", [gone, kept.id]);
+    const boardPaused = await board("paused", "paused", [gone]);
+    const boardLive = await board("live", "active", [kept.id]);
+    const verdict = (boardId: string, contentProducedAt: Date) =>
+      db.customBoardFeedback.create({ data: { boardId, contentProducedAt, userId: user.id, verdict: "accurate", createdAt: now, updatedAt: now } });
+    await verdict(boardGone.id, later);
+    await verdict(boardLive.id, later);
+    const version = (boardId: string, citeMemoryIds: string[], contentProducedAt: Date) =>
+      db.customBoardCardVersion.create({ data: { id: newId(), boardId, payload: { answer: "the passphrase is ocelot" }, citeMemoryIds, contentProducedAt, createdAt: now } });
+    const between = new Date("2026-11-20T12:00:00.000Z");
+    const versionGone = await version(boardLive.id, [gone], now);
+    const versionLive = await version(boardLive.id, [kept.id], between);
+    await verdict(boardLive.id, now);
+    await verdict(boardLive.id, between);
 
     await database.sql.exec(readFileSync(path.join(process.cwd(), "prisma/migrations/20261129180000_drop_deleted_memory_copies/migration.sql"), "utf8"));
 
@@ -305,6 +328,15 @@ describe("schema and migrations agree", () => {
     ]);
     expect((await db.chatMessage.findUniqueOrThrow({ where: { id: running.id } })).toolCalls).toEqual([recall]);
     expect(JSON.stringify(await db.dreamAction.findMany({ where: { runId: run.id } }))).not.toContain("ocelot");
+    const emptied = { cardPayload: null, cardCiteMemoryIds: [], cardState: null, cardContentUpdatedAt: null, cardCreatedAt: null, cardAskedAt: null };
+    expect(await db.customBoard.findUniqueOrThrow({ where: { id: boardGone.id } })).toMatchObject({ ...emptied, status: "cooking" });
+    expect(await db.customBoard.findUniqueOrThrow({ where: { id: boardPaused.id } })).toMatchObject({ ...emptied, status: "paused" });
+    expect(await db.customBoard.findUniqueOrThrow({ where: { id: boardLive.id } })).toMatchObject({ status: "active", cardCiteMemoryIds: [kept.id] });
+    expect(await db.customBoardFeedback.findMany({ where: { boardId: boardGone.id } })).toEqual([]);
+    // The live card's verdict and the live version's stay; the deleted version's went with it.
+    expect((await db.customBoardFeedback.findMany({ where: { boardId: boardLive.id }, orderBy: { contentProducedAt: "asc" } })).map((f) => f.contentProducedAt)).toEqual([between, later]);
+    expect(await db.customBoardCardVersion.findUnique({ where: { id: versionGone.id } })).toBeNull();
+    expect(await db.customBoardCardVersion.findUnique({ where: { id: versionLive.id } })).toEqual(versionLive);
   });
 
   test("migrations are recorded as Prisma Migrate records them", async () => {

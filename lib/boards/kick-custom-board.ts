@@ -1,4 +1,4 @@
-import { getDatabase } from "@/lib/db/database.ts";
+import { getDatabase, type Database } from "@/lib/db/database.ts";
 import { refreshCustomBoard } from "./refresh-custom-board.ts";
 
 const globalForBoards = globalThis as unknown as {
@@ -11,7 +11,7 @@ const refreshing = (globalForBoards.__engramBoardRefreshing ??= new Map());
 
 /**
  * Writes a new or rewritten board's first card in the background, so it does not wait for the next
- * dream run. If this process stops first, that dream run writes it.
+ * dream run. If this process stops first, the next start-up (kickCookingBoards) or that dream run writes it.
  *
  * One refresh per board at a time: a kick while one runs only asks for one more after it. A refresh
  * reads the board when it starts, so that one answers the latest instruction; without this, every
@@ -19,10 +19,15 @@ const refreshing = (globalForBoards.__engramBoardRefreshing ??= new Map());
  * the chat model, all but the last written for nothing.
  */
 export function kickCustomBoard(boardId: string): void {
+  void refreshInBackground(boardId);
+}
+
+/** The refresh kickCustomBoard starts, to wait for; none when one was running already (it runs once more). */
+function refreshInBackground(boardId: string): Promise<unknown> | undefined {
   const current = refreshing.get(boardId);
   if (current) {
     current.again = true;
-    return;
+    return undefined;
   }
   const state = { again: false };
   refreshing.set(boardId, state);
@@ -43,6 +48,31 @@ export function kickCustomBoard(boardId: string): void {
       refreshing.delete(boardId);
     }
   })().finally(() => running.delete(job));
+  running.add(job);
+  return job;
+}
+
+/** Boards a start-up asks again, the longest waiting first; the rest wait for their hub's next dream run. */
+export const COOKING_BOARDS_PER_START = 50;
+
+/**
+ * At start-up: boards left cooking with nothing asking them (a kick lost when its process stopped,
+ * or a card the delete clean-up migration emptied) waited for their hub's next dream run, which may
+ * be a day away, or never come with dreams off. Asked one after another in the background, so a
+ * start-up does not put fifty questions to the chat model at once.
+ */
+export function kickCookingBoards(database: Database): void {
+  const job = (async () => {
+    const boards = await database.prisma.customBoard.findMany({
+      where: { status: "cooking" },
+      orderBy: { updatedAt: "asc" },
+      take: COOKING_BOARDS_PER_START,
+      select: { id: true },
+    });
+    for (const board of boards) await refreshInBackground(board.id);
+  })()
+    .catch((error: unknown) => console.error("[engram] boards: the cooking boards could not be asked again at start-up; their next dream run writes them", error))
+    .finally(() => running.delete(job));
   running.add(job);
 }
 

@@ -14,6 +14,7 @@ import { startUnusedOAuthClientsPrune } from "@/lib/oauth/prune-unused-clients.t
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
 import { assertUploadLimit } from "@/lib/uploads/upload-limits.ts";
 import { startAccountDataDeletionsResume } from "@/lib/users/resume-account-data-deletions.ts";
+import { kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
 
 /**
  * Server start-up: open (and migrate) the database so the first request does
@@ -39,6 +40,7 @@ export async function startServer(): Promise<void> {
   startDeletedHubsPurge(database);
   startNotificationsPrune(database);
   startAccountDataDeletionsResume(database);
+  kickCookingBoards(database);
   if (users === 0) {
     const port = process.env.PORT ?? "3000";
     console.log(

@@ -42,3 +42,27 @@ UPDATE "chat_messages" cm
  WHERE cm."finished_at" IS NOT NULL
    AND jsonb_typeof(cm."tool_calls") = 'array'
    AND jsonb_path_exists(cm."tool_calls", '$[*].result.sources');
+
+-- A custom board's card citing a memory that no longer exists quotes it: the card is emptied (its
+-- verdicts with it) and the board cooks again, unless paused; a version of its history citing one
+-- goes with its verdicts. The boards left cooking are answered again at the next start-up
+-- (kickCookingBoards in lib/boards/kick-custom-board.ts) or the hub's next dream run.
+WITH "gone" AS (
+  DELETE FROM "custom_board_card_versions" v
+   WHERE EXISTS (SELECT 1 FROM unnest(v."cite_memory_ids") AS s("id") WHERE NOT EXISTS (SELECT 1 FROM "memories" m WHERE m."id" = s."id"))
+  RETURNING v."board_id", v."content_produced_at"
+)
+DELETE FROM "custom_board_feedback" f USING "gone"
+ WHERE f."board_id" = "gone"."board_id" AND f."content_produced_at" = "gone"."content_produced_at";
+
+WITH "old" AS (
+  SELECT b."id", b."card_content_updated_at" FROM "custom_boards" b
+   WHERE EXISTS (SELECT 1 FROM unnest(b."card_cite_memory_ids") AS s("id") WHERE NOT EXISTS (SELECT 1 FROM "memories" m WHERE m."id" = s."id"))
+), "verdicts" AS (
+  DELETE FROM "custom_board_feedback" f USING "old" WHERE f."board_id" = "old"."id" AND f."content_produced_at" = "old"."card_content_updated_at"
+)
+UPDATE "custom_boards" b SET
+  "card_payload" = NULL, "card_cite_memory_ids" = '{}', "card_state" = NULL, "card_resolution" = NULL, "card_dream_run_id" = NULL,
+  "card_content_updated_at" = NULL, "card_created_at" = NULL, "card_asked_at" = NULL,
+  "status" = CASE WHEN b."status" = 'paused' THEN 'paused' ELSE 'cooking' END, "updated_at" = now()
+  FROM "old" WHERE b."id" = "old"."id";
