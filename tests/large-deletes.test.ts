@@ -2,7 +2,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
 import { purgeDeletedHub, purgeDeletedHubs } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { newId } from "@/lib/ids.ts";
-import { resumeAccountDataDeletions } from "@/lib/users/resume-account-data-deletions.ts";
+import { deleteAccountData, eraseAccountData } from "@/lib/users/delete-account-data.ts";
+import { ACCOUNT_DELETION_SWEEP_ATTEMPTS, resumeAccountDataDeletions } from "@/lib/users/resume-account-data-deletions.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // Deleting a hub, or an account's data, of 100,000s of memories: one transaction outlasted the
@@ -224,6 +226,52 @@ describe("deleting a large account's data", () => {
     expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(2);
     // Asked again, it is tried afresh (and goes through).
     expect((await ann.delete("/v1/account/data")).status).toBe(200);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+  });
+});
+
+describe("an account-data deletion still running while sweeps come", () => {
+  // A rolling deploy: every new instance's start-up sweep reads the mark while the request still
+  // works through its batches. Each used to count as a failed attempt (each one that ran failed on the
+  // memory the request held, here the undeletable one), the fourth gave the deletion up and cleared the
+  // mark, and the request's next batch then stopped and answered 200 deleted with the data left.
+  it("is neither counted nor given up by sweeps while its run keeps its lease, and the request finishes it", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 3);
+    await push(ann, ann.personalHubId, 1, "Undeletable");
+    const error = console.error;
+    console.error = () => undefined;
+    const sweeps = async () => {
+      try {
+        for (let sweep = 0; sweep < 4; sweep++) await resumeAccountDataDeletions(h.db);
+      } finally {
+        console.error = error;
+      }
+      await h.db.$executeRawUnsafe(`CREATE TABLE test_allow_undeletable ()`);
+    };
+    const result = await deleteAccountData(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], sweeps)));
+    expect(result).toMatchObject({ deleted: true, memories: 4 });
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    expect(await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).toMatchObject({ dataDeletionRequestedAt: null, dataDeletionAttempts: 0 });
+  });
+
+  it("a request whose deletion was given up meanwhile answers 409, not deleted with part of the data left", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 3);
+    // As a sweep leaves it once it gave the deletion up (its last run's lease stale): mark cleared, attempts past the cap.
+    const givenUp = () => h.db.user.update({ where: { id: ann.id }, data: { dataDeletionRequestedAt: null, dataDeletionAttempts: ACCOUNT_DELETION_SWEEP_ATTEMPTS + 1 } });
+    await expect(deleteAccountData(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], givenUp)))).rejects.toMatchObject({ code: "conflict" });
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(3);
+  });
+
+  it("a request whose deletion another run finished meanwhile answers deleted", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 3);
+    const finish = async () => {
+      const { dataDeletionRequestedAt } = await h.db.user.findUniqueOrThrow({ where: { id: ann.id } });
+      expect((await eraseAccountData(h.db, ann.id, dataDeletionRequestedAt!)).finished).toBe(true);
+    };
+    expect(await deleteAccountData(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], finish)))).toMatchObject({ deleted: true });
     expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
   });
 });

@@ -19,7 +19,7 @@ describe("schema and migrations agree", () => {
   test("every model round-trips through the generated client", async () => {
     const db = database.prisma;
     const now = new Date("2026-02-03T04:05:06.789Z");
-    const user = await db.user.create({ data: { id: newId(), email: "rt@example.test", name: "RT", passwordHash: "h", image: "i", dataDeletionRequestedAt: now, dataDeletionAttempts: 2, createdAt: now, updatedAt: now } });
+    const user = await db.user.create({ data: { id: newId(), email: "rt@example.test", name: "RT", passwordHash: "h", image: "i", dataDeletionRequestedAt: now, dataDeletionAttempts: 2, dataDeletionHeartbeatAt: now, createdAt: now, updatedAt: now } });
     const hub = await db.hub.create({
       data: { id: newId(), name: "H", slug: "rt-hub", hubType: "team", ownerId: user.id, allowContributorTopics: true, allowContributorDreams: true, contributorDeletePolicy: "any", deletedAt: now, purgeFailedAt: now, createdAt: now, updatedAt: now },
     });

@@ -26,17 +26,18 @@ const HUBS_PER_SWEEP = 20;
  * and drops what other rows keep of them as a memory delete does (drop-memory-copies.ts): a memory moved
  * in from another hub, or out of it, is still named in that hub's reviews and boards, which the hub's own
  * cascade never reaches. `wanted`, run first in each batch's transaction, stops the purge (not done) when
- * it answers false.
+ * it answers false; `beforeBatch` runs before each batch's transaction.
  */
 export async function deleteHubMemories(
   db: Db,
   hubId: string,
-  options: { deadline?: number; batch?: number; wanted?: (tx: DbClient) => Promise<boolean> } = {},
+  options: { deadline?: number; batch?: number; wanted?: (tx: DbClient) => Promise<boolean>; beforeBatch?: () => Promise<unknown> } = {},
 ): Promise<{ deleted: number; done: boolean }> {
   const batch = options.batch ?? purgeBatchSize();
   let deleted = 0;
   for (;;) {
     if (options.deadline !== undefined && Date.now() >= options.deadline) return { deleted, done: false };
+    await options.beforeBatch?.();
     const { count, keys, boards, stopped } = await db.$transaction(async (tx) => {
       if (options.wanted && !(await options.wanted(tx))) return { count: 0, keys: [], boards: [], stopped: true };
       // Not SKIP LOCKED: a memory an edit holds is waited for, not left behind for the next sweep.

@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
 import { isDatabaseSessionKey, sessionStoreFor } from "@/lib/agent-sessions/session-store.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
@@ -9,6 +10,7 @@ import { deleteHubMemories } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
 import { dropMemoryCopies } from "@/lib/memories/drop-memory-copies.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
+import { ACCOUNT_DELETION_SWEEP_ATTEMPTS } from "./resume-account-data-deletions.ts";
 
 export interface DeleteAccountDataResult {
   deleted: true;
@@ -32,9 +34,32 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
   // stopped among them left the account half emptied with nothing to finish it. The sweep
   // (resume-account-data-deletions.ts) finishes a deletion whose mark outlived its request.
   // A deletion asked for again is the sweep's to try afresh, however often it gave up the last one.
-  await ctx.db.$executeRaw`UPDATE users SET data_deletion_requested_at = ${requestedAt}, data_deletion_attempts = 0 WHERE id = ${ctx.user.id}::uuid`;
-  const { finished: _, ...result } = await eraseAccountData(ctx.db, ctx.user.id, requestedAt);
+  // The lease taken with the mark: a sweep (of any instance) leaves the deletion to this request while
+  // it runs, instead of counting it as a failed attempt and, the fourth time, giving it up under it.
+  await ctx.db.$executeRaw`
+    UPDATE users SET data_deletion_requested_at = ${requestedAt}, data_deletion_attempts = 0, data_deletion_heartbeat_at = now() WHERE id = ${ctx.user.id}::uuid`;
+  const { finished, ...result } = await eraseAccountData(ctx.db, ctx.user.id, requestedAt);
+  if (!finished) {
+    // The mark went while this ran. Another run finishing it deleted what was asked (its counts are
+    // that run's); a sweep giving it up (attempts past its cap, only once this run's lease was stale)
+    // left part of the data, which "deleted" would have claimed was gone.
+    const [user] = await ctx.db.$queryRaw<{ givenUp: boolean }[]>`
+      SELECT data_deletion_requested_at IS NULL AND data_deletion_attempts > ${ACCOUNT_DELETION_SWEEP_ATTEMPTS} AS "givenUp" FROM users WHERE id = ${ctx.user.id}::uuid`;
+    if (user?.givenUp) {
+      throw new ApiError("conflict", "The deletion was given up while this request ran (it had stalled); part of the account's data is left. Ask again to delete the rest");
+    }
+  }
   return result;
+}
+
+/**
+ * Keeps the lease of the run working on the deletion asked for at `requestedAt` (or a later one, which
+ * it does too) fresh: a sweep takes a deletion up only once its lease is older than
+ * ACCOUNT_DELETION_LEASE_MS. Its own statement, not in a batch's transaction: that holds the user's row
+ * shared, and two runs' batches doing so would each wait for the other to write it.
+ */
+async function renewLease(db: Db, userId: string, requestedAt: Date): Promise<void> {
+  await db.$executeRaw`UPDATE users SET data_deletion_heartbeat_at = now() WHERE id = ${userId}::uuid AND data_deletion_requested_at >= ${requestedAt}`;
 }
 
 /**
@@ -67,12 +92,24 @@ async function stillWanted(tx: DbClient, userId: string, requestedAt: Date, mode
  * when the mark was gone (cleared by another run, or given up by the sweep) and this run stopped.
  */
 export async function eraseAccountData(db: Db, userId: string, requestedAt: Date): Promise<DeleteAccountDataResult & { finished: boolean }> {
+  try {
+    return await eraseMarkedData(db, userId, requestedAt);
+  } catch (error) {
+    // A run that failed lets the lease go, so the next sweep takes the deletion up at once (and counts it).
+    await db.$executeRaw`UPDATE users SET data_deletion_heartbeat_at = NULL WHERE id = ${userId}::uuid AND data_deletion_requested_at >= ${requestedAt}`.catch(() => undefined);
+    throw error;
+  }
+}
+
+async function eraseMarkedData(db: Db, userId: string, requestedAt: Date): Promise<DeleteAccountDataResult & { finished: boolean }> {
   const personal = await db.hub.findFirst({ where: { ownerId: userId, hubType: "personal" }, select: { id: true } });
   // The memories go first, a bounded batch per transaction: all of them in the one transaction below
   // outlasted the transaction timeout for a large hub and failed on every attempt. What a push adds
   // meanwhile goes in that transaction, which also takes what cannot be batched.
-  const purged = personal ? (await deleteHubMemories(db, personal.id, { wanted: (tx) => stillWanted(tx, userId, requestedAt, "batch") })).deleted : 0;
+  const purged = personal ? (await deleteHubMemories(db, personal.id, { wanted: (tx) => stillWanted(tx, userId, requestedAt, "batch"), beforeBatch: () => renewLease(db, userId, requestedAt) }))
+        .deleted : 0;
   const stopped = { deleted: true as const, memories: purged, topics: 0, configs: 0, sessions: 0, finished: false };
+  await renewLease(db, userId, requestedAt);
   const last = await db.$transaction(async (tx) => {
     // First, before the members lock and the memories: the order a batch takes them in.
     if (!(await stillWanted(tx, userId, requestedAt, "last"))) return null;
@@ -126,7 +163,9 @@ export async function eraseAccountData(db: Db, userId: string, requestedAt: Date
       ]);
     }
     // A later request's mark stays: that deletion is its own to finish.
-    await tx.$executeRaw`UPDATE users SET data_deletion_requested_at = NULL WHERE id = ${userId}::uuid AND data_deletion_requested_at <= ${requestedAt}`;
+    await tx.$executeRaw`
+      UPDATE users SET data_deletion_requested_at = NULL, data_deletion_attempts = 0, data_deletion_heartbeat_at = NULL
+       WHERE id = ${userId}::uuid AND data_deletion_requested_at <= ${requestedAt}`;
     return { memories, topics, configs, sessions: sessionRows.length, blobKeys: [...new Set([...blobKeys, ...unattached.map((u) => u.objectKey)])], sessionKeys, boards };
   });
   if (!last) return stopped;

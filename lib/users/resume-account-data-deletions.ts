@@ -11,6 +11,12 @@ const ACCOUNTS_PER_SWEEP = 20;
  * failing deleted, every 10 minutes on every instance and for good, whatever the user wrote since.
  */
 export const ACCOUNT_DELETION_SWEEP_ATTEMPTS = 3;
+/**
+ * How long a deletion's lease lasts unrenewed. The run working on it renews it before each batch (one
+ * bounded transaction, well under the transaction timeout) and lets it go when it fails; a lease this
+ * old is a run that stopped (its process gone).
+ */
+export const ACCOUNT_DELETION_LEASE_MS = 5 * 60_000;
 
 /**
  * The sweep: finishes account-data deletions whose request did not (the process stopped, or a batch
@@ -18,19 +24,27 @@ export const ACCOUNT_DELETION_SWEEP_ATTEMPTS = 3;
  * to retry, and a half-emptied account is neither what they had nor what they asked for. Returns how
  * many were finished; one that fails again is logged and left marked for the next sweep, up to
  * ACCOUNT_DELETION_SWEEP_ATTEMPTS sweeps: the next one gives it up, logged loudly, and clears its mark.
+ * A deletion whose lease is fresh has a run working on it (its request, or another instance's sweep):
+ * it is left to that run and not counted, or a rolling deploy's start-up sweeps counted the request's
+ * own run as failures and gave the deletion up under it.
  */
 export async function resumeAccountDataDeletions(db: Db): Promise<number> {
   const users = await db.$queryRaw<{ id: string; requestedAt: Date }[]>`
     SELECT id::text AS id, data_deletion_requested_at AS "requestedAt" FROM users
-     WHERE data_deletion_requested_at IS NOT NULL ORDER BY data_deletion_requested_at LIMIT ${ACCOUNTS_PER_SWEEP}`;
+     WHERE data_deletion_requested_at IS NOT NULL
+       AND (data_deletion_heartbeat_at IS NULL OR data_deletion_heartbeat_at < now() - make_interval(secs => ${ACCOUNT_DELETION_LEASE_MS / 1000}))
+     ORDER BY data_deletion_requested_at LIMIT ${ACCOUNTS_PER_SWEEP}`;
   let finished = 0;
   for (const user of users) {
     try {
-      // Counted (and committed) before the attempt, so one that stops the process counts too.
+      // Counted (and committed) before the attempt, so one that stops the process counts too, and the
+      // lease taken in the same statement: of two sweeps reading the same stale lease, one takes it.
       const [counted] = await db.$queryRaw<{ attempts: number }[]>`
-        UPDATE users SET data_deletion_attempts = data_deletion_attempts + 1
-         WHERE id = ${user.id}::uuid AND data_deletion_requested_at = ${user.requestedAt} RETURNING data_deletion_attempts AS attempts`;
-      // Finished (or asked again) since it was read.
+        UPDATE users SET data_deletion_attempts = data_deletion_attempts + 1, data_deletion_heartbeat_at = now()
+         WHERE id = ${user.id}::uuid AND data_deletion_requested_at = ${user.requestedAt}
+           AND (data_deletion_heartbeat_at IS NULL OR data_deletion_heartbeat_at < now() - make_interval(secs => ${ACCOUNT_DELETION_LEASE_MS / 1000}))
+        RETURNING data_deletion_attempts AS attempts`;
+      // Finished, asked again, or taken up by another run since it was read.
       if (!counted) continue;
       if (counted.attempts > ACCOUNT_DELETION_SWEEP_ATTEMPTS) {
         const cleared = await db.$executeRaw`
