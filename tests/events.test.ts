@@ -449,6 +449,50 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
     }
   });
 
+  it("a live event of a hub joined after the replay last read the memberships reaches the stream", async () => {
+    const lou = await h.user("Lou");
+    const team = await h.teamHub(ann, []);
+    await ann.post(`/v1/hubs/${team}/invites`, { email: lou.email });
+    const from = String((await h.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0);
+    await emitEvent(h.db, Array.from({ length: 700 }, (_, i) => ({ type: "memory.updated" as const, hubId: lou.personalHubId, actorId: lou.id, entityId: `filler ${i}` })));
+    let armed = false;
+    let pages = 0;
+    let note: string | undefined;
+    let watcher: SseStream;
+    // While the replay reads its last page (its memberships already read, without the team hub), Lou
+    // joins the team hub and an event of it goes through the bus (the watcher has it, so this stream was offered it too).
+    const db = h.database.prisma.$extends({
+      query: {
+        event: {
+          async findMany({ args, query }) {
+            const rows = await query(args);
+            if (armed) pages += 1;
+            if (armed && pages === 2) {
+              expect((await ann.post(`/v1/hubs/${team}/members`, { user_id: lou.id, role: "viewer" })).status).toBe(201);
+              note = await push(ann, "lou joined in time for this", team);
+              await watcher.waitFor((e) => e.event === "memory.created" && e.data.entity_id === note);
+            }
+            return rows;
+          },
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    try {
+      // On the same bus as the stream under test (one per database object), its catch-up done first.
+      watcher = await stream(lou);
+      await settle(lou, watcher, lou.personalHubId);
+      armed = true;
+      const s = await openEventStream(lou.key, "", { "last-event-id": from });
+      open.push(s);
+      await vi.waitFor(() => expect(note).toBeDefined(), { timeout: 10_000 });
+      await s.waitFor((e) => e.event === "memory.created" && e.data.entity_id === note, 10_000);
+      expect(s.payload().filter((e) => e.data.entity_id === note).length).toBe(1);
+    } finally {
+      setDatabase(h.database);
+    }
+  });
+
   it("a resume hands a hub-limited key no event of its user about other hubs, and a member nothing from before they joined", async () => {
     const dana = await h.user("Dana");
     const kept = await h.teamHub(dana, []);

@@ -172,17 +172,21 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
     let bufferedBytes = 0;
     const replay = async () => {
       try {
-        do {
+        for (;;) {
           missed = false;
           buffered = [];
           bufferedBytes = 0;
           await replayOnce();
-        } while (missed && !sse.closed);
-        const caughtUp = buffered;
-        buffered = [];
-        bufferedBytes = 0;
-        for (const event of caughtUp) {
-          if (event.user_ids?.length || (event.hub_id !== null && memberOf.has(event.hub_id))) deliver(event);
+          if (sse.closed) return;
+          if (missed) continue;
+          const caughtUp = buffered;
+          buffered = [];
+          bufferedBytes = 0;
+          // An event of a hub the replay's last memberships lack (joined since it read them) goes round
+          // once more, read from the table with fresh ones, rather than be dropped: the bus let it through.
+          if (caughtUp.some((event) => !event.user_ids?.length && event.hub_id !== null && !memberOf.has(event.hub_id))) continue;
+          for (const event of caughtUp) deliver(event);
+          return;
         }
       } finally {
         replays--;
