@@ -336,3 +336,21 @@ describe("what other hubs keep of a purged memory", () => {
     await expectNoCopies(copies);
   });
 });
+
+describe("an older run of an account-data deletion that fails", () => {
+  // Asked for again while an older run (a sweep's, or the first request's) still worked: the older run
+  // failing let go of the lease its own mark no longer had, the newer request's, so the next sweep took
+  // the deletion up under that request, counted it as failed and, the fourth time, gave it up.
+  it("leaves the lease of the newer request as it is", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 1, "Undeletable");
+    const older = new Date(Date.now() - 60_000);
+    const newer = new Date();
+    await h.db.user.update({ where: { id: ann.id }, data: { dataDeletionRequestedAt: newer, dataDeletionHeartbeatAt: newer } });
+    await expect(eraseAccountData(h.db, ann.id, older)).rejects.toThrow(/cannot be deleted/);
+    expect((await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).dataDeletionHeartbeatAt).not.toBeNull();
+    // The newer request's run still holds it: a sweep leaves it alone.
+    expect(await resumeAccountDataDeletions(h.db)).toBe(0);
+    expect(await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).toMatchObject({ dataDeletionRequestedAt: newer, dataDeletionAttempts: 0 });
+  });
+});

@@ -96,7 +96,8 @@ export async function eraseAccountData(db: Db, userId: string, requestedAt: Date
     return await eraseMarkedData(db, userId, requestedAt);
   } catch (error) {
     // A run that failed lets the lease go, so the next sweep takes the deletion up at once (and counts it).
-    await db.$executeRaw`UPDATE users SET data_deletion_heartbeat_at = NULL WHERE id = ${userId}::uuid AND data_deletion_requested_at >= ${requestedAt}`.catch(() => undefined);
+    // Only its own mark's: a later request's lease is that request's run, still working on it.
+    await db.$executeRaw`UPDATE users SET data_deletion_heartbeat_at = NULL WHERE id = ${userId}::uuid AND data_deletion_requested_at = ${requestedAt}`.catch(() => undefined);
     throw error;
   }
 }
