@@ -3,10 +3,11 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { eraseAccountData } from "@/lib/users/delete-account-data.ts";
+import { ACCOUNT_DELETION_LEASE_MS, resumeAccountDataDeletions } from "@/lib/users/resume-account-data-deletions.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { dispatch } from "./support/router.ts";
 
@@ -268,5 +269,43 @@ describe("a sweep that read a deletion's mark before its request finished", () =
     expect(await h.db.memory.count({ where: { hubId: hal.personalHubId } })).toBe(1);
     expect(await h.db.agentConfig.count({ where: { ownerId: hal.id } })).toBe(1);
     expect(await h.db.chatSession.count({ where: { ownerId: hal.id } })).toBe(1);
+  });
+});
+
+describe("an account-data deletion whose file deletes are slow", () => {
+  // The lease was renewed only before each batch; a batch's files then went from the blob store with
+  // none, so a store taking longer than the lease (S3, Vercel Blob) made the live request look stopped:
+  // a sweep took the deletion up under it, counted it and, the fourth time, gave it up (409).
+  it("keeps its lease fresh while the files go, so a sweep leaves it to the request", async () => {
+    const ivy = (await h.user("Ivy")) as Client & { personalHubId: string };
+    expect((await ivy.post("/v1/memories", { content: "", file_ref: await uploadText(ivy, "Ivy's notes") })).status).toBe(201);
+    const seen: { swept?: number; attempts?: number } = {};
+    const base = new LocalBlobStore(blobDir);
+    const slow = Object.assign(Object.create(base) as LocalBlobStore, {
+      async delete(key: string) {
+        if (seen.swept === undefined) {
+          // The delete takes longer than the lease: the clock moves on past it, and the sweep comes.
+          await h.db.user.update({ where: { id: ivy.id }, data: { dataDeletionHeartbeatAt: new Date(Date.now() - 2 * ACCOUNT_DELETION_LEASE_MS) } });
+          vi.advanceTimersByTime(ACCOUNT_DELETION_LEASE_MS);
+          for (let i = 0; i < 100; i++) {
+            const { dataDeletionHeartbeatAt } = await h.db.user.findUniqueOrThrow({ where: { id: ivy.id } });
+            if (dataDeletionHeartbeatAt && dataDeletionHeartbeatAt.getTime() > Date.now() - ACCOUNT_DELETION_LEASE_MS) break;
+            await new Promise((resolve) => setTimeout(resolve, 10));
+          }
+          seen.swept = await resumeAccountDataDeletions(h.db);
+          seen.attempts = (await h.db.user.findUniqueOrThrow({ where: { id: ivy.id } })).dataDeletionAttempts;
+        }
+        await base.delete(key);
+      },
+    });
+    setBlobStore(slow);
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      expect((await ivy.delete("/v1/account/data")).body.data).toMatchObject({ deleted: true, memories: 1 });
+    } finally {
+      vi.useRealTimers();
+      setBlobStore(new LocalBlobStore(blobDir));
+    }
+    expect(seen).toEqual({ swept: 0, attempts: 0 });
   });
 });

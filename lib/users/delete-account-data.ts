@@ -10,7 +10,7 @@ import { deleteHubMemories } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
 import { dropMemoryCopies } from "@/lib/memories/drop-memory-copies.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
-import { ACCOUNT_DELETION_SWEEP_ATTEMPTS } from "./resume-account-data-deletions.ts";
+import { ACCOUNT_DELETION_LEASE_MS, ACCOUNT_DELETION_SWEEP_ATTEMPTS } from "./resume-account-data-deletions.ts";
 
 export interface DeleteAccountDataResult {
   deleted: true;
@@ -92,13 +92,27 @@ async function stillWanted(tx: DbClient, userId: string, requestedAt: Date, mode
  * when the mark was gone (cleared by another run, or given up by the sweep) and this run stopped.
  */
 export async function eraseAccountData(db: Db, userId: string, requestedAt: Date): Promise<DeleteAccountDataResult & { finished: boolean }> {
+  // Renewed on a timer too, not only before each batch: after a batch commits its files go from the blob
+  // store with no renewal, and a slow store (S3, Vercel Blob) outlasting the lease made this live run look
+  // stopped, so a sweep took the deletion up under it, counted it and could give it up.
+  // ACCOUNT_DELETION_LEASE_MS read here, not at load: the two modules import each other.
+  let renewing: Promise<unknown> = Promise.resolve();
+  const keepAlive = setInterval(() => {
+    renewing = renewLease(db, userId, requestedAt).catch((error: unknown) => console.error(`[engram] account data: renewing the deletion lease of user ${userId} failed`, error));
+  }, ACCOUNT_DELETION_LEASE_MS / 5);
+  keepAlive.unref?.();
   try {
     return await eraseMarkedData(db, userId, requestedAt);
   } catch (error) {
-    // A run that failed lets the lease go, so the next sweep takes the deletion up at once (and counts it).
+    // A run that failed lets the lease go, so the next sweep takes the deletion up at once (and counts it):
+    // after a renewal under way, which landing later took it back for five minutes.
     // Only its own mark's: a later request's lease is that request's run, still working on it.
+    clearInterval(keepAlive);
+    await renewing;
     await db.$executeRaw`UPDATE users SET data_deletion_heartbeat_at = NULL WHERE id = ${userId}::uuid AND data_deletion_requested_at = ${requestedAt}`.catch(() => undefined);
     throw error;
+  } finally {
+    clearInterval(keepAlive);
   }
 }
 

@@ -12,9 +12,9 @@ const ACCOUNTS_PER_SWEEP = 20;
  */
 export const ACCOUNT_DELETION_SWEEP_ATTEMPTS = 3;
 /**
- * How long a deletion's lease lasts unrenewed. The run working on it renews it before each batch (one
- * bounded transaction, well under the transaction timeout) and lets it go when it fails; a lease this
- * old is a run that stopped (its process gone).
+ * How long a deletion's lease lasts unrenewed. The run working on it renews it before each batch and
+ * on a timer (a fifth of this) while it runs, the blob deletes between batches included, and lets it
+ * go when it fails; a lease this old is a run that stopped (its process gone).
  */
 export const ACCOUNT_DELETION_LEASE_MS = 5 * 60_000;
 
