@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteBoard } from "@/lib/boards/delete-board.ts";
 import { refreshCustomBoard } from "@/lib/boards/refresh-custom-board.ts";
-import { customBoardsIdle, kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
+import { COOKING_BOARDS_PER_START, customBoardsIdle, kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
 import { updateBoard } from "@/lib/boards/update-board.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -79,6 +79,38 @@ describe("custom boards", () => {
     const got = (await ann.get(`${boards(hub)}/${board.id}`)).body.data;
     expect(got.board.status).toBe("active");
     expect(got.slots[0].payload.answer).toMatch(/staging smoke tests/);
+  });
+
+  it("start-up kicks pass over boards of deleted hubs, and boards a kick leaves cooking let the others go first next time", async () => {
+    const waiting = (await ann.post(boards(hub), { title: "Waiting", instruction: "What must happen before a release?" })).body.data.board;
+    await customBoardsIdle();
+    const cooking = { status: "cooking", cardPayload: Prisma.DbNull, cardCiteMemoryIds: [], cardState: null, cardContentUpdatedAt: null, cardCreatedAt: null, cardAskedAt: null };
+    await h.db.customBoard.update({ where: { id: waiting.id }, data: { ...cooking, updatedAt: new Date() } });
+    const ahead = (hubId: string, createdBy: string) =>
+      h.db.customBoard.createMany({
+        data: Array.from({ length: COOKING_BOARDS_PER_START }, (_, i) => ({
+          id: newId(), hubId, createdBy, title: `Stuck ${i}`, instruction: "Anything?", status: "cooking", updatedAt: new Date(Date.now() - 3_600_000 + i),
+        })),
+      });
+    // Boards of a hub marked deleted (its purge not done yet): older than every other, and asked for nothing.
+    const gone = await h.teamHub(ann);
+    await ahead(gone, ann.id);
+    await h.db.hub.update({ where: { id: gone }, data: { deletedAt: new Date() } });
+    kickCookingBoards(h.database);
+    await customBoardsIdle();
+    expect((await h.db.customBoard.findUniqueOrThrow({ where: { id: waiting.id } })).status).toBe("active");
+    await h.db.customBoard.deleteMany({ where: { hubId: gone } });
+
+    // Boards whose creator left the hub: every kick skips them, unchanged.
+    await h.db.customBoard.update({ where: { id: waiting.id }, data: { ...cooking, updatedAt: new Date() } });
+    const left = await h.user("Lee");
+    await ahead(hub, left.id);
+    kickCookingBoards(h.database);
+    await customBoardsIdle();
+    kickCookingBoards(h.database);
+    await customBoardsIdle();
+    expect((await h.db.customBoard.findUniqueOrThrow({ where: { id: waiting.id } })).status).toBe("active");
+    await h.db.customBoard.deleteMany({ where: { createdBy: left.id } });
   });
 
   it("refreshes the card on a dream run, keeps the old answer as a version, and marks it fresh again", async () => {

@@ -52,7 +52,7 @@ function refreshInBackground(boardId: string): Promise<unknown> | undefined {
   return job;
 }
 
-/** Boards a start-up asks again, the longest waiting first; the rest wait for their hub's next dream run. */
+/** Boards a start-up asks again, those least lately asked first; the rest wait for the next start-up or their hub's dream run. */
 export const COOKING_BOARDS_PER_START = 50;
 
 /**
@@ -64,12 +64,21 @@ export const COOKING_BOARDS_PER_START = 50;
 export function kickCookingBoards(database: Database): void {
   const job = (async () => {
     const boards = await database.prisma.customBoard.findMany({
-      where: { status: "cooking" },
-      orderBy: { updatedAt: "asc" },
+      // A hub marked deleted is being purged: its boards go with it, asking them is for nothing.
+      where: { status: "cooking", hub: { deletedAt: null } },
+      // Least lately asked first: a board a refresh leaves as it is (its creator left the hub, the ask
+      // fails) kept its place at the head, and once fifty of those stood there no other was ever asked.
+      orderBy: [{ cardAskedAt: { sort: "asc", nulls: "first" } }, { updatedAt: "asc" }, { id: "asc" }],
       take: COOKING_BOARDS_PER_START,
       select: { id: true },
     });
-    for (const board of boards) await refreshInBackground(board.id);
+    for (const board of boards) {
+      // Stamped on every attempt, whatever the refresh does, so the next start-up asks the others first.
+      // The app's clock, as the refresh's own asked time is: a database clock ahead of it would make the
+      // refresh below take its answer for older than this stamp and drop it. Raw, so updated_at stays.
+      await database.prisma.$executeRaw`UPDATE custom_boards SET card_asked_at = ${new Date()} WHERE id = ${board.id}::uuid AND status = 'cooking'`;
+      await refreshInBackground(board.id);
+    }
   })()
     .catch((error: unknown) => console.error("[engram] boards: the cooking boards could not be asked again at start-up; their next dream run writes them", error))
     .finally(() => running.delete(job));
