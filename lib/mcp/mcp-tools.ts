@@ -81,16 +81,20 @@ function memoryLine(m: MemoryObject, now: Date): string {
   return `- **${m.title}** — ${m.kind ?? "unclassified"}, ${formatAge(new Date(m.created_at), now)}, id \`${m.id}\`${m.summary ? `\n  ${excerpt(m.summary, 200)}` : ""}`;
 }
 
-const recallInput = z.object({
-  query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("What to look for, in natural language"),
-  // Clamped, not refused, as POST /v1/recall does: a model asking for 100 still gets its 50 best.
-  limit: z.coerce
+/** A result count clamped, not refused, as POST /v1/recall and /v1/ask do: a model asking for 100 still gets the 50 best. */
+function clampedLimit(description: string) {
+  return z.coerce
     .number()
     .int()
     .min(1)
     .optional()
     .transform((n) => (n === undefined ? undefined : Math.min(n, RECALL_MAX_LIMIT)))
-    .describe(`Most results to return (default 10; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
+    .describe(description);
+}
+
+const recallInput = z.object({
+  query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("What to look for, in natural language"),
+  limit: clampedLimit(`Most results to return (default 10; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
   topic_id: z.string().uuid().optional().describe("Only memories filed under this topic"),
   hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
   project_context: projectContextSchema.optional().describe("The current repo/project/branch, to rank matching memories higher"),
@@ -285,14 +289,7 @@ async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }
 
 const askInput = z.object({
   query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("The question, in natural language"),
-  // Clamped, not refused, as POST /v1/ask and engram_recall do.
-  limit: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .transform((n) => (n === undefined ? undefined : Math.min(n, RECALL_MAX_LIMIT)))
-    .describe(`Sources to answer from (default ${ASK_DEFAULT_LIMIT}; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
+  limit: clampedLimit(`Sources to answer from (default ${ASK_DEFAULT_LIMIT}; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
   topic_id: z.string().uuid().optional().describe("Only memories filed under this topic"),
   hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
 });
