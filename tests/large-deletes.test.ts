@@ -354,3 +354,23 @@ describe("an older run of an account-data deletion that fails", () => {
     expect(await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).toMatchObject({ dataDeletionRequestedAt: newer, dataDeletionAttempts: 0 });
   });
 });
+
+describe("an older run of an account-data deletion while a newer request's run has stopped", () => {
+  // The older run renewed every mark at or after its own, so it kept the newer request's lease fresh
+  // though that request's process had stopped: the sweep could not take the newer deletion up until the
+  // older run ended, and then only a lease later.
+  it("renews only its own lease, so the sweep takes the newer deletion up", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 3);
+    const older = new Date(Date.now() - 60 * 60_000);
+    const newer = new Date(Date.now() - 30 * 60_000);
+    const stale = new Date(Date.now() - 20 * 60_000);
+    await h.db.user.update({ where: { id: ann.id }, data: { dataDeletionRequestedAt: newer, dataDeletionHeartbeatAt: stale } });
+    // The newer mark is not this run's to clear: it goes on, its batches wanted by the newer mark.
+    expect((await eraseAccountData(h.db, ann.id, older)).finished).toBe(true);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    expect(await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).toMatchObject({ dataDeletionRequestedAt: newer, dataDeletionHeartbeatAt: stale });
+    expect(await resumeAccountDataDeletions(h.db)).toBe(1);
+    expect(await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).toMatchObject({ dataDeletionRequestedAt: null });
+  });
+});

@@ -53,13 +53,15 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
 }
 
 /**
- * Keeps the lease of the run working on the deletion asked for at `requestedAt` (or a later one, which
- * it does too) fresh: a sweep takes a deletion up only once its lease is older than
- * ACCOUNT_DELETION_LEASE_MS. Its own statement, not in a batch's transaction: that holds the user's row
- * shared, and two runs' batches doing so would each wait for the other to write it.
+ * Keeps the lease of the run working on the deletion asked for at `requestedAt` fresh: a sweep takes a
+ * deletion up only once its lease is older than ACCOUNT_DELETION_LEASE_MS. Only its own mark's: a later
+ * request's lease is that request's run, which this run does not finish for it (it leaves a later mark
+ * set), so renewing it kept a stopped request's deletion from the sweep until this run ended.
+ * Its own statement, not in a batch's transaction: that holds the user's row shared, and two runs'
+ * batches doing so would each wait for the other to write it.
  */
 async function renewLease(db: Db, userId: string, requestedAt: Date): Promise<void> {
-  await db.$executeRaw`UPDATE users SET data_deletion_heartbeat_at = now() WHERE id = ${userId}::uuid AND data_deletion_requested_at >= ${requestedAt}`;
+  await db.$executeRaw`UPDATE users SET data_deletion_heartbeat_at = now() WHERE id = ${userId}::uuid AND data_deletion_requested_at = ${requestedAt}`;
 }
 
 /**
