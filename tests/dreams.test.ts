@@ -5,6 +5,7 @@ import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns, runDreamRunOnce } from "@/l
 import { claimDreamRun, executeDreamRun, LostLeaseError } from "@/lib/dreams/run-dream.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
 import { newId } from "@/lib/ids.ts";
+import { onContradictionsFlagged } from "@/lib/notifications/notify.ts";
 import { resolveDreamAction, undoDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { triggerDream } from "@/lib/dreams/trigger-dream.ts";
 import type { HubContext } from "@/lib/api/context.ts";
@@ -920,6 +921,46 @@ describe("what a hard delete leaves of its memory in dream actions", () => {
       expect([resolve.status, resolve.body.error?.code]).toEqual([409, "conflict"]);
       const reopen = await owner.post(`/v1/dreams/actions/${action.id}/undo`);
       expect([reopen.status, reopen.body.error?.code]).toEqual([409, "conflict"]);
+    }
+  });
+
+  // The bell rows of a review name both memories with their titles: a hard delete closed the review and
+  // expired its rows, but every recipient could still read the deleted memory's title in them.
+  it("a hard delete drops the deleted memory's title from the review's notifications, open or decided", async () => {
+    const hubId = await h.teamHub(owner);
+    const hub = await h.db.hub.findUniqueOrThrow({ where: { id: hubId } });
+    const push = async (title: string) => (await owner.post("/v1/memories", { title, content: `${title}: the content.` }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const [a, b, c, d] = [await push("SECRET-TITLE-A"), await push("Title of b"), await push("Title of c"), await push("SECRET-TITLE-D")];
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const reviews = [[a, b], [c, d]].map(([x, y]) => ({
+      id: newId(), runId: run.id, hubId, reason: "they disagree", similarity: 0.9, a: { id: x!, title: x === a ? "SECRET-TITLE-A" : "Title of c" }, b: { id: y!, title: y === d ? "SECRET-TITLE-D" : "Title of b" },
+    }));
+    for (const review of reviews) {
+      await h.db.dreamAction.create({
+        data: { id: review.id, runId: run.id, hubId, actionType: "contradiction", state: "pending_review", sourceMemoryIds: [review.a.id, review.b.id], reason: review.reason, details: {} },
+      });
+    }
+    await onContradictionsFlagged(h.db, { id: hubId, name: hub.name }, reviews, new Date());
+    // The second one decided first: its rows are closed, not expired, and still show the titles.
+    expect((await owner.post(`/v1/dreams/actions/${reviews[1]!.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+    expect((await owner.delete(`/v1/memories/${a}`)).status).toBe(200);
+    const batch = await owner.post("/v1/memories/batch-delete", { ids: [d] });
+    expect(batch.status, batch.text).toBe(200);
+
+    const rows = await h.db.notification.findMany({ where: { sourceId: { in: reviews.map((r) => r.id) } } });
+    expect(rows.length).toBeGreaterThan(0);
+    expect(JSON.stringify(rows.map((row) => row.payload))).not.toMatch(/SECRET/);
+    const listed = await owner.get("/v1/notifications?limit=100");
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.text).not.toMatch(/SECRET/);
+    // The shape stays (ids, a string title); the side still there keeps its title.
+    for (const row of rows) {
+      const payload = row.payload as { memory_a: { id: string; title: string }; memory_b: { id: string; title: string } };
+      if (row.sourceId === reviews[0]!.id) {
+        expect(payload).toMatchObject({ memory_a: { id: a, title: expect.any(String) }, memory_b: { id: b, title: "Title of b" } });
+      } else {
+        expect(payload).toMatchObject({ memory_a: { id: c, title: "Title of c" }, memory_b: { id: d, title: expect.any(String) } });
+      }
     }
   });
 

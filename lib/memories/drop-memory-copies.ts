@@ -3,13 +3,17 @@ import type { DbClient } from "@/lib/db/database.ts";
 /** A contradiction review closed because one of its memories was hard-deleted. */
 export const MEMORY_DELETED_RESOLUTION = "memory_deleted";
 
+/** What a review notification shows for a hard-deleted memory's title. */
+const DELETED_TITLE_JSON = JSON.stringify("(deleted)");
+
 /**
  * What other rows keep of hard-deleted memories goes in the delete's own transaction, so a delete
  * that is "not recoverable" is not recoverable from what any member can still read:
  * - a dream merge's `details.original_content` (the kept memory's content before the model's
  *   rewrite) and a contradiction review's excerpt of the deleted side;
  * - an open review naming the memory closes (`resolved`, `memory_deleted`) with its bell rows
- *   (expired): neither side can be kept or archived once one is gone;
+ *   (expired): neither side can be kept or archived once one is gone; every bell row of a review
+ *   naming it, open or decided, loses its title (`memory_a`/`memory_b` keep the id);
  * - a custom board's card that cites it is emptied (the answer quotes what it cites) and cooks
  *   again, and the versions of its history that cite it go with their verdicts.
  * Each a single statement over the (GIN-indexed) id arrays, however many rows name the memories;
@@ -34,7 +38,17 @@ export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: D
         resolution = CASE WHEN named.state = 'pending_review' THEN ${MEMORY_DELETED_RESOLUTION} ELSE d.resolution END,
         resolved_at = CASE WHEN named.state = 'pending_review' THEN ${now} ELSE d.resolved_at END
         FROM named WHERE d.id = named.id
-      RETURNING d.id::text AS id, named.state AS was
+      RETURNING d.id::text AS id, named.state AS was, d.action_type,
+                d.source_memory_ids[1] = ANY(${memoryIds}::uuid[]) AS a_gone, d.source_memory_ids[2] = ANY(${memoryIds}::uuid[]) AS b_gone
+    ), scrubbed AS (
+      -- The review's bell rows (open or decided) name both sides by title; the deleted side's goes,
+      -- kept a string so the payload keeps its shape (ReviewContradictionPayload).
+      UPDATE notifications n SET payload =
+        CASE WHEN c.b_gone THEN jsonb_set(CASE WHEN c.a_gone THEN jsonb_set(n.payload, '{memory_a,title}', ${DELETED_TITLE_JSON}::jsonb, false) ELSE n.payload END,
+                                          '{memory_b,title}', ${DELETED_TITLE_JSON}::jsonb, false)
+             ELSE CASE WHEN c.a_gone THEN jsonb_set(n.payload, '{memory_a,title}', ${DELETED_TITLE_JSON}::jsonb, false) ELSE n.payload END END
+        FROM changed c
+       WHERE n.kind = 'review_contradiction' AND n.source_id = c.id AND c.action_type = 'contradiction' AND (c.a_gone OR c.b_gone)
     )
     SELECT id FROM changed WHERE was = 'pending_review'`;
   if (closed.length) {
