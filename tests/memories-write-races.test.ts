@@ -18,15 +18,24 @@ afterAll(() => h.close());
 
 const sha256 = (s: string) => createHash("sha256").update(s).digest("hex");
 
+/** Runs `body` with Date frozen at the present (moved only by vi.setSystemTime): writes landing in one millisecond are the point. */
+async function onFrozenClock(body: () => Promise<void>): Promise<void> {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  try {
+    vi.setSystemTime(Date.now());
+    await body();
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
 describe("PATCH against a re-push of the same source_path", () => {
   // A PATCH writes only if updated_at is still the one it read, which works only while every write
   // moves updated_at forward. A re-push wrote its request's start instead: when that was the instant
   // already stored (the same millisecond, or behind a burst of edits that ran updated_at ahead of the
   // clock), the PATCH's write went through on a stale read and put back the old content's hash.
   test("a re-push that lands between a PATCH's read and its write makes the PATCH read again", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    try {
-      vi.setSystemTime(Date.now());
+    await onFrozenClock(async () => {
       const created = (await ann.post("/v1/memories", { content: "version one of the notes", source_path: "notes/race.md" })).body.data;
       const push = async () => {
         const res = await ann.post("/v1/memories", { content: "version two of the notes", source_path: "notes/race.md" });
@@ -39,9 +48,7 @@ describe("PATCH against a re-push of the same source_path", () => {
       expect(row.content).toBe("version two of the notes");
       expect(row.contentHash).toBe(sha256("version two of the notes"));
       expect(row.tags).toEqual(["edited"]);
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 });
 
@@ -51,9 +58,7 @@ describe("PATCH against a dream's archive or a move in the same millisecond", ()
   // the instant the PATCH read (or behind it, after an edit burst), the PATCH went through on its stale
   // read and wrote back the state (and everything else) it had read.
   test("a dream archiving the memory between a PATCH's read and its write makes the PATCH read again", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    try {
-      vi.setSystemTime(Date.now());
+    await onFrozenClock(async () => {
       const hubId = await h.teamHub(ann);
       const push = async (content: string) => (await ann.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
       const older = await push("Use pnpm, not npm, for installing dependencies in the web repo.");
@@ -70,15 +75,11 @@ describe("PATCH against a dream's archive or a move in the same millisecond", ()
       await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], dream)), older, { tags: ["edited"] });
       const row = await h.db.memory.findUniqueOrThrow({ where: { id: older } });
       expect(row).toMatchObject({ state: "archived", supersededBy: newer, tags: ["edited"] });
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   }, 60_000);
 
   test("a move after an edit burst, between a PATCH's read and its write, does not let the PATCH undo the edits", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    try {
-      vi.setSystemTime(Date.now());
+    await onFrozenClock(async () => {
       const hubId = await h.teamHub(ann);
       const topic = (await ann.post("/v1/topics", { name: "Tooling", hub_id: hubId })).body.data.id as string;
       const id = (await ann.post("/v1/memories", { content: "The build uses esbuild." }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
@@ -91,9 +92,7 @@ describe("PATCH against a dream's archive or a move in the same millisecond", ()
       await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], others)), id, { tags: ["edited"] });
       const row = await h.db.memory.findUniqueOrThrow({ where: { id } });
       expect(row).toMatchObject({ state: "archived", topicId: topic, tags: ["edited"] });
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 });
 
@@ -102,9 +101,7 @@ describe("PATCH against an undo or a topic filing in the same millisecond", () =
   // the instant the PATCH read, the PATCH's write went through on its stale read and put back the
   // state (or topic) it had read.
   test("an undo restoring an archived memory between a PATCH's read and its write makes the PATCH read again", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    try {
-      vi.setSystemTime(Date.now());
+    await onFrozenClock(async () => {
       const hubId = await h.teamHub(ann);
       const id = (await ann.post("/v1/memories", { content: "Deploys go out on Tuesdays." }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
       const now = new Date();
@@ -117,15 +114,11 @@ describe("PATCH against an undo or a topic filing in the same millisecond", () =
       const undo = async () => expect((await ann.post(`/v1/dreams/actions/${action.id}/undo`)).status).toBe(200);
       await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], undo)), id, { tags: ["edited"] });
       expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ state: "active", tags: ["edited"] });
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 
   test("a filing after an edit burst, between a PATCH's read and its write, does not let the PATCH undo the edits", async () => {
-    vi.useFakeTimers({ toFake: ["Date"] });
-    try {
-      vi.setSystemTime(Date.now());
+    await onFrozenClock(async () => {
       const hubId = await h.teamHub(ann);
       const topic = (await ann.post("/v1/topics", { name: "Releases", hub_id: hubId })).body.data.id as string;
       const id = (await ann.post("/v1/memories", { content: "Releases are tagged from main." }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
@@ -137,8 +130,6 @@ describe("PATCH against an undo or a topic filing in the same millisecond", () =
       };
       await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], others)), id, { title: "Release tags" });
       expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ topicId: topic, title: "Release tags", tags: ["burst"] });
-    } finally {
-      vi.useRealTimers();
-    }
+    });
   });
 });
