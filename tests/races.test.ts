@@ -14,6 +14,8 @@ import { stalledLock } from "./support/stalled-lock.ts";
 import pg from "pg";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { takeMemoriesToResend } from "@/lib/processing/take-memories-to-resend.ts";
+import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
+import { setEmbedder } from "@/lib/ai/embedder.ts";
 
 /**
  * Races that only a server with several connections can lose (issue 16). Every request goes through
@@ -405,6 +407,58 @@ describe("a re-push that only retitles a Chinese note", () => {
     const [chunk] = await h.database.sql.query<{ vec: string }>(`SELECT search_vector::text AS vec FROM chunks WHERE memory_id = $1`, [id]);
     expect(chunk!.vec).toContain("'pressur'");
     expect(chunk!.vec).toContain("'valv'");
+  });
+});
+
+describe("a rename racing the processing job that writes the chunks", () => {
+  /**
+   * A PATCH title re-indexes the stored chunks with their Chinese words' glosses, worked out from the
+   * chunks as they were before its transaction. A job that wrote the chunks in between (here the first
+   * processing, which wrote them where there were none) left the PATCH glossing texts that were gone:
+   * the chunks were re-indexed without glosses, and an English word only the glosses hold missed the
+   * memory until it was processed again. A second connection holds the memory's row so that the job
+   * waits to write its chunks, then the PATCH waits behind it, having read the chunks already.
+   */
+  it.skipIf(!testPostgres())("the chunks end with the new title and their glosses", async () => {
+    const own = await h.user("Rounds");
+    const content = "每周检查一次安全阀。";
+    const id = (await own.post("/v1/memories", { content })).body.data.id as string;
+    const now = new Date();
+    const claim = (await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 }))!;
+    const holder = new pg.Client({ connectionString: h.url });
+    const watcher = new pg.Client({ connectionString: h.url });
+    await Promise.all([holder.connect(), watcher.connect()]);
+    const waiting = async (n: number) => {
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await watcher.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        if (rows[0]!.n >= n) return;
+        if (waited > 20_000) throw new Error(`${rows[0]!.n} of ${n} connections waited for the memory's row`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    setEmbedder(null);
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [id]);
+      const job = processMemory(h.db, claim, { maxAttempts: 3, retryBaseMs: 10 });
+      await waiting(1);
+      const patch = own.patch(`/v1/memories/${id}`, { title: "Pressure rounds" });
+      await waiting(2);
+      await holder.query("ROLLBACK");
+      expect(await job).toEqual({ status: "done" });
+      const res = await patch;
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    } finally {
+      setEmbedder(undefined);
+      await holder.end();
+      await watcher.end();
+    }
+    const chunks = await h.database.sql.query<{ vec: string }>(`SELECT search_vector::text AS vec FROM chunks WHERE memory_id = $1`, [id]);
+    expect(chunks).toHaveLength(1);
+    expect(chunks[0]!.vec).toContain("'pressur'");
+    expect(chunks[0]!.vec).toContain("'valv'");
   });
 });
 

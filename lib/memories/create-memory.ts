@@ -300,11 +300,8 @@ async function reingest(
   });
   if (contentChanged) await assertGrowth(tx, existing, input.content);
   // Same content, new title: the chunks' lexical entries carry the title (as a PATCH does). Their glosses
-  // were worked out before the transaction; only when the memory at the path changed since (rare) here.
-  else if (memory.title !== existing.title) {
-    const byText = glosses?.memoryId === existing.id ? glosses.byText : await chunkGlosses(tx, existing.id);
-    await retitleChunks(tx, existing.id, byText);
-  }
+  // were worked out before the transaction; those of chunks not glossed then, retitleChunks works out here.
+  else if (memory.title !== existing.title) await retitleChunks(tx, existing.id, glosses?.memoryId === existing.id ? glosses.byText : new Map());
   return memory;
 }
 

@@ -70,28 +70,31 @@ export async function storedChunkVectors(db: DbClient, memoryId: string): Promis
 /**
  * The English glosses of a memory's chunks that have Chinese text, keyed by the text they were made
  * from (heading path and content): what retitleChunks needs, worked out before its transaction (the
- * first Chinese text a process meets loads the dictionary, gloss-han.ts). Only non-ASCII chunks are read.
+ * first Chinese text a process meets loads the dictionary, gloss-han.ts). Only non-ASCII chunks are
+ * read, and only texts `known` has no entry for are glossed ("" for one with no Chinese words).
  */
-export async function chunkGlosses(db: DbClient, memoryId: string): Promise<Map<string, string>> {
+export async function chunkGlosses(db: DbClient, memoryId: string, known: Map<string, string> = new Map()): Promise<Map<string, string>> {
   const rows = await db.$queryRaw<{ heading_chain: string; content: string }[]>`
     SELECT heading_chain, content FROM chunks
     WHERE memory_id = ${memoryId}::uuid AND (content ~ '[^\x01-\x7f]' OR heading_chain ~ '[^\x01-\x7f]')`;
-  const glosses = new Map<string, string>();
+  const glosses = new Map(known);
   for (const row of rows) {
     const text = row.heading_chain ? `${row.heading_chain}\n${row.content}` : row.content;
-    const gloss = await hanGlossWords(text);
-    if (gloss) glosses.set(text, gloss);
+    if (!glosses.has(text)) glosses.set(text, await hanGlossWords(text));
   }
   return glosses;
 }
 
 /**
  * Rewrites the lexical entries of a memory's chunks with its current title (read in the caller's
- * transaction, after its update of the title): a new title re-indexes what the chunks already hold,
- * with no model and no pipeline run. A chunk whose text has no entry in `glosses` (none, or written
- * by a job since they were worked out) is indexed without glosses until its next processing.
+ * transaction, after its update of the title, which holds the memory's row): a new title re-indexes
+ * what the chunks already hold, with no model and no pipeline run. `glosses` were worked out before
+ * that transaction; a chunk a job wrote since (its text not among them) is glossed here, under the
+ * row lock a job needs to write chunks: indexed without its glosses, it missed every English question
+ * only they answered until the memory was processed again.
  */
-export async function retitleChunks(tx: DbClient, memoryId: string, glosses: Map<string, string>): Promise<void> {
+export async function retitleChunks(tx: DbClient, memoryId: string, known: Map<string, string>): Promise<void> {
+  const glosses = await chunkGlosses(tx, memoryId, known);
   await tx.$executeRaw`
     UPDATE chunks AS c SET search_vector = v.vec, search_length = engram_tsvector_length(v.vec)
     FROM (
