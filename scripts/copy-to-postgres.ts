@@ -4,7 +4,7 @@
 // DATABASE_URL. See docs/operations.md.
 import pg from "pg";
 import { defaultDataDir, openDatabase } from "../lib/db/database.ts";
-import { copyToPostgres } from "../lib/db/copy-to-postgres.ts";
+import { copyToPostgres, CopyOutcomeUnknownError } from "../lib/db/copy-to-postgres.ts";
 
 /**
  * The target as the log names it, without its password, read by pg's own parser: `new URL` refuses a
@@ -40,6 +40,8 @@ async function main() {
 }
 
 main().catch((error) => {
-  console.error(`copy failed: ${error instanceof Error ? error.message : String(error)}`);
+  // Not "failed": the copy may be in the target, and the message says how to tell.
+  if (error instanceof CopyOutcomeUnknownError) console.error(`copy outcome unknown: ${error.message}`);
+  else console.error(`copy failed: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });

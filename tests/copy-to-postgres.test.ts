@@ -198,6 +198,48 @@ describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () =
     }
   });
 
+  it("a connection lost during the COMMIT says the copy's outcome is unknown and how to check, not that nothing was copied", async () => {
+    const url = await newTarget();
+    const killer = new pg.Client({ connectionString: url });
+    await killer.connect();
+    try {
+      // The COMMIT waits for a lock this connection holds: a deferred trigger runs at commit, armed by the
+      // copy's first index rebuild (an event trigger), so the copy's backend can be cut during its COMMIT.
+      await killer.query(`
+        CREATE SCHEMA gate;
+        CREATE TABLE gate.armed (n int);
+        CREATE FUNCTION gate.hold() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_advisory_lock(7007); RETURN NULL; END $$;
+        CREATE CONSTRAINT TRIGGER at_commit AFTER INSERT ON gate.armed DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION gate.hold();
+        CREATE FUNCTION gate.arm() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO gate.armed VALUES (1); END $$;
+        CREATE EVENT TRIGGER arm_commit_gate ON ddl_command_end WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION gate.arm();
+        SELECT pg_advisory_lock(7007);`);
+      const copy = copyToPostgres(h.database.sql, url);
+      const outcome = copy.then(
+        () => undefined,
+        (error: Error) => error,
+      );
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await killer.query<{ pid: number; query: string }>(
+          `SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event = 'advisory'`,
+        );
+        if (rows.length) {
+          expect(rows[0]!.query).toBe("COMMIT");
+          await killer.query(`SELECT pg_terminate_backend($1)`, [rows[0]!.pid]);
+          break;
+        }
+        if (waited > 30_000) throw new Error("the copy never reached its COMMIT");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const error = await outcome;
+      expect(error).toBeInstanceOf(Error);
+      expect(error!.message).not.toMatch(/nothing was copied/);
+      expect(error!.message).toMatch(/^the connection to the target database was lost during its COMMIT .*whether the copy was committed is unknown/);
+      expect(error!.message).toMatch(/SELECT count\(\*\) FROM users/);
+    } finally {
+      await killer.end();
+    }
+  });
+
   it("npm run db:copy-to-postgres takes the Unix-socket URL docs/operations.md recommends on the same host", async ({ skip }) => {
     const url = new URL(await newTarget());
     const probe = await openDatabase({ url: url.toString(), migrate: false });

@@ -20,6 +20,12 @@ export interface CopyTableResult {
   rows: number;
 }
 
+/**
+ * The connection went while the COMMIT was under way: the server may have committed the copy before
+ * the answer was lost, or not. Nothing on the client tells which; the target does.
+ */
+export class CopyOutcomeUnknownError extends Error {}
+
 export interface CopyToPostgresOptions {
   /** Called after each table (progress for the command line). */
   onTable?: (result: CopyTableResult) => void;
@@ -50,6 +56,7 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
     lost ??= error;
   });
   await target.connect();
+  let committing = false;
   let committed = false;
   try {
     await target.query("BEGIN");
@@ -93,6 +100,7 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
         [ident(table_name), column_name],
       );
     }
+    committing = true;
     await target.query("COMMIT");
     committed = true;
     // The planner's statistics, which autovacuum would also gather in time: failing here leaves the copy whole.
@@ -108,6 +116,13 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
       () => false,
     );
     // No connection to roll back on: the server drops the uncommitted transaction with it.
+    if (!rolledBack && committing && !committed) {
+      throw new CopyOutcomeUnknownError(
+        `the connection to the target database was lost during its COMMIT (${(lost ?? (error as Error)).message}): whether the copy was committed is unknown. ` +
+          `Check the target: if SELECT count(*) FROM users there finds the source's users, the copy is complete (every table's rows were counted before the COMMIT); ` +
+          `if it finds none, the copy was rolled back and can run again into the same database`,
+      );
+    }
     if (!rolledBack && !committed) {
       throw new Error(`the connection to the target database was lost (${(lost ?? (error as Error)).message}); nothing was copied`);
     }
