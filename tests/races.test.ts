@@ -15,7 +15,10 @@ import pg from "pg";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { takeMemoriesToResend } from "@/lib/processing/take-memories-to-resend.ts";
 import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
-import { setEmbedder } from "@/lib/ai/embedder.ts";
+import { EMBEDDING_DIMENSIONS, setEmbedder } from "@/lib/ai/embedder.ts";
+import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 
 /**
  * Races that only a server with several connections can lose (issue 16). Every request goes through
@@ -49,6 +52,16 @@ async function hammer(workers: number, stop: () => boolean, send: (i: number) =>
     }),
   );
   return sent;
+}
+
+/** Waits until `n` connections to the test database wait for a lock (read afresh each time by `watcher`, outside any transaction). */
+async function lockWaiters(watcher: pg.Client, n: number) {
+  for (let waited = 0; ; waited += 20) {
+    const { rows } = await watcher.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+    if (rows[0]!.n >= n) return;
+    if (waited > 20_000) throw new Error(`${rows[0]!.n} of ${n} connections waited for a lock`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 it("runs on the database the run asked for", async () => {
@@ -428,24 +441,14 @@ describe("a rename racing the processing job that writes the chunks", () => {
     const holder = new pg.Client({ connectionString: h.url });
     const watcher = new pg.Client({ connectionString: h.url });
     await Promise.all([holder.connect(), watcher.connect()]);
-    const waiting = async (n: number) => {
-      for (let waited = 0; ; waited += 20) {
-        const { rows } = await watcher.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-        );
-        if (rows[0]!.n >= n) return;
-        if (waited > 20_000) throw new Error(`${rows[0]!.n} of ${n} connections waited for the memory's row`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    };
     setEmbedder(null);
     try {
       await holder.query("BEGIN");
       await holder.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [id]);
       const job = processMemory(h.db, claim, { maxAttempts: 3, retryBaseMs: 10 });
-      await waiting(1);
+      await lockWaiters(watcher, 1);
       const patch = own.patch(`/v1/memories/${id}`, { title: "Pressure rounds" });
-      await waiting(2);
+      await lockWaiters(watcher, 2);
       await holder.query("ROLLBACK");
       expect(await job).toEqual({ status: "done" });
       const res = await patch;
@@ -459,6 +462,59 @@ describe("a rename racing the processing job that writes the chunks", () => {
     expect(chunks).toHaveLength(1);
     expect(chunks[0]!.vec).toContain("'pressur'");
     expect(chunks[0]!.vec).toContain("'valv'");
+  });
+});
+
+describe("a rename racing the job that finishes reading a link", () => {
+  /**
+   * A link waits in state `processing` until its page is indexed; the job's last write makes it
+   * `active`. That write leaves updated_at alone, so a PATCH title that read the row before it passed
+   * its conditional write after it and wrote the state it had read back: the memory stayed
+   * `processing` for good (processing_status done), and every later PATCH of its state was refused.
+   * The job waits for a second connection's hold on the row between its index and complete steps.
+   */
+  it.skipIf(!testPostgres())("the memory ends active, with the new title", async () => {
+    const own = await h.user("Linker");
+    const page = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<html><head><title>Tides</title></head><body><p>High water at noon.</p></body></html>"));
+    await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
+    const port = (page.address() as AddressInfo).port;
+    const holder = new pg.Client({ connectionString: h.url });
+    const watcher = new pg.Client({ connectionString: h.url });
+    await Promise.all([holder.connect(), watcher.connect()]);
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${port}`] });
+    try {
+      const created = await own.post("/v1/memories", { content: `http://127.0.0.1:${port}/tides`, content_type: "link" });
+      const id = created.body.data.id as string;
+      expect(created.body.data.state).toBe("processing");
+      const now = new Date();
+      const claim = (await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 }))!;
+      // The page is read and stored by now: the row is held before the job's last write.
+      setEmbedder({
+        id: "local:holding",
+        dimensions: EMBEDDING_DIMENSIONS,
+        embed: async (texts) => {
+          await holder.query("BEGIN");
+          await holder.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [id]);
+          return texts.map(() => [1, ...new Array<number>(EMBEDDING_DIMENSIONS - 1).fill(0)]);
+        },
+      });
+      const job = processMemory(h.db, claim, { maxAttempts: 3, retryBaseMs: 10 });
+      await lockWaiters(watcher, 1);
+      const patch = own.patch(`/v1/memories/${id}`, { title: "Harbour tides" });
+      await lockWaiters(watcher, 2);
+      await holder.query("ROLLBACK");
+      expect(await job).toEqual({ status: "done" });
+      const res = await patch;
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      const memory = (await own.get(`/v1/memories/${id}`)).body.data;
+      expect(memory).toMatchObject({ title: "Harbour tides", processing_status: "done", state: "active" });
+    } finally {
+      setEmbedder(undefined);
+      setLinkFetchPolicyForTests(undefined);
+      await holder.end();
+      await watcher.end();
+      await new Promise((resolve) => page.close(resolve));
+    }
   });
 });
 

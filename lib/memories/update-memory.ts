@@ -114,14 +114,20 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         titleDerived: input.title !== undefined ? false : memory.titleDerived,
         ...(contentChanged && { content }),
         contentHash: hash,
-        contentType,
+        // State, kind, stability and content type only when this edit sets or works them out: the job
+        // writes them (a link `active` once read, its guesses) without moving updated_at, so a value
+        // written back as read undid a job's write that landed in between, and a link stayed
+        // `processing` for good.
+        ...(input.content_type !== undefined && { contentType }),
         tags: input.tags ?? memory.tags,
         hint,
-        kind,
+        ...((input.kind !== undefined || (reclassify && !kindLocked)) && { kind }),
         kindLocked,
-        stability,
+        ...((input.stability !== undefined || (reclassify && !stabilityLocked)) && { stability }),
         stabilityLocked,
-        state: becomesLink && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state),
+        ...((input.state !== undefined || becomesLink) && {
+          state: becomesLink && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state),
+        }),
         ...(becomesLink && { extractedAt: null, extractionError: null }),
         // The old version's summary may quote what the edit took out; the summarise step writes the new one.
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
