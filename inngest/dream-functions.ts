@@ -1,3 +1,4 @@
+import { refreshCustomBoard } from "@/lib/boards/refresh-custom-board.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
@@ -77,6 +78,20 @@ export const dreamRunFunction = inngest.createFunction(
       const database = await getDatabase();
       return finishDreamRun({ db: database.prisma, sql: database.sql, config }, runId, owner, timedOut);
     });
+    // The hub's custom boards, one step each: one step for all held a worker for up to ten model answers
+    // (ENGRAM_ASK_MODEL_TIMEOUT_MS each), and a retry asked every board again.
+    const boards = await step.run("boards", async () => {
+      const database = await getDatabase();
+      const run = await database.prisma.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { hubId: true } });
+      const rows = await database.prisma.customBoard.findMany({ where: { hubId: run.hubId, status: { not: "paused" } }, orderBy: { id: "asc" }, select: { id: true } });
+      return rows.map((row) => row.id);
+    });
+    for (const boardId of boards) {
+      await step.run(`board-${boardId}`, async () => {
+        await refreshCustomBoard(await getDatabase(), boardId, runId).catch((error: unknown) => console.error(`[engram] boards: board ${boardId} could not be refreshed`, error));
+        return null;
+      });
+    }
     return { status };
   },
 );

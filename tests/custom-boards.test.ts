@@ -123,6 +123,7 @@ describe("custom boards", () => {
     await push(ann, "# Rollback\nA bad deploy is rolled back with kubectl rollout undo deployment/api.");
     const run = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hub } });
     expect(await runDreamRunOnce(h.db, run.body.data.run_id)).toBe(true);
+    await customBoardsIdle();
     const slot = (await ann.get(`${boards(hub)}/${board.id}`)).body.data.slots[0];
     expect(slot).toMatchObject({ state: "fresh", dream_run_id: run.body.data.run_id });
     expect(slot.payload.answer).toMatch(/kubectl rollout undo/);
@@ -163,6 +164,7 @@ describe("custom boards", () => {
     await push(ann, "# Rollback drill\nEvery Friday the on-call engineer rehearses rolling back a bad deploy on staging with kubectl rollout undo.");
     const run = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hub } });
     expect(await runDreamRunOnce(h.db, run.body.data.run_id)).toBe(true);
+    await customBoardsIdle();
     const slot = (await cal.get(`${boards(hub)}/${board.id}`)).body.data.slots[0];
     expect(slot.state).toBe("fresh");
     expect(slot.resolution).toBeUndefined();

@@ -1,13 +1,27 @@
 import { getDatabase, type Database } from "@/lib/db/database.ts";
 import { refreshCustomBoard } from "./refresh-custom-board.ts";
 
+interface Refreshing {
+  again: boolean;
+  /** The dream run the next answer is written for (null: a kick of the board itself). */
+  dreamRunId: string | null;
+}
+
+interface AfterDreams {
+  waiting: Map<string, string>;
+  draining?: Promise<void>;
+}
+
 const globalForBoards = globalThis as unknown as {
   __engramBoardRefreshes?: Set<Promise<unknown>>;
-  __engramBoardRefreshing?: Map<string, { again: boolean }>;
+  __engramBoardRefreshing?: Map<string, Refreshing>;
+  __engramBoardsAfterDreams?: AfterDreams;
 };
 const running = (globalForBoards.__engramBoardRefreshes ??= new Set());
 /** Boards with a refresh running in this process, and whether they were kicked again meanwhile. */
 const refreshing = (globalForBoards.__engramBoardRefreshing ??= new Map());
+/** Boards dream runs asked to refresh, in the order asked (board id → the latest run), and the one drain asking them. */
+const afterDreams = (globalForBoards.__engramBoardsAfterDreams ??= { waiting: new Map<string, string>() });
 
 /**
  * Writes a new or rewritten board's first card in the background, so it does not wait for the next
@@ -23,20 +37,21 @@ export function kickCustomBoard(boardId: string): void {
 }
 
 /** The refresh kickCustomBoard starts, to wait for; none when one was running already (it runs once more). */
-function refreshInBackground(boardId: string): Promise<unknown> | undefined {
+function refreshInBackground(boardId: string, dreamRunId: string | null = null): Promise<unknown> | undefined {
   const current = refreshing.get(boardId);
   if (current) {
     current.again = true;
+    current.dreamRunId = dreamRunId ?? current.dreamRunId;
     return undefined;
   }
-  const state = { again: false };
+  const state: Refreshing = { again: false, dreamRunId };
   refreshing.set(boardId, state);
   const job = (async () => {
     try {
       const database = await getDatabase();
       for (;;) {
         state.again = false;
-        await refreshCustomBoard(database, boardId).catch((error: unknown) =>
+        await refreshCustomBoard(database, boardId, state.dreamRunId).catch((error: unknown) =>
           console.error(`[engram] boards: board ${boardId} could not be written now; the next dream run writes it`, error),
         );
         // Checked and released in one step, so a kick now either sees the board free or is run here.
@@ -50,6 +65,40 @@ function refreshInBackground(boardId: string): Promise<unknown> | undefined {
   })().finally(() => running.delete(job));
   running.add(job);
   return job;
+}
+
+/**
+ * After a dream run: every board of its hub that is not paused is answered again, in the background.
+ * Awaited by the run, ten boards of up to ENGRAM_ASK_MODEL_TIMEOUT_MS each held the process's one dream
+ * worker for half an hour, every other hub's run queued behind them. Boards of every run wait in one
+ * queue, asked one at a time, so runs ending together do not put all their questions to the chat model
+ * at once; a board asked again before its turn keeps its place and is written for the latest run. If
+ * this process stops first, the hub's next dream run writes them.
+ */
+export async function kickBoardsAfterDream(database: Database, hubId: string, dreamRunId: string): Promise<void> {
+  const boards = await database.prisma.customBoard.findMany({ where: { hubId, status: { not: "paused" } }, orderBy: { id: "asc" }, select: { id: true } });
+  for (const board of boards) afterDreams.waiting.set(board.id, dreamRunId);
+  drainAfterDreams();
+}
+
+function drainAfterDreams(): void {
+  if (afterDreams.draining || afterDreams.waiting.size === 0) return;
+  const job = (async () => {
+    for (let next = afterDreams.waiting.entries().next(); !next.done; next = afterDreams.waiting.entries().next()) {
+      const [boardId, runId] = next.value;
+      afterDreams.waiting.delete(boardId);
+      await refreshInBackground(boardId, runId);
+    }
+  })()
+    .catch((error: unknown) => console.error("[engram] boards: boards could not be refreshed after a dream run; the next dream run writes them", error))
+    .finally(() => {
+      afterDreams.draining = undefined;
+      running.delete(job);
+      // Boards queued between the loop's last look and now.
+      drainAfterDreams();
+    });
+  afterDreams.draining = job;
+  running.add(job);
 }
 
 /** Boards a start-up asks again, those least lately asked first; the rest wait for the next start-up or their hub's dream run. */

@@ -109,11 +109,3 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
   if (result !== CITED_GONE) return result;
   return tries > 1 ? refreshCustomBoard(database, boardId, dreamRunId, tries - 1) : "skipped";
 }
-
-/** After a dream run: every custom board of the hub that is not paused gets its card refreshed. */
-export async function refreshCustomBoards(database: Database, hubId: string, dreamRunId: string | null): Promise<void> {
-  const boards = await database.prisma.customBoard.findMany({ where: { hubId, status: { not: "paused" } }, select: { id: true } });
-  for (const board of boards) {
-    await refreshCustomBoard(database, board.id, dreamRunId).catch((error: unknown) => console.error(`[engram] boards: board ${board.id} could not be refreshed`, error));
-  }
-}

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { kickBoardsAfterDream } from "@/lib/boards/kick-custom-board.ts";
 import { getDatabase, type Db } from "@/lib/db/database.ts";
 import { inngestEnabled } from "@/lib/processing/processing-config.ts";
 import { dreamConfig, type DreamConfig } from "./dream-config.ts";
@@ -51,6 +52,11 @@ export async function runDreamRunOnce(db: Db, runId: string, options: { owner?: 
   if (!(await claimDreamRun(db, runId, owner, new Date(), config.staleRunMs))) return false;
   try {
     await executeDreamRun({ db, sql: database.sql, config }, runId, owner);
+    // In the background: the next run need not wait for the chat model to answer every board.
+    const run = await db.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { hubId: true } });
+    await kickBoardsAfterDream(database, run.hubId, runId).catch((error: unknown) =>
+      console.error(`[engram] dreams: run ${runId} could not ask its hub's boards again; the next run does`, error),
+    );
   } catch (error) {
     if (error instanceof LostLeaseError) return false;
     console.error(`[engram] dreams: run ${runId} failed`, error);

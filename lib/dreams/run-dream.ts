@@ -1,5 +1,4 @@
-import { refreshCustomBoards } from "@/lib/boards/refresh-custom-board.ts";
-import { getDatabase, type Db, type SqlRunner } from "@/lib/db/database.ts";
+import type { Db, SqlRunner } from "@/lib/db/database.ts";
 import { chatModel, mergeWithModel, MERGE_MAX_INPUT_CHARS, nameTopicWithModel } from "@/lib/ai/chat-model.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { newId } from "@/lib/ids.ts";
@@ -571,7 +570,7 @@ export async function finishDreamRun(deps: DreamDeps, runId: string, owner: stri
     return true;
   });
   if (!done) throw new LostLeaseError(`dream run ${runId} is no longer held by ${owner}`);
-  // Custom boards answer their instruction again from what the hub now holds (failures are logged per board).
-  await refreshCustomBoards(await getDatabase(), run.hubId, runId);
+  // The hub's custom boards are answered again by the worker, each on its own (kickBoardsAfterDream, the
+  // Inngest function's board steps): awaited here, they held the worker for up to ten model answers.
   return status;
 }

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InngestTestEngine } from "@inngest/test";
+import { dreamRunFunction } from "@/inngest/dream-functions.ts";
+import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
+import { DREAM_RUN_EVENT, DreamRunner } from "@/lib/dreams/dream-runner.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
+import { newId } from "@/lib/ids.ts";
+import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
+import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
+
+// Custom boards answered again after a dream run, against the other background work of the process.
+
+let h: Harness;
+let ann: Client;
+let chat: FakeOpenAiChat;
+const saved = { ...process.env };
+const MODEL_ENV = ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"];
+/** How long the fake model takes over each board's answer. */
+const ANSWER_MS = 400;
+
+async function pushTo(hubId: string, content: string) {
+  const res = await ann.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data.id as string;
+}
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000) {
+  for (let waited = 0; !(await check()); waited += 20) {
+    if (waited > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+beforeAll(async () => {
+  h = await createHarness();
+  await startBackgroundProcessing();
+  ann = await h.user("Ann");
+  // Board answers (streamed) take their time; the pipeline's and the dream's structured calls do not.
+  chat = await startFakeOpenAiChat(async (schema, body) => {
+    if (body.stream) await new Promise((resolve) => setTimeout(resolve, ANSWER_MS));
+    return schema === "memory_classification" ? { kind: "semantic", stability: "evolving" } : schema === "topic_name" ? { name: "Releases" } : { summary: "A note." };
+  });
+});
+afterAll(async () => {
+  await customBoardsIdle();
+  stopBackgroundProcessing();
+  for (const key of MODEL_ENV) {
+    if (saved[key] === undefined) delete process.env[key];
+    else process.env[key] = saved[key];
+  }
+  await chat?.close();
+  await h?.close();
+});
+
+describe("board refreshes after a dream run", () => {
+  it("do not hold the dream worker: another hub's run and a new memory are done before the last board is answered", async () => {
+    const busy = await h.teamHub(ann);
+    const other = await h.teamHub(ann);
+    await waitProcessed(h.db, ann, await pushTo(busy, "# Release checklist\nBefore a release the staging smoke tests must pass."));
+    await waitProcessed(h.db, ann, await pushTo(other, "# Rollback\nA bad deploy is rolled back with kubectl rollout undo."));
+    // Ten boards, written straight to the database so that no create kicks them.
+    const boardIds = Array.from({ length: 10 }, () => newId());
+    await h.db.customBoard.createMany({
+      data: boardIds.map((id, i) => ({ id, hubId: busy, createdBy: ann.id, title: `Board ${i}`, instruction: `What must happen before release ${i}?`, status: "active" })),
+    });
+    Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: chat.url });
+    const runner = new DreamRunner({ db: async () => h.db, schedule: false, exclusiveDatabase: true });
+    try {
+      const first = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": busy } });
+      expect(first.status, first.text).toBe(202);
+      runner.enqueue(first.body.data.run_id);
+      // The first board's answer is on its way.
+      await until(async () => chat.requests.some((body) => body.stream), "the first board's answer");
+      const second = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": other } });
+      expect(second.status, second.text).toBe(202);
+      runner.enqueue(second.body.data.run_id);
+      const memoryId = await pushTo(busy, "# Staging\nThe staging cluster is rebuilt every Monday.");
+      await waitProcessed(h.db, ann, memoryId);
+      const answeredOnceProcessed = await h.db.customBoard.count({ where: { id: { in: boardIds }, cardAskedAt: { not: null } } });
+      expect(answeredOnceProcessed).toBeLessThan(boardIds.length);
+      await until(
+        async () => ["completed", "partial_failed"].includes((await h.db.dreamRun.findUniqueOrThrow({ where: { id: second.body.data.run_id } })).status),
+        "the other hub's dream run",
+      );
+      const answered = await h.db.customBoard.count({ where: { id: { in: boardIds }, cardAskedAt: { not: null } } });
+      expect(answered).toBeLessThan(boardIds.length);
+      await runner.idle();
+      await customBoardsIdle();
+      // Every board is still answered, by the run that refreshed it.
+      const written = await h.db.customBoard.findMany({ where: { id: { in: boardIds } }, select: { cardDreamRunId: true, cardPayload: true } });
+      expect(written.map((b) => b.cardDreamRunId)).toEqual(boardIds.map(() => first.body.data.run_id));
+      expect(written.every((b) => b.cardPayload !== null)).toBe(true);
+    } finally {
+      runner.stop();
+      for (const key of MODEL_ENV) delete process.env[key];
+    }
+  });
+
+  it("with Inngest, each board is a step of its own after the run's finish, written for that run", async () => {
+    const hubId = await h.teamHub(ann);
+    await waitProcessed(h.db, ann, await pushTo(hubId, "# Release checklist\nBefore a release the changelog is written."));
+    const boardIds = [newId(), newId()];
+    await h.db.customBoard.createMany({
+      data: boardIds.map((id, i) => ({ id, hubId, createdBy: ann.id, title: `Board ${i}`, instruction: "What must happen before a release?", status: "active" })),
+    });
+    const runId = (await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
+    const { result, ctx } = await new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] }).execute();
+    expect(result).toEqual({ status: "completed" });
+    for (const id of boardIds) expect(ctx.step.run).toHaveBeenCalledWith(`board-${id}`, expect.any(Function));
+    const written = await h.db.customBoard.findMany({ where: { id: { in: boardIds } }, select: { cardDreamRunId: true, status: true } });
+    expect(written).toEqual(boardIds.map(() => ({ cardDreamRunId: runId, status: "active" })));
+  });
+});
