@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import { dreamRunFunction } from "@/inngest/dream-functions.ts";
-import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
+import { customBoardsIdle, kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
 import { DREAM_RUN_EVENT, DreamRunner } from "@/lib/dreams/dream-runner.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { newId } from "@/lib/ids.ts";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
+import { startFakeChat } from "./support/openai-stream-fake.ts";
 
 // Custom boards answered again after a dream run, against the other background work of the process.
 
@@ -109,5 +110,35 @@ describe("board refreshes after a dream run", () => {
     for (const id of boardIds) expect(ctx.step.run).toHaveBeenCalledWith(`board-${id}`, expect.any(Function));
     const written = await h.db.customBoard.findMany({ where: { id: { in: boardIds } }, select: { cardDreamRunId: true, status: true } });
     expect(written).toEqual(boardIds.map(() => ({ cardDreamRunId: runId, status: "active" })));
+  });
+});
+
+describe("start-up kicks of cooking boards", () => {
+  /**
+   * Two processes on one database start together: each start-up kick read the same cooking boards and
+   * asked every one of them. Each board is now claimed by one kick; the kicks here share a process, but
+   * every claim is the database's, so two processes divide the boards the same way.
+   */
+  it("two kicks at once ask each cooking board once", async () => {
+    const hubId = await h.teamHub(ann);
+    await waitProcessed(h.db, ann, await pushTo(hubId, "# Release checklist\nBefore a release the staging smoke tests must pass and the changelog is written."));
+    const instructions = Array.from({ length: 6 }, (_, i) => `What must happen before release number ${i}?`);
+    await h.db.customBoard.createMany({
+      data: instructions.map((instruction, i) => ({ id: newId(), hubId, createdBy: ann.id, title: `Board ${i}`, instruction, status: "cooking" })),
+    });
+    const fake = await startFakeChat();
+    fake.reply = "The staging smoke tests must pass [1].";
+    Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: fake.url });
+    try {
+      kickCookingBoards(h.database);
+      kickCookingBoards(h.database);
+      await customBoardsIdle();
+      const asked = instructions.map((instruction) => fake.requests.filter((body) => JSON.stringify(body).includes(instruction)).length);
+      expect(asked).toEqual(instructions.map(() => 1));
+      expect(await h.db.customBoard.count({ where: { hubId, status: "active" } })).toBe(instructions.length);
+    } finally {
+      for (const key of MODEL_ENV) delete process.env[key];
+      await fake.close();
+    }
   });
 });

@@ -84,11 +84,16 @@ export interface ModelStream {
   tokens: () => Promise<number | undefined>;
 }
 
+/** ENGRAM_ASK_MODEL_TIMEOUT_MS: how long one answer may take the chat model. */
+export function askModelTimeoutMs(): number {
+  return positiveIntEnv("ENGRAM_ASK_MODEL_TIMEOUT_MS", 180_000);
+}
+
 /** Streams the model's answer; errors surface as a thrown error from the iterator. */
 export function streamModelAnswer(model: LanguageModel, prompt: ModelPrompt, signal?: AbortSignal): ModelStream {
   // A model server that stalls must not hold the request (or a dream's board refreshes) for good:
   // past the budget the call is aborted, and an answer with no text yet falls back to the extractive one.
-  const budgetMs = positiveIntEnv("ENGRAM_ASK_MODEL_TIMEOUT_MS", 180_000);
+  const budgetMs = askModelTimeoutMs();
   const budget = AbortSignal.timeout(budgetMs);
   const result = streamText({
     model,

@@ -1,3 +1,4 @@
+import { askModelTimeoutMs } from "@/lib/ask/model-answer.ts";
 import { getDatabase, type Database } from "@/lib/db/database.ts";
 import { refreshCustomBoard } from "./refresh-custom-board.ts";
 
@@ -112,26 +113,39 @@ export const COOKING_BOARDS_PER_START = 50;
  */
 export function kickCookingBoards(database: Database): void {
   const job = (async () => {
-    const boards = await database.prisma.customBoard.findMany({
-      // A hub marked deleted is being purged: its boards go with it, asking them is for nothing.
-      where: { status: "cooking", hub: { deletedAt: null } },
-      // Least lately asked first: a board a refresh leaves as it is (its creator left the hub, the ask
-      // fails) kept its place at the head, and once fifty of those stood there no other was ever asked.
-      orderBy: [{ cardAskedAt: { sort: "asc", nulls: "first" } }, { updatedAt: "asc" }, { id: "asc" }],
-      take: COOKING_BOARDS_PER_START,
-      select: { id: true },
-    });
-    for (const board of boards) {
-      // Stamped on every attempt, whatever the refresh does, so the next start-up asks the others first.
-      // The app's clock, as the refresh's own asked time is: a database clock ahead of it would make the
-      // refresh below take its answer for older than this stamp and drop it. Raw, so updated_at stays.
-      await database.prisma.$executeRaw`UPDATE custom_boards SET card_asked_at = ${new Date()} WHERE id = ${board.id}::uuid AND status = 'cooking'`;
-      await refreshInBackground(board.id);
+    for (let i = 0; i < COOKING_BOARDS_PER_START; i++) {
+      const boardId = await claimCookingBoard(database);
+      if (!boardId) return;
+      await refreshInBackground(boardId);
     }
   })()
     .catch((error: unknown) => console.error("[engram] boards: the cooking boards could not be asked again at start-up; their next dream run writes them", error))
     .finally(() => running.delete(job));
   running.add(job);
+}
+
+/**
+ * The next cooking board to ask, claimed by stamping card_asked_at: every process starting on the
+ * database kicked the same boards, each asking the chat model for all of them. A board another kick
+ * is answering (locked, or stamped within CLAIM_MS) is passed over; a claim older than that is one
+ * whose process stopped or whose refresh left the board cooking, and is taken again.
+ */
+async function claimCookingBoard(database: Database): Promise<string | null> {
+  // The app's clock, as the refresh's own asked time is: a database clock ahead of it would make the
+  // refresh take its answer for older than this stamp and drop it. Raw, so updated_at stays.
+  const now = new Date();
+  // A refresh asks the model up to three times (a cited memory deleted meanwhile) within its time bound each.
+  const claimedSince = new Date(now.getTime() - 3 * askModelTimeoutMs() - 60_000);
+  const rows = await database.prisma.$queryRaw<{ id: string }[]>`
+    UPDATE custom_boards SET card_asked_at = ${now}
+     WHERE id = (SELECT b.id FROM custom_boards b JOIN hubs h ON h.id = b.hub_id AND h.deleted_at IS NULL
+                  WHERE b.status = 'cooking' AND (b.card_asked_at IS NULL OR b.card_asked_at < ${claimedSince})
+                  -- Least lately asked first: a board a refresh leaves as it is (its creator left the hub, the
+                  -- ask fails) kept its place at the head, and once fifty of those stood there no other was asked.
+                  ORDER BY b.card_asked_at ASC NULLS FIRST, b.updated_at ASC, b.id ASC
+                  LIMIT 1 FOR UPDATE OF b SKIP LOCKED)
+    RETURNING id::text AS id`;
+  return rows[0]?.id ?? null;
 }
 
 /** Resolves once the refreshes started in this process have ended (tests). */
