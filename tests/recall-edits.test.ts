@@ -123,4 +123,26 @@ describe("recall while an edit is being processed", () => {
     expect(entry?.chunk_content).toBe(NEW);
     expect(entry?.heading_chain).toBe("");
   });
+
+  it("lists related memories by the new text, not by the old version's vectors", async () => {
+    const push = async (content: string) => {
+      const res = await ann.post("/v1/memories", { content });
+      expect(res.status).toBe(201);
+      return res.body.data.id as string;
+    };
+    // A neighbour of the old text only (its own words, nothing of the new text), and one of the new text.
+    const ofOld = await push("# Emergency credentials\n\nThe emergency break glass password of the prod secrets store is sealed in an envelope.");
+    const ofNew = await push("# Security rota\n\nThe security team on call answers requests for access within the hour.");
+    await indexMemories(h.db, [ofOld, ofNew]);
+    const res = await ann.get(`/v1/memories/${edited}/related`);
+    expect(res.status).toBe(200);
+    const listed = res.body.data.map((entry: { memory: { id: string } }) => entry.memory.id);
+    expect(listed).not.toContain(ofOld);
+    expect(listed).toContain(ofNew);
+    // Once the new version is processed, its own vectors are used again.
+    await indexMemories(h.db, [edited]);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: edited } })).processingStatus).toBe("done");
+    const after = (await ann.get(`/v1/memories/${edited}/related`)).body.data.map((entry: { memory: { id: string } }) => entry.memory.id);
+    expect(after).toContain(ofNew);
+  });
 });

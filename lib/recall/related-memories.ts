@@ -18,25 +18,31 @@ export interface RelatedMemory {
 
 /**
  * Up to five other memories of the caller's hubs closest to this one: by the
- * centroid of its chunk embeddings, or — not embedded yet — by its title and
- * opening words. `[{ memory, similarity }]`, on recall's score scale.
+ * centroid of its chunk embeddings, or — not embedded yet, or an edit of it being
+ * processed — by its title and opening words. `[{ memory, similarity }]`, on recall's score scale.
  */
 export async function relatedMemories(ctx: AuthContext, id: string): Promise<RelatedMemory[]> {
   const hubIds = (await readableHubs(ctx)).map((m) => m.hub.id);
   // Its opening words, not its whole text (up to 3 MiB read for these 400 characters on every call).
   const [memory] = isUuid(id)
-    ? await ctx.sql.query<{ id: string; title: string; summary: string; opening: string }>(
-        `SELECT id, title, summary, left(content, 400) AS opening FROM memories WHERE id = $1::uuid AND hub_id = ANY($2::uuid[])`,
+    ? await ctx.sql.query<{ id: string; title: string; summary: string; opening: string; reprocessing: boolean }>(
+        `SELECT id, title, summary, left(content, 400) AS opening, processing_status IN ('pending', 'running') AS reprocessing
+           FROM memories WHERE id = $1::uuid AND hub_id = ANY($2::uuid[])`,
         [id, hubIds],
       )
     : [];
   if (!memory) throw new ApiError("not_found", "Memory not found");
 
   const scope = { hubIds };
-  const [centroid] = await ctx.sql.query<{ vector: string | null; chunks: bigint | number | string }>(
-    `SELECT avg(embedding)::text AS vector, count(*) AS chunks FROM chunks WHERE memory_id = $1::uuid AND embedding IS NOT NULL`,
-    [memory.id],
-  );
+  // While an edit is processed its chunks and summary are still the old version's: recall neither
+  // matches nor shows them then (migration 20261129130000), and neighbours are found by its current
+  // words, as for a memory not embedded yet; the old vectors listed neighbours of text it no longer holds.
+  const [centroid] = memory.reprocessing
+    ? []
+    : await ctx.sql.query<{ vector: string | null; chunks: bigint | number | string }>(
+        `SELECT avg(embedding)::text AS vector, count(*) AS chunks FROM chunks WHERE memory_id = $1::uuid AND embedding IS NOT NULL`,
+        [memory.id],
+      );
   const picks = new Map<string, { chunkId: string | null; score: number }>();
   if (centroid?.vector) {
     const vector = JSON.parse(centroid.vector) as number[];
@@ -61,7 +67,7 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rel
       if ((answerableLogit(evidence) ?? -Infinity) >= ANSWERABLE_LOGIT) picks.set(hit.memoryId, { chunkId: hit.chunkId, score: sigmoid(relevanceLogit(evidence)) });
     }
   } else {
-    const text = `${memory.title}\n${memory.summary || memory.opening}`;
+    const text = `${memory.title}\n${(!memory.reprocessing && memory.summary) || memory.opening}`;
     const { stats, hits } = await lexicalSearch(ctx.sql, { userId: ctx.user.id, hubIds, text }, {}, MAX_RELATED * 8);
     const normalised = normaliseLeg(new Map(hits.filter((hit) => hit.memoryId !== memory.id).map((hit) => [hit.chunkId ?? hit.memoryId, hit.bm25])));
     for (const hit of hits) {
