@@ -1,4 +1,5 @@
 import { settleEmbedderLoad } from "@/lib/ai/embedder.ts";
+import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
 import { chatTurnsIdle, stopChatTurns } from "@/lib/chat/chat-turn-runner.ts";
 import { closeDatabase } from "@/lib/db/database.ts";
 import { stopEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
@@ -27,8 +28,11 @@ export async function stopServer(options: { graceMs: number }): Promise<StopServ
   // No prune starts from now on; one in progress finishes within the grace (each batch is short).
   const periodicStopped = stopPeriodicTasks(options.graceMs);
   const unfinishedJobs = await drainBackgroundProcessing(options.graceMs);
-  // Chat turns in progress get what is left of the grace; one cut short is resumed by the next sweep.
-  await Promise.race([chatTurnsIdle(), new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())]);
+  // Chat turns and custom boards' answers in progress get what is left of the grace; a turn cut short is
+  // resumed by the next sweep. A board's answer waits on the chat model and then writes: the database
+  // closed under it lost a dream run's refresh (until the next run) and logged a failure on every stop.
+  const rest = new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref());
+  await Promise.race([Promise.all([chatTurnsIdle(), customBoardsIdle()]), rest]);
   await periodicStopped;
   await stopEmbeddedMaintenance();
   await flushAccess();
