@@ -67,7 +67,7 @@ async function register(metadata: Record<string, unknown> = BULK, from?: string)
   // The TCP peer's address, as scripts/server.mjs hands it on (lib/api/client-address.ts).
   const headers: Record<string, string> = { "content-type": "application/json", ...(from && { "x-engram-socket-address": from }) };
   const res = await dispatch(new Request("http://engram.test/oauth/register", { method: "POST", headers, body: JSON.stringify(metadata) }));
-  return { status: res.status, body: (await res.json()) as Record<string, string> };
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, string> };
 }
 
 async function grantFor(clientId: string) {
@@ -125,6 +125,32 @@ describe("dynamic client registration bounds", () => {
     // Nor is one registered over an hour ago.
     await h.db.oAuthClient.update({ where: { id: ids[1]! }, data: { createdAt: new Date(Date.now() - 2 * HOUR) } });
     expect((await register()).status).toBe(201);
+  });
+
+  it("says on a refusal, in Retry-After, how many seconds until the oldest counted client stops counting", async () => {
+    process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR = "2";
+    const first = await register();
+    await register();
+    // The oldest frees its place 10 minutes from now; a later one would not free one before it.
+    await h.db.oAuthClient.update({ where: { id: first.body.client_id! }, data: { createdAt: new Date(Date.now() - 50 * 60_000) } });
+    const refused = await register();
+    expect(refused.status).toBe(429);
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThanOrEqual(595);
+    expect(retryAfter).toBeLessThanOrEqual(600);
+    // The same refusal at /oauth/token, for a metadata document named there for the first time.
+    process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_ADDRESS_PER_HOUR = "1";
+    delete process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR;
+    expect((await register(BULK, "192.0.2.44")).status).toBe(201);
+    const res = await dispatch(
+      new Request("http://engram.test/oauth/token", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", "x-engram-socket-address": "192.0.2.44" },
+        body: new URLSearchParams({ grant_type: "authorization_code", code: "eac_x", client_id: docUrl("retry-after.json"), code_verifier: "v".repeat(43) }),
+      }),
+    );
+    expect(res.status).toBe(429);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(3590);
   });
 
   it("prunes clients that never obtained a grant after a day, keeping used, recent and built-in ones", async () => {

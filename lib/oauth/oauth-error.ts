@@ -22,6 +22,7 @@ export class OAuthError extends Error {
     readonly error: OAuthErrorCode,
     readonly description: string,
     readonly status = error === "invalid_client" ? 401 : error === "server_error" ? 500 : error === "temporarily_unavailable" ? 503 : 400,
+    readonly headers: Record<string, string> = {},
   ) {
     super(description);
     this.name = "OAuthError";
@@ -39,7 +40,10 @@ export function oauthJson(body: unknown, status = 200, headers: Record<string, s
  */
 export function oauthErrorResponse(error: OAuthError | ApiError): Response {
   if (error instanceof OAuthError) {
-    return oauthJson({ error: error.error, error_description: error.description }, error.status, error.error === "invalid_client" ? { "WWW-Authenticate": 'Basic realm="engram"' } : {});
+    return oauthJson({ error: error.error, error_description: error.description }, error.status, {
+      ...error.headers,
+      ...(error.error === "invalid_client" && { "WWW-Authenticate": 'Basic realm="engram"' }),
+    });
   }
   if (error.code === "unavailable") return oauthJson({ error: "temporarily_unavailable", error_description: error.message }, 503, error.headers);
   return oauthJson({ error: "server_error", error_description: "Internal error" }, 500);

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { positiveIntEnv } from "@/lib/config.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
 import { OAuthError } from "./oauth-error.ts";
 import { MAX_REDIRECT_URIS, assertRedirectUri, hasSpaceOrControl } from "./redirect-uri.ts";
 
@@ -29,18 +30,35 @@ export type OpenClientKind = "registered" | "metadata_document";
  * Run inside a transaction holding the "oauth-register" lock, so concurrent adds cannot all pass.
  */
 export async function assertRoomForNewClient(tx: DbClient, kind: OpenClientKind, now: Date, origin?: string): Promise<void> {
-  const since = new Date(now.getTime() - 60 * 60_000);
+  const since = new Date(now.getTime() - WINDOW_MS);
   if (origin) {
-    const mine = await tx.oAuthClient.count({ where: { createdFrom: origin, createdAt: { gte: since }, grants: { none: {} } } });
-    if (mine >= maxUnusedRegistrationsPerAddress()) {
-      throw new OAuthError("temporarily_unavailable", "Too many clients were added from your address in the last hour without being used; try again later", 429);
+    const where = { createdFrom: origin, createdAt: { gte: since }, grants: { none: {} } };
+    const mine = await tx.oAuthClient.count({ where });
+    const cap = maxUnusedRegistrationsPerAddress();
+    if (mine >= cap) {
+      const message = "Too many clients were added from your address in the last hour without being used; try again later";
+      throw new OAuthError("temporarily_unavailable", message, 429, await retryAfter(tx, where, mine - cap, now));
     }
   }
-  const recent = await tx.oAuthClient.count({ where: { kind, createdAt: { gte: since }, grants: { none: {} } } });
-  if (recent >= maxUnusedRegistrationsPerHour()) {
+  const where = { kind, createdAt: { gte: since }, grants: { none: {} } };
+  const recent = await tx.oAuthClient.count({ where });
+  const cap = maxUnusedRegistrationsPerHour();
+  if (recent >= cap) {
     const what = kind === "registered" ? "clients were registered" : "client ID metadata documents were first read";
-    throw new OAuthError("temporarily_unavailable", `Too many ${what} in the last hour without being used; try again later`, 429);
+    throw new OAuthError("temporarily_unavailable", `Too many ${what} in the last hour without being used; try again later`, 429, await retryAfter(tx, where, recent - cap, now));
   }
+}
+
+const WINDOW_MS = 60 * 60_000;
+
+/**
+ * Every 429 carries Retry-After (the spec's rule for an exhausted limit): room comes back when enough
+ * of the counted clients leave the hour, the `over`-th oldest of them (0-based) being the last that must.
+ */
+async function retryAfter(tx: DbClient, where: Prisma.OAuthClientWhereInput, over: number, now: Date): Promise<Record<string, string>> {
+  const freeing = await tx.oAuthClient.findFirst({ where, orderBy: { createdAt: "asc" }, skip: over, select: { createdAt: true } });
+  const ms = freeing ? freeing.createdAt.getTime() + WINDOW_MS - now.getTime() : WINDOW_MS;
+  return { "Retry-After": String(Math.max(1, Math.ceil(ms / 1000))) };
 }
 
 /** Control characters become spaces (the name is shown on the consent page; a NUL cannot even be stored). */
