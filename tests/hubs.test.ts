@@ -89,6 +89,9 @@ describe("create, list, detail, summary", () => {
     expect((await ann.get(`/v1/hubs/check-slug?slug=${hub.slug}`)).body.data).toEqual({ slug: hub.slug, available: false, reason: "taken" });
     expect((await ann.get("/v1/hubs/check-slug?slug=-bad")).body.data).toEqual({ slug: "-bad", available: false, reason: "invalid" });
     expect((await ann.get("/v1/hubs/check-slug?slug=personal-abc")).body.data.reason).toBe("invalid");
+    // However long, a slug given is a question with an answer, not a missing one ("slug is required" was a 400 past 200 characters).
+    const long = "a".repeat(201);
+    expect((await ann.get(`/v1/hubs/check-slug?slug=${long}`)).body.data).toEqual({ slug: long, available: false, reason: "invalid" });
     const missing = await ann.get("/v1/hubs/check-slug");
     expect(missing.status).toBe(400);
     expect(missing.body.error.code).toBe("invalid_request");

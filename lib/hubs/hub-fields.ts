@@ -96,7 +96,9 @@ const updateSlugSchema = z.string().regex(SLUG_RE, "slug must be 3 to 48 lowerca
 export const updateHubBodySchema = z.strictObject({ name: nameSchema.optional(), slug: updateSlugSchema.optional(), ...settings, ...appearance });
 export type UpdateHubBody = z.output<typeof updateHubBodySchema>;
 
-export const checkSlugQuerySchema = z.object({ slug: z.string({ error: "slug is required" }).max(200) });
+// No length bound of its own: a slug too long is answered `invalid` (checkSlug never looks such a one up);
+// a bound here made it a 400 whose message, the missing field's, said "slug is required".
+export const checkSlugQuerySchema = z.object({ slug: z.string({ error: "slug is required" }) });
 
 export const listQuerySchema = z.object({ limit: z.string().optional(), cursor: z.string().optional() });
 export type ListQuery = z.output<typeof listQuerySchema>;
