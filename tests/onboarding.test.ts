@@ -99,6 +99,20 @@ describe("the getting-started checklist", () => {
     expect((await cyd.post(`/v1/notifications/${pending.id}/resolve`, { action: "dismiss" })).body.data).toMatchObject({ resolution: "dismissed" });
   });
 
+  it("a refused restart says in Retry-After (and details.retry_after) when the oldest of the day's restarts leaves the 24 hours", async () => {
+    const fay = await h.user("Fay");
+    for (let i = 0; i < 3; i++) expect((await fay.post("/v1/onboarding/restart", {})).status).toBe(201);
+    // The oldest restart was 20 hours ago: room comes back in 4 hours, not in the fixed hour it said.
+    const oldest = (await h.db.notification.findMany({ where: { userId: fay.id, kind: "checklist" }, orderBy: { createdAt: "asc" } }))[0]!;
+    await h.db.notification.update({ where: { id: oldest.id }, data: { createdAt: new Date(Date.now() - 20 * 3_600_000) } });
+    const refused = await fay.post("/v1/onboarding/restart", {});
+    expect([refused.status, refused.body.error.code]).toEqual([429, "rate_limited"]);
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(4 * 3600 - 10);
+    expect(retryAfter).toBeLessThanOrEqual(4 * 3600);
+    expect(refused.body.error.details).toEqual({ limit: 3, retry_after: retryAfter });
+  });
+
   it("other kinds have no items, and another user's checklist is not found", async () => {
     const dan = await h.user("Dan");
     const eve = await h.user("Eve");

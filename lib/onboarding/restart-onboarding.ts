@@ -24,9 +24,19 @@ export async function restartOnboarding(ctx: AuthContext): Promise<NotificationO
     // before the lock let a restart that waited stamp its checklist before the one that went first).
     const now = ctx.now();
     const where = { userId: ctx.user.id, kind: CHECKLIST_KIND, sourceKind: ONBOARDING_SOURCE };
-    const recent = await tx.notification.count({ where: { ...where, createdAt: { gt: new Date(now.getTime() - DAY_MS) } } });
+    const inDay = { ...where, createdAt: { gt: new Date(now.getTime() - DAY_MS) } };
+    const recent = await tx.notification.count({ where: inDay });
     if (recent >= MAX_RESTARTS_PER_DAY) {
-      throw new ApiError("rate_limited", `The checklist can be restarted ${MAX_RESTARTS_PER_DAY} times a day; try again tomorrow`, { limit: MAX_RESTARTS_PER_DAY }, { "Retry-After": "3600" });
+      // Room comes back when the restart that makes the count one too many leaves the 24 hours: a fixed
+      // hour sent clients that honour Retry-After back into the same refusal up to 23 times.
+      const freeing = await tx.notification.findFirst({ where: inDay, orderBy: { createdAt: "asc" }, skip: recent - MAX_RESTARTS_PER_DAY, select: { createdAt: true } });
+      const retryAfter = Math.max(1, Math.ceil(((freeing?.createdAt.getTime() ?? now.getTime()) + DAY_MS - now.getTime()) / 1000));
+      throw new ApiError(
+        "rate_limited",
+        `The checklist can be restarted ${MAX_RESTARTS_PER_DAY} times a day; try again in ${retryAfter}s`,
+        { limit: MAX_RESTARTS_PER_DAY, retry_after: retryAfter },
+        { "Retry-After": String(retryAfter) },
+      );
     }
     // The highest version so far, not the newest row's: a clock that stepped back cannot repeat one.
     const versions = await tx.notification.findMany({ where, select: { sourceId: true } });
