@@ -27,6 +27,22 @@ it("answers 503 unavailable with Retry-After when the database cannot be reached
   expect(body.error.code).toBe("unavailable");
 });
 
+it("answers 503 with Retry-After too when the database cannot even be opened (first request, or a server stopping)", async () => {
+  const before = process.env.DATABASE_URL;
+  process.env.DATABASE_URL = "postgres://postgres@127.0.0.1:3149/engram";
+  setDatabase(undefined);
+  try {
+    const res = await dispatch(new Request("http://engram.test/v1/memories", { headers: { authorization: "Bearer egk_test_not_checked_yet" } }));
+    expect(res.status).toBe(503);
+    expect((await res.json()).error.code).toBe("unavailable");
+    expect(res.headers.get("retry-after")).toBe("2");
+  } finally {
+    if (before === undefined) delete process.env.DATABASE_URL;
+    else process.env.DATABASE_URL = before;
+    setDatabase(dead);
+  }
+});
+
 it("answers the OAuth endpoints' clients 503 temporarily_unavailable with Retry-After, in RFC 6749's shape, not a 500 server_error", async () => {
   const oauth = routerFor(["oauth"]);
   const form = { "content-type": "application/x-www-form-urlencoded" };

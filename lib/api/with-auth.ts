@@ -153,7 +153,8 @@ function handle(
     try {
       const database = await getDatabase().catch((error) => {
         console.error(`[${requestId}] database unavailable`, error);
-        throw new ApiError("unavailable", "The database is not available; try again shortly");
+        // The same answer as a connection lost mid-request (toApiError), Retry-After included.
+        throw new ApiError("unavailable", "The database is not available; try again shortly", undefined, { "Retry-After": "2" });
       });
       const base: RequestContext = {
         db: database.prisma,
