@@ -90,6 +90,33 @@ describe("envelope and headers", () => {
     expect(res.headers.get("allow")).toBe("GET, POST");
   });
 
+  test("OPTIONS names the methods a route really has, with the usual headers (Next's own answer named its 405s too)", async () => {
+    const { readFileSync } = await import("node:fs");
+    // What Next does with a route file's exports (an OPTIONS the file does not export is made up from them).
+    const { autoImplementMethods } = (await import("next/dist/server/route-modules/app-route/helpers/auto-implement-methods.js")) as unknown as {
+      autoImplementMethods: (handlers: Record<string, unknown>) => Record<string, (req: Request, ctx: unknown) => Promise<Response>>;
+    };
+    for (const route of listRouteFiles()) {
+      if (route.pattern.includes("[...")) continue;
+      const allowed = readFileSync(route.file, "utf8").match(/methodsNotAllowed\(([^)]*)\)/)![1]!.match(/[A-Z]+/g)!;
+      const mod = (await import(route.file)) as Record<string, unknown>;
+      const path = `http://engram.test${route.pattern.replace(/\[\w+\]/g, "x")}`;
+      const res = await autoImplementMethods(mod).OPTIONS!(new Request(path, { method: "OPTIONS", headers: { "x-request-id": "req-options" } }), {
+        params: Promise.resolve({}),
+      });
+      // The admin routes are 404 while no admin token is set, OPTIONS as much as POST.
+      if (route.pattern === "/v1/admin/users" || route.pattern === "/v1/auth/impersonate") {
+        expect(res.status, route.pattern).toBe(404);
+        continue;
+      }
+      expect(res.status, route.pattern).toBe(204);
+      const expected = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : []), "OPTIONS"].join(", ");
+      expect(res.headers.get("allow"), route.pattern).toBe(expected);
+      expect(res.headers.get("x-request-id"), route.pattern).toBe("req-options");
+      expect(res.headers.get("cache-control"), route.pattern).toBe("no-store");
+    }
+  });
+
   test("an unexpected failure is a generic 500 that leaks nothing", async () => {
     const broken = await openTestDatabase();
     await broken.close();

@@ -290,9 +290,13 @@ export function plainErrorResponse(req: Request, error: ApiError): Response {
   return response;
 }
 
-type MethodHandlers = Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE", RouteHandler>;
+type MethodHandlers = Record<"GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS", RouteHandler>;
 
-/** 405 JSON handlers for the methods a route file does not implement. */
+/**
+ * 405 JSON handlers for the methods a route file does not implement, and its OPTIONS. Next would
+ * answer OPTIONS itself, with an Allow naming every method the file exports (these 405s included)
+ * and neither X-Request-Id nor Cache-Control: this one names what the route really does.
+ */
 export function methodsNotAllowed(...allowed: string[]): MethodHandlers {
   const handler: RouteHandler = async (req) => {
     const response = plainErrorResponse(
@@ -302,7 +306,11 @@ export function methodsNotAllowed(...allowed: string[]): MethodHandlers {
     response.headers.set("Allow", allowed.join(", "));
     return response;
   };
-  return { GET: handler, POST: handler, PUT: handler, PATCH: handler, DELETE: handler };
+  // HEAD is Next's GET without the body, so it works exactly where GET does.
+  const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : []), "OPTIONS"].join(", ");
+  const options: RouteHandler = async (req) =>
+    new Response(null, { status: 204, headers: { Allow: allow, "Cache-Control": "no-store", "X-Request-Id": requestIdFrom(req) } });
+  return { GET: handler, POST: handler, PUT: handler, PATCH: handler, DELETE: handler, OPTIONS: options };
 }
 
 /** Handlers of a route that exists only while `enabled()` (the admin bootstrap and its token): otherwise 404, as for its main method. */
@@ -311,5 +319,12 @@ export function onlyWhile(enabled: () => boolean, handlers: MethodHandlers): Met
     (handler: RouteHandler): RouteHandler =>
     async (req, context) =>
       enabled() ? handler(req, context) : plainErrorResponse(req, new ApiError("not_found", "Not found"));
-  return { GET: gate(handlers.GET), POST: gate(handlers.POST), PUT: gate(handlers.PUT), PATCH: gate(handlers.PATCH), DELETE: gate(handlers.DELETE) };
+  return {
+    GET: gate(handlers.GET),
+    POST: gate(handlers.POST),
+    PUT: gate(handlers.PUT),
+    PATCH: gate(handlers.PATCH),
+    DELETE: gate(handlers.DELETE),
+    OPTIONS: gate(handlers.OPTIONS),
+  };
 }

@@ -6,4 +6,4 @@ async function notFound(req: Request): Promise<Response> {
   return plainErrorResponse(req, new ApiError("not_found", `No such endpoint: ${req.method} ${new URL(req.url).pathname}`));
 }
 
-export { notFound as GET, notFound as POST, notFound as PUT, notFound as PATCH, notFound as DELETE };
+export { notFound as GET, notFound as POST, notFound as PUT, notFound as PATCH, notFound as DELETE, notFound as OPTIONS };

@@ -14,4 +14,4 @@ export const PUT = withAuth({ personal: true }, async (ctx, req) => {
   return ok(session, created ? 201 : 200);
 });
 
-export const { POST, PATCH, DELETE } = methodsNotAllowed("GET", "PUT");
+export const { POST, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "PUT");

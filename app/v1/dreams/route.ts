@@ -7,4 +7,4 @@ import { listDreamRuns } from "@/lib/dreams/dream-queries.ts";
 // GET /v1/dreams — dream runs of every hub the caller reads (hub_id narrows), newest first
 export const GET = withAuth({}, async (ctx, req) => ok(await listDreamRuns(ctx, parseQuery(req, listDreamsQuerySchema))));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

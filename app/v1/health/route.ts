@@ -5,4 +5,4 @@ import { getHealth } from "@/lib/system/get-health.ts";
 // GET /v1/health — public liveness and database check
 export const GET = withPublic({ bucket: "light" }, async (ctx) => ok(await getHealth(ctx)));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

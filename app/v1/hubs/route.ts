@@ -11,4 +11,4 @@ export const GET = withAuth({}, async (ctx) => ok(await listHubs(ctx)));
 // POST /v1/hubs — create a team hub owned by the caller
 export const POST = withAuth({ account: true }, async (ctx, req) => ok(await createHub(ctx, await parseJson(req, createHubBodySchema)), 201));
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

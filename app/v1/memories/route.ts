@@ -20,4 +20,4 @@ export const POST = withAuth({ permission: "memories.write" }, async (ctx, req) 
 // GET /v1/memories — memories of every readable hub (or hub_id), newest or most used first
 export const GET = withAuth({}, async (ctx, req) => ok(await listMemories(ctx, parseQuery(req, listMemoriesQuerySchema))));
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

@@ -22,4 +22,4 @@ export const GET = withAuth({}, async (ctx, req) => {
   );
 });
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -6,4 +6,4 @@ import { listPersonas, listPersonasQuerySchema } from "@/lib/personas/list-perso
 // GET /v1/personas — personas read from the caller's synced identity files (SOUL.md, IDENTITY.md, PERSONA.md, personas/*.md); a page holds at most 8 MiB of content
 export const GET = withAuth({ personal: true }, async (ctx, req) => ok(await listPersonas(ctx, parseQuery(req, listPersonasQuerySchema))));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

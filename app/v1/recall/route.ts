@@ -14,4 +14,4 @@ export const POST = withAuth({ bucket: "heavy", reads: true }, async (ctx, req) 
   return ok(result);
 });
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -10,4 +10,4 @@ export const GET = withAuth({ personal: true }, async (ctx) => ok(await getSetti
 // PATCH /v1/settings — known keys only; an unknown key is a 400 naming it
 export const PATCH = withAuth({ personal: true }, async (ctx, req) => ok(await updateSettings(ctx, await parseJson(req, updateSettingsBodySchema))));
 
-export const { POST, PUT, DELETE } = methodsNotAllowed("GET", "PATCH");
+export const { POST, PUT, DELETE, OPTIONS } = methodsNotAllowed("GET", "PATCH");

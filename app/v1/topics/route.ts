@@ -15,4 +15,4 @@ export const GET = withAuth({}, async (ctx, req) => {
 // POST /v1/topics — create a topic (at the root or under parent_id) in hub_id, the parent's hub, X-Hub-ID's, or the personal hub
 export const POST = withAuth({}, async (ctx, req) => ok(await createTopic(ctx, await parseJson(req, createTopicBodySchema)), 201));
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

@@ -10,4 +10,4 @@ export const POST = withAuth({ permission: "memories.write" }, async (ctx, req) 
   return ok(await createUpload(ctx, await parseJson(req, createUploadBodySchema), baseUrl), 201);
 });
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

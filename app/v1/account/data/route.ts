@@ -5,4 +5,4 @@ import { deleteAccountData } from "@/lib/users/delete-account-data.ts";
 // DELETE /v1/account/data — empty the account (personal hub, configs, sessions, notifications), keep the account and team hubs
 export const DELETE = withAuth({ account: true, credentials: true }, async (ctx) => ok(await deleteAccountData(ctx)));
 
-export const { GET, POST, PUT, PATCH } = methodsNotAllowed("DELETE");
+export const { GET, POST, PUT, PATCH, OPTIONS } = methodsNotAllowed("DELETE");

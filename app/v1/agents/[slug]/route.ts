@@ -12,4 +12,4 @@ export const PATCH = withAuth<Params>({ account: true, personal: true }, async (
 // DELETE /v1/agents/{agent_name} — disconnect it: revoke its keys and delete its synced configs (memories stay)
 export const DELETE = withAuth<Params>({ account: true, credentials: true, personal: true }, async (ctx, _req, { slug }) => ok(await disconnectAgent(ctx, slug)));
 
-export const { GET, POST, PUT } = methodsNotAllowed("PATCH", "DELETE");
+export const { GET, POST, PUT, OPTIONS } = methodsNotAllowed("PATCH", "DELETE");

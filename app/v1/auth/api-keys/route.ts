@@ -10,4 +10,4 @@ export const GET = withAuth({ credentials: true }, async (ctx) => ok(await listA
 // POST /v1/auth/api-keys — issue a key (optionally limited to hubs and/or reading); the secret is in this response only
 export const POST = withAuth({ account: true, credentials: true }, async (ctx, req) => ok(await createApiKey(ctx, await parseJson(req, createApiKeyBodySchema)), 201));
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

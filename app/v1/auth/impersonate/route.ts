@@ -12,4 +12,4 @@ export const POST = withPublic({ bucket: "heavy" }, async (ctx, req) => {
 });
 
 // Without the token the route does not exist, whatever the method.
-export const { GET, PUT, PATCH, DELETE } = onlyWhile(adminRoutesEnabled, methodsNotAllowed("POST"));
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = onlyWhile(adminRoutesEnabled, methodsNotAllowed("POST"));

@@ -9,4 +9,4 @@ export const GET = withAuth({ bucket: "light" }, async (ctx) => ok(await getMe(c
 // PATCH /v1/auth/me — rename the calling user ({ display_name }, or { name })
 export const PATCH = withAuth({ bucket: "regular", account: true }, async (ctx, req) => ok(await updateMe(ctx, await parseJson(req, updateMeBodySchema))));
 
-export const { POST, PUT, DELETE } = methodsNotAllowed("GET", "PATCH");
+export const { POST, PUT, DELETE, OPTIONS } = methodsNotAllowed("GET", "PATCH");

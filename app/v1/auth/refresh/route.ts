@@ -6,4 +6,4 @@ import { refreshCliToken, refreshCliTokenBodySchema } from "@/lib/oauth/refresh-
 // POST /v1/auth/refresh — rotate the CLI's refresh token for a new pair (a replayed one ends the sign-in)
 export const POST = withPublic({ bucket: "light" }, async (ctx, req) => ok(await refreshCliToken(ctx, await parseJson(req, refreshCliTokenBodySchema, { maxBytes: 16 * 1024 }))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

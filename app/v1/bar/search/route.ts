@@ -7,4 +7,4 @@ import { barSearchQuerySchema } from "@/lib/recall/recall-fields.ts";
 // GET /v1/bar/search — a search bar's quick matches: memories by their words, topics and hubs by name; an empty q is empty lists
 export const GET = withAuth({}, async (ctx, req) => ok(await barSearch(ctx, parseQuery(req, barSearchQuerySchema))));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -71,4 +71,4 @@ export const GET = withPublic({ bucket: "light" }, async (_ctx, req, params) => 
   });
 });
 
-export const { POST, PATCH, DELETE } = methodsNotAllowed("GET", "PUT");
+export const { POST, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "PUT");

@@ -11,4 +11,4 @@ export const GET = withAuth({}, async (ctx, req) => ok(await listChatSessions(ct
 // POST /v1/chat/sessions — start a chat over all the caller's hubs, one hub or a few
 export const POST = withAuth({}, async (ctx, req) => ok(await createChatSession(ctx, await parseJson(req, createChatSessionBodySchema)), 201));
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

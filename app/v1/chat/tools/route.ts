@@ -5,4 +5,4 @@ import { listChatTools } from "@/lib/chat/list-chat-tools.ts";
 // GET /v1/chat/tools — the agent chat's tool catalogue
 export const GET = withAuth({ bucket: "light" }, async () => ok(listChatTools()));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -9,4 +9,4 @@ export const GET = withAuth<{ id: string }>({ personal: true }, async (ctx, _req
 // DELETE /v1/configs/:id — delete everywhere (restorable for 30 days)
 export const DELETE = withAuth<{ id: string }>({ personal: true }, async (ctx, _req, params) => ok(await deleteConfig(ctx, params.id)));
 
-export const { POST, PUT, PATCH } = methodsNotAllowed("GET", "DELETE");
+export const { POST, PUT, PATCH, OPTIONS } = methodsNotAllowed("GET", "DELETE");

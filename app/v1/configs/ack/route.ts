@@ -7,4 +7,4 @@ import { ackConfigsBodySchema } from "@/lib/configs/config-fields.ts";
 // POST /v1/configs/ack — the device reports the versions (or deletions) it now holds
 export const POST = withAuth({ personal: true }, async (ctx, req) => ok(await ackConfigs(ctx, await parseJson(req, ackConfigsBodySchema))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -7,4 +7,4 @@ import { batchDeleteConfigs } from "@/lib/configs/delete-configs.ts";
 // POST /v1/configs/batch-delete — delete configs everywhere: { deleted, skipped }
 export const POST = withAuth({ personal: true }, async (ctx, req) => ok(await batchDeleteConfigs(ctx, (await parseJson(req, batchDeleteConfigsBodySchema)).ids)));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

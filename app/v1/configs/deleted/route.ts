@@ -7,4 +7,4 @@ import { listDeletedConfigs } from "@/lib/configs/list-configs.ts";
 // GET /v1/configs/deleted — deleted configs that can still be restored (paginated)
 export const GET = withAuth({ personal: true }, async (ctx, req) => ok(await listDeletedConfigs(ctx, parseQuery(req, listQuerySchema))));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -7,4 +7,4 @@ import { localDeleteBodySchema } from "@/lib/configs/config-fields.ts";
 // POST /v1/configs/local-delete — remove a config from one device only
 export const POST = withAuth({ personal: true }, async (ctx, req) => ok(await localDeleteConfig(ctx, await parseJson(req, localDeleteBodySchema))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -7,4 +7,4 @@ import { mergeConfigs } from "@/lib/configs/merge-configs.ts";
 // POST /v1/configs/merge — a line-level union of two versions of a config
 export const POST = withAuth({ reads: true, personal: true }, async (_ctx, req) => ok(mergeConfigs(await parseJson(req, mergeConfigsBodySchema))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

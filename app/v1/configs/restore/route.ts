@@ -7,4 +7,4 @@ import { restoreConfig } from "@/lib/configs/delete-configs.ts";
 // POST /v1/configs/restore — bring a deleted config back as a new version
 export const POST = withAuth({ personal: true }, async (ctx, req) => ok(await restoreConfig(ctx, await parseJson(req, restoreConfigBodySchema))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -7,4 +7,4 @@ import { syncConfigs } from "@/lib/configs/sync-configs.ts";
 // POST /v1/configs/sync — one action per file from the device's manifest and its last-synced state
 export const POST = withAuth({ reads: true, personal: true }, async (ctx, req) => ok(await syncConfigs(ctx, await parseJson(req, syncConfigsBodySchema))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -14,4 +14,4 @@ export const GET = withAuth({ bucket: "light" }, async (ctx, req) => {
   });
 });
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

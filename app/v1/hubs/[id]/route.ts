@@ -17,4 +17,4 @@ export const PATCH = withAuth<Params>({}, async (ctx, req, { id }) => ok(await u
 // DELETE /v1/hubs/{id} — delete a team hub and everything in it (owner only)
 export const DELETE = withAuth<Params>({}, async (ctx, _req, { id }) => ok(await deleteHub(ctx, id)));
 
-export const { POST, PUT } = methodsNotAllowed("GET", "PATCH", "DELETE");
+export const { POST, PUT, OPTIONS } = methodsNotAllowed("GET", "PATCH", "DELETE");

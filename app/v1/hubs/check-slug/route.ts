@@ -7,4 +7,4 @@ import { checkSlugQuerySchema } from "@/lib/hubs/hub-fields.ts";
 // GET /v1/hubs/check-slug — whether a slug is free for a new hub (before the create form submits)
 export const GET = withAuth({}, async (ctx, req) => ok(await checkSlug(ctx, parseQuery(req, checkSlugQuerySchema).slug)));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -19,4 +19,4 @@ export const PATCH = withAuth<Params>({}, async (ctx, req, { id }) =>
 // DELETE /v1/memories/{id} — hard delete with chunks and attachments
 export const DELETE = withAuth<Params>({}, async (ctx, _req, { id }) => ok(await deleteMemory(ctx, id)));
 
-export const { POST, PUT } = methodsNotAllowed("GET", "PATCH", "DELETE");
+export const { POST, PUT, OPTIONS } = methodsNotAllowed("GET", "PATCH", "DELETE");

@@ -7,4 +7,4 @@ import { batchDeleteBodySchema } from "@/lib/memories/memory-fields.ts";
 // POST /v1/memories/batch-delete — delete up to 100 memories; the rest are reported as skipped
 export const POST = withAuth({}, async (ctx, req) => ok(await batchDeleteMemories(ctx, await parseJson(req, batchDeleteBodySchema))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

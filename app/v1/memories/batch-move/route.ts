@@ -7,4 +7,4 @@ import { batchMoveBodySchema } from "@/lib/memories/memory-fields.ts";
 // POST /v1/memories/batch-move — move up to 100 memories to another hub and/or topic
 export const POST = withAuth({}, async (ctx, req) => ok(await batchMoveMemories(ctx, await parseJson(req, batchMoveBodySchema))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

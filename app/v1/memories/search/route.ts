@@ -7,4 +7,4 @@ import { searchMemories } from "@/lib/recall/search-memories.ts";
 // GET /v1/memories/search — quick word search (BM25, then titles containing the text), no embeddings; a plain array of at most `limit`
 export const GET = withAuth({}, async (ctx, req) => ok(await searchMemories(ctx, parseQuery(req, searchMemoriesQuerySchema))));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

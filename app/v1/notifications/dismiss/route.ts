@@ -9,4 +9,4 @@ export const POST = withAuth({}, async (ctx, req) => {
   return ok(await bulkUpdateNotifications(ctx, "dismiss", body));
 });
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -9,4 +9,4 @@ export const GET = withAuth({ bucket: "light" }, async (ctx, req) => {
   return ok(await notificationSummary(ctx, { hub: q.get("hub") || q.get("hub_id") || undefined }));
 });
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -5,4 +5,4 @@ import { onboardingState } from "@/lib/onboarding/onboarding-state.ts";
 // GET /v1/onboarding/state — whether a getting-started checklist was ever started, its version and status
 export const GET = withAuth({}, async (ctx) => ok(await onboardingState(ctx)));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -17,4 +17,4 @@ export const PATCH = withAuth<Params>({}, async (ctx, req, { id }) => ok(await u
 // DELETE /v1/topics/{id} — delete a topic and its subtopics; their memories stay, without a topic
 export const DELETE = withAuth<Params>({}, async (ctx, _req, { id }) => ok(await deleteTopic(ctx, id)));
 
-export const { POST, PUT } = methodsNotAllowed("GET", "PATCH", "DELETE");
+export const { POST, PUT, OPTIONS } = methodsNotAllowed("GET", "PATCH", "DELETE");

@@ -11,4 +11,4 @@ export const GET = withAuth({}, async (ctx, req) => {
   return ok(await listArchivedTopics(ctx, await topicHubId(ctx, hub_id)));
 });
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -7,4 +7,4 @@ import { reorderBodySchema } from "@/lib/topics/topic-fields.ts";
 // POST /v1/topics/reorder — new positions (and parents) for many topics of one hub, all or nothing
 export const POST = withAuth({}, async (ctx, req) => ok(await reorderTopics(ctx, await parseJson(req, reorderBodySchema))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

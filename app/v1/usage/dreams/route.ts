@@ -6,4 +6,4 @@ import { dreamUsageQuerySchema, getDreamUsage } from "@/lib/dreams/dream-usage.t
 // GET /v1/usage/dreams — this month's dream runs of a hub, its (unlimited) quota, and whether the caller may trigger one
 export const GET = withAuth({}, async (ctx, req) => ok(await getDreamUsage(ctx, parseQuery(req, dreamUsageQuerySchema))));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -14,4 +14,4 @@ export const PATCH = withAuth<Params>({ account: true, credentials: true }, asyn
 // DELETE /v1/auth/api-keys/{id} — revoke one of the caller's keys ({ revoked: false } when unknown or already revoked)
 export const DELETE = withAuth<Params>({ account: true, credentials: true }, async (ctx, _req, { id }) => ok(await revokeApiKey(ctx, id)));
 
-export const { GET, POST, PUT } = methodsNotAllowed("PATCH", "DELETE");
+export const { GET, POST, PUT, OPTIONS } = methodsNotAllowed("PATCH", "DELETE");

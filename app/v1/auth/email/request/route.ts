@@ -7,4 +7,4 @@ import { requestEmailCode } from "@/lib/auth/request-email-code.ts";
 // POST /v1/auth/email/request — mail a six-digit sign-in code (the same answer whether or not the address has an account)
 export const POST = withPublic({ bucket: "heavy" }, async (ctx, req) => ok(await requestEmailCode(ctx, await parseJson(req, requestEmailCodeBodySchema, { maxBytes: 16 * 1024 }))));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

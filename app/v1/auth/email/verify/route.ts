@@ -10,4 +10,4 @@ export const POST = withPublic({ bucket: "heavy" }, async (ctx, req) =>
   ok(await verifyEmailCode(ctx, await parseJson(req, verifyEmailCodeBodySchema, { maxBytes: 16 * 1024 }), publicOrigin(req))),
 );
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -11,4 +11,4 @@ export const GET = withPublic<Params>({ bucket: "light" }, async (ctx, req, { pr
 // DELETE /v1/auth/link/{provider} — stop a provider's accounts signing the caller in (never the last way in)
 export const DELETE = withAuth<Params>({ account: true, credentials: true }, async (ctx, _req, { provider }) => ok(await unlinkProvider(ctx, provider)));
 
-export const { POST, PUT, PATCH } = methodsNotAllowed("GET", "DELETE");
+export const { POST, PUT, PATCH, OPTIONS } = methodsNotAllowed("GET", "DELETE");

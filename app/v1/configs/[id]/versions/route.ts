@@ -7,4 +7,4 @@ import { listConfigVersions } from "@/lib/configs/list-configs.ts";
 // GET /v1/configs/:id/versions — the stored versions of one config, newest first (paginated)
 export const GET = withAuth<{ id: string }>({ personal: true }, async (ctx, req, params) => ok(await listConfigVersions(ctx, params.id, parseQuery(req, listQuerySchema))));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

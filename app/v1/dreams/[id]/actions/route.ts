@@ -7,4 +7,4 @@ import { listDreamActions } from "@/lib/dreams/dream-queries.ts";
 // GET /v1/dreams/:id/actions — everything the run did, in order
 export const GET = withAuth<{ id: string }>({}, async (ctx, req, params) => ok(await listDreamActions(ctx, params.id, parseQuery(req, listDreamActionsQuerySchema))));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -13,4 +13,4 @@ export const GET = withAuth<Params>({}, async (ctx, _req, { id }) => ok(await li
 // POST /v1/hubs/{id}/boards — a custom board answering a standing instruction from the hub's memories
 export const POST = withAuth<Params>({}, async (ctx, req, { id }) => ok(await createBoard(ctx, id, await parseJson(req, createBoardBodySchema)), 201));
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

@@ -15,4 +15,4 @@ export const POST = withAuth<Params>({}, async (ctx, req, { id }) =>
   ok(await createInvite(ctx, id, await parseJson(req, createInviteBodySchema, { optional: true })), 201),
 );
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

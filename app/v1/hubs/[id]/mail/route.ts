@@ -7,4 +7,4 @@ import { listHubMail } from "@/lib/mail/list-hub-mail.ts";
 // GET /v1/hubs/{id}/mail — the hub's mail outbox, newest first (paginated; owner or admin)
 export const GET = withAuth<{ id: string }>({}, async (ctx, req, { id }) => ok(await listHubMail(ctx, id, parseQuery(req, listQuerySchema))));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

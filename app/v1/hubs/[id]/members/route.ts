@@ -13,4 +13,4 @@ export const GET = withAuth<Params>({}, async (ctx, req, { id }) => ok(await lis
 // POST /v1/hubs/{id}/members — add an existing user directly with a role
 export const POST = withAuth<Params>({}, async (ctx, req, { id }) => ok(await addMember(ctx, id, await parseJson(req, addMemberBodySchema)), 201));
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

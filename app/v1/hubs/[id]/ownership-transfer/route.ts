@@ -9,4 +9,4 @@ export const POST = withAuth<{ id: string }>({}, async (ctx, req, { id }) =>
   ok(await createTransfer(ctx, id, await parseJson(req, createTransferBodySchema)), 201),
 );
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

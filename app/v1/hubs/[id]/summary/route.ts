@@ -7,4 +7,4 @@ export const GET = withAuth<{ id: string }>({}, async (ctx, req, { id }) =>
   ok(await getHubSummary(ctx, id, { timeZone: req.headers.get("x-timezone")?.trim() || undefined })),
 );
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -7,4 +7,4 @@ type Params = { id: string };
 // GET /v1/memories/{id}/related — up to five similar memories from the caller's hubs, as [{ memory, similarity }]
 export const GET = withAuth<Params>({}, async (ctx, _req, { id }) => ok(await relatedMemories(ctx, id)));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

@@ -11,4 +11,4 @@ export const POST = withAuth<{ id: string }>({}, async (ctx, req, { id }) => {
   return ok(result.memory, result.created ? 201 : 200);
 });
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -9,4 +9,4 @@ export const POST = withAuth<{ id: string }>({}, async (ctx, req, params) => {
   return ok(await resolveNotification(ctx, params.id, body.action));
 });
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -5,4 +5,4 @@ import { markNotificationSeen } from "@/lib/notifications/update-notification.ts
 // POST /v1/notifications/:id/seen — idempotent
 export const POST = withAuth<{ id: string }>({}, async (ctx, _req, params) => ok(await markNotificationSeen(ctx, params.id)));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

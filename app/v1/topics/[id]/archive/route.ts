@@ -5,4 +5,4 @@ import { archiveTopic } from "@/lib/topics/archive-topic.ts";
 // POST /v1/topics/{id}/archive — archive a topic and its subtopics (restorable; memories keep their topic)
 export const POST = withAuth<{ id: string }>({}, async (ctx, _req, { id }) => ok(await archiveTopic(ctx, id)));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

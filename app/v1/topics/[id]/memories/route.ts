@@ -13,4 +13,4 @@ export const GET = withAuth<Params>({}, async (ctx, req, { id }) => ok(await lis
 // POST /v1/topics/{id}/memories — file a memory of the topic's hub under it
 export const POST = withAuth<Params>({}, async (ctx, req, { id }) => ok(await assignTopicMemory(ctx, id, await parseJson(req, assignMemoryBodySchema))));
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

@@ -5,4 +5,4 @@ import { restoreTopic } from "@/lib/topics/archive-topic.ts";
 // POST /v1/topics/{id}/restore — bring back an archived topic and its subtopics
 export const POST = withAuth<{ id: string }>({}, async (ctx, _req, { id }) => ok(await restoreTopic(ctx, id)));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -16,4 +16,4 @@ export const POST = withAuth<Params>({ bucket: "heavy" }, async (ctx, req, { id 
   return ok(body, status);
 });
 
-export const { PUT, PATCH, DELETE } = methodsNotAllowed("GET", "POST");
+export const { PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET", "POST");

@@ -8,4 +8,4 @@ export const POST = withAuth<{ id: string }>({}, async (ctx, req, params) =>
   ok(await resolveDreamAction(ctx, params.id, (await parseJson(req, resolveDreamActionBodySchema)).resolution)),
 );
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -17,4 +17,4 @@ export const PATCH = withAuth<Params>({}, async (ctx, req, { id, board_id }) => 
 // DELETE /v1/hubs/{id}/boards/{board_id} — delete a custom board
 export const DELETE = withAuth<Params>({}, async (ctx, _req, { id, board_id }) => ok(await deleteBoard(ctx, id, board_id)));
 
-export const { POST, PUT } = methodsNotAllowed("GET", "PATCH", "DELETE");
+export const { POST, PUT, OPTIONS } = methodsNotAllowed("GET", "PATCH", "DELETE");

@@ -7,4 +7,4 @@ export const DELETE = withAuth<{ id: string; invite_id: string }>({}, async (ctx
   ok(await revokeInvite(ctx, id, invite_id)),
 );
 
-export const { GET, POST, PUT, PATCH } = methodsNotAllowed("DELETE");
+export const { GET, POST, PUT, PATCH, OPTIONS } = methodsNotAllowed("DELETE");

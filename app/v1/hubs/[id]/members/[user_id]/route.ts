@@ -15,4 +15,4 @@ export const PATCH = withAuth<Params>({}, async (ctx, req, { id, user_id }) =>
 // DELETE /v1/hubs/{id}/members/{user_id} — remove a member from the hub
 export const DELETE = withAuth<Params>({}, async (ctx, _req, { id, user_id }) => ok(await removeMember(ctx, id, user_id)));
 
-export const { GET, POST, PUT } = methodsNotAllowed("PATCH", "DELETE");
+export const { GET, POST, PUT, OPTIONS } = methodsNotAllowed("PATCH", "DELETE");

@@ -5,4 +5,4 @@ import { getPersonaRevision } from "@/lib/personas/get-persona-revision.ts";
 // GET /v1/personas/{id}/revisions/{version} — one stored version with its content
 export const GET = withAuth<{ id: string; version: string }>({ personal: true }, async (ctx, _req, { id, version }) => ok(await getPersonaRevision(ctx, id, version)));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

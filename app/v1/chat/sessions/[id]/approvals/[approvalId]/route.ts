@@ -12,4 +12,4 @@ export const POST = withAuth<Params>({}, async (ctx, req, { id, approvalId }) =>
   return ok(await decideChatApproval(ctx, id, approvalId, decision));
 });
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -7,4 +7,4 @@ export const POST = withAuth<{ id: string; invite_id: string }>({}, async (ctx, 
   ok(await regenerateInvite(ctx, id, invite_id)),
 );
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -7,4 +7,4 @@ export const POST = withAuth<{ id: string; transfer_id: string }>({}, async (ctx
   ok(await acceptTransfer(ctx, id, transfer_id)),
 );
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

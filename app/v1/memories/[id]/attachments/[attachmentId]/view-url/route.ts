@@ -10,4 +10,4 @@ export const POST = withAuth<Params>({ reads: true }, async (ctx, req, params) =
   ok(await createViewUrl(ctx, params.id, params.attachmentId, requestOrigin(req))),
 );
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -5,4 +5,4 @@ import { updateNotificationItem } from "@/lib/notifications/update-notification-
 // POST /v1/notifications/{id}/items/{item_id}/view — a checklist or digest item is seen (idempotent)
 export const POST = withAuth<{ id: string; item_id: string }>({}, async (ctx, _req, { id, item_id }) => ok(await updateNotificationItem(ctx, id, item_id, "view")));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -7,4 +7,4 @@ type Params = { id: string; messageId: string };
 // POST /v1/chat/sessions/{id}/messages/{message_id}/cancel — stop an answer in flight
 export const POST = withAuth<Params>({}, async (ctx, _req, { id, messageId }) => ok(await cancelChatMessage(ctx, id, messageId)));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -7,4 +7,4 @@ type Params = { id: string; messageId: string };
 // POST /v1/chat/sessions/{id}/messages/{message_id}/regenerate — answer the same question again
 export const POST = withAuth<Params>({ bucket: "heavy" }, async (ctx, _req, { id, messageId }) => ok(await regenerateChatMessage(ctx, id, messageId), 202));
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");

@@ -6,4 +6,4 @@ type Params = { id: string; messageId: string };
 // GET /v1/chat/sessions/{id}/messages/{message_id}/stream — the answer's events (SSE), replayed after Last-Event-ID, then live
 export const GET = withAuth<Params>({}, async (ctx, req, { id, messageId }) => streamChatMessage(ctx, id, messageId, lastEventId(req), req.signal));
 
-export const { POST, PUT, PATCH, DELETE } = methodsNotAllowed("GET");
+export const { POST, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("GET");

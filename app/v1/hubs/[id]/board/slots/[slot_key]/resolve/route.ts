@@ -9,4 +9,4 @@ export const POST = withAuth<{ id: string; slot_key: string }>({}, async (ctx, r
   ok(await resolveBoardSlot(ctx, id, slot_key, await parseJson(req, resolveSlotBodySchema))),
 );
 
-export const { GET, PUT, PATCH, DELETE } = methodsNotAllowed("POST");
+export const { GET, PUT, PATCH, DELETE, OPTIONS } = methodsNotAllowed("POST");
