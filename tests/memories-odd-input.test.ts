@@ -75,3 +75,19 @@ describe("source_path's size", () => {
     expect(named.body.data.content_type).toBe("link");
   });
 });
+
+describe("content that is only white space", () => {
+  // "" was refused as empty, but "  \n " made a memory of nothing titled "Untitled" (Memax's CLI refuses
+  // it itself: "No content to push").
+  test("is refused as empty on create and on PATCH, as \"\" is", async () => {
+    for (const content of ["   ", " \n\t\r\n "]) {
+      const created = await ann.post("/v1/memories", { content });
+      expect([created.status, created.body.error?.code], JSON.stringify(content)).toEqual([400, "invalid_request"]);
+      expect(created.body.error.details.issues[0].path).toBe("content");
+    }
+    const { id } = (await ann.post("/v1/memories", { content: "keep my words" })).body.data;
+    const patched = await ann.patch(`/v1/memories/${id}`, { content: " \n " });
+    expect([patched.status, patched.body.error?.code]).toEqual([400, "invalid_request"]);
+    expect((await ann.get(`/v1/memories/${id}`)).body.data.content).toBe("keep my words");
+  });
+});

@@ -93,7 +93,8 @@ export const createMemoryBodySchema = z.object({
   project_context: projectContextSchema.optional(),
   file_ref: fileRefSchema.optional(),
   created_at: timestampSchema("created_at must be an RFC 3339 timestamp").optional(),
-}).refine((body) => body.content.length > 0 || body.file_ref !== undefined, {
+  // White space alone is as empty as "": it made a memory of nothing, titled "Untitled".
+}).refine((body) => body.content.trim().length > 0 || body.file_ref !== undefined, {
   message: "content must not be empty (unless file_ref names the file)",
   path: ["content"],
 })
@@ -109,7 +110,7 @@ export type CreateMemoryBody = z.output<typeof createMemoryBodySchema>;
 
 const updateMemoryFields = z.object({
     title: titleSchema.optional(),
-    content: z.string().min(1, "content must not be empty").optional(),
+    content: z.string().min(1, "content must not be empty").refine((content) => content.trim().length > 0, "content must not be empty").optional(),
     content_type: z.enum(CONTENT_TYPES).optional(),
     kind: z.enum(KINDS).optional(),
     stability: z.enum(STABILITIES).optional(),
