@@ -2,6 +2,15 @@
 // database before the first request, then start background work.
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
+  // Next listens before this has finished (on a fresh data directory the migration takes seconds):
+  // scripts/server.mjs waits for it on a SIGTERM, so a stop never exits mid-way through opening or
+  // migrating the embedded database.
+  const starting = start();
+  (globalThis as { __engramStarting?: Promise<void> }).__engramStarting = starting;
+  await starting;
+}
+
+async function start(): Promise<void> {
   const { startServer } = await import("./lib/system/start-server.ts");
   try {
     await startServer();

@@ -44,14 +44,18 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
       return;
     }
     const deadline = Date.now() + GRACE_MS;
-    // The last resort if something hangs (a statement that never returns).
-    setTimeout(() => process.exit(1), GRACE_MS + 10_000).unref();
+    // The last resort if something hangs (a statement that never returns); a start not finished yet
+    // (register() still migrating, below) gets the same extra minute as a signal before listening.
+    setTimeout(() => process.exit(1), GRACE_MS + (globalThis.__engramStopServer ? 10_000 : 60_000)).unref();
     console.log(`engram: ${signal}, stopping (requests in progress: ${[...inFlight].filter((res) => !isStream(res)).length})`);
     server.close();
     while ([...inFlight].some((res) => !isStream(res)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
     server.closeAllConnections();
     try {
-      // Set by instrumentation.ts once the app has started; a stop during start-up has nothing to wind down.
+      // Next listens before instrumentation's register() has finished: a start still opening or
+      // migrating the database finishes first, then stops the usual way (exiting now left it mid-way).
+      await globalThis.__engramStarting?.catch(() => {});
+      // Set by instrumentation.ts once the app has started; a stop before register() ever ran has nothing to wind down.
       const stop = globalThis.__engramStopServer;
       if (!stop) {
         console.log("engram: stopped before the app had started");
@@ -74,6 +78,7 @@ await app.prepare();
 if (stopping) {
   // A signal came while the app was being prepared (above): stop without ever listening.
   try {
+    await globalThis.__engramStarting?.catch(() => {});
     const stop = globalThis.__engramStopServer;
     if (stop) await stop({ graceMs: GRACE_MS });
     console.log("engram: stopped before listening");
