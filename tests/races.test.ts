@@ -151,6 +151,53 @@ describe("invites and ownership", () => {
   });
 });
 
+describe("a regenerate against an invite into the same hub that replaces the invitee's row", () => {
+  /**
+   * Regenerating an invite reads the invitee's open row, then takes their `invite-notifications:` lock
+   * to renew it. A new invite into the same hub for the same person replaces (deletes) that row under
+   * the same lock. Here a second connection holds the lock while the new invite and then the
+   * regenerate queue for it, so the replacement commits between the regenerate's read and its write.
+   */
+  it.skipIf(!testPostgres())("the regenerate answers 200 and leaves the new invite's row alone", async () => {
+    const own = await h.user("Regenerator");
+    const dee = await h.user("Invitee");
+    const hub = await h.teamHub(own);
+    const first = (await own.post(`/v1/hubs/${hub}/invites`, { role: "viewer", invitee: { user_id: dee.id } })).body.data;
+    expect(await h.db.notification.count({ where: { userId: dee.id, kind: "hub_invite", sourceId: first.id } })).toBe(1);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const waiting = async (n: number, what: string) => {
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n >= n) return;
+        if (waited > 20_000) throw new Error(`never waited: ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    let created: Promise<ApiResponse> | undefined;
+    let regenerated: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`invite-notifications:${dee.id}`]);
+      created = own.post(`/v1/hubs/${hub}/invites`, { role: "contributor", invitee: { user_id: dee.id } });
+      await waiting(1, "the new invite");
+      // It read the row the new invite is about to replace; it queues behind that invite.
+      regenerated = own.post(`/v1/hubs/${hub}/invites/${first.id}/regenerate`);
+      await waiting(2, "the regenerate");
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const [made, renewed] = [await created!, await regenerated!];
+    expect(made.status, made.text).toBe(201);
+    // Before, its update of the deleted row threw: the regenerate answered 404 and its new link was rolled back.
+    expect(renewed.status, renewed.text).toBe(200);
+    const rows = await h.db.notification.findMany({ where: { userId: dee.id, kind: "hub_invite", hubId: hub } });
+    expect(rows).toMatchObject([{ sourceId: made.body.data.id, status: "pending" }]);
+  });
+});
+
 describe("membership and credentials during use", () => {
   it("a member removed while pushing: no push lands after the removal returns", async () => {
     const own = await h.user("Owner");
