@@ -565,6 +565,48 @@ describe("a rename racing the job that finishes reading a link", () => {
   });
 });
 
+describe("a PATCH whose new title becomes a change only on its retry", () => {
+  /**
+   * A PATCH's first attempt reads the memory without a lock; when its conditional write loses to a
+   * concurrent edit it tries again under the row lock. Here the PATCH names the title the memory
+   * already has, and a second connection holding the row re-titles it meanwhile: only the retry sees a
+   * title change, and must re-index the Chinese chunks with their English glosses all the same.
+   */
+  it.skipIf(!testPostgres())("the retry works out the glosses: the chunks keep the words only the glosses hold", async () => {
+    const own = await h.user("Valves");
+    const hub = await h.teamHub(own);
+    const content = "每周检查一次安全阀。";
+    const id = (await own.post("/v1/memories", { content, title: "Pressure rounds" }, on(hub))).body.data.id as string;
+    const { replaceChunks } = await import("@/lib/recall/store-chunks.ts");
+    await replaceChunks(h.db, { id, hubId: hub }, [{ position: 0, content, headingChain: "", tokenCount: 12, embedding: null, gloss: "" }]);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let patched: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("UPDATE memories SET title = 'Weekly checks', updated_at = updated_at + interval '1 second' WHERE id = $1", [id]);
+      patched = own.patch(`/v1/memories/${id}`, { title: "Pressure rounds" });
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the PATCH never waited for the row");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const res = await patched!;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.title).toBe("Pressure rounds");
+    const [chunk] = await h.database.sql.query<{ vec: string }>(`SELECT search_vector::text AS vec FROM chunks WHERE memory_id = $1`, [id]);
+    expect(chunk!.vec).toContain("'pressur'");
+    // Before, the retry re-indexed without glosses: the note was no longer found by "valve".
+    expect(chunk!.vec).toContain("'valv'");
+  });
+});
+
 describe("a config ack against the prune of its deletion record", () => {
   /**
    * The ack read the record without the lock the prune takes; the prune's delete committed before the
