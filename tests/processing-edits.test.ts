@@ -6,6 +6,7 @@ import { EMBEDDING_DIMENSIONS, setEmbedder } from "@/lib/ai/embedder.ts";
 import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
 import { PROCESSING_STEPS } from "@/lib/processing/processing-steps.ts";
 import { JobLease } from "@/lib/processing/job-lease.ts";
+import { replaceChunks } from "@/lib/recall/store-chunks.ts";
 import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
 
@@ -262,6 +263,50 @@ it("a give-up whose fallback chunks cannot be written still records the failure 
   expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "failed" });
   expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(1);
   expect(await h.db.chunk.count({ where: { memoryId: id } })).toBe(0);
+});
+
+it("a give-up whose chunks are refused deletes the chunks stored before (an earlier version's text)", async () => {
+  const res = await ann.post("/v1/memories", { content: "The shutters are closed before the first frost." });
+  const id = res.body.data.id;
+  await replaceChunks(h.db, { id, hubId: res.body.data.hub_id }, [{ position: 0, content: "An earlier version: the shutters stay open.", headingChain: "", tokenCount: 8, embedding: null, gloss: "" }]);
+  const now = new Date();
+  await orphanLastAttempt(id, now);
+  await h.database.sql.exec(`
+    CREATE FUNCTION engram_test_refuse_chunks() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.memory_id = '${id}'::uuid THEN RAISE EXCEPTION 'chunk refused'; END IF; RETURN NEW; END $$;
+    CREATE TRIGGER engram_test_refuse_chunks BEFORE INSERT ON chunks FOR EACH ROW EXECUTE FUNCTION engram_test_refuse_chunks();`);
+  try {
+    expect(await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).toBeNull();
+  } finally {
+    await h.database.sql.exec(`DROP TRIGGER engram_test_refuse_chunks ON chunks; DROP FUNCTION engram_test_refuse_chunks();`);
+  }
+  expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "failed" });
+  // Before, the chunkless failure kept them: recall found the memory by text it no longer holds.
+  expect(await h.db.chunk.count({ where: { memoryId: id } })).toBe(0);
+});
+
+it("a give-up that fails for another reason than its chunks records nothing; the next sweep fails the memory with its chunks", async () => {
+  const res = await ann.post("/v1/memories", { content: "The water main is shut off before the first frost." });
+  const id = res.body.data.id;
+  const now = new Date();
+  await orphanLastAttempt(id, now);
+  // The give-up's notification fails once, as a deadlock or a lost connection would fail its transaction.
+  await h.database.sql.exec(`
+    CREATE SEQUENCE engram_test_once;
+    CREATE FUNCTION engram_test_fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.source_id = '${id}' AND nextval('engram_test_once') = 1 THEN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = '40P01'; END IF; RETURN NEW; END $$;
+    CREATE TRIGGER engram_test_fail_once BEFORE INSERT ON notifications FOR EACH ROW EXECUTE FUNCTION engram_test_fail_once();`);
+  try {
+    // Before, any error of the give-up fell back to no chunks: the memory ended failed without them, for good.
+    await expect(claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).rejects.toThrow();
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "running" });
+    expect(await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 })).toBeNull();
+  } finally {
+    await h.database.sql.exec(`DROP TRIGGER engram_test_fail_once ON notifications; DROP FUNCTION engram_test_fail_once(); DROP SEQUENCE engram_test_once;`);
+  }
+  expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ processingStatus: "failed" });
+  expect(await h.db.notification.count({ where: { kind: "memory_processing_failed", sourceId: id } })).toBe(1);
+  expect(await h.db.chunk.count({ where: { memoryId: id } })).toBe(1);
 });
 
 it("a memory whose last attempt is still at work (its lease renewed after the sweep read it) is not failed under it", async () => {
