@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import JSZip from "jszip";
 import { sweepUploadsFunction } from "@/inngest/upload-functions.ts";
-import { unpackedSizeProblem } from "@/lib/extraction/check-unpacked-size.mjs";
+import { MAX_XML_DEPTH, unpackedSizeProblem, xmlDepthExceeds } from "@/lib/extraction/check-unpacked-size.mjs";
 import { extractText } from "@/lib/extraction/extract-text.ts";
 import { fragmentToMarkdown } from "@/lib/extraction/html-to-markdown.mjs";
 import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
@@ -408,6 +408,38 @@ describe("create with file_ref", () => {
     expect(shallow.error).toBeUndefined();
     expect(shallow.text).toContain("Before the tables.");
     expect(shallow.text).toContain("Innermost cell.");
+  }, 60_000);
+
+  it("a DOCX part that is (or only begins like) UTF-16 is depth-checked too: nested thousands deep it is refused the same way", async () => {
+    const document = async (levels: number) => {
+      const zip = await JSZip.loadAsync(await makeDocx([{ text: "Before the tables." }]));
+      const cell = (inner: string) => `<w:tbl><w:tr><w:tc>${inner}<w:p/></w:tc></w:tr></w:tbl>`;
+      let body = `<w:p><w:r><w:t>Innermost cell.</w:t></w:r></w:p>`;
+      for (let i = 0; i < levels; i++) body = cell(body);
+      return { zip, xml: (await zip.file("word/document.xml")!.async("string")).replace("</w:body>", `${body}</w:body>`) };
+    };
+    const utf16 = (xml: string, order: "le" | "be") => {
+      const units = Buffer.from(`\uFEFF${xml.replace(/encoding="UTF-8"/i, 'encoding="UTF-16"')}`, "utf16le");
+      return order === "le" ? units : units.swap16();
+    };
+    const encodings = {
+      "UTF-16LE": (xml: string) => utf16(xml, "le"),
+      "UTF-16BE": (xml: string) => utf16(xml, "be"),
+      // UTF-8 after a stray byte that began like a UTF-16 byte-order mark: the parser reads it as UTF-8 all the same.
+      "UTF-8 after a stray 0xff": (xml: string) => Buffer.concat([Buffer.from([0xff]), Buffer.from(xml)]),
+    };
+    for (const [name, encode] of Object.entries(encodings)) {
+      const { zip, xml } = await document(3000);
+      zip.file("word/document.xml", encode(xml));
+      // Before, such a part was not scanned: the stray byte's overflowed the parser's stack.
+      const deep = await extractText(await zip.generateAsync({ type: "nodebuffer", compression: "DEFLATE" }), DOCX_TYPE).catch((error: Error) => ({ text: "", error: error.message }));
+      expect(deep, name).toEqual({ text: "", error: expect.stringMatching(/^The document is nested too deeply to read/) });
+    }
+    // A few levels in UTF-16 are not mistaken for thousands (read byte by byte, its closing tags are no tags).
+    const { xml } = await document(5);
+    expect(xmlDepthExceeds(utf16(xml, "le"), MAX_XML_DEPTH)).toBe(false);
+    expect(xmlDepthExceeds(utf16(xml, "be"), MAX_XML_DEPTH)).toBe(false);
+    expect(xmlDepthExceeds(utf16((await document(600)).xml, "le"), MAX_XML_DEPTH)).toBe(true);
   }, 60_000);
 
   it("a PDF is read up to 2000 pages, one page at a time, and says how many it read", async () => {

@@ -8,5 +8,5 @@ export const MAX_XML_DEPTH: number;
 /** Why a zip archive must not be unpacked (too large, or an XML part nested too deep), or null when it may be. */
 export function unpackedSizeProblem(bytes: Buffer, limit?: number): string | null;
 
-/** Whether the elements of an XML part (UTF-8 bytes) nest deeper than `max`. */
+/** Whether the elements of an XML part (as the parser reads it, UTF-8; and as UTF-16 when it is that) nest deeper than `max`. */
 export function xmlDepthExceeds(xml: Buffer, max: number): boolean;

@@ -81,17 +81,43 @@ function tooLarge(limit) {
 }
 
 /**
- * Whether the elements of an XML part (UTF-8 bytes) nest deeper than `max`: one pass over the bytes,
- * no tree and no recursion, skipping comments, CDATA, declarations and quoted attribute values
- * (where a "<" or ">" is text). A part in another encoding is not scanned: the parser reads UTF-8.
+ * Whether the elements of an XML part nest deeper than `max`: one pass over the bytes, no tree and no
+ * recursion, skipping comments, CDATA, declarations and quoted attribute values (where a "<" or ">" is
+ * text). The parser decodes every part as UTF-8 whatever its first bytes, so those bytes are scanned
+ * as they are: a part that merely began like UTF-16 (a stray 0xff byte, a NUL second byte) went
+ * unscanned here and overflowed the parser's stack. A part that is UTF-16 is scanned as its
+ * characters as well, so it is refused the same way whatever reads it.
  */
 export function xmlDepthExceeds(xml, max) {
-  if (xml[0] === 0xfe || xml[0] === 0xff || xml[1] === 0x00) return false;
+  if (depthExceeds(xml, max)) return true;
+  const units = utf16AsAscii(xml);
+  return units !== null && depthExceeds(units, max);
+}
+
+/**
+ * A UTF-16 part (by its byte-order mark, or "<" as its first character) as one byte per character:
+ * the ASCII ones as they are, any other as 0x80. Every character the depth scan looks at is ASCII.
+ */
+function utf16AsAscii(xml) {
+  const bigEndian = (xml[0] === 0xfe && xml[1] === 0xff) || (xml[0] === 0x00 && xml[1] === 0x3c);
+  if (!bigEndian && !((xml[0] === 0xff && xml[1] === 0xfe) || (xml[0] === 0x3c && xml[1] === 0x00))) return null;
+  const ascii = Buffer.allocUnsafe(xml.length >> 1);
+  for (let i = 0; i < ascii.length; i++) {
+    const high = xml[bigEndian ? 2 * i : 2 * i + 1];
+    const low = xml[bigEndian ? 2 * i + 1 : 2 * i];
+    ascii[i] = high === 0 && low < 0x80 ? low : 0x80;
+  }
+  return ascii;
+}
+
+function depthExceeds(xml, max) {
   let depth = 0;
   let at = xml.indexOf(0x3c);
   while (at >= 0) {
     const next = xml[at + 1];
-    if (next === 0x2f) {
+    if (next === 0x00) {
+      // UTF-16 read byte by byte: no tag to a UTF-8 parser (the part is scanned as UTF-16 too).
+    } else if (next === 0x2f) {
       depth--;
       at = xml.indexOf(0x3e, at);
     } else if (next === 0x3f) {
