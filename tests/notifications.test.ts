@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createNotification } from "@/lib/notifications/create-notification.ts";
 import { notificationSummary } from "@/lib/notifications/list-notifications.ts";
-import { NOTIFICATION_RETENTION_MS, pruneNotifications } from "@/lib/notifications/prune-notifications.ts";
+import { NOTIFICATION_RETENTION_MS, PRUNABLE_NOTIFICATIONS_SQL, pruneNotifications } from "@/lib/notifications/prune-notifications.ts";
 import { resolveNotification } from "@/lib/notifications/update-notification.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
@@ -501,6 +501,31 @@ describe("old notifications", () => {
     expect(names.sort()).toEqual(["checklist v2", "dismissed recently", "pending, old", "ran out recently"]);
     // The latest checklist is still what the onboarding state reports, and a restart numbers the next after it.
     expect((await gus.get("/v1/onboarding/state")).body.data).toMatchObject({ has_prior: true, current_version: 2 });
+    expect(await pruneNotifications(h.database, now)).toBe(0);
+  });
+
+  it("the prune reads its rows through indexes, not a scan of the whole table", async () => {
+    const hal = await h.user("Hal");
+    const now = new Date();
+    // Many live rows (pending ones with and without an expiry, recently settled ones), few past retention.
+    await h.database.sql.query(
+      `INSERT INTO notifications (id, user_id, kind, status, source_kind, source_id, payload, created_at, resolved_at, expires_at)
+       SELECT gen_random_uuid(), $1::uuid, 'hub_member_joined', CASE WHEN i % 3 = 0 THEN 'resolved' ELSE 'pending' END, 'hub_member', i::text, '{}',
+              $2::timestamptz - (i % 1000) * interval '1 minute',
+              CASE WHEN i % 3 = 0 THEN $2::timestamptz - (i % 1000) * interval '1 minute' END,
+              CASE WHEN i % 3 = 1 THEN $2::timestamptz + interval '7 days' END
+       FROM generate_series(1, 30000) AS i`,
+      [hal.id, now.toISOString()],
+    );
+    await h.database.sql.exec("ANALYZE notifications");
+    const cutoff = new Date(now.getTime() - NOTIFICATION_RETENTION_MS).toISOString();
+    const plan = (await h.database.sql.query<{ "QUERY PLAN": string }>(`EXPLAIN ${PRUNABLE_NOTIFICATIONS_SQL}`, [cutoff, "checklist", "onboarding", 1000]))
+      .map((row) => row["QUERY PLAN"])
+      .join("\n");
+    // Before, no index held the predicate: every hourly run read every row of every person's history.
+    expect(plan).not.toMatch(/Seq Scan on notifications n\b/);
+    expect(plan).toMatch(/notifications_prune_settled_idx/);
+    expect(plan).toMatch(/notifications_prune_pending_idx/);
     expect(await pruneNotifications(h.database, now)).toBe(0);
   });
 });

@@ -246,6 +246,8 @@ describe("schema and migrations agree", () => {
       expect(byName.get(index), index).toMatch(/USING gin/);
     }
     expect(byName.get("ownership_transfers_one_pending")).toMatch(/WHERE \(state = 'pending'::text\)/);
+    expect(byName.get("notifications_prune_settled_idx")).toMatch(/\(COALESCE\(resolved_at, created_at\)\) WHERE \(status <> 'pending'::text\)/);
+    expect(byName.get("notifications_prune_pending_idx")).toMatch(/\(expires_at\) WHERE \(\(status = 'pending'::text\) AND \(expires_at IS NOT NULL\)\)/);
     const [{ type }] = await database.sql.query<{ type: string }>(
       `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'`,
     ) as [{ type: string }];

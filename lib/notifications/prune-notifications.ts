@@ -26,6 +26,22 @@ function pastRetention(cutoff: Date): Prisma.NotificationWhereInput {
   };
 }
 
+const version = (alias: string) => `COALESCE(substring(${alias}.source_id from '^v([0-9]{1,9})$')::int, 0)`;
+
+/**
+ * A batch of ids past retention ($1 the cutoff, $2/$3 the checklist's kind and source kind, $4 the
+ * batch size). Each side of the OR has a partial index of its own (notifications_prune_*_idx): the
+ * prune reads what it deletes, not the whole table.
+ */
+export const PRUNABLE_NOTIFICATIONS_SQL = `SELECT n.id FROM notifications n
+  WHERE ((n.status <> 'pending' AND COALESCE(n.resolved_at, n.created_at) < $1::timestamptz)
+         OR (n.status = 'pending' AND n.expires_at < $1::timestamptz))
+    AND NOT (n.kind = $2 AND n.source_kind = $3 AND NOT EXISTS (
+          SELECT 1 FROM notifications newer
+          WHERE newer.user_id = n.user_id AND newer.kind = n.kind AND newer.source_kind = n.source_kind
+            AND ${version("newer")} > ${version("n")}))
+  LIMIT $4::int`;
+
 /**
  * Deletes notifications past retention, in bounded batches. A person's latest getting-started
  * checklist stays whatever its age: GET /v1/onboarding/state reports it, and restarts number the
@@ -33,20 +49,8 @@ function pastRetention(cutoff: Date): Prisma.NotificationWhereInput {
  */
 export async function pruneNotifications(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
   const cutoff = new Date(now.getTime() - NOTIFICATION_RETENTION_MS);
-  const version = (alias: string) => `COALESCE(substring(${alias}.source_id from '^v([0-9]{1,9})$')::int, 0)`;
   return deleteInBatches(
-    (take) =>
-      database.sql.query<{ id: string }>(
-        `SELECT n.id FROM notifications n
-         WHERE ((n.status <> 'pending' AND COALESCE(n.resolved_at, n.created_at) < $1::timestamptz)
-                OR (n.status = 'pending' AND n.expires_at < $1::timestamptz))
-           AND NOT (n.kind = $2 AND n.source_kind = $3 AND NOT EXISTS (
-                 SELECT 1 FROM notifications newer
-                 WHERE newer.user_id = n.user_id AND newer.kind = n.kind AND newer.source_kind = n.source_kind
-                   AND ${version("newer")} > ${version("n")}))
-         LIMIT $4::int`,
-        [cutoff.toISOString(), CHECKLIST_KIND, ONBOARDING_SOURCE, take],
-      ),
+    (take) => database.sql.query<{ id: string }>(PRUNABLE_NOTIFICATIONS_SQL, [cutoff.toISOString(), CHECKLIST_KIND, ONBOARDING_SOURCE, take]),
     (ids) => database.prisma.notification.deleteMany({ where: { id: { in: ids }, ...pastRetention(cutoff) } }),
     PRUNE_BATCH,
     maxBatches,
