@@ -442,6 +442,22 @@ describe("create with file_ref", () => {
     expect(xmlDepthExceeds(utf16((await document(600)).xml, "le"), MAX_XML_DEPTH)).toBe(true);
   }, 60_000);
 
+  it("a DOCX whose deeply nested document part is not named .xml is refused the same way, not a stack overflow", async () => {
+    const zip = await JSZip.loadAsync(await makeDocx([{ text: "Before the tables." }]));
+    const cell = (inner: string) => `<w:tbl><w:tr><w:tc>${inner}<w:p/></w:tc></w:tr></w:tbl>`;
+    let body = `<w:p><w:r><w:t>Innermost cell.</w:t></w:r></w:p>`;
+    for (let i = 0; i < 3000; i++) body = cell(body);
+    const xml = (await zip.file("word/document.xml")!.async("string")).replace("</w:body>", `${body}</w:body>`);
+    // The parser finds the main part through the package's relationships, whatever its name.
+    zip.remove("word/document.xml");
+    zip.file("word/document.part", xml);
+    zip.file("_rels/.rels", (await zip.file("_rels/.rels")!.async("string")).replace('Target="word/document.xml"', 'Target="word/document.part"'));
+    const bytes = await zip.generateAsync({ type: "nodebuffer", compression: "DEFLATE" });
+    // Before, the depth check passed it (it reads .xml and .rels parts) and the parser overflowed its stack.
+    const deep = await extractText(bytes, DOCX_TYPE).catch((error: Error) => ({ text: "", error: error.message }));
+    expect(deep).toEqual({ text: "", error: expect.stringMatching(/^The document is nested too deeply to read/) });
+  }, 60_000);
+
   it("a PDF is read up to 2000 pages, one page at a time, and says how many it read", async () => {
     const many = await makePdf(Array.from({ length: 2100 }, (_, i) => [`Folio ${i + 1} of the ledger.`]));
     const result = await extractText(many, "application/pdf");

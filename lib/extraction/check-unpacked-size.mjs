@@ -16,6 +16,9 @@ export const MAX_UNPACKED_BYTES = 100 * 1024 * 1024;
  */
 export const MAX_XML_DEPTH = 512;
 
+/** Why a DOCX nested deeper than MAX_XML_DEPTH was not read. */
+export const NESTED_TOO_DEEPLY = `The document is nested too deeply to read (more than ${MAX_XML_DEPTH} levels, such as tables within tables); it was not read`;
+
 const EOCD_SIGNATURE = Buffer.from([0x50, 0x4b, 0x05, 0x06]);
 const CENTRAL = 0x02014b50;
 const LOCAL = 0x04034b50;
@@ -67,9 +70,7 @@ export function unpackedSizeProblem(bytes, limit = MAX_UNPACKED_BYTES) {
           // A corrupt stream is the parser's to report.
         }
       }
-      if (isXml && part && xmlDepthExceeds(part, MAX_XML_DEPTH)) {
-        return `The document is nested too deeply to read (more than ${MAX_XML_DEPTH} levels, such as tables within tables); it was not read`;
-      }
+      if (isXml && part && xmlDepthExceeds(part, MAX_XML_DEPTH)) return NESTED_TOO_DEEPLY;
     }
     offset += 46 + bytes.readUInt16LE(offset + 28) + bytes.readUInt16LE(offset + 30) + bytes.readUInt16LE(offset + 32);
   }

@@ -1,6 +1,6 @@
 // The text of a PDF, DOCX, HTML or text file. Plain ESM: the extraction worker (extract-worker.mjs)
 // loads it directly, outside the Next bundle; lib/extraction/extract-text.ts says which kind a file is.
-import { unpackedSizeProblem } from "./check-unpacked-size.mjs";
+import { NESTED_TOO_DEEPLY, unpackedSizeProblem } from "./check-unpacked-size.mjs";
 import { fragmentToMarkdown, htmlToMarkdown } from "./html-to-markdown.mjs";
 
 /**
@@ -24,7 +24,15 @@ export async function readDocument(kind, bytes, { maxContentBytes }) {
     // Mammoth's default inlines every picture as a base64 data URI: megabytes of it would fill the
     // content (clipped at 3 MiB, cutting off the text after it) and its chunks. Mammoth still adds the alt text.
     const noPictures = mammoth.images.imgElement(async () => ({ src: "" }));
-    const result = await mammoth.convertToHtml({ buffer: bytes }, { convertImage: noPictures });
+    let result;
+    try {
+      result = await mammoth.convertToHtml({ buffer: bytes }, { convertImage: noPictures });
+    } catch (error) {
+      // The depth check above reads the parts named .xml and .rels; the parser reads whatever part the
+      // package's relationships name, so a deep one under another name still overflowed its stack.
+      if (error instanceof RangeError && /call stack/i.test(error.message)) return { text: "", error: NESTED_TOO_DEEPLY };
+      throw error;
+    }
     const text = fragmentToMarkdown(result.value);
     return text ? { text } : { text: "", error: "No text was found in the document" };
   }
