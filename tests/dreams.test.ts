@@ -5,7 +5,7 @@ import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns, runDreamRunOnce } from "@/l
 import { claimDreamRun, executeDreamRun, LostLeaseError } from "@/lib/dreams/run-dream.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
 import { newId } from "@/lib/ids.ts";
-import { onContradictionsFlagged } from "@/lib/notifications/notify.ts";
+import { notifyProcessingFailed, onContradictionsFlagged } from "@/lib/notifications/notify.ts";
 import { resolveDreamAction, undoDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { triggerDream } from "@/lib/dreams/trigger-dream.ts";
 import type { HubContext } from "@/lib/api/context.ts";
@@ -963,6 +963,51 @@ describe("what a hard delete leaves of its memory in dream actions", () => {
       }
     }
   });
+
+  // A run's actions quote both memories' titles in their reason (and a review in details.a/b.title),
+  // and its report and the review's bell rows quote the reasons: each still named a deleted memory.
+  it("a hard delete leaves no title of the memory in a real run's actions, report or bell rows", async () => {
+    const hubId = await h.teamHub(owner);
+    const planted = [
+      ["SECRET-DUP-OLD", PLANTED.dupOld1, -5], ["Dup new", PLANTED.dupNew1, -4],
+      ["SECRET-CONTRA-OLD", PLANTED.contraOld, -3], ["Contra new", PLANTED.contraNew, -2], ["SECRET-STALE", PLANTED.stale1, -200],
+    ] as const;
+    const ids: string[] = [];
+    for (const [title, content, days] of planted) {
+      const res = await owner.post("/v1/memories", { title, content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      const at = new Date(Date.now() + days * DAY);
+      await h.db.memory.update({ where: { id: res.body.data.id }, data: { createdAt: at, updatedAt: at } });
+      ids.push(res.body.data.id);
+    }
+    await indexMemories(h.db, ids);
+    const [dupOld, , contraOld, contraNew, stale] = ids as [string, string, string, string, string];
+    await notifyProcessingFailed(h.db, { id: stale, hubId, ownerId: owner.id, title: "SECRET-STALE" }, "gave up");
+    const res = await trigger(owner, hubId);
+    expect(res.status, res.text).toBe(202);
+    const runId = res.body.data.run_id as string;
+    expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+    const before = [(await owner.get(`/v1/dreams/${runId}/actions?limit=100`)).text, (await owner.get(`/v1/dreams/${runId}`)).text, (await owner.get("/v1/notifications?limit=100")).text].join("");
+    for (const title of ["SECRET-DUP-OLD", "SECRET-CONTRA-OLD", "SECRET-STALE"]) expect(before).toContain(title);
+
+    for (const id of [dupOld, contraOld, stale]) expect((await owner.delete(`/v1/memories/${id}`)).status).toBe(200);
+
+    const actions = await owner.get(`/v1/dreams/${runId}/actions?limit=100`);
+    expect(actions.status, actions.text).toBe(200);
+    expect(actions.text).not.toMatch(/SECRET/);
+    const review = actions.body.data.actions.find((a: { action_type: string }) => a.action_type === "contradiction");
+    expect(review.details).toMatchObject({ a: { id: contraOld, title: "(deleted)" }, b: { id: contraNew, title: "Contra new" } });
+    expect(review.details).not.toHaveProperty("values");
+    const run = await owner.get(`/v1/dreams/${runId}`);
+    expect(run.status, run.text).toBe(200);
+    expect(run.text).not.toMatch(/SECRET/);
+    const report = await owner.get("/v1/dreams/report", { headers: { "x-hub-id": hubId } });
+    expect(report.status, report.text).toBe(200);
+    expect(report.text).not.toMatch(/SECRET/);
+    const bell = await owner.get("/v1/notifications?limit=100");
+    expect(bell.status, bell.text).toBe(200);
+    expect(bell.text).not.toMatch(/SECRET/);
+  }, 60_000);
 
   it("a decided review whose memory was deleted since is not reopened", async () => {
     const hubId = await h.teamHub(owner);

@@ -7,6 +7,7 @@ import type { Database } from "@/lib/db/database.ts";
 import { openDatabase } from "@/lib/db/database.ts";
 import { listMigrations, migrate } from "@/lib/db/migrate.ts";
 import { newId } from "@/lib/ids.ts";
+import { DELETED_REASON } from "@/lib/memories/drop-memory-copies.ts";
 import { openTestDatabase } from "./support/harness.ts";
 
 let database: Database;
@@ -339,6 +340,54 @@ describe("schema and migrations agree", () => {
     expect((await db.customBoardFeedback.findMany({ where: { boardId: boardLive.id }, orderBy: { contentProducedAt: "asc" } })).map((f) => f.contentProducedAt)).toEqual([between, later]);
     expect(await db.customBoardCardVersion.findUnique({ where: { id: versionGone.id } })).toBeNull();
     expect(await db.customBoardCardVersion.findUnique({ where: { id: versionLive.id } })).toEqual(versionLive);
+  });
+
+  test("the backfill drops the titles existing rows quote of memories deleted before the delete-time clean-up of titles", async () => {
+    const db = database.prisma;
+    const now = new Date("2026-11-20T10:00:00.000Z");
+    const user = await db.user.create({ data: { id: newId(), email: "titles@example.test", name: "T", createdAt: now, updatedAt: now } });
+    const hub = await db.hub.create({ data: { id: newId(), name: "T", slug: "titles-hub", hubType: "team", ownerId: user.id, createdAt: now, updatedAt: now } });
+    const kept = await db.memory.create({
+      data: { id: newId(), hubId: hub.id, ownerId: user.id, title: "Kept", content: "kept", contentType: "text", contentHash: "c".repeat(64), kind: "semantic", stability: "stable", boundary: "private", state: "active", source: "api", createdAt: now, updatedAt: now },
+    });
+    const gone = newId();
+    const reasons = {
+      merge: `"SECRET-GONE" is a near-duplicate (similarity 0.94, word overlap 0.60) of the newer "Kept"`,
+      contradiction: `"Kept" and "SECRET-GONE" disagree: "timeout" is "30 seconds" in one and "SECRET-VALUE" in the other`,
+      archive: `"SECRET-GONE" was never read and has not changed for 200 days`,
+      live: `"Kept" was never read and has not changed for 200 days`,
+    };
+    const report = ["Merged 1 near-duplicate.", "", "## Merged near-duplicates (1)", "", `- ${reasons.merge}; the older one is archived (undo to restore it)`, "", "## Contradictions to review (1)", "", `- ${reasons.contradiction} — keep A, keep B or keep both`, "", "## Archived as stale (2)", "", `- ${reasons.archive}`, `- ${reasons.live}`].join("\n");
+    const run = await db.dreamRun.create({ data: { id: newId(), hubId: hub.id, status: "completed", report, createdAt: now } });
+    const action = (actionType: string, sourceMemoryIds: string[], reason: string, details: object) =>
+      db.dreamAction.create({ data: { id: newId(), runId: run.id, hubId: hub.id, actionType, state: "applied", sourceMemoryIds, reason, details, createdAt: now } });
+    const merge = await action("merge", [gone, kept.id], reasons.merge, { archived_id: gone, kept_id: kept.id });
+    const review = await action("contradiction", [kept.id, gone], reasons.contradiction, { key: "timeout", values: ["30 seconds", "SECRET-VALUE"], a: { id: kept.id, title: "Kept" }, b: { id: gone, title: "SECRET-GONE" } });
+    const archive = await action("archive", [gone], reasons.archive, { previous_updated_at: now.toISOString() });
+    const live = await action("archive", [kept.id], reasons.live, { previous_updated_at: now.toISOString() });
+    const bell = (kind: string, sourceId: string, payload: object) =>
+      db.notification.create({ data: { id: newId(), userId: user.id, hubId: hub.id, kind, sourceKind: "x", sourceId, payload, createdAt: now } });
+    const reviewBell = await bell("review_contradiction", review.id, { memory_a: { id: kept.id, title: "Kept" }, memory_b: { id: gone, title: "SECRET-GONE" }, reason: reasons.contradiction });
+    const failedBell = await bell("memory_processing_failed", gone, { memory: { id: gone, title: "SECRET-GONE" }, error: "e" });
+    const liveBell = await bell("memory_processing_failed", kept.id, { memory: { id: kept.id, title: "Kept" }, error: "e" });
+
+    await database.sql.exec(readFileSync(path.join(process.cwd(), "prisma/migrations/20261130020000_drop_deleted_memory_titles/migration.sql"), "utf8"));
+
+    const rows = await db.dreamAction.findMany({ where: { runId: run.id } });
+    expect(JSON.stringify(rows)).not.toMatch(/SECRET/);
+    const after = (id: string) => rows.find((row) => row.id === id)!;
+    expect(after(merge.id)).toMatchObject({ reason: DELETED_REASON.merge, details: merge.details });
+    expect(after(review.id)).toMatchObject({ reason: DELETED_REASON.contradiction, details: { key: "timeout", a: { id: kept.id, title: "Kept" }, b: { id: gone, title: "(deleted)" } } });
+    expect(after(review.id).details).not.toHaveProperty("values");
+    expect(after(archive.id).reason).toBe(DELETED_REASON.archive);
+    expect(after(live.id)).toEqual(live);
+    const rewritten = (await db.dreamRun.findUniqueOrThrow({ where: { id: run.id } })).report;
+    expect(rewritten).not.toMatch(/SECRET/);
+    expect(rewritten).toContain(`- ${DELETED_REASON.merge}; the older one is archived`);
+    expect(rewritten).toContain(`- ${reasons.live}`);
+    expect((await db.notification.findUniqueOrThrow({ where: { id: reviewBell.id } })).payload).toEqual({ memory_a: { id: kept.id, title: "Kept" }, memory_b: { id: gone, title: "(deleted)" }, reason: DELETED_REASON.contradiction });
+    expect((await db.notification.findUniqueOrThrow({ where: { id: failedBell.id } })).payload).toEqual({ memory: { id: gone, title: "(deleted)" }, error: "e" });
+    expect(await db.notification.findUniqueOrThrow({ where: { id: liveBell.id } })).toEqual(liveBell);
   });
 
   test("migrations are recorded as Prisma Migrate records them", async () => {

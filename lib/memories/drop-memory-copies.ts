@@ -1,10 +1,43 @@
 import type { DbClient } from "@/lib/db/database.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
 
 /** A contradiction review closed because one of its memories was hard-deleted. */
 export const MEMORY_DELETED_RESOLUTION = "memory_deleted";
 
 /** What a review notification shows for a hard-deleted memory's title. */
 const DELETED_TITLE_JSON = JSON.stringify("(deleted)");
+
+/**
+ * What a dream action naming a hard-deleted memory gives as its reason: the one written by the run
+ * quotes both memories' titles (and a contradiction the values read from their text).
+ */
+export const DELETED_REASON = {
+  merge: "merged as near-duplicates; one of the two memories has since been deleted",
+  contradiction: "two memories disagreed; one of them has since been deleted",
+  archive: "archived as stale; the memory has since been deleted",
+} as const;
+
+/** A side's key in a review's details, or no path (a no-op for #- and jsonb_set) when that side stays. */
+function side(key: "a" | "b", field: "excerpt" | "title") {
+  return Prisma.sql`CASE WHEN named.${Prisma.raw(`${key}_gone`)} THEN ${`{${key},${field}}`}::text[] ELSE '{}'::text[] END`;
+}
+
+/**
+ * A run's report lists its first actions by their reasons: each line of an action rewritten above
+ * gets the new reason. Lines start "- " then the reason (dream-report-text.ts).
+ */
+async function rewriteReports(tx: DbClient, changed: { runId: string; oldReason: string; newReason: string }[]) {
+  const byRun = new Map<string, { oldReason: string; newReason: string }[]>();
+  for (const row of changed) if (row.oldReason !== row.newReason) byRun.set(row.runId, [...(byRun.get(row.runId) ?? []), row]);
+  if (byRun.size === 0) return;
+  const runs = await tx.$queryRaw<{ id: string; report: string }[]>`
+    SELECT id::text AS id, report FROM dream_runs WHERE id = ANY(${[...byRun.keys()]}::uuid[]) ORDER BY id FOR UPDATE`;
+  for (const run of runs) {
+    let report = run.report;
+    for (const row of byRun.get(run.id)!) report = report.split(`\n- ${row.oldReason}`).join(`\n- ${row.newReason}`);
+    if (report !== run.report) await tx.$executeRaw`UPDATE dream_runs SET report = ${report} WHERE id = ${run.id}::uuid`;
+  }
+}
 
 /**
  * What other rows keep of hard-deleted memories goes in the delete's own transaction, so a delete
@@ -14,6 +47,10 @@ const DELETED_TITLE_JSON = JSON.stringify("(deleted)");
  * - an open review naming the memory closes (`resolved`, `memory_deleted`) with its bell rows
  *   (expired): neither side can be kept or archived once one is gone; every bell row of a review
  *   naming it, open or decided, loses its title (`memory_a`/`memory_b` keep the id);
+ * - a merge, review or stale archive naming it gives a reason that quotes no title (DELETED_REASON),
+ *   in the action, its review's bell rows and its run's report; a review's `details` show "(deleted)"
+ *   as that side's title and lose the values read from the two texts;
+ * - a failed processing's bell row shows "(deleted)" as the memory's title;
  * - a custom board's card that cites it is emptied (the answer quotes what it cites) and cooks
  *   again, and the versions of its history that cite it go with their verdicts.
  * Each a single statement over the (GIN-indexed) id arrays, however many rows name the memories;
@@ -22,35 +59,46 @@ const DELETED_TITLE_JSON = JSON.stringify("(deleted)");
  */
 export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: Date): Promise<string[]> {
   if (memoryIds.length === 0) return [];
-  const closed = await tx.$queryRaw<{ id: string }[]>`
+  const changed = await tx.$queryRaw<{ id: string; was: string; runId: string; oldReason: string; newReason: string }[]>`
     WITH named AS (
-      SELECT id, state FROM dream_actions
-       WHERE source_memory_ids && ${memoryIds}::uuid[] AND action_type IN ('merge', 'contradiction')
+      SELECT id, state, reason, source_memory_ids[1] = ANY(${memoryIds}::uuid[]) AS a_gone, source_memory_ids[2] = ANY(${memoryIds}::uuid[]) AS b_gone
+        FROM dream_actions
+       WHERE source_memory_ids && ${memoryIds}::uuid[] AND action_type IN ('merge', 'contradiction', 'archive')
        FOR UPDATE
     ), changed AS (
       UPDATE dream_actions d SET
+        -- An empty path leaves the document as it is (#- and jsonb_set alike).
         details = CASE
           WHEN d.action_type = 'merge' THEN d.details - 'original_content'
-          ELSE (CASE WHEN d.source_memory_ids[1] = ANY(${memoryIds}::uuid[]) THEN d.details #- '{a,excerpt}' ELSE d.details END)
-               #- CASE WHEN d.source_memory_ids[2] = ANY(${memoryIds}::uuid[]) THEN '{b,excerpt}'::text[] ELSE '{}'::text[] END
+          WHEN d.action_type = 'archive' THEN d.details
+          -- values: one from each side's text, in the order the pair was compared (not a/b), so both go.
+          ELSE jsonb_set(jsonb_set(d.details - 'values' #- ${side("a", "excerpt")} #- ${side("b", "excerpt")}, ${side("a", "title")}, ${DELETED_TITLE_JSON}::jsonb, false),
+                         ${side("b", "title")}, ${DELETED_TITLE_JSON}::jsonb, false)
         END,
+        reason = CASE d.action_type WHEN 'merge' THEN ${DELETED_REASON.merge} WHEN 'contradiction' THEN ${DELETED_REASON.contradiction} ELSE ${DELETED_REASON.archive} END,
         state = CASE WHEN named.state = 'pending_review' THEN 'resolved' ELSE d.state END,
         resolution = CASE WHEN named.state = 'pending_review' THEN ${MEMORY_DELETED_RESOLUTION} ELSE d.resolution END,
         resolved_at = CASE WHEN named.state = 'pending_review' THEN ${now} ELSE d.resolved_at END
         FROM named WHERE d.id = named.id
-      RETURNING d.id::text AS id, named.state AS was, d.action_type,
-                d.source_memory_ids[1] = ANY(${memoryIds}::uuid[]) AS a_gone, d.source_memory_ids[2] = ANY(${memoryIds}::uuid[]) AS b_gone
+      RETURNING d.id::text AS id, named.state AS was, d.action_type, d.run_id::text AS run_id, named.reason AS old_reason, d.reason AS new_reason, named.a_gone, named.b_gone
     ), scrubbed AS (
-      -- The review's bell rows (open or decided) name both sides by title; the deleted side's goes,
-      -- kept a string so the payload keeps its shape (ReviewContradictionPayload).
-      UPDATE notifications n SET payload =
+      -- The review's bell rows (open or decided) name both sides by title and quote the reason; the
+      -- deleted side's title goes, kept a string so the payload keeps its shape (ReviewContradictionPayload).
+      UPDATE notifications n SET payload = jsonb_set(
         CASE WHEN c.b_gone THEN jsonb_set(CASE WHEN c.a_gone THEN jsonb_set(n.payload, '{memory_a,title}', ${DELETED_TITLE_JSON}::jsonb, false) ELSE n.payload END,
                                           '{memory_b,title}', ${DELETED_TITLE_JSON}::jsonb, false)
-             ELSE CASE WHEN c.a_gone THEN jsonb_set(n.payload, '{memory_a,title}', ${DELETED_TITLE_JSON}::jsonb, false) ELSE n.payload END END
+             ELSE CASE WHEN c.a_gone THEN jsonb_set(n.payload, '{memory_a,title}', ${DELETED_TITLE_JSON}::jsonb, false) ELSE n.payload END END,
+        '{reason}', to_jsonb(c.new_reason), false)
         FROM changed c
        WHERE n.kind = 'review_contradiction' AND n.source_id = c.id AND c.action_type = 'contradiction' AND (c.a_gone OR c.b_gone)
     )
-    SELECT id FROM changed WHERE was = 'pending_review'`;
+    SELECT id, was, run_id AS "runId", old_reason AS "oldReason", new_reason AS "newReason" FROM changed`;
+  const closed = changed.filter((row) => row.was === "pending_review");
+  await rewriteReports(tx, changed);
+  // A failed processing's bell row names the memory it failed on (its owner's, who may not be the deleter).
+  await tx.$executeRaw`
+    UPDATE notifications SET payload = jsonb_set(payload, '{memory,title}', ${DELETED_TITLE_JSON}::jsonb, false)
+     WHERE kind = 'memory_processing_failed' AND source_id = ANY(${memoryIds}::text[])`;
   if (closed.length) {
     await tx.notification.updateMany({
       where: { kind: "review_contradiction", sourceId: { in: closed.map((row) => row.id) }, status: "pending" },
