@@ -98,6 +98,40 @@ describe("DELETE /v1/account/data", () => {
     expect((await ann.delete("/v1/account/data")).body.data).toEqual({ deleted: true, memories: 1, topics: 0, configs: 0, sessions: 0 });
   });
 
+  // A batch failing midway left the mark for the sweep to finish the deletion, yet the request
+  // answered 500, as if nothing would come of it. The failure here is the database's own: a trigger
+  // refusing to delete one memory while it is installed.
+  it("a batch failing midway answers 202 pending, and the sweep finishes the deletion", async () => {
+    const cara = (await h.user("Cara")) as Client & { personalHubId: string };
+    const pushed = [];
+    for (const content of ["# Cara one\n\nFirst.", "# Cara two\n\nSecond.", "# Cara poison\n\nRefuses to go."]) {
+      const res = await cara.post("/v1/memories", { content });
+      expect(res.status).toBe(201);
+      pushed.push(res.body.data.id as string);
+    }
+    await h.db.$executeRawUnsafe(`
+      CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'poisoned row'; END $$`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER refuse_poison BEFORE DELETE ON memories FOR EACH ROW WHEN (OLD.id = '${pushed[2]}'::uuid) EXECUTE FUNCTION refuse_poison()`);
+    let res: ApiResponse;
+    try {
+      res = await cara.delete("/v1/account/data");
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP TRIGGER refuse_poison ON memories`);
+      await h.db.$executeRawUnsafe(`DROP FUNCTION refuse_poison()`);
+    }
+    expect(res.status, res.text).toBe(202);
+    expect(res.body.data).toEqual({ deleted: false, status: "pending" });
+    expect(res.text).not.toMatch(/poison/);
+    const user = await h.db.user.findUniqueOrThrow({ where: { id: cara.id } });
+    expect(user.dataDeletionRequestedAt).not.toBeNull();
+    // Let go: the next sweep takes it up at once and finishes it.
+    expect(user.dataDeletionHeartbeatAt).toBeNull();
+    expect(await resumeAccountDataDeletions(h.db)).toBeGreaterThanOrEqual(1);
+    expect(await h.db.memory.count({ where: { hubId: cara.personalHubId } })).toBe(0);
+    expect((await h.db.user.findUniqueOrThrow({ where: { id: cara.id } })).dataDeletionRequestedAt).toBeNull();
+  });
+
   it("needs an unrestricted key: one limited to reading or to some hubs gets 403 and nothing is deleted", async () => {
     expect((await bob.post("/v1/memories", { content: "Bob keeps this." })).status).toBe(201);
     const readOnly = clientFor((await bob.post("/v1/auth/api-keys", { name: "reader", scopes: ["read"] })).body.data.key);
