@@ -665,6 +665,37 @@ describe("with a chat model (a local fake of the OpenAI API)", () => {
     await ann.patch("/v1/settings", { chat_default_persona_id: "" });
   });
 
+  // The history sent with a question quoted every earlier answer, also one written from a hub the
+  // caller has since lost: the model was handed what they can no longer read.
+  it("leaves out of the conversation so far an answer that read a hub the caller can no longer read", async () => {
+    const launchHub = await h.teamHub(ann);
+    // Processed as the file's other memories were, without the chat model (the fake only streams).
+    const model = process.env.ENGRAM_CHAT_MODEL;
+    delete process.env.ENGRAM_CHAT_MODEL;
+    try {
+      const pushed = await ann.post("/v1/memories", { content: "# Launch codename\nThe launch codename for the spring release is Nightjar." }, { headers: { "x-hub-id": launchHub } });
+      expect(pushed.status).toBe(201);
+      await waitProcessed(h.db, ann, pushed.body.data.id);
+    } finally {
+      process.env.ENGRAM_CHAT_MODEL = model;
+    }
+    const s = await session(bob);
+    fake.reply = "KEEP-ROTATION: Wednesdays at noon [1].";
+    await answered(bob, s.id, (await send(bob, s.id, "When does the incident rotation hand over?")).body.data.active_message_id);
+    await h.db.hubMember.create({ data: { hubId: launchHub, userId: bob.id, role: "viewer" } });
+    fake.reply = "SECRET-NIGHTJAR is the codename [1].";
+    const secret = await answered(bob, s.id, (await send(bob, s.id, "What is the launch codename for the spring release?")).body.data.active_message_id);
+    expect(secret.scope_hub_ids_used).toContain(launchHub);
+    expect((await ann.delete(`/v1/hubs/${launchHub}/members/${bob.id}`)).status).toBe(200);
+
+    fake.reply = "Wednesdays [1].";
+    await answered(bob, s.id, (await send(bob, s.id, "Who gets the pager after the incident rotation hands over?")).body.data.active_message_id);
+    const prompt = fake.requests.at(-1).messages[1].content as string;
+    expect(prompt).toContain("assistant: KEEP-ROTATION: Wednesdays at noon [1].");
+    expect(prompt).not.toContain("SECRET-NIGHTJAR");
+    expect(prompt).not.toContain("Nightjar");
+  });
+
   it("a persona deleted since it was chosen (the account's default, or a session's) no longer speaks", async () => {
     const persona = await ann.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "personas/pirate.md", content: "# Pirate\nTalk like a pirate, arr." });
     expect(persona.status).toBe(201);

@@ -204,7 +204,7 @@ async function execute(turn: Turn): Promise<boolean> {
   let fallbackReason: string | undefined;
   if (model) {
     try {
-      const cited = await modelAnswer(turn, question, unique, model);
+      const cited = await modelAnswer(turn, question, unique, scope, model);
       await finish(turn, "completed", {
         citations: cited.map((n) => citation(n, unique[n - 1]!)),
         usage: { model: session.model, output_tokens: estimateTokens(turn.content), retrieval_ms: retrievalMs },
@@ -434,10 +434,10 @@ async function saveMemory(turn: Turn, approval: ChatApproval, call: ChatToolCall
   return result;
 }
 
-async function modelAnswer(turn: Turn, question: ChatMessage, sources: RecalledMemory[], model: NonNullable<ReturnType<typeof chatModel>>): Promise<number[]> {
+async function modelAnswer(turn: Turn, question: ChatMessage, sources: RecalledMemory[], scope: string[], model: NonNullable<ReturnType<typeof chatModel>>): Promise<number[]> {
   const prompt = buildPrompt(question.content, sources);
   const persona = await personaText(turn);
-  const history = await historyText(turn, question);
+  const history = await historyText(turn, question, scope);
   const stop = new AbortController();
   const unwatch = watchCancel(turn, stop);
   const stream = streamModelAnswer(
@@ -514,16 +514,23 @@ async function personaText(turn: Turn): Promise<string> {
   return config && isPersonaConfig(config) ? config.content.slice(0, 4_000) : "";
 }
 
-/** The finished turns before the question (a regenerated answer's predecessors included: they are what was said). */
-async function historyText(turn: Turn, question: ChatMessage): Promise<string> {
+/**
+ * The finished turns before the question (a regenerated answer's predecessors included: they are what
+ * was said). An answer is written from the hubs its turn read (scope_hub_ids_used), so one that read a
+ * hub outside this turn's scope (lost since, or out of the sending credential's reach) is left out:
+ * the model would be handed what the caller can no longer read. The caller's own messages stay.
+ */
+async function historyText(turn: Turn, question: ChatMessage, scope: string[]): Promise<string> {
   const rows = await turn.ctx.db.chatMessage.findMany({
     where: { sessionId: turn.session.id, sequence: { lt: question.sequence }, status: "completed" },
     orderBy: { sequence: "desc" },
     take: HISTORY_TURNS * 2,
-    select: { role: true, content: true },
+    select: { role: true, content: true, scopeHubIdsUsed: true },
   });
+  const readable = new Set(scope);
   return rows
     .reverse()
+    .filter((r) => r.role === "user" || r.scopeHubIdsUsed.every((hubId) => readable.has(hubId)))
     .map((r) => `${r.role}: ${r.content.slice(0, 1_000)}`)
     .join("\n");
 }
