@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, executeDreamRun, LostLeaseError } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, executeDreamRun, finishDreamRun, LostLeaseError } from "@/lib/dreams/run-dream.ts";
+import { DELETED_REASON } from "@/lib/memories/drop-memory-copies.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
 import { newId } from "@/lib/ids.ts";
 import { notifyProcessingFailed, onContradictionsFlagged } from "@/lib/notifications/notify.ts";
@@ -1008,6 +1009,24 @@ describe("what a hard delete leaves of its memory in dream actions", () => {
     expect(bell.status, bell.text).toBe(200);
     expect(bell.text).not.toMatch(/SECRET/);
   }, 60_000);
+
+  // The report is built from the run's actions read before its closing transaction: a delete
+  // committing in between rewrote the action's reason, and the report then quoted the old one.
+  it("a delete committing while the run writes its report leaves no title of the memory in it", async () => {
+    const hubId = await h.teamHub(owner);
+    const push = async (title: string) => (await owner.post("/v1/memories", { title, content: `${title}: the content.` }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const [gone, kept] = [await push("SECRET-LATE"), await push("Kept late")];
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "running", phase: "done", leaseOwner: "w", startedAt: new Date(), heartbeatAt: new Date() } });
+    await h.db.dreamAction.create({
+      data: { id: newId(), runId: run.id, hubId, actionType: "merge", state: "applied", sourceMemoryIds: [gone, kept], resultMemoryId: kept, reason: `"SECRET-LATE" is a near-duplicate of the newer "Kept late"`, details: {} },
+    });
+    const db = changedBefore(h.db, ["$transaction"], async () => expect((await owner.delete(`/v1/memories/${gone}`)).status).toBe(200));
+    expect(await finishDreamRun({ db, sql: h.database.sql, config: dreamConfig() }, run.id, "w", false)).toBe("completed");
+    const shown = await owner.get(`/v1/dreams/${run.id}`);
+    expect(shown.status, shown.text).toBe(200);
+    expect(shown.body.data.report).toContain(DELETED_REASON.merge);
+    expect(shown.text).not.toMatch(/SECRET/);
+  });
 
   it("a decided review whose memory was deleted since is not reopened", async () => {
     const hubId = await h.teamHub(owner);

@@ -543,6 +543,14 @@ async function nameTopics(create: { name: string; memoryIds: string[] }[], memor
   });
 }
 
+/** The first SECTION_LINES actions of one type of the run, share-locked. */
+async function listedActions(tx: Tx, runId: string, actionType: string) {
+  const ids = await tx.$queryRaw<{ id: string }[]>`
+    SELECT id::text AS id FROM dream_actions WHERE run_id = ${runId}::uuid AND action_type = ${actionType}
+     ORDER BY created_at, id LIMIT ${SECTION_LINES} FOR SHARE`;
+  return tx.dreamAction.findMany({ where: { id: { in: ids.map((row) => row.id) } }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+}
+
 /** Counts, the markdown report, the terminal status and the dream.completed event. */
 export async function finishDreamRun(deps: DreamDeps, runId: string, owner: string, timedOut: boolean): Promise<string> {
   const now = (deps.now ?? (() => new Date()))();
@@ -551,20 +559,23 @@ export async function finishDreamRun(deps: DreamDeps, runId: string, owner: stri
   // Counted in the database and listed per type: a large hub's run has thousands of actions, and the
   // report counts every one but lists only the first of each type.
   const counts = (await runCounts(deps.db, [runId])).get(runId) ?? ZERO_COUNTS;
-  const listed = (
-    await Promise.all(
-      ACTION_TYPES.map((actionType) => deps.db.dreamAction.findMany({ where: { runId, actionType }, orderBy: [{ createdAt: "asc" }, { id: "asc" }], take: SECTION_LINES })),
-    )
-  ).flat();
   const status = timedOut ? "partial_failed" : "completed";
   const durationMs = now.getTime() - (run.startedAt ?? run.createdAt).getTime();
-  const report = buildDreamReport({ hubName: hub?.name ?? "hub", scanned: run.memoriesScanned, durationMs, counts, listed, timedOut });
   const done = await deps.db.$transaction(async (tx) => {
-    const updated = await tx.dreamRun.updateMany({
-      where: { id: runId, status: "running", leaseOwner: owner },
+    const held = await tx.$queryRaw<unknown[]>`
+      SELECT 1 FROM dream_runs WHERE id = ${runId}::uuid AND status = 'running' AND lease_owner = ${owner} FOR UPDATE`;
+    if (held.length === 0) return false;
+    // The listed actions are read here, under share locks, not before the transaction: a hard delete
+    // rewriting one's reason (drop-memory-copies.ts) commits first and the report quotes the new
+    // reason; read before, the report quoted the deleted memory's title, and that delete had found
+    // the run still running, with no report to rewrite.
+    const listed = [];
+    for (const actionType of ACTION_TYPES) listed.push(...(await listedActions(tx, runId, actionType)));
+    const report = buildDreamReport({ hubName: hub?.name ?? "hub", scanned: run.memoriesScanned, durationMs, counts, listed, timedOut });
+    await tx.dreamRun.update({
+      where: { id: runId },
       data: { status, phase: timedOut ? run.phase : "done", report, finishedAt: now, heartbeatAt: now, ...(timedOut && { error: `stopped after the ${Math.round(deps.config.maxRunMs / 1000)} s budget; the next run continues` }) },
     });
-    if (updated.count === 0) return false;
     // Through emitEvent, as every event: its NOTIFY reaches open streams, and its lock keeps seq in commit order.
     await emitEvent(tx, { type: "dream.completed", hubId: run.hubId, actorId: run.triggeredBy, entityId: runId });
     return true;

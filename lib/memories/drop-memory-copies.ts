@@ -24,14 +24,16 @@ function side(key: "a" | "b", field: "excerpt" | "title") {
 
 /**
  * A run's report lists its first actions by their reasons: each line of an action rewritten above
- * gets the new reason. Lines start "- " then the reason (dream-report-text.ts).
+ * gets the new reason. Lines start "- " then the reason (dream-report-text.ts). A running run has no
+ * report yet (finishDreamRun reads its actions under share locks, after this commits) and is not
+ * locked: its batches hold its row while they lock memories, which this delete holds already.
  */
 async function rewriteReports(tx: DbClient, changed: { runId: string; oldReason: string; newReason: string }[]) {
   const byRun = new Map<string, { oldReason: string; newReason: string }[]>();
   for (const row of changed) if (row.oldReason !== row.newReason) byRun.set(row.runId, [...(byRun.get(row.runId) ?? []), row]);
   if (byRun.size === 0) return;
   const runs = await tx.$queryRaw<{ id: string; report: string }[]>`
-    SELECT id::text AS id, report FROM dream_runs WHERE id = ANY(${[...byRun.keys()]}::uuid[]) ORDER BY id FOR UPDATE`;
+    SELECT id::text AS id, report FROM dream_runs WHERE id = ANY(${[...byRun.keys()]}::uuid[]) AND status <> 'running' ORDER BY id FOR UPDATE`;
   for (const run of runs) {
     let report = run.report;
     for (const row of byRun.get(run.id)!) report = report.split(`\n- ${row.oldReason}`).join(`\n- ${row.newReason}`);
