@@ -1028,6 +1028,42 @@ describe("what a hard delete leaves of its memory in dream actions", () => {
     expect(shown.text).not.toMatch(/SECRET/);
   });
 
+  // A run's batch holds its run's row (the heartbeat) while it locks memories; a delete rewriting the
+  // run's report locked that row after the memory's: the two waited for each other.
+  it.skipIf(!testPostgres())("a delete does not wait for a running run's row, which its batch holds while locking memories", async () => {
+    const hubId = await h.teamHub(owner);
+    const push = async (title: string) => (await owner.post("/v1/memories", { title, content: `${title}: the content.` }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const [gone, kept] = [await push("Gone while running"), await push("Kept while running")];
+    const run = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "running", phase: "organize", leaseOwner: "w", startedAt: new Date(), heartbeatAt: new Date() } });
+    await h.db.dreamAction.create({
+      data: { id: newId(), runId: run.id, hubId, actionType: "merge", state: "applied", sourceMemoryIds: [gone, kept], resultMemoryId: kept, reason: `"Gone while running" is a near-duplicate of "Kept while running"`, details: {} },
+    });
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let deletion: Promise<{ status: number; text: string }> | undefined;
+    let locked: string[] = [];
+    try {
+      await side.query("BEGIN");
+      await side.query("UPDATE dream_runs SET heartbeat_at = now() WHERE id = $1", [run.id]);
+      let settled = false;
+      deletion = owner.delete(`/v1/memories/${gone}`).finally(() => (settled = true));
+      const blocked = async () => ((await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))")).rows[0] as { n: number }).n;
+      for (let waited = 0; !settled && (await blocked()) < 1; waited += 20) {
+        if (waited > 20_000) throw new Error("the delete neither finished nor waited for the run's row");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The batch goes on to lock its memories in id order (lockMemoryRows).
+      locked = (await side.query("SELECT id::text AS id FROM memories WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE", [[gone, kept]])).rows.map((row: { id: string }) => row.id);
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const deleted = await deletion!;
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(locked).toEqual([kept]);
+  }, 60_000);
+
   it("a decided review whose memory was deleted since is not reopened", async () => {
     const hubId = await h.teamHub(owner);
     const push = async (content: string) => (await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
