@@ -255,6 +255,18 @@ describe("schema and migrations agree", () => {
     expect(type).toBe("vector(384)");
   });
 
+  // A hard delete rewrites the bell rows naming its memories (drop-memory-copies.ts), by kind and
+  // source: without an index each delete (and each batch of a hub's purge) read every notification.
+  test("a delete finds the bell rows naming its memories through an index, not by reading every notification", async () => {
+    const plan = await database.prisma.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe("SET LOCAL enable_seqscan = off");
+      return tx.$queryRawUnsafe<{ "QUERY PLAN": string }[]>(
+        `EXPLAIN UPDATE notifications SET payload = payload WHERE kind = 'memory_processing_failed' AND source_id = ANY(ARRAY['a', 'b'])`,
+      );
+    });
+    expect(plan.map((row) => row["QUERY PLAN"]).join("\n")).toMatch(/Index .*notifications_kind_source_id_idx/);
+  });
+
   test("the backfill drops what existing rows keep of memories deleted before the delete-time clean-up", async () => {
     const db = database.prisma;
     const now = new Date("2026-11-20T10:00:00.000Z");
