@@ -9,10 +9,13 @@ import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
 import { dropMemoryCopies } from "./drop-memory-copies.ts";
 
 const CHANGED = Symbol("changed");
+// As update-memory.ts: a delete that keeps matching nothing (the SQL guard refusing what
+// canDeleteMemory allowed, or the row changing on every attempt) retried for good, holding the request.
+const ATTEMPTS = 5;
 
 /** Hard delete of the memory with its chunks and attachments (cascade) and what other rows copied of it, then the attachments' files. */
 export async function deleteMemory(ctx: AuthContext, id: string): Promise<{ id: string; deleted: true }> {
-  for (;;) {
+  for (let attempt = 1; ; attempt++) {
     const { memory, role } = await findMemoryOrThrow(ctx, id, { content: false });
     if (!canDeleteMemory(role, memory.ownerId === ctx.user.id, memory.hub)) {
       throw new ApiError("forbidden", `Your role (${role}) does not allow deleting this memory`);
@@ -38,5 +41,6 @@ export async function deleteMemory(ctx: AuthContext, id: string): Promise<{ id: 
       return { id: memory.id, deleted: true };
     }
     // Something changed in between (role, policy, hub): look again and answer for the new state.
+    if (attempt >= ATTEMPTS) throw new ApiError("conflict", "The memory kept changing while it was being deleted; try again");
   }
 }
