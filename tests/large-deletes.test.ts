@@ -128,6 +128,44 @@ describe("the deleted hubs sweep", () => {
   });
 });
 
+describe("a hub whose row delete keeps finding a memory written after the last batch", () => {
+  // purgeDeletedHub goes round again when a memory landed after its last batch (a dream's, a move's).
+  // When one lands every round, the sweep (which passes no deadline) went round for good and the
+  // sweep, and every deleted hub after this one, never finished.
+  it("gives up after a bounded number of rounds, and the sweep goes on", async () => {
+    const ann = await h.user("Ann");
+    const hubId = await h.teamHub(ann);
+    await push(ann, hubId, 1, "Reborn");
+    await h.db.hubMember.deleteMany({ where: { hubId } });
+    await h.db.hub.update({ where: { id: hubId }, data: { deletedAt: new Date(), slug: `deleted:${hubId}` } });
+    // Each attempt to delete the hub row finds a new memory of it instead (a copy of the one pushed).
+    await h.db.$executeRawUnsafe(`CREATE TABLE test_reborn AS SELECT * FROM memories WHERE hub_id = '${hubId}'::uuid`);
+    await h.db.$executeRawUnsafe(`
+      CREATE FUNCTION test_reborn() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        INSERT INTO memories SELECT (json_populate_record(t, json_build_object('id', gen_random_uuid()))).* FROM test_reborn t WHERE t.hub_id = OLD.id;
+        RETURN NULL;
+      END $$`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER test_reborn BEFORE DELETE ON hubs FOR EACH ROW WHEN (OLD.id = '${hubId}'::uuid) EXECUTE FUNCTION test_reborn()`);
+    try {
+      // Raced against a timer: without a bound the purge never returns.
+      const purged = await Promise.race([
+        purgeDeletedHub(h.db, hubId),
+        new Promise<"still purging after 10 s">((resolve) => setTimeout(() => resolve("still purging after 10 s"), 10_000)),
+      ]);
+      expect(purged).toBe(false);
+      expect(await h.db.hub.count({ where: { id: hubId } })).toBe(1);
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP TRIGGER test_reborn ON hubs`);
+      await h.db.$executeRawUnsafe(`DROP FUNCTION test_reborn()`);
+      await h.db.$executeRawUnsafe(`DROP TABLE test_reborn`);
+    }
+    // Once nothing writes into it any more, the sweep finishes it.
+    expect(await purgeDeletedHub(h.db, hubId)).toBe(true);
+    expect(await h.db.memory.count({ where: { hubId } })).toBe(0);
+  });
+});
+
 describe("a deleted hub's slug", () => {
   it("cannot be taken by anyone beforehand, so the hub's delete cannot be blocked", async () => {
     const ann = await h.user("Ann");

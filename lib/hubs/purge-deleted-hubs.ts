@@ -16,6 +16,12 @@ export function purgeBatchSize(): number {
 }
 
 const PURGE_EVERY_MS = 10 * 60_000;
+/**
+ * Times purgeDeletedHub goes round when a memory landed after its last batch: a memory written every
+ * round (the sweep passes no deadline) kept it, the sweep and every hub after it going for good. Left
+ * for the next sweep after that.
+ */
+const PURGE_ROUNDS = 5;
 /** Deleted hubs one sweep takes up (each to its end). */
 const HUBS_PER_SWEEP = 20;
 
@@ -64,10 +70,11 @@ export async function deleteHubMemories(
 /**
  * Finishes the delete of one hub marked deleted (lib/hubs/delete-hub.ts): its memories in batches, then
  * the hub row, whose cascade takes what is left (topics, dream runs, boards: bounded per hub). Returns
- * whether the hub is gone; false when the deadline came first or memories are still being purged by another.
+ * whether the hub is gone; false when the deadline came first, memories are still being purged by another,
+ * or new ones kept landing (PURGE_ROUNDS).
  */
 export async function purgeDeletedHub(db: Db, hubId: string, deadline?: number): Promise<boolean> {
-  for (;;) {
+  for (let round = 1; round <= PURGE_ROUNDS; round++) {
     const { done } = await deleteHubMemories(db, hubId, { deadline });
     if (!done) return false;
     // Only once no memory is left, so this statement's cascade stays small whatever the hub held.
@@ -77,6 +84,7 @@ export async function purgeDeletedHub(db: Db, hubId: string, deadline?: number):
     // A memory written after the last batch read (a dream's, a move's under way) sends it round again.
     if ((await db.memory.count({ where: { hubId } })) === 0) return (await db.hub.count({ where: { id: hubId, deletedAt: { not: null } } })) === 0;
   }
+  return false;
 }
 
 /**
