@@ -286,10 +286,16 @@ async function reingest(
     !contentChanged &&
     (Object.keys(changes) as (keyof typeof changes)[]).every((key) => JSON.stringify(changes[key]) === JSON.stringify(existing[key]));
   if (unchanged) return existing;
+  // Title and text only when they change, as a PATCH writes them: either one named in the UPDATE (even
+  // unchanged) rebuilds the search vector from the whole text, and the text written back is a new
+  // out-of-line (TOAST) copy of it: megabytes written for a re-push that changed a tag.
+  const { content, title, ...rest } = changes;
   const memory = await tx.memory.update({
     where: { id: existing.id },
     data: {
-      ...changes,
+      ...rest,
+      ...(contentChanged && { content }),
+      ...(title !== existing.title && { title }),
       // The old version's summary may quote what the push took out; the summarise step writes the new one.
       ...(contentChanged && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
       // New content pushed to an archived memory (archived by hand, or by a dream as stale or merged)
