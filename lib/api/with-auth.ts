@@ -107,7 +107,7 @@ export async function authenticate(base: RequestContext, req: Request, bearer?: 
     const { user, credential } =
       !bearer && !authorization && hasSessionCookie(req)
         ? await resolveSession(base.db, req, base.now())
-        : await resolveCredential(base.db, authorization, base.now(), { resources: bearer ? bearer.resources(req) : serverResources(req) });
+        : await resolveCredential(base, authorization, base.now(), { resources: bearer ? bearer.resources(req) : serverResources(req) });
     const hubHeader = req.headers.get("x-hub-id")?.trim() || undefined;
     return { ...base, user, credential, hubHeader };
   } catch (error) {

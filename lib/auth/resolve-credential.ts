@@ -1,7 +1,7 @@
 import { ApiError } from "@/lib/api/errors.ts";
 import { KEY_SCOPES, type AuthUser, type Credential, type KeyScope } from "@/lib/api/context.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, SqlRunner } from "@/lib/db/database.ts";
 import { ACCESS_TOKEN_PREFIX, verifyAccessToken } from "./access-token.ts";
 import { hashSecret } from "./hash-secret.ts";
 import { API_KEY_PREFIX } from "./create-api-key.ts";
@@ -19,7 +19,7 @@ export interface ResolveOptions {
 
 /** Turns an `Authorization: Bearer …` header into the calling user, or throws unauthorized. */
 export async function resolveCredential(
-  db: Db,
+  { db, sql }: { db: Db; sql: SqlRunner },
   authorization: string | null,
   now: Date,
   options: ResolveOptions = {},
@@ -60,20 +60,27 @@ export async function resolveCredential(
   }
 
   if (!token.startsWith(API_KEY_PREFIX)) throw new ApiError("unauthorized", "Invalid API key");
-  const key = await db.apiKey.findUnique({
-    where: { keyHash: hashSecret(token) },
-    select: {
-      id: true,
-      revokedAt: true,
-      expiresAt: true,
-      lastUsedAt: true,
-      scopes: true,
-      hubScopeMode: true,
-      hubIds: true,
-      agentName: true,
-      user: { select: { id: true, email: true, name: true } },
-    },
-  });
+  // Every API request starts here, so the key and its user come in one plain statement: through
+  // Prisma's query engine the same read cost about 0.6 ms of the server's CPU against 0.1 ms
+  // (measured on PostgreSQL, 2026-11-28), several times what the database spends on it.
+  const [row] = await sql.query<ApiKeyRow>(
+    `SELECT k.id, k.revoked_at, k.expires_at, k.last_used_at, k.scopes::text[] AS scopes, k.hub_scope_mode,
+            k.hub_ids::text[] AS hub_ids, k.agent_name, u.id AS user_id, u.email, u.name
+       FROM api_keys k JOIN users u ON u.id = k.user_id
+      WHERE k.key_hash = $1`,
+    [hashSecret(token)],
+  );
+  const key = row && {
+    id: row.id,
+    revokedAt: instant(row.revoked_at),
+    expiresAt: instant(row.expires_at),
+    lastUsedAt: instant(row.last_used_at),
+    scopes: row.scopes,
+    hubScopeMode: row.hub_scope_mode,
+    hubIds: row.hub_ids,
+    agentName: row.agent_name,
+    user: { id: row.user_id, email: row.email, name: row.name },
+  };
   if (!key) throw new ApiError("unauthorized", "Invalid API key");
   if (key.revokedAt) throw new ApiError("unauthorized", "API key has been revoked");
   if (key.expiresAt && key.expiresAt <= now) throw new ApiError("unauthorized", "API key has expired");
@@ -91,4 +98,23 @@ export async function resolveCredential(
       ...(key.agentName && { agentName: key.agentName }),
     },
   };
+}
+
+interface ApiKeyRow {
+  id: string;
+  revoked_at: Date | string | null;
+  expires_at: Date | string | null;
+  last_used_at: Date | string | null;
+  scopes: string[];
+  hub_scope_mode: string;
+  hub_ids: string[];
+  agent_name: string | null;
+  user_id: string;
+  email: string;
+  name: string;
+}
+
+/** A timestamp as either driver returns it (node-postgres: Date; PGlite: Date or text). */
+function instant(value: Date | string | null): Date | null {
+  return value === null ? null : new Date(value);
 }
