@@ -235,7 +235,7 @@ for (const provider of ["local", "openai"] as const) {
 
 if (PHASES.includes("create")) {
   const phase = await startPhase("local", { runner: false });
-  setRateLimiter(phase.database.kind === "postgres" ? new PostgresRateLimiter(CAPS, async () => phase.database.prisma) : new MemoryRateLimiter(CAPS));
+  setRateLimiter(phase.database.kind === "postgres" ? new PostgresRateLimiter(CAPS, async () => phase.database.sql) : new MemoryRateLimiter(CAPS));
   const latencies: number[] = [];
   let cpuBefore = process.cpuUsage();
   // The first 30 warm up (JIT, statement caches) and are not counted.

@@ -19,7 +19,7 @@ const caps = { regular: 2, heavy: 1, light: 1 };
 
 describe.each([
   ["memory", () => new MemoryRateLimiter(caps, () => frozen)],
-  ["postgres", () => new PostgresRateLimiter(caps, async () => h.db, () => frozen)],
+  ["postgres", () => new PostgresRateLimiter(caps, async () => h.database.sql, () => frozen)],
 ] as [string, () => RateLimiter][])("the %s limiter's peek", (_name, make) => {
   it("answers whether a call would pass, without counting one", async () => {
     const limiter = make();

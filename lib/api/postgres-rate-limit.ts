@@ -1,4 +1,4 @@
-import type { Db } from "@/lib/db/database.ts";
+import type { SqlRunner } from "@/lib/db/database.ts";
 import { WINDOW_MS, type Bucket, type RateLimiter, type RateLimitResult } from "./rate-limit.ts";
 
 /**
@@ -15,7 +15,9 @@ export class PostgresRateLimiter implements RateLimiter {
 
   constructor(
     private readonly caps: Record<Bucket, number>,
-    private readonly db: () => Promise<Db>,
+    // Plain statements, not Prisma's: one runs on every request, and through Prisma's query engine
+    // it cost about three times the server CPU (0.3 against 0.1 ms, PostgreSQL, 2026-11-28).
+    private readonly sql: () => Promise<SqlRunner>,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -27,20 +29,22 @@ export class PostgresRateLimiter implements RateLimiter {
     const overlap = 1 - (now - start) / WINDOW_MS;
     const key = `${bucket}:${identity}`;
     try {
-      const db = await this.db();
-      const [row] = await db.$queryRaw<{ count: number; allowed: boolean; previous: number }[]>`
-        WITH prev AS (
-          SELECT COALESCE((SELECT count FROM rate_limit_windows WHERE key = ${key} AND window_start = ${start - WINDOW_MS}::bigint), 0) AS n
-        )
-        INSERT INTO rate_limit_windows AS w (key, window_start, count, allowed)
-        SELECT ${key}, ${start}::bigint, CASE WHEN floor(prev.n * ${overlap}::float8) < ${cap}::int THEN 1 ELSE 0 END,
-               floor(prev.n * ${overlap}::float8) < ${cap}::int
-        FROM prev
-        ON CONFLICT (key, window_start) DO UPDATE
-        SET count = w.count + CASE WHEN w.count + floor((SELECT n FROM prev) * ${overlap}::float8) < ${cap}::int THEN 1 ELSE 0 END,
-            allowed = w.count + floor((SELECT n FROM prev) * ${overlap}::float8) < ${cap}::int
-        RETURNING w.count, w.allowed, (SELECT n FROM prev) AS previous`;
-      this.prune(db, start);
+      const sql = await this.sql();
+      const [row] = await sql.query<{ count: number; allowed: boolean; previous: number }>(
+        `WITH prev AS (
+           SELECT COALESCE((SELECT count FROM rate_limit_windows WHERE key = $1 AND window_start = $3::bigint), 0) AS n
+         )
+         INSERT INTO rate_limit_windows AS w (key, window_start, count, allowed)
+         SELECT $1, $2::bigint, CASE WHEN floor(prev.n * $4::float8) < $5::int THEN 1 ELSE 0 END,
+                floor(prev.n * $4::float8) < $5::int
+         FROM prev
+         ON CONFLICT (key, window_start) DO UPDATE
+         SET count = w.count + CASE WHEN w.count + floor((SELECT n FROM prev) * $4::float8) < $5::int THEN 1 ELSE 0 END,
+             allowed = w.count + floor((SELECT n FROM prev) * $4::float8) < $5::int
+         RETURNING w.count, w.allowed, (SELECT n FROM prev) AS previous`,
+        [key, start, start - WINDOW_MS, overlap, cap],
+      );
+      this.prune(sql, start);
       const used = Math.floor(Number(row!.previous) * overlap) + Number(row!.count);
       return { success: row!.allowed, limit: cap, remaining: Math.max(0, cap - used), reset, retryAfterMs: reset - now };
     } catch (error) {
@@ -59,11 +63,13 @@ export class PostgresRateLimiter implements RateLimiter {
     const reset = start + WINDOW_MS;
     const key = `${bucket}:${identity}`;
     try {
-      const db = await this.db();
-      const [row] = await db.$queryRaw<{ current: number; previous: number }[]>`
-        SELECT COALESCE(SUM(count) FILTER (WHERE window_start = ${start}::bigint), 0)::int AS current,
-               COALESCE(SUM(count) FILTER (WHERE window_start = ${start - WINDOW_MS}::bigint), 0)::int AS previous
-          FROM rate_limit_windows WHERE key = ${key} AND window_start IN (${start}::bigint, ${start - WINDOW_MS}::bigint)`;
+      const sql = await this.sql();
+      const [row] = await sql.query<{ current: number; previous: number }>(
+        `SELECT COALESCE(SUM(count) FILTER (WHERE window_start = $2::bigint), 0)::int AS current,
+                COALESCE(SUM(count) FILTER (WHERE window_start = $3::bigint), 0)::int AS previous
+           FROM rate_limit_windows WHERE key = $1 AND window_start IN ($2::bigint, $3::bigint)`,
+        [key, start, start - WINDOW_MS],
+      );
       const used = Math.floor(Number(row!.previous) * (1 - (now - start) / WINDOW_MS)) + Number(row!.current);
       return { success: used < cap, limit: cap, remaining: Math.max(0, cap - used), reset, retryAfterMs: reset - now };
     } catch {
@@ -73,10 +79,10 @@ export class PostgresRateLimiter implements RateLimiter {
   }
 
   /** Once per window and process, in the background: windows before the previous one are no longer read. */
-  private prune(db: Db, start: number): void {
+  private prune(sql: SqlRunner, start: number): void {
     if (start === this.prunedWindow) return;
     this.prunedWindow = start;
-    db.rateLimitWindow.deleteMany({ where: { windowStart: { lt: BigInt(start - WINDOW_MS) } } }).catch((error: unknown) => {
+    sql.query(`DELETE FROM rate_limit_windows WHERE window_start < $1::bigint`, [start - WINDOW_MS]).catch((error: unknown) => {
       console.error("rate limiter: could not prune old windows", error);
     });
   }

@@ -135,7 +135,7 @@ export function rateLimiter(): RateLimiter {
     globalForLimiter.__engramLimiter = upstash
       ? new UpstashRateLimiter(rateLimits, upstashRedis(upstash))
       : rateLimitStore() === "postgres"
-        ? new PostgresRateLimiter(rateLimits, async () => (await getDatabase()).prisma)
+        ? new PostgresRateLimiter(rateLimits, async () => (await getDatabase()).sql)
         : new MemoryRateLimiter(rateLimits);
   }
   return globalForLimiter.__engramLimiter;
