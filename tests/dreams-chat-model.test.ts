@@ -5,6 +5,7 @@ import { claimDreamRun } from "@/lib/dreams/run-dream.ts";
 import { contentHash } from "@/lib/memories/create-memory.ts";
 import { newId } from "@/lib/ids.ts";
 import { indexMemories } from "./recall-helpers.ts";
+import { backdateMemories } from "./support/backdate-memories.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
 import { stalledLock } from "./support/stalled-lock.ts";
@@ -76,7 +77,7 @@ async function seedTwoMerges(): Promise<{ hubId: string; ids: string[] }> {
   for (const [i, content] of [DUP_OLD, DUP_NEW, ...PAIR].entries()) {
     ids.push((await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } })).body.data.id);
     const at = new Date(base + i * 60_000);
-    await h.db.memory.update({ where: { id: ids[i]! }, data: { createdAt: at, updatedAt: at } });
+    await backdateMemories(h.db, ids[i]!, { createdAt: at, updatedAt: at });
   }
   await indexMemories(h.db, ids);
   return { hubId, ids };
@@ -91,7 +92,7 @@ async function seedAndRun() {
     expect(res.status, res.text).toBe(201);
     ids.push(res.body.data.id);
     const at = new Date(base + i * 60_000);
-    await h.db.memory.update({ where: { id: res.body.data.id }, data: { createdAt: at, updatedAt: at } });
+    await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
   }
   await indexMemories(h.db, ids);
   fake.requests.length = 0;

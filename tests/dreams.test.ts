@@ -12,6 +12,7 @@ import { triggerDream } from "@/lib/dreams/trigger-dream.ts";
 import type { HubContext } from "@/lib/api/context.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import pg from "pg";
+import { backdateMemories } from "./support/backdate-memories.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import { longestWith, readSpy } from "./support/read-spy.ts";
@@ -72,7 +73,7 @@ async function seedHub(): Promise<{ hubId: string; ids: Record<Key, string>; fro
     ids[key] = res.body.data.id;
     // Older memories first: "Old" before "New" in every pair.
     const at = key.startsWith("stale") ? new Date(Date.now() - 200 * DAY) : new Date(base + i++ * 60_000);
-    await h.db.memory.update({ where: { id: ids[key] }, data: { createdAt: at, updatedAt: at } });
+    await backdateMemories(h.db, ids[key], { createdAt: at, updatedAt: at });
   }
   await h.db.memory.update({ where: { id: ids.staleRead }, data: { accessCount: 3, lastAccessedAt: new Date(Date.now() - 100 * DAY) } });
   const topic = await owner.post("/v1/topics", { name: "Frontend", hub_id: hubId });
@@ -226,7 +227,7 @@ describe("contradiction reviews reach the hub's owner and admins as notification
         const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
         expect(res.status, res.text).toBe(201);
         const at = new Date(base + (i * 2 + j) * 60_000);
-        await h.db.memory.update({ where: { id: res.body.data.id }, data: { createdAt: at, updatedAt: at } });
+        await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
         row.push(res.body.data.id);
       }
       ids.push(row);

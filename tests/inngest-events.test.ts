@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { backdateMemories } from "./support/backdate-memories.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 
@@ -42,7 +43,7 @@ it("with Inngest configured, the sweep and every write send engram/memory.proces
   const before = (await ann.post("/v1/memories", { content: "Written before the server started its background work." })).body.data.id;
   // No process sent its event, a stale timeout ago: the sweep at start-up sends it (a memory written a
   // moment ago may have its event in Inngest's queue still, and waits for the stale timeout).
-  await h.db.memory.update({ where: { id: before }, data: { updatedAt: new Date(Date.now() - 3_600_000) } });
+  await backdateMemories(h.db, before, { updatedAt: new Date(Date.now() - 3_600_000) });
   process.env.ENGRAM_PROCESSING_SWEEP_SECONDS = "1";
   await startBackgroundProcessing();
   await until(() => received.some((r) => r.events.some((e) => e.data.id === before)));

@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { InngestTestEngine, mockCtx } from "@inngest/test";
 import { afterAll, beforeAll, describe, expect, it, type Mock } from "vitest";
+import { backdateMemories } from "./support/backdate-memories.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { MEMORY_PROCESS_EVENT } from "@/inngest/client.ts";
 import { processMemoryFunction, sweepProcessingFunction } from "@/inngest/functions.ts";
@@ -130,7 +131,7 @@ describe("Inngest functions (@inngest/test, real steps against the real database
   it("sweep-processing re-sends events for pending and orphaned memories", async () => {
     const pending = (await ann.post("/v1/memories", { content: "Waiting for its event." })).body.data.id;
     // Its event went out with the write an hour ago and was lost.
-    await h.db.memory.update({ where: { id: pending }, data: { updatedAt: new Date(Date.now() - 3_600_000) } });
+    await backdateMemories(h.db, pending, { updatedAt: new Date(Date.now() - 3_600_000) });
     const orphan = (await ann.post("/v1/memories", { content: "Its worker died." })).body.data.id;
     await h.db.memory.update({ where: { id: orphan }, data: { processingStatus: "running", processingStartedAt: new Date(Date.now() - 3_600_000) } });
     const fresh = (await ann.post("/v1/memories", { content: "Running right now." })).body.data.id;
@@ -157,7 +158,7 @@ describe("Inngest functions (@inngest/test, real steps against the real database
       return (ctx.step.sendEvent as unknown as Mock).mock.calls.flatMap(([, events]) => (events as { data: { id: string } }[]).map((event) => event.data.id));
     };
     const lost = (await ann.post("/v1/memories", { content: "Its event was lost an hour ago." })).body.data.id;
-    await h.db.memory.update({ where: { id: lost }, data: { updatedAt: new Date(Date.now() - 3_600_000) } });
+    await backdateMemories(h.db, lost, { updatedAt: new Date(Date.now() - 3_600_000) });
     const orphan = (await ann.post("/v1/memories", { content: "Its run died an hour ago." })).body.data.id;
     await h.db.memory.update({ where: { id: orphan }, data: { processingStatus: "running", processingAttempts: 1, processingStartedAt: new Date(Date.now() - 3_600_000) } });
     // Just written: its event went out with the write and waits in the queue (a backlog, 4 runs at a time).
@@ -174,7 +175,7 @@ describe("Inngest functions (@inngest/test, real steps against the real database
     // A stale timeout later, still waiting: sent once more.
     const earlier = new Date(Date.now() - staleMs - 1_000);
     await h.db.memory.updateMany({ where: { id: { in: [lost, orphan] } }, data: { processingQueuedAt: earlier } });
-    await h.db.memory.update({ where: { id: queued }, data: { updatedAt: earlier } });
+    await backdateMemories(h.db, queued, { updatedAt: earlier });
     expect(await sweep()).toEqual(expect.arrayContaining([lost, orphan, queued]));
   });
 

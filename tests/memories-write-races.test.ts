@@ -133,3 +133,42 @@ describe("PATCH against an undo or a topic filing in the same millisecond", () =
     });
   });
 });
+
+describe("a writer that sets updated_at without the helpers", () => {
+  // Each writer moved updated_at past the stored one itself (nextUpdatedAt, touchMemories); one that
+  // wrote the clock's now instead gave two writes in one millisecond (or one after the clock stepped
+  // back) the same or an earlier updated_at, unseen by clients and by a PATCH's check. The database
+  // moves it now, for any update that sets it.
+  test("two writes in the same millisecond, and one after the clock stepped back, each get a later updated_at", async () => {
+    await onFrozenClock(async () => {
+      const id = (await ann.post("/v1/memories", { content: "The staging database is reset every Sunday." })).body.data.id as string;
+      const stored = (await h.db.memory.findUniqueOrThrow({ where: { id } })).updatedAt.getTime();
+      const write = async (title: string) => (await h.db.memory.update({ where: { id }, data: { title, updatedAt: new Date() } })).updatedAt.getTime();
+      expect(await write("Same tick")).toBe(stored + 1);
+      expect(await write("Same tick again")).toBe(stored + 2);
+      vi.setSystemTime(stored - 60_000);
+      expect(await write("Clock stepped back")).toBe(stored + 3);
+      await h.db.$executeRaw`UPDATE memories SET updated_at = ${new Date()} WHERE id = ${id}::uuid`;
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).updatedAt.getTime()).toBe(stored + 4);
+      // A clock ahead of the stored value is written as it is.
+      vi.setSystemTime(stored + 60_000);
+      expect(await write("Later")).toBe(stored + 60_000);
+    });
+  });
+
+  test("such a write between a PATCH's read and its write makes the PATCH read again", async () => {
+    await onFrozenClock(async () => {
+      const id = (await ann.post("/v1/memories", { content: "Feature flags live in the flags service." })).body.data.id as string;
+      const archive = () => h.db.memory.update({ where: { id }, data: { state: "archived", updatedAt: new Date() } });
+      await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], archive)), id, { tags: ["edited"] });
+      expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ state: "archived", tags: ["edited"] });
+    });
+  });
+
+  test("updates that do not set updated_at (the pipeline's, access counts) keep it", async () => {
+    const id = (await ann.post("/v1/memories", { content: "Logs are kept for 30 days." })).body.data.id as string;
+    const stored = (await h.db.memory.findUniqueOrThrow({ where: { id } })).updatedAt;
+    await h.db.memory.update({ where: { id }, data: { processingStatus: "done", summary: "Log retention", accessCount: { increment: 1 } } });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).updatedAt).toEqual(stored);
+  });
+});

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { backdateMemories } from "./support/backdate-memories.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { findPendingMemories } from "@/lib/processing/embedded-runner.ts";
 import { claimMemory } from "@/lib/processing/process-memory.ts";
@@ -24,10 +25,10 @@ describe("the sweep's page of waiting memories", () => {
     const [waitingA, waitingB, due] = ids as [string, string, string];
     // Two failed attempts each: the third waits 2 × 2 s × 0.8 at least, so 3 s after the failure it is not due.
     for (const id of [waitingA, waitingB]) {
-      await h.db.memory.update({ where: { id }, data: { processingAttempts: 2, processingStartedAt: new Date(now.getTime() - 3_000), updatedAt: new Date(now.getTime() - 60_000) } });
+      await backdateMemories(h.db, id, { processingAttempts: 2, processingStartedAt: new Date(now.getTime() - 3_000), updatedAt: new Date(now.getTime() - 60_000) });
     }
     // One failed attempt, 10 s ago: due. Its row was written last, so it sorts after the other two.
-    await h.db.memory.update({ where: { id: due }, data: { processingAttempts: 1, processingStartedAt: new Date(now.getTime() - 10_000), updatedAt: new Date(now.getTime() - 30_000) } });
+    await backdateMemories(h.db, due, { processingAttempts: 1, processingStartedAt: new Date(now.getTime() - 10_000), updatedAt: new Date(now.getTime() - 30_000) });
     const staleBefore = new Date(now.getTime() - 300_000);
     for (const id of [waitingA, waitingB]) expect(await claimMemory(h.db, id, { ...config, now, staleBefore })).toBeNull();
 

@@ -8,6 +8,7 @@ import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { newRandomId } from "@/lib/ids.ts";
 import { flushAccess, recordAccess } from "@/lib/recall/record-access.ts";
 import { indexMemories } from "./recall-helpers.ts";
+import { backdateMemories } from "./support/backdate-memories.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
 import { dispatch } from "./support/router.ts";
 import { stalledLock } from "./support/stalled-lock.ts";
@@ -1086,7 +1087,7 @@ describe("background processing's sweeps (Inngest)", () => {
     const ids: string[] = [];
     for (let i = 0; i < 24; i++) ids.push((await ann.post("/v1/memories", { content: `Lost event number ${i}.` })).body.data.id);
     // Their events went out with their writes an hour ago and were lost.
-    await h.db.memory.updateMany({ where: { id: { in: ids } }, data: { updatedAt: new Date(Date.now() - 3_600_000) } });
+    await backdateMemories(h.db, ids, { updatedAt: new Date(Date.now() - 3_600_000) });
     const config = { staleMs: 300_000, retryBaseMs: 2_000 };
     const sweeps = await Promise.all(Array.from({ length: 4 }, () => takeMemoriesToResend(h.db, config)));
     const sent = sweeps.flat().filter((id) => ids.includes(id));

@@ -238,6 +238,24 @@ describe("schema and migrations agree", () => {
     expect(await userBytes()).toBe(0);
   });
 
+  test("an update that sets a memory's updated_at moves it past the stored one; one that does not keep it", async () => {
+    const db = database.prisma;
+    const now = new Date("2026-11-20T10:00:00.000Z");
+    const user = await db.user.create({ data: { id: newId(), email: "forward@example.test", name: "F", createdAt: now, updatedAt: now } });
+    const hub = await db.hub.create({ data: { id: newId(), name: "F", slug: "forward-hub", hubType: "team", ownerId: user.id, createdAt: now, updatedAt: now } });
+    const memory = await db.memory.create({
+      data: { id: newId(), hubId: hub.id, ownerId: user.id, title: "f", content: "text", contentType: "markdown", contentHash: "d".repeat(64), kind: "semantic", stability: "stable", boundary: "private", state: "active", source: "api", createdAt: now, updatedAt: now },
+    });
+    const at = async (data: { updatedAt?: Date; title?: string }) => (await db.memory.update({ where: { id: memory.id }, data })).updatedAt.toISOString();
+    expect(await at({ updatedAt: now })).toBe("2026-11-20T10:00:00.001Z");
+    expect(await at({ updatedAt: new Date("2026-11-20T09:00:00.000Z") })).toBe("2026-11-20T10:00:00.002Z");
+    expect(await at({ title: "no updated_at" })).toBe("2026-11-20T10:00:00.002Z");
+    expect(await at({ updatedAt: new Date("2026-11-20T11:00:00.000Z") })).toBe("2026-11-20T11:00:00.000Z");
+    // A bulk statement, row by row.
+    await database.sql.exec(`UPDATE memories SET updated_at = '2026-11-20T11:00:00.000Z' WHERE id = '${memory.id}'`);
+    expect((await db.memory.findUniqueOrThrow({ where: { id: memory.id } })).updatedAt.toISOString()).toBe("2026-11-20T11:00:00.001Z");
+  });
+
   test("pgvector, the HNSW and full-text indexes and the partial unique indexes exist", async () => {
     const indexes = await database.sql.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'`);
     const byName = new Map(indexes.map((i) => [i.indexname, i.indexdef]));
