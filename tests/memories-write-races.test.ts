@@ -135,7 +135,7 @@ describe("PATCH against an undo or a topic filing in the same millisecond", () =
 });
 
 describe("a writer that sets updated_at without the helpers", () => {
-  // Each writer moved updated_at past the stored one itself (nextUpdatedAt, touchMemories); one that
+  // Each writer moved updated_at past the stored one itself (GREATEST(now, updated_at + 1 ms)); one that
   // wrote the clock's now instead gave two writes in one millisecond (or one after the clock stepped
   // back) the same or an earlier updated_at, unseen by clients and by a PATCH's check. The database
   // moves it now, for any update that sets it.

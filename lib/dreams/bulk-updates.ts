@@ -5,14 +5,11 @@ import type { DbClient } from "@/lib/db/database.ts";
 // run inside its time budget; each returns the ids it actually changed, so a
 // memory edited or archived since the scan is left alone and gets no action.
 
-/**
- * Archives each `older` as superseded by its `newer`, if still active; updated_at strictly later than the
- * row's, so a PATCH that read the row before cannot write its state back over this (next-updated-at.ts).
- */
+/** Archives each `older` as superseded by its `newer`, if still active. */
 export async function archiveSuperseded(tx: DbClient, pairs: { older: string; newer: string }[], now: Date): Promise<Set<string>> {
   if (pairs.length === 0) return new Set();
   const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
-    `UPDATE memories m SET state = 'archived', superseded_by = u.newer, updated_at = GREATEST($3, m.updated_at + interval '1 millisecond')
+    `UPDATE memories m SET state = 'archived', superseded_by = u.newer, updated_at = $3
        FROM unnest($1::uuid[], $2::uuid[]) AS u(older, newer)
       WHERE m.id = u.older AND m.state = 'active'
       RETURNING m.id::text AS id`,

@@ -3,7 +3,6 @@ import { chatModel, mergeWithModel, MERGE_MAX_INPUT_CHARS, nameTopicWithModel } 
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { newId } from "@/lib/ids.ts";
 import { contentHash } from "@/lib/memories/create-memory.ts";
-import { touchMemories } from "@/lib/memories/next-updated-at.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { onContradictionsFlagged } from "@/lib/notifications/notify.ts";
 import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
@@ -299,11 +298,9 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
           const changed = await tx.memory.updateMany({
             where: { id: action.newer.id, hubId, state: "active", contentHash: merged.originalHash },
             // summary: the kept memory's own, which does not cover the merged text; the summarise step writes it anew.
-            data: { content: merged.content, contentHash: hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" },
+            data: { content: merged.content, contentHash: hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "", updatedAt: now },
           });
           if (changed.count === 1) {
-            // Past the stored updated_at, not the clock's now: a PATCH that read the same millisecond's value would write over the merge.
-            await touchMemories(tx, [action.newer.id], now);
             kept.push(action.newer.id);
             rewrite = { rewritten: true, model: merged.model, original_content: merged.original, original_content_hash: merged.originalHash, merged_content_hash: hash };
           } else rewrite = { rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it" };

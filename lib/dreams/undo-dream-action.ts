@@ -12,7 +12,6 @@ import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { RESOLVE_ACTIONS } from "@/lib/notifications/notification-kinds.ts";
 import { onReviewReopened, onReviewResolved } from "@/lib/notifications/notify.ts";
 import { MEMORY_DELETED_RESOLUTION } from "@/lib/memories/drop-memory-copies.ts";
-import { touchMemories } from "@/lib/memories/next-updated-at.ts";
 import { serializeDreamAction } from "./serialize-dream.ts";
 
 export const resolveDreamActionBodySchema = z.object({ resolution: z.enum(["keep_a", "keep_b", "keep_both"], { error: "resolution is keep_a, keep_b or keep_both" }) });
@@ -69,31 +68,26 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
     // Both memories before either write, in id order: the older is restored first, but it may have the higher id.
     await lockMemoryRows(tx, action.sourceMemoryIds, [action.hubId]);
     if (action.actionType === "merge") {
-      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second! }, data: { state: "active", supersededBy: null } });
+      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second! }, data: { state: "active", supersededBy: null, updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The merged memory was changed or deleted since; nothing to split");
-      // Past the stored updated_at, not the clock's now: a PATCH that read the same millisecond's value would write over the restore.
-      await touchMemories(tx, [first!], now);
       // A kept memory the chat model rewrote gets its own content back, byte for byte — unless it was edited since (that edit wins).
       const details = (action.details ?? {}) as { rewritten?: boolean; original_content?: string; original_content_hash?: string; merged_content_hash?: string };
       if (details.rewritten && typeof details.original_content === "string" && details.original_content_hash && details.merged_content_hash) {
         const back = await tx.memory.updateMany({
           where: { id: second!, hubId: action.hubId, contentHash: details.merged_content_hash },
           // summary: the merged text's, which still quotes the other memory; the summarise step writes it anew.
-          data: { content: details.original_content, contentHash: details.original_content_hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" },
+          data: { content: details.original_content, contentHash: details.original_content_hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "", updatedAt: now },
         });
         if (back.count === 1) {
-          await touchMemories(tx, [second!], now);
           reprocess = second!;
           await emitEvent(tx, { type: "memory.updated", hubId: action.hubId, actorId: ctx.user.id, entityId: second! });
         }
       }
     } else if (action.actionType === "archive") {
-      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived" }, data: { state: "active" } });
+      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived" }, data: { state: "active", updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The memory is no longer archived (or was deleted)");
-      await touchMemories(tx, [first!], now);
     } else if (action.actionType === "organize") {
-      const refiled = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId } });
-      if (refiled.count) await touchMemories(tx, [first!], now);
+      await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId, updatedAt: now } });
       // A topic a dream created goes away once undoing empties it. Subtopics a member made under it
       // keep it: deleting it would lift them (and their memories) to the top of the tree.
       if (action.toTopicId && (await tx.dreamAction.count({ where: { hubId: action.hubId, toTopicId: action.toTopicId, createdTopic: true } })) > 0) {
@@ -113,8 +107,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const winner = action.resolution === "keep_a" ? first : second;
       // In this hub only (and so locked above): moved to another since, it is not this hub's to bring back.
       if (loser) {
-        const back = await tx.memory.updateMany({ where: { id: loser, hubId: action.hubId, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null } });
-        if (back.count) await touchMemories(tx, [loser], now);
+        await tx.memory.updateMany({ where: { id: loser, hubId: action.hubId, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
       }
       const reopened = await settle(tx, { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null });
       await onReviewReopened(tx, action.id);
@@ -146,8 +139,7 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
           memory_id: keep,
         });
       }
-      const archived = await tx.memory.updateMany({ where: { id: drop, hubId: action.hubId, state: "active" }, data: { state: "archived", supersededBy: keep } });
-      if (archived.count) await touchMemories(tx, [drop], now);
+      await tx.memory.updateMany({ where: { id: drop, hubId: action.hubId, state: "active" }, data: { state: "archived", supersededBy: keep, updatedAt: now } });
     }
     const changed = await tx.dreamAction.updateMany({ where: { id: action.id, state: "pending_review" }, data: { state: "resolved", resolution, resolvedBy: ctx.user.id, resolvedAt: now } });
     if (changed.count === 0) throw new ApiError("conflict", "This review was resolved meanwhile");

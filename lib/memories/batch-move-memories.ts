@@ -9,7 +9,6 @@ import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
 import { contentHashLockKey, sourcePathLockKey } from "./create-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
-import { nextUpdatedAt } from "./next-updated-at.ts";
 import { assertHubQuotaAfterMove } from "@/lib/quotas/assert-storage-quota.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 import { lockTopicForFiling } from "@/lib/topics/topic-or-throw.ts";
@@ -96,7 +95,7 @@ async function moveOnce(
     const locked = await lockMemoryRows(tx, ids.filter(isUuid), [...memberships.keys()]);
     const found = await tx.memory.findMany({
       where: { id: { in: locked }, hubId: { in: [...memberships.keys()] } },
-      select: { id: true, hubId: true, ownerId: true, sourcePath: true, topicId: true, contentHash: true, updatedAt: true },
+      select: { id: true, hubId: true, ownerId: true, sourcePath: true, topicId: true, contentHash: true },
     });
     const byId = new Map(found.map((m) => [m.id, m]));
     const leaving = found.filter((m) => m.hubId !== target.hub.id);
@@ -178,8 +177,7 @@ async function moveOnce(
         : memoryWriteGuard(ctx.user.id, "edit");
       const { count } = await tx.memory.updateMany({
         where: { id: move.id, hubId: move.fromHubId, ...guard },
-        // Read under the row lock: later than what a PATCH may have read (next-updated-at.ts).
-        data: { hubId: target.hub.id, topicId, updatedAt: nextUpdatedAt(byId.get(move.id)!.updatedAt, ctx.now()) },
+        data: { hubId: target.hub.id, topicId, updatedAt: ctx.now() },
       });
       if (count === 0) reasons.set(move.id, "not_found");
       else done.push(move);

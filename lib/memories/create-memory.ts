@@ -21,7 +21,6 @@ import { CAPTURE_SOURCE, extractCaptureFacts } from "./extract-capture-facts.ts"
 import { DECISION_GATE_PATH_PREFIX, MAX_CONTENT_BYTES, MAX_SOURCE_PATH_BYTES, MAX_SOURCE_PATH_LENGTH, sourcePathTooLong, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
-import { nextUpdatedAt } from "./next-updated-at.ts";
 
 export interface CreateMemoryResult {
   memory: MemoryObject;
@@ -301,7 +300,7 @@ async function reingest(
       // New content pushed to an archived memory (archived by hand, or by a dream as stale or merged)
       // is live again: a push is what the memory says now, and recall must find it.
       ...(contentChanged && existing.state === "archived" && { state: "active", supersededBy: null }),
-      updatedAt: nextUpdatedAt(existing.updatedAt, now),
+      updatedAt: now,
     },
   });
   if (contentChanged) await assertGrowth(tx, existing, input.content);
@@ -360,7 +359,7 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
       ...(input.title !== undefined && { title: input.title, titleDerived: false }),
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
-      ...readAgain(nextUpdatedAt(existing.updatedAt, now)),
+      ...readAgain(now),
     },
   });
   // A URL may be megabytes long: unchecked, pushing a long one again under a short one's source_path
@@ -427,7 +426,7 @@ async function replaceFile(
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
       fileRef: fileRefOf(file),
-      ...readAgain(nextUpdatedAt(existing.updatedAt, now)),
+      ...readAgain(now),
     },
   });
   await attachFile(tx, memory, file, now);

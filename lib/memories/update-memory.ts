@@ -16,7 +16,6 @@ import type { UpdateMemoryBody } from "./memory-fields.ts";
 import { serializeMemoryWithContent } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { chunkGlosses, retitleChunks } from "@/lib/recall/store-chunks.ts";
-import { nextUpdatedAt } from "./next-updated-at.ts";
 
 const ATTEMPTS = 5;
 
@@ -131,8 +130,9 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         ...(becomesLink && { extractedAt: null, extractionError: null }),
         // The old version's summary may quote what the edit took out; the summarise step writes the new one.
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
-        // Strictly later than the row read, so the updated_at check above always tells two writes apart.
-        updatedAt: nextUpdatedAt(memory.updatedAt, ctx.now()),
+        // The database makes it strictly later than the row's (memories_updated_at_forward), so the
+        // updated_at check above tells two writes apart even within one millisecond.
+        updatedAt: ctx.now(),
       },
     });
     if (rows.length && retitle) await retitleChunks(db, memory.id, glosses.byText ?? new Map());

@@ -8,7 +8,6 @@ import { canEditMemory } from "@/lib/api/permissions.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { isUuid } from "@/lib/ids.ts";
-import { touchMemories } from "@/lib/memories/next-updated-at.ts";
 import { serializeMemory } from "@/lib/memories/serialize-memory.ts";
 import { assertNotArchived, lockTopicForFiling, readableTopicOrThrow } from "./topic-or-throw.ts";
 
@@ -87,9 +86,7 @@ function fileMemory(
     if (!canEditMemory(role, memory.ownerId === ctx.user.id)) {
       throw new ApiError("forbidden", `Your role (${role}) does not allow you to file this memory`);
     }
-    const { count } = await tx.memory.updateMany({ where, data: { topicId } });
-    // Past the stored updated_at, not the clock's now: a PATCH that read the same millisecond's value would write over the filing.
-    if (count > 0) await touchMemories(tx, [where.id], ctx.now());
+    const { count } = await tx.memory.updateMany({ where, data: { topicId, updatedAt: ctx.now() } });
     if (count > 0) await emitEvent(tx, { type: "memory.updated", hubId: where.hubId, actorId: ctx.user.id, entityId: where.id });
     return count;
   });
