@@ -9,6 +9,8 @@ import { JobLease } from "@/lib/processing/job-lease.ts";
 import { replaceChunks } from "@/lib/recall/store-chunks.ts";
 import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
+import { updateMemory } from "@/lib/memories/update-memory.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 
 /**
  * Edits that arrive while a job runs (no background runner here: the jobs are driven by hand, and an
@@ -366,5 +368,30 @@ it("a job whose content was edited away neither keeps the new version's claim al
     expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).processingStartedAt).toEqual(claimed);
   } finally {
     lease.stop();
+  }
+});
+
+it("a tag edit that read a link while its page was read does not put the finished memory back to processing", async () => {
+  // The job's writes keep updated_at (they are not the client's edits), so the PATCH's updated_at check
+  // does not see them: the PATCH wrote back every field it had read, state `processing` among them, and
+  // the memory, already done, stayed `processing` for good.
+  const page = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end("<html><head><title>Ferry times</title></head><body><p>Every hour.</p></body></html>"));
+  await new Promise<void>((resolve) => page.listen(0, "127.0.0.1", resolve));
+  const port = (page.address() as AddressInfo).port;
+  setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${port}`] });
+  try {
+    const id = (await ann.post("/v1/memories", { content: `http://127.0.0.1:${port}/ferry`, content_type: "link" })).body.data.id as string;
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).state).toBe("processing");
+    embedding = () => setImmediate(() => release());
+    const finish = async () => {
+      const now = new Date();
+      const claim = (await claimMemory(h.db, id, { now, staleBefore: now, maxAttempts: 3, retryBaseMs: 10 }))!;
+      expect(await processMemory(h.db, claim, { maxAttempts: 3, retryBaseMs: 10 })).toEqual({ status: "done" });
+    };
+    await updateMemory(sessionContext(h, ann, changedBefore(h.db, ["$transaction"], finish)), id, { tags: ["ferry"] });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id } })).toMatchObject({ state: "active", processingStatus: "done", tags: ["ferry"], title: "Ferry times" });
+  } finally {
+    setLinkFetchPolicyForTests(undefined);
+    await new Promise((resolve) => page.close(resolve));
   }
 });

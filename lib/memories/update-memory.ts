@@ -100,6 +100,7 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   const stability =
     input.stability ?? (reclassify && !stabilityLocked ? classifyStability(content, kind, contentType, hint) : memory.stability);
 
+  const state = becomesLink && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state);
   const growth = contentChanged ? Buffer.byteLength(content, "utf8") - (await storedBytes(db, memory.id)) : 0;
   // Growing content is checked against the owner's and the hub's storage quota in the write's transaction.
   const write = async (db: DbClient) => {
@@ -110,23 +111,19 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         // the search vector from the whole text (memories_search_vector_trg), and the text written back
         // is a new out-of-line (TOAST) copy of it: megabytes written for a tag edit.
         ...(title !== memory.title && { title }),
-        titleDerived: input.title !== undefined ? false : memory.titleDerived,
-        ...(contentChanged && { content }),
-        contentHash: hash,
-        // State, kind, stability and content type only when this edit sets or works them out: the job
-        // writes them (a link `active` once read, its guesses) without moving updated_at, so a value
-        // written back as read undid a job's write that landed in between, and a link stayed
-        // `processing` for good.
-        ...(input.content_type !== undefined && { contentType }),
-        tags: input.tags ?? memory.tags,
-        hint,
-        ...((input.kind !== undefined || (reclassify && !kindLocked)) && { kind }),
-        kindLocked,
-        ...((input.stability !== undefined || (reclassify && !stabilityLocked)) && { stability }),
-        stabilityLocked,
-        ...((input.state !== undefined || becomesLink) && {
-          state: becomesLink && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state),
-        }),
+        // Only what this edit changes: the pipeline's writes (a link's state once its page is read, the
+        // kind and stability it guessed) keep updated_at, so the check above does not see them, and a
+        // field written back as this edit read it would undo them.
+        ...(input.title !== undefined && { titleDerived: false }),
+        ...(contentChanged && { content, contentHash: hash }),
+        ...(contentType !== memory.contentType && { contentType }),
+        ...(input.tags !== undefined && { tags: input.tags }),
+        ...(hint !== memory.hint && { hint }),
+        ...(kind !== memory.kind && { kind }),
+        ...(kindLocked !== memory.kindLocked && { kindLocked }),
+        ...(stability !== memory.stability && { stability }),
+        ...(stabilityLocked !== memory.stabilityLocked && { stabilityLocked }),
+        ...(state !== memory.state && { state }),
         ...(becomesLink && { extractedAt: null, extractionError: null }),
         // The old version's summary may quote what the edit took out; the summarise step writes the new one.
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
