@@ -1,4 +1,5 @@
 import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { z } from "zod";
 
 /** A time-ordered UUID (version 7): 48-bit millisecond timestamp, then randomness. */
 export function newId(now = Date.now()): string {
@@ -21,6 +22,20 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 export function isUuid(value: string): boolean {
   return UUID_RE.test(value);
+}
+
+/**
+ * An id as stored: UUIDs are case-insensitive but the database compares their text, so an id in
+ * upper case is lowered where it enters (path, X-Hub-ID, query, body). Anything else (a slug, a
+ * malformed id) is left as given, for its caller to refuse or not find.
+ */
+export function normalizeId(value: string): string {
+  return isUuid(value) ? value.toLowerCase() : value;
+}
+
+/** A body or query field holding a UUID, lowered as normalizeId does. */
+export function uuidField(message?: string) {
+  return z.uuid(message).overwrite(normalizeId);
 }
 
 /**

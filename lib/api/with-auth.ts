@@ -1,6 +1,6 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { isDatabaseUnavailable, isForeignKeyViolation, isRecordGone, isTransactionExpired, isUniqueViolation, violatedConstraint } from "@/lib/db/errors.ts";
-import { newId } from "@/lib/ids.ts";
+import { newId, normalizeId } from "@/lib/ids.ts";
 import { credentialWrites, isSignedInCli, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { resolveCredential } from "@/lib/auth/resolve-credential.ts";
 import { hasSessionCookie, resolveSession } from "@/lib/auth/session.ts";
@@ -108,7 +108,8 @@ export async function authenticate(base: RequestContext, req: Request, bearer?: 
       !bearer && !authorization && hasSessionCookie(req)
         ? await resolveSession(base.db, req, base.now())
         : await resolveCredential(base, authorization, base.now(), { resources: bearer ? bearer.resources(req) : serverResources(req) });
-    const hubHeader = req.headers.get("x-hub-id")?.trim() || undefined;
+    const given = req.headers.get("x-hub-id")?.trim();
+    const hubHeader = given ? normalizeId(given) : undefined;
     return { ...base, user, credential, hubHeader };
   } catch (error) {
     if (bearer && error instanceof ApiError && error.code === "unauthorized") {
@@ -273,10 +274,11 @@ function requestIdFrom(req: Request): string {
   return given && /^[\w.:-]{1,128}$/.test(given) ? given : newId();
 }
 
+/** Path params, ids lowered (normalizeId): every route then looks an id up as it is stored. */
 function flattenParams(params: Record<string, string | string[] | undefined> | undefined): Params {
   const flat: Params = {};
   for (const [key, value] of Object.entries(params ?? {})) {
-    if (typeof value === "string") flat[key] = value;
+    if (typeof value === "string") flat[key] = normalizeId(value);
     else if (Array.isArray(value)) flat[key] = value.join("/");
   }
   return flat;

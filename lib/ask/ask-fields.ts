@@ -1,11 +1,12 @@
 import { z } from "zod";
+import { uuidField } from "@/lib/ids.ts";
 import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
 
 export const askBodySchema = z.object({
   query: z.string().trim().min(1, "query must not be empty").max(MAX_QUERY_CHARS, `query is at most ${MAX_QUERY_CHARS} characters`),
   // null is the default too, as for recall: Memax's CLI sends it for a --limit that is not a number (parseInt's NaN in JSON).
   limit: z.int("limit must be an integer").min(1, "limit must be at least 1").max(RECALL_MAX_LIMIT * 100).nullish(),
-  topic_id: z.uuid("topic_id must be a topic id").optional(),
+  topic_id: uuidField("topic_id must be a topic id").optional(),
   no_rerank: z.boolean().optional(),
   locale: z.string().max(16).optional(),
   // Memax clients send "auto" | "haiku" | "sonnet"; the server's configured model answers either way.

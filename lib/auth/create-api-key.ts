@@ -6,7 +6,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
-import { newId } from "@/lib/ids.ts";
+import { newId, uuidField } from "@/lib/ids.ts";
 import { hashSecret } from "./hash-secret.ts";
 import { sessionStillValid } from "./session.ts";
 import { serializeApiKey, type ApiKeyObject } from "./serialize-api-key.ts";
@@ -50,8 +50,8 @@ const scopeSchema = z
 export const createApiKeyBodySchema = z.object({
   name: z.string().trim().min(1).max(100),
   expires_in_days: z.int().min(1).max(3650).optional(),
-  hub_id: z.uuid("hub_id must be a hub id (not a slug)").optional(),
-  hub_ids: z.array(z.uuid("hub_ids must be hub ids (not slugs)")).max(MAX_KEY_HUBS, `at most ${MAX_KEY_HUBS} hub_ids`).optional(),
+  hub_id: uuidField("hub_id must be a hub id (not a slug)").optional(),
+  hub_ids: z.array(uuidField("hub_ids must be hub ids (not slugs)")).max(MAX_KEY_HUBS, `at most ${MAX_KEY_HUBS} hub_ids`).optional(),
   // [] (what Memax's CLI sends without --grant) means the default: read and write.
   scopes: z.array(scopeSchema).max(20).optional(),
   agent_name: z.string().trim().min(1).max(100).optional(),

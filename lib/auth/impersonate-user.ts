@@ -4,7 +4,7 @@ import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import { newId } from "@/lib/ids.ts";
+import { newId, uuidField } from "@/lib/ids.ts";
 import { resourceFor } from "@/lib/oauth/public-origin.ts";
 import { issueAccessToken } from "./access-token.ts";
 import { apiKeysLockKey } from "./create-api-key.ts";
@@ -16,7 +16,7 @@ export const IMPERSONATION_TTL_SECONDS = 900;
 
 export const impersonateBodySchema = atLeastOneOf(
   z.object({
-    user_id: z.uuid("user_id must be a user id").optional(),
+    user_id: uuidField("user_id must be a user id").optional(),
     email: z.string().trim().max(320).optional(),
   }),
   ["user_id", "email"],

@@ -4,7 +4,7 @@ import { can, isRole, type Permission, type Role } from "@/lib/api/permissions.t
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
-import { isUuid } from "@/lib/ids.ts";
+import { isUuid, normalizeId } from "@/lib/ids.ts";
 import { CLI_CLIENT_ID } from "@/lib/oauth/cli-client.ts";
 
 /**
@@ -115,7 +115,10 @@ export async function hubScopeIds(ctx: Caller & Pick<AuthContext, "hubHeader">, 
 }
 
 /** The caller's membership of one hub; a hub they do not belong to (or the key does not reach) is simply not found. */
-export async function membershipOrThrow(ctx: Caller, hubId: string): Promise<Membership> {
+export async function membershipOrThrow(ctx: Caller, given: string): Promise<Membership> {
+  // Prisma batches concurrent findUnique calls and matches their rows by the id's exact text: an
+  // id in upper case would be found alone but missed among others.
+  const hubId = normalizeId(given);
   const row = isUuid(hubId)
     ? await ctx.db.hubMember.findUnique({ where: { hubId_userId: { hubId, userId: ctx.user.id } }, include: { hub: true } })
     : null;
@@ -221,7 +224,7 @@ async function firstAllowedHub(ctx: Caller, hubIds: readonly string[]): Promise<
 export function scopedHubIds(credential: Credential, requested: string[] | undefined): string[] | undefined {
   if (credential.hubIds === null) return requested;
   const allowed = credential.hubIds;
-  return requested ? requested.filter((id) => allowed.includes(id)) : [...allowed];
+  return requested ? requested.map(normalizeId).filter((id) => allowed.includes(id)) : [...allowed];
 }
 
 /** Personal hubs have exactly one member and cannot be shared, left, transferred or deleted. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { uuidField } from "@/lib/ids.ts";
 import { MANAGED_ROLES } from "@/lib/api/permissions.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
 import { NO_CONTROL_CHARACTERS } from "@/lib/users/user-name.ts";
@@ -103,9 +104,9 @@ export const checkSlugQuerySchema = z.object({ slug: z.string({ error: "slug is 
 export const listQuerySchema = z.object({ limit: z.string().optional(), cursor: z.string().optional() });
 export type ListQuery = z.output<typeof listQuerySchema>;
 
-export const addMemberBodySchema = z.strictObject({ user_id: z.uuid("user_id must be a user id"), role: z.enum(MANAGED_ROLES) });
+export const addMemberBodySchema = z.strictObject({ user_id: uuidField("user_id must be a user id"), role: z.enum(MANAGED_ROLES) });
 export type AddMemberBody = z.output<typeof addMemberBodySchema>;
 
 export const updateMemberBodySchema = z.strictObject({ role: z.enum(MANAGED_ROLES) });
 
-export const createTransferBodySchema = z.strictObject({ target_user_id: z.uuid("target_user_id must be a user id") });
+export const createTransferBodySchema = z.strictObject({ target_user_id: uuidField("target_user_id must be a user id") });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { uuidField } from "@/lib/ids.ts";
 import { MANAGED_ROLES } from "@/lib/api/permissions.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
 
@@ -32,7 +33,7 @@ export const createInviteBodySchema = z
     role: z.enum(MANAGED_ROLES).default("contributor"),
     email: emailSchema.optional(),
     // The Memax SDK's addressed invite: a user id wins over an e-mail when both are given.
-    invitee: z.strictObject({ user_id: z.uuid("invitee.user_id must be a user id").optional(), email: emailSchema.optional() }).optional(),
+    invitee: z.strictObject({ user_id: uuidField("invitee.user_id must be a user id").optional(), email: emailSchema.optional() }).optional(),
   })
   .transform(({ invitee, ...body }) => ({
     role: body.role,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { uuidField } from "@/lib/ids.ts";
 import { timestampSchema } from "@/lib/api/timestamp.ts";
 import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 
@@ -136,7 +137,7 @@ export const listMemoriesQuerySchema = z.object({
   created_after: timestampOf("created_after").optional(),
   created_before: timestampOf("created_before").optional(),
   /** The pusher's user id. */
-  actor: z.uuid("actor must be a user id").optional(),
+  actor: uuidField("actor must be a user id").optional(),
 });
 export type ListMemoriesQuery = z.output<typeof listMemoriesQuerySchema>;
 

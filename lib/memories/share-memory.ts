@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { uuidField } from "@/lib/ids.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { needsExtraction } from "@/lib/extraction/extract-memory-text.ts";
@@ -8,7 +9,7 @@ import { findMemoryOrThrow } from "./find-memory.ts";
 import { SOURCES, type CreateMemoryBody, type Kind, type Stability } from "./memory-fields.ts";
 
 export const shareMemoryBodySchema = z.object({
-  target_hub_id: z.uuid("target_hub_id must be a hub id (not a slug)"),
+  target_hub_id: uuidField("target_hub_id must be a hub id (not a slug)"),
 });
 export type ShareMemoryBody = z.output<typeof shareMemoryBodySchema>;
 

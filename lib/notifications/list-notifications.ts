@@ -5,7 +5,7 @@ import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/paginati
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { clampInstant } from "@/lib/api/timestamp.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
-import { isUuid } from "@/lib/ids.ts";
+import { isUuid, normalizeId } from "@/lib/ids.ts";
 import { refreshOnboarding } from "@/lib/onboarding/refresh-onboarding.ts";
 import { DECISION_KINDS, NOTIFICATION_KINDS, NOTIFICATION_STATUSES, RECEIPT_KINDS } from "./notification-kinds.ts";
 import { serializeNotification } from "./serialize-notification.ts";
@@ -65,7 +65,7 @@ export async function notificationScope(ctx: AuthContext, input: { hub?: string;
   const hubIds = ctx.credential.hubIds;
   return {
     userId: ctx.user.id,
-    ...(input.hub && { hubId: input.hub }),
+    ...(input.hub && { hubId: normalizeId(input.hub) }),
 
     ...(input.kinds?.length && { kind: { in: input.kinds } }),
     ...(since && { createdAt: { gte: since } }),
@@ -79,7 +79,7 @@ export async function listNotifications(ctx: AuthContext, input: ListNotificatio
   await refreshOnboarding(ctx);
   const limit = parseLimit(input.limit, NOTIFICATIONS_DEFAULT_LIMIT, NOTIFICATIONS_MAX_LIMIT);
   const secret = await serverSecret(ctx.db);
-  const list = `notifications:${input.hub ?? ""}:${input.status ?? "pending"}:${(input.kinds ?? []).join(",")}:${(input.resolutions ?? []).join(",")}:${input.unseenOnly ? 1 : 0}`;
+  const list = `notifications:${input.hub === undefined ? "" : normalizeId(input.hub)}:${input.status ?? "pending"}:${(input.kinds ?? []).join(",")}:${(input.resolutions ?? []).join(",")}:${input.unseenOnly ? 1 : 0}`;
   const after = input.cursor ? decodeCursor(secret, list, ctx.user.id, input.cursor, z.tuple([z.iso.datetime(), z.uuid()])) : null;
   const where: Prisma.NotificationWhereInput = {
     ...(await notificationScope(ctx, input)),

@@ -8,7 +8,7 @@ import { cancelTransfer } from "@/lib/hubs/cancel-transfer.ts";
 import { resolveDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { credentialReaches } from "@/lib/hubs/hub-access.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import { isUuid } from "@/lib/ids.ts";
+import { isUuid, uuidField } from "@/lib/ids.ts";
 import { resolveDecisionGate } from "@/lib/boards/resolve-board-slot.ts";
 import { gateOptions, gateSlotKey } from "@/lib/boards/serialize-board.ts";
 import { acceptInvite } from "@/lib/invites/accept-invite.ts";
@@ -103,7 +103,7 @@ export async function resolveNotification(ctx: AuthContext, id: string, action: 
 export const bulkNotificationsBodySchema = z.object({
   kinds: z.array(z.string().min(1).max(64)).min(1, "name at least one kind").max(50),
   since: timestampSchema("since must be an RFC 3339 timestamp").optional(),
-  hub: z.uuid().optional(),
+  hub: uuidField().optional(),
 });
 
 /** The `hub` field narrows; without it the X-Hub-ID header (as withAuth parsed it) does. */

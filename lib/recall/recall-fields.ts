@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { uuidField } from "@/lib/ids.ts";
 import { timestampSchema } from "@/lib/api/timestamp.ts";
 import { KINDS, SOURCES, projectContextSchema } from "@/lib/memories/memory-fields.ts";
 
@@ -11,11 +12,11 @@ export const recallBodySchema = z.object({
   query: z.string().trim().min(1, "query must not be empty").max(MAX_QUERY_CHARS, `query is at most ${MAX_QUERY_CHARS} characters`),
   // null is the default too: Memax's CLI sends it for a --limit that is not a number (parseInt's NaN in JSON).
   limit: z.int("limit must be an integer").min(1, "limit must be at least 1").nullish(),
-  hub_ids: z.array(z.uuid("hub_ids must be hub ids (not slugs)")).max(MAX_HUB_IDS, `at most ${MAX_HUB_IDS} hub_ids`).optional(),
+  hub_ids: z.array(uuidField("hub_ids must be hub ids (not slugs)")).max(MAX_HUB_IDS, `at most ${MAX_HUB_IDS} hub_ids`).optional(),
   kind: z.enum(KINDS).optional(),
   // Accepted for compatibility; recall does not filter by tags.
   tags: z.array(z.string().max(64)).max(50).optional(),
-  topic_id: z.uuid("topic_id must be a topic id").optional(),
+  topic_id: uuidField("topic_id must be a topic id").optional(),
   no_rerank: z.boolean().optional(),
   // Accepted for compatibility; archived and processing memories are never recalled.
   include_archived: z.boolean().optional(),
@@ -36,7 +37,7 @@ export const searchMemoriesQuerySchema = z.object({
   q: z.string().trim().min(1, "q must not be empty").max(MAX_SEARCH_CHARS, `q is at most ${MAX_SEARCH_CHARS} characters`),
   limit: z.string().optional(),
   hub_id: z.string().optional(),
-  topic_id: z.uuid("topic_id must be a topic id").optional(),
+  topic_id: uuidField("topic_id must be a topic id").optional(),
 });
 export type SearchMemoriesQuery = z.output<typeof searchMemoriesQuerySchema>;
 

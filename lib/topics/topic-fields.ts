@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { uuidField } from "@/lib/ids.ts";
 
 /** Documented limits of topics (docs/topics.md). */
 export const MAX_TOPIC_NAME_LENGTH = 100;
@@ -16,12 +17,12 @@ const nameSchema = z
   .trim()
   .min(1, "name must not be empty")
   .max(MAX_TOPIC_NAME_LENGTH, `name is at most ${MAX_TOPIC_NAME_LENGTH} characters`);
-const hubIdSchema = z.uuid("hub_id must be a hub id (not a slug)");
+const hubIdSchema = uuidField("hub_id must be a hub id (not a slug)");
 const description = z.string().trim().max(MAX_TOPIC_DESCRIPTION_LENGTH, `description is at most ${MAX_TOPIC_DESCRIPTION_LENGTH} characters`);
 const icon = z.string().trim().max(MAX_TOPIC_ICON_LENGTH, `icon is at most ${MAX_TOPIC_ICON_LENGTH} characters`);
 const position = z.int("position must be an integer").min(0, "position must be 0 or more").max(MAX_POSITION, `position is at most ${MAX_POSITION}`);
 /** `""` and null both mean "the root" (the Memax SDK sends either). */
-const parentId = z.union([z.uuid("parent_id must be a topic id"), z.literal(""), z.null()]).transform((value) => value || null);
+const parentId = z.union([uuidField("parent_id must be a topic id"), z.literal(""), z.null()]).transform((value) => value || null);
 
 export const createTopicBodySchema = z.strictObject({
   name: nameSchema,
@@ -50,13 +51,13 @@ export const topicHubQuerySchema = z.object({
 });
 
 export const assignMemoryBodySchema = z.strictObject({
-  memory_id: z.uuid("memory_id must be a memory id"),
+  memory_id: uuidField("memory_id must be a memory id"),
   confidence: z.number().min(0).max(1).optional(),
 });
 
 export const reorderBodySchema = z.strictObject({
   operations: z
-    .array(z.strictObject({ topic_id: z.uuid("topic_id must be a topic id"), position, parent_id: parentId.meta({ keepEmpty: true }).optional() }))
+    .array(z.strictObject({ topic_id: uuidField("topic_id must be a topic id"), position, parent_id: parentId.meta({ keepEmpty: true }).optional() }))
     .min(1, "give at least one operation")
     .max(MAX_REORDER_OPERATIONS, `at most ${MAX_REORDER_OPERATIONS} operations`),
 });
