@@ -129,7 +129,12 @@ async function recall(env: ToolEnv, args: z.output<typeof recallInput>): Promise
 }
 
 const pushInput = z.object({
-  content: z.string().min(1).describe("The knowledge to save (markdown welcome)"),
+  // White space alone is as empty as "", as on REST's create: it would save a memory of nothing.
+  content: z
+    .string()
+    .min(1)
+    .refine((content) => content.trim().length > 0, "content must not be empty")
+    .describe("The knowledge to save (markdown welcome)"),
   title: z.string().trim().min(1).max(MAX_TITLE_LENGTH).optional().describe("Short title (derived from the content when omitted)"),
   hint: z.string().max(2000).optional().describe("What this is, to guide classification (e.g. 'meeting notes from the product review')"),
   tags: z.array(z.string().trim().min(1).max(MAX_TAG_LENGTH)).max(MAX_TAGS).optional(),
