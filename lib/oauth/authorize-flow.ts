@@ -24,7 +24,12 @@ function redirect(location: string, status = 302): Response {
 
 /** Errors go back to the client only once its redirect URI is verified; before that the user sees them. */
 function failure(check: Extract<AuthorizeCheck, { ok: false }>, origin: string): Response {
-  if (!check.redirectUri) return errorPage("This sign-in link is not valid", `${check.error.description} (${check.error.error})`);
+  if (!check.redirectUri) {
+    // A limit or an outage is no fault of the link: the user (or the client) is told to come back, and when.
+    const { error } = check;
+    if (error.error === "temporarily_unavailable") return errorPage("Try again later", `${error.description} (${error.error})`, error.status, error.headers);
+    return errorPage("This sign-in link is not valid", `${error.description} (${error.error})`);
+  }
   return redirect(redirectWith(check.redirectUri, { error: check.error.error, error_description: check.error.description, state: check.state, iss: origin }));
 }
 

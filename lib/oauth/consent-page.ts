@@ -22,7 +22,7 @@ const STYLE = `
   button[value=allow] { background: #18181b; color: #fafafa; border-color: #18181b; }
   code { font-size: 0.8125rem; word-break: break-all; }`;
 
-export function htmlPage(title: string, body: string, status = 200): Response {
+export function htmlPage(title: string, body: string, status = 200, extraHeaders: Record<string, string> = {}): Response {
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)} · Engram</title><style>${STYLE}</style></head><body><main class="card">${body}</main></body></html>`;
   return new Response(html, {
     status,
@@ -33,12 +33,13 @@ export function htmlPage(title: string, body: string, status = 200): Response {
       "x-frame-options": "DENY",
       "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
       "referrer-policy": "no-referrer",
+      ...extraHeaders,
     },
   });
 }
 
-export function errorPage(title: string, message: string, status = 400): Response {
-  return htmlPage(title, `<h1>${esc(title)}</h1><p>${esc(message)}</p><p class="muted"><a href="/hubs">Back to Engram</a></p>`, status);
+export function errorPage(title: string, message: string, status = 400, headers: Record<string, string> = {}): Response {
+  return htmlPage(title, `<h1>${esc(title)}</h1><p>${esc(message)}</p><p class="muted"><a href="/hubs">Back to Engram</a></p>`, status, headers);
 }
 
 export interface ConsentView {
