@@ -89,7 +89,8 @@ async function dispatchTo(routes: RouteFile[], req: Request): Promise<Response> 
       mod = import(route.file) as Promise<Record<string, unknown>>;
       modules.set(route.file, mod);
     }
-    const handler = (await mod)[req.method] as Handler | undefined;
+    // Next answers HEAD with the GET handler (the request still says HEAD) when a route has no HEAD of its own.
+    const handler = ((await mod)[req.method] ?? (req.method === "HEAD" ? (await mod).GET : undefined)) as Handler | undefined;
     if (!handler) return new Response(null, { status: 405 });
     return handler(req, { params: Promise.resolve(params) });
   }

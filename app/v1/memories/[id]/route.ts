@@ -8,8 +8,8 @@ import { updateMemory } from "@/lib/memories/update-memory.ts";
 
 type Params = { id: string };
 
-// GET /v1/memories/{id} — one memory with content and attachments
-export const GET = withAuth<Params>({}, async (ctx, _req, { id }) => ok(await getMemory(ctx, id)));
+// GET /v1/memories/{id} — one memory with content and attachments (Next runs this for HEAD too, which is no access)
+export const GET = withAuth<Params>({}, async (ctx, req, { id }) => ok(await getMemory(ctx, id, { countAccess: req.method !== "HEAD" })));
 
 // PATCH /v1/memories/{id} — change title, tags, content, classification or archive state; answers the full memory
 export const PATCH = withAuth<Params>({}, async (ctx, req, { id }) =>
