@@ -111,8 +111,9 @@ export class DreamRunner {
   }
 
   private pump(): void {
-    if (this.running || this.stopped) return;
-    const next = this.queue.shift();
+    if (this.running) return;
+    // Stopped: the queue was emptied, so the run that just ended was the last; idle() waiters go now.
+    const next = this.stopped ? undefined : this.queue.shift();
     if (!next) {
       for (const resolve of this.waiters.splice(0)) resolve();
       return;
