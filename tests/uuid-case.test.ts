@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newId } from "@/lib/ids.ts";
 import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
 import { indexMemories } from "./recall-helpers.ts";
 
@@ -52,5 +53,17 @@ describe("upper-case ids", () => {
     expect(res.status).toBe(200);
     expect(res.body.data.query_metadata.filters.hub_ids).toEqual([team]);
     expect(res.body.data.memories.map((m: { id: string }) => m.id)).toContain(memoryId);
+  });
+
+  it("a query's hub_id names the same list in either case: a cursor from one case pages on in the other", async () => {
+    const hub = await h.teamHub(ann);
+    await h.db.dreamRun.createMany({ data: [1, 2, 3].map((n) => ({ id: newId(), hubId: hub, status: "completed", createdAt: new Date(Date.now() - n * 60_000) })) });
+    const first = await ann.get(`/v1/dreams?hub_id=${hub.toUpperCase()}&limit=1`);
+    expect(first.status, first.text).toBe(200);
+    const cursor = first.body.data.next_cursor as string;
+    expect(cursor).toEqual(expect.any(String));
+    const next = await ann.get(`/v1/dreams?hub_id=${hub}&limit=1&cursor=${encodeURIComponent(cursor)}`);
+    expect(next.status, next.text).toBe(200);
+    expect(next.body.data.runs).toHaveLength(1);
   });
 });

@@ -1,9 +1,10 @@
 import { z } from "zod";
+import { normalizeId } from "@/lib/ids.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { allows, targetHubOrThrow } from "@/lib/hubs/hub-access.ts";
 import { periodEnd, periodStart } from "@/lib/usage/count-usage.ts";
 
-export const dreamUsageQuerySchema = z.object({ hub_id: z.string().max(200).optional() });
+export const dreamUsageQuerySchema = z.object({ hub_id: z.string().max(200).overwrite(normalizeId).optional() });
 
 /**
  * GET /v1/usage/dreams — Memax's `DreamUsage` for one hub (`hub_id`, else

@@ -5,6 +5,7 @@ import { NOTHING_FOUND } from "@/lib/ask/extractive-answer.ts";
 import { countUsage } from "@/lib/usage/count-usage.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { normalizeId, uuidField } from "@/lib/ids.ts";
 import { listHubs } from "@/lib/hubs/list-hubs.ts";
 import { listMembers } from "@/lib/hubs/list-members.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
@@ -47,7 +48,7 @@ const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: fal
 const destroy = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } as const;
 
 const hubRef = z.string().max(200).describe('Hub id, hub slug, or "personal"');
-const memoryId = z.string().min(1).max(100).describe("Memory id");
+const memoryId = z.string().min(1).max(100).overwrite(normalizeId).describe("Memory id");
 const EXCERPT_CHARS = 600;
 
 function define<S extends z.ZodObject>(def: ToolDef<S>): ToolDef {
@@ -95,7 +96,7 @@ function clampedLimit(description: string) {
 const recallInput = z.object({
   query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("What to look for, in natural language"),
   limit: clampedLimit(`Most results to return (default 10; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
-  topic_id: z.string().uuid().optional().describe("Only memories filed under this topic"),
+  topic_id: uuidField().optional().describe("Only memories filed under this topic"),
   hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
   project_context: projectContextSchema.optional().describe("The current repo/project/branch, to rank matching memories higher"),
 });
@@ -185,7 +186,7 @@ const listInput = z.object({
   cursor: z.string().max(2000).optional().describe("next_cursor of the previous page"),
   sort: z.enum(["newest", "relevant"]).optional().describe("newest first (default) or most used first"),
   hub_id: hubRef.optional(),
-  topic_id: z.string().uuid().optional(),
+  topic_id: uuidField().optional(),
 });
 
 async function list(env: ToolEnv, args: z.output<typeof listInput>): Promise<ToolOutput> {
@@ -295,7 +296,7 @@ async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }
 const askInput = z.object({
   query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("The question, in natural language"),
   limit: clampedLimit(`Sources to answer from (default ${ASK_DEFAULT_LIMIT}; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
-  topic_id: z.string().uuid().optional().describe("Only memories filed under this topic"),
+  topic_id: uuidField().optional().describe("Only memories filed under this topic"),
   hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
 });
 
@@ -374,7 +375,7 @@ export const ENGRAM_TOOLS: ToolDef[] = [
     name: "engram_topics",
     title: "List topics",
     description: `The topics memories are filed under, optionally for one hub or one topic (past ${MAX_TOPIC_TREES} hubs, pass hub_id).`,
-    input: z.object({ topic_id: z.string().uuid().optional(), hub_id: hubRef.optional() }),
+    input: z.object({ topic_id: uuidField().optional(), hub_id: hubRef.optional() }),
     annotations: read,
     run: topics,
   }),

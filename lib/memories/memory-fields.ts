@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { uuidField } from "@/lib/ids.ts";
+import { normalizeId, uuidField } from "@/lib/ids.ts";
 import { timestampSchema } from "@/lib/api/timestamp.ts";
 import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
 
@@ -131,8 +131,8 @@ export const listMemoriesQuerySchema = z.object({
   limit: z.string().optional(),
   cursor: z.string().optional(),
   sort: z.enum(["newest", "relevant"]).default("newest"),
-  hub_id: z.string().optional(),
-  topic_id: z.string().optional(),
+  hub_id: z.string().overwrite(normalizeId).optional(),
+  topic_id: z.string().overwrite(normalizeId).optional(),
   kind: z.enum(KINDS).optional(),
   created_after: timestampOf("created_after").optional(),
   created_before: timestampOf("created_before").optional(),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { uuidField } from "@/lib/ids.ts";
+import { normalizeId, uuidField } from "@/lib/ids.ts";
 import { timestampSchema } from "@/lib/api/timestamp.ts";
 import { KINDS, SOURCES, projectContextSchema } from "@/lib/memories/memory-fields.ts";
 
@@ -36,7 +36,7 @@ export const MAX_SEARCH_CHARS = 500;
 export const searchMemoriesQuerySchema = z.object({
   q: z.string().trim().min(1, "q must not be empty").max(MAX_SEARCH_CHARS, `q is at most ${MAX_SEARCH_CHARS} characters`),
   limit: z.string().optional(),
-  hub_id: z.string().optional(),
+  hub_id: z.string().overwrite(normalizeId).optional(),
   topic_id: uuidField("topic_id must be a topic id").optional(),
 });
 export type SearchMemoriesQuery = z.output<typeof searchMemoriesQuerySchema>;
