@@ -337,7 +337,9 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
       rewritten.push(...kept);
     });
   }
-  forget(ctx.deps, final.filter((a) => a.type === "merge").map((a) => a.older.id));
+  // A rewritten kept memory has an edit pending now: like any such memory (readMemories), the rest of
+  // the run leaves it out rather than file it by its old text's vectors, as a resumed run would.
+  forget(ctx.deps, [...final.filter((a) => a.type === "merge").map((a) => a.older.id), ...rewritten]);
   // Rewritten memories are chunked and embedded again, like any content edit.
   for (const id of rewritten) afterMemoryWrite({ id, hubId, processingStatus: "pending" });
   return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: final.length, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
