@@ -17,12 +17,15 @@ const globalForBoards = globalThis as unknown as {
   __engramBoardRefreshes?: Set<Promise<unknown>>;
   __engramBoardRefreshing?: Map<string, Refreshing>;
   __engramBoardsAfterDreams?: AfterDreams;
+  __engramBoardsStopping?: { stopping: boolean };
 };
 const running = (globalForBoards.__engramBoardRefreshes ??= new Set());
 /** Boards with a refresh running in this process, and whether they were kicked again meanwhile. */
 const refreshing = (globalForBoards.__engramBoardRefreshing ??= new Map());
 /** Boards dream runs asked to refresh, in the order asked (board id → the latest run), and the one drain asking them. */
 const afterDreams = (globalForBoards.__engramBoardsAfterDreams ??= { waiting: new Map<string, string>() });
+/** Set by a graceful stop: the queues take no new board, and no board is asked once more. */
+const lifecycle = (globalForBoards.__engramBoardsStopping ??= { stopping: false });
 
 /**
  * Writes a new or rewritten board's first card in the background, so it does not wait for the next
@@ -56,7 +59,8 @@ function refreshInBackground(boardId: string, dreamRunId: string | null = null):
           console.error(`[engram] boards: board ${boardId} could not be written now; the next dream run writes it`, error),
         );
         // Checked and released in one step, so a kick now either sees the board free or is run here.
-        if (!state.again) return;
+        // Once stopping, a board kicked again meanwhile is left to the next start-up (it is cooking) or dream run.
+        if (!state.again || lifecycle.stopping) return;
       }
     } catch (error) {
       console.error(`[engram] boards: board ${boardId} could not be written now; the next dream run writes it`, error);
@@ -83,9 +87,10 @@ export async function kickBoardsAfterDream(database: Database, hubId: string, dr
 }
 
 function drainAfterDreams(): void {
+  if (lifecycle.stopping) afterDreams.waiting.clear();
   if (afterDreams.draining || afterDreams.waiting.size === 0) return;
   const job = (async () => {
-    for (let next = afterDreams.waiting.entries().next(); !next.done; next = afterDreams.waiting.entries().next()) {
+    for (let next = afterDreams.waiting.entries().next(); !next.done && !lifecycle.stopping; next = afterDreams.waiting.entries().next()) {
       const [boardId, runId] = next.value;
       afterDreams.waiting.delete(boardId);
       await refreshInBackground(boardId, runId);
@@ -112,8 +117,10 @@ export const COOKING_BOARDS_PER_START = 50;
  * start-up does not put fifty questions to the chat model at once.
  */
 export function kickCookingBoards(database: Database): void {
+  // A start-up: whatever a stop before it (tests) left, boards are taken again.
+  lifecycle.stopping = false;
   const job = (async () => {
-    for (let i = 0; i < COOKING_BOARDS_PER_START; i++) {
+    for (let i = 0; i < COOKING_BOARDS_PER_START && !lifecycle.stopping; i++) {
       const boardId = await claimCookingBoard(database);
       if (!boardId) return;
       await refreshInBackground(boardId);
@@ -148,7 +155,19 @@ async function claimCookingBoard(database: Database): Promise<string | null> {
   return rows[0]?.id ?? null;
 }
 
-/** Resolves once the refreshes started in this process have ended (tests). */
+/**
+ * A graceful stop's first step: the start-up's and the dream runs' queues take no new board (each
+ * kept taking boards through the stop, so with three cooking boards, or a run's ten, the stop waited
+ * out its grace and closed the database under the next one's answer). The boards they leave are
+ * cooking (the next start-up asks them) or asked by their hub's next dream run. Answers on their way
+ * go on; customBoardsIdle waits for them.
+ */
+export function stopCustomBoards(): void {
+  lifecycle.stopping = true;
+  afterDreams.waiting.clear();
+}
+
+/** Resolves once the refreshes started in this process have ended (tests; a stop, once no queue takes a new board). */
 export async function customBoardsIdle(): Promise<void> {
   while (running.size) await Promise.all([...running]);
 }

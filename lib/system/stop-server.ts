@@ -1,5 +1,5 @@
 import { settleEmbedderLoad } from "@/lib/ai/embedder.ts";
-import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
+import { customBoardsIdle, stopCustomBoards } from "@/lib/boards/kick-custom-board.ts";
 import { chatTurnsIdle, stopChatTurns } from "@/lib/chat/chat-turn-runner.ts";
 import { closeDatabase } from "@/lib/db/database.ts";
 import { stopEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
@@ -23,6 +23,8 @@ export interface StopServerResult {
  */
 export async function stopServer(options: { graceMs: number }): Promise<StopServerResult> {
   const deadline = Date.now() + options.graceMs;
+  // First, so that what is waited for below is only the answers already on their way.
+  stopCustomBoards();
   stopDreams();
   stopChatTurns();
   // No prune starts from now on; one in progress finishes within the grace (each batch is short).
