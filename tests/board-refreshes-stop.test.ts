@@ -1,6 +1,9 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { customBoardsIdle, kickBoardsAfterDream, kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
-import { setDatabase } from "@/lib/db/database.ts";
+import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
 import { startBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { stopServer } from "@/lib/system/stop-server.ts";
@@ -14,10 +17,11 @@ const MODEL_ENV = { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", EN
 const saved = { ...process.env };
 /** What each test opened, closed after it (a stop closed the first already). */
 const opened: { close(): Promise<void> }[] = [];
+const dirs: string[] = [];
 
 /** A fresh server's database with one processed memory, its boards' answers asking the fake model. */
-async function start(): Promise<{ h: Harness; ann: Client }> {
-  const h = await createHarness();
+async function start(options: { dataDir?: string } = {}): Promise<{ h: Harness; ann: Client }> {
+  const h = await createHarness(options);
   opened.push(h);
   await startBackgroundProcessing();
   // The start-up's kick, as startServer's (nothing cooking yet): after the previous test's stop, boards are taken again.
@@ -66,6 +70,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await fake?.close();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
 describe("a graceful stop", () => {
@@ -126,5 +131,38 @@ describe("a graceful stop", () => {
     } finally {
       errors.mockRestore();
     }
+  });
+
+  /**
+   * A start-up's claim (card_asked_at stamped) kept every other start-up off the board for ten minutes,
+   * so a board whose answer a stop cut short stayed cooking through a rolling restart until its hub's
+   * next dream run. The stop gives the claim back: the next start-up asks it at once.
+   */
+  it("gives back the claim of a cooking board whose answer it cuts short, so the next start-up asks it at once", async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "engram-boards-stop-"));
+    dirs.push(dataDir);
+    const { h, ann } = await start({ dataDir });
+    const [boardId] = await cookingBoards(h, ann, 1);
+    fake.stall = true;
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      kickCookingBoards(h.database);
+      await untilAsked(1);
+      // Less than the answer takes: the stop cuts it short.
+      await stopServer({ graceMs: 100 });
+      await customBoardsIdle();
+    } finally {
+      errors.mockRestore();
+    }
+    // The next start, on the same data.
+    const again: Database = await openDatabase({ dataDir });
+    opened.push(again);
+    setDatabase(again);
+    expect(await again.prisma.customBoard.findUniqueOrThrow({ where: { id: boardId }, select: { status: true, cardAskedAt: true } })).toEqual({ status: "cooking", cardAskedAt: null });
+    fake.stall = false;
+    fake.reply = "The staging smoke tests must pass [1].";
+    kickCookingBoards(again);
+    await customBoardsIdle();
+    expect(await again.prisma.customBoard.findUniqueOrThrow({ where: { id: boardId }, select: { status: true } })).toEqual({ status: "active" });
   });
 });

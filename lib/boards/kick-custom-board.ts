@@ -8,6 +8,12 @@ interface Refreshing {
   dreamRunId: string | null;
 }
 
+/** A start-up's claim of a cooking board: the stamp it wrote in card_asked_at, over the value it replaced. */
+interface Claim {
+  stamp: Date;
+  previous: Date | null;
+}
+
 interface AfterDreams {
   waiting: Map<string, string>;
   draining?: Promise<void>;
@@ -18,6 +24,7 @@ const globalForBoards = globalThis as unknown as {
   __engramBoardRefreshing?: Map<string, Refreshing>;
   __engramBoardsAfterDreams?: AfterDreams;
   __engramBoardsStopping?: { stopping: boolean };
+  __engramBoardClaims?: Map<string, Claim>;
 };
 const running = (globalForBoards.__engramBoardRefreshes ??= new Set());
 /** Boards with a refresh running in this process, and whether they were kicked again meanwhile. */
@@ -26,6 +33,8 @@ const refreshing = (globalForBoards.__engramBoardRefreshing ??= new Map());
 const afterDreams = (globalForBoards.__engramBoardsAfterDreams ??= { waiting: new Map<string, string>() });
 /** Set by a graceful stop: the queues take no new board, and no board is asked once more. */
 const lifecycle = (globalForBoards.__engramBoardsStopping ??= { stopping: false });
+/** Cooking boards this process claimed whose answer has not been written yet (given back by a stop). */
+const claims = (globalForBoards.__engramBoardClaims ??= new Map<string, Claim>());
 
 /**
  * Writes a new or rewritten board's first card in the background, so it does not wait for the next
@@ -55,9 +64,12 @@ function refreshInBackground(boardId: string, dreamRunId: string | null = null):
       const database = await getDatabase();
       for (;;) {
         state.again = false;
+        // A claim made before this answer began is answered by it (it reads the board when it starts).
+        const claim = claims.get(boardId);
         await refreshCustomBoard(database, boardId, state.dreamRunId).catch((error: unknown) =>
           console.error(`[engram] boards: board ${boardId} could not be written now; the next dream run writes it`, error),
         );
+        if (claim && claims.get(boardId) === claim) claims.delete(boardId);
         // Checked and released in one step, so a kick now either sees the board free or is run here.
         // Once stopping, a board kicked again meanwhile is left to the next start-up (it is cooking) or dream run.
         if (!state.again || lifecycle.stopping) return;
@@ -122,7 +134,8 @@ export function kickCookingBoards(database: Database): void {
   const job = (async () => {
     for (let i = 0; i < COOKING_BOARDS_PER_START && !lifecycle.stopping; i++) {
       const boardId = await claimCookingBoard(database);
-      if (!boardId) return;
+      // Claimed as the stop began: left for the stop to give back.
+      if (!boardId || lifecycle.stopping) return;
       await refreshInBackground(boardId);
     }
   })()
@@ -143,16 +156,46 @@ async function claimCookingBoard(database: Database): Promise<string | null> {
   const now = new Date();
   // A refresh asks the model up to three times (a cited memory deleted meanwhile) within its time bound each.
   const claimedSince = new Date(now.getTime() - 3 * askModelTimeoutMs() - 60_000);
-  const rows = await database.prisma.$queryRaw<{ id: string }[]>`
-    UPDATE custom_boards SET card_asked_at = ${now}
-     WHERE id = (SELECT b.id FROM custom_boards b JOIN hubs h ON h.id = b.hub_id AND h.deleted_at IS NULL
-                  WHERE b.status = 'cooking' AND (b.card_asked_at IS NULL OR b.card_asked_at < ${claimedSince})
-                  -- Least lately asked first: a board a refresh leaves as it is (its creator left the hub, the
-                  -- ask fails) kept its place at the head, and once fifty of those stood there no other was asked.
-                  ORDER BY b.card_asked_at ASC NULLS FIRST, b.updated_at ASC, b.id ASC
-                  LIMIT 1 FOR UPDATE OF b SKIP LOCKED)
-    RETURNING id::text AS id`;
-  return rows[0]?.id ?? null;
+  // The stamp it replaces comes back too, for a stop to put back (releaseBoardClaims).
+  const rows = await database.prisma.$queryRaw<{ id: string; previous: Date | null }[]>`
+    WITH picked AS (
+      SELECT b.id, b.card_asked_at FROM custom_boards b JOIN hubs h ON h.id = b.hub_id AND h.deleted_at IS NULL
+       WHERE b.status = 'cooking' AND (b.card_asked_at IS NULL OR b.card_asked_at < ${claimedSince})
+       -- Least lately asked first: a board a refresh leaves as it is (its creator left the hub, the
+       -- ask fails) kept its place at the head, and once fifty of those stood there no other was asked.
+       ORDER BY b.card_asked_at ASC NULLS FIRST, b.updated_at ASC, b.id ASC
+       LIMIT 1 FOR UPDATE OF b SKIP LOCKED)
+    UPDATE custom_boards c SET card_asked_at = ${now} FROM picked WHERE c.id = picked.id
+    RETURNING c.id::text AS id, picked.card_asked_at AS previous`;
+  const row = rows[0];
+  if (!row) return null;
+  claims.set(row.id, { stamp: now, previous: row.previous });
+  return row.id;
+}
+
+/**
+ * A graceful stop's last step before the database closes: the cooking boards this process claimed and
+ * did not answer (cut short, or claimed as the stop began) get their card_asked_at back. The claim kept
+ * every other start-up off them for 3 × ENGRAM_ASK_MODEL_TIMEOUT_MS + 60 s, so a rolling restart within
+ * that time left them cooking until their hub's next dream run. Only where the stamp is still this
+ * claim's: an answer written or another claim since stands.
+ */
+export async function releaseBoardClaims(database: Database): Promise<void> {
+  for (const [boardId, claim] of claims) {
+    claims.delete(boardId);
+    // The cut-short answer may hold the row in its write, itself waiting on a lock: the stop waits a second
+    // at most for it, and that board keeps its claim.
+    await database.prisma
+      .$transaction(async (tx) => {
+        await tx.$executeRaw`SET LOCAL lock_timeout = '1s'`;
+        await tx.$executeRaw`
+          UPDATE custom_boards SET card_asked_at = ${claim.previous}
+           WHERE id = ${boardId}::uuid AND status = 'cooking' AND card_asked_at = ${claim.stamp}`;
+      })
+      .catch((error: unknown) =>
+        console.error(`[engram] boards: the start-up's claim on board ${boardId} could not be given back; it is asked again once the claim is old`, error),
+      );
+  }
 }
 
 /**

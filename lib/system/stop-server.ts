@@ -1,7 +1,7 @@
 import { settleEmbedderLoad } from "@/lib/ai/embedder.ts";
-import { customBoardsIdle, stopCustomBoards } from "@/lib/boards/kick-custom-board.ts";
+import { customBoardsIdle, releaseBoardClaims, stopCustomBoards } from "@/lib/boards/kick-custom-board.ts";
 import { chatTurnsIdle, stopChatTurns } from "@/lib/chat/chat-turn-runner.ts";
-import { closeDatabase } from "@/lib/db/database.ts";
+import { closeDatabase, getDatabase } from "@/lib/db/database.ts";
 import { stopEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
 import { stopDreams } from "@/lib/dreams/dream-runner.ts";
 import { drainBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -35,6 +35,10 @@ export async function stopServer(options: { graceMs: number }): Promise<StopServ
   // closed under it lost a dream run's refresh (until the next run) and logged a failure on every stop.
   const rest = new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref());
   await Promise.race([Promise.all([chatTurnsIdle(), customBoardsIdle()]), rest]);
+  // A cooking board whose answer is cut short is asked by the next start-up at once, not after its claim expires.
+  await releaseBoardClaims(await getDatabase()).catch((error: unknown) =>
+    console.error("[engram] boards: start-up claims could not be given back; those boards are asked again after 3 × ENGRAM_ASK_MODEL_TIMEOUT_MS + 60 s", error),
+  );
   await periodicStopped;
   await stopEmbeddedMaintenance();
   await flushAccess();

@@ -151,13 +151,14 @@ export async function openTestDatabase(options: { migrate?: boolean } = {}): Pro
 /**
  * A fresh, migrated test database (see openTestDatabase) installed as the app's database, plus
  * helpers to call the API. With `url`, the app talks to that PostgreSQL server instead; with
- * `embedded`, to an in-memory embedded database even under `npm run test:postgres`.
+ * `embedded`, to an in-memory embedded database even under `npm run test:postgres`; with `dataDir`, to an
+ * embedded database in that directory (from the snapshot), which a test can open again after a stop closed it.
  */
-export async function createHarness(options: { url?: string; embedded?: boolean } = {}): Promise<Harness> {
+export async function createHarness(options: { url?: string; embedded?: boolean; dataDir?: string } = {}): Promise<Harness> {
   const database = options.url
     ? await openDatabase({ url: options.url })
-    : options.embedded
-      ? await openDatabase({ dataDir: "memory://", template: templateSnapshot() })
+    : options.embedded || options.dataDir
+      ? await openDatabase({ dataDir: options.dataDir ?? "memory://", template: templateSnapshot() })
       : await openTestDatabase();
   setDatabase(database);
   setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
