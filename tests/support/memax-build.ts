@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 
 const root = path.resolve(import.meta.dirname, "..", "..");
@@ -20,12 +20,25 @@ export function memaxClientsDir(): string {
 function entries(dir: string): { sdk: string; cli: string } {
   return { sdk: path.join(dir, "packages", "sdk", "dist", "index.js"), cli: path.join(dir, "packages", "cli", "dist", "index.js") };
 }
-const complete = (dir: string) => Object.values(entries(dir)).every((file) => existsSync(file));
+
+/** When `file` was last written, or undefined when it does not exist. */
+const modified = (file: string) => statSync(file, { throwIfNoEntry: false })?.mtimeMs;
+
+/**
+ * Both entry files, and stamped after the clients' build script was last changed: the script pins
+ * Memax's commit, and rebuilds a copy whose .stamp is older than itself (its `-nt` test). Any copy with
+ * both files was reused, so a new pinned commit never reached the tests until /tmp was cleared.
+ */
+function complete(dir: string): boolean {
+  const stamped = modified(path.join(dir, ".stamp"));
+  const script = modified(path.join(memaxClientsDir(), "build"));
+  return stamped !== undefined && script !== undefined && stamped > script && Object.values(entries(dir)).every((file) => existsSync(file));
+}
 
 /**
  * Memax's SDK and CLI built by their own script into `out` (MEMAX_CLIENT_OUT, default
- * /tmp/memax-client), or an earlier complete build there reused. The script starts with `rm -rf` of
- * its target, so two test runs building into `out` at once deleted each other's half-built copy, and
+ * /tmp/memax-client), or an earlier complete build there reused (stamped after the script, as the
+ * script itself decides). The script starts with `rm -rf` of its target, so two test runs building into `out` at once deleted each other's half-built copy, and
  * a copy left with the CLI but no SDK was reused by later runs (each side checked only its own file).
  * Each build now goes into a fresh directory beside `out` and is renamed into place whole; a run that
  * loses that race uses the winner's.
