@@ -198,7 +198,8 @@ describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () =
     }
   });
 
-  it("a connection lost during the COMMIT says the copy's outcome is unknown and how to check, not that nothing was copied", async () => {
+  /** Copies `source` into a new target whose connection is cut while its COMMIT waits; the error and the target's URL. */
+  async function copyCutAtCommit(source: Database): Promise<{ error: Error; url: string }> {
     const url = await newTarget();
     const killer = new pg.Client({ connectionString: url });
     await killer.connect();
@@ -213,8 +214,7 @@ describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () =
         CREATE FUNCTION gate.arm() RETURNS event_trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO gate.armed VALUES (1); END $$;
         CREATE EVENT TRIGGER arm_commit_gate ON ddl_command_end WHEN TAG IN ('CREATE INDEX') EXECUTE FUNCTION gate.arm();
         SELECT pg_advisory_lock(7007);`);
-      const copy = copyToPostgres(h.database.sql, url);
-      const outcome = copy.then(
+      const outcome = copyToPostgres(source.sql, url).then(
         () => undefined,
         (error: Error) => error,
       );
@@ -232,11 +232,48 @@ describe.skipIf(!postgres)("copying the embedded database into PostgreSQL", () =
       }
       const error = await outcome;
       expect(error).toBeInstanceOf(Error);
-      expect(error!.message).not.toMatch(/nothing was copied/);
-      expect(error!.message).toMatch(/^the connection to the target database was lost during its COMMIT .*whether the copy was committed is unknown/);
-      expect(error!.message).toMatch(/SELECT count\(\*\) FROM users/);
+      return { error: error!, url };
     } finally {
       await killer.end();
+    }
+  }
+
+  /** The check the message names, run on the source and the target: what a complete copy finds, and what the target holds. */
+  async function namedCheck(message: string, source: Database, url: string) {
+    const named = /SELECT count\(\*\) FROM (\w+) there finds (\d+)/.exec(message);
+    expect(named, message).not.toBeNull();
+    const [, table, expected] = named!;
+    const count = `SELECT count(*)::int AS n FROM ${table}`;
+    const inTarget = await openDatabase({ url, migrate: false });
+    try {
+      return { expected: Number(expected), source: (await source.sql.query<{ n: number }>(count))[0]!.n, target: (await inTarget.sql.query<{ n: number }>(count))[0]!.n };
+    } finally {
+      await inTarget.close();
+    }
+  }
+
+  it("a connection lost during the COMMIT says the copy's outcome is unknown and how to check, not that nothing was copied", async () => {
+    const { error, url } = await copyCutAtCommit(h.database);
+    expect(error.message).not.toMatch(/nothing was copied/);
+    expect(error.message).toMatch(/^the connection to the target database was lost during its COMMIT .*whether the copy was committed is unknown/);
+    // The backend ended before its COMMIT went through: the named check finds the rolled-back side.
+    const check = await namedCheck(error.message, h.database, url);
+    expect(check.expected).toBeGreaterThan(0);
+    expect(check).toEqual({ expected: check.source, source: check.source, target: 0 });
+  });
+
+  // The check was "count the target's users": a fresh install has none, so a committed copy of it looked rolled back.
+  it("the outcome check of a copy from an install with no users names a table the copy fills", async () => {
+    const fresh = await openDatabase({ dataDir: "memory://", template: templateSnapshot() });
+    try {
+      // What a first start leaves before anyone signs up: the signing secret.
+      await fresh.sql.exec(`INSERT INTO settings (key, value) VALUES ('signing_secret', 'fresh-install-secret')`);
+      const { error, url } = await copyCutAtCommit(fresh);
+      expect(error.message).toMatch(/whether the copy was committed is unknown/);
+      const check = await namedCheck(error.message, fresh, url);
+      expect(check).toEqual({ expected: 1, source: 1, target: 0 });
+    } finally {
+      await fresh.close();
     }
   });
 

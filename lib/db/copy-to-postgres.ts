@@ -36,6 +36,21 @@ export interface CopyToPostgresOptions {
 }
 
 /**
+ * How to tell from the target whether a copy cut during its COMMIT went in: the table it wrote most rows
+ * to. The target was empty when the copy began (checked in its transaction) and every table's count
+ * matched the source's before the COMMIT, so those rows mean complete and none means rolled back. It
+ * said to count users, which a fresh install has none of: its committed copy looked rolled back.
+ */
+function outcomeCheck(results: CopyTableResult[]): string {
+  const largest = results.reduce<CopyTableResult | undefined>((most, result) => (result.rows > (most?.rows ?? 0) ? result : most), undefined);
+  if (!largest) return "The source had no rows to copy: the target is empty either way, and the copy can run again into the same database";
+  return (
+    `Check the target: if SELECT count(*) FROM ${largest.table} there finds ${largest.rows}, the copy is complete (the target was empty, and every table's rows were counted before the COMMIT); ` +
+    `if it finds none, the copy was rolled back and can run again into the same database`
+  );
+}
+
+/**
  * Copies every row of an embedded database into an empty PostgreSQL database migrated to the same
  * version (the way to grow from `npm start` on one machine to several processes on PostgreSQL).
  *
@@ -58,6 +73,7 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
   await target.connect();
   let committing = false;
   let committed = false;
+  const results: CopyTableResult[] = [];
   try {
     await target.query("BEGIN");
     const occupied: string[] = [];
@@ -80,7 +96,6 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
     ).rows;
     for (const index of indexes) await target.query(`DROP INDEX ${index.name}`);
 
-    const results: CopyTableResult[] = [];
     for (const table of tables) {
       const result = await copyTable(source, target, table, options.batchBytes ?? BATCH_BYTES);
       results.push(result);
@@ -118,9 +133,7 @@ export async function copyToPostgres(source: SqlRunner, targetUrl: string, optio
     // No connection to roll back on: the server drops the uncommitted transaction with it.
     if (!rolledBack && committing && !committed) {
       throw new CopyOutcomeUnknownError(
-        `the connection to the target database was lost during its COMMIT (${(lost ?? (error as Error)).message}): whether the copy was committed is unknown. ` +
-          `Check the target: if SELECT count(*) FROM users there finds the source's users, the copy is complete (every table's rows were counted before the COMMIT); ` +
-          `if it finds none, the copy was rolled back and can run again into the same database`,
+        `the connection to the target database was lost during its COMMIT (${(lost ?? (error as Error)).message}): whether the copy was committed is unknown. ${outcomeCheck(results)}`,
       );
     }
     if (!rolledBack && !committed) {
