@@ -1,9 +1,10 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { newId } from "@/lib/ids.ts";
 import { pruneExpiredOAuthTokens } from "@/lib/oauth/prune-expired-tokens.ts";
 import { pruneUnusedOAuthClients } from "@/lib/oauth/prune-unused-clients.ts";
-import { createHarness, type Harness } from "./support/harness.ts";
+import { createHarness, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
 import { routerFor } from "./support/router.ts";
 
 const dispatch = routerFor(["oauth"]);
@@ -151,6 +152,36 @@ describe("dynamic client registration bounds", () => {
     );
     expect(res.status).toBe(429);
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(3590);
+  });
+
+  // Browser MCP clients call these cross-origin: a header not in Access-Control-Expose-Headers is hidden from
+  // them, so the 429's Retry-After was unreadable; and the per-address limit's 429 carried no CORS at all.
+  it("lets a browser client read a refusal's Retry-After, including the per-address request limit's", async () => {
+    const exposed = (res: { headers: Headers }) => (res.headers.get("access-control-expose-headers") ?? "").split(/,\s*/).map((name) => name.toLowerCase());
+    process.env.ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR = "1";
+    await register();
+    const refused = await register();
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(refused.headers.get("access-control-allow-origin")).toBe("*");
+    expect(exposed(refused)).toEqual(expect.arrayContaining(["retry-after", "www-authenticate", "x-request-id", "x-ratelimit-remaining"]));
+    setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS, light: 1 }));
+    try {
+      await tokenFor("unknown-client", "192.0.2.77");
+      const limited = await dispatch(
+        new Request("http://engram.test/oauth/token", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", "x-engram-socket-address": "192.0.2.77" },
+          body: new URLSearchParams({ grant_type: "authorization_code", code: "eac_x", client_id: "unknown-client", code_verifier: "v".repeat(43) }),
+        }),
+      );
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(limited.headers.get("access-control-allow-origin")).toBe("*");
+      expect(exposed(limited)).toContain("retry-after");
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
   });
 
   it("prunes clients that never obtained a grant after a day, keeping used, recent and built-in ones", async () => {

@@ -8,6 +8,8 @@ const CORS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
   "Access-Control-Allow-Headers": "authorization, content-type, mcp-protocol-version",
+  // A browser hides every other response header from the page: a 429's or 503's Retry-After, a 401's challenge.
+  "Access-Control-Expose-Headers": "Retry-After, WWW-Authenticate, X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset",
   "Access-Control-Max-Age": "86400",
 };
 
@@ -16,16 +18,20 @@ const CORS = {
  * Browser-based MCP clients call these cross-origin; they carry no cookies, so CORS is open.
  */
 export function oauthRoute(handler: (ctx: RequestContext, req: Request) => Promise<Response>, options: { cors?: boolean } = {}): RouteHandler {
-  return withPublic({ bucket: "light" }, async (ctx, req) => {
-    let response: Response;
+  const route = withPublic({ bucket: "light" }, async (ctx, req) => {
     try {
-      response = await handler(ctx, req);
+      return await handler(ctx, req);
     } catch (error) {
-      response = oauthErrorResponse(error instanceof OAuthError ? error : toApiError(error, ctx.requestId));
+      return oauthErrorResponse(error instanceof OAuthError ? error : toApiError(error, ctx.requestId));
     }
-    if (options.cors !== false) for (const [name, value] of Object.entries(CORS)) response.headers.set(name, value);
-    return response;
   });
+  if (options.cors === false) return route;
+  // Outside the wrapper: its own answers (the per-address limit's 429, a database down) carried no CORS, so a browser saw a network error.
+  return async (req, context) => {
+    const response = await route(req, context);
+    for (const [name, value] of Object.entries(CORS)) response.headers.set(name, value);
+    return response;
+  };
 }
 
 /** Preflight answer for the CORS-enabled OAuth and MCP endpoints. */
