@@ -608,6 +608,55 @@ describe("a PATCH whose new title becomes a change only on its retry", () => {
   });
 });
 
+describe("a PATCH that locks the kind and stability it read while classify writes its guess", () => {
+  /**
+   * A PATCH naming the kind (or stability) the memory already has locks it there. The classify step
+   * writes its guess without moving updated_at, so a guess committed between the PATCH's read and its
+   * conditional write passed the check; the PATCH wrote only the lock (the value it names looked
+   * unchanged) and the guess stayed, locked for good. A second connection writes the guess as classify
+   * does (only while unlocked, updated_at left alone) and holds the row until the PATCH waits for it.
+   */
+  it.skipIf(!testPostgres())("the memory ends with the kind and stability the PATCH named, locked", async () => {
+    const own = await h.user("Locker");
+    const created = (await own.post("/v1/memories", { content: "Bought oat milk at the corner shop today." })).body.data;
+    const id = created.id as string;
+    const { kind, stability } = created as { kind: string; stability: string };
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let patched: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      const guessed = await side.query(
+        `UPDATE memories SET kind = CASE WHEN kind = 'rationale' THEN 'procedural' ELSE 'rationale' END,
+                             stability = CASE WHEN stability = 'stable' THEN 'volatile' ELSE 'stable' END
+          WHERE id = $1 AND NOT kind_locked AND NOT stability_locked`,
+        [id],
+      );
+      expect(guessed.rowCount).toBe(1);
+      patched = own.patch(`/v1/memories/${id}`, { kind, stability });
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the PATCH never waited for the row");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const res = await patched!;
+    expect(res.status, res.text).toBe(200);
+    const [row] = await h.database.sql.query<{ kind: string; stability: string; kind_locked: boolean; stability_locked: boolean }>(
+      `SELECT kind, stability, kind_locked, stability_locked FROM memories WHERE id = $1`,
+      [id],
+    );
+    // Before, the guess stayed: kind and stability the side wrote, both locked.
+    expect(row).toEqual({ kind, stability, kind_locked: true, stability_locked: true });
+    expect(res.body.data).toMatchObject({ kind, stability });
+  });
+});
+
 describe("a config ack against the prune of its deletion record", () => {
   /**
    * The ack read the record without the lock the prune takes; the prune's delete committed before the

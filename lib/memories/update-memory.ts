@@ -111,19 +111,21 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         // the search vector from the whole text (memories_search_vector_trg), and the text written back
         // is a new out-of-line (TOAST) copy of it: megabytes written for a tag edit.
         ...(title !== memory.title && { title }),
-        // Only what this edit changes: the pipeline's writes (a link's state once its page is read, the
-        // kind and stability it guessed) keep updated_at, so the check above does not see them, and a
-        // field written back as this edit read it would undo them.
+        // Only what this edit names or changes: the pipeline's writes (a link's state once its page is
+        // read, the kind and stability it guessed) keep updated_at, so the check above does not see them,
+        // and a field written back as this edit read it would undo them. A field the request names is
+        // written even when it looks unchanged: a guess landing since the read would otherwise stay,
+        // and with the lock this edit sets, for good.
         ...(input.title !== undefined && { titleDerived: false }),
         ...(contentChanged && { content, contentHash: hash }),
-        ...(contentType !== memory.contentType && { contentType }),
+        ...((input.content_type !== undefined || contentType !== memory.contentType) && { contentType }),
         ...(input.tags !== undefined && { tags: input.tags }),
-        ...(hint !== memory.hint && { hint }),
-        ...(kind !== memory.kind && { kind }),
+        ...((input.hint !== undefined || hint !== memory.hint) && { hint }),
+        ...((input.kind !== undefined || kind !== memory.kind) && { kind }),
         ...(kindLocked !== memory.kindLocked && { kindLocked }),
-        ...(stability !== memory.stability && { stability }),
+        ...((input.stability !== undefined || stability !== memory.stability) && { stability }),
         ...(stabilityLocked !== memory.stabilityLocked && { stabilityLocked }),
-        ...(state !== memory.state && { state }),
+        ...((input.state !== undefined || state !== memory.state) && { state }),
         ...(becomesLink && { extractedAt: null, extractionError: null }),
         // The old version's summary may quote what the edit took out; the summarise step writes the new one.
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
