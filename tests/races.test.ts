@@ -571,9 +571,10 @@ describe("a PATCH whose new title becomes a change only on its retry", () => {
    * A PATCH's first attempt reads the memory without a lock; when its conditional write loses to a
    * concurrent edit it tries again under the row lock. Here the PATCH names the title the memory
    * already has, and a second connection holding the row re-titles it meanwhile: only the retry sees a
-   * title change, and must re-index the Chinese chunks with their English glosses all the same.
+   * title change, and must re-index the Chinese chunks with their English glosses all the same. The
+   * first attempt worked out none (it did not re-title): retitleChunks glosses them under the lock.
    */
-  it.skipIf(!testPostgres())("the retry works out the glosses: the chunks keep the words only the glosses hold", async () => {
+  it.skipIf(!testPostgres())("the chunks end with their glosses: the words only the glosses hold are still indexed", async () => {
     const own = await h.user("Valves");
     const hub = await h.teamHub(own);
     const content = "每周检查一次安全阀。";
@@ -603,7 +604,7 @@ describe("a PATCH whose new title becomes a change only on its retry", () => {
     expect(res.body.data.title).toBe("Pressure rounds");
     const [chunk] = await h.database.sql.query<{ vec: string }>(`SELECT search_vector::text AS vec FROM chunks WHERE memory_id = $1`, [id]);
     expect(chunk!.vec).toContain("'pressur'");
-    // Before, the retry re-indexed without glosses: the note was no longer found by "valve".
+    // Re-indexed without glosses, the note was no longer found by "valve".
     expect(chunk!.vec).toContain("'valv'");
   });
 });

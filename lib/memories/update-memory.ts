@@ -89,9 +89,10 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   // Every chunk's lexical entry carries the title (store-chunks.ts): without rewriting them, a processed
   // memory was never found by its new title. A new version's chunks are written anew anyway.
   const retitle = !reprocess && title !== memory.title;
-  // Worked out by the first attempt that needs them, outside its transaction when it has none (a retry
-  // under the row lock is rare, and may then load the dictionary there).
-  if (retitle) glosses.byText ??= await chunkGlosses(db, memory.id);
+  // Worked out by the first attempt, outside any transaction. A retry under the row lock that re-titles
+  // when the first attempt did not (rare) leaves them to retitleChunks, which glosses every chunk text
+  // missing from them there.
+  if (retitle && !tx) glosses.byText ??= await chunkGlosses(db, memory.id);
   const hint = input.hint ?? memory.hint;
   const reclassify = contentChanged || input.hint !== undefined || input.content_type !== undefined;
   const kindLocked = memory.kindLocked || input.kind !== undefined;
