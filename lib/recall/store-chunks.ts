@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { DbClient } from "@/lib/db/database.ts";
 import { noteTableWrites } from "@/lib/db/embedded-maintenance.ts";
 import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
@@ -70,19 +71,30 @@ export async function storedChunkVectors(db: DbClient, memoryId: string): Promis
 /**
  * The English glosses of a memory's chunks that have Chinese text, keyed by the text they were made
  * from (heading path and content): what retitleChunks needs, worked out before its transaction (the
- * first Chinese text a process meets loads the dictionary, gloss-han.ts). Only non-ASCII chunks are
- * read, and only texts `known` has no entry for are glossed ("" for one with no Chinese words).
+ * first Chinese text a process meets loads the dictionary, gloss-han.ts). Only non-ASCII chunks whose
+ * texts `known` has no entry for are read and glossed ("" for one with no Chinese words).
  */
 export async function chunkGlosses(db: DbClient, memoryId: string, known: Map<string, string> = new Map()): Promise<Map<string, string>> {
-  const rows = await db.$queryRaw<{ heading_chain: string; content: string }[]>`
-    SELECT heading_chain, content FROM chunks
-    WHERE memory_id = ${memoryId}::uuid AND (content ~ '[^\x01-\x7f]' OR heading_chain ~ '[^\x01-\x7f]')`;
   const glosses = new Map(known);
-  for (const row of rows) {
-    const text = row.heading_chain ? `${row.heading_chain}\n${row.content}` : row.content;
+  for (const text of await chunkTextsToGloss(db, memoryId, known)) {
     if (!glosses.has(text)) glosses.set(text, await hanGlossWords(text));
   }
   return glosses;
+}
+
+/**
+ * The texts (heading path and content) of a memory's non-ASCII chunks that `known` has no entry for.
+ * Those it has are told apart in the database by their md5, not read: retitleChunks asks under the
+ * memory's row lock, and sending every text back read megabytes there on each rename.
+ */
+export async function chunkTextsToGloss(db: DbClient, memoryId: string, known: Map<string, string> = new Map()): Promise<string[]> {
+  const knownMd5 = [...known.keys()].map((text) => createHash("md5").update(text, "utf8").digest("hex"));
+  const rows = await db.$queryRaw<{ text: string }[]>`
+    SELECT t.text FROM chunks c
+      CROSS JOIN LATERAL (SELECT CASE WHEN c.heading_chain = '' THEN c.content ELSE c.heading_chain || E'\n' || c.content END AS text) t
+     WHERE c.memory_id = ${memoryId}::uuid AND (c.content ~ '[^\x01-\x7f]' OR c.heading_chain ~ '[^\x01-\x7f]')
+       AND md5(t.text) <> ALL(${knownMd5}::text[])`;
+  return rows.map((row) => row.text);
 }
 
 /**
