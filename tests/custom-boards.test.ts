@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deleteBoard } from "@/lib/boards/delete-board.ts";
 import { refreshCustomBoard } from "@/lib/boards/refresh-custom-board.ts";
-import { COOKING_BOARDS_PER_START, customBoardsIdle, kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
+import { COOKING_BOARDS_PER_START, customBoardsIdle, kickBoardsAfterDream, kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
 import { updateBoard } from "@/lib/boards/update-board.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -342,6 +342,50 @@ describe("custom boards: the background answer", () => {
       const got = (await ann.get(`${boards(team)}/${board.id}`)).body.data;
       expect(got.board.status).toBe("active");
       expect(got.slots[0].payload).toMatchObject({ instruction: "What must happen before release 5?", answer: "The staging smoke tests must pass [1]." });
+    } finally {
+      for (const key of ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ENGRAM_ASK_MODEL_TIMEOUT_MS"]) {
+        if (saved[key] === undefined) delete process.env[key];
+        else process.env[key] = saved[key];
+      }
+      await fake.close();
+    }
+  });
+});
+
+describe("custom boards: a rewrite while a dream run's answer is on its way", () => {
+  /**
+   * A dream run's refresh was waiting on the model when the instruction was rewritten; the refresh
+   * after it answers the new instruction, asked by the rewrite, yet it kept the run's id, and the new
+   * card claimed to be that run's answer. The latest kick names the run (none for a rewrite).
+   */
+  it("the card answering the new instruction names no dream run", async () => {
+    const team = await h.teamHub(ann);
+    const res = await ann.post("/v1/memories", { content: "# Release gate\nBefore a release the staging smoke tests must pass and the changelog is written." }, { headers: { "x-hub-id": team } });
+    expect(res.status, res.text).toBe(201);
+    await waitProcessed(h.db, ann, res.body.data.id);
+    const fake = await startFakeChat();
+    const saved = { ...process.env };
+    Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: fake.url, ENGRAM_ASK_MODEL_TIMEOUT_MS: "1500" });
+    try {
+      fake.reply = "The staging smoke tests must pass [1].";
+      const board = (await ann.post(boards(team), { title: "Gate", instruction: "What must happen before a release?" })).body.data.board;
+      await customBoardsIdle();
+      const run = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": team } });
+      expect(run.status, run.text).toBe(202);
+      fake.stall = true;
+      const asked = fake.requests.length;
+      await kickBoardsAfterDream(h.database, team, run.body.data.run_id);
+      for (let waited = 0; fake.requests.length === asked; waited += 20) {
+        expect(waited).toBeLessThan(20_000);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect((await ann.patch(`${boards(team)}/${board.id}`, { instruction: "What must happen before a hotfix?" })).status).toBe(200);
+      fake.stall = false;
+      await customBoardsIdle();
+      const slot = (await ann.get(`${boards(team)}/${board.id}`)).body.data.slots[0];
+      expect(slot.payload).toMatchObject({ instruction: "What must happen before a hotfix?" });
+      // Before, the run's id stuck to the rewrite's answer.
+      expect(slot.dream_run_id).toBeUndefined();
     } finally {
       for (const key of ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ENGRAM_ASK_MODEL_TIMEOUT_MS"]) {
         if (saved[key] === undefined) delete process.env[key];

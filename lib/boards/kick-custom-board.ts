@@ -54,7 +54,8 @@ function refreshInBackground(boardId: string, dreamRunId: string | null = null):
   const current = refreshing.get(boardId);
   if (current) {
     current.again = true;
-    current.dreamRunId = dreamRunId ?? current.dreamRunId;
+    // The latest kick's: the refresh after this one answers what that kick asked (a rewrite's answer is no run's).
+    current.dreamRunId = dreamRunId;
     return undefined;
   }
   const state: Refreshing = { again: false, dreamRunId };
