@@ -52,11 +52,13 @@ export async function runDreamRunOnce(db: Db, runId: string, options: { owner?: 
   if (!(await claimDreamRun(db, runId, owner, new Date(), config.staleRunMs))) return false;
   try {
     await executeDreamRun({ db, sql: database.sql, config }, runId, owner);
-    // In the background: the next run need not wait for the chat model to answer every board.
-    const run = await db.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { hubId: true } });
-    await kickBoardsAfterDream(database, run.hubId, runId).catch((error: unknown) =>
-      console.error(`[engram] dreams: run ${runId} could not ask its hub's boards again; the next run does`, error),
-    );
+    // In the background: the next run need not wait for the chat model to answer every board. The run
+    // is finished by now: its hub is read under the kick's guard, and a hub purged since (the run's row
+    // gone with it) has no boards to ask; read outside it, that purge logged the finished run as failed.
+    await db.dreamRun
+      .findUnique({ where: { id: runId }, select: { hubId: true } })
+      .then((run) => run && kickBoardsAfterDream(database, run.hubId, runId))
+      .catch((error: unknown) => console.error(`[engram] dreams: run ${runId} could not ask its hub's boards again; the next run does`, error));
   } catch (error) {
     if (error instanceof LostLeaseError) return false;
     console.error(`[engram] dreams: run ${runId} failed`, error);
