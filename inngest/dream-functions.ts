@@ -82,7 +82,10 @@ export const dreamRunFunction = inngest.createFunction(
     // (ENGRAM_ASK_MODEL_TIMEOUT_MS each), and a retry asked every board again.
     const boards = await step.run("boards", async () => {
       const database = await getDatabase();
-      const run = await database.prisma.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { hubId: true } });
+      // The run is finished by now: a hub purged since took its row with it, and has no boards to ask
+      // (read with findUniqueOrThrow, that purge failed the step and, after its retries, the function run).
+      const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { hubId: true } });
+      if (!run) return [];
       const rows = await database.prisma.customBoard.findMany({ where: { hubId: run.hubId, status: { not: "paused" } }, orderBy: { id: "asc" }, select: { id: true } });
       return rows.map((row) => row.id);
     });

@@ -1111,14 +1111,15 @@ describe("a contradiction whose side is deleted while the run writes", () => {
 
 describe("a run whose hub is purged right after it finished", () => {
   /**
-   * Once its last transaction committed, the run read its row again (for the hub whose boards to ask)
-   * outside the guard of that kick: a purge of the hub committing in between (its cascade takes the
-   * run's row) made that read throw, and the finished run was logged as failed. Here a second
-   * connection holds the events lock, so the run's closing transaction waits inside; a third asks for
-   * dream_runs whole behind it, gets it as that transaction commits, and purges the hub before the
-   * run's next read of the table can go on.
+   * Once its last transaction committed, the run read its row again (for the hub whose boards to ask):
+   * a purge of the hub committing in between (its cascade takes the run's row) made that read throw.
+   * The in-process worker read it outside the guard of its board kick and logged the finished run as
+   * failed; the Inngest function's boards step failed, and with its retries the function run. Here a
+   * second connection holds the events lock, so the run's closing transaction waits inside; a third
+   * asks for dream_runs whole behind it, gets it as that transaction commits, and purges the hub
+   * before the run's next read of the table can go on.
    */
-  it.skipIf(!testPostgres())("the run answers done and logs no failure", async () => {
+  async function purgedOnFinish<T>(start: (runId: string, hubId: string) => Promise<T>): Promise<{ outcome: T; errors: string[] }> {
     const hubId = await h.teamHub(owner);
     expect((await owner.post("/v1/memories", { content: "The on-call rota changes every Monday." }, { headers: { "x-hub-id": hubId } })).status).toBe(201);
     const runId = (await trigger(owner, hubId)).body.data.run_id as string;
@@ -1135,11 +1136,11 @@ describe("a run whose hub is purged right after it finished", () => {
       }
     };
     const errors = vi.spyOn(console, "error");
-    let ran: Promise<boolean> | undefined;
+    let ran: Promise<T> | undefined;
     try {
       await events.query("BEGIN");
       await events.query("SELECT pg_advisory_xact_lock($1::bigint)", [0x656e6772]);
-      ran = runDreamRunOnce(h.db, runId);
+      ran = start(runId, hubId);
       await waiting(1, "the run's closing transaction");
       await purge.query("BEGIN");
       const locked = purge.query("LOCK TABLE dream_runs IN ACCESS EXCLUSIVE MODE");
@@ -1150,9 +1151,9 @@ describe("a run whose hub is purged right after it finished", () => {
       await waiting(1, "the run's read after it");
       await purge.query("DELETE FROM hubs WHERE id = $1", [hubId]);
       await purge.query("COMMIT");
-      expect(await ran).toBe(true);
-      // Before: "[engram] dreams: run … failed" with the read's "No record was found".
-      expect(errors.mock.calls.map((call) => String(call[0]))).toEqual([]);
+      const outcome = await ran;
+      expect(await h.db.hub.count({ where: { id: hubId } })).toBe(0);
+      return { outcome, errors: errors.mock.calls.map((call) => String(call[0])) };
     } finally {
       errors.mockRestore();
       await events.query("ROLLBACK").catch(() => {});
@@ -1160,6 +1161,21 @@ describe("a run whose hub is purged right after it finished", () => {
       await Promise.all([events.end(), purge.end(), watcher.end()]);
       await ran?.catch(() => {});
     }
-    expect(await h.db.hub.count({ where: { id: hubId } })).toBe(0);
+  }
+
+  it.skipIf(!testPostgres())("the in-process worker: the run answers done and logs no failure", async () => {
+    const { outcome, errors } = await purgedOnFinish((runId) => runDreamRunOnce(h.db, runId));
+    expect(outcome).toBe(true);
+    // Before: "[engram] dreams: run … failed" with the read's "No record was found".
+    expect(errors).toEqual([]);
+  }, 120_000);
+
+  it.skipIf(!testPostgres())("the Inngest function: it ends with the run's status, its boards step asks no board", async () => {
+    const { outcome } = await purgedOnFinish((runId, hubId) =>
+      new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] }).execute(),
+    );
+    // Before: the boards step threw "No record was found" (and the function run failed with it).
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.result).toEqual({ status: "completed" });
   }, 120_000);
 });
