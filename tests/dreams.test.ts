@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, executeDreamRun, finishDreamRun, LostLeaseError } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, DREAM_PHASES, executeDreamRun, finishDreamRun, LostLeaseError } from "@/lib/dreams/run-dream.ts";
 import { DELETED_REASON } from "@/lib/memories/drop-memory-copies.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
 import { newId } from "@/lib/ids.ts";
@@ -1106,6 +1106,27 @@ describe("a contradiction whose side is deleted while the run writes", () => {
     expect(actions.filter((a) => a.sourceMemoryIds.includes(ids.contraNew))).toEqual([]);
     expect(JSON.stringify(actions.map((a) => a.details))).not.toContain(PLANTED.contraNew);
     expect(await h.db.notification.count({ where: { kind: "review_contradiction", hubId, status: "pending" } })).toBe(0);
+  }, 120_000);
+});
+
+describe("a run whose hub is purged after its last batch", () => {
+  /**
+   * A purge between the run's last batch and its closing transaction took the run's row: the closing
+   * step read it with findUniqueOrThrow, so the run ended on "No record was found", logged as a failed
+   * run (and an Inngest finish step failed with its retries), where a purge anywhere else stops it
+   * quietly as a lost lease. The purge runs after the last phase's record, through the run's own hook.
+   */
+  it("stops as a lost lease", async () => {
+    const hubId = await h.teamHub(owner);
+    expect((await owner.post("/v1/memories", { content: "The on-call rota changes every Monday." }, { headers: { "x-hub-id": hubId } })).status).toBe(201);
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const config = dreamConfig();
+    expect(await claimDreamRun(h.db, runId, "purged", new Date(), config.staleRunMs)).toBe(true);
+    const afterBatch = async (phase: string) => {
+      if (phase === DREAM_PHASES.at(-1)) await h.database.sql.query("DELETE FROM hubs WHERE id = $1", [hubId]);
+    };
+    await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "purged")).rejects.toBeInstanceOf(LostLeaseError);
+    expect(await h.db.hub.count({ where: { id: hubId } })).toBe(0);
   }, 120_000);
 });
 

@@ -40,6 +40,17 @@ export class LostLeaseError extends Error {}
 /** The run's time budget is spent: it stops between batches and ends partial_failed. */
 export class OutOfTimeError extends Error {}
 
+/**
+ * The run's row, read between its batches. Gone with its hub (a purge's cascade) it is a lease lost
+ * like any other: read with findUniqueOrThrow, a purge landing just before the closing step ended the
+ * run on "No record was found", logged as failed (an Inngest step failed with its retries).
+ */
+async function runRow(db: Db, runId: string, owner: string) {
+  const run = await db.dreamRun.findUnique({ where: { id: runId } });
+  if (!run) throw new LostLeaseError(`dream run ${runId} is gone (its hub was deleted); no longer held by ${owner}`);
+  return run;
+}
+
 type Tx = Parameters<Parameters<Db["$transaction"]>[0]>[0];
 
 /** Characters of a memory the word checks read: bounded cost for very long memories. */
@@ -72,7 +83,7 @@ export async function claimDreamRun(db: Db, runId: string, owner: string, now: D
 export async function executeDreamRun(deps: DreamDeps, runId: string, owner: string): Promise<string> {
   const now = deps.now ?? (() => new Date());
   const startedAt = now().getTime();
-  const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+  const run = await runRow(deps.db, runId, owner);
   let timedOut = false;
   const startIndex = run.phase === "done" ? DREAM_PHASES.length : Math.max(0, DREAM_PHASES.indexOf(run.phase as DreamPhase));
   const cached = { ...deps, cache: deps.cache ?? {} };
@@ -158,7 +169,7 @@ function keepHeartbeat(deps: DreamDeps, runId: string, owner: string): () => Pro
 /** Runs one phase and records it done (the Inngest function runs each phase as a step). */
 export async function runDreamPhase(deps: DreamDeps, runId: string, owner: string, phase: DreamPhase, startedAt = Date.now()): Promise<void> {
   const phaseStart = performance.now();
-  const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+  const run = await runRow(deps.db, runId, owner);
   const ctx: BatchContext = { deps, runId, hubId: run.hubId, owner, phase, startedAt, batches: 0 };
   const stopHeartbeat = keepHeartbeat(deps, runId, owner);
   let metrics: Record<string, number>;
@@ -555,7 +566,7 @@ async function listedActions(tx: Tx, runId: string, actionType: string) {
 /** Counts, the markdown report, the terminal status and the dream.completed event. */
 export async function finishDreamRun(deps: DreamDeps, runId: string, owner: string, timedOut: boolean): Promise<string> {
   const now = (deps.now ?? (() => new Date()))();
-  const run = await deps.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+  const run = await runRow(deps.db, runId, owner);
   const hub = await deps.db.hub.findUnique({ where: { id: run.hubId }, select: { name: true } });
   // Counted in the database and listed per type: a large hub's run has thousands of actions, and the
   // report counts every one but lists only the first of each type.
