@@ -148,6 +148,18 @@ describe("a dream run over a planted hub", () => {
     expect(topic.name).toMatch(/Kubernetes|Pod/);
   });
 
+  it("moves updated_at of the memories it files, as filing through the API does (clients sync by it)", async () => {
+    // Seeded 10 days back; the run filed them into topics, so a client syncing by updated_at must see them again.
+    for (const key of ["frontUnsorted1", "frontUnsorted2", "k8s1"] as const) {
+      const filed = await memory(key);
+      expect(filed.topicId).not.toBeNull();
+      expect(filed.updatedAt.getTime()).toBeGreaterThan(Date.now() - DAY);
+    }
+    const list = await owner.get(`/v1/memories?hub_id=${hubId}&limit=100`);
+    const listed = list.body.data.memories.find((m: { id: string }) => m.id === ids.frontUnsorted1);
+    expect(Date.parse(listed.updated_at)).toBeGreaterThan(Date.now() - DAY);
+  });
+
   it("lists the run with counts and a markdown report, through the API", async () => {
     const list = await owner.get(`/v1/dreams?hub_id=${hubId}`);
     expect(list.status).toBe(200);

@@ -20,17 +20,21 @@ export async function archiveSuperseded(tx: DbClient, pairs: { older: string; ne
   return new Set(rows.map((r) => r.id));
 }
 
-/** Puts each memory into its topic, if still active and unsorted. */
-export async function assignTopics(tx: DbClient, moves: { memoryId: string; topicId: string }[]): Promise<Set<string>> {
+/**
+ * Puts each memory into its topic, if still active and unsorted. A new topic_id moves updated_at, as
+ * filing through the API and undoing the organize do: clients sync by it (the list's order and cursor).
+ */
+export async function assignTopics(tx: DbClient, moves: { memoryId: string; topicId: string }[], now: Date): Promise<Set<string>> {
   if (moves.length === 0) return new Set();
   const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
-    `UPDATE memories m SET topic_id = u.topic_id
+    `UPDATE memories m SET topic_id = u.topic_id, updated_at = $3
        FROM unnest($1::uuid[], $2::uuid[]) AS u(id, topic_id)
       WHERE m.id = u.id AND m.state = 'active' AND m.topic_id IS NULL
         AND EXISTS (SELECT 1 FROM topics t WHERE t.id = u.topic_id AND t.archived_at IS NULL)
       RETURNING m.id::text AS id`,
     moves.map((m) => m.memoryId),
     moves.map((m) => m.topicId),
+    now,
   );
   return new Set(rows.map((r) => r.id));
 }

@@ -511,7 +511,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       const placed = batch.filter((move) => !move.newTopic || createdIds.has(move.newTopic));
       // Only memories still unsorted and active at write time move (an edit since the scan wins).
       const target = (move: Move) => (move.newTopic ? createdIds.get(move.newTopic)! : move.topicId!);
-      const moved = await assignTopics(tx, placed.map((move) => ({ memoryId: move.memoryId, topicId: target(move) })));
+      const moved = await assignTopics(tx, placed.map((move) => ({ memoryId: move.memoryId, topicId: target(move) })), now);
       const actions = [];
       for (const move of placed) {
         if (!moved.has(move.memoryId)) continue;
