@@ -511,3 +511,74 @@ describe("a checklist refreshed by two reads at once, memories pushed in between
     expect(await progress()).toBe(3);
   });
 });
+
+describe("a key deleted or revoked while a request with it refreshes its last_used_at", () => {
+  /** An hour-old last_used_at: the next request with the key refreshes it. */
+  const makeStale = (user: { id: string }) => h.db.apiKey.updateMany({ where: { userId: user.id }, data: { lastUsedAt: new Date(Date.now() - 3_600_000) } });
+
+  /**
+   * Holds the user's key row from a second connection, sends `requests` with the key (stale
+   * last_used_at, so each refreshes it and waits for the row), then runs `meanwhile` on that
+   * connection and commits (or rolls back without it).
+   */
+  async function whileKeyHeld(user: { id: string; get: (path: string) => Promise<ApiResponse> }, requests: number, meanwhile?: string) {
+    const other = new pg.Client({ connectionString: h.url! });
+    await other.connect();
+    try {
+      await other.query("BEGIN");
+      await other.query("SELECT id FROM api_keys WHERE user_id = $1 FOR UPDATE", [user.id]);
+      const sent = Array.from({ length: requests }, () => user.get("/v1/auth/me"));
+      for (let waited = 0; ; waited += 20) {
+        // Every request waits, the first for this connection, the others (behind it) for the first.
+        const { rows } = await other.query(`
+          WITH RECURSIVE waiting AS (
+            SELECT l.pid FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))
+            UNION SELECT l.pid FROM pg_locks l JOIN waiting w ON w.pid = ANY(pg_blocking_pids(l.pid)) WHERE NOT l.granted
+          ) SELECT count(*)::int AS n FROM waiting`);
+        if (rows[0].n >= requests) break;
+        if (waited > 20_000) throw new Error("the requests never waited for the key's row");
+        await sleep(20);
+      }
+      if (meanwhile) await other.query(meanwhile, [user.id]);
+      await other.query(meanwhile ? "COMMIT" : "ROLLBACK");
+      return await Promise.all(sent);
+    } finally {
+      await other.query("ROLLBACK").catch(() => {});
+      await other.end();
+    }
+  }
+
+  it.skipIf(!testPostgres())("deleted: the request is refused (401), not answered 404 by the refresh finding no row", async () => {
+    const user = await h.user("DeletedMidRequest");
+    await makeStale(user);
+    const [res] = await whileKeyHeld(user, 1, "DELETE FROM api_keys WHERE user_id = $1");
+    expect(res!.status, res!.text).toBe(401);
+    expect(res!.body.error.code).toBe("unauthorized");
+  });
+
+  it.skipIf(!testPostgres())("revoked: the request whose refresh lands after the revoke is refused (401)", async () => {
+    const user = await h.user("RevokedMidRequest");
+    await makeStale(user);
+    const [res] = await whileKeyHeld(user, 1, "UPDATE api_keys SET revoked_at = now() WHERE user_id = $1");
+    expect(res!.status, res!.text).toBe(401);
+  });
+
+  it.skipIf(!testPostgres())("requests at once with the same stale value refresh it once, not once each", async () => {
+    const user = await h.user("StaleTogether");
+    await makeStale(user);
+    // A real trigger counts the refreshes on this test database, nothing mocked.
+    await h.db.$executeRawUnsafe(`CREATE TABLE key_refreshes (n int)`);
+    await h.db.$executeRawUnsafe(`CREATE FUNCTION count_key_refresh() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO key_refreshes VALUES (1); RETURN NEW; END $$`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER count_key_refresh AFTER UPDATE OF last_used_at ON api_keys FOR EACH ROW EXECUTE FUNCTION count_key_refresh()`);
+    try {
+      const results = await whileKeyHeld(user, 3);
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+      const [refreshes] = await h.db.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM key_refreshes`);
+      expect(refreshes!.n).toBe(1);
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP TRIGGER count_key_refresh ON api_keys`);
+      await h.db.$executeRawUnsafe(`DROP FUNCTION count_key_refresh()`);
+      await h.db.$executeRawUnsafe(`DROP TABLE key_refreshes`);
+    }
+  });
+});

@@ -40,8 +40,9 @@ export async function resolveCredential(
     });
     if (!grant || grant.userId !== check.userId) throw new ApiError("unauthorized", "Invalid access token");
     if (grant.revokedAt) throw new ApiError("unauthorized", "Access token revoked: its grant was revoked");
-    if (!grant.lastUsedAt || now.getTime() - grant.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
-      await db.oAuthGrant.update({ where: { id: check.grantId }, data: { lastUsedAt: now } });
+    if (stale(grant.lastUsedAt, now)) {
+      const { count } = await db.oAuthGrant.updateMany({ where: { id: check.grantId, revokedAt: null, ...staleWhere(now) }, data: { lastUsedAt: now } });
+      if (count === 0) await refuseIfGone(db.oAuthGrant.findUnique({ where: { id: check.grantId }, select: { revokedAt: true } }), "Access token revoked: its grant was revoked");
     }
     // A token narrowed at refresh holds the part of the grant's scope it names, never more than the grant's.
     const granted = grant.scope.split(" ");
@@ -84,8 +85,9 @@ export async function resolveCredential(
   if (!key) throw new ApiError("unauthorized", "Invalid API key");
   if (key.revokedAt) throw new ApiError("unauthorized", "API key has been revoked");
   if (key.expiresAt && key.expiresAt <= now) throw new ApiError("unauthorized", "API key has expired");
-  if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS) {
-    await db.apiKey.update({ where: { id: key.id }, data: { lastUsedAt: now } });
+  if (stale(key.lastUsedAt, now)) {
+    const { count } = await db.apiKey.updateMany({ where: { id: key.id, revokedAt: null, ...staleWhere(now) }, data: { lastUsedAt: now } });
+    if (count === 0) await refuseIfGone(db.apiKey.findUnique({ where: { id: key.id }, select: { revokedAt: true } }), "API key has been revoked");
   }
   return {
     user: key.user,
@@ -98,6 +100,29 @@ export async function resolveCredential(
       ...(key.agentName && { agentName: key.agentName }),
     },
   };
+}
+
+function stale(lastUsedAt: Date | null, now: Date): boolean {
+  return !lastUsedAt || now.getTime() - lastUsedAt.getTime() >= LAST_USED_RESOLUTION_MS;
+}
+
+/**
+ * The refresh is conditional on the value still being stale: requests that read the same stale value
+ * at once write it once (the others, waiting for the first's row lock, then match nothing), and a key
+ * or grant deleted meanwhile matches nothing instead of making Prisma's update throw "not found" (a 404).
+ */
+function staleWhere(now: Date) {
+  return { OR: [{ lastUsedAt: null }, { lastUsedAt: { lte: new Date(now.getTime() - LAST_USED_RESOLUTION_MS) } }] };
+}
+
+/**
+ * A refresh that matched nothing: another request refreshed it (fine), or the credential was deleted or
+ * revoked since it was read, and the request, ordered after that by the row lock, is refused.
+ */
+async function refuseIfGone(read: Promise<{ revokedAt: Date | null } | null>, revokedMessage: string): Promise<void> {
+  const row = await read;
+  if (!row) throw new ApiError("unauthorized", "Invalid credential: it was deleted");
+  if (row.revokedAt) throw new ApiError("unauthorized", revokedMessage);
 }
 
 interface ApiKeyRow {
