@@ -166,6 +166,53 @@ describe("a hub whose row delete keeps finding a memory written after the last b
   });
 });
 
+describe("a deleted hub whose memories keep coming back as fast as the sweep deletes them", () => {
+  // The sweep passes no deadline, and deleteHubMemories went on as long as each batch found memories:
+  // a hub refilled as fast as it was emptied held the sweep, and every deleted hub after it, for good.
+  it("gets a bounded number of batches per sweep, and the hubs deleted after it are purged", async () => {
+    const ann = await h.user("Ann");
+    const endless = await h.teamHub(ann);
+    await push(ann, endless, 2, "Endless");
+    await h.db.hubMember.deleteMany({ where: { hubId: endless } });
+    await h.db.hub.update({ where: { id: endless }, data: { deletedAt: new Date(Date.now() - 60_000), slug: `deleted:${endless}` } });
+    const later = await h.teamHub(ann);
+    await push(ann, later, 1);
+    await h.db.hubMember.deleteMany({ where: { hubId: later } });
+    await h.db.hub.update({ where: { id: later }, data: { deletedAt: new Date(), slug: `deleted:${later}` } });
+    // Each memory of the endless hub deleted comes back under a new id (a real trigger, nothing mocked),
+    // 1,500 times: far more than a sweep may delete of one hub (200 batches of 2), and few enough that a
+    // sweep without that bound still ends, here (a timer cannot cut it short: PGlite's statements never
+    // yield to the event loop).
+    await h.db.$executeRawUnsafe(`CREATE TABLE test_endless_left (n int)`);
+    await h.db.$executeRawUnsafe(`INSERT INTO test_endless_left VALUES (1500)`);
+    await h.db.$executeRawUnsafe(`
+      CREATE FUNCTION test_endless() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE test_endless_left SET n = n - 1 WHERE n > 0;
+        IF FOUND THEN
+          INSERT INTO memories SELECT (json_populate_record(OLD, json_build_object('id', gen_random_uuid()))).*;
+        END IF;
+        RETURN NULL;
+      END $$`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER test_endless AFTER DELETE ON memories FOR EACH ROW WHEN (OLD.hub_id = '${endless}'::uuid) EXECUTE FUNCTION test_endless()`);
+    try {
+      expect(await purgeDeletedHubs(h.db)).toBe(1);
+      expect(await h.db.hub.count({ where: { id: later } })).toBe(0);
+      // Left for the next sweep, with refills still to come: the sweep stopped on it, not the refills.
+      expect(await h.db.hub.count({ where: { id: endless } })).toBe(1);
+      const [left] = await h.db.$queryRawUnsafe<{ n: number }[]>(`SELECT n FROM test_endless_left`);
+      expect(left!.n).toBe(1500 - 400);
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP TRIGGER test_endless ON memories`);
+      await h.db.$executeRawUnsafe(`DROP FUNCTION test_endless()`);
+      await h.db.$executeRawUnsafe(`DROP TABLE test_endless_left`);
+    }
+    // Once nothing refills it, the next sweep finishes it.
+    expect(await purgeDeletedHubs(h.db)).toBe(1);
+    expect(await h.db.hub.count({ where: { id: endless } })).toBe(0);
+  }, 180_000);
+});
+
 describe("a deleted hub's slug", () => {
   it("cannot be taken by anyone beforehand, so the hub's delete cannot be blocked", async () => {
     const ann = await h.user("Ann");

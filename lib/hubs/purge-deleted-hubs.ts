@@ -22,12 +22,19 @@ const PURGE_EVERY_MS = 10 * 60_000;
  * for the next sweep after that.
  */
 const PURGE_ROUNDS = 5;
-/** Deleted hubs one sweep takes up (each to its end). */
+/** Deleted hubs one sweep takes up. */
 const HUBS_PER_SWEEP = 20;
+/**
+ * Batches the sweep deletes of one hub (100,000 memories at the default batch). It passes no deadline,
+ * and a hub that found memories in every batch (written in as fast as they went) held the sweep, and
+ * every deleted hub after it, for good; a larger hub is finished over several sweeps.
+ */
+export const PURGE_BATCHES_PER_HUB = 200;
 
 /**
  * Deletes the hub's memories (with their chunks, attachments and files) a batch per transaction, until
- * none is left or `deadline` (epoch ms) passed; returns how many went and whether the hub is empty.
+ * none is left, `deadline` (epoch ms) passed or `maxBatches` batches went; returns how many went and
+ * whether the hub is empty.
  * Each batch locks its rows in id order before deleting, as every multi-memory write does (row-lock.ts),
  * and drops what other rows keep of them as a memory delete does (drop-memory-copies.ts): a memory moved
  * in from another hub, or out of it, is still named in that hub's reviews and boards, which the hub's own
@@ -37,12 +44,13 @@ const HUBS_PER_SWEEP = 20;
 export async function deleteHubMemories(
   db: Db,
   hubId: string,
-  options: { deadline?: number; batch?: number; wanted?: (tx: DbClient) => Promise<boolean>; beforeBatch?: () => Promise<unknown> } = {},
-): Promise<{ deleted: number; done: boolean }> {
+  options: { deadline?: number; batch?: number; maxBatches?: number; wanted?: (tx: DbClient) => Promise<boolean>; beforeBatch?: () => Promise<unknown> } = {},
+): Promise<{ deleted: number; done: boolean; batches: number }> {
   const batch = options.batch ?? purgeBatchSize();
   let deleted = 0;
-  for (;;) {
-    if (options.deadline !== undefined && Date.now() >= options.deadline) return { deleted, done: false };
+  for (let batches = 0; ; batches++) {
+    if (options.deadline !== undefined && Date.now() >= options.deadline) return { deleted, done: false, batches };
+    if (options.maxBatches !== undefined && batches >= options.maxBatches) return { deleted, done: false, batches };
     await options.beforeBatch?.();
     const { count, keys, boards, stopped } = await db.$transaction(async (tx) => {
       if (options.wanted && !(await options.wanted(tx))) return { count: 0, keys: [], boards: [], stopped: true };
@@ -61,22 +69,24 @@ export async function deleteHubMemories(
     // The files go after each commit (the upload sweep retries any that fail), and emptied boards cook again.
     await removeBlobs(db, keys);
     for (const board of boards) kickCustomBoard(board);
-    if (stopped) return { deleted, done: false };
+    if (stopped) return { deleted, done: false, batches };
     deleted += count;
-    if (count === 0) return { deleted, done: true };
+    if (count === 0) return { deleted, done: true, batches };
   }
 }
 
 /**
  * Finishes the delete of one hub marked deleted (lib/hubs/delete-hub.ts): its memories in batches, then
  * the hub row, whose cascade takes what is left (topics, dream runs, boards: bounded per hub). Returns
- * whether the hub is gone; false when the deadline came first, memories are still being purged by another,
- * or new ones kept landing (PURGE_ROUNDS).
+ * whether the hub is gone; false when the deadline or PURGE_BATCHES_PER_HUB came first, memories are still
+ * being purged by another, or new ones kept landing (PURGE_ROUNDS).
  */
 export async function purgeDeletedHub(db: Db, hubId: string, deadline?: number): Promise<boolean> {
+  let batchesLeft = PURGE_BATCHES_PER_HUB;
   for (let round = 1; round <= PURGE_ROUNDS; round++) {
-    const { done } = await deleteHubMemories(db, hubId, { deadline });
+    const { done, batches } = await deleteHubMemories(db, hubId, { deadline, maxBatches: batchesLeft });
     if (!done) return false;
+    batchesLeft -= batches;
     // Only once no memory is left, so this statement's cascade stays small whatever the hub held.
     const removed = await db.$executeRaw`
       DELETE FROM hubs WHERE id = ${hubId}::uuid AND deleted_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories WHERE hub_id = ${hubId}::uuid)`;
