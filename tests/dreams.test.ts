@@ -1023,6 +1023,66 @@ describe("what a hard delete leaves of its memory in dream actions", () => {
     expect(bell.text).not.toMatch(/SECRET/);
   }, 60_000);
 
+  // A move to another hub left the old hub's dream actions, report and bell rows quoting the memory
+  // (titles, a merge's original content, a review's excerpt): its members could no longer read the
+  // memory, but still read those.
+  it("a move to another hub leaves no title or content of the memory in the old hub's actions, report or bell rows", async () => {
+    const watcher = await h.user("Old hub admin");
+    const hubId = await h.teamHub(owner, [[watcher, "admin"]]);
+    const target = await h.teamHub(owner);
+    const planted = [
+      ["SECRET-DUP-OLD", PLANTED.dupOld1, -5], ["Dup new", PLANTED.dupNew1, -4],
+      ["SECRET-CONTRA-OLD", PLANTED.contraOld, -3], ["Contra new", PLANTED.contraNew, -2],
+    ] as const;
+    const ids: string[] = [];
+    for (const [title, content, days] of planted) {
+      const res = await owner.post("/v1/memories", { title, content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      const at = new Date(Date.now() + days * DAY);
+      await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
+      ids.push(res.body.data.id);
+    }
+    await indexMemories(h.db, ids);
+    const [dupOld, dupNew, contraOld, contraNew] = ids as [string, string, string, string];
+    const res = await trigger(owner, hubId);
+    expect(res.status, res.text).toBe(202);
+    const runId = res.body.data.run_id as string;
+    expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+    // A merge whose model rewrote the kept memory keeps its text before the rewrite.
+    const rewritten = await h.db.dreamAction.create({
+      data: {
+        id: newId(), runId, hubId, actionType: "merge", state: "applied", sourceMemoryIds: [dupNew, contraOld], resultMemoryId: contraOld, reason: "duplicates",
+        details: { archived_id: dupNew, kept_id: contraOld, rewritten: true, model: "m", original_content: "SECRET-ORIGINAL of the kept memory", original_content_hash: "h1", merged_content_hash: "h2" },
+      },
+    });
+    const reads = async () => [
+      await watcher.get(`/v1/dreams/${runId}/actions?limit=100`),
+      await watcher.get(`/v1/dreams/${runId}`),
+      await watcher.get("/v1/dreams/report", { headers: { "x-hub-id": hubId } }),
+      await watcher.get("/v1/notifications?limit=100"),
+    ];
+    const before = (await reads()).map((r) => r.text).join("");
+    for (const secret of ["SECRET-DUP-OLD", "SECRET-CONTRA-OLD", "SECRET-ORIGINAL", PLANTED.contraOld]) expect(before).toContain(secret);
+
+    const moved = await owner.post("/v1/memories/batch-move", { ids: [dupOld, contraOld], hub_id: target });
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.data.moved).toBe(2);
+    expect((await watcher.get(`/v1/memories/${contraOld}`)).status).toBe(404);
+
+    const after = await reads();
+    for (const r of after) expect(r.status, r.text).toBe(200);
+    for (const r of after) {
+      expect(r.text).not.toMatch(/SECRET/);
+      expect(r.text).not.toContain(PLANTED.contraOld);
+    }
+    const actions = after[0]!.body.data.actions as { id: string; action_type: string; details: Record<string, any>; state: string }[];
+    const review = actions.find((a) => a.action_type === "contradiction")!;
+    expect(review).toMatchObject({ state: "resolved", details: { a: { id: contraOld, title: "(moved)" }, b: { id: contraNew, title: "Contra new" } } });
+    expect(actions.find((a) => a.id === rewritten.id)!.details).not.toHaveProperty("original_content");
+    // The owner, who reads both hubs, still finds the memory where it went.
+    expect((await owner.get(`/v1/memories/${contraOld}`)).body.data).toMatchObject({ hub_id: target, title: "SECRET-CONTRA-OLD" });
+  }, 60_000);
+
   // The report is built from the run's actions read before its closing transaction: a delete
   // committing in between rewrote the action's reason, and the report then quoted the old one.
   it("a delete committing while the run writes its report leaves no title of the memory in it", async () => {

@@ -11,7 +11,7 @@ import { isUuid } from "@/lib/ids.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { RESOLVE_ACTIONS } from "@/lib/notifications/notification-kinds.ts";
 import { onReviewReopened, onReviewResolved } from "@/lib/notifications/notify.ts";
-import { MEMORY_DELETED_RESOLUTION } from "@/lib/memories/drop-memory-copies.ts";
+import { MEMORY_DELETED_RESOLUTION, MEMORY_MOVED_RESOLUTION } from "@/lib/memories/drop-memory-copies.ts";
 import { serializeDreamAction } from "./serialize-dream.ts";
 
 export const resolveDreamActionBodySchema = z.object({ resolution: z.enum(["keep_a", "keep_b", "keep_both"], { error: "resolution is keep_a, keep_b or keep_both" }) });
@@ -49,6 +49,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
   if (action.state === "undone") throw new ApiError("conflict", "This action was already undone");
   if (action.actionType === "contradiction" && action.state === "pending_review") throw new ApiError("conflict", "Nothing to undo: this review is still open; resolve it instead");
   if (action.resolution === MEMORY_DELETED_RESOLUTION) throw new ApiError("conflict", "Nothing to reopen: this review closed when one of its memories was deleted");
+  if (action.resolution === MEMORY_MOVED_RESOLUTION) throw new ApiError("conflict", "Nothing to reopen: this review closed when one of its memories moved to another hub");
   const now = ctx.now();
   let reprocess: string | undefined;
   // The action as read above, still so: of two undos (or an undo and a resolve) at once, one applies

@@ -13,6 +13,8 @@ import { assertHubQuotaAfterMove } from "@/lib/quotas/assert-storage-quota.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 import { lockTopicForFiling } from "@/lib/topics/topic-or-throw.ts";
 import { lockUsageCounters, type UsageCounterKey } from "@/lib/quotas/lock-usage-counters.ts";
+import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
+import { dropMemoryCopies } from "./drop-memory-copies.ts";
 
 /**
  * Why a memory was not moved (Memax's names): `already_at_target` (its hub and topic are already the
@@ -59,7 +61,9 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
 
   for (let attempt = 1; ; attempt++) {
     try {
-      return await moveOnce(ctx, ids, memberships, target, topic);
+      const { boards, ...result } = await moveOnce(ctx, ids, memberships, target, topic);
+      for (const board of boards) kickCustomBoard(board);
+      return result;
     } catch (error) {
       if (error !== CONTENT_CHANGED) throw error;
       if (attempt >= ATTEMPTS) throw new ApiError("conflict", "These memories kept changing while they were moved; try again");
@@ -189,6 +193,9 @@ async function moveOnce(
       await tx.chunk.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });
       await tx.attachment.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });
     }
+    // The hubs they left keep no title or text of them (dream actions, reports, review bell rows, board
+    // cards): their members can no longer read the memories, so not those copies either.
+    const boards = await dropMemoryCopies(tx, crossing, ctx.now(), { toHubId: target.hub.id });
     const movedIds = new Set(done.map((move) => move.id));
     const movedEvents: EmitEventInput[] = ids
       .filter((id) => movedIds.has(id))
@@ -202,6 +209,6 @@ async function moveOnce(
     const moved = done.length;
     const skipped: MoveSkipped[] = ids.flatMap((id) => (reasons.has(id) ? [{ id, reason: reasons.get(id)! }] : []));
     await emitEvent(tx, movedEvents);
-    return { moved, skipped };
+    return { moved, skipped, boards };
   });
 }

@@ -3,9 +3,13 @@ import { Prisma } from "@/lib/db/generated/client.ts";
 
 /** A contradiction review closed because one of its memories was hard-deleted. */
 export const MEMORY_DELETED_RESOLUTION = "memory_deleted";
+/** A contradiction review closed because one of its memories moved to another hub. */
+export const MEMORY_MOVED_RESOLUTION = "memory_moved";
 
-/** What a review notification shows for a hard-deleted memory's title. */
+/** What a review and its notifications show for a hard-deleted memory's title. */
 const DELETED_TITLE_JSON = JSON.stringify("(deleted)");
+/** What the hub a memory left shows for its title. */
+const MOVED_TITLE_JSON = JSON.stringify("(moved)");
 
 /**
  * What a dream action naming a hard-deleted memory gives as its reason: the one written by the run
@@ -15,6 +19,13 @@ export const DELETED_REASON = {
   merge: "merged as near-duplicates; one of the two memories has since been deleted",
   contradiction: "two memories disagreed; one of them has since been deleted",
   archive: "archived as stale; the memory has since been deleted",
+} as const;
+
+/** The same, in the hub a memory moved out of (the reason there quoted its title). */
+export const MOVED_REASON = {
+  merge: "merged as near-duplicates; one of the two memories has since moved to another hub",
+  contradiction: "two memories disagreed; one of them has since moved to another hub",
+  archive: "archived as stale; the memory has since moved to another hub",
 } as const;
 
 /** A side's key in a review's details, or no path (a no-op for #- and jsonb_set) when that side stays. */
@@ -58,14 +69,23 @@ async function rewriteReports(tx: DbClient, changed: { runId: string; oldReason:
  * Each a single statement over the (GIN-indexed) id arrays, however many rows name the memories;
  * ids of memories moved between hubs are found wherever they were named. Returns the boards that
  * now need a new card (the caller kicks them after its commit).
+ *
+ * `moved`: the memories moved to that hub rather than being deleted. The members of the hubs they left
+ * can no longer read them, so the same goes there ("(moved)" for the title, MOVED_REASON, reviews closed
+ * `memory_moved`), but not in the hub they are in now, and their failed processing's bell row (their
+ * owner's, who still reads them) stays.
  */
-export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: Date): Promise<string[]> {
+export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: Date, moved?: { toHubId: string }): Promise<string[]> {
   if (memoryIds.length === 0) return [];
+  const title = moved ? MOVED_TITLE_JSON : DELETED_TITLE_JSON;
+  const reasons = moved ? MOVED_REASON : DELETED_REASON;
+  const closedAs = moved ? MEMORY_MOVED_RESOLUTION : MEMORY_DELETED_RESOLUTION;
+  const elsewhere = (column: string) => (moved ? Prisma.sql`AND ${Prisma.raw(column)} <> ${moved.toHubId}::uuid` : Prisma.empty);
   const changed = await tx.$queryRaw<{ id: string; was: string; runId: string; oldReason: string; newReason: string }[]>`
     WITH named AS (
       SELECT id, state, reason, source_memory_ids[1] = ANY(${memoryIds}::uuid[]) AS a_gone, source_memory_ids[2] = ANY(${memoryIds}::uuid[]) AS b_gone
         FROM dream_actions
-       WHERE source_memory_ids && ${memoryIds}::uuid[] AND action_type IN ('merge', 'contradiction', 'archive')
+       WHERE source_memory_ids && ${memoryIds}::uuid[] AND action_type IN ('merge', 'contradiction', 'archive') ${elsewhere("hub_id")}
        FOR UPDATE
     ), changed AS (
       UPDATE dream_actions d SET
@@ -74,12 +94,12 @@ export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: D
           WHEN d.action_type = 'merge' THEN d.details - 'original_content'
           WHEN d.action_type = 'archive' THEN d.details
           -- values: one from each side's text, in the order the pair was compared (not a/b), so both go.
-          ELSE jsonb_set(jsonb_set(d.details - 'values' #- ${side("a", "excerpt")} #- ${side("b", "excerpt")}, ${side("a", "title")}, ${DELETED_TITLE_JSON}::jsonb, false),
-                         ${side("b", "title")}, ${DELETED_TITLE_JSON}::jsonb, false)
+          ELSE jsonb_set(jsonb_set(d.details - 'values' #- ${side("a", "excerpt")} #- ${side("b", "excerpt")}, ${side("a", "title")}, ${title}::jsonb, false),
+                         ${side("b", "title")}, ${title}::jsonb, false)
         END,
-        reason = CASE d.action_type WHEN 'merge' THEN ${DELETED_REASON.merge} WHEN 'contradiction' THEN ${DELETED_REASON.contradiction} ELSE ${DELETED_REASON.archive} END,
+        reason = CASE d.action_type WHEN 'merge' THEN ${reasons.merge} WHEN 'contradiction' THEN ${reasons.contradiction} ELSE ${reasons.archive} END,
         state = CASE WHEN named.state = 'pending_review' THEN 'resolved' ELSE d.state END,
-        resolution = CASE WHEN named.state = 'pending_review' THEN ${MEMORY_DELETED_RESOLUTION} ELSE d.resolution END,
+        resolution = CASE WHEN named.state = 'pending_review' THEN ${closedAs} ELSE d.resolution END,
         resolved_at = CASE WHEN named.state = 'pending_review' THEN ${now} ELSE d.resolved_at END
         FROM named WHERE d.id = named.id
       RETURNING d.id::text AS id, named.state AS was, d.action_type, d.run_id::text AS run_id, named.reason AS old_reason, d.reason AS new_reason, named.a_gone, named.b_gone
@@ -87,9 +107,9 @@ export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: D
       -- The review's bell rows (open or decided) name both sides by title and quote the reason; the
       -- deleted side's title goes, kept a string so the payload keeps its shape (ReviewContradictionPayload).
       UPDATE notifications n SET payload = jsonb_set(
-        CASE WHEN c.b_gone THEN jsonb_set(CASE WHEN c.a_gone THEN jsonb_set(n.payload, '{memory_a,title}', ${DELETED_TITLE_JSON}::jsonb, false) ELSE n.payload END,
-                                          '{memory_b,title}', ${DELETED_TITLE_JSON}::jsonb, false)
-             ELSE CASE WHEN c.a_gone THEN jsonb_set(n.payload, '{memory_a,title}', ${DELETED_TITLE_JSON}::jsonb, false) ELSE n.payload END END,
+        CASE WHEN c.b_gone THEN jsonb_set(CASE WHEN c.a_gone THEN jsonb_set(n.payload, '{memory_a,title}', ${title}::jsonb, false) ELSE n.payload END,
+                                          '{memory_b,title}', ${title}::jsonb, false)
+             ELSE CASE WHEN c.a_gone THEN jsonb_set(n.payload, '{memory_a,title}', ${title}::jsonb, false) ELSE n.payload END END,
         '{reason}', to_jsonb(c.new_reason), false)
         FROM changed c
        WHERE n.kind = 'review_contradiction' AND n.source_id = c.id AND c.action_type = 'contradiction' AND (c.a_gone OR c.b_gone)
@@ -98,9 +118,11 @@ export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: D
   const closed = changed.filter((row) => row.was === "pending_review");
   await rewriteReports(tx, changed);
   // A failed processing's bell row names the memory it failed on (its owner's, who may not be the deleter).
-  await tx.$executeRaw`
-    UPDATE notifications SET payload = jsonb_set(payload, '{memory,title}', ${DELETED_TITLE_JSON}::jsonb, false)
-     WHERE kind = 'memory_processing_failed' AND source_id = ANY(${memoryIds}::text[])`;
+  if (!moved) {
+    await tx.$executeRaw`
+      UPDATE notifications SET payload = jsonb_set(payload, '{memory,title}', ${DELETED_TITLE_JSON}::jsonb, false)
+       WHERE kind = 'memory_processing_failed' AND source_id = ANY(${memoryIds}::text[])`;
+  }
   if (closed.length) {
     await tx.notification.updateMany({
       where: { kind: "review_contradiction", sourceId: { in: closed.map((row) => row.id) }, status: "pending" },
@@ -108,11 +130,14 @@ export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: D
     });
   }
   await tx.$executeRaw`
-    WITH gone AS (DELETE FROM custom_board_card_versions WHERE cite_memory_ids && ${memoryIds}::uuid[] RETURNING board_id, content_produced_at)
+    WITH gone AS (
+      DELETE FROM custom_board_card_versions v WHERE v.cite_memory_ids && ${memoryIds}::uuid[]
+         ${moved ? Prisma.sql`AND EXISTS (SELECT 1 FROM custom_boards b WHERE b.id = v.board_id AND b.hub_id <> ${moved.toHubId}::uuid)` : Prisma.empty}
+      RETURNING board_id, content_produced_at)
     DELETE FROM custom_board_feedback f USING gone WHERE f.board_id = gone.board_id AND f.content_produced_at = gone.content_produced_at`;
   const emptied = await tx.$queryRaw<{ id: string; status: string }[]>`
     WITH old AS (
-      SELECT id, card_content_updated_at FROM custom_boards WHERE card_cite_memory_ids && ${memoryIds}::uuid[] FOR UPDATE
+      SELECT id, card_content_updated_at FROM custom_boards WHERE card_cite_memory_ids && ${memoryIds}::uuid[] ${elsewhere("hub_id")} FOR UPDATE
     ), verdicts AS (
       DELETE FROM custom_board_feedback f USING old WHERE f.board_id = old.id AND f.content_produced_at = old.card_content_updated_at
     )
