@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, DREAM_PHASES, executeDreamRun, finishDreamRun, LostLeaseError } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, DREAM_PHASES, executeDreamRun, finishDreamRun, LostLeaseError, runDreamPhase } from "@/lib/dreams/run-dream.ts";
 import { DELETED_REASON } from "@/lib/memories/drop-memory-copies.ts";
 import { dreamRunFunction, dreamScheduleFunction } from "@/inngest/dream-functions.ts";
 import { newId } from "@/lib/ids.ts";
@@ -1081,6 +1081,39 @@ describe("what a hard delete leaves of its memory in dream actions", () => {
     expect(actions.find((a) => a.id === rewritten.id)!.details).not.toHaveProperty("original_content");
     // The owner, who reads both hubs, still finds the memory where it went.
     expect((await owner.get(`/v1/memories/${contraOld}`)).body.data).toMatchObject({ hub_id: target, title: "SECRET-CONTRA-OLD" });
+  }, 60_000);
+
+  // A phase scans the hub, then writes in batches; a memory moved to another hub in between was not
+  // locked by the batch (lockMemoryRows takes the run's hub's rows only), yet the merge archived it
+  // there as superseded by this hub's memory, and the organize step filed it into this hub's topic.
+  it("a memory moved to another hub between a phase's scan and its batch is neither archived nor filed by the run", async () => {
+    const hubId = await h.teamHub(owner);
+    const target = await h.teamHub(owner);
+    const planted = [["dupOld", PLANTED.dupOld1, -5], ["dupNew", PLANTED.dupNew1, -4], ...(["k8s1", "k8s2", "k8s3", "k8s4"] as const).map((key, i) => [key, PLANTED[key], -3 + i * 0.1] as const)] as const;
+    const ids: Record<string, string> = {};
+    for (const [key, content, days] of planted) {
+      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      const at = new Date(Date.now() + days * DAY);
+      await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
+      ids[key] = res.body.data.id;
+    }
+    await indexMemories(h.db, Object.values(ids));
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const config = dreamConfig();
+    expect(await claimDreamRun(h.db, runId, "w", new Date(), config.staleRunMs)).toBe(true);
+    const moveBeforeBatch = (id: string) =>
+      changedBefore(h.db, ["$transaction"], async () => {
+        const moved = await owner.post("/v1/memories/batch-move", { ids: [id], hub_id: target });
+        expect(moved.body.data?.moved, moved.text).toBe(1);
+      });
+    await runDreamPhase({ db: moveBeforeBatch(ids.dupOld!), sql: h.database.sql, config }, runId, "w", "similar");
+    await runDreamPhase({ db: moveBeforeBatch(ids.k8s1!), sql: h.database.sql, config }, runId, "w", "organize");
+    // The run did work in its own hub (so the batches ran), none on the memories that left it.
+    expect(await h.db.memory.count({ where: { id: { in: [ids.k8s2!, ids.k8s3!, ids.k8s4!] }, topicId: { not: null } } })).toBeGreaterThan(0);
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: ids.dupOld! } })).toMatchObject({ hubId: target, state: "active", supersededBy: null });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: ids.k8s1! } })).toMatchObject({ hubId: target, topicId: null });
+    expect(await h.db.dreamAction.count({ where: { runId, sourceMemoryIds: { hasSome: [ids.dupOld!, ids.k8s1!] } } })).toBe(0);
   }, 60_000);
 
   // The report is built from the run's actions read before its closing transaction: a delete

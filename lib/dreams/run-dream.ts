@@ -296,7 +296,13 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
       // an edit of that memory, which locks the memory first and the counter after.
       const locked = new Set(await lockMemoryRows(tx, batch.flatMap((a) => [a.older.id, a.newer.id]), [hubId]));
       const rows = [];
-      const archived = await archiveSuperseded(tx, batch.filter((a) => a.type === "merge").map((a) => ({ older: a.older.id, newer: a.newer.id })), now);
+      // Only pairs still both in this hub: one moved to another hub since the scan is not locked here,
+      // and archiving it would write into a hub this run does not work on.
+      const archived = await archiveSuperseded(
+        tx,
+        batch.filter((a) => a.type === "merge" && locked.has(a.older.id) && locked.has(a.newer.id)).map((a) => ({ older: a.older.id, newer: a.newer.id })),
+        now,
+      );
       const kept: string[] = [];
       for (const action of batch) {
         if (action.type === "merge" && !archived.has(action.older.id)) continue;
@@ -481,7 +487,8 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       }
       // In id order, as every multi-memory write does: the topic assignment's single UPDATE locks its
       // rows in whatever order its plan reads them.
-      await lockMemoryRows(tx, batch.map((move) => move.memoryId), [hubId]);
+      // A memory moved to another hub since the scan is not locked (nor filed into this hub's topic).
+      const locked = new Set(await lockMemoryRows(tx, batch.map((move) => move.memoryId), [hubId]));
       const created = new Set<string>();
       for (const move of batch) {
         if (!move.newTopic || createdIds.has(move.newTopic)) continue;
@@ -508,7 +515,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
         createdIds.set(move.newTopic, topicId);
         topicName.set(topicId, name);
       }
-      const placed = batch.filter((move) => !move.newTopic || createdIds.has(move.newTopic));
+      const placed = batch.filter((move) => locked.has(move.memoryId) && (!move.newTopic || createdIds.has(move.newTopic)));
       // Only memories still unsorted and active at write time move (an edit since the scan wins).
       const target = (move: Move) => (move.newTopic ? createdIds.get(move.newTopic)! : move.topicId!);
       const moved = await assignTopics(tx, placed.map((move) => ({ memoryId: move.memoryId, topicId: target(move) })), now);
