@@ -2,7 +2,7 @@ import type { AuthContext, Credential, HubRecord } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { can, isRole, type Permission, type Role } from "@/lib/api/permissions.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import type { DbClient } from "@/lib/db/database.ts";
+import type { DbClient, SqlRunner } from "@/lib/db/database.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { isUuid, normalizeId } from "@/lib/ids.ts";
 import { CLI_CLIENT_ID } from "@/lib/oauth/cli-client.ts";
@@ -19,6 +19,8 @@ import { CLI_CLIENT_ID } from "@/lib/oauth/cli-client.ts";
 
 // `db` may be a transaction: the same checks run inside a write's transaction.
 type Caller = Pick<AuthContext, "user" | "credential"> & { db: DbClient };
+// A request's own context, never a transaction's: its lookups run as plain statements on the pool.
+type RequestCaller = Caller & Pick<AuthContext, "sql">;
 
 export interface Membership {
   hub: HubRecord;
@@ -104,14 +106,22 @@ export async function readableHubs(ctx: Caller): Promise<Membership[]> {
  * X-Hub-ID, else every hub the caller can read. A slug is 400 naming where it came from; a hub out
  * of reach is not found.
  */
-export async function hubScopeIds(ctx: Caller & Pick<AuthContext, "hubHeader">, hubId: string | undefined): Promise<string[]> {
+export async function hubScopeIds(ctx: RequestCaller & Pick<AuthContext, "hubHeader">, hubId: string | undefined): Promise<string[]> {
   const scoped = hubId ?? ctx.hubHeader;
-  if (scoped === undefined) return (await readableHubs(ctx)).map((membership) => membership.hub.id);
+  if (scoped === undefined) {
+    // Every list and search without a hub comes here and needs only the ids: one plain statement
+    // without the hubs (through Prisma with them, about 0.5 ms of the server's CPU; see membershipRows).
+    const rows = await ctx.sql.query<{ hub_id: string; role: string }>(
+      `SELECT hub_id::text AS hub_id, role FROM hub_members WHERE user_id = $1::uuid`,
+      [ctx.user.id],
+    );
+    return rows.filter((row) => isRole(row.role) && credentialReaches(ctx.credential, row.hub_id)).map((row) => row.hub_id);
+  }
   if (!isUuid(scoped)) {
     const path = hubId !== undefined ? "hub_id" : "X-Hub-ID";
     throw new ApiError("invalid_request", `${path} must be a hub id (not a slug)`, { issues: [{ path, message: "not a hub id" }] });
   }
-  return [(await membershipOrThrow(ctx, scoped)).hub.id];
+  return [(await requestMembershipOrThrow(ctx, scoped)).hub.id];
 }
 
 /** The caller's membership of one hub; a hub they do not belong to (or the key does not reach) is simply not found. */
@@ -125,6 +135,69 @@ export async function membershipOrThrow(ctx: Caller, given: string): Promise<Mem
   const membership = row ? toMembership(ctx.credential, row) : undefined;
   if (!membership) throw new ApiError("not_found", "Hub not found");
   return membership;
+}
+
+/** membershipOrThrow outside any transaction, as a plain statement (withAuth's X-Hub-ID, lists). */
+async function requestMembershipOrThrow(ctx: RequestCaller, hubId: string): Promise<Membership> {
+  const [row] = isUuid(hubId) ? await membershipRows(ctx.sql, "m.hub_id = $1::uuid AND m.user_id = $2::uuid", [hubId, ctx.user.id]) : [];
+  const membership = row ? toMembership(ctx.credential, row) : undefined;
+  if (!membership) throw new ApiError("not_found", "Hub not found");
+  return membership;
+}
+
+/**
+ * hub_members rows with their hub, read on the pool (never inside a transaction). Every hub route
+ * resolves its hub first, so this is one plain statement: through Prisma's query engine the same
+ * read cost 0.45–0.7 ms of the server's CPU (measured on PostgreSQL, 2026-11-28). Every HubRecord
+ * field is mapped, as Prisma's `include: { hub: true }` gave them.
+ */
+async function membershipRows(sql: SqlRunner, where: string, params: unknown[]): Promise<{ role: string; hub: HubRecord }[]> {
+  const rows = await sql.query<MembershipRow>(
+    `SELECT m.role, h.id::text AS id, h.name, h.slug, h.hub_type, h.owner_id::text AS owner_id, h.allow_contributor_topics,
+            h.allow_contributor_dreams, h.contributor_delete_policy, h.created_at, h.updated_at, h.icon, h.accent,
+            h.header_aurora_mode, h.settings
+       FROM hub_members m JOIN hubs h ON h.id = m.hub_id
+      WHERE ${where}
+      LIMIT 1`,
+    params,
+  );
+  return rows.map((row) => ({
+    role: row.role,
+    hub: {
+      id: row.id,
+      name: row.name,
+      slug: row.slug,
+      hubType: row.hub_type,
+      ownerId: row.owner_id,
+      allowContributorTopics: row.allow_contributor_topics,
+      allowContributorDreams: row.allow_contributor_dreams,
+      contributorDeletePolicy: row.contributor_delete_policy,
+      createdAt: new Date(row.created_at),
+      updatedAt: new Date(row.updated_at),
+      icon: row.icon,
+      accent: row.accent,
+      headerAuroraMode: row.header_aurora_mode,
+      settings: typeof row.settings === "string" ? (JSON.parse(row.settings) as unknown) : row.settings,
+    },
+  }));
+}
+
+interface MembershipRow {
+  role: string;
+  id: string;
+  name: string;
+  slug: string;
+  hub_type: string;
+  owner_id: string;
+  allow_contributor_topics: boolean;
+  allow_contributor_dreams: boolean;
+  contributor_delete_policy: string;
+  created_at: Date | string;
+  updated_at: Date | string;
+  icon: string | null;
+  accent: string | null;
+  header_aurora_mode: string | null;
+  settings: unknown;
 }
 
 /** Whether this membership grants `permission` under the request's credential. */
@@ -194,15 +267,12 @@ export async function lockHubMembers(tx: DbClient, hubId: string): Promise<void>
  * The hub a request acts on (withAuth's `permission` routes): the X-Hub-ID hub, else the
  * caller's personal hub — or, for a key limited to other hubs, the first hub it was issued for.
  */
-export async function targetHubOrThrow(ctx: Caller, hubHeader: string | undefined, permission: Permission): Promise<Membership> {
+export async function targetHubOrThrow(ctx: RequestCaller, hubHeader: string | undefined, permission: Permission): Promise<Membership> {
   let membership: Membership;
   if (hubHeader) {
-    membership = await membershipOrThrow(ctx, hubHeader);
+    membership = await requestMembershipOrThrow(ctx, hubHeader);
   } else {
-    const personal = await ctx.db.hubMember.findFirst({
-      where: { userId: ctx.user.id, hub: { hubType: "personal", ownerId: ctx.user.id } },
-      include: { hub: true },
-    });
+    const [personal] = await membershipRows(ctx.sql, "m.user_id = $1::uuid AND h.hub_type = 'personal' AND h.owner_id = $1::uuid", [ctx.user.id]);
     const reached = personal ? toMembership(ctx.credential, personal) : undefined;
     if (reached) membership = reached;
     else if (ctx.credential.hubIds?.length) membership = await firstAllowedHub(ctx, ctx.credential.hubIds);
@@ -212,9 +282,9 @@ export async function targetHubOrThrow(ctx: Caller, hubHeader: string | undefine
   return membership;
 }
 
-async function firstAllowedHub(ctx: Caller, hubIds: readonly string[]): Promise<Membership> {
+async function firstAllowedHub(ctx: RequestCaller, hubIds: readonly string[]): Promise<Membership> {
   for (const hubId of hubIds) {
-    const found = await membershipOrThrow(ctx, hubId).catch(() => undefined);
+    const found = await requestMembershipOrThrow(ctx, hubId).catch(() => undefined);
     if (found) return found;
   }
   throw new ApiError("not_found", "Hub not found: this API key reaches no hub you belong to; send X-Hub-ID");
