@@ -58,6 +58,15 @@ describe("the hub a request acts on", () => {
     expect(membership.hub.settings).toEqual({ dreams_enabled: true });
   });
 
+  test("settings as stored whatever JSON they hold (a string or array too, as Prisma gives them)", async () => {
+    const cy = await h.user("Cy");
+    const odd = await h.teamHub(cy);
+    for (const settings of ["dark", ["a"], 7, { nested: { on: true } }]) {
+      await h.db.hub.update({ where: { id: odd }, data: { settings } });
+      expect((await targetHubOrThrow(caller(cy), odd, "memories.read")).hub).toEqual(await stored(odd));
+    }
+  });
+
   test("a read-only key acts as a viewer; a hub outside membership or allowlist is not found", async () => {
     await expect(targetHubOrThrow(caller(ann, { scopes: ["read"] }), team, "memories.write")).rejects.toMatchObject({ code: "forbidden" });
     await expect(targetHubOrThrow(caller(bob), other, "memories.read")).rejects.toMatchObject({ code: "not_found" });

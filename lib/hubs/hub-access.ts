@@ -155,7 +155,7 @@ async function membershipRows(sql: SqlRunner, where: string, params: unknown[]):
   const rows = await sql.query<MembershipRow>(
     `SELECT m.role, h.id::text AS id, h.name, h.slug, h.hub_type, h.owner_id::text AS owner_id, h.allow_contributor_topics,
             h.allow_contributor_dreams, h.contributor_delete_policy, h.created_at, h.updated_at, h.icon, h.accent,
-            h.header_aurora_mode, h.settings
+            h.header_aurora_mode, h.settings::text AS settings
        FROM hub_members m JOIN hubs h ON h.id = m.hub_id
       WHERE ${where}
       LIMIT 1`,
@@ -177,7 +177,8 @@ async function membershipRows(sql: SqlRunner, where: string, params: unknown[]):
       icon: row.icon,
       accent: row.accent,
       headerAuroraMode: row.header_aurora_mode,
-      settings: typeof row.settings === "string" ? (JSON.parse(row.settings) as unknown) : row.settings,
+      // Read as text and parsed here: the value Prisma gives, whichever driver and whatever JSON it holds.
+      settings: JSON.parse(row.settings) as unknown,
     },
   }));
 }
@@ -197,7 +198,7 @@ interface MembershipRow {
   icon: string | null;
   accent: string | null;
   header_aurora_mode: string | null;
-  settings: unknown;
+  settings: string;
 }
 
 /** Whether this membership grants `permission` under the request's credential. */
