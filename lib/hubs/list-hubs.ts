@@ -20,7 +20,7 @@ export async function listHubs(ctx: AuthContext) {
     take: MAX_HUBS_PER_USER,
     include: { hub: { include: { _count: { select: { members: true } } } } },
   });
-  const memories = await memoryCounts(ctx.db, "hub", rows.map((row) => row.hubId));
+  const memories = await memoryCounts(ctx.sql, "hub", rows.map((row) => row.hubId));
   return rows.map(({ hub: { _count, ...hub }, role }) => ({
     hub: serializeHub(hub),
     // The role this credential acts with (a read-only key is a viewer), as hub detail and summary say.

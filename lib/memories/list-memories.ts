@@ -78,7 +78,7 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   // rows, cheap enough to read fresh on every page.
   const counted =
     Object.keys(scope).length === 1
-      ? memoryCounts(ctx.db, "hub", hubIds).then((counts) => [...counts.values()].reduce((sum, n) => sum + n, 0))
+      ? memoryCounts(ctx.sql, "hub", hubIds).then((counts) => [...counts.values()].reduce((sum, n) => sum + n, 0))
       : carried !== undefined
         ? Promise.resolve(carried)
         : ctx.db.memory.count({ where: scope });

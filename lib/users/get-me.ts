@@ -29,7 +29,7 @@ export async function getMe(ctx: AuthContext) {
     ctx.db.oAuthAccount.findMany({ where: { userId: ctx.user.id }, select: { provider: true }, distinct: ["provider"] }),
     ctx.credential.hubIds === null ? periodCounts(ctx) : undefined,
   ]);
-  const countOf = await memoryCounts(ctx.db, "hub", memberships.map((m) => m.hub.id));
+  const countOf = await memoryCounts(ctx.sql, "hub", memberships.map((m) => m.hub.id));
   const personal = memberships.find((m) => m.hub.hubType === "personal" && m.hub.ownerId === ctx.user.id);
   const personalHubId =
     personal?.hub.id ?? (await ctx.db.hub.findFirst({ where: { ownerId: ctx.user.id, hubType: "personal" }, select: { id: true } }))?.id ?? null;
