@@ -799,8 +799,10 @@ describe("reopening a review whose archived side has moved to another hub", () =
   /**
    * Undoing a keep_a / keep_b brought the archived side back by its id alone: once its owner had moved
    * it to another hub, an admin of the review's hub who cannot even read that hub made it active there.
+   * Then the undo still reopened the review in the hub the memory left (a move closes only open
+   * reviews): an open review there about a memory it no longer holds. It is now refused.
    */
-  it("reopens the review and leaves the memory in the other hub as it is", async () => {
+  it("refuses to reopen the review and leaves the memory in the other hub as it is", async () => {
     const adm = await h.user("Reviewer");
     const hubId = await h.teamHub(owner, [[adm, "admin"]]);
     const elsewhere = await h.teamHub(owner);
@@ -814,8 +816,9 @@ describe("reopening a review whose archived side has moved to another hub", () =
     expect(moved.status, moved.text).toBe(200);
     expect(await h.db.memory.findUniqueOrThrow({ where: { id: b } })).toMatchObject({ hubId: elsewhere, state: "archived" });
     const undone = await adm.post(`/v1/dreams/actions/${review.id}/undo`);
-    expect(undone.status, undone.text).toBe(200);
-    expect(undone.body.data).toMatchObject({ state: "pending_review" });
+    expect(undone.status, undone.text).toBe(409);
+    expect(undone.body.error.message).toMatch(/moved to another hub/);
+    expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "resolved", resolution: "keep_a" });
     expect(await h.db.memory.findUniqueOrThrow({ where: { id: b } })).toMatchObject({ hubId: elsewhere, state: "archived", supersededBy: a });
   });
 });

@@ -99,9 +99,14 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
         }
       }
     } else if (action.actionType === "contradiction") {
-      // A review is between two memories: with one deleted since, there is nothing left to decide.
-      if ((await tx.memory.count({ where: { id: { in: action.sourceMemoryIds } } })) < 2) {
-        throw new ApiError("conflict", "Nothing to reopen: one of this review's memories was deleted since");
+      // A review is between two memories of its hub: with one deleted since, there is nothing left to
+      // decide; with one moved to another hub, reopening it would show this hub a memory it no longer
+      // holds (a move closes the open reviews for that reason, but leaves decided ones as they were).
+      const here = await tx.memory.count({ where: { id: { in: action.sourceMemoryIds }, hubId: action.hubId } });
+      if (here < 2) {
+        const anywhere = await tx.memory.count({ where: { id: { in: action.sourceMemoryIds } } });
+        if (anywhere < 2) throw new ApiError("conflict", "Nothing to reopen: one of this review's memories was deleted since");
+        throw new ApiError("conflict", "Nothing to reopen: one of this review's memories has moved to another hub since");
       }
       // Reopen the review: the side archived by keep_a / keep_b comes back.
       const loser = action.resolution === "keep_a" ? second : action.resolution === "keep_b" ? first : undefined;
