@@ -455,6 +455,21 @@ describe("schedule and Inngest functions (@inngest/test)", () => {
     expect(await dueHubs(h.db, new Date(Date.now() + 2 * DAY), 24, 10_000)).not.toContain(hubId);
   });
 
+  it("a run's own filing of memories into topics is not a write: the hub is due again only after a member's", async () => {
+    // The organize step moves updated_at (clients sync by it), and dueHubs took that for a member's
+    // write: every run that filed anything queued another a day later.
+    const { hubId } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    await runDreamRunOnce(h.db, runId);
+    const filed = await h.db.dreamAction.findMany({ where: { runId, actionType: "organize" }, select: { resultMemoryId: true } });
+    expect(filed.length).toBeGreaterThan(0);
+    const later = () => new Date(Date.now() + 2 * DAY);
+    expect(await dueHubs(h.db, later(), 24, 10_000)).not.toContain(hubId);
+    const edited = await owner.patch(`/v1/memories/${filed[0]!.resultMemoryId}`, { content: "Edited by a member after the dream filed it." });
+    expect(edited.status, edited.text).toBe(200);
+    expect(await dueHubs(h.db, later(), 24, 10_000)).toContain(hubId);
+  }, 120_000);
+
   it("dream-run runs claim, each phase and finish as steps; dream-schedule queues due hubs", async () => {
     const { hubId } = await seedHub();
     const runId = (await trigger(owner, hubId)).body.data.run_id;

@@ -9,8 +9,9 @@ export const DREAM_RUN_EVENT = "engram/dream.run";
 
 /**
  * Hubs due a scheduled run: written to since their last run, and not dreamt of for `intervalHours`. A
- * run's own rewrite of a merge's kept memory is no write of the hub's: its action is stamped with the
- * very time of the rewrite, and a member's later edit moves the memory's past it.
+ * run's own rewrite of a merge's kept memory, or filing of a memory into a topic, is no write of the
+ * hub's: its action (the memory as result_memory_id) is stamped with the very time it set as updated_at,
+ * and a member's later edit moves the memory's past it.
  */
 export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 100): Promise<string[]> {
   const since = new Date(now.getTime() - intervalHours * 3_600_000);
@@ -19,7 +20,7 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
      WHERE h.deleted_at IS NULL
        AND EXISTS (SELECT 1 FROM memories m WHERE m.hub_id = h.id AND m.state = 'active'
                      AND m.updated_at > coalesce((SELECT max(r.created_at) FROM dream_runs r WHERE r.hub_id = h.id), '-infinity'::timestamptz)
-                     AND NOT EXISTS (SELECT 1 FROM dream_actions a WHERE a.hub_id = h.id AND a.action_type = 'merge'
+                     AND NOT EXISTS (SELECT 1 FROM dream_actions a WHERE a.hub_id = h.id AND a.action_type IN ('merge', 'organize')
                                         AND a.result_memory_id = m.id AND a.created_at = m.updated_at))
        AND NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.hub_id = h.id AND (r.created_at > ${since} OR r.status IN ('queued', 'running')))
      ORDER BY h.id LIMIT ${limit}`;
