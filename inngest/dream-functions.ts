@@ -2,7 +2,7 @@ import { refreshCustomBoard } from "@/lib/boards/refresh-custom-board.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, DREAM_PHASES, finishDreamRun, OutOfTimeError, runDreamPhase } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, DREAM_PHASES, finishDreamRun, LostLeaseError, OutOfTimeError, runDreamPhase } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { inngest } from "./client.ts";
 
@@ -54,10 +54,13 @@ export const dreamRunFunction = inngest.createFunction(
     if (!claim) return { status: "skipped" as const };
     const { owner, startedAt } = claim;
     let timedOut = false;
+    let lost = false;
     for (const phase of DREAM_PHASES) {
       const outcome = await step.run(`phase-${phase}`, async () => {
         const database = await getDatabase();
-        const run = await database.prisma.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { phase: true } });
+        const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { phase: true } });
+        // Gone with its hub (a purge's cascade): nothing is left to run, and a retry would find the same.
+        if (!run) return "lost";
         // A retried step whose phase already completed has nothing to do.
         if (DREAM_PHASES.indexOf(run.phase as (typeof DREAM_PHASES)[number]) > DREAM_PHASES.indexOf(phase) || run.phase === "done") return "done";
         try {
@@ -65,19 +68,28 @@ export const dreamRunFunction = inngest.createFunction(
         } catch (error) {
           // Out of the run's budget: it ends partial_failed (the next run continues), as with the in-process worker.
           if (error instanceof OutOfTimeError) return "out_of_time";
+          // Its hub purged, or its lease taken over by a worker that found it stale: that one finishes
+          // it, or nothing is left to finish. The in-process worker stops quietly the same way.
+          if (error instanceof LostLeaseError) return "lost";
           throw error;
         }
         return "done";
       });
-      if (outcome === "out_of_time") {
-        timedOut = true;
-        break;
-      }
+      if (outcome === "lost") lost = true;
+      if (outcome === "out_of_time") timedOut = true;
+      if (lost || timedOut) break;
     }
+    if (lost) return { status: "lost" as const };
     const status = await step.run("finish", async () => {
       const database = await getDatabase();
-      return finishDreamRun({ db: database.prisma, sql: database.sql, config }, runId, owner, timedOut);
+      try {
+        return await finishDreamRun({ db: database.prisma, sql: database.sql, config }, runId, owner, timedOut);
+      } catch (error) {
+        if (error instanceof LostLeaseError) return "lost";
+        throw error;
+      }
     });
+    if (status === "lost") return { status };
     // The hub's custom boards, one step each: one step for all held a worker for up to ten model answers
     // (ENGRAM_ASK_MODEL_TIMEOUT_MS each), and a retry asked every board again.
     const boards = await step.run("boards", async () => {

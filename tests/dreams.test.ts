@@ -551,6 +551,45 @@ describe("the dream-run function's lease and time budget (@inngest/test)", () =>
   }, 120_000);
 });
 
+describe("the dream-run function when its hub is purged mid-run (@inngest/test)", () => {
+  /**
+   * A purge's cascade takes the run's row. The in-process worker stops such a run quietly (a lost
+   * lease), but each Inngest phase step read the row with findUniqueOrThrow and the finish step let the
+   * LostLeaseError through: the step threw, was retried, and the function run failed.
+   */
+  const purgedAfter = async (stepId: string) => {
+    const hubId = await h.teamHub(owner);
+    const ids = [];
+    for (const content of [PLANTED.dupOld1, PLANTED.dupNew1, PLANTED.staging]) ids.push((await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string);
+    await indexMemories(h.db, ids);
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    const engine = new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] });
+    const claimed = await engine.executeStep("claim");
+    const steps = [{ id: "claim", handler: () => claimed.result }];
+    for (const phase of ["phase-similar", "phase-stale", "phase-organize"]) {
+      // Inngest replays each step it has run with its memoized output.
+      const done = await engine.executeStep(phase, { steps: [...steps] });
+      steps.push({ id: phase, handler: () => done.result });
+      if (phase === stepId) break;
+    }
+    await h.db.hub.delete({ where: { id: hubId } });
+    expect(await h.db.dreamRun.count({ where: { id: runId } })).toBe(0);
+    return engine.execute({ steps });
+  };
+
+  it("purged between two phases: the next phase step ends the function quietly", async () => {
+    const { result, error } = await purgedAfter("phase-similar");
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ status: "lost" });
+  }, 120_000);
+
+  it("purged before the finish step: it ends the function quietly", async () => {
+    const { result, error } = await purgedAfter("phase-organize");
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ status: "lost" });
+  }, 120_000);
+});
+
 describe("organizing around archived topics", () => {
   it("files no memory into an archived topic, even one whose memories it resembles", async () => {
     const hubId = await h.teamHub(owner);
