@@ -477,6 +477,53 @@ describe("custom boards: a cited memory hard-deleted", () => {
   });
 });
 
+describe("custom boards: a cited memory moved to another hub", () => {
+  /**
+   * The move empties the cards already citing the memory, but a refresh whose answer was on its way
+   * checked only that each cited memory still existed: it wrote a card in the hub the memory left,
+   * citing and quoting it, for that hub's members to read.
+   */
+  it("an answer asked before the move and written after it is asked again without it", async () => {
+    const team = await h.teamHub(ann);
+    const pushTo = async (content: string) => {
+      const res = await ann.post("/v1/memories", { content }, { headers: { "x-hub-id": team } });
+      expect(res.status, res.text).toBe(201);
+      return (await waitProcessed(h.db, ann, res.body.data.id)).id as string;
+    };
+    const moving = await pushTo("# Vault rotation\nThe vault passphrase is rotated by hand with the word osprey-granite every month.");
+    await pushTo("# Vault access\nThe vault passphrase is kept by two on-call engineers together.");
+    const fake = await startFakeChat();
+    const saved = { ...process.env };
+    Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: fake.url, ENGRAM_ASK_MODEL_TIMEOUT_MS: "1500" });
+    try {
+      fake.reply = "Two on-call engineers keep it [1].";
+      // The first answer has read the memories and waits on the model (then falls back to the extractive answer).
+      fake.stall = true;
+      const board = (await ann.post(boards(team), { title: "Vault", instruction: "How is the vault passphrase rotated?" })).body.data.board;
+      for (let waited = 0; fake.requests.length === 0; waited += 20) {
+        expect(waited).toBeLessThan(20_000);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const moved = await ann.post("/v1/memories/batch-move", { ids: [moving], hub_id: ann.personalHubId });
+      expect(moved.status, moved.text).toBe(200);
+      expect(moved.body.data.moved).toBe(1);
+      fake.stall = false;
+      await customBoardsIdle();
+      const got = (await ann.get(`${boards(team)}/${board.id}`)).body.data;
+      const history = (await ann.get(`/v1/hubs/${team}/board/slots/${encodeURIComponent(`board:${board.id}`)}/history`)).body.data.versions;
+      expect(JSON.stringify([got, history])).not.toMatch(/osprey-granite/);
+      expect(got.slots).toHaveLength(1);
+      expect(got.slots[0].cite_memory_ids).not.toContain(moving);
+    } finally {
+      for (const key of ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ENGRAM_ASK_MODEL_TIMEOUT_MS"]) {
+        if (saved[key] === undefined) delete process.env[key];
+        else process.env[key] = saved[key];
+      }
+      await fake.close();
+    }
+  });
+});
+
 describe("custom boards: a refresh against an account-data deletion of the hub", () => {
   /**
    * The deletion takes the hub's members lock exclusively, then every memory FOR UPDATE; a refresh took

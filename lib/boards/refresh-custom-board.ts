@@ -46,12 +46,14 @@ export async function refreshCustomBoard(database: Database, boardId: string, dr
     // account-data deletion holds it exclusively, then locks every memory of the hub, so cited memories
     // held first made a cycle with it that PostgreSQL broke by failing one of the two.
     await lockForTransaction(tx, { shared: hubMembersLockKey(board.hubId) });
-    // The answer quotes what it cites: a memory hard-deleted while it was written must not come back in
-    // the card, so it is asked again without it. Held until commit, so a delete now waits for this card
-    // and then empties it (lib/memories/drop-memory-copies.ts).
+    // The answer quotes what it cites: a memory hard-deleted, or moved to another hub, while it was written
+    // must not come back in the card (for this hub's members to read), so it is asked again without it.
+    // Held until commit, so a delete or move now waits for this card and then empties it
+    // (lib/memories/drop-memory-copies.ts): both lock the rows FOR UPDATE first, which KEY SHARE blocks.
     const citedIds = [...new Set(cited)];
     if (citedIds.length) {
-      const still = await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM memories WHERE id = ANY(${citedIds}::uuid[]) FOR KEY SHARE`;
+      const still = await tx.$queryRaw<{ id: string }[]>`
+        SELECT id::text AS id FROM memories WHERE id = ANY(${citedIds}::uuid[]) AND hub_id = ${board.hubId}::uuid FOR KEY SHARE`;
       if (still.length < citedIds.length) return CITED_GONE;
     }
     // The creator lost the hub while the answer was written (it may then say "nothing found"): leave the board.
