@@ -524,6 +524,58 @@ describe("custom boards: a cited memory moved to another hub", () => {
   });
 });
 
+describe("custom boards: a move while a refresh writes its card", () => {
+  /**
+   * The refresh's check holds each cited memory (KEY SHARE) until its card commits; the move locks the
+   * memories FOR UPDATE before it moves them, so it waits for the card and then empties it. Here the
+   * card's write is held by a side transaction on the board's row after the check.
+   */
+  it.skipIf(!testPostgres())("the move waits for the card and then empties it", async () => {
+    const team = await h.teamHub(ann);
+    const res = await ann.post("/v1/memories", { content: "# Restores\nA restore drill runs every first Monday with the word lynx-cobalt." }, { headers: { "x-hub-id": team } });
+    expect(res.status, res.text).toBe(201);
+    const cited = (await waitProcessed(h.db, ann, res.body.data.id)).id as string;
+    const board = (await ann.post(boards(team), { title: "Restores", instruction: "When does the restore drill run?" })).body.data.board;
+    await customBoardsIdle();
+    // A card citing it that the refresh will replace: the answer must change for the refresh to write.
+    await h.db.customBoard.update({ where: { id: board.id }, data: { cardPayload: { answer: "older" }, cardCiteMemoryIds: [] } });
+
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const blockedBy = async (pid: number) =>
+      (await side.query(`SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND $1::int = ANY(pg_blocking_pids(l.pid))`, [pid])).rows[0].n as number;
+    const waitFor = async (what: string, check: () => Promise<boolean>) => {
+      for (let waited = 0; !(await check()); waited += 20) {
+        if (waited > 20_000) throw new Error(what);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    let refresh: Promise<string> | undefined;
+    let move: Promise<{ status: number; text: string }> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT id FROM custom_boards WHERE id = $1 FOR UPDATE", [board.id]);
+      const sidePid = (await side.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
+      refresh = refreshCustomBoard(h.database, board.id).catch((error: Error) => `failed: ${error.message}`);
+      await waitFor("the refresh never reached its card write", async () => (await blockedBy(sidePid)) >= 1);
+      // The refresh holds the cited memory now; the move must wait for it.
+      move = ann.post("/v1/memories/batch-move", { ids: [cited], hub_id: ann.personalHubId });
+      const refreshPid = (await side.query(`SELECT l.pid FROM pg_locks l WHERE NOT l.granted AND $1::int = ANY(pg_blocking_pids(l.pid)) LIMIT 1`, [sidePid])).rows[0].pid as number;
+      await waitFor("the move never waited for the refresh", async () => (await blockedBy(refreshPid)) >= 1);
+      await side.query("ROLLBACK");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    expect(await refresh!).toBe("written");
+    const moved = await move!;
+    expect(moved.status, moved.text).toBe(200);
+    const after = await h.db.customBoard.findUniqueOrThrow({ where: { id: board.id } });
+    expect(after.cardCiteMemoryIds).not.toContain(cited);
+    expect(JSON.stringify(after.cardPayload ?? null)).not.toMatch(/lynx-cobalt/);
+  });
+});
+
 describe("custom boards: a refresh against an account-data deletion of the hub", () => {
   /**
    * The deletion takes the hub's members lock exclusively, then every memory FOR UPDATE; a refresh took
