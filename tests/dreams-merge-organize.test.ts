@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { indexMemories } from "./recall-helpers.ts";
+import { backdateMemories } from "./support/backdate-memories.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
 
@@ -75,5 +76,31 @@ describe("a merge's rewritten memory and the same run's organize pass", () => {
     expect(next.status).toBe("queued");
     expect(await runDreamRunOnce(h.db, next.run_id)).toBe(true);
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: newer } })).topicId).toBe(topic.body.data.id);
+  }, 180_000);
+});
+
+describe("which of a duplicate pair a run keeps", () => {
+  it("keeps the one whose content changed last, not the one filed into a topic last", async () => {
+    const hubId = await h.teamHub(owner);
+    const topic = await owner.post("/v1/topics", { name: "Frontend", hub_id: hubId });
+    expect(topic.status, topic.text).toBe(201);
+    const ids: string[] = [];
+    for (const [i, content] of [DUP_OLD, DUP_NEW].entries()) {
+      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      ids.push(res.body.data.id);
+      const at = new Date(Date.now() - (10 - i * 5) * DAY);
+      await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at, contentChangedAt: at });
+    }
+    const [older, newer] = [ids[0]!, ids[1]!];
+    // Filing the older one moves its updated_at past the newer one's; its text stays 10 days old.
+    const filed = await owner.post(`/v1/topics/${topic.body.data.id}/memories`, { memory_id: older });
+    expect(filed.status, filed.text).toBeLessThan(300);
+    await indexMemories(h.db, ids);
+    const run = await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+    expect(run.status, run.text).toBe(202);
+    expect(await runDreamRunOnce(h.db, run.body.data.run_id)).toBe(true);
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: older } })).toMatchObject({ state: "archived", supersededBy: newer });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: newer } })).toMatchObject({ state: "active", supersededBy: null });
   }, 180_000);
 });

@@ -36,7 +36,7 @@ describe("schema and migrations agree", () => {
         contentHash: "a".repeat(64), summary: "s", tags: ["x", "y"], kind: "semantic", kindLocked: true, stability: "stable", stabilityLocked: true,
         boundary: "private", state: "active", source: "cli", sourceAgent: "a", assistedByAgent: "b", initiationType: "import", sourcePath: "p.md",
         hint: "h", hubReason: "r", projectContext: { repo: "x" }, fileRef: { object_key: "k" }, attachmentBytes: 7n, version: 3, accessCount: 4, lastAccessedAt: now,
-        processingStatus: "done", processingAttempts: 1, processingError: "e", processingStartedAt: now, processingQueuedAt: now, processedAt: now, createdAt: now, updatedAt: now,
+        processingStatus: "done", processingAttempts: 1, processingError: "e", processingStartedAt: now, processingQueuedAt: now, processedAt: now, createdAt: now, updatedAt: now, contentChangedAt: now,
       },
     });
     const more = {
@@ -206,7 +206,8 @@ describe("schema and migrations agree", () => {
       const counters = await db.prisma.storageUsage.findMany({ where: { scopeId: { in: [user, hub] } }, orderBy: { scope: "asc" } });
       expect(counters.map((c) => [c.scope, Number(c.bytes), c.memories])).toEqual([["hub", 1006, 2], ["inbox", 1006, 2], ["user", 1006, 2]]);
       // And from then on the trigger keeps them: a deleted memory takes its file's bytes with it.
-      await db.prisma.memory.delete({ where: { id: memory } });
+      // In SQL: the client knows the columns of every migration, this database only those up to the target.
+      await db.sql.exec(`DELETE FROM memories WHERE id = '${memory}'`);
       expect(Number((await db.prisma.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: user } } })).bytes)).toBe(2);
     } finally {
       await db.close();
@@ -254,6 +255,56 @@ describe("schema and migrations agree", () => {
     // A bulk statement, row by row.
     await database.sql.exec(`UPDATE memories SET updated_at = '2026-11-20T11:00:00.000Z' WHERE id = '${memory.id}'`);
     expect((await db.memory.findUniqueOrThrow({ where: { id: memory.id } })).updatedAt.toISOString()).toBe("2026-11-20T11:00:00.001Z");
+  });
+
+  test("a memory's content_changed_at moves with its title or content, not with a write that leaves both alone", async () => {
+    const db = database.prisma;
+    const now = new Date("2026-11-20T10:00:00.000Z");
+    const user = await db.user.create({ data: { id: newId(), email: "changed@example.test", name: "C", createdAt: now, updatedAt: now } });
+    const hub = await db.hub.create({ data: { id: newId(), name: "C", slug: "changed-hub", hubType: "team", ownerId: user.id, createdAt: now, updatedAt: now } });
+    const topic = await db.topic.create({ data: { id: newId(), hubId: hub.id, name: "T", createdBy: user.id, createdAt: now, updatedAt: now } });
+    const memory = await db.memory.create({
+      data: { id: newId(), hubId: hub.id, ownerId: user.id, title: "c", content: "text", contentType: "markdown", contentHash: "e".repeat(64), kind: "semantic", stability: "stable", boundary: "private", state: "active", source: "api", createdAt: now, updatedAt: now },
+    });
+    expect(memory.contentChangedAt.toISOString()).toBe("2026-11-20T10:00:00.000Z");
+    const write = async (data: { updatedAt?: Date; title?: string; content?: string; topicId?: string; state?: string }) => {
+      const row = await db.memory.update({ where: { id: memory.id }, data });
+      return [row.updatedAt.toISOString(), row.contentChangedAt.toISOString()];
+    };
+    // Filing, archiving: updated_at moves, the text's time does not.
+    expect(await write({ topicId: topic.id, updatedAt: new Date("2026-11-21T10:00:00.000Z") })).toEqual(["2026-11-21T10:00:00.000Z", "2026-11-20T10:00:00.000Z"]);
+    expect(await write({ state: "archived", updatedAt: new Date("2026-11-22T10:00:00.000Z") })).toEqual(["2026-11-22T10:00:00.000Z", "2026-11-20T10:00:00.000Z"]);
+    // The same text written again is no change.
+    expect(await write({ content: "text", updatedAt: new Date("2026-11-23T10:00:00.000Z") })).toEqual(["2026-11-23T10:00:00.000Z", "2026-11-20T10:00:00.000Z"]);
+    expect(await write({ content: "new text", updatedAt: new Date("2026-11-24T10:00:00.000Z") })).toEqual(["2026-11-24T10:00:00.000Z", "2026-11-24T10:00:00.000Z"]);
+    // It takes updated_at as the forward trigger moved it.
+    expect(await write({ title: "renamed", updatedAt: new Date("2026-11-01T10:00:00.000Z") })).toEqual(["2026-11-24T10:00:00.001Z", "2026-11-24T10:00:00.001Z"]);
+    // A pipeline write of extracted text leaves updated_at, and the text keeps the time of the write that asked for it.
+    expect(await write({ content: "extracted" })).toEqual(["2026-11-24T10:00:00.001Z", "2026-11-24T10:00:00.001Z"]);
+  });
+
+  test("the migration adding content_changed_at takes each existing memory's updated_at", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
+    const db = await openDatabase({ dataDir: "memory://", migrate: false });
+    try {
+      const all = path.join(process.cwd(), "prisma", "migrations");
+      const target = "20261130160000_memories_content_changed_at";
+      for (const m of listMigrations(all)) if (m.name < target) cpSync(path.join(all, m.name), path.join(dir, m.name), { recursive: true });
+      await migrate(db.sql, dir);
+      const [user, hub, memory] = [newId(), newId(), newId()];
+      await db.sql.exec(`
+        INSERT INTO users (id, email, name, created_at, updated_at) VALUES ('${user}', 'cc@example.test', 'B', now(), now());
+        INSERT INTO hubs (id, name, slug, hub_type, owner_id, created_at, updated_at) VALUES ('${hub}', 'H', 'cc-hub', 'team', '${user}', now(), now());
+        INSERT INTO memories (id, hub_id, owner_id, title, content, content_type, content_hash, kind, stability, state, source, created_at, updated_at)
+        VALUES ('${memory}', '${hub}', '${user}', 't', 'abcd', 'markdown', 'h1', 'semantic', 'stable', 'active', 'cli', '2026-01-01T00:00:00Z', '2026-03-04T05:06:07.089Z');`);
+      cpSync(path.join(all, target), path.join(dir, target), { recursive: true });
+      expect((await migrate(db.sql, dir)).map((m) => m.name)).toEqual([target]);
+      const row = await db.prisma.memory.findUniqueOrThrow({ where: { id: memory } });
+      expect(row.contentChangedAt.toISOString()).toBe("2026-03-04T05:06:07.089Z");
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("pgvector, the HNSW and full-text indexes and the partial unique indexes exist", async () => {

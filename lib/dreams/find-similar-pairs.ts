@@ -5,7 +5,8 @@ import type { TextFeatures } from "./text-features.ts";
 export interface DreamMemory {
   id: string;
   title: string;
-  updatedAt: Date;
+  /** Not updated_at: filing, archiving or restoring a memory moves that and leaves its text as old as it was. */
+  contentChangedAt: Date;
   topicId: string | null;
   features: TextFeatures;
   embedding: Float32Array | undefined;
@@ -88,7 +89,7 @@ export function findSimilarPairs(memories: DreamMemory[], config: DreamConfig): 
 
 /** Orders a pair (older, newer): the newer content is the one kept. */
 export function olderNewer(a: DreamMemory, b: DreamMemory): [DreamMemory, DreamMemory] {
-  const t = a.updatedAt.getTime() - b.updatedAt.getTime();
+  const t = a.contentChangedAt.getTime() - b.contentChangedAt.getTime();
   if (t !== 0) return t < 0 ? [a, b] : [b, a];
   return a.id < b.id ? [a, b] : [b, a];
 }

@@ -214,15 +214,15 @@ async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory
     // left() counts characters, slice() below UTF-16 units: the prefix read always covers the one used.
     // Not a memory whose edit is pending or running: its vectors are still the old text's (see
     // memoryEmbeddings); the first run after it is processed compares and files it.
-    deps.db.$queryRaw<{ id: string; title: string; content: string; updatedAt: Date; topicId: string | null }[]>`
-      SELECT id::text AS id, title, left(content, ${FEATURE_CHARS}::int) AS content, updated_at AS "updatedAt", topic_id::text AS "topicId"
+    deps.db.$queryRaw<{ id: string; title: string; content: string; contentChangedAt: Date; topicId: string | null }[]>`
+      SELECT id::text AS id, title, left(content, ${FEATURE_CHARS}::int) AS content, content_changed_at AS "contentChangedAt", topic_id::text AS "topicId"
         FROM memories WHERE hub_id = ${hubId}::uuid AND state = 'active' AND processing_status NOT IN ('pending', 'running') ORDER BY id`,
     memoryEmbeddings(deps.sql, hubId),
   ]);
   return rows.map((row) => ({
     id: row.id,
     title: row.title,
-    updatedAt: row.updatedAt,
+    contentChangedAt: row.contentChangedAt,
     topicId: row.topicId,
     features: textFeatures(`${row.title}\n${row.content.slice(0, FEATURE_CHARS)}`),
     embedding: embeddings.get(row.id),
