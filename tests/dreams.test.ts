@@ -470,6 +470,27 @@ describe("schedule and Inngest functions (@inngest/test)", () => {
     expect(await dueHubs(h.db, later(), 24, 10_000)).toContain(hubId);
   }, 120_000);
 
+  it("a run's filing of a memory last written ahead of the run's clock is not a write either", async () => {
+    // Written just before the clock stepped back (or in the filing's own millisecond): the forward
+    // trigger moves the filing's updated_at past the stored one, not to the run's clock. dueHubs
+    // matched the action's time to it exactly and took the filing for a member's write.
+    const { hubId, ids } = await seedHub();
+    const ahead = new Date(Date.now() + 60_000);
+    await backdateMemories(h.db, ids.frontUnsorted1, { updatedAt: ahead });
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    await runDreamRunOnce(h.db, runId);
+    const filed = await h.db.memory.findUniqueOrThrow({ where: { id: ids.frontUnsorted1 } });
+    expect(filed.topicId).not.toBeNull();
+    expect(filed.updatedAt.getTime()).toBe(ahead.getTime() + 1);
+    const later = () => new Date(Date.now() + 2 * DAY);
+    expect(await dueHubs(h.db, later(), 24, 10_000)).not.toContain(hubId);
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "organize", resultMemoryId: ids.frontUnsorted1 } });
+    expect(action.createdAt).toEqual(filed.updatedAt);
+    const edited = await owner.patch(`/v1/memories/${ids.frontUnsorted1}`, { content: "Edited by a member after the dream filed it." });
+    expect(edited.status, edited.text).toBe(200);
+    expect(await dueHubs(h.db, later(), 24, 10_000)).toContain(hubId);
+  }, 120_000);
+
   it("dream-run runs claim, each phase and finish as steps; dream-schedule queues due hubs", async () => {
     const { hubId } = await seedHub();
     const runId = (await trigger(owner, hubId)).body.data.run_id;

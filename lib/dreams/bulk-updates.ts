@@ -23,38 +23,39 @@ export async function archiveSuperseded(tx: DbClient, pairs: { older: string; ne
 /**
  * Puts each memory into its topic, if still active and unsorted. A new topic_id moves updated_at, as
  * filing through the API and undoing the organize do: clients sync by it (the list's order and cursor).
+ * Returns the updated_at each moved memory got: `now`, or past it when the stored one was not behind
+ * `now` (trigger memories_updated_at_forward), which its action is stamped with (see dueHubs).
  */
-export async function assignTopics(tx: DbClient, moves: { memoryId: string; topicId: string }[], now: Date): Promise<Set<string>> {
-  if (moves.length === 0) return new Set();
-  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+export async function assignTopics(tx: DbClient, moves: { memoryId: string; topicId: string }[], now: Date): Promise<Map<string, Date>> {
+  if (moves.length === 0) return new Map();
+  const rows = await tx.$queryRawUnsafe<{ id: string; updatedAt: Date }[]>(
     `UPDATE memories m SET topic_id = u.topic_id, updated_at = $3
        FROM unnest($1::uuid[], $2::uuid[]) AS u(id, topic_id)
       WHERE m.id = u.id AND m.state = 'active' AND m.topic_id IS NULL
         AND EXISTS (SELECT 1 FROM topics t WHERE t.id = u.topic_id AND t.archived_at IS NULL)
-      RETURNING m.id::text AS id`,
+      RETURNING m.id::text AS id, m.updated_at AS "updatedAt"`,
     moves.map((m) => m.memoryId),
     moves.map((m) => m.topicId),
     now,
   );
-  return new Set(rows.map((r) => r.id));
+  return new Map(rows.map((r) => [r.id, r.updatedAt]));
 }
 
-/** Records organize actions (one memory each) in one statement. */
+/** Records organize actions (one memory each) in one statement, each stamped with the updated_at its filing wrote. */
 export async function insertOrganizeActions(
   tx: DbClient,
   runId: string,
   hubId: string,
-  actions: { id: string; memoryId: string; topicId: string; topicName: string; createdTopic: boolean; reason: string }[],
-  now: Date,
+  actions: { id: string; memoryId: string; topicId: string; topicName: string; createdTopic: boolean; reason: string; writtenAt: Date }[],
 ): Promise<void> {
   if (actions.length === 0) return;
   await tx.$executeRawUnsafe(
     `INSERT INTO dream_actions (id, run_id, hub_id, action_type, state, source_memory_ids, result_memory_id, to_topic_id, created_topic, reason, details, created_at)
-     SELECT u.id, $1::uuid, $2::uuid, 'organize', 'applied', ARRAY[u.memory_id], u.memory_id, u.topic_id, u.created_topic, u.reason, jsonb_build_object('topic_name', u.topic_name), $3
-       FROM unnest($4::uuid[], $5::uuid[], $6::uuid[], $7::boolean[], $8::text[], $9::text[]) AS u(id, memory_id, topic_id, created_topic, reason, topic_name)`,
+     SELECT u.id, $1::uuid, $2::uuid, 'organize', 'applied', ARRAY[u.memory_id], u.memory_id, u.topic_id, u.created_topic, u.reason, jsonb_build_object('topic_name', u.topic_name), u.written_at
+       FROM unnest($3::timestamptz[], $4::uuid[], $5::uuid[], $6::uuid[], $7::boolean[], $8::text[], $9::text[]) AS u(written_at, id, memory_id, topic_id, created_topic, reason, topic_name)`,
     runId,
     hubId,
-    now,
+    actions.map((a) => a.writtenAt),
     actions.map((a) => a.id),
     actions.map((a) => a.memoryId),
     actions.map((a) => a.topicId),

@@ -10,8 +10,9 @@ export const DREAM_RUN_EVENT = "engram/dream.run";
 /**
  * Hubs due a scheduled run: written to since their last run, and not dreamt of for `intervalHours`. A
  * run's own rewrite of a merge's kept memory, or filing of a memory into a topic, is no write of the
- * hub's: its action (the memory as result_memory_id) is stamped with the very time it set as updated_at,
- * and a member's later edit moves the memory's past it.
+ * hub's: its action (the memory as result_memory_id) is stamped with the updated_at the write left (not
+ * the run's clock, which the forward trigger may have moved it past), and a member's later edit moves
+ * the memory's past it.
  */
 export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 100): Promise<string[]> {
   const since = new Date(now.getTime() - intervalHours * 3_600_000);

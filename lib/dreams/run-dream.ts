@@ -310,6 +310,7 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         // lock, and a review of it would only quote what its delete removed.
         if (action.type === "contradiction" && !(locked.has(action.older.id) && locked.has(action.newer.id))) continue;
         let rewrite: object = {};
+        let writtenAt = now;
         const merged = action.type === "merge" ? rewrites.get(action.newer.id) : undefined;
         if (merged && "content" in merged) {
           // Only over the content the model read: an edit since then wins and the merge keeps the newer as it is.
@@ -321,6 +322,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
           });
           if (changed.count === 1) {
             kept.push(action.newer.id);
+            // The action carries the updated_at written, which is past `now` when the stored one was not behind it (see dueHubs).
+            writtenAt = (await tx.memory.findUniqueOrThrow({ where: { id: action.newer.id }, select: { updatedAt: true } })).updatedAt;
             rewrite = { rewritten: true, model: merged.model, original_content: merged.original, original_content_hash: merged.originalHash, merged_content_hash: hash };
           } else rewrite = { rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it" };
         } else if (merged) rewrite = { rewritten: false, rewrite_skipped: merged.skipped };
@@ -339,7 +342,7 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
           reason: action.reason,
           similarity: Math.round(action.cosine * 1000) / 1000,
           details,
-          createdAt: now,
+          createdAt: writtenAt,
         });
       }
       if (rows.length) await tx.dreamAction.createMany({ data: rows });
@@ -521,9 +524,11 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       const moved = await assignTopics(tx, placed.map((move) => ({ memoryId: move.memoryId, topicId: target(move) })), now);
       const actions = [];
       for (const move of placed) {
-        if (!moved.has(move.memoryId)) continue;
+        const writtenAt = moved.get(move.memoryId);
+        if (!writtenAt) continue;
         const topicId = target(move);
         actions.push({
+          writtenAt,
           id: newId(now.getTime()),
           memoryId: move.memoryId,
           topicId,
@@ -532,7 +537,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
           reason: move.newTopic ? `grouped with similar memories into the new topic "${topicName.get(topicId)}"` : `closest to the topic "${topicName.get(topicId)}"`,
         });
       }
-      await insertOrganizeActions(tx, ctx.runId, hubId, actions, now);
+      await insertOrganizeActions(tx, ctx.runId, hubId, actions);
     });
   }
   return { candidates: unsorted.length, actions: moves.length, topics_created: plan.create.length, load_ms: Math.round(t1 - t0), cluster_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
