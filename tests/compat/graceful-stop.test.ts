@@ -87,70 +87,59 @@ describe("the built server's lifecycle: graceful stop, restart, one process per 
     }, 120_000, "the memory pushed during the stop to be processed");
   });
 
-  it("a SIGTERM while the app is still being prepared stops npm start with 0, not by the signal's default action", async () => {
-    const fresh = mkdtempSync(path.join(tmpdir(), "engram-compat-early-"));
-    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: "production", PORT: "3157", HOSTNAME: "127.0.0.1", ENGRAM_DATA_DIR: fresh, NEXT_TELEMETRY_DISABLED: "1" };
+  /**
+   * `npm start` on a fresh data directory, sent SIGTERM as soon as its output matches `when`; resolves
+   * with how it exited and everything it printed.
+   */
+  async function sigtermFreshStart(port: number, when: RegExp) {
+    const fresh = mkdtempSync(path.join(tmpdir(), "engram-compat-start-"));
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: "production", PORT: String(port), HOSTNAME: "127.0.0.1", ENGRAM_DATA_DIR: fresh, NEXT_TELEMETRY_DISABLED: "1" };
     for (const name of ["DATABASE_URL", "VITEST", "VITEST_WORKER_ID", "VITEST_POOL_ID"]) delete env[name];
     const root = path.resolve(import.meta.dirname, "..", "..");
     const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs")], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
     try {
-      // Next prints this while it prepares the app, before the server listens (some 150 ms later at rest).
       await new Promise<void>((resolve) => {
         const append = (chunk: Buffer) => {
           output += chunk.toString("utf8");
-          if (/Running next\.config/.test(output)) resolve();
+          if (when.test(output)) resolve();
         };
         child.stdout!.on("data", append);
         child.stderr!.on("data", append);
       });
       child.kill("SIGTERM");
-      expect(await exited, output).toEqual({ code: 0, signal: null });
-      // The start (register(): the database opened, migrated, background work begun) finishes and is
-      // then stopped the usual way, so the embedded database is closed, not left mid-way.
-      expect(output).not.toContain("stopped before the app had started");
-      if (output.includes("engram: listening")) {
-        // A loaded machine prepared the app before the signal was handled: the next test's path.
-        expect(output).toMatch(/engram: stopped: counters written, database closed/);
-      } else {
-        expect(output).toMatch(/engram: SIGTERM while starting: stopping once the start has finished/);
-        expect(output).toMatch(/engram: stopped before listening/);
-      }
+      return { exit: await exited, output };
     } finally {
       child.kill("SIGKILL");
       rmSync(fresh, { recursive: true, force: true });
+    }
+  }
+
+  it("a SIGTERM while the app is still being prepared stops npm start with 0, not by the signal's default action", async () => {
+    // Next prints this while it prepares the app, before the server listens (some 150 ms later at rest).
+    const { exit, output } = await sigtermFreshStart(3157, /Running next\.config/);
+    expect(exit, output).toEqual({ code: 0, signal: null });
+    // The start (register(): the database opened, migrated, background work begun) finishes and is
+    // then stopped the usual way, so the embedded database is closed, not left mid-way.
+    expect(output).not.toContain("stopped before the app had started");
+    if (output.includes("engram: listening")) {
+      // A loaded machine prepared the app before the signal was handled: the next test's path.
+      expect(output).toMatch(/engram: stopped: counters written, database closed/);
+    } else {
+      expect(output).toMatch(/engram: SIGTERM while starting: stopping once the start has finished/);
+      expect(output).toMatch(/engram: stopped before listening/);
     }
   });
 
   it("a SIGTERM once listening but before the database is open and migrated waits for the start, then stops it", async () => {
-    const fresh = mkdtempSync(path.join(tmpdir(), "engram-compat-listening-"));
-    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: "production", PORT: "3158", HOSTNAME: "127.0.0.1", ENGRAM_DATA_DIR: fresh, NEXT_TELEMETRY_DISABLED: "1" };
-    for (const name of ["DATABASE_URL", "VITEST", "VITEST_WORKER_ID", "VITEST_POOL_ID"]) delete env[name];
-    const root = path.resolve(import.meta.dirname, "..", "..");
-    const child = spawn(process.execPath, [path.join(root, "scripts", "start.mjs")], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-    try {
-      // Next listens before instrumentation's register() has finished: on a fresh data directory the
-      // embedded database is still being created and migrated (seconds) when this line prints.
-      await new Promise<void>((resolve) => {
-        const append = (chunk: Buffer) => {
-          output += chunk.toString("utf8");
-          if (/engram: listening/.test(output)) resolve();
-        };
-        child.stdout!.on("data", append);
-        child.stderr!.on("data", append);
-      });
-      child.kill("SIGTERM");
-      expect(await exited, output).toEqual({ code: 0, signal: null });
-      // Exiting at once ("stopped before the app had started") left the database mid-migration.
-      expect(output).not.toContain("stopped before the app had started");
-      expect(output).toMatch(/engram: stopped: counters written, database closed/);
-    } finally {
-      child.kill("SIGKILL");
-      rmSync(fresh, { recursive: true, force: true });
-    }
+    // Next listens before instrumentation's register() has finished: on a fresh data directory the
+    // embedded database is still being created and migrated (seconds) when this line prints.
+    const { exit, output } = await sigtermFreshStart(3158, /engram: listening/);
+    expect(exit, output).toEqual({ code: 0, signal: null });
+    // Exiting at once ("stopped before the app had started") left the database mid-migration.
+    expect(output).not.toContain("stopped before the app had started");
+    expect(output).toMatch(/engram: stopped: counters written, database closed/);
   });
 
   it("a second server on the same embedded data directory exits at once; the first keeps serving", async () => {
