@@ -12,6 +12,7 @@ import { ApiError } from "./errors.ts";
 import type { Permission } from "./permissions.ts";
 import { rateLimiter, rateLimitHeaders, type Bucket, type RateLimitResult } from "./rate-limit.ts";
 import { addWarning, warningHeader } from "./warnings.ts";
+import { retryAfterSeconds } from "./retry-after-seconds.ts";
 
 type Params = Record<string, string>;
 type NextContext = { params: Promise<Record<string, string | string[] | undefined>> };
@@ -168,7 +169,7 @@ function handle(
       const limit: Limit = async (identity) => {
         limited = await rateLimiter().limit(bucket, identity);
         if (!limited.success) {
-          const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
+          const retryAfter = retryAfterSeconds(limited.retryAfterMs);
           throw new ApiError(
             "rate_limited",
             `Rate limit of ${limited.limit} requests per minute exceeded; retry in ${retryAfter}s`,

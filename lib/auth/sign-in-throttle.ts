@@ -3,6 +3,7 @@ import { config } from "@/lib/config.ts";
 import { rateLimitStore, upstashRedis } from "@/lib/api/rate-limit.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { PostgresThrottleStore } from "./postgres-throttle-store.ts";
+import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 
 /**
  * Password guessing limits (issue 18 #3). Failed sign-ins are counted per account (e-mail) and per
@@ -170,7 +171,7 @@ export async function checkSignIn(email: string, address: string, now = Date.now
 
 /** Refused while a lock runs (until `until`, Unix ms). */
 function lockVerdict(until: number, now: number): SignInVerdict {
-  return until > now ? { allowed: false, reason: "locked", retryAfter: Math.max(1, Math.ceil((until - now) / 1000)) } : { allowed: true };
+  return until > now ? { allowed: false, reason: "locked", retryAfter: retryAfterSeconds(until - now) } : { allowed: true };
 }
 
 /**

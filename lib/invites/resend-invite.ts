@@ -9,6 +9,7 @@ import { revealInviteToken } from "./invite-token.ts";
 import { deliverMail, enqueueMail } from "@/lib/mail/send-mail.ts";
 import { assertInviteMailRoom, inviteMail } from "./send-invite-email.ts";
 import { serializeInvite } from "./serialize-invite.ts";
+import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 
 /**
  * Mails the same link again (at most once a minute per invite). A relay
@@ -48,7 +49,7 @@ export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: st
     const current = await ctx.db.invite.findUniqueOrThrow({ where: { id: invite.id } });
     assertInviteUsable(current, now);
     if (current.tokenHash !== invite.tokenHash) throw new ApiError("conflict", "The invite was regenerated meanwhile; reload and try again");
-    const retryAfter = Math.max(1, Math.ceil(((current.lastSentAt?.getTime() ?? 0) + RESEND_INTERVAL_MS - now.getTime()) / 1000));
+    const retryAfter = retryAfterSeconds((current.lastSentAt?.getTime() ?? 0) + RESEND_INTERVAL_MS - now.getTime());
     throw new ApiError(
       "rate_limited",
       `This invite was e-mailed less than a minute ago; retry in ${retryAfter}s`,

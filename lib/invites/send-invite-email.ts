@@ -5,6 +5,7 @@ import type { Invite } from "@/lib/db/generated/client.ts";
 import { mailLeavesServer, type MailMessage } from "@/lib/mail/send-mail.ts";
 import { inviteEmailsPerHour } from "./invite-fields.ts";
 import { inviteUrl } from "./invite-token.ts";
+import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 
 const HOUR_MS = 60 * 60 * 1000;
 
@@ -57,7 +58,7 @@ export async function assertInviteMailRoom(tx: DbClient, senderId: string, now: 
     take: limit,
   });
   if (sent.length < limit) return;
-  const retryAfter = Math.max(1, Math.ceil((sent[0]!.createdAt.getTime() + HOUR_MS - now.getTime()) / 1000));
+  const retryAfter = retryAfterSeconds(sent[0]!.createdAt.getTime() + HOUR_MS - now.getTime());
   throw new ApiError(
     "rate_limited",
     `At most ${limit} invitation e-mails may be sent per hour; retry in ${retryAfter}s or share a link invite (no email)`,

@@ -8,6 +8,7 @@ import { rateLimitHeaders, rateLimiter, type Bucket, type RateLimitResult } from
 import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
 import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
+import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 
 /** MCP request bodies are bounded like REST ones (content itself is capped at 3 MiB). */
 const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
@@ -165,7 +166,7 @@ function requestId(message: unknown): { id: unknown } | undefined {
  * say it), and answers what it could not read with id null.
  */
 function rateLimited(limited: RateLimitResult, bucket: Bucket, message: unknown): Response {
-  const retryAfter = Math.max(1, Math.ceil(limited.retryAfterMs / 1000));
+  const retryAfter = retryAfterSeconds(limited.retryAfterMs);
   const headers = { ...rateLimitHeaders(limited), "Retry-After": String(retryAfter) };
   const what = bucket === "heavy" ? "Recall and ask rate limit" : "Rate limit";
   const error = { code: RATE_LIMITED, message: `${what} of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, data: { code: "rate_limited", limit: limited.limit, retry_after: retryAfter } };

@@ -5,6 +5,7 @@ import type { Db, DbClient } from "@/lib/db/database.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { OAuthError } from "./oauth-error.ts";
 import { MAX_REDIRECT_URIS, assertRedirectUri, hasSpaceOrControl } from "./redirect-uri.ts";
+import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 
 /**
  * Clients added in the last hour that no one has consented to yet, across all callers:
@@ -58,7 +59,7 @@ const WINDOW_MS = 60 * 60_000;
 async function retryAfter(tx: DbClient, where: Prisma.OAuthClientWhereInput, over: number, now: Date): Promise<Record<string, string>> {
   const freeing = await tx.oAuthClient.findFirst({ where, orderBy: { createdAt: "asc" }, skip: over, select: { createdAt: true } });
   const ms = freeing ? freeing.createdAt.getTime() + WINDOW_MS - now.getTime() : WINDOW_MS;
-  return { "Retry-After": String(Math.max(1, Math.ceil(ms / 1000))) };
+  return { "Retry-After": String(retryAfterSeconds(ms)) };
 }
 
 /** Control characters become spaces (the name is shown on the consent page; a NUL cannot even be stored). */

@@ -7,6 +7,7 @@ import { serializeNotification } from "@/lib/notifications/serialize-notificatio
 import { CHECKLIST_KIND, ONBOARDING_SOURCE, onboardingPayload } from "./onboarding-items.ts";
 import { onboardingVersion } from "./onboarding-state.ts";
 import { refreshOnboarding } from "./refresh-onboarding.ts";
+import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 
 /** Restarts per user per 24 hours (Memax's limit). */
 export const MAX_RESTARTS_PER_DAY = 3;
@@ -30,7 +31,7 @@ export async function restartOnboarding(ctx: AuthContext): Promise<NotificationO
       // Room comes back when the restart that makes the count one too many leaves the 24 hours: a fixed
       // hour sent clients that honour Retry-After back into the same refusal up to 23 times.
       const freeing = await tx.notification.findFirst({ where: inDay, orderBy: { createdAt: "asc" }, skip: recent - MAX_RESTARTS_PER_DAY, select: { createdAt: true } });
-      const retryAfter = Math.max(1, Math.ceil(((freeing?.createdAt.getTime() ?? now.getTime()) + DAY_MS - now.getTime()) / 1000));
+      const retryAfter = retryAfterSeconds((freeing?.createdAt.getTime() ?? now.getTime()) + DAY_MS - now.getTime());
       throw new ApiError(
         "rate_limited",
         `The checklist can be restarted ${MAX_RESTARTS_PER_DAY} times a day; try again in ${retryAfter}s`,
