@@ -35,16 +35,40 @@ export function oauthJson(body: unknown, status = 200, headers: Record<string, s
 
 /**
  * `error` in RFC 6749's shape. Anything but an OAuthError has been through the REST mapping
- * (toApiError, which logs it): a database that cannot answer is a 503 the client retries after
- * Retry-After, as on REST, and everything else a generic 500.
+ * (toApiError, which logs the unknown ones): it keeps what its code tells the client to do.
  */
 export function oauthErrorResponse(error: OAuthError | ApiError): Response {
-  if (error instanceof OAuthError) {
-    return oauthJson({ error: error.error, error_description: error.description }, error.status, {
-      ...error.headers,
-      ...(error.error === "invalid_client" && { "WWW-Authenticate": 'Basic realm="engram"' }),
-    });
+  const oauth = error instanceof OAuthError ? error : fromApiError(error);
+  return oauthJson({ error: oauth.error, error_description: oauth.description }, oauth.status, {
+    ...oauth.headers,
+    ...(oauth.error === "invalid_client" && { "WWW-Authenticate": 'Basic realm="engram"' }),
+  });
+}
+
+/**
+ * An OAuth client acts on `error` and the status alone: a limit or an outage must read as "retry
+ * after Retry-After", a refusal of this request as a 4xx it will not retry, and only a fault of the
+ * server as server_error (whose details stay in the log).
+ */
+function fromApiError(error: ApiError): OAuthError {
+  const headers = error.headers ?? {};
+  switch (error.code) {
+    case "rate_limited":
+      return new OAuthError("temporarily_unavailable", error.message, 429, headers);
+    case "unavailable":
+      return new OAuthError("temporarily_unavailable", error.message, 503, headers);
+    // A concurrent write collided with this one and the transaction rolled back whole: the retry succeeds.
+    case "conflict":
+      return new OAuthError("temporarily_unavailable", error.message, 503, { "Retry-After": "1", ...headers });
+    // The grant, code or client was deleted (or ended) while the request ran.
+    case "not_found":
+    case "expired":
+    case "revoked":
+    case "used":
+    case "canceled":
+      return new OAuthError("invalid_grant", error.message, 400, headers);
   }
-  if (error.code === "unavailable") return oauthJson({ error: "temporarily_unavailable", error_description: error.message }, 503, error.headers);
-  return oauthJson({ error: "server_error", error_description: "Internal error" }, 500);
+  if (error.status >= 500) return new OAuthError("server_error", "Internal error", 500);
+  // Validation, a body over the limit, a content type: the request is at fault; 413 and 415 keep their meaning.
+  return new OAuthError("invalid_request", error.message, error.status === 413 || error.status === 415 ? error.status : 400, headers);
 }

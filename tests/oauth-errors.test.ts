@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { approveConsent } from "@/lib/oauth/approve-consent.ts";
+import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
+import { findClient } from "@/lib/oauth/find-client.ts";
+import { createHarness, type Harness } from "./support/harness.ts";
+import { routerFor } from "./support/router.ts";
+
+/**
+ * Every error of an OAuth endpoint is RFC 6749 §5.2 JSON `{error, error_description}` with the
+ * status that tells the client what to do: a refusal it caused is a 4xx, not a 500 server_error.
+ */
+let h: Harness;
+const oauth = routerFor(["oauth"]);
+
+beforeAll(async () => {
+  h = await createHarness();
+  await ensureCliClient(h.db);
+});
+afterAll(() => h.close());
+
+async function refreshToken(name: string): Promise<string> {
+  const user = await h.user(name);
+  const request = { client: await findClient(h.db, CLI_CLIENT_ID, new Date()), redirectUri: "", state: undefined, codeChallenge: "", resource: "http://engram.test/mcp", wantsWrite: true };
+  const code = await approveConsent(h.db, user, request, { hubIds: null, write: true }, new Date());
+  const res = await h.anonymous.post("/v1/auth/exchange", { code });
+  expect(res.status, res.text).toBe(200);
+  return res.body.data.refresh_token as string;
+}
+
+async function tokenEndpoint(params: Record<string, string>) {
+  const res = await oauth(new Request("http://engram.test/oauth/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(params) }));
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, string> };
+}
+
+/** Every insert into oauth_refresh_tokens fails with `sqlState` while `work` runs: a real trigger, nothing mocked. */
+async function withRefreshInsertsFailing<T>(sqlState: string, work: () => Promise<T>): Promise<T> {
+  await h.db.$executeRawUnsafe(`CREATE FUNCTION refuse_refresh_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test' USING ERRCODE = '${sqlState}'; END $$`);
+  await h.db.$executeRawUnsafe(`CREATE TRIGGER refuse_refresh_insert BEFORE INSERT ON oauth_refresh_tokens FOR EACH ROW EXECUTE FUNCTION refuse_refresh_insert()`);
+  try {
+    return await work();
+  } finally {
+    await h.db.$executeRawUnsafe(`DROP TRIGGER refuse_refresh_insert ON oauth_refresh_tokens`);
+    await h.db.$executeRawUnsafe(`DROP FUNCTION refuse_refresh_insert()`);
+  }
+}
+
+describe("an ApiError raised inside /oauth/token", () => {
+  it("the grant gone mid-exchange (a foreign-key violation) is 400 invalid_grant, not 500 server_error", async () => {
+    const token = await refreshToken("GoneGrant");
+    const res = await withRefreshInsertsFailing("23503", () => tokenEndpoint({ grant_type: "refresh_token", refresh_token: token, client_id: CLI_CLIENT_ID }));
+    expect([res.status, res.body.error], JSON.stringify(res.body)).toEqual([400, "invalid_grant"]);
+    expect(res.body.error_description).toMatch(/deleted/);
+  });
+
+  it("a write colliding with a concurrent one (a unique violation) is 503 temporarily_unavailable with Retry-After", async () => {
+    const token = await refreshToken("Collision");
+    const res = await withRefreshInsertsFailing("23505", () => tokenEndpoint({ grant_type: "refresh_token", refresh_token: token, client_id: CLI_CLIENT_ID }));
+    expect([res.status, res.body.error], JSON.stringify(res.body)).toEqual([503, "temporarily_unavailable"]);
+    expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+    // Nothing was spent: the retry it was told to make succeeds.
+    expect((await tokenEndpoint({ grant_type: "refresh_token", refresh_token: token, client_id: CLI_CLIENT_ID })).status).toBe(200);
+  });
+});
