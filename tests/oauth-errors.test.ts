@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { approveConsent } from "@/lib/oauth/approve-consent.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { findClient } from "@/lib/oauth/find-client.ts";
-import { createHarness, type Harness } from "./support/harness.ts";
+import { createHarness, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
 import { routerFor } from "./support/router.ts";
 
 /**
@@ -59,5 +60,50 @@ describe("an ApiError raised inside /oauth/token", () => {
     expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
     // Nothing was spent: the retry it was told to make succeeds.
     expect((await tokenEndpoint({ grant_type: "refresh_token", refresh_token: token, client_id: CLI_CLIENT_ID })).status).toBe(200);
+  });
+});
+
+describe("the per-address rate limit of the OAuth endpoints", () => {
+  const form = { "content-type": "application/x-www-form-urlencoded" };
+  const requests: [string, () => Request][] = [
+    ["/oauth/token", () => new Request("http://engram.test/oauth/token", { method: "POST", headers: form, body: "grant_type=refresh_token&refresh_token=ert_x&client_id=c" })],
+    ["/oauth/revoke", () => new Request("http://engram.test/oauth/revoke", { method: "POST", headers: form, body: "token=ert_x" })],
+    [
+      "/oauth/register",
+      () => new Request("http://engram.test/oauth/register", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ redirect_uris: ["https://c.example/cb"] }) }),
+    ],
+  ];
+
+  it.each(requests)("%s answers its 429 in RFC 6749's shape with Retry-After, as its other errors", async (path, request) => {
+    setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS, light: 1 }));
+    try {
+      await oauth(request());
+      const res = await oauth(request());
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(res.headers.get("x-ratelimit-remaining")).toBe("0");
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      const body = await res.json();
+      expect(body, path).toEqual({ error: "temporarily_unavailable", error_description: expect.stringMatching(/Rate limit/) });
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  });
+
+  it("/oauth/authorize, a page the user sees, answers its 429 as the page its other refusals are, with Retry-After", async () => {
+    setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS, light: 1 }));
+    try {
+      const url = `http://engram.test/oauth/authorize?${new URLSearchParams({ client_id: "ec_unknown", response_type: "code" })}`;
+      const first = await oauth(new Request(url));
+      expect(first.headers.get("content-type")).toContain("text/html");
+      const res = await oauth(new Request(url));
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(res.headers.get("content-type")).toContain("text/html");
+      expect(res.headers.get("x-frame-options")).toBe("DENY");
+      expect(await res.text()).toContain("Rate limit");
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
   });
 });

@@ -8,7 +8,7 @@ import { approveConsent } from "./approve-consent.ts";
 import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck } from "./authorize-request.ts";
 import { AUTHORIZE_FIELDS, consentPage, errorPage } from "./consent-page.ts";
 import { checkConsentToken, consentToken } from "./consent-token.ts";
-import { OAuthError } from "./oauth-error.ts";
+import { OAuthError, oauthErrorOf } from "./oauth-error.ts";
 import { MAX_FORM_BYTES, readOAuthBody } from "./oauth-route.ts";
 import { publicOrigin } from "./public-origin.ts";
 
@@ -24,13 +24,23 @@ function redirect(location: string, status = 302): Response {
 
 /** Errors go back to the client only once its redirect URI is verified; before that the user sees them. */
 function failure(check: Extract<AuthorizeCheck, { ok: false }>, origin: string): Response {
-  if (!check.redirectUri) {
-    // A limit or an outage is no fault of the link: the user (or the client) is told to come back, and when.
-    const { error } = check;
-    if (error.error === "temporarily_unavailable") return errorPage("Try again later", `${error.description} (${error.error})`, error.status, error.headers);
-    return errorPage("This sign-in link is not valid", `${error.description} (${error.error})`);
-  }
+  if (!check.redirectUri) return userErrorPage(check.error);
   return redirect(redirectWith(check.redirectUri, { error: check.error.error, error_description: check.error.description, state: check.state, iss: origin }));
+}
+
+function userErrorPage(error: OAuthError): Response {
+  // A limit or an outage is no fault of the link: the user (or the client) is told to come back, and when.
+  if (error.error === "temporarily_unavailable") return errorPage("Try again later", `${error.description} (${error.error})`, error.status, error.headers);
+  if (error.error === "server_error") return errorPage("Something went wrong", `${error.description} (${error.error})`, error.status);
+  return errorPage("This sign-in link is not valid", `${error.description} (${error.error})`);
+}
+
+/**
+ * /oauth/authorize's errors that its wrapper answers (the per-address limit, a database down, an
+ * unexpected throw): a page for the user in a browser, as its other refusals, not the REST envelope.
+ */
+export function authorizeErrorPage(error: ApiError): Response {
+  return userErrorPage(oauthErrorOf(error));
 }
 
 /** GET /oauth/authorize: validate, sign in if needed, then show the consent page. */

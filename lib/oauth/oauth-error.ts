@@ -38,7 +38,7 @@ export function oauthJson(body: unknown, status = 200, headers: Record<string, s
  * (toApiError, which logs the unknown ones): it keeps what its code tells the client to do.
  */
 export function oauthErrorResponse(error: OAuthError | ApiError): Response {
-  const oauth = error instanceof OAuthError ? error : fromApiError(error);
+  const oauth = error instanceof OAuthError ? error : oauthErrorOf(error);
   return oauthJson({ error: oauth.error, error_description: oauth.description }, oauth.status, {
     ...oauth.headers,
     ...(oauth.error === "invalid_client" && { "WWW-Authenticate": 'Basic realm="engram"' }),
@@ -50,7 +50,7 @@ export function oauthErrorResponse(error: OAuthError | ApiError): Response {
  * after Retry-After", a refusal of this request as a 4xx it will not retry, and only a fault of the
  * server as server_error (whose details stay in the log).
  */
-function fromApiError(error: ApiError): OAuthError {
+export function oauthErrorOf(error: ApiError): OAuthError {
   const headers = error.headers ?? {};
   switch (error.code) {
     case "rate_limited":

@@ -18,7 +18,8 @@ const CORS = {
  * Browser-based MCP clients call these cross-origin; they carry no cookies, so CORS is open.
  */
 export function oauthRoute(handler: (ctx: RequestContext, req: Request) => Promise<Response>, options: { cors?: boolean } = {}): RouteHandler {
-  const route = withPublic({ bucket: "light" }, async (ctx, req) => {
+  // errorResponse: the wrapper's own refusals (the per-address limit, a database that cannot be opened) in the same shape as the handler's.
+  const route = withPublic({ bucket: "light", errorResponse: oauthErrorResponse }, async (ctx, req) => {
     try {
       return await handler(ctx, req);
     } catch (error) {
