@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHash } from "node:crypto";
 import pg from "pg";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { approveConsent } from "@/lib/oauth/approve-consent.ts";
@@ -159,5 +160,23 @@ describe("concurrent refreshes of one token", () => {
     const res = await refreshed!;
     expect([res.status, res.body?.error?.code], res.text).toEqual([410, "revoked"]);
     expect(await h.db.oAuthRefreshToken.count({ where: { grantId } })).toBe(1);
+  });
+});
+
+describe("concurrent redemptions of one authorization code", () => {
+  it.skipIf(!testPostgres())("ten at /oauth/token at once: exactly one token pair is issued", async () => {
+    const user = await h.user("TenCodeRedemptions");
+    const clientId = `ec_race_${user.id.slice(0, 8)}`;
+    await h.db.oAuthClient.create({ data: { id: clientId, name: "Race", redirectUris: ["https://c.example/cb"], kind: "registered", createdAt: new Date() } });
+    const verifier = "v".repeat(43);
+    const challenge = createHash("sha256").update(verifier).digest("base64url");
+    const request = { client: await findClient(h.db, clientId, new Date()), redirectUri: "https://c.example/cb", state: undefined, codeChallenge: challenge, resource: "http://engram.test/mcp", wantsWrite: true };
+    const code = await approveConsent(h.db, user, request, { hubIds: null, write: true }, new Date());
+    const grant = await h.db.oAuthGrant.findFirstOrThrow({ where: { userId: user.id } });
+    const params = { grant_type: "authorization_code", code, client_id: clientId, code_verifier: verifier, redirect_uri: "https://c.example/cb" };
+    const results = await Promise.all(Array.from({ length: 10 }, () => tokenEndpoint(params)));
+    expect(results.map((r) => r.status).sort(), JSON.stringify(results.map((r) => r.body))).toEqual([200, ...Array(9).fill(400)]);
+    expect(results.filter((r) => r.status === 400).every((r) => r.body.error === "invalid_grant")).toBe(true);
+    expect(await h.db.oAuthRefreshToken.count({ where: { grantId: grant.id } })).toBe(1);
   });
 });
