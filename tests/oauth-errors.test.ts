@@ -107,3 +107,25 @@ describe("the per-address rate limit of the OAuth endpoints", () => {
     }
   });
 });
+
+describe("POST /oauth/revoke", () => {
+  const revoke = (body: string) => oauth(new Request("http://engram.test/oauth/revoke", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body }));
+
+  it("without a token is 400 invalid_request (RFC 7009 §2.1: token is required), not a 200 that revoked nothing", async () => {
+    for (const body of ["", "token=", "client_id=memax-cli"]) {
+      const res = await revoke(body);
+      expect(res.status, body).toBe(400);
+      expect(await res.json()).toEqual({ error: "invalid_request", error_description: expect.stringMatching(/token/) });
+    }
+  });
+
+  it("with a refresh token of the client ends its grant; an unknown token or another client's is answered 200 alike", async () => {
+    const token = await refreshToken("Revoker");
+    const grant = await h.db.oAuthGrant.findFirstOrThrow({ where: { user: { name: "Revoker" } } });
+    expect((await revoke(new URLSearchParams({ token: "ert_unknown" }).toString())).status).toBe(200);
+    expect((await revoke(new URLSearchParams({ token, client_id: "ec_other" }).toString())).status).toBe(200);
+    expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grant.id } })).revokedAt).toBeNull();
+    expect((await revoke(new URLSearchParams({ token, client_id: CLI_CLIENT_ID }).toString())).status).toBe(200);
+    expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grant.id } })).revokedReason).toBe("revoked_by_client");
+  });
+});
