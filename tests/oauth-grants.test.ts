@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { IMPERSONATION_TTL_SECONDS } from "@/lib/auth/impersonate-user.ts";
 import { newId } from "@/lib/ids.ts";
-import { approveConsent, CODE_TTL_MS } from "@/lib/oauth/approve-consent.ts";
+import { approveConsent, CODE_TTL_MS, MAX_GRANTS_PER_CLIENT } from "@/lib/oauth/approve-consent.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { findClient } from "@/lib/oauth/find-client.ts";
 import { EXPIRED_TOKEN_RETENTION_MS, pruneExpiredOAuthTokens } from "@/lib/oauth/prune-expired-tokens.ts";
@@ -77,5 +77,27 @@ describe("a consent whose code was never exchanged", () => {
     await pruneExpiredOAuthTokens(h.database);
     const left = await h.db.oAuthGrant.findMany({ where: { userId: cat.id }, select: { id: true } });
     expect(left.map((g) => g.id).sort()).toEqual([live.id, ended.id].sort());
+  });
+});
+
+describe("grants per app", () => {
+  it("a user keeps at most MAX_GRANTS_PER_CLIENT live grants per app: a new consent past it revokes the least recently used, other apps untouched", async () => {
+    const dan = await h.user("Dan");
+    await h.db.oAuthClient.create({ data: { id: "ec_other_app", name: "Other", redirectUris: ["https://c.example/cb"], kind: "registered" } });
+    const other = await consent(dan, "ec_other_app");
+    const first = await consent(dan);
+    const used = await consent(dan);
+    // Used since: it outranks the unused ones, however old it is.
+    await h.db.oAuthGrant.update({ where: { id: used.grantId }, data: { lastUsedAt: new Date() } });
+    for (let i = 2; i < MAX_GRANTS_PER_CLIENT; i++) await consent(dan);
+    const live = () => h.db.oAuthGrant.count({ where: { userId: dan.id, clientId: CLI_CLIENT_ID, revokedAt: null } });
+    expect(await live()).toBe(MAX_GRANTS_PER_CLIENT);
+    const newest = await consent(dan);
+    expect(await live()).toBe(MAX_GRANTS_PER_CLIENT);
+    const revoked = await h.db.oAuthGrant.findMany({ where: { userId: dan.id, revokedAt: { not: null } }, select: { id: true, revokedReason: true } });
+    expect(revoked).toEqual([{ id: first.grantId, revokedReason: "superseded" }]);
+    for (const kept of [used, other, newest]) expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: kept.grantId } })).revokedAt).toBeNull();
+    // The revoked one's code is refused: what it would have connected is gone.
+    expect((await h.anonymous.post("/v1/auth/exchange", { code: first.code })).status).toBe(410);
   });
 });

@@ -15,6 +15,13 @@ const FULL_ACCESS_CREDENTIAL: Credential = { type: "session", ...FULL_ACCESS };
 
 export const CODE_TTL_MS = 5 * 60 * 1000;
 export const CODE_PREFIX = "eac_";
+/**
+ * Live grants one user may hold for one app. Every sign-in of a client is a new consent, and a client
+ * that lost its tokens (reinstalled, a new machine) signs in again while its old grant's refresh
+ * token still works for 30 days: without a cap, grants (and live credentials no client holds any
+ * more) piled up without end. Past it, the least recently used goes, as GitHub does per app.
+ */
+export const MAX_GRANTS_PER_CLIENT = 10;
 
 export interface Consent {
   /** null = every hub, including ones joined later. */
@@ -47,6 +54,16 @@ export async function approveConsent(
     await lockForTransaction(tx, apiKeysLockKey(user.id));
     if (session && !(await sessionStillValid(tx, user.id, session))) {
       throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
+    }
+    // Under the user's lock, so concurrent consents cannot each find room.
+    const beyond = await tx.oAuthGrant.findMany({
+      where: { userId: user.id, clientId: request.client.id, revokedAt: null },
+      orderBy: [{ lastUsedAt: { sort: "desc", nulls: "last" } }, { createdAt: "desc" }, { id: "desc" }],
+      skip: MAX_GRANTS_PER_CLIENT - 1,
+      select: { id: true },
+    });
+    if (beyond.length) {
+      await tx.oAuthGrant.updateMany({ where: { id: { in: beyond.map((g) => g.id) }, revokedAt: null }, data: { revokedAt: now, revokedReason: "superseded" } });
     }
     const grant = await tx.oAuthGrant.create({
       data: {
