@@ -5,6 +5,8 @@ import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { approveConsent } from "@/lib/oauth/approve-consent.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { findClient } from "@/lib/oauth/find-client.ts";
+import { pruneUnusedOAuthClients } from "@/lib/oauth/prune-unused-clients.ts";
+import { newId } from "@/lib/ids.ts";
 import { createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
 import { routerFor } from "./support/router.ts";
 
@@ -178,5 +180,41 @@ describe("concurrent redemptions of one authorization code", () => {
     expect(results.map((r) => r.status).sort(), JSON.stringify(results.map((r) => r.body))).toEqual([200, ...Array(9).fill(400)]);
     expect(results.filter((r) => r.status === 400).every((r) => r.body.error === "invalid_grant")).toBe(true);
     expect(await h.db.oAuthRefreshToken.count({ where: { grantId: grant.id } })).toBe(1);
+  });
+});
+
+describe("the unused-clients prune against a consent given at that moment", () => {
+  it.skipIf(!testPostgres())("a grant committed while the prune waits keeps its client (and itself: the delete would cascade)", async () => {
+    const user = await h.user("LateConsent");
+    const clientId = `ec_late_${user.id.slice(0, 8)}`;
+    // Registered two days ago and never used: the prune's candidate, until this consent.
+    await h.db.oAuthClient.create({ data: { id: clientId, name: "Late", redirectUris: ["https://c.example/cb"], kind: "registered", createdAt: new Date(Date.now() - 2 * 24 * 60 * 60_000) } });
+    const grantId = newId();
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let pruned: Promise<number> | undefined;
+    try {
+      // The consent's transaction: its grant written (the client's row key-share locked by the foreign key), not yet committed.
+      await side.query("BEGIN");
+      await side.query(
+        "INSERT INTO oauth_grants (id, user_id, client_id, hub_ids, all_hubs, scope, resource, created_at) VALUES ($1, $2, $3, '{}', true, 'read write', 'http://engram.test/mcp', now())",
+        [grantId, user.id, clientId],
+      );
+      let settled = false;
+      pruned = pruneUnusedOAuthClients(h.database).finally(() => (settled = true));
+      for (let waited = 0; !settled; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the prune neither waited for the consent nor finished");
+        await sleep(20);
+      }
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    await pruned;
+    expect(await h.db.oAuthClient.count({ where: { id: clientId } })).toBe(1);
+    expect(await h.db.oAuthGrant.count({ where: { id: grantId } })).toBe(1);
   });
 });

@@ -23,8 +23,14 @@ export async function pruneUnusedOAuthClients(database: Database, now = new Date
   const where = { kind: { in: PRUNABLE_KINDS }, createdAt: { lt: cutoff }, grants: { none: {} } };
   return deleteInBatches(
     (take) => database.prisma.oAuthClient.findMany({ where, select: { id: true }, orderBy: { createdAt: "asc" }, take }),
-    // The grant condition again: a consent given since the read keeps its client.
-    (ids) => database.prisma.oAuthClient.deleteMany({ where: { ...where, id: { in: ids } } }),
+    // The grant condition again, after the rows are locked: a consent still writing its grant holds
+    // the client's row (its foreign key), and a DELETE that waited for it deleted the row without
+    // looking again, cascading to the grant just committed. Locked first, the check runs afresh.
+    (ids) =>
+      database.prisma.$transaction(async (tx) => {
+        await tx.$executeRaw`SELECT 1 FROM oauth_clients WHERE id = ANY(${ids}::text[]) FOR UPDATE`;
+        return tx.oAuthClient.deleteMany({ where: { ...where, id: { in: ids } } });
+      }),
     PRUNE_BATCH,
     maxBatches,
   );
