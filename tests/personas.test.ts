@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deletePersona } from "@/lib/personas/delete-persona.ts";
 import { restorePersonaRevision } from "@/lib/personas/restore-persona-revision.ts";
@@ -197,4 +198,30 @@ describe("the persona list's size", () => {
     expect(all.body.data.personas).toHaveLength(120);
     expect(all.body.data).toMatchObject({ has_more: false, next_cursor: "" });
   }, 120_000);
+});
+
+describe("a persona's revision list", () => {
+  /** Blocks of `table`'s out-of-line (TOAST) storage read so far: large content is stored there, so reading it shows here. */
+  async function toastBlocks(table: string): Promise<number> {
+    await h.database.sql.exec("SELECT pg_stat_force_next_flush()");
+    const [row] = await h.database.sql.query<{ blocks: number }>(
+      "SELECT (coalesce(toast_blks_read, 0) + coalesce(toast_blks_hit, 0))::int AS blocks FROM pg_statio_user_tables WHERE relname = $1",
+      [table],
+    );
+    return row!.blocks;
+  }
+
+  it("reads no content, neither the revisions' nor the file's: it shows none (up to 50 × 512 KiB read per request before)", async () => {
+    const rae = await h.user("Rae");
+    // Random text does not compress: each version is stored out of line (TOAST), so reading one shows in the TOAST block counts.
+    const big = () => `# Rae\n\n${randomBytes(150 * 1024).toString("base64")}`;
+    let id = "";
+    for (let i = 0; i < 3; i++) id = (await put(rae, "openclaw", "SOUL.md", big())).id;
+    const before = [await toastBlocks("agent_config_versions"), await toastBlocks("agent_configs")];
+    const res = await rae.get(`/v1/personas/${id}/revisions`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.revisions.map((r: { version: number }) => r.version)).toEqual([3, 2, 1]);
+    expect(res.body.data.revisions[0]).not.toHaveProperty("content");
+    expect([await toastBlocks("agent_config_versions"), await toastBlocks("agent_configs")]).toEqual(before);
+  });
 });

@@ -53,9 +53,13 @@ export function serializePersona(config: AgentConfig) {
   };
 }
 
+/** What findPersonaOrThrow reads of the persona's config: its identity, never its content (up to 512 KiB no caller needs). */
+const personaHead = { id: true, ownerId: true, agent: true, filePath: true, scope: true, deletedAt: true, version: true, personaHiddenVersion: true } as const;
+export type PersonaHead = Pick<AgentConfig, keyof typeof personaHead>;
+
 /** One of the caller's personas by id (its config's id); anything else is not found. */
-export async function findPersonaOrThrow(db: DbClient, ownerId: string, id: string): Promise<AgentConfig> {
-  const config = isUuid(id) ? await db.agentConfig.findFirst({ where: { id, ownerId } }) : null;
+export async function findPersonaOrThrow(db: DbClient, ownerId: string, id: string): Promise<PersonaHead> {
+  const config = isUuid(id) ? await db.agentConfig.findFirst({ where: { id, ownerId }, select: personaHead }) : null;
   if (!config || !isPersonaConfig(config)) throw new ApiError("not_found", "Persona not found");
   return config;
 }
