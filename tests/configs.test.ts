@@ -187,6 +187,21 @@ describe("PUT and GET /v1/configs", () => {
     expect((await ann.get("/v1/configs")).body.data.configs).toHaveLength(1);
     expect((await h.anonymous.get("/v1/configs")).status).toBe(401);
   });
+
+  it("bounds file_path and scope in bytes too: a long non-ASCII identity is a 400, not the index's 500", async () => {
+    const ann = await h.user("Wide");
+    // Three bytes a character: within the character limits, past what one index entry of the (owner, agent, file_path, scope) key holds.
+    const cjk = (n: number) => Array.from({ length: n }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7919) % 0x5000))).join("");
+    const wide = await ann.put("/v1/configs", { ...file, file_path: cjk(512), scope: `project:${cjk(592)}`, content: "x" });
+    expect(wide.status, wide.text).toBe(400);
+    expect(wide.body.error.code).toBe("invalid_request");
+    expect(wide.body.error.details.issues.map((i: { path: string }) => i.path).sort()).toEqual(["file_path", "scope"]);
+    // The same names in ASCII, and non-ASCII names within the byte bounds, are stored.
+    expect((await ann.put("/v1/configs", { ...file, file_path: "f".repeat(512), scope: `project:${"p".repeat(592)}`, content: "x" })).status).toBe(201);
+    const fits = await ann.put("/v1/configs", { ...file, file_path: cjk(341), scope: `project:${cjk(397)}`, content: "x" });
+    expect(fits.status, fits.text).toBe(201);
+    expect((await ann.post("/v1/configs/sync", { device_id: "d", configs: [] })).body.data.actions).toHaveLength(2);
+  });
 });
 
 describe("the per-user cap of 500 configs", () => {
