@@ -276,6 +276,33 @@ describe("deletion records past their retention", () => {
 });
 
 describe("POST /v1/configs/sync between two devices", () => {
+  it("a pull that fetched a newer version than its plan named is acknowledged as the version it holds: the next edit there is pushed, not a conflict", async () => {
+    const ann = await h.user("Late pull");
+    const laptop = new Device(ann, "laptop");
+    const desktop = new Device(ann, "desktop");
+    laptop.files.set("CLAUDE.md", "v1");
+    await laptop.sync();
+    await desktop.sync();
+    laptop.files.set("CLAUDE.md", "v2");
+    await laptop.sync();
+    const [plan] = await desktop.plan();
+    expect(plan).toMatchObject({ action: "pull", reason: "cloud_newer", version: 2 });
+    // The laptop pushes again between the desktop's plan and its fetch.
+    laptop.files.set("CLAUDE.md", "v3");
+    expect(await laptop.sync()).toMatchObject([{ action: "push", reason: "local_newer" }]);
+    // As memax agents sync does: the fetched file's hash, the plan's version.
+    const fetched = (await ann.get(`/v1/configs/${plan!.config_id}`)).body.data;
+    expect(fetched).toMatchObject({ version: 3, content: "v3" });
+    desktop.files.set("CLAUDE.md", fetched.content);
+    const ack = await ann.post("/v1/configs/ack", { device_id: "desktop", configs: [{ ...file, content_hash: fetched.content_hash, version: plan!.version }] });
+    expect(ack.body.data).toEqual({ acknowledged: 1, skipped: [] });
+    // Edited in turn: the desktop's change is newer than what it pulled, and the cloud has not changed since.
+    desktop.files.set("CLAUDE.md", "v4 from desktop");
+    expect(await desktop.sync()).toMatchObject([{ action: "push", reason: "local_newer" }]);
+    expect(await laptop.sync()).toMatchObject([{ action: "pull", reason: "cloud_newer", version: 4 }]);
+    expect(laptop.files.get("CLAUDE.md")).toBe("v4 from desktop");
+  });
+
   it("edits in turn travel; edits at once conflict; the clock is never consulted", async () => {
     const ann = await h.user("Sync");
     const laptop = new Device(ann, "laptop");

@@ -22,7 +22,7 @@ export async function ackConfigs(ctx: AuthContext, input: AckConfigsBody) {
     for (const entry of input.configs) {
       const config = await tx.agentConfig.findUnique({
         where: { ownerId_agent_filePath_scope: { ownerId: ctx.user.id, agent: entry.agent, filePath: entry.file_path, scope: entry.scope } },
-        select: { id: true, version: true },
+        select: { id: true, version: true, contentHash: true, deletedAt: true },
       });
       if (!config) {
         skipped.push({ agent: entry.agent, file_path: entry.file_path, scope: entry.scope, reason: "not_found" });
@@ -32,13 +32,18 @@ export async function ackConfigs(ctx: AuthContext, input: AckConfigsBody) {
         skipped.push({ agent: entry.agent, file_path: entry.file_path, scope: entry.scope, reason: "unknown_version" });
         continue;
       }
+      // A device holding the cloud's current content holds its current version, whatever version it names:
+      // memax acks a pull with its plan's version and the fetched file's hash, and a push from another
+      // device between the two made the fetch newer than the plan. Recorded as the plan's version, the
+      // device's next edit looked like a change on both sides (conflict) though it came after the cloud's.
+      const holdsCurrent = !entry.deleted && config.deletedAt === null && entry.content_hash === config.contentHash;
       await recordDeviceSync(
         tx,
         config.id,
         input.device_id,
         entry.deleted
           ? { version: entry.version, hash: null, deleted: true, localPath: entry.local_path ?? null }
-          : { version: entry.version, hash: entry.content_hash ?? null, localPath: entry.local_path ?? null },
+          : { version: holdsCurrent ? config.version : entry.version, hash: entry.content_hash ?? null, localPath: entry.local_path ?? null },
         now,
       );
       acknowledged += 1;
