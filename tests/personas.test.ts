@@ -224,4 +224,32 @@ describe("a persona's revision list", () => {
     expect(res.body.data.revisions[0]).not.toHaveProperty("content");
     expect([await toastBlocks("agent_config_versions"), await toastBlocks("agent_configs")]).toEqual(before);
   });
+
+  it("pages as every list does (limit, cursor, next_cursor, has_more); one default page holds every kept revision", async () => {
+    const sal = await h.user("Sal");
+    let id = "";
+    for (let i = 1; i <= 5; i++) id = (await put(sal, "openclaw", "SOUL.md", `# Sal ${i}\n`)).id;
+    const all = await sal.get(`/v1/personas/${id}/revisions`);
+    expect(all.body.data).toMatchObject({ next_cursor: "", has_more: false });
+    expect(all.body.data.revisions.map((r: { version: number }) => r.version)).toEqual([5, 4, 3, 2, 1]);
+    const first = await sal.get(`/v1/personas/${id}/revisions?limit=2`);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.data.revisions.map((r: { version: number }) => r.version)).toEqual([5, 4]);
+    expect(first.body.data.has_more).toBe(true);
+    const versions: number[] = [];
+    let cursor = first.body.data.next_cursor as string;
+    for (let guard = 0; cursor && guard < 5; guard++) {
+      const next = await sal.get(`/v1/personas/${id}/revisions?limit=2&cursor=${encodeURIComponent(cursor)}`);
+      expect(next.status, next.text).toBe(200);
+      versions.push(...next.body.data.revisions.map((r: { version: number }) => r.version));
+      cursor = next.body.data.next_cursor;
+    }
+    expect(versions).toEqual([3, 2, 1]);
+    expect((await sal.get(`/v1/personas/${id}/revisions?limit=0`)).body.error.code).toBe("invalid_limit");
+    // A cursor of another persona's list, or of the config's own versions list, is no cursor of this one.
+    const other = (await put(sal, "openclaw", "agents/b/SOUL.md", "# B\n")).id;
+    expect((await sal.get(`/v1/personas/${other}/revisions?cursor=${encodeURIComponent(first.body.data.next_cursor)}`)).body.error.code).toBe("invalid_cursor");
+    const versionsCursor = (await sal.get(`/v1/configs/${id}/versions?limit=2`)).body.data.next_cursor as string;
+    expect((await sal.get(`/v1/personas/${id}/revisions?cursor=${encodeURIComponent(versionsCursor)}`)).body.error.code).toBe("invalid_cursor");
+  });
 });

@@ -328,7 +328,18 @@ export const OPERATIONS: Operation[] = [
     }),
   },
   { method: "delete", path: "/v1/personas/{id}", tag: "Agent configs", summary: "Drop a persona from the list; its file stays, and a change to it brings the persona back", data: z.object({ deleted: z.boolean() }) },
-  { method: "get", path: "/v1/personas/{id}/revisions", tag: "Agent configs", summary: "The persona file's stored versions (at most 50), newest first, without content", data: z.object({ revisions: z.array(z.object({ id: z.string(), persona_id: z.string(), owner_id: z.string(), version: z.int(), content: z.string().optional(), content_hash: z.string(), created_at: z.string() })) }) },
+  {
+    method: "get",
+    path: "/v1/personas/{id}/revisions",
+    tag: "Agent configs",
+    summary: "The persona file's stored versions (at most 50 kept), newest first, without content; paginated (limit default 50 = every kept version, max 100)",
+    query: listQuerySchema,
+    data: z.object({
+      revisions: z.array(z.object({ id: z.string(), persona_id: z.string(), owner_id: z.string(), version: z.int(), content: z.string().optional(), content_hash: z.string(), created_at: z.string() })),
+      next_cursor: z.string(),
+      has_more: z.boolean(),
+    }),
+  },
   { method: "get", path: "/v1/personas/{id}/revisions/{version}", tag: "Agent configs", summary: "One stored version with its content", data: z.object({ id: z.string(), persona_id: z.string(), owner_id: z.string(), version: z.int(), content: z.string().optional(), content_hash: z.string(), created_at: z.string() }) },
   {
     method: "post",
