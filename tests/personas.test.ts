@@ -225,6 +225,15 @@ describe("a persona's revision list", () => {
     expect([await toastBlocks("agent_config_versions"), await toastBlocks("agent_configs")]).toEqual(before);
   });
 
+  it("a delete reads none of the file's content either: it hides the persona by its version", async () => {
+    const ray = await h.user("Ray");
+    const { id } = await put(ray, "openclaw", "SOUL.md", `# Ray\n\n${randomBytes(150 * 1024).toString("base64")}`);
+    const before = await toastBlocks("agent_configs");
+    expect((await ray.delete(`/v1/personas/${id}`)).status).toBe(200);
+    expect(await toastBlocks("agent_configs")).toBe(before);
+    expect((await ray.get("/v1/personas")).body.data.personas).toEqual([]);
+  });
+
   it("pages as every list does (limit, cursor, next_cursor, has_more); one default page holds every kept revision", async () => {
     const sal = await h.user("Sal");
     let id = "";

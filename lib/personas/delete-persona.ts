@@ -1,7 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockConfigKey } from "@/lib/configs/upsert-config.ts";
-import { findPersonaOrThrow, isPersonaConfig } from "./persona-source.ts";
+import { findPersonaOrThrow, isPersonaConfig, personaHead } from "./persona-source.ts";
 
 /**
  * DELETE /v1/personas/{id}: the persona goes from the list; its config file stays as it is (Memax's
@@ -14,9 +14,10 @@ export async function deletePersona(ctx: AuthContext, id: string) {
     // committed meanwhile made the hide match nothing, yet it answered deleted and the persona stayed.
     await lockConfigKey(tx, config.ownerId, config.agent, config.filePath, config.scope);
     // Gone meanwhile: an account-data deletion removes configs without this lock.
-    const current = await tx.agentConfig.findUnique({ where: { id: config.id } });
+    const current = await tx.agentConfig.findUnique({ where: { id: config.id }, select: personaHead });
     if (!current || !isPersonaConfig(current)) throw new ApiError("not_found", "Persona not found");
-    await tx.agentConfig.update({ where: { id: current.id }, data: { personaHiddenVersion: current.version } });
+    // updateMany: update would return the row, content and all.
+    await tx.agentConfig.updateMany({ where: { id: current.id }, data: { personaHiddenVersion: current.version } });
   });
   return { deleted: true };
 }

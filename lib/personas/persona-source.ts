@@ -54,7 +54,7 @@ export function serializePersona(config: AgentConfig) {
 }
 
 /** What findPersonaOrThrow reads of the persona's config: its identity, never its content (up to 512 KiB no caller needs). */
-const personaHead = { id: true, ownerId: true, agent: true, filePath: true, scope: true, deletedAt: true, version: true, personaHiddenVersion: true } as const;
+export const personaHead = { id: true, ownerId: true, agent: true, filePath: true, scope: true, deletedAt: true, version: true, personaHiddenVersion: true } as const;
 export type PersonaHead = Pick<AgentConfig, keyof typeof personaHead>;
 
 /** One of the caller's personas by id (its config's id); anything else is not found. */
