@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { newId } from "@/lib/ids.ts";
 import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -323,6 +323,26 @@ describe("tree", () => {
     // Gone with the topic.
     expect((await ann.delete(`/v1/topics/${t.id}`)).status).toBe(200);
     expect(await h.db.topicVisit.count({ where: { topicId: t.id } })).toBe(0);
+  });
+
+  it("a visit stamped before the stored one (a request that committed late, another process's clock) keeps the latest", async () => {
+    const ann = await h.user("Ann");
+    const t = await topic(ann, "Revisited");
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      const start = Date.now();
+      vi.setSystemTime(start + 60_000);
+      const later = await ann.post(`/v1/topics/${t.id}/visit`, {});
+      expect(later.status, later.text).toBe(200);
+      vi.setSystemTime(start);
+      const earlier = await ann.post(`/v1/topics/${t.id}/visit`, {});
+      expect(earlier.status, earlier.text).toBe(200);
+      // The answer is what is stored: the latest visit, not the late request's own instant.
+      expect(earlier.body.data.visited_at).toBe(new Date(start + 60_000).toISOString());
+      expect((await h.db.topicVisit.findFirstOrThrow({ where: { topicId: t.id, userId: ann.id } })).visitedAt).toEqual(new Date(start + 60_000));
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("a key limited to some hubs finds a topic of the owner's other hubs no more than a topic that does not exist", async () => {
