@@ -100,7 +100,7 @@ describe("GET /v1/events/stream", () => {
         topic = res.body.data.id;
         second = (await ann.post("/v1/topics", { name: "Second shelf", hub_id: hub })).body.data.id;
         return res;
-      }, "topic.changed", () => null],
+      }, "topic.changed", () => second],
       ["rename", () => ann.patch(`/v1/topics/${topic}`, { name: "Event shelf, renamed" }), "topic.changed", () => topic],
       ["reorder", () => ann.post("/v1/topics/reorder", { operations: [{ topic_id: second, position: 0 }] }), "topic.changed", () => null],
       ["file", () => ann.post(`/v1/topics/${topic}/memories`, { memory_id: memory }), "memory.updated", () => memory],

@@ -41,8 +41,7 @@ export async function createTopic(ctx: AuthContext, input: CreateTopicBody) {
         }
       }
       topics.assertNameFree(parentId, input.name);
-      await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id });
-      return tx.topic.create({
+      const created = await tx.topic.create({
         data: {
           id: newRandomId(),
           hubId: hub.id,
@@ -57,6 +56,10 @@ export async function createTopic(ctx: AuthContext, input: CreateTopicBody) {
           updatedAt: now,
         },
       });
+      // Last, as emitEvent asks (its lock is held to commit), and naming the topic: without an
+      // entity_id a client could not tell which topic appeared.
+      await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id, entityId: created.id });
+      return created;
     });
     return { ...serializeTopic(topic, 0), total_memory_count: 0, children: [] };
   } catch (error) {
