@@ -584,6 +584,23 @@ describe("GET /v1/events/stream: who may keep listening, and to what", () => {
 });
 
 describe("the events prune", () => {
+  it("a retention longer than the database's calendar (\"keep them all\") keeps every event, and streams still resume", async () => {
+    process.env.ENGRAM_EVENTS_RETENTION_HOURS = "100000000";
+    try {
+      const first = await stream(mira);
+      const marker = await push(mira, `kept for ages ${Math.random()}`, mira.personalHubId);
+      const at = await first.waitFor((e) => e.data?.entity_id === marker);
+      await first.close();
+      // Its cutoff, 11,000 years back, is before year 1: the prune's query failed, every run.
+      expect(await pruneEvents(h.database)).toBe(0);
+      const resumed = await stream(mira, "", { "last-event-id": String(BigInt(at.id!) - 1n) });
+      await resumed.waitFor((e) => e.data?.entity_id === marker);
+      expect(resumed.payload().filter((e) => e.event === "error")).toEqual([]);
+    } finally {
+      delete process.env.ENGRAM_EVENTS_RETENTION_HOURS;
+    }
+  });
+
   it("deletes events past their retention in bounded batches and keeps the newer ones", async () => {
     const now = new Date();
     const old = new Date(now.getTime() - eventsRetentionMs() - 60_000);

@@ -1,3 +1,4 @@
+import { EARLIEST_INSTANT } from "@/lib/api/timestamp.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
 import type { Database } from "@/lib/db/database.ts";
 import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
@@ -12,9 +13,18 @@ export function eventsRetentionMs(): number {
   return Math.max(24, positiveIntEnv("ENGRAM_EVENTS_RETENTION_HOURS", 48)) * 3_600_000;
 }
 
+/**
+ * The oldest instant still retained at `now`. Clamped to the database's calendar: a retention long
+ * enough to mean "keep them all" (100000000 hours) put it before year 1, which the database refuses,
+ * so every prune and every stream's replay (each stream opens with one) failed.
+ */
+export function eventsRetainedSince(now: Date): Date {
+  return new Date(Math.max(EARLIEST_INSTANT, now.getTime() - eventsRetentionMs()));
+}
+
 /** Deletes events past retention in bounded batches (at most `maxBatches` statements). Returns rows deleted. */
 export async function pruneEvents(database: Database, now = new Date(), maxBatches = 50): Promise<number> {
-  const cutoff = new Date(now.getTime() - eventsRetentionMs());
+  const cutoff = eventsRetainedSince(now);
   return deleteInBatches(
     (take) => database.prisma.event.findMany({ where: { createdAt: { lt: cutoff } }, select: { id: true }, take }),
     (ids) => database.prisma.event.deleteMany({ where: { id: { in: ids } } }),

@@ -5,7 +5,7 @@ import { getDatabase } from "@/lib/db/database.ts";
 import { credentialReaches, membershipOrThrow, membershipWhere } from "@/lib/hubs/hub-access.ts";
 import { eventBus } from "./event-bus.ts";
 import { eventData, EVENT_TYPES, type EventRecord, type EventType } from "./event-types.ts";
-import { eventsRetentionMs } from "./prune-events.ts";
+import { eventsRetainedSince } from "./prune-events.ts";
 
 export const PING_INTERVAL_MS = 25_000;
 /** Event streams one user may hold open in one server process (each tab of the dashboard is one). */
@@ -103,7 +103,7 @@ export async function openEventStream(ctx: AuthContext, input: EventStreamInput)
     let memberOf = new Set<string>();
     const replayOnce = async () => {
       const reached = ctx.credential.hubIds === null ? {} : { OR: [{ hubId: null }, { hubId: { in: [...ctx.credential.hubIds] } }] };
-      const since = new Date(Date.now() - eventsRetentionMs());
+      const since = eventsRetainedSince(new Date());
       for (;;) {
         // A hub's events only from when the caller joined it (a member since re-invited, or new, gets
         // nothing of the time they were not one), and only hubs the credential reaches, for the
