@@ -120,10 +120,16 @@ describe("GET /v1/events/stream", () => {
       expect([label, last.event], label).toEqual([label, type]);
       if (entity() !== null) expect(last.data.entity_id, label).toBe(entity());
     }
-    // Doing nothing tells nothing: unfiling a memory that is not in the topic. The next event on
-    // the stream is the rename that follows it.
+    // Doing nothing tells nothing: unfiling a memory that is not in the topic, an update or a reorder
+    // that sets what is already there. The next event on the stream is the rename that follows them.
     const settled = s.payload().length;
     expect((await ann.delete(`/v1/topics/${second}/memories/${memory}`)).body.data.unassigned).toBe(false);
+    const unchanged = (await ann.get(`/v1/topics/${second}`)).body.data;
+    const same = await ann.patch(`/v1/topics/${second}`, { name: unchanged.name, description: unchanged.description, icon: unchanged.icon, pinned: unchanged.pinned, position: unchanged.position, parent_id: null });
+    expect(same.status, same.text).toBe(200);
+    expect(same.body.data.updated_at).toBe(unchanged.updated_at);
+    expect((await ann.patch(`/v1/topics/${second}`, {})).status).toBe(200);
+    expect((await ann.post("/v1/topics/reorder", { operations: [{ topic_id: second, position: unchanged.position }] })).status).toBe(200);
     expect((await ann.patch(`/v1/topics/${second}`, { name: "Second shelf, renamed" })).status).toBe(200);
     await s.waitFor(() => s.payload().length > settled);
     expect(s.payload().slice(settled).map((e) => [e.event, e.data.entity_id])).toEqual([["topic.changed", second]]);

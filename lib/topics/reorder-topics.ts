@@ -21,6 +21,7 @@ export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
   const now = ctx.now();
   const updated = await ctx.db.$transaction(async (tx) => {
     const topics = await HubTopics.lockAndLoad(tx, hub.id, { ctx, action: "reorder topics" });
+    let changed = false;
     for (const [index, op] of input.operations.entries()) {
       const topic = topics.byId.get(op.topic_id);
       if (!topic) throw new ApiError("not_found", "Topic not found", { index, topic_id: op.topic_id });
@@ -29,7 +30,10 @@ export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
       if (parentId !== topic.parentId) {
         topics.assertMove(topic.id, parentId);
         topics.assertNameFree(parentId, topic.name, topic.id);
+      } else if (op.position === topic.position) {
+        continue;
       }
+      changed = true;
       const row = await tx.topic.update({
         where: { id: topic.id },
         data: { position: op.position, parentId, ...(parentId !== topic.parentId && { userModified: true }), updatedAt: now },
@@ -37,8 +41,9 @@ export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
       topics.byId.set(row.id, row);
       topics.rows.splice(topics.rows.findIndex((r) => r.id === row.id), 1, row);
     }
-    // One event for the whole reorder: a client refetches the tree once.
-    await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id });
+    // One event for the whole reorder: a client refetches the tree once. None for a reorder that set
+    // what was already there (a client sending its whole order back after moving nothing).
+    if (changed) await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id });
     return input.operations.length;
   });
   return { hub_id: hub.id, updated };

@@ -30,8 +30,15 @@ export async function updateTopic(ctx: AuthContext, id: string, input: UpdateTop
       const name = input.name ?? current.name;
       if (moves || name !== current.name) topics.assertNameFree(parentId, name, current.id);
       const renamed = input.name !== undefined && input.name !== current.name;
-      await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: current.id });
-      return tx.topic.update({
+      const position = input.position ?? (moves ? topics.nextPosition(parentId) : current.position);
+      // An update that sets what is already there changes nothing, so it tells nothing (as an unfiling
+      // of a memory not in the topic does): it neither moves updated_at nor wakes every stream.
+      const changes = renamed || moves || position !== current.position ||
+        (input.description !== undefined && input.description !== current.description) ||
+        (input.icon !== undefined && input.icon !== current.icon) ||
+        (input.pinned !== undefined && input.pinned !== current.pinned);
+      if (!changes) return current;
+      const row = await tx.topic.update({
         where: { id: current.id },
         data: {
           name: input.name,
@@ -39,11 +46,13 @@ export async function updateTopic(ctx: AuthContext, id: string, input: UpdateTop
           icon: input.icon,
           pinned: input.pinned,
           parentId,
-          position: input.position ?? (moves ? topics.nextPosition(parentId) : undefined),
+          position,
           ...((renamed || moves) && { userModified: true }),
           updatedAt: ctx.now(),
         },
       });
+      await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: current.id });
+      return row;
     });
     const counts = await topicMemoryCounts(ctx.db, updated.hubId, [updated.id]);
     return serializeTopic(updated, counts.get(updated.id) ?? 0);
