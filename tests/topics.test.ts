@@ -167,6 +167,21 @@ describe("create", () => {
 });
 
 describe("tree", () => {
+  it("a topic going last after a sibling at the highest position stays within the documented positions", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const top = (await ann.post("/v1/topics", { name: "Top", hub_id: team, position: 1_000_000 })).body.data;
+    const next = await ann.post("/v1/topics", { name: "Next", hub_id: team });
+    expect(next.status, next.text).toBe(201);
+    // Past 1,000,000 the client could not send the position it was given back (a 400 on PATCH and reorder).
+    expect(next.body.data.position).toBe(1_000_000);
+    const moved = (await ann.post("/v1/topics", { name: "Moved", hub_id: team })).body.data;
+    const child = (await ann.post("/v1/topics", { name: "Child", parent_id: moved.id, position: 1_000_000 })).body.data;
+    expect((await ann.patch(`/v1/topics/${child.id}`, { parent_id: null })).body.data.position).toBe(1_000_000);
+    expect((await ann.patch(`/v1/topics/${next.body.data.id}`, { position: next.body.data.position })).status).toBe(200);
+    expect(top.position).toBe(1_000_000);
+  });
+
   it("lists one hub's whole tree with own and branch memory counts and the unassigned count", async () => {
     const ann = await h.user("Ann");
     const vera = await h.user("Vera");

@@ -4,7 +4,7 @@ import type { DbClient } from "@/lib/db/database.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { hubMembersLockKey, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import type { TopicRow } from "./serialize-topic.ts";
-import { MAX_TOPIC_DEPTH } from "./topic-fields.ts";
+import { MAX_POSITION, MAX_TOPIC_DEPTH } from "./topic-fields.ts";
 
 /** The lock on a hub's topic tree: exclusive for changes to it, shared for filing memories under a topic. */
 export function topicsLockKey(hubId: string): string {
@@ -92,9 +92,13 @@ export class HubTopics {
     return parent;
   }
 
+  /**
+   * Last among the siblings, within the positions a client may send: past MAX_POSITION the topic ties
+   * with the last (then name orders them), as a position beyond it could not be sent back.
+   */
   nextPosition(parentId: string | null): number {
     const siblings = this.children(parentId);
-    return siblings.length ? Math.max(...siblings.map((row) => row.position)) + 1 : 0;
+    return siblings.length ? Math.min(MAX_POSITION, Math.max(...siblings.map((row) => row.position)) + 1) : 0;
   }
 
   /** Validates moving `id` (with its subtree) under `parentId`. */

@@ -10,7 +10,7 @@ export const MAX_TOPICS_PER_HUB = 500;
 /** Levels of the tree: a root is level 0, so the deepest topic is level 4. */
 export const MAX_TOPIC_DEPTH = 5;
 export const MAX_REORDER_OPERATIONS = MAX_TOPICS_PER_HUB;
-const MAX_POSITION = 1_000_000;
+export const MAX_POSITION = 1_000_000;
 
 const nameSchema = z
   .string({ error: "name is required" })
