@@ -88,6 +88,13 @@ describe("GET /v1/events/stream", () => {
     expect((await openEventStream("egk_nope")).status).toBe(401);
   });
 
+  it("a hub_id written in upper case filters to that hub as the lower-case id does", async () => {
+    const upper = await stream(ann, `?hub_id=${hub.toUpperCase()}&types=memory.created`);
+    expect(upper.status).toBe(200);
+    const id = await push(ann, `shouted hub ${Math.random()}`, hub);
+    await upper.waitFor((e) => e.event === "memory.created" && e.data.entity_id === id);
+  });
+
   // decisions.md's events: every change a client shows (the topic tree, where a memory is filed) is told.
   it("tells of every topic change (topic.changed) and of filing a memory (memory.updated), one event each", async () => {
     const s = await stream(ann, `?hub_id=${hub}&types=topic.changed,memory.updated`);

@@ -3,6 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { sseResponse, STREAM_FAILED } from "@/lib/api/sse.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { credentialReaches, membershipOrThrow, membershipWhere } from "@/lib/hubs/hub-access.ts";
+import { normalizeId } from "@/lib/ids.ts";
 import { eventBus } from "./event-bus.ts";
 import { eventData, EVENT_TYPES, type EventRecord, type EventType } from "./event-types.ts";
 import { eventsRetainedSince } from "./prune-events.ts";
@@ -49,7 +50,10 @@ const MAX_BUFFERED_BYTES = 256 * 1024;
  * and first those after `Last-Event-ID` when resuming), a `ping` every 25 s.
  * Each event carries `id: <seq>` for resuming.
  */
-export async function openEventStream(ctx: AuthContext, input: EventStreamInput): Promise<Response> {
+export async function openEventStream(ctx: AuthContext, given: EventStreamInput): Promise<Response> {
+  // Lowered as every id is where it enters: membershipOrThrow took an upper-case hub_id, but the live
+  // filter compared it as text with the events' lower-case hub ids, so such a stream heard nothing of its hub.
+  const input = { ...given, hubId: given.hubId && normalizeId(given.hubId) };
   // A hub the caller cannot read is not found, whatever else is wrong with the request.
   if (input.hubId) await membershipOrThrow(ctx, input.hubId);
   const types = parseTypes(input.types);
