@@ -128,7 +128,8 @@ describe("GET /v1/events/stream", () => {
       if (entity() !== null) expect(last.data.entity_id, label).toBe(entity());
     }
     // Doing nothing tells nothing: unfiling a memory that is not in the topic, an update or a reorder
-    // that sets what is already there. The next event on the stream is the rename that follows them.
+    // that sets what is already there, filing a memory where it is. The events that follow are those
+    // of the filings that change something, then the rename.
     const settled = s.payload().length;
     expect((await ann.delete(`/v1/topics/${second}/memories/${memory}`)).body.data.unassigned).toBe(false);
     const unchanged = (await ann.get(`/v1/topics/${second}`)).body.data;
@@ -137,9 +138,18 @@ describe("GET /v1/events/stream", () => {
     expect(same.body.data.updated_at).toBe(unchanged.updated_at);
     expect((await ann.patch(`/v1/topics/${second}`, {})).status).toBe(200);
     expect((await ann.post("/v1/topics/reorder", { operations: [{ topic_id: second, position: unchanged.position }] })).status).toBe(200);
-    expect((await ann.patch(`/v1/topics/${second}`, { name: "Second shelf, renamed" })).status).toBe(200);
+    // Filing a memory where it already is: answered as a filing, told to no one, updated_at left alone.
+    expect((await ann.post(`/v1/topics/${second}/memories`, { memory_id: memory })).status).toBe(200);
+    const filed = (await ann.get(`/v1/memories/${memory}`)).body.data;
     await s.waitFor(() => s.payload().length > settled);
-    expect(s.payload().slice(settled).map((e) => [e.event, e.data.entity_id])).toEqual([["topic.changed", second]]);
+    const settledAgain = s.payload().length;
+    const again = await ann.post(`/v1/topics/${second}/memories`, { memory_id: memory });
+    expect(again.body.data).toEqual({ topic_id: second, memory_id: memory, assigned: true, previous_topic_id: second });
+    expect((await ann.get(`/v1/memories/${memory}`)).body.data.updated_at).toBe(filed.updated_at);
+    expect((await ann.delete(`/v1/topics/${second}/memories/${memory}`)).body.data.unassigned).toBe(true);
+    expect((await ann.patch(`/v1/topics/${second}`, { name: "Second shelf, renamed" })).status).toBe(200);
+    await s.waitFor(() => s.payload().length > settledAgain + 1);
+    expect(s.payload().slice(settled).map((e) => [e.event, e.data.entity_id])).toEqual([["memory.updated", memory], ["memory.updated", memory], ["topic.changed", second]]);
   });
 
   it("replays everything missed after a dropped connection (Last-Event-ID), in order, without duplicates", async () => {

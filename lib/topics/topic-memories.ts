@@ -57,7 +57,7 @@ export async function assignTopicMemory(ctx: AuthContext, topicId: string, input
   assertNotArchived(topic);
   const memory = await editableMemoryOrThrow(ctx, topic.hubId, input.memory_id, membership.role);
   const count = await fileMemory(ctx, membership.hub, memory, { id: memory.id, hubId: topic.hubId }, topic.id);
-  if (count === 0) throw new ApiError("not_found", "Memory not found in this topic's hub");
+  if (count === null) throw new ApiError("not_found", "Memory not found in this topic's hub");
   return { topic_id: topic.id, memory_id: memory.id, assigned: true as const, previous_topic_id: memory.topicId };
 }
 
@@ -66,10 +66,13 @@ export async function unassignTopicMemory(ctx: AuthContext, topicId: string, mem
   const { topic, membership } = await readableTopicOrThrow(ctx, topicId);
   const memory = await editableMemoryOrThrow(ctx, topic.hubId, memoryId, membership.role);
   const count = await fileMemory(ctx, membership.hub, memory, { id: memory.id, hubId: topic.hubId, topicId: topic.id }, null);
-  return { topic_id: topic.id, memory_id: memory.id, unassigned: count > 0 };
+  return { topic_id: topic.id, memory_id: memory.id, unassigned: (count ?? 0) > 0 };
 }
 
-/** Sets the topic of the memory `where` matches and, when one did, says so on the event stream: one transaction. */
+/**
+ * Sets the topic of the memory `where` matches and, when that changed it, says so on the event stream:
+ * one transaction. The memories changed (0 when it was already there), or null when none matched.
+ */
 function fileMemory(
   ctx: AuthContext,
   hub: HubRecord,
@@ -86,8 +89,12 @@ function fileMemory(
     if (!canEditMemory(role, memory.ownerId === ctx.user.id)) {
       throw new ApiError("forbidden", `Your role (${role}) does not allow you to file this memory`);
     }
-    const { count } = await tx.memory.updateMany({ where, data: { topicId, updatedAt: ctx.now() } });
+    // Filed where it already is, a memory changes not: its updated_at stays and no one is told (a
+    // client re-sending a filing made every stream of the hub refetch, and every syncing client too).
+    const elsewhere = topicId ? { OR: [{ topicId: null }, { topicId: { not: topicId } }] } : { topicId: { not: null } };
+    const { count } = await tx.memory.updateMany({ where: { AND: [where, elsewhere] }, data: { topicId, updatedAt: ctx.now() } });
     if (count > 0) await emitEvent(tx, { type: "memory.updated", hubId: where.hubId, actorId: ctx.user.id, entityId: where.id });
+    else if ((await tx.memory.count({ where: { ...where, topicId } })) === 0) return null;
     return count;
   });
 }
