@@ -150,6 +150,34 @@ describe("dreams with a chat model (a local fake of the OpenAI API)", () => {
     expect((await owner.get(`/v1/memories/${kept}`, { headers: { "x-hub-id": hubId } })).body.data.summary).toBe("");
   }, 180_000);
 
+  it("undo gives the kept memory back the time its own text was written, so the next run keeps by it", async () => {
+    const { hubId, ids } = await seedTwoMerges();
+    const kept = ids[1]!;
+    const written = (await memory(kept)).contentChangedAt.toISOString();
+    const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
+    expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+    expect((await memory(kept)).contentChangedAt.toISOString()).not.toBe(written);
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge", details: { path: ["kept_id"], equals: kept } } });
+    expect((await owner.post(`/v1/dreams/actions/${action.id}/undo`)).status).toBe(200);
+    const restored = await memory(kept);
+    expect(restored.content).toBe(DUP_NEW);
+    // Its text is the one written ten days ago, not a change made by the undo: a newer duplicate of it wins the next keep choice.
+    expect(restored.contentChangedAt.toISOString()).toBe(written);
+  }, 180_000);
+
+  it("undo keeps the time of a title edit made after the merge", async () => {
+    const { hubId, ids } = await seedTwoMerges();
+    const kept = ids[1]!;
+    const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
+    expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+    expect((await owner.patch(`/v1/memories/${kept}`, { title: "pnpm in the web repo" })).status).toBe(200);
+    const retitled = (await memory(kept)).contentChangedAt.toISOString();
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge", details: { path: ["kept_id"], equals: kept } } });
+    expect((await owner.post(`/v1/dreams/actions/${action.id}/undo`)).status).toBe(200);
+    expect(await memory(kept)).toMatchObject({ content: DUP_NEW, title: "pnpm in the web repo" });
+    expect((await memory(kept)).contentChangedAt.toISOString()).toBe(retitled);
+  }, 180_000);
+
   it("undo after the kept memory was edited splits the merge and keeps the edit", async () => {
     const { runId, older, newer } = await seedAndRun();
     const edited = await owner.patch(`/v1/memories/${newer}`, { content: "We use pnpm 9 in the web repo." });

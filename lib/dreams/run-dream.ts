@@ -315,6 +315,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         if (merged && "content" in merged) {
           // Only over the content the model read: an edit since then wins and the merge keeps the newer as it is.
           const hash = contentHash(merged.content);
+          // The kept text's own time, for an undo to put back: the rewrite stamps the memory as changed now.
+          const before = await tx.memory.findUnique({ where: { id: action.newer.id }, select: { contentChangedAt: true } });
           const changed = await tx.memory.updateMany({
             where: { id: action.newer.id, hubId, state: "active", contentHash: merged.originalHash },
             // summary: the kept memory's own, which does not cover the merged text; the summarise step writes it anew.
@@ -324,7 +326,14 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
             kept.push(action.newer.id);
             // The action carries the updated_at written, which is past `now` when the stored one was not behind it (see dueHubs).
             writtenAt = (await tx.memory.findUniqueOrThrow({ where: { id: action.newer.id }, select: { updatedAt: true } })).updatedAt;
-            rewrite = { rewritten: true, model: merged.model, original_content: merged.original, original_content_hash: merged.originalHash, merged_content_hash: hash };
+            rewrite = {
+              rewritten: true,
+              model: merged.model,
+              original_content: merged.original,
+              original_content_hash: merged.originalHash,
+              original_content_changed_at: before?.contentChangedAt.toISOString(),
+              merged_content_hash: hash,
+            };
           } else rewrite = { rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it" };
         } else if (merged) rewrite = { rewritten: false, rewrite_skipped: merged.skipped };
         const details =

@@ -72,14 +72,20 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second! }, data: { state: "active", supersededBy: null, updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The merged memory was changed or deleted since; nothing to split");
       // A kept memory the chat model rewrote gets its own content back, byte for byte — unless it was edited since (that edit wins).
-      const details = (action.details ?? {}) as { rewritten?: boolean; original_content?: string; original_content_hash?: string; merged_content_hash?: string };
+      const details = (action.details ?? {}) as { rewritten?: boolean; original_content?: string; original_content_hash?: string; original_content_changed_at?: string; merged_content_hash?: string };
       if (details.rewritten && typeof details.original_content === "string" && details.original_content_hash && details.merged_content_hash) {
+        const stamped = await tx.memory.findFirst({ where: { id: second!, hubId: action.hubId }, select: { contentChangedAt: true } });
         const back = await tx.memory.updateMany({
           where: { id: second!, hubId: action.hubId, contentHash: details.merged_content_hash },
           // summary: the merged text's, which still quotes the other memory; the summarise step writes it anew.
           data: { content: details.original_content, contentHash: details.original_content_hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "", updatedAt: now },
         });
         if (back.count === 1) {
+          // The content trigger stamped the restored text as written now, and the next run's keep choice
+          // would take it for newer than its duplicates. It is as old as before the merge; a title edit
+          // since the merge (stamped past the merge's write, the action's created_at) keeps its own time.
+          const restoredAt = stamped && stamped.contentChangedAt > action.createdAt ? stamped.contentChangedAt : details.original_content_changed_at ? new Date(details.original_content_changed_at) : undefined;
+          if (restoredAt) await tx.memory.update({ where: { id: second! }, data: { contentChangedAt: restoredAt } });
           reprocess = second!;
           await emitEvent(tx, { type: "memory.updated", hubId: action.hubId, actorId: ctx.user.id, entityId: second! });
         }
