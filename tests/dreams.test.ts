@@ -929,6 +929,45 @@ describe("undoing the organize that emptied a dream's topic a member has since b
   });
 });
 
+describe("what a run reads of the hub's earlier decisions", () => {
+  /**
+   * Each phase read every undone action and every review the hub ever had, whatever memories they
+   * named, to skip the few among the memories it considers: a hub with years of decisions read them
+   * all, three times a run. It now reads only those naming the memories it looks at; it skips the same.
+   */
+  it("reads no decision about memories the run does not consider, and still skips what was undone or flagged", async () => {
+    const { hubId, ids } = await seedHub();
+    const old = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done" } });
+    const elsewhere = Array.from({ length: 40 }, () => newId());
+    const at = Date.now() - 30 * DAY;
+    const decision = (i: number, actionType: string, state: string, sourceMemoryIds: string[]) => ({ id: newId(at + i), runId: old.id, hubId, actionType, state, sourceMemoryIds, reason: "earlier", createdAt: new Date(at + i) });
+    await h.db.dreamAction.createMany({
+      data: [
+        ...elsewhere.slice(0, 10).map((id, i) => decision(i, "archive", "undone", [id])),
+        ...elsewhere.slice(10, 20).map((id, i) => decision(10 + i, "organize", "undone", [id])),
+        ...elsewhere.slice(20, 30).map((id, i) => decision(20 + i, "merge", "undone", [id, elsewhere[30 + i]!])),
+        ...elsewhere.slice(20, 30).map((id, i) => decision(30 + i, "contradiction", "resolved", [elsewhere[30 + i]!, id])),
+        // The planted ones: an undone archive, an undone filing, an undone merge and a review kept both.
+        decision(40, "archive", "undone", [ids.stale1]),
+        decision(41, "organize", "undone", [ids.k8s1]),
+        decision(42, "merge", "undone", [ids.dupOld1, ids.dupNew1]),
+        decision(43, "contradiction", "resolved", [ids.contraNew, ids.contraOld]),
+      ],
+    });
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const seen: unknown[] = [];
+    expect(await runDreamRunOnce(readSpy(h.db, seen), runId)).toBe(true);
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).status).toBe("completed");
+    const read = JSON.stringify(seen);
+    expect(elsewhere.filter((id) => read.includes(id))).toEqual([]);
+    const actions = await h.db.dreamAction.findMany({ where: { runId } });
+    const names = (type: string, id: string) => actions.some((a) => a.actionType === type && a.sourceMemoryIds.includes(id));
+    expect([names("archive", ids.stale1), names("organize", ids.k8s1), names("merge", ids.dupOld1), names("contradiction", ids.contraOld)]).toEqual([false, false, false, false]);
+    // What was not decided before is done as ever.
+    expect([names("archive", ids.stale2), names("merge", ids.dupOld2), names("organize", ids.k8s2)]).toEqual([true, true, true]);
+  }, 120_000);
+});
+
 describe("the report of a run with more than 5000 actions", () => {
   /**
    * The report was written from the run's first 5000 actions only, so a run over a large hub that

@@ -229,19 +229,30 @@ async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory
   }));
 }
 
-/** Pairs and memories the owner already ruled on: an undone merge or archive is not redone, a flagged pair not flagged again. */
-async function exclusions(db: Db, hubId: string) {
-  const rows = await db.dreamAction.findMany({
-    where: { hubId, OR: [{ state: "undone" }, { actionType: "contradiction" }] },
-    select: { actionType: true, sourceMemoryIds: true, state: true },
-  });
-  const pairs = new Set<string>();
-  const memories = new Map<string, Set<string>>();
-  for (const row of rows) {
-    if (row.actionType === "merge" || row.actionType === "contradiction") pairs.add([...row.sourceMemoryIds].sort().join(":"));
-    else for (const id of row.sourceMemoryIds) memories.set(row.actionType, (memories.get(row.actionType) ?? new Set()).add(id));
-  }
-  return { pairs, archive: memories.get("archive") ?? new Set<string>(), organize: memories.get("organize") ?? new Set<string>() };
+/*
+ * What the owner already ruled on: an undone merge, archive or filing is not redone, a flagged pair not
+ * flagged again. Read for the memories a phase considers only (the GIN index on source_memory_ids): a
+ * hub's undone actions and reviews grow with every run, and each phase read them all.
+ */
+
+/** Of these pairs, those merged and undone or ever flagged, as sorted "a:b" keys. */
+async function ruledPairs(db: Db, hubId: string, pairs: { a: { id: string }; b: { id: string } }[]): Promise<Set<string>> {
+  if (pairs.length === 0) return new Set();
+  const rows = await db.$queryRaw<{ a: string; b: string }[]>`
+    SELECT u.a::text AS a, u.b::text AS b FROM unnest(${pairs.map((p) => p.a.id)}::uuid[], ${pairs.map((p) => p.b.id)}::uuid[]) AS u(a, b)
+     WHERE EXISTS (SELECT 1 FROM dream_actions d WHERE d.hub_id = ${hubId}::uuid AND d.source_memory_ids @> ARRAY[u.a, u.b]
+                     AND (d.action_type = 'contradiction' OR (d.action_type = 'merge' AND d.state = 'undone')))`;
+  return new Set(rows.map((row) => [row.a, row.b].sort().join(":")));
+}
+
+/** Of these memories, those whose archive or filing by a dream was undone. */
+async function undoneFor(db: Db, hubId: string, actionType: "archive" | "organize", ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT DISTINCT x.id::text AS id FROM dream_actions d CROSS JOIN LATERAL unnest(d.source_memory_ids) AS x(id)
+     WHERE d.hub_id = ${hubId}::uuid AND d.action_type = ${actionType} AND d.state = 'undone'
+       AND d.source_memory_ids && ${ids}::uuid[] AND x.id = ANY(${ids}::uuid[])`;
+  return new Set(rows.map((row) => row.id));
 }
 
 const EXCERPT_CHARS = 280;
@@ -250,15 +261,15 @@ const excerpt = (text: string) => (text.length > EXCERPT_CHARS ? `${text.slice(0
 async function similarPhase(ctx: BatchContext, hubId: string) {
   const t0 = performance.now();
   const memories = await loadMemories(ctx.deps, hubId);
-  const excluded = await exclusions(ctx.deps.db, hubId);
   const t1 = performance.now();
   const { pairs, candidates } = findSimilarPairs(memories, ctx.deps.config);
+  const ruled = await ruledPairs(ctx.deps.db, hubId, pairs);
   const t2 = performance.now();
   const touched = new Set<string>();
   const actions: { type: "merge" | "contradiction"; older: DreamMemory; newer: DreamMemory; cosine: number; reason: string; details: object }[] = [];
   for (const pair of pairs) {
     const key = [pair.a.id, pair.b.id].sort().join(":");
-    if (excluded.pairs.has(key)) continue;
+    if (ruled.has(key)) continue;
     const [older, newer] = olderNewer(pair.a, pair.b);
     if (pair.verdict.kind === "duplicate") {
       // One merge per memory per run; chains settle over the next runs.
@@ -425,14 +436,14 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
 async function stalePhase(ctx: BatchContext, hubId: string) {
   const now = (ctx.deps.now ?? (() => new Date()))();
   const cutoff = new Date(now.getTime() - ctx.deps.config.staleDays * 86_400_000);
-  const excluded = await exclusions(ctx.deps.db, hubId);
-  const rows = await ctx.deps.db.memory.findMany({
-    where: { hubId, state: "active", accessCount: 0, lastAccessedAt: null, stability: { not: "stable" }, updatedAt: { lt: cutoff }, createdAt: { lt: cutoff } },
-    select: { id: true, title: true, updatedAt: true },
-    orderBy: [{ updatedAt: "asc" }, { id: "asc" }],
-    take: ctx.deps.config.maxStalePerRun + excluded.archive.size,
-  });
-  const stale = rows.filter((row) => !excluded.archive.has(row.id)).slice(0, ctx.deps.config.maxStalePerRun);
+  // An archive the owner undid is not redone: those memories are left out in the query, so the run's
+  // bound holds however many there are.
+  const stale = await ctx.deps.db.$queryRaw<{ id: string; title: string; updatedAt: Date }[]>`
+    SELECT m.id::text AS id, m.title, m.updated_at AS "updatedAt" FROM memories m
+     WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.access_count = 0 AND m.last_accessed_at IS NULL AND m.stability <> 'stable'
+       AND m.updated_at < ${cutoff} AND m.created_at < ${cutoff}
+       AND NOT EXISTS (SELECT 1 FROM dream_actions d WHERE d.hub_id = m.hub_id AND d.action_type = 'archive' AND d.state = 'undone' AND d.source_memory_ids @> ARRAY[m.id])
+     ORDER BY m.updated_at, m.id LIMIT ${ctx.deps.config.maxStalePerRun}`;
   for (const batch of chunked(stale, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, at) => {
       const ids = batch.map((row) => row.id);
@@ -459,14 +470,14 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
     });
   }
   forget(ctx.deps, stale.map((row) => row.id));
-  return { candidates: rows.length, actions: stale.length };
+  return { candidates: stale.length, actions: stale.length };
 }
 
 async function organizePhase(ctx: BatchContext, hubId: string) {
   const t0 = performance.now();
   const memories = await loadMemories(ctx.deps, hubId);
   const t1 = performance.now();
-  const excluded = await exclusions(ctx.deps.db, hubId);
+  const undone = await undoneFor(ctx.deps.db, hubId, "organize", memories.flatMap((m) => (m.topicId ? [] : [m.id])));
   // Archived topics count toward the hub's limit but take no new memories (they are out of the tree).
   const allTopics = await ctx.deps.db.topic.findMany({ where: { hubId }, select: { id: true, name: true, archivedAt: true } });
   const topics = allTopics.filter((t) => t.archivedAt === null).map(({ id, name }) => ({ id, name }));
@@ -474,7 +485,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   for (const m of memories) for (const w of m.features.words) df.set(w, (df.get(w) ?? 0) + 1);
   const byTopic = new Map<string, Float32Array[]>();
   for (const m of memories) if (m.topicId && m.embedding) byTopic.set(m.topicId, [...(byTopic.get(m.topicId) ?? []), m.embedding]);
-  const unsorted = memories.flatMap((m) => (!m.topicId && m.embedding && !excluded.organize.has(m.id) ? [{ id: m.id, embedding: m.embedding, words: m.features.words }] : []));
+  const unsorted = memories.flatMap((m) => (!m.topicId && m.embedding && !undone.has(m.id) ? [{ id: m.id, embedding: m.embedding, words: m.features.words }] : []));
   const plan = organizeMemories(
     { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), takenNames: allTopics.map((t) => t.name), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - allTopics.length) },
     ctx.deps.config,
