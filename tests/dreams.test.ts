@@ -968,6 +968,38 @@ describe("what a run reads of the hub's earlier decisions", () => {
   }, 120_000);
 });
 
+describe("what makes a memory stale", () => {
+  /**
+   * Staleness was judged by updated_at, which filing into a topic (a dream's own organize step, or a
+   * member's) and other writes that leave the text alone also move: a memory unread for 200 days,
+   * filed last week, counted as changed last week and stayed for another 90 days. It is now judged by
+   * when its title or content last changed (and it must still never have been read).
+   */
+  it("archives a memory unread and unchanged for 200 days though it was filed into a topic last week; not one edited since", async () => {
+    const hubId = await h.teamHub(owner);
+    const topic = await owner.post("/v1/topics", { name: "Office", hub_id: hubId });
+    expect(topic.status, topic.text).toBe(201);
+    const post = async (content: string) => (await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const filed = await post("Temporary note: the office wifi password changes next week.");
+    const edited = await post("Reminder to renew the conference booth reservation before the deadline.");
+    const longAgo = new Date(Date.now() - 200 * DAY);
+    await backdateMemories(h.db, [filed, edited], { createdAt: longAgo, updatedAt: longAgo });
+    // A week ago: one is filed (its text untouched), the other's text is rewritten.
+    const weekAgo = new Date(Date.now() - 7 * DAY);
+    const filing = await owner.post(`/v1/topics/${topic.body.data.id}/memories`, { memory_id: filed });
+    expect(filing.status, filing.text).toBeLessThan(300);
+    await backdateMemories(h.db, filed, { updatedAt: weekAgo, contentChangedAt: longAgo });
+    await backdateMemories(h.db, edited, { updatedAt: weekAgo, contentChangedAt: weekAgo });
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: filed } })).state).toBe("archived");
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: edited } })).state).toBe("active");
+    const archive = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "archive" } });
+    expect(archive.sourceMemoryIds).toEqual([filed]);
+    expect(archive.reason).toContain("has not changed for 200 days");
+  }, 120_000);
+});
+
 describe("the report of a run with more than 5000 actions", () => {
   /**
    * The report was written from the run's first 5000 actions only, so a run over a large hub that

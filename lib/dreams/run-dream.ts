@@ -436,20 +436,22 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
 async function stalePhase(ctx: BatchContext, hubId: string) {
   const now = (ctx.deps.now ?? (() => new Date()))();
   const cutoff = new Date(now.getTime() - ctx.deps.config.staleDays * 86_400_000);
+  // Stale is never read and its text unchanged: content_changed_at, not updated_at, which filing into a
+  // topic (this run's organize step among them), tagging or a move also set and leave the text as old.
   // An archive the owner undid is not redone: those memories are left out in the query, so the run's
   // bound holds however many there are.
-  const stale = await ctx.deps.db.$queryRaw<{ id: string; title: string; updatedAt: Date }[]>`
-    SELECT m.id::text AS id, m.title, m.updated_at AS "updatedAt" FROM memories m
+  const stale = await ctx.deps.db.$queryRaw<{ id: string; title: string; updatedAt: Date; contentChangedAt: Date }[]>`
+    SELECT m.id::text AS id, m.title, m.updated_at AS "updatedAt", m.content_changed_at AS "contentChangedAt" FROM memories m
      WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.access_count = 0 AND m.last_accessed_at IS NULL AND m.stability <> 'stable'
-       AND m.updated_at < ${cutoff} AND m.created_at < ${cutoff}
+       AND m.content_changed_at < ${cutoff} AND m.created_at < ${cutoff}
        AND NOT EXISTS (SELECT 1 FROM dream_actions d WHERE d.hub_id = m.hub_id AND d.action_type = 'archive' AND d.state = 'undone' AND d.source_memory_ids @> ARRAY[m.id])
-     ORDER BY m.updated_at, m.id LIMIT ${ctx.deps.config.maxStalePerRun}`;
+     ORDER BY m.content_changed_at, m.id LIMIT ${ctx.deps.config.maxStalePerRun}`;
   for (const batch of chunked(stale, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, at) => {
       const ids = batch.map((row) => row.id);
       await lockMemoryRows(tx, ids, [hubId]);
       // Only rows still stale at write time (a read or edit since the scan saves them).
-      const still = await tx.memory.findMany({ where: { id: { in: ids }, state: "active", accessCount: 0, updatedAt: { lt: cutoff } }, select: { id: true } });
+      const still = await tx.memory.findMany({ where: { id: { in: ids }, state: "active", accessCount: 0, lastAccessedAt: null, contentChangedAt: { lt: cutoff } }, select: { id: true } });
       const keep = new Set(still.map((row) => row.id));
       const archive = batch.filter((row) => keep.has(row.id));
       if (archive.length === 0) return;
@@ -462,7 +464,7 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
           actionType: "archive",
           state: "applied",
           sourceMemoryIds: [row.id],
-          reason: `"${row.title}" was never read and has not changed for ${Math.floor((at.getTime() - row.updatedAt.getTime()) / 86_400_000)} days`,
+          reason: `"${row.title}" was never read and has not changed for ${Math.floor((at.getTime() - row.contentChangedAt.getTime()) / 86_400_000)} days`,
           details: { previous_updated_at: row.updatedAt.toISOString() },
           createdAt: at,
         })),
