@@ -1336,6 +1336,48 @@ describe("what a hard delete leaves of its memory in dream actions", () => {
   });
 });
 
+describe("a merge pair a member changes while the run writes", () => {
+  /**
+   * A merge was judged on the texts read at the scan, and its batch archived the older memory if it
+   * was still active, whatever happened since: a member's rewrite of it into something else was
+   * archived as a duplicate of the other, and a newer side the member archived meanwhile left both
+   * archived, the older "superseded" by a memory no longer in use.
+   */
+  async function changeAfterFirstBatch(change: (pair: { older: string; newer: string }) => Promise<void>) {
+    const { hubId, ids } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const config = dreamConfig({ batchSize: 1 });
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    let changed: { older: string; newer: string } | undefined;
+    const afterBatch = async (phase: string) => {
+      if (phase !== "similar" || changed) return;
+      const done = await h.db.dreamAction.findMany({ where: { runId, actionType: "merge" } });
+      const pairs = [{ older: ids.dupOld1, newer: ids.dupNew1 }, { older: ids.dupOld2, newer: ids.dupNew2 }];
+      changed = pairs.find((p) => !done.some((a) => a.sourceMemoryIds.includes(p.older)));
+      await change(changed!);
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+    const merges = await h.db.dreamAction.findMany({ where: { runId, actionType: "merge" } });
+    return { pair: changed!, merges };
+  }
+
+  it("does not archive an older side the member rewrote since the scan", async () => {
+    const { pair, merges } = await changeAfterFirstBatch(async ({ older }) => {
+      expect((await owner.patch(`/v1/memories/${older}`, { content: "The office kitchen is cleaned on Fridays." })).status).toBe(200);
+    });
+    expect(merges.filter((a) => a.sourceMemoryIds.includes(pair.older))).toEqual([]);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: pair.older } })).state).toBe("active");
+  }, 120_000);
+
+  it("does not merge into a newer side the member archived since the scan", async () => {
+    const { pair, merges } = await changeAfterFirstBatch(async ({ newer }) => {
+      expect((await owner.patch(`/v1/memories/${newer}`, { state: "archived" })).status).toBe(200);
+    });
+    expect(merges.filter((a) => a.sourceMemoryIds.includes(pair.older))).toEqual([]);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: pair.older } })).state).toBe("active");
+  }, 120_000);
+});
+
 describe("a contradiction whose side is deleted while the run writes", () => {
   /**
    * The excerpts of both sides were read before the batches: a side hard-deleted between that read and

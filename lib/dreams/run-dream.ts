@@ -305,13 +305,23 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
       // Every memory of the batch, locked in id order before the first write (see lockMemoryRows): a
       // rewrite takes the hub's counter, and locking the next memory while holding it deadlocked with
       // an edit of that memory, which locks the memory first and the counter after.
-      const locked = new Set(await lockMemoryRows(tx, batch.flatMap((a) => [a.older.id, a.newer.id]), [hubId]));
+      const sides = batch.flatMap((a) => [a.older, a.newer]);
+      await lockMemoryRows(tx, sides.map((m) => m.id), [hubId]);
+      // Only pairs whose both sides are as the scan judged them, held so until commit: still in this hub
+      // (one moved to another hub since is not this run's to write), still active (a newer side a
+      // member archived would leave the older superseded by a memory out of use), their title and
+      // content unchanged (a member's rewrite since is no longer the duplicate or contradiction found).
+      const asScanned = new Set(
+        (
+          await tx.$queryRaw<{ id: string }[]>`
+            SELECT m.id::text AS id FROM memories m JOIN unnest(${sides.map((m) => m.id)}::uuid[], ${sides.map((m) => m.contentChangedAt)}::timestamptz[]) AS u(id, changed) ON m.id = u.id
+             WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.content_changed_at = u.changed`
+        ).map((row) => row.id),
+      );
       const rows = [];
-      // Only pairs still both in this hub: one moved to another hub since the scan is not locked here,
-      // and archiving it would write into a hub this run does not work on.
       const archived = await archiveSuperseded(
         tx,
-        batch.filter((a) => a.type === "merge" && locked.has(a.older.id) && locked.has(a.newer.id)).map((a) => ({ older: a.older.id, newer: a.newer.id })),
+        batch.filter((a) => a.type === "merge" && asScanned.has(a.older.id) && asScanned.has(a.newer.id)).map((a) => ({ older: a.older.id, newer: a.newer.id })),
         now,
       );
       const kept: string[] = [];
@@ -319,7 +329,7 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         if (action.type === "merge" && !archived.has(action.older.id)) continue;
         // The excerpts were read before the batches: a side deleted (or moved away) since is not here to
         // lock, and a review of it would only quote what its delete removed.
-        if (action.type === "contradiction" && !(locked.has(action.older.id) && locked.has(action.newer.id))) continue;
+        if (action.type === "contradiction" && !(asScanned.has(action.older.id) && asScanned.has(action.newer.id))) continue;
         let rewrite: object = {};
         let writtenAt = now;
         const merged = action.type === "merge" ? rewrites.get(action.newer.id) : undefined;
