@@ -1378,6 +1378,30 @@ describe("a merge pair a member changes while the run writes", () => {
   }, 120_000);
 });
 
+describe("a stale memory a member marks stable while the run writes", () => {
+  /**
+   * The stale phase checked again at write time that a memory was still active, unread and unchanged,
+   * but not that it was still not `stable`: one a member marked stable after the scan was archived.
+   */
+  it("is not archived", async () => {
+    const { hubId, ids } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const config = dreamConfig({ batchSize: 1 });
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    let marked: string | undefined;
+    const afterBatch = async (phase: string) => {
+      if (phase !== "stale" || marked) return;
+      const done = await h.db.dreamAction.findMany({ where: { runId, actionType: "archive" } });
+      marked = [ids.stale1, ids.stale2].find((id) => !done.some((a) => a.sourceMemoryIds.includes(id)))!;
+      expect((await owner.patch(`/v1/memories/${marked}`, { stability: "stable" })).status).toBe(200);
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+    expect(marked).toBeDefined();
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: marked! } })).toMatchObject({ state: "active", stability: "stable" });
+    expect(await h.db.dreamAction.count({ where: { runId, actionType: "archive", sourceMemoryIds: { has: marked! } } })).toBe(0);
+  }, 120_000);
+});
+
 describe("a contradiction whose side is deleted while the run writes", () => {
   /**
    * The excerpts of both sides were read before the batches: a side hard-deleted between that read and

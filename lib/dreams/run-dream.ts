@@ -460,8 +460,11 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
     await commitBatch(ctx, async (tx, at) => {
       const ids = batch.map((row) => row.id);
       await lockMemoryRows(tx, ids, [hubId]);
-      // Only rows still stale at write time (a read or edit since the scan saves them).
-      const still = await tx.memory.findMany({ where: { id: { in: ids }, state: "active", accessCount: 0, lastAccessedAt: null, contentChangedAt: { lt: cutoff } }, select: { id: true } });
+      // Only rows still stale at write time (a read, an edit or a member marking it stable since the scan saves them).
+      const still = await tx.memory.findMany({
+        where: { id: { in: ids }, state: "active", accessCount: 0, lastAccessedAt: null, stability: { not: "stable" }, contentChangedAt: { lt: cutoff } },
+        select: { id: true },
+      });
       const keep = new Set(still.map((row) => row.id));
       const archive = batch.filter((row) => keep.has(row.id));
       if (archive.length === 0) return;
