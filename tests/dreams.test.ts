@@ -1402,6 +1402,48 @@ describe("a stale memory a member marks stable while the run writes", () => {
   }, 120_000);
 });
 
+describe("a run whose phase fails", () => {
+  /**
+   * A database error inside a phase, as a constraint or a lost connection raises it: here a trigger
+   * on this hub's dream actions that raises one quoting a memory's SQL, as such errors do.
+   */
+  async function failingHub(): Promise<string> {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (const content of [PLANTED.dupOld1, PLANTED.dupNew1]) ids.push((await owner.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string);
+    await indexMemories(h.db, ids);
+    await h.db.$executeRawUnsafe(`CREATE OR REPLACE FUNCTION test_fail_dream_actions() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.hub_id = '${hubId}'::uuid THEN RAISE EXCEPTION 'INSERT INTO internal_table failed near secret_column'; END IF; RETURN NEW; END $$`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER test_fail_dream_actions BEFORE INSERT ON dream_actions FOR EACH ROW EXECUTE FUNCTION test_fail_dream_actions()`);
+    return hubId;
+  }
+  const cleanUp = () => h.db.$executeRawUnsafe(`DROP TRIGGER IF EXISTS test_fail_dream_actions ON dream_actions`);
+
+  /**
+   * The in-process worker ended the run failed with the exception's own text as its `error`, which
+   * every member reading the hub's runs saw: the database's statement, table and column names. It now
+   * says the run failed and where the details are (the server log, under the run's id).
+   */
+  it("in process: ends failed with an error that quotes nothing of the database's", async () => {
+    const hubId = await failingHub();
+    try {
+      const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+      const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+      try {
+        expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+      } finally {
+        logged.mockRestore();
+      }
+      const res = await owner.get(`/v1/dreams/${runId}`);
+      expect(res.body.data.status).toBe("failed");
+      expect(res.body.data.error).not.toMatch(/internal_table|secret_column|INSERT/);
+      expect(res.body.data.error).toContain(runId);
+    } finally {
+      await cleanUp();
+    }
+  }, 120_000);
+});
+
 describe("a contradiction whose side is deleted while the run writes", () => {
   /**
    * The excerpts of both sides were read before the batches: a side hard-deleted between that read and

@@ -40,10 +40,14 @@ export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number): P
      ORDER BY r.created_at LIMIT 100`;
 }
 
-/** A run that threw (not a crash) ends failed with the message; the next trigger starts afresh. */
-async function failRun(db: Db, runId: string, owner: string, error: unknown): Promise<void> {
-  const message = error instanceof Error ? error.message : String(error);
-  await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { status: "failed", error: message.slice(0, 500), finishedAt: new Date() } });
+/**
+ * A run that threw (not a crash) ends failed; the next trigger starts afresh. Its `error` is read by
+ * every member of the hub: the exception's own text (a database statement, its tables and columns, a
+ * provider's address) is the operator's, logged by the caller under the run's id.
+ */
+export async function failRun(db: Db, runId: string, owner: string): Promise<void> {
+  const error = `the run failed (details in the server log, dream run ${runId}); the next run starts afresh`;
+  await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { status: "failed", error, finishedAt: new Date() } });
 }
 
 /** Claims and runs one run to its end; false when another worker holds it. */
@@ -64,7 +68,7 @@ export async function runDreamRunOnce(db: Db, runId: string, options: { owner?: 
   } catch (error) {
     if (error instanceof LostLeaseError) return false;
     console.error(`[engram] dreams: run ${runId} failed`, error);
-    await failRun(db, runId, owner, error);
+    await failRun(db, runId, owner);
   }
   return true;
 }
