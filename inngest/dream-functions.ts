@@ -1,7 +1,7 @@
 import { refreshCustomBoard } from "@/lib/boards/refresh-custom-board.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
-import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
+import { DREAM_RUN_EVENT, dueHubs, failRun, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
 import { claimDreamRun, DREAM_PHASES, finishDreamRun, LostLeaseError, OutOfTimeError, runDreamPhase } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { inngest } from "./client.ts";
@@ -16,6 +16,8 @@ function isClaim(value: unknown): value is Claim {
   return typeof value === "object" && value !== null && typeof (value as Claim).owner === "string" && typeof (value as Claim).startedAt === "number";
 }
 
+const RETRIES = 3;
+
 /**
  * One dream run: claim, then each phase as a step (a retry resumes at the
  * phase that failed; the run's own progress record makes a repeated phase
@@ -27,9 +29,9 @@ export const dreamRunFunction = inngest.createFunction(
     name: "Dream run",
     triggers: [{ event: DREAM_RUN_EVENT }],
     concurrency: [{ key: "event.data.hub_id", limit: 1 }],
-    retries: 3,
+    retries: RETRIES,
   },
-  async ({ event, step, runId: functionRunId }) => {
+  async ({ event, step, runId: functionRunId, attempt, maxAttempts }) => {
     const runId = (event.data as { run_id?: string }).run_id;
     if (typeof runId !== "string") return { status: "invalid" as const };
     const config = dreamConfig();
@@ -53,6 +55,15 @@ export const dreamRunFunction = inngest.createFunction(
         : null;
     if (!claim) return { status: "skipped" as const };
     const { owner, startedAt } = claim;
+    // A step that fails on its last try ends the run failed, as the in-process worker does (no
+    // onFailure: it would not know whether this function run still holds the lease). Left running, its
+    // heartbeat went stale and the schedule sent it again, to fail the same way, while every trigger of
+    // the hub answered `already_running` with it.
+    const failOnLastTry = async (db: Awaited<ReturnType<typeof getDatabase>>["prisma"], error: unknown) => {
+      if (attempt + 1 < (maxAttempts ?? RETRIES + 1)) return;
+      console.error(`[engram] dreams: run ${runId} failed on its last try`, error);
+      await failRun(db, runId, owner);
+    };
     let timedOut = false;
     let lost = false;
     for (const phase of DREAM_PHASES) {
@@ -71,6 +82,7 @@ export const dreamRunFunction = inngest.createFunction(
           // Its hub purged, or its lease taken over by a worker that found it stale: that one finishes
           // it, or nothing is left to finish. The in-process worker stops quietly the same way.
           if (error instanceof LostLeaseError) return "lost";
+          await failOnLastTry(database.prisma, error);
           throw error;
         }
         return "done";
@@ -86,6 +98,7 @@ export const dreamRunFunction = inngest.createFunction(
         return await finishDreamRun({ db: database.prisma, sql: database.sql, config }, runId, owner, timedOut);
       } catch (error) {
         if (error instanceof LostLeaseError) return "lost";
+        await failOnLastTry(database.prisma, error);
         throw error;
       }
     });

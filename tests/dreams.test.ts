@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { InngestTestEngine } from "@inngest/test";
+import { InngestTestEngine, mockCtx } from "@inngest/test";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, pendingDreamRuns, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { claimDreamRun, DREAM_PHASES, executeDreamRun, finishDreamRun, LostLeaseError, runDreamPhase } from "@/lib/dreams/run-dream.ts";
@@ -1438,6 +1438,37 @@ describe("a run whose phase fails", () => {
       expect(res.body.data.status).toBe("failed");
       expect(res.body.data.error).not.toMatch(/internal_table|secret_column|INSERT/);
       expect(res.body.data.error).toContain(runId);
+    } finally {
+      await cleanUp();
+    }
+  }, 120_000);
+
+  /**
+   * Under Inngest, a phase that still failed on its step's last try left the run `running`: once its
+   * heartbeat went stale the daily schedule sent it again, to fail the same way, and meanwhile every
+   * trigger of the hub answered `already_running` with it. Its last try now ends it failed, as the
+   * in-process worker does, and the hub can be dreamt again.
+   */
+  it("under Inngest: the last try of a failing phase ends the run failed, and the hub takes a new run", async () => {
+    const hubId = await failingHub();
+    try {
+      const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+      const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+      try {
+        const run = await new InngestTestEngine({
+          function: dreamRunFunction,
+          events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }],
+          transformCtx: (ctx) => mockCtx({ ...ctx, attempt: 3, maxAttempts: 4 }),
+        }).execute();
+        expect(run.error).toBeDefined();
+      } finally {
+        logged.mockRestore();
+      }
+      const failed = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+      expect(failed.status).toBe("failed");
+      expect(failed.error).not.toMatch(/internal_table|secret_column/);
+      const next = await trigger(owner, hubId);
+      expect(next.body.data).toEqual({ status: "queued", run_id: expect.any(String) });
     } finally {
       await cleanUp();
     }
