@@ -1475,6 +1475,31 @@ describe("a run whose phase fails", () => {
   }, 120_000);
 });
 
+describe("an unsorted memory a member rewrites while the run works", () => {
+  /**
+   * The organize phase files memories by what the run read of them at its start: one a member rewrote
+   * since (about something else now, its new text not yet embedded) was filed by its old text, where
+   * a memory with an edit pending is otherwise left for the run after it is processed.
+   */
+  it("is not filed by its old text", async () => {
+    const { hubId, ids, frontendTopic } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const config = dreamConfig({ batchSize: 1 });
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    let edited = false;
+    const afterBatch = async (phase: string) => {
+      if (phase !== "similar" || edited) return;
+      edited = true;
+      expect((await owner.patch(`/v1/memories/${ids.frontUnsorted1}`, { content: "The quarterly budget review moved to the first Monday of the month." })).status).toBe(200);
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+    expect(edited).toBe(true);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: ids.frontUnsorted1 } })).topicId).toBeNull();
+    // The other, unchanged, is filed as before.
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: ids.frontUnsorted2 } })).topicId).toBe(frontendTopic);
+  }, 120_000);
+});
+
 describe("a contradiction whose side is deleted while the run writes", () => {
   /**
    * The excerpts of both sides were read before the batches: a side hard-deleted between that read and

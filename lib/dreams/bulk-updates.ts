@@ -21,22 +21,25 @@ export async function archiveSuperseded(tx: DbClient, pairs: { older: string; ne
 }
 
 /**
- * Puts each memory into its topic, if still active and unsorted. A new topic_id moves updated_at, as
+ * Puts each memory into its topic, if still active, unsorted and with the title and content the run
+ * placed it by (`contentChangedAt`: a member's edit since is filed by the run after it is processed,
+ * as any memory with an edit pending). A new topic_id moves updated_at, as
  * filing through the API and undoing the organize do: clients sync by it (the list's order and cursor).
  * Returns the updated_at each moved memory got: `now`, or past it when the stored one was not behind
  * `now` (trigger memories_updated_at_forward), which its action is stamped with (see dueHubs).
  */
-export async function assignTopics(tx: DbClient, moves: { memoryId: string; topicId: string }[], now: Date): Promise<Map<string, Date>> {
+export async function assignTopics(tx: DbClient, moves: { memoryId: string; topicId: string; contentChangedAt: Date }[], now: Date): Promise<Map<string, Date>> {
   if (moves.length === 0) return new Map();
   const rows = await tx.$queryRawUnsafe<{ id: string; updatedAt: Date }[]>(
     `UPDATE memories m SET topic_id = u.topic_id, updated_at = $3
-       FROM unnest($1::uuid[], $2::uuid[]) AS u(id, topic_id)
-      WHERE m.id = u.id AND m.state = 'active' AND m.topic_id IS NULL
+       FROM unnest($1::uuid[], $2::uuid[], $4::timestamptz[]) AS u(id, topic_id, changed)
+      WHERE m.id = u.id AND m.state = 'active' AND m.topic_id IS NULL AND m.content_changed_at = u.changed
         AND EXISTS (SELECT 1 FROM topics t WHERE t.id = u.topic_id AND t.archived_at IS NULL)
       RETURNING m.id::text AS id, m.updated_at AS "updatedAt"`,
     moves.map((m) => m.memoryId),
     moves.map((m) => m.topicId),
     now,
+    moves.map((m) => m.contentChangedAt),
   );
   return new Map(rows.map((r) => [r.id, r.updatedAt]));
 }

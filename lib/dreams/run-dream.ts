@@ -512,6 +512,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   const moves: Move[] = [...plan.assign].map(([memoryId, topicId]) => ({ memoryId, topicId }));
   for (const created of plan.create) created.memoryIds.forEach((memoryId, i) => moves.push({ memoryId, topicId: null, newTopic: created.name, first: i === 0 }));
   const createdIds = new Map<string, string>();
+  const changedAt = new Map(memories.map((m) => [m.id, m.contentChangedAt]));
   // Organize writes are cheap per row: larger batches, fewer transactions.
   for (const batch of chunked(moves, ctx.deps.config.batchSize * 5)) {
     await commitBatch(ctx, async (tx, now) => {
@@ -556,7 +557,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       const placed = batch.filter((move) => locked.has(move.memoryId) && (!move.newTopic || createdIds.has(move.newTopic)));
       // Only memories still unsorted and active at write time move (an edit since the scan wins).
       const target = (move: Move) => (move.newTopic ? createdIds.get(move.newTopic)! : move.topicId!);
-      const moved = await assignTopics(tx, placed.map((move) => ({ memoryId: move.memoryId, topicId: target(move) })), now);
+      const moved = await assignTopics(tx, placed.map((move) => ({ memoryId: move.memoryId, topicId: target(move), contentChangedAt: changedAt.get(move.memoryId)! })), now);
       const actions = [];
       for (const move of placed) {
         const writtenAt = moved.get(move.memoryId);
