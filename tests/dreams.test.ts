@@ -799,6 +799,65 @@ describe("undoing the organize that emptied a dream's topic while a memory is fi
   });
 });
 
+describe("a run filing into a dream's topic while an undo empties and deletes it", () => {
+  /**
+   * The organize batch took the hub's topic lock only to create topics, not to file into one: an undo
+   * that emptied a dream's topic deleted it while the batch's filing, which had found it, was writing;
+   * the foreign key refused the write once the undo committed, and the whole run ended failed.
+   */
+  it.skipIf(!testPostgres())("the run waits for the undo, files nothing into the deleted topic and completes", async () => {
+    const hubId = await h.teamHub(owner);
+    const push = async (content: string) => (await owner.post("/v1/memories", { content, stability: "stable" }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const sorted = await push(PLANTED.k8s1);
+    const loose = await push(PLANTED.k8s2);
+    await indexMemories(h.db, [sorted, loose]);
+    const old = await h.db.dreamRun.create({ data: { id: newId(), hubId, status: "completed", phase: "done", createdAt: new Date(Date.now() - DAY) } });
+    const topic = await h.db.topic.create({ data: { id: newId(), hubId, name: "Kubernetes", createdBy: null } });
+    await h.db.memory.update({ where: { id: sorted }, data: { topicId: topic.id } });
+    const organize = await h.db.dreamAction.create({
+      data: { id: newId(), runId: old.id, hubId, actionType: "organize", state: "applied", sourceMemoryIds: [sorted], resultMemoryId: sorted, toTopicId: topic.id, createdTopic: true, reason: "grouped" },
+    });
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    // The undo waits on the side (its event, after it deleted the topic); the run, on the undo.
+    const waits = async () =>
+      (
+        await side.query(`WITH f AS (SELECT DISTINCT l.pid FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid)))
+          SELECT (SELECT count(*) FROM f)::int AS undo, (SELECT count(*) FROM pg_locks l WHERE NOT l.granted AND pg_blocking_pids(l.pid) && ARRAY(SELECT pid FROM f))::int AS run`)
+      ).rows[0] as { undo: number; run: number };
+    let undo: Promise<{ status: number; text: string }> | undefined;
+    let dream: Promise<boolean> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock($1::bigint)", [0x656e6772]);
+      undo = owner.post(`/v1/dreams/actions/${organize.id}/undo`);
+      for (let waited = 0; (await waits()).undo < 1; waited += 20) {
+        if (waited > 20_000) throw new Error("the undo never waited");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      dream = runDreamRunOnce(h.db, runId);
+      for (let waited = 0; (await waits()).run < 1; waited += 20) {
+        if (waited > 30_000) throw new Error("the run never waited for the undo");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect((await undo!).status).toBe(200);
+      expect(await dream!).toBe(true);
+    } finally {
+      logged.mockRestore();
+    }
+    expect(await h.db.topic.findUnique({ where: { id: topic.id } })).toBeNull();
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).status).toBe("completed");
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: loose } })).topicId).toBeNull();
+  }, 120_000);
+});
+
 describe("a dream batch against the deletion of its hub", () => {
   /**
    * A batch took its run's row (the heartbeat), then its memories; a hub delete took the hub's

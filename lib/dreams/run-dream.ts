@@ -519,11 +519,14 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       // New topics count against the hub's limit under the lock a topic created through the API takes
       // (before the memory rows, in its order): the room was read when the plan was made, and topics
       // created since (by members, while the run named its own) take it first.
+      // Filing alone takes it shared, as a filing through the API does: an undo that empties a dream's
+      // topic deletes it under that lock, and a batch filing into it without the lock had its write
+      // refused by the foreign key once the undo committed (the whole run failed).
       let room = 0;
       if (batch.some((move) => move.newTopic && !createdIds.has(move.newTopic))) {
         await lockForTransaction(tx, topicsLockKey(hubId));
         room = MAX_TOPICS_PER_HUB - (await tx.topic.count({ where: { hubId } }));
-      }
+      } else await lockForTransaction(tx, { shared: topicsLockKey(hubId) });
       // In id order, as every multi-memory write does: the topic assignment's single UPDATE locks its
       // rows in whatever order its plan reads them.
       // A memory moved to another hub since the scan is not locked (nor filed into this hub's topic).
