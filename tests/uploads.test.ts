@@ -1020,3 +1020,21 @@ describe("an upload's life ends for good", () => {
     expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
   });
 });
+
+describe("download headers", () => {
+  const download = (client: Client, memoryId: string, attachmentId: string) =>
+    dispatch(new Request(`http://engram.test/v1/memories/${memoryId}/attachments/${attachmentId}/download`, { headers: { authorization: `Bearer ${client.key}` } }));
+
+  it("a filename with an apostrophe, parentheses or a star is percent-encoded in filename* (RFC 8187 allows none of them there)", async () => {
+    const name = `Ann's "notes" (final)*.txt`;
+    const created = await upload(ann, name, "text/plain", Buffer.from("Quarterly notes.\n"));
+    const memory = await processed(ann, created.id);
+    const res = await download(ann, created.id, memory.attachments[0].id);
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+    const disposition = res.headers.get("content-disposition")!;
+    expect(disposition).toBe(`attachment; filename="Ann's _notes_ (final)*.txt"; filename*=UTF-8''Ann%27s%20%22notes%22%20%28final%29%2A.txt`);
+    // Every character of the extended value is an RFC 8187 attr-char or a %XX escape.
+    expect(disposition.split("filename*=UTF-8''")[1]).toMatch(/^(?:[A-Za-z0-9!#$&+\-.^_`|~]|%[0-9A-F]{2})+$/);
+  });
+});

@@ -206,5 +206,14 @@ export async function readAll(store: BlobStore, key: string): Promise<Buffer> {
 /** RFC 6266 with an ASCII fallback and the UTF-8 name. */
 export function contentDisposition(type: "inline" | "attachment", filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, "_").replace(/["\\]/g, "_");
-  return `${type}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+  return `${type}; filename="${ascii}"; filename*=UTF-8''${extValue(filename)}`;
+}
+
+/**
+ * RFC 8187's ext-value: encodeURIComponent leaves ' ( ) * ! unescaped, and only ! is an attr-char. A
+ * parser that follows the grammar (the `content-disposition` package, for one) refuses the whole
+ * header for such a value: "Ann's notes (2).pdf" arrived with no usable name at all.
+ */
+function extValue(filename: string): string {
+  return encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
