@@ -1037,4 +1037,18 @@ describe("download headers", () => {
     // Every character of the extended value is an RFC 8187 attr-char or a %XX escape.
     expect(disposition.split("filename*=UTF-8''")[1]).toMatch(/^(?:[A-Za-z0-9!#$&+\-.^_`|~]|%[0-9A-F]{2})+$/);
   });
+
+  it("an HTML attachment downloads with nosniff and a sandboxing Content-Security-Policy, so it never runs as a page of Engram's origin", async () => {
+    const bytes = Buffer.from("<!doctype html><title>Hi</title><script>fetch('/v1/auth/me')</script><p>Hello</p>\n");
+    const created = await upload(ann, "page.html", "text/html", bytes);
+    const memory = await processed(ann, created.id);
+    const res = await download(ann, created.id, memory.attachments[0].id);
+    expect(res.status).toBe(200);
+    expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+    expect(res.headers.get("content-disposition")).toMatch(/^attachment;/);
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    const csp = res.headers.get("content-security-policy") ?? "";
+    expect(csp).toMatch(/default-src 'none'/);
+    expect(csp).toMatch(/\bsandbox\b/);
+  });
 });

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { blobStore, contentDisposition, readOrNotFound } from "@/lib/blobs/blob-store.ts";
+import { blobStore, contentDisposition, readOrNotFound, STORED_FILE_CSP } from "@/lib/blobs/blob-store.ts";
 import { findAttachmentOrThrow } from "./find-attachment.ts";
 
 /** The original file, streamed from storage with its name (never rendered inline here). */
@@ -18,6 +18,7 @@ export async function downloadAttachment(ctx: AuthContext, memoryId: string, att
       "content-length": String(info.size),
       "content-disposition": contentDisposition("attachment", attachment.filename),
       "x-content-type-options": "nosniff",
+      "content-security-policy": STORED_FILE_CSP,
       "cache-control": "private, no-store",
       ...(attachment.sha256 && { digest: `sha-256=${Buffer.from(attachment.sha256, "hex").toString("base64")}` }),
     },

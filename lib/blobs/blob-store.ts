@@ -203,6 +203,13 @@ export async function readAll(store: BlobStore, key: string): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
+/**
+ * The Content-Security-Policy every stored file is served with from Engram's origin: an uploaded HTML
+ * file opened there (a browser that renders it despite `attachment`, a view URL) runs no script and is
+ * a sandboxed, unique origin, never a page of Engram's with the reader's session.
+ */
+export const STORED_FILE_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox";
+
 /** RFC 6266 with an ASCII fallback and the UTF-8 name. */
 export function contentDisposition(type: "inline" | "attachment", filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, "_").replace(/["\\]/g, "_");

@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { ok } from "@/lib/api/envelope.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { methodsNotAllowed, withPublic } from "@/lib/api/with-auth.ts";
-import { blobStore, contentDisposition, readOrNotFound } from "@/lib/blobs/blob-store.ts";
+import { blobStore, contentDisposition, readOrNotFound, STORED_FILE_CSP } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore, UploadRejected } from "@/lib/blobs/local-blob-store.ts";
 import { assertUploadOpen } from "@/lib/uploads/assert-upload-open.ts";
 
@@ -65,8 +65,7 @@ export const GET = withPublic({ bucket: "light" }, async (_ctx, req, params) => 
       "content-disposition": contentDisposition(check.inline ? "inline" : "attachment", check.filename),
       "cache-control": "private, max-age=300",
       "x-content-type-options": "nosniff",
-      // An uploaded HTML file must never run as a page of this origin.
-      "content-security-policy": "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; sandbox",
+      "content-security-policy": STORED_FILE_CSP,
     },
   });
 });
