@@ -939,6 +939,28 @@ describe("an upload's life ends for good", () => {
     expect(readdirSync(path.dirname(path.join(blobDir, ...i.object_key.split("/")))).filter((f) => f.includes(".part-"))).toEqual([]);
   });
 
+  it("a PUT still streaming when its upload is removed (the account emptied) is refused at its end and leaves no bytes that nothing refers to", async () => {
+    const eve = await h.user("Eve");
+    const i = await intent(eve, "late.txt", "text/plain", 8);
+    const file = path.join(blobDir, ...i.object_key.split("/"));
+    let feed!: ReadableStreamDefaultController<Uint8Array>;
+    const slowBody = new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) });
+    const slow = put(i.upload_url, i.headers, slowBody);
+    feed.enqueue(new Uint8Array(Buffer.from("late")));
+    await new Promise((r) => setTimeout(r, 50)); // past its checks, streaming
+    const emptied = await eve.delete("/v1/account/data");
+    expect(emptied.status, JSON.stringify(emptied.body)).toBe(200);
+    expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
+    feed.enqueue(new Uint8Array(Buffer.from("late")));
+    feed.close();
+    const res = await slow;
+    expect(res.status, JSON.stringify(res.body)).toBe(409);
+    expect(res.body.error.code).toBe("conflict");
+    // No record names the object any more, so no sweep would ever remove it.
+    expect(existsSync(file)).toBe(false);
+    expect(existsSync(`${file}.meta.json`)).toBe(false);
+  });
+
   it("an upload too close to the sweep's 24 hours is not attached (the sweep could be deleting it)", async () => {
     const bytes = Buffer.from("almost swept");
     const i = await intent(ann, "old.txt", "text/plain", bytes.length);

@@ -4,7 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { methodsNotAllowed, withPublic } from "@/lib/api/with-auth.ts";
 import { blobStore, contentDisposition, readOrNotFound, STORED_FILE_CSP } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore, UploadRejected } from "@/lib/blobs/local-blob-store.ts";
-import { assertUploadOpen } from "@/lib/uploads/assert-upload-open.ts";
+import { assertUploadOpen, assertUploadNotRemoved } from "@/lib/uploads/assert-upload-open.ts";
 
 /** The catch-all segment arrives as an array of path parts. */
 const keyOf = (params: Record<string, unknown>) => {
@@ -41,6 +41,7 @@ export const PUT = withPublic({ bucket: "regular" }, async (ctx, req, params) =>
   }
   try {
     const meta = await store.receive(key, req.body, { contentType: check.contentType, size: check.size });
+    await assertUploadNotRemoved(ctx, store, key);
     return ok({ object_key: key, size_bytes: meta.size, sha256: meta.sha256 });
   } catch (error) {
     if (!(error instanceof UploadRejected)) throw error;
