@@ -610,6 +610,21 @@ describe("create with file_ref", () => {
     expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: "The file is empty" });
   });
 
+  it("a file_ref's filename follows the upload's rules: no slashes, not blank (it names the file every download saves)", async () => {
+    const bytes = Buffer.from("Named with care.\n");
+    const i = await intent(ann, "care.txt", "text/plain", bytes.length);
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+    for (const filename of ["../../.bashrc", "..\\..\\evil.exe", "   "]) {
+      const res = await ann.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, filename } });
+      expect(res.status, `${filename}: ${JSON.stringify(res.body)}`).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+    expect(await h.db.attachment.count({ where: { objectKey: i.object_key } })).toBe(0);
+    const res = await ann.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, filename: "  care (final).txt " } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.data.title).toBe("care (final).txt");
+  });
+
   it("refuses a .png that is really a PDF, a wrong sha256, a wrong size and another user's upload", async () => {
     const pdf = await makePdf([["not a picture"]]);
     const i = await intent(ann, "photo.png", "image/png", pdf.length);

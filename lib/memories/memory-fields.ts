@@ -2,6 +2,7 @@ import { z } from "zod";
 import { normalizeId, uuidField } from "@/lib/ids.ts";
 import { timestampSchema } from "@/lib/api/timestamp.ts";
 import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
+import { uploadFilenameSchema } from "@/lib/uploads/upload-filename-schema.ts";
 
 export const KINDS = ["episodic", "semantic", "procedural", "rationale"] as const;
 export const STABILITIES = ["volatile", "evolving", "stable"] as const;
@@ -70,7 +71,7 @@ const sourcePathSchema = z
 
 export const fileRefSchema = z.object({
   object_key: z.string().min(1).max(500),
-  filename: z.string().min(1).max(255),
+  filename: uploadFilenameSchema,
   content_type: z.string().min(1).max(100),
   size_bytes: z.int().min(0).optional(),
   sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, "sha256 must be 64 hex digits").optional(),

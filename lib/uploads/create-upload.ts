@@ -15,15 +15,10 @@ import {
   UPLOAD_PURPOSES,
   UPLOAD_URL_TTL_SECONDS,
 } from "./upload-limits.ts";
+import { uploadFilenameSchema } from "./upload-filename-schema.ts";
 
 export const createUploadBodySchema = z.object({
-  filename: z
-    .string()
-    .trim()
-    .min(1, "filename must not be empty")
-    .max(255)
-    .refine((name) => !/[\0/\\]/.test(name), "filename must not contain slashes or NUL")
-    .meta({ pattern: "^[^/\\\\\\u0000]+$" }),
+  filename: uploadFilenameSchema,
   // The 415 for other types comes from createUpload (it names the allowed ones); the pattern tells
   // OpenAPI readers the same thing up front.
   content_type: z
