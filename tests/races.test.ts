@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -1125,6 +1125,57 @@ describe("the storage quota under concurrent attaches", () => {
       expect(await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: own.id } } })).toMatchObject({ bytes: 1000n, memories: 1 });
     } finally {
       delete process.env.ENGRAM_QUOTA_USER_BYTES;
+      setBlobStore(undefined);
+      rmSync(blobDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a file memory deleted while its file is being replaced", () => {
+  it.skipIf(!testPostgres())("the delete takes the new file with it: no upload is left attached to nothing, no bytes stay behind", async () => {
+    const blobDir = mkdtempSync(path.join(tmpdir(), "engram-blobs-"));
+    setBlobStore(new LocalBlobStore(blobDir));
+    const side = new pg.Client({ connectionString: h.url! });
+    const watcher = new pg.Client({ connectionString: h.url! });
+    try {
+      const own = await h.user("Replacer");
+      const uploaded = async (text: string) => {
+        const bytes = Buffer.from(text);
+        const intent = await own.post("/v1/uploads", { filename: "doc.txt", content_type: "text/plain", size_bytes: bytes.length, purpose: "memory_attachment" });
+        expect(intent.status).toBe(201);
+        const put = await dispatch(new Request(intent.body.data.upload_url, { method: "PUT", headers: intent.body.data.headers, body: new Uint8Array(bytes) }));
+        expect(put.status).toBe(200);
+        return intent.body.data.file_ref as { object_key: string };
+      };
+      const first = await own.post("/v1/memories", { content: "", file_ref: await uploaded("first version\n"), source_path: "doc.txt" });
+      expect(first.status, first.text).toBe(201);
+      const second = await uploaded("second version\n");
+      await Promise.all([side.connect(), watcher.connect()]);
+      let replaced: Promise<ApiResponse> | undefined;
+      let deleted: Promise<ApiResponse> | undefined;
+      try {
+        // The events lock (emit-event.ts) holds the re-push after it swapped the attachments, before its commit.
+        await side.query("BEGIN");
+        await side.query("SELECT pg_advisory_xact_lock($1::bigint)", [0x656e6772]);
+        replaced = own.post("/v1/memories", { content: "", file_ref: second, source_path: "doc.txt" });
+        await lockWaiters(watcher, 1);
+        deleted = own.delete(`/v1/memories/${first.body.data.id}`);
+        // The delete waits behind the re-push (for the memory's row or the replaced file's upload).
+        await lockWaiters(watcher, 2);
+        await side.query("COMMIT");
+      } finally {
+        await side.query("ROLLBACK").catch(() => {});
+      }
+      const [push, removal] = [await replaced!, await deleted!];
+      expect(push.status, push.text).toBe(200);
+      expect(removal.status, removal.text).toBe(200);
+      expect(await h.db.memory.count({ where: { id: first.body.data.id } })).toBe(0);
+      // Before, the delete detached the file it had read (the replaced one) and the cascade took the new
+      // attachment: its upload stayed attached to nothing, never swept, its bytes on disk for good.
+      expect(await h.db.upload.count({ where: { objectKey: second.object_key, attachedAt: { not: null } } })).toBe(0);
+      expect(existsSync(path.join(blobDir, ...second.object_key.split("/")))).toBe(false);
+    } finally {
+      await Promise.all([side.end().catch(() => {}), watcher.end().catch(() => {})]);
       setBlobStore(undefined);
       rmSync(blobDir, { recursive: true, force: true });
     }

@@ -1,6 +1,7 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { canDeleteMemory } from "@/lib/api/permissions.ts";
+import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
@@ -24,6 +25,10 @@ export async function deleteMemory(ctx: AuthContext, id: string): Promise<{ id: 
     // attachments' uploads are detached in the same transaction and their files go after the commit.
     const done = await ctx.db
       .$transaction(async (tx) => {
+        // The memory's row first, as a re-push replacing its file takes it: read before that lock, the
+        // attachments were the ones a replace under way was swapping out, and the cascade then took the
+        // new file's attachment with its upload left attached to nothing (never swept, its bytes kept).
+        await lockMemoryRows(tx, [memory.id], [memory.hubId]);
         const detached = await detachUploads(tx, { memoryId: { in: [memory.id] } });
         const { count } = await tx.memory.deleteMany({ where: { id: memory.id, hubId: memory.hubId, ...memoryWriteGuard(ctx.user.id, "delete") } });
         if (count !== 1) throw CHANGED;
