@@ -1088,4 +1088,38 @@ describe("download headers", () => {
     expect(csp).toMatch(/default-src 'none'/);
     expect(csp).toMatch(/\bsandbox\b/);
   });
+
+  it("a HEAD of a download or of a signed view URL opens no read of the file (Next sends no body for it, and never closes one opened)", async () => {
+    const png = makePng(4, 4);
+    const created = await upload(ann, "dot.png", "image/png", png);
+    const memory = await processed(ann, created.id);
+    const { objectKey } = await h.db.attachment.findFirstOrThrow({ where: { memoryId: created.id } });
+    class CountingReads extends LocalBlobStore {
+      reads = 0;
+      override async read(key: string, range?: { start: number; end: number }) {
+        if (key === objectKey) this.reads += 1;
+        return super.read(key, range);
+      }
+    }
+    const store = new CountingReads(blobDir);
+    setBlobStore(store);
+    try {
+      const url = `http://engram.test/v1/memories/${created.id}/attachments/${memory.attachments[0].id}/download`;
+      const head = await dispatch(new Request(url, { method: "HEAD", headers: { authorization: `Bearer ${ann.key}` } }));
+      expect(head.status).toBe(200);
+      expect(head.headers.get("content-length")).toBe(String(png.length));
+      const view = await ann.post(`/v1/memories/${created.id}/attachments/${memory.attachments[0].id}/view-url`);
+      expect(view.status).toBe(200);
+      const viewHead = await dispatch(new Request(view.body.data.url, { method: "HEAD" }));
+      expect(viewHead.status).toBe(200);
+      expect(viewHead.headers.get("content-length")).toBe(String(png.length));
+      // Each left a file handle open (an S3 socket with that store) until garbage collection.
+      expect(store.reads).toBe(0);
+      const get = await download(ann, created.id, memory.attachments[0].id);
+      expect(Buffer.from(await get.arrayBuffer()).equals(png)).toBe(true);
+      expect(store.reads).toBe(1);
+    } finally {
+      setBlobStore(new LocalBlobStore(blobDir));
+    }
+  });
 });

@@ -58,8 +58,9 @@ export const GET = withPublic({ bucket: "light" }, async (_ctx, req, params) => 
   if (!check.ok) throw refused(check.reason);
   const info = await store.head(key);
   if (!info) throw new ApiError("not_found", "Not found");
-  const stream = await readOrNotFound(store, key, "Not found");
-  return new Response(Readable.toWeb(stream) as ReadableStream, {
+  // A HEAD gets no body from Next, which never cancels one: a read opened for it kept its file handle.
+  const stream = req.method === "HEAD" ? null : Readable.toWeb(await readOrNotFound(store, key, "Not found"));
+  return new Response(stream as ReadableStream | null, {
     headers: {
       "content-type": check.contentType,
       "content-length": String(info.size),
