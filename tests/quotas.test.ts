@@ -1,3 +1,7 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { quotaLimits, DEFAULT_QUOTAS } from "@/lib/quotas/quota-limits.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
@@ -30,6 +34,24 @@ describe("storage quotas", () => {
     });
     expect(() => quotaLimits({ ENGRAM_QUOTA_HUB_MEMORIES: "lots" })).toThrow(/ENGRAM_QUOTA_HUB_MEMORIES/);
   });
+
+  it("a setting that is no size stops start-up, naming it, instead of a server whose every push and /v1/usage is a 500", () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), "engram-quota-start-"));
+    try {
+      const script = 'const { startServer } = await import(process.cwd() + "/lib/system/start-server.ts"); await startServer(); console.log("started");';
+      const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+        cwd: path.resolve(import.meta.dirname, ".."),
+        env: { ...process.env, ENGRAM_DATA_DIR: dataDir, DATABASE_URL: "", ENGRAM_QUOTA_USER_BYTES: "1.5G" },
+        encoding: "utf8",
+        timeout: 120_000,
+      });
+      expect(run.stdout).not.toMatch(/started|database ready/);
+      expect(run.status).not.toBe(0);
+      expect(run.stderr).toMatch(/ENGRAM_QUOTA_USER_BYTES: "1\.5G" is not a size/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 130_000);
 
   it("refuses the push past a user's memory quota with 413 quota_exceeded; deleting frees room", async () => {
     process.env.ENGRAM_QUOTA_USER_MEMORIES = "3";

@@ -49,3 +49,11 @@ export function quotaLimits(env: Record<string, string | undefined> = process.en
     },
   };
 }
+
+/**
+ * Stops start-up on a quota setting that is no size or count (`1.5G`, `lots`). Read only per request,
+ * such a setting let the server start and then failed every push and /v1/usage with a 500.
+ */
+export function assertQuotaLimits(): void {
+  quotaLimits();
+}

@@ -11,6 +11,7 @@ import { startInvitesPrune } from "@/lib/invites/prune-invites.ts";
 import { startMailOutboxPrune } from "@/lib/mail/prune-mail-outbox.ts";
 import { startNotificationsPrune } from "@/lib/notifications/prune-notifications.ts";
 import { startUnusedOAuthClientsPrune } from "@/lib/oauth/prune-unused-clients.ts";
+import { assertQuotaLimits } from "@/lib/quotas/quota-limits.ts";
 import { startIndexChangesPrune } from "@/lib/recall/prune-index-changes.ts";
 import { assertUploadLimit } from "@/lib/uploads/upload-limits.ts";
 import { startAccountDataDeletionsResume } from "@/lib/users/resume-account-data-deletions.ts";
@@ -23,6 +24,7 @@ import { kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
 export async function startServer(): Promise<void> {
   const started = Date.now();
   assertUploadLimit();
+  assertQuotaLimits();
   assertModelEndpoints();
   for (const warning of configWarnings()) console.warn(warning);
   const database = await getDatabase();
