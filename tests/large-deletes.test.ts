@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { customBoardsIdle } from "@/lib/boards/kick-custom-board.ts";
-import { purgeDeletedHub, purgeDeletedHubs } from "@/lib/hubs/purge-deleted-hubs.ts";
+import { PURGE_BATCHES_PER_HUB, purgeDeletedHub, purgeDeletedHubs } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { newId } from "@/lib/ids.ts";
 import { deleteAccountData, eraseAccountData } from "@/lib/users/delete-account-data.ts";
 import { ACCOUNT_DELETION_SWEEP_ATTEMPTS, resumeAccountDataDeletions } from "@/lib/users/resume-account-data-deletions.ts";
@@ -314,6 +314,37 @@ describe("deleting a large account's data", () => {
     expect((await ann.delete("/v1/account/data")).status).toBe(200);
     expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
   });
+});
+
+describe("the account-data deletions sweep and a huge account", () => {
+  // The sweep erased a marked account's memories with no cap on batches (the hub purge stops a hub at
+  // PURGE_BATCHES_PER_HUB): an account of millions of memories, or one written in as fast as they went,
+  // held the sweep, and every deletion after it, for good.
+  it("deletes at most PURGE_BATCHES_PER_HUB batches of it per sweep, not counted as a failure, and the next sweep goes on", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 1);
+    const seed = (await h.db.memory.findFirstOrThrow({ where: { hubId: ann.personalHubId } })).id;
+    const batch = Number(process.env.ENGRAM_PURGE_BATCH);
+    const total = PURGE_BATCHES_PER_HUB * batch + 3;
+    await h.database.sql.query(
+      `INSERT INTO memories SELECT (json_populate_record(NULL::memories, (row_to_json(m)::jsonb || jsonb_build_object('id', gen_random_uuid()))::json)).* FROM memories m, generate_series(2, $2::int) n WHERE m.id = $1::uuid`,
+      [seed, total],
+    );
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(total);
+    // As a request whose process stopped leaves it: marked, its lease stale.
+    await h.db.user.update({ where: { id: ann.id }, data: { dataDeletionRequestedAt: new Date(Date.now() - 60 * 60_000), dataDeletionHeartbeatAt: null } });
+
+    expect(await resumeAccountDataDeletions(h.db)).toBe(0);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(3);
+    // Left marked with its lease let go, and not counted as a failed attempt: it made progress.
+    expect(await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).toMatchObject({ dataDeletionHeartbeatAt: null, dataDeletionAttempts: 0 });
+    expect((await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).dataDeletionRequestedAt).not.toBeNull();
+
+    expect(await resumeAccountDataDeletions(h.db)).toBe(1);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+    expect((await deletesPerTransaction(ann.personalHubId)).most).toBeLessThanOrEqual(batch);
+    expect((await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).dataDeletionRequestedAt).toBeNull();
+  }, 60_000);
 });
 
 describe("an account-data deletion still running while sweeps come", () => {

@@ -113,7 +113,7 @@ async function stillWanted(tx: DbClient, userId: string, requestedAt: Date, mode
  * synced again keeps its first), and a request once finished deletes nothing more. `finished` is false
  * when the mark was gone (cleared by another run, or given up by the sweep) and this run stopped.
  */
-export async function eraseAccountData(db: Db, userId: string, requestedAt: Date): Promise<DeleteAccountDataResult & { finished: boolean }> {
+export async function eraseAccountData(db: Db, userId: string, requestedAt: Date, options: { maxBatches?: number } = {}): Promise<DeleteAccountDataResult & { finished: boolean }> {
   // Renewed on a timer too, not only before each batch: after a batch commits its files go from the blob
   // store with no renewal, and a slow store (S3, Vercel Blob) outlasting the lease made this live run look
   // stopped, so a sweep took the deletion up under it, counted it and could give it up.
@@ -124,7 +124,17 @@ export async function eraseAccountData(db: Db, userId: string, requestedAt: Date
   }, ACCOUNT_DELETION_LEASE_MS / 5);
   keepAlive.unref?.();
   try {
-    return await eraseMarkedData(db, userId, requestedAt);
+    const result = await eraseMarkedData(db, userId, requestedAt, options.maxBatches);
+    if (result.capped) {
+      // Cut at its cap of batches, not failed: its lease goes so the next sweep takes it up at once, and
+      // its attempts start again, or an account larger than a few sweeps' worth was given up half emptied.
+      clearInterval(keepAlive);
+      await renewing;
+      await db.$executeRaw`
+        UPDATE users SET data_deletion_heartbeat_at = NULL, data_deletion_attempts = 0 WHERE id = ${userId}::uuid AND data_deletion_requested_at = ${requestedAt}`;
+    }
+    const { capped: _capped, ...rest } = result;
+    return rest;
   } catch (error) {
     // A run that failed lets the lease go, so the next sweep takes the deletion up at once (and counts it):
     // after a renewal under way, which landing later took it back for five minutes.
@@ -138,14 +148,18 @@ export async function eraseAccountData(db: Db, userId: string, requestedAt: Date
   }
 }
 
-async function eraseMarkedData(db: Db, userId: string, requestedAt: Date): Promise<DeleteAccountDataResult & { finished: boolean }> {
+async function eraseMarkedData(db: Db, userId: string, requestedAt: Date, maxBatches: number | undefined): Promise<DeleteAccountDataResult & { finished: boolean; capped: boolean }> {
   const personal = await db.hub.findFirst({ where: { ownerId: userId, hubType: "personal" }, select: { id: true } });
   // The memories go first, a bounded batch per transaction: all of them in the one transaction below
   // outlasted the transaction timeout for a large hub and failed on every attempt. What a push adds
   // meanwhile goes in that transaction, which also takes what cannot be batched.
-  const purged = personal ? (await deleteHubMemories(db, personal.id, { wanted: (tx) => stillWanted(tx, userId, requestedAt, "batch"), beforeBatch: () => renewLease(db, userId, requestedAt) }))
-        .deleted : 0;
+  const purge = personal
+    ? await deleteHubMemories(db, personal.id, { maxBatches, wanted: (tx) => stillWanted(tx, userId, requestedAt, "batch"), beforeBatch: () => renewLease(db, userId, requestedAt) })
+    : { deleted: 0, done: true, batches: 0 };
+  const purged = purge.deleted;
   const stopped = { deleted: true as const, memories: purged, topics: 0, configs: 0, sessions: 0, finished: false };
+  // Memories left at the cap stay for the next run: the last transaction would take them all at once.
+  if (!purge.done && maxBatches !== undefined && purge.batches >= maxBatches) return { ...stopped, capped: true };
   await renewLease(db, userId, requestedAt);
   const last = await db.$transaction(async (tx) => {
     // First, before the members lock and the memories: the order a batch takes them in.
@@ -205,7 +219,7 @@ async function eraseMarkedData(db: Db, userId: string, requestedAt: Date): Promi
        WHERE id = ${userId}::uuid AND data_deletion_requested_at <= ${requestedAt}`;
     return { memories, topics, configs, sessions: sessionRows.length, blobKeys: [...new Set([...blobKeys, ...unattached.map((u) => u.objectKey)])], sessionKeys, boards };
   });
-  if (!last) return stopped;
+  if (!last) return { ...stopped, capped: false };
   const { blobKeys, sessionKeys, boards, ...counts } = last;
   for (const board of boards) kickCustomBoard(board);
   // Bytes go once the rows are gone (best effort: a file or session file left behind is unreachable,
@@ -214,5 +228,5 @@ async function eraseMarkedData(db: Db, userId: string, requestedAt: Date): Promi
   for (const key of sessionKeys.filter((k) => !isDatabaseSessionKey(k))) {
     await (await sessionStoreFor(db, key)).delete(key).catch((error: unknown) => console.error(`[engram] account data: deleting ${key} failed`, error));
   }
-  return { deleted: true, ...counts, finished: true };
+  return { deleted: true, ...counts, finished: true, capped: false };
 }

@@ -1,10 +1,14 @@
 import { runAsBackground } from "@/lib/db/background-work.ts";
+import { PURGE_BATCHES_PER_HUB } from "@/lib/hubs/purge-deleted-hubs.ts";
 import type { Database, Db } from "@/lib/db/database.ts";
 import { runPeriodically } from "@/lib/system/run-periodically.ts";
 import { eraseAccountData } from "./delete-account-data.ts";
 
 const RESUME_EVERY_MS = 10 * 60_000;
-/** Accounts one sweep takes up (each to its end, its memories a bounded batch per transaction). */
+/**
+ * Accounts one sweep takes up (each for at most PURGE_BATCHES_PER_HUB batches of memories, a bounded
+ * batch per transaction; a larger one is finished over several sweeps).
+ */
 const ACCOUNTS_PER_SWEEP = 20;
 /**
  * Sweeps (of any instance) that take up one deletion before it is given up. A deletion that keeps
@@ -56,7 +60,9 @@ export async function resumeAccountDataDeletions(db: Db): Promise<number> {
         }
         continue;
       }
-      if ((await eraseAccountData(db, user.id, user.requestedAt)).finished) finished++;
+      // Capped as the hub purge is: one huge account (or one written in as fast as it goes) held the sweep,
+      // and every deletion after it, for good. The rest is the next sweep's (eraseAccountData lets the lease go).
+      if ((await eraseAccountData(db, user.id, user.requestedAt, { maxBatches: PURGE_BATCHES_PER_HUB })).finished) finished++;
     } catch (error) {
       console.error(`[engram] account data: finishing the deletion of user ${user.id}'s data failed; the next sweeps try again (${ACCOUNT_DELETION_SWEEP_ATTEMPTS} in all, then it is given up)`, error);
     }
