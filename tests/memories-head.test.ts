@@ -30,3 +30,22 @@ describe("HEAD /v1/memories/:id", () => {
     expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).accessCount).toBe(1);
   });
 });
+
+describe("HEAD on the other GET routes that write", () => {
+  // Next runs GET for HEAD: the notification list, its summary and the onboarding state brought the
+  // caller's checklist up to date (a write, and a self-resolving checklist) for a request that reads nothing.
+  it("does not refresh the onboarding checklist; a GET still does", async () => {
+    const bob = await h.user("Bob");
+    expect((await bob.post("/v1/onboarding/restart", {})).status).toBe(201);
+    await bob.post("/v1/memories", { content: "A first memory, which ticks an item off at the next refresh." });
+    const stored = async () => JSON.stringify((await h.db.notification.findFirstOrThrow({ where: { userId: bob.id, kind: "checklist" } })).payload);
+    const before = await stored();
+    for (const path of ["/v1/notifications", "/v1/notifications/summary", "/v1/onboarding/state"]) {
+      const head = await call("HEAD", path, undefined, { headers: { authorization: `Bearer ${bob.key}` } });
+      expect(head.status, path).toBe(200);
+      expect(await stored(), path).toBe(before);
+    }
+    expect((await bob.get("/v1/onboarding/state")).status).toBe(200);
+    expect(await stored()).not.toBe(before);
+  });
+});

@@ -27,6 +27,14 @@ export interface ListNotificationsInput {
   cursor?: string;
 }
 
+/**
+ * `refresh: false` reads without bringing the onboarding checklist up to date first: a HEAD (Next runs
+ * GET for it) reads nothing, so it writes nothing either.
+ */
+export interface ReadOptions {
+  refresh?: boolean;
+}
+
 const invalid = (path: string, message: string) => new ApiError("invalid_request", `Query is invalid: ${path}: ${message}`, { issues: [{ path, message }] });
 
 /**
@@ -75,8 +83,8 @@ export async function notificationScope(ctx: AuthContext, input: { hub?: string;
 }
 
 /** GET /v1/notifications: the caller's rows, newest first (default: pending ones). */
-export async function listNotifications(ctx: AuthContext, input: ListNotificationsInput) {
-  await refreshOnboarding(ctx);
+export async function listNotifications(ctx: AuthContext, input: ListNotificationsInput, { refresh = true }: ReadOptions = {}) {
+  if (refresh) await refreshOnboarding(ctx);
   const limit = parseLimit(input.limit, NOTIFICATIONS_DEFAULT_LIMIT, NOTIFICATIONS_MAX_LIMIT);
   const secret = await serverSecret(ctx.db);
   const list = `notifications:${input.hub === undefined ? "" : normalizeId(input.hub)}:${input.status ?? "pending"}:${(input.kinds ?? []).join(",")}:${(input.resolutions ?? []).join(",")}:${input.unseenOnly ? 1 : 0}`;
@@ -96,8 +104,8 @@ export async function listNotifications(ctx: AuthContext, input: ListNotificatio
 }
 
 /** GET /v1/notifications/summary: badge counts, every known kind present (zeros included). */
-export async function notificationSummary(ctx: AuthContext, input: { hub?: string }): Promise<NotificationSummary> {
-  await refreshOnboarding(ctx);
+export async function notificationSummary(ctx: AuthContext, input: { hub?: string }, { refresh = true }: ReadOptions = {}): Promise<NotificationSummary> {
+  if (refresh) await refreshOnboarding(ctx);
   // One statement, so both counts are of one moment: counted apart, a row that arrived (or was marked)
   // between them was unseen but not pending, a badge of more unseen than there are.
   const groups = await ctx.db.notification.groupBy({

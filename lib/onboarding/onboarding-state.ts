@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import type { ReadOptions } from "@/lib/notifications/list-notifications.ts";
 import { effectiveStatus } from "@/lib/notifications/serialize-notification.ts";
 import { CHECKLIST_KIND, ONBOARDING_SOURCE } from "./onboarding-items.ts";
 import { refreshOnboarding } from "./refresh-onboarding.ts";
@@ -17,8 +18,8 @@ export function onboardingVersion(sourceId: string | null): number {
 }
 
 /** GET /v1/onboarding/state: whether the caller ever had a getting-started checklist, its latest version and status. */
-export async function onboardingState(ctx: AuthContext): Promise<OnboardingState> {
-  await refreshOnboarding(ctx);
+export async function onboardingState(ctx: AuthContext, { refresh = true }: ReadOptions = {}): Promise<OnboardingState> {
+  if (refresh) await refreshOnboarding(ctx);
   // The highest version, as restarts number them (restart-onboarding.ts), not the newest row: servers
   // whose clocks disagree can stamp a later checklist with an earlier time.
   const rows = await ctx.db.notification.findMany({ where: { userId: ctx.user.id, kind: CHECKLIST_KIND, sourceKind: ONBOARDING_SOURCE } });
