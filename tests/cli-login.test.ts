@@ -8,7 +8,6 @@ import { consentAt, sessionCookieFor, type Choices } from "./support/oauth-conse
 
 // `memax login`: the browser leg (/v1/auth/<provider> → sign-in → consent → code to the CLI's
 // loopback port) and the CLI's two JSON calls, /v1/auth/exchange and /v1/auth/refresh, over HTTP.
-const PORT = 3530;
 const CALLBACK = "http://127.0.0.1:3597/callback";
 
 let h: Harness;
@@ -18,7 +17,7 @@ let annCookie: string;
 
 beforeAll(async () => {
   h = await createHarness();
-  server = await startAppServer(PORT);
+  server = await startAppServer();
   ann = await h.user("Ann");
   annCookie = await sessionCookieFor(h.db, ann.id);
 });

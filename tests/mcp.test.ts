@@ -28,7 +28,7 @@ const open: Client[] = [];
 
 beforeAll(async () => {
   h = await createHarness();
-  server = await startAppServer(3510);
+  server = await startAppServer();
   ann = await h.user("Ann");
   bob = await h.user("Bob");
   teamHubId = await h.teamHub(ann);

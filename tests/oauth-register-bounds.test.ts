@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { newId } from "@/lib/ids.ts";
@@ -11,7 +12,8 @@ const dispatch = routerFor(["oauth"]);
 const HOUR = 60 * 60_000;
 let h: Harness;
 
-const METADATA_PORT = 3522;
+// Picked by the system when the metadata server listens (port 0): a fixed one failed the run whenever something else held it.
+let metadataPort = 0;
 let metadataServer: Server;
 let metadataHits = 0;
 
@@ -28,14 +30,15 @@ beforeAll(async () => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(
       JSON.stringify({
-        client_id: `http://127.0.0.1:${METADATA_PORT}${req.url}`,
+        client_id: `http://127.0.0.1:${metadataPort}${req.url}`,
         client_name: evil ? "Evil\u0000\nDoc" : lone ? "Lone \ud800 Doc" : "Doc",
         client_uri: evil ? "https://c.example/\u0000" : lone ? "https://c.example/\udc00" : "https://c.example/",
         redirect_uris: lone ? ["https://c.example/cb\ud800"] : ["https://c.example/cb", "https://c.example/cb"],
       }),
     );
   });
-  await new Promise<void>((resolve) => metadataServer.listen(METADATA_PORT, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => metadataServer.listen(0, "127.0.0.1", resolve));
+  metadataPort = (metadataServer.address() as AddressInfo).port;
 });
 afterAll(async () => {
   delete process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA;
@@ -60,7 +63,7 @@ async function tokenFor(clientId: string, from?: string) {
   return { status: res.status, body: (await res.json()) as Record<string, string> };
 }
 
-const docUrl = (path: string) => `http://127.0.0.1:${METADATA_PORT}/${path}`;
+const docUrl = (path: string) => `http://127.0.0.1:${metadataPort}/${path}`;
 
 const BULK = { client_name: "Bulk", redirect_uris: Array.from({ length: 10 }, (_, i) => `https://c.example/${"x".repeat(1400)}/${i}`) };
 

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -19,8 +20,8 @@ import { startAppServer } from "./support/app-server.ts";
 import { routerFor } from "./support/router.ts";
 import { consentAt, decode, sessionCookieFor, type Choices } from "./support/oauth-consent.ts";
 
-const PORT = 3520;
-const METADATA_PORT = 3521;
+// The metadata server's port, picked by the system (port 0): a fixed one failed the run whenever something else held it.
+let metadataPort = 0;
 const REDIRECT = "http://127.0.0.1:3599/callback";
 
 let h: Harness;
@@ -168,7 +169,7 @@ async function codeFor(choices: Choices = {}) {
 
 beforeAll(async () => {
   h = await createHarness();
-  server = await startAppServer(PORT);
+  server = await startAppServer();
   ann = await h.user("Ann");
   annCookie = await sessionCookie(ann.id);
   teamHubId = await h.teamHub(ann);
@@ -180,11 +181,12 @@ beforeAll(async () => {
       res.writeHead(200, { "content-type": "application/json" });
       return void res.end(req.url.includes("array") ? "[]" : "null");
     }
-    const id = req.url?.includes("mismatch") ? "https://someone-else.example/client.json" : `http://127.0.0.1:${METADATA_PORT}${req.url}`;
+    const id = req.url?.includes("mismatch") ? "https://someone-else.example/client.json" : `http://127.0.0.1:${metadataPort}${req.url}`;
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ client_id: id, client_name: "Metadata Document Client", redirect_uris: [REDIRECT], token_endpoint_auth_method: "none" }));
   });
-  await new Promise<void>((resolve) => metadataServer.listen(METADATA_PORT, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => metadataServer.listen(0, "127.0.0.1", resolve));
+  metadataPort = (metadataServer.address() as AddressInfo).port;
 });
 afterAll(async () => {
   delete process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA;
@@ -330,7 +332,7 @@ describe("the OAuth dance, driven by the MCP SDK's client", () => {
 
   // The SDK client only sends https metadata URLs, so this one drives the same endpoints by hand over loopback http.
   it("works with a client ID metadata document instead of registration", async () => {
-    const clientId = `http://127.0.0.1:${METADATA_PORT}/client.json`;
+    const clientId = `http://127.0.0.1:${metadataPort}/client.json`;
     const { verifier, challenge } = pkce();
     const callback = await consent(authorizeUrl(clientId, challenge));
     const tokens = await token({ grant_type: "authorization_code", code: callback.searchParams.get("code")!, client_id: clientId, code_verifier: verifier, redirect_uri: REDIRECT });
@@ -339,14 +341,14 @@ describe("the OAuth dance, driven by the MCP SDK's client", () => {
     const stored = await h.db.oAuthClient.findUniqueOrThrow({ where: { id: clientId } });
     expect(stored).toMatchObject({ kind: "metadata_document", name: "Metadata Document Client", redirectUris: [REDIRECT] });
     // A document whose client_id is not its own URL is refused.
-    const wrong = await fetch(authorizeUrl(`http://127.0.0.1:${METADATA_PORT}/other.json?mismatch=1`, challenge), { redirect: "manual" });
+    const wrong = await fetch(authorizeUrl(`http://127.0.0.1:${metadataPort}/other.json?mismatch=1`, challenge), { redirect: "manual" });
     expect(wrong.status).toBe(400);
     // JSON that is not an object is a bad document, shown to the person, never a server error.
     for (const path of ["not-an-object.json", "not-an-object-array.json"]) {
-      const res = await fetch(authorizeUrl(`http://127.0.0.1:${METADATA_PORT}/${path}`, challenge), { redirect: "manual" });
+      const res = await fetch(authorizeUrl(`http://127.0.0.1:${metadataPort}/${path}`, challenge), { redirect: "manual" });
       expect(res.status, path).toBe(400);
       expect(await res.text()).toContain("invalid_client");
-      const exchange = await token({ grant_type: "authorization_code", code: "x", client_id: `http://127.0.0.1:${METADATA_PORT}/${path}`, code_verifier: "v".repeat(43) });
+      const exchange = await token({ grant_type: "authorization_code", code: "x", client_id: `http://127.0.0.1:${metadataPort}/${path}`, code_verifier: "v".repeat(43) });
       expect([exchange.status, exchange.body.error]).toEqual([401, "invalid_client"]);
     }
   });
@@ -357,7 +359,7 @@ describe("the OAuth dance, driven by the MCP SDK's client", () => {
     try {
       const before = metadataHits;
       for (const clientId of [
-        `https://127.0.0.1:${METADATA_PORT}/client.json`, // https to loopback: the http switch does not cover it
+        `https://127.0.0.1:${metadataPort}/client.json`, // https to loopback: the http switch does not cover it
         "https://[::1]/client.json",
         "https://169.254.169.254/latest/meta-data",
         "https://intranet.example/client.json", // resolves to 10.0.0.5

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { routerFor } from "./router.ts";
 
 /** A Node request (its body read whole) as the Fetch API Request the route handlers take. */
@@ -18,11 +19,13 @@ export async function webRequest(req: IncomingMessage, origin: string, signal?: 
  * The real route handlers behind a real HTTP listener on 127.0.0.1, so HTTP clients (the MCP
  * SDK's client, OAuth flows) talk to Engram over the wire without a production build.
  */
-export async function startAppServer(port: number, dirs = ["v1", "mcp", "oauth", ".well-known"]): Promise<{ url: string; close(): Promise<void> }> {
+export async function startAppServer(port = 0, dirs = ["v1", "mcp", "oauth", ".well-known"]): Promise<{ url: string; close(): Promise<void> }> {
   const dispatch = routerFor(dirs);
+  // Port 0 (the default): a free port the system picks, so a run never fails on one something else holds.
+  let origin = "";
   const server: Server = createServer(async (req, res) => {
     try {
-      const response = await dispatch(await webRequest(req, `http://127.0.0.1:${port}`));
+      const response = await dispatch(await webRequest(req, origin));
       const out: Record<string, string | string[]> = {};
       response.headers.forEach((value, name) => {
         if (name === "set-cookie") return;
@@ -41,8 +44,9 @@ export async function startAppServer(port: number, dirs = ["v1", "mcp", "oauth",
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => resolve());
   });
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: origin,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
