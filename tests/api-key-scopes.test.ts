@@ -28,6 +28,15 @@ async function push(client: Client | ReturnType<typeof clientFor>, content: stri
 }
 
 describe("creating keys", () => {
+  test("stores and lists a hub named twice (in any case, in hub_id and hub_ids) once", async () => {
+    const res = await ann.post("/v1/auth/api-keys", { name: "twice", hub_id: team.toUpperCase(), hub_ids: [team, team.toUpperCase(), other] });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data.hub_ids).toEqual([team, other]);
+    expect((await h.db.apiKey.findUniqueOrThrow({ where: { id: res.body.data.id } })).hubIds).toEqual([team, other]);
+    const listed = (await ann.get("/v1/auth/api-keys")).body.data.find((key: { id: string }) => key.id === res.body.data.id);
+    expect(listed.hub_ids).toEqual([team, other]);
+  });
+
   test("accepts Memax's fields and answers its shape", async () => {
     const res = await ann.post("/v1/auth/api-keys", {
       name: "ci",

@@ -104,6 +104,19 @@ describe("sessions", () => {
     expect(res.body.data).toMatchObject({ scope_hub_ids: [teamHubId], write_hub_id: teamHubId, pinned_memory_ids: [pinned.id] });
   });
 
+  it("stores a hub named twice (in any case) once", async () => {
+    const pinned = await h.db.memory.findFirstOrThrow({ where: { hubId: teamHubId }, select: { id: true } });
+    const body = { scope_type: "hub_subset", scope_hub_ids: [teamHubId, teamHubId.toUpperCase()], pinned_memory_ids: [pinned.id, pinned.id.toUpperCase()] };
+    const res = await ann.post(base, body);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.data).toMatchObject({ scope_hub_ids: [teamHubId], pinned_memory_ids: [pinned.id] });
+    expect((await h.db.chatSession.findUniqueOrThrow({ where: { id: res.body.data.id } })).scopeHubIds).toEqual([teamHubId]);
+    // Exactly one hub twice is still one hub.
+    const single = await ann.post(base, { scope_type: "single_hub", scope_hub_ids: [teamHubId, teamHubId.toUpperCase()] });
+    expect(single.status, JSON.stringify(single.body)).toBe(201);
+    expect(single.body.data.scope_hub_ids).toEqual([teamHubId]);
+  });
+
   it("pages the list by activity", async () => {
     const carl = await h.user("Carl");
     const ids: string[] = [];
