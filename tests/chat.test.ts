@@ -481,6 +481,47 @@ describe("workers", () => {
     expect(JSON.stringify(row.toolCalls)).not.toMatch(/pager goes to the secondary/);
   });
 
+  it("a memory hard-deleted later leaves no title in the tool results and citations stored of earlier turns", async () => {
+    const dee = await h.user("Dee");
+    const hub = await h.teamHub(dee);
+    const push = async (title: string) => (await dee.post("/v1/memories", { title, content: `${title}: the body.` }, { headers: { "x-hub-id": hub } })).body.data.id as string;
+    const [doomed, kept, saved] = [await push("Secret merger plans"), await push("Lunch menu"), await push("Secret saved note")];
+    const s = await session(dee, { scope_type: "single_hub", scope_hub_ids: [hub] });
+    const user = await h.db.chatMessage.create({ data: { id: newId(), sessionId: s.id, sequence: 1, role: "user", authorUserId: dee.id, status: "completed", content: "What is planned?" } });
+    const turn = await h.db.chatMessage.create({
+      data: {
+        id: newId(), sessionId: s.id, sequence: 2, role: "assistant", authorUserId: dee.id, status: "completed", parentMessageId: user.id, content: "See the notes.",
+        toolCalls: [
+          { id: "c1", name: "recall", arguments: { query: "plans" }, status: "done", result: { memories: [{ id: doomed, title: "Secret merger plans", hub_id: hub, relevance_score: 0.9 }, { id: kept, title: "Lunch menu", hub_id: hub, relevance_score: 0.5 }] } },
+          { id: "c2", name: "push_memory", arguments: { content: "x" }, status: "done", result: { memory_id: saved, hub_id: hub, title: "Secret saved note" } },
+        ],
+        citations: [{ index: 1, memory_id: doomed, title: "Secret merger plans", hub_id: hub }, { index: 2, memory_id: kept, title: "Lunch menu", hub_id: hub }],
+      },
+    });
+    // The stream's replay (kept a day) carries the same: the tool results, and the finished message whole.
+    await h.db.chatEvent.createMany({
+      data: [
+        { messageId: turn.id, seq: 1, type: "message.tool_result", data: { tool_call_id: "c1", name: "recall", result: { memories: (turn.toolCalls as any)[0].result.memories } } },
+        { messageId: turn.id, seq: 2, type: "message.completed", data: { message: { id: turn.id, tool_calls: turn.toolCalls, citations: turn.citations } } },
+      ],
+    });
+    expect((await dee.delete(`/v1/memories/${doomed}`)).status).toBe(200);
+    expect((await dee.post("/v1/memories/batch-delete", { ids: [saved] })).status).toBe(200);
+    const events = await h.db.chatEvent.findMany({ where: { messageId: turn.id }, orderBy: { seq: "asc" } });
+    expect(JSON.stringify(events.map((e) => e.data))).not.toMatch(/Secret/);
+    expect(JSON.stringify(events.map((e) => e.data))).toMatch(/Lunch menu/);
+    const row = await h.db.chatMessage.findUniqueOrThrow({ where: { id: turn.id } });
+    expect(JSON.stringify([row.toolCalls, row.citations])).not.toMatch(/Secret/);
+    // What is still there keeps its title, and the ids stay (the shape the SDK reads).
+    expect(row.toolCalls).toEqual([
+      expect.objectContaining({ result: { memories: [{ id: doomed, title: "(deleted)", hub_id: hub, relevance_score: 0.9 }, { id: kept, title: "Lunch menu", hub_id: hub, relevance_score: 0.5 }] } }),
+      expect.objectContaining({ result: { memory_id: saved, hub_id: hub, title: "(deleted)" } }),
+    ]);
+    expect(row.citations).toEqual([{ index: 1, memory_id: doomed, title: "(deleted)", hub_id: hub }, { index: 2, memory_id: kept, title: "Lunch menu", hub_id: hub }]);
+    const listed = JSON.stringify((await dee.get(`${base}/${s.id}/messages`)).body.data);
+    expect(listed).not.toMatch(/Secret/);
+  });
+
   it("a turn taken over after its worker died does not quote the sources it recalled from a hub the owner has lost since", async () => {
     const s = await session(bob, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
     // The worker dies right after its recall: the moment the recall's result is logged, another worker takes the turn.

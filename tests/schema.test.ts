@@ -184,6 +184,45 @@ describe("schema and migrations agree", () => {
     expect(await db.customBoardFeedback.count({ where: { boardId: customBoard.id } })).toBe(0);
   });
 
+  test("the migration scrubbing deleted memories from chats scrubs the turns stored before it, and its index is used", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
+    const db = await openDatabase({ dataDir: "memory://", migrate: false });
+    try {
+      const all = path.join(process.cwd(), "prisma", "migrations");
+      const target = "20261130190000_chat_deleted_memory_titles";
+      for (const m of listMigrations(all)) if (m.name < target) cpSync(path.join(all, m.name), path.join(dir, m.name), { recursive: true });
+      await migrate(db.sql, dir);
+      const [user, hub, kept, gone, session, message] = [newId(), newId(), newId(), newId(), newId(), newId()];
+      const calls = JSON.stringify([{ id: "c1", name: "recall", result: { memories: [{ id: kept, title: "Kept title" }, { id: gone, title: "Gone title" }], sources: [{ id: gone, content: "Gone text" }] } }]);
+      const cites = JSON.stringify([{ index: 1, memory_id: gone, title: "Gone title" }]);
+      await db.sql.exec(`
+        INSERT INTO users (id, email, name, created_at, updated_at) VALUES ('${user}', 'c@example.test', 'C', now(), now());
+        INSERT INTO hubs (id, name, slug, hub_type, owner_id, created_at, updated_at) VALUES ('${hub}', 'H', 'chat-hub', 'team', '${user}', now(), now());
+        INSERT INTO memories (id, hub_id, owner_id, title, content, content_type, content_hash, kind, stability, state, source, created_at, updated_at)
+        VALUES ('${kept}', '${hub}', '${user}', 'Kept title', 'k', 'markdown', 'h1', 'semantic', 'stable', 'active', 'cli', now(), now());
+        INSERT INTO chat_sessions (id, owner_id, scope_type, model, activity_at, created_at, updated_at) VALUES ('${session}', '${user}', 'user_all_hubs', 'local', now(), now(), now());
+        INSERT INTO chat_messages (id, session_id, sequence, role, author_user_id, status, tool_calls, citations, created_at, updated_at)
+        VALUES ('${message}', '${session}', 1, 'assistant', '${user}', 'completed', '${calls}', '${cites}', now(), now());
+        INSERT INTO chat_events (message_id, seq, type, data) VALUES ('${message}', 1, 'message.completed', '{"message": {"tool_calls": ${calls}, "citations": ${cites}}}');`);
+      cpSync(path.join(all, target), path.join(dir, target), { recursive: true });
+      expect((await migrate(db.sql, dir)).map((m) => m.name)).toEqual([target]);
+      const row = (await db.sql.query<{ doc: string }>(`SELECT json_build_array(tool_calls, citations)::text AS doc FROM chat_messages WHERE id = '${message}'`))[0]!.doc;
+      const event = (await db.sql.query<{ doc: string }>(`SELECT data::text AS doc FROM chat_events WHERE message_id = '${message}'`))[0]!.doc;
+      for (const doc of [row, event]) {
+        expect(doc).not.toMatch(/Gone/);
+        expect(doc).toMatch(/Kept title/);
+        expect(doc).toMatch(/\(deleted\)/);
+      }
+      // A delete finds the rows naming its memories through the expression indexes, not by reading every chat.
+      await db.sql.exec(`SET enable_seqscan = off`);
+      const plan = (await db.sql.query<{ "QUERY PLAN": string }>(`EXPLAIN SELECT 1 FROM chat_messages WHERE (chat_named_memory_ids(tool_calls) || chat_named_memory_ids(citations)) && ARRAY['${kept}']`)).map((r) => r["QUERY PLAN"]).join("\n");
+      expect(plan, plan).toMatch(/chat_messages_named_memory_ids_idx/);
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("the migration counting attachments toward the storage quotas counts the ones stored before it", async () => {
     const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
     const db = await openDatabase({ dataDir: "memory://", migrate: false });

@@ -64,6 +64,9 @@ async function rewriteReports(tx: DbClient, changed: { runId: string; oldReason:
  *   in the action, its review's bell rows and its run's report; a review's `details` show "(deleted)"
  *   as that side's title and lose the values read from the two texts;
  * - a failed processing's bell row shows "(deleted)" as the memory's title;
+ * - a chat's stored turns (their tool results and citations, and the day's replay of their streams)
+ *   show "(deleted)" as its title and lose the passages read from it (chat_scrub_memory_titles,
+ *   migration 20261130190000); the answers' own text stays, as the owner's conversation;
  * - a custom board's card that cites it is emptied (the answer quotes what it cites) and cooks
  *   again, and the versions of its history that cite it go with their verdicts.
  * Each a single statement over the (GIN-indexed) id arrays, however many rows name the memories;
@@ -122,6 +125,12 @@ export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: D
     await tx.$executeRaw`
       UPDATE notifications SET payload = jsonb_set(payload, '{memory,title}', ${DELETED_TITLE_JSON}::jsonb, false)
        WHERE kind = 'memory_processing_failed' AND source_id = ANY(${memoryIds}::text[])`;
+    // Found through the expression indexes on the ids they name (the same expressions, or no index is used).
+    await tx.$executeRaw`
+      UPDATE chat_messages SET tool_calls = chat_scrub_memory_titles(tool_calls, ${memoryIds}::text[]), citations = chat_scrub_memory_titles(citations, ${memoryIds}::text[])
+       WHERE (chat_named_memory_ids(tool_calls) || chat_named_memory_ids(citations)) && ${memoryIds}::text[]`;
+    await tx.$executeRaw`
+      UPDATE chat_events SET data = chat_scrub_memory_titles(data, ${memoryIds}::text[]) WHERE chat_named_memory_ids(data) && ${memoryIds}::text[]`;
   }
   if (closed.length) {
     await tx.notification.updateMany({
