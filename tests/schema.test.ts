@@ -40,7 +40,7 @@ describe("schema and migrations agree", () => {
       },
     });
     const more = {
-      chunk: await db.chunk.create({ data: { id: newId(), memoryId: memory.id, hubId: hub.id, position: 0, content: "c", headingChain: "A > B", tokenCount: 3, createdAt: now } }),
+      chunk: await db.chunk.create({ data: { id: newId(), memoryId: memory.id, hubId: hub.id, position: 0, content: "c", headingChain: "A > B", tokenCount: 3, embeddingModel: "local:round-trip", createdAt: now } }),
       invite: await db.invite.create({
         data: { id: newId(), hubId: hub.id, role: "viewer", email: "e@x.test", tokenHash: "t".repeat(64), tokenEncrypted: "enc", createdBy: user.id, createdAt: now, expiresAt: now },
       }),

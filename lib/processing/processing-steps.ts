@@ -146,11 +146,14 @@ export function embeddingText(chunk: ChunkDraft): string {
 /**
  * A chunk whose text the memory's stored chunks already hold keeps its vector: a new title (which
  * re-indexes the same version, for the lexical entries) embeds nothing, and an edit to one section
- * of a long note embeds that section, not the note. The model is the same unless `fresh` says not.
+ * of a long note embeds that section, not the note. Only a vector `embedder` made is kept: after a
+ * model change the stored ones are another model's (or, stored before the model was recorded, of a
+ * model no one knows), and kept they mixed two models' vectors in one memory. `fresh` keeps none.
  */
 async function embedChunks(ctx: StepContext, embedder: Embedder, chunks: ChunkDraft[]): Promise<number[][]> {
   const texts = chunks.map(embeddingText);
-  const known = ctx.fresh ? new Map<string, number[]>() : await storedChunkVectors(ctx.db, ctx.memory.id);
+  const known = new Map<string, number[]>();
+  if (!ctx.fresh) for (const [text, stored] of await storedChunkVectors(ctx.db, ctx.memory.id)) if (stored.model === embedder.id) known.set(text, stored.vector);
   const missing = [...new Set(texts.filter((text) => !known.has(text)))];
   if (missing.length) (await embedder.embed(missing, "document")).forEach((vector, i) => known.set(missing[i]!, vector));
   return texts.map((text) => known.get(text)!);
@@ -161,6 +164,8 @@ interface IndexedChunks {
   chunks: ChunkDraft[];
   /** A chunk's null: none (the failure fallback keeps only the vectors its stored chunks had). */
   vectors: (number[] | null)[] | null;
+  /** The model each vector came from (chunks.embedding_model). */
+  models: (string | null)[] | null;
   glosses: string[];
 }
 
@@ -168,13 +173,13 @@ interface IndexedChunks {
  * Worked out before any transaction: the first Chinese text a process meets loads the dictionary
  * (gloss-han.ts), which must not happen while a transaction holds locks or the embedded database.
  */
-async function indexedChunks(chunks: ChunkDraft[], vectors: IndexedChunks["vectors"]): Promise<IndexedChunks> {
-  return { chunks, vectors, glosses: await Promise.all(chunks.map((chunk) => hanGlossWords(embeddingText(chunk)))) };
+async function indexedChunks(chunks: ChunkDraft[], vectors: IndexedChunks["vectors"], models: IndexedChunks["models"]): Promise<IndexedChunks> {
+  return { chunks, vectors, models, glosses: await Promise.all(chunks.map((chunk) => hanGlossWords(embeddingText(chunk)))) };
 }
 
 /** Chunks (with vectors when a model is available) replace the memory's index entries atomically. */
-export async function storeChunks(ctx: StepContext, chunks: ChunkDraft[], vectors: number[][] | null): Promise<void> {
-  const indexed = await indexedChunks(chunks, vectors);
+export async function storeChunks(ctx: StepContext, chunks: ChunkDraft[], vectors: number[][] | null, model: string | null): Promise<void> {
+  const indexed = await indexedChunks(chunks, vectors, vectors && chunks.map(() => model));
   await ctx.db.$transaction(async (tx) => {
     // A no-op guarded update: it locks the row, so a concurrent content change waits for us and then wins.
     const { count } = await tx.memory.updateMany({ where: currentWhere(ctx.memory), data: { version: ctx.memory.version } });
@@ -184,13 +189,13 @@ export async function storeChunks(ctx: StepContext, chunks: ChunkDraft[], vector
 }
 
 /** After a guarded update of the memory's row in the same transaction (which locks it). `hubId`: read under that lock already. */
-async function writeChunks(tx: DbClient, memory: MemoryVersion, { chunks, vectors, glosses }: IndexedChunks, knownHubId?: string): Promise<void> {
+async function writeChunks(tx: DbClient, memory: MemoryVersion, { chunks, vectors, models, glosses }: IndexedChunks, knownHubId?: string): Promise<void> {
   // Read under that lock: the memory may have moved to another hub since the job started.
   const hubId = knownHubId ?? (await tx.memory.findUniqueOrThrow({ where: { id: memory.id }, select: { hubId: true } })).hubId;
   await replaceChunks(
     tx,
     { id: memory.id, hubId },
-    chunks.map((chunk, i) => ({ ...chunk, embedding: vectors?.[i] ?? null, gloss: glosses[i]! })),
+    chunks.map((chunk, i) => ({ ...chunk, embedding: vectors?.[i] ?? null, embeddingModel: models?.[i] ?? null, gloss: glosses[i]! })),
   );
 }
 
@@ -267,8 +272,8 @@ const index: ProcessingStep = {
     const chunks = chunkContent(memory.content, textFormat(memory));
     const embedder = await getEmbedder();
     const vectors = embedder && chunks.length ? await embedChunks(ctx, embedder, chunks) : null;
-    if (ctx.deferred) ctx.deferred.chunks = await indexedChunks(chunks, vectors);
-    else await storeChunks(ctx, chunks, vectors);
+    if (ctx.deferred) ctx.deferred.chunks = await indexedChunks(chunks, vectors, vectors && chunks.map(() => embedder!.id));
+    else await storeChunks(ctx, chunks, vectors, embedder?.id ?? null);
   },
 };
 
@@ -320,13 +325,13 @@ export async function failMemory(
   // The lexical fallback is worked out here (glosses load the dictionary outside any transaction) and
   // written under the fence below: written before it, a job whose lease was renewed after the read above
   // lost its vectors to a give-up that then matched nothing. Chunks whose text is stored already keep
-  // their vectors (the same model made them).
+  // their vectors, each with the model it came from, as it was stored.
   let fallback: IndexedChunks | undefined;
   if (!options.indexed) {
     const chunks = chunkContent(memory.content, textFormat(memory));
     const known = await storedChunkVectors(ctx.db, memory.id);
-    const vectors = chunks.map((chunk) => known.get(embeddingText(chunk)) ?? null);
-    fallback = await indexedChunks(chunks, vectors);
+    const stored = chunks.map((chunk) => known.get(embeddingText(chunk)));
+    fallback = await indexedChunks(chunks, stored.map((s) => s?.vector ?? null), stored.map((s) => s?.model ?? null));
   }
   // The failure, its chunks and its notification to the owner commit together. Chunks that cannot be
   // written (the reason the index step failed, perhaps) must not keep the failure from being recorded:

@@ -12,6 +12,8 @@ export interface ChunkInput {
   tokenCount: number;
   /** 384 numbers, or null when no embedding model is available (lexical-only). */
   embedding: number[] | null;
+  /** The embedder (its id, lib/ai/embedder.ts) the vector came from; null (or absent) for none, or not known. */
+  embeddingModel?: string | null;
   /** English glosses of the chunk's Chinese words (lib/ai/gloss-han.ts), indexed with it; "" for none. */
   gloss: string;
 }
@@ -32,16 +34,17 @@ export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: s
   const ids = chunks.map(() => newId());
   // One parameter per embedding, in pgvector's binary format (vector-parameter.ts): parsing 384
   // decimal numbers per chunk cost the embedded database ~1.2 ms each, on the thread that answers
-  // the API. ($9 onwards; the text differs by chunk count, up to MAX_CHUNKS + 8 parameters.)
-  const embeddingSlots = chunks.map((_, i) => `$${9 + i}::vector`).join(", ");
+  // the API. ($10 onwards; the text differs by chunk count, up to MAX_CHUNKS + 9 parameters.)
+  const embeddingSlots = chunks.map((_, i) => `$${10 + i}::vector`).join(", ");
   await tx.$executeRawUnsafe(
-    `INSERT INTO chunks (id, memory_id, hub_id, position, content, heading_chain, token_count, search_vector, search_length, embedding)
-     SELECT c.id, $1::uuid, $2::uuid, c.position, c.content, c.heading_chain, c.token_count, c.vec, engram_tsvector_length(c.vec), c.embedding
+    `INSERT INTO chunks (id, memory_id, hub_id, position, content, heading_chain, token_count, search_vector, search_length, embedding, embedding_model)
+     SELECT c.id, $1::uuid, $2::uuid, c.position, c.content, c.heading_chain, c.token_count, c.vec, engram_tsvector_length(c.vec), c.embedding,
+            CASE WHEN c.embedding IS NULL THEN NULL ELSE c.embedding_model END
      FROM (
-       SELECT u.id, u.position, u.content, u.heading_chain, u.token_count, u.embedding,
+       SELECT u.id, u.position, u.content, u.heading_chain, u.token_count, u.embedding, u.embedding_model,
               engram_document_tsvector(coalesce(m.title, '') || E'\\n' || u.heading_chain || E'\\n' || u.content || E'\\n' || u.gloss) AS vec
-       FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::int[], ARRAY[${embeddingSlots}]::vector[], $8::text[])
-              AS u(id, position, content, heading_chain, token_count, embedding, gloss)
+       FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::int[], ARRAY[${embeddingSlots}]::vector[], $8::text[], $9::text[])
+              AS u(id, position, content, heading_chain, token_count, embedding, gloss, embedding_model)
        LEFT JOIN memories m ON m.id = $1::uuid
      ) AS c`,
     memory.id,
@@ -52,6 +55,7 @@ export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: s
     chunks.map((chunk) => chunk.headingChain),
     chunks.map((chunk) => chunk.tokenCount),
     chunks.map((chunk) => chunk.gloss),
+    chunks.map((chunk) => chunk.embeddingModel ?? null),
     ...chunks.map((chunk) => (chunk.embedding ? vectorParameter(chunk.embedding) : null)),
   );
   // Statistics follow bulk indexing (embedded database: autoanalyze's job).
@@ -59,13 +63,14 @@ export async function replaceChunks(tx: DbClient, memory: { id: string; hubId: s
 }
 
 /**
- * The vectors a memory's stored chunks have, by the text they were embedded from (heading path and
- * content, as the index step embeds them). A chunk whose text is unchanged needs no new embedding.
+ * The vectors a memory's stored chunks have, with the model each came from (null: stored before that
+ * was recorded), by the text they were embedded from (heading path and content, as the index step
+ * embeds them). A chunk whose text is unchanged needs no new embedding from the same model.
  */
-export async function storedChunkVectors(db: DbClient, memoryId: string): Promise<Map<string, number[]>> {
-  const rows = await db.$queryRaw<{ heading_chain: string; content: string; embedding: string }[]>`
-    SELECT heading_chain, content, embedding::text AS embedding FROM chunks WHERE memory_id = ${memoryId}::uuid AND embedding IS NOT NULL`;
-  return new Map(rows.map((row) => [row.heading_chain ? `${row.heading_chain}\n${row.content}` : row.content, JSON.parse(row.embedding) as number[]]));
+export async function storedChunkVectors(db: DbClient, memoryId: string): Promise<Map<string, { vector: number[]; model: string | null }>> {
+  const rows = await db.$queryRaw<{ heading_chain: string; content: string; embedding: string; model: string | null }[]>`
+    SELECT heading_chain, content, embedding::text AS embedding, embedding_model AS model FROM chunks WHERE memory_id = ${memoryId}::uuid AND embedding IS NOT NULL`;
+  return new Map(rows.map((row) => [row.heading_chain ? `${row.heading_chain}\n${row.content}` : row.content, { vector: JSON.parse(row.embedding) as number[], model: row.model }]));
 }
 
 /**
