@@ -522,6 +522,37 @@ describe("workers", () => {
     expect(listed).not.toMatch(/Secret/);
   });
 
+  it("a memory hard-deleted while a turn runs is not written back by the turn's end: its tool results and citations show it deleted", async () => {
+    const eve = await h.user("Eve");
+    const hub = await h.teamHub(eve);
+    const pushed = await eve.post("/v1/memories", { content: "# Vault code\nThe vault code rotates on the first Monday of each month." }, { headers: { "x-hub-id": hub } });
+    await waitProcessed(h.db, eve, pushed.body.data.id);
+    const s = await session(eve, { scope_type: "single_hub", scope_hub_ids: [hub] });
+    // The memory goes (its delete's scrub finding nothing of this turn stored yet) right after the recall
+    // found it; the turn still holds its title and passage, and writes them at its end.
+    await h.db.$executeRawUnsafe(`CREATE FUNCTION gone_after_recall() RETURNS trigger AS $$ BEGIN
+      IF NEW.type = 'message.tool_result' THEN DELETE FROM memories WHERE id = '${pushed.body.data.id}'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER gone_after_recall AFTER INSERT ON chat_events FOR EACH ROW EXECUTE FUNCTION gone_after_recall()`);
+    let sent: { active_message_id: string };
+    try {
+      sent = (await send(eve, s.id, "When does the vault code rotate?")).body.data;
+      await chatTurnsIdle();
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP TRIGGER gone_after_recall ON chat_events`);
+      await h.db.$executeRawUnsafe(`DROP FUNCTION gone_after_recall()`);
+    }
+    const row = await h.db.chatMessage.findUniqueOrThrow({ where: { id: sent.active_message_id } });
+    expect(row.status).toBe("completed");
+    expect(JSON.stringify(row.toolCalls)).toMatch(/\(deleted\)/);
+    expect(JSON.stringify([row.toolCalls, row.citations])).not.toMatch(/Vault code/);
+    const events = await h.db.chatEvent.findMany({ where: { messageId: row.id } });
+    const quoted = events.map((e) => {
+      const data = e.data as { result?: unknown; message?: { tool_calls?: unknown; citations?: unknown } };
+      return [data.result, data.message?.tool_calls, data.message?.citations];
+    });
+    expect(JSON.stringify(quoted)).not.toMatch(/Vault code/);
+  });
+
   it("a turn taken over after its worker died does not quote the sources it recalled from a hub the owner has lost since", async () => {
     const s = await session(bob, { scope_type: "single_hub", scope_hub_ids: [teamHubId] });
     // The worker dies right after its recall: the moment the recall's result is logged, another worker takes the turn.

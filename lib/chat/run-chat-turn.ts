@@ -8,7 +8,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Database } from "@/lib/db/database.ts";
 import type { ChatApproval, ChatMessage, ChatSession, Prisma } from "@/lib/db/generated/client.ts";
 import { credentialWrites, hubPermissionOrThrow, memoryAccessWhere, readableHubs } from "@/lib/hubs/hub-access.ts";
-import { newId } from "@/lib/ids.ts";
+import { isUuid, newId } from "@/lib/ids.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
 import { isPersonaConfig } from "@/lib/personas/persona-source.ts";
 import { estimateTokens } from "@/lib/processing/estimate-tokens.ts";
@@ -604,6 +604,19 @@ function withoutPassages(calls: ChatToolCall[]): ChatToolCall[] {
   });
 }
 
+/** The memories a turn's tool results and citations name (as chat_named_memory_ids reads them stored). */
+function namedMemoryIds(calls: ChatToolCall[], citations: unknown): string[] {
+  const ids = new Set<string>();
+  const add = (value: unknown) => typeof value === "string" && isUuid(value) && ids.add(value);
+  for (const { result } of calls) {
+    if (!result) continue;
+    add(result.memory_id);
+    for (const list of [result.memories, result.sources]) if (Array.isArray(list)) for (const item of list) add((item as { id?: unknown } | null)?.id);
+  }
+  if (Array.isArray(citations)) for (const cite of citations) add((cite as { memory_id?: unknown } | null)?.memory_id);
+  return [...ids].sort();
+}
+
 /** The terminal write: the message, its session's lock, leftover approvals and the terminal event, at once. */
 async function finish(
   turn: Turn,
@@ -614,6 +627,15 @@ async function finish(
     // The session's lock first, as a send, cancel or decision takes it: the rows below are then
     // locked in one order by everyone (no deadlock with a decision touching the same approval).
     await lockForTransaction(tx, chatSessionLockKey(turn.session.id));
+    // The memories the turn names, held to its commit: a hard delete under way commits first (and what it
+    // took is scrubbed below), or waits and its own scrub (drop-memory-copies.ts) finds what this writes.
+    // Unheld, a memory deleted while the turn ran was written back here by title (and passage) after the
+    // delete had scrubbed the turn. Before the message row, which a delete's scrub locks after the memory.
+    const named = namedMemoryIds(turn.toolCalls, fields.citations);
+    const alive = named.length
+      ? new Set((await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM memories WHERE id = ANY(${named}::uuid[]) ORDER BY id FOR KEY SHARE`).map((row) => row.id))
+      : new Set<string>();
+    const gone = named.filter((id) => !alive.has(id));
     // A cancel registered since the last check wins: its caller was told the turn is stopping.
     const final = (await leaseOrThrow(tx, turn)).status === "canceling" ? "canceled" : status;
     const now = new Date();
@@ -642,6 +664,13 @@ async function finish(
       data: { status: "idle", activeMessageId: null, lockedAt: null, lastMessageAt: now, activityAt: now },
     });
     await appendChatEvent(tx, turn.message.id, `message.${final}`, { message: serializeChatMessage(message) });
+    if (gone.length) {
+      await tx.$executeRaw`
+        UPDATE chat_messages SET tool_calls = chat_scrub_memory_titles(tool_calls, ${gone}::text[]), citations = chat_scrub_memory_titles(citations, ${gone}::text[])
+         WHERE id = ${turn.message.id}::uuid`;
+      await tx.$executeRaw`
+        UPDATE chat_events SET data = chat_scrub_memory_titles(data, ${gone}::text[]) WHERE message_id = ${turn.message.id}::uuid AND chat_named_memory_ids(data) && ${gone}::text[]`;
+    }
   });
   notifyChatEvent(turn.message.id);
 }
