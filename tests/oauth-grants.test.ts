@@ -101,3 +101,17 @@ describe("grants per app", () => {
     expect((await h.anonymous.post("/v1/auth/exchange", { code: first.code })).status).toBe(410);
   });
 });
+
+describe("a consent limited to some hubs", () => {
+  // The consent form's hub_ids went in as posted: one in upper case matched none of the caller's hubs
+  // (stored lower case) and was dropped, so the app got fewer hubs than the user chose.
+  it("takes hub ids in any case, and a hub named twice once", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const request = { client: await findClient(h.db, CLI_CLIENT_ID, new Date()), redirectUri: "", state: undefined, codeChallenge: "", resource: "http://engram.test/mcp", wantsWrite: true };
+    const other = await h.teamHub(ann);
+    const code = await approveConsent(h.db, ann, request, { hubIds: [team.toUpperCase(), other, team], write: false }, new Date());
+    const row = await h.db.oAuthCode.findUniqueOrThrow({ where: { codeHash: hashSecret(code) }, include: { grant: true } });
+    expect(row.grant).toMatchObject({ hubIds: [team, other], allHubs: false });
+  });
+});

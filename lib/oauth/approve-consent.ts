@@ -7,7 +7,7 @@ import { sessionStillValid } from "@/lib/auth/session.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
-import { newId } from "@/lib/ids.ts";
+import { newId, normalizeId } from "@/lib/ids.ts";
 import type { AuthorizeRequest } from "./authorize-request.ts";
 
 /** The consent page acts through the dashboard session: everything the user can. */
@@ -47,7 +47,9 @@ export async function approveConsent(
   if (consent.hubIds) {
     // Only hubs the user belongs to right now can be granted.
     const mine = new Set((await readableHubs({ db, user, credential: FULL_ACCESS_CREDENTIAL })).map((m) => m.hub.id));
-    hubIds = [...new Set(consent.hubIds)].filter((id) => mine.has(id));
+    // Lowered first, as every id is where it enters (the form posts them as given): one in upper case
+    // matched none of the user's hubs and was dropped, and the app got fewer hubs than were chosen.
+    hubIds = [...new Set(consent.hubIds.map(normalizeId))].filter((id) => mine.has(id));
   }
   const code = `${CODE_PREFIX}${randomBytes(32).toString("base64url")}`;
   await db.$transaction(async (tx) => {
