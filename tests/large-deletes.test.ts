@@ -347,6 +347,28 @@ describe("the account-data deletions sweep and a huge account", () => {
   }, 60_000);
 });
 
+describe("the account-data deletion request and a huge account", () => {
+  // The request went through every batch of the personal hub inline: an account of millions of memories
+  // held it for hours, long after its caller had given up waiting.
+  it("deletes at most PURGE_BATCHES_PER_HUB batches, answers 202 pending, and the sweep finishes it", async () => {
+    const ann = (await h.user("Ann")) as Client & { personalHubId: string };
+    await push(ann, ann.personalHubId, 1);
+    const seed = (await h.db.memory.findFirstOrThrow({ where: { hubId: ann.personalHubId } })).id;
+    const batch = Number(process.env.ENGRAM_PURGE_BATCH);
+    await h.database.sql.query(
+      `INSERT INTO memories SELECT (json_populate_record(NULL::memories, (row_to_json(m)::jsonb || jsonb_build_object('id', gen_random_uuid()))::json)).* FROM memories m, generate_series(2, $2::int) n WHERE m.id = $1::uuid`,
+      [seed, PURGE_BATCHES_PER_HUB * batch + 3],
+    );
+    const res = await ann.delete("/v1/account/data");
+    expect([res.status, res.body.data]).toEqual([202, { deleted: false, status: "pending" }]);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(3);
+    // Its lease let go: the next sweep takes it up at once, and finishes it.
+    expect(await h.db.user.findUniqueOrThrow({ where: { id: ann.id } })).toMatchObject({ dataDeletionHeartbeatAt: null, dataDeletionAttempts: 0 });
+    expect(await resumeAccountDataDeletions(h.db)).toBe(1);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId } })).toBe(0);
+  }, 60_000);
+});
+
 describe("an account-data deletion still running while sweeps come", () => {
   // A rolling deploy: every new instance's start-up sweep reads the mark while the request still
   // works through its batches. Each used to count as a failed attempt (each one that ran failed on the

@@ -6,7 +6,7 @@ import type { Db, DbClient } from "@/lib/db/database.ts";
 import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { lockHubMembers } from "@/lib/hubs/hub-access.ts";
-import { deleteHubMemories } from "@/lib/hubs/purge-deleted-hubs.ts";
+import { deleteHubMemories, PURGE_BATCHES_PER_HUB } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
 import { dropMemoryCopies } from "@/lib/memories/drop-memory-copies.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
@@ -46,7 +46,8 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
     UPDATE users SET data_deletion_requested_at = ${requestedAt}, data_deletion_attempts = 0, data_deletion_heartbeat_at = now() WHERE id = ${ctx.user.id}::uuid`;
   let erased: Awaited<ReturnType<typeof eraseAccountData>>;
   try {
-    erased = await eraseAccountData(ctx.db, ctx.user.id, requestedAt);
+    // As many batches as a sweep takes: all of a huge account's inline held the request for hours.
+    erased = await eraseAccountData(ctx.db, ctx.user.id, requestedAt, { maxBatches: PURGE_BATCHES_PER_HUB });
   } catch (error) {
     // A batch or the last transaction failed (it rolled back whole) and the run let its lease go: the
     // mark is still set, so the next sweep takes the deletion up at once and finishes it. Deletion
@@ -58,7 +59,9 @@ export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccount
     console.error(`[engram] account data: deleting the data of user ${ctx.user.id} failed; the sweep finishes it`, error);
     return { deleted: false, status: "pending" };
   }
-  const { finished, ...result } = erased;
+  const { finished, capped, ...result } = erased;
+  // Cut at the cap, its lease let go: the next sweep goes on with it at once.
+  if (capped) return { deleted: false, status: "pending" };
   if (!finished) {
     // The mark went while this ran. Another run finishing it deleted what was asked (its counts are
     // that run's); a sweep giving it up (attempts past its cap, only once this run's lease was stale)
@@ -111,9 +114,15 @@ async function stillWanted(tx: DbClient, userId: string, requestedAt: Date, mode
  * wrote since. What goes is what the account holds when it runs, not only rows created before
  * `requestedAt`: a created_at says nothing of when a row came (an import carries its own, a config
  * synced again keeps its first), and a request once finished deletes nothing more. `finished` is false
- * when the mark was gone (cleared by another run, or given up by the sweep) and this run stopped.
+ * when the mark was gone (cleared by another run, or given up by the sweep) and this run stopped, or
+ * when `capped`: `maxBatches` batches went and memories are left, for the next sweep.
  */
-export async function eraseAccountData(db: Db, userId: string, requestedAt: Date, options: { maxBatches?: number } = {}): Promise<DeleteAccountDataResult & { finished: boolean }> {
+export async function eraseAccountData(
+  db: Db,
+  userId: string,
+  requestedAt: Date,
+  options: { maxBatches?: number } = {},
+): Promise<DeleteAccountDataResult & { finished: boolean; capped: boolean }> {
   // Renewed on a timer too, not only before each batch: after a batch commits its files go from the blob
   // store with no renewal, and a slow store (S3, Vercel Blob) outlasting the lease made this live run look
   // stopped, so a sweep took the deletion up under it, counted it and could give it up.
@@ -133,8 +142,7 @@ export async function eraseAccountData(db: Db, userId: string, requestedAt: Date
       await db.$executeRaw`
         UPDATE users SET data_deletion_heartbeat_at = NULL, data_deletion_attempts = 0 WHERE id = ${userId}::uuid AND data_deletion_requested_at = ${requestedAt}`;
     }
-    const { capped: _capped, ...rest } = result;
-    return rest;
+    return result;
   } catch (error) {
     // A run that failed lets the lease go, so the next sweep takes the deletion up at once (and counts it):
     // after a renewal under way, which landing later took it back for five minutes.
