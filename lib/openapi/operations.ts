@@ -243,7 +243,7 @@ export const OPERATIONS: Operation[] = [
     method: "delete",
     path: "/v1/account/data",
     tag: "Account",
-    summary: "Empty the account and keep it: the personal hub's memories (in batches), files, topics, gates and dream runs, synced configs, agent sessions, agent names, notifications and pending uploads. A deletion cut short is finished by a sweep: 202 { deleted: false, status: pending } when this request failed partway and the sweep finishes it; 409 when the sweep gave it up meanwhile. Team hubs keep what you pushed there",
+    summary: "Empty the account and keep it: the personal hub's memories (in batches), files, topics, gates and dream runs, synced configs, agent sessions, agent names, notifications and pending uploads. A deletion cut short is finished by a sweep: 202 { deleted: false, status: pending } when this request failed partway, or stopped after 200 batches of a large account, and the sweep finishes it; 409 when the sweep gave it up meanwhile. Team hubs keep what you pushed there",
     data: z.union([z.object({ deleted: z.literal(true), memories: z.int(), topics: z.int(), configs: z.int(), sessions: z.int() }), z.object({ deleted: z.literal(false), status: z.literal("pending") })]),
     statuses: [200, 202],
   },
