@@ -109,14 +109,23 @@ export function sseResponse(run: (writer: SseWriter) => Promise<void> | void, in
     },
     new ByteLengthQueuingStrategy({ highWaterMark: QUEUE_HIGH_WATER_BYTES }),
   );
-  return new Response(stream, {
-    status: 200,
-    headers: {
-      "Content-Type": "text/event-stream; charset=utf-8",
-      "Cache-Control": "no-store, no-transform",
-      Connection: "keep-alive",
-      "X-Accel-Buffering": "no",
-      ...init.headers,
-    },
-  });
+  return new Response(stream, { status: 200, headers: sseHeaders(init.headers) });
+}
+
+function sseHeaders(extra?: Record<string, string>): Record<string, string> {
+  return {
+    "Content-Type": "text/event-stream; charset=utf-8",
+    "Cache-Control": "no-store, no-transform",
+    Connection: "keep-alive",
+    "X-Accel-Buffering": "no",
+    ...extra,
+  };
+}
+
+/**
+ * What a HEAD on a stream answers once the GET's checks passed: its headers, no body. Next runs GET for
+ * HEAD, and a stream opened for it took one of the user's places and followed its log for a body no one reads.
+ */
+export function sseHeadResponse(init: { headers?: Record<string, string> } = {}): Response {
+  return new Response(null, { status: 200, headers: sseHeaders(init.headers) });
 }

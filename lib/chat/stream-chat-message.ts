@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { sseResponse, type SseWriter } from "@/lib/api/sse.ts";
+import { sseHeadResponse, sseResponse, type SseWriter } from "@/lib/api/sse.ts";
 import { findChatMessageOrThrow } from "./chat-access.ts";
 import { waitForChatEvent } from "./chat-events.ts";
 import { CHAT_LIMITS, isTerminal, TERMINAL_EVENTS } from "./chat-fields.ts";
@@ -28,12 +28,20 @@ export function lastEventId(req: Request): number {
  * GET …/messages/{id}/stream: the turn's events from its log, each with `id: <seq>`, then the live
  * tail until the terminal event. Replayable for 24 hours (410 chat_replay_expired after).
  */
-export async function streamChatMessage(ctx: AuthContext, sessionId: string, messageId: string, after: number, requestSignal?: AbortSignal): Promise<Response> {
+export async function streamChatMessage(
+  ctx: AuthContext,
+  sessionId: string,
+  messageId: string,
+  after: number,
+  requestSignal?: AbortSignal,
+  options: { head?: boolean } = {},
+): Promise<Response> {
   const { message } = await findChatMessageOrThrow(ctx, sessionId, messageId);
   if (message.role !== "assistant") throw new ApiError("invalid_request", "Only an assistant message has a stream");
   if (ctx.now().getTime() - message.createdAt.getTime() > CHAT_LIMITS.replayMs) {
     throw new ApiError("chat_replay_expired", "This turn's stream is older than 24 hours; read the message instead");
   }
+  if (options.head) return sseHeadResponse();
   // Counted from here, with no await before the stream holds its place: streams opened at once cannot all pass.
   const userId = ctx.user.id;
   const open = openStreams.get(userId) ?? 0;

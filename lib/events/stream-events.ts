@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { sseResponse, STREAM_FAILED } from "@/lib/api/sse.ts";
+import { sseHeadResponse, sseResponse, STREAM_FAILED } from "@/lib/api/sse.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { credentialReaches, membershipOrThrow, membershipWhere } from "@/lib/hubs/hub-access.ts";
 import { normalizeId } from "@/lib/ids.ts";
@@ -25,6 +25,8 @@ export interface EventStreamInput {
    * stream outlives its opening request by hours, and a revoked key or grant must end it.
    */
   reauthenticate?: () => Promise<unknown>;
+  /** A HEAD (Next runs GET for it): the checks, then the headers, without opening a stream. */
+  head?: boolean;
 }
 
 /** Which event types a `types` filter selects; unknown names are a 400 so typos do not silently mute a stream. */
@@ -58,6 +60,7 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
   if (input.hubId) await membershipOrThrow(ctx, input.hubId);
   const types = parseTypes(input.types);
   const resumeFrom = input.lastEventId && /^\d{1,19}$/.test(input.lastEventId.trim()) ? BigInt(input.lastEventId.trim()) : null;
+  if (input.head) return sseHeadResponse();
   const database = await getDatabase();
   const userId = ctx.user.id;
   const release = eventBus(database).reserve(userId, MAX_STREAMS_PER_USER);
