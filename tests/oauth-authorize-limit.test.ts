@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Harness } from "./support/harness.ts";
 import { routerFor } from "./support/router.ts";
@@ -7,7 +8,8 @@ import { routerFor } from "./support/router.ts";
 // 429 with Retry-After (the spec's rule for an exhausted limit), not a plain 400 page.
 
 const dispatch = routerFor(["oauth"]);
-const METADATA_PORT = 3611;
+// Picked by the system (port 0): a fixed one failed the run whenever something else held it.
+let metadataPort = 0;
 let h: Harness;
 let metadataServer: Server;
 
@@ -16,9 +18,10 @@ beforeAll(async () => {
   process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA = "1";
   metadataServer = createServer((req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ client_id: `http://127.0.0.1:${METADATA_PORT}${req.url}`, client_name: "Doc", redirect_uris: ["https://c.example/cb"] }));
+    res.end(JSON.stringify({ client_id: `http://127.0.0.1:${metadataPort}${req.url}`, client_name: "Doc", redirect_uris: ["https://c.example/cb"] }));
   });
-  await new Promise<void>((resolve) => metadataServer.listen(METADATA_PORT, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => metadataServer.listen(0, "127.0.0.1", resolve));
+  metadataPort = (metadataServer.address() as AddressInfo).port;
 });
 afterAll(async () => {
   delete process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA;
@@ -28,7 +31,7 @@ afterAll(async () => {
 });
 
 const authorize = (doc: string) => {
-  const params = new URLSearchParams({ client_id: `http://127.0.0.1:${METADATA_PORT}/${doc}`, redirect_uri: "https://c.example/cb", response_type: "code" });
+  const params = new URLSearchParams({ client_id: `http://127.0.0.1:${metadataPort}/${doc}`, redirect_uri: "https://c.example/cb", response_type: "code" });
   return dispatch(new Request(`http://engram.test/oauth/authorize?${params}`));
 };
 

@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -11,7 +12,6 @@ import { makePng } from "./support/make-files.ts";
 import { dispatch } from "./support/router.ts";
 
 /** With a chat model configured, an image is read by the model's vision (a local fake of the OpenAI API). */
-const PORT = 3841;
 let server: Server;
 const visionRequests: unknown[] = [];
 /** Image requests still to answer 503 (the provider overloaded). */
@@ -57,8 +57,9 @@ beforeAll(async () => {
       }),
     );
   });
-  await new Promise<void>((resolve) => server.listen(PORT, "127.0.0.1", resolve));
-  Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-test-vision", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: `http://127.0.0.1:${PORT}/v1` });
+  // Port 0: a free port the system picks (a fixed one failed the run whenever something else held it).
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-test-vision", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
   blobDir = mkdtempSync(path.join(tmpdir(), "engram-vision-blobs-"));
   setBlobStore(new LocalBlobStore(blobDir));
   h = await createHarness();
