@@ -340,6 +340,17 @@ describe("POST /v1/configs/sync between two devices", () => {
     expect(res.body.data).toEqual({ deleted: 1, skipped: [] });
   });
 
+  it("batch-delete bounds each id as other id fields are: a 1 MB id is a 400 naming the field, not skipped and echoed back whole", async () => {
+    const ann = await h.user("LongIdDeleter");
+    const res = await ann.post("/v1/configs/batch-delete", { ids: ["x".repeat(1024 * 1024)] });
+    expect(res.status, res.text.slice(0, 200)).toBe(400);
+    expect(res.text.length).toBeLessThan(2000);
+    expect(res.body.error.details.issues).toMatchObject([{ path: "ids.0" }]);
+    expect((await ann.post("/v1/configs/batch-delete", { ids: [""] })).status).toBe(400);
+    // An id of ordinary length that names nothing is still a skip, as before.
+    expect((await ann.post("/v1/configs/batch-delete", { ids: ["nope"] })).body.data).toEqual({ deleted: 0, skipped: [{ id: "nope", reason: "not_found" }] });
+  });
+
   it("a deletion everywhere reaches the other device; a local change to the deleted file conflicts; restore brings it back", async () => {
     const ann = await h.user("Deleter");
     const a = new Device(ann, "a");

@@ -125,7 +125,11 @@ export type RestoreConfigBody = z.output<typeof restoreConfigBodySchema>;
 
 export const batchDeleteConfigsBodySchema = z.object({
   // Lowercased, so one config named in two cases is one id (the second was skipped as not_found).
-  ids: z.array(z.string().toLowerCase()).min(1, "ids must not be empty").max(MAX_BATCH_IDS, `ids has at most ${MAX_BATCH_IDS} entries`),
+  // Each id bounded as memories' batch ids are: an unknown id is skipped and echoed back, whole.
+  ids: z
+    .array(z.string().min(1, "ids must not be empty strings").max(100, "ids are at most 100 characters").toLowerCase())
+    .min(1, "ids must not be empty")
+    .max(MAX_BATCH_IDS, `ids has at most ${MAX_BATCH_IDS} entries`),
 });
 
 export const mergeConfigsBodySchema = z.object({
