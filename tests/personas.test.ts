@@ -234,6 +234,24 @@ describe("a persona's revision list", () => {
     expect((await ray.get("/v1/personas")).body.data.personas).toEqual([]);
   });
 
+  it("a restore reads none of the file's content: it compares and writes by the content hash", async () => {
+    const roe = await h.user("Roe");
+    const big = () => `# Roe\n\n${randomBytes(150 * 1024).toString("base64")}`;
+    let id = "";
+    for (let i = 0; i < 2; i++) id = (await put(roe, "openclaw", "SOUL.md", big())).id;
+    // The head's own revision: nothing to write, so nothing of the file's content needs reading.
+    const before = await toastBlocks("agent_configs");
+    const same = await roe.post(`/v1/personas/${id}/revisions/2/restore`);
+    expect(same.body.data, same.text).toEqual({ persona_id: id, restored_version: 2, head_version: 2 });
+    expect(await toastBlocks("agent_configs")).toBe(before);
+    const back = await roe.post(`/v1/personas/${id}/revisions/1/restore`);
+    expect(back.body.data, back.text).toEqual({ persona_id: id, restored_version: 1, head_version: 3 });
+    const first = (await roe.get(`/v1/personas/${id}/revisions/1`)).body.data.content as string;
+    expect(first).toMatch(/^# Roe\n\n/);
+    expect((await roe.get("/v1/personas")).body.data.personas).toMatchObject([{ id, content: first, version: 3 }]);
+    expect((await roe.get(`/v1/personas/${id}/revisions/3`)).body.data.content).toBe(first);
+  });
+
   it("pages as every list does (limit, cursor, next_cursor, has_more); one default page holds every kept revision", async () => {
     const sal = await h.user("Sal");
     let id = "";
