@@ -65,6 +65,9 @@ describe("/v1/agent-sessions", () => {
     const over = await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "one-too-many", content: "x" });
     expect(over.status).toBe(409);
     expect(over.body.error.details.limit).toBe(MAX_SESSIONS_PER_USER);
+    // There is no endpoint to delete one session: the message names what the caller can do, replace one.
+    expect(over.body.error.message).not.toMatch(/delete some/i);
+    expect(over.body.error.message).toMatch(/replace one you keep: PUT it again with the same agent and session_id/);
     // Replacing one that exists is still fine.
     expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "last", content: "y" })).status).toBe(200);
 
@@ -72,6 +75,7 @@ describe("/v1/agent-sessions", () => {
     await h.db.agentSession.create({ data: { id: newId(), ownerId: bea.id, agent: "codex", sessionId: "huge", contentType: "x", contentHash: "0", sizeBytes: MAX_SESSION_BYTES_PER_USER - 10, storeKey: "agent-sessions/none" } });
     const full = await bea.put("/v1/agent-sessions", { agent: "codex", session_id: "more", content: "x".repeat(20) });
     expect(full.status).toBe(413);
+    expect(full.body.error.message).toMatch(/replace a larger one you keep: PUT it again with the same agent and session_id/);
     expect(await h.db.agentSession.count({ where: { ownerId: bea.id } })).toBe(1);
 
     for (const agent of ["a1", "a2", "a3", "a4", "a5", "a6", "a7"]) expect((await bea.put("/v1/agent-sessions", { agent, session_id: "shared", content: "" })).status).toBe(201);

@@ -28,11 +28,16 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
       const existing = await tx.agentSession.findUnique({ where: { ownerId_agent_sessionId: { ownerId: ctx.user.id, agent: input.agent, sessionId: input.session_id } } });
       const held = await tx.agentSession.aggregate({ where: { ownerId: ctx.user.id }, _count: true, _sum: { sizeBytes: true } });
       if (!existing && held._count >= MAX_SESSIONS_PER_USER) {
-        throw new ApiError("conflict", `You keep ${held._count} agent session files; the limit is ${MAX_SESSIONS_PER_USER}. Delete some first.`, { limit: MAX_SESSIONS_PER_USER });
+        // No endpoint deletes a single session (Memax has none either): replacing one is what a caller can do.
+        throw new ApiError(
+          "conflict",
+          `You keep ${held._count} agent session files; the limit is ${MAX_SESSIONS_PER_USER}. To store this one, replace one you keep: PUT it again with the same agent and session_id`,
+          { limit: MAX_SESSIONS_PER_USER },
+        );
       }
       const bytes = (held._sum.sizeBytes ?? 0) - (existing?.sizeBytes ?? 0) + size;
       if (bytes > MAX_SESSION_BYTES_PER_USER) {
-        throw new ApiError("file_too_large", `Your agent session files would take ${bytes} bytes; the limit is ${MAX_SESSION_BYTES_PER_USER} in all`, {
+        throw new ApiError("file_too_large", `Your agent session files would take ${bytes} bytes; the limit is ${MAX_SESSION_BYTES_PER_USER} in all. To store this one, replace a larger one you keep: PUT it again with the same agent and session_id`, {
           max_bytes: MAX_SESSION_BYTES_PER_USER,
           size_bytes: bytes,
         });
