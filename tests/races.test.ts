@@ -308,6 +308,43 @@ describe("a demotion landing while topic writes wait for the hub's topics", () =
   });
 });
 
+describe("a filing whose memory was filed elsewhere while it waited for the hub's topics", () => {
+  /**
+   * previous_topic_id was the memory's topic as read before the filing's transaction: a re-filing
+   * committed while this one waited (here for the hub's topic lock, held by a stalled transaction)
+   * was the topic the filing really replaced, and the answer named the one before it.
+   */
+  it.skipIf(!testPostgres())("answers the topic it replaced, as read under its lock", async () => {
+    const own = await h.user("Owner");
+    const hub = await h.teamHub(own, []);
+    const [first, second, target] = await Promise.all(["First", "Second", "Target"].map(async (name) => (await own.post("/v1/topics", { name, hub_id: hub })).body.data.id as string));
+    const memory = (await own.post("/v1/memories", { content: "a note filed three times" }, on(hub))).body.data.id as string;
+    expect((await own.post(`/v1/topics/${first}/memories`, { memory_id: memory })).status).toBe(200);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let filing: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [topicsLockKey(hub)]);
+      filing = own.post(`/v1/topics/${target}/memories`, { memory_id: memory });
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n >= 1) break;
+        if (waited > 20_000) throw new Error("the filing never waited for the topic lock");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // Another filing, committed while the first waits (the topic lock is not the memory's).
+      await h.db.memory.update({ where: { id: memory }, data: { topicId: second } });
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const res = await filing!;
+    expect(res.body.data, res.text).toEqual({ topic_id: target, memory_id: memory, assigned: true, previous_topic_id: second });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: memory } })).topicId).toBe(target);
+  });
+});
+
 describe("contributors' topic rights turned off while a contributor's topic change is in flight", () => {
   /**
    * The setting took the hub's membership lock shared, as the topic change does: a contributor's

@@ -37,7 +37,7 @@ export async function listTopicMemories(ctx: AuthContext, topicId: string, query
 
 /** A memory of the topic's hub that the caller may edit (owners of it, or managers). */
 async function editableMemoryOrThrow(ctx: AuthContext, hubId: string, memoryId: string, role: Parameters<typeof canEditMemory>[0]) {
-  const memory = isUuid(memoryId) ? await ctx.db.memory.findFirst({ where: { id: memoryId, hubId }, select: { id: true, ownerId: true, topicId: true } }) : null;
+  const memory = isUuid(memoryId) ? await ctx.db.memory.findFirst({ where: { id: memoryId, hubId }, select: { id: true, ownerId: true } }) : null;
   if (!memory) throw new ApiError("not_found", "Memory not found in this topic's hub");
   if (!canEditMemory(role, memory.ownerId === ctx.user.id)) {
     throw new ApiError("forbidden", `Your role (${role}) does not allow you to file this memory`);
@@ -56,22 +56,23 @@ export async function assignTopicMemory(ctx: AuthContext, topicId: string, input
   const { topic, membership } = await readableTopicOrThrow(ctx, topicId);
   assertNotArchived(topic);
   const memory = await editableMemoryOrThrow(ctx, topic.hubId, input.memory_id, membership.role);
-  const count = await fileMemory(ctx, membership.hub, memory, { id: memory.id, hubId: topic.hubId }, topic.id);
-  if (count === null) throw new ApiError("not_found", "Memory not found in this topic's hub");
-  return { topic_id: topic.id, memory_id: memory.id, assigned: true as const, previous_topic_id: memory.topicId };
+  const filed = await fileMemory(ctx, membership.hub, memory, { id: memory.id, hubId: topic.hubId }, topic.id);
+  if (filed === null) throw new ApiError("not_found", "Memory not found in this topic's hub");
+  return { topic_id: topic.id, memory_id: memory.id, assigned: true as const, previous_topic_id: filed.previousTopicId };
 }
 
 /** Takes a memory out of the topic; a memory filed elsewhere (or nowhere) is left as it is. */
 export async function unassignTopicMemory(ctx: AuthContext, topicId: string, memoryId: string) {
   const { topic, membership } = await readableTopicOrThrow(ctx, topicId);
   const memory = await editableMemoryOrThrow(ctx, topic.hubId, memoryId, membership.role);
-  const count = await fileMemory(ctx, membership.hub, memory, { id: memory.id, hubId: topic.hubId, topicId: topic.id }, null);
-  return { topic_id: topic.id, memory_id: memory.id, unassigned: (count ?? 0) > 0 };
+  const filed = await fileMemory(ctx, membership.hub, memory, { id: memory.id, hubId: topic.hubId, topicId: topic.id }, null);
+  return { topic_id: topic.id, memory_id: memory.id, unassigned: (filed?.count ?? 0) > 0 };
 }
 
 /**
  * Sets the topic of the memory `where` matches and, when that changed it, says so on the event stream:
- * one transaction. The memories changed (0 when it was already there), or null when none matched.
+ * one transaction. The memories changed (0 when it was already there) and the topic the memory had
+ * under the lock, or null when none matched.
  */
 function fileMemory(
   ctx: AuthContext,
@@ -79,7 +80,7 @@ function fileMemory(
   memory: { ownerId: string },
   where: { id: string; hubId: string; topicId?: string },
   topicId: string | null,
-) {
+): Promise<{ count: number; previousTopicId: string | null } | null> {
   return ctx.db.$transaction(async (tx) => {
     if (topicId) await lockTopicForFiling(tx, { id: topicId, hubId: where.hubId });
     else await lockForTransaction(tx, { shared: hubMembersLockKey(where.hubId) });
@@ -89,12 +90,17 @@ function fileMemory(
     if (!canEditMemory(role, memory.ownerId === ctx.user.id)) {
       throw new ApiError("forbidden", `Your role (${role}) does not allow you to file this memory`);
     }
+    // The topic it had, read under the row's lock the update takes anyway: read before the
+    // transaction, a re-filing committed meanwhile was what this one replaced, and went unnamed.
+    const [locked] = await tx.$queryRaw<{ topic_id: string | null }[]>`
+      SELECT topic_id::text AS topic_id FROM memories WHERE id = ${where.id}::uuid AND hub_id = ${where.hubId}::uuid FOR NO KEY UPDATE`;
+    if (!locked) return null;
     // Filed where it already is, a memory changes not: its updated_at stays and no one is told (a
     // client re-sending a filing made every stream of the hub refetch, and every syncing client too).
     const elsewhere = topicId ? { OR: [{ topicId: null }, { topicId: { not: topicId } }] } : { topicId: { not: null } };
     const { count } = await tx.memory.updateMany({ where: { AND: [where, elsewhere] }, data: { topicId, updatedAt: ctx.now() } });
     if (count > 0) await emitEvent(tx, { type: "memory.updated", hubId: where.hubId, actorId: ctx.user.id, entityId: where.id });
     else if ((await tx.memory.count({ where: { ...where, topicId } })) === 0) return null;
-    return count;
+    return { count, previousTopicId: locked.topic_id };
   });
 }
