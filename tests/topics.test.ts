@@ -424,6 +424,31 @@ describe("tree", () => {
     expect(names).toEqual(["Kid", "Root"]);
   });
 
+  it("an active topic's total_memory_count is the tree's: an archived subtopic's memories are left out of both; an archived topic counts its archived branch", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const root = await topic(ann, "Shelf", team);
+    const kept = (await ann.post("/v1/topics", { name: "Kept", parent_id: root.id })).body.data;
+    const shelved = (await ann.post("/v1/topics", { name: "Shelved", parent_id: root.id })).body.data;
+    const deep = (await ann.post("/v1/topics", { name: "Deep", parent_id: shelved.id })).body.data;
+    for (const [where, n] of [
+      [root.id, 1],
+      [kept.id, 2],
+      [shelved.id, 3],
+      [deep.id, 4],
+    ] as const) {
+      const ids = [];
+      for (let i = 0; i < n; i++) ids.push(await memory(ann, `${where} ${i}`, team));
+      expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: where })).status).toBe(200);
+    }
+    expect((await ann.post(`/v1/topics/${shelved.id}/archive`)).body.data.archived_count).toBe(2);
+    const [node] = (await ann.get(`/v1/topics?hub_id=${team}`)).body.data.topics;
+    expect(node).toMatchObject({ id: root.id, memory_count: 1, total_memory_count: 3 });
+    expect((await ann.get(`/v1/topics/${root.id}`)).body.data).toMatchObject({ memory_count: 1, total_memory_count: node.total_memory_count });
+    // An archived topic's branch is archived with it, and comes back with it: it counts that branch.
+    expect((await ann.get(`/v1/topics/${shelved.id}`)).body.data).toMatchObject({ memory_count: 3, total_memory_count: 7 });
+  });
+
   it("assigns and unassigns memories, reorders many topics at once", async () => {
     const ann = await h.user("Ann");
     const carl = await h.user("Carl");
