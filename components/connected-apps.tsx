@@ -2,9 +2,11 @@
 
 import { api } from "@/lib/web/api.ts";
 import { formatDate } from "@/lib/web/format.ts";
+import type { Page } from "@/lib/web/types.ts";
+import { useAction } from "@/lib/web/use-action.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { DisconnectList } from "./disconnect-list.tsx";
-import { Badge } from "./ui.tsx";
+import { Badge, Button, ErrorNotice } from "./ui.tsx";
 
 interface Grant {
   id: string;
@@ -19,9 +21,23 @@ interface Grant {
   last_used_at: string | null;
 }
 
-/** Apps signed in through OAuth (MCP clients): what each reaches, and a way to disconnect it. */
+type GrantPage = Page & { grants: Grant[] };
+
+const GRANTS_PATH = "/v1/auth/oauth-grants";
+
+/**
+ * Apps signed in through OAuth (MCP clients): what each reaches, and a way to disconnect it. The
+ * list is paginated (100 a page) and apps are not bounded per user (10 grants per app), so the
+ * pages after the first are read on demand.
+ */
 export function ConnectedApps() {
-  const grants = useApi<{ grants: Grant[] }>("/v1/auth/oauth-grants");
+  const grants = useApi<GrantPage>(GRANTS_PATH);
+  const more = useAction();
+  const showMore = () =>
+    more.run(async () => {
+      const next = await api<GrantPage>(`${GRANTS_PATH}?cursor=${encodeURIComponent(grants.data!.next_cursor)}`);
+      grants.setData((page) => page && { ...next, grants: [...page.grants, ...next.grants.filter((g) => !page.grants.some((p) => p.id === g.id))] });
+    });
   return (
     <DisconnectList
       title="Connected apps"
@@ -48,9 +64,20 @@ export function ConnectedApps() {
       confirmLabel="Disconnect"
       confirmBody="Its access and refresh tokens stop working on its next request; it has to sign in again."
       disconnect={async (grant) => {
-        await api(`/v1/auth/oauth-grants/${grant.id}`, { method: "DELETE" });
-        grants.reload();
+        await api(`${GRANTS_PATH}/${grant.id}`, { method: "DELETE" });
+        // Dropped in place rather than reloaded: a reload reads the first page only, losing the pages shown after it.
+        grants.setData((page) => page && { ...page, grants: page.grants.filter((g) => g.id !== grant.id) });
       }}
+      footer={
+        <>
+          {grants.data?.has_more && (
+            <Button variant="ghost" className="mt-2" busy={more.busy} onClick={showMore}>
+              Show more connected apps
+            </Button>
+          )}
+          <ErrorNotice error={more.error} />
+        </>
+      }
     />
   );
 }
