@@ -429,6 +429,18 @@ describe("POST /v1/configs/sync between two devices", () => {
     expect((await ann.post("/v1/configs/local-delete", { ...file, file_path: "NOPE.md", device_id: "b" })).status).toBe(404);
   });
 
+  it("local-delete reads none of the file's content: it records the device's state by version and hash", async () => {
+    const ann = await h.user("LocalBig");
+    const content = randomBytes(150 * 1024).toString("base64");
+    expect((await ann.put("/v1/configs", { ...file, content, device_id: "a" })).status).toBe(201);
+    const before = await toastBlocks("agent_configs");
+    const res = await ann.post("/v1/configs/local-delete", { ...file, device_id: "a" });
+    expect(res.body.data, res.text).toEqual({ ...file, device_id: "a", removed: true });
+    expect(await toastBlocks("agent_configs")).toBe(before);
+    const state = await h.db.agentConfigDevice.findFirstOrThrow({ where: { deviceId: "a", config: { ownerId: ann.id } } });
+    expect(state).toMatchObject({ syncedVersion: 1, syncedHash: sha(content), removed: true });
+  });
+
   describe("local-delete racing a delete of the file", () => {
     let lou: Client;
     const push = async (path: string) => {

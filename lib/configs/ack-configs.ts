@@ -62,6 +62,8 @@ export async function localDeleteConfig(ctx: AuthContext, input: LocalDeleteBody
     await lockForTransaction(tx, configKeyLock(ctx.user.id, input.agent, input.file_path, input.scope));
     const config = await tx.agentConfig.findUnique({
       where: { ownerId_agent_filePath_scope: { ownerId: ctx.user.id, agent: input.agent, filePath: input.file_path, scope: input.scope } },
+      // The device's state is a version and a hash: the content (up to 512 KiB, out of line) is not needed.
+      select: { id: true, agent: true, filePath: true, scope: true, version: true, contentHash: true, deletedAt: true },
     });
     if (!config || config.deletedAt) throw new ApiError("not_found", "Config not found");
     await recordDeviceSync(tx, config.id, input.device_id, { version: config.version, hash: config.contentHash, removed: true, localPath: input.local_path ?? null }, now);
