@@ -429,6 +429,20 @@ describe("POST /v1/configs/sync between two devices", () => {
     expect((await ann.post("/v1/configs/local-delete", { ...file, file_path: "NOPE.md", device_id: "b" })).status).toBe(404);
   });
 
+  it("a PUT of the content the file already has reads none of the stored content: the hash tells it is unchanged", async () => {
+    const ann = await h.user("SamePusher");
+    const content = randomBytes(150 * 1024).toString("base64");
+    const first = await ann.put("/v1/configs", { ...file, content, device_id: "a" });
+    expect(first.status).toBe(201);
+    const before = await toastBlocks("agent_configs");
+    const again = await ann.put("/v1/configs", { ...file, content, device_id: "b" });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data).toEqual(first.body.data);
+    expect(await toastBlocks("agent_configs")).toBe(before);
+    const changed = await ann.put("/v1/configs", { ...file, content: "short now", device_id: "b" });
+    expect(changed.body.data).toMatchObject({ content: "short now", version: 2, size_bytes: 9 });
+  });
+
   it("local-delete reads none of the file's content: it records the device's state by version and hash", async () => {
     const ann = await h.user("LocalBig");
     const content = randomBytes(150 * 1024).toString("base64");

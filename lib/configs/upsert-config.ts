@@ -64,11 +64,14 @@ export async function upsertConfig(ctx: AuthContext, input: UpsertConfigBody) {
   const now = ctx.now();
   const { config, created } = await ctx.db.$transaction(async (tx) => {
     await lockConfigKey(tx, ctx.user.id, input.agent, input.file_path, input.scope);
+    // Not its content (up to 512 KiB, out of line): the hash tells whether it changed, and unchanged it is the input's.
     const existing = await tx.agentConfig.findUnique({
       where: { ownerId_agent_filePath_scope: { ownerId: ctx.user.id, agent: input.agent, filePath: input.file_path, scope: input.scope } },
+      omit: { content: true },
     });
     let config;
     let created = false;
+    let unchanged = false;
     if (!existing || !countsTowardCap(existing, now)) await assertRoomForConfig(tx, ctx.user.id, now);
     if (!existing) {
       config = await tx.agentConfig.create({
@@ -88,7 +91,8 @@ export async function upsertConfig(ctx: AuthContext, input: UpsertConfigBody) {
       });
       created = true;
     } else if (existing.deletedAt === null && existing.contentHash === hash) {
-      config = existing;
+      config = { ...existing, content: input.content };
+      unchanged = true;
     } else {
       // A changed file, or a deleted one pushed again (kept locally, or recreated): a new version either way.
       config = await tx.agentConfig.update({
@@ -96,7 +100,7 @@ export async function upsertConfig(ctx: AuthContext, input: UpsertConfigBody) {
         data: { content: input.content, contentHash: hash, sizeBytes: size, version: existing.version + 1, deletedAt: null, contentExpiresAt: null, updatedAt: now },
       });
     }
-    if (created || config !== existing) await recordVersion(tx, config, input.device_id ?? null, now);
+    if (!unchanged) await recordVersion(tx, config, input.device_id ?? null, now);
     if (input.device_id) {
       await recordDeviceSync(tx, config.id, input.device_id, { version: config.version, hash, localPath: input.local_path ?? null }, now);
     }
