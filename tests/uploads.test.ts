@@ -962,7 +962,13 @@ describe("an upload's life ends for good", () => {
     const slowBody = new ReadableStream<Uint8Array>({ start: (c) => void (feed = c) });
     const slow = put(i.upload_url, i.headers, slowBody);
     feed.enqueue(new Uint8Array(Buffer.from("late")));
-    await new Promise((r) => setTimeout(r, 50)); // past its checks, streaming
+    // Its part file exists once it is past assertUploadOpen and streaming: emptied earlier, the PUT was
+    // refused at its start and the check after the bytes landed went untested.
+    const partDir = path.dirname(file);
+    for (const deadline = Date.now() + 10_000; !(existsSync(partDir) && readdirSync(partDir).some((f) => f.startsWith(`${path.basename(file)}.part-`))); ) {
+      if (Date.now() > deadline) throw new Error("the PUT never started streaming");
+      await new Promise((r) => setTimeout(r, 5));
+    }
     const emptied = await eve.delete("/v1/account/data");
     expect(emptied.status, JSON.stringify(emptied.body)).toBe(200);
     expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
@@ -971,6 +977,7 @@ describe("an upload's life ends for good", () => {
     const res = await slow;
     expect(res.status, JSON.stringify(res.body)).toBe(409);
     expect(res.body.error.code).toBe("conflict");
+    expect(res.body.error.message).toMatch(/removed while its bytes arrived/);
     // No record names the object any more, so no sweep would ever remove it.
     expect(existsSync(file)).toBe(false);
     expect(existsSync(`${file}.meta.json`)).toBe(false);
