@@ -146,6 +146,27 @@ describe("S3-compatible storage (s3rver)", () => {
     expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
   });
 
+  it("bytes a still-valid upload URL writes after the account was emptied are swept, not left in the bucket for good", async () => {
+    const cy = await h.user("Cy");
+    const bytes = Buffer.from("draft after the wipe\n");
+    const i = await intent(cy, "late.txt", "text/plain", bytes.length);
+    const emptied = await cy.delete("/v1/account/data");
+    expect(emptied.status, JSON.stringify(emptied.body)).toBe(200);
+    // The bucket only checks that no object is there: within its 15 minutes the URL still writes.
+    expect((await fetch(i.upload_url, { method: "PUT", headers: i.headers, body: new Uint8Array(bytes) })).status).toBe(200);
+    const store = await blobStore();
+    expect(await store.head(i.object_key)).not.toBeNull();
+    // The emptied account's upload is not attachable any more.
+    const push = await cy.post("/v1/memories", { file_ref: i.file_ref });
+    expect([400, 409], JSON.stringify(push.body)).toContain(push.status);
+    // Still within the URL's 15 minutes the record stays, for the sweep to find what it writes.
+    await sweepUploads(h.db, new Date(Date.now() + 60_000));
+    expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(1);
+    await sweepUploads(h.db, new Date(Date.now() + 16 * 60_000));
+    expect(await store.head(i.object_key)).toBeNull();
+    expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
+  });
+
   it("a view URL for an image is a presigned GET that renders inline", async () => {
     const png = makePng(8, 6);
     const i = await intent(ann, "pic.png", "image/png", png.length);

@@ -18,7 +18,7 @@ export async function assertUploadOpen(ctx: RequestContext, objectKey: string): 
 
 /**
  * After a PUT's bytes landed: its upload may have gone while they streamed in (its owner emptied the
- * account, which deletes unattached uploads and removes their objects, none there yet). Kept, they
+ * account, which detaches unattached uploads and removes their objects, none there yet). Kept, they
  * would be bytes no record names, which no sweep ever finds: they go, and the PUT is refused as it
  * would have been had it started a moment later. An upload attached meanwhile keeps them: a push
  * naming it may commit as soon as they are in place.

@@ -9,7 +9,7 @@ import { lockHubMembers } from "@/lib/hubs/hub-access.ts";
 import { deleteHubMemories, PURGE_BATCHES_PER_HUB } from "@/lib/hubs/purge-deleted-hubs.ts";
 import { kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
 import { dropMemoryCopies } from "@/lib/memories/drop-memory-copies.ts";
-import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
+import { detachedAt, detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { ACCOUNT_DELETION_LEASE_MS, ACCOUNT_DELETION_SWEEP_ATTEMPTS } from "./resume-account-data-deletions.ts";
 
 export interface DeleteAccountDataResult {
@@ -206,13 +206,17 @@ async function eraseMarkedData(db: Db, userId: string, requestedAt: Date, maxBat
     await tx.chatSession.deleteMany({ where: { ownerId: userId } });
     await tx.notification.deleteMany({ where: { userId } });
     await tx.topicVisit.deleteMany({ where: { userId } });
-    // Uploads not attached (the personal hub's files are detached by now) go in this transaction, so a
-    // push naming one from now on is refused instead of attaching a file whose bytes are about to go.
-    // One statement, whose RETURNING names exactly the rows it deleted: a separate read first saw an upload
-    // a concurrent push was attaching (to a team hub) as unattached, the delete then skipped it once that
-    // push committed, and its bytes were removed below from under the new memory.
+    // Uploads not attached (the personal hub's files are detached by now) are detached in this
+    // transaction, so a push naming one from now on is refused instead of attaching a file whose bytes
+    // are about to go. Detached, not deleted: with S3 or Vercel Blob their signed URLs still write for
+    // their 15 minutes, and bytes landing after the removal below would be named by no row, found by no
+    // sweep; removeBlobs keeps the row until the URL expired (the embedded store's goes at once).
+    // One statement, whose RETURNING names exactly the rows it detached: a separate read first saw an
+    // upload a concurrent push was attaching (to a team hub) as unattached, the write then skipped it once
+    // that push committed, and its bytes were removed below from under the new memory.
     const unattached = await tx.$queryRaw<{ objectKey: string }[]>`
-      DELETE FROM uploads WHERE owner_id = ${userId}::uuid AND attached_at IS NULL RETURNING object_key AS "objectKey"`;
+      UPDATE uploads SET created_at = ${detachedAt}, attached_at = NULL
+       WHERE owner_id = ${userId}::uuid AND attached_at IS NULL RETURNING object_key AS "objectKey"`;
     // Last: the events lock is one for the whole server, held to commit, so taken earlier every
     // event-writing request of every user waited for the rest of this deletion.
     if (personal) {
