@@ -202,6 +202,45 @@ describe("PUT and GET /v1/configs", () => {
     expect(fits.status, fits.text).toBe(201);
     expect((await ann.post("/v1/configs/sync", { device_id: "d", configs: [] })).body.data.actions).toHaveLength(2);
   });
+
+  it("names stored before the byte bounds (within the character limits) still sync, ack, list, update, delete and restore", async () => {
+    const ann = await h.user("OldWide");
+    const cjk = (n: number) => Array.from({ length: n }, (_, i) => String.fromCodePoint(0x4e00 + ((i * 7919) % 0x5000))).join("");
+    // As an older server stored them: a 512-character CJK path (1,536 bytes) in global, and a project id
+    // of 592 such characters (1,784 bytes), each within what the index entry holds.
+    const names = [
+      { ...file, file_path: cjk(512), scope: "global" },
+      { ...file, file_path: "AGENTS.md", scope: `project:${cjk(592)}` },
+    ];
+    const content = "kept from before";
+    await h.db.agentConfig.createMany({
+      data: names.map((n) => ({ id: randomUUID(), ownerId: ann.id, agent: n.agent, filePath: n.file_path, scope: n.scope, content, contentHash: sha(content), sizeBytes: content.length })),
+    });
+    const synced = await ann.post("/v1/configs/sync", { device_id: "d", configs: names.map((n) => ({ ...n, content_hash: sha(content) })) });
+    expect(synced.status, synced.text).toBe(200);
+    expect(synced.body.data.actions.map((a: { action: string }) => a.action)).toEqual(["unchanged", "unchanged"]);
+    const acked = await ann.post("/v1/configs/ack", { device_id: "d", configs: names.map((n) => ({ ...n, content_hash: sha(content), version: 1 })) });
+    expect(acked.status, acked.text).toBe(200);
+    const listed = await ann.get(`/v1/configs?scope=${encodeURIComponent(names[1]!.scope)}`);
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.data.configs.map((c: { file_path: string }) => c.file_path)).toEqual(["AGENTS.md"]);
+    // A new version of such a file fits the index entry its name already has.
+    const updated = await ann.put("/v1/configs", { ...names[0], content: "edited", device_id: "d" });
+    expect(updated.status, updated.text).toBe(200);
+    expect(updated.body.data.version).toBe(2);
+    const local = await ann.post("/v1/configs/local-delete", { device_id: "d", ...names[1] });
+    expect(local.status, local.text).toBe(200);
+    expect((await ann.delete(`/v1/configs/${updated.body.data.id}`)).status).toBe(200);
+    const restored = await ann.post("/v1/configs/restore", names[0]);
+    expect(restored.status, restored.text).toBe(200);
+    // A new name is held to the index entry's budget, whatever its two parts take of it.
+    const longest = { agent: "a".repeat(64), file_path: cjk(512), scope: `project:${cjk(338)}`, content: "x" };
+    const fits = await ann.put("/v1/configs", longest);
+    expect(fits.status, fits.text).toBe(201);
+    const over = await ann.put("/v1/configs", { ...longest, scope: `project:${cjk(339)}` });
+    expect(over.status, over.text).toBe(400);
+    expect(over.body.error.message).toMatch(/together at most 2560 bytes/);
+  });
 });
 
 describe("the per-user cap of 500 configs", () => {
