@@ -1065,6 +1065,42 @@ describe("chunk statistics", () => {
   });
 });
 
+describe("a topic visit racing the topic's delete", () => {
+  /**
+   * The visit's INSERT selects the topic row, which a delete not yet committed still shows; its foreign
+   * key check then waits for that delete and fails once it commits (23503), which toApiError answers as
+   * not_found (the topic is gone), not 500. Here a second connection holds the delete open until the
+   * visit waits on it.
+   */
+  it.skipIf(!testPostgres())("the visit answers 404 not_found, not 500, and records nothing", async () => {
+    const own = await h.user("Visitor");
+    const hub = await h.teamHub(own);
+    const topic = (await own.post("/v1/topics", { name: "Going", hub_id: hub })).body.data.id as string;
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    let visit: Promise<ApiResponse> | undefined;
+    try {
+      await side.query("BEGIN");
+      await side.query("DELETE FROM topics WHERE id = $1", [topic]);
+      visit = own.post(`/v1/topics/${topic}/visit`, {});
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the visit never waited for the delete");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const res = await visit!;
+    expect(res.status, res.text).toBe(404);
+    expect(res.body.error.code).toBe("not_found");
+    expect(await h.db.topicVisit.count({ where: { topicId: topic } })).toBe(0);
+  });
+});
+
 describe("requests racing a hub's deletion", () => {
   it("pushes, invites, visits, topic changes, edits, recalls, dreams, sessions and keys sent with a topic and hub delete: never a 5xx", async () => {
     const answers: { what: string; res: ApiResponse }[] = [];
