@@ -80,25 +80,74 @@ describe("a consent whose code was never exchanged", () => {
   });
 });
 
+/** A consent exchanged for its pair, as a finished `memax login`. */
+async function signedIn(user: Client) {
+  const { code, grantId } = await consent(user);
+  const res = await h.anonymous.post("/v1/auth/exchange", { code });
+  expect(res.status, res.text).toBe(200);
+  return { grantId, refreshToken: res.body.data.refresh_token as string };
+}
+
+const liveGrants = (user: Client) => h.db.oAuthGrant.count({ where: { userId: user.id, clientId: CLI_CLIENT_ID, revokedAt: null } });
+const revokedGrants = (user: Client) => h.db.oAuthGrant.findMany({ where: { userId: user.id, revokedAt: { not: null } }, select: { id: true, revokedReason: true } });
+const isLive = async (grantId: string) => (await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grantId } })).revokedAt === null;
+
 describe("grants per app", () => {
   it("a user keeps at most MAX_GRANTS_PER_CLIENT live grants per app: a new consent past it revokes the least recently used, other apps untouched", async () => {
     const dan = await h.user("Dan");
     await h.db.oAuthClient.create({ data: { id: "ec_other_app", name: "Other", redirectUris: ["https://c.example/cb"], kind: "registered" } });
     const other = await consent(dan, "ec_other_app");
-    const first = await consent(dan);
-    const used = await consent(dan);
-    // Used since: it outranks the unused ones, however old it is.
-    await h.db.oAuthGrant.update({ where: { id: used.grantId }, data: { lastUsedAt: new Date() } });
-    for (let i = 2; i < MAX_GRANTS_PER_CLIENT; i++) await consent(dan);
-    const live = () => h.db.oAuthGrant.count({ where: { userId: dan.id, clientId: CLI_CLIENT_ID, revokedAt: null } });
-    expect(await live()).toBe(MAX_GRANTS_PER_CLIENT);
+    const first = await signedIn(dan);
+    await consentedAgo(first.grantId, 2 * 60 * 60_000);
+    // Consented longer ago still, but used a minute ago: it outranks the one never used since.
+    const used = await signedIn(dan);
+    await consentedAgo(used.grantId, 3 * 60 * 60_000);
+    await h.db.oAuthGrant.update({ where: { id: used.grantId }, data: { lastUsedAt: new Date(Date.now() - 60_000) } });
+    for (let i = 2; i < MAX_GRANTS_PER_CLIENT; i++) await signedIn(dan);
+    expect(await liveGrants(dan)).toBe(MAX_GRANTS_PER_CLIENT);
     const newest = await consent(dan);
-    expect(await live()).toBe(MAX_GRANTS_PER_CLIENT);
-    const revoked = await h.db.oAuthGrant.findMany({ where: { userId: dan.id, revokedAt: { not: null } }, select: { id: true, revokedReason: true } });
-    expect(revoked).toEqual([{ id: first.grantId, revokedReason: "superseded" }]);
-    for (const kept of [used, other, newest]) expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: kept.grantId } })).revokedAt).toBeNull();
-    // The revoked one's code is refused: what it would have connected is gone.
-    expect((await h.anonymous.post("/v1/auth/exchange", { code: first.code })).status).toBe(410);
+    expect(await liveGrants(dan)).toBe(MAX_GRANTS_PER_CLIENT);
+    expect(await revokedGrants(dan)).toEqual([{ id: first.grantId, revokedReason: "superseded" }]);
+    for (const kept of [used, other, newest]) expect(await isLive(kept.grantId)).toBe(true);
+    // The revoked one's refresh token is refused: what it connected is gone.
+    const refreshed = await h.anonymous.post("/v1/auth/refresh", { refresh_token: first.refreshToken });
+    expect([refreshed.status, refreshed.body.error?.code]).toEqual([410, "revoked"]);
+  });
+
+  // A grant's last_used_at is set only when one of its access tokens is used, so a sign-in just
+  // finished (never used yet) ranked as the oldest: `memax login` on two machines in a row revoked the first's.
+  it("a sign-in just finished counts as used when it was made: the next sign-in revokes an older grant, not it", async () => {
+    const eve = await h.user("Eve");
+    const old: string[] = [];
+    for (let i = 1; i < MAX_GRANTS_PER_CLIENT; i++) {
+      const { grantId } = await signedIn(eve);
+      await consentedAgo(grantId, 30 * 24 * 60 * 60_000);
+      await h.db.oAuthGrant.update({ where: { id: grantId }, data: { lastUsedAt: new Date(Date.now() - (24 + i) * 60 * 60_000) } });
+      old.push(grantId);
+    }
+    const firstMachine = await signedIn(eve);
+    await consent(eve);
+    expect(await revokedGrants(eve)).toEqual([{ id: old.at(-1), revokedReason: "superseded" }]);
+    expect(await isLive(firstMachine.grantId)).toBe(true);
+    expect((await h.anonymous.post("/v1/auth/refresh", { refresh_token: firstMachine.refreshToken })).status).toBe(200);
+  });
+
+  // The e-mail sign-in consents and redeems its code in two steps, as a browser's consent and its
+  // app's exchange are: a consent in between must not revoke the grant the code is about to connect.
+  it("a grant whose code can still be exchanged is never superseded, however recently the others were used", async () => {
+    const fay = await h.user("Fay");
+    const used: string[] = [];
+    for (let i = 1; i < MAX_GRANTS_PER_CLIENT; i++) {
+      const { grantId } = await signedIn(fay);
+      await h.db.oAuthGrant.update({ where: { id: grantId }, data: { lastUsedAt: new Date(Date.now() + i * 1000) } });
+      used.push(grantId);
+    }
+    const pending = await consent(fay);
+    // Consented four minutes ago: its code has one more minute to be exchanged.
+    await consentedAgo(pending.grantId, CODE_TTL_MS - 60_000);
+    await consent(fay);
+    expect(await revokedGrants(fay)).toEqual([{ id: used[0], revokedReason: "superseded" }]);
+    expect((await h.anonymous.post("/v1/auth/exchange", { code: pending.code })).status).toBe(200);
   });
 });
 

@@ -6,6 +6,7 @@ import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { sessionStillValid } from "@/lib/auth/session.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { newId, normalizeId } from "@/lib/ids.ts";
 import type { AuthorizeRequest } from "./authorize-request.ts";
@@ -57,15 +58,22 @@ export async function approveConsent(
     if (session && !(await sessionStillValid(tx, user.id, session))) {
       throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
     }
-    // Under the user's lock, so concurrent consents cannot each find room.
-    const beyond = await tx.oAuthGrant.findMany({
-      where: { userId: user.id, clientId: request.client.id, revokedAt: null },
-      orderBy: [{ lastUsedAt: { sort: "desc", nulls: "last" } }, { createdAt: "desc" }, { id: "desc" }],
-      skip: MAX_GRANTS_PER_CLIENT - 1,
-      select: { id: true },
-    });
+    // Under the user's lock, so concurrent consents cannot each find room. last_used_at is set only
+    // when an access token is used, so a grant never used yet counts from its consent: ranked last,
+    // a sign-in just finished was revoked by the next one (two machines in a row). A grant whose code
+    // can still be exchanged is never taken: a consent and its exchange are two steps (the app's,
+    // the e-mail sign-in's), and another consent in between revoked what the code was to connect.
+    const pendingCode = Prisma.sql`EXISTS (SELECT 1 FROM oauth_codes c WHERE c.grant_id = g.id AND c.used_at IS NULL AND c.expires_at > ${now}::timestamptz)`;
+    const beyond = await tx.$queryRaw<{ id: string }[]>`
+      SELECT g.id::text AS id FROM oauth_grants g
+      WHERE g.user_id = ${user.id}::uuid AND g.client_id = ${request.client.id} AND g.revoked_at IS NULL
+      ORDER BY ${pendingCode} DESC, COALESCE(g.last_used_at, g.created_at) DESC, g.created_at DESC, g.id DESC
+      OFFSET ${MAX_GRANTS_PER_CLIENT - 1}`;
     if (beyond.length) {
-      await tx.oAuthGrant.updateMany({ where: { id: { in: beyond.map((g) => g.id) }, revokedAt: null }, data: { revokedAt: now, revokedReason: "superseded" } });
+      await tx.oAuthGrant.updateMany({
+        where: { id: { in: beyond.map((g) => g.id) }, revokedAt: null, codes: { none: { usedAt: null, expiresAt: { gt: now } } } },
+        data: { revokedAt: now, revokedReason: "superseded" },
+      });
     }
     const grant = await tx.oAuthGrant.create({
       data: {
