@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHash } from "node:crypto";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { approveConsent } from "@/lib/oauth/approve-consent.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { findClient } from "@/lib/oauth/find-client.ts";
 import { createHarness, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
+import { decode, sessionCookieFor } from "./support/oauth-consent.ts";
 import { routerFor } from "./support/router.ts";
 
 /**
@@ -127,5 +129,63 @@ describe("POST /oauth/revoke", () => {
     expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grant.id } })).revokedAt).toBeNull();
     expect((await revoke(new URLSearchParams({ token, client_id: CLI_CLIENT_ID }).toString())).status).toBe(200);
     expect((await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grant.id } })).revokedReason).toBe("revoked_by_client");
+  });
+});
+
+describe("an error inside the consent's submit, once the redirect URI is verified", () => {
+  const REDIRECT = "https://c.example/cb";
+
+  /** The consent form as the page served it to a signed-in user, allowed, and where its submit sends the browser. */
+  async function submitConsent(name: string, failing: string): Promise<Response> {
+    const user = await h.user(name);
+    const clientId = `ec_submit_${name}`;
+    await h.db.oAuthClient.create({ data: { id: clientId, name: "Submit", redirectUris: [REDIRECT], kind: "registered" } });
+    const cookie = await sessionCookieFor(h.db, user.id);
+    const challenge = createHash("sha256").update("v".repeat(43)).digest("base64url");
+    const query = new URLSearchParams({ client_id: clientId, redirect_uri: REDIRECT, response_type: "code", code_challenge: challenge, code_challenge_method: "S256", state: "st-9" });
+    const page = await oauth(new Request(`http://engram.test/oauth/authorize?${query}`, { headers: { cookie } }));
+    expect(page.status).toBe(200);
+    const form = new URLSearchParams();
+    for (const [, field, value] of (await page.text()).matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form.append(field!, decode(value!));
+    form.set("decision", "allow");
+    form.set("hubs", "all");
+    form.set("access", "write");
+    // A real trigger on the test database makes the grant's insert fail as `failing` says, nothing mocked.
+    await h.db.$executeRawUnsafe(`CREATE FUNCTION fail_grant_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${failing} END $$`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER fail_grant_insert BEFORE INSERT ON oauth_grants FOR EACH ROW EXECUTE FUNCTION fail_grant_insert()`);
+    try {
+      return await oauth(
+        new Request("http://engram.test/oauth/authorize", { method: "POST", headers: { cookie, origin: "http://engram.test", "content-type": "application/x-www-form-urlencoded" }, body: form }),
+      );
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP TRIGGER fail_grant_insert ON oauth_grants`);
+      await h.db.$executeRawUnsafe(`DROP FUNCTION fail_grant_insert()`);
+    }
+  }
+
+  function redirectedError(res: Response) {
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.get("location")!);
+    expect(`${location.origin}${location.pathname}`).toBe(REDIRECT);
+    return Object.fromEntries(location.searchParams);
+  }
+
+  // RFC 6749 §4.1.2.1, and docs/mcp.md: every error after the redirect URI is verified goes back to
+  // the client, with state and iss. These rendered an HTML page, and the app waited for a callback that never came.
+  it("a database too busy (a deadlock broken) sends temporarily_unavailable back to the client", async () => {
+    const res = await submitConsent("BusyConsent", "RAISE EXCEPTION 'refused by the test' USING ERRCODE = '40P01';");
+    expect(redirectedError(res)).toEqual({ error: "temporarily_unavailable", error_description: expect.any(String), state: "st-9", iss: "http://engram.test" });
+  });
+
+  it("the client deleted while the user consented (the unused-clients prune) sends an error back, not a page", async () => {
+    const res = await submitConsent("PrunedConsent", "DELETE FROM oauth_clients WHERE id = NEW.client_id; RETURN NEW;");
+    expect(redirectedError(res)).toEqual({ error: "invalid_request", error_description: expect.stringMatching(/deleted/), state: "st-9", iss: "http://engram.test" });
+  });
+
+  it("an unexpected failure sends server_error back, with no internal detail", async () => {
+    const res = await submitConsent("BrokenConsent", "RAISE EXCEPTION 'secret internals';");
+    const error = redirectedError(res);
+    expect(error).toMatchObject({ error: "server_error", state: "st-9", iss: "http://engram.test" });
+    expect(error.error_description).not.toMatch(/secret internals/);
   });
 });

@@ -1,6 +1,7 @@
 import { knownClientAddress } from "@/lib/api/client-address.ts";
 import { FULL_ACCESS, type AuthUser, type RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { toApiError } from "@/lib/api/with-auth.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { assertSameOrigin, sessionOf, sessionTokenFrom, sessionUserId } from "@/lib/auth/session.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
@@ -26,6 +27,16 @@ function redirect(location: string, status = 302): Response {
 function failure(check: Extract<AuthorizeCheck, { ok: false }>, origin: string): Response {
   if (!check.redirectUri) return userErrorPage(check.error);
   return redirect(redirectWith(check.redirectUri, { error: check.error.error, error_description: check.error.description, state: check.state, iss: origin }));
+}
+
+/**
+ * The codes an authorization response may carry (RFC 6749 §4.1.2.1, RFC 8707's invalid_target):
+ * a token endpoint's invalid_grant (what a row deleted mid-request maps to) is not one of them.
+ */
+const AUTHORIZE_ERRORS: readonly string[] = ["invalid_request", "unauthorized_client", "access_denied", "unsupported_response_type", "invalid_scope", "invalid_target", "server_error", "temporarily_unavailable"];
+
+function authorizeEndpointError(error: OAuthError): OAuthError {
+  return AUTHORIZE_ERRORS.includes(error.error) ? error : new OAuthError("invalid_request", error.description, error.status, error.headers);
 }
 
 function userErrorPage(error: OAuthError): Response {
@@ -96,7 +107,10 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
     code = await approveConsent(ctx.db, user, request, { hubIds, write: form.get("access") === "write" }, ctx.now(), session);
   } catch (error) {
     if (error instanceof ApiError && error.code === "unauthorized") return errorPage("Signed out", "Your session ended; start connecting the app again.", 401);
-    throw error;
+    // The redirect URI is verified: the app is told (RFC 6749 §4.1.2.1) and can start over or retry,
+    // where a page left it waiting for a callback that never came.
+    const failed = authorizeEndpointError(oauthErrorOf(toApiError(error, ctx.requestId)));
+    return redirect(redirectWith(request.redirectUri, { error: failed.error, error_description: failed.description, state: request.state, iss: origin }), 303);
   }
   return redirect(redirectWith(request.redirectUri, { code, state: request.state, iss: origin }), 303);
 }
