@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash } from "node:crypto";
+import { ApiError } from "@/lib/api/errors.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { approveConsent } from "@/lib/oauth/approve-consent.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
+import { authorizeErrorPage } from "@/lib/oauth/authorize-flow.ts";
 import { findClient } from "@/lib/oauth/find-client.ts";
 import { createHarness, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
 import { decode, sessionCookieFor } from "./support/oauth-consent.ts";
@@ -187,5 +189,14 @@ describe("an error inside the consent's submit, once the redirect URI is verifie
     const error = redirectedError(res);
     expect(error).toMatchObject({ error: "server_error", state: "st-9", iss: "http://engram.test" });
     expect(error.error_description).not.toMatch(/secret internals/);
+  });
+});
+
+describe("the /oauth/authorize page for an error its wrapper answers", () => {
+  // A refusal with its own status (a body over the limit, a content type) was shown as a plain 400.
+  it("keeps a 413's and a 415's status", () => {
+    expect(authorizeErrorPage(new ApiError("body_too_large", "Request body exceeds 65536 bytes")).status).toBe(413);
+    expect(authorizeErrorPage(new ApiError("unsupported_content_type", "Send a form")).status).toBe(415);
+    expect(authorizeErrorPage(new ApiError("invalid_request", "Bad")).status).toBe(400);
   });
 });

@@ -43,7 +43,8 @@ function userErrorPage(error: OAuthError): Response {
   // A limit or an outage is no fault of the link: the user (or the client) is told to come back, and when.
   if (error.error === "temporarily_unavailable") return errorPage("Try again later", `${error.description} (${error.error})`, error.status, error.headers);
   if (error.error === "server_error") return errorPage("Something went wrong", `${error.description} (${error.error})`, error.status);
-  return errorPage("This sign-in link is not valid", `${error.description} (${error.error})`);
+  // A 413 or 415 keeps its meaning; an unknown client is the link's fault here, not a credential to retry (401).
+  return errorPage("This sign-in link is not valid", `${error.description} (${error.error})`, error.error === "invalid_client" ? 400 : error.status, error.headers);
 }
 
 /**
