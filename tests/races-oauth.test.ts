@@ -218,3 +218,54 @@ describe("the unused-clients prune against a consent given at that moment", () =
     expect(await h.db.oAuthGrant.count({ where: { id: grantId } })).toBe(1);
   });
 });
+
+describe("the unused-clients prune's row locks", () => {
+  // Every multi-row lock takes its rows in id order (lib/db/row-lock.ts): two transactions locking
+  // some of the same rows in other orders deadlock. The prune's FOR UPDATE had no ORDER BY, so it
+  // locked in whatever order the plan read them (a sequential scan: the order rows were written).
+  it.skipIf(!testPostgres())("locks its batch in id order: blocked on the middle client, it holds the lower one and not the higher", async () => {
+    const old = new Date(Date.now() - 2 * 24 * 60 * 60_000);
+    const [low, middle, high] = ["ec_order_a", "ec_order_b", "ec_order_c"];
+    // Written highest id first: a lock taken in the order the rows are stored starts from the high end.
+    for (const id of [high!, middle!, low!]) await h.db.oAuthClient.create({ data: { id, name: "Order", redirectUris: ["https://c.example/cb"], kind: "registered", createdAt: old } });
+    const side = new pg.Client({ connectionString: h.url! });
+    const probe = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    await probe.connect();
+    const lockedByPrune = async (id: string) => {
+      await probe.query("BEGIN");
+      try {
+        await probe.query("SELECT 1 FROM oauth_clients WHERE id = $1 FOR UPDATE NOWAIT", [id]);
+        return false;
+      } catch (error) {
+        if ((error as { code?: string }).code === "55P03") return true;
+        throw error;
+      } finally {
+        await probe.query("ROLLBACK");
+      }
+    };
+    let pruned: Promise<number> | undefined;
+    const held: Record<string, boolean> = {};
+    try {
+      await side.query("BEGIN");
+      await side.query("SELECT 1 FROM oauth_clients WHERE id = $1 FOR UPDATE", [middle]);
+      pruned = pruneUnusedOAuthClients(h.database);
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n > 0) break;
+        if (waited > 20_000) throw new Error("the prune never waited for the middle client's row");
+        await sleep(20);
+      }
+      held.low = await lockedByPrune(low!);
+      held.high = await lockedByPrune(high!);
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+      await probe.end();
+    }
+    expect(held).toEqual({ low: true, high: false });
+    await pruned;
+    expect(await h.db.oAuthClient.count({ where: { id: { in: [low!, middle!, high!] } } })).toBe(0);
+  });
+});

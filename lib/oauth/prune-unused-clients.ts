@@ -26,9 +26,11 @@ export async function pruneUnusedOAuthClients(database: Database, now = new Date
     // The grant condition again, after the rows are locked: a consent still writing its grant holds
     // the client's row (its foreign key), and a DELETE that waited for it deleted the row without
     // looking again, cascading to the grant just committed. Locked first, the check runs afresh.
+    // In id order, as every multi-row lock (lib/db/row-lock.ts): in the order the plan read them, two
+    // prunes (two server processes) could each hold a row the other waits for.
     (ids) =>
       database.prisma.$transaction(async (tx) => {
-        await tx.$executeRaw`SELECT 1 FROM oauth_clients WHERE id = ANY(${ids}::text[]) FOR UPDATE`;
+        await tx.$executeRaw`SELECT 1 FROM oauth_clients WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`;
         return tx.oAuthClient.deleteMany({ where: { ...where, id: { in: ids } } });
       }),
     PRUNE_BATCH,
