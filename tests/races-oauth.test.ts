@@ -193,6 +193,7 @@ describe("the unused-clients prune against a consent given at that moment", () =
     const side = new pg.Client({ connectionString: h.url! });
     await side.connect();
     let pruned: Promise<number> | undefined;
+    let blockedBeforeCommit = false;
     try {
       // The consent's transaction: its grant written (the client's row key-share locked by the foreign key), not yet committed.
       await side.query("BEGIN");
@@ -202,11 +203,13 @@ describe("the unused-clients prune against a consent given at that moment", () =
       );
       let settled = false;
       pruned = pruneUnusedOAuthClients(h.database).finally(() => (settled = true));
-      for (let waited = 0; !settled; waited += 20) {
+      // The race only happens if the prune waits for the consent's lock: a prune that finished first
+      // (or never took the client as a candidate) would pass the checks below without it.
+      for (let waited = 0; !blockedBeforeCommit && !settled; waited += 20) {
         const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
-        if (rows[0].n > 0) break;
+        blockedBeforeCommit = rows[0].n > 0;
         if (waited > 20_000) throw new Error("the prune neither waited for the consent nor finished");
-        await sleep(20);
+        if (!blockedBeforeCommit) await sleep(20);
       }
       await side.query("COMMIT");
     } finally {
@@ -214,6 +217,7 @@ describe("the unused-clients prune against a consent given at that moment", () =
       await side.end();
     }
     await pruned;
+    expect(blockedBeforeCommit, "the prune waited for the consent's lock before its COMMIT").toBe(true);
     expect(await h.db.oAuthClient.count({ where: { id: clientId } })).toBe(1);
     expect(await h.db.oAuthGrant.count({ where: { id: grantId } })).toBe(1);
   });
