@@ -180,6 +180,12 @@ describe("concurrent redemptions of one authorization code", () => {
     expect(results.map((r) => r.status).sort(), JSON.stringify(results.map((r) => r.body))).toEqual([200, ...Array(9).fill(400)]);
     expect(results.filter((r) => r.status === 400).every((r) => r.body.error === "invalid_grant")).toBe(true);
     expect(await h.db.oAuthRefreshToken.count({ where: { grantId: grant.id } })).toBe(1);
+    // docs/mcp.md: "redeeming a used code revokes what it was exchanged for" (RFC 6749 §4.1.2): the
+    // nine replays end the grant, and the winner's pair with it.
+    expect(await h.db.oAuthGrant.findUniqueOrThrow({ where: { id: grant.id } })).toMatchObject({ revokedAt: expect.any(Date), revokedReason: "authorization_code_reuse" });
+    const winner = results.find((r) => r.status === 200)!;
+    const refreshed = await tokenEndpoint({ grant_type: "refresh_token", refresh_token: winner.body.refresh_token!, client_id: clientId });
+    expect([refreshed.status, refreshed.body.error]).toEqual([400, "invalid_grant"]);
   });
 });
 
