@@ -192,6 +192,31 @@ describe("an error inside the consent's submit, once the redirect URI is verifie
   });
 });
 
+describe("an error after GET /oauth/authorize verified the redirect URI", () => {
+  // docs/mcp.md: every error after the redirect URI is verified goes back to it. Reading the user's
+  // hubs for the consent page failed into the wrapper's page, and the app never heard of it.
+  it("sends server_error back to the client, with state and iss", async () => {
+    const user = await h.user("ShowFails");
+    const clientId = "ec_show_fails";
+    await h.db.oAuthClient.create({ data: { id: clientId, name: "Show", redirectUris: ["https://c.example/cb"], kind: "registered" } });
+    const cookie = await sessionCookieFor(h.db, user.id);
+    const challenge = createHash("sha256").update("v".repeat(43)).digest("base64url");
+    const query = new URLSearchParams({ client_id: clientId, redirect_uri: "https://c.example/cb", response_type: "code", code_challenge: challenge, code_challenge_method: "S256", state: "st-7" });
+    // The memberships' table gone for the moment: a real failure of the page's read, nothing mocked.
+    await h.db.$executeRawUnsafe(`ALTER TABLE hub_members RENAME TO hub_members_hidden`);
+    let res: Response;
+    try {
+      res = await oauth(new Request(`http://engram.test/oauth/authorize?${query}`, { headers: { cookie } }));
+    } finally {
+      await h.db.$executeRawUnsafe(`ALTER TABLE hub_members_hidden RENAME TO hub_members`);
+    }
+    expect(res.status).toBe(302);
+    const location = new URL(res.headers.get("location")!);
+    expect(`${location.origin}${location.pathname}`).toBe("https://c.example/cb");
+    expect(Object.fromEntries(location.searchParams)).toEqual({ error: "server_error", error_description: "Internal error", state: "st-7", iss: "http://engram.test" });
+  });
+});
+
 describe("the /oauth/authorize page for an error its wrapper answers", () => {
   // A refusal with its own status (a body over the limit, a content type) was shown as a plain 400.
   it("keeps a 413's and a 415's status", () => {

@@ -6,7 +6,7 @@ import { serverSecret } from "@/lib/api/server-secret.ts";
 import { assertSameOrigin, sessionOf, sessionTokenFrom, sessionUserId } from "@/lib/auth/session.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { approveConsent } from "./approve-consent.ts";
-import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck } from "./authorize-request.ts";
+import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck, type AuthorizeRequest } from "./authorize-request.ts";
 import { AUTHORIZE_FIELDS, consentPage, errorPage } from "./consent-page.ts";
 import { checkConsentToken, consentToken } from "./consent-token.ts";
 import { OAuthError, oauthErrorOf } from "./oauth-error.ts";
@@ -61,12 +61,25 @@ export async function showAuthorize(ctx: RequestContext, req: Request): Promise<
   const url = new URL(req.url);
   const check = await checkAuthorizeRequest(ctx.db, url.searchParams, origin, ctx.now(), knownClientAddress(req));
   if (!check.ok) return failure(check, origin);
-  const user = await sessionUser(ctx, req);
-  if (!user) return redirect(`/sign-in?callbackUrl=${encodeURIComponent(`/oauth/authorize${url.search}`)}`);
-  const params = new URLSearchParams(url.searchParams);
-  params.set("redirect_uri", check.request.redirectUri);
-  const csrf = consentToken(await serverSecret(ctx.db), user.id, params, ctx.now().getTime());
-  return consentPage({ request: check.request, params, user, hubs: await readableHubs({ db: ctx.db, user, credential: { type: "session", ...FULL_ACCESS } }), csrf });
+  try {
+    const user = await sessionUser(ctx, req);
+    if (!user) return redirect(`/sign-in?callbackUrl=${encodeURIComponent(`/oauth/authorize${url.search}`)}`);
+    const params = new URLSearchParams(url.searchParams);
+    params.set("redirect_uri", check.request.redirectUri);
+    const csrf = consentToken(await serverSecret(ctx.db), user.id, params, ctx.now().getTime());
+    return consentPage({ request: check.request, params, user, hubs: await readableHubs({ db: ctx.db, user, credential: { type: "session", ...FULL_ACCESS } }), csrf });
+  } catch (error) {
+    return redirectedFailure(ctx, check.request, origin, error, 302);
+  }
+}
+
+/**
+ * An error once the redirect URI is verified: the app is told (RFC 6749 §4.1.2.1) and can start
+ * over or retry, where a page left it waiting for a callback that never came.
+ */
+function redirectedFailure(ctx: RequestContext, request: AuthorizeRequest, origin: string, error: unknown, status: number): Response {
+  const failed = authorizeEndpointError(oauthErrorOf(toApiError(error, ctx.requestId)));
+  return redirect(redirectWith(request.redirectUri, { error: failed.error, error_description: failed.description, state: request.state, iss: origin }), status);
 }
 
 /** POST /oauth/authorize: the consent form. Allow → a grant and a code; deny → access_denied. */
@@ -108,10 +121,7 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
     code = await approveConsent(ctx.db, user, request, { hubIds, write: form.get("access") === "write" }, ctx.now(), session);
   } catch (error) {
     if (error instanceof ApiError && error.code === "unauthorized") return errorPage("Signed out", "Your session ended; start connecting the app again.", 401);
-    // The redirect URI is verified: the app is told (RFC 6749 §4.1.2.1) and can start over or retry,
-    // where a page left it waiting for a callback that never came.
-    const failed = authorizeEndpointError(oauthErrorOf(toApiError(error, ctx.requestId)));
-    return redirect(redirectWith(request.redirectUri, { error: failed.error, error_description: failed.description, state: request.state, iss: origin }), 303);
+    return redirectedFailure(ctx, request, origin, error, 303);
   }
   return redirect(redirectWith(request.redirectUri, { code, state: request.state, iss: origin }), 303);
 }
