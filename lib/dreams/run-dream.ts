@@ -448,13 +448,15 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
   const cutoff = new Date(now.getTime() - ctx.deps.config.staleDays * 86_400_000);
   // Stale is never read and its text unchanged: content_changed_at, not updated_at, which filing into a
   // topic (this run's organize step among them), tagging or a move also set and leave the text as old.
-  // An archive the owner undid is not redone: those memories are left out in the query, so the run's
-  // bound holds however many there are.
+  // A memory a dream archived as stale and that is active now was restored by a member (the undo, a
+  // PATCH of its state, a batch update): that decision wins, and no later run archives it as stale again.
+  // A restore leaves content_changed_at as old as before, so judged by the clock alone the very next run
+  // archived it again. Those memories are left out in the query, so the run's bound holds however many.
   const stale = await ctx.deps.db.$queryRaw<{ id: string; title: string; updatedAt: Date; contentChangedAt: Date }[]>`
     SELECT m.id::text AS id, m.title, m.updated_at AS "updatedAt", m.content_changed_at AS "contentChangedAt" FROM memories m
      WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.access_count = 0 AND m.last_accessed_at IS NULL AND m.stability <> 'stable'
        AND m.content_changed_at < ${cutoff} AND m.created_at < ${cutoff}
-       AND NOT EXISTS (SELECT 1 FROM dream_actions d WHERE d.hub_id = m.hub_id AND d.action_type = 'archive' AND d.state = 'undone' AND d.source_memory_ids @> ARRAY[m.id])
+       AND NOT EXISTS (SELECT 1 FROM dream_actions d WHERE d.hub_id = m.hub_id AND d.action_type = 'archive' AND d.source_memory_ids @> ARRAY[m.id])
      ORDER BY m.content_changed_at, m.id LIMIT ${ctx.deps.config.maxStalePerRun}`;
   for (const batch of chunked(stale, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, at) => {

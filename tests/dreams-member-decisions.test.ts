@@ -1,0 +1,58 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
+import { backdateMemories } from "./support/backdate-memories.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// What a member decided about a memory or a topic after a dream acted wins over the next run, and an
+// undo acts only on what the dream itself left.
+
+const DAY = 86_400_000;
+
+let h: Harness;
+let owner: Client;
+beforeAll(async () => {
+  h = await createHarness();
+  owner = await h.user("Owner");
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+async function dream(hubId: string): Promise<string> {
+  const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+  expect(run.status).toBe("queued");
+  expect(await runDreamRunOnce(h.db, run.run_id)).toBe(true);
+  return run.run_id;
+}
+
+/** A memory never read and unchanged for 200 days: the next run archives it as stale. */
+async function staleMemory(hubId: string, content: string): Promise<string> {
+  const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+  expect(res.status, res.text).toBe(201);
+  const longAgo = new Date(Date.now() - 200 * DAY);
+  await backdateMemories(h.db, res.body.data.id, { createdAt: longAgo, updatedAt: longAgo });
+  return res.body.data.id;
+}
+
+const state = async (id: string) => (await h.db.memory.findUniqueOrThrow({ where: { id } })).state;
+
+describe("a stale memory a member restored by hand", () => {
+  /**
+   * Since staleness goes by content_changed_at, a restore through PATCH {state: "active"} (not the
+   * undo endpoint, and without reading the memory) left it as stale as before, and the very next run
+   * archived it again: the member's decision lost to the dream's.
+   */
+  it("is not archived as stale again by a later run", async () => {
+    const hubId = await h.teamHub(owner);
+    const id = await staleMemory(hubId, "Temporary note: the office wifi password changes next week.");
+    const first = await dream(hubId);
+    expect(await state(id)).toBe("archived");
+    expect(await h.db.dreamAction.count({ where: { runId: first, actionType: "archive", sourceMemoryIds: { has: id } } })).toBe(1);
+    const restored = await owner.patch(`/v1/memories/${id}`, { state: "active" });
+    expect(restored.status, restored.text).toBe(200);
+    const second = await dream(hubId);
+    expect(await state(id)).toBe("active");
+    expect(await h.db.dreamAction.count({ where: { runId: second, actionType: "archive" } })).toBe(0);
+  }, 120_000);
+});
