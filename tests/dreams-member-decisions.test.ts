@@ -56,3 +56,31 @@ describe("a stale memory a member restored by hand", () => {
     expect(await h.db.dreamAction.count({ where: { runId: second, actionType: "archive" } })).toBe(0);
   }, 120_000);
 });
+
+describe("undoing a stale archive", () => {
+  /**
+   * The undo restored the memory whenever it was archived, for whatever reason: a member who restored
+   * it by hand and later archived it again themselves had that archive undone by an old dream action.
+   */
+  it("restores nothing a member archived again by hand after restoring it; a fresh archive still undoes", async () => {
+    const hubId = await h.teamHub(owner);
+    const reArchived = await staleMemory(hubId, "Reminder to renew the conference booth reservation before the deadline.");
+    const untouched = await staleMemory(hubId, "The parking garage closes at nine in the evening on Fridays.");
+    const runId = await dream(hubId);
+    const action = async (id: string) => h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "archive", sourceMemoryIds: { has: id } } });
+    const stale = await action(reArchived);
+    expect((await owner.patch(`/v1/memories/${reArchived}`, { state: "active" })).status).toBe(200);
+    expect((await owner.patch(`/v1/memories/${reArchived}`, { state: "archived" })).status).toBe(200);
+    const undo = await owner.post(`/v1/dreams/actions/${stale.id}/undo`);
+    expect(undo.status, undo.text).toBe(409);
+    expect(undo.body.error.code).toBe("conflict");
+    expect(await state(reArchived)).toBe("archived");
+    expect((await h.db.dreamAction.findUniqueOrThrow({ where: { id: stale.id } })).state).toBe("applied");
+
+    // Read since (reads do not write the memory): still the dream's archive, and undone.
+    expect((await owner.post(`/v1/memories/${untouched}/access`)).status).toBeLessThan(300);
+    const fresh = await owner.post(`/v1/dreams/actions/${(await action(untouched)).id}/undo`);
+    expect(fresh.status, fresh.text).toBe(200);
+    expect(await state(untouched)).toBe("active");
+  }, 120_000);
+});

@@ -470,7 +470,8 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
       const keep = new Set(still.map((row) => row.id));
       const archive = batch.filter((row) => keep.has(row.id));
       if (archive.length === 0) return;
-      await tx.memory.updateMany({ where: { id: { in: archive.map((row) => row.id) } }, data: { state: "archived", updatedAt: at } });
+      const written = await tx.memory.updateManyAndReturn({ where: { id: { in: archive.map((row) => row.id) } }, data: { state: "archived", updatedAt: at }, select: { id: true, updatedAt: true } });
+      const archivedAt = new Map(written.map((row) => [row.id, row.updatedAt]));
       await tx.dreamAction.createMany({
         data: archive.map((row) => ({
           id: newId(at.getTime()),
@@ -480,7 +481,9 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
           state: "applied",
           sourceMemoryIds: [row.id],
           reason: `"${row.title}" was never read and has not changed for ${Math.floor((at.getTime() - row.contentChangedAt.getTime()) / 86_400_000)} days`,
-          details: { previous_updated_at: row.updatedAt.toISOString() },
+          // What the archive wrote (the database may have moved it past `at`): an undo restores the memory
+          // only while it still is (see undoDreamAction).
+          details: { previous_updated_at: row.updatedAt.toISOString(), archived_updated_at: (archivedAt.get(row.id) ?? at).toISOString() },
           createdAt: at,
         })),
       });

@@ -91,8 +91,15 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
         }
       }
     } else if (action.actionType === "archive") {
-      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived" }, data: { state: "active", updatedAt: now } });
-      if (restored.count === 0) throw new ApiError("conflict", "The memory is no longer archived (or was deleted)");
+      // Only while the memory is as the archive left it. Archived alone did not tell: a member who restored
+      // it by hand and archived it again later had that decision of theirs undone by the dream's old action.
+      // updated_at only moves forward (memories_updated_at_forward) and every write sets it, reads do not:
+      // one past what the archive wrote means a member wrote the memory since, and it is theirs now.
+      // Actions from before the archive recorded it were written at the archive's time.
+      const { archived_updated_at: archivedUpdatedAt } = (action.details ?? {}) as { archived_updated_at?: string };
+      const archivedAt = archivedUpdatedAt ? new Date(archivedUpdatedAt) : action.createdAt;
+      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", updatedAt: { lte: archivedAt } }, data: { state: "active", updatedAt: now } });
+      if (restored.count === 0) throw new ApiError("conflict", "The memory was restored, changed or deleted since this dream archived it; nothing to undo (change it from the memory itself)");
     } else if (action.actionType === "organize") {
       await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId, updatedAt: now } });
       // A topic a dream created goes away once undoing empties it. Subtopics a member made under it
