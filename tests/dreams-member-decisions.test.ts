@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
+import { MAX_POSITION } from "@/lib/topics/topic-fields.ts";
+import { indexMemories } from "./recall-helpers.ts";
 import { backdateMemories } from "./support/backdate-memories.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -83,4 +85,43 @@ describe("undoing a stale archive", () => {
     expect(fresh.status, fresh.text).toBe(200);
     expect(await state(untouched)).toBe("active");
   }, 120_000);
+});
+
+describe("a topic a dream creates", () => {
+  /**
+   * It was written with the schema's default position 0, so it sorted first among the hub's top-level
+   * topics instead of last, where a topic created through the API goes.
+   */
+  it("goes after its siblings, as one created through the API does, within the positions a client may send", async () => {
+    const hubId = await h.teamHub(owner);
+    for (const name of ["Office", "Travel"]) {
+      const res = await owner.post("/v1/topics", { name, hub_id: hubId });
+      expect(res.status, res.text).toBe(201);
+    }
+    const ids: string[] = [];
+    for (const content of [
+      "Kubernetes pods in the cluster are autoscaled with the horizontal pod autoscaler on CPU.",
+      "Each Kubernetes deployment sets pod resource requests and limits for CPU and memory.",
+      "Kubernetes pod logs are shipped from the cluster to Loki by a DaemonSet.",
+      "Restart a stuck Kubernetes pod with kubectl rollout restart on its deployment.",
+    ]) {
+      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      ids.push(res.body.data.id);
+    }
+    await indexMemories(h.db, ids);
+    const runId = await dream(hubId);
+    const created = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "organize", createdTopic: true } });
+    const topics = await h.db.topic.findMany({ where: { hubId, parentId: null }, orderBy: [{ position: "asc" }, { name: "asc" }] });
+    expect(topics.map((t) => t.id).at(-1)).toBe(created.toTopicId);
+    expect(topics.find((t) => t.id === created.toTopicId)!.position).toBe(2);
+
+    // Past the largest position a client may send, it ties with the last there.
+    await h.db.topic.deleteMany({ where: { hubId } });
+    expect((await owner.post("/v1/topics", { name: "Office", hub_id: hubId, position: MAX_POSITION })).status).toBe(201);
+    await h.db.memory.updateMany({ where: { id: { in: ids } }, data: { topicId: null } });
+    const next = await dream(hubId);
+    const again = await h.db.dreamAction.findFirstOrThrow({ where: { runId: next, actionType: "organize", createdTopic: true } });
+    expect((await h.db.topic.findUniqueOrThrow({ where: { id: again.toTopicId! } })).position).toBe(MAX_POSITION);
+  }, 180_000);
 });

@@ -6,7 +6,7 @@ import { contentHash } from "@/lib/memories/create-memory.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { onContradictionsFlagged } from "@/lib/notifications/notify.ts";
 import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
-import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
+import { MAX_POSITION, MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import type { DreamConfig } from "./dream-config.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
@@ -555,7 +555,12 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
             const roots = await tx.topic.findMany({ where: { hubId, parentId: null }, select: { name: true } });
             name = uniqueName(move.newTopic, new Set(roots.map((t) => t.name.toLowerCase())));
           }
-          await tx.topic.create({ data: { id: topicId, hubId, name, createdBy: null, createdAt: now, updatedAt: now } });
+          // Last among the top-level topics, as a topic created through the API goes (HubTopics.nextPosition,
+          // archived ones counted): the schema's default 0 put every dream's topic first.
+          const [last] = await tx.$queryRaw<{ position: number | null }[]>`
+            SELECT max(position) AS position FROM topics WHERE hub_id = ${hubId}::uuid AND parent_id IS NULL`;
+          const position = last?.position == null ? 0 : Math.min(MAX_POSITION, last.position + 1);
+          await tx.topic.create({ data: { id: topicId, hubId, name, position, createdBy: null, createdAt: now, updatedAt: now } });
           created.add(topicId);
           room -= 1;
         }
