@@ -125,3 +125,14 @@ describe("a topic a dream creates", () => {
     expect((await h.db.topic.findUniqueOrThrow({ where: { id: again.toTopicId! } })).position).toBe(MAX_POSITION);
   }, 180_000);
 });
+
+describe("GET /v1/dreams?hub_id", () => {
+  /** hub_id had no length bound (GET /v1/usage/dreams caps it at 200): any size went on to the hub lookup. */
+  it("is at most 200 characters, as on GET /v1/usage/dreams", async () => {
+    const long = await owner.get(`/v1/dreams?hub_id=${"x".repeat(201)}`);
+    expect(long.status, long.text).toBe(400);
+    expect(long.body.error.code).toBe("invalid_request");
+    expect((await owner.get(`/v1/usage/dreams?hub_id=${"x".repeat(201)}`)).status).toBe(400);
+    expect((await owner.get(`/v1/dreams?hub_id=${"x".repeat(200)}`)).status).toBe(404);
+  });
+});

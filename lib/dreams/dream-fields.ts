@@ -2,7 +2,7 @@ import { z } from "zod";
 import { normalizeId } from "@/lib/ids.ts";
 
 /** GET /v1/dreams: hub_id narrows to one hub; limit and cursor page. */
-export const listDreamsQuerySchema = z.object({ hub_id: z.string().overwrite(normalizeId).optional(), limit: z.string().optional(), cursor: z.string().optional() });
+export const listDreamsQuerySchema = z.object({ hub_id: z.string().max(200).overwrite(normalizeId).optional(), limit: z.string().optional(), cursor: z.string().optional() });
 
 /** GET /v1/dreams/{id}/actions: limit, cursor and optional filters. */
 export const listDreamActionsQuerySchema = z.object({
