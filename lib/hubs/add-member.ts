@@ -10,6 +10,7 @@ import type { AddMemberBody } from "./hub-fields.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 import { onMemberJoined } from "@/lib/notifications/notify.ts";
 import { revokeOrphanedInvites } from "@/lib/invites/revoke-orphaned-invites.ts";
+import { databaseNow } from "@/lib/db/database-now.ts";
 
 /**
  * Adds an existing user directly; admins add contributors and viewers, only the
@@ -54,8 +55,10 @@ export async function addMember(ctx: AuthContext, hubId: string, input: AddMembe
       await assertMemberRoom(tx, hub.id);
       // Links they made in an earlier membership, dead since they left, stay dead (they held no slot).
       await revokeOrphanedInvites(tx, hub.id, user.id, now);
+      // The database's clock: a resumed stream replays the hub's events from joined_at on, and they are
+      // stamped by that clock (the app's may run ahead of it, and then the member's first events were lost).
       const created = await tx.hubMember.create({
-        data: { hubId: hub.id, userId: user.id, role: input.role, joinedAt: now },
+        data: { hubId: hub.id, userId: user.id, role: input.role, joinedAt: await databaseNow(tx) },
         include: { user: memberUserSelect },
       });
       // The invite that made them findable has done its job.

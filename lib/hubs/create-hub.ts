@@ -6,6 +6,7 @@ import { assertHubRoom } from "./assert-hub-room.ts";
 import { deriveSlug } from "./derive-slug.ts";
 import type { CreateHubBody } from "./hub-fields.ts";
 import { serializeHub } from "./serialize-hub.ts";
+import { databaseNow } from "@/lib/db/database-now.ts";
 
 const DERIVED_SLUG_ATTEMPTS = 6;
 
@@ -35,7 +36,8 @@ export async function createHub(ctx: AuthContext, input: CreateHubBody) {
             contributorDeletePolicy: input.contributor_delete_policy ?? "own",
             createdAt: now,
             updatedAt: now,
-            members: { create: { userId: ctx.user.id, role: "owner", joinedAt: now } },
+            // The database's clock, as the events replayed from it on (see addMember).
+            members: { create: { userId: ctx.user.id, role: "owner", joinedAt: await databaseNow(tx) } },
           },
         });
       });

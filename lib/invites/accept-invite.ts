@@ -11,6 +11,7 @@ import { assertInviteUsable, assertMakerCanGrant } from "./invite-or-throw.ts";
 import { looksLikeInviteToken } from "./invite-token.ts";
 import { onMemberJoined } from "@/lib/notifications/notify.ts";
 import { revokeOrphanedInvites } from "./revoke-orphaned-invites.ts";
+import { databaseNow } from "@/lib/db/database-now.ts";
 
 /**
  * Joins the caller to the invite's hub with its role. Single use: the invite
@@ -46,7 +47,8 @@ export async function acceptInvite(ctx: AuthContext, token: string) {
       }
       // Links they made in an earlier membership, dead since they left, stay dead (they held no slot).
       await revokeOrphanedInvites(tx, invite.hubId, ctx.user.id, now);
-      const member = await tx.hubMember.create({ data: { hubId: invite.hubId, userId: ctx.user.id, role: invite.role, joinedAt: now }, include: { hub: true } });
+      // The database's clock, as the events replayed from it on (see addMember).
+      const member = await tx.hubMember.create({ data: { hubId: invite.hubId, userId: ctx.user.id, role: invite.role, joinedAt: await databaseNow(tx) }, include: { hub: true } });
       await onMemberJoined(tx, { hub: member.hub, userId: ctx.user.id, role: member.role, actorId: ctx.user.id, now, inviteId: invite.id });
       return { hub: serializeHub(member.hub), role: member.role };
     });

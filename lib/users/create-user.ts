@@ -3,6 +3,7 @@ import type { Db, DbClient } from "@/lib/db/database.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { newId } from "@/lib/ids.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
+import { databaseNow } from "@/lib/db/database-now.ts";
 
 export interface CreateUserInput {
   email: string;
@@ -56,7 +57,8 @@ async function insertUser(tx: DbClient, input: CreateUserInput, now: Date) {
       ownerId: user.id,
       createdAt: now,
       updatedAt: now,
-      members: { create: { userId: user.id, role: "owner", joinedAt: now } },
+      // The database's clock, as the events replayed from it on (see addMember).
+      members: { create: { userId: user.id, role: "owner", joinedAt: await databaseNow(tx) } },
     },
   });
   return { user, hub };
