@@ -59,6 +59,34 @@ describe("a stale memory a member restored by hand", () => {
   }, 120_000);
 });
 
+describe("a merged memory a member restored by hand", () => {
+  /**
+   * A run skipped only pairs whose merge was undone through the undo endpoint: the archived side of a
+   * merge restored with PATCH {state: "active"} was merged into the same memory again by the next run.
+   */
+  it("is not merged into the same memory again by a later run", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (const [i, content] of ["Use pnpm, not npm, for installing dependencies in the web repo.", "In the web repo we install dependencies with pnpm instead of npm."].entries()) {
+      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      ids.push(res.body.data.id);
+      const at = new Date(Date.now() - 10 * DAY + i * 60_000);
+      await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
+    }
+    await indexMemories(h.db, ids);
+    const [older, newer] = [ids[0]!, ids[1]!];
+    const first = await dream(hubId);
+    expect(await h.db.dreamAction.count({ where: { runId: first, actionType: "merge" } })).toBe(1);
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: older } })).toMatchObject({ state: "archived", supersededBy: newer });
+    const restored = await owner.patch(`/v1/memories/${older}`, { state: "active" });
+    expect(restored.status, restored.text).toBe(200);
+    const second = await dream(hubId);
+    expect(await h.db.dreamAction.count({ where: { runId: second, actionType: "merge" } })).toBe(0);
+    expect(await state(older)).toBe("active");
+  }, 120_000);
+});
+
 describe("undoing a stale archive", () => {
   /**
    * The undo restored the memory whenever it was archived, for whatever reason: a member who restored

@@ -235,13 +235,18 @@ async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory
  * hub's undone actions and reviews grow with every run, and each phase read them all.
  */
 
-/** Of these pairs, those merged and undone or ever flagged, as sorted "a:b" keys. */
+/**
+ * Of these pairs, those ever merged or flagged, as sorted "a:b" keys. A pair a run reads is of two
+ * active memories: one merged before is active again because a member restored it (the undo, or a
+ * PATCH of its state), and that decision wins; only undone merges counted, and a restore by PATCH was
+ * merged again by the next run.
+ */
 async function ruledPairs(db: Db, hubId: string, pairs: { a: { id: string }; b: { id: string } }[]): Promise<Set<string>> {
   if (pairs.length === 0) return new Set();
   const rows = await db.$queryRaw<{ a: string; b: string }[]>`
     SELECT u.a::text AS a, u.b::text AS b FROM unnest(${pairs.map((p) => p.a.id)}::uuid[], ${pairs.map((p) => p.b.id)}::uuid[]) AS u(a, b)
      WHERE EXISTS (SELECT 1 FROM dream_actions d WHERE d.hub_id = ${hubId}::uuid AND d.source_memory_ids @> ARRAY[u.a, u.b]
-                     AND (d.action_type = 'contradiction' OR (d.action_type = 'merge' AND d.state = 'undone')))`;
+                     AND d.action_type IN ('contradiction', 'merge'))`;
   return new Set(rows.map((row) => [row.a, row.b].sort().join(":")));
 }
 
