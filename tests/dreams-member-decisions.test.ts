@@ -164,3 +164,53 @@ describe("GET /v1/dreams?hub_id", () => {
     expect((await owner.get(`/v1/dreams?hub_id=${"x".repeat(200)}`)).status).toBe(404);
   });
 });
+
+describe("what an undo or a decision tells the event stream", () => {
+  /**
+   * Undoing an archive, a merge or a filing, and deciding a review, changed memories' state or topic
+   * (and updated_at) with no memory.updated event: a client syncing by the stream never heard of the
+   * memory coming back, leaving its topic or being archived, as it does for the same change made
+   * through PATCH or a topic's endpoints.
+   */
+  it("each memory an undo or a resolve changes gets a memory.updated, by the member", async () => {
+    const hubId = await h.teamHub(owner);
+    const post = async (content: string, ageDays: number) => {
+      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      const at = new Date(Date.now() - ageDays * DAY + Math.random() * 60_000);
+      await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
+      return res.body.data.id as string;
+    };
+    const stale = await post("Temporary note: the office wifi password changes next week.", 200);
+    const dupOld = await post("Use pnpm, not npm, for installing dependencies in the web repo.", 11);
+    const dupNew = await post("In the web repo we install dependencies with pnpm instead of npm.", 10);
+    const contraOld = await post("The API request timeout is 30 seconds.", 9);
+    const contraNew = await post("The API request timeout is 60 seconds.", 8);
+    const k8s = [];
+    for (const content of [
+      "Kubernetes pods in the cluster are autoscaled with the horizontal pod autoscaler on CPU.",
+      "Each Kubernetes deployment sets pod resource requests and limits for CPU and memory.",
+      "Kubernetes pod logs are shipped from the cluster to Loki by a DaemonSet.",
+    ]) k8s.push(await post(content, 7));
+    await indexMemories(h.db, [dupOld, dupNew, contraOld, contraNew, ...k8s]);
+    const runId = await dream(hubId);
+    const actionOf = (type: string, memoryId: string) => h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: type, sourceMemoryIds: { has: memoryId } } });
+    const updates = async (memoryId: string) => h.db.event.findMany({ where: { type: "memory.updated", entityId: memoryId, actorId: owner.id } });
+
+    for (const [type, memoryId] of [["archive", stale], ["merge", dupOld], ["organize", k8s[0]!]] as const) {
+      const before = (await updates(memoryId)).length;
+      const undo = await owner.post(`/v1/dreams/actions/${(await actionOf(type, memoryId)).id}/undo`);
+      expect(undo.status, undo.text).toBe(200);
+      expect((await updates(memoryId)).length, type).toBe(before + 1);
+    }
+    const review = await actionOf("contradiction", contraOld);
+    const resolved = await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_b" });
+    expect(resolved.status, resolved.text).toBe(200);
+    expect(await state(contraOld)).toBe("archived");
+    expect(await updates(contraOld)).toHaveLength(1);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/undo`)).status).toBe(200);
+    expect(await state(contraOld)).toBe("active");
+    expect(await updates(contraOld)).toHaveLength(2);
+    expect(await updates(contraNew)).toHaveLength(0);
+  }, 180_000);
+});

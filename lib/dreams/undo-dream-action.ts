@@ -60,6 +60,14 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
     return tx.dreamAction.findUniqueOrThrow({ where: { id: action.id } });
   };
   const updated = await ctx.db.$transaction(async (tx) => {
+    // The memories whose state, topic or text the undo changes: each a memory.updated, as the same change
+    // through PATCH or a topic's endpoints is (without, a client syncing by the stream never heard of
+    // one coming back or leaving its topic). Emitted last, as emitEvent asks.
+    const changed = new Set<string>();
+    const announce = async <T>(result: T): Promise<T> => {
+      await emitEvent(tx, [...changed].map((id) => ({ type: "memory.updated" as const, hubId: action.hubId, actorId: ctx.user.id, entityId: id })));
+      return result;
+    };
     await stillAllowedOrThrow(tx, ctx, membership, "undo dream actions");
     // An organize undo may delete the topic it empties: the hub's topic tree is held (before the memory
     // rows, as a topic change takes them), so a filing into that topic either lands first (the topic is
@@ -71,6 +79,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
     if (action.actionType === "merge") {
       const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second! }, data: { state: "active", supersededBy: null, updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The merged memory was changed or deleted since; nothing to split");
+      changed.add(first!);
       // A kept memory the chat model rewrote gets its own content back, byte for byte — unless it was edited since (that edit wins).
       const details = (action.details ?? {}) as { rewritten?: boolean; original_content?: string; original_content_hash?: string; original_content_changed_at?: string; merged_content_hash?: string };
       if (details.rewritten && typeof details.original_content === "string" && details.original_content_hash && details.merged_content_hash) {
@@ -87,7 +96,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
           const restoredAt = stamped && stamped.contentChangedAt > action.createdAt ? stamped.contentChangedAt : details.original_content_changed_at ? new Date(details.original_content_changed_at) : undefined;
           if (restoredAt) await tx.memory.update({ where: { id: second! }, data: { contentChangedAt: restoredAt } });
           reprocess = second!;
-          await emitEvent(tx, { type: "memory.updated", hubId: action.hubId, actorId: ctx.user.id, entityId: second! });
+          changed.add(second!);
         }
       }
     } else if (action.actionType === "archive") {
@@ -100,8 +109,10 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const archivedAt = archivedUpdatedAt ? new Date(archivedUpdatedAt) : action.createdAt;
       const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", updatedAt: { lte: archivedAt } }, data: { state: "active", updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The memory was restored, changed or deleted since this dream archived it; nothing to undo (change it from the memory itself)");
+      changed.add(first!);
     } else if (action.actionType === "organize") {
-      await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId, updatedAt: now } });
+      const moved = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId, updatedAt: now } });
+      if (moved.count) changed.add(first!);
       // A topic a dream created goes away once undoing empties it. Subtopics a member made under it
       // keep it: deleting it would lift them (and their memories) to the top of the tree.
       if (action.toTopicId && (await tx.dreamAction.count({ where: { hubId: action.hubId, toTopicId: action.toTopicId, createdTopic: true } })) > 0) {
@@ -126,13 +137,14 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const winner = action.resolution === "keep_a" ? first : second;
       // In this hub only (and so locked above): moved to another since, it is not this hub's to bring back.
       if (loser) {
-        await tx.memory.updateMany({ where: { id: loser, hubId: action.hubId, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+        const back = await tx.memory.updateMany({ where: { id: loser, hubId: action.hubId, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+        if (back.count) changed.add(loser);
       }
       const reopened = await settle(tx, { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null });
       await onReviewReopened(tx, action.id);
-      return reopened;
+      return announce(reopened);
     }
-    return settle(tx, { state: "undone", resolution: "undone", resolvedBy: ctx.user.id, resolvedAt: now });
+    return announce(await settle(tx, { state: "undone", resolution: "undone", resolvedBy: ctx.user.id, resolvedAt: now }));
   });
   if (reprocess) afterMemoryWrite({ id: reprocess, hubId: action.hubId, processingStatus: "pending" });
   return serializeDreamAction(updated);
@@ -146,6 +158,7 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
   const now = ctx.now();
   const [a, b] = action.sourceMemoryIds;
   const updated = await ctx.db.$transaction(async (tx) => {
+    let dropped: string | undefined;
     await stillAllowedOrThrow(tx, ctx, membership, "resolve dream reviews");
     if (resolution !== "keep_both") {
       const [keep, drop] = resolution === "keep_a" ? [a!, b!] : [b!, a!];
@@ -158,11 +171,14 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
           memory_id: keep,
         });
       }
-      await tx.memory.updateMany({ where: { id: drop, hubId: action.hubId, state: "active" }, data: { state: "archived", supersededBy: keep, updatedAt: now } });
+      const archived = await tx.memory.updateMany({ where: { id: drop, hubId: action.hubId, state: "active" }, data: { state: "archived", supersededBy: keep, updatedAt: now } });
+      if (archived.count) dropped = drop;
     }
     const changed = await tx.dreamAction.updateMany({ where: { id: action.id, state: "pending_review" }, data: { state: "resolved", resolution, resolvedBy: ctx.user.id, resolvedAt: now } });
     if (changed.count === 0) throw new ApiError("conflict", "This review was resolved meanwhile");
     await onReviewResolved(tx, action.id, RESOLVE_ACTIONS.review_contradiction![resolution]!, now);
+    // The side archived, as an archive through PATCH announces it (see undoDreamAction).
+    if (dropped) await emitEvent(tx, { type: "memory.updated", hubId: action.hubId, actorId: ctx.user.id, entityId: dropped });
     return tx.dreamAction.findUniqueOrThrow({ where: { id: action.id } });
   });
   return serializeDreamAction(updated);
