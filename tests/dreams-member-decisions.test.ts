@@ -214,3 +214,30 @@ describe("what an undo or a decision tells the event stream", () => {
     expect(await updates(contraNew)).toHaveLength(0);
   }, 180_000);
 });
+
+describe("a topic a dream creates, on the event stream", () => {
+  /**
+   * topic.changed follows every change of a hub's topic tree, and an undo that deletes a dream's topic
+   * sends one; the run that created it sent none, so a client keeping the tree by the stream learnt of
+   * the topic's deletion but never of its creation.
+   */
+  it("is announced with a topic.changed naming it", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (const content of [
+      "Kubernetes pods in the cluster are autoscaled with the horizontal pod autoscaler on CPU.",
+      "Each Kubernetes deployment sets pod resource requests and limits for CPU and memory.",
+      "Kubernetes pod logs are shipped from the cluster to Loki by a DaemonSet.",
+    ]) {
+      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      ids.push(res.body.data.id);
+    }
+    await indexMemories(h.db, ids);
+    const runId = await dream(hubId);
+    const created = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "organize", createdTopic: true } });
+    const events = await h.db.event.findMany({ where: { hubId, type: "topic.changed" } });
+    expect(events.map((e) => e.entityId)).toEqual([created.toTopicId]);
+    expect(events[0]!.actorId).toBeNull();
+  }, 120_000);
+});

@@ -542,6 +542,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       // A memory moved to another hub since the scan is not locked (nor filed into this hub's topic).
       const locked = new Set(await lockMemoryRows(tx, batch.map((move) => move.memoryId), [hubId]));
       const created = new Set<string>();
+      const newTopics: string[] = [];
       for (const move of batch) {
         if (!move.newTopic || createdIds.has(move.newTopic)) continue;
         // Names are unique among siblings whatever their case, archived or not (the index on lower(name)):
@@ -567,6 +568,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
           const position = last?.position == null ? 0 : Math.min(MAX_POSITION, last.position + 1);
           await tx.topic.create({ data: { id: topicId, hubId, name, position, createdBy: null, createdAt: now, updatedAt: now } });
           created.add(topicId);
+          newTopics.push(topicId);
           room -= 1;
         }
         createdIds.set(move.newTopic, topicId);
@@ -592,6 +594,9 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
         });
       }
       await insertOrganizeActions(tx, ctx.runId, hubId, actions);
+      // Last, as emitEvent asks. A topic created through the API is announced, and so is the undo that
+      // deletes a dream's: without this a client keeping the tree by the stream never heard of it.
+      await emitEvent(tx, newTopics.map((id) => ({ type: "topic.changed" as const, hubId, actorId: null, entityId: id })));
     });
   }
   return { candidates: unsorted.length, actions: moves.length, topics_created: plan.create.length, load_ms: Math.round(t1 - t0), cluster_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
