@@ -84,6 +84,14 @@ describe("a merged memory a member restored by hand", () => {
     const second = await dream(hubId);
     expect(await h.db.dreamAction.count({ where: { runId: second, actionType: "merge" } })).toBe(0);
     expect(await state(older)).toBe("active");
+
+    // Archived again by hand: an undo of the old merge splits nothing (superseded_by, which a restore by
+    // PATCH leaves, did not tell the member's archive from the dream's).
+    expect((await owner.patch(`/v1/memories/${older}`, { state: "archived" })).status).toBe(200);
+    const merge = await h.db.dreamAction.findFirstOrThrow({ where: { runId: first, actionType: "merge" } });
+    const undo = await owner.post(`/v1/dreams/actions/${merge.id}/undo`);
+    expect(undo.status, undo.text).toBe(409);
+    expect(await state(older)).toBe("archived");
   }, 120_000);
 });
 

@@ -5,19 +5,22 @@ import type { DbClient } from "@/lib/db/database.ts";
 // run inside its time budget; each returns the ids it actually changed, so a
 // memory edited or archived since the scan is left alone and gets no action.
 
-/** Archives each `older` as superseded by its `newer`, if still active. */
-export async function archiveSuperseded(tx: DbClient, pairs: { older: string; newer: string }[], now: Date): Promise<Set<string>> {
-  if (pairs.length === 0) return new Set();
-  const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+/**
+ * Archives each `older` as superseded by its `newer`, if still active. Returns the updated_at each
+ * archived memory got (`now`, or past it: memories_updated_at_forward), which an undo checks.
+ */
+export async function archiveSuperseded(tx: DbClient, pairs: { older: string; newer: string }[], now: Date): Promise<Map<string, Date>> {
+  if (pairs.length === 0) return new Map();
+  const rows = await tx.$queryRawUnsafe<{ id: string; updatedAt: Date }[]>(
     `UPDATE memories m SET state = 'archived', superseded_by = u.newer, updated_at = $3
        FROM unnest($1::uuid[], $2::uuid[]) AS u(older, newer)
       WHERE m.id = u.older AND m.state = 'active'
-      RETURNING m.id::text AS id`,
+      RETURNING m.id::text AS id, m.updated_at AS "updatedAt"`,
     pairs.map((p) => p.older),
     pairs.map((p) => p.newer),
     now,
   );
-  return new Set(rows.map((r) => r.id));
+  return new Map(rows.map((r) => [r.id, r.updatedAt]));
 }
 
 /**

@@ -365,7 +365,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         const details =
           action.type === "contradiction"
             ? { ...action.details, a: { id: action.older.id, title: action.older.title, excerpt: excerpt(contentOf.get(action.older.id) ?? "") }, b: { id: action.newer.id, title: action.newer.title, excerpt: excerpt(contentOf.get(action.newer.id) ?? "") } }
-            : { ...action.details, ...rewrite };
+            : // What the archive wrote: an undo splits the merge only while the memory still has it (see undoDreamAction).
+              { ...action.details, ...rewrite, archived_updated_at: archived.get(action.older.id)!.toISOString() };
         rows.push({
           id: newId(now.getTime()),
           runId: ctx.runId,

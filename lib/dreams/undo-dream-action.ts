@@ -38,6 +38,17 @@ async function stillAllowedOrThrow(tx: DbClient, ctx: AuthContext, membership: M
 }
 
 /**
+ * The updated_at a dream's archive (stale, or the older side of a merge) wrote. updated_at only moves
+ * forward (memories_updated_at_forward) and every write sets it, reads do not: a memory past it was
+ * written by a member since (restored, archived again, edited) and is theirs now. Actions from before
+ * it was recorded were written at the archive's time, or after it (a merge that rewrote its kept side).
+ */
+function archivedAt(action: { details: unknown; createdAt: Date }): Date {
+  const { archived_updated_at: recorded } = (action.details ?? {}) as { archived_updated_at?: string };
+  return recorded ? new Date(recorded) : action.createdAt;
+}
+
+/**
  * POST /v1/dreams/actions/:id/undo: puts back what the action changed — a
  * merge is split (the archived memory returns, superseded_by cleared), an
  * archived memory is restored, an organized memory leaves the topic (a topic
@@ -77,7 +88,12 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
     // Both memories before either write, in id order: the older is restored first, but it may have the higher id.
     await lockMemoryRows(tx, action.sourceMemoryIds, [action.hubId]);
     if (action.actionType === "merge") {
-      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+      // As for a stale archive below: only while the memory is as the merge left it. superseded_by alone
+      // did not tell, a restore by PATCH leaves it, and a member's later archive by hand was split.
+      const restored = await tx.memory.updateMany({
+        where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second!, updatedAt: { lte: archivedAt(action) } },
+        data: { state: "active", supersededBy: null, updatedAt: now },
+      });
       if (restored.count === 0) throw new ApiError("conflict", "The merged memory was changed or deleted since; nothing to split");
       changed.add(first!);
       // A kept memory the chat model rewrote gets its own content back, byte for byte — unless it was edited since (that edit wins).
@@ -102,12 +118,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
     } else if (action.actionType === "archive") {
       // Only while the memory is as the archive left it. Archived alone did not tell: a member who restored
       // it by hand and archived it again later had that decision of theirs undone by the dream's old action.
-      // updated_at only moves forward (memories_updated_at_forward) and every write sets it, reads do not:
-      // one past what the archive wrote means a member wrote the memory since, and it is theirs now.
-      // Actions from before the archive recorded it were written at the archive's time.
-      const { archived_updated_at: archivedUpdatedAt } = (action.details ?? {}) as { archived_updated_at?: string };
-      const archivedAt = archivedUpdatedAt ? new Date(archivedUpdatedAt) : action.createdAt;
-      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", updatedAt: { lte: archivedAt } }, data: { state: "active", updatedAt: now } });
+      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", updatedAt: { lte: archivedAt(action) } }, data: { state: "active", updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The memory was restored, changed or deleted since this dream archived it; nothing to undo (change it from the memory itself)");
       changed.add(first!);
     } else if (action.actionType === "organize") {
