@@ -249,3 +249,40 @@ describe("a topic a dream creates, on the event stream", () => {
     expect(events[0]!.actorId).toBeNull();
   }, 120_000);
 });
+
+describe("reopening a decided review whose archived side a member restored and archived again", () => {
+  /**
+   * Undoing a keep_a / keep_b brought the other side back whenever it was archived and still named the
+   * kept one (superseded_by, which a restore by PATCH leaves): a member's own later archive was undone.
+   */
+  it("reopens the review and leaves that memory archived", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (const [i, content] of ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."].entries()) {
+      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      ids.push(res.body.data.id);
+      const at = new Date(Date.now() - 10 * DAY + i * 60_000);
+      await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
+    }
+    await indexMemories(h.db, ids);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const loser = review.sourceMemoryIds[0]!;
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_b" })).status).toBe(200);
+    expect(await state(loser)).toBe("archived");
+    expect((await owner.patch(`/v1/memories/${loser}`, { state: "active" })).status).toBe(200);
+    expect((await owner.patch(`/v1/memories/${loser}`, { state: "archived" })).status).toBe(200);
+    const undo = await owner.post(`/v1/dreams/actions/${review.id}/undo`);
+    expect(undo.status, undo.text).toBe(200);
+    expect(undo.body.data).toMatchObject({ state: "pending_review", resolution: null });
+    expect(await state(loser)).toBe("archived");
+
+    // Decided again (A restored first, to be kept) and undone straight away, the side comes back as before.
+    expect((await owner.patch(`/v1/memories/${loser}`, { state: "active" })).status).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_a" })).status).toBe(200);
+    expect(await state(review.sourceMemoryIds[1]!)).toBe("archived");
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/undo`)).status).toBe(200);
+    expect(await state(review.sourceMemoryIds[1]!)).toBe("active");
+  }, 120_000);
+});

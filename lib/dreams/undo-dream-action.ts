@@ -38,14 +38,15 @@ async function stillAllowedOrThrow(tx: DbClient, ctx: AuthContext, membership: M
 }
 
 /**
- * The updated_at a dream's archive (stale, or the older side of a merge) wrote. updated_at only moves
- * forward (memories_updated_at_forward) and every write sets it, reads do not: a memory past it was
- * written by a member since (restored, archived again, edited) and is theirs now. Actions from before
- * it was recorded were written at the archive's time, or after it (a merge that rewrote its kept side).
+ * The updated_at an action's archive (a stale archive, the older side of a merge, the side a decided
+ * review dropped) wrote. updated_at only moves forward (memories_updated_at_forward) and every write
+ * sets it, reads do not: a memory past it was written by a member since (restored, archived again,
+ * edited) and is theirs now. Actions from before it was recorded were written at the archive's time,
+ * or after it (a merge that rewrote its kept side), reviews decided at it.
  */
-function archivedAt(action: { details: unknown; createdAt: Date }): Date {
+function archivedAt(action: { actionType: string; details: unknown; createdAt: Date; resolvedAt: Date | null }): Date {
   const { archived_updated_at: recorded } = (action.details ?? {}) as { archived_updated_at?: string };
-  return recorded ? new Date(recorded) : action.createdAt;
+  return recorded ? new Date(recorded) : action.actionType === "contradiction" ? (action.resolvedAt ?? action.createdAt) : action.createdAt;
 }
 
 /**
@@ -148,7 +149,11 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const winner = action.resolution === "keep_a" ? first : second;
       // In this hub only (and so locked above): moved to another since, it is not this hub's to bring back.
       if (loser) {
-        const back = await tx.memory.updateMany({ where: { id: loser, hubId: action.hubId, state: "archived", supersededBy: winner! }, data: { state: "active", supersededBy: null, updatedAt: now } });
+        // Only while it is as the decision left it (see archivedAt): archived again by hand since, it stays so.
+        const back = await tx.memory.updateMany({
+          where: { id: loser, hubId: action.hubId, state: "archived", supersededBy: winner!, updatedAt: { lte: archivedAt(action) } },
+          data: { state: "active", supersededBy: null, updatedAt: now },
+        });
         if (back.count) changed.add(loser);
       }
       const reopened = await settle(tx, { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null });
@@ -169,7 +174,7 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
   const now = ctx.now();
   const [a, b] = action.sourceMemoryIds;
   const updated = await ctx.db.$transaction(async (tx) => {
-    let dropped: string | undefined;
+    let dropped: { id: string; updatedAt: Date } | undefined;
     await stillAllowedOrThrow(tx, ctx, membership, "resolve dream reviews");
     if (resolution !== "keep_both") {
       const [keep, drop] = resolution === "keep_a" ? [a!, b!] : [b!, a!];
@@ -182,14 +187,18 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
           memory_id: keep,
         });
       }
-      const archived = await tx.memory.updateMany({ where: { id: drop, hubId: action.hubId, state: "active" }, data: { state: "archived", supersededBy: keep, updatedAt: now } });
-      if (archived.count) dropped = drop;
+      const [archived] = await tx.memory.updateManyAndReturn({ where: { id: drop, hubId: action.hubId, state: "active" }, data: { state: "archived", supersededBy: keep, updatedAt: now }, select: { updatedAt: true } });
+      if (archived) dropped = { id: drop, updatedAt: archived.updatedAt };
     }
     const changed = await tx.dreamAction.updateMany({ where: { id: action.id, state: "pending_review" }, data: { state: "resolved", resolution, resolvedBy: ctx.user.id, resolvedAt: now } });
     if (changed.count === 0) throw new ApiError("conflict", "This review was resolved meanwhile");
+    // What the archive wrote, for an undo to bring the side back only while it still has it (see archivedAt).
+    if (dropped) {
+      await tx.$executeRaw`UPDATE dream_actions SET details = details || jsonb_build_object('archived_updated_at', ${dropped.updatedAt.toISOString()}::text) WHERE id = ${action.id}::uuid`;
+    }
     await onReviewResolved(tx, action.id, RESOLVE_ACTIONS.review_contradiction![resolution]!, now);
     // The side archived, as an archive through PATCH announces it (see undoDreamAction).
-    if (dropped) await emitEvent(tx, { type: "memory.updated", hubId: action.hubId, actorId: ctx.user.id, entityId: dropped });
+    if (dropped) await emitEvent(tx, { type: "memory.updated", hubId: action.hubId, actorId: ctx.user.id, entityId: dropped.id });
     return tx.dreamAction.findUniqueOrThrow({ where: { id: action.id } });
   });
   return serializeDreamAction(updated);
