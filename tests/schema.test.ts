@@ -217,6 +217,17 @@ describe("schema and migrations agree", () => {
       await db.sql.exec(`SET enable_seqscan = off`);
       const plan = (await db.sql.query<{ "QUERY PLAN": string }>(`EXPLAIN SELECT 1 FROM chat_messages WHERE (chat_named_memory_ids(tool_calls) || chat_named_memory_ids(citations)) && ARRAY['${kept}']`)).map((r) => r["QUERY PLAN"]).join("\n");
       expect(plan, plan).toMatch(/chat_messages_named_memory_ids_idx/);
+      // The backfill looks each named id up through the memories' primary key (as text it reads and hashes
+      // every memory), and runs before the index builds, whose locks stop every chat write until the commit.
+      const sql = readFileSync(path.join(all, target, "migration.sql"), "utf8");
+      const backfills = [...sql.matchAll(/^UPDATE [\s\S]*?;$/gm)].map((m) => m[0]);
+      expect(backfills).toHaveLength(2);
+      expect(sql.lastIndexOf("\nUPDATE ")).toBeLessThan(sql.indexOf("\nCREATE INDEX "));
+      await db.sql.exec(`SET enable_hashjoin = off; SET enable_mergejoin = off`);
+      for (const statement of backfills) {
+        const lookups = (await db.sql.query<{ "QUERY PLAN": string }>(`EXPLAIN ${statement.slice(0, -1)}`)).map((r) => r["QUERY PLAN"]).join("\n");
+        expect(lookups, lookups).toMatch(/Index (Only )?Scan using memories_pkey on memories x.*\n\s+Index Cond: \(id = /);
+      }
     } finally {
       await db.close();
       rmSync(dir, { recursive: true, force: true });

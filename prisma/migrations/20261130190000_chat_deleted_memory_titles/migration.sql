@@ -42,19 +42,27 @@ BEGIN
   RETURN "doc";
 END $$;
 
-CREATE INDEX "chat_messages_named_memory_ids_idx" ON "chat_messages" USING gin (("chat_named_memory_ids"("tool_calls") || "chat_named_memory_ids"("citations")));
-CREATE INDEX "chat_events_named_memory_ids_idx" ON "chat_events" USING gin (("chat_named_memory_ids"("data")));
-
--- Once, over what was stored before: the rows naming memories that no longer exist.
+-- Once, over what was stored before: the rows naming memories that no longer exist. Before the indexes:
+-- the runner applies a migration in one transaction, and an index build's SHARE lock (held to its
+-- commit) would stop every chat write, an event append included (it bumps the message row), for the
+-- whole backfill; these take only the rows they change. A named id is looked up as a uuid, through
+-- memories_pkey (compared as text, every memory would be read and hashed); one that is not a uuid names
+-- no memory and is scrubbed. Run again, they change nothing more.
 UPDATE "chat_messages" "m" SET "tool_calls" = "chat_scrub_memory_titles"("m"."tool_calls", "g"."ids"), "citations" = "chat_scrub_memory_titles"("m"."citations", "g"."ids")
   FROM (SELECT "c"."id", array_agg("n"."id") AS "ids"
           FROM "chat_messages" "c", unnest("chat_named_memory_ids"("c"."tool_calls") || "chat_named_memory_ids"("c"."citations")) AS "n"("id")
-         WHERE NOT EXISTS (SELECT 1 FROM "memories" "x" WHERE "x"."id"::text = "n"."id")
+         WHERE NOT EXISTS (SELECT 1 FROM "memories" "x"
+                            WHERE "x"."id" = CASE WHEN "n"."id" ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN "n"."id"::uuid END)
          GROUP BY "c"."id") "g"
  WHERE "m"."id" = "g"."id";
 UPDATE "chat_events" "e" SET "data" = "chat_scrub_memory_titles"("e"."data", "g"."ids")
   FROM (SELECT "c"."message_id", "c"."seq", array_agg("n"."id") AS "ids"
           FROM "chat_events" "c", unnest("chat_named_memory_ids"("c"."data")) AS "n"("id")
-         WHERE NOT EXISTS (SELECT 1 FROM "memories" "x" WHERE "x"."id"::text = "n"."id")
+         WHERE NOT EXISTS (SELECT 1 FROM "memories" "x"
+                            WHERE "x"."id" = CASE WHEN "n"."id" ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN "n"."id"::uuid END)
          GROUP BY "c"."message_id", "c"."seq") "g"
  WHERE "e"."message_id" = "g"."message_id" AND "e"."seq" = "g"."seq";
+
+-- Built last, so their locks are held only while they build.
+CREATE INDEX "chat_messages_named_memory_ids_idx" ON "chat_messages" USING gin (("chat_named_memory_ids"("tool_calls") || "chat_named_memory_ids"("citations")));
+CREATE INDEX "chat_events_named_memory_ids_idx" ON "chat_events" USING gin (("chat_named_memory_ids"("data")));
