@@ -4,7 +4,9 @@ import { runChatTurn } from "@/lib/chat/run-chat-turn.ts";
 import { newId } from "@/lib/ids.ts";
 import pg from "pg";
 import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
-import { createHarness, testPostgres, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, testPostgres, waitProcessed, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
+import { chatSessionLockKey } from "@/lib/chat/chat-fields.ts";
+import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 
 /**
  * Agent chat under contention: each case sends its requests truly at once under `npm run
@@ -177,5 +179,84 @@ describe("a chat save's lock order", () => {
     await chatTurnsIdle();
     expect((await h.db.chatMessage.findUniqueOrThrow({ where: { id: messageId } })).status).toBe("completed");
     expect(await h.db.memory.count({ where: { hubId: team, content: "the races are run at once." } })).toBe(1);
+  });
+});
+
+describe("a memory hard-deleted while a turn that recalled it runs", () => {
+  /**
+   * A raw DELETE on a second connection stands in for the delete (its own scrub, drop-memory-copies.ts,
+   * finds nothing of the turn stored when it runs): what the turn writes while the delete is open must
+   * not carry the memory's title or passage once the delete commits.
+   */
+  beforeAll(() => startBackgroundProcessing());
+  afterAll(() => stopBackgroundProcessing());
+
+  async function recallingTurn(title: string) {
+    const hub = await h.teamHub(ann, []);
+    const pushed = await ann.post("/v1/memories", { content: `# ${title}\nThe ${title.toLowerCase()} rotates on the first Monday of each month.` }, { headers: { "x-hub-id": hub } });
+    expect(pushed.status, pushed.text).toBe(201);
+    await waitProcessed(h.db, ann, pushed.body.data.id);
+    const created = await ann.post("/v1/chat/sessions", { scope_type: "single_hub", scope_hub_ids: [hub] });
+    expect(created.status, created.text).toBe(201);
+    const sessionId = created.body.data.id as string;
+    // Queued by hand, so it runs only when the test says (runChatTurn), not as soon as it is sent.
+    const question = await h.db.chatMessage.create({ data: { id: newId(), sessionId, sequence: 1, role: "user", authorUserId: ann.id, status: "completed", content: `When does the ${title.toLowerCase()} rotate?` } });
+    const turn = await h.db.chatMessage.create({
+      data: { id: newId(), sessionId, sequence: 2, role: "assistant", authorUserId: ann.id, status: "queued", parentMessageId: question.id, credential: { type: "api_key", scopes: ["read", "write"], hub_ids: null } },
+    });
+    await h.db.chatSession.update({ where: { id: sessionId }, data: { status: "running", activeMessageId: turn.id } });
+    return { memoryId: pushed.body.data.id as string, sessionId, messageId: turn.id };
+  }
+
+  async function stored(messageId: string) {
+    const row = await h.db.chatMessage.findUniqueOrThrow({ where: { id: messageId } });
+    const events = await h.db.chatEvent.findMany({ where: { messageId }, orderBy: { seq: "asc" } });
+    // What quotes the memories (the answer's own text stays: it is the owner's conversation).
+    const quoted = events.map((e) => {
+      const data = e.data as { result?: unknown; message?: { tool_calls?: unknown; citations?: unknown } };
+      return [data.result, data.message?.tool_calls, data.message?.citations];
+    });
+    return { row, text: JSON.stringify([row.toolCalls, row.citations, quoted]) };
+  }
+
+  async function blockedBy(side: pg.Client, pid: number, ms: number): Promise<boolean> {
+    for (let waited = 0; waited <= ms; waited += 20) {
+      const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND $1 = ANY(pg_blocking_pids(l.pid))", [pid]);
+      if (rows[0].n > 0) return true;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return false;
+  }
+
+  it.skipIf(!testPostgres())("a delete that commits while the turn ends: the end waits for it and scrubs what it wrote", async () => {
+    const { memoryId, sessionId, messageId } = await recallingTurn("Safe combination");
+    const holder = new pg.Client({ connectionString: h.url! });
+    const deleter = new pg.Client({ connectionString: h.url! });
+    await holder.connect();
+    await deleter.connect();
+    try {
+      const holderPid = (await holder.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
+      const deleterPid = (await deleter.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
+      // The session's lock is the end's first step (finish): holding it stops the turn right there.
+      await holder.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [chatSessionLockKey(sessionId)]);
+      const run = runChatTurn(h.database, messageId);
+      expect(await blockedBy(deleter, holderPid, 20_000)).toBe(true);
+      expect((await stored(messageId)).text).toMatch(/Safe combination/);
+      await deleter.query("BEGIN");
+      await deleter.query("DELETE FROM memories WHERE id = $1", [memoryId]);
+      await holder.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [chatSessionLockKey(sessionId)]);
+      // The end reads the memory still there (the delete is not committed); held, it waits for the delete.
+      await blockedBy(holder, deleterPid, 2_000);
+      await deleter.query("COMMIT");
+      expect(await run).toBe("finished");
+      const after = await stored(messageId);
+      expect(after.row.status).toBe("completed");
+      expect(after.text).not.toMatch(/Safe combination|first Monday/);
+      expect(after.text).toMatch(/\(deleted\)/);
+    } finally {
+      await deleter.query("ROLLBACK").catch(() => {});
+      await holder.end();
+      await deleter.end();
+    }
   });
 });
