@@ -228,6 +228,35 @@ describe("a memory hard-deleted while a turn that recalled it runs", () => {
     return false;
   }
 
+  it.skipIf(!testPostgres())("a delete that commits while the recall's result is being stored leaves no title or passage readable meanwhile", async () => {
+    const { memoryId, messageId } = await recallingTurn("Vault code");
+    const deleter = new pg.Client({ connectionString: h.url! });
+    const watcher = new pg.Client({ connectionString: h.url! });
+    await deleter.connect();
+    await watcher.connect();
+    try {
+      const pid = (await deleter.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
+      await deleter.query("BEGIN");
+      await deleter.query("DELETE FROM memories WHERE id = $1", [memoryId]);
+      const run = runChatTurn(h.database, messageId);
+      // The turn has read the memory (the delete is not committed) and now waits for it somewhere.
+      expect(await blockedBy(watcher, pid, 20_000)).toBe(true);
+      // Whatever it stored meanwhile is readable (GET messages, the stream's replay): none of the memory.
+      const meanwhile = await stored(messageId);
+      expect(meanwhile.text).not.toMatch(/Vault code|first Monday/);
+      await deleter.query("COMMIT");
+      expect(await run).toBe("finished");
+      const after = await stored(messageId);
+      expect(after.row.status).toBe("completed");
+      expect(after.text).not.toMatch(/Vault code|first Monday/);
+      expect(after.text).toMatch(/\(deleted\)/);
+    } finally {
+      await deleter.query("ROLLBACK").catch(() => {});
+      await deleter.end();
+      await watcher.end();
+    }
+  });
+
   it.skipIf(!testPostgres())("a delete that commits while the turn ends: the end waits for it and scrubs what it wrote", async () => {
     const { memoryId, sessionId, messageId } = await recallingTurn("Safe combination");
     const holder = new pg.Client({ connectionString: h.url! });

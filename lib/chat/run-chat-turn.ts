@@ -551,18 +551,48 @@ async function writeText(turn: Turn, pieces: string[]): Promise<void> {
 
 async function emit(turn: Turn, type: string, data: Record<string, unknown>): Promise<void> {
   await turn.database.prisma.$transaction(async (tx) => {
+    const gone = await holdNamedMemories(tx, data);
     const row = await leaseOrThrow(tx, turn);
     if (row.status === "canceling") throw new Canceled();
     await appendChatEvent(tx, turn.message.id, type, data, { heartbeat: true });
+    await scrubGone(tx, turn, gone);
   });
   notifyChatEvent(turn.message.id);
 }
 
 async function saveToolCalls(turn: Turn): Promise<void> {
-  await turn.database.prisma.chatMessage.updateMany({
-    where: { id: turn.message.id, leaseOwner: turn.owner },
-    data: { toolCalls: turn.toolCalls as unknown as Prisma.InputJsonValue, heartbeatAt: new Date() },
+  await turn.database.prisma.$transaction(async (tx) => {
+    const gone = await holdNamedMemories(tx, turn.toolCalls);
+    const { count } = await tx.chatMessage.updateMany({
+      where: { id: turn.message.id, leaseOwner: turn.owner },
+      data: { toolCalls: turn.toolCalls as unknown as Prisma.InputJsonValue, heartbeatAt: new Date() },
+    });
+    if (count) await scrubGone(tx, turn, gone);
   });
+}
+
+/**
+ * Holds the memories `doc` names (KEY SHARE, to the caller's commit) and returns those gone. A turn
+ * writes what it read of them (titles, a recall's passages) while it runs, and a hard delete scrubs only
+ * what is stored when it commits: held, a delete under way commits first (and what it took is scrubbed
+ * by scrubGone), or waits and its own scrub (drop-memory-copies.ts) finds what this writes. Taken before
+ * the message row, as a delete locks the memory before its scrub locks the message.
+ */
+async function holdNamedMemories(tx: Prisma.TransactionClient, doc: unknown): Promise<string[]> {
+  const named = [...namedMemoryIds(doc)].sort();
+  if (named.length === 0) return [];
+  const alive = new Set((await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM memories WHERE id = ANY(${named}::uuid[]) ORDER BY id FOR KEY SHARE`).map((row) => row.id));
+  return named.filter((id) => !alive.has(id));
+}
+
+/** The message's stored tool results, citations and events, "(deleted)" for the memories gone (as a delete's scrub leaves them). */
+async function scrubGone(tx: Prisma.TransactionClient, turn: Turn, gone: string[]): Promise<void> {
+  if (gone.length === 0) return;
+  await tx.$executeRaw`
+    UPDATE chat_messages SET tool_calls = chat_scrub_memory_titles(tool_calls, ${gone}::text[]), citations = chat_scrub_memory_titles(citations, ${gone}::text[])
+     WHERE id = ${turn.message.id}::uuid`;
+  await tx.$executeRaw`
+    UPDATE chat_events SET data = chat_scrub_memory_titles(data, ${gone}::text[]) WHERE message_id = ${turn.message.id}::uuid AND chat_named_memory_ids(data) && ${gone}::text[]`;
 }
 
 /** The message row locked for this statement's transaction, still leased to this worker. */
@@ -604,17 +634,18 @@ function withoutPassages(calls: ChatToolCall[]): ChatToolCall[] {
   });
 }
 
-/** The memories a turn's tool results and citations name (as chat_named_memory_ids reads them stored). */
-function namedMemoryIds(calls: ChatToolCall[], citations: unknown): string[] {
-  const ids = new Set<string>();
+/** The memories a stored document names, as chat_named_memory_ids reads it: any memory_id, and the ids of a memories or sources list. */
+function namedMemoryIds(doc: unknown, ids = new Set<string>()): Set<string> {
   const add = (value: unknown) => typeof value === "string" && isUuid(value) && ids.add(value);
-  for (const { result } of calls) {
-    if (!result) continue;
-    add(result.memory_id);
-    for (const list of [result.memories, result.sources]) if (Array.isArray(list)) for (const item of list) add((item as { id?: unknown } | null)?.id);
+  if (Array.isArray(doc)) for (const item of doc) namedMemoryIds(item, ids);
+  else if (doc && typeof doc === "object") {
+    for (const [key, value] of Object.entries(doc)) {
+      if (key === "memory_id") add(value);
+      if ((key === "memories" || key === "sources") && Array.isArray(value)) for (const item of value) add((item as { id?: unknown } | null)?.id);
+      namedMemoryIds(value, ids);
+    }
   }
-  if (Array.isArray(citations)) for (const cite of citations) add((cite as { memory_id?: unknown } | null)?.memory_id);
-  return [...ids].sort();
+  return ids;
 }
 
 /** The terminal write: the message, its session's lock, leftover approvals and the terminal event, at once. */
@@ -627,15 +658,9 @@ async function finish(
     // The session's lock first, as a send, cancel or decision takes it: the rows below are then
     // locked in one order by everyone (no deadlock with a decision touching the same approval).
     await lockForTransaction(tx, chatSessionLockKey(turn.session.id));
-    // The memories the turn names, held to its commit: a hard delete under way commits first (and what it
-    // took is scrubbed below), or waits and its own scrub (drop-memory-copies.ts) finds what this writes.
-    // Unheld, a memory deleted while the turn ran was written back here by title (and passage) after the
-    // delete had scrubbed the turn. Before the message row, which a delete's scrub locks after the memory.
-    const named = namedMemoryIds(turn.toolCalls, fields.citations);
-    const alive = named.length
-      ? new Set((await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM memories WHERE id = ANY(${named}::uuid[]) ORDER BY id FOR KEY SHARE`).map((row) => row.id))
-      : new Set<string>();
-    const gone = named.filter((id) => !alive.has(id));
+    // Unheld, a memory deleted while the turn ran was written back here by title after the delete had
+    // scrubbed the turn.
+    const gone = await holdNamedMemories(tx, [turn.toolCalls, fields.citations]);
     // A cancel registered since the last check wins: its caller was told the turn is stopping.
     const final = (await leaseOrThrow(tx, turn)).status === "canceling" ? "canceled" : status;
     const now = new Date();
@@ -664,13 +689,7 @@ async function finish(
       data: { status: "idle", activeMessageId: null, lockedAt: null, lastMessageAt: now, activityAt: now },
     });
     await appendChatEvent(tx, turn.message.id, `message.${final}`, { message: serializeChatMessage(message) });
-    if (gone.length) {
-      await tx.$executeRaw`
-        UPDATE chat_messages SET tool_calls = chat_scrub_memory_titles(tool_calls, ${gone}::text[]), citations = chat_scrub_memory_titles(citations, ${gone}::text[])
-         WHERE id = ${turn.message.id}::uuid`;
-      await tx.$executeRaw`
-        UPDATE chat_events SET data = chat_scrub_memory_titles(data, ${gone}::text[]) WHERE message_id = ${turn.message.id}::uuid AND chat_named_memory_ids(data) && ${gone}::text[]`;
-    }
+    await scrubGone(tx, turn, gone);
   });
   notifyChatEvent(turn.message.id);
 }
