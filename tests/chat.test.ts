@@ -522,6 +522,43 @@ describe("workers", () => {
     expect(listed).not.toMatch(/Secret/);
   });
 
+  it("a memory moved to a hub a chat's owner cannot read leaves its title only in the chats of those who can", async () => {
+    const fay = await h.user("Fay");
+    const gus = await h.user("Gus");
+    const shared = await h.teamHub(fay, [[gus, "contributor"]]);
+    const hidden = await h.teamHub(fay);
+    const moving = (await fay.post("/v1/memories", { title: "Secret reorg plan", content: "Secret reorg plan: the body." }, { headers: { "x-hub-id": shared } })).body.data.id as string;
+    const storedTurn = async (who: Client) => {
+      const s = await session(who, { scope_type: "single_hub", scope_hub_ids: [shared] });
+      const user = await h.db.chatMessage.create({ data: { id: newId(), sessionId: s.id, sequence: 1, role: "user", authorUserId: who.id, status: "completed", content: "What is planned?" } });
+      const recalled = { memories: [{ id: moving, title: "Secret reorg plan", hub_id: shared, relevance_score: 0.9 }] };
+      const turn = await h.db.chatMessage.create({
+        data: {
+          id: newId(), sessionId: s.id, sequence: 2, role: "assistant", authorUserId: who.id, status: "completed", parentMessageId: user.id, content: "See the plan.",
+          toolCalls: [{ id: "c1", name: "recall", arguments: { query: "plans" }, status: "done", result: recalled }],
+          citations: [{ index: 1, memory_id: moving, title: "Secret reorg plan", hub_id: shared }],
+        },
+      });
+      await h.db.chatEvent.create({ data: { messageId: turn.id, seq: 1, type: "message.tool_result", data: { tool_call_id: "c1", name: "recall", result: recalled } } });
+      return turn.id;
+    };
+    const [gusTurn, fayTurn] = [await storedTurn(gus), await storedTurn(fay)];
+    const moved = await fay.post("/v1/memories/batch-move", { ids: [moving], hub_id: hidden });
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.data.moved).toBe(1);
+    const quoted = async (messageId: string) => {
+      const row = await h.db.chatMessage.findUniqueOrThrow({ where: { id: messageId } });
+      const events = await h.db.chatEvent.findMany({ where: { messageId } });
+      return JSON.stringify([row.toolCalls, row.citations, events.map((e) => e.data)]);
+    };
+    // Gus can no longer read it: his chat shows it moved, as the hub it left does everywhere else.
+    expect(await quoted(gusTurn)).not.toMatch(/Secret/);
+    expect(await quoted(gusTurn)).toMatch(/\(moved\)/);
+    // Fay still reads it where it went: her chat keeps its title.
+    expect(await quoted(fayTurn)).toMatch(/Secret reorg plan/);
+    expect(await quoted(fayTurn)).not.toMatch(/\(moved\)/);
+  });
+
   it("a memory hard-deleted while a turn runs is not written back by the turn's end: its tool results and citations show it deleted", async () => {
     const eve = await h.user("Eve");
     const hub = await h.teamHub(eve);

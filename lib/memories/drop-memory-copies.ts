@@ -76,7 +76,8 @@ async function rewriteReports(tx: DbClient, changed: { runId: string; oldReason:
  * `moved`: the memories moved to that hub rather than being deleted. The members of the hubs they left
  * can no longer read them, so the same goes there ("(moved)" for the title, MOVED_REASON, reviews closed
  * `memory_moved`), but not in the hub they are in now, and their failed processing's bell row (their
- * owner's, who still reads them) stays.
+ * owner's, who still reads them) stays. A chat, in no hub, shows "(moved)" unless its owner reads the
+ * hub they went to.
  */
 export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: Date, moved?: { toHubId: string }): Promise<string[]> {
   if (memoryIds.length === 0) return [];
@@ -125,13 +126,20 @@ export async function dropMemoryCopies(tx: DbClient, memoryIds: string[], now: D
     await tx.$executeRaw`
       UPDATE notifications SET payload = jsonb_set(payload, '{memory,title}', ${DELETED_TITLE_JSON}::jsonb, false)
        WHERE kind = 'memory_processing_failed' AND source_id = ANY(${memoryIds}::text[])`;
-    // Found through the expression indexes on the ids they name (the same expressions, or no index is used).
-    await tx.$executeRaw`
-      UPDATE chat_messages SET tool_calls = chat_scrub_memory_titles(tool_calls, ${memoryIds}::text[]), citations = chat_scrub_memory_titles(citations, ${memoryIds}::text[])
-       WHERE (chat_named_memory_ids(tool_calls) || chat_named_memory_ids(citations)) && ${memoryIds}::text[]`;
-    await tx.$executeRaw`
-      UPDATE chat_events SET data = chat_scrub_memory_titles(data, ${memoryIds}::text[]) WHERE chat_named_memory_ids(data) && ${memoryIds}::text[]`;
   }
+  // A chat is its owner's, in no hub: a moved memory goes from the chats of owners who cannot read the
+  // hub it went to. Found through the expression indexes on the ids they name (the same expressions, or
+  // no index is used).
+  const chatTitle = moved ? "(moved)" : "(deleted)";
+  const unreadable = (session: Prisma.Sql) =>
+    moved ? Prisma.sql`AND NOT EXISTS (SELECT 1 FROM chat_sessions s JOIN hub_members hm ON hm.user_id = s.owner_id AND hm.hub_id = ${moved.toHubId}::uuid WHERE s.id = ${session})` : Prisma.empty;
+  await tx.$executeRaw`
+    UPDATE chat_messages SET tool_calls = chat_scrub_memory_titles(tool_calls, ${memoryIds}::text[], ${chatTitle}::text), citations = chat_scrub_memory_titles(citations, ${memoryIds}::text[], ${chatTitle}::text)
+     WHERE (chat_named_memory_ids(tool_calls) || chat_named_memory_ids(citations)) && ${memoryIds}::text[] ${unreadable(Prisma.sql`chat_messages.session_id`)}`;
+  await tx.$executeRaw`
+    UPDATE chat_events SET data = chat_scrub_memory_titles(data, ${memoryIds}::text[], ${chatTitle}::text)
+     WHERE chat_named_memory_ids(data) && ${memoryIds}::text[]
+       ${unreadable(Prisma.sql`(SELECT m.session_id FROM chat_messages m WHERE m.id = chat_events.message_id)`)}`;
   if (closed.length) {
     await tx.notification.updateMany({
       where: { kind: "review_contradiction", sourceId: { in: closed.map((row) => row.id) }, status: "pending" },

@@ -15,16 +15,16 @@ CREATE FUNCTION "chat_named_memory_ids"("doc" jsonb) RETURNS text[] LANGUAGE sql
    WHERE jsonb_typeof("v") = 'string'
 $$;
 
--- The document with each object naming one of `ids` (by id or memory_id) titled "(deleted)" (its shape
--- kept, so the SDK still reads it), and the passages (sources) read from them gone.
-CREATE FUNCTION "chat_scrub_memory_titles"("doc" jsonb, "ids" text[]) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+-- The document with each object naming one of `ids` (by id or memory_id) titled `title`, "(deleted)" or
+-- "(moved)" (its shape kept, so the SDK still reads it), and the passages (sources) read from them gone.
+CREATE FUNCTION "chat_scrub_memory_titles"("doc" jsonb, "ids" text[], "title" text DEFAULT '(deleted)') RETURNS jsonb LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
   "result" jsonb;
 BEGIN
   IF "doc" IS NULL THEN
     RETURN NULL;
   ELSIF jsonb_typeof("doc") = 'array' THEN
-    SELECT coalesce(jsonb_agg("chat_scrub_memory_titles"("e", "ids") ORDER BY "o"), '[]'::jsonb) INTO "result"
+    SELECT coalesce(jsonb_agg("chat_scrub_memory_titles"("e", "ids", "title") ORDER BY "o"), '[]'::jsonb) INTO "result"
       FROM jsonb_array_elements("doc") WITH ORDINALITY AS "a"("e", "o");
     RETURN "result";
   ELSIF jsonb_typeof("doc") = 'object' THEN
@@ -32,10 +32,10 @@ BEGIN
              WHEN "key" = 'sources' AND jsonb_typeof("value") = 'array' THEN
                (SELECT coalesce(jsonb_agg("e" ORDER BY "o"), '[]'::jsonb) FROM jsonb_array_elements("value") WITH ORDINALITY AS "a"("e", "o")
                  WHERE NOT coalesce("e" ->> 'id' = ANY("ids"), false))
-             ELSE "chat_scrub_memory_titles"("value", "ids") END), '{}'::jsonb) INTO "result"
+             ELSE "chat_scrub_memory_titles"("value", "ids", "title") END), '{}'::jsonb) INTO "result"
       FROM jsonb_each("doc");
     IF "doc" ? 'title' AND (coalesce("doc" ->> 'id' = ANY("ids"), false) OR coalesce("doc" ->> 'memory_id' = ANY("ids"), false)) THEN
-      "result" := "result" || '{"title": "(deleted)"}'::jsonb;
+      "result" := "result" || jsonb_build_object('title', "title");
     END IF;
     RETURN "result";
   END IF;
