@@ -144,11 +144,13 @@ export function embeddingText(chunk: ChunkDraft): string {
 }
 
 /**
- * A chunk whose text the memory's stored chunks already hold keeps its vector: a new title (which
- * re-indexes the same version, for the lexical entries) embeds nothing, and an edit to one section
- * of a long note embeds that section, not the note. Only a vector `embedder` made is kept: after a
- * model change the stored ones are another model's (or, stored before the model was recorded, of a
- * model no one knows), and kept they mixed two models' vectors in one memory. `fresh` keeps none.
+ * A chunk whose text the memory's stored chunks already hold keeps its vector: a job run again for
+ * the same version embeds nothing, and an edit to one section of a long note embeds that section, not
+ * the note (a new title runs no job: retitleChunks rewrites the lexical entries). Only a vector
+ * `embedder` made is kept: after a model change the stored ones are another model's, and kept they
+ * mixed two models' vectors in one memory. Chunks stored before the model was recorded (NULL, migration
+ * 20261130190010) are of a model no one knows, so a memory's first edit after it embeds every chunk
+ * (docs/processing.md: naming the model when it never changed). `fresh` keeps none.
  */
 async function embedChunks(ctx: StepContext, embedder: Embedder, chunks: ChunkDraft[]): Promise<number[][]> {
   const texts = chunks.map(embeddingText);
