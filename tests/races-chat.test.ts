@@ -288,4 +288,35 @@ describe("a memory hard-deleted while a turn that recalled it runs", () => {
       await deleter.end();
     }
   });
+
+  it.skipIf(!testPostgres())("a move to a hub the owner cannot read that commits while the turn ends: the end waits for it and shows the memory moved", async () => {
+    const { memoryId, sessionId, messageId } = await recallingTurn("Board minutes");
+    const elsewhere = await h.teamHub(await h.user("Zed"), []);
+    const holder = new pg.Client({ connectionString: h.url! });
+    const mover = new pg.Client({ connectionString: h.url! });
+    await holder.connect();
+    await mover.connect();
+    try {
+      const holderPid = (await holder.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
+      const moverPid = (await mover.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number;
+      await holder.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [chatSessionLockKey(sessionId)]);
+      const run = runChatTurn(h.database, messageId);
+      expect(await blockedBy(mover, holderPid, 20_000)).toBe(true);
+      // The move (its own scrub, drop-memory-copies.ts, ran on what was stored before the end writes).
+      await mover.query("BEGIN");
+      await mover.query("UPDATE memories SET hub_id = $2 WHERE id = $1", [memoryId, elsewhere]);
+      await holder.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [chatSessionLockKey(sessionId)]);
+      await blockedBy(holder, moverPid, 2_000);
+      await mover.query("COMMIT");
+      expect(await run).toBe("finished");
+      const after = await stored(messageId);
+      expect(after.row.status).toBe("completed");
+      expect(after.text).not.toMatch(/Board minutes|first Monday/);
+      expect(after.text).toMatch(/\(moved\)/);
+    } finally {
+      await mover.query("ROLLBACK").catch(() => {});
+      await holder.end();
+      await mover.end();
+    }
+  });
 });

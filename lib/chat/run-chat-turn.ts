@@ -551,48 +551,57 @@ async function writeText(turn: Turn, pieces: string[]): Promise<void> {
 
 async function emit(turn: Turn, type: string, data: Record<string, unknown>): Promise<void> {
   await turn.database.prisma.$transaction(async (tx) => {
-    const gone = await holdNamedMemories(tx, data);
+    const named = await holdNamedMemories(tx, turn, data);
     const row = await leaseOrThrow(tx, turn);
     if (row.status === "canceling") throw new Canceled();
     await appendChatEvent(tx, turn.message.id, type, data, { heartbeat: true });
-    await scrubGone(tx, turn, gone);
+    await scrubNamed(tx, turn, named);
   });
   notifyChatEvent(turn.message.id);
 }
 
 async function saveToolCalls(turn: Turn): Promise<void> {
   await turn.database.prisma.$transaction(async (tx) => {
-    const gone = await holdNamedMemories(tx, turn.toolCalls);
+    const named = await holdNamedMemories(tx, turn, turn.toolCalls);
     const { count } = await tx.chatMessage.updateMany({
       where: { id: turn.message.id, leaseOwner: turn.owner },
       data: { toolCalls: turn.toolCalls as unknown as Prisma.InputJsonValue, heartbeatAt: new Date() },
     });
-    if (count) await scrubGone(tx, turn, gone);
+    if (count) await scrubNamed(tx, turn, named);
   });
 }
 
 /**
- * Holds the memories `doc` names (KEY SHARE, to the caller's commit) and returns those gone. A turn
- * writes what it read of them (titles, a recall's passages) while it runs, and a hard delete scrubs only
- * what is stored when it commits: held, a delete under way commits first (and what it took is scrubbed
- * by scrubGone), or waits and its own scrub (drop-memory-copies.ts) finds what this writes. Taken before
- * the message row, as a delete locks the memory before its scrub locks the message.
+ * Holds the memories `doc` names (SHARE, to the caller's commit) and returns those gone and those moved
+ * out of the owner's reach. A turn writes what it read of them (titles, a recall's passages) while it
+ * runs, and a hard delete or a move scrubs only what is stored when it commits: held, one under way
+ * commits first (and what it took is scrubbed by scrubNamed), or waits and its own scrub
+ * (drop-memory-copies.ts) finds what this writes. SHARE, not KEY SHARE: a move updates no key column.
+ * Taken before the message row, as a delete or move locks the memory before its scrub locks the message.
  */
-async function holdNamedMemories(tx: Prisma.TransactionClient, doc: unknown): Promise<string[]> {
+async function holdNamedMemories(tx: Prisma.TransactionClient, turn: Turn, doc: unknown): Promise<{ gone: string[]; away: string[] }> {
   const named = [...namedMemoryIds(doc)].sort();
-  if (named.length === 0) return [];
-  const alive = new Set((await tx.$queryRaw<{ id: string }[]>`SELECT id::text AS id FROM memories WHERE id = ANY(${named}::uuid[]) ORDER BY id FOR KEY SHARE`).map((row) => row.id));
-  return named.filter((id) => !alive.has(id));
+  if (named.length === 0) return { gone: [], away: [] };
+  const rows = await tx.$queryRaw<{ id: string; hub: string }[]>`SELECT id::text AS id, hub_id::text AS hub FROM memories WHERE id = ANY(${named}::uuid[]) ORDER BY id FOR SHARE`;
+  // A statement of its own: it reads what the holders the lock waited for committed.
+  const hubs = [...new Set(rows.map((row) => row.hub))];
+  const readable = new Set(
+    (await tx.$queryRaw<{ hub: string }[]>`SELECT hub_id::text AS hub FROM hub_members WHERE user_id = ${turn.session.ownerId}::uuid AND hub_id = ANY(${hubs}::uuid[])`).map((row) => row.hub),
+  );
+  const alive = new Set(rows.map((row) => row.id));
+  return { gone: named.filter((id) => !alive.has(id)), away: rows.filter((row) => !readable.has(row.hub)).map((row) => row.id) };
 }
 
-/** The message's stored tool results, citations and events, "(deleted)" for the memories gone (as a delete's scrub leaves them). */
-async function scrubGone(tx: Prisma.TransactionClient, turn: Turn, gone: string[]): Promise<void> {
-  if (gone.length === 0) return;
-  await tx.$executeRaw`
-    UPDATE chat_messages SET tool_calls = chat_scrub_memory_titles(tool_calls, ${gone}::text[]), citations = chat_scrub_memory_titles(citations, ${gone}::text[])
-     WHERE id = ${turn.message.id}::uuid`;
-  await tx.$executeRaw`
-    UPDATE chat_events SET data = chat_scrub_memory_titles(data, ${gone}::text[]) WHERE message_id = ${turn.message.id}::uuid AND chat_named_memory_ids(data) && ${gone}::text[]`;
+/** The message's stored tool results, citations and events as a delete's or move's scrub leaves them: "(deleted)" or "(moved)", passages gone. */
+async function scrubNamed(tx: Prisma.TransactionClient, turn: Turn, { gone, away }: { gone: string[]; away: string[] }): Promise<void> {
+  for (const [ids, title] of [[gone, "(deleted)"], [away, "(moved)"]] as const) {
+    if (ids.length === 0) continue;
+    await tx.$executeRaw`
+      UPDATE chat_messages SET tool_calls = chat_scrub_memory_titles(tool_calls, ${ids}::text[], ${title}::text), citations = chat_scrub_memory_titles(citations, ${ids}::text[], ${title}::text)
+       WHERE id = ${turn.message.id}::uuid`;
+    await tx.$executeRaw`
+      UPDATE chat_events SET data = chat_scrub_memory_titles(data, ${ids}::text[], ${title}::text) WHERE message_id = ${turn.message.id}::uuid AND chat_named_memory_ids(data) && ${ids}::text[]`;
+  }
 }
 
 /** The message row locked for this statement's transaction, still leased to this worker. */
@@ -658,9 +667,9 @@ async function finish(
     // The session's lock first, as a send, cancel or decision takes it: the rows below are then
     // locked in one order by everyone (no deadlock with a decision touching the same approval).
     await lockForTransaction(tx, chatSessionLockKey(turn.session.id));
-    // Unheld, a memory deleted while the turn ran was written back here by title after the delete had
-    // scrubbed the turn.
-    const gone = await holdNamedMemories(tx, [turn.toolCalls, fields.citations]);
+    // Unheld, a memory deleted (or moved out of the owner's reach) while the turn ran was written back
+    // here by title after the delete had scrubbed the turn.
+    const named = await holdNamedMemories(tx, turn, [turn.toolCalls, fields.citations]);
     // A cancel registered since the last check wins: its caller was told the turn is stopping.
     const final = (await leaseOrThrow(tx, turn)).status === "canceling" ? "canceled" : status;
     const now = new Date();
@@ -689,7 +698,7 @@ async function finish(
       data: { status: "idle", activeMessageId: null, lockedAt: null, lastMessageAt: now, activityAt: now },
     });
     await appendChatEvent(tx, turn.message.id, `message.${final}`, { message: serializeChatMessage(message) });
-    await scrubGone(tx, turn, gone);
+    await scrubNamed(tx, turn, named);
   });
   notifyChatEvent(turn.message.id);
 }
