@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ApiError } from "@/lib/api/errors.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { IMPERSONATION_TTL_SECONDS } from "@/lib/auth/impersonate-user.ts";
 import { newId } from "@/lib/ids.ts";
@@ -148,6 +149,29 @@ describe("grants per app", () => {
     await consent(fay);
     expect(await revokedGrants(fay)).toEqual([{ id: used[0], revokedReason: "superseded" }]);
     expect((await h.anonymous.post("/v1/auth/exchange", { code: pending.code })).status).toBe(200);
+  });
+
+  // Pending grants are never taken, so without a refusal MAX_GRANTS_PER_CLIENT consents within a
+  // code's lifetime, each redeemed afterwards, left more live grants than the cap.
+  it("a consent past the cap when every place is a sign-in still to be redeemed is refused until one code is redeemed or expires", async () => {
+    const gil = await h.user("Gil");
+    const pending = [];
+    for (let i = 0; i < MAX_GRANTS_PER_CLIENT; i++) pending.push(await consent(gil));
+    const refused = await consent(gil).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(ApiError);
+    expect((refused as ApiError).code).toBe("rate_limited");
+    expect(Number((refused as ApiError).headers?.["Retry-After"])).toBeGreaterThan(0);
+    expect(await liveGrants(gil)).toBe(MAX_GRANTS_PER_CLIENT);
+    // Every pending one is still redeemable, so the cap holds once they are all exchanged.
+    for (const p of pending.slice(1)) expect((await h.anonymous.post("/v1/auth/exchange", { code: p.code })).status).toBe(200);
+    // The first one's code expired unredeemed: its place can be taken again.
+    await consentedAgo(pending[0]!.grantId, CODE_TTL_MS + 1000);
+    await consent(gil);
+    expect(await liveGrants(gil)).toBe(MAX_GRANTS_PER_CLIENT);
+    expect(await revokedGrants(gil)).toEqual([{ id: pending[0]!.grantId, revokedReason: "superseded" }]);
   });
 });
 

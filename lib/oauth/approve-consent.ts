@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { FULL_ACCESS, type AuthUser, type Credential } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 import { apiKeysLockKey } from "@/lib/auth/create-api-key.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { sessionStillValid } from "@/lib/auth/session.ts";
@@ -64,11 +65,22 @@ export async function approveConsent(
     // can still be exchanged is never taken: a consent and its exchange are two steps (the app's,
     // the e-mail sign-in's), and another consent in between revoked what the code was to connect.
     const pendingCode = Prisma.sql`EXISTS (SELECT 1 FROM oauth_codes c WHERE c.grant_id = g.id AND c.used_at IS NULL AND c.expires_at > ${now}::timestamptz)`;
-    const beyond = await tx.$queryRaw<{ id: string }[]>`
-      SELECT g.id::text AS id FROM oauth_grants g
+    const beyond = await tx.$queryRaw<{ id: string; pending: boolean; expires_at: Date | null }[]>`
+      SELECT g.id::text AS id, ${pendingCode} AS pending,
+             (SELECT max(c.expires_at) FROM oauth_codes c WHERE c.grant_id = g.id AND c.used_at IS NULL) AS expires_at
+      FROM oauth_grants g
       WHERE g.user_id = ${user.id}::uuid AND g.client_id = ${request.client.id} AND g.revoked_at IS NULL
       ORDER BY ${pendingCode} DESC, COALESCE(g.last_used_at, g.created_at) DESC, g.created_at DESC, g.id DESC
       OFFSET ${MAX_GRANTS_PER_CLIENT - 1}`;
+    // Pending grants rank first, so one past the cap means every place is a sign-in still to be
+    // redeemed: none may be taken, and adding one more would break the cap. Refused until the
+    // first of those codes is redeemed or expires.
+    const stillPending = beyond.find((g) => g.pending);
+    if (stillPending) {
+      const waitMs = Math.max(0, (stillPending.expires_at ?? now).getTime() - now.getTime());
+      const retryAfter = retryAfterSeconds(waitMs);
+      throw new ApiError("rate_limited", `${MAX_GRANTS_PER_CLIENT} sign-ins of this app are waiting to be completed; finish one or try again in ${retryAfter} s`, { limit: MAX_GRANTS_PER_CLIENT, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+    }
     if (beyond.length) {
       await tx.oAuthGrant.updateMany({
         where: { id: { in: beyond.map((g) => g.id) }, revokedAt: null, codes: { none: { usedAt: null, expiresAt: { gt: now } } } },
