@@ -240,6 +240,14 @@ describe("PUT and GET /v1/configs", () => {
     const over = await ann.put("/v1/configs", { ...longest, scope: `project:${cjk(339)}` });
     expect(over.status, over.text).toBe(400);
     expect(over.body.error.message).toMatch(/together at most 2560 bytes/);
+    expect(over.body.error.details.issues.map((i: { path: string }) => i.path).sort()).toEqual(["file_path", "scope"]);
+    // Past that budget but within the index entry (a short agent leaves room), as an older server could
+    // store it: its edits are still taken, as the entry exists already.
+    const wideOld = { agent: "claude-code", file_path: cjk(512), scope: `project:${cjk(350)}` };
+    await h.db.agentConfig.create({ data: { id: randomUUID(), ownerId: ann.id, agent: wideOld.agent, filePath: wideOld.file_path, scope: wideOld.scope, content, contentHash: sha(content), sizeBytes: content.length } });
+    const edited = await ann.put("/v1/configs", { ...wideOld, content: "edited past the budget" });
+    expect(edited.status, edited.text).toBe(200);
+    expect(edited.body.data.version).toBe(2);
   });
 });
 

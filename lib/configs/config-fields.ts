@@ -21,12 +21,12 @@ export const agentSchema = z
  * Bytes (UTF-8) a file_path and a scope may take together on a write: with the owner and agent they
  * are one entry of agent_configs' unique index, which holds at most 2704 bytes (the owner, a 64-byte
  * agent, headers and alignment take up to about 110 of them). The character limits alone let 512 + 600
- * characters of three-byte text through, and the insert failed in the index (500). Only writes are
- * held to it: a name stored before (each within its character limit) is still synced, acked, listed,
- * deleted and restored, and a new version of it fits the entry the name already has.
+ * characters of three-byte text through, and the insert failed in the index (500). Only a PUT that
+ * creates a file is held to it (upsert-config.ts): a name stored before (each within its character
+ * limit) is still synced, acked, listed, deleted and restored, and a new version of it fits the
+ * entry the name already has, whatever its bytes.
  */
 export const MAX_CONFIG_KEY_BYTES = 2560;
-const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
 
 export const filePathSchema = z
   .string({ error: "file_path is required" })
@@ -58,11 +58,6 @@ export const upsertConfigBodySchema = z
     content: z.string({ error: "content is required" }),
     device_id: deviceIdSchema.optional(),
     local_path: localPathSchema.optional(),
-  })
-  .superRefine((body, issues) => {
-    if (utf8Bytes(body.file_path) + utf8Bytes(body.scope) <= MAX_CONFIG_KEY_BYTES) return;
-    const message = `file_path and scope are together at most ${MAX_CONFIG_KEY_BYTES} bytes (UTF-8)`;
-    for (const path of ["file_path", "scope"]) issues.addIssue({ code: "custom", path: [path], message });
   });
 export type UpsertConfigBody = z.output<typeof upsertConfigBodySchema>;
 

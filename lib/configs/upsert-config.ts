@@ -4,7 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
-import { DELETED_RETENTION_DAYS, MAX_CONFIG_BYTES, MAX_CONFIGS_PER_USER, MAX_DEVICES_PER_CONFIG, MAX_VERSIONS_KEPT, type UpsertConfigBody } from "./config-fields.ts";
+import { DELETED_RETENTION_DAYS, MAX_CONFIG_BYTES, MAX_CONFIG_KEY_BYTES, MAX_CONFIGS_PER_USER, MAX_DEVICES_PER_CONFIG, MAX_VERSIONS_KEPT, type UpsertConfigBody } from "./config-fields.ts";
 import { serializeConfig } from "./serialize-config.ts";
 
 export function hashContent(content: string): string {
@@ -54,6 +54,17 @@ async function assertRoomForConfig(tx: DbClient, ownerId: string, now: Date): Pr
 }
 
 /**
+ * A new file's name must fit one entry of the config index (MAX_CONFIG_KEY_BYTES). Checked only when
+ * the key is not stored yet: a name an older server stored (past this bound, within the index) keeps
+ * getting new versions.
+ */
+function assertNewKeyFits(input: UpsertConfigBody): void {
+  if (Buffer.byteLength(input.file_path, "utf8") + Buffer.byteLength(input.scope, "utf8") <= MAX_CONFIG_KEY_BYTES) return;
+  const message = `file_path and scope are together at most ${MAX_CONFIG_KEY_BYTES} bytes (UTF-8)`;
+  throw new ApiError("invalid_request", `Request is invalid: ${message}`, { issues: ["file_path", "scope"].map((path) => ({ path, message })) });
+}
+
+/**
  * PUT /v1/configs: stores a new version of one file (last writer wins; every
  * version stays in the history). The same content again is not a new version.
  * With device_id, that device's sync base becomes this version: it has it.
@@ -74,6 +85,7 @@ export async function upsertConfig(ctx: AuthContext, input: UpsertConfigBody) {
     let unchanged = false;
     if (!existing || !countsTowardCap(existing, now)) await assertRoomForConfig(tx, ctx.user.id, now);
     if (!existing) {
+      assertNewKeyFits(input);
       config = await tx.agentConfig.create({
         data: {
           id: newId(now.getTime()),
