@@ -121,6 +121,24 @@ describe("undoing a stale archive", () => {
     expect(fresh.status, fresh.text).toBe(200);
     expect(await state(untouched)).toBe("active");
   }, 120_000);
+
+  /**
+   * Actions written before the archive's updated_at was recorded: the trigger can have moved the
+   * archive's updated_at past the action's own time (a stored value not behind the writer's clock),
+   * and comparing with the action's time refused their undo for good though nobody touched them.
+   */
+  it("still undoes an action from before the archive's updated_at was recorded, whose archive wrote past its time", async () => {
+    const hubId = await h.teamHub(owner);
+    const id = await staleMemory(hubId, "The old build server's disk is replaced every spring.");
+    const runId = await dream(hubId);
+    const stale = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "archive", sourceMemoryIds: { has: id } } });
+    const { archived_updated_at: _recorded, ...older } = stale.details as Record<string, unknown>;
+    const archivedUpdatedAt = (await h.db.memory.findUniqueOrThrow({ where: { id } })).updatedAt;
+    await h.db.dreamAction.update({ where: { id: stale.id }, data: { details: older as object, createdAt: new Date(archivedUpdatedAt.getTime() - 5) } });
+    const undo = await owner.post(`/v1/dreams/actions/${stale.id}/undo`);
+    expect(undo.status, undo.text).toBe(200);
+    expect(await state(id)).toBe("active");
+  }, 120_000);
 });
 
 describe("a topic a dream creates", () => {

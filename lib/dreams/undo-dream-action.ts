@@ -41,12 +41,14 @@ async function stillAllowedOrThrow(tx: DbClient, ctx: AuthContext, membership: M
  * The updated_at an action's archive (a stale archive, the older side of a merge, the side a decided
  * review dropped) wrote. updated_at only moves forward (memories_updated_at_forward) and every write
  * sets it, reads do not: a memory past it was written by a member since (restored, archived again,
- * edited) and is theirs now. Actions from before it was recorded were written at the archive's time,
- * or after it (a merge that rewrote its kept side), reviews decided at it.
+ * edited) and is theirs now. Actions from before it was recorded are not compared: the archive's
+ * updated_at may lie past the action's own time (the trigger moves it past a stored value that was
+ * not behind the writer's clock), and such an action would refuse every undo; for them the state and
+ * superseded_by checks alone apply, as they did when those actions were written.
  */
-function archivedAt(action: { actionType: string; details: unknown; createdAt: Date; resolvedAt: Date | null }): Date {
+function archivedWrite(action: { details: unknown }): { updatedAt?: { lte: Date } } {
   const { archived_updated_at: recorded } = (action.details ?? {}) as { archived_updated_at?: string };
-  return recorded ? new Date(recorded) : action.actionType === "contradiction" ? (action.resolvedAt ?? action.createdAt) : action.createdAt;
+  return recorded ? { updatedAt: { lte: new Date(recorded) } } : {};
 }
 
 /**
@@ -92,7 +94,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       // As for a stale archive below: only while the memory is as the merge left it. superseded_by alone
       // did not tell, a restore by PATCH leaves it, and a member's later archive by hand was split.
       const restored = await tx.memory.updateMany({
-        where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second!, updatedAt: { lte: archivedAt(action) } },
+        where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second!, ...archivedWrite(action) },
         data: { state: "active", supersededBy: null, updatedAt: now },
       });
       if (restored.count === 0) throw new ApiError("conflict", "The merged memory was changed or deleted since; nothing to split");
@@ -119,7 +121,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
     } else if (action.actionType === "archive") {
       // Only while the memory is as the archive left it. Archived alone did not tell: a member who restored
       // it by hand and archived it again later had that decision of theirs undone by the dream's old action.
-      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", updatedAt: { lte: archivedAt(action) } }, data: { state: "active", updatedAt: now } });
+      const restored = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, state: "archived", ...archivedWrite(action) }, data: { state: "active", updatedAt: now } });
       if (restored.count === 0) throw new ApiError("conflict", "The memory was restored, changed or deleted since this dream archived it; nothing to undo (change it from the memory itself)");
       changed.add(first!);
     } else if (action.actionType === "organize") {
@@ -149,9 +151,9 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const winner = action.resolution === "keep_a" ? first : second;
       // In this hub only (and so locked above): moved to another since, it is not this hub's to bring back.
       if (loser) {
-        // Only while it is as the decision left it (see archivedAt): archived again by hand since, it stays so.
+        // Only while it is as the decision left it (see archivedWrite): archived again by hand since, it stays so.
         const back = await tx.memory.updateMany({
-          where: { id: loser, hubId: action.hubId, state: "archived", supersededBy: winner!, updatedAt: { lte: archivedAt(action) } },
+          where: { id: loser, hubId: action.hubId, state: "archived", supersededBy: winner!, ...archivedWrite(action) },
           data: { state: "active", supersededBy: null, updatedAt: now },
         });
         if (back.count) changed.add(loser);
@@ -192,7 +194,7 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
     }
     const changed = await tx.dreamAction.updateMany({ where: { id: action.id, state: "pending_review" }, data: { state: "resolved", resolution, resolvedBy: ctx.user.id, resolvedAt: now } });
     if (changed.count === 0) throw new ApiError("conflict", "This review was resolved meanwhile");
-    // What the archive wrote, for an undo to bring the side back only while it still has it (see archivedAt).
+    // What the archive wrote, for an undo to bring the side back only while it still has it (see archivedWrite).
     if (dropped) {
       await tx.$executeRaw`UPDATE dream_actions SET details = details || jsonb_build_object('archived_updated_at', ${dropped.updatedAt.toISOString()}::text) WHERE id = ${action.id}::uuid`;
     }
