@@ -169,6 +169,9 @@ describe("POST /v1/auth/exchange", () => {
     });
     expect(viaToken.status).toBe(400);
     expect(await viaToken.json()).toMatchObject({ error: "invalid_grant" });
+    // …without using it up there: the CLI's own exchange still redeems it.
+    const exchanged = await call("POST", "/v1/auth/exchange", { code: cliCode });
+    expect(exchanged.status, JSON.stringify(exchanged.body)).toBe(200);
     // A registered app's code (with PKCE) is not redeemable here.
     const registered = await fetch(`${server.url}/oauth/register`, {
       method: "POST",

@@ -120,6 +120,12 @@ export async function redeemCodeForTokens(
         revoke: { grantId: row.grantId, reason: "authorization_code_reuse" },
       };
     }
+    // A code issued without PKCE (the built-in CLI client's) matches no verifier: refused here without
+    // the claim, so a stray try at /oauth/token leaves it to the CLI's own exchange. After the used
+    // check, so a replay is still one wherever it is sent.
+    if (!options.withoutPkce && !row.codeChallenge) {
+      return { refusal: new GrantError("invalid", "This code was issued without PKCE: redeem it at /v1/auth/exchange") };
+    }
     await tx.oAuthCode.update({ where: { codeHash }, data: { usedAt: now } });
     if (row.expiresAt <= now) return { refusal: new GrantError("expired", "The authorization code has expired; start the sign-in again") };
     if (row.grant.revokedAt) return { refusal: new GrantError("revoked", "The grant was revoked") };
@@ -145,7 +151,6 @@ async function redeemCode(db: Db, params: URLSearchParams, now: Date, address?: 
     check: (row) => {
       if (redirectUri !== null && redirectUri !== row.redirectUri) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
       if (redirectUri === null && params.has("redirect_uri")) throw new OAuthError("invalid_grant", "redirect_uri does not match the authorization request");
-      // A code issued without PKCE (the built-in CLI client's) has an empty challenge, which no verifier matches.
       if (!VERIFIER.test(verifier) || !pkceMatches(verifier, row.codeChallenge)) throw new OAuthError("invalid_grant", "code_verifier does not match the code_challenge");
       const resource = params.get("resource");
       if (resource !== null && resource !== row.resource) throw new OAuthError("invalid_target", "resource does not match the authorization request");
