@@ -57,6 +57,17 @@ describe("account races", () => {
     expect(await h.db.oAuthGrant.count({ where: { userId: bob.id } })).toBe(1);
   });
 
+  it("the first e-mail sign-ins of a fresh server, ten at once: each signs in (the CLI's client row is made once, no 409)", async () => {
+    process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+    // As on a server no one has signed in to from the CLI yet (its grants go with it).
+    await h.db.oAuthClient.deleteMany({ where: { id: CLI_CLIENT_ID } });
+    const users = await Promise.all(Array.from({ length: 10 }, (_, i) => h.user(`First${i}`)));
+    const codes = await Promise.all(users.map(async (user) => (await h.anonymous.post("/v1/auth/email/request", { email: user.email })).body.data.dev_code as string));
+    const results = await Promise.all(users.map((user, i) => h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: codes[i] })));
+    expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(await h.db.oAuthClient.count({ where: { id: CLI_CLIENT_ID } })).toBe(1);
+  });
+
   it("a key made by the holder of an unproven account while its owner proves the address: afterwards the account has no working key", async () => {
     process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
     // The key is made at a different moment of the claim each time.

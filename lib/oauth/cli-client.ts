@@ -27,13 +27,13 @@ export function isCliRedirectUri(raw: string): boolean {
   return url.protocol === "http:" && isLoopbackHost(url.hostname) && !url.hash && !raw.includes("#") && !url.username && !url.password;
 }
 
-/** The client row grants point at; created on the first CLI sign-in. */
+/**
+ * The client row grants point at; created on the first CLI sign-in. An insert that skips a row
+ * already there (ON CONFLICT DO NOTHING): an upsert reads, then inserts, so first sign-ins at once
+ * each found none and all but one hit the primary key (a 409).
+ */
 export async function ensureCliClient(db: Db): Promise<void> {
-  await db.oAuthClient.upsert({
-    where: { id: CLI_CLIENT_ID },
-    create: { id: CLI_CLIENT_ID, name: CLI_CLIENT_NAME, redirectUris: [], kind: CLI_CLIENT_KIND },
-    update: {},
-  });
+  await db.oAuthClient.createMany({ data: [{ id: CLI_CLIENT_ID, name: CLI_CLIENT_NAME, redirectUris: [], kind: CLI_CLIENT_KIND }], skipDuplicates: true });
 }
 
 const FAILURE_CODE = { invalid: "unauthorized", used: "used", expired: "expired", revoked: "revoked" } as const;
