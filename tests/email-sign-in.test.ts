@@ -164,6 +164,37 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect(tokens.body.data).toMatchObject({ access_token: expect.any(String), refresh_token: expect.any(String) });
   });
 
+  it("an attempt failing after the code was checked (the database refusing a write) leaves the code for the retry", async () => {
+    // A real trigger on the test database fails every insert into `table` while `work` runs, nothing mocked.
+    async function withInsertsFailing<T>(table: string, work: () => Promise<T>): Promise<T> {
+      await h.db.$executeRawUnsafe(`CREATE FUNCTION refuse_insert_for_test() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
+      await h.db.$executeRawUnsafe(`CREATE TRIGGER refuse_insert_for_test BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_insert_for_test()`);
+      try {
+        return await work();
+      } finally {
+        await h.db.$executeRawUnsafe(`DROP TRIGGER refuse_insert_for_test ON ${table}`);
+        await h.db.$executeRawUnsafe(`DROP FUNCTION refuse_insert_for_test()`);
+      }
+    }
+    // The last step, the token pair's refresh token: nothing of the attempt stays, and the same code then signs in.
+    const fay = await h.user("Fay");
+    const { code } = await requestCode(fay.email);
+    const failed = await withInsertsFailing("oauth_refresh_tokens", () => h.anonymous.post("/v1/auth/email/verify", { email: fay.email, code }));
+    expect(failed.status, JSON.stringify(failed.body)).toBeGreaterThanOrEqual(500);
+    const retried = await h.anonymous.post("/v1/auth/email/verify", { email: fay.email, code });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(await h.db.oAuthGrant.count({ where: { userId: fay.id } })).toBe(1);
+    expect(retried.body.data).toMatchObject({ access_token: expect.any(String), refresh_token: expect.stringMatching(/^ert_/) });
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: fay.email, code })).status).toBe(401);
+    // The grant, when the code asked for an exchange code; and the new account of an address signing up.
+    const email = `hal-${Date.now()}@example.test`;
+    const cli = await requestCode(email, { redirect_uri: "http://127.0.0.1:53682/callback" });
+    expect((await withInsertsFailing("oauth_grants", () => h.anonymous.post("/v1/auth/email/verify", { email, code: cli.code }))).status).toBeGreaterThanOrEqual(500);
+    const exchange = await h.anonymous.post("/v1/auth/email/verify", { email, code: cli.code });
+    expect(exchange.status, JSON.stringify(exchange.body)).toBe(200);
+    expect(exchange.body.data).toMatchObject({ status: "ok", code: expect.stringMatching(/^eac_/) });
+  });
+
   it("without SMTP_URL it says so, unless a development server returns codes; Memax's SDK signs in with them", async () => {
     delete process.env.SMTP_URL;
     try {

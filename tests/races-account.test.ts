@@ -55,6 +55,9 @@ describe("account races", () => {
     const results = await Promise.all(Array.from({ length: 10 }, () => h.anonymous.post("/v1/auth/email/verify", { email: bob.email, code })));
     expect(statuses(results)).toEqual([200, ...Array(9).fill(401)]);
     expect(await h.db.oAuthGrant.count({ where: { userId: bob.id } })).toBe(1);
+    // Exactly one token pair: the code is spent in the transaction that issues it, never by a loser.
+    expect(await h.db.oAuthRefreshToken.count({ where: { grant: { userId: bob.id } } })).toBe(1);
+    expect(await h.db.emailSignInCode.count({ where: { email: bob.email, consumedAt: null } })).toBe(0);
   });
 
   it("the first e-mail sign-ins of a fresh server, ten at once: each signs in (the CLI's client row is made once, no 409)", async () => {

@@ -3,7 +3,7 @@ import type { RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import { approveConsent } from "@/lib/oauth/approve-consent.ts";
+import { insertConsent } from "@/lib/oauth/approve-consent.ts";
 import { redirectWith } from "@/lib/oauth/authorize-request.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { redeemCodeForTokens, type TokenResponse } from "@/lib/oauth/exchange-token.ts";
@@ -23,6 +23,8 @@ const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has e
  * when sign-up is open (when closed, its code is answered as a wrong one). The answer is the token pair, or, when the code was asked
  * for with a redirect_uri, a single-use code for /v1/auth/exchange and the redirect to send it to.
  * Wrong codes count: the fifth burns the code. A code works once, even when two verifies race.
+ * A right code is spent only in the transaction that makes the grant (and its tokens): an attempt
+ * failing before then (the database busy, a conflict) leaves it for the retry.
  */
 export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCodeBody, origin: string): Promise<TokenResponse | { status: "ok"; code: string; redirect: string; user_id: string }> {
   const { email } = input;
@@ -42,7 +44,6 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
       await tx.emailSignInCode.update({ where: { id: latest.id }, data: { attempts, ...(attempts >= EMAIL_CODE_MAX_ATTEMPTS && { consumedAt: now }) } });
       return null;
     }
-    await tx.emailSignInCode.update({ where: { id: latest.id }, data: { consumedAt: now } });
     return latest;
   });
   if (!row) throw wrongCode();
@@ -72,8 +73,15 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
     resource: resourceFor(origin, "/mcp"),
     wantsWrite: true,
   };
-  // The same grant a consented `memax login` gets: every hub, read and write.
-  const code = await approveConsent(ctx.db, { id: user.id, email: user.email, name: user.name }, request, { hubIds: null, write: true }, now);
-  if (row.redirectUri) return { status: "ok", code, redirect: redirectWith(row.redirectUri, { code }), user_id: user.id };
-  return redeemCodeForTokens(ctx.db, code, CLI_CLIENT_ID, now, { withoutPkce: true });
+  const signedIn = { id: user.id, email: user.email, name: user.name };
+  return ctx.db.$transaction(async (tx) => {
+    // Spent here or not at all: of two verifies racing with it, the second waits for the first's
+    // commit and then finds it spent (or, the first rolled back, spends it itself).
+    const { count } = await tx.emailSignInCode.updateMany({ where: { id: row.id, consumedAt: null, expiresAt: { gt: now } }, data: { consumedAt: now } });
+    if (count === 0) throw wrongCode();
+    // The same grant a consented `memax login` gets: every hub, read and write.
+    const code = await insertConsent(tx, signedIn, request, { hubIds: null, write: true }, [], now);
+    if (row.redirectUri) return { status: "ok" as const, code, redirect: redirectWith(row.redirectUri, { code }), user_id: signedIn.id };
+    return redeemCodeForTokens(ctx.db, code, CLI_CLIENT_ID, now, { withoutPkce: true, tx });
+  });
 }

@@ -6,7 +6,7 @@ import { apiKeysLockKey } from "@/lib/auth/create-api-key.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { sessionStillValid } from "@/lib/auth/session.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
-import type { Db } from "@/lib/db/database.ts";
+import type { Db, DbClient } from "@/lib/db/database.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { newId, normalizeId } from "@/lib/ids.ts";
@@ -53,62 +53,76 @@ export async function approveConsent(
     // matched none of the user's hubs and was dropped, and the app got fewer hubs than were chosen.
     hubIds = [...new Set(consent.hubIds.map(normalizeId))].filter((id) => mine.has(id));
   }
+  return db.$transaction((tx) => insertConsent(tx, user, request, consent, hubIds, now, session));
+}
+
+/**
+ * The grant and its code, inside the caller's transaction: the e-mail sign-in spends its code in the
+ * same one, so a failure leaves neither. `hubIds`: the hubs picked, already narrowed to the user's.
+ */
+export async function insertConsent(
+  tx: DbClient,
+  user: AuthUser,
+  request: AuthorizeRequest,
+  consent: Consent,
+  hubIds: string[],
+  now: Date,
+  session?: NonNullable<Credential["session"]>,
+): Promise<string> {
   const code = `${CODE_PREFIX}${randomBytes(32).toString("base64url")}`;
-  await db.$transaction(async (tx) => {
-    await lockForTransaction(tx, apiKeysLockKey(user.id));
-    if (session && !(await sessionStillValid(tx, user.id, session))) {
-      throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
-    }
-    // Under the user's lock, so concurrent consents cannot each find room. last_used_at is set only
-    // when an access token is used, so a grant never used yet counts from its consent: ranked last,
-    // a sign-in just finished was revoked by the next one (two machines in a row). A grant whose code
-    // can still be exchanged is never taken: a consent and its exchange are two steps (the app's,
-    // the e-mail sign-in's), and another consent in between revoked what the code was to connect.
-    const pendingCode = Prisma.sql`EXISTS (SELECT 1 FROM oauth_codes c WHERE c.grant_id = g.id AND c.used_at IS NULL AND c.expires_at > ${now}::timestamptz)`;
-    const beyond = await tx.$queryRaw<{ id: string; pending: boolean; expires_at: Date | null }[]>`
-      SELECT g.id::text AS id, ${pendingCode} AS pending,
-             (SELECT max(c.expires_at) FROM oauth_codes c WHERE c.grant_id = g.id AND c.used_at IS NULL) AS expires_at
-      FROM oauth_grants g
-      WHERE g.user_id = ${user.id}::uuid AND g.client_id = ${request.client.id} AND g.revoked_at IS NULL
-      ORDER BY ${pendingCode} DESC, COALESCE(g.last_used_at, g.created_at) DESC, g.created_at DESC, g.id DESC
-      OFFSET ${MAX_GRANTS_PER_CLIENT - 1}`;
-    // Pending grants rank first, so one past the cap means every place is a sign-in still to be
-    // redeemed: none may be taken, and adding one more would break the cap. Refused until the
-    // first of those codes is redeemed or expires.
-    const stillPending = beyond.find((g) => g.pending);
-    if (stillPending) {
-      const waitMs = Math.max(0, (stillPending.expires_at ?? now).getTime() - now.getTime());
-      const retryAfter = retryAfterSeconds(waitMs);
-      throw new ApiError("rate_limited", `${MAX_GRANTS_PER_CLIENT} sign-ins of this app are waiting to be completed; finish one or try again in ${retryAfter} s`, { limit: MAX_GRANTS_PER_CLIENT, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
-    }
-    if (beyond.length) {
-      await tx.oAuthGrant.updateMany({
-        where: { id: { in: beyond.map((g) => g.id) }, revokedAt: null, codes: { none: { usedAt: null, expiresAt: { gt: now } } } },
-        data: { revokedAt: now, revokedReason: "superseded" },
-      });
-    }
-    const grant = await tx.oAuthGrant.create({
-      data: {
-        id: newId(),
-        userId: user.id,
-        clientId: request.client.id,
-        hubIds,
-        allHubs: consent.hubIds === null,
-        scope: consent.write && request.wantsWrite ? "read write" : "read",
-        resource: request.resource,
-        createdAt: now,
-      },
+  await lockForTransaction(tx, apiKeysLockKey(user.id));
+  if (session && !(await sessionStillValid(tx, user.id, session))) {
+    throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
+  }
+  // Under the user's lock, so concurrent consents cannot each find room. last_used_at is set only
+  // when an access token is used, so a grant never used yet counts from its consent: ranked last,
+  // a sign-in just finished was revoked by the next one (two machines in a row). A grant whose code
+  // can still be exchanged is never taken: a consent and its exchange are two steps (the app's,
+  // the e-mail sign-in's), and another consent in between revoked what the code was to connect.
+  const pendingCode = Prisma.sql`EXISTS (SELECT 1 FROM oauth_codes c WHERE c.grant_id = g.id AND c.used_at IS NULL AND c.expires_at > ${now}::timestamptz)`;
+  const beyond = await tx.$queryRaw<{ id: string; pending: boolean; expires_at: Date | null }[]>`
+    SELECT g.id::text AS id, ${pendingCode} AS pending,
+           (SELECT max(c.expires_at) FROM oauth_codes c WHERE c.grant_id = g.id AND c.used_at IS NULL) AS expires_at
+    FROM oauth_grants g
+    WHERE g.user_id = ${user.id}::uuid AND g.client_id = ${request.client.id} AND g.revoked_at IS NULL
+    ORDER BY ${pendingCode} DESC, COALESCE(g.last_used_at, g.created_at) DESC, g.created_at DESC, g.id DESC
+    OFFSET ${MAX_GRANTS_PER_CLIENT - 1}`;
+  // Pending grants rank first, so one past the cap means every place is a sign-in still to be
+  // redeemed: none may be taken, and adding one more would break the cap. Refused until the
+  // first of those codes is redeemed or expires.
+  const stillPending = beyond.find((g) => g.pending);
+  if (stillPending) {
+    const waitMs = Math.max(0, (stillPending.expires_at ?? now).getTime() - now.getTime());
+    const retryAfter = retryAfterSeconds(waitMs);
+    throw new ApiError("rate_limited", `${MAX_GRANTS_PER_CLIENT} sign-ins of this app are waiting to be completed; finish one or try again in ${retryAfter} s`, { limit: MAX_GRANTS_PER_CLIENT, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+  }
+  if (beyond.length) {
+    await tx.oAuthGrant.updateMany({
+      where: { id: { in: beyond.map((g) => g.id) }, revokedAt: null, codes: { none: { usedAt: null, expiresAt: { gt: now } } } },
+      data: { revokedAt: now, revokedReason: "superseded" },
     });
-    await tx.oAuthCode.create({
-      data: {
-        codeHash: hashSecret(code),
-        grantId: grant.id,
-        redirectUri: request.redirectUri,
-        codeChallenge: request.codeChallenge,
-        resource: request.resource,
-        expiresAt: new Date(now.getTime() + CODE_TTL_MS),
-      },
-    });
+  }
+  const grant = await tx.oAuthGrant.create({
+    data: {
+      id: newId(),
+      userId: user.id,
+      clientId: request.client.id,
+      hubIds,
+      allHubs: consent.hubIds === null,
+      scope: consent.write && request.wantsWrite ? "read write" : "read",
+      resource: request.resource,
+      createdAt: now,
+    },
+  });
+  await tx.oAuthCode.create({
+    data: {
+      codeHash: hashSecret(code),
+      grantId: grant.id,
+      redirectUri: request.redirectUri,
+      codeChallenge: request.codeChallenge,
+      resource: request.resource,
+      expiresAt: new Date(now.getTime() + CODE_TTL_MS),
+    },
   });
   return code;
 }

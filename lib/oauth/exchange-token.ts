@@ -71,10 +71,11 @@ async function claimAndIssue<T extends { grant: { id: string; userId: string; re
   db: Db,
   now: Date,
   claim: (tx: DbClient) => Promise<Claimed<T>>,
+  within?: DbClient,
 ): Promise<{ row: T; tokens: TokenResponse }> {
   const secret = await serverSecret(db);
   const refreshToken = `${REFRESH_TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
-  const claimed = await db.$transaction(async (tx) => {
+  const issue = async (tx: DbClient) => {
     const result = await claim(tx);
     if ("row" in result) {
       await tx.oAuthRefreshToken.create({
@@ -82,9 +83,12 @@ async function claimAndIssue<T extends { grant: { id: string; userId: string; re
       });
     }
     return result;
-  });
+  };
+  const claimed = await (within ? issue(within) : db.$transaction(issue));
   if ("refusal" in claimed) {
-    if (claimed.revoke) await revokeGrant(db, claimed.revoke.grantId, claimed.revoke.reason, now);
+    // Inside a caller's transaction the refusal rolls it all back; a revocation through `db` would
+    // wait on the share of the grant that transaction holds.
+    if (claimed.revoke && !within) await revokeGrant(db, claimed.revoke.grantId, claimed.revoke.reason, now);
     throw claimed.refusal;
   }
   return { row: claimed.row, tokens: tokenResponse(secret, claimed.row.grant, refreshToken, now, claimed.scope) };
@@ -96,14 +100,14 @@ export type CodeCheck = (row: { redirectUri: string; codeChallenge: string; reso
 /**
  * Redeems a single-use code issued to `clientId` for a token pair. A second redemption finds it
  * used and revokes what the first one got (RFC 6749 §4.1.2). `check` refuses a request the code
- * does not match.
+ * does not match. `tx`: the caller's transaction to redeem in (one that made the code), instead of one of its own.
  */
 export async function redeemCodeForTokens(
   db: Db,
   code: string,
   clientId: string,
   now: Date,
-  options: { withoutPkce?: boolean; check?: CodeCheck } = {},
+  options: { withoutPkce?: boolean; check?: CodeCheck; tx?: DbClient } = {},
 ): Promise<TokenResponse> {
   const codeHash = hashSecret(code);
   const { tokens } = await claimAndIssue(db, now, async (tx) => {
@@ -136,7 +140,7 @@ export async function redeemCodeForTokens(
       throw error;
     }
     return { row };
-  });
+  }, options.tx);
   return tokens;
 }
 
