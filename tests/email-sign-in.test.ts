@@ -85,6 +85,28 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect((await h.anonymous.post("/v1/auth/email/request", { email: bob.email })).status).toBe(429);
   });
 
+  it("a code the mail server refused is no code: the request can be made again at once, and the code before it still works", async () => {
+    const ivy = await h.user("Ivy");
+    const { code: first } = await requestCode(ivy.email);
+    // A minute on, the cooldown is over: she asks for another, and the mail server refuses it.
+    await h.db.emailSignInCode.updateMany({ where: { email: ivy.email }, data: { createdAt: new Date(Date.now() - 61_000) } });
+    const refusing = await startSmtp({ rejectRcpt: true });
+    process.env.SMTP_URL = refusing.url;
+    try {
+      const refused = await h.anonymous.post("/v1/auth/email/request", { email: ivy.email });
+      expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    } finally {
+      process.env.SMTP_URL = smtp.url;
+      await refusing.close();
+    }
+    // The code she had before the refused one was not ended by it.
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: ivy.email, code: first })).status).toBe(200);
+    // "Try again later" held: no cooldown or hourly try was spent on a code that never left.
+    const again = await requestCode(ivy.email);
+    expect(again.code).toMatch(/^\d{6}$/);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: ivy.email, code: again.code })).status).toBe(200);
+  });
+
   it("burns a code after five wrong tries", async () => {
     const cyd = await h.user("Cyd");
     const { code } = await requestCode(cyd.email);

@@ -43,7 +43,8 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
   const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
   const secret = await serverSecret(ctx.db);
   const eligible = signUpOpen() || (await ctx.db.user.findUnique({ where: { email }, select: { id: true } })) !== null;
-  await ctx.db.$transaction(async (tx) => {
+  const id = newId(now.getTime());
+  const replaced = await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${email}`);
     const recent = await tx.emailSignInCode.findMany({
       where: { email, createdAt: { gt: new Date(now.getTime() - 3_600_000) } },
@@ -56,10 +57,11 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
       throw new ApiError("rate_limited", `Another code for this address can be sent in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
     }
     // Only the newest code works.
-    await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null }, data: { consumedAt: now } });
+    const live = await tx.emailSignInCode.findMany({ where: { email, consumedAt: null }, select: { id: true } });
+    await tx.emailSignInCode.updateMany({ where: { id: { in: live.map((row) => row.id) } }, data: { consumedAt: now } });
     await tx.emailSignInCode.create({
       data: {
-        id: newId(now.getTime()),
+        id,
         email,
         codeHash: emailCodeHash(secret, email, code),
         redirectUri: input.redirect_uri ?? null,
@@ -67,9 +69,19 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
         createdAt: now,
       },
     });
+    return live.map((row) => row.id);
   });
   const delivery = await sendMail(ctx.db, eligible ? codeMail(email, code) : noAccountMail(email), now);
-  if (delivery.status === "failed") throw new ApiError("unavailable", "The mail server did not accept the sign-in code; try again later");
+  if (delivery.status === "failed") {
+    // A code that never left is no code: it spends neither the cooldown nor the hour's count the
+    // "try again later" below invites, nor ends the code the address had before it.
+    await ctx.db.$transaction(async (tx) => {
+      await lockForTransaction(tx, `email-code:${email}`);
+      const { count } = await tx.emailSignInCode.deleteMany({ where: { id } });
+      if (count) await tx.emailSignInCode.updateMany({ where: { id: { in: replaced }, consumedAt: now }, data: { consumedAt: null } });
+    });
+    throw new ApiError("unavailable", "The mail server did not accept the sign-in code; try again later");
+  }
   return {
     status: "sent" as const,
     expires_in: EMAIL_CODE_TTL_SECONDS,
