@@ -67,6 +67,7 @@ describe("planner statistics after a bulk import (embedded database)", () => {
   test("a few thousand imported memories are analysed promptly, and the lexical search uses its index", async () => {
     startEmbeddedMaintenance(h.database);
     expect(await lastAnalyzed("chunks")).toBeNull();
+    const memoriesBefore = (await lastAnalyzed("memories"))?.getTime() ?? 0;
 
     // A bulk import: memories in batches, then indexed by the only chunk writer.
     const ids: string[] = [];
@@ -92,9 +93,13 @@ describe("planner statistics after a bulk import (embedded database)", () => {
     }
 
     // No call to the maintenance pass: the writes themselves make the statistics check run.
+    // Both tables: the vector leg's plan joins memories, and on a busy machine the chunks' analyse can
+    // land a pass before the memories' (the memories' row estimate then still says 16).
     const deadline = Date.now() + 20_000;
-    while (!(await lastAnalyzed("chunks")) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    const memoriesAnalyzed = async () => ((await lastAnalyzed("memories"))?.getTime() ?? 0) > memoriesBefore;
+    while (!((await lastAnalyzed("chunks")) && (await memoriesAnalyzed())) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
     expect(await lastAnalyzed("chunks")).not.toBeNull();
+    expect(await memoriesAnalyzed()).toBe(true);
     const [stats] = await h.database.sql.query<{ reltuples: number }>(`SELECT reltuples::int AS reltuples FROM pg_class WHERE relname = 'chunks'`);
     expect(stats!.reltuples).toBeGreaterThan(MEMORIES * 0.5);
 
