@@ -302,8 +302,10 @@ describe("a memory hard-deleted while a turn that recalled it runs", () => {
       await holder.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [chatSessionLockKey(sessionId)]);
       const run = runChatTurn(h.database, messageId);
       expect(await blockedBy(mover, holderPid, 20_000)).toBe(true);
-      // The move (its own scrub, drop-memory-copies.ts, ran on what was stored before the end writes).
+      // The move as batch-move-memories.ts makes it: the row locked FOR UPDATE first (lockMemoryRows),
+      // then moved (its own scrub, drop-memory-copies.ts, ran on what was stored before the end writes).
       await mover.query("BEGIN");
+      await mover.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [memoryId]);
       await mover.query("UPDATE memories SET hub_id = $2 WHERE id = $1", [memoryId, elsewhere]);
       await holder.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [chatSessionLockKey(sessionId)]);
       await blockedBy(holder, moverPid, 2_000);

@@ -572,17 +572,19 @@ async function saveToolCalls(turn: Turn): Promise<void> {
 }
 
 /**
- * Holds the memories `doc` names (SHARE, to the caller's commit) and returns those gone and those moved
- * out of the owner's reach. A turn writes what it read of them (titles, a recall's passages) while it
- * runs, and a hard delete or a move scrubs only what is stored when it commits: held, one under way
- * commits first (and what it took is scrubbed by scrubNamed), or waits and its own scrub
- * (drop-memory-copies.ts) finds what this writes. SHARE, not KEY SHARE: a move updates no key column.
+ * Holds the memories `doc` names (KEY SHARE, to the caller's commit) and returns those gone and those
+ * moved out of the owner's reach. A turn writes what it read of them (titles, a recall's passages)
+ * while it runs, and a hard delete or a move scrubs only what is stored when it commits: held, one
+ * under way commits first (and what it took is scrubbed by scrubNamed), or waits and its own scrub
+ * (drop-memory-copies.ts) finds what this writes. KEY SHARE is enough for a move too, which locks its
+ * rows FOR UPDATE before it writes (batch-move-memories.ts), and unlike SHARE it does not wait for, nor
+ * hold up, the ordinary writes of a memory (access counts, processing, edits).
  * Taken before the message row, as a delete or move locks the memory before its scrub locks the message.
  */
 async function holdNamedMemories(tx: Prisma.TransactionClient, turn: Turn, doc: unknown): Promise<{ gone: string[]; away: string[] }> {
   const named = [...namedMemoryIds(doc)].sort();
   if (named.length === 0) return { gone: [], away: [] };
-  const rows = await tx.$queryRaw<{ id: string; hub: string }[]>`SELECT id::text AS id, hub_id::text AS hub FROM memories WHERE id = ANY(${named}::uuid[]) ORDER BY id FOR SHARE`;
+  const rows = await tx.$queryRaw<{ id: string; hub: string }[]>`SELECT id::text AS id, hub_id::text AS hub FROM memories WHERE id = ANY(${named}::uuid[]) ORDER BY id FOR KEY SHARE`;
   // A statement of its own: it reads what the holders the lock waited for committed.
   const hubs = [...new Set(rows.map((row) => row.hub))];
   const readable = new Set(
