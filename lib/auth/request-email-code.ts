@@ -72,9 +72,20 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
     return live.map((row) => row.id);
   });
   const delivery = await sendMail(ctx.db, eligible ? codeMail(email, code) : noAccountMail(email), now);
+  if (delivery.status === "failed" && !delivery.undelivered) {
+    // The relay may have queued it (the connection broke after the message): the code stays, and so
+    // do the cooldown and the hour's count, or a relay that queues and then times out would let
+    // anyone mail an address without end.
+    throw new ApiError(
+      "unavailable",
+      `The mail server did not confirm the sign-in code; it may still arrive. Another can be requested in ${EMAIL_CODE_COOLDOWN_SECONDS} s`,
+      { retry_after: EMAIL_CODE_COOLDOWN_SECONDS },
+      { "Retry-After": String(EMAIL_CODE_COOLDOWN_SECONDS) },
+    );
+  }
   if (delivery.status === "failed") {
-    // A code that never left is no code: it spends neither the cooldown nor the hour's count the
-    // "try again later" below invites, nor ends the code the address had before it.
+    // A code that surely never left is no code: it spends neither the cooldown nor the hour's count
+    // the "try again later" below invites, nor ends the code the address had before it.
     await ctx.db.$transaction(async (tx) => {
       await lockForTransaction(tx, `email-code:${email}`);
       const { count } = await tx.emailSignInCode.deleteMany({ where: { id } });

@@ -38,6 +38,12 @@ export interface MailDelivery {
   transport: "smtp" | "outbox";
   status: "sent" | "logged" | "failed";
   error?: string;
+  /**
+   * With "failed": true when the message surely did not leave (the relay refused it, or it was never
+   * reached); false when the connection broke with the message handed over unanswered, which the relay
+   * may still have queued.
+   */
+  undelivered?: boolean;
 }
 
 const DEFAULT_FROM = "Engram <engram@localhost>";
@@ -100,8 +106,21 @@ export async function deliverMail(db: DbClient, row: { id: string }, message: Ma
     const reason = redacted({ ...message, text: error instanceof Error ? error.message : String(error) });
     console.error(`[mail] sending outbox ${row.id} failed: ${reason}`);
     await db.mailOutbox.update({ where: { id: row.id }, data: { error: redacted({ ...message, text: outboxError(error) }).slice(0, 1000) } });
-    return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox" };
+    return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox", undelivered: surelyUndelivered(error) };
   }
+}
+
+/**
+ * Whether a failed send surely did not deliver: the relay answered with a refusal (4xx/5xx, to the
+ * envelope or to the message), refused the credentials, or could not be reached at all. A timeout or
+ * a dropped connection may come after the message was handed over (nodemailer names every such
+ * break CONN, whatever the phase), so it is not sure.
+ */
+function surelyUndelivered(error: unknown): boolean {
+  const { code, responseCode, syscall } = (error ?? {}) as { code?: unknown; responseCode?: unknown; syscall?: unknown };
+  if (typeof responseCode === "number" && responseCode >= 400) return true;
+  if (code === "EAUTH" || code === "ENOAUTH" || code === "EDNS") return true;
+  return syscall === "connect" || syscall === "getaddrinfo";
 }
 
 /**

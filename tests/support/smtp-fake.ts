@@ -6,8 +6,12 @@ export interface Received {
   data: string;
 }
 
-/** A tiny SMTP server speaking just enough of RFC 5321 for nodemailer; `rejectRcpt` makes it refuse recipients. */
-export async function startSmtp(options: { rejectRcpt?: boolean } = {}) {
+/**
+ * A tiny SMTP server speaking just enough of RFC 5321 for nodemailer; `rejectRcpt` makes it refuse
+ * recipients, `dropAfterData` take the message and drop the connection before answering it (a relay
+ * that queued it, then timed out or crashed: the sender cannot tell whether it went).
+ */
+export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean } = {}) {
   const messages: Received[] = [];
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
@@ -29,6 +33,10 @@ export async function startSmtp(options: { rejectRcpt?: boolean } = {}) {
           inData = false;
           messages.push(current);
           current = { from: "", to: [], data: "" };
+          if (options.dropAfterData) {
+            socket.destroy();
+            return;
+          }
           socket.write("250 2.0.0 queued\r\n");
           continue;
         }
