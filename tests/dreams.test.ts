@@ -1461,6 +1461,34 @@ describe("a stale memory a member marks stable while the run writes", () => {
   }, 120_000);
 });
 
+describe("a stale memory a member moves to another hub while the run writes", () => {
+  /**
+   * The stale batch locked its memories in the run's hub but threw the locked set away, and its
+   * write-time check and archive went by id alone. A move leaves content_changed_at (staleness goes by
+   * it), so a memory moved to another hub after the scan was archived there, by a run of a hub it no
+   * longer belongs to, and the archive recorded in the old hub.
+   */
+  it("is not archived, and no archive of it is recorded in the run's hub", async () => {
+    const { hubId, ids } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const config = dreamConfig({ batchSize: 1 });
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    let moved: string | undefined;
+    const afterBatch = async (phase: string) => {
+      if (phase !== "stale" || moved) return;
+      const done = await h.db.dreamAction.findMany({ where: { runId, actionType: "archive" } });
+      moved = [ids.stale1, ids.stale2].find((id) => !done.some((a) => a.sourceMemoryIds.includes(id)))!;
+      const res = await owner.post("/v1/memories/batch-move", { ids: [moved], hub_id: owner.personalHubId });
+      expect(res.status, res.text).toBe(200);
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id: moved } })).hubId).toBe(owner.personalHubId);
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+    expect(moved).toBeDefined();
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: moved! } })).toMatchObject({ hubId: owner.personalHubId, state: "active" });
+    expect(await h.db.dreamAction.count({ where: { sourceMemoryIds: { has: moved! } } })).toBe(0);
+  }, 120_000);
+});
+
 describe("a run whose phase fails", () => {
   /**
    * A database error inside a phase, as a constraint or a lost connection raises it: here a trigger

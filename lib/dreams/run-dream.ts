@@ -466,17 +466,19 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
      ORDER BY m.content_changed_at, m.id LIMIT ${ctx.deps.config.maxStalePerRun}`;
   for (const batch of chunked(stale, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, at) => {
-      const ids = batch.map((row) => row.id);
-      await lockMemoryRows(tx, ids, [hubId]);
+      // Only the memories still in this hub are locked, and only those are written: a move to another hub
+      // since the scan leaves content_changed_at as it was, and the archive by id alone archived the
+      // memory in its new hub and recorded it in this one.
+      const locked = await lockMemoryRows(tx, batch.map((row) => row.id), [hubId]);
       // Only rows still stale at write time (a read, an edit or a member marking it stable since the scan saves them).
       const still = await tx.memory.findMany({
-        where: { id: { in: ids }, state: "active", accessCount: 0, lastAccessedAt: null, stability: { not: "stable" }, contentChangedAt: { lt: cutoff } },
+        where: { id: { in: locked }, hubId, state: "active", accessCount: 0, lastAccessedAt: null, stability: { not: "stable" }, contentChangedAt: { lt: cutoff } },
         select: { id: true },
       });
       const keep = new Set(still.map((row) => row.id));
       const archive = batch.filter((row) => keep.has(row.id));
       if (archive.length === 0) return;
-      const written = await tx.memory.updateManyAndReturn({ where: { id: { in: archive.map((row) => row.id) } }, data: { state: "archived", updatedAt: at }, select: { id: true, updatedAt: true } });
+      const written = await tx.memory.updateManyAndReturn({ where: { id: { in: archive.map((row) => row.id) }, hubId }, data: { state: "archived", updatedAt: at }, select: { id: true, updatedAt: true } });
       const archivedAt = new Map(written.map((row) => [row.id, row.updatedAt]));
       await tx.dreamAction.createMany({
         data: archive.map((row) => ({
