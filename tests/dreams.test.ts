@@ -1459,6 +1459,34 @@ describe("a stale memory a member marks stable while the run writes", () => {
     expect(await h.db.memory.findUniqueOrThrow({ where: { id: marked! } })).toMatchObject({ state: "active", stability: "stable" });
     expect(await h.db.dreamAction.count({ where: { runId, actionType: "archive", sourceMemoryIds: { has: marked! } } })).toBe(0);
   }, 120_000);
+
+  /**
+   * The phase counted every memory its scan found as an action, and left all of them out of the rest
+   * of the run, also the ones it spared at write time: the run's metrics claimed archives it never
+   * made, and its organize step skipped a memory still active and unsorted.
+   */
+  it("is neither counted as archived nor left out of the organize step", async () => {
+    const { hubId, ids } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const config = dreamConfig({ batchSize: 1 });
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    let marked: string | undefined;
+    let unsorted = 0;
+    const afterBatch = async (phase: string) => {
+      if (phase !== "stale") return;
+      // What the organize step has to consider once the stale phase is done: every active unsorted memory.
+      unsorted = await h.db.memory.count({ where: { hubId, state: "active", topicId: null } });
+      if (marked) return;
+      const done = await h.db.dreamAction.findMany({ where: { runId, actionType: "archive" } });
+      marked = [ids.stale1, ids.stale2].find((id) => !done.some((a) => a.sourceMemoryIds.includes(id)))!;
+      expect((await owner.patch(`/v1/memories/${marked}`, { stability: "stable" })).status).toBe(200);
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+    const metrics = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).phaseMetrics as Record<string, Record<string, number>>;
+    expect(await h.db.dreamAction.count({ where: { runId, actionType: "archive" } })).toBe(1);
+    expect(metrics.stale).toMatchObject({ candidates: 2, actions: 1 });
+    expect(metrics.organize!.candidates).toBe(unsorted);
+  }, 120_000);
 });
 
 describe("a stale memory a member moves to another hub while the run writes", () => {

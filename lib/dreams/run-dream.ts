@@ -464,6 +464,9 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
        AND m.content_changed_at < ${cutoff} AND m.created_at < ${cutoff}
        AND NOT EXISTS (SELECT 1 FROM dream_actions d WHERE d.hub_id = m.hub_id AND d.action_type = 'archive' AND d.source_memory_ids @> ARRAY[m.id])
      ORDER BY m.content_changed_at, m.id LIMIT ${ctx.deps.config.maxStalePerRun}`;
+  // Only what was archived counts, and only it leaves the rest of the run: one spared at write time is
+  // still active, and the organize step files it as any other.
+  const archivedIds: string[] = [];
   for (const batch of chunked(stale, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, at) => {
       // Only the memories still in this hub are locked, and only those are written: a move to another hub
@@ -480,6 +483,7 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
       if (archive.length === 0) return;
       const written = await tx.memory.updateManyAndReturn({ where: { id: { in: archive.map((row) => row.id) }, hubId }, data: { state: "archived", updatedAt: at }, select: { id: true, updatedAt: true } });
       const archivedAt = new Map(written.map((row) => [row.id, row.updatedAt]));
+      archivedIds.push(...written.map((row) => row.id));
       await tx.dreamAction.createMany({
         data: archive.map((row) => ({
           id: newId(at.getTime()),
@@ -497,8 +501,8 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
       });
     });
   }
-  forget(ctx.deps, stale.map((row) => row.id));
-  return { candidates: stale.length, actions: stale.length };
+  forget(ctx.deps, archivedIds);
+  return { candidates: stale.length, actions: archivedIds.length };
 }
 
 async function organizePhase(ctx: BatchContext, hubId: string) {
