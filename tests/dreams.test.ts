@@ -1588,6 +1588,31 @@ describe("a run whose phase fails", () => {
       await cleanUp();
     }
   }, 120_000);
+
+  /** Only the last try ends it: an earlier one leaves the run to Inngest's retry, under the same lease. */
+  it("under Inngest: an earlier try of a failing phase leaves the run running under its lease, for the retry", async () => {
+    const hubId = await failingHub();
+    try {
+      const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+      const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+      // Inngest's run id, the same for each step and retry of the function run: the lease's owner.
+      const functionRunId = `fn-${runId}`;
+      try {
+        const run = await new InngestTestEngine({
+          function: dreamRunFunction,
+          events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }],
+          transformCtx: (ctx) => mockCtx({ ...ctx, runId: functionRunId, attempt: 0, maxAttempts: 4 }),
+        }).execute();
+        expect(run.error).toBeDefined();
+      } finally {
+        logged.mockRestore();
+      }
+      expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", leaseOwner: `inngest-${functionRunId}`, error: null, finishedAt: null });
+      expect((await trigger(owner, hubId)).body.data).toMatchObject({ status: "already_running", run_id: runId });
+    } finally {
+      await cleanUp();
+    }
+  }, 120_000);
 });
 
 describe("an unsorted memory a member rewrites while the run works", () => {
