@@ -59,22 +59,28 @@ export const dreamRunFunction = inngest.createFunction(
     // onFailure: it would not know whether this function run still holds the lease). Left running, its
     // heartbeat went stale and the schedule sent it again, to fail the same way, while every trigger of
     // the hub answered `already_running` with it.
-    const failOnLastTry = async (db: Awaited<ReturnType<typeof getDatabase>>["prisma"], error: unknown) => {
+    // Everything a step does is inside its try, the database's first use included: a read before it that
+    // failed on the last try left the run running all the same.
+    const failOnLastTry = async (error: unknown) => {
       if (attempt + 1 < (maxAttempts ?? RETRIES + 1)) return;
       console.error(`[engram] dreams: run ${runId} failed on its last try`, error);
-      await failRun(db, runId, owner);
+      // The database may be what failed: then the run stays running for the schedule to resend, and the
+      // step fails with its own error rather than this one.
+      await getDatabase()
+        .then((database) => failRun(database.prisma, runId, owner))
+        .catch((failed: unknown) => console.error(`[engram] dreams: run ${runId} could not be ended failed`, failed));
     };
     let timedOut = false;
     let lost = false;
     for (const phase of DREAM_PHASES) {
       const outcome = await step.run(`phase-${phase}`, async () => {
-        const database = await getDatabase();
-        const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { phase: true } });
-        // Gone with its hub (a purge's cascade): nothing is left to run, and a retry would find the same.
-        if (!run) return "lost";
-        // A retried step whose phase already completed has nothing to do.
-        if (DREAM_PHASES.indexOf(run.phase as (typeof DREAM_PHASES)[number]) > DREAM_PHASES.indexOf(phase) || run.phase === "done") return "done";
         try {
+          const database = await getDatabase();
+          const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { phase: true } });
+          // Gone with its hub (a purge's cascade): nothing is left to run, and a retry would find the same.
+          if (!run) return "lost";
+          // A retried step whose phase already completed has nothing to do.
+          if (DREAM_PHASES.indexOf(run.phase as (typeof DREAM_PHASES)[number]) > DREAM_PHASES.indexOf(phase) || run.phase === "done") return "done";
           await runDreamPhase({ db: database.prisma, sql: database.sql, config }, runId, owner, phase, startedAt);
         } catch (error) {
           // Out of the run's budget: it ends partial_failed (the next run continues), as with the in-process worker.
@@ -82,7 +88,7 @@ export const dreamRunFunction = inngest.createFunction(
           // Its hub purged, or its lease taken over by a worker that found it stale: that one finishes
           // it, or nothing is left to finish. The in-process worker stops quietly the same way.
           if (error instanceof LostLeaseError) return "lost";
-          await failOnLastTry(database.prisma, error);
+          await failOnLastTry(error);
           throw error;
         }
         return "done";
@@ -93,12 +99,12 @@ export const dreamRunFunction = inngest.createFunction(
     }
     if (lost) return { status: "lost" as const };
     const status = await step.run("finish", async () => {
-      const database = await getDatabase();
       try {
+        const database = await getDatabase();
         return await finishDreamRun({ db: database.prisma, sql: database.sql, config }, runId, owner, timedOut);
       } catch (error) {
         if (error instanceof LostLeaseError) return "lost";
-        await failOnLastTry(database.prisma, error);
+        await failOnLastTry(error);
         throw error;
       }
     });

@@ -1613,6 +1613,35 @@ describe("a run whose phase fails", () => {
       await cleanUp();
     }
   }, 120_000);
+
+  /**
+   * The step read the run's row before its try: a database error there on the last try failed the
+   * step with the run left `running`, the very state the last try's handling is there to end.
+   */
+  it("under Inngest: the last try ends the run failed also when reading the run's row fails", async () => {
+    const hubId = await h.teamHub(owner);
+    const memory = (await owner.post("/v1/memories", { content: PLANTED.staging }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    await indexMemories(h.db, [memory]);
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    // The step's read of the run's phase fails as a database error does; the run's other columns still take writes.
+    await h.db.$executeRawUnsafe(`ALTER TABLE dream_runs RENAME COLUMN phase TO test_phase_hidden`);
+    try {
+      const run = await new InngestTestEngine({
+        function: dreamRunFunction,
+        events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }],
+        transformCtx: (ctx) => mockCtx({ ...ctx, attempt: 3, maxAttempts: 4 }),
+      }).execute();
+      expect(run.error).toBeDefined();
+    } finally {
+      await h.db.$executeRawUnsafe(`ALTER TABLE dream_runs RENAME COLUMN test_phase_hidden TO phase`);
+      logged.mockRestore();
+    }
+    const failed = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+    expect(failed.status).toBe("failed");
+    expect(failed.error).not.toMatch(/phase|column/);
+    expect((await trigger(owner, hubId)).body.data).toEqual({ status: "queued", run_id: expect.any(String) });
+  }, 120_000);
 });
 
 describe("an unsorted memory a member rewrites while the run works", () => {
