@@ -81,12 +81,14 @@ describe("a merged memory a member restored by hand", () => {
     expect(await h.db.memory.findUniqueOrThrow({ where: { id: older } })).toMatchObject({ state: "archived", supersededBy: newer });
     const restored = await owner.patch(`/v1/memories/${older}`, { state: "active" });
     expect(restored.status, restored.text).toBe(200);
+    // Active again, it is superseded by nothing (as the undo and a new push leave it): the restore kept
+    // the merge's superseded_by, and an active memory still named the one it was merged into.
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: older } })).toMatchObject({ state: "active", supersededBy: null });
     const second = await dream(hubId);
     expect(await h.db.dreamAction.count({ where: { runId: second, actionType: "merge" } })).toBe(0);
     expect(await state(older)).toBe("active");
 
-    // Archived again by hand: an undo of the old merge splits nothing (superseded_by, which a restore by
-    // PATCH leaves, did not tell the member's archive from the dream's).
+    // Archived again by hand: an undo of the old merge splits nothing (the member's archive is theirs).
     expect((await owner.patch(`/v1/memories/${older}`, { state: "archived" })).status).toBe(200);
     const merge = await h.db.dreamAction.findFirstOrThrow({ where: { runId: first, actionType: "merge" } });
     const undo = await owner.post(`/v1/dreams/actions/${merge.id}/undo`);
@@ -271,7 +273,7 @@ describe("a topic a dream creates, on the event stream", () => {
 describe("reopening a decided review whose archived side a member restored and archived again", () => {
   /**
    * Undoing a keep_a / keep_b brought the other side back whenever it was archived and still named the
-   * kept one (superseded_by, which a restore by PATCH leaves): a member's own later archive was undone.
+   * kept one (superseded_by, which a restore by PATCH left): a member's own later archive was undone.
    */
   it("reopens the review and leaves that memory archived", async () => {
     const hubId = await h.teamHub(owner);

@@ -92,7 +92,8 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
     await lockMemoryRows(tx, action.sourceMemoryIds, [action.hubId]);
     if (action.actionType === "merge") {
       // As for a stale archive below: only while the memory is as the merge left it. superseded_by alone
-      // did not tell, a restore by PATCH leaves it, and a member's later archive by hand was split.
+      // did not tell: a restore by PATCH left it (memories restored before it cleared it still have it),
+      // and a member's later archive by hand was split.
       const restored = await tx.memory.updateMany({
         where: { id: first!, hubId: action.hubId, state: "archived", supersededBy: second!, ...archivedWrite(action) },
         data: { state: "active", supersededBy: null, updatedAt: now },

@@ -127,6 +127,10 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         ...((input.stability !== undefined || stability !== memory.stability) && { stability }),
         ...(stabilityLocked !== memory.stabilityLocked && { stabilityLocked }),
         ...((input.state !== undefined || state !== memory.state) && { state }),
+        // superseded_by says why a memory is archived (a dream merged it, or a review kept the other):
+        // one back in use is superseded by nothing, as the undo and a new push leave it. Kept, it named
+        // the memory it was merged into for as long as it stayed active.
+        ...(state !== "archived" && memory.supersededBy !== null && { supersededBy: null }),
         ...(becomesLink && { extractedAt: null, extractionError: null }),
         // The old version's summary may quote what the edit took out; the summarise step writes the new one.
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
