@@ -1417,6 +1417,15 @@ describe("a merge pair a member changes while the run writes", () => {
     };
     expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
     const merges = await h.db.dreamAction.findMany({ where: { runId, actionType: "merge" } });
+    // The phase counts what it wrote, and leaves only what it archived out of the rest of the run: the
+    // organize step considers every memory unsorted at the scan but those the run archived (a member's
+    // archive since is not known to it). It counted every pair found and left every older side out.
+    const metrics = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).phaseMetrics as Record<string, Record<string, number>>;
+    expect(metrics.similar!.actions).toBe(await h.db.dreamAction.count({ where: { runId, actionType: { in: ["merge", "contradiction"] } } }));
+    const unsortedNow = await h.db.memory.count({ where: { hubId, topicId: null } });
+    const filed = await h.db.dreamAction.count({ where: { runId, actionType: "organize" } });
+    const archivedByRun = await h.db.dreamAction.count({ where: { runId, actionType: { in: ["merge", "archive"] } } });
+    expect(metrics.organize!.candidates).toBe(unsortedNow + filed - archivedByRun);
     return { pair: changed!, merges };
   }
 

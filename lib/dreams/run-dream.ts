@@ -305,6 +305,11 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   const hub = await ctx.deps.db.hub.findUniqueOrThrow({ where: { id: hubId }, select: { id: true, name: true } });
   const rewrites = await rewriteMerges(ctx, final.filter((a) => a.type === "merge"));
   const rewritten: string[] = [];
+  // What the batches wrote: a pair a member changed since the scan is written by none of them, and
+  // counted as an action or left out of the rest of the run (its older side still active), it made the
+  // metrics claim merges never made and the organize step skip a memory it should file.
+  const mergedAway: string[] = [];
+  let written = 0;
   for (const batch of chunked(final, ctx.deps.config.batchSize)) {
     await commitBatch(ctx, async (tx, now) => {
       // Every memory of the batch, locked in id order before the first write (see lockMemoryRows): a
@@ -382,6 +387,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         });
       }
       if (rows.length) await tx.dreamAction.createMany({ data: rows });
+      written += rows.length;
+      mergedAway.push(...archived.keys());
       // Last in the transaction: the notifications' events hold a lock until commit.
       const reviews = rows.flatMap((row) =>
         row.actionType === "contradiction"
@@ -395,10 +402,10 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   }
   // A rewritten kept memory has an edit pending now: like any such memory (readMemories), the rest of
   // the run leaves it out rather than file it by its old text's vectors, as a resumed run would.
-  forget(ctx.deps, [...final.filter((a) => a.type === "merge").map((a) => a.older.id), ...rewritten]);
+  forget(ctx.deps, [...mergedAway, ...rewritten]);
   // Rewritten memories are chunked and embedded again, like any content edit.
   for (const id of rewritten) afterMemoryWrite({ id, hubId, processingStatus: "pending" });
-  return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: final.length, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
+  return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: written, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
 }
 
 type MergeRewrite = { content: string; original: string; originalHash: string; model: string } | { skipped: string };
