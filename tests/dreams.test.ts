@@ -1675,6 +1675,12 @@ describe("an unsorted memory a member rewrites while the run works", () => {
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: ids.frontUnsorted1 } })).topicId).toBeNull();
     // The other, unchanged, is filed as before.
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: ids.frontUnsorted2 } })).topicId).toBe(frontendTopic);
+    // The phase counts what it filed and created, not what it planned: the memory it left was counted as filed.
+    const metrics = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).phaseMetrics as Record<string, Record<string, number>>;
+    expect(metrics.organize).toMatchObject({
+      actions: await h.db.dreamAction.count({ where: { runId, actionType: "organize" } }),
+      topics_created: await h.db.topic.count({ where: { hubId, createdBy: null } }),
+    });
   }, 120_000);
 });
 

@@ -537,6 +537,10 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   for (const created of plan.create) created.memoryIds.forEach((memoryId, i) => moves.push({ memoryId, topicId: null, newTopic: created.name, first: i === 0 }));
   const createdIds = new Map<string, string>();
   const changedAt = new Map(memories.map((m) => [m.id, m.contentChangedAt]));
+  // What the batches filed and created, not what the plan asked for: a memory changed since the scan,
+  // a cluster without room for its topic or one a member's topic took are counted by neither.
+  let filed = 0;
+  let topicsCreated = 0;
   // Organize writes are cheap per row: larger batches, fewer transactions.
   for (const batch of chunked(moves, ctx.deps.config.batchSize * 5)) {
     await commitBatch(ctx, async (tx, now) => {
@@ -608,12 +612,14 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
         });
       }
       await insertOrganizeActions(tx, ctx.runId, hubId, actions);
+      filed += actions.length;
+      topicsCreated += newTopics.length;
       // Last, as emitEvent asks. A topic created through the API is announced, and so is the undo that
       // deletes a dream's: without this a client keeping the tree by the stream never heard of it.
       await emitEvent(tx, newTopics.map((id) => ({ type: "topic.changed" as const, hubId, actorId: null, entityId: id })));
     });
   }
-  return { candidates: unsorted.length, actions: moves.length, topics_created: plan.create.length, load_ms: Math.round(t1 - t0), cluster_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
+  return { candidates: unsorted.length, actions: filed, topics_created: topicsCreated, load_ms: Math.round(t1 - t0), cluster_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
 }
 
 /**
