@@ -473,6 +473,26 @@ describe("schema and migrations agree", () => {
     expect(await db.customBoardCardVersion.findUnique({ where: { id: versionLive.id } })).toEqual(versionLive);
   });
 
+  test("the backfill clears superseded_by of memories a PATCH restored before a restore cleared it; archived ones keep it", async () => {
+    const db = database.prisma;
+    const now = new Date("2026-11-20T10:00:00.000Z");
+    const user = await db.user.create({ data: { id: newId(), email: "superseded@example.test", name: "S", createdAt: now, updatedAt: now } });
+    const hub = await db.hub.create({ data: { id: newId(), name: "S", slug: "superseded-hub", hubType: "team", ownerId: user.id, createdAt: now, updatedAt: now } });
+    const memory = (title: string, state: string, supersededBy: string | null) =>
+      db.memory.create({
+        data: { id: newId(), hubId: hub.id, ownerId: user.id, title, content: title, contentType: "text", contentHash: createHash("sha256").update(title).digest("hex"), kind: "semantic", stability: "stable", boundary: "private", state, supersededBy, source: "api", createdAt: now, updatedAt: now },
+      });
+    const kept = await memory("Kept", "active", null);
+    const restored = await memory("Restored by PATCH", "active", kept.id);
+    const merged = await memory("Still merged", "archived", kept.id);
+
+    await database.sql.exec(readFileSync(path.join(process.cwd(), "prisma/migrations/20261201050000_clear_active_superseded_by/migration.sql"), "utf8"));
+
+    expect(await db.memory.findUniqueOrThrow({ where: { id: restored.id } })).toEqual({ ...restored, supersededBy: null });
+    expect(await db.memory.findUniqueOrThrow({ where: { id: merged.id } })).toEqual(merged);
+    expect(await db.memory.findUniqueOrThrow({ where: { id: kept.id } })).toEqual(kept);
+  });
+
   test("the backfill drops the titles existing rows quote of memories deleted before the delete-time clean-up of titles", async () => {
     const db = database.prisma;
     const now = new Date("2026-11-20T10:00:00.000Z");
