@@ -37,6 +37,20 @@ async function staleMemory(hubId: string, content: string): Promise<string> {
   return res.body.data.id;
 }
 
+/** Two notes written ten days ago a minute apart (the first the older), indexed: a pair for the next run. */
+async function pairOfNotes(hubId: string, contents: [string, string]): Promise<string[]> {
+  const ids: string[] = [];
+  for (const [i, content] of contents.entries()) {
+    const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+    expect(res.status, res.text).toBe(201);
+    ids.push(res.body.data.id);
+    const at = new Date(Date.now() - 10 * DAY + i * 60_000);
+    await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
+  }
+  await indexMemories(h.db, ids);
+  return ids;
+}
+
 const state = async (id: string) => (await h.db.memory.findUniqueOrThrow({ where: { id } })).state;
 
 describe("a stale memory a member restored by hand", () => {
@@ -66,15 +80,7 @@ describe("a merged memory a member restored by hand", () => {
    */
   it("is not merged into the same memory again by a later run", async () => {
     const hubId = await h.teamHub(owner);
-    const ids: string[] = [];
-    for (const [i, content] of ["Use pnpm, not npm, for installing dependencies in the web repo.", "In the web repo we install dependencies with pnpm instead of npm."].entries()) {
-      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
-      expect(res.status, res.text).toBe(201);
-      ids.push(res.body.data.id);
-      const at = new Date(Date.now() - 10 * DAY + i * 60_000);
-      await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
-    }
-    await indexMemories(h.db, ids);
+    const ids = await pairOfNotes(hubId, ["Use pnpm, not npm, for installing dependencies in the web repo.", "In the web repo we install dependencies with pnpm instead of npm."]);
     const [older, newer] = [ids[0]!, ids[1]!];
     const first = await dream(hubId);
     expect(await h.db.dreamAction.count({ where: { runId: first, actionType: "merge" } })).toBe(1);
@@ -277,15 +283,7 @@ describe("reopening a decided review whose archived side a member restored and a
    */
   it("reopens the review and leaves that memory archived", async () => {
     const hubId = await h.teamHub(owner);
-    const ids: string[] = [];
-    for (const [i, content] of ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."].entries()) {
-      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
-      expect(res.status, res.text).toBe(201);
-      ids.push(res.body.data.id);
-      const at = new Date(Date.now() - 10 * DAY + i * 60_000);
-      await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
-    }
-    await indexMemories(h.db, ids);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
     const runId = await dream(hubId);
     const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
     const loser = review.sourceMemoryIds[0]!;

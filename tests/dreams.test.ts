@@ -1446,27 +1446,42 @@ describe("a merge pair a member changes while the run writes", () => {
   }, 120_000);
 });
 
+/**
+ * A run of a seeded hub, one memory a batch: after the stale phase's first batch, `change` is made to
+ * the stale memory it has not archived yet. Returns that memory, and how many active unsorted memories
+ * the hub had once the stale phase was done (what the organize step has to consider).
+ */
+async function changeStaleAfterFirstBatch(change: (id: string) => Promise<void>): Promise<{ runId: string; changed: string; unsorted: number }> {
+  const { hubId, ids } = await seedHub();
+  const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+  const config = dreamConfig({ batchSize: 1 });
+  expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+  let changed: string | undefined;
+  let unsorted = 0;
+  const afterBatch = async (phase: string) => {
+    if (phase !== "stale") return;
+    unsorted = await h.db.memory.count({ where: { hubId, state: "active", topicId: null } });
+    if (changed) return;
+    const done = await h.db.dreamAction.findMany({ where: { runId, actionType: "archive" } });
+    changed = [ids.stale1, ids.stale2].find((id) => !done.some((a) => a.sourceMemoryIds.includes(id)))!;
+    await change(changed);
+  };
+  expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+  expect(changed).toBeDefined();
+  return { runId, changed: changed!, unsorted };
+}
+
 describe("a stale memory a member marks stable while the run writes", () => {
   /**
    * The stale phase checked again at write time that a memory was still active, unread and unchanged,
    * but not that it was still not `stable`: one a member marked stable after the scan was archived.
    */
   it("is not archived", async () => {
-    const { hubId, ids } = await seedHub();
-    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
-    const config = dreamConfig({ batchSize: 1 });
-    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
-    let marked: string | undefined;
-    const afterBatch = async (phase: string) => {
-      if (phase !== "stale" || marked) return;
-      const done = await h.db.dreamAction.findMany({ where: { runId, actionType: "archive" } });
-      marked = [ids.stale1, ids.stale2].find((id) => !done.some((a) => a.sourceMemoryIds.includes(id)))!;
-      expect((await owner.patch(`/v1/memories/${marked}`, { stability: "stable" })).status).toBe(200);
-    };
-    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
-    expect(marked).toBeDefined();
-    expect(await h.db.memory.findUniqueOrThrow({ where: { id: marked! } })).toMatchObject({ state: "active", stability: "stable" });
-    expect(await h.db.dreamAction.count({ where: { runId, actionType: "archive", sourceMemoryIds: { has: marked! } } })).toBe(0);
+    const { runId, changed: marked } = await changeStaleAfterFirstBatch(async (id) => {
+      expect((await owner.patch(`/v1/memories/${id}`, { stability: "stable" })).status).toBe(200);
+    });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: marked } })).toMatchObject({ state: "active", stability: "stable" });
+    expect(await h.db.dreamAction.count({ where: { runId, actionType: "archive", sourceMemoryIds: { has: marked } } })).toBe(0);
   }, 120_000);
 
   /**
@@ -1475,22 +1490,9 @@ describe("a stale memory a member marks stable while the run writes", () => {
    * made, and its organize step skipped a memory still active and unsorted.
    */
   it("is neither counted as archived nor left out of the organize step", async () => {
-    const { hubId, ids } = await seedHub();
-    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
-    const config = dreamConfig({ batchSize: 1 });
-    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
-    let marked: string | undefined;
-    let unsorted = 0;
-    const afterBatch = async (phase: string) => {
-      if (phase !== "stale") return;
-      // What the organize step has to consider once the stale phase is done: every active unsorted memory.
-      unsorted = await h.db.memory.count({ where: { hubId, state: "active", topicId: null } });
-      if (marked) return;
-      const done = await h.db.dreamAction.findMany({ where: { runId, actionType: "archive" } });
-      marked = [ids.stale1, ids.stale2].find((id) => !done.some((a) => a.sourceMemoryIds.includes(id)))!;
-      expect((await owner.patch(`/v1/memories/${marked}`, { stability: "stable" })).status).toBe(200);
-    };
-    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+    const { runId, unsorted } = await changeStaleAfterFirstBatch(async (id) => {
+      expect((await owner.patch(`/v1/memories/${id}`, { stability: "stable" })).status).toBe(200);
+    });
     const metrics = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).phaseMetrics as Record<string, Record<string, number>>;
     expect(await h.db.dreamAction.count({ where: { runId, actionType: "archive" } })).toBe(1);
     expect(metrics.stale).toMatchObject({ candidates: 2, actions: 1 });
@@ -1506,23 +1508,13 @@ describe("a stale memory a member moves to another hub while the run writes", ()
    * longer belongs to, and the archive recorded in the old hub.
    */
   it("is not archived, and no archive of it is recorded in the run's hub", async () => {
-    const { hubId, ids } = await seedHub();
-    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
-    const config = dreamConfig({ batchSize: 1 });
-    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
-    let moved: string | undefined;
-    const afterBatch = async (phase: string) => {
-      if (phase !== "stale" || moved) return;
-      const done = await h.db.dreamAction.findMany({ where: { runId, actionType: "archive" } });
-      moved = [ids.stale1, ids.stale2].find((id) => !done.some((a) => a.sourceMemoryIds.includes(id)))!;
-      const res = await owner.post("/v1/memories/batch-move", { ids: [moved], hub_id: owner.personalHubId });
+    const { changed: moved } = await changeStaleAfterFirstBatch(async (id) => {
+      const res = await owner.post("/v1/memories/batch-move", { ids: [id], hub_id: owner.personalHubId });
       expect(res.status, res.text).toBe(200);
-      expect((await h.db.memory.findUniqueOrThrow({ where: { id: moved } })).hubId).toBe(owner.personalHubId);
-    };
-    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
-    expect(moved).toBeDefined();
-    expect(await h.db.memory.findUniqueOrThrow({ where: { id: moved! } })).toMatchObject({ hubId: owner.personalHubId, state: "active" });
-    expect(await h.db.dreamAction.count({ where: { sourceMemoryIds: { has: moved! } } })).toBe(0);
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).hubId).toBe(owner.personalHubId);
+    });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: moved } })).toMatchObject({ hubId: owner.personalHubId, state: "active" });
+    expect(await h.db.dreamAction.count({ where: { sourceMemoryIds: { has: moved } } })).toBe(0);
   }, 120_000);
 });
 
