@@ -3,6 +3,7 @@ import type { RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { DbClient } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
 import { sendMail, type MailMessage } from "@/lib/mail/send-mail.ts";
 import { isCliRedirectUri } from "@/lib/oauth/cli-client.ts";
@@ -46,14 +47,8 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
   const id = newId(now.getTime());
   const replaced = await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${email}`);
-    const recent = await tx.emailSignInCode.findMany({
-      where: { email, createdAt: { gt: new Date(now.getTime() - 3_600_000) } },
-      orderBy: { createdAt: "desc" },
-      select: { createdAt: true },
-    });
-    const wait = recent[0] ? Math.ceil((recent[0].createdAt.getTime() + EMAIL_CODE_COOLDOWN_SECONDS * 1000 - now.getTime()) / 1000) : 0;
-    if (wait > 0 || recent.length >= EMAIL_CODES_PER_HOUR) {
-      const retryAfter = wait > 0 ? wait : Math.ceil((recent[recent.length - 1]!.createdAt.getTime() + 3_600_000 - now.getTime()) / 1000);
+    const retryAfter = await nextCodeIn(tx, email, now);
+    if (retryAfter > 0) {
       throw new ApiError("rate_limited", `Another code for this address can be sent in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
     }
     // Only the newest code works.
@@ -75,12 +70,13 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
   if (delivery.status === "failed" && !delivery.undelivered) {
     // The relay may have queued it (the connection broke after the message): the code stays, and so
     // do the cooldown and the hour's count, or a relay that queues and then times out would let
-    // anyone mail an address without end.
+    // anyone mail an address without end. The wait as the limits count it now, after the send's timeouts.
+    const retryAfter = Math.max(1, await nextCodeIn(ctx.db, email, new Date()));
     throw new ApiError(
       "unavailable",
-      `The mail server did not confirm the sign-in code; it may still arrive. Another can be requested in ${EMAIL_CODE_COOLDOWN_SECONDS} s`,
-      { retry_after: EMAIL_CODE_COOLDOWN_SECONDS },
-      { "Retry-After": String(EMAIL_CODE_COOLDOWN_SECONDS) },
+      `The mail server did not confirm the sign-in code; it may still arrive. Another can be requested in ${retryAfter} s`,
+      { retry_after: retryAfter },
+      { "Retry-After": String(retryAfter) },
     );
   }
   if (delivery.status === "failed") {
@@ -101,6 +97,19 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
     // Either way: a code only for accounts would tell them apart (verify refuses an address without one).
     ...(devReturn && { dev_code: code }),
   };
+}
+
+/** Seconds until the address may be sent another code (0: now): one a cooldown, EMAIL_CODES_PER_HOUR an hour. */
+async function nextCodeIn(db: DbClient, email: string, at: Date): Promise<number> {
+  const recent = await db.emailSignInCode.findMany({
+    where: { email, createdAt: { gt: new Date(at.getTime() - 3_600_000) } },
+    orderBy: { createdAt: "desc" },
+    select: { createdAt: true },
+  });
+  const cooldown = recent[0] ? Math.ceil((recent[0].createdAt.getTime() + EMAIL_CODE_COOLDOWN_SECONDS * 1000 - at.getTime()) / 1000) : 0;
+  // The hour's count full, the wait is until its first code is an hour old, however short the cooldown left.
+  const hour = recent.length >= EMAIL_CODES_PER_HOUR ? Math.ceil((recent[recent.length - 1]!.createdAt.getTime() + 3_600_000 - at.getTime()) / 1000) : 0;
+  return Math.max(0, cooldown, hour);
 }
 
 function codeMail(email: string, code: string): MailMessage {

@@ -9,15 +9,17 @@ export interface Received {
 /**
  * A tiny SMTP server speaking just enough of RFC 5321 for nodemailer; `rejectRcpt` makes it refuse
  * recipients, `dropAfterData` take the message and drop the connection before answering it (a relay
- * that queued it, then timed out or crashed: the sender cannot tell whether it went).
+ * that queued it, then timed out or crashed: the sender cannot tell whether it went), `silent` accept
+ * connections and never greet (a relay that hangs: the sender gives up before any message).
  */
-export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean } = {}) {
+export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean; silent?: boolean } = {}) {
   const messages: Received[] = [];
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.setEncoding("utf8");
+    if (options.silent) return;
     socket.write("220 smtp.test ESMTP ready\r\n");
     let buffer = "";
     let inData = false;
