@@ -278,6 +278,10 @@ describe("the per-user cap of 500 configs", () => {
     const full = await ann.put("/v1/configs", { ...file, file_path: "AGENTS.md", content: "one too many" });
     expect(full.status, full.text).toBe(409);
     expect(full.body.error).toMatchObject({ code: "conflict", details: { limit: 500 } });
+    // A name that could never be stored is said first, not the full account.
+    const wide = String.fromCodePoint(0x4e00).repeat(512);
+    const unstorable = await ann.put("/v1/configs", { ...file, file_path: wide, scope: `project:${wide}`, content: "x" });
+    expect([unstorable.status, unstorable.body.error.code]).toEqual([400, "invalid_request"]);
     // Pushing over an expired deletion record is a new file again, so it needs a slot as well.
     const revived = await ann.put("/v1/configs", { ...file, agent: "old-agent", file_path: "gone-0.md", content: "back" });
     expect(revived.status, revived.text).toBe(409);

@@ -83,9 +83,10 @@ export async function upsertConfig(ctx: AuthContext, input: UpsertConfigBody) {
     let config;
     let created = false;
     let unchanged = false;
+    // A name that cannot be stored is the first thing to say, before a full account.
+    if (!existing) assertNewKeyFits(input);
     if (!existing || !countsTowardCap(existing, now)) await assertRoomForConfig(tx, ctx.user.id, now);
     if (!existing) {
-      assertNewKeyFits(input);
       config = await tx.agentConfig.create({
         data: {
           id: newId(now.getTime()),
