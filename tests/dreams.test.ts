@@ -1676,6 +1676,36 @@ describe("an unsorted memory a member rewrites while the run works", () => {
   }, 120_000);
 });
 
+describe("a new topic's cluster whose every memory a member rewrites while the run works", () => {
+  /**
+   * The organize batch created a cluster's topic before it knew whether any of its memories would
+   * still be filed: when none was (each rewritten since the scan), the topic stayed, empty, recorded
+   * by no action, so no undo could remove it.
+   */
+  it("leaves no empty topic behind", async () => {
+    const { hubId, ids } = await seedHub();
+    const runId = (await trigger(owner, hubId)).body.data.run_id as string;
+    const config = dreamConfig({ batchSize: 1 });
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    let edited = false;
+    const afterBatch = async (phase: string) => {
+      if (phase !== "similar" || edited) return;
+      edited = true;
+      for (const key of ["k8s1", "k8s2", "k8s3", "k8s4"] as const) {
+        expect((await owner.patch(`/v1/memories/${ids[key]}`, { content: `${PLANTED[key]} (rewritten: ${key})` })).status).toBe(200);
+      }
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+    expect(edited).toBe(true);
+    // Every topic the run made holds what it was made for, and each is recorded by an action an undo can find.
+    const made = await h.db.topic.findMany({ where: { hubId, createdBy: null }, select: { id: true, _count: { select: { memories: true } } } });
+    expect(made.filter((topic) => topic._count.memories === 0)).toEqual([]);
+    for (const topic of made) expect(await h.db.dreamAction.count({ where: { runId, toTopicId: topic.id, createdTopic: true } })).toBe(1);
+    const metrics = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).phaseMetrics as Record<string, Record<string, number>>;
+    expect(metrics.organize!.topics_created).toBe(made.length);
+  }, 120_000);
+});
+
 describe("a contradiction whose side is deleted while the run writes", () => {
   /**
    * The excerpts of both sides were read before the batches: a side hard-deleted between that read and

@@ -612,11 +612,19 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
         });
       }
       await insertOrganizeActions(tx, ctx.runId, hubId, actions);
+      // A topic made in this batch that no filing claimed (each of its memories changed or moved since
+      // the scan) would stay empty and recorded by no action, so no undo could remove it: it goes, and a
+      // later batch of the same cluster makes it afresh.
+      if (created.size > 0) {
+        await tx.topic.deleteMany({ where: { id: { in: [...created] } } });
+        for (const [cluster, id] of createdIds) if (created.has(id)) createdIds.delete(cluster);
+      }
+      const kept = newTopics.filter((id) => !created.has(id));
       filed += actions.length;
-      topicsCreated += newTopics.length;
+      topicsCreated += kept.length;
       // Last, as emitEvent asks. A topic created through the API is announced, and so is the undo that
       // deletes a dream's: without this a client keeping the tree by the stream never heard of it.
-      await emitEvent(tx, newTopics.map((id) => ({ type: "topic.changed" as const, hubId, actorId: null, entityId: id })));
+      await emitEvent(tx, kept.map((id) => ({ type: "topic.changed" as const, hubId, actorId: null, entityId: id })));
     });
   }
   return { candidates: unsorted.length, actions: filed, topics_created: topicsCreated, load_ms: Math.round(t1 - t0), cluster_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
