@@ -19,5 +19,8 @@ export async function takeMemoriesToResend(db: Db, config: Pick<ProcessingConfig
     data: { processingQueuedAt: now },
     select: { id: true },
   });
-  return taken.map((row) => row.id);
+  // In the order the queue gave them (oldest first): the update returns its rows in whatever order it
+  // wrote them, which on PostgreSQL is not that one.
+  const took = new Set(taken.map((row) => row.id));
+  return ids.filter((id) => took.has(id));
 }
