@@ -1518,6 +1518,21 @@ describe("a stale memory a member moves to another hub while the run writes", ()
   }, 120_000);
 });
 
+/** One try of the dream function under Inngest's test engine, at the attempt given; it must fail (its error log muted). */
+async function failingTry(hubId: string, runId: string, at: { attempt: number; maxAttempts: number; runId?: string }): Promise<void> {
+  const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+  try {
+    const run = await new InngestTestEngine({
+      function: dreamRunFunction,
+      events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }],
+      transformCtx: (ctx) => mockCtx({ ...ctx, ...at }),
+    }).execute();
+    expect(run.error).toBeDefined();
+  } finally {
+    logged.mockRestore();
+  }
+}
+
 describe("a run whose phase fails", () => {
   /**
    * A database error inside a phase, as a constraint or a lost connection raises it: here a trigger
@@ -1569,17 +1584,7 @@ describe("a run whose phase fails", () => {
     const hubId = await failingHub();
     try {
       const runId = (await trigger(owner, hubId)).body.data.run_id as string;
-      const logged = vi.spyOn(console, "error").mockImplementation(() => {});
-      try {
-        const run = await new InngestTestEngine({
-          function: dreamRunFunction,
-          events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }],
-          transformCtx: (ctx) => mockCtx({ ...ctx, attempt: 3, maxAttempts: 4 }),
-        }).execute();
-        expect(run.error).toBeDefined();
-      } finally {
-        logged.mockRestore();
-      }
+      await failingTry(hubId, runId, { attempt: 3, maxAttempts: 4 });
       const failed = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
       expect(failed.status).toBe("failed");
       expect(failed.error).not.toMatch(/internal_table|secret_column/);
@@ -1595,19 +1600,9 @@ describe("a run whose phase fails", () => {
     const hubId = await failingHub();
     try {
       const runId = (await trigger(owner, hubId)).body.data.run_id as string;
-      const logged = vi.spyOn(console, "error").mockImplementation(() => {});
       // Inngest's run id, the same for each step and retry of the function run: the lease's owner.
       const functionRunId = `fn-${runId}`;
-      try {
-        const run = await new InngestTestEngine({
-          function: dreamRunFunction,
-          events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }],
-          transformCtx: (ctx) => mockCtx({ ...ctx, runId: functionRunId, attempt: 0, maxAttempts: 4 }),
-        }).execute();
-        expect(run.error).toBeDefined();
-      } finally {
-        logged.mockRestore();
-      }
+      await failingTry(hubId, runId, { runId: functionRunId, attempt: 0, maxAttempts: 4 });
       expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "running", leaseOwner: `inngest-${functionRunId}`, error: null, finishedAt: null });
       expect((await trigger(owner, hubId)).body.data).toMatchObject({ status: "already_running", run_id: runId });
     } finally {
