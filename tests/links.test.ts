@@ -1,12 +1,16 @@
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { blobStore, setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { currentFetchPolicy, DEFAULT_FETCH_POLICY, isBlockedAddress, safeFetch, setLinkFetchPolicyForTests, type FetchPolicy } from "@/lib/links/safe-fetch.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { dispatch } from "./support/router.ts";
 
 /**
  * Link memories and the SSRF guard. Every server here listens on 127.0.0.1;
@@ -366,6 +370,35 @@ describe("link memories", () => {
     expect(memory.content).toMatch(/Notes kept by the studio[^]*Cone six celadon: feldspar, silica, whiting and kaolin\./);
     expect(memory.content).not.toContain("script text");
   }, 60_000);
+
+  it("a link pushed to a file memory's source_path drops the file and reads the page, not the old file", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const blobDir = mkdtempSync(path.join(tmpdir(), "engram-link-blobs-"));
+    setBlobStore(new LocalBlobStore(blobDir));
+    try {
+      const sourcePath = "docs/kiln.md";
+      const bytes = Buffer.from("Old kiln notes kept as a file: fire slowly.");
+      const intent = (await ann.post("/v1/uploads", { filename: "kiln.txt", content_type: "text/plain", size_bytes: bytes.length, purpose: "memory_attachment" })).body.data;
+      const put = await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(bytes) }));
+      expect(put.status).toBe(200);
+      const file = await ann.post("/v1/memories", { content: "", source_path: sourcePath, file_ref: { ...intent.file_ref, sha256: createHash("sha256").update(bytes).digest("hex") } });
+      expect(file.status, file.text).toBe(201);
+      await processed(file.body.data.id);
+
+      const link = await ann.post("/v1/memories", { content: `http://127.0.0.1:${sitePort}/article?from=file`, content_type: "link", source_path: sourcePath });
+      expect(link.status, link.text).toBe(200);
+      expect(link.body.data).toMatchObject({ id: file.body.data.id, content_type: "link", state: "processing" });
+      const memory = await processed(file.body.data.id);
+      expect(memory).toMatchObject({ content_type: "link", processing_error: null, attachments: [], title: expect.stringMatching(/^Kiln maintenance guide v\d$/) });
+      expect(memory.content).toContain("Let the kiln cool");
+      expect(memory.content).not.toContain("fire slowly");
+      // The replaced original is no longer referenced: its bytes go, as a replaced file's do.
+      expect(await blobStore().then((store) => store.head(intent.file_ref.object_key))).toBeNull();
+    } finally {
+      setBlobStore(undefined);
+      rmSync(blobDir, { recursive: true, force: true });
+    }
+  });
 
   it("refuses a link whose content is not an http(s) URL", async () => {
     const res = await ann.post("/v1/memories", { content: "ftp://example.test/file", content_type: "link" });

@@ -6,7 +6,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { hubMembersLockKey, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
-import type { Memory } from "@/lib/db/generated/client.ts";
+import { Prisma, type Memory } from "@/lib/db/generated/client.ts";
 import { newId } from "@/lib/ids.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
 import { inferContentType } from "@/lib/processing/infer-content-type.ts";
@@ -133,7 +133,8 @@ ${input.content}`) : contentHash(input.content);
         let replaced: string[] = [];
         let memory: Memory;
         if (file) ({ memory, replaced } = await replaceFile(tx, existing, input, file, hash, now));
-        else memory = link ? await refetchLink(tx, existing, input, hash, now) : await reingest(tx, existing, input, hash, now, glosses);
+        else if (link) ({ memory, replaced } = await refetchLink(tx, existing, input, hash, now));
+        else memory = await reingest(tx, existing, input, hash, now, glosses);
         if (memory !== existing) await emitEvent(tx, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
         return { memory, created: false, replaced };
       }
@@ -348,15 +349,27 @@ export function linkUrlOrThrow(content: string): string {
   return url.toString();
 }
 
-/** The same link again: fetch it afresh (new version, back to `processing`). */
-async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBody, hash: string, now: Date): Promise<Memory> {
+/**
+ * The same link again, or a link pushed to a memory's source_path: fetch it afresh (new version, back to
+ * `processing`). A file memory there gives up its file: while it kept its file_ref the extract step read
+ * the old file instead of the page, and the memory held a link's type over the file's text. Returns the
+ * dropped originals' object keys, removed after the commit (as replaceFile's).
+ */
+async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBody, hash: string, now: Date): Promise<{ memory: Memory; replaced: string[] }> {
+  const hadFile = existing.fileRef !== null;
+  const replaced = hadFile ? await detachUploads(tx, { memoryId: { in: [existing.id] } }) : [];
+  if (hadFile) await tx.attachment.deleteMany({ where: { memoryId: existing.id } });
   const memory = await tx.memory.update({
     where: { id: existing.id },
     data: {
       content: input.content,
       contentHash: hash,
       contentType: "link",
-      ...(input.title !== undefined && { title: input.title, titleDerived: false }),
+      ...(hadFile && { fileRef: Prisma.DbNull }),
+      ...(input.title !== undefined
+        ? { title: input.title, titleDerived: false }
+        : // A title that was the old file's name follows the page, as a pushed link's does; a chosen one stays.
+          hadFile && existing.title === (existing.fileRef as { filename?: string }).filename && { title: input.content.slice(0, 200), titleDerived: true }),
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
       ...readAgain(now),
@@ -364,8 +377,8 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
   });
   // A URL may be megabytes long: unchecked, pushing a long one again under a short one's source_path
   // grew stored content past the quotas with no limit but the memory count.
-  await assertGrowth(tx, existing, input.content);
-  return memory;
+  await assertGrowth(tx, existing, input.content, -Number(existing.attachmentBytes));
+  return { memory, replaced };
 }
 
 /** A link or file memory's source changed: a new version, back to `processing` until its text is read again. */
