@@ -400,6 +400,32 @@ describe("link memories", () => {
     }
   });
 
+  it("a file memory is not PATCHed into a link: it would keep its file and never fetch the page", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const blobDir = mkdtempSync(path.join(tmpdir(), "engram-link-blobs-"));
+    setBlobStore(new LocalBlobStore(blobDir));
+    try {
+      const bytes = Buffer.from("Kiln log kept as a file: the last firing took ten hours.");
+      const intent = (await ann.post("/v1/uploads", { filename: "log.txt", content_type: "text/plain", size_bytes: bytes.length, purpose: "memory_attachment" })).body.data;
+      expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(bytes) }))).status).toBe(200);
+      const url = `http://127.0.0.1:${sitePort}/article?from=file-patch`;
+      const file = await ann.post("/v1/memories", { content: url, file_ref: { ...intent.file_ref, sha256: createHash("sha256").update(bytes).digest("hex") } });
+      expect(file.status, file.text).toBe(201);
+      const before = await processed(file.body.data.id);
+      for (const body of [{ content_type: "link" }, { content_type: "link", content: url }]) {
+        const res = await ann.patch(`/v1/memories/${before.id}`, body);
+        expect(res.status, res.text).toBe(400);
+        expect(res.body.error.details.issues[0].path).toBe("content_type");
+      }
+      const after = (await ann.get(`/v1/memories/${before.id}`)).body.data;
+      expect(after).toMatchObject({ content_type: "file", version: before.version, state: "active" });
+      expect(after.attachments).toHaveLength(1);
+    } finally {
+      setBlobStore(undefined);
+      rmSync(blobDir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses a link whose content is not an http(s) URL", async () => {
     const res = await ann.post("/v1/memories", { content: "ftp://example.test/file", content_type: "link" });
     expect(res.status).toBe(400);

@@ -70,6 +70,13 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
       issues: [{ path: "content_type", message: "this memory has no uploaded file" }],
     });
   }
+  // And the other way: the extract step reads a memory's file whenever it has one, so a file memory made a
+  // link kept its file's text under a link's type and its page was never fetched.
+  if (input.content_type === "link" && memory.fileRef !== null && memory.contentType !== "link") {
+    throw new ApiError("invalid_request", 'A memory made from an upload cannot become a link; push the link as a memory of its own', {
+      issues: [{ path: "content_type", message: "this memory has an uploaded file" }],
+    });
+  }
   const hash = input.content !== undefined ? contentHash(input.content) : memory.contentHash;
   const contentChanged = hash !== memory.contentHash;
   const needsStoredText = input.content === undefined && (input.hint !== undefined || input.content_type !== undefined);
