@@ -430,4 +430,16 @@ describe("link memories", () => {
     const res = await ann.post("/v1/memories", { content: "ftp://example.test/file", content_type: "link" });
     expect(res.status).toBe(400);
   });
+
+  it("refuses a link whose content is a URL with more text after it, rather than fetching the URL the text was folded into", async () => {
+    // The URL parser drops newlines and tabs and escapes spaces: "…/kiln\nnotes" read as "…/kilnnotes".
+    for (const content of ["https://example.test/kiln\nnotes on firing", "https://example.test/kiln notes", "https://example.test/kiln\tnotes"]) {
+      const res = await ann.post("/v1/memories", { content, content_type: "link" });
+      expect(res.status, content).toBe(400);
+      expect(res.body.error.details.issues[0].path).toBe("content");
+    }
+    const padded = await ann.post("/v1/memories", { content: "  https://example.test/kiln-padded\n", content_type: "link" });
+    expect(padded.status, padded.text).toBe(201);
+    expect(padded.body.data.source_path).toBe("https://example.test/kiln-padded");
+  });
 });

@@ -336,6 +336,9 @@ export function linkUrlOrThrow(content: string): string {
   const text = content.trim();
   let url: URL;
   try {
+    // The URL parser drops newlines and tabs and escapes spaces: "…/page\nnotes" would be read as the
+    // page "…/pagenotes", the text folded into the address fetched and kept as source_path.
+    if (/\s/.test(text)) throw new Error("whitespace");
     url = new URL(text);
   } catch {
     throw new ApiError("invalid_request", "A link's content must be one http(s) URL", { issues: [{ path: "content", message: "not a URL" }] });
