@@ -122,6 +122,16 @@ describe("POST /v1/ask without a chat model (extractive)", () => {
     expect((await ann.post("/v1/ask", { query: "deploy", limit: 0 })).status).toBe(400);
   });
 
+  it("takes a limit past recall's maximum as recall does: clamped to it, not refused as \"not an integer\"", async () => {
+    for (const limit of [51, 5001, 1_000_000]) {
+      const asked = await ann.post("/v1/ask", { query: "how do we roll back a bad deploy?", limit });
+      expect(asked.status, `${limit}: ${asked.text}`).toBe(200);
+      expect(asked.body.data.sources.length).toBeGreaterThan(0);
+      expect((await ann.post("/v1/recall", { query: "how do we roll back a bad deploy?", limit })).status).toBe(200);
+    }
+    expect((await ann.post("/v1/ask", { query: "deploy", limit: 2.5 })).body.error.details.issues[0].message).toBe("limit must be an integer");
+  });
+
   it("streams sources, deltas and done through Memax's SDK askStream", async () => {
     const { Memax } = await loadMemaxSdk();
     const events = await askStream(sdkFor(Memax, ann), "which command restarts the api pods?");

@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { uuidField } from "@/lib/ids.ts";
-import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
+import { MAX_QUERY_CHARS, recallBodySchema } from "@/lib/recall/recall-fields.ts";
 
 export const askBodySchema = z.object({
   query: z.string().trim().min(1, "query must not be empty").max(MAX_QUERY_CHARS, `query is at most ${MAX_QUERY_CHARS} characters`),
   // null is the default too, as for recall: Memax's CLI sends it for a --limit that is not a number (parseInt's NaN in JSON).
-  limit: z.int("limit must be an integer").min(1, "limit must be at least 1").max(RECALL_MAX_LIMIT * 100).nullish(),
+  // Recall's own field: more than it returns is clamped there (RECALL_MAX_LIMIT), as recall clamps it, not refused.
+  limit: recallBodySchema.shape.limit,
   topic_id: uuidField("topic_id must be a topic id").optional(),
   no_rerank: z.boolean().optional(),
   locale: z.string().max(16).optional(),
