@@ -431,13 +431,23 @@ describe("link memories", () => {
     expect(res.status).toBe(400);
   });
 
-  it("refuses a link whose content is a URL with more text after it, rather than fetching the URL the text was folded into", async () => {
+  it("keeps a push labelled link whose content is a URL with more text after it as text, rather than fetching the URL the text was folded into", async () => {
     // The URL parser drops newlines and tabs and escapes spaces: "…/kiln\nnotes" read as "…/kilnnotes".
+    // Memax's CLI labels any one-line push starting with http(s):// a link, so the note is kept, with a warning.
     for (const content of ["https://example.test/kiln\nnotes on firing", "https://example.test/kiln notes", "https://example.test/kiln\tnotes"]) {
       const res = await ann.post("/v1/memories", { content, content_type: "link" });
-      expect(res.status, content).toBe(400);
-      expect(res.body.error.details.issues[0].path).toBe("content");
+      expect(res.status, content).toBe(201);
+      expect(res.body.data.content_type, content).not.toBe("link");
+      expect(res.body.data.source_path ?? null, content).toBeNull();
+      expect(res.headers.get("x-engram-warning"), content).toContain('content_type "link" ignored');
+      const got = await ann.get(`/v1/memories/${res.body.data.id}`);
+      expect(got.body.data.content).toBe(content);
     }
+    // A link PATCHed onto a memory is explicit: its content must be one URL.
+    const note = await ann.post("/v1/memories", { content: "kiln firing schedule notes" });
+    const patched = await ann.patch(`/v1/memories/${note.body.data.id}`, { content: "https://example.test/kiln more", content_type: "link" });
+    expect(patched.status).toBe(400);
+    expect(patched.body.error.details.issues[0].path).toBe("content");
     const padded = await ann.post("/v1/memories", { content: "  https://example.test/kiln-padded\n", content_type: "link" });
     expect(padded.status, padded.text).toBe(201);
     expect(padded.body.data.source_path).toBe("https://example.test/kiln-padded");
