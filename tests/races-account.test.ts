@@ -596,3 +596,55 @@ describe("a key deleted or revoked while a request with it refreshes its last_us
     }
   });
 });
+
+describe("an e-mail code ended between its check and its spend", () => {
+  /**
+   * Verify checked the code in one transaction and spent it in another, after the account's claim:
+   * a fifth wrong try, or a new code's request, committed in between ended the code, and the right
+   * code already checked was answered 401. Here verify's claim waits on the user's row, held by a
+   * second connection, while the other request runs.
+   */
+  const interferences = {
+    "a fifth wrong try": async (email: string, code: string) => {
+      const res = await h.anonymous.post("/v1/auth/email/verify", { email, code: code === "000000" ? "000001" : "000000" });
+      expect(res.status).toBe(401);
+    },
+    "a new code's request": async (email: string) => {
+      const res = await h.anonymous.post("/v1/auth/email/request", { email });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    },
+  };
+  for (const [name, interfere] of Object.entries(interferences)) {
+    it.skipIf(!testPostgres())(`${name} after the right code was checked leaves its sign-in to go through`, async () => {
+      process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+      const user = await h.user(`Checked${name.length}`);
+      await h.db.user.update({ where: { id: user.id }, data: { emailUnverified: true } });
+      const code = (await h.anonymous.post("/v1/auth/email/request", { email: user.email })).body.data.dev_code as string;
+      const wrong = code === "000000" ? "000001" : "000000";
+      for (let i = 0; i < 4; i++) expect((await h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: wrong })).status).toBe(401);
+      // Past the cooldown, so a new code may be asked for.
+      await h.db.emailSignInCode.updateMany({ where: { email: user.email }, data: { createdAt: new Date(Date.now() - 61_000) } });
+      const side = new pg.Client({ connectionString: h.url! });
+      await side.connect();
+      let verified: Promise<ApiResponse> | undefined;
+      try {
+        await side.query("BEGIN");
+        await side.query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE", [user.id]);
+        verified = h.anonymous.post("/v1/auth/email/verify", { email: user.email, code });
+        for (let waited = 0; ; waited += 20) {
+          const { rows } = await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+          if (rows[0].n > 0) break;
+          if (waited > 20_000) throw new Error("verify's claim never waited for the user's row");
+          await sleep(20);
+        }
+        await interfere(user.email, code);
+      } finally {
+        await side.query("ROLLBACK").catch(() => {});
+        await side.end();
+      }
+      const res = await verified!;
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(await h.db.oAuthGrant.count({ where: { userId: user.id, revokedAt: null } })).toBe(1);
+    });
+  }
+});

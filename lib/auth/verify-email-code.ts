@@ -3,6 +3,8 @@ import type { RequestContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { Db } from "@/lib/db/database.ts";
+import type { EmailSignInCode } from "@/lib/db/generated/client.ts";
 import { insertConsent } from "@/lib/oauth/approve-consent.ts";
 import { redirectWith } from "@/lib/oauth/authorize-request.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
@@ -15,6 +17,8 @@ import { EMAIL_CODE_MAX_ATTEMPTS, emailCodeHash, type VerifyEmailCodeBody } from
 import { claimAccount } from "./claim-account.ts";
 import { signUpOpen } from "./sign-up.ts";
 
+type VerifyEmailCodeResult = TokenResponse | { status: "ok"; code: string; redirect: string; user_id: string };
+
 const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has expired; ask for a new one");
 
 /**
@@ -23,10 +27,12 @@ const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has e
  * when sign-up is open (when closed, its code is answered as a wrong one). The answer is the token pair, or, when the code was asked
  * for with a redirect_uri, a single-use code for /v1/auth/exchange and the redirect to send it to.
  * Wrong codes count: the fifth burns the code. A code works once, even when two verifies race.
- * A right code is spent only in the transaction that makes the grant (and its tokens): an attempt
- * failing before then (the database busy, a conflict) leaves it for the retry.
+ * A right code is spent in the transaction that checks it, under the address's lock, so nothing
+ * that commits after the check (a fifth wrong try, a newer code's request) can end it before the
+ * sign-in; an attempt failing after that (the database busy, a conflict) gives it back for the retry,
+ * unless a newer code was asked for meanwhile.
  */
-export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCodeBody, origin: string): Promise<TokenResponse | { status: "ok"; code: string; redirect: string; user_id: string }> {
+export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCodeBody, origin: string): Promise<VerifyEmailCodeResult> {
   const { email } = input;
   const now = ctx.now();
   const secret = await serverSecret(ctx.db);
@@ -44,10 +50,32 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
       await tx.emailSignInCode.update({ where: { id: latest.id }, data: { attempts, ...(attempts >= EMAIL_CODE_MAX_ATTEMPTS && { consumedAt: now }) } });
       return null;
     }
+    await tx.emailSignInCode.update({ where: { id: latest.id }, data: { consumedAt: now } });
     return latest;
   });
   if (!row) throw wrongCode();
+  try {
+    return await signInWithCode(ctx, email, row, origin, now);
+  } catch (error) {
+    await giveCodeBack(ctx.db, row, now).catch((restoreError: unknown) => console.error("[auth] giving back an e-mail code after a failed sign-in failed", restoreError));
+    throw error;
+  }
+}
 
+/**
+ * A spent code whose sign-in failed works again for the retry, as if never tried: only while it is
+ * the address's newest (a newer code, sent or on its way, replaces it).
+ */
+async function giveCodeBack(db: Db, row: EmailSignInCode, spentAt: Date): Promise<void> {
+  await db.$transaction(async (tx) => {
+    await lockForTransaction(tx, `email-code:${row.email}`);
+    const newer = await tx.emailSignInCode.count({ where: { email: row.email, id: { not: row.id }, createdAt: { gte: row.createdAt } } });
+    if (newer > 0) return;
+    await tx.emailSignInCode.updateMany({ where: { id: row.id, consumedAt: spentAt }, data: { consumedAt: null } });
+  });
+}
+
+async function signInWithCode(ctx: RequestContext, email: string, row: EmailSignInCode, origin: string, now: Date): Promise<VerifyEmailCodeResult> {
   let user = await ctx.db.user.findUnique({ where: { email } });
   if (!user) {
     // Its account deleted since the check above.
@@ -75,10 +103,6 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
   };
   const signedIn = { id: user.id, email: user.email, name: user.name };
   return ctx.db.$transaction(async (tx) => {
-    // Spent here or not at all: of two verifies racing with it, the second waits for the first's
-    // commit and then finds it spent (or, the first rolled back, spends it itself).
-    const { count } = await tx.emailSignInCode.updateMany({ where: { id: row.id, consumedAt: null, expiresAt: { gt: now } }, data: { consumedAt: now } });
-    if (count === 0) throw wrongCode();
     // The same grant a consented `memax login` gets: every hub, read and write.
     const code = await insertConsent(tx, signedIn, request, { hubIds: null, write: true }, [], now);
     if (row.redirectUri) return { status: "ok" as const, code, redirect: redirectWith(row.redirectUri, { code }), user_id: signedIn.id };
