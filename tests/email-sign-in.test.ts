@@ -107,6 +107,35 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: ivy.email, code: again.code })).status).toBe(200);
   });
 
+  it("while a new code's mail is still being sent, the code before it keeps working; once it was handed over, only the new one does", async () => {
+    const lea = await h.user("Lea");
+    const leo = await h.user("Leo");
+    const first = [(await requestCode(lea.email)).code!, (await requestCode(leo.email)).code!];
+    await h.db.emailSignInCode.updateMany({ where: { email: { in: [lea.email, leo.email] } }, data: { createdAt: new Date(Date.now() - 61_000) } });
+    let answer!: () => void;
+    const slow = await startSmtp({ answerDataWhen: new Promise<void>((resolve) => (answer = resolve)) });
+    process.env.SMTP_URL = slow.url;
+    try {
+      const pending = [lea, leo].map((user) => h.anonymous.post("/v1/auth/email/request", { email: user.email }));
+      for (let waited = 0; slow.messages.length < 2; waited += 20) {
+        if (waited > 10_000) throw new Error("the slow relay never got both messages");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The relay has the new mails and has not answered yet: Lea's earlier code still signs her in.
+      const early = await h.anonymous.post("/v1/auth/email/verify", { email: lea.email, code: first[0] });
+      expect(early.status, JSON.stringify(early.body)).toBe(200);
+      answer();
+      for (const res of await Promise.all(pending)) expect(res.status, JSON.stringify(res.body)).toBe(200);
+      // Handed over: Leo's earlier code is ended, the new one in the mail works.
+      const newCode = codeIn(slow.messages.find((m) => m.to.join().includes(leo.email))!.data)!;
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: leo.email, code: first[1] })).status).toBe(401);
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: leo.email, code: newCode })).status).toBe(200);
+    } finally {
+      process.env.SMTP_URL = smtp.url;
+      await slow.close();
+    }
+  });
+
   it("a code the mail server may have taken (the connection dropped after the message) stays, and so do its limits", async () => {
     const jo = await h.user("Jo");
     // Four codes earlier this hour: the unsure one is the hour's fifth, so the next can come only

@@ -27,7 +27,7 @@ export function emailCodesReturned(): boolean {
  * address with no account on a server closed to sign-ups is mailed that it has none, with no code:
  * the same work and the same answer (a mail server's refusal included) as for an account, so
  * neither the answer nor its timing tells whether one exists; only the mailbox's owner learns it.
- * A newer code replaces the older one. Without SMTP_URL no code could arrive, so e-mail sign-in is
+ * A newer code replaces the older one once its mail was handed to the relay. Without SMTP_URL no code could arrive, so e-mail sign-in is
  * off (403), unless ENGRAM_EMAIL_CODE_DEV_RETURN=1 puts it in the answer.
  */
 export async function requestEmailCode(ctx: RequestContext, input: RequestEmailCodeBody) {
@@ -45,15 +45,15 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
   const secret = await serverSecret(ctx.db);
   const eligible = signUpOpen() || (await ctx.db.user.findUnique({ where: { email }, select: { id: true } })) !== null;
   const id = newId(now.getTime());
-  const replaced = await ctx.db.$transaction(async (tx) => {
+  await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${email}`);
     const retryAfter = await nextCodeIn(tx, email, now);
     if (retryAfter > 0) {
       throw new ApiError("rate_limited", `Another code for this address can be sent in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
     }
-    // Only the newest code works.
-    const live = await tx.emailSignInCode.findMany({ where: { email, consumedAt: null }, select: { id: true } });
-    await tx.emailSignInCode.updateMany({ where: { id: { in: live.map((row) => row.id) } }, data: { consumedAt: now } });
+    // Written ended (consumed_at set) until its mail was handed to the relay: the address's earlier
+    // code stays the one that works while the send waits on a slow relay (up to its timeouts), and
+    // the row already counts for the cooldown and the hour, so two requests at once send one mail.
     await tx.emailSignInCode.create({
       data: {
         id,
@@ -61,13 +61,25 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
         codeHash: emailCodeHash(secret, email, code),
         redirectUri: input.redirect_uri ?? null,
         expiresAt: new Date(now.getTime() + EMAIL_CODE_TTL_SECONDS * 1000),
+        consumedAt: now,
         createdAt: now,
       },
     });
-    return live.map((row) => row.id);
   });
   const delivery = await sendMail(ctx.db, eligible ? codeMail(email, code) : noAccountMail(email), now);
-  if (delivery.status === "failed" && !delivery.undelivered) {
+  if (delivery.status === "failed" && delivery.undelivered) {
+    // A code that surely never left is no code: it spends neither the cooldown nor the hour's count
+    // the "try again later" below invites, and the code the address had before it still works.
+    await ctx.db.emailSignInCode.deleteMany({ where: { id } });
+    throw new ApiError("unavailable", "The mail server did not accept the sign-in code; try again later");
+  }
+  // Handed over (or maybe, see below): only the newest code works from now on.
+  await ctx.db.$transaction(async (tx) => {
+    await lockForTransaction(tx, `email-code:${email}`);
+    await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null, id: { not: id } }, data: { consumedAt: new Date() } });
+    await tx.emailSignInCode.updateMany({ where: { id, consumedAt: now }, data: { consumedAt: null } });
+  });
+  if (delivery.status === "failed") {
     // The relay may have queued it (the connection broke after the message): the code stays, and so
     // do the cooldown and the hour's count, or a relay that queues and then times out would let
     // anyone mail an address without end. The wait as the limits count it now, after the send's timeouts.
@@ -78,16 +90,6 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
       { retry_after: retryAfter },
       { "Retry-After": String(retryAfter) },
     );
-  }
-  if (delivery.status === "failed") {
-    // A code that surely never left is no code: it spends neither the cooldown nor the hour's count
-    // the "try again later" below invites, nor ends the code the address had before it.
-    await ctx.db.$transaction(async (tx) => {
-      await lockForTransaction(tx, `email-code:${email}`);
-      const { count } = await tx.emailSignInCode.deleteMany({ where: { id } });
-      if (count) await tx.emailSignInCode.updateMany({ where: { id: { in: replaced }, consumedAt: now }, data: { consumedAt: null } });
-    });
-    throw new ApiError("unavailable", "The mail server did not accept the sign-in code; try again later");
   }
   return {
     status: "sent" as const,

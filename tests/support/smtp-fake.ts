@@ -10,9 +10,10 @@ export interface Received {
  * A tiny SMTP server speaking just enough of RFC 5321 for nodemailer; `rejectRcpt` makes it refuse
  * recipients, `dropAfterData` take the message and drop the connection before answering it (a relay
  * that queued it, then timed out or crashed: the sender cannot tell whether it went), `silent` accept
- * connections and never greet (a relay that hangs: the sender gives up before any message).
+ * connections and never greet (a relay that hangs: the sender gives up before any message),
+ * `answerDataWhen` take the message and answer it only once that promise settles (a slow relay).
  */
-export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean; silent?: boolean } = {}) {
+export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean; silent?: boolean; answerDataWhen?: Promise<unknown> } = {}) {
   const messages: Received[] = [];
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
@@ -38,6 +39,10 @@ export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?:
           if (options.dropAfterData) {
             socket.destroy();
             return;
+          }
+          if (options.answerDataWhen) {
+            void options.answerDataWhen.finally(() => socket.write("250 2.0.0 queued\r\n"));
+            continue;
           }
           socket.write("250 2.0.0 queued\r\n");
           continue;
