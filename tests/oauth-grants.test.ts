@@ -188,3 +188,31 @@ describe("a consent limited to some hubs", () => {
     expect(row.grant).toMatchObject({ hubIds: [team, other], allHubs: false });
   });
 });
+
+describe("the connected-apps list", () => {
+  // It answered 100 a page by default; decisions.md's lists answer 20 unless asked for more (max 100).
+  it("answers 20 by default, at most 100, in cursor pages", async () => {
+    const ivy = await h.user("Ivy");
+    const clients = Array.from({ length: 11 }, (_, i) => ({ id: `ec_list_${ivy.id}_${i}`, name: `List app ${i}`, redirectUris: ["https://app.example/cb"], kind: "registered" }));
+    await h.db.oAuthClient.createMany({ data: clients });
+    const start = Date.now() - 60_000;
+    const grants = clients.flatMap((client, c) =>
+      Array.from({ length: 10 }, (_, g) => ({ id: newId(), userId: ivy.id, clientId: client.id, hubIds: [], allHubs: true, scope: "read", resource: "http://engram.test/mcp", createdAt: new Date(start + c * 10 + g) })),
+    );
+    await h.db.oAuthGrant.createMany({ data: grants });
+    await h.db.oAuthCode.createMany({
+      data: grants.map((grant) => ({ codeHash: `list-${grant.id}`, grantId: grant.id, redirectUri: "https://app.example/cb", codeChallenge: "x", resource: grant.resource, expiresAt: new Date(Date.now() + 600_000) })),
+    });
+    const first = await ivy.get("/v1/auth/oauth-grants");
+    expect(first.status).toBe(200);
+    expect(first.body.data.grants).toHaveLength(20);
+    expect(first.body.data.has_more).toBe(true);
+    const second = await ivy.get(`/v1/auth/oauth-grants?cursor=${encodeURIComponent(first.body.data.next_cursor)}`);
+    expect(second.body.data.grants).toHaveLength(20);
+    expect(second.body.data.grants[0].id).not.toBe(first.body.data.grants[0].id);
+    const clamped = await ivy.get("/v1/auth/oauth-grants?limit=500");
+    expect(clamped.body.data.grants).toHaveLength(100);
+    expect(clamped.body.data.has_more).toBe(true);
+    expect((await ivy.get("/v1/auth/oauth-grants?limit=0")).body.error.code).toBe("invalid_limit");
+  });
+});

@@ -8,8 +8,6 @@ import type { Prisma } from "@/lib/db/generated/client.ts";
 import type { ListQuery } from "@/lib/hubs/hub-fields.ts";
 import { isUuid } from "@/lib/ids.ts";
 
-/** One default page: the dashboard lists the connected apps without a cursor. */
-const DEFAULT_GRANT_PAGE = 100;
 const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
 /**
@@ -35,7 +33,7 @@ export async function listGrants(ctx: Pick<AuthContext, "db" | "user" | "credent
   if (ctx.credential.hubIds !== null) {
     throw new ApiError("forbidden", "This API key is limited to some hubs; listing the account's connected apps needs a key for the whole account");
   }
-  const limit = parseLimit(query.limit, DEFAULT_GRANT_PAGE);
+  const limit = parseLimit(query.limit);
   const secret = await serverSecret(ctx.db);
   const after = query.cursor ? decodeCursor(secret, "oauth-grants", ctx.user.id, query.cursor, positionSchema) : undefined;
   const rows = await ctx.db.oAuthGrant.findMany({
