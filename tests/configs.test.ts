@@ -290,6 +290,55 @@ describe("the per-user cap of 500 configs", () => {
   });
 });
 
+describe("the per-user cap on stored config bytes", () => {
+  // 500 files x 50 kept versions x 512 KiB could be stored for one account (12.5 GiB): every version
+  // kept, of live files and of deleted ones while restorable, now counts toward one cap.
+  it("refuses a write past it (413 quota_exceeded), allows one that stores no more, and counts restores and persona restores too", async () => {
+    process.env.ENGRAM_QUOTA_USER_CONFIG_BYTES = "100k";
+    try {
+      const bea = await h.user("ByteCapped");
+      const kib = (n: number, fill = "a") => fill.repeat(n * 1024);
+      expect((await bea.put("/v1/configs", { ...file, file_path: "a.md", content: kib(40) })).status).toBe(201);
+      expect((await bea.put("/v1/configs", { ...file, file_path: "b.md", content: kib(40) })).status).toBe(201);
+      const over = await bea.put("/v1/configs", { ...file, file_path: "c.md", content: kib(30) });
+      expect(over.status, JSON.stringify(over.body.error)).toBe(413);
+      expect(over.body.error).toMatchObject({ code: "quota_exceeded", details: { resource: "config_bytes", limit: 100 * 1024, used: 80 * 1024, requested: 30 * 1024 } });
+      expect(await h.db.agentConfig.count({ where: { ownerId: bea.id, filePath: "c.md" } })).toBe(0);
+      // A new version of a file adds to its history: refused as well, the file left as it was.
+      const edited = await bea.put("/v1/configs", { ...file, file_path: "a.md", content: kib(30, "b") });
+      expect(edited.status).toBe(413);
+      expect((await bea.get("/v1/configs?limit=10")).body.data.configs.find((c: { file_path: string }) => c.file_path === "a.md").version).toBe(1);
+      // What fits still goes in.
+      const c = await bea.put("/v1/configs", { ...file, file_path: "c.md", content: kib(15) });
+      expect(c.status).toBe(201);
+      // A deleted file keeps its bytes while restorable; its restore adds a version and needs room.
+      const b = (await bea.get("/v1/configs?limit=10")).body.data.configs.find((c: { file_path: string }) => c.file_path === "b.md");
+      expect((await bea.delete(`/v1/configs/${b.id}`)).status).toBe(200);
+      const restored = await bea.post("/v1/configs/restore", { agent: file.agent, file_path: "b.md", scope: "global" });
+      expect(restored.status, JSON.stringify(restored.body.error)).toBe(413);
+      // A persona restore writes a version too.
+      const soul = await bea.put("/v1/configs", { ...file, file_path: "SOUL.md", content: "# Sage" });
+      expect(soul.status).toBe(201);
+      expect((await bea.put("/v1/configs", { ...file, file_path: "SOUL.md", content: "# Sage 2" })).status).toBe(200);
+      await h.db.$executeRawUnsafe(`UPDATE agent_config_versions SET content = '# Sage' || repeat('z', 4096) WHERE config_id = $1::uuid AND version = 1`, soul.body.data.id);
+      const back = await bea.post(`/v1/personas/${soul.body.data.id}/revisions/1/restore`, {});
+      expect(back.status, JSON.stringify(back.body.error)).toBe(413);
+      // Past the cap (lowered), a write that leaves the total no larger still goes: c.md's history is
+      // full, so its next version drops the oldest (15 KiB).
+      const configId = c.body.data.id as string;
+      await h.db.agentConfigVersion.createMany({ data: Array.from({ length: 49 }, (_, i) => ({ id: randomUUID(), configId, version: i + 2, content: `v${i + 2}`, contentHash: sha(`v${i + 2}`) })) });
+      await h.db.agentConfig.update({ where: { id: configId }, data: { version: 50, content: "v50", contentHash: sha("v50") } });
+      process.env.ENGRAM_QUOTA_USER_CONFIG_BYTES = "10k";
+      expect((await bea.put("/v1/configs", { ...file, file_path: "SOUL.md", content: "# Sage 3" })).status).toBe(413);
+      const smaller = await bea.put("/v1/configs", { ...file, file_path: "c.md", content: "v51" });
+      expect(smaller.status, JSON.stringify(smaller.body.error)).toBe(200);
+      expect(smaller.body.data.version).toBe(51);
+    } finally {
+      delete process.env.ENGRAM_QUOTA_USER_CONFIG_BYTES;
+    }
+  });
+});
+
 describe("deletion records past their retention", () => {
   it("are purged by the periodic prune with their versions and device states; restorable ones and live files stay", async () => {
     const ann = await h.user("Purged");

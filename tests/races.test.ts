@@ -1268,3 +1268,25 @@ describe("background processing's sweeps (Inngest)", () => {
     expect(sent.sort()).toEqual([...ids].sort());
   });
 });
+
+describe("config writes of one account at once against its byte cap", () => {
+  // Edits, not new files: creations are already serialised by the per-user count's lock.
+  it("ten files edited at once, room for three new versions: three are stored, and the account ends within its cap", async () => {
+    process.env.ENGRAM_QUOTA_USER_CONFIG_BYTES = "100k";
+    try {
+      const cai = await h.user("ConfigBytes");
+      for (let i = 0; i < 10; i++) expect((await cai.put("/v1/configs", { agent: "claude-code", file_path: `notes-${i}.md`, scope: "global", content: "x" })).status).toBe(201);
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => cai.put("/v1/configs", { agent: "claude-code", file_path: `notes-${i}.md`, scope: "global", content: String(i).repeat(30 * 1024) })),
+      );
+      expect(results.map((r) => r.status).sort((a, b) => a - b)).toEqual([200, 200, 200, ...Array(7).fill(413)]);
+      const [row] = await h.database.sql.query<{ bytes: number }>(
+        "SELECT COALESCE(SUM(octet_length(v.content)), 0)::int AS bytes FROM agent_config_versions v JOIN agent_configs c ON c.id = v.config_id WHERE c.owner_id = $1",
+        [cai.id],
+      );
+      expect(row!.bytes).toBe(10 + 3 * 30 * 1024);
+    } finally {
+      delete process.env.ENGRAM_QUOTA_USER_CONFIG_BYTES;
+    }
+  });
+});

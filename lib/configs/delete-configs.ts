@@ -71,7 +71,7 @@ export async function restoreConfig(ctx: AuthContext, input: RestoreConfigBody) 
     });
     if (updated.count !== 1) throw new ApiError("conflict", "This config changed meanwhile; list deleted configs again");
     const row = await tx.agentConfig.findUniqueOrThrow({ where: { id: target.id } });
-    await recordVersion(tx, row, input.device_id ?? null, now);
+    await recordVersion(tx, ctx.user.id, row, input.device_id ?? null, now);
     // No device base is recorded: a device whose own copy differs gets a conflict, never a silent overwrite.
     return row;
   });

@@ -4,6 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
+import { configBytesLimit } from "@/lib/quotas/quota-limits.ts";
 import { DELETED_RETENTION_DAYS, MAX_CONFIG_BYTES, MAX_CONFIG_KEY_BYTES, MAX_CONFIGS_PER_USER, MAX_DEVICES_PER_CONFIG, MAX_VERSIONS_KEPT, type UpsertConfigBody } from "./config-fields.ts";
 import { serializeConfig } from "./serialize-config.ts";
 
@@ -113,7 +114,7 @@ export async function upsertConfig(ctx: AuthContext, input: UpsertConfigBody) {
         data: { content: input.content, contentHash: hash, sizeBytes: size, version: existing.version + 1, deletedAt: null, contentExpiresAt: null, updatedAt: now },
       });
     }
-    if (!unchanged) await recordVersion(tx, config, input.device_id ?? null, now);
+    if (!unchanged) await recordVersion(tx, ctx.user.id, config, input.device_id ?? null, now);
     if (input.device_id) {
       await recordDeviceSync(tx, config.id, input.device_id, { version: config.version, hash, localPath: input.local_path ?? null }, now);
     }
@@ -122,18 +123,52 @@ export async function upsertConfig(ctx: AuthContext, input: UpsertConfigBody) {
   return { config: serializeConfig(config), created };
 }
 
+/**
+ * Stores a new version of an owner's config (and prunes past MAX_VERSIONS_KEPT), held to the owner's
+ * byte cap (configBytesLimit) on every version kept. Every path that stores content comes here (PUT,
+ * restore, a persona's restore), under one lock per owner, so two writes of different files cannot
+ * both be measured against the same old total. A write that leaves the total no larger (a same-size
+ * edit of a file with a full history) is allowed even past the cap, so a lowered cap never freezes
+ * an account; a refusal throws, rolling the caller's transaction back.
+ */
 export async function recordVersion(
   tx: DbClient,
+  ownerId: string,
   config: { id: string; version: number; content: string; contentHash: string },
   deviceId: string | null,
   now: Date,
 ): Promise<void> {
+  const limit = configBytesLimit();
+  let before = 0;
+  if (limit !== null) {
+    await lockForTransaction(tx, `agent-config-bytes:${ownerId}`);
+    before = await storedConfigBytes(tx, ownerId);
+  }
   await tx.agentConfigVersion.create({
     data: { id: newId(now.getTime()), configId: config.id, version: config.version, content: config.content, contentHash: config.contentHash, deviceId, createdAt: now },
   });
   if (config.version > MAX_VERSIONS_KEPT) {
     await tx.agentConfigVersion.deleteMany({ where: { configId: config.id, version: { lte: config.version - MAX_VERSIONS_KEPT } } });
   }
+  if (limit === null) return;
+  const after = await storedConfigBytes(tx, ownerId);
+  if (after > limit && after > before) {
+    const requested = Buffer.byteLength(config.content, "utf8");
+    throw new ApiError(
+      "quota_exceeded",
+      `Your synced config files would take ${after} bytes, every kept version counted; the limit is ${limit} (${before} used, ${requested} more asked). Delete files you no longer sync (a deleted file's versions count until it can no longer be restored, ${DELETED_RETENTION_DAYS} days)`,
+      { resource: "config_bytes", limit, used: before, requested },
+    );
+  }
+}
+
+/** Bytes of every kept version of the owner's configs: the length as stored, no content read. */
+async function storedConfigBytes(tx: DbClient, ownerId: string): Promise<number> {
+  const [row] = await tx.$queryRaw<{ bytes: bigint }[]>`
+    SELECT COALESCE(SUM(octet_length(v.content)), 0)::bigint AS bytes
+    FROM agent_config_versions v JOIN agent_configs c ON c.id = v.config_id
+    WHERE c.owner_id = ${ownerId}::uuid`;
+  return Number(row?.bytes ?? 0);
 }
 
 /**

@@ -31,7 +31,7 @@ export async function restorePersonaRevision(ctx: AuthContext, id: string, versi
       data: { content: revision.content, contentHash: revision.contentHash, sizeBytes: Buffer.byteLength(revision.content, "utf8"), version: current.version + 1, updatedAt: now },
       select: { id: true, version: true },
     });
-    await recordVersion(tx, { ...updated, content: revision.content, contentHash: revision.contentHash }, null, now);
+    await recordVersion(tx, current.ownerId, { ...updated, content: revision.content, contentHash: revision.contentHash }, null, now);
     return updated.version;
   });
   return { persona_id: revision.configId, restored_version: revision.version, head_version: head };

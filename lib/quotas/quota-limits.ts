@@ -7,6 +7,7 @@
  *   ENGRAM_QUOTA_USER_MEMORIES  100000   memories a user owns
  *   ENGRAM_QUOTA_HUB_BYTES      5 GiB    content in one hub
  *   ENGRAM_QUOTA_HUB_MEMORIES   500000   memories in one hub
+ *   ENGRAM_QUOTA_USER_CONFIG_BYTES  100 MiB  synced agent config files a user stores, every kept version
  *
  * Byte values take an optional binary suffix: 512MiB, 2G, 100k.
  */
@@ -50,10 +51,19 @@ export function quotaLimits(env: Record<string, string | undefined> = process.en
   };
 }
 
+/** Default of configBytesLimit: far above any account's instruction files, far below 500 files x 50 versions x 512 KiB. */
+export const DEFAULT_CONFIG_BYTES = 100 * 1024 ** 2;
+
+/** Bytes of synced config content (every kept version, lib/configs) one user may store; null: unlimited. */
+export function configBytesLimit(env: Record<string, string | undefined> = process.env): number | null {
+  return parseQuota("ENGRAM_QUOTA_USER_CONFIG_BYTES", env.ENGRAM_QUOTA_USER_CONFIG_BYTES, DEFAULT_CONFIG_BYTES, true);
+}
+
 /**
  * Stops start-up on a quota setting that is no size or count (`1.5G`, `lots`). Read only per request,
  * such a setting let the server start and then failed every push and /v1/usage with a 500.
  */
 export function assertQuotaLimits(): void {
   quotaLimits();
+  configBytesLimit();
 }
