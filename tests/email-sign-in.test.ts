@@ -32,6 +32,18 @@ async function requestCode(email: string, extra: Record<string, unknown> = {}) {
   return { res, code: smtp.messages.length > before ? codeIn(smtp.messages.at(-1)!.data) : undefined };
 }
 
+// A real trigger on the test database fails every insert into `table` while `work` runs, nothing mocked.
+async function withInsertsFailing<T>(table: string, work: () => Promise<T>): Promise<T> {
+  await h.db.$executeRawUnsafe(`CREATE FUNCTION refuse_insert_for_test() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
+  await h.db.$executeRawUnsafe(`CREATE TRIGGER refuse_insert_for_test BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_insert_for_test()`);
+  try {
+    return await work();
+  } finally {
+    await h.db.$executeRawUnsafe(`DROP TRIGGER refuse_insert_for_test ON ${table}`);
+    await h.db.$executeRawUnsafe(`DROP FUNCTION refuse_insert_for_test()`);
+  }
+}
+
 beforeAll(async () => {
   h = await createHarness();
   smtp = await startSmtp();
@@ -178,6 +190,18 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: kim.email, code: again.code })).status).toBe(200);
   }, 60_000);
 
+  it("a request failing before its mail was handed over (the outbox refusing the row) spends no cooldown, and the code before it still works", async () => {
+    const max = await h.user("Max");
+    const { code: first } = await requestCode(max.email);
+    await h.db.emailSignInCode.updateMany({ where: { email: max.email }, data: { createdAt: new Date(Date.now() - 61_000) } });
+    const failed = await withInsertsFailing("mail_outbox", () => h.anonymous.post("/v1/auth/email/request", { email: max.email }));
+    expect(failed.status).toBeGreaterThanOrEqual(500);
+    const again = await requestCode(max.email);
+    expect(again.code).toMatch(/^\d{6}$/);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: max.email, code: first })).status).toBe(401);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: max.email, code: again.code })).status).toBe(200);
+  });
+
   it("burns a code after five wrong tries", async () => {
     const cyd = await h.user("Cyd");
     const { code } = await requestCode(cyd.email);
@@ -258,17 +282,6 @@ describe("POST /v1/auth/email/request and /verify", () => {
   });
 
   it("an attempt failing after the code was checked (the database refusing a write) leaves the code for the retry", async () => {
-    // A real trigger on the test database fails every insert into `table` while `work` runs, nothing mocked.
-    async function withInsertsFailing<T>(table: string, work: () => Promise<T>): Promise<T> {
-      await h.db.$executeRawUnsafe(`CREATE FUNCTION refuse_insert_for_test() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
-      await h.db.$executeRawUnsafe(`CREATE TRIGGER refuse_insert_for_test BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_insert_for_test()`);
-      try {
-        return await work();
-      } finally {
-        await h.db.$executeRawUnsafe(`DROP TRIGGER refuse_insert_for_test ON ${table}`);
-        await h.db.$executeRawUnsafe(`DROP FUNCTION refuse_insert_for_test()`);
-      }
-    }
     // The last step, the token pair's refresh token: nothing of the attempt stays, and the same code then signs in.
     const fay = await h.user("Fay");
     const { code } = await requestCode(fay.email);

@@ -5,7 +5,7 @@ import { serverSecret } from "@/lib/api/server-secret.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
-import { sendMail, type MailMessage } from "@/lib/mail/send-mail.ts";
+import { deliverMail, enqueueMail, type MailMessage } from "@/lib/mail/send-mail.ts";
 import { isCliRedirectUri } from "@/lib/oauth/cli-client.ts";
 import {
   EMAIL_CODE_COOLDOWN_SECONDS,
@@ -66,7 +66,13 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
       },
     });
   });
-  const delivery = await sendMail(ctx.db, eligible ? codeMail(email, code) : noAccountMail(email), now);
+  const message = eligible ? codeMail(email, code) : noAccountMail(email);
+  const outboxRow = await enqueueMail(ctx.db, message, now).catch(async (error: unknown) => {
+    // Nothing left: the retry the 500 invites must not wait out a cooldown this code never used.
+    await ctx.db.emailSignInCode.deleteMany({ where: { id } });
+    throw error;
+  });
+  const delivery = await deliverMail(ctx.db, outboxRow, message);
   if (delivery.status === "failed" && delivery.undelivered) {
     // A code that surely never left is no code: it spends neither the cooldown nor the hour's count
     // the "try again later" below invites, and the code the address had before it still works.
