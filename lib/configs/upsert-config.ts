@@ -147,13 +147,17 @@ export async function recordVersion(
   await tx.agentConfigVersion.create({
     data: { id: newId(now.getTime()), configId: config.id, version: config.version, content: config.content, contentHash: config.contentHash, deviceId, createdAt: now },
   });
+  let pruned = 0;
   if (config.version > MAX_VERSIONS_KEPT) {
-    await tx.agentConfigVersion.deleteMany({ where: { configId: config.id, version: { lte: config.version - MAX_VERSIONS_KEPT } } });
+    const rows = await tx.$queryRaw<{ bytes: number }[]>`
+      DELETE FROM agent_config_versions WHERE config_id = ${config.id}::uuid AND version <= ${config.version - MAX_VERSIONS_KEPT}
+      RETURNING octet_length(content)::int AS bytes`;
+    pruned = rows.reduce((sum, row) => sum + Number(row.bytes), 0);
   }
   if (limit === null) return;
-  const after = await storedConfigBytes(tx, ownerId);
+  const requested = Buffer.byteLength(config.content, "utf8");
+  const after = before + requested - pruned;
   if (after > limit && after > before) {
-    const requested = Buffer.byteLength(config.content, "utf8");
     throw new ApiError(
       "quota_exceeded",
       `Your synced config files would take ${after} bytes, every kept version counted; the limit is ${limit} (${before} used, ${requested} more asked). Delete files you no longer sync (a deleted file's versions count until it can no longer be restored, ${DELETED_RETENTION_DAYS} days)`,
