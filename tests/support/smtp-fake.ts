@@ -41,7 +41,7 @@ export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?:
             return;
           }
           if (options.answerDataWhen) {
-            void options.answerDataWhen.finally(() => socket.write("250 2.0.0 queued\r\n"));
+            void options.answerDataWhen.finally(() => !socket.destroyed && socket.write("250 2.0.0 queued\r\n"));
             continue;
           }
           socket.write("250 2.0.0 queued\r\n");
