@@ -21,6 +21,55 @@ export function positiveIntEnv(name: string, fallback: number): number {
 }
 
 /**
+ * Every setting positiveIntEnv reads. Most are read only when a request or a job needs them, so a value
+ * that is no whole number ("lots") let the server start and then failed what reads it with a 500
+ * (ENGRAM_HUB_MAX_MEMBERS: every GET /v1/plans, member add and invite accept). Start-up checks them
+ * all; tests/start-settings.test.ts keeps this list in step with the code.
+ */
+const WHOLE_NUMBER_SETTINGS = [
+  "ENGRAM_ASK_MODEL_TIMEOUT_MS",
+  "ENGRAM_BACKGROUND_DB_CONNECTIONS",
+  "ENGRAM_BACKGROUND_DB_PERCENT",
+  "ENGRAM_BLOB_TIMEOUT_MS",
+  "ENGRAM_DB_POOL_SIZE",
+  "ENGRAM_DREAM_INTERVAL_HOURS",
+  "ENGRAM_DREAM_MAX_MODEL_CALLS",
+  "ENGRAM_DREAM_MAX_SECONDS",
+  "ENGRAM_DREAM_MAX_STALE_PER_RUN",
+  "ENGRAM_DREAM_MODEL_TIMEOUT_MS",
+  "ENGRAM_DREAM_STALE_DAYS",
+  "ENGRAM_DREAM_STALE_SECONDS",
+  "ENGRAM_EVENTS_RETENTION_HOURS",
+  "ENGRAM_EXTRACT_MEMORY_MB",
+  "ENGRAM_EXTRACT_TIMEOUT_MS",
+  "ENGRAM_HUB_MAX_MEMBERS",
+  "ENGRAM_INVITE_EMAILS_PER_HOUR",
+  "ENGRAM_LEXICAL_INDEX_MAX_CHUNKS",
+  "ENGRAM_MAINTENANCE_MINUTES",
+  "ENGRAM_MODEL_TIMEOUT_MS",
+  "ENGRAM_OAUTH_REGISTRATIONS_PER_ADDRESS_PER_HOUR",
+  "ENGRAM_OAUTH_REGISTRATIONS_PER_HOUR",
+  "ENGRAM_PROCESSING_CONCURRENCY",
+  "ENGRAM_PROCESSING_LEASE_SECONDS",
+  "ENGRAM_PROCESSING_MAX_ATTEMPTS",
+  "ENGRAM_PROCESSING_RETRY_BASE_MS",
+  "ENGRAM_PROCESSING_STALE_SECONDS",
+  "ENGRAM_PROCESSING_SWEEP_SECONDS",
+  "ENGRAM_PURGE_BATCH",
+  "ENGRAM_QUERY_EMBED_TIMEOUT_MS",
+  "ENGRAM_RATE_LIMIT_HEAVY",
+  "ENGRAM_RATE_LIMIT_LIGHT",
+  "ENGRAM_RATE_LIMIT_REGULAR",
+  "ENGRAM_UPLOAD_MAX_BYTES",
+  "ENGRAM_UPLOAD_MAX_PENDING",
+];
+
+/** Stops start-up on a whole-number setting that is none, naming it (see WHOLE_NUMBER_SETTINGS). */
+export function assertWholeNumberSettings(): void {
+  for (const name of WHOLE_NUMBER_SETTINGS) positiveIntEnv(name, 1);
+}
+
+/**
  * The admin token creates users and acts as any of them, and its routes answer anyone who can reach
  * the server: one short enough to guess (a word, a PIN) is refused outright rather than trusted.
  */

@@ -3,7 +3,7 @@ import { getDatabase } from "@/lib/db/database.ts";
 import { startEmbeddedMaintenance } from "@/lib/db/embedded-maintenance.ts";
 import { startEmailSignInCodesPrune } from "@/lib/auth/prune-email-sign-in-codes.ts";
 import { startRevokedApiKeysPrune } from "@/lib/auth/prune-revoked-api-keys.ts";
-import { config, configWarnings } from "@/lib/config.ts";
+import { assertWholeNumberSettings, config, configWarnings } from "@/lib/config.ts";
 import { startConfigDeletionsPrune } from "@/lib/configs/prune-config-deletions.ts";
 import { startEventsPrune } from "@/lib/events/prune-events.ts";
 import { startDeletedHubsPurge } from "@/lib/hubs/purge-deleted-hubs.ts";
@@ -23,6 +23,7 @@ import { kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
  */
 export async function startServer(): Promise<void> {
   const started = Date.now();
+  assertWholeNumberSettings();
   assertUploadLimit();
   assertQuotaLimits();
   assertModelEndpoints();
