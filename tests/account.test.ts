@@ -51,6 +51,19 @@ describe("GET/PATCH /v1/settings", () => {
     expect((await ann.get("/v1/settings")).body.data.theme).toBe("dark");
     expect((await h.anonymous.get("/v1/settings")).status).toBe(401);
   });
+
+  it("keeps a default persona named in upper case as the persona's own id", async () => {
+    const cat = await h.user("Cat");
+    const persona = await cat.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "SOUL.md", content: "# Captain\nSpeak like a ship's captain." });
+    expect(persona.status).toBe(201);
+    const id: string = persona.body.data.id;
+    // UUIDs are case-insensitive (tests/uuid-case.test.ts): the upper-case form names the same persona,
+    // and what is stored and answered is its id as GET /v1/personas lists it, which clients compare to.
+    const res = await cat.patch("/v1/settings", { chat_default_persona_id: id.toUpperCase() });
+    expect([res.status, res.body.data?.chat_default_persona_id]).toEqual([200, id]);
+    expect((await cat.get("/v1/settings")).body.data.chat_default_persona_id).toBe(id);
+    expect(((await cat.get("/v1/personas")).body.data.personas as { id: string }[]).map((p) => p.id)).toContain(id);
+  });
 });
 
 describe("GET /v1/usage", () => {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isUuid } from "@/lib/ids.ts";
+import { isUuid, normalizeId } from "@/lib/ids.ts";
 
 export const THEMES = ["system", "light", "dark"] as const;
 
@@ -17,9 +17,12 @@ export const updateSettingsBodySchema = z.strictObject({
   notifications_enabled: z.boolean().optional(),
   // The persona agent chat sessions inherit ("" none); a session's own persona_id overrides it.
   // Persona ids are UUIDs: anything else is a malformed value (400), not a persona that is not there (404).
+  // Lowered as every id is where it enters: kept as sent, an upper-case id was answered back unlike the
+  // persona's own, and a client comparing the two found no default.
   chat_default_persona_id: z
     .string()
     .max(100)
+    .overwrite(normalizeId)
     .refine((value) => value === "" || isUuid(value), "chat_default_persona_id must be a persona id, or \"\" for none")
     .meta({ keepEmpty: true })
     .optional(),
