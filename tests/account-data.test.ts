@@ -98,6 +98,18 @@ describe("DELETE /v1/account/data", () => {
     expect((await ann.delete("/v1/account/data")).body.data).toEqual({ deleted: true, memories: 1, topics: 0, configs: 0, sessions: 0 });
   });
 
+  it("keeps the settings, but no longer names as the default persona one whose file it deleted", async () => {
+    const dee = await h.user("Dee");
+    const persona = await dee.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "SOUL.md", content: "# Captain\nSpeak like a ship's captain." });
+    expect(persona.status).toBe(201);
+    expect((await dee.patch("/v1/settings", { theme: "dark", chat_default_persona_id: persona.body.data.id })).status).toBe(200);
+    expect((await dee.delete("/v1/account/data")).status).toBe(200);
+    // The persona's config is gone for good (a file synced again is a new config, with a new id), so a
+    // default still naming it pointed at nothing any list or chat could show.
+    expect((await dee.get("/v1/personas")).body.data.personas).toEqual([]);
+    expect((await dee.get("/v1/settings")).body.data).toMatchObject({ theme: "dark", chat_default_persona_id: "" });
+  });
+
   // A batch failing midway left the mark for the sweep to finish the deletion, yet the request
   // answered 500, as if nothing would come of it. The failure here is the database's own: a trigger
   // refusing to delete one memory while it is installed.

@@ -192,6 +192,9 @@ async function eraseMarkedData(db: Db, userId: string, requestedAt: Date, maxBat
       await tx.dreamRun.deleteMany({ where: { hubId: personal.id } });
     }
     const configs = (await tx.agentConfig.deleteMany({ where: { ownerId: userId } })).count;
+    // Personas are configs: a default naming one now names nothing (a file synced again is a new config
+    // with a new id), so the settings kept no longer name it.
+    await tx.userSetting.updateMany({ where: { userId, chatDefaultPersonaId: { not: "" } }, data: { chatDefaultPersonaId: "" } });
     // A session file being written finishes first (its bytes are then among those deleted below), and
     // one written later waits for this deletion to commit and is stored whole after it: a write that
     // committed between this read and the delete left its new object in the store with no row.
