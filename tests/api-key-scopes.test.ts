@@ -178,6 +178,8 @@ describe("a key limited to some hubs", () => {
     expect((await key.get(`/v1/hubs/${other}`)).status).toBe(404);
     const me = (await key.get("/v1/auth/me")).body.data;
     expect(me.hubs.map((m: any) => m.hub.id)).toEqual([team]);
+    // Nor does it learn the id of the personal hub it cannot reach (as it cannot list the account's keys).
+    expect(me.personal_hub_id).toBeNull();
     expect(me.credential).toMatchObject({ hub_scope_mode: "hub_allowlist", hub_ids: [team] });
     expect(me.user.can_create_hub).toBe(false);
   });

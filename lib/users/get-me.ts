@@ -30,9 +30,9 @@ export async function getMe(ctx: AuthContext) {
     ctx.credential.hubIds === null ? periodCounts(ctx) : undefined,
   ]);
   const countOf = await memoryCounts(ctx.sql, "hub", memberships.map((m) => m.hub.id));
-  const personal = memberships.find((m) => m.hub.hubType === "personal" && m.hub.ownerId === ctx.user.id);
-  const personalHubId =
-    personal?.hub.id ?? (await ctx.db.hub.findFirst({ where: { ownerId: ctx.user.id, hubType: "personal" }, select: { id: true } }))?.id ?? null;
+  // Among the hubs this credential reaches, or none: a key limited to some hubs learns no other hub's id
+  // (as it cannot list the account's keys), and one looked up past its reach named a hub it could not use.
+  const personalHubId = memberships.find((m) => m.hub.hubType === "personal" && m.hub.ownerId === ctx.user.id)?.hub.id ?? null;
   const unrestricted = ctx.credential.hubIds === null && ctx.credential.scopes.includes("write");
   return {
     user: {
