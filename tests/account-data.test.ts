@@ -235,6 +235,32 @@ describe("DELETE /v1/account/data", () => {
     expect(download.text).toBe("Eve's file for the team");
   });
 
+  it.skipIf(!testPostgres())("a default persona being set while the deletion removes its config does not outlive it", async () => {
+    const ivy = await h.user("Ivy");
+    const persona = await ivy.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "SOUL.md", content: "# Captain\nSpeak like a ship's captain." });
+    expect(persona.status).toBe(201);
+    expect((await ivy.patch("/v1/settings", { theme: "dark" })).status).toBe(200);
+    const client = await side();
+    let patch: Promise<ApiResponse> | undefined;
+    let deletion: Promise<ApiResponse> | undefined;
+    try {
+      // The settings write stalls on its row, its persona found; no default names the persona yet.
+      await client.query("SELECT 1 FROM user_settings WHERE user_id = $1 FOR UPDATE", [ivy.id]);
+      patch = ivy.patch("/v1/settings", { chat_default_persona_id: persona.body.data.id });
+      await waiters(client, 1);
+      // Meanwhile the account is emptied, the persona's config with it: done, or waiting for the write.
+      deletion = ivy.delete("/v1/account/data");
+      await Promise.race([deletion, waiters(client, 2)]);
+    } finally {
+      await client.query("ROLLBACK").catch(() => {});
+      await client.end();
+    }
+    expect((await deletion!).status).toBe(200);
+    expect([200, 404]).toContain((await patch!).status);
+    expect(await h.db.agentConfig.count({ where: { ownerId: ivy.id } })).toBe(0);
+    expect((await ivy.get("/v1/settings")).body.data).toMatchObject({ theme: "dark", chat_default_persona_id: "" });
+  });
+
   /** The session files of `who` left in the blob directory (each object is one file and its .meta.json sidecar). */
   function sessionFilesOf(who: Client): string[] {
     const dir = path.join(blobDir, "agent-sessions", who.id);

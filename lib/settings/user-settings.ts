@@ -23,7 +23,7 @@ export async function getSettings(ctx: AuthContext) {
 
 /** PATCH /v1/settings — merges the given keys. */
 export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody) {
-  if (input.chat_default_persona_id) await findPersonaOrThrow(ctx.db, ctx.user.id, input.chat_default_persona_id);
+  const personaId = input.chat_default_persona_id;
   const data = {
     ...(input.chat_default_persona_id !== undefined && { chatDefaultPersonaId: input.chat_default_persona_id }),
     ...(input.theme !== undefined && { theme: input.theme }),
@@ -31,10 +31,19 @@ export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody
     ...(input.notifications_enabled !== undefined && { notificationsEnabled: input.notifications_enabled }),
     updatedAt: ctx.now(),
   };
-  const row = await ctx.db.userSetting.upsert({
-    where: { userId: ctx.user.id },
-    create: { userId: ctx.user.id, ...DEFAULTS, ...data },
-    update: data,
+  const row = await ctx.db.$transaction(async (tx) => {
+    if (personaId) {
+      // The persona's config held (KEY SHARE) until the default naming it commits: an account-data
+      // deletion removing the config meanwhile then waits, and clears the default after it; checked
+      // without the lock, the default was written after that deletion and named nothing for good.
+      await tx.$queryRaw`SELECT 1 FROM agent_configs WHERE id = ${personaId}::uuid AND owner_id = ${ctx.user.id}::uuid FOR KEY SHARE`;
+      await findPersonaOrThrow(tx, ctx.user.id, personaId);
+    }
+    return tx.userSetting.upsert({
+      where: { userId: ctx.user.id },
+      create: { userId: ctx.user.id, ...DEFAULTS, ...data },
+      update: data,
+    });
   });
   return serializeSettings(row);
 }
