@@ -46,7 +46,7 @@ function build(): Schema {
       title: "Engram API",
       version: "1",
       description: [
-        "Engram's REST contract. Every JSON response is an envelope: `{ \"data\": … }` on success, `{ \"error\": { code, message, details? } }` otherwise (see ErrorEnvelope for the codes).",
+        "Engram's REST contract. Every JSON response is an envelope: `{ \"data\": … }` on success, `{ \"error\": { code, message, details? } }` otherwise (see ErrorEnvelope for the codes); this document alone is served bare.",
         "Authenticate with `Authorization: Bearer egk_…` (an API key from the dashboard or POST /v1/auth/api-keys); the dashboard's session cookie also works when no Authorization header is sent.",
         "`X-Hub-ID` names the hub a write lands in (or that ranks first in recall); without it the personal hub is used.",
         `Lists are cursor-paginated: \`limit\` (default ${DEFAULT_LIMIT}, clamped to ${MAX_LIMIT}) and the \`next_cursor\` of the previous page; \`has_more\` says whether another page exists.`,
@@ -118,7 +118,9 @@ function operationObject(op: Operation, convert: (schema: z.ZodType, io: "input"
           ? { "text/event-stream": { schema: { type: "string" } } }
           : produces === "sse-or-json"
             ? { "application/json": { schema: envelope }, "text/event-stream": { schema: { type: "string" } } }
-            : { "application/json": { schema: envelope } };
+            : produces === "document"
+              ? { "application/json": { schema: data } }
+              : { "application/json": { schema: envelope } };
     success[String(status)] = { description: status === 201 ? "Created" : status === 202 ? "Accepted" : "OK", content };
   }
 

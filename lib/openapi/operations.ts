@@ -102,8 +102,11 @@ export interface Operation {
   statuses?: number[];
   /** The `data` of the success envelope; omitted: a JSON object not described further. */
   data?: z.ZodType;
-  /** sse: text/event-stream; sse-or-json: SSE with Accept: text/event-stream, else the envelope; binary: a file; redirect: 302 with Location (a browser step). */
-  produces?: "json" | "sse" | "sse-or-json" | "binary" | "redirect";
+  /**
+   * sse: text/event-stream; sse-or-json: SSE with Accept: text/event-stream, else the envelope; binary: a file; redirect: 302 with Location
+   * (a browser step); document: a JSON body that is no envelope, described by `data`.
+   */
+  produces?: "json" | "sse" | "sse-or-json" | "binary" | "redirect" | "document";
   /** Extra request headers the route reads. */
   headers?: { name: string; description: string }[];
   /** Path parameters that are not plain ids (catch-alls). */
@@ -237,7 +240,15 @@ const cliTokenPairSchema = z.object({ access_token: z.string(), refresh_token: z
 export const OPERATIONS: Operation[] = [
   // System
   { method: "get", path: "/v1/health", tag: "System", summary: "Liveness and database check", auth: "none" },
-  { method: "get", path: "/v1/openapi.json", tag: "System", summary: "This OpenAPI 3.1 document", auth: "none" },
+  {
+    method: "get",
+    path: "/v1/openapi.json",
+    tag: "System",
+    summary: "This OpenAPI 3.1 document, as it is (not in an envelope)",
+    auth: "none",
+    produces: "document",
+    data: z.object({ openapi: z.string(), info: z.object({ title: z.string(), version: z.string() }).loose(), paths: z.record(z.string(), z.unknown()) }).loose(),
+  },
   { method: "post", path: "/v1/admin/users", tag: "System", summary: "Bootstrap a user and their first API key (ENGRAM_ADMIN_TOKEN; 404 when unset)", auth: "admin", body: adminCreateUserBodySchema, statuses: [201] },
   {
     method: "delete",
