@@ -214,6 +214,18 @@ async function readMessage(req: Request, maxBytes: number): Promise<{ text: stri
   return { text, body };
 }
 
+/**
+ * JSON-RPC 2.0 answers a batch with an array even when it holds one request: the SDK's JSON transport
+ * answers that one response alone, an object a client matching answers to its batch cannot read.
+ */
+async function asBatchAnswer(response: Response): Promise<Response> {
+  if (response.status !== 200 || !response.headers.get("content-type")?.includes("application/json")) return response;
+  const answer: unknown = await response.json();
+  const headers = new Headers(response.headers);
+  headers.delete("content-length");
+  return Response.json(Array.isArray(answer) ? answer : [answer], { status: response.status, headers });
+}
+
 /** Hands the message(s) to the SDK: 2026-07-28 traffic per request, 2025-era traffic through its web-standard transport. */
 async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown): Promise<Response> {
   const env: ToolEnv = { ctx, origin };
@@ -224,7 +236,8 @@ async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     try {
-      return await transport.handleRequest(forward, { parsedBody: body, authInfo });
+      const response = await transport.handleRequest(forward, { parsedBody: body, authInfo });
+      return Array.isArray(body) ? await asBatchAnswer(response) : response;
     } finally {
       void server.close().catch(() => undefined);
     }
