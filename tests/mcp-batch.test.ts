@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { createHarness, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";
 
 // JSON-RPC 2.0 (§6) answers a batch with an array, whatever the number of requests in it. The SDK's
 // JSON transport answered a batch holding one request with that response alone, an object a client
@@ -59,5 +60,32 @@ describe("a JSON-RPC batch", () => {
     const single = await post(hubsCall(11));
     expect(Array.isArray(single.body)).toBe(false);
     expect(single.body).toMatchObject({ id: 11 });
+  });
+});
+
+describe("a JSON-RPC batch over what is left of the rate limit", () => {
+  // Refused whole, it ran none of its calls; spending the tokens of the calls that fitted left the client
+  // with nothing for a minute, the smaller batch it would retry with refused too.
+  it("is refused without spending any of it", async () => {
+    const frozen = Date.now();
+    setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 3, light: 1_000 }, () => frozen));
+    try {
+      const recall = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
+      const refused = await post([1, 2, 3, 4].map(recall));
+      expect(refused.status).toBe(429);
+      expect(refused.body.map((r: { id: number }) => r.id)).toEqual([1, 2, 3, 4]);
+      // The 3 heavy tokens are all still there.
+      const fits = await post([5, 6, 7].map(recall));
+      expect(fits.status).toBe(200);
+      expect(fits.body).toHaveLength(3);
+      expect((await post([8].map(recall))).status).toBe(429);
+
+      const tooMany = await post([11, 12, 13, 14, 15, 16].map(hubsCall));
+      expect(tooMany.status).toBe(429);
+      expect((await post([21, 22, 23, 24, 25].map(hubsCall))).status).toBe(200);
+      expect((await post(hubsCall(26))).status).toBe(429);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
   });
 });

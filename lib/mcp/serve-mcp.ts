@@ -144,6 +144,17 @@ async function chargeToolCalls(ctx: AuthContext, message: unknown): Promise<{ re
   const charges: Bucket[] = calls.length
     ? calls.map((m) => (HEAVY_TOOLS.has(String((m as { params?: { name?: unknown } }).params?.name)) ? "heavy" : "regular"))
     : ["regular"];
+  // A batch is refused whole: checked first, so that one refused spends none of what is left (a
+  // concurrent request may still take tokens in between; then its later calls are refused as before).
+  for (const bucket of new Set(charges)) {
+    const needed = charges.filter((charge) => charge === bucket).length;
+    if (needed < 2) continue;
+    const left = await rateLimiter().peek(bucket, ctx.user.id);
+    if (left.remaining < needed) {
+      const refusal = { ...left, success: false };
+      return { refused: rateLimited(refusal, bucket, message), headers: rateLimitHeaders(refusal) };
+    }
+  }
   let headers: Record<string, string> = {};
   for (const bucket of charges) {
     const limited = await rateLimiter().limit(bucket, ctx.user.id);
