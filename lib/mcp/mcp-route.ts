@@ -60,7 +60,8 @@ export async function mcpPreflight(): Promise<Response> {
       ...MCP_CORS,
       // GET and DELETE too, so that their 405 reaches the client (above).
       "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
-      "Access-Control-Allow-Headers": "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
+      // Mcp-Method and Mcp-Name: the 2026-07-28 revision sends them on every request (Mcp-Name on a tools/call).
+      "Access-Control-Allow-Headers": "authorization, content-type, accept, mcp-protocol-version, mcp-method, mcp-name, mcp-session-id, last-event-id",
       "Access-Control-Max-Age": "86400",
     },
   });
