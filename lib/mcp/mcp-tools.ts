@@ -329,7 +329,13 @@ const captureInput = z.object({
 async function capture(env: ToolEnv, args: z.output<typeof captureInput>): Promise<ToolOutput> {
   const section = (heading: string, items?: string[]) => (items?.length ? `\n\n## ${heading}\n\n${items.map((i) => `- ${i}`).join("\n")}` : "");
   const content = `## Summary\n\n${args.summary}${section("Decisions", args.decisions)}${section("Learnings", args.learnings)}`;
-  const firstLine = args.summary.split("\n")[0]!.slice(0, 150);
+  // At most 150 UTF-16 units (the title stays within MAX_TITLE_LENGTH), cut between characters: a cut
+  // through an emoji left half of it, stored as U+FFFD.
+  let firstLine = "";
+  for (const char of args.summary.split("\n")[0]!) {
+    if (firstLine.length + char.length > 150) break;
+    firstLine += char;
+  }
   return push(env, { content, title: `Session: ${firstLine}`, tags: ["session-capture"], hub_id: args.hub_id, hint: "An agent's end-of-session capture" });
 }
 
