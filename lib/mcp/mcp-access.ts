@@ -26,20 +26,23 @@ export function assertWriteScope(ctx: AuthContext): void {
   }
 }
 
-/** `hub_id` as tools take it: a hub id, a hub slug, or "personal"; resolved to a hub the caller belongs to and the credential reaches. */
-export async function hubIdFromRef(ctx: AuthContext, ref: string | undefined): Promise<string | undefined> {
+/**
+ * `hub_id` as tools take it: a hub id, a hub slug, or "personal"; resolved to a hub the caller belongs to and the credential reaches.
+ * `hubsTool`: the name the endpoint lists hubs under, which the refusal points to.
+ */
+export async function hubIdFromRef(ctx: AuthContext, ref: string | undefined, hubsTool = "engram_hubs"): Promise<string | undefined> {
   const value = ref?.trim();
   if (!value) return undefined;
   const hub = value.toLowerCase() === "personal" ? { hubType: "personal", ownerId: ctx.user.id } : isUuid(value) ? { id: value } : { slug: value.toLowerCase() };
   const membership = await ctx.db.hubMember.findFirst({ where: { ...membershipWhere(ctx), hub }, select: { hubId: true } });
   // The caller knows what they asked for; the message never repeats it (nothing to confirm or deny).
-  if (!membership) throw new ApiError("not_found", "Hub not found: engram_hubs lists the hubs this connection can use");
+  if (!membership) throw new ApiError("not_found", `Hub not found: ${hubsTool} lists the hubs this connection can use`);
   return membership.hubId;
 }
 
 /** The hub a write goes to (given, or the personal hub) with `permission` required there — withAuth's own resolver. */
-export async function hubForWrite(ctx: AuthContext, ref: string | undefined, permission: Permission): Promise<HubContext> {
+export async function hubForWrite(ctx: AuthContext, ref: string | undefined, permission: Permission, hubsTool?: string): Promise<HubContext> {
   assertWriteScope(ctx);
-  const { hub, role } = await targetHubOrThrow(ctx, await hubIdFromRef(ctx, ref), permission);
+  const { hub, role } = await targetHubOrThrow(ctx, await hubIdFromRef(ctx, ref, hubsTool), permission);
   return { ...ctx, hub, role };
 }

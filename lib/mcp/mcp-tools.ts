@@ -32,10 +32,14 @@ export interface ToolEnv {
   ctx: AuthContext;
   /** Public origin of this instance, for dashboard links. */
   origin: string;
+  /** The name this endpoint serves an engram_* tool under (/mcp/chatgpt renames them): what a result's hints name. */
+  toolName(name: string): string;
 }
 
 export interface ToolDef<S extends z.ZodObject = z.ZodObject> {
   name: string;
+  /** The engram_* tool this one is, under another name (/mcp/chatgpt). */
+  serves?: string;
   title: string;
   description: string;
   input: S;
@@ -103,7 +107,7 @@ const recallInput = z.object({
 
 async function recall(env: ToolEnv, args: z.output<typeof recallInput>): Promise<ToolOutput> {
   const { ctx } = env;
-  const preferred = await hubIdFromRef(ctx, args.hub_id);
+  const preferred = await hubIdFromRef(ctx, args.hub_id, env.toolName("engram_hubs"));
   const narrowed = await narrowedHubIds(ctx);
   if (narrowed?.length === 0) {
     return { text: `No memories match "${args.query}" (this connection reaches no hubs).`, structured: { memories: [], query: args.query } };
@@ -124,7 +128,7 @@ async function recall(env: ToolEnv, args: z.output<typeof recallInput>): Promise
       `${i + 1}. **${m.title}** — ${m.kind}, score ${m.relevance_score.toFixed(2)}, ${m.age}${m.hub_name ? `, hub ${m.hub_name}` : ""}, id \`${m.id}\`\n${quote(excerpt(m.chunk_content || m.summary))}`,
   );
   const text = lines.length
-    ? `${lines.length} memor${lines.length === 1 ? "y" : "ies"} for "${args.query}":\n\n${lines.join("\n\n")}\n\nUse engram_get with an id for the full content.`
+    ? `${lines.length} memor${lines.length === 1 ? "y" : "ies"} for "${args.query}":\n\n${lines.join("\n\n")}\n\nUse ${env.toolName("engram_get")} with an id for the full content.`
     : `No memories match "${args.query}".`;
   return { text, structured: { query: args.query, memories: result.memories, query_metadata: result.query_metadata } };
 }
@@ -146,7 +150,7 @@ const pushInput = z.object({
 });
 
 async function push(env: ToolEnv, args: Omit<z.output<typeof pushInput>, "initiation_type"> & { initiation_type?: z.output<typeof pushInput>["initiation_type"] }, extra: { source_agent?: string } = {}): Promise<ToolOutput> {
-  const hubCtx = await hubForWrite(env.ctx, args.hub_id, "memories.write");
+  const hubCtx = await hubForWrite(env.ctx, args.hub_id, "memories.write", env.toolName("engram_hubs"));
   const { memory, created } = await createMemory(hubCtx, {
     content: args.content,
     title: args.title,
@@ -192,7 +196,7 @@ const listInput = z.object({
 async function list(env: ToolEnv, args: z.output<typeof listInput>): Promise<ToolOutput> {
   const { ctx } = env;
   // Without hub_id, every hub the credential reaches (listMemories applies its limits), as GET /v1/memories lists.
-  const hubId = await hubIdFromRef(ctx, args.hub_id);
+  const hubId = await hubIdFromRef(ctx, args.hub_id, env.toolName("engram_hubs"));
   if (hubId) assertReachable(ctx, hubId);
   const page = await listMemories(ctx, {
     limit: args.limit === undefined ? undefined : String(args.limit),
@@ -232,7 +236,7 @@ const hubMembersInput = z.object({
 });
 
 async function hubMembers(env: ToolEnv, args: z.output<typeof hubMembersInput>): Promise<ToolOutput> {
-  const hubId = (await hubIdFromRef(env.ctx, args.hub_id))!;
+  const hubId = (await hubIdFromRef(env.ctx, args.hub_id, env.toolName("engram_hubs")))!;
   assertReachable(env.ctx, hubId);
   // Pages like engram_list: a hub past one page had members the model could never reach.
   const page = await listMembers(env.ctx, hubId, { limit: String(args.limit ?? 100), cursor: args.cursor });
@@ -248,7 +252,7 @@ const MAX_TOPIC_TREES = 10;
 
 async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }): Promise<ToolOutput> {
   const { ctx } = env;
-  const hubId = await hubIdFromRef(ctx, args.hub_id);
+  const hubId = await hubIdFromRef(ctx, args.hub_id, env.toolName("engram_hubs"));
   let hubIds: string[];
   if (hubId) hubIds = [hubId];
   else {
@@ -260,7 +264,7 @@ async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }
       hubIds = [row.hubId];
     } else if (readable.length > MAX_TOPIC_TREES) {
       // Every tree of up to 100 hubs (500 topics each) would be one answer too large to load or read.
-      throw new ApiError("invalid_request", `This connection reaches ${readable.length} hubs: pass hub_id for one hub's topics (see engram_hubs)`, { max_hubs: MAX_TOPIC_TREES });
+      throw new ApiError("invalid_request", `This connection reaches ${readable.length} hubs: pass hub_id for one hub's topics (see ${env.toolName("engram_hubs")})`, { max_hubs: MAX_TOPIC_TREES });
     } else hubIds = readable;
   }
   // One tree after another: at once they would take as many pooled connections.
@@ -282,7 +286,7 @@ async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }
     const body = page.memories.map((m) => memoryLine(m, now)).join("\n");
     // The first page only; its cursor is engram_list's for the same hub, topic and sort, so the rest stays reachable.
     const more = page.has_more
-      ? `\n\nMore: call engram_list with topic_id "${topic.id}", hub_id "${topic.hub_id}", sort "newest" and cursor "${page.next_cursor}".`
+      ? `\n\nMore: call ${env.toolName("engram_list")} with topic_id "${topic.id}", hub_id "${topic.hub_id}", sort "newest" and cursor "${page.next_cursor}".`
       : "";
     return {
       text: `Topic **${topic.name}** (${page.total} memories):\n\n${body || "(none)"}${more}`,
@@ -303,7 +307,7 @@ const askInput = z.object({
 /** POST /v1/ask's domain function: recall, then an answer that cites its sources as [n]. */
 async function ask(env: ToolEnv, args: z.output<typeof askInput>): Promise<ToolOutput> {
   const { ctx } = env;
-  const preferred = await hubIdFromRef(ctx, args.hub_id);
+  const preferred = await hubIdFromRef(ctx, args.hub_id, env.toolName("engram_hubs"));
   const narrowed = await narrowedHubIds(ctx);
   if (narrowed?.length === 0) {
     return { text: `${NOTHING_FOUND} (this connection reaches no hubs)`, structured: { answer: NOTHING_FOUND, citations: [], sources: [] } };
@@ -315,7 +319,7 @@ async function ask(env: ToolEnv, args: z.output<typeof askInput>): Promise<ToolO
     .map((m, i) => ({ m, n: i + 1 }))
     .filter(({ n }) => cited.has(n))
     .map(({ m, n }) => `[${n}] **${m.title}** — ${m.kind}, ${m.age}${m.hub_name ? `, hub ${m.hub_name}` : ""}, id \`${m.id}\``);
-  const text = sources.length ? `${result.answer}\n\nSources:\n${sources.join("\n")}\n\nUse engram_get with an id for the full content.` : result.answer;
+  const text = sources.length ? `${result.answer}\n\nSources:\n${sources.join("\n")}\n\nUse ${env.toolName("engram_get")} with an id for the full content.` : result.answer;
   return { text, structured: { ...result } };
 }
 
@@ -419,6 +423,7 @@ const CHATGPT_NAMES: Record<string, string> = {
 export const CHATGPT_TOOLS: ToolDef[] = [
   define({
     name: "search",
+    serves: "engram_recall",
     title: "Search memories",
     description: "Search Engram memories. Returns ids, titles and links; use fetch for the full text.",
     input: z.object({ query: z.string().trim().min(1).max(MAX_QUERY_CHARS) }),
@@ -432,6 +437,7 @@ export const CHATGPT_TOOLS: ToolDef[] = [
   }),
   define({
     name: "fetch",
+    serves: "engram_get",
     title: "Fetch a memory",
     description: "The full text of one memory found by search.",
     input: z.object({ id: memoryId }),
@@ -449,8 +455,14 @@ export const CHATGPT_TOOLS: ToolDef[] = [
       return { text: JSON.stringify(doc), structured: doc };
     },
   }),
-  ...ENGRAM_TOOLS.filter((t) => CHATGPT_NAMES[t.name]).map((t) => ({ ...t, name: CHATGPT_NAMES[t.name]! })),
+  ...ENGRAM_TOOLS.filter((t) => CHATGPT_NAMES[t.name]).map((t) => ({ ...t, name: CHATGPT_NAMES[t.name]!, serves: t.name })),
 ];
+
+/** ToolEnv.toolName for an endpoint serving `tools`. */
+export function toolNamer(tools: ToolDef[]): (name: string) => string {
+  const names = new Map(tools.map((t) => [t.serves ?? t.name, t.name]));
+  return (name) => names.get(name) ?? name;
+}
 
 /** memax_* names map onto engram_* ones (agents configured for the contract's original product). */
 export function toolAlias(name: string): string | undefined {

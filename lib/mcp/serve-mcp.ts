@@ -7,7 +7,7 @@ import { parseWith, readBody, refuseNul, wellFormed } from "@/lib/api/parse.ts";
 import { rateLimitHeaders, rateLimiter, type Bucket, type RateLimitResult } from "@/lib/api/rate-limit.ts";
 import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
-import { toolAlias, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
+import { toolAlias, toolNamer, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
 import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 
 /** MCP request bodies are bounded like REST ones (content itself is capped at 3 MiB). */
@@ -239,7 +239,7 @@ async function asBatchAnswer(response: Response): Promise<Response> {
 
 /** Hands the message(s) to the SDK: 2026-07-28 traffic per request, 2025-era traffic through its web-standard transport. */
 async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown): Promise<Response> {
-  const env: ToolEnv = { ctx, origin };
+  const env: ToolEnv = { ctx, origin, toolName: toolNamer(tools) };
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
   const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers), body: text });
   if (await isLegacyRequest(forward, body)) {
