@@ -143,6 +143,18 @@ describe("responses match the document", () => {
     expect(() => validator.check("get", "/v1/openapi.json", { ...res, body: { data: res.body } })).toThrow();
   });
 
+  // GET /v1/memories lists only the X-Hub-ID hub when hub_id is absent (list-memories.ts), as the
+  // operations flagged hubHeader do; the document did not name the header for it.
+  it("GET /v1/memories documents X-Hub-ID, which narrows the list to that hub", async () => {
+    const dee = await h.user("Dee");
+    const teamHub = await h.teamHub(dee);
+    const inTeam = (await dee.post("/v1/memories", { content: "Filed in the team hub." }, { headers: { "x-hub-id": teamHub } })).body.data.id as string;
+    await dee.post("/v1/memories", { content: "Filed in the personal hub." });
+    const listed = await call(dee, "get", "/v1/memories", {}, undefined, { "x-hub-id": teamHub });
+    expect(listed.body.data.memories.map((m: Json) => m.id)).toEqual([inTeam]);
+    expect(doc.paths["/v1/memories"].get.parameters).toEqual(expect.arrayContaining([{ $ref: "#/components/parameters/hubHeader" }]));
+  });
+
   it("system, account and API keys", async () => {
     expect((await call(h.anonymous, "get", "/v1/health")).status).toBe(200);
     expect((await call(ann, "get", "/v1/usage")).status).toBe(200);
