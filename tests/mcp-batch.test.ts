@@ -31,7 +31,8 @@ async function post(body: unknown) {
     body: JSON.stringify(body),
   });
   const res = await mcpPost(req, { params: Promise.resolve({}) });
-  return { status: res.status, type: res.headers.get("content-type"), limit: res.headers.get("x-ratelimit-limit"), body: (await res.json()) as any };
+  const text = await res.text();
+  return { status: res.status, type: res.headers.get("content-type"), limit: res.headers.get("x-ratelimit-limit"), body: (text ? JSON.parse(text) : undefined) as any };
 }
 
 const hubsCall = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_hubs", arguments: {} } });
@@ -84,6 +85,27 @@ describe("a JSON-RPC batch over what is left of the rate limit", () => {
       expect(tooMany.status).toBe(429);
       expect((await post([21, 22, 23, 24, 25].map(hubsCall))).status).toBe(200);
       expect((await post(hubsCall(26))).status).toBe(429);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  });
+});
+
+describe("a tools/call notification (no id)", () => {
+  // JSON-RPC never answers a notification and the SDK runs no tool for one: charged as the call it names,
+  // a recall sent as a notification spent a heavy token on nothing.
+  it("runs nothing and spends no token of the call it names", async () => {
+    const frozen = Date.now();
+    setRateLimiter(new MemoryRateLimiter({ regular: 1_000, heavy: 1, light: 1_000 }, () => frozen));
+    try {
+      const before = await h.db.memory.count();
+      const notified = await post({ jsonrpc: "2.0", method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
+      expect(notified.status).toBe(202);
+      const pushNotified = await post({ jsonrpc: "2.0", method: "tools/call", params: { name: "engram_push", arguments: { content: "never saved" } } });
+      expect(pushNotified.status).toBe(202);
+      expect(await h.db.memory.count()).toBe(before);
+      const recall = await post({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
+      expect(recall.status).toBe(200);
     } finally {
       setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
     }

@@ -140,7 +140,8 @@ export function mcpErrorResponse(error: ApiError): Response {
  */
 async function chargeToolCalls(ctx: AuthContext, message: unknown): Promise<{ refused?: Response; headers: Record<string, string> }> {
   const messages = Array.isArray(message) ? message : [message];
-  const calls = messages.filter((m) => (m as { method?: unknown })?.method === "tools/call");
+  // Requests only: a tools/call sent as a notification (no id) is never answered, and the SDK runs no tool for it.
+  const calls = messages.filter((m) => (m as { method?: unknown })?.method === "tools/call" && requestId(m) !== undefined);
   const charges: Bucket[] = calls.length
     ? calls.map((m) => (HEAVY_TOOLS.has(String((m as { params?: { name?: unknown } }).params?.name)) ? "heavy" : "regular"))
     : ["regular"];
