@@ -31,4 +31,27 @@ describe("a tool's listed input schema", () => {
       }
     }
   });
+
+  // Text the tool trims (a query, content, a title, a tag, a capture's lines) is refused when blank: the
+  // listing said only "at least one character", so "   " looked valid to a client checking its arguments.
+  it("admits and refuses the same blank and non-blank text the tool does", () => {
+    const cases: [name: string, args: Record<string, unknown>][] = [];
+    for (const blank of [" ", "\n\t ", "a"]) {
+      cases.push(
+        ["engram_recall", { query: blank }],
+        ["engram_ask", { query: blank }],
+        ["search", { query: blank }],
+        ["engram_push", { content: blank }],
+        ["engram_push", { content: "A note.", title: blank }],
+        ["engram_push", { content: "A note.", tags: [blank] }],
+        ["engram_capture", { summary: blank }],
+        ["engram_capture", { summary: "Done.", decisions: [blank] }],
+        ["engram_capture", { summary: "Done.", learnings: [blank] }],
+      );
+    }
+    for (const [name, args] of cases) {
+      const { tool, validate } = listed(name);
+      expect({ name, args, listed: validate(args) }).toEqual({ name, args, listed: tool.input.safeParse(args).success });
+    }
+  });
 });

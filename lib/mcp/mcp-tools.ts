@@ -52,6 +52,8 @@ const write = { readOnlyHint: false, destructiveHint: false, idempotentHint: fal
 const destroy = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false } as const;
 
 const hubRef = z.string().max(200).describe('Hub id, hub slug, or "personal"');
+/** Trimmed text must not be blank: stated in the listed schema too (a pattern), or "   " looks valid there. */
+const NOT_BLANK = { pattern: "\\S" };
 const memoryId = z.string().min(1).max(100).overwrite(normalizeId).describe("Memory id");
 const EXCERPT_CHARS = 600;
 
@@ -98,7 +100,7 @@ function clampedLimit(description: string) {
 }
 
 const recallInput = z.object({
-  query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("What to look for, in natural language"),
+  query: z.string().trim().min(1).max(MAX_QUERY_CHARS).meta(NOT_BLANK).describe("What to look for, in natural language"),
   limit: clampedLimit(`Most results to return (default 10; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
   topic_id: uuidField().optional().describe("Only memories filed under this topic"),
   hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
@@ -139,10 +141,11 @@ const pushInput = z.object({
     .string()
     .min(1)
     .refine((content) => content.trim().length > 0, "content must not be empty")
+    .meta(NOT_BLANK)
     .describe("The knowledge to save (markdown welcome)"),
-  title: z.string().trim().min(1).max(MAX_TITLE_LENGTH).optional().describe("Short title (derived from the content when omitted)"),
+  title: z.string().trim().min(1).max(MAX_TITLE_LENGTH).meta(NOT_BLANK).optional().describe("Short title (derived from the content when omitted)"),
   hint: z.string().max(2000).optional().describe("What this is, to guide classification (e.g. 'meeting notes from the product review')"),
-  tags: z.array(z.string().trim().min(1).max(MAX_TAG_LENGTH)).max(MAX_TAGS).optional(),
+  tags: z.array(z.string().trim().min(1).max(MAX_TAG_LENGTH).meta(NOT_BLANK)).max(MAX_TAGS).optional(),
   hub_id: hubRef.optional().describe('Where to save it: a hub id, slug, or "personal" (default: your personal hub)'),
   hub_reason: z.string().max(2000).optional().describe("Why this belongs in that hub"),
   initiation_type: z.enum(INITIATION_TYPES).optional().describe("Who asked for this save (default agent_proactive)"),
@@ -298,7 +301,7 @@ async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }
 }
 
 const askInput = z.object({
-  query: z.string().trim().min(1).max(MAX_QUERY_CHARS).describe("The question, in natural language"),
+  query: z.string().trim().min(1).max(MAX_QUERY_CHARS).meta(NOT_BLANK).describe("The question, in natural language"),
   limit: clampedLimit(`Sources to answer from (default ${ASK_DEFAULT_LIMIT}; more than ${RECALL_MAX_LIMIT} gives ${RECALL_MAX_LIMIT})`),
   topic_id: uuidField().optional().describe("Only memories filed under this topic"),
   hub_id: hubRef.optional().describe('Rank this hub first: a hub id, slug, or "personal" (every reachable hub is searched)'),
@@ -324,9 +327,9 @@ async function ask(env: ToolEnv, args: z.output<typeof askInput>): Promise<ToolO
 }
 
 const captureInput = z.object({
-  summary: z.string().trim().min(1).max(20_000).describe("What was accomplished in this session"),
-  decisions: z.array(z.string().trim().min(1).max(2000)).max(100).optional().describe("Decisions made, one per item"),
-  learnings: z.array(z.string().trim().min(1).max(2000)).max(100).optional().describe("Things learned, one per item"),
+  summary: z.string().trim().min(1).max(20_000).meta(NOT_BLANK).describe("What was accomplished in this session"),
+  decisions: z.array(z.string().trim().min(1).max(2000).meta(NOT_BLANK)).max(100).optional().describe("Decisions made, one per item"),
+  learnings: z.array(z.string().trim().min(1).max(2000).meta(NOT_BLANK)).max(100).optional().describe("Things learned, one per item"),
   hub_id: hubRef.optional(),
 });
 
@@ -426,7 +429,7 @@ export const CHATGPT_TOOLS: ToolDef[] = [
     serves: "engram_recall",
     title: "Search memories",
     description: "Search Engram memories. Returns ids, titles and links; use fetch for the full text.",
-    input: z.object({ query: z.string().trim().min(1).max(MAX_QUERY_CHARS) }),
+    input: z.object({ query: z.string().trim().min(1).max(MAX_QUERY_CHARS).meta(NOT_BLANK) }),
     annotations: read,
     run: async (env, args) => {
       const found = await recall(env, { query: args.query, limit: 10 });
