@@ -74,7 +74,10 @@ function excerpt(text: string, max = EXCERPT_CHARS): string {
       return lastBreak === -1 ? run : `\n${run.slice(lastBreak + 1)}`;
     })
     .trim();
-  return flat.length <= max ? flat : `${flat.slice(0, max).trimEnd()}…`;
+  if (flat.length <= max) return flat;
+  // Never between the halves of a surrogate pair: a lone one is written "\ud83d" in the JSON, which strict parsers refuse.
+  const cut = /[\ud800-\udbff]$/.test(flat.slice(0, max)) ? max - 1 : max;
+  return `${flat.slice(0, cut).trimEnd()}…`;
 }
 
 function quote(text: string): string {
