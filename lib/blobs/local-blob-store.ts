@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import { link, mkdir, open, opendir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { link, mkdir, open, opendir, readFile, rename, rm, stat, utimes } from "node:fs/promises";
 import path from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -25,6 +25,12 @@ interface Meta {
   size: number;
   content_type: string;
   sha256: string;
+  /**
+   * The inode of the bytes it describes. Bytes and metadata are two files, moved into place one after
+   * the other: a crash between the two leaves new bytes beside an earlier object's metadata (or none),
+   * and only the inode tells such metadata from the object's own. Absent in metadata written before.
+   */
+  ino?: string;
 }
 
 export type UploadCheck =
@@ -159,7 +165,7 @@ export class LocalBlobStore implements BlobStore {
       if (received !== expected.size) {
         throw new UploadRejected(400, `Truncated upload: received ${received} of ${expected.size} bytes`, { received_bytes: received, size_bytes: expected.size });
       }
-      const meta: Meta = { size: received, content_type: expected.contentType, sha256: hash.digest("hex") };
+      const meta: Meta = { size: received, content_type: expected.contentType, sha256: hash.digest("hex"), ino: await inodeOf(temp) };
       // link() fails if the object exists: of two PUTs racing past the check above, the second loses
       // here instead of replacing bytes whose type and sha256 may already have been checked.
       try {
@@ -171,14 +177,14 @@ export class LocalBlobStore implements BlobStore {
         throw error;
       }
       try {
-        await writeFile(`${target}.meta.json`, JSON.stringify(meta));
+        await replaceDurably(`${target}.meta.json`, JSON.stringify(meta));
       } catch (error) {
         // Bytes without their description are no upload (head() finds none) yet would refuse every
         // retry of the URL as "already uploaded": the object goes, and the same URL may try again.
         await Promise.all([target, `${target}.meta.json`].map((file) => rm(file, { force: true }).catch(() => undefined)));
         throw error;
       }
-      return meta;
+      return { size: meta.size, content_type: meta.content_type, sha256: meta.sha256 };
     } finally {
       clearInterval(touch);
       await rm(temp, { force: true });
@@ -186,16 +192,29 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
+  /**
+   * The object's size, type and sha256 from its metadata, or null when there is none that describes
+   * these bytes: missing, cut short, or an earlier object's left by a write that stopped between
+   * moving its bytes and its metadata into place. Such an object reads as not (yet) there.
+   */
   async head(key: string): Promise<BlobInfo | null> {
     const target = this.file(key);
-    try {
-      const [info, meta] = await Promise.all([stat(target), readFile(`${target}.meta.json`, "utf8")]);
-      const parsed = JSON.parse(meta) as Meta;
-      return { size: info.size, contentType: parsed.content_type, sha256: parsed.sha256 };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-      throw error;
+    // Twice: a write replacing the object between the stat and the metadata's read shows as a mismatch once.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      let info, raw;
+      try {
+        [info, raw] = await Promise.all([stat(target, { bigint: true }), readFile(`${target}.meta.json`, "utf8")]);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+        throw error;
+      }
+      const meta = parseMeta(raw);
+      if (!meta) return null;
+      if (meta.size === Number(info.size) && (meta.ino === undefined || meta.ino === String(info.ino))) {
+        return { size: meta.size, contentType: meta.content_type, sha256: meta.sha256 };
+      }
     }
+    return null;
   }
 
   async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
@@ -208,16 +227,29 @@ export class LocalBlobStore implements BlobStore {
     return handle.createReadStream(range ? { start: range.start, end: range.end } : {});
   }
 
+  /**
+   * Bytes first, synced and renamed into place, then their metadata the same way: a crash at any
+   * point leaves either the earlier object or these bytes with no metadata describing them (head()
+   * is null until a write completes), never metadata for bytes that are not there.
+   */
   async write(key: string, bytes: Buffer, contentType: string): Promise<void> {
     const target = this.file(key);
     await mkdir(path.dirname(target), { recursive: true });
     const temp = `${target}.part-${randomBytes(6).toString("hex")}`;
-    const meta: Meta = { size: bytes.length, content_type: contentType, sha256: createHash("sha256").update(bytes).digest("hex") };
     writing.add(temp);
     try {
-      await writeFile(temp, bytes, { flag: "wx" });
-      await writeFile(`${target}.meta.json`, JSON.stringify(meta));
+      const handle = await open(temp, "wx");
+      let ino: string;
+      try {
+        await handle.writeFile(bytes);
+        await handle.sync();
+        ino = String((await handle.stat({ bigint: true })).ino);
+      } finally {
+        await handle.close();
+      }
       await rename(temp, target);
+      const meta: Meta = { size: bytes.length, content_type: contentType, sha256: createHash("sha256").update(bytes).digest("hex"), ino };
+      await replaceDurably(`${target}.meta.json`, JSON.stringify(meta));
     } catch (error) {
       await rm(temp, { force: true });
       throw error;
@@ -274,6 +306,53 @@ const downloadPayload = (key: string, filename: string, type: string, dispositio
   JSON.stringify(["blob-get", key, filename, type, disposition, expires]);
 const trimSlash = (url: string) => url.replace(/\/+$/, "");
 const encodeKey = (key: string) => key.split("/").map(encodeURIComponent).join("/");
+
+/** Writes a small file whole or not at all: synced under a part name, then renamed over `file`. */
+async function replaceDurably(file: string, text: string): Promise<void> {
+  const temp = `${file}.part-${randomBytes(6).toString("hex")}`;
+  writing.add(temp);
+  try {
+    const handle = await open(temp, "wx");
+    try {
+      await handle.writeFile(text);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+    await syncDirectory(path.dirname(file));
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  } finally {
+    writing.delete(temp);
+  }
+}
+
+/** Makes the renames in `dir` durable; a platform that cannot open a directory for it skips that. */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, "r").catch(() => null);
+  if (!handle) return;
+  try {
+    await handle.sync().catch(() => undefined);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function inodeOf(file: string): Promise<string> {
+  return String((await stat(file, { bigint: true })).ino);
+}
+
+/** Metadata cut short (a crash mid-write before it was written atomically) describes nothing. */
+function parseMeta(raw: string): Meta | null {
+  try {
+    const meta = JSON.parse(raw) as Meta;
+    return typeof meta?.size === "number" && typeof meta.sha256 === "string" ? meta : null;
+  } catch {
+    return null;
+  }
+}
 
 async function exists(file: string): Promise<boolean> {
   try {
