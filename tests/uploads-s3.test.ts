@@ -19,10 +19,11 @@ import { readPausing } from "./support/read-pausing.ts";
  * checks SigV4 signatures. The client PUTs straight to the "bucket" with the
  * presigned URL; Engram then verifies, extracts and serves the file.
  */
-const PORT = 3821;
+// An ephemeral port, known once s3rver listens: a fixed one collided with whatever else held it.
+let PORT = 0;
 const ENV = {
   ENGRAM_S3_BUCKET: "engram-test",
-  ENGRAM_S3_ENDPOINT: `http://127.0.0.1:${PORT}`,
+  ENGRAM_S3_ENDPOINT: "",
   ENGRAM_S3_REGION: "us-east-1",
   ENGRAM_S3_ACCESS_KEY_ID: "S3RVER",
   ENGRAM_S3_SECRET_ACCESS_KEY: "S3RVER",
@@ -36,8 +37,9 @@ let bob: Client;
 
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "engram-s3rver-"));
-  server = new S3rver({ address: "127.0.0.1", port: PORT, silent: true, directory: dir, configureBuckets: [{ name: "engram-test", configs: [] }] });
-  await server.run();
+  server = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: dir, configureBuckets: [{ name: "engram-test", configs: [] }] });
+  PORT = ((await server.run()) as import("node:net").AddressInfo).port;
+  ENV.ENGRAM_S3_ENDPOINT = `http://127.0.0.1:${PORT}`;
   Object.assign(process.env, ENV);
   setBlobStore(undefined);
   h = await createHarness();
