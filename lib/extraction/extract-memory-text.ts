@@ -1,7 +1,7 @@
 import { APICallError, generateText, RetryError } from "ai";
 import { chatModel } from "@/lib/ai/chat-model.ts";
 import { modelTimeoutMs } from "@/lib/ai/model-timeout.ts";
-import { blobStore, readAll } from "@/lib/blobs/blob-store.ts";
+import { blobStore } from "@/lib/blobs/blob-store.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
 import { decodePage } from "@/lib/links/decode-page.ts";
 import { readLink } from "@/lib/links/read-link.ts";
@@ -9,7 +9,7 @@ import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { describeError, isPermanentError } from "@/lib/processing/process-memory.ts";
 import { isImageType, isTextType } from "@/lib/uploads/upload-limits.ts";
 import { extractText, type Extracted } from "./extract-text.ts";
-import { ExtractionWorkerError } from "./extraction-thread.ts";
+import { extractionLimits, ExtractionWorkerError } from "./extraction-thread.ts";
 
 interface StoredFileRef {
   object_key: string;
@@ -37,9 +37,16 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
   }
   const ref = memory.fileRef as unknown as StoredFileRef;
   const note = memory.content.trim();
-  const bytes = await readFile(ref.object_key);
+  const { maxBytes } = extractionLimits();
+  const read = await readFile(ref.object_key, maxBytes);
   // Gone for good (removed from storage by hand, or a lost bucket): retrying cannot bring it back.
-  if (!bytes) return { content: note || ref.filename, error: "The file is no longer in storage; only the note was indexed" };
+  if (!read) return { content: note || ref.filename, error: "The file is no longer in storage; only the note was indexed" };
+  // A PDF, DOCX or image cut short is no such file (their indexes sit at the end): past the limit only
+  // text is read, its first part.
+  if (read.truncated && !isTextType(ref.content_type)) {
+    return { content: note || ref.filename, error: `The file is larger than the ${formatBytes(maxBytes)} read for text; only the note was indexed` };
+  }
+  const bytes = read.bytes;
   // A file the parser chokes on, or that hits a time or memory limit (ExtractionStoppedError), will do
   // the same on a retry: report it, index what there is. A reader that died is not the file's fault:
   // that is thrown, and the job retried.
@@ -57,18 +64,31 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
   );
   const text = extracted.text || (isImageType(ref.content_type) ? [`# ${ref.filename}`, memory.hint ?? ""].filter(Boolean).join("\n\n") : "");
   const content = [note, text].filter(Boolean).join("\n\n") || ref.filename;
-  return { content: clip(content), title: extracted.title, error: extracted.error ?? null };
+  const truncation = read.truncated ? `The file is larger than the ${formatBytes(maxBytes)} read for text; only its first ${formatBytes(maxBytes)} were indexed` : null;
+  return { content: clip(content), title: extracted.title, error: [truncation, extracted.error].filter(Boolean).join(". ") || null };
 }
 
 /**
- * The stored bytes, or null when the object is missing. Other storage failures are retried; their
- * message (a local store's names the server's directories) goes to the log, not to processing_error,
- * which every member of the hub sees.
+ * The stored bytes, at most `maxBytes` of them (`truncated` when there are more), or null when the
+ * object is missing. Other storage failures are retried; their message (a local store's names the
+ * server's directories) goes to the log, not to processing_error, which every member of the hub sees.
  */
-async function readFile(key: string): Promise<Buffer | null> {
+async function readFile(key: string, maxBytes: number): Promise<{ bytes: Buffer; truncated: boolean } | null> {
   const store = await blobStore();
   try {
-    return await readAll(store, key);
+    // One byte past the limit says whether there is more, without reading it. A range past the end is
+    // not asked for: an empty object has none to give.
+    const info = await store.head(key);
+    if (info?.size === 0) return { bytes: Buffer.alloc(0), truncated: false };
+    const parts: Buffer[] = [];
+    let length = 0;
+    for await (const part of await store.read(key, { start: 0, end: info ? Math.min(info.size, maxBytes + 1) - 1 : maxBytes })) {
+      parts.push(Buffer.from(part as Uint8Array));
+      length += (part as Uint8Array).length;
+      if (length > maxBytes) break;
+    }
+    const bytes = Buffer.concat(parts);
+    return { bytes: bytes.subarray(0, maxBytes), truncated: bytes.length > maxBytes };
   } catch (error) {
     const missing = await store.head(key).then((info) => info === null, () => false);
     if (missing) return null;
@@ -111,6 +131,11 @@ async function describeImage(bytes: Buffer, ref: StoredFileRef, hint: string | n
     ],
   });
   return text.trim() ? { text: `# ${ref.filename}\n\n${text.trim()}` } : { text: "", error: "No text was found in the image" };
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
+  return bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
 }
 
 /** Extracted text is bounded like pushed content. */

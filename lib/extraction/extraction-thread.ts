@@ -5,9 +5,17 @@ import { WorkerLane, type WorkerReply } from "@/lib/worker-lane.ts";
 import { htmlToMarkdown, type ReadableDocument } from "./html-to-markdown.mjs";
 import { readDocument, type DocumentKind, type ReadDocument } from "./read-document.mjs";
 
-/** Time limit of one file or page, and the memory its reading may use (documented in docs/files.md). */
-export function extractionLimits(): { timeoutMs: number; memoryMb: number } {
-  return { timeoutMs: positiveIntEnv("ENGRAM_EXTRACT_TIMEOUT_MS", 30_000), memoryMb: positiveIntEnv("ENGRAM_EXTRACT_MEMORY_MB", 512) };
+/**
+ * Time limit of one file or page, the memory its reading may use, and how much of a stored file is
+ * read at all (documented in docs/files.md). The last bounds what extraction holds in memory: the
+ * upload limit may be raised to 2 GiB, and a file is read whole into a buffer and copied to the thread.
+ */
+export function extractionLimits(): { timeoutMs: number; memoryMb: number; maxBytes: number } {
+  return {
+    timeoutMs: positiveIntEnv("ENGRAM_EXTRACT_TIMEOUT_MS", 30_000),
+    memoryMb: positiveIntEnv("ENGRAM_EXTRACT_MEMORY_MB", 512),
+    maxBytes: positiveIntEnv("ENGRAM_EXTRACT_MAX_BYTES", 25 * 1024 * 1024),
+  };
 }
 
 /**
