@@ -44,4 +44,32 @@ describe("the embedded runner's queue (a process that runs for weeks)", () => {
       r.stop();
     }
   });
+
+  it("memories left to the database past the bound are not starved by a steady stream of newer writes (oldest first)", async () => {
+    // The queue only refilled from the database once it was empty; new writes kept it from emptying, so
+    // the memories written while it was full waited for as long as the writes went on.
+    const push = async (content: string) => (await ann.post("/v1/memories", { content })).body.data.id as string;
+    const r = runner({ maxQueued: 5 });
+    const status = async (ids: string[]) =>
+      (await h.db.memory.findMany({ where: { id: { in: ids } }, select: { processingStatus: true } })).map((row) => row.processingStatus);
+    try {
+      for (let i = 0; i < 5; i++) r.enqueue(await push(`Filler note ${i} about the staging cluster's weekly restart.`));
+      const left: string[] = [];
+      for (let i = 0; i < 3; i++) left.push(await push(`Backlog note ${i}: the warehouse door code changes on the first of the month.`));
+      for (const id of left) r.enqueue(id);
+      expect(r.size.queued).toBeLessThanOrEqual(5);
+      // A steady stream of newer writes, faster than one worker processes them, for up to 40 s.
+      const deadline = Date.now() + 40_000;
+      let written = 0;
+      while (Date.now() < deadline && (await status(left)).some((s) => s !== "done")) {
+        r.enqueue(await push(`Stream note ${written++}: ticket ${randomUUID()} was triaged.`));
+        expect(r.size.queued).toBeLessThanOrEqual(5 + 200);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(await status(left)).toEqual(["done", "done", "done"]);
+    } finally {
+      r.stop();
+      await r.idle();
+    }
+  }, 90_000);
 });

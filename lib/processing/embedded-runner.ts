@@ -7,6 +7,8 @@ import type { Prisma } from "@/lib/db/generated/client.ts";
 
 /** Sweeps take this many candidates at a time; the next sweep follows as soon as they drain. */
 const SWEEP_PAGE = 200;
+/** A backlog's next page is read once fewer than this are queued, so workers do not wait for it. */
+const REFILL_BELOW = SWEEP_PAGE / 2;
 /**
  * Ids the runner holds waiting for a worker. Every memory write enqueued its id, so an import faster
  * than the model kept them all in memory for as long as the backlog lasted; past this the id is left
@@ -144,8 +146,14 @@ export class EmbeddedRunner {
   enqueue(id: string): void {
     if (this.stopped) return;
     if (this.active.has(id)) this.again.add(id);
-    else if (this.queued.has(id) || this.queued.size < (this.options.maxQueued ?? MAX_QUEUED_JOBS)) this.queued.add(id);
-    else this.backlog = true;
+    // While memories wait in the database, a new write waits behind them there too: queued ahead, a
+    // steady stream of writes kept the queue from ever draining and the backlog waited for good.
+    else if (this.queued.has(id) || (!this.backlog && this.queued.size < (this.options.maxQueued ?? MAX_QUEUED_JOBS))) this.queued.add(id);
+    else {
+      this.backlog = true;
+      // Nothing running may be left to ask for the next page (a sweep that failed, say).
+      if (this.queued.size < REFILL_BELOW) this.sweepSoon();
+    }
     this.pump();
   }
 
@@ -198,6 +206,8 @@ export class EmbeddedRunner {
       for (const id of ids) if (!this.active.has(id) && !this.stopped) this.queued.add(id);
       if (ids.length === SWEEP_PAGE) this.backlog = true;
     } catch (error) {
+      // The backlog is still there: the next refill tries again.
+      this.backlog = true;
       console.error("[engram] processing: sweep failed", error);
     }
   }
@@ -224,7 +234,9 @@ export class EmbeddedRunner {
       void runAsBackground(() => this.run(id)).finally(() => {
         this.active.delete(id);
         if (this.again.delete(id)) this.queued.add(id);
-        if (this.queued.size === 0 && this.backlog) this.sweepSoon();
+        // Refilled before the queue runs dry, oldest first (the sweep's order): the page read then holds
+        // what is still queued and the oldest of the backlog after it.
+        if (this.queued.size < REFILL_BELOW && this.backlog) this.sweepSoon();
         this.pump();
         this.notifyIdle();
       });
