@@ -204,6 +204,25 @@ describe("the embedded store's signed URLs", () => {
     expect(res.status).toBe(403);
   });
 
+  it("bytes that landed without their metadata (a crash between the two) can still be attached, not stuck between 'not uploaded' and 'already uploaded'", async () => {
+    const bytes = Buffer.from("Kiln log: cone 6 reached at 14:20.\n");
+    const i = await intent(ann, "kiln.txt", "text/plain", bytes.length);
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+    // What a crash after the bytes were linked into place, before their metadata was written, leaves.
+    rmSync(`${path.join(blobDir, ...i.object_key.split("/"))}.meta.json`);
+    // The URL cannot write them again (the object is there) ...
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(409);
+    // ... so the create must take them as they are: only complete, checked bytes are ever put in place.
+    const res = await ann.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, sha256: sha256(bytes) } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect((await processed(ann, res.body.data.id)).state).toBe("active");
+    const full = (await ann.get(`/v1/memories/${res.body.data.id}`)).body.data;
+    expect(full.content).toContain("cone 6 reached");
+    const download = await ann.get(`/v1/memories/${res.body.data.id}/attachments/${full.attachments[0].id}/download`);
+    expect(download.status).toBe(200);
+    expect(download.text).toBe(bytes.toString());
+  });
+
   it("an expired URL is refused over HTTP too", async () => {
     const bytes = Buffer.from("late");
     const i = await intent(ann, "late.txt", "text/plain", bytes.length);

@@ -165,6 +165,8 @@ export class LocalBlobStore implements BlobStore {
       if (received !== expected.size) {
         throw new UploadRejected(400, `Truncated upload: received ${received} of ${expected.size} bytes`, { received_bytes: received, size_bytes: expected.size });
       }
+      // On disk before they are in place: head() takes bytes in place as whole, metadata or not.
+      await syncFile(temp);
       const meta: Meta = { size: received, content_type: expected.contentType, sha256: hash.digest("hex"), ino: await inodeOf(temp) };
       // link() fails if the object exists: of two PUTs racing past the check above, the second loses
       // here instead of replacing bytes whose type and sha256 may already have been checked.
@@ -179,8 +181,8 @@ export class LocalBlobStore implements BlobStore {
       try {
         await replaceDurably(`${target}.meta.json`, JSON.stringify(meta));
       } catch (error) {
-        // Bytes without their description are no upload (head() finds none) yet would refuse every
-        // retry of the URL as "already uploaded": the object goes, and the same URL may try again.
+        // This PUT fails: its bytes go with it, so the same URL may try again rather than being refused
+        // as "already uploaded".
         await Promise.all([target, `${target}.meta.json`].map((file) => rm(file, { force: true }).catch(() => undefined)));
         throw error;
       }
@@ -193,28 +195,38 @@ export class LocalBlobStore implements BlobStore {
   }
 
   /**
-   * The object's size, type and sha256 from its metadata, or null when there is none that describes
-   * these bytes: missing, cut short, or an earlier object's left by a write that stopped between
-   * moving its bytes and its metadata into place. Such an object reads as not (yet) there.
+   * The object's size, type and sha256 from its metadata. Bytes are only ever put in place whole
+   * (receive links them once exactly the signed number arrived and were synced; write renames them
+   * synced), so an object whose metadata is missing, cut short, or an earlier object's (a crash
+   * between moving the bytes and the metadata into place) is still there: it is reported by its size
+   * alone, as a store without recorded hashes reports it, and callers hash it themselves.
    */
   async head(key: string): Promise<BlobInfo | null> {
     const target = this.file(key);
+    let info;
     // Twice: a write replacing the object between the stat and the metadata's read shows as a mismatch once.
     for (let attempt = 0; attempt < 2; attempt++) {
-      let info, raw;
+      let raw;
       try {
-        [info, raw] = await Promise.all([stat(target, { bigint: true }), readFile(`${target}.meta.json`, "utf8")]);
+        [info, raw] = await Promise.all([
+          stat(target, { bigint: true }),
+          readFile(`${target}.meta.json`, "utf8").catch((error: NodeJS.ErrnoException) => {
+            if (error.code === "ENOENT") return null;
+            throw error;
+          }),
+        ]);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
         throw error;
       }
-      const meta = parseMeta(raw);
-      if (!meta) return null;
+      if (!info.isFile()) return null;
+      const meta = raw === null ? null : parseMeta(raw);
+      if (!meta) break;
       if (meta.size === Number(info.size) && (meta.ino === undefined || meta.ino === String(info.ino))) {
         return { size: meta.size, contentType: meta.content_type, sha256: meta.sha256 };
       }
     }
-    return null;
+    return info ? { size: Number(info.size), contentType: undefined } : null;
   }
 
   async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
@@ -229,8 +241,8 @@ export class LocalBlobStore implements BlobStore {
 
   /**
    * Bytes first, synced and renamed into place, then their metadata the same way: a crash at any
-   * point leaves either the earlier object or these bytes with no metadata describing them (head()
-   * is null until a write completes), never metadata for bytes that are not there.
+   * point leaves either the earlier object or these bytes whole, without metadata describing them
+   * (head() then reports their size alone), never metadata for bytes that are not there.
    */
   async write(key: string, bytes: Buffer, contentType: string): Promise<void> {
     const target = this.file(key);
@@ -326,6 +338,15 @@ async function replaceDurably(file: string, text: string): Promise<void> {
     throw error;
   } finally {
     writing.delete(temp);
+  }
+}
+
+async function syncFile(file: string): Promise<void> {
+  const handle = await open(file, "r+");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 
