@@ -22,7 +22,19 @@ const LIMIT = 256 * 1024;
 /** The embedded store, recording the most any one read of an object streamed. */
 class MeasuredStore extends LocalBlobStore {
   largestRead = 0;
+  /** Extraction reads (more than a sniff) of objects in `watched`, and the most other such files held at one's start. */
+  watched = new Set<string>();
+  extractionReads: string[] = [];
+  mostHeldAtOnce = 0;
   override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    if (this.watched.has(key) && range && range.end >= 64 * 1024) {
+      // Files read before this one whose memory has not taken in their text yet: their bytes are still held.
+      const earlier = this.extractionReads.filter((k) => k !== key);
+      const rows = await h.db.memory.findMany({ where: { extractedAt: null }, select: { fileRef: true } });
+      const held = rows.filter((row) => earlier.includes((row.fileRef as { object_key?: string } | null)?.object_key ?? "")).length;
+      this.mostHeldAtOnce = Math.max(this.mostHeldAtOnce, held);
+      this.extractionReads.push(key);
+    }
     const stream = await super.read(key, range);
     let bytes = 0;
     stream.on("data", (chunk: Buffer) => {
@@ -101,6 +113,29 @@ describe("extraction reads a bounded part of a file (ENGRAM_EXTRACT_MAX_BYTES)",
     expect(memory.processing_error).toMatch(/larger than the 256 KiB/);
     expect((await full(id)).content).toBe("Kiln report for Q3");
     expect(store.largestRead).toBeLessThanOrEqual(LIMIT + 1);
+  });
+
+  it("files are read from storage one at a time, as the reader takes them: waiting jobs hold no file's bytes", async () => {
+    // The runner works on 16 memories at once and the reader takes one file at a time: each waiting
+    // job held its whole file (and a copy for the reader) meanwhile, 16 files' worth at once.
+    const line = "Firing schedule: bisque on Monday, glaze on Thursday, unload on Saturday.\n";
+    const texts = [0, 1, 2, 3].map((n) => Buffer.from(`Kiln ${n}\n${line.repeat(Math.floor(LIMIT / 2 / line.length))}`));
+    const intents = [];
+    for (let n = 0; n < 4; n++) {
+      const text = texts[n]!;
+      const intent = await ann.post("/v1/uploads", { filename: `schedule-${n}.txt`, content_type: "text/plain", size_bytes: text.length, purpose: "memory_attachment" });
+      const i = intent.body.data;
+      const sent = await dispatch(new Request(i.upload_url, { method: "PUT", headers: i.headers, body: new Uint8Array(text), duplex: "half" } as RequestInit));
+      expect(sent.status).toBe(200);
+      store.watched.add(i.object_key);
+      intents.push({ ...i, sha256: createHash("sha256").update(text).digest("hex") });
+    }
+    const created = await Promise.all(intents.map((i) => ann.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, sha256: i.sha256 } })));
+    expect(created.map((res) => res.status)).toEqual([201, 201, 201, 201]);
+    for (const res of created) expect(await waitProcessed(h.db, ann, res.body.data.id, 60_000)).toMatchObject({ processing_status: "done" });
+    expect(store.extractionReads).toHaveLength(4);
+    // At a file's read, at most the one before it may still be writing its text (its bytes already let go).
+    expect(store.mostHeldAtOnce).toBeLessThanOrEqual(1);
   });
 
   it("a file within the limit reads as ever", async () => {

@@ -36,6 +36,12 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
     return { content: page.text ? clip(page.text) : memory.content, title: page.title, error: page.error ?? null };
   }
   const ref = memory.fileRef as unknown as StoredFileRef;
+  // Documents wait for the reader's one thread before their bytes are fetched: the runner works on
+  // many memories at once, and each waiting job held its whole file (and the reader's copy) meanwhile.
+  return isImageType(ref.content_type) ? readFileMemory(memory, ref) : oneDocumentAtATime(() => readFileMemory(memory, ref));
+}
+
+async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ content: string; title?: string; error: string | null }> {
   const note = memory.content.trim();
   const { maxBytes } = extractionLimits();
   const read = await readFile(ref.object_key, maxBytes);
@@ -66,6 +72,19 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
   const content = [note, text].filter(Boolean).join("\n\n") || ref.filename;
   const truncation = read.truncated ? `The file is larger than the ${formatBytes(maxBytes)} read for text; only its first ${formatBytes(maxBytes)} were indexed` : null;
   return { content: clip(content), title: extracted.title, error: [truncation, extracted.error].filter(Boolean).join(". ") || null };
+}
+
+// One per process, also when several route bundles include this module (as the reader's thread is).
+const globalForDocuments = globalThis as unknown as { __engramDocumentTurn?: Promise<unknown> };
+
+/** Runs `read` once every document read started before it has finished, whatever their outcome. */
+function oneDocumentAtATime<T>(read: () => Promise<T>): Promise<T> {
+  const turn = (globalForDocuments.__engramDocumentTurn ?? Promise.resolve()).then(read, read);
+  globalForDocuments.__engramDocumentTurn = turn.then(
+    () => undefined,
+    () => undefined,
+  );
+  return turn;
 }
 
 /**
