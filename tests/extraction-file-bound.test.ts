@@ -6,6 +6,9 @@ import type { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import type { Memory } from "@/lib/db/generated/client.ts";
+import { extractMemoryText } from "@/lib/extraction/extract-memory-text.ts";
+import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { makePdf } from "./support/make-files.ts";
@@ -136,6 +139,23 @@ describe("extraction reads a bounded part of a file (ENGRAM_EXTRACT_MAX_BYTES)",
     expect(store.extractionReads).toHaveLength(4);
     // At a file's read, at most the one before it may still be writing its text (its bytes already let go).
     expect(store.mostHeldAtOnce).toBeLessThanOrEqual(1);
+  });
+
+  it("a file whose text is longer than a memory holds (3 MiB) says that only its start was kept", async () => {
+    // The text was clipped to 3 MiB without a word: a 4 MiB CSV read as complete while a quarter was gone.
+    const row = "2026-11-28,kiln-2,cone 6,1222 C,ok\n";
+    const csv = Buffer.from(row.repeat(Math.ceil((MAX_CONTENT_BYTES + 512 * 1024) / row.length)));
+    const key = `uploads/${ann.id}/long-csv`;
+    await store.write(key, csv, "text/csv");
+    process.env.ENGRAM_EXTRACT_MAX_BYTES = String(8 * 1024 * 1024);
+    try {
+      const memory = { fileRef: { object_key: key, filename: "firings.csv", content_type: "text/csv", size_bytes: csv.length }, content: "", contentType: "file", hint: null };
+      const result = await extractMemoryText(memory as unknown as Memory);
+      expect(Buffer.byteLength(result.content)).toBeLessThanOrEqual(MAX_CONTENT_BYTES);
+      expect(result.error).toMatch(/longer than the 3 MiB a memory holds; only its first 3 MiB were kept/);
+    } finally {
+      process.env.ENGRAM_EXTRACT_MAX_BYTES = String(LIMIT);
+    }
   });
 
   it("a file within the limit reads as ever", async () => {

@@ -70,8 +70,11 @@ async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ con
   );
   const text = extracted.text || (isImageType(ref.content_type) ? [`# ${ref.filename}`, memory.hint ?? ""].filter(Boolean).join("\n\n") : "");
   const content = [note, text].filter(Boolean).join("\n\n") || ref.filename;
-  const truncation = read.truncated ? `The file is larger than the ${formatBytes(maxBytes)} read for text; only its first ${formatBytes(maxBytes)} were indexed` : null;
-  return { content: clip(content), title: extracted.title, error: [truncation, extracted.error].filter(Boolean).join(". ") || null };
+  const truncation = read.truncated ? `The file is larger than the ${formatBytes(maxBytes)} read for text; only its first ${formatBytes(maxBytes)} were read` : null;
+  const kept = clip(content);
+  // A text cut to what a memory holds is no more complete than one cut at the read limit: said the same way.
+  const clipped = kept.length < content.length ? `The file's text is longer than the ${formatBytes(MAX_CONTENT_BYTES)} a memory holds; only its first ${formatBytes(MAX_CONTENT_BYTES)} were kept` : null;
+  return { content: kept, title: extracted.title, error: [truncation, clipped, extracted.error].filter(Boolean).join(". ") || null };
 }
 
 // One per process, also when several route bundles include this module (as the reader's thread is).
