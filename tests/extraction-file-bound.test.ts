@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -8,6 +10,7 @@ import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
 import { extractMemoryText } from "@/lib/extraction/extract-memory-text.ts";
+import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
@@ -155,6 +158,24 @@ describe("extraction reads a bounded part of a file (ENGRAM_EXTRACT_MAX_BYTES)",
       expect(result.error).toMatch(/longer than the 3 MiB a memory holds; only its first 3 MiB were kept/);
     } finally {
       process.env.ENGRAM_EXTRACT_MAX_BYTES = String(LIMIT);
+    }
+  });
+
+  it("a page whose text is longer than a memory holds says so too", async () => {
+    const line = "Glaze log: cone 6 oxidation, 1222 C, ten-minute hold.\n";
+    const page = line.repeat(Math.ceil((MAX_CONTENT_BYTES + 512 * 1024) / line.length));
+    const site = http.createServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end(page));
+    const port = await new Promise<number>((resolve) => site.listen(0, "127.0.0.1", () => resolve((site.address() as AddressInfo).port)));
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${port}`] });
+    try {
+      const memory = { fileRef: null, content: `http://127.0.0.1:${port}/log.txt`, contentType: "link", hint: null };
+      const result = await extractMemoryText(memory as unknown as Memory);
+      expect(Buffer.byteLength(result.content)).toBeLessThanOrEqual(MAX_CONTENT_BYTES);
+      expect(result.content.startsWith("Glaze log")).toBe(true);
+      expect(result.error).toMatch(/longer than the 3 MiB a memory holds; only its first 3 MiB were kept/);
+    } finally {
+      setLinkFetchPolicyForTests(undefined);
+      await new Promise((resolve) => site.close(resolve));
     }
   });
 

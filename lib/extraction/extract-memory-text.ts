@@ -33,7 +33,9 @@ export function needsExtraction(memory: Pick<Memory, "fileRef" | "contentType" |
 export async function extractMemoryText(memory: Memory): Promise<{ content: string; title?: string; error: string | null }> {
   if (memory.fileRef === null) {
     const page = await readLink(memory.content.trim());
-    return { content: page.text ? clip(page.text) : memory.content, title: page.title, error: page.error ?? null };
+    const kept = page.text ? clip(page.text) : memory.content;
+    const clipped = page.text && kept.length < page.text.length ? longerThanAMemory("page") : null;
+    return { content: kept, title: page.title, error: [page.error, clipped].filter(Boolean).join(". ") || null };
   }
   const ref = memory.fileRef as unknown as StoredFileRef;
   // Documents wait for the reader's one thread before their bytes are fetched: the runner works on
@@ -73,7 +75,7 @@ async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ con
   const truncation = read.truncated ? `The file is larger than the ${formatBytes(maxBytes)} read for text; only its first ${formatBytes(maxBytes)} were read` : null;
   const kept = clip(content);
   // A text cut to what a memory holds is no more complete than one cut at the read limit: said the same way.
-  const clipped = kept.length < content.length ? `The file's text is longer than the ${formatBytes(MAX_CONTENT_BYTES)} a memory holds; only its first ${formatBytes(MAX_CONTENT_BYTES)} were kept` : null;
+  const clipped = kept.length < content.length ? longerThanAMemory("file") : null;
   return { content: kept, title: extracted.title, error: [truncation, clipped, extracted.error].filter(Boolean).join(". ") || null };
 }
 
@@ -154,6 +156,9 @@ async function describeImage(bytes: Buffer, ref: StoredFileRef, hint: string | n
   });
   return text.trim() ? { text: `# ${ref.filename}\n\n${text.trim()}` } : { text: "", error: "No text was found in the image" };
 }
+
+const longerThanAMemory = (what: "file" | "page") =>
+  `The ${what}'s text is longer than the ${formatBytes(MAX_CONTENT_BYTES)} a memory holds; only its first ${formatBytes(MAX_CONTENT_BYTES)} were kept`;
 
 function formatBytes(bytes: number): string {
   if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MiB`;
