@@ -5,6 +5,7 @@ import { api } from "@/lib/web/api.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { useAction } from "@/lib/web/use-action.ts";
 import { useHub } from "./hub-frame.tsx";
+import type { Page } from "@/lib/web/types.ts";
 import { Markdown } from "./markdown.tsx";
 import { Badge, Button, Card, EmptyState, ErrorNotice, LoadingRows } from "./ui.tsx";
 
@@ -101,8 +102,21 @@ export function HubDreams() {
   );
 }
 
-function RunReport({ run, canAct }: { run: DreamRun; canAct: boolean }) {
-  const actions = useApi<{ actions: DreamAction[]; has_more: boolean }>(`/v1/dreams/${run.id}/actions?limit=100`);
+type ActionPage = Page & { actions: DreamAction[] };
+
+/**
+ * A run's report and its actions. A large hub's run has thousands of actions, listed 100 a page: the
+ * pages after the first are read on demand, so each can be seen and undone here.
+ */
+export function RunReport({ run, canAct }: { run: DreamRun; canAct: boolean }) {
+  const path = `/v1/dreams/${run.id}/actions?limit=100`;
+  const actions = useApi<ActionPage>(path);
+  const more = useAction();
+  const showMore = () =>
+    more.run(async () => {
+      const next = await api<ActionPage>(`${path}&cursor=${encodeURIComponent(actions.data!.next_cursor)}`);
+      actions.setData((page) => page && { ...next, actions: [...page.actions, ...next.actions.filter((a) => !page.actions.some((p) => p.id === a.id))] });
+    });
   return (
     <div className="flex flex-col gap-4">
       <Card title="Report">
@@ -128,7 +142,12 @@ function RunReport({ run, canAct }: { run: DreamRun; canAct: boolean }) {
             ))}
           </ul>
         )}
-        {actions.data?.has_more && <p className="mt-2 text-xs text-slate-500">The first 100 actions are shown; the API lists them all.</p>}
+        {actions.data?.has_more && (
+          <Button variant="ghost" className="mt-2" busy={more.busy} onClick={showMore}>
+            Show more actions
+          </Button>
+        )}
+        {more.error !== undefined && <ErrorNotice error={more.error} />}
       </Card>
     </div>
   );

@@ -1,0 +1,91 @@
+import { parseHTML } from "linkedom";
+import { act, createElement } from "react";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { newId } from "@/lib/ids.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { dispatch } from "./support/router.ts";
+
+/**
+ * The dashboard's Dreams tab (components/hub-dreams.tsx), rendered by React into a linkedom document;
+ * its requests go to the real route handlers with the user's key, as the browser's go with its session.
+ */
+let h: Harness;
+let ann: Client;
+let document: Document;
+let window: Window & typeof globalThis;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  ({ window, document } = parseHTML("<!doctype html><html><body><div id=root></div></body></html>") as unknown as { window: Window & typeof globalThis; document: Document });
+  Object.assign(window, { location: new URL("http://engram.test/hubs/x/dreams") });
+  Object.assign(globalThis, { window, document, navigator: window.navigator, IS_REACT_ACT_ENVIRONMENT: true });
+  vi.stubGlobal("fetch", (input: string, init: RequestInit = {}) =>
+    dispatch(new Request(new URL(input, "http://engram.test"), { ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${ann.key}` } })),
+  );
+});
+afterAll(async () => {
+  vi.unstubAllGlobals();
+  await h?.close();
+});
+
+async function settle() {
+  for (let i = 0; i < 20; i++) await act(() => new Promise((resolve) => setTimeout(resolve, 10)));
+}
+
+const rows = () => [...document.querySelectorAll("li")];
+const button = (label: string) => [...document.querySelectorAll("button")].find((b) => b.textContent?.trim() === label);
+const click = (element: Element) => act(async () => void element.dispatchEvent(new window.Event("click", { bubbles: true })));
+
+describe("a dream run's Actions card", () => {
+  /** It listed the run's first 100 actions and said the rest were in the API: the person could not reach (nor undo) them. */
+  it("reaches every action of a run past the first page (100), each with its undo", async () => {
+    const hubId = ann.personalHubId;
+    const runId = newId();
+    const start = Date.now() - 60_000;
+    await h.db.dreamRun.create({ data: { id: runId, hubId, status: "completed", phase: "done", createdAt: new Date(start), startedAt: new Date(start), finishedAt: new Date() } });
+    const memory = await ann.post("/v1/memories", { content: "Stale note about the old office." });
+    expect(memory.status, memory.text).toBe(201);
+    const memoryId = memory.body.data.id as string;
+    const actions = Array.from({ length: 150 }, (_, i) => ({
+      id: newId(),
+      runId,
+      hubId,
+      actionType: "archive",
+      state: "applied",
+      sourceMemoryIds: [i === 149 ? memoryId : newId()],
+      reason: `Action ${String(i).padStart(3, "0")}`,
+      createdAt: new Date(start + i),
+    }));
+    await h.db.dreamAction.createMany({ data: actions });
+    await h.db.memory.update({ where: { id: memoryId }, data: { state: "archived" } });
+    const archivedAt = (await h.db.memory.findUniqueOrThrow({ where: { id: memoryId } })).updatedAt;
+    await h.db.dreamAction.update({ where: { id: actions[149]!.id }, data: { details: { archived_updated_at: archivedAt.toISOString() } } });
+
+    const { RunReport } = await import("@/components/hub-dreams.tsx");
+    const { createRoot } = await import("react-dom/client");
+    const root = createRoot(document.getElementById("root")!);
+    const run = { id: runId, status: "completed", started_at: new Date(start).toISOString(), memories_scanned: 150, duplicates_merged: 0, contradictions_found: 0, memories_archived: 150, memories_organized: 0, report: "", error: null };
+    await act(async () => root.render(createElement(RunReport, { run, canAct: true })));
+    await settle();
+    expect(rows()).toHaveLength(100);
+    expect(rows().some((row) => row.textContent?.includes("Action 149"))).toBe(false);
+
+    const more = button("Show more actions");
+    expect(more, "a way to the actions past the first page").toBeDefined();
+    await click(more!);
+    await settle();
+    expect(rows()).toHaveLength(150);
+    expect(new Set(rows().map((row) => row.textContent)).size).toBe(150);
+    expect(button("Show more actions")).toBeUndefined();
+
+    // The last action, shown on the second page only, is undone from there.
+    const last = rows().find((row) => row.textContent?.includes("Action 149"))!;
+    await click([...last.querySelectorAll("button")].find((b) => b.textContent?.includes("Undo"))!);
+    await settle();
+    expect((await h.db.dreamAction.findUniqueOrThrow({ where: { id: actions[149]!.id } })).state).toBe("undone");
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: memoryId } })).state).toBe("active");
+    expect(rows().find((row) => row.textContent?.includes("Action 149"))!.textContent).toContain("undone");
+    await act(async () => root.unmount());
+  });
+});
