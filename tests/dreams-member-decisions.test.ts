@@ -304,3 +304,56 @@ describe("reopening a decided review whose archived side a member restored and a
     expect(await state(review.sourceMemoryIds[1]!)).toBe("active");
   }, 120_000);
 });
+
+describe("a memory a member ruled on, moved to another hub", () => {
+  const move = async (ids: string[], hubId: string) => {
+    const moved = await owner.post("/v1/memories/batch-move", { ids, hub_id: hubId });
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.data.moved).toBe(ids.length);
+  };
+
+  /**
+   * The run looked up a memory's dream history (restores, split merges, decided reviews) in its own hub
+   * only: once moved, the new hub's first run archived again the memory a member had restored, merged
+   * again the pair a member had split, and flagged again the pair a member had decided.
+   */
+  it("keeps the member's restore, split and decision in the hub it moved to", async () => {
+    const from = await h.teamHub(owner);
+    const to = await h.teamHub(owner);
+    const stale = await staleMemory(from, "Temporary note: the office wifi password changes next week.");
+    const [splitOld, splitNew] = await pairOfNotes(from, ["Use pnpm, not npm, for installing dependencies in the web repo.", "In the web repo we install dependencies with pnpm instead of npm."]);
+    const [keptA, keptB] = await pairOfNotes(from, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const first = await dream(from);
+    const actionOf = (type: string, memoryId: string) => h.db.dreamAction.findFirstOrThrow({ where: { runId: first, actionType: type, sourceMemoryIds: { has: memoryId } } });
+    expect((await owner.patch(`/v1/memories/${stale}`, { state: "active" })).status).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${(await actionOf("merge", splitOld!)).id}/undo`)).status).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${(await actionOf("contradiction", keptA!)).id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+
+    await move([stale, splitOld!, splitNew!, keptA!, keptB!], to);
+    const second = await dream(to);
+    expect(await h.db.dreamAction.findMany({ where: { runId: second, actionType: { in: ["merge", "contradiction", "archive"] } }, select: { actionType: true, reason: true } })).toEqual([]);
+    for (const id of [stale, splitOld!, splitNew!, keptA!, keptB!]) expect(await state(id)).toBe("active");
+  }, 180_000);
+
+  /**
+   * A review closed because its memory moved was decided by nobody: the pair together again in another
+   * hub is flagged there, for its members to decide.
+   */
+  it("is flagged again where it is when its review was closed by a move, not decided", async () => {
+    const from = await h.teamHub(owner);
+    const to = await h.teamHub(owner);
+    const [a, b] = await pairOfNotes(from, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    await dream(from);
+    await move([a!], to);
+    await move([b!], to);
+    const second = await dream(to);
+    expect(await h.db.dreamAction.count({ where: { runId: second, actionType: "contradiction" } })).toBe(1);
+
+    // Back where it was flagged first, as undecided as ever: flagged again there too.
+    await move([a!], from);
+    await move([b!], from);
+    const third = await dream(from);
+    expect(await h.db.dreamAction.count({ where: { runId: third, actionType: "contradiction" } })).toBe(1);
+  }, 180_000);
+});
+

@@ -9,6 +9,7 @@ import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
 import { MAX_POSITION, MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import type { DreamConfig } from "./dream-config.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
+import { MEMORY_MOVED_RESOLUTION } from "@/lib/memories/drop-memory-copies.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
@@ -233,20 +234,24 @@ async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory
  * What the owner already ruled on: an undone merge, archive or filing is not redone, a flagged pair not
  * flagged again. Read for the memories a phase considers only (the GIN index on source_memory_ids): a
  * hub's undone actions and reviews grow with every run, and each phase read them all.
+ * A member's restore, split or decision follows the memory to another hub (a batch move): looked up in
+ * the memory's current hub only, the new hub's first run archived, merged or flagged it again. Only
+ * whether an action exists is read from another hub, nothing of it reaches this run's actions or report.
  */
 
 /**
- * Of these pairs, those ever merged or flagged, as sorted "a:b" keys. A pair a run reads is of two
- * active memories: one merged before is active again because a member restored it (the undo, or a
- * PATCH of its state), and that decision wins; only undone merges counted, and a restore by PATCH was
- * merged again by the next run.
+ * Of these pairs, those ever merged or flagged, in any hub, as sorted "a:b" keys. A pair a run reads is
+ * of two active memories: one merged before is active again because a member restored it (the undo, or
+ * a PATCH of its state), and that decision wins; only undone merges counted, and a restore by PATCH was
+ * merged again by the next run. A review closed because one side moved away was decided by no one: the
+ * pair together again (in the hub it moved to, or back where it was) is flagged for that hub's members.
  */
-async function ruledPairs(db: Db, hubId: string, pairs: { a: { id: string }; b: { id: string } }[]): Promise<Set<string>> {
+async function ruledPairs(db: Db, pairs: { a: { id: string }; b: { id: string } }[]): Promise<Set<string>> {
   if (pairs.length === 0) return new Set();
   const rows = await db.$queryRaw<{ a: string; b: string }[]>`
     SELECT u.a::text AS a, u.b::text AS b FROM unnest(${pairs.map((p) => p.a.id)}::uuid[], ${pairs.map((p) => p.b.id)}::uuid[]) AS u(a, b)
-     WHERE EXISTS (SELECT 1 FROM dream_actions d WHERE d.hub_id = ${hubId}::uuid AND d.source_memory_ids @> ARRAY[u.a, u.b]
-                     AND d.action_type IN ('contradiction', 'merge'))`;
+     WHERE EXISTS (SELECT 1 FROM dream_actions d WHERE d.source_memory_ids @> ARRAY[u.a, u.b] AND d.action_type IN ('contradiction', 'merge')
+                     AND d.resolution IS DISTINCT FROM ${MEMORY_MOVED_RESOLUTION})`;
   return new Set(rows.map((row) => [row.a, row.b].sort().join(":")));
 }
 
@@ -268,7 +273,7 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   const memories = await loadMemories(ctx.deps, hubId);
   const t1 = performance.now();
   const { pairs, candidates } = findSimilarPairs(memories, ctx.deps.config);
-  const ruled = await ruledPairs(ctx.deps.db, hubId, pairs);
+  const ruled = await ruledPairs(ctx.deps.db, pairs);
   const t2 = performance.now();
   const touched = new Set<string>();
   const actions: { type: "merge" | "contradiction"; older: DreamMemory; newer: DreamMemory; cosine: number; reason: string; details: object }[] = [];
@@ -464,12 +469,13 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
   // A memory a dream archived as stale and that is active now was restored by a member (the undo, a
   // PATCH of its state, a batch update): that decision wins, and no later run archives it as stale again.
   // A restore leaves content_changed_at as old as before, so judged by the clock alone the very next run
-  // archived it again. Those memories are left out in the query, so the run's bound holds however many.
+  // archived it again. Those memories are left out in the query, so the run's bound holds however many,
+  // whichever hub's run archived it (the restore follows the memory through a move).
   const stale = await ctx.deps.db.$queryRaw<{ id: string; title: string; updatedAt: Date; contentChangedAt: Date }[]>`
     SELECT m.id::text AS id, m.title, m.updated_at AS "updatedAt", m.content_changed_at AS "contentChangedAt" FROM memories m
      WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.access_count = 0 AND m.last_accessed_at IS NULL AND m.stability <> 'stable'
        AND m.content_changed_at < ${cutoff} AND m.created_at < ${cutoff}
-       AND NOT EXISTS (SELECT 1 FROM dream_actions d WHERE d.hub_id = m.hub_id AND d.action_type = 'archive' AND d.source_memory_ids @> ARRAY[m.id])
+       AND NOT EXISTS (SELECT 1 FROM dream_actions d WHERE d.action_type = 'archive' AND d.source_memory_ids @> ARRAY[m.id])
      ORDER BY m.content_changed_at, m.id LIMIT ${ctx.deps.config.maxStalePerRun}`;
   // Only what was archived counts, and only it leaves the rest of the run: one spared at write time is
   // still active, and the organize step files it as any other.
