@@ -1,9 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { claimDreamRun, runDreamPhase } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
-import { MAX_POSITION } from "@/lib/topics/topic-fields.ts";
+import { newId } from "@/lib/ids.ts";
+import { MAX_POSITION, MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { backdateMemories } from "./support/backdate-memories.ts";
+import { changedBefore } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // What a member decided about a memory or a topic after a dream acted wins over the next run, and an
@@ -357,3 +361,53 @@ describe("a memory a member ruled on, moved to another hub", () => {
   }, 180_000);
 });
 
+describe("a new topic removed in its batch at the hub's topic limit", () => {
+  /**
+   * A cluster's topic whose every memory a member rewrote since the scan is removed at the end of its
+   * batch, but it had taken that batch's room under the hub's limit: with room for one topic left, a
+   * later cluster of the same batch found none and stayed unsorted until the next run.
+   */
+  it("gives its room back to a later cluster of the batch", async () => {
+    const hubId = await h.teamHub(owner);
+    // Room for two more topics when the run plans; a member takes one of them before the batch.
+    await h.db.topic.createMany({ data: Array.from({ length: MAX_TOPICS_PER_HUB - 2 }, (_, i) => ({ id: newId(), hubId, name: `Topic ${i}`, position: i })) });
+    const post = async (content: string) => {
+      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      return res.body.data.id as string;
+    };
+    const rewritten: string[] = [];
+    for (const content of [
+      "Kubernetes pods in the cluster are autoscaled with the horizontal pod autoscaler on CPU.",
+      "Each Kubernetes deployment sets pod resource requests and limits for CPU and memory.",
+      "Kubernetes pod logs are shipped from the cluster to Loki by a DaemonSet.",
+      "Restart a stuck Kubernetes pod with kubectl rollout restart on its deployment.",
+    ])
+      rewritten.push(await post(content));
+    const filed: string[] = [];
+    for (const content of [
+      "The Stripe webhook signing secret is stored in Vault under payments.",
+      "Stripe webhook events are verified with the signing secret kept in Vault.",
+      "Rotate the Stripe webhook signing secret in Vault every quarter.",
+    ])
+      filed.push(await post(content));
+    await indexMemories(h.db, [...rewritten, ...filed]);
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig();
+    expect(await claimDreamRun(h.db, run.run_id, "worker", new Date(), config.staleRunMs)).toBe(true);
+    await runDreamPhase({ db: h.db, sql: h.database.sql, config }, run.run_id, "worker", "similar");
+    await runDreamPhase({ db: h.db, sql: h.database.sql, config }, run.run_id, "worker", "stale");
+    // After the organize step's plan, before its batch: the larger cluster, planned first, is rewritten.
+    const db = changedBefore(h.db, ["$transaction"], async () => {
+      expect((await owner.post("/v1/topics", { name: "Members' own", hub_id: hubId })).status).toBe(201);
+      for (const id of rewritten) expect((await owner.patch(`/v1/memories/${id}`, { content: `Rewritten by a member: ${id}` })).status).toBe(200);
+    });
+    await runDreamPhase({ db, sql: h.database.sql, config }, run.run_id, "worker", "organize");
+    const placed = await h.db.memory.findMany({ where: { id: { in: filed } }, select: { topicId: true } });
+    expect(placed.every((m) => m.topicId !== null), "the later cluster is filed").toBe(true);
+    expect(new Set(placed.map((m) => m.topicId)).size).toBe(1);
+    expect(await h.db.topic.count({ where: { hubId } })).toBe(MAX_TOPICS_PER_HUB);
+    const metrics = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: run.run_id } })).phaseMetrics as Record<string, Record<string, number>>;
+    expect(metrics.organize).toMatchObject({ topics_created: 1, actions: 3 });
+  }, 180_000);
+});

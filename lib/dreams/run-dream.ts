@@ -565,10 +565,22 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       // rows in whatever order its plan reads them.
       // A memory moved to another hub since the scan is not locked (nor filed into this hub's topic).
       const locked = new Set(await lockMemoryRows(tx, batch.map((move) => move.memoryId), [hubId]));
+      // The clusters of this batch with a memory still to file (unsorted, active, its text as scanned),
+      // read under the row locks so the filing below finds them so. A topic made for a cluster with none
+      // was removed again at the end of the batch, but had taken the batch's room under the hub's limit
+      // first, and at the limit a later cluster of the batch waited for the next run.
+      const pending = batch.filter((move) => move.newTopic && !createdIds.has(move.newTopic) && locked.has(move.memoryId));
+      const fileable = pending.length
+        ? await tx.$queryRaw<{ id: string }[]>`
+            SELECT m.id::text AS id FROM memories m JOIN unnest(${pending.map((move) => move.memoryId)}::uuid[], ${pending.map((move) => changedAt.get(move.memoryId)!)}::timestamptz[]) AS u(id, changed) ON m.id = u.id
+             WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.topic_id IS NULL AND m.content_changed_at = u.changed`
+        : [];
+      const stillFiled = new Set(fileable.map((row) => row.id));
+      const wanted = new Set(pending.flatMap((move) => (stillFiled.has(move.memoryId) ? [move.newTopic!] : [])));
       const created = new Set<string>();
       const newTopics: string[] = [];
       for (const move of batch) {
-        if (!move.newTopic || createdIds.has(move.newTopic)) continue;
+        if (!move.newTopic || createdIds.has(move.newTopic) || !wanted.has(move.newTopic)) continue;
         // Names are unique among siblings whatever their case, archived or not (the index on lower(name)):
         // a top-level topic of that name made since the plan (by a member, in any case) takes the
         // cluster; an archived one takes no memories, so the new topic gets a free name beside it.
@@ -618,9 +630,8 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
         });
       }
       await insertOrganizeActions(tx, ctx.runId, hubId, actions);
-      // A topic made in this batch that no filing claimed (each of its memories changed or moved since
-      // the scan) would stay empty and recorded by no action, so no undo could remove it: it goes, and a
-      // later batch of the same cluster makes it afresh.
+      // A topic made in this batch that no filing claimed would stay empty and recorded by no action, so
+      // no undo could remove it: it goes, and a later batch of the same cluster makes it afresh.
       if (created.size > 0) {
         await tx.topic.deleteMany({ where: { id: { in: [...created] } } });
         for (const [cluster, id] of createdIds) if (created.has(id)) createdIds.delete(cluster);
