@@ -40,11 +40,25 @@ const STATUS_TONE: Record<string, "emerald" | "amber" | "red" | "slate"> = { com
 /** The hub's dream runs, the selected run's report, and each action with its undo. */
 export function HubDreams() {
   const { data: hub, hubId } = useHub();
-  const runs = useApi<{ runs: DreamRun[] }>(`/v1/dreams?hub_id=${encodeURIComponent(hubId)}&limit=20`);
-  const [selected, setSelected] = useState<string>();
-  const trigger = useAction();
   const role = hub?.role;
   const canAct = role === "owner" || role === "admin" || (role === "contributor" && hub?.hub.allow_contributor_dreams === true);
+  return <DreamRuns hubId={hubId} canAct={canAct} />;
+}
+
+type RunPage = Page & { runs: DreamRun[] };
+
+/** A hub's runs, 20 a page (a daily run makes 30 a month): older pages are read on demand. */
+export function DreamRuns({ hubId, canAct }: { hubId: string; canAct: boolean }) {
+  const path = `/v1/dreams?hub_id=${encodeURIComponent(hubId)}&limit=20`;
+  const runs = useApi<RunPage>(path);
+  const [selected, setSelected] = useState<string>();
+  const trigger = useAction();
+  const older = useAction();
+  const showOlder = () =>
+    older.run(async () => {
+      const next = await api<RunPage>(`${path}&cursor=${encodeURIComponent(runs.data!.next_cursor)}`);
+      runs.setData((page) => page && { ...next, runs: [...page.runs, ...next.runs.filter((r) => !page.runs.some((p) => p.id === r.id))] });
+    });
   const run = runs.data?.runs.find((r) => r.id === selected) ?? runs.data?.runs[0];
 
   return (
@@ -91,6 +105,12 @@ export function HubDreams() {
                 </span>
               </button>
             ))}
+            {runs.data.has_more && (
+              <Button variant="ghost" busy={older.busy} onClick={showOlder}>
+                Show older runs
+              </Button>
+            )}
+            {older.error !== undefined && <ErrorNotice error={older.error} />}
             <Button variant="ghost" onClick={runs.reload}>
               Refresh
             </Button>

@@ -89,3 +89,35 @@ describe("a dream run's Actions card", () => {
     await act(async () => root.unmount());
   });
 });
+
+describe("the Dreams tab's list of runs", () => {
+  /** It listed the hub's 20 newest runs, with no way to an older run's report and actions (a month of daily runs is 30). */
+  it("reaches every run past the first page (20)", async () => {
+    const hubId = await h.teamHub(ann);
+    const start = Date.now() - 3_600_000;
+    const runs = Array.from({ length: 45 }, (_, i) => ({ id: newId(), hubId, status: "completed", phase: "done", report: `Report of run ${String(i).padStart(2, "0")}`, createdAt: new Date(start + i * 1000), startedAt: new Date(start + i * 1000), finishedAt: new Date(start + i * 1000 + 500) }));
+    await h.db.dreamRun.createMany({ data: runs });
+
+    const { DreamRuns } = await import("@/components/hub-dreams.tsx");
+    const { createRoot } = await import("react-dom/client");
+    const root = createRoot(document.getElementById("root")!);
+    await act(async () => root.render(createElement(DreamRuns, { hubId, canAct: true })));
+    await settle();
+    const listed = () => [...document.querySelectorAll('nav[aria-label="Dream runs"] button[type="button"]')].filter((b) => b.querySelector("span"));
+    expect(listed()).toHaveLength(20);
+
+    for (let page = 0; page < 2; page++) {
+      const more = button("Show older runs");
+      expect(more, "a way to the runs past the first page").toBeDefined();
+      await click(more!);
+      await settle();
+    }
+    expect(listed()).toHaveLength(45);
+    expect(button("Show older runs")).toBeUndefined();
+    // The oldest run, on the last page only, opens with its report.
+    await click(listed().at(-1)!);
+    await settle();
+    expect(document.body.textContent).toContain("Report of run 00");
+    await act(async () => root.unmount());
+  });
+});
