@@ -3,7 +3,7 @@ import { kickBoardsAfterDream } from "@/lib/boards/kick-custom-board.ts";
 import { getDatabase, type Db } from "@/lib/db/database.ts";
 import { inngestEnabled } from "@/lib/processing/processing-config.ts";
 import { dreamConfig, type DreamConfig } from "./dream-config.ts";
-import { claimDreamRun, executeDreamRun, LostLeaseError } from "./run-dream.ts";
+import { claimDreamRun, executeDreamRun, LostLeaseError, StoppedError } from "./run-dream.ts";
 
 export const DREAM_RUN_EVENT = "engram/dream.run";
 
@@ -50,14 +50,18 @@ export async function failRun(db: Db, runId: string, owner: string): Promise<voi
   await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { status: "failed", error, finishedAt: new Date() } });
 }
 
-/** Claims and runs one run to its end; false when another worker holds it. */
-export async function runDreamRunOnce(db: Db, runId: string, options: { owner?: string; config?: DreamConfig } = {}): Promise<boolean> {
+/**
+ * Claims and runs one run to its end; false when another worker holds it. `stopping`: the process is
+ * stopping, and the run ends before its next batch, left running with its heartbeat cleared, so the next
+ * sweep of any worker (this process's next start with the embedded database) resumes it at once.
+ */
+export async function runDreamRunOnce(db: Db, runId: string, options: { owner?: string; config?: DreamConfig; stopping?: () => boolean } = {}): Promise<boolean> {
   const database = await getDatabase();
   const config = options.config ?? dreamConfig();
   const owner = options.owner ?? `worker-${randomUUID()}`;
   if (!(await claimDreamRun(db, runId, owner, new Date(), config.staleRunMs))) return false;
   try {
-    await executeDreamRun({ db, sql: database.sql, config }, runId, owner);
+    await executeDreamRun({ db, sql: database.sql, config, stopping: options.stopping }, runId, owner);
     // In the background: the next run need not wait for the chat model to answer every board. The run
     // is finished by now: its hub is read under the kick's guard, and a hub purged since (the run's row
     // gone with it) has no boards to ask; read outside it, that purge logged the finished run as failed.
@@ -67,6 +71,10 @@ export async function runDreamRunOnce(db: Db, runId: string, options: { owner?: 
       .catch((error: unknown) => console.error(`[engram] dreams: run ${runId} could not ask its hub's boards again; the next run does`, error));
   } catch (error) {
     if (error instanceof LostLeaseError) return false;
+    if (error instanceof StoppedError) {
+      await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { heartbeatAt: null } });
+      return true;
+    }
     console.error(`[engram] dreams: run ${runId} failed`, error);
     await failRun(db, runId, owner);
   }
@@ -140,7 +148,7 @@ export class DreamRunner {
       const config = this.options.config ?? dreamConfig();
       // With the embedded database this process is the only one: a `running` run from before is a crashed one.
       const effective = this.options.exclusiveDatabase ? { ...config, staleRunMs: 0 } : config;
-      await runDreamRunOnce(await this.options.db(), id, { owner: this.owner, config: effective });
+      await runDreamRunOnce(await this.options.db(), id, { owner: this.owner, config: effective, stopping: () => this.stopped });
     } catch (error) {
       console.error(`[engram] dreams: run ${id} could not run now`, error);
     }
@@ -188,9 +196,16 @@ export function dreamRunner(): DreamRunner | undefined {
   return state.runner;
 }
 
-export function stopDreams(): void {
-  state.runner?.stop();
+/**
+ * A graceful stop: the worker takes no new run, and the run in progress ends before its next batch
+ * (resumed later). Resolves once it has: without it the stop closed the database under the run's next
+ * batch, and the run was logged as failed.
+ */
+export function stopDreams(): Promise<void> {
+  const runner = state.runner;
+  runner?.stop();
   state.runner = undefined;
+  return runner?.idle() ?? Promise.resolve();
 }
 
 /** Hands a queued run to whichever worker is active: an Inngest event, or the in-process runner. */

@@ -34,12 +34,16 @@ export interface DreamDeps {
   afterBatch?: (phase: DreamPhase, batch: number) => void | Promise<void>;
   /** The hub's memories as loaded by the first phase of this attempt; later phases reuse them. */
   cache?: { memories?: DreamMemory[] };
+  /** The worker's process is stopping (a graceful stop): the run ends before its next batch. */
+  stopping?: () => boolean;
 }
 
 /** Another worker took the run over (its heartbeat looked dead): stop without touching it. */
 export class LostLeaseError extends Error {}
 /** The run's time budget is spent: it stops between batches and ends partial_failed. */
 export class OutOfTimeError extends Error {}
+/** The worker's process is stopping: the run stops between batches, still running, for a worker to resume. */
+export class StoppedError extends Error {}
 
 /**
  * The run's row, read between its batches. Gone with its hub (a purge's cascade) it is a lease lost
@@ -119,6 +123,7 @@ interface BatchContext {
  */
 async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Promise<void>): Promise<void> {
   const now = (ctx.deps.now ?? (() => new Date()))();
+  if (ctx.deps.stopping?.()) throw new StoppedError(`dream run ${ctx.runId}: the worker is stopping`);
   if (now.getTime() - ctx.startedAt > ctx.deps.config.maxRunMs) throw new OutOfTimeError();
   await ctx.deps.db.$transaction(async (tx) => {
     await lockForTransaction(tx, { shared: hubMembersLockKey(ctx.hubId) });
@@ -429,7 +434,8 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
   const now = ctx.deps.now ?? (() => new Date());
   const todo = merges.slice(0, ctx.deps.config.maxModelCallsPerRun);
   for (const group of chunked(todo, 4)) {
-    if (now().getTime() - ctx.startedAt > ctx.deps.config.maxRunMs / 2) break;
+    // Stopping: the next batch ends the run (commitBatch), so further answers would only be thrown away.
+    if (now().getTime() - ctx.startedAt > ctx.deps.config.maxRunMs / 2 || ctx.deps.stopping?.()) break;
     // Only the pairs the model is called for, and of each side one character past what fits the
     // prompt: enough to tell a side too long to rewrite (contents go up to megabytes, pairs to thousands).
     const rows = await ctx.deps.db.$queryRaw<{ id: string; title: string; content: string; contentType: string; contentHash: string }[]>`

@@ -25,16 +25,17 @@ export async function stopServer(options: { graceMs: number }): Promise<StopServ
   const deadline = Date.now() + options.graceMs;
   // First, so that what is waited for below is only the answers already on their way.
   stopCustomBoards();
-  stopDreams();
+  const dreamsStopped = stopDreams();
   stopChatTurns();
   // No prune starts from now on; one in progress finishes within the grace (each batch is short).
   const periodicStopped = stopPeriodicTasks(options.graceMs);
   const unfinishedJobs = await drainBackgroundProcessing(options.graceMs);
-  // Chat turns and custom boards' answers in progress get what is left of the grace; a turn cut short is
-  // resumed by the next sweep. A board's answer waits on the chat model and then writes: the database
-  // closed under it lost a dream run's refresh (until the next run) and logged a failure on every stop.
+  // Chat turns, custom boards' answers and a dream run's current step in progress get what is left of the
+  // grace; a turn cut short is resumed by the next sweep, a dream run by the next worker's. A board's answer
+  // waits on the chat model and then writes: the database closed under it lost a dream run's refresh
+  // (until the next run) and logged a failure on every stop.
   const rest = new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref());
-  await Promise.race([Promise.all([chatTurnsIdle(), customBoardsIdle()]), rest]);
+  await Promise.race([Promise.all([chatTurnsIdle(), customBoardsIdle(), dreamsStopped]), rest]);
   // A cooking board whose answer is cut short is asked by the next start-up at once, not after its claim expires.
   await releaseBoardClaims(await getDatabase()).catch((error: unknown) =>
     console.error("[engram] boards: start-up claims could not be given back; those boards are asked again after 3 × ENGRAM_ASK_MODEL_TIMEOUT_MS + 60 s", error),
