@@ -35,6 +35,8 @@ interface DreamAction {
 }
 
 const TYPE_LABEL: Record<DreamAction["action_type"], string> = { merge: "Merged", contradiction: "Contradiction", archive: "Archived", organize: "Organized" };
+/** Reviews closed because a memory was deleted or left the hub: nothing to reopen (the API answers 409). */
+const CLOSED_FOR_GOOD = new Set(["memory_deleted", "memory_moved"]);
 const STATUS_TONE: Record<string, "emerald" | "amber" | "red" | "slate"> = { completed: "emerald", partial_failed: "amber", failed: "red" };
 
 /** The hub's dream runs, the selected run's report, and each action with its undo. */
@@ -205,7 +207,7 @@ function ActionRow({ action, canAct, onChange }: { action: DreamAction; canAct: 
               <Button busy={busy} onClick={() => call("resolve", { resolution: "keep_b" })}>Keep B</Button>
               <Button busy={busy} onClick={() => call("resolve", { resolution: "keep_both" })}>Keep both</Button>
             </>
-          ) : action.state !== "undone" && action.resolution !== "memory_deleted" ? (
+          ) : action.state !== "undone" && !CLOSED_FOR_GOOD.has(action.resolution ?? "") ? (
             <Button busy={busy} onClick={() => call("undo")}>
               {action.action_type === "merge" ? "Undo (split)" : action.action_type === "archive" ? "Undo (restore)" : action.action_type === "contradiction" ? "Reopen" : "Undo"}
             </Button>

@@ -121,3 +121,35 @@ describe("the Dreams tab's list of runs", () => {
     await act(async () => root.unmount());
   });
 });
+
+describe("a review closed because one of its memories left the hub", () => {
+  /** A review closed as memory_moved offered "Reopen", which the API always refuses (409): only memory_deleted hid it. */
+  it("offers no Reopen, as one closed by a delete does", async () => {
+    const hubId = await h.teamHub(ann);
+    const runId = newId();
+    await h.db.dreamRun.create({ data: { id: runId, hubId, status: "completed", phase: "done", finishedAt: new Date() } });
+    const closed = (resolution: string, i: number) => ({
+      id: newId(),
+      runId,
+      hubId,
+      actionType: "contradiction",
+      state: "resolved",
+      resolution,
+      sourceMemoryIds: [newId(), newId()],
+      reason: `Review closed as ${resolution}`,
+      createdAt: new Date(Date.now() - 1000 + i),
+    });
+    await h.db.dreamAction.createMany({ data: [closed("memory_deleted", 0), closed("memory_moved", 1), closed("kept_both", 2)] });
+    const { RunReport } = await import("@/components/hub-dreams.tsx");
+    const { createRoot } = await import("react-dom/client");
+    const root = createRoot(document.getElementById("root")!);
+    const run = { id: runId, status: "completed", started_at: new Date().toISOString(), memories_scanned: 2, duplicates_merged: 0, contradictions_found: 3, memories_archived: 0, memories_organized: 0, report: "", error: null };
+    await act(async () => root.render(createElement(RunReport, { run, canAct: true })));
+    await settle();
+    const buttonsOf = (text: string) => [...rows().find((row) => row.textContent?.includes(text))!.querySelectorAll("button")].map((b) => b.textContent?.trim());
+    expect(buttonsOf("memory_deleted")).toEqual([]);
+    expect(buttonsOf("memory_moved")).toEqual([]);
+    expect(buttonsOf("kept_both")).toEqual(["Reopen"]);
+    await act(async () => root.unmount());
+  });
+});
