@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, runDreamPhase } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, executeDreamRun, runDreamPhase } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { newId } from "@/lib/ids.ts";
 import { MAX_POSITION, MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
@@ -410,4 +410,30 @@ describe("a new topic removed in its batch at the hub's topic limit", () => {
     const metrics = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: run.run_id } })).phaseMetrics as Record<string, Record<string, number>>;
     expect(metrics.organize).toMatchObject({ topics_created: 1, actions: 3 });
   }, 180_000);
+});
+
+describe("a run's bounds, across a resume", () => {
+  /**
+   * The stale step archives at most ENGRAM_DREAM_MAX_STALE_PER_RUN memories per run, but counted only
+   * what the current attempt archived: a run that crashed (or an Inngest step retried) after a stale
+   * batch archived up to the bound again on its resume.
+   */
+  it("archives no more stale memories than the run's bound in all", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await staleMemory(hubId, `Temporary note ${i}: the ${["red", "green", "blue", "amber", "violet"][i]} meeting room is booked next ${["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"][i]}.`));
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig({ maxStalePerRun: 3, batchSize: 2 });
+    expect(await claimDreamRun(h.db, run.run_id, "doomed", new Date(), config.staleRunMs)).toBe(true);
+    const crash = new Error("simulated crash");
+    const afterBatch = (phase: string) => {
+      if (phase === "stale") throw crash;
+    };
+    await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, run.run_id, "doomed")).rejects.toBe(crash);
+    expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "archive" } })).toBe(2);
+    expect(await claimDreamRun(h.db, run.run_id, "rescuer", new Date(Date.now() + 3_600_000), config.staleRunMs)).toBe(true);
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
+    expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "archive" } })).toBe(3);
+    expect(await h.db.memory.count({ where: { id: { in: ids }, state: "archived" } })).toBe(3);
+  }, 120_000);
 });

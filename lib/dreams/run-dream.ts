@@ -477,12 +477,16 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
   // A restore leaves content_changed_at as old as before, so judged by the clock alone the very next run
   // archived it again. Those memories are left out in the query, so the run's bound holds however many,
   // whichever hub's run archived it (the restore follows the memory through a move).
+  // The bound is the run's, not this attempt's: a run resumed after a stale batch (a crash, an Inngest
+  // step's retry) archived up to the whole bound again.
+  const room = ctx.deps.config.maxStalePerRun - (await ctx.deps.db.dreamAction.count({ where: { runId: ctx.runId, actionType: "archive" } }));
+  if (room <= 0) return { candidates: 0, actions: 0 };
   const stale = await ctx.deps.db.$queryRaw<{ id: string; title: string; updatedAt: Date; contentChangedAt: Date }[]>`
     SELECT m.id::text AS id, m.title, m.updated_at AS "updatedAt", m.content_changed_at AS "contentChangedAt" FROM memories m
      WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.access_count = 0 AND m.last_accessed_at IS NULL AND m.stability <> 'stable'
        AND m.content_changed_at < ${cutoff} AND m.created_at < ${cutoff}
        AND NOT EXISTS (SELECT 1 FROM dream_actions d WHERE d.action_type = 'archive' AND d.source_memory_ids @> ARRAY[m.id])
-     ORDER BY m.content_changed_at, m.id LIMIT ${ctx.deps.config.maxStalePerRun}`;
+     ORDER BY m.content_changed_at, m.id LIMIT ${room}`;
   // Only what was archived counts, and only it leaves the rest of the run: one spared at write time is
   // still active, and the organize step files it as any other.
   const archivedIds: string[] = [];
