@@ -437,3 +437,38 @@ describe("a run's bounds, across a resume", () => {
     expect(await h.db.memory.count({ where: { id: { in: ids }, state: "archived" } })).toBe(3);
   }, 120_000);
 });
+
+describe("a run's new topics, across a resume", () => {
+  /** At most 20 new topics a run (maxNewTopicsPerRun), but counted per attempt: a resumed run made up to 20 more. */
+  it("makes no more new topics than the run's bound in all", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (const content of [
+      "Kubernetes pods in the cluster are autoscaled with the horizontal pod autoscaler on CPU.",
+      "Each Kubernetes deployment sets pod resource requests and limits for CPU and memory.",
+      "Kubernetes pod logs are shipped from the cluster to Loki by a DaemonSet.",
+      "Restart a stuck Kubernetes pod with kubectl rollout restart on its deployment.",
+      "The Stripe webhook signing secret is stored in Vault under payments.",
+      "Stripe webhook events are verified with the signing secret kept in Vault.",
+      "Rotate the Stripe webhook signing secret in Vault every quarter.",
+    ]) {
+      const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(201);
+      ids.push(res.body.data.id);
+    }
+    await indexMemories(h.db, ids);
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig({ maxNewTopicsPerRun: 1 });
+    expect(await claimDreamRun(h.db, run.run_id, "doomed", new Date(), config.staleRunMs)).toBe(true);
+    const crash = new Error("simulated crash");
+    const afterBatch = (phase: string) => {
+      if (phase === "organize") throw crash;
+    };
+    await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, run.run_id, "doomed")).rejects.toBe(crash);
+    expect(await h.db.topic.count({ where: { hubId } })).toBe(1);
+    expect(await claimDreamRun(h.db, run.run_id, "rescuer", new Date(Date.now() + 3_600_000), config.staleRunMs)).toBe(true);
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
+    expect(await h.db.topic.count({ where: { hubId } })).toBe(1);
+    expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "organize", createdTopic: true } })).toBe(1);
+  }, 120_000);
+});

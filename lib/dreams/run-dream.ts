@@ -541,9 +541,12 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   const byTopic = new Map<string, Float32Array[]>();
   for (const m of memories) if (m.topicId && m.embedding) byTopic.set(m.topicId, [...(byTopic.get(m.topicId) ?? []), m.embedding]);
   const unsorted = memories.flatMap((m) => (!m.topicId && m.embedding && !undone.has(m.id) ? [{ id: m.id, embedding: m.embedding, words: m.features.words }] : []));
+  // The bound on new topics is the run's, not this attempt's: a run resumed after an organize batch (a
+  // crash, an Inngest step's retry) made up to the whole bound again.
+  const madeByRun = await ctx.deps.db.dreamAction.count({ where: { runId: ctx.runId, actionType: "organize", createdTopic: true } });
   const plan = organizeMemories(
     { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), takenNames: allTopics.map((t) => t.name), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - allTopics.length) },
-    ctx.deps.config,
+    { ...ctx.deps.config, maxNewTopicsPerRun: Math.max(0, ctx.deps.config.maxNewTopicsPerRun - madeByRun) },
   );
   await nameTopics(plan.create, memories, allTopics);
   const t2 = performance.now();
