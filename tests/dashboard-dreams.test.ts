@@ -33,6 +33,14 @@ async function settle() {
   for (let i = 0; i < 20; i++) await act(() => new Promise((resolve) => setTimeout(resolve, 10)));
 }
 
+/** Settles until `done` holds: a loaded machine (PostgreSQL, other test files) answers later than settle() waits. */
+async function settleUntil(done: () => Promise<boolean> | boolean) {
+  for (let waited = 0; !(await done()); waited += 200) {
+    expect(waited).toBeLessThan(20_000);
+    await settle();
+  }
+}
+
 const rows = () => [...document.querySelectorAll("li")];
 const button = (label: string) => [...document.querySelectorAll("button")].find((b) => b.textContent?.trim() === label);
 const click = (element: Element) => act(async () => void element.dispatchEvent(new window.Event("click", { bubbles: true })));
@@ -67,14 +75,14 @@ describe("a dream run's Actions card", () => {
     const root = createRoot(document.getElementById("root")!);
     const run = { id: runId, status: "completed", started_at: new Date(start).toISOString(), memories_scanned: 150, duplicates_merged: 0, contradictions_found: 0, memories_archived: 150, memories_organized: 0, report: "", error: null };
     await act(async () => root.render(createElement(RunReport, { run, canAct: true })));
-    await settle();
+    await settleUntil(() => rows().length > 0);
     expect(rows()).toHaveLength(100);
     expect(rows().some((row) => row.textContent?.includes("Action 149"))).toBe(false);
 
     const more = button("Show more actions");
     expect(more, "a way to the actions past the first page").toBeDefined();
     await click(more!);
-    await settle();
+    await settleUntil(() => rows().length > 100);
     expect(rows()).toHaveLength(150);
     expect(new Set(rows().map((row) => row.textContent)).size).toBe(150);
     expect(button("Show more actions")).toBeUndefined();
@@ -82,7 +90,7 @@ describe("a dream run's Actions card", () => {
     // The last action, shown on the second page only, is undone from there.
     const last = rows().find((row) => row.textContent?.includes("Action 149"))!;
     await click([...last.querySelectorAll("button")].find((b) => b.textContent?.includes("Undo"))!);
-    await settle();
+    await settleUntil(async () => rows().find((row) => row.textContent?.includes("Action 149"))!.textContent!.includes("undone"));
     expect((await h.db.dreamAction.findUniqueOrThrow({ where: { id: actions[149]!.id } })).state).toBe("undone");
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: memoryId } })).state).toBe("active");
     expect(rows().find((row) => row.textContent?.includes("Action 149"))!.textContent).toContain("undone");
@@ -98,26 +106,25 @@ describe("the Dreams tab's list of runs", () => {
     const runs = Array.from({ length: 45 }, (_, i) => ({ id: newId(), hubId, status: "completed", phase: "done", report: `Report of run ${String(i).padStart(2, "0")}`, createdAt: new Date(start + i * 1000), startedAt: new Date(start + i * 1000), finishedAt: new Date(start + i * 1000 + 500) }));
     await h.db.dreamRun.createMany({ data: runs });
 
+    const listed = () => [...document.querySelectorAll('nav[aria-label="Dream runs"] button[type="button"]')].filter((b) => b.querySelector("span"));
     const { DreamRuns } = await import("@/components/hub-dreams.tsx");
     const { createRoot } = await import("react-dom/client");
     const root = createRoot(document.getElementById("root")!);
     await act(async () => root.render(createElement(DreamRuns, { hubId, canAct: true })));
-    await settle();
-    const listed = () => [...document.querySelectorAll('nav[aria-label="Dream runs"] button[type="button"]')].filter((b) => b.querySelector("span"));
+    await settleUntil(() => listed().length > 0);
     expect(listed()).toHaveLength(20);
 
-    for (let page = 0; page < 2; page++) {
+    for (let page = 1; page <= 2; page++) {
       const more = button("Show older runs");
       expect(more, "a way to the runs past the first page").toBeDefined();
       await click(more!);
-      await settle();
+      await settleUntil(() => listed().length > page * 20);
     }
     expect(listed()).toHaveLength(45);
     expect(button("Show older runs")).toBeUndefined();
     // The oldest run, on the last page only, opens with its report.
     await click(listed().at(-1)!);
-    await settle();
-    expect(document.body.textContent).toContain("Report of run 00");
+    await settleUntil(() => document.body.textContent!.includes("Report of run 00"));
     await act(async () => root.unmount());
   });
 });
@@ -145,7 +152,7 @@ describe("a review closed because one of its memories left the hub", () => {
     const root = createRoot(document.getElementById("root")!);
     const run = { id: runId, status: "completed", started_at: new Date().toISOString(), memories_scanned: 2, duplicates_merged: 0, contradictions_found: 3, memories_archived: 0, memories_organized: 0, report: "", error: null };
     await act(async () => root.render(createElement(RunReport, { run, canAct: true })));
-    await settle();
+    await settleUntil(() => rows().length === 3);
     const buttonsOf = (text: string) => [...rows().find((row) => row.textContent?.includes(text))!.querySelectorAll("button")].map((b) => b.textContent?.trim());
     expect(buttonsOf("memory_deleted")).toEqual([]);
     expect(buttonsOf("memory_moved")).toEqual([]);
