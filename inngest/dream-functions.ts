@@ -1,3 +1,4 @@
+import { customBoardsStopping } from "@/lib/boards/kick-custom-board.ts";
 import { refreshCustomBoard } from "@/lib/boards/refresh-custom-board.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
@@ -111,7 +112,11 @@ export const dreamRunFunction = inngest.createFunction(
     if (status === "lost") return { status };
     // The hub's custom boards, one step each: one step for all held a worker for up to ten model answers
     // (ENGRAM_ASK_MODEL_TIMEOUT_MS each), and a retry asked every board again.
+    // Not once this process's graceful stop has begun, as the in-process worker's queue takes no board then
+    // (the hub's next dream run asks them): the steps, run one after another in the request Inngest keeps
+    // open, asked every board through the stop and into the database it closes.
     const boards = await step.run("boards", async () => {
+      if (customBoardsStopping()) return [];
       const database = await getDatabase();
       // The run is finished by now: a hub purged since took its row with it, and has no boards to ask
       // (read with findUniqueOrThrow, that purge failed the step and, after its retries, the function run).
@@ -122,6 +127,7 @@ export const dreamRunFunction = inngest.createFunction(
     });
     for (const boardId of boards) {
       await step.run(`board-${boardId}`, async () => {
+        if (customBoardsStopping()) return null;
         await refreshCustomBoard(await getDatabase(), boardId, runId).catch((error: unknown) => console.error(`[engram] boards: board ${boardId} could not be refreshed`, error));
         return null;
       });

@@ -211,6 +211,11 @@ export function stopCustomBoards(): void {
   afterDreams.waiting.clear();
 }
 
+/** Whether a graceful stop has begun: no board is taken from then on (the Inngest dream function's steps ask). */
+export function customBoardsStopping(): boolean {
+  return lifecycle.stopping;
+}
+
 /** Resolves once the refreshes started in this process have ended (tests; a stop, once no queue takes a new board). */
 export async function customBoardsIdle(): Promise<void> {
   while (running.size) await Promise.all([...running]);
