@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
-import { claimDreamRun } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
+import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { contentHash } from "@/lib/memories/create-memory.ts";
 import { newId } from "@/lib/ids.ts";
 import { indexMemories } from "./recall-helpers.ts";
@@ -381,4 +382,29 @@ describe("a run whose model merges take longer than a heartbeat's staleness", ()
     expect(await memory(ids[0]!)).toMatchObject({ state: "archived", supersededBy: ids[1] });
     expect(await memory(ids[2]!)).toMatchObject({ state: "archived", supersededBy: ids[3] });
   }, 180_000);
+});
+
+describe("the bound on a run's model calls, across a resume", () => {
+  /**
+   * At most ENGRAM_DREAM_MAX_MODEL_CALLS merge rewrites a run, but counted per attempt: a run resumed after
+   * a merge batch (a crashed worker, an Inngest step's retry) asked the model up to the whole bound again.
+   */
+  it("asks the model no more often than the run's bound in all", async () => {
+    const { hubId } = await seedTwoMerges();
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig({ maxModelCallsPerRun: 1, batchSize: 1 });
+    expect(await claimDreamRun(h.db, run.run_id, "doomed", new Date(), config.staleRunMs)).toBe(true);
+    const merges = () => fake.requests.filter((body) => body?.response_format?.json_schema?.name === "merged_memory").length;
+    const before = merges();
+    const crash = new Error("simulated crash");
+    const afterBatch = (phase: string) => {
+      if (phase === "similar") throw crash;
+    };
+    await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, run.run_id, "doomed")).rejects.toBe(crash);
+    expect(merges() - before).toBe(1);
+    expect(await claimDreamRun(h.db, run.run_id, "rescuer", new Date(Date.now() + 3_600_000), config.staleRunMs)).toBe(true);
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
+    expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "merge" } })).toBe(2);
+    expect(merges() - before).toBe(1);
+  }, 120_000);
 });

@@ -375,8 +375,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
               original_content_changed_at: before?.contentChangedAt.toISOString(),
               merged_content_hash: hash,
             };
-          } else rewrite = { rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it" };
-        } else if (merged) rewrite = { rewritten: false, rewrite_skipped: merged.skipped };
+          } else rewrite = { rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it", model: merged.model };
+        } else if (merged) rewrite = { rewritten: false, rewrite_skipped: merged.skipped, ...(merged.model && { model: merged.model }) };
         const details =
           action.type === "contradiction"
             ? { ...action.details, a: { id: action.older.id, title: action.older.title, excerpt: excerpt(contentOf.get(action.older.id) ?? "") }, b: { id: action.newer.id, title: action.newer.title, excerpt: excerpt(contentOf.get(action.newer.id) ?? "") } }
@@ -418,7 +418,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: written, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
 }
 
-type MergeRewrite = { content: string; original: string; originalHash: string; model: string } | { skipped: string };
+/** `model`: the model asked (a skip before asking names none); the run's merge actions record it, and so count its calls. */
+type MergeRewrite = { content: string; original: string; originalHash: string; model: string } | { skipped: string; model?: string };
 
 /**
  * With a chat model configured, each merge's kept memory is rewritten to hold
@@ -432,7 +433,11 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
   if (!model) return out;
   const name = process.env.ENGRAM_CHAT_MODEL ?? "chat";
   const now = ctx.deps.now ?? (() => new Date());
-  const todo = merges.slice(0, ctx.deps.config.maxModelCallsPerRun);
+  // The bound is the run's, not this attempt's: a run resumed after a merge batch (a crash, an Inngest
+  // step's retry) asked the model up to the whole bound again. Its merge actions name the model they asked.
+  const [counted] = await ctx.deps.db.$queryRaw<{ asked: number }[]>`
+    SELECT count(*)::int AS asked FROM dream_actions WHERE run_id = ${ctx.runId}::uuid AND action_type = 'merge' AND details ? 'model'`;
+  const todo = merges.slice(0, Math.max(0, ctx.deps.config.maxModelCallsPerRun - (counted?.asked ?? 0)));
   for (const group of chunked(todo, 4)) {
     // Stopping: the next batch ends the run (commitBatch), so further answers would only be thrown away.
     if (now().getTime() - ctx.startedAt > ctx.deps.config.maxRunMs / 2 || ctx.deps.stopping?.()) break;
@@ -453,13 +458,13 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
         }
         try {
           const content = await mergeWithModel(model, a, b);
-          out.set(newer.id, content ? { content, original: b.content, originalHash: b.contentHash, model: name } : { skipped: "the model's merge was empty or longer than both memories" });
+          out.set(newer.id, content ? { content, original: b.content, originalHash: b.contentHash, model: name } : { skipped: "the model's merge was empty or longer than both memories", model: name });
         } catch (error) {
           const message = error instanceof Error ? error.message : String(error);
           console.error(`[engram] dream run ${ctx.runId}: chat model merge failed; keeping the newer memory: ${message}`);
           // The provider's own error text (its address, an echoed key, its quota) is the operator's, not
           // every hub admin's who reads the action: the log has it under the run id, as ask and chat do.
-          out.set(newer.id, { skipped: `chat model failed (details in the server log, dream run ${ctx.runId})` });
+          out.set(newer.id, { skipped: `chat model failed (details in the server log, dream run ${ctx.runId})`, model: name });
         }
       }),
     );
