@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, executeDreamRun, runDreamPhase } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, executeDreamRun, LostLeaseError, runDreamPhase } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { newId } from "@/lib/ids.ts";
 import { MAX_POSITION, MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
@@ -470,5 +470,23 @@ describe("a run's new topics, across a resume", () => {
     expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
     expect(await h.db.topic.count({ where: { hubId } })).toBe(1);
     expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "organize", createdTopic: true } })).toBe(1);
+  }, 120_000);
+});
+
+describe("a hub purged while its run compares its memories", () => {
+  /**
+   * The similar step read its hub's name with findUniqueOrThrow: a purge finishing between the run's
+   * scan and that read (its cascade takes the run's row too) threw "No record was found", and the run,
+   * gone with its hub, was logged as failed (an Inngest step failed and retried), where every other
+   * read of a purged run ends it quietly as a lease lost.
+   */
+  it("ends the run as a lease lost, not as a failure", async () => {
+    const hubId = await h.teamHub(owner);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig();
+    expect(await claimDreamRun(h.db, run.run_id, "worker", new Date(), config.staleRunMs)).toBe(true);
+    const db = changedBefore(h.db, ["hub.findUniqueOrThrow", "hub.findUnique"], () => h.db.hub.delete({ where: { id: hubId } }));
+    await expect(runDreamPhase({ db, sql: h.database.sql, config }, run.run_id, "worker", "similar")).rejects.toBeInstanceOf(LostLeaseError);
   }, 120_000);
 });

@@ -312,7 +312,9 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
      WHERE id = ANY(${final.filter((a) => a.type === "contradiction").flatMap((a) => [a.older.id, a.newer.id])}::uuid[])`;
   const contentOf = new Map(contents.map((c) => [c.id, c.content]));
   const titleOf = new Map(final.flatMap((a) => [[a.older.id, a.older.title] as const, [a.newer.id, a.newer.title] as const]));
-  const hub = await ctx.deps.db.hub.findUniqueOrThrow({ where: { id: hubId }, select: { id: true, name: true } });
+  // Gone, its purge took the run's row too: a lease lost like any other (see runRow), not a failure.
+  const hub = await ctx.deps.db.hub.findUnique({ where: { id: hubId }, select: { id: true, name: true } });
+  if (!hub) throw new LostLeaseError(`dream run ${ctx.runId}: its hub is gone (deleted); no longer held by ${ctx.owner}`);
   const rewrites = await rewriteMerges(ctx, final.filter((a) => a.type === "merge"));
   const rewritten: string[] = [];
   // What the batches wrote: a pair a member changed since the scan is written by none of them, and
