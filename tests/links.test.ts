@@ -443,6 +443,12 @@ describe("link memories", () => {
       const got = await ann.get(`/v1/memories/${res.body.data.id}`);
       expect(got.body.data.content).toBe(content);
     }
+    // Only a URL with text after it is kept as a note: other content labelled link is still no link.
+    for (const content of ["see the wiki", "ftp://example.test/kiln notes"]) {
+      const res = await ann.post("/v1/memories", { content, content_type: "link" });
+      expect(res.status, content).toBe(400);
+      expect(res.body.error.details.issues[0].path).toBe("content");
+    }
     // A link PATCHed onto a memory is explicit: its content must be one URL.
     const note = await ann.post("/v1/memories", { content: "kiln firing schedule notes" });
     const patched = await ann.patch(`/v1/memories/${note.body.data.id}`, { content: "https://example.test/kiln more", content_type: "link" });

@@ -12,8 +12,8 @@ export const POST = withAuth({ permission: "memories.write" }, async (ctx, req) 
   let body = await parseJson(req, createMemoryBodySchema);
   // Memax's CLI labels any one-line push that starts with http(s):// a link, notes after the URL included;
   // a link is one URL, so such a push keeps its text as a note instead of being refused.
-  if (body.content_type === "link" && !body.file_ref && /\s/.test(body.content.trim())) {
-    addWarning(req, 'content_type "link" ignored: the content is more than one URL, so it is kept as text');
+  if (body.content_type === "link" && !body.file_ref && /^https?:\/\/\S+\s/i.test(body.content.trim())) {
+    addWarning(req, 'content_type "link" ignored: the content is a URL with more text after it, so it is kept as text');
     body = { ...body, content_type: undefined };
   }
   const agent = ctx.credential.agentName;
