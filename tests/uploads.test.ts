@@ -703,6 +703,29 @@ describe("create with file_ref", () => {
     expect(await h.db.memory.count({ where: { sourcePath: "docs/notes.txt" } })).toBe(1);
   });
 
+  it("text pushed to a file memory's source_path replaces the file: its original, record and bytes go, in one write", async () => {
+    const bytes = Buffer.from("the old runbook, kept as a file: restart the queue by hand\n");
+    const i = await intent(ann, "runbook.txt", "text/plain", bytes.length);
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+    const file = await ann.post("/v1/memories", { content: "", source_path: "docs/runbook", file_ref: { ...i.file_ref, sha256: sha256(bytes) } });
+    expect(file.status, file.text).toBe(201);
+    await processed(ann, file.body.data.id);
+    const oldFile = path.join(blobDir, ...i.object_key.split("/"));
+    expect(existsSync(oldFile)).toBe(true);
+
+    const text = await ann.post("/v1/memories", { content: "# Runbook\n\nThe queue restarts itself now.", source_path: "docs/runbook" });
+    expect(text.status, text.text).toBe(200);
+    expect(text.body.data).toMatchObject({ id: file.body.data.id, version: 2, content_type: "markdown", title: "Runbook" });
+    const memory = await processed(ann, file.body.data.id);
+    expect(memory).toMatchObject({ content: "# Runbook\n\nThe queue restarts itself now.", attachments: [], processing_error: null });
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id: memory.id } });
+    expect(row).toMatchObject({ fileRef: null, attachmentBytes: 0n, extractedAt: null });
+    // The replaced original is no longer referenced: its record and bytes go, as a replaced file's do.
+    expect(await h.db.upload.count({ where: { objectKey: i.object_key } })).toBe(0);
+    expect(existsSync(oldFile)).toBe(false);
+    expect(await h.db.attachment.count({ where: { memoryId: memory.id } })).toBe(0);
+  });
+
   it("deleting the memory deletes its file; unattached uploads are swept after 24 hours", async () => {
     const bytes = Buffer.from("to be deleted\n");
     const created = await upload(ann, "gone.txt", "text/plain", bytes);

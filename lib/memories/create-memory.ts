@@ -134,7 +134,7 @@ ${input.content}`) : contentHash(input.content);
         let memory: Memory;
         if (file) ({ memory, replaced } = await replaceFile(tx, existing, input, file, hash, now));
         else if (link) ({ memory, replaced } = await refetchLink(tx, existing, input, hash, now));
-        else memory = await reingest(tx, existing, input, hash, now, glosses);
+        else ({ memory, replaced } = await reingest(tx, existing, input, hash, now, glosses));
         if (memory !== existing) await emitEvent(tx, { type: "memory.updated", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
         return { memory, created: false, replaced };
       }
@@ -258,8 +258,13 @@ async function reingest(
   hash: string,
   now: Date,
   glosses?: { memoryId: string; byText: Map<string, string> },
-): Promise<Memory> {
+): Promise<{ memory: Memory; replaced: string[] }> {
   const contentChanged = existing.contentHash !== hash;
+  // Text pushed to a file memory's source_path replaces the file, as a link pushed there does: kept, the
+  // memory was text that still listed the old file as its attachment and counted its bytes.
+  const hadFile = contentChanged && existing.fileRef !== null;
+  // A title that was the old file's name follows the text; a chosen one stays.
+  const fileTitle = hadFile && existing.title === (existing.fileRef as { filename?: string }).filename;
   const contentType = input.content_type ?? (contentChanged ? inferContentType(input.content, input.source_path) : existing.contentType);
   const kindLocked = existing.kindLocked || input.kind !== undefined;
   const stabilityLocked = existing.stabilityLocked || input.stability !== undefined;
@@ -268,8 +273,8 @@ async function reingest(
     content: input.content,
     contentHash: hash,
     contentType,
-    title: input.title ?? (existing.titleDerived && contentChanged ? deriveTitle(input.content) : existing.title),
-    titleDerived: input.title === undefined ? existing.titleDerived : false,
+    title: input.title ?? ((existing.titleDerived || fileTitle) && contentChanged ? deriveTitle(input.content) : existing.title),
+    titleDerived: input.title === undefined ? existing.titleDerived || fileTitle : false,
     tags: input.tags ?? existing.tags,
     kind,
     kindLocked,
@@ -285,7 +290,9 @@ async function reingest(
   const unchanged =
     !contentChanged &&
     (Object.keys(changes) as (keyof typeof changes)[]).every((key) => JSON.stringify(changes[key]) === JSON.stringify(existing[key]));
-  if (unchanged) return existing;
+  if (unchanged) return { memory: existing, replaced: [] };
+  const replaced = hadFile ? await detachUploads(tx, { memoryId: { in: [existing.id] } }) : [];
+  if (hadFile) await tx.attachment.deleteMany({ where: { memoryId: existing.id } });
   // Title and text only when they change, as a PATCH writes them: either one named in the UPDATE (even
   // unchanged) rebuilds the search vector from the whole text, and the text written back is a new
   // out-of-line (TOAST) copy of it: megabytes written for a re-push that changed a tag.
@@ -301,14 +308,18 @@ async function reingest(
       // New content pushed to an archived memory (archived by hand, or by a dream as stale or merged)
       // is live again: a push is what the memory says now, and recall must find it.
       ...(contentChanged && existing.state === "archived" && { state: "active", supersededBy: null }),
+      ...(hadFile && { fileRef: Prisma.DbNull }),
+      // What was read from the file or page it replaces no longer applies: kept, the text was chunked as
+      // extracted markdown and its processing_error reported the old source's failure.
+      ...(contentChanged && (existing.extractedAt !== null || existing.extractionError !== null) && { extractedAt: null, extractionError: null }),
       updatedAt: now,
     },
   });
-  if (contentChanged) await assertGrowth(tx, existing, input.content);
+  if (contentChanged) await assertGrowth(tx, existing, input.content, -Number(existing.attachmentBytes));
   // Same content, new title: the chunks' lexical entries carry the title (as a PATCH does). Their glosses
   // were worked out before the transaction; those of chunks not glossed then, retitleChunks works out here.
   else if (memory.title !== existing.title) await retitleChunks(tx, existing.id, glosses?.memoryId === existing.id ? glosses.byText : new Map());
-  return memory;
+  return { memory, replaced };
 }
 
 /**
