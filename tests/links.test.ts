@@ -293,6 +293,23 @@ describe("link memories", () => {
     });
   });
 
+  it("an archived link pushed again is live again and superseded by nothing, as a text push leaves it", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const url = `http://127.0.0.1:${sitePort}/article?from=archive`;
+    const kept = await ann.post("/v1/memories", { content: "The kiln notes a dream kept over the link." });
+    const res = await ann.post("/v1/memories", { content: url, content_type: "link" });
+    expect(res.status, res.text).toBe(201);
+    await processed(res.body.data.id);
+    // As a dream's merge leaves it: archived, naming the memory it was merged into.
+    await h.db.memory.update({ where: { id: res.body.data.id }, data: { state: "archived", supersededBy: kept.body.data.id } });
+
+    const again = await ann.post("/v1/memories", { content: url, content_type: "link" });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data).toMatchObject({ id: res.body.data.id, state: "processing" });
+    expect(await processed(res.body.data.id)).toMatchObject({ state: "active" });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } })).toMatchObject({ state: "active", supersededBy: null });
+  });
+
   it("a memory PATCHed into a link is fetched as a pushed link is", async () => {
     setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
     const url = `http://127.0.0.1:${sitePort}/article?from=patch`;

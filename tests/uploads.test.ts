@@ -726,6 +726,26 @@ describe("create with file_ref", () => {
     expect(await h.db.attachment.count({ where: { memoryId: memory.id } })).toBe(0);
   });
 
+  it("an archived file memory given a new file at its source_path is live again and superseded by nothing", async () => {
+    const push = async (bytes: Buffer) => {
+      const i = await intent(ann, "kiln.txt", "text/plain", bytes.length);
+      expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+      return ann.post("/v1/memories", { content: "", source_path: "docs/kiln.txt", file_ref: { ...i.file_ref, sha256: sha256(bytes) } });
+    };
+    const kept = await ann.post("/v1/memories", { content: "Kiln notes a dream kept over the file." });
+    const first = await push(Buffer.from("fire to cone six\n"));
+    expect(first.status, first.text).toBe(201);
+    await processed(ann, first.body.data.id);
+    // As a dream's merge leaves it: archived, naming the memory it was merged into.
+    await h.db.memory.update({ where: { id: first.body.data.id }, data: { state: "archived", supersededBy: kept.body.data.id } });
+
+    const second = await push(Buffer.from("fire to cone five, then hold\n"));
+    expect(second.status, second.text).toBe(200);
+    expect(second.body.data).toMatchObject({ id: first.body.data.id, state: "processing" });
+    expect(await processed(ann, first.body.data.id)).toMatchObject({ state: "active" });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: first.body.data.id } })).toMatchObject({ state: "active", supersededBy: null });
+  });
+
   it("deleting the memory deletes its file; unattached uploads are swept after 24 hours", async () => {
     const bytes = Buffer.from("to be deleted\n");
     const created = await upload(ann, "gone.txt", "text/plain", bytes);

@@ -399,6 +399,9 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
 function readAgain(updatedAt: Date) {
   return {
     state: "processing",
+    // Live again (an archived memory too, as a text push leaves it): superseded by nothing. Kept, an
+    // active memory still named the one a dream had merged it into.
+    supersededBy: null,
     extractedAt: null,
     extractionError: null,
     version: { increment: 1 },
