@@ -67,6 +67,23 @@ describe("GET /v1/agents", () => {
   });
 });
 
+describe("an agent's memories in a hub being deleted", () => {
+  it("are not counted in memory_count, as /v1/usage leaves them out", async () => {
+    const cat = await h.user("Cat");
+    const team = await h.teamHub(cat);
+    const agent = clientFor((await key(cat, "claude-code")).key);
+    expect((await agent.post("/v1/memories", { content: "Kept in the personal hub." })).status).toBe(201);
+    for (const n of [1, 2]) expect((await agent.post("/v1/memories", { content: `Team note ${n}.` }, { headers: { "x-hub-id": team } })).status).toBe(201);
+    expect(byName((await cat.get("/v1/agents")).body.data, "claude-code")).toMatchObject({ memory_count: 3 });
+    // Deleted, its memories not purged yet (a large hub's rest waits for the sweep, up to 10 minutes).
+    await h.db.hub.update({ where: { id: team }, data: { deletedAt: new Date() } });
+    await h.db.hubMember.deleteMany({ where: { hubId: team } });
+    expect(await h.db.memory.count({ where: { hubId: team } })).toBe(2);
+    expect((await cat.get("/v1/usage")).body.data.memory_count).toBe(1);
+    expect(byName((await cat.get("/v1/agents")).body.data, "claude-code")).toMatchObject({ memory_count: 1 });
+  });
+});
+
 describe("PATCH /v1/agents/{agent_name}", () => {
   it("renames an agent and sets its icon, keeps the id, and goes back to the derived name on \"\"", async () => {
     const before = byName((await ann.get("/v1/agents")).body.data, "claude-code")!;

@@ -44,7 +44,7 @@ export function agentId(ownerId: string, agentName: string): string {
  * The caller's agents (or the one named `only`): every agent_name on a key of theirs that is not
  * revoked, every agent with a live synced config, and every agent they renamed. Counts: live keys
  * (not revoked, not expired), live configs, and memories of theirs that name the agent as
- * source_agent. An agent left with no live key needs reconnecting. Most recently active first.
+ * source_agent (outside deleted hubs). An agent left with no live key needs reconnecting. Most recently active first.
  */
 export async function connectedAgents(ctx: AuthContext, only?: string): Promise<ConnectedAgentObject[]> {
   if (only !== undefined && !possibleAgentName(only)) return [];
@@ -102,7 +102,9 @@ export async function connectedAgents(ctx: AuthContext, only?: string): Promise<
 
   const memories = await ctx.db.memory.groupBy({
     by: ["sourceAgent"],
-    where: { ownerId, sourceAgent: { in: [...agents.keys()] } },
+    // Not those in a hub marked deleted whose purge has not reached them: /v1/usage no longer counts
+    // them (purging-usage.ts), and the two disagreed for up to the sweep's 10 minutes.
+    where: { ownerId, sourceAgent: { in: [...agents.keys()] }, hub: { deletedAt: null } },
     _count: { _all: true },
     _max: { createdAt: true },
   });
