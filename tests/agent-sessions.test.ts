@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAll, setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { newId } from "@/lib/ids.ts";
-import { MAX_SESSION_BYTES_PER_USER, MAX_SESSIONS_PER_USER, MAX_SESSIONS_WITH_CONTENT } from "@/lib/agent-sessions/agent-session-fields.ts";
+import { MAX_SESSION_BYTES, MAX_SESSION_BYTES_PER_USER, MAX_SESSIONS_PER_USER, MAX_SESSIONS_WITH_CONTENT } from "@/lib/agent-sessions/agent-session-fields.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 
 let h: Harness;
@@ -91,6 +91,19 @@ describe("/v1/agent-sessions", () => {
     expect((await ann.put("/v1/agent-sessions", { agent: "codex", content: "x" })).status).toBe(400);
     expect((await ann.get("/v1/agent-sessions")).body.data.sessions).toEqual([]);
   });
+
+  it("takes a session file of up to 5 MiB however large its JSON encoding (escapes), and no body past that bound", async () => {
+    const ann = await h.user("Escaped");
+    // Each control character is one byte of the file and six of its JSON string (\u0001): 30 MiB of body.
+    const content = "\u0001".repeat(MAX_SESSION_BYTES);
+    const res = await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "escaped", content });
+    expect(res.status, res.text.slice(0, 300)).toBe(201);
+    expect(res.body.data.size_bytes).toBe(MAX_SESSION_BYTES);
+    // Past what any 5 MiB file needs, the body is still refused unread.
+    const over = await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "over", content: "\u0001".repeat(MAX_SESSION_BYTES + 20_000) });
+    expect(over.status).toBe(413);
+    expect(over.body.error.code).toBe("body_too_large");
+  }, 60_000);
 
   it("keeps session files in the upload store; a replaced version's object is deleted", async () => {
     const ann = await h.user("Store");

@@ -3,6 +3,13 @@ import { agentSchema } from "@/lib/configs/config-fields.ts";
 
 /** Documented limits of agent sessions (docs/configs.md). */
 export const MAX_SESSION_BYTES = 5 * 1024 * 1024;
+/**
+ * The request body PUT reads: the JSON string of a 5 MiB file may be six times its bytes (a control
+ * character is one byte and "\u0001" six), and under the 8 MiB every other body gets a session of
+ * escaped lines was refused as body_too_large long before the documented 5 MiB. The rest of the body
+ * (title, project_path, …) is bounded by its own fields, well within the margin.
+ */
+export const MAX_SESSION_BODY_BYTES = 6 * MAX_SESSION_BYTES + 64 * 1024;
 /** Session files one user may keep. */
 export const MAX_SESSIONS_PER_USER = 1000;
 /** Bytes of session files one user may keep in all. */

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ERROR_STATUS } from "@/lib/api/errors.ts";
 import { DEFAULT_LIMIT, MAX_LIMIT } from "@/lib/api/pagination.ts";
 import { MAX_BODY_BYTES } from "@/lib/api/parse.ts";
+import { MAX_SESSION_BODY_BYTES } from "@/lib/agent-sessions/agent-session-fields.ts";
 import { OPERATIONS, type Operation } from "./operations.ts";
 
 type Schema = Record<string, unknown>;
@@ -50,7 +51,7 @@ function build(): Schema {
         "Authenticate with `Authorization: Bearer egk_…` (an API key from the dashboard or POST /v1/auth/api-keys); the dashboard's session cookie also works when no Authorization header is sent.",
         "`X-Hub-ID` names the hub a write lands in (or that ranks first in recall); without it the personal hub is used.",
         `Lists are cursor-paginated: \`limit\` (default ${DEFAULT_LIMIT}, clamped to ${MAX_LIMIT}) and the \`next_cursor\` of the previous page; \`has_more\` says whether another page exists.`,
-        `JSON bodies are at most ${MAX_BODY_BYTES} bytes. Every response carries X-Request-Id and Cache-Control: no-store (this document included), and rate-limited ones X-RateLimit-Limit/Remaining/Reset.`,
+        `JSON bodies are at most ${MAX_BODY_BYTES} bytes (PUT /v1/agent-sessions: ${MAX_SESSION_BODY_BYTES}). Every response carries X-Request-Id and Cache-Control: no-store (this document included), and rate-limited ones X-RateLimit-Limit/Remaining/Reset.`,
       ].join("\n\n"),
     },
     servers: [{ url: "/" }],
