@@ -25,6 +25,8 @@ let sitePort = 0;
 let insidePort = 0;
 const hits = { site: 0, inside: 0 };
 let pageVersion = 1;
+/** /flaky serves the article until this is set, then HTTP 503. */
+let flakyDown = false;
 
 function listen(server: http.Server, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -78,6 +80,7 @@ beforeAll(async () => {
   site = http.createServer((req, res) => {
     hits.site += 1;
     if (req.url?.split("?")[0] === "/article") return res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(article(pageVersion));
+    if (req.url === "/flaky") return flakyDown ? res.writeHead(503).end() : res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(article(1));
     if (req.url === "/to-inside") return res.writeHead(302, { location: `http://127.0.0.1:${insidePort}/secret` }).end();
     if (req.url === "/to-metadata") return res.writeHead(301, { location: "http://169.254.169.254/latest/meta-data/" }).end();
     if (req.url === "/to-ipv6") return res.writeHead(307, { location: `http://[::1]:${insidePort}/secret` }).end();
@@ -308,6 +311,45 @@ describe("link memories", () => {
     expect(again.body.data).toMatchObject({ id: res.body.data.id, state: "processing" });
     expect(await processed(res.body.data.id)).toMatchObject({ state: "active" });
     expect(await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } })).toMatchObject({ state: "active", supersededBy: null });
+  });
+
+  it("the same URL pushed again whose page cannot be read now keeps the page read last time, and says why", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const url = `http://127.0.0.1:${sitePort}/flaky`;
+    flakyDown = false;
+    const res = await ann.post("/v1/memories", { content: url, content_type: "link" });
+    expect(res.status, res.text).toBe(201);
+    const read = await processed(res.body.data.id);
+    expect(read.content).toContain("Let the kiln cool");
+
+    flakyDown = true;
+    const again = await ann.post("/v1/memories", { content: url, content_type: "link" });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data).toMatchObject({ id: read.id, state: "processing", version: read.version + 1, content_hash: read.content_hash });
+    const after = await processed(read.id);
+    expect(after).toMatchObject({ state: "active", processing_status: "done", title: read.title, content: read.content });
+    expect(after.processing_error).toMatch(/HTTP 503/);
+    const recall = await ann.post("/v1/recall", { query: "when should kiln heating elements be replaced" });
+    expect(recall.body.data.memories.map((m: { id: string }) => m.id)).toContain(read.id);
+
+    // Up again: the next push reads the page, and the error goes.
+    flakyDown = false;
+    await ann.post("/v1/memories", { content: url, content_type: "link" });
+    expect(await processed(read.id)).toMatchObject({ processing_error: null, content: read.content });
+  });
+
+  it("a link at a source_path given another URL that cannot be read holds that URL, not the other page's text", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    flakyDown = true;
+    const res = await ann.post("/v1/memories", { content: `http://127.0.0.1:${sitePort}/article?from=moved`, content_type: "link", source_path: "links/kiln" });
+    expect(res.status, res.text).toBe(201);
+    expect((await processed(res.body.data.id)).content).toContain("Let the kiln cool");
+    const moved = await ann.post("/v1/memories", { content: `http://127.0.0.1:${sitePort}/flaky`, content_type: "link", source_path: "links/kiln" });
+    expect(moved.status, moved.text).toBe(200);
+    const after = await processed(res.body.data.id);
+    expect(after).toMatchObject({ content: `http://127.0.0.1:${sitePort}/flaky` });
+    expect(after.processing_error).toMatch(/HTTP 503/);
+    flakyDown = false;
   });
 
   it("a memory PATCHed into a link is fetched as a pushed link is", async () => {

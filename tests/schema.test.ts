@@ -37,6 +37,7 @@ describe("schema and migrations agree", () => {
         boundary: "private", state: "active", source: "cli", sourceAgent: "a", assistedByAgent: "b", initiationType: "import", sourcePath: "p.md",
         hint: "h", hubReason: "r", projectContext: { repo: "x" }, fileRef: { object_key: "k" }, attachmentBytes: 7n, version: 3, accessCount: 4, lastAccessedAt: now,
         processingStatus: "done", processingAttempts: 1, processingError: "e", processingStartedAt: now, processingQueuedAt: now, processedAt: now, createdAt: now, updatedAt: now, contentChangedAt: now,
+        linkUrl: "https://links.example/page",
       },
     });
     const more = {
@@ -349,7 +350,8 @@ describe("schema and migrations agree", () => {
         VALUES ('${memory}', '${hub}', '${user}', 't', 'abcd', 'markdown', 'h1', 'semantic', 'stable', 'active', 'cli', '2026-01-01T00:00:00Z', '2026-03-04T05:06:07.089Z');`);
       cpSync(path.join(all, target), path.join(dir, target), { recursive: true });
       expect((await migrate(db.sql, dir)).map((m) => m.name)).toEqual([target]);
-      const row = await db.prisma.memory.findUniqueOrThrow({ where: { id: memory } });
+      // Only the column read: later migrations' columns are not there yet.
+      const row = await db.prisma.memory.findUniqueOrThrow({ where: { id: memory }, select: { contentChangedAt: true } });
       expect(row.contentChangedAt.toISOString()).toBe("2026-03-04T05:06:07.089Z");
     } finally {
       await db.close();

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { APICallError, generateText, RetryError } from "ai";
 import { chatModel } from "@/lib/ai/chat-model.ts";
 import { modelTimeoutMs } from "@/lib/ai/model-timeout.ts";
@@ -32,7 +33,11 @@ export function needsExtraction(memory: Pick<Memory, "fileRef" | "contentType" |
  */
 export async function extractMemoryText(memory: Memory): Promise<{ content: string; title?: string; error: string | null }> {
   if (memory.fileRef === null) {
-    const page = await readLink(memory.content.trim());
+    // The same URL pushed again reads link_url, its content still the page read last time: kept when the
+    // page cannot be read now. Only while the content_hash is still that URL's: other content written
+    // since (a PATCH, a push of text) is what the memory is now.
+    const again = memory.linkUrl !== null && createHash("sha256").update(memory.linkUrl, "utf8").digest("hex") === memory.contentHash;
+    const page = await readLink((again ? memory.linkUrl! : memory.content).trim());
     const kept = page.text ? clip(page.text) : memory.content;
     const clipped = page.text && kept.length < page.text.length ? longerThanAMemory("page") : null;
     return { content: kept, title: page.title, error: [page.error, clipped].filter(Boolean).join(". ") || null };

@@ -373,10 +373,14 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
   const hadFile = existing.fileRef !== null;
   const replaced = hadFile ? await detachUploads(tx, { memoryId: { in: [existing.id] } }) : [];
   if (hadFile) await tx.attachment.deleteMany({ where: { memoryId: existing.id } });
+  // The same URL whose page was read: the page stays the content while it is read again, the URL to read
+  // waiting in link_url, so a fetch that fails now keeps what was read last time (with its reason) instead
+  // of leaving the memory nothing but its URL. (A link keeps its URL's hash as content_hash once read.)
+  const keepsPage = !hadFile && existing.contentType === "link" && existing.contentHash === hash && existing.extractedAt !== null && existing.content !== input.content;
   const memory = await tx.memory.update({
     where: { id: existing.id },
     data: {
-      content: input.content,
+      ...(keepsPage ? { linkUrl: input.content } : { content: input.content, linkUrl: null }),
       contentHash: hash,
       contentType: "link",
       ...(hadFile && { fileRef: Prisma.DbNull }),
@@ -391,7 +395,7 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
   });
   // A URL may be megabytes long: unchecked, pushing a long one again under a short one's source_path
   // grew stored content past the quotas with no limit but the memory count.
-  await assertGrowth(tx, existing, input.content, -Number(existing.attachmentBytes));
+  await assertGrowth(tx, existing, keepsPage ? existing.content : input.content, -Number(existing.attachmentBytes));
   return { memory, replaced };
 }
 

@@ -100,7 +100,7 @@ async function loadCurrent(ctx: StepContext): Promise<Memory> {
   return memory;
 }
 
-type MemoryChanges = Partial<Pick<Memory, "content" | "title" | "extractedAt" | "extractionError" | "kind" | "stability" | "contentType" | "summary" | "processingStatus" | "processingError" | "processedAt" | "state">>;
+type MemoryChanges = Partial<Pick<Memory, "content" | "title" | "extractedAt" | "extractionError" | "linkUrl" | "kind" | "stability" | "contentType" | "summary" | "processingStatus" | "processingError" | "processedAt" | "state">>;
 
 /**
  * Writes `data` only if the memory is still at the job's version (and records `event` with it).
@@ -211,7 +211,7 @@ const extract: ProcessingStep = {
     const memory = await loadCurrent(ctx);
     if (!needsExtraction(memory)) return;
     const result = await extractMemoryText(memory);
-    const changes: MemoryChanges = { content: result.content, extractedAt: ctx.now(), extractionError: result.error };
+    const changes: MemoryChanges = { content: result.content, extractedAt: ctx.now(), extractionError: result.error, ...(memory.linkUrl !== null && { linkUrl: null }) };
     // PATCH title keeps the version, so the version guard alone would let the page's title replace a
     // title the client chose while the page was read: it applies only while the title is still derived.
     const title = memory.titleDerived && result.title ? result.title.slice(0, 200) : undefined;
