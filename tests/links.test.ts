@@ -352,6 +352,20 @@ describe("link memories", () => {
     flakyDown = false;
   });
 
+  it("a link pushed again takes the kind, stability and agent the push names, as a text push does", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const url = `http://127.0.0.1:${sitePort}/article?from=fields`;
+    const res = await ann.post("/v1/memories", { content: url, content_type: "link" });
+    expect(res.status, res.text).toBe(201);
+    await processed(res.body.data.id);
+    const again = await ann.post("/v1/memories", { content: url, content_type: "link", kind: "procedural", stability: "volatile", source_agent: "codex", hub_reason: "the kiln runbook" });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data).toMatchObject({ id: res.body.data.id, kind: "procedural", stability: "volatile", source_agent: "codex" });
+    // Locked as a push's own are: the pipeline's guess does not replace them.
+    expect(await processed(res.body.data.id)).toMatchObject({ kind: "procedural", stability: "volatile", source_agent: "codex" });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } })).toMatchObject({ kindLocked: true, stabilityLocked: true, hubReason: "the kiln runbook" });
+  });
+
   it("a memory PATCHed into a link is fetched as a pushed link is", async () => {
     setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
     const url = `http://127.0.0.1:${sitePort}/article?from=patch`;

@@ -390,6 +390,7 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
           hadFile && existing.title === (existing.fileRef as { filename?: string }).filename && { title: input.content.slice(0, 200), titleDerived: true }),
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
+      ...namedFields(existing, input),
       ...readAgain(now),
     },
   });
@@ -397,6 +398,21 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
   // grew stored content past the quotas with no limit but the memory count.
   await assertGrowth(tx, existing, keepsPage ? existing.content : input.content, -Number(existing.attachmentBytes));
   return { memory, replaced };
+}
+
+/**
+ * What a link or file pushed again names besides its source, written as a text push writes it (reingest):
+ * ignored, a re-push with kind or stability left the pipeline's guess (unlocked) and kept the agent
+ * and reason of the first push. The pipeline classifies what the push leaves unnamed and unlocked.
+ */
+function namedFields(existing: Memory, input: CreateMemoryBody) {
+  return {
+    ...(input.kind !== undefined && { kind: input.kind, kindLocked: true }),
+    ...(input.stability !== undefined && { stability: input.stability, stabilityLocked: true }),
+    sourceAgent: input.source_agent ?? existing.sourceAgent,
+    assistedByAgent: input.assisted_by_agent ?? existing.assistedByAgent,
+    hubReason: input.hub_reason ?? existing.hubReason,
+  };
 }
 
 /** A link or file memory's source changed: a new version, back to `processing` until its text is read again. */
@@ -459,6 +475,7 @@ async function replaceFile(
       titleDerived: false,
       tags: input.tags ?? existing.tags,
       hint: input.hint ?? existing.hint,
+      ...namedFields(existing, input),
       fileRef: fileRefOf(file),
       ...readAgain(now),
     },
