@@ -168,7 +168,7 @@ describe("extraction reads a bounded part of a file (ENGRAM_EXTRACT_MAX_BYTES)",
     const port = await new Promise<number>((resolve) => site.listen(0, "127.0.0.1", () => resolve((site.address() as AddressInfo).port)));
     setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${port}`] });
     try {
-      const memory = { fileRef: null, content: `http://127.0.0.1:${port}/log.txt`, contentType: "link", hint: null };
+      const memory = { fileRef: null, content: `http://127.0.0.1:${port}/log.txt`, contentType: "link", hint: null, linkUrl: null };
       const result = await extractMemoryText(memory as unknown as Memory);
       expect(Buffer.byteLength(result.content)).toBeLessThanOrEqual(MAX_CONTENT_BYTES);
       expect(result.content.startsWith("Glaze log")).toBe(true);
