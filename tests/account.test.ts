@@ -20,7 +20,25 @@ afterAll(async () => {
 
 describe("GET/PATCH /v1/settings", () => {
   it("starts from defaults and merges known keys", async () => {
-    expect((await ann.get("/v1/settings")).body.data).toEqual({ theme: "system", locale: "", notifications_enabled: true, chat_default_persona_id: "", updated_at: null });
+    // Every field Memax's SDK Settings requires, at what a dream run does when nothing was saved.
+    expect((await ann.get("/v1/settings")).body.data).toEqual({
+      theme: "system",
+      locale: "",
+      notifications_enabled: true,
+      chat_default_persona_id: "",
+      dreams_enabled: true,
+      dreams_merge_enabled: true,
+      dreams_archive_enabled: true,
+      dreams_organize_enabled: true,
+      dreams_restructure_enabled: true,
+      dreams_excluded_kinds: [],
+      dreams_similarity_threshold: 0.9,
+      dreams_staleness_days: 90,
+      hub_header_aurora_mode: "signature",
+      pulse_hidden_hub_ids: [],
+      dev_flags: { mockDreams: false, mockDreaming: false, mockEmptyInbox: false, mockProUser: false, debuggerEnabled: false, skipRerank: false },
+      updated_at: null,
+    });
     const res = await ann.patch("/v1/settings", { theme: "dark", notifications_enabled: false });
     expect(res.status, res.text).toBe(200);
     expect(res.body.data).toMatchObject({ theme: "dark", locale: "", notifications_enabled: false, updated_at: expect.any(String) });
@@ -32,10 +50,10 @@ describe("GET/PATCH /v1/settings", () => {
 
   it("refuses bad values (saving nothing) and ignores unknown keys with a warning", async () => {
     // Unknown keys follow the API-wide rule (decisions.md): ignored and named in X-Engram-Warning, never saved.
-    const unknown = await ann.patch("/v1/settings", { theme: "dark", dreams_enabled: true });
+    const unknown = await ann.patch("/v1/settings", { theme: "dark", dreams_cadence: "hourly" });
     expect(unknown.status).toBe(200);
-    expect(unknown.headers.get("x-engram-warning") ?? "").toMatch(/dreams_enabled/);
-    expect(unknown.body.data).not.toHaveProperty("dreams_enabled");
+    expect(unknown.headers.get("x-engram-warning") ?? "").toMatch(/dreams_cadence/);
+    expect(unknown.body.data).not.toHaveProperty("dreams_cadence");
     expect((await ann.patch("/v1/settings", { theme: "purple" })).status).toBe(400);
     expect((await ann.patch("/v1/settings", { notifications_enabled: "yes" })).status).toBe(400);
     // A persona id that cannot be one is a malformed value (400), not a persona that is not there (404).
@@ -50,6 +68,62 @@ describe("GET/PATCH /v1/settings", () => {
     expect((await ann.patch("/v1/settings", [])).body.error.code).toBe("invalid_json");
     expect((await ann.get("/v1/settings")).body.data.theme).toBe("dark");
     expect((await h.anonymous.get("/v1/settings")).status).toBe(401);
+  });
+
+  it("stores the dream settings, aurora, pulse and dev flags of Memax's SettingsUpdateInput, refusing out-of-range values by name", async () => {
+    const dan = await h.user("Dan");
+    const hubId = "0F0E0D0C-0B0A-4909-8807-060504030201";
+    const res = await dan.patch("/v1/settings", {
+      dreams_enabled: false,
+      dreams_merge_enabled: false,
+      dreams_archive_enabled: false,
+      dreams_organize_enabled: false,
+      dreams_restructure_enabled: false,
+      dreams_excluded_kinds: ["procedural", "rationale", "procedural"],
+      dreams_similarity_threshold: 0.8,
+      dreams_staleness_days: 30,
+      hub_header_aurora_mode: "time",
+      pulse_hidden_hub_ids: [hubId, hubId.toLowerCase()],
+      dev_flags: { mockDreams: true },
+    });
+    expect(res.status, res.text).toBe(200);
+    const saved = {
+      dreams_enabled: false,
+      dreams_merge_enabled: false,
+      dreams_archive_enabled: false,
+      dreams_organize_enabled: false,
+      dreams_restructure_enabled: false,
+      dreams_excluded_kinds: ["procedural", "rationale"],
+      dreams_similarity_threshold: 0.8,
+      dreams_staleness_days: 30,
+      hub_header_aurora_mode: "time",
+      pulse_hidden_hub_ids: [hubId.toLowerCase()],
+      dev_flags: { mockDreams: true, mockDreaming: false, mockEmptyInbox: false, mockProUser: false, debuggerEnabled: false, skipRerank: false },
+    };
+    expect(res.body.data).toMatchObject(saved);
+    // Flags merge one by one; the rest of what was saved stays.
+    const flipped = await dan.patch("/v1/settings", { dev_flags: { skipRerank: true } });
+    expect(flipped.body.data.dev_flags).toMatchObject({ mockDreams: true, skipRerank: true });
+    expect((await dan.get("/v1/settings")).body.data).toMatchObject({ ...saved, dev_flags: { ...saved.dev_flags, skipRerank: true } });
+    const refused: [object, string][] = [
+      [{ dreams_similarity_threshold: 0.3 }, "dreams_similarity_threshold"],
+      [{ dreams_similarity_threshold: 1 }, "dreams_similarity_threshold"],
+      [{ dreams_staleness_days: 3 }, "dreams_staleness_days"],
+      [{ dreams_staleness_days: 4000 }, "dreams_staleness_days"],
+      [{ dreams_staleness_days: 30.5 }, "dreams_staleness_days"],
+      [{ dreams_excluded_kinds: ["gossip"] }, "dreams_excluded_kinds.0"],
+      [{ dreams_enabled: "no" }, "dreams_enabled"],
+      [{ hub_header_aurora_mode: "loud" }, "hub_header_aurora_mode"],
+      [{ pulse_hidden_hub_ids: ["not-a-hub"] }, "pulse_hidden_hub_ids.0"],
+      [{ pulse_hidden_hub_ids: Array.from({ length: 201 }, () => hubId) }, "pulse_hidden_hub_ids"],
+      [{ dev_flags: { mockDreams: "yes" } }, "dev_flags.mockDreams"],
+    ];
+    for (const [body, path] of refused) {
+      const bad = await dan.patch("/v1/settings", body);
+      expect([bad.status, bad.body.error?.code, bad.body.error?.details?.issues?.[0]?.path], JSON.stringify(body)).toEqual([400, "invalid_request", path]);
+      expect(bad.body.error.message).toContain(path.split(".")[0]);
+    }
+    expect((await dan.get("/v1/settings")).body.data).toMatchObject({ dreams_similarity_threshold: 0.8, dreams_staleness_days: 30, dreams_excluded_kinds: ["procedural", "rationale"] });
   });
 
   it("keeps a default persona named in upper case as the persona's own id", async () => {

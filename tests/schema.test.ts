@@ -60,7 +60,14 @@ describe("schema and migrations agree", () => {
       notification: await db.notification.create({
         data: { id: newId(), userId: user.id, hubId: hub.id, kind: "hub_invite", status: "resolved", resolution: "accepted", priority: 2, sourceKind: "invite", sourceId: "s", payload: { a: 1 }, createdAt: now, seenAt: now, resolvedAt: now, expiresAt: now },
       }),
-      userSetting: await db.userSetting.create({ data: { userId: user.id, theme: "dark", locale: "zh", notificationsEnabled: false, updatedAt: now } }),
+      userSetting: await db.userSetting.create({
+        data: {
+          userId: user.id, theme: "dark", locale: "zh", notificationsEnabled: false, updatedAt: now,
+          dreamsEnabled: false, dreamsMergeEnabled: false, dreamsArchiveEnabled: false, dreamsOrganizeEnabled: false, dreamsRestructureEnabled: false,
+          dreamsExcludedKinds: ["procedural"], dreamsSimilarityThreshold: 0.85, dreamsStalenessDays: 30, hubHeaderAuroraMode: "time",
+          pulseHiddenHubIds: [hub.id], devFlags: { mockDreams: true },
+        },
+      }),
       usageCounter: await db.usageCounter.create({ data: { userId: user.id, periodStart: now, pushes: 1, recalls: 2, asks: 3 } }),
       storageUsage: await db.storageUsage.create({ data: { scope: "user", scopeId: newId(), bytes: 5_000_000_000n, memories: 3 } }),
       upload: await db.upload.create({

@@ -64,7 +64,7 @@ import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notif
 import { bulkNotificationsBodySchema, resolveNotificationBodySchema } from "@/lib/notifications/update-notification.ts";
 import { barSearchQuerySchema, recallBodySchema, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
 import { recallResponseSchema } from "@/lib/recall/recall-object.ts";
-import { updateSettingsBodySchema } from "@/lib/settings/settings-fields.ts";
+import { settingsObjectSchema, updateSettingsBodySchema } from "@/lib/settings/settings-fields.ts";
 import {
   assignMemoryBodySchema,
   createTopicBodySchema,
@@ -267,8 +267,15 @@ export const OPERATIONS: Operation[] = [
   },
   { method: "get", path: "/v1/usage", tag: "Account", summary: "This month's pushes, recalls and asks, storage, and the server's limits", data: usageObjectSchema },
   { method: "get", path: "/v1/usage/dreams", tag: "Account", summary: "This month's dream runs of a hub (hub_id, else X-Hub-ID, else the personal hub); self-hosted: no quota (limit -1)", hubHeader: true, query: dreamUsageQuerySchema },
-  { method: "get", path: "/v1/settings", tag: "Account", summary: "The caller's preferences" },
-  { method: "patch", path: "/v1/settings", tag: "Account", summary: "Change preferences (known keys only)", body: updateSettingsBodySchema },
+  { method: "get", path: "/v1/settings", tag: "Account", summary: "The caller's preferences, and the dream switches and tuning of the hubs they own (docs/dreams.md)", data: settingsObjectSchema },
+  {
+    method: "patch",
+    path: "/v1/settings",
+    tag: "Account",
+    summary: "Change preferences (known keys only; a value out of range is a 400 naming it). dev_flags merge flag by flag; dreams_excluded_kinds and pulse_hidden_hub_ids are replaced",
+    body: updateSettingsBodySchema,
+    data: settingsObjectSchema,
+  },
 
   // Auth
   { method: "get", path: "/v1/auth/me", tag: "Account", summary: "Who the credential belongs to" },

@@ -1,16 +1,57 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { findPersonaOrThrow } from "@/lib/personas/persona-source.ts";
 import type { UserSetting } from "@/lib/db/generated/client.ts";
-import type { UpdateSettingsBody } from "./settings-fields.ts";
+import { dreamConfig } from "@/lib/dreams/dream-config.ts";
+import { DEV_FLAGS, type SettingsObject, type THEMES, type UpdateSettingsBody } from "./settings-fields.ts";
 
 const DEFAULTS = { theme: "system", locale: "", notificationsEnabled: true, chatDefaultPersonaId: "" };
 
-function serializeSettings(row: Pick<UserSetting, "theme" | "locale" | "notificationsEnabled" | "chatDefaultPersonaId"> & { updatedAt?: Date | null }) {
+type SettingsRow = Omit<UserSetting, "userId" | "updatedAt"> & { updatedAt: Date | null };
+
+/** A person who saved nothing: the columns' defaults (prisma/schema.prisma). */
+const UNSAVED: SettingsRow = {
+  ...DEFAULTS,
+  dreamsEnabled: true,
+  dreamsMergeEnabled: true,
+  dreamsArchiveEnabled: true,
+  dreamsOrganizeEnabled: true,
+  dreamsRestructureEnabled: true,
+  dreamsExcludedKinds: [],
+  dreamsSimilarityThreshold: null,
+  dreamsStalenessDays: null,
+  hubHeaderAuroraMode: "signature",
+  pulseHiddenHubIds: [],
+  devFlags: {},
+  updatedAt: null,
+};
+
+function devFlags(stored: unknown): Record<(typeof DEV_FLAGS)[number], boolean> {
+  const flags = stored && typeof stored === "object" && !Array.isArray(stored) ? (stored as Record<string, unknown>) : {};
+  return Object.fromEntries(DEV_FLAGS.map((key) => [key, flags[key] === true])) as Record<(typeof DEV_FLAGS)[number], boolean>;
+}
+
+/**
+ * Memax's Settings: every field its SDK requires. The similarity threshold and staleness days not set
+ * are the install's own (what a dream run uses then), so a client shows the values in force.
+ */
+function serializeSettings(row: SettingsRow): SettingsObject {
+  const install = dreamConfig();
   return {
-    theme: row.theme,
+    theme: row.theme as (typeof THEMES)[number],
     locale: row.locale,
     notifications_enabled: row.notificationsEnabled,
     chat_default_persona_id: row.chatDefaultPersonaId,
+    dreams_enabled: row.dreamsEnabled,
+    dreams_merge_enabled: row.dreamsMergeEnabled,
+    dreams_archive_enabled: row.dreamsArchiveEnabled,
+    dreams_organize_enabled: row.dreamsOrganizeEnabled,
+    dreams_restructure_enabled: row.dreamsRestructureEnabled,
+    dreams_excluded_kinds: row.dreamsExcludedKinds as SettingsObject["dreams_excluded_kinds"],
+    dreams_similarity_threshold: row.dreamsSimilarityThreshold ?? install.duplicateCosine,
+    dreams_staleness_days: row.dreamsStalenessDays ?? install.staleDays,
+    hub_header_aurora_mode: row.hubHeaderAuroraMode as SettingsObject["hub_header_aurora_mode"],
+    pulse_hidden_hub_ids: row.pulseHiddenHubIds,
+    dev_flags: devFlags(row.devFlags),
     updated_at: row.updatedAt ? row.updatedAt.toISOString() : null,
   };
 }
@@ -18,10 +59,10 @@ function serializeSettings(row: Pick<UserSetting, "theme" | "locale" | "notifica
 /** GET /v1/settings — defaults until the person changes something. */
 export async function getSettings(ctx: AuthContext) {
   const row = await ctx.db.userSetting.findUnique({ where: { userId: ctx.user.id } });
-  return serializeSettings(row ?? { ...DEFAULTS, updatedAt: null });
+  return serializeSettings(row ?? UNSAVED);
 }
 
-/** PATCH /v1/settings — merges the given keys. */
+/** PATCH /v1/settings — merges the given keys (dev_flags merged flag by flag, lists replaced). */
 export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody) {
   const personaId = input.chat_default_persona_id;
   const data = {
@@ -29,6 +70,16 @@ export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody
     ...(input.theme !== undefined && { theme: input.theme }),
     ...(input.locale !== undefined && { locale: input.locale }),
     ...(input.notifications_enabled !== undefined && { notificationsEnabled: input.notifications_enabled }),
+    ...(input.dreams_enabled !== undefined && { dreamsEnabled: input.dreams_enabled }),
+    ...(input.dreams_merge_enabled !== undefined && { dreamsMergeEnabled: input.dreams_merge_enabled }),
+    ...(input.dreams_archive_enabled !== undefined && { dreamsArchiveEnabled: input.dreams_archive_enabled }),
+    ...(input.dreams_organize_enabled !== undefined && { dreamsOrganizeEnabled: input.dreams_organize_enabled }),
+    ...(input.dreams_restructure_enabled !== undefined && { dreamsRestructureEnabled: input.dreams_restructure_enabled }),
+    ...(input.dreams_excluded_kinds !== undefined && { dreamsExcludedKinds: input.dreams_excluded_kinds }),
+    ...(input.dreams_similarity_threshold !== undefined && { dreamsSimilarityThreshold: input.dreams_similarity_threshold }),
+    ...(input.dreams_staleness_days !== undefined && { dreamsStalenessDays: input.dreams_staleness_days }),
+    ...(input.hub_header_aurora_mode !== undefined && { hubHeaderAuroraMode: input.hub_header_aurora_mode }),
+    ...(input.pulse_hidden_hub_ids !== undefined && { pulseHiddenHubIds: input.pulse_hidden_hub_ids }),
     updatedAt: ctx.now(),
   };
   const row = await ctx.db.$transaction(async (tx) => {
@@ -39,10 +90,17 @@ export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody
       await tx.$queryRaw`SELECT 1 FROM agent_configs WHERE id = ${personaId}::uuid AND owner_id = ${ctx.user.id}::uuid FOR KEY SHARE`;
       await findPersonaOrThrow(tx, ctx.user.id, personaId);
     }
+    let flags = {};
+    if (input.dev_flags !== undefined) {
+      // Read under the row's lock: two PATCHes each flipping one flag both keep theirs.
+      const [current] = await tx.$queryRaw<{ flags: unknown }[]>`SELECT dev_flags AS flags FROM user_settings WHERE user_id = ${ctx.user.id}::uuid FOR UPDATE`;
+      const sent = Object.fromEntries(Object.entries(input.dev_flags).filter(([, value]) => value !== undefined));
+      flags = { devFlags: { ...devFlags(current?.flags), ...sent } };
+    }
     return tx.userSetting.upsert({
       where: { userId: ctx.user.id },
-      create: { userId: ctx.user.id, ...DEFAULTS, ...data },
-      update: data,
+      create: { userId: ctx.user.id, ...DEFAULTS, ...data, ...flags },
+      update: { ...data, ...flags },
     });
   });
   return serializeSettings(row);

@@ -84,7 +84,7 @@ describe("Memax CLI and SDK: ask, account, notifications, events", () => {
     expect(json).toMatchObject({ scope: "personal", tier: "lucid", limit: -1, used: 1, allowed: true });
   });
 
-  it("SDK settings: get, update; bad values refused, keys Engram does not keep ignored", async () => {
+  it("SDK settings: get, update; bad values refused, the dream tuning kept", async () => {
     const client = sdk(ann);
     expect(await client.settings.get()).toMatchObject({ theme: "system", notifications_enabled: true });
     expect(await client.settings.update({ theme: "dark", locale: "pt-BR" })).toMatchObject({ theme: "dark", locale: "pt-BR" });
@@ -92,8 +92,11 @@ describe("Memax CLI and SDK: ask, account, notifications, events", () => {
     const refused = await client.settings.update({ theme: "neon" }).catch((e: Error) => e);
     expect(refused).toBeInstanceOf(MemaxError);
     expect((refused as any).status).toBe(400);
-    expect(await client.settings.update({ dreams_staleness_days: 3, notifications_enabled: false })).toMatchObject({ theme: "dark", notifications_enabled: false });
-    expect(await client.settings.get()).not.toHaveProperty("dreams_staleness_days");
+    // The SDK's dream tuning is kept, in range; three days would archive what was not yet read.
+    const tooShort = await client.settings.update({ dreams_staleness_days: 3 }).catch((e: Error) => e);
+    expect([(tooShort as any).status, (tooShort as Error).message]).toEqual([400, expect.stringContaining("dreams_staleness_days")]);
+    expect(await client.settings.update({ dreams_staleness_days: 30, dreams_excluded_kinds: ["rationale"], notifications_enabled: false })).toMatchObject({ theme: "dark", notifications_enabled: false, dreams_staleness_days: 30 });
+    expect(await client.settings.get()).toMatchObject({ dreams_enabled: true, dreams_merge_enabled: true, dreams_archive_enabled: true, dreams_staleness_days: 30, dreams_excluded_kinds: ["rationale"], dreams_similarity_threshold: 0.9 });
   });
 
   it("SDK usage counts the asks, pushes and limits", async () => {
