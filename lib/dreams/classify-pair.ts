@@ -13,7 +13,11 @@ export type PairVerdict =
  * Stripe key" / "rotate the Twilio key") are distinct however similar.
  */
 export function classifyPair(a: TextFeatures, b: TextFeatures, cosine: number, config: Pick<DreamConfig, "duplicateCosine" | "duplicateJaccard" | "contradictionCosine">): PairVerdict {
-  if (cosine < config.contradictionCosine) return { kind: "distinct", reason: "not similar enough" };
+  // A similarity threshold set below the contradiction floor (an owner's dreams_similarity_threshold)
+  // lets duplicates through from there; contradictions keep their own floor. Gated by the latter alone,
+  // a threshold of 0.7 merged nothing a threshold of 0.8 would not.
+  if (cosine < Math.min(config.contradictionCosine, config.duplicateCosine)) return { kind: "distinct", reason: "not similar enough" };
+  const mayContradict = cosine >= config.contradictionCosine;
   const onlyA = [...a.words].filter((w) => !b.words.has(w));
   const onlyB = [...b.words].filter((w) => !a.words.has(w));
   const entityA = onlyA.filter((w) => a.entities.has(w));
@@ -21,7 +25,7 @@ export function classifyPair(a: TextFeatures, b: TextFeatures, cosine: number, c
   const differentSubjects = entityA.length > 0 && entityB.length > 0;
 
   // The same setting with two different values.
-  if (!differentSubjects) {
+  if (mayContradict && !differentSubjects) {
     for (const [key, value] of a.settings) {
       const other = b.settings.get(key);
       if (other !== undefined && other !== value && valuesDisagree(value, other)) {
@@ -32,14 +36,14 @@ export function classifyPair(a: TextFeatures, b: TextFeatures, cosine: number, c
   // Everything that differs is a value (numbers, on/off, always/never…).
   const valuesA = onlyA.filter(isValueToken);
   const valuesB = onlyB.filter(isValueToken);
-  if (valuesA.length > 0 && valuesB.length > 0 && valuesA.length === onlyA.length && valuesB.length === onlyB.length) {
+  if (mayContradict && valuesA.length > 0 && valuesB.length > 0 && valuesA.length === onlyA.length && valuesB.length === onlyB.length) {
     const va = valuesA.join(" ");
     const vb = valuesB.join(" ");
     return { kind: "contradiction", reason: `the same statement with "${va}" in one and "${vb}" in the other`, key: [...a.words].filter((w) => b.words.has(w)).slice(0, 4).join(" "), values: [va, vb] };
   }
   // One says it, the other says the opposite.
   const overlap = jaccard(a.words, b.words);
-  if (a.negated !== b.negated && overlap >= 0.75 && !differentSubjects) {
+  if (mayContradict && a.negated !== b.negated && overlap >= 0.75 && !differentSubjects) {
     return { kind: "contradiction", reason: "one states what the other negates", key: [...a.words].filter((w) => b.words.has(w)).slice(0, 4).join(" "), values: a.negated ? ["not", "yes"] : ["yes", "not"] };
   }
   if (differentSubjects) return { kind: "distinct", reason: `about different things (${entityA[0]} / ${entityB[0]})` };

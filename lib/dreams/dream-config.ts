@@ -35,6 +35,12 @@ export interface DreamConfig {
   intervalHours: number;
   /** With a chat model: at most this many model calls (merge rewrites) per run. */
   maxModelCallsPerRun: number;
+  /** The steps a run takes (the hub owner's switches, see dream-settings.ts): off, a step writes nothing. */
+  mergeEnabled: boolean;
+  archiveEnabled: boolean;
+  organizeEnabled: boolean;
+  /** Memories of these kinds are left out of the run: never compared, merged, archived or filed. */
+  excludedKinds: readonly string[];
 }
 
 export function dreamConfig(overrides: Partial<DreamConfig> = {}): DreamConfig {
@@ -54,6 +60,10 @@ export function dreamConfig(overrides: Partial<DreamConfig> = {}): DreamConfig {
     staleRunMs: positiveIntEnv("ENGRAM_DREAM_STALE_SECONDS", 120) * 1000,
     intervalHours: positiveIntEnv("ENGRAM_DREAM_INTERVAL_HOURS", 24),
     maxModelCallsPerRun: positiveIntEnv("ENGRAM_DREAM_MAX_MODEL_CALLS", 100),
+    mergeEnabled: true,
+    archiveEnabled: true,
+    organizeEnabled: true,
+    excludedKinds: [],
     ...overrides,
   };
 }

@@ -3,6 +3,7 @@ import { kickBoardsAfterDream } from "@/lib/boards/kick-custom-board.ts";
 import { getDatabase, type Db } from "@/lib/db/database.ts";
 import { inngestEnabled } from "@/lib/processing/processing-config.ts";
 import { dreamConfig, type DreamConfig } from "./dream-config.ts";
+import { switchSql } from "./dream-settings.ts";
 import { claimDreamRun, executeDreamRun, LostLeaseError, StoppedError } from "./run-dream.ts";
 
 export const DREAM_RUN_EVENT = "engram/dream.run";
@@ -12,7 +13,7 @@ export const DREAM_RUN_EVENT = "engram/dream.run";
  * run's own rewrite of a merge's kept memory, or filing of a memory into a topic, is no write of the
  * hub's: its action (the memory as result_memory_id) is stamped with the updated_at the write left (not
  * the run's clock, which the forward trigger may have moved it past), and a member's later edit moves
- * the memory's past it.
+ * the memory's past it. Not a hub whose dreams are off (its own switch, else its owner's settings).
  */
 export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 100): Promise<string[]> {
   const since = new Date(now.getTime() - intervalHours * 3_600_000);
@@ -24,6 +25,7 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
                      AND NOT EXISTS (SELECT 1 FROM dream_actions a WHERE a.hub_id = h.id AND a.action_type IN ('merge', 'organize')
                                         AND a.result_memory_id = m.id AND a.created_at = m.updated_at))
        AND NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.hub_id = h.id AND (r.created_at > ${since} OR r.status IN ('queued', 'running')))
+       AND ${switchSql("dreams_enabled")}
      ORDER BY h.id LIMIT ${limit}`;
   return rows.map((row) => row.id);
 }

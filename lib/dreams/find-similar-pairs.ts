@@ -8,6 +8,8 @@ export interface DreamMemory {
   /** Not updated_at: filing, archiving or restoring a memory moves that and leaves its text as old as it was. */
   contentChangedAt: Date;
   topicId: string | null;
+  /** A kind the hub's owner excluded keeps the memory out of the run (dream-settings.ts). */
+  kind: string;
   features: TextFeatures;
   embedding: Float32Array | undefined;
 }
@@ -77,7 +79,7 @@ export function findSimilarPairs(memories: DreamMemory[], config: DreamConfig): 
       if (count < need) continue;
       candidates++;
       const cosine = dot(m.embedding, other.embedding);
-      if (cosine < config.contradictionCosine) continue;
+      if (cosine < Math.min(config.contradictionCosine, config.duplicateCosine)) continue;
       const verdict = classifyPair(m.features, other.features, cosine, config);
       if (verdict.kind !== "distinct") pairs.push({ a: m, b: other, cosine, verdict });
     }

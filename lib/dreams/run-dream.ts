@@ -8,6 +8,7 @@ import { onContradictionsFlagged } from "@/lib/notifications/notify.ts";
 import { memoryEmbeddings } from "@/lib/recall/memory-embeddings.ts";
 import { MAX_POSITION, MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import type { DreamConfig } from "./dream-config.ts";
+import { hubDreamSettings, withDreamSettings } from "./dream-settings.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { MEMORY_MOVED_RESOLUTION } from "@/lib/memories/drop-memory-copies.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
@@ -176,11 +177,15 @@ function keepHeartbeat(deps: DreamDeps, runId: string, owner: string): () => Pro
 export async function runDreamPhase(deps: DreamDeps, runId: string, owner: string, phase: DreamPhase, startedAt = Date.now()): Promise<void> {
   const phaseStart = performance.now();
   const run = await runRow(deps.db, runId, owner);
-  const ctx: BatchContext = { deps, runId, hubId: run.hubId, owner, phase, startedAt, batches: 0 };
+  // Read at each phase (an Inngest run takes each as a step, maybe hours apart): a switch turned off
+  // meanwhile stops the steps still to come.
+  const config = withDreamSettings(deps.config, await hubDreamSettings(deps.db, run.hubId), run.triggeredBy === null);
+  const ctx: BatchContext = { deps: { ...deps, config }, runId, hubId: run.hubId, owner, phase, startedAt, batches: 0 };
   const stopHeartbeat = keepHeartbeat(deps, runId, owner);
   let metrics: Record<string, number>;
   try {
-    metrics = phase === "similar" ? await similarPhase(ctx, run.hubId) : phase === "stale" ? await stalePhase(ctx, run.hubId) : await organizePhase(ctx, run.hubId);
+    if ((phase === "stale" && !config.archiveEnabled) || (phase === "organize" && !config.organizeEnabled)) metrics = { skipped: 1, candidates: 0, actions: 0 };
+    else metrics = phase === "similar" ? await similarPhase(ctx, run.hubId) : phase === "stale" ? await stalePhase(ctx, run.hubId) : await organizePhase(ctx, run.hubId);
   } finally {
     await stopHeartbeat();
   }
@@ -205,6 +210,13 @@ async function loadMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory
   return memories;
 }
 
+/** The memories a phase may act on: not those of a kind the hub's owner excluded from dreams. */
+function included(config: DreamConfig, memories: DreamMemory[]): DreamMemory[] {
+  if (config.excludedKinds.length === 0) return memories;
+  const excluded = new Set(config.excludedKinds);
+  return memories.filter((m) => !excluded.has(m.kind));
+}
+
 /** Memories archived by this attempt leave the cached set. */
 function forget(deps: DreamDeps, ids: Iterable<string>): void {
   if (!deps.cache?.memories) return;
@@ -220,8 +232,8 @@ async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory
     // left() counts characters, slice() below UTF-16 units: the prefix read always covers the one used.
     // Not a memory whose edit is pending or running: its vectors are still the old text's (see
     // memoryEmbeddings); the first run after it is processed compares and files it.
-    deps.db.$queryRaw<{ id: string; title: string; content: string; contentChangedAt: Date; topicId: string | null }[]>`
-      SELECT id::text AS id, title, left(content, ${FEATURE_CHARS}::int) AS content, content_changed_at AS "contentChangedAt", topic_id::text AS "topicId"
+    deps.db.$queryRaw<{ id: string; title: string; content: string; contentChangedAt: Date; topicId: string | null; kind: string }[]>`
+      SELECT id::text AS id, title, left(content, ${FEATURE_CHARS}::int) AS content, content_changed_at AS "contentChangedAt", topic_id::text AS "topicId", kind
         FROM memories WHERE hub_id = ${hubId}::uuid AND state = 'active' AND processing_status NOT IN ('pending', 'running') ORDER BY id`,
     memoryEmbeddings(deps.sql, hubId),
   ]);
@@ -230,6 +242,7 @@ async function readMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory
     title: row.title,
     contentChangedAt: row.contentChangedAt,
     topicId: row.topicId,
+    kind: row.kind,
     features: textFeatures(`${row.title}\n${row.content.slice(0, FEATURE_CHARS)}`),
     embedding: embeddings.get(row.id),
   }));
@@ -275,7 +288,7 @@ const excerpt = (text: string) => (text.length > EXCERPT_CHARS ? `${text.slice(0
 
 async function similarPhase(ctx: BatchContext, hubId: string) {
   const t0 = performance.now();
-  const memories = await loadMemories(ctx.deps, hubId);
+  const memories = included(ctx.deps.config, await loadMemories(ctx.deps, hubId));
   const t1 = performance.now();
   const { pairs, candidates } = findSimilarPairs(memories, ctx.deps.config);
   const ruled = await ruledPairs(ctx.deps.db, pairs);
@@ -287,6 +300,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
     if (ruled.has(key)) continue;
     const [older, newer] = olderNewer(pair.a, pair.b);
     if (pair.verdict.kind === "duplicate") {
+      // The owner turned merging off: the pair stays as it is, and unflagged (it is no contradiction).
+      if (!ctx.deps.config.mergeEnabled) continue;
       // One merge per memory per run; chains settle over the next runs.
       if (touched.has(older.id) || touched.has(newer.id)) continue;
       touched.add(older.id);
@@ -337,7 +352,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         (
           await tx.$queryRaw<{ id: string }[]>`
             SELECT m.id::text AS id FROM memories m JOIN unnest(${sides.map((m) => m.id)}::uuid[], ${sides.map((m) => m.contentChangedAt)}::timestamptz[]) AS u(id, changed) ON m.id = u.id
-             WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.content_changed_at = u.changed`
+             WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.content_changed_at = u.changed
+               AND m.kind <> ALL(${ctx.deps.config.excludedKinds}::text[])`
         ).map((row) => row.id),
       );
       const rows = [];
@@ -491,7 +507,7 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
   const stale = await ctx.deps.db.$queryRaw<{ id: string; title: string; updatedAt: Date; contentChangedAt: Date }[]>`
     SELECT m.id::text AS id, m.title, m.updated_at AS "updatedAt", m.content_changed_at AS "contentChangedAt" FROM memories m
      WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.access_count = 0 AND m.last_accessed_at IS NULL AND m.stability <> 'stable'
-       AND m.content_changed_at < ${cutoff} AND m.created_at < ${cutoff}
+       AND m.content_changed_at < ${cutoff} AND m.created_at < ${cutoff} AND m.kind <> ALL(${ctx.deps.config.excludedKinds}::text[])
        AND NOT EXISTS (SELECT 1 FROM dream_actions d WHERE d.action_type = 'archive' AND d.source_memory_ids @> ARRAY[m.id])
      ORDER BY m.content_changed_at, m.id LIMIT ${room}`;
   // Only what was archived counts, and only it leaves the rest of the run: one spared at write time is
@@ -505,7 +521,7 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
       const locked = await lockMemoryRows(tx, batch.map((row) => row.id), [hubId]);
       // Only rows still stale at write time (a read, an edit or a member marking it stable since the scan saves them).
       const still = await tx.memory.findMany({
-        where: { id: { in: locked }, hubId, state: "active", accessCount: 0, lastAccessedAt: null, stability: { not: "stable" }, contentChangedAt: { lt: cutoff } },
+        where: { id: { in: locked }, hubId, state: "active", accessCount: 0, lastAccessedAt: null, stability: { not: "stable" }, contentChangedAt: { lt: cutoff }, kind: { notIn: [...ctx.deps.config.excludedKinds] } },
         select: { id: true },
       });
       const keep = new Set(still.map((row) => row.id));
@@ -547,7 +563,8 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   for (const m of memories) for (const w of m.features.words) df.set(w, (df.get(w) ?? 0) + 1);
   const byTopic = new Map<string, Float32Array[]>();
   for (const m of memories) if (m.topicId && m.embedding) byTopic.set(m.topicId, [...(byTopic.get(m.topicId) ?? []), m.embedding]);
-  const unsorted = memories.flatMap((m) => (!m.topicId && m.embedding && !undone.has(m.id) ? [{ id: m.id, embedding: m.embedding, words: m.features.words }] : []));
+  const excluded = new Set(ctx.deps.config.excludedKinds);
+  const unsorted = memories.flatMap((m) => (!m.topicId && m.embedding && !undone.has(m.id) && !excluded.has(m.kind) ? [{ id: m.id, embedding: m.embedding, words: m.features.words }] : []));
   // The bound on new topics is the run's, not this attempt's: a run resumed after an organize batch (a
   // crash, an Inngest step's retry) made up to the whole bound again.
   const madeByRun = await ctx.deps.db.dreamAction.count({ where: { runId: ctx.runId, actionType: "organize", createdTopic: true } });

@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { classifyPair } from "@/lib/dreams/classify-pair.ts";
+import { dreamConfig } from "@/lib/dreams/dream-config.ts";
+import { dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { textFeatures } from "@/lib/dreams/text-features.ts";
+import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
+import type { KINDS } from "@/lib/memories/memory-fields.ts";
+import { indexMemories } from "./recall-helpers.ts";
+import { backdateMemories } from "./support/backdate-memories.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+/*
+ * The settings of a hub's owner (GET/PATCH /v1/settings, Memax's Settings) steer that hub's dream runs:
+ * the switches, the excluded kinds, the similarity threshold and the staleness days (docs/dreams.md).
+ * Each run here is the real one, queued through POST /v1/dreams/trigger.
+ */
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const DAY = 86_400_000;
+
+const PLANTED = {
+  dupOld: "Use pnpm, not npm, for installing dependencies in the web repo.",
+  dupNew: "In the web repo we install dependencies with pnpm instead of npm.",
+  contraOld: "The API request timeout is 30 seconds.",
+  contraNew: "The API request timeout is 60 seconds.",
+  // Unread for 200 days: stale under any setting.
+  stale: "Temporary note: the office wifi password changes next week.",
+  // Unread for 40 days: stale only once the person says a month is enough.
+  month: "Reminder to renew the conference booth reservation before the deadline.",
+  k8s1: "Kubernetes pods in the cluster are autoscaled with the horizontal pod autoscaler on CPU.",
+  k8s2: "Each Kubernetes deployment sets pod resource requests and limits for CPU and memory.",
+  k8s3: "Kubernetes pod logs are shipped from the cluster to Loki by a DaemonSet.",
+  k8s4: "Restart a stuck Kubernetes pod with kubectl rollout restart on its deployment.",
+} as const;
+type Key = keyof typeof PLANTED;
+
+async function seed(client: Client, hubId: string, kinds: Partial<Record<Key, (typeof KINDS)[number]>> = {}): Promise<Record<Key, string>> {
+  const ids = {} as Record<Key, string>;
+  const base = Date.now() - 10 * DAY;
+  let i = 0;
+  for (const key of Object.keys(PLANTED) as Key[]) {
+    const res = await client.post("/v1/memories", { content: PLANTED[key], stability: "evolving", kind: kinds[key] ?? "semantic" }, { headers: { "x-hub-id": hubId } });
+    expect(res.status, res.text).toBe(201);
+    ids[key] = res.body.data.id;
+    const at = key === "stale" ? new Date(Date.now() - 200 * DAY) : key === "month" ? new Date(Date.now() - 40 * DAY) : new Date(base + i++ * 60_000);
+    await backdateMemories(h.db, ids[key], { createdAt: at, updatedAt: at });
+  }
+  await indexMemories(h.db, Object.values(ids));
+  return ids;
+}
+
+/** A run queued as a member asks for it, and run to its end. */
+async function dream(client: Client, hubId: string): Promise<string> {
+  const res = await client.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+  expect(res.status, res.text).toBe(202);
+  const runId: string = res.body.data.run_id;
+  expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+  expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).status).toBe("completed");
+  return runId;
+}
+
+async function touched(runId: string, type: string): Promise<string[]> {
+  const actions = await h.db.dreamAction.findMany({ where: { runId, actionType: type } });
+  return actions.flatMap((a) => a.sourceMemoryIds).sort();
+}
+
+const state = async (id: string) => (await h.db.memory.findUniqueOrThrow({ where: { id } })).state;
+
+describe("dream runs follow the settings of the hub's owner", () => {
+  it("merge, archive and organize switched off: nothing merged, archived or filed; contradictions still flagged", async () => {
+    const ann = await h.user("Ann");
+    const ids = await seed(ann, ann.personalHubId);
+    const res = await ann.patch("/v1/settings", { dreams_merge_enabled: false, dreams_archive_enabled: false, dreams_organize_enabled: false });
+    expect(res.status, res.text).toBe(200);
+    const runId = await dream(ann, ann.personalHubId);
+    expect(await touched(runId, "merge")).toEqual([]);
+    expect(await touched(runId, "archive")).toEqual([]);
+    expect(await touched(runId, "organize")).toEqual([]);
+    expect(await touched(runId, "contradiction")).toEqual([ids.contraOld, ids.contraNew].sort());
+    for (const key of ["dupOld", "stale"] as const) expect(await state(ids[key])).toBe("active");
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: ids.k8s1 } })).topicId).toBeNull();
+    const metrics = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).phaseMetrics as Record<string, Record<string, number>>;
+    expect(metrics.stale).toMatchObject({ skipped: 1, actions: 0 });
+    expect(metrics.organize).toMatchObject({ skipped: 1, actions: 0 });
+  });
+
+  it("memories of an excluded kind are neither merged, archived nor filed; the rest are", async () => {
+    const ben = await h.user("Ben");
+    const ids = await seed(ben, ben.personalHubId, { dupOld: "procedural", stale: "procedural", k8s1: "procedural" });
+    expect((await ben.patch("/v1/settings", { dreams_excluded_kinds: ["procedural"] })).status).toBe(200);
+    const runId = await dream(ben, ben.personalHubId);
+    expect(await touched(runId, "merge")).toEqual([]);
+    expect(await state(ids.dupOld)).toBe("active");
+    expect(await state(ids.stale)).toBe("active");
+    expect(await touched(runId, "archive")).not.toContain(ids.stale);
+    const filed = await touched(runId, "organize");
+    expect(filed).not.toContain(ids.k8s1);
+    expect(filed).toEqual(expect.arrayContaining([ids.k8s2, ids.k8s3, ids.k8s4]));
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: ids.k8s1 } })).topicId).toBeNull();
+  });
+
+  it("the staleness days and the similarity threshold replace the install's", async () => {
+    const cat = await h.user("Cat");
+    const first = await seed(cat, cat.personalHubId);
+    // The install's 90 days: the 40-day-old note stays; the duplicates merge at the install's 0.9.
+    const before = await dream(cat, cat.personalHubId);
+    expect(await touched(before, "archive")).toEqual([first.stale]);
+    expect(await touched(before, "merge")).toEqual([first.dupOld, first.dupNew].sort());
+    const dan = await h.user("Dan");
+    const ids = await seed(dan, dan.personalHubId);
+    expect((await dan.patch("/v1/settings", { dreams_staleness_days: 30, dreams_similarity_threshold: 0.99 })).status).toBe(200);
+    const runId = await dream(dan, dan.personalHubId);
+    expect(await touched(runId, "archive")).toEqual([ids.stale, ids.month].sort());
+    expect(await touched(runId, "merge")).toEqual([]);
+    expect(await state(ids.dupOld)).toBe("active");
+  });
+
+  it("a team hub's run follows its owner's settings, not the triggering member's", async () => {
+    const owner = await h.user("Olga");
+    const admin = await h.user("Adam");
+    const hubId = await h.teamHub(owner, [[admin, "admin"]]);
+    const ids = await seed(owner, hubId);
+    expect((await owner.patch("/v1/settings", { dreams_archive_enabled: false })).status).toBe(200);
+    expect((await admin.patch("/v1/settings", { dreams_merge_enabled: false })).status).toBe(200);
+    const runId = await dream(admin, hubId);
+    expect(await touched(runId, "archive")).toEqual([]);
+    expect(await touched(runId, "merge")).toEqual([ids.dupOld, ids.dupNew].sort());
+  });
+
+  it("dreams_enabled false: the schedule skips the owner's hubs (a hub's own setting wins); a manual trigger still runs", async () => {
+    const eve = await h.user("Eve");
+    const teamHub = await h.teamHub(eve);
+    const overridden = await h.teamHub(eve);
+    for (const hubId of [eve.personalHubId, teamHub, overridden]) {
+      expect((await eve.post("/v1/memories", { content: "A hub with a fresh write." }, { headers: { "x-hub-id": hubId } })).status).toBe(201);
+    }
+    const due = () => dueHubs(h.db, new Date(), 24, 100_000);
+    expect(await due()).toEqual(expect.arrayContaining([eve.personalHubId, teamHub, overridden]));
+    expect((await eve.patch("/v1/settings", { dreams_enabled: false })).status).toBe(200);
+    expect((await eve.patch(`/v1/hubs/${overridden}`, { settings: { dreams_enabled: true } })).status).toBe(200);
+    const later = await due();
+    expect(later).not.toContain(eve.personalHubId);
+    expect(later).not.toContain(teamHub);
+    expect(later).toContain(overridden);
+    // A scheduled run queued before the switch (or by a worker that read it before) takes no step.
+    const stale = await eve.post("/v1/memories", { content: "Temporary note: the office wifi password changes next week." }, { headers: { "x-hub-id": eve.personalHubId } });
+    const old = new Date(Date.now() - 200 * DAY);
+    await backdateMemories(h.db, stale.body.data.id, { createdAt: old, updatedAt: old });
+    await indexMemories(h.db, [stale.body.data.id]);
+    const scheduled = await queueDreamRun(h.db, eve.personalHubId, null, new Date());
+    expect(await runDreamRunOnce(h.db, scheduled.run_id)).toBe(true);
+    expect(await touched(scheduled.run_id, "archive")).toEqual([]);
+    expect(await state(stale.body.data.id)).toBe("active");
+    // Asked for by a member, it runs: the switch is about the schedule.
+    const manual = await dream(eve, eve.personalHubId);
+    expect(await touched(manual, "archive")).toEqual([stale.body.data.id]);
+  });
+});
+
+describe("the similarity threshold below the contradiction floor", () => {
+  it("merges pairs at least that similar (the 0.8 contradiction gate no longer hides them)", () => {
+    const a = textFeatures("Use pnpm, not npm, for installing dependencies in the web repo.");
+    const b = textFeatures("Use pnpm, not npm, for installing the dependencies of the web repo.");
+    const config = { ...dreamConfig(), duplicateCosine: 0.7 };
+    expect(classifyPair(a, b, 0.75, config).kind).toBe("duplicate");
+    // At the install's threshold the same pair is not.
+    expect(classifyPair(a, b, 0.75, dreamConfig()).kind).toBe("distinct");
+  });
+});
