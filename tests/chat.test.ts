@@ -157,6 +157,23 @@ describe("sessions", () => {
     expect([viewer.status, viewer.body.error.code]).toEqual([403, "forbidden"]);
   });
 
+  it("keeps a persona named in upper case as the persona's own id, on create and on PATCH", async () => {
+    const dora = await h.user("Dora");
+    const persona = await dora.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "SOUL.md", content: "# Pirate\nSpeak like a pirate." });
+    expect(persona.status).toBe(201);
+    const id: string = persona.body.data.id;
+    // UUIDs are case-insensitive: the upper-case form names the same persona, and what is stored and
+    // answered is its id as GET /v1/personas lists it (and GET /v1/settings answers its default), which
+    // clients compare to.
+    const created = await dora.post(base, { scope_type: "user_all_hubs", persona_id: id.toUpperCase() });
+    expect([created.status, created.body.data?.persona_id]).toEqual([201, id]);
+    expect((await h.db.chatSession.findUniqueOrThrow({ where: { id: created.body.data.id } })).personaId).toBe(id);
+    const plain = await session(dora, { scope_type: "user_all_hubs", persona_id: "none" });
+    const patched = await dora.patch(`${base}/${plain.id}`, { persona_id: id.toUpperCase() });
+    expect([patched.status, patched.body.data?.persona_id]).toEqual([200, id]);
+    expect((await dora.get(`${base}/${plain.id}`)).body.data.persona_id).toBe(id);
+  });
+
   it(`keeps at most ${CHAT_LIMITS.sessionsPerUser} live sessions per user, even when created together; deleted ones do not count`, async () => {
     const dee = await h.user("Dee");
     const now = new Date();

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isUuid } from "@/lib/ids.ts";
+import { isUuid, normalizeId } from "@/lib/ids.ts";
 
 /** Limits of the chat surface (docs/chat.md). */
 export const CHAT_LIMITS = {
@@ -82,7 +82,10 @@ const toolsSchema = z
   });
 
 // "" inherits the account's default persona, "none" turns personas off, otherwise a persona id.
-const personaSchema = z.string().max(100).meta({ keepEmpty: true });
+// "" (the account default), "none", or a persona id, lowered as every id is where it enters: kept as
+// sent, an upper-case id was stored and answered unlike the persona's own (and the settings' default),
+// and a client comparing them found no match.
+const personaSchema = z.string().max(100).overwrite(normalizeId).meta({ keepEmpty: true });
 
 export const createChatSessionBodySchema = z.object({
   title: z.string().trim().max(CHAT_LIMITS.titleChars).optional(),
