@@ -113,6 +113,26 @@ describe("the getting-started checklist", () => {
     expect(refused.body.error.details).toEqual({ limit: 3, retry_after: retryAfter });
   });
 
+  it("a restart whose refresh fails after its commit answers the restarted checklist, not a 500", async () => {
+    const eva = await h.user("Eva");
+    expect((await eva.post("/v1/memories", { content: "A first memory, so the new checklist has an item to tick." })).status).toBe(201);
+    // The database refuses the refresh's tick of a pending checklist (a failover, a timeout): the
+    // restart itself (a dismissal and a new row) has committed by then.
+    await h.database.sql.exec(`CREATE FUNCTION refuse_tick() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+        IF OLD.user_id = '${eva.id}'::uuid AND OLD.status = 'pending' AND NEW.status = 'pending' THEN RAISE EXCEPTION 'refused tick'; END IF;
+        RETURN NEW; END $$;
+      CREATE TRIGGER refuse_tick BEFORE UPDATE ON notifications FOR EACH ROW EXECUTE FUNCTION refuse_tick();`);
+    try {
+      const res = await eva.post("/v1/onboarding/restart");
+      expect([res.status, res.body.data?.source_id, res.body.data?.status]).toEqual([201, "v1", "pending"]);
+      expect(await h.db.notification.count({ where: { userId: eva.id, kind: "checklist" } })).toBe(1);
+    } finally {
+      await h.database.sql.exec(`DROP TRIGGER refuse_tick ON notifications; DROP FUNCTION refuse_tick();`);
+    }
+    // The next read ticks it.
+    expect(items(await checklist(eva)).first_memory.completed_at).toEqual(expect.any(String));
+  });
+
   it("other kinds have no items, and another user's checklist is not found", async () => {
     const dan = await h.user("Dan");
     const eve = await h.user("Eve");
