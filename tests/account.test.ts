@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetConfig } from "@/lib/config.ts";
-import { clientFor, createHarness, type Client, type Harness } from "./support/harness.ts";
+import pg from "pg";
+import { clientFor, createHarness, testPostgres, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { loadMemaxSdk, routeFetch } from "./support/memax-sdk.ts";
 
 let h: Harness;
@@ -126,6 +127,31 @@ describe("GET/PATCH /v1/settings", () => {
     expect((await dan.get("/v1/settings")).body.data).toMatchObject({ dreams_similarity_threshold: 0.8, dreams_staleness_days: 30, dreams_excluded_kinds: ["procedural", "rationale"] });
   });
 
+  it.skipIf(!testPostgres())("two first PATCHes of dev_flags at once both keep their flag", async () => {
+    const fay = await h.user("Fay");
+    const client = new pg.Client({ connectionString: h.url! });
+    await client.connect();
+    let patch: Promise<ApiResponse> | undefined;
+    try {
+      // Another PATCH of Fay's (her first) has written her row and not committed yet.
+      await client.query("BEGIN");
+      await client.query(`INSERT INTO user_settings (user_id, dev_flags, updated_at) VALUES ($1, '{"mockDreams": true}', now())`, [fay.id]);
+      patch = fay.patch("/v1/settings", { dev_flags: { skipRerank: true } });
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await client.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0].n >= 1) break;
+        if (waited > 20_000) throw new Error("the PATCH never waited for the other");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await client.query("COMMIT");
+    } finally {
+      await client.query("ROLLBACK").catch(() => {});
+      await client.end();
+    }
+    expect((await patch!).status).toBe(200);
+    expect((await fay.get("/v1/settings")).body.data.dev_flags).toMatchObject({ mockDreams: true, skipRerank: true });
+  });
+
   it("keeps a default persona named in upper case as the persona's own id", async () => {
     const cat = await h.user("Cat");
     const persona = await cat.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "SOUL.md", content: "# Captain\nSpeak like a ship's captain." });
@@ -209,6 +235,11 @@ describe("GET /v1/usage", () => {
     const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: bob.key, fetch: routeFetch });
     expect((await sdk.settings.update({ theme: "light" })).theme).toBe("light");
     expect((await sdk.settings.get()).theme).toBe("light");
+    // The SDK's dream tuning: kept in range, refused by name out of it (the SDK throws the 400).
+    const tooShort = await sdk.settings.update({ dreams_staleness_days: 3 }).catch((e: Error) => e);
+    expect([(tooShort as any).status, (tooShort as Error).message]).toEqual([400, expect.stringContaining("dreams_staleness_days")]);
+    expect(await sdk.settings.update({ dreams_staleness_days: 30, dreams_excluded_kinds: ["rationale"] })).toMatchObject({ dreams_staleness_days: 30, dreams_excluded_kinds: ["rationale"] });
+    expect(await sdk.settings.get()).toMatchObject({ dreams_enabled: true, dreams_merge_enabled: true, dreams_archive_enabled: true, dreams_similarity_threshold: 0.9, dreams_staleness_days: 30 });
     const usage = await sdk.settings.usage();
     expect(usage.push_count).toBe(4);
     expect(usage.limits.rate_limit_heavy_rpm).toBe(42);

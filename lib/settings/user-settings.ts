@@ -92,7 +92,10 @@ export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody
     }
     let flags = {};
     if (input.dev_flags !== undefined) {
-      // Read under the row's lock: two PATCHes each flipping one flag both keep theirs.
+      // Read under the row's lock: two PATCHes each flipping one flag both keep theirs. The row is made
+      // first if there is none: with nothing to lock, a first PATCH racing another merged into no
+      // flags, and its upsert then wrote them over the other's.
+      await tx.$executeRaw`INSERT INTO user_settings (user_id, updated_at) VALUES (${ctx.user.id}::uuid, ${data.updatedAt}) ON CONFLICT (user_id) DO NOTHING`;
       const [current] = await tx.$queryRaw<{ flags: unknown }[]>`SELECT dev_flags AS flags FROM user_settings WHERE user_id = ${ctx.user.id}::uuid FOR UPDATE`;
       const sent = Object.fromEntries(Object.entries(input.dev_flags).filter(([, value]) => value !== undefined));
       flags = { devFlags: { ...devFlags(current?.flags), ...sent } };
