@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { classifyPair } from "@/lib/dreams/classify-pair.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
 import { textFeatures } from "@/lib/dreams/text-features.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import type { KINDS } from "@/lib/memories/memory-fields.ts";
@@ -161,6 +162,30 @@ describe("dream runs follow the settings of the hub's owner", () => {
     // Asked for by a member, it runs: the switch is about the schedule.
     const manual = await dream(eve, eve.personalHubId);
     expect(await touched(manual, "archive")).toEqual([stale.body.data.id]);
+  });
+});
+
+describe("a memory changed to an excluded kind during the run", () => {
+  it("is not filed by the organize step that planned with its old kind", async () => {
+    const gus = await h.user("Gus");
+    const ids = await seed(gus, gus.personalHubId);
+    expect((await gus.patch("/v1/settings", { dreams_excluded_kinds: ["procedural"] })).status).toBe(200);
+    const runId = (await gus.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": gus.personalHubId } })).body.data.run_id as string;
+    const config = dreamConfig();
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    let changed = false;
+    // The run read the hub's memories in its first phase, and the later ones plan by that read.
+    const afterBatch = async (phase: string) => {
+      if (phase !== "stale" || changed) return;
+      changed = true;
+      const res = await gus.patch(`/v1/memories/${ids.k8s1}`, { kind: "procedural" });
+      expect(res.status, res.text).toBe(200);
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, runId, "worker")).toBe("completed");
+    expect(changed).toBe(true);
+    expect(await touched(runId, "organize")).not.toContain(ids.k8s1);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: ids.k8s1 } })).topicId).toBeNull();
+    expect(await touched(runId, "organize")).toEqual(expect.arrayContaining([ids.k8s2, ids.k8s3, ids.k8s4]));
   });
 });
 

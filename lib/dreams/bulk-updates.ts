@@ -31,18 +31,27 @@ export async function archiveSuperseded(tx: DbClient, pairs: { older: string; ne
  * Returns the updated_at each moved memory got: `now`, or past it when the stored one was not behind
  * `now` (trigger memories_updated_at_forward), which its action is stamped with (see dueHubs).
  */
-export async function assignTopics(tx: DbClient, moves: { memoryId: string; topicId: string; contentChangedAt: Date }[], now: Date): Promise<Map<string, Date>> {
+export async function assignTopics(
+  tx: DbClient,
+  moves: { memoryId: string; topicId: string; contentChangedAt: Date }[],
+  now: Date,
+  excludedKinds: readonly string[] = [],
+): Promise<Map<string, Date>> {
   if (moves.length === 0) return new Map();
+  // Nor one whose kind the hub's owner excluded from dreams: a member's change of kind since the run
+  // read the hub leaves its text (and content_changed_at) as it was.
   const rows = await tx.$queryRawUnsafe<{ id: string; updatedAt: Date }[]>(
     `UPDATE memories m SET topic_id = u.topic_id, updated_at = $3
        FROM unnest($1::uuid[], $2::uuid[], $4::timestamptz[]) AS u(id, topic_id, changed)
       WHERE m.id = u.id AND m.state = 'active' AND m.topic_id IS NULL AND m.content_changed_at = u.changed
+        AND m.kind <> ALL($5::text[])
         AND EXISTS (SELECT 1 FROM topics t WHERE t.id = u.topic_id AND t.archived_at IS NULL)
       RETURNING m.id::text AS id, m.updated_at AS "updatedAt"`,
     moves.map((m) => m.memoryId),
     moves.map((m) => m.topicId),
     now,
     moves.map((m) => m.contentChangedAt),
+    [...excludedKinds],
   );
   return new Map(rows.map((r) => [r.id, r.updatedAt]));
 }

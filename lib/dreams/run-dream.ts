@@ -650,7 +650,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       const placed = batch.filter((move) => locked.has(move.memoryId) && (!move.newTopic || createdIds.has(move.newTopic)));
       // Only memories still unsorted and active at write time move (an edit since the scan wins).
       const target = (move: Move) => (move.newTopic ? createdIds.get(move.newTopic)! : move.topicId!);
-      const moved = await assignTopics(tx, placed.map((move) => ({ memoryId: move.memoryId, topicId: target(move), contentChangedAt: changedAt.get(move.memoryId)! })), now);
+      const moved = await assignTopics(tx, placed.map((move) => ({ memoryId: move.memoryId, topicId: target(move), contentChangedAt: changedAt.get(move.memoryId)! })), now, ctx.deps.config.excludedKinds);
       const actions = [];
       for (const move of placed) {
         const writtenAt = moved.get(move.memoryId);
