@@ -189,6 +189,41 @@ describe("a memory changed to an excluded kind during the run", () => {
   });
 });
 
+describe("a memory changed to an excluded kind between a run's batches", () => {
+  it("is not merged by a later batch of the similar step, nor archived by the stale step", async () => {
+    const hal = await h.user("Hal");
+    const ids = await seed(hal, hal.personalHubId);
+    expect((await hal.patch("/v1/settings", { dreams_excluded_kinds: ["procedural"] })).status).toBe(200);
+    const runId = (await hal.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hal.personalHubId } })).body.data.run_id as string;
+    const config = dreamConfig({ batchSize: 1 });
+    expect(await claimDreamRun(h.db, runId, "worker", new Date(), config.staleRunMs)).toBe(true);
+    let changedBeforeMerge = false;
+    let changedBeforeArchive = false;
+    const afterBatch = async (phase: string, batch: number) => {
+      // After the first batch of each step (the review, then the first stale archive): the rest of
+      // the step writes what it planned before.
+      if (batch !== 1) return;
+      if (phase === "similar" && !changedBeforeMerge) {
+        changedBeforeMerge = (await h.db.dreamAction.count({ where: { runId, actionType: "merge" } })) === 0;
+        expect((await hal.patch(`/v1/memories/${ids.dupOld}`, { kind: "procedural" })).status).toBe(200);
+      }
+      if (phase === "stale" && !changedBeforeArchive) {
+        const archived = await touched(runId, "archive");
+        const other = archived.includes(ids.stale) ? ids.month : ids.stale;
+        changedBeforeArchive = archived.length === 1;
+        expect((await hal.patch(`/v1/memories/${other}`, { kind: "procedural" })).status).toBe(200);
+      }
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config: { ...config, staleDays: 30 }, afterBatch }, runId, "worker")).toBe("completed");
+    expect(changedBeforeMerge).toBe(true);
+    expect(await touched(runId, "merge")).toEqual([]);
+    expect(await state(ids.dupOld)).toBe("active");
+    expect(changedBeforeArchive).toBe(true);
+    expect(await touched(runId, "archive")).toHaveLength(1);
+    expect([await state(ids.stale), await state(ids.month)].sort()).toEqual(["active", "archived"]);
+  });
+});
+
 describe("the similarity threshold below the contradiction floor", () => {
   it("merges pairs at least that similar (the 0.8 contradiction gate no longer hides them)", () => {
     const a = textFeatures("Use pnpm, not npm, for installing dependencies in the web repo.");
