@@ -78,7 +78,7 @@ describe("dream runs follow the settings of the hub's owner", () => {
   it("merge, archive and organize switched off: nothing merged, archived or filed; contradictions still flagged", async () => {
     const ann = await h.user("Ann");
     const ids = await seed(ann, ann.personalHubId);
-    const res = await ann.patch("/v1/settings", { dreams_merge_enabled: false, dreams_archive_enabled: false, dreams_organize_enabled: false });
+    const res = await ann.patch(`/v1/hubs/${ann.personalHubId}`, { settings: { dreams_merge_enabled: false, dreams_archive_enabled: false, dreams_organize_enabled: false } });
     expect(res.status, res.text).toBe(200);
     const runId = await dream(ann, ann.personalHubId);
     expect(await touched(runId, "merge")).toEqual([]);
@@ -128,14 +128,14 @@ describe("dream runs follow the settings of the hub's owner", () => {
     const admin = await h.user("Adam");
     const hubId = await h.teamHub(owner, [[admin, "admin"]]);
     const ids = await seed(owner, hubId);
-    expect((await owner.patch("/v1/settings", { dreams_archive_enabled: false })).status).toBe(200);
-    expect((await admin.patch("/v1/settings", { dreams_merge_enabled: false })).status).toBe(200);
+    expect((await owner.patch("/v1/settings", { dreams_similarity_threshold: 0.99 })).status).toBe(200);
+    expect((await admin.patch("/v1/settings", { dreams_staleness_days: 3650 })).status).toBe(200);
     const runId = await dream(admin, hubId);
-    expect(await touched(runId, "archive")).toEqual([]);
-    expect(await touched(runId, "merge")).toEqual([ids.dupOld, ids.dupNew].sort());
+    expect(await touched(runId, "merge")).toEqual([]);
+    expect(await touched(runId, "archive")).toEqual([ids.stale]);
   });
 
-  it("dreams_enabled false: the schedule skips the owner's hubs (a hub's own setting wins); a manual trigger still runs", async () => {
+  it("dreams_enabled false on a hub: the schedule skips it; a manual trigger still runs", async () => {
     const eve = await h.user("Eve");
     const teamHub = await h.teamHub(eve);
     const overridden = await h.teamHub(eve);
@@ -144,7 +144,7 @@ describe("dream runs follow the settings of the hub's owner", () => {
     }
     const due = () => dueHubs(h.db, new Date(), 24, 100_000);
     expect(await due()).toEqual(expect.arrayContaining([eve.personalHubId, teamHub, overridden]));
-    expect((await eve.patch("/v1/settings", { dreams_enabled: false })).status).toBe(200);
+    for (const hubId of [eve.personalHubId, teamHub]) expect((await eve.patch(`/v1/hubs/${hubId}`, { settings: { dreams_enabled: false } })).status).toBe(200);
     expect((await eve.patch(`/v1/hubs/${overridden}`, { settings: { dreams_enabled: true } })).status).toBe(200);
     const later = await due();
     expect(later).not.toContain(eve.personalHubId);

@@ -63,7 +63,6 @@ describe("schema and migrations agree", () => {
       userSetting: await db.userSetting.create({
         data: {
           userId: user.id, theme: "dark", locale: "zh", notificationsEnabled: false, updatedAt: now,
-          dreamsEnabled: false, dreamsMergeEnabled: false, dreamsArchiveEnabled: false, dreamsOrganizeEnabled: false, dreamsRestructureEnabled: false,
           dreamsExcludedKinds: ["procedural"], dreamsSimilarityThreshold: 0.85, dreamsStalenessDays: 30, hubHeaderAuroraMode: "time",
           pulseHiddenHubIds: [hub.id], devFlags: { mockDreams: true },
         },

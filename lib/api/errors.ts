@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   // Checklist and digest sub-items (Memax's codes): another kind has none; a locked item waits for others.
   kind_not_supported: 400,
   item_locked: 400,
+  // PATCH /v1/settings with a dream switch: per hub now (Memax's SDK, SettingsUpdateInput), PATCH /v1/hubs/{id}.
+  moved_to_hub_settings: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,

@@ -3,10 +3,10 @@ import { Prisma } from "@/lib/db/generated/client.ts";
 import type { DreamConfig } from "./dream-config.ts";
 
 /**
- * What a hub's owner chose for its dream runs (GET/PATCH /v1/settings, Memax's Settings), with the
- * hub's own switch where one is set (PATCH /v1/hubs/{id} `settings`, where Memax's newer clients send
- * them). The owner's, not the member's who triggers: the hub is theirs, and two admins with opposite
- * settings would otherwise get opposite runs of one hub.
+ * What a hub's dream runs follow: the hub's own switches (PATCH /v1/hubs/{id} `settings`; Memax's SDK
+ * moved them there from the account's settings) and its owner's tuning (GET/PATCH /v1/settings: excluded
+ * kinds, similarity threshold, staleness days). The owner's, not the member's who triggers: the hub is
+ * theirs, and two admins with opposite settings would otherwise get opposite runs of one hub.
  */
 export interface HubDreamSettings {
   /** false: the schedule leaves the hub alone (a member's trigger still runs it). */
@@ -22,11 +22,10 @@ export interface HubDreamSettings {
 
 /**
  * The effective value of one switch in SQL over `hubs h`: the hub's own when it holds a boolean, else
- * its owner's, else on. dueHubs filters by it; hubDreamSettings reads the same.
+ * on. dueHubs filters by it; hubDreamSettings reads the same.
  */
 export function switchSql(key: "dreams_enabled" | "dreams_merge_enabled" | "dreams_archive_enabled" | "dreams_organize_enabled"): Prisma.Sql {
-  return Prisma.sql`coalesce(CASE WHEN jsonb_typeof(h.settings -> ${key}::text) = 'boolean' THEN (h.settings ->> ${key}::text)::boolean END,
-                             (SELECT s.${Prisma.raw(key)} FROM user_settings s WHERE s.user_id = h.owner_id), true)`;
+  return Prisma.sql`coalesce(CASE WHEN jsonb_typeof(h.settings -> ${key}::text) = 'boolean' THEN (h.settings ->> ${key}::text)::boolean END, true)`;
 }
 
 export async function hubDreamSettings(db: DbClient, hubId: string): Promise<HubDreamSettings> {

@@ -44,6 +44,7 @@ export const updateSettingsBodySchema = z.strictObject({
     .refine((value) => value === "" || isUuid(value), "chat_default_persona_id must be a persona id, or \"\" for none")
     .meta({ keepEmpty: true })
     .optional(),
+  // Parsed only to be refused by name (moved_to_hub_settings, updateSettings): they are per hub now.
   ...dreamSwitches,
   // Memories of these kinds are never merged, archived or filed by a dream run of the person's hubs.
   dreams_excluded_kinds: z
@@ -82,7 +83,7 @@ export const settingsObjectSchema = z
     locale: z.string(),
     notifications_enabled: z.boolean(),
     chat_default_persona_id: z.string(),
-    dreams_enabled: z.boolean().meta({ description: "false: scheduled dream runs skip the hubs you own (a manual trigger still runs)" }),
+    dreams_enabled: z.boolean().meta({ description: "The personal hub's switch (set per hub: PATCH /v1/hubs/{id} settings). false: scheduled dream runs skip the hub (a manual trigger still runs)" }),
     dreams_merge_enabled: z.boolean(),
     dreams_archive_enabled: z.boolean(),
     dreams_organize_enabled: z.boolean(),

@@ -1,8 +1,9 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { ApiError } from "@/lib/api/errors.ts";
 import { findPersonaOrThrow } from "@/lib/personas/persona-source.ts";
 import type { UserSetting } from "@/lib/db/generated/client.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
-import { DEV_FLAGS, type SettingsObject, type THEMES, type UpdateSettingsBody } from "./settings-fields.ts";
+import { DEV_FLAGS, DREAM_SWITCHES, type SettingsObject, type THEMES, type UpdateSettingsBody } from "./settings-fields.ts";
 
 const DEFAULTS = { theme: "system", locale: "", notificationsEnabled: true, chatDefaultPersonaId: "" };
 
@@ -11,11 +12,6 @@ type SettingsRow = Omit<UserSetting, "userId" | "updatedAt"> & { updatedAt: Date
 /** A person who saved nothing: the columns' defaults (prisma/schema.prisma). */
 const UNSAVED: SettingsRow = {
   ...DEFAULTS,
-  dreamsEnabled: true,
-  dreamsMergeEnabled: true,
-  dreamsArchiveEnabled: true,
-  dreamsOrganizeEnabled: true,
-  dreamsRestructureEnabled: true,
   dreamsExcludedKinds: [],
   dreamsSimilarityThreshold: null,
   dreamsStalenessDays: null,
@@ -30,22 +26,21 @@ function devFlags(stored: unknown): Record<(typeof DEV_FLAGS)[number], boolean> 
   return Object.fromEntries(DEV_FLAGS.map((key) => [key, flags[key] === true])) as Record<(typeof DEV_FLAGS)[number], boolean>;
 }
 
+type DreamSwitches = Record<(typeof DREAM_SWITCHES)[number], boolean>;
+
 /**
  * Memax's Settings: every field its SDK requires. The similarity threshold and staleness days not set
- * are the install's own (what a dream run uses then), so a client shows the values in force.
+ * are the install's own (what a dream run uses then), so a client shows the values in force. The dream
+ * switches are per hub: these are the personal hub's (a hub without its own switch dreams in full).
  */
-function serializeSettings(row: SettingsRow): SettingsObject {
+function serializeSettings(row: SettingsRow, switches: DreamSwitches): SettingsObject {
   const install = dreamConfig();
   return {
     theme: row.theme as (typeof THEMES)[number],
     locale: row.locale,
     notifications_enabled: row.notificationsEnabled,
     chat_default_persona_id: row.chatDefaultPersonaId,
-    dreams_enabled: row.dreamsEnabled,
-    dreams_merge_enabled: row.dreamsMergeEnabled,
-    dreams_archive_enabled: row.dreamsArchiveEnabled,
-    dreams_organize_enabled: row.dreamsOrganizeEnabled,
-    dreams_restructure_enabled: row.dreamsRestructureEnabled,
+    ...switches,
     dreams_excluded_kinds: row.dreamsExcludedKinds as SettingsObject["dreams_excluded_kinds"],
     dreams_similarity_threshold: row.dreamsSimilarityThreshold ?? install.duplicateCosine,
     dreams_staleness_days: row.dreamsStalenessDays ?? install.staleDays,
@@ -56,25 +51,35 @@ function serializeSettings(row: SettingsRow): SettingsObject {
   };
 }
 
+async function personalHubSwitches(ctx: AuthContext): Promise<DreamSwitches> {
+  const hub = await ctx.db.hub.findFirst({ where: { ownerId: ctx.user.id, hubType: "personal" }, select: { settings: true } });
+  const own = hub?.settings && typeof hub.settings === "object" && !Array.isArray(hub.settings) ? (hub.settings as Record<string, unknown>) : {};
+  return Object.fromEntries(DREAM_SWITCHES.map((key) => [key, typeof own[key] === "boolean" ? own[key] : true])) as DreamSwitches;
+}
+
 /** GET /v1/settings — defaults until the person changes something. */
 export async function getSettings(ctx: AuthContext) {
   const row = await ctx.db.userSetting.findUnique({ where: { userId: ctx.user.id } });
-  return serializeSettings(row ?? UNSAVED);
+  return serializeSettings(row ?? UNSAVED, await personalHubSwitches(ctx));
 }
 
 /** PATCH /v1/settings — merges the given keys (dev_flags merged flag by flag, lists replaced). */
 export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody) {
+  // Memax's SDK (SettingsUpdateInput): the five dream switches moved to each hub's settings, and the
+  // server refuses them here by this code, so a client learns where they go rather than seeing them ignored.
+  const moved = DREAM_SWITCHES.filter((key) => input[key] !== undefined);
+  if (moved.length > 0) {
+    throw new ApiError("moved_to_hub_settings", `${moved.join(", ")} ${moved.length === 1 ? "is" : "are"} set per hub: send ${moved.length === 1 ? "it" : "them"} to PATCH /v1/hubs/{id} as { "settings": { … } }`, {
+      fields: moved,
+      issues: moved.map((path) => ({ path, message: "set per hub (PATCH /v1/hubs/{id} settings)" })),
+    });
+  }
   const personaId = input.chat_default_persona_id;
   const data = {
     ...(input.chat_default_persona_id !== undefined && { chatDefaultPersonaId: input.chat_default_persona_id }),
     ...(input.theme !== undefined && { theme: input.theme }),
     ...(input.locale !== undefined && { locale: input.locale }),
     ...(input.notifications_enabled !== undefined && { notificationsEnabled: input.notifications_enabled }),
-    ...(input.dreams_enabled !== undefined && { dreamsEnabled: input.dreams_enabled }),
-    ...(input.dreams_merge_enabled !== undefined && { dreamsMergeEnabled: input.dreams_merge_enabled }),
-    ...(input.dreams_archive_enabled !== undefined && { dreamsArchiveEnabled: input.dreams_archive_enabled }),
-    ...(input.dreams_organize_enabled !== undefined && { dreamsOrganizeEnabled: input.dreams_organize_enabled }),
-    ...(input.dreams_restructure_enabled !== undefined && { dreamsRestructureEnabled: input.dreams_restructure_enabled }),
     ...(input.dreams_excluded_kinds !== undefined && { dreamsExcludedKinds: input.dreams_excluded_kinds }),
     ...(input.dreams_similarity_threshold !== undefined && { dreamsSimilarityThreshold: input.dreams_similarity_threshold }),
     ...(input.dreams_staleness_days !== undefined && { dreamsStalenessDays: input.dreams_staleness_days }),
@@ -106,5 +111,5 @@ export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody
       update: { ...data, ...flags },
     });
   });
-  return serializeSettings(row);
+  return serializeSettings(row, await personalHubSwitches(ctx));
 }
