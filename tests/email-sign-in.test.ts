@@ -34,8 +34,13 @@ async function requestCode(email: string, extra: Record<string, unknown> = {}) {
 
 // A real trigger on the test database fails every insert into `table` while `work` runs, nothing mocked.
 async function withInsertsFailing<T>(table: string, work: () => Promise<T>): Promise<T> {
+  return withWritesFailing("INSERT", table, work);
+}
+
+// The same for `operation` (INSERT, UPDATE): the database refusing that write while `work` runs.
+async function withWritesFailing<T>(operation: "INSERT" | "UPDATE", table: string, work: () => Promise<T>): Promise<T> {
   await h.db.$executeRawUnsafe(`CREATE FUNCTION refuse_insert_for_test() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
-  await h.db.$executeRawUnsafe(`CREATE TRIGGER refuse_insert_for_test BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_insert_for_test()`);
+  await h.db.$executeRawUnsafe(`CREATE TRIGGER refuse_insert_for_test BEFORE ${operation} ON ${table} FOR EACH ROW EXECUTE FUNCTION refuse_insert_for_test()`);
   try {
     return await work();
   } finally {
@@ -200,6 +205,32 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect(again.code).toMatch(/^\d{6}$/);
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: max.email, code: first })).status).toBe(401);
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: max.email, code: again.code })).status).toBe(200);
+  });
+
+  it("a mail the relay took is a sent code even when its outbox row cannot then be marked sent (the database refusing it)", async () => {
+    const ned = await h.user("Ned");
+    const before = smtp.messages.length;
+    const res = await withWritesFailing("UPDATE", "mail_outbox", () => h.anonymous.post("/v1/auth/email/request", { email: ned.email }));
+    // The relay answered 250: the mail is in the inbox, so its code must work (a 500 here left it ended for good).
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(smtp.messages.length).toBe(before + 1);
+    const code = codeIn(smtp.messages.at(-1)!.data);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: ned.email, code })).status).toBe(200);
+  });
+
+  it("a refused mail whose failure cannot be written to the outbox is still answered 503, and spends no cooldown", async () => {
+    const ora = await h.user("Ora");
+    const refusing = await startSmtp({ rejectRcpt: true });
+    process.env.SMTP_URL = refusing.url;
+    try {
+      const refused = await withWritesFailing("UPDATE", "mail_outbox", () => h.anonymous.post("/v1/auth/email/request", { email: ora.email }));
+      expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    } finally {
+      process.env.SMTP_URL = smtp.url;
+      await refusing.close();
+    }
+    const again = await requestCode(ora.email);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: ora.email, code: again.code })).status).toBe(200);
   });
 
   it("burns a code after five wrong tries", async () => {

@@ -5,7 +5,7 @@ import { serverSecret } from "@/lib/api/server-secret.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
-import { deliverMail, enqueueMail, type MailMessage } from "@/lib/mail/send-mail.ts";
+import { deliverMail, enqueueMail, type MailDelivery, type MailMessage } from "@/lib/mail/send-mail.ts";
 import { isCliRedirectUri } from "@/lib/oauth/cli-client.ts";
 import {
   EMAIL_CODE_COOLDOWN_SECONDS,
@@ -72,7 +72,12 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
     await ctx.db.emailSignInCode.deleteMany({ where: { id } });
     throw error;
   });
-  const delivery = await deliverMail(ctx.db, outboxRow, message);
+  const delivery = await deliverMail(ctx.db, outboxRow, message).catch((error: unknown): MailDelivery => {
+    // Not a refusal the relay confirmed: it may have the mail, so the code below still becomes the
+    // working one (a throw here left the mailed code ended for good and its limits spent).
+    console.error(`[auth] sending the sign-in code of outbox ${outboxRow.id} ended unsure`, error);
+    return { outbox_id: outboxRow.id, transport: "smtp", status: "failed", undelivered: false };
+  });
   if (delivery.status === "failed" && delivery.undelivered) {
     // A code that surely never left is no code: it spends neither the cooldown nor the hour's count
     // the "try again later" below invites, and the code the address had before it still works.

@@ -100,13 +100,28 @@ export async function deliverMail(db: DbClient, row: { id: string }, message: Ma
   }
   try {
     await smtpTransport(url).sendMail({ from: process.env.MAIL_FROM || DEFAULT_FROM, to: message.to, subject: message.subject, text: message.text });
-    await db.mailOutbox.update({ where: { id: row.id }, data: { sentAt: new Date() } });
-    return { outbox_id: row.id, transport: "smtp", status: "sent" };
   } catch (error) {
     const reason = redacted({ ...message, text: error instanceof Error ? error.message : String(error) });
     console.error(`[mail] sending outbox ${row.id} failed: ${reason}`);
-    await db.mailOutbox.update({ where: { id: row.id }, data: { error: redacted({ ...message, text: outboxError(error) }).slice(0, 1000) } });
+    await recordOutcome(db, row.id, { error: redacted({ ...message, text: outboxError(error) }).slice(0, 1000) });
     return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox", undelivered: surelyUndelivered(error) };
+  }
+  // Past this point the relay has the mail: a failure to note that must not make the caller treat it
+  // as unsent (a sign-in code would be dropped while its mail sits in the inbox).
+  await recordOutcome(db, row.id, { sentAt: new Date() });
+  return { outbox_id: row.id, transport: "smtp", status: "sent" };
+}
+
+/**
+ * Notes a send's outcome on its outbox row. Bookkeeping only: the caller acts on what the relay said,
+ * so a database that refuses this write is logged, never thrown (a thrown error there answered 500
+ * and hid whether the mail left).
+ */
+async function recordOutcome(db: DbClient, id: string, data: { sentAt: Date } | { error: string }): Promise<void> {
+  try {
+    await db.mailOutbox.update({ where: { id }, data });
+  } catch (error) {
+    console.error(`[mail] recording the outcome of outbox ${id} failed`, error);
   }
 }
 
