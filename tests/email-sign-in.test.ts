@@ -153,6 +153,36 @@ describe("POST /v1/auth/email/request and /verify", () => {
     }
   });
 
+  it("a code whose send outlasted the cooldown does not end the newer code sent meanwhile", async () => {
+    const pat = await h.user("Pat");
+    await requestCode(pat.email);
+    await h.db.emailSignInCode.updateMany({ where: { email: pat.email }, data: { createdAt: new Date(Date.now() - 122_000) } });
+    let answer!: () => void;
+    const slow = await startSmtp({ answerDataWhen: new Promise<void>((resolve) => (answer = resolve)) });
+    process.env.SMTP_URL = slow.url;
+    try {
+      const pending = h.anonymous.post("/v1/auth/email/request", { email: pat.email });
+      for (let waited = 0; slow.messages.length < 1; waited += 20) {
+        if (waited > 10_000) throw new Error("the slow relay never got the message");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // Its send has taken more than the minute's cooldown (aged by hand): Pat asks again, and that mail goes at once.
+      const slowId = (await h.db.emailSignInCode.findFirstOrThrow({ where: { email: pat.email }, orderBy: { createdAt: "desc" } })).id;
+      await h.db.emailSignInCode.update({ where: { id: slowId }, data: { createdAt: new Date(Date.now() - 61_000) } });
+      process.env.SMTP_URL = smtp.url;
+      const newest = await requestCode(pat.email);
+      answer();
+      expect((await pending).status).toBe(200);
+      // The older mail's code does not take over from the newest one, which Pat types.
+      const older = codeIn(slow.messages[0]!.data)!;
+      if (older !== newest.code) expect((await h.anonymous.post("/v1/auth/email/verify", { email: pat.email, code: older })).status).toBe(401);
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: pat.email, code: newest.code })).status).toBe(200);
+    } finally {
+      process.env.SMTP_URL = smtp.url;
+      await slow.close();
+    }
+  });
+
   it("a code the mail server may have taken (the connection dropped after the message) stays, and so do its limits", async () => {
     const jo = await h.user("Jo");
     // Four codes earlier this hour: the unsure one is the hour's fifth, so the next can come only

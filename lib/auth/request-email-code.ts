@@ -84,10 +84,16 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
     await ctx.db.emailSignInCode.deleteMany({ where: { id } });
     throw new ApiError("unavailable", "The mail server did not accept the sign-in code; try again later");
   }
-  // Handed over (or maybe, see below): only the newest code works from now on.
+  // Handed over (or maybe, see below): this code replaces the ones asked for before it, never a newer
+  // one. A send can outlast the cooldown (the relay's timeouts are per step), so a later request may
+  // have sent and made its own code the working one meanwhile: that newest mail's code stays the one that works.
   await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${email}`);
-    await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null, id: { not: id } }, data: { consumedAt: new Date() } });
+    const mine = await tx.emailSignInCode.findUnique({ where: { id }, select: { createdAt: true } });
+    if (!mine) return;
+    const newerLive = await tx.emailSignInCode.count({ where: { email, consumedAt: null, createdAt: { gt: mine.createdAt } } });
+    if (newerLive > 0) return;
+    await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null, createdAt: { lt: mine.createdAt } }, data: { consumedAt: new Date() } });
     await tx.emailSignInCode.updateMany({ where: { id, consumedAt: now }, data: { consumedAt: null } });
   });
   if (delivery.status === "failed") {
