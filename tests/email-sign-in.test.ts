@@ -231,9 +231,11 @@ describe("POST /v1/auth/email/request and /verify", () => {
     await h.db.emailSignInCode.updateMany({ where: { email: max.email }, data: { createdAt: new Date(Date.now() - 61_000) } });
     const failed = await withInsertsFailing("mail_outbox", () => h.anonymous.post("/v1/auth/email/request", { email: max.email }));
     expect(failed.status).toBeGreaterThanOrEqual(500);
+    // No mail left, so the code Max already has is still the one that works.
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: max.email, code: first })).status).toBe(200);
+    // And the retry the 500 invites goes at once: the failed request spent no cooldown.
     const again = await requestCode(max.email);
     expect(again.code).toMatch(/^\d{6}$/);
-    expect((await h.anonymous.post("/v1/auth/email/verify", { email: max.email, code: first })).status).toBe(401);
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: max.email, code: again.code })).status).toBe(200);
   });
 
