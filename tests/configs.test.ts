@@ -375,6 +375,23 @@ describe("deletion records past their retention", () => {
   });
 });
 
+describe("a persona's deletion record past its retention", () => {
+  it("is pruned with the default persona that named it: the settings no longer name a config gone for good", async () => {
+    const pia = await h.user("Pruned persona");
+    const persona = await pia.put("/v1/configs", { ...file, file_path: "SOUL.md", content: "# Captain\nSpeak like a ship's captain." });
+    expect(persona.status, persona.text).toBe(201);
+    const id = persona.body.data.id as string;
+    expect((await pia.patch("/v1/settings", { theme: "dark", chat_default_persona_id: id })).status).toBe(200);
+    expect((await pia.post("/v1/configs/batch-delete", { ids: [id] })).body.data.deleted).toBe(1);
+    const day = 86_400_000;
+    await h.db.agentConfig.update({ where: { id }, data: { deletedAt: new Date(Date.now() - 31 * day), contentExpiresAt: new Date(Date.now() - day) } });
+
+    expect(await pruneConfigDeletions(h.database)).toBeGreaterThanOrEqual(1);
+    expect(await h.db.agentConfig.findUnique({ where: { id } })).toBeNull();
+    expect((await pia.get("/v1/settings")).body.data).toMatchObject({ theme: "dark", chat_default_persona_id: "" });
+  });
+});
+
 describe("POST /v1/configs/sync between two devices", () => {
   it("a pull that fetched a newer version than its plan named is acknowledged as the version it holds: the next edit there is pushed, not a conflict", async () => {
     const ann = await h.user("Late pull");

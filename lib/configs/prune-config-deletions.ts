@@ -26,7 +26,12 @@ export async function pruneConfigDeletions(database: Database, now = new Date(),
       // Under the key's lock and re-checked there: a push that brings the file back in the meantime keeps it.
       const { count } = await database.prisma.$transaction(async (tx) => {
         await lockConfigKey(tx, row.ownerId, row.agent, row.filePath, row.scope);
-        return tx.agentConfig.deleteMany({ where: { id: row.id, deletedAt: { not: null }, contentExpiresAt: { lte: now } } });
+        const deleted = await tx.agentConfig.deleteMany({ where: { id: row.id, deletedAt: { not: null }, contentExpiresAt: { lte: now } } });
+        // A persona is a config: a default naming this one would name nothing for good (a file synced
+        // again is a new config). The config row first, then the settings row, as the account-data
+        // deletion and PATCH /v1/settings take them.
+        if (deleted.count > 0) await tx.userSetting.updateMany({ where: { userId: row.ownerId, chatDefaultPersonaId: row.id }, data: { chatDefaultPersonaId: "" } });
+        return deleted;
       });
       total += count;
     }
