@@ -21,10 +21,39 @@ export function positiveIntEnv(name: string, fallback: number): number {
 }
 
 /**
+ * A whole-number setting whose range is not positiveIntEnv's (0 allowed, or an upper bound): its range
+ * is the one in RANGED_SETTINGS, so what start-up accepts and what the reader accepts never differ.
+ */
+export function wholeNumberEnv(name: keyof typeof RANGED_SETTINGS, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const { min, max } = RANGED_SETTINGS[name];
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be ${max === Infinity ? `a whole number from ${min}` : `an integer from ${min} to ${max}`}, got "${raw}"`);
+  }
+  return value;
+}
+
+/** Whole-number settings read through wholeNumberEnv, with the range each accepts. */
+const RANGED_SETTINGS = {
+  ENGRAM_EMBED_MAX_TOKENS: { min: 32, max: 256 },
+  ENGRAM_EMBED_NICE: { min: 0, max: 19 },
+  ENGRAM_EMBED_THREADS: { min: 1, max: Infinity },
+  ENGRAM_INVITE_RESEND_SECONDS: { min: 0, max: Infinity },
+  ENGRAM_RERANK_BUDGET_MS: { min: 1, max: Infinity },
+  // Failed password sign-ins before the first lock: a value that is no number must not quietly become the default.
+  ENGRAM_SIGNIN_ACCOUNT_FAILURES: { min: 1, max: Infinity },
+  ENGRAM_SIGNIN_IP_FAILURES: { min: 1, max: Infinity },
+  // Read by scripts/server.mjs (plain JavaScript, before the app is loaded); checked here all the same.
+  ENGRAM_SHUTDOWN_GRACE_SECONDS: { min: 0, max: Infinity },
+};
+
+/**
  * Every setting positiveIntEnv reads. Most are read only when a request or a job needs them, so a value
  * that is no whole number ("lots") let the server start and then failed what reads it with a 500
- * (ENGRAM_HUB_MAX_MEMBERS: every GET /v1/plans, member add and invite accept). Start-up checks them
- * all; tests/start-settings.test.ts keeps this list in step with the code.
+ * (ENGRAM_HUB_MAX_MEMBERS: every GET /v1/plans, member adds and invite accepts). Start-up checks them
+ * all, and those of RANGED_SETTINGS; tests/start-settings.test.ts keeps these lists in step with the code.
  */
 const WHOLE_NUMBER_SETTINGS = [
   "ENGRAM_ASK_MODEL_TIMEOUT_MS",
@@ -68,6 +97,7 @@ const WHOLE_NUMBER_SETTINGS = [
 /** Stops start-up on a whole-number setting that is none, naming it (see WHOLE_NUMBER_SETTINGS). */
 export function assertWholeNumberSettings(): void {
   for (const name of WHOLE_NUMBER_SETTINGS) positiveIntEnv(name, 1);
+  for (const name of Object.keys(RANGED_SETTINGS) as (keyof typeof RANGED_SETTINGS)[]) wholeNumberEnv(name, 0);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
+import { wholeNumberEnv } from "@/lib/config.ts";
 import { embedInLengthGroups, type FeatureExtractor } from "./embed-in-length-groups.mjs";
 import { glossHan } from "./gloss-han.ts";
 import { mostlyOtherScript } from "./mostly-other-script.ts";
@@ -160,11 +161,8 @@ async function loadEmbedder(s: EmbedderState): Promise<Embedder | null> {
 }
 
 function threadCount(): number {
-  const raw = process.env.ENGRAM_EMBED_THREADS;
-  if (raw) {
-    const n = Number(raw);
-    if (Number.isInteger(n) && n >= 1) return n;
-  }
+  const threads = wholeNumberEnv("ENGRAM_EMBED_THREADS", 0);
+  if (threads > 0) return threads;
   // Every core (up to 4): the worker runs at a lower priority (ENGRAM_EMBED_NICE), so the event loop
   // and the embedded database still come first. Measured at rest on 2 cores, 100 memories of 5 KB
   // markdown: 2 threads ingest 6.4/s on PostgreSQL and 5.3/s embedded, 1 thread 4.3 and 4.1; a
@@ -181,11 +179,7 @@ function threadCount(): number {
  * indexes every word).
  */
 export function embedMaxTokens(): number {
-  const raw = process.env.ENGRAM_EMBED_MAX_TOKENS;
-  if (raw === undefined || raw === "") return LOCAL_MAX_TOKENS;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 32 || n > LOCAL_MAX_TOKENS) throw new Error(`ENGRAM_EMBED_MAX_TOKENS must be an integer from 32 to ${LOCAL_MAX_TOKENS}, got "${raw}"`);
-  return n;
+  return wholeNumberEnv("ENGRAM_EMBED_MAX_TOKENS", LOCAL_MAX_TOKENS);
 }
 
 /**
@@ -193,11 +187,7 @@ export function embedMaxTokens(): number {
  * model's worker thread runs (Linux niceness), so indexing never slows requests down.
  */
 function embedNice(): number {
-  const raw = process.env.ENGRAM_EMBED_NICE;
-  if (raw === undefined || raw === "") return 10;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 19) throw new Error(`ENGRAM_EMBED_NICE must be an integer from 0 to 19, got "${raw}"`);
-  return n;
+  return wholeNumberEnv("ENGRAM_EMBED_NICE", 10);
 }
 
 /**

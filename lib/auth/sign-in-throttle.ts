@@ -1,5 +1,5 @@
 import type { Redis } from "@upstash/redis";
-import { config } from "@/lib/config.ts";
+import { config, wholeNumberEnv } from "@/lib/config.ts";
 import { rateLimitStore, upstashRedis } from "@/lib/api/rate-limit.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { PostgresThrottleStore } from "./postgres-throttle-store.ts";
@@ -37,16 +37,11 @@ interface Policy {
 const BASE_LOCK_MS = 30_000;
 const MAX_LOCK_MS = 15 * 60_000;
 
-function envInt(name: string, fallback: number): number {
-  const value = Number(process.env[name]);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
-}
-
 /** ENGRAM_SIGNIN_ACCOUNT_FAILURES (5) and ENGRAM_SIGNIN_IP_FAILURES (20): failures before the first lock. */
 function policies(): { account: Policy; address: Policy } {
   return {
-    account: { free: envInt("ENGRAM_SIGNIN_ACCOUNT_FAILURES", 5), ttlMs: 24 * 3600_000 },
-    address: { free: envInt("ENGRAM_SIGNIN_IP_FAILURES", 20), ttlMs: 3600_000 },
+    account: { free: wholeNumberEnv("ENGRAM_SIGNIN_ACCOUNT_FAILURES", 5), ttlMs: 24 * 3600_000 },
+    address: { free: wholeNumberEnv("ENGRAM_SIGNIN_IP_FAILURES", 20), ttlMs: 3600_000 },
   };
 }
 

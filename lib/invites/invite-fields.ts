@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { uuidField } from "@/lib/ids.ts";
 import { MANAGED_ROLES } from "@/lib/api/permissions.ts";
-import { positiveIntEnv } from "@/lib/config.ts";
+import { positiveIntEnv, wholeNumberEnv } from "@/lib/config.ts";
 
 /** Documented limits of invites (docs/hubs.md). The active cap also bounds GET /v1/hubs/:id/invites, which is one array. */
 export const MAX_ACTIVE_INVITES = 20;
@@ -19,11 +19,8 @@ export const INVITE_TTL_MS = 7 * 24 * 60 * 60 * 1000;
  * address. ENGRAM_INVITE_RESEND_SECONDS changes the interval (the client
  * compatibility tests set 0 to resend right after creating).
  */
-export const RESEND_INTERVAL_MS = resendIntervalMs(process.env.ENGRAM_INVITE_RESEND_SECONDS);
-
-function resendIntervalMs(value: string | undefined): number {
-  const seconds = value === undefined || value.trim() === "" ? 60 : Number(value);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 60_000;
+export function resendIntervalMs(): number {
+  return wholeNumberEnv("ENGRAM_INVITE_RESEND_SECONDS", 60) * 1000;
 }
 
 const emailSchema = z.email("email must be an e-mail address").max(254);

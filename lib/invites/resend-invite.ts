@@ -3,7 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { can } from "@/lib/api/permissions.ts";
 import { hubPermissionOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
-import { RESEND_INTERVAL_MS } from "./invite-fields.ts";
+import { resendIntervalMs } from "./invite-fields.ts";
 import { assertInviteUsable, assertMakerCanGrant, managedInviteOrThrow } from "./invite-or-throw.ts";
 import { revealInviteToken } from "./invite-token.ts";
 import { deliverMail, enqueueMail } from "@/lib/mail/send-mail.ts";
@@ -24,7 +24,7 @@ export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: st
   const token = revealInviteToken(await serverSecret(ctx.db), invite.tokenEncrypted, invite.tokenHash);
   if (!token) throw new ApiError("conflict", "This invite's link can no longer be recovered (the instance secret changed); regenerate it");
 
-  const earliest = new Date(now.getTime() - RESEND_INTERVAL_MS);
+  const earliest = new Date(now.getTime() - resendIntervalMs());
   const message = inviteMail({ ...invite, email: invite.email }, token, { hubName: hub.name, inviterName: ctx.user.name, senderId: ctx.user.id });
   const { count, row } = await ctx.db.$transaction(async (tx) => {
     // The caller's own role again, under the hub's membership lock: an admin demoted or removed since the
@@ -49,7 +49,7 @@ export async function resendInvite(ctx: AuthContext, hubId: string, inviteId: st
     const current = await ctx.db.invite.findUniqueOrThrow({ where: { id: invite.id } });
     assertInviteUsable(current, now);
     if (current.tokenHash !== invite.tokenHash) throw new ApiError("conflict", "The invite was regenerated meanwhile; reload and try again");
-    const retryAfter = retryAfterSeconds((current.lastSentAt?.getTime() ?? 0) + RESEND_INTERVAL_MS - now.getTime());
+    const retryAfter = retryAfterSeconds((current.lastSentAt?.getTime() ?? 0) + resendIntervalMs() - now.getTime());
     throw new ApiError(
       "rate_limited",
       `This invite was e-mailed less than a minute ago; retry in ${retryAfter}s`,

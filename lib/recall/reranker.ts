@@ -1,4 +1,5 @@
 import { rerank, type RerankingModel } from "ai";
+import { wholeNumberEnv } from "@/lib/config.ts";
 
 type RerankingModelV3 = Exclude<RerankingModel, string>;
 
@@ -35,8 +36,7 @@ function state(): RerankerState {
 }
 
 export function rerankBudgetMs(): number {
-  const raw = Number(process.env.ENGRAM_RERANK_BUDGET_MS);
-  return Number.isFinite(raw) && raw > 0 ? raw : RERANK_BUDGET_MS;
+  return wholeNumberEnv("ENGRAM_RERANK_BUDGET_MS", RERANK_BUDGET_MS);
 }
 
 /** Tests and embedders of Engram: install a reranker (null: none), or undefined to re-read the environment. */
