@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { EmbeddedRunner, MAX_QUEUED_JOBS } from "@/lib/processing/embedded-runner.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
+import { backdateMemories } from "./support/backdate-memories.ts";
 
 let h: Harness;
 let ann: Client;
@@ -15,7 +16,7 @@ afterAll(async () => {
   await h.close();
 });
 
-const runner = (options: { maxQueued?: number } = {}) =>
+const runner = (options: { maxQueued?: number; exclusiveDatabase?: boolean } = {}) =>
   new EmbeddedRunner({ ...processingConfig(), concurrency: 1, sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite", ...options });
 
 describe("the embedded runner's queue (a process that runs for weeks)", () => {
@@ -72,4 +73,25 @@ describe("the embedded runner's queue (a process that runs for weeks)", () => {
       await r.idle();
     }
   }, 90_000);
+
+  it("a job orphaned by a killed process is taken over by the next sweep even while 200 or more ids are queued, the queue still bounded", async () => {
+    // Issue 16: another process on the same database was killed mid-job. Sweeps were skipped while this
+    // process had a page (200) or more queued, so the orphan waited until its queue drained below that.
+    const id = (await ann.post("/v1/memories", { content: "The backup tapes go offsite every Friday." })).body.data.id;
+    await backdateMemories(h.db, id, { processingStatus: "running", processingAttempts: 1, processingStartedAt: new Date(Date.now() - 3_600_000) });
+    const r = runner({ maxQueued: 250, exclusiveDatabase: false });
+    try {
+      // Ids with no row: claimed in no time, so the queue drains long before the next periodic sweep (60 s).
+      for (let i = 0; i < 251; i++) r.enqueue(randomUUID());
+      expect(r.size.queued).toBe(250);
+      await r.sweep();
+      expect(r.size.queued).toBeLessThanOrEqual(250);
+      const deadline = Date.now() + 15_000;
+      while ((await h.db.memory.findUniqueOrThrow({ where: { id } })).processingStatus !== "done" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await h.db.memory.findUniqueOrThrow({ where: { id }, select: { processingStatus: true, processingAttempts: true } })).toEqual({ processingStatus: "done", processingAttempts: 2 });
+    } finally {
+      r.stop();
+      await r.idle();
+    }
+  }, 30_000);
 });

@@ -49,6 +49,20 @@ export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, se
 }
 
 /**
+ * `running` rows whose worker is presumed dead (a process killed mid-job), oldest first: what a sweep
+ * takes over whatever its queue holds, so another process's orphans never wait for this one's backlog.
+ */
+export async function findOrphanedJobs(db: Db, { staleBefore, limit = SWEEP_PAGE }: { staleBefore: Date; limit?: number }): Promise<string[]> {
+  const rows = await db.memory.findMany({
+    where: { hub: { deletedAt: null }, processingStatus: "running", OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] },
+    orderBy: { updatedAt: "asc" },
+    take: limit,
+    select: { id: true },
+  });
+  return rows.map((row) => row.id);
+}
+
+/**
  * Pending rows that claimMemory would take now: never tried, or past the backoff of their attempts
  * (at its shortest jitter, as claimMemory reckons it). Rows still waiting stay off the page: a page
  * full of them came back on every sweep, and due rows sorted after them were never reached.
@@ -198,7 +212,14 @@ export class EmbeddedRunner {
 
   private async sweepOnce(): Promise<void> {
     try {
-      if (this.queued.size >= SWEEP_PAGE) return;
+      if (this.queued.size >= SWEEP_PAGE) {
+        // A full page is queued, so the backlog waits; a dead process's jobs do not: they were claimed
+        // (and waited) before anything queued here, and otherwise sat until this queue drained.
+        const db = await this.options.db();
+        const orphans = await runAsBackground(() => findOrphanedJobs(db, { staleBefore: this.staleBefore(new Date()) }));
+        this.queueFirst(orphans);
+        return;
+      }
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
       const db = await this.options.db();
@@ -210,6 +231,21 @@ export class EmbeddedRunner {
       this.backlog = true;
       console.error("[engram] processing: sweep failed", error);
     }
+  }
+
+  /**
+   * Puts `ids` at the head of the queue (in their order). The queue keeps its bound: the ids queued
+   * last make room and are left to the database (their rows are pending), read back as a backlog.
+   */
+  private queueFirst(ids: string[]): void {
+    const first = ids.filter((id) => !this.active.has(id) && !this.stopped);
+    if (first.length === 0) return;
+    const taken = new Set(first);
+    const rest = [...this.queued].filter((id) => !taken.has(id));
+    const room = Math.max(0, (this.options.maxQueued ?? MAX_QUEUED_JOBS) - first.length);
+    if (rest.length > room) this.backlog = true;
+    this.queued.clear();
+    for (const id of [...first, ...rest.slice(0, room)]) this.queued.add(id);
   }
 
   private backlog = false;
