@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
@@ -19,6 +20,25 @@ let overloaded = 0;
 /** Image requests still to leave unanswered (a provider that accepted the connection and hangs). */
 let hanging = 0;
 const hung: { end(): void }[] = [];
+/** Vision requests are answered after this long (ms), so images being read at once overlap. */
+let answerAfterMs = 0;
+/** Images answered by the model so far. */
+let imagesAnswered = 0;
+
+/** The embedded store, counting each object's reads: the first is the create's type check, a second is extraction's. */
+class CountingStore extends LocalBlobStore {
+  readonly reads = new Map<string, number>();
+  /** At each image read for extraction, how many images read before it the model had not answered yet (their bytes still held). */
+  mostHeldAtARead = 0;
+  private extractionReads = 0;
+  override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    const count = (this.reads.get(key) ?? 0) + 1;
+    this.reads.set(key, count);
+    if (count === 2) this.mostHeldAtARead = Math.max(this.mostHeldAtARead, this.extractionReads++ - imagesAnswered);
+    return super.read(key, range);
+  }
+}
+let store: CountingStore;
 let h: Harness;
 let ann: Client;
 let blobDir: string;
@@ -42,6 +62,8 @@ beforeAll(async () => {
       overloaded--;
       return res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "The engine is currently overloaded" } }));
     }
+    if (image && answerAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, answerAfterMs));
+    if (image) imagesAnswered++;
     const content = image
       ? "Whiteboard: the on-call rotation swaps every Thursday at noon."
       : JSON.stringify(name === "memory_classification" ? { kind: "semantic", stability: "stable" } : { summary: "An on-call whiteboard photo." });
@@ -61,7 +83,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-test-vision", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
   blobDir = mkdtempSync(path.join(tmpdir(), "engram-vision-blobs-"));
-  setBlobStore(new LocalBlobStore(blobDir));
+  store = new CountingStore(blobDir);
+  setBlobStore(store);
   h = await createHarness();
   ann = await h.user("Ann");
   await startBackgroundProcessing();
@@ -132,5 +155,21 @@ describe("images with a vision model", () => {
     expect(memory.content).toContain("on-call rotation swaps every Thursday");
     expect(visionRequests).toHaveLength(1);
     expect(JSON.stringify(visionRequests[0])).toContain("data:image/png;base64,");
+  });
+
+  it("images are fetched from storage one at a time, as the model takes them: jobs waiting for it hold no image's bytes", async () => {
+    // The runner works on 16 memories at once: each image job fetched its whole file (up to
+    // ENGRAM_EXTRACT_MAX_BYTES) at once and held it while the model read the others.
+    answerAfterMs = 400;
+    try {
+      const ids = await Promise.all([30, 31, 32, 33].map((width) => uploadImage(width, 10)));
+      for (const id of ids) {
+        expect(await waitProcessed(h.db, ann, id, 60_000)).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+      }
+      // At each image's fetch, every image fetched before it has had the model's answer.
+      expect(store.mostHeldAtARead).toBe(0);
+    } finally {
+      answerAfterMs = 0;
+    }
   });
 });

@@ -45,7 +45,9 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
   const ref = memory.fileRef as unknown as StoredFileRef;
   // Documents wait for the reader's one thread before their bytes are fetched: the runner works on
   // many memories at once, and each waiting job held its whole file (and the reader's copy) meanwhile.
-  return isImageType(ref.content_type) ? readFileMemory(memory, ref) : oneDocumentAtATime(() => readFileMemory(memory, ref));
+  // Images take turns of their own, at the vision model (a document need not wait for the model): each
+  // image job otherwise fetched its file at once and held it while the model read the others.
+  return oneAtATime(isImageType(ref.content_type) ? "image" : "document", () => readFileMemory(memory, ref));
 }
 
 async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ content: string; title?: string; error: string | null }> {
@@ -85,12 +87,13 @@ async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ con
 }
 
 // One per process, also when several route bundles include this module (as the reader's thread is).
-const globalForDocuments = globalThis as unknown as { __engramDocumentTurn?: Promise<unknown> };
+const globalForTurns = globalThis as unknown as { __engramDocumentTurn?: Promise<unknown>; __engramImageTurn?: Promise<unknown> };
 
-/** Runs `read` once every document read started before it has finished, whatever their outcome. */
-function oneDocumentAtATime<T>(read: () => Promise<T>): Promise<T> {
-  const turn = (globalForDocuments.__engramDocumentTurn ?? Promise.resolve()).then(read, read);
-  globalForDocuments.__engramDocumentTurn = turn.then(
+/** Runs `read` once every read of its kind started before it has finished, whatever their outcome. */
+function oneAtATime<T>(kind: "document" | "image", read: () => Promise<T>): Promise<T> {
+  const slot = kind === "image" ? "__engramImageTurn" : "__engramDocumentTurn";
+  const turn = (globalForTurns[slot] ?? Promise.resolve()).then(read, read);
+  globalForTurns[slot] = turn.then(
     () => undefined,
     () => undefined,
   );
