@@ -187,12 +187,19 @@ export async function readOrNotFound(store: BlobStore, key: string, message: str
   }
 }
 
-/** Reads a whole (small) range of an object into memory — sniffing, image headers. */
+/** Reads an object's first `bytes` into memory — sniffing, image headers. */
 export async function readHead(store: BlobStore, key: string, bytes: number, size: number): Promise<Buffer> {
   if (size === 0) return Buffer.alloc(0);
   const stream = await store.read(key, { start: 0, end: Math.min(bytes, size) - 1 });
   const parts: Buffer[] = [];
-  for await (const part of stream) parts.push(Buffer.from(part as Uint8Array));
+  let length = 0;
+  for await (const part of stream) {
+    parts.push(Buffer.from(part as Uint8Array));
+    length += (part as Uint8Array).length;
+    // A store (or a proxy before it) that ignores the range sends the whole object: leaving the loop
+    // ends the read there, instead of streaming gigabytes into memory for a 64 KiB type check.
+    if (length >= bytes) break;
+  }
   return Buffer.concat(parts).subarray(0, bytes);
 }
 
