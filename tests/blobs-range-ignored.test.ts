@@ -1,9 +1,10 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { setBlobStore, type BlobInfo } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { dispatch } from "./support/router.ts";
@@ -14,7 +15,15 @@ import { dispatch } from "./support/router.ts";
  */
 class RangeIgnoringStore extends LocalBlobStore {
   pulled = 0;
-  override async read(key: string): Promise<Readable> {
+  /** Like S3 and Vercel Blob, which record no sha256 of what a client PUT. */
+  recordsSha256 = true;
+  wholeReads = 0;
+  override async head(key: string): Promise<BlobInfo | null> {
+    const info = await super.head(key);
+    return info && !this.recordsSha256 ? { size: info.size, contentType: info.contentType } : info;
+  }
+  override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    if (!range) this.wholeReads++;
     const whole = await super.read(key);
     const count = (chunk: Buffer) => (this.pulled += chunk.length);
     // Lazy: a chunk is read from the file only when the reader asks for it (16 KiB buffered ahead at most).
@@ -57,5 +66,33 @@ describe("a store that ignores the byte range asked for", () => {
     expect(created.status, created.text).toBe(201);
     // Before, the whole 8 MiB object was streamed into memory for a 64 KiB check.
     expect(store.pulled).toBeLessThanOrEqual(256 * 1024);
+  });
+
+});
+
+describe("a store that records no sha256 (S3, Vercel Blob)", () => {
+  it("the create hashes the object once, not again on every create that names it", async () => {
+    // Before, each create hashed the whole object again (up to 2 GiB read through the server), also when
+    // it then failed (a wrong sha256, a type mismatch): repeating it repeated the whole read.
+    const line = "Visitor policy: badges at the front desk, escorts past the second door.\n";
+    const bytes = Buffer.from(line.repeat(Math.ceil((1024 * 1024) / line.length)));
+    const sha256 = createHash("sha256").update(bytes).digest("hex");
+    store.recordsSha256 = false;
+    try {
+      const intent = (await ann.post("/v1/uploads", { filename: "visitors.txt", content_type: "text/plain", size_bytes: bytes.length, purpose: "memory_attachment" })).body.data;
+      expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(bytes), duplex: "half" } as RequestInit))).status).toBe(200);
+      store.wholeReads = 0;
+      for (let i = 0; i < 3; i++) {
+        const wrong = await ann.post("/v1/memories", { content: "", file_ref: { ...intent.file_ref, sha256: "0".repeat(64) } });
+        expect(wrong.status).toBe(400);
+        expect(wrong.body.error.details.sha256).toBe(sha256);
+      }
+      const created = await ann.post("/v1/memories", { content: "", file_ref: { ...intent.file_ref, sha256 } });
+      expect(created.status, created.text).toBe(201);
+      expect((await ann.get(`/v1/memories/${created.body.data.id}`)).body.data.attachments[0].sha256).toBe(sha256);
+      expect(store.wholeReads).toBe(1);
+    } finally {
+      store.recordsSha256 = true;
+    }
   });
 });

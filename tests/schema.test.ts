@@ -70,7 +70,7 @@ describe("schema and migrations agree", () => {
       usageCounter: await db.usageCounter.create({ data: { userId: user.id, periodStart: now, pushes: 1, recalls: 2, asks: 3 } }),
       storageUsage: await db.storageUsage.create({ data: { scope: "user", scopeId: newId(), bytes: 5_000_000_000n, memories: 3 } }),
       upload: await db.upload.create({
-        data: { id: newId(), ownerId: user.id, objectKey: "uploads/u/1", filename: "f.pdf", contentType: "application/pdf", sizeBytes: 9, purpose: "memory_attachment", createdAt: now, expiresAt: now, attachedAt: now },
+        data: { id: newId(), ownerId: user.id, objectKey: "uploads/u/1", filename: "f.pdf", contentType: "application/pdf", sizeBytes: 9, purpose: "memory_attachment", createdAt: now, expiresAt: now, attachedAt: now, sha256: "ab".repeat(32) },
       }),
     };
     const grant = await db.oAuthGrant.create({

@@ -60,7 +60,7 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
       expected_size_bytes: ref.size_bytes ?? upload.sizeBytes,
     });
   }
-  const sha256 = info.sha256 ?? (await hashObject(upload.objectKey));
+  const sha256 = info.sha256 ?? upload.sha256 ?? (await hashObject(ctx, upload));
   if (ref.sha256 !== undefined && ref.sha256.toLowerCase() !== sha256) {
     throw refError("The stored file's sha256 differs from file_ref.sha256", { sha256 });
   }
@@ -86,8 +86,15 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
   };
 }
 
-async function hashObject(key: string): Promise<string> {
+/**
+ * Reads the whole object through the server (S3 and Vercel Blob record no sha256): as long as its
+ * download takes. Kept on the upload, so a create that fails after it (a wrong sha256, a type
+ * mismatch, a quota) and is sent again does not read it all again; the object is written once.
+ */
+async function hashObject(ctx: AuthContext, upload: Upload): Promise<string> {
   const hash = createHash("sha256");
-  for await (const part of await (await blobStore()).read(key)) hash.update(part as Uint8Array);
-  return hash.digest("hex");
+  for await (const part of await (await blobStore()).read(upload.objectKey)) hash.update(part as Uint8Array);
+  const sha256 = hash.digest("hex");
+  await ctx.db.upload.updateMany({ where: { id: upload.id, sha256: null }, data: { sha256 } });
+  return sha256;
 }
