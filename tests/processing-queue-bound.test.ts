@@ -94,4 +94,28 @@ describe("the embedded runner's queue (a process that runs for weeks)", () => {
       await r.idle();
     }
   }, 30_000);
+
+  it("a job orphaned by a killed process goes ahead of a backlog of older pending memories, not behind it", async () => {
+    // The sweep's page (200, oldest first) held the orphan only once the backlog before it was worked
+    // through: behind 200 older memories it waited for all of them, however long the model took.
+    const older: string[] = [];
+    for (let batch = 0; batch < 10; batch++) {
+      const ids = await Promise.all(Array.from({ length: 21 }, (_, i) => ann.post("/v1/memories", { content: `Backlog item ${batch}-${i}: shelf ${randomUUID()} restocked.` })));
+      older.push(...ids.map((res) => res.body.data.id as string));
+    }
+    const id = (await ann.post("/v1/memories", { content: "The generator is tested on the first Sunday of each month." })).body.data.id;
+    await backdateMemories(h.db, id, { processingStatus: "running", processingAttempts: 1, processingStartedAt: new Date(Date.now() - 3_600_000), updatedAt: new Date() });
+    const r = runner({ exclusiveDatabase: false });
+    try {
+      r.start();
+      const deadline = Date.now() + 60_000;
+      while ((await h.db.memory.findUniqueOrThrow({ where: { id } })).processingStatus !== "done" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).processingStatus).toBe("done");
+      // One worker: taken first, it finished while nearly all of the backlog still waited.
+      expect(await h.db.memory.count({ where: { id: { in: older }, processingStatus: "done" } })).toBeLessThan(20);
+    } finally {
+      r.stop();
+      await r.idle();
+    }
+  }, 120_000);
 });

@@ -212,17 +212,14 @@ export class EmbeddedRunner {
 
   private async sweepOnce(): Promise<void> {
     try {
-      if (this.queued.size >= SWEEP_PAGE) {
-        // A full page is queued, so the backlog waits; a dead process's jobs do not: they were claimed
-        // (and waited) before anything queued here, and otherwise sat until this queue drained.
-        const db = await this.options.db();
-        const orphans = await runAsBackground(() => findOrphanedJobs(db, { staleBefore: this.staleBefore(new Date()) }));
-        this.queueFirst(orphans);
-        return;
-      }
+      // A dead process's jobs go first, whatever waits here: they were claimed (and waited) before, and
+      // otherwise sat until this queue drained below a page, or the backlog before them was worked through.
+      const db = await this.options.db();
+      const orphans = await runAsBackground(() => findOrphanedJobs(db, { staleBefore: this.staleBefore(new Date()) }));
+      this.queueFirst(orphans);
+      if (this.queued.size >= SWEEP_PAGE) return;
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
-      const db = await this.options.db();
       const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs }));
       for (const id of ids) if (!this.active.has(id) && !this.stopped) this.queued.add(id);
       if (ids.length === SWEEP_PAGE) this.backlog = true;
