@@ -95,4 +95,20 @@ describe("a store that records no sha256 (S3, Vercel Blob)", () => {
       store.recordsSha256 = true;
     }
   });
+
+  it("a file that is not its declared type is refused on its first 64 KiB, before the whole object is read to hash it", async () => {
+    const bytes = Buffer.concat([Buffer.from("%PDF-1.7\n"), Buffer.alloc(1024 * 1024, "stream of a report\n")]);
+    store.recordsSha256 = false;
+    try {
+      const intent = (await ann.post("/v1/uploads", { filename: "notes.txt", content_type: "text/plain", size_bytes: bytes.length, purpose: "memory_attachment" })).body.data;
+      expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(bytes), duplex: "half" } as RequestInit))).status).toBe(200);
+      store.wholeReads = 0;
+      const refused = await ann.post("/v1/memories", { content: "", file_ref: intent.file_ref });
+      expect(refused.status).toBe(415);
+      expect(refused.body.error.details.detected).toBe("application/pdf");
+      expect(store.wholeReads).toBe(0);
+    } finally {
+      store.recordsSha256 = true;
+    }
+  });
 });

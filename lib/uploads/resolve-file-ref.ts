@@ -60,10 +60,6 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
       expected_size_bytes: ref.size_bytes ?? upload.sizeBytes,
     });
   }
-  const sha256 = info.sha256 ?? upload.sha256 ?? (await hashObject(ctx, upload));
-  if (ref.sha256 !== undefined && ref.sha256.toLowerCase() !== sha256) {
-    throw refError("The stored file's sha256 differs from file_ref.sha256", { sha256 });
-  }
   const head = await readHead(store, upload.objectKey, SNIFF_BYTES, info.size);
   // Text is judged in the encoding extraction will read it in, so a windows-1252 or UTF-16 file is text too.
   const sniffed = sniffFileType(head, isTextType(contentType) ? textEncoding(head, upload.contentType, contentType === "text/html") : "utf-8");
@@ -72,6 +68,11 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
       content_type: contentType,
       detected: sniffed,
     });
+  }
+  // After the type check, which reads 64 KiB: hashing may read the whole object (up to 2 GiB).
+  const sha256 = info.sha256 ?? upload.sha256 ?? (await hashObject(ctx, upload));
+  if (ref.sha256 !== undefined && ref.sha256.toLowerCase() !== sha256) {
+    throw refError("The stored file's sha256 differs from file_ref.sha256", { sha256 });
   }
   const size = isImageType(contentType) ? imageSize(head, contentType) : null;
   return {
