@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { blobStore, readHead } from "@/lib/blobs/blob-store.ts";
+import { BlobMissing, blobStore, readHead } from "@/lib/blobs/blob-store.ts";
 import type { Upload } from "@/lib/db/generated/client.ts";
 import { declaredEncoding, textEncoding } from "@/lib/links/decode-page.ts";
 import { imageSize, matchesDeclared, sniffFileType } from "./sniff-file-type.ts";
@@ -60,7 +60,7 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
       expected_size_bytes: ref.size_bytes ?? upload.sizeBytes,
     });
   }
-  const head = await readHead(store, upload.objectKey, SNIFF_BYTES, info.size);
+  const head = await readHead(store, upload.objectKey, SNIFF_BYTES, info.size).catch(gone(upload));
   // Text is judged in the encoding extraction will read it in, so a windows-1252 or UTF-16 file is text too.
   const sniffed = sniffFileType(head, isTextType(contentType) ? textEncoding(head, upload.contentType, contentType === "text/html") : "utf-8");
   if (!isAllowedType(contentType) || !matchesDeclared(contentType, sniffed)) {
@@ -70,7 +70,7 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
     });
   }
   // After the type check, which reads 64 KiB: hashing may read the whole object (up to 2 GiB).
-  const sha256 = info.sha256 ?? upload.sha256 ?? (await hashObject(ctx, upload));
+  const sha256 = info.sha256 ?? upload.sha256 ?? (await hashObject(ctx, upload).catch(gone(upload)));
   if (ref.sha256 !== undefined && ref.sha256.toLowerCase() !== sha256) {
     throw refError("The stored file's sha256 differs from file_ref.sha256", { sha256 });
   }
@@ -86,6 +86,17 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
     height: size?.height ?? null,
   };
 }
+
+/**
+ * The object went after head() found it (its upload removed meanwhile: the account emptied): the
+ * create fails as it would have a moment later, on the caller's file_ref, not as the server's error.
+ */
+const gone =
+  (upload: Upload) =>
+  (error: unknown): never => {
+    if (error instanceof BlobMissing) throw refError("The uploaded file is no longer in storage; upload it again", { object_key: upload.objectKey });
+    throw error;
+  };
 
 /**
  * Reads the whole object through the server (S3 and Vercel Blob record no sha256): as long as its

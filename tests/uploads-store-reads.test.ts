@@ -18,8 +18,11 @@ class RangeIgnoringStore extends LocalBlobStore {
   /** Like S3 and Vercel Blob, which record no sha256 of what a client PUT. */
   recordsSha256 = true;
   wholeReads = 0;
+  /** Objects deleted right after their head() answers, as a concurrent delete (an account emptied) lands. */
+  readonly deleteAfterHead = new Set<string>();
   override async head(key: string): Promise<BlobInfo | null> {
     const info = await super.head(key);
+    if (this.deleteAfterHead.delete(key)) await this.delete(key);
     return info && !this.recordsSha256 ? { size: info.size, contentType: info.contentType } : info;
   }
   override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
@@ -109,6 +112,23 @@ describe("a store that records no sha256 (S3, Vercel Blob)", () => {
       expect(store.wholeReads).toBe(0);
     } finally {
       store.recordsSha256 = true;
+    }
+  });
+
+  it("an object deleted between the create's head and its reads is a 400 naming the upload, not a 500", async () => {
+    const bytes = Buffer.from("Parking: level 2 is reserved for visitors on Mondays.\n");
+    for (const recordsSha256 of [true, false]) {
+      store.recordsSha256 = recordsSha256;
+      try {
+        const intent = (await ann.post("/v1/uploads", { filename: "parking.txt", content_type: "text/plain", size_bytes: bytes.length, purpose: "memory_attachment" })).body.data;
+        expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(bytes), duplex: "half" } as RequestInit))).status).toBe(200);
+        store.deleteAfterHead.add(intent.object_key);
+        const res = await ann.post("/v1/memories", { content: "", file_ref: intent.file_ref });
+        expect(res.status, res.text).toBe(400);
+        expect(res.body.error.details).toMatchObject({ object_key: intent.object_key });
+      } finally {
+        store.recordsSha256 = true;
+      }
     }
   });
 });
