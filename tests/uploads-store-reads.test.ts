@@ -131,4 +131,23 @@ describe("a store that records no sha256 (S3, Vercel Blob)", () => {
       }
     }
   });
+
+  it("a JPEG whose frame header comes after more than 64 KiB of metadata (EXIF, ICC) still keeps its width and height", async () => {
+    const segment = (marker: number, body: Buffer) => Buffer.concat([Buffer.from([0xff, marker]), Buffer.from([(body.length + 2) >> 8, (body.length + 2) & 0xff]), body]);
+    const frame = Buffer.from([8, 0x03, 0x00, 0x05, 0x00, 3, 1, 0x11, 0, 2, 0x11, 0, 3, 0x11, 0]); // 768 high, 1280 wide
+    frame.writeUInt16BE(768, 1);
+    frame.writeUInt16BE(1280, 3);
+    const jpeg = Buffer.concat([
+      Buffer.from([0xff, 0xd8]),
+      segment(0xe1, Buffer.concat([Buffer.from("Exif\0\0"), Buffer.alloc(65_000, 1)])),
+      segment(0xe2, Buffer.concat([Buffer.from("ICC_PROFILE\0"), Buffer.alloc(20_000, 2)])),
+      segment(0xc0, frame),
+      Buffer.from([0xff, 0xd9]),
+    ]);
+    const intent = (await ann.post("/v1/uploads", { filename: "site-visit.jpg", content_type: "image/jpeg", size_bytes: jpeg.length, purpose: "memory_attachment" })).body.data;
+    expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(jpeg), duplex: "half" } as RequestInit))).status).toBe(200);
+    const created = await ann.post("/v1/memories", { content: "", file_ref: intent.file_ref });
+    expect(created.status, created.text).toBe(201);
+    expect((await ann.get(`/v1/memories/${created.body.data.id}`)).body.data.attachments[0]).toMatchObject({ width: 1280, height: 768 });
+  });
 });

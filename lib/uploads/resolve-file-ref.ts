@@ -28,6 +28,11 @@ export interface VerifiedFile {
 }
 
 const SNIFF_BYTES = 64 * 1024;
+/**
+ * A JPEG's size is in its frame header, after its metadata segments (EXIF with a thumbnail, ICC
+ * profiles: up to 64 KiB each), which can push it past the sniffed part; this much is read for it.
+ */
+const JPEG_HEADER_BYTES = 1024 * 1024;
 
 const refError = (message: string, details: Record<string, unknown> = {}) =>
   new ApiError("invalid_request", message, { issues: [{ path: "file_ref", message }], ...details });
@@ -74,7 +79,10 @@ export async function resolveFileRef(ctx: AuthContext, ref: FileRefInput): Promi
   if (ref.sha256 !== undefined && ref.sha256.toLowerCase() !== sha256) {
     throw refError("The stored file's sha256 differs from file_ref.sha256", { sha256 });
   }
-  const size = isImageType(contentType) ? imageSize(head, contentType) : null;
+  let size = isImageType(contentType) ? imageSize(head, contentType) : null;
+  if (!size && contentType === "image/jpeg" && info.size > head.length) {
+    size = imageSize(await readHead(store, upload.objectKey, JPEG_HEADER_BYTES, info.size).catch(gone(upload)), contentType);
+  }
   return {
     upload,
     filename: ref.filename || upload.filename,
