@@ -47,11 +47,21 @@ describe("a tool's listed input schema", () => {
         ["engram_capture", { summary: blank }],
         ["engram_capture", { summary: "Done.", decisions: [blank] }],
         ["engram_capture", { summary: "Done.", learnings: [blank] }],
+        ["engram_request_decision", { question: blank, options: ["A", "B"] }],
+        ["engram_request_decision", { question: "Which?", options: ["X", blank] }],
       );
     }
     for (const [name, args] of cases) {
       const { tool, validate } = listed(name);
       expect({ name, args, listed: validate(args) }).toEqual({ name, args, listed: tool.input.safeParse(args).success });
+    }
+  });
+
+  it("admits and refuses the same options of a decision the tool does (2 to 4, never the same twice)", () => {
+    const { tool, validate } = listed("engram_request_decision");
+    for (const options of [["A"], ["A", "B"], ["A", "B", "C", "D"], ["A", "B", "C", "D", "E"], ["A", "A"], ["x".repeat(200), "B"], ["x".repeat(201), "B"]]) {
+      const args = { question: "Which?", options };
+      expect({ options, listed: validate(args) }).toEqual({ options, listed: tool.input.safeParse(args).success });
     }
   });
 });

@@ -77,7 +77,19 @@ describe("protocol", () => {
     const { tools } = await client.listTools();
     const byName = new Map(tools.map((t) => [t.name, t]));
     expect([...byName.keys()].sort()).toEqual(
-      ["engram_ask", "engram_capture", "engram_forget", "engram_get", "engram_hub_members", "engram_hubs", "engram_list", "engram_push", "engram_recall", "engram_topics"].sort(),
+      [
+        "engram_ask",
+        "engram_capture",
+        "engram_forget",
+        "engram_get",
+        "engram_hub_members",
+        "engram_hubs",
+        "engram_list",
+        "engram_push",
+        "engram_recall",
+        "engram_request_decision",
+        "engram_topics",
+      ].sort(),
     );
     expect(byName.get("engram_recall")!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
     expect(byName.get("engram_push")!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
@@ -90,7 +102,7 @@ describe("protocol", () => {
 
   it("answers the 2026-07-28 revision and 2025-03-26 initialize, statelessly, in JSON", async () => {
     const modern = await connect(ann.key, { negotiation: "auto" });
-    expect((await modern.listTools()).tools).toHaveLength(10);
+    expect((await modern.listTools()).tools).toHaveLength(11);
     expect(data(await modern.callTool({ name: "engram_hubs", arguments: {} })).hubs.length).toBeGreaterThan(0);
 
     const init = await raw({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "old", version: "1" } } });

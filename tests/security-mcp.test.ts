@@ -185,6 +185,7 @@ const TOOL_CALLS: Record<string, { args: () => Record<string, unknown>; expect: 
   engram_recall: { args: () => ({ query: "classified content", hub_id: hub.id }), expect: members("ok") },
   engram_ask: { args: () => ({ query: "classified content", hub_id: hub.id }), expect: members("ok") },
   engram_push: { args: () => ({ content: `matrix push ${randomBytes(4).toString("hex")}`, hub_id: hub.id }), expect: { ...members("ok"), viewer: "forbidden", token_owner_read: "forbidden" } },
+  engram_request_decision: { args: () => ({ question: "Which way?", options: ["Left", "Right"], hub_id: hub.id }), expect: { ...members("ok"), viewer: "forbidden", token_owner_read: "forbidden" } },
   // Deleting the owner's memory: contributors may delete only their own (policy "own"). Last, and read-only tokens first.
   engram_forget: { args: () => ({ id: hub.memoryId }), expect: { ...members("forbidden"), admin: "ok", owner: "ok", token_owner: "ok", token_owner_read: "forbidden" } },
 };
@@ -198,6 +199,8 @@ describe.each(Object.entries(TOOL_CALLS))("tools/call %s", (tool, call) => {
       const fresh = await users.owner.post("/v1/memories", { title: hub.secretTitle, content: `${hub.secretContent} ${randomBytes(3).toString("hex")}` }, { headers: { "x-hub-id": hub.id } });
       hub.memoryId = fresh.body.data.id;
     }
+    // A hub's board holds at most 3 open decisions: each successful ask starts from none.
+    if (tool === "engram_request_decision") await h.db.decisionGate.deleteMany({ where: { hubId: hub.id } });
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: tool, arguments: call.args() } });
     const res = await send(identity, "POST", "/mcp", body);
     const expected = call.expect[identity];

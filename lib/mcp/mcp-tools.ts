@@ -20,6 +20,8 @@ import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
 import { listTopics } from "@/lib/topics/list-topics.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
+import { MAX_CONTEXT_CHARS, MAX_OPTION_CHARS, MAX_QUESTION_CHARS } from "@/lib/boards/decision-gate-fields.ts";
+import { requestDecision } from "@/lib/boards/request-decision.ts";
 import { assertReachable, assertWriteScope, hubForWrite, hubIdFromRef, narrowedHubIds } from "./mcp-access.ts";
 
 /** What a tool returns: markdown for the model, and the same facts as structured content. */
@@ -349,6 +351,33 @@ async function capture(env: ToolEnv, args: z.output<typeof captureInput>): Promi
   return push(env, { content, title: `Session: ${firstLine}`, tags: ["session-capture"], hub_id: args.hub_id, hint: "An agent's end-of-session capture" });
 }
 
+// POST /v1/hubs/{id}/board/decision-gate's body (requestDecisionBodySchema), its rules stated where tools/list shows them.
+const requestDecisionInput = z.object({
+  question: z.string().trim().min(1, "question must not be empty").max(MAX_QUESTION_CHARS).meta(NOT_BLANK).describe("The decision to make, one user-facing sentence"),
+  options: z
+    .array(z.string().trim().min(1, "an option must not be empty").max(MAX_OPTION_CHARS).meta(NOT_BLANK))
+    .min(2, "give 2 to 4 options")
+    .max(4, "give 2 to 4 options")
+    .refine((list) => new Set(list.map((o) => o.toLowerCase())).size === list.length, "options must differ")
+    // What JSON Schema can say of "must differ"; the tool also compares them ignoring case, as REST does.
+    .meta({ uniqueItems: true })
+    .describe("2 to 4 mutually exclusive choices: short labels that differ (ignoring case)"),
+  context: z.string().trim().max(MAX_CONTEXT_CHARS).optional().describe("Why it matters: tradeoffs, constraints, your recommendation if any"),
+  hub_id: hubRef.optional().describe('Whose board asks: a hub id, slug, or "personal" (default: your personal hub)'),
+});
+
+/** POST /v1/hubs/{id}/board/decision-gate's domain function: a card on the hub's board and a pending decision in the bell. */
+async function askForDecision(env: ToolEnv, args: z.output<typeof requestDecisionInput>): Promise<ToolOutput> {
+  const hubCtx = await hubForWrite(env.ctx, args.hub_id, "memories.write", env.toolName("engram_hubs"));
+  const { slot } = await requestDecision(env.ctx, hubCtx.hub.id, { question: args.question, options: args.options, context: args.context });
+  return {
+    text:
+      `Decision card created on the board of hub ${hubCtx.hub.name} (id \`${slot.slot_key}\`). The user has been notified; their choice is saved as a memory. ` +
+      `Recall with keywords from your question later to read it, and continue with other work now.`,
+    structured: { slot, hub_id: hubCtx.hub.id },
+  };
+}
+
 /** The standard tool set of /mcp. */
 export const ENGRAM_TOOLS: ToolDef[] = [
   define({
@@ -411,6 +440,16 @@ export const ENGRAM_TOOLS: ToolDef[] = [
     input: captureInput,
     annotations: write,
     run: capture,
+  }),
+  define({
+    name: "engram_request_decision",
+    title: "Ask the user to decide",
+    description:
+      "Ask the user to make a decision you should not make alone (architecture choices, irreversible actions, tradeoffs with no clear winner). " +
+      "Creates a decision card on the hub's board and notifies them; their choice is saved as a memory, so recall it later with keywords from the question. Do not wait for it.",
+    input: requestDecisionInput,
+    annotations: write,
+    run: askForDecision,
   }),
 ];
 
