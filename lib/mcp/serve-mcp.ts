@@ -108,7 +108,22 @@ function aliasedHeaders(headers: Headers): Headers {
 }
 
 /** Tools doing model work count against the heavy bucket, as their REST endpoints do. */
-const HEAVY_TOOLS = new Set(["engram_recall", "search", "engram_ask", "ask"]);
+const HEAVY_TOOLS = new Set(["engram_recall", "engram_ask"]);
+
+const heavyNames = new Map<ToolDef[], Set<string>>();
+
+/**
+ * The names an endpoint serves heavy tools under (search and ask on /mcp/chatgpt): a name the endpoint
+ * does not serve runs nothing, so it pays a regular token like any call, not the recall budget.
+ */
+function heavyToolNames(tools: ToolDef[]): Set<string> {
+  let names = heavyNames.get(tools);
+  if (!names) {
+    names = new Set(tools.filter((t) => HEAVY_TOOLS.has(t.serves ?? t.name)).map((t) => t.name));
+    heavyNames.set(tools, names);
+  }
+  return names;
+}
 
 /** JSON-RPC's implementation-defined server error, carrying REST's code and details in `data`. */
 const RATE_LIMITED = -32000;
@@ -138,12 +153,13 @@ export function mcpErrorResponse(error: ApiError): Response {
  * token. A refusal is a JSON-RPC error (the REST envelope is not one, and a client reads `error.code`
  * as a number): 429 with Retry-After, REST's `rate_limited` and its details in `error.data`.
  */
-async function chargeToolCalls(ctx: AuthContext, message: unknown): Promise<{ refused?: Response; headers: Record<string, string> }> {
+async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unknown): Promise<{ refused?: Response; headers: Record<string, string> }> {
+  const heavy = heavyToolNames(tools);
   const messages = Array.isArray(message) ? message : [message];
   // Requests only: a tools/call sent as a notification (no id) is never answered, and the SDK runs no tool for it.
   const calls = messages.filter((m) => (m as { method?: unknown })?.method === "tools/call" && requestId(m) !== undefined);
   const charges: Bucket[] = calls.length
-    ? calls.map((m) => (HEAVY_TOOLS.has(String((m as { params?: { name?: unknown } }).params?.name)) ? "heavy" : "regular"))
+    ? calls.map((m) => (heavy.has(String((m as { params?: { name?: unknown } }).params?.name)) ? "heavy" : "regular"))
     : ["regular"];
   // A batch is refused whole: checked first, so that one refused spends none of what is left (a
   // concurrent request may still take tokens in between; then its later calls are refused as before).
@@ -204,7 +220,7 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
   if (!regular.success && "tooLarge" in read) return rateLimited(regular, "regular", undefined);
   if ("body" in read) applyAliases(read.body);
   // A request that cannot be read still pays one regular token, as every request did before parsing.
-  const { refused, headers } = await chargeToolCalls(ctx, "body" in read ? read.body : undefined);
+  const { refused, headers } = await chargeToolCalls(ctx, tools, "body" in read ? read.body : undefined);
   if (refused) return refused;
   const response = "body" in read ? await dispatch(ctx, req, tools, origin, read.text, read.body) : read.invalid;
   for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
