@@ -9,6 +9,7 @@ import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
 import { toolAlias, toolNamer, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
 import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
+import { toolErrorResult } from "./tool-error-result.ts";
 
 /** MCP request bodies are bounded like REST ones (content itself is capped at 3 MiB). */
 const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
@@ -52,8 +53,7 @@ function buildServer(env: ToolEnv, tools: ToolDef[]): McpServer {
       } catch (error) {
         // Domain errors are results the model can read and act on, not transport failures; database
         // conditions get REST's codes, so an agent knows to retry (unavailable) or that a row is gone.
-        const { code, message } = toApiError(error, env.ctx.requestId);
-        return { isError: true, content: [{ type: "text" as const, text: `Error (${code}): ${message}` }], structuredContent: { error: { code, message } } };
+        return toolErrorResult(toApiError(error, env.ctx.requestId));
       }
     });
   }
