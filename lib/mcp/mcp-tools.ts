@@ -185,12 +185,48 @@ async function reachableMemory(ctx: AuthContext, id: string) {
   return found;
 }
 
-async function get(env: ToolEnv, args: { id: string }): Promise<ToolOutput> {
+/**
+ * Characters of a memory's text one engram_get (or fetch) returns. A result carries its text twice (the
+ * text item and structuredContent, which MCP asks to agree), so a 3 MiB memory answered whole was over
+ * 6 MiB, far past any model's context; the rest is read page by page with `offset`.
+ */
+export const MAX_READ_CHARS = 100_000;
+
+const readInput = z.object({
+  id: memoryId,
+  offset: z.coerce.number().int().min(0).optional().describe(`Where to start in the memory's text (characters; default 0): next_offset of the previous read, for text past its first ${MAX_READ_CHARS} characters`),
+});
+
+/** One page of a memory's text, never ending (or starting) between the halves of a surrogate pair. */
+function textPage(content: string, offset = 0): { text: string; offset: number; length: number; next: number | null } {
+  let start = Math.min(offset, content.length);
+  if (/[\udc00-\udfff]/.test(content.charAt(start)) && /[\ud800-\udbff]/.test(content.charAt(start - 1))) start -= 1;
+  let end = Math.min(start + MAX_READ_CHARS, content.length);
+  if (end < content.length && /[\ud800-\udbff]/.test(content.charAt(end - 1))) end -= 1;
+  return { text: content.slice(start, end), offset: start, length: content.length, next: end < content.length ? end : null };
+}
+
+async function get(env: ToolEnv, args: z.output<typeof readInput>): Promise<ToolOutput> {
   await reachableMemory(env.ctx, args.id);
   const memory = await getMemory(env.ctx, args.id);
+  const page = textPage(memory.content, args.offset);
   const tags = memory.tags.length ? `, tags ${memory.tags.join(", ")}` : "";
-  const text = `# ${memory.title}\n\n${memory.kind ?? "unclassified"}, ${memory.content_type}, ${formatAge(new Date(memory.created_at), env.ctx.now())}${tags}, id \`${memory.id}\`\n\n${memory.content}`;
-  return { text, structured: { memory, url: memoryUrl(env.origin, memory.id) } };
+  const partial = page.offset > 0 || page.next !== null;
+  const where = partial
+    ? `\n\n[Characters ${page.offset}–${page.offset + page.text.length} of ${page.length}.${page.next !== null ? ` For the rest, call ${env.toolName("engram_get")} with this id and offset ${page.next}.` : ""}]`
+    : "";
+  const text = `# ${memory.title}\n\n${memory.kind ?? "unclassified"}, ${memory.content_type}, ${formatAge(new Date(memory.created_at), env.ctx.now())}${tags}, id \`${memory.id}\`\n\n${page.text}${where}`;
+  return {
+    text,
+    structured: {
+      memory: { ...memory, content: page.text },
+      url: memoryUrl(env.origin, memory.id),
+      content_offset: page.offset,
+      content_length: page.length,
+      has_more: page.next !== null,
+      next_offset: page.next,
+    },
+  };
 }
 
 const listInput = z.object({
@@ -397,7 +433,14 @@ export const ENGRAM_TOOLS: ToolDef[] = [
     annotations: write,
     run: (env, args) => push(env, args),
   }),
-  define({ name: "engram_get", title: "Read a memory", description: "The full content of one memory by id.", input: z.object({ id: memoryId }), annotations: read, run: get }),
+  define({
+    name: "engram_get",
+    title: "Read a memory",
+    description: `The full content of one memory by id, ${MAX_READ_CHARS} characters at a time (offset reads further).`,
+    input: readInput,
+    annotations: read,
+    run: get,
+  }),
   define({
     name: "engram_list",
     title: "List memories",
@@ -484,18 +527,28 @@ export const CHATGPT_TOOLS: ToolDef[] = [
     name: "fetch",
     serves: "engram_get",
     title: "Fetch a memory",
-    description: "The full text of one memory found by search.",
-    input: z.object({ id: memoryId }),
+    description: `The full text of one memory found by search, ${MAX_READ_CHARS} characters at a time (metadata.next_offset, when set, is the offset to fetch the rest from).`,
+    input: readInput,
     annotations: read,
     run: async (env, args) => {
       await reachableMemory(env.ctx, args.id);
       const m = await getMemory(env.ctx, args.id);
+      const page = textPage(m.content, args.offset);
       const doc = {
         id: m.id,
         title: m.title,
-        text: m.content,
+        text: page.text,
         url: memoryUrl(env.origin, m.id),
-        metadata: { kind: m.kind, hub_id: m.hub_id, tags: m.tags, content_type: m.content_type, created_at: m.created_at },
+        metadata: {
+          kind: m.kind,
+          hub_id: m.hub_id,
+          tags: m.tags,
+          content_type: m.content_type,
+          created_at: m.created_at,
+          content_offset: page.offset,
+          content_length: page.length,
+          next_offset: page.next,
+        },
       };
       return { text: JSON.stringify(doc), structured: doc };
     },

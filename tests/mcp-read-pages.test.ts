@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POST as mcpPost } from "@/app/mcp/route.ts";
+import { POST as chatgptPost } from "@/app/mcp/chatgpt/route.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// engram_get (and fetch on /mcp/chatgpt) answered a memory's whole text, up to 3 MiB, twice: in the text
+// item and again in structuredContent, a response of over 6 MiB for one read and far more than a model's
+// context. The text now comes in pages of at most 100,000 characters, each result saying where the rest starts.
+
+let h: Harness;
+let ann: Client;
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+
+afterAll(async () => {
+  await h.close();
+});
+
+async function call(endpoint: "/mcp" | "/mcp/chatgpt", name: string, args: Record<string, unknown>) {
+  const req = new Request(`http://engram.test${endpoint}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+  });
+  const res = await (endpoint === "/mcp" ? mcpPost : chatgptPost)(req, { params: Promise.resolve({}) });
+  const raw = await res.text();
+  const result = (JSON.parse(raw) as any).result;
+  return { size: raw.length, result, text: (result.content as { text: string }[]).map((c) => c.text).join("\n"), data: result.structuredContent };
+}
+
+const PAGE = 100_000;
+
+describe("reading a long memory", () => {
+  // An emoji across the page boundary: a page never ends between the halves of a surrogate pair.
+  const content = `# Survey\n\n${"a".repeat(PAGE - 11)}😀${"The reed beds were counted again. ".repeat(4_000)}end`;
+  let id: string;
+
+  beforeAll(async () => {
+    const pushed = await ann.post("/v1/memories", { content });
+    expect(pushed.status).toBe(201);
+    id = pushed.body.data.id;
+  });
+
+  it("engram_get returns one page at a time, in its text and structured content alike, and says where the rest starts", async () => {
+    const first = await call("/mcp", "engram_get", { id });
+    expect(first.result.isError, first.text).toBeFalsy();
+    expect(first.size).toBeLessThan(2 * PAGE + 10_000);
+    const firstPage = first.data.memory.content as string;
+    expect(firstPage.length).toBeLessThanOrEqual(PAGE);
+    expect(first.data).toMatchObject({ content_offset: 0, content_length: content.length, has_more: true, next_offset: firstPage.length });
+    expect(first.text).toContain(firstPage);
+    expect(first.text).toContain(`offset ${firstPage.length}`);
+
+    let read = firstPage;
+    let next: number | null = first.data.next_offset;
+    for (let pages = 1; next !== null; pages++) {
+      expect(pages).toBeLessThan(5);
+      const page = await call("/mcp", "memax_get", { id, offset: next });
+      expect(page.data.content_offset).toBe(next);
+      read += page.data.memory.content;
+      next = page.data.next_offset;
+    }
+    expect(read).toBe(content);
+  });
+
+  it("fetch on /mcp/chatgpt pages the same way", async () => {
+    const first = await call("/mcp/chatgpt", "fetch", { id });
+    expect(first.size).toBeLessThan(2 * PAGE + 10_000);
+    const doc = JSON.parse(first.text);
+    expect(doc.text.length).toBeLessThanOrEqual(PAGE);
+    expect(doc.metadata).toMatchObject({ content_offset: 0, content_length: content.length, next_offset: doc.text.length });
+    const second = JSON.parse((await call("/mcp/chatgpt", "fetch", { id, offset: doc.metadata.next_offset })).text);
+    expect(content.startsWith(doc.text + second.text)).toBe(true);
+  });
+
+  it("a short memory is read whole, as before", async () => {
+    const short = (await ann.post("/v1/memories", { content: "Short note." })).body.data.id;
+    const got = await call("/mcp", "engram_get", { id: short });
+    expect(got.data).toMatchObject({ memory: { content: "Short note." }, content_offset: 0, content_length: 11, has_more: false, next_offset: null });
+    expect(got.text).not.toContain("offset");
+  });
+});
