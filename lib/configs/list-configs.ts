@@ -9,7 +9,7 @@ import { MAX_CONFIGS_PER_USER, MAX_VERSIONS_KEPT, type ListConfigsQuery } from "
 import { serializeConfig, serializeDeletedConfig } from "./serialize-config.ts";
 
 /** Default page: the CLI lists without a cursor, so one page holds a typical account's files. */
-const DEFAULT_CONFIG_PAGE = 100;
+export const DEFAULT_CONFIG_PAGE = 100;
 const positionSchema = z.tuple([z.string(), z.string(), z.string(), z.uuid()]);
 const deletedPositionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 

@@ -49,8 +49,8 @@ function build(): Schema {
       description: [
         "Engram's REST contract. Every JSON response is an envelope: `{ \"data\": … }` on success, `{ \"error\": { code, message, details? } }` otherwise (see ErrorEnvelope for the codes); this document alone is served bare.",
         "Authenticate with `Authorization: Bearer egk_…` (an API key from the dashboard or POST /v1/auth/api-keys); the dashboard's session cookie also works when no Authorization header is sent.",
-        "`X-Hub-ID` names the hub a write lands in (or that ranks first in recall); without it the personal hub is used.",
-        `Lists are cursor-paginated: \`limit\` (default ${DEFAULT_LIMIT}, clamped to ${MAX_LIMIT}) and the \`next_cursor\` of the previous page; \`has_more\` says whether another page exists.`,
+        "`X-Hub-ID` names the hub a write lands in, a list or search reads, or recall ranks first; each operation taking it says what it does without it (a write: the personal hub).",
+        `Lists are cursor-paginated: \`limit\` (default ${DEFAULT_LIMIT}, clamped to ${MAX_LIMIT}, unless the operation's \`limit\` says otherwise) and the \`next_cursor\` of the previous page; \`has_more\` says whether another page exists.`,
         `JSON bodies are at most ${MAX_BODY_BYTES} bytes (PUT /v1/agent-sessions: ${MAX_SESSION_BODY_BYTES}). Every response carries X-Request-Id and Cache-Control: no-store (this document included), and rate-limited ones X-RateLimit-Limit/Remaining/Reset.`,
       ].join("\n\n"),
     },
@@ -64,15 +64,9 @@ function build(): Schema {
         adminToken: { type: "http", scheme: "bearer", description: "The server's ENGRAM_ADMIN_TOKEN" },
       },
       parameters: {
-        limit: {
-          name: "limit",
-          in: "query",
-          required: false,
-          description: `Page size: a whole number ≥ 1; default ${DEFAULT_LIMIT}, larger values are clamped to ${MAX_LIMIT}`,
-          schema: { type: "string", pattern: "^[0-9]+$" },
-        },
+        limit: limitParameter({ default: DEFAULT_LIMIT, max: MAX_LIMIT }),
         cursor: { name: "cursor", in: "query", required: false, description: "The next_cursor of the previous page (opaque, signed)", schema: { type: "string" } },
-        hubHeader: { name: "X-Hub-ID", in: "header", required: false, description: "Target hub id (else the personal hub)", schema: { type: "string" } },
+        hubHeader: hubHeaderParameter(PERSONAL_HUB_HEADER),
       },
       schemas: {
         ...components,
@@ -95,6 +89,11 @@ function operationObject(op: Operation, convert: (schema: z.ZodType, io: "input"
     const json = convert(op.query, "input");
     const required = new Set((json.required as string[] | undefined) ?? []);
     for (const [name, schema] of Object.entries((json.properties ?? {}) as Record<string, Schema>)) {
+      if (name === "limit" && op.limit) {
+        // This route's own default and maximum: the shared parameter states parseLimit's.
+        parameters.push(limitParameter(op.limit));
+        continue;
+      }
       if (name === "limit" || name === "cursor") {
         parameters.push({ $ref: `#/components/parameters/${name}` });
         continue;
@@ -103,7 +102,8 @@ function operationObject(op: Operation, convert: (schema: z.ZodType, io: "input"
       parameters.push({ name, in: "query", required: required.has(name), ...(typeof description === "string" && { description }), schema: rest });
     }
   }
-  if (op.hubHeader) parameters.push({ $ref: "#/components/parameters/hubHeader" });
+  if (op.hubHeader === true) parameters.push({ $ref: "#/components/parameters/hubHeader" });
+  else if (op.hubHeader) parameters.push(hubHeaderParameter(op.hubHeader));
   for (const header of op.headers ?? []) parameters.push({ name: header.name, in: "header", required: false, description: header.description, schema: { type: "string" } });
 
   const data: Schema = op.data ? convert(op.data, "output") : { type: "object" };
@@ -143,6 +143,24 @@ function operationObject(op: Operation, convert: (schema: z.ZodType, io: "input"
       "4XX": { $ref: "#/components/responses/Error" },
       "5XX": { $ref: "#/components/responses/Error" },
     },
+  };
+}
+
+/** X-Hub-ID of a write (withAuth's target hub): without it the personal hub, or a hub-limited key's first hub. */
+const PERSONAL_HUB_HEADER = "Target hub id; without it the personal hub (for a key limited to other hubs, the first of them)";
+
+function hubHeaderParameter(description: string): Schema {
+  return { name: "X-Hub-ID", in: "header", required: false, description, schema: { type: "string" } };
+}
+
+function limitParameter(limit: NonNullable<Operation["limit"]>): Schema {
+  const note = limit.note ? `; ${limit.note}` : "";
+  return {
+    name: "limit",
+    in: "query",
+    required: false,
+    description: `Page size: a whole number ≥ 1; default ${limit.default}, larger values are clamped to ${limit.max}${note}`,
+    schema: { type: "string", pattern: "^[0-9]+$", default: String(limit.default) },
   };
 }
 

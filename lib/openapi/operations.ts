@@ -1,5 +1,7 @@
 import { z } from "zod";
-import { listAgentSessionsQuerySchema, putAgentSessionBodySchema } from "@/lib/agent-sessions/agent-session-fields.ts";
+import { listAgentSessionsQuerySchema, MAX_SESSIONS_WITH_CONTENT, putAgentSessionBodySchema } from "@/lib/agent-sessions/agent-session-fields.ts";
+import { DEFAULT_LIMIT, MAX_LIMIT } from "@/lib/api/pagination.ts";
+import { DEFAULT_CONFIG_PAGE } from "@/lib/configs/list-configs.ts";
 import { askBodySchema } from "@/lib/ask/ask-fields.ts";
 import { apiKeyObjectSchema, createdApiKeySchema } from "@/lib/auth/api-key-object.ts";
 import { createApiKeyBodySchema } from "@/lib/auth/create-api-key.ts";
@@ -9,6 +11,8 @@ import {
   batchDeleteConfigsBodySchema,
   listConfigsQuerySchema,
   localDeleteBodySchema,
+  MAX_CONFIGS_PER_USER,
+  MAX_VERSIONS_KEPT,
   mergeConfigsBodySchema,
   restoreConfigBodySchema,
   syncConfigsBodySchema,
@@ -62,7 +66,7 @@ import { requestEmailCodeBodySchema, verifyEmailCodeBodySchema } from "@/lib/aut
 import { impersonateBodySchema } from "@/lib/auth/impersonate-user.ts";
 import { notificationObjectSchema, notificationSummarySchema } from "@/lib/notifications/notification-object.ts";
 import { bulkNotificationsBodySchema, resolveNotificationBodySchema } from "@/lib/notifications/update-notification.ts";
-import { barSearchQuerySchema, recallBodySchema, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
+import { barSearchQuerySchema, recallBodySchema, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, searchMemoriesQuerySchema } from "@/lib/recall/recall-fields.ts";
 import { recallResponseSchema } from "@/lib/recall/recall-object.ts";
 import { settingsObjectSchema, updateSettingsBodySchema } from "@/lib/settings/settings-fields.ts";
 import {
@@ -92,8 +96,13 @@ export interface Operation {
   summary: string;
   /** key: API key (or the dashboard session); none: public; admin: ENGRAM_ADMIN_TOKEN. Default key. */
   auth?: "key" | "none" | "admin";
-  /** The X-Hub-ID header picks (or ranks first) a hub. */
-  hubHeader?: boolean;
+  /**
+   * The X-Hub-ID header picks (or ranks first) a hub: true where without it the personal hub is used
+   * (or a hub-limited key's first hub), else what the operation does without it.
+   */
+  hubHeader?: true | string;
+  /** The `limit` the route applies when it is not DEFAULT_LIMIT, clamped to MAX_LIMIT (parseLimit's defaults). */
+  limit?: { default: number; max: number; note?: string };
   query?: z.ZodType;
   body?: z.ZodType;
   /** An empty body is accepted (treated as {}). */
@@ -112,6 +121,11 @@ export interface Operation {
   /** Path parameters that are not plain ids (catch-alls). */
   pathParams?: Record<string, string>;
 }
+
+/** X-Hub-ID where it narrows a search or a list, which without it reads every hub. */
+const EVERY_HUB_HEADER = "Only this hub (a hub_id parameter wins); without it every hub the caller can read";
+/** X-Hub-ID on recall and ask: every readable hub is searched either way. */
+const RANKED_FIRST_HEADER = "This hub's memories rank first; every hub the caller can read is searched either way";
 
 const cursorPage = <K extends string>(key: K, item: z.ZodType) =>
   z.object({ [key]: z.array(item), next_cursor: z.string().meta({ description: '"" on the last page' }), has_more: z.boolean() } as Record<K | "next_cursor" | "has_more", z.ZodType>);
@@ -339,6 +353,7 @@ export const OPERATIONS: Operation[] = [
     tag: "Agent configs",
     summary: "Personas read from the caller's synced identity files (SOUL.md, IDENTITY.md, PERSONA.md, personas/*.md), named by their first heading, newest change first; a page (default and at most 500, every persona) holds at most 8 MiB of content",
     query: listPersonasQuerySchema,
+    limit: { default: MAX_CONFIGS_PER_USER, max: MAX_CONFIGS_PER_USER },
     data: z.object({
       personas: z.array(z.object({ id: z.string(), owner_id: z.string(), source_agent: z.string(), source_scope: z.string(), source_file_path: z.string(), name: z.string(), content: z.string(), content_hash: z.string(), version: z.int(), created_at: z.string(), updated_at: z.string() })),
       next_cursor: z.string(),
@@ -352,6 +367,7 @@ export const OPERATIONS: Operation[] = [
     tag: "Agent configs",
     summary: "The persona file's stored versions (at most 50 kept), newest first, without content; paginated (limit default 50 = every kept version, max 100)",
     query: listQuerySchema,
+    limit: { default: MAX_VERSIONS_KEPT, max: MAX_LIMIT },
     data: z.object({
       revisions: z.array(z.object({ id: z.string(), persona_id: z.string(), owner_id: z.string(), version: z.int(), content: z.string().optional(), content_hash: z.string(), created_at: z.string() })),
       next_cursor: z.string(),
@@ -414,7 +430,7 @@ export const OPERATIONS: Operation[] = [
     path: "/v1/memories",
     tag: "Memories",
     summary: "Memories of every readable hub (or of hub_id, else of X-Hub-ID), newest or most used first",
-    hubHeader: true,
+    hubHeader: EVERY_HUB_HEADER,
     query: listMemoriesQuerySchema,
     data: cursorPage("memories", memoryObjectSchema).extend({ total: z.int() }),
   },
@@ -426,7 +442,8 @@ export const OPERATIONS: Operation[] = [
     path: "/v1/memories/search",
     tag: "Memories",
     summary: "Quick word search without embeddings: BM25 over chunks, then titles containing the text; one row per memory, a plain array of at most `limit` (default 10, max 50)",
-    hubHeader: true,
+    hubHeader: EVERY_HUB_HEADER,
+    limit: { default: SEARCH_DEFAULT_LIMIT, max: SEARCH_MAX_LIMIT },
     query: searchMemoriesQuerySchema,
     data: z.array(searchResultSchema),
   },
@@ -435,7 +452,8 @@ export const OPERATIONS: Operation[] = [
     path: "/v1/bar/search",
     tag: "Memories",
     summary: "A search bar's quick matches in one request: memories as the quick search finds them, topics (name or description) and readable hubs (name) containing the text; an empty q gives empty lists; `limit` (default 10, max 50) bounds each list",
-    hubHeader: true,
+    hubHeader: EVERY_HUB_HEADER,
+    limit: { default: SEARCH_DEFAULT_LIMIT, max: SEARCH_MAX_LIMIT },
     query: barSearchQuerySchema,
     data: z.object({
       query: z.string(),
@@ -484,8 +502,8 @@ export const OPERATIONS: Operation[] = [
   { method: "get", path: "/v1/blobs/{key}", tag: "Memories", summary: "The embedded blob store serves a file through its signed URL", auth: "none", produces: "binary", pathParams: { key: "The object key (may contain slashes)" } },
 
   // Recall and ask
-  { method: "post", path: "/v1/recall", tag: "Recall", summary: "Hybrid search over every hub the caller can read", hubHeader: true, body: recallBodySchema, data: recallResponseSchema },
-  { method: "post", path: "/v1/ask", tag: "Recall", summary: "An answer from recall's sources with citations (SSE with Accept: text/event-stream)", hubHeader: true, body: askBodySchema, produces: "sse-or-json" },
+  { method: "post", path: "/v1/recall", tag: "Recall", summary: "Hybrid search over every hub the caller can read", hubHeader: RANKED_FIRST_HEADER, body: recallBodySchema, data: recallResponseSchema },
+  { method: "post", path: "/v1/ask", tag: "Recall", summary: "An answer from recall's sources with citations (SSE with Accept: text/event-stream)", hubHeader: RANKED_FIRST_HEADER, body: askBodySchema, produces: "sse-or-json" },
   { method: "get", path: "/v1/events/stream", tag: "Recall", summary: "Server-sent events of the caller's hubs", query: eventStreamQuerySchema, produces: "sse", headers: [{ name: "Last-Event-ID", description: "Resume after this event" }] },
 
   // Hubs
@@ -635,8 +653,8 @@ export const OPERATIONS: Operation[] = [
     data: cursorPage("notifications", notificationObjectSchema),
   },
   { method: "get", path: "/v1/notifications/summary", tag: "Notifications", summary: "Pending and unseen counts by kind", query: notificationSummaryQuerySchema, data: notificationSummarySchema },
-  { method: "post", path: "/v1/notifications/seen", tag: "Notifications", summary: "Mark receipt kinds seen in bulk", hubHeader: true, body: bulkNotificationsBodySchema },
-  { method: "post", path: "/v1/notifications/dismiss", tag: "Notifications", summary: "Dismiss receipt kinds in bulk", hubHeader: true, body: bulkNotificationsBodySchema },
+  { method: "post", path: "/v1/notifications/seen", tag: "Notifications", summary: "Mark receipt kinds seen in bulk", hubHeader: "Only this hub's notifications (the body's hub wins); without it every hub's", body: bulkNotificationsBodySchema },
+  { method: "post", path: "/v1/notifications/dismiss", tag: "Notifications", summary: "Dismiss receipt kinds in bulk", hubHeader: "Only this hub's notifications (the body's hub wins); without it every hub's", body: bulkNotificationsBodySchema },
   { method: "post", path: "/v1/notifications/{id}/seen", tag: "Notifications", summary: "Mark one notification seen (idempotent)" },
   { method: "post", path: "/v1/notifications/{id}/dismiss", tag: "Notifications", summary: "Dismiss a receipt (decisions go through resolve)" },
   { method: "post", path: "/v1/notifications/{id}/resolve", tag: "Notifications", summary: "Accept or decline an invite or an ownership transfer", body: resolveNotificationBodySchema },
@@ -691,11 +709,11 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/chat/sessions/{id}/approvals/{approvalId}", tag: "Chat", summary: "Approve or deny a tool call the agent waits on; once only (409), not after it timed out (408)", body: decideChatApprovalBodySchema, data: decideChatApprovalResultSchema },
 
   // Agent sessions and configs
-  { method: "get", path: "/v1/agent-sessions", tag: "Agent configs", summary: "The caller's agent sessions, newest first", query: listAgentSessionsQuerySchema },
+  { method: "get", path: "/v1/agent-sessions", tag: "Agent configs", summary: "The caller's agent sessions, newest first", query: listAgentSessionsQuerySchema, limit: { default: DEFAULT_LIMIT, max: MAX_LIMIT, note: `at most ${MAX_SESSIONS_WITH_CONTENT} with session_id, whose sessions carry their content` } },
   { method: "put", path: "/v1/agent-sessions", tag: "Agent configs", summary: "Store or replace one agent session file (201 when new)", body: putAgentSessionBodySchema, statuses: [200, 201] },
-  { method: "get", path: "/v1/configs", tag: "Agent configs", summary: "The caller's synced agent configs, with content; a page holds at most 8 MiB of it", query: listConfigsQuerySchema },
+  { method: "get", path: "/v1/configs", tag: "Agent configs", summary: "The caller's synced agent configs, with content; a page holds at most 8 MiB of it", query: listConfigsQuerySchema, limit: { default: DEFAULT_CONFIG_PAGE, max: MAX_CONFIGS_PER_USER } },
   { method: "put", path: "/v1/configs", tag: "Agent configs", summary: "Store a new version of one config file (201 when new)", body: upsertConfigBodySchema, statuses: [200, 201] },
-  { method: "get", path: "/v1/configs/deleted", tag: "Agent configs", summary: "Deleted configs that can still be restored", query: listQuerySchema },
+  { method: "get", path: "/v1/configs/deleted", tag: "Agent configs", summary: "Deleted configs that can still be restored", query: listQuerySchema, limit: { default: DEFAULT_CONFIG_PAGE, max: MAX_LIMIT } },
   { method: "post", path: "/v1/configs/sync", tag: "Agent configs", summary: "One action per file from the device's manifest", body: syncConfigsBodySchema },
   { method: "post", path: "/v1/configs/ack", tag: "Agent configs", summary: "The device reports the versions it now holds", body: ackConfigsBodySchema },
   { method: "post", path: "/v1/configs/merge", tag: "Agent configs", summary: "A line-level union of two versions", body: mergeConfigsBodySchema },
@@ -704,5 +722,5 @@ export const OPERATIONS: Operation[] = [
   { method: "post", path: "/v1/configs/batch-delete", tag: "Agent configs", summary: "Delete configs everywhere", body: batchDeleteConfigsBodySchema },
   { method: "get", path: "/v1/configs/{id}", tag: "Agent configs", summary: "One config with its content" },
   { method: "delete", path: "/v1/configs/{id}", tag: "Agent configs", summary: "Delete everywhere (restorable for 30 days)" },
-  { method: "get", path: "/v1/configs/{id}/versions", tag: "Agent configs", summary: "The stored versions of one config, newest first", query: listQuerySchema },
+  { method: "get", path: "/v1/configs/{id}/versions", tag: "Agent configs", summary: "The stored versions of one config, newest first", query: listQuerySchema, limit: { default: MAX_VERSIONS_KEPT, max: MAX_LIMIT } },
 ];
