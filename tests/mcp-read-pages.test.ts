@@ -64,6 +64,8 @@ describe("reading a long memory", () => {
       next = page.data.next_offset;
     }
     expect(read).toBe(content);
+    // One read of the memory, however many pages it took: "most used" sorts and dreams read access_count.
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).accessCount).toBe(1);
   });
 
   it("fetch on /mcp/chatgpt pages the same way", async () => {

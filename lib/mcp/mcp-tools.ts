@@ -208,7 +208,8 @@ function textPage(content: string, offset = 0): { text: string; offset: number; 
 
 async function get(env: ToolEnv, args: z.output<typeof readInput>): Promise<ToolOutput> {
   await reachableMemory(env.ctx, args.id);
-  const memory = await getMemory(env.ctx, args.id);
+  // Reading on from an offset is the same read of the memory: only its first page counts as an access.
+  const memory = await getMemory(env.ctx, args.id, { countAccess: !args.offset });
   const page = textPage(memory.content, args.offset);
   const tags = memory.tags.length ? `, tags ${memory.tags.join(", ")}` : "";
   const partial = page.offset > 0 || page.next !== null;
@@ -532,7 +533,7 @@ export const CHATGPT_TOOLS: ToolDef[] = [
     annotations: read,
     run: async (env, args) => {
       await reachableMemory(env.ctx, args.id);
-      const m = await getMemory(env.ctx, args.id);
+      const m = await getMemory(env.ctx, args.id, { countAccess: !args.offset });
       const page = textPage(m.content, args.offset);
       const doc = {
         id: m.id,
