@@ -256,7 +256,9 @@ async function asBatchAnswer(response: Response): Promise<Response> {
 
 /** Hands the message(s) to the SDK: 2026-07-28 traffic per request, 2025-era traffic through its web-standard transport. */
 async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown): Promise<Response> {
-  const env: ToolEnv = { ctx, origin, toolName: toolNamer(tools) };
+  // Tools scope by their hub_id argument alone: REST's X-Hub-ID, sent by a client configured with REST's
+  // headers, narrowed engram_list (and failed it when a slug) behind the model's back.
+  const env: ToolEnv = { ctx: { ...ctx, hubHeader: undefined }, origin, toolName: toolNamer(tools) };
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
   const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers), body: text });
   if (await isLegacyRequest(forward, body)) {
