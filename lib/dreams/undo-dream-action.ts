@@ -52,6 +52,15 @@ function archivedWrite(action: { details: unknown }): { updatedAt?: { lte: Date 
 }
 
 /**
+ * A dream's topic no member has written to since the run made it: every write through the API moves
+ * updated_at past created_at (the run writes both at once), and renames, moves, pins, descriptions and
+ * icons also leave their mark, for a write stamped with the same clock.
+ */
+function topicAsDreamMadeIt(topic: { createdAt: Date; updatedAt: Date; userModified: boolean; pinned: boolean; description: string; icon: string; archivedAt: Date | null }): boolean {
+  return topic.updatedAt.getTime() === topic.createdAt.getTime() && !topic.userModified && !topic.pinned && topic.description === "" && topic.icon === "" && topic.archivedAt === null;
+}
+
+/**
  * POST /v1/dreams/actions/:id/undo: puts back what the action changed — a
  * merge is split (the archived memory returns, superseded_by cleared), an
  * archived memory is restored, an organized memory leaves the topic (a topic
@@ -129,9 +138,13 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       const moved = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId, updatedAt: now } });
       if (moved.count) changed.add(first!);
       // A topic a dream created goes away once undoing empties it. Subtopics a member made under it
-      // keep it: deleting it would lift them (and their memories) to the top of the tree.
+      // keep it: deleting it would lift them (and their memories) to the top of the tree. So does any
+      // write of a member's to the topic itself (a rename, a move, a pin, a description, an icon, a
+      // reorder, an archive): the topic is theirs then, and the undo of one filing took it with it.
       if (action.toTopicId && (await tx.dreamAction.count({ where: { hubId: action.hubId, toTopicId: action.toTopicId, createdTopic: true } })) > 0) {
-        const left = (await tx.memory.count({ where: { topicId: action.toTopicId } })) + (await tx.topic.count({ where: { parentId: action.toTopicId } }));
+        const topic = await tx.topic.findFirst({ where: { id: action.toTopicId, hubId: action.hubId } });
+        const untouched = topic && topicAsDreamMadeIt(topic);
+        const left = untouched ? (await tx.memory.count({ where: { topicId: action.toTopicId } })) + (await tx.topic.count({ where: { parentId: action.toTopicId } })) : 1;
         if (left === 0) {
           const gone = await tx.topic.deleteMany({ where: { id: action.toTopicId, hubId: action.hubId } });
           if (gone.count) await emitEvent(tx, { type: "topic.changed", hubId: action.hubId, actorId: ctx.user.id, entityId: action.toTopicId });
