@@ -1,5 +1,4 @@
-import { customBoardsStopping } from "@/lib/boards/kick-custom-board.ts";
-import { refreshCustomBoard } from "@/lib/boards/refresh-custom-board.ts";
+import { customBoardsStopping, refreshBoardForDream } from "@/lib/boards/kick-custom-board.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, failRun, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
@@ -128,7 +127,8 @@ export const dreamRunFunction = inngest.createFunction(
     for (const boardId of boards) {
       await step.run(`board-${boardId}`, async () => {
         if (customBoardsStopping()) return null;
-        await refreshCustomBoard(await getDatabase(), boardId, runId).catch((error: unknown) => console.error(`[engram] boards: board ${boardId} could not be refreshed`, error));
+        // Its failures are logged by the refresh (the hub's next dream run asks the board again).
+        await refreshBoardForDream(boardId, runId);
         return null;
       });
     }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import { dreamRunFunction } from "@/inngest/dream-functions.ts";
-import { customBoardsIdle, kickCookingBoards } from "@/lib/boards/kick-custom-board.ts";
+import { customBoardsIdle, kickCookingBoards, kickCustomBoard } from "@/lib/boards/kick-custom-board.ts";
 import { DREAM_RUN_EVENT, DreamRunner } from "@/lib/dreams/dream-runner.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { newId } from "@/lib/ids.ts";
@@ -18,6 +18,10 @@ const saved = { ...process.env };
 const MODEL_ENV = ["ENGRAM_CHAT_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"];
 /** How long the fake model takes over each board's answer. */
 const ANSWER_MS = 400;
+/** Board answers the fake model is writing right now, and the most at once. */
+const answering = { now: 0, most: 0 };
+/** A board to kick as the next board answer begins (a member rewriting its instruction just then). */
+let kickOnAnswer: string | null = null;
 
 async function pushTo(hubId: string, content: string) {
   const res = await ann.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } });
@@ -38,7 +42,13 @@ beforeAll(async () => {
   ann = await h.user("Ann");
   // Board answers (streamed) take their time; the pipeline's and the dream's structured calls do not.
   chat = await startFakeOpenAiChat(async (schema, body) => {
-    if (body.stream) await new Promise((resolve) => setTimeout(resolve, ANSWER_MS));
+    if (body.stream) {
+      answering.most = Math.max(answering.most, ++answering.now);
+      if (kickOnAnswer) kickCustomBoard(kickOnAnswer);
+      kickOnAnswer = null;
+      await new Promise((resolve) => setTimeout(resolve, ANSWER_MS));
+      answering.now -= 1;
+    }
     return schema === "memory_classification" ? { kind: "semantic", stability: "evolving" } : schema === "topic_name" ? { name: "Releases" } : { summary: "A note." };
   });
 });
@@ -110,6 +120,35 @@ describe("board refreshes after a dream run", () => {
     for (const id of boardIds) expect(ctx.step.run).toHaveBeenCalledWith(`board-${id}`, expect.any(Function));
     const written = await h.db.customBoard.findMany({ where: { id: { in: boardIds } }, select: { cardDreamRunId: true, status: true } });
     expect(written).toEqual(boardIds.map(() => ({ cardDreamRunId: runId, status: "active" })));
+  });
+});
+
+describe("the Inngest dream function's board steps against a kick of the same board", () => {
+  /**
+   * The steps called refreshCustomBoard directly, past the one-refresh-per-board guard a kick goes
+   * through: a board kicked (its instruction rewritten) while the function's step asked it was answered
+   * twice at once, each a chat model call, the first written for nothing.
+   */
+  it("answer the board one at a time", async () => {
+    const hubId = await h.teamHub(ann);
+    await waitProcessed(h.db, ann, await pushTo(hubId, "# Release checklist\nBefore a release the changelog is written."));
+    const boardId = newId();
+    await h.db.customBoard.create({ data: { id: boardId, hubId, createdBy: ann.id, title: "Releases", instruction: "What must happen before a release?", status: "active" } });
+    const runId = (await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
+    Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: chat.url });
+    try {
+      answering.most = 0;
+      const asked = chat.requests.length;
+      // The kick lands as the function's board step asks the model.
+      kickOnAnswer = boardId;
+      const { result } = await new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] }).execute();
+      await customBoardsIdle();
+      expect(chat.requests.slice(asked).filter((body) => body.stream)).toHaveLength(2);
+      expect(result).toEqual({ status: "completed" });
+      expect(answering.most).toBe(1);
+    } finally {
+      for (const key of MODEL_ENV) delete process.env[key];
+    }
   });
 });
 

@@ -6,6 +6,8 @@ interface Refreshing {
   again: boolean;
   /** The dream run the next answer is written for (null: a kick of the board itself). */
   dreamRunId: string | null;
+  /** The refresh itself, ending once no kick asks for one more: what a caller that must wait for its answer awaits. */
+  job?: Promise<unknown>;
 }
 
 /** A start-up's claim of a cooking board: the stamp it wrote in card_asked_at, over the value it replaced. */
@@ -81,8 +83,19 @@ function refreshInBackground(boardId: string, dreamRunId: string | null = null):
       refreshing.delete(boardId);
     }
   })().finally(() => running.delete(job));
+  state.job = job;
   running.add(job);
   return job;
+}
+
+/**
+ * A dream run's answer of one board, awaited (the Inngest dream function's board steps): through the
+ * same one-refresh-per-board guard as a kick. Called directly, a step answered the board at the same
+ * time as a kick of it in this process, the chat model asked twice and the first answer written for
+ * nothing. A refresh already running answers once more, for this run, and the step waits for that.
+ */
+export async function refreshBoardForDream(boardId: string, dreamRunId: string): Promise<void> {
+  await (refreshInBackground(boardId, dreamRunId) ?? refreshing.get(boardId)?.job);
 }
 
 /**
