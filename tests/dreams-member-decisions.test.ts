@@ -438,6 +438,47 @@ describe("a run's bounds, across a resume", () => {
   }, 120_000);
 });
 
+describe("a run's contradiction reviews, across a resume", () => {
+  /**
+   * The similar step flagged every contradiction it found, each a review_contradiction notification
+   * for every owner and admin of the hub: a hub with many contradictions and admins got a flood of
+   * them in one run. Reviews are now bounded per run (ENGRAM_DREAM_MAX_REVIEWS_PER_RUN), counted
+   * across the run's attempts as its other bounds are; the rest are flagged by the next runs.
+   */
+  it("flags no more pairs than the run's bound in all, and notifies each manager of those only", async () => {
+    const hubId = await h.teamHub(owner);
+    const admin = await h.user("Admin of many reviews");
+    await h.db.hubMember.create({ data: { hubId, userId: admin.id, role: "admin" } });
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    await pairOfNotes(hubId, ["The database connection pool size is 10 connections.", "The database connection pool size is 20 connections."]);
+    await pairOfNotes(hubId, ["The session cookie lifetime is 14 days.", "The session cookie lifetime is 30 days."]);
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig({ batchSize: 1 });
+    const saved = process.env.ENGRAM_DREAM_MAX_REVIEWS_PER_RUN;
+    process.env.ENGRAM_DREAM_MAX_REVIEWS_PER_RUN = "2";
+    try {
+      expect(await claimDreamRun(h.db, run.run_id, "doomed", new Date(), config.staleRunMs)).toBe(true);
+      const crash = new Error("simulated crash");
+      // A crash right after the first review is written.
+      const afterBatch = async (phase: string) => {
+        if (phase === "similar" && (await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "contradiction" } })) > 0) throw crash;
+      };
+      await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch }, run.run_id, "doomed")).rejects.toBe(crash);
+      expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "contradiction" } })).toBe(1);
+      expect(await claimDreamRun(h.db, run.run_id, "rescuer", new Date(Date.now() + 3_600_000), config.staleRunMs)).toBe(true);
+      expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
+    } finally {
+      if (saved === undefined) delete process.env.ENGRAM_DREAM_MAX_REVIEWS_PER_RUN;
+      else process.env.ENGRAM_DREAM_MAX_REVIEWS_PER_RUN = saved;
+    }
+    expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "contradiction" } })).toBe(2);
+    for (const userId of [owner.id, admin.id]) expect(await h.db.notification.count({ where: { userId, hubId, kind: "review_contradiction" } })).toBe(2);
+    // The pair left over is flagged by the next run.
+    await dream(hubId);
+    expect(await h.db.dreamAction.count({ where: { hubId, actionType: "contradiction" } })).toBe(3);
+  }, 180_000);
+});
+
 describe("a run's new topics, across a resume", () => {
   /** At most 20 new topics a run (maxNewTopicsPerRun), but counted per attempt: a resumed run made up to 20 more. */
   it("makes no more new topics than the run's bound in all", async () => {

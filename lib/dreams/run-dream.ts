@@ -1,4 +1,5 @@
 import type { Db, SqlRunner } from "@/lib/db/database.ts";
+import { positiveIntEnv } from "@/lib/config.ts";
 import { chatModel, mergeWithModel, MERGE_MAX_INPUT_CHARS, nameTopicWithModel } from "@/lib/ai/chat-model.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { newId } from "@/lib/ids.ts";
@@ -283,6 +284,9 @@ async function undoneFor(db: Db, hubId: string, actionType: "archive" | "organiz
   return new Set(rows.map((row) => row.id));
 }
 
+/** Contradiction reviews a run flags at most (ENGRAM_DREAM_MAX_REVIEWS_PER_RUN), across its attempts. */
+const maxReviewsPerRun = () => positiveIntEnv("ENGRAM_DREAM_MAX_REVIEWS_PER_RUN", 50);
+
 const EXCERPT_CHARS = 280;
 const excerpt = (text: string) => (text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS - 3)}…` : text);
 
@@ -320,7 +324,18 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   }
   // Contradictions whose side was just merged away are moot.
   const archivedNow = new Set(actions.filter((a) => a.type === "merge").map((a) => a.older.id));
-  const final = actions.filter((a) => a.type === "merge" || (!archivedNow.has(a.older.id) && !archivedNow.has(a.newer.id)));
+  // Each review is a notification for every owner and admin of the hub: unbounded, a hub with many
+  // contradictions and managers got a flood of them in one run. The bound is the run's, not this
+  // attempt's (a resumed run flagged up to the whole bound again); the pairs left are the next runs'.
+  const [flagged] = await ctx.deps.db.$queryRaw<{ reviews: number }[]>`
+    SELECT count(*)::int AS reviews FROM dream_actions WHERE run_id = ${ctx.runId}::uuid AND action_type = 'contradiction'`;
+  let reviewRoom = Math.max(0, maxReviewsPerRun() - (flagged?.reviews ?? 0));
+  const final = actions.filter((a) => {
+    if (a.type === "merge") return true;
+    if (archivedNow.has(a.older.id) || archivedNow.has(a.newer.id) || reviewRoom <= 0) return false;
+    reviewRoom -= 1;
+    return true;
+  });
   // Enough of each side to tell whether it is longer than its excerpt, and no more.
   const contents = await ctx.deps.db.$queryRaw<{ id: string; content: string }[]>`
     SELECT id::text AS id, left(content, ${EXCERPT_CHARS + 1}::int) AS content FROM memories
