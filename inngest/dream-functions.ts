@@ -2,11 +2,11 @@ import { customBoardsStopping, refreshBoardForDream } from "@/lib/boards/kick-cu
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dueHubs, failRun, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, DREAM_PHASES, finishDreamRun, LostLeaseError, OutOfTimeError, runDreamPhase } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, DREAM_PHASES, finishDreamRun, LostLeaseError, OutOfTimeError, runBudgetStart, runDreamPhase } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { inngest } from "./client.ts";
 
-/** What the claim step memoizes: the lease's owner and when this attempt began (its budget's start). */
+/** What the claim step memoizes: the lease's owner and when the run's budget began (its first claim). */
 interface Claim {
   owner: string;
   startedAt: number;
@@ -37,11 +37,15 @@ export const dreamRunFunction = inngest.createFunction(
     const config = dreamConfig();
     // The lease is this function run's (Inngest's run id: the same for its steps and retries), not the
     // dream run's: a re-sent event starts a second function run, which must not hold it too. The claim
-    // also fixes when this attempt began, memoized with the step: the budget is the attempt's, not each step's.
+    // also fixes when the run's budget began (its first claim), memoized with the step: not each step's.
     const self = `inngest-${functionRunId}`;
     const claimAs = async (takeOverFrom?: string): Promise<Claim | null> => {
       const now = new Date();
-      return (await claimDreamRun((await getDatabase()).prisma, runId, self, now, config.staleRunMs, takeOverFrom)) ? { owner: self, startedAt: now.getTime() } : null;
+      const db = (await getDatabase()).prisma;
+      if (!(await claimDreamRun(db, runId, self, now, config.staleRunMs, takeOverFrom))) return null;
+      // The run's budget began at its first claim, whichever worker or function run made it (see runBudgetStart).
+      const run = await db.dreamRun.findUnique({ where: { id: runId }, select: { startedAt: true } });
+      return { owner: self, startedAt: runBudgetStart(run ?? { startedAt: null }, now) };
     };
     const memoized: unknown = await step.run("claim", () => claimAs());
     // A function run that claimed before a deploy replays the claim as it was memoized then: `true`, the

@@ -89,8 +89,9 @@ export async function claimDreamRun(db: Db, runId: string, owner: string, now: D
  */
 export async function executeDreamRun(deps: DreamDeps, runId: string, owner: string): Promise<string> {
   const now = deps.now ?? (() => new Date());
-  const startedAt = now().getTime();
   const run = await runRow(deps.db, runId, owner);
+  // The budget is the run's, from its first claim (see runBudgetStart), not this attempt's.
+  const startedAt = runBudgetStart(run, now());
   let timedOut = false;
   const startIndex = run.phase === "done" ? DREAM_PHASES.length : Math.max(0, DREAM_PHASES.indexOf(run.phase as DreamPhase));
   const cached = { ...deps, cache: deps.cache ?? {} };
@@ -104,6 +105,15 @@ export async function executeDreamRun(deps: DreamDeps, runId: string, owner: str
     }
   }
   return finishDreamRun(deps, runId, owner, timedOut);
+}
+
+/**
+ * When the run's time budget began: its first claim (started_at), across every attempt that resumes it.
+ * Counted from each attempt's own start, every resume (a crashed or stopped worker's, a re-sent Inngest
+ * event's) got a whole new budget, and a run resumed again and again was never out of time.
+ */
+export function runBudgetStart(run: { startedAt: Date | null }, now: Date): number {
+  return (run.startedAt ?? now).getTime();
 }
 
 interface BatchContext {
@@ -178,6 +188,8 @@ function keepHeartbeat(deps: DreamDeps, runId: string, owner: string): () => Pro
 export async function runDreamPhase(deps: DreamDeps, runId: string, owner: string, phase: DreamPhase, startedAt = Date.now()): Promise<void> {
   const phaseStart = performance.now();
   const run = await runRow(deps.db, runId, owner);
+  // Out of time already (a run resumed past its budget): before reading and comparing the whole hub.
+  if ((deps.now ?? (() => new Date()))().getTime() - startedAt > deps.config.maxRunMs) throw new OutOfTimeError();
   // Read at each phase (an Inngest run takes each as a step, maybe hours apart): a switch turned off
   // meanwhile stops the steps still to come.
   const config = withDreamSettings(deps.config, await hubDreamSettings(deps.db, run.hubId), run.triggeredBy === null);

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InngestTestEngine } from "@inngest/test";
+import { dreamRunFunction } from "@/inngest/dream-functions.ts";
+import { dreamConfig } from "@/lib/dreams/dream-config.ts";
+import { DREAM_RUN_EVENT } from "@/lib/dreams/dream-runner.ts";
+import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
+import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
+import { indexMemories } from "./recall-helpers.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// A run's time budget (ENGRAM_DREAM_MAX_SECONDS) is the run's, across the attempts that resume it.
+
+let h: Harness;
+let owner: Client;
+beforeAll(async () => {
+  h = await createHarness();
+  owner = await h.user("Owner");
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+const HOUR = 3_600_000;
+
+/** Two near-duplicate pairs: with a batch of one, the similar step writes in two batches. */
+async function hubWithTwoMerges(): Promise<string> {
+  const hubId = await h.teamHub(owner);
+  const ids: string[] = [];
+  for (const content of [
+    "Use pnpm, not npm, for installing dependencies in the web repo.",
+    "In the web repo we install dependencies with pnpm instead of npm.",
+    "Deploys to production happen every Tuesday after the standup, using the release script.",
+    "Production deploys happen each Tuesday after standup with the release script.",
+  ]) {
+    const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+    expect(res.status, res.text).toBe(201);
+    ids.push(res.body.data.id);
+  }
+  await indexMemories(h.db, ids);
+  return hubId;
+}
+
+/** A run a worker claimed an hour ago and that crashed after its first batch. */
+async function crashedAnHourAgo(hubId: string) {
+  const run = await queueDreamRun(h.db, hubId, owner.id, new Date(Date.now() - HOUR));
+  const config = dreamConfig({ batchSize: 1 });
+  const then = new Date(Date.now() - HOUR);
+  expect(await claimDreamRun(h.db, run.run_id, "doomed", then, config.staleRunMs)).toBe(true);
+  const crash = new Error("simulated crash");
+  const afterBatch = () => {
+    throw crash;
+  };
+  await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch, now: () => then }, run.run_id, "doomed")).rejects.toBe(crash);
+  expect(await h.db.dreamAction.count({ where: { runId: run.run_id } })).toBe(1);
+  return { runId: run.run_id, config };
+}
+
+describe("a run resumed after its time budget is spent", () => {
+  /**
+   * The budget was counted from each attempt's own start: every resume (a crashed worker's, a stopped
+   * one's, a re-sent Inngest event's) got a fresh 300 s, and a run that kept being resumed ran for as
+   * long as it kept being resumed. It is now counted from the run's first claim.
+   */
+  it("in process: ends partial_failed at its resume, doing nothing more", async () => {
+    const { runId, config } = await crashedAnHourAgo(await hubWithTwoMerges());
+    expect(await claimDreamRun(h.db, runId, "rescuer", new Date(), config.staleRunMs)).toBe(true);
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, runId, "rescuer")).toBe("partial_failed");
+    expect(await h.db.dreamAction.count({ where: { runId } })).toBe(1);
+    expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ status: "partial_failed", error: expect.stringMatching(/budget/) });
+  }, 120_000);
+
+  it("under Inngest: a function run taking the run over ends it partial_failed, doing nothing more", async () => {
+    const hubId = await hubWithTwoMerges();
+    const { runId } = await crashedAnHourAgo(hubId);
+    const { result } = await new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] }).execute();
+    expect(result).toEqual({ status: "partial_failed" });
+    expect(await h.db.dreamAction.count({ where: { runId } })).toBe(1);
+  }, 120_000);
+
+  it("a run resumed within its budget goes on to the end", async () => {
+    const hubId = await hubWithTwoMerges();
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig({ batchSize: 1 });
+    expect(await claimDreamRun(h.db, run.run_id, "doomed", new Date(), config.staleRunMs)).toBe(true);
+    const crash = new Error("simulated crash");
+    await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch: () => Promise.reject(crash) }, run.run_id, "doomed")).rejects.toBe(crash);
+    expect(await claimDreamRun(h.db, run.run_id, "rescuer", new Date(Date.now() + config.staleRunMs + 1_000), config.staleRunMs)).toBe(true);
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
+    expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "merge" } })).toBe(2);
+  }, 120_000);
+});
