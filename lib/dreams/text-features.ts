@@ -42,6 +42,15 @@ export interface TextFeatures {
 
 const SETTING_RE = /^(.*?)\b(?:is|are|=|:|equals|set to|should be|must be|defaults to|default is|runs on|uses)\s+(.+)$/i;
 
+/**
+ * A word the checks read: two characters or more, or a digit. Dropped with the one-letter words, a
+ * one-digit value ("starts at 2 am" / "at 4 am", "5 attempts" / "10 attempts") left the two texts the
+ * same words, and the pair was merged as a near-duplicate, the older archived, not flagged for review.
+ */
+function longEnough(word: string): boolean {
+  return word.length >= 2 || /\d/.test(word);
+}
+
 export function textFeatures(text: string): TextFeatures {
   const words = new Set<string>();
   const entities = new Set<string>();
@@ -53,7 +62,7 @@ export function textFeatures(text: string): TextFeatures {
     const tokens = sentence.match(TOKEN_RE) ?? [];
     tokens.forEach((raw, index) => {
       const lower = raw.toLowerCase();
-      if (STOPWORDS.has(lower) || lower.length < 2) return;
+      if (STOPWORDS.has(lower) || !longEnough(lower)) return;
       const word = stem(lower);
       words.add(word);
       const named = (index > 0 && /^[A-Z][a-z]/.test(raw)) || /^[A-Z0-9_]{2,}$/.test(raw) && /[A-Z]/.test(raw) || /[a-z][A-Z]|_|\.[a-z]/.test(raw);
@@ -71,7 +80,7 @@ export function textFeatures(text: string): TextFeatures {
 }
 
 function contentWords(text: string, stemmed = true): string[] {
-  const words = (text.match(TOKEN_RE) ?? []).map((t) => t.toLowerCase()).filter((t) => !STOPWORDS.has(t) && t.length >= 2);
+  const words = (text.match(TOKEN_RE) ?? []).map((t) => t.toLowerCase()).filter((t) => !STOPWORDS.has(t) && longEnough(t));
   return stemmed ? words.map(stem) : words;
 }
 
