@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import { dreamRunFunction } from "@/inngest/dream-functions.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
-import { DREAM_RUN_EVENT } from "@/lib/dreams/dream-runner.ts";
+import { DREAM_RUN_EVENT, dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { indexMemories } from "./recall-helpers.ts";
@@ -87,5 +87,27 @@ describe("a run resumed after its time budget is spent", () => {
     expect(await claimDreamRun(h.db, run.run_id, "rescuer", new Date(Date.now() + config.staleRunMs + 1_000), config.staleRunMs)).toBe(true);
     expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
     expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "merge" } })).toBe(2);
+  }, 120_000);
+});
+
+describe("the schedule after a run out of time", () => {
+  /**
+   * A run out of its budget ends partial_failed, "the next run continues" (docs/dreams.md), but the
+   * schedule took only hubs written to since their last run: a hub no member wrote to again was never
+   * dreamt of again, its stale and unsorted memories left as the run stopped. It is due once the
+   * interval has passed, as a written hub is, until a run ends completed.
+   */
+  it("takes the hub again once the interval has passed, without a new write", async () => {
+    const hubId = await hubWithTwoMerges();
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    expect(await runDreamRunOnce(h.db, run.run_id, { config: dreamConfig({ maxRunMs: 0 }) })).toBe(true);
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: run.run_id } })).status).toBe("partial_failed");
+    expect(await dueHubs(h.db, new Date(), 24, 10_000)).not.toContain(hubId);
+    expect(await dueHubs(h.db, new Date(Date.now() + 25 * HOUR), 24, 10_000)).toContain(hubId);
+    // The next run finishes what was left: the hub is not due again without a write.
+    const next = await queueDreamRun(h.db, hubId, null, new Date());
+    expect(await runDreamRunOnce(h.db, next.run_id)).toBe(true);
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: next.run_id } })).status).toBe("completed");
+    expect(await dueHubs(h.db, new Date(Date.now() + 50 * HOUR), 24, 10_000)).not.toContain(hubId);
   }, 120_000);
 });

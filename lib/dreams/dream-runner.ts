@@ -9,7 +9,9 @@ import { claimDreamRun, executeDreamRun, LostLeaseError, StoppedError } from "./
 export const DREAM_RUN_EVENT = "engram/dream.run";
 
 /**
- * Hubs due a scheduled run: written to since their last run, and not dreamt of for `intervalHours`. A
+ * Hubs due a scheduled run: written to since their last run, or whose last run ran out of time (the next
+ * continues it: taken only after a write, a hub no member wrote to again kept what that run left undone
+ * for good), and not dreamt of for `intervalHours`. A
  * run's own rewrite of a merge's kept memory, or filing of a memory into a topic, is no write of the
  * hub's: its action (the memory as result_memory_id) is stamped with the updated_at the write left (not
  * the run's clock, which the forward trigger may have moved it past), and a member's later edit moves
@@ -20,10 +22,11 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
   const rows = await db.$queryRaw<{ id: string }[]>`
     SELECT h.id FROM hubs h
      WHERE h.deleted_at IS NULL
-       AND EXISTS (SELECT 1 FROM memories m WHERE m.hub_id = h.id AND m.state = 'active'
+       AND (EXISTS (SELECT 1 FROM memories m WHERE m.hub_id = h.id AND m.state = 'active'
                      AND m.updated_at > coalesce((SELECT max(r.created_at) FROM dream_runs r WHERE r.hub_id = h.id), '-infinity'::timestamptz)
                      AND NOT EXISTS (SELECT 1 FROM dream_actions a WHERE a.hub_id = h.id AND a.action_type IN ('merge', 'organize')
                                         AND a.result_memory_id = m.id AND a.created_at = m.updated_at))
+            OR (SELECT r.status FROM dream_runs r WHERE r.hub_id = h.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1) = 'partial_failed')
        AND NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.hub_id = h.id AND (r.created_at > ${since} OR r.status IN ('queued', 'running')))
        AND ${switchSql("dreams_enabled")}
      ORDER BY h.id LIMIT ${limit}`;
