@@ -955,36 +955,55 @@ describe("an upload's life ends for good", () => {
     expect(existsSync(file)).toBe(false);
   });
 
-  it("a PUT whose file description cannot be written leaves no object behind, so the same URL can try again", async () => {
+  it("a PUT whose file description cannot be written keeps its bytes: a create that attached them meanwhile keeps a file that is there", async () => {
+    // Bytes in place are an object (head() reports them by size alone, the create hashes them), so a
+    // create racing the PUT attaches them before the description is written. The PUT deleted them when
+    // that write failed, and answered 500: the memory pointed at a file that was gone.
     const bytes = Buffer.from("described at last");
     const i = await intent(ann, "described.txt", "text/plain", bytes.length);
     const file = path.join(blobDir, ...i.object_key.split("/"));
     // Something in the way of the sidecar (as a full disk would refuse it) once the bytes are in place.
     mkdirSync(`${file}.meta.json`, { recursive: true });
-    expect((await put(i.upload_url, i.headers, bytes)).status).toBeGreaterThanOrEqual(400);
-    expect(existsSync(file)).toBe(false);
+    const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    try {
+      const sent = await put(i.upload_url, i.headers, bytes);
+      expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+      expect(sent.body.data).toEqual({ object_key: i.object_key, size_bytes: bytes.length, sha256: sha256(bytes) });
+      expect(logged).toHaveBeenCalled();
+    } finally {
+      logged.mockRestore();
+    }
+    expect(existsSync(file)).toBe(true);
+    // What a full disk leaves: no metadata (only this test's obstacle stood in its place).
     rmSync(`${file}.meta.json`, { recursive: true });
-    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
     const res = await ann.post("/v1/memories", { content: "", file_ref: { ...i.file_ref, sha256: sha256(bytes) } });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const memory = await processed(ann, res.body.data.id);
+    expect(memory.processing_status).toBe("done");
+    expect(memory.content).toContain("described at last");
+    // Uploaded: the same URL writes nothing over it.
+    expect((await put(i.upload_url, i.headers, bytes)).status).toBe(409);
   });
 
   it("a disk error while receiving a PUT is the server's (a logged 500), not the client's 400; only a client that stopped sending gets the 400", async () => {
+    // A user of its own: the object's directory (the user's) is what the disk refuses here.
+    const dora = await h.user("Dora");
     const bytes = Buffer.from("the disk said no");
-    const i = await intent(ann, "refused.txt", "text/plain", bytes.length);
+    const i = await intent(dora, "refused.txt", "text/plain", bytes.length);
     const file = path.join(blobDir, ...i.object_key.split("/"));
-    // EISDIR, outside the errors the store used to know as the disk's: it was blamed on the client.
-    mkdirSync(`${file}.meta.json`, { recursive: true });
+    // A file where the object's directory goes: refused by the disk (ENOTDIR or EEXIST), not the client.
+    mkdirSync(path.dirname(path.dirname(file)), { recursive: true });
+    writeFileSync(path.dirname(file), "in the way");
     const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
     try {
       const res = await put(i.upload_url, i.headers, bytes);
       expect(res.status, JSON.stringify(res.body)).toBe(500);
       expect(res.body.error.code).toBe("internal");
-      expect(JSON.stringify(res.body)).not.toMatch(/did not complete|EISDIR|meta\.json/);
+      expect(JSON.stringify(res.body)).not.toMatch(/did not complete|ENOTDIR|EEXIST|uploads\//);
       expect(logged).toHaveBeenCalled();
     } finally {
       logged.mockRestore();
-      rmSync(`${file}.meta.json`, { recursive: true });
+      rmSync(path.dirname(file));
     }
     // A body that fails mid-way (the client went away) is still the client's: 400, nothing kept.
     const broken = new ReadableStream<Uint8Array>({

@@ -181,10 +181,11 @@ export class LocalBlobStore implements BlobStore {
       try {
         await replaceDurably(`${target}.meta.json`, JSON.stringify(meta));
       } catch (error) {
-        // This PUT fails: its bytes go with it, so the same URL may try again rather than being refused
-        // as "already uploaded".
-        await Promise.all([target, `${target}.meta.json`].map((file) => rm(file, { force: true }).catch(() => undefined)));
-        throw error;
+        // The bytes stay, and the upload is done: synced and whole, they are the object from the moment
+        // they were linked (head() reports them by size alone, a create hashes them), so a create may
+        // already have attached them. Deleting them here left that memory pointing at nothing.
+        console.error(`[engram] blobs: the metadata of ${key} could not be written; its bytes are kept, described by their size`, error);
+        await syncDirectory(path.dirname(target));
       }
       return { size: meta.size, content_type: meta.content_type, sha256: meta.sha256 };
     } finally {
