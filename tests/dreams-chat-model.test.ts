@@ -407,4 +407,31 @@ describe("the bound on a run's model calls, across a resume", () => {
     expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "merge" } })).toBe(2);
     expect(merges() - before).toBe(1);
   }, 120_000);
+
+  /**
+   * The run's calls were counted from its saved merge actions, but the similar step asks the model for
+   * every merge before its first batch saves one: a crash (or a stop, or a step's retry) between the
+   * answers and that save lost them uncounted, and each attempt asked up to the whole bound again.
+   */
+  it("counts the calls made before a crash that came ahead of the first batch's save", async () => {
+    const { hubId } = await seedTwoMerges();
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig({ maxModelCallsPerRun: 1, batchSize: 1 });
+    expect(await claimDreamRun(h.db, run.run_id, "doomed", new Date(), config.staleRunMs)).toBe(true);
+    const merges = () => fake.requests.filter((body) => body?.response_format?.json_schema?.name === "merged_memory").length;
+    const before = merges();
+    const crash = new Error("simulated crash");
+    // The worker dies once the model has answered, before the first batch's transaction.
+    const now = () => {
+      if (merges() > before) throw crash;
+      return new Date();
+    };
+    await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, now }, run.run_id, "doomed")).rejects.toBe(crash);
+    expect(merges() - before).toBe(1);
+    expect(await h.db.dreamAction.count({ where: { runId: run.run_id } })).toBe(0);
+    expect(await claimDreamRun(h.db, run.run_id, "rescuer", new Date(Date.now() + 3_600_000), config.staleRunMs)).toBe(true);
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
+    expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "merge" } })).toBe(2);
+    expect(merges() - before).toBe(1);
+  }, 120_000);
 });

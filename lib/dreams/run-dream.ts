@@ -463,7 +463,7 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: written, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
 }
 
-/** `model`: the model asked (a skip before asking names none); the run's merge actions record it, and so count its calls. */
+/** `model`: the model asked (a skip before asking names none). */
 type MergeRewrite = { content: string; original: string; originalHash: string; model: string } | { skipped: string; model?: string };
 
 /**
@@ -478,14 +478,13 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
   if (!model) return out;
   const name = process.env.ENGRAM_CHAT_MODEL ?? "chat";
   const now = ctx.deps.now ?? (() => new Date());
-  // The bound is the run's, not this attempt's: a run resumed after a merge batch (a crash, an Inngest
-  // step's retry) asked the model up to the whole bound again. Its merge actions name the model they asked.
-  const [counted] = await ctx.deps.db.$queryRaw<{ asked: number }[]>`
-    SELECT count(*)::int AS asked FROM dream_actions WHERE run_id = ${ctx.runId}::uuid AND action_type = 'merge' AND details ? 'model'`;
-  const todo = merges.slice(0, Math.max(0, ctx.deps.config.maxModelCallsPerRun - (counted?.asked ?? 0)));
-  for (const group of chunked(todo, 4)) {
+  for (let start = 0; start < merges.length; start += 4) {
     // Stopping: the next batch ends the run (commitBatch), so further answers would only be thrown away.
     if (now().getTime() - ctx.startedAt > ctx.deps.config.maxRunMs / 2 || ctx.deps.stopping?.()) break;
+    // Counted before the pairs are read: a pair too long to ask takes its place in the bound too, so the
+    // run reads no more pairs than it may try.
+    const group = merges.slice(start, start + (await countModelCalls(ctx, Math.min(4, merges.length - start))));
+    if (group.length === 0) break;
     // Only the pairs the model is called for, and of each side one character past what fits the
     // prompt: enough to tell a side too long to rewrite (contents go up to megabytes, pairs to thousands).
     const rows = await ctx.deps.db.$queryRaw<{ id: string; title: string; content: string; contentType: string; contentHash: string }[]>`
@@ -515,6 +514,25 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
     );
   }
   return out;
+}
+
+/**
+ * Takes up to `wanted` of the run's model calls (pairs to try), in a statement of its own before they
+ * are asked, and returns how many it got. The bound is the run's, not this attempt's, and counted before asking: the
+ * similar step asks for every merge before its first batch saves one, so counted from the saved merge
+ * actions, the calls of an attempt that crashed, stopped or was retried before that save were lost, and
+ * each attempt asked up to the whole bound again (also calls whose pair changed before the write).
+ */
+async function countModelCalls(ctx: BatchContext, wanted: number): Promise<number> {
+  if (wanted === 0) return 0;
+  const rows = await ctx.deps.db.$queryRaw<{ granted: number }[]>`
+    UPDATE dream_runs r SET model_calls = r.model_calls + g.granted
+      FROM (SELECT id, LEAST(${wanted}::int, GREATEST(0, ${ctx.deps.config.maxModelCallsPerRun}::int - model_calls)) AS granted
+              FROM dream_runs WHERE id = ${ctx.runId}::uuid FOR UPDATE) g
+     WHERE r.id = g.id AND r.status = 'running' AND r.lease_owner = ${ctx.owner}
+     RETURNING g.granted`;
+  if (rows.length === 0) throw new LostLeaseError(`dream run ${ctx.runId} is no longer held by ${ctx.owner}`);
+  return rows[0]!.granted;
 }
 
 async function stalePhase(ctx: BatchContext, hubId: string) {
