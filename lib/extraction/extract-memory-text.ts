@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { Readable } from "node:stream";
 import { APICallError, generateText, RetryError } from "ai";
 import { chatModel } from "@/lib/ai/chat-model.ts";
 import { modelTimeoutMs } from "@/lib/ai/model-timeout.ts";
@@ -31,7 +32,7 @@ export function needsExtraction(memory: Pick<Memory, "fileRef" | "contentType" |
  * was created with) comes first, then the file's text; a link's content
  * becomes the page. Whatever could not be read is reported in `error`.
  */
-export async function extractMemoryText(memory: Memory): Promise<{ content: string; title?: string; error: string | null }> {
+export async function extractMemoryText(memory: Memory, options: { signal?: AbortSignal } = {}): Promise<{ content: string; title?: string; error: string | null }> {
   if (memory.fileRef === null) {
     // The same URL pushed again reads link_url, its content still the page read last time: kept when the
     // page cannot be read now. Only while the content_hash is still that URL's: other content written
@@ -46,14 +47,15 @@ export async function extractMemoryText(memory: Memory): Promise<{ content: stri
   // Documents wait for the reader's one thread before their bytes are fetched: the runner works on
   // many memories at once, and each waiting job held its whole file (and the reader's copy) meanwhile.
   // Images take turns of their own, at the vision model (a document need not wait for the model): each
-  // image job otherwise fetched its file at once and held it while the model read the others.
-  return oneAtATime(isImageType(ref.content_type) ? "image" : "document", () => readFileMemory(memory, ref));
+  // image job otherwise fetched its file at once and held it while the model read the others. A job whose
+  // lease is lost (options.signal) while it waits for its turn leaves at once.
+  return oneAtATime(isImageType(ref.content_type) ? "image" : "document", () => readFileMemory(memory, ref), options.signal);
 }
 
 async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ content: string; title?: string; error: string | null }> {
   const note = memory.content.trim();
-  const { maxBytes } = extractionLimits();
-  const read = await readFile(ref.object_key, maxBytes);
+  const { maxBytes, timeoutMs } = extractionLimits();
+  const read = await readFile(ref.object_key, maxBytes, timeoutMs);
   // Gone for good (removed from storage by hand, or a lost bucket): retrying cannot bring it back.
   if (!read) return { content: note || ref.filename, error: "The file is no longer in storage; only the note was indexed" };
   // A PDF, DOCX or image cut short is no such file (their indexes sit at the end): past the limit only
@@ -89,39 +91,88 @@ async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ con
 // One per process, also when several route bundles include this module (as the reader's thread is).
 const globalForTurns = globalThis as unknown as { __engramDocumentTurn?: Promise<unknown>; __engramImageTurn?: Promise<unknown> };
 
-/** Runs `read` once every read of its kind started before it has finished, whatever their outcome. */
-function oneAtATime<T>(kind: "document" | "image", read: () => Promise<T>): Promise<T> {
+/**
+ * Runs `read` once every read of its kind started before it has finished, whatever their outcome. A
+ * `signal` aborted before its turn skips the read, and the caller is answered at once (its rejection):
+ * the turn's queue itself still waits for the read in progress.
+ */
+function oneAtATime<T>(kind: "document" | "image", read: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const slot = kind === "image" ? "__engramImageTurn" : "__engramDocumentTurn";
-  const turn = (globalForTurns[slot] ?? Promise.resolve()).then(read, read);
+  const start = () => (signal?.aborted ? Promise.reject(abortReason(signal)) : read());
+  const turn = (globalForTurns[slot] ?? Promise.resolve()).then(start, start);
   globalForTurns[slot] = turn.then(
     () => undefined,
     () => undefined,
   );
-  return turn;
+  if (!signal) return turn;
+  return new Promise<T>((resolve, reject) => {
+    const leave = () => reject(abortReason(signal));
+    if (signal.aborted) leave();
+    signal.addEventListener("abort", leave, { once: true });
+    turn.then(resolve, reject).finally(() => signal.removeEventListener("abort", leave));
+  });
+}
+
+const abortReason = (signal: AbortSignal) => (signal.reason instanceof Error ? signal.reason : new Error("the job was stopped"));
+
+/** The storage download's deadline passed: not the file's fault, so the job is retried later. */
+class StorageTooSlow extends Error {}
+
+/**
+ * Settles with `work`, or rejects once `signal` aborts (calling `stop` so that the work in flight ends
+ * too): a store that never answers (a head or a first chunk that never comes) cannot hold the turn.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal, stop: () => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => {
+      stop();
+      reject(new StorageTooSlow("The file could not be read from storage in time"));
+    };
+    if (signal.aborted) abort();
+    signal.addEventListener("abort", abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
 }
 
 /**
  * The stored bytes, at most `maxBytes` of them (`truncated` when there are more), or null when the
  * object is missing. Other storage failures are retried; their message (a local store's names the
  * server's directories) goes to the log, not to processing_error, which every member of the hub sees.
+ * The whole download has `timeoutMs` (ENGRAM_EXTRACT_TIMEOUT_MS): it holds the one document turn of
+ * the process, and an object whose bytes trickle in (a slow S3 or Vercel Blob read) held up every
+ * document behind it for minutes. Past it the job is retried later.
  */
-async function readFile(key: string, maxBytes: number): Promise<{ bytes: Buffer; truncated: boolean } | null> {
+async function readFile(key: string, maxBytes: number, timeoutMs: number): Promise<{ bytes: Buffer; truncated: boolean } | null> {
   const store = await blobStore();
+  const deadline = AbortSignal.timeout(timeoutMs);
+  let stream: Readable | undefined;
   try {
-    // One byte past the limit says whether there is more, without reading it. A range past the end is
-    // not asked for: an empty object has none to give.
-    const info = await store.head(key);
-    if (info?.size === 0) return { bytes: Buffer.alloc(0), truncated: false };
-    const parts: Buffer[] = [];
-    let length = 0;
-    for await (const part of await store.read(key, { start: 0, end: info ? Math.min(info.size, maxBytes + 1) - 1 : maxBytes })) {
-      parts.push(Buffer.from(part as Uint8Array));
-      length += (part as Uint8Array).length;
-      if (length > maxBytes) break;
-    }
-    const bytes = Buffer.concat(parts);
-    return { bytes: bytes.subarray(0, maxBytes), truncated: bytes.length > maxBytes };
+    return await untilAborted(
+      (async () => {
+        // One byte past the limit says whether there is more, without reading it. A range past the end is
+        // not asked for: an empty object has none to give.
+        const info = await store.head(key);
+        if (info?.size === 0) return { bytes: Buffer.alloc(0), truncated: false };
+        stream = await store.read(key, { start: 0, end: info ? Math.min(info.size, maxBytes + 1) - 1 : maxBytes });
+        if (deadline.aborted) stream.destroy();
+        const parts: Buffer[] = [];
+        let length = 0;
+        for await (const part of stream) {
+          parts.push(Buffer.from(part as Uint8Array));
+          length += (part as Uint8Array).length;
+          if (length > maxBytes) break;
+        }
+        const bytes = Buffer.concat(parts);
+        return { bytes: bytes.subarray(0, maxBytes), truncated: bytes.length > maxBytes };
+      })(),
+      deadline,
+      () => stream?.destroy(),
+    );
   } catch (error) {
+    if (error instanceof StorageTooSlow) {
+      console.error(`[engram] processing: object ${key} did not arrive from storage within ${timeoutMs} ms; retried later`);
+      throw error;
+    }
     const missing = await store.head(key).then((info) => info === null, () => false);
     if (missing) return null;
     console.error(`[engram] processing: could not read object ${key}`, error);

@@ -110,7 +110,7 @@ export async function processMemory(
   config: Pick<ProcessingConfig, "maxAttempts" | "retryBaseMs"> & { signal?: AbortSignal },
 ): Promise<JobOutcome> {
   // All steps in one go: their writes commit together with `complete` (see StepContext.deferred).
-  const ctx: StepContext = { db, memory: claim.memory, now: () => new Date(), deferred: { changes: {} }, attempt: claim.attempt };
+  const ctx: StepContext = { db, memory: claim.memory, now: () => new Date(), deferred: { changes: {} }, attempt: claim.attempt, signal: config.signal };
   let indexed = false;
   try {
     for (const step of PROCESSING_STEPS) {
@@ -121,7 +121,8 @@ export async function processMemory(
     }
     return { status: "done" };
   } catch (error) {
-    if (error instanceof StaleJobError) return { status: "stale" };
+    // Lost while a step waited (its turn to read a document): the owner now is the new one, not us.
+    if (error instanceof StaleJobError || config.signal?.aborted) return { status: "stale" };
     try {
       return await recordFailure(ctx, claim.attempt, error, config, indexed);
     } catch (recordError) {

@@ -1,0 +1,105 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import type { Memory } from "@/lib/db/generated/client.ts";
+import { extractMemoryText } from "@/lib/extraction/extract-memory-text.ts";
+
+/**
+ * Documents are read one at a time per process, and that turn covers fetching the file from storage.
+ * A store that trickles an object's bytes (a slow S3 or Vercel Blob read) held the turn with no
+ * deadline, so every PDF, DOCX and text job behind it waited for minutes, and a job waiting for the
+ * turn ignored its lease being lost. The fetch now has ENGRAM_EXTRACT_TIMEOUT_MS in all (a failure
+ * retried later), and a job waiting for its turn leaves when its signal aborts.
+ */
+
+const SIZE = 64 * 1024;
+
+/** The embedded store, but objects under `slow/` come a byte every 100 ms (and never end in a test's time). */
+class TricklingStore extends LocalBlobStore {
+  reads = 0;
+  closed = 0;
+  override async head(key: string) {
+    if (key.startsWith("slow/")) return { size: SIZE, contentType: "text/plain" };
+    return super.head(key);
+  }
+  override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    if (!key.startsWith("slow/")) return super.read(key, range);
+    this.reads += 1;
+    let timer: NodeJS.Timeout | undefined;
+    const stream = new Readable({
+      read() {
+        timer = setTimeout(() => stream.push(Buffer.from("a")), 100);
+      },
+      destroy: (error, callback) => {
+        clearTimeout(timer);
+        this.closed += 1;
+        callback(error);
+      },
+    });
+    return stream;
+  }
+}
+
+let dir: string;
+let store: TricklingStore;
+const saved = process.env.ENGRAM_EXTRACT_TIMEOUT_MS;
+
+beforeAll(async () => {
+  process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "1500";
+  dir = mkdtempSync(path.join(tmpdir(), "engram-extract-slow-"));
+  store = new TricklingStore(dir, async () => Buffer.alloc(32, 1));
+  setBlobStore(store);
+  await store.write("fast/notes.txt", Buffer.from("Deploys go out on Tuesdays after the standup."), "text/plain");
+});
+afterAll(() => {
+  setBlobStore(undefined);
+  rmSync(dir, { recursive: true, force: true });
+  if (saved === undefined) delete process.env.ENGRAM_EXTRACT_TIMEOUT_MS;
+  else process.env.ENGRAM_EXTRACT_TIMEOUT_MS = saved;
+});
+
+const fileMemory = (key: string) =>
+  ({ fileRef: { object_key: key, filename: path.basename(key), content_type: "text/plain", size_bytes: SIZE }, content: "", contentType: "file", hint: null, linkUrl: null }) as unknown as Memory;
+
+/** Settles with `promise`, or says it was still waiting after `ms`. */
+function within<T>(promise: Promise<T>, ms: number): Promise<{ value?: T; error?: unknown; late?: true }> {
+  return Promise.race([
+    promise.then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    ),
+    new Promise<{ late: true }>((resolve) => setTimeout(() => resolve({ late: true }), ms).unref()),
+  ]);
+}
+
+describe("a slow storage read during file extraction", () => {
+  it("is given up at the extraction time limit (to be retried), and the documents behind it are read", async () => {
+    const slow = within(extractMemoryText(fileMemory("slow/trickle.txt")), 8_000);
+    const fast = within(extractMemoryText(fileMemory("fast/notes.txt")), 8_000);
+    const [slowDone, fastDone] = await Promise.all([slow, fast]);
+    expect(slowDone.late).toBeUndefined();
+    expect(String(slowDone.error)).toMatch(/could not be read from storage in time/);
+    expect(fastDone.late).toBeUndefined();
+    expect(fastDone.value?.content).toContain("Deploys go out on Tuesdays");
+    // The trickle was stopped, not left running.
+    expect(store.closed).toBe(store.reads);
+  }, 20_000);
+
+  it("a job waiting for its turn leaves as soon as its signal aborts (its lease was lost)", async () => {
+    const slow = within(extractMemoryText(fileMemory("slow/again.txt")), 8_000);
+    const controller = new AbortController();
+    const waiting = within(extractMemoryText(fileMemory("fast/notes.txt"), { signal: controller.signal }), 8_000);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const abortedAt = Date.now();
+    controller.abort();
+    const left = await waiting;
+    expect(left.late).toBeUndefined();
+    expect(left.error).toBeDefined();
+    expect(Date.now() - abortedAt).toBeLessThan(500);
+    expect((await slow).late).toBeUndefined();
+  }, 20_000);
+});
