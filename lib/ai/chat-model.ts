@@ -88,6 +88,13 @@ const dreamModelTimeoutMs = () => positiveIntEnv("ENGRAM_DREAM_MODEL_TIMEOUT_MS"
 /** A merge is only rewritten when both sides fit the prompt whole (a truncated side would lose facts). */
 export const MERGE_MAX_INPUT_CHARS = 8_000;
 
+/**
+ * A dream's model call ends at its timeout, or at once when the run's worker stops (`signal`): the
+ * timeout (30 s) is longer than a graceful stop's grace (10 s), and a call waited for past the grace
+ * left the run holding a fresh heartbeat in a database the stop then closed.
+ */
+const dreamCallSignal = (signal?: AbortSignal) => (signal ? AbortSignal.any([AbortSignal.timeout(dreamModelTimeoutMs()), signal]) : AbortSignal.timeout(dreamModelTimeoutMs()));
+
 export const mergedMemorySchema = z.object({
   content: z.string().min(1).describe("one note holding every fact, step and value of both notes, without repetition"),
 });
@@ -101,7 +108,7 @@ export const topicNameSchema = z.object({
  * null when the reply is empty or longer than both notes together (a model
  * that pads or invents is not trusted with the kept memory).
  */
-export async function mergeWithModel(model: LanguageModel, older: MemoryText, newer: MemoryText): Promise<string | null> {
+export async function mergeWithModel(model: LanguageModel, older: MemoryText, newer: MemoryText, signal?: AbortSignal): Promise<string | null> {
   const bound = older.content.length + newer.content.length + 200;
   const { output } = await generateText({
     model,
@@ -111,14 +118,14 @@ export async function mergeWithModel(model: LanguageModel, older: MemoryText, ne
     prompt: `OLDER NOTE\n${describe(older)}\n\nNEWER NOTE\n${describe(newer)}`,
     maxRetries: 0,
     maxOutputTokens: Math.min(4_000, Math.ceil(bound / 2) + 64),
-    abortSignal: AbortSignal.timeout(dreamModelTimeoutMs()),
+    abortSignal: dreamCallSignal(signal),
   });
   const content = output.content.trim();
   return content && content.length <= bound ? content : null;
 }
 
 /** A name for a new topic from (at most 20 of) its memories' titles; null if unusable. */
-export async function nameTopicWithModel(model: LanguageModel, titles: string[], fallback: string): Promise<string | null> {
+export async function nameTopicWithModel(model: LanguageModel, titles: string[], fallback: string, signal?: AbortSignal): Promise<string | null> {
   const { output } = await generateText({
     model,
     output: Output.object({ schema: topicNameSchema, name: "topic_name" }),
@@ -126,7 +133,7 @@ export async function nameTopicWithModel(model: LanguageModel, titles: string[],
     prompt: `Notes in the topic:\n${titles.slice(0, 20).map((t) => `- ${t.slice(0, 120)}`).join("\n")}\n\nDistinctive words: ${fallback}`,
     maxRetries: 0,
     maxOutputTokens: 60,
-    abortSignal: AbortSignal.timeout(dreamModelTimeoutMs()),
+    abortSignal: dreamCallSignal(signal),
   });
   const name = output.name.replace(/\s+/g, " ").trim().replace(/^["'“]|["'”.]$/g, "");
   return name && name.length <= 60 ? name : null;

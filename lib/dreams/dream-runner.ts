@@ -56,17 +56,18 @@ export async function failRun(db: Db, runId: string, owner: string): Promise<voi
 }
 
 /**
- * Claims and runs one run to its end; false when another worker holds it. `stopping`: the process is
- * stopping, and the run ends before its next batch, left running with its heartbeat cleared, so the next
- * sweep of any worker (this process's next start with the embedded database) resumes it at once.
+ * Claims and runs one run to its end; false when another worker holds it. `signal` (or `stopping`): the
+ * process is stopping, the run's model calls in flight are cancelled and the run ends before its next
+ * batch, left running with its heartbeat cleared, so the next sweep of any worker (this process's next
+ * start with the embedded database) resumes it at once.
  */
-export async function runDreamRunOnce(db: Db, runId: string, options: { owner?: string; config?: DreamConfig; stopping?: () => boolean } = {}): Promise<boolean> {
+export async function runDreamRunOnce(db: Db, runId: string, options: { owner?: string; config?: DreamConfig; stopping?: () => boolean; signal?: AbortSignal } = {}): Promise<boolean> {
   const database = await getDatabase();
   const config = options.config ?? dreamConfig();
   const owner = options.owner ?? `worker-${randomUUID()}`;
   if (!(await claimDreamRun(db, runId, owner, new Date(), config.staleRunMs))) return false;
   try {
-    await executeDreamRun({ db, sql: database.sql, config, stopping: options.stopping }, runId, owner);
+    await executeDreamRun({ db, sql: database.sql, config, stopping: options.stopping, signal: options.signal }, runId, owner);
     // In the background: the next run need not wait for the chat model to answer every board. The run
     // is finished by now: its hub is read under the kick's guard, and a hub purged since (the run's row
     // gone with it) has no boards to ask; read outside it, that purge logged the finished run as failed.
@@ -97,6 +98,8 @@ export class DreamRunner {
   private timers: NodeJS.Timeout[] = [];
   private waiters: (() => void)[] = [];
   private stopped = false;
+  /** Aborted by stop(): a run's model call in flight (up to ENGRAM_DREAM_MODEL_TIMEOUT_MS, 30 s) outlasted the stop's grace (10 s). */
+  private readonly stopSignal = new AbortController();
   private readonly owner = `process-${randomUUID()}`;
 
   constructor(private readonly options: { db: () => Promise<Db>; config?: DreamConfig; schedule: boolean; exclusiveDatabase: boolean }) {}
@@ -116,6 +119,7 @@ export class DreamRunner {
 
   stop(): void {
     this.stopped = true;
+    this.stopSignal.abort();
     for (const t of this.timers) clearInterval(t);
     this.queue.length = 0;
   }
@@ -153,7 +157,7 @@ export class DreamRunner {
       const config = this.options.config ?? dreamConfig();
       // With the embedded database this process is the only one: a `running` run from before is a crashed one.
       const effective = this.options.exclusiveDatabase ? { ...config, staleRunMs: 0 } : config;
-      await runDreamRunOnce(await this.options.db(), id, { owner: this.owner, config: effective, stopping: () => this.stopped });
+      await runDreamRunOnce(await this.options.db(), id, { owner: this.owner, config: effective, stopping: () => this.stopped, signal: this.stopSignal.signal });
     } catch (error) {
       console.error(`[engram] dreams: run ${id} could not run now`, error);
     }

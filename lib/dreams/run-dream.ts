@@ -38,6 +38,8 @@ export interface DreamDeps {
   cache?: { memories?: DreamMemory[] };
   /** The worker's process is stopping (a graceful stop): the run ends before its next batch. */
   stopping?: () => boolean;
+  /** Aborts with a graceful stop: cancels the run's model calls in flight (the stop's grace is shorter than their timeout). */
+  signal?: AbortSignal;
 }
 
 /** Another worker took the run over (its heartbeat looked dead): stop without touching it. */
@@ -133,9 +135,9 @@ interface BatchContext {
  * membership lock exclusively before the hub's memories and (by its cascade) the run's row; without
  * it first, a batch holding the run's row and waiting for a memory the delete held deadlocked with it.
  */
-async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Promise<void>): Promise<void> {
+async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Promise<void>, options: { evenIfStopping?: boolean } = {}): Promise<void> {
   const now = (ctx.deps.now ?? (() => new Date()))();
-  if (ctx.deps.stopping?.()) throw new StoppedError(`dream run ${ctx.runId}: the worker is stopping`);
+  if (!options.evenIfStopping && stopping(ctx.deps)) throw new StoppedError(`dream run ${ctx.runId}: the worker is stopping`);
   if (now.getTime() - ctx.startedAt > ctx.deps.config.maxRunMs) throw new OutOfTimeError();
   await ctx.deps.db.$transaction(async (tx) => {
     await lockForTransaction(tx, { shared: hubMembersLockKey(ctx.hubId) });
@@ -151,6 +153,8 @@ async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Prom
   ctx.batches += 1;
   await ctx.deps.afterBatch?.(ctx.phase, ctx.batches);
 }
+
+const stopping = (deps: DreamDeps) => Boolean(deps.signal?.aborted || deps.stopping?.());
 
 function chunked<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
@@ -204,6 +208,8 @@ export async function runDreamPhase(deps: DreamDeps, runId: string, owner: strin
   }
   const next = DREAM_PHASES[DREAM_PHASES.indexOf(phase) + 1] ?? "done";
   const previous = (run.phaseMetrics ?? {}) as Record<string, Record<string, number>>;
+  // Also when the worker is stopping: every batch of the phase is saved, and refused here the record
+  // of it was lost, so the resumed run did the phase again (its topic names asked of the model again).
   await commitBatch({ ...ctx }, async (tx) => {
     await tx.dreamRun.update({
       where: { id: runId },
@@ -213,7 +219,8 @@ export async function runDreamPhase(deps: DreamDeps, runId: string, owner: strin
         ...(phase === "similar" && { memoriesScanned: metrics.scanned ?? 0 }),
       },
     });
-  });
+  }, { evenIfStopping: true });
+  if (stopping(deps)) throw new StoppedError(`dream run ${runId}: the worker is stopping`);
 }
 
 async function loadMemories(deps: DreamDeps, hubId: string): Promise<DreamMemory[]> {
@@ -480,7 +487,7 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
   const now = ctx.deps.now ?? (() => new Date());
   for (let start = 0; start < merges.length; start += 4) {
     // Stopping: the next batch ends the run (commitBatch), so further answers would only be thrown away.
-    if (now().getTime() - ctx.startedAt > ctx.deps.config.maxRunMs / 2 || ctx.deps.stopping?.()) break;
+    if (now().getTime() - ctx.startedAt > ctx.deps.config.maxRunMs / 2 || stopping(ctx.deps)) break;
     // Counted before the pairs are read: a pair too long to ask takes its place in the bound too, so the
     // run reads no more pairs than it may try.
     const group = merges.slice(start, start + (await countModelCalls(ctx, Math.min(4, merges.length - start))));
@@ -501,9 +508,11 @@ async function rewriteMerges(ctx: BatchContext, merges: { older: DreamMemory; ne
           return;
         }
         try {
-          const content = await mergeWithModel(model, a, b);
+          const content = await mergeWithModel(model, a, b, ctx.deps.signal);
           out.set(newer.id, content ? { content, original: b.content, originalHash: b.contentHash, model: name } : { skipped: "the model's merge was empty or longer than both memories", model: name });
         } catch (error) {
+          // Cancelled by the stop: no failure of the model's, and the next batch ends the run anyway.
+          if (stopping(ctx.deps)) return;
           const message = error instanceof Error ? error.message : String(error);
           console.error(`[engram] dream run ${ctx.runId}: chat model merge failed; keeping the newer memory: ${message}`);
           // The provider's own error text (its address, an echoed key, its quota) is the operator's, not
@@ -617,7 +626,9 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
     { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), takenNames: allTopics.map((t) => t.name), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - allTopics.length) },
     { ...ctx.deps.config, maxNewTopicsPerRun: Math.max(0, ctx.deps.config.maxNewTopicsPerRun - madeByRun) },
   );
-  await nameTopics(plan.create, memories, allTopics);
+  await nameTopics(plan.create, memories, allTopics, ctx.deps.signal);
+  // Stopped while the model named them: the names it did not give are not the run's to keep.
+  if (stopping(ctx.deps)) throw new StoppedError(`dream run ${ctx.runId}: the worker is stopping`);
   const t2 = performance.now();
   const topicName = new Map(topics.map((t) => [t.id, t.name]));
   type Move = { memoryId: string; topicId: string | null; newTopic?: string; first?: boolean };
@@ -733,14 +744,15 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
  * With a chat model configured, new topics are named by it from their
  * memories' titles (the distinctive-terms name is the fallback on any failure).
  */
-async function nameTopics(create: { name: string; memoryIds: string[] }[], memories: DreamMemory[], topics: { name: string }[]): Promise<void> {
+async function nameTopics(create: { name: string; memoryIds: string[] }[], memories: DreamMemory[], topics: { name: string }[], signal?: AbortSignal): Promise<void> {
   const model = create.length ? chatModel() : null;
   if (!model) return;
   const titleOf = new Map(memories.map((m) => [m.id, m.title]));
   const taken = new Set(topics.map((t) => t.name.toLowerCase()));
   const named = await Promise.all(
     create.map((topic) =>
-      nameTopicWithModel(model, topic.memoryIds.map((id) => titleOf.get(id) ?? "").filter(Boolean), topic.name).catch((error: unknown) => {
+      nameTopicWithModel(model, topic.memoryIds.map((id) => titleOf.get(id) ?? "").filter(Boolean), topic.name, signal).catch((error: unknown) => {
+        if (signal?.aborted) return null;
         console.error(`[engram] dream: chat model topic name failed; keeping "${topic.name}": ${error instanceof Error ? error.message : String(error)}`);
         return null;
       }),
