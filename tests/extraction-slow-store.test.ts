@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
@@ -22,11 +22,18 @@ const SIZE = 64 * 1024;
 class TricklingStore extends LocalBlobStore {
   reads = 0;
   closed = 0;
+  heads = new Map<string, number>();
   override async head(key: string) {
     if (key.startsWith("slow/")) return { size: SIZE, contentType: "text/plain" };
+    // A read that fails, then a look at whether the object is there that never answers.
+    if (key.startsWith("broken/")) {
+      this.heads.set(key, (this.heads.get(key) ?? 0) + 1);
+      return this.heads.get(key) === 1 ? { size: SIZE, contentType: "text/plain" } : new Promise<never>(() => {});
+    }
     return super.head(key);
   }
   override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    if (key.startsWith("broken/")) throw new Error("connection reset by the store");
     if (!key.startsWith("slow/")) return super.read(key, range);
     this.reads += 1;
     let timer: NodeJS.Timeout | undefined;
@@ -87,6 +94,17 @@ describe("a slow storage read during file extraction", () => {
     expect(fastDone.value?.content).toContain("Deploys go out on Tuesdays");
     // The trickle was stopped, not left running.
     expect(store.closed).toBe(store.reads);
+  }, 20_000);
+
+  it("a failed read whose follow-up look at the object hangs is given up at the same limit", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const broken = await within(extractMemoryText(fileMemory("broken/reset.txt")), 8_000);
+      expect(broken.late).toBeUndefined();
+      expect(String(broken.error)).toMatch(/could not be read from storage/);
+    } finally {
+      errors.mockRestore();
+    }
   }, 20_000);
 
   it("a job waiting for its turn leaves as soon as its signal aborts (its lease was lost)", async () => {

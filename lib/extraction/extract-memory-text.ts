@@ -173,7 +173,8 @@ async function readFile(key: string, maxBytes: number, timeoutMs: number): Promi
       console.error(`[engram] processing: object ${key} did not arrive from storage within ${timeoutMs} ms; retried later`);
       throw error;
     }
-    const missing = await store.head(key).then((info) => info === null, () => false);
+    // Within the same deadline: this look holds the document turn too.
+    const missing = await untilAborted(store.head(key), deadline, () => undefined).then((info) => info === null, () => false);
     if (missing) return null;
     console.error(`[engram] processing: could not read object ${key}`, error);
     throw new Error("The file could not be read from storage");
