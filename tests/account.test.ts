@@ -101,6 +101,12 @@ describe("GET/PATCH /v1/settings", () => {
     const own = await dan.patch(`/v1/hubs/${dan.personalHubId}`, { settings: { dreams_enabled: false, dreams_archive_enabled: false } });
     expect(own.status, own.text).toBe(200);
     expect((await dan.get("/v1/settings")).body.data).toMatchObject({ dreams_enabled: false, dreams_merge_enabled: true, dreams_archive_enabled: false, dreams_organize_enabled: true });
+    // null puts the install's own back (what GET answers while unset): a saved value need not pin it for good.
+    const cleared = await dan.patch("/v1/settings", { dreams_similarity_threshold: null, dreams_staleness_days: null });
+    expect(cleared.status, cleared.text).toBe(200);
+    expect(cleared.body.data).toMatchObject({ dreams_similarity_threshold: 0.9, dreams_staleness_days: 90 });
+    expect(await h.db.userSetting.findUniqueOrThrow({ where: { userId: dan.id } })).toMatchObject({ dreamsSimilarityThreshold: null, dreamsStalenessDays: null });
+    expect((await dan.patch("/v1/settings", { dreams_similarity_threshold: 0.8, dreams_staleness_days: 30 })).status).toBe(200);
     // Flags merge one by one; the rest of what was saved stays.
     const flipped = await dan.patch("/v1/settings", { dev_flags: { skipRerank: true } });
     expect(flipped.body.data.dev_flags).toMatchObject({ mockDreams: true, skipRerank: true });

@@ -56,12 +56,15 @@ export const updateSettingsBodySchema = z.strictObject({
     .number()
     .min(SIMILARITY_THRESHOLD_RANGE.min, `dreams_similarity_threshold must be between ${SIMILARITY_THRESHOLD_RANGE.min} and ${SIMILARITY_THRESHOLD_RANGE.max}`)
     .max(SIMILARITY_THRESHOLD_RANGE.max, `dreams_similarity_threshold must be between ${SIMILARITY_THRESHOLD_RANGE.min} and ${SIMILARITY_THRESHOLD_RANGE.max}`)
+    // null: back to the install's own (what GET answers while unset), so an operator's change reaches it again.
+    .nullable()
     .optional(),
   dreams_staleness_days: z
     .number()
     .int("dreams_staleness_days must be a whole number of days")
     .min(STALENESS_DAYS_RANGE.min, `dreams_staleness_days must be between ${STALENESS_DAYS_RANGE.min} and ${STALENESS_DAYS_RANGE.max}`)
     .max(STALENESS_DAYS_RANGE.max, `dreams_staleness_days must be between ${STALENESS_DAYS_RANGE.min} and ${STALENESS_DAYS_RANGE.max}`)
+    .nullable()
     .optional(),
   // The aurora of the person's personal hub header (a team hub keeps its own, PATCH /v1/hubs/{id}).
   hub_header_aurora_mode: z.enum(HEADER_AURORA_MODES).optional(),
