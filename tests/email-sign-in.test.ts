@@ -183,6 +183,42 @@ describe("POST /v1/auth/email/request and /verify", () => {
     }
   });
 
+  it("a code whose send outlasted a newer code that was then used or burned never becomes a working code", async () => {
+    for (const [name, spend] of [
+      ["Ren", async (email: string, code: string) => expect((await h.anonymous.post("/v1/auth/email/verify", { email, code })).status).toBe(200)],
+      ["Rex", async (email: string, code: string, older: string) => {
+        const wrong = ["111111", "222222", "333333"].find((c) => c !== code && c !== older)!;
+        for (let i = 0; i < 5; i++) expect((await h.anonymous.post("/v1/auth/email/verify", { email, code: wrong })).status).toBe(401);
+      }],
+    ] as const) {
+      const user = await h.user(name);
+      let answer!: () => void;
+      const slow = await startSmtp({ answerDataWhen: new Promise<void>((resolve) => (answer = resolve)) });
+      process.env.SMTP_URL = slow.url;
+      try {
+        const pending = h.anonymous.post("/v1/auth/email/request", { email: user.email });
+        for (let waited = 0; slow.messages.length < 1; waited += 20) {
+          if (waited > 10_000) throw new Error("the slow relay never got the message");
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        // Its send has taken more than the cooldown (aged by hand): a newer code goes out at once and is spent.
+        await h.db.emailSignInCode.updateMany({ where: { email: user.email }, data: { createdAt: new Date(Date.now() - 61_000) } });
+        process.env.SMTP_URL = smtp.url;
+        const newest = await requestCode(user.email);
+        const older = codeIn(slow.messages[0]!.data)!;
+        await spend(user.email, newest.code!, older);
+        answer();
+        expect((await pending).status).toBe(200);
+        // The slow mail's code must not come alive after the newer one was used or burned (five more guesses).
+        if (older !== newest.code) expect((await h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: older })).status).toBe(401);
+        expect(await h.db.emailSignInCode.count({ where: { email: user.email, consumedAt: null } })).toBe(0);
+      } finally {
+        process.env.SMTP_URL = smtp.url;
+        await slow.close();
+      }
+    }
+  });
+
   it("a code the mail server may have taken (the connection dropped after the message) stays, and so do its limits", async () => {
     const jo = await h.user("Jo");
     // Four codes earlier this hour: the unsure one is the hour's fifth, so the next can come only

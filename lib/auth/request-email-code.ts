@@ -86,13 +86,15 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
   }
   // Handed over (or maybe, see below): this code replaces the ones asked for before it, never a newer
   // one. A send can outlast the cooldown (the relay's timeouts are per step), so a later request may
-  // have sent and made its own code the working one meanwhile: that newest mail's code stays the one that works.
+  // have sent a code meanwhile: whatever became of it (working, used, burned by wrong tries, still
+  // being sent), this older one stays ended, or a used or burned code's slow predecessor would come
+  // alive with five fresh guesses.
   await ctx.db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${email}`);
     const mine = await tx.emailSignInCode.findUnique({ where: { id }, select: { createdAt: true } });
     if (!mine) return;
-    const newerLive = await tx.emailSignInCode.count({ where: { email, consumedAt: null, createdAt: { gt: mine.createdAt } } });
-    if (newerLive > 0) return;
+    const newer = await tx.emailSignInCode.count({ where: { email, id: { not: id }, createdAt: { gte: mine.createdAt } } });
+    if (newer > 0) return;
     await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null, createdAt: { lt: mine.createdAt } }, data: { consumedAt: new Date() } });
     await tx.emailSignInCode.updateMany({ where: { id, consumedAt: now }, data: { consumedAt: null } });
   });
