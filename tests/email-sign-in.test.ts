@@ -286,6 +286,38 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: ned.email, code })).status).toBe(200);
   });
 
+  it("a mailed code whose activation the database refuses once is retried: the request succeeds and the code works", async () => {
+    const una = await h.user("Una");
+    await h.db.$executeRawUnsafe(`CREATE SEQUENCE refuse_once_for_test`);
+    // nextval is not rolled back with the refused update, so only the first update is refused.
+    await h.db.$executeRawUnsafe(
+      `CREATE FUNCTION refuse_once_for_test() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF nextval('refuse_once_for_test') = 1 THEN RAISE EXCEPTION 'refused once by the test'; END IF; RETURN NEW; END $$`,
+    );
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER refuse_once_for_test BEFORE UPDATE ON email_sign_in_codes FOR EACH ROW EXECUTE FUNCTION refuse_once_for_test()`);
+    const before = smtp.messages.length;
+    let res;
+    try {
+      res = await h.anonymous.post("/v1/auth/email/request", { email: una.email });
+    } finally {
+      await h.db.$executeRawUnsafe(`DROP TRIGGER refuse_once_for_test ON email_sign_in_codes`);
+      await h.db.$executeRawUnsafe(`DROP FUNCTION refuse_once_for_test()`);
+      await h.db.$executeRawUnsafe(`DROP SEQUENCE refuse_once_for_test`);
+    }
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(smtp.messages.length).toBe(before + 1);
+    const code = codeIn(smtp.messages.at(-1)!.data);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: una.email, code })).status).toBe(200);
+  });
+
+  it("a mailed code the database will not make the working one gives its limits back: 503, and asking again goes at once", async () => {
+    const vic = await h.user("Vic");
+    const refused = await withWritesFailing("UPDATE", "email_sign_in_codes", () => h.anonymous.post("/v1/auth/email/request", { email: vic.email }));
+    expect(refused).toMatchObject({ status: 503, body: { error: { code: "unavailable" } } });
+    expect(JSON.stringify(refused.body)).not.toContain("refused by the test");
+    const again = await requestCode(vic.email);
+    expect((await h.anonymous.post("/v1/auth/email/verify", { email: vic.email, code: again.code })).status).toBe(200);
+  });
+
   it("a refused mail whose failure cannot be written to the outbox is still answered 503, and spends no cooldown", async () => {
     const ora = await h.user("Ora");
     const refusing = await startSmtp({ rejectRcpt: true });

@@ -89,15 +89,23 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
   // have sent a code meanwhile: whatever became of it (working, used, burned by wrong tries, still
   // being sent), this older one stays ended, or a used or burned code's slow predecessor would come
   // alive with five fresh guesses.
-  await ctx.db.$transaction(async (tx) => {
-    await lockForTransaction(tx, `email-code:${email}`);
-    const mine = await tx.emailSignInCode.findUnique({ where: { id }, select: { createdAt: true } });
-    if (!mine) return;
-    const newer = await tx.emailSignInCode.count({ where: { email, id: { not: id }, createdAt: { gte: mine.createdAt } } });
-    if (newer > 0) return;
-    await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null, createdAt: { lt: mine.createdAt } }, data: { consumedAt: new Date() } });
-    await tx.emailSignInCode.updateMany({ where: { id, consumedAt: now }, data: { consumedAt: null } });
-  });
+  const activate = () =>
+    ctx.db.$transaction(async (tx) => {
+      await lockForTransaction(tx, `email-code:${email}`);
+      const mine = await tx.emailSignInCode.findUnique({ where: { id }, select: { createdAt: true } });
+      if (!mine) return;
+      const newer = await tx.emailSignInCode.count({ where: { email, id: { not: id }, createdAt: { gte: mine.createdAt } } });
+      if (newer > 0) return;
+      await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null, createdAt: { lt: mine.createdAt } }, data: { consumedAt: new Date() } });
+      await tx.emailSignInCode.updateMany({ where: { id, consumedAt: now }, data: { consumedAt: null } });
+    });
+  if (!(await retried(activate))) {
+    // The mail is out but its code cannot be made the working one: it is no code, so it gives back
+    // the cooldown and the hour's count, and the person can ask again at once instead of waiting out
+    // limits spent on a code that never worked (the code before it still works).
+    await ctx.db.emailSignInCode.deleteMany({ where: { id } }).catch((error: unknown) => console.error(`[auth] giving back the limits of sign-in code ${id} failed`, error));
+    throw new ApiError("unavailable", "The sign-in code just mailed could not be made ready and will not work; ask for a new one");
+  }
   if (delivery.status === "failed") {
     // The relay may have queued it (the connection broke after the message): the code stays, and so
     // do the cooldown and the hour's count, or a relay that queues and then times out would let
@@ -118,6 +126,24 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
     // Either way: a code only for accounts would tell them apart (verify refuses an address without one).
     ...(devReturn && { dev_code: code }),
   };
+}
+
+/**
+ * Runs a step that must follow a mail already sent, a few times over about a second: a database
+ * failing for a moment (a failover, a dropped connection) must not leave the mailed code unusable.
+ * False when every try failed.
+ */
+async function retried(step: () => Promise<unknown>): Promise<boolean> {
+  for (const pause of [100, 300, 600, 0]) {
+    try {
+      await step();
+      return true;
+    } catch (error) {
+      console.error("[auth] making a mailed sign-in code the working one failed", error);
+      if (pause) await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+  return false;
 }
 
 /** Seconds until the address may be sent another code (0: now): one a cooldown, EMAIL_CODES_PER_HOUR an hour. */
