@@ -9,6 +9,7 @@ import { sessionOptions } from "@/lib/auth/session-options.ts";
 import type { Account, Profile, User } from "next-auth";
 import { providerUserName } from "@/lib/users/user-name.ts";
 import { pruneEmailSignInCodes } from "@/lib/auth/prune-email-sign-in-codes.ts";
+import { deliverMail, enqueueMail } from "@/lib/mail/send-mail.ts";
 
 // E-mail sign-in codes (Memax's auth.requestEmailOtp / verifyEmailOtp): mailed through SMTP, stored
 // as an HMAC, single use, a few tries; a right code signs in as `memax login` does.
@@ -485,6 +486,17 @@ function passwordSignUp(email: string, name: string, password: string) {
     { params: Promise.resolve({}) },
   );
 }
+
+describe("deliverMail", () => {
+  it("a send nodemailer refuses before the relay has the message (no recipient, no response code) surely never left", async () => {
+    const message = { to: "", subject: "Nobody", text: "nothing", kind: "test" };
+    const row = await enqueueMail(h.db, message, new Date());
+    const before = smtp.messages.length;
+    const delivery = await deliverMail(h.db, row, message);
+    expect(delivery).toMatchObject({ status: "failed", undelivered: true });
+    expect(smtp.messages.length).toBe(before);
+  });
+});
 
 describe("names at sign-up", () => {
   it("a password sign-up's name follows the rename rule: line breaks are a 400 (invitations quote the name)", async () => {

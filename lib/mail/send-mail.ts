@@ -129,13 +129,17 @@ async function recordOutcome(db: DbClient, id: string, data: { sentAt: Date } | 
  * Whether a failed send surely did not deliver: the relay answered with a refusal (4xx/5xx, to the
  * envelope or to the message), refused the credentials, or was never reached (no connection, no
  * greeting, no TLS: nodemailer's connect and greeting timeouts and its TLS failures come before any
- * message). Any other timeout or a dropped connection may come after the message was handed over
- * (nodemailer names every such break CONN, whatever the phase), so it is not sure.
+ * message). nodemailer's own checks of the envelope and the message (EENVELOPE: no or a malformed
+ * sender or recipient, all recipients refused; EMESSAGE: empty or over the relay's SIZE; EREQUIRETLS)
+ * fail before DATA, with no relay answer to go by. Any other timeout or a dropped connection may
+ * come after the message was handed over (nodemailer names every such break CONN, whatever the
+ * phase), so it is not sure.
  */
 function surelyUndelivered(error: unknown): boolean {
   const { code, responseCode, syscall, message } = (error ?? {}) as { code?: unknown; responseCode?: unknown; syscall?: unknown; message?: unknown };
   if (typeof responseCode === "number" && responseCode >= 400) return true;
   if (code === "EAUTH" || code === "ENOAUTH" || code === "EDNS" || code === "ETLS") return true;
+  if (code === "EENVELOPE" || code === "EMESSAGE" || code === "EREQUIRETLS") return true;
   if (typeof message === "string" && /^(Connection timeout|Greeting never received)/.test(message)) return true;
   return syscall === "connect" || syscall === "getaddrinfo";
 }
