@@ -235,6 +235,28 @@ describe("GET /v1/usage", () => {
     expect((await cat.get("/v1/auth/me")).body.data.usage).toMatchObject({ push_count: 1 });
   });
 
+  it("reports the synced config files' byte cap and what the account's kept versions take", async () => {
+    const dot = await h.user("Dot");
+    process.env.ENGRAM_QUOTA_USER_CONFIG_BYTES = "64k";
+    try {
+      const content = "# house rules\nkeep it short — ünïcödé\n";
+      const put = await dot.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "CLAUDE.md", content });
+      expect(put.status, JSON.stringify(put.body)).toBeLessThan(300);
+      const usage = (await dot.get("/v1/usage")).body.data;
+      expect(usage.config_bytes).toBe(Buffer.byteLength(content));
+      expect(usage.limits.config_bytes_limit).toBe(64 * 1024);
+      const [personal, hub] = (await dot.get("/v1/plans")).body.data;
+      expect(personal.features.config_bytes_limit).toBe(64 * 1024);
+      expect(hub.features).not.toHaveProperty("config_bytes_limit");
+      // Another account's files are not this one's.
+      expect((await ann.get("/v1/usage")).body.data.config_bytes).toBe(0);
+      process.env.ENGRAM_QUOTA_USER_CONFIG_BYTES = "0";
+      expect((await dot.get("/v1/usage")).body.data.limits.config_bytes_limit).toBe(-1);
+    } finally {
+      delete process.env.ENGRAM_QUOTA_USER_CONFIG_BYTES;
+    }
+  });
+
   it("Memax's SDK reads settings and usage", async () => {
     const { Memax } = await loadMemaxSdk();
     const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: bob.key, fetch: routeFetch });

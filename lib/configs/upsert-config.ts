@@ -166,8 +166,8 @@ export async function recordVersion(
   }
 }
 
-/** Bytes of every kept version of the owner's configs: the length as stored, no content read. */
-async function storedConfigBytes(tx: DbClient, ownerId: string): Promise<number> {
+/** Bytes of every kept version of the owner's configs: the length as stored, no content read (also GET /v1/usage's config_bytes). */
+export async function storedConfigBytes(tx: DbClient, ownerId: string): Promise<number> {
   const [row] = await tx.$queryRaw<{ bytes: bigint }[]>`
     SELECT COALESCE(SUM(octet_length(v.content)), 0)::bigint AS bytes
     FROM agent_config_versions v JOIN agent_configs c ON c.id = v.config_id

@@ -279,7 +279,7 @@ export const OPERATIONS: Operation[] = [
     summary: "This install's plans: one for people (self_hosted), one for team hubs (self_hosted_team), free, with the limits the server enforces (-1 or null: none)",
     data: z.array(z.object({ id: z.string(), scope: z.enum(["personal", "hub"]), display_name: z.string(), monthly_price_cents: z.int(), memory_limit: z.int(), storage_bytes_limit: z.int(), max_hub_members: z.int().nullable(), rate_limit_rpm: z.int(), features: z.record(z.string(), z.unknown()), active: z.boolean() }).loose()),
   },
-  { method: "get", path: "/v1/usage", tag: "Account", summary: "This month's pushes, recalls and asks, storage, and the server's limits", data: usageObjectSchema },
+  { method: "get", path: "/v1/usage", tag: "Account", summary: "This month's pushes, recalls and asks, storage, synced config bytes, and the server's limits", data: usageObjectSchema },
   { method: "get", path: "/v1/usage/dreams", tag: "Account", summary: "This month's dream runs of a hub (hub_id, else X-Hub-ID, else the personal hub); self-hosted: no quota (limit -1)", hubHeader: true, query: dreamUsageQuerySchema },
   { method: "get", path: "/v1/settings", tag: "Account", summary: "The caller's preferences, the dream tuning of the hubs they own, and their personal hub's dream switches (docs/dreams.md)", data: settingsObjectSchema },
   {

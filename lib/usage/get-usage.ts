@@ -2,6 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { purgingUsage } from "@/lib/quotas/purging-usage.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
+import { storedConfigBytes } from "@/lib/configs/upsert-config.ts";
 import { periodCounts } from "./count-usage.ts";
 import { planLimits, SELF_HOSTED_PLAN, SELF_HOSTED_PLAN_NAME } from "./plan-limits.ts";
 import type { UsageObject } from "./usage-object.ts";
@@ -20,11 +21,17 @@ export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
   // Bytes stored: memory text plus the attachments of the memories this person owns, both in the
   // trigger-kept counter the storage quota checks, so the figure and the limit it is held to agree;
   // without what is in hubs marked deleted (purged in batches, as the quota check leaves it out).
-  const [counts, owned, purging] = await Promise.all([periodCounts(ctx), storageUsage(ctx.db, "user", ctx.user.id), purgingUsage(ctx.db, ctx.user.id)]);
+  const [counts, owned, purging, configBytes] = await Promise.all([
+    periodCounts(ctx),
+    storageUsage(ctx.db, "user", ctx.user.id),
+    purgingUsage(ctx.db, ctx.user.id),
+    storedConfigBytes(ctx.db, ctx.user.id),
+  ]);
   return {
     ...counts,
     memory_count: owned.memories - purging.memories,
     storage_bytes: owned.bytes - purging.bytes,
+    config_bytes: configBytes,
     plan: SELF_HOSTED_PLAN,
     plan_display_name: SELF_HOSTED_PLAN_NAME,
     limits: { plan_id: SELF_HOSTED_PLAN, plan_display_name: SELF_HOSTED_PLAN_NAME, ...planLimits("user") },

@@ -11,7 +11,7 @@ const DEFINED_AT = "2026-11-27T00:00:00.000Z";
  */
 export function listPlans() {
   return (["user", "hub"] as const).map((scope) => {
-    const { max_topics_per_hub, max_active_invites_per_hub, max_memory_content_bytes, max_hub_members, max_team_hubs, ...limits } = planLimits(scope);
+    const { max_topics_per_hub, max_active_invites_per_hub, max_memory_content_bytes, max_hub_members, max_team_hubs, config_bytes_limit, ...limits } = planLimits(scope);
     return {
       id: scope === "user" ? SELF_HOSTED_PLAN : SELF_HOSTED_HUB_PLAN,
       scope: scope === "user" ? ("personal" as const) : ("hub" as const),
@@ -26,7 +26,8 @@ export function listPlans() {
       max_hub_members: max_hub_members === -1 ? null : max_hub_members,
       seat_minimum: 0,
       seat_billed: false,
-      features: { max_topics_per_hub, max_active_invites_per_hub, max_memory_content_bytes, self_hosted: true },
+      // Limits Memax's PlanDefinition has no field for live in its features.
+      features: { max_topics_per_hub, max_active_invites_per_hub, max_memory_content_bytes, ...(scope === "user" && { config_bytes_limit }), self_hosted: true },
       active: true,
       created_at: DEFINED_AT,
       updated_at: DEFINED_AT,

@@ -2,7 +2,7 @@ import { config } from "@/lib/config.ts";
 import { MAX_HUBS_PER_USER, maxHubMembers } from "@/lib/hubs/hub-fields.ts";
 import { MAX_ACTIVE_INVITES } from "@/lib/invites/invite-fields.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
-import { quotaLimits } from "@/lib/quotas/quota-limits.ts";
+import { configBytesLimit, quotaLimits } from "@/lib/quotas/quota-limits.ts";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { maxUploadBytes } from "@/lib/uploads/upload-limits.ts";
 
@@ -33,6 +33,8 @@ export function planLimits(scope: "user" | "hub") {
     max_team_hubs: MAX_HUBS_PER_USER - 1,
     max_hub_members: scope === "hub" ? maxHubMembers() : UNLIMITED,
     storage_bytes_limit: quota.bytes ?? UNLIMITED,
+    // Synced agent config files belong to a person, never to a team hub (whose plan leaves it out).
+    config_bytes_limit: configBytesLimit() ?? UNLIMITED,
     max_attachment_bytes: maxUploadBytes(),
     max_memory_content_bytes: MAX_CONTENT_BYTES,
     max_active_invites_per_hub: MAX_ACTIVE_INVITES,

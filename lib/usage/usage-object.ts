@@ -11,6 +11,8 @@ export const usageObjectSchema = z
     ask_count: z.int(),
     memory_count: z.int(),
     storage_bytes: z.number(),
+    /** Synced agent config files: every kept version, deleted files too while restorable (held to limits.config_bytes_limit). */
+    config_bytes: z.number(),
     plan: z.string(),
     plan_display_name: z.string(),
     limits: z.object({
@@ -26,6 +28,7 @@ export const usageObjectSchema = z
       max_team_hubs: z.int(),
       max_hub_members: z.int(),
       storage_bytes_limit: z.int(),
+      config_bytes_limit: z.int(),
       max_attachment_bytes: z.int(),
       max_memory_content_bytes: z.int(),
       max_active_invites_per_hub: z.int(),
