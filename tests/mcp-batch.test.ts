@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
-import { createHarness, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, frozenLimiter, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";
 
 // JSON-RPC 2.0 (§6) answers a batch with an array, whatever the number of requests in it. The SDK's
 // JSON transport answered a batch holding one request with that response alone, an object a client
@@ -35,6 +35,7 @@ async function post(body: unknown) {
   return { status: res.status, type: res.headers.get("content-type"), limit: res.headers.get("x-ratelimit-limit"), body: (text ? JSON.parse(text) : undefined) as any };
 }
 
+const recall = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
 const hubsCall = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_hubs", arguments: {} } });
 
 describe("a JSON-RPC batch", () => {
@@ -71,20 +72,44 @@ describe("a JSON-RPC batch over what is left of the rate limit", () => {
     const frozen = Date.now();
     setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 3, light: 1_000 }, () => frozen));
     try {
-      const recall = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
-      const refused = await post([1, 2, 3, 4].map(recall));
+      // One heavy token spent first: a batch over the whole cap is refused as one that can never pass (below).
+      expect((await post([0].map(recall))).status).toBe(200);
+      const refused = await post([1, 2, 3].map(recall));
       expect(refused.status).toBe(429);
-      expect(refused.body.map((r: { id: number }) => r.id)).toEqual([1, 2, 3, 4]);
-      // The 3 heavy tokens are all still there.
-      const fits = await post([5, 6, 7].map(recall));
+      expect(refused.body.map((r: { id: number }) => r.id)).toEqual([1, 2, 3]);
+      // The 2 heavy tokens left are all still there.
+      const fits = await post([5, 6].map(recall));
       expect(fits.status).toBe(200);
-      expect(fits.body).toHaveLength(3);
+      expect(fits.body).toHaveLength(2);
       expect((await post([8].map(recall))).status).toBe(429);
 
-      const tooMany = await post([11, 12, 13, 14, 15, 16].map(hubsCall));
+      expect((await post([10].map(hubsCall))).status).toBe(200);
+      const tooMany = await post([11, 12, 13, 14, 15].map(hubsCall));
       expect(tooMany.status).toBe(429);
-      expect((await post([21, 22, 23, 24, 25].map(hubsCall))).status).toBe(200);
+      expect((await post([21, 22, 23, 24].map(hubsCall))).status).toBe(200);
       expect((await post(hubsCall(26))).status).toBe(429);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  });
+
+  // The up-front check skipped a bucket the batch needed one token from, and the charging loop took
+  // tokens in message order: [push, push, list, recall] with the heavy bucket empty spent three regular
+  // tokens, then refused the whole batch for its recall, nothing run.
+  it("mixing buckets is checked in every bucket before any is charged", async () => {
+    setRateLimiter(frozenLimiter({ regular: 5, heavy: 1, light: 1_000 }));
+    try {
+      expect((await post([recall(1)])).status).toBe(200);
+      const before = await h.db.memory.count();
+      const push = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_push", arguments: { content: `never saved ${id}` } } });
+      const list = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_list", arguments: {} } });
+      const mixed = await post([push(2), push(3), list(4), recall(5)]);
+      expect(mixed.status).toBe(429);
+      expect(mixed.body.map((r: { id: number }) => r.id)).toEqual([2, 3, 4, 5]);
+      expect(await h.db.memory.count()).toBe(before);
+      // All 5 regular tokens are still there.
+      expect((await post([31, 32, 33, 34, 35].map(hubsCall))).status).toBe(200);
+      expect((await post(hubsCall(36))).status).toBe(429);
     } finally {
       setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
     }
@@ -104,8 +129,8 @@ describe("a tools/call notification (no id)", () => {
       const pushNotified = await post({ jsonrpc: "2.0", method: "tools/call", params: { name: "engram_push", arguments: { content: "never saved" } } });
       expect(pushNotified.status).toBe(202);
       expect(await h.db.memory.count()).toBe(before);
-      const recall = await post({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
-      expect(recall.status).toBe(200);
+      const recalled = await post({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
+      expect(recalled.status).toBe(200);
     } finally {
       setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
     }

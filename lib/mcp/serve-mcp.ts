@@ -161,11 +161,13 @@ async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unkn
   const charges: Bucket[] = calls.length
     ? calls.map((m) => (heavy.has(String((m as { params?: { name?: unknown } }).params?.name)) ? "heavy" : "regular"))
     : ["regular"];
-  // A batch is refused whole: checked first, so that one refused spends none of what is left (a
-  // concurrent request may still take tokens in between; then its later calls are refused as before).
-  for (const bucket of new Set(charges)) {
+  // A batch is refused whole: every bucket it draws on is checked first, so that one refused spends none
+  // of what is left (a concurrent request may still take tokens in between; then its later calls are
+  // refused as before). Even a bucket it needs one token from: charged in message order, [push, push,
+  // recall] with the heavy bucket empty took two regular tokens before its recall refused it all. A
+  // single call needs no check: its one charge is the check.
+  for (const bucket of charges.length > 1 ? new Set(charges) : []) {
     const needed = charges.filter((charge) => charge === bucket).length;
-    if (needed < 2) continue;
     const left = await rateLimiter().peek(bucket, ctx.user.id);
     if (left.remaining < needed) {
       const refusal = { ...left, success: false };
