@@ -114,6 +114,30 @@ describe("a JSON-RPC batch over what is left of the rate limit", () => {
       setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
     }
   });
+
+  // More calls than the bucket's whole cap can never pass: a 429 with Retry-After had the client retry forever.
+  it("needing more than a bucket's cap is refused as invalid, naming the limit, and spends nothing", async () => {
+    setRateLimiter(frozenLimiter({ regular: 5, heavy: 3, light: 1_000 }));
+    try {
+      const refused = await post([1, 2, 3, 4].map(recall));
+      expect(refused.status).toBe(400);
+      expect(refused.body.map((r: { id: number }) => r.id)).toEqual([1, 2, 3, 4]);
+      expect(refused.body[0].error).toMatchObject({ code: -32600, data: { code: "invalid_request", limit: 3 } });
+      expect(refused.body[0].error.message).toMatch(/3/);
+      const regular = await post([11, 12, 13, 14, 15, 16].map(hubsCall));
+      expect(regular.status).toBe(400);
+      expect(regular.body[0].error.data).toMatchObject({ code: "invalid_request", limit: 5 });
+      // Nothing was spent: the whole caps are still there.
+      expect((await post([5, 6, 7].map(recall))).status).toBe(200);
+      expect((await post([21, 22, 23, 24, 25].map(hubsCall))).status).toBe(200);
+      // With the regular bucket empty too, what can never pass is still said as such, not as a wait.
+      const mixed = await post([hubsCall(31), ...[32, 33, 34, 35].map(recall)]);
+      expect(mixed.status).toBe(400);
+      expect(mixed.body[0].error.data).toMatchObject({ code: "invalid_request", limit: 3 });
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  });
 });
 
 describe("a tools/call notification (no id)", () => {

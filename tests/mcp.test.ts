@@ -233,14 +233,19 @@ describe("rate limits", () => {
       const headers = { "mcp-protocol-version": "2025-03-26" };
       const recall = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
       const hubs = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_hubs", arguments: {} } });
-      // Four recalls in one request: more than the heavy bucket's 3.
-      expect((await raw([1, 2, 3, 4].map(recall), headers)).status).toBe(429);
+      // Four recalls in one request: more than the heavy bucket's whole 3, so it can never pass (400).
+      expect((await raw([1, 2, 3, 4].map(recall), headers)).status).toBe(400);
+      // Three after one: more than the 2 left.
+      expect((await raw(recall(0), headers)).status).toBe(200);
+      expect((await raw([1, 2, 3].map(recall), headers)).status).toBe(429);
       setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 3, light: 1_000 }, () => frozen));
       expect((await raw([1, 2, 3].map(recall), headers)).status).toBe(200);
       // The heavy bucket is spent (3 recalls = 3 heavy tokens, no regular one).
       expect((await raw(recall(9), headers)).status).toBe(429);
       setRateLimiter(new MemoryRateLimiter({ regular: 5, heavy: 3, light: 1_000 }, () => frozen));
-      expect((await raw([1, 2, 3, 4, 5, 6].map(hubs), headers)).status).toBe(429);
+      expect((await raw([1, 2, 3, 4, 5, 6].map(hubs), headers)).status).toBe(400);
+      expect((await raw(hubs(0), headers)).status).toBe(200);
+      expect((await raw([1, 2, 3, 4, 5].map(hubs), headers)).status).toBe(429);
     } finally {
       setRateLimiter(new MemoryRateLimiter({ regular: 1_000_000, heavy: 1_000_000, light: 1_000_000 }));
     }
@@ -284,11 +289,13 @@ describe("rate limits", () => {
 
   it("a refusal follows JSON-RPC: a batch gets one error per request, a notification none", async () => {
     const frozen = Date.now();
-    setRateLimiter(new MemoryRateLimiter({ regular: 1, heavy: 1_000, light: 1_000 }, () => frozen));
+    // A cap of 2: a batch of two calls fits it whole, and is refused for want of what is left, not as one that never can.
+    setRateLimiter(new MemoryRateLimiter({ regular: 2, heavy: 1_000, light: 1_000 }, () => frozen));
     try {
       const headers = { "mcp-protocol-version": "2025-03-26" };
       const hubs = (id: number) => ({ jsonrpc: "2.0", id, method: "tools/call", params: { name: "engram_hubs", arguments: {} } });
       const notification = { jsonrpc: "2.0", method: "notifications/initialized" };
+      expect((await raw(hubs(0), headers)).status).toBe(200);
       expect((await raw(hubs(1), headers)).status).toBe(200);
       const batch = await raw([hubs(2), notification, hubs(3)], headers);
       expect(batch.status).toBe(429);

@@ -166,12 +166,19 @@ async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unkn
   // refused as before). Even a bucket it needs one token from: charged in message order, [push, push,
   // recall] with the heavy bucket empty took two regular tokens before its recall refused it all. A
   // single call needs no check: its one charge is the check.
+  const checks: { bucket: Bucket; needed: number; left: RateLimitResult }[] = [];
   for (const bucket of charges.length > 1 ? new Set(charges) : []) {
-    const needed = charges.filter((charge) => charge === bucket).length;
-    const left = await rateLimiter().peek(bucket, ctx.user.id);
+    checks.push({ bucket, needed: charges.filter((charge) => charge === bucket).length, left: await rateLimiter().peek(bucket, ctx.user.id) });
+  }
+  // More calls than a bucket's whole cap never fit, however long the client waits: a 429 with a
+  // Retry-After had it retry the same batch for good.
+  for (const { bucket, needed, left } of checks) {
+    if (needed > left.limit) return { refused: overCap(left.limit, bucket, needed, message), headers: {} };
+  }
+  for (const { bucket, needed, left } of checks) {
     if (left.remaining < needed) {
-      const refusal = { ...left, success: false };
-      return { refused: rateLimited(refusal, bucket, message), headers: rateLimitHeaders(refusal) };
+      const refused = { ...left, success: false };
+      return { refused: rateLimited(refused, bucket, message), headers: rateLimitHeaders(refused) };
     }
   }
   let headers: Record<string, string> = {};
@@ -190,24 +197,47 @@ function requestId(message: unknown): { id: unknown } | undefined {
   return typeof method === "string" && id !== undefined ? { id } : undefined;
 }
 
+/** JSON-RPC's code for a request it will not take as sent. */
+const INVALID_REQUEST = -32600;
+
+/** A batch needing `needed` tokens of a bucket capped at `limit` a minute: refused as invalid (400), each request answered. */
+function overCap(limit: number, bucket: Bucket, needed: number, message: unknown): Response {
+  const what = bucket === "heavy" ? "recall and ask calls" : "calls";
+  const error = {
+    code: INVALID_REQUEST,
+    message: `This batch holds ${needed} ${what}, over the rate limit of ${limit} per minute: send them in smaller batches`,
+    data: { code: "invalid_request", limit, needed },
+  };
+  return refusal(400, {}, error, message);
+}
+
 /**
- * The 429 refusing `message` (undefined: a body not read). JSON-RPC 2.0 answers each request of a batch
- * in an array, never answers a notification (nothing to answer: no body, the status and Retry-After
- * say it), and answers what it could not read with id null.
+ * `error` answering `message`. JSON-RPC 2.0 answers each request of a batch in an array, never answers a
+ * notification (nothing to answer: no body, the status and headers say it), and answers what it could
+ * not read with id null.
+ */
+function refusal(status: number, headers: Record<string, string>, error: object, message: unknown): Response {
+  const answer = (id: unknown) => ({ jsonrpc: "2.0", id, error });
+  if (Array.isArray(message)) {
+    const ids = message.map(requestId).filter((request) => request !== undefined);
+    return ids.length ? Response.json(ids.map(({ id }) => answer(id)), { status, headers }) : new Response(null, { status, headers });
+  }
+  const notification = message !== null && typeof message === "object" && typeof (message as { method?: unknown }).method === "string" && !requestId(message);
+  if (notification) return new Response(null, { status, headers });
+  return Response.json(answer(requestId(message)?.id ?? null), { status, headers });
+}
+
+/**
+ * The 429 refusing `message` (undefined: a body not read). Retry-After is when the limiter's current
+ * window ends: the sliding estimate does not say how much of the previous window's calls are still
+ * counted then, so a batch needing several tokens may be refused once more at that point.
  */
 function rateLimited(limited: RateLimitResult, bucket: Bucket, message: unknown): Response {
   const retryAfter = retryAfterSeconds(limited.retryAfterMs);
   const headers = { ...rateLimitHeaders(limited), "Retry-After": String(retryAfter) };
   const what = bucket === "heavy" ? "Recall and ask rate limit" : "Rate limit";
   const error = { code: RATE_LIMITED, message: `${what} of ${limited.limit} per minute exceeded; retry in ${retryAfter}s`, data: { code: "rate_limited", limit: limited.limit, retry_after: retryAfter } };
-  const answer = (id: unknown) => ({ jsonrpc: "2.0", id, error });
-  if (Array.isArray(message)) {
-    const ids = message.map(requestId).filter((request) => request !== undefined);
-    return ids.length ? Response.json(ids.map(({ id }) => answer(id)), { status: 429, headers }) : new Response(null, { status: 429, headers });
-  }
-  const notification = message !== null && typeof message === "object" && typeof (message as { method?: unknown }).method === "string" && !requestId(message);
-  if (notification) return new Response(null, { status: 429, headers });
-  return Response.json(answer(requestId(message)?.id ?? null), { status: 429, headers });
+  return refusal(429, headers, error, message);
 }
 
 /**
