@@ -51,3 +51,21 @@ describe("/mcp/chatgpt's tool results", () => {
     expect(rest.result.structuredContent.memories).toHaveLength(1);
   });
 });
+
+// memax_* names were rewritten to engram_* ones on /mcp/chatgpt too, which serves none: memax_push
+// answered "tool engram_push not found", naming a tool the client never sent.
+describe("/mcp/chatgpt and a memax_* name", () => {
+  it("is reported unknown under the name the client sent", async () => {
+    const req = new Request("http://engram.test/mcp/chatgpt", {
+      method: "POST",
+      headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "memax_push", arguments: { content: "never saved" } } }),
+    });
+    const before = await h.db.memory.count();
+    const answer = JSON.stringify(await (await chatgptPost(req, { params: Promise.resolve({}) })).json());
+    expect(answer).toMatch(/not found/i);
+    expect(answer).toContain("memax_push");
+    expect(answer).not.toContain("engram_");
+    expect(await h.db.memory.count()).toBe(before);
+  });
+});

@@ -563,7 +563,13 @@ export function toolNamer(tools: ToolDef[]): (name: string) => string {
   return (name) => names.get(name) ?? name;
 }
 
-/** memax_* names map onto engram_* ones (agents configured for the contract's original product). */
-export function toolAlias(name: string): string | undefined {
-  return name.startsWith("memax_") ? `engram_${name.slice("memax_".length)}` : undefined;
+/**
+ * memax_* names map onto engram_* ones (agents configured for the contract's original product), on an
+ * endpoint serving that engram_* tool only: rewritten on /mcp/chatgpt, which serves none, memax_push was
+ * answered "tool engram_push not found", a name the client never sent.
+ */
+export function toolAlias(name: string, tools: ToolDef[]): string | undefined {
+  if (!name.startsWith("memax_")) return undefined;
+  const alias = `engram_${name.slice("memax_".length)}`;
+  return tools.some((t) => t.name === alias) ? alias : undefined;
 }

@@ -84,13 +84,13 @@ async function readBounded(req: Request, maxBytes: number): Promise<string | und
   });
 }
 
-/** Rewrites memax_* tool names to engram_* ones: accepted on tools/call, never listed. */
-function applyAliases(message: unknown): void {
+/** Rewrites memax_* tool names to the engram_* ones `tools` serves: accepted on tools/call, never listed. */
+function applyAliases(message: unknown, tools: ToolDef[]): void {
   const messages = Array.isArray(message) ? message : [message];
   for (const m of messages) {
     if (m && typeof m === "object" && (m as { method?: unknown }).method === "tools/call") {
       const params = (m as { params?: { name?: unknown } }).params;
-      if (params && typeof params.name === "string") params.name = toolAlias(params.name) ?? params.name;
+      if (params && typeof params.name === "string") params.name = toolAlias(params.name, tools) ?? params.name;
     }
   }
 }
@@ -99,8 +99,8 @@ function applyAliases(message: unknown): void {
  * The 2026-07-28 revision's Mcp-Name header mirrors params.name and the SDK refuses a request where
  * they differ: an alias rewritten in the body alone would refuse every memax_* call of a current client.
  */
-function aliasedHeaders(headers: Headers): Headers {
-  const alias = toolAlias(headers.get("mcp-name")?.trim() ?? "");
+function aliasedHeaders(headers: Headers, tools: ToolDef[]): Headers {
+  const alias = toolAlias(headers.get("mcp-name")?.trim() ?? "", tools);
   if (!alias) return headers;
   const copy = new Headers(headers);
   copy.set("mcp-name", alias);
@@ -250,7 +250,7 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
   const regular = await rateLimiter().peek("regular", ctx.user.id);
   const read = await readMessage(req, regular.success ? MAX_MCP_BODY_BYTES : OVER_LIMIT_BODY_BYTES);
   if (!regular.success && "tooLarge" in read) return rateLimited(regular, "regular", undefined);
-  if ("body" in read) applyAliases(read.body);
+  if ("body" in read) applyAliases(read.body, tools);
   // A request that cannot be read still pays one regular token, as every request did before parsing.
   const { refused, headers } = await chargeToolCalls(ctx, tools, "body" in read ? read.body : undefined);
   if (refused) return refused;
@@ -292,7 +292,7 @@ async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin
   // headers, narrowed engram_list (and failed it when a slug) behind the model's back.
   const env: ToolEnv = { ctx: { ...ctx, hubHeader: undefined }, origin, toolName: toolNamer(tools) };
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
-  const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers), body: text });
+  const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers, tools), body: text });
   if (await isLegacyRequest(forward, body)) {
     const server = buildServer(env, tools);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
