@@ -614,8 +614,18 @@ describe("tools", () => {
     expect(invalid.isError).toBe(true);
     expect(data(invalid).error).toMatchObject({ code: "invalid_request", message: expect.stringContaining("query: Too small") });
     expect(text(invalid)).toContain("Error (invalid_request):");
-    const badLimit = await client.callTool({ name: "engram_list", arguments: { limit: 1000 } });
+    const badLimit = await client.callTool({ name: "engram_list", arguments: { limit: 0 } });
     expect(data(badLimit).error).toMatchObject({ code: "invalid_request", message: expect.stringContaining("limit:") });
+    // decisions.md: a list's limit over 100 is clamped, not refused (as REST does); MCP refused it with invalid_request.
+    const overLimit = await client.callTool({ name: "engram_list", arguments: { limit: 1000 } });
+    expect(overLimit.isError, text(overLimit)).toBeFalsy();
+    expect(data(overLimit).memories).toEqual(expect.any(Array));
+    const overMembers = await client.callTool({ name: "engram_hub_members", arguments: { hub_id: "personal", limit: 1000 } });
+    expect(overMembers.isError, text(overMembers)).toBeFalsy();
+    expect(data(overMembers).members).toHaveLength(1);
+    // A client that checks arguments against the listed schema must not refuse what the tool clamps.
+    const listed = (await client.listTools()).tools.filter((t) => t.name === "engram_list" || t.name === "engram_hub_members");
+    for (const tool of listed) expect((tool.inputSchema.properties as Record<string, { maximum?: number }>).limit!.maximum ?? Infinity).toBeGreaterThan(100);
     const unknownHub = await client.callTool({ name: "engram_push", arguments: { content: "x", hub_id: "no-such-slug" } });
     expect(text(unknownHub)).toContain("Error (not_found): Hub not found");
   });

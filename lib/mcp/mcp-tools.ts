@@ -5,6 +5,7 @@ import { NOTHING_FOUND } from "@/lib/ask/extractive-answer.ts";
 import { countUsage } from "@/lib/usage/count-usage.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import { MAX_LIMIT } from "@/lib/api/pagination.ts";
 import { normalizeId, uuidField } from "@/lib/ids.ts";
 import { listHubs } from "@/lib/hubs/list-hubs.ts";
 import { listMembers } from "@/lib/hubs/list-members.ts";
@@ -230,8 +231,19 @@ async function get(env: ToolEnv, args: z.output<typeof readInput>): Promise<Tool
   };
 }
 
+/** A page size clamped to MAX_LIMIT, not refused: decisions.md clamps a list's larger limit, as REST does. */
+function pageSize(description: string) {
+  return z.coerce
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .transform((n) => (n === undefined ? undefined : Math.min(n, MAX_LIMIT)))
+    .describe(description);
+}
+
 const listInput = z.object({
-  limit: z.coerce.number().int().min(1).max(100).optional().describe("Page size (default 20, at most 100)"),
+  limit: pageSize(`Page size (default 20; more than ${MAX_LIMIT} gives ${MAX_LIMIT})`),
   cursor: z.string().max(2000).optional().describe("next_cursor of the previous page"),
   sort: z.enum(["newest", "relevant"]).optional().describe("newest first (default) or most used first"),
   hub_id: hubRef.optional(),
@@ -276,7 +288,7 @@ async function hubs(env: ToolEnv): Promise<ToolOutput> {
 
 const hubMembersInput = z.object({
   hub_id: hubRef,
-  limit: z.coerce.number().int().min(1).max(100).optional().describe("Page size (default 100, at most 100)"),
+  limit: pageSize(`Page size (default ${MAX_LIMIT}; more than ${MAX_LIMIT} gives ${MAX_LIMIT})`),
   cursor: z.string().max(2000).optional().describe("next_cursor of the previous page"),
 });
 
@@ -284,7 +296,7 @@ async function hubMembers(env: ToolEnv, args: z.output<typeof hubMembersInput>):
   const hubId = (await hubIdFromRef(env.ctx, args.hub_id, env.toolName("engram_hubs")))!;
   assertReachable(env.ctx, hubId);
   // Pages like engram_list: a hub past one page had members the model could never reach.
-  const page = await listMembers(env.ctx, hubId, { limit: String(args.limit ?? 100), cursor: args.cursor });
+  const page = await listMembers(env.ctx, hubId, { limit: String(args.limit ?? MAX_LIMIT), cursor: args.cursor });
   const text = page.members.map((m) => `- ${m.name} (${m.role})`).join("\n");
   const more = page.has_more ? `\n\nMore: call again with cursor "${page.next_cursor}".` : "";
   return { text: `Members:\n\n${text || "(none)"}${more}`, structured: page };
