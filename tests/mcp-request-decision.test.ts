@@ -102,4 +102,23 @@ describe("engram_request_decision", () => {
     expect(await gates(bob.personalHubId)).toBe(0);
     expect(await gates(viewed)).toBe(0);
   });
+
+  // The tool took no source_agent, as POST /v1/hubs/{id}/board/decision-gate does: asked over an OAuth
+  // token or a key not issued for an agent, the card named no agent at all.
+  it("takes source_agent, bounded as REST's, and a key issued for an agent asks as that agent whatever it says", async () => {
+    const cara = await h.user("Cara");
+    const said = await call(cara.key, "engram_request_decision", { question: "Tabs or spaces?", options: ["Tabs", "Spaces"], source_agent: "claude-code" });
+    expect(said.result.isError, said.text).toBeFalsy();
+    expect((await h.db.decisionGate.findFirstOrThrow({ where: { question: "Tabs or spaces?" } })).sourceAgent).toBe("claude-code");
+
+    const agentKey = (await cara.post("/v1/auth/api-keys", { name: "codex key", agent_name: "codex" })).body.data.key;
+    const claimed = await call(agentKey, "engram_request_decision", { question: "Monorepo?", options: ["Yes", "No"], source_agent: "someone-else" });
+    expect(claimed.result.isError, claimed.text).toBeFalsy();
+    expect((await h.db.decisionGate.findFirstOrThrow({ where: { question: "Monorepo?" } })).sourceAgent).toBe("codex");
+
+    const long = await call(cara.key, "engram_request_decision", { question: "Too long?", options: ["A", "B"], source_agent: "a".repeat(65) });
+    expect(long.data.error.code).toBe("invalid_request");
+    expect(long.data.error.message).toContain("source_agent");
+    expect(await gates(cara.personalHubId)).toBe(2);
+  });
 });

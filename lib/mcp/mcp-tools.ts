@@ -21,7 +21,7 @@ import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
 import { listTopics } from "@/lib/topics/list-topics.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
-import { MAX_CONTEXT_CHARS, MAX_OPTION_CHARS, MAX_QUESTION_CHARS } from "@/lib/boards/decision-gate-fields.ts";
+import { MAX_CONTEXT_CHARS, MAX_OPTION_CHARS, MAX_QUESTION_CHARS, requestDecisionBodySchema } from "@/lib/boards/decision-gate-fields.ts";
 import { requestDecision } from "@/lib/boards/request-decision.ts";
 import { assertReachable, assertWriteScope, hubForWrite, hubIdFromRef, narrowedHubIds } from "./mcp-access.ts";
 
@@ -413,12 +413,14 @@ const requestDecisionInput = z.object({
     .describe("2 to 4 mutually exclusive choices: short labels that differ (ignoring case)"),
   context: z.string().trim().max(MAX_CONTEXT_CHARS).optional().describe("Why it matters: tradeoffs, constraints, your recommendation if any"),
   hub_id: hubRef.optional().describe('Whose board asks: a hub id, slug, or "personal" (default: your personal hub)'),
+  // REST's own field: without it a card asked over an OAuth token named no agent. A key issued for an agent still asks as that agent.
+  source_agent: requestDecisionBodySchema.shape.source_agent.describe("Your agent's name (e.g. claude-code), shown on the card"),
 });
 
 /** POST /v1/hubs/{id}/board/decision-gate's domain function: a card on the hub's board and a pending decision in the bell. */
 async function askForDecision(env: ToolEnv, args: z.output<typeof requestDecisionInput>): Promise<ToolOutput> {
   const hubCtx = await hubForWrite(env.ctx, args.hub_id, "memories.write", env.toolName("engram_hubs"));
-  const { slot } = await requestDecision(env.ctx, hubCtx.hub.id, { question: args.question, options: args.options, context: args.context });
+  const { slot } = await requestDecision(env.ctx, hubCtx.hub.id, { question: args.question, options: args.options, context: args.context, source_agent: args.source_agent });
   return {
     text:
       `Decision card created on the board of hub ${hubCtx.hub.name} (id \`${slot.slot_key}\`). The user has been notified; their choice is saved as a memory. ` +
