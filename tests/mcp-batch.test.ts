@@ -65,6 +65,31 @@ describe("a JSON-RPC batch", () => {
   });
 });
 
+// JSON-RPC 2.0 (§6) answers each invalid entry of a batch with its own Invalid Request error (id null)
+// in the array, and the valid entries as usual: the SDK answered the whole batch with one 400 object,
+// neither an array nor an answer to its valid requests.
+describe("a JSON-RPC batch with an invalid entry", () => {
+  const invalid = { jsonrpc: "2.0", id: null, error: expect.objectContaining({ code: -32600 }) };
+
+  it("holding only invalid entries is answered with an array of one Invalid Request error per entry", async () => {
+    const res = await post([null]);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual([invalid]);
+    expect((await post([1, { foo: 1 }])).body).toEqual([invalid, invalid]);
+  });
+
+  it("runs its valid requests and answers each entry", async () => {
+    const res = await post([1, hubsCall(2)]);
+    expect(res.status).toBe(200);
+    expect(res.body).toHaveLength(2);
+    expect(res.body).toContainEqual(invalid);
+    expect(res.body).toContainEqual(expect.objectContaining({ id: 2, result: expect.objectContaining({ structuredContent: { hubs: expect.any(Array) } }) }));
+    // A notification has no answer: the invalid entry's alone.
+    const notified = await post([{ jsonrpc: "2.0", method: "notifications/initialized" }, "x"]);
+    expect(notified.body).toEqual([invalid]);
+  });
+});
+
 describe("a JSON-RPC batch over what is left of the rate limit", () => {
   // Refused whole, it ran none of its calls; spending the tokens of the calls that fitted left the client
   // with nothing for a minute, the smaller batch it would retry with refused too.

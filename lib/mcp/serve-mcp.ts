@@ -1,4 +1,15 @@
-import { createMcpHandler, isLegacyRequest, McpServer, WebStandardStreamableHTTPServerTransport, type AuthInfo, type StandardSchemaWithJSON } from "@modelcontextprotocol/server";
+import {
+  createMcpHandler,
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  isLegacyRequest,
+  McpServer,
+  WebStandardStreamableHTTPServerTransport,
+  type AuthInfo,
+  type StandardSchemaWithJSON,
+} from "@modelcontextprotocol/server";
 import type { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { errorResponse } from "@/lib/api/envelope.ts";
@@ -254,9 +265,36 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
   // A request that cannot be read still pays one regular token, as every request did before parsing.
   const { refused, headers } = await chargeToolCalls(ctx, tools, "body" in read ? read.body : undefined);
   if (refused) return refused;
-  const response = "body" in read ? await dispatch(ctx, req, tools, origin, read.text, read.body) : read.invalid;
+  const response = "body" in read ? await dispatchEntries(ctx, req, tools, origin, read.text, read.body) : read.invalid;
   for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
   return response;
+}
+
+/** A JSON-RPC message the SDK takes: a request, a notification, or a response. */
+function isMessage(entry: unknown): boolean {
+  return isJSONRPCRequest(entry) || isJSONRPCNotification(entry) || isJSONRPCResultResponse(entry) || isJSONRPCErrorResponse(entry);
+}
+
+/**
+ * JSON-RPC 2.0 (§6) answers each invalid entry of a batch with its own Invalid Request error (id null)
+ * and the others as usual: the SDK refused a batch holding one invalid entry whole, with one 400 object
+ * that is neither an array nor an answer to the batch's valid requests.
+ */
+async function dispatchEntries(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown): Promise<Response> {
+  const invalid = Array.isArray(body) ? body.filter((entry) => !isMessage(entry)).length : 0;
+  // An empty batch, or one with nothing wrong in it, is the SDK's to answer.
+  if (!invalid) return dispatch(ctx, req, tools, origin, text, body);
+  const errors = Array.from({ length: invalid }, () => ({ jsonrpc: "2.0", id: null, error: { code: INVALID_REQUEST, message: "Invalid Request: not a JSON-RPC message" } }));
+  const valid = (body as unknown[]).filter(isMessage);
+  if (!valid.length) return Response.json(errors, { status: 400 });
+  const response = await dispatch(ctx, req, tools, origin, JSON.stringify(valid), valid);
+  // Notifications alone (202, no body): only the invalid entries have answers.
+  if (response.status === 202) return Response.json(errors, { status: 200 });
+  if (response.status !== 200 || !response.headers.get("content-type")?.includes("application/json")) return response;
+  const answers: unknown = await response.json();
+  const headers = new Headers(response.headers);
+  headers.delete("content-length");
+  return Response.json([...(Array.isArray(answers) ? answers : [answers]), ...errors], { status: 200, headers });
 }
 
 /** The JSON-RPC message(s) of the body, or the JSON-RPC error answering a body that is none. */
