@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
-import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { MemoryRateLimiter, setRateLimiter, type RateLimiter } from "@/lib/api/rate-limit.ts";
 import { createHarness, frozenLimiter, HARNESS_LIMITS, type Client, type Harness } from "./support/harness.ts";
 
 // JSON-RPC 2.0 (§6) answers a batch with an array, whatever the number of requests in it. The SDK's
@@ -180,6 +180,35 @@ describe("a tools/call notification (no id)", () => {
       expect(await h.db.memory.count()).toBe(before);
       const recalled = await post({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_recall", arguments: { query: "anything" } } });
       expect(recalled.status).toBe(200);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  });
+});
+
+// An error past reading the body (here the rate limiter's store failing on the charge) was answered with
+// id null whatever the request, and with a body even for a notification, which JSON-RPC never answers.
+describe("an error once the body is read", () => {
+  const failing: RateLimiter = {
+    peek: async () => ({ success: true, limit: 10, remaining: 10, reset: Date.now() + 60_000, retryAfterMs: 0 }),
+    limit: async () => {
+      throw new Error("limiter store failed");
+    },
+  };
+
+  it("answers with the request's id, each request of a batch, and a notification with no body", async () => {
+    setRateLimiter(failing);
+    try {
+      const single = await post(hubsCall(41));
+      expect(single.status).toBe(500);
+      expect(single.body).toMatchObject({ jsonrpc: "2.0", id: 41, error: { code: -32603, data: { code: "internal" } } });
+      expect(JSON.stringify(single.body)).not.toContain("limiter store failed");
+      const batch = await post([hubsCall(42), hubsCall(43)]);
+      expect(batch.status).toBe(500);
+      expect(batch.body.map((r: { id: number }) => r.id)).toEqual([42, 43]);
+      const notified = await post({ jsonrpc: "2.0", method: "notifications/initialized" });
+      expect(notified.status).toBe(500);
+      expect(notified.body).toBeUndefined();
     } finally {
       setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
     }

@@ -144,16 +144,17 @@ const INTERNAL_ERROR = -32603;
 
 /**
  * An error thrown before or around the protocol (the database unavailable, an internal error, a refusal
- * by withAuth) as a JSON-RPC error with no id (the body may not have been read), with REST's status,
- * headers, and code and details in `error.data`: the REST envelope is no JSON-RPC response, and a
- * client reads `error.code` as a number. A 401 keeps REST's envelope and its WWW-Authenticate challenge,
+ * by withAuth) as a JSON-RPC error with REST's status, headers, and code and details in `error.data`: the
+ * REST envelope is no JSON-RPC response, and a client reads `error.code` as a number. Once the body is
+ * read (`message`), it answers as the request did (its id, each request of a batch, no body for a
+ * notification); before, with id null. A 401 keeps REST's envelope and its WWW-Authenticate challenge,
  * which is what an MCP client acts on (its sign-in starts there).
  */
-export function mcpErrorResponse(error: ApiError): Response {
+export function mcpErrorResponse(error: ApiError, message?: unknown): Response {
   if (error.code === "unauthorized") return errorResponse(error);
   const code = error.code === "internal" ? INTERNAL_ERROR : SERVER_ERROR;
   const data = { code: error.code, ...error.details };
-  return Response.json({ jsonrpc: "2.0", id: null, error: { code, message: error.message, data } }, { status: error.status, headers: error.headers });
+  return refusal(error.status, error.headers ?? {}, { code, message: error.message, data }, message);
 }
 
 /**
@@ -262,12 +263,18 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
   const read = await readMessage(req, regular.success ? MAX_MCP_BODY_BYTES : OVER_LIMIT_BODY_BYTES);
   if (!regular.success && "tooLarge" in read) return rateLimited(regular, "regular", undefined);
   if ("body" in read) applyAliases(read.body, tools);
-  // A request that cannot be read still pays one regular token, as every request did before parsing.
-  const { refused, headers } = await chargeToolCalls(ctx, tools, "body" in read ? read.body : undefined);
-  if (refused) return refused;
-  const response = "body" in read ? await dispatchEntries(ctx, req, tools, origin, read.text, read.body) : read.invalid;
-  for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
-  return response;
+  try {
+    // A request that cannot be read still pays one regular token, as every request did before parsing.
+    const { refused, headers } = await chargeToolCalls(ctx, tools, "body" in read ? read.body : undefined);
+    if (refused) return refused;
+    const response = "body" in read ? await dispatchEntries(ctx, req, tools, origin, read.text, read.body) : read.invalid;
+    for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+    return response;
+  } catch (error) {
+    // Answered here, where the message is known: withAuth's answer has no id to give.
+    if (!("body" in read)) throw error;
+    return mcpErrorResponse(toApiError(error, ctx.requestId), read.body);
+  }
 }
 
 /** A JSON-RPC message the SDK takes: a request, a notification, or a response. */
