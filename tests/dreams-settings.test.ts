@@ -155,13 +155,29 @@ describe("dream runs follow the settings of the hub's owner", () => {
     const old = new Date(Date.now() - 200 * DAY);
     await backdateMemories(h.db, stale.body.data.id, { createdAt: old, updatedAt: old });
     await indexMemories(h.db, [stale.body.data.id]);
+    // A contradicting pair too: the similar step's reviews are each a notification to every manager,
+    // and a hub switched off must not send them.
+    const pair: string[] = [];
+    for (const [i, content] of [PLANTED.contraOld, PLANTED.contraNew].entries()) {
+      const res = await eve.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": eve.personalHubId } });
+      expect(res.status, res.text).toBe(201);
+      pair.push(res.body.data.id);
+      const at = new Date(Date.now() - 10 * DAY + i * 60_000);
+      await backdateMemories(h.db, res.body.data.id, { createdAt: at, updatedAt: at });
+    }
+    await indexMemories(h.db, pair);
     const scheduled = await queueDreamRun(h.db, eve.personalHubId, null, new Date());
     expect(await runDreamRunOnce(h.db, scheduled.run_id)).toBe(true);
     expect(await touched(scheduled.run_id, "archive")).toEqual([]);
+    expect(await touched(scheduled.run_id, "contradiction")).toEqual([]);
+    expect(await h.db.notification.count({ where: { userId: eve.id, kind: "review_contradiction" } })).toBe(0);
     expect(await state(stale.body.data.id)).toBe("active");
+    const metrics = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: scheduled.run_id } })).phaseMetrics as Record<string, Record<string, number>>;
+    for (const phase of ["similar", "stale", "organize"]) expect(metrics[phase]).toMatchObject({ skipped: 1, actions: 0 });
     // Asked for by a member, it runs: the switch is about the schedule.
     const manual = await dream(eve, eve.personalHubId);
     expect(await touched(manual, "archive")).toEqual([stale.body.data.id]);
+    expect(await touched(manual, "contradiction")).toEqual([...pair].sort());
   });
 });
 

@@ -196,12 +196,18 @@ export async function runDreamPhase(deps: DreamDeps, runId: string, owner: strin
   if ((deps.now ?? (() => new Date()))().getTime() - startedAt > deps.config.maxRunMs) throw new OutOfTimeError();
   // Read at each phase (an Inngest run takes each as a step, maybe hours apart): a switch turned off
   // meanwhile stops the steps still to come.
-  const config = withDreamSettings(deps.config, await hubDreamSettings(deps.db, run.hubId), run.triggeredBy === null);
+  const settings = await hubDreamSettings(deps.db, run.hubId);
+  const scheduled = run.triggeredBy === null;
+  const config = withDreamSettings(deps.config, settings, scheduled);
+  // A scheduled run of a hub whose dreams are off (queued before the switch) takes no step at all: the
+  // merge, archive and organize switches alone left the similar step flagging contradictions, each a
+  // notification to every manager of a hub they had turned off.
+  const off = scheduled && !settings.enabled;
   const ctx: BatchContext = { deps: { ...deps, config }, runId, hubId: run.hubId, owner, phase, startedAt, batches: 0 };
   const stopHeartbeat = keepHeartbeat(deps, runId, owner);
   let metrics: Record<string, number>;
   try {
-    if ((phase === "stale" && !config.archiveEnabled) || (phase === "organize" && !config.organizeEnabled)) metrics = { skipped: 1, candidates: 0, actions: 0 };
+    if (off || (phase === "stale" && !config.archiveEnabled) || (phase === "organize" && !config.organizeEnabled)) metrics = { skipped: 1, candidates: 0, actions: 0 };
     else metrics = phase === "similar" ? await similarPhase(ctx, run.hubId) : phase === "stale" ? await stalePhase(ctx, run.hubId) : await organizePhase(ctx, run.hubId);
   } finally {
     await stopHeartbeat();
