@@ -250,3 +250,25 @@ describe("the similarity threshold below the contradiction floor", () => {
     expect(classifyPair(a, b, 0.75, dreamConfig()).kind).toBe("distinct");
   });
 });
+
+describe("a contradiction below the contradiction floor, under a lower similarity threshold", () => {
+  /**
+   * Below 0.8 the contradiction checks were skipped altogether, so under a threshold of 0.7 two values
+   * of one setting were taken for duplicates: the older value archived, merged away with no review.
+   * Such a pair is not flagged there (contradictions keep their 0.8), and never merged either.
+   */
+  it("is neither merged nor flagged", () => {
+    const config = { ...dreamConfig(), duplicateCosine: 0.7 };
+    const pairs: [string, string][] = [
+      ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."],
+      ["The session cookie lifetime is 14 days.", "The session cookie lifetime is 30 days."],
+      ["Deploys to production run on Fridays.", "Deploys to production never run on Fridays."],
+    ];
+    for (const [a, b] of pairs) {
+      const at75 = classifyPair(textFeatures(a), textFeatures(b), 0.75, config);
+      expect(at75.kind, `${a} / ${b}: ${at75.reason}`).toBe("distinct");
+      // At the floor the same pair is a contradiction.
+      expect(classifyPair(textFeatures(a), textFeatures(b), 0.85, config).kind).toBe("contradiction");
+    }
+  });
+});
