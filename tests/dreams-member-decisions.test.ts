@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
-import { runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
+import { dueHubs, runDreamRunOnce } from "@/lib/dreams/dream-runner.ts";
 import { claimDreamRun, executeDreamRun, LostLeaseError, runDreamPhase } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { newId } from "@/lib/ids.ts";
@@ -476,6 +476,42 @@ describe("a run's contradiction reviews, across a resume", () => {
     // The pair left over is flagged by the next run.
     await dream(hubId);
     expect(await h.db.dreamAction.count({ where: { hubId, actionType: "contradiction" } })).toBe(3);
+  }, 180_000);
+});
+
+describe("contradictions left over a run's bound", () => {
+  /**
+   * "The pairs left over are flagged by the next runs" (docs/dreams.md), but a run that hit the bound
+   * ended completed, and the schedule took a hub again only after a write or a run out of time: a hub
+   * nobody wrote to again kept its leftover contradictions unflagged for good. The run records how
+   * many it left (phase_metrics.similar.reviews_left), and such a hub is due once the interval passes.
+   */
+  it("makes the hub due again without a write until every pair is flagged", async () => {
+    const hubId = await h.teamHub(owner);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    await pairOfNotes(hubId, ["The database connection pool size is 10 connections.", "The database connection pool size is 20 connections."]);
+    await pairOfNotes(hubId, ["The session cookie lifetime is 14 days.", "The session cookie lifetime is 30 days."]);
+    const saved = process.env.ENGRAM_DREAM_MAX_REVIEWS_PER_RUN;
+    process.env.ENGRAM_DREAM_MAX_REVIEWS_PER_RUN = "2";
+    const HOUR = 3_600_000;
+    try {
+      const first = await queueDreamRun(h.db, hubId, null, new Date());
+      expect(await runDreamRunOnce(h.db, first.run_id)).toBe(true);
+      const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: first.run_id } });
+      expect(run.status).toBe("completed");
+      expect(await h.db.dreamAction.count({ where: { runId: first.run_id, actionType: "contradiction" } })).toBe(2);
+      expect((run.phaseMetrics as Record<string, Record<string, number>>).similar).toMatchObject({ reviews_left: 1 });
+      expect(await dueHubs(h.db, new Date(), 24, 100_000)).not.toContain(hubId);
+      expect(await dueHubs(h.db, new Date(Date.now() + 25 * HOUR), 24, 100_000)).toContain(hubId);
+      const next = await queueDreamRun(h.db, hubId, null, new Date());
+      expect(await runDreamRunOnce(h.db, next.run_id)).toBe(true);
+      expect(await h.db.dreamAction.count({ where: { hubId, actionType: "contradiction" } })).toBe(3);
+      // Nothing left: not due again without a write.
+      expect(await dueHubs(h.db, new Date(Date.now() + 50 * HOUR), 24, 100_000)).not.toContain(hubId);
+    } finally {
+      if (saved === undefined) delete process.env.ENGRAM_DREAM_MAX_REVIEWS_PER_RUN;
+      else process.env.ENGRAM_DREAM_MAX_REVIEWS_PER_RUN = saved;
+    }
   }, 180_000);
 });
 

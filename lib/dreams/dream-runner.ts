@@ -9,9 +9,10 @@ import { claimDreamRun, executeDreamRun, LostLeaseError, StoppedError } from "./
 export const DREAM_RUN_EVENT = "engram/dream.run";
 
 /**
- * Hubs due a scheduled run: written to since their last run, or whose last run ran out of time (the next
- * continues it: taken only after a write, a hub no member wrote to again kept what that run left undone
- * for good), and not dreamt of for `intervalHours`. A
+ * Hubs due a scheduled run: written to since their last run, or whose last run ran out of time or left
+ * contradictions over its review bound (phase_metrics.similar.reviews_left; the next continues it: taken
+ * only after a write, a hub no member wrote to again kept what that run left undone for good), and not
+ * dreamt of for `intervalHours`. A
  * run's own rewrite of a merge's kept memory, or filing of a memory into a topic, is no write of the
  * hub's: its action (the memory as result_memory_id) is stamped with the updated_at the write left (not
  * the run's clock, which the forward trigger may have moved it past), and a member's later edit moves
@@ -26,7 +27,9 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
                      AND m.updated_at > coalesce((SELECT max(r.created_at) FROM dream_runs r WHERE r.hub_id = h.id), '-infinity'::timestamptz)
                      AND NOT EXISTS (SELECT 1 FROM dream_actions a WHERE a.hub_id = h.id AND a.action_type IN ('merge', 'organize')
                                         AND a.result_memory_id = m.id AND a.created_at = m.updated_at))
-            OR (SELECT r.status FROM dream_runs r WHERE r.hub_id = h.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1) = 'partial_failed')
+            OR EXISTS (SELECT 1 FROM (SELECT r.status, r.phase_metrics -> 'similar' -> 'reviews_left' AS left_over FROM dream_runs r
+                                        WHERE r.hub_id = h.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1) last
+                        WHERE last.status = 'partial_failed' OR (jsonb_typeof(last.left_over) = 'number' AND (last.left_over)::text::numeric > 0)))
        AND NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.hub_id = h.id AND (r.created_at > ${since} OR r.status IN ('queued', 'running')))
        AND ${switchSql("dreams_enabled")}
      ORDER BY h.id LIMIT ${limit}`;

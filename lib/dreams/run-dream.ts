@@ -355,9 +355,16 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   const [flagged] = await ctx.deps.db.$queryRaw<{ reviews: number }[]>`
     SELECT count(*)::int AS reviews FROM dream_actions WHERE run_id = ${ctx.runId}::uuid AND action_type = 'contradiction'`;
   let reviewRoom = Math.max(0, maxReviewsPerRun() - (flagged?.reviews ?? 0));
+  // Recorded in the phase's metrics: a hub with pairs left over is due again without a write (dueHubs),
+  // or a run that hit the bound and ended completed left them unflagged until someone wrote there.
+  let reviewsLeft = 0;
   const final = actions.filter((a) => {
     if (a.type === "merge") return true;
-    if (archivedNow.has(a.older.id) || archivedNow.has(a.newer.id) || reviewRoom <= 0) return false;
+    if (archivedNow.has(a.older.id) || archivedNow.has(a.newer.id)) return false;
+    if (reviewRoom <= 0) {
+      reviewsLeft += 1;
+      return false;
+    }
     reviewRoom -= 1;
     return true;
   });
@@ -473,7 +480,7 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   forget(ctx.deps, [...mergedAway, ...rewritten]);
   // Rewritten memories are chunked and embedded again, like any content edit.
   for (const id of rewritten) afterMemoryWrite({ id, hubId, processingStatus: "pending" });
-  return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: written, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
+  return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: written, reviews_left: reviewsLeft, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
 }
 
 /** `model`: the model asked (a skip before asking names none). */
