@@ -111,3 +111,26 @@ describe("the schedule after a run out of time", () => {
     expect(await dueHubs(h.db, new Date(Date.now() + 50 * HOUR), 24, 10_000)).not.toContain(hubId);
   }, 120_000);
 });
+
+describe("the daily schedule's own jitter", () => {
+  /**
+   * The Inngest cron fires once a day, and the interval is a day too: its runs are created at the time
+   * the schedule's step read, and a hub was due only if its last run was created before exactly one
+   * interval ago. On a day the cron's step ran a few seconds earlier than the day before, every hub it
+   * queued then was not yet due, and waited another whole day (dreamt every other day).
+   */
+  it("takes a hub written to since its last run at the next day's schedule, a few seconds early", async () => {
+    const hubId = await h.teamHub(owner);
+    const res = await owner.post("/v1/memories", { content: "A hub the cron dreams of every day." }, { headers: { "x-hub-id": hubId } });
+    expect(res.status, res.text).toBe(201);
+    const yesterday = new Date(Date.now() - 24 * HOUR + 5_000);
+    expect(await dueHubs(h.db, yesterday, 24, 100_000)).toContain(hubId);
+    const run = await queueDreamRun(h.db, hubId, null, yesterday);
+    expect(await runDreamRunOnce(h.db, run.run_id)).toBe(true);
+    expect((await owner.post("/v1/memories", { content: "Written since that run." }, { headers: { "x-hub-id": hubId } })).status).toBe(201);
+    // Today's step, 3 s earlier in its minute than yesterday's.
+    expect(await dueHubs(h.db, new Date(yesterday.getTime() + 24 * HOUR - 3_000), 24, 100_000)).toContain(hubId);
+    // Still not twice within the interval.
+    expect(await dueHubs(h.db, new Date(yesterday.getTime() + 12 * HOUR), 24, 100_000)).not.toContain(hubId);
+  }, 120_000);
+});

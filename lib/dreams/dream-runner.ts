@@ -8,6 +8,9 @@ import { claimDreamRun, executeDreamRun, LostLeaseError, StoppedError } from "./
 
 export const DREAM_RUN_EVENT = "engram/dream.run";
 
+/** How much earlier than a whole interval after its last run a hub is due (see dueHubs). */
+const SCHEDULE_SLACK_MS = 15 * 60_000;
+
 /**
  * Hubs due a scheduled run: written to since their last run, or whose last run ran out of time or left
  * contradictions over its review bound (phase_metrics.similar.reviews_left; the next continues it: taken
@@ -19,7 +22,10 @@ export const DREAM_RUN_EVENT = "engram/dream.run";
  * the memory's past it. Not a hub whose dreams are off (its own switch, else its owner's settings).
  */
 export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 100): Promise<string[]> {
-  const since = new Date(now.getTime() - intervalHours * 3_600_000);
+  // The slack is the schedule's own jitter: the daily cron's runs are created at the time its step read,
+  // and on a day that step ran a few seconds earlier than the day before, a last run created exactly one
+  // interval before was not yet "older than the interval", and every hub waited a second day.
+  const since = new Date(now.getTime() - intervalHours * 3_600_000 + SCHEDULE_SLACK_MS);
   const rows = await db.$queryRaw<{ id: string }[]>`
     SELECT h.id FROM hubs h
      WHERE h.deleted_at IS NULL
