@@ -181,6 +181,30 @@ describe("dream runs follow the settings of the hub's owner", () => {
   });
 });
 
+describe("a member's trigger while a scheduled run of a hub switched off waits", () => {
+  /**
+   * The trigger answers already_running with the run waiting, and a scheduled run of a hub whose dreams
+   * are off takes no step: the member who asked (the switch is about the schedule, docs/dreams.md) got
+   * a run id that did nothing. The waiting run is now theirs, and runs as asked.
+   */
+  it("runs that run as the member's", async () => {
+    const ivy = await h.user("Ivy");
+    const res = await ivy.post("/v1/memories", { content: PLANTED.stale, stability: "evolving" }, { headers: { "x-hub-id": ivy.personalHubId } });
+    expect(res.status, res.text).toBe(201);
+    const old = new Date(Date.now() - 200 * DAY);
+    await backdateMemories(h.db, res.body.data.id, { createdAt: old, updatedAt: old });
+    await indexMemories(h.db, [res.body.data.id]);
+    const scheduled = await queueDreamRun(h.db, ivy.personalHubId, null, new Date());
+    expect((await ivy.patch(`/v1/hubs/${ivy.personalHubId}`, { settings: { dreams_enabled: false } })).status).toBe(200);
+    const asked = await ivy.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": ivy.personalHubId } });
+    expect(asked.status, asked.text).toBe(202);
+    expect(asked.body.data).toMatchObject({ status: "already_running", run_id: scheduled.run_id });
+    expect(await runDreamRunOnce(h.db, scheduled.run_id)).toBe(true);
+    expect(await touched(scheduled.run_id, "archive")).toEqual([res.body.data.id]);
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: scheduled.run_id } })).triggeredBy).toBe(ivy.id);
+  });
+});
+
 describe("a memory changed to an excluded kind during the run", () => {
   it("is not filed by the organize step that planned with its old kind", async () => {
     const gus = await h.user("Gus");

@@ -20,18 +20,34 @@ export async function queueDreamRun(db: Db, hubId: string, triggeredBy: string |
     result = await db.$transaction(async (tx): Promise<Queued> => {
       await guard?.(tx);
       const active = await tx.dreamRun.findFirst({ where: { hubId, status: { in: ["queued", "running"] } }, select: { id: true } });
-      if (active) return { status: "already_running", run_id: active.id };
+      if (active) {
+        await adoptScheduledRun(tx, active.id, triggeredBy);
+        return { status: "already_running", run_id: active.id };
+      }
       await tx.dreamRun.create({ data: { id, hubId, triggeredBy, status: "queued", createdAt: now } });
       return { status: "queued", run_id: id };
     });
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
     const winner = await db.dreamRun.findFirst({ where: { hubId, status: { in: ["queued", "running"] } }, select: { id: true } });
-    if (winner) return { status: "already_running", run_id: winner.id };
+    if (winner) {
+      await adoptScheduledRun(db, winner.id, triggeredBy);
+      return { status: "already_running", run_id: winner.id };
+    }
     throw error;
   }
   if (result.status === "queued") await kickDreamRun(hubId, id);
   return result;
+}
+
+/**
+ * A member's trigger answered with a scheduled run makes it theirs: a scheduled run of a hub whose
+ * dreams are off takes no step (withDreamSettings), so the member who asked got the id of a run that did
+ * nothing. Its phases still to come run as asked (each reads who triggered it as it starts).
+ */
+async function adoptScheduledRun(db: DbClient, runId: string, triggeredBy: string | null): Promise<void> {
+  if (triggeredBy === null) return;
+  await db.dreamRun.updateMany({ where: { id: runId, triggeredBy: null, status: { in: ["queued", "running"] } }, data: { triggeredBy } });
 }
 
 /**
