@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAll, setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { newId } from "@/lib/ids.ts";
-import { MAX_SESSION_BYTES, MAX_SESSION_BYTES_PER_USER, MAX_SESSIONS_PER_USER, MAX_SESSIONS_WITH_CONTENT } from "@/lib/agent-sessions/agent-session-fields.ts";
+import { MAX_SESSION_BYTES, MAX_SESSION_BYTES_PER_USER, MAX_SESSION_CONTENT_BYTES_PER_PAGE, MAX_SESSIONS_PER_USER, MAX_SESSIONS_WITH_CONTENT } from "@/lib/agent-sessions/agent-session-fields.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 
 let h: Harness;
@@ -83,6 +83,27 @@ describe("/v1/agent-sessions", () => {
     expect(page.body.data.sessions).toHaveLength(MAX_SESSIONS_WITH_CONTENT);
     expect(page.body.data.has_more).toBe(true);
   });
+
+  it("bounds a page with content by bytes too: sessions up to 5 MiB of content in all (at least one), the rest behind next_cursor", async () => {
+    const ann = await h.user("Budget");
+    // Three sessions of 2 MiB under one session_id: 6 MiB of content, past the page's budget.
+    const content = "x".repeat(2 * 1024 * 1024);
+    for (const agent of ["b1", "b2", "b3"]) expect((await ann.put("/v1/agent-sessions", { agent, session_id: "big", content })).status).toBe(201);
+    const first = await ann.get("/v1/agent-sessions?session_id=big");
+    expect(first.status).toBe(200);
+    expect(first.body.data.sessions.map((s: { agent: string }) => s.agent)).toEqual(["b3", "b2"]);
+    expect(first.body.data.sessions.reduce((n: number, s: { content: string }) => n + s.content.length, 0)).toBeLessThanOrEqual(MAX_SESSION_CONTENT_BYTES_PER_PAGE);
+    expect(first.body.data.has_more).toBe(true);
+    const rest = await ann.get(`/v1/agent-sessions?session_id=big&cursor=${encodeURIComponent(first.body.data.next_cursor)}`);
+    expect(rest.body.data.sessions.map((s: { agent: string; content: string }) => [s.agent, s.content.length])).toEqual([["b1", content.length]]);
+    expect(rest.body.data.has_more).toBe(false);
+    // One session is always served, however large: a page never comes back empty with more to read.
+    const big = "y".repeat(MAX_SESSION_BYTES);
+    expect((await ann.put("/v1/agent-sessions", { agent: "b4", session_id: "big", content: big })).status).toBe(201);
+    const alone = await ann.get("/v1/agent-sessions?session_id=big");
+    expect(alone.body.data.sessions.map((s: { agent: string; content: string }) => [s.agent, s.content.length])).toEqual([["b4", big.length]]);
+    expect(alone.body.data.has_more).toBe(true);
+  }, 60_000);
 
   it("rejects oversized or incomplete sessions without writing", async () => {
     const ann = await h.user("Big");

@@ -16,6 +16,12 @@ export const MAX_SESSIONS_PER_USER = 1000;
 export const MAX_SESSION_BYTES_PER_USER = 1024 * 1024 * 1024;
 /** Sessions a listing returns with their content (session_id given): each may be 5 MiB. */
 export const MAX_SESSIONS_WITH_CONTENT = 5;
+/**
+ * Bytes of session content one listing page carries: five 5 MiB files were 25 MiB of content, up to
+ * 150 MiB of JSON once escaped, in one response. A page stops before the session that would take it
+ * past this (its first session is always served), the rest behind next_cursor.
+ */
+export const MAX_SESSION_CONTENT_BYTES_PER_PAGE = MAX_SESSION_BYTES;
 
 export const putAgentSessionBodySchema = z.object({
   agent: agentSchema,

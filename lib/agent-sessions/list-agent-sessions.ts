@@ -3,7 +3,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { AgentSession } from "@/lib/db/generated/client.ts";
-import { MAX_SESSIONS_WITH_CONTENT, type ListAgentSessionsQuery } from "./agent-session-fields.ts";
+import { MAX_SESSION_CONTENT_BYTES_PER_PAGE, MAX_SESSIONS_WITH_CONTENT, type ListAgentSessionsQuery } from "./agent-session-fields.ts";
 import { serializeAgentSession } from "./serialize-agent-session.ts";
 import { sessionStoreFor } from "./session-store.ts";
 
@@ -11,7 +11,8 @@ const positionSchema = z.tuple([z.iso.datetime(), z.uuid()]);
 
 /**
  * GET /v1/agent-sessions: the caller's sessions, newest first (agent narrows).
- * With session_id the matching sessions carry their content.
+ * With session_id the matching sessions carry their content, a page at most 5 of them and 5 MiB of
+ * content (at least one session).
  */
 export async function listAgentSessions(ctx: AuthContext, query: ListAgentSessionsQuery) {
   // With content, a page holds at most a few files: each may be 5 MiB.
@@ -29,9 +30,25 @@ export async function listAgentSessions(ctx: AuthContext, query: ListAgentSessio
     orderBy: [{ updatedAt: "desc" }, { id: "desc" }],
     take: limit + 1,
   });
-  const result = page("sessions", rows, limit, (last) => encodeCursor(secret, list, ctx.user.id, [last.updatedAt.toISOString(), last.id]));
+  const result = page("sessions", rows, query.session_id ? Math.min(limit, rowsWithinContentBudget(rows)) : limit, (last) =>
+    encodeCursor(secret, list, ctx.user.id, [last.updatedAt.toISOString(), last.id]),
+  );
   const sessions = await Promise.all(result.sessions.map((row) => (query.session_id ? withContent(ctx, row) : serializeAgentSession(row))));
   return { ...result, sessions: sessions.filter((session) => session !== null) };
+}
+
+/**
+ * How many rows a page with content serves, by their sizes (known before any file is read): those up
+ * to MAX_SESSION_CONTENT_BYTES_PER_PAGE in all, at least the first. The rest are has_more, after
+ * next_cursor.
+ */
+function rowsWithinContentBudget(rows: AgentSession[]): number {
+  let bytes = 0;
+  for (const [i, row] of rows.entries()) {
+    bytes += row.sizeBytes;
+    if (i > 0 && bytes > MAX_SESSION_CONTENT_BYTES_PER_PAGE) return i;
+  }
+  return rows.length;
 }
 
 /**
