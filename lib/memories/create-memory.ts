@@ -26,6 +26,8 @@ export interface CreateMemoryResult {
   memory: MemoryObject;
   /** false when an existing memory was returned (same content) or updated (same source_path). */
   created: boolean;
+  /** Input that was ignored or coerced rather than refused: REST sends them as X-Engram-Warning. */
+  warnings: string[];
 }
 
 export function contentHash(content: string): string {
@@ -90,8 +92,19 @@ export async function createMemory(ctx: HubContext, input: CreateMemoryBody, opt
   if (createdAt.getTime() < 0) {
     throw new ApiError("invalid_request", "created_at must not be before 1970-01-01", { issues: [{ path: "created_at", message: "before 1970" }] });
   }
+  const warnings: string[] = [];
+  // Memax's CLI labels any one-line push that starts with http(s):// a link, notes after the URL included;
+  // a link is one URL, so such a push keeps its text as a note instead of being refused.
+  if (input.content_type === "link" && !input.file_ref && /^https?:\/\/\S+\s/i.test(input.content.trim())) {
+    warnings.push('content_type "link" ignored: the content is a URL with more text after it, so it is kept as text');
+    input = { ...input, content_type: undefined };
+  }
   // A key issued for an agent pushes as that agent, whatever the body claims.
-  if (ctx.credential.agentName) input = { ...input, source_agent: ctx.credential.agentName };
+  const agent = ctx.credential.agentName;
+  if (agent) {
+    if (input.source_agent && input.source_agent !== agent) warnings.push(`source_agent ignored: this API key pushes as "${agent}"`);
+    input = { ...input, source_agent: agent };
+  }
   // Files and links start in `processing`; the pipeline's extract step reads them.
   const file = input.file_ref ? await resolveFileRef(ctx, input.file_ref) : null;
   const link = file ? null : linkTarget(input);
@@ -174,7 +187,7 @@ ${input.content}`) : contentHash(input.content);
   afterMemoryWrite(result.memory);
   // Memax's capture promises one memory per decision and learning (extract-capture-facts.ts).
   if (result.created && result.memory.source === CAPTURE_SOURCE) await extractCaptureFacts(ctx, result.memory);
-  return { memory: serializeMemory(result.memory), created: result.created };
+  return { memory: serializeMemory(result.memory), created: result.created, warnings };
 }
 
 /** The memory at this source_path in the hub, locked FOR UPDATE until the transaction ends (none: []). */

@@ -9,16 +9,8 @@ import { countUsage } from "@/lib/usage/count-usage.ts";
 
 // POST /v1/memories — push a memory into X-Hub-ID's hub, or the caller's personal hub
 export const POST = withAuth({ permission: "memories.write" }, async (ctx, req) => {
-  let body = await parseJson(req, createMemoryBodySchema);
-  // Memax's CLI labels any one-line push that starts with http(s):// a link, notes after the URL included;
-  // a link is one URL, so such a push keeps its text as a note instead of being refused.
-  if (body.content_type === "link" && !body.file_ref && /^https?:\/\/\S+\s/i.test(body.content.trim())) {
-    addWarning(req, 'content_type "link" ignored: the content is a URL with more text after it, so it is kept as text');
-    body = { ...body, content_type: undefined };
-  }
-  const agent = ctx.credential.agentName;
-  if (agent && body.source_agent && body.source_agent !== agent) addWarning(req, `source_agent ignored: this API key pushes as "${agent}"`);
-  const result = await createMemory(ctx, body);
+  const result = await createMemory(ctx, await parseJson(req, createMemoryBodySchema));
+  for (const warning of result.warnings) addWarning(req, warning);
   await countUsage(ctx, "pushes");
   return ok(result.memory, result.created ? 201 : 200);
 });
