@@ -299,10 +299,12 @@ async function reingest(
     sourceAgent: input.source_agent ?? existing.sourceAgent,
     assistedByAgent: input.assisted_by_agent ?? existing.assistedByAgent,
     hubReason: input.hub_reason ?? existing.hubReason,
+    initiationType: input.initiation_type ?? existing.initiationType,
+    ...(input.project_context !== undefined && { projectContext: input.project_context }),
   };
   const unchanged =
     !contentChanged &&
-    (Object.keys(changes) as (keyof typeof changes)[]).every((key) => JSON.stringify(changes[key]) === JSON.stringify(existing[key]));
+    (Object.keys(changes) as (keyof typeof changes)[]).every((key) => sameJson(changes[key], existing[key]));
   if (unchanged) return { memory: existing, replaced: [] };
   const replaced = hadFile ? await detachUploads(tx, { memoryId: { in: [existing.id] } }) : [];
   if (hadFile) await tx.attachment.deleteMany({ where: { memoryId: existing.id } });
@@ -333,6 +335,15 @@ async function reingest(
   // were worked out before the transaction; those of chunks not glossed then, retitleChunks works out here.
   else if (memory.title !== existing.title) await retitleChunks(tx, existing.id, glosses?.memoryId === existing.id ? glosses.byText : new Map());
   return { memory, replaced };
+}
+
+/** Equal as stored: jsonb keeps an object's keys in its own order, not the order they were sent in. */
+function sameJson(a: unknown, b: unknown): boolean {
+  const sorted = (value: unknown): unknown =>
+    value !== null && typeof value === "object" && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([k, v]) => [k, sorted(v)]))
+      : value;
+  return JSON.stringify(sorted(a)) === JSON.stringify(sorted(b));
 }
 
 /**
@@ -415,8 +426,8 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
 
 /**
  * What a link or file pushed again names besides its source, written as a text push writes it (reingest):
- * ignored, a re-push with kind or stability left the pipeline's guess (unlocked) and kept the agent
- * and reason of the first push. The pipeline classifies what the push leaves unnamed and unlocked.
+ * ignored, a re-push with kind or stability left the pipeline's guess (unlocked) and kept the agent,
+ * reason, initiation and project context of the first push. The pipeline classifies what the push leaves unnamed and unlocked.
  */
 function namedFields(existing: Memory, input: CreateMemoryBody) {
   return {
@@ -425,6 +436,8 @@ function namedFields(existing: Memory, input: CreateMemoryBody) {
     sourceAgent: input.source_agent ?? existing.sourceAgent,
     assistedByAgent: input.assisted_by_agent ?? existing.assistedByAgent,
     hubReason: input.hub_reason ?? existing.hubReason,
+    initiationType: input.initiation_type ?? existing.initiationType,
+    ...(input.project_context !== undefined && { projectContext: input.project_context }),
   };
 }
 
