@@ -338,6 +338,33 @@ describe("link memories", () => {
     expect(await processed(read.id)).toMatchObject({ processing_error: null, content: read.content });
   });
 
+  it("a page read again past a storage quota keeps the page read last time, and link_url (the URL it waited in) is cleared", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const dot = await h.user("Dot");
+    const url = `http://127.0.0.1:${sitePort}/article?from=quota`;
+    const before = pageVersion;
+    pageVersion = 1;
+    const res = await dot.post("/v1/memories", { content: url, content_type: "link" });
+    expect(res.status, res.text).toBe(201);
+    const read = await processed(res.body.data.id, 60_000, dot);
+    expect(read.content).toContain("nine hours");
+    // Version 2 of the page is two bytes longer ("eleven" for "nine"): no room left for it.
+    const used = await h.db.storageUsage.findFirstOrThrow({ where: { scope: "user", scopeId: dot.id } });
+    process.env.ENGRAM_QUOTA_USER_BYTES = String(used.bytes);
+    pageVersion = 2;
+    try {
+      const again = await dot.post("/v1/memories", { content: url, content_type: "link" });
+      expect(again.status, again.text).toBe(200);
+      const after = await processed(read.id, 60_000, dot);
+      expect(after.content).toContain("nine hours");
+      expect(after.processing_error).toMatch(/not stored/);
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id: read.id } })).linkUrl).toBeNull();
+    } finally {
+      delete process.env.ENGRAM_QUOTA_USER_BYTES;
+      pageVersion = before;
+    }
+  });
+
   it("a link at a source_path given another URL that cannot be read holds that URL, not the other page's text", async () => {
     setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
     flakyDown = true;

@@ -239,8 +239,14 @@ const extract: ProcessingStep = {
       if (ctx.loaded) Object.assign(ctx.loaded, changes);
     } catch (error) {
       if (!(error instanceof ApiError) || error.code !== "quota_exceeded") throw error;
-      // Over a quota: the memory keeps what it had and says why its text was not read in.
-      await writeIfCurrent(ctx, { extractedAt: ctx.now(), extractionError: `The text was not stored: ${error.message}`.slice(0, 1000) }, undefined, { now: true });
+      // Over a quota: the memory keeps what it had and says why its text was not read in. The URL a page
+      // read again waited in is done with too: kept, a later run would read the page again.
+      await writeIfCurrent(
+        ctx,
+        { extractedAt: ctx.now(), extractionError: `The text was not stored: ${error.message}`.slice(0, 1000), ...(memory.linkUrl !== null && { linkUrl: null }) },
+        undefined,
+        { now: true },
+      );
     }
   },
 };
