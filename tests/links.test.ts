@@ -365,6 +365,42 @@ describe("link memories", () => {
     }
   });
 
+  it("a URL too long to be a source_path, pushed again, waits as the memory's content (counted by the quotas), not beside the page in link_url", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    // link_url is not counted toward the storage quotas: kept for URLs of any length (up to the 3 MiB
+    // of content), each memory could hold megabytes nothing counted while its page was read again.
+    const url = `http://127.0.0.1:${sitePort}/article?pad=${"p".repeat(5000)}`;
+    const res = await ann.post("/v1/memories", { content: url, content_type: "link", source_path: "links/long-url" });
+    expect(res.status, res.text).toBe(201);
+    const read = await processed(res.body.data.id);
+    expect(read.content).toContain("Let the kiln cool");
+    stopBackgroundProcessing();
+    try {
+      const again = await ann.post("/v1/memories", { content: url, content_type: "link", source_path: "links/long-url" });
+      expect(again.status, again.text).toBe(200);
+      const waiting = await h.db.memory.findUniqueOrThrow({ where: { id: read.id } });
+      expect(waiting.linkUrl).toBeNull();
+      expect(waiting.content).toBe(url);
+    } finally {
+      await startBackgroundProcessing();
+    }
+    expect((await processed(read.id)).content).toContain("Let the kiln cool");
+    // A URL that fits a source_path still waits beside the page, as before.
+    const short = `http://127.0.0.1:${sitePort}/article?pad=short`;
+    const first = await ann.post("/v1/memories", { content: short, content_type: "link" });
+    await processed(first.body.data.id);
+    stopBackgroundProcessing();
+    try {
+      await ann.post("/v1/memories", { content: short, content_type: "link" });
+      const waiting = await h.db.memory.findUniqueOrThrow({ where: { id: first.body.data.id } });
+      expect(waiting.linkUrl).toBe(short);
+      expect(waiting.content).toContain("Let the kiln cool");
+    } finally {
+      await startBackgroundProcessing();
+    }
+    await processed(first.body.data.id);
+  });
+
   it("a link at a source_path given another URL that cannot be read holds that URL, not the other page's text", async () => {
     setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
     flakyDown = true;

@@ -400,7 +400,15 @@ async function refetchLink(tx: DbClient, existing: Memory, input: CreateMemoryBo
   // The same URL whose page was read: the page stays the content while it is read again, the URL to read
   // waiting in link_url, so a fetch that fails now keeps what was read last time (with its reason) instead
   // of leaving the memory nothing but its URL. (A link keeps its URL's hash as content_hash once read.)
-  const keepsPage = !hadFile && existing.contentType === "link" && existing.contentHash === hash && existing.extractedAt !== null && existing.content !== input.content;
+  // Only a URL short enough to be a source_path: link_url is not counted toward the storage quotas, and a
+  // URL given its own source_path may be megabytes long; a longer one waits as the content, counted.
+  const keepsPage =
+    !hadFile &&
+    existing.contentType === "link" &&
+    existing.contentHash === hash &&
+    existing.extractedAt !== null &&
+    existing.content !== input.content &&
+    !sourcePathTooLong(input.content);
   const memory = await tx.memory.update({
     where: { id: existing.id },
     data: {
