@@ -442,6 +442,41 @@ describe("link memories", () => {
     expect(memory.content).toContain("Let the kiln cool");
   });
 
+  it("a PATCH giving a link a URL is a push of that link: checked, normalised (no #fragment), its own source_path, and fetched", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    const pat = await h.user("Pat");
+    // A link whose page could not be read still holds its URL: new content must be a URL, and is fetched.
+    flakyDown = true;
+    const flaky = `http://127.0.0.1:${sitePort}/flaky`;
+    const res = await pat.post("/v1/memories", { content: `${flaky}#top`, content_type: "link" });
+    expect(res.status, res.text).toBe(201);
+    const failed = await processed(res.body.data.id, 60_000, pat);
+    flakyDown = false;
+    expect(failed).toMatchObject({ content: flaky, source_path: flaky });
+    expect(failed.processing_error).toMatch(/HTTP 503/);
+    const notUrl = await pat.patch(`/v1/memories/${failed.id}`, { content: "notes about the kiln" });
+    expect(notUrl.status, notUrl.text).toBe(400);
+    expect(notUrl.body.error.details.issues[0].path).toBe("content");
+    const url = `http://127.0.0.1:${sitePort}/article?from=patched-link`;
+    const patched = await pat.patch(`/v1/memories/${failed.id}`, { content: `${url}#elements` });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.data).toMatchObject({ content: url, source_path: url, state: "processing", version: failed.version + 1 });
+    const read = await processed(failed.id, 60_000, pat);
+    expect(read).toMatchObject({ state: "active", processing_error: null, source_path: url });
+    expect(read.content).toContain("Let the kiln cool");
+
+    // A note PATCHed into a link, its URL given in the same PATCH: the URL as a push stores it.
+    const note = await pat.post("/v1/memories", { content: "kiln notes to become a link" });
+    const other = `http://127.0.0.1:${sitePort}/article?from=note-to-link`;
+    const linked = await pat.patch(`/v1/memories/${note.body.data.id}`, { content: `${other}#part`, content_type: "link" });
+    expect(linked.status, linked.text).toBe(200);
+    expect(linked.body.data).toMatchObject({ content: other, source_path: other, content_type: "link", state: "processing" });
+    expect((await processed(note.body.data.id, 60_000, pat)).content).toContain("Let the kiln cool");
+    // The URL of another memory of the hub: that memory is the link (409), as a push would update it.
+    const taken = await pat.patch(`/v1/memories/${failed.id}`, { content: other });
+    expect(taken.status, taken.text).toBe(409);
+  });
+
   it("a refused link ends active with the URL and a processing_error", async () => {
     setLinkFetchPolicyForTests(undefined);
     const res = await ann.post("/v1/memories", { content: "http://169.254.169.254/latest/meta-data/iam" });

@@ -8,11 +8,12 @@ import { canEditMemory } from "@/lib/api/permissions.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
-import { assertContentSize, contentHash, linkUrlOrThrow } from "./create-memory.ts";
+import { isUniqueViolation } from "@/lib/db/errors.ts";
+import { assertContentSize, contentHash, isBareUrl, linkUrlOrThrow } from "./create-memory.ts";
 import { deriveTitle } from "./derive-title.ts";
 import { findMemoryOrThrow } from "./find-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
-import type { UpdateMemoryBody } from "./memory-fields.ts";
+import { sourcePathTooLong, type UpdateMemoryBody } from "./memory-fields.ts";
 import { serializeMemoryWithContent } from "./serialize-memory.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { chunkGlosses, retitleChunks } from "@/lib/recall/store-chunks.ts";
@@ -77,21 +78,30 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
       issues: [{ path: "content_type", message: "this memory has an uploaded file" }],
     });
   }
-  const hash = input.content !== undefined ? contentHash(input.content) : memory.contentHash;
-  const contentChanged = hash !== memory.contentHash;
+  const contentType = input.content_type ?? memory.contentType;
+  const becomesLink = contentType === "link" && memory.contentType !== "link";
   const needsStoredText = input.content === undefined && (input.hint !== undefined || input.content_type !== undefined);
   // Read after the row: a write in between moves updated_at, and the conditional write below then retries.
   const stored = needsStoredText ? await db.memory.findUnique({ where: { id: memory.id }, select: { content: true } }) : null;
   if (needsStoredText && !stored) throw new ApiError("not_found", "Memory not found");
-  const content = input.content ?? stored?.content ?? "";
-  const contentType = input.content_type ?? memory.contentType;
-  // Becoming a link, or a link not read yet getting new content: its content is what will be fetched,
-  // so it must be one http(s) URL, as create requires. A link already read holds the page's text instead.
-  const becomesLink = contentType === "link" && memory.contentType !== "link";
-  if (becomesLink || (contentType === "link" && input.content !== undefined && memory.extractedAt === null)) linkUrlOrThrow(content);
-  // A memory that becomes a link is read as a pushed link is (a new version, `processing` until its page
-  // is read): without that the pipeline never fetched it, and share refused it as still being read.
-  const reprocess = contentChanged || becomesLink;
+  // A link given a URL (becoming a link, new content that is a URL, or new content for a link that still
+  // holds its URL: not read yet, or its page could not be read) is what a push of that URL is: one
+  // http(s) URL, without its #fragment, fetched again. A link whose page was read holds the page's text,
+  // which other text may replace.
+  const givesUrl =
+    contentType === "link" &&
+    (becomesLink ||
+      (input.content !== undefined && (isBareUrl(input.content) || memory.extractedAt === null || (await holdsUrl(db, memory.id)))));
+  const content = givesUrl ? linkUrlOrThrow(input.content ?? stored?.content ?? "") : (input.content ?? stored?.content ?? "");
+  const hash = input.content !== undefined || givesUrl ? contentHash(content) : memory.contentHash;
+  const contentChanged = hash !== memory.contentHash;
+  // Fetched as a pushed link is (a new version, `processing` until its page is read): without that the
+  // pipeline never fetched it, and share refused it as still being read.
+  const refetch = givesUrl && (contentChanged || becomesLink);
+  const reprocess = contentChanged || refetch;
+  // A push makes a link its own source_path: so here, unless the memory has another one it was given.
+  const ownPath = memory.sourcePath === null || (memory.contentType === "link" && contentHash(memory.sourcePath) === memory.contentHash);
+  const sourcePath = refetch && ownPath && !sourcePathTooLong(content) ? content : memory.sourcePath;
   const title = input.title ?? (memory.titleDerived && contentChanged ? deriveTitle(content) : memory.title);
   // Every chunk's lexical entry carries the title (store-chunks.ts): without rewriting them, a processed
   // memory was never found by its new title. A new version's chunks are written anew anyway.
@@ -108,7 +118,7 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   const stability =
     input.stability ?? (reclassify && !stabilityLocked ? classifyStability(content, kind, contentType, hint) : memory.stability);
 
-  const state = becomesLink && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state);
+  const state = refetch && (input.state ?? memory.state) !== "archived" ? "processing" : (input.state ?? memory.state);
   const growth = contentChanged ? Buffer.byteLength(content, "utf8") - (await storedBytes(db, memory.id)) : 0;
   // Growing content is checked against the owner's and the hub's storage quota in the write's transaction.
   const write = async (db: DbClient) => {
@@ -138,7 +148,8 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         // one back in use is superseded by nothing, as the undo and a new push leave it. Kept, it named
         // the memory it was merged into for as long as it stayed active.
         ...(state !== "archived" && memory.supersededBy !== null && { supersededBy: null }),
-        ...(becomesLink && { extractedAt: null, extractionError: null }),
+        ...(refetch && { extractedAt: null, extractionError: null, linkUrl: null }),
+        ...(sourcePath !== memory.sourcePath && { sourcePath }),
         // The old version's summary may quote what the edit took out; the summarise step writes the new one.
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
         // The database makes it strictly later than the row's (memories_updated_at_forward), so the
@@ -156,8 +167,23 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
     if (rows.length && growth > 0) await assertStorageQuota(db, { ownerId: memory.ownerId, hubId: memory.hubId, bytes: growth, memories: 0 });
     return rows;
   };
-  const [updated] = tx ? await writeChecked(tx) : await ctx.db.$transaction((own) => writeChecked(own));
-  return updated;
+  try {
+    const [updated] = tx ? await writeChecked(tx) : await ctx.db.$transaction((own) => writeChecked(own));
+    return updated;
+  } catch (error) {
+    // Another memory of the hub is this URL's link (its source_path): a push of the URL updates that one.
+    if (sourcePath !== memory.sourcePath && isUniqueViolation(error)) {
+      throw new ApiError("conflict", "Another memory in this hub is the link to this URL; update that one instead", { source_path: sourcePath });
+    }
+    throw error;
+  }
+}
+
+/** Whether a link's stored text is still its URL (its page not read in), asked of the database, unread. */
+async function holdsUrl(db: DbClient, id: string): Promise<boolean> {
+  const [row] = await db.$queryRaw<{ url: boolean }[]>`
+    SELECT content ~* '^\\s*https?://\\S+\\s*$' AS url FROM memories WHERE id = ${id}::uuid`;
+  return row?.url ?? false;
 }
 
 /** The stored text's size in bytes, counted by the database instead of reading the text. */
