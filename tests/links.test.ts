@@ -401,6 +401,28 @@ describe("link memories", () => {
     await processed(first.body.data.id);
   });
 
+  it("text pushed or PATCHed over a link whose page waits to be read again drops the URL it waited in (link_url)", async () => {
+    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
+    for (const how of ["push", "patch"] as const) {
+      const url = `http://127.0.0.1:${sitePort}/article?from=over-${how}`;
+      const res = await ann.post("/v1/memories", { content: url, content_type: "link" });
+      await processed(res.body.data.id);
+      stopBackgroundProcessing();
+      try {
+        await ann.post("/v1/memories", { content: url, content_type: "link" });
+        expect((await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } })).linkUrl).toBe(url);
+        const text = how === "push" ? await ann.post("/v1/memories", { content: "# Kiln\n\nMy own notes now.", source_path: url }) : await ann.patch(`/v1/memories/${res.body.data.id}`, { content: "# Kiln\n\nMy own notes now.", content_type: "markdown" });
+        expect(text.status, text.text).toBe(200);
+        const after = await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } });
+        expect(after.content, how).toBe("# Kiln\n\nMy own notes now.");
+        expect(after.linkUrl, how).toBeNull();
+      } finally {
+        await startBackgroundProcessing();
+      }
+      await processed(res.body.data.id);
+    }
+  });
+
   it("a link at a source_path given another URL that cannot be read holds that URL, not the other page's text", async () => {
     setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${sitePort}`] });
     flakyDown = true;

@@ -324,6 +324,8 @@ async function reingest(
       // is live again: a push is what the memory says now, and recall must find it.
       ...(contentChanged && existing.state === "archived" && { state: "active", supersededBy: null }),
       ...(hadFile && { fileRef: Prisma.DbNull }),
+      // A link waiting to read its page again kept the page and the URL in link_url: the text replaces both.
+      ...(contentChanged && existing.linkUrl !== null && { linkUrl: null }),
       // What was read from the file or page it replaces no longer applies: kept, the text was chunked as
       // extracted markdown and its processing_error reported the old source's failure.
       ...(contentChanged && (existing.extractedAt !== null || existing.extractionError !== null) && { extractedAt: null, extractionError: null }),

@@ -148,7 +148,10 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
         // one back in use is superseded by nothing, as the undo and a new push leave it. Kept, it named
         // the memory it was merged into for as long as it stayed active.
         ...(state !== "archived" && memory.supersededBy !== null && { supersededBy: null }),
-        ...(refetch && { extractedAt: null, extractionError: null, linkUrl: null }),
+        ...(refetch && { extractedAt: null, extractionError: null }),
+        // A link waiting to read its page again keeps the page meanwhile and the URL in link_url: content
+        // this edit gives replaces both (kept, the URL lingered, uncounted, and a later read took it up).
+        ...(reprocess && memory.linkUrl !== null && { linkUrl: null }),
         ...(sourcePath !== memory.sourcePath && { sourcePath }),
         // The old version's summary may quote what the edit took out; the summarise step writes the new one.
         ...(reprocess && { version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "" }),
