@@ -703,6 +703,38 @@ describe("create with file_ref", () => {
     expect(await h.db.memory.count({ where: { sourcePath: "docs/notes.txt" } })).toBe(1);
   });
 
+  it("the same file pushed again with the same content still takes the kind, stability, agents and reason it names (no new version)", async () => {
+    // The early return for an unchanged file skipped them: `memax push report.txt --kind procedural` a
+    // second time answered 200 with kind and kind_locked unchanged, though a text re-push applies them.
+    const bytes = Buffer.from("quarterly report: the backlog halved after the queue fix\n");
+    const push = async (extra: Record<string, unknown>) => {
+      const i = await intent(ann, "report.txt", "text/plain", bytes.length);
+      expect((await put(i.upload_url, i.headers, bytes)).status).toBe(200);
+      return ann.post("/v1/memories", { content: "", source_path: "docs/report.txt", file_ref: { ...i.file_ref, sha256: sha256(bytes) }, ...extra });
+    };
+    const first = await push({});
+    expect(first.status, first.text).toBe(201);
+    const v1 = await processed(ann, first.body.data.id);
+    const again = await push({ kind: "procedural", stability: "stable", source_agent: "memax", assisted_by_agent: "claude-code", hub_reason: "the team reads it" });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.data).toMatchObject({ id: v1.id, version: 1, processing_status: "done", kind: "procedural", stability: "stable" });
+    expect(await h.db.memory.findUniqueOrThrow({ where: { id: v1.id } })).toMatchObject({
+      version: 1,
+      processingStatus: "done",
+      kind: "procedural",
+      kindLocked: true,
+      stability: "stable",
+      stabilityLocked: true,
+      sourceAgent: "memax",
+      assistedByAgent: "claude-code",
+      hubReason: "the team reads it",
+    });
+    // Nothing named, nothing written: the row is as it was.
+    const before = await h.db.memory.findUniqueOrThrow({ where: { id: v1.id } });
+    expect((await push({})).status).toBe(200);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: v1.id } })).updatedAt).toEqual(before.updatedAt);
+  });
+
   it("text pushed to a file memory's source_path replaces the file: its original, record and bytes go, in one write", async () => {
     const bytes = Buffer.from("the old runbook, kept as a file: restart the queue by hand\n");
     const i = await intent(ann, "runbook.txt", "text/plain", bytes.length);

@@ -495,7 +495,14 @@ async function replaceFile(
   hash: string,
   now: Date,
 ): Promise<{ memory: Memory; replaced: string[] }> {
-  if (existing.contentHash === hash && existing.contentType === "file") return { memory: existing, replaced: [] };
+  if (existing.contentHash === hash && existing.contentType === "file") {
+    // The same file again is not read again (no new version), but what the push names still applies, as a
+    // text re-push with the same content writes it: returned early, `--kind procedural` a second time was lost.
+    const named = namedFields(existing, input);
+    const changed = Object.fromEntries(Object.entries(named).filter(([key, value]) => value !== existing[key as keyof typeof named]));
+    if (Object.keys(changed).length === 0) return { memory: existing, replaced: [] };
+    return { memory: await tx.memory.update({ where: { id: existing.id }, data: { ...changed, updatedAt: now } }), replaced: [] };
+  }
   const replaced = await detachUploads(tx, { memoryId: { in: [existing.id] } });
   const previousBytes = Number(existing.attachmentBytes);
   await tx.attachment.deleteMany({ where: { memoryId: existing.id } });
