@@ -12,19 +12,26 @@ import { extractMemoryText } from "@/lib/extraction/extract-memory-text.ts";
  * Documents are read one at a time per process, and that turn covers fetching the file from storage.
  * A store that trickles an object's bytes (a slow S3 or Vercel Blob read) held the turn with no
  * deadline, so every PDF, DOCX and text job behind it waited for minutes, and a job waiting for the
- * turn ignored its lease being lost. The fetch now has ENGRAM_EXTRACT_TIMEOUT_MS in all (a failure
- * retried later), and a job waiting for its turn leaves when its signal aborts.
+ * turn ignored its lease being lost. Then the fetch had ENGRAM_EXTRACT_TIMEOUT_MS in all, the parse
+ * limit, so a large file on a slow but working store failed every attempt. Now a store that sends
+ * nothing for ENGRAM_EXTRACT_TIMEOUT_MS is given up (retried later), one that keeps sending is waited
+ * for up to a generous cap, and a job waiting for its turn leaves when its signal aborts.
  */
 
 const SIZE = 64 * 1024;
+const STEADY_CHUNKS = 20;
 
-/** The embedded store, but objects under `slow/` come a byte every 100 ms (and never end in a test's time). */
+/**
+ * The embedded store, but objects under `slow/` come a byte every 100 ms (and never end in a test's time),
+ * under `steady/` 1 KiB every 100 ms for 2 s, and under `stuck/` three bytes and then nothing.
+ */
 class TricklingStore extends LocalBlobStore {
   reads = 0;
   closed = 0;
   heads = new Map<string, number>();
   override async head(key: string) {
-    if (key.startsWith("slow/")) return { size: SIZE, contentType: "text/plain" };
+    if (key.startsWith("slow/") || key.startsWith("stuck/")) return { size: SIZE, contentType: "text/plain" };
+    if (key.startsWith("steady/")) return { size: STEADY_CHUNKS * 1024, contentType: "text/plain" };
     // A read that fails, then a look at whether the object is there that never answers.
     if (key.startsWith("broken/")) {
       this.heads.set(key, (this.heads.get(key) ?? 0) + 1);
@@ -34,11 +41,20 @@ class TricklingStore extends LocalBlobStore {
   }
   override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
     if (key.startsWith("broken/")) throw new Error("connection reset by the store");
-    if (!key.startsWith("slow/")) return super.read(key, range);
+    if (!["slow/", "steady/", "stuck/"].some((prefix) => key.startsWith(prefix))) return super.read(key, range);
     this.reads += 1;
     let timer: NodeJS.Timeout | undefined;
+    let sent = 0;
     const stream = new Readable({
       read() {
+        if (key.startsWith("stuck/")) {
+          if (sent++ < 3) stream.push(Buffer.from("a"));
+          return;
+        }
+        if (key.startsWith("steady/")) {
+          timer = setTimeout(() => stream.push(sent++ < STEADY_CHUNKS ? Buffer.alloc(1024, "b") : null), 100);
+          return;
+        }
         timer = setTimeout(() => stream.push(Buffer.from("a")), 100);
       },
       destroy: (error, callback) => {
@@ -56,7 +72,8 @@ let store: TricklingStore;
 const saved = process.env.ENGRAM_EXTRACT_TIMEOUT_MS;
 
 beforeAll(async () => {
-  process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "1500";
+  // No bytes for 0.5 s: stuck. A download that keeps going may take 10 × 0.5 s + 1 s per 64 KiB.
+  process.env.ENGRAM_EXTRACT_TIMEOUT_MS = "500";
   dir = mkdtempSync(path.join(tmpdir(), "engram-extract-slow-"));
   store = new TricklingStore(dir, async () => Buffer.alloc(32, 1));
   setBlobStore(store);
@@ -84,9 +101,9 @@ function within<T>(promise: Promise<T>, ms: number): Promise<{ value?: T; error?
 }
 
 describe("a slow storage read during file extraction", () => {
-  it("is given up at the extraction time limit (to be retried), and the documents behind it are read", async () => {
-    const slow = within(extractMemoryText(fileMemory("slow/trickle.txt")), 8_000);
-    const fast = within(extractMemoryText(fileMemory("fast/notes.txt")), 8_000);
+  it("a store that trickles for ever is given up at the download's cap (to be retried), and the documents behind it are read", async () => {
+    const slow = within(extractMemoryText(fileMemory("slow/trickle.txt")), 12_000);
+    const fast = within(extractMemoryText(fileMemory("fast/notes.txt")), 12_000);
     const [slowDone, fastDone] = await Promise.all([slow, fast]);
     expect(slowDone.late).toBeUndefined();
     expect(String(slowDone.error)).toMatch(/could not be read from storage in time/);
@@ -94,6 +111,24 @@ describe("a slow storage read during file extraction", () => {
     expect(fastDone.value?.content).toContain("Deploys go out on Tuesdays");
     // The trickle was stopped, not left running.
     expect(store.closed).toBe(store.reads);
+  }, 20_000);
+
+  it("a store that stops sending is given up once nothing came for ENGRAM_EXTRACT_TIMEOUT_MS", async () => {
+    const startedAt = Date.now();
+    const stuck = await within(extractMemoryText(fileMemory("stuck/halfway.txt")), 3_000);
+    expect(stuck.late).toBeUndefined();
+    expect(String(stuck.error)).toMatch(/could not be read from storage in time/);
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(450);
+    expect(store.closed).toBe(store.reads);
+  }, 20_000);
+
+  it("a slow store that keeps sending is waited for, though the download takes longer than ENGRAM_EXTRACT_TIMEOUT_MS", async () => {
+    // 20 KiB over 2 s, four times the limit: a whole-download deadline failed it on every attempt.
+    const steady = await within(extractMemoryText(fileMemory("steady/report.txt")), 10_000);
+    expect(steady.late).toBeUndefined();
+    expect(steady.error).toBeUndefined();
+    expect(steady.value?.content).toBe("b".repeat(STEADY_CHUNKS * 1024));
+    expect(steady.value?.error).toBeNull();
   }, 20_000);
 
   it("a failed read whose follow-up look at the object hangs is given up at the same limit", async () => {
@@ -108,7 +143,7 @@ describe("a slow storage read during file extraction", () => {
   }, 20_000);
 
   it("a job waiting for its turn leaves as soon as its signal aborts (its lease was lost)", async () => {
-    const slow = within(extractMemoryText(fileMemory("slow/again.txt")), 8_000);
+    const slow = within(extractMemoryText(fileMemory("slow/again.txt")), 12_000);
     const controller = new AbortController();
     const waiting = within(extractMemoryText(fileMemory("fast/notes.txt"), { signal: controller.signal }), 8_000);
     await new Promise((resolve) => setTimeout(resolve, 100));

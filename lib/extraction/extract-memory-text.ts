@@ -115,7 +115,7 @@ function oneAtATime<T>(kind: "document" | "image", read: () => Promise<T>, signa
 
 const abortReason = (signal: AbortSignal) => (signal.reason instanceof Error ? signal.reason : new Error("the job was stopped"));
 
-/** The storage download's deadline passed: not the file's fault, so the job is retried later. */
+/** The storage download stalled (or trickled past its cap): not the file's fault, so the job is retried later. */
 class StorageTooSlow extends Error {}
 
 /**
@@ -135,16 +135,34 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal, stop: () => void
 }
 
 /**
+ * How long a download that keeps making progress may take in all: ten times the idle limit, plus a
+ * second per 64 KiB asked for (25 MiB at the default 30 s: about 12 minutes, so a store serving 36 kB/s
+ * still delivers it). Only a store that trickles its bytes for ever reaches it; it holds the turn meanwhile.
+ */
+function downloadCapMs(idleMs: number, bytes: number): number {
+  return 10 * idleMs + Math.ceil(bytes / (64 * 1024)) * 1000;
+}
+
+/**
  * The stored bytes, at most `maxBytes` of them (`truncated` when there are more), or null when the
  * object is missing. Other storage failures are retried; their message (a local store's names the
  * server's directories) goes to the log, not to processing_error, which every member of the hub sees.
- * The whole download has `timeoutMs` (ENGRAM_EXTRACT_TIMEOUT_MS): it holds the one document turn of
- * the process, and an object whose bytes trickle in (a slow S3 or Vercel Blob read) held up every
- * document behind it for minutes. Past it the job is retried later.
+ * The download holds the process's turn for its kind, so a store that stops sending cannot keep it:
+ * past `idleMs` (ENGRAM_EXTRACT_TIMEOUT_MS) with no answer to the head and no new bytes the job is
+ * retried later. A deadline for the download as a whole, the same 30 s as parsing, failed every attempt
+ * of a 25 MiB file on a store serving under 0.85 MB/s: a slow store that keeps sending is waited for,
+ * up to downloadCapMs.
  */
-async function readFile(key: string, maxBytes: number, timeoutMs: number): Promise<{ bytes: Buffer; truncated: boolean } | null> {
+async function readFile(key: string, maxBytes: number, idleMs: number): Promise<{ bytes: Buffer; truncated: boolean } | null> {
   const store = await blobStore();
-  const deadline = AbortSignal.timeout(timeoutMs);
+  const stuck = new AbortController();
+  let idle: NodeJS.Timeout | undefined;
+  let cap: NodeJS.Timeout | undefined;
+  const progressed = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => stuck.abort(`no answer from storage for ${idleMs} ms`), idleMs);
+  };
+  progressed();
   let stream: Readable | undefined;
   try {
     return await untilAborted(
@@ -152,12 +170,18 @@ async function readFile(key: string, maxBytes: number, timeoutMs: number): Promi
         // One byte past the limit says whether there is more, without reading it. A range past the end is
         // not asked for: an empty object has none to give.
         const info = await store.head(key);
+        progressed();
         if (info?.size === 0) return { bytes: Buffer.alloc(0), truncated: false };
-        stream = await store.read(key, { start: 0, end: info ? Math.min(info.size, maxBytes + 1) - 1 : maxBytes });
-        if (deadline.aborted) stream.destroy();
+        const asked = info ? Math.min(info.size, maxBytes + 1) : maxBytes + 1;
+        const capMs = downloadCapMs(idleMs, asked);
+        cap = setTimeout(() => stuck.abort(`not whole within ${capMs} ms`), capMs);
+        stream = await store.read(key, { start: 0, end: asked - 1 });
+        progressed();
+        if (stuck.signal.aborted) stream.destroy();
         const parts: Buffer[] = [];
         let length = 0;
         for await (const part of stream) {
+          progressed();
           parts.push(Buffer.from(part as Uint8Array));
           length += (part as Uint8Array).length;
           if (length > maxBytes) break;
@@ -165,19 +189,23 @@ async function readFile(key: string, maxBytes: number, timeoutMs: number): Promi
         const bytes = Buffer.concat(parts);
         return { bytes: bytes.subarray(0, maxBytes), truncated: bytes.length > maxBytes };
       })(),
-      deadline,
+      stuck.signal,
       () => stream?.destroy(),
     );
   } catch (error) {
     if (error instanceof StorageTooSlow) {
-      console.error(`[engram] processing: object ${key} did not arrive from storage within ${timeoutMs} ms; retried later`);
+      console.error(`[engram] processing: object ${key} did not arrive from storage (${String(stuck.signal.reason)}); retried later`);
       throw error;
     }
-    // Within the same deadline: this look holds the document turn too.
-    const missing = await untilAborted(store.head(key), deadline, () => undefined).then((info) => info === null, () => false);
+    // Under the same limits: this look holds the turn too.
+    progressed();
+    const missing = await untilAborted(store.head(key), stuck.signal, () => undefined).then((info) => info === null, () => false);
     if (missing) return null;
     console.error(`[engram] processing: could not read object ${key}`, error);
     throw new Error("The file could not be read from storage");
+  } finally {
+    clearTimeout(idle);
+    clearTimeout(cap);
   }
 }
 
