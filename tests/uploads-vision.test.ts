@@ -6,6 +6,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { IMAGE_READS_AT_ONCE } from "@/lib/extraction/extract-memory-text.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
@@ -24,6 +25,9 @@ const hung: { end(): void }[] = [];
 let answerAfterMs = 0;
 /** Images answered by the model so far. */
 let imagesAnswered = 0;
+/** Image requests in flight now, and the most there were at once. */
+let imagesInFlight = 0;
+let mostImagesInFlight = 0;
 
 /** The embedded store, counting each object's reads: the first is the create's type check, a second is extraction's. */
 class CountingStore extends LocalBlobStore {
@@ -62,8 +66,12 @@ beforeAll(async () => {
       overloaded--;
       return res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "The engine is currently overloaded" } }));
     }
+    if (image) mostImagesInFlight = Math.max(mostImagesInFlight, ++imagesInFlight);
     if (image && answerAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, answerAfterMs));
-    if (image) imagesAnswered++;
+    if (image) {
+      imagesInFlight--;
+      imagesAnswered++;
+    }
     const content = image
       ? "Whiteboard: the on-call rotation swaps every Thursday at noon."
       : JSON.stringify(name === "memory_classification" ? { kind: "semantic", stability: "stable" } : { summary: "An on-call whiteboard photo." });
@@ -157,7 +165,7 @@ describe("images with a vision model", () => {
     expect(JSON.stringify(visionRequests[0])).toContain("data:image/png;base64,");
   });
 
-  it("images are fetched from storage one at a time, as the model takes them: jobs waiting for it hold no image's bytes", async () => {
+  it("images are fetched from storage as the model takes them (IMAGE_READS_AT_ONCE at a time): jobs waiting for it hold no image's bytes", async () => {
     // The runner works on 16 memories at once: each image job fetched its whole file (up to
     // ENGRAM_EXTRACT_MAX_BYTES) at once and held it while the model read the others.
     answerAfterMs = 400;
@@ -166,10 +174,32 @@ describe("images with a vision model", () => {
       for (const id of ids) {
         expect(await waitProcessed(h.db, ann, id, 60_000)).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
       }
-      // At each image's fetch, every image fetched before it has had the model's answer.
-      expect(store.mostHeldAtARead).toBe(0);
+      // At each image's fetch, at most the images still in their turn are waiting for the model's answer.
+      expect(store.mostHeldAtARead).toBeLessThanOrEqual(IMAGE_READS_AT_ONCE - 1);
     } finally {
       answerAfterMs = 0;
     }
   });
+
+  it("a text memory pushed after many images is processed at once, the images read a few at a time", async () => {
+    // Images went to the model one at a time, each waiting image job holding one of the runner's
+    // workers (16): 40 photos took them all, and text pushed after them waited for their model calls.
+    answerAfterMs = 1500;
+    mostImagesInFlight = 0;
+    try {
+      const images: string[] = [];
+      for (let batch = 0; batch < 4; batch++) images.push(...(await Promise.all(Array.from({ length: 10 }, (_, i) => uploadImage(40 + batch * 10 + i, 10)))));
+      const pushedAt = Date.now();
+      const text = (await ann.post("/v1/memories", { content: "The loading dock closes at six on Fridays." })).body.data.id;
+      expect(await waitProcessed(h.db, ann, text, 120_000)).toMatchObject({ processing_status: "done" });
+      expect(Date.now() - pushedAt).toBeLessThan(10_000);
+      for (const id of images) {
+        expect(await waitProcessed(h.db, ann, id, 120_000)).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
+      }
+      // Three at a time, not one: 40 images in 20 s, not 60.
+      expect(mostImagesInFlight).toBe(IMAGE_READS_AT_ONCE);
+    } finally {
+      answerAfterMs = 0;
+    }
+  }, 180_000);
 });

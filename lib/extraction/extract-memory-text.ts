@@ -46,10 +46,23 @@ export async function extractMemoryText(memory: Memory, options: { signal?: Abor
   const ref = memory.fileRef as unknown as StoredFileRef;
   // Documents wait for the reader's one thread before their bytes are fetched: the runner works on
   // many memories at once, and each waiting job held its whole file (and the reader's copy) meanwhile.
-  // Images take turns of their own, at the vision model (a document need not wait for the model): each
-  // image job otherwise fetched its file at once and held it while the model read the others. A job whose
-  // lease is lost (options.signal) while it waits for its turn leaves at once.
-  return oneAtATime(isImageType(ref.content_type) ? "image" : "document", () => readFileMemory(memory, ref), options.signal);
+  // Images take turns of their own, at the vision model (a document need not wait for the model),
+  // IMAGE_READS_AT_ONCE of them: each image job otherwise fetched its file at once and held it while the
+  // model read the others. A job whose lease is lost (options.signal) while it waits for its turn leaves at once.
+  return inTurn(isImageType(ref.content_type) ? "image" : "document", () => readFileMemory(memory, ref), options.signal);
+}
+
+/**
+ * Images read from storage and by the vision model at once, per process. One at a time, 40 photos took a
+ * model call each (up to ENGRAM_MODEL_TIMEOUT_MS) in a row; three keep the bytes held at once small
+ * (three files of at most ENGRAM_EXTRACT_MAX_BYTES) and the model's answers coming. The embedded runner
+ * starts no more image jobs than this (embedded-runner.ts), so the others do not wait in its workers.
+ */
+export const IMAGE_READS_AT_ONCE = 3;
+
+/** Is this a file memory whose extraction takes an image turn (an image not read yet)? */
+export function waitsForImageTurn(memory: Pick<Memory, "fileRef" | "contentType" | "extractedAt">): boolean {
+  return needsExtraction(memory) && memory.fileRef !== null && isImageType((memory.fileRef as unknown as Partial<StoredFileRef>).content_type ?? "");
 }
 
 async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ content: string; title?: string; error: string | null }> {
@@ -88,28 +101,43 @@ async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ con
   return { content: kept, title: extracted.title, error: [truncation, clipped, extracted.error].filter(Boolean).join(". ") || null };
 }
 
+interface Turns {
+  running: number;
+  waiting: (() => void)[];
+}
+
 // One per process, also when several route bundles include this module (as the reader's thread is).
-const globalForTurns = globalThis as unknown as { __engramDocumentTurn?: Promise<unknown>; __engramImageTurn?: Promise<unknown> };
+const globalForTurns = globalThis as unknown as { __engramReadTurns?: Record<"document" | "image", Turns> };
 
 /**
- * Runs `read` once every read of its kind started before it has finished, whatever their outcome. A
- * `signal` aborted before its turn skips the read, and the caller is answered at once (its rejection):
- * the turn's queue itself still waits for the read in progress.
+ * Runs `read` once fewer reads of its kind are in progress than its kind allows (documents one, images
+ * IMAGE_READS_AT_ONCE), in the order they came, whatever the outcome of those before. A `signal` that
+ * aborts answers the caller at once (its rejection): while it waits, its read is skipped; once started,
+ * the turn is still held until that read ends.
  */
-function oneAtATime<T>(kind: "document" | "image", read: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-  const slot = kind === "image" ? "__engramImageTurn" : "__engramDocumentTurn";
-  const start = () => (signal?.aborted ? Promise.reject(abortReason(signal)) : read());
-  const turn = (globalForTurns[slot] ?? Promise.resolve()).then(start, start);
-  globalForTurns[slot] = turn.then(
-    () => undefined,
-    () => undefined,
-  );
-  if (!signal) return turn;
+function inTurn<T>(kind: "document" | "image", read: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const turns = (globalForTurns.__engramReadTurns ??= { document: { running: 0, waiting: [] }, image: { running: 0, waiting: [] } })[kind];
+  const limit = kind === "image" ? IMAGE_READS_AT_ONCE : 1;
   return new Promise<T>((resolve, reject) => {
-    const leave = () => reject(abortReason(signal));
-    if (signal.aborted) leave();
-    signal.addEventListener("abort", leave, { once: true });
-    turn.then(resolve, reject).finally(() => signal.removeEventListener("abort", leave));
+    if (signal?.aborted) return reject(abortReason(signal));
+    const start = () => {
+      turns.running++;
+      read()
+        .then(resolve, reject)
+        .finally(() => {
+          signal?.removeEventListener("abort", leave);
+          turns.running--;
+          turns.waiting.shift()?.();
+        });
+    };
+    const leave = () => {
+      const waiting = turns.waiting.indexOf(start);
+      if (waiting >= 0) turns.waiting.splice(waiting, 1);
+      reject(abortReason(signal!));
+    };
+    signal?.addEventListener("abort", leave, { once: true });
+    if (turns.running < limit) start();
+    else turns.waiting.push(start);
   });
 }
 

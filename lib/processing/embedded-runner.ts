@@ -1,4 +1,5 @@
 import { runAsBackground } from "@/lib/db/background-work.ts";
+import { IMAGE_READS_AT_ONCE, waitsForImageTurn } from "@/lib/extraction/extract-memory-text.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { JobLease } from "./job-lease.ts";
 import { claimMemory, processMemory } from "./process-memory.ts";
@@ -103,6 +104,14 @@ export class EmbeddedRunner {
   private readonly queued = new Set<string>();
   private readonly active = new Set<string>();
   private readonly again = new Set<string>();
+  /** Image jobs running (or started from `parked`, their turn kept for them): at most IMAGE_READS_AT_ONCE. */
+  private readonly imageJobs = new Set<string>();
+  /**
+   * Images not read yet that came up while IMAGE_READS_AT_ONCE image jobs ran: they wait here, unclaimed,
+   * not in a worker. Run as they came, they waited for the vision model's turn in the workers, and 40
+   * photos took all 16 while text, links and PDFs pushed after them waited for up to an hour.
+   */
+  private readonly parked = new Set<string>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly startedAt = new Date();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -140,6 +149,7 @@ export class EmbeddedRunner {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     this.queued.clear();
+    this.parked.clear();
   }
 
   /**
@@ -159,10 +169,12 @@ export class EmbeddedRunner {
 
   enqueue(id: string): void {
     if (this.stopped) return;
-    if (this.active.has(id)) this.again.add(id);
+    // Written again while parked: it may be no image now, so it is looked at again in its queue turn.
+    if (this.parked.delete(id)) this.queued.add(id);
+    else if (this.active.has(id)) this.again.add(id);
     // While memories wait in the database, a new write waits behind them there too: queued ahead, a
     // steady stream of writes kept the queue from ever draining and the backlog waited for good.
-    else if (this.queued.has(id) || (!this.backlog && this.queued.size < (this.options.maxQueued ?? MAX_QUEUED_JOBS))) this.queued.add(id);
+    else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parked.size < (this.options.maxQueued ?? MAX_QUEUED_JOBS))) this.queued.add(id);
     else {
       this.backlog = true;
       // Nothing running may be left to ask for the next page (a sweep that failed, say).
@@ -178,7 +190,7 @@ export class EmbeddedRunner {
   }
 
   get size(): { queued: number; active: number } {
-    return { queued: this.queued.size, active: this.active.size };
+    return { queued: this.queued.size + this.parked.size, active: this.active.size };
   }
 
   private notifyIdle(): void {
@@ -187,7 +199,7 @@ export class EmbeddedRunner {
 
   private isIdle(): boolean {
     // Once stopped, what a sweep still finds is never started: only the running jobs count.
-    return this.active.size === 0 && (this.stopped || (this.queued.size === 0 && !this.sweeping));
+    return this.active.size === 0 && (this.stopped || (this.queued.size === 0 && this.parked.size === 0 && !this.sweeping));
   }
 
   private staleBefore(now: Date): Date {
@@ -221,7 +233,7 @@ export class EmbeddedRunner {
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
       const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs }));
-      for (const id of ids) if (!this.active.has(id) && !this.stopped) this.queued.add(id);
+      for (const id of ids) if (!this.active.has(id) && !this.parked.has(id) && !this.stopped) this.queued.add(id);
       if (ids.length === SWEEP_PAGE) this.backlog = true;
     } catch (error) {
       // The backlog is still there: the next refill tries again.
@@ -235,11 +247,11 @@ export class EmbeddedRunner {
    * last make room and are left to the database (their rows are pending), read back as a backlog.
    */
   private queueFirst(ids: string[]): void {
-    const first = ids.filter((id) => !this.active.has(id) && !this.stopped);
+    const first = ids.filter((id) => !this.active.has(id) && !this.parked.has(id) && !this.stopped);
     if (first.length === 0) return;
     const taken = new Set(first);
     const rest = [...this.queued].filter((id) => !taken.has(id));
-    const room = Math.max(0, (this.options.maxQueued ?? MAX_QUEUED_JOBS) - first.length);
+    const room = Math.max(0, (this.options.maxQueued ?? MAX_QUEUED_JOBS) - this.parked.size - first.length);
     if (rest.length > room) this.backlog = true;
     this.queued.clear();
     for (const id of [...first, ...rest.slice(0, room)]) this.queued.add(id);
@@ -259,9 +271,9 @@ export class EmbeddedRunner {
   }
 
   private pump(): void {
-    while (!this.stopped && this.active.size < this.options.concurrency && this.queued.size > 0) {
-      const id = this.queued.values().next().value!;
-      this.queued.delete(id);
+    while (!this.stopped && this.active.size < this.options.concurrency) {
+      const id = this.nextJob();
+      if (id === undefined) break;
       this.active.add(id);
       // Background work: requests' statements go first (lib/db/background-work.ts).
       void runAsBackground(() => this.run(id)).finally(() => {
@@ -276,9 +288,29 @@ export class EmbeddedRunner {
     }
   }
 
+  /** A parked image first once an image turn is free (it came before what is queued now), else the queue's head. */
+  private nextJob(): string | undefined {
+    if (this.imageJobs.size < IMAGE_READS_AT_ONCE && this.parked.size > 0) {
+      const id = this.parked.values().next().value!;
+      this.parked.delete(id);
+      this.imageJobs.add(id);
+      return id;
+    }
+    const id = this.queued.values().next().value;
+    if (id !== undefined) this.queued.delete(id);
+    return id;
+  }
+
   private async run(id: string): Promise<void> {
     try {
       const db = await this.options.db();
+      if (await this.waitsForImage(db, id)) {
+        if (!this.imageJobs.has(id) && this.imageJobs.size >= IMAGE_READS_AT_ONCE) {
+          if (!this.stopped) this.parked.add(id);
+          return;
+        }
+        this.imageJobs.add(id);
+      } else this.imageJobs.delete(id);
       const now = new Date();
       const claim = await claimMemory(db, id, { ...this.options, now, staleBefore: this.staleBefore(now) });
       if (!claim) return;
@@ -302,6 +334,14 @@ export class EmbeddedRunner {
     } catch (error) {
       // Claim or bookkeeping failed (database unavailable): the row keeps its status and the sweeper returns to it.
       console.error(`[engram] processing: memory ${id} could not be processed now`, error);
+    } finally {
+      this.imageJobs.delete(id);
     }
+  }
+
+  /** Does this memory's job wait for an image turn (extraction of an image not read yet)? */
+  private async waitsForImage(db: Db, id: string): Promise<boolean> {
+    const row = await db.memory.findUnique({ where: { id }, select: { fileRef: true, contentType: true, extractedAt: true } });
+    return row !== null && waitsForImageTurn(row);
   }
 }
