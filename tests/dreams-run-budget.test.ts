@@ -90,6 +90,33 @@ describe("a run resumed after its time budget is spent", () => {
   }, 120_000);
 });
 
+describe("a run whose budget runs out right after a phase's last batch", () => {
+  /**
+   * The phase's done record went through the same budget check as a batch: out of time just after the
+   * last batch committed, it was refused, the run ended partial_failed still in that phase, and the next
+   * run read and compared the hub again (its model calls asked again) to write nothing new. The record
+   * is saved whenever the phase's batches are; the budget only stops the work still to do.
+   */
+  it("records the phase done, and the run continues from the next phase", async () => {
+    const hubId = await hubWithTwoMerges();
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig({ batchSize: 1 });
+    let clock = Date.now();
+    const now = () => new Date(clock);
+    expect(await claimDreamRun(h.db, run.run_id, "worker", now(), config.staleRunMs)).toBe(true);
+    const afterBatch = (phase: string, batch: number) => {
+      // The similar step's last batch (two merges, a batch of one each): the budget is spent just after it.
+      if (phase === "similar" && batch === 2) clock += config.maxRunMs + 1_000;
+    };
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch, now }, run.run_id, "worker")).toBe("partial_failed");
+    expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "merge" } })).toBe(2);
+    const after = await h.db.dreamRun.findUniqueOrThrow({ where: { id: run.run_id } });
+    expect(after.phase).toBe("stale");
+    expect((after.phaseMetrics as Record<string, { actions: number }>).similar).toMatchObject({ actions: 2, batches: 2 });
+    expect(after.memoriesScanned).toBe(4);
+  }, 120_000);
+});
+
 describe("the schedule after a run out of time", () => {
   /**
    * A run out of its budget ends partial_failed, "the next run continues" (docs/dreams.md), but the

@@ -135,10 +135,12 @@ interface BatchContext {
  * membership lock exclusively before the hub's memories and (by its cascade) the run's row; without
  * it first, a batch holding the run's row and waiting for a memory the delete held deadlocked with it.
  */
-async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Promise<void>, options: { evenIfStopping?: boolean } = {}): Promise<void> {
+async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Promise<void>, options: { phaseDone?: boolean } = {}): Promise<void> {
   const now = (ctx.deps.now ?? (() => new Date()))();
-  if (!options.evenIfStopping && stopping(ctx.deps)) throw new StoppedError(`dream run ${ctx.runId}: the worker is stopping`);
-  if (now.getTime() - ctx.startedAt > ctx.deps.config.maxRunMs) throw new OutOfTimeError();
+  // A phase's done record is saved however the stop or the budget stands: its work is written, and
+  // refused, the next attempt did the whole phase again (reading the hub, its model calls) for nothing.
+  if (!options.phaseDone && stopping(ctx.deps)) throw new StoppedError(`dream run ${ctx.runId}: the worker is stopping`);
+  if (!options.phaseDone && now.getTime() - ctx.startedAt > ctx.deps.config.maxRunMs) throw new OutOfTimeError();
   await ctx.deps.db.$transaction(async (tx) => {
     await lockForTransaction(tx, { shared: hubMembersLockKey(ctx.hubId) });
     // A hub marked deleted since the run began ends it here too (the mark took that lock exclusively):
@@ -214,8 +216,9 @@ export async function runDreamPhase(deps: DreamDeps, runId: string, owner: strin
   }
   const next = DREAM_PHASES[DREAM_PHASES.indexOf(phase) + 1] ?? "done";
   const previous = (run.phaseMetrics ?? {}) as Record<string, Record<string, number>>;
-  // Also when the worker is stopping: every batch of the phase is saved, and refused here the record
-  // of it was lost, so the resumed run did the phase again (its topic names asked of the model again).
+  // Also when the worker is stopping or the budget ran out after the last batch: every batch of the
+  // phase is saved, and refused here the record of it was lost, so the resumed (or next) run did the
+  // phase again (its topic names asked of the model again). The budget stops the next phase instead.
   await commitBatch({ ...ctx }, async (tx) => {
     await tx.dreamRun.update({
       where: { id: runId },
@@ -225,7 +228,7 @@ export async function runDreamPhase(deps: DreamDeps, runId: string, owner: strin
         ...(phase === "similar" && { memoriesScanned: metrics.scanned ?? 0 }),
       },
     });
-  }, { evenIfStopping: true });
+  }, { phaseDone: true });
   if (stopping(deps)) throw new StoppedError(`dream run ${runId}: the worker is stopping`);
 }
 
