@@ -435,3 +435,39 @@ describe("the bound on a run's model calls, across a resume", () => {
     expect(merges() - before).toBe(1);
   }, 120_000);
 });
+
+describe("the bound on a run's model calls, for topic names", () => {
+  /**
+   * The topic names were asked outside ENGRAM_DREAM_MAX_MODEL_CALLS: merges count theirs on the run, the
+   * names nowhere, so every attempt of the organize step (a crash, an Inngest step's retry) asked for all
+   * of them again (up to 20 an attempt). They now take their calls from the same count before asking, and
+   * a topic without room is named by its distinctive words.
+   */
+  it("counts them on the run, and a resume past the bound names the topic locally", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (const content of K8S) ids.push((await owner.post("/v1/memories", { content, stability: "stable" }, { headers: { "x-hub-id": hubId } })).body.data.id);
+    await indexMemories(h.db, ids);
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig({ maxModelCallsPerRun: 1 });
+    expect(await claimDreamRun(h.db, run.run_id, "doomed", new Date(), config.staleRunMs)).toBe(true);
+    const names = () => fake.requests.filter((body) => body?.response_format?.json_schema?.name === "topic_name").length;
+    const before = names();
+    const crash = new Error("simulated crash");
+    // The worker dies once the model has named the topic, before the organize step's first batch.
+    const now = () => {
+      if (names() > before) throw crash;
+      return new Date();
+    };
+    await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, now }, run.run_id, "doomed")).rejects.toBe(crash);
+    expect(names() - before).toBe(1);
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: run.run_id } })).modelCalls).toBe(1);
+    expect(await claimDreamRun(h.db, run.run_id, "rescuer", new Date(Date.now() + 3_600_000), config.staleRunMs)).toBe(true);
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
+    expect(names() - before).toBe(1);
+    const topics = await h.db.topic.findMany({ where: { hubId } });
+    expect(topics).toHaveLength(1);
+    expect(topics[0]!.name).not.toBe("Kubernetes operations");
+    expect((await h.db.memory.findMany({ where: { id: { in: ids } } })).map((m) => m.topicId)).toEqual(ids.map(() => topics[0]!.id));
+  }, 120_000);
+});

@@ -33,7 +33,7 @@ export interface DreamConfig {
   staleRunMs: number;
   /** Scheduled runs: at most one per hub per this many hours, for hubs with new writes. */
   intervalHours: number;
-  /** With a chat model: at most this many model calls (merge rewrites) per run. */
+  /** With a chat model: at most this many model calls (merge rewrites, topic names) per run. */
   maxModelCallsPerRun: number;
   /** The steps a run takes (the hub owner's switches, see dream-settings.ts): off, a step writes nothing. */
   mergeEnabled: boolean;

@@ -642,7 +642,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
     { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), takenNames: allTopics.map((t) => t.name), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - allTopics.length) },
     { ...ctx.deps.config, maxNewTopicsPerRun: Math.max(0, ctx.deps.config.maxNewTopicsPerRun - madeByRun) },
   );
-  await nameTopics(plan.create, memories, allTopics, ctx.deps.signal);
+  await nameTopics(ctx, plan.create, memories, allTopics);
   // Stopped while the model named them: the names it did not give are not the run's to keep.
   if (stopping(ctx.deps)) throw new StoppedError(`dream run ${ctx.runId}: the worker is stopping`);
   const t2 = performance.now();
@@ -759,14 +759,19 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
 /**
  * With a chat model configured, new topics are named by it from their
  * memories' titles (the distinctive-terms name is the fallback on any failure).
+ * The calls are the run's model calls (ENGRAM_DREAM_MAX_MODEL_CALLS), counted before asking as the
+ * merges' are: uncounted, every attempt of the organize step (a crash, an Inngest step's retry) asked
+ * for every name again. A topic past the bound keeps its distinctive-terms name.
  */
-async function nameTopics(create: { name: string; memoryIds: string[] }[], memories: DreamMemory[], topics: { name: string }[], signal?: AbortSignal): Promise<void> {
+async function nameTopics(ctx: BatchContext, create: { name: string; memoryIds: string[] }[], memories: DreamMemory[], topics: { name: string }[]): Promise<void> {
   const model = create.length ? chatModel() : null;
   if (!model) return;
+  const signal = ctx.deps.signal;
   const titleOf = new Map(memories.map((m) => [m.id, m.title]));
   const taken = new Set(topics.map((t) => t.name.toLowerCase()));
+  const granted = stopping(ctx.deps) ? 0 : await countModelCalls(ctx, create.length);
   const named = await Promise.all(
-    create.map((topic) =>
+    create.slice(0, granted).map((topic) =>
       nameTopicWithModel(model, topic.memoryIds.map((id) => titleOf.get(id) ?? "").filter(Boolean), topic.name, signal).catch((error: unknown) => {
         if (signal?.aborted) return null;
         console.error(`[engram] dream: chat model topic name failed; keeping "${topic.name}": ${error instanceof Error ? error.message : String(error)}`);
