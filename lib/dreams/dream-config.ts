@@ -18,6 +18,8 @@ export interface DreamConfig {
   staleDays: number;
   /** At most this many stale memories are archived per run (the rest wait for the next). */
   maxStalePerRun: number;
+  /** At most this many merges (each archives a memory) per run, across its attempts (the rest wait for the next). */
+  maxMergesPerRun: number;
   /** An unsorted memory joins an existing topic whose centroid is at least this similar. */
   topicCosine: number;
   /** Unsorted memories cluster with a centroid at least this similar… */
@@ -51,6 +53,7 @@ export function dreamConfig(overrides: Partial<DreamConfig> = {}): DreamConfig {
     candidateOverlap: 0.3,
     staleDays: positiveIntEnv("ENGRAM_DREAM_STALE_DAYS", 90),
     maxStalePerRun: positiveIntEnv("ENGRAM_DREAM_MAX_STALE_PER_RUN", 500),
+    maxMergesPerRun: positiveIntEnv("ENGRAM_DREAM_MAX_MERGES_PER_RUN", 500),
     topicCosine: 0.5,
     clusterCosine: 0.5,
     minClusterSize: 3,

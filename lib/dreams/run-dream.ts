@@ -326,6 +326,9 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   const ruled = await ruledPairs(ctx.deps.db, pairs);
   const t2 = performance.now();
   const touched = new Set<string>();
+  // Each merge archives a memory: bounded per run as stale archives are, and by the run, not this attempt
+  // (a resumed run merged up to the whole bound again). The pairs left over are the next runs'.
+  let mergeRoom = Math.max(0, ctx.deps.config.maxMergesPerRun - (await ctx.deps.db.dreamAction.count({ where: { runId: ctx.runId, actionType: "merge" } })));
   const actions: { type: "merge" | "contradiction"; older: DreamMemory; newer: DreamMemory; cosine: number; reason: string; details: object }[] = [];
   for (const pair of pairs) {
     const key = [pair.a.id, pair.b.id].sort().join(":");
@@ -335,7 +338,8 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
       // The owner turned merging off: the pair stays as it is, and unflagged (it is no contradiction).
       if (!ctx.deps.config.mergeEnabled) continue;
       // One merge per memory per run; chains settle over the next runs.
-      if (touched.has(older.id) || touched.has(newer.id)) continue;
+      if (touched.has(older.id) || touched.has(newer.id) || mergeRoom <= 0) continue;
+      mergeRoom -= 1;
       touched.add(older.id);
       touched.add(newer.id);
       actions.push({ type: "merge", older, newer, cosine: pair.cosine, reason: `"${older.title}" is a ${pair.verdict.reason} of the newer "${newer.title}"`, details: { archived_id: older.id, kept_id: newer.id } });
