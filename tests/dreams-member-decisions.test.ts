@@ -567,3 +567,47 @@ describe("a hub purged while its run compares its memories", () => {
     await expect(runDreamPhase({ db, sql: h.database.sql, config }, run.run_id, "worker", "similar")).rejects.toBeInstanceOf(LostLeaseError);
   }, 120_000);
 });
+
+describe("deciding a review whose side to archive a member edited since it was flagged", () => {
+  /**
+   * keep_a / keep_b archived the other memory whatever a member wrote to it after the review was flagged,
+   * though the review (and the Dreams tab's excerpts) show the text as the run read it: a rewrite that
+   * settled the disagreement was archived unseen. The decision is refused (409, naming the memory and its
+   * version) unless the client names that version, having read the memory as it is now.
+   */
+  it("is a 409 until the client names the memory's current version", async () => {
+    const hubId = await h.teamHub(owner);
+    const [a, b] = await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const [older] = review.sourceMemoryIds;
+    const edited = older === a ? a! : b!;
+    const edit = await owner.patch(`/v1/memories/${edited}`, { content: "The API request timeout is 60 seconds since the proxy change." });
+    expect(edit.status, edit.text).toBe(200);
+    const version: number = edit.body.data.version;
+    // keep_b archives A (the older side, the one edited).
+    const refused = await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_b" });
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: "conflict", details: { memory_id: edited, version } });
+    expect(await state(edited)).toBe("active");
+    expect((await h.db.dreamAction.findUniqueOrThrow({ where: { id: review.id } })).state).toBe("pending_review");
+    // A version the memory has moved past since is refused the same way.
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_b", version: version - 1 })).status).toBe(409);
+    const decided = await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_b", version });
+    expect(decided.status, decided.text).toBe(200);
+    expect(await state(edited)).toBe("archived");
+  }, 120_000);
+
+  it("keeps the edited side, or decides an unedited pair, without a version", async () => {
+    const hubId = await h.teamHub(owner);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const [older, newer] = review.sourceMemoryIds;
+    expect((await owner.patch(`/v1/memories/${older}`, { content: "The API request timeout is 30 seconds, set in the gateway." })).status).toBe(200);
+    // keep_a keeps the edited older side and archives the unedited newer one.
+    const res = await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_a" });
+    expect(res.status, res.text).toBe(200);
+    expect([await state(older!), await state(newer!)]).toEqual(["active", "archived"]);
+  }, 120_000);
+});

@@ -14,7 +14,11 @@ import { onReviewReopened, onReviewResolved } from "@/lib/notifications/notify.t
 import { MEMORY_DELETED_RESOLUTION, MEMORY_MOVED_RESOLUTION } from "@/lib/memories/drop-memory-copies.ts";
 import { serializeDreamAction } from "./serialize-dream.ts";
 
-export const resolveDreamActionBodySchema = z.object({ resolution: z.enum(["keep_a", "keep_b", "keep_both"], { error: "resolution is keep_a, keep_b or keep_both" }) });
+export const resolveDreamActionBodySchema = z.object({
+  resolution: z.enum(["keep_a", "keep_b", "keep_both"], { error: "resolution is keep_a, keep_b or keep_both" }),
+  /** keep_a / keep_b: the version of the memory to archive as the client read it, when it was edited after the review was flagged. */
+  version: z.number({ error: "version is a whole number" }).int({ error: "version is a whole number" }).positive({ error: "version is a whole number" }).optional(),
+});
 
 const actionNotFound = (error: unknown) => {
   if (error instanceof ApiError && error.code === "not_found") throw new ApiError("not_found", "Dream action not found");
@@ -183,7 +187,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
 }
 
 /** POST /v1/dreams/actions/:id/resolve: a contradiction review — keep A (B archived), keep B (A archived), or keep both. */
-export async function resolveDreamAction(ctx: AuthContext, actionId: string, resolution: "keep_a" | "keep_b" | "keep_both") {
+export async function resolveDreamAction(ctx: AuthContext, actionId: string, resolution: "keep_a" | "keep_b" | "keep_both", version?: number) {
   const { action, membership } = await actionOrThrow(ctx, actionId, "resolve dream reviews");
   if (action.actionType !== "contradiction") throw new ApiError("invalid_request", "Only contradiction reviews are resolved; undo other actions");
   if (action.state !== "pending_review") throw new ApiError("conflict", `This review was already resolved (${action.resolution})`);
@@ -202,6 +206,17 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
         throw new ApiError("conflict", `The memory to keep (${resolution === "keep_a" ? "A" : "B"}) was deleted, moved or archived since; restore it, or resolve with another choice`, {
           memory_id: keep,
         });
+      }
+      // The review shows both sides as the run read them: a side a member wrote to since is archived
+      // only by someone who has read it as it is now and says so with its current version. Otherwise the
+      // decision archived unseen a rewrite that may have settled the disagreement.
+      const current = await tx.memory.findFirst({ where: { id: drop, hubId: action.hubId, state: "active" }, select: { version: true, contentChangedAt: true } });
+      if (current && (version !== undefined ? version !== current.version : current.contentChangedAt > action.createdAt)) {
+        throw new ApiError(
+          "conflict",
+          `The memory to archive (${resolution === "keep_a" ? "B" : "A"}) was edited since this review was flagged; read it as it is now, then resolve again with its version, or keep both`,
+          { memory_id: drop, version: current.version },
+        );
       }
       const [archived] = await tx.memory.updateManyAndReturn({ where: { id: drop, hubId: action.hubId, state: "active" }, data: { state: "archived", supersededBy: keep, updatedAt: now }, select: { updatedAt: true } });
       if (archived) dropped = { id: drop, updatedAt: archived.updatedAt };
