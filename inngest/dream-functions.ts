@@ -1,8 +1,8 @@
 import { customBoardsStopping, refreshBoardForDream } from "@/lib/boards/kick-custom-board.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
-import { DREAM_RUN_EVENT, dueHubs, failRun, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, DREAM_PHASES, finishDreamRun, LostLeaseError, OutOfTimeError, runBudgetStart, runDreamPhase } from "@/lib/dreams/run-dream.ts";
+import { DREAM_RUN_EVENT, dreamsStopSignal, dueHubs, failRun, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
+import { claimDreamRun, DREAM_PHASES, finishDreamRun, LostLeaseError, OutOfTimeError, runBudgetStart, runDreamPhase, StoppedError } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { inngest } from "./client.ts";
 
@@ -85,8 +85,19 @@ export const dreamRunFunction = inngest.createFunction(
           if (!run) return "lost";
           // A retried step whose phase already completed has nothing to do.
           if (DREAM_PHASES.indexOf(run.phase as (typeof DREAM_PHASES)[number]) > DREAM_PHASES.indexOf(phase) || run.phase === "done") return "done";
-          await runDreamPhase({ db: database.prisma, sql: database.sql, config }, runId, owner, phase, startedAt);
+          const signal = dreamsStopSignal();
+          if (signal.aborted) throw new StoppedError(`dream run ${runId}: the worker is stopping`);
+          await runDreamPhase({ db: database.prisma, sql: database.sql, config, signal }, runId, owner, phase, startedAt);
         } catch (error) {
+          // This process is stopping (see dreamsStopSignal): the run is no failure, and stays running for
+          // the step's retry; its heartbeat cleared, as the in-process worker leaves it, so a resend of the
+          // schedule takes it at once should this function run have no retry left.
+          if (error instanceof StoppedError) {
+            await getDatabase()
+              .then((database) => database.prisma.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { heartbeatAt: null } }))
+              .catch((failed: unknown) => console.error(`[engram] dreams: run ${runId} could not be left for the next worker`, failed));
+            throw error;
+          }
           // Out of the run's budget: it ends partial_failed (the next run continues), as with the in-process worker.
           if (error instanceof OutOfTimeError) return "out_of_time";
           // Its hub purged, or its lease taken over by a worker that found it stale: that one finishes

@@ -195,7 +195,7 @@ export class DreamRunner {
   }
 }
 
-const globalForDreams = globalThis as unknown as { __engramDreams?: { runner?: DreamRunner } };
+const globalForDreams = globalThis as unknown as { __engramDreams?: { runner?: DreamRunner; stop?: AbortController } };
 const state = (globalForDreams.__engramDreams ??= {});
 
 /** Starts the in-process worker (server start-up), unless Inngest runs dreams or ENGRAM_DREAMS=off. */
@@ -220,10 +220,22 @@ export function dreamRunner(): DreamRunner | undefined {
  * batch, and the run was logged as failed.
  */
 export function stopDreams(): Promise<void> {
+  (state.stop ??= new AbortController()).abort();
   const runner = state.runner;
   runner?.stop();
   state.runner = undefined;
   return runner?.idle() ?? Promise.resolve();
+}
+
+/**
+ * Aborted by a graceful stop (stopDreams): the Inngest function's phase step running in this process ends
+ * before its next batch, its model calls cancelled, as the in-process worker's run does. By then the
+ * server has cut the step's request (past its grace) and Inngest retries the step, maybe elsewhere and
+ * under the same lease: without it the step went on writing and asking the model beside that retry
+ * until the database closed under it.
+ */
+export function dreamsStopSignal(): AbortSignal {
+  return (state.stop ??= new AbortController()).signal;
 }
 
 /** Hands a queued run to whichever worker is active: an Inngest event, or the in-process runner. */
