@@ -151,6 +151,9 @@ export const dreamRunFunction = inngest.createFunction(
   },
 );
 
+/** Hubs the daily schedule queues at most, and runs it sends at most. */
+const SCHEDULE_HUBS = 1000;
+
 /** Daily: a run for every hub written to since its last run, plus a resend of runs whose events were lost. */
 export const dreamScheduleFunction = inngest.createFunction(
   { id: "dream-schedule", name: "Schedule dream runs", triggers: [{ cron: process.env.ENGRAM_DREAM_CRON || "0 3 * * *" }] },
@@ -159,8 +162,10 @@ export const dreamScheduleFunction = inngest.createFunction(
       const db = (await getDatabase()).prisma;
       const config = dreamConfig();
       const now = new Date();
-      for (const hubId of await dueHubs(db, now, config.intervalHours, 1000)) await queueDreamRun(db, hubId, null, now);
-      return pendingDreamRuns(db, now, config.staleRunMs);
+      for (const hubId of await dueHubs(db, now, config.intervalHours, SCHEDULE_HUBS)) await queueDreamRun(db, hubId, null, now);
+      // As many as it may have queued: taking the in-process sweep's 100 (it sweeps every minute, this
+      // once a day), the rest waited for the next day's, and 1,000 due hubs were dreamt every ten days.
+      return pendingDreamRuns(db, now, config.staleRunMs, SCHEDULE_HUBS);
     });
     if (runs.length) await step.sendEvent("run", runs.map((run) => ({ name: DREAM_RUN_EVENT, data: { hub_id: run.hubId, run_id: run.id } })));
     return { queued: runs.length };

@@ -46,12 +46,12 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
  * Runs waiting for a worker: queued ones, and running ones whose worker stopped heartbeating. Not those of
  * a hub marked deleted, whose purge removes them (a run meanwhile would ask the chat model for nothing).
  */
-export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number): Promise<{ id: string; hubId: string }[]> {
+export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number, limit = 100): Promise<{ id: string; hubId: string }[]> {
   const stale = new Date(now.getTime() - staleRunMs);
   return db.$queryRaw<{ id: string; hubId: string }[]>`
     SELECT r.id::text AS id, r.hub_id::text AS "hubId" FROM dream_runs r JOIN hubs h ON h.id = r.hub_id AND h.deleted_at IS NULL
      WHERE r.status = 'queued' OR (r.status = 'running' AND (r.heartbeat_at < ${stale} OR r.heartbeat_at IS NULL))
-     ORDER BY r.created_at LIMIT 100`;
+     ORDER BY r.created_at LIMIT ${limit}`;
 }
 
 /**

@@ -1,0 +1,33 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InngestTestEngine } from "@inngest/test";
+import { dreamScheduleFunction } from "@/inngest/dream-functions.ts";
+import { newId } from "@/lib/ids.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// The Inngest schedule's sweep of runs waiting for a worker.
+
+let h: Harness;
+let owner: Client;
+beforeAll(async () => {
+  h = await createHarness();
+  owner = await h.user("Owner");
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+describe("the Inngest dream schedule with many runs waiting", () => {
+  /**
+   * The daily function queues a run for up to 1,000 due hubs, but sent events for the first 100 waiting
+   * runs only (the in-process worker's sweep takes 100 a minute; this one runs once a day): the rest
+   * stayed queued until the next day's, so an install with 1,000 due hubs had each dreamt every ten days.
+   */
+  it("sends every run it queued, past the first 100", async () => {
+    const hubs = Array.from({ length: 150 }, (_, i) => ({ id: newId(), name: `Hub ${i}`, slug: `many-runs-${i}-${newId()}`, hubType: "team", ownerId: owner.id }));
+    await h.db.hub.createMany({ data: hubs });
+    await h.db.dreamRun.createMany({ data: hubs.map((hub) => ({ id: newId(), hubId: hub.id, triggeredBy: null, status: "queued" })) });
+    // The platform's send (no Inngest here): the step answers as Inngest would.
+    const { result } = await new InngestTestEngine({ function: dreamScheduleFunction, steps: [{ id: "run", handler: () => ({ ids: ["evt-1"] }) }] }).execute();
+    expect(result).toEqual({ queued: 150 });
+  }, 120_000);
+});
