@@ -226,12 +226,16 @@ describe("Vercel Blob that stops answering", () => {
 
 describe("Vercel Blob reads whose reader pauses", () => {
   it("a download whose client stops reading for longer than ENGRAM_BLOB_TIMEOUT_MS still completes: the timeout bounds the storage, not the reader", async () => {
-    const store = new VercelBlobStore({ token: fake.token, access: "private", timeoutMs: 300 });
+    // The pause is twice the timeout (and half the reader-pause limit, readerPauseMs), so a timer that counted
+    // it would fire; the timeout is long enough that a loaded machine (the fake serves from this same process)
+    // answers and streams within it: at 300 ms a busy CI run failed here with a 503.
+    const timeoutMs = 2_000;
+    const store = new VercelBlobStore({ token: fake.token, access: "private", timeoutMs });
     // Larger than every buffer between the store and the reader, so the source itself is held back.
     const bytes = Buffer.alloc(24 * 1024 * 1024, "the quarterly archive\n");
     fake.objects.set("tests/paused-reader.bin", { bytes, contentType: "application/octet-stream", uploadedAt: new Date() });
     // The HTTP client of a download stops reading (a slow link, a full window) for a while.
-    expect(sha256(await readPausing(await store.read("tests/paused-reader.bin"), 1_200))).toBe(sha256(bytes));
+    expect(sha256(await readPausing(await store.read("tests/paused-reader.bin"), 2 * timeoutMs))).toBe(sha256(bytes));
     fake.objects.delete("tests/paused-reader.bin");
   }, 30_000);
 });
