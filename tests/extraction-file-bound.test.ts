@@ -10,6 +10,7 @@ import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import type { Memory } from "@/lib/db/generated/client.ts";
 import { extractMemoryText } from "@/lib/extraction/extract-memory-text.ts";
+import { readDocumentInThread } from "@/lib/extraction/extraction-thread.ts";
 import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
@@ -184,5 +185,25 @@ describe("extraction reads a bounded part of a file (ENGRAM_EXTRACT_MAX_BYTES)",
     const memory = await waitProcessed(h.db, ann, id, 60_000);
     expect(memory).toMatchObject({ state: "active", processing_status: "done", processing_error: null });
     expect((await full(id)).content).toBe("Glaze recipes live in the studio binder.");
+  });
+});
+
+describe("the reader's thread sends back at most what a memory holds", () => {
+  it("a text file longer than a memory holds is cut in the thread, between characters, and says it was cut", async () => {
+    // A 25 MiB text file was decoded and posted back whole, to be cut to 3 MiB in the main thread.
+    const line = "Glasur: Kegel 6, 1222 °C — zehn Minuten halten. 窯\n";
+    const text = "x" + line.repeat(Math.ceil((MAX_CONTENT_BYTES + 256 * 1024) / Buffer.byteLength(line)));
+    // One byte off a character boundary at the cut: a byte cut would leave half a character behind.
+    const result = await readDocumentInThread("text", Buffer.from(text.slice(1)), MAX_CONTENT_BYTES);
+    expect(Buffer.byteLength(result.text)).toBeLessThanOrEqual(MAX_CONTENT_BYTES);
+    expect(Buffer.byteLength(result.text)).toBeGreaterThan(MAX_CONTENT_BYTES - 4);
+    expect(result.text).not.toContain("\uFFFD");
+    expect(result.text.startsWith(line)).toBe(true);
+    expect(result.clipped).toBe(true);
+  });
+
+  it("a text file within what a memory holds is not marked cut", async () => {
+    const result = await readDocumentInThread("text", Buffer.from("Glaze recipes live in the studio binder.\n"), MAX_CONTENT_BYTES);
+    expect(result).toEqual({ text: "Glaze recipes live in the studio binder." });
   });
 });

@@ -40,7 +40,7 @@ export async function extractMemoryText(memory: Memory, options: { signal?: Abor
     const again = memory.linkUrl !== null && createHash("sha256").update(memory.linkUrl, "utf8").digest("hex") === memory.contentHash;
     const page = await readLink((again ? memory.linkUrl! : memory.content).trim());
     const kept = page.text ? clip(page.text) : memory.content;
-    const clipped = page.text && kept.length < page.text.length ? longerThanAMemory("page") : null;
+    const clipped = page.text && (page.clipped || kept.length < page.text.length) ? longerThanAMemory("page") : null;
     return { content: kept, title: page.title, error: [page.error, clipped].filter(Boolean).join(". ") || null };
   }
   const ref = memory.fileRef as unknown as StoredFileRef;
@@ -97,7 +97,7 @@ async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ con
   const truncation = read.truncated ? `The file is larger than the ${formatBytes(maxBytes)} read for text; only its first ${formatBytes(maxBytes)} were read` : null;
   const kept = clip(content);
   // A text cut to what a memory holds is no more complete than one cut at the read limit: said the same way.
-  const clipped = kept.length < content.length ? longerThanAMemory("file") : null;
+  const clipped = extracted.clipped || kept.length < content.length ? longerThanAMemory("file") : null;
   return { content: kept, title: extracted.title, error: [truncation, clipped, extracted.error].filter(Boolean).join(". ") || null };
 }
 

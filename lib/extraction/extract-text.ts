@@ -10,6 +10,8 @@ export interface Extracted {
   title?: string;
   /** Why part or all of the file could not be read; becomes processing_error. */
   error?: string;
+  /** Cut to what a memory holds by the reader (a text file): said in processing_error. */
+  clipped?: boolean;
 }
 
 /**

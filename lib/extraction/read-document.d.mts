@@ -8,6 +8,8 @@ export interface ReadDocument {
   title?: string;
   /** Why part or all of the file could not be read; becomes processing_error. */
   error?: string;
+  /** The text was cut to the maxContentBytes a memory holds. */
+  clipped?: boolean;
 }
 
 export const MAX_PDF_PAGES: number;

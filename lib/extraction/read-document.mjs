@@ -41,7 +41,18 @@ export async function readDocument(kind, bytes, { maxContentBytes }) {
     return doc.markdown ? { text: doc.markdown, title: doc.title || undefined } : { text: "", error: "No readable text was found in the page" };
   }
   const text = bytes.toString("utf8").replace(/^\uFEFF/, "").trim();
-  return text ? { text } : { text: "", error: "The file is empty" };
+  // Cut here, not after the reply: a 25 MiB text file was otherwise posted back whole (a copy the main
+  // thread held) only to keep its first 3 MiB.
+  return text ? clipText(text, maxContentBytes) : { text: "", error: "The file is empty" };
+}
+
+/** At most `maxBytes` of UTF-8, cut between characters; `clipped` tells the caller to say so. */
+function clipText(text, maxBytes) {
+  if (Buffer.byteLength(text, "utf8") <= maxBytes) return { text };
+  // encodeInto writes only whole characters (a surrogate pair too): the cut never splits one.
+  const out = new Uint8Array(maxBytes);
+  const { written } = new TextEncoder().encodeInto(text, out);
+  return { text: Buffer.from(out.buffer, 0, written).toString("utf8"), clipped: true };
 }
 
 async function readPdf(bytes, maxContentBytes) {
