@@ -65,7 +65,18 @@ export function imageSize(head: Buffer, type: string): { width: number; height: 
       let offset = 2;
       while (offset + 9 < head.length) {
         if (head[offset] !== 0xff) return null;
+        // Any number of 0xFF fill bytes may precede a marker (T.81 B.1.1.2).
+        if (head[offset + 1] === 0xff) {
+          offset++;
+          continue;
+        }
         const marker = head[offset + 1]!;
+        if (marker === 0xd9) return null;
+        // TEM, RST0..RST7 and SOI are the marker alone: no length follows.
+        if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd8)) {
+          offset += 2;
+          continue;
+        }
         const length = head.readUInt16BE(offset + 2);
         // SOF0..SOF15 except DHT (C4), JPG (C8), DAC (CC) carry the frame size.
         if (marker >= 0xc0 && marker <= 0xcf && ![0xc4, 0xc8, 0xcc].includes(marker)) {
