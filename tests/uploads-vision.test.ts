@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { IMAGE_READS_AT_ONCE } from "@/lib/extraction/extract-memory-text.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import type { Memory } from "@/lib/db/generated/client.ts";
+import { extractMemoryText } from "@/lib/extraction/extract-memory-text.ts";
 import { startBackgroundProcessing, stopBackgroundProcessing } from "@/lib/processing/start-background-processing.ts";
 import { createHarness, waitProcessed, type Client, type Harness } from "./support/harness.ts";
 import { makePng } from "./support/make-files.ts";
@@ -202,4 +204,36 @@ describe("images with a vision model", () => {
       answerAfterMs = 0;
     }
   }, 180_000);
+
+  it("a job whose lease is lost stops its model call: the next image does not wait for the model's timeout", async () => {
+    // The image turn waited for the model call of a job already given up, until ENGRAM_MODEL_TIMEOUT_MS.
+    process.env.ENGRAM_MODEL_TIMEOUT_MS = "60000";
+    hanging = 1;
+    const image = async (name: string) => {
+      const key = `uploads/${ann.id}/${name}`;
+      const png = makePng(12, 8);
+      await store.write(key, png, "image/png");
+      return { fileRef: { object_key: key, filename: `${name}.png`, content_type: "image/png", size_bytes: png.length }, content: "", contentType: "file", hint: null } as unknown as Memory;
+    };
+    try {
+      const lease = new AbortController();
+      const lost = extractMemoryText(await image("lost-lease"), { signal: lease.signal });
+      for (let i = 0; i < 200 && hung.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+      expect(hung).toHaveLength(1);
+      const closed = new Promise<void>((resolve) => (hung[0] as unknown as import("node:http").ServerResponse).once("close", () => resolve()));
+      lease.abort(new Error("the lease was lost"));
+      await expect(lost).rejects.toThrow("the lease was lost");
+      const next = await Promise.race([
+        extractMemoryText(await image("next")),
+        new Promise<never>((_resolve, reject) => setTimeout(() => reject(new Error("the next image is still waiting for the given-up model call")), 10_000)),
+      ]);
+      expect(next.content).toContain("on-call rotation swaps every Thursday");
+      // The provider's request was ended too, not left open.
+      await closed;
+    } finally {
+      hanging = 0;
+      delete process.env.ENGRAM_MODEL_TIMEOUT_MS;
+      for (const res of hung.splice(0)) res.end();
+    }
+  }, 30_000);
 });

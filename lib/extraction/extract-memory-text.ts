@@ -49,7 +49,7 @@ export async function extractMemoryText(memory: Memory, options: { signal?: Abor
   // Images take turns of their own, at the vision model (a document need not wait for the model),
   // IMAGE_READS_AT_ONCE of them: each image job otherwise fetched its file at once and held it while the
   // model read the others. A job whose lease is lost (options.signal) while it waits for its turn leaves at once.
-  return inTurn(isImageType(ref.content_type) ? "image" : "document", () => readFileMemory(memory, ref), options.signal);
+  return inTurn(isImageType(ref.content_type) ? "image" : "document", () => readFileMemory(memory, ref, options.signal), options.signal);
 }
 
 /**
@@ -65,7 +65,7 @@ export function waitsForImageTurn(memory: Pick<Memory, "fileRef" | "contentType"
   return needsExtraction(memory) && memory.fileRef !== null && isImageType((memory.fileRef as unknown as Partial<StoredFileRef>).content_type ?? "");
 }
 
-async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ content: string; title?: string; error: string | null }> {
+async function readFileMemory(memory: Memory, ref: StoredFileRef, signal?: AbortSignal): Promise<{ content: string; title?: string; error: string | null }> {
   const note = memory.content.trim();
   const { maxBytes, timeoutMs } = extractionLimits();
   const read = await readFile(ref.object_key, maxBytes, timeoutMs);
@@ -80,7 +80,7 @@ async function readFileMemory(memory: Memory, ref: StoredFileRef): Promise<{ con
   // A file the parser chokes on, or that hits a time or memory limit (ExtractionStoppedError), will do
   // the same on a retry: report it, index what there is. A reader that died is not the file's fault:
   // that is thrown, and the job retried.
-  const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint) : extractText(asUtf8(bytes, ref), ref.content_type)).catch(
+  const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint, signal) : extractText(asUtf8(bytes, ref), ref.content_type)).catch(
     (error: Error): Extracted => {
       if (error instanceof ExtractionWorkerError) throw error;
       // The vision model failed. Busy, unreachable, silent or erring (429, 5xx) says nothing of the image: retried.
@@ -248,7 +248,7 @@ function asUtf8(bytes: Buffer, ref: StoredFileRef): Buffer {
 }
 
 /** The chat model's reading of an image when one is configured; otherwise no text. */
-async function describeImage(bytes: Buffer, ref: StoredFileRef, hint: string | null): Promise<Extracted> {
+async function describeImage(bytes: Buffer, ref: StoredFileRef, hint: string | null, signal?: AbortSignal): Promise<Extracted> {
   const model = chatModel();
   if (!model) return { text: "", error: "No text was found in the image (no vision model is configured)" };
   const { text } = await generateText({
@@ -256,7 +256,9 @@ async function describeImage(bytes: Buffer, ref: StoredFileRef, hint: string | n
     // Bounded like every background model call (model-timeout.ts): the runner renews a job's lease on a
     // timer, so a provider that never answers would otherwise hold the memory `running` for good.
     maxRetries: 1,
-    abortSignal: AbortSignal.timeout(modelTimeoutMs()),
+    // The job's lease too: a job given up (its caller already answered) otherwise held the image turn,
+    // and every image behind it, until the model's timeout.
+    abortSignal: signal ? AbortSignal.any([signal, AbortSignal.timeout(modelTimeoutMs())]) : AbortSignal.timeout(modelTimeoutMs()),
     messages: [
       {
         role: "user",
