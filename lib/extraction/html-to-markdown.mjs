@@ -69,12 +69,14 @@ export function htmlToMarkdown(html) {
   const pageTitle = (document.querySelector("title")?.textContent ?? "").replace(/\s+/g, " ").trim();
   let article = null;
   try {
-    article = new Readability(document, { charThreshold: 100 }).parse();
+    // Readability takes apart the document it reads: it gets a copy, so that a page with no article
+    // still has its body below without being parsed (and flattened) a second time.
+    article = new Readability(document.cloneNode(true), { charThreshold: 100 }).parse();
   } catch {
     article = null;
   }
   const service = turndown();
-  const body = article?.content ? service.turndown(article.content) : service.turndown(parsePage(html).body?.innerHTML ?? html);
+  const body = article?.content ? service.turndown(article.content) : service.turndown(document.body?.innerHTML ?? html);
   return { title: (article?.title ?? "").replace(/\s+/g, " ").trim() || pageTitle, markdown: body.replace(/\n{3,}/g, "\n\n").trim() };
 }
 
