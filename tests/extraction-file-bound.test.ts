@@ -202,6 +202,15 @@ describe("the reader's thread sends back at most what a memory holds", () => {
     expect(result.clipped).toBe(true);
   });
 
+  it("an HTML file whose text is longer than a memory holds is cut in the thread too", async () => {
+    const paragraph = "<p>Glasur: Kegel 6, 1222 °C — zehn Minuten halten.</p>\n";
+    const html = `<html><head><title>Glasuren</title></head><body>${paragraph.repeat(Math.ceil((2 * MAX_CONTENT_BYTES) / Buffer.byteLength(paragraph)))}</body></html>`;
+    const result = await readDocumentInThread("html", Buffer.from(html), MAX_CONTENT_BYTES);
+    expect(Buffer.byteLength(result.text)).toBeLessThanOrEqual(MAX_CONTENT_BYTES);
+    expect(result.text.startsWith("Glasur: Kegel 6")).toBe(true);
+    expect(result.clipped).toBe(true);
+  }, 60_000);
+
   it("a text file within what a memory holds is not marked cut", async () => {
     const result = await readDocumentInThread("text", Buffer.from("Glaze recipes live in the studio binder.\n"), MAX_CONTENT_BYTES);
     expect(result).toEqual({ text: "Glaze recipes live in the studio binder." });

@@ -34,15 +34,15 @@ export async function readDocument(kind, bytes, { maxContentBytes }) {
       throw error;
     }
     const text = fragmentToMarkdown(result.value);
-    return text ? { text } : { text: "", error: "No text was found in the document" };
+    return text ? clipText(text, maxContentBytes) : { text: "", error: "No text was found in the document" };
   }
   if (kind === "html") {
     const doc = htmlToMarkdown(bytes.toString("utf8"));
-    return doc.markdown ? { text: doc.markdown, title: doc.title || undefined } : { text: "", error: "No readable text was found in the page" };
+    return doc.markdown ? { ...clipText(doc.markdown, maxContentBytes), title: doc.title || undefined } : { text: "", error: "No readable text was found in the page" };
   }
   const text = bytes.toString("utf8").replace(/^\uFEFF/, "").trim();
-  // Cut here, not after the reply: a 25 MiB text file was otherwise posted back whole (a copy the main
-  // thread held) only to keep its first 3 MiB.
+  // Cut here (as every kind's text is), not after the reply: a 25 MiB text file was otherwise posted
+  // back whole (a copy the main thread held) only to keep its first 3 MiB.
   return text ? clipText(text, maxContentBytes) : { text: "", error: "The file is empty" };
 }
 
