@@ -40,7 +40,7 @@ export async function extractMemoryText(memory: Memory, options: { signal?: Abor
     const again = memory.linkUrl !== null && createHash("sha256").update(memory.linkUrl, "utf8").digest("hex") === memory.contentHash;
     // Fetched when the reader's turn comes, as a document's bytes are: each waiting job otherwise held
     // its page (up to 5 MiB, and a decoded copy) while the reader's one thread read the others.
-    const page = await oneAtATime("document", () => readLink((again ? memory.linkUrl! : memory.content).trim()), options.signal);
+    const page = await inTurn("document", () => readLink((again ? memory.linkUrl! : memory.content).trim()), options.signal);
     const kept = page.text ? clip(page.text) : memory.content;
     const clipped = page.text && (page.clipped || kept.length < page.text.length) ? longerThanAMemory("page") : null;
     return { content: kept, title: page.title, error: [page.error, clipped].filter(Boolean).join(". ") || null };
