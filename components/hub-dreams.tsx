@@ -1,7 +1,7 @@
 "use client";
 
 import { useState } from "react";
-import { api } from "@/lib/web/api.ts";
+import { api, ApiClientError } from "@/lib/web/api.ts";
 import { useApi } from "@/lib/web/use-api.ts";
 import { useAction } from "@/lib/web/use-action.ts";
 import { useHub } from "./hub-frame.tsx";
@@ -177,10 +177,18 @@ export function RunReport({ run, canAct }: { run: DreamRun; canAct: boolean }) {
 
 function ActionRow({ action, canAct, onChange }: { action: DreamAction; canAct: boolean; onChange: (action: DreamAction) => void }) {
   const { busy, error, run } = useAction();
-  const call = (path: string, body?: unknown) =>
+  const [chosen, setChosen] = useState<"keep_a" | "keep_b">();
+  const call = (path: string, body?: { resolution?: string; version?: number }) =>
     run(async () => {
+      if (body?.resolution === "keep_a" || body?.resolution === "keep_b") setChosen(body.resolution);
       onChange(await api<DreamAction>(`/v1/dreams/actions/${action.id}/${path}`, { method: "POST", body }));
     });
+  // The side to archive was edited after the review was flagged (409 with its current version): the
+  // review shows the text as the run read it, so the person reads it as it is now and confirms.
+  const edited =
+    action.state === "pending_review" && chosen && error instanceof ApiClientError && error.code === "conflict" && typeof error.details?.version === "number" && typeof error.details?.memory_id === "string"
+      ? { memoryId: error.details.memory_id, version: error.details.version }
+      : undefined;
   return (
     <li className="flex flex-col gap-2 py-3">
       <div className="flex flex-wrap items-center gap-2">
@@ -215,6 +223,16 @@ function ActionRow({ action, canAct, onChange }: { action: DreamAction; canAct: 
         </div>
       )}
       {error !== undefined && <ErrorNotice error={error} />}
+      {edited && chosen && (
+        <p className="flex flex-wrap items-center gap-2 text-sm text-amber-700">
+          <a href={`/memories/${edited.memoryId}`} className="underline">
+            Read it as it is now
+          </a>
+          <Button busy={busy} onClick={() => call("resolve", { resolution: chosen, version: edited.version })}>
+            Archive it anyway
+          </Button>
+        </p>
+      )}
     </li>
   );
 }

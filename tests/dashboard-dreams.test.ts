@@ -160,3 +160,43 @@ describe("a review closed because one of its memories left the hub", () => {
     await act(async () => root.unmount());
   });
 });
+
+describe("a review whose side to archive was edited after it was flagged", () => {
+  /** Keep A / Keep B got a 409 (the side edited since; resolve again with its version) and the tab had no way to send the version. */
+  it("offers to read that side as it is now and to archive it anyway, which resolves the review", async () => {
+    const hubId = await h.teamHub(ann);
+    const push = async (content: string) => (await ann.post("/v1/memories", { content }, { headers: { "x-hub-id": hubId } })).body.data.id as string;
+    const a = await push("The staging deploy timeout is 30 seconds.");
+    const b = await push("The staging deploy timeout is 60 seconds.");
+    const runId = newId();
+    await h.db.dreamRun.create({ data: { id: runId, hubId, status: "completed", phase: "done", finishedAt: new Date() } });
+    await h.db.dreamAction.create({
+      data: {
+        id: newId(),
+        runId,
+        hubId,
+        actionType: "contradiction",
+        state: "pending_review",
+        sourceMemoryIds: [a, b],
+        reason: "The two notes disagree on the staging deploy timeout",
+        details: { a: { id: a, title: "Timeout 30", excerpt: "30 seconds" }, b: { id: b, title: "Timeout 60", excerpt: "60 seconds" } },
+        createdAt: new Date(Date.now() - 60_000),
+      },
+    });
+    expect((await ann.patch(`/v1/memories/${b}`, { content: "The staging deploy timeout is 60 seconds since the runner moved." })).status).toBe(200);
+    const { RunReport } = await import("@/components/hub-dreams.tsx");
+    const { createRoot } = await import("react-dom/client");
+    const root = createRoot(document.getElementById("root")!);
+    const run = { id: runId, status: "completed", started_at: new Date().toISOString(), memories_scanned: 2, duplicates_merged: 0, contradictions_found: 1, memories_archived: 0, memories_organized: 0, report: "", error: null };
+    await act(async () => root.render(createElement(RunReport, { run, canAct: true })));
+    await settleUntil(() => button("Keep A") !== undefined);
+    await click(button("Keep A")!);
+    await settleUntil(() => button("Archive it anyway") !== undefined);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: b } })).state).toBe("active");
+    expect([...document.querySelectorAll("a")].some((link) => link.getAttribute("href") === `/memories/${b}`)).toBe(true);
+    await click(button("Archive it anyway")!);
+    await settleUntil(async () => (await h.db.memory.findUniqueOrThrow({ where: { id: b } })).state === "archived");
+    await settleUntil(() => button("Reopen") !== undefined);
+    await act(async () => root.unmount());
+  });
+});

@@ -19,7 +19,7 @@ const SCHEDULE_SLACK_MS = 15 * 60_000;
  * run's own rewrite of a merge's kept memory, or filing of a memory into a topic, is no write of the
  * hub's: its action (the memory as result_memory_id) is stamped with the updated_at the write left (not
  * the run's clock, which the forward trigger may have moved it past), and a member's later edit moves
- * the memory's past it. Not a hub whose dreams are off (its own switch, else its owner's settings).
+ * the memory's past it. Not a hub whose dreams are off (its own switch; unset is on).
  */
 export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 100): Promise<string[]> {
   // The slack is the schedule's own jitter: the daily cron's runs are created at the time its step read,
