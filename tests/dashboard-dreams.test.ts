@@ -118,6 +118,7 @@ describe("the Dreams tab's list of runs", () => {
       const more = button("Show older runs");
       expect(more, "a way to the runs past the first page").toBeDefined();
       await click(more!);
+      await settle();
       await settleUntil(() => listed().length > page * 20);
     }
     expect(listed()).toHaveLength(45);
