@@ -598,6 +598,20 @@ describe("deciding a review whose side to archive a member edited since it was f
     expect(await state(edited)).toBe("archived");
   }, 120_000);
 
+  it("through the notification (Memax's clients, which send no version) decides as chosen", async () => {
+    const hubId = await h.teamHub(owner);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const [older, newer] = review.sourceMemoryIds;
+    expect((await owner.patch(`/v1/memories/${older}`, { content: "The API request timeout is 30 seconds, set in the gateway." })).status).toBe(200);
+    const notification = await h.db.notification.findFirstOrThrow({ where: { userId: owner.id, kind: "review_contradiction", sourceId: review.id } });
+    // keep_b archives the edited older side: the 409 would leave Memax's clients no way to decide it.
+    const res = await owner.post(`/v1/notifications/${notification.id}/resolve`, { action: "keep_b" });
+    expect(res.status, res.text).toBe(200);
+    expect([await state(older!), await state(newer!)]).toEqual(["archived", "active"]);
+  }, 120_000);
+
   it("keeps the edited side, or decides an unedited pair, without a version", async () => {
     const hubId = await h.teamHub(owner);
     await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);

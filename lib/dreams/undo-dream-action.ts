@@ -187,7 +187,12 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
 }
 
 /** POST /v1/dreams/actions/:id/resolve: a contradiction review — keep A (B archived), keep B (A archived), or keep both. */
-export async function resolveDreamAction(ctx: AuthContext, actionId: string, resolution: "keep_a" | "keep_b" | "keep_both", version?: number) {
+/**
+ * `checkEdits`: refuse to archive a side edited since the review was flagged unless `version` names it as
+ * read now (the dashboard and POST /v1/dreams/actions/:id/resolve). Resolving through the notification
+ * (Memax's clients: POST /v1/notifications/:id/resolve carries no version) decides as chosen, as before.
+ */
+export async function resolveDreamAction(ctx: AuthContext, actionId: string, resolution: "keep_a" | "keep_b" | "keep_both", version?: number, checkEdits = true) {
   const { action, membership } = await actionOrThrow(ctx, actionId, "resolve dream reviews");
   if (action.actionType !== "contradiction") throw new ApiError("invalid_request", "Only contradiction reviews are resolved; undo other actions");
   if (action.state !== "pending_review") throw new ApiError("conflict", `This review was already resolved (${action.resolution})`);
@@ -211,7 +216,7 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
       // only by someone who has read it as it is now and says so with its current version. Otherwise the
       // decision archived unseen a rewrite that may have settled the disagreement.
       const current = await tx.memory.findFirst({ where: { id: drop, hubId: action.hubId, state: "active" }, select: { version: true, contentChangedAt: true } });
-      if (current && (version !== undefined ? version !== current.version : current.contentChangedAt > action.createdAt)) {
+      if (current && (version !== undefined ? version !== current.version : checkEdits && current.contentChangedAt > action.createdAt)) {
         throw new ApiError(
           "conflict",
           `The memory to archive (${resolution === "keep_a" ? "B" : "A"}) was edited since this review was flagged; read it as it is now, then resolve again with its version, or keep both`,

@@ -78,8 +78,9 @@ export async function resolveNotification(ctx: AuthContext, id: string, action: 
     if (action === "accept") await acceptTransfer(ctx, row.hubId, row.sourceId);
     else await cancelTransfer(ctx, row.hubId, row.sourceId);
   } else if (row.kind === "review_contradiction" && row.sourceId && action !== "dismiss") {
-    // The same decision as POST /v1/dreams/actions/:id/resolve, which closes every recipient's row.
-    await resolveDreamAction(ctx, row.sourceId, action as "keep_a" | "keep_b" | "keep_both");
+    // The same decision as POST /v1/dreams/actions/:id/resolve, which closes every recipient's row. Memax's
+    // clients resolve here and cannot send a version: a side edited since the flag is archived as chosen.
+    await resolveDreamAction(ctx, row.sourceId, action as "keep_a" | "keep_b" | "keep_both", undefined, false);
   } else {
     closedByDomain = false;
   }
