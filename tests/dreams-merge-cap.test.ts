@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
+import { dueHubs } from "@/lib/dreams/dream-runner.ts";
 import { claimDreamRun, executeDreamRun } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { indexMemories } from "./recall-helpers.ts";
@@ -56,6 +57,10 @@ describe("the bound on a run's merges", () => {
     expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config }, run.run_id, "rescuer")).toBe("completed");
     expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "merge" } })).toBe(1);
     expect(await h.db.memory.count({ where: { id: { in: ids }, state: "archived" } })).toBe(1);
+    // The pair over the bound is recorded, and the hub is due again with no new write (an archive is none).
+    const done = await h.db.dreamRun.findUniqueOrThrow({ where: { id: run.run_id } });
+    expect((done.phaseMetrics as Record<string, Record<string, number>>).similar).toMatchObject({ merges_left: 1 });
+    expect(await dueHubs(h.db, new Date(Date.now() + 25 * 3_600_000), 24, 100_000)).toContain(hubId);
 
     const next = await queueDreamRun(h.db, hubId, owner.id, new Date());
     expect(await claimDreamRun(h.db, next.run_id, "next", new Date(), config.staleRunMs)).toBe(true);

@@ -13,7 +13,8 @@ const SCHEDULE_SLACK_MS = 15 * 60_000;
 
 /**
  * Hubs due a scheduled run: written to since their last run, or whose last run ran out of time or left
- * contradictions over its review bound (phase_metrics.similar.reviews_left; the next continues it: taken
+ * contradictions over its review bound or pairs over its merge bound (phase_metrics.similar.reviews_left,
+ * merges_left; the next continues it: taken
  * only after a write, a hub no member wrote to again kept what that run left undone for good), and not
  * dreamt of for `intervalHours`. A
  * run's own rewrite of a merge's kept memory, or filing of a memory into a topic, is no write of the
@@ -33,9 +34,11 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
                      AND m.updated_at > coalesce((SELECT max(r.created_at) FROM dream_runs r WHERE r.hub_id = h.id), '-infinity'::timestamptz)
                      AND NOT EXISTS (SELECT 1 FROM dream_actions a WHERE a.hub_id = h.id AND a.action_type IN ('merge', 'organize')
                                         AND a.result_memory_id = m.id AND a.created_at = m.updated_at))
-            OR EXISTS (SELECT 1 FROM (SELECT r.status, r.phase_metrics -> 'similar' -> 'reviews_left' AS left_over FROM dream_runs r
+            OR EXISTS (SELECT 1 FROM (SELECT r.status, r.phase_metrics -> 'similar' -> 'reviews_left' AS left_over,
+                                             r.phase_metrics -> 'similar' -> 'merges_left' AS merges_over FROM dream_runs r
                                         WHERE r.hub_id = h.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1) last
-                        WHERE last.status = 'partial_failed' OR (jsonb_typeof(last.left_over) = 'number' AND (last.left_over)::text::numeric > 0)))
+                        WHERE last.status = 'partial_failed' OR (jsonb_typeof(last.left_over) = 'number' AND (last.left_over)::text::numeric > 0)
+                           OR (jsonb_typeof(last.merges_over) = 'number' AND (last.merges_over)::text::numeric > 0)))
        AND NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.hub_id = h.id AND (r.created_at > ${since} OR r.status IN ('queued', 'running')))
        AND ${switchSql("dreams_enabled")}
      ORDER BY h.id LIMIT ${limit}`;

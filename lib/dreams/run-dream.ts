@@ -328,6 +328,7 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   const touched = new Set<string>();
   // Each merge archives a memory: bounded per run as stale archives are, and by the run, not this attempt
   // (a resumed run merged up to the whole bound again). The pairs left over are the next runs'.
+  let mergesLeft = 0;
   let mergeRoom = Math.max(0, ctx.deps.config.maxMergesPerRun - (await ctx.deps.db.dreamAction.count({ where: { runId: ctx.runId, actionType: "merge" } })));
   const actions: { type: "merge" | "contradiction"; older: DreamMemory; newer: DreamMemory; cosine: number; reason: string; details: object }[] = [];
   for (const pair of pairs) {
@@ -338,7 +339,12 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
       // The owner turned merging off: the pair stays as it is, and unflagged (it is no contradiction).
       if (!ctx.deps.config.mergeEnabled) continue;
       // One merge per memory per run; chains settle over the next runs.
-      if (touched.has(older.id) || touched.has(newer.id) || mergeRoom <= 0) continue;
+      if (touched.has(older.id) || touched.has(newer.id)) continue;
+      // Past the run's bound: left for the next run, which dueHubs schedules for it (merges_left).
+      if (mergeRoom <= 0) {
+        mergesLeft += 1;
+        continue;
+      }
       mergeRoom -= 1;
       touched.add(older.id);
       touched.add(newer.id);
@@ -487,7 +493,7 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
   forget(ctx.deps, [...mergedAway, ...rewritten]);
   // Rewritten memories are chunked and embedded again, like any content edit.
   for (const id of rewritten) afterMemoryWrite({ id, hubId, processingStatus: "pending" });
-  return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: written, reviews_left: reviewsLeft, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
+  return { rewritten: rewritten.length, scanned: memories.length, candidates, attempted: pairs.length, actions: written, reviews_left: reviewsLeft, merges_left: mergesLeft, embedded: memories.filter((m) => m.embedding).length, load_ms: Math.round(t1 - t0), compare_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
 }
 
 /** `model`: the model asked (a skip before asking names none). */
