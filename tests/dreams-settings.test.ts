@@ -296,3 +296,21 @@ describe("a contradiction below the contradiction floor, under a lower similarit
     }
   });
 });
+
+describe("a member's trigger while a scheduled run is on", () => {
+  /** The trigger made a scheduled run the member's even once it ran, its first phases already skipped as switched off. */
+  it("adopts the scheduled run only while it waits, not once it runs", async () => {
+    const gil = await h.user("Gil");
+    const hubId = await h.teamHub(gil);
+    const waiting = await queueDreamRun(h.db, hubId, null, new Date());
+    const trigger = () => gil.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+    expect((await trigger()).body.data).toMatchObject({ status: "already_running", run_id: waiting.run_id });
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: waiting.run_id } })).triggeredBy).toBe(gil.id);
+    expect(await runDreamRunOnce(h.db, waiting.run_id)).toBe(true);
+
+    const scheduled = await queueDreamRun(h.db, hubId, null, new Date());
+    expect(await claimDreamRun(h.db, scheduled.run_id, "worker", new Date(), dreamConfig().staleRunMs)).toBe(true);
+    expect((await trigger()).body.data).toMatchObject({ status: "already_running", run_id: scheduled.run_id });
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: scheduled.run_id } })).triggeredBy).toBeNull();
+  });
+});

@@ -31,7 +31,11 @@ export async function queueDreamRun(db: Db, hubId: string, triggeredBy: string |
     if (!isUniqueViolation(error)) throw error;
     const winner = await db.dreamRun.findFirst({ where: { hubId, status: { in: ["queued", "running"] } }, select: { id: true } });
     if (winner) {
-      await adoptScheduledRun(db, winner.id, triggeredBy);
+      // Under the same guard as the queuing: a member demoted or removed since adopts nothing.
+      await db.$transaction(async (tx) => {
+        await guard?.(tx);
+        await adoptScheduledRun(tx, winner.id, triggeredBy);
+      });
       return { status: "already_running", run_id: winner.id };
     }
     throw error;
@@ -43,11 +47,12 @@ export async function queueDreamRun(db: Db, hubId: string, triggeredBy: string |
 /**
  * A member's trigger answered with a scheduled run makes it theirs: a scheduled run of a hub whose
  * dreams are off takes no step (withDreamSettings), so the member who asked got the id of a run that did
- * nothing. Its phases still to come run as asked (each reads who triggered it as it starts).
+ * nothing. Only while it waits to start: a running one has already skipped (and recorded) its first phases
+ * as switched off, and handing it over would give the member a run without them.
  */
 async function adoptScheduledRun(db: DbClient, runId: string, triggeredBy: string | null): Promise<void> {
   if (triggeredBy === null) return;
-  await db.dreamRun.updateMany({ where: { id: runId, triggeredBy: null, status: { in: ["queued", "running"] } }, data: { triggeredBy } });
+  await db.dreamRun.updateMany({ where: { id: runId, triggeredBy: null, status: "queued" }, data: { triggeredBy } });
 }
 
 /**
