@@ -733,6 +733,12 @@ describe("create with file_ref", () => {
     const before = await h.db.memory.findUniqueOrThrow({ where: { id: v1.id } });
     expect((await push({})).status).toBe(200);
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: v1.id } })).updatedAt).toEqual(before.updatedAt);
+    // The same project_context again (Memax's CLI sends it with every push from a repo) writes nothing either:
+    // compared by value, not as an object that is never the stored JSON.
+    expect((await push({ project_context: { repo: "acme/web", branch: "main" } })).status).toBe(200);
+    const named = await h.db.memory.findUniqueOrThrow({ where: { id: v1.id } });
+    expect((await push({ project_context: { branch: "main", repo: "acme/web" } })).status).toBe(200);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: v1.id } })).updatedAt).toEqual(named.updatedAt);
   });
 
   it("text pushed to a file memory's source_path replaces the file: its original, record and bytes go, in one write", async () => {

@@ -499,7 +499,8 @@ async function replaceFile(
     // The same file again is not read again (no new version), but what the push names still applies, as a
     // text re-push with the same content writes it: returned early, `--kind procedural` a second time was lost.
     const named = namedFields(existing, input);
-    const changed = Object.fromEntries(Object.entries(named).filter(([key, value]) => value !== existing[key as keyof typeof named]));
+    // By value: project_context is an object, never the stored JSON by identity (an identical re-push wrote).
+    const changed = Object.fromEntries(Object.entries(named).filter(([key, value]) => !sameJson(value, existing[key as keyof typeof named])));
     if (Object.keys(changed).length === 0) return { memory: existing, replaced: [] };
     return { memory: await tx.memory.update({ where: { id: existing.id }, data: { ...changed, updatedAt: now } }), replaced: [] };
   }
