@@ -216,37 +216,3 @@ describe("the reader's thread sends back at most what a memory holds", () => {
     expect(result).toEqual({ text: "Glaze recipes live in the studio binder." });
   });
 });
-
-describe("link pages wait for the reader's turn before they are fetched", () => {
-  it("pages are fetched one at a time, as the reader takes them: waiting jobs hold no page", async () => {
-    // Each link job fetched its page (up to 5 MiB, plus a decoded copy) at once and held it while the
-    // reader's one thread read the others: 16 pages at once under the runner.
-    let served = 0;
-    let finished = 0;
-    let mostHeld = 0;
-    const page = `<html><head><title>Kiln log</title></head><body><article><h1>Kiln log</h1><p>${"Bisque firing at cone 04, slow cooling overnight. ".repeat(200)}</p></article></body></html>`;
-    const site = http.createServer((_req, res) => {
-      // Pages served before this one whose job has not finished: their bytes are still held.
-      mostHeld = Math.max(mostHeld, served++ - finished);
-      res.writeHead(200, { "content-type": "text/html" }).end(page);
-    });
-    const port = await new Promise<number>((resolve) => site.listen(0, "127.0.0.1", () => resolve((site.address() as AddressInfo).port)));
-    setLinkFetchPolicyForTests({ allow: [`127.0.0.1:${port}`] });
-    try {
-      const results = await Promise.all(
-        [0, 1, 2, 3].map(async (n) => {
-          const memory = { fileRef: null, content: `http://127.0.0.1:${port}/log-${n}`, contentType: "link", hint: null, linkUrl: null };
-          const result = await extractMemoryText(memory as unknown as Memory);
-          finished++;
-          return result;
-        }),
-      );
-      for (const result of results) expect(result.content).toContain("Bisque firing at cone 04");
-      expect(served).toBe(4);
-      expect(mostHeld).toBe(0);
-    } finally {
-      setLinkFetchPolicyForTests(undefined);
-      await new Promise((resolve) => site.close(resolve));
-    }
-  });
-});

@@ -38,9 +38,10 @@ export async function extractMemoryText(memory: Memory, options: { signal?: Abor
     // page cannot be read now. Only while the content_hash is still that URL's: other content written
     // since (a PATCH, a push of text) is what the memory is now.
     const again = memory.linkUrl !== null && createHash("sha256").update(memory.linkUrl, "utf8").digest("hex") === memory.contentHash;
-    // Fetched when the reader's turn comes, as a document's bytes are: each waiting job otherwise held
-    // its page (up to 5 MiB, and a decoded copy) while the reader's one thread read the others.
-    const page = await inTurn("document", () => readLink((again ? memory.linkUrl! : memory.content).trim()), options.signal);
+    // Fetched outside the documents' one-at-a-time turn (only the parse uses the reader's thread): in it, 50 pushed links
+    // were fetched one after another (up to 10 s each) and every document waited behind them. A page held
+    // while it waits for the parse is at most 5 MiB, one per running job.
+    const page = await readLink((again ? memory.linkUrl! : memory.content).trim());
     const kept = page.text ? clip(page.text) : memory.content;
     const clipped = page.text && (page.clipped || kept.length < page.text.length) ? longerThanAMemory("page") : null;
     return { content: kept, title: page.title, error: [page.error, clipped].filter(Boolean).join(". ") || null };
