@@ -28,10 +28,11 @@ let pageVersion = 1;
 /** /flaky serves the article until this is set, then HTTP 503. */
 let flakyDown = false;
 
-function listen(server: http.Server, port: number): Promise<number> {
+/** An ephemeral port: a fixed one failed the file with EADDRINUSE whenever another run or process held it. */
+function listen(server: http.Server): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, "127.0.0.1", () => resolve((server.address() as AddressInfo).port));
+    server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port));
   });
 }
 
@@ -102,8 +103,8 @@ beforeAll(async () => {
     hits.inside += 1;
     res.writeHead(200, { "content-type": "text/plain" }).end("internal secret");
   });
-  sitePort = await listen(site, 3811);
-  insidePort = await listen(inside, 3812);
+  sitePort = await listen(site);
+  insidePort = await listen(inside);
   h = await createHarness();
   ann = await h.user("Ann");
   await startBackgroundProcessing();
