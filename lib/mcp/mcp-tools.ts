@@ -14,7 +14,7 @@ import { deleteMemory } from "@/lib/memories/delete-memory.ts";
 import { findMemoryOrThrow } from "@/lib/memories/find-memory.ts";
 import { getMemory } from "@/lib/memories/get-memory.ts";
 import { listMemories } from "@/lib/memories/list-memories.ts";
-import { INITIATION_TYPES, MAX_TAGS, MAX_TAG_LENGTH, MAX_TITLE_LENGTH, projectContextSchema } from "@/lib/memories/memory-fields.ts";
+import { createMemoryBodySchema, INITIATION_TYPES, MAX_TAGS, MAX_TAG_LENGTH, MAX_TITLE_LENGTH, projectContextSchema } from "@/lib/memories/memory-fields.ts";
 import type { MemoryObject } from "@/lib/memories/serialize-memory.ts";
 import { formatAge } from "@/lib/recall/format-age.ts";
 import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
@@ -156,11 +156,15 @@ const pushInput = z.object({
   hub_reason: z.string().max(2000).optional().describe("Why this belongs in that hub"),
   initiation_type: z.enum(INITIATION_TYPES).optional().describe("Who asked for this save (default agent_proactive)"),
   project_context: projectContextSchema.optional(),
+  // REST's own field: without it a push over an OAuth token named no agent. A key issued for an agent still pushes as that agent.
+  source_agent: createMemoryBodySchema.shape.source_agent.describe("Your agent's name (e.g. claude-code)"),
 });
 
-async function push(env: ToolEnv, args: Omit<z.output<typeof pushInput>, "initiation_type"> & { initiation_type?: z.output<typeof pushInput>["initiation_type"] }, extra: { source_agent?: string } = {}): Promise<ToolOutput> {
+type PushArgs = Omit<z.output<typeof pushInput>, "initiation_type" | "source_agent"> & Partial<Pick<z.output<typeof pushInput>, "initiation_type" | "source_agent">>;
+
+async function push(env: ToolEnv, args: PushArgs): Promise<ToolOutput> {
   const hubCtx = await hubForWrite(env.ctx, args.hub_id, "memories.write", env.toolName("engram_hubs"));
-  const { memory, created } = await createMemory(hubCtx, {
+  const { memory, created, warnings } = await createMemory(hubCtx, {
     content: args.content,
     title: args.title,
     hint: args.hint,
@@ -169,13 +173,15 @@ async function push(env: ToolEnv, args: Omit<z.output<typeof pushInput>, "initia
     project_context: args.project_context,
     source: "mcp",
     initiation_type: args.initiation_type ?? "agent_proactive",
-    ...extra,
+    source_agent: args.source_agent,
   });
   await countUsage(hubCtx, "pushes");
   const verb = created ? "Saved" : "Already saved (same content)";
+  // What REST sends as X-Engram-Warning: input ignored rather than refused must not pass silently here either.
+  const warned = warnings.map((w) => `\n\nWarning: ${w}`).join("");
   return {
-    text: `${verb}: **${memory.title}** in hub ${hubCtx.hub.name}, id \`${memory.id}\`. It is classified and indexed in the background; recall finds it within seconds.`,
-    structured: { memory, created, url: memoryUrl(env.origin, memory.id) },
+    text: `${verb}: **${memory.title}** in hub ${hubCtx.hub.name}, id \`${memory.id}\`. It is classified and indexed in the background; recall finds it within seconds.${warned}`,
+    structured: { memory, created, url: memoryUrl(env.origin, memory.id), warnings },
   };
 }
 
