@@ -105,6 +105,30 @@ describe("/v1/agent-sessions", () => {
     expect(alone.body.data.has_more).toBe(true);
   }, 60_000);
 
+  // PUT wrote the file to the upload store before it checked the user's limits, and deleted it again
+  // (best effort) once refused: a refused PUT cost a write of up to 5 MiB, and left the object behind
+  // whenever the delete failed. The limits are checked first now; the transaction checks again under the lock.
+  it("a PUT refused for the user's limits writes nothing to the upload store", async () => {
+    const dee = await h.user("Dee");
+    await h.db.agentSession.createMany({
+      data: Array.from({ length: MAX_SESSIONS_PER_USER }, (_, i) => ({ id: newId(), ownerId: dee.id, agent: "codex", sessionId: `old-${i}`, contentType: "x", contentHash: "0", sizeBytes: 1, storeKey: `agent-sessions/${dee.id}/none/${i}` })),
+    });
+    const eve = await h.user("Eve");
+    await h.db.agentSession.create({ data: { id: newId(), ownerId: eve.id, agent: "codex", sessionId: "huge", contentType: "x", contentHash: "0", sizeBytes: MAX_SESSION_BYTES_PER_USER - 10, storeKey: "agent-sessions/none" } });
+    const store = new RecordingStore(blobDir);
+    setBlobStore(store);
+    try {
+      expect((await dee.put("/v1/agent-sessions", { agent: "codex", session_id: "one-too-many", content: "x\n" })).status).toBe(409);
+      expect((await eve.put("/v1/agent-sessions", { agent: "codex", session_id: "more", content: "x".repeat(20) })).status).toBe(413);
+      expect(store.written).toEqual([]);
+      // A replacement within the limits is still written.
+      expect((await dee.put("/v1/agent-sessions", { agent: "codex", session_id: "old-0", content: "y\n" })).status).toBe(200);
+      expect(store.written).toHaveLength(1);
+    } finally {
+      setBlobStore(blobs);
+    }
+  });
+
   it("rejects oversized or incomplete sessions without writing", async () => {
     const ann = await h.user("Big");
     const big = await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "big", content: "x".repeat(5 * 1024 * 1024 + 1) });
@@ -195,5 +219,15 @@ class ReplacedBeforeRead extends LocalBlobStore {
       await this.replace();
     }
     return super.read(key, range);
+  }
+}
+
+/** The embedded store, noting each key written. */
+class RecordingStore extends LocalBlobStore {
+  written: string[] = [];
+
+  override async write(...args: Parameters<LocalBlobStore["write"]>) {
+    this.written.push(args[0]);
+    return super.write(...args);
   }
 }

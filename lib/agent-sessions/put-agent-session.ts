@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import type { DbClient } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
 import { MAX_SESSION_BYTES, MAX_SESSION_BYTES_PER_USER, MAX_SESSIONS_PER_USER, type PutAgentSessionBody } from "./agent-session-fields.ts";
 import { serializeAgentSession } from "./serialize-agent-session.ts";
@@ -16,6 +17,9 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
   }
   const hash = createHash("sha256").update(input.content, "utf8").digest("hex");
   const now = ctx.now();
+  // Checked before the bytes are written too, not only under the lock below: a refused PUT wrote up to
+  // 5 MiB for nothing and left the object behind whenever its delete failed.
+  await existingWithinLimitsOrThrow(ctx.db, ctx.user.id, input, size);
   // The bytes go to the upload store first, under a key of their own; the row then points at them.
   const store = blobSessionStore(await blobStore());
   const storeKey = sessionStoreKey(ctx.user.id, newId(now.getTime()), hash);
@@ -25,23 +29,7 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
     .$transaction(async (tx) => {
       // The user's lock too (always first): the count and bytes below are the user's, not the session's.
       await lockForTransaction(tx, [`agent-sessions:${ctx.user.id}`, `agent-session:${ctx.user.id}:${input.agent}:${input.session_id}`]);
-      const existing = await tx.agentSession.findUnique({ where: { ownerId_agent_sessionId: { ownerId: ctx.user.id, agent: input.agent, sessionId: input.session_id } } });
-      const held = await tx.agentSession.aggregate({ where: { ownerId: ctx.user.id }, _count: true, _sum: { sizeBytes: true } });
-      if (!existing && held._count >= MAX_SESSIONS_PER_USER) {
-        // No endpoint deletes a single session (Memax has none either): replacing one is what a caller can do.
-        throw new ApiError(
-          "conflict",
-          `You keep ${held._count} agent session files; the limit is ${MAX_SESSIONS_PER_USER}. To store this one, replace one you keep: PUT it again with the same agent and session_id`,
-          { limit: MAX_SESSIONS_PER_USER },
-        );
-      }
-      const bytes = (held._sum.sizeBytes ?? 0) - (existing?.sizeBytes ?? 0) + size;
-      if (bytes > MAX_SESSION_BYTES_PER_USER) {
-        throw new ApiError("file_too_large", `Your agent session files would take ${bytes} bytes; the limit is ${MAX_SESSION_BYTES_PER_USER} in all. To store this one, replace a larger one you keep: PUT it again with the same agent and session_id`, {
-          max_bytes: MAX_SESSION_BYTES_PER_USER,
-          size_bytes: bytes,
-        });
-      }
+      const existing = await existingWithinLimitsOrThrow(tx, ctx.user.id, input, size);
       const id = existing?.id ?? newId(now.getTime());
       previousKey = existing?.storeKey;
       // A file still in the database (stored before the move) goes with the row's switch.
@@ -71,4 +59,26 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
     await store.delete(previousKey).catch((error: unknown) => console.error(`[engram] agent session: deleting ${previousKey} failed`, error));
   }
   return { session: serializeAgentSession(row), created };
+}
+
+/** The session this PUT replaces, if any, once the user's count and bytes allow it. */
+async function existingWithinLimitsOrThrow(db: DbClient, ownerId: string, input: PutAgentSessionBody, size: number) {
+  const existing = await db.agentSession.findUnique({ where: { ownerId_agent_sessionId: { ownerId, agent: input.agent, sessionId: input.session_id } } });
+  const held = await db.agentSession.aggregate({ where: { ownerId }, _count: true, _sum: { sizeBytes: true } });
+  if (!existing && held._count >= MAX_SESSIONS_PER_USER) {
+    // No endpoint deletes a single session (Memax has none either): replacing one is what a caller can do.
+    throw new ApiError(
+      "conflict",
+      `You keep ${held._count} agent session files; the limit is ${MAX_SESSIONS_PER_USER}. To store this one, replace one you keep: PUT it again with the same agent and session_id`,
+      { limit: MAX_SESSIONS_PER_USER },
+    );
+  }
+  const bytes = (held._sum.sizeBytes ?? 0) - (existing?.sizeBytes ?? 0) + size;
+  if (bytes > MAX_SESSION_BYTES_PER_USER) {
+    throw new ApiError("file_too_large", `Your agent session files would take ${bytes} bytes; the limit is ${MAX_SESSION_BYTES_PER_USER} in all. To store this one, replace a larger one you keep: PUT it again with the same agent and session_id`, {
+      max_bytes: MAX_SESSION_BYTES_PER_USER,
+      size_bytes: bytes,
+    });
+  }
+  return existing;
 }
