@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setDatabase } from "@/lib/db/database.ts";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
 import { POST as chatgptPost } from "@/app/mcp/chatgpt/route.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -6,6 +7,8 @@ import { createHarness, type Client, type Harness } from "./support/harness.ts";
 // engram_get (and fetch on /mcp/chatgpt) answered a memory's whole text, up to 3 MiB, twice: in the text
 // item and again in structuredContent, a response of over 6 MiB for one read and far more than a model's
 // context. The text now comes in pages of at most 100,000 characters, each result saying where the rest starts.
+// Offsets and lengths count Unicode characters (code points), as the database's substring does: only the
+// page is read from the database, not the whole text for every page.
 
 let h: Harness;
 let ann: Client;
@@ -32,6 +35,7 @@ async function call(endpoint: "/mcp" | "/mcp/chatgpt", name: string, args: Recor
 }
 
 const PAGE = 100_000;
+const chars = (text: string) => [...text].length;
 
 describe("reading a long memory", () => {
   // An emoji across the page boundary: a page never ends between the halves of a surrogate pair.
@@ -49,10 +53,10 @@ describe("reading a long memory", () => {
     expect(first.result.isError, first.text).toBeFalsy();
     expect(first.size).toBeLessThan(2 * PAGE + 10_000);
     const firstPage = first.data.memory.content as string;
-    expect(firstPage.length).toBeLessThanOrEqual(PAGE);
-    expect(first.data).toMatchObject({ content_offset: 0, content_length: content.length, has_more: true, next_offset: firstPage.length });
+    expect(chars(firstPage)).toBeLessThanOrEqual(PAGE);
+    expect(first.data).toMatchObject({ content_offset: 0, content_length: chars(content), has_more: true, next_offset: chars(firstPage) });
     expect(first.text).toContain(firstPage);
-    expect(first.text).toContain(`offset ${firstPage.length}`);
+    expect(first.text).toContain(`offset ${chars(firstPage)}`);
 
     let read = firstPage;
     let next: number | null = first.data.next_offset;
@@ -72,10 +76,54 @@ describe("reading a long memory", () => {
     const first = await call("/mcp/chatgpt", "fetch", { id });
     expect(first.size).toBeLessThan(2 * PAGE + 10_000);
     const doc = JSON.parse(first.text);
-    expect(doc.text.length).toBeLessThanOrEqual(PAGE);
-    expect(doc.metadata).toMatchObject({ content_offset: 0, content_length: content.length, next_offset: doc.text.length });
+    expect(chars(doc.text)).toBeLessThanOrEqual(PAGE);
+    expect(doc.metadata).toMatchObject({ content_offset: 0, content_length: chars(content), next_offset: chars(doc.text) });
     const second = JSON.parse((await call("/mcp/chatgpt", "fetch", { id, offset: doc.metadata.next_offset })).text);
     expect(content.startsWith(doc.text + second.text)).toBe(true);
+  });
+
+  it("reads only the page from the database, not the whole text for every page", async () => {
+    // Every memory row a query returns, with the longest content it carried.
+    let longest = 0;
+    const db = h.database.prisma.$extends({
+      query: {
+        memory: {
+          async $allOperations({ args, query }) {
+            const found: unknown = await query(args);
+            for (const row of [found].flat()) {
+              const text = (row as { content?: unknown } | null)?.content;
+              if (typeof text === "string") longest = Math.max(longest, text.length);
+            }
+            return found;
+          },
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    try {
+      const first = await call("/mcp", "engram_get", { id });
+      const next = await call("/mcp", "engram_get", { id, offset: first.data.next_offset });
+      const fetched = await call("/mcp/chatgpt", "fetch", { id, offset: first.data.next_offset });
+      expect(next.data.memory.content).toBe(JSON.parse(fetched.text).text);
+      expect(first.data.memory.content + next.data.memory.content).toBe(content.slice(0, (first.data.memory.content + next.data.memory.content).length));
+    } finally {
+      setDatabase(h.database);
+    }
+    expect(longest).toBeLessThanOrEqual(2 * PAGE);
+    expect(longest).toBeLessThan(content.length);
+  });
+
+  it("pages count characters, so an emoji is one and never split, and an offset past the end reads nothing", async () => {
+    const emoji = "😀".repeat(PAGE + 5);
+    const pushed = await ann.post("/v1/memories", { content: emoji });
+    expect(pushed.status).toBe(201);
+    const first = await call("/mcp", "engram_get", { id: pushed.body.data.id });
+    expect(first.data).toMatchObject({ content_offset: 0, content_length: PAGE + 5, has_more: true, next_offset: PAGE });
+    expect(first.data.memory.content).toBe("😀".repeat(PAGE));
+    const rest = await call("/mcp", "engram_get", { id: pushed.body.data.id, offset: PAGE });
+    expect(rest.data).toMatchObject({ memory: { content: "😀".repeat(5) }, content_offset: PAGE, has_more: false, next_offset: null });
+    const past = await call("/mcp", "engram_get", { id: pushed.body.data.id, offset: 10 * PAGE });
+    expect(past.data).toMatchObject({ memory: { content: "" }, content_offset: PAGE + 5, has_more: false, next_offset: null });
   });
 
   it("a short memory is read whole, as before", async () => {

@@ -12,7 +12,7 @@ import { listMembers } from "@/lib/hubs/list-members.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
 import { deleteMemory } from "@/lib/memories/delete-memory.ts";
 import { findMemoryOrThrow } from "@/lib/memories/find-memory.ts";
-import { getMemory } from "@/lib/memories/get-memory.ts";
+import { getMemoryPage } from "@/lib/memories/get-memory.ts";
 import { listMemories } from "@/lib/memories/list-memories.ts";
 import { createMemoryBodySchema, INITIATION_TYPES, MAX_TAGS, MAX_TAG_LENGTH, MAX_TITLE_LENGTH, projectContextSchema } from "@/lib/memories/memory-fields.ts";
 import type { MemoryObject } from "@/lib/memories/serialize-memory.ts";
@@ -201,33 +201,28 @@ export const MAX_READ_CHARS = 100_000;
 
 const readInput = z.object({
   id: memoryId,
-  offset: z.coerce.number().int().min(0).optional().describe(`Where to start in the memory's text (characters; default 0): next_offset of the previous read, for text past its first ${MAX_READ_CHARS} characters`),
+  offset: z.coerce.number().int().min(0).optional().describe(`Where to start in the memory's text (Unicode characters; default 0): next_offset of the previous read, for text past its first ${MAX_READ_CHARS} characters`),
 });
 
-/** One page of a memory's text, never ending (or starting) between the halves of a surrogate pair. */
-function textPage(content: string, offset = 0): { text: string; offset: number; length: number; next: number | null } {
-  let start = Math.min(offset, content.length);
-  if (/[\udc00-\udfff]/.test(content.charAt(start)) && /[\ud800-\udbff]/.test(content.charAt(start - 1))) start -= 1;
-  let end = Math.min(start + MAX_READ_CHARS, content.length);
-  if (end < content.length && /[\ud800-\udbff]/.test(content.charAt(end - 1))) end -= 1;
-  return { text: content.slice(start, end), offset: start, length: content.length, next: end < content.length ? end : null };
+/** One page of a memory's text from args.offset: only that page is read from the database. */
+async function readPage(ctx: AuthContext, args: z.output<typeof readInput>) {
+  await reachableMemory(ctx, args.id);
+  // Reading on from an offset is the same read of the memory: only its first page counts as an access.
+  return getMemoryPage(ctx, args.id, { offset: args.offset ?? 0, chars: MAX_READ_CHARS }, { countAccess: !args.offset });
 }
 
 async function get(env: ToolEnv, args: z.output<typeof readInput>): Promise<ToolOutput> {
-  await reachableMemory(env.ctx, args.id);
-  // Reading on from an offset is the same read of the memory: only its first page counts as an access.
-  const memory = await getMemory(env.ctx, args.id, { countAccess: !args.offset });
-  const page = textPage(memory.content, args.offset);
+  const { memory, page } = await readPage(env.ctx, args);
   const tags = memory.tags.length ? `, tags ${memory.tags.join(", ")}` : "";
   const partial = page.offset > 0 || page.next !== null;
   const where = partial
-    ? `\n\n[Characters ${page.offset}–${page.offset + page.text.length} of ${page.length}.${page.next !== null ? ` For the rest, call ${env.toolName("engram_get")} with this id and offset ${page.next}.` : ""}]`
+    ? `\n\n[Characters ${page.offset}–${page.next ?? page.length} of ${page.length}.${page.next !== null ? ` For the rest, call ${env.toolName("engram_get")} with this id and offset ${page.next}.` : ""}]`
     : "";
-  const text = `# ${memory.title}\n\n${memory.kind ?? "unclassified"}, ${memory.content_type}, ${formatAge(new Date(memory.created_at), env.ctx.now())}${tags}, id \`${memory.id}\`\n\n${page.text}${where}`;
+  const text = `# ${memory.title}\n\n${memory.kind ?? "unclassified"}, ${memory.content_type}, ${formatAge(new Date(memory.created_at), env.ctx.now())}${tags}, id \`${memory.id}\`\n\n${memory.content}${where}`;
   return {
     text,
     structured: {
-      memory: { ...memory, content: page.text },
+      memory,
       url: memoryUrl(env.origin, memory.id),
       content_offset: page.offset,
       content_length: page.length,
@@ -552,13 +547,11 @@ export const CHATGPT_TOOLS: ToolDef[] = [
     input: readInput,
     annotations: read,
     run: async (env, args) => {
-      await reachableMemory(env.ctx, args.id);
-      const m = await getMemory(env.ctx, args.id, { countAccess: !args.offset });
-      const page = textPage(m.content, args.offset);
+      const { memory: m, page } = await readPage(env.ctx, args);
       const doc = {
         id: m.id,
         title: m.title,
-        text: page.text,
+        text: m.content,
         url: memoryUrl(env.origin, m.id),
         metadata: {
           kind: m.kind,

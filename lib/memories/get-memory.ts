@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
+import type { Memory } from "@/lib/db/generated/client.ts";
 import { memoryAccessWhere } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { recentOpens } from "./recent-opens.ts";
@@ -10,16 +11,58 @@ import { serializeMemoryWithContent } from "./serialize-memory.ts";
  * (a HEAD, which runs this GET but shows nothing) only looks.
  */
 export async function getMemory(ctx: AuthContext, id: string, options: { countAccess?: boolean } = {}) {
-  const counted = options.countAccess ?? true;
+  const memory = await findMemory(ctx, id, options.countAccess ?? true, false);
+  return withAttachments(ctx, memory);
+}
+
+/** Where a page of a memory's text starts and ends, in Unicode characters (code points). */
+export interface MemoryPage {
+  offset: number;
+  /** The whole text's length. */
+  length: number;
+  /** The offset of the next page, or null on the last. */
+  next: number | null;
+}
+
+/**
+ * getMemory with `chars` characters of its text from `offset` (code points, as PostgreSQL's substring
+ * counts them, so a page never splits a character): a paged read (MCP's engram_get and fetch) loaded
+ * the whole text, up to 3 MiB, from the database for every page of it.
+ */
+export async function getMemoryPage(ctx: AuthContext, id: string, page: { offset: number; chars: number }, options: { countAccess?: boolean } = {}) {
+  const memory = await findMemory(ctx, id, options.countAccess ?? true, true);
+  // PostgreSQL's substring takes an int; no text is that long (a value is at most 1 GB).
+  const from = Math.min(page.offset, 2 ** 31 - 2);
+  const [text] = await ctx.db.$queryRaw<{ content: string; length: number }[]>`
+    SELECT substring(content FROM ${from + 1}::int FOR ${page.chars}::int) AS content, char_length(content)::int AS length
+    FROM memories WHERE id = ${memory.id}::uuid`;
+  // Deleted between the two reads: as gone as if it had gone before the first.
+  if (!text) throw new ApiError("not_found", "Memory not found");
+  const offset = Math.min(from, text.length);
+  const end = offset + [...text.content].length;
+  return {
+    memory: await withAttachments(ctx, { ...memory, content: text.content }),
+    page: { offset, length: text.length, next: end < text.length ? end : null } satisfies MemoryPage,
+  };
+}
+
+async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: false): Promise<Memory>;
+async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: true): Promise<Omit<Memory, "content">>;
+async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: boolean): Promise<Omit<Memory, "content">> {
   const where = { id, ...memoryAccessWhere(ctx) };
+  const omit = { content: omitContent };
   const memory = !isUuid(id)
     ? undefined
     : counted
-      ? (await ctx.db.memory.updateManyAndReturn({ where, data: { accessCount: { increment: 1 }, lastAccessedAt: ctx.now() } }))[0]
-      : await ctx.db.memory.findFirst({ where });
+      ? (await ctx.db.memory.updateManyAndReturn({ where, data: { accessCount: { increment: 1 }, lastAccessedAt: ctx.now() }, omit }))[0]
+      : await ctx.db.memory.findFirst({ where, omit });
   if (!memory) throw new ApiError("not_found", "Memory not found");
   // A view signalled right after this read (POST …/access) is the same open.
   if (counted) recentOpens.remember(ctx.user.id, memory.id, ctx.now());
+  return memory;
+}
+
+async function withAttachments(ctx: AuthContext, memory: Memory) {
   const attachments = await ctx.db.attachment.findMany({ where: { memoryId: memory.id }, orderBy: { createdAt: "asc" } });
   return serializeMemoryWithContent({ ...memory, attachments });
 }
