@@ -52,7 +52,8 @@ export const projectContextSchema = z
   })
   .catchall(z.string().max(1000, "project_context values are at most 1000 characters"))
   .refine((context) => Object.keys(context).length <= MAX_PROJECT_CONTEXT_KEYS, `project_context has at most ${MAX_PROJECT_CONTEXT_KEYS} keys`)
-  .refine((context) => Object.keys(context).every((key) => key.length <= 100), "project_context keys are at most 100 characters")
+  // Characters (code points), as the propertyNames maxLength below counts them: .length counted a key of emoji twice.
+  .refine((context) => Object.keys(context).every((key) => key.length <= 100 || (key.length <= 200 && [...key].length <= 100)), "project_context keys are at most 100 characters")
   // The refinements above, as JSON Schema (the OpenAPI document, MCP's tools/list) can state them.
   .meta({ maxProperties: MAX_PROJECT_CONTEXT_KEYS, propertyNames: { maxLength: 100 } });
 
