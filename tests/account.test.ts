@@ -157,6 +157,31 @@ describe("GET/PATCH /v1/settings", () => {
     expect((await fay.get("/v1/settings")).body.data.dev_flags).toMatchObject({ mockDreams: true, skipRerank: true });
   });
 
+  it("a read-modify-write of the whole object through Memax's SDK leaves the dream tuning to the install", async () => {
+    const gil = await h.user("Gil");
+    const { Memax } = await loadMemaxSdk();
+    const sdk = new Memax({ apiUrl: "http://engram.test", apiKey: gil.key, fetch: routeFetch });
+    // What a dashboard does: read everything, flip one field, send every updatable field back.
+    // (The dream switches are set per hub and refused here, and updated_at is the server's.)
+    const read = await sdk.settings.get();
+    const rest = Object.fromEntries(Object.entries(read).filter(([key]) => !key.startsWith("dreams_") || !key.endsWith("_enabled")).filter(([key]) => key !== "updated_at"));
+    expect(rest).toMatchObject({ dreams_similarity_threshold: 0.9, dreams_staleness_days: 90 });
+    expect((await sdk.settings.update({ ...rest, theme: "dark" })).theme).toBe("dark");
+    expect(await h.db.userSetting.findUniqueOrThrow({ where: { userId: gil.id } })).toMatchObject({ theme: "dark", dreamsSimilarityThreshold: null, dreamsStalenessDays: null });
+    process.env.ENGRAM_DREAM_STALE_DAYS = "120";
+    try {
+      // The operator's later change reaches her: she never chose a number of days.
+      expect(await sdk.settings.get()).toMatchObject({ theme: "dark", dreams_staleness_days: 120, dreams_similarity_threshold: 0.9 });
+      // A value she does choose is hers, and one she saved stays hers when sent back unchanged.
+      expect(await sdk.settings.update({ dreams_staleness_days: 90 })).toMatchObject({ dreams_staleness_days: 90 });
+      expect(await sdk.settings.update({ ...rest, dreams_staleness_days: 90, theme: "light" })).toMatchObject({ dreams_staleness_days: 90 });
+    } finally {
+      delete process.env.ENGRAM_DREAM_STALE_DAYS;
+    }
+    expect(await sdk.settings.get()).toMatchObject({ theme: "light", dreams_staleness_days: 90 });
+    expect(await h.db.userSetting.findUniqueOrThrow({ where: { userId: gil.id } })).toMatchObject({ dreamsSimilarityThreshold: null, dreamsStalenessDays: 90 });
+  });
+
   it("keeps a default persona named in upper case as the persona's own id", async () => {
     const cat = await h.user("Cat");
     const persona = await cat.put("/v1/configs", { agent: "claude-code", scope: "global", file_path: "SOUL.md", content: "# Captain\nSpeak like a ship's captain." });

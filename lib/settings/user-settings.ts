@@ -95,20 +95,31 @@ export async function updateSettings(ctx: AuthContext, input: UpdateSettingsBody
       await tx.$queryRaw`SELECT 1 FROM agent_configs WHERE id = ${personaId}::uuid AND owner_id = ${ctx.user.id}::uuid FOR KEY SHARE`;
       await findPersonaOrThrow(tx, ctx.user.id, personaId);
     }
-    let flags = {};
-    if (input.dev_flags !== undefined) {
+    let locked: { devFlags?: Record<string, boolean>; dreamsSimilarityThreshold?: null; dreamsStalenessDays?: null } = {};
+    const followsInstall = { dreamsSimilarityThreshold: input.dreams_similarity_threshold, dreamsStalenessDays: input.dreams_staleness_days };
+    if (input.dev_flags !== undefined || Object.values(followsInstall).some((value) => typeof value === "number")) {
       // Read under the row's lock: two PATCHes each flipping one flag both keep theirs. The row is made
       // first if there is none: with nothing to lock, a first PATCH racing another merged into no
       // flags, and its upsert then wrote them over the other's.
       await tx.$executeRaw`INSERT INTO user_settings (user_id, updated_at) VALUES (${ctx.user.id}::uuid, ${data.updatedAt}) ON CONFLICT (user_id) DO NOTHING`;
-      const [current] = await tx.$queryRaw<{ flags: unknown }[]>`SELECT dev_flags AS flags FROM user_settings WHERE user_id = ${ctx.user.id}::uuid FOR UPDATE`;
-      const sent = Object.fromEntries(Object.entries(input.dev_flags).filter(([, value]) => value !== undefined));
-      flags = { devFlags: { ...devFlags(current?.flags), ...sent } };
+      const [current] = await tx.$queryRaw<{ flags: unknown; threshold: number | null; days: number | null }[]>`
+        SELECT dev_flags AS flags, dreams_similarity_threshold AS threshold, dreams_staleness_days AS days FROM user_settings WHERE user_id = ${ctx.user.id}::uuid FOR UPDATE`;
+      if (input.dev_flags !== undefined) {
+        const sent = Object.fromEntries(Object.entries(input.dev_flags).filter(([, value]) => value !== undefined));
+        locked = { devFlags: { ...devFlags(current?.flags), ...sent } };
+      }
+      // GET answers the install's value for a field never set, and Memax's clients send the whole object
+      // back to change one field: stored, that echo pinned the install's value as the person's own, and
+      // an operator's later change no longer reached them. Sending the value in force for an unset field
+      // leaves it unset; a value the person saved stays theirs, whatever it equals.
+      const install = dreamConfig();
+      if (current?.threshold == null && followsInstall.dreamsSimilarityThreshold === install.duplicateCosine) locked.dreamsSimilarityThreshold = null;
+      if (current?.days == null && followsInstall.dreamsStalenessDays === install.staleDays) locked.dreamsStalenessDays = null;
     }
     return tx.userSetting.upsert({
       where: { userId: ctx.user.id },
-      create: { userId: ctx.user.id, ...DEFAULTS, ...data, ...flags },
-      update: { ...data, ...flags },
+      create: { userId: ctx.user.id, ...DEFAULTS, ...data, ...locked },
+      update: { ...data, ...locked },
     });
   });
   return serializeSettings(row, await personalHubSwitches(ctx));
