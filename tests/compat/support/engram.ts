@@ -214,6 +214,11 @@ export interface CliOptions {
   home?: string;
   cwd?: string;
   stdin?: string;
+  /**
+   * Answers typed in turn, each once its question is printed: Memax's prompts read stdin with a
+   * fresh readline per question, so a piped `stdin` reaches only the first.
+   */
+  answers?: { when: RegExp; answer: string }[];
   env?: Record<string, string>;
   timeoutMs?: number;
   /** Sees the output as it comes (a command that waits for the browser prints where to go). */
@@ -244,9 +249,18 @@ export function memax(engram: Engram, args: string[], options: CliOptions = {}):
     const child = spawn(process.execPath, [cli, ...args], { cwd: options.cwd ?? home, env: env as NodeJS.ProcessEnv, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
+    const answers = [...(options.answers ?? [])];
+    let asked = 0;
     child.stdout.on("data", (chunk: Buffer) => {
       stdout += chunk.toString("utf8");
       options.onStdout?.(stdout);
+      const next = answers[0];
+      if (next && next.when.test(stdout.slice(asked))) {
+        answers.shift();
+        asked = stdout.length;
+        if (answers.length) child.stdin.write(`${next.answer}\n`);
+        else child.stdin.end(`${next.answer}\n`);
+      }
     });
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const timer = setTimeout(() => {
@@ -258,7 +272,7 @@ export function memax(engram: Engram, args: string[], options: CliOptions = {}):
       clearTimeout(timer);
       resolve({ code: code ?? -1, stdout, stderr });
     });
-    child.stdin.end(options.stdin ?? "");
+    if (!options.answers?.length) child.stdin.end(options.stdin ?? "");
   });
 }
 
