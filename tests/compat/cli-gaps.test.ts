@@ -23,6 +23,9 @@ async function run(args: string[], options: { stdin?: string } = {}): Promise<Cl
   return result;
 }
 
+let askTopic = "";
+const flagsTopicForAsk = () => askTopic;
+
 function savedId(stdout: string): string {
   const id = stdout.match(/id: ([0-9a-f-]{36})/)?.[1];
   expect(id, stdout).toBeDefined();
@@ -146,6 +149,7 @@ describe("list, recall and push flags", () => {
     const inTopic = JSON.parse((await run(["list", "--topic-id", topicId, "--hub", "personal", "--format", "json"])).stdout);
     expect(inTopic.memories.map((m: any) => m.id)).toEqual([ids[1]]);
     flagsTopic = topicId;
+    askTopic = topicId;
     inFlagsTopic = ids[1]!;
   });
 
@@ -169,5 +173,54 @@ describe("list, recall and push flags", () => {
     expect((await run(["dreams", "trigger", "--hub", "personal"])).stdout).toMatch(/Dream cycle queued\./);
     const list = JSON.parse((await run(["dreams", "list", "--limit", "1", "--hub", "personal", "--format", "json"])).stdout);
     expect(list.runs).toHaveLength(1);
+  });
+});
+
+describe("setup's MCP keys, ask's flags, show --format json, agents doctor", () => {
+  async function key(name: string) {
+    const keys = (await ann.api("GET", "/v1/auth/api-keys")).body.data as any[];
+    return keys.find((k) => k.name === name);
+  }
+
+  it("setup --print --api-key --hub --read-only makes a read-only key for that hub", async () => {
+    const hub = (await ann.api("GET", "/v1/hubs")).body.data.map((h: any) => h.hub).find((h: any) => h.slug === "night-shift");
+    expect(hub).toBeDefined();
+    const setup = await run(["setup", "--print", "--api-key", "--hub", "night-shift", "--read-only"]);
+    expect(setup.stdout).toMatch(/Bearer egk_[A-Za-z0-9_-]+/);
+    expect(await key(`mcp-setup-hub-${hub.id.slice(0, 8)}`)).toMatchObject({ scopes: ["read"], hub_ids: [hub.id] });
+  });
+
+  it("setup --print --api-key --agent-sync makes a key that may sync configs", async () => {
+    for (const old of ((await ann.api("GET", "/v1/auth/api-keys")).body.data as any[]).filter((k) => k.name === "mcp-setup")) {
+      await ann.api("DELETE", `/v1/auth/api-keys/${old.id}`);
+    }
+    const setup = await run(["setup", "--print", "--api-key", "--agent-sync"]);
+    const bearer = setup.stdout.match(/Bearer (egk_[A-Za-z0-9_-]+)/)?.[1];
+    expect(bearer, setup.stdout).toBeDefined();
+    const put = await fetch(`${engram.url}/v1/configs`, {
+      method: "PUT",
+      headers: { authorization: `Bearer ${bearer}`, "content-type": "application/json" },
+      body: JSON.stringify({ agent: "cursor", file_path: ".cursorrules", scope: "global", content: "tabs\n" }),
+    });
+    expect(put.status, await put.text()).toBe(201);
+  });
+
+  it("ask --hub --topic-id --limit --locale --model --no-rerank", async () => {
+    const result = await run(["ask", "what is the staging database called?", "--hub", "personal", "--topic-id", flagsTopicForAsk(), "--limit", "3", "--locale", "en", "--model", "haiku", "--no-rerank", "--format", "json"]);
+    const answer = JSON.parse(result.stdout);
+    expect(answer.answer).toEqual(expect.any(String));
+    expect(answer.sources.length).toBeGreaterThan(0);
+    expect(answer.sources.length).toBeLessThanOrEqual(3);
+  });
+
+  it("show --format json prints the Memory", async () => {
+    const id = savedId((await run(["push", "Pager duty escalates after 15 minutes."])).stdout);
+    const shown = JSON.parse((await run(["show", id, "--format", "json"])).stdout);
+    expect(shown).toMatchObject({ id, content: "Pager duty escalates after 15 minutes.", hub_id: ann.personalHubId });
+  });
+
+  it("agents doctor and agents configs doctor read the cloud configs", async () => {
+    expect((await run(["agents", "doctor"])).stdout).toContain("Memax Agent Config Doctor");
+    expect((await run(["agents", "configs", "doctor"])).stdout).toContain("Memax Agent Config Doctor");
   });
 });
