@@ -108,6 +108,11 @@ describe("personas", () => {
     expect(first).toMatchObject({ persona_id: personaId, version: 1, content: "# Navigator\n\nCalm and precise.\n" });
     expect(await sdk.personas.restoreRevision(personaId, 1)).toEqual({ persona_id: personaId, restored_version: 1, head_version: 3 });
     expect((await sdk.personas.list()).personas[0]).toMatchObject({ id: personaId, version: 3, content: "# Navigator\n\nCalm and precise.\n" });
+    const other = new Memax({ apiUrl: engram.url, apiKey: bob.key, maxRetries: 0 });
+    expect((await refused(other.personas.listRevisions(personaId))).status).toBe(404);
+    expect((await refused(other.personas.getRevision(personaId, 1))).status).toBe(404);
+    expect((await refused(other.personas.restoreRevision(personaId, 1))).status).toBe(404);
+    expect((await refused(other.personas.delete(personaId))).status).toBe(404);
     expect(await sdk.personas.delete(personaId)).toEqual({ deleted: true });
     expect((await sdk.personas.list()).personas).toEqual([]);
     expect((await refused(sdk.personas.getRevision(personaId, 99))).status).toBe(404);
@@ -145,6 +150,9 @@ describe("uploads and attachments", () => {
     );
     if (view instanceof Error) expect((view as any).status).toBeGreaterThanOrEqual(400);
     else expect(view).toEqual({ url: expect.any(String), expires_at: expect.any(Number) });
+    const other = new Memax({ apiUrl: engram.url, apiKey: bob.key, maxRetries: 0 });
+    expect((await refused(other.memories.downloadAttachment(memory.id, attachmentId))).status).toBe(404);
+    expect((await refused(other.memories.attachmentViewURL(memory.id, attachmentId))).status).toBe(404);
   });
 });
 
@@ -205,6 +213,12 @@ describe("chats", () => {
       await new Promise((r) => setTimeout(r, 250));
     }
 
+    const other = new Memax({ apiUrl: engram.url, apiKey: bob.key, maxRetries: 0 });
+    expect((await refused(other.chats.getSession(session.id))).status).toBe(404);
+    expect((await refused(other.chats.listMessages(session.id))).status).toBe(404);
+    expect((await refused(other.chats.patchSession(session.id, { title: "Mine" }))).status).toBe(404);
+    expect((await refused(other.chats.deleteSession(session.id))).status).toBe(404);
+    expect((await other.chats.listSessions()).sessions).toEqual([]);
     await expect(sdk.chats.deleteSession(session.id)).resolves.toBeUndefined();
     expect((await refused(sdk.chats.getSession(session.id))).status).toBe(404);
   });
