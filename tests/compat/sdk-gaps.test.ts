@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makePng } from "../support/make-files.ts";
 import { loadSdk, startEngram, type Engram, type EngramUser } from "./support/engram.ts";
 
 // Memax's SDK methods no other compat file calls: configs, personas, uploads and attachments,
@@ -144,15 +145,29 @@ describe("uploads and attachments", () => {
     expect(res.status).toBe(200);
     expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
     // A text file is not an inline image: the SDK documents a rejection and a fall-back to download.
-    const view = await sdk.memories.attachmentViewURL(memory.id, attachmentId).then(
-      (v: any) => v,
-      (e: any) => e,
-    );
-    if (view instanceof Error) expect((view as any).status).toBeGreaterThanOrEqual(400);
-    else expect(view).toEqual({ url: expect.any(String), expires_at: expect.any(Number) });
+    expect((await refused(sdk.memories.attachmentViewURL(memory.id, attachmentId))).status).toBe(415);
     const other = new Memax({ apiUrl: engram.url, apiKey: bob.key, maxRetries: 0 });
     expect((await refused(other.memories.downloadAttachment(memory.id, attachmentId))).status).toBe(404);
     expect((await refused(other.memories.attachmentViewURL(memory.id, attachmentId))).status).toBe(404);
+  });
+});
+
+describe("an image's view URL", () => {
+  it("attachmentViewURL answers { url, expires_at } that serves the image", async () => {
+    const png = makePng(4, 3);
+    const intent = await sdk.uploads.create({ filename: "dot.png", content_type: "image/png", size_bytes: png.length, purpose: "memory_attachment" });
+    const put = await fetch(new URL(intent.upload_url, engram.url), { method: "PUT", headers: intent.headers, body: new Uint8Array(png) });
+    expect(put.status, await put.text()).toBeLessThan(300);
+    const memory = await sdk.memories.push("", { fileRef: { object_key: intent.object_key, filename: "dot.png", content_type: "image/png", size_bytes: png.length } });
+    const attachment = (await sdk.memories.get(memory.id)).attachments[0];
+    expect(attachment).toMatchObject({ content_type: "image/png", inline_eligible: true });
+    const view = await sdk.memories.attachmentViewURL(memory.id, attachment.id);
+    expect(view).toEqual({ url: expect.any(String), expires_at: expect.any(Number) });
+    expect(view.expires_at).toBeGreaterThan(Date.now() / 1000);
+    const img = await fetch(new URL(view.url, engram.url));
+    expect(img.status).toBe(200);
+    expect(img.headers.get("content-type")).toBe("image/png");
+    expect(Buffer.from(await img.arrayBuffer()).equals(png)).toBe(true);
   });
 });
 
