@@ -110,6 +110,9 @@ export class EmbeddedRunner {
    * Images not read yet that came up while IMAGE_READS_AT_ONCE image jobs ran: they wait here, unclaimed,
    * not in a worker. Run as they came, they waited for the vision model's turn in the workers, and 40
    * photos took all 16 while text, links and PDFs pushed after them waited for up to an hour.
+   * An id is in at most one of `queued`, `parked` and `active` (only queue() and park() add to the first
+   * two, and never for an active id): one in two of them was started twice, and the twin that lost the
+   * claim gave back the image turn the other still held, so a fourth image job started.
    */
   private readonly parked = new Set<string>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -170,11 +173,11 @@ export class EmbeddedRunner {
   enqueue(id: string): void {
     if (this.stopped) return;
     // Written again while parked: it may be no image now, so it is looked at again in its queue turn.
-    if (this.parked.delete(id)) this.queued.add(id);
+    if (this.parked.has(id)) this.queue(id);
     else if (this.active.has(id)) this.again.add(id);
     // While memories wait in the database, a new write waits behind them there too: queued ahead, a
     // steady stream of writes kept the queue from ever draining and the backlog waited for good.
-    else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parked.size < (this.options.maxQueued ?? MAX_QUEUED_JOBS))) this.queued.add(id);
+    else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parked.size < (this.options.maxQueued ?? MAX_QUEUED_JOBS))) this.queue(id);
     else {
       this.backlog = true;
       // Nothing running may be left to ask for the next page (a sweep that failed, say).
@@ -233,7 +236,7 @@ export class EmbeddedRunner {
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
       const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs }));
-      for (const id of ids) if (!this.active.has(id) && !this.parked.has(id) && !this.stopped) this.queued.add(id);
+      for (const id of ids) if (!this.active.has(id) && !this.parked.has(id) && !this.stopped) this.queue(id);
       if (ids.length === SWEEP_PAGE) this.backlog = true;
     } catch (error) {
       // The backlog is still there: the next refill tries again.
@@ -254,7 +257,18 @@ export class EmbeddedRunner {
     const room = Math.max(0, (this.options.maxQueued ?? MAX_QUEUED_JOBS) - this.parked.size - first.length);
     if (rest.length > room) this.backlog = true;
     this.queued.clear();
-    for (const id of [...first, ...rest.slice(0, room)]) this.queued.add(id);
+    for (const id of [...first, ...rest.slice(0, room)]) this.queue(id);
+  }
+
+  /** The only ways into `queued` and `parked`: each takes the id out of the other (see `parked`). */
+  private queue(id: string): void {
+    this.parked.delete(id);
+    this.queued.add(id);
+  }
+
+  private park(id: string): void {
+    this.queued.delete(id);
+    this.parked.add(id);
   }
 
   private backlog = false;
@@ -276,9 +290,13 @@ export class EmbeddedRunner {
       if (id === undefined) break;
       this.active.add(id);
       // Background work: requests' statements go first (lib/db/background-work.ts).
-      void runAsBackground(() => this.run(id)).finally(() => {
+      void runAsBackground(() => this.run(id)).then((parks) => {
         this.active.delete(id);
-        if (this.again.delete(id)) this.queued.add(id);
+        // Parked (or queued again) only once no longer active: while it ran, a write put it in `again`,
+        // and parked as well it was both queued and parked. Written again, it may be no image now: it
+        // is looked at again in its queue turn.
+        if (this.again.delete(id)) this.queue(id);
+        else if (parks && !this.stopped) this.park(id);
         // Refilled before the queue runs dry, oldest first (the sweep's order): the page read then holds
         // what is still queued and the oldest of the backlog after it.
         if (this.queued.size < REFILL_BELOW && this.backlog) this.sweepSoon();
@@ -301,19 +319,17 @@ export class EmbeddedRunner {
     return id;
   }
 
-  private async run(id: string): Promise<void> {
+  /** Runs one job; true when it is an image to park (all image turns taken), left unclaimed. */
+  private async run(id: string): Promise<boolean> {
     try {
       const db = await this.options.db();
       if (await this.waitsForImage(db, id)) {
-        if (!this.imageJobs.has(id) && this.imageJobs.size >= IMAGE_READS_AT_ONCE) {
-          if (!this.stopped) this.parked.add(id);
-          return;
-        }
+        if (!this.imageJobs.has(id) && this.imageJobs.size >= IMAGE_READS_AT_ONCE) return true;
         this.imageJobs.add(id);
       } else this.imageJobs.delete(id);
       const now = new Date();
       const claim = await claimMemory(db, id, { ...this.options, now, staleBefore: this.staleBefore(now) });
-      if (!claim) return;
+      if (!claim) return false;
       const signal = this.lease.hold(id, claim.attempt, claim.memory.version);
       const outcome = await processMemory(db, claim, { ...this.options, signal }).finally(() => this.lease.release(id));
       if (outcome.status === "done") this.stats.done++;
@@ -337,6 +353,7 @@ export class EmbeddedRunner {
     } finally {
       this.imageJobs.delete(id);
     }
+    return false;
   }
 
   /** Does this memory's job wait for an image turn (extraction of an image not read yet)? */

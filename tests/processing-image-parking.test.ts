@@ -1,0 +1,145 @@
+import { createServer, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import { IMAGE_READS_AT_ONCE } from "@/lib/extraction/extract-memory-text.ts";
+import { EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
+import { processingConfig } from "@/lib/processing/processing-config.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { makePng } from "./support/make-files.ts";
+import { dispatch } from "./support/router.ts";
+
+/**
+ * The embedded runner parks image jobs that come up while IMAGE_READS_AT_ONCE image turns are taken.
+ * An image written again while its job ran (and then parked) was put back in the queue as well: one id
+ * in both, so it was started twice, and the copy that lost the claim gave back the image turn its twin
+ * still held. Another image job then started (claimed, waiting in a worker) while three image turns
+ * were taken: what parking exists to prevent.
+ */
+
+let server: Server;
+/** Image requests held unanswered, in the order they came. */
+const heldImages: ServerResponse[] = [];
+/** Text requests naming HOLD held unanswered (a text job that keeps its worker). */
+const heldText: ServerResponse[] = [];
+let heldTextSeen = false;
+let h: Harness;
+let ann: Client;
+let blobDir: string;
+const saved = { ...process.env };
+
+function answer(res: ServerResponse, model: string, content: string) {
+  res.writeHead(200, { "content-type": "application/json" });
+  res.end(
+    JSON.stringify({
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model,
+      choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    }),
+  );
+}
+
+beforeAll(async () => {
+  server = createServer(async (req, res) => {
+    let raw = "";
+    for await (const chunk of req) raw += chunk;
+    const body = JSON.parse(raw || "{}");
+    const name = body.response_format?.json_schema?.name;
+    const parts = body.messages?.flatMap((m: { content: unknown }) => (Array.isArray(m.content) ? m.content : [])) ?? [];
+    const image = parts.some((p: { type: string }) => p.type === "image_url");
+    if (image) return void heldImages.push(res);
+    if (raw.includes("HOLD-THIS-JOB") && !heldTextSeen) {
+      heldTextSeen = true;
+      return void heldText.push(res);
+    }
+    answer(res, body.model, name === "memory_classification" ? JSON.stringify({ kind: "semantic", stability: "stable" }) : JSON.stringify({ summary: "A note." }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-test-vision", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
+  blobDir = mkdtempSync(path.join(tmpdir(), "engram-parking-blobs-"));
+  setBlobStore(new LocalBlobStore(blobDir));
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+afterAll(async () => {
+  for (const res of [...heldImages.splice(0), ...heldText.splice(0)]) res.destroy();
+  process.env = saved;
+  setBlobStore(undefined);
+  await h?.close();
+  await new Promise((r) => server.close(r));
+  rmSync(blobDir, { recursive: true, force: true });
+});
+const releaseImage = () => answer(heldImages.shift()!, "gpt-test-vision", "Whiteboard: the on-call rotation swaps every Thursday at noon.");
+
+async function uploadImage(width: number): Promise<string> {
+  const png = makePng(width, 10);
+  const intent = (await ann.post("/v1/uploads", { filename: "board.png", content_type: "image/png", size_bytes: png.length })).body.data;
+  expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(png) }))).status).toBe(200);
+  const created = await ann.post("/v1/memories", { file_ref: intent.file_ref });
+  expect(created.status).toBe(201);
+  return created.body.data.id;
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const status = async (id: string) => (await h.db.memory.findUniqueOrThrow({ where: { id }, select: { processingStatus: true } })).processingStatus;
+
+describe("the embedded runner's parked image jobs", () => {
+  it("an image written again while its job parks is held once: no image job starts while IMAGE_READS_AT_ONCE image turns are taken", async () => {
+    const images: string[] = [];
+    for (const width of [21, 22, 23, 24, 25]) images.push(await uploadImage(width));
+    const [first, second, third, again, later] = images as [string, string, string, string, string];
+    const text = (await ann.post("/v1/memories", { content: "HOLD-THIS-JOB: the freezer inventory is counted on Mondays." })).body.data.id as string;
+    const r = new EmbeddedRunner({ ...processingConfig(), concurrency: IMAGE_READS_AT_ONCE + 1, sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    try {
+      // Three images take the three image turns and wait for the model.
+      for (const id of [first, second, third]) r.enqueue(id);
+      await until("three images are at the model", () => heldImages.length === IMAGE_READS_AT_ONCE);
+      // The fourth image starts in the last worker and is written again while it runs (a second enqueue);
+      // a text job comes up behind it and keeps that worker once the image parks.
+      r.enqueue(again);
+      r.enqueue(again);
+      r.enqueue(text);
+      await until("the text job is at the model", () => heldText.length === 1);
+      // One image turn frees: the parked image takes it.
+      releaseImage();
+      await until("the fourth image is at the model", () => heldImages.length === IMAGE_READS_AT_ONCE);
+      expect(await status(again)).toBe("running");
+      // The text job ends; its worker took the same image from the queue too (it was queued and parked), a second run.
+      answer(heldText.shift()!, "gpt-test-vision", JSON.stringify({ kind: "semantic", stability: "stable" }));
+      await until("the text job is done", async () => (await status(text)) === "done");
+      // Three image turns are taken (second, third, again): a new image waits unclaimed, parked.
+      r.enqueue(later);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(heldImages).toHaveLength(IMAGE_READS_AT_ONCE);
+      expect(await status(later)).toBe("pending");
+      // Everything is read in the end, each image once.
+      await until(
+        "every image is done",
+        async () => {
+          while (heldImages.length > 0) releaseImage();
+          return (await h.db.memory.count({ where: { id: { in: images }, processingStatus: "done" } })) === images.length;
+        },
+        30_000,
+      );
+      for (const id of images) expect(await status(id)).toBe("done");
+      expect(r.stats.done).toBe(images.length + 1);
+    } finally {
+      r.stop();
+      await r.idle();
+    }
+  }, 90_000);
+});
