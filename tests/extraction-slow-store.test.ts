@@ -142,6 +142,46 @@ describe("a slow storage read during file extraction", () => {
     }
   }, 20_000);
 
+  it("a download that keeps sending is stopped at ENGRAM_EXTRACT_DOWNLOAD_MAX_MS, saying so, and the document behind it gets the turn", async () => {
+    // The cap grew with the file (ten times the idle limit plus a second per 64 KiB: about 12 minutes for
+    // 25 MiB at the default), and every document behind a trickling store waited for it in the one turn.
+    process.env.ENGRAM_EXTRACT_DOWNLOAD_MAX_MS = "1500";
+    try {
+      const startedAt = Date.now();
+      const slow = within(extractMemoryText(fileMemory("slow/deadline.txt")), 4_000);
+      const fast = within(extractMemoryText(fileMemory("fast/notes.txt")), 4_000);
+      const [slowDone, fastDone] = await Promise.all([slow, fast]);
+      expect(slowDone.late).toBeUndefined();
+      expect(String(slowDone.error)).toMatch(/could not be read from storage in time: its download took longer than 1\.5 s/);
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(1_400);
+      expect(fastDone.value?.content).toContain("Deploys go out on Tuesdays");
+      expect(store.closed).toBe(store.reads);
+    } finally {
+      delete process.env.ENGRAM_EXTRACT_DOWNLOAD_MAX_MS;
+    }
+  }, 20_000);
+
+  it("a download in progress stops as soon as the job's lease is lost, and frees the documents' turn", async () => {
+    // Only a job still waiting for its turn looked at the signal: one whose lease was lost mid-download
+    // (taken over, or the memory deleted or rewritten) kept the turn until the download's cap.
+    const controller = new AbortController();
+    const readsBefore = store.reads;
+    const slow = within(extractMemoryText(fileMemory("slow/lost.txt"), { signal: controller.signal }), 15_000);
+    // In its turn and downloading (not still waiting for the turn, which a lost lease always left).
+    for (let i = 0; i < 400 && store.reads === readsBefore; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(store.reads).toBe(readsBefore + 1);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const abortedAt = Date.now();
+    controller.abort(new Error("the lease was lost"));
+    const left = await slow;
+    expect(left.late).toBeUndefined();
+    expect(String(left.error)).toMatch(/the lease was lost/);
+    expect(Date.now() - abortedAt).toBeLessThan(500);
+    expect(store.closed).toBe(store.reads);
+    const fast = await within(extractMemoryText(fileMemory("fast/notes.txt")), 1_000);
+    expect(fast.value?.content).toContain("Deploys go out on Tuesdays");
+  }, 20_000);
+
   it("a job waiting for its turn leaves as soon as its signal aborts (its lease was lost)", async () => {
     const slow = within(extractMemoryText(fileMemory("slow/again.txt")), 12_000);
     const controller = new AbortController();

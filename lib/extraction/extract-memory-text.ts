@@ -70,8 +70,8 @@ export function waitsForImageTurn(memory: Pick<Memory, "fileRef" | "contentType"
 
 async function readFileMemory(memory: Memory, ref: StoredFileRef, signal?: AbortSignal): Promise<{ content: string; title?: string; error: string | null }> {
   const note = memory.content.trim();
-  const { maxBytes, timeoutMs } = extractionLimits();
-  const read = await readFile(ref.object_key, maxBytes, timeoutMs);
+  const { maxBytes, timeoutMs, downloadMaxMs } = extractionLimits();
+  const read = await readFile(ref.object_key, maxBytes, { idleMs: timeoutMs, deadlineMs: downloadMaxMs, signal });
   // Gone for good (removed from storage by hand, or a lost bucket): retrying cannot bring it back.
   if (!read) return { content: note || ref.filename, error: "The file is no longer in storage; only the note was indexed" };
   // A PDF, DOCX or image cut short is no such file (their indexes sit at the end): past the limit only
@@ -80,6 +80,8 @@ async function readFileMemory(memory: Memory, ref: StoredFileRef, signal?: Abort
     return { content: note || ref.filename, error: `The file is larger than the ${formatBytes(maxBytes)} read for text; only the note was indexed` };
   }
   const bytes = read.bytes;
+  // Lost while the bytes came (the download stops then, but may have just ended): the parse is not ours to do.
+  if (signal?.aborted) throw abortReason(signal);
   // A file the parser chokes on, or that hits a time or memory limit (ExtractionStoppedError), will do
   // the same on a retry: report it, index what there is. A reader that died is not the file's fault:
   // that is thrown, and the job retried.
@@ -152,12 +154,13 @@ class StorageTooSlow extends Error {}
 /**
  * Settles with `work`, or rejects once `signal` aborts (calling `stop` so that the work in flight ends
  * too): a store that never answers (a head or a first chunk that never comes) cannot hold the turn.
+ * The rejection is `lease`'s reason when the job's lease was lost, else StorageTooSlow with `signal`'s.
  */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal, stop: () => void): Promise<T> {
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal, stop: () => void, lease?: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const abort = () => {
       stop();
-      reject(new StorageTooSlow("The file could not be read from storage in time"));
+      reject(lease?.aborted ? abortReason(lease) : new StorageTooSlow(`The file could not be read from storage in time: ${String(signal.reason)}`));
     };
     if (signal.aborted) abort();
     signal.addEventListener("abort", abort, { once: true });
@@ -167,12 +170,14 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal, stop: () => void
 
 /**
  * How long a download that keeps making progress may take in all: ten times the idle limit, plus a
- * second per 64 KiB asked for (25 MiB at the default 30 s: about 12 minutes, so a store serving 36 kB/s
- * still delivers it). Only a store that trickles its bytes for ever reaches it; it holds the turn meanwhile.
+ * second per 64 KiB asked for, and never past `deadlineMs` (ENGRAM_EXTRACT_DOWNLOAD_MAX_MS). Without that
+ * deadline 25 MiB at the default 30 s came to about 12 minutes, all of it in the documents' one turn.
  */
-function downloadCapMs(idleMs: number, bytes: number): number {
-  return 10 * idleMs + Math.ceil(bytes / (64 * 1024)) * 1000;
+function downloadCapMs(idleMs: number, bytes: number, deadlineMs: number): number {
+  return Math.min(deadlineMs, 10 * idleMs + Math.ceil(bytes / (64 * 1024)) * 1000);
 }
+
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 
 /**
  * The stored bytes, at most `maxBytes` of them (`truncated` when there are more), or null when the
@@ -182,17 +187,27 @@ function downloadCapMs(idleMs: number, bytes: number): number {
  * past `idleMs` (ENGRAM_EXTRACT_TIMEOUT_MS) with no answer to the head and no new bytes the job is
  * retried later. A deadline for the download as a whole, the same 30 s as parsing, failed every attempt
  * of a 25 MiB file on a store serving under 0.85 MB/s: a slow store that keeps sending is waited for,
- * up to downloadCapMs.
+ * up to downloadCapMs. A job whose lease is lost (`signal`: taken over, the memory deleted or rewritten)
+ * stops the download at once, with the signal's reason, instead of holding the turn for a result no one takes.
  */
-async function readFile(key: string, maxBytes: number, idleMs: number): Promise<{ bytes: Buffer; truncated: boolean } | null> {
+async function readFile(
+  key: string,
+  maxBytes: number,
+  { idleMs, deadlineMs, signal }: { idleMs: number; deadlineMs: number; signal?: AbortSignal },
+): Promise<{ bytes: Buffer; truncated: boolean } | null> {
+  if (signal?.aborted) throw abortReason(signal);
   const store = await blobStore();
   const stuck = new AbortController();
   let idle: NodeJS.Timeout | undefined;
-  let cap: NodeJS.Timeout | undefined;
+  const tooLong = () => stuck.abort(`its download took longer than ${seconds(deadlineMs)}`);
+  // From the start: the head counts towards the deadline too.
+  let cap: NodeJS.Timeout | undefined = setTimeout(tooLong, deadlineMs);
   const progressed = () => {
     clearTimeout(idle);
-    idle = setTimeout(() => stuck.abort(`no answer from storage for ${idleMs} ms`), idleMs);
+    idle = setTimeout(() => stuck.abort(`no new bytes for ${seconds(idleMs)}`), idleMs);
   };
+  const lost = () => stuck.abort("the job's lease was lost");
+  signal?.addEventListener("abort", lost, { once: true });
   progressed();
   let stream: Readable | undefined;
   try {
@@ -204,8 +219,11 @@ async function readFile(key: string, maxBytes: number, idleMs: number): Promise<
         progressed();
         if (info?.size === 0) return { bytes: Buffer.alloc(0), truncated: false };
         const asked = info ? Math.min(info.size, maxBytes + 1) : maxBytes + 1;
-        const capMs = downloadCapMs(idleMs, asked);
-        cap = setTimeout(() => stuck.abort(`not whole within ${capMs} ms`), capMs);
+        const capMs = downloadCapMs(idleMs, asked, deadlineMs);
+        if (capMs < deadlineMs) {
+          clearTimeout(cap);
+          cap = setTimeout(() => stuck.abort(`not whole within ${seconds(capMs)}`), capMs);
+        }
         stream = await store.read(key, { start: 0, end: asked - 1 });
         progressed();
         if (stuck.signal.aborted) stream.destroy();
@@ -222,8 +240,10 @@ async function readFile(key: string, maxBytes: number, idleMs: number): Promise<
       })(),
       stuck.signal,
       () => stream?.destroy(),
+      signal,
     );
   } catch (error) {
+    if (signal?.aborted) throw abortReason(signal);
     if (error instanceof StorageTooSlow) {
       console.error(`[engram] processing: object ${key} did not arrive from storage (${String(stuck.signal.reason)}); retried later`);
       throw error;
@@ -235,6 +255,7 @@ async function readFile(key: string, maxBytes: number, idleMs: number): Promise<
     console.error(`[engram] processing: could not read object ${key}`, error);
     throw new Error("The file could not be read from storage");
   } finally {
+    signal?.removeEventListener("abort", lost);
     clearTimeout(idle);
     clearTimeout(cap);
   }

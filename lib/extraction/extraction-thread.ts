@@ -10,8 +10,10 @@ import { readDocument, type DocumentKind, type ReadDocument } from "./read-docum
  * read at all (documented in docs/files.md). The last bounds what extraction holds in memory: the
  * upload limit may be raised to 2 GiB, and a file is read whole into a buffer and copied to the thread.
  */
-export function extractionLimits(): { timeoutMs: number; memoryMb: number; maxBytes: number } {
+export function extractionLimits(): { timeoutMs: number; memoryMb: number; maxBytes: number; downloadMaxMs: number } {
   return {
+    // The documents' one turn covers the file's download: a store that keeps trickling cannot hold it longer.
+    downloadMaxMs: positiveIntEnv("ENGRAM_EXTRACT_DOWNLOAD_MAX_MS", 120_000),
     timeoutMs: positiveIntEnv("ENGRAM_EXTRACT_TIMEOUT_MS", 30_000),
     memoryMb: positiveIntEnv("ENGRAM_EXTRACT_MEMORY_MB", 512),
     maxBytes: positiveIntEnv("ENGRAM_EXTRACT_MAX_BYTES", 25 * 1024 * 1024),

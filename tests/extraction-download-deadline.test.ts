@@ -1,0 +1,130 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import { EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
+import { processingConfig } from "@/lib/processing/processing-config.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { dispatch } from "./support/router.ts";
+
+/**
+ * A document's download from storage runs in the documents' one turn. A store that kept trickling held
+ * it for up to ~12 minutes (ten times ENGRAM_EXTRACT_TIMEOUT_MS plus a second per 64 KiB), and a job
+ * whose lease was lost mid-download held it as long. Now the download stops at
+ * ENGRAM_EXTRACT_DOWNLOAD_MAX_MS, with a processing_error saying so, and at once when the lease is lost.
+ */
+
+/** The embedded store; objects whose keys are in `trickling` come a byte every 100 ms, for ever. */
+class TricklingStore extends LocalBlobStore {
+  readonly trickling = new Set<string>();
+  reads = 0;
+  closed = 0;
+  override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    if (!this.trickling.has(key)) return super.read(key, range);
+    this.reads += 1;
+    let timer: NodeJS.Timeout | undefined;
+    const stream = new Readable({
+      read() {
+        timer = setTimeout(() => stream.push(Buffer.from("a")), 100);
+      },
+      destroy: (error, callback) => {
+        clearTimeout(timer);
+        this.closed += 1;
+        callback(error);
+      },
+    });
+    return stream;
+  }
+}
+
+let h: Harness;
+let ann: Client;
+let dir: string;
+let store: TricklingStore;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), "engram-download-deadline-"));
+  store = new TricklingStore(dir);
+  setBlobStore(store);
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+afterAll(async () => {
+  process.env = saved;
+  setBlobStore(undefined);
+  await h?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A text file memory; its bytes trickle from storage once created when `trickle`. */
+async function fileMemory(text: string, trickle: boolean): Promise<string> {
+  const bytes = Buffer.from(text);
+  const intent = (await ann.post("/v1/uploads", { filename: "notes.txt", content_type: "text/plain", size_bytes: bytes.length })).body.data;
+  expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(bytes) }))).status).toBe(200);
+  const created = await ann.post("/v1/memories", { file_ref: intent.file_ref });
+  expect(created.status).toBe(201);
+  if (trickle) store.trickling.add(intent.file_ref.object_key);
+  return created.body.data.id;
+}
+
+const row = (id: string) => h.db.memory.findUniqueOrThrow({ where: { id }, select: { processingStatus: true, processingError: true, processingAttempts: true } });
+
+async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe("a document's download in the documents' turn", () => {
+  it("is stopped at ENGRAM_EXTRACT_DOWNLOAD_MAX_MS: the memory says why in processing_error and the next document is read", async () => {
+    process.env.ENGRAM_EXTRACT_DOWNLOAD_MAX_MS = "1500";
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    const r = new EmbeddedRunner({ ...processingConfig(), maxAttempts: 1, concurrency: 2, sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    try {
+      const slow = await fileMemory("Quarterly numbers, sent by a very slow bucket.", true);
+      const next = await fileMemory("The standup moves to 9:30 on Wednesdays.", false);
+      r.enqueue(slow);
+      r.enqueue(next);
+      // At the default ENGRAM_EXTRACT_TIMEOUT_MS (30 s) the trickle held the turn for 301 s.
+      await until("both are processed", async () => ["done", "failed"].includes((await row(slow)).processingStatus) && (await row(next)).processingStatus === "done", 25_000);
+      expect((await row(slow)).processingError).toMatch(/^The file could not be read from storage in time: its download took longer than 1\.5 s/);
+      expect((await ann.get(`/v1/memories/${slow}`)).body.data.state).toBe("active");
+      expect(store.closed).toBe(store.reads);
+    } finally {
+      errors.mockRestore();
+      delete process.env.ENGRAM_EXTRACT_DOWNLOAD_MAX_MS;
+      r.stop();
+      await r.idle();
+    }
+  }, 60_000);
+
+  it("stops at once when the job's lease is lost (another process took the memory over), freeing the turn", async () => {
+    const r = new EmbeddedRunner({ ...processingConfig(), leaseMs: 600, concurrency: 2, sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: false });
+    try {
+      const slow = await fileMemory("Minutes of the planning meeting, from a very slow bucket.", true);
+      const next = await fileMemory("Payroll closes on the 25th.", false);
+      const readsBefore = store.reads;
+      r.enqueue(slow);
+      await until("the download started", async () => store.reads > readsBefore, 10_000);
+      r.enqueue(next);
+      // A takeover claims the row with attempts + 1 (job-lease.ts): the next renewal finds it gone.
+      const taken = await row(slow);
+      await h.db.memory.updateMany({ where: { id: slow }, data: { processingAttempts: taken.processingAttempts + 1, processingStartedAt: new Date() } });
+      const takenAt = Date.now();
+      await until("the next document is done", async () => (await row(next)).processingStatus === "done", 10_000);
+      // Within a renewal (200 ms) and the read, not at the download's cap (five minutes at the defaults).
+      expect(Date.now() - takenAt).toBeLessThan(5_000);
+      expect(store.closed).toBe(store.reads);
+      expect(await row(slow)).toMatchObject({ processingStatus: "running", processingError: null });
+    } finally {
+      r.stop();
+      await r.idle();
+    }
+  }, 30_000);
+});
