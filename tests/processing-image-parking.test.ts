@@ -3,10 +3,12 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { IMAGE_READS_AT_ONCE } from "@/lib/extraction/extract-memory-text.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
 import { EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -142,4 +144,25 @@ describe("the embedded runner's parked image jobs", () => {
       await r.idle();
     }
   }, 90_000);
+
+  it("a sweep page full of parked images does not keep newer memories waiting behind them", async () => {
+    // Parked images are pending rows: the sweep's page (200, oldest first) came back full of them, nothing
+    // on it could be queued, and the backlog after them (text pushed while the runner was busy) was
+    // reached only once the images, three at a time at the model's pace, were read.
+    const first = await uploadImage(26);
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id: first } });
+    const copies = Array.from({ length: 205 }, (_, i) => ({ ...row, id: randomUUID(), updatedAt: new Date(row.updatedAt.getTime() + i + 1) }));
+    await h.db.memory.createMany({ data: copies as Prisma.MemoryCreateManyInput[] });
+    const text = (await ann.post("/v1/memories", { content: "The parking garage opens at seven on weekdays." })).body.data.id as string;
+    const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    try {
+      r.start();
+      await until("the text memory is done while the images wait for the model", async () => (await status(text)) === "done", 30_000);
+      expect(heldImages.length).toBeLessThanOrEqual(IMAGE_READS_AT_ONCE);
+    } finally {
+      r.stop();
+      await r.idle();
+      for (const res of heldImages.splice(0)) res.destroy();
+    }
+  }, 60_000);
 });

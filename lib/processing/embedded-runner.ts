@@ -28,15 +28,21 @@ export interface FindPendingOptions {
   sentBefore?: Date;
   limit?: number;
   now?: Date;
+  /**
+   * Ids the caller holds already (the embedded runner's parked images, at most its queue bound): left off
+   * the page, which otherwise came back full of them, so the rows after them were never reached.
+   */
+  exclude?: string[];
 }
 
 /** Memories waiting for a worker, in hubs not marked deleted: pending ones whose retry is due, and running ones whose worker is presumed dead. */
-export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, sentBefore, limit = SWEEP_PAGE, now = new Date() }: FindPendingOptions): Promise<string[]> {
+export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, sentBefore, limit = SWEEP_PAGE, now = new Date(), exclude = [] }: FindPendingOptions): Promise<string[]> {
   const unsent: Prisma.MemoryWhereInput[] = sentBefore ? [{ OR: [{ processingQueuedAt: null }, { processingQueuedAt: { lt: sentBefore } }] }] : [];
   const rows = await db.memory.findMany({
     where: {
       // A hub marked deleted is being purged: processing its memories would only spend the model.
       hub: { deletedAt: null },
+      ...(exclude.length > 0 && { id: { notIn: exclude } }),
       OR: [
         { processingStatus: "pending", AND: [{ OR: retryDue(now, retryBaseMs) }, ...(sentBefore ? [{ updatedAt: { lt: sentBefore } }] : []), ...unsent] },
         { processingStatus: "running", AND: [{ OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] }, ...unsent] },
@@ -235,7 +241,9 @@ export class EmbeddedRunner {
       if (this.queued.size >= SWEEP_PAGE) return;
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
-      const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs }));
+      // Parked images are pending rows this runner holds already: a page of them alone kept the rest waiting.
+      const exclude = [...this.parked];
+      const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, exclude }));
       for (const id of ids) if (!this.active.has(id) && !this.parked.has(id) && !this.stopped) this.queue(id);
       if (ids.length === SWEEP_PAGE) this.backlog = true;
     } catch (error) {
