@@ -29,6 +29,7 @@ const heldImages: ServerResponse[] = [];
 /** Text requests naming HOLD held unanswered (a text job that keeps its worker). */
 const heldText: ServerResponse[] = [];
 let heldTextSeen = false;
+let heldAtStopSeen = false;
 let h: Harness;
 let ann: Client;
 let blobDir: string;
@@ -57,6 +58,10 @@ beforeAll(async () => {
     const parts = body.messages?.flatMap((m: { content: unknown }) => (Array.isArray(m.content) ? m.content : [])) ?? [];
     const image = parts.some((p: { type: string }) => p.type === "image_url");
     if (image) return void heldImages.push(res);
+    if (raw.includes("HOLD-AT-STOP") && !heldAtStopSeen) {
+      heldAtStopSeen = true;
+      return void heldText.push(res);
+    }
     if (raw.includes("HOLD-THIS-JOB") && !heldTextSeen) {
       heldTextSeen = true;
       return void heldText.push(res);
@@ -165,4 +170,23 @@ describe("the embedded runner's parked image jobs", () => {
       for (const res of heldImages.splice(0)) res.destroy();
     }
   }, 60_000);
+
+  it("a memory written again while its job runs is not queued once the runner has stopped", async () => {
+    // stop() emptied the queue, but the id a write had marked to run again went back into it when its
+    // job ended: a stopped runner still reported (and held) queued work.
+    const text = (await ann.post("/v1/memories", { content: "HOLD-AT-STOP: the boiler is serviced every October." })).body.data.id as string;
+    const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    try {
+      r.enqueue(text);
+      await until("the job is at the model", async () => heldText.length === 1);
+      r.enqueue(text);
+      r.stop();
+      answer(heldText.shift()!, "gpt-test-vision", JSON.stringify({ kind: "semantic", stability: "stable" }));
+      await r.idle();
+      await until("the job has ended", async () => r.size.active === 0);
+      expect(r.size).toEqual({ queued: 0, active: 0 });
+    } finally {
+      r.stop();
+    }
+  }, 30_000);
 });

@@ -159,6 +159,7 @@ export class EmbeddedRunner {
     this.timers.clear();
     this.queued.clear();
     this.parked.clear();
+    this.again.clear();
   }
 
   /**
