@@ -220,6 +220,53 @@ describe("POST /v1/auth/email/request and /verify", () => {
     }
   });
 
+  it("a code whose slow mail was handed over while a newer code's send was still in flight works until that newer mail is handed over", async () => {
+    // The newer send refused (its code never left): the older, delivered code is the one that works.
+    // The newer send accepted: it replaces the older code, which never comes back.
+    for (const [name, newerRefused] of [["Quin", true], ["Quill", false]] as const) {
+      const user = await h.user(name);
+      let answerOlder!: () => void;
+      let answerNewer!: () => void;
+      const older = await startSmtp({ answerDataWhen: new Promise<void>((resolve) => (answerOlder = resolve)) });
+      const newer = await startSmtp({ answerDataWhen: new Promise<void>((resolve) => (answerNewer = resolve)), refuseData: newerRefused });
+      const waitFor = async (relay: typeof older) => {
+        for (let waited = 0; relay.messages.length < 1; waited += 20) {
+          if (waited > 10_000) throw new Error("the slow relay never got the message");
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+      };
+      try {
+        process.env.SMTP_URL = older.url;
+        const olderRequest = h.anonymous.post("/v1/auth/email/request", { email: user.email });
+        await waitFor(older);
+        // Its send has outlasted the cooldown (aged by hand): a newer code is asked for, its relay slow too.
+        await h.db.emailSignInCode.updateMany({ where: { email: user.email }, data: { createdAt: new Date(Date.now() - 61_000) } });
+        process.env.SMTP_URL = newer.url;
+        const newerRequest = h.anonymous.post("/v1/auth/email/request", { email: user.email });
+        await waitFor(newer);
+        // The older mail is handed over while the newer one is still being sent.
+        answerOlder();
+        expect((await olderRequest).status).toBe(200);
+        answerNewer();
+        expect((await newerRequest).status).toBe(newerRefused ? 503 : 200);
+        const olderCode = codeIn(older.messages[0]!.data)!;
+        const newerCode = codeIn(newer.messages[0]!.data)!;
+        if (newerRefused) {
+          // The only mail that arrived holds the older code: it signs in.
+          const res = await h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: olderCode });
+          expect(res.status, JSON.stringify(res.body)).toBe(200);
+        } else {
+          if (olderCode !== newerCode) expect((await h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: olderCode })).status).toBe(401);
+          expect((await h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: newerCode })).status).toBe(200);
+        }
+      } finally {
+        process.env.SMTP_URL = smtp.url;
+        await older.close();
+        await newer.close();
+      }
+    }
+  });
+
   it("a code the mail server may have taken (the connection dropped after the message) stays, and so do its limits", async () => {
     const jo = await h.user("Jo");
     // Four codes earlier this hour: the unsure one is the hour's fifth, so the next can come only

@@ -85,18 +85,20 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
     throw new ApiError("unavailable", "The mail server did not accept the sign-in code; try again later");
   }
   // Handed over (or maybe, see below): this code replaces the ones asked for before it, never a newer
-  // one. A send can outlast the cooldown (the relay's timeouts are per step), so a later request may
-  // have sent a code meanwhile: whatever became of it (working, used, burned by wrong tries, still
-  // being sent), this older one stays ended, or a used or burned code's slow predecessor would come
-  // alive with five fresh guesses.
+  // one that was sent too. A send can outlast the cooldown (the relay's timeouts are per step), so a
+  // later request may have sent a code meanwhile: whatever became of it (working, used, burned by wrong
+  // tries), this older one stays ended, or a used or burned code's slow predecessor would come alive
+  // with five fresh guesses. A newer code still being sent does not hold it back: its send may yet be
+  // refused, and this mail is the one in the inbox; once the newer mail is handed over, it ends this one.
   const activate = () =>
     ctx.db.$transaction(async (tx) => {
       await lockForTransaction(tx, `email-code:${email}`);
       const mine = await tx.emailSignInCode.findUnique({ where: { id }, select: { createdAt: true } });
       if (!mine) return;
-      const newer = await tx.emailSignInCode.count({ where: { email, id: { not: id }, createdAt: { gte: mine.createdAt } } });
-      if (newer > 0) return;
-      await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null, createdAt: { lt: mine.createdAt } }, data: { consumedAt: new Date() } });
+      await tx.emailSignInCode.update({ where: { id }, data: { sentAt: new Date() } });
+      const newerSent = await tx.emailSignInCode.count({ where: { email, sentAt: { not: null }, ...askedAfter(mine.createdAt, id) } });
+      if (newerSent > 0) return;
+      await tx.emailSignInCode.updateMany({ where: { email, consumedAt: null, ...askedBefore(mine.createdAt, id) }, data: { consumedAt: new Date() } });
       await tx.emailSignInCode.updateMany({ where: { id, consumedAt: now }, data: { consumedAt: null } });
     });
   if (!(await retried(activate))) {
@@ -144,6 +146,15 @@ async function retried(step: () => Promise<unknown>): Promise<boolean> {
     }
   }
   return false;
+}
+
+/** An address's codes asked for after the one created at `createdAt` as `id` (its time-ordered id breaks a tie within a millisecond). */
+export function askedAfter(createdAt: Date, id: string) {
+  return { OR: [{ createdAt: { gt: createdAt } }, { createdAt, id: { gt: id } }] };
+}
+
+function askedBefore(createdAt: Date, id: string) {
+  return { OR: [{ createdAt: { lt: createdAt } }, { createdAt, id: { lt: id } }] };
 }
 
 /** Seconds until the address may be sent another code (0: now): one a cooldown, EMAIL_CODES_PER_HOUR an hour. */

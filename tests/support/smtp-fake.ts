@@ -11,9 +11,12 @@ export interface Received {
  * recipients, `dropAfterData` take the message and drop the connection before answering it (a relay
  * that queued it, then timed out or crashed: the sender cannot tell whether it went), `silent` accept
  * connections and never greet (a relay that hangs: the sender gives up before any message),
- * `answerDataWhen` take the message and answer it only once that promise settles (a slow relay).
+ * `answerDataWhen` take the message and answer it only once that promise settles (a slow relay),
+ * `refuseData` answer the message with a refusal instead of accepting it (with `answerDataWhen`: a
+ * slow relay that then refuses).
  */
-export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean; silent?: boolean; answerDataWhen?: Promise<unknown> } = {}) {
+export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean; silent?: boolean; answerDataWhen?: Promise<unknown>; refuseData?: boolean } = {}) {
+  const dataAnswer = options.refuseData ? "554 5.7.1 message refused\r\n" : "250 2.0.0 queued\r\n";
   const messages: Received[] = [];
   const sockets = new Set<net.Socket>();
   const server = net.createServer((socket) => {
@@ -41,10 +44,10 @@ export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?:
             return;
           }
           if (options.answerDataWhen) {
-            void options.answerDataWhen.finally(() => !socket.destroyed && socket.write("250 2.0.0 queued\r\n"));
+            void options.answerDataWhen.finally(() => !socket.destroyed && socket.write(dataAnswer));
             continue;
           }
-          socket.write("250 2.0.0 queued\r\n");
+          socket.write(dataAnswer);
           continue;
         }
         const eol = buffer.indexOf("\r\n");
