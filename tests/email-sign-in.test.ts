@@ -9,7 +9,9 @@ import { sessionOptions } from "@/lib/auth/session-options.ts";
 import type { Account, Profile, User } from "next-auth";
 import { providerUserName } from "@/lib/users/user-name.ts";
 import { pruneEmailSignInCodes } from "@/lib/auth/prune-email-sign-in-codes.ts";
-import { deliverMail, enqueueMail } from "@/lib/mail/send-mail.ts";
+import { deliverMail, enqueueMail, mailSurelyUndelivered } from "@/lib/mail/send-mail.ts";
+import nodemailer from "nodemailer";
+import { Readable } from "node:stream";
 
 // E-mail sign-in codes (Memax's auth.requestEmailOtp / verifyEmailOtp): mailed through SMTP, stored
 // as an HMAC, single use, a few tries; a right code signs in as `memax login` does.
@@ -542,6 +544,52 @@ describe("deliverMail", () => {
     const delivery = await deliverMail(h.db, row, message);
     expect(delivery).toMatchObject({ status: "failed", undelivered: true });
     expect(smtp.messages.length).toBe(before);
+  });
+});
+
+describe("mailSurelyUndelivered", () => {
+  it("classifies nodemailer's real failures against the SMTP fake: a message stream that failed before the relay accepted anything never left", async () => {
+    // What nodemailer itself throws when sending `text` to `relay`.
+    const failureOf = async (relay: Awaited<ReturnType<typeof startSmtp>>, text: string | Readable) => {
+      const transport = nodemailer.createTransport(relay.url, { connectionTimeout: 2_000, greetingTimeout: 2_000, socketTimeout: 5_000 });
+      try {
+        await transport.sendMail({ from: "engram@example.test", to: "ann@example.test", subject: "s", text });
+      } catch (error) {
+        return error;
+      } finally {
+        transport.close();
+      }
+      throw new Error("the send did not fail");
+    };
+    // The message stream breaks mid-message (ESTREAM): the relay never got the closing dot, so it has nothing.
+    const streaming = await startSmtp();
+    try {
+      const broken = new Readable({ read() {} });
+      broken.push("the first half of the message\r\n");
+      setTimeout(() => broken.destroy(new Error("the disk went away")), 50);
+      const error = await failureOf(streaming, broken);
+      expect(error).toMatchObject({ code: "ESTREAM" });
+      expect(streaming.messages).toHaveLength(0);
+      expect(mailSurelyUndelivered(error)).toBe(true);
+    } finally {
+      await streaming.close();
+    }
+    // A relay that refused the recipient: surely not delivered.
+    const refusing = await startSmtp({ rejectRcpt: true });
+    try {
+      expect(mailSurelyUndelivered(await failureOf(refusing, "text"))).toBe(true);
+    } finally {
+      await refusing.close();
+    }
+    // The connection dropped after the message was handed over: the relay may have queued it.
+    const dropping = await startSmtp({ dropAfterData: true });
+    try {
+      const error = await failureOf(dropping, "text");
+      expect(dropping.messages).toHaveLength(1);
+      expect(mailSurelyUndelivered(error)).toBe(false);
+    } finally {
+      await dropping.close();
+    }
   });
 });
 

@@ -104,7 +104,7 @@ export async function deliverMail(db: DbClient, row: { id: string }, message: Ma
     const reason = redacted({ ...message, text: error instanceof Error ? error.message : String(error) });
     console.error(`[mail] sending outbox ${row.id} failed: ${reason}`);
     await recordOutcome(db, row.id, { error: redacted({ ...message, text: outboxError(error) }).slice(0, 1000) });
-    return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox", undelivered: surelyUndelivered(error) };
+    return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox", undelivered: mailSurelyUndelivered(error) };
   }
   // Past this point the relay has the mail: a failure to note that must not make the caller treat it
   // as unsent (a sign-in code would be dropped while its mail sits in the inbox).
@@ -126,23 +126,32 @@ async function recordOutcome(db: DbClient, id: string, data: { sentAt: Date } | 
 }
 
 /**
- * Whether a failed send surely did not deliver: the relay answered with a refusal (4xx/5xx, to the
+ * Whether a failed send surely did not deliver. A relay accepts a message only with its answer to the
+ * closing dot, so nothing was delivered when the relay answered with a refusal (4xx/5xx, to the
  * envelope or to the message), refused the credentials, or was never reached (no connection, no
- * greeting, no TLS: nodemailer's connect and greeting timeouts and its TLS failures come before any
- * message). nodemailer's own checks of the envelope and the message (EENVELOPE: no or a malformed
- * sender or recipient, all recipients refused; EMESSAGE: empty or over the relay's SIZE; EREQUIRETLS)
- * fail before DATA, with no relay answer to go by. Any other timeout or a dropped connection may
- * come after the message was handed over (nodemailer names every such break CONN, whatever the
- * phase), so it is not sure.
+ * greeting, no TLS, a malformed greeting: nodemailer's connect and greeting timeouts and its TLS
+ * failures come before any message), or when nodemailer failed the send itself before the relay
+ * answered the message: its checks of the envelope and the message (EENVELOPE: no or a malformed
+ * sender or recipient, all recipients refused; EMESSAGE: empty or over the relay's SIZE;
+ * EREQUIRETLS), the message's own stream failing mid-way (ESTREAM: no closing dot was sent), a pool's
+ * message limit (EMAXLIMIT), and any error nodemailer raises in its API or in a command before DATA.
+ * A timeout, a dropped connection or an unexpected answer otherwise (nodemailer names every such
+ * break CONN, whatever the phase, and a socket error ESOCKET) may come after the message was handed
+ * over, and so does any error nodemailer does not name: not sure.
  */
-function surelyUndelivered(error: unknown): boolean {
-  const { code, responseCode, syscall, message } = (error ?? {}) as { code?: unknown; responseCode?: unknown; syscall?: unknown; message?: unknown };
+export function mailSurelyUndelivered(error: unknown): boolean {
+  const { code, responseCode, command, syscall, message } = (error ?? {}) as { code?: unknown; responseCode?: unknown; command?: unknown; syscall?: unknown; message?: unknown };
   if (typeof responseCode === "number" && responseCode >= 400) return true;
-  if (code === "EAUTH" || code === "ENOAUTH" || code === "EDNS" || code === "ETLS") return true;
-  if (code === "EENVELOPE" || code === "EMESSAGE" || code === "EREQUIRETLS") return true;
-  if (typeof message === "string" && /^(Connection timeout|Greeting never received)/.test(message)) return true;
+  if (typeof code === "string" && NEVER_DELIVERED_CODES.has(code)) return true;
+  if (typeof command === "string" && (BEFORE_MESSAGE_COMMANDS.has(command) || command.startsWith("AUTH"))) return true;
+  if (typeof message === "string" && /^(Connection timeout|Greeting never received|Invalid greeting)/.test(message)) return true;
   return syscall === "connect" || syscall === "getaddrinfo";
 }
+
+const NEVER_DELIVERED_CODES = new Set(["EAUTH", "ENOAUTH", "EDNS", "ETLS", "EENVELOPE", "EMESSAGE", "EREQUIRETLS", "ESTREAM", "EMAXLIMIT"]);
+// nodemailer's `command` of an error: API is its own check before anything is sent; the others fail
+// before DATA. CONN (any phase) and DATA (its refusals carry a response code) are not among them.
+const BEFORE_MESSAGE_COMMANDS = new Set(["API", "EHLO", "HELO", "LHLO", "STARTTLS", "MAIL FROM", "RCPT TO", "RSET"]);
 
 /**
  * What the outbox row (and so a hub's mail list, GET /v1/hubs/:id/mail, which any hub manager reads)
