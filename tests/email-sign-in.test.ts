@@ -482,6 +482,34 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect(exchange.body.data).toMatchObject({ status: "ok", code: expect.stringMatching(/^eac_/) });
   });
 
+  it("a code whose sign-in failed is given back while a newer code's mail is still being sent, and that refused send leaves it working", async () => {
+    const tia = await h.user("Tia");
+    const { code } = await requestCode(tia.email);
+    await h.db.emailSignInCode.updateMany({ where: { email: tia.email }, data: { createdAt: new Date(Date.now() - 61_000) } });
+    let answer!: () => void;
+    const slow = await startSmtp({ answerDataWhen: new Promise<void>((resolve) => (answer = resolve)), refuseData: true });
+    process.env.SMTP_URL = slow.url;
+    try {
+      // A newer code is asked for; its relay is slow and will refuse it.
+      const newer = h.anonymous.post("/v1/auth/email/request", { email: tia.email });
+      for (let waited = 0; slow.messages.length < 1; waited += 20) {
+        if (waited > 10_000) throw new Error("the slow relay never got the message");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // Meanwhile Tia types the code she has, and that sign-in fails after the check.
+      const failed = await withInsertsFailing("oauth_refresh_tokens", () => h.anonymous.post("/v1/auth/email/verify", { email: tia.email, code }));
+      expect(failed.status).toBeGreaterThanOrEqual(500);
+      answer();
+      expect((await newer).status).toBe(503);
+    } finally {
+      process.env.SMTP_URL = smtp.url;
+      await slow.close();
+    }
+    // No newer mail was handed over: the code in her inbox works for the retry.
+    const retried = await h.anonymous.post("/v1/auth/email/verify", { email: tia.email, code });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+  });
+
   it("without SMTP_URL it says so, unless a development server returns codes; Memax's SDK signs in with them", async () => {
     delete process.env.SMTP_URL;
     try {

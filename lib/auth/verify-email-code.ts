@@ -15,6 +15,7 @@ import { createUser } from "@/lib/users/create-user.ts";
 import { providerUserName } from "@/lib/users/user-name.ts";
 import { EMAIL_CODE_MAX_ATTEMPTS, emailCodeHash, type VerifyEmailCodeBody } from "./email-code-fields.ts";
 import { claimAccount } from "./claim-account.ts";
+import { askedAfter } from "./request-email-code.ts";
 import { signUpOpen } from "./sign-up.ts";
 
 type VerifyEmailCodeResult = TokenResponse | { status: "ok"; code: string; redirect: string; user_id: string };
@@ -30,7 +31,7 @@ const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has e
  * A right code is spent in the transaction that checks it, under the address's lock, so nothing
  * that commits after the check (a fifth wrong try, a newer code's request) can end it before the
  * sign-in; an attempt failing after that (the database busy, a conflict) gives it back for the retry,
- * unless a newer code was asked for meanwhile.
+ * unless a newer code's mail was handed over meanwhile.
  */
 export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCodeBody, origin: string): Promise<VerifyEmailCodeResult> {
   const { email } = input;
@@ -63,14 +64,14 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
 }
 
 /**
- * A spent code whose sign-in failed works again for the retry, as if never tried: only while it is
- * the address's newest (a newer code, sent or on its way, replaces it).
+ * A spent code whose sign-in failed works again for the retry, as if never tried: only while no newer
+ * code's mail was handed over (one still being sent may yet be refused, and ends this one once sent).
  */
 async function giveCodeBack(db: Db, row: EmailSignInCode, spentAt: Date): Promise<void> {
   await db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${row.email}`);
-    const newer = await tx.emailSignInCode.count({ where: { email: row.email, id: { not: row.id }, createdAt: { gte: row.createdAt } } });
-    if (newer > 0) return;
+    const newerSent = await tx.emailSignInCode.count({ where: { email: row.email, sentAt: { not: null }, ...askedAfter(row.createdAt, row.id) } });
+    if (newerSent > 0) return;
     await tx.emailSignInCode.updateMany({ where: { id: row.id, consumedAt: spentAt }, data: { consumedAt: null } });
   });
 }
