@@ -11,6 +11,8 @@ import { providerUserName } from "@/lib/users/user-name.ts";
 import { pruneEmailSignInCodes } from "@/lib/auth/prune-email-sign-in-codes.ts";
 import { deliverMail, enqueueMail, mailSurelyUndelivered } from "@/lib/mail/send-mail.ts";
 import nodemailer from "nodemailer";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
+import { MemoryThrottleStore, setSignInThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
 import { Readable } from "node:stream";
 
 // E-mail sign-in codes (Memax's auth.requestEmailOtp / verifyEmailOtp): mailed through SMTP, stored
@@ -389,6 +391,30 @@ describe("POST /v1/auth/email/request and /verify", () => {
     const wrong = code === "123456" ? "654321" : "123456";
     for (let i = 0; i < 5; i++) expect((await h.anonymous.post("/v1/auth/email/verify", { email: cyd.email, code: wrong })).status).toBe(401);
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: cyd.email, code })).status).toBe(401);
+  });
+
+  it("wrong codes count against the client's address, across addresses: past its free failures it is locked out, others are not", async () => {
+    // Five tries per code, five codes an hour per address: without a bound per client, one client
+    // spraying guesses over many addresses whose codes it asked for got thousands of guesses an hour.
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    setSignInThrottleStore(new MemoryThrottleStore());
+    try {
+      const from = (address: string) => ({ headers: { [SOCKET_ADDRESS_HEADER]: address } });
+      const victims = await Promise.all(["Vera", "Vito", "Vale", "Vane"].map((name) => h.user(name)));
+      const codes: string[] = [];
+      for (const victim of victims) codes.push((await requestCode(victim.email)).code!);
+      const wrong = (i: number) => (codes[i] === "000000" ? "000001" : "000000");
+      for (let i = 0; i < 3; i++) expect((await h.anonymous.post("/v1/auth/email/verify", { email: victims[i]!.email, code: wrong(i) }, from("203.0.113.9"))).status).toBe(401);
+      // Locked: the next guess from that client is not even checked.
+      const locked = await h.anonymous.post("/v1/auth/email/verify", { email: victims[3]!.email, code: codes[3] }, from("203.0.113.9"));
+      expect(locked).toMatchObject({ status: 429, body: { error: { code: "rate_limited", details: { retry_after: expect.any(Number) } } } });
+      expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
+      // The code it did not get to check still works for its owner, from elsewhere.
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: victims[3]!.email, code: codes[3] }, from("198.51.100.7"))).status).toBe(200);
+    } finally {
+      delete process.env.ENGRAM_SIGNIN_IP_FAILURES;
+      setSignInThrottleStore(undefined);
+    }
   });
 
   it("signs a new address up when sign-up is open, and mails no code when it is closed", async () => {

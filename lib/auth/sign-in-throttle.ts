@@ -205,6 +205,33 @@ export async function settleSignIn(email: string, address: string, success: bool
   }
 }
 
+/**
+ * Whether a mailed sign-in code from `address` may be checked at all: only the client address's lock
+ * counts (a locked account is no reason to refuse the proof its owner's mailbox gives). Fails closed.
+ */
+export async function checkCodeSignIn(address: string, now = Date.now()): Promise<SignInVerdict> {
+  try {
+    const [state] = await signInThrottleStore().get([keysFor("", address).address]);
+    return lockVerdict(state?.until ?? 0, now);
+  } catch (error) {
+    console.error("sign-in throttle: its store is unreachable; refusing code sign-in until it is back", error);
+    return { allowed: false, reason: "unavailable", retryAfter: 30 };
+  }
+}
+
+/**
+ * A wrong mailed code counts as a failed sign-in of the client address, with its password failures:
+ * each code allows five tries, but one client spraying guesses over many addresses must meet a bound.
+ */
+export async function failCodeSignIn(address: string, now = Date.now()): Promise<void> {
+  const { address: policy } = policies();
+  try {
+    await signInThrottleStore().fail(keysFor("", address).address, (n) => lockMs(n, policy.free), policy.ttlMs, now);
+  } catch (error) {
+    console.error("sign-in throttle: could not record a sign-in attempt", error);
+  }
+}
+
 /** The message the sign-in form shows for a refusal. */
 export function signInRefusal(verdict: Exclude<SignInVerdict, { allowed: true }>): { status: 429 | 503; code: string; message: string } {
   return verdict.reason === "locked"

@@ -16,6 +16,7 @@ import { providerUserName } from "@/lib/users/user-name.ts";
 import { EMAIL_CODE_MAX_ATTEMPTS, emailCodeHash, type VerifyEmailCodeBody } from "./email-code-fields.ts";
 import { claimAccount } from "./claim-account.ts";
 import { askedAfter } from "./request-email-code.ts";
+import { checkCodeSignIn, failCodeSignIn } from "./sign-in-throttle.ts";
 import { signUpOpen } from "./sign-up.ts";
 
 type VerifyEmailCodeResult = TokenResponse | { status: "ok"; code: string; redirect: string; user_id: string };
@@ -27,15 +28,23 @@ const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has e
  * the built-in CLI client with every hub and write access. An address without an account gets one
  * when sign-up is open (when closed, its code is answered as a wrong one). The answer is the token pair, or, when the code was asked
  * for with a redirect_uri, a single-use code for /v1/auth/exchange and the redirect to send it to.
- * Wrong codes count: the fifth burns the code. A code works once, even when two verifies race.
+ * Wrong codes count: the fifth burns the code, and each counts against the client's network address with its
+ * failed password sign-ins (lib/auth/sign-in-throttle.ts), which past its free failures locks it out
+ * of both. A code works once, even when two verifies race.
  * A right code is spent in the transaction that checks it, under the address's lock, so nothing
  * that commits after the check (a fifth wrong try, a newer code's request) can end it before the
  * sign-in; an attempt failing after that (the database busy, a conflict) gives it back for the retry,
  * unless a newer code's mail was handed over meanwhile.
  */
-export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCodeBody, origin: string): Promise<VerifyEmailCodeResult> {
+export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCodeBody, origin: string, clientAddress: string): Promise<VerifyEmailCodeResult> {
   const { email } = input;
   const now = ctx.now();
+  const verdict = await checkCodeSignIn(clientAddress, now.getTime());
+  if (!verdict.allowed) {
+    const { retryAfter } = verdict;
+    if (verdict.reason === "unavailable") throw new ApiError("unavailable", `Sign-in is briefly unavailable; try again in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+    throw new ApiError("rate_limited", `Too many wrong sign-in attempts from this address; try again in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+  }
   const secret = await serverSecret(ctx.db);
   // On a server closed to sign-ups, a code for an address with no account (a development server
   // returns one, ENGRAM_EMAIL_CODE_DEV_RETURN) counts as a wrong one: a 403 told the address has none.
@@ -54,7 +63,10 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
     await tx.emailSignInCode.update({ where: { id: latest.id }, data: { consumedAt: now } });
     return latest;
   });
-  if (!row) throw wrongCode();
+  if (!row) {
+    await failCodeSignIn(clientAddress, now.getTime());
+    throw wrongCode();
+  }
   try {
     return await signInWithCode(ctx, email, row, origin, now);
   } catch (error) {
