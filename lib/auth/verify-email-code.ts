@@ -39,7 +39,7 @@ const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has e
 export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCodeBody, origin: string, clientAddress: string): Promise<VerifyEmailCodeResult> {
   const { email } = input;
   const now = ctx.now();
-  const verdict = await checkCodeSignIn(clientAddress, now.getTime());
+  const verdict = await checkCodeSignIn(clientAddress);
   if (!verdict.allowed) {
     const { retryAfter } = verdict;
     if (verdict.reason === "unavailable") throw new ApiError("unavailable", `Sign-in is briefly unavailable; try again in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
@@ -64,7 +64,7 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
     return latest;
   });
   if (!row) {
-    await failCodeSignIn(clientAddress, now.getTime());
+    await failCodeSignIn(clientAddress);
     throw wrongCode();
   }
   try {
