@@ -58,12 +58,16 @@ beforeAll(async () => {
   h = await createHarness();
   smtp = await startSmtp();
   process.env.SMTP_URL = smtp.url;
+  setSignInThrottleStore(new MemoryThrottleStore());
 });
 afterEach(() => {
   delete process.env.ENGRAM_EMAIL_CODE_DEV_RETURN;
   delete process.env.ENGRAM_ALLOW_SIGNUP;
+  // Every test's wrong codes come from one client address: each test starts with none counted.
+  setSignInThrottleStore(new MemoryThrottleStore());
 });
 afterAll(async () => {
+  setSignInThrottleStore(undefined);
   delete process.env.SMTP_URL;
   await smtp?.close();
   await h?.close();
@@ -413,7 +417,6 @@ describe("POST /v1/auth/email/request and /verify", () => {
       expect((await h.anonymous.post("/v1/auth/email/verify", { email: victims[3]!.email, code: codes[3] }, from("198.51.100.7"))).status).toBe(200);
     } finally {
       delete process.env.ENGRAM_SIGNIN_IP_FAILURES;
-      setSignInThrottleStore(undefined);
     }
   });
 
