@@ -625,3 +625,91 @@ describe("deciding a review whose side to archive a member edited since it was f
     expect([await state(older!), await state(newer!)]).toEqual(["active", "archived"]);
   }, 120_000);
 });
+
+describe("a review's edit check compares the memory with itself, not with the run's clock", () => {
+  const PAIR: [string, string] = ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."];
+
+  /** A run whose worker's clock is `skewMs` off the API server's (another machine under Inngest). */
+  async function dreamAt(hubId: string, skewMs: number): Promise<string> {
+    const at = () => new Date(Date.now() + skewMs);
+    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const config = dreamConfig();
+    expect(await claimDreamRun(h.db, run.run_id, "skewed", at(), config.staleRunMs)).toBe(true);
+    expect(await executeDreamRun({ db: h.db, sql: h.database.sql, config, now: at }, run.run_id, "skewed")).toBe("completed");
+    return run.run_id;
+  }
+
+  /**
+   * The check read the side's content_changed_at (the clock of whoever last wrote it, moved forward by
+   * the database) against the review's created_at (the dream worker's clock): a side last written by a
+   * server whose clock runs ahead looked "edited since", and every keep of the other side was refused.
+   */
+  it("decides a pair nobody edited since, whatever clock last wrote it", async () => {
+    const hubId = await h.teamHub(owner);
+    const [, later] = await pairOfNotes(hubId, PAIR);
+    const ahead = new Date(Date.now() + 10 * 60_000);
+    await backdateMemories(h.db, later!, { updatedAt: ahead });
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const [a, b] = review.sourceMemoryIds;
+    expect(b).toBe(later);
+    const res = await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_a" });
+    expect(res.status, res.text).toBe(200);
+    expect([await state(a!), await state(b!)]).toEqual(["active", "archived"]);
+  }, 120_000);
+
+  /** The other way round: a worker whose clock runs ahead made every later edit look older than the review. */
+  it("refuses a side edited after the review, however far ahead the worker's clock ran", async () => {
+    const hubId = await h.teamHub(owner);
+    await pairOfNotes(hubId, PAIR);
+    const runId = await dreamAt(hubId, 3_600_000);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const [a, b] = review.sourceMemoryIds;
+    const edit = await owner.patch(`/v1/memories/${a}`, { content: "The API request timeout is 30 seconds, set in the gateway." });
+    expect(edit.status, edit.text).toBe(200);
+    const refused = await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_b" });
+    expect(refused.status, refused.text).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: "conflict", details: { memory_id: a, version: edit.body.data.version } });
+    expect([await state(a!), await state(b!)]).toEqual(["active", "active"]);
+    // Through the notification (no version, no check) it decides as chosen.
+    const notification = await h.db.notification.findFirstOrThrow({ where: { userId: owner.id, kind: "review_contradiction", sourceId: review.id } });
+    const decided = await owner.post(`/v1/notifications/${notification.id}/resolve`, { action: "keep_b" });
+    expect(decided.status, decided.text).toBe(200);
+    expect([await state(a!), await state(b!)]).toEqual(["archived", "active"]);
+  }, 120_000);
+
+  it("records each side's version and text time in the review's details", async () => {
+    const hubId = await h.teamHub(owner);
+    const [first, second] = await pairOfNotes(hubId, PAIR);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const rows = await h.db.memory.findMany({ where: { id: { in: [first!, second!] } }, select: { id: true, version: true, contentChangedAt: true } });
+    const of = (id: string) => rows.find((row) => row.id === id)!;
+    const [a, b] = review.sourceMemoryIds;
+    expect(review.details).toMatchObject({
+      a: { id: a, version: of(a!).version, content_changed_at: of(a!).contentChangedAt.toISOString() },
+      b: { id: b, version: of(b!).version, content_changed_at: of(b!).contentChangedAt.toISOString() },
+    });
+  }, 120_000);
+
+  /**
+   * Reviews flagged before their sides' text times were recorded are checked as before (content_changed_at
+   * against the review's created_at), by either route: the notification's still decides as chosen.
+   */
+  it("checks a review flagged before by its creation time, on both routes", async () => {
+    const hubId = await h.teamHub(owner);
+    await pairOfNotes(hubId, PAIR);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const details = review.details as { a: Record<string, string>; b: Record<string, string> };
+    const strip = ({ version: _v, content_changed_at: _c, ...side }: Record<string, string>) => side;
+    await h.db.dreamAction.update({ where: { id: review.id }, data: { details: { ...details, a: strip(details.a), b: strip(details.b) } } });
+    const [a, b] = review.sourceMemoryIds;
+    expect((await owner.patch(`/v1/memories/${a}`, { content: "The API request timeout is 30 seconds, set in the gateway." })).status).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_b" })).status).toBe(409);
+    const notification = await h.db.notification.findFirstOrThrow({ where: { userId: owner.id, kind: "review_contradiction", sourceId: review.id } });
+    const decided = await owner.post(`/v1/notifications/${notification.id}/resolve`, { action: "keep_b" });
+    expect(decided.status, decided.text).toBe(200);
+    expect([await state(a!), await state(b!)]).toEqual(["archived", "active"]);
+  }, 120_000);
+});

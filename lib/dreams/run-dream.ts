@@ -408,14 +408,18 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
       // (one moved to another hub since is not this run's to write), still active (a newer side a
       // member archived would leave the older superseded by a memory out of use), their title and
       // content unchanged (a member's rewrite since is no longer the duplicate or contradiction found).
-      const asScanned = new Set(
+      const scannedVersion = new Map(
         (
-          await tx.$queryRaw<{ id: string }[]>`
-            SELECT m.id::text AS id FROM memories m JOIN unnest(${sides.map((m) => m.id)}::uuid[], ${sides.map((m) => m.contentChangedAt)}::timestamptz[]) AS u(id, changed) ON m.id = u.id
+          await tx.$queryRaw<{ id: string; version: number }[]>`
+            SELECT m.id::text AS id, m.version FROM memories m JOIN unnest(${sides.map((m) => m.id)}::uuid[], ${sides.map((m) => m.contentChangedAt)}::timestamptz[]) AS u(id, changed) ON m.id = u.id
              WHERE m.hub_id = ${hubId}::uuid AND m.state = 'active' AND m.content_changed_at = u.changed
                AND m.kind <> ALL(${ctx.deps.config.excludedKinds}::text[])`
-        ).map((row) => row.id),
+        ).map((row) => [row.id, row.version]),
       );
+      const asScanned = new Set(scannedVersion.keys());
+      // Each side of a review as the run read it, for the decision to tell a member's edit since by the
+      // memory's own stamps: its created_at is the worker's clock, another machine's than the writers'.
+      const asRead = (m: DreamMemory) => ({ id: m.id, title: m.title, excerpt: excerpt(contentOf.get(m.id) ?? ""), version: scannedVersion.get(m.id), content_changed_at: m.contentChangedAt.toISOString() });
       const rows = [];
       const archived = await archiveSuperseded(
         tx,
@@ -457,7 +461,7 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         } else if (merged) rewrite = { rewritten: false, rewrite_skipped: merged.skipped, ...(merged.model && { model: merged.model }) };
         const details =
           action.type === "contradiction"
-            ? { ...action.details, a: { id: action.older.id, title: action.older.title, excerpt: excerpt(contentOf.get(action.older.id) ?? "") }, b: { id: action.newer.id, title: action.newer.title, excerpt: excerpt(contentOf.get(action.newer.id) ?? "") } }
+            ? { ...action.details, a: asRead(action.older), b: asRead(action.newer) }
             : // What the archive wrote: an undo splits the merge only while the memory still has it (see undoDreamAction).
               { ...action.details, ...rewrite, archived_updated_at: archived.get(action.older.id)!.toISOString() };
         rows.push({

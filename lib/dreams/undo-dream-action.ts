@@ -186,6 +186,20 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
   return serializeDreamAction(updated);
 }
 
+/**
+ * Whether a side of a review was written since the run read it: its content_changed_at (or version)
+ * then, recorded in the review's details, against its own now — one clock. The review's created_at is
+ * the dream worker's clock and content_changed_at the writer's (moved forward by the database): a
+ * writer's clock ahead of the worker's made an untouched side look edited, one behind hid an edit.
+ * Reviews flagged before the sides were recorded are compared with their created_at, as they were.
+ */
+function editedSinceFlagged(action: { details: unknown; createdAt: Date }, side: "a" | "b", current: { version: number; contentChangedAt: Date }): boolean {
+  const read = ((action.details ?? {}) as Record<string, { version?: unknown; content_changed_at?: unknown } | undefined>)[side];
+  if (typeof read?.content_changed_at !== "string") return current.contentChangedAt > action.createdAt;
+  if (typeof read.version === "number" && read.version !== current.version) return true;
+  return current.contentChangedAt.getTime() !== new Date(read.content_changed_at).getTime();
+}
+
 /** POST /v1/dreams/actions/:id/resolve: a contradiction review — keep A (B archived), keep B (A archived), or keep both. */
 /**
  * `checkEdits`: refuse to archive a side edited since the review was flagged unless `version` names it as
@@ -216,7 +230,7 @@ export async function resolveDreamAction(ctx: AuthContext, actionId: string, res
       // only by someone who has read it as it is now and says so with its current version. Otherwise the
       // decision archived unseen a rewrite that may have settled the disagreement.
       const current = await tx.memory.findFirst({ where: { id: drop, hubId: action.hubId, state: "active" }, select: { version: true, contentChangedAt: true } });
-      if (current && (version !== undefined ? version !== current.version : checkEdits && current.contentChangedAt > action.createdAt)) {
+      if (current && (version !== undefined ? version !== current.version : checkEdits && editedSinceFlagged(action, resolution === "keep_a" ? "b" : "a", current))) {
         throw new ApiError(
           "conflict",
           `The memory to archive (${resolution === "keep_a" ? "B" : "A"}) was edited since this review was flagged; read it as it is now, then resolve again with its version, or keep both`,
