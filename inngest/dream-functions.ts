@@ -78,23 +78,31 @@ export const dreamRunFunction = inngest.createFunction(
     let lost = false;
     for (const phase of DREAM_PHASES) {
       const outcome = await step.run(`phase-${phase}`, async () => {
+        // The run's heartbeat as this attempt last left it (read at its start, then each beat it wrote).
+        let beat: Date | null | undefined;
         try {
           const database = await getDatabase();
-          const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { phase: true } });
+          const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { phase: true, heartbeatAt: true } });
           // Gone with its hub (a purge's cascade): nothing is left to run, and a retry would find the same.
           if (!run) return "lost";
+          beat = run.heartbeatAt;
           // A retried step whose phase already completed has nothing to do.
           if (DREAM_PHASES.indexOf(run.phase as (typeof DREAM_PHASES)[number]) > DREAM_PHASES.indexOf(phase) || run.phase === "done") return "done";
           const signal = dreamsStopSignal();
           if (signal.aborted) throw new StoppedError(`dream run ${runId}: the worker is stopping`);
-          await runDreamPhase({ db: database.prisma, sql: database.sql, config, signal }, runId, owner, phase, startedAt);
+          await runDreamPhase({ db: database.prisma, sql: database.sql, config, signal, onBeat: (at) => (beat = at) }, runId, owner, phase, startedAt);
         } catch (error) {
           // This process is stopping (see dreamsStopSignal): the run is no failure, and stays running for
           // the step's retry; its heartbeat cleared, as the in-process worker leaves it, so a resend of the
-          // schedule takes it at once should this function run have no retry left.
+          // schedule takes it at once should this function run have no retry left. Only the heartbeat this
+          // attempt left: its retry holds the same lease, may be running by now (the stop cut this step's
+          // request), and its heartbeat cleared, any worker's sweep took the run from under it.
           if (error instanceof StoppedError) {
+            const mine = beat;
             await getDatabase()
-              .then((database) => database.prisma.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { heartbeatAt: null } }))
+              .then(async (database) => {
+                if (mine !== undefined) await database.prisma.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner, heartbeatAt: mine }, data: { heartbeatAt: null } });
+              })
               .catch((failed: unknown) => console.error(`[engram] dreams: run ${runId} could not be left for the next worker`, failed));
             throw error;
           }

@@ -203,6 +203,9 @@ const state = (globalForDreams.__engramDreams ??= {});
 
 /** Starts the in-process worker (server start-up), unless Inngest runs dreams or ENGRAM_DREAMS=off. */
 export async function startDreams(): Promise<void> {
+  // A start after a stop (in this same process) is a new life: the old stop's mark, left aborted, made
+  // every later Inngest phase step here end at once as stopping, and the run never got past it.
+  if (state.stop?.signal.aborted) state.stop = undefined;
   if (process.env.ENGRAM_DREAMS === "off" || inngestEnabled() || state.runner) return;
   const database = await getDatabase();
   state.runner = new DreamRunner({

@@ -40,6 +40,8 @@ export interface DreamDeps {
   stopping?: () => boolean;
   /** Aborts with a graceful stop: cancels the run's model calls in flight (the stop's grace is shorter than their timeout). */
   signal?: AbortSignal;
+  /** Told each heartbeat this attempt wrote (see the Inngest phase step's stop). */
+  onBeat?: (at: Date) => void;
 }
 
 /** Another worker took the run over (its heartbeat looked dead): stop without touching it. */
@@ -152,6 +154,7 @@ async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Prom
     if (held === 0) throw new LostLeaseError(`dream run ${ctx.runId} is no longer held by ${ctx.owner}`);
     await write(tx, now);
   });
+  ctx.deps.onBeat?.(now);
   ctx.batches += 1;
   await ctx.deps.afterBatch?.(ctx.phase, ctx.batches);
 }
@@ -178,8 +181,10 @@ function keepHeartbeat(deps: DreamDeps, runId: string, owner: string): () => Pro
   let beating: Promise<unknown> | undefined;
   const timer = setInterval(() => {
     if (beating) return;
+    const at = now();
     beating = deps.db.dreamRun
-      .updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { heartbeatAt: now() } })
+      .updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { heartbeatAt: at } })
+      .then((beat) => beat.count > 0 && deps.onBeat?.(at))
       .catch((error: unknown) => console.error(`[engram] dreams: heartbeat of run ${runId} failed`, error))
       .finally(() => (beating = undefined));
   }, Math.max(50, Math.floor(deps.config.staleRunMs / 4)));
@@ -219,9 +224,12 @@ export async function runDreamPhase(deps: DreamDeps, runId: string, owner: strin
   // Also when the worker is stopping or the budget ran out after the last batch: every batch of the
   // phase is saved, and refused here the record of it was lost, so the resumed (or next) run did the
   // phase again (its topic names asked of the model again). The budget stops the next phase instead.
+  // Only while the run is still in this phase: an Inngest step's retry runs under the same lease, and
+  // this attempt, finishing late (its request cut, a model answer slow), moved the run back to the phase
+  // after this one and wrote its metrics over those of the phases the retry had recorded meanwhile.
   await commitBatch({ ...ctx }, async (tx) => {
-    await tx.dreamRun.update({
-      where: { id: runId },
+    await tx.dreamRun.updateMany({
+      where: { id: runId, phase },
       data: {
         phase: next,
         phaseMetrics: { ...previous, [phase]: { ...metrics, batches: ctx.batches, duration_ms: Math.round(performance.now() - phaseStart) } },

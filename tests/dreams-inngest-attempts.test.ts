@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InngestTestEngine } from "@inngest/test";
+import { dreamRunFunction } from "@/inngest/dream-functions.ts";
+import { dreamConfig } from "@/lib/dreams/dream-config.ts";
+import { DREAM_RUN_EVENT, startDreams, stopDreams } from "@/lib/dreams/dream-runner.ts";
+import { runBudgetStart, runDreamPhase } from "@/lib/dreams/run-dream.ts";
+import { indexMemories } from "./recall-helpers.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
+
+// Two attempts of one Inngest dream step (a step's request cut, and its retry under the same lease), and
+// attempts after a graceful stop in the same process. Its own file: the stop's mark is process-wide.
+
+const MODEL_ENV = { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test" };
+const saved = { ...process.env };
+const PAIR = ["Use pnpm, not npm, for installing dependencies in the web repo.", "In the web repo we install dependencies with pnpm instead of npm."];
+let h: Harness;
+let ann: Client;
+let fake: FakeOpenAiChat;
+/** What the model does while it "thinks" about a merge (the test's turn to act). */
+let meanwhile: () => Promise<void> = async () => {};
+
+beforeAll(async () => {
+  fake = await startFakeOpenAiChat(async () => {
+    const act = meanwhile;
+    meanwhile = async () => {};
+    await act();
+    return { content: `${PAIR[1]} ${PAIR[0]}` };
+  });
+  h = await createHarness();
+  ann = await h.user("Ann");
+  Object.assign(process.env, MODEL_ENV, { OPENAI_BASE_URL: fake.url });
+});
+afterAll(async () => {
+  for (const key of [...Object.keys(MODEL_ENV), "OPENAI_BASE_URL", "INNGEST_DEV"]) {
+    if (saved[key] === undefined) delete process.env[key];
+    else process.env[key] = saved[key];
+  }
+  await h?.close();
+  await fake?.close();
+});
+
+async function pairRun(): Promise<{ hubId: string; runId: string }> {
+  const hubId = await h.teamHub(ann);
+  const ids: string[] = [];
+  for (const content of PAIR) {
+    const res = await ann.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+    expect(res.status, res.text).toBe(201);
+    ids.push(res.body.data.id);
+  }
+  await indexMemories(h.db, ids);
+  const trigger = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+  expect(trigger.status, trigger.text).toBe(202);
+  return { hubId, runId: trigger.body.data.run_id };
+}
+
+const execute = (hubId: string, runId: string) => new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] }).execute();
+
+describe("a late attempt of an Inngest phase step beside its retry", () => {
+  /**
+   * The step's retry runs under the same lease (the function run's): the late attempt, finishing its
+   * phase after the retry had recorded it and the next one, moved the run back a phase and wrote its
+   * own metrics over the retry's (here its merge: 0 actions instead of 1).
+   */
+  it("does not move the run back, nor write over what the retry recorded", async () => {
+    const { hubId, runId } = await pairRun();
+    meanwhile = async () => {
+      // This attempt's request was cut while the model thought; the retry runs the phase and the next.
+      const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+      const model = process.env.ENGRAM_CHAT_MODEL;
+      delete process.env.ENGRAM_CHAT_MODEL;
+      try {
+        const deps = { db: h.db, sql: h.database.sql, config: dreamConfig() };
+        for (const phase of ["similar", "stale"] as const) await runDreamPhase(deps, runId, run.leaseOwner!, phase, runBudgetStart(run, new Date()));
+      } finally {
+        process.env.ENGRAM_CHAT_MODEL = model;
+      }
+      expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).phase).toBe("organize");
+    };
+    const { result } = await execute(hubId, runId);
+    expect(result).toEqual({ status: "completed" });
+    const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+    expect((run.phaseMetrics as Record<string, Record<string, number>>).similar).toMatchObject({ actions: 1 });
+    expect(await h.db.dreamAction.count({ where: { runId, actionType: "merge" } })).toBe(1);
+  }, 120_000);
+});
+
+describe("a phase step stopped by a graceful stop while its retry runs", () => {
+  /**
+   * The stopped attempt cleared the run's heartbeat by its lease's owner, which its retry shares: a
+   * retry already running (the stop cut the step's request) lost its heartbeat, and any worker's sweep
+   * took the run from under it. Only the heartbeat the stopped attempt itself left is cleared.
+   */
+  it("leaves the retry's heartbeat", async () => {
+    const { hubId, runId } = await pairRun();
+    const retryBeat = new Date(Date.now() + 60_000);
+    meanwhile = async () => {
+      await h.db.dreamRun.update({ where: { id: runId }, data: { heartbeatAt: retryBeat } });
+      await stopDreams();
+    };
+    await execute(hubId, runId);
+    expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, heartbeatAt: true } })).toEqual({ status: "running", heartbeatAt: retryBeat });
+  }, 120_000);
+
+  /** The stop's mark was never taken back: after a new start in this process, every phase step ended at once as stopping. */
+  it("runs the next attempt after a new start", async () => {
+    await stopDreams();
+    const { hubId, runId } = await pairRun();
+    // As a server running dreams under Inngest starts (no in-process worker to take the run meanwhile).
+    process.env.INNGEST_DEV = "1";
+    try {
+      await startDreams();
+    } finally {
+      delete process.env.INNGEST_DEV;
+    }
+    const { result } = await execute(hubId, runId);
+    expect(result).toEqual({ status: "completed" });
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).status).toBe("completed");
+  }, 120_000);
+});
