@@ -713,3 +713,26 @@ describe("a review's edit check compares the memory with itself, not with the ru
     expect([await state(a!), await state(b!)]).toEqual(["archived", "active"]);
   }, 120_000);
 });
+
+describe("the memories a run archives", () => {
+  /**
+   * A member's archive (PATCH, a review's decision) is a memory.updated; the run's own (the older side
+   * of a merge, a stale memory) sent none, so a client keeping its list by the event stream, or a
+   * webhook, still showed both memories active. Each is announced now, with no actor, as the run's
+   * rewrite of a merge's kept memory is.
+   */
+  it("announces each with a memory.updated", async () => {
+    const hubId = await h.teamHub(owner);
+    const [older, newer] = await pairOfNotes(hubId, ["Use pnpm, not npm, for installing dependencies in the web repo.", "In the web repo we install dependencies with pnpm instead of npm."]);
+    const stale = await staleMemory(hubId, "The quarterly offsite moved to the lakeside venue with the blue boathouse.");
+    const since = new Date();
+    const runId = await dream(hubId);
+    expect(await state(older!)).toBe("archived");
+    expect(await state(newer!)).toBe("active");
+    expect(await state(stale)).toBe("archived");
+    expect(await h.db.dreamAction.count({ where: { runId, actionType: { in: ["merge", "archive"] } } })).toBe(2);
+    const events = await h.db.event.findMany({ where: { hubId, type: "memory.updated", createdAt: { gte: since } }, select: { entityId: true, actorId: true } });
+    expect(events.map((e) => e.entityId).sort()).toEqual([older!, stale].sort());
+    expect(events.every((e) => e.actorId === null)).toBe(true);
+  }, 120_000);
+});

@@ -496,7 +496,10 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
           : [],
       );
       await onContradictionsFlagged(tx, hub, reviews, now);
-      if (kept.length) await emitEvent(tx, kept.map((id) => ({ type: "memory.updated", hubId, actorId: null, entityId: id })));
+      // The archived sides too, as a member's archive is announced: without, a client keeping its list by
+      // the stream (or a webhook) still showed them active.
+      const announced = [...archived.keys(), ...kept];
+      if (announced.length) await emitEvent(tx, announced.map((id) => ({ type: "memory.updated", hubId, actorId: null, entityId: id })));
       rewritten.push(...kept);
     });
   }
@@ -637,6 +640,8 @@ async function stalePhase(ctx: BatchContext, hubId: string) {
           createdAt: at,
         })),
       });
+      // Last, as emitEvent asks: each archive announced, as a member's is.
+      await emitEvent(tx, written.map((row) => ({ type: "memory.updated" as const, hubId, actorId: null, entityId: row.id })));
     });
   }
   forget(ctx.deps, archivedIds);
