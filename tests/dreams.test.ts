@@ -455,6 +455,21 @@ describe("schedule and Inngest functions (@inngest/test)", () => {
     expect(await dueHubs(h.db, new Date(Date.now() + 2 * DAY), 24, 10_000)).not.toContain(hubId);
   });
 
+  it("announces each memory the run files into a topic with a memory.updated, as a topic's endpoint does", async () => {
+    // The run's filing moves topic_id and updated_at, yet sent no event: a client keeping its list (or
+    // its topic tree) by the event stream, or a webhook, never heard of it.
+    const { hubId } = await seedHub();
+    const since = new Date();
+    const runId = (await trigger(owner, hubId)).body.data.run_id;
+    await runDreamRunOnce(h.db, runId);
+    const filed = (await h.db.dreamAction.findMany({ where: { runId, actionType: "organize" }, select: { resultMemoryId: true } })).map((a) => a.resultMemoryId!);
+    expect(filed.length).toBeGreaterThan(0);
+    const events = await h.db.event.findMany({ where: { hubId, type: "memory.updated", createdAt: { gte: since } }, select: { entityId: true, actorId: true } });
+    const announced = new Set(events.map((e) => e.entityId));
+    expect(filed.filter((id) => !announced.has(id))).toEqual([]);
+    expect(events.every((e) => e.actorId === null)).toBe(true);
+  }, 120_000);
+
   it("a run's own filing of memories into topics is not a write: the hub is due again only after a member's", async () => {
     // The organize step moves updated_at (clients sync by it), and dueHubs took that for a member's
     // write: every run that filed anything queued another a day later.

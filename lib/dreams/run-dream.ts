@@ -777,7 +777,11 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
       topicsCreated += kept.length;
       // Last, as emitEvent asks. A topic created through the API is announced, and so is the undo that
       // deletes a dream's: without this a client keeping the tree by the stream never heard of it.
-      await emitEvent(tx, kept.map((id) => ({ type: "topic.changed" as const, hubId, actorId: null, entityId: id })));
+      // So is each memory filed, as a filing through a topic's endpoint is (its topic_id and updated_at moved).
+      await emitEvent(tx, [
+        ...kept.map((id) => ({ type: "topic.changed" as const, hubId, actorId: null, entityId: id })),
+        ...actions.map((action) => ({ type: "memory.updated" as const, hubId, actorId: null, entityId: action.memoryId })),
+      ]);
     });
   }
   return { candidates: unsorted.length, actions: filed, topics_created: topicsCreated, load_ms: Math.round(t1 - t0), cluster_ms: Math.round(t2 - t1), write_ms: Math.round(performance.now() - t2) };
