@@ -170,7 +170,9 @@ export const dreamScheduleFunction = inngest.createFunction(
       const db = (await getDatabase()).prisma;
       const config = dreamConfig();
       const now = new Date();
-      for (const hubId of await dueHubs(db, now, config.intervalHours, SCHEDULE_HUBS)) await queueDreamRun(db, hubId, null, now);
+      // Not kicked one by one: the runs queued here are among those sent below, and kicked too, each was
+      // sent twice (two function runs per run), by up to 1,000 requests to Inngest inside this one step.
+      for (const hubId of await dueHubs(db, now, config.intervalHours, SCHEDULE_HUBS)) await queueDreamRun(db, hubId, null, now, undefined, { kick: false });
       // As many as it may have queued: taking the in-process sweep's 100 (it sweeps every minute, this
       // once a day), the rest waited for the next day's, and 1,000 due hubs were dreamt every ten days.
       return pendingDreamRuns(db, now, config.staleRunMs, SCHEDULE_HUBS);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import { dreamScheduleFunction } from "@/inngest/dream-functions.ts";
 import { newId } from "@/lib/ids.ts";
@@ -29,5 +29,35 @@ describe("the Inngest dream schedule with many runs waiting", () => {
     // The platform's send (no Inngest here): the step answers as Inngest would.
     const { result } = await new InngestTestEngine({ function: dreamScheduleFunction, steps: [{ id: "run", handler: () => ({ ids: ["evt-1"] }) }] }).execute();
     expect(result).toEqual({ queued: 150 });
+  }, 120_000);
+});
+
+describe("the Inngest dream schedule queuing a due hub", () => {
+  /**
+   * Queuing a run also sent its event from inside the step (kickDreamRun, one request to Inngest per
+   * hub, up to 1,000 in one step), and the step's own sendEvent then sent it again: every scheduled run
+   * started two function runs. The schedule's one batched sendEvent is now its only send.
+   */
+  it("sends each run's event once, through the step's sendEvent", async () => {
+    const hubId = await h.teamHub(owner);
+    expect((await owner.post("/v1/memories", { content: "A write makes the hub due for its daily dream." }, { headers: { "x-hub-id": hubId } })).status).toBe(201);
+    const saved = process.env.INNGEST_DEV;
+    process.env.INNGEST_DEV = "1";
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const { result } = await new InngestTestEngine({
+        function: dreamScheduleFunction,
+        steps: [{ id: "run", handler: () => ({ ids: ["evt-1"] }) }],
+      }).execute();
+      expect(result).toMatchObject({ queued: expect.any(Number) });
+      // No send of its own from the step (here, to an Inngest that is not running: each one logged).
+      expect(errors.mock.calls.map((call) => String(call[0])).filter((line) => line.includes("could not send run"))).toEqual([]);
+    } finally {
+      errors.mockRestore();
+      if (saved === undefined) delete process.env.INNGEST_DEV;
+      else process.env.INNGEST_DEV = saved;
+    }
+    const run = await h.db.dreamRun.findFirstOrThrow({ where: { hubId } });
+    expect(run.status).toBe("queued");
   }, 120_000);
 });

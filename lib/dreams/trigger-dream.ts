@@ -13,7 +13,7 @@ type Queued = { status: "queued" | "already_running"; run_id: string };
  * second caller gets that run's id. `guard` runs first in the queuing transaction
  * (a member's trigger: their role, read again as the run is queued).
  */
-export async function queueDreamRun(db: Db, hubId: string, triggeredBy: string | null, now: Date, guard?: (tx: DbClient) => Promise<unknown>): Promise<Queued> {
+export async function queueDreamRun(db: Db, hubId: string, triggeredBy: string | null, now: Date, guard?: (tx: DbClient) => Promise<unknown>, options: { kick?: boolean } = {}): Promise<Queued> {
   const id = newId(now.getTime());
   let result: Queued;
   try {
@@ -40,7 +40,8 @@ export async function queueDreamRun(db: Db, hubId: string, triggeredBy: string |
     }
     throw error;
   }
-  if (result.status === "queued") await kickDreamRun(hubId, id);
+  // `kick: false`: the Inngest schedule sends every waiting run's event itself, in one batch.
+  if (result.status === "queued" && options.kick !== false) await kickDreamRun(hubId, id);
   return result;
 }
 
