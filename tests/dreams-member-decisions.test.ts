@@ -736,3 +736,25 @@ describe("the memories a run archives", () => {
     expect(events.every((e) => e.actorId === null)).toBe(true);
   }, 120_000);
 });
+
+describe("a decided review reopened after a manager was demoted", () => {
+  /**
+   * Undoing the decision put every recipient's row back to pending, that of an admin demoted since
+   * included: a decision in their bell they may no longer take (resolving it is a 403). Only the rows of
+   * the hub's owners and admins of now are reopened.
+   */
+  it("reopens the rows of the hub's managers only", async () => {
+    const admin = await h.user("Demoted admin");
+    const hubId = await h.teamHub(owner, [[admin, "admin"]]);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+    const demoted = await owner.patch(`/v1/hubs/${hubId}/members/${admin.id}`, { role: "contributor" });
+    expect(demoted.status, demoted.text).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/undo`)).status).toBe(200);
+    const rows = await h.db.notification.findMany({ where: { kind: "review_contradiction", sourceId: review.id }, select: { userId: true, status: true } });
+    expect(rows.find((row) => row.userId === owner.id)?.status).toBe("pending");
+    expect(rows.find((row) => row.userId === admin.id)?.status).toBe("resolved");
+  }, 120_000);
+});

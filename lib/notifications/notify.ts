@@ -261,10 +261,16 @@ export async function onReviewResolved(tx: DbClient, actionId: string, resolutio
   await resolvePending(tx, { kind: "review_contradiction", sourceId: actionId }, resolution, now);
 }
 
-/** A decided review was undone: the rows closed by that decision are pending again (dismissed ones stay dismissed). */
-export async function onReviewReopened(tx: DbClient, actionId: string) {
+/**
+ * A decided review was undone: the rows closed by that decision are pending again (dismissed ones stay
+ * dismissed), of the hub's owners and admins of now only, as a review is flagged for them: reopened, a
+ * row of a manager demoted since was a decision in their bell they could no longer take (a 403). The
+ * caller holds the hub's membership lock, so the roles read here stand until commit.
+ */
+export async function onReviewReopened(tx: DbClient, actionId: string, hubId: string) {
+  const managers = await tx.hubMember.findMany({ where: { hubId, role: { in: ["owner", "admin"] } }, select: { userId: true } });
   await tx.notification.updateMany({
-    where: { kind: "review_contradiction", sourceId: actionId, status: "resolved", resolution: { in: ["kept_a", "kept_b", "kept_both"] } },
+    where: { kind: "review_contradiction", sourceId: actionId, status: "resolved", resolution: { in: ["kept_a", "kept_b", "kept_both"] }, userId: { in: managers.map((m) => m.userId) } },
     data: { status: "pending", resolution: null, resolvedAt: null },
   });
 }
