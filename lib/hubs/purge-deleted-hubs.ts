@@ -8,7 +8,7 @@ import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 
 /**
  * ENGRAM_PURGE_BATCH (default 500): memories one transaction of a hub delete or an account-data delete
- * removes. A hub of 100,000s of memories deleted in one transaction outlasted the transaction timeout
+ * removes, and that a topic delete takes out of the topic (lib/topics/delete-topic.ts). A hub of 100,000s of memories deleted in one transaction outlasted the transaction timeout
  * (20 s) and was rolled back on every attempt, so it could never be deleted.
  */
 export function purgeBatchSize(): number {
