@@ -423,6 +423,22 @@ describe("PATCH /v1/memories/{id}", () => {
     expect((await toastBytes()) - before).toBeLessThan(100_000);
   });
 
+  test("a hint can be taken back: \"\" or null clears it, absent keeps it", async () => {
+    const m = (await ann.post("/v1/memories", { content: "Notes from the call.", hint: "a deploy runbook" })).body.data;
+    expect(m.hint).toBe("a deploy runbook");
+    const cleared = await ann.patch(`/v1/memories/${m.id}`, { hint: "" });
+    expect(cleared.status, cleared.text).toBe(200);
+    expect(cleared.body.data.hint).toBeNull();
+    await ann.patch(`/v1/memories/${m.id}`, { hint: "a deploy runbook" });
+    const nulled = await ann.patch(`/v1/memories/${m.id}`, { hint: null });
+    expect(nulled.status, nulled.text).toBe(200);
+    expect(nulled.body.data.hint).toBeNull();
+    expect((await h.db.memory.findUnique({ where: { id: m.id } }))!.hint).toBeNull();
+    // Absent, it stays as it was.
+    await ann.patch(`/v1/memories/${m.id}`, { hint: "kept" });
+    expect((await ann.patch(`/v1/memories/${m.id}`, { tags: ["x"] })).body.data.hint).toBe("kept");
+  });
+
   test("answers the full memory, as GET does: content, attachments and Memax's fields", async () => {
     const m = (await ann.post("/v1/memories", { content: "# Keys\n\nRotate quarterly.", hint: "security runbook" })).body.data;
     expect(m).toMatchObject({ hint: "security runbook", pinned: false, retrieval_weight: 1, accessed_at: m.created_at });

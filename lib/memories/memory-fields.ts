@@ -120,7 +120,13 @@ const updateMemoryFields = z.object({
     kind: z.enum(KINDS).optional(),
     stability: z.enum(STABILITIES).optional(),
     tags: tagsSchema.optional(),
-    hint: z.string().max(2000).optional(),
+    // "" and null take the hint back: read as absent, a wrong hint could never be removed and went on
+    // steering every reclassification of the memory.
+    hint: z
+      .union([z.string().max(2000), z.null()])
+      .transform((hint) => (hint?.trim() ? hint : null))
+      .meta({ keepEmpty: true })
+      .optional(),
     state: z.enum(["active", "archived"]).optional(),
 });
 const updatableFields = Object.keys(updateMemoryFields.shape) as (keyof typeof updateMemoryFields.shape)[];

@@ -110,7 +110,7 @@ async function tryUpdate(ctx: AuthContext, id: string, input: UpdateMemoryBody, 
   // when the first attempt did not (rare) leaves them to retitleChunks, which glosses every chunk text
   // missing from them there.
   if (retitle && !tx) glosses.byText ??= await chunkGlosses(db, memory.id);
-  const hint = input.hint ?? memory.hint;
+  const hint = input.hint !== undefined ? input.hint : memory.hint;
   const reclassify = contentChanged || input.hint !== undefined || input.content_type !== undefined;
   const kindLocked = memory.kindLocked || input.kind !== undefined;
   const stabilityLocked = memory.stabilityLocked || input.stability !== undefined;
