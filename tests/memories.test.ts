@@ -626,6 +626,23 @@ describe("DELETE and batch operations", () => {
     expect((await ann.post("/v1/memories/batch-move", { ids: ["x"] })).status).toBe(400);
   });
 
+  test("batch-move reads a null hub_id or topic_id as absent: topic_id null with a hub_id takes the memories out of their topic", async () => {
+    const team = await h.teamHub(ann);
+    const topic = (await ann.post("/v1/topics", { name: "Filed", hub_id: team })).body.data;
+    const m = (await ann.post("/v1/memories", { content: `filed, then not ${Math.random()}` }, { headers: { "x-hub-id": team } })).body.data.id;
+    const filed = await ann.post("/v1/memories/batch-move", { ids: [m], hub_id: null, topic_id: topic.id });
+    expect(filed.status, filed.text).toBe(200);
+    expect(filed.body.data).toEqual({ moved: 1, skipped: [] });
+    const cleared = await ann.post("/v1/memories/batch-move", { ids: [m], hub_id: team, topic_id: null });
+    expect(cleared.status, cleared.text).toBe(200);
+    expect(cleared.body.data).toEqual({ moved: 1, skipped: [] });
+    expect((await ann.get(`/v1/memories/${m}`)).body.data).toMatchObject({ hub_id: team, topic_id: null });
+    // Both null names no target, as both absent do.
+    const neither = await ann.post("/v1/memories/batch-move", { ids: [m], hub_id: null, topic_id: null });
+    expect(neither.status).toBe(400);
+    expect(neither.body.error.details.issues[0].path).toBe("hub_id");
+  });
+
   test("batch-move moves memories with their chunks to a hub and topic", async () => {
     const team = await h.teamHub(bob, [[ann, "contributor"]]);
     const topic = await h.db.topic.create({ data: { id: crypto.randomUUID(), hubId: team, name: "Runbooks" } });

@@ -161,8 +161,12 @@ const idsSchema = z
 
 export const batchDeleteBodySchema = z.object({ ids: idsSchema });
 
+// null names no target, as absent does: `topic_id: null` beside a hub_id is how a client that writes every
+// field (a Go struct, a form) says "no topic", and it was refused with 400.
+const targetIdSchema = idSchema.nullish().transform((id) => id ?? undefined);
+
 export const batchMoveBodySchema = z
-  .object({ ids: idsSchema, hub_id: idSchema.optional(), topic_id: idSchema.optional() })
+  .object({ ids: idsSchema, hub_id: targetIdSchema, topic_id: targetIdSchema })
   .refine((body) => body.hub_id !== undefined || body.topic_id !== undefined, {
     message: "provide hub_id, topic_id or both",
     path: ["hub_id"],
