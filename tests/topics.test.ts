@@ -1,7 +1,9 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
+import { deleteTopic } from "@/lib/topics/delete-topic.ts";
 import { newId } from "@/lib/ids.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
@@ -582,6 +584,18 @@ describe("delete", () => {
     const rows = await h.db.memory.findMany({ where: { id: { in: ids } } });
     expect(rows.map((r) => r.topicId)).toEqual([null, null]);
     expect((await ann.get(`/v1/topics?hub_id=${team}`)).body.data).toEqual({ topics: [], unassigned_count: 2 });
+  });
+
+  it("a delete that finds the topic already gone (deleted by another request meanwhile) announces nothing", async () => {
+    const ann = await h.user("Ann");
+    const t = await topic(ann, "Twice");
+    const changes = () => h.db.event.count({ where: { type: "topic.changed", entityId: t.id } });
+    const before = await changes();
+    // The other delete commits between this one's permission check and its transaction.
+    const db = changedBefore(h.db, ["$transaction"], () => h.db.topic.delete({ where: { id: t.id } }));
+    const result = await deleteTopic(sessionContext(h, ann, db), t.id);
+    expect(result).toEqual({ id: t.id, topic_id: t.id, deleted: true, deleted_count: 0 });
+    expect(await changes()).toBe(before);
   });
 
   it("answers 405 for methods the routes do not implement", async () => {

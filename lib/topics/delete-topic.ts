@@ -18,7 +18,7 @@ export async function deleteTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "delete topics");
   const batch = purgeBatchSize();
   for (;;) {
-    const ids = await ctx.db.$transaction(async (tx) => {
+    const deleted = await ctx.db.$transaction(async (tx) => {
       // Each batch under the hub's topic lock, with the caller's right to manage topics checked again.
       const branch = (await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "delete topics" })).subtree(topic.id).map((row) => row.id);
       if (branch.length) {
@@ -33,11 +33,12 @@ export async function deleteTopic(ctx: AuthContext, id: string) {
       }
       // Their memories go to the inbox by the foreign key's cascade: locked first, in id order.
       await lockMemoriesOf(tx, topic.hubId, branch);
-      // deleteMany: a concurrent delete of the same topic is not an error, the outcome is the same.
-      await tx.topic.deleteMany({ where: { id: { in: branch }, hubId: topic.hubId } });
-      await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: topic.id });
-      return branch;
+      // deleteMany: a concurrent delete of the same topic is not an error, the outcome is the same; but
+      // having deleted nothing, this one announces nothing (every stream of the hub refetched the tree).
+      const { count } = await tx.topic.deleteMany({ where: { id: { in: branch }, hubId: topic.hubId } });
+      if (count > 0) await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: topic.id });
+      return count;
     });
-    if (ids) return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: ids.length };
+    if (deleted !== null) return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: deleted };
   }
 }
