@@ -5,8 +5,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { quotaLimits, DEFAULT_QUOTAS } from "@/lib/quotas/quota-limits.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
-import pg from "pg";
-import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // Issue 18: storage quotas per user and per hub (bytes and memories), env-configurable.
 
@@ -227,39 +226,6 @@ describe("storage quotas and members who leave", () => {
     expect([await exact(own), await exact(con), await exact(vic)]).toEqual([3, 1, 0]);
     expect(await storageUsage(h.db, "hub", team)).toMatchObject({ memories: 3 });
   });
-
-  it.skipIf(!testPostgres())("a member who wrote 20,000 memories in the hub can leave: the hand-over fits in the transaction's time", async () => {
-    const own = await h.user("Sven");
-    const busy = await h.user("Tess");
-    const team = await h.teamHub(own, [[busy, "contributor"]]);
-    const client = new pg.Client({ connectionString: h.url! });
-    await client.connect();
-    try {
-      // Written straight (the triggers off, their counters then set at once): 20,000 pushes take minutes.
-      await client.query("BEGIN");
-      await client.query("SET LOCAL session_replication_role = replica");
-      await client.query(
-        `INSERT INTO memories (id, hub_id, owner_id, title, content, content_type, content_hash, kind, stability, state, source)
-         SELECT gen_random_uuid(), $1, $2, 'Note', 'note number ' || g, 'text', md5('note number ' || g), 'fact', 'stable', 'active', 'api' FROM generate_series(1, 20000) g`,
-        [team, busy.id],
-      );
-      await client.query(
-        `INSERT INTO storage_usage (scope, scope_id, bytes, memories)
-         SELECT s.scope, s.id, sum(octet_length(m.content)), count(*) FROM memories m, LATERAL (VALUES ('hub', m.hub_id), ('inbox', m.hub_id), ('user', m.owner_id)) AS s(scope, id)
-          WHERE m.hub_id = $1 GROUP BY s.scope, s.id
-         ON CONFLICT (scope, scope_id) DO UPDATE SET bytes = storage_usage.bytes + EXCLUDED.bytes, memories = storage_usage.memories + EXCLUDED.memories`,
-        [team],
-      );
-      await client.query("COMMIT");
-    } finally {
-      await client.end();
-    }
-    expect(await exact(busy)).toBe(20_000);
-    const left = await busy.post(`/v1/hubs/${team}/leave`);
-    expect(left.status, left.text).toBe(200);
-    expect([await exact(busy), await exact(own)]).toEqual([0, 20_000]);
-    expect(await storageUsage(h.db, "hub", team)).toMatchObject({ memories: 20_000 });
-  }, 120_000);
 
   it("memories left behind before the hand-over (their owner no longer a member) pass to the hub's owner when the migration runs", async () => {
     const own = await h.user("Petra");

@@ -58,29 +58,21 @@ export async function dropMembership(
  * and a member removed by an admin could not free that room at all. The owner, who may delete any of it,
  * pays from now on (the hub's own quota already counts it); a transfer moves no memory, each member paying
  * for what they own while they are in the hub. Under the members lock (held exclusively here) no push
- * of theirs into the hub is still under way; the memory rows are locked in id order before the two
- * owners' counters, as a batch move and a hub delete take rows and counters, so neither deadlocks with this.
- * The row trigger stays out of this one statement (migration 20261202061000_memories_hand_over_usage):
- * moving each row's counters by itself took 40 s for 20,000 memories, past the transaction timeout, and
- * such a member could never leave. Only the owners' counters change, once, by the sums.
+ * of theirs into the hub is still under way; the memory rows are locked in id order before their
+ * counters, as a batch move and a hub delete take them, so neither deadlocks with this.
  */
 async function handOverMemories(tx: DbClient, hubId: string, userId: string): Promise<void> {
   const hub = await tx.hub.findUniqueOrThrow({ where: { id: hubId }, select: { ownerId: true } });
-  const [moved] = await tx.$queryRaw<{ memories: number; bytes: bigint | number }[]>`
-    WITH locked AS (
-      SELECT octet_length(content)::bigint + attachment_bytes AS size FROM memories
-       WHERE hub_id = ${hubId}::uuid AND owner_id = ${userId}::uuid ORDER BY id FOR UPDATE
-    )
-    SELECT count(*)::int AS memories, coalesce(sum(size), 0)::bigint AS bytes FROM locked`;
-  if (!moved || moved.memories === 0) return;
+  const rows = await tx.$queryRaw<{ id: string; topicId: string | null }[]>`
+    SELECT id::text AS id, topic_id::text AS "topicId" FROM memories WHERE hub_id = ${hubId}::uuid AND owner_id = ${userId}::uuid ORDER BY id FOR UPDATE`;
+  if (rows.length === 0) return;
+  const topics = [...new Set(rows.flatMap((row) => (row.topicId ? [row.topicId] : [])))];
   await lockUsageCounters(tx, [
+    { scope: "hub", id: hubId },
+    { scope: "inbox", id: hubId },
+    ...topics.map((id) => ({ scope: "topic" as const, id })),
     { scope: "user", id: userId },
     { scope: "user", id: hub.ownerId },
   ]);
-  await tx.$executeRaw`SELECT set_config('engram.owner_hand_over', 'on', true)`;
-  await tx.$executeRaw`UPDATE memories SET owner_id = ${hub.ownerId}::uuid WHERE hub_id = ${hubId}::uuid AND owner_id = ${userId}::uuid`;
-  await tx.$executeRaw`SELECT set_config('engram.owner_hand_over', 'off', true)`;
-  const bytes = BigInt(moved.bytes);
-  await tx.$executeRaw`SELECT engram_storage_usage_add('user', ${userId}::uuid, ${-bytes}::bigint, ${-moved.memories}::int)`;
-  await tx.$executeRaw`SELECT engram_storage_usage_add('user', ${hub.ownerId}::uuid, ${bytes}::bigint, ${moved.memories}::int)`;
+  await tx.$executeRaw`UPDATE memories SET owner_id = ${hub.ownerId}::uuid WHERE id = ANY(${rows.map((row) => row.id)}::uuid[])`;
 }
