@@ -32,7 +32,7 @@ export interface AccountDataDeletionPending {
  * memories a push added meanwhile, topics, decision gates, dream runs) and everything that is theirs
  * alone (synced configs with their versions, agent sessions, agent names, chats, notifications, topic
  * visits, uploads never attached). It keeps the account, its sign-ins, API keys and settings, and team hubs: what the
- * caller pushed there belongs to the team (leave the hub, or ask an admin, to remove it).
+ * caller pushed there belongs to the team (delete it there while a member, or ask a hub admin; leaving removes nothing).
  */
 export async function deleteAccountData(ctx: AuthContext): Promise<DeleteAccountDataResult | AccountDataDeletionPending> {
   const requestedAt = ctx.now();
