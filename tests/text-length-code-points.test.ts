@@ -2,7 +2,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { CHATGPT_TOOLS, ENGRAM_TOOLS } from "@/lib/mcp/mcp-tools.ts";
-import { MAX_TITLE_LENGTH } from "@/lib/memories/memory-fields.ts";
+import { MAX_SOURCE_PATH_BYTES, MAX_SOURCE_PATH_LENGTH, MAX_TITLE_LENGTH } from "@/lib/memories/memory-fields.ts";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -81,5 +81,19 @@ describe("over MCP and REST", () => {
     const rest = await ann.post("/v1/memories", { content: "REST notes", title: "🌊".repeat(MAX_TITLE_LENGTH) });
     expect(rest.status, rest.text).toBe(201);
     expect((await ann.post("/v1/memories", { content: "REST notes 2", title: "🌊".repeat(MAX_TITLE_LENGTH + 1) })).status).toBe(400);
+  });
+
+  it("a source_path within its characters and bytes is saved though its emoji take two UTF-16 units each", async () => {
+    // 1,013 characters, 13 of them emoji: 1,026 UTF-16 units, 1,052 bytes of UTF-8, within both documented bounds.
+    const path = `notes/${"a".repeat(MAX_SOURCE_PATH_LENGTH - 13 - 6 - 11)}${"🦉".repeat(13)}`;
+    expect([...path].length).toBeLessThanOrEqual(MAX_SOURCE_PATH_LENGTH);
+    expect(path.length).toBeGreaterThan(MAX_SOURCE_PATH_LENGTH);
+    expect(Buffer.byteLength(path)).toBeLessThanOrEqual(MAX_SOURCE_PATH_BYTES);
+    const res = await ann.post("/v1/memories", { content: "Pathed notes", source_path: path });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.data.source_path).toBe(path);
+    // One character more, or past the bytes, is still refused.
+    expect((await ann.post("/v1/memories", { content: "Pathed notes 2", source_path: "a".repeat(MAX_SOURCE_PATH_LENGTH + 1) })).status).toBe(400);
+    expect((await ann.post("/v1/memories", { content: "Pathed notes 3", source_path: "界".repeat(MAX_SOURCE_PATH_LENGTH) })).status).toBe(400);
   });
 });

@@ -63,7 +63,9 @@ export const projectContextSchema = z
  */
 export const MAX_SOURCE_PATH_LENGTH = 1024;
 export const MAX_SOURCE_PATH_BYTES = 2048;
-export const sourcePathTooLong = (path: string) => path.length > MAX_SOURCE_PATH_LENGTH || Buffer.byteLength(path, "utf8") > MAX_SOURCE_PATH_BYTES;
+// Characters (code points), as the listed maxLength counts them: .length counted an emoji twice.
+export const sourcePathTooLong = (path: string) =>
+  (path.length > MAX_SOURCE_PATH_LENGTH && [...path].length > MAX_SOURCE_PATH_LENGTH) || Buffer.byteLength(path, "utf8") > MAX_SOURCE_PATH_BYTES;
 const sourcePathSchema = z
   .string()
   .trim()
