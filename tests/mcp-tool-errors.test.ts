@@ -1,38 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import pg from "pg";
-import { POST as mcpPost } from "@/app/mcp/route.ts";
-import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
+import { testPostgres } from "./support/harness.ts";
+import { openMcpToolCalls } from "./support/mcp-tool-calls.ts";
 
 // A tool's error result carried only { code, message }: REST's details were dropped, so an agent was
 // told the first invalid field alone (never the others), and not how long to wait after `unavailable`
 // (REST's Retry-After) or `rate_limited`. Details now come with the error, bounded.
 
-let h: Harness;
-let ann: Client;
-
-beforeAll(async () => {
-  h = await createHarness();
-  ann = await h.user("Ann");
-});
-
-afterAll(async () => {
-  await h.close();
-});
-
-async function call(name: string, args: Record<string, unknown>) {
-  const req = new Request("http://engram.test/mcp", {
-    method: "POST",
-    headers: { authorization: `Bearer ${ann.key}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
-  });
-  const res = await mcpPost(req, { params: Promise.resolve({}) });
-  const result = ((await res.json()) as any).result;
-  return { result, text: (result.content as { text: string }[]).map((c) => c.text).join("\n"), error: result.structuredContent?.error };
-}
+const mcp = openMcpToolCalls("/mcp");
 
 describe("a tool's error result", () => {
   it("names every invalid field, in its structured content and its text", async () => {
-    const res = await call("engram_push", { content: "   ", title: "x".repeat(1000), tags: ["ok", " "] });
+    const res = await mcp.call("engram_push", { content: "   ", title: "x".repeat(1000), tags: ["ok", " "] });
     expect(res.result.isError).toBe(true);
     const paths = (res.error.details.issues as { path: string }[]).map((i) => i.path).sort();
     expect(paths).toEqual(["content", "tags.1", "title"]);
@@ -40,7 +19,7 @@ describe("a tool's error result", () => {
   });
 
   it("is bounded: a call with a hundred invalid items lists 20 of them, and says how many more", async () => {
-    const res = await call("engram_capture", { summary: "Done.", decisions: Array.from({ length: 100 }, () => "d".repeat(2001)) });
+    const res = await mcp.call("engram_capture", { summary: "Done.", decisions: Array.from({ length: 100 }, () => "d".repeat(2001)) });
     expect(res.error.code).toBe("invalid_request");
     expect(res.error.details.issues).toHaveLength(20);
     expect(res.error.details.issues_omitted).toBe(80);
@@ -48,19 +27,19 @@ describe("a tool's error result", () => {
   });
 
   it("carries REST's other details too", async () => {
-    for (let i = 0; i < 11; i++) await h.teamHub(ann);
-    const res = await call("engram_topics", {});
+    for (let i = 0; i < 11; i++) await mcp.h.teamHub(mcp.ann);
+    const res = await mcp.call("engram_topics", {});
     expect(res.error).toMatchObject({ code: "invalid_request", details: { max_hubs: 10 } });
   });
 
   it.skipIf(!testPostgres())("says when to retry after unavailable (REST's Retry-After)", async () => {
-    const memory = (await ann.post("/v1/memories", { title: "Held", content: "A memory another transaction holds." })).body.data;
-    const holder = new pg.Client({ connectionString: h.url! });
+    const memory = (await mcp.ann.post("/v1/memories", { title: "Held", content: "A memory another transaction holds." })).body.data;
+    const holder = new pg.Client({ connectionString: mcp.h.url! });
     await holder.connect();
     try {
       await holder.query("BEGIN");
       await holder.query("SELECT 1 FROM memories WHERE id = $1 FOR UPDATE", [memory.id]);
-      const pending = call("engram_forget", { id: memory.id });
+      const pending = mcp.call("engram_forget", { id: memory.id });
       let blocked: number | undefined;
       for (let waited = 0; blocked === undefined; waited += 20) {
         const { rows } = await holder.query("SELECT l.pid FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid)) LIMIT 1");
