@@ -11,6 +11,7 @@ import { startAppServer } from "./support/app-server.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
 import { MAX_READ_CHARS } from "@/lib/mcp/mcp-tools.ts";
+import { MAX_MCP_BODY_BYTES } from "@/lib/mcp/serve-mcp.ts";
 
 /**
  * The MCP SDK's own client against the real route handlers behind a real HTTP listener
@@ -155,7 +156,7 @@ describe("protocol", () => {
 });
 
 describe("request bounds", () => {
-  it("refuses a chunked body over 4 MiB after reading 4 MiB of it, not after buffering it whole", async () => {
+  it("refuses a chunked body over its bound after reading that much of it, not after buffering it whole", async () => {
     const chunk = new Uint8Array(64 * 1024).fill(0x20);
     let pulled = 0;
     // 64 MiB of spaces, sent without Content-Length: only a streamed cap stops early.
@@ -175,7 +176,7 @@ describe("request bounds", () => {
     const res = await mcpPost(req, { params: Promise.resolve({}) });
     expect(res.status).toBe(413);
     expect(((await res.json()) as any).error.code).toBe(-32600);
-    expect(pulled).toBeLessThanOrEqual(5 * 1024 * 1024);
+    expect(pulled).toBeLessThanOrEqual(MAX_MCP_BODY_BYTES + 1024 * 1024);
   });
 });
 

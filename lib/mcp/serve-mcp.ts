@@ -18,17 +18,23 @@ import { parseWith, readBody, refuseNul, wellFormed } from "@/lib/api/parse.ts";
 import { rateLimitHeaders, rateLimiter, type Bucket, type RateLimitResult } from "@/lib/api/rate-limit.ts";
 import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
+import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
 import { toolAlias, toolNamer, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
 import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 import { toolErrorResult } from "./tool-error-result.ts";
 
-/** MCP request bodies are bounded like REST ones (content itself is capped at 3 MiB). */
-const MAX_MCP_BODY_BYTES = 4 * 1024 * 1024;
+/**
+ * An MCP request body must hold an engram_push of the largest content (3 MiB of UTF-8) in its
+ * worst-case JSON encoding: a control character is one byte and "\u0001" six, so at 4 MiB content
+ * heavy in escapes was refused as too large well within the content limit. The other arguments are
+ * bounded by their own fields, well within the margin.
+ */
+export const MAX_MCP_BODY_BYTES = 6 * MAX_CONTENT_BYTES + 64 * 1024;
 /**
  * What is read of the body of a client whose regular bucket is already empty: a small request is still
  * read, charged and answered with its ids (a recall spends the heavy bucket alone), a larger one is
  * refused unread. Charged only after parsing, an over-limit client made the server read and parse up
- * to 4 MiB for every refusal (before per-call charges, withAuth's token refused it first).
+ * to the whole body bound for every refusal (before per-call charges, withAuth's token refused it first).
  */
 const OVER_LIMIT_BODY_BYTES = 64 * 1024;
 /** Messages in one JSON-RPC batch (the SDK's own MAX_BATCH_SIZE). */
