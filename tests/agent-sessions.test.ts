@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAll, setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { newId } from "@/lib/ids.ts";
+import { MAX_CURSOR_LENGTH } from "@/lib/api/pagination.ts";
 import { MAX_SESSION_BYTES, MAX_SESSION_BYTES_PER_USER, MAX_SESSION_CONTENT_BYTES_PER_PAGE, MAX_SESSIONS_PER_USER, MAX_SESSIONS_WITH_CONTENT } from "@/lib/agent-sessions/agent-session-fields.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 
@@ -54,6 +55,23 @@ describe("/v1/agent-sessions", () => {
     const padded = await ann.get(`/v1/agent-sessions?agent=codex&session_id=${encodeURIComponent(" pad-1 ")}`);
     expect(padded.status).toBe(200);
     expect(padded.body.data.sessions.map((s: { session_id: string; content: string }) => [s.session_id, s.content])).toEqual([["pad-1", "transcript\n"]]);
+  });
+
+  it("bounds the cursor parameter as other lists do (400 past it), while the longest cursor it issues still reads on", async () => {
+    const ann = await h.user("Cursors");
+    // The cursor signs its list, session_id included: 200 control characters are 1,200 bytes of its JSON.
+    const sessionId = "\u0001".repeat(200);
+    for (const agent of ["a".repeat(64), "b".repeat(64)]) expect((await ann.put("/v1/agent-sessions", { agent, session_id: sessionId, content: "x\n" })).status).toBe(201);
+    const first = await ann.get(`/v1/agent-sessions?limit=1&session_id=${encodeURIComponent(sessionId)}`);
+    expect(first.body.data.has_more).toBe(true);
+    const next = await ann.get(`/v1/agent-sessions?limit=1&session_id=${encodeURIComponent(sessionId)}&cursor=${encodeURIComponent(first.body.data.next_cursor)}`);
+    expect(next.status, next.text).toBe(200);
+    expect(next.body.data.sessions).toHaveLength(1);
+
+    const long = await ann.get(`/v1/agent-sessions?cursor=${"a".repeat(MAX_CURSOR_LENGTH + 1)}`);
+    expect(long.status).toBe(400);
+    expect(long.body.error.code).toBe("invalid_request");
+    expect(long.body.error.details.issues.map((i: { path: string }) => i.path)).toEqual(["cursor"]);
   });
 
   it("bounds what one user keeps (1,000 files, 1 GiB) and how many files a page returns with their content (5)", async () => {

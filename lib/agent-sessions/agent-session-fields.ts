@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cursorSchema } from "@/lib/api/pagination.ts";
 import { agentSchema } from "@/lib/configs/config-fields.ts";
 
 /** Documented limits of agent sessions (docs/configs.md). */
@@ -39,6 +40,6 @@ export const listAgentSessionsQuerySchema = z.object({
   // Trimmed as PUT trims it: " s-1 " names the session PUT stored as "s-1"; blank is no filter.
   session_id: z.string().trim().max(200).optional(),
   limit: z.string().optional(),
-  cursor: z.string().optional(),
+  cursor: cursorSchema.optional(),
 });
 export type ListAgentSessionsQuery = z.output<typeof listAgentSessionsQuerySchema>;

@@ -4,6 +4,13 @@ import { sign, verify } from "./server-secret.ts";
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
+/**
+ * Characters of a `cursor` a list takes: every cursor this server issues fits (the longest signs an
+ * agent-sessions list of 200 escaped control characters, about 1,800), and a longer one, which can only
+ * be invalid, is refused by its length before it is decoded and its signature checked.
+ */
+export const MAX_CURSOR_LENGTH = 4096;
+export const cursorSchema = z.string().max(MAX_CURSOR_LENGTH, `cursor is at most ${MAX_CURSOR_LENGTH} characters`);
 
 /** limit: default 20, clamped to 100; anything not a whole number ≥ 1 is invalid_limit. */
 export function parseLimit(raw: string | null | undefined, fallback = DEFAULT_LIMIT, max = MAX_LIMIT): number {
