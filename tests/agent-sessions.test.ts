@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +7,8 @@ import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { newId } from "@/lib/ids.ts";
 import { MAX_CURSOR_LENGTH } from "@/lib/api/pagination.ts";
 import { MAX_SESSION_BYTES, MAX_SESSION_BYTES_PER_USER, MAX_SESSION_CONTENT_BYTES_PER_PAGE, MAX_SESSIONS_PER_USER, MAX_SESSIONS_WITH_CONTENT } from "@/lib/agent-sessions/agent-session-fields.ts";
+import { putAgentSession } from "@/lib/agent-sessions/put-agent-session.ts";
+import { sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Harness } from "./support/harness.ts";
 
 let h: Harness;
@@ -168,6 +170,46 @@ describe("/v1/agent-sessions", () => {
     expect(over.body.error.code).toBe("body_too_large");
   }, 60_000);
 
+  it("a PUT whose COMMIT went through but whose reply was lost keeps the object the row points at", async () => {
+    const ann = await h.user("Lost reply");
+    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "lost", content: "first\n" })).status).toBe(201);
+    // The real transaction commits; then the call fails as a connection lost before COMMIT's reply would.
+    const lostReply = new Proxy(h.db, {
+      get(target, key) {
+        if (key !== "$transaction") return Reflect.get(target, key);
+        return async (...args: unknown[]) => {
+          await (target.$transaction as (...a: unknown[]) => Promise<unknown>)(...args);
+          throw Object.assign(new Error("Server has closed the connection."), { code: "P1017" });
+        };
+      },
+    });
+    const put = await putAgentSession(sessionContext(h, ann, lostReply), { agent: "codex", session_id: "lost", content: "second\n" });
+    expect(put).toMatchObject({ created: false, session: { session_id: "lost", size_bytes: 7 } });
+    const read = await ann.get("/v1/agent-sessions?agent=codex&session_id=lost");
+    expect(read.body.data.sessions.map((s: { content: string }) => s.content)).toEqual(["second\n"]);
+    // Nothing is left behind either: the first version's object went once the switch was known to have committed.
+    const row = await h.db.agentSession.findFirstOrThrow({ where: { ownerId: ann.id, sessionId: "lost" } });
+    expect(sessionObjects(ann.id)).toEqual([row.storeKey]);
+  });
+
+  it("a PUT whose transaction failed deletes the object it wrote, and the row keeps its version", async () => {
+    const ann = await h.user("Failed write");
+    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "failed", content: "first\n" })).status).toBe(201);
+    const failing = new Proxy(h.db, {
+      get(target, key) {
+        if (key !== "$transaction") return Reflect.get(target, key);
+        return async () => {
+          throw Object.assign(new Error("Server has closed the connection."), { code: "P1017" });
+        };
+      },
+    });
+    await expect(putAgentSession(sessionContext(h, ann, failing), { agent: "codex", session_id: "failed", content: "second\n" })).rejects.toThrow(/closed the connection/);
+    const read = await ann.get("/v1/agent-sessions?agent=codex&session_id=failed");
+    expect(read.body.data.sessions.map((s: { content: string }) => s.content)).toEqual(["first\n"]);
+    const row = await h.db.agentSession.findFirstOrThrow({ where: { ownerId: ann.id, sessionId: "failed" } });
+    expect(sessionObjects(ann.id)).toEqual([row.storeKey]);
+  });
+
   it("keeps session files in the upload store; a replaced version's object is deleted", async () => {
     const ann = await h.user("Store");
     const first = await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "st-1", content: "one\n" });
@@ -221,6 +263,14 @@ describe("/v1/agent-sessions", () => {
     }
   });
 });
+
+/** The keys of `ownerId`'s session objects in the embedded upload store. */
+function sessionObjects(ownerId: string): string[] {
+  const dir = path.join(blobDir, "agent-sessions", ownerId);
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && !entry.name.endsWith(".meta.json"))
+    .map((entry) => path.relative(blobDir, path.join(entry.parentPath, entry.name)).split(path.sep).join("/"));
+}
 
 class ReplacedBeforeRead extends LocalBlobStore {
   replaced = false;

@@ -50,7 +50,13 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
       return { row, created: !existing };
     })
     .catch(async (error: unknown) => {
-      await store.delete(storeKey).catch(() => undefined);
+      // A connection lost on COMMIT fails the call after the database may have committed: the row then
+      // points at the new object, and deleting it left a session whose reads served "". Only a re-read
+      // showing the row elsewhere proves the switch did not commit; when even that fails, the object stays
+      // (a leftover is only bytes).
+      const current = await ctx.db.agentSession.findUnique({ where: sessionWhere(ctx.user.id, input) }).catch(() => undefined);
+      if (current?.storeKey === storeKey) return { row: current, created: previousKey === undefined };
+      if (current !== undefined) await store.delete(storeKey).catch(() => undefined);
       throw error;
     });
   const { row, created } = result;
@@ -63,7 +69,7 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
 
 /** The session this PUT replaces, if any, once the user's count and bytes allow it. */
 async function existingWithinLimitsOrThrow(db: DbClient, ownerId: string, input: PutAgentSessionBody, size: number) {
-  const existing = await db.agentSession.findUnique({ where: { ownerId_agent_sessionId: { ownerId, agent: input.agent, sessionId: input.session_id } } });
+  const existing = await db.agentSession.findUnique({ where: sessionWhere(ownerId, input) });
   const held = await db.agentSession.aggregate({ where: { ownerId }, _count: true, _sum: { sizeBytes: true } });
   if (!existing && held._count >= MAX_SESSIONS_PER_USER) {
     // No endpoint deletes a single session (Memax has none either): replacing one is what a caller can do.
@@ -81,4 +87,8 @@ async function existingWithinLimitsOrThrow(db: DbClient, ownerId: string, input:
     });
   }
   return existing;
+}
+
+function sessionWhere(ownerId: string, input: PutAgentSessionBody) {
+  return { ownerId_agent_sessionId: { ownerId, agent: input.agent, sessionId: input.session_id } };
 }
