@@ -53,8 +53,32 @@ function listedSchema(schema: z.ZodObject): StandardSchemaWithJSON {
   return { "~standard": { ...schema["~standard"], validate: (value: unknown) => ({ value }) } };
 }
 
+/**
+ * Characters of read-only tool results one HTTP request answers with, a batch's together: a batch of
+ * 100 engram_get calls was 100 pages of 100,000 characters, tens of MB in one response. The first
+ * result is always answered whole (a single call is never refused), so this is at least ten such pages.
+ */
+export const MAX_RESULT_CHARS_PER_REQUEST = 2_000_000;
+
+/** What one HTTP request's read-only results have taken of MAX_RESULT_CHARS_PER_REQUEST. */
+interface ResultBudget {
+  used: number;
+}
+
+/**
+ * A read past the request's budget, as the tool's error: the agent reads on in a request of its own.
+ * Write tools are never refused here: their change is made, and their results are bounded by the body.
+ */
+function overBudget(tool: ToolDef, budget: ResultBudget): ApiError {
+  return new ApiError(
+    "invalid_request",
+    `This request's tool results already hold ${budget.used} characters (at most ${MAX_RESULT_CHARS_PER_REQUEST} in one request, a batch's together): call ${tool.name} again in a request of its own`,
+    { max_result_chars: MAX_RESULT_CHARS_PER_REQUEST },
+  );
+}
+
 /** One McpServer per request (stateless): tools close over the caller's context. */
-function buildServer(env: ToolEnv, tools: ToolDef[]): McpServer {
+function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget): McpServer {
   // listChanged stated as false: left unset the SDK declares it true, and a 2026-07-28 subscriptions/listen for it then
   // holds an event stream open for good (one user could fill the process-wide 1,024 subscriptions); the tool set never changes.
   const server = new McpServer({ name: "engram", version: VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
@@ -65,8 +89,16 @@ function buildServer(env: ToolEnv, tools: ToolDef[]): McpServer {
         const args = parseWith(tool.input, wellFormed(raw), "Invalid arguments");
         // As on REST: PostgreSQL text cannot hold U+0000, so a NUL would fail in the database as an internal error.
         refuseNul(args, "");
+        const readOnly = tool.annotations.readOnlyHint === true;
+        if (readOnly && budget.used >= MAX_RESULT_CHARS_PER_REQUEST) throw overBudget(tool, budget);
         const out = await tool.run(env, args as never);
-        return { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
+        const result = { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
+        // Measured as the response carries it (JSON, escapes included); calls of a batch run at once, so
+        // whichever finishes first is answered whole.
+        const size = JSON.stringify(result).length;
+        if (readOnly && budget.used > 0 && budget.used + size > MAX_RESULT_CHARS_PER_REQUEST) throw overBudget(tool, budget);
+        budget.used += size;
+        return result;
       } catch (error) {
         // Domain errors are results the model can read and act on, not transport failures; database
         // conditions get REST's codes, so an agent knows to retry (unavailable) or that a row is gone.
@@ -83,7 +115,7 @@ const handlers = new Map<ToolDef[], ReturnType<typeof createMcpHandler>>();
 function modernHandler(tools: ToolDef[]) {
   let handler = handlers.get(tools);
   if (!handler) {
-    handler = createMcpHandler(({ authInfo }) => buildServer(authInfo!.extra!.env as ToolEnv, tools), { legacy: "reject", responseMode: "json" });
+    handler = createMcpHandler(({ authInfo }) => buildServer(authInfo!.extra!.env as ToolEnv, tools, authInfo!.extra!.budget as ResultBudget), { legacy: "reject", responseMode: "json" });
     handlers.set(tools, handler);
   }
   return handler;
@@ -342,10 +374,11 @@ async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin
   // Tools scope by their hub_id argument alone: REST's X-Hub-ID, sent by a client configured with REST's
   // headers, narrowed engram_list (and failed it when a slug) behind the model's back.
   const env: ToolEnv = { ctx: { ...ctx, hubHeader: undefined }, origin, toolName: toolNamer(tools) };
-  const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env } };
+  const budget: ResultBudget = { used: 0 };
+  const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env, budget } };
   const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers, tools), body: text });
   if (await isLegacyRequest(forward, body)) {
-    const server = buildServer(env, tools);
+    const server = buildServer(env, tools, budget);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     try {

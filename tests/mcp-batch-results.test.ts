@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { MAX_READ_CHARS } from "@/lib/mcp/mcp-tools.ts";
+import { MAX_RESULT_CHARS_PER_REQUEST } from "@/lib/mcp/serve-mcp.ts";
+import { openMcpToolCalls, postMcp } from "./support/mcp-tool-calls.ts";
+
+// A JSON-RPC batch of 100 engram_get calls was answered with 100 pages of 100,000 characters each, their
+// text twice (content and structuredContent): one response of tens of MB. A request's read-only results
+// share one budget now; calls past it answer a tool error saying to call again on their own.
+
+const mcp = openMcpToolCalls("/mcp");
+
+async function batch(calls: { name: string; arguments: Record<string, unknown> }[]) {
+  const req = new Request("http://engram.test/mcp", {
+    method: "POST",
+    headers: { authorization: `Bearer ${mcp.ann.key}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify(calls.map((params, i) => ({ jsonrpc: "2.0", id: i + 1, method: "tools/call", params }))),
+  });
+  const res = await postMcp("/mcp", req);
+  const text = await res.text();
+  return { status: res.status, size: text.length, answers: JSON.parse(text) as any[] };
+}
+
+describe("a batch's tool results", () => {
+  it("are bounded in all: reads past the budget are told to call again on their own, the first read is whole", async () => {
+    const content = `# Long\n\n${"word ".repeat(60_000)}`;
+    const memory = (await mcp.ann.post("/v1/memories", { content, title: "Long" })).body.data;
+    const res = await batch(Array.from({ length: 100 }, () => ({ name: "engram_get", arguments: { id: memory.id } })));
+    expect(res.status).toBe(200);
+    expect(res.answers).toHaveLength(100);
+    expect(res.size).toBeLessThan(MAX_RESULT_CHARS_PER_REQUEST + 100 * 1000);
+    const served = res.answers.filter((a) => !a.result.isError);
+    const refused = res.answers.filter((a) => a.result.isError);
+    expect(served.length).toBeGreaterThanOrEqual(1);
+    for (const answer of served) expect([...answer.result.structuredContent.memory.content]).toHaveLength(MAX_READ_CHARS);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const answer of refused) {
+      expect(answer.result.structuredContent.error).toMatchObject({ code: "invalid_request", details: { max_result_chars: MAX_RESULT_CHARS_PER_REQUEST } });
+      expect(answer.result.content[0].text).toContain("call engram_get again in a request of its own");
+    }
+    // Each call is answered on its own as before.
+    const single = await mcp.call("engram_get", { id: memory.id });
+    expect(single.result.isError).toBeFalsy();
+    expect(single.result.structuredContent.memory.content).toHaveLength(MAX_READ_CHARS);
+  }, 120_000);
+
+  it("never refuse a write: a batch's pushes are all made and answered", async () => {
+    const content = `# Long\n\n${"word ".repeat(60_000)}`;
+    const memory = (await mcp.ann.post("/v1/memories", { content, title: "Long again" })).body.data;
+    const calls = Array.from({ length: 30 }, (_, i) => (i % 2 ? { name: "engram_push", arguments: { content: `Note ${i}` } } : { name: "engram_get", arguments: { id: memory.id } }));
+    const res = await batch(calls);
+    const pushes = res.answers.filter((_, i) => i % 2);
+    expect(pushes).toHaveLength(15);
+    for (const push of pushes) expect(push.result.isError, JSON.stringify(push.result.structuredContent)).toBeFalsy();
+  }, 120_000);
+});
