@@ -21,8 +21,20 @@ describe("an MCP request body", () => {
     expect(result.structuredContent.memory.title).toBe("Escaped");
   }, 60_000);
 
+  it("holds that push with every other argument at its bounds, escaped too", async () => {
+    const content = `Escapes\n${"\u0001".repeat(MAX_CONTENT_BYTES - 8)}`;
+    // 32 keys of project_context, each value 1,000 control characters: 192,000 bytes of JSON beside the content.
+    const projectContext = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`key-${i}`, "\u0001".repeat(1000)]));
+    const args = { content, title: "\u0001".repeat(200), hint: "\u0001".repeat(2000), hub_reason: "\u0001".repeat(2000), project_context: projectContext };
+    const res = await postMcp("/mcp", toolCallRequest("/mcp", mcp.ann.key, "engram_push", args));
+    expect(res.status).toBe(200);
+    const result = ((await res.json()) as any).result;
+    // Answered by the tool (whatever it makes of the control characters in the title), not refused unread.
+    expect(result.content).toBeDefined();
+  }, 60_000);
+
   it("is still refused past the bound: content over its limit, escaped, is refused unread", async () => {
-    const content = "\u0001".repeat(MAX_CONTENT_BYTES + 64 * 1024);
+    const content = "\u0001".repeat(MAX_CONTENT_BYTES + 256 * 1024);
     const res = await postMcp("/mcp", toolCallRequest("/mcp", mcp.ann.key, "engram_push", { content }));
     expect(res.status).toBe(413);
     expect(((await res.json()) as any).error.code).toBe(-32600);
