@@ -1,11 +1,11 @@
 import type { SqlRunner } from "@/lib/db/database.ts";
-import { WINDOW_MS, type Bucket, type RateLimiter, type RateLimitResult } from "./rate-limit.ts";
+import { WINDOW_MS, type Bucket, type ChargedColumns, type RateLimiter, type RateLimitResult, type StatementCharge } from "./rate-limit.ts";
 
 /**
  * The same sliding window as MemoryRateLimiter, kept in PostgreSQL so every
  * server process on the database shares one budget per user (the default
  * with DATABASE_URL and no Upstash; docs/operations.md). One statement per
- * request: the upsert's row lock makes check-and-count atomic across
+ * request, or none of its own with an API key (see `charging`): the upsert's row lock makes check-and-count atomic across
  * processes, and a refused request is not counted. When the database cannot
  * answer, the request passes (and is logged), as with Upstash.
  */
@@ -22,38 +22,69 @@ export class PostgresRateLimiter implements RateLimiter {
   ) {}
 
   async limit(bucket: Bucket, identity: string): Promise<RateLimitResult> {
+    const charge = this.charging(bucket);
+    try {
+      const sql = await this.sql();
+      const statement = charge.statement(`SELECT $1::text AS identity`, [identity]);
+      const [row] = await sql.query<ChargedColumns>(statement.text, statement.params);
+      return charge.settle(row!, sql)!;
+    } catch (error) {
+      if (charge.now - this.lastFailureLog > 60_000) {
+        this.lastFailureLog = charge.now;
+        console.error("rate limiter: the PostgreSQL counters are unavailable, letting requests through", error);
+      }
+      return { success: true, limit: charge.cap, remaining: charge.cap, reset: charge.reset, retryAfterMs: 0 };
+    }
+  }
+
+  /**
+   * One call against `bucket`, counted inside another statement that reads who calls: withAuth's
+   * API-key lookup charges the key's user in the same round trip (one statement less on every
+   * request, issue 16). `source` is a SELECT of at most one row whose text column `identity` names
+   * who is charged; NULL (a revoked or expired key) charges nobody. The row comes back with the
+   * limiter's columns added, which `settle` reads (undefined: nothing was charged).
+   */
+  charging(bucket: Bucket): StatementCharge {
     const now = this.now();
     const cap = this.caps[bucket];
     const start = Math.floor(now / WINDOW_MS) * WINDOW_MS;
     const reset = start + WINDOW_MS;
     const overlap = 1 - (now - start) / WINDOW_MS;
-    const key = `${bucket}:${identity}`;
-    try {
-      const sql = await this.sql();
-      const [row] = await sql.query<{ count: number; allowed: boolean; previous: number }>(
-        `WITH prev AS (
-           SELECT COALESCE((SELECT count FROM rate_limit_windows WHERE key = $1 AND window_start = $3::bigint), 0) AS n
-         )
-         INSERT INTO rate_limit_windows AS w (key, window_start, count, allowed)
-         SELECT $1, $2::bigint, CASE WHEN floor(prev.n * $4::float8) < $5::int THEN 1 ELSE 0 END,
-                floor(prev.n * $4::float8) < $5::int
-         FROM prev
-         ON CONFLICT (key, window_start) DO UPDATE
-         SET count = w.count + CASE WHEN w.count + floor((SELECT n FROM prev) * $4::float8) < $5::int THEN 1 ELSE 0 END,
-             allowed = w.count + floor((SELECT n FROM prev) * $4::float8) < $5::int
-         RETURNING w.count, w.allowed, (SELECT n FROM prev) AS previous`,
-        [key, start, start - WINDOW_MS, overlap, cap],
-      );
-      this.prune(sql, start);
-      const used = Math.floor(Number(row!.previous) * overlap) + Number(row!.count);
-      return { success: row!.allowed, limit: cap, remaining: Math.max(0, cap - used), reset, retryAfterMs: reset - now };
-    } catch (error) {
-      if (now - this.lastFailureLog > 60_000) {
-        this.lastFailureLog = now;
-        console.error("rate limiter: the PostgreSQL counters are unavailable, letting requests through", error);
-      }
-      return { success: true, limit: cap, remaining: cap, reset, retryAfterMs: 0 };
-    }
+    return {
+      now,
+      cap,
+      reset,
+      statement: (source, params) => {
+        const p = (i: number) => `$${params.length + i}`;
+        // The row lock of the upsert makes check-and-count atomic across processes; a refused call is not counted.
+        return {
+          text: `WITH src AS MATERIALIZED (${source}),
+           prev AS (
+             SELECT COALESCE((SELECT w.count FROM rate_limit_windows w, src WHERE w.key = ${p(1)} || src.identity AND w.window_start = ${p(3)}::bigint), 0) AS n
+           ),
+           charged AS (
+             INSERT INTO rate_limit_windows AS w (key, window_start, count, allowed)
+             SELECT ${p(1)} || src.identity, ${p(2)}::bigint, CASE WHEN floor(prev.n * ${p(4)}::float8) < ${p(5)}::int THEN 1 ELSE 0 END,
+                    floor(prev.n * ${p(4)}::float8) < ${p(5)}::int
+             FROM src, prev
+             WHERE src.identity IS NOT NULL
+             ON CONFLICT (key, window_start) DO UPDATE
+             SET count = w.count + CASE WHEN w.count + floor((SELECT n FROM prev) * ${p(4)}::float8) < ${p(5)}::int THEN 1 ELSE 0 END,
+                 allowed = w.count + floor((SELECT n FROM prev) * ${p(4)}::float8) < ${p(5)}::int
+             RETURNING w.count, w.allowed, (SELECT n FROM prev) AS previous
+           )
+           SELECT src.*, charged.count AS rl_count, charged.allowed AS rl_allowed, charged.previous AS rl_previous
+             FROM src LEFT JOIN charged ON true`,
+          params: [...params, `${bucket}:`, start, start - WINDOW_MS, overlap, cap],
+        };
+      },
+      settle: (row, sql) => {
+        if (row.rl_allowed === null || row.rl_allowed === undefined) return undefined;
+        this.prune(sql, start);
+        const used = Math.floor(Number(row.rl_previous) * overlap) + Number(row.rl_count);
+        return { success: row.rl_allowed, limit: cap, remaining: Math.max(0, cap - used), reset, retryAfterMs: reset - now };
+      },
+    };
   }
 
   async peek(bucket: Bucket, identity: string): Promise<RateLimitResult> {

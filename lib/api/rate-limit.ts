@@ -1,7 +1,7 @@
 import { Ratelimit } from "@upstash/ratelimit";
 import { Redis } from "@upstash/redis";
 import { config } from "@/lib/config.ts";
-import { getDatabase } from "@/lib/db/database.ts";
+import { getDatabase, type SqlRunner } from "@/lib/db/database.ts";
 import { PostgresRateLimiter } from "./postgres-rate-limit.ts";
 
 export type Bucket = "regular" | "heavy" | "light";
@@ -20,6 +20,26 @@ export interface RateLimiter {
   limit(bucket: Bucket, identity: string): Promise<RateLimitResult>;
   /** What `limit` would answer now, without counting a call (success: one more call would pass). */
   peek(bucket: Bucket, identity: string): Promise<RateLimitResult>;
+  /** A limiter kept in the database: `limit` done inside the statement that reads who calls (PostgresRateLimiter). */
+  charging?(bucket: Bucket): StatementCharge;
+}
+
+/** The rate limiter's columns in a row of a statement that charged a call (all NULL: nothing charged). */
+export interface ChargedColumns {
+  rl_count: number | string | null;
+  rl_allowed: boolean | null;
+  rl_previous: number | string | null;
+}
+
+/** A call to be charged within another statement (RateLimiter.charging). */
+export interface StatementCharge {
+  now: number;
+  cap: number;
+  reset: number;
+  /** `source` (a SELECT of at most one row with a text column `identity`) wrapped so that it also charges that identity. */
+  statement(source: string, params: unknown[]): { text: string; params: unknown[] };
+  /** The limit's answer from the statement's row; undefined when it charged nobody. */
+  settle(row: ChargedColumns, sql: SqlRunner): RateLimitResult | undefined;
 }
 
 export const WINDOW_MS = 60_000;

@@ -10,7 +10,7 @@ import type { AuthContext, HubContext, RequestContext } from "./context.ts";
 import { errorResponse } from "./envelope.ts";
 import { ApiError } from "./errors.ts";
 import type { Permission } from "./permissions.ts";
-import { rateLimiter, rateLimitHeaders, type Bucket, type RateLimitResult } from "./rate-limit.ts";
+import { rateLimiter, rateLimitHeaders, type Bucket, type RateLimitResult, type StatementCharge } from "./rate-limit.ts";
 import { addWarning, warningHeader } from "./warnings.ts";
 import { retryAfterSeconds } from "./retry-after-seconds.ts";
 
@@ -72,14 +72,14 @@ export function withAuth<P extends Params>(
   handler: (ctx: never, req: Request, params: P) => Promise<Response>,
 ): RouteHandler {
   return handle(options.bucket ?? "regular", options.errorResponse, async (base, req, params, limit) => {
-    const authCtx = await authenticate(base, req, options.bearer);
+    const { ctx: authCtx, charged } = await authenticateCharging(base, req, options.bearer, options.chargedByHandler ? undefined : limit.charging());
     const { user, credential } = authCtx;
     // The hub lookup needs only the caller, like the rate limit: on PostgreSQL the two run on two
     // connections at once (a round trip less for every hub route). Its result or error is taken
     // only after the limit's and the credential's checks, so those still answer first.
     const hub = options.permission ? resolveHub(authCtx, options.permission) : undefined;
     hub?.catch(() => {});
-    if (!options.chargedByHandler) await limit(user.id);
+    if (!options.chargedByHandler) await limit(user.id, charged);
     if (!credentialWrites(credential) && !options.reads && !READ_METHODS.has(req.method)) {
       throw new ApiError("forbidden", "This API key is read-only (scopes: read); it cannot make changes");
     }
@@ -102,16 +102,29 @@ export function withAuth<P extends Params>(
 
 /** The caller of a request: its bearer credential, or (not on bearer-only endpoints) the dashboard session. */
 export async function authenticate(base: RequestContext, req: Request, bearer?: Options["bearer"]): Promise<AuthContext> {
+  return (await authenticateCharging(base, req, bearer, undefined)).ctx;
+}
+
+/**
+ * authenticate, charging the request's rate limit in the same statement when it can (an API key and
+ * a limiter in the database): `charged` is then the limit's answer; undefined, the caller charges.
+ */
+async function authenticateCharging(
+  base: RequestContext,
+  req: Request,
+  bearer: Options["bearer"],
+  charge: StatementCharge | undefined,
+): Promise<{ ctx: AuthContext; charged?: RateLimitResult }> {
   // The dashboard's session cookie counts only when no Authorization header was sent.
   const authorization = req.headers.get("authorization");
   try {
-    const { user, credential } =
+    const { user, credential, charged }: Awaited<ReturnType<typeof resolveCredential>> =
       !bearer && !authorization && hasSessionCookie(req)
         ? await resolveSession(base.db, req, base.now())
-        : await resolveCredential(base, authorization, base.now(), { resources: bearer ? bearer.resources(req) : serverResources(req) });
+        : await resolveCredential(base, authorization, base.now(), { resources: bearer ? bearer.resources(req) : serverResources(req), charge });
     const given = req.headers.get("x-hub-id")?.trim();
     const hubHeader = given ? normalizeId(given) : undefined;
-    return { ...base, user, credential, hubHeader };
+    return { ctx: { ...base, user, credential, hubHeader }, charged };
   } catch (error) {
     if (bearer && error instanceof ApiError && error.code === "unauthorized") {
       throw new ApiError(error.code, error.message, error.details, { ...error.headers, "WWW-Authenticate": bearer.challenge(req) });
@@ -141,7 +154,11 @@ export function withPublic<P extends Params = Params>(
   });
 }
 
-type Limit = (identity: string) => Promise<void>;
+/**
+ * Charges the request's bucket for `identity` (or takes `charged`, the answer of a charge made in
+ * another statement), throwing rate_limited when refused. `charging()`: that charge, when the limiter can make it.
+ */
+type Limit = ((identity: string, charged?: RateLimitResult) => Promise<void>) & { charging(): StatementCharge | undefined };
 
 function handle(
   bucket: Bucket,
@@ -166,18 +183,21 @@ function handle(
         now: () => new Date(),
         timeZone: timeZoneFrom(req),
       };
-      const limit: Limit = async (identity) => {
-        limited = await rateLimiter().limit(bucket, identity);
-        if (!limited.success) {
-          const retryAfter = retryAfterSeconds(limited.retryAfterMs);
-          throw new ApiError(
-            "rate_limited",
-            `Rate limit of ${limited.limit} requests per minute exceeded; retry in ${retryAfter}s`,
-            { limit: limited.limit, retry_after: retryAfter },
-            { "Retry-After": String(retryAfter) },
-          );
-        }
-      };
+      const limit: Limit = Object.assign(
+        async (identity: string, charged?: RateLimitResult) => {
+          limited = charged ?? (await rateLimiter().limit(bucket, identity));
+          if (!limited.success) {
+            const retryAfter = retryAfterSeconds(limited.retryAfterMs);
+            throw new ApiError(
+              "rate_limited",
+              `Rate limit of ${limited.limit} requests per minute exceeded; retry in ${retryAfter}s`,
+              { limit: limited.limit, retry_after: retryAfter },
+              { "Retry-After": String(retryAfter) },
+            );
+          }
+        },
+        { charging: () => rateLimiter().charging?.(bucket) },
+      );
       response = await run(base, req, flattenParams(await context.params), limit);
     } catch (error) {
       response = formatError ? formatError(toApiError(error, requestId)) : toErrorResponse(error, requestId);
