@@ -253,7 +253,15 @@ export async function lockMembershipOrThrow(
   // `locked`: the caller already took { shared: hubMembersLockKey(hub.id) } with its other locks.
   if (!options.locked) await lockForTransaction(tx, { shared: hubMembersLockKey(hub.id) });
   const row = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: ctx.user.id } }, select: { role: true } });
-  const membership = row ? toMembership(ctx.credential, { role: row.role, hub }) : undefined;
+  return lockedRoleOrThrow(ctx, hub, row?.role ?? null, permission, action);
+}
+
+/**
+ * lockMembershipOrThrow's checks on a role the caller read itself, in a statement after it took the
+ * shared membership lock (a push reads it with its other rows: one statement less). `role` null: not a member.
+ */
+export function lockedRoleOrThrow(ctx: Pick<Caller, "credential">, hub: HubRecord, role: string | null, permission: Permission, action: string): Membership {
+  const membership = role !== null ? toMembership(ctx.credential, { role, hub }) : undefined;
   if (!membership) throw new ApiError("not_found", "Hub not found");
   if (!allows(membership, permission)) throw forbiddenFor(membership, action, permission);
   return membership;

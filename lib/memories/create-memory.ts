@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import type { HubContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { canEditMemory } from "@/lib/api/permissions.ts";
+import { canEditMemory, type Role } from "@/lib/api/permissions.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
-import { hubMembersLockKey, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
+import { hubMembersLockKey, lockedRoleOrThrow, lockMembershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { Prisma, type Memory } from "@/lib/db/generated/client.ts";
 import { newId } from "@/lib/ids.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
@@ -126,13 +126,21 @@ ${input.content}`) : contentHash(input.content);
       contentHashLockKey(ctx.hub.id, hash),
       { shared: hubMembersLockKey(ctx.hub.id) },
     ]);
-    const { role } = await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true });
-    await options.underLock?.(tx);
+    let role: Role;
+    let targets: PushTargets;
+    if (options.underLock) {
+      // A gate's answer checks its claim between the membership and the reads at its path, which it may change.
+      ({ role } = await lockMembershipOrThrow(tx, ctx, ctx.hub, "memories.write", "add memories", { locked: true }));
+      await options.underLock(tx);
+      targets = await pushTargets(tx, ctx, input.source_path, hash);
+    } else {
+      targets = await pushTargets(tx, ctx, input.source_path, hash);
+      ({ role } = lockedRoleOrThrow(ctx, ctx.hub, targets.role, "memories.write", "add memories"));
+    }
     if (input.source_path) {
       // Read under the memory's row lock: an update in place writes every field from this read, so an
       // edit (PATCH) committed between an unlocked read and the write would be silently undone.
-      const [lockedId] = await lockMemoryAtPath(tx, ctx.hub.id, input.source_path);
-      const existing = lockedId ? await tx.memory.findUnique({ where: { id: lockedId } }) : null;
+      const existing = targets.lockedId ? await tx.memory.findUnique({ where: { id: targets.lockedId } }) : null;
       if (existing) {
         // Updating in place is editing: a contributor's push to another member's source_path may not
         // rewrite that memory (PATCH would be 403 too). The same content changes nothing, as a
@@ -152,7 +160,8 @@ ${input.content}`) : contentHash(input.content);
         return { memory, created: false, replaced };
       }
     }
-    const duplicate = await tx.memory.findFirst({ where: { hubId: ctx.hub.id, contentHash: hash }, orderBy: { createdAt: "asc" } });
+    // (Gone since the read only if deleted meanwhile: then this push stores it anew.)
+    const duplicate = targets.duplicateId ? await tx.memory.findUnique({ where: { id: targets.duplicateId } }) : null;
     if (duplicate) return { memory: duplicate, created: false, replaced: [] };
     const memory = await insert(tx, ctx, input, hash, source, createdAt, now, file);
     if (file) await attachFile(tx, memory, file, now);
@@ -190,10 +199,27 @@ ${input.content}`) : contentHash(input.content);
   return { memory: serializeMemory(result.memory), created: result.created, warnings };
 }
 
-/** The memory at this source_path in the hub, locked FOR UPDATE until the transaction ends (none: []). */
-function lockMemoryAtPath(tx: DbClient, hubId: string, sourcePath: string): Promise<string[]> {
-  return tx.$queryRaw<{ id: string }[]>`
-    SELECT id::text AS id FROM memories WHERE hub_id = ${hubId}::uuid AND source_path = ${sourcePath} FOR UPDATE`.then((rows) => rows.map((row) => row.id));
+interface PushTargets {
+  /** The caller's role in the hub, read under the shared membership lock (null: no longer a member). */
+  role: string | null;
+  /** The memory at the push's source_path, locked FOR UPDATE until the transaction ends. */
+  lockedId: string | null;
+  /** The hub's oldest memory with the push's content. */
+  duplicateId: string | null;
+}
+
+/**
+ * What a push reads once its advisory locks are held, in one statement (three before, issue 16): the
+ * membership re-check, the row lock at its source_path and the duplicate check. The statement's
+ * snapshot is taken after the locks were granted, so it sees what their previous holders committed.
+ */
+async function pushTargets(tx: DbClient, ctx: HubContext, sourcePath: string | undefined, hash: string): Promise<PushTargets> {
+  const [row] = await tx.$queryRaw<{ role: string | null; locked_id: string | null; duplicate_id: string | null }[]>`
+    WITH at_path AS (SELECT id FROM memories WHERE hub_id = ${ctx.hub.id}::uuid AND source_path = ${sourcePath ?? null}::text FOR UPDATE)
+    SELECT (SELECT role FROM hub_members WHERE hub_id = ${ctx.hub.id}::uuid AND user_id = ${ctx.user.id}::uuid) AS role,
+           (SELECT id::text FROM at_path) AS locked_id,
+           (SELECT id::text FROM memories WHERE hub_id = ${ctx.hub.id}::uuid AND content_hash = ${hash} ORDER BY created_at ASC LIMIT 1) AS duplicate_id`;
+  return { role: row?.role ?? null, lockedId: row?.locked_id ?? null, duplicateId: row?.duplicate_id ?? null };
 }
 
 async function insert(
