@@ -107,21 +107,49 @@ export async function readableHubs(ctx: Caller): Promise<Membership[]> {
  * of reach is not found.
  */
 export async function hubScopeIds(ctx: RequestCaller & Pick<AuthContext, "hubHeader">, hubId: string | undefined): Promise<string[]> {
+  return (await hubScope(ctx, hubId, false)).hubIds;
+}
+
+/**
+ * hubScopeIds with each hub's memory counter (storage_usage, kept by the memories triggers) when the
+ * scope is every readable hub: read in the same statement, the memory list's total costs no statement
+ * of its own (issue 16). `memories` is undefined for a scope of one hub.
+ */
+export async function hubScopeWithCounts(
+  ctx: RequestCaller & Pick<AuthContext, "hubHeader">,
+  hubId: string | undefined,
+): Promise<{ hubIds: string[]; memories?: Map<string, number> }> {
+  return hubScope(ctx, hubId, true);
+}
+
+async function hubScope(
+  ctx: RequestCaller & Pick<AuthContext, "hubHeader">,
+  hubId: string | undefined,
+  withCounts: boolean,
+): Promise<{ hubIds: string[]; memories?: Map<string, number> }> {
   const scoped = hubId ?? ctx.hubHeader;
   if (scoped === undefined) {
     // Every list and search without a hub comes here and needs only the ids: one plain statement
     // without the hubs (through Prisma with them, about 0.5 ms of the server's CPU; see membershipRows).
-    const rows = await ctx.sql.query<{ hub_id: string; role: string }>(
-      `SELECT hub_id::text AS hub_id, role FROM hub_members WHERE user_id = $1::uuid`,
+    const rows = await ctx.sql.query<{ hub_id: string; role: string; memories?: number }>(
+      withCounts
+        ? `SELECT m.hub_id::text AS hub_id, m.role, coalesce(u.memories, 0)::int AS memories
+             FROM hub_members m LEFT JOIN storage_usage u ON u.scope = 'hub' AND u.scope_id = m.hub_id
+            WHERE m.user_id = $1::uuid`
+        : `SELECT hub_id::text AS hub_id, role FROM hub_members WHERE user_id = $1::uuid`,
       [ctx.user.id],
     );
-    return rows.filter((row) => isRole(row.role) && credentialReaches(ctx.credential, row.hub_id)).map((row) => row.hub_id);
+    const reached = rows.filter((row) => isRole(row.role) && credentialReaches(ctx.credential, row.hub_id));
+    return {
+      hubIds: reached.map((row) => row.hub_id),
+      ...(withCounts && { memories: new Map(reached.map((row) => [row.hub_id, Number(row.memories)])) }),
+    };
   }
   if (!isUuid(scoped)) {
     const path = hubId !== undefined ? "hub_id" : "X-Hub-ID";
     throw new ApiError("invalid_request", `${path} must be a hub id (not a slug)`, { issues: [{ path, message: "not a hub id" }] });
   }
-  return [(await requestMembershipOrThrow(ctx, scoped)).hub.id];
+  return { hubIds: [(await requestMembershipOrThrow(ctx, scoped)).hub.id] };
 }
 
 /** The caller's membership of one hub; a hub they do not belong to (or the key does not reach) is simply not found. */

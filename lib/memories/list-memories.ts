@@ -3,7 +3,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
-import { hubScopeIds } from "@/lib/hubs/hub-access.ts";
+import { hubScopeWithCounts } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import type { ListMemoriesQuery } from "./memory-fields.ts";
@@ -33,7 +33,7 @@ const relevantPosition = z.tuple([z.int().min(0), z.iso.datetime(), z.uuid(), ca
  */
 export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   const limit = parseLimit(query.limit);
-  const hubIds = await hubScopeIds(ctx, query.hub_id);
+  const { hubIds, memories: hubCounts } = await hubScopeWithCounts(ctx, query.hub_id);
   const secret = await serverSecret(ctx.db);
   // The list a cursor belongs to is its sort, hub scope and filters: a cursor carried over to another
   // hub or filter would go on from a position of a list it never saw (skipping what is newer there).
@@ -75,10 +75,10 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
     }
   }
   // With no filter but the hubs, the total is their trigger-kept counters rather than a count of their
-  // rows, cheap enough to read fresh on every page.
+  // rows, cheap enough to read fresh on every page (across every hub, they came with the scope).
   const counted =
     Object.keys(scope).length === 1
-      ? memoryCounts(ctx.sql, "hub", hubIds).then((counts) => [...counts.values()].reduce((sum, n) => sum + n, 0))
+      ? (hubCounts ? Promise.resolve(hubCounts) : memoryCounts(ctx.sql, "hub", hubIds)).then((counts) => [...counts.values()].reduce((sum, n) => sum + n, 0))
       : carried !== undefined
         ? Promise.resolve(carried)
         : ctx.db.memory.count({ where: scope });
