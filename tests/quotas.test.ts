@@ -62,6 +62,8 @@ describe("storage quotas", () => {
     expect(refused.status).toBe(413);
     expect(refused.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "user", resource: "memories", limit: 3, used: 3 } });
     expect(await h.db.memory.count({ where: { ownerId: ann.id } })).toBe(3);
+    // The refusal is read in the statement that records the event: it goes with the memory.
+    expect(await h.db.event.count({ where: { actorId: ann.id, type: "memory.created" } })).toBe(3);
     expect((await ann.delete(`/v1/memories/${ids[0]}`)).status).toBe(200);
     expect((await push(ann, "# Room again")).status).toBe(201);
   });

@@ -1,4 +1,5 @@
 import type { DbClient } from "@/lib/db/database.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
 import { newId } from "@/lib/ids.ts";
 import { EVENTS_CHANNEL, type EventType } from "./event-types.ts";
 
@@ -19,6 +20,16 @@ const EVENTS_LOCK = 0x656e6772;
  * batch transaction: `db.$transaction([db.memory.update(…), eventsStatement(db, […])])`.
  */
 export function eventsStatement(db: DbClient, events: EmitEventInput | EmitEventInput[]) {
+  return db.$queryRaw`
+    WITH ${eventsCtes(events)}
+    SELECT notified FROM notified`;
+}
+
+/**
+ * The CTEs that record events and NOTIFY them (`notified`, one row per event in seq order): the
+ * lock that orders seq by commit, the insert, the notification.
+ */
+function eventsCtes(events: EmitEventInput | EmitEventInput[]): Prisma.Sql {
   const rows = (Array.isArray(events) ? events : [events]).map((event) => ({
     id: newId(),
     type: event.type,
@@ -27,8 +38,7 @@ export function eventsStatement(db: DbClient, events: EmitEventInput | EmitEvent
     entity_id: event.entityId ?? null,
     user_ids: event.userIds ?? [],
   }));
-  return db.$queryRaw`
-    WITH locked AS (SELECT pg_advisory_xact_lock(${EVENTS_LOCK}::bigint) AS ok),
+  return Prisma.sql`locked AS (SELECT pg_advisory_xact_lock(${EVENTS_LOCK}::bigint) AS ok),
     inserted AS (
       INSERT INTO events (id, type, hub_id, actor_id, entity_id, user_ids, created_at)
       SELECT (e.item->>'id')::uuid, e.item->>'type', (e.item->>'hub_id')::uuid, (e.item->>'actor_id')::uuid, e.item->>'entity_id',
@@ -37,11 +47,29 @@ export function eventsStatement(db: DbClient, events: EmitEventInput | EmitEvent
       ORDER BY e.ord
       RETURNING id, seq, type, hub_id, actor_id, entity_id, user_ids,
                 to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at
-    )
-    SELECT pg_notify(${EVENTS_CHANNEL}, json_build_object(
-             'id', id, 'seq', seq::text, 'type', type, 'hub_id', hub_id, 'actor_id', actor_id,
-             'entity_id', entity_id, 'user_ids', user_ids, 'created_at', created_at)::text)::text AS notified
-    FROM inserted ORDER BY seq`;
+    ),
+    notified AS (
+      SELECT pg_notify(${EVENTS_CHANNEL}, json_build_object(
+               'id', id, 'seq', seq::text, 'type', type, 'hub_id', hub_id, 'actor_id', actor_id,
+               'entity_id', entity_id, 'user_ids', user_ids, 'created_at', created_at)::text)::text AS notified
+      FROM inserted ORDER BY seq
+    )`;
+}
+
+/**
+ * emitEvent with a read of the write's results in the same statement (one round trip for a push's
+ * quota read and its event, issue 16): `read`, a SELECT, runs first on the statement's snapshot, and
+ * its rows are returned. A caller that refuses on them throws, and the transaction's rollback takes
+ * the events with it (their NOTIFY is delivered only on commit).
+ */
+export async function emitEventAfterRead<T>(tx: DbClient, events: EmitEventInput | EmitEventInput[], read: Prisma.Sql): Promise<T[]> {
+  const [row] = await tx.$queryRaw<{ rows: T[] | string }[]>`
+    WITH was_read AS MATERIALIZED (${read}),
+    ${eventsCtes(events)}
+    SELECT (SELECT coalesce(json_agg(r), '[]'::json) FROM was_read r) AS rows, (SELECT count(*) FROM notified) AS events`;
+  // json as the driver gives it: parsed, or its text.
+  const rows = row?.rows ?? [];
+  return typeof rows === "string" ? (JSON.parse(rows) as T[]) : rows;
 }
 
 /**

@@ -11,7 +11,7 @@ import { newId } from "@/lib/ids.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
 import { inferContentType } from "@/lib/processing/infer-content-type.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
-import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
+import { assertStorageQuota, checkStorageQuota, storageQuotaRead, type StorageQuotaRow } from "@/lib/quotas/assert-storage-quota.ts";
 import { resolveFileRef, type VerifiedFile } from "@/lib/uploads/resolve-file-ref.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { ATTACHABLE_FOR_MS } from "@/lib/uploads/upload-limits.ts";
@@ -20,7 +20,7 @@ import { deriveTitle } from "./derive-title.ts";
 import { CAPTURE_SOURCE, extractCaptureFacts } from "./extract-capture-facts.ts";
 import { DECISION_GATE_PATH_PREFIX, MAX_CONTENT_BYTES, MAX_SOURCE_PATH_BYTES, MAX_SOURCE_PATH_LENGTH, sourcePathTooLong, type CreateMemoryBody } from "./memory-fields.ts";
 import { serializeMemory, type MemoryObject } from "./serialize-memory.ts";
-import { emitEvent } from "@/lib/events/emit-event.ts";
+import { emitEvent, emitEventAfterRead } from "@/lib/events/emit-event.ts";
 
 export interface CreateMemoryResult {
   memory: MemoryObject;
@@ -166,14 +166,13 @@ ${input.content}`) : contentHash(input.content);
     const memory = await insert(tx, ctx, input, hash, source, createdAt, now, file);
     if (file) await attachFile(tx, memory, file, now);
     // After the insert and the attach, whose triggers added both to the counters (see assertStorageQuota):
-    // the file's bytes count toward the quotas as /v1/usage reports them.
-    await assertStorageQuota(tx, {
-      ownerId: ctx.user.id,
-      hubId: ctx.hub.id,
-      bytes: Buffer.byteLength(input.content, "utf8") + (file?.sizeBytes ?? 0),
-      memories: 1,
-    });
-    await emitEvent(tx, { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id });
+    // the file's bytes count toward the quotas as /v1/usage reports them. The quota's read and the event
+    // are one statement (issue 16); a refusal rolls the event back with the memory.
+    const growth = { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8") + (file?.sizeBytes ?? 0), memories: 1 };
+    const event = { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id } as const;
+    const quotaRead = storageQuotaRead(growth);
+    if (quotaRead) await checkStorageQuota(tx, growth, await emitEventAfterRead<StorageQuotaRow>(tx, event, quotaRead));
+    else await emitEvent(tx, event);
     return { memory, created: true, replaced: [] };
   };
   const attempt = () =>

@@ -1,5 +1,6 @@
 import { ApiError } from "@/lib/api/errors.ts";
 import type { DbClient } from "@/lib/db/database.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
 import { purgingUsage } from "./purging-usage.ts";
 import { quotaLimits } from "./quota-limits.ts";
 
@@ -22,18 +23,44 @@ export interface StorageGrowth {
  * writes are always allowed.
  */
 export async function assertStorageQuota(tx: DbClient, growth: StorageGrowth): Promise<void> {
+  const read = storageQuotaRead(growth);
+  if (!read) return;
+  await checkStorageQuota(tx, growth, await tx.$queryRaw<StorageQuotaRow[]>(read));
+}
+
+/** The counter rows of `growth`'s owner and hub, as storageQuotaRead reads them. */
+export interface StorageQuotaRow {
+  scope: string;
+  bytes: string | number;
+  memories: number;
+}
+
+/**
+ * The read assertStorageQuota makes (a SELECT of StorageQuotaRow), for a caller that runs it within
+ * a statement of its own after the write (a push with its event: emitEventAfterRead), then passes its
+ * rows to checkStorageQuota. Undefined when nothing is to be checked (a shrink, or no quotas set).
+ */
+export function storageQuotaRead(growth: StorageGrowth): Prisma.Sql | undefined {
+  if (growth.bytes <= 0 && growth.memories <= 0) return undefined;
+  const limits = quotaLimits();
+  const scopes = (["user", "hub"] as const).filter((scope) => limits[scope].bytes !== null || limits[scope].memories !== null);
+  if (scopes.length === 0) return undefined;
+  const ids = scopes.map((scope) => (scope === "user" ? growth.ownerId : growth.hubId));
+  return Prisma.sql`
+    SELECT u.scope, u.bytes::text AS bytes, u.memories
+      FROM storage_usage u JOIN unnest(${scopes}::text[], ${ids}::uuid[]) AS k(scope, scope_id) ON u.scope = k.scope AND u.scope_id = k.scope_id`;
+}
+
+/** assertStorageQuota's check on the rows its read gave. */
+export async function checkStorageQuota(tx: DbClient, growth: StorageGrowth, rows: StorageQuotaRow[]): Promise<void> {
   if (growth.bytes <= 0 && growth.memories <= 0) return;
   const limits = quotaLimits();
   const scopes = (["user", "hub"] as const).filter((scope) => limits[scope].bytes !== null || limits[scope].memories !== null);
-  if (scopes.length === 0) return;
-  const rows = await tx.storageUsage.findMany({
-    where: { OR: scopes.map((scope) => ({ scope, scopeId: scope === "user" ? growth.ownerId : growth.hubId })) },
-  });
   for (const scope of scopes) {
     const limit = limits[scope];
     const row = rows.find((r) => r.scope === scope);
     // What was used before this write (the error reports it as before).
-    let used = { bytes: Number(row?.bytes ?? 0) - growth.bytes, memories: (row?.memories ?? 0) - growth.memories };
+    let used = { bytes: Number(row?.bytes ?? 0) - growth.bytes, memories: Number(row?.memories ?? 0) - growth.memories };
     const over = (memories: number, bytes: number) =>
       (limit.memories !== null && growth.memories > 0 && memories + growth.memories > limit.memories) || (limit.bytes !== null && growth.bytes > 0 && bytes + growth.bytes > limit.bytes);
     // Only on the way to a refusal: what the owner still has in hubs marked deleted is on its way out.
