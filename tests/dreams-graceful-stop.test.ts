@@ -1,40 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
+import { describe, expect, it, vi } from "vitest";
 import { dreamRunner, startDreams } from "@/lib/dreams/dream-runner.ts";
 import { stopServer } from "@/lib/system/stop-server.ts";
 import { indexMemories } from "./recall-helpers.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
-import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
+import { dreamStopHarness } from "./support/dream-stop-harness.ts";
 
 // A graceful stop while the in-process worker runs a dream (its own file: the stop closes the database).
 
-const MODEL_ENV = { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", ENGRAM_DREAM_MODEL_TIMEOUT_MS: "1500" };
-const saved = { ...process.env };
-let h: Harness;
-let owner: Client;
-let fake: FakeOpenAiChat;
-let again: Database | undefined;
-const dataDir = mkdtempSync(path.join(tmpdir(), "engram-dreams-stop-"));
-
-beforeAll(async () => {
-  fake = await startFakeOpenAiChat(() => ({}));
-  h = await createHarness({ dataDir });
-  owner = await h.user("Owner");
-});
-afterAll(async () => {
-  for (const key of [...Object.keys(MODEL_ENV), "OPENAI_BASE_URL"]) {
-    if (saved[key] === undefined) delete process.env[key];
-    else process.env[key] = saved[key];
-  }
-  await h?.database.close().catch(() => {});
-  await again?.close().catch(() => {});
-  setDatabase(undefined);
-  await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const s = dreamStopHarness("engram-dreams-stop-", { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", ENGRAM_DREAM_MODEL_TIMEOUT_MS: "1500" });
 
 describe("a graceful stop during a dream run", () => {
   /**
@@ -46,22 +18,21 @@ describe("a graceful stop during a dream run", () => {
   it("stops the run between its batches, before the database closes, logging no failure", async () => {
     const ids: string[] = [];
     for (const content of ["Use pnpm, not npm, for installing dependencies in the web repo.", "In the web repo we install dependencies with pnpm instead of npm."]) {
-      const res = await owner.post("/v1/memories", { content, stability: "evolving" });
+      const res = await s.owner.post("/v1/memories", { content, stability: "evolving" });
       expect(res.status, res.text).toBe(201);
       ids.push(res.body.data.id);
     }
-    await indexMemories(h.db, ids);
+    await indexMemories(s.h.db, ids);
     // The merge's rewrite waits on a model that never answers, up to ENGRAM_DREAM_MODEL_TIMEOUT_MS.
-    Object.assign(process.env, MODEL_ENV, { OPENAI_BASE_URL: fake.url });
-    fake.mode = "hang";
+    s.hangModel();
     await startDreams();
     const runner = dreamRunner()!;
     expect(runner).toBeDefined();
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
-      const run = await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": owner.personalHubId } });
+      const run = await s.owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": s.owner.personalHubId } });
       expect(run.status, run.text).toBe(202);
-      for (let waited = 0; fake.requests.length === 0; waited += 20) {
+      for (let waited = 0; s.fake.requests.length === 0; waited += 20) {
         expect(waited).toBeLessThan(20_000);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
@@ -73,8 +44,8 @@ describe("a graceful stop during a dream run", () => {
       errors.mockRestore();
     }
     // The next start, on the same data: the run is there to resume, nothing of its unfinished batch written.
-    again = await openDatabase({ dataDir });
-    const runId = (await again.prisma.dreamRun.findFirstOrThrow({ where: { hubId: owner.personalHubId } })).id;
+    const again = await s.reopen();
+    const runId = (await again.prisma.dreamRun.findFirstOrThrow({ where: { hubId: s.owner.personalHubId } })).id;
     expect(await again.prisma.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, phase: true, heartbeatAt: true } })).toEqual({ status: "running", phase: "similar", heartbeatAt: null });
     expect(await again.prisma.dreamAction.count({ where: { runId } })).toBe(0);
     expect(await again.prisma.memory.count({ where: { id: { in: ids }, state: "active" } })).toBe(2);

@@ -1,53 +1,25 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { openDatabase, setDatabase, type Database } from "@/lib/db/database.ts";
+import { describe, expect, it, vi } from "vitest";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { dreamRunner, startDreams } from "@/lib/dreams/dream-runner.ts";
 import { claimDreamRun, executeDreamRun, StoppedError } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { stopServer } from "@/lib/system/stop-server.ts";
 import { indexMemories } from "./recall-helpers.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
-import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
+import { dreamStopHarness } from "./support/dream-stop-harness.ts";
 
 // A graceful stop of a dream run whose model call takes longer than the stop's grace, as with the
 // defaults (a 30 s model timeout, a 10 s grace). Its own file: the stop closes the database.
 
-const MODEL_ENV = { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", ENGRAM_DREAM_MODEL_TIMEOUT_MS: "30000" };
-const saved = { ...process.env };
-let h: Harness;
-let owner: Client;
-let fake: FakeOpenAiChat;
-let again: Database | undefined;
-const dataDir = mkdtempSync(path.join(tmpdir(), "engram-dreams-stop-wait-"));
-
-beforeAll(async () => {
-  fake = await startFakeOpenAiChat(() => ({}));
-  h = await createHarness({ dataDir });
-  owner = await h.user("Owner");
-});
-afterAll(async () => {
-  for (const key of [...Object.keys(MODEL_ENV), "OPENAI_BASE_URL"]) {
-    if (saved[key] === undefined) delete process.env[key];
-    else process.env[key] = saved[key];
-  }
-  await h?.database.close().catch(() => {});
-  await again?.close().catch(() => {});
-  setDatabase(undefined);
-  await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+const s = dreamStopHarness("engram-dreams-stop-wait-", { ENGRAM_CHAT_MODEL: "gpt-fake", OPENAI_API_KEY: "sk-test", ENGRAM_DREAM_MODEL_TIMEOUT_MS: "30000" });
 
 async function seedPair(hubId: string): Promise<string[]> {
   const ids: string[] = [];
   for (const content of ["Use pnpm, not npm, for installing dependencies in the web repo.", "In the web repo we install dependencies with pnpm instead of npm."]) {
-    const res = await owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
+    const res = await s.owner.post("/v1/memories", { content, stability: "evolving" }, { headers: { "x-hub-id": hubId } });
     expect(res.status, res.text).toBe(201);
     ids.push(res.body.data.id);
   }
-  await indexMemories(h.db, ids);
+  await indexMemories(s.h.db, ids);
   return ids;
 }
 
@@ -57,24 +29,24 @@ describe("a graceful stop during a dream run", () => {
    * it), so the resumed run did the whole phase again, its model calls included.
    */
   it("records a phase done when its last batch was saved before the stop", async () => {
-    const hubId = await h.teamHub(owner);
+    const hubId = await s.h.teamHub(s.owner);
     await seedPair(hubId);
-    const run = await queueDreamRun(h.db, hubId, owner.id, new Date());
+    const run = await queueDreamRun(s.h.db, hubId, s.owner.id, new Date());
     const config = dreamConfig();
-    expect(await claimDreamRun(h.db, run.run_id, "worker", new Date(), config.staleRunMs)).toBe(true);
+    expect(await claimDreamRun(s.h.db, run.run_id, "worker", new Date(), config.staleRunMs)).toBe(true);
     let stop = false;
     // Without a model here: the similar phase's one batch is saved, and the stop comes right after it.
     const env = { model: process.env.ENGRAM_CHAT_MODEL };
     delete process.env.ENGRAM_CHAT_MODEL;
     try {
       const afterBatch = (phase: string) => void (phase === "similar" && (stop = true));
-      await expect(executeDreamRun({ db: h.db, sql: h.database.sql, config, afterBatch, stopping: () => stop }, run.run_id, "worker")).rejects.toBeInstanceOf(StoppedError);
+      await expect(executeDreamRun({ db: s.h.db, sql: s.h.database.sql, config, afterBatch, stopping: () => stop }, run.run_id, "worker")).rejects.toBeInstanceOf(StoppedError);
     } finally {
       if (env.model !== undefined) process.env.ENGRAM_CHAT_MODEL = env.model;
     }
-    const row = await h.db.dreamRun.findUniqueOrThrow({ where: { id: run.run_id } });
+    const row = await s.h.db.dreamRun.findUniqueOrThrow({ where: { id: run.run_id } });
     expect(row.phase).toBe("stale");
-    expect(await h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "merge" } })).toBe(1);
+    expect(await s.h.db.dreamAction.count({ where: { runId: run.run_id, actionType: "merge" } })).toBe(1);
   }, 60_000);
 
   /**
@@ -84,17 +56,16 @@ describe("a graceful stop during a dream run", () => {
    * resume at once.
    */
   it("cancels the run's model call in flight, so the run is left resumable within the grace", async () => {
-    const ids = await seedPair(owner.personalHubId);
-    Object.assign(process.env, MODEL_ENV, { OPENAI_BASE_URL: fake.url });
-    fake.mode = "hang";
+    const ids = await seedPair(s.owner.personalHubId);
+    s.hangModel();
     await startDreams();
     const runner = dreamRunner()!;
     expect(runner).toBeDefined();
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
-      const run = await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": owner.personalHubId } });
+      const run = await s.owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": s.owner.personalHubId } });
       expect(run.status, run.text).toBe(202);
-      for (let waited = 0; fake.requests.length === 0; waited += 20) {
+      for (let waited = 0; s.fake.requests.length === 0; waited += 20) {
         expect(waited).toBeLessThan(20_000);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
@@ -104,8 +75,8 @@ describe("a graceful stop during a dream run", () => {
     } finally {
       errors.mockRestore();
     }
-    again = await openDatabase({ dataDir });
-    const runId = (await again.prisma.dreamRun.findFirstOrThrow({ where: { hubId: owner.personalHubId } })).id;
+    const again = await s.reopen();
+    const runId = (await again.prisma.dreamRun.findFirstOrThrow({ where: { hubId: s.owner.personalHubId } })).id;
     expect(await again.prisma.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, phase: true, heartbeatAt: true } })).toEqual({ status: "running", phase: "similar", heartbeatAt: null });
     expect(await again.prisma.dreamAction.count({ where: { runId } })).toBe(0);
     expect(await again.prisma.memory.count({ where: { id: { in: ids }, state: "active" } })).toBe(2);
