@@ -40,8 +40,11 @@ export async function extractMemoryText(memory: Memory, options: { signal?: Abor
     const again = memory.linkUrl !== null && createHash("sha256").update(memory.linkUrl, "utf8").digest("hex") === memory.contentHash;
     // Fetched outside the documents' one-at-a-time turn (only the parse uses the reader's thread): in it, 50 pushed links
     // were fetched one after another (up to 10 s each) and every document waited behind them. A page held
-    // while it waits for the parse is at most 5 MiB, one per running job.
-    const page = await readLink((again ? memory.linkUrl! : memory.content).trim());
+    // while it waits for the parse is at most 5 MiB, one per running job. A job whose lease is lost stops
+    // the fetch at once: it otherwise ran on to its 10 s limit for a page no one would take.
+    const page = await readLink((again ? memory.linkUrl! : memory.content).trim(), { signal: options.signal });
+    // Lost while the parse ran (the fetch had ended): the page is not ours to record.
+    if (options.signal?.aborted) throw abortReason(options.signal);
     const kept = page.text ? clip(page.text) : memory.content;
     const clipped = page.text && (page.clipped || kept.length < page.text.length) ? longerThanAMemory("page") : null;
     return { content: kept, title: page.title, error: [page.error, clipped].filter(Boolean).join(". ") || null };

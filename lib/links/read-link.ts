@@ -8,11 +8,12 @@ import { LinkFetchError, safeFetch } from "./safe-fetch.ts";
  * A link memory's page as readable markdown, titled from the page. Failures
  * (refused, unreachable, not text, over a reading limit) come back as
  * `error`: the memory then keeps its URL as content and says why. Only a
- * reader that died is thrown, so that the job is retried.
+ * reader that died is thrown, so that the job is retried. So is `signal`'s abort (the job's lease was
+ * lost): the page was not found unreadable, and the memory's new owner reads it.
  */
-export async function readLink(url: string): Promise<Extracted> {
+export async function readLink(url: string, { signal }: { signal?: AbortSignal } = {}): Promise<Extracted> {
   try {
-    const page = await safeFetch(url);
+    const page = await safeFetch(url, undefined, { signal });
     const type = normalizeContentType(page.contentType) || "text/html";
     if (type === "text/html" || type === "application/xhtml+xml") {
       // The readers take UTF-8: a page in another charset is decoded here, where its header is known.
@@ -26,6 +27,7 @@ export async function readLink(url: string): Promise<Extracted> {
     }
     return { text: "", error: `The link serves ${type}, which has no readable text` };
   } catch (error) {
+    if (signal?.aborted) throw error;
     if (error instanceof LinkFetchError) return { text: "", error: error.message };
     // The reader died (not the page's fault): the job is retried rather than the page recorded as unreadable.
     if (error instanceof ExtractionWorkerError) throw error;

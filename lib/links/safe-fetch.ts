@@ -139,11 +139,15 @@ export function isBlockedAddress(address: string): boolean {
  * (the first URL and each redirect) is resolved first, every address it
  * resolves to must be public, and the connection is pinned to the checked
  * address so a second DNS answer cannot swap it. At most `maxRedirects`
- * redirects, `timeoutMs` overall and `maxBytes` of body.
+ * redirects, `timeoutMs` overall and `maxBytes` of body. A `signal` that aborts (the job's lease
+ * was lost) stops the fetch at once and rejects with its reason, not as a page that did not load.
  */
-export async function safeFetch(rawUrl: string, policy: FetchPolicy = currentFetchPolicy()): Promise<FetchedPage> {
+export async function safeFetch(rawUrl: string, policy: FetchPolicy = currentFetchPolicy(), { signal }: { signal?: AbortSignal } = {}): Promise<FetchedPage> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), policy.timeoutMs);
+  const stop = () => controller.abort();
+  if (signal?.aborted) stop();
+  signal?.addEventListener("abort", stop, { once: true });
   try {
     let url = parseHttpUrl(rawUrl);
     for (let hop = 0; ; hop++) {
@@ -158,9 +162,11 @@ export async function safeFetch(rawUrl: string, policy: FetchPolicy = currentFet
       return { url: url.toString(), status: response.status, contentType: response.contentType, body: response.body! };
     }
   } catch (error) {
+    if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new Error("the fetch was stopped");
     if (controller.signal.aborted) throw new LinkFetchError(`The page did not load within ${policy.timeoutMs / 1000} s`);
     throw error;
   } finally {
+    signal?.removeEventListener("abort", stop);
     clearTimeout(timer);
   }
 }
