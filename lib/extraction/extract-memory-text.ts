@@ -66,9 +66,15 @@ export async function extractMemoryText(memory: Memory, options: { signal?: Abor
  */
 export const IMAGE_READS_AT_ONCE = 3;
 
-/** Is this a file memory whose extraction takes an image turn (an image not read yet)? */
-export function waitsForImageTurn(memory: Pick<Memory, "fileRef" | "contentType" | "extractedAt">): boolean {
-  return needsExtraction(memory) && memory.fileRef !== null && isImageType((memory.fileRef as unknown as Partial<StoredFileRef>).content_type ?? "");
+export type ReadTurn = "image" | "document";
+
+/**
+ * The read turn this memory's extraction waits for: an image's or a document's (any other file not read
+ * yet), or null (nothing to read, or a link: only its parse uses the reader's thread, briefly).
+ */
+export function readTurnOf(memory: Pick<Memory, "fileRef" | "contentType" | "extractedAt">): ReadTurn | null {
+  if (!needsExtraction(memory) || memory.fileRef === null) return null;
+  return isImageType((memory.fileRef as unknown as Partial<StoredFileRef>).content_type ?? "") ? "image" : "document";
 }
 
 async function readFileMemory(memory: Memory, ref: StoredFileRef, signal?: AbortSignal): Promise<{ content: string; title?: string; error: string | null }> {

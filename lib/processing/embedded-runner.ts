@@ -1,5 +1,5 @@
 import { runAsBackground } from "@/lib/db/background-work.ts";
-import { IMAGE_READS_AT_ONCE, waitsForImageTurn } from "@/lib/extraction/extract-memory-text.ts";
+import { IMAGE_READS_AT_ONCE, readTurnOf, type ReadTurn } from "@/lib/extraction/extract-memory-text.ts";
 import type { Db } from "@/lib/db/database.ts";
 import { JobLease } from "./job-lease.ts";
 import { claimMemory, processMemory } from "./process-memory.ts";
@@ -16,6 +16,15 @@ const REFILL_BELOW = SWEEP_PAGE / 2;
  * to the database (the row is pending) and a sweep pages through the backlog once the queue drains.
  */
 export const MAX_QUEUED_JOBS = 10_000;
+/**
+ * Document jobs (PDF, Office and text files not read yet) holding workers at once: one reading (the
+ * process reads one document at a time) and one ready behind it. Each of the others waited for that
+ * turn in a worker, so a bulk PDF import took all of them and text pushed after it waited for hours.
+ */
+export const DOCUMENT_JOBS_AT_ONCE = 2;
+/** Jobs of each read turn that may hold workers at once; the others are parked. */
+const TURN_JOBS_AT_ONCE: Record<ReadTurn, number> = { image: IMAGE_READS_AT_ONCE, document: DOCUMENT_JOBS_AT_ONCE };
+const READ_TURNS: ReadTurn[] = ["image", "document"];
 
 export interface FindPendingOptions {
   /** `running` rows started (or last renewed) before this are orphans of a dead worker. */
@@ -29,7 +38,7 @@ export interface FindPendingOptions {
   limit?: number;
   now?: Date;
   /**
-   * Ids the caller holds already (the embedded runner's parked images, at most its queue bound): left off
+   * Ids the caller holds already (the embedded runner's parked files, at most its queue bound): left off
    * the page, which otherwise came back full of them, so the rows after them were never reached.
    */
   exclude?: string[];
@@ -110,17 +119,21 @@ export class EmbeddedRunner {
   private readonly queued = new Set<string>();
   private readonly active = new Set<string>();
   private readonly again = new Set<string>();
-  /** Image jobs running (or started from `parked`, their turn kept for them): at most IMAGE_READS_AT_ONCE. */
-  private readonly imageJobs = new Set<string>();
   /**
-   * Images not read yet that came up while IMAGE_READS_AT_ONCE image jobs ran: they wait here, unclaimed,
-   * not in a worker. Run as they came, they waited for the vision model's turn in the workers, and 40
-   * photos took all 16 while text, links and PDFs pushed after them waited for up to an hour.
-   * An id is in at most one of `queued`, `parked` and `active` (only queue() and park() add to the first
-   * two, and never for an active id): one in two of them was started twice, and the twin that lost the
-   * claim gave back the image turn the other still held, so a fourth image job started.
+   * Jobs of each read turn running (or started from `parked`, their turn kept for them): at most
+   * TURN_JOBS_AT_ONCE of each.
    */
-  private readonly parked = new Set<string>();
+  private readonly turnJobs: Record<ReadTurn, Set<string>> = { image: new Set(), document: new Set() };
+  /**
+   * Files not read yet that came up while TURN_JOBS_AT_ONCE jobs of their turn ran: they wait here,
+   * unclaimed, not in a worker. Run as they came, they waited for their turn (the vision model's, the
+   * documents' one reader) in the workers, and 40 photos or a bulk PDF import took all 16 while text
+   * and links pushed after them waited for up to an hour.
+   * An id is in at most one of `queued`, the parked sets and `active` (only queue() and park() add to
+   * the first two, and never for an active id): one in two of them was started twice, and the twin that
+   * lost the claim gave back the turn the other still held, so a fourth image job started.
+   */
+  private readonly parked: Record<ReadTurn, Set<string>> = { image: new Set(), document: new Set() };
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly startedAt = new Date();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -158,7 +171,7 @@ export class EmbeddedRunner {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     this.queued.clear();
-    this.parked.clear();
+    for (const turn of READ_TURNS) this.parked[turn].clear();
     this.again.clear();
   }
 
@@ -179,12 +192,12 @@ export class EmbeddedRunner {
 
   enqueue(id: string): void {
     if (this.stopped) return;
-    // Written again while parked: it may be no image now, so it is looked at again in its queue turn.
-    if (this.parked.has(id)) this.queue(id);
+    // Written again while parked: it may be no file to read now, so it is looked at again in its queue turn.
+    if (this.isParked(id)) this.queue(id);
     else if (this.active.has(id)) this.again.add(id);
     // While memories wait in the database, a new write waits behind them there too: queued ahead, a
     // steady stream of writes kept the queue from ever draining and the backlog waited for good.
-    else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parked.size < (this.options.maxQueued ?? MAX_QUEUED_JOBS))) this.queue(id);
+    else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parkedCount() < (this.options.maxQueued ?? MAX_QUEUED_JOBS))) this.queue(id);
     else {
       this.backlog = true;
       // Nothing running may be left to ask for the next page (a sweep that failed, say).
@@ -200,7 +213,7 @@ export class EmbeddedRunner {
   }
 
   get size(): { queued: number; active: number } {
-    return { queued: this.queued.size + this.parked.size, active: this.active.size };
+    return { queued: this.queued.size + this.parkedCount(), active: this.active.size };
   }
 
   private notifyIdle(): void {
@@ -209,7 +222,7 @@ export class EmbeddedRunner {
 
   private isIdle(): boolean {
     // Once stopped, what a sweep still finds is never started: only the running jobs count.
-    return this.active.size === 0 && (this.stopped || (this.queued.size === 0 && this.parked.size === 0 && !this.sweeping));
+    return this.active.size === 0 && (this.stopped || (this.queued.size === 0 && this.parkedCount() === 0 && !this.sweeping));
   }
 
   private staleBefore(now: Date): Date {
@@ -242,10 +255,10 @@ export class EmbeddedRunner {
       if (this.queued.size >= SWEEP_PAGE) return;
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
-      // Parked images are pending rows this runner holds already: a page of them alone kept the rest waiting.
-      const exclude = [...this.parked];
+      // Parked files are pending rows this runner holds already: a page of them alone kept the rest waiting.
+      const exclude = READ_TURNS.flatMap((turn) => [...this.parked[turn]]);
       const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, exclude }));
-      for (const id of ids) if (!this.active.has(id) && !this.parked.has(id) && !this.stopped) this.queue(id);
+      for (const id of ids) if (!this.active.has(id) && !this.isParked(id) && !this.stopped) this.queue(id);
       if (ids.length === SWEEP_PAGE) this.backlog = true;
     } catch (error) {
       // The backlog is still there: the next refill tries again.
@@ -259,11 +272,11 @@ export class EmbeddedRunner {
    * last make room and are left to the database (their rows are pending), read back as a backlog.
    */
   private queueFirst(ids: string[]): void {
-    const first = ids.filter((id) => !this.active.has(id) && !this.parked.has(id) && !this.stopped);
+    const first = ids.filter((id) => !this.active.has(id) && !this.isParked(id) && !this.stopped);
     if (first.length === 0) return;
     const taken = new Set(first);
     const rest = [...this.queued].filter((id) => !taken.has(id));
-    const room = Math.max(0, (this.options.maxQueued ?? MAX_QUEUED_JOBS) - this.parked.size - first.length);
+    const room = Math.max(0, (this.options.maxQueued ?? MAX_QUEUED_JOBS) - this.parkedCount() - first.length);
     if (rest.length > room) this.backlog = true;
     this.queued.clear();
     for (const id of [...first, ...rest.slice(0, room)]) this.queue(id);
@@ -271,13 +284,21 @@ export class EmbeddedRunner {
 
   /** The only ways into `queued` and `parked`: each takes the id out of the other (see `parked`). */
   private queue(id: string): void {
-    this.parked.delete(id);
+    for (const turn of READ_TURNS) this.parked[turn].delete(id);
     this.queued.add(id);
   }
 
-  private park(id: string): void {
+  private park(id: string, turn: ReadTurn): void {
     this.queued.delete(id);
-    this.parked.add(id);
+    this.parked[turn].add(id);
+  }
+
+  private isParked(id: string): boolean {
+    return READ_TURNS.some((turn) => this.parked[turn].has(id));
+  }
+
+  private parkedCount(): number {
+    return this.parked.image.size + this.parked.document.size;
   }
 
   private backlog = false;
@@ -302,10 +323,10 @@ export class EmbeddedRunner {
       void runAsBackground(() => this.run(id)).then((parks) => {
         this.active.delete(id);
         // Parked (or queued again) only once no longer active: while it ran, a write put it in `again`,
-        // and parked as well it was both queued and parked. Written again, it may be no image now: it
-        // is looked at again in its queue turn.
+        // and parked as well it was both queued and parked. Written again, it may be another file (or
+        // none) now: it is looked at again in its queue turn.
         if (this.again.delete(id)) this.queue(id);
-        else if (parks && !this.stopped) this.park(id);
+        else if (parks && !this.stopped) this.park(id, parks);
         // Refilled before the queue runs dry, oldest first (the sweep's order): the page read then holds
         // what is still queued and the oldest of the backlog after it.
         if (this.queued.size < REFILL_BELOW && this.backlog) this.sweepSoon();
@@ -315,12 +336,13 @@ export class EmbeddedRunner {
     }
   }
 
-  /** A parked image first once an image turn is free (it came before what is queued now), else the queue's head. */
+  /** A parked file first once its turn is free (it came before what is queued now), else the queue's head. */
   private nextJob(): string | undefined {
-    if (this.imageJobs.size < IMAGE_READS_AT_ONCE && this.parked.size > 0) {
-      const id = this.parked.values().next().value!;
-      this.parked.delete(id);
-      this.imageJobs.add(id);
+    for (const turn of READ_TURNS) {
+      if (this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn] || this.parked[turn].size === 0) continue;
+      const id = this.parked[turn].values().next().value!;
+      this.parked[turn].delete(id);
+      this.turnJobs[turn].add(id);
       return id;
     }
     const id = this.queued.values().next().value;
@@ -328,17 +350,20 @@ export class EmbeddedRunner {
     return id;
   }
 
-  /** Runs one job; true when it is an image to park (all image turns taken), left unclaimed. */
-  private async run(id: string): Promise<boolean> {
+  /** Runs one job; the read turn to park it in when it is a file whose turn's jobs are all taken, left unclaimed. */
+  private async run(id: string): Promise<ReadTurn | undefined> {
     try {
       const db = await this.options.db();
-      if (await this.waitsForImage(db, id)) {
-        if (!this.imageJobs.has(id) && this.imageJobs.size >= IMAGE_READS_AT_ONCE) return true;
-        this.imageJobs.add(id);
-      } else this.imageJobs.delete(id);
+      // Started from the other turn's parked set (written since as another kind of file): that turn is given back.
+      const turn = await this.readTurn(db, id);
+      for (const other of READ_TURNS) if (other !== turn) this.turnJobs[other].delete(id);
+      if (turn) {
+        if (!this.turnJobs[turn].has(id) && this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn]) return turn;
+        this.turnJobs[turn].add(id);
+      }
       const now = new Date();
       const claim = await claimMemory(db, id, { ...this.options, now, staleBefore: this.staleBefore(now) });
-      if (!claim) return false;
+      if (!claim) return undefined;
       const signal = this.lease.hold(id, claim.attempt, claim.memory.version);
       const outcome = await processMemory(db, claim, { ...this.options, signal }).finally(() => this.lease.release(id));
       if (outcome.status === "done") this.stats.done++;
@@ -360,14 +385,14 @@ export class EmbeddedRunner {
       // Claim or bookkeeping failed (database unavailable): the row keeps its status and the sweeper returns to it.
       console.error(`[engram] processing: memory ${id} could not be processed now`, error);
     } finally {
-      this.imageJobs.delete(id);
+      for (const turn of READ_TURNS) this.turnJobs[turn].delete(id);
     }
-    return false;
+    return undefined;
   }
 
-  /** Does this memory's job wait for an image turn (extraction of an image not read yet)? */
-  private async waitsForImage(db: Db, id: string): Promise<boolean> {
+  /** The read turn this memory's job waits for (extraction of a file not read yet), if any. */
+  private async readTurn(db: Db, id: string): Promise<ReadTurn | null> {
     const row = await db.memory.findUnique({ where: { id }, select: { fileRef: true, contentType: true, extractedAt: true } });
-    return row !== null && waitsForImageTurn(row);
+    return row === null ? null : readTurnOf(row);
   }
 }

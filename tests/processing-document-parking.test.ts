@@ -1,0 +1,123 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import { DOCUMENT_JOBS_AT_ONCE, EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
+import { processingConfig } from "@/lib/processing/processing-config.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { dispatch } from "./support/router.ts";
+
+/**
+ * Documents are read one at a time per process, and a document job waited for that turn inside one of
+ * the runner's workers, as images did before they were parked. A bulk import of PDFs took all 16
+ * workers, and text pushed after it waited until the documents ahead of it were read one by one.
+ * Now at most DOCUMENT_JOBS_AT_ONCE document jobs hold workers; the others wait unclaimed, parked.
+ */
+
+/** The embedded store; objects whose keys are in `trickling` come a byte every 100 ms, for ever. */
+class TricklingStore extends LocalBlobStore {
+  readonly trickling = new Set<string>();
+  override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
+    if (!this.trickling.has(key)) return super.read(key, range);
+    let timer: NodeJS.Timeout | undefined;
+    const stream = new Readable({
+      read() {
+        timer = setTimeout(() => stream.push(Buffer.from("a")), 100);
+      },
+      destroy: (error, callback) => {
+        clearTimeout(timer);
+        callback(error);
+      },
+    });
+    return stream;
+  }
+}
+
+let h: Harness;
+let ann: Client;
+let dir: string;
+let store: TricklingStore;
+
+beforeAll(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), "engram-document-parking-"));
+  store = new TricklingStore(dir);
+  setBlobStore(store);
+  h = await createHarness();
+  ann = await h.user("Ann");
+});
+afterAll(async () => {
+  setBlobStore(undefined);
+  await h?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A text file memory whose bytes trickle from storage (a download that holds the documents' turn). */
+async function document(text: string, trickle = true): Promise<string> {
+  const bytes = Buffer.from(text);
+  const intent = (await ann.post("/v1/uploads", { filename: "report.txt", content_type: "text/plain", size_bytes: bytes.length })).body.data;
+  expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(bytes) }))).status).toBe(200);
+  const created = await ann.post("/v1/memories", { file_ref: intent.file_ref });
+  expect(created.status).toBe(201);
+  if (trickle) store.trickling.add(intent.file_ref.object_key);
+  return created.body.data.id;
+}
+
+async function until(what: string, check: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const status = async (id: string) => (await h.db.memory.findUniqueOrThrow({ where: { id }, select: { processingStatus: true } })).processingStatus;
+
+describe("the embedded runner's document jobs", () => {
+  it("a bulk import of documents holds at most DOCUMENT_JOBS_AT_ONCE workers: text pushed after it is processed promptly", async () => {
+    const config = processingConfig();
+    const documents: string[] = [];
+    for (let i = 0; i < config.concurrency + 4; i++) documents.push(await document(`Quarterly report ${i}: the numbers, from a slow bucket.`));
+    const r = new EmbeddedRunner({ ...config, sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    try {
+      for (const id of documents) r.enqueue(id);
+      await until("a document is being read", async () => (await h.db.memory.count({ where: { id: { in: documents }, processingStatus: "running" } })) > 0, 10_000);
+      const text = (await ann.post("/v1/memories", { content: "The loading dock closes at six on Fridays." })).body.data.id as string;
+      r.enqueue(text);
+      // The first document's download alone holds the turn for ENGRAM_EXTRACT_DOWNLOAD_MAX_MS (two minutes).
+      await until("the text memory is done", async () => (await status(text)) === "done", 20_000);
+      expect(await h.db.memory.count({ where: { id: { in: documents }, processingStatus: "running" } })).toBeLessThanOrEqual(DOCUMENT_JOBS_AT_ONCE);
+      expect(r.size.active).toBeLessThanOrEqual(DOCUMENT_JOBS_AT_ONCE);
+      expect(r.size.queued).toBe(documents.length - DOCUMENT_JOBS_AT_ONCE);
+    } finally {
+      r.stop();
+      await r.idle();
+    }
+  }, 60_000);
+
+  it("parked documents are all read in the end, never more than DOCUMENT_JOBS_AT_ONCE of them claimed at once", async () => {
+    const documents: string[] = [];
+    for (let i = 0; i < 6; i++) documents.push(await document(`Meeting notes ${i}: the roof repair is booked for spring.`, false));
+    const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    let most = 0;
+    try {
+      for (const id of documents) r.enqueue(id);
+      await until(
+        "every document is done",
+        async () => {
+          most = Math.max(most, await h.db.memory.count({ where: { id: { in: documents }, processingStatus: "running" } }));
+          return (await h.db.memory.count({ where: { id: { in: documents }, processingStatus: "done" } })) === documents.length;
+        },
+        45_000,
+      );
+      expect(most).toBeLessThanOrEqual(DOCUMENT_JOBS_AT_ONCE);
+      expect(r.stats.done).toBe(documents.length);
+      expect(r.size).toEqual({ queued: 0, active: 0 });
+    } finally {
+      r.stop();
+      await r.idle();
+    }
+  }, 60_000);
+});
