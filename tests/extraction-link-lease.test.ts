@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setLinkFetchPolicyForTests } from "@/lib/links/safe-fetch.ts";
 import { EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
+import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -16,11 +17,14 @@ let site: http.Server;
 let port: number;
 /** When each /trickle request's connection closed (ms since the epoch), in the order they came. */
 const closedAt: (number | undefined)[] = [];
+/** /held requests, unanswered until the test answers them. */
+const held: http.ServerResponse[] = [];
 let h: Harness;
 let ann: Client;
 
 beforeAll(async () => {
   site = http.createServer((req, res) => {
+    if (req.url === "/held") return void held.push(res);
     if (req.url !== "/trickle") return void res.writeHead(404).end();
     const index = closedAt.push(undefined) - 1;
     res.writeHead(200, { "content-type": "text/plain" });
@@ -77,5 +81,22 @@ describe("a link's page fetch", () => {
       r.stop();
       await r.idle();
     }
+  }, 30_000);
+
+  it("a job that lost its lease without noticing yet (between renewals) does not write the page it read over its new owner's", async () => {
+    const config = processingConfig();
+    const created = await ann.post("/v1/memories", { content: `http://127.0.0.1:${port}/held`, content_type: "link" });
+    const id = created.body.data.id as string;
+    const claim = await claimMemory(h.db, id, { ...config, now: new Date(), staleBefore: new Date(0) });
+    expect(claim?.attempt).toBe(1);
+    // No signal: the lease's next renewal, which would notice the takeover, is up to a third of a lease away.
+    const job = processMemory(h.db, claim!, config);
+    await until("the page is being fetched", () => held.length === 1, 10_000);
+    // Taken over (attempts + 1) by another process, which read the page and wrote its text.
+    await h.db.memory.updateMany({ where: { id }, data: { processingAttempts: 2, processingStartedAt: new Date(), content: "The new owner's reading of the page.", extractedAt: new Date() } });
+    held.shift()!.writeHead(200, { "content-type": "text/plain" }).end("An older reading of the page.");
+    expect(await job).toEqual({ status: "stale" });
+    const memory = await h.db.memory.findUniqueOrThrow({ where: { id }, select: { content: true, extractionError: true, processingAttempts: true } });
+    expect(memory).toEqual({ content: "The new owner's reading of the page.", extractionError: null, processingAttempts: 2 });
   }, 30_000);
 });

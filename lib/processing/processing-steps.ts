@@ -223,7 +223,9 @@ const extract: ProcessingStep = {
     const growth = Buffer.byteLength(result.content, "utf8") - Buffer.byteLength(memory.content, "utf8");
     try {
       await ctx.db.$transaction(async (tx) => {
-        const { count } = await tx.memory.updateMany({ where: currentWhere(ctx.memory), data: changes });
+        // Only while the claim holds: a job that lost its lease learns of it at its next renewal (up to a
+        // third of a lease later), and meanwhile wrote the page or file it read over its new owner's.
+        const { count } = await tx.memory.updateMany({ where: { ...currentWhere(ctx.memory), ...heldWhere(ctx) }, data: changes });
         if (count === 0) throw new StaleJobError(ctx.memory);
         // After the update above, which holds the row's lock: a client's title committed before it stays.
         if (title !== undefined) {
@@ -245,7 +247,7 @@ const extract: ProcessingStep = {
         ctx,
         { extractedAt: ctx.now(), extractionError: `The text was not stored: ${error.message}`.slice(0, 1000), ...(memory.linkUrl !== null && { linkUrl: null }) },
         undefined,
-        { now: true },
+        { now: true, held: true },
       );
     }
   },
