@@ -140,6 +140,8 @@ export class EmbeddedRunner {
   private sweeping: Promise<void> | undefined;
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
+  /** stop(): the jobs in progress end too (a drain lets them finish first). */
+  private cutShort = false;
   /** Jobs finished since start, by outcome (reported in logs and by the benchmark). */
   readonly stats = { done: 0, stale: 0, retried: 0, failed: 0 };
 
@@ -158,6 +160,7 @@ export class EmbeddedRunner {
 
   /** Stops at once: jobs in progress lose their lease and abort at their next step. */
   stop(): void {
+    this.cutShort = true;
     this.halt();
     this.lease.stop();
     this.notifyIdle();
@@ -361,6 +364,8 @@ export class EmbeddedRunner {
         if (!this.turnJobs[turn].has(id) && this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn]) return turn;
         this.turnJobs[turn].add(id);
       }
+      // Stopped (not drained) while this job waited for the database: it is not started, its row left as it is.
+      if (this.cutShort) return undefined;
       const now = new Date();
       const claim = await claimMemory(db, id, { ...this.options, now, staleBefore: this.staleBefore(now) });
       if (!claim) return undefined;

@@ -24,6 +24,7 @@ export class JobLease {
   private readonly held = new Map<string, Held>();
   private timer: NodeJS.Timeout | undefined;
   private renewing = false;
+  private stopped = false;
 
   constructor(
     private readonly db: () => Promise<Db>,
@@ -31,9 +32,16 @@ export class JobLease {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  /** Starts renewing the lease of a claimed memory; the signal aborts when the lease is lost. */
+  /**
+   * Starts renewing the lease of a claimed memory; the signal aborts when the lease is lost. After
+   * stop() (a claim that was on its way then) it is lost at once: renewed, the job ran on for good.
+   */
   hold(id: string, attempt: number, version: number): AbortSignal {
     const controller = new AbortController();
+    if (this.stopped) {
+      controller.abort();
+      return controller.signal;
+    }
     this.held.set(id, { attempt, version, controller });
     if (!this.timer) {
       this.timer = setInterval(() => void this.renew(), Math.max(100, Math.floor(this.leaseMs / 3)));
@@ -48,6 +56,7 @@ export class JobLease {
   }
 
   stop(): void {
+    this.stopped = true;
     this.stopTimer();
     for (const { controller } of this.held.values()) controller.abort();
     this.held.clear();
