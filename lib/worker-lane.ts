@@ -27,6 +27,8 @@ interface Job<Reply> {
   transfer: Transferable[];
   resolve(reply: Reply): void;
   reject(error: Error): void;
+  /** It left the queue for the worker: no longer given up by its signal. */
+  started(): void;
 }
 
 interface Live<Reply> {
@@ -62,10 +64,26 @@ export class WorkerLane<Reply extends WorkerReply> {
     await (this.live ?? this.spawn()).ready;
   }
 
-  /** The worker's reply to `message` (sent with an `id` of its own); rejects with its `error`, a limit or a crash. */
-  run(message: object, transfer: Transferable[] = []): Promise<Reply> {
+  /**
+   * The worker's reply to `message` (sent with an `id` of its own); rejects with its `error`, a limit or a crash.
+   * A `signal` that aborts while the task still waits for the worker takes it out of the queue, rejected
+   * with the signal's reason: a job whose lease was lost otherwise held its worker (and the bytes it sent)
+   * behind every slow task ahead of it. A task the worker has started runs on to its end or its limit.
+   */
+  run(message: object, transfer: Transferable[] = [], signal?: AbortSignal): Promise<Reply> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ message: { ...message, id: this.nextId++ }, transfer, resolve, reject });
+      const givenUp = () => reject(signal!.reason instanceof Error ? signal!.reason : new Error("the task was given up"));
+      if (signal?.aborted) return givenUp();
+      const leave = () => {
+        const at = this.queue.indexOf(job);
+        if (at < 0) return;
+        this.queue.splice(at, 1);
+        givenUp();
+      };
+      const started = () => signal?.removeEventListener("abort", leave);
+      const job: Job<Reply> = { message: { ...message, id: this.nextId++ }, transfer, resolve, reject, started };
+      this.queue.push(job);
+      signal?.addEventListener("abort", leave, { once: true });
       void this.next();
     });
   }
@@ -74,6 +92,7 @@ export class WorkerLane<Reply extends WorkerReply> {
     if (this.busy) return;
     const job = this.queue.shift();
     if (!job) return;
+    job.started();
     this.busy = true;
     let live: Live<Reply>;
     try {

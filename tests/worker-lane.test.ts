@@ -15,7 +15,7 @@ function echoLane(timeoutMs: number): WorkerLane<Reply> {
     script,
     `import { parentPort } from "node:worker_threads";
      parentPort.postMessage({ ready: true });
-     parentPort.on("message", ({ id, value }) => parentPort.postMessage({ id, echo: value }));`,
+     parentPort.on("message", ({ id, value, sleepMs }) => setTimeout(() => parentPort.postMessage({ id, echo: value }), sleepMs ?? 0));`,
   );
   return new WorkerLane<Reply>({
     script,
@@ -41,6 +41,23 @@ describe("WorkerLane", () => {
       new Promise((resolve) => setTimeout(() => resolve("still waiting"), 1_000)),
     ]);
     expect(settled).toBe("DataCloneError");
+    expect((await lane.run({ value: "next" })).echo).toBe("next");
+  });
+
+  it("a task waiting behind another leaves the queue at once when its signal aborts (its job's lease was lost)", async () => {
+    const lane = echoLane(10_000);
+    await lane.start();
+    const slow = lane.run({ value: "slow", sleepMs: 1_500 });
+    const lost = new AbortController();
+    const waiting = lane.run({ value: "waiting" }, [], lost.signal).then(
+      () => "resolved",
+      (error: Error) => error.message,
+    );
+    lost.abort(new Error("the job's lease was lost"));
+    // Not after the slow task ahead of it: a job given up held its worker (and its page) until its turn came.
+    const settled = await Promise.race([waiting, new Promise((resolve) => setTimeout(() => resolve("still waiting"), 500))]);
+    expect(settled).toBe("the job's lease was lost");
+    expect((await slow).echo).toBe("slow");
     expect((await lane.run({ value: "next" })).echo).toBe("next");
   });
 });

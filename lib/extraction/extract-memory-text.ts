@@ -94,8 +94,10 @@ async function readFileMemory(memory: Memory, ref: StoredFileRef, signal?: Abort
   // A file the parser chokes on, or that hits a time or memory limit (ExtractionStoppedError), will do
   // the same on a retry: report it, index what there is. A reader that died is not the file's fault:
   // that is thrown, and the job retried.
-  const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint, signal) : extractText(asUtf8(bytes, ref), ref.content_type)).catch(
+  const extracted = await (isImageType(ref.content_type) ? describeImage(bytes, ref, memory.hint, signal) : extractText(asUtf8(bytes, ref), ref.content_type, signal)).catch(
     (error: Error): Extracted => {
+      // Given up (the lease was lost) while it waited for the reader or the model: not the file's fault.
+      if (signal?.aborted) throw abortReason(signal);
       if (error instanceof ExtractionWorkerError) throw error;
       // The vision model failed. Busy, unreachable, silent or erring (429, 5xx) says nothing of the image: retried.
       // A refusal is final, in describeError's words (the provider's own may echo the key or name hosts).

@@ -19,11 +19,12 @@ export interface Extracted {
  * with its headings, HTML through Readability, text types as they are.
  * Images have no text here (see describe-image.ts). Parsing runs in the
  * extraction thread, under its time and memory limits (extraction-thread.ts);
- * a file stopped at a limit rejects with ExtractionStoppedError.
+ * a file stopped at a limit rejects with ExtractionStoppedError. A `signal` that aborts while the file
+ * waits for the thread rejects with its reason.
  */
-export async function extractText(bytes: Buffer, contentType: string): Promise<Extracted> {
+export async function extractText(bytes: Buffer, contentType: string, signal?: AbortSignal): Promise<Extracted> {
   if (isImageType(contentType)) return { text: "", error: "No text was found in the image (no vision model is configured)" };
-  return readDocumentInThread(documentKind(contentType), bytes, MAX_CONTENT_BYTES);
+  return readDocumentInThread(documentKind(contentType), bytes, MAX_CONTENT_BYTES, signal);
 }
 
 function documentKind(contentType: string): DocumentKind {

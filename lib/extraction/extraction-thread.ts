@@ -41,14 +41,17 @@ export function extractWorkerScript(): string | null {
 
 type Task = { task: "document"; kind: DocumentKind; bytes: Buffer; maxContentBytes: number } | { task: "page"; bytes: Buffer };
 
-/** A file's text, read in the extraction thread. */
-export function readDocumentInThread(kind: DocumentKind, bytes: Buffer, maxContentBytes: number): Promise<ReadDocument> {
-  return run({ task: "document", kind, bytes, maxContentBytes }) as Promise<ReadDocument>;
+/**
+ * A file's text, read in the extraction thread. A `signal` that aborts while it waits for the thread
+ * (a job whose lease was lost) rejects with its reason at once (worker-lane.ts).
+ */
+export function readDocumentInThread(kind: DocumentKind, bytes: Buffer, maxContentBytes: number, signal?: AbortSignal): Promise<ReadDocument> {
+  return run({ task: "document", kind, bytes, maxContentBytes }, signal) as Promise<ReadDocument>;
 }
 
-/** A fetched HTML page as markdown, read in the extraction thread. */
-export function readPageInThread(html: Buffer): Promise<ReadableDocument> {
-  return run({ task: "page", bytes: html }) as Promise<ReadableDocument>;
+/** A fetched HTML page as markdown, read in the extraction thread; `signal` as for readDocumentInThread. */
+export function readPageInThread(html: Buffer, signal?: AbortSignal): Promise<ReadableDocument> {
+  return run({ task: "page", bytes: html }, signal) as Promise<ReadableDocument>;
 }
 
 interface Reply extends WorkerReply {
@@ -83,7 +86,7 @@ function extractionLane(script: string): WorkerLane<Reply> {
 const globalForExtraction = globalThis as unknown as { __engramExtractionThread?: WorkerLane<Reply> | null };
 let warned = false;
 
-function run(task: Task): Promise<unknown> {
+function run(task: Task, signal?: AbortSignal): Promise<unknown> {
   if (globalForExtraction.__engramExtractionThread === undefined) {
     const script = extractWorkerScript();
     globalForExtraction.__engramExtractionThread = script ? extractionLane(script) : null;
@@ -93,7 +96,7 @@ function run(task: Task): Promise<unknown> {
     // A copy the worker can own: the caller's Buffer may be a slice of a shared pool.
     const bytes = new Uint8Array(task.bytes);
     // The heap limit is fixed when the worker starts; its buffers' limit (buffer-guard.mjs) goes with each task.
-    return thread.run({ ...task, bytes, memoryMb: extractionLimits().memoryMb }, [bytes.buffer]).then((reply) => reply.result);
+    return thread.run({ ...task, bytes, memoryMb: extractionLimits().memoryMb }, [bytes.buffer], signal).then((reply) => reply.result);
   }
   if (!warned) {
     warned = true;

@@ -17,13 +17,13 @@ export async function readLink(url: string, { signal }: { signal?: AbortSignal }
     const type = normalizeContentType(page.contentType) || "text/html";
     if (type === "text/html" || type === "application/xhtml+xml") {
       // The readers take UTF-8: a page in another charset is decoded here, where its header is known.
-      const doc = await readPageInThread(Buffer.from(decodePage(page.body, page.contentType, true), "utf8"));
+      const doc = await readPageInThread(Buffer.from(decodePage(page.body, page.contentType, true), "utf8"), signal);
       if (!doc.markdown) return { text: "", title: doc.title || undefined, error: "No readable text was found on the page" };
       return { text: doc.markdown, title: doc.title || undefined };
     }
-    if (type.startsWith("text/")) return extractText(Buffer.from(decodePage(page.body, page.contentType, false), "utf8"), "text/plain");
+    if (type.startsWith("text/")) return extractText(Buffer.from(decodePage(page.body, page.contentType, false), "utf8"), "text/plain", signal);
     if (type === "application/pdf" || type === "application/json") {
-      return extractText(page.body, type);
+      return extractText(page.body, type, signal);
     }
     return { text: "", error: `The link serves ${type}, which has no readable text` };
   } catch (error) {
