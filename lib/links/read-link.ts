@@ -21,9 +21,10 @@ export async function readLink(url: string, { signal }: { signal?: AbortSignal }
       if (!doc.markdown) return { text: "", title: doc.title || undefined, error: "No readable text was found on the page" };
       return { text: doc.markdown, title: doc.title || undefined };
     }
-    if (type.startsWith("text/")) return extractText(Buffer.from(decodePage(page.body, page.contentType, false), "utf8"), "text/plain", signal);
+    // Awaited here: returned as they are, their rejections (a reading limit) escaped the catch below and were retried.
+    if (type.startsWith("text/")) return await extractText(Buffer.from(decodePage(page.body, page.contentType, false), "utf8"), "text/plain", signal);
     if (type === "application/pdf" || type === "application/json") {
-      return extractText(page.body, type, signal);
+      return await extractText(page.body, type, signal);
     }
     return { text: "", error: `The link serves ${type}, which has no readable text` };
   } catch (error) {
