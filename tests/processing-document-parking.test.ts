@@ -87,7 +87,7 @@ describe("the embedded runner's document jobs", () => {
       const text = (await ann.post("/v1/memories", { content: "The loading dock closes at six on Fridays." })).body.data.id as string;
       r.enqueue(text);
       // The first document's download alone holds the turn for ENGRAM_EXTRACT_DOWNLOAD_MAX_MS (two minutes).
-      await until("the text memory is done", async () => (await status(text)) === "done", 20_000);
+      await until("the text memory is done", async () => (await status(text)) === "done", 45_000);
       expect(await h.db.memory.count({ where: { id: { in: documents }, processingStatus: "running" } })).toBeLessThanOrEqual(DOCUMENT_JOBS_AT_ONCE);
       expect(r.size.active).toBeLessThanOrEqual(DOCUMENT_JOBS_AT_ONCE);
       expect(r.size.queued).toBe(documents.length - DOCUMENT_JOBS_AT_ONCE);
@@ -95,7 +95,7 @@ describe("the embedded runner's document jobs", () => {
       r.stop();
       await r.idle();
     }
-  }, 60_000);
+  }, 90_000);
 
   it("parked documents are all read in the end, never more than DOCUMENT_JOBS_AT_ONCE of them claimed at once", async () => {
     const documents: string[] = [];
