@@ -38,3 +38,36 @@ describe("engram_capture's title", () => {
     expect(stored.title).toBe(`Session: ${"a".repeat(149)}`);
   });
 });
+
+async function call(key: string, args: Record<string, unknown>) {
+  const req = new Request("http://engram.test/mcp", {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "engram_capture", arguments: args } }),
+  });
+  const result = ((await (await mcpPost(req, { params: Promise.resolve({}) })).json()) as any).result;
+  return { result, text: (result.content as { text: string }[]).map((c) => c.text).join("\n"), data: result.structuredContent };
+}
+
+// c154081 gave engram_push REST's source_agent, but engram_capture called push without it: a capture
+// over an OAuth token (or a plain key) named no agent, and the schema dropped the field silently.
+describe("engram_capture's source_agent", () => {
+  it("takes source_agent as engram_push does, and tells the agent a warning as push does", async () => {
+    const said = await call(ann.key, { summary: "Moved the deploy to Tuesdays.", source_agent: "claude-code" });
+    expect(said.result.isError, said.text).toBeFalsy();
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: said.data.memory.id } })).sourceAgent).toBe("claude-code");
+    expect(said.data.warnings).toEqual([]);
+
+    const agentKey = (await ann.post("/v1/auth/api-keys", { name: "codex key", agent_name: "codex" })).body.data.key;
+    const claimed = await call(agentKey, { summary: "Rollbacks need a ticket now.", source_agent: "someone-else" });
+    expect(claimed.result.isError, claimed.text).toBeFalsy();
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: claimed.data.memory.id } })).sourceAgent).toBe("codex");
+    expect(claimed.data.warnings).toHaveLength(1);
+    expect(claimed.data.warnings[0]).toMatch(/source_agent ignored/);
+    expect(claimed.text).toContain(`Warning: ${claimed.data.warnings[0]}`);
+
+    const long = await call(ann.key, { summary: "Too long a name.", source_agent: "a".repeat(101) });
+    expect(long.data.error.code).toBe("invalid_request");
+    expect(long.data.error.message).toContain("source_agent");
+  });
+});

@@ -386,6 +386,8 @@ const captureInput = z.object({
   decisions: z.array(z.string().trim().min(1).max(2000).meta(NOT_BLANK)).max(100).optional().describe("Decisions made, one per item"),
   learnings: z.array(z.string().trim().min(1).max(2000).meta(NOT_BLANK)).max(100).optional().describe("Things learned, one per item"),
   hub_id: hubRef.optional(),
+  // As on engram_push: without it a capture over an OAuth token named no agent. A key issued for an agent still captures as that agent.
+  source_agent: pushInput.shape.source_agent,
 });
 
 async function capture(env: ToolEnv, args: z.output<typeof captureInput>): Promise<ToolOutput> {
@@ -398,7 +400,7 @@ async function capture(env: ToolEnv, args: z.output<typeof captureInput>): Promi
     if (firstLine.length + char.length > 150) break;
     firstLine += char;
   }
-  return push(env, { content, title: `Session: ${firstLine}`, tags: ["session-capture"], hub_id: args.hub_id, hint: "An agent's end-of-session capture" });
+  return push(env, { content, title: `Session: ${firstLine}`, tags: ["session-capture"], hub_id: args.hub_id, hint: "An agent's end-of-session capture", source_agent: args.source_agent });
 }
 
 // POST /v1/hubs/{id}/board/decision-gate's body (requestDecisionBodySchema), its rules stated where tools/list shows them.
