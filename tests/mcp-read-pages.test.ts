@@ -133,3 +133,45 @@ describe("reading a long memory", () => {
     expect(got.text).not.toContain("offset");
   });
 });
+
+// getMemoryPage read the row (title, version, content_hash) and then the page's substring in a second
+// statement: an edit committing in between answered version N's details with version N+1's text, and
+// content_length and next_offset measured the new text. The page now comes from the version the row
+// read names, or the row is read again.
+describe("a page read while the memory is edited", () => {
+  it("answers the text of the version whose details it answers", async () => {
+    const id = (await ann.post("/v1/memories", { content: "# Old plan\n\nShip on Friday." })).body.data.id;
+    const edited = "# New plan\n\nShip on Tuesday, after the migration has run on staging for a day.";
+    let edits = 0;
+    // Observes the row's read and commits an edit right after it, before the page's own read.
+    const db = h.database.prisma.$extends({
+      query: {
+        memory: {
+          async $allOperations({ operation, args, query }) {
+            const found: unknown = await query(args);
+            if (operation === "updateManyAndReturn" && edits === 0) {
+              edits += 1;
+              const patched = await ann.patch(`/v1/memories/${id}`, { content: edited });
+              expect(patched.status).toBe(200);
+            }
+            return found;
+          },
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    let got: Awaited<ReturnType<typeof call>>;
+    try {
+      got = await call("/mcp", "engram_get", { id });
+    } finally {
+      setDatabase(h.database);
+    }
+    expect(edits).toBe(1);
+    expect(got.result.isError, got.text).toBeFalsy();
+    const stored = await h.db.memory.findUniqueOrThrow({ where: { id } });
+    expect(stored.version).toBe(2);
+    expect(got.data.memory).toMatchObject({ title: "New plan", version: 2, content_hash: stored.contentHash, content: edited });
+    expect(got.data).toMatchObject({ content_offset: 0, content_length: chars(edited), has_more: false, next_offset: null });
+    expect(got.text).toContain("# New plan");
+  });
+});

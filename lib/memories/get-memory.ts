@@ -30,21 +30,31 @@ export interface MemoryPage {
  * the whole text, up to 3 MiB, from the database for every page of it.
  */
 export async function getMemoryPage(ctx: AuthContext, id: string, page: { offset: number; chars: number }, options: { countAccess?: boolean } = {}) {
-  const memory = await findMemory(ctx, id, options.countAccess ?? true, true);
+  let memory = await findMemory(ctx, id, options.countAccess ?? true, true);
   // PostgreSQL's substring takes an int; no text is that long (a value is at most 1 GB).
   const from = Math.min(page.offset, 2 ** 31 - 2);
-  const [text] = await ctx.db.$queryRaw<{ content: string; length: number }[]>`
-    SELECT substring(content FROM ${from + 1}::int FOR ${page.chars}::int) AS content, char_length(content)::int AS length
-    FROM memories WHERE id = ${memory.id}::uuid`;
-  // Deleted between the two reads: as gone as if it had gone before the first.
-  if (!text) throw new ApiError("not_found", "Memory not found");
-  const offset = Math.min(from, text.length);
-  const end = offset + [...text.content].length;
-  return {
-    memory: await withAttachments(ctx, { ...memory, content: text.content }),
-    page: { offset, length: text.length, next: end < text.length ? end : null } satisfies MemoryPage,
-  };
+  for (let attempt = 1; ; attempt++) {
+    // Only the text of the version the row read names: an edit committing between the two reads
+    // answered version N's title, version and hash with version N+1's text (and measured that text).
+    const [text] = await ctx.db.$queryRaw<{ content: string; length: number }[]>`
+      SELECT substring(content FROM ${from + 1}::int FOR ${page.chars}::int) AS content, char_length(content)::int AS length
+      FROM memories WHERE id = ${memory.id}::uuid AND version = ${memory.version} AND content_hash = ${memory.contentHash}`;
+    if (text) {
+      const offset = Math.min(from, text.length);
+      const end = offset + [...text.content].length;
+      return {
+        memory: await withAttachments(ctx, { ...memory, content: text.content }),
+        page: { offset, length: text.length, next: end < text.length ? end : null } satisfies MemoryPage,
+      };
+    }
+    if (attempt >= PAGE_READ_ATTEMPTS) throw new ApiError("conflict", "The memory changed while it was being read: read it again");
+    // Edited (read the new version; this read's access is counted already) or deleted (as gone as if it had gone before the first read).
+    memory = await findMemory(ctx, id, false, true);
+  }
 }
+
+/** Reads of a memory's row and page before a paged read gives up on a memory edited under it each time. */
+const PAGE_READ_ATTEMPTS = 3;
 
 async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: false): Promise<Memory>;
 async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: true): Promise<Omit<Memory, "content">>;
