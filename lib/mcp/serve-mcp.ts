@@ -61,6 +61,32 @@ function listedSchema(schema: z.ZodObject): StandardSchemaWithJSON {
  */
 export const MAX_RESULT_CHARS_PER_REQUEST = 2_000_000;
 
+/**
+ * Tool calls of one HTTP request running at once. The SDK starts every call of a batch together, so a
+ * batch of 100 engram_get calls made 100 page reads at once and could hold up to 100 pool connections
+ * (only its response was bounded); the rest of a batch waits, and is answered in its order as before.
+ */
+export const MAX_TOOL_CALLS_AT_ONCE = 4;
+
+/** One request's tool calls, at most MAX_TOOL_CALLS_AT_ONCE running and the others waiting in the order they came. */
+class CallSlots {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running < MAX_TOOL_CALLS_AT_ONCE) this.running += 1;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await work();
+    } finally {
+      // The slot passes straight to the next waiting call, so a new call cannot overtake it.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running -= 1;
+    }
+  }
+}
+
 /** What one HTTP request's read-only results have taken of MAX_RESULT_CHARS_PER_REQUEST. */
 interface ResultBudget {
   used: number;
@@ -79,33 +105,35 @@ function overBudget(tool: ToolDef, budget: ResultBudget): ApiError {
 }
 
 /** One McpServer per request (stateless): tools close over the caller's context. */
-function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget): McpServer {
+function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget, slots: CallSlots): McpServer {
   // listChanged stated as false: left unset the SDK declares it true, and a 2026-07-28 subscriptions/listen for it then
   // holds an event stream open for good (one user could fill the process-wide 1,024 subscriptions); the tool set never changes.
   const server = new McpServer({ name: "engram", version: VERSION }, { capabilities: { tools: { listChanged: false } }, instructions: INSTRUCTIONS });
   for (const tool of tools) {
-    server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: listedSchema(tool.input), annotations: tool.annotations }, async (raw: unknown) => {
-      try {
-        // Half a surrogate pair ("\ud800") reads as U+FFFD, as in a REST body: as it was, it failed in the database.
-        const args = parseWith(tool.input, wellFormed(raw), "Invalid arguments");
-        // As on REST: PostgreSQL text cannot hold U+0000, so a NUL would fail in the database as an internal error.
-        refuseNul(args, "");
-        const readOnly = tool.annotations.readOnlyHint === true;
-        if (readOnly && budget.used >= MAX_RESULT_CHARS_PER_REQUEST) throw overBudget(tool, budget);
-        const out = await tool.run(env, args as never);
-        const result = { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
-        // Measured as the response carries it (JSON, escapes included); calls of a batch run at once, so
-        // whichever finishes first is answered whole.
-        const size = JSON.stringify(result).length;
-        if (readOnly && budget.used > 0 && budget.used + size > MAX_RESULT_CHARS_PER_REQUEST) throw overBudget(tool, budget);
-        budget.used += size;
-        return result;
-      } catch (error) {
-        // Domain errors are results the model can read and act on, not transport failures; database
-        // conditions get REST's codes, so an agent knows to retry (unavailable) or that a row is gone.
-        return toolErrorResult(toApiError(error, env.ctx.requestId));
-      }
-    });
+    server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: listedSchema(tool.input), annotations: tool.annotations }, (raw: unknown) =>
+      slots.run(async () => {
+        try {
+          // Half a surrogate pair ("\ud800") reads as U+FFFD, as in a REST body: as it was, it failed in the database.
+          const args = parseWith(tool.input, wellFormed(raw), "Invalid arguments");
+          // As on REST: PostgreSQL text cannot hold U+0000, so a NUL would fail in the database as an internal error.
+          refuseNul(args, "");
+          const readOnly = tool.annotations.readOnlyHint === true;
+          if (readOnly && budget.used >= MAX_RESULT_CHARS_PER_REQUEST) throw overBudget(tool, budget);
+          const out = await tool.run(env, args as never);
+          const result = { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
+          // Measured as the response carries it (JSON, escapes included); calls of a batch run a few at
+          // once, so whichever finishes first is answered whole.
+          const size = JSON.stringify(result).length;
+          if (readOnly && budget.used > 0 && budget.used + size > MAX_RESULT_CHARS_PER_REQUEST) throw overBudget(tool, budget);
+          budget.used += size;
+          return result;
+        } catch (error) {
+          // Domain errors are results the model can read and act on, not transport failures; database
+          // conditions get REST's codes, so an agent knows to retry (unavailable) or that a row is gone.
+          return toolErrorResult(toApiError(error, env.ctx.requestId));
+        }
+      }),
+    );
   }
   return server;
 }
@@ -116,7 +144,7 @@ const handlers = new Map<ToolDef[], ReturnType<typeof createMcpHandler>>();
 function modernHandler(tools: ToolDef[]) {
   let handler = handlers.get(tools);
   if (!handler) {
-    handler = createMcpHandler(({ authInfo }) => buildServer(authInfo!.extra!.env as ToolEnv, tools, authInfo!.extra!.budget as ResultBudget), { legacy: "reject", responseMode: "json" });
+    handler = createMcpHandler(({ authInfo }) => buildServer(authInfo!.extra!.env as ToolEnv, tools, authInfo!.extra!.budget as ResultBudget, authInfo!.extra!.slots as CallSlots), { legacy: "reject", responseMode: "json" });
     handlers.set(tools, handler);
   }
   return handler;
@@ -376,10 +404,11 @@ async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin
   // headers, narrowed engram_list (and failed it when a slug) behind the model's back.
   const env: ToolEnv = { ctx: { ...ctx, hubHeader: undefined }, origin, toolName: toolNamer(tools) };
   const budget: ResultBudget = { used: 0 };
-  const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env, budget } };
+  const slots = new CallSlots();
+  const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env, budget, slots } };
   const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers, tools), body: text });
   if (await isLegacyRequest(forward, body)) {
-    const server = buildServer(env, tools, budget);
+    const server = buildServer(env, tools, budget, slots);
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await server.connect(transport);
     try {
