@@ -174,4 +174,39 @@ describe("a page read while the memory is edited", () => {
     expect(got.data).toMatchObject({ content_offset: 0, content_length: chars(edited), has_more: false, next_offset: null });
     expect(got.text).toContain("# New plan");
   });
+
+  it("gives up with conflict, not a loop, on a memory edited after every read of its row", async () => {
+    const id = (await ann.post("/v1/memories", { content: "# Draft\n\nVersion 0." })).body.data.id;
+    let edits = 0;
+    let editing = false;
+    const db = h.database.prisma.$extends({
+      query: {
+        memory: {
+          async $allOperations({ operation, args, query }) {
+            const found: unknown = await query(args);
+            if (!editing && edits < 10 && (operation === "updateManyAndReturn" || operation === "findFirst")) {
+              editing = true;
+              try {
+                edits += 1;
+                expect((await ann.patch(`/v1/memories/${id}`, { content: `# Draft\n\nVersion ${edits}.` })).status).toBe(200);
+              } finally {
+                editing = false;
+              }
+            }
+            return found;
+          },
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    let got: Awaited<ReturnType<typeof call>>;
+    try {
+      got = await call("/mcp", "engram_get", { id });
+    } finally {
+      setDatabase(h.database);
+    }
+    expect(got.result.isError).toBe(true);
+    expect(got.data.error.code).toBe("conflict");
+    expect(edits).toBeLessThan(10);
+  });
 });
