@@ -62,6 +62,12 @@ const ROUTES: Record<string, Row> = {
   // Bearer credentials mean nothing to the browser-facing endpoints: they want the session cookie.
   "GET /oauth/authorize": { method: "GET", path: "/oauth/authorize?client_id=ec_unknown&response_type=code", expect: all(400) },
   "POST /oauth/authorize": { method: "POST", path: "/oauth/authorize", body: () => "decision=allow", contentType: "application/x-www-form-urlencoded", expect: all(401) },
+  // Only for the person the consent page was shown to (tests/oauth-consent-request.test.ts): a request and token of no one is not found; apps' tokens may not ask.
+  "GET /oauth/authorize/consent-request": {
+    method: "GET",
+    path: `/oauth/authorize/consent-request?request_id=W1siY2xpZW50X2lkIiwiZWNfeCJdXQ&consent_token=${Date.now()}.AAAA`,
+    expect: { ...all(404), anonymous: 401, invalid_key: 401, token_owner: 403, token_other_hub: 403, token_owner_read: 403, token_wrong_resource: 403, token_revoked: 401 },
+  },
   "POST /oauth/token": { method: "POST", path: "/oauth/token", body: () => "grant_type=refresh_token&refresh_token=ert_x&client_id=ec_x", contentType: "application/x-www-form-urlencoded", expect: all(400) },
   "POST /oauth/revoke": { method: "POST", path: "/oauth/revoke", body: () => "token=ert_unknown", contentType: "application/x-www-form-urlencoded", expect: all(200) },
 };

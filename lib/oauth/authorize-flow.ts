@@ -8,6 +8,7 @@ import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { approveConsent } from "./approve-consent.ts";
 import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck, type AuthorizeRequest } from "./authorize-request.ts";
 import { AUTHORIZE_FIELDS, consentPage, errorPage } from "./consent-page.ts";
+import { consentRequestId, consentRequestParams } from "./consent-request.ts";
 import { checkConsentToken, consentToken } from "./consent-token.ts";
 import { OAuthError, oauthErrorOf } from "./oauth-error.ts";
 import { MAX_FORM_BYTES, readOAuthBody } from "./oauth-route.ts";
@@ -67,7 +68,8 @@ export async function showAuthorize(ctx: RequestContext, req: Request): Promise<
     const params = new URLSearchParams(url.searchParams);
     params.set("redirect_uri", check.request.redirectUri);
     const csrf = consentToken(await serverSecret(ctx.db), user.id, params, ctx.now().getTime());
-    return consentPage({ request: check.request, params, user, hubs: await readableHubs({ db: ctx.db, user, credential: { type: "session", ...FULL_ACCESS } }), csrf });
+    const hubs = await readableHubs({ db: ctx.db, user, credential: { type: "session", ...FULL_ACCESS } });
+    return consentPage({ request: check.request, params, user, hubs, csrf, requestId: consentRequestId(params) });
   } catch (error) {
     return redirectedFailure(ctx, check.request, origin, error, 302);
   }
@@ -101,12 +103,18 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
     if (error instanceof ApiError) return errorPage("Refused", error.message, 403);
     throw error;
   }
-  const params = new URLSearchParams();
-  for (const name of AUTHORIZE_FIELDS) {
-    const values = form.getAll(name);
-    for (const value of values) params.append(name, value);
+  // A front end rendering consent itself (GET /oauth/authorize/consent-request) posts the request as
+  // the session_id it was given, with Memax's field name for the token; the page posts the fields.
+  const requestId = form.get("session_id") ?? form.get("request_id");
+  const given = !form.has("client_id") && requestId ? consentRequestParams(requestId) : null;
+  const params = given ?? new URLSearchParams();
+  if (!given) {
+    for (const name of AUTHORIZE_FIELDS) {
+      const values = form.getAll(name);
+      for (const value of values) params.append(name, value);
+    }
   }
-  if (!checkConsentToken(await serverSecret(ctx.db), user.id, params, form.get("csrf"), ctx.now().getTime())) {
+  if (!checkConsentToken(await serverSecret(ctx.db), user.id, params, form.get("csrf") ?? form.get("csrf_token"), ctx.now().getTime())) {
     return errorPage("This consent form expired", "Go back to the app and connect again.", 403);
   }
   const check = await checkAuthorizeRequest(ctx.db, params, origin, ctx.now(), knownClientAddress(req));

@@ -48,11 +48,13 @@ export interface ConsentView {
   user: { email: string; name: string };
   hubs: Membership[];
   csrf: string;
+  /** The pending request as one value: with csrf, what GET /oauth/authorize/consent-request answers for. */
+  requestId: string;
 }
 
 /** Who is asking, for what; the user picks hubs and read or read/write, then allows or denies. */
 export function consentPage(view: ConsentView): Response {
-  const { request, params, user, hubs, csrf } = view;
+  const { request, params, user, hubs, csrf, requestId } = view;
   const redirectHost = (() => {
     try {
       const url = new URL(request.redirectUri);
@@ -78,7 +80,7 @@ export function consentPage(view: ConsentView): Response {
     <p class="muted">Signed in as ${esc(user.name)} (${esc(user.email)}). After you allow it, you return to <code>${esc(redirectHost)}</code>.</p>
     <p class="muted">It will act as you through <code>${esc(request.resource)}</code>. You can revoke it at any time on the API keys page.</p>${cliNote}
     <form method="post" action="/oauth/authorize">
-      ${hidden}<input type="hidden" name="csrf" value="${esc(csrf)}">
+      ${hidden}<input type="hidden" name="csrf" value="${esc(csrf)}"><input type="hidden" name="request_id" value="${esc(requestId)}">
       <fieldset><legend>Hubs</legend>
         <label><input type="radio" name="hubs" value="all" checked> All my hubs, including ones I join later</label>
         <label><input type="radio" name="hubs" value="selected"> Only these:</label>

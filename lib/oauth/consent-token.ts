@@ -1,7 +1,7 @@
 import { sign, verify } from "@/lib/api/server-secret.ts";
 
 /** A consent form is good for this long after it was shown. */
-const CONSENT_TTL_MS = 15 * 60 * 1000;
+export const CONSENT_TTL_MS = 15 * 60 * 1000;
 
 function payload(userId: string, params: URLSearchParams, issuedAt: number): string {
   const fields = ["client_id", "redirect_uri", "code_challenge", "resource", "state"].map((name) => params.get(name) ?? "");
@@ -19,4 +19,10 @@ export function checkConsentToken(secret: Buffer, userId: string, params: URLSea
   if (!signature || extra !== undefined || !Number.isSafeInteger(issuedAt)) return false;
   if (nowMs - issuedAt > CONSENT_TTL_MS || issuedAt > nowMs + 60_000) return false;
   return verify(secret, payload(userId, params, issuedAt), signature, 32);
+}
+
+/** When a consent token stops being accepted (its form expires), or null when it is not one. */
+export function consentTokenExpiry(token: string): Date | null {
+  const issuedAt = Number(token.split(".")[0]);
+  return Number.isSafeInteger(issuedAt) ? new Date(issuedAt + CONSENT_TTL_MS) : null;
 }

@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { startAppServer } from "./support/app-server.ts";
+import { decode, sessionCookieFor } from "./support/oauth-consent.ts";
+
+// GET /oauth/authorize/consent-request (Memax's auth.getOAuthConsentRequest): the pending
+// authorization request the consent page renders, as JSON for a front end that renders it itself.
+const CALLBACK = "http://127.0.0.1:3598/callback";
+
+let h: Harness;
+let server: { url: string; close(): Promise<void> };
+let ann: Client;
+let bob: Client;
+let annCookie: string;
+let teamHubId: string;
+
+beforeAll(async () => {
+  h = await createHarness();
+  await ensureCliClient(h.db);
+  server = await startAppServer();
+  ann = await h.user("Ann");
+  bob = await h.user("Bob");
+  annCookie = await sessionCookieFor(h.db, ann.id);
+  teamHubId = await h.teamHub(bob, [[ann, "viewer"]]);
+});
+afterAll(async () => {
+  await server?.close();
+  await h?.close();
+});
+
+function authorizeUrl(extra: Record<string, string> = {}): string {
+  return `${server.url}/oauth/authorize?${new URLSearchParams({ client_id: CLI_CLIENT_ID, redirect_uri: CALLBACK, response_type: "code", state: "s-1", ...extra })}`;
+}
+
+/** The consent page as Ann sees it: its request id and consent token (the form's CSRF token). */
+async function pending(extra: Record<string, string> = {}): Promise<{ requestId: string; token: string }> {
+  const page = await fetch(authorizeUrl(extra), { headers: { cookie: annCookie }, redirect: "manual" });
+  expect(page.status).toBe(200);
+  const html = await page.text();
+  const field = (name: string) => decode(html.match(new RegExp(`<input type="hidden" name="${name}" value="([^"]*)">`))?.[1] ?? "");
+  return { requestId: field("request_id"), token: field("csrf") };
+}
+
+async function consentRequest(requestId: string, token: string, headers: Record<string, string> = { cookie: annCookie }) {
+  const res = await fetch(`${server.url}/oauth/authorize/consent-request?${new URLSearchParams({ request_id: requestId, consent_token: token })}`, { headers });
+  return { status: res.status, body: (await res.json()) as { data?: Record<string, any>; error?: { code: string; message: string } } };
+}
+
+describe("GET /oauth/authorize/consent-request", () => {
+  it("answers the consent page's pending request as Memax's OAuthConsentRequest", async () => {
+    const { requestId, token } = await pending({ scope: "read" });
+    expect(requestId).not.toBe("");
+    const res = await consentRequest(requestId, token);
+    expect(res.status).toBe(200);
+    const data = res.body.data!;
+    expect(Object.keys(data).sort()).toEqual(
+      ["session_id", "csrf_token", "client_name", "agent_name", "resource", "submit_url", "expires_at", "hubs", "permissions", "not_requested"].sort(),
+    );
+    expect(data.session_id).toBe(requestId);
+    expect(data.csrf_token).toBe(token);
+    expect(data.client_name).toBe("Memax CLI");
+    expect(data.agent_name).toBe("Memax CLI");
+    expect(data.resource).toBe(`${server.url}/mcp`);
+    expect(data.submit_url).toBe(`${server.url}/oauth/authorize`);
+    const expires = Date.parse(data.expires_at);
+    expect(expires - Date.now()).toBeGreaterThan(14 * 60_000);
+    expect(expires - Date.now()).toBeLessThanOrEqual(15 * 60_000);
+    // Asked for read only: write is not offered, and says so.
+    expect(data.permissions).toEqual([{ value: "read", label: "Read", description: expect.any(String), checked: true, essential: true }]);
+    expect(data.not_requested).toEqual(["write"]);
+    const hubs = data.hubs as Record<string, unknown>[];
+    expect(hubs.map((hub) => hub.id).sort()).toEqual([ann.personalHubId, teamHubId].sort());
+    const team = hubs.find((hub) => hub.id === teamHubId)!;
+    expect(team).toMatchObject({ role: "viewer", hub_type: "team", memory_count: 0, checked: true, disabled: false, supported_permissions: ["read"] });
+    expect(typeof team.name).toBe("string");
+    expect(typeof team.slug).toBe("string");
+    expect(typeof team.capability_label).toBe("string");
+    expect(hubs.find((hub) => hub.id === ann.personalHubId)).toMatchObject({ role: "owner", hub_type: "personal", supported_permissions: ["read", "write"] });
+  });
+
+  it("offers write when the client asks for it", async () => {
+    const { requestId, token } = await pending();
+    const res = await consentRequest(requestId, token);
+    expect(res.status).toBe(200);
+    expect((res.body.data!.permissions as { value: string }[]).map((p) => p.value)).toEqual(["read", "write"]);
+    expect(res.body.data!.not_requested).toEqual([]);
+  });
+
+  it("works with an unrestricted API key of the same person", async () => {
+    const { requestId, token } = await pending();
+    expect((await consentRequest(requestId, token, { authorization: `Bearer ${ann.key}` })).status).toBe(200);
+  });
+
+  it("is 401 without a credential, and a not_found that names nothing for another person, a wrong or expired token or an edited request", async () => {
+    const { requestId, token } = await pending();
+    expect((await consentRequest(requestId, token, {})).status).toBe(401);
+    const refusals = [
+      await consentRequest(requestId, token, { authorization: `Bearer ${bob.key}` }),
+      await consentRequest(requestId, `${token.split(".")[0]}.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA`),
+      await consentRequest(requestId, `${Date.now() - 16 * 60_000}.${token.split(".")[1]}`),
+      await consentRequest("bm90LWpzb24", token),
+      await consentRequest(requestId.slice(0, -4), token),
+      await consentRequest((await pending({ state: "other" })).requestId, token),
+    ];
+    for (const res of refusals) {
+      expect(res.status).toBe(404);
+      expect(res.body.error!.code).toBe("not_found");
+      expect(res.body.error!.message).toBe("This consent request does not exist or has expired");
+    }
+    const missing = await fetch(`${server.url}/oauth/authorize/consent-request`, { headers: { cookie: annCookie } });
+    expect(missing.status).toBe(400);
+  });
+
+  it("is not for a key limited to some hubs, which would learn the account's other hubs", async () => {
+    const limited = (await ann.post("/v1/auth/api-keys", { name: "limited", hub_id: ann.personalHubId })).body.data.key as string;
+    const { requestId, token } = await pending();
+    expect((await consentRequest(requestId, token, { authorization: `Bearer ${limited}` })).status).toBe(403);
+  });
+});
+
+describe("the consent request's submit_url", () => {
+  it("takes the answer a front end posts with session_id and csrf_token, as the consent page's own form", async () => {
+    const { requestId, token } = await pending();
+    const { data } = (await consentRequest(requestId, token)).body;
+    const form = new URLSearchParams({ session_id: data!.session_id, csrf_token: data!.csrf_token, decision: "allow", hubs: "selected", hub_ids: ann.personalHubId, access: "read" });
+    const res = await fetch(data!.submit_url, { method: "POST", headers: { cookie: annCookie, origin: server.url, "content-type": "application/x-www-form-urlencoded" }, body: form, redirect: "manual" });
+    expect(res.status, await res.clone().text()).toBe(303);
+    const callback = new URL(res.headers.get("location")!);
+    expect(callback.origin + callback.pathname).toBe(CALLBACK);
+    expect(callback.searchParams.get("state")).toBe("s-1");
+    const code = callback.searchParams.get("code")!;
+    const tokens = await fetch(`${server.url}/v1/auth/exchange`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ code }) });
+    expect(tokens.status).toBe(200);
+    expect(((await tokens.json()) as { data: { scope: string } }).data.scope).toBe("read");
+  });
+});
