@@ -3,7 +3,15 @@
 import Link from "next/link";
 import { useState } from "react";
 import { useAction } from "@/lib/web/use-action.ts";
-import { linkErrorMessage, signInErrorMessage, signInWithPassword, signInWithProvider, signUpAccount } from "@/lib/web/auth-client.ts";
+import {
+  linkErrorMessage,
+  requestEmailCode,
+  signInErrorMessage,
+  signInWithEmailCode,
+  signInWithPassword,
+  signInWithProvider,
+  signUpAccount,
+} from "@/lib/web/auth-client.ts";
 import { Button, ErrorNotice, TextInput } from "./ui.tsx";
 
 interface Provider {
@@ -36,43 +44,122 @@ function ProviderButtons({ providers, callbackUrl }: { providers: Provider[]; ca
   );
 }
 
+/** Address → a mailed code (POST /v1/auth/email/request) → signed in with it. */
+function EmailCodeForm({ callbackUrl }: { callbackUrl: string }) {
+  const [email, setEmail] = useState("");
+  const [code, setCode] = useState("");
+  const [sentTo, setSentTo] = useState<string>();
+  const { busy, error, run } = useAction();
+  if (!sentTo) {
+    return (
+      <form
+        className="flex flex-col gap-4"
+        onSubmit={async (event) => {
+          event.preventDefault();
+          await run(async () => {
+            await requestEmailCode(email);
+            setSentTo(email);
+          });
+        }}
+      >
+        <TextInput label="Email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+        <ErrorNotice error={error} />
+        <Button type="submit" variant="primary" busy={busy}>
+          Send code
+        </Button>
+      </form>
+    );
+  }
+  return (
+    <form
+      className="flex flex-col gap-4"
+      onSubmit={async (event) => {
+        event.preventDefault();
+        await run(async () => window.location.assign(await signInWithEmailCode(sentTo, code, callbackUrl)), { navigates: true });
+      }}
+    >
+      <p className="text-sm text-slate-600">We sent a six-digit code to {sentTo}. It works once, for 10 minutes.</p>
+      <TextInput
+        label="Code"
+        inputMode="numeric"
+        autoComplete="one-time-code"
+        pattern="[0-9]{6}"
+        maxLength={6}
+        required
+        value={code}
+        onChange={(e) => setCode(e.target.value.trim())}
+      />
+      <ErrorNotice error={error} />
+      <Button type="submit" variant="primary" busy={busy}>
+        Sign in
+      </Button>
+      <button
+        type="button"
+        className="text-left text-sm text-indigo-700 underline"
+        onClick={() => {
+          setSentTo(undefined);
+          setCode("");
+        }}
+      >
+        Use another address or send a new code
+      </button>
+    </form>
+  );
+}
+
 export function SignInForm({
   callbackUrl,
   initialError,
   providers,
   signUpOpen,
+  emailCode = false,
+  initialProvider,
 }: {
   callbackUrl: string;
   initialError?: string;
   providers: Provider[];
   signUpOpen: boolean;
+  /** E-mail sign-in is on (SMTP): the form offers a mailed code beside the password. */
+  emailCode?: boolean;
+  /** The provider hint of the link (`?provider=email`, Memax's providerLoginURL): the form opens on it. */
+  initialProvider?: string;
 }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
+  const [byCode, setByCode] = useState(emailCode && initialProvider === "email");
   const { busy, error, run } = useAction(signInErrorMessage(initialError));
   return (
     <AuthCard title="Sign in">
-      <form
-        className="flex flex-col gap-4"
-        onSubmit={async (event) => {
-          event.preventDefault();
-          await run(async () => window.location.assign(await signInWithPassword(email, password, callbackUrl)), { navigates: true });
-        }}
-      >
-        <TextInput label="Email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
-        <TextInput
-          label="Password"
-          type="password"
-          autoComplete="current-password"
-          required
-          value={password}
-          onChange={(e) => setPassword(e.target.value)}
-        />
-        <ErrorNotice error={error} />
-        <Button type="submit" variant="primary" busy={busy}>
-          Sign in
-        </Button>
-      </form>
+      {byCode ? (
+        <EmailCodeForm callbackUrl={callbackUrl} />
+      ) : (
+        <form
+          className="flex flex-col gap-4"
+          onSubmit={async (event) => {
+            event.preventDefault();
+            await run(async () => window.location.assign(await signInWithPassword(email, password, callbackUrl)), { navigates: true });
+          }}
+        >
+          <TextInput label="Email" type="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+          <TextInput
+            label="Password"
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
+          <ErrorNotice error={error} />
+          <Button type="submit" variant="primary" busy={busy}>
+            Sign in
+          </Button>
+        </form>
+      )}
+      {emailCode && (
+        <button type="button" className="mt-4 text-sm text-indigo-700 underline" onClick={() => setByCode(!byCode)}>
+          {byCode ? "Sign in with a password" : "Sign in with an e-mail code"}
+        </button>
+      )}
       <ProviderButtons providers={providers} callbackUrl={callbackUrl} />
       <p className="mt-5 text-sm text-slate-600">
         {signUpOpen ? (

@@ -21,6 +21,11 @@ export function emailCodesReturned(): boolean {
   return process.env.ENGRAM_EMAIL_CODE_DEV_RETURN === "1";
 }
 
+/** Whether a code can reach anyone: an SMTP server, or a development server returning it. */
+export function emailSignInOn(): boolean {
+  return !!process.env.SMTP_URL || emailCodesReturned();
+}
+
 /**
  * POST /v1/auth/email/request: mails a six-digit sign-in code (Memax's email OTP). The answer is
  * the same whether or not the address has an account; the account is decided at verify. An
@@ -32,7 +37,7 @@ export function emailCodesReturned(): boolean {
  */
 export async function requestEmailCode(ctx: RequestContext, input: RequestEmailCodeBody) {
   const devReturn = emailCodesReturned();
-  if (!process.env.SMTP_URL && !devReturn) {
+  if (!emailSignInOn()) {
     // Off, not broken: a 403 like a closed sign-up, so no client retries it as an outage.
     throw new ApiError("forbidden", "E-mail sign-in is off on this Engram: it needs an SMTP server (SMTP_URL). Sign in with a password or a provider instead");
   }

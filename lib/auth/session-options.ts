@@ -8,6 +8,7 @@ import type { Db } from "@/lib/db/database.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
 import { newId } from "@/lib/ids.ts";
 import { createUser } from "@/lib/users/create-user.ts";
+import { authorizeEmailCode } from "./authorize-email-code.ts";
 import { githubUserinfo } from "./github-profile.ts";
 import { verifyPassword } from "./password.ts";
 import type { LinkIntent } from "./provider-link.ts";
@@ -88,6 +89,16 @@ export async function sessionOptions(db: Db, options: { link?: LinkIntent } = {}
         checkedAt = Date.now();
         return authorizePassword(db, credentials, req?.headers ?? {});
       },
+    }),
+    // The sign-in form's e-mail code (POST /v1/auth/email/request mails it); refused while e-mail sign-in is off.
+    CredentialsProvider({
+      id: "email-code",
+      name: "E-mail code",
+      credentials: { email: { label: "Email", type: "email" }, code: { label: "Code", type: "text" } },
+      authorize: (credentials, req) =>
+        authorizeEmailCode(db, credentials, req?.headers ?? {}, (at) => {
+          checkedAt = at;
+        }),
     }),
   ];
   if (process.env.GITHUB_CLIENT_ID && process.env.GITHUB_CLIENT_SECRET) {

@@ -39,17 +39,34 @@ const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has e
 export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCodeBody, origin: string, clientAddress: string): Promise<VerifyEmailCodeResult> {
   const { email } = input;
   const now = ctx.now();
+  const row = await spendEmailCode(ctx.db, input, now, clientAddress);
+  if (!row) throw wrongCode();
+  try {
+    return await signInWithCode(ctx, email, row, origin, now);
+  } catch (error) {
+    await giveCodeBack(ctx.db, row, now).catch((restoreError: unknown) => console.error("[auth] giving back an e-mail code after a failed sign-in failed", restoreError));
+    throw error;
+  }
+}
+
+/**
+ * The address's newest code, spent if `input.code` is it (the row), else a wrong try counted against
+ * the code and the client's address (null); a client address locked out is refused before any check.
+ * Shared by the API's verify and the dashboard's sign-in form, so neither is a way around the other's limits.
+ */
+export async function spendEmailCode(db: Db, input: VerifyEmailCodeBody, now: Date, clientAddress: string): Promise<EmailSignInCode | null> {
+  const { email } = input;
   const verdict = await checkCodeSignIn(clientAddress);
   if (!verdict.allowed) {
     const { retryAfter } = verdict;
     if (verdict.reason === "unavailable") throw new ApiError("unavailable", `Sign-in is briefly unavailable; try again in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
     throw new ApiError("rate_limited", `Too many wrong sign-in attempts from this address; try again in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
   }
-  const secret = await serverSecret(ctx.db);
+  const secret = await serverSecret(db);
   // On a server closed to sign-ups, a code for an address with no account (a development server
   // returns one, ENGRAM_EMAIL_CODE_DEV_RETURN) counts as a wrong one: a 403 told the address has none.
-  const eligible = signUpOpen() || (await ctx.db.user.findUnique({ where: { email }, select: { id: true } })) !== null;
-  const row = await ctx.db.$transaction(async (tx) => {
+  const eligible = signUpOpen() || (await db.user.findUnique({ where: { email }, select: { id: true } })) !== null;
+  const row = await db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${email}`);
     const latest = await tx.emailSignInCode.findFirst({ where: { email, consumedAt: null, expiresAt: { gt: now } }, orderBy: { createdAt: "desc" } });
     if (!latest) return null;
@@ -63,23 +80,15 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
     await tx.emailSignInCode.update({ where: { id: latest.id }, data: { consumedAt: now } });
     return latest;
   });
-  if (!row) {
-    await failCodeSignIn(clientAddress);
-    throw wrongCode();
-  }
-  try {
-    return await signInWithCode(ctx, email, row, origin, now);
-  } catch (error) {
-    await giveCodeBack(ctx.db, row, now).catch((restoreError: unknown) => console.error("[auth] giving back an e-mail code after a failed sign-in failed", restoreError));
-    throw error;
-  }
+  if (!row) await failCodeSignIn(clientAddress);
+  return row;
 }
 
 /**
  * A spent code whose sign-in failed works again for the retry, as if never tried: only while no newer
  * code's mail was handed over (one still being sent may yet be refused, and ends this one once sent).
  */
-async function giveCodeBack(db: Db, row: EmailSignInCode, spentAt: Date): Promise<void> {
+export async function giveCodeBack(db: Db, row: EmailSignInCode, spentAt: Date): Promise<void> {
   await db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${row.email}`);
     const newerSent = await tx.emailSignInCode.count({ where: { email: row.email, sentAt: { not: null }, ...askedAfter(row.createdAt, row.id) } });
@@ -88,23 +97,31 @@ async function giveCodeBack(db: Db, row: EmailSignInCode, spentAt: Date): Promis
   });
 }
 
-async function signInWithCode(ctx: RequestContext, email: string, row: EmailSignInCode, origin: string, now: Date): Promise<VerifyEmailCodeResult> {
-  let user = await ctx.db.user.findUnique({ where: { email } });
+/**
+ * The account a spent code signs in: its address's, made when there is none and sign-up is open.
+ * The code proves the address: an account a password sign-up made without proof is claimed, one
+ * made a moment ago (while this sign-in was making its own) too.
+ */
+export async function emailCodeAccount(db: Db, email: string, now: Date): Promise<{ id: string; email: string; name: string }> {
+  let user = await db.user.findUnique({ where: { email } });
   if (!user) {
     // Its account deleted since the check above.
     if (!signUpOpen()) throw wrongCode();
     try {
       // A long local part (an address may have 320 characters) is cut to the name rule's 100.
-      user = (await createUser(ctx.db, { email, name: providerUserName(email.split("@")[0], "user") }, now)).user;
+      user = (await createUser(db, { email, name: providerUserName(email.split("@")[0], "user") }, now)).user;
     } catch (error) {
       // Signed up another way a moment ago.
-      user = await ctx.db.user.findUnique({ where: { email } });
+      user = await db.user.findUnique({ where: { email } });
       if (!user) throw error;
     }
   }
-  // The code proves the address: an account a password sign-up made without proof is claimed, one
-  // made a moment ago (while this verify was making its own) too.
-  await claimAccount(ctx.db, user.id, now);
+  await claimAccount(db, user.id, now);
+  return { id: user.id, email: user.email, name: user.name };
+}
+
+async function signInWithCode(ctx: RequestContext, email: string, row: EmailSignInCode, origin: string, now: Date): Promise<VerifyEmailCodeResult> {
+  const user = await emailCodeAccount(ctx.db, email, now);
   await ensureCliClient(ctx.db);
   const request = {
     client: await findClient(ctx.db, CLI_CLIENT_ID, now),
@@ -114,7 +131,7 @@ async function signInWithCode(ctx: RequestContext, email: string, row: EmailSign
     resource: resourceFor(origin, "/mcp"),
     wantsWrite: true,
   };
-  const signedIn = { id: user.id, email: user.email, name: user.name };
+  const signedIn = user;
   return ctx.db.$transaction(async (tx) => {
     // The same grant a consented `memax login` gets: every hub, read and write.
     const code = await insertConsent(tx, signedIn, request, { hubIds: null, write: true }, [], now);

@@ -58,6 +58,35 @@ export async function signInWithPassword(email: string, password: string, callba
   return sameOriginPath(url, window.location.origin) ?? "/hubs";
 }
 
+/** Mails a sign-in code to the address (POST /v1/auth/email/request); throws with the server's reason (a wait, e-mail sign-in off). */
+export async function requestEmailCode(email: string): Promise<void> {
+  const res = await fetch("/v1/auth/email/request", {
+    method: "POST",
+    credentials: "omit",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email }),
+  });
+  if (res.ok) return;
+  const body = (await res.json().catch(() => undefined)) as { error?: { message?: string } } | undefined;
+  throw new Error(body?.error?.message ?? `The code could not be sent (${res.status})`);
+}
+
+/** Signs in with a mailed code (next-auth's "email-code" provider); resolves to the URL to go to next. */
+export async function signInWithEmailCode(email: string, code: string, callbackUrl: string): Promise<string> {
+  const res = await fetch("/api/auth/callback/email-code", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: form({ email, code, csrfToken: await csrfToken(), callbackUrl, json: "true" }),
+  });
+  const body = (await res.json().catch(() => ({}))) as { url?: string };
+  const url = body.url ? new URL(body.url, window.location.origin) : undefined;
+  const error = url?.searchParams.get("error");
+  if (error === "CredentialsSignin" || (!error && (!res.ok || !url))) throw new Error("The code is wrong or has expired; ask for a new one");
+  if (error) throw new Error(signInErrorMessage(error));
+  return sameOriginPath(url!, window.location.origin) ?? "/hubs";
+}
+
 /** Starts an OAuth sign-in: a real form POST so the browser follows the provider redirect. */
 export async function signInWithProvider(provider: string, callbackUrl: string): Promise<void> {
   const token = await csrfToken();

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { redirect } from "next/navigation";
 import { SignInForm } from "@/components/auth-forms.tsx";
+import { emailSignInOn } from "@/lib/auth/request-email-code.ts";
 import { oauthProviders } from "@/lib/auth/session-options.ts";
 import { sessionUser } from "@/lib/auth/session-user.ts";
 import { signUpOpen } from "@/lib/auth/sign-up.ts";
@@ -14,5 +15,15 @@ export default async function SignInPage({ searchParams }: { searchParams: Promi
   const callbackUrl = safeCallback(params.callbackUrl);
   const error = typeof params.error === "string" ? params.error : undefined;
   if (!error && (await sessionUser())) redirect(callbackUrl);
-  return <SignInForm callbackUrl={callbackUrl} initialError={error} providers={oauthProviders()} signUpOpen={signUpOpen()} />;
+  const provider = typeof params.provider === "string" ? params.provider : undefined;
+  return (
+    <SignInForm
+      callbackUrl={callbackUrl}
+      initialError={error}
+      providers={oauthProviders()}
+      signUpOpen={signUpOpen()}
+      emailCode={emailSignInOn()}
+      initialProvider={provider}
+    />
+  );
 }
