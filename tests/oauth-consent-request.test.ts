@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
+import { loadMemaxSdk } from "./support/memax-sdk.ts";
 import { decode, sessionCookieFor } from "./support/oauth-consent.ts";
 
 // GET /oauth/authorize/consent-request (Memax's auth.getOAuthConsentRequest): the pending
@@ -133,5 +134,17 @@ describe("the consent request's submit_url", () => {
     const tokens = await fetch(`${server.url}/v1/auth/exchange`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ code }) });
     expect(tokens.status).toBe(200);
     expect(((await tokens.json()) as { data: { scope: string } }).data.scope).toBe("read");
+  });
+});
+
+describe("Memax's SDK", () => {
+  it("auth.getOAuthConsentRequest reads it, and a wrong token is the SDK's not-found error", async () => {
+    const { Memax } = await loadMemaxSdk();
+    const sdk = new Memax({ apiUrl: server.url, apiKey: ann.key, maxRetries: 0 });
+    const { requestId, token } = await pending({ scope: "read" });
+    const request = await sdk.auth.getOAuthConsentRequest(requestId, token);
+    expect(request).toMatchObject({ session_id: requestId, csrf_token: token, client_name: "Memax CLI", not_requested: ["write"] });
+    expect(request.hubs.map((hub: { id: string }) => hub.id).sort()).toEqual([ann.personalHubId, teamHubId].sort());
+    await expect(sdk.auth.getOAuthConsentRequest(requestId, `${Date.now()}.AAAA`)).rejects.toMatchObject({ status: 404 });
   });
 });
