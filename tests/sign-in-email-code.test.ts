@@ -2,7 +2,9 @@ import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import NextAuth from "next-auth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { sessionOptions } from "@/lib/auth/session-options.ts";
+import { MemoryThrottleStore, setSignInThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
 import { SignInForm } from "@/components/auth-forms.tsx";
 import { call, createHarness, type Harness } from "./support/harness.ts";
 import { startSmtp } from "./support/smtp-fake.ts";
@@ -38,7 +40,7 @@ async function mailedCode(email: string): Promise<string> {
  * One call of next-auth's endpoints with Engram's options, through its pages-router entry (the app
  * route reads headers through next/headers, which needs a live Next request), as tests/end-session.test.ts.
  */
-async function nextAuth(method: "GET" | "POST", action: string[], cookies: Record<string, string>, body: Record<string, string> = {}) {
+async function nextAuth(method: "GET" | "POST", action: string[], cookies: Record<string, string>, body: Record<string, string> = {}, address = "192.0.2.1") {
   const headers: Record<string, string | string[]> = {};
   let answer: unknown;
   const res = {
@@ -49,7 +51,7 @@ async function nextAuth(method: "GET" | "POST", action: string[], cookies: Recor
     json: (b: unknown) => void (answer = b),
     end: () => {},
   };
-  const req = { method, query: { nextauth: action }, cookies, headers: { host: "engram.test", "x-forwarded-proto": "http" }, body };
+  const req = { method, query: { nextauth: action }, cookies, headers: { host: "engram.test", "x-forwarded-proto": "http", [SOCKET_ADDRESS_HEADER]: address }, body };
   await NextAuth(req as never, res as never, await sessionOptions(h.db));
   const set: Record<string, string> = {};
   for (const cookie of ([] as string[]).concat(headers["set-cookie"] ?? [])) {
@@ -62,10 +64,10 @@ async function nextAuth(method: "GET" | "POST", action: string[], cookies: Recor
 const SESSION = "next-auth.session-token";
 
 /** What the sign-in form does: next-auth's CSRF token, then the e-mail code provider's callback. */
-async function signInWithCode(email: string, code: string): Promise<{ url: string; cookie?: string }> {
+async function signInWithCode(email: string, code: string, address?: string): Promise<{ url: string; cookie?: string }> {
   const csrf = await nextAuth("GET", ["csrf"], {});
   const { csrfToken } = csrf.body as unknown as { csrfToken: string };
-  const res = await nextAuth("POST", ["callback", "email-code"], csrf.cookies, { email, code, csrfToken, callbackUrl: "/hubs", json: "true" });
+  const res = await nextAuth("POST", ["callback", "email-code"], csrf.cookies, { email, code, csrfToken, callbackUrl: "/hubs", json: "true" }, address);
   return { url: res.body?.url ?? "", cookie: res.cookies[SESSION] && `${SESSION}=${res.cookies[SESSION]}` };
 }
 
@@ -100,6 +102,29 @@ describe("the e-mail code sign-in of the dashboard", () => {
     expect(await h.db.oAuthGrant.count({ where: { userId: ann.id } })).toBe(0);
     // The code works once.
     expect((await signInWithCode(ann.email, code)).cookie).toBeUndefined();
+  });
+
+  it("counts wrong codes against the client's address with the API's: locked out past its free failures, on the form and the API alike", async () => {
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    setSignInThrottleStore(new MemoryThrottleStore());
+    try {
+      const victims = await Promise.all(["Vera", "Vito", "Vale"].map((name) => h.user(name)));
+      const codes: string[] = [];
+      for (const victim of victims) codes.push(await mailedCode(victim.email));
+      const wrong = (i: number) => (codes[i] === "000000" ? "000001" : "000000");
+      for (let i = 0; i < 3; i++) expect((await signInWithCode(victims[i]!.email, wrong(i), "203.0.113.9")).cookie).toBeUndefined();
+      // Locked: even a right code from that client is not checked, here or through the API.
+      const locked = await signInWithCode(victims[2]!.email, codes[2]!, "203.0.113.9");
+      expect(locked.cookie).toBeUndefined();
+      expect(new URL(locked.url, "http://engram.test").searchParams.get("error")).toBe("TooManyAttempts");
+      const api = await h.anonymous.post("/v1/auth/email/verify", { email: victims[2]!.email, code: codes[2] }, { headers: { [SOCKET_ADDRESS_HEADER]: "203.0.113.9" } });
+      expect(api.status).toBe(429);
+      // The code it did not get to check still signs its owner in from elsewhere.
+      expect((await signInWithCode(victims[2]!.email, codes[2]!, "198.51.100.7")).cookie).toBeDefined();
+    } finally {
+      delete process.env.ENGRAM_SIGNIN_IP_FAILURES;
+      setSignInThrottleStore(new MemoryThrottleStore());
+    }
   });
 
   it("is refused when e-mail sign-in is off (no SMTP), whatever the code", async () => {
