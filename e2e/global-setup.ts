@@ -53,6 +53,9 @@ export default async function globalSetup(): Promise<() => Promise<void>> {
   // GitHub sign-in is offered (with credentials GitHub never sees: the browser's trip there is intercepted).
   env.GITHUB_CLIENT_ID = "e2e-github-client";
   env.GITHUB_CLIENT_SECRET = "e2e-github-secret";
+  // E-mail code sign-in is offered with no mail server: the code comes back in the API's answer (a development server's setting).
+  env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+  delete env.SMTP_URL;
   // The server `npm start` runs (scripts/server.mjs: Next's handler behind our HTTP server, which compresses).
   const server = spawn(process.execPath, [path.join(root, "scripts", "server.mjs")], {
     cwd: root,

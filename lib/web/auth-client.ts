@@ -58,16 +58,20 @@ export async function signInWithPassword(email: string, password: string, callba
   return sameOriginPath(url, window.location.origin) ?? "/hubs";
 }
 
-/** Mails a sign-in code to the address (POST /v1/auth/email/request); throws with the server's reason (a wait, e-mail sign-in off). */
-export async function requestEmailCode(email: string): Promise<void> {
+/**
+ * Mails a sign-in code to the address (POST /v1/auth/email/request); throws with the server's reason
+ * (a wait, e-mail sign-in off). Resolves to the code itself only on a development server that returns
+ * it (ENGRAM_EMAIL_CODE_DEV_RETURN), where no mail may arrive.
+ */
+export async function requestEmailCode(email: string): Promise<string | undefined> {
   const res = await fetch("/v1/auth/email/request", {
     method: "POST",
     credentials: "omit",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ email }),
   });
-  if (res.ok) return;
-  const body = (await res.json().catch(() => undefined)) as { error?: { message?: string } } | undefined;
+  const body = (await res.json().catch(() => undefined)) as { data?: { dev_code?: string }; error?: { message?: string } } | undefined;
+  if (res.ok) return body?.data?.dev_code;
   throw new Error(body?.error?.message ?? `The code could not be sent (${res.status})`);
 }
 
