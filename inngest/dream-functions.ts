@@ -78,18 +78,23 @@ export const dreamRunFunction = inngest.createFunction(
     let lost = false;
     for (const phase of DREAM_PHASES) {
       const outcome = await step.run(`phase-${phase}`, async () => {
-        // The run's heartbeat as this attempt last left it (read at its start, then each beat it wrote).
-        let beat: Date | null | undefined;
+        // The last heartbeat this attempt wrote: none yet. The one read at its start is the claim's or an
+        // earlier step's, which its retry (under the same lease) may not have beaten over yet.
+        let beat: Date | undefined;
         try {
           const database = await getDatabase();
           const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { phase: true, heartbeatAt: true } });
           // Gone with its hub (a purge's cascade): nothing is left to run, and a retry would find the same.
           if (!run) return "lost";
-          beat = run.heartbeatAt;
           // A retried step whose phase already completed has nothing to do.
           if (DREAM_PHASES.indexOf(run.phase as (typeof DREAM_PHASES)[number]) > DREAM_PHASES.indexOf(phase) || run.phase === "done") return "done";
           const signal = dreamsStopSignal();
-          if (signal.aborted) throw new StoppedError(`dream run ${runId}: the worker is stopping`);
+          if (signal.aborted) {
+            // Stopped before it began: this step's request is still open, so no retry of it runs yet,
+            // and the heartbeat it found is cleared for the next worker as one of its own.
+            beat = run.heartbeatAt ?? undefined;
+            throw new StoppedError(`dream run ${runId}: the worker is stopping`);
+          }
           await runDreamPhase({ db: database.prisma, sql: database.sql, config, signal, onBeat: (at) => (beat = at) }, runId, owner, phase, startedAt);
         } catch (error) {
           // This process is stopping (see dreamsStopSignal): the run is no failure, and stays running for

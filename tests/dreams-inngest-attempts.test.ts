@@ -3,7 +3,7 @@ import { InngestTestEngine } from "@inngest/test";
 import { dreamRunFunction } from "@/inngest/dream-functions.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, startDreams, stopDreams } from "@/lib/dreams/dream-runner.ts";
-import { runBudgetStart, runDreamPhase } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, runBudgetStart, runDreamPhase, StoppedError } from "@/lib/dreams/run-dream.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
@@ -54,6 +54,16 @@ async function pairRun(): Promise<{ hubId: string; runId: string }> {
   return { hubId, runId: trigger.body.data.run_id };
 }
 
+/** As a server running dreams under Inngest starts again in this process (no in-process worker to take the run meanwhile). */
+async function restart(): Promise<void> {
+  process.env.INNGEST_DEV = "1";
+  try {
+    await startDreams();
+  } finally {
+    delete process.env.INNGEST_DEV;
+  }
+}
+
 const execute = (hubId: string, runId: string) => new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] }).execute();
 
 describe("a late attempt of an Inngest phase step beside its retry", () => {
@@ -100,6 +110,48 @@ describe("a phase step stopped by a graceful stop while its retry runs", () => {
     };
     await execute(hubId, runId);
     expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, heartbeatAt: true } })).toEqual({ status: "running", heartbeatAt: retryBeat });
+  }, 120_000);
+
+  /**
+   * The heartbeat read at the step's start is no beat of this attempt (the claim's, or a step before
+   * it): cleared by the stopped attempt, a retry that had not yet beaten lost it all the same.
+   */
+  it("does not clear a heartbeat it never wrote", async () => {
+    await restart();
+    const { hubId, runId } = await pairRun();
+    let before: Date | null = null;
+    meanwhile = async () => {
+      before = (await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).heartbeatAt;
+      await stopDreams();
+    };
+    await execute(hubId, runId);
+    expect(before).not.toBeNull();
+    expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { status: true, heartbeatAt: true } })).toEqual({ status: "running", heartbeatAt: before });
+  }, 120_000);
+
+  /**
+   * A stopped attempt whose phase the retry had recorded meanwhile still wrote the heartbeat in its
+   * phase-done commit (its phase guard matched nothing) and told the step of that beat: the step's clear
+   * then matched it and wiped the retry's heartbeat.
+   */
+  it("writes no heartbeat in a phase-done commit its retry overtook", async () => {
+    const hubId = await h.teamHub(ann);
+    const res = await ann.post("/v1/memories", { content: "The staging database is rebuilt every Sunday night." }, { headers: { "x-hub-id": hubId } });
+    expect(res.status, res.text).toBe(201);
+    const trigger = await ann.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+    expect(trigger.status, trigger.text).toBe(202);
+    const runId: string = trigger.body.data.run_id;
+    const config = dreamConfig();
+    const owner = "inngest-late-attempt";
+    expect(await claimDreamRun(h.db, runId, owner, new Date(), config.staleRunMs)).toBe(true);
+    // The retry, under the same lease, recorded the similar phase and beat after it.
+    const retryBeat = new Date(Date.now() + 60_000);
+    await h.db.dreamRun.update({ where: { id: runId }, data: { phase: "stale", heartbeatAt: retryBeat } });
+    const beats: Date[] = [];
+    const late = runDreamPhase({ db: h.db, sql: h.database.sql, config, stopping: () => true, onBeat: (at) => beats.push(at) }, runId, owner, "similar", Date.now());
+    await expect(late).rejects.toBeInstanceOf(StoppedError);
+    expect(beats).toEqual([]);
+    expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { phase: true, heartbeatAt: true } })).toEqual({ phase: "stale", heartbeatAt: retryBeat });
   }, 120_000);
 
   /** The stop's mark was never taken back: after a new start in this process, every phase step ended at once as stopping. */

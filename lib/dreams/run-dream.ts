@@ -143,18 +143,31 @@ async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Prom
   // refused, the next attempt did the whole phase again (reading the hub, its model calls) for nothing.
   if (!options.phaseDone && stopping(ctx.deps)) throw new StoppedError(`dream run ${ctx.runId}: the worker is stopping`);
   if (!options.phaseDone && now.getTime() - ctx.startedAt > ctx.deps.config.maxRunMs) throw new OutOfTimeError();
-  await ctx.deps.db.$transaction(async (tx) => {
+  const beat = await ctx.deps.db.$transaction(async (tx) => {
     await lockForTransaction(tx, { shared: hubMembersLockKey(ctx.hubId) });
     // A hub marked deleted since the run began ends it here too (the mark took that lock exclusively):
     // its writes would only be purged.
+    // A phase's done record beats only while the run is still in that phase: past it, an Inngest step's
+    // retry (the same lease) recorded it, and this attempt's beat over the retry's was one its stop then
+    // matched and cleared, the retry's heartbeat with it.
     const held = await tx.$executeRaw`
       UPDATE dream_runs r SET heartbeat_at = ${now}
        WHERE r.id = ${ctx.runId}::uuid AND r.status = 'running' AND r.lease_owner = ${ctx.owner}
+         AND (${!options.phaseDone}::boolean OR r.phase = ${ctx.phase})
          AND EXISTS (SELECT 1 FROM hubs h WHERE h.id = r.hub_id AND h.deleted_at IS NULL)`;
-    if (held === 0) throw new LostLeaseError(`dream run ${ctx.runId} is no longer held by ${ctx.owner}`);
-    await write(tx, now);
+    if (held === 1) {
+      await write(tx, now);
+      return true;
+    }
+    if (options.phaseDone) {
+      const [still] = await tx.$queryRaw<unknown[]>`
+        SELECT 1 FROM dream_runs r WHERE r.id = ${ctx.runId}::uuid AND r.status = 'running' AND r.lease_owner = ${ctx.owner}
+           AND EXISTS (SELECT 1 FROM hubs h WHERE h.id = r.hub_id AND h.deleted_at IS NULL)`;
+      if (still) return false;
+    }
+    throw new LostLeaseError(`dream run ${ctx.runId} is no longer held by ${ctx.owner}`);
   });
-  ctx.deps.onBeat?.(now);
+  if (beat) ctx.deps.onBeat?.(now);
   ctx.batches += 1;
   await ctx.deps.afterBatch?.(ctx.phase, ctx.batches);
 }
