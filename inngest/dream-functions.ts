@@ -177,10 +177,18 @@ export const dreamScheduleFunction = inngest.createFunction(
       const now = new Date();
       // Not kicked one by one: the runs queued here are among those sent below, and kicked too, each was
       // sent twice (two function runs per run), by up to 1,000 requests to Inngest inside this one step.
-      for (const hubId of await dueHubs(db, now, config.intervalHours, SCHEDULE_HUBS)) await queueDreamRun(db, hubId, null, now, undefined, { kick: false });
+      const queued: { id: string; hubId: string }[] = [];
+      for (const hubId of await dueHubs(db, now, config.intervalHours, SCHEDULE_HUBS)) {
+        const result = await queueDreamRun(db, hubId, null, now, undefined, { kick: false });
+        if (result.status === "queued") queued.push({ id: result.run_id, hubId });
+      }
       // As many as it may have queued: taking the in-process sweep's 100 (it sweeps every minute, this
       // once a day), the rest waited for the next day's, and 1,000 due hubs were dreamt every ten days.
-      return pendingDreamRuns(db, now, config.staleRunMs, SCHEDULE_HUBS);
+      // The runs queued here first, then those waiting: taken oldest first alone, this step's own came
+      // last, and behind 400 older waiting runs 400 of the hubs it queued waited a day for their event.
+      const taken = new Set(queued.map((run) => run.id));
+      const waiting = await pendingDreamRuns(db, now, config.staleRunMs, SCHEDULE_HUBS);
+      return [...queued, ...waiting.filter((run) => !taken.has(run.id))].slice(0, SCHEDULE_HUBS);
     });
     if (runs.length) await step.sendEvent("run", runs.map((run) => ({ name: DREAM_RUN_EVENT, data: { hub_id: run.hubId, run_id: run.id } })));
     return { queued: runs.length };

@@ -61,3 +61,27 @@ describe("the Inngest dream schedule queuing a due hub", () => {
     expect(run.status).toBe("queued");
   }, 120_000);
 });
+
+describe("the Inngest dream schedule with older runs waiting and many hubs due", () => {
+  /**
+   * The step queued up to 1,000 due hubs, then sent the first 1,000 waiting runs by age: its own new runs
+   * came last, so with 400 older runs waiting only 600 of the 1,000 it queued got an event, and 400
+   * hubs waited for the next day's schedule. The runs it queued are sent first, the waiting ones after.
+   */
+  it("sends every run it queued, before older waiting runs", async () => {
+    const old = new Date(Date.now() - 2 * 86_400_000);
+    const hub = (tag: string, i: number) => ({ id: newId(), name: `${tag} ${i}`, slug: `${tag}-${i}-${newId()}`, hubType: "team", ownerId: owner.id });
+    const waiting = Array.from({ length: 400 }, (_, i) => hub("waiting", i));
+    const due = Array.from({ length: 1000 }, (_, i) => hub("due", i));
+    await h.db.hub.createMany({ data: [...waiting, ...due] });
+    await h.db.dreamRun.createMany({ data: waiting.map((w) => ({ id: newId(), hubId: w.id, triggeredBy: null, status: "queued", createdAt: old })) });
+    // Due without a write: their last run ran out of time, and the next continues it.
+    await h.db.dreamRun.createMany({ data: due.map((d) => ({ id: newId(), hubId: d.id, triggeredBy: null, status: "partial_failed", createdAt: old, finishedAt: old })) });
+    const { result, ctx } = await new InngestTestEngine({ function: dreamScheduleFunction, steps: [{ id: "run", handler: () => ({ ids: ["evt-1"] }) }] }).execute();
+    expect(result).toEqual({ queued: 1000 });
+    const sent = new Set((ctx.step.sendEvent.mock.calls[0]?.[1] as { data: { run_id: string } }[]).map((event) => event.data.run_id));
+    const queued = await h.db.dreamRun.findMany({ where: { hubId: { in: due.map((d) => d.id) }, status: "queued" }, select: { id: true } });
+    expect(queued).toHaveLength(1000);
+    expect(queued.filter((run) => !sent.has(run.id))).toHaveLength(0);
+  }, 300_000);
+});
