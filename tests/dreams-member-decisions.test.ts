@@ -741,7 +741,8 @@ describe("a decided review reopened after a manager was demoted", () => {
   /**
    * Undoing the decision put every recipient's row back to pending, that of an admin demoted since
    * included: a decision in their bell they may no longer take (resolving it is a 403). Only the rows of
-   * the hub's owners and admins of now are reopened.
+   * the hub's owners and admins of now are reopened. The demoted admin's row stayed `resolved / kept_both`
+   * for a review pending again (and a later, different decision never corrected it): it expires.
    */
   it("reopens the rows of the hub's managers only", async () => {
     const admin = await h.user("Demoted admin");
@@ -753,8 +754,15 @@ describe("a decided review reopened after a manager was demoted", () => {
     const demoted = await owner.patch(`/v1/hubs/${hubId}/members/${admin.id}`, { role: "contributor" });
     expect(demoted.status, demoted.text).toBe(200);
     expect((await owner.post(`/v1/dreams/actions/${review.id}/undo`)).status).toBe(200);
-    const rows = await h.db.notification.findMany({ where: { kind: "review_contradiction", sourceId: review.id }, select: { userId: true, status: true } });
-    expect(rows.find((row) => row.userId === owner.id)?.status).toBe("pending");
-    expect(rows.find((row) => row.userId === admin.id)?.status).toBe("resolved");
+    const rows = await h.db.notification.findMany({ where: { kind: "review_contradiction", sourceId: review.id }, select: { userId: true, status: true, resolution: true } });
+    expect(rows.find((row) => row.userId === owner.id)).toMatchObject({ status: "pending", resolution: null });
+    // Not `resolved / kept_both` for a review pending again: the demoted admin's row expires, as a row of
+    // a decision they can no longer take does.
+    expect(rows.find((row) => row.userId === admin.id)).toMatchObject({ status: "expired", resolution: null });
+    // A later, different decision leaves it so (it closes pending rows only).
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_a" })).status).toBe(200);
+    const after = await h.db.notification.findMany({ where: { kind: "review_contradiction", sourceId: review.id }, select: { userId: true, status: true, resolution: true } });
+    expect(after.find((row) => row.userId === owner.id)).toMatchObject({ status: "resolved", resolution: "kept_a" });
+    expect(after.find((row) => row.userId === admin.id)).toMatchObject({ status: "expired", resolution: null });
   }, 120_000);
 });

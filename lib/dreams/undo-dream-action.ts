@@ -177,7 +177,7 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
         if (back.count) changed.add(loser);
       }
       const reopened = await settle(tx, { state: "pending_review", resolution: null, resolvedBy: null, resolvedAt: null });
-      await onReviewReopened(tx, action.id, action.hubId);
+      await onReviewReopened(tx, action.id, action.hubId, now);
       return announce(reopened);
     }
     return announce(await settle(tx, { state: "undone", resolution: "undone", resolvedBy: ctx.user.id, resolvedAt: now }));

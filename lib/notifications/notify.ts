@@ -263,14 +263,14 @@ export async function onReviewResolved(tx: DbClient, actionId: string, resolutio
 
 /**
  * A decided review was undone: the rows closed by that decision are pending again (dismissed ones stay
- * dismissed), of the hub's owners and admins of now only, as a review is flagged for them: reopened, a
- * row of a manager demoted since was a decision in their bell they could no longer take (a 403). The
- * caller holds the hub's membership lock, so the roles read here stand until commit.
+ * dismissed), of the hub's owners and admins of now only, as a review is flagged for them (reopened, a
+ * demoted manager's row was a decision their role may no longer take). Those rows expire instead: left `resolved / kept_a`, they told of a decision the review no longer had, and
+ * a later decision, closing pending rows only, never set them right. The caller holds the hub's
+ * membership lock, so the roles read here stand until commit.
  */
-export async function onReviewReopened(tx: DbClient, actionId: string, hubId: string) {
-  const managers = await tx.hubMember.findMany({ where: { hubId, role: { in: ["owner", "admin"] } }, select: { userId: true } });
-  await tx.notification.updateMany({
-    where: { kind: "review_contradiction", sourceId: actionId, status: "resolved", resolution: { in: ["kept_a", "kept_b", "kept_both"] }, userId: { in: managers.map((m) => m.userId) } },
-    data: { status: "pending", resolution: null, resolvedAt: null },
-  });
+export async function onReviewReopened(tx: DbClient, actionId: string, hubId: string, now: Date) {
+  const managers = (await tx.hubMember.findMany({ where: { hubId, role: { in: ["owner", "admin"] } }, select: { userId: true } })).map((m) => m.userId);
+  const decided = { kind: "review_contradiction", sourceId: actionId, status: "resolved", resolution: { in: ["kept_a", "kept_b", "kept_both"] } };
+  await tx.notification.updateMany({ where: { ...decided, userId: { in: managers } }, data: { status: "pending", resolution: null, resolvedAt: null } });
+  await tx.notification.updateMany({ where: { ...decided, userId: { notIn: managers } }, data: { status: "expired", resolution: null, resolvedAt: now } });
 }
