@@ -154,6 +154,32 @@ describe("a phase step stopped by a graceful stop while its retry runs", () => {
     expect(await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId }, select: { phase: true, heartbeatAt: true } })).toEqual({ phase: "stale", heartbeatAt: retryBeat });
   }, 120_000);
 
+  /**
+   * The stopped attempt's heartbeat timer went on beating while the phase finished its model call, over
+   * the beats of the retry (which starts only once the stop has cut the step's request), and the step's
+   * clear then matched that beat and wiped the retry's heartbeat.
+   */
+  it("beats no more once stopping", async () => {
+    const { runId } = await pairRun();
+    const config = { ...dreamConfig(), staleRunMs: 1000 };
+    const owner = "inngest-stopping-attempt";
+    expect(await claimDreamRun(h.db, runId, owner, new Date(), config.staleRunMs)).toBe(true);
+    const retryBeat = new Date(Date.now() + 60_000);
+    let stopped = false;
+    meanwhile = async () => {
+      stopped = true;
+      await h.db.dreamRun.update({ where: { id: runId }, data: { heartbeatAt: retryBeat } });
+      // More than a beat's interval (a quarter of the staleness) while the model still "thinks".
+      await new Promise((resolve) => setTimeout(resolve, 700));
+    };
+    // Its beats before the stop are its own to write.
+    const beatsAfterStop: Date[] = [];
+    const attempt = runDreamPhase({ db: h.db, sql: h.database.sql, config, stopping: () => stopped, onBeat: (at) => stopped && beatsAfterStop.push(at) }, runId, owner, "similar", Date.now());
+    await expect(attempt).rejects.toBeInstanceOf(StoppedError);
+    expect(beatsAfterStop).toEqual([]);
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).heartbeatAt).toEqual(retryBeat);
+  }, 120_000);
+
   /** The stop's mark was never taken back: after a new start in this process, every phase step ended at once as stopping. */
   it("runs the next attempt after a new start", async () => {
     await stopDreams();

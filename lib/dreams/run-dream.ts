@@ -193,7 +193,9 @@ function keepHeartbeat(deps: DreamDeps, runId: string, owner: string): () => Pro
   const now = deps.now ?? (() => new Date());
   let beating: Promise<unknown> | undefined;
   const timer = setInterval(() => {
-    if (beating) return;
+    // Stopping, this attempt holds the run no longer: an Inngest step's retry (the same lease) may be
+    // beating by now, and a beat here over its beats was one the stopped step's clear then matched.
+    if (beating || stopping(deps)) return;
     const at = now();
     beating = deps.db.dreamRun
       .updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { heartbeatAt: at } })
