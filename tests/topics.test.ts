@@ -598,6 +598,55 @@ describe("delete", () => {
     expect(await changes()).toBe(before);
   });
 
+  /**
+   * Each batch read the branch again and committed on its own: a subtopic moved out between two
+   * batches had some of its memories unfiled, and was kept, its filing lost with no undo. The
+   * branch is now fixed by the first batch (its topics marked as being deleted): moving one out, or
+   * filing into one, is refused. Here the move lands right before the second batch.
+   */
+  it("a subtopic cannot be moved out between two batches; the whole branch goes with all its memories unfiled", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const a = await topic(ann, "Parent", team);
+    const b = (await ann.post("/v1/topics", { name: "Child", parent_id: a.id })).body.data as { id: string };
+    const other = await topic(ann, "Other", team);
+    const loose = await memory(ann, `loose ${Math.random()}`, team);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `child ${i} ${Math.random()}`, team));
+    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: b.id })).body.data.moved).toBe(5);
+    vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
+    const answers: Record<string, number | string> = {};
+    let calls = 0;
+    const db = new Proxy(h.db, {
+      get(target, key) {
+        const real = Reflect.get(target, key) as unknown;
+        if (key !== "$transaction" || typeof real !== "function") return real;
+        return async (...args: unknown[]) => {
+          if (++calls === 2) {
+            answers.move = (await ann.patch(`/v1/topics/${b.id}`, { parent_id: null })).status;
+            answers.rename = (await ann.patch(`/v1/topics/${b.id}`, { name: "Renamed" })).status;
+            answers.under = (await ann.patch(`/v1/topics/${other.id}`, { parent_id: b.id })).status;
+            answers.file = (await ann.post(`/v1/topics/${b.id}/memories`, { memory_id: loose })).status;
+            answers.batch = (await ann.post("/v1/memories/batch-move", { ids: [loose], topic_id: b.id })).status;
+            answers.get = (await ann.get(`/v1/topics/${b.id}`)).status;
+            answers.listed = JSON.stringify((await ann.get(`/v1/topics?hub_id=${team}`)).body.data.topics.map((t: { name: string }) => t.name));
+          }
+          return (real as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    try {
+      const result = await deleteTopic(sessionContext(h, ann, db), a.id);
+      expect(result).toEqual({ id: a.id, topic_id: a.id, deleted: true, deleted_count: 2 });
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    expect(answers).toEqual({ move: 404, rename: 404, under: 400, file: 404, batch: 404, get: 404, listed: JSON.stringify(["Other"]) });
+    expect(await h.db.topic.count({ where: { id: { in: [a.id, b.id] } } })).toBe(0);
+    expect(await h.db.memory.count({ where: { id: { in: [...ids, loose] }, topicId: { not: null } } })).toBe(0);
+    expect((await h.db.topic.findUniqueOrThrow({ where: { id: other.id } })).parentId).toBeNull();
+  });
+
   it("answers 405 for methods the routes do not implement", async () => {
     const ann = await h.user("Ann");
     expect((await ann.put("/v1/topics", {})).status).toBe(405);
@@ -646,6 +695,49 @@ describe.skipIf(!testPostgres())("delete of a topic with many memories", () => {
       expect(await h.db.topic.count({ where: { id: t.id } })).toBe(0);
       // The counters follow the rows: the hub's inbox holds all five again.
       expect((await ann.get("/v1/topics")).body.data.unassigned_count).toBe(5);
+    } finally {
+      vi.unstubAllEnvs();
+      await blocker.query("ROLLBACK").catch(() => {});
+      await blocker.end();
+    }
+  });
+
+  it("a subtopic moved out while a batch waits is refused: the move, queued for the topic lock, no longer lands between two batches", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const a = await topic(ann, "Parent", team);
+    const b = (await ann.post("/v1/topics", { name: "Child", parent_id: a.id })).body.data as { id: string };
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `child ${i} ${Math.random()}`, team));
+    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: b.id })).body.data.moved).toBe(5);
+    const last = [...ids].sort().at(-1)!;
+    vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
+    const blocker = new pg.Client({ connectionString: h.url! });
+    await blocker.connect();
+    const waiting = async () =>
+      (await blocker.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n as number;
+    try {
+      await blocker.query("BEGIN");
+      await blocker.query("SELECT 1 FROM memories WHERE id = $1::uuid FOR UPDATE", [last]);
+      const deleting = ann.delete(`/v1/topics/${a.id}`);
+      for (let waited = 0; (await waiting()) === 0; waited += 20) {
+        if (waited > 20_000) throw new Error("the delete never waited for the held memory");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The second batch waits for the held memory, holding the hub's topic lock: the move queues for
+      // that lock ahead of the third batch, unless it is refused at once.
+      let settled = false;
+      const moving = ann.patch(`/v1/topics/${b.id}`, { parent_id: null }).then((res) => ((settled = true), res));
+      for (let waited = 0; !settled && (await waiting()) < 2; waited += 20) {
+        if (waited > 20_000) throw new Error("the move neither answered nor waited for the topic lock");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await blocker.query("ROLLBACK");
+      const [deleted, moved] = await Promise.all([deleting, moving]);
+      expect(deleted.status, deleted.text).toBe(200);
+      expect(moved.status, moved.text).toBe(404);
+      expect(await h.db.topic.count({ where: { id: { in: [a.id, b.id] } } })).toBe(0);
+      expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
     } finally {
       vi.unstubAllEnvs();
       await blocker.query("ROLLBACK").catch(() => {});

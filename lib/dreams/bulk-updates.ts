@@ -45,7 +45,7 @@ export async function assignTopics(
        FROM unnest($1::uuid[], $2::uuid[], $4::timestamptz[]) AS u(id, topic_id, changed)
       WHERE m.id = u.id AND m.state = 'active' AND m.topic_id IS NULL AND m.content_changed_at = u.changed
         AND m.kind <> ALL($5::text[])
-        AND EXISTS (SELECT 1 FROM topics t WHERE t.id = u.topic_id AND t.archived_at IS NULL)
+        AND EXISTS (SELECT 1 FROM topics t WHERE t.id = u.topic_id AND t.archived_at IS NULL AND t.deleting_at IS NULL)
       RETURNING m.id::text AS id, m.updated_at AS "updatedAt"`,
     moves.map((m) => m.memoryId),
     moves.map((m) => m.topicId),

@@ -317,7 +317,7 @@ async function topics(env: ToolEnv, args: { hub_id?: string; topic_id?: string }
     const readable = (await readableHubs(ctx)).map((m) => m.hub.id);
     if (args.topic_id) {
       // Only the topic's own tree is needed; one in a hub out of reach is simply not found.
-      const row = await ctx.db.topic.findFirst({ where: { id: args.topic_id, hubId: { in: readable }, archivedAt: null }, select: { hubId: true } });
+      const row = await ctx.db.topic.findFirst({ where: { id: args.topic_id, hubId: { in: readable }, archivedAt: null, deletingAt: null }, select: { hubId: true } });
       if (!row) throw new ApiError("not_found", "Topic not found");
       hubIds = [row.hubId];
     } else if (readable.length > MAX_TOPIC_TREES) {

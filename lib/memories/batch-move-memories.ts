@@ -45,7 +45,7 @@ export async function batchMoveMemories(ctx: AuthContext, input: { ids: string[]
 
   const topic = input.topic_id
     ? isUuid(input.topic_id)
-      ? await ctx.db.topic.findFirst({ where: { id: input.topic_id, hubId: { in: [...memberships.keys()] } } })
+      ? await ctx.db.topic.findFirst({ where: { id: input.topic_id, hubId: { in: [...memberships.keys()] }, deletingAt: null } })
       : null
     : undefined;
   if (topic === null) throw new ApiError("not_found", "Topic not found");

@@ -32,7 +32,7 @@ export async function barSearch(ctx: AuthContext, query: BarSearchQuery): Promis
   const pattern = `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   const topics = await ctx.sql.query<{ id: string; name: string; description: string; hub_id: string }>(
     `SELECT id, name, description, hub_id FROM topics
-      WHERE hub_id = ANY($1::uuid[]) AND archived_at IS NULL AND (name ILIKE $2 ESCAPE '\\' OR description ILIKE $2 ESCAPE '\\')
+      WHERE hub_id = ANY($1::uuid[]) AND archived_at IS NULL AND deleting_at IS NULL AND (name ILIKE $2 ESCAPE '\\' OR description ILIKE $2 ESCAPE '\\')
       ORDER BY (lower(name) = $3) DESC, starts_with(lower(name), $3) DESC, (name ILIKE $2 ESCAPE '\\') DESC, lower(name), id
       LIMIT $4`,
     [hubIds, pattern, needle, limit],

@@ -31,7 +31,7 @@ export async function createTopic(ctx: AuthContext, input: CreateTopicBody) {
   try {
     const topic = await ctx.db.$transaction(async (tx) => {
       const topics = await HubTopics.lockAndLoad(tx, hub.id, { ctx, action: "create topics" });
-      if (topics.rows.length >= MAX_TOPICS_PER_HUB) {
+      if (topics.size >= MAX_TOPICS_PER_HUB) {
         throw new ApiError("conflict", `A hub can have at most ${MAX_TOPICS_PER_HUB} topics; delete or merge some first`, { limit: MAX_TOPICS_PER_HUB });
       }
       if (parentId) {

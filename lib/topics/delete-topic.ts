@@ -13,15 +13,23 @@ import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
  * thousands of memories outlasted the transaction timeout and was rolled back
  * on every attempt, so it could never be deleted. The topics go with the last
  * batch, whose few memories the foreign key's cascade takes out.
+ *
+ * The first batch marks the branch as being deleted (deletingAt) in its transaction: read again by
+ * each batch, a subtopic moved out between two batches lost part of its memories' filing and was
+ * kept. Marked, the branch's topics are hidden and refused to every move, change and filing, so the
+ * branch each batch reads is the one the delete began with; a delete cut short is finished by
+ * sending it again.
  */
 export async function deleteTopic(ctx: AuthContext, id: string) {
-  const { topic } = await topicOrThrow(ctx, id, "delete topics");
+  const { topic } = await topicOrThrow(ctx, id, "delete topics", { withDeleting: true });
   const batch = purgeBatchSize();
   for (;;) {
     const deleted = await ctx.db.$transaction(async (tx) => {
       // Each batch under the hub's topic lock, with the caller's right to manage topics checked again.
-      const branch = (await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "delete topics" })).subtree(topic.id).map((row) => row.id);
+      const topics = await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "delete topics" }, { withDeleting: true });
+      const branch = topics.subtree(topic.id).map((row) => row.id);
       if (branch.length) {
+        await tx.topic.updateMany({ where: { id: { in: branch }, hubId: topic.hubId, deletingAt: null }, data: { deletingAt: ctx.now() } });
         // In id order, as every writer of several memories locks them (lib/db/row-lock.ts).
         const filed = await tx.$queryRaw<{ id: string }[]>`
           SELECT id::text AS id FROM memories WHERE hub_id = ${topic.hubId}::uuid AND topic_id = ANY(${branch}::uuid[])

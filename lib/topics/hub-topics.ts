@@ -30,19 +30,34 @@ export async function assertManagesTopics(tx: DbClient, hubId: string, ctx: Pick
  * the writing transaction, so concurrent edits see each other.
  */
 export class HubTopics {
+  readonly rows: TopicRow[];
   readonly byId: Map<string, TopicRow>;
+  /** Every topic of the hub, those being deleted too: they count towards the 500 until they are gone. */
+  readonly size: number;
 
-  constructor(readonly rows: TopicRow[]) {
-    this.byId = new Map(rows.map((row) => [row.id, row]));
+  /**
+   * Topics being deleted (deletingAt) are left out unless `withDeleting`: to every change but the
+   * delete itself they are gone already, so none is moved, changed, archived or taken as a parent
+   * while its delete unfiles its memories a batch at a time.
+   */
+  constructor(rows: TopicRow[], options: { withDeleting?: boolean } = {}) {
+    this.size = rows.length;
+    this.rows = options.withDeleting ? rows : rows.filter((row) => !row.deletingAt);
+    this.byId = new Map(this.rows.map((row) => [row.id, row]));
   }
 
   /** `manager`: the caller changing the tree, who must still be allowed to manage the hub's topics. */
-  static async lockAndLoad(tx: DbClient, hubId: string, manager: { ctx: Pick<AuthContext, "user" | "credential">; action: string }): Promise<HubTopics> {
+  static async lockAndLoad(
+    tx: DbClient,
+    hubId: string,
+    manager: { ctx: Pick<AuthContext, "user" | "credential">; action: string },
+    options: { withDeleting?: boolean } = {},
+  ): Promise<HubTopics> {
     // The hub's membership lock (shared) first, as every write into a hub takes it: a hub delete holds
     // it exclusively, so a topic change waits for it rather than deadlocking with its cascade.
     await lockForTransaction(tx, [{ shared: hubMembersLockKey(hubId) }, topicsLockKey(hubId)]);
     await assertManagesTopics(tx, hubId, manager.ctx, manager.action);
-    return new HubTopics(await tx.topic.findMany({ where: { hubId } }));
+    return new HubTopics(await tx.topic.findMany({ where: { hubId } }), options);
   }
 
   /** 0 for a root. */

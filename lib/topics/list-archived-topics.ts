@@ -8,7 +8,7 @@ import { topicMemoryCounts } from "./topic-memory-counts.ts";
 export async function listArchivedTopics(ctx: AuthContext, hubId: string) {
   const { hub } = await membershipOrThrow(ctx, hubId);
   const rows = await ctx.db.topic.findMany({
-    where: { hubId: hub.id, archivedAt: { not: null } },
+    where: { hubId: hub.id, archivedAt: { not: null }, deletingAt: null },
     orderBy: [{ archivedAt: "desc" }, { id: "asc" }],
     take: MAX_TOPICS_PER_HUB,
   });

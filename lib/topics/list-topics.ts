@@ -20,7 +20,7 @@ export function bySiblingOrder(a: TopicRow, b: TopicRow): number {
  */
 export async function listTopics(ctx: AuthContext, hubId: string) {
   const { hub } = await membershipOrThrow(ctx, hubId);
-  const rows = await ctx.db.topic.findMany({ where: { hubId: hub.id, archivedAt: null }, take: MAX_TOPICS_PER_HUB });
+  const rows = await ctx.db.topic.findMany({ where: { hubId: hub.id, archivedAt: null, deletingAt: null }, take: MAX_TOPICS_PER_HUB });
   const counts = await topicMemoryCounts(ctx.db, hub.id, rows.map((row) => row.id));
   const byParent = new Map<string | null, TopicRow[]>();
   const ids = new Set(rows.map((row) => row.id));

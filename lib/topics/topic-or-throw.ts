@@ -13,13 +13,18 @@ import type { TopicRow } from "./serialize-topic.ts";
  * condition a key limited to some hubs found topics of the owner's other hubs and was told "Hub not
  * found" for them, "Topic not found" for ids that exist nowhere.
  */
-export function readableTopicWhere(ctx: Pick<AuthContext, "user" | "credential">): Prisma.TopicWhereInput {
-  return { hub: { members: { some: { userId: ctx.user.id } } }, ...(ctx.credential.hubIds !== null && { hubId: { in: [...ctx.credential.hubIds] } }) };
+export function readableTopicWhere(ctx: Pick<AuthContext, "user" | "credential">, options: { withDeleting?: boolean } = {}): Prisma.TopicWhereInput {
+  return {
+    hub: { members: { some: { userId: ctx.user.id } } },
+    ...(ctx.credential.hubIds !== null && { hubId: { in: [...ctx.credential.hubIds] } }),
+    // A topic being deleted is gone to everyone but a delete, which finishes one that was cut short.
+    ...(!options.withDeleting && { deletingAt: null }),
+  };
 }
 
 /** A topic in one of the caller's hubs; outside them it is not_found. */
-export async function readableTopicOrThrow(ctx: AuthContext, id: string): Promise<{ topic: TopicRow; membership: Membership }> {
-  const topic = isUuid(id) ? await ctx.db.topic.findFirst({ where: { id, ...readableTopicWhere(ctx) } }) : null;
+export async function readableTopicOrThrow(ctx: AuthContext, id: string, options: { withDeleting?: boolean } = {}): Promise<{ topic: TopicRow; membership: Membership }> {
+  const topic = isUuid(id) ? await ctx.db.topic.findFirst({ where: { id, ...readableTopicWhere(ctx, options) } }) : null;
   if (!topic) throw new ApiError("not_found", "Topic not found");
   return { topic, membership: await membershipOrThrow(ctx, topic.hubId) };
 }
@@ -28,8 +33,8 @@ export async function readableTopicOrThrow(ctx: AuthContext, id: string): Promis
  * A topic the caller may manage: outside the caller's hubs it is not_found,
  * in a hub where their role cannot manage topics it is forbidden.
  */
-export async function topicOrThrow(ctx: AuthContext, id: string, action: string): Promise<{ topic: TopicRow; membership: Membership }> {
-  const { topic } = await readableTopicOrThrow(ctx, id);
+export async function topicOrThrow(ctx: AuthContext, id: string, action: string, options: { withDeleting?: boolean } = {}): Promise<{ topic: TopicRow; membership: Membership }> {
+  const { topic } = await readableTopicOrThrow(ctx, id, options);
   const membership = await hubPermissionOrThrow(ctx, topic.hubId, "topics.manage", action);
   return { topic, membership };
 }
@@ -46,7 +51,7 @@ export function assertNotArchived(topic: Pick<TopicRow, "id" | "archivedAt">): v
  */
 export async function lockTopicForFiling(tx: DbClient, topic: { id: string; hubId: string }): Promise<void> {
   await lockForTransaction(tx, [{ shared: hubMembersLockKey(topic.hubId) }, { shared: topicsLockKey(topic.hubId) }]);
-  const current = await tx.topic.findFirst({ where: { id: topic.id, hubId: topic.hubId }, select: { id: true, archivedAt: true } });
+  const current = await tx.topic.findFirst({ where: { id: topic.id, hubId: topic.hubId, deletingAt: null }, select: { id: true, archivedAt: true } });
   if (!current) throw new ApiError("not_found", "Topic not found");
   assertNotArchived(current);
 }
