@@ -647,6 +647,24 @@ describe("delete", () => {
     expect((await h.db.topic.findUniqueOrThrow({ where: { id: other.id } })).parentId).toBeNull();
   });
 
+  it("announces every committed batch: a delete cut short has told the streams what it unfiled", async () => {
+    const ann = await h.user("Ann");
+    const t = await topic(ann, "Batched");
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `batched ${i} ${Math.random()}`));
+    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: t.id })).body.data.moved).toBe(5);
+    const changes = () => h.db.event.count({ where: { type: "topic.changed", entityId: t.id } });
+    const before = await changes();
+    vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
+    try {
+      expect((await ann.delete(`/v1/topics/${t.id}`)).status).toBe(200);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    // Two batches of two memories, then the topic with the last one.
+    expect(await changes()).toBe(before + 3);
+  });
+
   it("answers 405 for methods the routes do not implement", async () => {
     const ann = await h.user("Ann");
     expect((await ann.put("/v1/topics", {})).status).toBe(405);

@@ -18,7 +18,8 @@ import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
  * each batch, a subtopic moved out between two batches lost part of its memories' filing and was
  * kept. Marked, the branch's topics are hidden and refused to every move, change and filing, so the
  * branch each batch reads is the one the delete began with; a delete cut short is finished by
- * sending it again.
+ * sending it again. Every committed batch is announced: one cut short has told the streams what it
+ * unfiled.
  */
 export async function deleteTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "delete topics", { withDeleting: true });
@@ -36,6 +37,7 @@ export async function deleteTopic(ctx: AuthContext, id: string) {
            ORDER BY id LIMIT ${batch + 1} FOR NO KEY UPDATE`;
         if (filed.length > batch) {
           await tx.memory.updateMany({ where: { id: { in: filed.slice(0, batch).map((row) => row.id) }, hubId: topic.hubId }, data: { topicId: null } });
+          await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: topic.id });
           return null;
         }
       }
