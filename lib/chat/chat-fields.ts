@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cursorSchema } from "@/lib/api/pagination.ts";
 import { isUuid, normalizeId } from "@/lib/ids.ts";
 
 /** Limits of the chat surface (docs/chat.md). */
@@ -119,11 +120,11 @@ export const listChatSessionsQuerySchema = z.object({
   // true lists only pinned sessions.
   pinned: z.enum(["true", "false"]).optional(),
   limit: z.string().optional(),
-  cursor: z.string().optional(),
+  cursor: cursorSchema.optional(),
 });
 export type ListChatSessionsQuery = z.output<typeof listChatSessionsQuerySchema>;
 
-export const listChatMessagesQuerySchema = z.object({ limit: z.string().optional(), cursor: z.string().optional() });
+export const listChatMessagesQuerySchema = z.object({ limit: z.string().optional(), cursor: cursorSchema.optional() });
 export type ListChatMessagesQuery = z.output<typeof listChatMessagesQuerySchema>;
 
 export const sendChatMessageBodySchema = z.object({

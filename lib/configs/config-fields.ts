@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cursorSchema } from "@/lib/api/pagination.ts";
 
 /** Documented limits of agent configs (docs/configs.md). */
 export const MAX_CONFIG_BYTES = 512 * 1024;
@@ -65,7 +66,7 @@ export const listConfigsQuerySchema = z.object({
   agent: agentSchema.optional(),
   scope: scopeSchema.optional(),
   limit: z.string().optional(),
-  cursor: z.string().optional(),
+  cursor: cursorSchema.optional(),
 });
 export type ListConfigsQuery = z.output<typeof listConfigsQuerySchema>;
 

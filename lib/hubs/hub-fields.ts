@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cursorSchema } from "@/lib/api/pagination.ts";
 import { uuidField } from "@/lib/ids.ts";
 import { MANAGED_ROLES } from "@/lib/api/permissions.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
@@ -101,7 +102,7 @@ export type UpdateHubBody = z.output<typeof updateHubBodySchema>;
 // a bound here made it a 400 whose message, the missing field's, said "slug is required".
 export const checkSlugQuerySchema = z.object({ slug: z.string({ error: "slug is required" }) });
 
-export const listQuerySchema = z.object({ limit: z.string().optional(), cursor: z.string().optional() });
+export const listQuerySchema = z.object({ limit: z.string().optional(), cursor: cursorSchema.optional() });
 export type ListQuery = z.output<typeof listQuerySchema>;
 
 export const addMemberBodySchema = z.strictObject({ user_id: uuidField("user_id must be a user id"), role: z.enum(MANAGED_ROLES) });

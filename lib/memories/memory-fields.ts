@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { cursorSchema } from "@/lib/api/pagination.ts";
 import { normalizeId, uuidField } from "@/lib/ids.ts";
 import { timestampSchema } from "@/lib/api/timestamp.ts";
 import { atLeastOneOf } from "@/lib/api/at-least-one-of.ts";
@@ -141,7 +142,7 @@ const timestampOf = (name: string) => timestampSchema(`${name} must be an RFC 33
 
 export const listMemoriesQuerySchema = z.object({
   limit: z.string().optional(),
-  cursor: z.string().optional(),
+  cursor: cursorSchema.optional(),
   sort: z.enum(["newest", "relevant"]).default("newest"),
   hub_id: z.string().overwrite(normalizeId).optional(),
   topic_id: z.string().overwrite(normalizeId).optional(),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ERROR_STATUS } from "@/lib/api/errors.ts";
-import { DEFAULT_LIMIT, MAX_LIMIT } from "@/lib/api/pagination.ts";
+import { DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT } from "@/lib/api/pagination.ts";
 import { MAX_BODY_BYTES } from "@/lib/api/parse.ts";
 import { MAX_SESSION_BODY_BYTES } from "@/lib/agent-sessions/agent-session-fields.ts";
 import { OPERATIONS, type Operation } from "./operations.ts";
@@ -65,7 +65,13 @@ function build(): Schema {
       },
       parameters: {
         limit: limitParameter({ default: DEFAULT_LIMIT, max: MAX_LIMIT }),
-        cursor: { name: "cursor", in: "query", required: false, description: "The next_cursor of the previous page (opaque, signed)", schema: { type: "string" } },
+        cursor: {
+          name: "cursor",
+          in: "query",
+          required: false,
+          description: `The next_cursor of the previous page (opaque, signed); at most ${MAX_CURSOR_LENGTH} characters`,
+          schema: { type: "string", maxLength: MAX_CURSOR_LENGTH },
+        },
         hubHeader: hubHeaderParameter(PERSONAL_HUB_HEADER),
       },
       schemas: {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { listAgentSessionsQuerySchema, MAX_SESSIONS_WITH_CONTENT, putAgentSessionBodySchema } from "@/lib/agent-sessions/agent-session-fields.ts";
-import { DEFAULT_LIMIT, MAX_LIMIT } from "@/lib/api/pagination.ts";
+import { cursorSchema, DEFAULT_LIMIT, MAX_LIMIT } from "@/lib/api/pagination.ts";
 import { DEFAULT_CONFIG_PAGE } from "@/lib/configs/list-configs.ts";
 import { askBodySchema } from "@/lib/ask/ask-fields.ts";
 import { apiKeyObjectSchema, createdApiKeySchema } from "@/lib/auth/api-key-object.ts";
@@ -142,7 +142,7 @@ const listNotificationsQuerySchema = z.object({
   unseen_only: z.enum(["true", "false", "1", "0"]).optional(),
   since: z.string().optional().meta({ description: "RFC 3339 timestamp" }),
   limit: z.string().optional(),
-  cursor: z.string().optional(),
+  cursor: cursorSchema.optional(),
 });
 const notificationSummaryQuerySchema = z.object({ hub: z.string().optional().meta({ description: "Only this hub's counts" }) });
 const eventStreamQuerySchema = z.object({

@@ -1,12 +1,12 @@
 import { z } from "zod";
 import type { AuthContext } from "@/lib/api/context.ts";
-import { decodeCursor, encodeCursor, parseLimit } from "@/lib/api/pagination.ts";
+import { cursorSchema, decodeCursor, encodeCursor, parseLimit } from "@/lib/api/pagination.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { MAX_CONFIGS_PER_USER } from "@/lib/configs/config-fields.ts";
 import { isPersonaConfig, serializePersona } from "./persona-source.ts";
 
 /** GET /v1/personas: limit and cursor page (Memax's client lists without them: one default page holds a typical account's personas). */
-export const listPersonasQuerySchema = z.object({ limit: z.string().optional(), cursor: z.string().optional() });
+export const listPersonasQuerySchema = z.object({ limit: z.string().optional(), cursor: cursorSchema.optional() });
 export type ListPersonasQuery = z.output<typeof listPersonasQuerySchema>;
 
 // Every persona the account can have, by default: Memax's personas.list() sends no cursor and before

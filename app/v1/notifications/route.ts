@@ -1,5 +1,7 @@
 import { ok } from "@/lib/api/envelope.ts";
-import { queryParams } from "@/lib/api/parse.ts";
+import { z } from "zod";
+import { cursorSchema } from "@/lib/api/pagination.ts";
+import { parseWith, queryParams } from "@/lib/api/parse.ts";
 import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
 import { listNotifications } from "@/lib/notifications/list-notifications.ts";
 
@@ -20,7 +22,7 @@ export const GET = withAuth({}, async (ctx, req) => {
         unseenOnly: q.get("unseen_only") === "true" || q.get("unseen_only") === "1",
         since: q.get("since") || undefined,
         limit: q.get("limit"),
-        cursor: q.get("cursor") || undefined,
+        cursor: parseWith(z.object({ cursor: cursorSchema.optional() }), { cursor: q.get("cursor") || undefined }, "Query is invalid").cursor,
       },
       { refresh: req.method !== "HEAD" },
     ),
