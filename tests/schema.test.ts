@@ -370,6 +370,7 @@ describe("schema and migrations agree", () => {
     const byName = new Map(indexes.map((i) => [i.indexname, i.indexdef]));
     expect(byName.get("chunks_embedding_hnsw_idx")).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
     expect(byName.get("chunks_search_vector_idx")).toMatch(/USING gin/);
+    expect(byName.get("topics_deleting_at_idx")).toMatch(/WHERE \(deleting_at IS NOT NULL\)/);
     for (const index of ["dream_actions_source_memory_ids_idx", "custom_boards_card_cite_memory_ids_idx", "custom_board_card_versions_cite_memory_ids_idx"]) {
       expect(byName.get(index), index).toMatch(/USING gin/);
     }

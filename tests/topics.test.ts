@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
-import { deleteTopic } from "@/lib/topics/delete-topic.ts";
+import { deleteTopic, finishTopicDeletes } from "@/lib/topics/delete-topic.ts";
 import { newId } from "@/lib/ids.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
@@ -645,6 +645,43 @@ describe("delete", () => {
     expect(await h.db.topic.count({ where: { id: { in: [a.id, b.id] } } })).toBe(0);
     expect(await h.db.memory.count({ where: { id: { in: [...ids, loose] }, topicId: { not: null } } })).toBe(0);
     expect((await h.db.topic.findUniqueOrThrow({ where: { id: other.id } })).parentId).toBeNull();
+  });
+
+  /**
+   * A delete cut short after its first batch (the request's time ran out, the process stopped) left
+   * its branch hidden, with the rest of its memories filed under topics no one sees and no client
+   * would send the delete for again. The sweep finishes it, as it finishes a deleted hub.
+   */
+  it("a delete cut short is finished by the sweep: the hidden branch goes, every memory unfiled", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const a = await topic(ann, "Stopped", team);
+    const b = (await ann.post("/v1/topics", { name: "Below", parent_id: a.id })).body.data as { id: string };
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `stopped ${i} ${Math.random()}`, team));
+    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: b.id })).body.data.moved).toBe(5);
+    vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
+    let calls = 0;
+    // The process stops before the second batch: the first is committed, nothing more happens.
+    const db = new Proxy(h.db, {
+      get(target, key) {
+        const real = Reflect.get(target, key) as unknown;
+        if (key !== "$transaction" || typeof real !== "function") return real;
+        return (...args: unknown[]) => (++calls === 2 ? Promise.reject(new Error("stopped")) : (real as (...a: unknown[]) => unknown).apply(target, args));
+      },
+    });
+    try {
+      await expect(deleteTopic(sessionContext(h, ann, db), a.id)).rejects.toThrow("stopped");
+      expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: b.id } })).toBe(3);
+      expect((await ann.get(`/v1/topics?hub_id=${team}`)).body.data.topics).toEqual([]);
+      expect(await finishTopicDeletes(h.db)).toBe(1);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    expect(await h.db.topic.count({ where: { id: { in: [a.id, b.id] } } })).toBe(0);
+    expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
+    expect((await ann.get(`/v1/topics?hub_id=${team}`)).body.data.unassigned_count).toBe(5);
+    expect(await finishTopicDeletes(h.db)).toBe(0);
   });
 
   it("announces every committed batch: a delete cut short has told the streams what it unfiled", async () => {

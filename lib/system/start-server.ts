@@ -7,6 +7,7 @@ import { assertWholeNumberSettings, config, configWarnings } from "@/lib/config.
 import { startConfigDeletionsPrune } from "@/lib/configs/prune-config-deletions.ts";
 import { startEventsPrune } from "@/lib/events/prune-events.ts";
 import { startDeletedHubsPurge } from "@/lib/hubs/purge-deleted-hubs.ts";
+import { startTopicDeletesSweep } from "@/lib/topics/delete-topic.ts";
 import { startInvitesPrune } from "@/lib/invites/prune-invites.ts";
 import { startMailOutboxPrune } from "@/lib/mail/prune-mail-outbox.ts";
 import { startNotificationsPrune } from "@/lib/notifications/prune-notifications.ts";
@@ -41,6 +42,7 @@ export async function startServer(): Promise<void> {
   startEmailSignInCodesPrune(database);
   startInvitesPrune(database);
   startDeletedHubsPurge(database);
+  startTopicDeletesSweep(database);
   startNotificationsPrune(database);
   startAccountDataDeletionsResume(database);
   kickCookingBoards(database);

@@ -1,5 +1,8 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { runAsBackground } from "@/lib/db/background-work.ts";
+import type { Database, Db } from "@/lib/db/database.ts";
 import { purgeBatchSize } from "@/lib/hubs/purge-deleted-hubs.ts";
+import { runPeriodically } from "@/lib/system/run-periodically.ts";
 import { HubTopics } from "./hub-topics.ts";
 import { topicOrThrow } from "./topic-or-throw.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
@@ -18,26 +21,36 @@ import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
  * each batch, a subtopic moved out between two batches lost part of its memories' filing and was
  * kept. Marked, the branch's topics are hidden and refused to every move, change and filing, so the
  * branch each batch reads is the one the delete began with; a delete cut short is finished by
- * sending it again. Every committed batch is announced: one cut short has told the streams what it
- * unfiled.
+ * sending it again, or by the sweep (finishTopicDeletes). Every committed batch is announced: one
+ * cut short has told the streams what it unfiled.
  */
 export async function deleteTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "delete topics", { withDeleting: true });
+  const deleted = await deleteBranch(ctx.db, topic, { manager: { ctx, action: "delete topics" }, actorId: ctx.user.id, now: ctx.now });
+  return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: deleted };
+}
+
+/** The batches of one branch's delete; returns the topics deleted (0 when another delete took them). */
+async function deleteBranch(
+  db: Db,
+  topic: { id: string; hubId: string },
+  options: { manager: Parameters<typeof HubTopics.lockAndLoad>[2]; actorId: string | null; now: () => Date },
+): Promise<number> {
   const batch = purgeBatchSize();
   for (;;) {
-    const deleted = await ctx.db.$transaction(async (tx) => {
+    const deleted = await db.$transaction(async (tx) => {
       // Each batch under the hub's topic lock, with the caller's right to manage topics checked again.
-      const topics = await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "delete topics" }, { withDeleting: true });
+      const topics = await HubTopics.lockAndLoad(tx, topic.hubId, options.manager, { withDeleting: true });
       const branch = topics.subtree(topic.id).map((row) => row.id);
       if (branch.length) {
-        await tx.topic.updateMany({ where: { id: { in: branch }, hubId: topic.hubId, deletingAt: null }, data: { deletingAt: ctx.now() } });
+        await tx.topic.updateMany({ where: { id: { in: branch }, hubId: topic.hubId, deletingAt: null }, data: { deletingAt: options.now() } });
         // In id order, as every writer of several memories locks them (lib/db/row-lock.ts).
         const filed = await tx.$queryRaw<{ id: string }[]>`
           SELECT id::text AS id FROM memories WHERE hub_id = ${topic.hubId}::uuid AND topic_id = ANY(${branch}::uuid[])
            ORDER BY id LIMIT ${batch + 1} FOR NO KEY UPDATE`;
         if (filed.length > batch) {
           await tx.memory.updateMany({ where: { id: { in: filed.slice(0, batch).map((row) => row.id) }, hubId: topic.hubId }, data: { topicId: null } });
-          await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: topic.id });
+          await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: options.actorId, entityId: topic.id });
           return null;
         }
       }
@@ -46,9 +59,44 @@ export async function deleteTopic(ctx: AuthContext, id: string) {
       // deleteMany: a concurrent delete of the same topic is not an error, the outcome is the same; but
       // having deleted nothing, this one announces nothing (every stream of the hub refetched the tree).
       const { count } = await tx.topic.deleteMany({ where: { id: { in: branch }, hubId: topic.hubId } });
-      if (count > 0) await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: ctx.user.id, entityId: topic.id });
+      if (count > 0) await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: options.actorId, entityId: topic.id });
       return count;
     });
-    if (deleted !== null) return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: deleted };
+    if (deleted !== null) return deleted;
   }
+}
+
+const SWEEP_EVERY_MS = 10 * 60_000;
+/** Branches one sweep finishes; the rest wait for the next. */
+const BRANCHES_PER_SWEEP = 20;
+
+/**
+ * The sweep: finishes topic deletes cut short after their first batch (the request's time ran out, the
+ * process stopped). Their branch is hidden and refused to everyone, so no client would send the delete
+ * again, and the memories still filed under it were in no topic anyone sees nor in the inbox. Takes the
+ * top of each marked branch, oldest first; returns the branches finished. One that fails is logged and
+ * the sweep goes on with the others.
+ */
+export async function finishTopicDeletes(db: Db, limit = BRANCHES_PER_SWEEP): Promise<number> {
+  const tops = await db.topic.findMany({
+    where: { deletingAt: { not: null }, OR: [{ parentId: null }, { parent: { deletingAt: null } }] },
+    orderBy: [{ deletingAt: "asc" }, { id: "asc" }],
+    take: limit,
+    select: { id: true, hubId: true },
+  });
+  let finished = 0;
+  for (const top of tops) {
+    try {
+      await deleteBranch(db, top, { manager: null, actorId: null, now: () => new Date() });
+      finished++;
+    } catch (error) {
+      console.error(`[engram] topics: finishing the delete of topic ${top.id} failed; the next sweep tries again`, error);
+    }
+  }
+  return finished;
+}
+
+/** Runs the sweep every 10 minutes (and at start) for the life of the process, as background work. */
+export function startTopicDeletesSweep(database: Database): void {
+  runPeriodically("topics: deletes cut short", SWEEP_EVERY_MS, () => runAsBackground(() => finishTopicDeletes(database.prisma)));
 }

@@ -46,17 +46,20 @@ export class HubTopics {
     this.byId = new Map(this.rows.map((row) => [row.id, row]));
   }
 
-  /** `manager`: the caller changing the tree, who must still be allowed to manage the hub's topics. */
+  /**
+   * `manager`: the caller changing the tree, who must still be allowed to manage the hub's topics; null
+   * only for the sweep finishing a delete a manager began (lib/topics/delete-topic.ts).
+   */
   static async lockAndLoad(
     tx: DbClient,
     hubId: string,
-    manager: { ctx: Pick<AuthContext, "user" | "credential">; action: string },
+    manager: { ctx: Pick<AuthContext, "user" | "credential">; action: string } | null,
     options: { withDeleting?: boolean } = {},
   ): Promise<HubTopics> {
     // The hub's membership lock (shared) first, as every write into a hub takes it: a hub delete holds
     // it exclusively, so a topic change waits for it rather than deadlocking with its cascade.
     await lockForTransaction(tx, [{ shared: hubMembersLockKey(hubId) }, topicsLockKey(hubId)]);
-    await assertManagesTopics(tx, hubId, manager.ctx, manager.action);
+    if (manager) await assertManagesTopics(tx, hubId, manager.ctx, manager.action);
     return new HubTopics(await tx.topic.findMany({ where: { hubId } }), options);
   }
 
