@@ -614,3 +614,35 @@ describe("schema and migrations agree", () => {
     }
   });
 });
+
+describe("migration 20261202010000_email_code_sent_at", () => {
+  test("the backfill marks every code mailed before it as sent, a superseded one too; only a code asked for a moment ago stays unsent", async () => {
+    const db = database.prisma;
+    const email = "sent-at@example.test";
+    const at = (msAgo: number) => new Date(Date.now() - msAgo);
+    const code = (createdAt: Date, consumedAt: Date | null) =>
+      db.emailSignInCode.create({ data: { id: newId(createdAt.getTime()), email, codeHash: "c".repeat(64), expiresAt: new Date(createdAt.getTime() + 600_000), consumedAt, createdAt } });
+    const mailed = (createdAt: Date, sentAt: Date | null) =>
+      db.mailOutbox.create({ data: { id: newId(createdAt.getTime()), toAddress: email, subject: "Your Engram sign-in code", body: "b", kind: "sign_in_code", createdAt, sentAt } });
+    // Mailed, and its activation skipped because a newer code existed: it kept consumed_at = created_at.
+    const supersededAt = at(600_000);
+    const superseded = await code(supersededAt, supersededAt);
+    await mailed(supersededAt, new Date(supersededAt.getTime() + 1_500));
+    // Mailed under the old code with no outbox row left (pruned), never activated either.
+    const unrecordedAt = at(300_000);
+    const unrecorded = await code(unrecordedAt, unrecordedAt);
+    const working = await code(at(120_000), null);
+    // Its send may still be under way.
+    const sendingAt = at(5_000);
+    const sending = await code(sendingAt, sendingAt);
+
+    await database.sql.exec(`ALTER TABLE "email_sign_in_codes" DROP COLUMN "sent_at"`);
+    await database.sql.exec(readFileSync(path.join(process.cwd(), "prisma/migrations/20261202010000_email_code_sent_at/migration.sql"), "utf8"));
+
+    const sentAt = async (id: string) => (await db.emailSignInCode.findUniqueOrThrow({ where: { id } })).sentAt;
+    expect(await sentAt(superseded.id)).toEqual(new Date(supersededAt.getTime() + 1_500));
+    expect(await sentAt(unrecorded.id)).toEqual(unrecordedAt);
+    expect(await sentAt(working.id)).toEqual(working.createdAt);
+    expect(await sentAt(sending.id)).toBeNull();
+  });
+});
