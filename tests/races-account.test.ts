@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { newId } from "@/lib/ids.ts";
 import { encode } from "next-auth/jwt";
 import pg from "pg";
@@ -11,6 +11,9 @@ import { approveConsent } from "@/lib/oauth/approve-consent.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { findClient } from "@/lib/oauth/find-client.ts";
 import { resetConfig } from "@/lib/config.ts";
+import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
+import { PostgresThrottleStore } from "@/lib/auth/postgres-throttle-store.ts";
+import { setSignInThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
 import { sessionCookieFor } from "./support/oauth-consent.ts";
 
@@ -24,10 +27,23 @@ let h: Harness;
 beforeAll(async () => {
   h = await createHarness();
 });
+// Each test counts sign-in failures afresh, in the database (one store every connection shares):
+// failures left by one test must not lock the next out, nor hide what it counts.
+beforeEach(async () => {
+  await h.db.signInThrottle.deleteMany({});
+  setSignInThrottleStore(new PostgresThrottleStore(async () => h.db));
+});
 afterEach(() => {
   delete process.env.ENGRAM_EMAIL_CODE_DEV_RETURN;
+  delete process.env.ENGRAM_SIGNIN_IP_FAILURES;
 });
-afterAll(() => h.close());
+afterAll(async () => {
+  setSignInThrottleStore(undefined);
+  await h.close();
+});
+
+/** The failed sign-ins counted against client addresses. */
+const failuresCounted = async () => (await h.db.signInThrottle.findMany({ where: { key: { startsWith: "ip:" } } })).reduce((n, row) => n + row.failures, 0);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const statuses = (results: ApiResponse[]) => results.map((r) => r.status).sort((a, b) => a - b);
@@ -58,6 +74,35 @@ describe("account races", () => {
     // Exactly one token pair: the code is spent in the transaction that issues it, never by a loser.
     expect(await h.db.oAuthRefreshToken.count({ where: { grant: { userId: bob.id } } })).toBe(1);
     expect(await h.db.emailSignInCode.count({ where: { email: bob.email, consumedAt: null } })).toBe(0);
+    // The nine were right codes that lost the race, not guesses: none counts against the client.
+    expect(await failuresCounted()).toBe(0);
+  });
+
+  it("wrong e-mail codes for many addresses sent at once from one client get no more checks than one after another", async () => {
+    process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    const users = await Promise.all(Array.from({ length: 8 }, (_, i) => h.user(`Sprayed${i}`)));
+    const codes = await Promise.all(users.map(async (user) => (await h.anonymous.post("/v1/auth/email/request", { email: user.email })).body.data.dev_code as string));
+    const from = { headers: { [SOCKET_ADDRESS_HEADER]: "203.0.113.50" } };
+    const results = await Promise.all(users.map((user, i) => h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: codes[i] === "000000" ? "000001" : "000000" }, from)));
+    // One after another, the third wrong try locks the client out: three are checked, five refused.
+    expect(statuses(results)).toEqual([...Array(3).fill(401), ...Array(5).fill(429)]);
+    const tries = await h.db.emailSignInCode.aggregate({ where: { email: { in: users.map((u) => u.email) } }, _sum: { attempts: true } });
+    expect(tries._sum.attempts).toBe(3);
+  });
+
+  it("right e-mail codes from one client, one after another or at once, count nothing against it", async () => {
+    process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    const users = await Promise.all(Array.from({ length: 5 }, (_, i) => h.user(`Office${i}`)));
+    const codes = await Promise.all(users.map(async (user) => (await h.anonymous.post("/v1/auth/email/request", { email: user.email })).body.data.dev_code as string));
+    const from = { headers: { [SOCKET_ADDRESS_HEADER]: "203.0.113.51" } };
+    // One after another, each signs in and the next is checked: people behind one address are not locked out by signing in.
+    for (const [i, user] of users.slice(0, 3).entries()) expect((await h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: codes[i] }, from)).status).toBe(200);
+    expect(await failuresCounted()).toBe(0);
+    const results = await Promise.all(users.slice(3).map((user, i) => h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: codes[i + 3] }, from)));
+    expect(statuses(results)).toEqual([200, 200]);
+    expect(await failuresCounted()).toBe(0);
   });
 
   it("the first e-mail sign-ins of a fresh server, ten at once: each signs in (the CLI's client row is made once, no 409)", async () => {

@@ -40,4 +40,14 @@ export class PostgresThrottleStore implements ThrottleStore {
   async clear(key: string): Promise<void> {
     await (await this.db()).signInThrottle.deleteMany({ where: { key } });
   }
+
+  async forgive(key: string, lockFor: (failures: number) => number, now: number): Promise<void> {
+    const db = await this.db();
+    const [row] = await db.$queryRaw<{ failures: number }[]>`
+      UPDATE sign_in_throttle SET failures = failures - 1 WHERE key = ${key} AND failures > 0 AND expires_ms > ${now}::bigint RETURNING failures`;
+    if (!row) return;
+    const failures = Number(row.failures);
+    // Only while no failure counted since changed the count (its own write sets the lock it earns).
+    if (!lockFor(failures)) await db.signInThrottle.updateMany({ where: { key, failures }, data: { untilMs: BigInt(0) } });
+  }
 }

@@ -26,6 +26,11 @@ export interface ThrottleStore {
   /** Counts one more failure and stores the lock the policy gives for it. */
   fail(key: string, lockFor: (failures: number) => number, ttlMs: number, now: number): Promise<ThrottleState>;
   clear(key: string): Promise<void>;
+  /**
+   * Takes back one failure `fail` counted for an attempt that turned out not to be one, lifting the
+   * lock the lower count no longer earns (a lock an earlier failure past the free ones earned stays).
+   */
+  forgive(key: string, lockFor: (failures: number) => number, now: number): Promise<void>;
 }
 
 interface Policy {
@@ -83,6 +88,13 @@ export class MemoryThrottleStore implements ThrottleStore {
     this.entries.delete(key);
   }
 
+  async forgive(key: string, lockFor: (failures: number) => number, now: number) {
+    const entry = this.entries.get(key);
+    if (!entry || entry.expires <= now || entry.failures === 0) return;
+    entry.failures -= 1;
+    if (!lockFor(entry.failures)) entry.until = 0;
+  }
+
   /**
    * Failures for fresh addresses and e-mails (an IPv6 /48 holds 65,536 /64s) add keys that live a
    * day: past the cap the expired go, then the longest idle until a tenth is free, so the map stays
@@ -122,6 +134,14 @@ export class UpstashThrottleStore implements ThrottleStore {
 
   async clear(key: string) {
     await this.redis.del(UpstashThrottleStore.key(key));
+  }
+
+  async forgive(key: string, lockFor: (failures: number) => number) {
+    const k = UpstashThrottleStore.key(key);
+    const failures = await this.redis.hincrby(k, "n", -1);
+    // Expired meanwhile: the decrement made a key of its own, with no expiry.
+    if (failures < 0) await this.redis.del(k);
+    else if (!lockFor(failures)) await this.redis.hset(k, { until: 0 });
   }
 }
 
@@ -206,13 +226,25 @@ export async function settleSignIn(email: string, address: string, success: bool
 }
 
 /**
- * Whether a mailed sign-in code from `address` may be checked at all: only the client address's lock
- * counts (a locked account is no reason to refuse the proof its owner's mailbox gives). Fails closed.
+ * Whether a mailed sign-in code from `address` may be checked, the attempt counted against the client
+ * address before its code is checked: only the address's lock counts (a locked account is no reason
+ * to refuse the proof its owner's mailbox gives). Fails closed. As reserveSignIn does for a password,
+ * as reserveSignIn does for a password: a wrong mailed code counts as a failed sign-in of the address,
+ * with its password failures (each code allows five tries, but one client spraying guesses over many
+ * addresses must meet a bound), and guesses sent at once get no more checks than one after another.
+ * An attempt that was no guess gives its count back (forgiveCodeSignIn).
  */
-export async function checkCodeSignIn(address: string, now = Date.now()): Promise<SignInVerdict> {
+export async function reserveCodeSignIn(address: string, now = Date.now()): Promise<SignInVerdict> {
+  const key = keysFor("", address).address;
+  const store = signInThrottleStore();
+  const { address: policy } = policies();
   try {
-    const [state] = await signInThrottleStore().get([keysFor("", address).address]);
-    return lockVerdict(state?.until ?? 0, now);
+    const [before] = await store.get([key]);
+    const locked = lockVerdict(before?.until ?? 0, now);
+    if (!locked.allowed) return locked;
+    const after = await store.fail(key, (n) => lockMs(n, policy.free), policy.ttlMs, now);
+    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now);
+    return { allowed: true };
   } catch (error) {
     console.error("sign-in throttle: its store is unreachable; refusing code sign-in until it is back", error);
     return { allowed: false, reason: "unavailable", retryAfter: 30 };
@@ -220,15 +252,16 @@ export async function checkCodeSignIn(address: string, now = Date.now()): Promis
 }
 
 /**
- * A wrong mailed code counts as a failed sign-in of the client address, with its password failures:
- * each code allows five tries, but one client spraying guesses over many addresses must meet a bound.
+ * Gives back the count of an attempt reserveCodeSignIn let through that was no wrong guess: a right
+ * code, or a try with no live code to guess (spent by a verify it raced, expired, never asked for),
+ * so double submits and the people behind one address signing in do not lock it out.
  */
-export async function failCodeSignIn(address: string, now = Date.now()): Promise<void> {
+export async function forgiveCodeSignIn(address: string, now = Date.now()): Promise<void> {
   const { address: policy } = policies();
   try {
-    await signInThrottleStore().fail(keysFor("", address).address, (n) => lockMs(n, policy.free), policy.ttlMs, now);
+    await signInThrottleStore().forgive(keysFor("", address).address, (n) => lockMs(n, policy.free), now);
   } catch (error) {
-    console.error("sign-in throttle: could not record a sign-in attempt", error);
+    console.error("sign-in throttle: could not give back a sign-in attempt", error);
   }
 }
 

@@ -16,7 +16,7 @@ import { providerUserName } from "@/lib/users/user-name.ts";
 import { EMAIL_CODE_MAX_ATTEMPTS, emailCodeHash, type VerifyEmailCodeBody } from "./email-code-fields.ts";
 import { claimAccount } from "./claim-account.ts";
 import { askedAfter } from "./request-email-code.ts";
-import { checkCodeSignIn, failCodeSignIn } from "./sign-in-throttle.ts";
+import { forgiveCodeSignIn, reserveCodeSignIn } from "./sign-in-throttle.ts";
 import { signUpOpen } from "./sign-up.ts";
 
 type VerifyEmailCodeResult = TokenResponse | { status: "ok"; code: string; redirect: string; user_id: string };
@@ -30,7 +30,8 @@ const wrongCode = () => new ApiError("unauthorized", "The code is wrong or has e
  * for with a redirect_uri, a single-use code for /v1/auth/exchange and the redirect to send it to.
  * Wrong codes count: the fifth burns the code, and each counts against the client's network address with its
  * failed password sign-ins (lib/auth/sign-in-throttle.ts), which past its free failures locks it out
- * of both. A code works once, even when two verifies race.
+ * of both. Only a try at a live code is a guess: one with none (spent by a verify it raced, expired,
+ * never asked for) could sign no one in, and counts nothing. A code works once, even when two verifies race.
  * A right code is spent in the transaction that checks it, under the address's lock, so nothing
  * that commits after the check (a fifth wrong try, a newer code's request) can end it before the
  * sign-in; an attempt failing after that (the database busy, a conflict) gives it back for the retry,
@@ -50,38 +51,52 @@ export async function verifyEmailCode(ctx: RequestContext, input: VerifyEmailCod
 }
 
 /**
- * The address's newest code, spent if `input.code` is it (the row), else a wrong try counted against
- * the code and the client's address (null); a client address locked out is refused before any check.
- * Shared by the API's verify and the dashboard's sign-in form, so neither is a way around the other's limits.
+ * The address's newest code, spent if `input.code` is it (the row), else null. The try is counted
+ * against the client's address before the code is checked (so tries sent at once get no more checks
+ * than one after another), and given back unless it was a wrong guess at a live code; a client
+ * address locked out is refused before any check. Shared by the API's verify and the dashboard's
+ * sign-in form, so neither is a way around the other's limits.
  */
 export async function spendEmailCode(db: Db, input: VerifyEmailCodeBody, now: Date, clientAddress: string): Promise<EmailSignInCode | null> {
-  const { email } = input;
-  const verdict = await checkCodeSignIn(clientAddress);
+  const verdict = await reserveCodeSignIn(clientAddress);
   if (!verdict.allowed) {
     const { retryAfter } = verdict;
     if (verdict.reason === "unavailable") throw new ApiError("unavailable", `Sign-in is briefly unavailable; try again in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
     throw new ApiError("rate_limited", `Too many wrong sign-in attempts from this address; try again in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
   }
+  let checked: EmailSignInCode | "wrong" | "none";
+  try {
+    checked = await checkCode(db, input, now);
+  } catch (error) {
+    await forgiveCodeSignIn(clientAddress);
+    throw error;
+  }
+  // Counted when reserved: only a wrong guess keeps its count.
+  if (checked !== "wrong") await forgiveCodeSignIn(clientAddress);
+  return checked === "wrong" || checked === "none" ? null : checked;
+}
+
+/** The address's live code, spent when `input` names it; "wrong" when it does not, "none" when there is none. */
+async function checkCode(db: Db, input: VerifyEmailCodeBody, now: Date): Promise<EmailSignInCode | "wrong" | "none"> {
+  const { email } = input;
   const secret = await serverSecret(db);
   // On a server closed to sign-ups, a code for an address with no account (a development server
   // returns one, ENGRAM_EMAIL_CODE_DEV_RETURN) counts as a wrong one: a 403 told the address has none.
   const eligible = signUpOpen() || (await db.user.findUnique({ where: { email }, select: { id: true } })) !== null;
-  const row = await db.$transaction(async (tx) => {
+  return db.$transaction(async (tx) => {
     await lockForTransaction(tx, `email-code:${email}`);
     const latest = await tx.emailSignInCode.findFirst({ where: { email, consumedAt: null, expiresAt: { gt: now } }, orderBy: { createdAt: "desc" } });
-    if (!latest) return null;
+    if (!latest) return "none" as const;
     const expected = Buffer.from(latest.codeHash, "hex");
     const given = Buffer.from(emailCodeHash(secret, email, input.code), "hex");
     if (expected.length !== given.length || !timingSafeEqual(expected, given) || !eligible) {
       const attempts = latest.attempts + 1;
       await tx.emailSignInCode.update({ where: { id: latest.id }, data: { attempts, ...(attempts >= EMAIL_CODE_MAX_ATTEMPTS && { consumedAt: now }) } });
-      return null;
+      return "wrong" as const;
     }
     await tx.emailSignInCode.update({ where: { id: latest.id }, data: { consumedAt: now } });
     return latest;
   });
-  if (!row) await failCodeSignIn(clientAddress);
-  return row;
 }
 
 /**
