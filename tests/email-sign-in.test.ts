@@ -98,7 +98,8 @@ describe("POST /v1/auth/email/request and /verify", () => {
     const bob = await h.user("Bob");
     const first = await requestCode(bob.email);
     const again = await h.anonymous.post("/v1/auth/email/request", { email: bob.email });
-    expect(again).toMatchObject({ status: 429, body: { error: { code: "rate_limited", details: { retry_after: expect.any(Number) } } } });
+    // limit: the codes an address may be sent an hour.
+    expect(again).toMatchObject({ status: 429, body: { error: { code: "rate_limited", details: { limit: 5, retry_after: expect.any(Number) } } } });
     // A minute later (the first code's row aged by hand).
     await h.db.emailSignInCode.updateMany({ where: { email: bob.email }, data: { createdAt: new Date(Date.now() - 61_000) } });
     const second = await requestCode(bob.email);
@@ -411,7 +412,7 @@ describe("POST /v1/auth/email/request and /verify", () => {
       for (let i = 0; i < 3; i++) expect((await h.anonymous.post("/v1/auth/email/verify", { email: victims[i]!.email, code: wrong(i) }, from("203.0.113.9"))).status).toBe(401);
       // Locked: the next guess from that client is not even checked.
       const locked = await h.anonymous.post("/v1/auth/email/verify", { email: victims[3]!.email, code: codes[3] }, from("203.0.113.9"));
-      expect(locked).toMatchObject({ status: 429, body: { error: { code: "rate_limited", details: { retry_after: expect.any(Number) } } } });
+      expect(locked).toMatchObject({ status: 429, body: { error: { code: "rate_limited", details: { limit: 3, retry_after: expect.any(Number) } } } });
       expect(Number(locked.headers.get("retry-after"))).toBeGreaterThan(0);
       // The code it did not get to check still works for its owner, from elsewhere.
       expect((await h.anonymous.post("/v1/auth/email/verify", { email: victims[3]!.email, code: codes[3] }, from("198.51.100.7"))).status).toBe(200);

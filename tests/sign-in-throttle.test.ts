@@ -96,7 +96,8 @@ describe("sign-in throttling", () => {
     expect(res.status).toBe(429);
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
     const body = await res.json();
-    expect(body.error).toMatchObject({ code: "rate_limited" });
+    // The failures free before the lock that refused it (the account's five), as every 429 says.
+    expect(body.error).toMatchObject({ code: "rate_limited", details: { limit: 5, retry_after: Number(res.headers.get("retry-after")) } });
     expect(body.error.message).toMatch(/Too many failed sign-in attempts; try again in \d+ s/);
     expect(body.url).toBe("/sign-in?error=TooManyAttempts");
   });

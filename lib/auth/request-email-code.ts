@@ -54,7 +54,8 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
     await lockForTransaction(tx, `email-code:${email}`);
     const retryAfter = await nextCodeIn(tx, email, now);
     if (retryAfter > 0) {
-      throw new ApiError("rate_limited", `Another code for this address can be sent in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+      // limit: the codes an address may be sent an hour; the cooldown between two is in the wait too.
+      throw new ApiError("rate_limited", `Another code for this address can be sent in ${retryAfter} s`, { limit: EMAIL_CODES_PER_HOUR, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
     }
     // Written ended (consumed_at set) until its mail was handed to the relay: the address's earlier
     // code stays the one that works while the send waits on a slow relay (up to its timeouts), and

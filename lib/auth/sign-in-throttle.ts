@@ -166,7 +166,8 @@ export function setSignInThrottleStore(store: ThrottleStore | undefined): void {
 
 export type SignInVerdict =
   | { allowed: true }
-  | { allowed: false; reason: "locked"; retryAfter: number }
+  /** limit: the failures free before the lock that refuses it (details.limit of the 429). */
+  | { allowed: false; reason: "locked"; retryAfter: number; limit: number }
   | { allowed: false; reason: "unavailable"; retryAfter: number };
 
 const keysFor = (email: string, address: string) => ({ account: `acct:${email.trim().toLowerCase()}`, address: `ip:${address}` });
@@ -181,12 +182,15 @@ export async function checkSignIn(email: string, address: string, now = Date.now
     console.error("sign-in throttle: its store is unreachable; refusing password sign-in until it is back", error);
     return { allowed: false, reason: "unavailable", retryAfter: 30 };
   }
-  return lockVerdict(Math.max(0, ...states.map((s) => s?.until ?? 0)), now);
+  const [accountState, ipState] = states;
+  const { account: accountPolicy, address: addressPolicy } = policies();
+  const accountLocksLonger = (accountState?.until ?? 0) >= (ipState?.until ?? 0);
+  return lockVerdict(Math.max(accountState?.until ?? 0, ipState?.until ?? 0), now, accountLocksLonger ? accountPolicy.free : addressPolicy.free);
 }
 
 /** Refused while a lock runs (until `until`, Unix ms). */
-function lockVerdict(until: number, now: number): SignInVerdict {
-  return until > now ? { allowed: false, reason: "locked", retryAfter: retryAfterSeconds(until - now) } : { allowed: true };
+function lockVerdict(until: number, now: number, limit: number): SignInVerdict {
+  return until > now ? { allowed: false, reason: "locked", retryAfter: retryAfterSeconds(until - now), limit } : { allowed: true };
 }
 
 /**
@@ -198,13 +202,14 @@ function lockVerdict(until: number, now: number): SignInVerdict {
 export async function reserveSignIn(email: string, address: string, now = Date.now()): Promise<SignInVerdict> {
   const { account, address: ip } = keysFor(email, address);
   const store = signInThrottleStore();
-  const { account: policy } = policies();
+  const { account: policy, address: addressPolicy } = policies();
   try {
     const [before, ipState] = await store.get([account, ip]);
-    const locked = lockVerdict(Math.max(0, before?.until ?? 0, ipState?.until ?? 0), now);
+    const accountLocksLonger = (before?.until ?? 0) >= (ipState?.until ?? 0);
+    const locked = lockVerdict(Math.max(before?.until ?? 0, ipState?.until ?? 0), now, accountLocksLonger ? policy.free : addressPolicy.free);
     if (!locked.allowed) return locked;
     const after = await store.fail(account, (n) => lockMs(n, policy.free), policy.ttlMs, now);
-    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now);
+    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
     return { allowed: true };
   } catch (error) {
     console.error("sign-in throttle: its store is unreachable; refusing password sign-in until it is back", error);
@@ -240,10 +245,10 @@ export async function reserveCodeSignIn(address: string, now = Date.now()): Prom
   const { address: policy } = policies();
   try {
     const [before] = await store.get([key]);
-    const locked = lockVerdict(before?.until ?? 0, now);
+    const locked = lockVerdict(before?.until ?? 0, now, policy.free);
     if (!locked.allowed) return locked;
     const after = await store.fail(key, (n) => lockMs(n, policy.free), policy.ttlMs, now);
-    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now);
+    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
     return { allowed: true };
   } catch (error) {
     console.error("sign-in throttle: its store is unreachable; refusing code sign-in until it is back", error);

@@ -62,7 +62,7 @@ export async function spendEmailCode(db: Db, input: VerifyEmailCodeBody, now: Da
   if (!verdict.allowed) {
     const { retryAfter } = verdict;
     if (verdict.reason === "unavailable") throw new ApiError("unavailable", `Sign-in is briefly unavailable; try again in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
-    throw new ApiError("rate_limited", `Too many wrong sign-in attempts from this address; try again in ${retryAfter} s`, { retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
+    throw new ApiError("rate_limited", `Too many wrong sign-in attempts from this address; try again in ${retryAfter} s`, { limit: verdict.limit, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
   }
   let checked: EmailSignInCode | "wrong" | "none";
   try {

@@ -75,7 +75,7 @@ async function throttledPasswordSignIn(req: NextRequest, context: Context): Prom
   if (verdict.allowed) return undefined;
   const { status, code, message } = signInRefusal(verdict);
   return Response.json(
-    { error: { code, message, details: { retry_after: verdict.retryAfter } }, url: `/sign-in?error=${verdict.reason === "locked" ? "TooManyAttempts" : "SignInUnavailable"}` },
+    { error: { code, message, details: { ...(verdict.reason === "locked" && { limit: verdict.limit }), retry_after: verdict.retryAfter } }, url: `/sign-in?error=${verdict.reason === "locked" ? "TooManyAttempts" : "SignInUnavailable"}` },
     { status, headers: { "Retry-After": String(verdict.retryAfter), "Cache-Control": "no-store" } },
   );
 }
