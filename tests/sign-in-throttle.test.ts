@@ -76,6 +76,18 @@ describe("sign-in throttling", () => {
     expect(await attempt(PASSWORD, "203.0.113.10")).toMatchObject({ email });
   });
 
+  it("guesses across many accounts sent at once from one address get no more checks than one after another", async () => {
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    setSignInThrottleStore(new MemoryThrottleStore());
+    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => attempt("guess", "203.0.113.20", `sprayed-${i}@example.test`)));
+    // One after another, the third failure locks the address: three are checked, five refused.
+    expect(results.filter((r) => r.status === "fulfilled").length).toBe(3);
+    expect(results.filter((r) => r.status === "rejected").every((r) => String((r as PromiseRejectedResult).reason).includes("TooManyAttempts"))).toBe(true);
+    // The right password of an account from there is refused too, as the lock says; from elsewhere it works.
+    await expect(attempt(PASSWORD, "203.0.113.20")).rejects.toThrow("TooManyAttempts");
+    expect(await attempt(PASSWORD, "203.0.113.21")).toMatchObject({ email });
+  });
+
   it("caps password attempts per address in the request bucket too (X-Forwarded-For does not rotate it)", async () => {
     setRateLimiter(frozenLimiter({ regular: 100, heavy: 2, light: 100 }));
     const spoofed = (i: number) => authorizePassword(h.db, { email, password: PASSWORD }, { ...from("198.51.100.77"), "x-forwarded-for": `10.9.9.${i}` });

@@ -194,10 +194,11 @@ function lockVerdict(until: number, now: number, limit: number): SignInVerdict {
 }
 
 /**
- * checkSignIn, then the attempt counted against the account before its password is checked, so
- * attempts sent at once cannot all pass one unlocked read: within the free failures each may be
- * checked; past them only the first to be counted (the one an expired lock lets through), the rest
- * are refused. settleSignIn then clears the count on success, or counts the failure for the address.
+ * checkSignIn, then the attempt counted against the account and the client address before its
+ * password is checked, so attempts sent at once cannot all pass one unlocked read (for one account,
+ * or spread over many from one address): within the free failures each may be checked; past them
+ * only the first to be counted (the one an expired lock lets through), the rest are refused.
+ * settleSignIn then clears the account's count on success and gives the address's back.
  */
 export async function reserveSignIn(email: string, address: string, now = Date.now()): Promise<SignInVerdict> {
   const { account, address: ip } = keysFor(email, address);
@@ -210,6 +211,12 @@ export async function reserveSignIn(email: string, address: string, now = Date.n
     if (!locked.allowed) return locked;
     const after = await store.fail(account, (n) => lockMs(n, policy.free), policy.ttlMs, now);
     if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
+    const ipAfter = await store.fail(ip, (n) => lockMs(n, addressPolicy.free), addressPolicy.ttlMs, now);
+    if (ipAfter.failures > addressPolicy.free && ipAfter.failures !== (ipState?.failures ?? 0) + 1) {
+      // Refused for its address, unchecked: no try at the account's password.
+      await store.forgive(account, (n) => lockMs(n, policy.free), now);
+      return lockVerdict(Math.max(ipAfter.until, now + 1), now, addressPolicy.free);
+    }
     return { allowed: true };
   } catch (error) {
     console.error("sign-in throttle: its store is unreachable; refusing password sign-in until it is back", error);
@@ -217,14 +224,16 @@ export async function reserveSignIn(email: string, address: string, now = Date.n
   }
 }
 
-/** The outcome of an attempt reserveSignIn let through (its account failure is already counted). */
+/** The outcome of an attempt reserveSignIn let through (its failure is already counted for both keys). */
 export async function settleSignIn(email: string, address: string, success: boolean, now = Date.now()): Promise<void> {
   const { account, address: ip } = keysFor(email, address);
   const store = signInThrottleStore();
   const { address: policy } = policies();
   try {
-    if (success) await store.clear(account);
-    else await store.fail(ip, (n) => lockMs(n, policy.free), policy.ttlMs, now);
+    if (!success) return;
+    await store.clear(account);
+    // Only the reservation goes: a success never clears the address's earlier failures.
+    await store.forgive(ip, (n) => lockMs(n, policy.free), now);
   } catch (error) {
     console.error("sign-in throttle: could not record a sign-in attempt", error);
   }
