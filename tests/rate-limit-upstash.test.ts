@@ -106,3 +106,18 @@ test("a Redis that accepts the connection and never answers: password sign-in is
     await new Promise((resolve) => silent.close(resolve));
   }
 }, 20_000);
+
+test("a sign-in failure given back lowers the count in Redis and lifts the lock the lower count no longer earns; one whose key expired leaves none", async () => {
+  const { lockMs, UpstashThrottleStore } = await import("@/lib/auth/sign-in-throttle.ts");
+  const { Redis } = await import("@upstash/redis");
+  const store = new UpstashThrottleStore(new Redis({ url: fake.url, token: fake.token }));
+  const lockFor = (n: number) => lockMs(n, 3);
+  const key = `ip:forgive-${Date.now()}`;
+  const now = Date.now();
+  for (let i = 0; i < 3; i++) await store.fail(key, lockFor, 60_000, now);
+  expect((await store.get([key]))[0]).toEqual({ failures: 3, until: now + 30_000 });
+  await store.forgive(key, lockFor, now);
+  expect((await store.get([key]))[0]).toEqual({ failures: 2, until: 0 });
+  await store.forgive(`${key}-gone`, lockFor, now);
+  expect((await store.get([`${key}-gone`]))[0]).toBeUndefined();
+});
