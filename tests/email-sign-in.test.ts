@@ -421,6 +421,28 @@ describe("POST /v1/auth/email/request and /verify", () => {
     }
   });
 
+  it("a try with no live code (expired, spent, never asked for) is no guess: it does not count against the client's address", async () => {
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "2";
+    setSignInThrottleStore(new MemoryThrottleStore());
+    try {
+      const from = { headers: { [SOCKET_ADDRESS_HEADER]: "203.0.113.77" } };
+      const [late, spent, other] = await Promise.all(["Lena", "Sven", "Otto"].map((name) => h.user(name)));
+      const lateCode = (await requestCode(late!.email)).code!;
+      await h.db.emailSignInCode.updateMany({ where: { email: late!.email }, data: { expiresAt: new Date(Date.now() - 1_000) } });
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: late!.email, code: lateCode }, from)).status).toBe(401);
+      // A double submit: the second finds the code spent by the first.
+      const spentCode = (await requestCode(spent!.email)).code!;
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: spent!.email, code: spentCode }, from)).status).toBe(200);
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: spent!.email, code: spentCode }, from)).status).toBe(401);
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: "never-asked@example.test", code: "123456" }, from)).status).toBe(401);
+      // Two wrong tries would have locked it: the right code from there still signs in.
+      const code = (await requestCode(other!.email)).code!;
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: other!.email, code }, from)).status).toBe(200);
+    } finally {
+      delete process.env.ENGRAM_SIGNIN_IP_FAILURES;
+    }
+  });
+
   it("signs a new address up when sign-up is open, and mails no code when it is closed", async () => {
     const { code } = await requestCode("newcomer@example.test");
     const res = await h.anonymous.post("/v1/auth/email/verify", { email: "newcomer@example.test", code });
