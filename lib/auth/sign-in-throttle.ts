@@ -136,7 +136,7 @@ export class UpstashThrottleStore implements ThrottleStore {
     await this.redis.del(UpstashThrottleStore.key(key));
   }
 
-  async forgive(key: string, lockFor: (failures: number) => number) {
+  async forgive(key: string, lockFor: (failures: number) => number, _now?: number) {
     const k = UpstashThrottleStore.key(key);
     const failures = await this.redis.hincrby(k, "n", -1);
     // Expired meanwhile: the decrement made a key of its own, with no expiry.
