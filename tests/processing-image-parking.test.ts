@@ -9,7 +9,7 @@ import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { IMAGE_READS_AT_ONCE } from "@/lib/extraction/extract-memory-text.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
-import { EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
+import { EmbeddedRunner, findPendingMemories } from "@/lib/processing/embedded-runner.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { makePng } from "./support/make-files.ts";
@@ -189,4 +189,55 @@ describe("the embedded runner's parked image jobs", () => {
       r.stop();
     }
   }, 30_000);
+  it("parked images never take the queue past its bound, and text written while they wait is processed", async () => {
+    // Every unread image on a sweep page was queued and then parked, without a bound: an import of 40,000
+    // photos parked them all, past MAX_QUEUED_JOBS, and each sweep sent every parked id as a parameter of
+    // its query (past 32,766 of them every sweep failed), so text in the database backlog waited for good.
+    const first = await uploadImage(27);
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id: first } });
+    const copies = Array.from({ length: 80 }, (_, i) => ({ ...row, id: randomUUID(), updatedAt: new Date(row.updatedAt.getTime() + i + 1) }));
+    await h.db.memory.createMany({ data: copies as Prisma.MemoryCreateManyInput[] });
+    const maxQueued = 20;
+    const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, maxQueued, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    let largest = 0;
+    const bounded = () => {
+      largest = Math.max(largest, r.size.queued);
+      return true;
+    };
+    const sampler = setInterval(bounded, 5);
+    try {
+      r.start();
+      await until("three images are at the model", () => bounded() && heldImages.length === IMAGE_READS_AT_ONCE);
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      // Written afterwards, as a write's hook enqueues it.
+      const text = (await ann.post("/v1/memories", { content: "The loading dock closes at five on Fridays." })).body.data.id as string;
+      r.enqueue(text);
+      await until("the text memory is done while the images wait for the model", async () => bounded() && (await status(text)) === "done", 30_000);
+      expect(heldImages.length).toBeLessThanOrEqual(IMAGE_READS_AT_ONCE);
+      expect(largest).toBeLessThanOrEqual(maxQueued);
+    } finally {
+      clearInterval(sampler);
+      r.stop();
+      await r.idle();
+      for (const res of heldImages.splice(0)) res.destroy();
+    }
+  }, 60_000);
+
+  it("a sweep can leave unread images (or documents) off its page by a condition, not by a list of their ids", async () => {
+    const image = await uploadImage(28);
+    const text = (await ann.post("/v1/memories", { content: "The mail room sorts parcels by floor." })).body.data.id as string;
+    const read = (await ann.post("/v1/memories", { content: "An image whose text was read already." })).body.data.id as string;
+    const imageRow = await h.db.memory.findUniqueOrThrow({ where: { id: image } });
+    await h.db.memory.update({ where: { id: read }, data: { fileRef: imageRow.fileRef as Prisma.InputJsonValue, extractedAt: new Date() } });
+    const doc = (await ann.post("/v1/memories", { content: "A document not read yet." })).body.data.id as string;
+    await h.db.memory.update({ where: { id: doc }, data: { fileRef: { ...(imageRow.fileRef as Record<string, unknown>), content_type: "application/pdf", filename: "a.pdf" } } });
+    const pending = async (skipUnread: ("image" | "document")[]) =>
+      new Set(await findPendingMemories(h.db, { staleBefore: new Date(0), retryBaseMs: 2_000, limit: 10_000, skipUnread, now: new Date(Date.now() + 60_000) }));
+    const all = await pending([]);
+    for (const id of [image, text, read, doc]) expect(all.has(id)).toBe(true);
+    const noImages = await pending(["image"]);
+    expect([image, text, read, doc].map((id) => noImages.has(id))).toEqual([false, true, true, true]);
+    const noDocuments = await pending(["document"]);
+    expect([image, text, read, doc].map((id) => noDocuments.has(id))).toEqual([true, true, true, false]);
+  });
 });

@@ -4,7 +4,7 @@ import type { Db } from "@/lib/db/database.ts";
 import { JobLease } from "./job-lease.ts";
 import { claimMemory, processMemory } from "./process-memory.ts";
 import { retryDelayMs, type ProcessingConfig } from "./processing-config.ts";
-import type { Prisma } from "@/lib/db/generated/client.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
 
 /** Sweeps take this many candidates at a time; the next sweep follows as soon as they drain. */
 const SWEEP_PAGE = 200;
@@ -22,6 +22,13 @@ export const MAX_QUEUED_JOBS = 10_000;
  * turn in a worker, so a bulk PDF import took all of them and text pushed after it waited for hours.
  */
 export const DOCUMENT_JOBS_AT_ONCE = 2;
+/**
+ * Parked jobs of each read turn held at most (and never past a quarter of the queue's bound): the others
+ * are left to the database, unclaimed, and sweeps leave that turn's unread files off their pages while
+ * some are parked. Parked without a bound, an import of 40,000 photos took the whole queue, so every
+ * write after it waited in the database until the images were read, three at a time.
+ */
+const PARKED_PER_TURN = SWEEP_PAGE;
 /** Jobs of each read turn that may hold workers at once; the others are parked. */
 const TURN_JOBS_AT_ONCE: Record<ReadTurn, number> = { image: IMAGE_READS_AT_ONCE, document: DOCUMENT_JOBS_AT_ONCE };
 const READ_TURNS: ReadTurn[] = ["image", "document"];
@@ -38,20 +45,22 @@ export interface FindPendingOptions {
   limit?: number;
   now?: Date;
   /**
-   * Ids the caller holds already (the embedded runner's parked files, at most its queue bound): left off
-   * the page, which otherwise came back full of them, so the rows after them were never reached.
+   * Read turns whose files not read yet are left off the page (the embedded runner's turns with parked
+   * jobs): a page full of them could not be started, so the rows after them were never reached. A
+   * condition, not a list of the parked ids: one parameter each, past Prisma's 32,766 the query failed.
    */
-  exclude?: string[];
+  skipUnread?: ReadTurn[];
 }
 
 /** Memories waiting for a worker, in hubs not marked deleted: pending ones whose retry is due, and running ones whose worker is presumed dead. */
-export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, sentBefore, limit = SWEEP_PAGE, now = new Date(), exclude = [] }: FindPendingOptions): Promise<string[]> {
+export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, sentBefore, limit = SWEEP_PAGE, now = new Date(), skipUnread = [] }: FindPendingOptions): Promise<string[]> {
+  const skipped = skipUnread.map(notUnread);
   const unsent: Prisma.MemoryWhereInput[] = sentBefore ? [{ OR: [{ processingQueuedAt: null }, { processingQueuedAt: { lt: sentBefore } }] }] : [];
   const rows = await db.memory.findMany({
     where: {
       // A hub marked deleted is being purged: processing its memories would only spend the model.
       hub: { deletedAt: null },
-      ...(exclude.length > 0 && { id: { notIn: exclude } }),
+      ...(skipped.length > 0 && { AND: skipped }),
       OR: [
         { processingStatus: "pending", AND: [{ OR: retryDue(now, retryBaseMs) }, ...(sentBefore ? [{ updatedAt: { lt: sentBefore } }] : []), ...unsent] },
         { processingStatus: "running", AND: [{ OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] }, ...unsent] },
@@ -62,6 +71,12 @@ export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, se
     select: { id: true },
   });
   return rows.map((row) => row.id);
+}
+
+/** Rows that are no file of `turn` waiting to be read (readTurnOf's test, in SQL). */
+function notUnread(turn: ReadTurn): Prisma.MemoryWhereInput {
+  const image: Prisma.MemoryWhereInput = { fileRef: { path: ["content_type"], string_starts_with: "image/" } };
+  return { OR: [{ extractedAt: { not: null } }, { fileRef: { equals: Prisma.AnyNull } }, turn === "image" ? { NOT: image } : image] };
 }
 
 /**
@@ -134,6 +149,8 @@ export class EmbeddedRunner {
    * lost the claim gave back the turn the other still held, so a fourth image job started.
    */
   private readonly parked: Record<ReadTurn, Set<string>> = { image: new Set(), document: new Set() };
+  /** Turns whose files may wait in the database unread, left off a sweep's page or not parked (past their bound). */
+  private readonly leftInDatabase: Record<ReadTurn, boolean> = { image: false, document: false };
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly startedAt = new Date();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -200,7 +217,7 @@ export class EmbeddedRunner {
     else if (this.active.has(id)) this.again.add(id);
     // While memories wait in the database, a new write waits behind them there too: queued ahead, a
     // steady stream of writes kept the queue from ever draining and the backlog waited for good.
-    else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parkedCount() < (this.options.maxQueued ?? MAX_QUEUED_JOBS))) this.queue(id);
+    else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parkedCount() < this.maxQueued())) this.queue(id);
     else {
       this.backlog = true;
       // Nothing running may be left to ask for the next page (a sweep that failed, say).
@@ -258,10 +275,19 @@ export class EmbeddedRunner {
       if (this.queued.size >= SWEEP_PAGE) return;
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
-      // Parked files are pending rows this runner holds already: a page of them alone kept the rest waiting.
-      const exclude = READ_TURNS.flatMap((turn) => [...this.parked[turn]]);
-      const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, exclude }));
-      for (const id of ids) if (!this.active.has(id) && !this.isParked(id) && !this.stopped) this.queue(id);
+      // A turn with parked jobs cannot start another now: a page of its files kept the rest waiting. Its
+      // files left in the database are read once its parked jobs are gone (nextJob).
+      const skipUnread = READ_TURNS.filter((turn) => this.parked[turn].size > 0);
+      for (const turn of skipUnread) this.leftInDatabase[turn] = true;
+      const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, skipUnread }));
+      for (const id of ids) {
+        if (this.active.has(id) || this.isParked(id) || this.stopped) continue;
+        if (this.queued.size + this.parkedCount() >= this.maxQueued()) {
+          this.backlog = true;
+          break;
+        }
+        this.queue(id);
+      }
       if (ids.length === SWEEP_PAGE) this.backlog = true;
     } catch (error) {
       // The backlog is still there: the next refill tries again.
@@ -279,7 +305,7 @@ export class EmbeddedRunner {
     if (first.length === 0) return;
     const taken = new Set(first);
     const rest = [...this.queued].filter((id) => !taken.has(id));
-    const room = Math.max(0, (this.options.maxQueued ?? MAX_QUEUED_JOBS) - this.parkedCount() - first.length);
+    const room = Math.max(0, this.maxQueued() - this.parkedCount() - first.length);
     if (rest.length > room) this.backlog = true;
     this.queued.clear();
     for (const id of [...first, ...rest.slice(0, room)]) this.queue(id);
@@ -293,7 +319,15 @@ export class EmbeddedRunner {
 
   private park(id: string, turn: ReadTurn): void {
     this.queued.delete(id);
-    this.parked[turn].add(id);
+    const perTurn = Math.max(1, Math.min(PARKED_PER_TURN, Math.floor(this.maxQueued() / 4)));
+    if (this.parked[turn].size < perTurn && this.queued.size + this.parkedCount() < this.maxQueued()) return void this.parked[turn].add(id);
+    // Left to the database (its row is pending, never claimed): a sweep reads it once its turn's parked jobs are gone.
+    this.leftInDatabase[turn] = true;
+    this.backlog = true;
+  }
+
+  private maxQueued(): number {
+    return this.options.maxQueued ?? MAX_QUEUED_JOBS;
   }
 
   private isParked(id: string): boolean {
@@ -346,6 +380,11 @@ export class EmbeddedRunner {
       const id = this.parked[turn].values().next().value!;
       this.parked[turn].delete(id);
       this.turnJobs[turn].add(id);
+      // The last parked job of its turn: the sweeps read that turn's files again, and some may wait there.
+      if (this.parked[turn].size === 0 && this.leftInDatabase[turn]) {
+        this.leftInDatabase[turn] = false;
+        this.backlog = true;
+      }
       return id;
     }
     const id = this.queued.values().next().value;
