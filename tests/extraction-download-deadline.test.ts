@@ -5,6 +5,7 @@ import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
+import { extractMemoryText } from "@/lib/extraction/extract-memory-text.ts";
 import { EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -22,6 +23,11 @@ class TricklingStore extends LocalBlobStore {
   readonly trickling = new Set<string>();
   reads = 0;
   closed = 0;
+  heads = 0;
+  override async head(key: string) {
+    if (this.trickling.has(key)) this.heads += 1;
+    return super.head(key);
+  }
   override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
     if (!this.trickling.has(key)) return super.read(key, range);
     this.reads += 1;
@@ -127,4 +133,26 @@ describe("a document's download in the documents' turn", () => {
       await r.idle();
     }
   }, 30_000);
+  it("stops when the lease is lost while the store is looked up (before the download begins), freeing the turn", async () => {
+    // The lease was checked before `await blobStore()` and listened to only after it: lost in between,
+    // nothing noticed, and the download ran on (holding the documents' turn) to its deadline.
+    process.env.ENGRAM_EXTRACT_DOWNLOAD_MAX_MS = "20000";
+    try {
+      const slow = await h.db.memory.findUniqueOrThrow({ where: { id: await fileMemory("Notes from a very slow bucket, lost at once.", true) } });
+      const next = await h.db.memory.findUniqueOrThrow({ where: { id: await fileMemory("The kitchen is cleaned on Tuesdays.", false) } });
+      const before = { heads: store.heads, reads: store.reads };
+      const lease = new AbortController();
+      const lost = extractMemoryText(slow, { signal: lease.signal });
+      lease.abort(new Error("the job's lease was lost"));
+      await expect(lost).rejects.toThrow("the job's lease was lost");
+      const startedAt = Date.now();
+      // The documents' one turn is free again: the next document is read at once, not after the trickle.
+      expect((await extractMemoryText(next)).content).toContain("The kitchen is cleaned on Tuesdays.");
+      expect(Date.now() - startedAt).toBeLessThan(3_000);
+      expect({ heads: store.heads, reads: store.reads }).toEqual(before);
+    } finally {
+      delete process.env.ENGRAM_EXTRACT_DOWNLOAD_MAX_MS;
+    }
+  }, 30_000);
+
 });

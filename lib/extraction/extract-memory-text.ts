@@ -219,6 +219,12 @@ async function readFile(
   };
   const lost = () => stuck.abort("the job's lease was lost");
   signal?.addEventListener("abort", lost, { once: true });
+  // Lost while the store was looked up (the check above came before that wait, the listener after it).
+  if (signal?.aborted) {
+    clearTimeout(cap);
+    signal.removeEventListener("abort", lost);
+    throw abortReason(signal);
+  }
   progressed();
   let stream: Readable | undefined;
   try {
