@@ -24,8 +24,13 @@ class TricklingStore extends LocalBlobStore {
   reads = 0;
   closed = 0;
   heads = 0;
+  /** How long the head of a trickling object takes to answer. */
+  headMs = 0;
   override async head(key: string) {
-    if (this.trickling.has(key)) this.heads += 1;
+    if (this.trickling.has(key)) {
+      this.heads += 1;
+      await new Promise((resolve) => setTimeout(resolve, this.headMs));
+    }
     return super.head(key);
   }
   override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
@@ -155,4 +160,23 @@ describe("a document's download in the documents' turn", () => {
     }
   }, 30_000);
 
+  it("keeps ENGRAM_EXTRACT_DOWNLOAD_MAX_MS from the start when the size's own limit is shorter: the head's wait counts", async () => {
+    // The size's limit (ten times the idle limit plus a second per 64 KiB) was armed anew once the head
+    // answered, so a download ran past the deadline by the head's wait.
+    Object.assign(process.env, { ENGRAM_EXTRACT_TIMEOUT_MS: "500", ENGRAM_EXTRACT_DOWNLOAD_MAX_MS: "6200" });
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    store.headMs = 400;
+    try {
+      // 500 ms idle: the size's limit is 10 x 0.5 s + 1 s = 6 s, under the 6.2 s deadline, armed 0.4 s in.
+      const slow = await h.db.memory.findUniqueOrThrow({ where: { id: await fileMemory("Figures from a bucket slow to answer and slower to send.", true) } });
+      const startedAt = Date.now();
+      await expect(extractMemoryText(slow)).rejects.toThrow("The file could not be read from storage in time: its download took longer than 6.2 s");
+      expect(Date.now() - startedAt).toBeLessThan(6_350);
+    } finally {
+      store.headMs = 0;
+      errors.mockRestore();
+      delete process.env.ENGRAM_EXTRACT_TIMEOUT_MS;
+      delete process.env.ENGRAM_EXTRACT_DOWNLOAD_MAX_MS;
+    }
+  }, 30_000);
 });

@@ -196,9 +196,11 @@ const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
  * server's directories) goes to the log, not to processing_error, which every member of the hub sees.
  * The download holds the process's turn for its kind, so a store that stops sending cannot keep it:
  * past `idleMs` (ENGRAM_EXTRACT_TIMEOUT_MS) with no answer to the head and no new bytes the job is
- * retried later. A deadline for the download as a whole, the same 30 s as parsing, failed every attempt
- * of a 25 MiB file on a store serving under 0.85 MB/s: a slow store that keeps sending is waited for,
- * up to downloadCapMs. A job whose lease is lost (`signal`: taken over, the memory deleted or rewritten)
+ * retried later. A slow store that keeps sending is waited for up to `deadlineMs` (ENGRAM_EXTRACT_DOWNLOAD_MAX_MS,
+ * 120 s by default, counted from the start, the head included), or up to downloadCapMs when that is shorter
+ * (only with the idle limit lowered or the deadline raised: at the defaults the deadline always comes first).
+ * A deadline of the same 30 s as parsing failed every attempt of a 25 MiB file on a store serving under
+ * 0.85 MB/s. A job whose lease is lost (`signal`: taken over, the memory deleted or rewritten)
  * stops the download at once, with the signal's reason, instead of holding the turn for a result no one takes.
  */
 async function readFile(
@@ -212,6 +214,7 @@ async function readFile(
   let idle: NodeJS.Timeout | undefined;
   const tooLong = () => stuck.abort(`its download took longer than ${seconds(deadlineMs)}`);
   // From the start: the head counts towards the deadline too.
+  const startedAt = Date.now();
   let cap: NodeJS.Timeout | undefined = setTimeout(tooLong, deadlineMs);
   const progressed = () => {
     clearTimeout(idle);
@@ -237,7 +240,9 @@ async function readFile(
         if (info?.size === 0) return { bytes: Buffer.alloc(0), truncated: false };
         const asked = info ? Math.min(info.size, maxBytes + 1) : maxBytes + 1;
         const capMs = downloadCapMs(idleMs, asked, deadlineMs);
-        if (capMs < deadlineMs) {
+        // Armed once the head answers, so never past what is left of the deadline: the head's wait is spent.
+        const leftMs = deadlineMs - (Date.now() - startedAt);
+        if (capMs < leftMs) {
           clearTimeout(cap);
           cap = setTimeout(() => stuck.abort(`not whole within ${seconds(capMs)}`), capMs);
         }
