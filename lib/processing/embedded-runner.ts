@@ -276,9 +276,9 @@ export class EmbeddedRunner {
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
       // A turn with parked jobs cannot start another now: a page of its files kept the rest waiting. Its
-      // files left in the database are read once its parked jobs are gone (nextJob).
+      // files left in the database are read by a sweep once its parked jobs are gone (pump).
       const skipUnread = READ_TURNS.filter((turn) => this.parked[turn].size > 0);
-      for (const turn of skipUnread) this.leftInDatabase[turn] = true;
+      for (const turn of READ_TURNS) this.leftInDatabase[turn] = skipUnread.includes(turn);
       const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, skipUnread }));
       for (const id of ids) {
         if (this.active.has(id) || this.isParked(id) || this.stopped) continue;
@@ -323,7 +323,11 @@ export class EmbeddedRunner {
     if (this.parked[turn].size < perTurn && this.queued.size + this.parkedCount() < this.maxQueued()) return void this.parked[turn].add(id);
     // Left to the database (its row is pending, never claimed): a sweep reads it once its turn's parked jobs are gone.
     this.leftInDatabase[turn] = true;
-    this.backlog = true;
+  }
+
+  /** Files of a turn left in the database whose parked jobs are gone (started, or written again as something else). */
+  private unparkedLeft(): boolean {
+    return READ_TURNS.some((turn) => this.leftInDatabase[turn] && this.parked[turn].size === 0);
   }
 
   private maxQueued(): number {
@@ -366,7 +370,7 @@ export class EmbeddedRunner {
         else if (parks && !this.stopped) this.park(id, parks);
         // Refilled before the queue runs dry, oldest first (the sweep's order): the page read then holds
         // what is still queued and the oldest of the backlog after it.
-        if (this.queued.size < REFILL_BELOW && this.backlog) this.sweepSoon();
+        if (this.queued.size < REFILL_BELOW && (this.backlog || this.unparkedLeft())) this.sweepSoon();
         this.pump();
         this.notifyIdle();
       });
@@ -380,11 +384,6 @@ export class EmbeddedRunner {
       const id = this.parked[turn].values().next().value!;
       this.parked[turn].delete(id);
       this.turnJobs[turn].add(id);
-      // The last parked job of its turn: the sweeps read that turn's files again, and some may wait there.
-      if (this.parked[turn].size === 0 && this.leftInDatabase[turn]) {
-        this.leftInDatabase[turn] = false;
-        this.backlog = true;
-      }
       return id;
     }
     const id = this.queued.values().next().value;
