@@ -137,6 +137,39 @@ describe("the consent request's submit_url", () => {
   });
 });
 
+/** The request id with one authorization field set to another value, as a front end could edit it. */
+function edited(requestId: string, name: string, value: string): string {
+  const fields = (JSON.parse(Buffer.from(requestId, "base64url").toString("utf8")) as [string, string][]).filter(([field]) => field !== name);
+  return Buffer.from(JSON.stringify([...fields, [name, value]])).toString("base64url");
+}
+
+async function submit(form: Record<string, string>) {
+  return fetch(`${server.url}/oauth/authorize`, {
+    method: "POST",
+    headers: { cookie: annCookie, origin: server.url, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(form),
+    redirect: "manual",
+  });
+}
+
+describe("a request id edited in any of its fields", () => {
+  it("is one 404, and its submission is refused, for scope, response_type and code_challenge_method too", async () => {
+    const { requestId, token } = await pending({ scope: "read" });
+    for (const [name, value] of [["scope", "write"], ["response_type", "token"], ["code_challenge_method", "plain"], ["state", "s-2"]]) {
+      const changed = edited(requestId, name!, value!);
+      const res = await consentRequest(changed, token);
+      expect(res.status, `${name}=${value}`).toBe(404);
+      const submitted = await submit({ session_id: changed, csrf_token: token, decision: "allow", hubs: "all", access: "write" });
+      expect(submitted.status, `${name}=${value}`).toBe(403);
+    }
+    // The page's own form, its scope field widened, is refused as well.
+    const widened = await submit({ client_id: CLI_CLIENT_ID, redirect_uri: CALLBACK, response_type: "code", state: "s-1", scope: "read write", csrf: token, decision: "allow", hubs: "all", access: "write" });
+    expect(widened.status).toBe(403);
+    // Unedited, it still goes through.
+    expect((await consentRequest(requestId, token)).status).toBe(200);
+  });
+});
+
 describe("Memax's SDK", () => {
   it("auth.getOAuthConsentRequest reads it, and a wrong token is the SDK's not-found error", async () => {
     const { Memax } = await loadMemaxSdk();

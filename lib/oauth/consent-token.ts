@@ -1,10 +1,13 @@
 import { sign, verify } from "@/lib/api/server-secret.ts";
+import { AUTHORIZE_FIELDS } from "./consent-page.ts";
 
 /** A consent form is good for this long after it was shown. */
 export const CONSENT_TTL_MS = 15 * 60 * 1000;
 
 function payload(userId: string, params: URLSearchParams, issuedAt: number): string {
-  const fields = ["client_id", "redirect_uri", "code_challenge", "resource", "state"].map((name) => params.get(name) ?? "");
+  // Every field the form carries: one left out (scope) could be changed under a valid token, and a
+  // read-only request became one for write. Absent (null) is told from empty, as the checks tell them.
+  const fields = AUTHORIZE_FIELDS.map((name) => params.get(name));
   return `consent:${userId}:${issuedAt}:${JSON.stringify(fields)}`;
 }
 
