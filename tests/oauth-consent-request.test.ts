@@ -170,6 +170,20 @@ describe("a request id edited in any of its fields", () => {
   });
 });
 
+describe("a long authorization request", () => {
+  it("gets a request id the consent request answers, up to the bound; past it the authorize request is refused up front", async () => {
+    const { requestId, token } = await pending({ state: "s".repeat(8000) });
+    expect((await consentRequest(requestId, token)).status).toBe(200);
+    // An authorize URL that fits a request line but whose request id would not fit the consent request's.
+    const long = await fetch(authorizeUrl({ state: "s".repeat(12_000) }), { headers: { cookie: annCookie }, redirect: "manual" });
+    expect(long.status).toBe(302);
+    const callback = new URL(long.headers.get("location")!);
+    expect(callback.origin + callback.pathname).toBe(CALLBACK);
+    expect(callback.searchParams.get("error")).toBe("invalid_request");
+    expect(callback.searchParams.get("error_description")).toMatch(/too long/);
+  });
+});
+
 describe("Memax's SDK", () => {
   it("auth.getOAuthConsentRequest reads it, and a wrong token is the SDK's not-found error", async () => {
     const { Memax } = await loadMemaxSdk();

@@ -8,7 +8,7 @@ import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { approveConsent } from "./approve-consent.ts";
 import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck, type AuthorizeRequest } from "./authorize-request.ts";
 import { AUTHORIZE_FIELDS, consentPage, errorPage } from "./consent-page.ts";
-import { consentRequestId, consentRequestParams } from "./consent-request.ts";
+import { consentRequestId, consentRequestParams, MAX_REQUEST_ID_CHARS } from "./consent-request.ts";
 import { checkConsentToken, consentToken } from "./consent-token.ts";
 import { OAuthError, oauthErrorOf } from "./oauth-error.ts";
 import { MAX_FORM_BYTES, readOAuthBody } from "./oauth-route.ts";
@@ -62,14 +62,19 @@ export async function showAuthorize(ctx: RequestContext, req: Request): Promise<
   const url = new URL(req.url);
   const check = await checkAuthorizeRequest(ctx.db, url.searchParams, origin, ctx.now(), knownClientAddress(req));
   if (!check.ok) return failure(check, origin);
+  const params = new URLSearchParams(url.searchParams);
+  params.set("redirect_uri", check.request.redirectUri);
+  const requestId = consentRequestId(params);
+  if (requestId.length > MAX_REQUEST_ID_CHARS) {
+    const error = new OAuthError("invalid_request", "The authorization request is too long (its state, most likely); keep it under about 8 KiB");
+    return failure({ ok: false, error, redirectUri: check.request.redirectUri, state: check.request.state }, origin);
+  }
   try {
     const user = await sessionUser(ctx, req);
     if (!user) return redirect(`/sign-in?callbackUrl=${encodeURIComponent(`/oauth/authorize${url.search}`)}`);
-    const params = new URLSearchParams(url.searchParams);
-    params.set("redirect_uri", check.request.redirectUri);
     const csrf = consentToken(await serverSecret(ctx.db), user.id, params, ctx.now().getTime());
     const hubs = await readableHubs({ db: ctx.db, user, credential: { type: "session", ...FULL_ACCESS } });
-    return consentPage({ request: check.request, params, user, hubs, csrf, requestId: consentRequestId(params) });
+    return consentPage({ request: check.request, params, user, hubs, csrf, requestId });
   } catch (error) {
     return redirectedFailure(ctx, check.request, origin, error, 302);
   }

@@ -9,6 +9,15 @@ import { AUTHORIZE_FIELDS } from "./consent-page.ts";
 import { checkConsentToken, consentTokenExpiry } from "./consent-token.ts";
 
 /**
+ * The longest request id issued or read. GET /oauth/authorize/consent-request carries it in its URL,
+ * and a Node server refuses a request whose headers (the request line with them) pass 16 KiB with a
+ * 431: at 12 KiB the id leaves room for the consent token and a session cookie. An authorize request
+ * whose id would be longer (a state of several KiB) is refused when it arrives, not offered a
+ * consent that can never be answered.
+ */
+export const MAX_REQUEST_ID_CHARS = 12 * 1024;
+
+/**
  * Engram keeps no row for a pending authorization request: the consent form carries the request
  * itself, signed by its CSRF token for the person it was shown to. The request id is that request
  * (the form's authorization fields) made one opaque value, so a front end holding the id and the
@@ -21,8 +30,7 @@ export function consentRequestId(params: URLSearchParams): string {
 
 /** The authorization fields of a request id, or null when it is not one (edited, cut short, made up). */
 export function consentRequestParams(requestId: string): URLSearchParams | null {
-  // An authorization URL's fields fit a URL; anything far longer is not one of ours.
-  if (requestId.length > 16 * 1024 || !/^[A-Za-z0-9_-]+$/.test(requestId)) return null;
+  if (requestId.length > MAX_REQUEST_ID_CHARS || !/^[A-Za-z0-9_-]+$/.test(requestId)) return null;
   try {
     const fields: unknown = JSON.parse(Buffer.from(requestId, "base64url").toString("utf8"));
     if (!Array.isArray(fields)) return null;
