@@ -152,6 +152,26 @@ async function submit(form: Record<string, string>) {
   });
 }
 
+describe("a consent completed from the consent request's JSON alone", () => {
+  it("posts the ticked hubs' ids and the ticked permissions' values, and the grant is exactly those", async () => {
+    const { requestId, token } = await pending();
+    const { data } = (await consentRequest(requestId, token)).body;
+    // A front end renders the JSON: Ann unticks the team hub, keeps every permission, and allows.
+    const hubs = (data!.hubs as { id: string; checked: boolean }[]).map((hub) => ({ ...hub, checked: hub.id !== teamHubId }));
+    const form = new URLSearchParams({ session_id: data!.session_id, csrf_token: data!.csrf_token, decision: "allow" });
+    for (const hub of hubs) if (hub.checked) form.append("hub_ids", hub.id);
+    for (const permission of data!.permissions as { value: string; checked: boolean }[]) if (permission.checked) form.append("permissions", permission.value);
+    const res = await fetch(data!.submit_url, { method: "POST", headers: { cookie: annCookie, origin: server.url, "content-type": "application/x-www-form-urlencoded" }, body: form, redirect: "manual" });
+    expect(res.status, await res.clone().text()).toBe(303);
+    const code = new URL(res.headers.get("location")!).searchParams.get("code")!;
+    const tokens = await fetch(`${server.url}/v1/auth/exchange`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ code }) });
+    expect(tokens.status).toBe(200);
+    expect(((await tokens.json()) as { data: { scope: string } }).data.scope).toBe("read write");
+    const grant = (await ann.get("/v1/auth/oauth-grants")).body.data.grants[0];
+    expect(grant).toMatchObject({ hub_ids: [ann.personalHubId], all_hubs: false, scopes: ["read", "write"] });
+  });
+});
+
 describe("a request id edited in any of its fields", () => {
   it("is one 404, and its submission is refused, for scope, response_type and code_challenge_method too", async () => {
     const { requestId, token } = await pending({ scope: "read" });

@@ -5,7 +5,7 @@ import { toApiError } from "@/lib/api/with-auth.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { assertSameOrigin, sessionOf, sessionTokenFrom, sessionUserId } from "@/lib/auth/session.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
-import { approveConsent } from "./approve-consent.ts";
+import { approveConsent, type Consent } from "./approve-consent.ts";
 import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck, type AuthorizeRequest } from "./authorize-request.ts";
 import { AUTHORIZE_FIELDS, consentPage, errorPage } from "./consent-page.ts";
 import { consentRequestId, consentRequestParams, MAX_REQUEST_ID_CHARS } from "./consent-request.ts";
@@ -89,6 +89,18 @@ function redirectedFailure(ctx: RequestContext, request: AuthorizeRequest, origi
   return redirect(redirectWith(request.redirectUri, { error: failed.error, error_description: failed.description, state: request.state, iss: origin }), status);
 }
 
+/**
+ * What the user picked. The page posts hubs=all|selected with hub_ids and access=write|read; a front
+ * end rendering the consent request's JSON posts what it shows: the ticked hubs' ids (hub_ids, with
+ * no `hubs`) and the ticked permissions' values (permissions). Without `hubs`, only the hubs posted
+ * are granted: reading their absence as "all" gave an app every hub when one was left unticked.
+ */
+function consentChoices(form: URLSearchParams): Consent {
+  const hubIds = form.get("hubs") === "all" ? null : form.getAll("hub_ids");
+  const write = form.has("access") ? form.get("access") === "write" : form.getAll("permissions").includes("write");
+  return { hubIds, write };
+}
+
 /** POST /oauth/authorize: the consent form. Allow → a grant and a code; deny → access_denied. */
 export async function submitAuthorize(ctx: RequestContext, req: Request): Promise<Response> {
   const origin = publicOrigin(req);
@@ -128,10 +140,9 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
   if (form.get("decision") !== "allow") {
     return redirect(redirectWith(request.redirectUri, { error: "access_denied", error_description: "The user denied access", state: request.state, iss: origin }), 303);
   }
-  const hubIds = form.get("hubs") === "selected" ? form.getAll("hub_ids") : null;
   let code: string;
   try {
-    code = await approveConsent(ctx.db, user, request, { hubIds, write: form.get("access") === "write" }, ctx.now(), session);
+    code = await approveConsent(ctx.db, user, request, consentChoices(form), ctx.now(), session);
   } catch (error) {
     if (error instanceof ApiError && error.code === "unauthorized") return errorPage("Signed out", "Your session ended; start connecting the app again.", 401);
     return redirectedFailure(ctx, request, origin, error, 303);
