@@ -766,3 +766,42 @@ describe("a decided review reopened after a manager was demoted", () => {
     expect(after.find((row) => row.userId === admin.id)).toMatchObject({ status: "expired", resolution: null });
   }, 120_000);
 });
+
+describe("a manager demoted with a review open", () => {
+  /**
+   * A change of role touched no review_contradiction row: an admin demoted to contributor (the hub's
+   * allow_contributor_dreams off) or to viewer kept a pending decision in their bell that resolving
+   * answered 403. Their open rows expire with the demotion, unless the hub lets contributors dream, in
+   * which case a contributor still decides it.
+   */
+  it("expires the rows they can no longer decide, and keeps those a contributor may still decide", async () => {
+    const [toContributor, toViewer, allowed] = [await h.user("Admin to contributor"), await h.user("Admin to viewer"), await h.user("Admin allowed")];
+    const hubId = await h.teamHub(owner, [
+      [toContributor, "admin"],
+      [toViewer, "admin"],
+      [allowed, "admin"],
+    ]);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const row = (userId: string) => h.db.notification.findFirstOrThrow({ where: { userId, kind: "review_contradiction", sourceId: review.id } });
+    for (const who of [toContributor, toViewer, allowed]) expect((await row(who.id)).status).toBe("pending");
+
+    expect((await owner.patch(`/v1/hubs/${hubId}/members/${toContributor.id}`, { role: "contributor" })).status).toBe(200);
+    expect((await owner.patch(`/v1/hubs/${hubId}/members/${toViewer.id}`, { role: "viewer" })).status).toBe(200);
+    for (const who of [toContributor, toViewer]) {
+      expect(await row(who.id)).toMatchObject({ status: "expired", resolution: null });
+      const pending = await who.get(`/v1/notifications?kind=review_contradiction&hub=${hubId}&status=pending`);
+      expect(pending.body.data.notifications).toEqual([]);
+    }
+
+    // With contributors allowed to dream, a demoted admin still decides the review from the bell.
+    expect((await owner.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: true })).status).toBe(200);
+    expect((await owner.patch(`/v1/hubs/${hubId}/members/${allowed.id}`, { role: "contributor" })).status).toBe(200);
+    const kept = await row(allowed.id);
+    expect(kept.status).toBe("pending");
+    const decided = await allowed.post(`/v1/notifications/${kept.id}/resolve`, { action: "keep_both" });
+    expect(decided.status, decided.text).toBe(200);
+    expect((await row(owner.id)).resolution).toBe("kept_both");
+  }, 120_000);
+});

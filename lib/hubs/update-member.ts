@@ -5,6 +5,7 @@ import { isUuid } from "@/lib/ids.ts";
 import { hubPermissionOrThrow, lockHubMembers, lockMembershipOrThrow } from "./hub-access.ts";
 import { memberUserSelect, serializeMember } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { onReviewRightsLost } from "@/lib/notifications/notify.ts";
 import { revokeOrphanedInvites } from "@/lib/invites/revoke-orphaned-invites.ts";
 
 /**
@@ -32,6 +33,12 @@ export async function updateMember(ctx: AuthContext, hubId: string, memberId: st
     await revokeOrphanedInvites(tx, hub.id, userId, ctx.now());
     const result = await tx.hubMember.updateMany({ where: { hubId: hub.id, userId, role: target.role }, data: { role: input.role } });
     if (result.count) await emitEvent(tx, { type: "member.updated", hubId: hub.id, actorId: ctx.user.id, entityId: userId });
+    // Reviews are flagged for owners and admins; one demoted keeps only the rows their new role still decides
+    // (the hub's setting read under the lock, which a settings change takes shared).
+    if (result.count && target.role === "admin" && input.role !== "admin") {
+      const policy = await tx.hub.findUniqueOrThrow({ where: { id: hub.id }, select: { allowContributorTopics: true, allowContributorDreams: true, contributorDeletePolicy: true } });
+      if (!can(input.role, "dreams.trigger", policy)) await onReviewRightsLost(tx, hub.id, userId, ctx.now());
+    }
     return result;
   });
   if (count === 0) throw new ApiError("conflict", "The member changed while you were editing; reload and try again");

@@ -33,6 +33,15 @@ export async function onAccessEnded(tx: DbClient, hubId: string, userId: string,
   await tx.notification.updateMany({ where: { hubId, userId, status: "pending" }, data: { status: "expired", resolvedAt: now } });
 }
 
+/**
+ * A member's role changed so that they may no longer decide the hub's contradiction reviews: their open
+ * review rows expire, as those of a member who left do (resolving one answered 403). Call under the
+ * hub's membership lock, with the role already written.
+ */
+export async function onReviewRightsLost(tx: DbClient, hubId: string, userId: string, now: Date) {
+  await tx.notification.updateMany({ where: { hubId, userId, kind: "review_contradiction", status: "pending" }, data: { status: "expired", resolvedAt: now } });
+}
+
 /** A revoked invite closes the invitee's decision (accepting it would only answer 410). */
 export async function onInviteRevoked(tx: DbClient, inviteId: string, now: Date) {
   await tx.notification.updateMany({ where: { kind: "hub_invite", sourceId: inviteId, status: "pending" }, data: { status: "expired", resolvedAt: now } });
