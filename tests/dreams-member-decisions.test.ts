@@ -805,3 +805,24 @@ describe("a manager demoted with a review open", () => {
     expect((await row(owner.id)).resolution).toBe("kept_both");
   }, 120_000);
 });
+
+describe("contributors' dreams turned off with a demoted admin's review open", () => {
+  /**
+   * A contributor kept an open review row while the hub let contributors dream (an admin demoted then);
+   * turning allow_contributor_dreams off left it pending, a decision resolving answered 403. It expires.
+   */
+  it("expires the review rows contributors can no longer decide", async () => {
+    const admin = await h.user("Admin kept as contributor");
+    const hubId = await h.teamHub(owner, [[admin, "admin"]]);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const row = (userId: string) => h.db.notification.findFirstOrThrow({ where: { userId, kind: "review_contradiction", sourceId: review.id } });
+    expect((await owner.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: true })).status).toBe(200);
+    expect((await owner.patch(`/v1/hubs/${hubId}/members/${admin.id}`, { role: "contributor" })).status).toBe(200);
+    expect((await row(admin.id)).status).toBe("pending");
+    expect((await owner.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: false })).status).toBe(200);
+    expect(await row(admin.id)).toMatchObject({ status: "expired", resolution: null });
+    expect((await row(owner.id)).status).toBe("pending");
+  }, 120_000);
+});

@@ -6,6 +6,7 @@ import { hubPermissionOrThrow, lockMembershipOrThrow } from "./hub-access.ts";
 import { reservedSlugProblem, type UpdateHubBody } from "./hub-fields.ts";
 import { hubSettings, serializeHub } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
+import { onContributorDreamsOff } from "@/lib/notifications/notify.ts";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 
 /**
@@ -50,6 +51,7 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
         }
       }
       await emitEvent(tx, { type: "hub.updated", hubId: hub.id, actorId: ctx.user.id, entityId: hub.id });
+      if (input.allow_contributor_dreams === false) await onContributorDreamsOff(tx, hub.id, ctx.now());
       return tx.hub.update({
         where: { id: hub.id },
         data: {

@@ -42,6 +42,18 @@ export async function onReviewRightsLost(tx: DbClient, hubId: string, userId: st
   await tx.notification.updateMany({ where: { hubId, userId, kind: "review_contradiction", status: "pending" }, data: { status: "expired", resolvedAt: now } });
 }
 
+/**
+ * The hub stopped letting contributors dream: the open review rows of its members below admin (admins
+ * demoted while it let them decide) are decisions they can no longer take, and expire. Call inside the
+ * settings change, under the hub's membership lock (a change of role waits for it).
+ */
+export async function onContributorDreamsOff(tx: DbClient, hubId: string, now: Date) {
+  await tx.$executeRaw`
+    UPDATE notifications n SET status = 'expired', resolved_at = ${now}
+     WHERE n.hub_id = ${hubId}::uuid AND n.kind = 'review_contradiction' AND n.status = 'pending'
+       AND EXISTS (SELECT 1 FROM hub_members m WHERE m.hub_id = n.hub_id AND m.user_id = n.user_id AND m.role NOT IN ('owner', 'admin'))`;
+}
+
 /** A revoked invite closes the invitee's decision (accepting it would only answer 410). */
 export async function onInviteRevoked(tx: DbClient, inviteId: string, now: Date) {
   await tx.notification.updateMany({ where: { kind: "hub_invite", sourceId: inviteId, status: "pending" }, data: { status: "expired", resolvedAt: now } });
