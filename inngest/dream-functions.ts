@@ -167,10 +167,16 @@ export const dreamRunFunction = inngest.createFunction(
 /** Hubs the daily schedule queues at most, and runs it sends at most. */
 const SCHEDULE_HUBS = 1000;
 
+/** How much before the cron's tick (Inngest's clock) a scheduled run (this server's) counts as the tick's. */
+const TICK_SLACK_MS = 60_000;
+
 /** Daily: a run for every hub written to since its last run, plus a resend of runs whose events were lost. */
 export const dreamScheduleFunction = inngest.createFunction(
   { id: "dream-schedule", name: "Schedule dream runs", triggers: [{ cron: process.env.ENGRAM_DREAM_CRON || "0 3 * * *" }] },
-  async ({ step }) => {
+  async ({ event, step }) => {
+    // The tick (a minute early, for the two clocks): a retry of the step below finds the runs an earlier
+    // attempt queued among the waiting ones, and they go before older runs as its own would.
+    const tick = typeof event.ts === "number" ? new Date(event.ts - TICK_SLACK_MS) : undefined;
     const runs = await step.run("queue-due-hubs", async () => {
       const db = (await getDatabase()).prisma;
       const config = dreamConfig();
@@ -187,7 +193,7 @@ export const dreamScheduleFunction = inngest.createFunction(
       // The runs queued here first, then those waiting: taken oldest first alone, this step's own came
       // last, and behind 400 older waiting runs 400 of the hubs it queued waited a day for their event.
       const taken = new Set(queued.map((run) => run.id));
-      const waiting = await pendingDreamRuns(db, now, config.staleRunMs, SCHEDULE_HUBS);
+      const waiting = await pendingDreamRuns(db, now, config.staleRunMs, SCHEDULE_HUBS, tick);
       return [...queued, ...waiting.filter((run) => !taken.has(run.id))].slice(0, SCHEDULE_HUBS);
     });
     if (runs.length) await step.sendEvent("run", runs.map((run) => ({ name: DREAM_RUN_EVENT, data: { hub_id: run.hubId, run_id: run.id } })));

@@ -85,3 +85,36 @@ describe("the Inngest dream schedule with older runs waiting and many hubs due",
     expect(queued.filter((run) => !sent.has(run.id))).toHaveLength(0);
   }, 300_000);
 });
+
+describe("the Inngest dream schedule's step retried after queuing some hubs", () => {
+  /**
+   * The step's own `queued` list put the runs it queued first; a retry after the first attempt had queued
+   * some hubs (and failed) holds only those the retry queues itself. The first attempt's runs came back
+   * among the waiting ones, oldest first, behind 400 older waiting runs: with 1,000 in all, 400 of the
+   * hubs the schedule queued got no event that day. Scheduled runs made since the tick come first now.
+   */
+  it("sends the runs its first attempt queued before older waiting runs", async () => {
+    const tick = new Date(Date.now() - 10 * 60_000);
+    const old = new Date(Date.now() - 2 * 86_400_000);
+    const hub = (tag: string, i: number) => ({ id: newId(), name: `${tag} ${i}`, slug: `${tag}-${i}-${newId()}`, hubType: "team", ownerId: owner.id });
+    const waiting = Array.from({ length: 400 }, (_, i) => hub("retry-waiting", i));
+    const firstAttempt = Array.from({ length: 600 }, (_, i) => hub("retry-first", i));
+    const due = Array.from({ length: 400 }, (_, i) => hub("retry-due", i));
+    await h.db.hub.createMany({ data: [...waiting, ...firstAttempt, ...due] });
+    await h.db.dreamRun.createMany({ data: waiting.map((w) => ({ id: newId(), hubId: w.id, triggeredBy: null, status: "queued", createdAt: old })) });
+    // What the first attempt left: a run queued for each of 600 hubs, a second after the tick.
+    const queuedFirst = new Date(tick.getTime() + 1000);
+    await h.db.dreamRun.createMany({ data: firstAttempt.map((f) => ({ id: newId(), hubId: f.id, triggeredBy: null, status: "queued", createdAt: queuedFirst })) });
+    await h.db.dreamRun.createMany({ data: due.map((d) => ({ id: newId(), hubId: d.id, triggeredBy: null, status: "partial_failed", createdAt: old, finishedAt: old })) });
+    const { result, ctx } = await new InngestTestEngine({
+      function: dreamScheduleFunction,
+      events: [{ name: "inngest/scheduled.timer", data: { cron: "0 3 * * *" }, ts: tick.getTime() }],
+      steps: [{ id: "run", handler: () => ({ ids: ["evt-1"] }) }],
+    }).execute();
+    expect(result).toEqual({ queued: 1000 });
+    const sent = new Set((ctx.step.sendEvent.mock.calls[0]?.[1] as { data: { run_id: string } }[]).map((event) => event.data.run_id));
+    const scheduled = await h.db.dreamRun.findMany({ where: { hubId: { in: [...firstAttempt, ...due].map((x) => x.id) }, status: "queued" }, select: { id: true } });
+    expect(scheduled).toHaveLength(1000);
+    expect(scheduled.filter((run) => !sent.has(run.id))).toHaveLength(0);
+  }, 300_000);
+});
