@@ -826,3 +826,55 @@ describe("contributors' dreams turned off with a demoted admin's review open", (
     expect((await row(owner.id)).status).toBe("pending");
   }, 120_000);
 });
+
+describe("a decided review reopened with managers who have no open row of it", () => {
+  /**
+   * docs/dreams.md says an undo reopens the review for the hub's owners and admins of now, but only rows
+   * that existed and were closed by the decision came back: an admin promoted after the review was
+   * flagged (no row), or one whose row expired when demoted and who was promoted again, had none to decide
+   * from. Each manager of now gets the review's row, pending, as the flag wrote it.
+   */
+  it("gives every owner and admin of now a pending row", async () => {
+    const [later, again] = [await h.user("Promoted later"), await h.user("Promoted again")];
+    const hubId = await h.teamHub(owner, [
+      [later, "contributor"],
+      [again, "admin"],
+    ]);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const rows = () => h.db.notification.findMany({ where: { kind: "review_contradiction", sourceId: review.id } });
+    expect((await rows()).map((row) => row.userId).sort()).toEqual([owner.id, again.id].sort());
+    expect((await owner.patch(`/v1/hubs/${hubId}/members/${again.id}`, { role: "viewer" })).status).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+    for (const who of [later, again]) expect((await owner.patch(`/v1/hubs/${hubId}/members/${who.id}`, { role: "admin" })).status).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/undo`)).status).toBe(200);
+
+    const after = await rows();
+    const ownerRow = after.find((row) => row.userId === owner.id)!;
+    for (const who of [owner, later, again]) {
+      const mine = after.filter((row) => row.userId === who.id);
+      expect(mine).toHaveLength(1);
+      expect(mine[0]).toMatchObject({ status: "pending", resolution: null, hubId, sourceKind: "dream_action" });
+      expect(mine[0]!.payload).toEqual(ownerRow.payload);
+    }
+    const promoted = after.find((row) => row.userId === later.id)!;
+    const decided = await later.post(`/v1/notifications/${promoted.id}/resolve`, { action: "keep_both" });
+    expect(decided.status, decided.text).toBe(200);
+    expect((await rows()).every((row) => row.status === "resolved" && row.resolution === "kept_both")).toBe(true);
+  }, 120_000);
+
+  it("writes the row from the review itself when no row of it is left (pruned)", async () => {
+    const hubId = await h.teamHub(owner);
+    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+    const runId = await dream(hubId);
+    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const flagged = await h.db.notification.findFirstOrThrow({ where: { kind: "review_contradiction", sourceId: review.id } });
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+    await h.db.notification.deleteMany({ where: { kind: "review_contradiction", sourceId: review.id } });
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/undo`)).status).toBe(200);
+    const row = await h.db.notification.findFirstOrThrow({ where: { kind: "review_contradiction", sourceId: review.id } });
+    expect(row).toMatchObject({ userId: owner.id, status: "pending", hubId });
+    expect(row.payload).toEqual(flagged.payload);
+  }, 120_000);
+});

@@ -246,6 +246,22 @@ export interface ContradictionReview {
   b: { id: string; title: string };
 }
 
+/** What a review's row tells (Memax's `ReviewContradictionPayload`). */
+function reviewPayload(hub: HubRef, review: ContradictionReview) {
+  return {
+    hub: { id: hub.id, name: hub.name },
+    dream_run_id: review.runId,
+    memory_a: review.a,
+    memory_b: review.b,
+    similarity: review.similarity,
+    reason: review.reason,
+  };
+}
+
+async function createReviewRow(tx: DbClient, userId: string, hubId: string, actionId: string, payload: Record<string, unknown>, now: Date) {
+  await createNotification(tx, { userId, hubId, kind: "review_contradiction", sourceKind: "dream_action", sourceId: actionId, priority: 1, payload, now });
+}
+
 /**
  * A dream flagged contradictions: each of the hub's owner and admins gets one
  * `review_contradiction` decision per review (keep A / keep B / keep both),
@@ -256,23 +272,7 @@ export async function onContradictionsFlagged(tx: DbClient, hub: HubRef, reviews
   const managers = await tx.hubMember.findMany({ where: { hubId: hub.id, role: { in: ["owner", "admin"] } }, select: { userId: true } });
   for (const review of reviews) {
     for (const { userId } of managers) {
-      await createNotification(tx, {
-        userId,
-        hubId: hub.id,
-        kind: "review_contradiction",
-        sourceKind: "dream_action",
-        sourceId: review.id,
-        priority: 1,
-        payload: {
-          hub: { id: hub.id, name: hub.name },
-          dream_run_id: review.runId,
-          memory_a: review.a,
-          memory_b: review.b,
-          similarity: review.similarity,
-          reason: review.reason,
-        },
-        now,
-      });
+      await createReviewRow(tx, userId, hub.id, review.id, reviewPayload(hub, review), now);
     }
   }
 }
@@ -283,15 +283,39 @@ export async function onReviewResolved(tx: DbClient, actionId: string, resolutio
 }
 
 /**
- * A decided review was undone: the rows closed by that decision are pending again (dismissed ones stay
- * dismissed), of the hub's owners and admins of now only, as a review is flagged for them (reopened, a
- * demoted manager's row was a decision their role may no longer take). Those rows expire instead: left `resolved / kept_a`, they told of a decision the review no longer had, and
- * a later decision, closing pending rows only, never set them right. The caller holds the hub's
- * membership lock, so the roles read here stand until commit.
+ * A decided review was undone: it is open again for the hub's owners and admins of now, as a review is
+ * flagged for them. Their rows closed by that decision are pending again (dismissed ones stay
+ * dismissed), and so are those that expired when they lost the role (demoted, or gone) before being
+ * made managers again; a manager with no row of it (promoted since the flag, or theirs pruned) gets one,
+ * as the flag wrote it (one review's, for each manager: bounded by the hub's members). A demoted
+ * manager's row was a decision their role may no longer take: it expires instead. Left `resolved / kept_a`,
+ * it told of a decision the review no longer had, and a later decision, closing pending rows only,
+ * never set it right. The caller holds the hub's membership lock, so the roles read here stand until
+ * commit, and has checked that both memories are still in the hub.
  */
 export async function onReviewReopened(tx: DbClient, actionId: string, hubId: string, now: Date) {
   const managers = (await tx.hubMember.findMany({ where: { hubId, role: { in: ["owner", "admin"] } }, select: { userId: true } })).map((m) => m.userId);
-  const decided = { kind: "review_contradiction", sourceId: actionId, status: "resolved", resolution: { in: ["kept_a", "kept_b", "kept_both"] } };
-  await tx.notification.updateMany({ where: { ...decided, userId: { in: managers } }, data: { status: "pending", resolution: null, resolvedAt: null } });
+  const review = { kind: "review_contradiction", sourceId: actionId };
+  const decided = { ...review, status: "resolved", resolution: { in: ["kept_a", "kept_b", "kept_both"] } };
+  await tx.notification.updateMany({
+    where: { ...review, userId: { in: managers }, OR: [decided, { status: "expired", resolution: null }] },
+    data: { status: "pending", resolution: null, resolvedAt: null },
+  });
   await tx.notification.updateMany({ where: { ...decided, userId: { notIn: managers } }, data: { status: "expired", resolution: null, resolvedAt: now } });
+  const rows = await tx.notification.findMany({ where: review, select: { userId: true, payload: true } });
+  const missing = managers.filter((userId) => !rows.some((row) => row.userId === userId));
+  if (missing.length === 0) return;
+  // Every row of a review tells the same (a delete's or a move's clean-up rewrites them all).
+  const payload = (rows[0]?.payload as Record<string, unknown> | undefined) ?? (await payloadOfReview(tx, actionId, hubId));
+  for (const userId of missing) await createReviewRow(tx, userId, hubId, actionId, payload, now);
+}
+
+/** A review's row written anew from the action, when none of its rows is left to copy. */
+async function payloadOfReview(tx: DbClient, actionId: string, hubId: string) {
+  const action = await tx.dreamAction.findUniqueOrThrow({ where: { id: actionId }, select: { runId: true, reason: true, similarity: true, sourceMemoryIds: true } });
+  const hub = await tx.hub.findUniqueOrThrow({ where: { id: hubId }, select: { id: true, name: true } });
+  const [a, b] = action.sourceMemoryIds as [string, string];
+  const memories = await tx.memory.findMany({ where: { id: { in: [a, b] }, hubId }, select: { id: true, title: true } });
+  const side = (id: string) => ({ id, title: memories.find((m) => m.id === id)?.title ?? "" });
+  return reviewPayload(hub, { id: actionId, runId: action.runId, hubId, reason: action.reason, similarity: action.similarity ?? 0, a: side(a), b: side(b) });
 }
