@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
 import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
-import { IMAGE_READS_AT_ONCE } from "@/lib/extraction/extract-memory-text.ts";
+import { IMAGE_READS_AT_ONCE, readTurnOf } from "@/lib/extraction/extract-memory-text.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { EmbeddedRunner, findPendingMemories } from "@/lib/processing/embedded-runner.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
@@ -239,5 +239,19 @@ describe("the embedded runner's parked image jobs", () => {
     expect([image, text, read, doc].map((id) => noImages.has(id))).toEqual([false, true, true, true]);
     const noDocuments = await pending(["document"]);
     expect([image, text, read, doc].map((id) => noDocuments.has(id))).toEqual([true, true, true, false]);
+  });
+
+  it("a file with no content_type is a document to the sweep's condition, as it is to readTurnOf", async () => {
+    // readTurnOf calls it a document, but in SQL NOT (content_type LIKE 'image/%') is NULL for a missing
+    // key: while images were parked such a row was left off every sweep, and while documents were not.
+    const imageRow = await h.db.memory.findUniqueOrThrow({ where: { id: await uploadImage(29) } });
+    const untyped = (await ann.post("/v1/memories", { content: "A file whose type was never recorded." })).body.data.id as string;
+    const { content_type: _, ...ref } = imageRow.fileRef as Record<string, unknown>;
+    const row = await h.db.memory.update({ where: { id: untyped }, data: { fileRef: ref as Prisma.InputJsonValue } });
+    expect(readTurnOf(row)).toBe("document");
+    const pending = async (skipUnread: ("image" | "document")[]) =>
+      new Set(await findPendingMemories(h.db, { staleBefore: new Date(0), retryBaseMs: 2_000, limit: 10_000, skipUnread, now: new Date(Date.now() + 60_000) }));
+    expect((await pending(["image"])).has(untyped)).toBe(true);
+    expect((await pending(["document"])).has(untyped)).toBe(false);
   });
 });

@@ -76,7 +76,10 @@ export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, se
 /** Rows that are no file of `turn` waiting to be read (readTurnOf's test, in SQL). */
 function notUnread(turn: ReadTurn): Prisma.MemoryWhereInput {
   const image: Prisma.MemoryWhereInput = { fileRef: { path: ["content_type"], string_starts_with: "image/" } };
-  return { OR: [{ extractedAt: { not: null } }, { fileRef: { equals: Prisma.AnyNull } }, turn === "image" ? { NOT: image } : image] };
+  // A file with no content_type is a document to readTurnOf, but NOT (NULL LIKE 'image/%') is NULL in
+  // SQL: while images were parked such a row was left off every sweep's page.
+  const notImage: Prisma.MemoryWhereInput = { OR: [{ NOT: image }, { fileRef: { path: ["content_type"], equals: Prisma.AnyNull } }] };
+  return { OR: [{ extractedAt: { not: null } }, { fileRef: { equals: Prisma.AnyNull } }, turn === "image" ? notImage : image] };
 }
 
 /**
