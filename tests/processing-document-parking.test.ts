@@ -120,32 +120,33 @@ describe("the embedded runner's document jobs", () => {
       await r.idle();
     }
   }, 60_000);
-  it("documents a sweep left in the database while some were parked are read once the parked ones are gone, also when one is written again as something else", async () => {
-    // The sweeps leave unread documents off their pages while some are parked. When the last parked one
-    // was written again (no file to read now) and queued, nothing asked for a sweep, so the documents
+  it("documents a sweep left in the database while some were parked are read once the parked ones run low, also when one is written again as something else", async () => {
+    // The sweeps leave unread documents off their pages while DOCUMENT_JOBS_AT_ONCE or more are parked. When
+    // a parked one was written again (no file to read now) and queued, nothing asked for a sweep, so the documents
     // left in the database waited for the next periodic one (ENGRAM_PROCESSING_SWEEP_SECONDS).
     process.env.ENGRAM_EXTRACT_DOWNLOAD_MAX_MS = "20000";
     // The earlier tests' slow documents are set aside: a sweep would otherwise read them first.
     await h.db.memory.updateMany({ where: { processingStatus: { in: ["pending", "running"] } }, data: { processingStatus: "failed" } });
     const [reading, ready] = [await document("Budget draft: from a slow bucket."), await document("Budget final: from a slow bucket.")];
-    const [parked, left] = [await document("Office move checklist.", false), await document("Fire drill schedule.", false)];
+    const [parked, alsoParked, left] = [await document("Office move checklist.", false), await document("Parking permit list.", false), await document("Fire drill schedule.", false)];
     const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
     try {
       r.enqueue(reading);
       r.enqueue(ready);
       await until("two documents hold the document jobs", async () => (await h.db.memory.count({ where: { id: { in: [reading, ready] }, processingStatus: "running" } })) === 2, 10_000);
       r.enqueue(parked);
-      await until("a document is parked", async () => r.size.queued === 1 && r.size.active === 2, 10_000);
-      // A sweep while one is parked leaves the next document (written by another process, say) in the database.
+      r.enqueue(alsoParked);
+      await until("two documents are parked", async () => r.size.queued === 2 && r.size.active === 2, 10_000);
+      // A sweep while DOCUMENT_JOBS_AT_ONCE are parked leaves the next document (written by another process, say) in the database.
       await r.sweep();
-      expect(r.size.queued).toBe(1);
+      expect(r.size.queued).toBe(2);
       expect(await status(left)).toBe("pending");
       // The parked one is written again: its text is read, no file waits (as a PATCH of another process could leave it).
       await h.db.memory.update({ where: { id: parked }, data: { extractedAt: new Date(), content: "Office move checklist: boxes, labels, keys." } });
       r.enqueue(parked);
       await until("the rewritten memory is done", async () => (await status(parked)) === "done", 20_000);
       // The document left in the database is parked again by a refill sweep, not at the next periodic one a minute on.
-      await until("the document left in the database is back in the runner", async () => r.size.queued === 1, 5_000);
+      await until("the document left in the database is back in the runner", async () => r.size.queued === 2, 5_000);
       expect(await status(left)).toBe("pending");
     } finally {
       delete process.env.ENGRAM_EXTRACT_DOWNLOAD_MAX_MS;

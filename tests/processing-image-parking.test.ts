@@ -223,6 +223,38 @@ describe("the embedded runner's parked image jobs", () => {
     }
   }, 60_000);
 
+  it("an image left in the database is read before newer images that keep arriving while some are parked", async () => {
+    // Sweeps read a turn's files left in the database only once none of that turn were parked, while a
+    // new upload parked whenever the parked set had room: photos uploaded at the vision model's pace kept
+    // it from emptying, and the older photos in the database waited for good, the newest read first.
+    await h.db.memory.updateMany({ where: { processingStatus: { in: ["pending", "running"] } }, data: { processingStatus: "failed" } });
+    const older: string[] = [];
+    for (let i = 0; i < 14; i++) older.push(await uploadImage(40 + i));
+    // A quarter of 40: at most 10 parked images, so of the 14 three are at the model, ten parked, one left in the database.
+    const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, maxQueued: 40, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    const newer: string[] = [];
+    try {
+      r.start();
+      await until("three images are at the model and ten parked", () => heldImages.length === IMAGE_READS_AT_ONCE && r.size.queued === 10);
+      expect(await h.db.memory.count({ where: { id: { in: older }, processingStatus: "pending" } })).toBe(11);
+      // A new photo comes each time the model answers one.
+      for (let round = 0; round < 16; round++) {
+        releaseImage();
+        const id = await uploadImage(60 + round);
+        newer.push(id);
+        r.enqueue(id);
+        await until("an image takes the freed turn", () => heldImages.length === IMAGE_READS_AT_ONCE, 10_000);
+      }
+      // Sixteen turns were freed: the thirteen older images parked or left in the database came first.
+      expect(await h.db.memory.count({ where: { id: { in: older }, processingStatus: "pending" } })).toBe(0);
+      expect(await h.db.memory.count({ where: { id: { in: newer }, processingStatus: "pending" } })).toBeGreaterThanOrEqual(newer.length - 5);
+    } finally {
+      r.stop();
+      await r.idle();
+      for (const res of heldImages.splice(0)) res.destroy();
+    }
+  }, 90_000);
+
   it("a sweep can leave unread images (or documents) off its page by a condition, not by a list of their ids", async () => {
     const image = await uploadImage(28);
     const text = (await ann.post("/v1/memories", { content: "The mail room sorts parcels by floor." })).body.data.id as string;

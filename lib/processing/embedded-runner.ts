@@ -24,8 +24,8 @@ export const MAX_QUEUED_JOBS = 10_000;
 export const DOCUMENT_JOBS_AT_ONCE = 2;
 /**
  * Parked jobs of each read turn held at most (and never past a quarter of the queue's bound): the others
- * are left to the database, unclaimed, and sweeps leave that turn's unread files off their pages while
- * some are parked. Parked without a bound, an import of 40,000 photos took the whole queue, so every
+ * are left to the database, unclaimed, and sweeps leave that turn's unread files off their pages until
+ * fewer than its jobs-at-once are parked. Parked without a bound, an import of 40,000 photos took the whole queue, so every
  * write after it waited in the database until the images were read, three at a time.
  */
 const PARKED_PER_TURN = SWEEP_PAGE;
@@ -152,7 +152,10 @@ export class EmbeddedRunner {
    * lost the claim gave back the turn the other still held, so a fourth image job started.
    */
   private readonly parked: Record<ReadTurn, Set<string>> = { image: new Set(), document: new Set() };
-  /** Turns whose files may wait in the database unread, left off a sweep's page or not parked (past their bound). */
+  /**
+   * Turns whose files may wait in the database unread, left off a sweep's page or not parked (past their
+   * bound). While it is set, a new file of the turn waits in the database behind them, not parked.
+   */
   private readonly leftInDatabase: Record<ReadTurn, boolean> = { image: false, document: false };
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly startedAt = new Date();
@@ -279,8 +282,9 @@ export class EmbeddedRunner {
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
       // A turn with parked jobs cannot start another now: a page of its files kept the rest waiting. Its
-      // files left in the database are read by a sweep once its parked jobs are gone (pump).
-      const skipUnread = READ_TURNS.filter((turn) => this.parked[turn].size > 0);
+      // files left in the database are read once its parked jobs run low (pump), not only once they are
+      // gone: then the turn waited idle for the sweep.
+      const skipUnread = READ_TURNS.filter((turn) => this.parked[turn].size >= this.lowMark(turn));
       for (const turn of READ_TURNS) this.leftInDatabase[turn] = skipUnread.includes(turn);
       const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, skipUnread }));
       for (const id of ids) {
@@ -322,15 +326,26 @@ export class EmbeddedRunner {
 
   private park(id: string, turn: ReadTurn): void {
     this.queued.delete(id);
-    const perTurn = Math.max(1, Math.min(PARKED_PER_TURN, Math.floor(this.maxQueued() / 4)));
-    if (this.parked[turn].size < perTurn && this.queued.size + this.parkedCount() < this.maxQueued()) return void this.parked[turn].add(id);
-    // Left to the database (its row is pending, never claimed): a sweep reads it once its turn's parked jobs are gone.
+    // While files of its turn wait in the database, a newer one waits there behind them: parked whenever
+    // the set had room, photos uploaded at the model's pace kept it from running low, and the older ones
+    // in the database waited for good, the newest read first.
+    if (!this.leftInDatabase[turn] && this.parked[turn].size < this.parkedPerTurn() && this.queued.size + this.parkedCount() < this.maxQueued()) return void this.parked[turn].add(id);
+    // Left to the database (its row is pending, never claimed): a sweep reads it once its turn's parked jobs run low.
     this.leftInDatabase[turn] = true;
   }
 
-  /** Files of a turn left in the database whose parked jobs are gone (started, or written again as something else). */
+  private parkedPerTurn(): number {
+    return Math.max(1, Math.min(PARKED_PER_TURN, Math.floor(this.maxQueued() / 4)));
+  }
+
+  /** Parked jobs of a turn below which its files left in the database are read: a sweep then refills the set before it empties. */
+  private lowMark(turn: ReadTurn): number {
+    return Math.min(TURN_JOBS_AT_ONCE[turn], this.parkedPerTurn());
+  }
+
+  /** Files of a turn left in the database whose parked jobs run low (started, or written again as something else). */
   private unparkedLeft(): boolean {
-    return READ_TURNS.some((turn) => this.leftInDatabase[turn] && this.parked[turn].size === 0);
+    return READ_TURNS.some((turn) => this.leftInDatabase[turn] && this.parked[turn].size < this.lowMark(turn));
   }
 
   private maxQueued(): number {
@@ -402,7 +417,8 @@ export class EmbeddedRunner {
       const turn = await this.readTurn(db, id);
       for (const other of READ_TURNS) if (other !== turn) this.turnJobs[other].delete(id);
       if (turn) {
-        if (!this.turnJobs[turn].has(id) && this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn]) return turn;
+        // Not started from `parked` while files of its turn wait in the database: those are older, and go first.
+        if (!this.turnJobs[turn].has(id) && (this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn] || this.leftInDatabase[turn])) return turn;
         this.turnJobs[turn].add(id);
       }
       // Stopped (not drained) while this job waited for the database: it is not started, its row left as it is.
