@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -97,7 +99,8 @@ describe("the embedded runner's document jobs", () => {
     }
   }, 90_000);
 
-  it("parked documents are all read in the end, never more than DOCUMENT_JOBS_AT_ONCE of them claimed at once", async () => {
+  it("parked documents are all read in the end, never more than DOCUMENT_JOBS_AT_ONCE of them claimed and not read yet at once", async () => {
+    // A document gives its turn back once its text is written: claimed and read, it no longer counts.
     const documents: string[] = [];
     for (let i = 0; i < 6; i++) documents.push(await document(`Meeting notes ${i}: the roof repair is booked for spring.`, false));
     const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
@@ -107,7 +110,7 @@ describe("the embedded runner's document jobs", () => {
       await until(
         "every document is done",
         async () => {
-          most = Math.max(most, await h.db.memory.count({ where: { id: { in: documents }, processingStatus: "running" } }));
+          most = Math.max(most, await h.db.memory.count({ where: { id: { in: documents }, processingStatus: "running", extractedAt: null } }));
           return (await h.db.memory.count({ where: { id: { in: documents }, processingStatus: "done" } })) === documents.length;
         },
         45_000,
@@ -120,6 +123,45 @@ describe("the embedded runner's document jobs", () => {
       await r.idle();
     }
   }, 60_000);
+  it("a document gives its turn back once its text is read: the next documents are read while its later steps wait", async () => {
+    // A document held its turn for its whole job (classification, embedding, summary), not just the read:
+    // two documents waiting for the model kept every other document parked, the reader idle.
+    await h.db.memory.updateMany({ where: { processingStatus: { in: ["pending", "running"] } }, data: { processingStatus: "failed" } });
+    const held: ServerResponse[] = [];
+    const answer = (res: ServerResponse, content: string) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ id: "c", object: "chat.completion", created: 0, model: "gpt-test", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }] }));
+    };
+    const classification = JSON.stringify({ kind: "semantic", stability: "stable" });
+    const server = createServer(async (req, res) => {
+      let raw = "";
+      for await (const chunk of req) raw += chunk;
+      const classify = JSON.parse(raw).response_format?.json_schema?.name === "memory_classification";
+      if (classify && raw.includes("HELD-AFTER-READING")) return void held.push(res);
+      answer(res, classify ? classification : JSON.stringify({ summary: "A document." }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const saved = { ...process.env };
+    Object.assign(process.env, { ENGRAM_CHAT_MODEL: "gpt-test", OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
+    const first = [await document("HELD-AFTER-READING: the budget, part one.", false), await document("HELD-AFTER-READING: the budget, part two.", false)];
+    const next = [await document("The canteen menu for the week.", false), await document("The cleaning rota for the stairs.", false)];
+    const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    try {
+      for (const id of first) r.enqueue(id);
+      await until("both documents are read and wait for the model", async () => held.length === DOCUMENT_JOBS_AT_ONCE, 10_000);
+      for (const id of next) r.enqueue(id);
+      await until("the next documents are done", async () => (await h.db.memory.count({ where: { id: { in: next }, processingStatus: "done" } })) === next.length, 10_000);
+      for (const id of first) expect(await status(id)).toBe("running");
+    } finally {
+      for (const res of held.splice(0)) answer(res, classification);
+      await until("the first documents are done", async () => (await h.db.memory.count({ where: { id: { in: first }, processingStatus: "done" } })) === first.length, 10_000);
+      r.stop();
+      await r.idle();
+      process.env = saved;
+      await new Promise((resolve) => server.close(resolve));
+    }
+  }, 60_000);
+
   it("documents a sweep left in the database while some were parked are read once the parked ones run low, also when one is written again as something else", async () => {
     // The sweeps leave unread documents off their pages while DOCUMENT_JOBS_AT_ONCE or more are parked. When
     // a parked one was written again (no file to read now) and queued, nothing asked for a sweep, so the documents

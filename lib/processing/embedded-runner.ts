@@ -138,8 +138,8 @@ export class EmbeddedRunner {
   private readonly active = new Set<string>();
   private readonly again = new Set<string>();
   /**
-   * Jobs of each read turn running (or started from `parked`, their turn kept for them): at most
-   * TURN_JOBS_AT_ONCE of each.
+   * Jobs of each read turn running until their text is written (or started from `parked`, their turn
+   * kept for them): at most TURN_JOBS_AT_ONCE of each. The rest of such a job holds only its worker.
    */
   private readonly turnJobs: Record<ReadTurn, Set<string>> = { image: new Set(), document: new Set() };
   /**
@@ -427,7 +427,14 @@ export class EmbeddedRunner {
       const claim = await claimMemory(db, id, { ...this.options, now, staleBefore: this.staleBefore(now) });
       if (!claim) return undefined;
       const signal = this.lease.hold(id, claim.attempt, claim.memory.version);
-      const outcome = await processMemory(db, claim, { ...this.options, signal }).finally(() => this.lease.release(id));
+      // The turn is given back once the text is read and written, not at the job's end: held through the
+      // classification, embedding and summary, two documents waiting for the model kept every other one
+      // parked while the reader sat idle.
+      const onExtracted = () => {
+        if (!turn || !this.turnJobs[turn].delete(id)) return;
+        this.pump();
+      };
+      const outcome = await processMemory(db, claim, { ...this.options, signal, onExtracted }).finally(() => this.lease.release(id));
       if (outcome.status === "done") this.stats.done++;
       else if (outcome.status === "stale") this.stats.stale++;
       else if (outcome.status === "failed") {

@@ -107,7 +107,11 @@ export async function recordFailure(
 export async function processMemory(
   db: Db,
   claim: Claim,
-  config: Pick<ProcessingConfig, "maxAttempts" | "retryBaseMs"> & { signal?: AbortSignal },
+  config: Pick<ProcessingConfig, "maxAttempts" | "retryBaseMs"> & {
+    signal?: AbortSignal;
+    /** Called once the file's (or link's) text is read and written: the embedded runner gives back its read turn then. */
+    onExtracted?: () => void;
+  },
 ): Promise<JobOutcome> {
   // All steps in one go: their writes commit together with `complete` (see StepContext.deferred).
   const ctx: StepContext = { db, memory: claim.memory, now: () => new Date(), deferred: { changes: {} }, attempt: claim.attempt, signal: config.signal };
@@ -117,6 +121,7 @@ export async function processMemory(
       // The lease was lost (another process took the memory over): its owner finishes the job, not us.
       if (config.signal?.aborted) return { status: "stale" };
       await step.run(ctx);
+      if (step.name === "extract") config.onExtracted?.();
       if (step.name === "complete") indexed = true;
     }
     return { status: "done" };
