@@ -313,6 +313,39 @@ describe("a new topic named like one at the top of the tree", () => {
     expect((await h.db.topic.findUniqueOrThrow({ where: { id: archived.id } })).name).toBe("Kubernetes operations");
     expect(await h.db.topic.count({ where: { hubId } })).toBe(2);
   }, 180_000);
+
+  /**
+   * A topic being deleted is hidden from everyone and takes no memories: the run read it with the
+   * others, so its name was taken (the new topic became "… 2") and, made while the model named the
+   * cluster, it took the cluster, whose filing it then refused (the memories stayed unsorted).
+   */
+  it("leaves out a topic being deleted: its name is free, and it takes no cluster", async () => {
+    const hubId = await h.teamHub(owner);
+    const ids: string[] = [];
+    for (const content of K8S) ids.push((await owner.post("/v1/memories", { content, stability: "stable" }, { headers: { "x-hub-id": hubId } })).body.data.id);
+    await indexMemories(h.db, ids);
+    const deleting = await h.db.topic.create({ data: { id: newId(), hubId, name: "Kubernetes operations", deletingAt: new Date() } });
+    // And one more, in another case, while the model names the cluster.
+    const answer = fake.answer;
+    fake.answer = async (schema, body) => {
+      if (schema === "topic_name") await h.db.topic.create({ data: { id: newId(), hubId, name: "KUBERNETES operations", deletingAt: new Date() } });
+      return answer(schema, body);
+    };
+    try {
+      const res = await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } });
+      expect(res.status, res.text).toBe(202);
+      expect(await runDreamRunOnce(h.db, res.body.data.run_id)).toBe(true);
+      const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: res.body.data.run_id } });
+      expect([run.status, run.error]).toEqual(["completed", null]);
+    } finally {
+      fake.answer = answer;
+    }
+    const made = await h.db.topic.findMany({ where: { hubId, deletingAt: null } });
+    expect(made.map((t) => t.name)).toEqual(["Kubernetes operations"]);
+    const topics = (await h.db.memory.findMany({ where: { id: { in: ids } } })).map((m) => m.topicId);
+    expect(topics).toEqual(ids.map(() => made[0]!.id));
+    expect(made[0]!.id).not.toBe(deleting.id);
+  }, 180_000);
 });
 
 describe("what a merge rewrite reads", () => {

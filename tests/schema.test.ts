@@ -371,6 +371,8 @@ describe("schema and migrations agree", () => {
     expect(byName.get("chunks_embedding_hnsw_idx")).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
     expect(byName.get("chunks_search_vector_idx")).toMatch(/USING gin/);
     expect(byName.get("topics_deleting_at_idx")).toMatch(/WHERE \(deleting_at IS NOT NULL\)/);
+    // A topic being deleted leaves its name free (lib/topics/hub-topics.ts leaves it out of the checks).
+    expect(byName.get("topics_sibling_name_key")).toMatch(/^CREATE UNIQUE INDEX .* WHERE \(deleting_at IS NULL\)$/);
     for (const index of ["dream_actions_source_memory_ids_idx", "custom_boards_card_cite_memory_ids_idx", "custom_board_card_versions_cite_memory_ids_idx"]) {
       expect(byName.get(index), index).toMatch(/USING gin/);
     }

@@ -702,6 +702,44 @@ describe("delete", () => {
     expect(await changes()).toBe(before + 3);
   });
 
+  /**
+   * A topic being deleted is gone to every request but the delete, so its name is free: the unique
+   * sibling-name index still held it, and taking the name (create, rename, move, restore, reorder)
+   * passed the check and failed on the index (409 duplicate_name without details.topic_id, or a
+   * generic conflict for a reorder, on every retry until the delete finished).
+   */
+  it("a topic being deleted leaves its name free: create, rename, move, restore and reorder take it", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const hidden: Record<string, string> = {};
+    for (const name of ["Projects", "Plans", "Moved", "Kept", "Ordered"]) hidden[name] = (await topic(ann, name, team)).id;
+    await h.db.topic.updateMany({ where: { id: { in: Object.values(hidden) } }, data: { deletingAt: new Date() } });
+
+    expect((await ann.post("/v1/topics", { name: "projects", hub_id: team })).status).toBe(201);
+    const draft = await topic(ann, "Draft", team);
+    const renamed = await ann.patch(`/v1/topics/${draft.id}`, { name: "Plans" });
+    expect(renamed.status, renamed.text).toBe(200);
+    const holder = await topic(ann, "Holder", team);
+    const below = async (name: string, parent = holder.id) => (await ann.post("/v1/topics", { name, parent_id: parent })).body.data.id as string;
+    const moved = await ann.patch(`/v1/topics/${await below("Moved")}`, { parent_id: null });
+    expect(moved.status, moved.text).toBe(200);
+    const ordered = await ann.post("/v1/topics/reorder", { operations: [{ topic_id: await below("Ordered"), position: 0, parent_id: null }] });
+    expect(ordered.status, ordered.text).toBe(200);
+    const shelf = await topic(ann, "Shelf", team);
+    const kept = await below("Kept", shelf.id);
+    expect((await ann.post(`/v1/topics/${shelf.id}/archive`)).status).toBe(200);
+    // Its parent still archived, the restored topic comes back at the root, beside the hidden "Kept".
+    const restored = await ann.post(`/v1/topics/${kept}/restore`);
+    expect(restored.status, restored.text).toBe(200);
+    const roots = (await ann.get(`/v1/topics?hub_id=${team}`)).body.data.topics.map((t: { name: string }) => t.name).sort();
+    expect(roots).toEqual(["Holder", "Kept", "Moved", "Ordered", "Plans", "projects"]);
+    // Visible topics still clash among themselves, and the index still says so.
+    const twice = await ann.post("/v1/topics", { name: "PLANS", hub_id: team });
+    expect(twice.status).toBe(409);
+    expect(twice.body.error.details.topic_id).toBe(draft.id);
+    await expect(h.db.topic.create({ data: { id: newId(), hubId: team, name: "plans" } })).rejects.toThrow();
+  });
+
   it("answers 405 for methods the routes do not implement", async () => {
     const ann = await h.user("Ann");
     expect((await ann.put("/v1/topics", {})).status).toBe(405);

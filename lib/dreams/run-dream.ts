@@ -669,7 +669,10 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   const t1 = performance.now();
   const undone = await undoneFor(ctx.deps.db, hubId, "organize", memories.flatMap((m) => (m.topicId ? [] : [m.id])));
   // Archived topics count toward the hub's limit but take no new memories (they are out of the tree).
-  const allTopics = await ctx.deps.db.topic.findMany({ where: { hubId }, select: { id: true, name: true, archivedAt: true } });
+  // So do topics being deleted, which are gone to everyone else: their names are free (the sibling-name
+  // index leaves them out), and a memory filed into one would be refused (assignTopics).
+  const hubTopics = await ctx.deps.db.topic.findMany({ where: { hubId }, select: { id: true, name: true, archivedAt: true, deletingAt: true } });
+  const allTopics = hubTopics.filter((t) => t.deletingAt === null);
   const topics = allTopics.filter((t) => t.archivedAt === null).map(({ id, name }) => ({ id, name }));
   const df = new Map<string, number>();
   for (const m of memories) for (const w of m.features.words) df.set(w, (df.get(w) ?? 0) + 1);
@@ -681,7 +684,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
   // crash, an Inngest step's retry) made up to the whole bound again.
   const madeByRun = await ctx.deps.db.dreamAction.count({ where: { runId: ctx.runId, actionType: "organize", createdTopic: true } });
   const plan = organizeMemories(
-    { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), takenNames: allTopics.map((t) => t.name), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - allTopics.length) },
+    { unsorted, topics: topics.map((t) => ({ ...t, embeddings: byTopic.get(t.id) ?? [] })), takenNames: allTopics.map((t) => t.name), df, hubSize: memories.length, topicRoom: Math.max(0, MAX_TOPICS_PER_HUB - hubTopics.length) },
     { ...ctx.deps.config, maxNewTopicsPerRun: Math.max(0, ctx.deps.config.maxNewTopicsPerRun - madeByRun) },
   );
   await nameTopics(ctx, plan.create, memories, allTopics);
@@ -737,7 +740,7 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
         // cluster; an archived one takes no memories, so the new topic gets a free name beside it.
         const [same] = await tx.$queryRaw<{ id: string; name: string; archived: boolean }[]>`
           SELECT id::text AS id, name, archived_at IS NOT NULL AS archived FROM topics
-           WHERE hub_id = ${hubId}::uuid AND parent_id IS NULL AND lower(name) = lower(${move.newTopic}) LIMIT 1`;
+           WHERE hub_id = ${hubId}::uuid AND parent_id IS NULL AND deleting_at IS NULL AND lower(name) = lower(${move.newTopic}) LIMIT 1`;
         const existing = same && !same.archived ? same : undefined;
         // No room: the cluster stays unsorted (a later run files it once there is room).
         if (!existing && room <= 0) continue;
@@ -745,13 +748,13 @@ async function organizePhase(ctx: BatchContext, hubId: string) {
         let name = existing?.name ?? move.newTopic;
         if (!existing) {
           if (same) {
-            const roots = await tx.topic.findMany({ where: { hubId, parentId: null }, select: { name: true } });
+            const roots = await tx.topic.findMany({ where: { hubId, parentId: null, deletingAt: null }, select: { name: true } });
             name = uniqueName(move.newTopic, new Set(roots.map((t) => t.name.toLowerCase())));
           }
           // Last among the top-level topics, as a topic created through the API goes (HubTopics.nextPosition,
           // archived ones counted): the schema's default 0 put every dream's topic first.
           const [last] = await tx.$queryRaw<{ position: number | null }[]>`
-            SELECT max(position) AS position FROM topics WHERE hub_id = ${hubId}::uuid AND parent_id IS NULL`;
+            SELECT max(position) AS position FROM topics WHERE hub_id = ${hubId}::uuid AND parent_id IS NULL AND deleting_at IS NULL`;
           const position = last?.position == null ? 0 : Math.min(MAX_POSITION, last.position + 1);
           await tx.topic.create({ data: { id: topicId, hubId, name, position, createdBy: null, createdAt: now, updatedAt: now } });
           created.add(topicId);
