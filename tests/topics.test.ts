@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
-import { deleteTopic, finishTopicDeletes } from "@/lib/topics/delete-topic.ts";
+import { deleteTopic, finishTopicDeletes, SWEEP_GRACE_MS } from "@/lib/topics/delete-topic.ts";
 import { newId } from "@/lib/ids.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
@@ -18,6 +18,11 @@ async function topic(client: Client, name: string, hubId?: string) {
   const res = await client.post("/v1/topics", { name, ...(hubId && { hub_id: hubId }) });
   expect(res.status, res.text).toBe(201);
   return res.body.data as { id: string; hub_id: string; name: string; memory_count: number };
+}
+
+/** As if the last batch of these topics' delete (or a sweep's attempt) had been `ms` ago. */
+async function untouchedFor(ms: number, ids: string[]) {
+  await h.db.topic.updateMany({ where: { id: { in: ids } }, data: { deletingAt: new Date(Date.now() - ms) } });
 }
 
 async function memory(client: Client, content: string, hubId?: string): Promise<string> {
@@ -674,6 +679,9 @@ describe("delete", () => {
       await expect(deleteTopic(sessionContext(h, ann, db), a.id)).rejects.toThrow("stopped");
       expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: b.id } })).toBe(3);
       expect((await ann.get(`/v1/topics?hub_id=${team}`)).body.data.topics).toEqual([]);
+      // Not before the grace has passed with no batch: it may be a delete still running.
+      expect(await finishTopicDeletes(h.db)).toBe(0);
+      await untouchedFor(SWEEP_GRACE_MS + 60_000, [a.id, b.id]);
       expect(await finishTopicDeletes(h.db)).toBe(1);
     } finally {
       vi.unstubAllEnvs();
@@ -682,6 +690,71 @@ describe("delete", () => {
     expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
     expect((await ann.get(`/v1/topics?hub_id=${team}`)).body.data.unassigned_count).toBe(5);
     expect(await finishTopicDeletes(h.db)).toBe(0);
+  });
+
+  /**
+   * The sweep took every marked branch, deletes still running in their request too (every instance
+   * sweeps at start): the two alternated batches and the request answered deleted_count 0 for a delete
+   * it had almost all done. A branch is now the sweep's only once no batch has stamped it for the grace.
+   */
+  it("the sweep leaves a delete still running alone, however long ago it began", async () => {
+    const ann = await h.user("Ann");
+    const t = await topic(ann, "Long");
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `long ${i} ${Math.random()}`));
+    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: t.id })).body.data.moved).toBe(5);
+    vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
+    let calls = 0;
+    const swept: number[] = [];
+    const db = new Proxy(h.db, {
+      get(target, key) {
+        const real = Reflect.get(target, key) as unknown;
+        if (key !== "$transaction" || typeof real !== "function") return real;
+        return async (...args: unknown[]) => {
+          // Its first batch committed long ago; the second, about to run, is a sign of life.
+          if (++calls === 2) await untouchedFor(SWEEP_GRACE_MS + 60_000, [t.id]);
+          if (calls === 3) swept.push(await finishTopicDeletes(h.db));
+          return (real as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    try {
+      expect(await deleteTopic(sessionContext(h, ann, db), t.id)).toEqual({ id: t.id, topic_id: t.id, deleted: true, deleted_count: 1 });
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    expect(swept).toEqual([0]);
+    expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
+  });
+
+  it("a branch whose finishing fails goes behind the others: branches that always fail do not hold back newer ones", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const failing = await topic(ann, "Failing", team);
+    const newer = await topic(ann, "Newer", team);
+    // Marked branches of other tests would go first: finish them.
+    await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
+    while ((await finishTopicDeletes(h.db, 1)) > 0);
+    await untouchedFor(3 * SWEEP_GRACE_MS, [failing.id]);
+    await untouchedFor(2 * SWEEP_GRACE_MS, [newer.id]);
+    const failingDb = new Proxy(h.db, {
+      get: (target, key) => (key === "$transaction" ? () => Promise.reject(new Error("always fails")) : Reflect.get(target, key)),
+    });
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect(await finishTopicDeletes(failingDb, 1)).toBe(0);
+      expect(await h.db.topic.count({ where: { id: failing.id } })).toBe(1);
+      // The next sweep takes the newer branch, not the one that just failed.
+      expect(await finishTopicDeletes(h.db, 1)).toBe(1);
+      expect(await h.db.topic.count({ where: { id: { in: [failing.id, newer.id] } } })).toBe(1);
+      expect(await h.db.topic.count({ where: { id: failing.id } })).toBe(1);
+    } finally {
+      errors.mockRestore();
+    }
+    // Tried again once its own grace has passed.
+    await untouchedFor(SWEEP_GRACE_MS + 60_000, [failing.id]);
+    expect(await finishTopicDeletes(h.db, 1)).toBe(1);
+    expect(await h.db.topic.count({ where: { id: failing.id } })).toBe(0);
   });
 
   it("announces every committed batch: a delete cut short has told the streams what it unfiled", async () => {

@@ -7,6 +7,7 @@ import { HubTopics } from "./hub-topics.ts";
 import { topicOrThrow } from "./topic-or-throw.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
+import { databaseNow } from "@/lib/db/database-now.ts";
 
 /**
  * Deletes a topic and its whole branch (like archive, a branch goes as one).
@@ -26,7 +27,7 @@ import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
  */
 export async function deleteTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "delete topics", { withDeleting: true });
-  const deleted = await deleteBranch(ctx.db, topic, { manager: { ctx, action: "delete topics" }, actorId: ctx.user.id, now: ctx.now });
+  const deleted = await deleteBranch(ctx.db, topic, { manager: { ctx, action: "delete topics" }, actorId: ctx.user.id });
   return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: deleted };
 }
 
@@ -34,7 +35,7 @@ export async function deleteTopic(ctx: AuthContext, id: string) {
 async function deleteBranch(
   db: Db,
   topic: { id: string; hubId: string },
-  options: { manager: Parameters<typeof HubTopics.lockAndLoad>[2]; actorId: string | null; now: () => Date },
+  options: { manager: Parameters<typeof HubTopics.lockAndLoad>[2]; actorId: string | null },
 ): Promise<number> {
   const batch = purgeBatchSize();
   for (;;) {
@@ -43,7 +44,9 @@ async function deleteBranch(
       const topics = await HubTopics.lockAndLoad(tx, topic.hubId, options.manager, { withDeleting: true });
       const branch = topics.subtree(topic.id).map((row) => row.id);
       if (branch.length) {
-        await tx.topic.updateMany({ where: { id: { in: branch }, hubId: topic.hubId, deletingAt: null }, data: { deletingAt: options.now() } });
+        // Every batch stamps the branch again, by the database's clock (the sweep compares it with its own):
+        // a delete still running is never older than the sweep's grace, so the sweep leaves it alone.
+        await tx.$executeRaw`UPDATE topics SET deleting_at = now() WHERE hub_id = ${topic.hubId}::uuid AND id = ANY(${branch}::uuid[])`;
         // In id order, as every writer of several memories locks them (lib/db/row-lock.ts).
         const filed = await tx.$queryRaw<{ id: string }[]>`
           SELECT id::text AS id FROM memories WHERE hub_id = ${topic.hubId}::uuid AND topic_id = ANY(${branch}::uuid[])
@@ -67,6 +70,11 @@ async function deleteBranch(
 }
 
 const SWEEP_EVERY_MS = 10 * 60_000;
+/**
+ * How long a marked branch must have gone without a batch (or a sweep's attempt) before the sweep takes
+ * it: far past the transaction timeout one batch is bounded by, so a delete still running is never taken.
+ */
+export const SWEEP_GRACE_MS = 10 * 60_000;
 /** Branches one sweep finishes; the rest wait for the next. */
 const BRANCHES_PER_SWEEP = 20;
 
@@ -74,12 +82,20 @@ const BRANCHES_PER_SWEEP = 20;
  * The sweep: finishes topic deletes cut short after their first batch (the request's time ran out, the
  * process stopped). Their branch is hidden and refused to everyone, so no client would send the delete
  * again, and the memories still filed under it were in no topic anyone sees nor in the inbox. Takes the
- * top of each marked branch, oldest first; returns the branches finished. One that fails is logged and
- * the sweep goes on with the others.
+ * top of each marked branch whose last batch is older than SWEEP_GRACE_MS, longest untouched first;
+ * returns the branches finished. One that fails is logged and the sweep goes on with the others.
+ *
+ * Without the grace, the sweep (every instance runs one at start) took over deletes still running in
+ * their request: the two alternated batches, announced each twice, and the request could answer
+ * deleted_count 0 for a delete it had almost all done. Each branch is claimed by stamping it before its
+ * first batch, so two sweeps never take the same one, and one that fails goes behind the others: a
+ * batch of branches that always fail does not hold back newer ones.
  */
 export async function finishTopicDeletes(db: Db, limit = BRANCHES_PER_SWEEP): Promise<number> {
+  const now = await databaseNow(db);
+  const stale = new Date(now.getTime() - SWEEP_GRACE_MS);
   const tops = await db.topic.findMany({
-    where: { deletingAt: { not: null }, OR: [{ parentId: null }, { parent: { deletingAt: null } }] },
+    where: { deletingAt: { lt: stale }, OR: [{ parentId: null }, { parent: { deletingAt: null } }] },
     orderBy: [{ deletingAt: "asc" }, { id: "asc" }],
     take: limit,
     select: { id: true, hubId: true },
@@ -87,7 +103,10 @@ export async function finishTopicDeletes(db: Db, limit = BRANCHES_PER_SWEEP): Pr
   let finished = 0;
   for (const top of tops) {
     try {
-      await deleteBranch(db, top, { manager: null, actorId: null, now: () => new Date() });
+      const { count } = await db.topic.updateMany({ where: { id: top.id, deletingAt: { lt: stale } }, data: { deletingAt: await databaseNow(db) } });
+      // Another sweep or a delete sent again took it since the read above.
+      if (count === 0) continue;
+      await deleteBranch(db, top, { manager: null, actorId: null });
       finished++;
     } catch (error) {
       console.error(`[engram] topics: finishing the delete of topic ${top.id} failed; the next sweep tries again`, error);
