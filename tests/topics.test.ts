@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
-import { deleteTopic, finishTopicDeletes, SWEEP_GRACE_MS } from "@/lib/topics/delete-topic.ts";
+import { deleteTopic, finishTopicDeletes, SWEEP_GRACE_MS, TOPIC_DELETE_EVENT_EVERY_MS } from "@/lib/topics/delete-topic.ts";
 import { newId } from "@/lib/ids.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
@@ -757,21 +757,47 @@ describe("delete", () => {
     expect(await h.db.topic.count({ where: { id: failing.id } })).toBe(0);
   });
 
-  it("announces every committed batch: a delete cut short has told the streams what it unfiled", async () => {
+  /**
+   * A delete cut short has told the streams what it unfiled, but without one event per batch: one per
+   * 500 memories sent 100 for a topic of 50,000, each making every client refetch the tree. The first
+   * batch (which hides the branch) and the last are announced, and between them at most one batch per
+   * TOPIC_DELETE_EVENT_EVERY_MS.
+   */
+  it("announces the first and the last batch, and between them at most one batch every few seconds", async () => {
     const ann = await h.user("Ann");
     const t = await topic(ann, "Batched");
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `batched ${i} ${Math.random()}`));
-    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: t.id })).body.data.moved).toBe(5);
+    for (let i = 0; i < 7; i++) ids.push(await memory(ann, `batched ${i} ${Math.random()}`));
+    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: t.id })).body.data.moved).toBe(7);
     const changes = () => h.db.event.count({ where: { type: "topic.changed", entityId: t.id } });
     const before = await changes();
     vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
+    const realNow = Date.now.bind(Date);
+    let ahead = 0;
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => realNow() + ahead);
+    const seen: number[] = [];
+    let calls = 0;
+    const db = new Proxy(h.db, {
+      get(target, key) {
+        const real = Reflect.get(target, key) as unknown;
+        if (key !== "$transaction" || typeof real !== "function") return real;
+        return async (...args: unknown[]) => {
+          seen.push((await changes()) - before);
+          const result = await (real as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          // The third batch of two comes long after the second.
+          if (++calls === 2) ahead += TOPIC_DELETE_EVENT_EVERY_MS + 1000;
+          return result;
+        };
+      },
+    });
     try {
-      expect((await ann.delete(`/v1/topics/${t.id}`)).status).toBe(200);
+      expect(await deleteTopic(sessionContext(h, ann, db), t.id)).toMatchObject({ deleted_count: 1 });
     } finally {
+      clock.mockRestore();
       vi.unstubAllEnvs();
     }
-    // Two batches of two memories, then the topic with the last one.
+    // Before each batch: the first announced, the second right after it not, the third (late) again.
+    expect(seen).toEqual([0, 1, 1, 2]);
     expect(await changes()).toBe(before + 3);
   });
 

@@ -22,14 +22,21 @@ import { databaseNow } from "@/lib/db/database-now.ts";
  * each batch, a subtopic moved out between two batches lost part of its memories' filing and was
  * kept. Marked, the branch's topics are hidden and refused to every move, change and filing, so the
  * branch each batch reads is the one the delete began with; a delete cut short is finished by
- * sending it again, or by the sweep (finishTopicDeletes). Every committed batch is announced: one
- * cut short has told the streams what it unfiled.
+ * sending it again, or by the sweep (finishTopicDeletes). The first batch, the last and at most one
+ * in between per TOPIC_DELETE_EVENT_EVERY_MS are announced: one cut short has told the streams what
+ * it unfiled, give or take a few seconds of batches.
  */
 export async function deleteTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "delete topics", { withDeleting: true });
   const deleted = await deleteBranch(ctx.db, topic, { manager: { ctx, action: "delete topics" }, actorId: ctx.user.id });
   return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: deleted };
 }
+
+/**
+ * Between a delete's first batch and its last, at most one batch per this long is announced: one event
+ * per batch (100 for a topic of 50,000 memories) made every client of the hub refetch the tree as often.
+ */
+export const TOPIC_DELETE_EVENT_EVERY_MS = 5_000;
 
 /** The batches of one branch's delete; returns the topics deleted (0 when another delete took them). */
 async function deleteBranch(
@@ -38,7 +45,10 @@ async function deleteBranch(
   options: { manager: Parameters<typeof HubTopics.lockAndLoad>[2]; actorId: string | null },
 ): Promise<number> {
   const batch = purgeBatchSize();
+  // The first batch is always announced: it hides the branch.
+  let announcedAt = -Infinity;
   for (;;) {
+    const announce = Date.now() - announcedAt >= TOPIC_DELETE_EVENT_EVERY_MS;
     const deleted = await db.$transaction(async (tx) => {
       // Each batch under the hub's topic lock, with the caller's right to manage topics checked again.
       const topics = await HubTopics.lockAndLoad(tx, topic.hubId, options.manager, { withDeleting: true });
@@ -53,7 +63,7 @@ async function deleteBranch(
            ORDER BY id LIMIT ${batch + 1} FOR NO KEY UPDATE`;
         if (filed.length > batch) {
           await tx.memory.updateMany({ where: { id: { in: filed.slice(0, batch).map((row) => row.id) }, hubId: topic.hubId }, data: { topicId: null } });
-          await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: options.actorId, entityId: topic.id });
+          if (announce) await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: options.actorId, entityId: topic.id });
           return null;
         }
       }
@@ -66,6 +76,8 @@ async function deleteBranch(
       return count;
     });
     if (deleted !== null) return deleted;
+    // Once committed: a batch rolled back announced nothing.
+    if (announce) announcedAt = Date.now();
   }
 }
 
