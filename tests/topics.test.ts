@@ -920,6 +920,36 @@ describe.skipIf(!testPostgres())("delete of a topic with many memories", () => {
     }
   });
 
+  /**
+   * Every instance sweeps at start: two sweeps reading the same stale branch each finished it, batches
+   * alternating, each announced twice. The first to stamp it takes it; the other leaves it.
+   */
+  it("two sweeps at once finish a branch once: the one that claims it first", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const t = await topic(ann, "Stale", team);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `stale ${i} ${Math.random()}`, team));
+    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: t.id })).body.data.moved).toBe(5);
+    // Other tests' marked branches are finished first, so both sweeps read this one only.
+    await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
+    while ((await finishTopicDeletes(h.db, 1)) > 0);
+    await untouchedFor(SWEEP_GRACE_MS + 60_000, [t.id]);
+    const changes = () => h.db.event.count({ where: { type: "topic.changed", entityId: t.id } });
+    const before = await changes();
+    vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
+    try {
+      const finished = await Promise.all([finishTopicDeletes(h.db), finishTopicDeletes(h.db)]);
+      expect(finished.reduce((a, b) => a + b, 0)).toBe(1);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    expect(await h.db.topic.count({ where: { id: t.id } })).toBe(0);
+    expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
+    // The first batch and the last, by the one sweep.
+    expect(await changes()).toBe(before + 2);
+  });
+
   it("a subtopic moved out while a batch waits is refused: the move, queued for the topic lock, no longer lands between two batches", async () => {
     const ann = await h.user("Ann");
     const team = await h.teamHub(ann);
