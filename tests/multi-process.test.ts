@@ -345,9 +345,9 @@ describe.skipIf(!serverUrl)("several server processes on one PostgreSQL database
       const storeA = new PostgresThrottleStore(async () => database.prisma);
       const storeB = new PostgresThrottleStore(async () => other.prisma);
       const now = Date.now();
-      const lockAfter3 = (failures: number) => (failures >= 3 ? 30_000 : 0);
+      // The fourth failure earns the first lock (30 s).
       // Concurrent failures from both "processes" are each counted once.
-      const states = await Promise.all([storeA, storeB, storeA, storeB].map((store) => store.fail("acct:mp@example.test", lockAfter3, 60_000, now)));
+      const states = await Promise.all([storeA, storeB, storeA, storeB].map((store) => store.fail("acct:mp@example.test", 4, 60_000, now)));
       expect(states.map((s) => s.failures).sort()).toEqual([1, 2, 3, 4]);
       const [seen] = await storeB.get(["acct:mp@example.test"]);
       expect(seen).toEqual({ failures: 4, until: now + 30_000 });

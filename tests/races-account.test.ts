@@ -13,7 +13,7 @@ import { findClient } from "@/lib/oauth/find-client.ts";
 import { resetConfig } from "@/lib/config.ts";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { PostgresThrottleStore } from "@/lib/auth/postgres-throttle-store.ts";
-import { setSignInThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
+import { reserveCodeSignIn, setSignInThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
 import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
 import { sessionCookieFor } from "./support/oauth-consent.ts";
 
@@ -692,4 +692,24 @@ describe("an e-mail code ended between its check and its spend", () => {
       expect(await h.db.oAuthGrant.count({ where: { userId: user.id, revokedAt: null } })).toBe(1);
     });
   }
+});
+
+describe("sign-in tries from one address sent at once, counted in PostgreSQL", () => {
+  // A count raised by one statement and its lock written by the next: a try reading between them
+  // saw the new count with no lock (or the expired one) and was let through as if a lock had just run out.
+  it("past the free failures, exactly as many are let through as one after another would be: the free ones, then one per expired lock", async () => {
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    const leaks: string[] = [];
+    for (let round = 0; round < 15; round++) {
+      const fresh = `198.51.100.${round}`;
+      const allowed = (await Promise.all(Array.from({ length: 12 }, () => reserveCodeSignIn(fresh)))).filter((v) => v.allowed).length;
+      if (allowed !== 3) leaks.push(`fresh ${round}: ${allowed}`);
+      const expired = `198.51.101.${round}`;
+      const now = Date.now();
+      await h.db.signInThrottle.create({ data: { key: `ip:${expired}`, failures: 3, untilMs: BigInt(now - 1), expiresMs: BigInt(now + 3600_000) } });
+      const after = (await Promise.all(Array.from({ length: 12 }, () => reserveCodeSignIn(expired)))).filter((v) => v.allowed).length;
+      if (after !== 1) leaks.push(`expired ${round}: ${after}`);
+    }
+    expect(leaks).toEqual([]);
+  });
 });

@@ -117,11 +117,11 @@ describe("sign-in throttling", () => {
   it("the in-process store stays bounded when failures come for ever new e-mails and addresses; a key failing now keeps its lock", async () => {
     const store = new MemoryThrottleStore(10);
     const now = Date.now();
-    const lock = (n: number) => lockMs(n, 5);
-    for (let i = 0; i < 6; i++) await store.fail("acct:victim@example.test", lock, 24 * 3600_000, now);
+    const free = 5;
+    for (let i = 0; i < 6; i++) await store.fail("acct:victim@example.test", free, 24 * 3600_000, now);
     for (let i = 0; i < 100; i++) {
-      await store.fail(`acct:flood-${i}@example.test`, lock, 24 * 3600_000, now);
-      if (i % 5 === 0) await store.fail("acct:victim@example.test", lock, 24 * 3600_000, now);
+      await store.fail(`acct:flood-${i}@example.test`, free, 24 * 3600_000, now);
+      if (i % 5 === 0) await store.fail("acct:victim@example.test", free, 24 * 3600_000, now);
     }
     const keys = Array.from({ length: 100 }, (_, i) => `acct:flood-${i}@example.test`);
     const kept = (await store.get(keys)).filter(Boolean).length;

@@ -1,10 +1,14 @@
 import type { Db } from "@/lib/db/database.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
+import { BASE_LOCK_MS, lockMs, MAX_LOCK_MS } from "./sign-in-lock.ts";
 import type { ThrottleState, ThrottleStore } from "./sign-in-throttle.ts";
 
 /**
  * Sign-in failure counts in PostgreSQL, so every server process on the database sees the same locks
- * (chosen like the request buckets: lib/api/rate-limit.ts rateLimitStore). The count is taken by one
- * atomic upsert; the lock it earns is written next. Expired rows are pruned now and then.
+ * (chosen like the request buckets: lib/api/rate-limit.ts rateLimitStore). A failure's count and the
+ * lock it earns are written by one statement: a try reading between two writes saw the new count
+ * with no lock (or an expired one) and was let through as if a lock had just run out. Expired rows
+ * are pruned now and then.
  */
 export class PostgresThrottleStore implements ThrottleStore {
   private prunedAt = 0;
@@ -19,35 +23,41 @@ export class PostgresThrottleStore implements ThrottleStore {
     return keys.map((key) => byKey.get(key));
   }
 
-  async fail(key: string, lockFor: (failures: number) => number, ttlMs: number, now: number): Promise<ThrottleState> {
+  async fail(key: string, free: number, ttlMs: number, now: number): Promise<ThrottleState> {
     const db = await this.db();
-    const [row] = await db.$queryRaw<{ failures: number }[]>`
-      INSERT INTO sign_in_throttle AS t (key, failures, until_ms, expires_ms) VALUES (${key}, 1, 0, ${now + ttlMs}::bigint)
+    const counted = Prisma.sql`(CASE WHEN t.expires_ms > ${now}::bigint THEN t.failures + 1 ELSE 1 END)`;
+    const firstLock = lockMs(1, free);
+    const [row] = await db.$queryRaw<{ failures: number; until_ms: bigint }[]>`
+      INSERT INTO sign_in_throttle AS t (key, failures, until_ms, expires_ms)
+      VALUES (${key}, 1, ${firstLock ? now + firstLock : 0}::bigint, ${now + Math.max(ttlMs, firstLock)}::bigint)
       ON CONFLICT (key) DO UPDATE
-      SET failures = CASE WHEN t.expires_ms > ${now}::bigint THEN t.failures + 1 ELSE 1 END, expires_ms = ${now + ttlMs}::bigint
-      RETURNING t.failures`;
-    const failures = Number(row!.failures);
-    const lock = lockFor(failures);
-    const until = lock ? now + lock : 0;
-    await db.signInThrottle.updateMany({ where: { key, failures }, data: { untilMs: BigInt(until), expiresMs: BigInt(now + Math.max(ttlMs, lock)) } });
+      SET failures = ${counted},
+        until_ms = CASE WHEN ${lockSql(counted, free)} > 0 THEN ${now}::bigint + ${lockSql(counted, free)} ELSE 0 END,
+        expires_ms = ${now}::bigint + GREATEST(${ttlMs}::bigint, ${lockSql(counted, free)})
+      RETURNING t.failures, t.until_ms`;
     if (now - this.prunedAt > 3600_000) {
       this.prunedAt = now;
       db.signInThrottle.deleteMany({ where: { expiresMs: { lte: BigInt(now) } } }).catch((error: unknown) => console.error("sign-in throttle: could not prune", error));
     }
-    return { failures, until };
+    return { failures: Number(row!.failures), until: Number(row!.until_ms) };
   }
 
   async clear(key: string): Promise<void> {
     await (await this.db()).signInThrottle.deleteMany({ where: { key } });
   }
 
-  async forgive(key: string, lockFor: (failures: number) => number, now: number): Promise<void> {
+  async forgive(key: string, free: number, now: number): Promise<void> {
     const db = await this.db();
-    const [row] = await db.$queryRaw<{ failures: number }[]>`
-      UPDATE sign_in_throttle SET failures = failures - 1 WHERE key = ${key} AND failures > 0 AND expires_ms > ${now}::bigint RETURNING failures`;
-    if (!row) return;
-    const failures = Number(row.failures);
-    // Only while no failure counted since changed the count (its own write sets the lock it earns).
-    if (!lockFor(failures)) await db.signInThrottle.updateMany({ where: { key, failures }, data: { untilMs: BigInt(0) } });
+    // One statement, so a failure counted meanwhile keeps the lock it wrote.
+    const lowered = Prisma.sql`(t.failures - 1)`;
+    await db.$executeRaw`
+      UPDATE sign_in_throttle AS t SET failures = ${lowered},
+        until_ms = CASE WHEN ${lockSql(lowered, free)} > 0 THEN t.until_ms ELSE 0 END
+      WHERE t.key = ${key} AND t.failures > 0 AND t.expires_ms > ${now}::bigint`;
   }
+}
+
+/** lockMs in SQL, for the count `failures` computes. */
+function lockSql(failures: Prisma.Sql, free: number): Prisma.Sql {
+  return Prisma.sql`(CASE WHEN ${failures} < ${free}::int THEN 0::bigint ELSE LEAST(${MAX_LOCK_MS}::bigint, ${BASE_LOCK_MS}::bigint << LEAST(${failures} - ${free}::int, 20)) END)`;
 }

@@ -3,6 +3,7 @@ import { config, wholeNumberEnv } from "@/lib/config.ts";
 import { rateLimitStore, upstashRedis } from "@/lib/api/rate-limit.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { PostgresThrottleStore } from "./postgres-throttle-store.ts";
+import { BASE_LOCK_MS, lockMs, MAX_LOCK_MS } from "./sign-in-lock.ts";
 import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 
 /**
@@ -23,14 +24,17 @@ export interface ThrottleState {
 
 export interface ThrottleStore {
   get(keys: string[]): Promise<(ThrottleState | undefined)[]>;
-  /** Counts one more failure and stores the lock the policy gives for it. */
-  fail(key: string, lockFor: (failures: number) => number, ttlMs: number, now: number): Promise<ThrottleState>;
+  /**
+   * Counts one more failure and stores the lock lockMs gives for it (`free` failures free), both in
+   * one atomic write: a reader must never see the new count without its lock.
+   */
+  fail(key: string, free: number, ttlMs: number, now: number): Promise<ThrottleState>;
   clear(key: string): Promise<void>;
   /**
    * Takes back one failure `fail` counted for an attempt that turned out not to be one, lifting the
    * lock the lower count no longer earns (a lock an earlier failure past the free ones earned stays).
    */
-  forgive(key: string, lockFor: (failures: number) => number, now: number): Promise<void>;
+  forgive(key: string, free: number, now: number): Promise<void>;
 }
 
 interface Policy {
@@ -39,8 +43,6 @@ interface Policy {
   ttlMs: number;
 }
 
-const BASE_LOCK_MS = 30_000;
-const MAX_LOCK_MS = 15 * 60_000;
 
 /** ENGRAM_SIGNIN_ACCOUNT_FAILURES (5) and ENGRAM_SIGNIN_IP_FAILURES (20): failures before the first lock. */
 function policies(): { account: Policy; address: Policy } {
@@ -50,11 +52,7 @@ function policies(): { account: Policy; address: Policy } {
   };
 }
 
-/** The lock after the `failures`-th failure: none before `free` of them, then 30 s doubling to 15 min. */
-export function lockMs(failures: number, free: number): number {
-  if (failures < free) return 0;
-  return Math.min(MAX_LOCK_MS, BASE_LOCK_MS * 2 ** Math.min(failures - free, 20));
-}
+export { lockMs };
 
 /** Keys the in-process store holds at most (~100 bytes each). */
 const MAX_MEMORY_ENTRIES = 100_000;
@@ -72,10 +70,10 @@ export class MemoryThrottleStore implements ThrottleStore {
     });
   }
 
-  async fail(key: string, lockFor: (failures: number) => number, ttlMs: number, now: number) {
+  async fail(key: string, free: number, ttlMs: number, now: number) {
     const previous = this.entries.get(key);
     const failures = (previous && previous.expires > now ? previous.failures : 0) + 1;
-    const lock = lockFor(failures);
+    const lock = lockMs(failures, free);
     const state = { failures, until: lock ? now + lock : 0, expires: now + Math.max(ttlMs, lock) };
     // Re-inserted, so the map runs from the longest-idle key to the latest failure.
     this.entries.delete(key);
@@ -88,11 +86,11 @@ export class MemoryThrottleStore implements ThrottleStore {
     this.entries.delete(key);
   }
 
-  async forgive(key: string, lockFor: (failures: number) => number, now: number) {
+  async forgive(key: string, free: number, now: number) {
     const entry = this.entries.get(key);
     if (!entry || entry.expires <= now || entry.failures === 0) return;
     entry.failures -= 1;
-    if (!lockFor(entry.failures)) entry.until = 0;
+    if (!lockMs(entry.failures, free)) entry.until = 0;
   }
 
   /**
@@ -111,6 +109,22 @@ export class MemoryThrottleStore implements ThrottleStore {
   }
 }
 
+/**
+ * fail's count and lock in one script (lockMs in Lua): with the lock written by a second command, a
+ * try reading between them was let through as if a lock had just run out. The numbers are written
+ * with %d: Lua would write a Unix ms time in exponent notation.
+ */
+const UPSTASH_FAIL = `
+local free, now, ttl, base, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+local lock = 0
+if n >= free then lock = math.min(max, base * 2 ^ math.min(n - free, 20)) end
+local untilMs = 0
+if lock > 0 then untilMs = now + lock end
+redis.call('HSET', KEYS[1], 'until', string.format('%d', untilMs))
+redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(ttl, lock)))
+return {n, string.format('%d', untilMs)}`;
+
 export class UpstashThrottleStore implements ThrottleStore {
   constructor(private readonly redis: Redis) {}
 
@@ -123,25 +137,21 @@ export class UpstashThrottleStore implements ThrottleStore {
     return rows.map((row) => (row && row.n !== undefined ? { failures: Number(row.n), until: Number(row.until ?? 0) } : undefined));
   }
 
-  async fail(key: string, lockFor: (failures: number) => number, ttlMs: number, now: number) {
-    const k = UpstashThrottleStore.key(key);
-    const failures = await this.redis.hincrby(k, "n", 1);
-    const lock = lockFor(failures);
-    const until = lock ? now + lock : 0;
-    await this.redis.pipeline().hset(k, { until }).pexpire(k, Math.max(ttlMs, lock)).exec();
-    return { failures, until };
+  async fail(key: string, free: number, ttlMs: number, now: number) {
+    const [failures, until] = await this.redis.eval<(string | number)[], [number, number]>(UPSTASH_FAIL, [UpstashThrottleStore.key(key)], [free, now, ttlMs, BASE_LOCK_MS, MAX_LOCK_MS]);
+    return { failures: Number(failures), until: Number(until) };
   }
 
   async clear(key: string) {
     await this.redis.del(UpstashThrottleStore.key(key));
   }
 
-  async forgive(key: string, lockFor: (failures: number) => number, _now?: number) {
+  async forgive(key: string, free: number, _now?: number) {
     const k = UpstashThrottleStore.key(key);
     const failures = await this.redis.hincrby(k, "n", -1);
     // Expired meanwhile: the decrement made a key of its own, with no expiry.
     if (failures < 0) await this.redis.del(k);
-    else if (!lockFor(failures)) await this.redis.hset(k, { until: 0 });
+    else if (!lockMs(failures, free)) await this.redis.hset(k, { until: 0 });
   }
 }
 
@@ -209,12 +219,12 @@ export async function reserveSignIn(email: string, address: string, now = Date.n
     const accountLocksLonger = (before?.until ?? 0) >= (ipState?.until ?? 0);
     const locked = lockVerdict(Math.max(before?.until ?? 0, ipState?.until ?? 0), now, accountLocksLonger ? policy.free : addressPolicy.free);
     if (!locked.allowed) return locked;
-    const after = await store.fail(account, (n) => lockMs(n, policy.free), policy.ttlMs, now);
+    const after = await store.fail(account, policy.free, policy.ttlMs, now);
     if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
-    const ipAfter = await store.fail(ip, (n) => lockMs(n, addressPolicy.free), addressPolicy.ttlMs, now);
+    const ipAfter = await store.fail(ip, addressPolicy.free, addressPolicy.ttlMs, now);
     if (ipAfter.failures > addressPolicy.free && ipAfter.failures !== (ipState?.failures ?? 0) + 1) {
       // Refused for its address, unchecked: no try at the account's password.
-      await store.forgive(account, (n) => lockMs(n, policy.free), now);
+      await store.forgive(account, policy.free, now);
       return lockVerdict(Math.max(ipAfter.until, now + 1), now, addressPolicy.free);
     }
     return { allowed: true };
@@ -233,7 +243,7 @@ export async function settleSignIn(email: string, address: string, success: bool
     if (!success) return;
     await store.clear(account);
     // Only the reservation goes: a success never clears the address's earlier failures.
-    await store.forgive(ip, (n) => lockMs(n, policy.free), now);
+    await store.forgive(ip, policy.free, now);
   } catch (error) {
     console.error("sign-in throttle: could not record a sign-in attempt", error);
   }
@@ -256,7 +266,7 @@ export async function reserveCodeSignIn(address: string, now = Date.now()): Prom
     const [before] = await store.get([key]);
     const locked = lockVerdict(before?.until ?? 0, now, policy.free);
     if (!locked.allowed) return locked;
-    const after = await store.fail(key, (n) => lockMs(n, policy.free), policy.ttlMs, now);
+    const after = await store.fail(key, policy.free, policy.ttlMs, now);
     if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
     return { allowed: true };
   } catch (error) {
@@ -273,7 +283,7 @@ export async function reserveCodeSignIn(address: string, now = Date.now()): Prom
 export async function forgiveCodeSignIn(address: string, now = Date.now()): Promise<void> {
   const { address: policy } = policies();
   try {
-    await signInThrottleStore().forgive(keysFor("", address).address, (n) => lockMs(n, policy.free), now);
+    await signInThrottleStore().forgive(keysFor("", address).address, policy.free, now);
   } catch (error) {
     console.error("sign-in throttle: could not give back a sign-in attempt", error);
   }
