@@ -143,3 +143,27 @@ test("sign-in tries from one address sent at once through Redis: past the free f
     setSignInThrottleStore(undefined);
   }
 });
+
+test("a failure given back while another is counted in Redis: the lock the other earns stays, and so does its count on a key that had expired", async () => {
+  const { UpstashThrottleStore } = await import("@/lib/auth/sign-in-throttle.ts");
+  const { Redis } = await import("@upstash/redis");
+  const store = new UpstashThrottleStore(new Redis({ url: fake.url, token: fake.token }));
+  const free = 3;
+  const lost: string[] = [];
+  for (let round = 0; round < 40; round++) {
+    const now = Date.now();
+    // Two counted; the failure given back and a third counted at once: whichever runs first, three
+    // less one is two, and the two after a third is three again, which locks.
+    const locked = `ip:forgive-race-${round}-${now}`;
+    for (let i = 0; i < 3; i++) await store.fail(locked, free, 60_000, now);
+    await Promise.all([store.forgive(locked, free, now), new Promise((r) => setTimeout(r, round % 3)).then(() => store.fail(locked, free, 60_000, now))]);
+    const [state] = await store.get([locked]);
+    if (!(state?.failures === 3 && state.until > now)) lost.push(`locked ${round}: ${JSON.stringify(state)}`);
+    // A reservation given back after its key expired, while a new failure is counted: the new one stays.
+    const gone = `ip:forgive-gone-${round}-${now}`;
+    await Promise.all([store.forgive(gone, free, now), new Promise((r) => setTimeout(r, round % 3)).then(() => store.fail(gone, free, 60_000, now))]);
+    const [fresh] = await store.get([gone]);
+    if (fresh?.failures !== 1) lost.push(`gone ${round}: ${JSON.stringify(fresh)}`);
+  }
+  expect(lost).toEqual([]);
+});

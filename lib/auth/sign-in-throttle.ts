@@ -125,6 +125,17 @@ redis.call('HSET', KEYS[1], 'until', string.format('%d', untilMs))
 redis.call('PEXPIRE', KEYS[1], string.format('%d', math.max(ttl, lock)))
 return {n, string.format('%d', untilMs)}`;
 
+/**
+ * forgive in one script: a failure counted between a decrement and a separate unlock had its fresh
+ * lock wiped, and a decrement of an expired key made a key a failure counted meanwhile was deleted with.
+ */
+const UPSTASH_FORGIVE = `
+local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+if n <= 0 then return 0 end
+n = redis.call('HINCRBY', KEYS[1], 'n', -1)
+if n < tonumber(ARGV[1]) then redis.call('HSET', KEYS[1], 'until', '0') end
+return n`;
+
 export class UpstashThrottleStore implements ThrottleStore {
   constructor(private readonly redis: Redis) {}
 
@@ -147,11 +158,7 @@ export class UpstashThrottleStore implements ThrottleStore {
   }
 
   async forgive(key: string, free: number, _now?: number) {
-    const k = UpstashThrottleStore.key(key);
-    const failures = await this.redis.hincrby(k, "n", -1);
-    // Expired meanwhile: the decrement made a key of its own, with no expiry.
-    if (failures < 0) await this.redis.del(k);
-    else if (!lockMs(failures, free)) await this.redis.hset(k, { until: 0 });
+    await this.redis.eval(UPSTASH_FORGIVE, [UpstashThrottleStore.key(key)], [free]);
   }
 }
 
