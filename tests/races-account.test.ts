@@ -105,6 +105,19 @@ describe("account races", () => {
     expect(await failuresCounted()).toBe(0);
   });
 
+  it("right e-mail codes sent at once from a client past its free failures: the ones refused unchecked give their count back", async () => {
+    process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    const users = await Promise.all(Array.from({ length: 6 }, (_, i) => h.user(`Crowd${i}`)));
+    const codes = await Promise.all(users.map(async (user) => (await h.anonymous.post("/v1/auth/email/request", { email: user.email })).body.data.dev_code as string));
+    const from = { headers: { [SOCKET_ADDRESS_HEADER]: "203.0.113.52" } };
+    await h.db.signInThrottle.create({ data: { key: "ip:203.0.113.52", failures: 2, untilMs: 0n, expiresMs: BigInt(Date.now() + 3600_000) } });
+    const results = await Promise.all(users.map((user, i) => h.anonymous.post("/v1/auth/email/verify", { email: user.email, code: codes[i] }, from)));
+    expect(statuses(results)).toContain(429);
+    // Only the two earlier failures count: the codes checked were right, the others were never checked.
+    expect(await h.db.signInThrottle.findUnique({ where: { key: "ip:203.0.113.52" }, select: { failures: true, untilMs: true } })).toEqual({ failures: 2, untilMs: 0n });
+  });
+
   it("the first e-mail sign-ins of a fresh server, ten at once: each signs in (the CLI's client row is made once, no 409)", async () => {
     process.env.ENGRAM_EMAIL_CODE_DEV_RETURN = "1";
     // As on a server no one has signed in to from the CLI yet (its grants go with it).

@@ -5,7 +5,7 @@ import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { hashPassword } from "@/lib/auth/password.ts";
 import { authorizePassword } from "@/lib/auth/session-options.ts";
-import { checkSignIn, lockMs, MemoryThrottleStore, setSignInThrottleStore, UpstashThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
+import { checkSignIn, lockMs, MemoryThrottleStore, reserveCodeSignIn, setSignInThrottleStore, UpstashThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
 import { Redis } from "@upstash/redis";
 import { createHarness, frozenLimiter, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
 
@@ -86,6 +86,38 @@ describe("sign-in throttling", () => {
     // The right password of an account from there is refused too, as the lock says; from elsewhere it works.
     await expect(attempt(PASSWORD, "203.0.113.20")).rejects.toThrow("TooManyAttempts");
     expect(await attempt(PASSWORD, "203.0.113.21")).toMatchObject({ email });
+  });
+
+  it("right passwords from one address sent at once past its free failures: the tries refused unchecked give their count back, so the address is not locked", async () => {
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    const store = new MemoryThrottleStore();
+    setSignInThrottleStore(store);
+    const { passwordHash } = await h.db.user.findUniqueOrThrow({ where: { email } });
+    const office = await Promise.all(
+      Array.from({ length: 4 }, async (_, i) => {
+        const user = await h.user(`Office${i}`);
+        await h.db.user.update({ where: { id: user.id }, data: { passwordHash } });
+        return user.email;
+      }),
+    );
+    for (let i = 0; i < 2; i++) expect(await attempt("typo", "203.0.113.30", `nobody-${i}@example.test`)).toBeNull();
+    const results = await Promise.allSettled(office.map((who) => attempt(PASSWORD, "203.0.113.30", who)));
+    expect(results.filter((r) => r.status === "rejected").length).toBeGreaterThan(0);
+    // Only the two typos count: the one checked was right, the others were never checked.
+    expect(await store.get(["ip:203.0.113.30"])).toEqual([{ failures: 2, until: 0 }]);
+    expect(await attempt(PASSWORD, "203.0.113.30", office[1])).toMatchObject({ email: office[1] });
+  });
+
+  it("tries refused at once past the free failures leave the lock the try let through earned, not the longer ones they wrote", async () => {
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    const store = new MemoryThrottleStore();
+    setSignInThrottleStore(store);
+    const now = Date.now();
+    for (let i = 0; i < 2; i++) expect(await reserveCodeSignIn("203.0.113.31", now)).toEqual({ allowed: true });
+    const verdicts = await Promise.all(Array.from({ length: 4 }, () => reserveCodeSignIn("203.0.113.31", now)));
+    expect(verdicts.filter((v) => v.allowed)).toHaveLength(1);
+    // The third failure's 30 s, as one after another: not the sixth's 4 min.
+    expect(await store.get(["ip:203.0.113.31"])).toEqual([{ failures: 3, until: now + 30_000 }]);
   });
 
   it("caps password attempts per address in the request bucket too (X-Forwarded-For does not rotate it)", async () => {

@@ -52,7 +52,7 @@ export class PostgresThrottleStore implements ThrottleStore {
     const lowered = Prisma.sql`(t.failures - 1)`;
     await db.$executeRaw`
       UPDATE sign_in_throttle AS t SET failures = ${lowered},
-        until_ms = CASE WHEN ${lockSql(lowered, free)} > 0 THEN t.until_ms ELSE 0 END
+        until_ms = CASE WHEN ${lockSql(lowered, free)} > 0 THEN LEAST(t.until_ms, ${now}::bigint + ${lockSql(lowered, free)}) ELSE 0 END
       WHERE t.key = ${key} AND t.failures > 0 AND t.expires_ms > ${now}::bigint`;
   }
 }

@@ -32,7 +32,8 @@ export interface ThrottleStore {
   clear(key: string): Promise<void>;
   /**
    * Takes back one failure `fail` counted for an attempt that turned out not to be one, lifting the
-   * lock the lower count no longer earns (a lock an earlier failure past the free ones earned stays).
+   * lock the lower count no longer earns (a lock an earlier failure past the free ones earned stays,
+   * cut to what the lower count earns from now: tries refused at once wrote longer ones).
    */
   forgive(key: string, free: number, now: number): Promise<void>;
 }
@@ -90,7 +91,8 @@ export class MemoryThrottleStore implements ThrottleStore {
     const entry = this.entries.get(key);
     if (!entry || entry.expires <= now || entry.failures === 0) return;
     entry.failures -= 1;
-    if (!lockMs(entry.failures, free)) entry.until = 0;
+    const lock = lockMs(entry.failures, free);
+    entry.until = lock ? Math.min(entry.until, now + lock) : 0;
   }
 
   /**
@@ -130,10 +132,16 @@ return {n, string.format('%d', untilMs)}`;
  * lock wiped, and a decrement of an expired key made a key a failure counted meanwhile was deleted with.
  */
 const UPSTASH_FORGIVE = `
+local free, now, base, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
 if n <= 0 then return 0 end
 n = redis.call('HINCRBY', KEYS[1], 'n', -1)
-if n < tonumber(ARGV[1]) then redis.call('HSET', KEYS[1], 'until', '0') end
+if n < free then
+  redis.call('HSET', KEYS[1], 'until', '0')
+else
+  local untilMs = math.min(tonumber(redis.call('HGET', KEYS[1], 'until') or '0'), now + math.min(max, base * 2 ^ math.min(n - free, 20)))
+  redis.call('HSET', KEYS[1], 'until', string.format('%d', untilMs))
+end
 return n`;
 
 export class UpstashThrottleStore implements ThrottleStore {
@@ -157,8 +165,8 @@ export class UpstashThrottleStore implements ThrottleStore {
     await this.redis.del(UpstashThrottleStore.key(key));
   }
 
-  async forgive(key: string, free: number, _now?: number) {
-    await this.redis.eval(UPSTASH_FORGIVE, [UpstashThrottleStore.key(key)], [free]);
+  async forgive(key: string, free: number, now: number) {
+    await this.redis.eval(UPSTASH_FORGIVE, [UpstashThrottleStore.key(key)], [free, now, BASE_LOCK_MS, MAX_LOCK_MS]);
   }
 }
 
@@ -230,8 +238,10 @@ export async function reserveSignIn(email: string, address: string, now = Date.n
     if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
     const ipAfter = await store.fail(ip, addressPolicy.free, addressPolicy.ttlMs, now);
     if (ipAfter.failures > addressPolicy.free && ipAfter.failures !== (ipState?.failures ?? 0) + 1) {
-      // Refused for its address, unchecked: no try at the account's password.
+      // Refused for its address, unchecked: no try at the account's password, nor a failure of the
+      // address (people behind one address signing in at once would lock it out).
       await store.forgive(account, policy.free, now);
+      await store.forgive(ip, addressPolicy.free, now);
       return lockVerdict(Math.max(ipAfter.until, now + 1), now, addressPolicy.free);
     }
     return { allowed: true };
@@ -274,7 +284,11 @@ export async function reserveCodeSignIn(address: string, now = Date.now()): Prom
     const locked = lockVerdict(before?.until ?? 0, now, policy.free);
     if (!locked.allowed) return locked;
     const after = await store.fail(key, policy.free, policy.ttlMs, now);
-    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
+    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) {
+      // Refused unchecked: no guess, so no failure (the lock the try let through set stays).
+      await store.forgive(key, policy.free, now);
+      return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
+    }
     return { allowed: true };
   } catch (error) {
     console.error("sign-in throttle: its store is unreachable; refusing code sign-in until it is back", error);
