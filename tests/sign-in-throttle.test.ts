@@ -120,6 +120,16 @@ describe("sign-in throttling", () => {
     expect(await store.get(["ip:203.0.113.31"])).toEqual([{ failures: 3, until: now + 30_000 }]);
   });
 
+  it("a check that throws after the reservation (here a stored hash bcrypt cannot read) counts no failure for the account or the address", async () => {
+    const store = new MemoryThrottleStore();
+    setSignInThrottleStore(store);
+    const broken = await h.user("Broken hash");
+    await h.db.user.update({ where: { id: broken.id }, data: { passwordHash: "$3b$11$an6xqxVKh35D/8JeHNotHu0URtMRUEIUwzhimTujdHeeFocYXezpG" } });
+    await expect(attempt(PASSWORD, "203.0.113.32", broken.email)).rejects.toThrow();
+    const [account, address] = await store.get([`acct:${broken.email}`, "ip:203.0.113.32"]);
+    expect([account?.failures ?? 0, address?.failures ?? 0]).toEqual([0, 0]);
+  });
+
   it("caps password attempts per address in the request bucket too (X-Forwarded-For does not rotate it)", async () => {
     setRateLimiter(frozenLimiter({ regular: 100, heavy: 2, light: 100 }));
     const spoofed = (i: number) => authorizePassword(h.db, { email, password: PASSWORD }, { ...from("198.51.100.77"), "x-forwarded-for": `10.9.9.${i}` });

@@ -14,7 +14,7 @@ import { verifyPassword } from "./password.ts";
 import type { LinkIntent } from "./provider-link.ts";
 import { SESSION_MAX_AGE_SECONDS, sessionPayloadAccount, sessionSecret } from "./session.ts";
 import { claimAccount } from "./claim-account.ts";
-import { reserveSignIn, settleSignIn } from "./sign-in-throttle.ts";
+import { releaseSignIn, reserveSignIn, settleSignIn } from "./sign-in-throttle.ts";
 import { signUpOpen } from "./sign-up.ts";
 import { providerUserName } from "@/lib/users/user-name.ts";
 
@@ -54,8 +54,16 @@ export async function authorizePassword(
   if (!(await rateLimiter().limit("heavy", `sign-in:ip:${address}`)).success) throw new Error("TooManyAttempts");
   const verdict = await reserveSignIn(email, address);
   if (!verdict.allowed) throw new Error(verdict.reason === "locked" ? "TooManyAttempts" : "SignInUnavailable");
-  const user = await db.user.findUnique({ where: { email } });
-  const ok = await verifyPassword(password, user?.passwordHash);
+  let user;
+  let ok;
+  try {
+    user = await db.user.findUnique({ where: { email } });
+    ok = await verifyPassword(password, user?.passwordHash);
+  } catch (error) {
+    // Counted when reserved: a check that never answered was no failed guess.
+    await releaseSignIn(email, address);
+    throw error;
+  }
   await settleSignIn(email, address, ok && !!user);
   return ok && user ? { id: user.id, email: user.email, name: user.name } : null;
 }

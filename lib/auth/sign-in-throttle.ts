@@ -267,6 +267,22 @@ export async function settleSignIn(email: string, address: string, success: bool
 }
 
 /**
+ * Gives back both counts of an attempt reserveSignIn let through whose check never ran to an answer
+ * (the database failed meanwhile): that was no failed guess.
+ */
+export async function releaseSignIn(email: string, address: string, now = Date.now()): Promise<void> {
+  const { account, address: ip } = keysFor(email, address);
+  const store = signInThrottleStore();
+  const { account: accountPolicy, address: addressPolicy } = policies();
+  try {
+    await store.forgive(account, accountPolicy.free, now);
+    await store.forgive(ip, addressPolicy.free, now);
+  } catch (error) {
+    console.error("sign-in throttle: could not give back a sign-in attempt", error);
+  }
+}
+
+/**
  * Whether a mailed sign-in code from `address` may be checked, the attempt counted against the client
  * address before its code is checked: only the address's lock counts (a locked account is no reason
  * to refuse the proof its owner's mailbox gives). Fails closed. As reserveSignIn does for a password,
