@@ -57,6 +57,17 @@ describe("sign-in throttling", () => {
     await expect(attempt(PASSWORD, "203.0.113.60")).rejects.toThrow("TooManyAttempts");
   });
 
+  it("attempts at one account refused unchecked count nothing: 20 at once lock it as 5 one after another do (30 s), not for 15 min", async () => {
+    const store = new MemoryThrottleStore();
+    setSignInThrottleStore(store);
+    const started = Date.now();
+    await Promise.allSettled(Array.from({ length: 20 }, (_, i) => attempt("wrong password", `198.51.100.${150 + i}`)));
+    const [account] = await store.get([`acct:${email}`]);
+    expect(account?.failures).toBe(5);
+    expect(account!.until).toBeLessThanOrEqual(Date.now() + 30_000);
+    expect(account!.until).toBeGreaterThanOrEqual(started + 30_000);
+  });
+
   it("a success clears the account's count", async () => {
     setSignInThrottleStore(new MemoryThrottleStore());
     for (let i = 0; i < 4; i++) expect(await attempt("wrong password")).toBeNull();

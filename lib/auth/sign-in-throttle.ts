@@ -235,7 +235,12 @@ export async function reserveSignIn(email: string, address: string, now = Date.n
     const locked = lockVerdict(Math.max(before?.until ?? 0, ipState?.until ?? 0), now, accountLocksLonger ? policy.free : addressPolicy.free);
     if (!locked.allowed) return locked;
     const after = await store.fail(account, policy.free, policy.ttlMs, now);
-    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
+    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) {
+      // Refused unchecked: no failure, as one after another would be (tries sent at once must not
+      // lock an account longer than the same tries spread out).
+      await store.forgive(account, policy.free, now);
+      return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
+    }
     const ipAfter = await store.fail(ip, addressPolicy.free, addressPolicy.ttlMs, now);
     if (ipAfter.failures > addressPolicy.free && ipAfter.failures !== (ipState?.failures ?? 0) + 1) {
       // Refused for its address, unchecked: no try at the account's password, nor a failure of the
