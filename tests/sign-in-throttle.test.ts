@@ -129,6 +129,8 @@ describe("sign-in throttling", () => {
     expect(verdicts.filter((v) => v.allowed)).toHaveLength(1);
     // The third failure's 30 s, as one after another: not the sixth's 4 min.
     expect(await store.get(["ip:203.0.113.31"])).toEqual([{ failures: 3, until: now + 30_000 }]);
+    // And the refusals say so.
+    expect(verdicts.filter((v) => !v.allowed).map((v) => v.allowed === false && v.reason === "locked" && v.retryAfter)).toEqual([30, 30, 30]);
   });
 
   it("a check that throws after the reservation (here a stored hash bcrypt cannot read) counts no failure for the account or the address", async () => {

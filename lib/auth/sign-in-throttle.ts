@@ -219,6 +219,16 @@ function lockVerdict(until: number, now: number, limit: number): SignInVerdict {
 }
 
 /**
+ * A try counted past the free failures while another was let through: refused unchecked, so its
+ * count goes back, and its Retry-After is the lock that stays, not the longer one its count wrote.
+ */
+async function refuseUnchecked(store: ThrottleStore, key: string, free: number, now: number): Promise<SignInVerdict> {
+  await store.forgive(key, free, now);
+  const [state] = await store.get([key]);
+  return lockVerdict(Math.max(state?.until ?? 0, now + 1), now, free);
+}
+
+/**
  * checkSignIn, then the attempt counted against the account and the client address before its
  * password is checked, so attempts sent at once cannot all pass one unlocked read (for one account,
  * or spread over many from one address): within the free failures each may be checked; past them
@@ -238,16 +248,14 @@ export async function reserveSignIn(email: string, address: string, now = Date.n
     if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) {
       // Refused unchecked: no failure, as one after another would be (tries sent at once must not
       // lock an account longer than the same tries spread out).
-      await store.forgive(account, policy.free, now);
-      return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
+      return await refuseUnchecked(store, account, policy.free, now);
     }
     const ipAfter = await store.fail(ip, addressPolicy.free, addressPolicy.ttlMs, now);
     if (ipAfter.failures > addressPolicy.free && ipAfter.failures !== (ipState?.failures ?? 0) + 1) {
       // Refused for its address, unchecked: no try at the account's password, nor a failure of the
       // address (people behind one address signing in at once would lock it out).
       await store.forgive(account, policy.free, now);
-      await store.forgive(ip, addressPolicy.free, now);
-      return lockVerdict(Math.max(ipAfter.until, now + 1), now, addressPolicy.free);
+      return await refuseUnchecked(store, ip, addressPolicy.free, now);
     }
     return { allowed: true };
   } catch (error) {
@@ -305,11 +313,7 @@ export async function reserveCodeSignIn(address: string, now = Date.now()): Prom
     const locked = lockVerdict(before?.until ?? 0, now, policy.free);
     if (!locked.allowed) return locked;
     const after = await store.fail(key, policy.free, policy.ttlMs, now);
-    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) {
-      // Refused unchecked: no guess, so no failure (the lock the try let through set stays).
-      await store.forgive(key, policy.free, now);
-      return lockVerdict(Math.max(after.until, now + 1), now, policy.free);
-    }
+    if (after.failures > policy.free && after.failures !== (before?.failures ?? 0) + 1) return await refuseUnchecked(store, key, policy.free, now);
     return { allowed: true };
   } catch (error) {
     console.error("sign-in throttle: its store is unreachable; refusing code sign-in until it is back", error);
