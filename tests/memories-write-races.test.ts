@@ -5,7 +5,8 @@ import { updateMemory } from "@/lib/memories/update-memory.ts";
 import { newId } from "@/lib/ids.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { setDatabase } from "@/lib/db/database.ts";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
 let h: Harness;
 let ann: Client;
@@ -170,5 +171,66 @@ describe("a writer that sets updated_at without the helpers", () => {
     const stored = (await h.db.memory.findUniqueOrThrow({ where: { id } })).updatedAt;
     await h.db.memory.update({ where: { id }, data: { processingStatus: "done", summary: "Log retention", accessCount: { increment: 1 } } });
     expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).updatedAt).toEqual(stored);
+  });
+});
+
+describe("a push of content the hub holds, against a move or an edit of that memory", () => {
+  // A push found its duplicate's id in one statement and loaded it by id alone in the next. The duplicate
+  // is not locked (the content's advisory lock is the pushing hub's, a move takes the target hub's), so a
+  // move committing between the two made the push answer "already saved" with a memory now in another
+  // hub, and an edit of its content "already saved" with a different content_hash; nothing was stored.
+  /** Runs `between` once, right after the push's read of its targets (the duplicate check) returns. */
+  function afterPushTargets(between: () => Promise<unknown>) {
+    let done = false;
+    const db = h.database.prisma.$extends({
+      query: {
+        async $allOperations({ operation, args, query }) {
+          const found = await query(args);
+          if (!done && operation === "$queryRaw" && JSON.stringify(args).includes("duplicate_id")) {
+            done = true;
+            await between();
+          }
+          return found;
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    return () => done;
+  }
+
+  test.skipIf(!testPostgres())("a duplicate moved to another hub meanwhile is not the push's answer: the push stores the memory in its hub", async () => {
+    const teamId = await h.teamHub(ann);
+    const content = `# Runbook\n\nmoved while pushed again ${Math.random()}`;
+    const first = (await ann.post("/v1/memories", { content })).body.data;
+    const ran = afterPushTargets(async () => {
+      const moved = await ann.post("/v1/memories/batch-move", { ids: [first.id], hub_id: teamId });
+      expect(moved.body.data.moved).toBe(1);
+    });
+    let res;
+    try {
+      res = await ann.post("/v1/memories", { content });
+    } finally {
+      setDatabase(h.database);
+    }
+    expect(ran()).toBe(true);
+    expect(res.status).toBe(201);
+    expect(res.body.data.id).not.toBe(first.id);
+    expect(res.body.data.hub_id).toBe(ann.personalHubId);
+    expect(await h.db.memory.count({ where: { hubId: ann.personalHubId, contentHash: sha256(content) } })).toBe(1);
+  });
+
+  test.skipIf(!testPostgres())("a duplicate whose content was edited meanwhile is not the push's answer: the push stores its content", async () => {
+    const content = `# Notes\n\nedited while pushed again ${Math.random()}`;
+    const first = (await ann.post("/v1/memories", { content })).body.data;
+    afterPushTargets(async () => expect((await ann.patch(`/v1/memories/${first.id}`, { content: "# Notes\n\nsomething else now" })).status).toBe(200));
+    let res;
+    try {
+      res = await ann.post("/v1/memories", { content });
+    } finally {
+      setDatabase(h.database);
+    }
+    expect(res.status).toBe(201);
+    expect(res.body.data.content_hash).toBe(sha256(content));
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: res.body.data.id } })).content).toBe(content);
   });
 });

@@ -160,8 +160,10 @@ ${input.content}`) : contentHash(input.content);
         return { memory, created: false, replaced };
       }
     }
-    // (Gone since the read only if deleted meanwhile: then this push stores it anew.)
-    const duplicate = targets.duplicateId ? await tx.memory.findUnique({ where: { id: targets.duplicateId } }) : null;
+    // The duplicate is not locked: a move to another hub or an edit of its content may commit after the
+    // read above, and then it is no duplicate here (loaded by id alone, the push answered with another
+    // hub's memory, or another content). Gone, moved or changed since, this push stores its memory anew.
+    const duplicate = targets.duplicateId ? await tx.memory.findFirst({ where: { id: targets.duplicateId, hubId: ctx.hub.id, contentHash: hash } }) : null;
     if (duplicate) return { memory: duplicate, created: false, replaced: [] };
     const memory = await insert(tx, ctx, input, hash, source, createdAt, now, file);
     if (file) await attachFile(tx, memory, file, now);
