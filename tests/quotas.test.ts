@@ -5,7 +5,9 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { quotaLimits, DEFAULT_QUOTAS } from "@/lib/quotas/quota-limits.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import pg from "pg";
+import { setDatabase } from "@/lib/db/database.ts";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
 // Issue 18: storage quotas per user and per hub (bytes and memories), env-configurable.
 
@@ -190,6 +192,8 @@ describe("storage quotas and a hub marked deleted", () => {
     expect([usage.memory_count, usage.storage_bytes]).toEqual([0, 0]);
     const kept = await push(eve, `# Kept\n\n${bytes(600)}`);
     expect(kept.status, JSON.stringify(kept.body)).toBe(201);
+    // Let in only once the deleted hub was discounted, after its statement recorded no event: recorded then.
+    expect(await h.db.event.count({ where: { type: "memory.created", entityId: kept.body.data.id } })).toBe(1);
     // What counts is what stays: the quota still holds for the rest.
     const refused = await push(eve, `# Too big\n\n${bytes(600)}`);
     expect(refused.status).toBe(413);
@@ -215,5 +219,47 @@ describe("storage quotas on re-pushed links", () => {
     expect(again.body.error.details).toMatchObject({ scope: "user", resource: "bytes", limit: 1000 });
     expect(await storageUsage(h.db, "user", eve.id)).toEqual(before);
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: first.body.data.id } })).content).toBe("https://example.invalid/a");
+  });
+});
+
+describe("a push refused for a quota and the server's events lock", () => {
+  // The push's quota read runs in its event's statement, whose first step took the server-wide events
+  // lock: a refused push then held it through its refusal's reads (what the owner has in deleted hubs)
+  // and until its rollback, holding up every write that records an event, in every hub.
+  it.skipIf(!testPostgres())("does not hold it while its refusal is worked out", async () => {
+    const ann = await h.user("Ann");
+    process.env.ENGRAM_QUOTA_USER_MEMORIES = "1";
+    expect((await push(ann, "the one allowed")).status).toBe(201);
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const free: boolean[] = [];
+    const db = h.database.prisma.$extends({
+      query: {
+        async $allOperations({ operation, args, query }) {
+          // The refusal's read of what the owner has in hubs marked deleted (purgingUsage).
+          if (operation === "$queryRaw" && JSON.stringify(args).includes("deleted_at IS NOT NULL")) {
+            await side.query("BEGIN");
+            free.push((await side.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS ok", [0x656e6772])).rows[0].ok);
+            await side.query("ROLLBACK");
+          }
+          return query(args);
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    try {
+      const refused = await push(ann, "one too many");
+      expect(refused.status).toBe(413);
+      expect(refused.body.error.code).toBe("quota_exceeded");
+    } finally {
+      setDatabase(h.database);
+      await side.end();
+    }
+    expect(free).toEqual([true]);
+    // Within the quota, the event is still recorded with the memory.
+    process.env.ENGRAM_QUOTA_USER_MEMORIES = "2";
+    const stored = await push(ann, "now there is room");
+    expect(stored.status).toBe(201);
+    expect(await h.db.event.count({ where: { type: "memory.created", entityId: stored.body.data.id } })).toBe(1);
   });
 });

@@ -29,7 +29,7 @@ export function eventsStatement(db: DbClient, events: EmitEventInput | EmitEvent
  * The CTEs that record events and NOTIFY them (`notified`, one row per event in seq order): the
  * lock that orders seq by commit, the insert, the notification.
  */
-function eventsCtes(events: EmitEventInput | EmitEventInput[]): Prisma.Sql {
+function eventsCtes(events: EmitEventInput | EmitEventInput[], when: Prisma.Sql = Prisma.sql`true`): Prisma.Sql {
   const rows = (Array.isArray(events) ? events : [events]).map((event) => ({
     id: newId(),
     type: event.type,
@@ -38,7 +38,7 @@ function eventsCtes(events: EmitEventInput | EmitEventInput[]): Prisma.Sql {
     entity_id: event.entityId ?? null,
     user_ids: event.userIds ?? [],
   }));
-  return Prisma.sql`locked AS (SELECT pg_advisory_xact_lock(${EVENTS_LOCK}::bigint) AS ok),
+  return Prisma.sql`locked AS (SELECT pg_advisory_xact_lock(${EVENTS_LOCK}::bigint) AS ok WHERE ${when}),
     inserted AS (
       INSERT INTO events (id, type, hub_id, actor_id, entity_id, user_ids, created_at)
       SELECT (e.item->>'id')::uuid, e.item->>'type', (e.item->>'hub_id')::uuid, (e.item->>'actor_id')::uuid, e.item->>'entity_id',
@@ -59,17 +59,24 @@ function eventsCtes(events: EmitEventInput | EmitEventInput[]): Prisma.Sql {
 /**
  * emitEvent with a read of the write's results in the same statement (one round trip for a push's
  * quota read and its event, issue 16): `read`, a SELECT, runs first on the statement's snapshot, and
- * its rows are returned. A caller that refuses on them throws, and the transaction's rollback takes
- * the events with it (their NOTIFY is delivered only on commit).
+ * its rows are returned. `refusedIf`, a condition on a row `r` of the read, records no event (and takes
+ * no events lock) when a row meets it: the lock is server-wide, and a write about to be refused held it
+ * through its refusal's reads and its rollback, holding up every write that records an event. A caller
+ * that refuses on the rows throws; one that does not after all (`emitted` false) records the events itself.
  */
-export async function emitEventAfterRead<T>(tx: DbClient, events: EmitEventInput | EmitEventInput[], read: Prisma.Sql): Promise<T[]> {
-  const [row] = await tx.$queryRaw<{ rows: T[] | string }[]>`
+export async function emitEventAfterRead<T>(
+  tx: DbClient,
+  events: EmitEventInput | EmitEventInput[],
+  read: Prisma.Sql,
+  refusedIf: Prisma.Sql = Prisma.sql`false`,
+): Promise<{ rows: T[]; emitted: boolean }> {
+  const [row] = await tx.$queryRaw<{ rows: T[] | string; events: bigint | number }[]>`
     WITH was_read AS MATERIALIZED (${read}),
-    ${eventsCtes(events)}
+    ${eventsCtes(events, Prisma.sql`NOT EXISTS (SELECT 1 FROM was_read r WHERE ${refusedIf})`)}
     SELECT (SELECT coalesce(json_agg(r), '[]'::json) FROM was_read r) AS rows, (SELECT count(*) FROM notified) AS events`;
   // json as the driver gives it: parsed, or its text.
   const rows = row?.rows ?? [];
-  return typeof rows === "string" ? (JSON.parse(rows) as T[]) : rows;
+  return { rows: typeof rows === "string" ? (JSON.parse(rows) as T[]) : rows, emitted: Number(row?.events ?? 0) > 0 };
 }
 
 /**

@@ -11,7 +11,7 @@ import { newId } from "@/lib/ids.ts";
 import { classifyKind, classifyStability } from "@/lib/processing/classify-heuristic.ts";
 import { inferContentType } from "@/lib/processing/infer-content-type.ts";
 import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
-import { assertStorageQuota, checkStorageQuota, storageQuotaRead, type StorageQuotaRow } from "@/lib/quotas/assert-storage-quota.ts";
+import { assertStorageQuota, checkStorageQuota, storageQuotaPast, storageQuotaRead, type StorageQuotaRow } from "@/lib/quotas/assert-storage-quota.ts";
 import { resolveFileRef, type VerifiedFile } from "@/lib/uploads/resolve-file-ref.ts";
 import { detachUploads, removeBlobs } from "@/lib/uploads/sweep-uploads.ts";
 import { ATTACHABLE_FOR_MS } from "@/lib/uploads/upload-limits.ts";
@@ -169,12 +169,17 @@ ${input.content}`) : contentHash(input.content);
     if (file) await attachFile(tx, memory, file, now);
     // After the insert and the attach, whose triggers added both to the counters (see assertStorageQuota):
     // the file's bytes count toward the quotas as /v1/usage reports them. The quota's read and the event
-    // are one statement (issue 16); a refusal rolls the event back with the memory.
+    // are one statement (issue 16). Past a quota, that statement records no event, so the server-wide
+    // events lock is not held through the refusal; a push the refusal's reads let through after all
+    // (the owner's deleted hubs discounted) records it then.
     const growth = { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8") + (file?.sizeBytes ?? 0), memories: 1 };
     const event = { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id } as const;
     const quotaRead = storageQuotaRead(growth);
-    if (quotaRead) await checkStorageQuota(tx, growth, await emitEventAfterRead<StorageQuotaRow>(tx, event, quotaRead));
-    else await emitEvent(tx, event);
+    if (quotaRead) {
+      const { rows, emitted } = await emitEventAfterRead<StorageQuotaRow>(tx, event, quotaRead, storageQuotaPast(growth));
+      await checkStorageQuota(tx, growth, rows);
+      if (!emitted) await emitEvent(tx, event);
+    } else await emitEvent(tx, event);
     return { memory, created: true, replaced: [] };
   };
   const attempt = () =>

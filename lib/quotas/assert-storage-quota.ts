@@ -51,6 +51,24 @@ export function storageQuotaRead(growth: StorageGrowth): Prisma.Sql | undefined 
       FROM storage_usage u JOIN unnest(${scopes}::text[], ${ids}::uuid[]) AS k(scope, scope_id) ON u.scope = k.scope AND u.scope_id = k.scope_id`;
 }
 
+/**
+ * A condition on a row `r` of storageQuotaRead, true when its counters (this write included) are past
+ * their quota: where checkStorageQuota may refuse. It may still let the write through (what the owner
+ * has in hubs marked deleted is discounted there), never the other way round.
+ */
+export function storageQuotaPast(growth: StorageGrowth): Prisma.Sql {
+  const limits = quotaLimits();
+  const past = (["user", "hub"] as const).flatMap((scope) => {
+    const limit = limits[scope];
+    const over = [
+      ...(limit.memories !== null && growth.memories > 0 ? [Prisma.sql`r.memories::bigint > ${limit.memories}::bigint`] : []),
+      ...(limit.bytes !== null && growth.bytes > 0 ? [Prisma.sql`r.bytes::bigint > ${limit.bytes}::bigint`] : []),
+    ];
+    return over.length > 0 ? [Prisma.sql`(r.scope = ${scope}::text AND (${Prisma.join(over, " OR ")}))`] : [];
+  });
+  return past.length > 0 ? Prisma.join(past, " OR ") : Prisma.sql`false`;
+}
+
 /** assertStorageQuota's check on the rows its read gave. */
 export async function checkStorageQuota(tx: DbClient, growth: StorageGrowth, rows: StorageQuotaRow[]): Promise<void> {
   if (growth.bytes <= 0 && growth.memories <= 0) return;
