@@ -18,19 +18,13 @@ import { parseWith, readBody, refuseNul, wellFormed } from "@/lib/api/parse.ts";
 import { rateLimitHeaders, rateLimiter, type Bucket, type RateLimitResult } from "@/lib/api/rate-limit.ts";
 import { toApiError } from "@/lib/api/with-auth.ts";
 import { VERSION } from "@/lib/config.ts";
-import { MAX_CONTENT_BYTES } from "@/lib/memories/memory-fields.ts";
+import { MAX_MEMORY_BODY_BYTES } from "@/lib/memories/memory-fields.ts";
 import { toolAlias, toolNamer, type ToolDef, type ToolEnv } from "./mcp-tools.ts";
 import { retryAfterSeconds } from "@/lib/api/retry-after-seconds.ts";
 import { toolErrorResult } from "./tool-error-result.ts";
 
-/**
- * An MCP request body must hold an engram_push of the largest content (3 MiB of UTF-8) in its
- * worst-case JSON encoding: a control character is one byte and "\u0001" six, so at 4 MiB content
- * heavy in escapes was refused as too large well within the content limit. The margin holds the other
- * arguments at their bounds (about 43,000 characters, project_context's 32 values of 1,000 the most),
- * each escaped at worst in 12 bytes ("\ud83d\ude00"): about 520 KB.
- */
-export const MAX_MCP_BODY_BYTES = 6 * MAX_CONTENT_BYTES + 1024 * 1024;
+/** An MCP request body must hold an engram_push of the largest content, however it escapes. */
+export const MAX_MCP_BODY_BYTES = MAX_MEMORY_BODY_BYTES;
 /**
  * What is read of the body of a client whose regular bucket is already empty: a small request is still
  * read, charged and answered with its ids (a recall spends the heavy bucket alone), a larger one is

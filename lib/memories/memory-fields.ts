@@ -18,6 +18,14 @@ export type ContentType = (typeof CONTENT_TYPES)[number];
 
 /** Documented limits (decisions.md). */
 export const MAX_CONTENT_BYTES = 3 * 1024 * 1024;
+/**
+ * The body a memory's push or edit is read under (REST and MCP alike): the largest content in its
+ * worst-case JSON encoding, six bytes a byte ("\u0001"; Python's json.dumps writes a 4-byte emoji as
+ * 12), beside the other fields at their bounds (about 43,000 characters, project_context's 32 values of
+ * 1,000 the most, each escaped at worst in 12 bytes: about 520 KB). Under the 8 MiB other bodies get,
+ * such content was refused with 413 well within its limit.
+ */
+export const MAX_MEMORY_BODY_BYTES = 6 * MAX_CONTENT_BYTES + 1024 * 1024;
 export const MAX_TAGS = 50;
 export const MAX_TAG_LENGTH = 64;
 export const MAX_TITLE_LENGTH = 200;

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ERROR_STATUS } from "@/lib/api/errors.ts";
 import { DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT } from "@/lib/api/pagination.ts";
 import { MAX_BODY_BYTES } from "@/lib/api/parse.ts";
+import { MAX_MEMORY_BODY_BYTES } from "@/lib/memories/memory-fields.ts";
 import { MAX_SESSION_BODY_BYTES } from "@/lib/agent-sessions/agent-session-fields.ts";
 import { OPERATIONS, type Operation } from "./operations.ts";
 
@@ -51,7 +52,7 @@ function build(): Schema {
         "Authenticate with `Authorization: Bearer egk_…` (an API key from the dashboard or POST /v1/auth/api-keys); the dashboard's session cookie also works when no Authorization header is sent.",
         "`X-Hub-ID` names the hub a write lands in, a list or search reads, or recall ranks first; each operation taking it says what it does without it (a write: the personal hub).",
         `Lists are cursor-paginated: \`limit\` (default ${DEFAULT_LIMIT}, clamped to ${MAX_LIMIT}, unless the operation's \`limit\` says otherwise) and the \`next_cursor\` of the previous page; \`has_more\` says whether another page exists.`,
-        `JSON bodies are at most ${MAX_BODY_BYTES} bytes (PUT /v1/agent-sessions: ${MAX_SESSION_BODY_BYTES}). Every response carries X-Request-Id and Cache-Control: no-store (this document included), and rate-limited ones X-RateLimit-Limit/Remaining/Reset.`,
+        `JSON bodies are at most ${MAX_BODY_BYTES} bytes (POST /v1/memories and PATCH /v1/memories/{id}: ${MAX_MEMORY_BODY_BYTES}; PUT /v1/agent-sessions: ${MAX_SESSION_BODY_BYTES}). Every response carries X-Request-Id and Cache-Control: no-store (this document included), and rate-limited ones X-RateLimit-Limit/Remaining/Reset.`,
       ].join("\n\n"),
     },
     servers: [{ url: "/" }],

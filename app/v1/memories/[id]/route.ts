@@ -3,7 +3,7 @@ import { parseJson } from "@/lib/api/parse.ts";
 import { methodsNotAllowed, withAuth } from "@/lib/api/with-auth.ts";
 import { deleteMemory } from "@/lib/memories/delete-memory.ts";
 import { getMemory } from "@/lib/memories/get-memory.ts";
-import { updateMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
+import { MAX_MEMORY_BODY_BYTES, updateMemoryBodySchema } from "@/lib/memories/memory-fields.ts";
 import { updateMemory } from "@/lib/memories/update-memory.ts";
 
 type Params = { id: string };
@@ -13,7 +13,7 @@ export const GET = withAuth<Params>({}, async (ctx, req, { id }) => ok(await get
 
 // PATCH /v1/memories/{id} — change title, tags, content, classification or archive state; answers the full memory
 export const PATCH = withAuth<Params>({}, async (ctx, req, { id }) =>
-  ok(await updateMemory(ctx, id, await parseJson(req, updateMemoryBodySchema))),
+  ok(await updateMemory(ctx, id, await parseJson(req, updateMemoryBodySchema, { maxBytes: MAX_MEMORY_BODY_BYTES }))),
 );
 
 // DELETE /v1/memories/{id} — hard delete with chunks and attachments
