@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MAX_READ_CHARS } from "@/lib/mcp/mcp-tools.ts";
 import { MAX_RESULT_CHARS_PER_REQUEST } from "@/lib/mcp/serve-mcp.ts";
+import { flushAccess } from "@/lib/recall/record-access.ts";
 import { openMcpToolCalls, postMcp } from "./support/mcp-tool-calls.ts";
 
 // A JSON-RPC batch of 100 engram_get calls was answered with 100 pages of 100,000 characters each, their
@@ -41,6 +42,35 @@ describe("a batch's tool results", () => {
     const single = await mcp.call("engram_get", { id: memory.id });
     expect(single.result.isError).toBeFalsy();
     expect(single.result.structuredContent.memory.content).toHaveLength(MAX_READ_CHARS);
+  }, 120_000);
+
+  it("refuse a read before it runs: one refused for the budget counts no access (the agent's retry counts it once)", async () => {
+    const content = `# Counted\n\n${"word ".repeat(60_000)}`;
+    const memory = (await mcp.ann.post("/v1/memories", { content, title: "Counted" })).body.data;
+    const res = await batch(Array.from({ length: 40 }, () => ({ name: "engram_get", arguments: { id: memory.id } })));
+    const served = res.answers.filter((a) => !a.result.isError).length;
+    expect(served).toBeGreaterThanOrEqual(1);
+    expect(served).toBeLessThan(40);
+    await flushAccess();
+    expect((await mcp.h.db.memory.findUniqueOrThrow({ where: { id: memory.id } })).accessCount).toBe(served);
+    // Every read that ran was answered whole.
+    expect(res.size).toBeLessThan(MAX_RESULT_CHARS_PER_REQUEST + 100 * 1000);
+  }, 120_000);
+
+  it("count only reads: a batch's write results take nothing of the reads' budget", async () => {
+    const content = `# Long\n\n${"word ".repeat(60_000)}`;
+    const memory = (await mcp.ann.post("/v1/memories", { content, title: "After writes" })).body.data;
+    const single = await batch([{ name: "engram_get", arguments: { id: memory.id } }]);
+    // Reads that leave less than one more page of the budget, then writes whose results together hold
+    // more than that, then one more read: the writes' results must not make it refused.
+    const reads = Math.floor(MAX_RESULT_CHARS_PER_REQUEST / single.size) - 1;
+    const projectContext = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`key-${i}`, "v".repeat(1000)]));
+    const push = (i: number) => ({ name: "engram_push", arguments: { content: `Note ${i} ${Math.random()}`, project_context: projectContext } });
+    const pushed = await batch([push(-1)]);
+    const pushes = Array.from({ length: Math.ceil(single.size / pushed.size) + 1 }, (_, i) => push(i));
+    const calls = [...Array.from({ length: reads }, () => ({ name: "engram_get", arguments: { id: memory.id } })), ...pushes, { name: "engram_get", arguments: { id: memory.id } }];
+    const res = await batch(calls);
+    for (const answer of res.answers) expect(answer.result.isError, JSON.stringify(answer.result.structuredContent?.error)).toBeFalsy();
   }, 120_000);
 
   it("never refuse a write: a batch's pushes are all made and answered", async () => {

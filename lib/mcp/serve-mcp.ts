@@ -51,7 +51,7 @@ function listedSchema(schema: z.ZodObject): StandardSchemaWithJSON {
 /**
  * Characters of read-only tool results one HTTP request answers with, a batch's together: a batch of
  * 100 engram_get calls was 100 pages of 100,000 characters, tens of MB in one response. The first
- * result is always answered whole (a single call is never refused), so this is at least ten such pages.
+ * read always runs (a single call is never refused) and every read that runs is answered whole (see readFits).
  */
 export const MAX_RESULT_CHARS_PER_REQUEST = 2_000_000;
 
@@ -84,6 +84,20 @@ class CallSlots {
 /** What one HTTP request's read-only results have taken of MAX_RESULT_CHARS_PER_REQUEST. */
 interface ResultBudget {
   used: number;
+  /** Read-only calls running now, and the largest result one has answered with: what those may add. */
+  running: number;
+  largest: number;
+}
+
+/**
+ * Whether a read may start: refused once what was answered, with the reads still running and this one
+ * each counted at the largest result so far, would pass the budget. Decided before it runs, as a refusal
+ * after the read had counted an access (the agent's retry counted it again) and spent an ask's model
+ * call for nothing; a read that starts is answered whole. The first read always starts.
+ */
+function readFits(budget: ResultBudget): boolean {
+  if (budget.used === 0) return true;
+  return budget.used < MAX_RESULT_CHARS_PER_REQUEST && budget.used + (budget.running + 1) * budget.largest <= MAX_RESULT_CHARS_PER_REQUEST;
 }
 
 /**
@@ -112,14 +126,24 @@ function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget, slots
           // As on REST: PostgreSQL text cannot hold U+0000, so a NUL would fail in the database as an internal error.
           refuseNul(args, "");
           const readOnly = tool.annotations.readOnlyHint === true;
-          if (readOnly && budget.used >= MAX_RESULT_CHARS_PER_REQUEST) throw overBudget(tool, budget);
-          const out = await tool.run(env, args as never);
+          if (!readOnly) {
+            // A write's result is bounded by its request body and never counted against the reads' budget.
+            const out = await tool.run(env, args as never);
+            return { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
+          }
+          if (!readFits(budget)) throw overBudget(tool, budget);
+          budget.running += 1;
+          let out;
+          try {
+            out = await tool.run(env, args as never);
+          } finally {
+            budget.running -= 1;
+          }
           const result = { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
-          // Measured as the response carries it (JSON, escapes included); calls of a batch run a few at
-          // once, so whichever finishes first is answered whole.
+          // Measured as the response carries it (JSON, escapes included).
           const size = JSON.stringify(result).length;
-          if (readOnly && budget.used > 0 && budget.used + size > MAX_RESULT_CHARS_PER_REQUEST) throw overBudget(tool, budget);
           budget.used += size;
+          budget.largest = Math.max(budget.largest, size);
           return result;
         } catch (error) {
           // Domain errors are results the model can read and act on, not transport failures; database
@@ -397,7 +421,7 @@ async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin
   // Tools scope by their hub_id argument alone: REST's X-Hub-ID, sent by a client configured with REST's
   // headers, narrowed engram_list (and failed it when a slug) behind the model's back.
   const env: ToolEnv = { ctx: { ...ctx, hubHeader: undefined }, origin, toolName: toolNamer(tools) };
-  const budget: ResultBudget = { used: 0 };
+  const budget: ResultBudget = { used: 0, running: 0, largest: 0 };
   const slots = new CallSlots();
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env, budget, slots } };
   const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers, tools), body: text });
