@@ -9,7 +9,7 @@ import { MAX_CURSOR_LENGTH } from "@/lib/api/pagination.ts";
 import { MAX_SESSION_BYTES, MAX_SESSION_BYTES_PER_USER, MAX_SESSION_CONTENT_BYTES_PER_PAGE, MAX_SESSIONS_PER_USER, MAX_SESSIONS_WITH_CONTENT } from "@/lib/agent-sessions/agent-session-fields.ts";
 import { putAgentSession } from "@/lib/agent-sessions/put-agent-session.ts";
 import { sessionContext } from "./support/changed-mid-request.ts";
-import { createHarness, type Harness } from "./support/harness.ts";
+import { createHarness, testPostgres, type Harness } from "./support/harness.ts";
 
 let h: Harness;
 let blobs: LocalBlobStore;
@@ -174,10 +174,13 @@ describe("/v1/agent-sessions", () => {
     const ann = await h.user("Lost reply");
     expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "lost", content: "first\n" })).status).toBe(201);
     // The real transaction commits; then the call fails as a connection lost before COMMIT's reply would.
+    let lost = false;
     const lostReply = new Proxy(h.db, {
       get(target, key) {
-        if (key !== "$transaction") return Reflect.get(target, key);
+        // Once: the PUT's own transaction (the connection a re-read then takes is sound).
+        if (key !== "$transaction" || lost) return Reflect.get(target, key);
         return async (...args: unknown[]) => {
+          lost = true;
           await (target.$transaction as (...a: unknown[]) => Promise<unknown>)(...args);
           throw Object.assign(new Error("Server has closed the connection."), { code: "P1017" });
         };
@@ -192,13 +195,49 @@ describe("/v1/agent-sessions", () => {
     expect(sessionObjects(ann.id)).toEqual([row.storeKey]);
   });
 
+  it.skipIf(!testPostgres())("a PUT that failed while its COMMIT was still on its way keeps the object the row then points at", async () => {
+    // The call fails (a connection lost) while the transaction, still open on the server, has yet to
+    // commit: a re-read on another connection saw the old version, deleted the new object, and the
+    // commit then left the row pointing at nothing.
+    const ann = await h.user("Commit in flight");
+    expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "in-flight", content: "first\n" })).status).toBe(201);
+    let commit: Promise<unknown> | undefined;
+    const inFlight = new Proxy(h.db, {
+      get(target, key) {
+        if (key !== "$transaction" || commit) return Reflect.get(target, key);
+        return async (fn: (tx: unknown) => Promise<unknown>) => {
+          let written!: () => void;
+          const done = new Promise<void>((resolve) => (written = resolve));
+          commit = (target.$transaction as (f: (tx: unknown) => Promise<unknown>) => Promise<unknown>)(async (tx) => {
+            const result = await fn(tx);
+            written();
+            await new Promise((resolve) => setTimeout(resolve, 500));
+            return result;
+          });
+          await done;
+          throw Object.assign(new Error("Server has closed the connection."), { code: "P1017" });
+        };
+      },
+    });
+    const put = await putAgentSession(sessionContext(h, ann, inFlight), { agent: "codex", session_id: "in-flight", content: "second\n" }).catch((error: unknown) => error);
+    await commit;
+    const read = await ann.get("/v1/agent-sessions?agent=codex&session_id=in-flight");
+    expect(read.body.data.sessions.map((s: { content: string }) => s.content)).toEqual(["second\n"]);
+    const row = await h.db.agentSession.findFirstOrThrow({ where: { ownerId: ann.id, sessionId: "in-flight" } });
+    expect(sessionObjects(ann.id)).toContain(row.storeKey);
+    expect(put).toMatchObject({ created: false, session: { session_id: "in-flight", size_bytes: 7 } });
+  });
+
   it("a PUT whose transaction failed deletes the object it wrote, and the row keeps its version", async () => {
     const ann = await h.user("Failed write");
     expect((await ann.put("/v1/agent-sessions", { agent: "codex", session_id: "failed", content: "first\n" })).status).toBe(201);
+    let failed = false;
     const failing = new Proxy(h.db, {
       get(target, key) {
-        if (key !== "$transaction") return Reflect.get(target, key);
+        // Once: the PUT's own transaction (the connection a re-read then takes is sound).
+        if (key !== "$transaction" || failed) return Reflect.get(target, key);
         return async () => {
+          failed = true;
           throw Object.assign(new Error("Server has closed the connection."), { code: "P1017" });
         };
       },

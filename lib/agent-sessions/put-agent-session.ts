@@ -28,7 +28,7 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
   const result = await ctx.db
     .$transaction(async (tx) => {
       // The user's lock too (always first): the count and bytes below are the user's, not the session's.
-      await lockForTransaction(tx, [`agent-sessions:${ctx.user.id}`, `agent-session:${ctx.user.id}:${input.agent}:${input.session_id}`]);
+      await lockForTransaction(tx, [`agent-sessions:${ctx.user.id}`, sessionLockKey(ctx.user.id, input)]);
       const existing = await existingWithinLimitsOrThrow(tx, ctx.user.id, input, size);
       const id = existing?.id ?? newId(now.getTime());
       previousKey = existing?.storeKey;
@@ -53,8 +53,16 @@ export async function putAgentSession(ctx: AuthContext, input: PutAgentSessionBo
       // A connection lost on COMMIT fails the call after the database may have committed: the row then
       // points at the new object, and deleting it left a session whose reads served "". Only a re-read
       // showing the row elsewhere proves the switch did not commit; when even that fails, the object stays
-      // (a leftover is only bytes).
-      const current = await ctx.db.agentSession.findUnique({ where: sessionWhere(ctx.user.id, input) }).catch(() => undefined);
+      // (a leftover is only bytes). The call may fail while the transaction is still open on the server,
+      // its COMMIT on the way: read on another connection at once, the row still showed the old version,
+      // the new object was deleted, and the commit then left the row pointing at nothing. The re-read
+      // first takes the session's lock, which that transaction holds until it has committed or rolled back.
+      const current = await ctx.db
+        .$transaction(async (tx) => {
+          await lockForTransaction(tx, [sessionLockKey(ctx.user.id, input)]);
+          return tx.agentSession.findUnique({ where: sessionWhere(ctx.user.id, input) });
+        })
+        .catch(() => undefined);
       if (current?.storeKey === storeKey) return { row: current, created: previousKey === undefined };
       if (current !== undefined) await store.delete(storeKey).catch(() => undefined);
       throw error;
@@ -87,6 +95,11 @@ async function existingWithinLimitsOrThrow(db: DbClient, ownerId: string, input:
     });
   }
   return existing;
+}
+
+/** The advisory lock a PUT of this session holds until its transaction ends. */
+function sessionLockKey(ownerId: string, input: PutAgentSessionBody) {
+  return `agent-session:${ownerId}:${input.agent}:${input.session_id}`;
 }
 
 function sessionWhere(ownerId: string, input: PutAgentSessionBody) {
