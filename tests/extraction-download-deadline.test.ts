@@ -1,15 +1,14 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
-import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { extractMemoryText } from "@/lib/extraction/extract-memory-text.ts";
 import { EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { dispatch } from "./support/router.ts";
+import { TricklingStore } from "./support/trickling-store.ts";
 
 /**
  * A document's download from storage runs in the documents' one turn. A store that kept trickling held
@@ -18,38 +17,6 @@ import { dispatch } from "./support/router.ts";
  * ENGRAM_EXTRACT_DOWNLOAD_MAX_MS, with a processing_error saying so, and at once when the lease is lost.
  */
 
-/** The embedded store; objects whose keys are in `trickling` come a byte every 100 ms, for ever. */
-class TricklingStore extends LocalBlobStore {
-  readonly trickling = new Set<string>();
-  reads = 0;
-  closed = 0;
-  heads = 0;
-  /** How long the head of a trickling object takes to answer. */
-  headMs = 0;
-  override async head(key: string) {
-    if (this.trickling.has(key)) {
-      this.heads += 1;
-      await new Promise((resolve) => setTimeout(resolve, this.headMs));
-    }
-    return super.head(key);
-  }
-  override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
-    if (!this.trickling.has(key)) return super.read(key, range);
-    this.reads += 1;
-    let timer: NodeJS.Timeout | undefined;
-    const stream = new Readable({
-      read() {
-        timer = setTimeout(() => stream.push(Buffer.from("a")), 100);
-      },
-      destroy: (error, callback) => {
-        clearTimeout(timer);
-        this.closed += 1;
-        callback(error);
-      },
-    });
-    return stream;
-  }
-}
 
 let h: Harness;
 let ann: Client;

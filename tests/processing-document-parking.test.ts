@@ -3,14 +3,13 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setBlobStore } from "@/lib/blobs/blob-store.ts";
-import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { DOCUMENT_JOBS_AT_ONCE, EmbeddedRunner } from "@/lib/processing/embedded-runner.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { dispatch } from "./support/router.ts";
+import { TricklingStore } from "./support/trickling-store.ts";
 
 /**
  * Documents are read one at a time per process, and a document job waited for that turn inside one of
@@ -19,24 +18,6 @@ import { dispatch } from "./support/router.ts";
  * Now at most DOCUMENT_JOBS_AT_ONCE document jobs hold workers; the others wait unclaimed, parked.
  */
 
-/** The embedded store; objects whose keys are in `trickling` come a byte every 100 ms, for ever. */
-class TricklingStore extends LocalBlobStore {
-  readonly trickling = new Set<string>();
-  override async read(key: string, range?: { start: number; end: number }): Promise<Readable> {
-    if (!this.trickling.has(key)) return super.read(key, range);
-    let timer: NodeJS.Timeout | undefined;
-    const stream = new Readable({
-      read() {
-        timer = setTimeout(() => stream.push(Buffer.from("a")), 100);
-      },
-      destroy: (error, callback) => {
-        clearTimeout(timer);
-        callback(error);
-      },
-    });
-    return stream;
-  }
-}
 
 let h: Harness;
 let ann: Client;
