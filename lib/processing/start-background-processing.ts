@@ -11,6 +11,8 @@ interface BackgroundState {
   runner?: EmbeddedRunner;
   /** Stops the write hook, the sweeps and the upload sweeper (not the runner itself). */
   stopFeeds?: () => void;
+  /** Runners stopped at once whose jobs may still be ending (stoppedJobsEnded waits for them). */
+  stopping?: Set<EmbeddedRunner>;
 }
 
 const globalForBackground = globalThis as unknown as { __engramBackground?: BackgroundState };
@@ -41,7 +43,24 @@ export function backgroundRunner(): EmbeddedRunner | undefined {
 export function stopBackgroundProcessing(): void {
   const runner = state.runner;
   forget();
-  runner?.stop();
+  if (!runner) return;
+  runner.stop();
+  const stopping = (state.stopping ??= new Set());
+  stopping.add(runner);
+  void runner.idle().then(() => stopping.delete(runner));
+}
+
+/**
+ * Resolves once the jobs of runners stopped at once have ended (at most `maxMs`): a stop aborts them,
+ * but one still inside a statement ends a moment later, and a database closed under it made it log
+ * after its test file had finished (tests close their database after this).
+ */
+export async function stoppedJobsEnded(maxMs = 10_000): Promise<void> {
+  const runners = [...(state.stopping ?? [])];
+  if (runners.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(runners.map((runner) => runner.idle())), new Promise<void>((resolve) => (timer = setTimeout(resolve, maxMs)))]);
+  clearTimeout(timer);
 }
 
 /**

@@ -5,6 +5,7 @@ import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { insertApiKey } from "@/lib/auth/create-api-key.ts";
 import { createUser } from "@/lib/users/create-user.ts";
 import { newId } from "@/lib/ids.ts";
+import { stoppedJobsEnded } from "@/lib/processing/start-background-processing.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
 import { flushUsage } from "@/lib/usage/count-usage.ts";
 import { dispatch } from "./router.ts";
@@ -193,6 +194,8 @@ export async function createHarness(options: { url?: string; embedded?: boolean;
     },
     anonymous: clientFor(undefined),
     async close() {
+      // Jobs of a runner the test stopped may still be in a statement: they end before the database goes.
+      await stoppedJobsEnded();
       // Recall writes access counts after responding; let them land before the database goes away.
       await flushAccess();
       await flushUsage();
