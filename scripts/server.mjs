@@ -124,6 +124,24 @@ server = createServer((req, res) => {
     res.end(JSON.stringify({ error: { code: "internal", message: "Internal error" } }));
   });
 });
+// A request Node refuses before any handler runs (a request line and headers past its 16 KiB, a
+// malformed request) got Node's bare status line with no body; it gets the API's envelope instead
+// (found by `npm run fuzz`: a 4,096-character cursor of non-ASCII characters, percent-encoded, is
+// past 16 KiB). The connection is closed after it, as Node does.
+server.on("clientError", (error, socket) => {
+  if (error.code === "ECONNRESET" || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
+  const status = tooLarge ? "431 Request Header Fields Too Large" : "400 Bad Request";
+  const body = JSON.stringify({
+    error: tooLarge
+      ? { code: "headers_too_large", message: "The request line and headers are longer than the server accepts (16 KiB); send long values in a body" }
+      : { code: "invalid_request", message: "The request could not be parsed", details: { issues: [{ path: "", message: "malformed HTTP request" }] } },
+  });
+  socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+});
 // Idle keep-alive connections stay open longer than clients and proxies keep them (Node's 5 s
 // default races a client reusing a connection the moment the server closes it: ECONNRESET).
 server.keepAliveTimeout = 65_000;

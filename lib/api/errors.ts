@@ -58,6 +58,8 @@ export const ERROR_STATUS = {
   quota_exceeded: 413,
   unsupported_content_type: 415,
   rate_limited: 429,
+  // Answered by scripts/server.mjs before any route runs: the request line and headers are past Node's 16 KiB.
+  headers_too_large: 431,
   internal: 500,
   unavailable: 503,
 } as const;
