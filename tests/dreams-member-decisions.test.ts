@@ -55,6 +55,13 @@ async function pairOfNotes(hubId: string, contents: [string, string]): Promise<s
   return ids;
 }
 
+/** Two notes that contradict each other in `hubId`, and the review a dream run flagged for them. */
+async function flaggedReview(hubId: string) {
+  await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
+  const runId = await dream(hubId);
+  return h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+}
+
 const state = async (id: string) => (await h.db.memory.findUniqueOrThrow({ where: { id } })).state;
 
 describe("a stale memory a member restored by hand", () => {
@@ -287,9 +294,7 @@ describe("reopening a decided review whose archived side a member restored and a
    */
   it("reopens the review and leaves that memory archived", async () => {
     const hubId = await h.teamHub(owner);
-    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
-    const runId = await dream(hubId);
-    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const review = await flaggedReview(hubId);
     const loser = review.sourceMemoryIds[0]!;
     expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_b" })).status).toBe(200);
     expect(await state(loser)).toBe("archived");
@@ -600,9 +605,7 @@ describe("deciding a review whose side to archive a member edited since it was f
 
   it("through the notification (Memax's clients, which send no version) decides as chosen", async () => {
     const hubId = await h.teamHub(owner);
-    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
-    const runId = await dream(hubId);
-    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const review = await flaggedReview(hubId);
     const [older, newer] = review.sourceMemoryIds;
     expect((await owner.patch(`/v1/memories/${older}`, { content: "The API request timeout is 30 seconds, set in the gateway." })).status).toBe(200);
     const notification = await h.db.notification.findFirstOrThrow({ where: { userId: owner.id, kind: "review_contradiction", sourceId: review.id } });
@@ -614,9 +617,7 @@ describe("deciding a review whose side to archive a member edited since it was f
 
   it("keeps the edited side, or decides an unedited pair, without a version", async () => {
     const hubId = await h.teamHub(owner);
-    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
-    const runId = await dream(hubId);
-    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const review = await flaggedReview(hubId);
     const [older, newer] = review.sourceMemoryIds;
     expect((await owner.patch(`/v1/memories/${older}`, { content: "The API request timeout is 30 seconds, set in the gateway." })).status).toBe(200);
     // keep_a keeps the edited older side and archives the unedited newer one.
@@ -747,9 +748,7 @@ describe("a decided review reopened after a manager was demoted", () => {
   it("reopens the rows of the hub's managers only", async () => {
     const admin = await h.user("Demoted admin");
     const hubId = await h.teamHub(owner, [[admin, "admin"]]);
-    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
-    const runId = await dream(hubId);
-    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const review = await flaggedReview(hubId);
     expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
     const demoted = await owner.patch(`/v1/hubs/${hubId}/members/${admin.id}`, { role: "contributor" });
     expect(demoted.status, demoted.text).toBe(200);
@@ -781,9 +780,7 @@ describe("a manager demoted with a review open", () => {
       [toViewer, "admin"],
       [allowed, "admin"],
     ]);
-    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
-    const runId = await dream(hubId);
-    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const review = await flaggedReview(hubId);
     const row = (userId: string) => h.db.notification.findFirstOrThrow({ where: { userId, kind: "review_contradiction", sourceId: review.id } });
     for (const who of [toContributor, toViewer, allowed]) expect((await row(who.id)).status).toBe("pending");
 
@@ -814,9 +811,7 @@ describe("contributors' dreams turned off with a demoted admin's review open", (
   it("expires the review rows contributors can no longer decide", async () => {
     const admin = await h.user("Admin kept as contributor");
     const hubId = await h.teamHub(owner, [[admin, "admin"]]);
-    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
-    const runId = await dream(hubId);
-    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const review = await flaggedReview(hubId);
     const row = (userId: string) => h.db.notification.findFirstOrThrow({ where: { userId, kind: "review_contradiction", sourceId: review.id } });
     expect((await owner.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: true })).status).toBe(200);
     expect((await owner.patch(`/v1/hubs/${hubId}/members/${admin.id}`, { role: "contributor" })).status).toBe(200);
@@ -840,9 +835,7 @@ describe("a decided review reopened with managers who have no open row of it", (
       [later, "contributor"],
       [again, "admin"],
     ]);
-    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
-    const runId = await dream(hubId);
-    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const review = await flaggedReview(hubId);
     const rows = () => h.db.notification.findMany({ where: { kind: "review_contradiction", sourceId: review.id } });
     expect((await rows()).map((row) => row.userId).sort()).toEqual([owner.id, again.id].sort());
     expect((await owner.patch(`/v1/hubs/${hubId}/members/${again.id}`, { role: "viewer" })).status).toBe(200);
@@ -866,9 +859,7 @@ describe("a decided review reopened with managers who have no open row of it", (
 
   it("writes the row from the review itself when no row of it is left (pruned)", async () => {
     const hubId = await h.teamHub(owner);
-    await pairOfNotes(hubId, ["The API request timeout is 30 seconds.", "The API request timeout is 60 seconds."]);
-    const runId = await dream(hubId);
-    const review = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "contradiction" } });
+    const review = await flaggedReview(hubId);
     const flagged = await h.db.notification.findFirstOrThrow({ where: { kind: "review_contradiction", sourceId: review.id } });
     expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
     await h.db.notification.deleteMany({ where: { kind: "review_contradiction", sourceId: review.id } });
