@@ -31,6 +31,14 @@ async function memory(client: Client, content: string, hubId?: string): Promise<
   return res.body.data.id;
 }
 
+/** Five new memories of `client` (contents starting with `label`) filed into `topicId`. */
+async function filedMemories(client: Client, topicId: string, label: string, hubId?: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) ids.push(await memory(client, `${label} ${i} ${Math.random()}`, hubId));
+  expect((await client.post("/v1/memories/batch-move", { ids, topic_id: topicId })).body.data.moved).toBe(5);
+  return ids;
+}
+
 describe("create", () => {
   it("creates in the personal hub by default, trimming the name", async () => {
     const ann = await h.user("Ann");
@@ -616,9 +624,7 @@ describe("delete", () => {
     const b = (await ann.post("/v1/topics", { name: "Child", parent_id: a.id })).body.data as { id: string };
     const other = await topic(ann, "Other", team);
     const loose = await memory(ann, `loose ${Math.random()}`, team);
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `child ${i} ${Math.random()}`, team));
-    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: b.id })).body.data.moved).toBe(5);
+    const ids = await filedMemories(ann, b.id, "child", team);
     vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
     const answers: Record<string, number | string> = {};
     let calls = 0;
@@ -662,9 +668,7 @@ describe("delete", () => {
     const team = await h.teamHub(ann);
     const a = await topic(ann, "Stopped", team);
     const b = (await ann.post("/v1/topics", { name: "Below", parent_id: a.id })).body.data as { id: string };
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `stopped ${i} ${Math.random()}`, team));
-    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: b.id })).body.data.moved).toBe(5);
+    const ids = await filedMemories(ann, b.id, "stopped", team);
     vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
     let calls = 0;
     // The process stops before the second batch: the first is committed, nothing more happens.
@@ -700,9 +704,7 @@ describe("delete", () => {
   it("the sweep leaves a delete still running alone, however long ago it began", async () => {
     const ann = await h.user("Ann");
     const t = await topic(ann, "Long");
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `long ${i} ${Math.random()}`));
-    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: t.id })).body.data.moved).toBe(5);
+    const ids = await filedMemories(ann, t.id, "long");
     vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
     let calls = 0;
     const swept: number[] = [];
@@ -883,9 +885,7 @@ describe.skipIf(!testPostgres())("delete of a topic with many memories", () => {
   it("unfiles them in batches of ENGRAM_PURGE_BATCH, each committed before the next, then deletes the topic", async () => {
     const ann = await h.user("Ann");
     const t = await topic(ann, "Many");
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `filed ${i} ${Math.random()}`));
-    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: t.id })).body.data.moved).toBe(5);
+    const ids = await filedMemories(ann, t.id, "filed");
     const last = [...ids].sort().at(-1)!;
     vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
     const blocker = new pg.Client({ connectionString: h.url! });
@@ -928,9 +928,7 @@ describe.skipIf(!testPostgres())("delete of a topic with many memories", () => {
     const ann = await h.user("Ann");
     const team = await h.teamHub(ann);
     const t = await topic(ann, "Stale", team);
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `stale ${i} ${Math.random()}`, team));
-    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: t.id })).body.data.moved).toBe(5);
+    const ids = await filedMemories(ann, t.id, "stale", team);
     // Other tests' marked branches are finished first, so both sweeps read this one only.
     await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
     while ((await finishTopicDeletes(h.db, 1)) > 0);
@@ -955,9 +953,7 @@ describe.skipIf(!testPostgres())("delete of a topic with many memories", () => {
     const team = await h.teamHub(ann);
     const a = await topic(ann, "Parent", team);
     const b = (await ann.post("/v1/topics", { name: "Child", parent_id: a.id })).body.data as { id: string };
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push(await memory(ann, `child ${i} ${Math.random()}`, team));
-    expect((await ann.post("/v1/memories/batch-move", { ids, topic_id: b.id })).body.data.moved).toBe(5);
+    const ids = await filedMemories(ann, b.id, "child", team);
     const last = [...ids].sort().at(-1)!;
     vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
     const blocker = new pg.Client({ connectionString: h.url! });
