@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { MAX_READ_CHARS } from "@/lib/mcp/mcp-tools.ts";
 import { MAX_RESULT_CHARS_PER_REQUEST } from "@/lib/mcp/serve-mcp.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
+import { frozenLimiter, HARNESS_LIMITS } from "./support/harness.ts";
 import { openMcpToolCalls, postMcp } from "./support/mcp-tool-calls.ts";
 
 // A JSON-RPC batch of 100 engram_get calls was answered with 100 pages of 100,000 characters each, their
@@ -81,5 +83,35 @@ describe("a batch's tool results", () => {
     const pushes = res.answers.filter((_, i) => i % 2);
     expect(pushes).toHaveLength(15);
     for (const push of pushes) expect(push.result.isError, JSON.stringify(push.result.structuredContent)).toBeFalsy();
+  }, 120_000);
+});
+
+// A read refused for the budget runs nothing, yet kept the token its call was charged: an engram_ask at
+// the end of a batch of long reads spent one of the few heavy tokens a minute (an ask is a model call)
+// for an answer that said to call it again, and the retry paid a second one.
+describe("a read refused for the budget", () => {
+  it("gives back the token its call paid: the heavy one of an ask, the regular one of a get", async () => {
+    const limiter = frozenLimiter({ regular: 1_000, heavy: 1, light: 100 });
+    setRateLimiter(limiter);
+    try {
+      const content = `# Long read\n\n${"word ".repeat(60_000)}`;
+      const memory = (await mcp.ann.post("/v1/memories", { content, title: "Long read" })).body.data;
+      const gets = Array.from({ length: 30 }, () => ({ name: "engram_get", arguments: { id: memory.id } }));
+      const regularBefore = (await limiter.peek("regular", mcp.ann.id)).remaining;
+      const res = await batch([...gets, { name: "engram_ask", arguments: { query: "What is in the long read?" } }]);
+      expect(res.status).toBe(200);
+      const asked = res.answers.at(-1);
+      expect(asked.result.structuredContent.error).toMatchObject({ code: "invalid_request", details: { max_result_chars: MAX_RESULT_CHARS_PER_REQUEST } });
+      const served = res.answers.filter((a) => !a.result.isError).length;
+      expect(served).toBeLessThan(30);
+      // Only the reads that ran are paid for.
+      expect((await limiter.peek("regular", mcp.ann.id)).remaining).toBe(regularBefore - served);
+      expect((await limiter.peek("heavy", mcp.ann.id)).remaining).toBe(1);
+      // The retry the refusal asks for is not refused by the rate limit.
+      const retried = await mcp.call("engram_ask", { query: "What is in the long read?" });
+      expect(retried.error).toBeUndefined();
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
   }, 120_000);
 });

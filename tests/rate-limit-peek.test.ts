@@ -35,4 +35,18 @@ describe.each([
     // Per bucket.
     expect((await limiter.peek("heavy", identity)).success).toBe(true);
   });
+
+  // An MCP read refused for its request's result budget runs nothing: its call's token is given back.
+  it("gives back a counted call on refund, and never goes below nothing", async () => {
+    const limiter = make();
+    const identity = `refund-${_name}-${Date.now()}`;
+    await limiter.refund!("heavy", identity);
+    expect(await limiter.peek("heavy", identity)).toMatchObject({ success: true, remaining: 1 });
+    expect((await limiter.limit("heavy", identity)).success).toBe(true);
+    expect((await limiter.peek("heavy", identity)).success).toBe(false);
+    await limiter.refund!("heavy", identity);
+    expect(await limiter.peek("heavy", identity)).toMatchObject({ success: true, remaining: 1 });
+    expect((await limiter.limit("heavy", identity)).success).toBe(true);
+    expect((await limiter.limit("heavy", identity)).success).toBe(false);
+  });
 });

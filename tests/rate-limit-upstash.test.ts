@@ -51,6 +51,11 @@ test("with UPSTASH_REDIS_REST_URL/TOKEN set, limits are kept in Redis through @u
   // What MCP checks before reading a body: the spent bucket, without spending.
   expect(await rateLimiter().peek("regular", ann.id)).toMatchObject({ success: false, limit: 3, remaining: 0 });
   expect(await rateLimiter().peek("heavy", ann.id)).toMatchObject({ success: true });
+  // A refund (an MCP read refused before it ran) gives one call back.
+  await rateLimiter().refund!("regular", ann.id);
+  expect(await rateLimiter().peek("regular", ann.id)).toMatchObject({ success: true, remaining: 1 });
+  expect((await ann.get("/v1/memories")).status).toBe(200);
+  expect((await ann.get("/v1/memories")).status).toBe(429);
 });
 
 test("an unreachable Redis lets requests through instead of failing them", async () => {

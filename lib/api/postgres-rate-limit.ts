@@ -109,6 +109,25 @@ export class PostgresRateLimiter implements RateLimiter {
     }
   }
 
+  async refund(bucket: Bucket, identity: string): Promise<void> {
+    const now = this.now();
+    const start = Math.floor(now / WINDOW_MS) * WINDOW_MS;
+    try {
+      const sql = await this.sql();
+      // The call was counted in this window, or in the previous one when the minute turned since.
+      await sql.query(
+        `UPDATE rate_limit_windows SET count = count - 1
+           WHERE key = $1 AND window_start = (
+             SELECT max(window_start) FROM rate_limit_windows WHERE key = $1 AND window_start IN ($2::bigint, $3::bigint) AND count > 0
+           )`,
+        [`${bucket}:${identity}`, start, start - WINDOW_MS],
+      );
+    } catch (error) {
+      // As a charge the database could not count: the call keeps its token, nothing fails.
+      console.error("rate limiter: could not give back a call", error);
+    }
+  }
+
   /** Once per window and process, in the background: windows before the previous one are no longer read. */
   private prune(sql: SqlRunner, start: number): void {
     if (start === this.prunedWindow) return;

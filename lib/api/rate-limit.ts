@@ -20,6 +20,11 @@ export interface RateLimiter {
   limit(bucket: Bucket, identity: string): Promise<RateLimitResult>;
   /** What `limit` would answer now, without counting a call (success: one more call would pass). */
   peek(bucket: Bucket, identity: string): Promise<RateLimitResult>;
+  /**
+   * Gives back one call `limit` counted, for a call refused before it ran anything (an MCP read past its
+   * request's result budget): the agent is told to retry it, and must not pay twice. Never throws.
+   */
+  refund?(bucket: Bucket, identity: string): Promise<void>;
   /** A limiter kept in the database: `limit` done inside the statement that reads who calls (PostgresRateLimiter). */
   charging?(bucket: Bucket): StatementCharge;
 }
@@ -72,6 +77,15 @@ export class MemoryRateLimiter implements RateLimiter {
 
   async peek(bucket: Bucket, identity: string): Promise<RateLimitResult> {
     return this.window(bucket, identity).result;
+  }
+
+  async refund(bucket: Bucket, identity: string): Promise<void> {
+    const { key, entry } = this.window(bucket, identity);
+    // The call was counted in this window, or in the previous one when the minute turned since.
+    if (entry.current > 0) entry.current -= 1;
+    else if (entry.previous > 0) entry.previous -= 1;
+    else return;
+    this.windows.set(key, entry);
   }
 
   private window(bucket: Bucket, identity: string) {
@@ -144,6 +158,11 @@ export class UpstashRateLimiter implements RateLimiter {
       const cap = this.caps[bucket];
       return { success: true, limit: cap, remaining: cap, reset: Date.now() + WINDOW_MS, retryAfterMs: 0 };
     }
+  }
+
+  async refund(bucket: Bucket, identity: string): Promise<void> {
+    // A negative rate is Upstash's refund: it is never refused, and counts one call less.
+    await this.limiters[bucket].limit(identity, { rate: -1 }).catch(() => undefined);
   }
 }
 

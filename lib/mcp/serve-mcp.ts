@@ -131,7 +131,12 @@ function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget, slots
             const out = await tool.run(env, args as never);
             return { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
           }
-          if (!readFits(budget)) throw overBudget(tool, budget);
+          if (!readFits(budget)) {
+            // Refused before it ran: the token its call was charged (chargeToolCalls) is given back, or
+            // the retry the refusal asks for paid twice (an ask, one of the heavy bucket's few a minute).
+            await rateLimiter().refund?.(heavyToolNames(tools).has(tool.name) ? "heavy" : "regular", env.ctx.user.id);
+            throw overBudget(tool, budget);
+          }
           budget.running += 1;
           let out;
           try {
