@@ -5,7 +5,7 @@ import { NOTHING_FOUND } from "@/lib/ask/extractive-answer.ts";
 import { countUsage } from "@/lib/usage/count-usage.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { MAX_LIMIT } from "@/lib/api/pagination.ts";
+import { cursorSchema, MAX_LIMIT } from "@/lib/api/pagination.ts";
 import { normalizeId, uuidField } from "@/lib/ids.ts";
 import { listHubs } from "@/lib/hubs/list-hubs.ts";
 import { listMembers } from "@/lib/hubs/list-members.ts";
@@ -245,7 +245,7 @@ function pageSize(description: string) {
 
 const listInput = z.object({
   limit: pageSize(`Page size (default 20; more than ${MAX_LIMIT} gives ${MAX_LIMIT})`),
-  cursor: z.string().max(2000).optional().describe("next_cursor of the previous page"),
+  cursor: cursorSchema.optional().describe("next_cursor of the previous page"),
   sort: z.enum(["newest", "relevant"]).optional().describe("newest first (default) or most used first"),
   hub_id: hubRef.optional(),
   topic_id: uuidField().optional(),
@@ -290,7 +290,7 @@ async function hubs(env: ToolEnv): Promise<ToolOutput> {
 const hubMembersInput = z.object({
   hub_id: hubRef,
   limit: pageSize(`Page size (default ${MAX_LIMIT}; more than ${MAX_LIMIT} gives ${MAX_LIMIT})`),
-  cursor: z.string().max(2000).optional().describe("next_cursor of the previous page"),
+  cursor: cursorSchema.optional().describe("next_cursor of the previous page"),
 });
 
 async function hubMembers(env: ToolEnv, args: z.output<typeof hubMembersInput>): Promise<ToolOutput> {
