@@ -1,8 +1,14 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setBlobStore } from "@/lib/blobs/blob-store.ts";
+import { LocalBlobStore } from "@/lib/blobs/local-blob-store.ts";
 import { setDatabase } from "@/lib/db/database.ts";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
 import { POST as chatgptPost } from "@/app/mcp/chatgpt/route.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { dispatch } from "./support/router.ts";
 
 // engram_get (and fetch on /mcp/chatgpt) answered a memory's whole text, up to 3 MiB, twice: in the text
 // item and again in structuredContent, a response of over 6 MiB for one read and far more than a model's
@@ -208,5 +214,67 @@ describe("a page read while the memory is edited", () => {
     expect(got.result.isError).toBe(true);
     expect(got.data.error.code).toBe("conflict");
     expect(edits).toBeLessThan(10);
+  });
+});
+
+// A paged read took the memory's attachments in a statement of their own, after the pinned page: a new
+// file replacing the memory's original between the two answered version N (its text and details) with
+// version N+1's attachment. The attachments are read with the page, of the version the page is.
+describe("a page read while the memory's file is replaced", () => {
+  let blobDir: string;
+  beforeAll(() => {
+    blobDir = mkdtempSync(path.join(tmpdir(), "engram-blobs-"));
+    setBlobStore(new LocalBlobStore(blobDir));
+  });
+  afterAll(() => {
+    setBlobStore(undefined);
+    rmSync(blobDir, { recursive: true, force: true });
+  });
+
+  async function uploaded(filename: string, text: string) {
+    const bytes = Buffer.from(text);
+    const intent = await ann.post("/v1/uploads", { filename, content_type: "text/plain", size_bytes: bytes.length, purpose: "memory_attachment" });
+    expect(intent.status, intent.text).toBe(201);
+    const put = await dispatch(new Request(intent.body.data.upload_url, { method: "PUT", headers: intent.body.data.headers, body: new Uint8Array(bytes) }));
+    expect(put.status).toBe(200);
+    return intent.body.data.file_ref as { object_key: string };
+  }
+
+  it("answers the attachments of the version whose text and details it answers", async () => {
+    const first = await ann.post("/v1/memories", { content: "", file_ref: await uploaded("first.txt", "first version\n"), source_path: "notes/plan.txt" });
+    expect(first.status, first.text).toBe(201);
+    const id = first.body.data.id as string;
+    const second = await uploaded("second.txt", "second version\n");
+    let replaced = false;
+    // Commits the new file right after the page's own statement, before anything the read does next.
+    const db = h.database.prisma.$extends({
+      query: {
+        async $queryRaw({ args, query }) {
+          const rows: unknown = await query(args);
+          if (!replaced && /substring\(/.test(String((args as { strings?: string[] }).strings?.join("") ?? args))) {
+            replaced = true;
+            const pushed = await ann.post("/v1/memories", { content: "", file_ref: second, source_path: "notes/plan.txt" });
+            expect(pushed.status, pushed.text).toBe(200);
+          }
+          return rows;
+        },
+      },
+    });
+    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    let got: Awaited<ReturnType<typeof call>>;
+    try {
+      got = await call("/mcp", "engram_get", { id, offset: 0 });
+    } finally {
+      setDatabase(h.database);
+    }
+    expect(replaced).toBe(true);
+    expect(got.result.isError, got.text).toBeFalsy();
+    const filenames = (got.data.memory.attachments as { filename: string }[]).map((a) => a.filename);
+    expect({ version: got.data.memory.version, filenames }).toEqual({ version: 1, filenames: ["first.txt"] });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id } })).version).toBe(2);
+    // Read with the page, an attachment is the one REST's GET answers, field for field.
+    const again = await call("/mcp", "engram_get", { id, offset: 0 });
+    expect(again.data.memory.attachments).toEqual((await ann.get(`/v1/memories/${id}`)).body.data.attachments);
+    expect(again.data.memory.attachments).toHaveLength(1);
   });
 });

@@ -1,6 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import type { Memory } from "@/lib/db/generated/client.ts";
+import type { Attachment, Memory } from "@/lib/db/generated/client.ts";
 import { memoryAccessWhere } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { recentOpens } from "./recent-opens.ts";
@@ -36,14 +36,22 @@ export async function getMemoryPage(ctx: AuthContext, id: string, page: { offset
   for (let attempt = 1; ; attempt++) {
     // Only the text of the version the row read names: an edit committing between the two reads
     // answered version N's title, version and hash with version N+1's text (and measured that text).
-    const [text] = await ctx.db.$queryRaw<{ content: string; length: number }[]>`
-      SELECT substring(content FROM ${from + 1}::int FOR ${page.chars}::int) AS content, char_length(content)::int AS length
-      FROM memories WHERE id = ${memory.id}::uuid AND version = ${memory.version} AND content_hash = ${memory.contentHash}`;
+    // The attachments in the same statement, so of the same version: read after it, a file replacing
+    // the memory's original in between answered version N's text with version N+1's attachment.
+    const [text] = await ctx.db.$queryRaw<{ content: string; length: number; attachments: AttachmentRow[] }[]>`
+      SELECT substring(m.content FROM ${from + 1}::int FOR ${page.chars}::int) AS content, char_length(m.content)::int AS length,
+             COALESCE((SELECT json_agg(json_build_object(
+                 'id', a.id, 'memoryId', a.memory_id, 'hubId', a.hub_id, 'objectKey', a.object_key, 'filename', a.filename,
+                 'contentType', a.content_type, 'sizeBytes', a.size_bytes, 'sha256', a.sha256, 'width', a.width, 'height', a.height,
+                 'createdAt', (extract(epoch FROM a.created_at) * 1000)::float8
+               ) ORDER BY a.created_at, a.id) FROM attachments a WHERE a.memory_id = m.id), '[]'::json) AS attachments
+      FROM memories m WHERE m.id = ${memory.id}::uuid AND m.version = ${memory.version} AND m.content_hash = ${memory.contentHash}`;
     if (text) {
       const offset = Math.min(from, text.length);
       const end = offset + [...text.content].length;
+      const attachments = text.attachments.map((a) => ({ ...a, createdAt: new Date(a.createdAt) }));
       return {
-        memory: await withAttachments(ctx, { ...memory, content: text.content }),
+        memory: serializeMemoryWithContent({ ...memory, content: text.content, attachments }),
         page: { offset, length: text.length, next: end < text.length ? end : null } satisfies MemoryPage,
       };
     }
@@ -52,6 +60,9 @@ export async function getMemoryPage(ctx: AuthContext, id: string, page: { offset
     memory = await findMemory(ctx, id, false, true);
   }
 }
+
+/** An attachment as the page's statement returns it (JSON): its time in epoch milliseconds. */
+type AttachmentRow = Omit<Attachment, "createdAt"> & { createdAt: number };
 
 /** Reads of a memory's row and page before a paged read gives up on a memory edited under it each time. */
 const PAGE_READ_ATTEMPTS = 3;
