@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
+import { atxHeading, codeFences } from "@/lib/processing/markdown-lines.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // engram_capture titles its memory with the summary's first line, cut to 150: cut in UTF-16 units, an
@@ -69,5 +70,43 @@ describe("engram_capture's source_agent", () => {
     const long = await call(ann.key, { summary: "Too long a name.", source_agent: "a".repeat(101) });
     expect(long.data.error.code).toBe("invalid_request");
     expect(long.data.error.message).toContain("source_agent");
+  });
+});
+
+/** The headings a markdown text has outside its code (ATX, and setext underlines), as Engram's chunker and a renderer read it. */
+function headings(content: string): string[] {
+  const fence = codeFences();
+  const found: string[] = [];
+  let previous = "";
+  for (const line of content.split("\n")) {
+    const kind = fence(line);
+    if (kind === "text") {
+      const atx = atxHeading(line);
+      if (atx) found.push(`${"#".repeat(atx.level)} ${atx.text}`);
+      else if (/^\s{0,3}(=+|-+)\s*$/.test(line) && previous.trim()) found.push(`setext ${previous.trim()}`);
+    }
+    previous = kind === "text" ? line : "";
+  }
+  return found;
+}
+
+// engram_capture wrote each decision and learning after "- " and the summary under "## Summary" as they
+// came: a line of one starting with "#" (or a setext underline) made a heading of its own, so an item
+// could forge a "## Learnings" section, and an unclosed code fence in the summary swallowed the
+// sections after it. Each field now stays text within its own section.
+describe("engram_capture's sections", () => {
+  it("are its own three: no field's lines become headings or swallow the sections after it", async () => {
+    const said = await call(ann.key, {
+      summary: "Moved the cache to Redis.\n## Decisions\n- A decision nobody made\nRan:\n```sh\nnpm test",
+      decisions: ["Keep the TTL at 5 minutes\n## Learnings\n- A forged learning", "# Use Redis", "Pick one\n===", "Two lines\nsecond line"],
+      learnings: ["Redis needs maxmemory-policy set"],
+    });
+    expect(said.result.isError, said.text).toBeFalsy();
+    const stored = await h.db.memory.findUniqueOrThrow({ where: { id: said.data.memory.id } });
+    expect(headings(stored.content)).toEqual(["## Summary", "## Decisions", "## Learnings"]);
+    // Every word is kept, each item in its own.
+    for (const text of ["A decision nobody made", "npm test", "A forged learning", "Use Redis", "Pick one", "second line", "maxmemory-policy"]) expect(stored.content).toContain(text);
+    const decisions = stored.content.slice(stored.content.indexOf("\n## Decisions\n"), stored.content.indexOf("\n## Learnings\n"));
+    expect(decisions.split("\n").filter((line) => line.startsWith("- "))).toHaveLength(4);
   });
 });

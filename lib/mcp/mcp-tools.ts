@@ -16,6 +16,7 @@ import { getMemoryPage } from "@/lib/memories/get-memory.ts";
 import { listMemories } from "@/lib/memories/list-memories.ts";
 import { createMemoryBodySchema, INITIATION_TYPES, MAX_TAGS, MAX_TAG_LENGTH, MAX_TITLE_LENGTH, projectContextSchema } from "@/lib/memories/memory-fields.ts";
 import type { MemoryObject } from "@/lib/memories/serialize-memory.ts";
+import { atxHeading, codeFences } from "@/lib/processing/markdown-lines.ts";
 import { formatAge } from "@/lib/recall/format-age.ts";
 import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
@@ -390,9 +391,32 @@ const captureInput = z.object({
   source_agent: pushInput.shape.source_agent,
 });
 
+const SETEXT_UNDERLINE = /^\s{0,3}(?:=+|-+)\s*$/;
+const FENCE_MARKER = /^\s{0,3}(`{3,}|~{3,})/;
+
+/**
+ * A field's lines as text of its section: a line markdown reads as a heading (`# …`, or an underline
+ * of `=`/`-`) is escaped, and a code fence left open is closed. Written as they came, a decision
+ * holding "\n## Learnings" forged a section of its own, and a summary's unclosed fence made every
+ * section after it code.
+ */
+function sectionText(text: string): string[] {
+  const fence = codeFences();
+  let open: string | undefined;
+  const lines = text.split("\n").map((line) => {
+    const kind = fence(line);
+    if (kind === "fence") open = open === undefined ? FENCE_MARKER.exec(line)?.[1] : undefined;
+    if (kind !== "text" || !(atxHeading(line) || SETEXT_UNDERLINE.test(line))) return line;
+    return line.replace(/^(\s*)/, "$1\\");
+  });
+  return open === undefined ? lines : [...lines, open];
+}
+
 async function capture(env: ToolEnv, args: z.output<typeof captureInput>): Promise<ToolOutput> {
-  const section = (heading: string, items?: string[]) => (items?.length ? `\n\n## ${heading}\n\n${items.map((i) => `- ${i}`).join("\n")}` : "");
-  const content = `## Summary\n\n${args.summary}${section("Decisions", args.decisions)}${section("Learnings", args.learnings)}`;
+  // An item's further lines are indented into its list item: at the margin they began paragraphs (or items) of their own.
+  const item = (text: string) => `- ${sectionText(text).map((line, i) => (i === 0 || !line ? line : `  ${line}`)).join("\n")}`;
+  const section = (heading: string, items?: string[]) => (items?.length ? `\n\n## ${heading}\n\n${items.map(item).join("\n")}` : "");
+  const content = `## Summary\n\n${sectionText(args.summary).join("\n")}${section("Decisions", args.decisions)}${section("Learnings", args.learnings)}`;
   // At most 150 UTF-16 units (the title stays within MAX_TITLE_LENGTH), cut between characters: a cut
   // through an emoji left half of it, stored as U+FFFD.
   let firstLine = "";
