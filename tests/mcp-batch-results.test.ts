@@ -115,3 +115,19 @@ describe("a read refused for the budget", () => {
     }
   }, 120_000);
 });
+
+// The budget let every read start while none had answered (nothing to measure by yet): the first four
+// reads of a batch ran at once, whatever their size. Four pages of text that JSON escapes six times over
+// (control characters) were one response of about 4.8 million characters against a budget of 2 million.
+describe("the first reads of a batch", () => {
+  it("wait for one to answer before the budget lets more start", async () => {
+    const content = `# Escaped\n\n${"\u0001".repeat(120_000)}`;
+    const pushed = await mcp.ann.post("/v1/memories", { content, title: "Escaped" });
+    expect(pushed.status, pushed.text).toBe(201);
+    const single = await batch([{ name: "engram_get", arguments: { id: pushed.body.data.id } }]);
+    expect(single.size).toBeGreaterThan(MAX_RESULT_CHARS_PER_REQUEST / 2);
+    const res = await batch(Array.from({ length: 4 }, () => ({ name: "engram_get", arguments: { id: pushed.body.data.id } })));
+    expect(res.answers.filter((a) => !a.result.isError)).toHaveLength(1);
+    expect(res.size).toBeLessThan(MAX_RESULT_CHARS_PER_REQUEST);
+  }, 120_000);
+});

@@ -87,6 +87,32 @@ interface ResultBudget {
   /** Read-only calls running now, and the largest result one has answered with: what those may add. */
   running: number;
   largest: number;
+  /** Reads waiting for a running one to end (see mustWait). */
+  waiting: (() => void)[];
+}
+
+function newResultBudget(): ResultBudget {
+  return { used: 0, running: 0, largest: 0, waiting: [] };
+}
+
+/**
+ * Until a read has answered there is nothing to measure the others by: readFits let every read start
+ * then, and a batch's first four (MAX_TOOL_CALLS_AT_ONCE) ran at once whatever their size (four pages
+ * JSON escapes sixfold were 4.8 million characters). A read waits while others run and none has
+ * answered. Checked in the same turn as the read counts itself running: an await in between let
+ * every read pass the check before any counted.
+ */
+function mustWait(budget: ResultBudget): boolean {
+  return budget.used === 0 && budget.running > 0;
+}
+
+function nextReadEnd(budget: ResultBudget): Promise<void> {
+  return new Promise<void>((resolve) => budget.waiting.push(resolve));
+}
+
+/** A read has ended (answered or failed): the reads waiting to be measured look again. */
+function readEnded(budget: ResultBudget): void {
+  for (const wake of budget.waiting.splice(0)) wake();
 }
 
 /**
@@ -131,6 +157,7 @@ function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget, slots
             const out = await tool.run(env, args as never);
             return { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
           }
+          while (mustWait(budget)) await nextReadEnd(budget);
           if (!readFits(budget)) {
             // Refused before it ran: the token its call was charged (chargeToolCalls) is given back, or
             // the retry the refusal asks for paid twice (an ask, one of the heavy bucket's few a minute).
@@ -138,18 +165,18 @@ function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget, slots
             throw overBudget(tool, budget);
           }
           budget.running += 1;
-          let out;
           try {
-            out = await tool.run(env, args as never);
+            const out = await tool.run(env, args as never);
+            const result = { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
+            // Measured as the response carries it (JSON, escapes included).
+            const size = JSON.stringify(result).length;
+            budget.used += size;
+            budget.largest = Math.max(budget.largest, size);
+            return result;
           } finally {
             budget.running -= 1;
+            readEnded(budget);
           }
-          const result = { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
-          // Measured as the response carries it (JSON, escapes included).
-          const size = JSON.stringify(result).length;
-          budget.used += size;
-          budget.largest = Math.max(budget.largest, size);
-          return result;
         } catch (error) {
           // Domain errors are results the model can read and act on, not transport failures; database
           // conditions get REST's codes, so an agent knows to retry (unavailable) or that a row is gone.
@@ -426,7 +453,7 @@ async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin
   // Tools scope by their hub_id argument alone: REST's X-Hub-ID, sent by a client configured with REST's
   // headers, narrowed engram_list (and failed it when a slug) behind the model's back.
   const env: ToolEnv = { ctx: { ...ctx, hubHeader: undefined }, origin, toolName: toolNamer(tools) };
-  const budget: ResultBudget = { used: 0, running: 0, largest: 0 };
+  const budget = newResultBudget();
   const slots = new CallSlots();
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env, budget, slots } };
   const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers, tools), body: text });
