@@ -26,6 +26,15 @@ describe("a tool's error result", () => {
     expect(JSON.stringify(res.result).length).toBeLessThan(8_000);
   });
 
+  // engram_hub_members's hub_id is required, yet a blank one was taken as none and then looked up:
+  // "Hub not found", as if a hub had been named and was out of reach, where the call is invalid.
+  it("refuses a blank required hub_id as invalid, naming it", async () => {
+    for (const hubId of ["", "   "]) {
+      const res = await mcp.call("engram_hub_members", { hub_id: hubId });
+      expect(res.error).toMatchObject({ code: "invalid_request", details: { issues: [{ path: "hub_id" }] } });
+    }
+  });
+
   it("carries REST's other details too", async () => {
     for (let i = 0; i < 11; i++) await mcp.h.teamHub(mcp.ann);
     const res = await mcp.call("engram_topics", {});

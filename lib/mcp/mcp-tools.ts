@@ -289,7 +289,8 @@ async function hubs(env: ToolEnv): Promise<ToolOutput> {
 }
 
 const hubMembersInput = z.object({
-  hub_id: hubRef,
+  // Required: blank is no hub named, refused as such (taken as none, it was looked up and "not found").
+  hub_id: z.string().trim().min(1, "hub_id must name a hub").max(200).meta(NOT_BLANK).describe('Hub id, hub slug, or "personal"'),
   limit: pageSize(`Page size (default ${MAX_LIMIT}; more than ${MAX_LIMIT} gives ${MAX_LIMIT})`),
   cursor: cursorSchema.optional().describe("next_cursor of the previous page"),
 });
