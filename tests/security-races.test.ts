@@ -292,3 +292,36 @@ describe("hub settings changed by an admin demoted mid-request", () => {
     expect([after.name, after.contributorDeletePolicy]).toEqual([before.name, before.contributorDeletePolicy]);
   });
 });
+
+describe("canceling an ownership transfer while the hub changes", () => {
+  it("a cancel whose hub the owner deletes mid-request is 404, and leaves no notification behind", async () => {
+    setDatabase(h.database);
+    const boss = await h.user("Boss");
+    const heir = await h.user("Heir");
+    const hub = await h.teamHub(boss, [[heir, "admin"]]);
+    const offer = await boss.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: heir.id });
+    expect(offer.status).toBe(201);
+    const seen = interleaveAfter("HubMember", "findUnique", 1, () => boss.delete(`/v1/hubs/${hub}`));
+    const res = await heir.post(`/v1/hubs/${hub}/ownership-transfer/${offer.body.data.id}/cancel`);
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe("not_found");
+    expect(await h.db.notification.count({ where: { hubId: hub } })).toBe(0);
+  });
+
+  it("a cancel by the target removed (and so declined) mid-request is 404, and the hub's transfer stays canceled once", async () => {
+    setDatabase(h.database);
+    const boss = await h.user("Boss");
+    const heir = await h.user("Heir");
+    const hub = await h.teamHub(boss, [[heir, "admin"]]);
+    const offer = await boss.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: heir.id });
+    expect(offer.status).toBe(201);
+    const seen = interleaveAfter("HubMember", "findUnique", 1, () => boss.delete(`/v1/hubs/${hub}/members/${heir.id}`));
+    const res = await heir.post(`/v1/hubs/${hub}/ownership-transfer/${offer.body.data.id}/cancel`);
+    setDatabase(h.database);
+    expect(seen()).toBeGreaterThanOrEqual(1);
+    expect(res.status).toBe(404);
+    expect(await h.db.event.count({ where: { hubId: hub, type: "transfer.canceled" } })).toBe(1);
+  });
+});
