@@ -639,3 +639,45 @@ describe("the events prune", () => {
     expect(await pruneEvents(h.database, now)).toBe(0);
   });
 });
+
+describe("ready's resumed_after: the id the replay really goes on from", () => {
+  const ready = (s: SseStream) => s.events.find((e) => e.event === "ready")!.data as { resumed_after: string | null };
+  const newest = async () => (await h.db.event.aggregate({ _max: { seq: true } }))._max.seq!;
+
+  it("no or an unreadable Last-Event-ID: null (the stream starts now)", async () => {
+    expect(ready(await stream(mira)).resumed_after).toBeNull();
+    expect(ready(await stream(mira, "", { "last-event-id": "not-an-id" })).resumed_after).toBeNull();
+  });
+
+  it("an id of another hub's event goes on from it (ids are one sequence), and hands over nothing of that hub", async () => {
+    const other = await h.teamHub(bob, []);
+    const hidden = await push(bob, `bob's secret ${Math.random()}`, other);
+    const at = (await h.db.event.findFirstOrThrow({ where: { entityId: hidden, type: "memory.created" } })).seq;
+    const s = await stream(mira, "", { "last-event-id": String(at - 1n) });
+    expect(ready(s).resumed_after).toBe(String(at - 1n));
+    await settle(mira, s, mira.personalHubId);
+    expect(s.payload().map((e) => e.data.entity_id)).not.toContain(hidden);
+    expect(s.payload().every((e) => e.data.hub_id !== other)).toBe(true);
+  });
+
+  it("an id past the newest event: the newest, where it resumes, not the id as given", async () => {
+    await push(mira, `before a far resume ${Math.random()}`, mira.personalHubId);
+    const s = await stream(mira, "", { "last-event-id": "9999999999999999999" });
+    expect(BigInt(ready(s).resumed_after!)).toBeLessThanOrEqual(await newest());
+  });
+
+  it("an id older than retention: past what was pruned, so the client can tell it missed events", async () => {
+    const first = await stream(mira);
+    const seen = await push(mira, `seen before going away ${Math.random()}`, mira.personalHubId);
+    const at = await first.waitFor((e) => e.data?.entity_id === seen);
+    await first.close();
+    const lost = await push(mira, `pruned while away ${Math.random()}`, mira.personalHubId);
+    const lostSeq = (await h.db.event.findFirstOrThrow({ where: { entityId: lost, type: "memory.created" } })).seq;
+    // The client was away past retention: everything up to `lost` is past it.
+    await h.db.event.updateMany({ where: { seq: { lte: lostSeq } }, data: { createdAt: new Date(Date.now() - eventsRetentionMs() - 60_000) } });
+    const resumed = await stream(mira, "", { "last-event-id": at.id! });
+    expect(BigInt(ready(resumed).resumed_after!)).toBeGreaterThanOrEqual(lostSeq);
+    await settle(mira, resumed, mira.personalHubId);
+    expect(resumed.payload().map((e) => e.data.entity_id)).not.toContain(lost);
+  });
+});

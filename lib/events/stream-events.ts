@@ -75,10 +75,20 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
   // event (an id from before the database was restored or reset, or a forged one, up to 19 digits and
   // past bigint) resumes from the newest: kept as it is, it stays silent until seq catches up, or
   // fails the replay's query and ends the stream, for good on every reconnect.
+  //
+  // `resumed_after` (in `ready`) is the id the replay really goes on from, so a client can tell what it
+  // missed: a resume from before retention goes on past the events pruned since (or too old to replay),
+  // which it never gets, rather than echo its Last-Event-ID as if nothing were lost.
   let startSeq: bigint;
+  let resumedAfter: bigint | null = null;
   try {
     const newest = (await ctx.db.event.aggregate({ _max: { seq: true } }))._max.seq ?? 0n;
     startSeq = resumeFrom !== null && resumeFrom < newest ? resumeFrom : newest;
+    if (resumeFrom !== null) {
+      const oldestKept = (await ctx.db.event.aggregate({ where: { createdAt: { gte: eventsRetainedSince(new Date()) } }, _min: { seq: true } }))._min.seq;
+      const replayableAfter = oldestKept === null ? newest : oldestKept - 1n;
+      resumedAfter = startSeq > replayableAfter ? startSeq : replayableAfter;
+    }
   } catch (error) {
     release();
     throw error;
@@ -248,6 +258,6 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
       unsubscribe();
       return;
     }
-    sse.send("ready", { user_id: userId, hub_id: input.hubId ?? null, types: types ? [...types] : null, resumed_after: resumeFrom?.toString() ?? null });
+    sse.send("ready", { user_id: userId, hub_id: input.hubId ?? null, types: types ? [...types] : null, resumed_after: resumedAfter?.toString() ?? null });
   });
 }
