@@ -202,6 +202,110 @@ describe("storage quotas and a hub marked deleted", () => {
   });
 });
 
+describe("storage quotas and hub membership", () => {
+  const join = async (owner: Client, hubId: string, member: Client) => {
+    const invite = await owner.post(`/v1/hubs/${hubId}/invites`, { role: "contributor" });
+    const accepted = await member.post(`/v1/invites/${invite.body.data.token}/accept`);
+    expect(accepted.status, accepted.text).toBe(200);
+  };
+  const usage = async (user: Client) => {
+    const data = (await user.get("/v1/usage")).body.data;
+    return { memories: data.memory_count, bytes: data.storage_bytes };
+  };
+  /** What `user` owns in the hubs they are a member of, counted from the rows. */
+  const ownedWhereMember = async (user: Client) => {
+    const rows = await h.db.memory.findMany({ where: { ownerId: user.id, hub: { members: { some: { userId: user.id } } } } });
+    return { memories: rows.length, bytes: rows.reduce((sum, m) => sum + Buffer.byteLength(m.content, "utf8") + Number(m.attachmentBytes), 0) };
+  };
+
+  it("what a member wrote in a hub they left or were removed from no longer counts against their quota; rejoining counts it again", async () => {
+    process.env.ENGRAM_QUOTA_USER_MEMORIES = "3";
+    process.env.ENGRAM_QUOTA_USER_BYTES = "1000";
+    const ola = await h.user("Ola");
+    const max = await h.user("Max");
+    const team = await h.teamHub(ola);
+    await join(ola, team, max);
+    const written = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await push(max, `# Team note\n\n${bytes(250)}`, team);
+      expect(res.status).toBe(201);
+      written.push(res.body.data.id as string);
+    }
+    expect((await push(max, "# Full")).status).toBe(413);
+    const teamBefore = await storageUsage(h.db, "hub", team);
+
+    expect((await max.post(`/v1/hubs/${team}/leave`)).status).toBe(200);
+    // Out of their hands: out of their quota and /v1/usage. Still theirs by name, and still the hub's.
+    expect(await usage(max)).toEqual({ memories: 0, bytes: 0 });
+    expect(await storageUsage(h.db, "user", max.id)).toEqual({ memories: 0, bytes: 0 });
+    expect(await h.db.memory.count({ where: { id: { in: written }, ownerId: max.id } })).toBe(3);
+    expect(await storageUsage(h.db, "hub", team)).toEqual(teamBefore);
+    const mine = await push(max, "# Mine");
+    expect(mine.status, mine.text).toBe(201);
+    // An admin growing it meanwhile grows the hub's count, not the former member's, and is not held to their quota.
+    const grown = await ola.patch(`/v1/memories/${written[0]}`, { content: `# Team note, grown\n\n${bytes(400)}` });
+    expect(grown.status, grown.text).toBe(200);
+    expect(await storageUsage(h.db, "user", max.id)).toEqual(await ownedWhereMember(max));
+
+    // Rejoining counts it again, even past the quota (joining is not refused for it); pushes then are.
+    await join(ola, team, max);
+    expect(await storageUsage(h.db, "user", max.id)).toEqual(await ownedWhereMember(max));
+    expect(await usage(max)).toEqual(await ownedWhereMember(max));
+    expect((await usage(max)).memories).toBe(4);
+    const refused = await push(max, "# Over");
+    expect(refused.status).toBe(413);
+    expect(refused.body.error.details).toMatchObject({ scope: "user", resource: "memories", used: 4 });
+
+    // Removal takes it off as leaving does.
+    expect((await ola.delete(`/v1/hubs/${team}/members/${max.id}`)).status).toBe(200);
+    expect(await usage(max)).toEqual(await ownedWhereMember(max));
+    expect((await usage(max)).memories).toBe(1);
+    expect(await storageUsage(h.db, "hub", team)).toMatchObject({ memories: 3 });
+  });
+
+  it("an edit growing a former member's memory is held to the hub's quota, not to theirs", async () => {
+    process.env.ENGRAM_QUOTA_USER_BYTES = "1000";
+    const rae = await h.user("Rae");
+    const sam = await h.user("Sam");
+    const kept = await h.teamHub(rae);
+    const left = await h.teamHub(rae);
+    await join(rae, kept, sam);
+    expect((await push(sam, `# Kept\n\n${bytes(400)}`, kept)).status).toBe(201);
+    expect((await sam.post(`/v1/hubs/${kept}/leave`)).status).toBe(200);
+    await join(rae, left, sam);
+    const theirs = (await push(sam, "# Left behind", left)).body.data.id as string;
+    expect((await sam.post(`/v1/hubs/${left}/leave`)).status).toBe(200);
+    expect((await push(sam, `# Own\n\n${bytes(900)}`)).status).toBe(201);
+    // Back in the first hub: past the quota (a join is not refused for it).
+    await join(rae, kept, sam);
+    expect((await usage(sam)).bytes).toBeGreaterThan(1000);
+    const grown = await rae.patch(`/v1/memories/${theirs}`, { content: `# Left behind, grown\n\n${bytes(300)}` });
+    expect(grown.status, grown.text).toBe(200);
+    expect(await storageUsage(h.db, "user", sam.id)).toEqual(await ownedWhereMember(sam));
+  });
+
+  it("a deleted hub's share leaves its members' counters at the delete, and its purge takes nothing more off them", async () => {
+    const pia = await h.user("Pia");
+    const quinn = await h.user("Quinn");
+    const team = await h.teamHub(pia);
+    await join(pia, team, quinn);
+    const other = await h.teamHub(pia);
+    expect((await push(quinn, "# Before", team)).status).toBe(201);
+    // Quinn left before the delete: the share is off already, and must not come off again with the purge.
+    expect((await quinn.post(`/v1/hubs/${team}/leave`)).status).toBe(200);
+    expect((await push(pia, "# Pia's", team)).status).toBe(201);
+    expect((await push(pia, "# Pia's elsewhere", other)).status).toBe(201);
+    expect((await push(quinn, "# Quinn's own")).status).toBe(201);
+    expect((await pia.delete(`/v1/hubs/${team}`)).status).toBe(200);
+    expect(await h.db.memory.count({ where: { hubId: team } })).toBe(0);
+    for (const user of [pia, quinn]) {
+      expect(await storageUsage(h.db, "user", user.id)).toEqual(await ownedWhereMember(user));
+      expect(await usage(user)).toEqual(await ownedWhereMember(user));
+      expect((await usage(user)).memories).toBe(1);
+    }
+  });
+});
+
 describe("storage quotas on re-pushed links", () => {
   afterEach(() => {
     delete process.env.ENGRAM_QUOTA_USER_BYTES;
@@ -224,8 +328,8 @@ describe("storage quotas on re-pushed links", () => {
 
 describe("a push refused for a quota and the server's events lock", () => {
   // The push's quota read runs in its event's statement, whose first step took the server-wide events
-  // lock: a refused push then held it through its refusal's reads (what the owner has in deleted hubs)
-  // and until its rollback, holding up every write that records an event, in every hub.
+  // lock: a refused push then held it through its refusal's reads and until its rollback, holding up
+  // every write that records an event, in every hub.
   it.skipIf(!testPostgres())("does not hold it while its refusal is worked out", async () => {
     const ann = await h.user("Ann");
     process.env.ENGRAM_QUOTA_USER_MEMORIES = "1";
@@ -236,13 +340,14 @@ describe("a push refused for a quota and the server's events lock", () => {
     const db = h.database.prisma.$extends({
       query: {
         async $allOperations({ operation, args, query }) {
-          // The refusal's read of what the owner has in hubs marked deleted (purgingUsage).
-          if (operation === "$queryRaw" && JSON.stringify(args).includes("deleted_at IS NOT NULL")) {
+          const result = await query(args);
+          // After the statement that read the quota (and would have recorded the event), before the rollback.
+          if (operation === "$queryRaw" && JSON.stringify(args).includes("was_read")) {
             await side.query("BEGIN");
             free.push((await side.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS ok", [0x656e6772])).rows[0].ok);
             await side.query("ROLLBACK");
           }
-          return query(args);
+          return result;
         },
       },
     });

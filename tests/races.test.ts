@@ -9,7 +9,7 @@ import { newRandomId } from "@/lib/ids.ts";
 import { flushAccess, recordAccess } from "@/lib/recall/record-access.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { backdateMemories } from "./support/backdate-memories.ts";
-import { clientFor, createHarness, testPostgres, type ApiResponse, type Harness } from "./support/harness.ts";
+import { clientFor, createHarness, testPostgres, type ApiResponse, type Client, type Harness } from "./support/harness.ts";
 import { dispatch } from "./support/router.ts";
 import { stalledLock } from "./support/stalled-lock.ts";
 import pg from "pg";
@@ -1288,5 +1288,65 @@ describe("config writes of one account at once against its byte cap", () => {
     } finally {
       delete process.env.ENGRAM_QUOTA_USER_CONFIG_BYTES;
     }
+  });
+});
+
+describe("a user's storage counter under membership changes", () => {
+  /** The counter of `userId` against what they own in the hubs they are a member of, from the rows. */
+  async function counterAndRows(userId: string) {
+    const counter = await h.db.storageUsage.findUnique({ where: { scope_scopeId: { scope: "user", scopeId: userId } } });
+    const rows = await h.db.memory.findMany({ where: { ownerId: userId, hub: { members: { some: { userId } } } }, select: { content: true, attachmentBytes: true } });
+    return {
+      counter: { memories: counter?.memories ?? 0, bytes: Number(counter?.bytes ?? 0) },
+      rows: { memories: rows.length, bytes: rows.reduce((sum, m) => sum + Buffer.byteLength(m.content, "utf8") + Number(m.attachmentBytes), 0) },
+    };
+  }
+  const rejoin = async (owner: Client, hubId: string, member: Client) => {
+    const invite = await owner.post(`/v1/hubs/${hubId}/invites`, { role: "contributor" });
+    return member.post(`/v1/invites/${invite.body.data.token}/accept`);
+  };
+
+  it("a leave racing pushes into the hub, and a removal or a rejoin racing edits that grow the member's memories: the counter equals the rows", async () => {
+    const own = await h.user("Keeper");
+    const mem = await h.user("Mover");
+    const hub = await h.teamHub(own, [[mem, "contributor"]]);
+    const theirs: string[] = [];
+    for (let i = 0; i < 4; i++) theirs.push((await mem.post("/v1/memories", { content: `seed ${i}` }, on(hub))).body.data.id);
+    let size = 0;
+    // The owner grows every one of the member's memories, one edit each at once.
+    const grow = () => {
+      size += 40;
+      return Promise.all(theirs.map((id, i) => own.patch(`/v1/memories/${id}`, { content: `seed ${i} grown ${"g".repeat(size)}` })));
+    };
+    for (let round = 0; round < 4; round++) {
+      const pushes = Promise.all(Array.from({ length: 6 }, (_, i) => mem.post("/v1/memories", { content: `round ${round} push ${i} ${"p".repeat(50 * i)}` }, on(hub))));
+      const [pushed, left, grown] = await Promise.all([pushes, (async () => {
+        await new Promise((r) => setTimeout(r, round * 3));
+        return mem.post(`/v1/hubs/${hub}/leave`);
+      })(), grow()]);
+      expect(left.status, left.text).toBe(200);
+      expect(pushed.every((r) => r.status === 201 || r.status === 404), JSON.stringify(statuses(pushed))).toBe(true);
+      expect(grown.every((r) => r.status === 200)).toBe(true);
+      let state = await counterAndRows(mem.id);
+      expect(state.counter, `after the leave of round ${round}`).toEqual(state.rows);
+
+      const [joined, grownAgain] = await Promise.all([rejoin(own, hub, mem), grow()]);
+      expect(joined.status, joined.text).toBe(200);
+      expect(grownAgain.every((r) => r.status === 200)).toBe(true);
+      state = await counterAndRows(mem.id);
+      expect(state.counter, `after the rejoin of round ${round}`).toEqual(state.rows);
+
+      const [removed, grownMore] = await Promise.all([own.delete(`/v1/hubs/${hub}/members/${mem.id}`), grow()]);
+      expect(removed.status, removed.text).toBe(200);
+      expect(grownMore.every((r) => r.status === 200)).toBe(true);
+      state = await counterAndRows(mem.id);
+      expect(state.counter, `after the removal of round ${round}`).toEqual(state.rows);
+      expect((await rejoin(own, hub, mem)).status).toBe(200);
+    }
+    const state = await counterAndRows(mem.id);
+    expect(state.counter).toEqual(state.rows);
+    expect(state.rows.memories).toBeGreaterThan(4);
+    const hubCounter = await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "hub", scopeId: hub } } });
+    expect(hubCounter.memories).toBe(await h.db.memory.count({ where: { hubId: hub } }));
   });
 });

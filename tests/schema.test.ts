@@ -69,6 +69,7 @@ describe("schema and migrations agree", () => {
       }),
       usageCounter: await db.usageCounter.create({ data: { userId: user.id, periodStart: now, pushes: 1, recalls: 2, asks: 3 } }),
       storageUsage: await db.storageUsage.create({ data: { scope: "user", scopeId: newId(), bytes: 5_000_000_000n, memories: 3 } }),
+      hubOwnerUsage: await db.hubOwnerUsage.create({ data: { hubId: newId(), ownerId: newId(), bytes: 5_000_000_000n, memories: 3 } }),
       upload: await db.upload.create({
         data: { id: newId(), ownerId: user.id, objectKey: "uploads/u/1", filename: "f.pdf", contentType: "application/pdf", sizeBytes: 9, purpose: "memory_attachment", createdAt: now, expiresAt: now, attachedAt: now, sha256: "ab".repeat(32) },
       }),
@@ -101,6 +102,7 @@ describe("schema and migrations agree", () => {
     expect(await db.userSetting.findUnique({ where: { userId: user.id } })).toEqual(more.userSetting);
     expect(await db.usageCounter.findUnique({ where: { userId_periodStart: { userId: user.id, periodStart: now } } })).toEqual(more.usageCounter);
     expect(await db.storageUsage.findUnique({ where: { scope_scopeId: { scope: "user", scopeId: more.storageUsage.scopeId } } })).toEqual(more.storageUsage);
+    expect(await db.hubOwnerUsage.findUnique({ where: { hubId_ownerId: { hubId: more.hubOwnerUsage.hubId, ownerId: more.hubOwnerUsage.ownerId } } })).toEqual(more.hubOwnerUsage);
     expect(await db.upload.findUnique({ where: { id: more.upload.id } })).toEqual(more.upload);
     expect(await db.recallTermStat.findUnique({ where: { hubId_term: { hubId: hub.id, term: "round-trip-term" } } })).toEqual(more.termStat);
     expect(await db.recallHubStat.findUnique({ where: { hubId: hub.id } })).toEqual(more.hubStat);
@@ -179,7 +181,7 @@ describe("schema and migrations agree", () => {
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "topic", "topicVisit", "user",
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "hubOwnerUsage", "topic", "topicVisit", "user",
         "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "endedSession", "decisionGate", "connectedAgent", "emailSignInCode", "chatSession", "chatMessage", "chatEvent", "chatApproval", "customBoard", "customBoardCardVersion", "customBoardFeedback"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.
@@ -272,11 +274,49 @@ describe("schema and migrations agree", () => {
     }
   });
 
+  test("the migration counting a user's storage only in hubs they are a member of recounts what was stored before it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
+    const db = await openDatabase({ dataDir: "memory://", migrate: false });
+    try {
+      const all = path.join(process.cwd(), "prisma", "migrations");
+      const target = "20261203060000_member_storage_usage";
+      for (const m of listMigrations(all)) if (m.name < target) cpSync(path.join(all, m.name), path.join(dir, m.name), { recursive: true });
+      await migrate(db.sql, dir);
+      const [user, kept, left] = [newId(), newId(), newId()];
+      await db.sql.exec(`
+        INSERT INTO users (id, email, name, created_at, updated_at) VALUES ('${user}', 'm@example.test', 'M', now(), now());
+        INSERT INTO hubs (id, name, slug, hub_type, owner_id, created_at, updated_at) VALUES ('${kept}', 'K', 'kept-hub', 'team', '${user}', now(), now()),
+               ('${left}', 'L', 'left-hub', 'team', '${user}', now(), now());
+        INSERT INTO hub_members (hub_id, user_id, role, joined_at) VALUES ('${kept}', '${user}', 'owner', now());
+        INSERT INTO memories (id, hub_id, owner_id, title, content, content_type, content_hash, kind, stability, state, source, created_at, updated_at)
+        VALUES ('${newId()}', '${kept}', '${user}', 't', 'abcd', 'markdown', 'h1', 'semantic', 'stable', 'active', 'cli', now(), now()),
+               ('${newId()}', '${left}', '${user}', 't', 'efghij', 'markdown', 'h2', 'semantic', 'stable', 'active', 'cli', now(), now());`);
+      expect(Number((await db.prisma.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: user } } })).bytes)).toBe(10);
+      cpSync(path.join(all, target), path.join(dir, target), { recursive: true });
+      expect((await migrate(db.sql, dir)).map((m) => m.name)).toEqual([target]);
+      const userCounter = async () => {
+        const row = await db.prisma.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: user } } });
+        return [Number(row.bytes), row.memories];
+      };
+      expect(await userCounter()).toEqual([4, 1]);
+      const shares = await db.prisma.hubOwnerUsage.findMany({ where: { ownerId: user } });
+      expect(shares.map((s) => [s.hubId, Number(s.bytes), s.memories]).sort()).toEqual([[kept, 4, 1], [left, 6, 1]].sort());
+      // And from then on the triggers keep them: joining the other hub adds its share.
+      await db.sql.exec(`INSERT INTO hub_members (hub_id, user_id, role, joined_at) VALUES ('${left}', '${user}', 'contributor', now())`);
+      expect(await userCounter()).toEqual([10, 2]);
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test("a memory whose attachments are near 2 GiB can still be edited and deleted (the storage sums do not overflow)", async () => {
     const db = database.prisma;
     const now = new Date("2026-11-20T10:00:00.000Z");
     const user = await db.user.create({ data: { id: newId(), email: "big-file@example.test", name: "B", createdAt: now, updatedAt: now } });
     const hub = await db.hub.create({ data: { id: newId(), name: "B", slug: "big-file-hub", hubType: "team", ownerId: user.id, createdAt: now, updatedAt: now } });
+    // A member, as a hub's owner is: a user's counter counts only the hubs they are in.
+    await db.hubMember.create({ data: { hubId: hub.id, userId: user.id, role: "owner", joinedAt: now } });
     const memory = await db.memory.create({
       data: { id: newId(), hubId: hub.id, ownerId: user.id, title: "f", content: "text", contentType: "file", contentHash: "c".repeat(64), kind: "semantic", stability: "stable", boundary: "private", state: "active", source: "api", createdAt: now, updatedAt: now },
     });

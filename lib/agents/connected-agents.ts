@@ -103,7 +103,8 @@ export async function connectedAgents(ctx: AuthContext, only?: string): Promise<
   const memories = await ctx.db.memory.groupBy({
     by: ["sourceAgent"],
     // Not those in a hub marked deleted whose purge has not reached them: /v1/usage no longer counts
-    // them (purging-usage.ts), and the two disagreed for up to the sweep's 10 minutes.
+    // them (they left their owners' counters with the hub's memberships), and the two disagreed for up
+    // to the sweep's 10 minutes.
     where: { ownerId, sourceAgent: { in: [...agents.keys()] }, hub: { deletedAt: null } },
     _count: { _all: true },
     _max: { createdAt: true },

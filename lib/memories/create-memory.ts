@@ -170,14 +170,13 @@ ${input.content}`) : contentHash(input.content);
     // After the insert and the attach, whose triggers added both to the counters (see assertStorageQuota):
     // the file's bytes count toward the quotas as /v1/usage reports them. The quota's read and the event
     // are one statement (issue 16). Past a quota, that statement records no event, so the server-wide
-    // events lock is not held through the refusal; a push the refusal's reads let through after all
-    // (the owner's deleted hubs discounted) records it then.
+    // events lock is not held through the refusal.
     const growth = { ownerId: ctx.user.id, hubId: ctx.hub.id, bytes: Buffer.byteLength(input.content, "utf8") + (file?.sizeBytes ?? 0), memories: 1 };
     const event = { type: "memory.created", hubId: memory.hubId, actorId: ctx.user.id, entityId: memory.id } as const;
     const quotaRead = storageQuotaRead(growth);
     if (quotaRead) {
       const { rows, emitted } = await emitEventAfterRead<StorageQuotaRow>(tx, event, quotaRead, storageQuotaPast(growth));
-      await checkStorageQuota(tx, growth, rows);
+      checkStorageQuota(growth, rows);
       if (!emitted) await emitEvent(tx, event);
     } else await emitEvent(tx, event);
     return { memory, created: true, replaced: [] };

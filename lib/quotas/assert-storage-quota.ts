@@ -1,7 +1,6 @@
 import { ApiError } from "@/lib/api/errors.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
-import { purgingUsage } from "./purging-usage.ts";
 import { quotaLimits } from "./quota-limits.ts";
 
 export interface StorageGrowth {
@@ -25,7 +24,7 @@ export interface StorageGrowth {
 export async function assertStorageQuota(tx: DbClient, growth: StorageGrowth): Promise<void> {
   const read = storageQuotaRead(growth);
   if (!read) return;
-  await checkStorageQuota(tx, growth, await tx.$queryRaw<StorageQuotaRow[]>(read));
+  checkStorageQuota(growth, await tx.$queryRaw<StorageQuotaRow[]>(read));
 }
 
 /** The counter rows of `growth`'s owner and hub, as storageQuotaRead reads them. */
@@ -46,15 +45,17 @@ export function storageQuotaRead(growth: StorageGrowth): Prisma.Sql | undefined 
   const scopes = (["user", "hub"] as const).filter((scope) => limits[scope].bytes !== null || limits[scope].memories !== null);
   if (scopes.length === 0) return undefined;
   const ids = scopes.map((scope) => (scope === "user" ? growth.ownerId : growth.hubId));
+  // The owner's row only while they are a member of the hub: what they own in a hub they left is not on
+  // their counter (migration 20261203060000_member_storage_usage), so an admin's edit of it is not theirs to refuse.
   return Prisma.sql`
     SELECT u.scope, u.bytes::text AS bytes, u.memories
-      FROM storage_usage u JOIN unnest(${scopes}::text[], ${ids}::uuid[]) AS k(scope, scope_id) ON u.scope = k.scope AND u.scope_id = k.scope_id`;
+      FROM storage_usage u JOIN unnest(${scopes}::text[], ${ids}::uuid[]) AS k(scope, scope_id) ON u.scope = k.scope AND u.scope_id = k.scope_id
+     WHERE u.scope <> 'user' OR EXISTS (SELECT FROM hub_members m WHERE m.hub_id = ${growth.hubId}::uuid AND m.user_id = u.scope_id)`;
 }
 
 /**
  * A condition on a row `r` of storageQuotaRead, true when its counters (this write included) are past
- * their quota: where checkStorageQuota may refuse. It may still let the write through (what the owner
- * has in hubs marked deleted is discounted there), never the other way round.
+ * their quota: where checkStorageQuota refuses.
  */
 export function storageQuotaPast(growth: StorageGrowth): Prisma.Sql {
   const limits = quotaLimits();
@@ -70,22 +71,17 @@ export function storageQuotaPast(growth: StorageGrowth): Prisma.Sql {
 }
 
 /** assertStorageQuota's check on the rows its read gave. */
-export async function checkStorageQuota(tx: DbClient, growth: StorageGrowth, rows: StorageQuotaRow[]): Promise<void> {
+export function checkStorageQuota(growth: StorageGrowth, rows: StorageQuotaRow[]): void {
   if (growth.bytes <= 0 && growth.memories <= 0) return;
   const limits = quotaLimits();
   const scopes = (["user", "hub"] as const).filter((scope) => limits[scope].bytes !== null || limits[scope].memories !== null);
   for (const scope of scopes) {
     const limit = limits[scope];
     const row = rows.find((r) => r.scope === scope);
+    // No row for the owner: the write is not on their counter (a hub they are no longer in).
+    if (!row) continue;
     // What was used before this write (the error reports it as before).
-    let used = { bytes: Number(row?.bytes ?? 0) - growth.bytes, memories: Number(row?.memories ?? 0) - growth.memories };
-    const over = (memories: number, bytes: number) =>
-      (limit.memories !== null && growth.memories > 0 && memories + growth.memories > limit.memories) || (limit.bytes !== null && growth.bytes > 0 && bytes + growth.bytes > limit.bytes);
-    // Only on the way to a refusal: what the owner still has in hubs marked deleted is on its way out.
-    if (scope === "user" && over(used.memories, used.bytes)) {
-      const purging = await purgingUsage(tx, growth.ownerId);
-      used = { bytes: used.bytes - purging.bytes, memories: used.memories - purging.memories };
-    }
+    const used = { bytes: Number(row.bytes) - growth.bytes, memories: Number(row.memories) - growth.memories };
     const who = scope === "user" ? "Your account" : "This hub";
     if (limit.memories !== null && growth.memories > 0 && used.memories + growth.memories > limit.memories) {
       throw new ApiError("quota_exceeded", `${who} has reached its quota of ${limit.memories} memories; delete some to add more`, {

@@ -3,8 +3,8 @@
  * memories. One place for the numbers, so enforcement (lib/quotas/assert-storage-quota.ts) and
  * reporting (GET /v1/usage) agree. `null` means unlimited (set the variable to 0).
  *
- *   ENGRAM_QUOTA_USER_BYTES     1 GiB    content a user owns (text and attachments), across all hubs
- *   ENGRAM_QUOTA_USER_MEMORIES  100000   memories a user owns
+ *   ENGRAM_QUOTA_USER_BYTES     1 GiB    content a user owns (text and attachments) in the hubs they are a member of
+ *   ENGRAM_QUOTA_USER_MEMORIES  100000   memories a user owns there
  *   ENGRAM_QUOTA_HUB_BYTES      5 GiB    content in one hub
  *   ENGRAM_QUOTA_HUB_MEMORIES   500000   memories in one hub
  *   ENGRAM_QUOTA_USER_CONFIG_BYTES  100 MiB  synced agent config files a user stores, every kept version

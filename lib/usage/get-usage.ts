@@ -1,6 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { purgingUsage } from "@/lib/quotas/purging-usage.ts";
 import { storageUsage } from "@/lib/quotas/storage-usage.ts";
 import { storedConfigBytes } from "@/lib/configs/upsert-config.ts";
 import { periodCounts } from "./count-usage.ts";
@@ -18,19 +17,14 @@ export async function getUsage(ctx: AuthContext): Promise<UsageObject> {
   if (ctx.credential.hubIds !== null) {
     throw new ApiError("forbidden", "This API key is limited to some hubs; account-wide usage needs a key for the whole account");
   }
-  // Bytes stored: memory text plus the attachments of the memories this person owns, both in the
-  // trigger-kept counter the storage quota checks, so the figure and the limit it is held to agree;
-  // without what is in hubs marked deleted (purged in batches, as the quota check leaves it out).
-  const [counts, owned, purging, configBytes] = await Promise.all([
-    periodCounts(ctx),
-    storageUsage(ctx.db, "user", ctx.user.id),
-    purgingUsage(ctx.db, ctx.user.id),
-    storedConfigBytes(ctx.db, ctx.user.id),
-  ]);
+  // Bytes stored: memory text plus the attachments of the memories this person owns in the hubs they
+  // are a member of (not in one they left or were removed from, nor in a deleted one being purged), both
+  // in the trigger-kept counter the storage quota checks, so the figure and the limit it is held to agree.
+  const [counts, owned, configBytes] = await Promise.all([periodCounts(ctx), storageUsage(ctx.db, "user", ctx.user.id), storedConfigBytes(ctx.db, ctx.user.id)]);
   return {
     ...counts,
-    memory_count: owned.memories - purging.memories,
-    storage_bytes: owned.bytes - purging.bytes,
+    memory_count: owned.memories,
+    storage_bytes: owned.bytes,
     config_bytes: configBytes,
     plan: SELF_HOSTED_PLAN,
     plan_display_name: SELF_HOSTED_PLAN_NAME,
