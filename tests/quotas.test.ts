@@ -284,6 +284,30 @@ describe("storage quotas and hub membership", () => {
     expect(await storageUsage(h.db, "user", sam.id)).toEqual(await ownedWhereMember(sam));
   });
 
+  it("a batch move bringing a former member's memory into a hub they are in is held to their quota (413, nothing moved); within it, counted exactly", async () => {
+    process.env.ENGRAM_QUOTA_USER_BYTES = "1000";
+    const tia = await h.user("Tia");
+    const uma = await h.user("Uma");
+    const from = await h.teamHub(tia);
+    const to = await h.teamHub(tia);
+    await join(tia, from, uma);
+    await join(tia, to, uma);
+    const theirs = (await push(uma, `# Written before leaving\n\n${bytes(500)}`, from)).body.data.id as string;
+    expect((await uma.post(`/v1/hubs/${from}/leave`)).status).toBe(200);
+    expect((await push(uma, `# Own\n\n${bytes(600)}`)).status).toBe(201);
+    const before = await storageUsage(h.db, "user", uma.id);
+    const refused = await tia.post("/v1/memories/batch-move", { ids: [theirs], hub_id: to });
+    expect(refused.status, refused.text).toBe(413);
+    expect(refused.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "user", resource: "bytes", limit: 1000, used: before.bytes } });
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: theirs } })).hubId).toBe(from);
+    expect(await storageUsage(h.db, "user", uma.id)).toEqual(before);
+    process.env.ENGRAM_QUOTA_USER_BYTES = "2000";
+    const moved = await tia.post("/v1/memories/batch-move", { ids: [theirs], hub_id: to });
+    expect(moved.status, moved.text).toBe(200);
+    expect(await storageUsage(h.db, "user", uma.id)).toEqual(await ownedWhereMember(uma));
+    expect((await storageUsage(h.db, "user", uma.id)).memories).toBe(2);
+  });
+
   it("a deleted hub's share leaves its members' counters at the delete, and its purge takes nothing more off them", async () => {
     const pia = await h.user("Pia");
     const quinn = await h.user("Quinn");

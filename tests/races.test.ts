@@ -1349,4 +1349,29 @@ describe("a user's storage counter under membership changes", () => {
     const hubCounter = await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "hub", scopeId: hub } } });
     expect(hubCounter.memories).toBe(await h.db.memory.count({ where: { hubId: hub } }));
   });
+
+  it("batch moves bringing two former members' memories back into hubs they are in, in opposite owner orders: no deadlock, the counters equal the rows", async () => {
+    const own = await h.user("Gatherer");
+    const [one, two] = [await h.user("One"), await h.user("Two")];
+    const [a, b, c, d] = [
+      await h.teamHub(own, [[one, "contributor"], [two, "contributor"]]),
+      await h.teamHub(own, [[one, "contributor"], [two, "contributor"]]),
+      await h.teamHub(own, [[one, "contributor"], [two, "contributor"]]),
+      await h.teamHub(own, [[one, "contributor"], [two, "contributor"]]),
+    ];
+    for (let round = 0; round < 6; round++) {
+      // Each owner has a memory in a and in c, and has left both: moving them to b and d counts them again.
+      const write = async (who: Client, hub: string) => (await who.post("/v1/memories", { content: `round ${round} by ${who.id} in ${hub}` }, on(hub))).body.data.id as string;
+      const fromA = [await write(one, a), await write(two, a)];
+      const fromC = [await write(two, c), await write(one, c)];
+      for (const who of [one, two]) for (const hub of [a, c]) expect((await who.post(`/v1/hubs/${hub}/leave`)).status).toBe(200);
+      const [toB, toD] = await Promise.all([own.post("/v1/memories/batch-move", { ids: fromA, hub_id: b }), own.post("/v1/memories/batch-move", { ids: fromC, hub_id: d })]);
+      expect([toB.status, toD.status], JSON.stringify([toB.body, toD.body])).toEqual([200, 200]);
+      for (const who of [one, two]) {
+        const state = await counterAndRows(who.id);
+        expect(state.counter, `round ${round}`).toEqual(state.rows);
+      }
+      for (const who of [one, two]) for (const hub of [a, c]) await h.db.hubMember.create({ data: { hubId: hub, userId: who.id, role: "contributor" } });
+    }
+  });
 });

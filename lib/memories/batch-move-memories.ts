@@ -9,7 +9,7 @@ import { isUuid } from "@/lib/ids.ts";
 import type { Skipped } from "./batch-delete-memories.ts";
 import { contentHashLockKey, sourcePathLockKey } from "./create-memory.ts";
 import { memoryWriteGuard } from "./memory-write-guard.ts";
-import { assertHubQuotaAfterMove } from "@/lib/quotas/assert-storage-quota.ts";
+import { assertHubQuotaAfterMove, assertOwnerQuotasAfterMove, ownerCounters } from "@/lib/quotas/assert-storage-quota.ts";
 import { emitEvent, type EmitEventInput } from "@/lib/events/emit-event.ts";
 import { lockTopicForFiling } from "@/lib/topics/topic-or-throw.ts";
 import { lockUsageCounters, type UsageCounterKey } from "@/lib/quotas/lock-usage-counters.ts";
@@ -164,13 +164,16 @@ async function moveOnce(
       if (changesHub) seenHashes.add(memory.contentHash);
       planned.push({ id, fromHubId: memory.hubId, changesHub });
     }
-    // Every counter the moves will change, taken at once in the triggers' order (the owners' are not:
-    // a move changes no owner).
+    // Every counter the moves will change, taken at once in the triggers' order. The owners' too: a move
+    // changes no owner, but one from a hub its owner is no longer in to one they are in counts for them.
     const place = (hubId: string, topicId: string | null): UsageCounterKey => (topicId ? { scope: "topic", id: topicId } : { scope: "inbox", id: hubId });
+    const owners = [...new Set(planned.filter((move) => move.changesHub).map((move) => byId.get(move.id)!.ownerId))];
     await lockUsageCounters(tx, [
       ...(planned.length ? [{ scope: "hub", id: target.hub.id } as const, place(target.hub.id, topicId)] : []),
       ...planned.flatMap((move) => [{ scope: "hub", id: move.fromHubId } as const, place(move.fromHubId, byId.get(move.id)!.topicId)]),
+      ...owners.map((id) => ({ scope: "user", id }) as const),
     ]);
+    const ownersBefore = await ownerCounters(tx, owners);
     const done: typeof planned = [];
     for (const move of planned) {
       // Conditional on the state read above (still there, same hub, still editable, and for another hub
@@ -189,6 +192,7 @@ async function moveOnce(
     const crossing = done.filter((move) => move.changesHub).map((move) => move.id);
     // The target hub's quota holds for memories moved in as for memories pushed (all or nothing).
     await assertHubQuotaAfterMove(tx, target.hub.id, crossing);
+    await assertOwnerQuotasAfterMove(tx, ownersBefore);
     if (crossing.length) {
       await tx.chunk.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });
       await tx.attachment.updateMany({ where: { memoryId: { in: crossing } }, data: { hubId: target.hub.id } });

@@ -2,6 +2,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import type { DbClient } from "@/lib/db/database.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
 import { quotaLimits } from "./quota-limits.ts";
+import type { StorageUsage } from "./storage-usage.ts";
 
 export interface StorageGrowth {
   /** The memory's owner: a user's quota counts what they own, whoever writes it. */
@@ -106,8 +107,8 @@ export function checkStorageQuota(growth: StorageGrowth, rows: StorageQuotaRow[]
 /**
  * After memories moved into a hub (batch-move, same transaction): refuses the move when the hub is
  * now past its quota. The triggers already added the moved memories to the hub's counters, and the
- * mover holds that row locked (lockUsageCounters), so the row read here is exact. A move changes no
- * owner, so users' quotas are untouched.
+ * mover holds that row locked (lockUsageCounters), so the row read here is exact. The owners' quotas
+ * are assertOwnerQuotasAfterMove's.
  */
 export async function assertHubQuotaAfterMove(tx: DbClient, hubId: string, movedIds: string[]): Promise<void> {
   const moved = movedIds.length;
@@ -138,5 +139,47 @@ export async function assertHubQuotaAfterMove(tx: DbClient, hubId: string, moved
       used: bytes - requested,
       requested,
     });
+  }
+}
+
+/** The counters of these owners (scope "user"), read by a mover that holds them locked (lockUsageCounters). */
+export async function ownerCounters(tx: DbClient, ownerIds: string[]): Promise<Map<string, StorageUsage>> {
+  const rows = ownerIds.length ? await tx.storageUsage.findMany({ where: { scope: "user", scopeId: { in: ownerIds } } }) : [];
+  return new Map(ownerIds.map((id) => {
+    const row = rows.find((r) => r.scopeId === id);
+    return [id, { bytes: Number(row?.bytes ?? 0), memories: row?.memories ?? 0 }];
+  }));
+}
+
+/**
+ * After memories moved (batch-move, same transaction): refuses the move when an owner's counter grew
+ * past their quota. A move changes no owner, but it counts for them once it brings their memory from a
+ * hub they are no longer in into one they are in: someone else's move may not fill their quota, any
+ * more than a push of theirs may. `before` is ownerCounters before the moves, under the same locks.
+ */
+export async function assertOwnerQuotasAfterMove(tx: DbClient, before: Map<string, StorageUsage>): Promise<void> {
+  const limit = quotaLimits().user;
+  if (limit.bytes === null && limit.memories === null) return;
+  const after = await ownerCounters(tx, [...before.keys()]);
+  for (const [ownerId, was] of before) {
+    const now = after.get(ownerId)!;
+    const grown = { bytes: now.bytes - was.bytes, memories: now.memories - was.memories };
+    if (limit.memories !== null && grown.memories > 0 && now.memories > limit.memories) {
+      throw new ApiError("quota_exceeded", `A memory's owner would own ${now.memories} memories in hubs they are in; their quota is ${limit.memories}. Nothing was moved`, {
+        scope: "user",
+        resource: "memories",
+        limit: limit.memories,
+        used: was.memories,
+      });
+    }
+    if (limit.bytes !== null && grown.bytes > 0 && now.bytes > limit.bytes) {
+      throw new ApiError("quota_exceeded", `A memory's owner would own ${now.bytes} bytes in hubs they are in; their storage quota is ${limit.bytes}. Nothing was moved`, {
+        scope: "user",
+        resource: "bytes",
+        limit: limit.bytes,
+        used: was.bytes,
+        requested: grown.bytes,
+      });
+    }
   }
 }
