@@ -322,6 +322,10 @@ describe("storage quotas and hub membership", () => {
     expect((await push(quinn, "# Quinn's own")).status).toBe(201);
     expect((await pia.delete(`/v1/hubs/${team}`)).status).toBe(200);
     expect(await h.db.memory.count({ where: { hubId: team } })).toBe(0);
+    // Purged to the end, the hub leaves no counter behind (they piled up, one set per hub ever deleted).
+    expect(await h.db.hub.count({ where: { id: team } })).toBe(0);
+    expect(await h.db.storageUsage.count({ where: { scopeId: team } })).toBe(0);
+    expect(await h.db.hubOwnerUsage.count({ where: { hubId: team } })).toBe(0);
     for (const user of [pia, quinn]) {
       expect(await storageUsage(h.db, "user", user.id)).toEqual(await ownedWhereMember(user));
       expect(await usage(user)).toEqual(await ownedWhereMember(user));

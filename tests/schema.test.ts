@@ -191,6 +191,9 @@ describe("schema and migrations agree", () => {
     expect(await db.decisionGate.count({ where: { hubId: hub.id } })).toBe(0);
     expect(await db.customBoard.count({ where: { hubId: hub.id } })).toBe(0);
     expect(await db.customBoardFeedback.count({ where: { boardId: customBoard.id } })).toBe(0);
+    // Its storage counters too, after the cascade's memories shifted them.
+    expect(await db.storageUsage.findMany({ where: { scopeId: hub.id } })).toEqual([]);
+    expect(await db.hubOwnerUsage.count({ where: { hubId: hub.id } })).toBe(0);
   });
 
   test("the migration scrubbing deleted memories from chats scrubs the turns stored before it, and its index is used", async () => {
