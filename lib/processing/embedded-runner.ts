@@ -1,6 +1,7 @@
 import { runAsBackground } from "@/lib/db/background-work.ts";
 import { IMAGE_READS_AT_ONCE, readTurnOf, type ReadTurn } from "@/lib/extraction/extract-memory-text.ts";
 import type { Db } from "@/lib/db/database.ts";
+import { FairQueue } from "./fair-queue.ts";
 import { JobLease } from "./job-lease.ts";
 import { claimMemory, processMemory } from "./process-memory.ts";
 import { retryDelayMs, type ProcessingConfig } from "./processing-config.ts";
@@ -53,10 +54,15 @@ export interface FindPendingOptions {
 }
 
 /** Memories waiting for a worker, in hubs not marked deleted: pending ones whose retry is due, and running ones whose worker is presumed dead. */
-export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, sentBefore, limit = SWEEP_PAGE, now = new Date(), skipUnread = [] }: FindPendingOptions): Promise<string[]> {
+export async function findPendingMemories(db: Db, options: FindPendingOptions): Promise<string[]> {
+  return (await findPendingJobs(db, options)).map((row) => row.id);
+}
+
+/** findPendingMemories with each memory's hub (the embedded runner queues each hub's memories in a lane of its own). */
+async function findPendingJobs(db: Db, { staleBefore, retryBaseMs, sentBefore, limit = SWEEP_PAGE, now = new Date(), skipUnread = [] }: FindPendingOptions): Promise<{ id: string; hubId: string }[]> {
   const skipped = skipUnread.map(notUnread);
   const unsent: Prisma.MemoryWhereInput[] = sentBefore ? [{ OR: [{ processingQueuedAt: null }, { processingQueuedAt: { lt: sentBefore } }] }] : [];
-  const rows = await db.memory.findMany({
+  return db.memory.findMany({
     where: {
       // A hub marked deleted is being purged: processing its memories would only spend the model.
       hub: { deletedAt: null },
@@ -68,9 +74,8 @@ export async function findPendingMemories(db: Db, { staleBefore, retryBaseMs, se
     },
     orderBy: { updatedAt: "asc" },
     take: limit,
-    select: { id: true },
+    select: { id: true, hubId: true },
   });
-  return rows.map((row) => row.id);
 }
 
 /** Rows that are no file of `turn` waiting to be read (readTurnOf's test, in SQL). */
@@ -130,13 +135,15 @@ export interface EmbeddedRunnerOptions extends ProcessingConfig {
 
 /**
  * The in-process runner: a bounded queue of memory ids fed by writes, retry
- * timers and a periodic sweep of the database (the durable record). Jobs
- * run concurrently so their chunks share embedding batches.
+ * timers and a periodic sweep of the database (the durable record), served
+ * hub by hub in turn (fair-queue.ts). Jobs run concurrently so their chunks
+ * share embedding batches.
  */
 export class EmbeddedRunner {
-  private readonly queued = new Set<string>();
+  private readonly queued = new FairQueue();
   private readonly active = new Set<string>();
-  private readonly again = new Set<string>();
+  /** Active ids written again while they ran, with their hub: queued again once their job ends. */
+  private readonly again = new Map<string, string | undefined>();
   /**
    * Jobs of each read turn running until their text is written (or started from `parked`, their turn
    * kept for them): at most TURN_JOBS_AT_ONCE of each. The rest of such a job holds only its worker.
@@ -216,14 +223,15 @@ export class EmbeddedRunner {
     return unfinished;
   }
 
-  enqueue(id: string): void {
+  /** `hubId`: the memory's hub, whose lane it waits in (without it, a lane shared by every id not placed). */
+  enqueue(id: string, hubId?: string): void {
     if (this.stopped) return;
     // Written again while parked: it may be no file to read now, so it is looked at again in its queue turn.
-    if (this.isParked(id)) this.queue(id);
-    else if (this.active.has(id)) this.again.add(id);
+    if (this.isParked(id)) this.queue(id, hubId);
+    else if (this.active.has(id)) this.again.set(id, hubId ?? this.again.get(id));
     // While memories wait in the database, a new write waits behind them there too: queued ahead, a
     // steady stream of writes kept the queue from ever draining and the backlog waited for good.
-    else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parkedCount() < this.maxQueued())) this.queue(id);
+    else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parkedCount() < this.maxQueued())) this.queue(id, hubId);
     else {
       this.backlog = true;
       // Nothing running may be left to ask for the next page (a sweep that failed, say).
@@ -286,14 +294,14 @@ export class EmbeddedRunner {
       // gone: then the turn waited idle for the sweep.
       const skipUnread = READ_TURNS.filter((turn) => this.parked[turn].size >= this.lowMark(turn));
       for (const turn of READ_TURNS) this.leftInDatabase[turn] = skipUnread.includes(turn);
-      const ids = await runAsBackground(() => findPendingMemories(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, skipUnread }));
-      for (const id of ids) {
+      const ids = await runAsBackground(() => findPendingJobs(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, skipUnread }));
+      for (const { id, hubId } of ids) {
         if (this.active.has(id) || this.isParked(id) || this.stopped) continue;
         if (this.queued.size + this.parkedCount() >= this.maxQueued()) {
           this.backlog = true;
           break;
         }
-        this.queue(id);
+        this.queue(id, hubId);
       }
       if (ids.length === SWEEP_PAGE) this.backlog = true;
     } catch (error) {
@@ -304,24 +312,24 @@ export class EmbeddedRunner {
   }
 
   /**
-   * Puts `ids` at the head of the queue (in their order). The queue keeps its bound: the ids queued
-   * last make room and are left to the database (their rows are pending), read back as a backlog.
+   * Puts `ids` at the head of the queue (in their order), ahead of every hub's lane. The queue keeps its
+   * bound: the ids queued last in the longest lanes make room and are left to the database (their rows
+   * are pending), read back as a backlog.
    */
   private queueFirst(ids: string[]): void {
     const first = ids.filter((id) => !this.active.has(id) && !this.isParked(id) && !this.stopped);
     if (first.length === 0) return;
-    const taken = new Set(first);
-    const rest = [...this.queued].filter((id) => !taken.has(id));
-    const room = Math.max(0, this.maxQueued() - this.parkedCount() - first.length);
-    if (rest.length > room) this.backlog = true;
-    this.queued.clear();
-    for (const id of [...first, ...rest.slice(0, room)]) this.queue(id);
+    for (const id of first) this.queued.addFirst(id);
+    const over = this.queued.size + this.parkedCount() - this.maxQueued();
+    if (over <= 0) return;
+    this.backlog = true;
+    this.queued.dropNewest(over);
   }
 
   /** The only ways into `queued` and `parked`: each takes the id out of the other (see `parked`). */
-  private queue(id: string): void {
+  private queue(id: string, hubId?: string): void {
     for (const turn of READ_TURNS) this.parked[turn].delete(id);
-    this.queued.add(id);
+    this.queued.add(id, hubId);
   }
 
   private park(id: string, turn: ReadTurn): void {
@@ -384,7 +392,11 @@ export class EmbeddedRunner {
         // Parked (or queued again) only once no longer active: while it ran, a write put it in `again`,
         // and parked as well it was both queued and parked. Written again, it may be another file (or
         // none) now: it is looked at again in its queue turn.
-        if (this.again.delete(id)) this.queue(id);
+        if (this.again.has(id)) {
+          const hubId = this.again.get(id);
+          this.again.delete(id);
+          this.queue(id, hubId);
+        }
         else if (parks && !this.stopped) this.park(id, parks);
         // Refilled before the queue runs dry, oldest first (the sweep's order): the page read then holds
         // what is still queued and the oldest of the backlog after it.
@@ -404,9 +416,7 @@ export class EmbeddedRunner {
       this.turnJobs[turn].add(id);
       return id;
     }
-    const id = this.queued.values().next().value;
-    if (id !== undefined) this.queued.delete(id);
-    return id;
+    return this.queued.shift();
   }
 
   /** Runs one job; the read turn to park it in when it is a file whose turn's jobs are all taken, left unclaimed. */
@@ -445,7 +455,7 @@ export class EmbeddedRunner {
         console.warn(`[engram] processing: memory ${id} attempt ${claim.attempt} failed (${outcome.error}); retrying in ${outcome.delayMs} ms`);
         const timer = setTimeout(() => {
           this.timers.delete(timer);
-          this.enqueue(id);
+          this.enqueue(id, claim.memory.hubId);
         }, outcome.delayMs);
         timer.unref();
         this.timers.add(timer);

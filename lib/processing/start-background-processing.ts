@@ -113,7 +113,7 @@ async function start(): Promise<void> {
   }
   const stopUploadSweeper = startUploadSweeper(async () => (await getDatabase()).prisma);
   const runner = new EmbeddedRunner({ ...config, db: async () => (await getDatabase()).prisma, exclusiveDatabase: database.kind === "pglite" });
-  const unsubscribe = onMemoryWrite((memory) => runner.enqueue(memory.id));
+  const unsubscribe = onMemoryWrite((memory) => runner.enqueue(memory.id, memory.hubId));
   runner.start();
   state.runner = runner;
   state.stopFeeds = () => {
