@@ -14,6 +14,7 @@ import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { makePng } from "./support/make-files.ts";
 import { dispatch } from "./support/router.ts";
+import { backdateMemories } from "./support/backdate-memories.ts";
 
 /**
  * The embedded runner parks image jobs that come up while IMAGE_READS_AT_ONCE image turns are taken.
@@ -248,6 +249,36 @@ describe("the embedded runner's parked image jobs", () => {
       // Sixteen turns were freed: the thirteen older images parked or left in the database came first.
       expect(await h.db.memory.count({ where: { id: { in: older }, processingStatus: "pending" } })).toBe(0);
       expect(await h.db.memory.count({ where: { id: { in: newer }, processingStatus: "pending" } })).toBeGreaterThanOrEqual(newer.length - 5);
+    } finally {
+      r.stop();
+      await r.idle();
+      for (const res of heldImages.splice(0)) res.destroy();
+    }
+  }, 90_000);
+
+  it("an orphaned image job keeps its place ahead of the queue while images wait in the database", async () => {
+    // A dead process's image job was put first, but then left to the database like any new image while
+    // images waited there (and those are left off the sweeps' pages): each sweep put it first again and
+    // left it again, so it waited until every image in the database had been read.
+    await h.db.memory.updateMany({ where: { processingStatus: { in: ["pending", "running"] } }, data: { processingStatus: "failed" } });
+    const older: string[] = [];
+    for (let i = 0; i < 14; i++) older.push(await uploadImage(80 + i));
+    const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, maxQueued: 40, db: async () => h.db, exclusiveDatabase: false });
+    try {
+      r.start();
+      // Three at the model, ten parked, one left in the database.
+      await until("three images are at the model and ten parked", () => heldImages.length === IMAGE_READS_AT_ONCE && r.size.queued === 10);
+      const orphan = await uploadImage(99);
+      await backdateMemories(h.db, orphan, { processingStatus: "running", processingAttempts: 1, processingStartedAt: new Date(Date.now() - 3_600_000) });
+      await r.sweep();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      releaseImage();
+      await until("an image takes the freed turn", () => heldImages.length === IMAGE_READS_AT_ONCE, 10_000);
+      expect(await h.db.memory.findUniqueOrThrow({ where: { id: orphan }, select: { processingStatus: true, processingAttempts: true } })).toEqual({
+        processingStatus: "running",
+        processingAttempts: 2,
+      });
+      expect(r.size.queued).toBeLessThanOrEqual(10);
     } finally {
       r.stop();
       await r.idle();

@@ -103,6 +103,33 @@ describe("the embedded runner's queue (a process that runs for weeks)", () => {
     }
   }, 60_000);
 
+  it("orphans a sweep puts ahead of the queue never take it past a small bound", async () => {
+    // queueFirst made room only among the ids already queued: more orphans than the bound were all queued.
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push((await ann.post("/v1/memories", { content: `Orphan ${i}: the fire drill is on the third Tuesday.` })).body.data.id);
+    await backdateMemories(h.db, ids, { processingStatus: "running", processingAttempts: 1, processingStartedAt: new Date(Date.now() - 3_600_000) });
+    const slowDb = async () => {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return h.db;
+    };
+    const r = runner({ maxQueued: 3, exclusiveDatabase: false, db: slowDb });
+    try {
+      await r.sweep();
+      expect(r.size.queued).toBeLessThanOrEqual(3);
+      // The ones left out are still running rows with a dead worker: a later sweep takes them.
+      const deadline = Date.now() + 40_000;
+      while ((await h.db.memory.count({ where: { id: { in: ids }, processingStatus: "done" } })) < ids.length && Date.now() < deadline) {
+        await r.sweep();
+        expect(r.size.queued).toBeLessThanOrEqual(3);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await h.db.memory.count({ where: { id: { in: ids }, processingStatus: "done" } })).toBe(ids.length);
+    } finally {
+      r.stop();
+      await r.idle();
+    }
+  }, 60_000);
+
   it("a job orphaned by a killed process goes ahead of a backlog of older pending memories, not behind it", async () => {
     // The sweep's page (200, oldest first) held the orphan only once the backlog before it was worked
     // through: behind 200 older memories it waited for all of them, however long the model took.

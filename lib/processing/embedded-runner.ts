@@ -164,6 +164,12 @@ export class EmbeddedRunner {
    * bound). While it is set, a new file of the turn waits in the database behind them, not parked.
    */
   private readonly leftInDatabase: Record<ReadTurn, boolean> = { image: false, document: false };
+  /**
+   * Ids queueFirst put ahead (a dead process's jobs) until their job ends: one that must wait for its read
+   * turn is parked at the head of its turn, not left to the database behind the files waiting there. Left
+   * there, each sweep put it first and left it again, and it waited until every file of its kind was read.
+   */
+  private readonly orphans = new Set<string>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly startedAt = new Date();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -206,6 +212,7 @@ export class EmbeddedRunner {
     this.queued.clear();
     for (const turn of READ_TURNS) this.parked[turn].clear();
     this.again.clear();
+    this.orphans.clear();
   }
 
   /**
@@ -314,16 +321,20 @@ export class EmbeddedRunner {
   /**
    * Puts `ids` at the head of the queue (in their order), ahead of every hub's lane. The queue keeps its
    * bound: the ids queued last in the longest lanes make room and are left to the database (their rows
-   * are pending), read back as a backlog.
+   * are pending), read back as a backlog; with no more room to make, the rest of `ids` are left there too
+   * (still `running` with a dead worker, so the next sweep puts them first). Queued whatever the bound, a
+   * page of 200 orphans took a small queue far past it.
    */
   private queueFirst(ids: string[]): void {
-    const first = ids.filter((id) => !this.active.has(id) && !this.isParked(id) && !this.stopped);
-    if (first.length === 0) return;
-    for (const id of first) this.queued.addFirst(id);
-    const over = this.queued.size + this.parkedCount() - this.maxQueued();
-    if (over <= 0) return;
-    this.backlog = true;
-    this.queued.dropNewest(over);
+    for (const id of ids) {
+      if (this.active.has(id) || this.isParked(id) || this.stopped) continue;
+      if (!this.queued.has(id) && this.queued.size + this.parkedCount() >= this.maxQueued()) {
+        this.backlog = true;
+        if (this.queued.dropNewest(1) === 0) return;
+      }
+      this.queued.addFirst(id);
+      this.orphans.add(id);
+    }
   }
 
   /** The only ways into `queued` and `parked`: each takes the id out of the other (see `parked`). */
@@ -332,13 +343,23 @@ export class EmbeddedRunner {
     this.queued.add(id, hubId);
   }
 
-  private park(id: string, turn: ReadTurn): void {
+  private park(id: string, turn: ReadTurn, first = false): void {
     this.queued.delete(id);
+    if (first) return this.parkFirst(id, turn);
     // While files of its turn wait in the database, a newer one waits there behind them: parked whenever
     // the set had room, photos uploaded at the model's pace kept it from running low, and the older ones
     // in the database waited for good, the newest read first.
     if (!this.leftInDatabase[turn] && this.parked[turn].size < this.parkedPerTurn() && this.queued.size + this.parkedCount() < this.maxQueued()) return void this.parked[turn].add(id);
     // Left to the database (its row is pending, never claimed): a sweep reads it once its turn's parked jobs run low.
+    this.leftInDatabase[turn] = true;
+  }
+
+  /** An orphan waiting for its turn: parked ahead of the others, the newest parked one making room when the set is full. */
+  private parkFirst(id: string, turn: ReadTurn): void {
+    this.parked[turn] = new Set([id, ...this.parked[turn]]);
+    if (this.parked[turn].size <= this.parkedPerTurn() && this.queued.size + this.parkedCount() <= this.maxQueued()) return;
+    const newest = [...this.parked[turn]].pop()!;
+    this.parked[turn].delete(newest);
     this.leftInDatabase[turn] = true;
   }
 
@@ -392,12 +413,13 @@ export class EmbeddedRunner {
         // Parked (or queued again) only once no longer active: while it ran, a write put it in `again`,
         // and parked as well it was both queued and parked. Written again, it may be another file (or
         // none) now: it is looked at again in its queue turn.
+        const orphan = this.orphans.delete(id);
         if (this.again.has(id)) {
           const hubId = this.again.get(id);
           this.again.delete(id);
           this.queue(id, hubId);
         }
-        else if (parks && !this.stopped) this.park(id, parks);
+        else if (parks && !this.stopped) this.park(id, parks, orphan);
         // Refilled before the queue runs dry, oldest first (the sweep's order): the page read then holds
         // what is still queued and the oldest of the backlog after it.
         if (this.queued.size < REFILL_BELOW && (this.backlog || this.unparkedLeft())) this.sweepSoon();
@@ -427,8 +449,10 @@ export class EmbeddedRunner {
       const turn = await this.readTurn(db, id);
       for (const other of READ_TURNS) if (other !== turn) this.turnJobs[other].delete(id);
       if (turn) {
-        // Not started from `parked` while files of its turn wait in the database: those are older, and go first.
-        if (!this.turnJobs[turn].has(id) && (this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn] || this.leftInDatabase[turn])) return turn;
+        // Not started from `parked` while files of its turn wait in the database: those are older, and go
+        // first. Not so a dead process's job: it was claimed before any of them.
+        const behindDatabase = this.leftInDatabase[turn] && !this.orphans.has(id);
+        if (!this.turnJobs[turn].has(id) && (this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn] || behindDatabase)) return turn;
         this.turnJobs[turn].add(id);
       }
       // Stopped (not drained) while this job waited for the database: it is not started, its row left as it is.

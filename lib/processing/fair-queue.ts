@@ -65,10 +65,10 @@ export class FairQueue {
   }
 
   /**
-   * Takes out the `count` ids queued last in the longest lanes (never of the first lane): the hub with
+   * Takes out the `count` ids queued last in the longest lanes (never of the first lane); returns how many it took: the hub with
    * the most waiting gives up its newest first, so a hub with a few ids keeps them.
    */
-  dropNewest(count: number): void {
+  dropNewest(count: number): number {
     const drop = new Map<string, number>();
     const left = new Map([...this.lanes].map(([hub, lane]) => [hub, lane.size]));
     for (let i = 0; i < count && i < this.laneOf.size; i++) {
@@ -81,6 +81,7 @@ export class FairQueue {
       const lane = this.lanes.get(hub)!;
       for (const id of [...lane].slice(lane.size - dropped)) this.delete(id);
     }
+    return [...drop.values()].reduce((sum, dropped) => sum + dropped, 0);
   }
 
   clear(): void {
