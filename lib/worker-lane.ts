@@ -27,8 +27,10 @@ interface Job<Reply> {
   transfer: Transferable[];
   resolve(reply: Reply): void;
   reject(error: Error): void;
-  /** It left the queue for the worker: no longer given up by its signal. */
+  /** It left the queue for the worker: from now on its signal ends the worker instead. */
   started(): void;
+  signal?: AbortSignal;
+  givenUp(): Error;
 }
 
 interface Live<Reply> {
@@ -68,20 +70,22 @@ export class WorkerLane<Reply extends WorkerReply> {
    * The worker's reply to `message` (sent with an `id` of its own); rejects with its `error`, a limit or a crash.
    * A `signal` that aborts while the task still waits for the worker takes it out of the queue, rejected
    * with the signal's reason: a job whose lease was lost otherwise held its worker (and the bytes it sent)
-   * behind every slow task ahead of it. A task the worker has started runs on to its end or its limit.
+   * behind every slow task ahead of it. A task the worker has started is stopped with the worker, which
+   * the next task starts afresh: it otherwise ran on to its end or its time limit (a long PDF's parse,
+   * 30 s by default), the thread's CPU and every task behind it spent on a result no one takes.
    */
   run(message: object, transfer: Transferable[] = [], signal?: AbortSignal): Promise<Reply> {
     return new Promise((resolve, reject) => {
-      const givenUp = () => reject(signal!.reason instanceof Error ? signal!.reason : new Error("the task was given up"));
-      if (signal?.aborted) return givenUp();
+      const reason = () => (signal!.reason instanceof Error ? signal!.reason : new Error("the task was given up"));
+      if (signal?.aborted) return reject(reason());
       const leave = () => {
         const at = this.queue.indexOf(job);
         if (at < 0) return;
         this.queue.splice(at, 1);
-        givenUp();
+        reject(reason());
       };
       const started = () => signal?.removeEventListener("abort", leave);
-      const job: Job<Reply> = { message: { ...message, id: this.nextId++ }, transfer, resolve, reject, started };
+      const job: Job<Reply> = { message: { ...message, id: this.nextId++ }, transfer, resolve, reject, started, signal, givenUp: reason };
       this.queue.push(job);
       signal?.addEventListener("abort", leave, { once: true });
       void this.next();
@@ -105,6 +109,11 @@ export class WorkerLane<Reply extends WorkerReply> {
       this.finish(() => job.reject(error as Error));
       return;
     }
+    // Given up while the worker started: nothing reached it, and it stays for the next task.
+    if (job.signal?.aborted) {
+      this.finish(() => job.reject(job.givenUp()));
+      return;
+    }
     const { worker } = live;
     let timeoutMs: number;
     try {
@@ -120,6 +129,7 @@ export class WorkerLane<Reply extends WorkerReply> {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      job.signal?.removeEventListener("abort", stop);
       live.onReply = undefined;
       live.onEnd = undefined;
       this.finish(done);
@@ -131,6 +141,8 @@ export class WorkerLane<Reply extends WorkerReply> {
     };
     live.onEnd = (error) => settle(() => job.reject(error));
     const timer = setTimeout(() => live.end(this.options.timedOut(timeoutMs)), timeoutMs);
+    const stop = () => live.end(job.givenUp());
+    job.signal?.addEventListener("abort", stop, { once: true });
     worker.ref();
     try {
       worker.postMessage(job.message, job.transfer);

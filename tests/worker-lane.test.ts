@@ -15,7 +15,11 @@ function echoLane(timeoutMs: number): WorkerLane<Reply> {
     script,
     `import { parentPort } from "node:worker_threads";
      parentPort.postMessage({ ready: true });
-     parentPort.on("message", ({ id, value, sleepMs }) => setTimeout(() => parentPort.postMessage({ id, echo: value }), sleepMs ?? 0));`,
+     parentPort.on("message", ({ id, value, sleepMs, spinMs }) => {
+       // Busy like a parser in a long document: nothing but terminate() stops it.
+       for (const until = Date.now() + (spinMs ?? 0); Date.now() < until; );
+       setTimeout(() => parentPort.postMessage({ id, echo: value }), sleepMs ?? 0);
+     });`,
   );
   return new WorkerLane<Reply>({
     script,
@@ -60,4 +64,44 @@ describe("WorkerLane", () => {
     expect((await slow).echo).toBe("slow");
     expect((await lane.run({ value: "next" })).echo).toBe("next");
   });
+
+  it("a task the worker is busy with is stopped when its signal aborts, and the next task gets a fresh worker at once", async () => {
+    // Only a task still waiting left at the abort: one the worker had started (a parse of a long PDF) ran
+    // on to its end or its time limit, the thread's CPU spent on a result no one takes, and every task
+    // behind it waited for it.
+    const lane = echoLane(60_000);
+    await lane.start();
+    const lost = new AbortController();
+    const began = Date.now();
+    const busy = lane.run({ value: "busy", spinMs: 8_000 }, [], lost.signal).then(
+      () => "resolved",
+      (error: Error) => error.message,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    lost.abort(new Error("the job's lease was lost"));
+    const settled = await Promise.race([busy, new Promise((resolve) => setTimeout(() => resolve("still busy"), 1_500))]);
+    expect(settled).toBe("the job's lease was lost");
+    expect((await lane.run({ value: "next" })).echo).toBe("next");
+    expect(Date.now() - began).toBeLessThan(6_000);
+  }, 20_000);
+
+  it("the extraction thread stops parsing a page once the job's lease is lost", async () => {
+    const { readPageInThread } = await import("@/lib/extraction/extraction-thread.ts");
+    // Seconds of parsing in the extraction thread (tests/extraction-limits.test.ts measures 4.6 s for a fifth of it).
+    const nested = `<html><head><title>Nested</title></head><body>${"<ul><li>Some words in a list item.".repeat(120).concat("</li></ul>".repeat(120)).repeat(300)}</body></html>`;
+    const article = `<!doctype html><html><head><title>Kiln guide</title></head><body><article><h1>Kiln guide</h1><p>${"Let the kiln cool for a full day before opening it. ".repeat(5)}</p></article></body></html>`;
+    await readPageInThread(Buffer.from(article));
+    const lost = new AbortController();
+    const began = Date.now();
+    const parse = readPageInThread(Buffer.from(nested), lost.signal).then(
+      () => "resolved",
+      (error: Error) => error.message,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    lost.abort(new Error("the job's lease was lost"));
+    expect(await Promise.race([parse, new Promise((resolve) => setTimeout(() => resolve("still parsing"), 1_500))])).toBe("the job's lease was lost");
+    // The next page is read by a fresh thread, not after the lost parse.
+    expect((await readPageInThread(Buffer.from(article))).title).toBe("Kiln guide");
+    expect(Date.now() - began).toBeLessThan(8_000);
+  }, 60_000);
 });

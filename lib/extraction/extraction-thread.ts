@@ -42,8 +42,8 @@ export function extractWorkerScript(): string | null {
 type Task = { task: "document"; kind: DocumentKind; bytes: Buffer; maxContentBytes: number } | { task: "page"; bytes: Buffer };
 
 /**
- * A file's text, read in the extraction thread. A `signal` that aborts while it waits for the thread
- * (a job whose lease was lost) rejects with its reason at once (worker-lane.ts).
+ * A file's text, read in the extraction thread. A `signal` that aborts (a job whose lease was lost)
+ * rejects with its reason at once, and a parse already under way is stopped with the thread (worker-lane.ts).
  */
 export function readDocumentInThread(kind: DocumentKind, bytes: Buffer, maxContentBytes: number, signal?: AbortSignal): Promise<ReadDocument> {
   return run({ task: "document", kind, bytes, maxContentBytes }, signal) as Promise<ReadDocument>;
