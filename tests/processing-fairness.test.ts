@@ -58,4 +58,36 @@ describe("the embedded runner serves hubs in turn", () => {
       await r.idle();
     }
   }, 180_000);
+
+  it("a push into another hub is not left in the database behind one hub's import past the queue's bound", async () => {
+    // Past the bound a write waits in the database, and sweeps page through it oldest first: every other
+    // hub's push waited there until the whole import, however large, had been processed.
+    const first = (await ann.post("/v1/memories", { content: "Backlog 0: the staging cluster restarts on Sundays." })).body.data.id as string;
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id: first } });
+    const copies = Array.from({ length: 59 }, (_, i) => ({
+      ...row,
+      id: randomUUID(),
+      content: `Backlog ${i + 1}: invoice ${randomUUID()} was filed.`,
+      contentHash: randomUUID(),
+      updatedAt: new Date(row.updatedAt.getTime() + i + 1),
+    }));
+    await h.db.memory.createMany({ data: copies as Prisma.MemoryCreateManyInput[] });
+    const imported = [first, ...copies.map((copy) => copy.id)];
+    const r = new EmbeddedRunner({ ...processingConfig(), concurrency: 1, maxQueued: 20, sweepMs: 600_000, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    const unsubscribe = onMemoryWrite((memory) => r.enqueue(memory.id, memory.hubId));
+    try {
+      for (const id of imported) r.enqueue(id, ann.personalHubId);
+      expect(r.size.queued + r.size.active).toBeLessThanOrEqual(21);
+      const pushed = (await bob.post("/v1/memories", { content: "The mail room sorts parcels by floor." })).body.data.id as string;
+      expect(r.size.queued).toBeLessThanOrEqual(20);
+      await until("Bob's memory is done", async () => (await h.db.memory.findUniqueOrThrow({ where: { id: pushed } })).processingStatus === "done", 120_000);
+      expect(await h.db.memory.count({ where: { id: { in: imported }, processingStatus: "done" } })).toBeLessThan(15);
+      // Ann's import is still all processed: what made room waits in the database and a sweep reads it.
+      await until("Ann's import is done", async () => (await h.db.memory.count({ where: { id: { in: imported }, processingStatus: "done" } })) === imported.length, 120_000);
+    } finally {
+      unsubscribe();
+      r.stop();
+      await r.idle();
+    }
+  }, 300_000);
 });

@@ -239,6 +239,9 @@ export class EmbeddedRunner {
     // While memories wait in the database, a new write waits behind them there too: queued ahead, a
     // steady stream of writes kept the queue from ever draining and the backlog waited for good.
     else if (this.queued.has(id) || (!this.backlog && this.queued.size + this.parkedCount() < this.maxQueued())) this.queue(id, hubId);
+    // Not so a hub with nothing queued: left there, another hub's import past the bound kept its push
+    // waiting until the whole import was processed (sweeps read the backlog oldest first).
+    else if (hubId !== undefined && this.roomForLane(hubId)) this.queue(id, hubId);
     else {
       this.backlog = true;
       // Nothing running may be left to ask for the next page (a sweep that failed, say).
@@ -335,6 +338,20 @@ export class EmbeddedRunner {
       this.queued.addFirst(id);
       this.orphans.add(id);
     }
+  }
+
+  /**
+   * Whether a hub with nothing queued gets a place while writes wait in the database (or the queue is
+   * full): one id at a time, the newest of the longest lane making room (its row is pending, read back
+   * by a sweep). A stream of writes into that hub cannot keep the backlog from draining: it has one id
+   * queued at most beyond its turn.
+   */
+  private roomForLane(hubId: string): boolean {
+    if (this.queued.laneSize(hubId) > 0) return false;
+    if (this.queued.size + this.parkedCount() < this.maxQueued()) return true;
+    if (this.queued.longestLane() <= 1 || this.queued.dropNewest(1) === 0) return false;
+    this.backlog = true;
+    return true;
   }
 
   /** The only ways into `queued` and `parked`: each takes the id out of the other (see `parked`). */

@@ -29,6 +29,18 @@ export class FairQueue {
     this.laneOf.set(id, hub);
   }
 
+  /** Ids waiting in `hub`'s lane. */
+  laneSize(hub: string): number {
+    return this.lanes.get(hub)?.size ?? 0;
+  }
+
+  /** Ids waiting in the longest lane. */
+  longestLane(): number {
+    let longest = 0;
+    for (const lane of this.lanes.values()) longest = Math.max(longest, lane.size);
+    return longest;
+  }
+
   /** At the end of the lane that goes first, out of its hub's lane if it was queued there. */
   addFirst(id: string): void {
     this.delete(id);
