@@ -86,11 +86,11 @@ afterAll(async () => {
 });
 const releaseImage = () => answer(heldImages.shift()!, "gpt-test-vision", "Whiteboard: the on-call rotation swaps every Thursday at noon.");
 
-async function uploadImage(width: number): Promise<string> {
+async function uploadImage(width: number, by: Client = ann): Promise<string> {
   const png = makePng(width, 10);
-  const intent = (await ann.post("/v1/uploads", { filename: "board.png", content_type: "image/png", size_bytes: png.length })).body.data;
+  const intent = (await by.post("/v1/uploads", { filename: "board.png", content_type: "image/png", size_bytes: png.length })).body.data;
   expect((await dispatch(new Request(intent.upload_url, { method: "PUT", headers: intent.headers, body: new Uint8Array(png) }))).status).toBe(200);
-  const created = await ann.post("/v1/memories", { file_ref: intent.file_ref });
+  const created = await by.post("/v1/memories", { file_ref: intent.file_ref });
   expect(created.status).toBe(201);
   return created.body.data.id;
 }
@@ -278,6 +278,33 @@ describe("the embedded runner's parked image jobs", () => {
         processingStatus: "running",
         processingAttempts: 2,
       });
+      expect(r.size.queued).toBeLessThanOrEqual(10);
+    } finally {
+      r.stop();
+      await r.idle();
+      for (const res of heldImages.splice(0)) res.destroy();
+    }
+  }, 90_000);
+
+  it("an image pushed into another hub is not left behind one hub's photo import", async () => {
+    // Parked images were one FIFO over every hub, and past the parked bound a new image waited in the
+    // database behind the rest: another hub's photo waited until a whole photo import had been read.
+    await h.db.memory.updateMany({ where: { processingStatus: { in: ["pending", "running"] } }, data: { processingStatus: "failed" } });
+    const bob = await h.user("Bob");
+    for (let i = 0; i < 14; i++) await uploadImage(120 + i);
+    const r = new EmbeddedRunner({ ...processingConfig(), sweepMs: 60_000, maxQueued: 40, db: async () => h.db, exclusiveDatabase: h.database.kind === "pglite" });
+    try {
+      r.start();
+      await until("three images are at the model and ten parked", () => heldImages.length === IMAGE_READS_AT_ONCE && r.size.queued === 10);
+      const theirs = await uploadImage(140, bob);
+      r.enqueue(theirs, bob.personalHubId);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Two turns free: Ann's photos and Bob's take them in turn.
+      for (let i = 0; i < 2; i++) {
+        releaseImage();
+        await until("an image takes the freed turn", () => heldImages.length === IMAGE_READS_AT_ONCE, 10_000);
+      }
+      expect(await status(theirs)).toBe("running");
       expect(r.size.queued).toBeLessThanOrEqual(10);
     } finally {
       r.stop();

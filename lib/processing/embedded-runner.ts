@@ -121,6 +121,12 @@ function retryDue(now: Date, retryBaseMs: number): Prisma.MemoryWhereInput[] {
   }
 }
 
+/** Where a job that must wait for its read turn is parked: its turn, in its hub's lane. */
+interface Parks {
+  turn: ReadTurn;
+  hubId: string;
+}
+
 export interface EmbeddedRunnerOptions extends ProcessingConfig {
   db: () => Promise<Db>;
   /**
@@ -158,7 +164,7 @@ export class EmbeddedRunner {
    * the first two, and never for an active id): one in two of them was started twice, and the twin that
    * lost the claim gave back the turn the other still held, so a fourth image job started.
    */
-  private readonly parked: Record<ReadTurn, Set<string>> = { image: new Set(), document: new Set() };
+  private readonly parked: Record<ReadTurn, FairQueue> = { image: new FairQueue(), document: new FairQueue() };
   /**
    * Turns whose files may wait in the database unread, left off a sweep's page or not parked (past their
    * bound). While it is set, a new file of the turn waits in the database behind them, not parked.
@@ -360,24 +366,32 @@ export class EmbeddedRunner {
     this.queued.add(id, hubId);
   }
 
-  private park(id: string, turn: ReadTurn, first = false): void {
+  private park(id: string, { turn, hubId }: Parks, first = false): void {
     this.queued.delete(id);
     if (first) return this.parkFirst(id, turn);
+    const parked = this.parked[turn];
     // While files of its turn wait in the database, a newer one waits there behind them: parked whenever
     // the set had room, photos uploaded at the model's pace kept it from running low, and the older ones
     // in the database waited for good, the newest read first.
-    if (!this.leftInDatabase[turn] && this.parked[turn].size < this.parkedPerTurn() && this.queued.size + this.parkedCount() < this.maxQueued()) return void this.parked[turn].add(id);
-    // Left to the database (its row is pending, never claimed): a sweep reads it once its turn's parked jobs run low.
+    if (!this.leftInDatabase[turn] && parked.size < this.parkedPerTurn() && this.queued.size + this.parkedCount() < this.maxQueued()) return void parked.add(id, hubId);
+    // Not so a hub with none of its files parked (parked ones are taken hub by hub in turn): behind them
+    // in the database, another hub's photo waited until a whole photo import was read. The newest parked
+    // file of the hub with the most makes room when there is none, and waits in the database instead.
     this.leftInDatabase[turn] = true;
+    if (parked.laneSize(hubId) === 0) {
+      const room = parked.size < this.parkedPerTurn() && this.queued.size + this.parkedCount() < this.maxQueued();
+      if (room || (parked.longestLane() > 1 && parked.dropNewest(1) === 1)) return void parked.add(id, hubId);
+    }
+    // Left to the database (its row is pending, never claimed): a sweep reads it once its turn's parked jobs run low.
   }
 
   /** An orphan waiting for its turn: parked ahead of the others, the newest parked one making room when the set is full. */
   private parkFirst(id: string, turn: ReadTurn): void {
-    this.parked[turn] = new Set([id, ...this.parked[turn]]);
+    this.parked[turn].addFirst(id);
     if (this.parked[turn].size <= this.parkedPerTurn() && this.queued.size + this.parkedCount() <= this.maxQueued()) return;
-    const newest = [...this.parked[turn]].pop()!;
-    this.parked[turn].delete(newest);
     this.leftInDatabase[turn] = true;
+    // Only orphans parked: this one waits in the database too (still `running`, the next sweep puts it first).
+    if (this.parked[turn].dropNewest(1) === 0) this.parked[turn].delete(id);
   }
 
   private parkedPerTurn(): number {
@@ -450,8 +464,7 @@ export class EmbeddedRunner {
   private nextJob(): string | undefined {
     for (const turn of READ_TURNS) {
       if (this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn] || this.parked[turn].size === 0) continue;
-      const id = this.parked[turn].values().next().value!;
-      this.parked[turn].delete(id);
+      const id = this.parked[turn].shift()!;
       this.turnJobs[turn].add(id);
       return id;
     }
@@ -459,17 +472,17 @@ export class EmbeddedRunner {
   }
 
   /** Runs one job; the read turn to park it in when it is a file whose turn's jobs are all taken, left unclaimed. */
-  private async run(id: string): Promise<ReadTurn | undefined> {
+  private async run(id: string): Promise<Parks | undefined> {
     try {
       const db = await this.options.db();
       // Started from the other turn's parked set (written since as another kind of file): that turn is given back.
-      const turn = await this.readTurn(db, id);
+      const { turn, hubId } = await this.readTurn(db, id);
       for (const other of READ_TURNS) if (other !== turn) this.turnJobs[other].delete(id);
       if (turn) {
         // Not started from `parked` while files of its turn wait in the database: those are older, and go
         // first. Not so a dead process's job: it was claimed before any of them.
         const behindDatabase = this.leftInDatabase[turn] && !this.orphans.has(id);
-        if (!this.turnJobs[turn].has(id) && (this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn] || behindDatabase)) return turn;
+        if (!this.turnJobs[turn].has(id) && (this.turnJobs[turn].size >= TURN_JOBS_AT_ONCE[turn] || behindDatabase)) return { turn, hubId };
         this.turnJobs[turn].add(id);
       }
       // Stopped (not drained) while this job waited for the database: it is not started, its row left as it is.
@@ -511,8 +524,8 @@ export class EmbeddedRunner {
   }
 
   /** The read turn this memory's job waits for (extraction of a file not read yet), if any. */
-  private async readTurn(db: Db, id: string): Promise<ReadTurn | null> {
-    const row = await db.memory.findUnique({ where: { id }, select: { fileRef: true, contentType: true, extractedAt: true } });
-    return row === null ? null : readTurnOf(row);
+  private async readTurn(db: Db, id: string): Promise<{ turn: ReadTurn | null; hubId: string }> {
+    const row = await db.memory.findUnique({ where: { id }, select: { hubId: true, fileRef: true, contentType: true, extractedAt: true } });
+    return row === null ? { turn: null, hubId: "" } : { turn: readTurnOf(row), hubId: row.hubId };
   }
 }
