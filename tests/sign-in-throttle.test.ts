@@ -143,6 +143,24 @@ describe("sign-in throttling", () => {
     expect([account?.failures ?? 0, address?.failures ?? 0]).toEqual([0, 0]);
   });
 
+  it("a store failing on the address's count after the account's was counted gives the account's back: the refused try charges nothing", async () => {
+    // The store failing between its two writes (Upstash or the database dropping a connection).
+    class AddressWriteFails extends MemoryThrottleStore {
+      override async fail(key: string, free: number, ttlMs: number, now: number) {
+        if (key.startsWith("ip:")) throw new Error("store unreachable");
+        return super.fail(key, free, ttlMs, now);
+      }
+    }
+    const store = new AddressWriteFails();
+    setSignInThrottleStore(store);
+    for (let i = 0; i < 6; i++) await expect(attempt(PASSWORD, "203.0.113.33")).rejects.toThrow("SignInUnavailable");
+    const [account] = await store.get([`acct:${email}`]);
+    expect(account?.failures ?? 0).toBe(0);
+    // Once the store is back, the account is not locked by tries that were never checked.
+    setSignInThrottleStore(new MemoryThrottleStore());
+    expect(await attempt(PASSWORD, "203.0.113.33")).toMatchObject({ email });
+  });
+
   it("caps password attempts per address in the request bucket too (X-Forwarded-For does not rotate it)", async () => {
     setRateLimiter(frozenLimiter({ regular: 100, heavy: 2, light: 100 }));
     const spoofed = (i: number) => authorizePassword(h.db, { email, password: PASSWORD }, { ...from("198.51.100.77"), "x-forwarded-for": `10.9.9.${i}` });

@@ -250,7 +250,15 @@ export async function reserveSignIn(email: string, address: string, now = Date.n
       // lock an account longer than the same tries spread out).
       return await refuseUnchecked(store, account, policy.free, now);
     }
-    const ipAfter = await store.fail(ip, addressPolicy.free, addressPolicy.ttlMs, now);
+    let ipAfter: ThrottleState;
+    try {
+      ipAfter = await store.fail(ip, addressPolicy.free, addressPolicy.ttlMs, now);
+    } catch (error) {
+      // The try is refused unchecked (503): the account's count must go back with it, or every try
+      // while the store fails between its two writes charged the account and locked its owner out.
+      await store.forgive(account, policy.free, now).catch((undo: unknown) => console.error("sign-in throttle: could not give back an account's count", undo));
+      throw error;
+    }
     if (ipAfter.failures > addressPolicy.free && ipAfter.failures !== (ipState?.failures ?? 0) + 1) {
       // Refused for its address, unchecked: no try at the account's password, nor a failure of the
       // address (people behind one address signing in at once would lock it out).
