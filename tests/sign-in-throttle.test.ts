@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { NextRequest } from "next/server";
 import { POST as nextAuthPost } from "@/app/api/auth/[...nextauth]/route.ts";
 import { SOCKET_ADDRESS_HEADER } from "@/lib/api/client-address.ts";
@@ -6,6 +6,7 @@ import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { hashPassword } from "@/lib/auth/password.ts";
 import { authorizePassword } from "@/lib/auth/session-options.ts";
 import { checkSignIn, lockMs, MemoryThrottleStore, reserveCodeSignIn, setSignInThrottleStore, UpstashThrottleStore } from "@/lib/auth/sign-in-throttle.ts";
+import { PostgresThrottleStore } from "@/lib/auth/postgres-throttle-store.ts";
 import { Redis } from "@upstash/redis";
 import { createHarness, frozenLimiter, HARNESS_LIMITS, type Harness } from "./support/harness.ts";
 
@@ -159,6 +160,35 @@ describe("sign-in throttling", () => {
     // Once the store is back, the account is not locked by tries that were never checked.
     setSignInThrottleStore(new MemoryThrottleStore());
     expect(await attempt(PASSWORD, "203.0.113.33")).toMatchObject({ email });
+  });
+
+  it("a right password once an address's lock ran out leaves the address unlocked, in every store: the next sign-in from there is let through", async () => {
+    process.env.ENGRAM_SIGNIN_IP_FAILURES = "3";
+    for (const [name, store] of [
+      ["memory", new MemoryThrottleStore()],
+      ["postgres", new PostgresThrottleStore(async () => h.db)],
+    ] as const) {
+      setSignInThrottleStore(store);
+      const address = name === "memory" ? "203.0.113.34" : "203.0.113.35";
+      vi.useFakeTimers({ toFake: ["Date"] });
+      try {
+        for (let i = 0; i < 3; i++) expect(await attempt("guess", address, `lapsed-${i}@example.test`)).toBeNull();
+        await expect(attempt(PASSWORD, address), name).rejects.toThrow("TooManyAttempts");
+        vi.setSystemTime(Date.now() + 31_000);
+        expect(await attempt(PASSWORD, address), name).toMatchObject({ email });
+        // The success gave its count back: the address keeps its three failures, and no lock.
+        const [state] = await store.get([`ip:${address}`]);
+        expect(state?.failures, name).toBe(3);
+        expect(state!.until, name).toBeLessThanOrEqual(Date.now());
+        expect(await attempt(PASSWORD, address), name).toMatchObject({ email });
+        // A further wrong guess still meets the doubled lock, as one after the three failures does.
+        expect(await attempt("guess", address, "lapsed-3@example.test")).toBeNull();
+        const [after] = await store.get([`ip:${address}`]);
+        expect(after!.until - Date.now(), name).toBe(60_000);
+      } finally {
+        vi.useRealTimers();
+      }
+    }
   });
 
   it("caps password attempts per address in the request bucket too (X-Forwarded-For does not rotate it)", async () => {

@@ -46,13 +46,13 @@ export class PostgresThrottleStore implements ThrottleStore {
     await (await this.db()).signInThrottle.deleteMany({ where: { key } });
   }
 
-  async forgive(key: string, free: number, now: number): Promise<void> {
+  async forgive(key: string, free: number, now: number, letThrough = false): Promise<void> {
     const db = await this.db();
     // One statement, so a failure counted meanwhile keeps the lock it wrote.
     const lowered = Prisma.sql`(t.failures - 1)`;
     await db.$executeRaw`
       UPDATE sign_in_throttle AS t SET failures = ${lowered},
-        until_ms = CASE WHEN ${lockSql(lowered, free)} > 0 THEN LEAST(t.until_ms, ${now}::bigint + ${lockSql(lowered, free)}) ELSE 0 END
+        until_ms = CASE WHEN NOT ${letThrough}::boolean AND ${lockSql(lowered, free)} > 0 THEN LEAST(t.until_ms, ${now}::bigint + ${lockSql(lowered, free)}) ELSE 0 END
       WHERE t.key = ${key} AND t.failures > 0 AND t.expires_ms > ${now}::bigint`;
   }
 }

@@ -34,8 +34,12 @@ export interface ThrottleStore {
    * Takes back one failure `fail` counted for an attempt that turned out not to be one, lifting the
    * lock the lower count no longer earns (a lock an earlier failure past the free ones earned stays,
    * cut to what the lower count earns from now: tries refused at once wrote longer ones).
+   * `letThrough`: the failure was the try let through, counted while no lock ran, so the key goes
+   * back to no lock: its own lock refused every other try meanwhile, uncounted, so no lock left
+   * is another's (cut to the lower count's, a right password after a lock ran out locked its
+   * address again for the length of the lock that had just ended).
    */
-  forgive(key: string, free: number, now: number): Promise<void>;
+  forgive(key: string, free: number, now: number, letThrough?: boolean): Promise<void>;
 }
 
 interface Policy {
@@ -87,11 +91,11 @@ export class MemoryThrottleStore implements ThrottleStore {
     this.entries.delete(key);
   }
 
-  async forgive(key: string, free: number, now: number) {
+  async forgive(key: string, free: number, now: number, letThrough = false) {
     const entry = this.entries.get(key);
     if (!entry || entry.expires <= now || entry.failures === 0) return;
     entry.failures -= 1;
-    const lock = lockMs(entry.failures, free);
+    const lock = letThrough ? 0 : lockMs(entry.failures, free);
     entry.until = lock ? Math.min(entry.until, now + lock) : 0;
   }
 
@@ -132,11 +136,11 @@ return {n, string.format('%d', untilMs)}`;
  * lock wiped, and a decrement of an expired key made a key a failure counted meanwhile was deleted with.
  */
 const UPSTASH_FORGIVE = `
-local free, now, base, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local free, now, base, max, letThrough = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
 if n <= 0 then return 0 end
 n = redis.call('HINCRBY', KEYS[1], 'n', -1)
-if n < free then
+if n < free or letThrough == 1 then
   redis.call('HSET', KEYS[1], 'until', '0')
 else
   local untilMs = math.min(tonumber(redis.call('HGET', KEYS[1], 'until') or '0'), now + math.min(max, base * 2 ^ math.min(n - free, 20)))
@@ -165,8 +169,8 @@ export class UpstashThrottleStore implements ThrottleStore {
     await this.redis.del(UpstashThrottleStore.key(key));
   }
 
-  async forgive(key: string, free: number, now: number) {
-    await this.redis.eval(UPSTASH_FORGIVE, [UpstashThrottleStore.key(key)], [free, now, BASE_LOCK_MS, MAX_LOCK_MS]);
+  async forgive(key: string, free: number, now: number, letThrough = false) {
+    await this.redis.eval(UPSTASH_FORGIVE, [UpstashThrottleStore.key(key)], [free, now, BASE_LOCK_MS, MAX_LOCK_MS, letThrough ? 1 : 0]);
   }
 }
 
@@ -256,13 +260,13 @@ export async function reserveSignIn(email: string, address: string, now = Date.n
     } catch (error) {
       // The try is refused unchecked (503): the account's count must go back with it, or every try
       // while the store fails between its two writes charged the account and locked its owner out.
-      await store.forgive(account, policy.free, now).catch((undo: unknown) => console.error("sign-in throttle: could not give back an account's count", undo));
+      await store.forgive(account, policy.free, now, true).catch((undo: unknown) => console.error("sign-in throttle: could not give back an account's count", undo));
       throw error;
     }
     if (ipAfter.failures > addressPolicy.free && ipAfter.failures !== (ipState?.failures ?? 0) + 1) {
       // Refused for its address, unchecked: no try at the account's password, nor a failure of the
       // address (people behind one address signing in at once would lock it out).
-      await store.forgive(account, policy.free, now);
+      await store.forgive(account, policy.free, now, true);
       return await refuseUnchecked(store, ip, addressPolicy.free, now);
     }
     return { allowed: true };
@@ -281,7 +285,7 @@ export async function settleSignIn(email: string, address: string, success: bool
     if (!success) return;
     await store.clear(account);
     // Only the reservation goes: a success never clears the address's earlier failures.
-    await store.forgive(ip, policy.free, now);
+    await store.forgive(ip, policy.free, now, true);
   } catch (error) {
     console.error("sign-in throttle: could not record a sign-in attempt", error);
   }
@@ -296,8 +300,8 @@ export async function releaseSignIn(email: string, address: string, now = Date.n
   const store = signInThrottleStore();
   const { account: accountPolicy, address: addressPolicy } = policies();
   try {
-    await store.forgive(account, accountPolicy.free, now);
-    await store.forgive(ip, addressPolicy.free, now);
+    await store.forgive(account, accountPolicy.free, now, true);
+    await store.forgive(ip, addressPolicy.free, now, true);
   } catch (error) {
     console.error("sign-in throttle: could not give back a sign-in attempt", error);
   }
@@ -337,7 +341,7 @@ export async function reserveCodeSignIn(address: string, now = Date.now()): Prom
 export async function forgiveCodeSignIn(address: string, now = Date.now()): Promise<void> {
   const { address: policy } = policies();
   try {
-    await signInThrottleStore().forgive(keysFor("", address).address, policy.free, now);
+    await signInThrottleStore().forgive(keysFor("", address).address, policy.free, now, true);
   } catch (error) {
     console.error("sign-in throttle: could not give back a sign-in attempt", error);
   }
