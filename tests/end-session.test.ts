@@ -162,6 +162,19 @@ describe("signing out ends the session, not only the browser's copy", () => {
     expect(await h.db.endedSession.count({ where: { jti: "expired-long-ago" } })).toBe(0);
   });
 
+  it("a sign-out prunes expired ids a bounded batch at a time, never all of a backlog in one statement", async () => {
+    const cat = await h.user("Cat");
+    const backlog = 1200;
+    const expiresAt = new Date(Date.now() - 60_000);
+    await h.db.endedSession.createMany({ data: Array.from({ length: backlog }, (_, i) => ({ jti: `backlog-${i}`, expiresAt })) });
+    const left = () => h.db.endedSession.count({ where: { jti: { startsWith: "backlog-" } } });
+    expect(await endSession(h.db, await sessionCookieFor(h.db, cat.id))).toBe(true);
+    expect(await left()).toBe(backlog - 500);
+    expect(await endSession(h.db, await sessionCookieFor(h.db, cat.id))).toBe(true);
+    expect(await endSession(h.db, await sessionCookieFor(h.db, cat.id))).toBe(true);
+    expect(await left()).toBe(0);
+  });
+
   it("only a response that clears the session cookie counts as a sign-out", () => {
     const cleared = new Response(null, { headers: [["set-cookie", "next-auth.session-token=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax"]] });
     const kept = new Response(null, { headers: [["set-cookie", "next-auth.csrf-token=abc; Path=/; HttpOnly"]] });

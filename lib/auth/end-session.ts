@@ -1,8 +1,16 @@
 import { decode } from "next-auth/jwt";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import type { Db } from "@/lib/db/database.ts";
+import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { apiKeysLockKey } from "./create-api-key.ts";
 import { SESSION_MAX_AGE_SECONDS, sessionSecret, sessionTokenFrom } from "./session.ts";
+
+/**
+ * Expired ids one sign-out deletes at most: a backlog (a server whose sign-outs were rare, then
+ * many) went in one unbounded DELETE that held its locks and made that sign-out wait on it. Each
+ * sign-out adds one id, so a batch of 500 keeps well ahead.
+ */
+const PRUNE_BATCH = 500;
 
 /**
  * Ends the dashboard session in this Cookie header for good: a session is a stateless cookie, so
@@ -31,7 +39,13 @@ export async function endSession(db: Db, cookieHeader: string | null, now = new 
     if (typeof payload.sub === "string") await lockForTransaction(tx, apiKeysLockKey(payload.sub));
     await tx.endedSession.upsert({ where: { jti: id }, create: { jti: id, expiresAt }, update: {} });
   });
-  await db.endedSession.deleteMany({ where: { expiresAt: { lt: now } } });
+  await deleteInBatches(
+    async (take) => (await db.endedSession.findMany({ where: { expiresAt: { lt: now } }, select: { jti: true }, take })).map((row) => ({ id: row.jti })),
+    (ids) => db.endedSession.deleteMany({ where: { jti: { in: ids }, expiresAt: { lt: now } } }),
+    PRUNE_BATCH,
+    1,
+    // The session is ended already: a prune failing must not answer the sign-out as failed.
+  ).catch((error: unknown) => console.error("[auth] pruning ended sessions failed", error));
   return true;
 }
 
