@@ -661,6 +661,24 @@ describe("mailSurelyUndelivered", () => {
     } finally {
       await refusing.close();
     }
+    // smtps whose certificate the client refuses: the handshake failed before a byte of SMTP, so nothing left.
+    const untrusted = await startSmtp({ tls: true });
+    try {
+      const error = await failureOf(untrusted, "text");
+      expect(untrusted.messages).toHaveLength(0);
+      expect(mailSurelyUndelivered(error)).toBe(true);
+    } finally {
+      await untrusted.close();
+    }
+    // smtps to a relay that speaks plain SMTP: the handshake never completes either.
+    const plain = await startSmtp();
+    try {
+      const error = await failureOf({ ...plain, url: plain.url.replace("smtp://", "smtps://") }, "text");
+      expect(plain.messages).toHaveLength(0);
+      expect(mailSurelyUndelivered(error)).toBe(true);
+    } finally {
+      await plain.close();
+    }
     // The connection dropped after the message was handed over: the relay may have queued it.
     const dropping = await startSmtp({ dropAfterData: true });
     try {

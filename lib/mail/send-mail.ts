@@ -145,8 +145,25 @@ export function mailSurelyUndelivered(error: unknown): boolean {
   if (typeof code === "string" && NEVER_DELIVERED_CODES.has(code)) return true;
   if (typeof command === "string" && (BEFORE_MESSAGE_COMMANDS.has(command) || command.startsWith("AUTH"))) return true;
   if (typeof message === "string" && /^(Connection timeout|Greeting never received|Invalid greeting)/.test(message)) return true;
+  if (tlsHandshakeFailed(error)) return true;
   return syscall === "connect" || syscall === "getaddrinfo";
 }
+
+/**
+ * An smtps connection (TLS from the first byte) whose handshake failed: no SMTP was spoken, so
+ * nothing left. nodemailer names it like any broken socket (ESOCKET, command CONN), which a break
+ * after the message is too, so it is told by where it came from: Node's check of the relay's
+ * certificate at the handshake's end (an untrusted, expired or misnamed certificate), or OpenSSL
+ * refusing the handshake itself (no common protocol or cipher, a relay not speaking TLS).
+ */
+function tlsHandshakeFailed(error: unknown): boolean {
+  const { command, stack, library, reason } = (error ?? {}) as { command?: unknown; stack?: unknown; library?: unknown; reason?: unknown };
+  if (command !== "CONN") return false;
+  if (typeof stack === "string" && /\bTLSSocket\.onConnectSecure\b/.test(stack)) return true;
+  return library === "SSL routines" && typeof reason === "string" && TLS_HANDSHAKE_REASONS.test(reason);
+}
+
+const TLS_HANDSHAKE_REASONS = /wrong version number|handshake failure|protocol version|unsupported protocol|no protocols available|no shared cipher|certificate|packet length too long|unknown protocol/i;
 
 const NEVER_DELIVERED_CODES = new Set(["EAUTH", "ENOAUTH", "EDNS", "ETLS", "EENVELOPE", "EMESSAGE", "EREQUIRETLS", "ESTREAM", "EMAXLIMIT"]);
 // nodemailer's `command` of an error: API is its own check before anything is sent; the others fail

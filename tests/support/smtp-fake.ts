@@ -1,4 +1,5 @@
 import net from "node:net";
+import tls from "node:tls";
 
 export interface Received {
   from: string;
@@ -13,13 +14,14 @@ export interface Received {
  * connections and never greet (a relay that hangs: the sender gives up before any message),
  * `answerDataWhen` take the message and answer it only once that promise settles (a slow relay),
  * `refuseData` answer the message with a refusal instead of accepting it (with `answerDataWhen`: a
- * slow relay that then refuses).
+ * slow relay that then refuses). `tls`: implicit TLS (smtps, port 465 style) with a self-signed
+ * certificate no client trusts, so every handshake fails the certificate check.
  */
-export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean; silent?: boolean; answerDataWhen?: Promise<unknown>; refuseData?: boolean } = {}) {
+export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean; silent?: boolean; answerDataWhen?: Promise<unknown>; refuseData?: boolean; tls?: boolean } = {}) {
   const dataAnswer = options.refuseData ? "554 5.7.1 message refused\r\n" : "250 2.0.0 queued\r\n";
   const messages: Received[] = [];
   const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
+  const serve = (socket: net.Socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.setEncoding("utf8");
@@ -73,11 +75,12 @@ export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?:
         else socket.write("502 5.5.2 not implemented\r\n");
       }
     });
-  });
+  };
+  const server = options.tls ? tls.createServer({ key: SELF_SIGNED_KEY, cert: SELF_SIGNED_CERT }, serve) : net.createServer(serve);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as net.AddressInfo).port;
   return {
-    url: `smtp://127.0.0.1:${port}`,
+    url: `${options.tls ? "smtps" : "smtp"}://127.0.0.1:${port}`,
     messages,
     close: () =>
       new Promise<void>((resolve) => {
@@ -86,3 +89,23 @@ export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?:
       }),
   };
 }
+
+/** A self-signed certificate for smtp.test (valid for a century): no client's trust store holds it. */
+const SELF_SIGNED_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQghs965DnRheuv6ypY
+9QY+1bnCCwPsPJcZYQomVKY0G4ShRANCAAQFXNHq6yhTghizCmT+J4u5N+WHsrXY
+trxCxbKsbxCunDOVLmsvjr+2XsyQbRHXzPf6AXZxIRjQh37xLVTFF0jx
+-----END PRIVATE KEY-----
+`;
+const SELF_SIGNED_CERT = `-----BEGIN CERTIFICATE-----
+MIIBfzCCASWgAwIBAgIURkWY160/MYBFiuceMuq6FukEgHMwCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJc210cC50ZXN0MCAXDTI2MTEyODE3MjczMFoYDzIxMjYxMTA0
+MTcyNzMwWjAUMRIwEAYDVQQDDAlzbXRwLnRlc3QwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAAQFXNHq6yhTghizCmT+J4u5N+WHsrXYtrxCxbKsbxCunDOVLmsvjr+2
+XsyQbRHXzPf6AXZxIRjQh37xLVTFF0jxo1MwUTAdBgNVHQ4EFgQU0k6oW9V/O0gA
+WGlMcuhsKtbPEVEwHwYDVR0jBBgwFoAU0k6oW9V/O0gAWGlMcuhsKtbPEVEwDwYD
+VR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiA7/CUh8D73prA+OvMWgSz7
+VfUETKR4/2L6qPVLXFyxqwIhANbSuYSY6GRitjKC6dAbvxmtPvYMq8r4NtcnX/9M
+i5tH
+-----END CERTIFICATE-----
+`;
