@@ -172,6 +172,26 @@ describe("a consent completed from the consent request's JSON alone", () => {
   });
 });
 
+describe("a consent form submitted again", () => {
+  it("is refused with a clear answer: one form makes one grant, however often (or at once) it is posted within its life", async () => {
+    const grants = () => h.db.oAuthGrant.count({ where: { userId: ann.id, revokedAt: null } });
+    const { requestId, token } = await pending();
+    const form = { session_id: requestId, csrf_token: token, decision: "allow", hubs: "all", access: "write" };
+    const before = await grants();
+    const first = await submit(form);
+    expect(first.status, await first.clone().text()).toBe(303);
+    expect(new URL(first.headers.get("location")!).searchParams.get("code")).toBeTruthy();
+    const again = await submit(form);
+    expect(again.status).toBe(410);
+    expect(await again.text()).toMatch(/already (been )?(submitted|used)/i);
+    // Posted several times at once: one grant.
+    const fresh = await pending();
+    const racing = await Promise.all(Array.from({ length: 4 }, () => submit({ ...form, session_id: fresh.requestId, csrf_token: fresh.token })));
+    expect(racing.map((res) => res.status).sort()).toEqual([303, 410, 410, 410]);
+    expect(await grants()).toBe(before + 2);
+  });
+});
+
 describe("a request id edited in any of its fields", () => {
   it("is one 404, and its submission is refused, for scope, response_type and code_challenge_method too", async () => {
     const { requestId, token } = await pending({ scope: "read" });

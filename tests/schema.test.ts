@@ -75,7 +75,7 @@ describe("schema and migrations agree", () => {
       }),
     };
     const grant = await db.oAuthGrant.create({
-      data: { id: newId(), userId: user.id, clientId: more.oauthClient.id, hubIds: [hub.id], allHubs: false, scope: "read write", resource: "http://x/mcp", createdAt: now, lastUsedAt: now, revokedAt: now, revokedReason: "r" },
+      data: { id: newId(), userId: user.id, clientId: more.oauthClient.id, hubIds: [hub.id], allHubs: false, scope: "read write", resource: "http://x/mcp", createdAt: now, lastUsedAt: now, revokedAt: now, revokedReason: "r", consentTokenHash: "t".repeat(64) },
     });
     const code = await db.oAuthCode.create({ data: { codeHash: "c".repeat(64), grantId: grant.id, redirectUri: "http://127.0.0.1/cb", codeChallenge: "x", resource: "http://x/mcp", expiresAt: now, usedAt: now } });
     const refresh = await db.oAuthRefreshToken.create({ data: { tokenHash: "r".repeat(64), grantId: grant.id, createdAt: now, expiresAt: now, usedAt: now } });

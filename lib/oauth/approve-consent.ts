@@ -6,6 +6,7 @@ import { apiKeysLockKey } from "@/lib/auth/create-api-key.ts";
 import { hashSecret } from "@/lib/auth/hash-secret.ts";
 import { sessionStillValid } from "@/lib/auth/session.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
+import { isUniqueViolation } from "@/lib/db/errors.ts";
 import type { Db, DbClient } from "@/lib/db/database.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
@@ -36,6 +37,8 @@ export interface Consent {
  * through a dashboard `session`, the grant is made only if that session still counts, read under
  * the lock an account claim revokes grants under (lib/auth/claim-account.ts): a consent checked
  * before the claim otherwise left the old holder a grant made after the claim's revocation.
+ * `consentToken`: the form's token, which makes one grant: posted again (a double click, a replay
+ * within its 15 minutes) it is refused as `used` instead of making another grant and code.
  */
 export async function approveConsent(
   db: Db,
@@ -44,6 +47,7 @@ export async function approveConsent(
   consent: Consent,
   now: Date,
   session?: NonNullable<Credential["session"]>,
+  consentToken?: string,
 ): Promise<string> {
   let hubIds: string[] = [];
   if (consent.hubIds) {
@@ -53,7 +57,17 @@ export async function approveConsent(
     // matched none of the user's hubs and was dropped, and the app got fewer hubs than were chosen.
     hubIds = [...new Set(consent.hubIds.map(normalizeId))].filter((id) => mine.has(id));
   }
-  return db.$transaction((tx) => insertConsent(tx, user, request, consent, hubIds, now, session));
+  try {
+    return await db.$transaction((tx) => insertConsent(tx, user, request, consent, hubIds, now, session, consentToken));
+  } catch (error) {
+    // The check below runs under the user's lock; the unique index is the last word.
+    if (consentToken && isUniqueViolation(error)) throw formUsed();
+    throw error;
+  }
+}
+
+function formUsed(): ApiError {
+  return new ApiError("used", "This consent form has already been submitted; start connecting the app again for another sign-in");
 }
 
 /**
@@ -68,12 +82,15 @@ export async function insertConsent(
   hubIds: string[],
   now: Date,
   session?: NonNullable<Credential["session"]>,
+  consentToken?: string,
 ): Promise<string> {
   const code = `${CODE_PREFIX}${randomBytes(32).toString("base64url")}`;
   await lockForTransaction(tx, apiKeysLockKey(user.id));
   if (session && !(await sessionStillValid(tx, user.id, session))) {
     throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
   }
+  const consentTokenHash = consentToken === undefined ? null : hashSecret(`consent:${consentToken}`);
+  if (consentTokenHash && (await tx.oAuthGrant.findUnique({ where: { consentTokenHash }, select: { id: true } }))) throw formUsed();
   // Under the user's lock, so concurrent consents cannot each find room. last_used_at is set only
   // when an access token is used, so a grant never used yet counts from its consent: ranked last,
   // a sign-in just finished was revoked by the next one (two machines in a row). A grant whose code
@@ -112,6 +129,7 @@ export async function insertConsent(
       scope: consent.write && request.wantsWrite ? "read write" : "read",
       resource: request.resource,
       createdAt: now,
+      consentTokenHash,
     },
   });
   await tx.oAuthCode.create({

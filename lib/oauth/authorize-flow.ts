@@ -131,7 +131,8 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
       for (const value of values) params.append(name, value);
     }
   }
-  if (!checkConsentToken(await serverSecret(ctx.db), user.id, params, form.get("csrf") ?? form.get("csrf_token"), ctx.now().getTime())) {
+  const token = form.get("csrf") ?? form.get("csrf_token");
+  if (!token || !checkConsentToken(await serverSecret(ctx.db), user.id, params, token, ctx.now().getTime())) {
     return errorPage("This consent form expired", "Go back to the app and connect again.", 403);
   }
   const check = await checkAuthorizeRequest(ctx.db, params, origin, ctx.now(), knownClientAddress(req));
@@ -142,9 +143,11 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
   }
   let code: string;
   try {
-    code = await approveConsent(ctx.db, user, request, consentChoices(form), ctx.now(), session);
+    code = await approveConsent(ctx.db, user, request, consentChoices(form), ctx.now(), session, token);
   } catch (error) {
     if (error instanceof ApiError && error.code === "unauthorized") return errorPage("Signed out", "Your session ended; start connecting the app again.", 401);
+    // The app got its code from the first submission: this one is the user's to see, not the app's.
+    if (error instanceof ApiError && error.code === "used") return errorPage("Already submitted", error.message, error.status);
     return redirectedFailure(ctx, request, origin, error, 303);
   }
   return redirect(redirectWith(request.redirectUri, { code, state: request.state, iss: origin }), 303);
