@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_RETURN_TO_CHARS } from "@/lib/auth/sign-in-location.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
@@ -221,6 +222,31 @@ describe("a long authorization request", () => {
     expect(callback.origin + callback.pathname).toBe(CALLBACK);
     expect(callback.searchParams.get("error")).toBe("invalid_request");
     expect(callback.searchParams.get("error_description")).toMatch(/too long/);
+  });
+});
+
+describe("an authorization request sent through sign-in", () => {
+  it("carries its return-to while it fits the documented bound; past it the client is told at once, not sent a Location no browser or server takes", async () => {
+    // Within the bound: the sign-in page, with the request to come back to.
+    const short = await fetch(authorizeUrl({ state: "é".repeat(500) }), { redirect: "manual" });
+    expect(short.status).toBe(302);
+    const signIn = new URL(short.headers.get("location")!, server.url);
+    expect(signIn.pathname).toBe("/sign-in");
+    expect(new URL(signIn.searchParams.get("callbackUrl")!, server.url).searchParams.get("state")).toBe("é".repeat(500));
+    expect(encodeURIComponent(signIn.searchParams.get("callbackUrl")!).length).toBeLessThanOrEqual(MAX_RETURN_TO_CHARS);
+    // ~15 KiB of percent-escapes: a request line Node takes, a request id within its bound, but a
+    // return-to escaped once more (~25 KiB) that overflowed every header limit on the way.
+    const long = await fetch(authorizeUrl({ state: "é".repeat(2500) }), { redirect: "manual" });
+    expect(long.status).toBe(302);
+    const location = long.headers.get("location")!;
+    // The error carries the state back (RFC 6749 §4.1.2.1), no longer than the client sent it.
+    expect(location.length).toBeLessThan(16 * 1024);
+    const callback = new URL(location);
+    expect(callback.origin + callback.pathname).toBe(CALLBACK);
+    expect(callback.searchParams.get("error")).toBe("invalid_request");
+    expect(callback.searchParams.get("error_description")).toMatch(/too long to carry through sign-in/);
+    // Signed in, the same request needs no return-to and is shown.
+    expect((await fetch(authorizeUrl({ state: "é".repeat(2500) }), { headers: { cookie: annCookie }, redirect: "manual" })).status).toBe(200);
   });
 });
 

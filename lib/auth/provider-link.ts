@@ -5,6 +5,7 @@ import type { Db } from "@/lib/db/database.ts";
 import { publicOrigin } from "@/lib/oauth/public-origin.ts";
 import { safeCallback } from "@/lib/web/safe-callback.ts";
 import { oauthProviders } from "./session-options.ts";
+import { MAX_RETURN_TO_CHARS, signInLocation } from "./sign-in-location.ts";
 import { sessionTokenFrom, sessionUserId } from "./session.ts";
 
 /** The link intent rides in this cookie from the start of the flow to the provider's callback. */
@@ -28,7 +29,11 @@ export async function startProviderLink(ctx: RequestContext, req: Request, provi
   const url = new URL(req.url);
   const next = sameSiteTarget(url.searchParams.get("redirect_uri"), publicOrigin(req));
   const userId = await sessionUserId(ctx.db, sessionTokenFrom(req.headers.get("cookie")));
-  if (!userId) return redirect(`/sign-in?callbackUrl=${encodeURIComponent(url.pathname + url.search)}`);
+  if (!userId) {
+    const signIn = signInLocation(url.pathname + url.search);
+    if (!signIn) throw new ApiError("invalid_request", `The link request is too long to carry through sign-in (over ${MAX_RETURN_TO_CHARS / 1024} KiB escaped): sign in first, or send a shorter redirect_uri`);
+    return redirect(signIn);
+  }
   const payload = Buffer.from(JSON.stringify({ u: userId, p: provider, e: Math.floor(Date.now() / 1000) + LINK_TTL_SECONDS })).toString("base64url");
   const value = `${payload}.${sign(await serverSecret(ctx.db), payload)}`;
   const secure = publicOrigin(req).startsWith("https:") ? "; Secure" : "";

@@ -4,6 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { toApiError } from "@/lib/api/with-auth.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { assertSameOrigin, sessionOf, sessionTokenFrom, sessionUserId } from "@/lib/auth/session.ts";
+import { MAX_RETURN_TO_CHARS, signInLocation } from "@/lib/auth/sign-in-location.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { approveConsent, type Consent } from "./approve-consent.ts";
 import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck, type AuthorizeRequest } from "./authorize-request.ts";
@@ -71,7 +72,13 @@ export async function showAuthorize(ctx: RequestContext, req: Request): Promise<
   }
   try {
     const user = await sessionUser(ctx, req);
-    if (!user) return redirect(`/sign-in?callbackUrl=${encodeURIComponent(`/oauth/authorize${url.search}`)}`);
+    if (!user) {
+      const signIn = signInLocation(`/oauth/authorize${url.search}`);
+      if (signIn) return redirect(signIn);
+      // Told to the app at once: the sign-in could never have come back to it.
+      const error = new OAuthError("invalid_request", `The authorization request is too long to carry through sign-in (its address escaped is over ${MAX_RETURN_TO_CHARS / 1024} KiB; its state, most likely): sign in to Engram first, or send a shorter one`);
+      return failure({ ok: false, error, redirectUri: check.request.redirectUri, state: check.request.state }, origin);
+    }
     const csrf = consentToken(await serverSecret(ctx.db), user.id, params, ctx.now().getTime());
     const hubs = await readableHubs({ db: ctx.db, user, credential: { type: "session", ...FULL_ACCESS } });
     return consentPage({ request: check.request, params, user, hubs, csrf, requestId });
