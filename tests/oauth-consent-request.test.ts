@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_RETURN_TO_CHARS } from "@/lib/auth/sign-in-location.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
@@ -247,6 +249,41 @@ describe("an authorization request sent through sign-in", () => {
     expect(callback.searchParams.get("error_description")).toMatch(/too long to carry through sign-in/);
     // Signed in, the same request needs no return-to and is shown.
     expect((await fetch(authorizeUrl({ state: "é".repeat(2500) }), { headers: { cookie: annCookie }, redirect: "manual" })).status).toBe(200);
+  });
+});
+
+describe("a client whose metadata document cannot be re-fetched", () => {
+  it("is a clear 503 saying so, as the authorize page answers it, not a not_found", async () => {
+    let up = true;
+    const metadata = createServer((req, res) => {
+      if (!up) return void res.writeHead(500).end("down");
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ client_id: clientId, client_name: "Doc Client", redirect_uris: [CALLBACK], token_endpoint_auth_method: "none" }));
+    });
+    await new Promise<void>((resolve) => metadata.listen(0, "127.0.0.1", resolve));
+    const clientId = `http://127.0.0.1:${(metadata.address() as AddressInfo).port}/client.json`;
+    process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA = "1";
+    try {
+      const request = { client_id: clientId, code_challenge: "c".repeat(43), code_challenge_method: "S256" };
+      const { requestId, token } = await pending(request);
+      expect((await consentRequest(requestId, token)).status).toBe(200);
+      // A day later the document is due to be read again, and its server is failing.
+      await h.db.oAuthClient.update({ where: { id: clientId }, data: { fetchedAt: new Date(Date.now() - 25 * 3600_000) } });
+      up = false;
+      const res = await consentRequest(requestId, token);
+      expect(res.status).toBe(503);
+      expect(res.body.error!.code).toBe("unavailable");
+      expect(res.body.error!.message).toMatch(/metadata document could not be fetched again.*HTTP 500/);
+      // The authorize page in the same case: a page that says to try again later, with the same status.
+      const page = await fetch(authorizeUrl(request), { headers: { cookie: annCookie }, redirect: "manual" });
+      expect(page.status).toBe(503);
+      expect(await page.text()).toMatch(/Try again later[\s\S]*metadata document could not be fetched again/);
+      // Once its server answers again, so does the consent request.
+      up = true;
+      expect((await consentRequest(requestId, token)).status).toBe(200);
+    } finally {
+      delete process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA;
+      await new Promise((resolve) => metadata.close(resolve));
+    }
   });
 });
 

@@ -34,6 +34,8 @@ export class LinkFetchError extends Error {
   constructor(
     message: string,
     readonly refused = false,
+    /** The HTTP status the page answered with, when that was the failure. */
+    readonly status?: number,
   ) {
     super(message);
     this.name = "LinkFetchError";
@@ -158,7 +160,7 @@ export async function safeFetch(rawUrl: string, policy: FetchPolicy = currentFet
         url = parseHttpUrl(new URL(response.location, url).toString());
         continue;
       }
-      if (response.status < 200 || response.status >= 300) throw new LinkFetchError(`The page answered HTTP ${response.status}`);
+      if (response.status < 200 || response.status >= 300) throw new LinkFetchError(`The page answered HTTP ${response.status}`, false, response.status);
       return { url: url.toString(), status: response.status, contentType: response.contentType, body: response.body! };
     }
   } catch (error) {

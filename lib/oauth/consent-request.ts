@@ -67,7 +67,11 @@ export async function getConsentRequest(ctx: AuthContext, input: ConsentRequestI
   if (!params || !checkConsentToken(await serverSecret(ctx.db), ctx.user.id, params, input.consent_token, now.getTime())) throw gone;
   // Checked again as the form's submission will be: a client deleted since, or its redirect URI dropped, is gone.
   const check = await checkAuthorizeRequest(ctx.db, params, origin, now);
-  if (!check.ok) throw gone;
+  if (!check.ok) {
+    // An outage is said as one, as the authorize page says it: the request may well be answerable shortly.
+    if (check.error.error === "temporarily_unavailable") throw new ApiError("unavailable", check.error.description, undefined, check.error.headers);
+    throw gone;
+  }
   const { request } = check;
   const memberships = await readableHubs({ db: ctx.db, user: ctx.user, credential: { type: "session", ...FULL_ACCESS } });
   const counts = await memoryCounts(ctx.sql, "hub", memberships.map((m) => m.hub.id));

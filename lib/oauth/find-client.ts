@@ -40,7 +40,7 @@ export async function findClient(db: Db, clientId: string | null | undefined, no
   if (stored && stored.fetchedAt && now.getTime() - stored.fetchedAt.getTime() < METADATA_TTL_MS) return stored;
   // Past the cap, a new URL is refused before it is fetched: otherwise each request still costs an outbound read. Checked again under the lock below.
   if (!stored) await assertRoomForNewClient(db, "metadata_document", now, origin);
-  const doc = await fetchMetadataDocument(clientId);
+  const doc = await fetchMetadataDocument(clientId, !!stored);
   const data = { name: doc.name, redirectUris: doc.redirectUris, kind: "metadata_document", clientUri: doc.clientUri, fetchedAt: now };
   return db.$transaction(async (tx) => {
     // Anyone can name a new URL on every request: new document clients are capped like registrations.
@@ -65,7 +65,7 @@ function assertMetadataUrl(clientId: string): URL {
   return url;
 }
 
-async function fetchMetadataDocument(clientId: string): Promise<{ name: string; redirectUris: string[]; clientUri: string | null }> {
+async function fetchMetadataDocument(clientId: string, known: boolean): Promise<{ name: string; redirectUris: string[]; clientUri: string | null }> {
   const url = assertMetadataUrl(clientId);
   let text: string;
   try {
@@ -85,6 +85,11 @@ async function fetchMetadataDocument(clientId: string): Promise<{ name: string; 
     text = page.body.toString("utf8");
   } catch (error) {
     const reason = error instanceof LinkFetchError ? error.message : "it could not be read";
+    // A client read before whose document's server is failing now (down, slow, a 5xx) is an outage
+    // to retry, not an unknown client: refused as one, the consent request answered 404 and the page
+    // "not valid". A document gone (a 4xx) or an address refused still means no such client.
+    const outage = known && !(error instanceof LinkFetchError && (error.refused || (error.status !== undefined && error.status < 500)));
+    if (outage) throw new OAuthError("temporarily_unavailable", `The app's client ID metadata document could not be fetched again (${reason}); try again later`, 503, { "Retry-After": "30" });
     throw new OAuthError("invalid_client", `Could not fetch the client ID metadata document: ${reason}`);
   }
   let parsed: unknown;
