@@ -398,6 +398,25 @@ describe("POST /v1/auth/email/request and /verify", () => {
     expect((await h.anonymous.post("/v1/auth/email/verify", { email: cyd.email, code })).status).toBe(401);
   });
 
+  it("one client is mailed at most ENGRAM_EMAIL_CODES_PER_CLIENT_HOUR codes an hour across addresses; another client is not held by it", async () => {
+    // Each address gets five codes an hour, but one client asking for ever new addresses was held
+    // only by the per-minute request bucket: a mail cannon of 60 mails a minute per address it had.
+    process.env.ENGRAM_EMAIL_CODES_PER_CLIENT_HOUR = "3";
+    try {
+      const from = (address: string) => ({ headers: { [SOCKET_ADDRESS_HEADER]: address } });
+      const sent = smtp.messages.length;
+      for (let i = 0; i < 3; i++) expect((await h.anonymous.post("/v1/auth/email/request", { email: `sprayed-${i}@example.test` }, from("203.0.113.60"))).status).toBe(200);
+      const refused = await h.anonymous.post("/v1/auth/email/request", { email: "sprayed-3@example.test" }, from("203.0.113.60"));
+      expect(refused).toMatchObject({ status: 429, body: { error: { code: "rate_limited", details: { limit: 3, retry_after: expect.any(Number) } } } });
+      expect(refused.body.error.message).toMatch(/from this client/);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(3500);
+      expect(smtp.messages.length).toBe(sent + 3);
+      expect((await h.anonymous.post("/v1/auth/email/request", { email: "sprayed-3@example.test" }, from("198.51.100.60"))).status).toBe(200);
+    } finally {
+      delete process.env.ENGRAM_EMAIL_CODES_PER_CLIENT_HOUR;
+    }
+  });
+
   it("wrong codes count against the client's address, across addresses: past its free failures it is locked out, others are not", async () => {
     // Five tries per code, five codes an hour per address: without a bound per client, one client
     // spraying guesses over many addresses whose codes it asked for got thousands of guesses an hour.

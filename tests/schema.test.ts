@@ -150,7 +150,7 @@ describe("schema and migrations agree", () => {
     const agent = await db.connectedAgent.create({ data: { id: newId(), ownerId: user.id, agentName: "claude-code", displayName: "Claude", icon: "🤖", createdAt: now, updatedAt: now } });
     expect(await db.connectedAgent.findUnique({ where: { id: agent.id } })).toEqual(agent);
     // E-mail sign-in codes (lib/auth).
-    const signInCode = await db.emailSignInCode.create({ data: { id: newId(), email: "a@example.test", codeHash: "h", redirectUri: "http://127.0.0.1:1/cb", attempts: 2, expiresAt: now, consumedAt: now, sentAt: now, createdAt: now } });
+    const signInCode = await db.emailSignInCode.create({ data: { id: newId(), email: "a@example.test", codeHash: "h", redirectUri: "http://127.0.0.1:1/cb", attempts: 2, expiresAt: now, consumedAt: now, sentAt: now, clientAddress: "203.0.113.1", createdAt: now } });
     expect(await db.emailSignInCode.findUnique({ where: { id: signInCode.id } })).toEqual(signInCode);
     // Agent chat (lib/chat): a session, one turn, its stream log and an approval.
     const chat = await db.chatSession.create({

@@ -1,11 +1,21 @@
 import { createHmac } from "node:crypto";
 import { z } from "zod";
+import { positiveIntEnv } from "@/lib/config.ts";
 
 /** How long a code works, how soon another may be sent, how many per hour, how many wrong tries burn one. */
 export const EMAIL_CODE_TTL_SECONDS = 600;
 export const EMAIL_CODE_COOLDOWN_SECONDS = 60;
 export const EMAIL_CODES_PER_HOUR = 5;
 export const EMAIL_CODE_MAX_ATTEMPTS = 5;
+
+/**
+ * ENGRAM_EMAIL_CODES_PER_CLIENT_HOUR (100): codes one client address may have mailed an hour, across
+ * addresses. Each address gets five, but a client naming ever new addresses was held only by the
+ * per-minute request bucket (60 mails a minute, to anyone); a NAT office signing in stays well under it.
+ */
+export function emailCodesPerClientHour(): number {
+  return positiveIntEnv("ENGRAM_EMAIL_CODES_PER_CLIENT_HOUR", 100);
+}
 
 const emailSchema = z
   .email("email must be an e-mail address")

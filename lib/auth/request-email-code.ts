@@ -12,6 +12,7 @@ import {
   EMAIL_CODE_TTL_SECONDS,
   EMAIL_CODES_PER_HOUR,
   emailCodeHash,
+  emailCodesPerClientHour,
   type RequestEmailCodeBody,
 } from "./email-code-fields.ts";
 import { signUpOpen } from "./sign-up.ts";
@@ -35,7 +36,7 @@ export function emailSignInOn(): boolean {
  * A newer code replaces the older one once its mail was handed to the relay. Without SMTP_URL no code could arrive, so e-mail sign-in is
  * off (403), unless ENGRAM_EMAIL_CODE_DEV_RETURN=1 puts it in the answer.
  */
-export async function requestEmailCode(ctx: RequestContext, input: RequestEmailCodeBody) {
+export async function requestEmailCode(ctx: RequestContext, input: RequestEmailCodeBody, clientAddress: string) {
   const devReturn = emailCodesReturned();
   if (!emailSignInOn()) {
     // Off, not broken: a 403 like a closed sign-up, so no client retries it as an outage.
@@ -51,7 +52,10 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
   const eligible = signUpOpen() || (await ctx.db.user.findUnique({ where: { email }, select: { id: true } })) !== null;
   const id = newId(now.getTime());
   await ctx.db.$transaction(async (tx) => {
+    // The client's lock first, then the address's (as every request takes them), so none waits in a cycle.
+    await lockForTransaction(tx, `email-code-client:${clientAddress}`);
     await lockForTransaction(tx, `email-code:${email}`);
+    await assertClientMayAsk(tx, clientAddress, now);
     const retryAfter = await nextCodeIn(tx, email, now);
     if (retryAfter > 0) {
       // limit: the codes an address may be sent an hour; the cooldown between two is in the wait too.
@@ -68,6 +72,7 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
         redirectUri: input.redirect_uri ?? null,
         expiresAt: new Date(now.getTime() + EMAIL_CODE_TTL_SECONDS * 1000),
         consumedAt: now,
+        clientAddress,
         createdAt: now,
       },
     });
@@ -161,6 +166,23 @@ export function askedAfter(createdAt: Date, id: string) {
 
 function askedBefore(createdAt: Date, id: string) {
   return { OR: [{ createdAt: { lt: createdAt } }, { createdAt, id: { lt: id } }] };
+}
+
+/**
+ * Refuses a client that has had emailCodesPerClientHour codes mailed within the hour. A code that
+ * surely never left is deleted, so it counts for this as for the address's limits: not at all.
+ */
+async function assertClientMayAsk(db: DbClient, clientAddress: string, at: Date): Promise<void> {
+  const cap = emailCodesPerClientHour();
+  const recent = await db.emailSignInCode.findMany({
+    where: { clientAddress, createdAt: { gt: new Date(at.getTime() - 3_600_000) } },
+    orderBy: { createdAt: "desc" },
+    select: { createdAt: true },
+    take: cap,
+  });
+  if (recent.length < cap) return;
+  const retryAfter = Math.max(1, Math.ceil((recent[cap - 1]!.createdAt.getTime() + 3_600_000 - at.getTime()) / 1000));
+  throw new ApiError("rate_limited", `Too many sign-in codes were asked for from this client; another can be sent in ${retryAfter} s`, { limit: cap, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
 }
 
 /** Seconds until the address may be sent another code (0: now): one a cooldown, EMAIL_CODES_PER_HOUR an hour. */
