@@ -34,6 +34,18 @@ async function cliCode(name: string) {
   return { user, code, grantId: grant.id };
 }
 
+describe("one consent form posted several times at once", () => {
+  it("makes one grant: the others are refused as used, none made beside it", async () => {
+    const user = await h.user("Double Click");
+    const request = { client: await findClient(h.db, CLI_CLIENT_ID, new Date()), redirectUri: "", state: undefined, codeChallenge: "", resource: "http://engram.test/mcp", wantsWrite: true };
+    const token = `${Date.now()}.same-form`;
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => approveConsent(h.db, user, request, { hubIds: null, write: true }, new Date(), undefined, token)));
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+    expect(results.filter((r) => r.status === "rejected").map((r) => ((r as PromiseRejectedResult).reason as { code?: string }).code)).toEqual(["used", "used", "used", "used"]);
+    expect(await h.db.oAuthGrant.count({ where: { userId: user.id } })).toBe(1);
+  });
+});
+
 async function signedIn(name: string) {
   const { user, code, grantId } = await cliCode(name);
   const res = await h.anonymous.post("/v1/auth/exchange", { code });
