@@ -187,6 +187,8 @@ describe("a consent form submitted again", () => {
     const again = await submit(form);
     expect(again.status).toBe(410);
     expect(await again.text()).toMatch(/already (been )?(submitted|used)/i);
+    // Nor does the consent request offer a form that can no longer be answered.
+    expect((await consentRequest(requestId, token)).status).toBe(404);
     // Posted several times at once: one grant.
     const fresh = await pending();
     const racing = await Promise.all(Array.from({ length: 4 }, () => submit({ ...form, session_id: fresh.requestId, csrf_token: fresh.token })));

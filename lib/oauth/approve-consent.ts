@@ -66,6 +66,15 @@ export async function approveConsent(
   }
 }
 
+function consentTokenHash(consentToken: string): string {
+  return hashSecret(`consent:${consentToken}`);
+}
+
+/** Whether a consent form's token already made its grant. */
+export async function consentTokenUsed(db: DbClient, consentToken: string): Promise<boolean> {
+  return (await db.oAuthGrant.findUnique({ where: { consentTokenHash: consentTokenHash(consentToken) }, select: { id: true } })) !== null;
+}
+
 function formUsed(): ApiError {
   return new ApiError("used", "This consent form has already been submitted; start connecting the app again for another sign-in");
 }
@@ -89,8 +98,8 @@ export async function insertConsent(
   if (session && !(await sessionStillValid(tx, user.id, session))) {
     throw new ApiError("unauthorized", "Your session has expired or is invalid; sign in again");
   }
-  const consentTokenHash = consentToken === undefined ? null : hashSecret(`consent:${consentToken}`);
-  if (consentTokenHash && (await tx.oAuthGrant.findUnique({ where: { consentTokenHash }, select: { id: true } }))) throw formUsed();
+  const tokenHash = consentToken === undefined ? null : consentTokenHash(consentToken);
+  if (tokenHash && (await consentTokenUsed(tx, consentToken!))) throw formUsed();
   // Under the user's lock, so concurrent consents cannot each find room. last_used_at is set only
   // when an access token is used, so a grant never used yet counts from its consent: ranked last,
   // a sign-in just finished was revoked by the next one (two machines in a row). A grant whose code
@@ -129,7 +138,7 @@ export async function insertConsent(
       scope: consent.write && request.wantsWrite ? "read write" : "read",
       resource: request.resource,
       createdAt: now,
-      consentTokenHash,
+      consentTokenHash: tokenHash,
     },
   });
   await tx.oAuthCode.create({

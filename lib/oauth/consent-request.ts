@@ -4,6 +4,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
+import { consentTokenUsed } from "./approve-consent.ts";
 import { checkAuthorizeRequest } from "./authorize-request.ts";
 import { AUTHORIZE_FIELDS } from "./consent-page.ts";
 import { checkConsentToken, consentTokenExpiry } from "./consent-token.ts";
@@ -65,6 +66,8 @@ export async function getConsentRequest(ctx: AuthContext, input: ConsentRequestI
   const params = consentRequestParams(input.request_id);
   const now = ctx.now();
   if (!params || !checkConsentToken(await serverSecret(ctx.db), ctx.user.id, params, input.consent_token, now.getTime())) throw gone;
+  // Its form was submitted (allowed): a second answer would be refused, so there is nothing to show.
+  if (await consentTokenUsed(ctx.db, input.consent_token)) throw gone;
   // Checked again as the form's submission will be: a client deleted since, or its redirect URI dropped, is gone.
   const check = await checkAuthorizeRequest(ctx.db, params, origin, now);
   if (!check.ok) {
