@@ -187,6 +187,8 @@ describe("a consent form submitted again", () => {
     const again = await submit(form);
     expect(again.status).toBe(410);
     expect(await again.text()).toMatch(/already (been )?(submitted|used)/i);
+    // Nor is a deny taken from it: the app has its code, and must not be told access_denied after it.
+    expect((await submit({ ...form, decision: "deny" })).status).toBe(410);
     // Nor does the consent request offer a form that can no longer be answered.
     expect((await consentRequest(requestId, token)).status).toBe(404);
     // Posted several times at once: one grant.

@@ -75,7 +75,8 @@ export async function consentTokenUsed(db: DbClient, consentToken: string): Prom
   return (await db.oAuthGrant.findUnique({ where: { consentTokenHash: consentTokenHash(consentToken) }, select: { id: true } })) !== null;
 }
 
-function formUsed(): ApiError {
+/** The refusal of a consent form submitted again. */
+export function formUsed(): ApiError {
   return new ApiError("used", "This consent form has already been submitted; start connecting the app again for another sign-in");
 }
 
