@@ -191,6 +191,21 @@ describe("sign-in throttling", () => {
     }
   });
 
+  it("the database store prunes expired rows a bounded batch at a time, never a whole backlog in one statement", async () => {
+    const now = Date.now();
+    const expired = BigInt(now - 1_000);
+    await h.db.signInThrottle.createMany({ data: Array.from({ length: 500 }, (_, i) => ({ key: `ip:backlog-${i}`, failures: 1, untilMs: 0n, expiresMs: expired })) });
+    const left = () => h.db.signInThrottle.count({ where: { key: { startsWith: "ip:backlog-" } } });
+    const store = new PostgresThrottleStore(async () => h.db, { batch: 100, batches: 2 });
+    // The first failure a process counts prunes (then hourly), without holding the failure up.
+    await store.fail("ip:203.0.113.36", 20, 3600_000, now);
+    await vi.waitFor(async () => expect(await left()).toBeLessThanOrEqual(300), { timeout: 10_000 });
+    // Two batches of 100, and no more: the rest waits for the next prune.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await left()).toBe(300);
+    await h.db.signInThrottle.deleteMany({ where: { key: { startsWith: "ip:backlog-" } } });
+  });
+
   it("caps password attempts per address in the request bucket too (X-Forwarded-For does not rotate it)", async () => {
     setRateLimiter(frozenLimiter({ regular: 100, heavy: 2, light: 100 }));
     const spoofed = (i: number) => authorizePassword(h.db, { email, password: PASSWORD }, { ...from("198.51.100.77"), "x-forwarded-for": `10.9.9.${i}` });

@@ -1,5 +1,6 @@
 import type { Db } from "@/lib/db/database.ts";
 import { Prisma } from "@/lib/db/generated/client.ts";
+import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { BASE_LOCK_MS, lockMs, MAX_LOCK_MS } from "./sign-in-lock.ts";
 import type { ThrottleState, ThrottleStore } from "./sign-in-throttle.ts";
 
@@ -13,7 +14,15 @@ import type { ThrottleState, ThrottleStore } from "./sign-in-throttle.ts";
 export class PostgresThrottleStore implements ThrottleStore {
   private prunedAt = 0;
 
-  constructor(private readonly db: () => Promise<Db>) {}
+  /**
+   * `prune`: rows one hourly prune deletes, `batch` a statement at most `batches` times. Every new
+   * address or e-mail failing adds a row a day, and the expired went in one unbounded DELETE that
+   * held its locks over a whole backlog (a spray over an IPv6 range's /64s leaves many).
+   */
+  constructor(
+    private readonly db: () => Promise<Db>,
+    private readonly prune: { batch: number; batches: number } = { batch: 1000, batches: 20 },
+  ) {}
 
   async get(keys: string[]): Promise<(ThrottleState | undefined)[]> {
     const db = await this.db();
@@ -37,7 +46,14 @@ export class PostgresThrottleStore implements ThrottleStore {
       RETURNING t.failures, t.until_ms`;
     if (now - this.prunedAt > 3600_000) {
       this.prunedAt = now;
-      db.signInThrottle.deleteMany({ where: { expiresMs: { lte: BigInt(now) } } }).catch((error: unknown) => console.error("sign-in throttle: could not prune", error));
+      const expired = { expiresMs: { lte: BigInt(now) } };
+      deleteInBatches(
+        async (take) => (await db.signInThrottle.findMany({ where: expired, select: { key: true }, take })).map((row) => ({ id: row.key })),
+        // The condition again: a key failing since the read lives on.
+        (keys) => db.signInThrottle.deleteMany({ where: { ...expired, key: { in: keys } } }),
+        this.prune.batch,
+        this.prune.batches,
+      ).catch((error: unknown) => console.error("sign-in throttle: could not prune", error));
     }
     return { failures: Number(row!.failures), until: Number(row!.until_ms) };
   }
