@@ -307,7 +307,7 @@ export const OPERATIONS: Operation[] = [
     method: "post",
     path: "/v1/auth/email/request",
     tag: "Account",
-    summary: "Mail a six-digit sign-in code (10 minutes, once, 5 tries; one a minute and 5 an hour per address); the same answer whether or not the address has an account. 403 (off) without SMTP_URL",
+    summary: "Mail a six-digit sign-in code (10 minutes, once, 5 tries; one a minute and 5 an hour per address, ENGRAM_EMAIL_CODES_PER_CLIENT_HOUR (100) an hour per client); the same answer whether or not the address has an account. 403 (off) without SMTP_URL",
     auth: "none",
     body: requestEmailCodeBodySchema,
     data: z.object({ status: z.literal("sent"), expires_in: z.int(), email: z.string(), cooldown: z.int(), dev_code: z.string().optional() }),
