@@ -2,7 +2,7 @@ import { customBoardsStopping, refreshBoardForDream } from "@/lib/boards/kick-cu
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, dreamsStopSignal, dueHubs, failRun, pendingDreamRuns } from "@/lib/dreams/dream-runner.ts";
-import { claimDreamRun, DREAM_PHASES, finishDreamRun, LostLeaseError, OutOfTimeError, runBudgetStart, runDreamPhase, StoppedError } from "@/lib/dreams/run-dream.ts";
+import { claimDreamRun, DREAM_PHASES, finishDreamRun, LostLeaseError, OutOfTimeError, runBudgetStart, runDreamPhase, StoppedError, takeDreamAttempt } from "@/lib/dreams/run-dream.ts";
 import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { inngest } from "./client.ts";
 
@@ -65,13 +65,14 @@ export const dreamRunFunction = inngest.createFunction(
     // the hub answered `already_running` with it.
     // Everything a step does is inside its try, the database's first use included: a read before it that
     // failed on the last try left the run running all the same.
-    const failOnLastTry = async (error: unknown) => {
+    // `token`: the step attempt's own (takeDreamAttempt), when it got that far.
+    const failOnLastTry = async (error: unknown, token: string | undefined) => {
       if (attempt + 1 < (maxAttempts ?? RETRIES + 1)) return;
       console.error(`[engram] dreams: run ${runId} failed on its last try`, error);
       // The database may be what failed: then the run stays running for the schedule to resend, and the
       // step fails with its own error rather than this one.
       await getDatabase()
-        .then((database) => failRun(database.prisma, runId, owner))
+        .then((database) => failRun(database.prisma, runId, owner, token))
         .catch((failed: unknown) => console.error(`[engram] dreams: run ${runId} could not be ended failed`, failed));
     };
     let timedOut = false;
@@ -81,6 +82,9 @@ export const dreamRunFunction = inngest.createFunction(
         // The last heartbeat this attempt wrote: none yet. The one read at its start is the claim's or an
         // earlier step's, which its retry (under the same lease) may not have beaten over yet.
         let beat: Date | undefined;
+        // This attempt's own hold on the run: a retry of the step (the same lease) takes it over, and
+        // this attempt's writes, should it go on (its request cut while a model answered), match nothing.
+        let token: string | undefined;
         try {
           const database = await getDatabase();
           const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { phase: true, heartbeatAt: true } });
@@ -88,6 +92,8 @@ export const dreamRunFunction = inngest.createFunction(
           if (!run) return "lost";
           // A retried step whose phase already completed has nothing to do.
           if (DREAM_PHASES.indexOf(run.phase as (typeof DREAM_PHASES)[number]) > DREAM_PHASES.indexOf(phase) || run.phase === "done") return "done";
+          token = (await takeDreamAttempt(database.prisma, runId, owner)) ?? undefined;
+          if (token === undefined) return "lost";
           const signal = dreamsStopSignal();
           if (signal.aborted) {
             // Stopped before it began: this step's request is still open, so no retry of it runs yet,
@@ -95,7 +101,7 @@ export const dreamRunFunction = inngest.createFunction(
             beat = run.heartbeatAt ?? undefined;
             throw new StoppedError(`dream run ${runId}: the worker is stopping`);
           }
-          await runDreamPhase({ db: database.prisma, sql: database.sql, config, signal, onBeat: (at) => (beat = at) }, runId, owner, phase, startedAt);
+          await runDreamPhase({ db: database.prisma, sql: database.sql, config, signal, onBeat: (at) => (beat = at), attempt: token }, runId, owner, phase, startedAt);
         } catch (error) {
           // This process is stopping (see dreamsStopSignal): the run is no failure, and stays running for
           // the step's retry; its heartbeat cleared, as the in-process worker leaves it, so a resend of the
@@ -106,7 +112,7 @@ export const dreamRunFunction = inngest.createFunction(
             const mine = beat;
             await getDatabase()
               .then(async (database) => {
-                if (mine !== undefined) await database.prisma.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner, heartbeatAt: mine }, data: { heartbeatAt: null } });
+                if (mine !== undefined) await database.prisma.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner, attemptToken: token, heartbeatAt: mine }, data: { heartbeatAt: null } });
               })
               .catch((failed: unknown) => console.error(`[engram] dreams: run ${runId} could not be left for the next worker`, failed));
             throw error;
@@ -116,7 +122,7 @@ export const dreamRunFunction = inngest.createFunction(
           // Its hub purged, or its lease taken over by a worker that found it stale: that one finishes
           // it, or nothing is left to finish. The in-process worker stops quietly the same way.
           if (error instanceof LostLeaseError) return "lost";
-          await failOnLastTry(error);
+          await failOnLastTry(error, token);
           throw error;
         }
         return "done";
@@ -127,12 +133,15 @@ export const dreamRunFunction = inngest.createFunction(
     }
     if (lost) return { status: "lost" as const };
     const status = await step.run("finish", async () => {
+      let token: string | undefined;
       try {
         const database = await getDatabase();
-        return await finishDreamRun({ db: database.prisma, sql: database.sql, config }, runId, owner, timedOut);
+        token = (await takeDreamAttempt(database.prisma, runId, owner)) ?? undefined;
+        if (token === undefined) return "lost";
+        return await finishDreamRun({ db: database.prisma, sql: database.sql, config, attempt: token }, runId, owner, timedOut);
       } catch (error) {
         if (error instanceof LostLeaseError) return "lost";
-        await failOnLastTry(error);
+        await failOnLastTry(error, token);
         throw error;
       }
     });

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InngestTestEngine } from "@inngest/test";
+import { InngestTestEngine, mockCtx } from "@inngest/test";
 import { dreamRunFunction } from "@/inngest/dream-functions.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
 import { DREAM_RUN_EVENT, startDreams, stopDreams } from "@/lib/dreams/dream-runner.ts";
 import { claimDreamRun, runBudgetStart, runDreamPhase, StoppedError } from "@/lib/dreams/run-dream.ts";
+import { newId } from "@/lib/ids.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { startFakeOpenAiChat, type FakeOpenAiChat } from "./support/openai-chat-fake.ts";
@@ -17,15 +18,15 @@ const PAIR = ["Use pnpm, not npm, for installing dependencies in the web repo.",
 let h: Harness;
 let ann: Client;
 let fake: FakeOpenAiChat;
-/** What the model does while it "thinks" about a merge (the test's turn to act). */
-let meanwhile: () => Promise<void> = async () => {};
+/** What the model does while it "thinks" about a merge (the test's turn to act); a string is its answer. */
+let meanwhile: () => Promise<string | void> = async () => {};
 
 beforeAll(async () => {
   fake = await startFakeOpenAiChat(async () => {
     const act = meanwhile;
     meanwhile = async () => {};
-    await act();
-    return { content: `${PAIR[1]} ${PAIR[0]}` };
+    const answer = await act();
+    return { content: answer || `${PAIR[1]} ${PAIR[0]}` };
   });
   h = await createHarness();
   ann = await h.user("Ann");
@@ -64,7 +65,13 @@ async function restart(): Promise<void> {
   }
 }
 
-const execute = (hubId: string, runId: string) => new InngestTestEngine({ function: dreamRunFunction, events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }] }).execute();
+/** `functionRunId`: Inngest's run id, the same for a step's attempts (and the lease they share). */
+const execute = (hubId: string, runId: string, functionRunId?: string) =>
+  new InngestTestEngine({
+    function: dreamRunFunction,
+    events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }],
+    ...(functionRunId && { transformCtx: (ctx) => mockCtx({ ...ctx, runId: functionRunId }) }),
+  }).execute();
 
 describe("a late attempt of an Inngest phase step beside its retry", () => {
   /**
@@ -92,6 +99,44 @@ describe("a late attempt of an Inngest phase step beside its retry", () => {
     const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
     expect((run.phaseMetrics as Record<string, Record<string, number>>).similar).toMatchObject({ actions: 1 });
     expect(await h.db.dreamAction.count({ where: { runId, actionType: "merge" } })).toBe(1);
+  }, 120_000);
+});
+
+describe("a late attempt of an Inngest phase step after its retry has started", () => {
+  /**
+   * The retry holds the same lease (the function run's), so the cut attempt's next batch still matched
+   * it: its merge, with its own model answer, was written beside the retry that had begun the phase
+   * again. Each attempt takes the run as its own (dream_runs.attempt_token): the late batch writes nothing.
+   */
+  it("commits no batch of the late attempt", async () => {
+    const { hubId, runId } = await pairRun();
+    const functionRunId = newId();
+    const LATE = "Install the web repo's dependencies with pnpm (the late attempt).";
+    const RETRY = "Install the web repo's dependencies with pnpm (the retry).";
+    let retryAsks!: () => void;
+    const retryAsked = new Promise<void>((resolve) => (retryAsks = resolve));
+    let lateEnded!: () => void;
+    const lateDone = new Promise<void>((resolve) => (lateEnded = resolve));
+    let retry: ReturnType<typeof execute> | undefined;
+    meanwhile = async () => {
+      // This attempt's request was cut while the model thought: the step's retry starts, and asks the model too.
+      meanwhile = async () => {
+        retryAsks();
+        await lateDone;
+        return RETRY;
+      };
+      retry = execute(hubId, runId, functionRunId);
+      await retryAsked;
+      return LATE;
+    };
+    const late = await execute(hubId, runId, functionRunId).finally(lateEnded);
+    const { result } = await retry!;
+    expect(late.result).toEqual({ status: "lost" });
+    expect(result).toEqual({ status: "completed" });
+    const merges = await h.db.dreamAction.findMany({ where: { runId, actionType: "merge" } });
+    expect(merges).toHaveLength(1);
+    const kept = await h.db.memory.findUniqueOrThrow({ where: { id: merges[0]!.resultMemoryId! } });
+    expect(kept.content).toBe(RETRY);
   }, 120_000);
 });
 

@@ -66,9 +66,9 @@ export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number, li
  * every member of the hub: the exception's own text (a database statement, its tables and columns, a
  * provider's address) is the operator's, logged by the caller under the run's id.
  */
-export async function failRun(db: Db, runId: string, owner: string): Promise<void> {
+export async function failRun(db: Db, runId: string, owner: string, attempt?: string): Promise<void> {
   const error = `the run failed (details in the server log, dream run ${runId}); the next run starts afresh`;
-  await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { status: "failed", error, finishedAt: new Date() } });
+  await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner, ...(attempt !== undefined && { attemptToken: attempt }) }, data: { status: "failed", error, finishedAt: new Date() } });
 }
 
 /**

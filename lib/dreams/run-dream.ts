@@ -1,4 +1,6 @@
+import { randomUUID } from "node:crypto";
 import type { Db, SqlRunner } from "@/lib/db/database.ts";
+import { Prisma } from "@/lib/db/generated/client.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
 import { chatModel, mergeWithModel, MERGE_MAX_INPUT_CHARS, nameTopicWithModel } from "@/lib/ai/chat-model.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
@@ -42,6 +44,12 @@ export interface DreamDeps {
   signal?: AbortSignal;
   /** Told each heartbeat this attempt wrote (see the Inngest phase step's stop). */
   onBeat?: (at: Date) => void;
+  /**
+   * The attempt's own token (takeDreamAttempt): an Inngest step's retry holds the same lease, so only
+   * this tells a cut attempt's late writes from the retry's. Without one (the in-process worker, whose
+   * lease is its own) the lease alone decides.
+   */
+  attempt?: string;
 }
 
 /** Another worker took the run over (its heartbeat looked dead): stop without touching it. */
@@ -76,13 +84,35 @@ const FEATURE_CHARS = 4000;
 export async function claimDreamRun(db: Db, runId: string, owner: string, now: Date, staleRunMs: number, takeOverFrom?: string): Promise<boolean> {
   const stale = new Date(now.getTime() - staleRunMs);
   const claimed = await db.$executeRaw`
-    UPDATE dream_runs r SET status = 'running', lease_owner = ${owner}, heartbeat_at = ${now}, attempts = r.attempts + 1
+    UPDATE dream_runs r SET status = 'running', lease_owner = ${owner}, attempt_token = NULL, heartbeat_at = ${now}, attempts = r.attempts + 1
      WHERE r.id = ${runId}::uuid
        AND (r.status = 'queued' OR (r.status = 'running' AND (r.heartbeat_at < ${stale} OR r.heartbeat_at IS NULL OR r.lease_owner IN (${owner}, ${takeOverFrom ?? owner}))))
        AND EXISTS (SELECT 1 FROM hubs h WHERE h.id = r.hub_id AND h.deleted_at IS NULL)`;
   if (claimed === 0) return false;
   await db.dreamRun.updateMany({ where: { id: runId, startedAt: null }, data: { startedAt: now } });
   return true;
+}
+
+/**
+ * Makes this attempt the one that works on a run this worker holds (an Inngest step's attempt: its
+ * retry holds the same lease): returns its token for DreamDeps.attempt, or null when the run is no
+ * longer held. The token of an attempt before it then matches no write, so a cut attempt that goes on
+ * (a model answer arriving late) writes nothing beside its retry.
+ */
+export async function takeDreamAttempt(db: Db, runId: string, owner: string): Promise<string | null> {
+  const token = randomUUID();
+  const taken = await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { attemptToken: token } });
+  return taken.count === 1 ? token : null;
+}
+
+/** The run's row as this attempt may write it: the lease's, and the attempt's token when it has one. */
+function heldBy(owner: string, attempt: string | undefined) {
+  return { status: "running", leaseOwner: owner, ...(attempt !== undefined && { attemptToken: attempt }) };
+}
+
+/** The same in SQL, for the run's row aliased `r`. */
+function heldSql(owner: string, attempt: string | undefined) {
+  return Prisma.sql`r.status = 'running' AND r.lease_owner = ${owner} AND (${attempt ?? null}::text IS NULL OR r.attempt_token = ${attempt ?? null}::text)`;
 }
 
 /**
@@ -152,7 +182,7 @@ async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Prom
     // matched and cleared, the retry's heartbeat with it.
     const held = await tx.$executeRaw`
       UPDATE dream_runs r SET heartbeat_at = ${now}
-       WHERE r.id = ${ctx.runId}::uuid AND r.status = 'running' AND r.lease_owner = ${ctx.owner}
+       WHERE r.id = ${ctx.runId}::uuid AND ${heldSql(ctx.owner, ctx.deps.attempt)}
          AND (${!options.phaseDone}::boolean OR r.phase = ${ctx.phase})
          AND EXISTS (SELECT 1 FROM hubs h WHERE h.id = r.hub_id AND h.deleted_at IS NULL)`;
     if (held === 1) {
@@ -161,7 +191,7 @@ async function commitBatch(ctx: BatchContext, write: (tx: Tx, now: Date) => Prom
     }
     if (options.phaseDone) {
       const [still] = await tx.$queryRaw<unknown[]>`
-        SELECT 1 FROM dream_runs r WHERE r.id = ${ctx.runId}::uuid AND r.status = 'running' AND r.lease_owner = ${ctx.owner}
+        SELECT 1 FROM dream_runs r WHERE r.id = ${ctx.runId}::uuid AND ${heldSql(ctx.owner, ctx.deps.attempt)}
            AND EXISTS (SELECT 1 FROM hubs h WHERE h.id = r.hub_id AND h.deleted_at IS NULL)`;
       if (still) return false;
     }
@@ -198,7 +228,7 @@ function keepHeartbeat(deps: DreamDeps, runId: string, owner: string): () => Pro
     if (beating || stopping(deps)) return;
     const at = now();
     beating = deps.db.dreamRun
-      .updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { heartbeatAt: at } })
+      .updateMany({ where: { id: runId, ...heldBy(owner, deps.attempt) }, data: { heartbeatAt: at } })
       .then((beat) => beat.count > 0 && deps.onBeat?.(at))
       .catch((error: unknown) => console.error(`[engram] dreams: heartbeat of run ${runId} failed`, error))
       .finally(() => (beating = undefined));
@@ -594,7 +624,7 @@ async function countModelCalls(ctx: BatchContext, wanted: number): Promise<numbe
     UPDATE dream_runs r SET model_calls = r.model_calls + g.granted
       FROM (SELECT id, LEAST(${wanted}::int, GREATEST(0, ${ctx.deps.config.maxModelCallsPerRun}::int - model_calls)) AS granted
               FROM dream_runs WHERE id = ${ctx.runId}::uuid FOR UPDATE) g
-     WHERE r.id = g.id AND r.status = 'running' AND r.lease_owner = ${ctx.owner}
+     WHERE r.id = g.id AND ${heldSql(ctx.owner, ctx.deps.attempt)}
      RETURNING g.granted`;
   if (rows.length === 0) throw new LostLeaseError(`dream run ${ctx.runId} is no longer held by ${ctx.owner}`);
   return rows[0]!.granted;
@@ -855,7 +885,7 @@ export async function finishDreamRun(deps: DreamDeps, runId: string, owner: stri
   const durationMs = now.getTime() - (run.startedAt ?? run.createdAt).getTime();
   const done = await deps.db.$transaction(async (tx) => {
     const held = await tx.$queryRaw<unknown[]>`
-      SELECT 1 FROM dream_runs WHERE id = ${runId}::uuid AND status = 'running' AND lease_owner = ${owner} FOR UPDATE`;
+      SELECT 1 FROM dream_runs r WHERE r.id = ${runId}::uuid AND ${heldSql(owner, deps.attempt)} FOR UPDATE`;
     if (held.length === 0) return false;
     // The listed actions are read here, under share locks, not before the transaction: a hard delete
     // rewriting one's reason (drop-memory-copies.ts) commits first and the report quotes the new
