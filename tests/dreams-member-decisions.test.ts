@@ -766,6 +766,28 @@ describe("a decided review reopened after a manager was demoted", () => {
   }, 120_000);
 });
 
+describe("a decided review reopened after a manager was demoted to a contributor who still decides", () => {
+  /**
+   * Undoing the decision expired the row of every member below admin, a demoted admin's included, even
+   * with allow_contributor_dreams on: that member may still decide the review (the dream's route, the
+   * bell), as a demotion with a review open leaves their row pending. Their row is pending again.
+   */
+  it("reopens the demoted admin's row", async () => {
+    const admin = await h.user("Demoted admin who still decides");
+    const hubId = await h.teamHub(owner, [[admin, "admin"]]);
+    const review = await flaggedReview(hubId);
+    expect((await owner.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: true })).status).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+    expect((await owner.patch(`/v1/hubs/${hubId}/members/${admin.id}`, { role: "contributor" })).status).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/undo`)).status).toBe(200);
+    const row = await h.db.notification.findFirstOrThrow({ where: { userId: admin.id, kind: "review_contradiction", sourceId: review.id } });
+    expect(row).toMatchObject({ status: "pending", resolution: null });
+    const decided = await admin.post(`/v1/notifications/${row.id}/resolve`, { action: "keep_both" });
+    expect(decided.status, decided.text).toBe(200);
+    expect((await h.db.notification.findFirstOrThrow({ where: { userId: owner.id, kind: "review_contradiction", sourceId: review.id } })).resolution).toBe("kept_both");
+  }, 120_000);
+});
+
 describe("a manager demoted with a review open", () => {
   /**
    * A change of role touched no review_contradiction row: an admin demoted to contributor (the hub's

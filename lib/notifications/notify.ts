@@ -287,21 +287,26 @@ export async function onReviewResolved(tx: DbClient, actionId: string, resolutio
  * flagged for them. Their rows closed by that decision are pending again (dismissed ones stay
  * dismissed), and so are those that expired when they lost the role (demoted, or gone) before being
  * made managers again; a manager with no row of it (promoted since the flag, or theirs pruned) gets one,
- * as the flag wrote it (one review's, for each manager: bounded by the hub's members). A demoted
- * manager's row was a decision their role may no longer take: it expires instead. Left `resolved / kept_a`,
- * it told of a decision the review no longer had, and a later decision, closing pending rows only,
- * never set it right. The caller holds the hub's membership lock, so the roles read here stand until
+ * as the flag wrote it (one review's, for each manager: bounded by the hub's members). The rows of members
+ * below admin who may still decide it (contributors, while the hub's allow_contributor_dreams is on: a
+ * demoted admin's row stays pending with the demotion too) are pending again as well, though none is
+ * written for them. Any other row closed by the decision is one its member may no longer take (resolving
+ * it is a 403): it expires. Left `resolved / kept_a`, it told of a decision the review no longer had,
+ * and a later decision, closing pending rows only, never set it right. The caller holds the hub's
+ * membership lock, so the roles (and the hub's setting, changed under that lock) read here stand until
  * commit, and has checked that both memories are still in the hub.
  */
 export async function onReviewReopened(tx: DbClient, actionId: string, hubId: string, now: Date) {
-  const managers = (await tx.hubMember.findMany({ where: { hubId, role: { in: ["owner", "admin"] } }, select: { userId: true } })).map((m) => m.userId);
+  const { allowContributorDreams } = await tx.hub.findUniqueOrThrow({ where: { id: hubId }, select: { allowContributorDreams: true } });
+  const deciders = await tx.hubMember.findMany({ where: { hubId, role: { in: allowContributorDreams ? ["owner", "admin", "contributor"] : ["owner", "admin"] } }, select: { userId: true, role: true } });
+  const managers = deciders.flatMap((m) => (m.role === "owner" || m.role === "admin" ? [m.userId] : []));
   const review = { kind: "review_contradiction", sourceId: actionId };
   const decided = { ...review, status: "resolved", resolution: { in: ["kept_a", "kept_b", "kept_both"] } };
   await tx.notification.updateMany({
-    where: { ...review, userId: { in: managers }, OR: [decided, { status: "expired", resolution: null }] },
+    where: { ...review, userId: { in: deciders.map((m) => m.userId) }, OR: [decided, { status: "expired", resolution: null }] },
     data: { status: "pending", resolution: null, resolvedAt: null },
   });
-  await tx.notification.updateMany({ where: { ...decided, userId: { notIn: managers } }, data: { status: "expired", resolution: null, resolvedAt: now } });
+  await tx.notification.updateMany({ where: { ...decided, userId: { notIn: deciders.map((m) => m.userId) } }, data: { status: "expired", resolution: null, resolvedAt: now } });
   const rows = await tx.notification.findMany({ where: review, select: { userId: true, payload: true } });
   const missing = managers.filter((userId) => !rows.some((row) => row.userId === userId));
   if (missing.length === 0) return;
