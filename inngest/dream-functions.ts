@@ -176,34 +176,35 @@ export const dreamRunFunction = inngest.createFunction(
 /** Hubs the daily schedule queues at most, and runs it sends at most. */
 const SCHEDULE_HUBS = 1000;
 
-/** How much before the cron's tick (Inngest's clock) a scheduled run (this server's) counts as the tick's. */
-const TICK_SLACK_MS = 60_000;
-
 /** Daily: a run for every hub written to since its last run, plus a resend of runs whose events were lost. */
 export const dreamScheduleFunction = inngest.createFunction(
   { id: "dream-schedule", name: "Schedule dream runs", triggers: [{ cron: process.env.ENGRAM_DREAM_CRON || "0 3 * * *" }] },
-  async ({ event, step }) => {
-    // The tick (a minute early, for the two clocks): a retry of the step below finds the runs an earlier
-    // attempt queued among the waiting ones, and they go before older runs as its own would.
-    const tick = typeof event.ts === "number" ? new Date(event.ts - TICK_SLACK_MS) : undefined;
+  async ({ step }) => {
+    // The due hubs, picked in a step of their own: memoized, a retry of the queuing step below queues
+    // the same hubs, and finds the runs an earlier attempt queued before it failed (already_running) as
+    // its own. Told apart from older waiting runs by the cron event's timestamp (Inngest's clock) against
+    // their created_at (this server's), those runs went behind every older one once the clocks drifted.
+    const due = await step.run("pick-due-hubs", async () => dueHubs((await getDatabase()).prisma, new Date(), dreamConfig().intervalHours, SCHEDULE_HUBS));
     const runs = await step.run("queue-due-hubs", async () => {
       const db = (await getDatabase()).prisma;
       const config = dreamConfig();
       const now = new Date();
       // Not kicked one by one: the runs queued here are among those sent below, and kicked too, each was
       // sent twice (two function runs per run), by up to 1,000 requests to Inngest inside this one step.
-      const queued: { id: string; hubId: string }[] = [];
-      for (const hubId of await dueHubs(db, now, config.intervalHours, SCHEDULE_HUBS)) {
+      // A picked hub with a run already (an earlier attempt's, or a member's trigger since the pick) has
+      // that run sent with the others: none had one when picked.
+      const picked: { id: string; hubId: string }[] = [];
+      for (const hubId of due) {
         const result = await queueDreamRun(db, hubId, null, now, undefined, { kick: false });
-        if (result.status === "queued") queued.push({ id: result.run_id, hubId });
+        picked.push({ id: result.run_id, hubId });
       }
       // As many as it may have queued: taking the in-process sweep's 100 (it sweeps every minute, this
       // once a day), the rest waited for the next day's, and 1,000 due hubs were dreamt every ten days.
-      // The runs queued here first, then those waiting: taken oldest first alone, this step's own came
+      // The picked hubs' runs first, then those waiting: taken oldest first alone, this step's own came
       // last, and behind 400 older waiting runs 400 of the hubs it queued waited a day for their event.
-      const taken = new Set(queued.map((run) => run.id));
-      const waiting = await pendingDreamRuns(db, now, config.staleRunMs, SCHEDULE_HUBS, tick);
-      return [...queued, ...waiting.filter((run) => !taken.has(run.id))].slice(0, SCHEDULE_HUBS);
+      const taken = new Set(picked.map((run) => run.id));
+      const waiting = await pendingDreamRuns(db, now, config.staleRunMs, SCHEDULE_HUBS);
+      return [...picked, ...waiting.filter((run) => !taken.has(run.id))].slice(0, SCHEDULE_HUBS);
     });
     if (runs.length) await step.sendEvent("run", runs.map((run) => ({ name: DREAM_RUN_EVENT, data: { hub_id: run.hubId, run_id: run.id } })));
     return { queued: runs.length };

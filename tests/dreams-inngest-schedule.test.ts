@@ -91,7 +91,8 @@ describe("the Inngest dream schedule's step retried after queuing some hubs", ()
    * The step's own `queued` list put the runs it queued first; a retry after the first attempt had queued
    * some hubs (and failed) holds only those the retry queues itself. The first attempt's runs came back
    * among the waiting ones, oldest first, behind 400 older waiting runs: with 1,000 in all, 400 of the
-   * hubs the schedule queued got no event that day. Scheduled runs made since the tick come first now.
+   * hubs the schedule queued got no event that day. The hubs are picked in a step before (replayed as
+   * memoized for the retry), and the runs of every hub picked come first now.
    */
   it("sends the runs its first attempt queued before older waiting runs", async () => {
     const tick = new Date(Date.now() - 10 * 60_000);
@@ -109,7 +110,11 @@ describe("the Inngest dream schedule's step retried after queuing some hubs", ()
     const { result, ctx } = await new InngestTestEngine({
       function: dreamScheduleFunction,
       events: [{ name: "inngest/scheduled.timer", data: { cron: "0 3 * * *" }, ts: tick.getTime() }],
-      steps: [{ id: "run", handler: () => ({ ids: ["evt-1"] }) }],
+      steps: [
+        // What the pick step had memoized before the first attempt of the queuing step: its hubs and the rest.
+        { id: "pick-due-hubs", handler: () => [...firstAttempt, ...due].map((x) => x.id) },
+        { id: "run", handler: () => ({ ids: ["evt-1"] }) },
+      ],
     }).execute();
     expect(result).toEqual({ queued: 1000 });
     const sent = new Set((ctx.step.sendEvent.mock.calls[0]?.[1] as { data: { run_id: string } }[]).map((event) => event.data.run_id));
@@ -117,4 +122,38 @@ describe("the Inngest dream schedule's step retried after queuing some hubs", ()
     expect(scheduled).toHaveLength(1000);
     expect(scheduled.filter((run) => !sent.has(run.id))).toHaveLength(0);
   }, 300_000);
+});
+
+describe("the Inngest dream schedule's step retried, with Inngest's clock ahead of the server's", () => {
+  /**
+   * A retry told the runs its first attempt had queued from older waiting ones by the cron event's
+   * timestamp (Inngest's clock, less a minute), compared with the runs' created_at (this server's): with
+   * the clocks more than a minute apart, the first attempt's runs went behind every older waiting run.
+   * The hubs the step queues are the ones the step before it picked (memoized for its retry), and their
+   * runs, queued by this attempt or found queued by an earlier one, go first.
+   */
+  it("sends the runs of the hubs it picked first, whatever the event's timestamp", async () => {
+    const old = new Date(Date.now() - 2 * 86_400_000);
+    const hub = (tag: string, i: number) => ({ id: newId(), name: `${tag} ${i}`, slug: `${tag}-${i}-${newId()}`, hubType: "team", ownerId: owner.id });
+    const waiting = Array.from({ length: 3 }, (_, i) => hub("skew-waiting", i));
+    const firstAttempt = Array.from({ length: 3 }, (_, i) => hub("skew-first", i));
+    const due = Array.from({ length: 2 }, (_, i) => hub("skew-due", i));
+    await h.db.hub.createMany({ data: [...waiting, ...firstAttempt, ...due] });
+    await h.db.dreamRun.createMany({ data: waiting.map((w) => ({ id: newId(), hubId: w.id, triggeredBy: null, status: "queued", createdAt: old })) });
+    // What the first attempt left: a run queued for each of its hubs, now by this server's clock.
+    await h.db.dreamRun.createMany({ data: firstAttempt.map((f) => ({ id: newId(), hubId: f.id, triggeredBy: null, status: "queued", createdAt: new Date() })) });
+    await h.db.dreamRun.createMany({ data: due.map((d) => ({ id: newId(), hubId: d.id, triggeredBy: null, status: "partial_failed", createdAt: old, finishedAt: old })) });
+    const { ctx } = await new InngestTestEngine({
+      function: dreamScheduleFunction,
+      // Inngest's clock, five minutes ahead of this server's.
+      events: [{ name: "inngest/scheduled.timer", data: { cron: "0 3 * * *" }, ts: Date.now() + 5 * 60_000 }],
+      steps: [
+        { id: "pick-due-hubs", handler: () => [...firstAttempt, ...due].map((x) => x.id) },
+        { id: "run", handler: () => ({ ids: ["evt-1"] }) },
+      ],
+    }).execute();
+    const sent = (ctx.step.sendEvent.mock.calls[0]?.[1] as { data: { run_id: string; hub_id: string } }[]).map((event) => event.data.hub_id);
+    expect(new Set(sent.slice(0, 5))).toEqual(new Set([...firstAttempt, ...due].map((x) => x.id)));
+    expect(await h.db.dreamRun.count({ where: { hubId: { in: due.map((d) => d.id) }, status: "queued" } })).toBe(2);
+  }, 120_000);
 });

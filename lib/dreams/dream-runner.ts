@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { kickBoardsAfterDream } from "@/lib/boards/kick-custom-board.ts";
 import { getDatabase, type Db } from "@/lib/db/database.ts";
-import { Prisma } from "@/lib/db/generated/client.ts";
 import { inngestEnabled } from "@/lib/processing/processing-config.ts";
 import { dreamConfig, type DreamConfig } from "./dream-config.ts";
 import { switchSql } from "./dream-settings.ts";
@@ -49,16 +48,14 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
 /**
  * Runs waiting for a worker: queued ones, and running ones whose worker stopped heartbeating. Not those of
  * a hub marked deleted, whose purge removes them (a run meanwhile would ask the chat model for nothing).
- * Oldest first; with `scheduledSince`, the scheduled runs (no member triggered them) created since then
- * come before the rest: those a schedule's earlier attempt queued, which its retry does not know as its own.
+ * Oldest first.
  */
-export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number, limit = 100, scheduledSince?: Date): Promise<{ id: string; hubId: string }[]> {
+export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number, limit = 100): Promise<{ id: string; hubId: string }[]> {
   const stale = new Date(now.getTime() - staleRunMs);
-  const first = scheduledSince ? Prisma.sql`(r.triggered_by IS NULL AND r.created_at >= ${scheduledSince}) DESC,` : Prisma.empty;
   return db.$queryRaw<{ id: string; hubId: string }[]>`
     SELECT r.id::text AS id, r.hub_id::text AS "hubId" FROM dream_runs r JOIN hubs h ON h.id = r.hub_id AND h.deleted_at IS NULL
      WHERE r.status = 'queued' OR (r.status = 'running' AND (r.heartbeat_at < ${stale} OR r.heartbeat_at IS NULL))
-     ORDER BY ${first} r.created_at LIMIT ${limit}`;
+     ORDER BY r.created_at LIMIT ${limit}`;
 }
 
 /**
