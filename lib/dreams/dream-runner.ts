@@ -48,14 +48,17 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
 /**
  * Runs waiting for a worker: queued ones, and running ones whose worker stopped heartbeating. Not those of
  * a hub marked deleted, whose purge removes them (a run meanwhile would ask the chat model for nothing).
- * Oldest first.
+ * Oldest first, through the partial index on the waiting runs' created_at (dream_runs_waiting_created_at_idx):
+ * finished runs only grow, and every sweep read and sorted what it then cut to its limit.
+ * $1: the stale heartbeat's bound, $2: the limit.
  */
+export const PENDING_DREAM_RUNS_SQL = `SELECT r.id::text AS id, r.hub_id::text AS "hubId" FROM dream_runs r JOIN hubs h ON h.id = r.hub_id AND h.deleted_at IS NULL
+  WHERE r.status IN ('queued', 'running') AND (r.status = 'queued' OR r.heartbeat_at < $1::timestamptz OR r.heartbeat_at IS NULL)
+  ORDER BY r.created_at LIMIT $2::int`;
+
 export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number, limit = 100): Promise<{ id: string; hubId: string }[]> {
   const stale = new Date(now.getTime() - staleRunMs);
-  return db.$queryRaw<{ id: string; hubId: string }[]>`
-    SELECT r.id::text AS id, r.hub_id::text AS "hubId" FROM dream_runs r JOIN hubs h ON h.id = r.hub_id AND h.deleted_at IS NULL
-     WHERE r.status = 'queued' OR (r.status = 'running' AND (r.heartbeat_at < ${stale} OR r.heartbeat_at IS NULL))
-     ORDER BY r.created_at LIMIT ${limit}`;
+  return db.$queryRawUnsafe<{ id: string; hubId: string }[]>(PENDING_DREAM_RUNS_SQL, stale, limit);
 }
 
 /**
