@@ -8,7 +8,8 @@ import { MAX_POSITION, MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { backdateMemories } from "./support/backdate-memories.ts";
 import { changedBefore } from "./support/changed-mid-request.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
+import pg from "pg";
 
 // What a member decided about a memory or a topic after a dream acted wins over the next run, and an
 // undo acts only on what the dream itself left.
@@ -785,6 +786,55 @@ describe("a decided review reopened after a manager was demoted to a contributor
     const decided = await admin.post(`/v1/notifications/${row.id}/resolve`, { action: "keep_both" });
     expect(decided.status, decided.text).toBe(200);
     expect((await h.db.notification.findFirstOrThrow({ where: { userId: owner.id, kind: "review_contradiction", sourceId: review.id } })).resolution).toBe("kept_both");
+  }, 120_000);
+});
+
+describe("contributors' dreams turned off while a decision is undone", () => {
+  /**
+   * The settings change held the hub's membership lock shared, as the undo does: an undo that had read
+   * allow_contributor_dreams still on reopened a demoted admin's row after the change had expired the
+   * rows contributors could no longer decide, and the row stayed pending, a decision that answered 403.
+   * Turning it off now takes that lock exclusively, as a demotion does: it waits for the undo, then
+   * expires the row the undo reopened.
+   */
+  it.skipIf(!testPostgres())("leaves no contributor's row pending", async () => {
+    const admin = await h.user("Demoted admin during an undo");
+    const hubId = await h.teamHub(owner, [[admin, "admin"]]);
+    const review = await flaggedReview(hubId);
+    expect((await owner.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: true })).status).toBe(200);
+    expect((await owner.post(`/v1/dreams/actions/${review.id}/resolve`, { resolution: "keep_both" })).status).toBe(200);
+    expect((await owner.patch(`/v1/hubs/${hubId}/members/${admin.id}`, { role: "contributor" })).status).toBe(200);
+    const row = () => h.db.notification.findFirstOrThrow({ where: { userId: admin.id, kind: "review_contradiction", sourceId: review.id } });
+    const side = new pg.Client({ connectionString: h.url! });
+    await side.connect();
+    const blocked = async () => ((await side.query("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))")).rows[0] as { n: number }).n;
+    let undo: Promise<{ status: number; text: string }> | undefined;
+    let off: Promise<{ status: number; text: string }> | undefined;
+    try {
+      await side.query("BEGIN");
+      // The undo stalls on the demoted admin's row, after it has read the hub's setting.
+      await side.query("SELECT 1 FROM notifications WHERE id = $1 FOR UPDATE", [(await row()).id]);
+      undo = owner.post(`/v1/dreams/actions/${review.id}/undo`);
+      for (let waited = 0; (await blocked()) < 1; waited += 20) {
+        if (waited > 20_000) throw new Error("the undo never waited for the row");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      let settled = false;
+      off = owner.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: false }).finally(() => (settled = true));
+      // Until the change either lands or waits for the undo.
+      for (let waited = 0; !settled; waited += 20) {
+        if (waited > 2_000) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await side.query("COMMIT");
+    } finally {
+      await side.query("ROLLBACK").catch(() => {});
+      await side.end();
+    }
+    const [undone, changed] = [await undo!, await off!];
+    expect(undone.status, undone.text).toBe(200);
+    expect(changed.status, changed.text).toBe(200);
+    expect(await row()).toMatchObject({ status: "expired", resolution: null });
   }, 120_000);
 });
 

@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { isUniqueViolation } from "@/lib/db/errors.ts";
-import { hubPermissionOrThrow, lockMembershipOrThrow } from "./hub-access.ts";
+import { hubPermissionOrThrow, lockHubMembers, lockMembershipOrThrow } from "./hub-access.ts";
 import { reservedSlugProblem, type UpdateHubBody } from "./hub-fields.ts";
 import { hubSettings, serializeHub } from "./serialize-hub.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
@@ -33,7 +33,13 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
     const updated = await ctx.db.$transaction(async (tx) => {
       // The caller's role again, under the hub's membership lock: an admin demoted or removed since the
       // check above changes nothing once that change has returned.
-      await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "change hub settings");
+      // Contributors' dream rights taken away: the hub's membership lock exclusively, as a demotion takes
+      // it, before the caller's role is read under it. Shared, an undo or a decision in flight (which hold
+      // it shared) that had read the setting still on reopened or kept a contributor's review row after
+      // the rows below were expired, a decision left pending that resolving answered 403.
+      const dreamsOff = input.allow_contributor_dreams === false;
+      if (dreamsOff) await lockHubMembers(tx, hub.id);
+      await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "change hub settings", { locked: dreamsOff });
       // Contributors' topic rights: the hub's topic lock, exclusively, as every topic change takes it
       // (after the membership lock, in the same order). A contributor's change already past its check
       // commits before this one, and those after it read the new setting: shared, the membership lock
