@@ -7,7 +7,8 @@ import { newId } from "@/lib/ids.ts";
 import { MAX_POSITION, MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { backdateMemories } from "./support/backdate-memories.ts";
-import { changedBefore } from "./support/changed-mid-request.ts";
+import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
+import { resolveDreamAction } from "@/lib/dreams/undo-dream-action.ts";
 import { createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 import pg from "pg";
 
@@ -835,6 +836,25 @@ describe("contributors' dreams turned off while a decision is undone", () => {
     expect(undone.status, undone.text).toBe(200);
     expect(changed.status, changed.text).toBe(200);
     expect(await row()).toMatchObject({ status: "expired", resolution: null });
+  }, 120_000);
+});
+
+describe("contributors' dreams turned off between a contributor's check and their decision", () => {
+  /**
+   * The decision read the caller's role again under the hub's membership lock, but judged it by the hub's
+   * allow_contributor_dreams as read before the transaction: turned off in between, a contributor still
+   * archived a side of the review. The hub's permissions are read again with the role.
+   */
+  it("refuses the decision", async () => {
+    const contributor = await h.user("Contributor deciding late");
+    const hubId = await h.teamHub(owner, [[contributor, "contributor"]]);
+    const review = await flaggedReview(hubId);
+    expect((await owner.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: true })).status).toBe(200);
+    const turnedOff = async () => expect((await owner.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: false })).status).toBe(200);
+    const late = resolveDreamAction(sessionContext(h, contributor, changedBefore(h.db, ["$transaction"], turnedOff)), review.id, "keep_a");
+    await expect(late).rejects.toMatchObject({ code: "forbidden" });
+    expect(await h.db.dreamAction.findUniqueOrThrow({ where: { id: review.id } })).toMatchObject({ state: "pending_review", resolution: null });
+    expect(await state(review.sourceMemoryIds[1]!)).toBe("active");
   }, 120_000);
 });
 

@@ -280,8 +280,14 @@ export async function lockMembershipOrThrow(
 ): Promise<Membership> {
   // `locked`: the caller already took { shared: hubMembersLockKey(hub.id) } with its other locks.
   if (!options.locked) await lockForTransaction(tx, { shared: hubMembersLockKey(hub.id) });
-  const row = await tx.hubMember.findUnique({ where: { hubId_userId: { hubId: hub.id, userId: ctx.user.id } }, select: { role: true } });
-  return lockedRoleOrThrow(ctx, hub, row?.role ?? null, permission, action);
+  // The hub's contributor permissions with the role, under the lock: `hub` was read before it, and a
+  // contributor's dream decision judged by allow_contributor_dreams as it was then still landed after the
+  // owner turned it off (that change takes this lock exclusively, so what is read here stands until commit).
+  const row = await tx.hubMember.findUnique({
+    where: { hubId_userId: { hubId: hub.id, userId: ctx.user.id } },
+    select: { role: true, hub: { select: { allowContributorTopics: true, allowContributorDreams: true, contributorDeletePolicy: true } } },
+  });
+  return lockedRoleOrThrow(ctx, row ? { ...hub, ...row.hub } : hub, row?.role ?? null, permission, action);
 }
 
 /**
