@@ -521,6 +521,41 @@ describe("tree", () => {
   });
 });
 
+describe("reorder", () => {
+  /**
+   * `updated` was the number of operations sent, so a client sending its whole order back after moving
+   * one topic (or the same topic twice) was told every topic had changed.
+   */
+  it("answers updated as the topics it changed: not operations that set what was there, nor a topic twice", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const a = await topic(ann, "A", team);
+    const b = await topic(ann, "B", team);
+    const c = await topic(ann, "C", team);
+    const positions = async () => (await h.db.topic.findMany({ where: { id: { in: [a.id, b.id, c.id] } }, orderBy: { name: "asc" } })).map((t) => t.position);
+    expect(await positions()).toEqual([0, 1, 2]);
+    const whole = await ann.post("/v1/topics/reorder", {
+      operations: [
+        { topic_id: a.id, position: 0 },
+        { topic_id: b.id, position: 1 },
+        { topic_id: c.id, position: 5 },
+      ],
+    });
+    expect(whole.status, whole.text).toBe(200);
+    expect(whole.body.data).toEqual({ hub_id: team, updated: 1 });
+    const twice = await ann.post("/v1/topics/reorder", {
+      operations: [
+        { topic_id: a.id, position: 3 },
+        { topic_id: a.id, position: 4 },
+      ],
+    });
+    expect(twice.body.data).toEqual({ hub_id: team, updated: 1 });
+    const none = await ann.post("/v1/topics/reorder", { operations: [{ topic_id: b.id, position: 1, parent_id: null }] });
+    expect(none.body.data).toEqual({ hub_id: team, updated: 0 });
+    expect(await positions()).toEqual([4, 1, 5]);
+  });
+});
+
 describe("rename", () => {
   it("renames, keeps memories attached, and checks duplicates and permissions", async () => {
     const ann = await h.user("Ann");

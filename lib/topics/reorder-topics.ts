@@ -21,7 +21,9 @@ export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
   const now = ctx.now();
   const updated = await ctx.db.$transaction(async (tx) => {
     const topics = await HubTopics.lockAndLoad(tx, hub.id, { ctx, action: "reorder topics" });
-    let changed = false;
+    // The topics written, once each: the count of operations told a client sending its whole order back
+    // after moving one topic that every topic had changed.
+    const changed = new Set<string>();
     for (const [index, op] of input.operations.entries()) {
       const topic = topics.byId.get(op.topic_id);
       if (!topic) throw new ApiError("not_found", "Topic not found", { index, topic_id: op.topic_id });
@@ -33,7 +35,7 @@ export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
       } else if (op.position === topic.position) {
         continue;
       }
-      changed = true;
+      changed.add(topic.id);
       const row = await tx.topic.update({
         where: { id: topic.id },
         data: { position: op.position, parentId, ...(parentId !== topic.parentId && { userModified: true }), updatedAt: now },
@@ -43,8 +45,8 @@ export async function reorderTopics(ctx: AuthContext, input: ReorderBody) {
     }
     // One event for the whole reorder: a client refetches the tree once. None for a reorder that set
     // what was already there (a client sending its whole order back after moving nothing).
-    if (changed) await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id });
-    return input.operations.length;
+    if (changed.size) await emitEvent(tx, { type: "topic.changed", hubId: hub.id, actorId: ctx.user.id });
+    return changed.size;
   });
   return { hub_id: hub.id, updated };
 }
