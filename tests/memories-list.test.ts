@@ -142,7 +142,13 @@ describe("GET /v1/memories", () => {
     const [first] = ids(await ann.get(`/v1/memories?hub_id=${team}`));
     await h.db.memory.update({ where: { id: first }, data: { topicId: topic.id } });
     expect(ids(await ann.get(`/v1/memories?topic_id=${topic.id}`))).toEqual([first]);
-    expect((await ann.get(`/v1/memories?topic_id=unknown`)).body.data.memories).toEqual([]);
+    // A topic that does not exist finds nothing; a malformed id is refused, as a malformed actor is (and
+    // topic_id in recall and search): an empty 200 hid a client's typo behind "no memories here".
+    expect((await ann.get(`/v1/memories?topic_id=${crypto.randomUUID()}`)).body.data.memories).toEqual([]);
+    const malformed = await ann.get(`/v1/memories?topic_id=unknown`);
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error).toMatchObject({ code: "invalid_request", details: { issues: [{ path: "topic_id" }] } });
+    expect((await ann.get(`/v1/memories?actor=unknown`)).status).toBe(400);
   });
 
   test("walking pages while others insert: no duplicates, no gaps", async () => {

@@ -4,7 +4,6 @@ import { decodeCursor, encodeCursor, page, parseLimit } from "@/lib/api/paginati
 import { serverSecret } from "@/lib/api/server-secret.ts";
 import type { Prisma } from "@/lib/db/generated/client.ts";
 import { hubScopeWithCounts } from "@/lib/hubs/hub-access.ts";
-import { isUuid } from "@/lib/ids.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import type { ListMemoriesQuery } from "./memory-fields.ts";
 import { serializeMemory } from "./serialize-memory.ts";
@@ -50,7 +49,7 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
 
   const scope: Prisma.MemoryWhereInput = {
     hubId: { in: hubIds },
-    ...(query.topic_id !== undefined && { topicId: isUuid(query.topic_id) ? query.topic_id : NO_TOPIC }),
+    ...(query.topic_id !== undefined && { topicId: query.topic_id }),
     ...(query.kind && { kind: query.kind }),
     ...(query.actor && { ownerId: query.actor }),
     // [created_after, created_before), as recall reads them (engram_recall_candidates and engram_lexical_search).
@@ -108,8 +107,6 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   return { ...result, memories: result.memories.map(serializeMemory), total };
 }
 
-const NO_TOPIC = "00000000-0000-0000-0000-000000000000";
-
 function orderOf(sort: ListMemoriesQuery["sort"]): Prisma.MemoryOrderByWithRelationInput[] {
   return sort === "relevant" ? [{ accessCount: "desc" }, { createdAt: "desc" }, { id: "desc" }] : [{ createdAt: "desc" }, { id: "desc" }];
 }
@@ -137,7 +134,7 @@ async function pageAcrossHubs(
   const params: unknown[] = [hubIds];
   const param = (value: unknown, type: string) => `$${params.push(value)}::${type}`;
   const conditions = ["m.hub_id = h.hub_id"];
-  if (query.topic_id !== undefined) conditions.push(`m.topic_id = ${param(isUuid(query.topic_id) ? query.topic_id : NO_TOPIC, "uuid")}`);
+  if (query.topic_id !== undefined) conditions.push(`m.topic_id = ${param(query.topic_id, "uuid")}`);
   if (query.kind) conditions.push(`m.kind = ${param(query.kind, "text")}`);
   if (query.actor) conditions.push(`m.owner_id = ${param(query.actor, "uuid")}`);
   if (query.created_after) conditions.push(`m.created_at >= ${param(new Date(query.created_after).toISOString(), "timestamptz")}`);

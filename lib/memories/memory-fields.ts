@@ -153,7 +153,8 @@ export const listMemoriesQuerySchema = z.object({
   cursor: cursorSchema.optional(),
   sort: z.enum(["newest", "relevant"]).default("newest"),
   hub_id: z.string().overwrite(normalizeId).optional(),
-  topic_id: z.string().overwrite(normalizeId).optional(),
+  // Refused when malformed, as actor is and recall's topic_id: an empty page hid a client's typo.
+  topic_id: uuidField("topic_id must be a topic id").optional(),
   kind: z.enum(KINDS).optional(),
   created_after: timestampOf("created_after").optional(),
   created_before: timestampOf("created_before").optional(),
