@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { deleteTopic, finishTopicDeletes, SWEEP_GRACE_MS, TOPIC_DELETE_EVENT_EVERY_MS } from "@/lib/topics/delete-topic.ts";
 import { newId } from "@/lib/ids.ts";
+import { visitTopic } from "@/lib/topics/visit-topic.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
@@ -354,6 +355,22 @@ describe("tree", () => {
     // Gone with the topic.
     expect((await ann.delete(`/v1/topics/${t.id}`)).status).toBe(200);
     expect(await h.db.topicVisit.count({ where: { topicId: t.id } })).toBe(0);
+  });
+
+  /**
+   * The visit checked the topic before its statement and inserted from the topic row whatever its state:
+   * a delete that marked the topic in between (its first batch) let the visit answer 200 for a topic
+   * every other read answers 404, and stored a visit of it.
+   */
+  it("a topic being deleted is not_found to a visit, also when its delete begins between the check and the write", async () => {
+    const ann = await h.user("Ann");
+    const hidden = await topic(ann, "Hidden");
+    await h.db.topic.update({ where: { id: hidden.id }, data: { deletingAt: new Date() } });
+    expect((await ann.post(`/v1/topics/${hidden.id}/visit`, {})).status).toBe(404);
+    const t = await topic(ann, "Going");
+    const db = changedBefore(h.db, ["$queryRaw"], () => h.db.topic.update({ where: { id: t.id }, data: { deletingAt: new Date() } }));
+    await expect(visitTopic(sessionContext(h, ann, db), t.id)).rejects.toMatchObject({ code: "not_found" });
+    expect(await h.db.topicVisit.count({ where: { topicId: { in: [hidden.id, t.id] } } })).toBe(0);
   });
 
   it("a visit stamped before the stored one (a request that committed late, another process's clock) keeps the latest", async () => {
