@@ -28,7 +28,7 @@ describe("schema and migrations agree", () => {
       oauthAccount: await db.oAuthAccount.create({ data: { id: newId(), userId: user.id, provider: "github", providerAccountId: "42", createdAt: now } }),
       apiKey: await db.apiKey.create({ data: { id: newId(), userId: user.id, name: "k", prefix: "egk_ab", keyHash: "f".repeat(64), createdAt: now, expiresAt: now, lastUsedAt: now, revokedAt: now } }),
       hubMember: await db.hubMember.create({ data: { hubId: hub.id, userId: user.id, role: "owner", joinedAt: now, lastVisitedAt: now } }),
-      topic: await db.topic.create({ data: { id: newId(), hubId: hub.id, name: "T", createdBy: user.id, createdAt: now, updatedAt: now, deletingAt: now } }),
+      topic: await db.topic.create({ data: { id: newId(), hubId: hub.id, name: "T", createdBy: user.id, createdAt: now, updatedAt: now, deletingAt: now, deletingClaim: newId() } }),
     };
     const memory = await db.memory.create({
       data: {

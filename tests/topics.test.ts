@@ -781,6 +781,85 @@ describe("delete", () => {
     expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
   });
 
+  /**
+   * A delete sent again while the sweep (or another delete) was finishing the branch ran its own batches
+   * beside the other's: the two alternated batches of the same branch, each announcing its own. The
+   * delete sent again now takes the branch over: the other stops at its next batch, having written
+   * nothing more. Transactions run one at a time here, in the order they are asked for.
+   */
+  it("a delete sent again while the sweep finishes the branch takes it over: the sweep stops, no batch runs twice", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const t = await topic(ann, "Retried", team);
+    const ids = [...(await filedMemories(ann, t.id, "retried a", team)), ...(await filedMemories(ann, t.id, "retried b", team))];
+    // Other tests' marked branches are finished first, so the sweep takes this one.
+    await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
+    while ((await finishTopicDeletes(h.db, 1)) > 0);
+    // Cut short long ago: marked, nothing since.
+    await untouchedFor(SWEEP_GRACE_MS + 60_000, [t.id]);
+    const filed = () => h.db.memory.count({ where: { id: { in: ids }, topicId: t.id } });
+    const log: [string, number][] = [];
+    let turn: Promise<void> = Promise.resolve();
+    let request: Promise<unknown> | undefined;
+    const inTurns = (who: string, onCall?: (call: number) => void) => {
+      let calls = 0;
+      return new Proxy(h.db, {
+        get(target, key) {
+          const real = Reflect.get(target, key) as unknown;
+          if (key !== "$transaction" || typeof real !== "function") return real;
+          return async (...args: unknown[]) => {
+            onCall?.(++calls);
+            const before = turn;
+            let release!: () => void;
+            turn = new Promise((resolve) => (release = resolve));
+            await before;
+            try {
+              const left = await filed();
+              const result = await (real as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+              log.push([who, left - (await filed())]);
+              return result;
+            } finally {
+              release();
+            }
+          };
+        },
+      });
+    };
+    const requestDb = inTurns("request");
+    // The delete is sent again once the sweep's first batch has committed.
+    const sweepDb = inTurns("sweep", (call) => {
+      if (call === 2) request = deleteTopic(sessionContext(h, ann, requestDb), t.id);
+    });
+    vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
+    try {
+      const swept = await finishTopicDeletes(sweepDb);
+      expect(await request).toEqual({ id: t.id, topic_id: t.id, deleted: true, deleted_count: 1 });
+      // Taken over, the sweep did not finish it.
+      expect(swept).toBe(0);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+    const taken = log.findIndex(([who]) => who === "request");
+    expect(taken).toBeGreaterThan(0);
+    expect(log.slice(taken).filter(([who, unfiled]) => who === "sweep" && unfiled > 0)).toEqual([]);
+    expect(await h.db.topic.count({ where: { id: t.id } })).toBe(0);
+    expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
+  });
+
+  it("a delete sent again for a subtopic of a branch being deleted finishes the whole branch", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const a = await topic(ann, "Cut", team);
+    const b = (await ann.post("/v1/topics", { name: "Short", parent_id: a.id })).body.data as { id: string };
+    const ids = [...(await filedMemories(ann, a.id, "cut", team)), ...(await filedMemories(ann, b.id, "short", team))];
+    await h.db.topic.updateMany({ where: { id: { in: [a.id, b.id] } }, data: { deletingAt: new Date() } });
+    const res = await ann.delete(`/v1/topics/${b.id}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toEqual({ id: b.id, topic_id: b.id, deleted: true, deleted_count: 2 });
+    expect(await h.db.topic.count({ where: { id: { in: [a.id, b.id] } } })).toBe(0);
+    expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
+  });
+
   it("a branch whose finishing fails goes behind the others: branches that always fail do not hold back newer ones", async () => {
     const ann = await h.user("Ann");
     const team = await h.teamHub(ann);

@@ -8,6 +8,7 @@ import { topicOrThrow } from "./topic-or-throw.ts";
 import { emitEvent } from "@/lib/events/emit-event.ts";
 import { lockMemoriesOf } from "@/lib/db/row-lock.ts";
 import { databaseNow } from "@/lib/db/database-now.ts";
+import { newId } from "@/lib/ids.ts";
 
 /**
  * Deletes a topic and its whole branch (like archive, a branch goes as one).
@@ -28,8 +29,22 @@ import { databaseNow } from "@/lib/db/database-now.ts";
  */
 export async function deleteTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "delete topics", { withDeleting: true });
-  const deleted = await deleteBranch(ctx.db, topic, { manager: { ctx, action: "delete topics" }, actorId: ctx.user.id });
+  // A topic inside a branch being deleted goes with it: its delete sent again finishes the whole branch,
+  // rather than claiming part of it from the one running its batches (which would then stop, half done).
+  const top = topic.deletingAt ? await topOfDeletingBranch(ctx.db, topic) : topic;
+  const deleted = await deleteBranch(ctx.db, top, { manager: { ctx, action: "delete topics" }, actorId: ctx.user.id, claim: newId(), takeOver: true });
   return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: deleted };
+}
+
+/** The highest topic being deleted above a topic being deleted (a branch is marked whole, ≤ 5 levels). */
+async function topOfDeletingBranch(db: Db, topic: { id: string; hubId: string; parentId: string | null }): Promise<{ id: string; hubId: string }> {
+  let top = topic;
+  while (top.parentId) {
+    const parent = await db.topic.findFirst({ where: { id: top.parentId, hubId: topic.hubId, deletingAt: { not: null } }, select: { id: true, hubId: true, parentId: true } });
+    if (!parent) break;
+    top = parent;
+  }
+  return top;
 }
 
 /**
@@ -38,15 +53,25 @@ export async function deleteTopic(ctx: AuthContext, id: string) {
  */
 export const TOPIC_DELETE_EVENT_EVERY_MS = 5_000;
 
-/** The batches of one branch's delete; returns the topics deleted (0 when another delete took them). */
+/**
+ * The batches of one branch's delete; returns the topics deleted (0 when another delete took them).
+ *
+ * One delete at a time owns the branch: the one whose `claim` its top carries (topics.deleting_claim),
+ * checked by every batch under the hub's topic lock. A delete sent again and the sweep each ran their
+ * batches on the same branch, alternating, each announcing its own. A request (`takeOver`) claims the
+ * branch with its first batch, whoever held it: sent again, it is what the client waits for, and a
+ * request cut short has nothing left to stop. The sweep claims a branch only once left alone for
+ * SWEEP_GRACE_MS (finishTopicDeletes). The one that lost it stops at its next batch, writing nothing.
+ */
 async function deleteBranch(
   db: Db,
   topic: { id: string; hubId: string },
-  options: { manager: Parameters<typeof HubTopics.lockAndLoad>[2]; actorId: string | null },
+  options: { manager: Parameters<typeof HubTopics.lockAndLoad>[2]; actorId: string | null; claim: string; takeOver: boolean },
 ): Promise<number> {
   const batch = purgeBatchSize();
   // The first batch is always announced: it hides the branch.
   let announcedAt = -Infinity;
+  let takeOver = options.takeOver;
   for (;;) {
     const announce = Date.now() - announcedAt >= TOPIC_DELETE_EVENT_EVERY_MS;
     const deleted = await db.$transaction(async (tx) => {
@@ -54,9 +79,12 @@ async function deleteBranch(
       const topics = await HubTopics.lockAndLoad(tx, topic.hubId, options.manager, { withDeleting: true });
       const branch = topics.subtree(topic.id).map((row) => row.id);
       if (branch.length) {
+        // Claimed by another delete since this one's last batch: it finishes the branch and announces it.
+        if (!takeOver && topics.byId.get(topic.id)!.deletingClaim !== options.claim) return 0;
         // Every batch stamps the branch again, by the database's clock (the sweep compares it with its own):
         // a delete still running is never older than the sweep's grace, so the sweep leaves it alone.
-        await tx.$executeRaw`UPDATE topics SET deleting_at = now() WHERE hub_id = ${topic.hubId}::uuid AND id = ANY(${branch}::uuid[])`;
+        await tx.$executeRaw`
+          UPDATE topics SET deleting_at = now(), deleting_claim = ${options.claim}::uuid WHERE hub_id = ${topic.hubId}::uuid AND id = ANY(${branch}::uuid[])`;
         // In id order, as every writer of several memories locks them (lib/db/row-lock.ts).
         const filed = await tx.$queryRaw<{ id: string }[]>`
           SELECT id::text AS id FROM memories WHERE hub_id = ${topic.hubId}::uuid AND topic_id = ANY(${branch}::uuid[])
@@ -76,8 +104,9 @@ async function deleteBranch(
       return count;
     });
     if (deleted !== null) return deleted;
-    // Once committed: a batch rolled back announced nothing.
+    // Once committed: a batch rolled back announced nothing, and claimed nothing.
     if (announce) announcedAt = Date.now();
+    takeOver = false;
   }
 }
 
@@ -115,11 +144,12 @@ export async function finishTopicDeletes(db: Db, limit = BRANCHES_PER_SWEEP): Pr
   let finished = 0;
   for (const top of tops) {
     try {
-      const { count } = await db.topic.updateMany({ where: { id: top.id, deletingAt: { lt: stale } }, data: { deletingAt: await databaseNow(db) } });
+      const claim = newId();
+      const { count } = await db.topic.updateMany({ where: { id: top.id, deletingAt: { lt: stale } }, data: { deletingAt: await databaseNow(db), deletingClaim: claim } });
       // Another sweep or a delete sent again took it since the read above.
       if (count === 0) continue;
-      await deleteBranch(db, top, { manager: null, actorId: null });
-      finished++;
+      // 0: a delete sent again took it over meanwhile, and finishes it.
+      if ((await deleteBranch(db, top, { manager: null, actorId: null, claim, takeOver: false })) > 0) finished++;
     } catch (error) {
       console.error(`[engram] topics: finishing the delete of topic ${top.id} failed; the next sweep tries again`, error);
     }
