@@ -67,3 +67,35 @@ describe("undoing the filing that empties a dream's topic a member has since tou
     expect(await h.db.topic.findUnique({ where: { id: topicId } })).toBeNull();
   });
 });
+
+/**
+ * A topic being deleted is its delete's: the undo deleted the dream's topic it emptied though its delete
+ * was under way (which then found nothing left and answered deleted_count 0, or 404 when sent again), and
+ * filed a memory back into a topic whose delete was taking its memories out.
+ */
+describe("undoing a dream's filing beside a topic being deleted", () => {
+  it("leaves a dream's topic being deleted to its delete", async () => {
+    const { memoryId, topicId, actionId } = await filedByDream();
+    // As a delete's first batch marks it: updated_at untouched, so the topic is still as the dream made it.
+    await h.db.$executeRaw`UPDATE topics SET deleting_at = now() WHERE id = ${topicId}::uuid`;
+    const undone = await owner.post(`/v1/dreams/actions/${actionId}/undo`);
+    expect(undone.status, undone.text).toBe(200);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: memoryId } })).topicId).toBeNull();
+    expect(await h.db.topic.findUnique({ where: { id: topicId } })).not.toBeNull();
+    const deleted = await owner.delete(`/v1/topics/${topicId}`);
+    expect(deleted.status, deleted.text).toBe(200);
+    expect(deleted.body.data.deleted_count).toBe(1);
+  });
+
+  it("puts the memory in the inbox rather than back into a topic being deleted, or gone", async () => {
+    for (const gone of [false, true]) {
+      const { hubId, memoryId, actionId } = await filedByDream();
+      const from = await h.db.topic.create({ data: { id: newId(), hubId, name: `Before ${gone}`, deletingAt: new Date() } });
+      await h.db.dreamAction.update({ where: { id: actionId }, data: { fromTopicId: from.id } });
+      if (gone) await h.db.topic.delete({ where: { id: from.id } });
+      const undone = await owner.post(`/v1/dreams/actions/${actionId}/undo`);
+      expect(undone.status, undone.text).toBe(200);
+      expect((await h.db.memory.findUniqueOrThrow({ where: { id: memoryId } })).topicId).toBeNull();
+    }
+  });
+});

@@ -99,7 +99,8 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
     // An organize undo may delete the topic it empties: the hub's topic tree is held (before the memory
     // rows, as a topic change takes them), so a filing into that topic either lands first (the topic is
     // not empty and stays) or waits and finds it gone — never filed into a topic deleted under it.
-    if (action.actionType === "organize" && action.toTopicId) await lockForTransaction(tx, topicsLockKey(action.hubId));
+    // Held for the topic it files back into too, which a delete's batches (under the same lock) may be emptying.
+    if (action.actionType === "organize" && (action.toTopicId || action.fromTopicId)) await lockForTransaction(tx, topicsLockKey(action.hubId));
     const [first, second] = action.sourceMemoryIds;
     // Both memories before either write, in id order: the older is restored first, but it may have the higher id.
     await lockMemoryRows(tx, action.sourceMemoryIds, [action.hubId]);
@@ -139,7 +140,10 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       if (restored.count === 0) throw new ApiError("conflict", "The memory was restored, changed or deleted since this dream archived it; nothing to undo (change it from the memory itself)");
       changed.add(first!);
     } else if (action.actionType === "organize") {
-      const moved = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: action.fromTopicId, updatedAt: now } });
+      // Back into its earlier topic while it is there: one gone or being deleted (hidden, its memories taken
+      // out a batch at a time) is no place to put it back, and the memory goes to the inbox.
+      const back = action.fromTopicId ? await tx.topic.findFirst({ where: { id: action.fromTopicId, hubId: action.hubId, deletingAt: null }, select: { id: true } }) : null;
+      const moved = await tx.memory.updateMany({ where: { id: first!, hubId: action.hubId, topicId: action.toTopicId }, data: { topicId: back?.id ?? null, updatedAt: now } });
       if (moved.count) changed.add(first!);
       // A topic a dream created goes away once undoing empties it. Subtopics a member made under it
       // keep it: deleting it would lift them (and their memories) to the top of the tree. So does any
@@ -147,7 +151,8 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       // reorder, an archive): the topic is theirs then, and the undo of one filing took it with it.
       if (action.toTopicId && (await tx.dreamAction.count({ where: { hubId: action.hubId, toTopicId: action.toTopicId, createdTopic: true } })) > 0) {
         const topic = await tx.topic.findFirst({ where: { id: action.toTopicId, hubId: action.hubId } });
-        const untouched = topic && topicAsDreamMadeIt(topic);
+        // A topic being deleted is its delete's to finish (deleted here, that delete found nothing left).
+        const untouched = topic && !topic.deletingAt && topicAsDreamMadeIt(topic);
         const left = untouched ? (await tx.memory.count({ where: { topicId: action.toTopicId } })) + (await tx.topic.count({ where: { parentId: action.toTopicId } })) : 1;
         if (left === 0) {
           const gone = await tx.topic.deleteMany({ where: { id: action.toTopicId, hubId: action.hubId } });
