@@ -4,6 +4,7 @@ import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { deleteTopic, finishTopicDeletes, SWEEP_GRACE_MS, TOPIC_DELETE_EVENT_EVERY_MS } from "@/lib/topics/delete-topic.ts";
 import { newId } from "@/lib/ids.ts";
 import { visitTopic } from "@/lib/topics/visit-topic.ts";
+import { loadRecalled } from "@/lib/recall/load-recalled.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
@@ -996,6 +997,45 @@ describe("delete", () => {
     const over = await ann.post("/v1/topics", { name: "One too many", hub_id: team });
     expect(over.status).toBe(409);
     expect(over.body.error.details).toEqual({ limit: MAX_TOPICS_PER_HUB });
+  });
+
+  /**
+   * A topic being deleted is 404 to every request, yet the memories its delete had not yet taken out
+   * still showed its id as topic_id (and recall its name), and topic_id= found them: a client following
+   * that id got 404, a dangling reference. They now show no topic, as they will once their batch runs.
+   */
+  it("memories still filed under a topic being deleted show no topic, and a filter on it finds nothing", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const going = await topic(ann, "Vanishing", team);
+    const kept = await topic(ann, "Staying", team);
+    const word = `zebrafinch${Math.random().toString(36).slice(2, 8)}`;
+    const [hiddenId] = await filedMemories(ann, going.id, word, team);
+    const [keptId] = await filedMemories(ann, kept.id, word, team);
+    await h.db.$executeRaw`UPDATE topics SET deleting_at = now() WHERE id = ${going.id}::uuid`;
+
+    const listed = (await ann.get(`/v1/memories?hub_id=${team}&limit=100`)).body.data.memories as { id: string; topic_id: string | null }[];
+    const topicOf = new Map(listed.map((m) => [m.id, m.topic_id]));
+    expect([topicOf.get(hiddenId!), topicOf.get(keptId!)]).toEqual([null, kept.id]);
+    // Across several hubs (one statement walking each hub) too.
+    await memory(ann, "elsewhere");
+    const everywhere = (await ann.get(`/v1/memories?limit=100`)).body.data.memories as { id: string; topic_id: string | null }[];
+    expect(everywhere.find((m) => m.id === hiddenId)?.topic_id).toBeNull();
+    expect((await ann.get(`/v1/memories/${hiddenId}`)).body.data.topic_id).toBeNull();
+    expect((await ann.get(`/v1/memories/${keptId}`)).body.data.topic_id).toBe(kept.id);
+    const filtered = await ann.get(`/v1/memories?hub_id=${team}&topic_id=${going.id}`);
+    expect(filtered.status, filtered.text).toBe(200);
+    expect([filtered.body.data.memories, filtered.body.data.total]).toEqual([[], 0]);
+
+    const searched = (await ann.get(`/v1/memories/search?q=${word}&hub_id=${team}&limit=50`)).body.data as { memory_id: string; topic_id?: string; topic_name?: string }[];
+    const hit = searched.find((r) => r.memory_id === hiddenId);
+    expect(hit).toBeDefined();
+    expect([hit!.topic_id, hit!.topic_name]).toEqual([undefined, undefined]);
+    expect(searched.find((r) => r.memory_id === keptId)).toMatchObject({ topic_id: kept.id, topic_name: "Staying" });
+    expect((await ann.get(`/v1/memories/search?q=${word}&hub_id=${team}&topic_id=${going.id}`)).body.data).toEqual([]);
+
+    const recalled = await loadRecalled(h.database.sql, [hiddenId!, keptId!].map((id) => ({ memoryId: id, chunkId: null, score: 0.9 })), { now: new Date(), withHub: false, userId: ann.id, hubIds: [team] });
+    expect(recalled.map((r) => [r.topic_id, r.topic_name])).toEqual([[undefined, undefined], [kept.id, "Staying"]]);
   });
 
   it("answers 405 for methods the routes do not implement", async () => {

@@ -3,6 +3,7 @@ import { ApiError } from "@/lib/api/errors.ts";
 import type { Attachment, Memory } from "@/lib/db/generated/client.ts";
 import { memoryAccessWhere } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
+import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
 import { recentOpens } from "./recent-opens.ts";
 import { serializeMemoryWithContent } from "./serialize-memory.ts";
 
@@ -84,6 +85,10 @@ async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitCo
 }
 
 async function withAttachments(ctx: AuthContext, memory: Memory) {
-  const attachments = await ctx.db.attachment.findMany({ where: { memoryId: memory.id }, orderBy: { createdAt: "asc" } });
-  return serializeMemoryWithContent({ ...memory, attachments });
+  const [attachments, hidden] = await Promise.all([
+    ctx.db.attachment.findMany({ where: { memoryId: memory.id }, orderBy: { createdAt: "asc" } }),
+    // Its topic being deleted, the memory shows none (lib/topics/topics-being-deleted.ts).
+    topicsBeingDeleted(ctx.sql, [memory.topicId]),
+  ]);
+  return serializeMemoryWithContent({ ...memory, ...(hidden.size > 0 && { topicId: null }), attachments });
 }

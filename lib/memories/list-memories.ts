@@ -6,6 +6,7 @@ import type { Prisma } from "@/lib/db/generated/client.ts";
 import { hubScopeWithCounts } from "@/lib/hubs/hub-access.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import type { ListMemoriesQuery } from "./memory-fields.ts";
+import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
 import { serializeMemory } from "./serialize-memory.ts";
 
 /**
@@ -33,6 +34,11 @@ const relevantPosition = z.tuple([z.int().min(0), z.iso.datetime(), z.uuid(), ca
 export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   const limit = parseLimit(query.limit);
   const { hubIds, memories: hubCounts } = await hubScopeWithCounts(ctx, query.hub_id);
+  // A topic being deleted is not_found to every read, and its memories show no topic: filtering on it
+  // finds nothing, as filtering on a topic that does not exist does.
+  if (query.topic_id !== undefined && (await topicsBeingDeleted(ctx.sql, [query.topic_id])).size > 0) {
+    return { memories: [], next_cursor: "", has_more: false, total: 0 };
+  }
   const secret = await serverSecret(ctx.db);
   // The list a cursor belongs to is its sort, hub scope and filters: a cursor carried over to another
   // hub or filter would go on from a position of a list it never saw (skipping what is newer there).
@@ -104,7 +110,8 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
           .then(async (rows) => page("memories", rows, limit, await cursorFor)),
     counted,
   ]);
-  return { ...result, memories: result.memories.map(serializeMemory), total };
+  const hidden = await topicsBeingDeleted(ctx.sql, result.memories.map((memory) => memory.topicId));
+  return { ...result, memories: result.memories.map((memory) => serializeMemory(hidden.has(memory.topicId!) ? { ...memory, topicId: null } : memory)), total };
 }
 
 function orderOf(sort: ListMemoriesQuery["sort"]): Prisma.MemoryOrderByWithRelationInput[] {

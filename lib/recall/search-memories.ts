@@ -1,4 +1,5 @@
 import { hanGlossWords } from "@/lib/ai/gloss-han.ts";
+import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { parseLimit } from "@/lib/api/pagination.ts";
 import { hubScopeIds } from "@/lib/hubs/hub-access.ts";
@@ -39,6 +40,8 @@ export async function searchMemories(ctx: AuthContext, query: SearchMemoriesQuer
   const limit = parseLimit(query.limit, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT);
   const hubIds = await hubScopeIds(ctx, query.hub_id);
   if (hubIds.length === 0) return [];
+  // A topic being deleted is not_found to every read: filtering on it finds nothing, as on one that does not exist.
+  if (query.topic_id && (await topicsBeingDeleted(ctx.sql, [query.topic_id])).size > 0) return [];
 
   const lexical = await lexicalSearch(
     ctx.sql,
@@ -61,7 +64,7 @@ export async function searchMemories(ctx: AuthContext, query: SearchMemoriesQuer
   const [memories, chunks, openings] = await Promise.all([
     ctx.db.memory.findMany({
       where: { id: { in: ids }, hubId: { in: hubIds }, state: "active" },
-      select: { id: true, title: true, kind: true, stability: true, hubId: true, topicId: true, hub: { select: { name: true } }, topic: { select: { name: true } } },
+      select: { id: true, title: true, kind: true, stability: true, hubId: true, topicId: true, hub: { select: { name: true } }, topic: { select: { name: true, deletingAt: true } } },
     }),
     // A chunk of a memory an edit sent back to processing since the search is its old version's text.
     chunkIds.length
@@ -98,8 +101,9 @@ export async function searchMemories(ctx: AuthContext, query: SearchMemoriesQuer
         ...(chunk?.headingChain && { heading_chain: chunk.headingChain }),
         hub_id: memory.hubId,
         hub_name: memory.hub.name,
-        ...(memory.topicId && { topic_id: memory.topicId }),
-        ...(memory.topic && { topic_name: memory.topic.name }),
+        // A topic being deleted is not_found to every read: its memories show none.
+        ...(memory.topicId && !memory.topic?.deletingAt && { topic_id: memory.topicId }),
+        ...(memory.topic && !memory.topic.deletingAt && { topic_name: memory.topic.name }),
       },
     ];
   });
