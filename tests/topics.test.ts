@@ -4,6 +4,7 @@ import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { deleteTopic, finishTopicDeletes, SWEEP_GRACE_MS, TOPIC_DELETE_EVENT_EVERY_MS } from "@/lib/topics/delete-topic.ts";
 import { newId } from "@/lib/ids.ts";
 import { visitTopic } from "@/lib/topics/visit-topic.ts";
+import { archiveTopic } from "@/lib/topics/archive-topic.ts";
 import { loadRecalled } from "@/lib/recall/load-recalled.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
@@ -456,6 +457,22 @@ describe("tree", () => {
     expect((await ann.get(`/v1/topics/archived?hub_id=${team}`)).body.data.topics).toEqual([]);
     const names = (await ann.get(`/v1/topics?hub_id=${team}`)).body.data.topics.map((t: { name: string }) => t.name).sort();
     expect(names).toEqual(["Kid", "Root"]);
+  });
+
+  /**
+   * The archive read the branch under the lock without checking the topic was still there: deleted, or
+   * its delete begun, between the check and the transaction, it answered 200 archived_count 0 (as for a
+   * branch already archived) for a topic every request answers 404.
+   */
+  it("archiving a topic deleted, or whose delete began, since its check is not_found", async () => {
+    const ann = await h.user("Ann");
+    for (const change of ["marked", "deleted"] as const) {
+      const t = await topic(ann, `Archive ${change}`);
+      const db = changedBefore(h.db, ["$transaction"], () =>
+        change === "marked" ? h.db.$executeRaw`UPDATE topics SET deleting_at = now() WHERE id = ${t.id}::uuid` : h.db.topic.delete({ where: { id: t.id } }),
+      );
+      await expect(archiveTopic(sessionContext(h, ann, db), t.id), change).rejects.toMatchObject({ code: "not_found" });
+    }
   });
 
   it("an active topic's total_memory_count is the tree's: an archived subtopic's memories are left out of both; an archived topic counts its archived branch", async () => {

@@ -14,7 +14,10 @@ export async function archiveTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "archive topics");
   const now = ctx.now();
   const count = await ctx.db.$transaction(async (tx) => {
-    const branch = (await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "archive topics" })).subtree(topic.id);
+    const topics = await HubTopics.lockAndLoad(tx, topic.hubId, { ctx, action: "archive topics" });
+    // Deleted, or its delete begun, since the check above: an empty branch answered archived_count 0.
+    if (!topics.byId.has(topic.id)) throw new ApiError("not_found", "Topic not found");
+    const branch = topics.subtree(topic.id);
     const active = branch.filter((row) => !row.archivedAt).map((row) => row.id);
     if (active.length) {
       await tx.topic.updateMany({ where: { id: { in: active } }, data: { archivedAt: now, updatedAt: now } });
