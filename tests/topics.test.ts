@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_TOPICS_PER_HUB } from "@/lib/topics/topic-fields.ts";
 import { deleteTopic, finishTopicDeletes, SWEEP_GRACE_MS, TOPIC_DELETE_EVENT_EVERY_MS } from "@/lib/topics/delete-topic.ts";
 import { newId } from "@/lib/ids.ts";
+import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { visitTopic } from "@/lib/topics/visit-topic.ts";
 import { archiveTopic } from "@/lib/topics/archive-topic.ts";
 import { loadRecalled } from "@/lib/recall/load-recalled.ts";
@@ -1134,6 +1135,56 @@ describe.skipIf(!testPostgres())("delete of a topic with many memories", () => {
     expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
     // The first batch and the last, by the one sweep.
     expect(await changes()).toBe(before + 2);
+  });
+
+  /**
+   * A delete sent again while the sweep was finishing the branch ran its batches beside the sweep's, the
+   * two taking the topic lock in turns: whichever ran the last batch answered for it, so the request
+   * could answer deleted_count 0. The request now takes the branch over and the sweep stops.
+   */
+  it("a delete sent again while the sweep waits for the topic lock takes the branch over: the sweep stops, the request finishes it", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const t = await topic(ann, "Resent", team);
+    const ids = [...(await filedMemories(ann, t.id, "resent a", team)), ...(await filedMemories(ann, t.id, "resent b", team))];
+    await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
+    while ((await finishTopicDeletes(h.db, 1)) > 0);
+    await untouchedFor(SWEEP_GRACE_MS + 60_000, [t.id]);
+    const changes = () => h.db.event.count({ where: { type: "topic.changed", entityId: t.id } });
+    const before = await changes();
+    vi.stubEnv("ENGRAM_PURGE_BATCH", "2");
+    const blocker = new pg.Client({ connectionString: h.url! });
+    await blocker.connect();
+    const waitingForTopicLock = async (n: number, what: string) => {
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await blocker.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'");
+        if (rows[0].n >= n) return;
+        if (waited > 20_000) throw new Error(what);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    try {
+      // The hub's topic lock held: the sweep (its branch claimed) and then the request queue for it.
+      await blocker.query("BEGIN");
+      await blocker.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [topicsLockKey(team)]);
+      const sweeping = finishTopicDeletes(h.db);
+      await waitingForTopicLock(1, "the sweep never waited for the topic lock");
+      const deleting = ann.delete(`/v1/topics/${t.id}`);
+      await waitingForTopicLock(2, "the delete never waited for the topic lock");
+      await blocker.query("ROLLBACK");
+      const [swept, deleted] = await Promise.all([sweeping, deleting]);
+      expect(deleted.status, deleted.text).toBe(200);
+      expect(deleted.body.data).toEqual({ id: t.id, topic_id: t.id, deleted: true, deleted_count: 1 });
+      expect(swept).toBe(0);
+    } finally {
+      vi.unstubAllEnvs();
+      await blocker.query("ROLLBACK").catch(() => {});
+      await blocker.end();
+    }
+    expect(await h.db.topic.count({ where: { id: t.id } })).toBe(0);
+    expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
+    // At most the sweep's first batch, then the request's first and its last: none twice.
+    expect(await changes()).toBeLessThanOrEqual(before + 3);
   });
 
   it("a subtopic moved out while a batch waits is refused: the move, queued for the topic lock, no longer lands between two batches", async () => {
