@@ -1052,6 +1052,9 @@ describe("delete", () => {
     expect(searched.find((r) => r.memory_id === keptId)).toMatchObject({ topic_id: kept.id, topic_name: "Staying" });
     expect((await ann.get(`/v1/memories/search?q=${word}&hub_id=${team}&topic_id=${going.id}`)).body.data).toEqual([]);
 
+    // Shown in no topic, they are counted as such: with the hub's memories without a topic.
+    expect((await ann.get(`/v1/topics?hub_id=${team}`)).body.data.unassigned_count).toBe(5);
+    expect((await ann.get(`/v1/hubs/${team}/summary`)).body.data.stats.inbox).toBe(5);
     const recalled = await loadRecalled(h.database.sql, [hiddenId!, keptId!].map((id) => ({ memoryId: id, chunkId: null, score: 0.9 })), { now: new Date(), withHub: false, userId: ann.id, hubIds: [team] });
     expect(recalled.map((r) => [r.topic_id, r.topic_name])).toEqual([[undefined, undefined], [kept.id, "Staying"]]);
   });

@@ -1,5 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
-import { topicMemoryCounts } from "@/lib/topics/topic-memory-counts.ts";
+import { deletingTopicIds, topicMemoryCounts, unassignedCount } from "@/lib/topics/topic-memory-counts.ts";
 import { membershipOrThrow } from "./hub-access.ts";
 import { hubCounts } from "./hub-counts.ts";
 import { hubHeader } from "./hub-header.ts";
@@ -20,7 +20,8 @@ export async function getHubSummary(ctx: AuthContext, hubId: string, options: { 
   const lastVisitedAt = membership?.lastVisitedAt ?? null;
   const [counts, inbox, teamActivity, preview] = await Promise.all([
     hubCounts(ctx.db, hub.id, now),
-    topicMemoryCounts(ctx.db, hub.id, []).then((counts) => counts.get(null) ?? 0),
+    // Memories under a topic being deleted show no topic, so they count here too (as in GET /v1/topics).
+    deletingTopicIds(ctx.db, hub.id).then(async (deleting) => unassignedCount(await topicMemoryCounts(ctx.db, hub.id, deleting), deleting)),
     hub.hubType === "team"
       ? ctx.db.memory.count({ where: { hubId: hub.id, ownerId: { not: ctx.user.id }, ...(lastVisitedAt && { createdAt: { gt: lastVisitedAt } }) } })
       : Promise.resolve(0),

@@ -2,7 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { membershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { serializeTopic, type TopicRow } from "./serialize-topic.ts";
 import { MAX_TOPICS_PER_HUB } from "./topic-fields.ts";
-import { topicMemoryCounts } from "./topic-memory-counts.ts";
+import { deletingTopicIds, topicMemoryCounts, unassignedCount } from "./topic-memory-counts.ts";
 
 export type TopicTree = ReturnType<typeof serializeTopic> & { total_memory_count: number; children: TopicTree[] };
 
@@ -20,8 +20,11 @@ export function bySiblingOrder(a: TopicRow, b: TopicRow): number {
  */
 export async function listTopics(ctx: AuthContext, hubId: string) {
   const { hub } = await membershipOrThrow(ctx, hubId);
-  const rows = await ctx.db.topic.findMany({ where: { hubId: hub.id, archivedAt: null, deletingAt: null }, take: MAX_TOPICS_PER_HUB });
-  const counts = await topicMemoryCounts(ctx.db, hub.id, rows.map((row) => row.id));
+  const [rows, deleting] = await Promise.all([
+    ctx.db.topic.findMany({ where: { hubId: hub.id, archivedAt: null, deletingAt: null }, take: MAX_TOPICS_PER_HUB }),
+    deletingTopicIds(ctx.db, hub.id),
+  ]);
+  const counts = await topicMemoryCounts(ctx.db, hub.id, [...rows.map((row) => row.id), ...deleting]);
   const byParent = new Map<string | null, TopicRow[]>();
   const ids = new Set(rows.map((row) => row.id));
   for (const row of rows) {
@@ -38,5 +41,5 @@ export async function listTopics(ctx: AuthContext, hubId: string) {
         const own = counts.get(row.id) ?? 0;
         return { ...serializeTopic(row, own), total_memory_count: own + children.reduce((sum, child) => sum + child.total_memory_count, 0), children };
       });
-  return { topics: build(null, new Set()), unassigned_count: counts.get(null) ?? 0 };
+  return { topics: build(null, new Set()), unassigned_count: unassignedCount(counts, deleting) };
 }

@@ -15,3 +15,18 @@ export async function topicMemoryCounts(db: DbClient, hubId: string, topicIds: r
   for (const row of rows) counts.set(row.scope === "inbox" ? null : row.scopeId, row.memories);
   return counts;
 }
+
+/**
+ * The hub's topics being deleted (the partial index on deleting_at): the memories still filed under
+ * them show no topic (topics-being-deleted.ts) until their batch takes them out, so they count with
+ * the memories without one. Left out, a client listing the memories with no topic found more than
+ * `unassigned_count` said.
+ */
+export async function deletingTopicIds(db: DbClient, hubId: string): Promise<string[]> {
+  return (await db.topic.findMany({ where: { hubId, deletingAt: { not: null } }, select: { id: true } })).map((row) => row.id);
+}
+
+/** The hub's memories shown with no topic: its inbox and those under `deleting` (from topicMemoryCounts with them). */
+export function unassignedCount(counts: Map<string | null, number>, deleting: readonly string[]): number {
+  return deleting.reduce((sum, id) => sum + (counts.get(id) ?? 0), counts.get(null) ?? 0);
+}
