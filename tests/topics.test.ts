@@ -7,6 +7,7 @@ import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { visitTopic } from "@/lib/topics/visit-topic.ts";
 import { archiveTopic } from "@/lib/topics/archive-topic.ts";
 import { loadRecalled } from "@/lib/recall/load-recalled.ts";
+import { indexMemories } from "./recall-helpers.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
 
@@ -1028,8 +1029,9 @@ describe("delete", () => {
     const going = await topic(ann, "Vanishing", team);
     const kept = await topic(ann, "Staying", team);
     const word = `zebrafinch${Math.random().toString(36).slice(2, 8)}`;
-    const [hiddenId] = await filedMemories(ann, going.id, word, team);
-    const [keptId] = await filedMemories(ann, kept.id, word, team);
+    const hiddenIds = await filedMemories(ann, going.id, word, team);
+    const keptIds = await filedMemories(ann, kept.id, word, team);
+    const [hiddenId, keptId] = [hiddenIds[0], keptIds[0]];
     await h.db.$executeRaw`UPDATE topics SET deleting_at = now() WHERE id = ${going.id}::uuid`;
 
     const listed = (await ann.get(`/v1/memories?hub_id=${team}&limit=100`)).body.data.memories as { id: string; topic_id: string | null }[];
@@ -1052,6 +1054,13 @@ describe("delete", () => {
     expect(searched.find((r) => r.memory_id === keptId)).toMatchObject({ topic_id: kept.id, topic_name: "Staying" });
     expect((await ann.get(`/v1/memories/search?q=${word}&hub_id=${team}&topic_id=${going.id}`)).body.data).toEqual([]);
 
+    // Recall (and ask, which recalls) filtered on it finds nothing either.
+    await indexMemories(h.db, [...hiddenIds, ...keptIds]);
+    const recall = async (topicId: string) => (await ann.post("/v1/recall", { query: word, topic_id: topicId })).body.data.memories.map((m: { id: string }) => m.id) as string[];
+    const inKept = await recall(kept.id);
+    expect(inKept.length).toBeGreaterThan(0);
+    expect(inKept.every((id) => keptIds.includes(id))).toBe(true);
+    expect(await recall(going.id)).toEqual([]);
     // Shown in no topic, they are counted as such: with the hub's memories without a topic.
     expect((await ann.get(`/v1/topics?hub_id=${team}`)).body.data.unassigned_count).toBe(5);
     expect((await ann.get(`/v1/hubs/${team}/summary`)).body.data.stats.inbox).toBe(5);

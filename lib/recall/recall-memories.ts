@@ -1,3 +1,4 @@
+import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
 import { clampInstant } from "@/lib/api/timestamp.ts";
@@ -151,7 +152,10 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   const searchFilters = { kind: input.kind, topicId: input.topic_id, createdAfter, createdBefore, ownerId: analysis.author?.id };
 
   // Inference overlaps the SQL from here on.
-  const embedding = noDates || scoped?.length === 0 ? undefined : await embedInBackground(ctx, analysis.searchText);
+  // A topic being deleted is not_found to every read and its memories show none: filtering on it finds
+  // nothing, as on a topic that does not exist (GET /v1/memories?topic_id= alike).
+  const hiddenTopic = input.topic_id !== undefined && (await topicsBeingDeleted(ctx.sql, [input.topic_id])).size > 0;
+  const embedding = noDates || hiddenTopic || scoped?.length === 0 ? undefined : await embedInBackground(ctx, analysis.searchText);
   const lexical = embedding
     ? await lexicalSearch(
         ctx.sql,
