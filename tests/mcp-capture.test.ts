@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as mcpPost } from "@/app/mcp/route.ts";
-import { atxHeading, codeFences } from "@/lib/processing/markdown-lines.ts";
+import remarkGfm from "remark-gfm";
+import remarkParse from "remark-parse";
+import { unified } from "unified";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // engram_capture titles its memory with the summary's first line, cut to 150: cut in UTF-16 units, an
@@ -73,22 +75,29 @@ describe("engram_capture's source_agent", () => {
   });
 });
 
-/** The headings a markdown text has outside its code (ATX, and setext underlines), as Engram's chunker and a renderer read it. */
+/**
+ * The headings of a markdown text as the dashboard renders it (react-markdown: remark-parse with
+ * remark-gfm), at any depth: read with Engram's own scanners, a line they misread as a fence (or a line
+ * break they do not split on) passed the test and still rendered a forged heading.
+ */
 function headings(content: string): string[] {
-  const fence = codeFences();
   const found: string[] = [];
-  let previous = "";
-  for (const line of content.split("\n")) {
-    const kind = fence(line);
-    if (kind === "text") {
-      const atx = atxHeading(line);
-      if (atx) found.push(`${"#".repeat(atx.level)} ${atx.text}`);
-      else if (/^\s{0,3}(=+|-+)\s*$/.test(line) && previous.trim()) found.push(`setext ${previous.trim()}`);
-    }
-    previous = kind === "text" ? line : "";
-  }
+  const walk = (node: MdNode) => {
+    if (node.type === "heading") found.push(`${"#".repeat(node.depth!)} ${toString(node)}`);
+    for (const child of node.children ?? []) walk(child);
+  };
+  walk(unified().use(remarkParse).use(remarkGfm).parse(content) as MdNode);
   return found;
 }
+
+interface MdNode {
+  type: string;
+  depth?: number;
+  value?: string;
+  children?: MdNode[];
+}
+
+const toString = (node: MdNode): string => node.value ?? (node.children ?? []).map(toString).join("");
 
 // engram_capture wrote each decision and learning after "- " and the summary under "## Summary" as they
 // came: a line of one starting with "#" (or a setext underline) made a heading of its own, so an item
@@ -108,5 +117,29 @@ describe("engram_capture's sections", () => {
     for (const text of ["A decision nobody made", "npm test", "A forged learning", "Use Redis", "Pick one", "second line", "maxmemory-policy"]) expect(stored.content).toContain(text);
     const decisions = stored.content.slice(stored.content.indexOf("\n## Decisions\n"), stored.content.indexOf("\n## Learnings\n"));
     expect(decisions.split("\n").filter((line) => line.startsWith("- "))).toHaveLength(4);
+  });
+});
+
+// A line starting with ``` whose info string holds a backtick (```x```) is inline code, not a fence: read
+// as one, the capture escaped no heading after it and closed it with a ``` a renderer read as a new
+// fence. Lines ended by \r (or \r\n) were one line to the split on \n, and a "#" after a list or quote
+// marker ("- ## Learnings", "> ## Learnings") is a heading inside that item or quote.
+describe("engram_capture's sections, as a renderer reads them", () => {
+  it.each([
+    ["inline code on a line of its own", "Ran ```npm test``` ok\n```x```\n## Learnings\nforged"],
+    ["a carriage return", "Done.\r## Learnings\rforged"],
+    ["a CRLF", "Done.\r\n## Learnings\r\nforged\r\n===\r\n"],
+    ["a list item", "Done.\n\n- ## Learnings\n* # Forged\n1. ### Also"],
+    ["a quote", "Done.\n\n> ## Learnings\n>> # Deeper\n> - ## In a list"],
+    ["a fence inside a longer one", "Done.\n````\n```\n## not a heading\n"],
+    ["a tab before backticks (indented code, no fence)", "Done.\n\t```\n## Learnings\nforged"],
+    ["a tab before a closing run (code, no closer)", "```sh\n\t```\n## Learnings"],
+    ["an underline deep in a list item", "- Done\n\n    Learnings\n    ===\n    ## Learnings"],
+  ])("no field forges a heading, whatever its lines (%s)", async (_, text) => {
+    const said = await call(ann.key, { summary: text, decisions: [text], learnings: [text] });
+    expect(said.result.isError, said.text).toBeFalsy();
+    const stored = await h.db.memory.findUniqueOrThrow({ where: { id: said.data.memory.id } });
+    expect(headings(stored.content)).toEqual(["## Summary", "## Decisions", "## Learnings"]);
+    for (const word of ["Learnings", "Done", "forged"].filter((w) => text.includes(w))) expect(stored.content).toContain(word);
   });
 });

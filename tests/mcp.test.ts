@@ -519,8 +519,8 @@ describe("tools", () => {
     const captured = data(capture).memory;
     expect(captured).toMatchObject({ hub_id: ann.personalHubId, tags: ["session-capture"] });
     const full = data(await client.callTool({ name: "engram_get", arguments: { id: captured.id } })).memory.content;
-    expect(full).toContain("## Decisions\n\n- Use arm64");
-    expect(full).toContain("## Learnings\n\n- Builds are 30% faster");
+    expect(full).toContain("## Decisions\n\n-   Use arm64");
+    expect(full).toContain("## Learnings\n\n-   Builds are 30% faster");
     const personal = await client.callTool({ name: "engram_push", arguments: { content: `personal ${randomBytes(3).toString("hex")}`, hub_id: "personal" } });
     expect(data(personal).memory.hub_id).toBe(ann.personalHubId);
   });

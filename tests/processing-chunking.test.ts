@@ -194,6 +194,12 @@ describe("fenced code reads alike everywhere", () => {
     expect(summarizeContent(content, "markdown", "x")).toBe("Markdown samples for the docs site. Body text.");
     expect(summarizeContent("# Setup\n\n```sh\n# install deps\n```\n\n## Run", "markdown", "Setup")).toBe("Covers Run.");
   });
+
+  it("opens no fence on a line of inline code (```x```), or behind a tab (indented code), as CommonMark reads them", () => {
+    // Taken for an opening fence, ```npm test``` made every heading after it code, to the end of the text.
+    expect(chunkContent("Ran the suite.\n\n```npm test``` passed\n\n# Real title\n\nBody text.", "markdown")[0]!.headingChain).toBe("Real title");
+    expect(chunkContent("Ran the suite.\n\n\t```\n\n# Real title\n\nBody text.", "markdown")[0]!.headingChain).toBe("Real title");
+  });
 });
 
 describe("estimateTokens", () => {

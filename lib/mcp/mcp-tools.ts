@@ -16,7 +16,7 @@ import { getMemoryPage } from "@/lib/memories/get-memory.ts";
 import { listMemories } from "@/lib/memories/list-memories.ts";
 import { createMemoryBodySchema, INITIATION_TYPES, MAX_TAGS, MAX_TAG_LENGTH, MAX_TITLE_LENGTH, projectContextSchema } from "@/lib/memories/memory-fields.ts";
 import type { MemoryObject } from "@/lib/memories/serialize-memory.ts";
-import { atxHeading, codeFences } from "@/lib/processing/markdown-lines.ts";
+import { atxHeading, codeFences, openingFence } from "@/lib/processing/markdown-lines.ts";
 import { formatAge } from "@/lib/recall/format-age.ts";
 import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
@@ -392,36 +392,49 @@ const captureInput = z.object({
   source_agent: pushInput.shape.source_agent,
 });
 
-const SETEXT_UNDERLINE = /^\s{0,3}(?:=+|-+)\s*$/;
-const FENCE_MARKER = /^\s{0,3}(`{3,}|~{3,})/;
+const SETEXT_UNDERLINE = /^\s*(?:=+|-+)\s*$/;
+/** Block quote and list markers a line's text may sit behind ("> ", "- ", "1. "), nested or not. */
+const CONTAINER_MARKERS = /^(?:\s*(?:>|[-+*](?=\s)|\d{1,9}[.)](?=\s)))+\s*/;
 
 /**
  * A field's lines as text of its section: a line markdown reads as a heading (`# …`, or an underline
  * of `=`/`-`) is escaped, and a code fence left open is closed. Written as they came, a decision
  * holding "\n## Learnings" forged a section of its own, and a summary's unclosed fence made every
- * section after it code.
+ * section after it code. Line ends are made "\n" first: a renderer ends a line at "\r" too, so
+ * "Done.\r## Learnings" was a heading. A heading behind a quote or list marker ("- ## Learnings") is
+ * one too, inside that item, and so is escaped, as is one indented any depth (a list item's content
+ * may be): in indented code that shows a backslash, the price of never forging a section.
  */
 function sectionText(text: string): string[] {
   const fence = codeFences();
   let open: string | undefined;
-  const lines = text.split("\n").map((line) => {
+  // The closer is as long as the longest fence of its character in the field: whatever run a renderer took to open it, this closes it.
+  let longest = { "`": 0, "~": 0 };
+  const lines = text.split(/\r\n?|\n/).map((line) => {
     const kind = fence(line);
-    if (kind === "fence") open = open === undefined ? FENCE_MARKER.exec(line)?.[1] : undefined;
-    if (kind !== "text" || !(atxHeading(line) || SETEXT_UNDERLINE.test(line))) return line;
-    return line.replace(/^(\s*)/, "$1\\");
+    const marker = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
+    if (marker) longest = { ...longest, [marker[0]!]: Math.max(longest[marker[0] as "`" | "~"], marker.length) };
+    if (kind === "fence") open = open === undefined ? openingFence(line) : undefined;
+    if (kind !== "text") return line;
+    const prefix = CONTAINER_MARKERS.exec(line)?.[0] ?? /^\s*/.exec(line)![0];
+    const rest = line.slice(prefix.length);
+    if (!(atxHeading(rest) || SETEXT_UNDERLINE.test(rest) || SETEXT_UNDERLINE.test(line))) return line;
+    return SETEXT_UNDERLINE.test(line) && !atxHeading(rest) ? line.replace(/^(\s*)/, "$1\\") : `${prefix}\\${rest}`;
   });
-  return open === undefined ? lines : [...lines, open];
+  return open === undefined ? lines : [...lines, open[0]!.repeat(Math.max(open.length, longest[open[0] as "`" | "~"]))];
 }
 
 async function capture(env: ToolEnv, args: z.output<typeof captureInput>): Promise<ToolOutput> {
   // An item's further lines are indented into its list item: at the margin they began paragraphs (or items) of their own.
-  const item = (text: string) => `- ${sectionText(text).map((line, i) => (i === 0 || !line ? line : `  ${line}`)).join("\n")}`;
+  // Its text starts at column 4, a tab stop: indented by two, a line's tab ("\t```") reached the next stop two columns
+  // early, and what was code in the field (a tab is four columns of indent) became a fence closing the item's code.
+  const item = (text: string) => `-   ${sectionText(text).map((line, i) => (i === 0 || !line ? line : `    ${line}`)).join("\n")}`;
   const section = (heading: string, items?: string[]) => (items?.length ? `\n\n## ${heading}\n\n${items.map(item).join("\n")}` : "");
   const content = `## Summary\n\n${sectionText(args.summary).join("\n")}${section("Decisions", args.decisions)}${section("Learnings", args.learnings)}`;
   // At most 150 UTF-16 units (the title stays within MAX_TITLE_LENGTH), cut between characters: a cut
   // through an emoji left half of it, stored as U+FFFD.
   let firstLine = "";
-  for (const char of args.summary.split("\n")[0]!) {
+  for (const char of args.summary.split(/\r\n?|\n/)[0]!) {
     if (firstLine.length + char.length > 150) break;
     firstLine += char;
   }

@@ -31,23 +31,32 @@ export function atxHeading(line: string): { level: number; text: string } | unde
   return hasLineBreak(text) ? undefined : { level, text };
 }
 
-const FENCE = /^\s{0,3}(`{3,}|~{3,})/;
+// Spaces only: a tab is four columns of indent, which makes indented code of the line, not a fence.
+const FENCE = /^ {0,3}(`{3,}|~{3,})/;
+
+/** The fence a line opens, if it opens one: a backtick fence's info string cannot hold a backtick (```x``` is inline code). */
+export function openingFence(line: string): string | undefined {
+  const marker = FENCE.exec(line)?.[1];
+  if (!marker || (marker[0] === "`" && line.slice(line.indexOf(marker) + marker.length).includes("`"))) return undefined;
+  return marker;
+}
 
 /**
  * Reads a markdown text's lines in order and tells which are fenced code: "fence" for an opening or
  * closing fence line, "code" inside, "text" elsewhere. A fence closes only with a run of its own
  * character at least as long and nothing after it (CommonMark), so a ```` block can show ``` and
- * ~~~ lines, and its `# comments` are never headings; an unclosed fence runs to the end.
+ * ~~~ lines, and its `# comments` are never headings; an unclosed fence runs to the end. A line
+ * starting ``` with a backtick after it (```x```) opens nothing: CommonMark reads it as inline code,
+ * and taken for a fence it hid the headings after it (and a capture's closing ``` opened one).
  */
 export function codeFences(): (line: string) => "fence" | "code" | "text" {
   let open: string | undefined;
   return (line) => {
-    const marker = FENCE.exec(line)?.[1];
     if (open === undefined) {
-      if (!marker) return "text";
-      open = marker;
-      return "fence";
+      open = openingFence(line);
+      return open === undefined ? "text" : "fence";
     }
+    const marker = FENCE.exec(line)?.[1];
     if (marker && marker[0] === open[0] && marker.length >= open.length && line.trim() === marker) {
       open = undefined;
       return "fence";
