@@ -12,7 +12,7 @@ import { listMembers } from "@/lib/hubs/list-members.ts";
 import { createMemory } from "@/lib/memories/create-memory.ts";
 import { deleteMemory } from "@/lib/memories/delete-memory.ts";
 import { findMemoryOrThrow } from "@/lib/memories/find-memory.ts";
-import { getMemoryPage } from "@/lib/memories/get-memory.ts";
+import { getMemoryPage, pageCharsAtMost } from "@/lib/memories/get-memory.ts";
 import { listMemories } from "@/lib/memories/list-memories.ts";
 import { createMemoryBodySchema, INITIATION_TYPES, MAX_TAGS, MAX_TAG_LENGTH, MAX_TITLE_LENGTH, projectContextSchema } from "@/lib/memories/memory-fields.ts";
 import type { MemoryObject } from "@/lib/memories/serialize-memory.ts";
@@ -48,6 +48,11 @@ export interface ToolDef<S extends z.ZodObject = z.ZodObject> {
   description: string;
   input: S;
   annotations: { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean; openWorldHint: false };
+  /**
+   * For a read whose size a page of text sets: what its result can take in the response's JSON at most,
+   * found before it runs (the request's result budget counts it at this until it answers; serve-mcp.ts).
+   */
+  resultBound?(env: ToolEnv, args: z.output<S>): Promise<number>;
   run(env: ToolEnv, args: z.output<S>): Promise<ToolOutput>;
 }
 
@@ -199,6 +204,16 @@ async function reachableMemory(ctx: AuthContext, id: string) {
  * 6 MiB, far past any model's context; the rest is read page by page with `offset`.
  */
 export const MAX_READ_CHARS = 100_000;
+/**
+ * A page read's result in JSON at most: its text twice (content and structuredContent), each character
+ * up to six when escaped (a control character is \u0001), `escapes` more where the text is JSON escaped
+ * again (fetch's), and an allowance for the memory's other fields.
+ */
+async function pageResultBound(env: ToolEnv, args: { id: string; offset?: number }, escapes = 0): Promise<number> {
+  const chars = await pageCharsAtMost(env.ctx, args.id, { offset: args.offset ?? 0, chars: MAX_READ_CHARS });
+  return (12 + escapes) * chars + PAGE_FIELDS_CHARS;
+}
+const PAGE_FIELDS_CHARS = 100_000;
 
 const readInput = z.object({
   id: memoryId,
@@ -495,6 +510,7 @@ export const ENGRAM_TOOLS: ToolDef[] = [
     description: `The full content of one memory by id, ${MAX_READ_CHARS} characters at a time (offset reads further).`,
     input: readInput,
     annotations: read,
+    resultBound: (env, args) => pageResultBound(env, args),
     run: get,
   }),
   define({
@@ -586,6 +602,8 @@ export const CHATGPT_TOOLS: ToolDef[] = [
     description: `The full text of one memory found by search, ${MAX_READ_CHARS} characters at a time (metadata.next_offset, when set, is the offset to fetch the rest from).`,
     input: readInput,
     annotations: read,
+    // Its text is the document as JSON, escaped once more in the response: a control character takes 7 there.
+    resultBound: (env, args) => pageResultBound(env, args, 1),
     run: async (env, args) => {
       const { memory: m, page } = await readPage(env.ctx, args);
       const doc = {

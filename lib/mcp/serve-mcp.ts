@@ -87,23 +87,37 @@ interface ResultBudget {
   /** Read-only calls running now, and the largest result one has answered with: what those may add. */
   running: number;
   largest: number;
+  /** What the running reads are counted at together, each at the most its result can be (see readBound). */
+  runningBound: number;
   /** Reads waiting for a running one to end (see mustWait). */
   waiting: (() => void)[];
 }
 
 function newResultBudget(): ResultBudget {
-  return { used: 0, running: 0, largest: 0, waiting: [] };
+  return { used: 0, running: 0, largest: 0, runningBound: 0, waiting: [] };
 }
 
 /**
  * Until a read has answered there is nothing to measure the others by: readFits let every read start
  * then, and a batch's first four (MAX_TOOL_CALLS_AT_ONCE) ran at once whatever their size (four pages
  * JSON escapes sixfold were 4.8 million characters). A read waits while others run and none has
- * answered. Checked in the same turn as the read counts itself running: an await in between let
+ * answered, or while what was answered and the running reads and this one, each at its bound, would
+ * pass the budget. Checked in the same turn as the read counts itself running: an await in between let
  * every read pass the check before any counted.
  */
-function mustWait(budget: ResultBudget): boolean {
-  return budget.used === 0 && budget.running > 0;
+function mustWait(budget: ResultBudget, bound: number): boolean {
+  if (budget.running === 0) return false;
+  return budget.used === 0 || budget.used + budget.runningBound + bound > MAX_RESULT_CHARS_PER_REQUEST;
+}
+
+/**
+ * What a read not yet answered is counted at: the largest result so far, or more when its tool tells the
+ * most its page can take (`pageBound`). Judged by the largest alone, one small read answered
+ * (engram_hubs) let four pages of escaped text run at once again, 4.8 million characters; reads run
+ * together only while their bounds fit, so two long pages never do and short ones still can.
+ */
+function readBound(budget: ResultBudget, pageBound: number): number {
+  return Math.max(budget.largest, pageBound);
 }
 
 function nextReadEnd(budget: ResultBudget): Promise<void> {
@@ -157,14 +171,17 @@ function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget, slots
             const out = await tool.run(env, args as never);
             return { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
           }
-          while (mustWait(budget)) await nextReadEnd(budget);
+          const pageBound = (await tool.resultBound?.(env, args as never)) ?? 0;
+          while (mustWait(budget, readBound(budget, pageBound))) await nextReadEnd(budget);
           if (!readFits(budget)) {
             // Refused before it ran: the token its call was charged (chargeToolCalls) is given back, or
             // the retry the refusal asks for paid twice (an ask, one of the heavy bucket's few a minute).
             await rateLimiter().refund?.(heavyToolNames(tools).has(tool.name) ? "heavy" : "regular", env.ctx.user.id);
             throw overBudget(tool, budget);
           }
+          const bound = readBound(budget, pageBound);
           budget.running += 1;
+          budget.runningBound += bound;
           try {
             const out = await tool.run(env, args as never);
             const result = { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
@@ -175,6 +192,7 @@ function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget, slots
             return result;
           } finally {
             budget.running -= 1;
+            budget.runningBound -= bound;
             readEnded(budget);
           }
         } catch (error) {

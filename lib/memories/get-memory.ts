@@ -62,6 +62,20 @@ export async function getMemoryPage(ctx: AuthContext, id: string, page: { offset
   }
 }
 
+/**
+ * At least as many characters as a page of the memory's text from `offset` holds, read before the page
+ * is (MCP's result budget counts a read at it): bytes, which are never fewer than characters, as
+ * PostgreSQL's octet_length takes them from the stored value's header without loading the text. Only a
+ * bound for scheduling, so the memory's access is not checked here (the read itself checks it); a
+ * memory that is not there bounds nothing.
+ */
+export async function pageCharsAtMost(ctx: AuthContext, id: string, page: { offset: number; chars: number }): Promise<number> {
+  if (!isUuid(id)) return 0;
+  const [row] = await ctx.db.$queryRaw<{ n: number }[]>`
+    SELECT LEAST(GREATEST(octet_length(content)::bigint - ${page.offset}::bigint, 0), ${page.chars}::bigint)::int AS n FROM memories WHERE id = ${id}::uuid`;
+  return row?.n ?? 0;
+}
+
 /** An attachment as the page's statement returns it (JSON): its time in epoch milliseconds. */
 type AttachmentRow = Omit<Attachment, "createdAt"> & { createdAt: number };
 
