@@ -50,3 +50,27 @@ describe.each([
     expect((await limiter.limit("heavy", identity)).success).toBe(false);
   });
 });
+
+// The refund took one off the window a subquery found with a count above 0, and the UPDATE did not look
+// again: on a server, concurrent refunds all picked the window holding 1 and took it below nothing,
+// which later let more calls through than the cap. Only a real server's connections run them at once.
+describe("the postgres limiter's refunds at once", () => {
+  it("never take a window's count below nothing", async () => {
+    const limiter = new PostgresRateLimiter(caps, async () => h.database.sql, () => frozen);
+    for (let round = 0; round < 5; round++) {
+      const identity = `refund-race-${round}-${Date.now()}`;
+      expect((await limiter.limit("heavy", identity)).success).toBe(true);
+      // The window's row held locked meanwhile, as a charge in flight holds it: every refund has read which window to take from before any takes.
+      let refunds: Promise<void[]> | undefined;
+      await h.db.$transaction(async (tx) => {
+        await tx.$queryRaw`SELECT count FROM rate_limit_windows WHERE key = ${`heavy:${identity}`} FOR UPDATE`;
+        refunds = Promise.all(Array.from({ length: 8 }, () => limiter.refund!("heavy", identity)));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      });
+      await refunds;
+      const rows = await h.database.sql.query<{ count: number }>(`SELECT count FROM rate_limit_windows WHERE key = $1`, [`heavy:${identity}`]);
+      expect(rows.map((r) => Number(r.count))).toEqual([0]);
+      expect(await limiter.peek("heavy", identity)).toMatchObject({ remaining: 1 });
+    }
+  });
+});

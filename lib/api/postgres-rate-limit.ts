@@ -114,10 +114,12 @@ export class PostgresRateLimiter implements RateLimiter {
     const start = Math.floor(now / WINDOW_MS) * WINDOW_MS;
     try {
       const sql = await this.sql();
-      // The call was counted in this window, or in the previous one when the minute turned since.
+      // The call was counted in this window, or in the previous one when the minute turned since. The
+      // outer count > 0 is looked at again under the row's lock: the subquery alone let concurrent
+      // refunds all pick a window holding 1 and take it below nothing (more calls passed the cap after).
       await sql.query(
         `UPDATE rate_limit_windows SET count = count - 1
-           WHERE key = $1 AND window_start = (
+           WHERE key = $1 AND count > 0 AND window_start = (
              SELECT max(window_start) FROM rate_limit_windows WHERE key = $1 AND window_start IN ($2::bigint, $3::bigint) AND count > 0
            )`,
         [`${bucket}:${identity}`, start, start - WINDOW_MS],
