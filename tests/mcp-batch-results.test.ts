@@ -88,25 +88,34 @@ describe("a batch's tool results", () => {
 
 // A read refused for the budget runs nothing, yet kept the token its call was charged: an engram_ask at
 // the end of a batch of long reads spent one of the few heavy tokens a minute (an ask is a model call)
-// for an answer that said to call it again, and the retry paid a second one.
+// for an answer that said to call it again, and the retry paid a second one. Every refused read gave its
+// token back then, one limiter write each: a batch of one long read and 99 more cost about one token
+// (a rate limit undone) and ~200 writes on one counter row. Only the heavy tokens are given back now,
+// together, once per request; a refused get keeps its regular token, as any answered call does.
 describe("a read refused for the budget", () => {
-  it("gives back the token its call paid: the heavy one of an ask, the regular one of a get", async () => {
-    const limiter = frozenLimiter({ regular: 1_000, heavy: 1, light: 100 });
+  it("gives back the heavy token of an ask, in one refund per request; a get's regular token stays paid", async () => {
+    const limiter = frozenLimiter({ regular: 1_000, heavy: 3, light: 100 });
+    let refunds = 0;
+    const refund = limiter.refund.bind(limiter);
+    limiter.refund = (...args) => {
+      refunds += 1;
+      return refund(...args);
+    };
     setRateLimiter(limiter);
     try {
       const content = `# Long read\n\n${"word ".repeat(60_000)}`;
       const memory = (await mcp.ann.post("/v1/memories", { content, title: "Long read" })).body.data;
       const gets = Array.from({ length: 30 }, () => ({ name: "engram_get", arguments: { id: memory.id } }));
+      const asks = Array.from({ length: 3 }, () => ({ name: "engram_ask", arguments: { query: "What is in the long read?" } }));
       const regularBefore = (await limiter.peek("regular", mcp.ann.id)).remaining;
-      const res = await batch([...gets, { name: "engram_ask", arguments: { query: "What is in the long read?" } }]);
+      const res = await batch([...gets, ...asks]);
       expect(res.status).toBe(200);
-      const asked = res.answers.at(-1);
-      expect(asked.result.structuredContent.error).toMatchObject({ code: "invalid_request", details: { max_result_chars: MAX_RESULT_CHARS_PER_REQUEST } });
-      const served = res.answers.filter((a) => !a.result.isError).length;
-      expect(served).toBeLessThan(30);
-      // Only the reads that ran are paid for.
-      expect((await limiter.peek("regular", mcp.ann.id)).remaining).toBe(regularBefore - served);
-      expect((await limiter.peek("heavy", mcp.ann.id)).remaining).toBe(1);
+      for (const asked of res.answers.slice(30)) expect(asked.result.structuredContent.error).toMatchObject({ code: "invalid_request", details: { max_result_chars: MAX_RESULT_CHARS_PER_REQUEST } });
+      expect(res.answers.slice(0, 30).filter((a) => !a.result.isError).length).toBeLessThan(30);
+      // Every get is paid for, answered or not; the asks' heavy tokens all come back, in one refund.
+      expect((await limiter.peek("regular", mcp.ann.id)).remaining).toBe(regularBefore - 30);
+      expect((await limiter.peek("heavy", mcp.ann.id)).remaining).toBe(3);
+      expect(refunds).toBe(1);
       // The retry the refusal asks for is not refused by the rate limit.
       const retried = await mcp.call("engram_ask", { query: "What is in the long read?" });
       expect(retried.error).toBeUndefined();

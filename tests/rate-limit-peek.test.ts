@@ -51,6 +51,32 @@ describe.each([
   });
 });
 
+// A request's refused heavy calls are given back together after it: from the window they were charged
+// in, which is the previous one when the minute turned meanwhile, and never more than it counted.
+describe.each([
+  ["memory", (now: () => number) => new MemoryRateLimiter({ regular: 5, heavy: 5, light: 5 }, now)],
+  ["postgres", (now: () => number) => new PostgresRateLimiter({ regular: 5, heavy: 5, light: 5 }, async () => h.database.sql, now)],
+] as [string, (now: () => number) => RateLimiter][])("the %s limiter's refund of several calls", (_name, make) => {
+  it("takes them from the window they were charged in, down to nothing at most", async () => {
+    let now = Date.parse("2026-01-01T00:00:59Z");
+    const limiter = make(() => now);
+    const identity = `refund-many-${_name}-${Date.now()}`;
+    let charged = await limiter.limit("heavy", identity);
+    for (let i = 0; i < 4; i++) charged = await limiter.limit("heavy", identity);
+    expect((await limiter.peek("heavy", identity)).remaining).toBe(0);
+    await limiter.refund!("heavy", identity, 2, charged.reset);
+    expect((await limiter.peek("heavy", identity)).remaining).toBe(2);
+    // The minute turns: at its start the previous window still weighs in whole (3 of 5), less 2 given back.
+    now = charged.reset;
+    expect((await limiter.peek("heavy", identity)).remaining).toBe(2);
+    await limiter.refund!("heavy", identity, 2, charged.reset);
+    expect((await limiter.peek("heavy", identity)).remaining).toBe(4);
+    await limiter.refund!("heavy", identity, 50, charged.reset);
+    expect((await limiter.peek("heavy", identity)).remaining).toBe(5);
+    expect((await limiter.limit("heavy", identity)).remaining).toBe(4);
+  });
+});
+
 // The refund took one off the window a subquery found with a count above 0, and the UPDATE did not look
 // again: on a server, concurrent refunds all picked the window holding 1 and took it below nothing,
 // which later let more calls through than the cap. Only a real server's connections run them at once.

@@ -109,24 +109,21 @@ export class PostgresRateLimiter implements RateLimiter {
     }
   }
 
-  async refund(bucket: Bucket, identity: string): Promise<void> {
-    const now = this.now();
-    const start = Math.floor(now / WINDOW_MS) * WINDOW_MS;
+  async refund(bucket: Bucket, identity: string, calls = 1, windowEnd?: number): Promise<void> {
+    const start = windowEnd === undefined ? Math.floor(this.now() / WINDOW_MS) * WINDOW_MS : windowEnd - WINDOW_MS;
     try {
       const sql = await this.sql();
-      // The call was counted in this window, or in the previous one when the minute turned since. The
-      // outer count > 0 is looked at again under the row's lock: the subquery alone let concurrent
-      // refunds all pick a window holding 1 and take it below nothing (more calls passed the cap after).
-      await sql.query(
-        `UPDATE rate_limit_windows SET count = count - 1
-           WHERE key = $1 AND count > 0 AND window_start = (
-             SELECT max(window_start) FROM rate_limit_windows WHERE key = $1 AND window_start IN ($2::bigint, $3::bigint) AND count > 0
-           )`,
-        [`${bucket}:${identity}`, start, start - WINDOW_MS],
-      );
+      // The window the calls were charged in, this one or the previous one when the minute turned since;
+      // the count is read under the row's lock, so concurrent refunds never take it below nothing (a
+      // subquery picking the window alone let them all take one from a window holding 1).
+      await sql.query(`UPDATE rate_limit_windows SET count = count - LEAST(count, $3::int) WHERE key = $1 AND window_start = $2::bigint AND count > 0`, [
+        `${bucket}:${identity}`,
+        start,
+        calls,
+      ]);
     } catch (error) {
-      // As a charge the database could not count: the call keeps its token, nothing fails.
-      console.error("rate limiter: could not give back a call", error);
+      // As a charge the database could not count: the calls keep their tokens, nothing fails.
+      console.error("rate limiter: could not give back calls", error);
     }
   }
 

@@ -21,10 +21,12 @@ export interface RateLimiter {
   /** What `limit` would answer now, without counting a call (success: one more call would pass). */
   peek(bucket: Bucket, identity: string): Promise<RateLimitResult>;
   /**
-   * Gives back one call `limit` counted, for a call refused before it ran anything (an MCP read past its
-   * request's result budget): the agent is told to retry it, and must not pay twice. Never throws.
+   * Gives back `calls` calls `limit` counted, for calls refused before they ran anything (MCP asks and
+   * recalls past their request's result budget): the agent is told to retry, and must not pay twice. One
+   * write however many. Taken from the window that ended at `windowEnd` (the `reset` their charge
+   * answered; default the current one); a window past is left as it is. Never throws.
    */
-  refund?(bucket: Bucket, identity: string): Promise<void>;
+  refund?(bucket: Bucket, identity: string, calls?: number, windowEnd?: number): Promise<void>;
   /** A limiter kept in the database: `limit` done inside the statement that reads who calls (PostgresRateLimiter). */
   charging?(bucket: Bucket): StatementCharge;
 }
@@ -79,11 +81,12 @@ export class MemoryRateLimiter implements RateLimiter {
     return this.window(bucket, identity).result;
   }
 
-  async refund(bucket: Bucket, identity: string): Promise<void> {
-    const { key, entry } = this.window(bucket, identity);
-    // The call was counted in this window, or in the previous one when the minute turned since.
-    if (entry.current > 0) entry.current -= 1;
-    else if (entry.previous > 0) entry.previous -= 1;
+  async refund(bucket: Bucket, identity: string, calls = 1, windowEnd?: number): Promise<void> {
+    const { key, entry, start } = this.window(bucket, identity);
+    const charged = windowEnd === undefined ? start : windowEnd - WINDOW_MS;
+    // The calls were counted in this window, or in the previous one when the minute turned since.
+    if (charged === start) entry.current -= Math.min(entry.current, calls);
+    else if (charged === start - WINDOW_MS) entry.previous -= Math.min(entry.previous, calls);
     else return;
     this.windows.set(key, entry);
   }
@@ -160,9 +163,12 @@ export class UpstashRateLimiter implements RateLimiter {
     }
   }
 
-  async refund(bucket: Bucket, identity: string): Promise<void> {
-    // A negative rate is Upstash's refund: it is never refused, and counts one call less.
-    await this.limiters[bucket].limit(identity, { rate: -1 }).catch(() => undefined);
+  async refund(bucket: Bucket, identity: string, calls = 1, windowEnd?: number): Promise<void> {
+    // A negative rate is Upstash's refund: it is never refused, and counts calls less, in the current
+    // window only. Once the minute turned, the calls are left counted: taken from the new window, they
+    // gave this minute tokens the last one had paid (a previous window weighs only in part).
+    if (windowEnd !== undefined && Date.now() >= windowEnd) return;
+    await this.limiters[bucket].limit(identity, { rate: -calls }).catch(() => undefined);
   }
 }
 

@@ -91,10 +91,12 @@ interface ResultBudget {
   runningBound: number;
   /** Reads waiting for a running one to end (see mustWait). */
   waiting: (() => void)[];
+  /** Heavy calls refused for the budget: their tokens are given back together once the request's calls end. */
+  heavyRefunds: number;
 }
 
 function newResultBudget(): ResultBudget {
-  return { used: 0, running: 0, largest: 0, runningBound: 0, waiting: [] };
+  return { used: 0, running: 0, largest: 0, runningBound: 0, waiting: [], heavyRefunds: 0 };
 }
 
 /**
@@ -174,9 +176,11 @@ function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget, slots
           const pageBound = (await tool.resultBound?.(env, args as never)) ?? 0;
           while (mustWait(budget, readBound(budget, pageBound))) await nextReadEnd(budget);
           if (!readFits(budget)) {
-            // Refused before it ran: the token its call was charged (chargeToolCalls) is given back, or
-            // the retry the refusal asks for paid twice (an ask, one of the heavy bucket's few a minute).
-            await rateLimiter().refund?.(heavyToolNames(tools).has(tool.name) ? "heavy" : "regular", env.ctx.user.id);
+            // Refused before it ran: a recall's or an ask's heavy token (one of the few a minute) is given
+            // back after the request (dispatch), or the retry the refusal asks for paid twice. A regular
+            // token stays paid, as any answered call's: given back, one long read and 99 more cost a
+            // batch one token, and each refund was a write of its own on the same counter row.
+            if (heavyToolNames(tools).has(tool.name)) budget.heavyRefunds += 1;
             throw overBudget(tool, budget);
           }
           const bound = readBound(budget, pageBound);
@@ -300,7 +304,7 @@ export function mcpErrorResponse(error: ApiError, message?: unknown): Response {
  * token. A refusal is a JSON-RPC error (the REST envelope is not one, and a client reads `error.code`
  * as a number): 429 with Retry-After, REST's `rate_limited` and its details in `error.data`.
  */
-async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unknown): Promise<{ refused?: Response; headers: Record<string, string> }> {
+async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unknown): Promise<{ refused?: Response; headers: Record<string, string>; heavyWindowEnd?: number }> {
   const heavy = heavyToolNames(tools);
   const messages = Array.isArray(message) ? message : [message];
   // Requests only: a tools/call sent as a notification (no id) is never answered, and the SDK runs no tool for it.
@@ -329,12 +333,15 @@ async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unkn
     }
   }
   let headers: Record<string, string> = {};
+  // Where the heavy calls were counted: a refund after the request gives them back in that window.
+  let heavyWindowEnd: number | undefined;
   for (const bucket of charges) {
     const limited = await rateLimiter().limit(bucket, ctx.user.id);
     headers = rateLimitHeaders(limited);
     if (!limited.success) return { refused: rateLimited(limited, bucket, message), headers };
+    if (bucket === "heavy") heavyWindowEnd = limited.reset;
   }
-  return { headers };
+  return { headers, heavyWindowEnd };
 }
 
 /** A JSON-RPC request (not a notification, not a response), whose id an answer must carry. */
@@ -400,9 +407,9 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
   if ("body" in read) applyAliases(read.body, tools);
   try {
     // A request that cannot be read still pays one regular token, as every request did before parsing.
-    const { refused, headers } = await chargeToolCalls(ctx, tools, "body" in read ? read.body : undefined);
+    const { refused, headers, heavyWindowEnd } = await chargeToolCalls(ctx, tools, "body" in read ? read.body : undefined);
     if (refused) return refused;
-    const response = "body" in read ? await dispatchEntries(ctx, req, tools, origin, read.text, read.body) : read.invalid;
+    const response = "body" in read ? await dispatchEntries(ctx, req, tools, origin, read.text, read.body, heavyWindowEnd) : read.invalid;
     for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
     return response;
   } catch (error) {
@@ -422,14 +429,14 @@ function isMessage(entry: unknown): boolean {
  * and the others as usual: the SDK refused a batch holding one invalid entry whole, with one 400 object
  * that is neither an array nor an answer to the batch's valid requests.
  */
-async function dispatchEntries(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown): Promise<Response> {
+async function dispatchEntries(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown, heavyWindowEnd?: number): Promise<Response> {
   const invalid = Array.isArray(body) ? body.filter((entry) => !isMessage(entry)).length : 0;
   // An empty batch, or one with nothing wrong in it, is the SDK's to answer.
-  if (!invalid) return dispatch(ctx, req, tools, origin, text, body);
+  if (!invalid) return dispatch(ctx, req, tools, origin, text, body, heavyWindowEnd);
   const errors = Array.from({ length: invalid }, () => ({ jsonrpc: "2.0", id: null, error: { code: INVALID_REQUEST, message: "Invalid Request: not a JSON-RPC message" } }));
   const valid = (body as unknown[]).filter(isMessage);
   if (!valid.length) return Response.json(errors, { status: 400 });
-  const response = await dispatch(ctx, req, tools, origin, JSON.stringify(valid), valid);
+  const response = await dispatch(ctx, req, tools, origin, JSON.stringify(valid), valid, heavyWindowEnd);
   // Notifications alone (202, no body): only the invalid entries have answers.
   if (response.status === 202) return Response.json(errors, { status: 200 });
   if (response.status !== 200 || !response.headers.get("content-type")?.includes("application/json")) return response;
@@ -467,11 +474,20 @@ async function asBatchAnswer(response: Response): Promise<Response> {
 }
 
 /** Hands the message(s) to the SDK: 2026-07-28 traffic per request, 2025-era traffic through its web-standard transport. */
-async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown): Promise<Response> {
+async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown, heavyWindowEnd?: number): Promise<Response> {
+  const budget = newResultBudget();
+  try {
+    return await dispatchCalls(ctx, req, tools, origin, text, body, budget);
+  } finally {
+    // One refund for all the heavy calls refused for the budget, however many: in the window they were charged in.
+    if (budget.heavyRefunds) await rateLimiter().refund?.("heavy", ctx.user.id, budget.heavyRefunds, heavyWindowEnd);
+  }
+}
+
+async function dispatchCalls(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown, budget: ResultBudget): Promise<Response> {
   // Tools scope by their hub_id argument alone: REST's X-Hub-ID, sent by a client configured with REST's
   // headers, narrowed engram_list (and failed it when a slug) behind the model's back.
   const env: ToolEnv = { ctx: { ...ctx, hubHeader: undefined }, origin, toolName: toolNamer(tools) };
-  const budget = newResultBudget();
   const slots = new CallSlots();
   const authInfo: AuthInfo = { token: "", clientId: ctx.credential.oauth?.clientId ?? ctx.credential.type, scopes: [], extra: { env, budget, slots } };
   const forward = new Request(req.url, { method: "POST", headers: aliasedHeaders(req.headers, tools), body: text });
