@@ -120,6 +120,9 @@ describe("engram_capture's sections", () => {
   });
 });
 
+// An HTML block of the kinds that end only at their own closer (<!--, <pre>, <script>, <style>,
+// <textarea>, <?, <!X, <![CDATA[) ran on through every section after it: the dashboard drops HTML, so
+// the sections were not shown at all.
 // A line starting with ``` whose info string holds a backtick (```x```) is inline code, not a fence: read
 // as one, the capture escaped no heading after it and closed it with a ``` a renderer read as a new
 // fence. Lines ended by \r (or \r\n) were one line to the split on \n, and a "#" after a list or quote
@@ -135,6 +138,9 @@ describe("engram_capture's sections, as a renderer reads them", () => {
     ["a tab before backticks (indented code, no fence)", "Done.\n\t```\n## Learnings\nforged"],
     ["a tab before a closing run (code, no closer)", "```sh\n\t```\n## Learnings"],
     ["an underline deep in a list item", "- Done\n\n    Learnings\n    ===\n    ## Learnings"],
+    ["an HTML comment left open", "Done.\n\n<!-- hides the rest"],
+    ["a <pre> left open", "Done.\n<pre>\n## Learnings"],
+    ["a <script> left open behind a quote", "Done.\n\n> <script>"],
   ])("no field forges a heading, whatever its lines (%s)", async (_, text) => {
     const said = await call(ann.key, { summary: text, decisions: [text], learnings: [text] });
     expect(said.result.isError, said.text).toBeFalsy();

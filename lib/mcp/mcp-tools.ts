@@ -408,6 +408,11 @@ const captureInput = z.object({
 });
 
 const SETEXT_UNDERLINE = /^\s*(?:=+|-+)\s*$/;
+/**
+ * The HTML blocks that end only at their own closer, not at a blank line (CommonMark's kinds 1 to 5): one
+ * left open ran through every section after it, which the dashboard (dropping HTML) then did not show.
+ */
+const UNCLOSED_HTML_BLOCK = /^(?:<(?:script|pre|style|textarea)(?:\s|>|$)|<!--|<\?|<![A-Za-z]|<!\[CDATA\[)/i;
 /** Block quote and list markers a line's text may sit behind ("> ", "- ", "1. "), nested or not. */
 const CONTAINER_MARKERS = /^(?:\s*(?:>|[-+*](?=\s)|\d{1,9}[.)](?=\s)))+\s*/;
 
@@ -418,7 +423,8 @@ const CONTAINER_MARKERS = /^(?:\s*(?:>|[-+*](?=\s)|\d{1,9}[.)](?=\s)))+\s*/;
  * section after it code. Line ends are made "\n" first: a renderer ends a line at "\r" too, so
  * "Done.\r## Learnings" was a heading. A heading behind a quote or list marker ("- ## Learnings") is
  * one too, inside that item, and so is escaped, as is one indented any depth (a list item's content
- * may be): in indented code that shows a backslash, the price of never forging a section.
+ * may be): in indented code that shows a backslash, the price of never forging a section. So is the
+ * `<` of an HTML block that only its own closer ends (`<!--`, `<pre>`).
  */
 function sectionText(text: string): string[] {
   const fence = codeFences();
@@ -433,7 +439,7 @@ function sectionText(text: string): string[] {
     if (kind !== "text") return line;
     const prefix = CONTAINER_MARKERS.exec(line)?.[0] ?? /^\s*/.exec(line)![0];
     const rest = line.slice(prefix.length);
-    if (!(atxHeading(rest) || SETEXT_UNDERLINE.test(rest) || SETEXT_UNDERLINE.test(line))) return line;
+    if (!(atxHeading(rest) || SETEXT_UNDERLINE.test(rest) || SETEXT_UNDERLINE.test(line) || UNCLOSED_HTML_BLOCK.test(rest))) return line;
     return SETEXT_UNDERLINE.test(line) && !atxHeading(rest) ? line.replace(/^(\s*)/, "$1\\") : `${prefix}\\${rest}`;
   });
   return open === undefined ? lines : [...lines, open[0]!.repeat(Math.max(open.length, longest[open[0] as "`" | "~"]))];
