@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
+import { setDatabase } from "@/lib/db/database.ts";
 import { MAX_READ_CHARS } from "@/lib/mcp/mcp-tools.ts";
 import { MAX_RESULT_CHARS_PER_REQUEST } from "@/lib/mcp/serve-mcp.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
@@ -155,5 +156,29 @@ describe("reads after a small one has answered", () => {
     expect(res.answers[0].result.isError).toBeFalsy();
     expect(res.answers.slice(1).filter((a) => !a.result.isError)).toHaveLength(1);
     expect(res.size).toBeLessThan(MAX_RESULT_CHARS_PER_REQUEST);
+  }, 120_000);
+
+  it("are bounded by a look at the page's size only where another read may run beside them, not for a single call", async () => {
+    const pushed = await mcp.ann.post("/v1/memories", { content: "# Short\n\nA short note.", title: "Short" });
+    const bounds: string[] = [];
+    const db = mcp.h.database.prisma.$extends({
+      query: {
+        async $allOperations({ operation, args, query }) {
+          if (operation === "$queryRaw" && JSON.stringify(args).includes("octet_length")) bounds.push(operation);
+          return query(args);
+        },
+      },
+    });
+    setDatabase({ ...mcp.h.database, prisma: db as unknown as typeof mcp.h.database.prisma });
+    try {
+      const get = { name: "engram_get", arguments: { id: pushed.body.data.id } };
+      expect((await batch([get])).answers[0].result.isError).toBeFalsy();
+      expect(bounds).toHaveLength(0);
+      const res = await batch([{ name: "engram_hubs", arguments: {} }, get]);
+      for (const answer of res.answers) expect(answer.result.isError).toBeFalsy();
+      expect(bounds).toHaveLength(1);
+    } finally {
+      setDatabase(mcp.h.database);
+    }
   }, 120_000);
 });

@@ -173,7 +173,9 @@ function buildServer(env: ToolEnv, tools: ToolDef[], budget: ResultBudget, slots
             const out = await tool.run(env, args as never);
             return { content: [{ type: "text" as const, text: out.text }], structuredContent: out.structured };
           }
-          const pageBound = (await tool.resultBound?.(env, args as never)) ?? 0;
+          // Not looked up for a request's first read (a single call's only one): until it answers, no other read runs beside it.
+          const first = budget.used === 0 && budget.running === 0;
+          const pageBound = first ? 0 : ((await tool.resultBound?.(env, args as never)) ?? 0);
           while (mustWait(budget, readBound(budget, pageBound))) await nextReadEnd(budget);
           if (!readFits(budget)) {
             // Refused before it ran: a recall's or an ask's heavy token (one of the few a minute) is given
