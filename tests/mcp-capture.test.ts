@@ -138,6 +138,7 @@ describe("engram_capture's sections, as a renderer reads them", () => {
     ["a tab before backticks (indented code, no fence)", "Done.\n\t```\n## Learnings\nforged"],
     ["a tab before a closing run (code, no closer)", "```sh\n\t```\n## Learnings"],
     ["an underline deep in a list item", "- Done\n\n    Learnings\n    ===\n    ## Learnings"],
+    ["an empty heading", "Done.\n##\nforged\n#"],
     ["an HTML comment left open", "Done.\n\n<!-- hides the rest"],
     ["a <pre> left open", "Done.\n<pre>\n## Learnings"],
     ["a <script> left open behind a quote", "Done.\n\n> <script>"],

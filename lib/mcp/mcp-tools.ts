@@ -408,6 +408,8 @@ const captureInput = z.object({
 });
 
 const SETEXT_UNDERLINE = /^\s*(?:=+|-+)\s*$/;
+/** A heading with no text ("##"), which atxHeading (a title's reader) does not take for one; markdown does. */
+const EMPTY_HEADING = /^#{1,6}\s*$/;
 /**
  * The HTML blocks that end only at their own closer, not at a blank line (CommonMark's kinds 1 to 5): one
  * left open ran through every section after it, which the dashboard (dropping HTML) then did not show.
@@ -439,8 +441,8 @@ function sectionText(text: string): string[] {
     if (kind !== "text") return line;
     const prefix = CONTAINER_MARKERS.exec(line)?.[0] ?? /^\s*/.exec(line)![0];
     const rest = line.slice(prefix.length);
-    if (!(atxHeading(rest) || SETEXT_UNDERLINE.test(rest) || SETEXT_UNDERLINE.test(line) || UNCLOSED_HTML_BLOCK.test(rest))) return line;
-    return SETEXT_UNDERLINE.test(line) && !atxHeading(rest) ? line.replace(/^(\s*)/, "$1\\") : `${prefix}\\${rest}`;
+    if (!(atxHeading(rest) || SETEXT_UNDERLINE.test(rest) || SETEXT_UNDERLINE.test(line) || EMPTY_HEADING.test(rest) || UNCLOSED_HTML_BLOCK.test(rest))) return line;
+    return SETEXT_UNDERLINE.test(line) && !atxHeading(rest) && !EMPTY_HEADING.test(rest) ? line.replace(/^(\s*)/, "$1\\") : `${prefix}\\${rest}`;
   });
   return open === undefined ? lines : [...lines, open[0]!.repeat(Math.max(open.length, longest[open[0] as "`" | "~"]))];
 }
