@@ -182,3 +182,22 @@ describe("reads after a small one has answered", () => {
     }
   }, 120_000);
 });
+
+// A batch is checked against what is left before it is charged, but concurrent batches can pass the
+// check together: the one whose charge then ran out was refused whole (429, nothing run) yet kept the
+// tokens its earlier calls had taken, so its retry paid for them twice. They are given back now.
+describe("batches charged at once", () => {
+  it("pay only for the calls they run: a batch refused partway through its charges keeps none of them", async () => {
+    const limiter = frozenLimiter({ regular: 12, heavy: 5, light: 1_000 });
+    setRateLimiter(limiter);
+    try {
+      const hubs = Array.from({ length: 5 }, () => ({ name: "engram_hubs", arguments: {} }));
+      const results = await Promise.all(Array.from({ length: 6 }, () => batch(hubs)));
+      const ran = results.filter((r) => r.status === 200).reduce((n, r) => n + r.answers.filter((a: any) => a.result).length, 0);
+      expect(results.some((r) => r.status === 429)).toBe(true);
+      expect(12 - (await limiter.peek("regular", mcp.ann.id)).remaining).toBe(ran);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  }, 120_000);
+});

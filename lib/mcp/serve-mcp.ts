@@ -316,7 +316,7 @@ async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unkn
     : ["regular"];
   // A batch is refused whole: every bucket it draws on is checked first, so that one refused spends none
   // of what is left (a concurrent request may still take tokens in between; then its later calls are
-  // refused as before). Even a bucket it needs one token from: charged in message order, [push, push,
+  // refused as before, and those it had charged given back). Even a bucket it needs one token from: charged in message order, [push, push,
   // recall] with the heavy bucket empty took two regular tokens before its recall refused it all. A
   // single call needs no check: its one charge is the check.
   const checks: { bucket: Bucket; needed: number; left: RateLimitResult }[] = [];
@@ -337,10 +337,17 @@ async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unkn
   let headers: Record<string, string> = {};
   // Where the heavy calls were counted: a refund after the request gives them back in that window.
   let heavyWindowEnd: number | undefined;
+  const charged = new Map<Bucket, { calls: number; windowEnd: number }>();
   for (const bucket of charges) {
     const limited = await rateLimiter().limit(bucket, ctx.user.id);
     headers = rateLimitHeaders(limited);
-    if (!limited.success) return { refused: rateLimited(limited, bucket, message), headers };
+    if (!limited.success) {
+      // Refused partway (a concurrent request took what the check saw left): nothing of the batch runs, so
+      // the tokens its earlier calls took are given back, or its retry paid for them twice.
+      for (const [paid, { calls, windowEnd }] of charged) await rateLimiter().refund?.(paid, ctx.user.id, calls, windowEnd);
+      return { refused: rateLimited(limited, bucket, message), headers };
+    }
+    charged.set(bucket, { calls: (charged.get(bucket)?.calls ?? 0) + 1, windowEnd: limited.reset });
     if (bucket === "heavy") heavyWindowEnd = limited.reset;
   }
   return { headers, heavyWindowEnd };
