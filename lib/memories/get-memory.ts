@@ -1,11 +1,11 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import type { Attachment, Memory } from "@/lib/db/generated/client.ts";
+import type { Attachment } from "@/lib/db/generated/client.ts";
 import { memoryAccessWhere } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
 import { recentOpens } from "./recent-opens.ts";
-import { serializeMemoryWithContent } from "./serialize-memory.ts";
+import { ATTACHMENT_OBJECT_SELECT, MEMORY_OBJECT_SELECT, serializeMemoryWithContent, type MemoryObjectRow } from "./serialize-memory.ts";
 
 /**
  * One memory with content and attachments; reading it counts as an access. `countAccess: false`
@@ -82,25 +82,26 @@ type AttachmentRow = Omit<Attachment, "createdAt"> & { createdAt: number };
 /** Reads of a memory's row and page before a paged read gives up on a memory edited under it each time. */
 const PAGE_READ_ATTEMPTS = 3;
 
-async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: false): Promise<Memory>;
-async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: true): Promise<Omit<Memory, "content">>;
-async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: boolean): Promise<Omit<Memory, "content">> {
+async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: false): Promise<MemoryObjectRow & { content: string }>;
+async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: true): Promise<MemoryObjectRow>;
+async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: boolean): Promise<MemoryObjectRow> {
   const where = { id, ...memoryAccessWhere(ctx) };
-  const omit = { content: omitContent };
+  // Only what the answer shows (see MEMORY_OBJECT_SELECT), with the text unless a page of it is read after.
+  const select = { ...MEMORY_OBJECT_SELECT, content: !omitContent };
   const memory = !isUuid(id)
     ? undefined
     : counted
-      ? (await ctx.db.memory.updateManyAndReturn({ where, data: { accessCount: { increment: 1 }, lastAccessedAt: ctx.now() }, omit }))[0]
-      : await ctx.db.memory.findFirst({ where, omit });
+      ? (await ctx.db.memory.updateManyAndReturn({ where, data: { accessCount: { increment: 1 }, lastAccessedAt: ctx.now() }, select }))[0]
+      : await ctx.db.memory.findFirst({ where, select });
   if (!memory) throw new ApiError("not_found", "Memory not found");
   // A view signalled right after this read (POST …/access) is the same open.
   if (counted) recentOpens.remember(ctx.user.id, memory.id, ctx.now());
   return memory;
 }
 
-async function withAttachments(ctx: AuthContext, memory: Memory) {
+async function withAttachments(ctx: AuthContext, memory: MemoryObjectRow & { content: string }) {
   const [attachments, hidden] = await Promise.all([
-    ctx.db.attachment.findMany({ where: { memoryId: memory.id }, orderBy: { createdAt: "asc" } }),
+    ctx.db.attachment.findMany({ where: { memoryId: memory.id }, orderBy: { createdAt: "asc" }, select: ATTACHMENT_OBJECT_SELECT }),
     // Its topic being deleted, the memory shows none (lib/topics/topics-being-deleted.ts).
     topicsBeingDeleted(ctx.sql, [memory.topicId]),
   ]);

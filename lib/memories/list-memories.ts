@@ -7,7 +7,7 @@ import { hubScopeWithCounts } from "@/lib/hubs/hub-access.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import type { ListMemoriesQuery } from "./memory-fields.ts";
 import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
-import { serializeMemory } from "./serialize-memory.ts";
+import { MEMORY_OBJECT_SELECT, serializeMemory } from "./serialize-memory.ts";
 
 /**
  * Up to this many hubs, a list across hubs reads each hub's page from its (hub_id, order) index, one
@@ -106,7 +106,7 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
     hubIds.length > 1 && hubIds.length <= PER_HUB_WALKS_MAX
       ? pageAcrossHubs(ctx, hubIds, query, position, limit, cursorFor)
       : ctx.db.memory
-          .findMany({ where: position ? { AND: [scope, afterWhere(query.sort, position)] } : scope, orderBy: orderOf(query.sort), take: limit + 1, omit: { content: true } })
+          .findMany({ where: position ? { AND: [scope, afterWhere(query.sort, position)] } : scope, orderBy: orderOf(query.sort), take: limit + 1, select: MEMORY_OBJECT_SELECT })
           .then(async (rows) => page("memories", rows, limit, await cursorFor)),
     counted,
   ]);
@@ -172,7 +172,7 @@ async function pageAcrossHubs(
     limit,
     await cursorFor,
   );
-  const rows = await ctx.db.memory.findMany({ where: { id: { in: keyed.memories.map((key) => key.id) }, hubId: { in: hubIds } }, omit: { content: true } });
+  const rows = await ctx.db.memory.findMany({ where: { id: { in: keyed.memories.map((key) => key.id) }, hubId: { in: hubIds } }, select: MEMORY_OBJECT_SELECT });
   const byId = new Map(rows.map((row) => [row.id, row]));
   return { ...keyed, memories: keyed.memories.flatMap((key) => byId.get(key.id) ?? []) };
 }

@@ -1,8 +1,64 @@
-import type { Memory, Attachment } from "@/lib/db/generated/client.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
 import type { AttachmentObject, MemoryObject, MemoryWithContent } from "./memory-object.ts";
 
+/**
+ * The columns serializeMemory shows, for reads that only answer with them (the memory list, a GET):
+ * Prisma spends CPU on every column of every row it reads, and a list page of 20 memories read whole
+ * (file_ref, processing and extraction bookkeeping, the lock flags) cost about 0.25 ms more per
+ * request than these (issue 16).
+ */
+export const MEMORY_OBJECT_SELECT = {
+  id: true,
+  hubId: true,
+  ownerId: true,
+  title: true,
+  contentType: true,
+  contentHash: true,
+  summary: true,
+  tags: true,
+  hint: true,
+  kind: true,
+  stability: true,
+  boundary: true,
+  state: true,
+  source: true,
+  sourceAgent: true,
+  assistedByAgent: true,
+  initiationType: true,
+  sourcePath: true,
+  hubReason: true,
+  projectContext: true,
+  topicId: true,
+  version: true,
+  accessCount: true,
+  lastAccessedAt: true,
+  processingStatus: true,
+  processingError: true,
+  processedAt: true,
+  createdAt: true,
+  updatedAt: true,
+} as const satisfies Prisma.MemorySelect;
+
+/** A memory row with what its API object shows (a whole row is one too). */
+export type MemoryObjectRow = Prisma.MemoryGetPayload<{ select: typeof MEMORY_OBJECT_SELECT }>;
+
+/** The columns serializeAttachment shows. */
+export const ATTACHMENT_OBJECT_SELECT = {
+  id: true,
+  memoryId: true,
+  filename: true,
+  contentType: true,
+  sizeBytes: true,
+  sha256: true,
+  width: true,
+  height: true,
+  createdAt: true,
+} as const satisfies Prisma.AttachmentSelect;
+
+export type AttachmentObjectRow = Prisma.AttachmentGetPayload<{ select: typeof ATTACHMENT_OBJECT_SELECT }>;
+
 /** The Memory object of the API (create, list); `withContent` adds content and attachments (get, patch). */
-export function serializeMemory(memory: Omit<Memory, "content">): MemoryObject {
+export function serializeMemory(memory: MemoryObjectRow): MemoryObject {
   return {
     id: memory.id,
     hub_id: memory.hubId,
@@ -40,7 +96,7 @@ export function serializeMemory(memory: Omit<Memory, "content">): MemoryObject {
 
 export type { MemoryObject };
 
-export function serializeMemoryWithContent(memory: Memory & { attachments: Attachment[] }): MemoryWithContent {
+export function serializeMemoryWithContent(memory: MemoryObjectRow & { content: string; attachments: AttachmentObjectRow[] }): MemoryWithContent {
   return {
     ...serializeMemory(memory),
     content: memory.content,
@@ -49,7 +105,7 @@ export function serializeMemoryWithContent(memory: Memory & { attachments: Attac
 }
 
 /** Memax's MemoryAttachment: the original file of a file memory. */
-export function serializeAttachment(a: Attachment, ownerId: string): AttachmentObject {
+export function serializeAttachment(a: AttachmentObjectRow, ownerId: string): AttachmentObject {
   return {
     id: a.id,
     memory_id: a.memoryId,

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
+import { serializeAttachment, serializeMemory } from "@/lib/memories/serialize-memory.ts";
+import { newId } from "@/lib/ids.ts";
+import { createHarness, type Client, type Harness } from "./support/harness.ts";
+
+// The memory list and a memory's GET read only the columns their answers show (issue 16: Prisma's
+// CPU grows with every column of every row it maps), and still answer every field as the whole row
+// serialised gives it.
+
+let h: Harness;
+let ann: Client;
+let team: string;
+let ids: string[];
+
+beforeAll(async () => {
+  h = await createHarness();
+  ann = await h.user("Ann");
+  const bob = await h.user("Bob");
+  team = await h.teamHub(bob, [[ann, "contributor"]]);
+  ids = [];
+  for (let i = 0; i < 3; i++) ids.push((await ann.post("/v1/memories", { content: `Personal note ${i}.`, tags: ["a", `t${i}`], project_context: { repo: "engram" } })).body.data.id);
+  for (let i = 0; i < 2; i++) ids.push((await ann.post("/v1/memories", { content: `Team note ${i}.`, source_path: `notes/${i}.md` }, { headers: { "x-hub-id": team } })).body.data.id);
+  await h.db.attachment.create({
+    data: { id: newId(), memoryId: ids[0]!, hubId: ann.personalHubId, objectKey: `test/${ids[0]}`, filename: "a.png", contentType: "image/png", sizeBytes: 3, sha256: "ab", width: 1, height: 2 },
+  });
+});
+afterAll(() => h.close());
+
+const whole = async (id: string) => serializeMemory(await h.db.memory.findUniqueOrThrow({ where: { id } }));
+/** A memory row with only the columns serializeMemory reads (typed so: a column it reads more fails to compile). */
+function shownColumns(): Parameters<typeof serializeMemory>[0] {
+  const at = new Date(0);
+  return { id: "", hubId: "", ownerId: "", title: "", contentType: "", contentHash: "", summary: "", tags: [], hint: null, kind: "", stability: "", boundary: "", state: "", source: "", sourceAgent: null, assistedByAgent: null, initiationType: null, sourcePath: null, hubReason: null, projectContext: null, topicId: null, version: 1, accessCount: 0, lastAccessedAt: null, processingStatus: "", processingError: null, processedAt: null, createdAt: at, updatedAt: at };
+}
+
+/** The columns of Prisma's memory reads made while `run` runs (the spies call through). */
+async function memoryReads(run: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
+  const spies = (["findMany", "findFirst", "updateManyAndReturn"] as const).map((method) => vi.spyOn(h.db.memory, method));
+  try {
+    await run();
+    return spies.flatMap((spy) => spy.mock.calls.map((call) => (call[0] as { select?: Record<string, unknown> }).select ?? { "(every column)": true }));
+  } finally {
+    for (const spy of spies) spy.mockRestore();
+  }
+}
+
+describe("memory reads", () => {
+  test("a list page, of one hub or across hubs, answers every field as the stored row gives it", async () => {
+    for (const path of ["/v1/memories?limit=10", `/v1/memories?hub_id=${team}`, `/v1/memories?hub_id=${ann.personalHubId}&sort=relevant`]) {
+      const res = await ann.get(path);
+      expect(res.status).toBe(200);
+      expect(res.body.data.memories.length).toBeGreaterThan(0);
+      for (const memory of res.body.data.memories) expect(memory).toEqual(await whole(memory.id));
+    }
+  });
+
+  test("a GET answers every field, the content and the attachments as the stored rows give them", async () => {
+    const res = await ann.get(`/v1/memories/${ids[0]}`);
+    expect(res.status).toBe(200);
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id: ids[0] }, include: { attachments: true } });
+    expect(res.body.data).toEqual({ ...serializeMemory(row), content: row.content, attachments: row.attachments.map((a) => serializeAttachment(a, row.ownerId)) });
+    expect(res.body.data.attachments).toHaveLength(1);
+    expect(res.body.data.access_count).toBe(1);
+  });
+
+  test("the list and the GET read no column their answer leaves out", async () => {
+    const allowed = new Set([...Object.keys(shownColumns()), "content"]);
+    const reads = [
+      ...(await memoryReads(() => ann.get("/v1/memories?limit=10"))),
+      ...(await memoryReads(() => ann.get(`/v1/memories?hub_id=${team}`))),
+      ...(await memoryReads(() => ann.get(`/v1/memories/${ids[1]}`))),
+    ];
+    expect(reads.length).toBeGreaterThanOrEqual(3);
+    for (const select of reads) expect(Object.keys(select).filter((column) => !allowed.has(column))).toEqual([]);
+  });
+});
