@@ -63,6 +63,16 @@ describe("memory reads", () => {
     expect(res.body.data.access_count).toBe(1);
   });
 
+  test("a GET reads its attachments in a plain statement, not through Prisma", async () => {
+    const spy = vi.spyOn(h.db.attachment, "findMany");
+    try {
+      for (const id of [ids[0], ids[3]]) expect((await ann.get(`/v1/memories/${id}`)).status).toBe(200);
+      expect(spy).not.toHaveBeenCalled();
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   test("the list and the GET read no column their answer leaves out", async () => {
     const allowed = new Set([...Object.keys(shownColumns()), "content"]);
     const reads = [
