@@ -44,6 +44,29 @@ async function memoryReads(run: () => Promise<unknown>): Promise<Record<string, 
   }
 }
 
+/** The arguments of every memory.create made in a transaction while `run` runs (the spies call through). */
+async function createsInTransactions(run: () => Promise<unknown>): Promise<{ omit?: Record<string, boolean> }[]> {
+  const calls: { omit?: Record<string, boolean> }[] = [];
+  const transaction = h.db.$transaction.bind(h.db) as (fn: (tx: unknown) => Promise<unknown>, options?: unknown) => Promise<unknown>;
+  const spy = vi.spyOn(h.db, "$transaction").mockImplementation(((fn: unknown, options?: unknown) =>
+    typeof fn !== "function"
+      ? transaction(fn as never, options)
+      : transaction(async (tx) => {
+          const create = (tx as typeof h.db).memory.create.bind((tx as typeof h.db).memory);
+          vi.spyOn((tx as typeof h.db).memory, "create").mockImplementation(((args: { omit?: Record<string, boolean> }) => {
+            calls.push(args);
+            return create(args as never);
+          }) as never);
+          return (fn as (tx: unknown) => Promise<unknown>)(tx);
+        }, options)) as never);
+  try {
+    await run();
+    return calls;
+  } finally {
+    spy.mockRestore();
+  }
+}
+
 describe("memory reads", () => {
   test("a list page, of one hub or across hubs, answers every field as the stored row gives it", async () => {
     for (const path of ["/v1/memories?limit=10", `/v1/memories?hub_id=${team}`, `/v1/memories?hub_id=${ann.personalHubId}&sort=relevant`]) {
@@ -71,6 +94,21 @@ describe("memory reads", () => {
     } finally {
       spy.mockRestore();
     }
+  });
+
+  test("a push does not read back the content it just sent, and answers and stores it as sent", async () => {
+    const content = `# Long note\n\n${"Run the migrations before the web tier. ".repeat(5000)}🦊 done`;
+    let res: Awaited<ReturnType<Client["post"]>> | undefined;
+    const creates = await createsInTransactions(async () => {
+      res = await ann.post("/v1/memories", { content, tags: ["long"] });
+    });
+    expect(res!.status).toBe(201);
+    expect(creates).toHaveLength(1);
+    expect(creates[0]!.omit).toEqual({ content: true });
+    const row = await h.db.memory.findUniqueOrThrow({ where: { id: res!.body.data.id } });
+    expect(row.content).toBe(content);
+    expect(res!.body.data).toEqual(serializeMemory(row));
+    expect((await ann.get(`/v1/memories/${row.id}`)).body.data.content).toBe(content);
   });
 
   test("the list and the GET read no column their answer leaves out", async () => {

@@ -271,8 +271,10 @@ async function insert(
       createdAt,
       updatedAt: now,
     },
+    // The content is what was just sent: read back, up to 3 MiB more crossed the wire and was decoded for nothing.
+    omit: { content: true },
   });
-  return memory;
+  return { ...memory, content: input.content };
 }
 
 /** Same hub and source_path: update in place; identical content and fields change nothing. */
