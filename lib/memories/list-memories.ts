@@ -7,7 +7,8 @@ import { hubScopeWithCounts } from "@/lib/hubs/hub-access.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import type { ListMemoriesQuery } from "./memory-fields.ts";
 import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
-import { MEMORY_OBJECT_SELECT, serializeMemory } from "./serialize-memory.ts";
+import { memoryObjectRows } from "./memory-object-rows.ts";
+import { serializeMemory } from "./serialize-memory.ts";
 
 /**
  * Up to this many hubs, a list across hubs reads each hub's page from its (hub_id, order) index, one
@@ -105,23 +106,11 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   const [result, total] = await Promise.all([
     hubIds.length > 1 && hubIds.length <= PER_HUB_WALKS_MAX
       ? pageAcrossHubs(ctx, hubIds, query, position, limit, cursorFor)
-      : ctx.db.memory
-          .findMany({ where: position ? { AND: [scope, afterWhere(query.sort, position)] } : scope, orderBy: orderOf(query.sort), take: limit + 1, select: MEMORY_OBJECT_SELECT })
-          .then(async (rows) => page("memories", rows, limit, await cursorFor)),
+      : pageOfHubs(ctx, hubIds, query, position, limit).then(async (rows) => page("memories", rows, limit, await cursorFor)),
     counted,
   ]);
   const hidden = await topicsBeingDeleted(ctx.sql, result.memories.map((memory) => memory.topicId));
   return { ...result, memories: result.memories.map((memory) => serializeMemory(hidden.has(memory.topicId!) ? { ...memory, topicId: null } : memory)), total };
-}
-
-function orderOf(sort: ListMemoriesQuery["sort"]): Prisma.MemoryOrderByWithRelationInput[] {
-  return sort === "relevant" ? [{ accessCount: "desc" }, { createdAt: "desc" }, { id: "desc" }] : [{ createdAt: "desc" }, { id: "desc" }];
-}
-
-/** The rows after a cursor's position, in the list's order. */
-function afterWhere(sort: ListMemoriesQuery["sort"], at: Key): Prisma.MemoryWhereInput {
-  const newer: Prisma.MemoryWhereInput[] = [{ createdAt: { lt: at.createdAt } }, { createdAt: at.createdAt, id: { lt: at.id } }];
-  return sort === "relevant" ? { OR: [{ accessCount: { lt: at.accessCount } }, ...newer.map((where) => ({ accessCount: at.accessCount, ...where }))] } : { OR: newer };
 }
 
 /**
@@ -138,23 +127,8 @@ async function pageAcrossHubs(
   limit: number,
   cursorFor: Promise<(last: Key) => string>,
 ) {
-  const params: unknown[] = [hubIds];
-  const param = (value: unknown, type: string) => `$${params.push(value)}::${type}`;
-  const conditions = ["m.hub_id = h.hub_id"];
-  if (query.topic_id !== undefined) conditions.push(`m.topic_id = ${param(query.topic_id, "uuid")}`);
-  if (query.kind) conditions.push(`m.kind = ${param(query.kind, "text")}`);
-  if (query.actor) conditions.push(`m.owner_id = ${param(query.actor, "uuid")}`);
-  if (query.created_after) conditions.push(`m.created_at >= ${param(new Date(query.created_after).toISOString(), "timestamptz")}`);
-  if (query.created_before) conditions.push(`m.created_at < ${param(new Date(query.created_before).toISOString(), "timestamptz")}`);
-  const relevant = query.sort === "relevant";
-  const columns = relevant ? ["access_count", "created_at", "id"] : ["created_at", "id"];
-  if (position) {
-    const at = [param(position.createdAt.toISOString(), "timestamptz"), param(position.id, "uuid")];
-    if (relevant) at.unshift(param(position.accessCount, "int"));
-    conditions.push(`(${columns.map((c) => `m.${c}`).join(", ")}) < (${at.join(", ")})`);
-  }
+  const { params, param, conditions, order } = listConditions(hubIds, "m.hub_id = h.hub_id", query, position);
   const take = param(limit + 1, "int");
-  const order = (alias: string) => columns.map((c) => `${alias}.${c} DESC`).join(", ");
   const keys = await ctx.sql.query<{ id: string; created_at: Date | string; access_count: number }>(
     `SELECT w.id, w.created_at, w.access_count
        FROM unnest($1::uuid[]) AS h(hub_id)
@@ -172,7 +146,36 @@ async function pageAcrossHubs(
     limit,
     await cursorFor,
   );
-  const rows = await ctx.db.memory.findMany({ where: { id: { in: keyed.memories.map((key) => key.id) }, hubId: { in: hubIds } }, select: MEMORY_OBJECT_SELECT });
+  const rows = await memoryObjectRows(ctx.sql, "WHERE m.id = ANY($1::uuid[]) AND m.hub_id = ANY($2::uuid[])", [keyed.memories.map((key) => key.id), hubIds]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   return { ...keyed, memories: keyed.memories.flatMap((key) => byId.get(key.id) ?? []) };
+}
+
+/**
+ * A list's conditions as SQL on `m` (memories), in the list's order: its hubs (`hubCondition`, hub ids
+ * are $1), filters and cursor position, the same for the one-statement page and the per-hub walks.
+ */
+function listConditions(hubIds: string[], hubCondition: string, query: ListMemoriesQuery, position: Key | undefined) {
+  const params: unknown[] = [hubIds];
+  const param = (value: unknown, type: string) => `$${params.push(value)}::${type}`;
+  const conditions = [hubCondition];
+  if (query.topic_id !== undefined) conditions.push(`m.topic_id = ${param(query.topic_id, "uuid")}`);
+  if (query.kind) conditions.push(`m.kind = ${param(query.kind, "text")}`);
+  if (query.actor) conditions.push(`m.owner_id = ${param(query.actor, "uuid")}`);
+  if (query.created_after) conditions.push(`m.created_at >= ${param(new Date(query.created_after).toISOString(), "timestamptz")}`);
+  if (query.created_before) conditions.push(`m.created_at < ${param(new Date(query.created_before).toISOString(), "timestamptz")}`);
+  const columns = query.sort === "relevant" ? ["access_count", "created_at", "id"] : ["created_at", "id"];
+  if (position) {
+    const at = [param(position.createdAt.toISOString(), "timestamptz"), param(position.id, "uuid")];
+    if (query.sort === "relevant") at.unshift(param(position.accessCount, "int"));
+    conditions.push(`(${columns.map((c) => `m.${c}`).join(", ")}) < (${at.join(", ")})`);
+  }
+  const order = (alias: string) => columns.map((c) => `${alias}.${c} DESC`).join(", ");
+  return { params, param, conditions, order };
+}
+
+/** A page of one hub's memories (or of more hubs than PER_HUB_WALKS_MAX) in one plain statement. */
+async function pageOfHubs(ctx: AuthContext, hubIds: string[], query: ListMemoriesQuery, position: Key | undefined, limit: number) {
+  const { params, param, conditions, order } = listConditions(hubIds, "m.hub_id = ANY($1::uuid[])", query, position);
+  return memoryObjectRows(ctx.sql, `WHERE ${conditions.join(" AND ")} ORDER BY ${order("m")} LIMIT ${param(limit + 1, "int")}`, params);
 }
