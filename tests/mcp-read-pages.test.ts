@@ -140,6 +140,26 @@ describe("reading a long memory", () => {
   });
 });
 
+/**
+ * The app's database with `then` run right after each read of a memory's row by a GET or engram_get
+ * (a plain statement: `counted` when it counts the access), before the statement's rows are returned.
+ */
+function afterRowReads(then: (counted: boolean) => Promise<void>): typeof h.database {
+  const sql = h.database.sql;
+  return {
+    ...h.database,
+    sql: {
+      ...sql,
+      query: async <T,>(text: string, params?: unknown[]) => {
+        const rows = await sql.query<T>(text, params);
+        const counted = /^UPDATE memories m SET access_count/.test(text);
+        if (counted || /FROM memories m WHERE m\.id = /.test(text)) await then(counted);
+        return rows;
+      },
+    },
+  };
+}
+
 // getMemoryPage read the row (title, version, content_hash) and then the page's substring in a second
 // statement: an edit committing in between answered version N's details with version N+1's text, and
 // content_length and next_offset measured the new text. The page now comes from the version the row
@@ -150,22 +170,13 @@ describe("a page read while the memory is edited", () => {
     const edited = "# New plan\n\nShip on Tuesday, after the migration has run on staging for a day.";
     let edits = 0;
     // Observes the row's read and commits an edit right after it, before the page's own read.
-    const db = h.database.prisma.$extends({
-      query: {
-        memory: {
-          async $allOperations({ operation, args, query }) {
-            const found: unknown = await query(args);
-            if (operation === "updateManyAndReturn" && edits === 0) {
-              edits += 1;
-              const patched = await ann.patch(`/v1/memories/${id}`, { content: edited });
-              expect(patched.status).toBe(200);
-            }
-            return found;
-          },
-        },
-      },
-    });
-    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    setDatabase(afterRowReads(async (counted) => {
+      if (counted && edits === 0) {
+        edits += 1;
+        const patched = await ann.patch(`/v1/memories/${id}`, { content: edited });
+        expect(patched.status).toBe(200);
+      }
+    }));
     let got: Awaited<ReturnType<typeof call>>;
     try {
       got = await call("/mcp", "engram_get", { id });
@@ -185,26 +196,17 @@ describe("a page read while the memory is edited", () => {
     const id = (await ann.post("/v1/memories", { content: "# Draft\n\nVersion 0." })).body.data.id;
     let edits = 0;
     let editing = false;
-    const db = h.database.prisma.$extends({
-      query: {
-        memory: {
-          async $allOperations({ operation, args, query }) {
-            const found: unknown = await query(args);
-            if (!editing && edits < 10 && (operation === "updateManyAndReturn" || operation === "findFirst")) {
-              editing = true;
-              try {
-                edits += 1;
-                expect((await ann.patch(`/v1/memories/${id}`, { content: `# Draft\n\nVersion ${edits}.` })).status).toBe(200);
-              } finally {
-                editing = false;
-              }
-            }
-            return found;
-          },
-        },
-      },
-    });
-    setDatabase({ ...h.database, prisma: db as unknown as typeof h.database.prisma });
+    setDatabase(afterRowReads(async () => {
+      if (!editing && edits < 10) {
+        editing = true;
+        try {
+          edits += 1;
+          expect((await ann.patch(`/v1/memories/${id}`, { content: `# Draft\n\nVersion ${edits}.` })).status).toBe(200);
+        } finally {
+          editing = false;
+        }
+      }
+    }));
     let got: Awaited<ReturnType<typeof call>>;
     try {
       got = await call("/mcp", "engram_get", { id });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { serializeAttachment, serializeMemory } from "@/lib/memories/serialize-memory.ts";
 import { newId } from "@/lib/ids.ts";
-import { createHarness, type Client, type Harness } from "./support/harness.ts";
+import { call, createHarness, type Client, type Harness } from "./support/harness.ts";
 
 // The memory list and a memory's GET read only the columns their answers show (issue 16: Prisma's
 // CPU grows with every column of every row it maps), and still answer every field as the whole row
@@ -27,12 +27,6 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 const whole = async (id: string) => serializeMemory(await h.db.memory.findUniqueOrThrow({ where: { id } }));
-/** A memory row with only the columns serializeMemory reads (typed so: a column it reads more fails to compile). */
-function shownColumns(): Parameters<typeof serializeMemory>[0] {
-  const at = new Date(0);
-  return { id: "", hubId: "", ownerId: "", title: "", contentType: "", contentHash: "", summary: "", tags: [], hint: null, kind: "", stability: "", boundary: "", state: "", source: "", sourceAgent: null, assistedByAgent: null, initiationType: null, sourcePath: null, hubReason: null, projectContext: null, topicId: null, version: 1, accessCount: 0, lastAccessedAt: null, processingStatus: "", processingError: null, processedAt: null, createdAt: at, updatedAt: at };
-}
-
 /** The columns of Prisma's memory reads made while `run` runs (the spies call through). */
 async function memoryReads(run: () => Promise<unknown>): Promise<Record<string, unknown>[]> {
   const spies = (["findMany", "findFirst", "updateManyAndReturn"] as const).map((method) => vi.spyOn(h.db.memory, method));
@@ -117,11 +111,28 @@ describe("memory reads", () => {
     expect((await ann.get(`/v1/memories/${row.id}`)).body.data.content).toBe(content);
   });
 
-  test("the GET reads no column its answer leaves out", async () => {
-    const allowed = new Set([...Object.keys(shownColumns()), "content"]);
-    const reads = await memoryReads(() => ann.get(`/v1/memories/${ids[1]}`));
-    expect(reads.length).toBeGreaterThanOrEqual(1);
-    for (const select of reads) expect(Object.keys(select).filter((column) => !allowed.has(column))).toEqual([]);
+  test("a GET (or HEAD) reads its memory in a plain statement, not through Prisma, counting the access only on GET", async () => {
+    const before = (await h.db.memory.findUniqueOrThrow({ where: { id: ids[1] } })).accessCount;
+    expect(await memoryReads(async () => expect((await ann.get(`/v1/memories/${ids[1]}`)).status).toBe(200))).toEqual([]);
+    expect(await memoryReads(async () => expect((await call("HEAD", `/v1/memories/${ids[1]}`, undefined, { headers: { authorization: `Bearer ${ann.key}` } })).status).toBe(200))).toEqual([]);
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: ids[1] } })).accessCount).toBe(before + 1);
+  });
+
+  test("a GET of a memory out of reach is not found and counts nothing", async () => {
+    const cy = await h.user("Cy");
+    const teamMemory = ids[3]!;
+    const before = (await h.db.memory.findUniqueOrThrow({ where: { id: teamMemory } })).accessCount;
+    expect((await cy.get(`/v1/memories/${teamMemory}`)).status).toBe(404);
+    // Ann's key limited to her personal hub does not reach the team hub she belongs to.
+    const limited = await h.db.apiKey.findFirstOrThrow({ where: { userId: ann.id } });
+    await h.db.apiKey.update({ where: { id: limited.id }, data: { hubScopeMode: "hub_allowlist", hubIds: [ann.personalHubId] } });
+    try {
+      expect((await ann.get(`/v1/memories/${teamMemory}`)).status).toBe(404);
+      expect((await ann.get(`/v1/memories/${ids[1]}`)).status).toBe(200);
+    } finally {
+      await h.db.apiKey.update({ where: { id: limited.id }, data: { hubScopeMode: limited.hubScopeMode, hubIds: limited.hubIds } });
+    }
+    expect((await h.db.memory.findUniqueOrThrow({ where: { id: teamMemory } })).accessCount).toBe(before);
   });
 
   test("a list page, of one hub or across hubs, is read in plain statements, not through Prisma", async () => {

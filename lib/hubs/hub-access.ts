@@ -90,6 +90,13 @@ export function memoryAccessWhere(ctx: Caller): Prisma.MemoryWhereInput {
   return { hub: { members: { some: { userId: ctx.user.id } } }, ...allowlistWhere(ctx.credential) };
 }
 
+/** memoryAccessWhere as SQL on the memory alias `m`, for plain statements; its parameters come first ($1, $2). */
+export function memoryAccessSql(ctx: Caller): { where: string; params: unknown[] } {
+  const member = "EXISTS (SELECT 1 FROM hub_members hm WHERE hm.hub_id = m.hub_id AND hm.user_id = $1::uuid)";
+  if (ctx.credential.hubIds === null) return { where: member, params: [ctx.user.id] };
+  return { where: `${member} AND m.hub_id = ANY($2::uuid[])`, params: [ctx.user.id, [...ctx.credential.hubIds]] };
+}
+
 /** Prisma filter: the caller's hub_members rows that the credential reaches. */
 export function membershipWhere(ctx: Caller): Prisma.HubMemberWhereInput {
   return { userId: ctx.user.id, ...allowlistWhere(ctx.credential) };

@@ -1,12 +1,13 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import type { Attachment } from "@/lib/db/generated/client.ts";
-import { memoryAccessWhere } from "@/lib/hubs/hub-access.ts";
+import { memoryAccessSql } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
 import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
 import { recentOpens } from "./recent-opens.ts";
 import type { SqlRunner } from "@/lib/db/database.ts";
-import { MEMORY_OBJECT_SELECT, serializeMemoryWithContent, type AttachmentObjectRow, type MemoryObjectRow } from "./serialize-memory.ts";
+import { readMemoryWithContent } from "./memory-object-rows.ts";
+import { serializeMemoryWithContent, type AttachmentObjectRow, type MemoryObjectRow } from "./serialize-memory.ts";
 
 /**
  * One memory with content and attachments; reading it counts as an access. `countAccess: false`
@@ -86,14 +87,8 @@ const PAGE_READ_ATTEMPTS = 3;
 async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: false): Promise<MemoryObjectRow & { content: string }>;
 async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: true): Promise<MemoryObjectRow>;
 async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: boolean): Promise<MemoryObjectRow> {
-  const where = { id, ...memoryAccessWhere(ctx) };
   // Only what the answer shows (see MEMORY_OBJECT_SELECT), with the text unless a page of it is read after.
-  const select = { ...MEMORY_OBJECT_SELECT, content: !omitContent };
-  const memory = !isUuid(id)
-    ? undefined
-    : counted
-      ? (await ctx.db.memory.updateManyAndReturn({ where, data: { accessCount: { increment: 1 }, lastAccessedAt: ctx.now() }, select }))[0]
-      : await ctx.db.memory.findFirst({ where, select });
+  const memory = isUuid(id) ? await readMemoryWithContent(ctx.sql, id, memoryAccessSql(ctx), { counted, now: ctx.now(), content: !omitContent }) : undefined;
   if (!memory) throw new ApiError("not_found", "Memory not found");
   // A view signalled right after this read (POST …/access) is the same open.
   if (counted) recentOpens.remember(ctx.user.id, memory.id, ctx.now());
