@@ -133,6 +133,21 @@ describe("invites and ownership", () => {
     }
   });
 
+  it("the owner and the target cancel one transfer at once: one 200, the other 410 canceled, one transfer.canceled", async () => {
+    for (let round = 0; round < 3; round++) {
+      const own = await h.user("Owner");
+      const ada = await h.user("Ada");
+      const hub = await h.teamHub(own, [[ada, "admin"]]);
+      const transfer = (await own.post(`/v1/hubs/${hub}/ownership-transfer`, { target_user_id: ada.id })).body.data;
+      const results = await Promise.all([own, ada].map((u) => u.post(`/v1/hubs/${hub}/ownership-transfer/${transfer.id}/cancel`)));
+      expect(statuses(results), JSON.stringify(results.map((r) => r.body))).toEqual([200, 410]);
+      expect(results.find((r) => r.status === 410)!.body.error.code).toBe("canceled");
+      expect((await h.db.ownershipTransfer.findUniqueOrThrow({ where: { id: transfer.id } })).state).toBe("canceled");
+      expect(await h.db.event.count({ where: { hubId: hub, type: "transfer.canceled" } })).toBe(1);
+      expect((await h.db.hub.findUniqueOrThrow({ where: { id: hub } })).ownerId).toBe(own.id);
+    }
+  });
+
   it("two transfers to different members accepted at once, each racing a leave: one owner at the end", async () => {
     const own = await h.user("Owner");
     const ada = await h.user("Ada");
