@@ -662,8 +662,9 @@ describe("ready's resumed_after: the id the replay really goes on from", () => {
 
   it("an id past the newest event: the newest, where it resumes, not the id as given", async () => {
     await push(mira, `before a far resume ${Math.random()}`, mira.personalHubId);
+    const before = await newest();
     const s = await stream(mira, "", { "last-event-id": "9999999999999999999" });
-    expect(BigInt(ready(s).resumed_after!)).toBeLessThanOrEqual(await newest());
+    expect(ready(s).resumed_after).toBe(String(before));
   });
 
   it("an id older than retention: past what was pruned, so the client can tell it missed events", async () => {
