@@ -6,7 +6,7 @@ import { emitEvent } from "@/lib/events/emit-event.ts";
 import { MAX_PENDING_EVENTS } from "@/lib/events/event-bus.ts";
 import { EVENTS_CHANNEL } from "@/lib/events/event-types.ts";
 import { eventsRetentionMs, pruneEvents } from "@/lib/events/prune-events.ts";
-import { MAX_STREAMS_PER_USER, openEventStream as openStreamFor, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
+import { CURSOR_REFRESH_PINGS, MAX_STREAMS_PER_USER, openEventStream as openStreamFor, PING_INTERVAL_MS } from "@/lib/events/stream-events.ts";
 import { failMemory } from "@/lib/processing/processing-steps.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
@@ -665,6 +665,35 @@ describe("ready's resumed_after: the id the replay really goes on from", () => {
     const before = await newest();
     const s = await stream(mira, "", { "last-event-id": "9999999999999999999" });
     expect(ready(s).resumed_after).toBe(String(before));
+  });
+
+  it("a client of a quiet hub in a busy deployment: its idle stream moves the cursor past what it cannot see, so a reconnect after its last event aged out reports no gap", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      const quiet = await stream(mira, `?hub_id=${mira.personalHubId}`);
+      const last = await settle(mira, quiet, mira.personalHubId);
+      const lastSeen = (await quiet.waitFor((e) => e.data?.entity_id === last)).id!;
+      // Other tenants keep writing; bob's own stream proves the bus has dealt with his events.
+      const busy = await stream(bob);
+      await push(bob, `busy elsewhere ${Math.random()}`, bob.personalHubId);
+      const elsewhere = await settle(bob, busy, bob.personalHubId);
+      const through = (await h.db.event.findFirstOrThrow({ where: { entityId: elsewhere, type: "memory.created" } })).seq;
+      vi.advanceTimersByTime(PING_INTERVAL_MS * (CURSOR_REFRESH_PINGS - 1));
+      expect(quiet.events.filter((e) => e.event === "ping" && e.id)).toEqual([]);
+      vi.advanceTimersByTime(PING_INTERVAL_MS);
+      await quiet.waitFor(() => quiet.events.filter((e) => e.event === "ping").length === CURSOR_REFRESH_PINGS);
+      // What EventSource sends back as Last-Event-ID: the last id it read, whatever the event.
+      const cursor = [...quiet.events].reverse().find((e) => e.id)!.id!;
+      expect(BigInt(cursor)).toBeGreaterThanOrEqual(through);
+      expect(quiet.payload().map((e) => e.data.hub_id).every((id) => id === mira.personalHubId || id === null)).toBe(true);
+      await quiet.close();
+      // Mira's last event ages out; the deployment's newer ones are kept.
+      await h.db.event.updateMany({ where: { seq: { lte: BigInt(lastSeen) } }, data: { createdAt: new Date(Date.now() - eventsRetentionMs() - 60_000) } });
+      const back = await stream(mira, `?hub_id=${mira.personalHubId}`, { "last-event-id": cursor });
+      expect(ready(back).resumed_after).toBe(cursor);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("an id older than retention: past what was pruned, so the client can tell it missed events", async () => {

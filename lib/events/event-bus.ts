@@ -34,6 +34,12 @@ export class EventBus {
   private pending = 0;
   /** Subscribers that missed events the queue had no room for: one replay each, queued once. */
   private readonly behind = new Set<EventSubscriber>();
+  /**
+   * The seq of the last event handed to every stream it was for (or found to be for none, or turned
+   * into those streams' replay). Notifications come in commit order, which is seq order, so every event
+   * up to it has been dealt with: a stream that has caught up may move its client's cursor this far.
+   */
+  handledThrough = 0n;
 
   constructor(private readonly database: Database) {}
 
@@ -112,12 +118,17 @@ export class EventBus {
       return;
     }
     this.enqueue(() =>
-      this.dispatch(event).catch((error: unknown) => {
-        // The membership check failed (a database hiccup): the streams that wanted this event catch
-        // up from the table instead of losing it; the replay checks access itself.
-        console.error("[engram] events: delivery failed; the streams it was for replay", error);
-        for (const subscriber of this.subscribers) if (subscriber.accepts(event)) subscriber.resync();
-      }),
+      this.dispatch(event)
+        .catch((error: unknown) => {
+          // The membership check failed (a database hiccup): the streams that wanted this event catch
+          // up from the table instead of losing it; the replay checks access itself.
+          console.error("[engram] events: delivery failed; the streams it was for replay", error);
+          for (const subscriber of this.subscribers) if (subscriber.accepts(event)) subscriber.resync();
+        })
+        .finally(() => {
+          const seq = BigInt(event.seq);
+          if (seq > this.handledThrough) this.handledThrough = seq;
+        }),
     );
   }
 

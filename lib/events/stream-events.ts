@@ -11,6 +11,13 @@ import { eventsRetainedSince } from "./prune-events.ts";
 export const PING_INTERVAL_MS = 25_000;
 /** Event streams one user may hold open in one server process (each tab of the dashboard is one). */
 export const MAX_STREAMS_PER_USER = 20;
+/**
+ * Pings after which a stream that has sent its client no id moves the client's cursor past the events
+ * it could not see (an hour; retention is at least 24 h). Without it, a client of a quiet hub in a busy
+ * deployment kept the id of its last event until that aged out, and every reconnect then reported a
+ * gap it did not have. Not at every ping: the cursor is a position in every tenant's one sequence.
+ */
+export const CURSOR_REFRESH_PINGS = 144;
 /** Rows read per replay query; a replay pages through everything missed within retention. */
 const REPLAY_PAGE = 500;
 
@@ -110,10 +117,12 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
         sse.close();
       });
     };
+    let pingsWithoutId = 0;
     const deliver = (event: EventRecord) => {
       const seq = BigInt(event.seq);
       if (seq <= lastSeq) return;
       lastSeq = seq;
+      pingsWithoutId = 0;
       sse.send(event.type, eventData(event), event.seq);
     };
     // The hubs the caller read when the replay last looked (its per-page membership read).
@@ -244,7 +253,22 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
     enqueue(() => subscribing.then(replay, () => void replays--));
     const unsubscribe = await subscribing;
     const ping = setInterval(() => {
-      sse.send("ping", { time: new Date().toISOString() });
+      const time = new Date().toISOString();
+      if (++pingsWithoutId < CURSOR_REFRESH_PINGS) {
+        sse.send("ping", { time });
+      } else {
+        // Read now and sent behind the deliveries queued so far, which include every event up to it
+        // that this stream was handed; a replay queued or running may still owe some, so none then.
+        const through = eventBus(database).handledThrough;
+        enqueue(() => {
+          const moves = replays === 0 && through > lastSeq;
+          if (moves) {
+            lastSeq = through;
+            pingsWithoutId = 0;
+          }
+          sse.send("ping", { time }, moves ? through.toString() : undefined);
+        });
+      }
       // Not queued behind deliveries: a replay waiting for a client that stopped reading would hold the
       // check back, and the client, once it read on, would get the replay's next pages on a revoked key.
       void checkCredential();
