@@ -660,11 +660,18 @@ describe("ready's resumed_after: the id the replay really goes on from", () => {
     expect(s.payload().every((e) => e.data.hub_id !== other)).toBe(true);
   });
 
-  it("an id past the newest event: the newest, where it resumes, not the id as given", async () => {
+  it("an id past the newest event: the newest the caller could have seen (where it resumes, for them), not the id as given nor the server's newest", async () => {
     await push(mira, `before a far resume ${Math.random()}`, mira.personalHubId);
+    await push(bob, `another tenant's later write ${Math.random()}`, bob.personalHubId);
+    const visible = { OR: [{ hubId: { in: [mira.personalHubId, hub] } }, { userIds: { has: mira.id } }] };
+    const seen = (await h.db.event.aggregate({ where: visible, _max: { seq: true } }))._max.seq!;
     const before = await newest();
+    expect(before).toBeGreaterThan(seen);
     const s = await stream(mira, "", { "last-event-id": "9999999999999999999" });
-    expect(ready(s).resumed_after).toBe(String(before));
+    expect(ready(s).resumed_after).toBe(String(seen));
+    // Nothing the caller may see lies between that and where the replay goes on from.
+    const marker = await settle(mira, s, mira.personalHubId);
+    expect(s.payload().map((e) => e.data.entity_id)).toEqual([marker]);
   });
 
   it("a client of a quiet hub in a busy deployment: its idle stream moves the cursor past what it cannot see, so a reconnect after its last event aged out reports no gap", async () => {

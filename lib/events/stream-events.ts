@@ -2,6 +2,7 @@ import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { sseHeadResponse, sseResponse, STREAM_FAILED } from "@/lib/api/sse.ts";
 import { getDatabase } from "@/lib/db/database.ts";
+import type { Prisma } from "@/lib/db/generated/client.ts";
 import { credentialReaches, membershipOrThrow, membershipWhere } from "@/lib/hubs/hub-access.ts";
 import { normalizeId } from "@/lib/ids.ts";
 import { eventBus } from "./event-bus.ts";
@@ -50,6 +51,28 @@ export function parseTypes(raw: string[] | undefined): Set<EventType> | null {
   return selected;
 }
 
+/**
+ * The events a stream shows its caller (within its filters), given the hubs the caller reads: a hub's
+ * events only from when the caller joined it (a member since re-invited, or new, gets nothing of the
+ * time they were not one), and only hubs the credential reaches, for the events addressed to the user
+ * as well.
+ */
+function visibleEvents(ctx: AuthContext, memberships: { hubId: string; joinedAt: Date }[], types: Set<EventType> | null, hubId: string | undefined): Prisma.EventWhereInput {
+  const reached = ctx.credential.hubIds === null ? {} : { OR: [{ hubId: null }, { hubId: { in: [...ctx.credential.hubIds] } }] };
+  return {
+    ...(types && { type: { in: [...types] } }),
+    ...(hubId && { OR: [{ hubId }, { hubId: null }] }),
+    AND: [
+      {
+        OR: [
+          { userIds: { has: ctx.user.id }, ...reached },
+          ...memberships.map((m) => ({ hubId: m.hubId, createdAt: { gte: m.joinedAt }, userIds: { isEmpty: true } })),
+        ],
+      },
+    ],
+  };
+}
+
 /** Live events a stream keeps while a replay runs, at most so many and so many bytes; past either, it replays once more instead. */
 const MAX_BUFFERED_EVENTS = 1000;
 const MAX_BUFFERED_BYTES = 256 * 1024;
@@ -95,6 +118,17 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
       const oldestKept = (await ctx.db.event.aggregate({ where: { createdAt: { gte: eventsRetainedSince(new Date()) } }, _min: { seq: true } }))._min.seq;
       const replayableAfter = oldestKept === null ? newest : oldestKept - 1n;
       resumedAfter = startSeq > replayableAfter ? startSeq : replayableAfter;
+      if (resumeFrom > newest) {
+        // Not the server's newest id: any caller could read it with a forged id, and count every
+        // tenant's activity. The newest event this stream would have shown is the same position for
+        // it (it sees nothing in between); with none kept, the last id no longer replayable is.
+        const memberships = await ctx.db.hubMember.findMany({ where: membershipWhere(ctx), select: { hubId: true, joinedAt: true } });
+        const shown = await ctx.db.event.aggregate({
+          where: { seq: { lte: newest }, createdAt: { gte: eventsRetainedSince(new Date()) }, ...visibleEvents(ctx, memberships, types, input.hubId) },
+          _max: { seq: true },
+        });
+        resumedAfter = shown._max.seq ?? (replayableAfter < newest ? replayableAfter : newest);
+      }
     }
   } catch (error) {
     release();
@@ -128,30 +162,14 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
     // The hubs the caller read when the replay last looked (its per-page membership read).
     let memberOf = new Set<string>();
     const replayOnce = async () => {
-      const reached = ctx.credential.hubIds === null ? {} : { OR: [{ hubId: null }, { hubId: { in: [...ctx.credential.hubIds] } }] };
       const since = eventsRetainedSince(new Date());
       for (;;) {
-        // A hub's events only from when the caller joined it (a member since re-invited, or new, gets
-        // nothing of the time they were not one), and only hubs the credential reaches, for the
-        // events addressed to the user as well. Read again for every page: a page waits for the client
-        // to read the one before, and a member removed meanwhile must get nothing more of the hub.
+        // The memberships are read again for every page: a page waits for the client to read the one
+        // before, and a member removed meanwhile must get nothing more of the hub.
         const memberships = await ctx.db.hubMember.findMany({ where: membershipWhere(ctx), select: { hubId: true, joinedAt: true } });
         memberOf = new Set(memberships.map((m) => m.hubId));
         const rows = await ctx.db.event.findMany({
-          where: {
-            seq: { gt: lastSeq },
-            createdAt: { gte: since },
-            ...(types && { type: { in: [...types] } }),
-            ...(input.hubId && { OR: [{ hubId: input.hubId }, { hubId: null }] }),
-            AND: [
-              {
-                OR: [
-                  { userIds: { has: userId }, ...reached },
-                  ...memberships.map((m) => ({ hubId: m.hubId, createdAt: { gte: m.joinedAt }, userIds: { isEmpty: true } })),
-                ],
-              },
-            ],
-          },
+          where: { seq: { gt: lastSeq }, createdAt: { gte: since }, ...visibleEvents(ctx, memberships, types, input.hubId) },
           orderBy: { seq: "asc" },
           take: REPLAY_PAGE,
         });
