@@ -718,3 +718,28 @@ describe("ready's resumed_after: the id the replay really goes on from", () => {
     expect(resumed.payload().map((e) => e.data.entity_id)).not.toContain(lost);
   });
 });
+
+describe("a stream after the database was restored under a running server", () => {
+  it("an idle ping moves the cursor to where the bus is now, not to the highest id it ever handled, so the stream goes on delivering", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      await push(mira, `in the backup ${Math.random()}`, mira.personalHubId);
+      const backup = (await h.db.event.aggregate({ _max: { seq: true } }))._max.seq!;
+      const old = await stream(mira);
+      await settle(mira, old, mira.personalHubId);
+      await settle(mira, old, mira.personalHubId);
+      await old.close();
+      // The restore: the rows written after the backup are gone, and the ids start again after it.
+      await h.db.event.deleteMany({ where: { seq: { gt: backup } } });
+      await h.db.$executeRawUnsafe(`SELECT setval('events_seq_seq', ${backup})`);
+      const s = await stream(mira);
+      await settle(mira, s, mira.personalHubId);
+      vi.advanceTimersByTime(PING_INTERVAL_MS * CURSOR_REFRESH_PINGS);
+      await s.waitFor(() => s.events.filter((e) => e.event === "ping").length === CURSOR_REFRESH_PINGS);
+      const after = await settle(mira, s, mira.personalHubId);
+      expect(s.payload().map((e) => e.data.entity_id)).toContain(after);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});

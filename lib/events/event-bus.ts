@@ -91,6 +91,8 @@ export class EventBus {
         EVENTS_CHANNEL,
         (payload) => this.receive(payload),
         () => {
+          // Events may have gone unheard, and the database may be another (restored, its ids lower).
+          this.handledThrough = 0n;
           for (const subscriber of this.subscribers) subscriber.resync();
         },
       )
@@ -125,9 +127,9 @@ export class EventBus {
           console.error("[engram] events: delivery failed; the streams it was for replay", error);
           for (const subscriber of this.subscribers) if (subscriber.accepts(event)) subscriber.resync();
         })
+        // The latest rather than the greatest: after a restore the ids start lower again.
         .finally(() => {
-          const seq = BigInt(event.seq);
-          if (seq > this.handledThrough) this.handledThrough = seq;
+          this.handledThrough = BigInt(event.seq);
         }),
     );
   }
