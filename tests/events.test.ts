@@ -672,6 +672,11 @@ describe("ready's resumed_after: the id the replay really goes on from", () => {
     // Nothing the caller may see lies between that and where the replay goes on from.
     const marker = await settle(mira, s, mira.personalHubId);
     expect(s.payload().map((e) => e.data.entity_id)).toEqual([marker]);
+    // A stream that would have shown nothing kept: 0, from which it replays nothing either; not the
+    // last id no longer replayable, another count of every tenant's events (as of retention ago).
+    await h.db.event.updateMany({ where: { seq: { lte: 2n } }, data: { createdAt: new Date(Date.now() - eventsRetentionMs() - 60_000) } });
+    const none = await stream(mira, "?types=transfer.accepted", { "last-event-id": "9999999999999999999" });
+    expect(ready(none).resumed_after).toBe("0");
   });
 
   it("a client of a quiet hub in a busy deployment: its idle stream moves the cursor past what it cannot see, so a reconnect after its last event aged out reports no gap", async () => {

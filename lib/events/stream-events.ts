@@ -121,13 +121,13 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
       if (resumeFrom > newest) {
         // Not the server's newest id: any caller could read it with a forged id, and count every
         // tenant's activity. The newest event this stream would have shown is the same position for
-        // it (it sees nothing in between); with none kept, the last id no longer replayable is.
+        // it (it sees nothing in between); with none kept, 0 is.
         const memberships = await ctx.db.hubMember.findMany({ where: membershipWhere(ctx), select: { hubId: true, joinedAt: true } });
         const shown = await ctx.db.event.aggregate({
           where: { seq: { lte: newest }, createdAt: { gte: eventsRetainedSince(new Date()) }, ...visibleEvents(ctx, memberships, types, input.hubId) },
           _max: { seq: true },
         });
-        resumedAfter = shown._max.seq ?? (replayableAfter < newest ? replayableAfter : newest);
+        resumedAfter = shown._max.seq ?? 0n;
       }
     }
   } catch (error) {
