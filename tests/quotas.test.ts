@@ -298,7 +298,13 @@ describe("storage quotas and hub membership", () => {
     const before = await storageUsage(h.db, "user", uma.id);
     const refused = await tia.post("/v1/memories/batch-move", { ids: [theirs], hub_id: to });
     expect(refused.status, refused.text).toBe(413);
-    expect(refused.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "user", resource: "bytes", limit: 1000, used: before.bytes } });
+    // The mover learns whose quota and what the move adds, not the owner's totals (their personal hub and
+    // hubs the mover is not in included): only what a push of the owner's own would tell the owner.
+    const movedBytes = Buffer.byteLength((await h.db.memory.findUniqueOrThrow({ where: { id: theirs } })).content, "utf8");
+    expect(refused.body.error).toMatchObject({ code: "quota_exceeded" });
+    expect(refused.body.error.details).toEqual({ scope: "user", resource: "bytes", owner_id: uma.id, limit: 1000, requested: movedBytes });
+    expect(refused.body.error.message).not.toContain(String(before.bytes));
+    expect(refused.body.error.message).not.toContain(String(before.bytes + movedBytes));
     expect((await h.db.memory.findUniqueOrThrow({ where: { id: theirs } })).hubId).toBe(from);
     expect(await storageUsage(h.db, "user", uma.id)).toEqual(before);
     process.env.ENGRAM_QUOTA_USER_BYTES = "2000";

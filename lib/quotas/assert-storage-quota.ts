@@ -164,20 +164,23 @@ export async function assertOwnerQuotasAfterMove(tx: DbClient, before: Map<strin
   for (const [ownerId, was] of before) {
     const now = after.get(ownerId)!;
     const grown = { bytes: now.bytes - was.bytes, memories: now.memories - was.memories };
+    // The mover is told whose quota it is and what the move would add for them, never the owner's totals:
+    // those count their personal hub and hubs the mover is not in, which are no business of the mover's.
     if (limit.memories !== null && grown.memories > 0 && now.memories > limit.memories) {
-      throw new ApiError("quota_exceeded", `A memory's owner would own ${now.memories} memories in hubs they are in; their quota is ${limit.memories}. Nothing was moved`, {
+      throw new ApiError("quota_exceeded", `The move would take the owner of some of these memories past their quota of ${limit.memories} memories. Nothing was moved`, {
         scope: "user",
         resource: "memories",
+        owner_id: ownerId,
         limit: limit.memories,
-        used: was.memories,
+        requested: grown.memories,
       });
     }
     if (limit.bytes !== null && grown.bytes > 0 && now.bytes > limit.bytes) {
-      throw new ApiError("quota_exceeded", `A memory's owner would own ${now.bytes} bytes in hubs they are in; their storage quota is ${limit.bytes}. Nothing was moved`, {
+      throw new ApiError("quota_exceeded", `The move would take the owner of some of these memories past their storage quota of ${limit.bytes} bytes. Nothing was moved`, {
         scope: "user",
         resource: "bytes",
+        owner_id: ownerId,
         limit: limit.bytes,
-        used: was.bytes,
         requested: grown.bytes,
       });
     }
