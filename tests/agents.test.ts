@@ -84,6 +84,23 @@ describe("an agent's memories in a hub being deleted", () => {
   });
 });
 
+describe("an agent's memories in a hub its user left", () => {
+  it("are not counted in memory_count, as /v1/usage leaves them out", async () => {
+    const dee = await h.user("Dee");
+    const eli = await h.user("Eli");
+    const team = await h.teamHub(eli, [[dee, "contributor"]]);
+    const agent = clientFor((await key(dee, "claude-code")).key);
+    expect((await agent.post("/v1/memories", { content: "Dee's own note." })).status).toBe(201);
+    for (const n of [1, 2]) expect((await agent.post("/v1/memories", { content: `Dee's team note ${n}.` }, { headers: { "x-hub-id": team } })).status).toBe(201);
+    expect(byName((await dee.get("/v1/agents")).body.data, "claude-code")).toMatchObject({ memory_count: 3 });
+    expect((await dee.post(`/v1/hubs/${team}/leave`)).status).toBe(200);
+    // Still theirs by name, in a hub they can no longer read.
+    expect(await h.db.memory.count({ where: { hubId: team, ownerId: dee.id } })).toBe(2);
+    expect((await dee.get("/v1/usage")).body.data.memory_count).toBe(1);
+    expect(byName((await dee.get("/v1/agents")).body.data, "claude-code")).toMatchObject({ memory_count: 1 });
+  });
+});
+
 describe("PATCH /v1/agents/{agent_name}", () => {
   it("renames an agent and sets its icon, keeps the id, and goes back to the derived name on \"\"", async () => {
     const before = byName((await ann.get("/v1/agents")).body.data, "claude-code")!;

@@ -44,7 +44,7 @@ export function agentId(ownerId: string, agentName: string): string {
  * The caller's agents (or the one named `only`): every agent_name on a key of theirs that is not
  * revoked, every agent with a live synced config, and every agent they renamed. Counts: live keys
  * (not revoked, not expired), live configs, and memories of theirs that name the agent as
- * source_agent (outside deleted hubs). An agent left with no live key needs reconnecting. Most recently active first.
+ * source_agent (in hubs they are a member of). An agent left with no live key needs reconnecting. Most recently active first.
  */
 export async function connectedAgents(ctx: AuthContext, only?: string): Promise<ConnectedAgentObject[]> {
   if (only !== undefined && !possibleAgentName(only)) return [];
@@ -102,10 +102,10 @@ export async function connectedAgents(ctx: AuthContext, only?: string): Promise<
 
   const memories = await ctx.db.memory.groupBy({
     by: ["sourceAgent"],
-    // Not those in a hub marked deleted whose purge has not reached them: /v1/usage no longer counts
-    // them (they left their owners' counters with the hub's memberships), and the two disagreed for up
-    // to the sweep's 10 minutes.
-    where: { ownerId, sourceAgent: { in: [...agents.keys()] }, hub: { deletedAt: null } },
+    // Only those in hubs the user is still a member of, as /v1/usage counts them: what they wrote in a
+    // hub they left (or were removed from, or one marked deleted whose purge has not reached it) is out
+    // of their hands and off their counter, and the two disagreed.
+    where: { ownerId, sourceAgent: { in: [...agents.keys()] }, hub: { deletedAt: null, members: { some: { userId: ownerId } } } },
     _count: { _all: true },
     _max: { createdAt: true },
   });
