@@ -17,6 +17,7 @@ import { MEMORY_MOVED_RESOLUTION } from "@/lib/memories/drop-memory-copies.ts";
 import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
+import { lockUsageCounters, type UsageCounterKey } from "@/lib/quotas/lock-usage-counters.ts";
 import { archiveSuperseded, assignTopics, insertOrganizeActions } from "./bulk-updates.ts";
 import { buildDreamReport, SECTION_LINES } from "./dream-report-text.ts";
 import { runCounts } from "./dream-queries.ts";
@@ -457,6 +458,17 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
       // an edit of that memory, which locks the memory first and the counter after.
       const sides = batch.flatMap((a) => [a.older, a.newer]);
       await lockMemoryRows(tx, sides.map((m) => m.id), [hubId]);
+      // And every counter its rewrites change, sorted in one statement (see lockUsageCounters): rewritten
+      // one at a time, they took their owners' counters in the actions' order, and a hub's deletion or a
+      // batch move taking the same users' counters sorted deadlocked with the batch.
+      const toRewrite = batch.flatMap((a) => (a.type === "merge" && rewrites.has(a.newer.id) && "content" in rewrites.get(a.newer.id)! ? [a.newer.id] : []));
+      if (toRewrite.length) {
+        const keptRows = await tx.memory.findMany({ where: { id: { in: toRewrite }, hubId }, select: { ownerId: true, topicId: true } });
+        await lockUsageCounters(tx, [
+          { scope: "hub", id: hubId },
+          ...keptRows.flatMap((m): UsageCounterKey[] => [m.topicId ? { scope: "topic", id: m.topicId } : { scope: "inbox", id: hubId }, { scope: "user", id: m.ownerId }]),
+        ]);
+      }
       // Only pairs whose both sides are as the scan judged them, held so until commit: still in this hub
       // (one moved to another hub since is not this run's to write), still active (a newer side a
       // member archived would leave the older superseded by a memory out of use), their title and
