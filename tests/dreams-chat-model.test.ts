@@ -33,6 +33,8 @@ function fakeMerge(body: any): { content: string } {
   return { content: `${newer} Also noted earlier: ${older}` };
 }
 
+/** The fake model's merge while a test sets it (fakeMerge otherwise). */
+let mergeReply: ((body: any) => { content: string }) | undefined;
 let h: Harness;
 let owner: Client;
 let fake: FakeOpenAiChat;
@@ -41,7 +43,7 @@ const saved = { ...process.env };
 beforeAll(async () => {
   fake = await startFakeOpenAiChat((schema, body) =>
     schema === "merged_memory"
-      ? fakeMerge(body)
+      ? (mergeReply ?? fakeMerge)(body)
       : schema === "topic_name"
         ? { name: "Kubernetes operations" }
         : schema === "memory_classification"
@@ -56,6 +58,8 @@ beforeAll(async () => {
 });
 afterEach(() => {
   fake.mode = "ok";
+  mergeReply = undefined;
+  for (const key of ["ENGRAM_QUOTA_USER_BYTES", "ENGRAM_QUOTA_HUB_BYTES"]) delete process.env[key];
   delete process.env.ENGRAM_DREAM_MODEL_TIMEOUT_MS;
 });
 afterAll(async () => {
@@ -238,6 +242,57 @@ describe("dreams with a chat model (a local fake of the OpenAI API)", () => {
       const counter = await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "hub", scopeId: hubId } } });
       expect(Number(counter.bytes)).toBe((await h.db.memory.findMany({ where: { hubId }, select: { content: true } })).reduce((sum, m) => sum + Buffer.byteLength(m.content), 0));
     }
+  }, 180_000);
+});
+
+describe("a merge and its undo against the storage quotas", () => {
+  const hubBytes = async (hubId: string) => Number((await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "hub", scopeId: hubId } } })).bytes);
+  const ownerBytes = async () => Number((await h.db.storageUsage.findUniqueOrThrow({ where: { scope_scopeId: { scope: "user", scopeId: owner.id } } })).bytes);
+  const runDream = async (hubId: string) => {
+    const runId: string = (await owner.post("/v1/dreams/trigger", undefined, { headers: { "x-hub-id": hubId } })).body.data.run_id;
+    expect(await runDreamRunOnce(h.db, runId)).toBe(true);
+    return runId;
+  };
+
+  // The merged text holds both memories' (up to both together), and the archived side still counts: a
+  // rewrite grows what the hub and the owner store, as an edit does.
+  it("a merge whose text would take the hub or its owner past a quota keeps the newer as it is (the older still archived)", async () => {
+    for (const scope of ["hub", "user"] as const) {
+      const { hubId, ids } = await seedTwoMerges();
+      const limit = (scope === "hub" ? await hubBytes(hubId) : await ownerBytes()) + 10;
+      process.env[scope === "hub" ? "ENGRAM_QUOTA_HUB_BYTES" : "ENGRAM_QUOTA_USER_BYTES"] = String(limit);
+      const runId = await runDream(hubId);
+      expect(await memory(ids[0]!)).toMatchObject({ state: "archived", supersededBy: ids[1] });
+      expect(await memory(ids[1]!)).toMatchObject({ state: "active", content: DUP_NEW, version: 1 });
+      expect(await memory(ids[3]!)).toMatchObject({ state: "active", content: PAIR[1], version: 1 });
+      const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge", resultMemoryId: ids[1] } });
+      expect(action.details).toMatchObject({ rewritten: false, rewrite_skipped: expect.stringMatching(/storage quota/) });
+      expect(scope === "hub" ? await hubBytes(hubId) : await ownerBytes(), scope).toBeLessThanOrEqual(limit);
+      delete process.env.ENGRAM_QUOTA_HUB_BYTES;
+      delete process.env.ENGRAM_QUOTA_USER_BYTES;
+    }
+  }, 180_000);
+
+  it("an undo putting back a longer original text is held to the quotas as an edit is (413, nothing undone)", async () => {
+    // A model that merged into fewer words than the kept memory had: the undo grows it back.
+    mergeReply = () => ({ content: "pnpm, not npm." });
+    const { hubId, ids } = await seedTwoMerges();
+    const runId = await runDream(hubId);
+    expect(await memory(ids[1]!)).toMatchObject({ content: "pnpm, not npm." });
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge", resultMemoryId: ids[1] } });
+    const limit = (await hubBytes(hubId)) + 10;
+    process.env.ENGRAM_QUOTA_HUB_BYTES = String(limit);
+    const refused = await owner.post(`/v1/dreams/actions/${action.id}/undo`);
+    expect(refused.status, refused.text).toBe(413);
+    expect(refused.body.error).toMatchObject({ code: "quota_exceeded", details: { scope: "hub", resource: "bytes", limit } });
+    expect(await memory(ids[0]!)).toMatchObject({ state: "archived", supersededBy: ids[1] });
+    expect(await memory(ids[1]!)).toMatchObject({ content: "pnpm, not npm." });
+    expect(await hubBytes(hubId)).toBeLessThanOrEqual(limit);
+    expect((await h.db.dreamAction.findUniqueOrThrow({ where: { id: action.id } })).state).toBe("applied");
+    // With room, it goes through.
+    delete process.env.ENGRAM_QUOTA_HUB_BYTES;
+    expect((await owner.post(`/v1/dreams/actions/${action.id}/undo`)).status).toBe(200);
+    expect(await memory(ids[1]!)).toMatchObject({ content: DUP_NEW });
   }, 180_000);
 });
 

@@ -18,6 +18,7 @@ import { lockForTransaction } from "@/lib/db/advisory-lock.ts";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
 import { lockUsageCounters, type UsageCounterKey } from "@/lib/quotas/lock-usage-counters.ts";
+import { fitsStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { archiveSuperseded, assignTopics, insertOrganizeActions } from "./bulk-updates.ts";
 import { buildDreamReport, SECTION_LINES } from "./dream-report-text.ts";
 import { runCounts } from "./dream-queries.ts";
@@ -462,8 +463,10 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
       // one at a time, they took their owners' counters in the actions' order, and a hub's deletion or a
       // batch move taking the same users' counters sorted deadlocked with the batch.
       const toRewrite = batch.flatMap((a) => (a.type === "merge" && rewrites.has(a.newer.id) && "content" in rewrites.get(a.newer.id)! ? [a.newer.id] : []));
+      const ownerOf = new Map<string, string>();
       if (toRewrite.length) {
-        const keptRows = await tx.memory.findMany({ where: { id: { in: toRewrite }, hubId }, select: { ownerId: true, topicId: true } });
+        const keptRows = await tx.memory.findMany({ where: { id: { in: toRewrite }, hubId }, select: { id: true, ownerId: true, topicId: true } });
+        for (const m of keptRows) ownerOf.set(m.id, m.ownerId);
         await lockUsageCounters(tx, [
           { scope: "hub", id: hubId },
           ...keptRows.flatMap((m): UsageCounterKey[] => [m.topicId ? { scope: "topic", id: m.topicId } : { scope: "inbox", id: hubId }, { scope: "user", id: m.ownerId }]),
@@ -500,7 +503,14 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         let rewrite: object = {};
         let writtenAt = now;
         const merged = action.type === "merge" ? rewrites.get(action.newer.id) : undefined;
-        if (merged && "content" in merged) {
+        // The merged text may be longer than the kept memory's (up to both texts together), and the archived
+        // side still counts: the hub's quota holds for it as for an edit, and so does the owner's while
+        // they are a member. Past one, the merge keeps the newer as it is, as without a model.
+        const growth = merged && "content" in merged ? Buffer.byteLength(merged.content, "utf8") - Buffer.byteLength(merged.original, "utf8") : 0;
+        const fits = !(merged && "content" in merged) || growth <= 0 || !ownerOf.has(action.newer.id) || (await fitsStorageQuota(tx, { ownerId: ownerOf.get(action.newer.id)!, hubId, bytes: growth, memories: 0 }));
+        if (merged && "content" in merged && !fits) {
+          rewrite = { rewritten: false, rewrite_skipped: "the merged text would take the hub or the memory's owner past a storage quota", model: merged.model };
+        } else if (merged && "content" in merged) {
           // Only over the content the model read: an edit since then wins and the merge keeps the newer as it is.
           const hash = contentHash(merged.content);
           // The kept text's own time, for an undo to put back: the rewrite stamps the memory as changed now.

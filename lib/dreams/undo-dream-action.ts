@@ -12,6 +12,7 @@ import { afterMemoryWrite } from "@/lib/processing/after-memory-write.ts";
 import { RESOLVE_ACTIONS } from "@/lib/notifications/notification-kinds.ts";
 import { onReviewReopened, onReviewResolved } from "@/lib/notifications/notify.ts";
 import { MEMORY_DELETED_RESOLUTION, MEMORY_MOVED_RESOLUTION } from "@/lib/memories/drop-memory-copies.ts";
+import { assertStorageQuota } from "@/lib/quotas/assert-storage-quota.ts";
 import { serializeDreamAction } from "./serialize-dream.ts";
 
 export const resolveDreamActionBodySchema = z.object({
@@ -117,13 +118,17 @@ export async function undoDreamAction(ctx: AuthContext, actionId: string) {
       // A kept memory the chat model rewrote gets its own content back, byte for byte — unless it was edited since (that edit wins).
       const details = (action.details ?? {}) as { rewritten?: boolean; original_content?: string; original_content_hash?: string; original_content_changed_at?: string; merged_content_hash?: string };
       if (details.rewritten && typeof details.original_content === "string" && details.original_content_hash && details.merged_content_hash) {
-        const stamped = await tx.memory.findFirst({ where: { id: second!, hubId: action.hubId }, select: { contentChangedAt: true } });
+        const [stamped] = await tx.$queryRaw<{ contentChangedAt: Date; ownerId: string; bytes: number }[]>`
+          SELECT content_changed_at AS "contentChangedAt", owner_id::text AS "ownerId", octet_length(content) AS bytes FROM memories WHERE id = ${second!}::uuid AND hub_id = ${action.hubId}::uuid`;
         const back = await tx.memory.updateMany({
           where: { id: second!, hubId: action.hubId, contentHash: details.merged_content_hash },
           // summary: the merged text's, which still quotes the other memory; the summarise step writes it anew.
           data: { content: details.original_content, contentHash: details.original_content_hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "", updatedAt: now },
         });
         if (back.count === 1) {
+          // The original may be longer than the merged text: putting it back is held to the hub's quota, and
+          // its owner's while they are a member, as an edit growing it would be (413, nothing undone).
+          await assertStorageQuota(tx, { ownerId: stamped!.ownerId, hubId: action.hubId, bytes: Buffer.byteLength(details.original_content, "utf8") - stamped!.bytes, memories: 0 });
           // The content trigger stamped the restored text as written now, and the next run's keep choice
           // would take it for newer than its duplicates. It is as old as before the merge; a title edit
           // since the merge (stamped past the merge's write, the action's created_at) keeps its own time.

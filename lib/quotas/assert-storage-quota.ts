@@ -28,6 +28,25 @@ export async function assertStorageQuota(tx: DbClient, growth: StorageGrowth): P
   checkStorageQuota(growth, await tx.$queryRaw<StorageQuotaRow[]>(read));
 }
 
+/**
+ * Whether `growth` fits its owner's and hub's quotas, read BEFORE the write: for a writer that does
+ * less rather than fail when it does not (a dream merge then keeps the memory's text as it is). Exact
+ * only while the caller holds both counters locked (lockUsageCounters): nothing else grows them between
+ * this read and the write.
+ */
+export async function fitsStorageQuota(tx: DbClient, growth: StorageGrowth): Promise<boolean> {
+  const read = storageQuotaRead(growth);
+  if (!read) return true;
+  const rows = await tx.$queryRaw<StorageQuotaRow[]>(read);
+  try {
+    checkStorageQuota(growth, rows.map((row) => ({ ...row, bytes: Number(row.bytes) + growth.bytes, memories: row.memories + growth.memories })));
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "quota_exceeded") return false;
+    throw error;
+  }
+}
+
 /** The counter rows of `growth`'s owner and hub, as storageQuotaRead reads them. */
 export interface StorageQuotaRow {
   scope: string;
