@@ -2,7 +2,10 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { listMigrations } from "@/lib/db/migrate.ts";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { listMigrations, migrate } from "@/lib/db/migrate.ts";
+import { newId } from "@/lib/ids.ts";
 import { withMigrationLock } from "@/lib/db/postgres.ts";
 
 /**
@@ -127,6 +130,53 @@ describe.skipIf(!serverUrl)("npm run db:migrate on PostgreSQL", () => {
       await prisma.end();
     }
   });
+
+  // Every process migrates at start-up, so during a rolling deploy older processes still write while a
+  // newer one migrates. The migration recounting the users' counters from the memories (with per-hub
+  // shares) read them without a lock: a push committed while it ran was missing from its share for good.
+  it("the migration counting users' storage by membership counts a push an older process commits while it runs", async () => {
+    const target = "20261203060000_member_storage_usage";
+    const url = await freshDatabase();
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
+    const all = path.join(root, "prisma", "migrations");
+    for (const m of listMigrations(all)) if (m.name < target) cpSync(path.join(all, m.name), path.join(dir, m.name), { recursive: true });
+    const older = new pg.Client({ connectionString: url });
+    await older.connect();
+    try {
+      await withMigrationLock(url, (sql) => migrate(sql, dir));
+      const [user, hub] = [newId(), newId()];
+      const memory = (content: string) => `INSERT INTO memories (id, hub_id, owner_id, title, content, content_type, content_hash, kind, stability, state, source, created_at, updated_at)
+        VALUES ('${newId()}', '${hub}', '${user}', 't', '${content}', 'markdown', '${content}', 'semantic', 'stable', 'active', 'cli', now(), now())`;
+      await older.query(`
+        INSERT INTO users (id, email, name, created_at, updated_at) VALUES ('${user}', 'r@example.test', 'R', now(), now());
+        INSERT INTO hubs (id, name, slug, hub_type, owner_id, created_at, updated_at) VALUES ('${hub}', 'H', 'rolling-hub', 'team', '${user}', now(), now());
+        INSERT INTO hub_members (hub_id, user_id, role, joined_at) VALUES ('${hub}', '${user}', 'owner', now());
+        ${memory("abcd")};`);
+      // An older process's push, under way when the newer process starts migrating.
+      await older.query("BEGIN");
+      await older.query(memory("efghij"));
+      cpSync(path.join(all, target), path.join(dir, target), { recursive: true });
+      const migrating = withMigrationLock(url, (sql) => migrate(sql, dir));
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await admin.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND $1::int = ANY(pg_blocking_pids(l.pid))`,
+          [(await older.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid],
+        );
+        if (rows[0]!.n > 0) break;
+        if (waited > 60_000) throw new Error("the migration never waited for the push");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await older.query("COMMIT");
+      expect((await migrating).map((m) => m.name)).toEqual([target]);
+      const share = await older.query<{ bytes: string; memories: number }>(`SELECT bytes::text, memories FROM hub_owner_usage WHERE hub_id = $1 AND owner_id = $2`, [hub, user]);
+      expect(share.rows.map((r) => [Number(r.bytes), r.memories])).toEqual([[10, 2]]);
+      const counter = await older.query<{ bytes: string; memories: number }>(`SELECT bytes::text, memories FROM storage_usage WHERE scope = 'user' AND scope_id = $1`, [user]);
+      expect(counter.rows.map((r) => [Number(r.bytes), r.memories])).toEqual([[10, 2]]);
+    } finally {
+      await older.end();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
 
   it("a migration connection cut mid-migration fails the migration with its error, not an uncaught exception", async () => {
     const target = await freshDatabase();

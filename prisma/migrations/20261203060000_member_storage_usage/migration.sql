@@ -1,3 +1,10 @@
+-- First, the memories and memberships held still until this migration commits (SHARE: reads go on,
+-- writes wait; the migration runs in one transaction). Every process migrates at start-up, so during a
+-- rolling deploy older processes still push, edit and join under the old triggers: a write committed
+-- while the backfill at the end read the memories was missing from its owner's share for good, and
+-- from their counter, which the backfill recounts from the shares.
+LOCK TABLE "memories", "hub_members" IN SHARE MODE;
+
 -- A user's storage counter (scope 'user') counts only what they own in hubs they are a member of. A
 -- member who left a team hub, or was removed from it, kept everything they wrote there in their name,
 -- and it went on counting against their own quota although they could no longer read, edit or delete
