@@ -157,3 +157,46 @@ describe("the Inngest dream schedule's step retried, with Inngest's clock ahead 
     expect(await h.db.dreamRun.count({ where: { hubId: { in: due.map((d) => d.id) }, status: "queued" } })).toBe(2);
   }, 120_000);
 });
+
+describe("the Inngest dream schedule's queuing step replaying hubs that changed since the pick", () => {
+  /**
+   * The pick step's hubs are memoized, and every attempt of the queuing step replays them: a hub picked,
+   * then deleted and purged before the queuing, failed its run's insert on the foreign key, and every
+   * retry replayed it and failed the same way (no event sent for any hub that day). A hub marked deleted,
+   * whose dreams were switched off, or dreamt by a member's trigger since the pick got a run all the same.
+   * The queuing step reads them again: only the hubs still due get a run.
+   */
+  it("queues the hubs still due, and none that is gone, deleted, switched off or dreamt since", async () => {
+    const hub = (tag: string, extra: Record<string, unknown> = {}) => ({ id: newId(), name: tag, slug: `${tag}-${newId()}`, hubType: "team", ownerId: owner.id, ...extra });
+    const purged = newId();
+    const deleted = hub("picked-deleted", { deletedAt: new Date(), slug: `deleted:${newId()}` });
+    const off = hub("picked-off", { settings: { dreams_enabled: false } });
+    const dreamt = hub("picked-dreamt");
+    const waiting = hub("picked-waiting");
+    const due = hub("picked-due");
+    await h.db.hub.createMany({ data: [deleted, off, dreamt, waiting, due] });
+    const old = new Date(Date.now() - 2 * 86_400_000);
+    // Dreamt by a member's trigger since the pick: the run is finished.
+    const now = new Date();
+    await h.db.dreamRun.create({ data: { id: newId(), hubId: dreamt.id, triggeredBy: owner.id, status: "completed", createdAt: now, finishedAt: now } });
+    // Triggered since the pick and still waiting: its run is sent with the others, no second one queued.
+    const member = await h.db.dreamRun.create({ data: { id: newId(), hubId: waiting.id, triggeredBy: owner.id, status: "queued", createdAt: now } });
+    await h.db.dreamRun.create({ data: { id: newId(), hubId: due.id, triggeredBy: null, status: "partial_failed", createdAt: old, finishedAt: old } });
+    const { result, error, ctx } = await new InngestTestEngine({
+      function: dreamScheduleFunction,
+      steps: [
+        { id: "pick-due-hubs", handler: () => [purged, deleted.id, off.id, dreamt.id, waiting.id, due.id] },
+        { id: "run", handler: () => ({ ids: ["evt-1"] }) },
+      ],
+    }).execute();
+    expect(error).toBeUndefined();
+    expect(result).toMatchObject({ queued: expect.any(Number) });
+    const sent = (ctx.step.sendEvent.mock.calls[0]?.[1] as { data: { run_id: string; hub_id: string } }[]).map((event) => event.data);
+    const queued = await h.db.dreamRun.findFirstOrThrow({ where: { hubId: due.id, status: "queued" } });
+    expect(sent.slice(0, 2)).toEqual([
+      { hub_id: waiting.id, run_id: member.id },
+      { hub_id: due.id, run_id: queued.id },
+    ]);
+    expect(await h.db.dreamRun.count({ where: { hubId: { in: [deleted.id, off.id, dreamt.id, waiting.id] }, status: "queued" } })).toBe(1);
+  }, 120_000);
+});

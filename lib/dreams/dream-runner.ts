@@ -46,6 +46,25 @@ export async function dueHubs(db: Db, now: Date, intervalHours: number, limit = 
 }
 
 /**
+ * Of hubs dueHubs picked earlier (the Inngest schedule's memoized pick, replayed by every attempt of the
+ * step that queues them), those still due, in their order: not purged nor marked deleted since, dreams
+ * still on, and not dreamt since (a run created after the interval's bound, which at the pick none was, and
+ * no longer waiting: one still waiting is the hub's run, sent with the others). Queued as picked, a purged
+ * hub failed the run's insert on its foreign key and, replayed, every attempt of the step.
+ */
+export async function stillDueHubs(db: Db, hubIds: string[], now: Date, intervalHours: number): Promise<string[]> {
+  if (!hubIds.length) return [];
+  const since = new Date(now.getTime() - intervalHours * 3_600_000 + SCHEDULE_SLACK_MS);
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT h.id::text AS id FROM hubs h
+     WHERE h.id = ANY(${hubIds}::uuid[]) AND h.deleted_at IS NULL
+       AND NOT EXISTS (SELECT 1 FROM dream_runs r WHERE r.hub_id = h.id AND r.created_at > ${since} AND r.status NOT IN ('queued', 'running'))
+       AND ${switchSql("dreams_enabled")}`;
+  const still = new Set(rows.map((row) => row.id));
+  return hubIds.filter((id) => still.has(id));
+}
+
+/**
  * Runs waiting for a worker: queued ones, and running ones whose worker stopped heartbeating. Not those of
  * a hub marked deleted, whose purge removes them (a run meanwhile would ask the chat model for nothing).
  * Oldest first, through the partial index on the waiting runs' created_at (dream_runs_waiting_created_at_idx):
