@@ -65,13 +65,27 @@ async function restart(): Promise<void> {
   }
 }
 
-/** `functionRunId`: Inngest's run id, the same for a step's attempts (and the lease they share). */
-const execute = (hubId: string, runId: string, functionRunId?: string) =>
+/**
+ * `functionRunId`: Inngest's run id, the same for a step's attempts (and the lease they share).
+ * `retry`: a retry of a step, Inngest's attempt number (ctx.attempt): its claim is memoized (never run
+ * again), replayed as the claim step of the first attempt left it.
+ */
+const engine = (hubId: string, runId: string, functionRunId?: string, retry?: { attempt: number; claim: { owner: string; startedAt: number } }) =>
   new InngestTestEngine({
     function: dreamRunFunction,
     events: [{ name: DREAM_RUN_EVENT, data: { hub_id: hubId, run_id: runId } }],
-    ...(functionRunId && { transformCtx: (ctx) => mockCtx({ ...ctx, runId: functionRunId }) }),
-  }).execute();
+    ...(functionRunId && { transformCtx: (ctx) => mockCtx({ ...ctx, runId: functionRunId, ...(retry && { attempt: retry.attempt }) }) }),
+    ...(retry && { steps: [{ id: "claim", handler: () => retry.claim }] }),
+  });
+const execute = (hubId: string, runId: string, functionRunId?: string, retry?: { attempt: number; claim: { owner: string; startedAt: number } }) =>
+  engine(hubId, runId, functionRunId, retry).execute();
+
+/** The claim step's result as memoized by the first attempt of a function run (whose claim took the run). */
+async function memoizedClaim(runId: string, functionRunId: string) {
+  const run = await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } });
+  expect(run.leaseOwner).toBe(`inngest-${functionRunId}`);
+  return { owner: run.leaseOwner!, startedAt: runBudgetStart(run, new Date()) };
+}
 
 describe("a late attempt of an Inngest phase step beside its retry", () => {
   /**
@@ -107,6 +121,8 @@ describe("a late attempt of an Inngest phase step after its retry has started", 
    * The retry holds the same lease (the function run's), so the cut attempt's next batch still matched
    * it: its merge, with its own model answer, was written beside the retry that had begun the phase
    * again. Each attempt takes the run as its own (dream_runs.attempt_token): the late batch writes nothing.
+   * The retry is a retry of the phase step alone: its claim is memoized (a claim run again would shut the
+   * late attempt out by itself), so only the phase step's take keeps the late batch out.
    */
   it("commits no batch of the late attempt", async () => {
     const { hubId, runId } = await pairRun();
@@ -125,7 +141,7 @@ describe("a late attempt of an Inngest phase step after its retry has started", 
         await lateDone;
         return RETRY;
       };
-      retry = execute(hubId, runId, functionRunId);
+      retry = execute(hubId, runId, functionRunId, { attempt: 1, claim: await memoizedClaim(runId, functionRunId) });
       await retryAsked;
       return LATE;
     };
