@@ -85,23 +85,26 @@ export const dreamRunFunction = inngest.createFunction(
         let beat: Date | undefined;
         // This attempt's own hold on the run: a retry of the step (the same lease) takes it over, and
         // this attempt's writes, should it go on (its request cut while a model answered), match nothing.
-        let token: string | undefined;
+        // Stopped before its take: the hold it found, which its stop's clear goes by.
+        let token: string | null | undefined;
         try {
           const database = await getDatabase();
-          const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { phase: true, heartbeatAt: true } });
+          const run = await database.prisma.dreamRun.findUnique({ where: { id: runId }, select: { phase: true, heartbeatAt: true, attemptToken: true } });
           // Gone with its hub (a purge's cascade): nothing is left to run, and a retry would find the same.
           if (!run) return "lost";
           // A retried step whose phase already completed has nothing to do.
           if (DREAM_PHASES.indexOf(run.phase as (typeof DREAM_PHASES)[number]) > DREAM_PHASES.indexOf(phase) || run.phase === "done") return "done";
-          token = (await takeDreamAttempt(database.prisma, runId, owner)) ?? undefined;
-          if (token === undefined) return "lost";
+          // Before the take: a stopping attempt that took the run took it from a retry already running.
           const signal = dreamsStopSignal();
           if (signal.aborted) {
             // Stopped before it began: this step's request is still open, so no retry of it runs yet,
             // and the heartbeat it found is cleared for the next worker as one of its own.
             beat = run.heartbeatAt ?? undefined;
+            token = run.attemptToken;
             throw new StoppedError(`dream run ${runId}: the worker is stopping`);
           }
+          token = (await takeDreamAttempt(database.prisma, runId, owner, { step: DREAM_PHASES.indexOf(phase), attempt })) ?? undefined;
+          if (token === undefined) return "lost";
           await runDreamPhase({ db: database.prisma, sql: database.sql, config, signal, onBeat: (at) => (beat = at), attempt: token }, runId, owner, phase, startedAt);
         } catch (error) {
           // This process is stopping (see dreamsStopSignal): the run is no failure, and stays running for
@@ -123,7 +126,7 @@ export const dreamRunFunction = inngest.createFunction(
           // Its hub purged, or its lease taken over by a worker that found it stale: that one finishes
           // it, or nothing is left to finish. The in-process worker stops quietly the same way.
           if (error instanceof LostLeaseError) return "lost";
-          await failOnLastTry(error, token);
+          await failOnLastTry(error, token ?? undefined);
           throw error;
         }
         return "done";
@@ -137,7 +140,7 @@ export const dreamRunFunction = inngest.createFunction(
       let token: string | undefined;
       try {
         const database = await getDatabase();
-        token = (await takeDreamAttempt(database.prisma, runId, owner)) ?? undefined;
+        token = (await takeDreamAttempt(database.prisma, runId, owner, { step: DREAM_PHASES.length, attempt })) ?? undefined;
         if (token === undefined) return "lost";
         return await finishDreamRun({ db: database.prisma, sql: database.sql, config, attempt: token }, runId, owner, timedOut);
       } catch (error) {

@@ -156,6 +156,31 @@ describe("a late attempt of an Inngest phase step after its retry has started", 
   }, 120_000);
 });
 
+describe("a late attempt of an Inngest phase step taking the run after its retry took it", () => {
+  /**
+   * The take was last-writer-wins: an attempt cut before its take, going on once its retry had taken the
+   * run, took it back, and the retry's next write found the run no longer its own. The function run ended
+   * `lost` with the run left `running` (every trigger answered already_running until the next day's
+   * schedule). An attempt takes the run only when the one holding it is not a later attempt of the step.
+   */
+  it("leaves the run with the retry, which completes it", async () => {
+    const { hubId, runId } = await pairRun();
+    const functionRunId = newId();
+    expect(await claimDreamRun(h.db, runId, `inngest-${functionRunId}`, new Date(), dreamConfig().staleRunMs)).toBe(true);
+    const claim = await memoizedClaim(runId, functionRunId);
+    let late: { result?: unknown; error?: unknown } | undefined;
+    meanwhile = async () => {
+      // The retry (attempt 1) has taken the run and waits for the model: the first attempt goes on now.
+      late = await engine(hubId, runId, functionRunId, { attempt: 0, claim }).executeStep("phase-similar");
+    };
+    const { result } = await execute(hubId, runId, functionRunId, { attempt: 1, claim });
+    expect(late?.result).toBe("lost");
+    expect(result).toEqual({ status: "completed" });
+    expect((await h.db.dreamRun.findUniqueOrThrow({ where: { id: runId } })).status).toBe("completed");
+    expect(await h.db.dreamAction.count({ where: { runId, actionType: "merge" } })).toBe(1);
+  }, 120_000);
+});
+
 describe("a phase step stopped by a graceful stop while its retry runs", () => {
   /**
    * The stopped attempt cleared the run's heartbeat by its lease's owner, which its retry shares: a

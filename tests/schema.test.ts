@@ -132,7 +132,7 @@ describe("schema and migrations agree", () => {
     expect(await db.agentSessionBlob.findUnique({ where: { key: "k" } })).toEqual(blob);
     // Dreams (issue 15).
     const dreamRun = await db.dreamRun.create({
-      data: { id: newId(), hubId: hub.id, triggeredBy: user.id, mode: "maintenance", status: "completed", phase: "done", progress: { a: 1 }, memoriesScanned: 3, phaseMetrics: { similar: { candidates: 2 } }, modelCalls: 2, report: "r", error: "e", attempts: 1, leaseOwner: "w", attemptToken: "t", heartbeatAt: now, startedAt: now, finishedAt: now, createdAt: now },
+      data: { id: newId(), hubId: hub.id, triggeredBy: user.id, mode: "maintenance", status: "completed", phase: "done", progress: { a: 1 }, memoriesScanned: 3, phaseMetrics: { similar: { candidates: 2 } }, modelCalls: 2, report: "r", error: "e", attempts: 1, leaseOwner: "w", attemptToken: "t", attemptStep: 2, attemptNumber: 1, heartbeatAt: now, startedAt: now, finishedAt: now, createdAt: now },
     });
     const dreamAction = await db.dreamAction.create({
       data: { id: newId(), runId: dreamRun.id, hubId: hub.id, actionType: "merge", state: "applied", sourceMemoryIds: [memory.id, memory.id], resultMemoryId: memory.id, fromTopicId: rows.topic.id, toTopicId: rows.topic.id, createdTopic: true, reason: "r", similarity: 0.5, details: { k: "v" }, resolution: "undone", resolvedBy: user.id, resolvedAt: now, createdAt: now },

@@ -86,7 +86,7 @@ const FEATURE_CHARS = 4000;
 export async function claimDreamRun(db: Db, runId: string, owner: string, now: Date, staleRunMs: number, takeOverFrom?: string): Promise<boolean> {
   const stale = new Date(now.getTime() - staleRunMs);
   const claimed = await db.$executeRaw`
-    UPDATE dream_runs r SET status = 'running', lease_owner = ${owner}, attempt_token = NULL, heartbeat_at = ${now}, attempts = r.attempts + 1
+    UPDATE dream_runs r SET status = 'running', lease_owner = ${owner}, attempt_token = NULL, attempt_step = NULL, attempt_number = NULL, heartbeat_at = ${now}, attempts = r.attempts + 1
      WHERE r.id = ${runId}::uuid
        AND (r.status = 'queued' OR (r.status = 'running' AND (r.heartbeat_at < ${stale} OR r.heartbeat_at IS NULL OR r.lease_owner IN (${owner}, ${takeOverFrom ?? owner}))))
        AND EXISTS (SELECT 1 FROM hubs h WHERE h.id = r.hub_id AND h.deleted_at IS NULL)`;
@@ -100,11 +100,17 @@ export async function claimDreamRun(db: Db, runId: string, owner: string, now: D
  * retry holds the same lease): returns its token for DreamDeps.attempt, or null when the run is no
  * longer held. The token of an attempt before it then matches no write, so a cut attempt that goes on
  * (a model answer arriving late) writes nothing beside its retry.
+ * `at`: the step (its place in the run) and Inngest's attempt number of it. Only while the run is held
+ * by no later attempt: a cut attempt that reached its take after its retry had taken the run took it back
+ * (the last take won), and the retry's next write ended it lost, the run left running for the schedule.
  */
-export async function takeDreamAttempt(db: Db, runId: string, owner: string): Promise<string | null> {
+export async function takeDreamAttempt(db: Db, runId: string, owner: string, at: { step: number; attempt: number }): Promise<string | null> {
   const token = randomUUID();
-  const taken = await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner }, data: { attemptToken: token } });
-  return taken.count === 1 ? token : null;
+  const taken = await db.$executeRaw`
+    UPDATE dream_runs r SET attempt_token = ${token}, attempt_step = ${at.step}, attempt_number = ${at.attempt}
+     WHERE r.id = ${runId}::uuid AND r.status = 'running' AND r.lease_owner = ${owner}
+       AND (r.attempt_step IS NULL OR r.attempt_number IS NULL OR r.attempt_step < ${at.step} OR (r.attempt_step = ${at.step} AND r.attempt_number <= ${at.attempt}))`;
+  return taken === 1 ? token : null;
 }
 
 /** The run's row as this attempt may write it: the lease's, and the attempt's token when it has one. */
