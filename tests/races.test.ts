@@ -14,6 +14,7 @@ import { dispatch } from "./support/router.ts";
 import { stalledLock } from "./support/stalled-lock.ts";
 import pg from "pg";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
+import { hubMembersLockKey } from "@/lib/hubs/hub-access.ts";
 import { takeMemoriesToResend } from "@/lib/processing/take-memories-to-resend.ts";
 import { claimMemory, processMemory } from "@/lib/processing/process-memory.ts";
 import { EMBEDDING_DIMENSIONS, setEmbedder } from "@/lib/ai/embedder.ts";
@@ -1388,5 +1389,78 @@ describe("a user's storage counter under membership changes", () => {
       }
       for (const who of [one, two]) for (const hub of [a, c]) await h.db.hubMember.create({ data: { hubId: hub, userId: who.id, role: "contributor" } });
     }
+  });
+});
+
+describe("a hub PATCH repeating allow_contributor_dreams: false", () => {
+  /**
+   * Contributors' dream rights taken away take the hub's membership lock exclusively (it waits for every
+   * write into the hub, and they for it). Taken on every PATCH carrying the setting off, a settings form
+   * sending it each time, with nothing to take away, stalled the hub's writes behind any one in flight.
+   * A second connection holds the lock shared, as a write in flight does: the PATCH does not wait for it.
+   */
+  it.skipIf(!testPostgres())("takes the membership lock only shared when the setting is already off", async () => {
+    const own = await h.user("Repeater");
+    const hubId = await h.teamHub(own);
+    expect((await own.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: false })).status).toBe(200);
+    const holder = new pg.Client({ connectionString: h.url! });
+    await holder.connect();
+    let settled = false;
+    let waited = false;
+    let patch: Promise<ApiResponse> | undefined;
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [hubMembersLockKey(hubId)]);
+      patch = own.patch(`/v1/hubs/${hubId}`, { name: "Still off", allow_contributor_dreams: false }).finally(() => (settled = true));
+      while (!settled && !waited) {
+        // Waiting for this connection's lock (read afresh: pg_locks, not the transaction's snapshot of pg_stat_activity).
+        const { rows } = await holder.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        waited = rows[0]!.n > 0;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      await holder.end();
+    }
+    expect(waited).toBe(false);
+    const res = await patch!;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ name: "Still off", allow_contributor_dreams: false });
+  });
+
+  /**
+   * Read off before its transaction, the PATCH takes the lock shared: turned on meanwhile (a PATCH in
+   * flight holding the hub's row), it still takes the contributors' dream rights away, exclusively.
+   */
+  it.skipIf(!testPostgres())("still takes the rights away when the setting was turned on meanwhile", async () => {
+    const own = await h.user("Switcher");
+    const contributor = await h.user("Reviewer");
+    const hubId = await h.teamHub(own, [[contributor, "contributor"]]);
+    expect((await own.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: false })).status).toBe(200);
+    const review = await h.db.notification.create({
+      data: { id: newRandomId(), userId: contributor.id, hubId, kind: "review_contradiction", status: "pending", sourceKind: "dream_action", sourceId: newRandomId() },
+    });
+    const holder = new pg.Client({ connectionString: h.url! });
+    await holder.connect();
+    let patch: Promise<ApiResponse> | undefined;
+    try {
+      await holder.query("BEGIN");
+      await holder.query("UPDATE hubs SET allow_contributor_dreams = true WHERE id = $1", [hubId]);
+      patch = own.patch(`/v1/hubs/${hubId}`, { allow_contributor_dreams: false });
+      for (let waited = 0; ; waited += 20) {
+        const { rows } = await holder.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks l WHERE NOT l.granted AND pg_backend_pid() = ANY(pg_blocking_pids(l.pid))");
+        if (rows[0]!.n > 0) break;
+        if (waited > 20_000) throw new Error("the PATCH never waited for the hub's row");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await holder.query("COMMIT");
+    } finally {
+      await holder.query("ROLLBACK").catch(() => {});
+      await holder.end();
+    }
+    const res = await patch!;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data.allow_contributor_dreams).toBe(false);
+    expect((await h.db.notification.findUniqueOrThrow({ where: { id: review.id } })).status).toBe("expired");
   });
 });

@@ -9,6 +9,9 @@ import { emitEvent } from "@/lib/events/emit-event.ts";
 import { onContributorDreamsOff } from "@/lib/notifications/notify.ts";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 
+/** The setting read off before the transaction was on under its lock: the update is done again, exclusively. */
+class DreamsTurnedOn extends Error {}
+
 /**
  * Name, slug, contributor permissions, appearance (icon, accent, header aurora
  * mode; "" clears one) and a partial merge into `settings` (null deletes a
@@ -29,17 +32,17 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
     throw new ApiError("personal_hub", "A personal hub's header aurora mode is a user setting, not a hub setting");
   }
   const clearable = (value: string | undefined) => (value === undefined ? undefined : value === "" ? null : value);
-  try {
-    const updated = await ctx.db.$transaction(async (tx) => {
+  // `exclusive`: the membership lock taken exclusively, for contributors' dream rights taken away.
+  const update = (exclusive: boolean) =>
+    ctx.db.$transaction(async (tx) => {
       // The caller's role again, under the hub's membership lock: an admin demoted or removed since the
       // check above changes nothing once that change has returned.
       // Contributors' dream rights taken away: the hub's membership lock exclusively, as a demotion takes
       // it, before the caller's role is read under it. Shared, an undo or a decision in flight (which hold
       // it shared) that had read the setting still on reopened or kept a contributor's review row after
       // the rows below were expired, a decision left pending that resolving answered 403.
-      const dreamsOff = input.allow_contributor_dreams === false;
-      if (dreamsOff) await lockHubMembers(tx, hub.id);
-      await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "change hub settings", { locked: dreamsOff });
+      if (exclusive) await lockHubMembers(tx, hub.id);
+      await lockMembershipOrThrow(tx, ctx, hub, "hub.manage", "change hub settings", { locked: exclusive });
       // Contributors' topic rights: the hub's topic lock, exclusively, as every topic change takes it
       // (after the membership lock, in the same order). A contributor's change already past its check
       // commits before this one, and those after it read the new setting: shared, the membership lock
@@ -56,8 +59,18 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
           else if (value !== undefined) settings[key] = value;
         }
       }
+      // Only when the setting is on now (the hub's row held to the update, which would take it anyway): a
+      // PATCH repeating it off, as a settings form sends every field, took the exclusive lock, so stalled
+      // every write into the hub, to take nothing away. Turned on since the read before this
+      // transaction, which took the lock only shared: done again, exclusively.
+      let dreamsOff = false;
+      if (input.allow_contributor_dreams === false) {
+        const [current] = await tx.$queryRaw<{ on: boolean }[]>`SELECT allow_contributor_dreams AS "on" FROM hubs WHERE id = ${hub.id}::uuid FOR UPDATE`;
+        dreamsOff = current?.on === true;
+        if (dreamsOff && !exclusive) throw new DreamsTurnedOn();
+      }
       await emitEvent(tx, { type: "hub.updated", hubId: hub.id, actorId: ctx.user.id, entityId: hub.id });
-      if (input.allow_contributor_dreams === false) await onContributorDreamsOff(tx, hub.id, ctx.now());
+      if (dreamsOff) await onContributorDreamsOff(tx, hub.id, ctx.now());
       return tx.hub.update({
         where: { id: hub.id },
         data: {
@@ -74,6 +87,9 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
         },
       });
     });
+  try {
+    const turnsOff = input.allow_contributor_dreams === false && hub.allowContributorDreams;
+    const updated = await update(turnsOff).catch((error: unknown) => (error instanceof DreamsTurnedOn ? update(true) : Promise.reject(error)));
     return serializeHub(updated);
   } catch (error) {
     if (isUniqueViolation(error)) throw new ApiError("slug_taken", `The slug "${input.slug}" is already taken`, { slug: input.slug });
