@@ -11,19 +11,14 @@
 //   BENCH_ROUNDS     rounds (default 5)
 //   BENCH_ROUTES     which routes: recall,push,list,get (default all)
 // A profile: `node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/handler-cpu.ts`.
-import { PostgresRateLimiter } from "@/lib/api/postgres-rate-limit.ts";
-import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
-import { insertApiKey } from "@/lib/auth/create-api-key.ts";
-import { setDatabase } from "@/lib/db/database.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
-import { createUser } from "@/lib/users/create-user.ts";
 import { flushUsage } from "@/lib/usage/count-usage.ts";
 import * as memory from "@/app/v1/memories/[id]/route.ts";
 import * as memories from "@/app/v1/memories/route.ts";
 import * as recall from "@/app/v1/recall/route.ts";
 // @ts-expect-error plain ESM helper without types
 import { noteText } from "./lib/campaign.mjs";
-import { freshDatabase } from "./lib/fresh-database.ts";
+import { okJson, routeBench } from "./lib/route-bench.ts";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 100);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -32,26 +27,11 @@ const TOPICS = ["deploy", "billing", "search", "auth", "queue", "cache", "backup
 
 type Handler = (req: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
 
-const { database, label, drop } = await freshDatabase({ prefix: "handlercpu" });
+const bench = await routeBench("handlercpu");
+const { label } = bench;
 try {
-  setDatabase(database);
-  const caps = { regular: 1e9, heavy: 1e9, light: 1e9 };
-  setRateLimiter(database.kind === "postgres" ? new PostgresRateLimiter(caps, async () => database.sql) : new MemoryRateLimiter(caps));
-  const now = new Date();
-  const { extra } = await createUser(database.prisma, { email: "cpu@example.test", name: "Cpu" }, now, (tx, created) => insertApiKey(tx, created.user.id, "bench", now));
-  const call = async (handler: Handler, method: string, path: string, body?: unknown, params: Record<string, string> = {}) => {
-    const res = await handler(
-      new Request(`http://bench.test${path}`, {
-        method,
-        headers: { authorization: `Bearer ${extra.key}`, "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-      { params: Promise.resolve(params) },
-    );
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return JSON.parse(text) as { data: { id: string } };
-  };
+  const call = async (handler: Handler, method: string, path: string, body?: unknown, params: Record<string, string> = {}) =>
+    okJson(await handler(bench.request(method, path, body), { params: Promise.resolve(params) }), `${method} ${path}`);
   const ids: string[] = [];
   for (let i = 0; i < 60; i++) ids.push((await call(memories.POST, "POST", "/v1/memories", { content: noteText(`seed${i}`), source_path: `seed/${i}.md` })).data.id);
   let n = 0;
@@ -83,9 +63,6 @@ try {
     console.log(`  ${name.padEnd(7)} ${median(values).toFixed(3)} ms CPU per request (rounds: ${values.map((v) => v.toFixed(2)).join(" ")})`);
   }
 } finally {
-  await flushAccess();
-  await flushUsage();
-  await database.close();
-  await drop();
+  await bench.close();
 }
 process.exit(0);

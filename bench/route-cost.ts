@@ -10,16 +10,11 @@
 //   BENCH_ROUTES     which routes, comma-separated: hubs,list,get,recall,push (default all)
 //   BENCH_STATEMENTS=1  also print each route's statements, by text
 import pg from "pg";
-import { PostgresRateLimiter } from "@/lib/api/postgres-rate-limit.ts";
-import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
-import { insertApiKey } from "@/lib/auth/create-api-key.ts";
-import { setDatabase } from "@/lib/db/database.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
-import { createUser } from "@/lib/users/create-user.ts";
 import { flushUsage } from "@/lib/usage/count-usage.ts";
 // @ts-expect-error plain ESM helper without types
 import { noteText } from "./lib/campaign.mjs";
-import { freshDatabase } from "./lib/fresh-database.ts";
+import { okJson, routeBench } from "./lib/route-bench.ts";
 import { dispatch } from "../tests/support/router.ts";
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 300);
@@ -36,25 +31,10 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   return query.apply(this, args);
 } as typeof pg.Client.prototype.query;
 
-const { database, label, drop } = await freshDatabase({ prefix: "routecost" });
+const bench = await routeBench("routecost");
+const { database, label } = bench;
 try {
-  setDatabase(database);
-  const caps = { regular: 1e9, heavy: 1e9, light: 1e9 };
-  setRateLimiter(database.kind === "postgres" ? new PostgresRateLimiter(caps, async () => database.sql) : new MemoryRateLimiter(caps));
-  const now = new Date();
-  const { extra } = await createUser(database.prisma, { email: "cost@example.test", name: "Cost" }, now, (tx, created) => insertApiKey(tx, created.user.id, "bench", now));
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await dispatch(
-      new Request(`http://bench.test${path}`, {
-        method,
-        headers: { authorization: `Bearer ${extra.key}`, "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-    );
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return JSON.parse(text) as { data: { id: string } };
-  };
+  const call = async (method: string, path: string, body?: unknown) => okJson(await dispatch(bench.request(method, path, body)), `${method} ${path}`);
   const ids: string[] = [];
   for (let i = 0; i < 40; i++) ids.push((await call("POST", "/v1/memories", { content: noteText(`seed${i}`), source_path: `seed/${i}.md` })).data.id);
   let n = 0;
@@ -88,10 +68,6 @@ try {
     }
   }
 } finally {
-  // What the last requests batched, before the pool closes.
-  await flushAccess();
-  await flushUsage();
-  await database.close();
-  await drop();
+  await bench.close();
 }
 process.exit(0);
