@@ -417,6 +417,21 @@ describe("POST /v1/auth/email/request and /verify", () => {
     }
   });
 
+  it("callers whose address the server cannot tell do not share one client's budget: the per-client cap is skipped for them, not spent by all", async () => {
+    // Without scripts/server.mjs or TRUST_PROXY every caller's address is unknown: counted as one
+    // client, one anonymous caller's requests stopped e-mail sign-in for everyone for an hour.
+    process.env.ENGRAM_EMAIL_CODES_PER_CLIENT_HOUR = "2";
+    try {
+      const sent = smtp.messages.length;
+      for (let i = 0; i < 4; i++) expect((await h.anonymous.post("/v1/auth/email/request", { email: `unknown-client-${i}@example.test` })).status).toBe(200);
+      expect(smtp.messages.length).toBe(sent + 4);
+      const rows = await h.db.emailSignInCode.findMany({ where: { email: { startsWith: "unknown-client-" } }, select: { clientAddress: true } });
+      expect(rows.map((row) => row.clientAddress)).toEqual([null, null, null, null]);
+    } finally {
+      delete process.env.ENGRAM_EMAIL_CODES_PER_CLIENT_HOUR;
+    }
+  });
+
   it("wrong codes count against the client's address, across addresses: past its free failures it is locked out, others are not", async () => {
     // Five tries per code, five codes an hour per address: without a bound per client, one client
     // spraying guesses over many addresses whose codes it asked for got thousands of guesses an hour.

@@ -36,7 +36,7 @@ export function emailSignInOn(): boolean {
  * A newer code replaces the older one once its mail was handed to the relay. Without SMTP_URL no code could arrive, so e-mail sign-in is
  * off (403), unless ENGRAM_EMAIL_CODE_DEV_RETURN=1 puts it in the answer.
  */
-export async function requestEmailCode(ctx: RequestContext, input: RequestEmailCodeBody, clientAddress: string) {
+export async function requestEmailCode(ctx: RequestContext, input: RequestEmailCodeBody, clientAddress: string | undefined) {
   const devReturn = emailCodesReturned();
   if (!emailSignInOn()) {
     // Off, not broken: a 403 like a closed sign-up, so no client retries it as an outage.
@@ -53,9 +53,11 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
   const id = newId(now.getTime());
   await ctx.db.$transaction(async (tx) => {
     // The client's lock first, then the address's (as every request takes them), so none waits in a cycle.
-    await lockForTransaction(tx, `email-code-client:${clientAddress}`);
+    // A caller the server cannot place (no scripts/server.mjs, no TRUST_PROXY) has no client cap:
+    // every such caller counted as one client, and one of them stopped e-mail sign-in for all.
+    if (clientAddress !== undefined) await lockForTransaction(tx, `email-code-client:${clientAddress}`);
     await lockForTransaction(tx, `email-code:${email}`);
-    await assertClientMayAsk(tx, clientAddress, now);
+    if (clientAddress !== undefined) await assertClientMayAsk(tx, clientAddress, now);
     const retryAfter = await nextCodeIn(tx, email, now);
     if (retryAfter > 0) {
       // limit: the codes an address may be sent an hour; the cooldown between two is in the wait too.
@@ -72,7 +74,7 @@ export async function requestEmailCode(ctx: RequestContext, input: RequestEmailC
         redirectUri: input.redirect_uri ?? null,
         expiresAt: new Date(now.getTime() + EMAIL_CODE_TTL_SECONDS * 1000),
         consumedAt: now,
-        clientAddress,
+        clientAddress: clientAddress ?? null,
         createdAt: now,
       },
     });
