@@ -192,7 +192,9 @@ describe("sign-in throttling", () => {
   });
 
   it("the database store prunes expired rows a bounded batch at a time, never a whole backlog in one statement", async () => {
-    const now = Date.now();
+    // Its clock a month back: other tests' expired rows share the table, and pruned in its batches
+    // they left more of this backlog than the count below. At this time only the backlog has expired.
+    const now = Date.now() - 30 * 86_400_000;
     const expired = BigInt(now - 1_000);
     await h.db.signInThrottle.createMany({ data: Array.from({ length: 500 }, (_, i) => ({ key: `ip:backlog-${i}`, failures: 1, untilMs: 0n, expiresMs: expired })) });
     const left = () => h.db.signInThrottle.count({ where: { key: { startsWith: "ip:backlog-" } } });
@@ -203,7 +205,29 @@ describe("sign-in throttling", () => {
     // Two batches of 100, and no more: the rest waits for the next prune.
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await left()).toBe(300);
+    await h.db.signInThrottle.deleteMany({ where: { key: { in: ["ip:203.0.113.36"] } } });
     await h.db.signInThrottle.deleteMany({ where: { key: { startsWith: "ip:backlog-" } } });
+  });
+
+  it("a prune that leaves a backlog (its last batch full) runs again within a minute, not an hour later", async () => {
+    // Twenty batches an hour, only when a failure came: a spray of more new keys an hour than that
+    // outgrew the prune for good. A full last batch now brings the next prune forward.
+    const now = Date.now() - 30 * 86_400_000;
+    await h.db.signInThrottle.createMany({ data: Array.from({ length: 500 }, (_, i) => ({ key: `ip:sprayed-${i}`, failures: 1, untilMs: 0n, expiresMs: BigInt(now - 1_000) })) });
+    const left = () => h.db.signInThrottle.count({ where: { key: { startsWith: "ip:sprayed-" } } });
+    const store = new PostgresThrottleStore(async () => h.db, { batch: 100, batches: 2 });
+    await store.fail("ip:203.0.113.37", 20, 3600_000, now);
+    await vi.waitFor(async () => expect(await left()).toBe(300), { timeout: 10_000 });
+    await store.fail("ip:203.0.113.37", 20, 3600_000, now + 61_000);
+    await vi.waitFor(async () => expect(await left()).toBe(100), { timeout: 10_000 });
+    // A short last batch: the backlog is gone, and the next prune is an hour away again.
+    await store.fail("ip:203.0.113.37", 20, 3600_000, now + 122_000);
+    await vi.waitFor(async () => expect(await left()).toBe(0), { timeout: 10_000 });
+    await h.db.signInThrottle.createMany({ data: [{ key: "ip:sprayed-late", failures: 1, untilMs: 0n, expiresMs: BigInt(now) }] });
+    await store.fail("ip:203.0.113.37", 20, 3600_000, now + 183_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await left()).toBe(1);
+    await h.db.signInThrottle.deleteMany({ where: { key: { in: ["ip:203.0.113.37", "ip:sprayed-late"] } } });
   });
 
   it("caps password attempts per address in the request bucket too (X-Forwarded-For does not rotate it)", async () => {

@@ -4,6 +4,9 @@ import { deleteInBatches } from "@/lib/system/delete-in-batches.ts";
 import { BASE_LOCK_MS, lockMs, MAX_LOCK_MS } from "./sign-in-lock.ts";
 import type { ThrottleState, ThrottleStore } from "./sign-in-throttle.ts";
 
+const PRUNE_EVERY_MS = 3600_000;
+const PRUNE_AGAIN_MS = 60_000;
+
 /**
  * Sign-in failure counts in PostgreSQL, so every server process on the database sees the same locks
  * (chosen like the request buckets: lib/api/rate-limit.ts rateLimitStore). A failure's count and the
@@ -12,10 +15,13 @@ import type { ThrottleState, ThrottleStore } from "./sign-in-throttle.ts";
  * are pruned now and then.
  */
 export class PostgresThrottleStore implements ThrottleStore {
-  private prunedAt = 0;
+  private pruneDueAt = 0;
+  /** One prune at a time per process: failures during a slow one must not start more. */
+  private pruning = false;
 
   /**
-   * `prune`: rows one hourly prune deletes, `batch` a statement at most `batches` times. Every new
+   * `prune`: rows one hourly prune deletes, `batch` a statement at most `batches` times (again a
+   * minute later while a backlog is left). Every new
    * address or e-mail failing adds a row a day, and the expired went in one unbounded DELETE that
    * held its locks over a whole backlog (a spray over an IPv6 range's /64s leaves many).
    */
@@ -44,16 +50,31 @@ export class PostgresThrottleStore implements ThrottleStore {
         until_ms = CASE WHEN ${lockSql(counted, free)} > 0 THEN ${now}::bigint + ${lockSql(counted, free)} ELSE 0 END,
         expires_ms = ${now}::bigint + GREATEST(${ttlMs}::bigint, ${lockSql(counted, free)})
       RETURNING t.failures, t.until_ms`;
-    if (now - this.prunedAt > 3600_000) {
-      this.prunedAt = now;
+    if (now >= this.pruneDueAt && !this.pruning) {
+      this.pruning = true;
+      this.pruneDueAt = now + PRUNE_EVERY_MS;
       const expired = { expiresMs: { lte: BigInt(now) } };
+      let full = false;
       deleteInBatches(
-        async (take) => (await db.signInThrottle.findMany({ where: expired, select: { key: true }, take })).map((row) => ({ id: row.key })),
+        async (take) => {
+          const rows = await db.signInThrottle.findMany({ where: expired, select: { key: true }, take });
+          full = rows.length === take;
+          return rows.map((row) => ({ id: row.key }));
+        },
         // The condition again: a key failing since the read lives on.
         (keys) => db.signInThrottle.deleteMany({ where: { ...expired, key: { in: keys } } }),
         this.prune.batch,
         this.prune.batches,
-      ).catch((error: unknown) => console.error("sign-in throttle: could not prune", error));
+      )
+        .then(() => {
+          // Its last batch full, a backlog is left: an hour's wait let a spray of new keys outgrow
+          // the prune for good, so the next failure past a minute prunes again.
+          if (full) this.pruneDueAt = now + PRUNE_AGAIN_MS;
+        })
+        .catch((error: unknown) => console.error("sign-in throttle: could not prune", error))
+        .finally(() => {
+          this.pruning = false;
+        });
     }
     return { failures: Number(row!.failures), until: Number(row!.until_ms) };
   }
