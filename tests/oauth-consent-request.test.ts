@@ -291,6 +291,41 @@ describe("a client whose metadata document cannot be re-fetched", () => {
   });
 });
 
+describe("a client whose metadata document moved, grew or whose server is gone", () => {
+  it("a redirect or an oversized document is an unknown client (404), not an outage to retry forever; a refused connection is an outage (503)", async () => {
+    let mode: "up" | "moved" | "big" = "up";
+    const doc = () => JSON.stringify({ client_id: clientId, client_name: "Moving Client", redirect_uris: [CALLBACK], token_endpoint_auth_method: "none" });
+    const metadata = createServer((req, res) => {
+      if (mode === "moved") return void res.writeHead(301, { location: "https://elsewhere.example/client.json" }).end();
+      if (mode === "big") return void res.writeHead(200, { "content-type": "application/json" }).end(" ".repeat(70 * 1024) + doc());
+      res.writeHead(200, { "content-type": "application/json" }).end(doc());
+    });
+    await new Promise<void>((resolve) => metadata.listen(0, "127.0.0.1", resolve));
+    const clientId = `http://127.0.0.1:${(metadata.address() as AddressInfo).port}/moving.json`;
+    process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA = "1";
+    const due = () => h.db.oAuthClient.update({ where: { id: clientId }, data: { fetchedAt: new Date(Date.now() - 25 * 3600_000) } });
+    try {
+      const request = { client_id: clientId, code_challenge: "c".repeat(43), code_challenge_method: "S256" };
+      const { requestId, token } = await pending(request);
+      expect((await consentRequest(requestId, token)).status).toBe(200);
+      for (const gone of ["moved", "big"] as const) {
+        await due();
+        mode = gone;
+        expect((await consentRequest(requestId, token)).status, gone).toBe(404);
+      }
+      // Its server not listening at all: down, so an outage.
+      await due();
+      await new Promise((resolve) => metadata.close(resolve));
+      const down = await consentRequest(requestId, token);
+      expect(down.status).toBe(503);
+      expect(down.body.error!.code).toBe("unavailable");
+    } finally {
+      delete process.env.ENGRAM_OAUTH_ALLOW_HTTP_METADATA;
+      if (metadata.listening) await new Promise((resolve) => metadata.close(resolve));
+    }
+  });
+});
+
 describe("Memax's SDK", () => {
   it("auth.getOAuthConsentRequest reads it, and a wrong token is the SDK's not-found error", async () => {
     const { Memax } = await loadMemaxSdk();

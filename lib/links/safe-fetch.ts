@@ -29,6 +29,14 @@ export interface FetchedPage {
   body: Buffer;
 }
 
+/**
+ * What failed: an address refused by policy, an HTTP status, a redirect past the limit, a page too
+ * large, a host that does not resolve, the time limit, a connection refused, reset or unreachable
+ * (or a name server failing for now), or something else. Only `timeout`, `unreachable` and a 5xx
+ * `status` say the server is failing now rather than the page being gone or moved.
+ */
+export type LinkFetchFailure = "refused" | "status" | "redirect" | "too_large" | "unresolved" | "timeout" | "unreachable" | "other";
+
 /** The fetch was refused or failed; the message is safe to show to the memory's owner. */
 export class LinkFetchError extends Error {
   constructor(
@@ -36,10 +44,18 @@ export class LinkFetchError extends Error {
     readonly refused = false,
     /** The HTTP status the page answered with, when that was the failure. */
     readonly status?: number,
+    readonly kind: LinkFetchFailure = refused ? "refused" : status !== undefined ? "status" : "other",
   ) {
     super(message);
     this.name = "LinkFetchError";
   }
+}
+
+/** Socket and resolver errors of a server or network failing now, not of a page gone. */
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "EHOSTDOWN", "ENETUNREACH", "ENETDOWN", "EAI_AGAIN"]);
+
+function unreachable(error: unknown): boolean {
+  return UNREACHABLE_CODES.has(String((error as { code?: unknown } | null)?.code));
 }
 
 const defaultResolve = async (hostname: string): Promise<ResolvedAddress[]> =>
@@ -156,7 +172,7 @@ export async function safeFetch(rawUrl: string, policy: FetchPolicy = currentFet
       const target = await checkTarget(url, policy, controller.signal);
       const response = await request(url, target, policy, controller.signal);
       if ([301, 302, 303, 307, 308].includes(response.status) && response.location) {
-        if (hop >= policy.maxRedirects) throw new LinkFetchError(`Too many redirects (more than ${policy.maxRedirects})`);
+        if (hop >= policy.maxRedirects) throw new LinkFetchError(`Too many redirects (more than ${policy.maxRedirects})`, false, undefined, "redirect");
         url = parseHttpUrl(new URL(response.location, url).toString());
         continue;
       }
@@ -165,7 +181,7 @@ export async function safeFetch(rawUrl: string, policy: FetchPolicy = currentFet
     }
   } catch (error) {
     if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new Error("the fetch was stopped");
-    if (controller.signal.aborted) throw new LinkFetchError(`The page did not load within ${policy.timeoutMs / 1000} s`);
+    if (controller.signal.aborted) throw new LinkFetchError(`The page did not load within ${policy.timeoutMs / 1000} s`, false, undefined, "timeout");
     throw error;
   } finally {
     signal?.removeEventListener("abort", stop);
@@ -197,10 +213,10 @@ async function checkTarget(url: URL, policy: FetchPolicy, signal: AbortSignal): 
       addresses = await untilAborted(policy.resolve(host), signal);
     } catch (error) {
       if (signal.aborted) throw error;
-      throw new LinkFetchError(`The host ${host} could not be resolved`);
+      throw new LinkFetchError(`The host ${host} could not be resolved`, false, undefined, unreachable(error) ? "unreachable" : "unresolved");
     }
   }
-  if (!addresses.length) throw new LinkFetchError(`The host ${host} could not be resolved`);
+  if (!addresses.length) throw new LinkFetchError(`The host ${host} could not be resolved`, false, undefined, "unresolved");
   // Every answer must be acceptable: otherwise a later connection could pick the private one.
   for (const { address } of addresses) {
     const allowed = policy.allow.includes(`${address}:${port}`) || policy.allow.includes(`[${address}]:${port}`);
@@ -257,7 +273,7 @@ function request(url: URL, target: ResolvedAddress, policy: FetchPolicy, signal:
         const declared = Number(res.headers["content-length"]);
         if (declared > policy.maxBytes) {
           res.destroy();
-          reject(new LinkFetchError(`The page is larger than ${policy.maxBytes} bytes`));
+          reject(new LinkFetchError(`The page is larger than ${policy.maxBytes} bytes`, false, undefined, "too_large"));
           return;
         }
         const parts: Buffer[] = [];
@@ -266,16 +282,18 @@ function request(url: URL, target: ResolvedAddress, policy: FetchPolicy, signal:
           size += chunk.length;
           if (size > policy.maxBytes) {
             res.destroy();
-            reject(new LinkFetchError(`The page is larger than ${policy.maxBytes} bytes`));
+            reject(new LinkFetchError(`The page is larger than ${policy.maxBytes} bytes`, false, undefined, "too_large"));
             return;
           }
           parts.push(chunk);
         });
         res.on("end", () => resolve({ status, contentType, body: Buffer.concat(parts) }));
-        res.on("error", reject);
+        res.on("error", (error) => reject(new LinkFetchError(`The page could not be read: ${error.message}`, false, undefined, unreachable(error) ? "unreachable" : "other")));
       },
     );
-    req.on("error", (error) => reject(error instanceof LinkFetchError ? error : new LinkFetchError(`The page could not be fetched: ${error.message}`)));
+    req.on("error", (error) =>
+      reject(error instanceof LinkFetchError ? error : new LinkFetchError(`The page could not be fetched: ${error.message}`, false, undefined, unreachable(error) ? "unreachable" : "other")),
+    );
     req.end();
   });
 }
