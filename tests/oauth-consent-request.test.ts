@@ -1,7 +1,10 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_RETURN_TO_CHARS } from "@/lib/auth/sign-in-location.ts";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { sessionOptions } from "@/lib/auth/session-options.ts";
+import { MAX_RETURN_TO_CHARS, signInLocation } from "@/lib/auth/sign-in-location.ts";
 import { CLI_CLIENT_ID, ensureCliClient } from "@/lib/oauth/cli-client.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 import { startAppServer } from "./support/app-server.ts";
@@ -234,11 +237,11 @@ describe("a long authorization request", () => {
 describe("an authorization request sent through sign-in", () => {
   it("carries its return-to while it fits the documented bound; past it the client is told at once, not sent a Location no browser or server takes", async () => {
     // Within the bound: the sign-in page, with the request to come back to.
-    const short = await fetch(authorizeUrl({ state: "é".repeat(500) }), { redirect: "manual" });
+    const short = await fetch(authorizeUrl({ state: "é".repeat(300) }), { redirect: "manual" });
     expect(short.status).toBe(302);
     const signIn = new URL(short.headers.get("location")!, server.url);
     expect(signIn.pathname).toBe("/sign-in");
-    expect(new URL(signIn.searchParams.get("callbackUrl")!, server.url).searchParams.get("state")).toBe("é".repeat(500));
+    expect(new URL(signIn.searchParams.get("callbackUrl")!, server.url).searchParams.get("state")).toBe("é".repeat(300));
     expect(encodeURIComponent(signIn.searchParams.get("callbackUrl")!).length).toBeLessThanOrEqual(MAX_RETURN_TO_CHARS);
     // ~15 KiB of percent-escapes: a request line Node takes, a request id within its bound, but a
     // return-to escaped once more (~25 KiB) that overflowed every header limit on the way.
@@ -253,6 +256,32 @@ describe("an authorization request sent through sign-in", () => {
     expect(callback.searchParams.get("error_description")).toMatch(/too long to carry through sign-in/);
     // Signed in, the same request needs no return-to and is shown.
     expect((await fetch(authorizeUrl({ state: "é".repeat(2500) }), { headers: { cookie: annCookie }, redirect: "manual" })).status).toBe(200);
+  });
+});
+
+describe("the longest return-to sign-in takes", () => {
+  it("survives a provider's round trip: next-auth keeps it in a cookie, which a browser drops past 4096 bytes", async () => {
+    // The longest return-to signInLocation lets through, as the sign-in page hands it to next-auth.
+    const head = "/oauth/authorize?state=";
+    const returnTo = head + "s".repeat(MAX_RETURN_TO_CHARS - encodeURIComponent(head).length);
+    const location = signInLocation(returnTo);
+    expect(location).not.toBeNull();
+    const callbackUrl = new URL(location!, "http://engram.test").searchParams.get("callbackUrl")!;
+    expect(callbackUrl).toBe(returnTo);
+    // next-auth's own handler as the route runs it (its package exports no ./core), and the cookie
+    // written as its route writes it (next/utils.js: the `cookie` package's serialize).
+    const load = createRequire(import.meta.url);
+    const { AuthHandler } = load(join(dirname(load.resolve("next-auth")), "core", "index.js")) as {
+      AuthHandler(params: { req: Request; options: unknown }): Promise<{ cookies?: { name: string; value: string; options: object }[] }>;
+    };
+    const { serialize } = createRequire(load.resolve("next-auth"))("cookie") as { serialize(name: string, value: string, options?: object): string };
+    const req = new Request(`http://engram.test/api/auth/csrf?${new URLSearchParams({ callbackUrl })}`, { headers: { host: "engram.test" } });
+    const res = await AuthHandler({ req, options: await sessionOptions(h.db) });
+    const set = (res.cookies ?? []).find((c) => c.name.endsWith("next-auth.callback-url"));
+    expect(set).toBeDefined();
+    const cookie = serialize(set!.name, set!.value, set!.options);
+    // A browser keeps a cookie whose name and value are at most 4096 bytes (RFC 6265 §6.1's minimum, Chrome's and Firefox's maximum).
+    expect(Buffer.byteLength(cookie!.split(";")[0]!)).toBeLessThanOrEqual(4096);
   });
 });
 
