@@ -301,13 +301,36 @@ describe("POST /v1/auth/email/request and /verify", () => {
     }
   });
 
+  it("a TLS record error after the message (smtps) is unsure, not undelivered: the code stays, and the person is not invited to a second mail", async () => {
+    // nodemailer names every socket error CONN, whatever the phase: OpenSSL's "wrong version number"
+    // after the message was handed over read as a handshake that never happened.
+    const lee = await h.user("Lee");
+    const garbling = await startSmtp({ tls: true, corruptAfterData: true });
+    process.env.SMTP_URL = `${garbling.url}?tls.rejectUnauthorized=false`;
+    try {
+      const unsure = await h.anonymous.post("/v1/auth/email/request", { email: lee.email });
+      expect(unsure.status, JSON.stringify(unsure.body)).toBe(503);
+      expect(unsure.body.error.message).toMatch(/may still arrive/);
+      expect(garbling.messages).toHaveLength(1);
+      const code = codeIn(garbling.messages[0]!.data)!;
+      expect((await h.anonymous.post("/v1/auth/email/request", { email: lee.email })).status).toBe(429);
+      expect((await h.anonymous.post("/v1/auth/email/verify", { email: lee.email, code })).status).toBe(200);
+    } finally {
+      process.env.SMTP_URL = smtp.url;
+      await garbling.close();
+    }
+  });
+
   it("a code sent to a relay that never answered (no greeting) surely never left: it counts for no limit", async () => {
     const kim = await h.user("Kim");
     const silent = await startSmtp({ silent: true });
     process.env.SMTP_URL = silent.url;
     try {
+      const started = Date.now();
       const unreached = await h.anonymous.post("/v1/auth/email/request", { email: kim.email });
       expect(unreached.status, JSON.stringify(unreached.body)).toBe(503);
+      // The relay's 10 s greeting timeout, not nodemailer's own 30 s (its options were taken as message defaults).
+      expect(Date.now() - started).toBeLessThan(20_000);
     } finally {
       process.env.SMTP_URL = smtp.url;
       await silent.close();

@@ -1,4 +1,5 @@
 import nodemailer, { type Transporter } from "nodemailer";
+import SMTPTransport from "nodemailer/lib/smtp-transport/index.js";
 import type { DbClient } from "@/lib/db/database.ts";
 import { newId } from "@/lib/ids.ts";
 
@@ -47,15 +48,29 @@ export interface MailDelivery {
 }
 
 const DEFAULT_FROM = "Engram <engram@localhost>";
-const globalForMail = globalThis as unknown as { __engramSmtp?: { url: string; transporter: Transporter } };
-
-function smtpTransport(url: string): Transporter {
-  if (globalForMail.__engramSmtp?.url !== url) {
-    // Short timeouts: a request waits for the relay, and a dead relay must not hang it for minutes.
-    const transporter = nodemailer.createTransport(url, { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 20_000 });
-    globalForMail.__engramSmtp = { url, transporter };
-  }
-  return globalForMail.__engramSmtp.transporter;
+/**
+ * One send's transport (a plain SMTP transport keeps nothing between sends). Its log tells when the
+ * connection's TLS came up, which a failure's OpenSSL reason alone cannot: nodemailer names every
+ * socket error CONN, a record error after the message as a handshake that failed.
+ */
+function smtpTransport(url: string, tls: { up: boolean }): Transporter {
+  const noted = (_entry: unknown, message: unknown, ...args: unknown[]) => {
+    // "Secure connection established" (smtps, after the handshake) or the STARTTLS upgrade done.
+    if ((message === "%s established to %s:%s" && args[0] === "Secure connection") || message === "Connection upgraded with STARTTLS") tls.up = true;
+  };
+  const quiet = () => undefined;
+  // Short timeouts: a request waits for the relay, and a dead relay must not hang it for minutes.
+  // Given as the transport's options: createTransport(url, …) took them as message defaults and
+  // kept nodemailer's own (2 minutes to connect, 30 s for a greeting, 10 minutes of silence).
+  return nodemailer.createTransport(
+    new SMTPTransport({
+      url,
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 20_000,
+      logger: { level: quiet, trace: quiet, debug: quiet, info: noted, warn: quiet, error: quiet, fatal: quiet },
+    }),
+  );
 }
 
 /**
@@ -98,13 +113,14 @@ export async function deliverMail(db: DbClient, row: { id: string }, message: Ma
     console.info(`[mail] ${message.kind} to ${message.to} (outbox ${row.id}; set SMTP_URL to send): ${message.subject}\n${redacted(message)}`);
     return { outbox_id: row.id, transport: "outbox", status: "logged" };
   }
+  const tls = { up: false };
   try {
-    await smtpTransport(url).sendMail({ from: process.env.MAIL_FROM || DEFAULT_FROM, to: message.to, subject: message.subject, text: message.text });
+    await smtpTransport(url, tls).sendMail({ from: process.env.MAIL_FROM || DEFAULT_FROM, to: message.to, subject: message.subject, text: message.text });
   } catch (error) {
     const reason = redacted({ ...message, text: error instanceof Error ? error.message : String(error) });
     console.error(`[mail] sending outbox ${row.id} failed: ${reason}`);
     await recordOutcome(db, row.id, { error: redacted({ ...message, text: outboxError(error) }).slice(0, 1000) });
-    return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox", undelivered: mailSurelyUndelivered(error) };
+    return { outbox_id: row.id, transport: "smtp", status: "failed", error: "The mail server did not accept the message; it stays in the outbox", undelivered: mailSurelyUndelivered(error, tls.up) };
   }
   // Past this point the relay has the mail: a failure to note that must not make the caller treat it
   // as unsent (a sign-in code would be dropped while its mail sits in the inbox).
@@ -137,15 +153,16 @@ async function recordOutcome(db: DbClient, id: string, data: { sentAt: Date } | 
  * message limit (EMAXLIMIT), and any error nodemailer raises in its API or in a command before DATA.
  * A timeout, a dropped connection or an unexpected answer otherwise (nodemailer names every such
  * break CONN, whatever the phase, and a socket error ESOCKET) may come after the message was handed
- * over, and so does any error nodemailer does not name: not sure.
+ * over, and so does any error nodemailer does not name: not sure. `tlsUp`: the connection's TLS had
+ * come up, so an OpenSSL error is a broken record at any later step, the message's included.
  */
-export function mailSurelyUndelivered(error: unknown): boolean {
+export function mailSurelyUndelivered(error: unknown, tlsUp = false): boolean {
   const { code, responseCode, command, syscall, message } = (error ?? {}) as { code?: unknown; responseCode?: unknown; command?: unknown; syscall?: unknown; message?: unknown };
   if (typeof responseCode === "number" && responseCode >= 400) return true;
   if (typeof code === "string" && NEVER_DELIVERED_CODES.has(code)) return true;
   if (typeof command === "string" && (BEFORE_MESSAGE_COMMANDS.has(command) || command.startsWith("AUTH"))) return true;
   if (typeof message === "string" && /^(Connection timeout|Greeting never received|Invalid greeting)/.test(message)) return true;
-  if (tlsHandshakeFailed(error)) return true;
+  if (!tlsUp && tlsHandshakeFailed(error)) return true;
   return syscall === "connect" || syscall === "getaddrinfo";
 }
 

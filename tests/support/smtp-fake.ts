@@ -15,13 +15,15 @@ export interface Received {
  * `answerDataWhen` take the message and answer it only once that promise settles (a slow relay),
  * `refuseData` answer the message with a refusal instead of accepting it (with `answerDataWhen`: a
  * slow relay that then refuses). `tls`: implicit TLS (smtps, port 465 style) with a self-signed
- * certificate no client trusts, so every handshake fails the certificate check.
+ * certificate no client trusts, so every handshake fails the certificate check (unless the client
+ * is told not to check it). `corruptAfterData` (with `tls`): take the message, then answer with bytes
+ * that are no TLS record (a relay or a middlebox garbling the line after the message was handed over).
  */
-export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean; silent?: boolean; answerDataWhen?: Promise<unknown>; refuseData?: boolean; tls?: boolean } = {}) {
+export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?: boolean; silent?: boolean; answerDataWhen?: Promise<unknown>; refuseData?: boolean; tls?: boolean; corruptAfterData?: boolean } = {}) {
   const dataAnswer = options.refuseData ? "554 5.7.1 message refused\r\n" : "250 2.0.0 queued\r\n";
   const messages: Received[] = [];
   const sockets = new Set<net.Socket>();
-  const serve = (socket: net.Socket) => {
+  const serve = (socket: net.Socket, raw: net.Socket = socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.setEncoding("utf8");
@@ -41,6 +43,10 @@ export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?:
           inData = false;
           messages.push(current);
           current = { from: "", to: [], data: "" };
+          if (options.corruptAfterData) {
+            raw.write("this is no TLS record\r\n");
+            return;
+          }
           if (options.dropAfterData) {
             socket.destroy();
             return;
@@ -76,7 +82,17 @@ export async function startSmtp(options: { rejectRcpt?: boolean; dropAfterData?:
       }
     });
   };
-  const server = options.tls ? tls.createServer({ key: SELF_SIGNED_KEY, cert: SELF_SIGNED_CERT }, serve) : net.createServer(serve);
+  const secureContext = tls.createSecureContext({ key: SELF_SIGNED_KEY, cert: SELF_SIGNED_CERT });
+  // TLS over a socket of its own, so corruptAfterData can write past the TLS layer.
+  const server = options.tls
+    ? net.createServer((raw) => {
+        sockets.add(raw);
+        raw.on("close", () => sockets.delete(raw));
+        const secure = new tls.TLSSocket(raw, { isServer: true, secureContext });
+        secure.on("error", () => raw.destroy());
+        serve(secure, raw);
+      })
+    : net.createServer((socket) => serve(socket));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as net.AddressInfo).port;
   return {
