@@ -200,6 +200,26 @@ describe("a consent form submitted again", () => {
     expect(racing.map((res) => res.status).sort()).toEqual([303, 410, 410, 410]);
     expect(await grants()).toBe(before + 2);
   });
+
+  it("a deny uses the form up too: an allow of the same form after it (the back button, a replay) makes no grant and sends the app no code", async () => {
+    const grants = () => h.db.oAuthGrant.count({ where: { userId: ann.id } });
+    const { requestId, token } = await pending();
+    const form = { session_id: requestId, csrf_token: token, decision: "deny", hubs: "all", access: "write" };
+    const before = await grants();
+    const denied = await submit(form);
+    expect(denied.status).toBe(303);
+    expect(new URL(denied.headers.get("location")!).searchParams.get("error")).toBe("access_denied");
+    const allowed = await submit({ ...form, decision: "allow" });
+    expect(allowed.status, allowed.headers.get("location") ?? "").toBe(410);
+    expect(await allowed.text()).toMatch(/already (been )?(submitted|used)/i);
+    expect((await submit(form)).status).toBe(410);
+    expect((await consentRequest(requestId, token)).status).toBe(404);
+    expect(await grants()).toBe(before);
+    // A deny and an allow posted at once: one answer reaches the app, the other is refused.
+    const fresh = await pending();
+    const racing = await Promise.all(["deny", "allow", "deny", "allow"].map((decision) => submit({ ...form, decision, session_id: fresh.requestId, csrf_token: fresh.token })));
+    expect(racing.map((res) => res.status).sort()).toEqual([303, 410, 410, 410]);
+  });
 });
 
 describe("a request id edited in any of its fields", () => {

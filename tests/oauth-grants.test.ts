@@ -79,6 +79,19 @@ describe("a consent whose code was never exchanged", () => {
     const left = await h.db.oAuthGrant.findMany({ where: { userId: cat.id }, select: { id: true } });
     expect(left.map((g) => g.id).sort()).toEqual([live.id, ended.id].sort());
   });
+
+  it("a denied consent form is kept while the form could be posted, and pruned after", async () => {
+    const dee = await h.user("Dee");
+    const now = new Date();
+    await h.db.oAuthDeniedConsent.createMany({
+      data: [
+        { consentTokenHash: "denied-live", userId: dee.id, expiresAt: new Date(now.getTime() + 60_000) },
+        { consentTokenHash: "denied-over", userId: dee.id, expiresAt: new Date(now.getTime() - 60_000) },
+      ],
+    });
+    await pruneExpiredOAuthTokens(h.database, now);
+    expect((await h.db.oAuthDeniedConsent.findMany({ where: { userId: dee.id }, select: { consentTokenHash: true } })).map((row) => row.consentTokenHash)).toEqual(["denied-live"]);
+  });
 });
 
 /** A consent exchanged for its pair, as a finished `memax login`. */

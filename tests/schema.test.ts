@@ -83,6 +83,8 @@ describe("schema and migrations agree", () => {
     expect(await db.oAuthGrant.findUnique({ where: { id: grant.id } })).toEqual(grant);
     expect(await db.oAuthCode.findUnique({ where: { codeHash: code.codeHash } })).toEqual(code);
     expect(await db.oAuthRefreshToken.findUnique({ where: { tokenHash: refresh.tokenHash } })).toEqual(refresh);
+    const denied = await db.oAuthDeniedConsent.create({ data: { consentTokenHash: "d".repeat(64), userId: user.id, expiresAt: now } });
+    expect(await db.oAuthDeniedConsent.findUnique({ where: { consentTokenHash: denied.consentTokenHash } })).toEqual(denied);
     expect(await db.user.findUnique({ where: { id: user.id } })).toEqual(user);
     expect(await db.hub.findUnique({ where: { id: hub.id } })).toEqual(hub);
     // The attachment's bytes joined its memory's (the attachments trigger): 7 + 5.
@@ -181,7 +183,7 @@ describe("schema and migrations agree", () => {
     // Every model was exercised: a new model without a round-trip here fails this test.
     const models = Object.keys(db).filter((k) => !k.startsWith("$") && !k.startsWith("_") && typeof (db as unknown as Record<string, { findMany?: unknown }>)[k]?.findMany === "function");
     expect(models.sort()).toEqual(
-      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "hubOwnerUsage", "topic", "topicVisit", "user",
+      ["apiKey", "attachment", "chunk", "event", "hub", "hubMember", "invite", "mailOutbox", "memory", "oAuthAccount", "oAuthClient", "oAuthGrant", "oAuthCode", "oAuthRefreshToken", "oAuthDeniedConsent", "ownershipTransfer", "recallHubStat", "recallTermStat", "setting", "storageUsage", "hubOwnerUsage", "topic", "topicVisit", "user",
         "agentConfig", "agentConfigVersion", "agentConfigDevice", "agentSession", "agentSessionBlob", "dreamRun", "dreamAction", "upload", "notification", "userSetting", "usageCounter", "rateLimitWindow", "signInThrottle", "endedSession", "decisionGate", "connectedAgent", "emailSignInCode", "chatSession", "chatMessage", "chatEvent", "chatApproval", "customBoard", "customBoardCardVersion", "customBoardFeedback"].sort(),
     );
     // Deleting the hub cascades to everything that lives in it.

@@ -12,6 +12,7 @@ import { Prisma } from "@/lib/db/generated/client.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { newId, normalizeId } from "@/lib/ids.ts";
 import type { AuthorizeRequest } from "./authorize-request.ts";
+import { CONSENT_TTL_MS } from "./consent-token.ts";
 
 /** The consent page acts through the dashboard session: everything the user can. */
 const FULL_ACCESS_CREDENTIAL: Credential = { type: "session", ...FULL_ACCESS };
@@ -70,9 +71,30 @@ function consentTokenHash(consentToken: string): string {
   return hashSecret(`consent:${consentToken}`);
 }
 
-/** Whether a consent form's token already made its grant. */
+/** Whether a consent form's token was used: it made its grant, or was denied. */
 export async function consentTokenUsed(db: DbClient, consentToken: string): Promise<boolean> {
-  return (await db.oAuthGrant.findUnique({ where: { consentTokenHash: consentTokenHash(consentToken) }, select: { id: true } })) !== null;
+  const tokenHash = consentTokenHash(consentToken);
+  if ((await db.oAuthGrant.findUnique({ where: { consentTokenHash: tokenHash }, select: { id: true } })) !== null) return true;
+  return (await db.oAuthDeniedConsent.findUnique({ where: { consentTokenHash: tokenHash }, select: { userId: true } })) !== null;
+}
+
+/**
+ * The user denied the client: the form's token is used up, as an allow's is by its grant, under the
+ * same user lock insertConsent takes. A deny that recorded nothing let the same form allow after it
+ * (the back button, a replay within its 15 minutes), and the app got access_denied and then a code.
+ * Refused as `used` when the form was answered already.
+ */
+export async function denyConsent(db: Db, userId: string, consentToken: string, now: Date): Promise<void> {
+  try {
+    await db.$transaction(async (tx) => {
+      await lockForTransaction(tx, apiKeysLockKey(userId));
+      if (await consentTokenUsed(tx, consentToken)) throw formUsed();
+      await tx.oAuthDeniedConsent.create({ data: { consentTokenHash: consentTokenHash(consentToken), userId, expiresAt: new Date(now.getTime() + CONSENT_TTL_MS) } });
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw formUsed();
+    throw error;
+  }
 }
 
 /** The refusal of a consent form submitted again. */

@@ -6,7 +6,7 @@ import { serverSecret } from "@/lib/api/server-secret.ts";
 import { assertSameOrigin, sessionOf, sessionTokenFrom, sessionUserId } from "@/lib/auth/session.ts";
 import { MAX_RETURN_TO_CHARS, signInLocation } from "@/lib/auth/sign-in-location.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
-import { approveConsent, consentTokenUsed, formUsed, type Consent } from "./approve-consent.ts";
+import { approveConsent, consentTokenUsed, denyConsent, formUsed, type Consent } from "./approve-consent.ts";
 import { checkAuthorizeRequest, redirectWith, type AuthorizeCheck, type AuthorizeRequest } from "./authorize-request.ts";
 import { AUTHORIZE_FIELDS, consentPage, errorPage } from "./consent-page.ts";
 import { consentRequestId, consentRequestParams, MAX_REQUEST_ID_CHARS } from "./consent-request.ts";
@@ -145,10 +145,16 @@ export async function submitAuthorize(ctx: RequestContext, req: Request): Promis
   const check = await checkAuthorizeRequest(ctx.db, params, origin, ctx.now(), knownClientAddress(req));
   if (!check.ok) return failure(check, origin);
   const { request } = check;
-  // A form already allowed is answered, for a deny too: the app has its code, and an access_denied
-  // after it would tell it the person refused. (An allow is refused again under the lock that makes it.)
+  // A form already answered (allowed or denied) is answered once: the app has its code or its
+  // access_denied, and the other after it would contradict it. (Both are checked again under the lock.)
   if (await consentTokenUsed(ctx.db, token)) return errorPage("Already submitted", formUsed().message, formUsed().status);
   if (form.get("decision") !== "allow") {
+    try {
+      await denyConsent(ctx.db, user.id, token, ctx.now());
+    } catch (error) {
+      if (error instanceof ApiError && error.code === "used") return errorPage("Already submitted", error.message, error.status);
+      throw error;
+    }
     return redirect(redirectWith(request.redirectUri, { error: "access_denied", error_description: "The user denied access", state: request.state, iss: origin }), 303);
   }
   let code: string;

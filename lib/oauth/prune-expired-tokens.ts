@@ -13,9 +13,9 @@ export const EXPIRED_TOKEN_RETENTION_MS = 24 * 60 * 60_000;
 const PRUNE_BATCH = 1000;
 
 /**
- * Deletes codes and refresh tokens expired over a day ago, and the grants left with neither (a
- * consent whose code was never exchanged, or a grant idle past its last refresh token), in bounded
- * batches. Returns rows deleted.
+ * Deletes codes and refresh tokens expired over a day ago, the grants left with neither (a consent
+ * whose code was never exchanged, or a grant idle past its last refresh token), and denied consent
+ * forms past their life, in bounded batches. Returns rows deleted.
  */
 export async function pruneExpiredOAuthTokens(database: Database, now = new Date(), maxBatches = 20): Promise<number> {
   const where = { expiresAt: { lt: new Date(now.getTime() - EXPIRED_TOKEN_RETENTION_MS) } };
@@ -42,5 +42,13 @@ export async function pruneExpiredOAuthTokens(database: Database, now = new Date
     PRUNE_BATCH,
     maxBatches,
   );
-  return codes + tokens + grants;
+  // A denied form's token is refused once its 15 minutes are over: its row says nothing after.
+  const deniedWhere = { expiresAt: { lt: now } };
+  const denied = await deleteInBatches(
+    async (take) => (await prisma.oAuthDeniedConsent.findMany({ where: deniedWhere, select: { consentTokenHash: true }, take })).map((row) => ({ id: row.consentTokenHash })),
+    (ids) => prisma.oAuthDeniedConsent.deleteMany({ where: { ...deniedWhere, consentTokenHash: { in: ids } } }),
+    PRUNE_BATCH,
+    maxBatches,
+  );
+  return codes + tokens + grants + denied;
 }
