@@ -1,7 +1,6 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { claimMemory, describeError, isPermanentError } from "@/lib/processing/process-memory.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
-import { ReadTurnBusyError } from "@/lib/extraction/extract-memory-text.ts";
 import { takeMemoriesToResend } from "@/lib/processing/take-memories-to-resend.ts";
 import { failMemory, PROCESSING_STEPS, StaleJobError, type StepContext } from "@/lib/processing/processing-steps.ts";
 import { inngest, MEMORY_PROCESS_EVENT } from "./client.ts";
@@ -13,17 +12,6 @@ const db = async () => (await getDatabase()).prisma;
 
 /** Step retries per run; a step that fails on its last try ends the memory `failed`. */
 const RETRIES = 4;
-
-/**
- * Tries of a step that found every read turn of its file's kind taken (the process reads one document,
- * three images, at a time), a sleep between each; the last one waits for its turn inside the step. Waiting
- * there from the first, each such run held one of the function's concurrency slots (and an open request)
- * for as long as the reads ahead of it took, so three PDFs behind a slow one stopped all processing.
- */
-const READ_TURN_TRIES = 60;
-
-/** 2 s, 4 s, … up to 30 s (about half an hour in all), and never near the stale timeout: the claim is renewed only as a step starts. */
-const readTurnSleepMs = (tries: number, staleMs: number) => Math.max(1_000, Math.min(2_000 * 2 ** Math.min(tries, 4), 30_000, Math.floor(staleMs / 3)));
 
 /**
  * Processes one memory: each step of the shared pipeline is an Inngest step,
@@ -56,47 +44,54 @@ export const processMemoryFunction = inngest.createFunction(
     // Each step writes as it goes: once `index` ran, the memory's chunks (with vectors) are stored.
     let indexed = false;
     for (const processingStep of PROCESSING_STEPS) {
-      const runStep = (tries: number) =>
-        step.run(tries === 0 ? processingStep.name : `${processingStep.name}-${tries}`, async () => {
-          const ctx: StepContext = { db: await db(), memory: claim.memory, now: () => new Date(), attempt: claim.attempt, readTurnNow: tries < READ_TURN_TRIES - 1 };
-          // Renews the claim (the lease the sweep judges by), as the embedded runner's job does while it runs:
-          // without it a run whose steps together took longer than the stale timeout was taken over, and
-          // after the maximum attempts its memory ended failed ("interrupted") though every step succeeded.
-          // Matching nothing means overtaken: this run looked stalled (one slow step, Inngest's backoff) and a
-          // newer run claimed the memory with attempts + 1. That run finishes it; this one stops.
-          const { count: held } = await ctx.db.memory.updateMany({
-            where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running", processingAttempts: claim.attempt },
-            data: { processingStartedAt: new Date() },
-          });
-          if (held === 0) return "stale" as const;
-          try {
-            await processingStep.run(ctx);
-            return "ok" as const;
-          } catch (error) {
-            if (error instanceof StaleJobError) return "stale" as const;
-            // Nothing was read or written: the run sleeps (step.sleep, holding no slot) and tries again.
-            if (error instanceof ReadTurnBusyError) return "busy" as const;
-            // `attempt` counts this step's tries (0-based); the last one fails the memory instead of throwing.
-            const lastTry = attempt >= (maxAttempts ?? RETRIES + 1) - 1;
-            if (lastTry || isPermanentError(error)) {
-              // A refusal by the provider itself is failed at once, as the embedded runner does (recordFailure).
-              console.error(`[engram] processing: memory ${claim.memory.id} failed for good`, error);
-              const failed = await failMemory(ctx, describeError(error), { indexed, attempt: claim.attempt });
-              return failed ? ("failed" as const) : ("stale" as const);
-            }
-            // Visible on the memory while Inngest retries the step.
+      const result = await step.run(processingStep.name, async () => {
+        const overtaken = new AbortController();
+        const ctx: StepContext = { db: await db(), memory: claim.memory, now: () => new Date(), attempt: claim.attempt, signal: overtaken.signal };
+        // Renews the claim (the lease the sweep judges by), as the embedded runner's job does while it runs:
+        // without it a run whose steps together took longer than the stale timeout was taken over, and
+        // after the maximum attempts its memory ended failed ("interrupted") though every step succeeded.
+        // Matching nothing means overtaken: this run looked stalled (one slow step, Inngest's backoff) and a
+        // newer run claimed the memory with attempts + 1. That run finishes it; this one stops.
+        const renew = async () =>
+          (
             await ctx.db.memory.updateMany({
               where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running", processingAttempts: claim.attempt },
-              data: { processingError: describeError(error) },
-            });
-            throw error;
+              data: { processingStartedAt: new Date() },
+            })
+          ).count > 0;
+        if (!(await renew())) return "stale" as const;
+        // Renewed while the step runs too: the extract step waits here for the process's read turn (one
+        // document, three images at a time) behind the other runs' reads, and renewed only as it started, a
+        // wait past the stale timeout had the sweep re-send the memory and a second run take it over.
+        const heartbeat = setInterval(() => {
+          renew().then(
+            (held) => held || overtaken.abort(new StaleJobError(claim.memory)),
+            () => undefined,
+          );
+        }, Math.max(100, Math.floor(config.staleMs / 3)));
+        try {
+          await processingStep.run(ctx);
+          return "ok" as const;
+        } catch (error) {
+          if (error instanceof StaleJobError) return "stale" as const;
+          // `attempt` counts this step's tries (0-based); the last one fails the memory instead of throwing.
+          const lastTry = attempt >= (maxAttempts ?? RETRIES + 1) - 1;
+          if (lastTry || isPermanentError(error)) {
+            // A refusal by the provider itself is failed at once, as the embedded runner does (recordFailure).
+            console.error(`[engram] processing: memory ${claim.memory.id} failed for good`, error);
+            const failed = await failMemory(ctx, describeError(error), { indexed, attempt: claim.attempt });
+            return failed ? ("failed" as const) : ("stale" as const);
           }
-        });
-      let result = await runStep(0);
-      for (let tries = 1; result === "busy"; tries++) {
-        await step.sleep(`wait-for-read-turn-${tries}`, readTurnSleepMs(tries - 1, config.staleMs));
-        result = await runStep(tries);
-      }
+          // Visible on the memory while Inngest retries the step.
+          await ctx.db.memory.updateMany({
+            where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running", processingAttempts: claim.attempt },
+            data: { processingError: describeError(error) },
+          });
+          throw error;
+        } finally {
+          clearInterval(heartbeat);
+        }
+      });
       if (result === "stale") return { status: "stale" as const };
       if (result === "failed") return { status: "failed" as const };
       if (processingStep.name === "index") indexed = true;

@@ -12,10 +12,12 @@ import { extractMemoryText } from "@/lib/extraction/extract-memory-text.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
 /**
- * The process-memory function's extract step waited for the process's document turn (one read at a time)
- * inside its run: each run waiting so held one of the function's four concurrency slots (and an open
- * request) for as long as the reads ahead of it took. A run that cannot have the turn now ends its step
- * and sleeps between tries (step.sleep), holding nothing.
+ * The process-memory function's extract step waits for the process's document turn (one read at a time)
+ * inside its run, so it keeps one of the function's four concurrency slots meanwhile: "at most 4 runs at a
+ * time" holds, and the runs queued behind it wait in Inngest's queue unclaimed, in order. A run that slept
+ * between tries instead (step.sleep) gave its slot up, so Inngest started every queued run at once and each
+ * claimed its memory. While it waits, the step renews its claim: renewed only as the step started, a wait
+ * past the stale timeout let the sweep re-send the memory and a second run take it over.
  */
 
 /** The embedded store, but the head of an object under `held/` answers only once the test lets it. */
@@ -58,35 +60,46 @@ async function fileMemory(key: string): Promise<string> {
 }
 
 describe("the process-memory function and the process's document turn", () => {
-  it("a run that cannot have the document turn sleeps between tries instead of waiting for it inside its step", async () => {
+  it("a run that cannot have the document turn waits for it inside its step, renewing its claim, and never sleeps", async () => {
+    const stale = process.env.ENGRAM_PROCESSING_STALE_SECONDS;
+    process.env.ENGRAM_PROCESSING_STALE_SECONDS = "1";
     // Another read holds the document turn (this process's one reader) until the store answers.
     const heldId = await fileMemory("held/slow.txt");
     const holding = extractMemoryText(await h.db.memory.findUniqueOrThrow({ where: { id: heldId } }));
     const id = await fileMemory("fast/notes.txt");
     const sleeps: string[] = [];
-    // A sleep is Inngest's to time: here each ends once the read ahead has (its next try then takes the turn).
     const run = new InngestTestEngine({
       function: processMemoryFunction,
       events: [{ name: MEMORY_PROCESS_EVENT, data: { id } }],
-      steps: Array.from({ length: 60 }, (_, i) => ({
-        id: `wait-for-read-turn-${i + 1}`,
-        handler: async () => {
-          sleeps.push(`wait-for-read-turn-${i + 1}`);
-          store.release();
-          await holding;
-        },
-      })),
+      // Were the run to sleep between tries, each sleep would end at once here and be counted.
+      steps: Array.from({ length: 60 }, (_, i) => ({ id: `wait-for-read-turn-${i + 1}`, handler: () => void sleeps.push(`wait-for-read-turn-${i + 1}`) })),
     }).execute();
     try {
-      const settled = await Promise.race([run.then(() => "ran"), new Promise((resolve) => setTimeout(() => resolve("still waiting in its step"), 5_000))]);
-      expect(settled).toBe("ran");
+      let startedAt: Date | null = null;
+      for (let i = 0; i < 100 && startedAt === null; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const row = await h.db.memory.findUniqueOrThrow({ where: { id }, select: { processingStatus: true, processingStartedAt: true } });
+        if (row.processingStatus === "running") startedAt = row.processingStartedAt;
+      }
+      expect(startedAt).not.toBeNull();
+      // Three stale timeouts' worth of waiting: the run is still in its step, and its claim is fresh.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const waiting = await h.db.memory.findUniqueOrThrow({ where: { id }, select: { processingStatus: true, processingStartedAt: true, processingAttempts: true } });
+      expect(waiting.processingStatus).toBe("running");
+      expect(waiting.processingAttempts).toBe(1);
+      expect(Date.now() - waiting.processingStartedAt!.getTime()).toBeLessThan(1_000);
+      expect(sleeps).toEqual([]);
+      store.release();
+      await holding;
       expect((await run).result).toEqual({ status: "done" });
-      expect(sleeps).toEqual(["wait-for-read-turn-1"]);
+      expect(sleeps).toEqual([]);
       expect(await h.db.memory.findUniqueOrThrow({ where: { id }, select: { processingStatus: true, content: true } })).toEqual({
         processingStatus: "done",
         content: "A note on the file.\n\nDeploys go out on Tuesdays after the standup.",
       });
     } finally {
+      if (stale === undefined) delete process.env.ENGRAM_PROCESSING_STALE_SECONDS;
+      else process.env.ENGRAM_PROCESSING_STALE_SECONDS = stale;
       store.release();
       await holding;
       await run.catch(() => undefined);

@@ -32,10 +32,7 @@ export function needsExtraction(memory: Pick<Memory, "fileRef" | "contentType" |
  * was created with) comes first, then the file's text; a link's content
  * becomes the page. Whatever could not be read is reported in `error`.
  */
-export async function extractMemoryText(
-  memory: Memory,
-  options: { signal?: AbortSignal; /** A file's read turn now, or ReadTurnBusyError (no wait). */ turnNow?: boolean } = {},
-): Promise<{ content: string; title?: string; error: string | null }> {
+export async function extractMemoryText(memory: Memory, options: { signal?: AbortSignal } = {}): Promise<{ content: string; title?: string; error: string | null }> {
   if (memory.fileRef === null) {
     // The same URL pushed again reads link_url, its content still the page read last time: kept when the
     // page cannot be read now. Only while the content_hash is still that URL's: other content written
@@ -58,7 +55,7 @@ export async function extractMemoryText(
   // Images take turns of their own, at the vision model (a document need not wait for the model),
   // IMAGE_READS_AT_ONCE of them: each image job otherwise fetched its file at once and held it while the
   // model read the others. A job whose lease is lost (options.signal) while it waits for its turn leaves at once.
-  return inTurn(isImageType(ref.content_type) ? "image" : "document", () => readFileMemory(memory, ref, options.signal), options.signal, options.turnNow);
+  return inTurn(isImageType(ref.content_type) ? "image" : "document", () => readFileMemory(memory, ref, options.signal), options.signal);
 }
 
 /**
@@ -70,13 +67,6 @@ export async function extractMemoryText(
 export const IMAGE_READS_AT_ONCE = 3;
 
 export type ReadTurn = "image" | "document";
-
-/** Every read turn of the file's kind is taken, and the caller asked not to wait (extractMemoryText's `turnNow`). */
-export class ReadTurnBusyError extends Error {
-  constructor(readonly turn: ReadTurn) {
-    super(`every ${turn} read turn of this process is taken`);
-  }
-}
 
 /**
  * The read turn this memory's extraction waits for: an image's or a document's (any other file not read
@@ -139,15 +129,13 @@ const globalForTurns = globalThis as unknown as { __engramReadTurns?: Record<"do
  * Runs `read` once fewer reads of its kind are in progress than its kind allows (documents one, images
  * IMAGE_READS_AT_ONCE), in the order they came, whatever the outcome of those before. A `signal` that
  * aborts answers the caller at once (its rejection): while it waits, its read is skipped; once started,
- * the turn is still held until that read ends. With `now`, a read that would wait rejects at once with
- * ReadTurnBusyError instead.
+ * the turn is still held until that read ends.
  */
-function inTurn<T>(kind: ReadTurn, read: () => Promise<T>, signal?: AbortSignal, now = false): Promise<T> {
+function inTurn<T>(kind: "document" | "image", read: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const turns = (globalForTurns.__engramReadTurns ??= { document: { running: 0, waiting: [] }, image: { running: 0, waiting: [] } })[kind];
   const limit = kind === "image" ? IMAGE_READS_AT_ONCE : 1;
   return new Promise<T>((resolve, reject) => {
     if (signal?.aborted) return reject(abortReason(signal));
-    if (now && turns.running >= limit) return reject(new ReadTurnBusyError(kind));
     const start = () => {
       turns.running++;
       read()

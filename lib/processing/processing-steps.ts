@@ -42,11 +42,6 @@ export interface StepContext {
   /** Aborts when the job's lease is lost (the embedded runner): a step waiting its turn leaves. */
   signal?: AbortSignal;
   /**
-   * The extract step takes its read turn now or throws ReadTurnBusyError, instead of waiting for it
-   * (Inngest: a run waiting inside its step held one of the function's concurrency slots meanwhile).
-   */
-  readTurnNow?: boolean;
-  /**
    * Set by a runner that executes all steps in one go (the embedded runner): the steps' writes
    * (classification, summary, chunks) are collected here and committed with `complete` in one
    * short transaction instead of four, which is fewer turns on the database and fewer row versions
@@ -217,7 +212,7 @@ const extract: ProcessingStep = {
   async run(ctx) {
     const memory = await loadCurrent(ctx);
     if (!needsExtraction(memory)) return;
-    const result = await extractMemoryText(memory, { signal: ctx.signal, turnNow: ctx.readTurnNow });
+    const result = await extractMemoryText(memory, { signal: ctx.signal });
     const changes: MemoryChanges = { content: result.content, extractedAt: ctx.now(), extractionError: result.error, ...(memory.linkUrl !== null && { linkUrl: null }) };
     // PATCH title keeps the version, so the version guard alone would let the page's title replace a
     // title the client chose while the page was read: it applies only while the title is still derived.
