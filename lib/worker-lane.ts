@@ -58,12 +58,24 @@ export class WorkerLane<Reply extends WorkerReply> {
   private live?: Live<Reply>;
   private busy = false;
   private nextId = 0;
+  /**
+   * Workers ended and not yet exited. terminate() is asynchronous: a task started on a
+   * fresh worker at once had two threads alive side by side (for the extraction thread, two parses' memory).
+   */
+  private readonly exiting = new Set<Promise<unknown>>();
 
   constructor(private readonly options: WorkerLaneOptions) {}
 
   /** Starts a worker now, unless one runs: rejects when it cannot load. */
   async start(): Promise<void> {
-    await (this.live ?? this.spawn()).ready;
+    await (await this.current()).ready;
+  }
+
+  /** The live worker, or a new one once every ended worker has exited. */
+  private async current(): Promise<Live<Reply>> {
+    // Another worker may end while this waits: it goes first too.
+    while (!this.live && this.exiting.size > 0) await Promise.all(this.exiting);
+    return this.live ?? this.spawn();
   }
 
   /**
@@ -102,7 +114,7 @@ export class WorkerLane<Reply extends WorkerReply> {
     try {
       // A worker may end while idle, between being ready and this task reaching it.
       do {
-        live = this.live ?? this.spawn();
+        live = await this.current();
         await live.ready;
       } while (live.ended);
     } catch (error) {
@@ -181,9 +193,14 @@ export class WorkerLane<Reply extends WorkerReply> {
         live.ended = true;
         // Only this worker's slot: a replacement may already be starting.
         if (this.live === live) this.live = undefined;
+        // Counted before the task hears of it: its settling starts the next task, which waits for this exit.
+        const exit: Promise<unknown> = worker
+          .terminate()
+          .catch(() => undefined)
+          .finally(() => this.exiting.delete(exit));
+        this.exiting.add(exit);
         if (!live.loaded) rejectReady(error);
         live.onEnd?.(error);
-        void worker.terminate();
       },
     };
     worker.on("message", (reply: Reply) => {

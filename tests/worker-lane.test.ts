@@ -104,4 +104,50 @@ describe("WorkerLane", () => {
     expect((await readPageInThread(Buffer.from(article))).title).toBe("Kiln guide");
     expect(Date.now() - began).toBeLessThan(8_000);
   }, 60_000);
+
+  it("a worker ended mid-task is gone before the next task's worker starts: never two threads at once", async () => {
+    // live.end did not wait for worker.terminate(): the next task spawned its worker at once, so two
+    // threads lived side by side (for the extraction thread, two parses' memory, up to ENGRAM_EXTRACT_MEMORY_MB each).
+    const script = path.join(mkdtempSync(path.join(tmpdir(), "engram-lane-")), "worker.mjs");
+    writeFileSync(
+      script,
+      `import { parentPort } from "node:worker_threads";
+       parentPort.postMessage({ ready: true });
+       parentPort.on("message", ({ id, value, spinMs }) => {
+         for (const until = Date.now() + (spinMs ?? 0); Date.now() < until; );
+         parentPort.postMessage({ id, echo: value });
+       });`,
+    );
+    let started = 0;
+    let exited = 0;
+    const aliveAtStart: number[] = [];
+    const lane = new WorkerLane<Reply>({
+      script,
+      workerOptions: () => {
+        aliveAtStart.push(started - exited);
+        started++;
+        return {};
+      },
+      timeoutMs: () => 60_000,
+      timedOut: (ms) => new Error(`no answer within ${ms} ms`),
+      loadFailed: () => new Error("did not load"),
+      crashed: (error) => error,
+      exited: (code) => {
+        exited++;
+        return new Error(`exited (code ${code})`);
+      },
+    });
+    await lane.start();
+    for (let i = 0; i < 3; i++) {
+      const lost = new AbortController();
+      const busy = lane.run({ value: "busy", spinMs: 5_000 }, [], lost.signal).catch((error: Error) => error.message);
+      const next = lane.run({ value: `next ${i}` });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      lost.abort(new Error("the job's lease was lost"));
+      expect(await busy).toBe("the job's lease was lost");
+      expect((await next).echo).toBe(`next ${i}`);
+    }
+    expect(started).toBe(4);
+    expect(aliveAtStart).toEqual([0, 0, 0, 0]);
+  }, 30_000);
 });
