@@ -31,6 +31,7 @@ const heldImages: ServerResponse[] = [];
 const heldText: ServerResponse[] = [];
 let heldTextSeen = false;
 let heldAtStopSeen = false;
+let heldOrphanSlotSeen = false;
 let h: Harness;
 let ann: Client;
 let blobDir: string;
@@ -61,6 +62,10 @@ beforeAll(async () => {
     if (image) return void heldImages.push(res);
     if (raw.includes("HOLD-AT-STOP") && !heldAtStopSeen) {
       heldAtStopSeen = true;
+      return void heldText.push(res);
+    }
+    if (raw.includes("HOLD-ORPHAN-SLOT") && !heldOrphanSlotSeen) {
+      heldOrphanSlotSeen = true;
       return void heldText.push(res);
     }
     if (raw.includes("HOLD-THIS-JOB") && !heldTextSeen) {
@@ -283,6 +288,37 @@ describe("the embedded runner's parked image jobs", () => {
       r.stop();
       await r.idle();
       for (const res of heldImages.splice(0)) res.destroy();
+    }
+  }, 90_000);
+
+  it("an orphaned image job written again before it ran loses its place ahead: it waits behind the images already waiting", async () => {
+    // The orphan mark stayed on an id written again while it waited in the queue's first lane: the new
+    // write was no dead process's job, yet it was parked ahead of every image waiting (not behind those
+    // in the database) and took the next turn.
+    await h.db.memory.updateMany({ where: { processingStatus: { in: ["pending", "running"] } }, data: { processingStatus: "failed" } });
+    for (let i = 0; i < 14; i++) await uploadImage(160 + i);
+    await ann.post("/v1/memories", { content: "HOLD-ORPHAN-SLOT: the freezer inventory is counted on Mondays." });
+    const r = new EmbeddedRunner({ ...processingConfig(), concurrency: IMAGE_READS_AT_ONCE + 1, sweepMs: 60_000, maxQueued: 40, db: async () => h.db, exclusiveDatabase: false });
+    try {
+      r.start();
+      // Every worker taken: three images at the model, a text job held there; ten images parked.
+      await until("three images and a text job are at the model, ten images parked", () => heldImages.length === IMAGE_READS_AT_ONCE && heldText.length === 1 && r.size.queued === 10);
+      const orphan = await uploadImage(199);
+      await backdateMemories(h.db, orphan, { processingStatus: "running", processingAttempts: 1, processingStartedAt: new Date(Date.now() - 3_600_000) });
+      await r.sweep();
+      // Written again (as a write resets it) while it waits first in the queue, and enqueued as every write is.
+      await backdateMemories(h.db, orphan, { processingStatus: "pending", processingAttempts: 0, processingStartedAt: null, version: { increment: 1 }, updatedAt: new Date() });
+      r.enqueue(orphan, ann.personalHubId);
+      answer(heldText.shift()!, "gpt-test-vision", JSON.stringify({ kind: "semantic", stability: "stable" }));
+      // The text job ends; the orphan takes its worker, finds the image turns taken and waits, unclaimed.
+      await until("only the three images run", () => r.size.active === IMAGE_READS_AT_ONCE, 20_000);
+      releaseImage();
+      await until("an image takes the freed turn", () => heldImages.length === IMAGE_READS_AT_ONCE, 10_000);
+      expect(await status(orphan)).toBe("pending");
+    } finally {
+      r.stop();
+      await r.idle();
+      for (const res of [...heldImages.splice(0), ...heldText.splice(0)]) res.destroy();
     }
   }, 90_000);
 

@@ -270,6 +270,9 @@ export class EmbeddedRunner {
   /** `hubId`: the memory's hub, whose lane it waits in (without it, a lane shared by every id not placed). */
   enqueue(id: string, hubId?: string): void {
     if (this.stopped) return;
+    // Written again, it is no dead process's job any more: marked still, the new write was parked ahead of
+    // every file of its kind waiting, those in the database too. (An active one's mark goes as its job ends.)
+    if (!this.active.has(id)) this.orphans.delete(id);
     // Written again while parked: it may be no file to read now, so it is looked at again in its queue turn.
     if (this.isParked(id)) this.queue(id, hubId);
     else if (this.active.has(id)) this.again.set(id, hubId ?? this.again.get(id));
