@@ -7,6 +7,7 @@ import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { visitTopic } from "@/lib/topics/visit-topic.ts";
 import { archiveTopic } from "@/lib/topics/archive-topic.ts";
 import { loadRecalled } from "@/lib/recall/load-recalled.ts";
+import { getMemoryPage } from "@/lib/memories/get-memory.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
@@ -1066,6 +1067,37 @@ describe("delete", () => {
     expect((await ann.get(`/v1/hubs/${team}/summary`)).body.data.stats.inbox).toBe(5);
     const recalled = await loadRecalled(h.database.sql, [hiddenId!, keptId!].map((id) => ({ memoryId: id, chunkId: null, score: 0.9 })), { now: new Date(), withHub: false, userId: ann.id, hubIds: [team] });
     expect(recalled.map((r) => [r.topic_id, r.topic_name])).toEqual([[undefined, undefined], [kept.id, "Staying"]]);
+  });
+
+  /**
+   * The hidden topic's id still came back where a memory is answered outside the list and GET reads:
+   * an edit's answer ("the full memory, as GET answers it"), related memories, a push answered with
+   * the memory of the same content, and the paged read of MCP's engram_get and fetch.
+   */
+  it("a memory under a topic being deleted shows no topic in every answer that holds it", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const going = await topic(ann, "Fading", team);
+    const word = `quokka${Math.random().toString(36).slice(2, 8)}`;
+    const ids = await filedMemories(ann, going.id, word, team);
+    const hiddenId = ids[0]!;
+    const content = (await ann.get(`/v1/memories/${hiddenId}`)).body.data.content as string;
+    await h.db.$executeRaw`UPDATE topics SET deleting_at = now() WHERE id = ${going.id}::uuid`;
+
+    const patched = await ann.patch(`/v1/memories/${hiddenId}`, { tags: ["edited"] });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.data.topic_id).toBeNull();
+    const pushed = await ann.post("/v1/memories", { content }, { headers: { "x-hub-id": team } });
+    expect(pushed.body.data.id).toBe(hiddenId);
+    expect(pushed.body.data.topic_id).toBeNull();
+    const paged = await getMemoryPage(sessionContext(h, ann), hiddenId, { offset: 0, chars: 100 });
+    expect(paged.memory.topic_id).toBeNull();
+    await indexMemories(h.db, ids);
+    const related = await ann.get(`/v1/memories/${hiddenId}/related`);
+    expect(related.status, related.text).toBe(200);
+    const neighbours = related.body.data as { memory: { id: string; topic_id: string | null } }[];
+    expect(neighbours.length).toBeGreaterThan(0);
+    expect(neighbours.map((entry) => entry.memory.topic_id)).toEqual(neighbours.map(() => null));
   });
 
   it("answers 405 for methods the routes do not implement", async () => {

@@ -1,3 +1,4 @@
+import { withShownTopics } from "@/lib/topics/topics-being-deleted.ts";
 import { createHash } from "node:crypto";
 import type { HubContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
@@ -201,7 +202,9 @@ ${input.content}`) : contentHash(input.content);
   afterMemoryWrite(result.memory);
   // Memax's capture promises one memory per decision and learning (extract-capture-facts.ts).
   if (result.created && result.memory.source === CAPTURE_SOURCE) await extractCaptureFacts(ctx, result.memory);
-  return { memory: serializeMemory(result.memory), created: result.created, warnings };
+  // A memory found (same content, or updated at its source_path) may be filed under a topic being deleted: shown with none, as GET does.
+  const [memory] = result.created ? [result.memory] : await withShownTopics(ctx.sql, [result.memory]);
+  return { memory: serializeMemory(memory!), created: result.created, warnings };
 }
 
 interface PushTargets {

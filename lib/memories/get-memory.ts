@@ -3,7 +3,6 @@ import { ApiError } from "@/lib/api/errors.ts";
 import type { Attachment } from "@/lib/db/generated/client.ts";
 import { memoryAccessSql } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
-import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
 import { recentOpens } from "./recent-opens.ts";
 import type { SqlRunner } from "@/lib/db/database.ts";
 import { readMemoryWithContent } from "./memory-object-rows.ts";
@@ -96,12 +95,8 @@ async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitCo
 }
 
 async function withAttachments(ctx: AuthContext, memory: MemoryObjectRow & { content: string }) {
-  const [attachments, hidden] = await Promise.all([
-    attachmentsOf(ctx.sql, memory.id),
-    // Its topic being deleted, the memory shows none (lib/topics/topics-being-deleted.ts).
-    topicsBeingDeleted(ctx.sql, [memory.topicId]),
-  ]);
-  return serializeMemoryWithContent({ ...memory, ...(hidden.size > 0 && { topicId: null }), attachments });
+  // Its topic being deleted, the memory read shows none already (memory-object-rows.ts).
+  return serializeMemoryWithContent({ ...memory, attachments: await attachmentsOf(ctx.sql, memory.id) });
 }
 
 /**

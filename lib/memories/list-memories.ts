@@ -6,7 +6,6 @@ import type { Prisma } from "@/lib/db/generated/client.ts";
 import { hubScopeWithCounts } from "@/lib/hubs/hub-access.ts";
 import { memoryCounts } from "@/lib/quotas/memory-counts.ts";
 import type { ListMemoriesQuery } from "./memory-fields.ts";
-import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
 import { memoryObjectRows } from "./memory-object-rows.ts";
 import { serializeMemory } from "./serialize-memory.ts";
 
@@ -35,11 +34,6 @@ const relevantPosition = z.tuple([z.int().min(0), z.iso.datetime(), z.uuid(), ca
 export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
   const limit = parseLimit(query.limit);
   const { hubIds, memories: hubCounts } = await hubScopeWithCounts(ctx, query.hub_id);
-  // A topic being deleted is not_found to every read, and its memories show no topic: filtering on it
-  // finds nothing, as filtering on a topic that does not exist does.
-  if (query.topic_id !== undefined && (await topicsBeingDeleted(ctx.sql, [query.topic_id])).size > 0) {
-    return { memories: [], next_cursor: "", has_more: false, total: 0 };
-  }
   const secret = await serverSecret(ctx.db);
   // The list a cursor belongs to is its sort, hub scope and filters: a cursor carried over to another
   // hub or filter would go on from a position of a list it never saw (skipping what is newer there).
@@ -56,7 +50,9 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
 
   const scope: Prisma.MemoryWhereInput = {
     hubId: { in: hubIds },
-    ...(query.topic_id !== undefined && { topicId: query.topic_id }),
+    // A topic being deleted is not_found to every read, and its memories show no topic: filtering on it
+    // finds nothing, as filtering on a topic that does not exist does (listConditions alike).
+    ...(query.topic_id !== undefined && { topicId: query.topic_id, topic: { deletingAt: null } }),
     ...(query.kind && { kind: query.kind }),
     ...(query.actor && { ownerId: query.actor }),
     // [created_after, created_before), as recall reads them (engram_recall_candidates and engram_lexical_search).
@@ -109,8 +105,7 @@ export async function listMemories(ctx: AuthContext, query: ListMemoriesQuery) {
       : pageOfHubs(ctx, hubIds, query, position, limit).then(async (rows) => page("memories", rows, limit, await cursorFor)),
     counted,
   ]);
-  const hidden = await topicsBeingDeleted(ctx.sql, result.memories.map((memory) => memory.topicId));
-  return { ...result, memories: result.memories.map((memory) => serializeMemory(hidden.has(memory.topicId!) ? { ...memory, topicId: null } : memory)), total };
+  return { ...result, memories: result.memories.map(serializeMemory), total };
 }
 
 /**
@@ -159,7 +154,11 @@ function listConditions(hubIds: string[], hubCondition: string, query: ListMemor
   const params: unknown[] = [hubIds];
   const param = (value: unknown, type: string) => `$${params.push(value)}::${type}`;
   const conditions = [hubCondition];
-  if (query.topic_id !== undefined) conditions.push(`m.topic_id = ${param(query.topic_id, "uuid")}`);
+  if (query.topic_id !== undefined) {
+    // Evaluated once per statement (it names no column of m): a topic being deleted matches nothing.
+    const topic = param(query.topic_id, "uuid");
+    conditions.push(`m.topic_id = ${topic}`, `NOT EXISTS (SELECT 1 FROM topics t WHERE t.id = ${topic} AND t.deleting_at IS NOT NULL)`);
+  }
   if (query.kind) conditions.push(`m.kind = ${param(query.kind, "text")}`);
   if (query.actor) conditions.push(`m.owner_id = ${param(query.actor, "uuid")}`);
   if (query.created_after) conditions.push(`m.created_at >= ${param(new Date(query.created_after).toISOString(), "timestamptz")}`);

@@ -1,5 +1,6 @@
 import type { AuthContext } from "@/lib/api/context.ts";
 import type { DbClient } from "@/lib/db/database.ts";
+import { withShownTopics } from "@/lib/topics/topics-being-deleted.ts";
 import { lockMemoryRows } from "@/lib/db/row-lock.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
@@ -46,8 +47,12 @@ export async function updateMemory(ctx: AuthContext, id: string, input: UpdateMe
     if (updated) {
       afterMemoryWrite(updated);
       // The full memory, as GET answers it (Memax's update() reads content from it).
-      const attachments = await ctx.db.attachment.findMany({ where: { memoryId: updated.id }, orderBy: { createdAt: "asc" } });
-      return serializeMemoryWithContent({ ...updated, attachments });
+      const [attachments, [shown]] = await Promise.all([
+        ctx.db.attachment.findMany({ where: { memoryId: updated.id }, orderBy: { createdAt: "asc" } }),
+        // As GET shows it: no topic while its topic is being deleted.
+        withShownTopics(ctx.sql, [updated]),
+      ]);
+      return serializeMemoryWithContent({ ...shown!, attachments });
     }
     if (attempt >= ATTEMPTS) throw new ApiError("conflict", "The memory kept changing while this update was applied; try again");
   }

@@ -1,5 +1,4 @@
 import type { SqlRunner } from "@/lib/db/database.ts";
-import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
 import { formatAge } from "./format-age.ts";
 
 /** A memory a search picked, with the chunk that matched (null: the memory matched as a whole). */
@@ -65,8 +64,6 @@ export async function loadRecalled(
     [picks.map((p) => p.memoryId), picks.map((p) => p.chunkId), EXCERPT_CHARS, options.userId, options.hubIds],
   );
   const byId = new Map(rows.map((row) => [row.id, row]));
-  // A topic being deleted is not_found to every read: its memories show none.
-  const hidden = await topicsBeingDeleted(sql, rows.map((row) => row.topic_id));
   return picks.flatMap((pick) => {
     const row = byId.get(pick.memoryId);
     if (!row) return [];
@@ -88,7 +85,8 @@ export async function loadRecalled(
       entry.hub_id = row.hub_id;
       entry.hub_name = row.hub_name;
     }
-    if (row.topic_id && !hidden.has(row.topic_id)) {
+    // Null for a topic being deleted too (not_found to every read): the statement shows its memories with none.
+    if (row.topic_id) {
       entry.topic_id = row.topic_id;
       entry.topic_name = row.topic_name ?? "";
     }

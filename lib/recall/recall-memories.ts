@@ -1,4 +1,4 @@
-import { topicsBeingDeleted } from "@/lib/topics/topics-being-deleted.ts";
+import { topicBeingDeletedFor } from "@/lib/topics/topics-being-deleted.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { positiveIntEnv } from "@/lib/config.ts";
 import { clampInstant } from "@/lib/api/timestamp.ts";
@@ -154,7 +154,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   // Inference overlaps the SQL from here on.
   // A topic being deleted is not_found to every read and its memories show none: filtering on it finds
   // nothing, as on a topic that does not exist (GET /v1/memories?topic_id= alike).
-  const hiddenTopic = input.topic_id !== undefined && (await topicsBeingDeleted(ctx.sql, [input.topic_id])).size > 0;
+  const hiddenTopic = input.topic_id !== undefined && (await topicBeingDeletedFor(ctx.sql, ctx.user.id, scoped ?? input.hub_ids, input.topic_id));
   const embedding = noDates || hiddenTopic || scoped?.length === 0 ? undefined : await embedInBackground(ctx, analysis.searchText);
   const lexical = embedding
     ? await lexicalSearch(

@@ -1,4 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import { withShownTopics } from "@/lib/topics/topics-being-deleted.ts";
 import { ApiError } from "@/lib/api/errors.ts";
 import { readableHubs } from "@/lib/hubs/hub-access.ts";
 import { isUuid } from "@/lib/ids.ts";
@@ -82,9 +83,9 @@ export async function relatedMemories(ctx: AuthContext, id: string): Promise<Rel
     .sort((a, b) => b[1].score - a[1].score)
     .slice(0, MAX_RELATED)
     .map(([memoryId, pick]) => ({ memoryId, ...pick }));
-  const rows = new Map(
-    (await ctx.db.memory.findMany({ where: { id: { in: top.map((t) => t.memoryId) }, hubId: { in: hubIds }, state: "active" }, omit: { content: true } })).map((row) => [row.id, row]),
-  );
+  const found = await ctx.db.memory.findMany({ where: { id: { in: top.map((t) => t.memoryId) }, hubId: { in: hubIds }, state: "active" }, omit: { content: true } });
+  // No topic shown for one being deleted, as on every read of a memory.
+  const rows = new Map((await withShownTopics(ctx.sql, found)).map((row) => [row.id, row]));
   return top.flatMap(({ memoryId, score }) => {
     const row = rows.get(memoryId);
     return row ? [{ memory: serializeMemory(row), similarity: Math.round(score * 1e4) / 1e4 }] : [];

@@ -41,7 +41,7 @@ export async function searchMemories(ctx: AuthContext, query: SearchMemoriesQuer
   const hubIds = await hubScopeIds(ctx, query.hub_id);
   if (hubIds.length === 0) return [];
   // A topic being deleted is not_found to every read: filtering on it finds nothing, as on one that does not exist.
-  if (query.topic_id && (await topicsBeingDeleted(ctx.sql, [query.topic_id])).size > 0) return [];
+  if (query.topic_id && (await topicsBeingDeleted(ctx.sql, hubIds, [query.topic_id])).size > 0) return [];
 
   const lexical = await lexicalSearch(
     ctx.sql,
