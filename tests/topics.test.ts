@@ -8,6 +8,7 @@ import { visitTopic } from "@/lib/topics/visit-topic.ts";
 import { archiveTopic } from "@/lib/topics/archive-topic.ts";
 import { loadRecalled } from "@/lib/recall/load-recalled.ts";
 import { getMemoryPage } from "@/lib/memories/get-memory.ts";
+import { topicBeingDeletedFor } from "@/lib/topics/topics-being-deleted.ts";
 import { indexMemories } from "./recall-helpers.ts";
 import { changedBefore, sessionContext } from "./support/changed-mid-request.ts";
 import { clientFor, createHarness, testPostgres, type Client, type Harness } from "./support/harness.ts";
@@ -1098,6 +1099,32 @@ describe("delete", () => {
     const neighbours = related.body.data as { memory: { id: string; topic_id: string | null } }[];
     expect(neighbours.length).toBeGreaterThan(0);
     expect(neighbours.map((entry) => entry.memory.topic_id)).toEqual(neighbours.map(() => null));
+  });
+
+  /**
+   * Recall on a topic being deleted answered filters.hub_ids [] where a missing topic reports the hubs
+   * searched, and only on such a topic did it skip its search: of another hub's topic, the answer told
+   * (and its speed) that the topic existed and was being deleted.
+   */
+  it("recall on a topic being deleted answers as on a missing topic, and another hub's such topic tells nothing", async () => {
+    const ann = await h.user("Ann");
+    const bob = await h.user("Bob");
+    const team = await h.teamHub(ann);
+    const going = await topic(ann, "Going", team);
+    const foreign = await topic(bob, "Elsewhere");
+    await filedMemories(ann, going.id, "otter", team);
+    await h.db.$executeRaw`UPDATE topics SET deleting_at = now() WHERE id = ANY(${[going.id, foreign.id]}::uuid[])`;
+    const recall = async (topicId: string) => {
+      const res = await ann.post("/v1/recall", { query: "otter notes", topic_id: topicId, hub_ids: [team] });
+      expect(res.status, res.text).toBe(200);
+      return res.body.data.query_metadata.filters as { hub_ids: string[]; topic_id: string };
+    };
+    const missing = await recall(newId());
+    expect(missing.hub_ids).toEqual([team]);
+    expect((await recall(going.id)).hub_ids).toEqual(missing.hub_ids);
+    expect((await recall(foreign.id)).hub_ids).toEqual(missing.hub_ids);
+    expect(await topicBeingDeletedFor(h.database.sql, ann.id, undefined, foreign.id)).toBe(false);
+    expect(await topicBeingDeletedFor(h.database.sql, ann.id, undefined, going.id)).toBe(true);
   });
 
   it("answers 405 for methods the routes do not implement", async () => {

@@ -152,24 +152,32 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   const searchFilters = { kind: input.kind, topicId: input.topic_id, createdAfter, createdBefore, ownerId: analysis.author?.id };
 
   // Inference overlaps the SQL from here on.
+  const embedding = noDates || scoped?.length === 0 ? undefined : await embedInBackground(ctx, analysis.searchText);
   // A topic being deleted is not_found to every read and its memories show none: filtering on it finds
-  // nothing, as on a topic that does not exist (GET /v1/memories?topic_id= alike).
-  const hiddenTopic = input.topic_id !== undefined && (await topicBeingDeletedFor(ctx.sql, ctx.user.id, scoped ?? input.hub_ids, input.topic_id));
-  const embedding = noDates || hiddenTopic || scoped?.length === 0 ? undefined : await embedInBackground(ctx, analysis.searchText);
-  const lexical = embedding
-    ? await lexicalSearch(
-        ctx.sql,
-        {
-          userId: ctx.user.id,
-          hubIds: scoped ?? input.hub_ids,
-          // Chinese words also ask in English, as chunks' Chinese is indexed in English too (store-chunks.ts).
-          text: `${analysis.searchText} ${await hanGlossWords(analysis.searchText)}`.trim(),
-          entities: analysis.entities,
-        },
-        searchFilters,
-        LEG_DEPTH * 2,
-      )
-    : undefined;
+  // nothing, as on a topic that does not exist (GET /v1/memories?topic_id= alike). Checked beside the
+  // lexical leg, which still runs, so the answer (hubs searched, time taken) is that of a missing topic;
+  // only among the caller's hubs, so a topic elsewhere is just missing.
+  const hiddenTopic =
+    embedding && input.topic_id !== undefined ? topicBeingDeletedFor(ctx.sql, ctx.user.id, scoped ?? input.hub_ids, input.topic_id) : Promise.resolve(false);
+  // Thrown by the Promise.all below, or moot when the lexical leg failed first.
+  hiddenTopic.catch(() => {});
+  const [lexical, hidden] = embedding
+    ? await Promise.all([
+        lexicalSearch(
+          ctx.sql,
+          {
+            userId: ctx.user.id,
+            hubIds: scoped ?? input.hub_ids,
+            // Chinese words also ask in English, as chunks' Chinese is indexed in English too (store-chunks.ts).
+            text: `${analysis.searchText} ${await hanGlossWords(analysis.searchText)}`.trim(),
+            entities: analysis.entities,
+          },
+          searchFilters,
+          LEG_DEPTH * 2,
+        ),
+        hiddenTopic,
+      ])
+    : [undefined, false];
   const found = lexical?.stats.hubIds ?? scoped ?? [];
   const order = new Map((input.hub_ids ?? []).map((id, i) => [id, i]));
   const hubIds = input.hub_ids ? [...found].sort((x, y) => order.get(x)! - order.get(y)!) : found;
@@ -192,7 +200,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
     filters,
   });
 
-  if (!embedding || !lexical || hubIds.length === 0) {
+  if (!embedding || !lexical || hubIds.length === 0 || hidden) {
     return { memories: [], query_metadata: metadata({ total_candidates: 0, reranked: false, rerank_reason: "no_candidates" }) };
   }
 
