@@ -1,5 +1,5 @@
 import type { AuthContext } from "@/lib/api/context.ts";
-import { deletingTopicIds, topicMemoryCounts, unassignedCount } from "@/lib/topics/topic-memory-counts.ts";
+import { unassignedCount } from "@/lib/topics/topic-memory-counts.ts";
 import { membershipOrThrow } from "./hub-access.ts";
 import { hubCounts } from "./hub-counts.ts";
 import { hubHeader } from "./hub-header.ts";
@@ -21,7 +21,7 @@ export async function getHubSummary(ctx: AuthContext, hubId: string, options: { 
   const [counts, inbox, teamActivity, preview] = await Promise.all([
     hubCounts(ctx.db, hub.id, now),
     // Memories under a topic being deleted show no topic, so they count here too (as in GET /v1/topics).
-    deletingTopicIds(ctx.db, hub.id).then(async (deleting) => unassignedCount(await topicMemoryCounts(ctx.db, hub.id, deleting), deleting)),
+    unassignedCount(ctx.sql, hub.id),
     hub.hubType === "team"
       ? ctx.db.memory.count({ where: { hubId: hub.id, ownerId: { not: ctx.user.id }, ...(lastVisitedAt && { createdAt: { gt: lastVisitedAt } }) } })
       : Promise.resolve(0),

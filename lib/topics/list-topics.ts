@@ -1,8 +1,8 @@
 import type { AuthContext } from "@/lib/api/context.ts";
+import type { SqlRunner } from "@/lib/db/database.ts";
 import { membershipOrThrow } from "@/lib/hubs/hub-access.ts";
 import { serializeTopic, type TopicRow } from "./serialize-topic.ts";
 import { MAX_TOPICS_PER_HUB } from "./topic-fields.ts";
-import { deletingTopicIds, topicMemoryCounts, unassignedCount } from "./topic-memory-counts.ts";
 
 export type TopicTree = ReturnType<typeof serializeTopic> & { total_memory_count: number; children: TopicTree[] };
 
@@ -20,11 +20,7 @@ export function bySiblingOrder(a: TopicRow, b: TopicRow): number {
  */
 export async function listTopics(ctx: AuthContext, hubId: string) {
   const { hub } = await membershipOrThrow(ctx, hubId);
-  const [rows, deleting] = await Promise.all([
-    ctx.db.topic.findMany({ where: { hubId: hub.id, archivedAt: null, deletingAt: null }, take: MAX_TOPICS_PER_HUB }),
-    deletingTopicIds(ctx.db, hub.id),
-  ]);
-  const counts = await topicMemoryCounts(ctx.db, hub.id, [...rows.map((row) => row.id), ...deleting]);
+  const { rows, counts, unassigned } = await topicsWithCounts(ctx.sql, hub.id);
   const byParent = new Map<string | null, TopicRow[]>();
   const ids = new Set(rows.map((row) => row.id));
   for (const row of rows) {
@@ -41,5 +37,74 @@ export async function listTopics(ctx: AuthContext, hubId: string) {
         const own = counts.get(row.id) ?? 0;
         return { ...serializeTopic(row, own), total_memory_count: own + children.reduce((sum, child) => sum + child.total_memory_count, 0), children };
       });
-  return { topics: build(null, new Set()), unassigned_count: unassignedCount(counts, deleting) };
+  return { topics: build(null, new Set()), unassigned_count: unassigned };
+}
+
+/**
+ * The hub's active topics, their memories, and the memories shown with no topic (the inbox, and those
+ * still filed under a topic being deleted: they show none), in one statement, so of one snapshot. Read
+ * apart, a delete's first batch committing in between showed its topic with its memories and counted
+ * them again with no topic, or counted them nowhere.
+ */
+async function topicsWithCounts(sql: SqlRunner, hubId: string): Promise<{ rows: TopicRow[]; counts: Map<string, number>; unassigned: number }> {
+  const found = await sql.query<TopicSqlRow & { inbox: number; memories: number }>(
+    `SELECT i.inbox, t.id::text AS id, t.hub_id::text AS hub_id, t.name, t.created_by::text AS created_by, t.created_at, t.updated_at,
+            t.parent_id::text AS parent_id, t.description, t.icon, t.position, t.pinned, t.user_modified, t.archived_at, t.deleting_at,
+            t.deleting_claim::text AS deleting_claim, COALESCE(su.memories, 0)::int AS memories
+       FROM (SELECT COALESCE((SELECT memories FROM storage_usage WHERE scope = 'inbox' AND scope_id = $1::uuid), 0)::int AS inbox) i
+       LEFT JOIN (topics t LEFT JOIN storage_usage su ON su.scope = 'topic' AND su.scope_id = t.id)
+         ON t.hub_id = $1::uuid AND (t.archived_at IS NULL OR t.deleting_at IS NOT NULL)
+      ORDER BY t.deleting_at IS NOT NULL, t.id
+      LIMIT $2::int`,
+    // A hub holds at most MAX_TOPICS_PER_HUB topics, those being deleted included; the active ones first.
+    [hubId, MAX_TOPICS_PER_HUB],
+  );
+  const rows: TopicRow[] = [];
+  const counts = new Map<string, number>();
+  let unassigned = Number(found[0]?.inbox ?? 0);
+  for (const row of found) {
+    if (row.id === null) continue;
+    if (row.deleting_at !== null) {
+      unassigned += Number(row.memories);
+      continue;
+    }
+    counts.set(row.id, Number(row.memories));
+    rows.push({
+      id: row.id,
+      hubId: row.hub_id,
+      name: row.name,
+      createdBy: row.created_by,
+      createdAt: new Date(row.created_at),
+      updatedAt: new Date(row.updated_at),
+      parentId: row.parent_id,
+      description: row.description,
+      icon: row.icon,
+      position: Number(row.position),
+      pinned: row.pinned,
+      userModified: row.user_modified,
+      archivedAt: row.archived_at === null ? null : new Date(row.archived_at),
+      deletingAt: null,
+      deletingClaim: row.deleting_claim,
+    });
+  }
+  return { rows, counts, unassigned };
+}
+
+/** A topic as topicsWithCounts reads it (node-postgres gives timestamps as Date, PGlite as Date or text); all null without topics. */
+interface TopicSqlRow {
+  id: string;
+  hub_id: string;
+  name: string;
+  created_by: string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  parent_id: string | null;
+  description: string;
+  icon: string;
+  position: number;
+  pinned: boolean;
+  user_modified: boolean;
+  archived_at: Date | string | null;
+  deleting_at: Date | string | null;
+  deleting_claim: string | null;
 }

@@ -1,4 +1,4 @@
-import type { DbClient } from "@/lib/db/database.ts";
+import type { DbClient, SqlRunner } from "@/lib/db/database.ts";
 
 /**
  * Memories per topic of one hub, keyed by topic id; `null` is the hub's memories without a topic.
@@ -17,16 +17,17 @@ export async function topicMemoryCounts(db: DbClient, hubId: string, topicIds: r
 }
 
 /**
- * The hub's topics being deleted (the partial index on deleting_at): the memories still filed under
- * them show no topic (topics-being-deleted.ts) until their batch takes them out, so they count with
- * the memories without one. Left out, a client listing the memories with no topic found more than
- * `unassigned_count` said.
+ * The hub's memories shown with no topic: its inbox, and those still filed under a topic being deleted
+ * (they show no topic until their batch takes them out; left out, a client listing the memories with no
+ * topic found more than it was told). One statement, so one snapshot: read apart, a delete's first batch
+ * committing between the topics being deleted and the counters left its topic's memories out.
  */
-export async function deletingTopicIds(db: DbClient, hubId: string): Promise<string[]> {
-  return (await db.topic.findMany({ where: { hubId, deletingAt: { not: null } }, select: { id: true } })).map((row) => row.id);
-}
-
-/** The hub's memories shown with no topic: its inbox and those under `deleting` (from topicMemoryCounts with them). */
-export function unassignedCount(counts: Map<string | null, number>, deleting: readonly string[]): number {
-  return deleting.reduce((sum, id) => sum + (counts.get(id) ?? 0), counts.get(null) ?? 0);
+export async function unassignedCount(sql: SqlRunner, hubId: string): Promise<number> {
+  const [row] = await sql.query<{ n: number }>(
+    `SELECT COALESCE(sum(su.memories), 0)::int AS n FROM storage_usage su
+      WHERE (su.scope = 'inbox' AND su.scope_id = $1::uuid)
+         OR (su.scope = 'topic' AND su.scope_id IN (SELECT t.id FROM topics t WHERE t.hub_id = $1::uuid AND t.deleting_at IS NOT NULL))`,
+    [hubId],
+  );
+  return Number(row?.n ?? 0);
 }
