@@ -882,6 +882,20 @@ describe("delete", () => {
     expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
   });
 
+  it("a subtopic's delete that its parent's delete overtakes after the subtopic was checked finishes the whole branch", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const p = await topic(ann, "Parent", team);
+    const s = (await ann.post("/v1/topics", { name: "Sub", parent_id: p.id })).body.data as { id: string };
+    const ids = [...(await filedMemories(ann, p.id, "parent", team)), ...(await filedMemories(ann, s.id, "sub", team))];
+    // The parent's delete marks the branch (its first batch) after the subtopic's delete read it, before its own first batch.
+    const db = changedBefore(h.db, ["$transaction"], () => h.db.topic.updateMany({ where: { id: { in: [p.id, s.id] } }, data: { deletingAt: new Date() } }));
+    const res = await deleteTopic(sessionContext(h, ann, db), s.id);
+    expect(res).toEqual({ id: s.id, topic_id: s.id, deleted: true, deleted_count: 2 });
+    expect(await h.db.topic.count({ where: { id: { in: [p.id, s.id] } } })).toBe(0);
+    expect(await h.db.memory.count({ where: { id: { in: ids }, topicId: { not: null } } })).toBe(0);
+  });
+
   it("a branch whose finishing fails goes behind the others: branches that always fail do not hold back newer ones", async () => {
     const ann = await h.user("Ann");
     const team = await h.teamHub(ann);

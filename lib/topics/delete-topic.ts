@@ -29,22 +29,22 @@ import { newId } from "@/lib/ids.ts";
  */
 export async function deleteTopic(ctx: AuthContext, id: string) {
   const { topic } = await topicOrThrow(ctx, id, "delete topics", { withDeleting: true });
-  // A topic inside a branch being deleted goes with it: its delete sent again finishes the whole branch,
-  // rather than claiming part of it from the one running its batches (which would then stop, half done).
-  const top = topic.deletingAt ? await topOfDeletingBranch(ctx.db, topic) : topic;
-  const deleted = await deleteBranch(ctx.db, top, { manager: { ctx, action: "delete topics" }, actorId: ctx.user.id, claim: newId(), takeOver: true });
+  const deleted = await deleteBranch(ctx.db, topic, { manager: { ctx, action: "delete topics" }, actorId: ctx.user.id, claim: newId(), takeOver: true });
   return { id: topic.id, topic_id: topic.id, deleted: true as const, deleted_count: deleted };
 }
 
-/** The highest topic being deleted above a topic being deleted (a branch is marked whole, ≤ 5 levels). */
-async function topOfDeletingBranch(db: Db, topic: { id: string; hubId: string; parentId: string | null }): Promise<{ id: string; hubId: string }> {
-  let top = topic;
-  while (top.parentId) {
-    const parent = await db.topic.findFirst({ where: { id: top.parentId, hubId: topic.hubId, deletingAt: { not: null } }, select: { id: true, hubId: true, parentId: true } });
-    if (!parent) break;
-    top = parent;
+/**
+ * The highest topic being deleted above a topic being deleted (a branch is marked whole, ≤ 5 levels), or
+ * the topic itself when it is not being deleted; read under the hub's topic lock, where the marks are
+ * the ones the batches go by.
+ */
+function topOfDeletingBranch(topics: HubTopics, id: string): string {
+  for (let top = id; ; ) {
+    const row = topics.byId.get(top);
+    const parent = row?.parentId ? topics.byId.get(row.parentId) : undefined;
+    if (!row?.deletingAt || !parent?.deletingAt) return top;
+    top = parent.id;
   }
-  return top;
 }
 
 /**
@@ -72,15 +72,21 @@ async function deleteBranch(
   // The first batch is always announced: it hides the branch.
   let announcedAt = -Infinity;
   let takeOver = options.takeOver;
+  let top = topic.id;
   for (;;) {
     const announce = Date.now() - announcedAt >= TOPIC_DELETE_EVENT_EVERY_MS;
     const deleted = await db.$transaction(async (tx) => {
       // Each batch under the hub's topic lock, with the caller's right to manage topics checked again.
       const topics = await HubTopics.lockAndLoad(tx, topic.hubId, options.manager, { withDeleting: true });
-      const branch = topics.subtree(topic.id).map((row) => row.id);
+      // A request's topic inside a branch being deleted goes with it: its delete finishes the whole branch,
+      // rather than claiming part of it from the one running its batches (which would then stop, half done).
+      // Found here, under the lock: read before it, a parent's delete whose first batch committed in
+      // between was not seen, and the two alternated batches of the subtopic's part.
+      if (takeOver) top = topOfDeletingBranch(topics, top);
+      const branch = topics.subtree(top).map((row) => row.id);
       if (branch.length) {
         // Claimed by another delete since this one's last batch: it finishes the branch and announces it.
-        if (!takeOver && topics.byId.get(topic.id)!.deletingClaim !== options.claim) return 0;
+        if (!takeOver && topics.byId.get(top)!.deletingClaim !== options.claim) return 0;
         // Every batch stamps the branch again, by the database's clock (the sweep compares it with its own):
         // a delete still running is never older than the sweep's grace, so the sweep leaves it alone.
         await tx.$executeRaw`
@@ -91,7 +97,7 @@ async function deleteBranch(
            ORDER BY id LIMIT ${batch + 1} FOR NO KEY UPDATE`;
         if (filed.length > batch) {
           await tx.memory.updateMany({ where: { id: { in: filed.slice(0, batch).map((row) => row.id) }, hubId: topic.hubId }, data: { topicId: null } });
-          if (announce) await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: options.actorId, entityId: topic.id });
+          if (announce) await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: options.actorId, entityId: top });
           return null;
         }
       }
@@ -100,7 +106,7 @@ async function deleteBranch(
       // deleteMany: a concurrent delete of the same topic is not an error, the outcome is the same; but
       // having deleted nothing, this one announces nothing (every stream of the hub refetched the tree).
       const { count } = await tx.topic.deleteMany({ where: { id: { in: branch }, hubId: topic.hubId } });
-      if (count > 0) await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: options.actorId, entityId: topic.id });
+      if (count > 0) await emitEvent(tx, { type: "topic.changed", hubId: topic.hubId, actorId: options.actorId, entityId: top });
       return count;
     });
     if (deleted !== null) return deleted;
