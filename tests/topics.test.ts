@@ -6,6 +6,7 @@ import { newId } from "@/lib/ids.ts";
 import { topicsLockKey } from "@/lib/topics/hub-topics.ts";
 import { visitTopic } from "@/lib/topics/visit-topic.ts";
 import { archiveTopic } from "@/lib/topics/archive-topic.ts";
+import { listTopicMemories } from "@/lib/topics/topic-memories.ts";
 import { loadRecalled } from "@/lib/recall/load-recalled.ts";
 import { getMemoryPage } from "@/lib/memories/get-memory.ts";
 import { topicBeingDeletedFor } from "@/lib/topics/topics-being-deleted.ts";
@@ -1139,6 +1140,16 @@ describe("delete", () => {
     expect((await recall(foreign.id)).hub_ids).toEqual(missing.hub_ids);
     expect(await topicBeingDeletedFor(h.database.sql, ann.id, undefined, foreign.id)).toBe(false);
     expect(await topicBeingDeletedFor(h.database.sql, ann.id, undefined, going.id)).toBe(true);
+  });
+
+  it("a topic's memories listed as its delete begins, after the topic was checked, are none, as on a topic_id= filter", async () => {
+    const ann = await h.user("Ann");
+    const team = await h.teamHub(ann);
+    const going = await topic(ann, "Overtaken", team);
+    await filedMemories(ann, going.id, "overtaken", team);
+    const db = changedBefore(h.db, ["memory.findMany"], () => h.db.topic.updateMany({ where: { id: going.id }, data: { deletingAt: new Date() } }));
+    const listed = await listTopicMemories(sessionContext(h, ann, db), going.id, {});
+    expect(listed.memories).toEqual([]);
   });
 
   it("answers 405 for methods the routes do not implement", async () => {

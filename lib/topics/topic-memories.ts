@@ -25,6 +25,9 @@ export async function listTopicMemories(ctx: AuthContext, topicId: string, query
     where: {
       hubId: topic.hubId,
       topicId: topic.id,
+      // Its delete beginning since the check above: as a topic being deleted, it holds nothing anyone sees
+      // (GET /v1/memories?topic_id= alike), rather than memories showing the id of a topic that is 404.
+      topic: { deletingAt: null },
       ...(after && { OR: [{ createdAt: { lt: new Date(after[0]) } }, { createdAt: new Date(after[0]), id: { lt: after[1] } }] }),
     },
     orderBy: [{ createdAt: "desc" }, { id: "desc" }],
