@@ -1397,7 +1397,10 @@ describe("a hub PATCH repeating allow_contributor_dreams: false", () => {
    * Contributors' dream rights taken away take the hub's membership lock exclusively (it waits for every
    * write into the hub, and they for it). Taken on every PATCH carrying the setting off, a settings form
    * sending it each time, with nothing to take away, stalled the hub's writes behind any one in flight.
-   * A second connection holds the lock shared, as a write in flight does: the PATCH does not wait for it.
+   * A second connection holds the lock shared, as a write in flight does, and the hub's row FOR KEY SHARE,
+   * as its insert's foreign-key check does (memories, chunks, topics, dream runs... all name the hub): the
+   * PATCH waits for neither. Read FOR UPDATE, the setting's check waited for every insert into the hub in
+   * flight, and every insert after it waited behind the PATCH.
    */
   it.skipIf(!testPostgres())("takes the membership lock only shared when the setting is already off", async () => {
     const own = await h.user("Repeater");
@@ -1411,6 +1414,7 @@ describe("a hub PATCH repeating allow_contributor_dreams: false", () => {
     try {
       await holder.query("BEGIN");
       await holder.query("SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))", [hubMembersLockKey(hubId)]);
+      await holder.query("SELECT 1 FROM hubs WHERE id = $1 FOR KEY SHARE", [hubId]);
       patch = own.patch(`/v1/hubs/${hubId}`, { name: "Still off", allow_contributor_dreams: false }).finally(() => (settled = true));
       while (!settled && !waited) {
         // Waiting for this connection's lock (read afresh: pg_locks, not the transaction's snapshot of pg_stat_activity).
