@@ -34,7 +34,7 @@ function fakeMerge(body: any): { content: string } {
 }
 
 /** The fake model's merge while a test sets it (fakeMerge otherwise). */
-let mergeReply: ((body: any) => { content: string }) | undefined;
+let mergeReply: ((body: any) => { content: string } | Promise<{ content: string }>) | undefined;
 let h: Harness;
 let owner: Client;
 let fake: FakeOpenAiChat;
@@ -271,6 +271,23 @@ describe("a merge and its undo against the storage quotas", () => {
       delete process.env.ENGRAM_QUOTA_HUB_BYTES;
       delete process.env.ENGRAM_QUOTA_USER_BYTES;
     }
+  }, 180_000);
+
+  // The pipeline's extraction writes a memory's text without stamping updated_at, so its content_changed_at
+  // stays as the scan read it: only the rewrite's hash tells the text changed while the model merged. The
+  // quota, checked first against the text the model read, logged the merge as skipped for a quota instead.
+  it("a kept memory whose text changed while the model merged it is logged as changed, not as past a quota", async () => {
+    const { hubId, ids } = await seedTwoMerges();
+    process.env.ENGRAM_QUOTA_HUB_BYTES = String((await hubBytes(hubId)) + 10);
+    const extracted = DUP_NEW.replace("pnpm", "PNPM");
+    mergeReply = async (body) => {
+      await h.db.$executeRaw`UPDATE memories SET content = ${extracted}, content_hash = ${contentHash(extracted)} WHERE id = ${ids[1]}::uuid`;
+      return fakeMerge(body);
+    };
+    const runId = await runDream(hubId);
+    expect(await memory(ids[1]!)).toMatchObject({ state: "active", content: extracted, version: 1 });
+    const action = await h.db.dreamAction.findFirstOrThrow({ where: { runId, actionType: "merge", resultMemoryId: ids[1] } });
+    expect(action.details).toMatchObject({ rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it" });
   }, 180_000);
 
   it("an undo putting back a longer original text is held to the quotas as an edit is (413, nothing undone)", async () => {

@@ -509,22 +509,27 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
         let rewrite: object = {};
         let writtenAt = now;
         const merged = action.type === "merge" ? rewrites.get(action.newer.id) : undefined;
+        const toWrite = merged && "content" in merged ? merged : undefined;
+        // Only over the content the model read (the row is locked above): an edit since then wins and the
+        // merge keeps the newer as it is. Checked first: the quota's growth is measured against the text
+        // the model read, and an edited memory was logged as skipped for a quota it was never held to.
+        // The kept text's own time is read with it, for an undo to put back: the rewrite stamps it as changed now.
+        const asModelRead = toWrite && (await tx.memory.findFirst({ where: { id: action.newer.id, hubId, state: "active", contentHash: toWrite.originalHash }, select: { contentChangedAt: true } }));
         // The merged text may be longer than the kept memory's (up to both texts together), and the archived
         // side still counts: the hub's quota holds for it as for an edit, and so does the owner's while
         // they are a member. Past one, the merge keeps the newer as it is, as without a model.
-        const growth = merged && "content" in merged ? Buffer.byteLength(merged.content, "utf8") - Buffer.byteLength(merged.original, "utf8") : 0;
-        const fits = !(merged && "content" in merged) || growth <= 0 || !ownerOf.has(action.newer.id) || (await fitsStorageQuota(tx, { ownerId: ownerOf.get(action.newer.id)!, hubId, bytes: growth, memories: 0 }));
-        if (merged && "content" in merged && !fits) {
-          rewrite = { rewritten: false, rewrite_skipped: "the merged text would take the hub or the memory's owner past a storage quota", model: merged.model };
-        } else if (merged && "content" in merged) {
-          // Only over the content the model read: an edit since then wins and the merge keeps the newer as it is.
-          const hash = contentHash(merged.content);
-          // The kept text's own time, for an undo to put back: the rewrite stamps the memory as changed now.
-          const before = await tx.memory.findUnique({ where: { id: action.newer.id }, select: { contentChangedAt: true } });
+        const growth = toWrite ? Buffer.byteLength(toWrite.content, "utf8") - Buffer.byteLength(toWrite.original, "utf8") : 0;
+        const fits = async () => growth <= 0 || !ownerOf.has(action.newer.id) || (await fitsStorageQuota(tx, { ownerId: ownerOf.get(action.newer.id)!, hubId, bytes: growth, memories: 0 }));
+        if (toWrite && !asModelRead) {
+          rewrite = { rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it", model: toWrite.model };
+        } else if (toWrite && !(await fits())) {
+          rewrite = { rewritten: false, rewrite_skipped: "the merged text would take the hub or the memory's owner past a storage quota", model: toWrite.model };
+        } else if (toWrite) {
+          const hash = contentHash(toWrite.content);
           const changed = await tx.memory.updateMany({
-            where: { id: action.newer.id, hubId, state: "active", contentHash: merged.originalHash },
+            where: { id: action.newer.id, hubId, state: "active", contentHash: toWrite.originalHash },
             // summary: the kept memory's own, which does not cover the merged text; the summarise step writes it anew.
-            data: { content: merged.content, contentHash: hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "", updatedAt: now },
+            data: { content: toWrite.content, contentHash: hash, version: { increment: 1 }, processingStatus: "pending", processingAttempts: 0, processingError: null, summary: "", updatedAt: now },
           });
           if (changed.count === 1) {
             kept.push(action.newer.id);
@@ -532,14 +537,14 @@ async function similarPhase(ctx: BatchContext, hubId: string) {
             writtenAt = (await tx.memory.findUniqueOrThrow({ where: { id: action.newer.id }, select: { updatedAt: true } })).updatedAt;
             rewrite = {
               rewritten: true,
-              model: merged.model,
-              original_content: merged.original,
-              original_content_hash: merged.originalHash,
-              original_content_changed_at: before?.contentChangedAt.toISOString(),
+              model: toWrite.model,
+              original_content: toWrite.original,
+              original_content_hash: toWrite.originalHash,
+              original_content_changed_at: asModelRead?.contentChangedAt.toISOString(),
               merged_content_hash: hash,
             };
-          } else rewrite = { rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it", model: merged.model };
-        } else if (merged) rewrite = { rewritten: false, rewrite_skipped: merged.skipped, ...(merged.model && { model: merged.model }) };
+          } else rewrite = { rewritten: false, rewrite_skipped: "the kept memory changed while the model merged it", model: toWrite.model };
+        } else if (merged && "skipped" in merged) rewrite = { rewritten: false, rewrite_skipped: merged.skipped, ...(merged.model && { model: merged.model }) };
         const details =
           action.type === "contradiction"
             ? { ...action.details, a: asRead(action.older), b: asRead(action.newer) }
