@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { InngestTestEngine } from "@inngest/test";
 import { dreamScheduleFunction } from "@/inngest/dream-functions.ts";
+import type { Db } from "@/lib/db/database.ts";
+import { DreamRunner, dueHubs } from "@/lib/dreams/dream-runner.ts";
 import { newId } from "@/lib/ids.ts";
 import { createHarness, type Client, type Harness } from "./support/harness.ts";
 
@@ -198,5 +200,42 @@ describe("the Inngest dream schedule's queuing step replaying hubs that changed 
       { hub_id: due.id, run_id: queued.id },
     ]);
     expect(await h.db.dreamRun.count({ where: { hubId: { in: [deleted.id, off.id, dreamt.id, waiting.id] }, status: "queued" } })).toBe(1);
+  }, 120_000);
+});
+
+describe("the in-process dream schedule with a hub purged as its run is queued", () => {
+  /**
+   * A hub purged between the schedule's pick and its run's insert fails that insert on the foreign key:
+   * the hourly schedule stopped there, and every due hub after it waited for the next hour's. It skips
+   * that hub, as the Inngest schedule does. The purge lands inside the insert itself (a trigger of the
+   * test's, deleting the hub just before the row naming it is checked): the one moment between the pick
+   * and the insert that no ordering of requests can reach on the test's single connection.
+   */
+  it("queues the other due hubs", async () => {
+    const hubs: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const hubId = await h.teamHub(owner);
+      expect((await owner.post("/v1/memories", { content: `A write makes hub ${i} due for its dream.` }, { headers: { "x-hub-id": hubId } })).status).toBe(201);
+      hubs.push(hubId);
+    }
+    const due = (await dueHubs(h.db, new Date(), 24)).filter((id) => hubs.includes(id));
+    expect(due).toHaveLength(3);
+    const [purged, ...others] = due as [string, ...string[]];
+    await h.db.$executeRawUnsafe(`
+      CREATE FUNCTION test_purge_hub_on_run() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM hubs WHERE id = NEW.hub_id;
+        RETURN NEW;
+      END $$`);
+    await h.db.$executeRawUnsafe(`CREATE TRIGGER test_purge_hub_on_run BEFORE INSERT ON dream_runs FOR EACH ROW WHEN (NEW.hub_id = '${purged}'::uuid) EXECUTE FUNCTION test_purge_hub_on_run()`);
+    try {
+      await new DreamRunner({ db: async () => h.db as Db, schedule: false, exclusiveDatabase: true }).schedule();
+    } finally {
+      await h.db.$executeRawUnsafe("DROP TRIGGER test_purge_hub_on_run ON dream_runs");
+      await h.db.$executeRawUnsafe("DROP FUNCTION test_purge_hub_on_run()");
+    }
+    // The purge is the trigger's, rolled back with the insert it failed: the hub is still there, runless.
+    expect(await h.db.dreamRun.count({ where: { hubId: purged } })).toBe(0);
+    for (const hubId of others) expect(await h.db.dreamRun.count({ where: { hubId, status: "queued" } }), hubId).toBe(1);
   }, 120_000);
 });

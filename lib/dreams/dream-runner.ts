@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { kickBoardsAfterDream } from "@/lib/boards/kick-custom-board.ts";
 import { getDatabase, type Db } from "@/lib/db/database.ts";
+import { isForeignKeyViolation } from "@/lib/db/errors.ts";
 import { inngestEnabled } from "@/lib/processing/processing-config.ts";
 import { dreamConfig, type DreamConfig } from "./dream-config.ts";
 import { switchSql } from "./dream-settings.ts";
@@ -214,7 +215,15 @@ export class DreamRunner {
       const config = this.options.config ?? dreamConfig();
       const db = await this.options.db();
       const { queueDreamRun } = await import("./trigger-dream.ts");
-      for (const hubId of await dueHubs(db, new Date(), config.intervalHours)) await queueDreamRun(db, hubId, null, new Date());
+      for (const hubId of await dueHubs(db, new Date(), config.intervalHours)) {
+        try {
+          await queueDreamRun(db, hubId, null, new Date());
+        } catch (error) {
+          // Purged since the pick: one hub's, not the whole schedule's failure (every due hub after it
+          // waited for the next hour's), as with the Inngest schedule.
+          if (!isForeignKeyViolation(error)) throw error;
+        }
+      }
     } catch (error) {
       console.error("[engram] dreams: schedule failed", error);
     }
