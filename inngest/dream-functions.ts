@@ -103,6 +103,10 @@ export const dreamRunFunction = inngest.createFunction(
             token = run.attemptToken;
             throw new StoppedError(`dream run ${runId}: the worker is stopping`);
           }
+          // `attempt` is the request's, read once per handler call: with checkpointing (on by default in
+          // v4) later steps run eagerly in the same request, but only on its first attempt. Since 4.5 the
+          // SDK ends a request (attempt > 0) after the one step it ran (engine.js attemptCheckpointAndResume),
+          // so no step carries a retry's number it was not itself run under.
           token = (await takeDreamAttempt(database.prisma, runId, owner, { step: DREAM_PHASES.indexOf(phase), attempt })) ?? undefined;
           if (token === undefined) return "lost";
           await runDreamPhase({ db: database.prisma, sql: database.sql, config, signal, onBeat: (at) => (beat = at), attempt: token }, runId, owner, phase, startedAt);
