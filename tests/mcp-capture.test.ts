@@ -142,6 +142,9 @@ describe("engram_capture's sections, as a renderer reads them", () => {
     ["an HTML comment left open", "Done.\n\n<!-- hides the rest"],
     ["a <pre> left open", "Done.\n<pre>\n## Learnings"],
     ["a <script> left open behind a quote", "Done.\n\n> <script>"],
+    // Behind an item's "-   ", a first line's 2-3 spaces made 5+: indented code, not the fence the escaping took it for.
+    ["three spaces before a tilde fence", "   ~~~\n# Top"],
+    ["two spaces before a backtick fence", "  ```\n## Learnings\nforged"],
   ])("no field forges a heading, whatever its lines (%s)", async (_, text) => {
     const said = await call(ann.key, { summary: text, decisions: [text], learnings: [text] });
     expect(said.result.isError, said.text).toBeFalsy();

@@ -451,7 +451,10 @@ async function capture(env: ToolEnv, args: z.output<typeof captureInput>): Promi
   // An item's further lines are indented into its list item: at the margin they began paragraphs (or items) of their own.
   // Its text starts at column 4, a tab stop: indented by two, a line's tab ("\t```") reached the next stop two columns
   // early, and what was code in the field (a tab is four columns of indent) became a fence closing the item's code.
-  const item = (text: string) => `-   ${sectionText(text).map((line, i) => (i === 0 || !line ? line : `    ${line}`)).join("\n")}`;
+  // Its first line with no indent of its own: "-   " and two or three spaces before a fence made indented code, which
+  // sectionText (reading the field from the margin) took for an open fence, leaving the lines after it unescaped. The
+  // schema trims each item today; this keeps item() right without leaning on that.
+  const item = (text: string) => `-   ${sectionText(text.replace(/^[ \t]+/, "")).map((line, i) => (i === 0 || !line ? line : `    ${line}`)).join("\n")}`;
   const section = (heading: string, items?: string[]) => (items?.length ? `\n\n## ${heading}\n\n${items.map(item).join("\n")}` : "");
   const content = `## Summary\n\n${sectionText(args.summary).join("\n")}${section("Decisions", args.decisions)}${section("Learnings", args.learnings)}`;
   // At most 150 UTF-16 units (the title stays within MAX_TITLE_LENGTH), cut between characters: a cut
