@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { FULL_ACCESS, type AuthContext } from "@/lib/api/context.ts";
 import { MemoryRateLimiter, setRateLimiter } from "@/lib/api/rate-limit.ts";
 import { setDatabase } from "@/lib/db/database.ts";
 import { MAX_READ_CHARS } from "@/lib/mcp/mcp-tools.ts";
 import { MAX_RESULT_CHARS_PER_REQUEST } from "@/lib/mcp/serve-mcp.ts";
+import { pageCharsAtMost } from "@/lib/memories/get-memory.ts";
 import { flushAccess } from "@/lib/recall/record-access.ts";
-import { frozenLimiter, HARNESS_LIMITS } from "./support/harness.ts";
+import { frozenLimiter, HARNESS_LIMITS, type Client } from "./support/harness.ts";
 import { openMcpToolCalls, postMcp } from "./support/mcp-tool-calls.ts";
 
 // A JSON-RPC batch of 100 engram_get calls was answered with 100 pages of 100,000 characters each, their
@@ -161,15 +163,15 @@ describe("reads after a small one has answered", () => {
   it("are bounded by a look at the page's size only where another read may run beside them, not for a single call", async () => {
     const pushed = await mcp.ann.post("/v1/memories", { content: "# Short\n\nA short note.", title: "Short" });
     const bounds: string[] = [];
-    const db = mcp.h.database.prisma.$extends({
-      query: {
-        async $allOperations({ operation, args, query }) {
-          if (operation === "$queryRaw" && JSON.stringify(args).includes("octet_length")) bounds.push(operation);
-          return query(args);
-        },
+    const { sql } = mcp.h.database;
+    const counting: typeof sql = {
+      exec: (text) => sql.exec(text),
+      query: (text, params) => {
+        if (text.includes("octet_length")) bounds.push(text);
+        return sql.query(text, params);
       },
-    });
-    setDatabase({ ...mcp.h.database, prisma: db as unknown as typeof mcp.h.database.prisma });
+    };
+    setDatabase({ ...mcp.h.database, sql: counting });
     try {
       const get = { name: "engram_get", arguments: { id: pushed.body.data.id } };
       expect((await batch([get])).answers[0].result.isError).toBeFalsy();
@@ -199,5 +201,31 @@ describe("batches charged at once", () => {
     } finally {
       setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
     }
+  }, 120_000);
+});
+
+// The look at a page's size before a read (pageCharsAtMost) read any memory by id, with no membership
+// or API-key allowlist: how long a batch's reads waited told a caller the size of a memory in a hub
+// they cannot read. A memory out of the caller's reach bounds nothing now, as one not there.
+describe("the look at a page's size", () => {
+  const caller = (user: Client, hubIds: string[] | null = null): AuthContext => ({
+    db: mcp.h.database.prisma,
+    sql: mcp.h.database.sql,
+    dbKind: mcp.h.database.kind,
+    requestId: "test",
+    now: () => new Date(),
+    user: { id: user.id, email: user.email, name: user.name },
+    credential: { type: "api_key", ...FULL_ACCESS, hubIds },
+  });
+
+  it("sees only memories the caller may read: another tenant's, or one outside a key's hubs, bounds at 0", async () => {
+    const memory = (await mcp.ann.post("/v1/memories", { content: `# Sized\n\n${"x".repeat(5_000)}`, title: "Sized" })).body.data;
+    const bob = await mcp.h.user("Bob");
+    const other = await mcp.h.teamHub(mcp.ann);
+    const page = { offset: 0, chars: MAX_READ_CHARS };
+    expect(await pageCharsAtMost(caller(mcp.ann), memory.id, page)).toBeGreaterThanOrEqual(5_000);
+    expect(await pageCharsAtMost(caller(mcp.ann, [mcp.ann.personalHubId]), memory.id, page)).toBeGreaterThanOrEqual(5_000);
+    expect(await pageCharsAtMost(caller(bob), memory.id, page)).toBe(0);
+    expect(await pageCharsAtMost(caller(mcp.ann, [other]), memory.id, page)).toBe(0);
   }, 120_000);
 });

@@ -66,15 +66,21 @@ export async function getMemoryPage(ctx: AuthContext, id: string, page: { offset
 /**
  * At least as many characters as a page of the memory's text from `offset` holds, read before the page
  * is (MCP's result budget counts a read at it): bytes, which are never fewer than characters, as
- * PostgreSQL's octet_length takes them from the stored value's header without loading the text. Only a
- * bound for scheduling, so the memory's access is not checked here (the read itself checks it); a
- * memory that is not there bounds nothing.
+ * PostgreSQL's octet_length takes them from the stored value's header without loading the text. A
+ * memory the caller cannot read bounds nothing, as one not there: looked up by id alone, how long a
+ * batch's reads waited told the size of a memory in another tenant's hub.
  */
 export async function pageCharsAtMost(ctx: AuthContext, id: string, page: { offset: number; chars: number }): Promise<number> {
   if (!isUuid(id)) return 0;
-  const [row] = await ctx.db.$queryRaw<{ n: number }[]>`
-    SELECT LEAST(GREATEST(octet_length(content)::bigint - ${page.offset}::bigint, 0), ${page.chars}::bigint)::int AS n FROM memories WHERE id = ${id}::uuid`;
-  return row?.n ?? 0;
+  const access = memoryAccessSql(ctx);
+  const params = [...access.params, id, page.offset, page.chars];
+  const n = access.params.length;
+  const [row] = await ctx.sql.query<{ n: number }>(
+    `SELECT LEAST(GREATEST(octet_length(m.content)::bigint - $${n + 2}::bigint, 0), $${n + 3}::bigint)::int AS n
+       FROM memories m WHERE m.id = $${n + 1}::uuid AND ${access.where}`,
+    params,
+  );
+  return row ? Number(row.n) : 0;
 }
 
 /** An attachment as the page's statement returns it (JSON): its time in epoch milliseconds. */
