@@ -229,3 +229,34 @@ describe("the look at a page's size", () => {
     expect(await pageCharsAtMost(caller(mcp.ann, [other]), memory.id, page)).toBe(0);
   }, 120_000);
 });
+
+// A page read not yet answered was counted at its text's worst case and 100,000 characters for the
+// memory's other fields, but project_context alone can hold 32 keys of 100 and values of 1,000, each
+// escaped to six in JSON (about 211,000), and tags and the title come twice: three reads of ~40,000
+// control characters with such fields were bounded at 580,000 each, ran together, and answered about
+// 730,000 each, 2.2 million against the budget of 2 million. The allowance is now derived from the limits.
+describe("a page read's bound", () => {
+  it("counts the memory's other fields at their limits: three reads with full fields never run past the budget together", async () => {
+    const c = "\u0001";
+    const projectContext = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`${i}`.padStart(100, c), c.repeat(1000)]));
+    const tags = Array.from({ length: 50 }, (_, i) => `${i}`.padStart(64, c));
+    const pushed = await mcp.ann.post("/v1/memories", {
+      content: `# Fields\n\n${c.repeat(40_000)}`,
+      title: "Fields",
+      tags,
+      project_context: projectContext,
+      hint: c.repeat(2000),
+      hub_reason: c.repeat(2000),
+    });
+    expect(pushed.status, pushed.text).toBe(201);
+    const get = { name: "engram_get", arguments: { id: pushed.body.data.id } };
+    const single = await batch([get]);
+    expect(single.answers[0].result.isError).toBeFalsy();
+    // Three of them are past the budget: they must not all run and be answered.
+    expect(3 * single.size).toBeGreaterThan(MAX_RESULT_CHARS_PER_REQUEST);
+    const res = await batch([{ name: "engram_hubs", arguments: {} }, get, get, get]);
+    expect(res.answers[0].result.isError).toBeFalsy();
+    expect(res.answers.slice(1).filter((a) => !a.result.isError).length).toBeLessThan(3);
+    expect(res.size).toBeLessThan(MAX_RESULT_CHARS_PER_REQUEST);
+  }, 120_000);
+});

@@ -14,9 +14,25 @@ import { deleteMemory } from "@/lib/memories/delete-memory.ts";
 import { findMemoryOrThrow } from "@/lib/memories/find-memory.ts";
 import { getMemoryPage, pageCharsAtMost } from "@/lib/memories/get-memory.ts";
 import { listMemories } from "@/lib/memories/list-memories.ts";
-import { createMemoryBodySchema, INITIATION_TYPES, MAX_TAGS, MAX_TAG_LENGTH, MAX_TITLE_LENGTH, projectContextSchema } from "@/lib/memories/memory-fields.ts";
+import {
+  createMemoryBodySchema,
+  INITIATION_TYPES,
+  MAX_AGENT_NAME_CHARS,
+  MAX_HINT_CHARS,
+  MAX_HUB_REASON_CHARS,
+  MAX_PROJECT_CONTEXT_KEY_CHARS,
+  MAX_PROJECT_CONTEXT_KEYS,
+  MAX_PROJECT_CONTEXT_VALUE_CHARS,
+  MAX_SOURCE_LENGTH,
+  MAX_SOURCE_PATH_LENGTH,
+  MAX_TAGS,
+  MAX_TAG_LENGTH,
+  MAX_TITLE_LENGTH,
+  projectContextSchema,
+} from "@/lib/memories/memory-fields.ts";
 import type { MemoryObject } from "@/lib/memories/serialize-memory.ts";
 import { atxHeading, codeFences, openingFence } from "@/lib/processing/markdown-lines.ts";
+import { SUMMARY_MAX_CHARS } from "@/lib/processing/summarize-content.ts";
 import { formatAge } from "@/lib/recall/format-age.ts";
 import { MAX_QUERY_CHARS, RECALL_MAX_LIMIT } from "@/lib/recall/recall-fields.ts";
 import { recallMemories } from "@/lib/recall/recall-memories.ts";
@@ -156,10 +172,10 @@ const pushInput = z.object({
     .meta(NOT_BLANK)
     .describe("The knowledge to save (markdown welcome)"),
   title: z.string().trim().min(1).max(MAX_TITLE_LENGTH).meta(NOT_BLANK).optional().describe("Short title (derived from the content when omitted)"),
-  hint: z.string().max(2000).optional().describe("What this is, to guide classification (e.g. 'meeting notes from the product review')"),
+  hint: z.string().max(MAX_HINT_CHARS).optional().describe("What this is, to guide classification (e.g. 'meeting notes from the product review')"),
   tags: z.array(z.string().trim().min(1).max(MAX_TAG_LENGTH).meta(NOT_BLANK)).max(MAX_TAGS).optional(),
   hub_id: hubRef.optional().describe('Where to save it: a hub id, slug, or "personal" (default: your personal hub)'),
-  hub_reason: z.string().max(2000).optional().describe("Why this belongs in that hub"),
+  hub_reason: z.string().max(MAX_HUB_REASON_CHARS).optional().describe("Why this belongs in that hub"),
   initiation_type: z.enum(INITIATION_TYPES).optional().describe("Who asked for this save (default agent_proactive)"),
   project_context: projectContextSchema.optional(),
   // REST's own field: without it a push over an OAuth token named no agent. A key issued for an agent still pushes as that agent.
@@ -213,7 +229,27 @@ async function pageResultBound(env: ToolEnv, args: { id: string; offset?: number
   const chars = await pageCharsAtMost(env.ctx, args.id, { offset: args.offset ?? 0, chars: MAX_READ_CHARS });
   return (12 + escapes) * chars + PAGE_FIELDS_CHARS;
 }
-const PAGE_FIELDS_CHARS = 100_000;
+/** A character of a field at its worst in JSON ("\u0001"), and once more where a text is JSON escaped again (fetch's). */
+const ESCAPED = 6;
+/**
+ * The most a page read's result holds besides its text, from the fields' limits: each character at its
+ * worst escaped, the title and tags twice (the text, and structuredContent; fetch's text escapes them
+ * once more), and a margin for the fields of a fixed size (ids, times, field names, an attachment's, the
+ * processing error, which processing cuts at 1,000). At 100,000 it was too small: project_context alone
+ * holds about 211,000 escaped, so three pages of ~40,000 control characters with full fields, bounded at
+ * 580,000 each, ran together and answered about 730,000 each, past the request's budget.
+ */
+const PAGE_FIELDS_CHARS =
+  ESCAPED *
+    (MAX_PROJECT_CONTEXT_KEYS * (MAX_PROJECT_CONTEXT_KEY_CHARS + MAX_PROJECT_CONTEXT_VALUE_CHARS + 6) +
+      MAX_HINT_CHARS +
+      MAX_HUB_REASON_CHARS +
+      MAX_SOURCE_PATH_LENGTH +
+      SUMMARY_MAX_CHARS +
+      2 * MAX_AGENT_NAME_CHARS +
+      MAX_SOURCE_LENGTH) +
+  (2 * ESCAPED + 1) * (MAX_TITLE_LENGTH + MAX_TAGS * (MAX_TAG_LENGTH + 3)) +
+  20_000;
 
 const readInput = z.object({
   id: memoryId,

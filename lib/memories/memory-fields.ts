@@ -29,6 +29,11 @@ export const MAX_MEMORY_BODY_BYTES = 6 * MAX_CONTENT_BYTES + 1024 * 1024;
 export const MAX_TAGS = 50;
 export const MAX_TAG_LENGTH = 64;
 export const MAX_TITLE_LENGTH = 200;
+/** A memory's hint and hub_reason, each. */
+export const MAX_HINT_CHARS = 2000;
+export const MAX_HUB_REASON_CHARS = 2000;
+/** A memory's source_agent and assisted_by_agent, each. */
+export const MAX_AGENT_NAME_CHARS = 100;
 export const MAX_BATCH_IDS = 100;
 
 /**
@@ -53,18 +58,25 @@ export const sourceSchema = z.string().trim().min(1).max(MAX_SOURCE_LENGTH, `sou
 
 /** repo/project/branch drive recall boosts; clients add other string keys (working_dir, …), kept as sent. */
 export const MAX_PROJECT_CONTEXT_KEYS = 32;
+/** A project_context key, in characters (code points). */
+export const MAX_PROJECT_CONTEXT_KEY_CHARS = 100;
+/** A project_context value (repo, project and branch: 300). */
+export const MAX_PROJECT_CONTEXT_VALUE_CHARS = 1000;
 export const projectContextSchema = z
   .object({
     repo: z.string().max(300).optional(),
     project: z.string().max(300).optional(),
     branch: z.string().max(300).optional(),
   })
-  .catchall(z.string().max(1000, "project_context values are at most 1000 characters"))
+  .catchall(z.string().max(MAX_PROJECT_CONTEXT_VALUE_CHARS, `project_context values are at most ${MAX_PROJECT_CONTEXT_VALUE_CHARS} characters`))
   .refine((context) => Object.keys(context).length <= MAX_PROJECT_CONTEXT_KEYS, `project_context has at most ${MAX_PROJECT_CONTEXT_KEYS} keys`)
   // Characters (code points), as the propertyNames maxLength below counts them: .length counted a key of emoji twice.
-  .refine((context) => Object.keys(context).every((key) => key.length <= 100 || (key.length <= 200 && [...key].length <= 100)), "project_context keys are at most 100 characters")
+  .refine(
+    (context) => Object.keys(context).every((key) => key.length <= MAX_PROJECT_CONTEXT_KEY_CHARS || (key.length <= 2 * MAX_PROJECT_CONTEXT_KEY_CHARS && [...key].length <= MAX_PROJECT_CONTEXT_KEY_CHARS)),
+    `project_context keys are at most ${MAX_PROJECT_CONTEXT_KEY_CHARS} characters`,
+  )
   // The refinements above, as JSON Schema (the OpenAPI document, MCP's tools/list) can state them.
-  .meta({ maxProperties: MAX_PROJECT_CONTEXT_KEYS, propertyNames: { maxLength: 100 } });
+  .meta({ maxProperties: MAX_PROJECT_CONTEXT_KEYS, propertyNames: { maxLength: MAX_PROJECT_CONTEXT_KEY_CHARS } });
 
 /**
  * The unique index on (hub, source_path) holds at most about 2.7 kB per entry: a path within the
@@ -95,17 +107,17 @@ export const createMemoryBodySchema = z.object({
   // May be empty or absent when file_ref carries the body (see refine below).
   content: z.string().default(""),
   title: titleSchema.optional(),
-  hint: z.string().max(2000).optional(),
+  hint: z.string().max(MAX_HINT_CHARS).optional(),
   kind: z.enum(KINDS).optional(),
   stability: z.enum(STABILITIES).optional(),
   tags: tagsSchema.optional(),
   content_type: z.enum(CONTENT_TYPES).optional(),
   source: sourceSchema.optional(),
-  source_agent: shortText(100).optional(),
-  assisted_by_agent: shortText(100).optional(),
+  source_agent: shortText(MAX_AGENT_NAME_CHARS).optional(),
+  assisted_by_agent: shortText(MAX_AGENT_NAME_CHARS).optional(),
   initiation_type: z.enum(INITIATION_TYPES).optional(),
   source_path: sourcePathSchema.optional(),
-  hub_reason: z.string().max(2000).optional(),
+  hub_reason: z.string().max(MAX_HUB_REASON_CHARS).optional(),
   project_context: projectContextSchema.optional(),
   file_ref: fileRefSchema.optional(),
   created_at: timestampSchema("created_at must be an RFC 3339 timestamp").optional(),
@@ -134,7 +146,7 @@ const updateMemoryFields = z.object({
     // "" and null take the hint back: read as absent, a wrong hint could never be removed and went on
     // steering every reclassification of the memory.
     hint: z
-      .union([z.string().max(2000), z.null()])
+      .union([z.string().max(MAX_HINT_CHARS), z.null()])
       .transform((hint) => (hint?.trim() ? hint : null))
       .meta({ keepEmpty: true })
       .optional(),
