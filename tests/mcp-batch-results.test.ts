@@ -260,3 +260,66 @@ describe("a page read's bound", () => {
     expect(res.size).toBeLessThan(MAX_RESULT_CHARS_PER_REQUEST);
   }, 120_000);
 });
+
+// A batch's charges are made one by one, so the minute can turn between them; the charges kept only
+// the last one's window per bucket, and every refund went to that newer window: it gave the new minute
+// tokens it had never been charged, and left the older minute's calls counted. Each window's calls now
+// go back to the window that charged them.
+describe("a batch charged across the minute's turn", () => {
+  const W0 = Date.parse("2026-01-01T00:00:00Z");
+  const W1 = W0 + 60_000;
+
+  /** A limiter whose clock stands at `t.now`, and whose `after(n)` runs after its n-th charge (1-based). */
+  function turningLimiter(caps: { regular: number; heavy: number; light: number }, after: (charge: number, bucket: string) => Promise<void> | void) {
+    const t = { now: W0 + 59_000 };
+    const limiter = new MemoryRateLimiter(caps, () => t.now);
+    const limit = limiter.limit.bind(limiter);
+    let charges = 0;
+    limiter.limit = async (bucket, identity) => {
+      const result = await limit(bucket, identity);
+      await after(++charges, bucket);
+      return result;
+    };
+    return { t, limiter, limit };
+  }
+
+  it("refused partway, gives each window back the calls it charged", async () => {
+    const { t, limiter, limit } = turningLimiter({ regular: 10, heavy: 5, light: 1_000 }, async (charge) => {
+      // The minute turns after the first call's charge; after the second a concurrent request takes what is left.
+      if (charge === 1) t.now = W1;
+      if (charge === 2) while ((await limit("regular", mcp.ann.id)).success);
+    });
+    setRateLimiter(limiter);
+    try {
+      const res = await batch(Array.from({ length: 3 }, () => ({ name: "engram_hubs", arguments: {} })));
+      expect(res.status).toBe(429);
+      // The older minute's call is given back to it, the newer's to it: the concurrent request's 8 stay
+      // counted. Both given back to the newer minute, it counted 7, and 3 were left half a minute on.
+      t.now = W1 + 30_000;
+      expect((await limiter.peek("regular", mcp.ann.id)).remaining).toBe(2);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  }, 120_000);
+
+  it("gives refused asks' heavy tokens back to the minutes that charged them", async () => {
+    const { t, limiter } = turningLimiter({ regular: 1_000, heavy: 3, light: 100 }, (_, bucket) => {
+      // The minute turns after the first ask's charge: one heavy call in the older minute, two in the newer.
+      if (bucket === "heavy" && t.now < W1) t.now = W1;
+    });
+    setRateLimiter(limiter);
+    try {
+      const content = `# Long read across minutes\n\n${"word ".repeat(60_000)}`;
+      const memory = (await mcp.ann.post("/v1/memories", { content, title: "Long read across minutes" })).body.data;
+      const gets = Array.from({ length: 30 }, () => ({ name: "engram_get", arguments: { id: memory.id } }));
+      const asks = Array.from({ length: 3 }, () => ({ name: "engram_ask", arguments: { query: "What is in the long read?" } }));
+      const res = await batch([...gets, ...asks]);
+      expect(res.status).toBe(200);
+      for (const asked of res.answers.slice(30)) expect(asked.result.structuredContent.error).toMatchObject({ code: "invalid_request" });
+      // All three back: the older minute's one there (it still weighs whole at the turn), the newer's two here.
+      expect((await limiter.peek("heavy", mcp.ann.id)).remaining).toBe(3);
+    } finally {
+      setRateLimiter(new MemoryRateLimiter({ ...HARNESS_LIMITS }));
+    }
+  }, 120_000);
+});

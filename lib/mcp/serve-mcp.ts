@@ -306,7 +306,7 @@ export function mcpErrorResponse(error: ApiError, message?: unknown): Response {
  * token. A refusal is a JSON-RPC error (the REST envelope is not one, and a client reads `error.code`
  * as a number): 429 with Retry-After, REST's `rate_limited` and its details in `error.data`.
  */
-async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unknown): Promise<{ refused?: Response; headers: Record<string, string>; heavyWindowEnd?: number }> {
+async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unknown): Promise<{ refused?: Response; headers: Record<string, string>; heavyCharges?: WindowCharges }> {
   const heavy = heavyToolNames(tools);
   const messages = Array.isArray(message) ? message : [message];
   // Requests only: a tools/call sent as a notification (no id) is never answered, and the SDK runs no tool for it.
@@ -335,23 +335,29 @@ async function chargeToolCalls(ctx: AuthContext, tools: ToolDef[], message: unkn
     }
   }
   let headers: Record<string, string> = {};
-  // Where the heavy calls were counted: a refund after the request gives them back in that window.
-  let heavyWindowEnd: number | undefined;
-  const charged = new Map<Bucket, { calls: number; windowEnd: number }>();
+  // Where each bucket's calls were counted, window by window: the minute can turn between two charges,
+  // and kept as the last charge's window alone, a refund gave the newer minute calls the older had paid.
+  const charged = new Map<Bucket, WindowCharges>();
   for (const bucket of charges) {
     const limited = await rateLimiter().limit(bucket, ctx.user.id);
     headers = rateLimitHeaders(limited);
     if (!limited.success) {
       // Refused partway (a concurrent request took what the check saw left): nothing of the batch runs, so
       // the tokens its earlier calls took are given back, or its retry paid for them twice.
-      for (const [paid, { calls, windowEnd }] of charged) await rateLimiter().refund?.(paid, ctx.user.id, calls, windowEnd);
+      for (const [paid, windows] of charged) {
+        for (const [windowEnd, calls] of windows) await rateLimiter().refund?.(paid, ctx.user.id, calls, windowEnd);
+      }
       return { refused: rateLimited(limited, bucket, message), headers };
     }
-    charged.set(bucket, { calls: (charged.get(bucket)?.calls ?? 0) + 1, windowEnd: limited.reset });
-    if (bucket === "heavy") heavyWindowEnd = limited.reset;
+    const windows = charged.get(bucket) ?? new Map<number, number>();
+    windows.set(limited.reset, (windows.get(limited.reset) ?? 0) + 1);
+    charged.set(bucket, windows);
   }
-  return { headers, heavyWindowEnd };
+  return { headers, heavyCharges: charged.get("heavy") };
 }
+
+/** A request's calls of one bucket by the window that counted them (its end, `reset`), in the order charged. */
+type WindowCharges = Map<number, number>;
 
 /** A JSON-RPC request (not a notification, not a response), whose id an answer must carry. */
 function requestId(message: unknown): { id: unknown } | undefined {
@@ -416,9 +422,9 @@ export async function serveMcp(ctx: AuthContext, req: Request, tools: ToolDef[],
   if ("body" in read) applyAliases(read.body, tools);
   try {
     // A request that cannot be read still pays one regular token, as every request did before parsing.
-    const { refused, headers, heavyWindowEnd } = await chargeToolCalls(ctx, tools, "body" in read ? read.body : undefined);
+    const { refused, headers, heavyCharges } = await chargeToolCalls(ctx, tools, "body" in read ? read.body : undefined);
     if (refused) return refused;
-    const response = "body" in read ? await dispatchEntries(ctx, req, tools, origin, read.text, read.body, heavyWindowEnd) : read.invalid;
+    const response = "body" in read ? await dispatchEntries(ctx, req, tools, origin, read.text, read.body, heavyCharges) : read.invalid;
     for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
     return response;
   } catch (error) {
@@ -438,14 +444,14 @@ function isMessage(entry: unknown): boolean {
  * and the others as usual: the SDK refused a batch holding one invalid entry whole, with one 400 object
  * that is neither an array nor an answer to the batch's valid requests.
  */
-async function dispatchEntries(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown, heavyWindowEnd?: number): Promise<Response> {
+async function dispatchEntries(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown, heavyCharges?: WindowCharges): Promise<Response> {
   const invalid = Array.isArray(body) ? body.filter((entry) => !isMessage(entry)).length : 0;
   // An empty batch, or one with nothing wrong in it, is the SDK's to answer.
-  if (!invalid) return dispatch(ctx, req, tools, origin, text, body, heavyWindowEnd);
+  if (!invalid) return dispatch(ctx, req, tools, origin, text, body, heavyCharges);
   const errors = Array.from({ length: invalid }, () => ({ jsonrpc: "2.0", id: null, error: { code: INVALID_REQUEST, message: "Invalid Request: not a JSON-RPC message" } }));
   const valid = (body as unknown[]).filter(isMessage);
   if (!valid.length) return Response.json(errors, { status: 400 });
-  const response = await dispatch(ctx, req, tools, origin, JSON.stringify(valid), valid, heavyWindowEnd);
+  const response = await dispatch(ctx, req, tools, origin, JSON.stringify(valid), valid, heavyCharges);
   // Notifications alone (202, no body): only the invalid entries have answers.
   if (response.status === 202) return Response.json(errors, { status: 200 });
   if (response.status !== 200 || !response.headers.get("content-type")?.includes("application/json")) return response;
@@ -483,13 +489,20 @@ async function asBatchAnswer(response: Response): Promise<Response> {
 }
 
 /** Hands the message(s) to the SDK: 2026-07-28 traffic per request, 2025-era traffic through its web-standard transport. */
-async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown, heavyWindowEnd?: number): Promise<Response> {
+async function dispatch(ctx: AuthContext, req: Request, tools: ToolDef[], origin: string, text: string, body: unknown, heavyCharges?: WindowCharges): Promise<Response> {
   const budget = newResultBudget();
   try {
     return await dispatchCalls(ctx, req, tools, origin, text, body, budget);
   } finally {
-    // One refund for all the heavy calls refused for the budget, however many: in the window they were charged in.
-    if (budget.heavyRefunds) await rateLimiter().refund?.("heavy", ctx.user.id, budget.heavyRefunds, heavyWindowEnd);
+    // One refund per window for all the heavy calls refused for the budget, however many, given back where
+    // they were charged; the budget refuses a batch's later reads, so the newest window's calls first.
+    let left = budget.heavyRefunds;
+    for (const [windowEnd, calls] of [...(heavyCharges ?? [])].reverse()) {
+      if (left === 0) break;
+      const given = Math.min(left, calls);
+      await rateLimiter().refund?.("heavy", ctx.user.id, given, windowEnd);
+      left -= given;
+    }
   }
 }
 
