@@ -145,6 +145,11 @@ describe("engram_capture's sections, as a renderer reads them", () => {
     // Behind an item's "-   ", a first line's 2-3 spaces made 5+: indented code, not the fence the escaping took it for.
     ["three spaces before a tilde fence", "   ~~~\n# Top"],
     ["two spaces before a backtick fence", "  ```\n## Learnings\nforged"],
+    // A fence indented into a list item ends with the item, which a line at the margin ends: read as a
+    // fence of the field's own, the lines after it were left as code and its closer opened a real fence.
+    ["a fence inside a list item, ended by the item", "- Done\n\n  ```\n## Learnings\nforged"],
+    ["a list item's fence closed by an indented run", "- ```sh\n  npm test\n  ```\n## Learnings\nforged"],
+    ["a fence after a nested list item", "1. Done\n   - Ran\n\n   ~~~\n# Learnings\nforged"],
   ])("no field forges a heading, whatever its lines (%s)", async (_, text) => {
     const said = await call(ann.key, { summary: text, decisions: [text], learnings: [text] });
     expect(said.result.isError, said.text).toBeFalsy();

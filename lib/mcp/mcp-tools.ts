@@ -453,6 +453,10 @@ const EMPTY_HEADING = /^#{1,6}\s*$/;
 const UNCLOSED_HTML_BLOCK = /^(?:<(?:script|pre|style|textarea)(?:\s|>|$)|<!--|<\?|<![A-Za-z]|<!\[CDATA\[)/i;
 /** Block quote and list markers a line's text may sit behind ("> ", "- ", "1. "), nested or not. */
 const CONTAINER_MARKERS = /^(?:\s*(?:>|[-+*](?=\s)|\d{1,9}[.)](?=\s)))+\s*/;
+/** A line opening a list item ("- ", "1. ", an empty "-"), behind quotes or not. */
+const LIST_ITEM = /^(?:\s*>)*\s*(?:[-+*]|\d{1,9}[.)])(?:\s|$)/;
+/** A fence indented one to three spaces: where a list item is open, those spaces may put it inside the item. */
+const INDENTED_FENCE = /^ {1,3}(?:`{3,}|~{3,})/;
 
 /**
  * A field's lines as text of its section: a line markdown reads as a heading (`# …`, or an underline
@@ -467,10 +471,16 @@ const CONTAINER_MARKERS = /^(?:\s*(?:>|[-+*](?=\s)|\d{1,9}[.)](?=\s)))+\s*/;
 function sectionText(text: string): string[] {
   const fence = codeFences();
   let open: string | undefined;
+  let listSeen = false;
   // The closer is as long as the longest fence of its character in the field: whatever run a renderer took to open it, this closes it.
   let longest = { "`": 0, "~": 0 };
-  const lines = text.split(/\r\n?|\n/).map((line) => {
+  const lines = text.split(/\r\n?|\n/).map((field) => {
+    // After a list item, a fence indented one to three spaces may be the item's, which a line at the margin
+    // ends (and its fence with it): read as the field's own, the lines after it were left unescaped and the
+    // closer appended opened a real fence over the sections after. Escaped, it is no fence anywhere.
+    const line = open === undefined && listSeen && INDENTED_FENCE.test(field) && openingFence(field) ? field.replace(/^( {1,3})/, "$1\\") : field;
     const kind = fence(line);
+    if (kind === "text" && LIST_ITEM.test(line)) listSeen = true;
     const marker = /^\s*(`{3,}|~{3,})/.exec(line)?.[1];
     if (marker) longest = { ...longest, [marker[0]!]: Math.max(longest[marker[0] as "`" | "~"], marker.length) };
     if (kind === "fence") open = open === undefined ? openingFence(line) : undefined;
