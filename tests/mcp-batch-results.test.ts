@@ -323,3 +323,26 @@ describe("a batch charged across the minute's turn", () => {
     }
   }, 120_000);
 });
+
+// engram_list had no bound of its own: a list not yet answered was counted at the largest result so far,
+// so after a small read (engram_hubs) three lists of memories with full project_context (about 211,000
+// characters each escaped) ran together and answered past the budget. A list page counts now at what
+// its page size of memories can take, as a page read does.
+describe("a list's bound", () => {
+  it("counts each memory of its page at its fields' limits: lists that cannot fit together do not run together", async () => {
+    const c = "\u0001";
+    const projectContext = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`${i}`.padStart(100, c), c.repeat(1000)]));
+    for (let i = 0; i < 4; i++) {
+      const pushed = await mcp.ann.post("/v1/memories", { content: `Listed ${i}`, title: `Listed ${i}`, project_context: projectContext });
+      expect(pushed.status, pushed.text).toBe(201);
+    }
+    const list = { name: "engram_list", arguments: { limit: 4 } };
+    const single = await batch([list]);
+    expect(single.answers[0].result.isError).toBeFalsy();
+    expect(3 * single.size).toBeGreaterThan(MAX_RESULT_CHARS_PER_REQUEST);
+    const res = await batch([{ name: "engram_hubs", arguments: {} }, list, list, list]);
+    expect(res.answers[0].result.isError).toBeFalsy();
+    expect(res.answers.slice(1).filter((a) => !a.result.isError).length).toBeLessThan(3);
+    expect(res.size).toBeLessThan(MAX_RESULT_CHARS_PER_REQUEST);
+  }, 120_000);
+});

@@ -5,7 +5,7 @@ import { NOTHING_FOUND } from "@/lib/ask/extractive-answer.ts";
 import { countUsage } from "@/lib/usage/count-usage.ts";
 import type { AuthContext } from "@/lib/api/context.ts";
 import { ApiError } from "@/lib/api/errors.ts";
-import { cursorSchema, MAX_LIMIT } from "@/lib/api/pagination.ts";
+import { cursorSchema, DEFAULT_LIMIT, MAX_LIMIT } from "@/lib/api/pagination.ts";
 import { normalizeId, uuidField } from "@/lib/ids.ts";
 import { listHubs } from "@/lib/hubs/list-hubs.ts";
 import { listMembers } from "@/lib/hubs/list-members.ts";
@@ -232,8 +232,8 @@ async function pageResultBound(env: ToolEnv, args: { id: string; offset?: number
 /** A character of a field at its worst in JSON ("\u0001"), and once more where a text is JSON escaped again (fetch's). */
 const ESCAPED = 6;
 /**
- * The most a page read's result holds besides its text, from the fields' limits: each character at its
- * worst escaped, the title and tags twice (the text, and structuredContent; fetch's text escapes them
+ * The most a page read's result holds besides its text (and an engram_list result for each memory of its
+ * page), from the fields' limits: each character at its worst escaped, the title and tags twice (the text, and structuredContent; fetch's text escapes them
  * once more), and a margin for the fields of a fixed size (ids, times, field names, an attachment's, the
  * processing error, which processing cuts at 1,000). At 100,000 it was too small: project_context alone
  * holds about 211,000 escaped, so three pages of ~40,000 control characters with full fields, bounded at
@@ -576,6 +576,9 @@ export const ENGRAM_TOOLS: ToolDef[] = [
     description: "Browse memories, newest (or most used) first, one page at a time.",
     input: listInput,
     annotations: read,
+    // Each memory of the page at its fields' limits: counted at the largest result so far, lists of memories with full
+    // project_context (about 211,000 characters each, escaped) ran together after a small read, past the budget.
+    resultBound: async (_env, args) => (args.limit ?? DEFAULT_LIMIT) * PAGE_FIELDS_CHARS,
     run: list,
   }),
   define({ name: "engram_forget", title: "Delete a memory", description: "Permanently delete one memory by id.", input: z.object({ id: memoryId }), annotations: destroy, run: forget }),
