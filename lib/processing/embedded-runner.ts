@@ -9,17 +9,8 @@ import { Prisma } from "@/lib/db/generated/client.ts";
 
 /** Sweeps take this many candidates at a time; the next sweep follows as soon as they drain. */
 const SWEEP_PAGE = 200;
-/**
- * A backlog's next page is read once fewer than this of the ids read from the database are queued, so
- * workers do not wait for it. Counted over the whole queue, 200 hubs each keeping one write queued (past
- * the bound, see roomForLane) kept the backlog from ever being read.
- */
+/** A backlog's next page is read once fewer than this are queued, so workers do not wait for it. */
 const REFILL_BELOW = SWEEP_PAGE / 2;
-/**
- * Hubs known to have rows waiting in the database, whose new writes wait there behind them. Past it, every
- * hub's write does (as if each had rows there): the set stays bounded.
- */
-const HUBS_IN_DATABASE = 1_000;
 /**
  * Ids the runner holds waiting for a worker. Every memory write enqueued its id, so an import faster
  * than the model kept them all in memory for as long as the backlog lasted; past this the id is left
@@ -68,28 +59,23 @@ export async function findPendingMemories(db: Db, options: FindPendingOptions): 
 }
 
 /** findPendingMemories with each memory's hub (the embedded runner queues each hub's memories in a lane of its own). */
-async function findPendingJobs(db: Db, options: FindPendingOptions): Promise<{ id: string; hubId: string }[]> {
-  return db.memory.findMany({ where: pendingWhere(options), orderBy: { updatedAt: "asc" }, take: options.limit ?? SWEEP_PAGE, select: { id: true, hubId: true } });
-}
-
-/** The hubs (at most `limit`) of the rows findPendingJobs would find, but for `except`: those waiting after a page. */
-async function findPendingHubs(db: Db, options: FindPendingOptions, except: string[], limit: number): Promise<string[]> {
-  const groups = await db.memory.groupBy({ by: ["hubId"], where: { AND: [pendingWhere(options), { id: { notIn: except } }] }, orderBy: { hubId: "asc" }, take: limit });
-  return groups.map((group) => group.hubId);
-}
-
-function pendingWhere({ staleBefore, retryBaseMs, sentBefore, now = new Date(), skipUnread = [] }: FindPendingOptions): Prisma.MemoryWhereInput {
+async function findPendingJobs(db: Db, { staleBefore, retryBaseMs, sentBefore, limit = SWEEP_PAGE, now = new Date(), skipUnread = [] }: FindPendingOptions): Promise<{ id: string; hubId: string }[]> {
   const skipped = skipUnread.map(notUnread);
   const unsent: Prisma.MemoryWhereInput[] = sentBefore ? [{ OR: [{ processingQueuedAt: null }, { processingQueuedAt: { lt: sentBefore } }] }] : [];
-  return {
-    // A hub marked deleted is being purged: processing its memories would only spend the model.
-    hub: { deletedAt: null },
-    ...(skipped.length > 0 && { AND: skipped }),
-    OR: [
-      { processingStatus: "pending", AND: [{ OR: retryDue(now, retryBaseMs) }, ...(sentBefore ? [{ updatedAt: { lt: sentBefore } }] : []), ...unsent] },
-      { processingStatus: "running", AND: [{ OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] }, ...unsent] },
-    ],
-  };
+  return db.memory.findMany({
+    where: {
+      // A hub marked deleted is being purged: processing its memories would only spend the model.
+      hub: { deletedAt: null },
+      ...(skipped.length > 0 && { AND: skipped }),
+      OR: [
+        { processingStatus: "pending", AND: [{ OR: retryDue(now, retryBaseMs) }, ...(sentBefore ? [{ updatedAt: { lt: sentBefore } }] : []), ...unsent] },
+        { processingStatus: "running", AND: [{ OR: [{ processingStartedAt: { lt: staleBefore } }, { processingStartedAt: null }] }, ...unsent] },
+      ],
+    },
+    orderBy: { updatedAt: "asc" },
+    take: limit,
+    select: { id: true, hubId: true },
+  });
 }
 
 /** Rows that are no file of `turn` waiting to be read (readTurnOf's test, in SQL). */
@@ -190,21 +176,6 @@ export class EmbeddedRunner {
    * there, each sweep put it first and left it again, and it waited until every file of its kind was read.
    */
   private readonly orphans = new Set<string>();
-  /**
-   * Ids of the sweeps' pages (read from the database) while they are queued: the backlog's share of the
-   * queue, by which the next page is read (pruned as they leave the queue).
-   */
-  private readonly fromDatabase = new Set<string>();
-  /**
-   * Hubs with rows left in the database while a backlog waits (a write past the bound, an id that made
-   * room, a page's rest): a new write of theirs waits there too. Given a place ahead of them, a hub's
-   * newest write was processed before its own older ones.
-   */
-  private readonly hubsInDatabase = new Set<string>();
-  /** More hubs than HUBS_IN_DATABASE have rows there: every hub's write waits behind the backlog. */
-  private everyHubInDatabase = false;
-  /** Hubs marked while a sweep reads its page: kept when the sweep replaces the marks with what it found. */
-  private markedDuringSweep: Set<string> | undefined;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly startedAt = new Date();
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -248,8 +219,6 @@ export class EmbeddedRunner {
     for (const turn of READ_TURNS) this.parked[turn].clear();
     this.again.clear();
     this.orphans.clear();
-    this.fromDatabase.clear();
-    this.hubsInDatabase.clear();
   }
 
   /**
@@ -284,9 +253,8 @@ export class EmbeddedRunner {
     else if (hubId !== undefined && this.roomForLane(hubId)) this.queue(id, hubId);
     else {
       this.backlog = true;
-      if (hubId !== undefined) this.markInDatabase([hubId]);
       // Nothing running may be left to ask for the next page (a sweep that failed, say).
-      if (this.databaseShare() < REFILL_BELOW) this.sweepSoon();
+      if (this.queued.size < REFILL_BELOW) this.sweepSoon();
     }
     this.pump();
   }
@@ -337,63 +305,28 @@ export class EmbeddedRunner {
       const db = await this.options.db();
       const orphans = await runAsBackground(() => findOrphanedJobs(db, { staleBefore: this.staleBefore(new Date()) }));
       this.queueFirst(orphans);
-      if (this.databaseShare() >= SWEEP_PAGE) return;
+      if (this.queued.size >= SWEEP_PAGE) return;
       // Cleared before the read, not after: a write left out of the full queue while it ran may not be in it.
       this.backlog = false;
-      const marked = (this.markedDuringSweep = new Set());
       // A turn with parked jobs cannot start another now: a page of its files kept the rest waiting. Its
       // files left in the database are read once its parked jobs run low (pump), not only once they are
       // gone: then the turn waited idle for the sweep.
       const skipUnread = READ_TURNS.filter((turn) => this.parked[turn].size >= this.lowMark(turn));
       for (const turn of READ_TURNS) this.leftInDatabase[turn] = skipUnread.includes(turn);
-      const pending: FindPendingOptions = { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, skipUnread };
-      const ids = await runAsBackground(() => findPendingJobs(db, pending));
-      const left: string[] = [];
-      let added = 0;
-      for (const [at, { id, hubId }] of ids.entries()) {
+      const ids = await runAsBackground(() => findPendingJobs(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, skipUnread }));
+      for (const { id, hubId } of ids) {
         if (this.active.has(id) || this.isParked(id) || this.stopped) continue;
-        if (!this.queued.has(id) && this.queued.size + this.parkedCount() >= this.maxQueued()) {
+        if (this.queued.size + this.parkedCount() >= this.maxQueued()) {
           this.backlog = true;
-          // The backlog keeps one place at least, as a hub with nothing queued does (roomForLane): else
-          // the hubs' writes took every place freed, and it waited for as long as they went on.
-          const made = added === 0 ? this.queued.dropNewest(1) : [];
-          if (made.length === 0) {
-            left.push(...ids.slice(at).map((row) => row.hubId));
-            break;
-          }
-          this.markInDatabase(made);
+          break;
         }
-        if (!this.queued.has(id)) added++;
         this.queue(id, hubId);
-        this.fromDatabase.add(id);
       }
-      // Rows after the page: their hubs' writes wait behind them.
-      const after = ids.length === SWEEP_PAGE ? await runAsBackground(() => findPendingHubs(db, pending, ids.map((row) => row.id), HUBS_IN_DATABASE + 1)) : [];
       if (ids.length === SWEEP_PAGE) this.backlog = true;
-      this.hubsInDatabase.clear();
-      this.everyHubInDatabase = false;
-      this.markInDatabase([...marked, ...left, ...after]);
     } catch (error) {
       // The backlog is still there: the next refill tries again.
       this.backlog = true;
       console.error("[engram] processing: sweep failed", error);
-    } finally {
-      this.markedDuringSweep = undefined;
-    }
-  }
-
-  /** Ids read from the database still queued (see `fromDatabase`). */
-  private databaseShare(): number {
-    for (const id of this.fromDatabase) if (!this.queued.has(id)) this.fromDatabase.delete(id);
-    return this.fromDatabase.size;
-  }
-
-  private markInDatabase(hubs: Iterable<string>): void {
-    for (const hub of hubs) {
-      this.markedDuringSweep?.add(hub);
-      if (this.hubsInDatabase.has(hub)) continue;
-      if (this.hubsInDatabase.size >= HUBS_IN_DATABASE) this.everyHubInDatabase = true;
-      else this.hubsInDatabase.add(hub);
     }
   }
 
@@ -409,9 +342,7 @@ export class EmbeddedRunner {
       if (this.active.has(id) || this.isParked(id) || this.stopped) continue;
       if (!this.queued.has(id) && this.queued.size + this.parkedCount() >= this.maxQueued()) {
         this.backlog = true;
-        const made = this.queued.dropNewest(1);
-        if (made.length === 0) return;
-        this.markInDatabase(made);
+        if (this.queued.dropNewest(1) === 0) return;
       }
       this.queued.addFirst(id);
       this.orphans.add(id);
@@ -426,13 +357,8 @@ export class EmbeddedRunner {
    */
   private roomForLane(hubId: string): boolean {
     if (this.queued.laneSize(hubId) > 0) return false;
-    // Its own older rows wait in the database: given a place, its newest write went ahead of them.
-    if (this.everyHubInDatabase || this.hubsInDatabase.has(hubId)) return false;
     if (this.queued.size + this.parkedCount() < this.maxQueued()) return true;
-    if (this.queued.longestLane() <= 1) return false;
-    const made = this.queued.dropNewest(1);
-    if (made.length === 0) return false;
-    this.markInDatabase(made);
+    if (this.queued.longestLane() <= 1 || this.queued.dropNewest(1) === 0) return false;
     this.backlog = true;
     return true;
   }
@@ -457,7 +383,7 @@ export class EmbeddedRunner {
     this.leftInDatabase[turn] = true;
     if (parked.laneSize(hubId) === 0) {
       const room = parked.size < this.parkedPerTurn() && this.queued.size + this.parkedCount() < this.maxQueued();
-      if (room || (parked.longestLane() > 1 && parked.dropNewest(1).length === 1)) return void parked.add(id, hubId);
+      if (room || (parked.longestLane() > 1 && parked.dropNewest(1) === 1)) return void parked.add(id, hubId);
     }
     // Left to the database (its row is pending, never claimed): a sweep reads it once its turn's parked jobs run low.
   }
@@ -468,7 +394,7 @@ export class EmbeddedRunner {
     if (this.parked[turn].size <= this.parkedPerTurn() && this.queued.size + this.parkedCount() <= this.maxQueued()) return;
     this.leftInDatabase[turn] = true;
     // Only orphans parked: this one waits in the database too (still `running`, the next sweep puts it first).
-    if (this.parked[turn].dropNewest(1).length === 0) this.parked[turn].delete(id);
+    if (this.parked[turn].dropNewest(1) === 0) this.parked[turn].delete(id);
   }
 
   private parkedPerTurn(): number {
@@ -530,7 +456,7 @@ export class EmbeddedRunner {
         else if (parks && !this.stopped) this.park(id, parks, orphan);
         // Refilled before the queue runs dry, oldest first (the sweep's order): the page read then holds
         // what is still queued and the oldest of the backlog after it.
-        if (this.databaseShare() < REFILL_BELOW && (this.backlog || this.unparkedLeft())) this.sweepSoon();
+        if (this.queued.size < REFILL_BELOW && (this.backlog || this.unparkedLeft())) this.sweepSoon();
         this.pump();
         this.notifyIdle();
       });
