@@ -1129,15 +1129,18 @@ describe("delete", () => {
     const foreign = await topic(bob, "Elsewhere");
     await filedMemories(ann, going.id, "otter", team);
     await h.db.$executeRaw`UPDATE topics SET deleting_at = now() WHERE id = ANY(${[going.id, foreign.id]}::uuid[])`;
-    const recall = async (topicId: string) => {
-      const res = await ann.post("/v1/recall", { query: "otter notes", topic_id: topicId, hub_ids: [team] });
+    const recall = async (topicId: string, noRerank = false) => {
+      const res = await ann.post("/v1/recall", { query: "otter notes", topic_id: topicId, hub_ids: [team], ...(noRerank && { no_rerank: true }) });
       expect(res.status, res.text).toBe(200);
-      return res.body.data.query_metadata.filters as { hub_ids: string[]; topic_id: string };
+      const { filters, rerank_reason } = res.body.data.query_metadata as { filters: { hub_ids: string[]; topic_id: string }; rerank_reason: string };
+      return { ...filters, rerank_reason };
     };
     const missing = await recall(newId());
     expect(missing.hub_ids).toEqual([team]);
     expect((await recall(going.id)).hub_ids).toEqual(missing.hub_ids);
     expect((await recall(foreign.id)).hub_ids).toEqual(missing.hub_ids);
+    // A recall that turned the reranker off says so, on a missing topic and on one being deleted alike.
+    expect((await recall(going.id, true)).rerank_reason).toBe((await recall(newId(), true)).rerank_reason);
     expect(await topicBeingDeletedFor(h.database.sql, ann.id, undefined, foreign.id)).toBe(false);
     expect(await topicBeingDeletedFor(h.database.sql, ann.id, undefined, going.id)).toBe(true);
   });

@@ -201,7 +201,7 @@ export async function recallMemories(ctx: AuthContext, input: RecallInput): Prom
   });
 
   if (!embedding || !lexical || hubIds.length === 0 || hidden) {
-    return { memories: [], query_metadata: metadata({ total_candidates: 0, reranked: false, rerank_reason: "no_candidates" }) };
+    return { memories: [], query_metadata: metadata({ total_candidates: 0, reranked: false, rerank_reason: input.no_rerank ? "disabled_by_request" : "no_candidates" }) };
   }
 
   const stats = lexical.stats;
