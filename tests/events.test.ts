@@ -747,4 +747,27 @@ describe("a stream after the database was restored under a running server", () =
       vi.useRealTimers();
     }
   });
+
+  it("a stream opened after the restore in a quiet deployment pings no id from the lost history, and delivers the next event", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    try {
+      await push(mira, `in the backup ${Math.random()}`, mira.personalHubId);
+      const backup = (await h.db.event.aggregate({ _max: { seq: true } }))._max.seq!;
+      const old = await stream(mira);
+      await settle(mira, old, mira.personalHubId);
+      await settle(mira, old, mira.personalHubId);
+      await old.close();
+      // Restored in place: the LISTEN connection stays, and nothing happens before the next ping.
+      await h.db.event.deleteMany({ where: { seq: { gt: backup } } });
+      await h.db.$executeRawUnsafe(`SELECT setval('events_seq_seq', ${backup})`);
+      const s = await stream(mira);
+      vi.advanceTimersByTime(PING_INTERVAL_MS * CURSOR_REFRESH_PINGS);
+      await s.waitFor(() => s.events.filter((e) => e.event === "ping").length === CURSOR_REFRESH_PINGS);
+      for (const ping of s.events.filter((e) => e.event === "ping" && e.id)) expect(BigInt(ping.id!)).toBeLessThanOrEqual(backup);
+      const after = await settle(mira, s, mira.personalHubId);
+      expect(s.payload().map((e) => e.data.entity_id)).toContain(after);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

@@ -40,6 +40,12 @@ export class EventBus {
    * up to it has been dealt with: a stream that has caught up may move its client's cursor this far.
    */
   handledThrough = 0n;
+  /**
+   * Events handled so far. handledThrough is only as fresh as the last event: restored in place (the
+   * LISTEN connection kept), the database's ids start lower while it still holds an id of the lost
+   * history until the next event, so a stream may use it only once this has moved since it subscribed.
+   */
+  handledCount = 0;
 
   constructor(private readonly database: Database) {}
 
@@ -130,6 +136,7 @@ export class EventBus {
         // The latest rather than the greatest: after a restore the ids start lower again.
         .finally(() => {
           this.handledThrough = BigInt(event.seq);
+          this.handledCount += 1;
         }),
     );
   }

@@ -255,6 +255,8 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
         }
       }
     };
+    // An id the bus records from here on is of this database as the stream found it (see handledCount).
+    const handledBefore = eventBus(database).handledCount;
     // subscribe counts the stream before its first await, so the reserved place can go at once.
     const subscribing = eventBus(database).subscribe({
       userId,
@@ -277,7 +279,10 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
       } else {
         // Read now and sent behind the deliveries queued so far, which include every event up to it
         // that this stream was handed; a replay queued or running may still owe some, so none then.
-        const through = eventBus(database).handledThrough;
+        // Only an id handled since this stream subscribed: one from before may be of a history since
+        // restored away (ids higher than any now), and the cursor moved there dropped every new event.
+        const bus = eventBus(database);
+        const through = bus.handledCount > handledBefore ? bus.handledThrough : 0n;
         enqueue(() => {
           const moves = replays === 0 && through > lastSeq;
           if (moves) {
