@@ -99,6 +99,29 @@ describe("an agent's memories in a hub its user left", () => {
     expect((await dee.get("/v1/usage")).body.data.memory_count).toBe(1);
     expect(byName((await dee.get("/v1/agents")).body.data, "claude-code")).toMatchObject({ memory_count: 1 });
   });
+
+  it("still make the agent's last activity: its latest write in the hub left keeps it first in the list", async () => {
+    const fay = await h.user("Fay");
+    const gus = await h.user("Gus");
+    const team = await h.teamHub(gus, [[fay, "contributor"]]);
+    const busy = await key(fay, "claude-code");
+    const idle = await key(fay, "cursor");
+    const days = (n: number) => new Date(Date.now() - n * 86_400_000);
+    expect((await clientFor(idle.key).post("/v1/memories", { content: "Fay's cursor note." })).status).toBe(201);
+    expect((await clientFor(busy.key).post("/v1/memories", { content: "Fay's own claude note." })).status).toBe(201);
+    const teamNote = await clientFor(busy.key).post("/v1/memories", { content: "Fay's team note." }, { headers: { "x-hub-id": team } });
+    expect(teamNote.status).toBe(201);
+    // Before the team write, claude-code was idle for days and cursor used since; the team write is the latest of all.
+    await h.db.apiKey.updateMany({ where: { id: busy.id }, data: { lastUsedAt: days(5) } });
+    await h.db.apiKey.updateMany({ where: { id: idle.id }, data: { lastUsedAt: days(2) } });
+    await h.db.memory.updateMany({ where: { ownerId: fay.id, hubId: { not: team } }, data: { createdAt: days(5) } });
+    const at = days(1);
+    await h.db.memory.update({ where: { id: teamNote.body.data.id }, data: { createdAt: at } });
+    expect((await fay.post(`/v1/hubs/${team}/leave`)).status).toBe(200);
+    const list = (await fay.get("/v1/agents")).body.data as { agent_name: string; last_active_at: string; updated_at: string; memory_count: number }[];
+    expect(list.map((a) => a.agent_name)).toEqual(["claude-code", "cursor"]);
+    expect(list[0]).toMatchObject({ last_active_at: at.toISOString(), updated_at: at.toISOString(), memory_count: 1 });
+  });
 });
 
 describe("PATCH /v1/agents/{agent_name}", () => {

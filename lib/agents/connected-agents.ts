@@ -44,7 +44,8 @@ export function agentId(ownerId: string, agentName: string): string {
  * The caller's agents (or the one named `only`): every agent_name on a key of theirs that is not
  * revoked, every agent with a live synced config, and every agent they renamed. Counts: live keys
  * (not revoked, not expired), live configs, and memories of theirs that name the agent as
- * source_agent (in hubs they are a member of). An agent left with no live key needs reconnecting. Most recently active first.
+ * source_agent (in hubs they are a member of; its last activity counts its writes in hubs they left as
+ * well). An agent left with no live key needs reconnecting. Most recently active first.
  */
 export async function connectedAgents(ctx: AuthContext, only?: string): Promise<ConnectedAgentObject[]> {
   if (only !== undefined && !possibleAgentName(only)) return [];
@@ -100,23 +101,32 @@ export async function connectedAgents(ctx: AuthContext, only?: string): Promise<
   for (const row of rows) seen(row.agentName, row.createdAt);
   if (agents.size === 0) return [];
 
-  const memories = await ctx.db.memory.groupBy({
-    by: ["sourceAgent"],
-    // Only those in hubs the user is still a member of, as /v1/usage counts them: what they wrote in a
-    // hub they left (or were removed from, or one marked deleted whose purge has not reached it) is out
-    // of their hands and off their counter, and the two disagreed.
-    where: { ownerId, sourceAgent: { in: [...agents.keys()] }, hub: { deletedAt: null, members: { some: { userId: ownerId } } } },
-    _count: { _all: true },
-    _max: { createdAt: true },
-  });
-  const memoriesBy = new Map(memories.map((m) => [m.sourceAgent!, m]));
+  const written = { ownerId, sourceAgent: { in: [...agents.keys()] } };
+  const [counted, latest] = await Promise.all([
+    ctx.db.memory.groupBy({
+      by: ["sourceAgent"],
+      // Only those in hubs the user is still a member of, as /v1/usage counts them: what they wrote in a
+      // hub they left (or were removed from, or one marked deleted whose purge has not reached it) is out
+      // of their hands and off their counter, and the two disagreed.
+      where: { ...written, hub: { deletedAt: null, members: { some: { userId: ownerId } } } },
+      _count: { _all: true },
+    }),
+    // The agent's activity, though, is every write of its own, wherever it went since: its latest push
+    // into a team hub the user left since was still its latest, and the agent looked idle for days.
+    ctx.db.memory.groupBy({
+      by: ["sourceAgent"],
+      where: { ...written, hub: { deletedAt: null } },
+      _max: { createdAt: true },
+    }),
+  ]);
+  const countBy = new Map(counted.map((m) => [m.sourceAgent!, m._count._all]));
+  const latestBy = new Map(latest.map((m) => [m.sourceAgent!, m._max.createdAt]));
   const rowBy = new Map(rows.map((row) => [row.agentName, row]));
 
   return [...agents.entries()]
     .map(([name, agent]): ConnectedAgentObject => {
       const row = rowBy.get(name);
-      const written = memoriesBy.get(name);
-      const last = later(agent.last, written?._max.createdAt ?? null);
+      const last = later(agent.last, latestBy.get(name) ?? null);
       return {
         id: agentId(ownerId, name),
         owner_id: ownerId,
@@ -128,7 +138,7 @@ export async function connectedAgents(ctx: AuthContext, only?: string): Promise<
         updated_at: (row && row.updatedAt > (last ?? agent.first) ? row.updatedAt : (last ?? agent.first)).toISOString(),
         key_count: agent.keys,
         config_count: agent.configs,
-        memory_count: written?._count._all ?? 0,
+        memory_count: countBy.get(name) ?? 0,
         needs_reconnect: agent.keys === 0,
         last_active_at: last?.toISOString() ?? null,
       };
