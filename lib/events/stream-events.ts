@@ -16,7 +16,8 @@ export const MAX_STREAMS_PER_USER = 20;
  * Pings after which a stream that has sent its client no id moves the client's cursor past the events
  * it could not see (an hour; retention is at least 24 h). Without it, a client of a quiet hub in a busy
  * deployment kept the id of its last event until that aged out, and every reconnect then reported a
- * gap it did not have. Not at every ping: the cursor is a position in every tenant's one sequence.
+ * gap it did not have. Not at every ping: the cursor is a position in every tenant's one sequence, and
+ * each one sent is another reading of the whole deployment's activity (see docs/ask-and-events.md).
  */
 export const CURSOR_REFRESH_PINGS = 144;
 /** Rows read per replay query; a replay pages through everything missed within retention. */
@@ -119,9 +120,10 @@ export async function openEventStream(ctx: AuthContext, given: EventStreamInput)
       const replayableAfter = oldestKept === null ? newest : oldestKept - 1n;
       resumedAfter = startSeq > replayableAfter ? startSeq : replayableAfter;
       if (resumeFrom > newest) {
-        // Not the server's newest id: any caller could read it with a forged id, and count every
-        // tenant's activity. The newest event this stream would have shown is the same position for
-        // it (it sees nothing in between); with none kept, 0 is.
+        // The newest event this stream would have shown is the same position for it (it sees nothing
+        // in between); with none kept, 0 is. Not the server's newest, though that hides little: ids are
+        // one sequence for every tenant, and whether an id comes back as sent already tells a caller if
+        // it is below the newest (docs/ask-and-events.md, "Event ids are not private").
         const memberships = await ctx.db.hubMember.findMany({ where: membershipWhere(ctx), select: { hubId: true, joinedAt: true } });
         const shown = await ctx.db.event.aggregate({
           where: { seq: { lte: newest }, createdAt: { gte: eventsRetainedSince(new Date()) }, ...visibleEvents(ctx, memberships, types, input.hubId) },
