@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { listMigrations, migrate } from "@/lib/db/migrate.ts";
 import { newId } from "@/lib/ids.ts";
@@ -177,6 +177,39 @@ describe.skipIf(!serverUrl)("npm run db:migrate on PostgreSQL", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 300_000);
+
+  // A migration's LOCK TABLE waiting behind an older process's transaction queued every later write of
+  // every process behind it, for as long as that transaction ran.
+  it("a migration waiting for a lock gives up and tries again rather than hold up every write behind it", async () => {
+    const url = await freshDatabase();
+    const dir = mkdtempSync(path.join(tmpdir(), "engram-migrations-"));
+    const older = new pg.Client({ connectionString: url });
+    const writer = new pg.Client({ connectionString: url });
+    await Promise.all([older.connect(), writer.connect()]);
+    try {
+      await older.query("CREATE TABLE probe_rows (n int)");
+      const probe = path.join(dir, "20990101000000_probe_lock");
+      mkdirSync(probe);
+      writeFileSync(path.join(probe, "migration.sql"), `LOCK TABLE probe_rows IN SHARE MODE;\nINSERT INTO probe_rows VALUES (0);`);
+      // An older process's write, under way when the migration starts.
+      await older.query("BEGIN");
+      await older.query("INSERT INTO probe_rows VALUES (1)");
+      const migrating = withMigrationLock(url, (sql) => migrate(sql, dir, { lockTimeoutMs: 200, attempts: 1000 }));
+      migrating.catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Another write, from any process, while the older one is still open.
+      const written = writer.query("INSERT INTO probe_rows VALUES (2)").then(() => "written");
+      const outcome = await Promise.race([written, new Promise((resolve) => setTimeout(() => resolve("held up"), 5000))]);
+      expect(outcome).toBe("written");
+      await older.query("COMMIT");
+      expect((await migrating).map((m) => m.name)).toEqual(["20990101000000_probe_lock"]);
+      expect((await writer.query<{ n: number }>("SELECT n FROM probe_rows ORDER BY n")).rows.map((r) => r.n)).toEqual([0, 1, 2]);
+    } finally {
+      await older.query("ROLLBACK").catch(() => undefined);
+      await Promise.all([older.end(), writer.end()]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it("a migration connection cut mid-migration fails the migration with its error, not an uncaught exception", async () => {
     const target = await freshDatabase();

@@ -37,12 +37,29 @@ export function listMigrations(dir = migrationsDir()): { name: string; sql: stri
     });
 }
 
+export interface MigrateOptions {
+  /** How long one attempt waits for a table lock before it gives up and tries again (lock_timeout). */
+  lockTimeoutMs?: number;
+  /** Attempts per migration before the start-up fails. */
+  attempts?: number;
+}
+
+/** PostgreSQL's lock_not_available: a lock_timeout ran out. */
+const LOCK_NOT_AVAILABLE = "55P03";
+
 /**
  * Applies pending migrations in order, each in its own transaction, and
  * records them exactly as Prisma Migrate would. Refuses to run when an applied
  * migration was edited afterwards or a previous one failed half-way.
+ *
+ * Each attempt waits at most `lockTimeoutMs` for a lock. Every process migrates at start-up, so during a
+ * rolling deploy older processes are writing: a migration's lock waiting behind one of their transactions
+ * queued every later write of every process behind it, for as long as that transaction ran. Given up,
+ * the writes go on, and the migration tries again shortly after.
  */
-export async function migrate(sql: SqlRunner, dir = migrationsDir()): Promise<AppliedMigration[]> {
+export async function migrate(sql: SqlRunner, dir = migrationsDir(), options: MigrateOptions = {}): Promise<AppliedMigration[]> {
+  const lockTimeoutMs = options.lockTimeoutMs ?? 3000;
+  const attempts = options.attempts ?? 60;
   await sql.exec(MIGRATIONS_TABLE);
   const rows = await sql.query<{ migration_name: string; checksum: string; finished_at: Date | null; rolled_back_at: Date | null }>(
     `SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations"`,
@@ -60,10 +77,21 @@ export async function migrate(sql: SqlRunner, dir = migrationsDir()): Promise<Ap
     // between two statements) would make every later start re-run it and fail on what it created.
     const record = `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count)
        VALUES (${literal(randomUUID())}, ${literal(migration.checksum)}, now(), ${literal(migration.name)}, now(), 1)`;
-    await sql.exec(`BEGIN;\n${migration.sql}\n;${record};COMMIT;`).catch(async (error) => {
-      await sql.exec("ROLLBACK").catch(() => undefined);
-      throw new Error(`Migration ${migration.name} failed: ${(error as Error).message}`);
-    });
+    for (let attempt = 1; ; attempt++) {
+      const failed = await sql
+        .exec(`BEGIN;\nSET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))};\n${migration.sql}\n;${record};COMMIT;`)
+        .then(() => null)
+        .catch(async (error: unknown) => {
+          await sql.exec("ROLLBACK").catch(() => undefined);
+          return error as Error & { code?: string };
+        });
+      if (!failed) break;
+      if (failed.code !== LOCK_NOT_AVAILABLE || attempt >= attempts) {
+        const waited = failed.code === LOCK_NOT_AVAILABLE ? ` (a lock still held by another transaction after ${attempts} attempts of ${lockTimeoutMs} ms)` : "";
+        throw new Error(`Migration ${migration.name} failed: ${failed.message}${waited}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.min(5000, 250 * 2 ** (attempt - 1))));
+    }
     done.push({ name: migration.name, checksum: migration.checksum });
   }
   return done;
