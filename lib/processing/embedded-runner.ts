@@ -33,6 +33,11 @@ const PARKED_PER_TURN = SWEEP_PAGE;
 /** Jobs of each read turn that may hold workers at once; the others are parked. */
 const TURN_JOBS_AT_ONCE: Record<ReadTurn, number> = { image: IMAGE_READS_AT_ONCE, document: DOCUMENT_JOBS_AT_ONCE };
 const READ_TURNS: ReadTurn[] = ["image", "document"];
+/**
+ * Hubs of each read turn remembered as having files left in the database by park. Past it, every hub's
+ * new file of that turn waits there (as if each had some): the sets stay bounded.
+ */
+const TURN_HUBS_IN_DATABASE = 1_000;
 
 export interface FindPendingOptions {
   /** `running` rows started (or last renewed) before this are orphans of a dead worker. */
@@ -171,6 +176,14 @@ export class EmbeddedRunner {
    */
   private readonly leftInDatabase: Record<ReadTurn, boolean> = { image: false, document: false };
   /**
+   * Hubs of each turn whose own files were left in the database by park (past the bound, or making room),
+   * until a sweep reads that turn's files again: such a hub gets no place among the parked though it has
+   * none parked. Given one, its newest upload was read before its own older files waiting there.
+   */
+  private readonly turnHubsInDatabase: Record<ReadTurn, Set<string>> = { image: new Set(), document: new Set() };
+  /** More hubs than TURN_HUBS_IN_DATABASE left files of the turn there: no hub gets a place past the bound. */
+  private readonly everyTurnHubInDatabase: Record<ReadTurn, boolean> = { image: false, document: false };
+  /**
    * Ids queueFirst put ahead (a dead process's jobs) until their job ends: one that must wait for its read
    * turn is parked at the head of its turn, not left to the database behind the files waiting there. Left
    * there, each sweep put it first and left it again, and it waited until every file of its kind was read.
@@ -216,7 +229,10 @@ export class EmbeddedRunner {
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
     this.queued.clear();
-    for (const turn of READ_TURNS) this.parked[turn].clear();
+    for (const turn of READ_TURNS) {
+      this.parked[turn].clear();
+      this.clearTurnHubs(turn);
+    }
     this.again.clear();
     this.orphans.clear();
   }
@@ -312,7 +328,12 @@ export class EmbeddedRunner {
       // files left in the database are read once its parked jobs run low (pump), not only once they are
       // gone: then the turn waited idle for the sweep.
       const skipUnread = READ_TURNS.filter((turn) => this.parked[turn].size >= this.lowMark(turn));
-      for (const turn of READ_TURNS) this.leftInDatabase[turn] = skipUnread.includes(turn);
+      for (const turn of READ_TURNS) {
+        this.leftInDatabase[turn] = skipUnread.includes(turn);
+        // The page reads the turn's files from the oldest: its hubs' marks go, and park marks again those
+        // it leaves there (also while the page is read). Rows past a full page are not tracked.
+        if (!this.leftInDatabase[turn]) this.clearTurnHubs(turn);
+      }
       const ids = await runAsBackground(() => findPendingJobs(db, { staleBefore: this.staleBefore(new Date()), retryBaseMs: this.options.retryBaseMs, skipUnread }));
       for (const { id, hubId } of ids) {
         if (this.active.has(id) || this.isParked(id) || this.stopped) continue;
@@ -380,12 +401,32 @@ export class EmbeddedRunner {
     // Not so a hub with none of its files parked (parked ones are taken hub by hub in turn): behind them
     // in the database, another hub's photo waited until a whole photo import was read. The newest parked
     // file of the hub with the most makes room when there is none, and waits in the database instead.
+    // Not a hub whose own files of the turn wait in the database, though: its newest went ahead of them.
     this.leftInDatabase[turn] = true;
-    if (parked.laneSize(hubId) === 0) {
+    if (parked.laneSize(hubId) === 0 && !this.everyTurnHubInDatabase[turn] && !this.turnHubsInDatabase[turn].has(hubId)) {
       const room = parked.size < this.parkedPerTurn() && this.queued.size + this.parkedCount() < this.maxQueued();
-      if (room || (parked.longestLane() > 1 && parked.dropNewest(1) === 1)) return void parked.add(id, hubId);
+      if (room) return void parked.add(id, hubId);
+      const made: string[] = [];
+      if (parked.longestLane() > 1 && parked.dropNewest(1, made) === 1) {
+        this.markTurnInDatabase(turn, made);
+        return void parked.add(id, hubId);
+      }
     }
     // Left to the database (its row is pending, never claimed): a sweep reads it once its turn's parked jobs run low.
+    this.markTurnInDatabase(turn, [hubId]);
+  }
+
+  private markTurnInDatabase(turn: ReadTurn, hubs: string[]): void {
+    for (const hub of hubs) {
+      if (this.turnHubsInDatabase[turn].has(hub)) continue;
+      if (this.turnHubsInDatabase[turn].size >= TURN_HUBS_IN_DATABASE) this.everyTurnHubInDatabase[turn] = true;
+      else this.turnHubsInDatabase[turn].add(hub);
+    }
+  }
+
+  private clearTurnHubs(turn: ReadTurn): void {
+    this.turnHubsInDatabase[turn].clear();
+    this.everyTurnHubInDatabase[turn] = false;
   }
 
   /** An orphan waiting for its turn: parked ahead of the others, the newest parked one making room when the set is full. */
@@ -394,7 +435,9 @@ export class EmbeddedRunner {
     if (this.parked[turn].size <= this.parkedPerTurn() && this.queued.size + this.parkedCount() <= this.maxQueued()) return;
     this.leftInDatabase[turn] = true;
     // Only orphans parked: this one waits in the database too (still `running`, the next sweep puts it first).
-    if (this.parked[turn].dropNewest(1) === 0) this.parked[turn].delete(id);
+    const made: string[] = [];
+    if (this.parked[turn].dropNewest(1, made) === 0) this.parked[turn].delete(id);
+    this.markTurnInDatabase(turn, made);
   }
 
   private parkedPerTurn(): number {

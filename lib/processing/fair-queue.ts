@@ -78,9 +78,10 @@ export class FairQueue {
 
   /**
    * Takes out the `count` ids queued last in the longest lanes (never of the first lane); returns how many it took: the hub with
-   * the most waiting gives up its newest first, so a hub with a few ids keeps them.
+   * the most waiting gives up its newest first, so a hub with a few ids keeps them. `hubs`, when given, gets the lane (hub) of
+   * each id taken.
    */
-  dropNewest(count: number): number {
+  dropNewest(count: number, hubs?: string[]): number {
     const drop = new Map<string, number>();
     const left = new Map([...this.lanes].map(([hub, lane]) => [hub, lane.size]));
     for (let i = 0; i < count && i < this.laneOf.size; i++) {
@@ -92,6 +93,7 @@ export class FairQueue {
     for (const [hub, dropped] of drop) {
       const lane = this.lanes.get(hub)!;
       for (const id of [...lane].slice(lane.size - dropped)) this.delete(id);
+      for (let i = 0; i < dropped; i++) hubs?.push(hub);
     }
     return [...drop.values()].reduce((sum, dropped) => sum + dropped, 0);
   }
