@@ -725,18 +725,27 @@ describe("ready's resumed_after: the id the replay really goes on from", () => {
 });
 
 describe("a stream after the database was restored under a running server", () => {
+  /**
+   * A backup taken after one event, two more events the bus handled, then the database put back as the
+   * backup was: those rows gone and the id sequence restarting after it. Returns the backup's newest id.
+   */
+  const restoredAfterBackup = async () => {
+    await push(mira, `in the backup ${Math.random()}`, mira.personalHubId);
+    const backup = (await h.db.event.aggregate({ _max: { seq: true } }))._max.seq!;
+    const old = await stream(mira);
+    await settle(mira, old, mira.personalHubId);
+    await settle(mira, old, mira.personalHubId);
+    await old.close();
+    await h.db.event.deleteMany({ where: { seq: { gt: backup } } });
+    await h.db.$executeRawUnsafe(`SELECT setval('events_seq_seq', ${backup})`);
+    return backup;
+  };
+
   it("an idle ping moves the cursor to where the bus is now, not to the highest id it ever handled, so the stream goes on delivering", async () => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     try {
-      await push(mira, `in the backup ${Math.random()}`, mira.personalHubId);
-      const backup = (await h.db.event.aggregate({ _max: { seq: true } }))._max.seq!;
-      const old = await stream(mira);
-      await settle(mira, old, mira.personalHubId);
-      await settle(mira, old, mira.personalHubId);
-      await old.close();
       // The restore: the rows written after the backup are gone, and the ids start again after it.
-      await h.db.event.deleteMany({ where: { seq: { gt: backup } } });
-      await h.db.$executeRawUnsafe(`SELECT setval('events_seq_seq', ${backup})`);
+      await restoredAfterBackup();
       const s = await stream(mira);
       await settle(mira, s, mira.personalHubId);
       vi.advanceTimersByTime(PING_INTERVAL_MS * CURSOR_REFRESH_PINGS);
@@ -751,15 +760,8 @@ describe("a stream after the database was restored under a running server", () =
   it("a stream opened after the restore in a quiet deployment pings no id from the lost history, and delivers the next event", async () => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     try {
-      await push(mira, `in the backup ${Math.random()}`, mira.personalHubId);
-      const backup = (await h.db.event.aggregate({ _max: { seq: true } }))._max.seq!;
-      const old = await stream(mira);
-      await settle(mira, old, mira.personalHubId);
-      await settle(mira, old, mira.personalHubId);
-      await old.close();
       // Restored in place: the LISTEN connection stays, and nothing happens before the next ping.
-      await h.db.event.deleteMany({ where: { seq: { gt: backup } } });
-      await h.db.$executeRawUnsafe(`SELECT setval('events_seq_seq', ${backup})`);
+      const backup = await restoredAfterBackup();
       const s = await stream(mira);
       vi.advanceTimersByTime(PING_INTERVAL_MS * CURSOR_REFRESH_PINGS);
       await s.waitFor(() => s.events.filter((e) => e.event === "ping").length === CURSOR_REFRESH_PINGS);
