@@ -63,7 +63,8 @@ export async function updateHub(ctx: AuthContext, hubId: string, input: UpdateHu
       // PATCH repeating it off, as a settings form sends every field, took the exclusive lock, so stalled
       // every write into the hub, to take nothing away. Turned on since the read before this
       // transaction, which took the lock only shared: done again, exclusively.
-      // FOR NO KEY UPDATE, the lock the update below takes: FOR UPDATE conflicts with the FOR KEY SHARE
+      // FOR NO KEY UPDATE, the lock the update below takes unless it changes the slug (a unique key: then
+      // FOR UPDATE, which waits for inserts naming the hub, as it always did): FOR UPDATE conflicts with the FOR KEY SHARE
       // every insert naming the hub (a memory, a chunk, a topic, a dream run) holds for its foreign key,
       // so the check waited for every write in flight, and every insert after it behind the PATCH.
       let dreamsOff = false;
