@@ -33,6 +33,12 @@ async function untouchedFor(ms: number, ids: string[]) {
   await h.db.topic.updateMany({ where: { id: { in: ids } }, data: { deletingAt: new Date(Date.now() - ms) } });
 }
 
+/** Branches other tests left marked would go first in a sweep: age them past the grace and finish them all. */
+async function finishOtherBranches() {
+  await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
+  while ((await finishTopicDeletes(h.db, 1)) > 0);
+}
+
 async function memory(client: Client, content: string, hubId?: string): Promise<string> {
   const res = await client.post("/v1/memories", { content }, hubId ? { headers: { "x-hub-id": hubId } } : {});
   expect(res.status, res.text).toBe(201);
@@ -816,8 +822,7 @@ describe("delete", () => {
     const t = await topic(ann, "Retried", team);
     const ids = [...(await filedMemories(ann, t.id, "retried a", team)), ...(await filedMemories(ann, t.id, "retried b", team))];
     // Other tests' marked branches are finished first, so the sweep takes this one.
-    await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
-    while ((await finishTopicDeletes(h.db, 1)) > 0);
+    await finishOtherBranches();
     // Cut short long ago: marked, nothing since.
     await untouchedFor(SWEEP_GRACE_MS + 60_000, [t.id]);
     const filed = () => h.db.memory.count({ where: { id: { in: ids }, topicId: t.id } });
@@ -903,8 +908,7 @@ describe("delete", () => {
     const failing = await topic(ann, "Failing", team);
     const newer = await topic(ann, "Newer", team);
     // Marked branches of other tests would go first: finish them.
-    await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
-    while ((await finishTopicDeletes(h.db, 1)) > 0);
+    await finishOtherBranches();
     await untouchedFor(3 * SWEEP_GRACE_MS, [failing.id]);
     await untouchedFor(2 * SWEEP_GRACE_MS, [newer.id]);
     const failingDb = new Proxy(h.db, {
@@ -1267,8 +1271,7 @@ describe.skipIf(!testPostgres())("delete of a topic with many memories", () => {
     const t = await topic(ann, "Stale", team);
     const ids = await filedMemories(ann, t.id, "stale", team);
     // Other tests' marked branches are finished first, so both sweeps read this one only.
-    await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
-    while ((await finishTopicDeletes(h.db, 1)) > 0);
+    await finishOtherBranches();
     await untouchedFor(SWEEP_GRACE_MS + 60_000, [t.id]);
     const changes = () => h.db.event.count({ where: { type: "topic.changed", entityId: t.id } });
     const before = await changes();
@@ -1295,8 +1298,7 @@ describe.skipIf(!testPostgres())("delete of a topic with many memories", () => {
     const team = await h.teamHub(ann);
     const t = await topic(ann, "Resent", team);
     const ids = [...(await filedMemories(ann, t.id, "resent a", team)), ...(await filedMemories(ann, t.id, "resent b", team))];
-    await untouchedFor(SWEEP_GRACE_MS + 60_000, (await h.db.topic.findMany({ where: { deletingAt: { not: null } } })).map((row) => row.id));
-    while ((await finishTopicDeletes(h.db, 1)) > 0);
+    await finishOtherBranches();
     await untouchedFor(SWEEP_GRACE_MS + 60_000, [t.id]);
     const changes = () => h.db.event.count({ where: { type: "topic.changed", entityId: t.id } });
     const before = await changes();
