@@ -89,6 +89,12 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
   rmSync(blobDir, { recursive: true, force: true });
 });
+/** A test's runner stopped and drained, and whatever answers the fake model still holds let go. */
+async function stopRunner(r: EmbeddedRunner): Promise<void> {
+  r.stop();
+  await r.idle();
+  for (const res of [...heldImages.splice(0), ...heldText.splice(0)]) res.destroy();
+}
 const releaseImage = () => answer(heldImages.shift()!, "gpt-test-vision", "Whiteboard: the on-call rotation swaps every Thursday at noon.");
 
 async function uploadImage(width: number, by: Client = ann): Promise<string> {
@@ -171,9 +177,7 @@ describe("the embedded runner's parked image jobs", () => {
       await until("the text memory is done while the images wait for the model", async () => (await status(text)) === "done", 30_000);
       expect(heldImages.length).toBeLessThanOrEqual(IMAGE_READS_AT_ONCE);
     } finally {
-      r.stop();
-      await r.idle();
-      for (const res of heldImages.splice(0)) res.destroy();
+      await stopRunner(r);
     }
   }, 60_000);
 
@@ -223,9 +227,7 @@ describe("the embedded runner's parked image jobs", () => {
       expect(largest).toBeLessThanOrEqual(maxQueued);
     } finally {
       clearInterval(sampler);
-      r.stop();
-      await r.idle();
-      for (const res of heldImages.splice(0)) res.destroy();
+      await stopRunner(r);
     }
   }, 60_000);
 
@@ -255,9 +257,7 @@ describe("the embedded runner's parked image jobs", () => {
       expect(await h.db.memory.count({ where: { id: { in: older }, processingStatus: "pending" } })).toBe(0);
       expect(await h.db.memory.count({ where: { id: { in: newer }, processingStatus: "pending" } })).toBeGreaterThanOrEqual(newer.length - 5);
     } finally {
-      r.stop();
-      await r.idle();
-      for (const res of heldImages.splice(0)) res.destroy();
+      await stopRunner(r);
     }
   }, 90_000);
 
@@ -285,9 +285,7 @@ describe("the embedded runner's parked image jobs", () => {
       });
       expect(r.size.queued).toBeLessThanOrEqual(10);
     } finally {
-      r.stop();
-      await r.idle();
-      for (const res of heldImages.splice(0)) res.destroy();
+      await stopRunner(r);
     }
   }, 90_000);
 
@@ -316,9 +314,7 @@ describe("the embedded runner's parked image jobs", () => {
       await until("an image takes the freed turn", () => heldImages.length === IMAGE_READS_AT_ONCE, 10_000);
       expect(await status(orphan)).toBe("pending");
     } finally {
-      r.stop();
-      await r.idle();
-      for (const res of [...heldImages.splice(0), ...heldText.splice(0)]) res.destroy();
+      await stopRunner(r);
     }
   }, 90_000);
 
@@ -343,9 +339,7 @@ describe("the embedded runner's parked image jobs", () => {
       expect(await status(theirs)).toBe("running");
       expect(r.size.queued).toBeLessThanOrEqual(10);
     } finally {
-      r.stop();
-      await r.idle();
-      for (const res of heldImages.splice(0)) res.destroy();
+      await stopRunner(r);
     }
   }, 90_000);
 
