@@ -92,7 +92,7 @@ const PAGE_READ_ATTEMPTS = 3;
 async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: false): Promise<MemoryObjectRow & { content: string }>;
 async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: true): Promise<MemoryObjectRow>;
 async function findMemory(ctx: AuthContext, id: string, counted: boolean, omitContent: boolean): Promise<MemoryObjectRow> {
-  // Only what the answer shows (see MEMORY_OBJECT_SELECT), with the text unless a page of it is read after.
+  // Only what the answer shows (MemoryObjectRow), with the text unless a page of it is read after.
   const memory = isUuid(id) ? await readMemoryWithContent(ctx.sql, id, memoryAccessSql(ctx), { counted, now: ctx.now(), content: !omitContent }) : undefined;
   if (!memory) throw new ApiError("not_found", "Memory not found");
   // A view signalled right after this read (POST …/access) is the same open.

@@ -2,7 +2,7 @@ import type { SqlRunner } from "@/lib/db/database.ts";
 import type { MemoryObjectRow } from "./serialize-memory.ts";
 
 /**
- * The columns of MEMORY_OBJECT_SELECT as a plain statement reads them (alias `m`). The memory list's
+ * The columns of MemoryObjectRow as a plain statement reads them (alias `m`). The memory list's
  * page runs on every list request: through Prisma's client, mapping its 20 rows cost the server about
  * 0.5 ms more CPU than this statement (issue 16). A topic being deleted is not_found to every request,
  * so a memory its delete has not yet unfiled shows no topic: read here, by the topic's primary key in
@@ -14,7 +14,7 @@ const MEMORY_OBJECT_COLUMNS = `m.id::text AS id, m.hub_id::text AS hub_id, m.own
   (SELECT t.id::text FROM topics t WHERE t.id = m.topic_id AND t.deleting_at IS NULL) AS topic_id, m.version, m.access_count, m.last_accessed_at, m.processing_status, m.processing_error,
   m.processed_at, m.created_at, m.updated_at`;
 
-/** Memory rows with what their API objects show, as Prisma's `select: MEMORY_OBJECT_SELECT` gives them. */
+/** Memory rows with what their API objects show, mapped as Prisma maps them. */
 export async function memoryObjectRows(sql: SqlRunner, from: string, params: unknown[]): Promise<MemoryObjectRow[]> {
   return (await sql.query<Row>(`SELECT ${MEMORY_OBJECT_COLUMNS} FROM memories m ${from}`, params)).map(memoryObjectRow);
 }

@@ -1,61 +1,46 @@
-import type { Prisma } from "@/lib/db/generated/client.ts";
+import type { Attachment, Memory } from "@/lib/db/generated/client.ts";
 import type { AttachmentObject, MemoryObject, MemoryWithContent } from "./memory-object.ts";
 
 /**
- * The columns serializeMemory shows, for reads that only answer with them (the memory list, a GET):
- * Prisma spends CPU on every column of every row it reads, and a list page of 20 memories read whole
- * (file_ref, processing and extraction bookkeeping, the lock flags) cost about 0.25 ms more per
- * request than these (issue 16).
+ * A memory row with what its API object shows (a whole row is one too): what the memory list and a GET
+ * read (lib/memories/memory-object-rows.ts), file_ref, processing and extraction bookkeeping and the lock
+ * flags left out, since mapping every column of every row cost the server CPU (issue 16).
  */
-export const MEMORY_OBJECT_SELECT = {
-  id: true,
-  hubId: true,
-  ownerId: true,
-  title: true,
-  contentType: true,
-  contentHash: true,
-  summary: true,
-  tags: true,
-  hint: true,
-  kind: true,
-  stability: true,
-  boundary: true,
-  state: true,
-  source: true,
-  sourceAgent: true,
-  assistedByAgent: true,
-  initiationType: true,
-  sourcePath: true,
-  hubReason: true,
-  projectContext: true,
-  topicId: true,
-  version: true,
-  accessCount: true,
-  lastAccessedAt: true,
-  processingStatus: true,
-  processingError: true,
-  processedAt: true,
-  createdAt: true,
-  updatedAt: true,
-} as const satisfies Prisma.MemorySelect;
+export type MemoryObjectRow = Pick<
+  Memory,
+  | "id"
+  | "hubId"
+  | "ownerId"
+  | "title"
+  | "contentType"
+  | "contentHash"
+  | "summary"
+  | "tags"
+  | "hint"
+  | "kind"
+  | "stability"
+  | "boundary"
+  | "state"
+  | "source"
+  | "sourceAgent"
+  | "assistedByAgent"
+  | "initiationType"
+  | "sourcePath"
+  | "hubReason"
+  | "projectContext"
+  | "topicId"
+  | "version"
+  | "accessCount"
+  | "lastAccessedAt"
+  | "processingStatus"
+  | "processingError"
+  | "processedAt"
+  | "createdAt"
+  | "updatedAt"
+>;
 
-/** A memory row with what its API object shows (a whole row is one too). */
-export type MemoryObjectRow = Prisma.MemoryGetPayload<{ select: typeof MEMORY_OBJECT_SELECT }>;
-
-/** The columns serializeAttachment shows. */
-export const ATTACHMENT_OBJECT_SELECT = {
-  id: true,
-  memoryId: true,
-  filename: true,
-  contentType: true,
-  sizeBytes: true,
-  sha256: true,
-  width: true,
-  height: true,
-  createdAt: true,
-} as const satisfies Prisma.AttachmentSelect;
-
-export type AttachmentObjectRow = Prisma.AttachmentGetPayload<{ select: typeof ATTACHMENT_OBJECT_SELECT }>;
+/** An attachment row with what serializeAttachment shows. */
+export type AttachmentObjectRow = Pick<Attachment, "id" | "memoryId" | "filename" | "contentType" | "sizeBytes" | "sha256" | "width" | "height" | "createdAt">;
 
 /** The Memory object of the API (create, list); `withContent` adds content and attachments (get, patch). */
 export function serializeMemory(memory: MemoryObjectRow): MemoryObject {
