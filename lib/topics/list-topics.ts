@@ -49,8 +49,7 @@ export async function listTopics(ctx: AuthContext, hubId: string) {
 async function topicsWithCounts(sql: SqlRunner, hubId: string): Promise<{ rows: TopicRow[]; counts: Map<string, number>; unassigned: number }> {
   const found = await sql.query<TopicSqlRow & { inbox: number; memories: number }>(
     `SELECT i.inbox, t.id::text AS id, t.hub_id::text AS hub_id, t.name, t.created_by::text AS created_by, t.created_at, t.updated_at,
-            t.parent_id::text AS parent_id, t.description, t.icon, t.position, t.pinned, t.user_modified, t.archived_at, t.deleting_at,
-            t.deleting_claim::text AS deleting_claim, COALESCE(su.memories, 0)::int AS memories
+            t.parent_id::text AS parent_id, t.description, t.icon, t.position, t.pinned, t.user_modified, t.deleting_at, COALESCE(su.memories, 0)::int AS memories
        FROM (SELECT COALESCE((SELECT memories FROM storage_usage WHERE scope = 'inbox' AND scope_id = $1::uuid), 0)::int AS inbox) i
        LEFT JOIN (topics t LEFT JOIN storage_usage su ON su.scope = 'topic' AND su.scope_id = t.id)
          ON t.hub_id = $1::uuid AND (t.archived_at IS NULL OR t.deleting_at IS NOT NULL)
@@ -82,9 +81,10 @@ async function topicsWithCounts(sql: SqlRunner, hubId: string): Promise<{ rows: 
       position: Number(row.position),
       pinned: row.pinned,
       userModified: row.user_modified,
-      archivedAt: row.archived_at === null ? null : new Date(row.archived_at),
+      // Active: neither archived nor being deleted (so unclaimed: a claim comes only with deleting_at).
+      archivedAt: null,
       deletingAt: null,
-      deletingClaim: row.deleting_claim,
+      deletingClaim: null,
     });
   }
   return { rows, counts, unassigned };
@@ -104,7 +104,5 @@ interface TopicSqlRow {
   position: number;
   pinned: boolean;
   user_modified: boolean;
-  archived_at: Date | string | null;
   deleting_at: Date | string | null;
-  deleting_claim: string | null;
 }
