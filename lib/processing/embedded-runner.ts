@@ -363,7 +363,7 @@ export class EmbeddedRunner {
       if (this.active.has(id) || this.isParked(id) || this.stopped) continue;
       if (!this.queued.has(id) && this.queued.size + this.parkedCount() >= this.maxQueued()) {
         this.backlog = true;
-        if (this.queued.dropNewest(1) === 0) return;
+        if (this.queued.dropNewest() === undefined) return;
       }
       this.queued.addFirst(id);
       this.orphans.add(id);
@@ -379,7 +379,8 @@ export class EmbeddedRunner {
   private roomForLane(hubId: string): boolean {
     if (this.queued.laneSize(hubId) > 0) return false;
     if (this.queued.size + this.parkedCount() < this.maxQueued()) return true;
-    if (this.queued.longestLane() <= 1 || this.queued.dropNewest(1) === 0) return false;
+    if (this.queued.longestLane() <= 1) return false;
+    this.queued.dropNewest();
     this.backlog = true;
     return true;
   }
@@ -406,9 +407,8 @@ export class EmbeddedRunner {
     if (parked.laneSize(hubId) === 0 && !this.everyTurnHubInDatabase[turn] && !this.turnHubsInDatabase[turn].has(hubId)) {
       const room = parked.size < this.parkedPerTurn() && this.queued.size + this.parkedCount() < this.maxQueued();
       if (room) return void parked.add(id, hubId);
-      const made: string[] = [];
-      if (parked.longestLane() > 1 && parked.dropNewest(1, made) === 1) {
-        this.markTurnInDatabase(turn, made);
+      if (parked.longestLane() > 1) {
+        this.markTurnInDatabase(turn, [parked.dropNewest()!]);
         return void parked.add(id, hubId);
       }
     }
@@ -435,9 +435,9 @@ export class EmbeddedRunner {
     if (this.parked[turn].size <= this.parkedPerTurn() && this.queued.size + this.parkedCount() <= this.maxQueued()) return;
     this.leftInDatabase[turn] = true;
     // Only orphans parked: this one waits in the database too (still `running`, the next sweep puts it first).
-    const made: string[] = [];
-    if (this.parked[turn].dropNewest(1, made) === 0) this.parked[turn].delete(id);
-    this.markTurnInDatabase(turn, made);
+    const made = this.parked[turn].dropNewest();
+    if (made === undefined) this.parked[turn].delete(id);
+    else this.markTurnInDatabase(turn, [made]);
   }
 
   private parkedPerTurn(): number {

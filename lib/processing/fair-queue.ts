@@ -77,25 +77,16 @@ export class FairQueue {
   }
 
   /**
-   * Takes out the `count` ids queued last in the longest lanes (never of the first lane); returns how many it took: the hub with
-   * the most waiting gives up its newest first, so a hub with a few ids keeps them. `hubs`, when given, gets the lane (hub) of
-   * each id taken.
+   * Takes out the id queued last in the longest lane (never of the first lane), so a hub with a few ids
+   * keeps them; returns that lane's hub, or undefined when no lane holds any.
    */
-  dropNewest(count: number, hubs?: string[]): number {
-    const drop = new Map<string, number>();
-    const left = new Map([...this.lanes].map(([hub, lane]) => [hub, lane.size]));
-    for (let i = 0; i < count && i < this.laneOf.size; i++) {
-      let longest: string | undefined;
-      for (const [hub, size] of left) if (longest === undefined || size > left.get(longest)!) longest = hub;
-      left.set(longest!, left.get(longest!)! - 1);
-      drop.set(longest!, (drop.get(longest!) ?? 0) + 1);
-    }
-    for (const [hub, dropped] of drop) {
-      const lane = this.lanes.get(hub)!;
-      for (const id of [...lane].slice(lane.size - dropped)) this.delete(id);
-      for (let i = 0; i < dropped; i++) hubs?.push(hub);
-    }
-    return [...drop.values()].reduce((sum, dropped) => sum + dropped, 0);
+  dropNewest(): string | undefined {
+    let longest: [string, Set<string>] | undefined;
+    for (const entry of this.lanes) if (!longest || entry[1].size > longest[1].size) longest = entry;
+    if (!longest) return undefined;
+    const [hub, lane] = longest;
+    this.delete([...lane].at(-1)!);
+    return hub;
   }
 
   clear(): void {
