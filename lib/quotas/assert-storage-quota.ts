@@ -37,14 +37,7 @@ export async function assertStorageQuota(tx: DbClient, growth: StorageGrowth): P
 export async function fitsStorageQuota(tx: DbClient, growth: StorageGrowth): Promise<boolean> {
   const read = storageQuotaRead(growth);
   if (!read) return true;
-  const rows = await tx.$queryRaw<StorageQuotaRow[]>(read);
-  try {
-    checkStorageQuota(growth, rows.map((row) => ({ ...row, bytes: Number(row.bytes) + growth.bytes, memories: row.memories + growth.memories })));
-    return true;
-  } catch (error) {
-    if (error instanceof ApiError && error.code === "quota_exceeded") return false;
-    throw error;
-  }
+  return storageQuotaRefusal(growth, await tx.$queryRaw<StorageQuotaRow[]>(read), { written: false }) === undefined;
 }
 
 /** The counter rows of `growth`'s owner and hub, as storageQuotaRead reads them. */
@@ -90,9 +83,15 @@ export function storageQuotaPast(growth: StorageGrowth): Prisma.Sql {
   return past.length > 0 ? Prisma.join(past, " OR ") : Prisma.sql`false`;
 }
 
-/** assertStorageQuota's check on the rows its read gave. */
+/** assertStorageQuota's check on the rows its read gave (read after the write: they include it). */
 export function checkStorageQuota(growth: StorageGrowth, rows: StorageQuotaRow[]): void {
-  if (growth.bytes <= 0 && growth.memories <= 0) return;
+  const refusal = storageQuotaRefusal(growth, rows, { written: true });
+  if (refusal) throw refusal;
+}
+
+/** The 413 `growth` meets on these counter rows, read after the write (`written`) or before it; undefined when it fits. */
+function storageQuotaRefusal(growth: StorageGrowth, rows: StorageQuotaRow[], { written }: { written: boolean }): ApiError | undefined {
+  if (growth.bytes <= 0 && growth.memories <= 0) return undefined;
   const limits = quotaLimits();
   const scopes = (["user", "hub"] as const).filter((scope) => limits[scope].bytes !== null || limits[scope].memories !== null);
   for (const scope of scopes) {
@@ -101,10 +100,10 @@ export function checkStorageQuota(growth: StorageGrowth, rows: StorageQuotaRow[]
     // No row for the owner: the write is not on their counter (a hub they are no longer in).
     if (!row) continue;
     // What was used before this write (the error reports it as before).
-    const used = { bytes: Number(row.bytes) - growth.bytes, memories: Number(row.memories) - growth.memories };
+    const used = written ? { bytes: Number(row.bytes) - growth.bytes, memories: Number(row.memories) - growth.memories } : { bytes: Number(row.bytes), memories: Number(row.memories) };
     const who = scope === "user" ? "Your account" : "This hub";
     if (limit.memories !== null && growth.memories > 0 && used.memories + growth.memories > limit.memories) {
-      throw new ApiError("quota_exceeded", `${who} has reached its quota of ${limit.memories} memories; delete some to add more`, {
+      return new ApiError("quota_exceeded", `${who} has reached its quota of ${limit.memories} memories; delete some to add more`, {
         scope,
         resource: "memories",
         limit: limit.memories,
@@ -112,7 +111,7 @@ export function checkStorageQuota(growth: StorageGrowth, rows: StorageQuotaRow[]
       });
     }
     if (limit.bytes !== null && growth.bytes > 0 && used.bytes + growth.bytes > limit.bytes) {
-      throw new ApiError("quota_exceeded", `${who} would exceed its storage quota of ${limit.bytes} bytes (${used.bytes} used, ${growth.bytes} more asked)`, {
+      return new ApiError("quota_exceeded", `${who} would exceed its storage quota of ${limit.bytes} bytes (${used.bytes} used, ${growth.bytes} more asked)`, {
         scope,
         resource: "bytes",
         limit: limit.bytes,
@@ -121,6 +120,7 @@ export function checkStorageQuota(growth: StorageGrowth, rows: StorageQuotaRow[]
       });
     }
   }
+  return undefined;
 }
 
 /**
