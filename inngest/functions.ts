@@ -1,5 +1,6 @@
 import { getDatabase } from "@/lib/db/database.ts";
 import { claimMemory, describeError, isPermanentError } from "@/lib/processing/process-memory.ts";
+import { JobLease } from "@/lib/processing/job-lease.ts";
 import { processingConfig } from "@/lib/processing/processing-config.ts";
 import { takeMemoriesToResend } from "@/lib/processing/take-memories-to-resend.ts";
 import { failMemory, PROCESSING_STEPS, StaleJobError, type StepContext } from "@/lib/processing/processing-steps.ts";
@@ -45,35 +46,29 @@ export const processMemoryFunction = inngest.createFunction(
     let indexed = false;
     for (const processingStep of PROCESSING_STEPS) {
       const result = await step.run(processingStep.name, async () => {
-        const overtaken = new AbortController();
-        const ctx: StepContext = { db: await db(), memory: claim.memory, now: () => new Date(), attempt: claim.attempt, signal: overtaken.signal };
+        const database = await db();
         // Renews the claim (the lease the sweep judges by), as the embedded runner's job does while it runs:
         // without it a run whose steps together took longer than the stale timeout was taken over, and
         // after the maximum attempts its memory ended failed ("interrupted") though every step succeeded.
         // Matching nothing means overtaken: this run looked stalled (one slow step, Inngest's backoff) and a
         // newer run claimed the memory with attempts + 1. That run finishes it; this one stops.
-        const renew = async () =>
-          (
-            await ctx.db.memory.updateMany({
-              where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running", processingAttempts: claim.attempt },
-              data: { processingStartedAt: new Date() },
-            })
-          ).count > 0;
-        if (!(await renew())) return "stale" as const;
-        // Renewed while the step runs too: the extract step waits here for the process's read turn (one
-        // document, three images at a time) behind the other runs' reads, and renewed only as it started, a
-        // wait past the stale timeout had the sweep re-send the memory and a second run take it over.
-        const heartbeat = setInterval(() => {
-          renew().then(
-            (held) => held || overtaken.abort(new StaleJobError(claim.memory)),
-            () => undefined,
-          );
-        }, Math.max(100, Math.floor(config.staleMs / 3)));
+        const { count } = await database.memory.updateMany({
+          where: { id: claim.memory.id, version: claim.memory.version, processingStatus: "running", processingAttempts: claim.attempt },
+          data: { processingStartedAt: new Date() },
+        });
+        if (count === 0) return "stale" as const;
+        // Renewed while the step runs too (job-lease.ts): the extract step waits here for the process's read
+        // turn (one document, three images at a time) behind the other runs' reads, and renewed only as it
+        // started, a wait past the stale timeout had the sweep re-send the memory and a second run take it over.
+        const lease = new JobLease(db, config.staleMs);
+        const signal = lease.hold(claim.memory.id, claim.attempt, claim.memory.version);
+        const ctx: StepContext = { db: database, memory: claim.memory, now: () => new Date(), attempt: claim.attempt, signal };
         try {
           await processingStep.run(ctx);
           return "ok" as const;
         } catch (error) {
-          if (error instanceof StaleJobError) return "stale" as const;
+          // Lost while the step waited (its turn to read a document): the newer run owns the memory now.
+          if (error instanceof StaleJobError || signal.aborted) return "stale" as const;
           // `attempt` counts this step's tries (0-based); the last one fails the memory instead of throwing.
           const lastTry = attempt >= (maxAttempts ?? RETRIES + 1) - 1;
           if (lastTry || isPermanentError(error)) {
@@ -89,7 +84,7 @@ export const processMemoryFunction = inngest.createFunction(
           });
           throw error;
         } finally {
-          clearInterval(heartbeat);
+          lease.stop();
         }
       });
       if (result === "stale") return { status: "stale" as const };
