@@ -5,7 +5,7 @@ import { isForeignKeyViolation } from "@/lib/db/errors.ts";
 import { inngestEnabled } from "@/lib/processing/processing-config.ts";
 import { dreamConfig, type DreamConfig } from "./dream-config.ts";
 import { switchSql } from "./dream-settings.ts";
-import { claimDreamRun, executeDreamRun, LostLeaseError, StoppedError } from "./run-dream.ts";
+import { claimDreamRun, executeDreamRun, heldBy, LostLeaseError, StoppedError } from "./run-dream.ts";
 
 export const DREAM_RUN_EVENT = "engram/dream.run";
 
@@ -88,7 +88,7 @@ export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number, li
  */
 export async function failRun(db: Db, runId: string, owner: string, attempt?: string): Promise<void> {
   const error = `the run failed (details in the server log, dream run ${runId}); the next run starts afresh`;
-  await db.dreamRun.updateMany({ where: { id: runId, status: "running", leaseOwner: owner, ...(attempt !== undefined && { attemptToken: attempt }) }, data: { status: "failed", error, finishedAt: new Date() } });
+  await db.dreamRun.updateMany({ where: { id: runId, ...heldBy(owner, attempt) }, data: { status: "failed", error, finishedAt: new Date() } });
 }
 
 /**

@@ -114,7 +114,7 @@ export async function takeDreamAttempt(db: Db, runId: string, owner: string, at:
 }
 
 /** The run's row as this attempt may write it: the lease's, and the attempt's token when it has one. */
-function heldBy(owner: string, attempt: string | undefined) {
+export function heldBy(owner: string, attempt: string | undefined) {
   return { status: "running", leaseOwner: owner, ...(attempt !== undefined && { attemptToken: attempt }) };
 }
 
