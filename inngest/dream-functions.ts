@@ -1,10 +1,8 @@
 import { customBoardsStopping, refreshBoardForDream } from "@/lib/boards/kick-custom-board.ts";
 import { getDatabase } from "@/lib/db/database.ts";
 import { dreamConfig } from "@/lib/dreams/dream-config.ts";
-import { isForeignKeyViolation } from "@/lib/db/errors.ts";
-import { DREAM_RUN_EVENT, dreamsStopSignal, dueHubs, failRun, pendingDreamRuns, stillDueHubs } from "@/lib/dreams/dream-runner.ts";
+import { DREAM_RUN_EVENT, dreamsStopSignal, dueHubs, failRun, pendingDreamRuns, queueScheduledRuns, stillDueHubs } from "@/lib/dreams/dream-runner.ts";
 import { claimDreamRun, DREAM_PHASES, finishDreamRun, LostLeaseError, OutOfTimeError, runBudgetStart, runDreamPhase, StoppedError, takeDreamAttempt } from "@/lib/dreams/run-dream.ts";
-import { queueDreamRun } from "@/lib/dreams/trigger-dream.ts";
 import { inngest } from "./client.ts";
 
 /** What the claim step memoizes: the lease's owner and when the run's budget began (its first claim). */
@@ -201,17 +199,8 @@ export const dreamScheduleFunction = inngest.createFunction(
       // sent twice (two function runs per run), by up to 1,000 requests to Inngest inside this one step.
       // A picked hub with a run already (an earlier attempt's, or a member's trigger since the pick) has
       // that run sent with the others: none had one when picked.
-      const picked: { id: string; hubId: string }[] = [];
-      for (const hubId of await stillDueHubs(db, due, now, config.intervalHours)) {
-        try {
-          const result = await queueDreamRun(db, hubId, null, now, undefined, { kick: false });
-          picked.push({ id: result.run_id, hubId });
-        } catch (error) {
-          // Purged since it was read just above: one hub's, not the whole schedule's failure (a retry
-          // replays the same hubs).
-          if (!isForeignKeyViolation(error)) throw error;
-        }
-      }
+      // A hub purged since it was read just above is passed over (a retry replays the same hubs).
+      const picked = await queueScheduledRuns(db, await stillDueHubs(db, due, now, config.intervalHours), () => now, { kick: false });
       // As many as it may have queued: taking the in-process sweep's 100 (it sweeps every minute, this
       // once a day), the rest waited for the next day's, and 1,000 due hubs were dreamt every ten days.
       // The picked hubs' runs first, then those waiting: taken oldest first alone, this step's own came

@@ -82,6 +82,26 @@ export async function pendingDreamRuns(db: Db, now: Date, staleRunMs: number, li
 }
 
 /**
+ * Queues the schedule's run of each hub, in order; the runs queued (or found already queued). A hub
+ * purged since it was picked is passed over: one hub's, not the whole schedule's failure (every due hub
+ * after it waited for the next schedule). Used by the in-process schedule and the Inngest one.
+ */
+export async function queueScheduledRuns(db: Db, hubIds: string[], now: () => Date, options: { kick?: boolean } = {}): Promise<{ id: string; hubId: string }[]> {
+  // Imported here: trigger-dream.ts imports this module (kickDreamRun).
+  const { queueDreamRun } = await import("./trigger-dream.ts");
+  const queued: { id: string; hubId: string }[] = [];
+  for (const hubId of hubIds) {
+    try {
+      const result = await queueDreamRun(db, hubId, null, now(), undefined, options);
+      queued.push({ id: result.run_id, hubId });
+    } catch (error) {
+      if (!isForeignKeyViolation(error)) throw error;
+    }
+  }
+  return queued;
+}
+
+/**
  * A run that threw (not a crash) ends failed; the next trigger starts afresh. Its `error` is read by
  * every member of the hub: the exception's own text (a database statement, its tables and columns, a
  * provider's address) is the operator's, logged by the caller under the run's id.
@@ -214,16 +234,7 @@ export class DreamRunner {
     try {
       const config = this.options.config ?? dreamConfig();
       const db = await this.options.db();
-      const { queueDreamRun } = await import("./trigger-dream.ts");
-      for (const hubId of await dueHubs(db, new Date(), config.intervalHours)) {
-        try {
-          await queueDreamRun(db, hubId, null, new Date());
-        } catch (error) {
-          // Purged since the pick: one hub's, not the whole schedule's failure (every due hub after it
-          // waited for the next hour's), as with the Inngest schedule.
-          if (!isForeignKeyViolation(error)) throw error;
-        }
-      }
+      await queueScheduledRuns(db, await dueHubs(db, new Date(), config.intervalHours), () => new Date());
     } catch (error) {
       console.error("[engram] dreams: schedule failed", error);
     }
