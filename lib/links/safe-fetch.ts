@@ -32,8 +32,7 @@ export interface FetchedPage {
 /**
  * What failed: an address refused by policy, an HTTP status, a redirect past the limit, a page too
  * large, a host that does not resolve, the time limit, a connection refused, reset or unreachable
- * (or a name server failing for now), or something else. Only `timeout`, `unreachable` and a 5xx
- * `status` say the server is failing now rather than the page being gone or moved.
+ * (or a name server failing for now), or something else.
  */
 export type LinkFetchFailure = "refused" | "status" | "redirect" | "too_large" | "unresolved" | "timeout" | "unreachable" | "other";
 
@@ -41,13 +40,22 @@ export type LinkFetchFailure = "refused" | "status" | "redirect" | "too_large" |
 export class LinkFetchError extends Error {
   constructor(
     message: string,
-    readonly refused = false,
+    readonly kind: LinkFetchFailure = "other",
     /** The HTTP status the page answered with, when that was the failure. */
     readonly status?: number,
-    readonly kind: LinkFetchFailure = refused ? "refused" : status !== undefined ? "status" : "other",
   ) {
     super(message);
     this.name = "LinkFetchError";
+  }
+
+  /** Refused by policy (not a URL, not http(s), credentials, a private address) rather than failed. */
+  get refused(): boolean {
+    return this.kind === "refused";
+  }
+
+  /** Only a timeout, an unreachable server and a 5xx say the server is failing now rather than the page being gone or moved. */
+  get failingNow(): boolean {
+    return this.kind === "timeout" || this.kind === "unreachable" || (this.kind === "status" && this.status! >= 500);
   }
 }
 
@@ -172,16 +180,16 @@ export async function safeFetch(rawUrl: string, policy: FetchPolicy = currentFet
       const target = await checkTarget(url, policy, controller.signal);
       const response = await request(url, target, policy, controller.signal);
       if ([301, 302, 303, 307, 308].includes(response.status) && response.location) {
-        if (hop >= policy.maxRedirects) throw new LinkFetchError(`Too many redirects (more than ${policy.maxRedirects})`, false, undefined, "redirect");
+        if (hop >= policy.maxRedirects) throw new LinkFetchError(`Too many redirects (more than ${policy.maxRedirects})`, "redirect");
         url = parseHttpUrl(new URL(response.location, url).toString());
         continue;
       }
-      if (response.status < 200 || response.status >= 300) throw new LinkFetchError(`The page answered HTTP ${response.status}`, false, response.status);
+      if (response.status < 200 || response.status >= 300) throw new LinkFetchError(`The page answered HTTP ${response.status}`, "status", response.status);
       return { url: url.toString(), status: response.status, contentType: response.contentType, body: response.body! };
     }
   } catch (error) {
     if (signal?.aborted) throw signal.reason instanceof Error ? signal.reason : new Error("the fetch was stopped");
-    if (controller.signal.aborted) throw new LinkFetchError(`The page did not load within ${policy.timeoutMs / 1000} s`, false, undefined, "timeout");
+    if (controller.signal.aborted) throw new LinkFetchError(`The page did not load within ${policy.timeoutMs / 1000} s`, "timeout");
     throw error;
   } finally {
     signal?.removeEventListener("abort", stop);
@@ -194,10 +202,10 @@ function parseHttpUrl(raw: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new LinkFetchError("Not a valid URL", true);
+    throw new LinkFetchError("Not a valid URL", "refused");
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new LinkFetchError(`Only http and https links are fetched, not ${url.protocol}`, true);
-  if (url.username || url.password) throw new LinkFetchError("Links with credentials are not fetched", true);
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new LinkFetchError(`Only http and https links are fetched, not ${url.protocol}`, "refused");
+  if (url.username || url.password) throw new LinkFetchError("Links with credentials are not fetched", "refused");
   return url;
 }
 
@@ -213,17 +221,17 @@ async function checkTarget(url: URL, policy: FetchPolicy, signal: AbortSignal): 
       addresses = await untilAborted(policy.resolve(host), signal);
     } catch (error) {
       if (signal.aborted) throw error;
-      throw new LinkFetchError(`The host ${host} could not be resolved`, false, undefined, unreachable(error) ? "unreachable" : "unresolved");
+      throw new LinkFetchError(`The host ${host} could not be resolved`, unreachable(error) ? "unreachable" : "unresolved");
     }
   }
-  if (!addresses.length) throw new LinkFetchError(`The host ${host} could not be resolved`, false, undefined, "unresolved");
+  if (!addresses.length) throw new LinkFetchError(`The host ${host} could not be resolved`, "unresolved");
   // Every answer must be acceptable: otherwise a later connection could pick the private one.
   for (const { address } of addresses) {
     const allowed = policy.allow.includes(`${address}:${port}`) || policy.allow.includes(`[${address}]:${port}`);
     if (isBlockedAddress(address) && !allowed) {
       throw new LinkFetchError(
         family ? `Refused: ${host} is a private, loopback or link-local address` : `Refused: ${host} resolves to a private, loopback or link-local address`,
-        true,
+        "refused",
       );
     }
   }
@@ -273,7 +281,7 @@ function request(url: URL, target: ResolvedAddress, policy: FetchPolicy, signal:
         const declared = Number(res.headers["content-length"]);
         if (declared > policy.maxBytes) {
           res.destroy();
-          reject(new LinkFetchError(`The page is larger than ${policy.maxBytes} bytes`, false, undefined, "too_large"));
+          reject(new LinkFetchError(`The page is larger than ${policy.maxBytes} bytes`, "too_large"));
           return;
         }
         const parts: Buffer[] = [];
@@ -282,17 +290,17 @@ function request(url: URL, target: ResolvedAddress, policy: FetchPolicy, signal:
           size += chunk.length;
           if (size > policy.maxBytes) {
             res.destroy();
-            reject(new LinkFetchError(`The page is larger than ${policy.maxBytes} bytes`, false, undefined, "too_large"));
+            reject(new LinkFetchError(`The page is larger than ${policy.maxBytes} bytes`, "too_large"));
             return;
           }
           parts.push(chunk);
         });
         res.on("end", () => resolve({ status, contentType, body: Buffer.concat(parts) }));
-        res.on("error", (error) => reject(new LinkFetchError(`The page could not be read: ${error.message}`, false, undefined, unreachable(error) ? "unreachable" : "other")));
+        res.on("error", (error) => reject(new LinkFetchError(`The page could not be read: ${error.message}`, unreachable(error) ? "unreachable" : "other")));
       },
     );
     req.on("error", (error) =>
-      reject(error instanceof LinkFetchError ? error : new LinkFetchError(`The page could not be fetched: ${error.message}`, false, undefined, unreachable(error) ? "unreachable" : "other")),
+      reject(error instanceof LinkFetchError ? error : new LinkFetchError(`The page could not be fetched: ${error.message}`, unreachable(error) ? "unreachable" : "other")),
     );
     req.end();
   });

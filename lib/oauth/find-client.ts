@@ -90,7 +90,7 @@ async function fetchMetadataDocument(clientId: string, known: boolean): Promise<
     // "not valid". Anything else means no such client: a document gone (a 4xx), moved (a redirect),
     // grown past the bound, a domain that no longer resolves, an address refused. Answered as an
     // outage, an app that moved its document or let its domain lapse was told "try again" forever.
-    const outage = known && (!(error instanceof LinkFetchError) || error.kind === "timeout" || error.kind === "unreachable" || (error.kind === "status" && error.status! >= 500));
+    const outage = known && (!(error instanceof LinkFetchError) || error.failingNow);
     if (outage) throw new OAuthError("temporarily_unavailable", `The app's client ID metadata document could not be fetched again (${reason}); try again later`, 503, { "Retry-After": "30" });
     throw new OAuthError("invalid_client", `Could not fetch the client ID metadata document: ${reason}`);
   }
