@@ -183,7 +183,7 @@ async function assertClientMayAsk(db: DbClient, clientAddress: string, at: Date)
     take: cap,
   });
   if (recent.length < cap) return;
-  const retryAfter = Math.max(1, Math.ceil((recent[cap - 1]!.createdAt.getTime() + 3_600_000 - at.getTime()) / 1000));
+  const retryAfter = Math.max(1, untilOldestIsAnHourOld(recent, at));
   throw new ApiError("rate_limited", `Too many sign-in codes were asked for from this client; another can be sent in ${retryAfter} s`, { limit: cap, retry_after: retryAfter }, { "Retry-After": String(retryAfter) });
 }
 
@@ -196,8 +196,13 @@ async function nextCodeIn(db: DbClient, email: string, at: Date): Promise<number
   });
   const cooldown = recent[0] ? Math.ceil((recent[0].createdAt.getTime() + EMAIL_CODE_COOLDOWN_SECONDS * 1000 - at.getTime()) / 1000) : 0;
   // The hour's count full, the wait is until its first code is an hour old, however short the cooldown left.
-  const hour = recent.length >= EMAIL_CODES_PER_HOUR ? Math.ceil((recent[recent.length - 1]!.createdAt.getTime() + 3_600_000 - at.getTime()) / 1000) : 0;
+  const hour = recent.length >= EMAIL_CODES_PER_HOUR ? untilOldestIsAnHourOld(recent, at) : 0;
   return Math.max(0, cooldown, hour);
+}
+
+/** Seconds from `at` until the oldest of the hour's counted codes (`recent`, newest first, not empty) is an hour old. */
+function untilOldestIsAnHourOld(recent: { createdAt: Date }[], at: Date): number {
+  return Math.ceil((recent[recent.length - 1]!.createdAt.getTime() + 3_600_000 - at.getTime()) / 1000);
 }
 
 function codeMail(email: string, code: string): MailMessage {
